@@ -1,0 +1,260 @@
+"""Configuration: ``[tool.streamlint]`` in pyproject.toml, or streamlint.toml / .streamlint.toml.
+
+Resolved once per run in the parent process. Unknown keys, bad values and unknown codes are errors
+naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from streamlint.discovery import DEFAULT_EXCLUDE
+from streamlint.model.apis import EXECUTION_PATHS
+from streamlint.registry import Registry
+
+CONFIG_FILES = ("streamlint.toml", ".streamlint.toml", "pyproject.toml")
+MODES = ("auto", *EXECUTION_PATHS)
+OUTPUT_FORMATS = ("full", "concise", "json", "json-lines", "sarif", "github", "junit")
+DEFAULT_SELECT = ("SL0", "SL1", "SL2", "SL3", "SL4", "SL5")
+
+
+class ConfigError(Exception):
+    def __init__(self, source: str, key: str | None, message: str) -> None:
+        where = f"{source}: {key}: " if key else f"{source}: "
+        super().__init__(where + message)
+        self.source = source
+        self.key = key
+
+
+@dataclass(frozen=True)
+class Settings:
+    select: tuple[str, ...] = DEFAULT_SELECT
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    extend_exclude: tuple[str, ...] = ()
+    respect_gitignore: bool = True
+    force_exclude: bool = False
+    mode: str = "auto"
+    fixable: tuple[str, ...] = ("ALL",)
+    unfixable: tuple[str, ...] = ()
+    unsafe_fixes: bool = False
+    output_format: str | None = None
+    baseline: str = ""
+    cache_dir: str = ".streamlint_cache"
+    plugins: tuple[str, ...] = ()
+    stream_switch_wrappers: tuple[str, ...] = ()
+    wait_wrappers: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    per_path_mode: tuple[tuple[str, str], ...] = ()
+    rule_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    config_path: str | None = None
+    project_root: str = "."
+    # where each selection came from, for --show-settings
+    provenance: dict[str, str] = field(default_factory=dict)
+
+    def with_overrides(self, **changes: Any) -> "Settings":
+        return replace(self, **changes)
+
+    def enabled_codes(self, registry: Registry) -> dict[str, str]:
+        """code -> reason it is enabled; codes absent are disabled."""
+        enabled: dict[str, str] = {}
+        for selector in (*self.select, *self.extend_select):
+            for rule in registry.lookup(selector):
+                enabled[rule.code] = f"selected by {selector!r}"
+        for selector in self.ignore:
+            for rule in registry.lookup(selector):
+                enabled.pop(rule.code, None)
+        return enabled
+
+    def disabled_reasons(self, registry: Registry) -> dict[str, str]:
+        reasons: dict[str, str] = {}
+        enabled = self.enabled_codes(registry)
+        for code in registry.rules:
+            if code in enabled:
+                continue
+            ignored_by = [s for s in self.ignore if any(r.code == code for r in registry.lookup(s))]
+            reasons[code] = f"ignored by {ignored_by[0]!r}" if ignored_by else "not selected"
+        return reasons
+
+
+_LIST_KEYS = {
+    "select", "extend-select", "ignore", "exclude", "extend-exclude", "fixable", "unfixable", "plugins",
+    "stream-switch-wrappers", "wait-wrappers",
+}
+_BOOL_KEYS = {"respect-gitignore", "unsafe-fixes", "force-exclude"}
+_STR_KEYS = {"mode", "output-format", "baseline", "cache-dir", "extend"}
+_TABLE_KEYS = {"per-file-ignores", "per-path-mode", "rules"}
+KNOWN_KEYS = _LIST_KEYS | _BOOL_KEYS | _STR_KEYS | _TABLE_KEYS
+
+
+def find_config(start: Path) -> Path | None:
+    """The nearest configuration file at or above ``start``."""
+    directory = start if start.is_dir() else start.parent
+    directory = directory.absolute()
+    while True:
+        for name in CONFIG_FILES:
+            candidate = directory / name
+            if candidate.is_file():
+                if name != "pyproject.toml" or _has_tool_table(candidate):
+                    return candidate
+        if directory.parent == directory:
+            return None
+        directory = directory.parent
+
+
+def _has_tool_table(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError):
+        return True  # report the broken file rather than skipping it silently
+    return "streamlint" in data.get("tool", {})
+
+
+def _read_table(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except OSError as exc:
+        raise ConfigError(str(path), None, f"cannot read: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(str(path), None, f"invalid TOML: {exc}") from None
+    if path.name == "pyproject.toml":
+        return data.get("tool", {}).get("streamlint", {})
+    return data
+
+
+def find_project_root(start: Path) -> Path:
+    directory = (start if start.is_dir() else start.parent).absolute()
+    probe = directory
+    while True:
+        if any((probe / marker).exists() for marker in (".git", "pyproject.toml", "streamlint.toml", ".streamlint.toml")):
+            return probe
+        if probe.parent == probe:
+            return directory
+        probe = probe.parent
+
+
+def load_settings(
+    registry: Registry,
+    start: Path,
+    config_file: Path | None = None,
+    isolated: bool = False,
+    overrides: dict[str, Any] | None = None,
+) -> Settings:
+    """Resolve the effective settings for a run rooted at ``start``."""
+    settings = Settings()
+    path = None if isolated else (config_file or find_config(start))
+    if path is not None:
+        settings = _apply_file(settings, path, registry, set())
+        settings = replace(settings, config_path=str(path), project_root=str(path.parent.absolute()))
+    else:
+        settings = replace(settings, project_root=str(find_project_root(start)))
+    for key, value in (overrides or {}).items():
+        settings = _apply_key(settings, "command line", key, value, registry, Path.cwd())
+    return settings
+
+
+def _apply_file(settings: Settings, path: Path, registry: Registry, seen: set[Path]) -> Settings:
+    path = path.absolute()
+    if path in seen:
+        raise ConfigError(str(path), "extend", "circular extend")
+    seen.add(path)
+    table = _read_table(path)
+    if not isinstance(table, dict):
+        raise ConfigError(str(path), None, "expected a table")
+    if "extend" in table:
+        base = table["extend"]
+        if not isinstance(base, str):
+            raise ConfigError(str(path), "extend", "expected a path string")
+        base_path = (path.parent / base).resolve()
+        if not base_path.is_file():
+            raise ConfigError(str(path), "extend", f"no such file: {base_path}")
+        settings = _apply_file(settings, base_path, registry, seen)
+    for key, value in table.items():
+        if key == "extend":
+            continue
+        settings = _apply_key(settings, str(path), key, value, registry, path.parent)
+    return settings
+
+
+def _check_selectors(source: str, key: str, values: list[str], registry: Registry) -> None:
+    for value in values:
+        if not registry.is_known_selector(value):
+            raise ConfigError(source, key, f"unknown rule code or name {value!r}")
+
+
+def _apply_key(settings: Settings, source: str, key: str, value: Any, registry: Registry, base: Path) -> Settings:
+    if key not in KNOWN_KEYS:
+        raise ConfigError(source, key, f"unknown key (known keys: {', '.join(sorted(KNOWN_KEYS))})")
+    attr = key.replace("-", "_")
+    if key in _LIST_KEYS:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(source, key, "expected a list of strings")
+        if key in ("select", "extend-select", "ignore", "fixable", "unfixable"):
+            _check_selectors(source, key, value, registry)
+        provenance = dict(settings.provenance)
+        if key in ("select", "extend-select", "ignore"):
+            provenance[key] = source
+        return replace(settings, **{attr: tuple(value)}, provenance=provenance)
+    if key in _BOOL_KEYS:
+        if not isinstance(value, bool):
+            raise ConfigError(source, key, "expected true or false")
+        return replace(settings, **{attr: value})
+    if key in _STR_KEYS:
+        if not isinstance(value, str):
+            raise ConfigError(source, key, "expected a string")
+        if key == "mode" and value not in MODES:
+            raise ConfigError(source, key, f"expected one of {', '.join(MODES)}, got {value!r}")
+        if key == "output-format" and value not in OUTPUT_FORMATS:
+            raise ConfigError(source, key, f"expected one of {', '.join(OUTPUT_FORMATS)}, got {value!r}")
+        if key in ("baseline", "cache-dir") and value:
+            value = str((base / value)) if not os.path.isabs(value) else value
+        return replace(settings, **{attr: value})
+    if not isinstance(value, dict):
+        raise ConfigError(source, key, "expected a table")
+    if key == "per-file-ignores":
+        entries = []
+        for pattern, codes in value.items():
+            if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
+                raise ConfigError(source, f"{key}.{pattern}", "expected a list of codes")
+            _check_selectors(source, f"{key}.{pattern}", codes, registry)
+            entries.append((pattern, tuple(codes)))
+        return replace(settings, per_file_ignores=tuple(entries))
+    if key == "per-path-mode":
+        entries = []
+        for pattern, mode in value.items():
+            if mode not in MODES:
+                raise ConfigError(source, f"{key}.{pattern}", f"expected one of {', '.join(MODES)}, got {mode!r}")
+            entries.append((pattern, mode))
+        return replace(settings, per_path_mode=tuple(entries))
+    # rules.<CODE> = { option = value }
+    options = {code: dict(opts) for code, opts in settings.rule_options.items()}
+    for selector, table in value.items():
+        rules = registry.lookup(selector)
+        if len(rules) != 1:
+            raise ConfigError(source, f"rules.{selector}", "unknown rule code or name")
+        rule = rules[0]
+        if not isinstance(table, dict):
+            raise ConfigError(source, f"rules.{selector}", "expected a table of options")
+        declared = {opt.name: opt for opt in rule.options}
+        for opt_name, opt_value in table.items():
+            if opt_name not in declared:
+                known = ", ".join(declared) or "none"
+                raise ConfigError(source, f"rules.{selector}.{opt_name}", f"unknown option (known: {known})")
+            try:
+                declared[opt_name].validate(opt_value)
+            except ValueError as exc:
+                raise ConfigError(source, f"rules.{selector}.{opt_name}", str(exc)) from None
+            options.setdefault(rule.code, {})[opt_name] = opt_value
+    return replace(settings, rule_options=options)

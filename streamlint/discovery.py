@@ -1,0 +1,159 @@
+"""Finding the files to lint: recursion, .gitignore, exclude / extend-exclude, force-exclude."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import pathspec
+
+DEFAULT_EXCLUDE = (
+    ".bzr", ".direnv", ".eggs", ".git", ".hg", ".mypy_cache", ".nox", ".pants.d", ".pytype",
+    ".ruff_cache", ".streamlint_cache", ".svn", ".tox", ".venv", "__pypackages__", "_build", "buck-out",
+    "build", "dist", "node_modules", "site-packages", "venv", "__pycache__",
+)
+PYTHON_SUFFIXES = (".py", ".pyi")
+
+
+@dataclass
+class DiscoveryResult:
+    files: list[str] = field(default_factory=list)
+    errors: list[tuple[str, str]] = field(default_factory=list)  # (path, message): exit status 2
+    warnings: list[tuple[str, str]] = field(default_factory=list)
+
+
+class _Ignorer:
+    def __init__(self, root: Path, exclude: tuple[str, ...], respect_gitignore: bool) -> None:
+        self.root = root
+        self.exclude = pathspec.GitIgnoreSpec.from_lines(exclude)
+        self.respect_gitignore = respect_gitignore
+        self._gitignores: dict[str, pathspec.GitIgnoreSpec | None] = {}
+
+    def _gitignore(self, directory: str) -> pathspec.GitIgnoreSpec | None:
+        if directory not in self._gitignores:
+            spec = None
+            path = os.path.join(directory, ".gitignore")
+            try:
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    spec = pathspec.GitIgnoreSpec.from_lines(fh.read().splitlines())
+            except OSError:
+                spec = None
+            self._gitignores[directory] = spec
+        return self._gitignores[directory]
+
+    def excluded(self, path: str, is_dir: bool) -> bool:
+        name = os.path.basename(path)
+        rel = _relative(path, self.root)
+        probe = rel + ("/" if is_dir else "")
+        if self.exclude.match_file(name + ("/" if is_dir else "")) or self.exclude.match_file(probe):
+            return True
+        if self.respect_gitignore:
+            directory = os.path.dirname(os.path.abspath(path))
+            while True:
+                spec = self._gitignore(directory)
+                if spec is not None:
+                    sub = _relative(path, Path(directory)) + ("/" if is_dir else "")
+                    if spec.match_file(sub):
+                        return True
+                if os.path.exists(os.path.join(directory, ".git")) or Path(directory) == self.root:
+                    break
+                parent = os.path.dirname(directory)
+                if parent == directory:
+                    break
+                directory = parent
+        return False
+
+
+def _relative(path: str, root: Path) -> str:
+    try:
+        return Path(os.path.abspath(path)).relative_to(root.absolute()).as_posix()
+    except ValueError:
+        return Path(path).as_posix().lstrip("/")
+
+
+def discover(
+    paths: list[str],
+    root: Path,
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE,
+    respect_gitignore: bool = True,
+    force_exclude: bool = False,
+) -> DiscoveryResult:
+    """Expand command-line paths into the sorted list of Python files to lint."""
+    ignorer = _Ignorer(root, exclude, respect_gitignore)
+    result = DiscoveryResult()
+    seen: set[str] = set()
+    for given in paths:
+        if not os.path.lexists(given):
+            result.errors.append((given, "no such file or directory"))
+            continue
+        if os.path.isdir(given):
+            if force_exclude and ignorer.excluded(given, True):
+                continue
+            for path in _walk(given, ignorer, result):
+                real = os.path.realpath(path)
+                if real not in seen:
+                    seen.add(real)
+                    result.files.append(path)
+        else:
+            if force_exclude and ignorer.excluded(given, False):
+                continue
+            if not os.path.exists(given):
+                result.errors.append((given, "broken symbolic link"))
+                continue
+            real = os.path.realpath(given)
+            if real not in seen:
+                seen.add(real)
+                result.files.append(given)
+    result.files.sort()
+    return result
+
+
+def _walk(top: str, ignorer: _Ignorer, result: DiscoveryResult) -> Iterator[str]:
+    visited: set[tuple[int, int]] = set()
+    stack = [top]
+    while stack:
+        directory = stack.pop()
+        try:
+            st = os.stat(directory)
+        except OSError as exc:
+            result.warnings.append((directory, f"cannot access directory: {exc.strerror}"))
+            continue
+        key = (st.st_dev, st.st_ino)
+        if key in visited:
+            result.warnings.append((directory, "symbolic link loop: directory already visited"))
+            continue
+        visited.add(key)
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError as exc:
+            result.warnings.append((directory, f"cannot list directory: {exc.strerror}"))
+            continue
+        subdirs = []
+        for entry in entries:
+            path = entry.path
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if not ignorer.excluded(path, True):
+                    subdirs.append(path)
+            elif entry.name.endswith(PYTHON_SUFFIXES):
+                if ignorer.excluded(path, False):
+                    continue
+                try:
+                    if not entry.is_file():
+                        if entry.is_symlink() and not os.path.exists(path):
+                            result.warnings.append((path, "broken symbolic link"))
+                        continue
+                except OSError:
+                    continue
+                yield path
+        stack.extend(reversed(subdirs))
+
+
+def iter_python_files(root: Path) -> Iterator[str]:
+    """All project Python files under ``root`` with the default excludes (for project-wide facts)."""
+    yield from (os.path.abspath(p) for p in discover([str(root)], root).files)

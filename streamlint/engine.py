@@ -1,0 +1,256 @@
+"""The pipeline: read bytes → prefilter → parse once → model → rules → suppressions → sorted findings."""
+
+from __future__ import annotations
+
+import ast
+import os
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import libcst as cst
+import pathspec
+
+from streamlint.config import Settings
+from streamlint.finding import Confidence, Finding, Severity, Span
+from streamlint.model.file import FileModel
+from streamlint.model.project import Project
+from streamlint.registry import Registry
+from streamlint.rule import Rule, RuleContext
+from streamlint.source import SourceFile, UndecodableSource
+from streamlint.suppressions import SL_CODE, Suppression, parse_suppressions
+
+META_CODES = {"SL000": "internal-error", "SL001": "syntax-error", "SL002": "unused-suppression",
+              "SL003": "unknown-rule-code"}
+
+
+@dataclass
+class ParseFailure:
+    message: str
+    line: int = 1
+    col: int = 0
+
+
+@dataclass
+class ParsedFile:
+    source: SourceFile | None
+    model: FileModel | None
+    tree: ast.Module | None  # the stdlib tree: statement extents for suppressions
+    failure: ParseFailure | None = None
+
+
+def parse_source(path: str, data: bytes, module_name: str, is_package: bool) -> ParsedFile:
+    """Decode and parse one file, turning every failure into a ParseFailure (never raising)."""
+    try:
+        source = SourceFile.from_bytes(path, data)
+    except UndecodableSource as exc:
+        return ParsedFile(None, None, None, ParseFailure(str(exc), exc.line, exc.col))
+    tree = None
+    ast_error: SyntaxError | None = None
+    try:
+        tree = ast.parse(source.text, filename=path)
+    except SyntaxError as exc:
+        if "too many nested" in str(exc.msg):
+            return ParsedFile(source, None, None, ParseFailure(f"too deeply nested to analyse: {exc.msg}",
+                                                                exc.lineno or 1, max((exc.offset or 1) - 1, 0)))
+        ast_error = exc
+    except (RecursionError, MemoryError):
+        return ParsedFile(source, None, None, ParseFailure("too deeply nested to analyse (recursion limit)"))
+    except ValueError as exc:
+        return ParsedFile(source, None, None, ParseFailure(f"cannot parse: {exc}"))
+    try:
+        module = cst.parse_module(source.text)
+    except cst.ParserSyntaxError as exc:
+        if ast_error is not None:
+            return ParsedFile(source, None, None, ParseFailure(
+                f"syntax error: {ast_error.msg}", ast_error.lineno or 1, max((ast_error.offset or 1) - 1, 0)))
+        return ParsedFile(source, None, None, ParseFailure(f"syntax error: {exc.message}", exc.raw_line,
+                                                          exc.raw_column))
+    except (RecursionError, MemoryError):
+        return ParsedFile(source, None, None, ParseFailure("too deeply nested to analyse (recursion limit)"))
+    try:
+        model = FileModel(source, module, module_name, is_package)
+    except RecursionError:
+        return ParsedFile(source, None, tree, ParseFailure("too deeply nested to analyse (recursion limit)"))
+    return ParsedFile(source, model, tree)
+
+
+@dataclass
+class FileReport:
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    source: SourceFile | None = None
+    skipped: bool = False  # no marker of any enabled rule: not parsed
+
+
+class Engine:
+    """Lints files of one project with one resolved configuration."""
+
+    def __init__(self, settings: Settings, registry: Registry, *, project_root: str | None = None,
+                 project_scope: Iterable[str] | None = None, ignore_noqa: bool = False) -> None:
+        self.settings = settings
+        self.registry = registry
+        self.ignore_noqa = ignore_noqa
+        enabled = settings.enabled_codes(registry)
+        self.enabled_codes = frozenset(enabled)
+        self.rules: list[type[Rule]] = [
+            rule for code, rule in registry.rules.items() if code in enabled and not rule.engine_emitted
+        ]
+        self.markers: tuple[bytes, ...] = tuple(sorted({m for r in self.rules for m in r.markers}))
+        self.root = Path(project_root or settings.project_root).absolute()
+        self._overrides: dict[str, bytes] = {}
+        self._parsed: dict[str, ParsedFile] = {}
+        scope = frozenset(os.path.abspath(p) for p in project_scope) if project_scope is not None else None
+        self.project = Project(
+            self.root,
+            self._load_model,
+            scope=scope,
+            stream_switch_wrappers=settings.stream_switch_wrappers,
+            wait_wrappers=settings.wait_wrappers,
+        )
+        self.project.settings = settings  # type: ignore[attr-defined]
+        self._per_file_ignores = [
+            (pathspec.GitIgnoreSpec.from_lines([pattern]), codes) for pattern, codes in settings.per_file_ignores
+        ]
+
+    # ---- reading and parsing
+    def set_override(self, path: str, data: bytes | None) -> None:
+        """Use ``data`` (an unsaved editor buffer, stdin) instead of the file on disk."""
+        key = os.path.abspath(path)
+        if data is None:
+            self._overrides.pop(key, None)
+        else:
+            self._overrides[key] = data
+        self._parsed.pop(key, None)
+        self.project._files.pop(key, None)
+        self.project._uses.clear()
+        self.project._wrappers.clear()
+
+    def read(self, path: str) -> bytes:
+        key = os.path.abspath(path)
+        if key in self._overrides:
+            return self._overrides[key]
+        with open(path, "rb") as fh:
+            return fh.read()
+
+    def parse(self, path: str) -> ParsedFile:
+        key = os.path.abspath(path)
+        if key not in self._parsed:
+            name, is_pkg, _ = self.project.module_name(key)
+            try:
+                data = self.read(path)
+            except OSError as exc:
+                self._parsed[key] = ParsedFile(None, None, None, ParseFailure(f"cannot read file: {exc.strerror}"))
+            else:
+                self._parsed[key] = parse_source(path, data, name, is_pkg)
+        return self._parsed[key]
+
+    def _load_model(self, path: str, module_name: str, is_package: bool) -> FileModel | None:
+        return self.parse(path).model
+
+    # ---- linting
+    def relative(self, path: str) -> str:
+        try:
+            return Path(os.path.abspath(path)).relative_to(self.root).as_posix()
+        except ValueError:
+            return Path(path).as_posix()
+
+    def lint_file(self, path: str) -> FileReport:
+        report = FileReport(path)
+        try:
+            data = self.read(path)
+        except OSError as exc:
+            report.findings.append(self._meta("SL001", path, f"cannot read file: {exc.strerror}", Span(1, 0, 1, 0)))
+            return report
+        if self.markers and not any(marker in data for marker in self.markers):
+            report.skipped = True
+            if b"noqa" in data or b"streamlint:" in data:
+                try:
+                    report.source = SourceFile.from_bytes(path, data)
+                except UndecodableSource:
+                    return report
+                tree = _quiet_ast(report.source.text)
+                report.findings = self._finish(path, [], parse_suppressions(report.source.text, tree))
+            return report
+        parsed = self.parse(path)
+        report.source = parsed.source
+        if parsed.failure is not None:
+            f = parsed.failure
+            report.findings.append(self._meta("SL001", path, f.message, Span(f.line, f.col, f.line, f.col)))
+            return report
+        model = parsed.model
+        assert model is not None
+        self.project.add(model)
+        raw: list[Finding] = []
+        for rule_cls in self.rules:
+            ctx = RuleContext(rule_cls(), model, self.project, {**rule_cls.default_options(),
+                                                                **self.settings.rule_options.get(rule_cls.code, {})})
+            try:
+                ctx.rule.check(ctx)
+            except Exception as exc:  # a rule bug must not stop other rules or files
+                where = traceback.extract_tb(exc.__traceback__)[-1]
+                raw.append(self._meta(
+                    "SL000", path,
+                    f"rule {rule_cls.code} ({rule_cls.name}) crashed on this file: {type(exc).__name__}: {exc} "
+                    f"[{os.path.basename(where.filename)}:{where.lineno}]",
+                    Span(1, 0, 1, 0),
+                ))
+                continue
+            raw.extend(ctx.findings)
+        suppressions = parse_suppressions(model.source.text, parsed.tree)
+        report.findings = self._finish(path, raw, suppressions)
+        return report
+
+    def _meta(self, code: str, path: str, message: str, span: Span) -> Finding:
+        rule = self.registry.rules.get(code)
+        severity = rule.severity if rule is not None else Severity.ERROR
+        return Finding(code, META_CODES[code], message, severity, Confidence.HIGH, path, span)
+
+    def _finish(self, path: str, raw: list[Finding], suppressions: list[Suppression]) -> list[Finding]:
+        """Apply per-file ignores and suppressions; add SL002 / SL003; sort."""
+        rel = self.relative(path)
+        ignored = {code for spec, codes in self._per_file_ignores if spec.match_file(rel) for code in codes}
+        kept: list[Finding] = []
+        for finding in raw:
+            if finding.code not in self.enabled_codes or self._ignored(finding.code, ignored):
+                continue
+            if not self.ignore_noqa and finding.code != "SL000":
+                hit = next((s for s in suppressions if s.covers(finding.code, finding.span.start_line)), None)
+                if hit is not None:
+                    hit.used.add(finding.code)
+                    continue
+            kept.append(finding)
+        if not self.ignore_noqa:
+            for sup in suppressions:
+                for code in sup.codes or ():
+                    if not SL_CODE.match(code):
+                        continue  # other tools' codes are left alone
+                    known = code in self.registry.rules or any(c.startswith(code) for c in self.registry.rules)
+                    if not known:
+                        if "SL003" in self.enabled_codes and not self._ignored("SL003", ignored):
+                            kept.append(self._meta("SL003", path, f"suppression names unknown rule code {code}",
+                                                   sup.span))
+                        continue
+                    if sup.kind == "file":
+                        continue  # file-level suppressions are a policy, not judged for use
+                    rule_enabled = code in self.enabled_codes
+                    if rule_enabled and code not in sup.used and "SL002" in self.enabled_codes \
+                            and not self._ignored("SL002", ignored):
+                        kept.append(self._meta("SL002", path, f"unused suppression for {code}", sup.span))
+        kept.sort(key=lambda f: f.sort_key)
+        return kept
+
+    @staticmethod
+    def _ignored(code: str, ignored: set[str]) -> bool:
+        return any(code == c or code.startswith(c) for c in ignored)
+
+    def lint_paths(self, files: list[str]) -> list[FileReport]:
+        return [self.lint_file(path) for path in files]
+
+
+def _quiet_ast(text: str) -> ast.Module | None:
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None

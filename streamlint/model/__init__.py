@@ -1,0 +1,1 @@
+"""The semantic model of a linted project: names, APIs, wrappers, scopes, call graph, execution paths."""

@@ -1,0 +1,225 @@
+"""The API table: every stream-related name streamlint knows, mapped to its role.
+
+This is the one place where knowledge about TorchAir / torch_npu / npugraph_ex / CUDA spellings lives
+(domain.md §1.15). Rules ask the model for roles, never for spellings.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class Role(enum.Enum):
+    STREAM_SWITCH = "stream switch"  # torchair.scope.npu_stream_switch (tag-based)
+    NATIVE_STREAM_CONTEXT = "native stream context"  # torch.npu.stream(s) / torch.cuda.stream(s)
+    WAIT_TENSOR = "npu_wait_tensor"
+    OPS_RECORD = "torchair.ops.record"
+    OPS_WAIT = "torchair.ops.wait"
+    TAGGED_EVENT_CREATE = "npu_create_tagged_event"
+    TAGGED_EVENT_RECORD = "npu_tagged_event_record"
+    TAGGED_EVENT_WAIT = "npu_tagged_event_wait"
+    RECORD_TAGGED_STREAM = "npu_record_tagged_stream"
+    STREAM_NEW = "Stream()"
+    EVENT_NEW = "Event()"
+    CURRENT_STREAM = "current_stream()"
+    DEFAULT_STREAM = "default_stream()"
+    SET_STREAM = "set_stream()"
+    DEVICE_SYNCHRONIZE = "synchronize()"
+    LIMIT_CORE_NUM = "torchair.scope.limit_core_num"
+    LIMIT_CORE_NUM_NPUGRAPH_EX = "npugraph_ex.scope.limit_core_num"
+    SUPER_KERNEL = "super_kernel"
+    OTHER_TORCHAIR_SCOPE = "torchair scope"
+    PREFETCH = "npu_prefetch"
+    GET_NPU_BACKEND = "get_npu_backend"
+    TORCH_COMPILE = "torch.compile"
+    CACHE_COMPILE = "cache_compile"
+    COMPILER_CONFIG = "CompilerConfig"
+    GRAPH_CAPTURE = "graph capture"
+    COMPILER_DISABLE = "compiler.disable"
+    IS_COMPILING = "is_compiling"
+    GRAPH_BREAK = "graph break"
+    NULL_CONTEXT = "nullcontext"
+    CONTEXT_MANAGER_DECORATOR = "contextmanager"
+    REORDERABLE_LOGGING = "reorderable_logging_functions"
+
+
+class Family(enum.Enum):
+    """API families that must not be mixed in one execution path (C10)."""
+
+    GE_SCOPE = "TorchAir GE scope"  # npu_stream_switch, npu_wait_tensor, ops.record/wait
+    TAGGED_EVENT = "TorchAir tagged event"
+    NATIVE_NPU = "native torch.npu stream/event"
+    CUDA = "torch.cuda stream/event"
+
+
+@dataclass(frozen=True)
+class ApiSpec:
+    qualname: str
+    role: Role
+    family: Family | None
+    params: tuple[str, ...] = ()  # positional parameter names, for argument binding
+
+
+def _spec(qualname: str, role: Role, family: Family | None = None, params: tuple[str, ...] = ()) -> ApiSpec:
+    return ApiSpec(qualname, role, family, params)
+
+
+_GE = Family.GE_SCOPE
+_TAG = Family.TAGGED_EVENT
+
+_SPECS: list[ApiSpec] = [
+    _spec("torchair.scope.npu_stream_switch", Role.STREAM_SWITCH, _GE,
+          ("stream_tag", "stream_priority", "enable_inner_parallel")),
+    _spec("torchair.scope.npu_wait_tensor", Role.WAIT_TENSOR, _GE, ("self", "dependency")),
+    _spec("torchair.scope.limit_core_num", Role.LIMIT_CORE_NUM, _GE, ("op_aicore_num", "op_vectorcore_num")),
+    _spec("torchair.scope.super_kernel", Role.SUPER_KERNEL, _GE, ("scope", "options")),
+    _spec("torchair.scope.op_never_timeout", Role.OTHER_TORCHAIR_SCOPE, None, ("enable",)),
+    _spec("torchair.scope.data_dump", Role.OTHER_TORCHAIR_SCOPE, None),
+    _spec("torchair.ops.record", Role.OPS_RECORD, _GE),
+    _spec("torchair.ops.wait", Role.OPS_WAIT, _GE, ("tensors",)),
+    _spec("torchair.ops.npu_create_tagged_event", Role.TAGGED_EVENT_CREATE, _TAG, ("tag",)),
+    _spec("torchair.ops.npu_tagged_event_record", Role.TAGGED_EVENT_RECORD, _TAG, ("event",)),
+    _spec("torchair.ops.npu_tagged_event_wait", Role.TAGGED_EVENT_WAIT, _TAG, ("event",)),
+    _spec("torchair.ops.npu_record_tagged_stream", Role.RECORD_TAGGED_STREAM, _TAG, ("input", "tagged_stream")),
+    _spec("torch.npu.npugraph_ex.scope.limit_core_num", Role.LIMIT_CORE_NUM_NPUGRAPH_EX, None,
+          ("op_aicore_num", "op_vectorcore_num", "stream")),
+    _spec("torch_npu.npu_prefetch", Role.PREFETCH, None, ("input", "dependency", "max_size", "offset")),
+    _spec("torchair.get_npu_backend", Role.GET_NPU_BACKEND, None),
+    _spec("torchair.get_compiler", Role.GET_NPU_BACKEND, None),
+    _spec("torchair.CompilerConfig", Role.COMPILER_CONFIG, None),
+    _spec("torchair.inference.cache_compile", Role.CACHE_COMPILE, None, ("func",)),
+    _spec("torch.compile", Role.TORCH_COMPILE, None, ("model",)),
+    _spec("torch.compiler.disable", Role.COMPILER_DISABLE),
+    _spec("torch._dynamo.disable", Role.COMPILER_DISABLE),
+    _spec("torch._disable_dynamo", Role.COMPILER_DISABLE),
+    _spec("torch.compiler.is_compiling", Role.IS_COMPILING),
+    _spec("torch._dynamo.is_compiling", Role.IS_COMPILING),
+    _spec("torch.compiler.is_dynamo_compiling", Role.IS_COMPILING),
+    _spec("torch.jit.is_scripting", Role.IS_COMPILING),
+    _spec("torch._dynamo.config.reorderable_logging_functions.add", Role.REORDERABLE_LOGGING),
+    _spec("contextlib.nullcontext", Role.NULL_CONTEXT),
+    _spec("contextlib.contextmanager", Role.CONTEXT_MANAGER_DECORATOR),
+]
+for _dev, _fam in (("npu", Family.NATIVE_NPU), ("cuda", Family.CUDA)):
+    _SPECS += [
+        _spec(f"torch.{_dev}.stream", Role.NATIVE_STREAM_CONTEXT, _fam, ("stream",)),
+        _spec(f"torch.{_dev}.Stream", Role.STREAM_NEW, _fam, ("device", "priority")),
+        _spec(f"torch.{_dev}.Event", Role.EVENT_NEW, _fam, ("enable_timing", "blocking", "interprocess")),
+        _spec(f"torch.{_dev}.current_stream", Role.CURRENT_STREAM, _fam, ("device",)),
+        _spec(f"torch.{_dev}.default_stream", Role.DEFAULT_STREAM, _fam, ("device",)),
+        _spec(f"torch.{_dev}.set_stream", Role.SET_STREAM, _fam, ("stream",)),
+        _spec(f"torch.{_dev}.synchronize", Role.DEVICE_SYNCHRONIZE, _fam, ("device",)),
+        _spec(f"torch.{_dev}.graph", Role.GRAPH_CAPTURE, _fam, ("graph",)),
+    ]
+
+# Graph breaks (domain.md §3.1/§3.2) that are plain calls of a qualified name.
+GRAPH_BREAK_CALLS: dict[str, str] = {
+    "print": "print()",
+    "input": "input()",
+    "breakpoint": "breakpoint()",
+    "open": "open()",
+    "torch._dynamo.graph_break": "torch._dynamo.graph_break()",
+    "torch._dynamo.skip_frame": "torch._dynamo.skip_frame()",
+    "warnings.warn": "warnings.warn()",
+    "pdb.set_trace": "pdb.set_trace()",
+    "torch.save": "torch.save()",
+    "torch.npu.set_device": "torch.npu.set_device()",
+    "time.time": "time.time()",
+    "time.perf_counter": "time.perf_counter()",
+    "time.sleep": "time.sleep()",
+    "time.monotonic": "time.monotonic()",
+}
+GRAPH_BREAK_MODULE_PREFIXES = ("logging.",)
+# Logger methods: a graph break when the receiver is a logger (resolved from logging.getLogger or
+# conventionally named logger objects).
+LOGGER_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
+LOGGER_FACTORIES = frozenset({"logging.getLogger", "vllm.logger.init_logger", "torchair.core.utils.logger"})
+TENSOR_SYNC_METHODS = {"item": ".item()", "tolist": ".tolist()"}
+SPECS: dict[str, ApiSpec] = {spec.qualname: spec for spec in _SPECS}
+for _name in GRAPH_BREAK_CALLS:
+    SPECS.setdefault(_name, ApiSpec(_name, Role.GRAPH_BREAK, None))
+
+# Spellings → canonical names. Applied to the longest matching dotted prefix.
+_PREFIX_ALIASES: dict[str, str] = {
+    "torch_npu.npu.streams": "torch.npu",
+    "torch.npu.streams": "torch.npu",
+    "torch_npu.npu.utils": "torch.npu",
+    "torch_npu.npu.npugraph_ex": "torch.npu.npugraph_ex",
+    "torch_npu.npu": "torch.npu",
+    "npugraph_ex.scope": "torch.npu.npugraph_ex.scope",
+    "torch_npu.dynamo.npugraph_ex.scope": "torch.npu.npugraph_ex.scope",
+    "torch.cuda.streams": "torch.cuda",
+    "torchair.configs.compiler_config": "torchair",
+    "torchair.npu_fx_compiler": "torchair",
+    "torchair.scope._scope": "torchair.scope",
+}
+_EXACT_ALIASES: dict[str, str] = {
+    "torchair.ops.NpuStreamSwitch": "torchair.scope.npu_stream_switch",
+    "torchair.NpuStreamSwitch": "torchair.scope.npu_stream_switch",
+    "torchair.ops.npu_stream_switch": "torchair.scope.npu_stream_switch",
+    "torchair.ops.npu_wait_tensor": "torchair.scope.npu_wait_tensor",
+    "torchair.npu_wait_tensor": "torchair.scope.npu_wait_tensor",
+    "torchair.ops.SuperKernelScope": "torchair.scope.super_kernel",
+    "torchair.ops.super_kernel": "torchair.scope.super_kernel",
+    "torchair.ops.limit_core_num": "torchair.scope.limit_core_num",
+    "torch.npu.npu_prefetch": "torch_npu.npu_prefetch",
+    "torch.ops.npu.npu_prefetch": "torch_npu.npu_prefetch",
+    "torch_npu.npu.npu_prefetch": "torch_npu.npu_prefetch",
+    "torch.npu.NPUGraph": "torch.npu.NPUGraph",
+    "torch.compiler.compile": "torch.compile",
+    "torch.cuda.Event": "torch.cuda.Event",
+    "torch.Stream": "torch.npu.Stream",
+}
+
+
+def canonical(qualname: str) -> str:
+    if qualname in _EXACT_ALIASES:
+        return _EXACT_ALIASES[qualname]
+    parts = qualname.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        prefix = ".".join(parts[:cut])
+        if prefix in _PREFIX_ALIASES:
+            rewritten = ".".join([_PREFIX_ALIASES[prefix], *parts[cut:]])
+            return _EXACT_ALIASES.get(rewritten, rewritten)
+    return qualname
+
+
+def lookup(qualname: str | None) -> ApiSpec | None:
+    if qualname is None:
+        return None
+    return SPECS.get(canonical(qualname))
+
+
+# Methods on stream / event / tensor objects (receiver typed by the model).
+STREAM_METHODS = frozenset({"wait_stream", "wait_event", "record_event", "synchronize", "query"})
+EVENT_METHODS = frozenset({"record", "wait", "synchronize", "query"})
+TENSOR_LIFETIME_METHODS = frozenset({"record_stream"})
+
+# Roles that open a scope in which Dynamo must not graph-break (C1, C2).
+NO_BREAK_SCOPE_ROLES = frozenset(
+    {Role.STREAM_SWITCH, Role.LIMIT_CORE_NUM, Role.LIMIT_CORE_NUM_NPUGRAPH_EX, Role.SUPER_KERNEL,
+     Role.OTHER_TORCHAIR_SCOPE}
+)
+# Roles that switch the current stream.
+STREAM_SCOPE_ROLES = frozenset({Role.STREAM_SWITCH, Role.NATIVE_STREAM_CONTEXT})
+
+# Literal mode values seen in mode-dispatching code, mapped to execution paths.
+MODE_LITERALS: dict[str, str] = {
+    "ge_graph": "ge",
+    "ge": "ge",
+    "max-autotune": "ge",
+    "graph": "ge",
+    "reduce-overhead": "reduce-overhead",
+    "npugraph_ex": "npugraph_ex",
+    "acl_graph": "npugraph_ex",
+    "aclgraph": "npugraph_ex",
+    "eager": "eager",
+}
+EXECUTION_PATHS = ("ge", "reduce-overhead", "npugraph_ex", "eager", "cuda")
+
+# Every byte string whose presence makes a file worth analysing for stream semantics.
+STREAM_MARKERS: tuple[bytes, ...] = (
+    b"torchair", b"npu_stream_switch", b"stream", b"Stream", b"Event", b"npu_wait_tensor",
+    b"tagged_event", b"limit_core_num", b"super_kernel", b"npu_prefetch", b"CompilerConfig",
+)

@@ -1,0 +1,495 @@
+"""One traversal of one module: names, definitions, calls, `with` scopes and guards.
+
+The collector resolves names with its own light import/alias table (no LibCST scope or
+qualified-name providers); everything cross-module is answered later by :mod:`project`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from streamlint.finding import Span
+from streamlint.model import apis
+from streamlint.source import SourceFile
+
+
+def dotted(expr: cst.BaseExpression) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    parts: list[str] = []
+    while isinstance(expr, cst.Attribute):
+        parts.append(expr.attr.value)
+        expr = expr.value
+    if isinstance(expr, cst.Name):
+        parts.append(expr.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+def string_value(expr: cst.BaseExpression | None) -> str | None:
+    """The value of a plain (non f-) string literal, concatenations included."""
+    if isinstance(expr, cst.SimpleString):
+        return expr.evaluated_value if isinstance(expr.evaluated_value, str) else None
+    if isinstance(expr, cst.ConcatenatedString):
+        left, right = string_value(expr.left), string_value(expr.right)
+        return left + right if left is not None and right is not None else None
+    return None
+
+
+def int_value(expr: cst.BaseExpression | None) -> int | None:
+    if isinstance(expr, cst.Integer):
+        return int(expr.value, 0)
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        inner = int_value(expr.expression)
+        return -inner if inner is not None else None
+    return None
+
+
+@dataclass(frozen=True)
+class Guard:
+    """An enclosing `if` test; ``negated`` for the else branch."""
+
+    test: cst.BaseExpression
+    negated: bool
+
+
+@dataclass(eq=False)
+class ScopeSite:
+    """One item of a `with` statement (any context manager; classified by the project)."""
+
+    item: cst.WithItem
+    with_node: cst.With
+    calls: tuple[cst.Call, ...]  # candidate factory calls (both arms of `a if c else b`)
+    function: "FunctionInfo | None"
+    parent: "ScopeSite | None"
+    guards: tuple[Guard, ...]
+
+
+@dataclass(eq=False)
+class CallSite:
+    node: cst.Call
+    target: str | None  # resolved dotted name (absolute, or "<module>.<Class>.attr" for self.attr)
+    function: "FunctionInfo | None"
+    scope: ScopeSite | None  # innermost enclosing `with` item in the same function
+    guards: tuple[Guard, ...]
+    in_loop: bool
+    receiver: cst.BaseExpression | None  # for method calls: the object the method is called on
+    method: str | None
+
+
+@dataclass(frozen=True)
+class AttrAssign:
+    """``target = value`` where target is an attribute chain or a subscript with a literal key."""
+
+    target: str  # e.g. "config.ge_config.enable_single_stream" or "os.environ[KEY]"
+    node: cst.CSTNode
+    value: cst.BaseExpression
+    function: "FunctionInfo | None"
+    guards: tuple[Guard, ...]
+
+
+@dataclass(eq=False)
+class FunctionInfo:
+    qualname: str  # module-relative, e.g. "MoE.forward"
+    node: cst.FunctionDef
+    class_name: str | None
+    params: tuple[str, ...]  # positional (incl. self)
+    kwonly: tuple[str, ...]
+    decorators: tuple[str, ...]
+    parent: "FunctionInfo | None"
+    local_aliases: dict[str, str] = field(default_factory=dict)
+    locals: set[str] = field(default_factory=set)
+    calls: list[CallSite] = field(default_factory=list)
+    scopes: list[ScopeSite] = field(default_factory=list)
+    returns: list[cst.Return] = field(default_factory=list)
+    yields: list[cst.Yield] = field(default_factory=list)
+    assigns: list[AttrAssign] = field(default_factory=list)
+    name_assigns: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)
+    statement_count: int = 0
+    has_loop: bool = False
+
+    @property
+    def all_params(self) -> tuple[str, ...]:
+        return self.params + self.kwonly
+
+
+@dataclass(eq=False)
+class ClassInfo:
+    name: str
+    node: cst.ClassDef
+    bases: tuple[str, ...]
+    methods: dict[str, FunctionInfo] = field(default_factory=dict)
+    # self.attr = Factory(...) / nn.ModuleList([Factory(...) ...]): attribute -> constructor target
+    attr_types: dict[str, str] = field(default_factory=dict)
+    raw_attr_types: dict[str, tuple] = field(default_factory=dict)
+
+
+class FileModel:
+    """Facts about one module, from a single traversal of its CST."""
+
+    def __init__(self, source: SourceFile, module: cst.Module, module_name: str, is_package: bool) -> None:
+        self.source = source
+        self.path = source.path
+        self.module = module
+        self.module_name = module_name
+        self.is_package = is_package
+        self.names: dict[str, str] = {}
+        self.functions: dict[str, FunctionInfo] = {}
+        self.classes: dict[str, ClassInfo] = {}
+        self.calls: list[CallSite] = []
+        self.scopes: list[ScopeSite] = []
+        self.assigns: list[AttrAssign] = []
+        self.module_calls: list[CallSite] = []
+        # id(statement or call) -> innermost with-item enclosing it
+        self.scope_of: dict[int, ScopeSite | None] = {}
+        self.function_of: dict[int, FunctionInfo | None] = {}
+        module.visit(_Collector(self))
+        # Resolve after the traversal: module-level names defined below their use count too.
+        for call in self.calls:
+            call.target = self.resolve(call.node.func, call.function)
+        for fn in self.functions.values():
+            fn.decorators = tuple(self._resolve_decorator(d, fn.parent) for d in fn.node.decorators)
+        for cls in self.classes.values():
+            cls.bases = tuple(self.resolve(a.value, None) or dotted(a.value) or "" for a in cls.node.bases)
+            for attr, (ctor, fn) in cls.raw_attr_types.items():
+                resolved = self.resolve(ctor, fn)
+                if resolved is not None:
+                    cls.attr_types[attr] = resolved
+
+    def _resolve_decorator(self, decorator: cst.Decorator, function: "FunctionInfo | None") -> str:
+        expr = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
+        return self.resolve(expr, function) or dotted(expr) or ""
+
+    @cached_property
+    def _positions(self):
+        return MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+
+    def span(self, node: cst.CSTNode) -> Span:
+        pos = self._positions.get(node)
+        if pos is None:
+            return Span(1, 0, 1, 0)
+        return Span(pos.start.line, pos.start.column, pos.end.line, pos.end.column)
+
+    def code(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)
+
+    def resolve(self, expr: cst.BaseExpression, function: FunctionInfo | None) -> str | None:
+        """Qualified name of a Name/Attribute chain, through imports and aliases."""
+        name = dotted(expr)
+        if name is None:
+            return None
+        return self.resolve_dotted(name, function)
+
+    def resolve_dotted(self, name: str, function: FunctionInfo | None) -> str | None:
+        head, _, rest = name.partition(".")
+        fn = function
+        while fn is not None:
+            if head in fn.local_aliases:
+                base = fn.local_aliases[head]
+                return apis.canonical(f"{base}.{rest}" if rest else base)
+            if head == "self" and fn.class_name is not None and fn.params[:1] == ("self",):
+                return f"{self.module_name}.{fn.class_name}.{rest}" if rest else None
+            if head in fn.locals or head in fn.all_params:
+                return None
+            fn = fn.parent
+        if head in self.names:
+            base = self.names[head]
+            return apis.canonical(f"{base}.{rest}" if rest else base)
+        if head in _BUILTINS:
+            return name
+        return None
+
+    def iter_functions(self):
+        return self.functions.values()
+
+
+_BUILTINS = frozenset({"print", "input", "breakpoint", "open", "len", "isinstance", "super", "range"})
+
+
+class _Collector(cst.CSTVisitor):
+    def __init__(self, model: FileModel) -> None:
+        super().__init__()
+        self.m = model
+        self.functions: list[FunctionInfo] = []
+        self.classes: list[ClassInfo] = []
+        self.scopes: list[ScopeSite | None] = [None]
+        self.guards: list[Guard] = []
+        self.loops = 0
+        self.try_depth = 0
+
+    # ---- helpers
+    @property
+    def fn(self) -> FunctionInfo | None:
+        return self.functions[-1] if self.functions else None
+
+    def _relative_base(self, level: int) -> str:
+        parts = self.m.module_name.split(".")
+        keep = len(parts) - level + (1 if self.m.is_package else 0)
+        return ".".join(parts[: max(keep, 0)])
+
+    def _bind(self, name: str, qualname: str) -> None:
+        if self.fn is not None:
+            self.fn.local_aliases[name] = qualname
+        else:
+            self.m.names.setdefault(name, qualname) if self.try_depth else self.m.names.__setitem__(name, qualname)
+
+    # ---- imports and aliases
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            full = dotted(alias.name) or ""
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                self._bind(alias.asname.name.value, full)
+            else:
+                head = full.split(".")[0]
+                self._bind(head, head)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        module = dotted(node.module) if node.module is not None else ""
+        level = len(node.relative)
+        if level:
+            base = self._relative_base(level)
+            module = f"{base}.{module}" if module and base else (module or base)
+        if isinstance(node.names, cst.ImportStar) or not module:
+            return
+        for alias in node.names:
+            name = dotted(alias.name)
+            if name is None:
+                continue
+            local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else name
+            self._bind(local, f"{module}.{name}")
+
+    def visit_Try(self, node: cst.Try) -> None:
+        self.try_depth += 1
+
+    def leave_Try(self, node: cst.Try) -> None:
+        self.try_depth -= 1
+
+    # ---- definitions
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        info = ClassInfo(node.name.value, node, ())
+        if not self.functions and not self.classes:
+            self.m.classes[info.name] = info
+            self.m.names[info.name] = f"{self.m.module_name}.{info.name}"
+        self.classes.append(info)
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self.classes.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        cls = self.classes[-1] if self.classes and (not self.functions or self.classes[-1].node is not self.functions[-1].node) else None
+        in_class_body = cls is not None and (not self.functions or _directly_in(cls, self.functions[-1]))
+        params = tuple(p.name.value for p in (*node.params.posonly_params, *node.params.params))
+        kwonly = tuple(p.name.value for p in node.params.kwonly_params)
+        decorators = ()  # resolved after the traversal
+        parent = self.fn
+        if in_class_body and cls is not None:
+            qualname = f"{cls.name}.{node.name.value}"
+            class_name = cls.name
+        elif parent is not None:
+            qualname = f"{parent.qualname}.<locals>.{node.name.value}"
+            class_name = parent.class_name
+        else:
+            qualname = node.name.value
+            class_name = None
+        info = FunctionInfo(qualname, node, class_name if in_class_body or parent else None, params, kwonly,
+                            decorators, parent)
+        if parent is not None:
+            parent.locals.add(node.name.value)
+        elif not self.classes:
+            self.m.names[node.name.value] = f"{self.m.module_name}.{node.name.value}"
+        if in_class_body and cls is not None:
+            cls.methods[node.name.value] = info
+        self.m.functions.setdefault(qualname, info)
+        self.functions.append(info)
+        self.scopes.append(None)
+        self._saved_guards = getattr(self, "_saved_guards", [])
+        self._saved_guards.append((self.guards, self.loops))
+        self.guards, self.loops = [], 0
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.functions.pop()
+        self.scopes.pop()
+        self.guards, self.loops = self._saved_guards.pop()
+
+    # ---- control flow context
+    def visit_If(self, node: cst.If) -> bool:
+        self._note_statement(node)
+        node.test.visit(self)
+        self.guards.append(Guard(node.test, False))
+        node.body.visit(self)
+        self.guards.pop()
+        orelse = node.orelse
+        if orelse is not None:
+            self.guards.append(Guard(node.test, True))
+            orelse.visit(self)
+            self.guards.pop()
+        return False
+
+    def visit_For(self, node: cst.For) -> None:
+        self.loops += 1
+        if self.fn:
+            self.fn.has_loop = True
+
+    def leave_For(self, node: cst.For) -> None:
+        self.loops -= 1
+
+    def visit_While(self, node: cst.While) -> None:
+        self.loops += 1
+        if self.fn:
+            self.fn.has_loop = True
+
+    def leave_While(self, node: cst.While) -> None:
+        self.loops -= 1
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self.loops += 1
+
+    def leave_CompFor(self, node: cst.CompFor) -> None:
+        self.loops -= 1
+
+    def visit_With(self, node: cst.With) -> bool:
+        self._note_statement(node)
+        pushed = 0
+        for item in node.items:
+            item.item.visit(self)
+            calls = tuple(_scope_calls(item.item))
+            site = ScopeSite(item, node, calls, self.fn, self.scopes[-1], tuple(self.guards))
+            self.m.scopes.append(site)
+            if self.fn is not None:
+                self.fn.scopes.append(site)
+            self.scopes.append(site)
+            pushed += 1
+            if item.asname is not None:
+                item.asname.visit(self)
+        node.body.visit(self)
+        for _ in range(pushed):
+            self.scopes.pop()
+        return False
+
+    # ---- statements
+    def _note_statement(self, node: cst.CSTNode) -> None:
+        self.m.scope_of[id(node)] = self.scopes[-1]
+        self.m.function_of[id(node)] = self.fn
+        if self.fn is not None:
+            self.fn.statement_count += 1
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self._note_statement(node)
+        for small in node.body:
+            self.m.scope_of[id(small)] = self.scopes[-1]
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if self.fn is not None:
+            self.fn.returns.append(node)
+
+    def visit_Yield(self, node: cst.Yield) -> None:
+        if self.fn is not None:
+            self.fn.yields.append(node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._assign_target(target.target, node.value, node)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._assign_target(node.target, node.value, node)
+
+    def _assign_target(self, target: cst.BaseExpression, value: cst.BaseExpression, node: cst.CSTNode) -> None:
+        fn = self.fn
+        if isinstance(target, cst.Name):
+            name = target.value
+            resolved = self.m.resolve(value, fn) if isinstance(value, (cst.Name, cst.Attribute)) else None
+            if fn is not None:
+                fn.name_assigns.setdefault(name, []).append(value)
+                if resolved is not None and apis.lookup(resolved) is not None:
+                    fn.local_aliases[name] = resolved
+                else:
+                    fn.locals.add(name)
+            elif resolved is not None:
+                self.m.names[name] = resolved
+            else:
+                self.m.names.pop(name, None) if name in self.m.names and not self.try_depth else None
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                if isinstance(el.value, cst.Name) and fn is not None:
+                    fn.locals.add(el.value.value)
+        elif isinstance(target, (cst.Attribute, cst.Subscript)):
+            key = _assign_key(target)
+            if key is None:
+                return
+            assign = AttrAssign(key, node, value, fn, tuple(self.guards))
+            self.m.assigns.append(assign)
+            if fn is not None:
+                fn.assigns.append(assign)
+                cls_name = fn.class_name
+                if key.startswith("self.") and key.count(".") == 1 and cls_name in self.m.classes:
+                    ctor = _constructor(value)
+                    if ctor is not None:
+                        self.m.classes[cls_name].raw_attr_types.setdefault(key[5:], (ctor, fn))
+
+    # ---- calls
+    def visit_Call(self, node: cst.Call) -> None:
+        fn = self.fn
+        func = node.func
+        target = None  # resolved after the traversal
+        receiver = method = None
+        if isinstance(func, cst.Attribute):
+            receiver, method = func.value, func.attr.value
+        site = CallSite(node, target, fn, self.scopes[-1], tuple(self.guards), self.loops > 0, receiver, method)
+        self.m.calls.append(site)
+        self.m.scope_of[id(node)] = self.scopes[-1]
+        if fn is not None:
+            fn.calls.append(site)
+        else:
+            self.m.module_calls.append(site)
+
+
+def _directly_in(cls: ClassInfo, fn: FunctionInfo) -> bool:
+    """True when ``cls`` is nested inside ``fn`` (so a def inside it is a method of cls)."""
+    return fn.node is not cls.node and cls.node is not None and _contains(fn.node, cls.node)
+
+
+def _contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
+    stack = [outer]
+    while stack:
+        node = stack.pop()
+        if node is inner:
+            return True
+        stack.extend(node.children)
+    return False
+
+
+def _scope_calls(expr: cst.BaseExpression):
+    if isinstance(expr, cst.Call):
+        yield expr
+    elif isinstance(expr, cst.IfExp):
+        yield from _scope_calls(expr.body)
+        yield from _scope_calls(expr.orelse)
+
+
+def _constructor(value: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The class constructed by ``X(...)`` or ``nn.ModuleList([X(...) for ...])``."""
+    if isinstance(value, cst.Call):
+        if value.args and isinstance(value.args[0].value, (cst.ListComp, cst.List)):
+            inner = value.args[0].value
+            elt = inner.elt if isinstance(inner, cst.ListComp) else (inner.elements[0].value if inner.elements else None)
+            if isinstance(elt, cst.Call):
+                return elt.func
+        return value.func
+    return None
+
+
+def _assign_key(target: cst.BaseExpression) -> str | None:
+    if isinstance(target, cst.Attribute):
+        return dotted(target)
+    if isinstance(target, cst.Subscript) and len(target.slice) == 1:
+        base = dotted(target.value)
+        idx = target.slice[0].slice
+        if base is not None and isinstance(idx, cst.Index):
+            key = string_value(idx.value) or dotted(idx.value)
+            if key is not None:
+                return f"{base}[{key}]"
+    return None

@@ -1,0 +1,375 @@
+"""The project index: modules named from paths, imports resolved across modules, loaded lazily.
+
+A :class:`Project` answers cross-module questions (what does this call really invoke, is this
+function a stream wrapper, which scopes are active where) and caches every answer. Files are parsed on
+demand through a loader, so linting one file parses only the modules its questions lead to.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+import libcst as cst
+
+from streamlint.model import apis
+from streamlint.model.apis import ApiSpec, Role
+from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, ScopeSite, dotted
+from streamlint.model.wrappers import WrapperSpec, infer_wrapper
+
+Loader = Callable[[str, str, bool], "FileModel | None"]  # (path, module name, is_package)
+
+
+@dataclass(frozen=True)
+class ApiUse:
+    """A call that (directly or through project wrappers) invokes a known API."""
+
+    spec: ApiSpec
+    site: CallSite
+    file: FileModel
+    bind: dict[str, cst.BaseExpression | None]  # API parameter -> argument expression at the call site
+    wrappers: tuple[str, ...] = ()  # qualified names of the wrappers traversed, outermost first
+    modes: frozenset[str] | None = None  # execution paths under which this variant applies (None: all)
+    constants: dict[str, cst.BaseExpression] = field(default_factory=dict)  # fixed inside a wrapper
+
+    @property
+    def role(self) -> Role:
+        return self.spec.role
+
+    @property
+    def family(self) -> apis.Family | None:
+        return self.spec.family
+
+    def arg(self, param: str) -> cst.BaseExpression | None:
+        """The argument written at this call site for an API parameter (None if not written here)."""
+        return self.bind.get(param)
+
+    def value(self, param: str) -> cst.BaseExpression | None:
+        """The call-site argument, or the constant a wrapper passes (which may live in another file)."""
+        return self.bind.get(param) or self.constants.get(param)
+
+    @property
+    def node(self) -> cst.Call:
+        return self.site.node
+
+
+@dataclass(frozen=True)
+class ScopeUse:
+    """A classified `with` item: which API it opens (one entry per dispatch variant)."""
+
+    site: ScopeSite
+    file: FileModel
+    uses: tuple[ApiUse, ...]
+
+    def roles(self) -> set[Role]:
+        return {u.role for u in self.uses}
+
+
+@dataclass(eq=False)
+class Project:
+    root: Path
+    loader: Loader
+    scope: frozenset[str] | None = None  # when set, only these files belong to the project
+    stream_switch_wrappers: tuple[str, ...] = ()
+    wait_wrappers: tuple[str, ...] = ()
+    _files: dict[str, FileModel | None] = field(default_factory=dict)
+    _wrappers: dict[tuple[str, str], WrapperSpec | None] = field(default_factory=dict)
+    _uses: dict[int, tuple[ApiUse, ...]] = field(default_factory=dict)
+    _all_files: list[str] | None = None
+
+    # ---- modules
+    def module_name(self, path: str) -> tuple[str, bool, str]:
+        """(module name, is package, source root) of a file, from ``__init__.py`` chains."""
+        p = Path(path).absolute()
+        is_package = p.name == "__init__.py"
+        parts = [] if is_package else [p.stem]
+        d = p.parent
+        while (d / "__init__.py").exists() and d != d.parent:
+            parts.append(d.name)
+            d = d.parent
+        name = ".".join(reversed(parts)) or p.stem
+        return name, is_package, str(d)
+
+    def file(self, path: str) -> FileModel | None:
+        path = os.path.abspath(path)
+        if path not in self._files:
+            self._files[path] = None  # guards against re-entrant loading
+            name, is_pkg, _ = self.module_name(path)
+            self._files[path] = self.loader(path, name, is_pkg)
+        return self._files[path]
+
+    def add(self, model: FileModel) -> None:
+        self._files[os.path.abspath(model.path)] = model
+
+    def in_project(self, path: str) -> bool:
+        if self.scope is not None:
+            return os.path.abspath(path) in self.scope
+        return True
+
+    def _roots_for(self, file: FileModel | None) -> list[str]:
+        roots: list[str] = []
+        if file is not None:
+            roots.append(self.module_name(file.path)[2])
+        roots += [str(self.root), str(self.root / "src")]
+        return list(dict.fromkeys(roots))
+
+    def find_module(self, module: str, context: FileModel | None) -> FileModel | None:
+        rel = module.replace(".", os.sep)
+        for root in self._roots_for(context):
+            for candidate in (os.path.join(root, rel + ".py"), os.path.join(root, rel, "__init__.py")):
+                if os.path.isfile(candidate) and self.in_project(candidate):
+                    return self.file(candidate)
+        return None
+
+    def all_files(self) -> list[str]:
+        """Every Python file of the project (for project-wide facts such as compile sites)."""
+        if self._all_files is None:
+            if self.scope is not None:
+                self._all_files = sorted(self.scope)
+            else:
+                from streamlint.discovery import iter_python_files
+
+                self._all_files = sorted(iter_python_files(self.root))
+        return self._all_files
+
+    # ---- symbols
+    def symbol(self, qualname: str, context: FileModel | None, _depth: int = 0):
+        """The project definition (FunctionInfo/ClassInfo with its FileModel) a qualified name denotes."""
+        if _depth > 8:
+            return None
+        parts = qualname.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            modname = ".".join(parts[:cut])
+            if context is not None and modname == context.module_name:
+                mod = context
+            else:
+                mod = self.find_module(modname, context)
+            if mod is None:
+                continue
+            rest = parts[cut:]
+            found = _lookup_in_module(mod, rest)
+            if found is not None:
+                return found, mod
+            # re-export: `from .utils import switch` in a package __init__
+            if rest[0] in mod.names and mod.names[rest[0]] != qualname:
+                target = ".".join([mod.names[rest[0]], *rest[1:]])
+                if target != qualname:
+                    return self.symbol(target, mod, _depth + 1)
+            return None
+        return None
+
+    def function(self, qualname: str | None, context: FileModel | None) -> tuple[FunctionInfo, FileModel] | None:
+        if qualname is None:
+            return None
+        found = self.symbol(qualname, context)
+        if found is None:
+            return None
+        info, mod = found
+        if isinstance(info, FunctionInfo):
+            return info, mod
+        if isinstance(info, ClassInfo):
+            init = info.methods.get("forward") or info.methods.get("__call__")
+            return (init, mod) if init is not None else None
+        return None
+
+    # ---- APIs through wrappers
+    def wrapper(self, fn: FunctionInfo, file: FileModel) -> WrapperSpec | None:
+        key = (file.path, fn.qualname)
+        if key not in self._wrappers:
+            self._wrappers[key] = None  # recursion guard
+            declared = f"{file.module_name}.{fn.qualname}"
+            self._wrappers[key] = infer_wrapper(
+                self,
+                fn,
+                file,
+                declared_switch=declared in self.stream_switch_wrappers,
+                declared_wait=declared in self.wait_wrappers,
+            )
+        return self._wrappers[key]
+
+    def api_uses(self, file: FileModel, site: CallSite) -> tuple[ApiUse, ...]:
+        """What API a call invokes: directly, or through (possibly nested) project wrappers."""
+        key = id(site.node)
+        if key in self._uses:
+            return self._uses[key]
+        self._uses[key] = ()
+        spec = apis.lookup(site.target)
+        if spec is not None:
+            uses: tuple[ApiUse, ...] = (ApiUse(spec, site, file, bind_arguments(spec.params, site.node)),)
+        else:
+            uses = self._wrapper_uses(file, site)
+        self._uses[key] = uses
+        return uses
+
+    def _wrapper_uses(self, file: FileModel, site: CallSite) -> tuple[ApiUse, ...]:
+        target = self.function(site.target, file) if site.target else None
+        if target is None:
+            declared = site.target in self.stream_switch_wrappers or site.target in self.wait_wrappers
+            if declared and site.target is not None:
+                role = "torchair.scope.npu_stream_switch" if site.target in self.stream_switch_wrappers else "torchair.scope.npu_wait_tensor"
+                spec = apis.SPECS[role]
+                return (ApiUse(spec, site, file, bind_arguments(spec.params, site.node), (site.target,)),)
+            return ()
+        fn, mod = target
+        spec = self.wrapper(fn, mod)
+        if spec is None:
+            return ()
+        params = fn.params[1:] if fn.class_name and fn.params[:1] == ("self",) else fn.params
+        wrapper_bind = bind_arguments(params + fn.kwonly, site.node, kwonly=fn.kwonly)
+        defaults = _param_defaults(fn)
+        uses: list[ApiUse] = []
+        for variant in spec.variants:
+            if variant.mode_param is not None:
+                value = wrapper_bind.get(variant.mode_param) or defaults.get(variant.mode_param)
+                literal = _literal_mode(value)
+                if literal is not None and literal not in variant.modes:
+                    continue
+            bind: dict[str, cst.BaseExpression | None] = {}
+            constants: dict[str, cst.BaseExpression] = {}
+            for api_param, source in variant.param_map.items():
+                if source.param is not None:
+                    if wrapper_bind.get(source.param) is not None:
+                        bind[api_param] = wrapper_bind[source.param]
+                    elif source.param in defaults:
+                        constants[api_param] = defaults[source.param]
+                elif source.constant is not None:
+                    constants[api_param] = source.constant
+            uses.append(
+                ApiUse(variant.spec, site, file, bind, (f"{mod.module_name}.{fn.qualname}",) + variant.via,
+                       variant.modes, constants)
+            )
+        return tuple(uses)
+
+    def scope_use(self, file: FileModel, site: ScopeSite) -> ScopeUse:
+        uses: list[ApiUse] = []
+        for call in site.calls:
+            cs = _site_for(file, call)
+            if cs is not None:
+                uses.extend(self.api_uses(file, cs))
+        return ScopeUse(site, file, tuple(uses))
+
+    def uses_in(self, file: FileModel, roles: "frozenset[Role] | set[Role]") -> Iterator[ApiUse]:
+        """Every API use with one of ``roles`` in a file, in source order."""
+        for site in file.calls:
+            for use in self.api_uses(file, site):
+                if use.role in roles:
+                    yield use
+
+    def enclosing_scopes(self, file: FileModel, site: ScopeSite | None) -> Iterator[ScopeUse]:
+        """Classified scopes around a statement, innermost first."""
+        while site is not None:
+            yield self.scope_use(file, site)
+            site = site.parent
+
+    # ---- call graph
+    def callees(self, file: FileModel, fn: FunctionInfo) -> Iterator[tuple[CallSite, FunctionInfo, FileModel]]:
+        """Project functions called by ``fn`` (functions, methods through ``self``, submodules)."""
+        for site in fn.calls:
+            found = self.call_target(file, site)
+            if found is not None:
+                yield (site, *found)
+
+    def call_target(self, file: FileModel, site: CallSite) -> tuple[FunctionInfo, FileModel] | None:
+        if site.target is None:
+            return None
+        found = self.function(site.target, file)
+        if found is not None:
+            return found
+        # self.attr(...) where self.attr = SubModule(...) in __init__ → SubModule.forward
+        fn = site.function
+        if fn is not None and fn.class_name and site.target.startswith(f"{file.module_name}.{fn.class_name}."):
+            attr = site.target[len(file.module_name) + len(fn.class_name) + 2:]
+            cls = file.classes.get(fn.class_name)
+            head, _, method = attr.partition(".")
+            if cls is not None:
+                if head in cls.methods and not method:
+                    return cls.methods[head], file
+                ctor = cls.attr_types.get(head)
+                if ctor is not None:
+                    sym = self.symbol(ctor, file)
+                    if sym is not None and isinstance(sym[0], ClassInfo):
+                        target_cls, mod = sym
+                        m = target_cls.methods.get(method or "forward") or target_cls.methods.get("__call__")
+                        if m is not None:
+                            return m, mod
+                # inherited method
+                for base in cls.bases:
+                    sym = self.symbol(base, file)
+                    if sym is not None and isinstance(sym[0], ClassInfo) and head in sym[0].methods and not method:
+                        return sym[0].methods[head], sym[1]
+        return None
+
+    def reachable(self, roots: Iterable[tuple[FunctionInfo, FileModel]], limit: int = 2000):
+        """Functions reachable from ``roots`` through the call graph (cycles handled)."""
+        seen: dict[int, tuple[FunctionInfo, FileModel]] = {}
+        stack = list(roots)
+        while stack and len(seen) < limit:
+            fn, mod = stack.pop()
+            if id(fn) in seen:
+                continue
+            seen[id(fn)] = (fn, mod)
+            for _, callee, cmod in self.callees(mod, fn):
+                if id(callee) not in seen:
+                    stack.append((callee, cmod))
+            # nested functions defined inside run as part of the caller
+            for other in mod.functions.values():
+                if other.parent is fn and id(other) not in seen:
+                    stack.append((other, mod))
+        return list(seen.values())
+
+
+def _lookup_in_module(mod: FileModel, rest: list[str]):
+    if len(rest) == 1:
+        if rest[0] in mod.functions:
+            return mod.functions[rest[0]]
+        if rest[0] in mod.classes:
+            return mod.classes[rest[0]]
+    elif len(rest) == 2 and rest[0] in mod.classes:
+        return mod.classes[rest[0]].methods.get(rest[1])
+    return None
+
+
+def _site_for(file: FileModel, call: cst.Call) -> CallSite | None:
+    for site in file.calls:
+        if site.node is call:
+            return site
+    return None
+
+
+def bind_arguments(
+    params: tuple[str, ...], call: cst.Call, kwonly: tuple[str, ...] = ()
+) -> dict[str, cst.BaseExpression | None]:
+    """Map parameter names to the argument expressions of a call (no defaults)."""
+    bound: dict[str, cst.BaseExpression | None] = {}
+    positional = [p for p in params if p not in kwonly]
+    index = 0
+    for arg in call.args:
+        if arg.star:
+            break
+        if arg.keyword is not None:
+            bound[arg.keyword.value] = arg.value
+        elif index < len(positional):
+            bound[positional[index]] = arg.value
+            index += 1
+    return bound
+
+
+def _param_defaults(fn: FunctionInfo) -> dict[str, cst.BaseExpression]:
+    p = fn.node.params
+    return {
+        param.name.value: param.default
+        for param in (*p.posonly_params, *p.params, *p.kwonly_params)
+        if param.default is not None
+    }
+
+
+def _literal_mode(expr: cst.BaseExpression | None) -> str | None:
+    from streamlint.model.file import string_value
+
+    value = string_value(expr) if expr is not None else None
+    return apis.MODE_LITERALS.get(value) if value is not None else None
+
+
+__all__ = ["ApiUse", "Project", "ScopeUse", "bind_arguments", "dotted"]

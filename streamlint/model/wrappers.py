@@ -1,0 +1,197 @@
+"""Wrapper inference: a project function that forwards to a stream API, recognised by its definition.
+
+Covers the families of domain.md §1.16: an ``enabled=`` flag choosing the real scope or
+``nullcontext()``, the same over native streams, a leading switch flag returning a fake context manager,
+and mode-dispatching wrappers keyed on a mode argument. Never by name: the same name may wrap
+``torchair.scope.npu_stream_switch`` in one project and ``torch.npu.stream`` in another.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from streamlint.model import apis
+from streamlint.model.apis import ApiSpec, Role
+from streamlint.model.file import FileModel, FunctionInfo, Guard, dotted, string_value
+
+if TYPE_CHECKING:
+    from streamlint.model.project import Project
+
+# Roles a wrapper can forward to. Calls such as print() inside a helper do not make it a wrapper.
+_FORWARDABLE = frozenset(Role) - {
+    Role.GRAPH_BREAK, Role.IS_COMPILING, Role.COMPILER_DISABLE, Role.CONTEXT_MANAGER_DECORATOR,
+    Role.REORDERABLE_LOGGING, Role.NULL_CONTEXT, Role.TORCH_COMPILE, Role.CACHE_COMPILE,
+    Role.GET_NPU_BACKEND, Role.COMPILER_CONFIG,
+}
+_SCOPE_ROLES = apis.NO_BREAK_SCOPE_ROLES | apis.STREAM_SCOPE_ROLES | {Role.GRAPH_CAPTURE}
+MAX_WRAPPER_STATEMENTS = 14
+
+
+@dataclass(frozen=True)
+class ParamSource:
+    """Where an API argument comes from inside the wrapper: one of its parameters, or a constant."""
+
+    param: str | None
+    constant: cst.BaseExpression | None = None
+
+
+@dataclass(frozen=True)
+class Variant:
+    spec: ApiSpec
+    param_map: dict[str, ParamSource]
+    modes: frozenset[str] | None  # None: every execution path
+    mode_param: str | None  # the wrapper parameter the mode test reads
+    via: tuple[str, ...]  # inner wrappers traversed
+
+
+@dataclass(frozen=True)
+class WrapperSpec:
+    qualname: str
+    variants: tuple[Variant, ...]
+    enable_params: tuple[str, ...]
+
+
+def infer_wrapper(project: "Project", fn: FunctionInfo, file: FileModel, *, declared_switch: bool = False,
+                  declared_wait: bool = False) -> WrapperSpec | None:
+    qualname = f"{file.module_name}.{fn.qualname}"
+    params = fn.all_params
+    if declared_switch or declared_wait:
+        spec = apis.SPECS["torchair.scope.npu_stream_switch" if declared_switch else "torchair.scope.npu_wait_tensor"]
+        own = [p for p in params if p != "self"]
+        mapping = {api_p: ParamSource(own[i]) for i, api_p in enumerate(spec.params) if i < len(own)}
+        return WrapperSpec(qualname, (Variant(spec, mapping, None, None, ()),), ())
+    if fn.statement_count > MAX_WRAPPER_STATEMENTS or fn.has_loop:
+        return None
+    returned = [r.value for r in fn.returns if r.value is not None]
+    yielding_withs = {id(s.item) for s in fn.scopes if fn.yields and _contains_yield(s.with_node)}
+    variants: list[Variant] = []
+    enable: set[str] = set()
+    for site in fn.calls:
+        uses = project.api_uses(file, site)
+        if not uses:
+            continue
+        forwarded = any(_contains(r, site.node) for r in returned) or any(
+            id(s.item) in yielding_withs and site.node in s.calls for s in fn.scopes
+        )
+        for use in uses:
+            if use.role not in _FORWARDABLE:
+                continue
+            mapping = {}
+            for api_param, expr in use.bind.items():
+                if expr is None:
+                    continue
+                base = _base_name(expr)
+                if base is not None and base in params:
+                    mapping[api_param] = ParamSource(base)
+                elif _is_constant(expr):
+                    mapping[api_param] = ParamSource(None, expr)
+                else:
+                    mapping[api_param] = ParamSource(None, None)
+            if not forwarded:
+                if use.role in _SCOPE_ROLES or fn.statement_count > 8:
+                    continue
+                # statement-form wrappers: every argument must come from the wrapper's parameters
+                if not mapping or any(src.param is None and src.constant is None for src in mapping.values()):
+                    continue
+            modes, mode_param = _modes_from_guards(site.guards, params)
+            if use.modes is not None:
+                modes = use.modes if modes is None else modes & use.modes
+            for guard in site.guards:
+                name = _flag_name(guard.test)
+                if name in params and name != mode_param:
+                    enable.add(name)
+            variants.append(Variant(use.spec, mapping, modes, mode_param, use.wrappers))
+    if not variants:
+        return None
+    return WrapperSpec(qualname, tuple(variants), tuple(sorted(enable)))
+
+
+def mode_of_test(test: cst.BaseExpression) -> tuple[str | None, frozenset[str], bool] | None:
+    """For a mode comparison (``x == "ge_graph"``, ``x != "eager"``, ``x in ("a", "b")``):
+    (compared name, the execution paths named, whether equality holds in the true branch)."""
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        comp = test.comparisons[0]
+        left, right = test.left, comp.comparator
+        literal = string_value(right) if string_value(right) is not None else string_value(left)
+        other = left if string_value(right) is not None else right
+        op = comp.operator
+        if literal is not None and literal in apis.MODE_LITERALS:
+            if isinstance(op, (cst.Equal, cst.Is)):
+                return dotted(other), frozenset({apis.MODE_LITERALS[literal]}), True
+            if isinstance(op, (cst.NotEqual, cst.IsNot)):
+                return dotted(other), frozenset({apis.MODE_LITERALS[literal]}), False
+        if isinstance(op, (cst.In, cst.NotIn)) and isinstance(right, (cst.Tuple, cst.List, cst.Set)):
+            values = [string_value(e.value) for e in right.elements]
+            if values and all(v in apis.MODE_LITERALS for v in values):
+                modes = frozenset(apis.MODE_LITERALS[v] for v in values if v is not None)
+                return dotted(left), modes, isinstance(op, cst.In)
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = mode_of_test(test.expression)
+        if inner is not None:
+            return inner[0], inner[1], not inner[2]
+    return None
+
+
+def modes_under(guards: tuple[Guard, ...]) -> frozenset[str] | None:
+    """The execution paths a statement under these guards can run on (None: unrestricted)."""
+    return _modes_from_guards(guards, None)[0]
+
+
+def _modes_from_guards(guards, params) -> tuple[frozenset[str] | None, str | None]:
+    modes: frozenset[str] | None = None
+    mode_param = None
+    for guard in guards:
+        parsed = mode_of_test(guard.test)
+        if parsed is None:
+            continue
+        name, named, positive = parsed
+        if guard.negated:
+            positive = not positive
+        allowed = named if positive else frozenset(apis.EXECUTION_PATHS) - named
+        modes = allowed if modes is None else modes & allowed
+        if params is not None and name in params:
+            mode_param = name
+    return modes, mode_param
+
+
+def _flag_name(test: cst.BaseExpression) -> str | None:
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _flag_name(test.expression)
+    return test.value if isinstance(test, cst.Name) else None
+
+
+def _base_name(expr: cst.BaseExpression) -> str | None:
+    while isinstance(expr, (cst.Subscript, cst.Attribute)):
+        expr = expr.value
+    return expr.value if isinstance(expr, cst.Name) else None
+
+
+def _is_constant(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, (cst.SimpleString, cst.Integer, cst.Float, cst.ConcatenatedString)) or (
+        isinstance(expr, cst.Name) and expr.value in ("None", "True", "False")
+    )
+
+
+def _contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
+    stack = [outer]
+    while stack:
+        node = stack.pop()
+        if node is inner:
+            return True
+        stack.extend(node.children)
+    return False
+
+
+def _contains_yield(node: cst.CSTNode) -> bool:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Yield):
+            return True
+        if isinstance(n, (cst.FunctionDef, cst.Lambda)) and n is not node:
+            continue
+        stack.extend(n.children)
+    return False

@@ -1,0 +1,106 @@
+"""One registry for every rule: built-ins and third-party packs load through the same entry points."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from types import ModuleType
+
+from streamlint.rule import Rule
+
+ENTRY_POINT_GROUP = "streamlint.rules"
+PREFIX_RE = re.compile(r"^[A-Z]{1,3}[0-9]{0,3}$")
+CODE_RE = re.compile(r"^[A-Z]{1,3}[0-9]{3}$")
+
+
+class RegistryError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Registry:
+    rules: dict[str, type[Rule]]  # code -> rule class, sorted by code
+
+    def by_name(self) -> dict[str, type[Rule]]:
+        return {rule.name: rule for rule in self.rules.values()}
+
+    def lookup(self, selector: str) -> list[type[Rule]]:
+        """Rules matched by a code, a code prefix, a kebab-case name or ``ALL``."""
+        if selector == "ALL":
+            return list(self.rules.values())
+        if selector in self.rules:
+            return [self.rules[selector]]
+        named = self.by_name().get(selector)
+        if named is not None:
+            return [named]
+        if PREFIX_RE.match(selector):
+            return [r for code, r in self.rules.items() if code.startswith(selector)]
+        return []
+
+    def is_known_selector(self, selector: str) -> bool:
+        return bool(self.lookup(selector))
+
+
+def _rule_classes(module: ModuleType) -> list[type[Rule]]:
+    modules = [module]
+    if hasattr(module, "__path__"):
+        for info in sorted(pkgutil.iter_modules(module.__path__), key=lambda m: m.name):
+            if not info.name.startswith("_"):
+                modules.append(importlib.import_module(f"{module.__name__}.{info.name}"))
+    found: list[type[Rule]] = []
+    for mod in modules:
+        for value in vars(mod).values():
+            if (
+                isinstance(value, type)
+                and issubclass(value, Rule)
+                and value is not Rule
+                and value.__module__ == mod.__name__
+                and "code" in vars(value)
+            ):
+                found.append(value)
+    return found
+
+
+def _add(rules: dict[str, type[Rule]], prefix: str, module: ModuleType, origin: str) -> None:
+    for rule in _rule_classes(module):
+        if not CODE_RE.match(rule.code) or not rule.code.startswith(prefix):
+            raise RegistryError(f"{origin}: rule code {rule.code!r} does not match its prefix {prefix!r}")
+        if rule.code in rules and rules[rule.code] is not rule:
+            raise RegistryError(
+                f"{origin}: rule code {rule.code} collides with {rules[rule.code].__module__}"
+            )
+        rules[rule.code] = rule
+
+
+def load_registry(plugins: tuple[str, ...] = ()) -> Registry:
+    """Load every rule registered under the ``streamlint.rules`` entry-point group, plus local
+    plugin modules named in the configuration (imported only when the user asks for them)."""
+    rules: dict[str, type[Rule]] = {}
+    seen_prefixes: dict[str, str] = {}
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: (e.name, e.value)):
+        if not PREFIX_RE.match(ep.name):
+            raise RegistryError(f"plugin {ep.value!r}: invalid rule prefix {ep.name!r}")
+        if ep.name in seen_prefixes and seen_prefixes[ep.name] != ep.value:
+            raise RegistryError(
+                f"plugin {ep.value!r}: prefix {ep.name!r} already registered by {seen_prefixes[ep.name]!r}"
+            )
+        seen_prefixes[ep.name] = ep.value
+        _add(rules, ep.name, ep.load(), f"plugin {ep.value!r}")
+    for name in plugins:
+        try:
+            module = importlib.import_module(name)
+        except ImportError as exc:
+            raise RegistryError(f"cannot import plugin module {name!r}: {exc}") from None
+        prefix = getattr(module, "PREFIX", None)
+        if not isinstance(prefix, str) or not PREFIX_RE.match(prefix):
+            raise RegistryError(f"plugin module {name!r} must define PREFIX matching {PREFIX_RE.pattern}")
+        if prefix in seen_prefixes and seen_prefixes[prefix] != name:
+            raise RegistryError(f"plugin module {name!r}: prefix {prefix!r} already registered")
+        seen_prefixes[prefix] = name
+        _add(rules, prefix, module, f"plugin {name!r}")
+    if "SL000" not in rules:
+        raise RegistryError("the built-in rules are not installed (entry point 'SL' missing)")
+    return Registry(dict(sorted(rules.items())))

@@ -1,0 +1,59 @@
+"""Reporters: findings → text. Each format is one module; all receive the same ReportContext."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, TextIO
+
+from streamlint.finding import Finding
+from streamlint.registry import Registry
+
+
+@dataclass
+class ReportContext:
+    findings: list[Finding]
+    registry: Registry
+    line_text: Callable[[str, int], str]  # (path, 1-based line) -> source line
+    relpath: Callable[[str], str]
+    files_checked: int = 0
+    fixed: int = 0
+    color: bool = False
+    show_fixes: bool = False
+    statistics: bool = False
+    fingerprints: dict[int, str] = field(default_factory=dict)
+    unsafe_fixes: bool = False
+
+    def fingerprint(self, finding: Finding) -> str:
+        return self.fingerprints.get(id(finding), "")
+
+
+def render(fmt: str, ctx: ReportContext, out: TextIO) -> None:
+    from streamlint.reporting import full, machine, text
+
+    renderers = {
+        "full": full.render,
+        "concise": text.render_concise,
+        "json": machine.render_json,
+        "json-lines": machine.render_json_lines,
+    }
+    extra = _extra_renderers()
+    renderers.update(extra)
+    renderers[fmt](ctx, out)
+
+
+def _extra_renderers() -> dict[str, Callable]:
+    found: dict[str, Callable] = {}
+    try:
+        from streamlint.reporting import sarif
+
+        found["sarif"] = sarif.render
+    except ImportError:
+        pass
+    try:
+        from streamlint.reporting import ci
+
+        found["github"] = ci.render_github
+        found["junit"] = ci.render_junit
+    except ImportError:
+        pass
+    return found

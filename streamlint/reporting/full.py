@@ -1,0 +1,70 @@
+"""The default human format: source excerpt with the finding underlined, related locations, summary."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TextIO
+
+from rich.console import Console
+from rich.text import Text
+
+from streamlint.finding import Severity
+from streamlint.reporting import ReportContext
+from streamlint.reporting.text import render_statistics
+
+_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "bold yellow", Severity.INFO: "bold cyan"}
+
+
+def render(ctx: ReportContext, out: TextIO) -> None:
+    console = Console(file=out, force_terminal=ctx.color, no_color=not ctx.color, highlight=False,
+                      width=120, soft_wrap=True)
+    for f in ctx.findings:
+        header = Text()
+        header.append(f"{ctx.relpath(f.path)}:{f.span.start_line}:{f.span.start_col + 1}: ", style="bold")
+        header.append(f"{f.code} ", style=_STYLE[f.severity])
+        header.append(f"[{f.severity.value}] ", style=_STYLE[f.severity])
+        header.append(f.message)
+        if f.fix is not None:
+            header.append(" [*]", style="green")
+        console.print(header)
+        _excerpt(console, ctx, f.path, f.span.start_line, f.span.start_col, f.span.end_line, f.span.end_col)
+        for loc in f.related:
+            rel = Text("  = related: ", style="bold blue")
+            rel.append(f"{ctx.relpath(loc.path)}:{loc.span.start_line}:{loc.span.start_col + 1}")
+            if loc.message:
+                rel.append(f": {loc.message}")
+            console.print(rel)
+        if f.fix is not None:
+            hint = Text("  = fix: ", style="bold green")
+            hint.append(f"{f.fix.title} ({f.fix.safety.value})")
+            console.print(hint)
+        console.print()
+    counts = Counter(f.severity for f in ctx.findings)
+    if ctx.statistics:
+        render_statistics(ctx, out)
+    if ctx.findings:
+        parts = [f"{counts[s]} {s.value}{'s' if counts[s] != 1 else ''}" for s in Severity if counts[s]]
+        fixable = sum(1 for f in ctx.findings if f.fix is not None)
+        summary = Text(f"Found {len(ctx.findings)} finding{'s' if len(ctx.findings) != 1 else ''} "
+                       f"({', '.join(parts)}) in {ctx.files_checked} file{'s' if ctx.files_checked != 1 else ''}.",
+                       style="bold")
+        console.print(summary)
+        if fixable:
+            console.print(Text(f"[*] {fixable} fixable with --fix (some may need --unsafe-fixes).", style="green"))
+    else:
+        console.print(Text(f"All checks passed ({ctx.files_checked} file{'s' if ctx.files_checked != 1 else ''}).",
+                           style="bold green"))
+    if ctx.fixed:
+        console.print(Text(f"Fixed {ctx.fixed} finding{'s' if ctx.fixed != 1 else ''}.", style="green"))
+
+
+def _excerpt(console: Console, ctx: ReportContext, path: str, line: int, col: int, end_line: int, end_col: int) -> None:
+    text = ctx.line_text(path, line)
+    if not text:
+        return
+    gutter = f"{line:>5} | "
+    console.print(Text(gutter, style="blue") + Text(text.expandtabs(4)))
+    width = (end_col if end_line == line else len(text)) - col
+    width = max(1, width)
+    marker = " " * (len(gutter) - 2) + "| " + " " * len(text[:col].expandtabs(4)) + "^" * width
+    console.print(Text(marker, style="bold red"))

@@ -1,0 +1,58 @@
+"""JSON and JSON-lines output (schema: streamlint/schemas/findings.schema.json)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TextIO
+
+from streamlint.finding import Finding
+from streamlint.reporting import ReportContext
+
+
+def finding_to_dict(f: Finding, ctx: ReportContext) -> dict[str, Any]:
+    rule = ctx.registry.rules.get(f.code)
+    return {
+        "code": f.code,
+        "name": f.name,
+        "message": f.message,
+        "severity": f.severity.value,
+        "confidence": f.confidence.value,
+        "filename": ctx.relpath(f.path),
+        "start": {"line": f.span.start_line, "column": f.span.start_col + 1},
+        "end": {"line": f.span.end_line, "column": f.span.end_col + 1},
+        "related": [
+            {
+                "filename": ctx.relpath(loc.path),
+                "start": {"line": loc.span.start_line, "column": loc.span.start_col + 1},
+                "end": {"line": loc.span.end_line, "column": loc.span.end_col + 1},
+                "message": loc.message,
+            }
+            for loc in f.related
+        ],
+        "fix": None
+        if f.fix is None
+        else {
+            "title": f.fix.title,
+            "safety": f.fix.safety.value,
+            "edits": [
+                {
+                    "start": {"line": e.span.start_line, "column": e.span.start_col + 1},
+                    "end": {"line": e.span.end_line, "column": e.span.end_col + 1},
+                    "content": e.content,
+                }
+                for e in f.fix.edits
+            ],
+        },
+        "url": rule.url() if rule is not None else None,
+        "fingerprint": ctx.fingerprint(f),
+    }
+
+
+def render_json(ctx: ReportContext, out: TextIO) -> None:
+    json.dump([finding_to_dict(f, ctx) for f in ctx.findings], out, indent=2, ensure_ascii=False)
+    out.write("\n")
+
+
+def render_json_lines(ctx: ReportContext, out: TextIO) -> None:
+    for f in ctx.findings:
+        out.write(json.dumps(finding_to_dict(f, ctx), ensure_ascii=False) + "\n")

@@ -1,0 +1,140 @@
+"""The rule API: a rule is one module with a documented class, its metadata, its check and examples."""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable
+
+import libcst as cst
+
+from streamlint.finding import Confidence, Finding, Fix, FixSafety, Location, Severity
+
+if TYPE_CHECKING:
+    from streamlint.model.file import FileModel
+    from streamlint.model.project import Project
+
+
+@dataclass(frozen=True)
+class Option:
+    """A typed per-rule option, set under ``[tool.streamlint.rules.<CODE>]``."""
+
+    name: str
+    type: type
+    default: Any
+    description: str
+
+    def validate(self, value: Any) -> Any:
+        if self.type is bool:
+            ok = isinstance(value, bool)
+        elif self.type is int:
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        elif self.type is list:
+            ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+        else:
+            ok = isinstance(value, self.type)
+        if not ok:
+            raise ValueError(f"expected {self.type.__name__}, got {type(value).__name__} {value!r}")
+        return value
+
+
+@dataclass(frozen=True)
+class Valid:
+    """An example the rule must accept."""
+
+    code: str
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """An example the rule must flag. ``line`` is 1-based within the dedented code; ``fixed`` is the
+    expected source after applying the rule's fix (implies the rule is fixable)."""
+
+    code: str
+    line: int | None = None
+    fixed: str | None = None
+
+
+@dataclass
+class RuleContext:
+    """What a rule sees while checking one file: the model, its options, and a way to report."""
+
+    rule: "Rule"
+    file: "FileModel"
+    project: "Project"
+    options: dict[str, Any]
+    findings: list[Finding] = field(default_factory=list)
+
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: str,
+        *,
+        confidence: Confidence | None = None,
+        severity: Severity | None = None,
+        related: Iterable[Location] = (),
+        fix: Fix | None = None,
+        depends_on: Iterable[str] = (),
+    ) -> None:
+        rule = self.rule
+        related = tuple(related)
+        deps = set(depends_on) | {loc.path for loc in related}
+        deps.discard(self.file.path)
+        self.findings.append(
+            Finding(
+                code=rule.code,
+                name=rule.name,
+                message=message,
+                severity=severity or rule.severity,
+                confidence=confidence or rule.confidence,
+                path=self.file.path,
+                span=self.file.span(node),
+                related=related,
+                fix=fix,
+                depends_on=tuple(sorted(deps)),
+            )
+        )
+
+
+class Rule:
+    """Base class. Subclasses set the metadata below, document themselves in the ruff template
+    (What it does / Why is this bad? / Example / Use instead / Fix safety / Options) and implement
+    :meth:`check`, which reads the semantic model and calls ``ctx.report``."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    severity: ClassVar[Severity] = Severity.WARNING
+    confidence: ClassVar[Confidence] = Confidence.HIGH
+    # Byte strings of which at least one must occur in a file for the rule to possibly fire.
+    markers: ClassVar[tuple[bytes, ...]] = ()
+    options: ClassVar[tuple[Option, ...]] = ()
+    fix_safety: ClassVar[FixSafety | None] = None
+    # Meta rules (SL000–SL003) are produced by the engine itself, not by a check.
+    engine_emitted: ClassVar[bool] = False
+    VALID: ClassVar[list[Valid]] = []
+    INVALID: ClassVar[list[Invalid]] = []
+
+    def check(self, ctx: RuleContext) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    @classmethod
+    def documentation(cls) -> str:
+        return textwrap.dedent(inspect.getdoc(cls) or "").strip()
+
+    @classmethod
+    def summary(cls) -> str:
+        doc = cls.documentation()
+        for block in doc.split("## "):
+            if block.startswith("What it does"):
+                body = block[len("What it does"):].strip()
+                return " ".join(body.split("\n\n")[0].split())
+        return doc.splitlines()[0] if doc else ""
+
+    @classmethod
+    def default_options(cls) -> dict[str, Any]:
+        return {opt.name: opt.default for opt in cls.options}
+
+    @classmethod
+    def url(cls) -> str:
+        return f"https://streamlint.readthedocs.io/rules/{cls.code}-{cls.name}"

@@ -1,4 +1,4 @@
-from streamlint.finding import Confidence, Severity
+from streamlint.finding import Confidence, FixSafety, Severity
 from streamlint.model.apis import Role
 from streamlint.model.file import int_value
 from streamlint.rule import Invalid, Rule, RuleContext, Valid
@@ -28,7 +28,9 @@ class ReservedStreamPriority(Rule):
     ```
 
     ## Fix safety
-    The fix removes the argument. It is safe: the parameter has no effect.
+    The fix removes the argument (and its comma). It is safe: the parameter has no effect. It is offered
+    only on direct calls of the API, where the parameter defaults to 0, and not when the removed text
+    holds a comment.
 
     ## References
     - TorchAir `docs/zh/ascend_ir/api/scope/npu_stream_switch.md`
@@ -39,6 +41,7 @@ class ReservedStreamPriority(Rule):
     severity = Severity.INFO
     confidence = Confidence.HIGH
     markers = (b"npu_stream_switch", b"NpuStreamSwitch")
+    fix_safety = FixSafety.SAFE
 
     def check(self, ctx: RuleContext) -> None:
         for use in ctx.project.uses_in(ctx.file, {Role.STREAM_SWITCH}):
@@ -47,10 +50,19 @@ class ReservedStreamPriority(Rule):
             if priority is None or value is None or value == 0:
                 continue
             via = f" (through wrapper `{use.wrappers[0]}`)" if use.wrappers else ""
+            fix = None
+            if not use.wrappers:
+                # direct call: the API's parameter defaults to 0, so dropping the argument is exact
+                arg = next((a for a in use.node.args if a.value is priority), None)
+                later_positional = arg is not None and arg.keyword is None and any(
+                    a.keyword is None for a in use.node.args[list(use.node.args).index(arg) + 1:])
+                if arg is not None and not later_positional:
+                    fix = ctx.fix("Remove the reserved `stream_priority` argument", ctx.remove_arg(use.node, arg))
             ctx.report(
                 priority,
                 f"`stream_priority={value}` is reserved and has no effect{via}; TorchAir documents it as "
                 "'keep 0' — drop the argument",
+                fix=fix,
             )
 
     VALID = [
@@ -78,6 +90,11 @@ class ReservedStreamPriority(Rule):
                 pass
             """,
             line=2,
+            fixed="""
+            from torchair.scope import npu_stream_switch as sw
+            with sw("1"):
+                pass
+            """,
         ),
         Invalid(
             """
@@ -86,5 +103,10 @@ class ReservedStreamPriority(Rule):
                 pass
             """,
             line=2,
+            fixed="""
+            import torchair
+            with torchair.ops.NpuStreamSwitch("1"):
+                pass
+            """,
         ),
     ]

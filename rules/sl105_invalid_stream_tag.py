@@ -1,8 +1,8 @@
 import libcst as cst
 
-from streamlint.finding import Confidence, Severity
+from streamlint.finding import Confidence, FixSafety, Severity
 from streamlint.model.apis import Role
-from streamlint.model.file import string_value
+from streamlint.model.file import int_value, string_value
 from streamlint.rule import Invalid, Rule, RuleContext, Valid
 
 
@@ -39,6 +39,7 @@ class InvalidStreamTag(Rule):
     severity = Severity.ERROR
     confidence = Confidence.HIGH
     markers = (b"npu_stream_switch", b"NpuStreamSwitch")
+    fix_safety = FixSafety.UNSAFE
 
     def check(self, ctx: RuleContext) -> None:
         for use in ctx.project.uses_in(ctx.file, {Role.STREAM_SWITCH}):
@@ -46,7 +47,10 @@ class InvalidStreamTag(Rule):
             problem = _problem(tag)
             if tag is None or problem is None:
                 continue
-            ctx.report(tag, f"stream tag {ctx.file.code(tag)} is {problem}; tags must be non-empty strings")
+            fix = None
+            if isinstance(tag, cst.Integer):
+                fix = ctx.fix(f'Quote the tag: "{int_value(tag)}"', ctx.replace(tag, f'"{int_value(tag)}"'))
+            ctx.report(tag, f"stream tag {ctx.file.code(tag)} is {problem}; tags must be non-empty strings", fix=fix)
 
     VALID = [
         Valid(
@@ -69,6 +73,11 @@ class InvalidStreamTag(Rule):
                 pass
             """,
             line=2,
+            fixed="""
+            import torchair as tng
+            with tng.scope.npu_stream_switch("1"):
+                pass
+            """,
         ),
         Invalid(
             """

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from streamlint import __version__
-from streamlint.config import OUTPUT_FORMATS, ConfigError, Settings, load_settings
+from streamlint.config import OUTPUT_FORMATS, ConfigError, Settings, configured_plugins, load_settings
 from streamlint.discovery import discover
 from streamlint.engine import Engine, FileReport
 from streamlint.fingerprint import fingerprints
@@ -95,14 +95,13 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
     if not paths and not use_stdin:
         paths = ["."]
     start = Path(stdin_name or (paths[0] if paths else ".")).absolute()
-    registry = _registry()
     try:
         config_file = Path(opts["config_file"]) if opts.get("config_file") else None
         if config_file is not None and not config_file.is_file():
             raise ConfigError(str(config_file), None, "no such configuration file")
+        # plugin rules must be registered before selectors and rule options are validated
+        registry = _registry(configured_plugins(start, config_file, bool(opts.get("isolated"))))
         settings = load_settings(registry, start, config_file, bool(opts.get("isolated")), _overrides(opts))
-        if settings.plugins:
-            registry = _registry(settings.plugins)
     except ConfigError as exc:
         raise _fail(str(exc)) from None
     if opts.get("force_exclude"):
@@ -131,7 +130,8 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
     for message in errors:
         click.echo(f"streamlint: error: {message}", err=True)
     findings = [f for r in reports for f in r.findings]
-    findings.sort(key=lambda f: f.sort_key)
+    # sorted by the path as displayed (finding paths may be given relative or absolute)
+    findings.sort(key=lambda f: (engine.relative(f.path), *f.sort_key[1:]))
     sources = {os.path.abspath(r.path): r.source for r in reports if r.source is not None}
 
     def line_text(path: str, line: int) -> str:

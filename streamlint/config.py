@@ -68,9 +68,11 @@ class Settings:
     def enabled_codes(self, registry: Registry) -> dict[str, str]:
         """code -> reason it is enabled; codes absent are disabled."""
         enabled: dict[str, str] = {}
-        for selector in (*self.select, *self.extend_select):
-            for rule in registry.lookup(selector):
-                enabled[rule.code] = f"selected by {selector!r}"
+        for key, selectors in (("select", self.select), ("extend-select", self.extend_select)):
+            origin = self.provenance.get(key, "default")
+            for selector in selectors:
+                for rule in registry.lookup(selector):
+                    enabled[rule.code] = f"{key} {selector!r} from {origin}"
         for selector in self.ignore:
             for rule in registry.lookup(selector):
                 enabled.pop(rule.code, None)
@@ -83,7 +85,9 @@ class Settings:
             if code in enabled:
                 continue
             ignored_by = [s for s in self.ignore if any(r.code == code for r in registry.lookup(s))]
-            reasons[code] = f"ignored by {ignored_by[0]!r}" if ignored_by else "not selected"
+            origin = self.provenance.get("ignore", "default")
+            reasons[code] = (f"ignore {ignored_by[0]!r} from {origin}" if ignored_by
+                             else f"not selected by select/extend-select from {self.provenance.get('select', 'default')}")
         return reasons
 
 
@@ -143,6 +147,33 @@ def find_project_root(start: Path) -> Path:
         if probe.parent == probe:
             return directory
         probe = probe.parent
+
+
+def configured_plugins(start: Path, config_file: Path | None = None, isolated: bool = False) -> tuple[str, ...]:
+    """The ``plugins`` of the configuration that applies to ``start`` (following ``extend``), read
+    before the full validation so that plugin rule codes are known when selectors are checked.
+    Malformed values are left for :func:`load_settings` to report."""
+    path = None if isolated else (config_file or find_config(start))
+    plugins: tuple[str, ...] = ()
+    seen: set[Path] = set()
+    while path is not None and path.absolute() not in seen:
+        path = path.absolute()
+        seen.add(path)
+        try:
+            table = _read_table(path)
+        except ConfigError:
+            break
+        if not isinstance(table, dict):
+            break
+        value = table.get("plugins")
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            plugins = tuple(value)
+            break
+        base = table.get("extend")
+        path = (path.parent / base).resolve() if isinstance(base, str) else None
+        if path is not None and not path.is_file():
+            break
+    return plugins
 
 
 def load_settings(

@@ -97,7 +97,10 @@ class Engine:
         self.rules: list[type[Rule]] = [
             rule for code, rule in registry.rules.items() if code in enabled and not rule.engine_emitted
         ]
-        self.markers: tuple[bytes, ...] = tuple(sorted({m for r in self.rules for m in r.markers}))
+        # a rule without markers may fire on any file: then nothing can be skipped unparsed
+        self.markers: tuple[bytes, ...] = (
+            tuple(sorted({m for r in self.rules for m in r.markers})) if all(r.markers for r in self.rules) else ()
+        )
         self.root = Path(project_root or settings.project_root).absolute()
         self._overrides: dict[str, bytes] = {}
         self._parsed: dict[str, ParsedFile] = {}
@@ -109,7 +112,8 @@ class Engine:
             stream_switch_wrappers=settings.stream_switch_wrappers,
             wait_wrappers=settings.wait_wrappers,
         )
-        self.project.settings = settings  # type: ignore[attr-defined]
+        self.project.settings = settings
+        self.project.reader = self.read
         self._per_file_ignores = [
             (pathspec.GitIgnoreSpec.from_lines([pattern]), codes) for pattern, codes in settings.per_file_ignores
         ]
@@ -126,6 +130,7 @@ class Engine:
         self.project._files.pop(key, None)
         self.project._uses.clear()
         self.project._wrappers.clear()
+        self.project._paths = None
 
     def read(self, path: str) -> bytes:
         key = os.path.abspath(path)
@@ -213,8 +218,9 @@ class Engine:
         ignored = {code for spec, codes in self._per_file_ignores if spec.match_file(rel) for code in codes}
         kept: list[Finding] = []
         for finding in raw:
-            if finding.code not in self.enabled_codes or self._ignored(finding.code, ignored):
-                continue
+            if finding.code != "SL000" and (finding.code not in self.enabled_codes
+                                             or self._ignored(finding.code, ignored)):
+                continue  # a rule crash (SL000) is never hidden: the run must fail
             if not self.ignore_noqa and finding.code != "SL000":
                 hit = next((s for s in suppressions if s.covers(finding.code, finding.span.start_line)), None)
                 if hit is not None:

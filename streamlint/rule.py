@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterable
 
 import libcst as cst
 
-from streamlint.finding import Confidence, Finding, Fix, FixSafety, Location, Severity
+from streamlint.finding import Confidence, Edit, Finding, Fix, FixSafety, Location, Severity, Span
 
 if TYPE_CHECKING:
     from streamlint.model.file import FileModel
@@ -95,6 +95,39 @@ class RuleContext:
                 depends_on=tuple(sorted(deps)),
             )
         )
+
+    # ---- building fixes (edits are text replacements on the node's source range)
+    def replace(self, node: cst.CSTNode, content: str) -> Edit:
+        """An edit replacing ``node``'s source text with ``content`` (use "\\n" for newlines)."""
+        return Edit(self.file.span(node), content)
+
+    def remove_arg(self, call: cst.Call, arg: cst.Arg) -> Edit | None:
+        """An edit deleting ``arg`` from ``call`` together with its separating comma, or None when that is
+        not a plain textual removal (a comment inside the removed text, or ``arg`` not in the call)."""
+        args = list(call.args)
+        index = next((i for i, a in enumerate(args) if a is arg), None)
+        if index is None:
+            return None
+        here = self.file.span(arg)
+        if index > 0:
+            before = self.file.span(args[index - 1])
+            span = Span(before.end_line, before.end_col, here.end_line, here.end_col)
+        elif len(args) > 1:
+            after = self.file.span(args[1])
+            span = Span(here.start_line, here.start_col, after.start_line, after.start_col)
+        else:
+            span = here
+        removed = self.file.source.text[self.file.source.offset(span.start_line, span.start_col):
+                                        self.file.source.offset(span.end_line, span.end_col)]
+        if "#" in removed.replace(self.file.code(arg.value), ""):
+            return None
+        return Edit(span, "")
+
+    def fix(self, title: str, *edits: Edit | None, safety: FixSafety | None = None) -> Fix | None:
+        """A Fix of the rule's declared safety (None if any edit could not be built)."""
+        if not edits or any(e is None for e in edits):
+            return None
+        return Fix(title, safety or self.rule.fix_safety or FixSafety.UNSAFE, tuple(e for e in edits if e))
 
 
 class Rule:

@@ -330,8 +330,19 @@ class _Collector(cst.CSTVisitor):
 
     def visit_For(self, node: cst.For) -> None:
         self.loops += 1
-        if self.fn:
-            self.fn.has_loop = True
+        fn = self.fn
+        if fn:
+            fn.has_loop = True
+            # `for layer in self.layers:` / `for i, layer in enumerate(self.layers):` — the loop
+            # variable stands for the elements of a submodule container on self.
+            target, iterable = node.target, node.iter
+            if isinstance(iterable, cst.Call) and dotted(iterable.func) == "enumerate" and iterable.args \
+                    and isinstance(target, cst.Tuple) and len(target.elements) == 2:
+                iterable, target = iterable.args[0].value, target.elements[1].value
+            source = dotted(iterable)
+            if isinstance(target, cst.Name) and fn.class_name and source and source.startswith("self.") \
+                    and source.count(".") == 1:
+                fn.local_aliases[target.value] = f"{self.m.module_name}.{fn.class_name}.{source[5:]}"
 
     def leave_For(self, node: cst.For) -> None:
         self.loops -= 1

@@ -78,6 +78,45 @@ class Project:
     _wrappers: dict[tuple[str, str], WrapperSpec | None] = field(default_factory=dict)
     _uses: dict[int, tuple[ApiUse, ...]] = field(default_factory=dict)
     _all_files: list[str] | None = None
+    settings: "object | None" = None  # streamlint.config.Settings (mode, per-path-mode)
+    reader: "Callable[[str], bytes] | None" = None
+    _paths: "object | None" = None
+
+    # ---- execution paths (streamlint.model.paths)
+    @property
+    def path_index(self):
+        from streamlint.model.paths import PathIndex
+
+        if self._paths is None:
+            self._paths = PathIndex(self)
+        return self._paths
+
+    def execution_path(self, file: FileModel, fn: FunctionInfo | None):
+        """The ExecutionPath of a function (config → compile sites → API family → unknown)."""
+        return self.path_index.path_of(file, fn)
+
+    def modes_at(self, file: FileModel, site: CallSite) -> frozenset[str]:
+        """Execution paths of a call: its function's path narrowed by enclosing mode guards."""
+        return self.path_index.modes_at(file, site)
+
+    def compile_sites(self):
+        return self.path_index.compile_sites()
+
+    def relative(self, path: str) -> str:
+        try:
+            return Path(os.path.abspath(path)).relative_to(self.root.absolute()).as_posix()
+        except ValueError:
+            return Path(path).as_posix()
+
+    def may_contain(self, path: str, markers: tuple[bytes, ...]) -> bool:
+        """Cheap byte search used before parsing a file for project-wide facts."""
+        if self.reader is None:
+            return True
+        try:
+            data = self.reader(path)
+        except OSError:
+            return False
+        return any(m in data for m in markers)
 
     # ---- modules
     def module_name(self, path: str) -> tuple[str, bool, str]:

@@ -1,0 +1,250 @@
+"""Compile sites and compiler configurations: which code is compiled, with which backend and mode.
+
+A compile site is ``torch.compile(m, backend=...)`` (string backends ``"npu"`` / ``"npugraph_ex"``, or
+``tng.get_npu_backend(compiler_config=cfg)``), a ``@torch.compile(...)`` decorator, or
+``torchair.inference.cache_compile(fn, config=cfg)``. A :class:`ConfigObject` is a
+``CompilerConfig()`` instance with its field assignments, followed through helper functions that build
+and return it (``_build_compiler_config()``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from streamlint.model import apis
+from streamlint.model.apis import Role
+from streamlint.model.file import AttrAssign, CallSite, ClassInfo, FileModel, FunctionInfo, dotted, string_value
+
+if TYPE_CHECKING:
+    from streamlint.model.project import Project
+
+DEFAULT_TORCHAIR_MODE = "ge"  # CompilerConfig.mode defaults to "max-autotune"
+
+
+@dataclass(eq=False)
+class ConfigObject:
+    """A ``CompilerConfig()`` instance and every assignment to its fields."""
+
+    file: FileModel
+    function: FunctionInfo | None
+    variable: str  # the local name (or dotted attribute) holding the config
+    creation: CallSite
+    assigns: list[AttrAssign] = field(default_factory=list)
+
+    def field(self, name: str) -> list[AttrAssign]:
+        """Assignments to ``<config>.<name>`` (e.g. ``"mode"``, ``"ge_config.enable_single_stream"``)."""
+        target = f"{self.variable}.{name}"
+        return [a for a in self.assigns if a.target == target]
+
+    def modes(self) -> frozenset[str] | None:
+        """The execution paths this config selects; None when a mode value cannot be resolved."""
+        assigns = self.field("mode")
+        if not assigns:
+            return frozenset({DEFAULT_TORCHAIR_MODE})
+        modes: set[str] = set()
+        for a in assigns:
+            values = _mode_values(a.value)
+            if values is None:
+                return None
+            modes |= values
+        return frozenset(modes)
+
+
+@dataclass(eq=False)
+class CompileSite:
+    file: FileModel
+    site: CallSite
+    role: Role  # TORCH_COMPILE or CACHE_COMPILE
+    backend: str  # "torchair" | "npu" | "npugraph_ex" | "other" | "unknown"
+    config: ConfigObject | None
+    modes: frozenset[str] | None  # None: unknown
+    dynamic: bool | None  # None: not given / not a literal
+    targets: list[tuple[FunctionInfo, FileModel]]
+
+    @property
+    def node(self) -> cst.Call:
+        return self.site.node
+
+
+def _mode_values(value: cst.BaseExpression) -> set[str] | None:
+    if isinstance(value, cst.IfExp):
+        a, b = _mode_values(value.body), _mode_values(value.orelse)
+        return None if a is None or b is None else a | b
+    literal = string_value(value)
+    if literal is not None and literal in apis.MODE_LITERALS:
+        return {apis.MODE_LITERALS[literal]}
+    return None
+
+
+def _bool_literal(expr: cst.BaseExpression | None) -> bool | None:
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
+        return expr.value == "True"
+    return None
+
+
+def find_config(project: "Project", file: FileModel, fn: FunctionInfo | None, expr: cst.BaseExpression | None,
+                _depth: int = 0) -> ConfigObject | None:
+    """Follow an expression to the CompilerConfig() instance it denotes."""
+    if expr is None or _depth > 6:
+        return None
+    if isinstance(expr, cst.Call):
+        spec = apis.lookup(file.resolve(expr.func, fn))
+        if spec is not None and spec.role is Role.COMPILER_CONFIG:
+            return None  # an anonymous config has no field assignments: default mode
+        target = project.function(file.resolve(expr.func, fn), file)
+        if target is not None:
+            callee, mod = target
+            for ret in callee.returns:
+                found = find_config(project, mod, callee, ret.value, _depth + 1)
+                if found is not None:
+                    return found
+        return None
+    name = dotted(expr)
+    if name is None:
+        return None
+    scopes: list[tuple[FunctionInfo | None, dict]] = []
+    if fn is not None:
+        scopes.append((fn, fn.name_assigns))
+    for scope_fn, assigns in scopes:
+        for value in reversed(assigns.get(name, [])):
+            if isinstance(value, cst.Call):
+                spec = apis.lookup(file.resolve(value.func, scope_fn))
+                if spec is not None and spec.role is Role.COMPILER_CONFIG:
+                    creation = next((c for c in file.calls if c.node is value), None)
+                    if creation is None:
+                        return None
+                    owner = scope_fn
+                    assigns_ = [a for a in file.assigns if a.function is owner and a.target.startswith(name + ".")]
+                    return ConfigObject(file, owner, name, creation, assigns_)
+            found = find_config(project, file, scope_fn, value, _depth + 1)
+            if found is not None:
+                return found
+    if name.startswith("self.") and fn is not None and fn.class_name in file.classes:
+        cls = file.classes[fn.class_name]
+        for method in cls.methods.values():
+            for a in method.assigns:
+                if a.target == name:
+                    found = find_config(project, file, method, a.value, _depth + 1)
+                    if found is not None:
+                        return found
+    return None
+
+
+def _backend(project: "Project", file: FileModel, fn: FunctionInfo | None, expr: cst.BaseExpression | None,
+             _depth: int = 0) -> tuple[str, ConfigObject | None, bool]:
+    """(backend kind, config, whether a config expression was given) for a backend argument."""
+    if expr is None:
+        return "other", None, False
+    literal = string_value(expr)
+    if literal is not None:
+        return {"npu": "npu", "npugraph_ex": "npugraph_ex"}.get(literal, "other"), None, False
+    if isinstance(expr, cst.Call):
+        spec = apis.lookup(file.resolve(expr.func, fn))
+        if spec is not None and spec.role is Role.GET_NPU_BACKEND:
+            cfg_expr = next((a.value for a in expr.args if a.keyword and a.keyword.value == "compiler_config"), None)
+            if cfg_expr is None and expr.args and expr.args[0].keyword is None:
+                cfg_expr = expr.args[0].value
+            return "torchair", find_config(project, file, fn, cfg_expr), cfg_expr is not None
+        return "unknown", None, False
+    name = dotted(expr)
+    if name is not None and fn is not None and _depth < 4:
+        for value in reversed(fn.name_assigns.get(name, [])):
+            kind = _backend(project, file, fn, value, _depth + 1)
+            if kind[0] != "unknown":
+                return kind
+    return "unknown", None, False
+
+
+def _targets(project: "Project", file: FileModel, fn: FunctionInfo | None,
+             expr: cst.BaseExpression | None, _depth: int = 0) -> list[tuple[FunctionInfo, FileModel]]:
+    """The project functions a compiled object runs (a class's forward, a function)."""
+    if expr is None or _depth > 5:
+        return []
+    if isinstance(expr, cst.Call):
+        return _class_entry(project, file, file.resolve(expr.func, fn))
+    name = dotted(expr)
+    if name is None:
+        return []
+    resolved = file.resolve(expr, fn)
+    if resolved is not None:
+        found = project.function(resolved, file) if not resolved.endswith(".forward") else None
+        sym = project.symbol(resolved, file)
+        if sym is not None and isinstance(sym[0], ClassInfo):
+            return _class_entry(project, file, resolved)
+        if sym is not None and isinstance(sym[0], FunctionInfo):
+            return [sym]
+        if found is not None:
+            return [found]
+    if fn is not None:
+        for value in reversed(fn.name_assigns.get(name, [])):
+            found_targets = _targets(project, file, fn, value, _depth + 1)
+            if found_targets:
+                return found_targets
+    if name.startswith("self.") and fn is not None and fn.class_name in file.classes:
+        attr = name.split(".")[1]
+        cls = file.classes[fn.class_name]
+        ctor = cls.attr_types.get(attr)
+        if ctor is not None:
+            return _class_entry(project, file, ctor)
+    if "." in name:  # model.forward / self.model.forward
+        head, _, method = name.rpartition(".")
+        inner = _targets(project, file, fn, cst.parse_expression(head), _depth + 1)
+        return [(f, m) for f, m in inner if f.node.name.value == method] or inner
+    return []
+
+
+def _class_entry(project: "Project", file: FileModel, qualname: str | None) -> list[tuple[FunctionInfo, FileModel]]:
+    if qualname is None:
+        return []
+    sym = project.symbol(qualname, file)
+    if sym is None:
+        return []
+    info, mod = sym
+    if isinstance(info, FunctionInfo):
+        return [(info, mod)]
+    entries = [info.methods[m] for m in ("forward", "__call__") if m in info.methods]
+    return [(e, mod) for e in entries]
+
+
+def compile_site(project: "Project", file: FileModel, site: CallSite) -> CompileSite | None:
+    spec = apis.lookup(site.target)
+    if spec is None or spec.role not in (Role.TORCH_COMPILE, Role.CACHE_COMPILE):
+        return None
+    call = site.node
+    fn = site.function
+    kwargs = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    target_expr = positional[0] if positional else kwargs.get("model") or kwargs.get("func")
+    decorated = [f for f in file.functions.values() if any(d.decorator is call for d in f.node.decorators)]
+    if decorated:
+        targets = [(decorated[0], file)]
+    else:
+        targets = _targets(project, file, fn, target_expr)
+    if spec.role is Role.CACHE_COMPILE:
+        config = find_config(project, file, fn, kwargs.get("config"))
+        modes = config.modes() if config is not None else frozenset({DEFAULT_TORCHAIR_MODE})
+        dynamic = _bool_literal(kwargs.get("dynamic"))
+        return CompileSite(file, site, spec.role, "torchair", config, modes,
+                           True if "dynamic" not in kwargs else dynamic, targets)
+    backend, config, has_config = _backend(project, file, fn, kwargs.get("backend"))
+    if backend == "npu":
+        modes: frozenset[str] | None = frozenset({"ge"})
+    elif backend == "npugraph_ex":
+        modes = frozenset({"npugraph_ex"})
+    elif backend == "torchair":
+        if config is not None:
+            modes = config.modes()
+        else:
+            modes = None if has_config else frozenset({DEFAULT_TORCHAIR_MODE})
+    else:
+        modes = None
+    options = kwargs.get("options")
+    if isinstance(options, cst.Dict) and modes is not None:
+        for el in options.elements:
+            if isinstance(el, cst.DictElement) and string_value(el.key) == "force_eager" \
+                    and _bool_literal(el.value) is True:
+                modes = frozenset({"eager"})
+    return CompileSite(file, site, spec.role, backend, config, modes, _bool_literal(kwargs.get("dynamic")), targets)

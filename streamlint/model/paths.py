@@ -1,0 +1,143 @@
+"""Execution paths: which of ge / reduce-overhead / npugraph_ex / eager / cuda a function runs on.
+
+Resolution order (rules.md): configuration (``mode``, ``per-path-mode``) → compile sites reaching the
+function through the call graph → the API family the function uses (``npu_stream_switch`` with no
+compile site is GE, TorchAir's default) → unknown (an empty set).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pathspec
+
+from streamlint.finding import Location
+from streamlint.model import apis
+from streamlint.model.apis import Family, Role
+from streamlint.model.compile import CompileSite, compile_site
+from streamlint.model.file import CallSite, FileModel, FunctionInfo
+from streamlint.model.wrappers import modes_under
+
+if TYPE_CHECKING:
+    from streamlint.model.project import Project
+
+_COMPILE_MARKERS = (b"compile",)
+_FAMILY_MODE = {
+    Family.TAGGED_EVENT: "reduce-overhead",
+    Family.GE_SCOPE: "ge",
+    Family.NATIVE_NPU: "eager",
+    Family.CUDA: "cuda",
+}
+
+
+@dataclass(frozen=True)
+class ExecutionPath:
+    modes: frozenset[str]  # empty: unknown
+    source: str  # "config" | "compile" | "family" | "unknown"
+    evidence: tuple[Location, ...] = ()
+
+    @property
+    def unknown(self) -> bool:
+        return not self.modes
+
+    def describe(self) -> str:
+        if self.unknown:
+            return "unknown execution path"
+        return "/".join(sorted(self.modes)) + f" (from {self.source})"
+
+
+class PathIndex:
+    """Project-wide compile facts, computed once per project on first use."""
+
+    def __init__(self, project: "Project") -> None:
+        self.project = project
+        self._sites: list[CompileSite] | None = None
+        self._reached: dict[int, tuple[set[str], list[Location]]] | None = None
+        self._cache: dict[int, ExecutionPath] = {}
+        settings = getattr(project, "settings", None)
+        self._per_path = [
+            (pathspec.GitIgnoreSpec.from_lines([pattern]), mode) for pattern, mode in
+            (settings.per_path_mode if settings is not None else ())
+        ]
+        self._mode = settings.mode if settings is not None else "auto"
+
+    def compile_sites(self) -> list[CompileSite]:
+        if self._sites is None:
+            sites: list[CompileSite] = []
+            for path in self.project.all_files():
+                if not self.project.may_contain(path, _COMPILE_MARKERS):
+                    continue
+                model = self.project.file(path)
+                if model is None:
+                    continue
+                for call in model.calls:
+                    found = compile_site(self.project, model, call)
+                    if found is not None:
+                        sites.append(found)
+            self._sites = sites
+        return self._sites
+
+    def _reach(self) -> dict[int, tuple[set[str], list[Location]]]:
+        if self._reached is None:
+            reached: dict[int, tuple[set[str], list[Location]]] = {}
+            for cs in self.compile_sites():
+                if not cs.modes or not cs.targets:
+                    continue
+                evidence = Location(cs.file.path, cs.file.span(cs.node), f"compiled here ({'/'.join(sorted(cs.modes))})")
+                for fn, _mod in self.project.reachable(cs.targets):
+                    modes, locs = reached.setdefault(id(fn), (set(), []))
+                    modes |= cs.modes
+                    if len(locs) < 3:
+                        locs.append(evidence)
+            self._reached = reached
+        return self._reached
+
+    def path_of(self, file: FileModel, fn: FunctionInfo | None) -> ExecutionPath:
+        key = id(fn) if fn is not None else id(file)
+        if key not in self._cache:
+            self._cache[key] = self._compute(file, fn)
+        return self._cache[key]
+
+    def _compute(self, file: FileModel, fn: FunctionInfo | None) -> ExecutionPath:
+        rel = self.project.relative(file.path)
+        for spec, mode in self._per_path:
+            if spec.match_file(rel) and mode != "auto":
+                return ExecutionPath(frozenset({mode}), "config")
+        if self._mode != "auto":
+            return ExecutionPath(frozenset({self._mode}), "config")
+        outer = fn
+        while outer is not None:
+            hit = self._reach().get(id(outer))
+            if hit is not None:
+                return ExecutionPath(frozenset(hit[0]), "compile", tuple(hit[1]))
+            outer = outer.parent
+        if fn is None:
+            return ExecutionPath(frozenset(), "unknown")
+        families: set[Family] = set()
+        for site in fn.calls:
+            for use in self.project.api_uses(file, site):
+                if use.family is not None and use.modes is None and use.role not in (Role.CURRENT_STREAM,):
+                    families.add(use.family)
+        for scope in fn.scopes:
+            for use in self.project.scope_use(file, scope).uses:
+                if use.family is not None and use.modes is None:
+                    families.add(use.family)
+        modes = frozenset(_FAMILY_MODE[f] for f in families)
+        if Family.TAGGED_EVENT in families:
+            modes = frozenset({"reduce-overhead"})  # tagged events + npu_stream_switch: the documented combination
+        if len(modes) == 1:
+            return ExecutionPath(modes, "family")
+        return ExecutionPath(frozenset(), "unknown")
+
+    def modes_at(self, file: FileModel, site: CallSite) -> frozenset[str]:
+        base = self.path_of(file, site.function).modes
+        guard = modes_under(site.guards)
+        if guard is None:
+            return base
+        if not base:
+            return guard
+        return base & guard
+
+
+__all__ = ["ExecutionPath", "PathIndex", "apis"]

@@ -271,7 +271,7 @@ def build(out: Path, files: int, seed: int = 7) -> dict[str, int]:
     (out / "pyproject.toml").write_text('[project]\nname = "bench-stack"\nversion = "0"\n', encoding="utf-8")
     (root / "__init__.py").write_text("", encoding="utf-8")
     per_pkg = 100
-    packages = max(1, (files + per_pkg - 1) // per_pkg)
+    packages = max(1, files // (per_pkg - 2) + 1)
     stream_every = 16  # ~6% stream modules
     large_every = 200  # ~0.5% large files
     counts = {"files": 1, "plain": 0, "incidental": 0, "stream": 0, "large": 0, "utils": 0}

@@ -6,6 +6,7 @@ import io
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +16,14 @@ from streamlint import __version__
 from streamlint.config import OUTPUT_FORMATS, ConfigError, Settings, configured_plugins, load_settings
 from streamlint.discovery import discover
 from streamlint.engine import Engine, FileReport
+from streamlint.baseline import BaselineError, load_baseline, write_baseline
+from streamlint.finding import Finding
 from streamlint.fingerprint import fingerprints
+from streamlint.fixes import FixPolicy, FixResult, add_noqa_file, fix_file, write_atomic
+from streamlint.profile import Profiler, phase
 from streamlint.registry import Registry, RegistryError, load_registry
 from streamlint.reporting import ReportContext, render
+from streamlint.source import SourceFile
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -70,11 +76,40 @@ def main() -> None:
 @click.option("--show-files", is_flag=True, help="Print the files that would be linted and exit.")
 @click.option("--force-exclude", is_flag=True, help="Apply excludes to paths named on the command line too.")
 @click.option("--mode", type=click.Choice(["auto", "ge", "reduce-overhead", "npugraph_ex", "eager", "cuda"]), default=None)
+@click.option("--fix/--no-fix", default=False, help="Apply fixes (safe ones unless --unsafe-fixes).")
+@click.option("--unsafe-fixes/--no-unsafe-fixes", default=None, help="Also apply (and offer) unsafe fixes.")
+@click.option("--diff", is_flag=True, help="Print the fixes as a unified diff instead of writing them.")
+@click.option("--show-fixes", is_flag=True, help="List the fixes that were applied.")
+@click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when anything was fixed.")
+@click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` comments for every finding.")
+@click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False), default=None,
+              help="Report only findings not recorded in this baseline file.")
+@click.option("--write-baseline", type=click.Path(dir_okay=False), default=None,
+              help="Record the current findings in this baseline file.")
 @click.option("-q", "--quiet", is_flag=True)
 @click.option("-v", "--verbose", is_flag=True)
+@click.option("-j", "--jobs", type=click.IntRange(min=0), default=None,
+              help="Worker processes (default: CPU count; 1: no pool).")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache.")
+@click.option("--profile", is_flag=True, help="Print time per phase and the slowest files to stderr.")
 def check(paths: tuple[str, ...], **opts: Any) -> None:
     """Lint PATHS (files or directories; `-` reads stdin)."""
-    code = run_check(list(paths), opts)
+    started = time.perf_counter()
+    profiler = opts["_profiler"] = Profiler() if opts.get("profile") else None
+    try:
+        code = run_check(list(paths), opts)
+    except (click.exceptions.Exit, click.ClickException, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # no traceback reaches the user (unless asked for with -v)
+        if opts.get("verbose"):
+            import traceback
+
+            traceback.print_exc()
+        raise _fail(f"internal error: {type(exc).__name__}: {exc} (run with -v for the traceback, and please "
+                    "report it)") from None
+    if profiler is not None:
+        profiler.stop_all()
+        profiler.render(click.get_text_stream("stderr"), time.perf_counter() - started)
     raise click.exceptions.Exit(code)
 
 
@@ -110,20 +145,39 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
         _show_settings(settings, registry)
         return EXIT_OK
     exclude = (*settings.exclude, *settings.extend_exclude)
-    found = discover(paths, Path(settings.project_root), exclude, settings.respect_gitignore, settings.force_exclude)
+    profiler = opts.get("_profiler")
+    with phase(profiler, "discover"):
+        found = discover(paths, Path(settings.project_root), exclude, settings.respect_gitignore,
+                         settings.force_exclude)
     errors = [f"{path}: {message}" for path, message in found.errors]
     if opts.get("show_files"):
         for path in found.files:
             click.echo(path)
         return EXIT_ERROR if errors else EXIT_OK
     engine = Engine(settings, registry, ignore_noqa=bool(opts.get("ignore_noqa")))
+    engine.profiler = profiler
     reports: list[FileReport] = []
     if use_stdin:
         name = stdin_name or "-"
         data = sys.stdin.buffer.read()
         engine.set_override(os.path.abspath(name), data)
         reports.append(engine.lint_file(os.path.abspath(name) if stdin_name else name))
-    reports.extend(_lint_with_progress(engine, found.files, quiet=bool(opts.get("quiet"))))
+    fix_mode = bool(opts.get("fix") or opts.get("diff"))
+    fix_results: list[FixResult] = []
+    if fix_mode:
+        policy = FixPolicy.from_settings(settings, registry, opts.get("unsafe_fixes"))
+        if use_stdin:
+            fix_results.append(fix_file(engine, reports[0].path, policy, restore=data))
+            reports[0] = fix_results[-1].report or reports[0]
+        for path in found.files:
+            fix_results.append(fix_file(engine, path, policy))
+            reports.append(fix_results[-1].report or FileReport(path))
+        _apply_fixes(fix_results, engine, opts, use_stdin)
+    else:
+        reports.extend(_lint_with_progress(engine, found.files, quiet=bool(opts.get("quiet")), jobs=opts.get("jobs"),
+                                           use_cache=not opts.get("no_cache")))
+    if profiler is not None:
+        profiler.start("report")
     for path, message in found.warnings:
         if not opts.get("quiet"):
             click.echo(f"streamlint: warning: {path}: {message}", err=True)
@@ -137,8 +191,8 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
     def line_text(path: str, line: int) -> str:
         src = sources.get(os.path.abspath(path))
         if src is None:
-            try:
-                src = engine.parse(path).source
+            try:  # decoding is enough for an excerpt (no parse: results may come from workers or the cache)
+                src = sources[os.path.abspath(path)] = SourceFile.from_bytes(path, engine.read(path))
             except Exception:  # noqa: BLE001 - excerpt only
                 src = None
         return src.line_text(line) if src is not None else ""
@@ -149,40 +203,120 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
         line_text=line_text,
         relpath=engine.relative,
         files_checked=len(reports),
+        files=[r.path for r in reports],
         statistics=bool(opts.get("statistics")),
     )
     ctx.fingerprints = fingerprints(findings, line_text, engine.relative)
+    ctx.fixed = sum(len(r.applied) for r in fix_results)
+    ctx.unsafe_fixes = bool(opts.get("unsafe_fixes") if opts.get("unsafe_fixes") is not None else settings.unsafe_fixes)
+    baseline_file = opts.get("baseline_file") or (
+        str(Path(settings.project_root) / settings.baseline) if settings.baseline else None)
+    if opts.get("write_baseline"):
+        count = write_baseline(opts["write_baseline"], findings, ctx.fingerprint, engine.relative)
+        click.echo(f"streamlint: wrote {count} finding{'s' if count != 1 else ''} to baseline "
+                   f"{opts['write_baseline']}", err=True)
+        findings = ctx.findings = []
+    elif baseline_file:
+        try:
+            baseline = load_baseline(baseline_file)
+        except BaselineError as exc:
+            raise _fail(str(exc)) from None
+        findings, dropped = baseline.filter(findings, ctx.fingerprint)
+        ctx.findings = findings
+        if dropped and opts.get("verbose"):
+            click.echo(f"streamlint: {dropped} finding{'s' if dropped != 1 else ''} in the baseline", err=True)
+    if opts.get("add_noqa"):
+        return _add_noqa(engine, findings, bool(opts.get("quiet")))
+    if opts.get("diff"):
+        changed = any(r.changed for r in fix_results)
+        return EXIT_FINDINGS if changed or errors else EXIT_OK
     fmt = opts.get("output_format") or settings.output_format or "full"
     output_file = opts.get("output_file")
     if output_file:
         buffer = io.StringIO()
         render(fmt, ctx, buffer)
-        Path(output_file).write_text(buffer.getvalue(), encoding="utf-8")
+        try:
+            Path(output_file).write_text(buffer.getvalue(), encoding="utf-8")
+        except OSError as exc:
+            raise _fail(f"cannot write {output_file}: {exc.strerror or exc}") from None
     elif not (opts.get("quiet") and fmt == "full" and not findings):
-        stream = click.get_text_stream("stdout")
+        # with --fix on stdin, stdout carries the fixed source and the report goes to stderr
+        stream = click.get_text_stream("stderr" if use_stdin and opts.get("fix") else "stdout")
         ctx.color = fmt == "full" and stream.isatty() and "NO_COLOR" not in os.environ
         render(fmt, ctx, stream)
     if errors or any(f.code == "SL000" for f in findings):
         return EXIT_ERROR
     if findings and not opts.get("exit_zero"):
         return EXIT_FINDINGS
+    if ctx.fixed and opts.get("exit_non_zero_on_fix"):
+        return EXIT_FINDINGS
     return EXIT_OK
 
 
-def _lint_with_progress(engine: Engine, files: list[str], quiet: bool) -> list[FileReport]:
+def _apply_fixes(results: list[FixResult], engine: Engine, opts: dict[str, Any], use_stdin: bool) -> None:
+    """Write (or, with --diff, print) the fixed files; report discarded fixes and, on request, the fixes."""
+    for i, res in enumerate(results):
+        stdin_result = use_stdin and i == 0
+        name = engine.relative(res.path) if not (stdin_result and res.path == "-") else "-"
+        if opts.get("diff"):
+            if res.changed:
+                click.echo(res.diff(name), nl=False)
+        elif stdin_result:
+            data = res.new_bytes() if res.changed else (res.source.data if res.source is not None else b"")
+            sys.stdout.flush()
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+        elif res.changed:
+            write_atomic(res.path, res.new_bytes())
+        for rej in res.rejected:
+            f = rej.finding
+            click.echo(f"streamlint: warning: {name}:{f.span.start_line}:{f.span.start_col + 1}: {f.code} fix "
+                       f"discarded: {rej.reason}", err=True)
+    applied = [(engine.relative(r.path), f) for r in results for f in r.applied]
+    if opts.get("diff"):
+        if applied and not opts.get("quiet"):
+            click.echo(f"Would fix {len(applied)} finding{'s' if len(applied) != 1 else ''}.", err=True)
+        return
+    if opts.get("show_fixes") and applied and not opts.get("quiet"):
+        click.echo(f"Fixed {len(applied)} finding{'s' if len(applied) != 1 else ''}:", err=True)
+        for path, f in sorted(applied, key=lambda pf: (pf[0], pf[1].span.start_line, pf[1].code)):
+            assert f.fix is not None
+            click.echo(f"- {path}:{f.span.start_line}: {f.code} ({f.name}) {f.fix.title}", err=True)
+
+
+def _add_noqa(engine: Engine, findings: list[Finding], quiet: bool) -> int:
+    by_path: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_path.setdefault(f.path, []).append(f)
+    added = 0
+    for path, group in sorted(by_path.items()):
+        if not os.path.isfile(path):
+            continue
+        count, skipped = add_noqa_file(engine, path, group)
+        added += count
+        for f in skipped:
+            click.echo(f"streamlint: warning: {engine.relative(path)}:{f.span.start_line}: cannot add a noqa "
+                       f"comment for {f.code} on this line", err=True)
+    if not quiet:
+        click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.", err=True)
+    return EXIT_OK
+
+
+def _lint_with_progress(engine: Engine, files: list[str], quiet: bool, jobs: int | None = None,
+                        use_cache: bool = True) -> list[FileReport]:
+    from streamlint.cache import ResultCache
+    from streamlint.parallel import lint_files
+
+    cache = ResultCache.for_settings(engine.settings, engine.registry, engine.ignore_noqa) if use_cache else None
     err = click.get_text_stream("stderr")
     if quiet or len(files) < 200 or not err.isatty():
-        return engine.lint_paths(files)
+        return lint_files(engine, files, jobs=jobs, cache=cache)[0]
     from rich.console import Console
     from rich.progress import Progress
 
-    reports = []
     with Progress(console=Console(file=err), transient=True) as progress:
         task = progress.add_task("linting", total=len(files))
-        for path in files:
-            reports.append(engine.lint_file(path))
-            progress.advance(task)
-    return reports
+        return lint_files(engine, files, jobs=jobs, cache=cache, progress=lambda n: progress.advance(task, n))[0]
 
 
 def _show_settings(settings: Settings, registry: Registry) -> None:
@@ -206,7 +340,12 @@ def _show_settings(settings: Settings, registry: Registry) -> None:
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
 def rule(selector: str | None, show_all: bool, output_format: str) -> None:
     """Show a rule's documentation (by code or name), or list all rules."""
-    registry = _registry()
+    # the plugins of the project in the current directory are documented too
+    try:
+        registry = load_registry(configured_plugins(Path.cwd()))
+    except RegistryError as exc:
+        click.echo(f"streamlint: warning: {exc}; showing the installed rules only", err=True)
+        registry = _registry()
     if show_all:
         rules = list(registry.rules.values())
     else:
@@ -239,3 +378,58 @@ def rule(selector: str | None, show_all: bool, output_format: str) -> None:
         click.echo("\n## Options")
         for o in r.options:
             click.echo(f"- `{o.name}` ({o.type.__name__}, default {o.default!r}): {o.description}")
+
+
+@main.command()
+@click.argument("path", required=False, type=click.Path())
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None)
+@click.option("--isolated", is_flag=True, help="Ignore all configuration files.")
+def clean(path: str | None, config_file: str | None, isolated: bool) -> None:
+    """Remove the result cache of the project containing PATH (default: the current directory)."""
+    from streamlint.cache import cache_directory, clean as clean_cache
+
+    start = Path(path or ".").absolute()
+    try:
+        registry = _registry(configured_plugins(start, Path(config_file) if config_file else None, isolated))
+        settings = load_settings(registry, start, Path(config_file) if config_file else None, isolated)
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
+    directory = cache_directory(settings)
+    try:
+        removed = clean_cache(directory)
+    except OSError as exc:
+        raise _fail(str(exc)) from None
+    click.echo(f"removed {directory}" if removed else f"no cache at {directory}", err=True)
+
+
+@main.command()
+@click.option("--stdio", is_flag=True, help="Talk over stdin/stdout (the default and only transport).")
+def server(stdio: bool) -> None:
+    """Run the language server (LSP) over stdio; needs the `lsp` extra: pip install 'streamlint[lsp]'."""
+    try:
+        from streamlint.lsp import serve
+    except ImportError as exc:
+        raise _fail(f"the language server needs pygls: pip install 'streamlint[lsp]' ({exc})") from None
+    serve()
+
+
+@main.command()
+@click.argument("target", metavar="FILE[::QUALNAME]")
+@click.option("--format", "fmt", type=click.Choice(["mermaid", "dot", "html"]), default="mermaid", show_default=True)
+@click.option("-o", "--output-file", type=click.Path(dir_okay=False), default=None)
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None)
+@click.option("--isolated", is_flag=True, help="Ignore all configuration files.")
+def graph(target: str, fmt: str, output_file: str | None, config_file: str | None, isolated: bool) -> None:
+    """Render a function's stream structure (scopes, waits, cross-stream edges, findings in red).
+
+    Without ::QUALNAME, every function of FILE with a stream scope or wait is drawn."""
+    from streamlint.graph import run_graph
+
+    try:
+        text = run_graph(target, fmt, config_file, isolated)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    if output_file:
+        Path(output_file).write_text(text, encoding="utf-8")
+    else:
+        click.echo(text, nl=False)

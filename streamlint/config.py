@@ -85,9 +85,11 @@ class Settings:
             if code in enabled:
                 continue
             ignored_by = [s for s in self.ignore if any(r.code == code for r in registry.lookup(s))]
-            origin = self.provenance.get("ignore", "default")
-            reasons[code] = (f"ignore {ignored_by[0]!r} from {origin}" if ignored_by
-                             else f"not selected by select/extend-select from {self.provenance.get('select', 'default')}")
+            if ignored_by:
+                reasons[code] = f"ignore {ignored_by[0]!r} from {self.provenance.get('ignore', 'default')}"
+            else:
+                origin = self.provenance.get("select", "default")
+                reasons[code] = f"not selected by select/extend-select from {origin}"
         return reasons
 
 
@@ -273,8 +275,11 @@ def _apply_key(settings: Settings, source: str, key: str, value: Any, registry: 
     options = {code: dict(opts) for code, opts in settings.rule_options.items()}
     for selector, table in value.items():
         rules = registry.lookup(selector)
-        if len(rules) != 1:
+        if not rules or selector == "ALL":
             raise ConfigError(source, f"rules.{selector}", "unknown rule code or name")
+        if len(rules) != 1:
+            raise ConfigError(source, f"rules.{selector}",
+                              f"expected one rule code or name, {selector!r} selects {len(rules)} rules")
         rule = rules[0]
         if not isinstance(table, dict):
             raise ConfigError(source, f"rules.{selector}", "expected a table of options")

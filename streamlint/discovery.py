@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -44,10 +45,11 @@ class _Ignorer:
         return self._gitignores[directory]
 
     def excluded(self, path: str, is_dir: bool) -> bool:
-        name = os.path.basename(path)
         rel = _relative(path, self.root)
         probe = rel + ("/" if is_dir else "")
-        if self.exclude.match_file(name + ("/" if is_dir else "")) or self.exclude.match_file(probe):
+        # gitignore semantics on the root-relative path: `build` matches at any depth, `/build` only at
+        # the root (matching the bare name too would make every anchored pattern match everywhere)
+        if self.exclude.match_file(probe):
             return True
         if self.respect_gitignore:
             directory = os.path.dirname(os.path.abspath(path))
@@ -102,12 +104,28 @@ def discover(
             if not os.path.exists(given):
                 result.errors.append((given, "broken symbolic link"))
                 continue
+            problem = _unreadable(given)
+            if problem:
+                result.errors.append((given, problem))
+                continue
             real = os.path.realpath(given)
             if real not in seen:
                 seen.add(real)
                 result.files.append(given)
     result.files.sort()
     return result
+
+
+def _unreadable(path: str) -> str | None:
+    """Why a file named on the command line cannot be linted (exit status 2), or None."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return "not a regular file"
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        return f"cannot read: {exc.strerror or exc}"
+    return None
 
 
 def _walk(top: str, ignorer: _Ignorer, result: DiscoveryResult) -> Iterator[str]:

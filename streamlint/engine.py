@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import os
 import traceback
+from time import perf_counter as _perf_counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -16,6 +17,7 @@ from streamlint.config import Settings
 from streamlint.finding import Confidence, Finding, Severity, Span
 from streamlint.model.file import FileModel
 from streamlint.model.project import Project
+from streamlint.profile import Profiler, phase as _phase
 from streamlint.registry import Registry
 from streamlint.rule import Rule, RuleContext
 from streamlint.source import SourceFile, UndecodableSource
@@ -30,6 +32,7 @@ class ParseFailure:
     message: str
     line: int = 1
     col: int = 0
+    internal: bool = False  # streamlint's own bug (SL000, exit 2), not the file's fault (SL001)
 
 
 @dataclass
@@ -40,8 +43,26 @@ class ParsedFile:
     failure: ParseFailure | None = None
 
 
-def parse_source(path: str, data: bytes, module_name: str, is_package: bool) -> ParsedFile:
+def parse_source(path: str, data: bytes, module_name: str, is_package: bool,
+                 profiler: Profiler | None = None) -> ParsedFile:
     """Decode and parse one file, turning every failure into a ParseFailure (never raising)."""
+    with _phase(profiler, "parse"):
+        parsed = _parse_source(path, data)
+    if isinstance(parsed, ParsedFile):
+        return parsed
+    source, module, tree = parsed
+    with _phase(profiler, "model"):
+        try:
+            model = FileModel(source, module, module_name, is_package)
+        except RecursionError:
+            return ParsedFile(source, None, tree, ParseFailure("too deeply nested to analyse (recursion limit)"))
+        except Exception as exc:  # a model bug must not stop other files
+            return ParsedFile(source, None, tree, ParseFailure(
+                f"building the semantic model crashed on this file: {type(exc).__name__}: {exc}", internal=True))
+    return ParsedFile(source, model, tree)
+
+
+def _parse_source(path: str, data: bytes) -> "ParsedFile | tuple[SourceFile, cst.Module, ast.Module | None]":
     try:
         source = SourceFile.from_bytes(path, data)
     except UndecodableSource as exc:
@@ -65,15 +86,14 @@ def parse_source(path: str, data: bytes, module_name: str, is_package: bool) -> 
         if ast_error is not None:
             return ParsedFile(source, None, None, ParseFailure(
                 f"syntax error: {ast_error.msg}", ast_error.lineno or 1, max((ast_error.offset or 1) - 1, 0)))
+        if tree is not None:  # Python accepts the file: a LibCST limit (e.g. thousands of concatenated strings)
+            return ParsedFile(source, None, None, ParseFailure(
+                f"cannot analyse: valid Python that LibCST's parser rejects ({exc.message})", 1, 0))
         return ParsedFile(source, None, None, ParseFailure(f"syntax error: {exc.message}", exc.raw_line,
                                                           exc.raw_column))
     except (RecursionError, MemoryError):
         return ParsedFile(source, None, None, ParseFailure("too deeply nested to analyse (recursion limit)"))
-    try:
-        model = FileModel(source, module, module_name, is_package)
-    except RecursionError:
-        return ParsedFile(source, None, tree, ParseFailure("too deeply nested to analyse (recursion limit)"))
-    return ParsedFile(source, model, tree)
+    return source, module, tree
 
 
 @dataclass
@@ -104,6 +124,7 @@ class Engine:
         self.root = Path(project_root or settings.project_root).absolute()
         self._overrides: dict[str, bytes] = {}
         self._parsed: dict[str, ParsedFile] = {}
+        self.profiler: Profiler | None = None  # set by --profile
         scope = frozenset(os.path.abspath(p) for p in project_scope) if project_scope is not None else None
         self.project = Project(
             self.root,
@@ -114,8 +135,11 @@ class Engine:
         )
         self.project.settings = settings
         self.project.reader = self.read
+        # selectors (codes, prefixes, names, ALL) expanded to the codes they match
         self._per_file_ignores = [
-            (pathspec.GitIgnoreSpec.from_lines([pattern]), codes) for pattern, codes in settings.per_file_ignores
+            (pathspec.GitIgnoreSpec.from_lines([pattern]),
+             tuple(sorted({rule.code for sel in selectors for rule in registry.lookup(sel)})))
+            for pattern, selectors in settings.per_file_ignores
         ]
 
     # ---- reading and parsing
@@ -144,11 +168,12 @@ class Engine:
         if key not in self._parsed:
             name, is_pkg, _ = self.project.module_name(key)
             try:
-                data = self.read(path)
+                with _phase(self.profiler, "read"):
+                    data = self.read(path)
             except OSError as exc:
                 self._parsed[key] = ParsedFile(None, None, None, ParseFailure(f"cannot read file: {exc.strerror}"))
             else:
-                self._parsed[key] = parse_source(path, data, name, is_pkg)
+                self._parsed[key] = parse_source(path, data, name, is_pkg, self.profiler)
         return self._parsed[key]
 
     def _load_model(self, path: str, module_name: str, is_package: bool) -> FileModel | None:
@@ -161,19 +186,37 @@ class Engine:
         except ValueError:
             return Path(path).as_posix()
 
-    def lint_file(self, path: str) -> FileReport:
+    def lint_file(self, path: str, data: bytes | None = None) -> FileReport:
+        """Lint one file; ``data`` is its content when the caller has read it already."""
+        if self.profiler is None:
+            return self._lint_file(path, data)
+        started = _perf_counter()
+        try:
+            return self._lint_file(path, data)
+        finally:
+            self.profiler.file(path, _perf_counter() - started)
+
+    def _lint_file(self, path: str, data: bytes | None) -> FileReport:
         report = FileReport(path)
         try:
-            data = self.read(path)
+            if data is None:
+                with _phase(self.profiler, "read"):
+                    data = self.read(path)
         except OSError as exc:
-            report.findings.append(self._meta("SL001", path, f"cannot read file: {exc.strerror}", Span(1, 0, 1, 0)))
+            failure = self._meta("SL001", path, f"cannot read file: {exc.strerror or exc}", Span(1, 0, 1, 0))
+            report.findings = self._finish(path, [failure], [])
             return report
-        if self.markers and not any(marker in data for marker in self.markers):
+        if not self.needs_analysis(data):
             report.skipped = True
-            if b"noqa" in data or b"streamlint:" in data:
+            # not parsed, but decoding is cheap: a binary or undecodable file is still reported
+            if b"noqa" in data or b"streamlint:" in data or "SL001" in self.enabled_codes:
                 try:
                     report.source = SourceFile.from_bytes(path, data)
-                except UndecodableSource:
+                except UndecodableSource as exc:
+                    failure = self._meta("SL001", path, str(exc), Span(exc.line, exc.col, exc.line, exc.col))
+                    report.findings = self._finish(path, [failure], [])
+                    return report
+                if b"noqa" not in data and b"streamlint:" not in data:
                     return report
                 tree = _quiet_ast(report.source.text)
                 report.findings = self._finish(path, [], parse_suppressions(report.source.text, tree))
@@ -182,7 +225,9 @@ class Engine:
         report.source = parsed.source
         if parsed.failure is not None:
             f = parsed.failure
-            report.findings.append(self._meta("SL001", path, f.message, Span(f.line, f.col, f.line, f.col)))
+            failure = self._meta("SL000" if f.internal else "SL001", path, f.message,
+                                 Span(f.line, f.col, f.line, f.col))
+            report.findings = self._finish(path, [failure], [])  # select / ignore / per-file-ignores apply
             return report
         model = parsed.model
         assert model is not None
@@ -192,7 +237,8 @@ class Engine:
             ctx = RuleContext(rule_cls(), model, self.project, {**rule_cls.default_options(),
                                                                 **self.settings.rule_options.get(rule_cls.code, {})})
             try:
-                ctx.rule.check(ctx)
+                with _phase(self.profiler, rule_cls.code):
+                    ctx.rule.check(ctx)
             except Exception as exc:  # a rule bug must not stop other rules or files
                 where = traceback.extract_tb(exc.__traceback__)[-1]
                 raw.append(self._meta(
@@ -206,6 +252,11 @@ class Engine:
         suppressions = parse_suppressions(model.source.text, parsed.tree)
         report.findings = self._finish(path, raw, suppressions)
         return report
+
+    def needs_analysis(self, data: bytes) -> bool:
+        """The byte prefilter: does the file contain a marker of any enabled rule?"""
+        with _phase(self.profiler, "prefilter"):
+            return not self.markers or any(marker in data for marker in self.markers)
 
     def _meta(self, code: str, path: str, message: str, span: Span) -> Finding:
         rule = self.registry.rules.get(code)
@@ -227,6 +278,8 @@ class Engine:
                     hit.used.add(finding.code)
                     continue
             kept.append(finding)
+        # a crashed rule's findings are missing: its suppressions cannot be judged unused
+        crashed = any(f.code == "SL000" for f in raw)
         if not self.ignore_noqa:
             for sup in suppressions:
                 for code in sup.codes or ():
@@ -240,8 +293,11 @@ class Engine:
                         continue
                     if sup.kind == "file":
                         continue  # file-level suppressions are a policy, not judged for use
-                    rule_enabled = code in self.enabled_codes
-                    if rule_enabled and code not in sup.used and "SL002" in self.enabled_codes \
+                    # a code or a prefix (`# noqa: SL1`): judged when a rule it names runs on this file
+                    rule_enabled = any(c.startswith(code) and not self._ignored(c, ignored)
+                                       for c in self.enabled_codes)
+                    used = any(u.startswith(code) for u in sup.used)
+                    if rule_enabled and not used and not crashed and "SL002" in self.enabled_codes \
                             and not self._ignored("SL002", ignored):
                         kept.append(self._meta("SL002", path, f"unused suppression for {code}", sup.span))
         kept.sort(key=lambda f: f.sort_key)

@@ -30,7 +30,6 @@ import libcst as cst
 
 from streamlint.finding import Finding, FixSafety
 from streamlint.source import SourceFile, UndecodableSource
-from streamlint.suppressions import parse_suppressions
 
 if TYPE_CHECKING:
     from streamlint.config import Settings
@@ -129,7 +128,7 @@ def _candidate(finding: Finding, source: SourceFile) -> _Candidate | str:
             return "edit range ends before it starts"
         edits.append((start, end, _NEWLINES.sub(source.newline, edit.content)))
     edits.sort(key=lambda e: (e[0], e[1]))
-    for (s1, e1, _), (s2, e2, _) in zip(edits, edits[1:]):
+    for (s1, e1, _), (s2, e2, _) in zip(edits, edits[1:], strict=False):
         if _overlap(s1, e1, s2, e2):
             return "the fix's own edits overlap"
     key = (finding.code, " ".join(source.line_text(finding.span.start_line).split()), finding.fix.title,
@@ -195,9 +194,11 @@ class _Lines:
 
 # ---- one file
 
-def fix_file(engine: "Engine", path: str, policy: FixPolicy, *, max_rounds: int = MAX_ROUNDS) -> FixResult:
+def fix_file(engine: "Engine", path: str, policy: FixPolicy, *, max_rounds: int = MAX_ROUNDS,
+             restore: bytes | None = None) -> FixResult:
     """Fix ``path`` in memory (nothing is written). The result holds the new text, what was fixed,
-    what was rejected and the findings that remain. The engine's view of the file is left as on disk."""
+    what was rejected and the findings that remain. Afterwards the engine reads the file from disk, or
+    from ``restore`` when given (an editor buffer that stays open)."""
     report = engine.lint_file(path)
     result = FixResult(path, report.source, None, report=report)
     if report.source is None:
@@ -205,6 +206,7 @@ def fix_file(engine: "Engine", path: str, policy: FixPolicy, *, max_rounds: int 
     original = report.source
     text = original.text
     rejected: dict[tuple, RejectedFix] = {}
+    overridden = False  # setting an override drops the project's caches: only when a fix is tried
     try:
         for _ in range(max_rounds):
             current = SourceFile(original.path, original.data, text, original.encoding, original.bom)
@@ -239,13 +241,18 @@ def fix_file(engine: "Engine", path: str, policy: FixPolicy, *, max_rounds: int 
                         pending.remove(c)
                     continue
                 engine.set_override(path, current.encode(new_text))
+                overridden = True
                 new_report = engine.lint_file(path)
                 failed = _not_fixed(report.findings, chosen, new_text, new_report.findings, current)
+                reason = "re-linting the fixed file still reports it"
+                crashes = sum(f.code == "SL000" for f in new_report.findings)
+                if crashes > sum(f.code == "SL000" for f in report.findings):
+                    failed, reason = list(chosen), "a rule crashed on the fixed file"
                 if failed:
                     for c in failed:
-                        rejected[c.key] = RejectedFix(c.finding, "re-linting the fixed file still reports it")
+                        rejected[c.key] = RejectedFix(c.finding, reason)
                         pending.remove(c)
-                    engine.set_override(path, current.encode(text) if text != original.text else None)
+                    engine.set_override(path, current.encode(text) if text != original.text else restore)
                     continue
                 text, report = new_text, new_report
                 result.applied.extend(c.finding for c in chosen)
@@ -254,7 +261,8 @@ def fix_file(engine: "Engine", path: str, policy: FixPolicy, *, max_rounds: int 
             if not progressed:
                 break
     finally:
-        engine.set_override(path, None)
+        if overridden:
+            engine.set_override(path, restore)
     result.text = text
     result.report = report
     result.rejected = sorted(rejected.values(), key=lambda r: r.finding.sort_key)
@@ -313,17 +321,27 @@ def add_noqa_text(source: SourceFile, findings: Iterable[Finding]) -> tuple[str,
 
     Returns (new text, number of lines changed, findings that could not get one — a line ending inside
     a multi-line string or with a backslash continuation, or a file that does not tokenize)."""
+    edits, skipped = noqa_edits(source, findings)
+    text = source.text
+    for start, end, content in sorted(edits, reverse=True):
+        text = text[:start] + content + text[end:]
+    return text, len(edits), skipped
+
+
+def noqa_edits(source: SourceFile, findings: Iterable[Finding]) -> tuple[list[tuple[int, int, str]], list[Finding]]:
+    """The text edits (start offset, end offset, content) that add ``# noqa`` comments for ``findings``,
+    and the findings that cannot get one."""
     by_line: dict[int, list[Finding]] = {}
     for f in findings:
         if f.code in ("SL000", "SL001"):
             continue
         by_line.setdefault(f.span.start_line, []).append(f)
     if not by_line:
-        return source.text, 0, []
+        return [], []
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(source.text).readline))
     except (tokenize.TokenError, SyntaxError, IndentationError):
-        return source.text, 0, [f for fs in by_line.values() for f in fs]
+        return [], [f for fs in by_line.values() for f in fs]
     comments: dict[int, tuple[int, str]] = {}
     inside_string: set[int] = set()
     for tok in tokens:
@@ -355,10 +373,7 @@ def add_noqa_text(source: SourceFile, findings: Iterable[Finding]) -> tuple[str,
         stripped = len(content.rstrip())
         start = source.offset(line, stripped)
         edits.append((start, end, f"  # noqa: {', '.join(codes)}"))
-    text = source.text
-    for start, end, content in sorted(edits, reverse=True):
-        text = text[:start] + content + text[end:]
-    return text, len(edits), skipped
+    return edits, skipped
 
 
 def add_noqa_file(engine: "Engine", path: str, findings: Iterable[Finding]) -> tuple[int, list[Finding]]:
@@ -377,12 +392,3 @@ def add_noqa_file(engine: "Engine", path: str, findings: Iterable[Finding]) -> t
         write_atomic(path, source.encode(text))
         engine.set_override(path, None)
     return count, skipped
-
-
-def existing_noqa_codes(text: str) -> dict[int, tuple[str, ...] | None]:
-    """line -> codes of the noqa comment on it (None for a blanket noqa); for tests and the LSP."""
-    result: dict[int, tuple[str, ...] | None] = {}
-    for sup in parse_suppressions(text, None):
-        if sup.kind == "noqa":
-            result[sup.span.start_line] = sup.codes
-    return result

@@ -12,8 +12,10 @@ from types import ModuleType
 from streamlint.rule import Rule
 
 ENTRY_POINT_GROUP = "streamlint.rules"
+BUILTIN_MODULE = "streamlint_rules"
 PREFIX_RE = re.compile(r"^[A-Z]{1,3}[0-9]{0,3}$")
 CODE_RE = re.compile(r"^[A-Z]{1,3}[0-9]{3}$")
+NAME_RE = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 
 
 class RegistryError(Exception):
@@ -66,12 +68,19 @@ def _rule_classes(module: ModuleType) -> list[type[Rule]]:
 
 def _add(rules: dict[str, type[Rule]], prefix: str, module: ModuleType, origin: str) -> None:
     for rule in _rule_classes(module):
-        if not CODE_RE.match(rule.code) or not rule.code.startswith(prefix):
+        if not isinstance(rule.code, str) or not CODE_RE.match(rule.code) or not rule.code.startswith(prefix):
             raise RegistryError(f"{origin}: rule code {rule.code!r} does not match its prefix {prefix!r}")
         if rule.code in rules and rules[rule.code] is not rule:
             raise RegistryError(
                 f"{origin}: rule code {rule.code} collides with {rules[rule.code].__module__}"
             )
+        # names are selectors too (`--select invalid-stream-tag`): kebab-case and unique
+        name = getattr(rule, "name", None)
+        if not isinstance(name, str) or not NAME_RE.match(name):
+            raise RegistryError(f"{origin}: rule {rule.code} needs a kebab-case name, got {name!r}")
+        clash = next((r for r in rules.values() if r.name == name and r is not rule), None)
+        if clash is not None:
+            raise RegistryError(f"{origin}: rule name {name!r} of {rule.code} is already used by {clash.code}")
         rules[rule.code] = rule
 
 
@@ -80,7 +89,9 @@ def load_registry(plugins: tuple[str, ...] = ()) -> Registry:
     plugin modules named in the configuration (imported only when the user asks for them)."""
     rules: dict[str, type[Rule]] = {}
     seen_prefixes: dict[str, str] = {}
-    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: (e.name, e.value)):
+    # the built-ins first, so that a collision is blamed on the third-party pack
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP),
+                     key=lambda e: (e.value != BUILTIN_MODULE, e.name, e.value)):
         if not PREFIX_RE.match(ep.name):
             raise RegistryError(f"plugin {ep.value!r}: invalid rule prefix {ep.name!r}")
         if ep.name in seen_prefixes and seen_prefixes[ep.name] != ep.value:

@@ -12,6 +12,20 @@ from functools import cached_property
 from streamlint.finding import Span
 
 
+_NEWLINE = re.compile(r"(\r\n|\r|\n)")
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their endings, split where Python's tokenizer splits: at ``\r\n``, ``\r`` and ``\n``
+    only (``str.splitlines`` also splits at form feeds, ``\x1c``, ``\u2028``…, which would shift every
+    line number after one of them)."""
+    parts = _NEWLINE.split(text)
+    lines = [parts[i] + parts[i + 1] for i in range(0, len(parts) - 1, 2)]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
 class UndecodableSource(Exception):
     def __init__(self, message: str, line: int = 1, col: int = 0) -> None:
         super().__init__(message)
@@ -57,7 +71,7 @@ class SourceFile:
 
     @cached_property
     def lines(self) -> list[str]:
-        return self.text.splitlines(keepends=True) or [""]
+        return split_lines(self.text) or [""]
 
     @cached_property
     def newline(self) -> str:

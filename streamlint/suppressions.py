@@ -14,10 +14,14 @@ import tokenize
 from dataclasses import dataclass, field
 
 from streamlint.finding import Span
+from streamlint.source import split_lines
 
 _NOQA_RE = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 _IGNORE_RE = re.compile(r"#\s*streamlint:\s*ignore\[(?P<codes>[^\]]*)\]")
-_FILE_RE = re.compile(r"#\s*streamlint:\s*noqa(?::\s*(?P<codes>[A-Za-z0-9,\s]+))?\s*$")
+# codes, then an optional free reason (`# streamlint: noqa: SL104 -- generated code`)
+_FILE_RE = re.compile(
+    r"#\s*streamlint:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?(?![:\w-])", re.IGNORECASE
+)
 _CODE_SPLIT = re.compile(r"[\s,]+")
 SL_CODE = re.compile(r"^SL[0-9]+$")
 
@@ -36,7 +40,7 @@ class Suppression:
             return False
         if self.codes is None:
             return True
-        return any(code == c or (self.kind == "file" and code.startswith(c)) for c in self.codes)
+        return any(code.startswith(c) for c in self.codes)  # a code or a prefix of codes
 
 
 def _codes(raw: str | None) -> tuple[str, ...] | None:
@@ -53,7 +57,7 @@ def parse_suppressions(text: str, tree: ast.Module | None) -> list[Suppression]:
     result: list[Suppression] = []
     statements = _statement_ranges(tree)
     header = True
-    lines = text.splitlines()
+    lines = [line.rstrip("\r\n") for line in split_lines(text)]
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (tokenize.TokenError, SyntaxError, IndentationError):
@@ -75,7 +79,9 @@ def parse_suppressions(text: str, tree: ast.Module | None) -> list[Suppression]:
         m = _IGNORE_RE.search(comment)
         if m and own_line:
             codes = _codes(m.group("codes"))
-            last = _next_statement_end(statements, line)
+            inside = _simple_statement_around(tree, line)
+            # inside a multi-line simple statement (between call arguments): the rest of that statement
+            last = inside[1] if inside is not None else _next_statement_end(statements, line)
             result.append(Suppression("ignore", codes, line + 1, last, span))
             continue
         m = _NOQA_RE.search(comment)
@@ -98,6 +104,18 @@ def _statement_ranges(tree: ast.Module | None) -> list[tuple[int, int]]:
             ranges.append((node.lineno, getattr(node, "end_lineno", node.lineno) or node.lineno))
     ranges.sort()
     return ranges
+
+
+def _simple_statement_around(tree: ast.Module | None, line: int) -> tuple[int, int] | None:
+    """The (start, end) of a simple (non-compound) statement spanning ``line`` strictly after its start."""
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt) and not hasattr(node, "body"):
+            end = getattr(node, "end_lineno", None) or node.lineno
+            if node.lineno < line <= end:
+                return node.lineno, end
+    return None
 
 
 def _next_statement_end(statements: list[tuple[int, int]], line: int) -> int:

@@ -21,6 +21,9 @@ from streamlint.model.file import AttrAssign, CallSite, ClassInfo, FileModel, Fu
 if TYPE_CHECKING:
     from streamlint.model.project import Project
 
+# nn.Module methods that return the module itself: `Model(cfg).npu().eval()` compiles Model.
+_MODULE_SELF_METHODS = frozenset({"npu", "cuda", "cpu", "to", "eval", "train", "half", "float", "bfloat16",
+                                  "requires_grad_", "to_empty"})
 DEFAULT_TORCHAIR_MODE = "ge"  # CompilerConfig.mode defaults to "max-autotune"
 
 
@@ -164,6 +167,10 @@ def _targets(project: "Project", file: FileModel, fn: FunctionInfo | None,
     if expr is None or _depth > 5:
         return []
     if isinstance(expr, cst.Call):
+        func = expr.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _MODULE_SELF_METHODS \
+                and isinstance(func.value, (cst.Call, cst.Name, cst.Attribute)) and file.resolve(func, fn) is None:
+            return _targets(project, file, fn, func.value, _depth + 1)  # Model(...).npu().eval()
         return _class_entry(project, file, file.resolve(expr.func, fn))
     name = dotted(expr)
     if name is None:
@@ -248,3 +255,117 @@ def compile_site(project: "Project", file: FileModel, site: CallSite) -> Compile
                     and _bool_literal(el.value) is True:
                 modes = frozenset({"eager"})
     return CompileSite(file, site, spec.role, backend, config, modes, _bool_literal(kwargs.get("dynamic")), targets)
+
+
+# ---- configuration fields, flag exclusivity, and what a compile reaches (SL401/SL402/SL403)
+
+
+@dataclass(frozen=True)
+class FieldValue:
+    """A value given to a config field: ``cfg.ge_config.x = v``, ``cfg.ge_config["x"] = v`` or
+    ``setattr(cfg.ge_config, "x", v)``."""
+
+    file: FileModel
+    node: cst.CSTNode  # the assignment statement or the setattr call (where to report)
+    value: cst.BaseExpression
+    guards: tuple  # tuple[Guard, ...] around the assignment
+
+
+def field_values(config: ConfigObject, name: str) -> list[FieldValue]:
+    """Every value assigned to ``<config>.<name>`` (e.g. ``"ge_config.enable_single_stream"``)."""
+    parent, _, leaf = name.rpartition(".")
+    owner = f"{config.variable}.{parent}" if parent else config.variable
+    subscript = f"{owner}[{leaf}]"
+    found = [FieldValue(config.file, a.node, a.value, a.guards) for a in config.assigns
+             if a.target == f"{config.variable}.{name}"]
+    found += [FieldValue(config.file, a.node, a.value, a.guards) for a in config.file.assigns
+              if a.function is config.function and a.target == subscript]
+    calls = config.function.calls if config.function is not None else config.file.module_calls
+    for site in calls:
+        args = site.node.args
+        if dotted(site.node.func) == "setattr" and len(args) == 3 and dotted(args[0].value) == owner \
+                and string_value(args[1].value) == leaf:
+            found.append(FieldValue(config.file, site.node, args[2].value, site.guards))
+    return found
+
+
+def bool_literal(expr: cst.BaseExpression | None) -> bool | None:
+    """``True`` / ``False`` (and ``1`` / ``0``) literals; None for anything else."""
+    if isinstance(expr, cst.Integer) and expr.value in ("0", "1"):
+        return expr.value == "1"
+    return _bool_literal(expr)
+
+
+def flags_under(guards) -> tuple[frozenset[str], frozenset[str]]:
+    """(flags known true, flags known false) where ``guards`` hold. A flag is the last name of a
+    plain boolean test: ``if enable_multistream:``, ``if not self.enable_multistream:``,
+    ``if flag and exe_mode == "ge_graph":``, ``if x.flag is False:``."""
+    true: set[str] = set()
+    false: set[str] = set()
+    for guard in guards:
+        for test, negated in _flag_conjuncts(guard.test, guard.negated):
+            flag = _flag(test)
+            if flag is not None:
+                (false if flag[1] != negated else true).add(flag[0])
+    return frozenset(true), frozenset(false)
+
+
+def _flag_conjuncts(test: cst.BaseExpression, negated: bool) -> list[tuple[cst.BaseExpression, bool]]:
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _flag_conjuncts(test.expression, not negated)
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or if negated else cst.And):
+        return _flag_conjuncts(test.left, negated) + _flag_conjuncts(test.right, negated)
+    return [(test, negated)]
+
+
+def _flag(test: cst.BaseExpression) -> tuple[str, bool] | None:
+    """(flag name, whether the test is the flag's negation) for ``x.flag`` / ``flag is False`` …"""
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        comp = test.comparisons[0]
+        value = _bool_literal(comp.comparator)
+        if value is not None and isinstance(comp.operator, (cst.Is, cst.Equal, cst.IsNot, cst.NotEqual)):
+            inner = _flag(test.left)
+            if inner is None:
+                return None
+            equal = isinstance(comp.operator, (cst.Is, cst.Equal))
+            positive = value == equal  # `x is True` / `x != False` test x itself
+            return inner[0], inner[1] if positive else not inner[1]
+        return None
+    name = dotted(test)
+    return (name.rsplit(".", 1)[-1], False) if name is not None else None
+
+
+def enabling_flags(use) -> frozenset[str]:
+    """Flags that must be true for an API use to run: true guards at the call, and flag-like names
+    passed to the wrapper it goes through (``npu_stream_switch(tag, enabled=self.enable_multistream)``,
+    ``npu_stream_switch(self.enable_multi_stream, "22")``)."""
+    true, _ = flags_under(use.site.guards)
+    names = set(true)
+    if use.wrappers:
+        for arg in use.node.args:
+            name = dotted(arg.value)
+            if name is not None:
+                names.add(name.rsplit(".", 1)[-1])
+    return frozenset(names)
+
+
+def reached_uses(project: "Project", cs: CompileSite, roles: "frozenset[Role] | set[Role]",
+                 mode: str | None = None) -> list:
+    """API uses with ``roles`` in the code a compile site reaches (through the call graph from its
+    targets), in a deterministic order. A wrapper's own forwarding call is represented by its callers'
+    uses. With ``mode``, only uses that can run on that execution path (wrapper variants, mode guards)."""
+    from streamlint.model.wrappers import modes_under
+
+    found = []
+    for fn, mod in project.reachable(cs.targets):
+        if project.wrapper(fn, mod) is not None:
+            continue
+        for site in fn.calls:
+            guard = modes_under(site.guards)
+            if mode is not None and guard is not None and mode not in guard:
+                continue
+            for use in project.api_uses(mod, site):
+                if use.role in roles and (mode is None or use.modes is None or mode in use.modes):
+                    found.append(use)
+    found.sort(key=lambda u: (u.file.path, u.file.span(u.node).start_line, u.file.span(u.node).start_col))
+    return found

@@ -61,8 +61,7 @@ def sets_env(project: "Project", variable: str) -> bool:
 def _search(project: "Project", variable: str) -> Iterator[EnvSetting]:
     needle = variable.encode()
     for path in project.all_files():
-        data = _read(path)
-        if data is None or needle not in data:
+        if not project.may_contain(path, (needle,)):
             continue
         model = project.file(path)
         if model is not None:

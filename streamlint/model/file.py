@@ -125,6 +125,9 @@ class ClassInfo:
     # self.attr = Factory(...) / nn.ModuleList([Factory(...) ...]): attribute -> constructor target
     attr_types: dict[str, str] = field(default_factory=dict)
     raw_attr_types: dict[str, tuple] = field(default_factory=dict)
+    # every class an attribute may hold (``A(...) if c else B(...)``, ``ModuleList(A() if c else B() for ..)``)
+    attr_alternatives: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    raw_attr_alternatives: dict[str, tuple] = field(default_factory=dict)
 
 
 class FileModel:
@@ -158,6 +161,10 @@ class FileModel:
                 resolved = self.resolve(ctor, fn)
                 if resolved is not None:
                     cls.attr_types[attr] = resolved
+            for attr, (ctors, fn) in cls.raw_attr_alternatives.items():
+                resolved_all = tuple(r for r in (self.resolve(c, fn) for c in ctors) if r is not None)
+                if len(resolved_all) > 1:
+                    cls.attr_alternatives[attr] = resolved_all
 
     def _resolve_decorator(self, decorator: cst.Decorator, function: "FunctionInfo | None") -> str:
         expr = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
@@ -219,6 +226,8 @@ class _Collector(cst.CSTVisitor):
         self.guards: list[Guard] = []
         self.loops = 0
         self.try_depth = 0
+        self._block_guards: list[int] = []  # early-return guards pushed in each open block
+        self._elifs: set[int] = set()
 
     # ---- helpers
     @property
@@ -323,10 +332,23 @@ class _Collector(cst.CSTVisitor):
         self.guards.pop()
         orelse = node.orelse
         if orelse is not None:
+            if isinstance(orelse, cst.If):
+                self._elifs.add(id(orelse))
             self.guards.append(Guard(node.test, True))
             orelse.visit(self)
             self.guards.pop()
+        elif self._block_guards and id(node) not in self._elifs and _terminates(node.body):
+            # `if mode == "ge_graph": return ...` — the rest of the block runs only when the test is false
+            self.guards.append(Guard(node.test, True))
+            self._block_guards[-1] += 1
         return False
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._block_guards.append(0)
+
+    def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        for _ in range(self._block_guards.pop()):
+            self.guards.pop()
 
     def visit_For(self, node: cst.For) -> None:
         self.loops += 1
@@ -339,10 +361,16 @@ class _Collector(cst.CSTVisitor):
             if isinstance(iterable, cst.Call) and dotted(iterable.func) == "enumerate" and iterable.args \
                     and isinstance(target, cst.Tuple) and len(target.elements) == 2:
                 iterable, target = iterable.args[0].value, target.elements[1].value
-            source = dotted(iterable)
-            if isinstance(target, cst.Name) and fn.class_name and source and source.startswith("self.") \
-                    and source.count(".") == 1:
-                fn.local_aliases[target.value] = f"{self.m.module_name}.{fn.class_name}.{source[5:]}"
+            pairs = [(target, iterable)]
+            # `for norm, layer in zip(self.norms, self.layers):` — one loop variable per container
+            if isinstance(iterable, cst.Call) and dotted(iterable.func) == "zip" and isinstance(target, cst.Tuple) \
+                    and len(target.elements) == len(iterable.args):
+                pairs = [(t.value, a.value) for t, a in zip(target.elements, iterable.args)]
+            for target, iterable in pairs:
+                source = dotted(iterable)
+                if isinstance(target, cst.Name) and fn.class_name and source and source.startswith("self.") \
+                        and source.count(".") == 1:
+                    fn.local_aliases[target.value] = f"{self.m.module_name}.{fn.class_name}.{source[5:]}"
 
     def leave_For(self, node: cst.For) -> None:
         self.loops -= 1
@@ -359,6 +387,31 @@ class _Collector(cst.CSTVisitor):
         self.loops += 1
 
     def leave_CompFor(self, node: cst.CompFor) -> None:
+        self.loops -= 1
+
+    # The element of a comprehension is evaluated once per iteration but visited before its CompFor.
+    def visit_ListComp(self, node: cst.ListComp) -> None:
+        self.loops += 1
+
+    def leave_ListComp(self, node: cst.ListComp) -> None:
+        self.loops -= 1
+
+    def visit_SetComp(self, node: cst.SetComp) -> None:
+        self.loops += 1
+
+    def leave_SetComp(self, node: cst.SetComp) -> None:
+        self.loops -= 1
+
+    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> None:
+        self.loops += 1
+
+    def leave_GeneratorExp(self, node: cst.GeneratorExp) -> None:
+        self.loops -= 1
+
+    def visit_DictComp(self, node: cst.DictComp) -> None:
+        self.loops += 1
+
+    def leave_DictComp(self, node: cst.DictComp) -> None:
         self.loops -= 1
 
     def visit_With(self, node: cst.With) -> bool:
@@ -440,6 +493,8 @@ class _Collector(cst.CSTVisitor):
                     ctor = _constructor(value)
                     if ctor is not None:
                         self.m.classes[cls_name].raw_attr_types.setdefault(key[5:], (ctor, fn))
+                        self.m.classes[cls_name].raw_attr_alternatives.setdefault(
+                            key[5:], (tuple(_constructors(value)), fn))
 
     # ---- calls
     def visit_Call(self, node: cst.Call) -> None:
@@ -456,6 +511,17 @@ class _Collector(cst.CSTVisitor):
             fn.calls.append(site)
         else:
             self.m.module_calls.append(site)
+
+
+def _terminates(block: cst.BaseSuite) -> bool:
+    """True when a block always leaves the function (its last statement returns or raises)."""
+    body = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    last = body[-1] if body else None
+    if isinstance(last, cst.SimpleStatementLine):
+        return any(isinstance(s, (cst.Return, cst.Raise)) for s in last.body)
+    if isinstance(last, cst.SimpleStatementSuite):
+        return any(isinstance(s, (cst.Return, cst.Raise)) for s in last.body)
+    return False
 
 
 def _directly_in(cls: ClassInfo, fn: FunctionInfo) -> bool:
@@ -483,14 +549,24 @@ def _scope_calls(expr: cst.BaseExpression):
 
 def _constructor(value: cst.BaseExpression) -> cst.BaseExpression | None:
     """The class constructed by ``X(...)`` or ``nn.ModuleList([X(...) for ...])``."""
-    if isinstance(value, cst.Call):
-        if value.args and isinstance(value.args[0].value, (cst.ListComp, cst.List)):
-            inner = value.args[0].value
-            elt = inner.elt if isinstance(inner, cst.ListComp) else (inner.elements[0].value if inner.elements else None)
-            if isinstance(elt, cst.Call):
-                return elt.func
-        return value.func
-    return None
+    found = _constructors(value)
+    return found[0] if found else None
+
+
+def _constructors(value: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """Every class ``value`` may construct: ``X(...)``, both arms of ``A(...) if c else B(...)``, and the
+    elements of a container (``nn.ModuleList([X(...) for ...])``, a generator, a list literal)."""
+    if isinstance(value, cst.IfExp):
+        return _constructors(value.body) + _constructors(value.orelse)
+    if not isinstance(value, cst.Call):
+        return []
+    if value.args and isinstance(value.args[0].value, (cst.ListComp, cst.GeneratorExp, cst.List)):
+        inner = value.args[0].value
+        elements = [e.value for e in inner.elements] if isinstance(inner, cst.List) else [inner.elt]
+        found = [c for e in elements for c in _constructors(e)]
+        if found:
+            return found
+    return [value.func]
 
 
 def _assign_key(target: cst.BaseExpression) -> str | None:

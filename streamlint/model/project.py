@@ -244,6 +244,9 @@ class Project:
 
     def _wrapper_uses(self, file: FileModel, site: CallSite) -> tuple[ApiUse, ...]:
         target = self.function(site.target, file) if site.target else None
+        if target is not None and target[0].node.name.value in ("forward", "__call__") \
+                and not (site.target or "").endswith(("." + target[0].node.name.value)):
+            target = None  # `Model(...)` constructs a module; it does not run its forward
         if target is None:
             declared = site.target in self.stream_switch_wrappers or site.target in self.wait_wrappers
             if declared and site.target is not None:
@@ -306,9 +309,27 @@ class Project:
     def callees(self, file: FileModel, fn: FunctionInfo) -> Iterator[tuple[CallSite, FunctionInfo, FileModel]]:
         """Project functions called by ``fn`` (functions, methods through ``self``, submodules)."""
         for site in fn.calls:
-            found = self.call_target(file, site)
-            if found is not None:
+            for found in self.call_targets(file, site):
                 yield (site, *found)
+
+    def call_targets(self, file: FileModel, site: CallSite) -> list[tuple[FunctionInfo, FileModel]]:
+        """Every project function a call may run: :meth:`call_target`, plus the other classes a
+        submodule attribute may hold (``A(...) if c else B(...)`` in ``__init__``)."""
+        first = self.call_target(file, site)
+        found = [first] if first is not None else []
+        fn = site.function
+        if site.target is None or fn is None or not fn.class_name \
+                or not site.target.startswith(f"{file.module_name}.{fn.class_name}."):
+            return found
+        head, _, method = site.target[len(file.module_name) + len(fn.class_name) + 2:].partition(".")
+        cls = file.classes.get(fn.class_name)
+        for ctor in cls.attr_alternatives.get(head, ()) if cls is not None else ():
+            sym = self.symbol(ctor, file)
+            if sym is not None and isinstance(sym[0], ClassInfo):
+                m = sym[0].methods.get(method or "forward") or sym[0].methods.get("__call__")
+                if m is not None and all(m is not f for f, _ in found):
+                    found.append((m, sym[1]))
+        return found
 
     def call_target(self, file: FileModel, site: CallSite) -> tuple[FunctionInfo, FileModel] | None:
         if site.target is None:

@@ -65,6 +65,8 @@ def infer_wrapper(project: "Project", fn: FunctionInfo, file: FileModel, *, decl
         return WrapperSpec(qualname, (Variant(spec, mapping, None, None, ()),), ())
     if fn.statement_count > MAX_WRAPPER_STATEMENTS or fn.has_loop:
         return None
+    if fn.class_name is not None and fn.node.name.value in ("forward", "__call__", "__init__"):
+        return None  # a module's forward / constructor is the model itself, never a forwarding helper
     returned = [r.value for r in fn.returns if r.value is not None]
     yielding_withs = {id(s.item) for s in fn.scopes if fn.yields and _contains_yield(s.with_node)}
     variants: list[Variant] = []
@@ -84,7 +86,7 @@ def infer_wrapper(project: "Project", fn: FunctionInfo, file: FileModel, *, decl
                 if expr is None:
                     continue
                 base = _base_name(expr)
-                if base is not None and base in params:
+                if base is not None and base in params and base not in ("self", "cls"):
                     mapping[api_param] = ParamSource(base)
                 elif _is_constant(expr):
                     mapping[api_param] = ParamSource(None, expr)
@@ -143,18 +145,26 @@ def modes_under(guards: tuple[Guard, ...]) -> frozenset[str] | None:
 def _modes_from_guards(guards, params) -> tuple[frozenset[str] | None, str | None]:
     modes: frozenset[str] | None = None
     mode_param = None
-    for guard in guards:
-        parsed = mode_of_test(guard.test)
+    for test, negated in (c for guard in guards for c in _conjuncts(guard.test, guard.negated)):
+        parsed = mode_of_test(test)
         if parsed is None:
             continue
         name, named, positive = parsed
-        if guard.negated:
+        if negated:
             positive = not positive
         allowed = named if positive else frozenset(apis.EXECUTION_PATHS) - named
         modes = allowed if modes is None else modes & allowed
         if params is not None and name in params:
             mode_param = name
     return modes, mode_param
+
+
+def _conjuncts(test: cst.BaseExpression, negated: bool) -> list[tuple[cst.BaseExpression, bool]]:
+    """The conditions that all hold under a guard: the operands of ``a and b`` (true branch) or of
+    ``a or b`` (else branch, each negated)."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or if negated else cst.And):
+        return _conjuncts(test.left, negated) + _conjuncts(test.right, negated)
+    return [(test, negated)]
 
 
 def _flag_name(test: cst.BaseExpression) -> str | None:

@@ -22,6 +22,7 @@ class ReportContext:
     statistics: bool = False
     fingerprints: dict[int, str] = field(default_factory=dict)
     unsafe_fixes: bool = False
+    files: list[str] = field(default_factory=list)  # every file checked (junit: one test case each)
 
     def fingerprint(self, finding: Finding) -> str:
         return self.fingerprints.get(id(finding), "")

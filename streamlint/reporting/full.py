@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TextIO
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
@@ -64,7 +65,9 @@ def _excerpt(console: Console, ctx: ReportContext, path: str, line: int, col: in
         return
     gutter = f"{line:>5} | "
     console.print(Text(gutter, style="blue") + Text(text.expandtabs(4)))
-    width = (end_col if end_line == line else len(text)) - col
-    width = max(1, width)
-    marker = " " * (len(gutter) - 2) + "| " + " " * len(text[:col].expandtabs(4)) + "^" * width
+    # terminal cells, not code points: tabs expand and CJK characters (comments, strings) are two cells wide
+    end = end_col if end_line == line else len(text)
+    before = cell_len(text[:col].expandtabs(4))
+    width = max(1, cell_len(text[:max(end, col)].expandtabs(4)) - before)
+    marker = " " * (len(gutter) - 2) + "| " + " " * before + "^" * width
     console.print(Text(marker, style="bold red"))

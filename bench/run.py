@@ -1,0 +1,296 @@
+"""Benchmark streamlint on a large deterministic corpus and print a table against the targets.
+
+    python bench/run.py [--files 5000] [--corpus bench/corpus] [--jobs N] [--skip-peers] [--json OUT]
+
+Measures, each as a fresh process with its own wall timer (peak memory from ``/usr/bin/time -v`` when
+present, else ``resource.getrusage(RUSAGE_CHILDREN)``; the sum over the process tree is sampled from
+/proc):
+
+- cold run (cache cleared) and warm run (nothing changed) of the whole tree with every rule;
+- one file of the project (``streamlint path/to/file.py``), with and without the cache;
+- the bare ``libcst.parse_module`` of the files that pass the prefilter, and streamlint's own analysis
+  time on those files (``--profile -j 1``: parse + model + rules);
+- what the lean model costs: LibCST parse, stdlib ``ast.parse``, the FileModel traversal and the
+  position computation (``FileModel.span``) against LibCST's ``PositionProvider``;
+- ruff and Fixit (one trivial rule) on the same corpus when installed, as ratios.
+
+No number here is asserted by the test suite; the table is for people.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+TIME_V = "/usr/bin/time"
+
+
+def _bin(name: str) -> str | None:
+    candidate = Path(sys.executable).parent / name
+    if candidate.exists():
+        return str(candidate)
+    return shutil.which(name)
+
+
+class TreeRss:
+    """Samples the summed RSS of a process and its descendants from /proc."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peak_kb = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> "TreeRss":
+        if os.path.isdir("/proc"):
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            parents: dict[int, int] = {}
+            rss: dict[int, int] = {}
+            for entry in os.listdir("/proc"):
+                if not entry.isdigit():
+                    continue
+                try:
+                    with open(f"/proc/{entry}/stat") as fh:
+                        fields = fh.read().rsplit(")", 1)[1].split()
+                    parents[int(entry)] = int(fields[1])
+                    rss[int(entry)] = int(fields[21]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
+                except (OSError, IndexError, ValueError):
+                    continue
+            tree = {self.pid}
+            changed = True
+            while changed:
+                changed = False
+                for pid, ppid in parents.items():
+                    if ppid in tree and pid not in tree:
+                        tree.add(pid)
+                        changed = True
+            # /usr/bin/time itself is tiny; count everything below it
+            self.peak_kb = max(self.peak_kb, sum(rss.get(p, 0) for p in tree))
+            self._stop.wait(0.02)
+
+
+def measure(cmd: list[str], cwd: Path | None = None) -> dict[str, float]:
+    """Wall seconds, peak RSS of the largest process (MB) and of the whole tree (MB)."""
+    use_time = os.path.exists(TIME_V)
+    full = [TIME_V, "-v", *cmd] if use_time else cmd
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    started = time.perf_counter()
+    proc = subprocess.Popen(full, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    with TreeRss(proc.pid) as tree:
+        out, err = proc.communicate()
+    wall = time.perf_counter() - started
+    max_kb = 0.0
+    if use_time:
+        m = re.search(rb"Maximum resident set size \(kbytes\): (\d+)", err)
+        if m:
+            max_kb = float(m.group(1))
+    if not max_kb:
+        after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        max_kb = float(after if after > before else 0)
+    return {"wall": wall, "rss_mb": max_kb / 1024, "tree_mb": tree.peak_kb / 1024, "rc": proc.returncode,
+            "stdout": out.decode("utf-8", "replace"), "stderr": err.decode("utf-8", "replace")}
+
+
+def python_files(root: Path) -> list[str]:
+    return sorted(os.path.join(d, f) for d, dirs, fs in os.walk(root)
+                  for f in fs if f.endswith(".py") and ".streamlint_cache" not in d)
+
+
+PARSE_SCRIPT = r"""
+import json, sys, time, ast
+import libcst as cst
+files = json.load(open(sys.argv[1]))
+texts = [open(p, encoding="utf-8").read() for p in files]
+t = time.perf_counter()
+for text in texts:
+    cst.parse_module(text)
+print(json.dumps({"parse": time.perf_counter() - t}))
+"""
+
+LEAN_SCRIPT = r"""
+import json, sys, time, ast
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+from streamlint.model.file import FileModel
+from streamlint.source import SourceFile
+files = json.load(open(sys.argv[1]))
+sources = [SourceFile.from_bytes(p, open(p, "rb").read()) for p in files]
+out = {}
+t = time.perf_counter(); modules = [cst.parse_module(s.text) for s in sources]; out["libcst_parse"] = time.perf_counter() - t
+t = time.perf_counter(); [ast.parse(s.text) for s in sources]; out["ast_parse"] = time.perf_counter() - t
+t = time.perf_counter(); models = [FileModel(s, m, "bench", False) for s, m in zip(sources, modules)]; out["file_model"] = time.perf_counter() - t
+# FileModel.span: the first call pays for the positions of the whole module
+t = time.perf_counter()
+for model in models:
+    node = model.calls[-1].node if model.calls else model.module
+    model.span(node)
+out["span_positions"] = time.perf_counter() - t
+t = time.perf_counter(); [MetadataWrapper(m, unsafe_skip_copy=True).resolve(PositionProvider) for m in modules]; out["libcst_position_provider"] = time.perf_counter() - t
+t = time.perf_counter(); [m.code for m in modules]; out["libcst_codegen"] = time.perf_counter() - t
+print(json.dumps(out))
+"""
+
+
+def fixit_config(directory: Path) -> Path:
+    """A Fixit configuration enabling exactly one trivial rule."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "fixit.toml"
+    path.write_text('[tool.fixit]\nroot = true\ndisable = ["fixit.rules"]\nenable = ["fixit.rules:NoInheritFromObject"]\n',
+                    encoding="utf-8")
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="streamlint benchmark")
+    parser.add_argument("--files", type=int, default=5000)
+    parser.add_argument("--corpus", type=Path, default=HERE / "corpus")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--jobs", type=int, default=0, help="streamlint -j (0: CPU count)")
+    parser.add_argument("--skip-peers", action="store_true", help="do not run ruff / Fixit")
+    parser.add_argument("--rebuild", action="store_true", help="rebuild the corpus even if present")
+    parser.add_argument("--json", type=Path, default=None, help="also write the numbers as JSON")
+    args = parser.parse_args()
+
+    from bench.make_corpus import build
+
+    corpus: Path = args.corpus.absolute()
+    stamp = corpus / ".corpus-spec"
+    spec = f"files={args.files} seed={args.seed}"
+    if args.rebuild or not stamp.is_file() or stamp.read_text() != spec:
+        print(f"building corpus in {corpus} ({spec}) ...", flush=True)
+        build(corpus, args.files, args.seed)
+        stamp.write_text(spec)
+    files = python_files(corpus)
+    size_mb = sum(os.path.getsize(p) for p in files) / 1e6
+    streamlint = _bin("streamlint") or "streamlint"
+    base = [streamlint, "check", str(corpus), "--isolated", "--exit-zero", "--output-format", "concise"]
+    if args.jobs:
+        base += ["-j", str(args.jobs)]
+    results: dict[str, object] = {"files": len(files), "mb": round(size_mb, 2), "cpus": os.cpu_count()}
+
+    # which files need analysis: the union of the enabled rules' markers
+    from streamlint.config import Settings
+    from streamlint.engine import Engine
+    from streamlint.registry import load_registry
+
+    engine = Engine(Settings(project_root=str(corpus)), load_registry(), project_root=str(corpus))
+    analysed = [p for p in files if engine.needs_analysis(open(p, "rb").read())]
+    results["analysed_files"] = len(analysed)
+    results["analysed_mb"] = round(sum(os.path.getsize(p) for p in analysed) / 1e6, 2)
+    listing = corpus.parent / f".{corpus.name}-analysed.json"
+    listing.write_text(json.dumps(analysed))
+
+    print("cold run ...", flush=True)
+    subprocess.run([streamlint, "clean", str(corpus), "--isolated"], capture_output=True)
+    cold = measure(base)
+    print("warm run ...", flush=True)
+    warm = measure(base)
+    findings = len([line for line in cold["stdout"].splitlines() if re.search(r":\d+:\d+: SL\d+", line)])
+    same = cold["stdout"] == warm["stdout"]
+    one = next((p for p in analysed if "utils" not in p), analysed[0] if analysed else files[0])
+    print("single file ...", flush=True)
+    single = measure([streamlint, "check", one, "--isolated", "--exit-zero", "--no-cache"])
+    single_cached = measure([streamlint, "check", one, "--isolated", "--exit-zero"])
+    print("analysis profile (-j 1, no cache) ...", flush=True)
+    prof = measure([*base, "--no-cache", "-j", "1", "--profile"])
+    phases = {m.group(1): float(m.group(2)) for m in re.finditer(r"^\s+(\S+)\s+([\d.]+) s ", prof["stderr"], re.M)}
+    analysis = sum(v for k, v in phases.items() if k not in ("discover", "read", "prefilter", "cache", "report",
+                                                               "suppressions"))
+    print("bare parse of the analysed files ...", flush=True)
+    bare = json.loads(subprocess.run([sys.executable, "-c", PARSE_SCRIPT, str(listing)], capture_output=True,
+                                     text=True, check=True).stdout)
+    print("lean-model costs ...", flush=True)
+    lean = json.loads(subprocess.run([sys.executable, "-c", LEAN_SCRIPT, str(listing)], capture_output=True,
+                                     text=True, check=True, cwd=str(HERE.parent)).stdout)
+    results.update(
+        cold_s=cold["wall"], warm_s=warm["wall"], files_per_s=len(files) / cold["wall"],
+        peak_rss_mb=cold["rss_mb"], peak_tree_rss_mb=cold["tree_mb"], warm_identical=same, findings=findings,
+        single_file_s=single["wall"], single_file_cached_s=single_cached["wall"], single_file=one,
+        single_file_rss_mb=single["rss_mb"], serial_no_cache_s=prof["wall"], phases=phases,
+        analysis_s=analysis, bare_parse_s=bare["parse"], lean=lean,
+    )
+
+    peers: dict[str, dict] = {}
+    if not args.skip_peers:
+        ruff = _bin("ruff")
+        if ruff:
+            print("ruff ...", flush=True)
+            peers["ruff (E711)"] = measure([ruff, "check", "--isolated", "--no-cache", "--select", "E711",
+                                            "--exit-zero", str(corpus)])
+        fixit = _bin("fixit")
+        if fixit:
+            print("Fixit (one trivial rule) ...", flush=True)
+            cfg = fixit_config(corpus.parent / f".{corpus.name}-fixit")
+            peers["Fixit (NoInheritFromObject)"] = measure(
+                [fixit, "--config-file", str(cfg), "lint", str(corpus)])
+    results["peers"] = {k: {"wall": v["wall"], "rss_mb": v["rss_mb"], "tree_mb": v["tree_mb"], "rc": v["rc"]}
+                        for k, v in peers.items()}
+
+    # ---- the table
+    def row(name: str, value: str, target: str = "", ok: bool | None = None) -> str:
+        mark = "" if ok is None else ("yes" if ok else "NO")
+        return f"| {name:<44} | {value:>22} | {target:<24} | {mark:<4} |"
+
+    lines = [row("metric", "value", "target", "met"), "|" + "-" * 46 + "|" + "-" * 24 + "|" + "-" * 26 + "|" + "-" * 6 + "|"]
+    lines.append(row("files / MB", f"{len(files)} / {size_mb:.1f} MB"))
+    lines.append(row("files passing the prefilter / MB", f"{len(analysed)} / {results['analysed_mb']} MB"))
+    lines.append(row("findings", str(findings)))
+    lines.append(row("cold wall (cache cleared)", f"{cold['wall']:.2f} s"))
+    lines.append(row("files/s (cold)", f"{len(files) / cold['wall']:.0f}"))
+    lines.append(row("warm wall (nothing changed)", f"{warm['wall']:.2f} s ({100 * warm['wall'] / cold['wall']:.0f}%)",
+                     "< 10% of cold", warm["wall"] < 0.1 * cold["wall"]))
+    lines.append(row("warm output identical to cold", str(same), "True", same))
+    lines.append(row("peak RSS, largest process (cold)", f"{cold['rss_mb']:.0f} MB", "< 300 MB",
+                     cold["rss_mb"] < 300))
+    lines.append(row("peak RSS, whole process tree (cold)", f"{cold['tree_mb']:.0f} MB", "< 300 MB",
+                     cold["tree_mb"] < 300 if cold["tree_mb"] else None))
+    lines.append(row("single file in the project (no cache)", f"{single['wall']:.2f} s", "< 0.5 s",
+                     single["wall"] < 0.5))
+    lines.append(row("single file in the project (cache)", f"{single_cached['wall']:.2f} s", "< 0.5 s",
+                     single_cached["wall"] < 0.5))
+    lines.append(row("serial run, no cache (-j 1)", f"{prof['wall']:.2f} s"))
+    lines.append(row("  analysis of prefiltered files (-j 1)", f"{analysis:.2f} s"))
+    lines.append(row("  bare libcst.parse_module of those files", f"{bare['parse']:.2f} s"))
+    ratio = analysis / bare["parse"] if bare["parse"] else float("inf")
+    lines.append(row("  analysis / bare parse", f"{ratio:.2f}x", "<= 2x", ratio <= 2))
+    for name in ("libcst_parse", "ast_parse", "file_model", "span_positions", "libcst_position_provider",
+                 "libcst_codegen"):
+        lines.append(row(f"  lean: {name}", f"{lean[name]:.2f} s"))
+    for name, peer in peers.items():
+        speedup = peer["wall"] / cold["wall"]
+        target = ">= 4x faster" if name.startswith("Fixit") else ""
+        lines.append(row(f"{name} wall", f"{peer['wall']:.2f} s (rc {peer['rc']})"))
+        lines.append(row(f"  {name} / streamlint cold", f"{speedup:.2f}x", target,
+                         speedup >= 4 if target else None))
+    print()
+    print("\n".join(lines))
+    print("\nslowest phases of the -j 1 run:")
+    for name, seconds in sorted(phases.items(), key=lambda kv: -kv[1])[:12]:
+        print(f"  {name:<12} {seconds:8.2f} s")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2, default=str))
+
+
+if __name__ == "__main__":
+    main()

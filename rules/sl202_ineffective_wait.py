@@ -1,0 +1,132 @@
+import libcst as cst
+
+from streamlint.finding import Confidence, Severity
+from streamlint.model.apis import Role
+from streamlint.model.dataflow import wait_self_expr
+from streamlint.model.file import dotted
+from streamlint.model.streams import EVENT, attr_kind
+from streamlint.model.waits import (event_recorded_in_class, first_in_stream_scope, later_op_on_stream, loads_after,
+                                    result_discarded)
+from streamlint.rule import Invalid, Rule, RuleContext, Valid
+
+
+class IneffectiveWait(Rule):
+    """## What it does
+    Flags waits that order nothing:
+    - `npu_wait_tensor(x, d)` with the result discarded where `x` is a fresh expression
+      (`x.view(...)`) or `x` is not used after the call, or where `x` and `d` are the same tensor;
+    - `torchair.ops.wait([...])` with no later op on that stream in the function;
+    - `torchair.ops.record()` as the first statement of a stream scope (it marks no op);
+    - waiting on a `self.*` event (`event.wait()`, `stream.wait_event(event)`) that is never recorded.
+
+    ## Why is this bad?
+    `npu_wait_tensor` rewires the *later* consumers of `x` to an Identity that depends on `d`'s
+    producer; with no later consumer the node is dead-code-eliminated. `torchair.ops.wait` attaches to
+    the next op on the stream, `record()` to the last one already emitted. A never-recorded event
+    completes immediately. In all these cases the intended ordering silently does not exist.
+
+    ## Example
+    ```python
+    with npu_stream_switch("22"):
+        npu_wait_tensor(hidden_states.view(-1, h), router_logits)
+        shared = self.shared_experts(hidden_states)
+    ```
+
+    ## Use instead
+    ```python
+    with npu_stream_switch("22"):
+        npu_wait_tensor(hidden_states, router_logits)
+        shared = self.shared_experts(hidden_states)
+    ```
+    """
+
+    code = "SL202"
+    name = "ineffective-wait"
+    severity = Severity.WARNING
+    confidence = Confidence.HIGH
+    markers = (b"wait",)
+
+    def check(self, ctx: RuleContext) -> None:
+        project, file = ctx.project, ctx.file
+        for fn in file.functions.values():
+            for site in fn.calls:
+                uses = project.api_uses(file, site)
+                roles = {u.role for u in uses}
+                if Role.WAIT_TENSOR in roles:
+                    use = next(u for u in uses if u.role is Role.WAIT_TENSOR)
+                    self._wait_tensor(ctx, fn, site, use)
+                elif Role.OPS_WAIT in roles and not uses[0].wrappers:
+                    if not later_op_on_stream(project, file, fn, site):
+                        ctx.report(site.node, "`torchair.ops.wait` attaches to the next op on its stream, and there "
+                                              "is none after it in this function: it orders nothing")
+                elif Role.OPS_RECORD in roles and not uses[0].wrappers:
+                    if first_in_stream_scope(project, file, site):
+                        ctx.report(site.node, "`torchair.ops.record()` marks the last op already emitted on the "
+                                              "stream, and it is the first statement of the scope: it marks nothing")
+                elif Role.TAGGED_EVENT_WAIT in roles or site.method in ("wait", "wait_event"):
+                    self._event_wait(ctx, fn, site, uses)
+
+    def _wait_tensor(self, ctx: RuleContext, fn, site, use) -> None:
+        file = ctx.file
+        waited = wait_self_expr(ctx.project, file, use)
+        dep = use.arg("dependency")
+        if waited is None:
+            return
+        if dep is not None and dotted(waited) is not None and dotted(waited) == dotted(dep):
+            ctx.report(site.node, f"`{file.code(waited)}` waits on itself: a self-dependency orders nothing")
+            return
+        if not result_discarded(fn, site.node):
+            return
+        if not isinstance(waited, (cst.Name, cst.Attribute)):
+            ctx.report(site.node, f"the waited tensor `{file.code(waited)}` is a fresh expression and the result is "
+                                  f"discarded: nothing consumes the wait, so it is dead-code-eliminated; wait on a "
+                                  f"named tensor that is used afterwards, or use the result")
+            return
+        if isinstance(waited, cst.Name) and not loads_after(file, fn, waited.value, site.node):
+            ctx.report(site.node, f"`{waited.value}` is not used after this `npu_wait_tensor` and the result is "
+                                  f"discarded: the wait has no consumer and is dead-code-eliminated")
+
+    def _event_wait(self, ctx: RuleContext, fn, site, uses) -> None:
+        call = site.node
+        if site.method == "wait":
+            event = call.func.value if isinstance(call.func, cst.Attribute) else None
+        else:
+            args = [a.value for a in call.args if a.keyword is None]
+            event = args[0] if args else None
+        if not (isinstance(event, cst.Attribute) and isinstance(event.value, cst.Name) and event.value.value == "self"):
+            return
+        attr = event.attr.value
+        cls = ctx.file.classes.get(fn.class_name or "")
+        if not uses and attr_kind(ctx.project, ctx.file, cls, attr) != EVENT:
+            return
+        if not event_recorded_in_class(ctx.file, fn, attr):
+            ctx.report(call, f"`self.{attr}` is waited on but never recorded in this class: the wait completes "
+                             f"immediately and orders nothing")
+
+    VALID = [
+        Valid(
+            """
+            from torchair.scope import npu_stream_switch, npu_wait_tensor
+
+            def f(self, x, dep):
+                with npu_stream_switch("22"):
+                    npu_wait_tensor(x, dep)
+                    y = self.proj(x)
+                return y
+            """
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            from torchair.scope import npu_stream_switch, npu_wait_tensor
+
+            def f(self, x, dep):
+                with npu_stream_switch("22"):
+                    npu_wait_tensor(x.view(-1), dep)
+                    y = self.proj(x)
+                return y
+            """,
+            line=5,
+        ),
+    ]

@@ -1,0 +1,93 @@
+from streamlint.finding import Confidence, Severity
+from streamlint.model.dataflow import file_flows, stream_label
+from streamlint.rule import Invalid, Rule, RuleContext, Valid
+
+
+class UnjoinedSideStream(Rule):
+    """## What it does
+    Flags, in captured code (`npugraph_ex`-compiled functions, `torch.cuda.graph` / NPU graph capture
+    regions), a side-stream scope whose work is not joined back into the capture stream
+    (`wait_stream`, or an event recorded on the side stream and waited on the capture stream) before
+    the region ends. Eager code is not reported (SL201 covers its consumers).
+
+    ## Why is this bad?
+    Graph capture requires every forked stream to rejoin the capture stream: CUDA rejects the capture
+    (`cudaErrorStreamCaptureUnjoined`); on the NPU the side work may run past the end of the replayed
+    graph, so later work (or the next replay) races with it.
+
+    ## Example
+    ```python
+    with torch.cuda.graph(g):
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            aux = model.aux(x)
+        out = model(x)
+    ```
+
+    ## Use instead
+    ```python
+    with torch.cuda.graph(g):
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            aux = model.aux(x)
+        out = model(x)
+        torch.cuda.current_stream().wait_stream(side)
+    ```
+    """
+
+    code = "SL205"
+    name = "unjoined-side-stream"
+    severity = Severity.ERROR
+    confidence = Confidence.HIGH
+    markers = (b"stream",)
+
+    def check(self, ctx: RuleContext) -> None:
+        seen: set[int] = set()
+        for _fn, flow in file_flows(ctx.project, ctx.file):
+            for item in flow.unjoined:
+                captured = item.region == "capture" or item.mode == "npugraph_ex"
+                if not captured or id(item.node) in seen:
+                    continue
+                seen.add(id(item.node))
+                where = ("the graph-capture region" if item.region == "capture"
+                         else "the npugraph_ex-captured function")
+                ctx.report(item.node, f"work queued on {stream_label(item.stream)} here is never joined back into "
+                                      f"the capture stream before {where} ends; add "
+                                      f"`current_stream().wait_stream(...)` or wait on an event recorded after it")
+
+    VALID = [
+        Valid(
+            """
+            import torch
+
+            def capture(model, x):
+                g = torch.cuda.CUDAGraph()
+                side = torch.cuda.Stream()
+                with torch.cuda.graph(g):
+                    side.wait_stream(torch.cuda.current_stream())
+                    with torch.cuda.stream(side):
+                        aux = model.aux(x)
+                    out = model(x)
+                    torch.cuda.current_stream().wait_stream(side)
+                return g, out, aux
+            """
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+
+            def capture(model, x):
+                g = torch.cuda.CUDAGraph()
+                side = torch.cuda.Stream()
+                with torch.cuda.graph(g):
+                    side.wait_stream(torch.cuda.current_stream())
+                    with torch.cuda.stream(side):
+                        aux = model.aux(x)
+                    out = model(x)
+                return g, out, aux
+            """,
+            line=8,
+        ),
+    ]

@@ -1,0 +1,193 @@
+from dataclasses import dataclass
+
+from streamlint.finding import Confidence, Location, Severity
+from streamlint.model.families import ALL_PATHS, GE, NATIVE, TAGGED, family_uses
+from streamlint.model.file import FileModel, FunctionInfo
+from streamlint.model.wrappers import modes_under
+from streamlint.rule import Invalid, Rule, RuleContext, Valid
+
+# Families that must not meet in one path. npu_stream_switch + tagged events is the documented
+# reduce-overhead combination; GE scopes with tagged events is SL502's business (GE cannot convert them).
+_CONFLICTS = {NATIVE: (TAGGED, GE), TAGGED: (NATIVE,), GE: (NATIVE,)}
+_MAX_DEPTH = 6
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """A family reached at one call of the function: directly, or inside a callee."""
+
+    group: str
+    modes: frozenset[str]
+    what: str
+    origin: Location
+    callee: FunctionInfo | None = None
+
+
+class MixedStreamApiStyle(Rule):
+    """## What it does
+    Flags one execution path — a function and what it calls — that mixes stream API families:
+    TorchAir tagged events with native `Stream`/`Event` objects, or TorchAir GE scopes
+    (`npu_stream_switch`, `npu_wait_tensor`) with native stream contexts and events. Reported once per
+    function, at the first use of the second family, with a related location at the first family.
+
+    Not reported: `npu_stream_switch` with tagged events (the documented reduce-overhead combination);
+    mode-dispatching code whose branches (`if exe_mode == "ge_graph": ... else: ...`) or wrappers use
+    one family each; wrappers that resolve to one family whatever their name.
+
+    ## Why is this bad?
+    Each execution path has its own stream model: GE takes string-tagged scopes and orders data edges
+    itself, reduce-overhead takes tagged events, npugraph_ex and eager take native streams and events.
+    Native events in a GE graph fail to synchronise or fail to compile; a mixed implementation is right
+    on at most one path.
+
+    ## Example
+    ```python
+    def forward(self, x):
+        with torchair.scope.npu_stream_switch("moe_shared"):
+            shared = self.shared_experts(x)
+        with torch.npu.stream(self.comm_stream):
+            dist.all_reduce(shared)
+    ```
+
+    ## Use instead
+    ```python
+    def forward(self, x):
+        with torchair.scope.npu_stream_switch("moe_shared"):
+            shared = self.shared_experts(x)
+        with torchair.scope.npu_stream_switch("comm"):
+            dist.all_reduce(shared)
+    ```
+
+    ## Fix safety
+    No fix.
+
+    ## References
+    - cann-recipes `docs/cann/zh/multi_stream_principles.md` (interfaces differ per mode and must not be mixed)
+    """
+
+    code = "SL501"
+    name = "mixed-stream-api-style"
+    severity = Severity.WARNING
+    confidence = Confidence.HIGH
+    markers = (b"npu_stream_switch", b"npu_wait_tensor", b"tagged", b"stream", b"Event")
+
+    def check(self, ctx: RuleContext) -> None:
+        summaries: dict[int, dict[str, frozenset[str]]] = {}
+        for fn in ctx.file.functions.values():
+            if ctx.project.wrapper(fn, ctx.file) is not None:
+                continue  # a forwarding helper: its callers' paths decide
+            path = ctx.project.execution_path(ctx.file, fn).modes or ALL_PATHS
+            seen: dict[str, _Entry] = {}
+            for site, entries in _entries(ctx, ctx.file, fn, path, summaries):
+                conflict = _first_conflict(entries, seen, ctx, summaries)
+                if conflict is not None:
+                    entry, other, common = conflict
+                    via = f" (inside `{entry.callee.qualname}`)" if entry.callee is not None else ""
+                    ctx.report(
+                        site.node,
+                        f"`{entry.what}`{via} ({entry.group}) is used in the same execution path as "
+                        f"`{other.what}` ({other.group}) on {'/'.join(sorted(common))}: use one stream API "
+                        "family per path, or dispatch on the execution mode",
+                        related=[other.origin],
+                    )
+                    break
+                for entry in entries:
+                    known = seen.get(entry.group)
+                    seen[entry.group] = entry if known is None else _Entry(
+                        known.group, known.modes | entry.modes, known.what, known.origin, known.callee)
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            import torchair as tng
+
+            def stream_switch(stream, exe_mode):
+                if exe_mode == "ge_graph":
+                    return tng.scope.npu_stream_switch(stream)
+                return torch.npu.stream(stream)
+
+            class MoE(torch.nn.Module):
+                def forward(self, x):
+                    with stream_switch(self.side, self.exe_mode):
+                        shared = self.shared(x)
+                    return shared
+            """
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            import torchair as tng
+
+            class MoE(torch.nn.Module):
+                def forward(self, x):
+                    with tng.scope.npu_stream_switch("moe_shared"):
+                        shared = self.shared(x)
+                    with torch.npu.stream(self.comm_stream):
+                        out = shared * 2
+                    return out
+            """,
+            line=8,
+        ),
+    ]
+
+
+def _entries(ctx: RuleContext, file: FileModel, fn: FunctionInfo, path: frozenset[str],
+             summaries: dict[int, dict[str, frozenset[str]]]):
+    """(call site, family entries) for each call of ``fn`` in source order."""
+    for site in fn.calls:
+        uses = family_uses(ctx.project, file, site)
+        if uses:
+            yield site, [_Entry(u.group, u.modes & path, u.what, u.location(f"{u.what} ({u.group})"))
+                         for u in uses if u.modes & path]
+            continue
+        guard = (modes_under(site.guards) or ALL_PATHS) & path
+        entries = []
+        for callee, cmod in ctx.project.call_targets(file, site):
+            for group, modes in _summary(ctx, callee, cmod, summaries, 0).items():
+                if modes & guard:
+                    origin = Location(file.path, file.span(site.node), f"{group} used inside `{callee.qualname}`")
+                    entries.append(_Entry(group, modes & guard, f"{callee.qualname}()", origin, callee))
+        if entries:
+            yield site, entries
+
+
+def _summary(ctx: RuleContext, fn: FunctionInfo, file: FileModel, summaries: dict[int, dict[str, frozenset[str]]],
+             depth: int) -> dict[str, frozenset[str]]:
+    """Families a function uses (itself and through its callees), with the paths each is used on."""
+    if id(fn) in summaries:
+        return summaries[id(fn)]
+    summaries[id(fn)] = {}
+    found: dict[str, frozenset[str]] = {}
+    for site in fn.calls:
+        uses = family_uses(ctx.project, file, site)
+        for use in uses:
+            found[use.group] = found.get(use.group, frozenset()) | use.modes
+        if uses or depth >= _MAX_DEPTH:
+            continue
+        guard = modes_under(site.guards) or ALL_PATHS
+        for callee, cmod in ctx.project.call_targets(file, site):
+            for group, modes in _summary(ctx, callee, cmod, summaries, depth + 1).items():
+                if modes & guard:
+                    found[group] = found.get(group, frozenset()) | (modes & guard)
+    summaries[id(fn)] = found
+    return found
+
+
+def _mixes(summary: dict[str, frozenset[str]]) -> bool:
+    return any(summary.get(g, frozenset()) & summary.get(h, frozenset())
+               for g, others in _CONFLICTS.items() for h in others)
+
+
+def _first_conflict(entries: list[_Entry], seen: dict[str, _Entry], ctx: RuleContext,
+                    summaries: dict[int, dict[str, frozenset[str]]]):
+    for entry in entries:
+        if entry.callee is not None and _mixes(summaries.get(id(entry.callee), {})):
+            continue  # the callee mixes on its own and is reported there
+        for other_group in _CONFLICTS[entry.group]:
+            other = seen.get(other_group)
+            if other is not None and entry.modes & other.modes:
+                return entry, other, entry.modes & other.modes
+    return None

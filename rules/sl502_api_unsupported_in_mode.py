@@ -1,0 +1,182 @@
+from streamlint.finding import Confidence, Severity
+from streamlint.model.apis import Role
+from streamlint.model.families import ALL_PATHS, TAGGED, family_uses
+from streamlint.model.file import CallSite, FunctionInfo
+from streamlint.model.wrappers import modes_under
+from streamlint.rule import Invalid, Rule, RuleContext, Valid
+
+_NOT_GE = frozenset({"eager", "reduce-overhead", "npugraph_ex"})
+_TORCHAIR_SCOPES = frozenset({Role.STREAM_SWITCH, Role.LIMIT_CORE_NUM, Role.SUPER_KERNEL})
+
+
+class ApiUnsupportedInMode(Rule):
+    """## What it does
+    Flags a stream API called on an execution path that does not support it:
+    - `npu_wait_tensor` reachable in `eager`, `reduce-overhead` or `npugraph_ex` code;
+    - tagged events (`npu_tagged_event_record/wait`, `npu_record_tagged_stream`) in `ge` code;
+    - native `Event.record/wait`, `wait_stream`, `wait_event`, `record_event`, `record_stream` in
+      `ge`-compiled code;
+    - `torchair.scope.limit_core_num` in `npugraph_ex` code, and npugraph_ex's `limit_core_num` in `ge`
+      code;
+    - (info) TorchAir scopes in code that only runs eagerly (no compile reaches it, or `force_eager`).
+
+    The execution path comes from the compile sites that reach the function (`mode`, `per-path-mode`
+    override it); calls behind a mode guard (`if exe_mode == "ge_graph":`) or through a mode-dispatching
+    wrapper count only on the paths the guard admits. Reported at the call, with a related location at
+    the compile site that puts the code on that path.
+
+    ## Why is this bad?
+    `npu_wait_tensor`'s eager/aclgraph kernel raises `NotImplementedError`; GE has no converter for
+    tagged-event ops and fails to compile; native events and `wait_stream` do not enter a GE graph (the
+    synchronisation silently disappears or compilation fails); each core-limit scope is implemented for
+    one backend only; TorchAir scopes do nothing in eager code.
+
+    ## Example
+    ```python
+    # compiled with cfg.mode = "reduce-overhead"
+    with torchair.scope.npu_stream_switch("moe_shared"):
+        torchair.scope.npu_wait_tensor(x, logits)
+        shared = self.shared_experts(x)
+    ```
+
+    ## Use instead
+    ```python
+    record = torchair.ops.npu_create_tagged_event("logits_ready")  # in __init__
+    torchair.ops.npu_tagged_event_record(record)
+    with torchair.scope.npu_stream_switch("moe_shared"):
+        torchair.ops.npu_tagged_event_wait(record)
+        shared = self.shared_experts(x)
+    ```
+
+    ## Fix safety
+    No fix: the replacement API depends on the path.
+
+    ## Options
+    The execution path can be set with the `mode` / `per-path-mode` settings when the compile
+    configuration is built at run time (from YAML, command-line flags) and cannot be followed.
+
+    ## References
+    - TorchAir `python/torchair/scope/_wait_tensor.py`, `python/torchair/ops/_tagged_event.py`
+    - cann-recipes `docs/cann/zh/multi_stream_principles.md` (the three modes' APIs must not be mixed)
+    """
+
+    code = "SL502"
+    name = "api-unsupported-in-mode"
+    severity = Severity.ERROR
+    confidence = Confidence.HIGH
+    markers = (b"npu_wait_tensor", b"tagged", b"Event", b"wait_stream", b"record_stream", b"limit_core_num",
+               b"npu_stream_switch", b"super_kernel", b"wait_event", b"record_event")
+
+    def check(self, ctx: RuleContext) -> None:
+        project, file = ctx.project, ctx.file
+        wrappers: dict[int, bool] = {}
+        for site in file.calls:
+            fn = site.function
+            if fn is None:
+                continue
+            if id(fn) not in wrappers:
+                wrappers[id(fn)] = project.wrapper(fn, file) is not None
+            if wrappers[id(fn)]:
+                continue  # a forwarding helper: reported at its callers, on their paths
+            path = project.execution_path(file, fn)
+            if not path.modes:
+                continue
+            reported: set[str] = set()
+            for what, bad, why in _problems(ctx, site, path.modes):
+                if what in reported:
+                    continue
+                reported.add(what)
+                where = "/".join(sorted(bad))
+                related = path.evidence[:1]
+                ctx.report(site.node, f"{what} is not supported in {where} code: {why} (execution path: "
+                           f"{path.describe()})", related=related)
+            self._eager_scopes(ctx, site, fn, path)
+
+    def _eager_scopes(self, ctx: RuleContext, site: CallSite, fn: FunctionInfo, path) -> None:
+        """Info: a TorchAir scope in code that runs only eagerly does nothing (C7)."""
+        eager_only = path.source in ("compile", "config") and path.modes == frozenset({"eager"})
+        if not eager_only and not (path.source == "family" and _unreached(ctx, fn)):
+            return
+        for use in ctx.project.api_uses(ctx.file, site):
+            if use.role in _TORCHAIR_SCOPES and (use.modes is None or "eager" in use.modes):
+                guard = modes_under(site.guards)
+                if guard is not None and "eager" not in guard:
+                    continue
+                ctx.report(site.node, f"TorchAir scope `{use.spec.qualname.rsplit('.', 1)[-1]}` in code that runs "
+                           "eagerly (no compile reaches it): it has no effect outside a TorchAir graph",
+                           severity=Severity.INFO, confidence=Confidence.MEDIUM, related=path.evidence[:1])
+                return
+
+    VALID = [
+        Valid(
+            """
+            import torch
+            import torchair as tng
+
+            class MoE(torch.nn.Module):
+                def forward(self, x, logits):
+                    with tng.scope.npu_stream_switch("moe_shared"):
+                        tng.scope.npu_wait_tensor(x, logits)
+                        return x * 2
+
+            compiled = torch.compile(MoE(), backend="npu")
+            """
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            import torchair as tng
+
+            class MoE(torch.nn.Module):
+                def forward(self, x, logits):
+                    with tng.scope.npu_stream_switch("moe_shared"):
+                        tng.scope.npu_wait_tensor(x, logits)
+                        return x * 2
+
+            def build():
+                config = tng.CompilerConfig()
+                config.mode = "reduce-overhead"
+                return torch.compile(MoE(), backend=tng.get_npu_backend(compiler_config=config))
+            """,
+            line=7,
+        ),
+    ]
+
+
+def _problems(ctx: RuleContext, site: CallSite, path_modes: frozenset[str]):
+    """(what, unsupported paths, why) for each family use of the call that is on a path without support."""
+    for use in family_uses(ctx.project, ctx.file, site):
+        modes = path_modes & use.modes
+        if use.role is Role.WAIT_TENSOR:
+            bad = modes & _NOT_GE
+            why = "its kernel raises NotImplementedError outside GE; use tagged events / native events there"
+        elif use.group == TAGGED:
+            bad = modes & {"ge"}
+            why = "GE has no converter for tagged-event ops (the compile fails); GE orders data edges itself"
+        elif use.role is None:
+            bad = modes & {"ge"}
+            why = "native stream/event operations do not enter a GE graph; use npu_wait_tensor / torchair.ops.wait"
+        else:
+            continue
+        if bad:
+            yield f"`{use.what}`", bad, why
+    guard = modes_under(site.guards) or ALL_PATHS
+    for use in ctx.project.api_uses(ctx.file, site):
+        modes = path_modes & guard & (use.modes if use.modes is not None else ALL_PATHS)
+        if use.role is Role.LIMIT_CORE_NUM and "npugraph_ex" in modes:
+            yield ("`torchair.scope.limit_core_num`", {"npugraph_ex"},
+                   "use `torch.npu.npugraph_ex.scope.limit_core_num` (stream-level) in npugraph_ex code")
+        elif use.role is Role.LIMIT_CORE_NUM_NPUGRAPH_EX and "ge" in modes:
+            yield ("`npugraph_ex.scope.limit_core_num`", {"ge"},
+                   "use `torchair.scope.limit_core_num` in GE code")
+
+
+def _unreached(ctx: RuleContext, fn: FunctionInfo) -> bool:
+    """No compile reaches ``fn`` although the project's compile sites are all understood."""
+    if fn.class_name is None or fn.node.name.value not in ("forward", "__call__"):
+        return False
+    sites = ctx.project.compile_sites()
+    return bool(sites) and all(cs.targets and cs.modes for cs in sites)
+

@@ -1,0 +1,149 @@
+"""Stream API uses of a function grouped by API family (domain C7-C10), with their mode restrictions.
+
+Three families must not be mixed in one execution path and each is supported only on some paths:
+
+- ``GE``: TorchAir GE scopes ``npu_stream_switch`` / ``npu_wait_tensor``;
+- ``TAGGED``: TorchAir tagged events ``npu_tagged_event_record/wait``, ``npu_record_tagged_stream``;
+- ``NATIVE``: native streams and events (``torch.npu.stream(s)``, ``set_stream``, ``Event.record/wait``,
+  ``Stream.wait_stream/wait_event/record_event``, ``Tensor.record_stream``), NPU or CUDA.
+
+A use carries the execution paths it is restricted to: a mode-dispatching wrapper's variant
+(:attr:`ApiUse.modes`) narrowed by the mode guards around the call (``if exe_mode == "ge_graph":``).
+Object construction (``Stream()``, ``Event()``, ``npu_create_tagged_event``) and queries
+(``current_stream()``) are not uses: they are neutral, usually in ``__init__``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from streamlint.model.apis import EXECUTION_PATHS, Role
+from streamlint.model.file import CallSite, FileModel, FunctionInfo, dotted
+from streamlint.model.streams import EVENT, EVENT_LIST, STREAM, STREAM_LIST, attr_kind, kind_of_call, local_kind
+from streamlint.model.wrappers import modes_under
+
+if TYPE_CHECKING:
+    from streamlint.finding import Location
+    from streamlint.model.project import Project
+
+GE = "TorchAir GE scope"
+TAGGED = "TorchAir tagged event"
+NATIVE = "native stream/event"
+
+ALL_PATHS = frozenset(EXECUTION_PATHS)
+
+_ROLE_GROUP = {
+    Role.STREAM_SWITCH: GE,
+    Role.WAIT_TENSOR: GE,
+    Role.TAGGED_EVENT_RECORD: TAGGED,
+    Role.TAGGED_EVENT_WAIT: TAGGED,
+    Role.RECORD_TAGGED_STREAM: TAGGED,
+    Role.NATIVE_STREAM_CONTEXT: NATIVE,
+    Role.SET_STREAM: NATIVE,
+}
+_EVENT_METHODS = frozenset({"record", "wait"})
+_STREAM_METHODS = frozenset({"wait_stream", "wait_event", "record_event"})
+
+
+@dataclass(frozen=True)
+class FamilyUse:
+    """One call that uses a stream API family (directly, through a wrapper, or as a native method)."""
+
+    site: CallSite
+    file: FileModel
+    what: str  # e.g. "npu_wait_tensor", "Event.record()", "wait_stream()"
+    role: Role | None  # the API role; None for native methods
+    group: str  # GE / TAGGED / NATIVE
+    modes: frozenset[str]  # execution paths the call is restricted to (ALL_PATHS: unrestricted)
+    wrappers: tuple[str, ...] = ()
+
+    @property
+    def node(self) -> cst.Call:
+        return self.site.node
+
+    def location(self, message: str = "") -> "Location":
+        from streamlint.finding import Location
+
+        return Location(self.file.path, self.file.span(self.site.node), message)
+
+
+def native_method(project: "Project", file: FileModel, site: CallSite) -> str | None:
+    """``Event.record()``, ``wait_stream()``, ``record_stream()``, … when a method call is one of the
+    native stream/event operations (receiver typed through :mod:`streams`), else None."""
+    method = site.method
+    if method is None or site.receiver is None:
+        return None
+    if site.target is not None and project.function(site.target, file) is not None:
+        return None  # a project function (`utils.record_event(...)`)
+    if method == "record_stream":
+        return "record_stream()"
+    kind = receiver_kind(project, file, site)
+    if method in _STREAM_METHODS and (kind in (STREAM, None) and not _is_module(file, site)):
+        return f"{method}()"
+    if method in _EVENT_METHODS and kind == EVENT:
+        return f"Event.{method}()"
+    return None
+
+
+def receiver_kind(project: "Project", file: FileModel, site: CallSite) -> str | None:
+    receiver = site.receiver
+    fn = site.function
+    if isinstance(receiver, cst.Call):
+        return kind_of_call(project, file, receiver)
+    if isinstance(receiver, cst.Subscript):
+        inner = _value_kind(project, file, fn, receiver.value)
+        return {EVENT_LIST: EVENT, STREAM_LIST: STREAM}.get(inner or "")
+    return _value_kind(project, file, fn, receiver)
+
+
+def _value_kind(project: "Project", file: FileModel, fn: FunctionInfo | None,
+                expr: cst.BaseExpression) -> str | None:
+    name = dotted(expr)
+    if name is None:
+        return None
+    if name.startswith("self.") and name.count(".") == 1 and fn is not None and fn.class_name:
+        return attr_kind(project, file, file.classes.get(fn.class_name), name[5:])
+    if "." not in name and fn is not None:
+        return local_kind(project, file, fn, name)
+    return None
+
+
+def _is_module(file: FileModel, site: CallSite) -> bool:
+    """`torch.npu.wait_stream(...)`-style calls on a module name, not on an object."""
+    head = (dotted(site.receiver) or "").split(".")[0] if site.receiver is not None else ""
+    return bool(head) and head in file.names and head != "self"
+
+
+def family_uses(project: "Project", file: FileModel, site: CallSite) -> list[FamilyUse]:
+    """The family uses of one call (one per wrapper variant), with their mode restrictions."""
+    guard = modes_under(site.guards)
+    base = guard if guard is not None else ALL_PATHS
+    found: list[FamilyUse] = []
+    for use in project.api_uses(file, site):
+        group = _ROLE_GROUP.get(use.role)
+        if group is None:
+            continue
+        modes = base if use.modes is None else base & use.modes
+        if modes:
+            found.append(FamilyUse(site, file, use.role.value, use.role, group, modes, use.wrappers))
+    if not found:
+        what = native_method(project, file, site)
+        if what is not None:
+            found.append(FamilyUse(site, file, what, None, NATIVE, base))
+    return found
+
+
+def function_family_uses(project: "Project", file: FileModel, fn: FunctionInfo) -> list[FamilyUse]:
+    """Every family use written in ``fn`` itself, in source order."""
+    cache: dict[int, tuple[FunctionInfo, list[FamilyUse]]] = project.__dict__.setdefault("_family_uses", {})
+    entry = cache.get(id(fn))
+    if entry is None or entry[0] is not fn:
+        entry = cache[id(fn)] = (fn, [u for site in fn.calls for u in family_uses(project, file, site)])
+    return entry[1]
+
+
+__all__ = ["ALL_PATHS", "GE", "NATIVE", "TAGGED", "FamilyUse", "family_uses", "function_family_uses",
+           "native_method", "receiver_kind"]

@@ -1,0 +1,130 @@
+"""Typing of stream and event objects: which names and ``self.*`` attributes hold streams or events.
+
+A value is a *stream* when it comes from ``torch.npu.Stream()`` / ``torch.cuda.Stream()`` /
+``current_stream()`` / ``default_stream()`` (directly, through an alias or a project wrapper that returns
+one), an *event* when it comes from ``Event()`` / ``npu_create_tagged_event()`` / ``Stream.record_event()``,
+and an *event list* / *stream list* when a ``self.*`` attribute holds a list (or list comprehension) of
+those. Used by the dataflow to decide what ``x.record()`` / ``x.wait()`` / ``x.synchronize()`` mean.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from streamlint.model.apis import Role
+from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo
+
+if TYPE_CHECKING:
+    from streamlint.model.project import Project
+
+STREAM = "stream"
+EVENT = "event"
+STREAM_LIST = "stream list"
+EVENT_LIST = "event list"
+
+_STREAM_ROLES = frozenset({Role.STREAM_NEW, Role.CURRENT_STREAM, Role.DEFAULT_STREAM})
+_EVENT_ROLES = frozenset({Role.EVENT_NEW, Role.TAGGED_EVENT_CREATE})
+
+
+def derived(project: "Project", name: str) -> dict:
+    """A cache for facts derived from several files. It lives on the project's path index, which the
+    engine replaces whenever any file changes (``Engine.set_override``), so it never goes stale."""
+    holder = project.path_index.__dict__
+    return holder.setdefault(f"_sl_{name}", {})
+
+
+def _site_index(file: FileModel) -> dict[int, CallSite]:
+    index = getattr(file, "_sl_site_index", None)
+    if index is None:
+        index = {id(site.node): site for site in file.calls}
+        file._sl_site_index = index  # type: ignore[attr-defined]
+    return index
+
+
+def call_site(file: FileModel, call: cst.Call) -> CallSite | None:
+    """The CallSite the file model recorded for a call node."""
+    return _site_index(file).get(id(call))
+
+
+def kind_of_call(project: "Project", file: FileModel, call: cst.Call, _depth: int = 0) -> str | None:
+    """STREAM / EVENT when a call creates or returns a stream or an event, else None."""
+    site = call_site(file, call)
+    if site is None:
+        return None
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value == "record_event":
+        return EVENT
+    for use in project.api_uses(file, site):
+        if use.role in _STREAM_ROLES:
+            return STREAM
+        if use.role in _EVENT_ROLES:
+            return EVENT
+    if _depth < 3:
+        target = project.call_target(file, site)
+        if target is not None:
+            return returned_kind(project, target[1], target[0], _depth + 1)
+    return None
+
+
+def kind_of_value(project: "Project", file: FileModel, value: cst.BaseExpression, _depth: int = 0) -> str | None:
+    """Kind of an assigned value: a stream/event constructor, or a list of them."""
+    if isinstance(value, cst.Call):
+        return kind_of_call(project, file, value, _depth)
+    element: cst.BaseExpression | None = None
+    if isinstance(value, (cst.ListComp, cst.GeneratorExp)):
+        element = value.elt
+    elif isinstance(value, (cst.List, cst.Tuple)) and value.elements:
+        element = value.elements[0].value
+    if isinstance(element, cst.Call):
+        inner = kind_of_call(project, file, element, _depth)
+        if inner == STREAM:
+            return STREAM_LIST
+        if inner == EVENT:
+            return EVENT_LIST
+    return None
+
+
+def returned_kind(project: "Project", file: FileModel, fn: FunctionInfo, _depth: int = 0) -> str | None:
+    """STREAM / EVENT when every value a (small) project function returns is one."""
+    kinds: set[str | None] = set()
+    for ret in fn.returns:
+        value = ret.value
+        if value is None:
+            continue
+        if isinstance(value, cst.Name) and value.value in fn.name_assigns:
+            kinds |= {kind_of_value(project, file, v, _depth) for v in fn.name_assigns[value.value]}
+        else:
+            kinds.add(kind_of_value(project, file, value, _depth))
+    kinds.discard(None)
+    return kinds.pop() if len(kinds) == 1 else None
+
+
+def attr_kind(project: "Project", file: FileModel, cls: ClassInfo | None, attr: str) -> str | None:
+    """Kind of ``self.<attr>`` in a class, from its ``self.<attr> = ...`` assignments (any method)."""
+    if cls is None:
+        return None
+    cache = derived(project, "attr_kinds").setdefault(id(cls), {})
+    if attr not in cache:
+        cache[attr] = None
+        kinds: set[str | None] = set()
+        for method in cls.methods.values():
+            for assign in method.assigns:
+                if assign.target == f"self.{attr}":
+                    kinds.add(kind_of_value(project, file, assign.value))
+        kinds.discard(None)
+        cache[attr] = kinds.pop() if len(kinds) == 1 else None
+    return cache[attr]
+
+
+def local_kind(project: "Project", file: FileModel, fn: FunctionInfo, name: str) -> str | None:
+    """Kind of a local name when every assignment to it in the function gives the same kind."""
+    values = fn.name_assigns.get(name)
+    if not values:
+        return None
+    kinds = {kind_of_value(project, file, v) for v in values}
+    return kinds.pop() if len(kinds) == 1 else None
+
+
+__all__ = ["derived", "EVENT", "EVENT_LIST", "STREAM", "STREAM_LIST", "attr_kind", "call_site", "kind_of_call",
+           "kind_of_value", "local_kind", "returned_kind"]

@@ -1,0 +1,193 @@
+"""Syntactic facts about `npu_wait_tensor` / `torchair.ops.record/wait` / event waits (SL202, SL203).
+
+Small helpers over one file: which statement holds a call, later loads of a name, the stream scope a
+call runs in, and whether a ``self.*`` event is ever recorded anywhere in its class.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterator
+
+import libcst as cst
+
+from streamlint.model import apis
+from streamlint.model.apis import Role
+from streamlint.model.file import CallSite, FileModel, FunctionInfo, string_value
+
+if TYPE_CHECKING:
+    from streamlint.model.project import Project
+
+
+def _small_statements(block: cst.CSTNode) -> Iterator[cst.BaseSmallStatement]:
+    """Every small statement under a function body (not descending into expressions or nested defs)."""
+    stack: list[cst.CSTNode] = [block]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.SimpleStatementLine):
+            yield from node.body
+        elif isinstance(node, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+            stack.extend(reversed(node.body))
+        elif isinstance(node, (cst.If, cst.For, cst.While, cst.With, cst.Try, cst.TryStar)):
+            for attr in ("body", "orelse", "finalbody"):
+                part = getattr(node, attr, None)
+                if part is not None:
+                    stack.append(part)
+            for handler in getattr(node, "handlers", ()):
+                stack.append(handler.body)
+        elif isinstance(node, cst.Else) or isinstance(node, cst.Finally):
+            stack.append(node.body)
+
+
+def statement_of(fn: FunctionInfo, call: cst.Call) -> cst.BaseSmallStatement | None:
+    """The small statement whose value *is* ``call`` (``call(...)``, ``x = call(...)``, ``return call(...)``)."""
+    for small in _small_statements(fn.node.body):
+        if getattr(small, "value", None) is call:
+            return small
+    return None
+
+
+def result_discarded(fn: FunctionInfo, call: cst.Call) -> bool:
+    return isinstance(statement_of(fn, call), cst.Expr)
+
+
+def loads_after(file: FileModel, fn: FunctionInfo, name: str, call: cst.Call) -> bool:
+    """Is ``name`` read after ``call`` in program order (or anywhere in a loop containing the call)?"""
+    end = file.span(call)
+    loops = [n for n in _walk(fn.node.body) if isinstance(n, (cst.For, cst.While)) and _contains(n, call)]
+    stores: set[int] = set()
+    for node in _walk(fn.node.body):
+        if isinstance(node, cst.AssignTarget):
+            stores |= {id(n) for n in _walk(node.target) if isinstance(n, cst.Name)}
+        elif isinstance(node, (cst.For, cst.CompFor)):
+            stores |= {id(n) for n in _walk(node.target) if isinstance(n, cst.Name)}
+        elif isinstance(node, cst.Attribute):
+            stores.add(id(node.attr))
+        elif isinstance(node, cst.Arg) and node.keyword is not None:
+            stores.add(id(node.keyword))
+    names = _plain_aliases(fn, name)
+    for node in _walk(fn.node.body):
+        if not isinstance(node, cst.Name) or node.value not in names or id(node) in stores:
+            continue
+        span = file.span(node)
+        if (span.start_line, span.start_col) > (end.end_line, end.end_col):
+            return True
+        if any(_contains(loop, node) for loop in loops) and not _contains(call, node):
+            return True
+    return False
+
+
+def _plain_aliases(fn: FunctionInfo, name: str) -> set[str]:
+    """``name`` and the names bound to the same object by plain assignments (``h = x`` / ``x = h``)."""
+    names = {name}
+    changed = True
+    while changed:
+        changed = False
+        for target, values in fn.name_assigns.items():
+            for value in values:
+                if isinstance(value, cst.Name) and (value.value in names) != (target in names):
+                    names |= {value.value, target}
+                    changed = True
+    return names
+
+
+def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) and n is not node:
+            continue
+        stack.extend(reversed(n.children))
+
+
+def _contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
+    return any(n is inner for n in _walk(outer))
+
+
+def stream_scope_key(project: "Project", file: FileModel, site: CallSite | None) -> tuple[str, object] | None:
+    """(stream key, with-statement) of the innermost stream scope around a call; ("<main>", None) outside."""
+    scope = site.scope if site is not None else None
+    for use in project.enclosing_scopes(file, scope):
+        for api in use.uses:
+            if api.role is Role.STREAM_SWITCH:
+                tag = string_value(api.value("stream_tag"))
+                return (f"tag:{tag}" if tag is not None else f"tag?:{id(use.site.with_node)}"), use.site.with_node
+            if api.role is Role.NATIVE_STREAM_CONTEXT:
+                expr = api.arg("stream")
+                return (file.code(expr) if expr is not None else "?"), use.site.with_node
+    return "<main>", None
+
+
+def later_op_on_stream(project: "Project", file: FileModel, fn: FunctionInfo, site: CallSite) -> bool:
+    """Is there an op (call or arithmetic) after ``site`` in ``fn`` that runs on the same stream?"""
+    key = stream_scope_key(project, file, site)
+    end = file.span(site.node)
+    ordering = {Role.OPS_WAIT, Role.OPS_RECORD, Role.TAGGED_EVENT_RECORD, Role.TAGGED_EVENT_WAIT}
+    for other in fn.calls:
+        span = file.span(other.node)
+        if (span.start_line, span.start_col) <= (end.end_line, end.end_col):
+            continue
+        if any(u.role in ordering or u.role in apis.STREAM_SCOPE_ROLES for u in project.api_uses(file, other)):
+            continue
+        if stream_scope_key(project, file, other)[0] == key[0]:
+            return True
+    if key[0] == "<main>":
+        for small in _small_statements(fn.node.body):
+            span = file.span(small)
+            if (span.start_line, span.start_col) <= (end.end_line, end.end_col) or file.scope_of.get(id(small)):
+                continue
+            if any(isinstance(n, cst.BinaryOperation) for n in _walk(small)):
+                return True
+    return False
+
+
+def first_in_stream_scope(project: "Project", file: FileModel, site: CallSite) -> bool:
+    """Is the call the first statement of the body of the stream scope it is in?"""
+    key = stream_scope_key(project, file, site)
+    with_node = key[1] if key is not None else None
+    if not isinstance(with_node, cst.With) or site.scope is None or site.scope.with_node is not with_node:
+        return False
+    body = with_node.body.body if isinstance(with_node.body, cst.IndentedBlock) else []
+    return bool(body) and _contains(body[0], site.node)
+
+
+def event_recorded_in_class(file: FileModel, fn: FunctionInfo, attr: str) -> bool:
+    """Is ``self.<attr>`` ever used other than being waited on / assigned, anywhere in its class?
+    (A record through a helper or a wrapper counts: only pure waits make the answer False.)"""
+    cls = file.classes.get(fn.class_name or "")
+    if cls is None:
+        return True
+    used = getattr(cls, "_sl_event_uses", None)
+    if used is None:
+        used = set()
+        for method in cls.methods.values():
+            stack: list[tuple[cst.CSTNode, cst.CSTNode | None]] = [(method.node.body, None)]
+            while stack:
+                node, parent = stack.pop()
+                if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+                    if not _wait_position(node, parent):
+                        used.add(node.attr.value)
+                    continue
+                if isinstance(node, cst.Arg) and isinstance(parent, cst.Call) and _is_wait_call(parent):
+                    inner = node.value
+                    if isinstance(inner, cst.Attribute) and isinstance(inner.value, cst.Name) \
+                            and inner.value.value == "self":
+                        continue
+                stack.extend((child, node) for child in node.children)
+        cls._sl_event_uses = used  # type: ignore[attr-defined]
+    return attr in used
+
+
+def _is_wait_call(call: cst.Call) -> bool:
+    name = call.func.attr.value if isinstance(call.func, cst.Attribute) else getattr(call.func, "value", "")
+    return isinstance(name, str) and "wait" in name
+
+
+def _wait_position(node: cst.Attribute, parent: cst.CSTNode | None) -> bool:
+    if isinstance(parent, cst.AssignTarget):
+        return True
+    return isinstance(parent, cst.Attribute) and parent.attr.value in ("wait", "query", "synchronize")
+
+
+__all__ = ["event_recorded_in_class", "first_in_stream_scope", "later_op_on_stream", "loads_after",
+           "result_discarded", "statement_of", "stream_scope_key"]

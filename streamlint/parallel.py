@@ -1,0 +1,230 @@
+"""Linting many files: cache lookups and the prefilter in the parent, analysis in a process pool.
+
+The parent reads every file once, hashes it (when caching), answers what the cache can, and lints the
+files without a marker of any enabled rule itself (a read and a byte search). The files that need
+analysis go to a pool of ``jobs`` worker processes (serial below :data:`SERIAL_BELOW` files or with
+``jobs == 1``). Each worker builds one :class:`~streamlint.engine.Engine` from the settings resolved in
+the parent (the registry is reloaded in the worker from ``settings.plugins``) and keeps it for all its
+chunks, so the lazy project index of a worker is built once and shared by every file it analyses.
+Chunks are contiguous runs of the sorted file list (a package's modules share their imports). Reports
+come back in input order with findings sorted, so the output is identical for every ``jobs``.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Callable
+
+from streamlint.cache import ResultCache, project_digest, sha256
+from streamlint.config import Settings
+from streamlint.engine import Engine, FileReport
+from streamlint.finding import Finding
+from streamlint.model.project import Project
+from streamlint.profile import ProfileData, Profiler, phase
+from streamlint.registry import load_registry
+
+SERIAL_BELOW = 30  # fewer files needing analysis than this: no pool
+CHUNKS_PER_JOB = 4
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a worker sends back for one file (plain data: picklable)."""
+
+    path: str
+    findings: tuple[Finding, ...]
+    skipped: bool
+    deps: tuple[str, ...]  # absolute paths of project files the analysis could reach
+    project_wide: bool  # consulted Project.all_files()
+
+
+@dataclass
+class RunStats:
+    files: int = 0
+    analysed: int = 0
+    cached: int = 0
+    jobs: int = 1
+    profile: list[ProfileData] = field(default_factory=list)
+
+
+def default_jobs() -> int:
+    return os.cpu_count() or 1
+
+
+def dependencies(project: Project, path: str) -> tuple[str, ...]:
+    """Project files whose content the analysis of ``path`` could depend on.
+
+    The import closure of the file over the modules the project index has loaded: every cross-module
+    question (wrappers, symbols, call targets, attribute types, bases) resolves a name through an
+    import table, so the modules it can reach are among the loaded ones named by a prefix of an
+    imported qualified name, transitively. An over-approximation, never an under-approximation.
+    """
+    loaded: dict[str, list[str]] = {}
+    for file_path, model in project._files.items():
+        if model is not None:
+            loaded.setdefault(model.module_name, []).append(file_path)
+    start = os.path.abspath(path)
+    seen = {start}
+    stack = [start]
+    while stack:
+        model = project._files.get(stack.pop())
+        if model is None:
+            continue
+        names = set(model.names.values())
+        for fn in model.functions.values():
+            names.update(fn.local_aliases.values())
+        for cls in model.classes.values():
+            names.update(cls.attr_types.values())
+            names.update(b for b in cls.bases if b)
+        modules: set[str] = set()
+        for qualname in names:
+            parts = qualname.split(".")
+            modules.update(".".join(parts[:cut]) for cut in range(1, len(parts) + 1))
+        if model.module_name:
+            parts = model.module_name.split(".")
+            modules.update(".".join(parts[:cut]) for cut in range(1, len(parts)))  # parent packages
+        for module in modules:
+            for dep in loaded.get(module, ()):
+                if dep not in seen:
+                    seen.add(dep)
+                    stack.append(dep)
+    seen.discard(start)
+    return tuple(sorted(seen))
+
+
+def _result(engine: Engine, path: str, data: bytes | None) -> Result:
+    report = engine.lint_file(path, data)
+    deps: tuple[str, ...] = ()
+    if not report.skipped:
+        explicit = {os.path.abspath(d) for f in report.findings for d in f.depends_on}
+        deps = tuple(sorted(set(dependencies(engine.project, path)) | explicit))
+    return Result(path, tuple(report.findings), report.skipped, deps, engine.project._all_files is not None)
+
+
+# ---- worker side (one Engine per worker process, kept across its chunks)
+_WORKER: dict[str, Engine] = {}
+
+
+def _worker_init(settings: Settings, project_root: str | None, ignore_noqa: bool, profile: bool) -> None:
+    registry = load_registry(settings.plugins)
+    engine = Engine(settings, registry, project_root=project_root, ignore_noqa=ignore_noqa)
+    if profile:
+        engine.profiler = Profiler()
+    _WORKER["engine"] = engine
+
+
+def _worker_run(chunk: list[tuple[str, bytes]]) -> tuple[list[Result], ProfileData | None]:
+    engine = _WORKER["engine"]
+    if engine.profiler is not None:
+        engine.profiler = Profiler()  # one snapshot per chunk: the parent sums them
+    results = [_result(engine, path, data) for path, data in chunk]
+    return results, engine.profiler.snapshot() if engine.profiler is not None else None
+
+
+def _chunks(items: list[tuple[str, bytes]], jobs: int) -> list[list[tuple[str, bytes]]]:
+    count = max(1, min(len(items), jobs * CHUNKS_PER_JOB))
+    size = -(-len(items) // count)
+    chunks = [items[i:i + size] for i in range(0, len(items), size)]
+    # largest first: a chunk with a 4,000-line module must not be the one that starts last
+    return sorted(chunks, key=lambda c: -sum(len(d) for _, d in c))
+
+
+def _pool_context() -> multiprocessing.context.BaseContext:
+    if sys.platform == "linux":
+        return multiprocessing.get_context("fork")  # rules and libcst already imported: no start-up cost
+    return multiprocessing.get_context()
+
+
+def lint_files(
+    engine: Engine,
+    files: list[str],
+    *,
+    jobs: int | None = None,
+    cache: ResultCache | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[list[FileReport], RunStats]:
+    """Lint ``files`` with ``engine``'s settings; reports in input order."""
+    profiler = engine.profiler
+    jobs = default_jobs() if jobs is None or jobs <= 0 else jobs
+    stats = RunStats(files=len(files), jobs=1)
+    reports: dict[str, FileReport] = {}
+    contents: dict[str, bytes] = {}
+    digests: dict[str, str] = {}
+    pending: list[tuple[str, bytes]] = []
+    advance = progress or (lambda n: None)
+
+    def dep_digest(path: str) -> str:
+        if path not in digests:
+            try:
+                with open(path, "rb") as fh:
+                    digests[path] = sha256(fh.read())
+            except OSError:
+                digests[path] = ""
+        return digests[path]
+
+    project_state: list[str] = []
+
+    def whole_project() -> str:
+        if not project_state:
+            project_state.append(project_digest(engine.root, skip=[cache.directory] if cache else []))
+        return project_state[0]
+
+    for path in files:
+        try:
+            with phase(profiler, "read"):
+                data = engine.read(path)
+        except OSError:
+            reports[path] = engine.lint_file(path)  # reports the read error
+            advance(1)
+            continue
+        if cache is not None:
+            with phase(profiler, "cache"):
+                digest = digests[os.path.abspath(path)] = sha256(data)
+                cached = cache.lookup(path, digest, dep_digest, whole_project)
+            if cached is not None:
+                reports[path] = FileReport(path, cached)
+                stats.cached += 1
+                advance(1)
+                continue
+        if engine.needs_analysis(data):
+            contents[path] = data
+            pending.append((path, data))
+            continue
+        report = engine.lint_file(path, data)
+        reports[path] = report
+        if cache is not None:
+            cache.store(path, digests[os.path.abspath(path)], report.findings, {})
+        advance(1)
+
+    results: list[Result] = []
+    if len(pending) < SERIAL_BELOW or jobs == 1:
+        for path, data in pending:
+            results.append(_result(engine, path, data))
+            advance(1)
+    else:
+        stats.jobs = min(jobs, len(pending))
+        context = _pool_context()
+        with ProcessPoolExecutor(stats.jobs, mp_context=context, initializer=_worker_init,
+                                 initargs=(engine.settings, str(engine.root), engine.ignore_noqa,
+                                           profiler is not None)) as pool:
+            for chunk_results, snapshot in pool.map(_worker_run, _chunks(pending, stats.jobs)):
+                results.extend(chunk_results)
+                if snapshot is not None and profiler is not None:
+                    profiler.merge(snapshot)
+                advance(len(chunk_results))
+    stats.analysed = len(results)
+    for res in results:
+        reports[res.path] = FileReport(res.path, list(res.findings), skipped=res.skipped)
+        if cache is not None:
+            with phase(profiler, "cache"):
+                deps = {dep: dep_digest(dep) for dep in res.deps}
+                cache.store(res.path, digests[os.path.abspath(res.path)], list(res.findings), deps,
+                            whole_project() if res.project_wide else None)
+    if cache is not None:
+        with phase(profiler, "cache"):
+            cache.save()
+    return [reports[path] for path in files], stats

@@ -1,0 +1,254 @@
+"""Cross-stream dataflow (streamlint/model/dataflow.py) through the SL2xx/SL3xx rules: the behaviours the
+fixtures do not pin down (options, flag correlation, helpers, robustness, determinism)."""
+
+import time
+
+from harness import lint_text
+
+HEADER = """
+import torch
+import torch.distributed as dist
+from torchair.scope import npu_stream_switch, npu_wait_tensor
+"""
+
+
+def codes(code: str, tmp_path, **settings) -> list[tuple[str, int]]:
+    return sorted((f.code, f.span.start_line) for f in lint_text(HEADER + code, tmp=tmp_path, **settings)
+                  if f.code[:3] in ("SL2", "SL3"))
+
+
+def test_flags_are_correlated_but_distinct_flags_are_not(tmp_path):
+    same = """
+class M(torch.nn.Module):
+    def forward(self, x: torch.Tensor):
+        if self.multistream:
+            self.side.wait_stream(torch.npu.current_stream())
+        with torch.npu.stream(self.side) if self.multistream else torch.npu.stream(None):
+            pass
+        if self.multistream:
+            with torch.npu.stream(self.side):
+                y = x * 2
+            torch.npu.current_stream().wait_stream(self.side)
+        else:
+            y = x * 2
+        return x + y
+"""
+    assert [c for c in codes(same, tmp_path) if c[0] == "SL201"] == []
+    different = same.replace("if self.multistream:\n            with", "if self.other:\n            with")
+    assert ("SL201", 13) in codes(different, tmp_path)  # forked only when multistream, switched when other
+
+
+def test_cached_current_stream_getter_is_the_main_stream(tmp_path):
+    code = """
+_CURRENT = None
+
+def current_stream():
+    global _CURRENT
+    if _CURRENT is None:
+        _CURRENT = torch.npu.current_stream()
+    return _CURRENT
+
+class M(torch.nn.Module):
+    def forward(self, x: torch.Tensor):
+        with torch.npu.stream(self.side):
+            self.side.wait_stream(current_stream())
+            y = x * 2
+        current_stream().wait_stream(self.side)
+        return x + y
+"""
+    assert [c for c in codes(code, tmp_path) if c[0] == "SL201"] == []
+
+
+def test_stream_none_and_host_scalars_are_not_cross_stream(tmp_path):
+    code = """
+class M(torch.nn.Module):
+    def forward(self, x: torch.Tensor):
+        with torch.npu.stream(None):
+            y = x * 2
+        n = y.sum().item()
+        self.side.wait_stream(torch.npu.current_stream())
+        with torch.npu.stream(self.side):
+            z = torch.zeros(n)
+        torch.npu.current_stream().wait_stream(self.side)
+        return y, z
+"""
+    assert [c for c in codes(code, tmp_path) if c[0] == "SL201"] == []
+
+
+def test_async_collective_handle_wait_orders(tmp_path):
+    code = """
+class R:
+    def reduce(self, grad: torch.Tensor):
+        self.comm.wait_stream(torch.npu.current_stream())
+        with torch.npu.stream(self.comm):
+            work = dist.all_reduce(grad, async_op=True)
+        work.wait()
+        return grad.norm()
+"""
+    assert codes(code, tmp_path) == []
+
+
+def test_ge_explicit_join_waits_option(tmp_path):
+    code = """
+class M(torch.nn.Module):
+    def forward(self, x: torch.Tensor):
+        h = self.norm(x)
+        with npu_stream_switch("22"):
+            shared = self.shared_experts(h)
+        return h + shared
+"""
+    assert codes(code, tmp_path) == []  # GE syncs data edges itself
+    strict = codes(code, tmp_path, rule_options={"SL201": {"ge-explicit-join-waits": True}})
+    assert ("SL201", 9) in strict and ("SL201", 10) in strict
+
+
+def test_sl301_strict_reports_escapes_at_low_confidence(tmp_path):
+    code = """
+class M(torch.nn.Module):
+    def forward(self, x: torch.Tensor):
+        h = self.norm(x)
+        self.side.wait_stream(torch.npu.current_stream())
+        with torch.npu.stream(self.side):
+            score = self.stat(h)
+        return h, score, self.side
+"""
+    assert [c for c in codes(code, tmp_path) if c[0] == "SL301"] == []
+    found = [f for f in lint_text(HEADER + code, tmp=tmp_path, rule_options={"SL301": {"strict": True}})
+             if f.code == "SL301"]
+    assert [f.span.start_line for f in found] == [10] and found[0].confidence.value == "low"
+
+
+def test_sl202_counts_plain_aliases_as_later_uses(tmp_path):
+    code = """
+def f(self, x, dep):
+    h = x
+    with npu_stream_switch("22"):
+        npu_wait_tensor(x, dep)
+        y = self.proj(h)
+    return y
+"""
+    assert codes(code, tmp_path) == []
+    assert codes(code.replace("self.proj(h)", "self.proj(dep)"), tmp_path) == [("SL202", 8)]
+
+
+def test_many_branches_stay_fast_and_deterministic(tmp_path):
+    branches = "".join(f"        if self.f{i}:\n            x = x + {i}\n" for i in range(30))
+    code = f"""
+class M(torch.nn.Module):
+    def forward(self, x: torch.Tensor):
+{branches}        with torch.npu.stream(self.side):
+            y = x * 2
+        for i in range(4):
+            while self.go:
+                y = y + x
+        return x + y
+"""
+    start = time.monotonic()
+    first = codes(code, tmp_path)
+    assert time.monotonic() - start < 20
+    assert first == codes(code, tmp_path)
+    assert ("SL201", 68) in first and ("SL201", 71) in first  # fork of x, join of y in the loop
+
+
+def test_odd_syntax_does_not_crash(tmp_path):
+    code = """
+class M(torch.nn.Module):
+    async def forward(self, x: torch.Tensor, *args, **kwargs):
+        with torch.npu.stream(self.side), open("f") as fh:
+            f = lambda t: t * 2
+            y = [f(v) for v in args if (n := v.numel())]
+            match x:
+                case None:
+                    pass
+            del y[0], fh
+            global G
+            a, *rest = x.chunk(3)
+            x[0], x[1] = rest[0], a
+            y = await self.g(x)
+            yield y
+        try:
+            raise ValueError
+        except ValueError:
+            pass
+        finally:
+            x += 1
+"""
+    found = [f for f in lint_text(HEADER + code, tmp=tmp_path) if f.code == "SL000"]
+    assert found == []
+
+
+def test_sl205_helper_method_is_judged_in_its_caller(tmp_path):
+    code = """
+class M(torch.nn.Module):
+    def _launch(self, x: torch.Tensor):
+        self.side.wait_stream(torch.npu.current_stream())
+        with torch.npu.stream(self.side):
+            y = x * 2
+        return y
+
+    def forward(self, x: torch.Tensor):
+        y = self._launch(x)
+        torch.npu.current_stream().wait_stream(self.side)
+        return y
+
+def build():
+    return torch.compile(M(), backend="npugraph_ex")
+"""
+    assert [c for c in codes(code, tmp_path) if c[0] == "SL205"] == []
+    unjoined = code.replace("        torch.npu.current_stream().wait_stream(self.side)\n", "")
+    assert [c for c in codes(unjoined, tmp_path) if c[0] == "SL205"] == [("SL205", 8)]
+
+
+def test_mode_dispatch_branches_are_analysed_per_path(tmp_path):
+    code = """
+class M(torch.nn.Module):
+    def forward(self, x: torch.Tensor):
+        h = self.norm(x)
+        if self.exe_mode == "ge_graph":
+            with npu_stream_switch("22"):
+                shared = self.shared_experts(h)
+        else:
+            self.side.wait_stream(torch.npu.current_stream())
+            with torch.npu.stream(self.side):
+                shared = self.shared_experts(h)
+            torch.npu.current_stream().wait_stream(self.side)
+        return h + shared
+
+def build(cfg):
+    return torch.compile(M(), backend="npugraph_ex")
+"""
+    assert [c for c in codes(code, tmp_path) if c[0] == "SL201"] == []
+
+
+def test_event_recorded_by_the_caller_covers_arguments(tmp_path):
+    code = """
+class M(torch.nn.Module):
+    def forward(self, x: torch.Tensor):
+        with torch.npu.stream(self.side):
+            self.ready.wait()
+            y = x * 2
+        torch.npu.current_stream().wait_stream(self.side)
+        return y
+"""
+    assert [c for c in codes(code, tmp_path) if c[0] == "SL201"] == []
+
+
+def test_flows_follow_edits_of_other_files(tmp_path):
+    from harness import engine_for
+
+    (tmp_path / "helpers.py").write_text(
+        "import torch\n\ndef join(stream):\n    torch.npu.current_stream().wait_stream(stream)\n", encoding="utf-8")
+    model = tmp_path / "model.py"
+    model.write_text(
+        "import torch\nfrom helpers import join\n\n"
+        "class M(torch.nn.Module):\n"
+        "    def forward(self, x: torch.Tensor):\n"
+        "        self.side.wait_stream(torch.npu.current_stream())\n"
+        "        with torch.npu.stream(self.side):\n"
+        "            y = x * 2\n"
+        "        join(self.side)\n"
+        "        return x + y\n", encoding="utf-8")
+    engine = engine_for(tmp_path)
+    assert [f for f in engine.lint_file(str(model)).findings if f.code == "SL201"] == []
+    engine.set_override(str(tmp_path / "helpers.py"), b"import torch\n\ndef join(stream):\n    pass\n")
+    assert [f.span.start_line for f in engine.lint_file(str(model)).findings if f.code == "SL201"] == [10]

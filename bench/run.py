@@ -90,15 +90,21 @@ class TreeRss:
             self._stop.wait(0.02)
 
 
-def measure(cmd: list[str], cwd: Path | None = None) -> dict[str, float]:
+def measure(cmd: list[str], cwd: Path | None = None, timeout: float | None = None) -> dict:
     """Wall seconds, peak RSS of the largest process (MB) and of the whole tree (MB)."""
     use_time = os.path.exists(TIME_V)
     full = [TIME_V, "-v", *cmd] if use_time else cmd
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     started = time.perf_counter()
     proc = subprocess.Popen(full, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    timed_out = False
     with TreeRss(proc.pid) as tree:
-        out, err = proc.communicate()
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            proc.kill()  # our own child; its workers die with their parent's pipe
+            out, err = proc.communicate()
     wall = time.perf_counter() - started
     max_kb = 0.0
     if use_time:
@@ -109,6 +115,7 @@ def measure(cmd: list[str], cwd: Path | None = None) -> dict[str, float]:
         after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         max_kb = float(after if after > before else 0)
     return {"wall": wall, "rss_mb": max_kb / 1024, "tree_mb": tree.peak_kb / 1024, "rc": proc.returncode,
+            "timed_out": timed_out,
             "stdout": out.decode("utf-8", "replace"), "stderr": err.decode("utf-8", "replace")}
 
 
@@ -170,6 +177,7 @@ def main() -> None:
     parser.add_argument("--skip-peers", action="store_true", help="do not run ruff / Fixit")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the corpus even if present")
     parser.add_argument("--json", type=Path, default=None, help="also write the numbers as JSON")
+    parser.add_argument("--peer-timeout", type=float, default=900.0, help="seconds before ruff / Fixit are stopped")
     args = parser.parse_args()
 
     from bench.make_corpus import build
@@ -237,14 +245,15 @@ def main() -> None:
         if ruff:
             print("ruff ...", flush=True)
             peers["ruff (E711)"] = measure([ruff, "check", "--isolated", "--no-cache", "--select", "E711",
-                                            "--exit-zero", str(corpus)])
+                                            "--exit-zero", str(corpus)], timeout=args.peer_timeout)
         fixit = _bin("fixit")
         if fixit:
             print("Fixit (one trivial rule) ...", flush=True)
             cfg = fixit_config(corpus.parent / f".{corpus.name}-fixit")
             peers["Fixit (NoInheritFromObject)"] = measure(
-                [fixit, "--config-file", str(cfg), "lint", str(corpus)])
-    results["peers"] = {k: {"wall": v["wall"], "rss_mb": v["rss_mb"], "tree_mb": v["tree_mb"], "rc": v["rc"]}
+                [fixit, "--config-file", str(cfg), "lint", str(corpus)], timeout=args.peer_timeout)
+    results["peers"] = {k: {"wall": v["wall"], "rss_mb": v["rss_mb"], "tree_mb": v["tree_mb"], "rc": v["rc"],
+                            "timed_out": v["timed_out"]}
                         for k, v in peers.items()}
 
     # ---- the table
@@ -280,8 +289,9 @@ def main() -> None:
     for name, peer in peers.items():
         speedup = peer["wall"] / cold["wall"]
         target = ">= 4x faster" if name.startswith("Fixit") else ""
-        lines.append(row(f"{name} wall", f"{peer['wall']:.2f} s (rc {peer['rc']})"))
-        lines.append(row(f"  {name} / streamlint cold", f"{speedup:.2f}x", target,
+        over = "> " if peer["timed_out"] else ""
+        lines.append(row(f"{name} wall", f"{over}{peer['wall']:.2f} s" + ("" if over else f" (rc {peer['rc']})")))
+        lines.append(row(f"  {name} / streamlint cold", f"{over}{speedup:.2f}x", target,
                          speedup >= 4 if target else None))
     print()
     print("\n".join(lines))

@@ -130,8 +130,9 @@ def _message(race, names: list[str]) -> str:
         message = (f"{listed} {'are' if len(names) > 1 else 'is'} written on {dst} while {src} may still have it "
                    f"{verb} ({race.kind.replace('-', ' ')})")
     hint = _HINTS.get(race.mode, _NATIVE_HINT)
-    src_obj = "torch.npu.current_stream()" if race.src == MAIN else race.src
-    dst_obj = "torch.npu.current_stream()" if race.dst == MAIN else race.dst
+    current = "torch.cuda.current_stream()" if race.mode == "cuda" else "torch.npu.current_stream()"
+    src_obj = current if race.src == MAIN else race.src
+    dst_obj = current if race.dst == MAIN else race.dst
     if race.src.startswith("tag") or race.dst.startswith("tag"):
         hint = _HINTS.get(race.mode, "order them with an event recorded on {src} after the producer and waited on {dst}")
     return message + f" [{race.mode}]; " + hint.format(src=src, dst=dst, src_obj=src_obj, dst_obj=dst_obj)

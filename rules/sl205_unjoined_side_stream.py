@@ -51,9 +51,14 @@ class UnjoinedSideStream(Rule):
                 seen.add(id(item.node))
                 where = ("the graph-capture region" if item.region == "capture"
                          else "the npugraph_ex-captured function")
-                ctx.report(item.node, f"work queued on {stream_label(item.stream)} here is never joined back into "
-                                      f"the capture stream before {where} ends; add "
-                                      f"`current_stream().wait_stream(...)` or wait on an event recorded after it")
+                message = (f"work queued on {stream_label(item.stream)} here is never joined back into the capture "
+                           f"stream before {where} ends; add `current_stream().wait_stream(...)` or wait on an event "
+                           f"recorded after it")
+                confidence = None
+                if item.region == "function" and not item.entry:
+                    confidence = Confidence.MEDIUM
+                    message += " (assumes no caller joins it after this function returns)"
+                ctx.report(item.node, message, confidence=confidence)
 
     VALID = [
         Valid(

@@ -79,14 +79,14 @@ class MissingRecordStream(Rule):
                 related = []
                 if issue.free_node is not None:
                     related.append(Location(ctx.file.path, ctx.file.span(issue.free_node), "freed here"))
-                fix = None if tagged else self._fix(ctx, issue.node, issue.name, issue.use_stream)
+                fix = None if tagged else self._fix(ctx, issue.node, issue.name, issue.use_stream, issue.mode)
                 ctx.report(issue.node, message, confidence=confidence, related=related, fix=fix)
 
-    def _fix(self, ctx: RuleContext, node: cst.CSTNode, name: str, stream: str):
+    def _fix(self, ctx: RuleContext, node: cst.CSTNode, name: str, stream: str, mode: str):
         if not name.isidentifier() or (stream != MAIN and (stream.startswith("<") or stream.startswith("tag"))):
             return None
         stream_expr = "torch.npu.current_stream()" if stream == MAIN else stream
-        if stream == MAIN and b"torch.cuda" in ctx.file.source.text.encode("utf-8", "replace"):
+        if stream == MAIN and mode == "cuda":
             stream_expr = "torch.cuda.current_stream()"
         if not isinstance(node, cst.BaseSmallStatement) or isinstance(
                 node, (cst.Return, cst.Raise, cst.Continue, cst.Break, cst.Pass)):

@@ -96,7 +96,7 @@ def _long_lived(file: FileModel, fn: FunctionInfo, expr: cst.BaseExpression, dep
         cls = file.classes[fn.class_name]
         attr = parts[1]
         if len(parts) > 2:
-            return "a submodule parameter" if parts[-1] in ("weight", "bias") or attr in cls.attr_types else None
+            return "a submodule parameter" if len(parts) == 3 and parts[-1] in ("weight", "bias") else None
         return _self_attr_kind(file, cls, attr)
     if len(parts) == 1:
         local = parts[0]

@@ -1,6 +1,13 @@
 from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.apis import Role
-from streamlint.model.compile import bool_literal, enabling_flags, field_values, flags_under, reached_uses
+from streamlint.model.compile import (
+    bool_literal,
+    compile_modes,
+    enabling_flags,
+    field_values,
+    flags_under,
+    reached_uses,
+)
 from streamlint.rule import Invalid, Rule, RuleContext, Valid
 
 _MULTI_STREAM = frozenset({Role.STREAM_SWITCH, Role.PREFETCH})
@@ -57,7 +64,7 @@ class SingleStreamConflict(Rule):
         done: set[int] = set()
         for cs in ctx.project.compile_sites():
             config = cs.config
-            if config is None or config.file is not ctx.file or not cs.modes or "ge" not in cs.modes:
+            if config is None or config.file is not ctx.file or "ge" not in compile_modes(ctx.project, cs):
                 continue
             for value in field_values(config, _FIELD):
                 if id(value.node) in done or bool_literal(value.value) is not True:

@@ -1,6 +1,6 @@
 from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.apis import Role
-from streamlint.model.compile import reached_uses
+from streamlint.model.compile import compile_modes, reached_uses
 from streamlint.model.environment import DYNAMIC_SHAPE_MULTI_STREAM, sets_env
 from streamlint.rule import Invalid, Rule, RuleContext, Valid
 
@@ -47,7 +47,7 @@ class DynamicShapeSingleStream(Rule):
 
     def check(self, ctx: RuleContext) -> None:
         sites = [cs for cs in ctx.project.compile_sites()
-                 if cs.file is ctx.file and cs.dynamic is True and cs.modes == frozenset({"ge"})]
+                 if cs.file is ctx.file and cs.dynamic is True and compile_modes(ctx.project, cs) == frozenset({"ge"})]
         if not sites or sets_env(ctx.project, DYNAMIC_SHAPE_MULTI_STREAM):
             return
         for cs in sites:

@@ -5,6 +5,7 @@ import libcst as cst
 from streamlint.finding import Confidence, Severity
 from streamlint.model.apis import Role
 from streamlint.model.file import int_value, string_value
+from streamlint.model.scopes import parse_super_kernel_options, string_constant
 from streamlint.rule import Invalid, Rule, RuleContext, Valid
 
 _LIMIT_ROLES = frozenset({Role.LIMIT_CORE_NUM, Role.LIMIT_CORE_NUM_NPUGRAPH_EX})
@@ -77,14 +78,11 @@ class InvalidCoreLimit(Rule):
             self._check_super_kernel(ctx, use)
 
     def _check_super_kernel(self, ctx: RuleContext, use) -> None:
-        options = string_value(use.arg("options"))
+        options = string_constant(ctx.project, ctx.file, use.arg("options"), use.site.function)
         if not options:
             return
-        debug = {}
-        for item in options.split(":"):
-            key, _, value = item.partition("=")
-            if key.strip() in _DEBUG_KEYS and value.strip().isdigit():
-                debug[key.strip()] = int(value)
+        parsed = parse_super_kernel_options(options)
+        debug = {key: int(value) for key in _DEBUG_KEYS if (value := parsed.get(key)) is not None and value.isdigit()}
         if not debug:
             return
         limit = next((s for s in ctx.project.enclosing_scopes(ctx.file, use.site.scope)

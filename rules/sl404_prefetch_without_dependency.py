@@ -1,3 +1,5 @@
+import libcst as cst
+
 from streamlint.finding import Confidence, Severity
 from streamlint.model.apis import Role
 from streamlint.model.file import int_value
@@ -51,6 +53,8 @@ class PrefetchWithoutDependency(Rule):
     def check(self, ctx: RuleContext) -> None:
         for use in ctx.project.uses_in(ctx.file, {Role.PREFETCH}):
             modes = ctx.project.modes_at(ctx.file, use.site)
+            if use.modes is not None:
+                modes = modes & use.modes
             problems = []
             dependency = use.arg("dependency")
             if modes and modes <= GRAPH_MODES and _is_none(dependency):
@@ -104,5 +108,5 @@ class PrefetchWithoutDependency(Rule):
     ]
 
 
-def _is_none(expr) -> bool:
-    return expr is not None and getattr(expr, "value", None) == "None" and type(expr).__name__ == "Name"
+def _is_none(expr: cst.BaseExpression | None) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "None"

@@ -20,6 +20,7 @@ class _Entry:
     modes: frozenset[str]
     what: str
     origin: Location
+    guards: tuple = ()  # the `if` tests around the call: entries in opposite branches never meet
     callee: FunctionInfo | None = None
 
 
@@ -77,24 +78,21 @@ class MixedStreamApiStyle(Rule):
             if ctx.project.wrapper(fn, ctx.file) is not None:
                 continue  # a forwarding helper: its callers' paths decide
             path = ctx.project.execution_path(ctx.file, fn).modes or ALL_PATHS
-            seen: dict[str, _Entry] = {}
+            seen: dict[str, list[_Entry]] = {}
             for site, entries in _entries(ctx, ctx.file, fn, path, summaries):
                 conflict = _first_conflict(entries, seen, ctx, summaries)
                 if conflict is not None:
                     entry, other, common = conflict
-                    via = f" (inside `{entry.callee.qualname}`)" if entry.callee is not None else ""
                     ctx.report(
                         site.node,
-                        f"`{entry.what}`{via} ({entry.group}) is used in the same execution path as "
-                        f"`{other.what}` ({other.group}) on {'/'.join(sorted(common))}: use one stream API "
-                        "family per path, or dispatch on the execution mode",
+                        f"{entry.what} ({entry.group}) is used in the same execution path as {other.what} "
+                        f"({other.group}, line {other.origin.span.start_line}) on {'/'.join(sorted(common))}: use "
+                        "one stream API family per path, or dispatch on the execution mode",
                         related=[other.origin],
                     )
                     break
                 for entry in entries:
-                    known = seen.get(entry.group)
-                    seen[entry.group] = entry if known is None else _Entry(
-                        known.group, known.modes | entry.modes, known.what, known.origin, known.callee)
+                    seen.setdefault(entry.group, []).append(entry)
 
     VALID = [
         Valid(
@@ -140,8 +138,8 @@ def _entries(ctx: RuleContext, file: FileModel, fn: FunctionInfo, path: frozense
     for site in fn.calls:
         uses = family_uses(ctx.project, file, site)
         if uses:
-            yield site, [_Entry(u.group, u.modes & path, u.what, u.location(f"{u.what} ({u.group})"))
-                         for u in uses if u.modes & path]
+            yield site, [_Entry(u.group, u.modes & path, u.describe(), u.location(f"{u.describe()} ({u.group})"),
+                                site.guards) for u in uses if u.modes & path]
             continue
         guard = (modes_under(site.guards) or ALL_PATHS) & path
         entries = []
@@ -149,7 +147,7 @@ def _entries(ctx: RuleContext, file: FileModel, fn: FunctionInfo, path: frozense
             for group, modes in _summary(ctx, callee, cmod, summaries, 0).items():
                 if modes & guard:
                     origin = Location(file.path, file.span(site.node), f"{group} used inside `{callee.qualname}`")
-                    entries.append(_Entry(group, modes & guard, f"{callee.qualname}()", origin, callee))
+                    entries.append(_Entry(group, modes & guard, f"`{callee.qualname}()`", origin, site.guards, callee))
         if entries:
             yield site, entries
 
@@ -181,13 +179,18 @@ def _mixes(summary: dict[str, frozenset[str]]) -> bool:
                for g, others in _CONFLICTS.items() for h in others)
 
 
-def _first_conflict(entries: list[_Entry], seen: dict[str, _Entry], ctx: RuleContext,
+def _first_conflict(entries: list[_Entry], seen: dict[str, list[_Entry]], ctx: RuleContext,
                     summaries: dict[int, dict[str, frozenset[str]]]):
     for entry in entries:
         if entry.callee is not None and _mixes(summaries.get(id(entry.callee), {})):
             continue  # the callee mixes on its own and is reported there
         for other_group in _CONFLICTS[entry.group]:
-            other = seen.get(other_group)
-            if other is not None and entry.modes & other.modes:
-                return entry, other, entry.modes & other.modes
+            for other in seen.get(other_group, ()):
+                if entry.modes & other.modes and not _exclusive(entry.guards, other.guards):
+                    return entry, other, entry.modes & other.modes
     return None
+
+
+def _exclusive(a: tuple, b: tuple) -> bool:
+    """Opposite branches of one `if` (``if torchair_graph_enabled: … else: …``) never run together."""
+    return any(ga.test is gb.test and ga.negated != gb.negated for ga in a for gb in b)

@@ -87,9 +87,8 @@ class ApiUnsupportedInMode(Rule):
                     continue
                 reported.add(what)
                 where = "/".join(sorted(bad))
-                related = path.evidence[:1]
-                ctx.report(site.node, f"{what} is not supported in {where} code: {why} (execution path: "
-                           f"{path.describe()})", related=related)
+                ctx.report(site.node, f"{what} is not supported in {where} code: {why} ({_origin(ctx, path)})",
+                           related=path.evidence[:1])
             self._eager_scopes(ctx, site, fn, path)
 
     def _eager_scopes(self, ctx: RuleContext, site: CallSite, fn: FunctionInfo, path) -> None:
@@ -161,7 +160,7 @@ def _problems(ctx: RuleContext, site: CallSite, path_modes: frozenset[str]):
         else:
             continue
         if bad:
-            yield f"`{use.what}`", bad, why
+            yield use.describe(), bad, why
     guard = modes_under(site.guards) or ALL_PATHS
     for use in ctx.project.api_uses(ctx.file, site):
         modes = path_modes & guard & (use.modes if use.modes is not None else ALL_PATHS)
@@ -171,6 +170,14 @@ def _problems(ctx: RuleContext, site: CallSite, path_modes: frozenset[str]):
         elif use.role is Role.LIMIT_CORE_NUM_NPUGRAPH_EX and "ge" in modes:
             yield ("`npugraph_ex.scope.limit_core_num`", {"ge"},
                    "use `torchair.scope.limit_core_num` in GE code")
+
+
+def _origin(ctx: RuleContext, path) -> str:
+    """Where the execution path comes from, for the message (the related location repeats it)."""
+    if path.source == "compile" and path.evidence:
+        loc = path.evidence[0]
+        return f"compiled at {ctx.project.relative(loc.path)}:{loc.span.start_line}"
+    return f"execution path {path.describe()}"
 
 
 def _unreached(ctx: RuleContext, fn: FunctionInfo) -> bool:

@@ -61,8 +61,13 @@ class TaggedEventPerCall(Rule):
             if fn is not None and _is_cached(fn):
                 continue
             tag = use.arg("tag")
-            if fn is not None and id(fn) in per_call:
-                where = f"`{fn.qualname}`" + ("" if fn.node.name.value in _PER_CALL_METHODS else ", which runs on every forward call")
+            if fn is not None and (id(fn) in per_call or _compiled(ctx, fn)):
+                if fn.node.name.value in _PER_CALL_METHODS:
+                    where = f"`{fn.qualname}`"
+                elif id(fn) in per_call:
+                    where = f"`{fn.qualname}`, which runs on every forward call"
+                else:
+                    where = f"`{fn.qualname}`, which runs on every call of the compiled code"
                 ctx.report(use.node, f"tagged event created in {where}: the tag is registered once per process, so the "
                            "second call raises `ValueError(tag already in use)`; create it once in `__init__`, at "
                            "module level, or through a cached factory")
@@ -150,6 +155,11 @@ def _per_call_functions(ctx: RuleContext) -> set[int]:
         if mod is ctx.file and not _is_cached(fn) and fn.node.name.value != "__init__":
             per_call.add(id(fn))
     return per_call
+
+
+def _compiled(ctx: RuleContext, fn: FunctionInfo) -> bool:
+    """A function a compile site reaches runs on every call of the compiled graph."""
+    return fn.node.name.value != "__init__" and ctx.project.execution_path(ctx.file, fn).source == "compile"
 
 
 def _exclusive(a: CallSite, b: CallSite) -> bool:

@@ -13,7 +13,8 @@ from typing import Any
 import click
 
 from streamlint import __version__
-from streamlint.config import OUTPUT_FORMATS, ConfigError, Settings, configured_plugins, load_settings
+from streamlint.config import (OUTPUT_FORMATS, ConfigError, Settings, configured_plugins, find_config,
+                               load_settings)
 from streamlint.discovery import discover
 from streamlint.engine import Engine, FileReport
 from streamlint.baseline import BaselineError, load_baseline, write_baseline
@@ -46,11 +47,17 @@ def _fail(message: str) -> "click.exceptions.Exit":
     return click.exceptions.Exit(EXIT_ERROR)
 
 
-def _registry(plugins: tuple[str, ...] = ()) -> Registry:
+def _registry(plugins: tuple[str, ...] = (), search_path: str | None = None) -> Registry:
     try:
-        return load_registry(plugins)
+        return load_registry(plugins, search_path)
     except RegistryError as exc:
         raise _fail(str(exc)) from None
+
+
+def _plugin_dir(start: Path, config_file: Path | None, isolated: bool) -> str | None:
+    """Where a project's own plugin modules are looked for: the directory of its configuration file."""
+    path = None if isolated else (config_file or find_config(start))
+    return str(path.absolute().parent) if path is not None else None
 
 
 @click.group(cls=_DefaultCheckGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -135,7 +142,8 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
         if config_file is not None and not config_file.is_file():
             raise ConfigError(str(config_file), None, "no such configuration file")
         # plugin rules must be registered before selectors and rule options are validated
-        registry = _registry(configured_plugins(start, config_file, bool(opts.get("isolated"))))
+        registry = _registry(configured_plugins(start, config_file, bool(opts.get("isolated"))),
+                             _plugin_dir(start, config_file, bool(opts.get("isolated"))))
         settings = load_settings(registry, start, config_file, bool(opts.get("isolated")), _overrides(opts))
     except ConfigError as exc:
         raise _fail(str(exc)) from None
@@ -342,7 +350,7 @@ def rule(selector: str | None, show_all: bool, output_format: str) -> None:
     """Show a rule's documentation (by code or name), or list all rules."""
     # the plugins of the project in the current directory are documented too
     try:
-        registry = load_registry(configured_plugins(Path.cwd()))
+        registry = load_registry(configured_plugins(Path.cwd()), _plugin_dir(Path.cwd(), None, False))
     except RegistryError as exc:
         click.echo(f"streamlint: warning: {exc}; showing the installed rules only", err=True)
         registry = _registry()

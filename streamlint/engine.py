@@ -293,7 +293,7 @@ class Engine:
                         continue
                     if sup.kind == "file":
                         continue  # file-level suppressions are a policy, not judged for use
-                    # a code or a prefix (`# noqa: SL1`): judged when a rule it names runs on this file
+                    # a code or a prefix (noqa with SL1): judged when a rule it names runs on this file
                     rule_enabled = any(c.startswith(code) and not self._ignored(c, ignored)
                                        for c in self.enabled_codes)
                     used = any(u.startswith(code) for u in sup.used)

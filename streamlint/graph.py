@@ -452,7 +452,7 @@ def render_mermaid(graph: StreamGraph) -> str:
         emit(cluster, 1)
     for edge in graph.edges:
         arrow = _EDGE_MERMAID.get(edge.kind, "-->")
-        label = f"|{_mermaid_text(edge.label)}|" if edge.label else ""
+        label = f'|"{_mermaid_text(edge.label)}"|' if edge.label else ""
         lines.append(f"  {edge.src} {arrow}{label} {edge.dst}")
     lines += [
         "  classDef finding fill:#fde2e2,stroke:#d00000,stroke-width:2px,color:#900000;",

@@ -4,7 +4,8 @@
   runs on one worker thread (engines are not thread-safe), never on the event loop; a result for a
   version that is no longer the document's latest is dropped; closing a document publishes [];
 - the unsaved buffer is what is linted (``Engine.set_override`` for as long as the document is open), the
-  project index reads the other files from disk;
+  project index reads the other files from disk; after an edit, the other open documents are re-linted
+  too (a little later: they may call wrappers defined in the edited buffer);
 - one engine per configuration file; a change of pyproject.toml / streamlint.toml / .streamlint.toml
   (watched through ``workspace/didChangeWatchedFiles``, or saved in the editor) drops the engines and
   re-lints every open document; a changed ``.py`` file on disk is re-read;
@@ -45,6 +46,7 @@ from streamlint.source import SourceFile, UndecodableSource
 log = logging.getLogger("streamlint.lsp")
 
 DEBOUNCE = 0.2
+PEER_DELAY = 4  # other open documents are re-linted this many debounce periods after an edit
 SOURCE = "streamlint"
 FIX_ALL_KIND = "source.fixAll.streamlint"
 SEVERITIES = {
@@ -407,8 +409,8 @@ def create_server() -> StreamlintServer:
                     types.Registration(id="streamlint-watch", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
                                        register_options=types.DidChangeWatchedFilesRegistrationOptions(
                                            watchers=watchers))]))
-            except Exception:  # the client refused: config changes are then picked up on save only
-                log.warning("could not register file watchers", exc_info=True)
+            except Exception as exc:  # the client refused: config changes are then picked up on save only
+                log.warning("could not register file watchers: %s", exc)
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: StreamlintServer, params: types.DidOpenTextDocumentParams) -> None:
@@ -424,6 +426,10 @@ def create_server() -> StreamlintServer:
         if uri in ls.versions:
             ls.versions[uri] = params.text_document.version
             ls.schedule(uri, ls.debounce)
+            # the other open documents may depend on this buffer (wrappers, call graph): later, once
+            for other in ls.versions:
+                if other != uri and other not in ls.pending:
+                    ls.schedule(other, ls.debounce * PEER_DELAY)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: StreamlintServer, params: types.DidSaveTextDocumentParams) -> None:

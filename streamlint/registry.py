@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
+import sys
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from types import ModuleType
@@ -84,7 +85,27 @@ def _add(rules: dict[str, type[Rule]], prefix: str, module: ModuleType, origin: 
         rules[rule.code] = rule
 
 
-def load_registry(plugins: tuple[str, ...] = ()) -> Registry:
+def _import_plugin(name: str, search_path: str | None) -> ModuleType:
+    """Import a local plugin module: from ``sys.path``, else from ``search_path`` (the directory of the
+    configuration that names it, where a project keeps its own rules)."""
+    try:
+        try:
+            return importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if search_path is None or exc.name != name.split(".")[0]:
+                raise
+        sys.path.insert(0, search_path)
+        try:
+            return importlib.import_module(name)
+        finally:
+            sys.path.remove(search_path)
+    except ImportError as exc:
+        raise RegistryError(f"cannot import plugin module {name!r}: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - the plugin's own code raised while importing
+        raise RegistryError(f"plugin module {name!r} failed to import: {type(exc).__name__}: {exc}") from None
+
+
+def load_registry(plugins: tuple[str, ...] = (), search_path: str | None = None) -> Registry:
     """Load every rule registered under the ``streamlint.rules`` entry-point group, plus local
     plugin modules named in the configuration (imported only when the user asks for them)."""
     rules: dict[str, type[Rule]] = {}
@@ -99,12 +120,13 @@ def load_registry(plugins: tuple[str, ...] = ()) -> Registry:
                 f"plugin {ep.value!r}: prefix {ep.name!r} already registered by {seen_prefixes[ep.name]!r}"
             )
         seen_prefixes[ep.name] = ep.value
-        _add(rules, ep.name, ep.load(), f"plugin {ep.value!r}")
-    for name in plugins:
         try:
-            module = importlib.import_module(name)
-        except ImportError as exc:
-            raise RegistryError(f"cannot import plugin module {name!r}: {exc}") from None
+            module = ep.load()
+        except Exception as exc:  # noqa: BLE001 - a broken third-party pack: a message, not a traceback
+            raise RegistryError(f"plugin {ep.value!r} failed to load: {type(exc).__name__}: {exc}") from None
+        _add(rules, ep.name, module, f"plugin {ep.value!r}")
+    for name in plugins:
+        module = _import_plugin(name, search_path)
         prefix = getattr(module, "PREFIX", None)
         if not isinstance(prefix, str) or not PREFIX_RE.match(prefix):
             raise RegistryError(f"plugin module {name!r} must define PREFIX matching {PREFIX_RE.pattern}")

@@ -18,7 +18,7 @@ from streamlint.source import split_lines
 
 _NOQA_RE = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 _IGNORE_RE = re.compile(r"#\s*streamlint:\s*ignore\[(?P<codes>[^\]]*)\]")
-# codes, then an optional free reason (`# streamlint: noqa: SL104 -- generated code`)
+# codes, then an optional free reason after them (e.g. "-- generated code")
 _FILE_RE = re.compile(
     r"#\s*streamlint:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?(?![:\w-])", re.IGNORECASE
 )

@@ -213,9 +213,8 @@ def test_deep_nesting_does_not_crash_the_process(tmp_path: Path) -> None:
         messages = [f["message"] for f in findings if f["filename"] == name and f["code"] == "SL001"]
         assert all("nested" in m or "LibCST" in m for m in messages), messages
     assert by_file["parens.py"] == {"SL001"}
-    assert [f["message"] for f in findings if f["filename"] == "strings.py"] == [
-        "cannot analyse: valid Python that LibCST's parser rejects (parser error: error at 6:0: expected one of "
-        'STRING, f", t")']
+    [message] = [f["message"] for f in findings if f["filename"] == "strings.py"]
+    assert message.startswith("cannot analyse: valid Python that LibCST's parser rejects (")
 
 
 @pytest.mark.skipif(not os.environ.get("STREAMLINT_SLOW_TESTS"), reason="~30 s: set STREAMLINT_SLOW_TESTS=1")
@@ -225,3 +224,17 @@ def test_50000_line_file_with_a_marker(tmp_path: Path) -> None:
     path.write_bytes(MARKED + b"".join(b"value_%d = %d\n" % (i, i) for i in range(50_000)))
     engine = Engine(Settings(project_root=str(tmp_path)), REGISTRY)
     assert [(f.code, f.span.start_line) for f in engine.lint_file(str(path)).findings] == [("SL105", 2)]
+
+
+def test_sl001_obeys_ignore_and_per_file_ignores(tmp_path: Path) -> None:
+    (tmp_path / "syntax.py").write_bytes(SYNTAX)
+    (tmp_path / "binary.py").write_bytes(b"\x00\x01")
+    files = [str(tmp_path / "syntax.py"), str(tmp_path / "binary.py")]
+
+    def codes(**kw) -> list[str]:
+        engine = Engine(Settings(project_root=str(tmp_path), **kw), REGISTRY)
+        return [f"{os.path.basename(f.path)}:{f.code}" for p in files for f in engine.lint_file(p).findings]
+
+    assert codes() == ["syntax.py:SL001", "binary.py:SL001"]
+    assert codes(ignore=("SL001",)) == []
+    assert codes(per_file_ignores=(("syntax.py", ("syntax-error",)),)) == ["binary.py:SL001"]

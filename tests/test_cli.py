@@ -538,3 +538,38 @@ def test_rule_documents_project_plugins(project: Path, monkeypatch: pytest.Monke
     write(project, "streamlint.toml", "plugins = ['no_such_plugin_module_y']\n")
     result = run(["rule", "SL104"])
     assert result.exit_code == 0 and "cannot import plugin module 'no_such_plugin_module_y'" in result.stderr
+
+
+def test_plugin_module_next_to_the_config_is_found(project: Path) -> None:
+    name = f"slplug_{uuid.uuid4().hex[:8]}"  # in the project, not on sys.path
+    write(project, f"tools/{name}.py", '''
+        from streamlint.rule import Rule
+        PREFIX = "XL"
+        class Local(Rule):
+            """## What it does
+            Reports the first statement."""
+            code = "XL001"
+            name = "local-rule"
+            markers = (b"torchair",)
+            def check(self, ctx):
+                ctx.report(ctx.file.module.body[0], "local rule ran")
+    ''')
+    write(project, "tools/streamlint.toml", f"plugins = [{name!r}]\nselect = ['XL']\n")
+    write(project, "tools/bad.py", BAD)
+    assert name not in sys.modules
+    code, lines = concise(["tools/bad.py"])
+    assert (code, lines) == (1, ["bad.py:1:1: XL001 local rule ran"])
+    assert str(project / "tools") not in sys.path  # looked up there, not left there
+    sys.modules.pop(name, None)
+
+
+def test_plugin_failing_at_import_is_exit_2(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    plugin = make_plugin(project, monkeypatch, "raise RuntimeError('broken plugin')\n")
+    write(project, "streamlint.toml", f"plugins = [{plugin!r}]\n")
+    write(project, "bad.py", BAD)
+    result = run(["bad.py"])
+    assert result.exit_code == 2
+    assert f"plugin module {plugin!r} failed to import: RuntimeError: broken plugin" in result.stderr
+    write(project, "streamlint.toml", "plugins = ['no_such_module_zz']\n")
+    result = run(["bad.py"])
+    assert result.exit_code == 2 and "cannot import plugin module 'no_such_module_zz'" in result.stderr

@@ -252,3 +252,41 @@ def test_flows_follow_edits_of_other_files(tmp_path):
     assert [f for f in engine.lint_file(str(model)).findings if f.code == "SL201"] == []
     engine.set_override(str(tmp_path / "helpers.py"), b"import torch\n\ndef join(stream):\n    pass\n")
     assert [f.span.start_line for f in engine.lint_file(str(model)).findings if f.code == "SL201"] == [10]
+
+
+def test_current_stream_kept_on_self_is_the_main_stream(tmp_path):
+    code = """
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.main_stream = torch.npu.current_stream()
+        self.side = torch.npu.Stream()
+
+    def forward(self, x: torch.Tensor):
+        self.side.wait_stream(self.main_stream)
+        with torch.npu.stream(self.side):
+            y = x * 2
+        self.main_stream.wait_stream(self.side)
+        return x + y
+"""
+    assert [c for c in codes(code, tmp_path) if c[0] == "SL201"] == []
+
+
+def test_recursion_limits_in_the_interpreter_give_no_internal_error(tmp_path, monkeypatch):
+    from streamlint.model import dataflow
+
+    chain = " + ".join(["x"] * 150)
+    code = f"""
+class M(torch.nn.Module):
+    def forward(self, x: torch.Tensor):
+        with torch.npu.stream(self.side):
+            y = {chain}
+        return y
+"""
+    assert [f.code for f in lint_text(HEADER + code, tmp=tmp_path) if f.code == "SL000"] == []
+
+    def explode(self):
+        raise RecursionError
+
+    monkeypatch.setattr(dataflow._Interp, "run", explode)
+    assert [f.code for f in lint_text(HEADER + code, tmp=tmp_path) if f.code in ("SL000", "SL201")] == []

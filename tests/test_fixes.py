@@ -318,3 +318,20 @@ def test_cli_add_noqa(tmp_path):
     proc = _cli(tmp_path, "--add-noqa", str(path))
     assert proc.exit_code == 0 and "Added 1 noqa directive" in proc.stderr
     assert "npu_stream_switch(1):  # noqa: SL105\n" in path.read_text()
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs())
+def test_add_noqa_silences_everything_once(program):
+    text, _ = program
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        path = _write(directory, text)
+        report = engine_for(directory, [str(path)]).lint_file(str(path))
+        new_text, count, skipped = add_noqa_text(report.source, report.findings)
+        assert count == len({f.span.start_line for f in report.findings}) - len({f.span.start_line for f in skipped})
+        path.write_bytes(new_text.encode("utf-8"))
+        after = engine_for(directory, [str(path)]).lint_file(str(path))
+        assert [f for f in after.findings if f not in skipped] == []
+        again, count2, _ = add_noqa_text(after.source, after.findings)
+        assert count2 == 0 and again == new_text

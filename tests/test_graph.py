@@ -91,7 +91,7 @@ def test_mermaid_structure():
     assert any(ln.strip().startswith(f"{inside.id}[") for ln in lines[start:end])
     finding_line = next(ln for ln in lines if ln.strip().startswith("class ") and ln.strip().endswith("finding;"))
     assert inside.id in re.split(r"[ ,;]", finding_line)
-    assert re.search(r"n\d+ ==>\|waits for router_logits\| n\d+", text)
+    assert re.search(r'n\d+ ==>\|"waits for router_logits"\| n\d+', text)
     assert '"' not in "".join(ln.split('["', 1)[1].rsplit('"]', 1)[0] for ln in lines if '["' in ln)
 
 

@@ -312,3 +312,28 @@ def test_related_information_in_other_files(tmp_path):
     assert first.message == "wrapper defined here"
     assert second.location.uri == from_fs_path(str(path)) and second.message == "related location"
     server.worker.shutdown()
+
+
+@MODULE
+async def test_unsaved_buffer_feeds_the_project_index(client: LanguageClient):
+    """model.py calls a wrapper from utils.py; editing utils.py (unsaved) changes model.py's findings."""
+    root, _, publishes = _setup(client, "crossfile")
+    wrapper = ("import torchair\n\n\ndef npu_stream_switch(tag, prio=0):\n"
+               "    return torchair.scope.npu_stream_switch(tag, prio)\n")
+    (root / "utils.py").write_text(wrapper, encoding="utf-8")
+    model = "from utils import npu_stream_switch\n\nwith npu_stream_switch(\"a\", 3):\n    pass\n"
+    (root / "model.py").write_text(model, encoding="utf-8")
+    model_uri, utils_uri = from_fs_path(str(root / "model.py")), from_fs_path(str(root / "utils.py"))
+    _open(client, model_uri, model)
+    first = await publishes.next(model_uri)
+    assert [d.code for d in first.diagnostics] == ["SL104"]
+    assert "through wrapper" in first.diagnostics[0].message
+    _open(client, utils_uri, wrapper)
+    await publishes.next(utils_uri)
+    after = len(publishes.items)
+    _change(client, utils_uri, 2, wrapper.replace("npu_stream_switch(tag, prio)", "npu_stream_switch(tag)"))
+    again = await publishes.next(model_uri, after)
+    assert list(again.diagnostics) == []
+    for uri in (model_uri, utils_uri):
+        client.text_document_did_close(types.DidCloseTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=uri)))

@@ -204,3 +204,12 @@ def test_registry_dataclass_lookup_by_name() -> None:
     registry = Registry({"AB001": one})
     assert registry.by_name() == {"ab-one": one}
     assert registry.lookup("ab-one") == [one] and registry.lookup("AB") == [one]
+
+
+def test_broken_entry_point_is_a_registry_error(monkeypatch: pytest.MonkeyPatch, plugin_dir) -> None:
+    _with_entry_points(monkeypatch, ("XB", plugin_dir("raise ImportError('needs torch')\n", prefix=None)))
+    with pytest.raises(RegistryError, match="failed to load: ImportError: needs torch"):
+        load_registry()
+    _with_entry_points(monkeypatch, ("XC", "no_such_module_for_entry_point"))
+    with pytest.raises(RegistryError, match="failed to load: ModuleNotFoundError"):
+        load_registry()

@@ -262,3 +262,18 @@ def test_unsaved_callee_buffer_invalidates_cached_breaks(tmp_path):
     assert [f.span.start_line for f in engine.lint_file(model).findings if f.code == "SL101"] == [6]
     engine.set_override(str(tmp_path / "helper.py"), b"def log(x):\n    return x\n")
     assert [f for f in engine.lint_file(model).findings if f.code == "SL101"] == []
+
+
+def test_item_and_tolist_on_unknown_receivers(tmp_path):
+    code = """
+    import torchair as tng
+
+    def f(arr, t):
+        with tng.scope.npu_stream_switch("s"):
+            a = arr.tolist()       # numpy arrays and lists have tolist(): not assumed to be a tensor
+            b = t.item()           # 6: item() is tensor-specific — reported with medium confidence
+            c = [1, 2].copy()
+        return a, b, c
+    """
+    findings = [f for f in lint_text(code, tmp=tmp_path) if f.code == "SL101"]
+    assert [(f.span.start_line, f.confidence.value) for f in findings] == [(6, "medium")]

@@ -241,8 +241,8 @@ class BreakAnalysis:
                     return None
                 if fn is not None and self.typer(file, fn).is_tensor(receiver):
                     return f"`Tensor{apis.TENSOR_SYNC_METHODS[method]}`", True
-                if fn is not None and self.typer(file, fn).known_non_tensor(receiver):
-                    return None
+                if method != "item" or (fn is not None and self.typer(file, fn).known_non_tensor(receiver)):
+                    return None  # `.tolist()` is common on numpy arrays and lists: only on known tensors
                 return f"`{apis.TENSOR_SYNC_METHODS[method]}` (on a value that is probably a tensor)", False
         found = self.project.call_target(file, site)
         if found is not None:

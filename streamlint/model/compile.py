@@ -130,10 +130,22 @@ def find_config(project: "Project", file: FileModel, fn: FunctionInfo | None, ex
         for method in cls.methods.values():
             for a in method.assigns:
                 if a.target == name:
+                    if isinstance(a.value, cst.Call) and _is_config_call(file, method, a.value):
+                        # `self.config = CompilerConfig()`: its fields may be set in any method
+                        creation = next((c for c in file.calls if c.node is a.value), None)
+                        if creation is None:
+                            return None
+                        fields = [f for m in cls.methods.values() for f in m.assigns if f.target.startswith(name + ".")]
+                        return ConfigObject(file, method, name, creation, fields)
                     found = find_config(project, file, method, a.value, _depth + 1)
                     if found is not None:
                         return found
     return None
+
+
+def _is_config_call(file: FileModel, fn: FunctionInfo | None, call: cst.Call) -> bool:
+    spec = apis.lookup(file.resolve(call.func, fn))
+    return spec is not None and spec.role is Role.COMPILER_CONFIG
 
 
 def _backend(project: "Project", file: FileModel, fn: FunctionInfo | None, expr: cst.BaseExpression | None,
@@ -369,3 +381,16 @@ def reached_uses(project: "Project", cs: CompileSite, roles: "frozenset[Role] | 
                     found.append(use)
     found.sort(key=lambda u: (u.file.path, u.file.span(u.node).start_line, u.file.span(u.node).start_col))
     return found
+
+
+def compile_modes(project: "Project", cs: CompileSite) -> frozenset[str]:
+    """The execution paths of a compile site: from its backend and config, or — when the config is built
+    at run time and cannot be followed — from the ``mode`` / ``per-path-mode`` settings for its targets."""
+    if cs.modes:
+        return cs.modes
+    modes: set[str] = set()
+    for fn, mod in cs.targets:
+        path = project.execution_path(mod, fn)
+        if path.source == "config":
+            modes |= path.modes
+    return frozenset(modes)

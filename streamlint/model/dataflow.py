@@ -37,8 +37,8 @@ from streamlint.model.apis import Role
 from streamlint.model.file import FileModel, FunctionInfo, ScopeSite, dotted, string_value
 from streamlint.model.project import bind_arguments
 from streamlint.model.wrappers import mode_of_test
-from streamlint.model.streams import (EVENT, EVENT_LIST, STREAM, STREAM_LIST, attr_kind, call_site, derived,
-                                      local_kind)
+from streamlint.model.streams import (EVENT, EVENT_LIST, MAIN_STREAM, STREAM, STREAM_LIST, attr_kind, call_site,
+                                      derived, local_kind)
 
 if TYPE_CHECKING:
     from streamlint.model.project import ApiUse, Project
@@ -62,6 +62,9 @@ MULTI_VIEW_METHODS = frozenset({"chunk", "split", "unbind", "tensor_split", "spl
 VIEW_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
 LIKE_FACTORIES = frozenset({"empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like",
                             "randint_like", "new_empty", "new_zeros", "new_ones", "new_full", "empty_strided"})
+COPY_METHODS = frozenset({"to", "cuda", "npu", "cpu", "float", "half", "bfloat16", "double", "int", "long",
+                          "contiguous", "clone", "pin_memory"})
+EMPTY_FACTORIES = frozenset({"empty", "empty_like", "empty_strided", "new_empty"})
 OVERWRITE_METHODS = frozenset({"copy_", "fill_", "zero_", "normal_", "uniform_", "random_", "bernoulli_",
                                "exponential_", "index_copy_", "set_"})
 ESCAPE_METHODS = frozenset({"append", "extend", "insert", "add", "put", "put_nowait", "appendleft", "setdefault",
@@ -138,6 +141,7 @@ class Unjoined:
     stream: str
     region: str  # "function" | "capture"
     mode: str
+    entry: bool = True  # the function is itself a compiled graph entry (nobody else can join it)
 
 
 @dataclass(frozen=True)
@@ -205,6 +209,8 @@ class KVal:
 
     key: str
     glob: bool = False
+    opaque: bool = False  # a parameter or getter result that is not evidently a tensor: never tracked as one
+    test: str | None = None  # correlation key for `if x:` / `x is None` (a zero-argument getter's call)
 
 
 @dataclass(frozen=True)
@@ -226,6 +232,7 @@ class Access:
     time: int
     node: cst.CSTNode | None
     snap: dict | None = None
+    label: str | None = None  # the variable naming the tensor at this access
 
 
 class Storage:
@@ -268,6 +275,7 @@ class State:
         self.events: dict[str, dict[str, int]] = {}
         self.stack: list[str] = [MAIN]
         self.assume: dict[str, bool] = {}
+        self.clauses: list[tuple[tuple[str, bool], ...]] = []  # at least one literal of each holds
         self.runs: list[ScopeRun] = []
         self.regions: list[tuple[int, str]] = []
         self.last_op: dict[str, int] = {}
@@ -288,6 +296,7 @@ class State:
         s.events = {k: dict(v) for k, v in self.events.items()}
         s.stack = list(self.stack)
         s.assume = dict(self.assume)
+        s.clauses = list(self.clauses)
         s.runs = [ScopeRun(r.node, r.stream, r.start, r.last, r.top) for r in self.runs]
         s.regions = list(self.regions)
         s.last_op = dict(self.last_op)
@@ -365,7 +374,11 @@ class _Interp:
         self.unjoined: dict[tuple, Unjoined] = {}
         self.view_escapes: dict[tuple, ViewEscape] = {}
         self.inline_stack: list[int] = []
+        self.param_streams: set[str] = set()
+        self.rest: list = []  # statements after the one being interpreted (same block)
+        self.h2d = False  # the current op copies host data to the device (or is a no-op on device data)
         self.deferred_end = _called_by_own_class(file, fn)
+        self.entry = id(fn) in _graph_entries(project)
         self.own_withs = _class_withs(file, fn)
 
     # ---- helpers
@@ -454,13 +467,19 @@ class _Interp:
                 kind = local_kind(self.project, self.cfile, self.cfn, base)
             if indexed:
                 return {EVENT_LIST: EVENT, STREAM_LIST: STREAM}.get(kind or "")
-            return kind
+            return STREAM if kind == MAIN_STREAM else kind
         return None
 
     def stream_key(self, st: State, v: object, e: cst.BaseExpression | None) -> str:
         if isinstance(v, SVal):
             return v.key
         if isinstance(v, KVal):
+            if v.key.startswith("self.") and v.key.count(".") == 1 and "[" not in v.key:
+                frame_file, frame_fn = next(((f, fn) for f, fn in reversed(self.frames) if fn.class_name),
+                                            (self.file, self.fn))
+                cls = frame_file.classes.get(frame_fn.class_name or "")
+                if attr_kind(self.project, frame_file, cls, v.key[5:]) == MAIN_STREAM:
+                    return MAIN
             return v.key
         return self.render(st, e) if e is not None else "<unknown stream>"
 
@@ -475,6 +494,8 @@ class _Interp:
             return
         snap = dict(st.vc.get(producer, {}))
         snap[producer] = self.clock
+        if producer in self.param_streams and producer not in st.last_op:
+            snap[MAIN] = max(snap.get(MAIN, -1), self.clock)  # a stream handed in: usually the caller's current one
         _merge(st.vc.setdefault(waiter, {}), snap)
 
     def record(self, st: State, stream: str, key: str) -> None:
@@ -510,7 +531,7 @@ class _Interp:
             for item in v.items:
                 out += self.tensors(st, item)
             return out
-        if isinstance(v, KVal) and self.kind_of(st, v) is None and not v.key.startswith("<"):
+        if isinstance(v, KVal) and not v.opaque and self.kind_of(st, v) is None and not v.key.startswith("<"):
             return [self.long_tensor(st, v.key)]
         return []
 
@@ -547,38 +568,58 @@ class _Interp:
         storage = self.new_storage(st, "local", s, None, Access(s, t, self.anchor, snap))
         return self.new_tensor(st, storage.sid)
 
+    def alloc(self, st: State, node: cst.CSTNode) -> TVal:
+        """``torch.empty*``: memory from the current stream's pool, no kernel, so no producer to order."""
+        self.tick()
+        storage = self.new_storage(st, "local", st.cur, None, None)
+        return self.new_tensor(st, storage.sid)
+
     def access(self, st: State, tv: TVal, s: str, t: int, know: dict[str, int], write: bool) -> None:
         S = st.stores.get(tv.sid)
         if S is None:
             return
         lw = S.last_write
         if not write:
-            if self.cfg.raw and lw is not None and lw.stream != s and not _covered(lw, know):
-                self.race(st, "read", S, lw, s)
+            if self.cfg.raw and lw is not None and lw.stream != s and not _covered(lw, know) \
+                    and not (self.h2d and S.kind == "arg"):
+                self.race(st, "read", S, lw, s, self.label(st, tv.sid))
             S.reads.append(Access(s, t, self.anchor))
         else:
             if self.cfg.waw and lw is not None and lw.stream != s and not _covered(lw, know):
-                self.race(st, "write-after-write", S, lw, s)
+                self.race(st, "write-after-write", S, lw, s, self.label(st, tv.sid))
             elif self.cfg.war:
                 for r in S.reads:
                     if r.stream != s and not _covered(r, know):
-                        self.race(st, "write-after-read", S, r, s)
+                        self.race(st, "write-after-read", S, r, s, self.label(st, tv.sid))
                         break
             snap = dict(know)
             snap[s] = t
             S.last_write = Access(s, t, self.anchor, snap)
             S.reads = []
         if S.kind == "local" and s != S.alloc:
-            S.uses.append(Access(s, t, self.anchor))
+            S.uses.append(Access(s, t, self.anchor, label=self.label(st, tv.sid)))
         self.check_view_escape(st, tv)
 
-    def race(self, st: State, kind: str, S: Storage, earlier: Access, s: str) -> None:
+    def race(self, st: State, kind: str, S: Storage, earlier: Access, s: str, label: str | None = None) -> None:
         if self.depth or self.anchor is None:
             return
-        key = (id(self.anchor), S.name, kind)
+        name = label or S.name or "tensor"
+        key = (id(self.anchor), name, kind)
         if key not in self.races:
-            self.races[key] = Race(kind, self.anchor, S.name or "tensor", earlier.stream, s, earlier.node,
+            self.races[key] = Race(kind, self.anchor, name, earlier.stream, s, earlier.node,
                                    S.kind == "arg" and earlier.time == 0, self.cfg.mode)
+
+    def label(self, st: State, sid: int) -> str | None:
+        """A variable bound to storage ``sid`` now, preferring one written in the current statement."""
+        names = [n for n, v in st.env.items() if isinstance(v, TVal) and v.sid == sid]
+        if not names:
+            return None
+        if len(names) > 1 and self.anchor is not None and self.depth == 0:
+            code = self.file.code(self.anchor)
+            for n in names:
+                if re.search(rf"(?<![\w.]){re.escape(n)}\b", code):
+                    return n
+        return names[0]
 
     def check_view_escape(self, st: State, tv: TVal) -> None:
         if self.depth or self.anchor is None or not st.waits:
@@ -639,7 +680,7 @@ class _Interp:
                 return
             key = (id(u.node), S.name)
             if key not in self.lifetimes:
-                self.lifetimes[key] = Lifetime(u.node, S.name or "tensor", S.alloc, u.stream, how, node,
+                self.lifetimes[key] = Lifetime(u.node, u.label or S.name or "tensor", S.alloc, u.stream, how, node,
                                                S.escaped and how == "function end", self.cfg.mode)
             return
 
@@ -694,7 +735,7 @@ class _Interp:
                     return self.new_tensor(st, base.sid, base.vid)
                 return None
             if isinstance(base, KVal):
-                return KVal(f"{base.key}.{attr}", base.glob)
+                return KVal(f"{base.key}.{attr}", base.glob, base.opaque)
             return None
         if isinstance(e, cst.Subscript):
             return self.subscript(st, e)
@@ -768,8 +809,8 @@ class _Interp:
             return self.new_tensor(st, base.sid, base.vid)
         if isinstance(base, KVal):
             if len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index):
-                return KVal(f"{base.key}[{self.render(st, e.slice[0].slice.value)}]", base.glob)
-            return KVal(f"{base.key}[:]", base.glob)
+                return KVal(f"{base.key}[{self.render(st, e.slice[0].slice.value)}]", base.glob, base.opaque)
+            return KVal(f"{base.key}[:]", base.glob, base.opaque)
         return None
 
     def call_args(self, st: State, call: cst.Call) -> tuple[list, list, list]:
@@ -841,10 +882,10 @@ class _Interp:
             for arg in e.args:
                 self.ev(st, arg.value)
             return None
-        if last in LIKE_FACTORIES:
+        if last in LIKE_FACTORIES or (last in EMPTY_FACTORIES and target and target.startswith("torch")):
             for arg in e.args:
                 self.ev(st, arg.value)
-            return self.op(st, e, [])
+            return self.alloc(st, e) if last in EMPTY_FACTORIES else self.op(st, e, [])
         _, reads, writes = self.call_args(st, e)
         is_torch = bool(target) and target.split(".")[0] in ("torch", "torch_npu")
         if writes:
@@ -871,31 +912,34 @@ class _Interp:
             key = self.event_key(st, self.ev(st, arg0), arg0) if arg0 is not None else f"<event@{id(e)}>"
             self.record(st, stream, key)
             return EVal(key)
-        if kind == EVENT and name in ("record", "wait", "synchronize", "query"):
+        if not isinstance(recv, TVal) and kind != STREAM and name in ("record", "wait", "synchronize", "query"):
             key = self.event_key(st, recv, e.func.value)
+            known = key in st.events or kind == EVENT
             stream = self.stream_key(st, self.ev(st, arg0), arg0) if arg0 is not None else st.cur
             if name == "record":
-                self.record(st, stream, key)
+                self.record(st, stream, key)  # tensors have no record(): this is an event
             elif name == "wait":
-                self.wait_event(st, stream, key)
-            elif name == "synchronize" and key in st.events:
-                _merge(st.host, st.events[key])
+                if known:
+                    self.wait_event(st, stream, key)
+                else:
+                    self.wait_everything(st, stream)  # a collective's work handle, or an event recorded elsewhere
+            elif known:  # synchronize() / query(): the host has seen the event complete
+                _merge(st.host, st.events.get(key, {MAIN: 0}))
+            elif name == "synchronize":
+                self.sync_all(st)
             return None
         if kind == STREAM and name in ("synchronize", "query"):
             if name == "synchronize":
                 self.sync_stream(st, self.stream_key(st, recv, e.func.value))
-            return None
-        if kind is None and not isinstance(recv, TVal) and name == "wait" and not e.args:
-            self.wait_everything(st, st.cur)  # e.g. an async collective's handle.wait()
-            return None
-        if kind is None and not isinstance(recv, TVal) and name == "synchronize":
-            self.sync_all(st)
             return None
         if name in ESCAPE_METHODS and not isinstance(recv, TVal):
             for arg in e.args:
                 self.escape(st, self.ev(st, arg.value))
             return None
         tensors = self.tensors(st, recv)
+        if not tensors and isinstance(recv, KVal) and recv.opaque and name in COPY_METHODS:
+            _, reads, _ = self.call_args(st, e)
+            return self.op(st, e, reads)  # e.g. host_batches[i].to(device): a new tensor on this stream
         if not tensors:
             _, reads, writes = self.call_args(st, e)
             if writes:
@@ -911,6 +955,13 @@ class _Interp:
             if S is not None:
                 S.recorded.add(stream)
             return None
+        if name in ("cuda", "npu") or (name == "to" and arg0 is not None and _device_like(arg0)):
+            _, reads, _ = self.call_args(st, e)
+            self.h2d = True
+            try:
+                return self.op(st, e, [tv] + reads)
+            finally:
+                self.h2d = False
         if name in HOST_VALUE_METHODS:
             self.op(st, e, [tv], result=False)
             return None
@@ -929,7 +980,7 @@ class _Interp:
         if name in LIKE_FACTORIES:
             for arg in e.args:
                 self.ev(st, arg.value)
-            return self.op(st, e, [])
+            return self.alloc(st, e) if name in EMPTY_FACTORIES else self.op(st, e, [])
         if name.endswith("_") and not name.startswith("_"):
             _, reads, writes = self.call_args(st, e)
             overwrite = name in OVERWRITE_METHODS
@@ -1068,6 +1119,7 @@ class _Interp:
                     env[name] = CVal(string_value(d) if isinstance(d, cst.SimpleString) else d.value)
         saved_env, saved_stack, saved_single = st.env, list(st.stack), self.single
         saved_anchor = self.anchor
+        first_id = self.next_id
         st.env = env
         self.depth += 1
         self.single = True
@@ -1086,16 +1138,23 @@ class _Interp:
             st.__dict__.update(result_state.__dict__)
         st.env, st.stack, st.done, st.ret, st.flow = saved_env, saved_stack, False, None, None
         self.anchor = saved_anchor
+        kept = {tv.sid for tv in self.tensors(st, ret)} if isinstance(ret, (TVal, TupVal)) else set()
+        for sid, S in st.stores.items():
+            if sid > first_id and S.kind == "local" and sid not in kept and not S.escaped \
+                    and not self.referenced(st, sid):
+                S.dead = True  # the helper's temporaries die when it returns (reported by the helper itself)
         return ret
 
     # ---- statements
     def block(self, stmts, states: list[State]) -> list[State]:
-        for stmt in stmts:
+        stmts = list(stmts)
+        for index, stmt in enumerate(stmts):
             nxt: list[State] = []
             for st in states:
                 if st.done or st.flow is not None:
                     nxt.append(st)
                 else:
+                    self.rest = stmts[index + 1:]
                     nxt.extend(self.stmt(stmt, st))
             states = nxt[:MAX_PATHS]
             if not states:
@@ -1187,6 +1246,14 @@ class _Interp:
 
     def assign(self, st: State, target: cst.BaseExpression, v: object, value_node: cst.BaseExpression) -> None:
         if isinstance(target, cst.Name):
+            if isinstance(v, SVal) and v.key.startswith("<stream@") and value_node is not None \
+                    and isinstance(value_node, cst.Call) and target.value not in st.env:
+                v = SVal(target.value)  # a stream created here: name it after its variable
+            if v is None and isinstance(value_node, cst.Call) and not value_node.args \
+                    and isinstance(value_node.func, (cst.Name, cst.Attribute)):
+                getter = self.render(st, value_node)
+                if not getter.startswith(("torch.", "torch_npu.")):
+                    v = KVal(target.value, opaque=True, test=getter)  # e.g. ctx = get_comm_context()
             if v is None and isinstance(value_node, (cst.Name, cst.Attribute)) and not isinstance(v, TVal):
                 rendered = self.render(st, value_node)
                 v = KVal(rendered) if rendered.startswith("self.") else None
@@ -1243,6 +1310,12 @@ class _Interp:
         key, positive = self.test_key(st, test)
         if key is not None and key in st.assume:
             return st.assume[key] == positive
+        if key is not None:
+            for clause in st.clauses:
+                mine = [lit for lit in clause if lit[0] == key]
+                others = [lit for lit in clause if lit[0] != key]
+                if len(mine) == 1 and all(k in st.assume and st.assume[k] != p for k, p in others):
+                    return mine[0][1] == positive
         if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
             comp = test.comparisons[0]
             if isinstance(comp.operator, (cst.Is, cst.IsNot)) and isinstance(comp.comparator, cst.Name) \
@@ -1268,6 +1341,15 @@ class _Interp:
         while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             test = test.expression
             positive = not positive
+        if isinstance(test, cst.Name) and isinstance(st.env.get(test.value), KVal) and st.env[test.value].test:
+            return st.env[test.value].test, positive
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
+                and isinstance(test.comparisons[0].operator, (cst.Is, cst.IsNot)) \
+                and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None":
+            left, _ = self.test_key(st, test.left)
+            if left is not None:
+                is_op = isinstance(test.comparisons[0].operator, cst.Is)
+                return f"{left} is None", positive if is_op else not positive
         if isinstance(test, (cst.Name, cst.Attribute, cst.Subscript)):
             return self.render(st, test), positive
         if isinstance(test, cst.Call) and not test.args:
@@ -1286,10 +1368,33 @@ class _Interp:
         results: list[State] = []
         for i, (outcome, runner) in enumerate(todo):
             s = st if i == len(todo) - 1 else st.clone()
-            if key is not None and not self.single:
+            if key is not None and (not self.single or key.startswith("self.") or "()" in key):
                 s.assume[key] = outcome == positive
+                if not self.single:
+                    self.constrain(s, test, outcome)
             results.extend(runner(s))
         return results
+
+    def constrain(self, st: State, test: cst.BaseExpression, outcome: bool) -> None:
+        """Facts about the operands of ``a or b`` / ``a and b`` once the test's outcome is known."""
+        negate = False
+        while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test, negate = test.expression, not negate
+        if not isinstance(test, cst.BooleanOperation):
+            return
+        value = outcome != negate
+        is_or = isinstance(test.operator, cst.Or)
+        literals = []
+        for operand in (test.left, test.right):
+            key, positive = self.test_key(st, operand)
+            if key is None:
+                return
+            literals.append((key, positive))
+        if is_or == value:  # `a or b` true / `a and b` false: at least one literal (negated for and)
+            st.clauses.append(tuple((k, p if is_or else not p) for k, p in literals))
+        else:  # `a or b` false: both false; `a and b` true: both true
+            for k, p in literals:
+                st.assume.setdefault(k, p if value else not p)
 
     def _preferred(self, todo):
         for outcome, runner in todo:
@@ -1298,6 +1403,7 @@ class _Interp:
         return todo[0]
 
     def if_(self, node: cst.If, st: State) -> list[State]:
+        rest = self.rest
         self.ev(st, node.test)
 
         def then(s: State) -> list[State]:
@@ -1311,7 +1417,8 @@ class _Interp:
             return self.block(node.orelse.body.body, [s])
 
         then.relevant = _mentions_ordering(node.body)  # type: ignore[attr-defined]
-        other.relevant = node.orelse is not None and _mentions_ordering(node.orelse)  # type: ignore[attr-defined]
+        other.relevant = (node.orelse is not None and _mentions_ordering(node.orelse)) or (  # type: ignore[attr-defined]
+            node.orelse is None and _returns(node.body) and any(_mentions_ordering(r) for r in rest))
         return self.branch(st, node.test, [(True, then), (False, other)])
 
     def loop(self, node, st: State) -> list[State]:
@@ -1457,14 +1564,26 @@ class _Interp:
             same_file = run.top or id(run.node) in self.own_withs
             if same_file and run.stream != MAIN and run.last is not None and know.get(run.stream, -1) < run.last:
                 self.unjoined.setdefault((id(run.node), "function"),
-                                         Unjoined(run.node, run.stream, "function", self.cfg.mode))
+                                         Unjoined(run.node, run.stream, "function", self.cfg.mode, self.entry))
 
     def run(self) -> None:
         st = State()
+        kinds = _param_kinds(self.project, self.file, self.fn)
         for p in (*self.fn.node.params.posonly_params, *self.fn.node.params.params,
                   *self.fn.node.params.kwonly_params):
             name = p.name.value
-            if name == "self" or not _tensor_param(p):
+            kind = kinds.get(name)
+            if name == "self":
+                continue
+            if kind == STREAM:
+                st.env[name] = SVal(name)
+                self.param_streams.add(name)
+                continue
+            if kind == EVENT:
+                st.env[name] = EVal(name)
+                continue
+            if kind != "tensor":
+                st.env[name] = KVal(name, opaque=True)  # not evidently a tensor (flags, configs, lists, contexts)
                 continue
             if self.cfg.args_exempt:
                 S = self.new_storage(st, "long", MAIN, name, None)
@@ -1528,6 +1647,15 @@ def _class_withs(file: FileModel, fn: FunctionInfo) -> frozenset:
     return frozenset(id(s.with_node) for m in cls.methods.values() for s in m.scopes)
 
 
+def _device_like(expr: cst.BaseExpression) -> bool:
+    """A ``.to(...)`` target that names a device (``"cuda"``, ``"npu:0"``, ``self.device``, ``device``)."""
+    sv = string_value(expr)
+    if sv is not None:
+        return sv.startswith(("cuda", "npu"))
+    name = dotted(expr) or ""
+    return name.rsplit(".", 1)[-1] in ("device", "dev", "_device") or name.endswith("_device")
+
+
 def _cached_stream_getter(fn: FunctionInfo) -> bool:
     """``def current_stream(): global _S; if _S is None: _S = torch.npu.current_stream(); return _S``."""
     names = {r.value.value for r in fn.returns if isinstance(r.value, cst.Name)}
@@ -1552,16 +1680,107 @@ def _target_names(target: cst.BaseExpression) -> list[str]:
     return []
 
 
-def _tensor_param(p: cst.Param) -> bool:
-    ann = p.annotation
-    if ann is not None:
+_CONTAINER_ANNOTATIONS = ("List", "list[", "Sequence", "Tuple", "tuple[", "Dict", "dict[", "Iterable", "Mapping",
+                          "Set[", "set[")
+_NON_TENSOR_METHODS = frozenset({"get", "items", "keys", "values", "append", "extend", "insert", "pop", "update",
+                                 "setdefault", "index", "count", "join", "format", "startswith", "endswith", "strip",
+                                 "lower", "upper", "replace", "copy", "clear", "remove", "popitem", "encode",
+                                 "decode", "wait", "record", "synchronize", "query", "wait_stream", "wait_event",
+                                 "record_event", "elapsed_time"})
+
+
+def _param_kinds(project: "Project", file: FileModel, fn: FunctionInfo) -> dict[str, str]:
+    """What each parameter evidently is: STREAM, EVENT, "container", "tensor", or absent (unknown).
+
+    From annotations, then from use: passed to ``torch.npu.stream(p)`` / ``wait_stream(p)`` / ``.record(p)``
+    (a stream); receiver of ``.record()`` / ``.wait()`` or argument of ``wait_event(p)`` (an event); receiver of
+    a tensor method, ``.shape``-style metadata, or a positional argument of a torch call or a submodule
+    (a tensor). Parameters with none of these (ints, configs, contexts) are not treated as tensors."""
+    memo = derived(project, "param_kinds")
+    if id(fn) in memo:
+        return memo[id(fn)]
+    kinds: dict[str, str] = {}
+    params = set(fn.all_params) - {"self"}
+    for p in (*fn.node.params.posonly_params, *fn.node.params.params, *fn.node.params.kwonly_params):
+        ann = p.annotation
+        if ann is None:
+            continue
         code = cst.Module([]).code_for_node(ann.annotation)
-        return "Tensor" in code or "tensor" in code
-    d = p.default
-    if d is not None and (isinstance(d, (cst.Integer, cst.Float, cst.SimpleString))
-                          or (isinstance(d, cst.Name) and d.value in ("True", "False"))):
-        return False
-    return True
+        if any(c in code for c in _CONTAINER_ANNOTATIONS):
+            kinds[p.name.value] = "container"
+        elif "Stream" in code:
+            kinds[p.name.value] = STREAM
+        elif "Event" in code:
+            kinds[p.name.value] = EVENT
+        elif "Tensor" in code or "tensor" in code:
+            kinds[p.name.value] = "tensor"
+        else:
+            kinds[p.name.value] = "other"
+
+    def note(name: str, kind: str) -> None:
+        if name in params and name not in kinds:
+            kinds[name] = kind
+
+    own = f"{file.module_name}.{fn.class_name}." if fn.class_name else None
+    for site in fn.calls:
+        call = site.node
+        func = call.func
+        positional = [a.value for a in call.args if a.keyword is None]
+        roles = {u.role for u in project.api_uses(file, site)}
+        if roles & {Role.NATIVE_STREAM_CONTEXT, Role.SET_STREAM}:
+            for arg in positional[:1]:
+                if isinstance(arg, cst.Name):
+                    note(arg.value, STREAM)
+            continue
+        method = func.attr.value if isinstance(func, cst.Attribute) else None
+        receiver = func.value if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) else None
+        if method in ("wait_stream", "record", "wait", "record_stream") and positional \
+                and isinstance(positional[0], cst.Name) and method != "record_stream" or method == "record_stream":
+            for arg in positional[:1]:
+                if isinstance(arg, cst.Name):
+                    note(arg.value, STREAM)
+        if method == "wait_event" and positional and isinstance(positional[0], cst.Name):
+            note(positional[0].value, EVENT)
+        if receiver is not None:
+            if method in _STREAM_OBJECT_METHODS:
+                note(receiver.value, STREAM)
+            elif method in ("record", "wait", "query", "elapsed_time"):
+                note(receiver.value, EVENT)
+            elif method not in _NON_TENSOR_METHODS:
+                note(receiver.value, "tensor")
+        if roles & {Role.TAGGED_EVENT_RECORD, Role.TAGGED_EVENT_WAIT, Role.CURRENT_STREAM, Role.STREAM_NEW,
+                    Role.EVENT_NEW, Role.DEVICE_SYNCHRONIZE}:
+            continue
+        target = site.target or ""
+        torch_call = target.split(".")[0] in ("torch", "torch_npu") and not roles
+        submodule = own is not None and target.startswith(own) and isinstance(func, cst.Attribute) \
+            and isinstance(func.value, cst.Name) and func.value.value == "self" \
+            and func.attr.value not in file.classes.get(fn.class_name or "", None).methods \
+            if own is not None and fn.class_name in file.classes else False
+        if torch_call or submodule:
+            for arg in positional:
+                if isinstance(arg, cst.Name):
+                    note(arg.value, "tensor")
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value == "out" and isinstance(a.value, cst.Name):
+                note(a.value.value, "tensor")
+    stack: list[cst.CSTNode] = [fn.node.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) \
+                and node.attr.value in META_ATTRS | VIEW_ATTRS:
+            note(node.value.value, "tensor")
+        if isinstance(node, (cst.FunctionDef, cst.Lambda)):
+            continue
+        stack.extend(node.children)
+    for p in (*fn.node.params.posonly_params, *fn.node.params.params, *fn.node.params.kwonly_params):
+        d = p.default
+        if p.name.value not in kinds and d is not None and (
+                isinstance(d, (cst.Integer, cst.Float, cst.SimpleString))
+                or (isinstance(d, cst.Name) and d.value in ("True", "False"))):
+            kinds[p.name.value] = "other"
+    memo[id(fn)] = kinds
+    return kinds
 
 
 def _scope_sites(file: FileModel) -> dict[int, ScopeSite]:
@@ -1721,9 +1940,16 @@ def function_flow(project: "Project", file: FileModel, fn: FunctionInfo, *, expl
     unjoined: dict = {}
     views: dict = {}
     entry = id(fn) in _graph_entries(project)
+    if not modes:
+        flow = _every_path_flow(project, file, fn, explicit_ge_joins, entry)
+        cache[key] = flow
+        return flow
     for mode in sorted(modes):
         interp = _Interp(project, file, fn, _config(mode, explicit_ge_joins, entry))
-        interp.run()
+        try:
+            interp.run()
+        except RecursionError:  # pathologically nested code: report nothing rather than guess
+            continue
         races.update({k + (mode,): v for k, v in interp.races.items()})
         lifetimes.update({k + (mode,): v for k, v in interp.lifetimes.items()})
         unjoined.update({k + (mode,): v for k, v in interp.unjoined.items()})
@@ -1732,6 +1958,25 @@ def function_flow(project: "Project", file: FileModel, fn: FunctionInfo, *, expl
                         tuple(views.values()))
     cache[key] = flow
     return flow
+
+
+def _every_path_flow(project: "Project", file: FileModel, fn: FunctionInfo, explicit_ge_joins: bool,
+                     entry: bool) -> FunctionFlow:
+    """Unknown execution path: keep only the hazards found on every path the code could take."""
+    runs = []
+    for mode in apis.EXECUTION_PATHS:
+        interp = _Interp(project, file, fn, _config(mode, explicit_ge_joins, entry))
+        try:
+            interp.run()
+        except RecursionError:
+            return EMPTY_FLOW
+        runs.append(interp)
+    common = set.intersection(*({(id(r.node), r.name) for r in i.races.values()} for i in runs))
+    races = tuple(r for r in runs[0].races.values() if (id(r.node), r.name) in common)
+    common_l = set.intersection(*({id(x.node) for x in i.lifetimes.values()} for i in runs))
+    lifetimes = tuple(x for x in runs[0].lifetimes.values() if id(x.node) in common_l)
+    views = tuple(runs[0].view_escapes.values())
+    return FunctionFlow(frozenset(), races, lifetimes, (), views)
 
 
 def file_flows(project: "Project", file: FileModel, *, explicit_ge_joins: bool = False) \

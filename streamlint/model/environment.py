@@ -46,9 +46,10 @@ class EnvSetting:
 def env_settings(project: "Project", variable: str) -> tuple[EnvSetting, ...]:
     """Every place in the project that sets ``variable`` to a value that is not literally off.
 
-    Cached on the project: the search reads each candidate file once per variable.
+    Cached with the project's path index (dropped when an editor buffer overrides a file): the search
+    reads each candidate file once per variable.
     """
-    cache: dict[str, tuple[EnvSetting, ...]] = project.__dict__.setdefault("_env_settings", {})
+    cache: dict[str, tuple[EnvSetting, ...]] = project.path_index.__dict__.setdefault("_env_settings", {})
     if variable not in cache:
         cache[variable] = tuple(_search(project, variable))
     return cache[variable]

@@ -22,7 +22,15 @@ import libcst as cst
 
 from streamlint.model.apis import EXECUTION_PATHS, Role
 from streamlint.model.file import CallSite, FileModel, FunctionInfo, dotted
-from streamlint.model.streams import EVENT, EVENT_LIST, STREAM, STREAM_LIST, attr_kind, kind_of_call, local_kind
+from streamlint.model.streams import (
+    EVENT,
+    EVENT_LIST,
+    STREAM,
+    STREAM_LIST,
+    attr_kind,
+    kind_of_call,
+    local_kind,
+)
 from streamlint.model.wrappers import modes_under
 
 if TYPE_CHECKING:
@@ -54,7 +62,7 @@ class FamilyUse:
 
     site: CallSite
     file: FileModel
-    what: str  # e.g. "npu_wait_tensor", "Event.record()", "wait_stream()"
+    what: str  # e.g. "npu_wait_tensor", "torch.npu.stream", "Event.record()", "wait_stream()"
     role: Role | None  # the API role; None for native methods
     group: str  # GE / TAGGED / NATIVE
     modes: frozenset[str]  # execution paths the call is restricted to (ALL_PATHS: unrestricted)
@@ -63,6 +71,11 @@ class FamilyUse:
     @property
     def node(self) -> cst.Call:
         return self.site.node
+
+    def describe(self) -> str:
+        """`` `npu_wait_tensor` (through wrapper `utils.npu_wait_tensor`) `` for messages."""
+        via = f" (through wrapper `{self.wrappers[0]}`)" if self.wrappers else ""
+        return f"`{self.what}`{via}"
 
     def location(self, message: str = "") -> "Location":
         from streamlint.finding import Location
@@ -119,31 +132,66 @@ def _is_module(file: FileModel, site: CallSite) -> bool:
 
 def family_uses(project: "Project", file: FileModel, site: CallSite) -> list[FamilyUse]:
     """The family uses of one call (one per wrapper variant), with their mode restrictions."""
-    guard = modes_under(site.guards)
-    base = guard if guard is not None else ALL_PATHS
+    base = _site_modes(project, file, site)
+    return [FamilyUse(u.site, u.file, u.what, u.role, u.group, u.modes & base, u.wrappers)
+            for u in _raw_uses(project, file, site) if u.modes & base]
+
+
+def _raw_uses(project: "Project", file: FileModel, site: CallSite) -> list[FamilyUse]:
+    """Family uses of a call restricted by wrapper variants only (no guards)."""
     found: list[FamilyUse] = []
     for use in project.api_uses(file, site):
         group = _ROLE_GROUP.get(use.role)
         if group is None:
             continue
-        modes = base if use.modes is None else base & use.modes
+        modes = ALL_PATHS if use.modes is None else ALL_PATHS & use.modes
         if modes:
-            found.append(FamilyUse(site, file, use.role.value, use.role, group, modes, use.wrappers))
+            found.append(FamilyUse(site, file, _api_name(use.spec.qualname), use.role, group, modes, use.wrappers))
     if not found:
         what = native_method(project, file, site)
         if what is not None:
-            found.append(FamilyUse(site, file, what, None, NATIVE, base))
+            found.append(FamilyUse(site, file, what, None, NATIVE, ALL_PATHS))
     return found
 
 
-def function_family_uses(project: "Project", file: FileModel, fn: FunctionInfo) -> list[FamilyUse]:
-    """Every family use written in ``fn`` itself, in source order."""
-    cache: dict[int, tuple[FunctionInfo, list[FamilyUse]]] = project.__dict__.setdefault("_family_uses", {})
+def _site_modes(project: "Project", file: FileModel, site: CallSite) -> frozenset[str]:
+    """Paths a call can run on given its guards: mode comparisons (``exe_mode == "ge_graph"``), and
+    flag tests that dispatch between families (``if self.torchair_graph_enabled:`` with the GE API in
+    one branch and native streams / tagged events in the other)."""
+    guard = modes_under(site.guards)
+    modes = guard if guard is not None else ALL_PATHS
+    if site.function is not None and site.guards:
+        dispatch = _dispatching_tests(project, file, site.function)
+        for g in site.guards:
+            modes &= dispatch.get((id(g.test), g.negated), ALL_PATHS)
+    return modes
+
+
+def _dispatching_tests(project: "Project", file: FileModel, fn: FunctionInfo) -> dict[tuple[int, bool], frozenset[str]]:
+    """(id(test), negated) -> paths, for `if` tests of ``fn`` whose branches use the GE family on one side
+    and another family on the other: the GE side runs on ``ge``, the other side everywhere else."""
+    cache: dict[int, tuple[FunctionInfo, dict]] = project.path_index.__dict__.setdefault("_dispatch", {})
     entry = cache.get(id(fn))
-    if entry is None or entry[0] is not fn:
-        entry = cache[id(fn)] = (fn, [u for site in fn.calls for u in family_uses(project, file, site)])
-    return entry[1]
+    if entry is not None and entry[0] is fn:
+        return entry[1]
+    branches: dict[tuple[int, bool], set[str]] = {}
+    for site in fn.calls:
+        groups = {u.group for u in _raw_uses(project, file, site)}
+        for g in site.guards:
+            branches.setdefault((id(g.test), g.negated), set()).update(groups)
+    found: dict[tuple[int, bool], frozenset[str]] = {}
+    for (test, negated), groups in branches.items():
+        other = branches.get((test, not negated), set())
+        if groups == {GE} and len(other) == 1 and other != {GE}:
+            found[(test, negated)] = frozenset({"ge"})
+            found[(test, not negated)] = ALL_PATHS - {"ge"}
+    cache[id(fn)] = (fn, found)
+    return found
 
 
-__all__ = ["ALL_PATHS", "GE", "NATIVE", "TAGGED", "FamilyUse", "family_uses", "function_family_uses",
-           "native_method", "receiver_kind"]
+def _api_name(qualname: str) -> str:
+    """`torchair.scope.npu_stream_switch` → `npu_stream_switch`; `torch.npu.stream` stays whole."""
+    return qualname if qualname.startswith(("torch.npu.", "torch.cuda.")) else qualname.rsplit(".", 1)[-1]
+
+
+__all__ = ["ALL_PATHS", "GE", "NATIVE", "TAGGED", "FamilyUse", "family_uses", "native_method", "receiver_kind"]

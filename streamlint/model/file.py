@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from streamlint.finding import Span
 from streamlint.model import apis
+from streamlint.model.positions import compute_positions
+from streamlint.model.walk import walk
 from streamlint.source import SourceFile
 
 
@@ -149,7 +150,7 @@ class FileModel:
         # id(statement or call) -> innermost with-item enclosing it
         self.scope_of: dict[int, ScopeSite | None] = {}
         self.function_of: dict[int, FunctionInfo | None] = {}
-        module.visit(_Collector(self))
+        walk(module, _Collector(self))  # read-only: no node rebuilding (see model/walk.py)
         # Resolve after the traversal: module-level names defined below their use count too.
         for call in self.calls:
             call.target = self.resolve(call.node.func, call.function)
@@ -171,14 +172,15 @@ class FileModel:
         return self.resolve(expr, function) or dotted(expr) or ""
 
     @cached_property
-    def _positions(self):
-        return MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+    def _positions(self) -> dict[cst.CSTNode, tuple[int, int, int, int]]:
+        # the same ranges as LibCST's PositionProvider, several times cheaper (see model/positions.py)
+        return compute_positions(self.module)
 
     def span(self, node: cst.CSTNode) -> Span:
         pos = self._positions.get(node)
         if pos is None:
             return Span(1, 0, 1, 0)
-        return Span(pos.start.line, pos.start.column, pos.end.line, pos.end.column)
+        return Span(*pos)
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
@@ -326,16 +328,16 @@ class _Collector(cst.CSTVisitor):
     # ---- control flow context
     def visit_If(self, node: cst.If) -> bool:
         self._note_statement(node)
-        node.test.visit(self)
+        walk(node.test, self)
         self.guards.append(Guard(node.test, False))
-        node.body.visit(self)
+        walk(node.body, self)
         self.guards.pop()
         orelse = node.orelse
         if orelse is not None:
             if isinstance(orelse, cst.If):
                 self._elifs.add(id(orelse))
             self.guards.append(Guard(node.test, True))
-            orelse.visit(self)
+            walk(orelse, self)
             self.guards.pop()
         elif self._block_guards and id(node) not in self._elifs and _terminates(node.body):
             # `if mode == "ge_graph": return ...` — the rest of the block runs only when the test is false
@@ -418,7 +420,7 @@ class _Collector(cst.CSTVisitor):
         self._note_statement(node)
         pushed = 0
         for item in node.items:
-            item.item.visit(self)
+            walk(item.item, self)
             calls = tuple(_scope_calls(item.item))
             site = ScopeSite(item, node, calls, self.fn, self.scopes[-1], tuple(self.guards))
             self.m.scopes.append(site)
@@ -427,8 +429,8 @@ class _Collector(cst.CSTVisitor):
             self.scopes.append(site)
             pushed += 1
             if item.asname is not None:
-                item.asname.visit(self)
-        node.body.visit(self)
+                walk(item.asname, self)
+        walk(node.body, self)
         for _ in range(pushed):
             self.scopes.pop()
         return False

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from streamlint.model.project import Project
 
 STREAM = "stream"
+MAIN_STREAM = "main stream"  # current_stream()/default_stream() captured outside any stream scope
 EVENT = "event"
 STREAM_LIST = "stream list"
 EVENT_LIST = "event list"
@@ -56,6 +57,8 @@ def kind_of_call(project: "Project", file: FileModel, call: cst.Call, _depth: in
     if isinstance(call.func, cst.Attribute) and call.func.attr.value == "record_event":
         return EVENT
     for use in project.api_uses(file, site):
+        if use.role in (Role.CURRENT_STREAM, Role.DEFAULT_STREAM) and _outside_stream_scopes(project, file, site):
+            return MAIN_STREAM
         if use.role in _STREAM_ROLES:
             return STREAM
         if use.role in _EVENT_ROLES:
@@ -65,6 +68,11 @@ def kind_of_call(project: "Project", file: FileModel, call: cst.Call, _depth: in
         if target is not None:
             return returned_kind(project, target[1], target[0], _depth + 1)
     return None
+
+
+def _outside_stream_scopes(project: "Project", file: FileModel, site: CallSite) -> bool:
+    return not any(u.role in (Role.STREAM_SWITCH, Role.NATIVE_STREAM_CONTEXT)
+                   for scope in project.enclosing_scopes(file, site.scope) for u in scope.uses)
 
 
 def kind_of_value(project: "Project", file: FileModel, value: cst.BaseExpression, _depth: int = 0) -> str | None:
@@ -78,7 +86,7 @@ def kind_of_value(project: "Project", file: FileModel, value: cst.BaseExpression
         element = value.elements[0].value
     if isinstance(element, cst.Call):
         inner = kind_of_call(project, file, element, _depth)
-        if inner == STREAM:
+        if inner in (STREAM, MAIN_STREAM):
             return STREAM_LIST
         if inner == EVENT:
             return EVENT_LIST
@@ -126,5 +134,5 @@ def local_kind(project: "Project", file: FileModel, fn: FunctionInfo, name: str)
     return kinds.pop() if len(kinds) == 1 else None
 
 
-__all__ = ["derived", "EVENT", "EVENT_LIST", "STREAM", "STREAM_LIST", "attr_kind", "call_site", "kind_of_call",
+__all__ = ["derived", "MAIN_STREAM", "EVENT", "EVENT_LIST", "STREAM", "STREAM_LIST", "attr_kind", "call_site", "kind_of_call",
            "kind_of_value", "local_kind", "returned_kind"]

@@ -1,0 +1,66 @@
+"""compute_positions gives exactly LibCST's PositionProvider ranges."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from harness import FIXTURES
+from streamlint.model.positions import compute_positions
+
+TRICKY = (
+    'import os; import sys\r\n'
+    '@decorator(1)\r\n'
+    'async def f(a, *, b=2) -> "T":\r\n'
+    '    """doc\r\n    string"""\r\n'
+    '    x = [i for i in range(3) if i]  # comment\r\n'
+    '    with a as (b, c), d:\r\n'
+    '        return f"{x!r:>{b}}" + \\\r\n'
+    '            "tail"\r\n'
+    'class C(Base, metaclass=M):\r\n'
+    '\tdef g(self): return lambda q: q[1:2, ...]\r\n'
+)
+
+
+def _reference(module: cst.Module) -> dict:
+    ranges = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    return {node: (r.start.line, r.start.column, r.end.line, r.end.column) for node, r in ranges.items()}
+
+
+@pytest.mark.parametrize("name", ["tricky", "rules", "projects"])
+def test_same_ranges_as_position_provider(name: str) -> None:
+    if name == "tricky":
+        texts = [TRICKY, TRICKY.replace("\r\n", "\n"), ""]
+    else:
+        texts = [p.read_text(encoding="utf-8") for p in sorted((FIXTURES / name).rglob("*.py"))[:4]]
+    for text in texts:
+        module = cst.parse_module(text)
+        assert compute_positions(module) == _reference(module)
+
+
+def _recorder() -> cst.CSTVisitor:
+    import inspect
+
+    namespace = {}
+    for cls in vars(cst).values():
+        if inspect.isclass(cls) and issubclass(cls, cst.CSTNode):
+            namespace[f"visit_{cls.__name__}"] = lambda self, node: self.events.append(("visit", id(node)))
+            namespace[f"leave_{cls.__name__}"] = lambda self, node: self.events.append(("leave", id(node)))
+    namespace["visit_If"] = lambda self, node: self.events.append(("visit-if", id(node))) or False  # prune
+    visitor = type("Recorder", (cst.CSTVisitor,), namespace)()
+    visitor.events = []
+    return visitor
+
+
+def test_walk_visits_like_libcst() -> None:
+    from streamlint.model.walk import walk
+
+    texts = [TRICKY, 'x = f"{a:{b}>10}" f"{c!r}"\nif a:\n    pass\nelif b:\n    pass\n']
+    texts += [p.read_text(encoding="utf-8") for p in sorted((FIXTURES / "projects").rglob("*.py"))[:6]]
+    for text in texts:
+        module = cst.parse_module(text)
+        expected, actual = _recorder(), _recorder()
+        module.visit(expected)
+        walk(module, actual)
+        assert actual.events == expected.events

@@ -5,8 +5,13 @@ from streamlint.model.apis import Role
 from streamlint.model.dataflow import wait_self_expr
 from streamlint.model.file import dotted
 from streamlint.model.streams import EVENT, attr_kind
-from streamlint.model.waits import (event_recorded_in_class, first_in_stream_scope, later_op_on_stream, loads_after,
-                                    result_discarded)
+from streamlint.model.waits import (
+    event_recorded_in_class,
+    first_in_stream_scope,
+    later_op_on_stream,
+    loads_after,
+    result_discarded,
+)
 from streamlint.rule import Invalid, Rule, RuleContext, Valid
 
 

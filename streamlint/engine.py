@@ -118,9 +118,13 @@ class Engine:
             rule for code, rule in registry.rules.items() if code in enabled and not rule.engine_emitted
         ]
         # a rule without markers may fire on any file: then nothing can be skipped unparsed
+        markers = {m for r in self.rules for m in r.markers}
+        # a marker that contains another one adds nothing to the byte search
+        markers = {m for m in markers if not any(o != m and o in m for o in markers)}
         self.markers: tuple[bytes, ...] = (
-            tuple(sorted({m for r in self.rules for m in r.markers})) if all(r.markers for r in self.rules) else ()
+            tuple(sorted(markers)) if all(r.markers for r in self.rules) else ()
         )
+        self._last_prefilter: tuple[bytes, bool] | None = None
         self.root = Path(project_root or settings.project_root).absolute()
         self._overrides: dict[str, bytes] = {}
         self._parsed: dict[str, ParsedFile] = {}
@@ -255,8 +259,13 @@ class Engine:
 
     def needs_analysis(self, data: bytes) -> bool:
         """The byte prefilter: does the file contain a marker of any enabled rule?"""
+        last = self._last_prefilter
+        if last is not None and last[0] is data:  # the parallel runner asked already for these bytes
+            return last[1]
         with _phase(self.profiler, "prefilter"):
-            return not self.markers or any(marker in data for marker in self.markers)
+            result = not self.markers or any(marker in data for marker in self.markers)
+        self._last_prefilter = (data, result)
+        return result
 
     def _meta(self, code: str, path: str, message: str, span: Span) -> Finding:
         rule = self.registry.rules.get(code)

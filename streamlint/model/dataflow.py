@@ -27,18 +27,34 @@ Rules read the hazards this computes (:class:`FunctionFlow`), filtered by execut
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterator
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from streamlint.model import apis
 from streamlint.model.apis import Role
-from streamlint.model.file import FileModel, FunctionInfo, ScopeSite, dotted, string_value
+from streamlint.model.file import (
+    FileModel,
+    FunctionInfo,
+    ScopeSite,
+    dotted,
+    string_value,
+)
 from streamlint.model.project import bind_arguments
+from streamlint.model.streams import (
+    EVENT,
+    EVENT_LIST,
+    MAIN_STREAM,
+    STREAM,
+    STREAM_LIST,
+    attr_kind,
+    call_site,
+    derived,
+    local_kind,
+)
 from streamlint.model.wrappers import mode_of_test
-from streamlint.model.streams import (EVENT, EVENT_LIST, MAIN_STREAM, STREAM, STREAM_LIST, attr_kind, call_site,
-                                      derived, local_kind)
 
 if TYPE_CHECKING:
     from streamlint.model.project import ApiUse, Project
@@ -187,7 +203,7 @@ class TVal:
     """A tensor object. ``base``: the value it is a view of; ``multi``: result of chunk/split (unpack
     gives views) or of a multi-output op (unpack gives fresh tensors)."""
 
-    __slots__ = ("vid", "sid", "base", "created", "multi")
+    __slots__ = ("base", "created", "multi", "sid", "vid")
 
     def __init__(self, vid: int, sid: int, base: int | None, created: int, multi: str | None = None) -> None:
         self.vid, self.sid, self.base, self.created, self.multi = vid, sid, base, created, multi
@@ -236,7 +252,7 @@ class Access:
 
 
 class Storage:
-    __slots__ = ("sid", "name", "kind", "alloc", "last_write", "reads", "uses", "recorded", "escaped", "dead")
+    __slots__ = ("alloc", "dead", "escaped", "kind", "last_write", "name", "reads", "recorded", "sid", "uses")
 
     def __init__(self, sid: int, name: str | None, kind: str, alloc: str, last_write: Access | None) -> None:
         self.sid, self.name, self.kind, self.alloc = sid, name, kind, alloc
@@ -247,7 +263,7 @@ class Storage:
         self.escaped = False
         self.dead = False
 
-    def clone(self) -> "Storage":
+    def clone(self) -> Storage:
         s = Storage(self.sid, self.name, self.kind, self.alloc, self.last_write)
         s.reads, s.uses, s.recorded = list(self.reads), list(self.uses), set(self.recorded)
         s.escaped, s.dead = self.escaped, self.dead
@@ -284,7 +300,7 @@ class State:
         self.ret: object = None
         self.flow: str | None = None
 
-    def clone(self) -> "State":
+    def clone(self) -> State:
         s = State.__new__(State)
         s.env = dict(self.env)
         s.vals = self.vals  # TVal objects are immutable after creation
@@ -358,7 +374,7 @@ def _config(mode: str, explicit_ge: bool, entry: bool) -> _Config:
 
 
 class _Interp:
-    def __init__(self, project: "Project", file: FileModel, fn: FunctionInfo, cfg: _Config) -> None:
+    def __init__(self, project: Project, file: FileModel, fn: FunctionInfo, cfg: _Config) -> None:
         self.project = project
         self.file = file
         self.fn = fn
@@ -993,7 +1009,7 @@ class _Interp:
         return self.op(st, e, [tv] + reads)
 
     # ---- APIs
-    def api(self, st: State, e: cst.Call, use: "ApiUse") -> object:
+    def api(self, st: State, e: cst.Call, use: ApiUse) -> object:
         role = use.role
 
         def val(param: str) -> tuple[object, cst.BaseExpression | None]:
@@ -1069,6 +1085,11 @@ class _Interp:
             return SVal(f"<stream@{id(e)}>")
         if role in (Role.EVENT_NEW, Role.TAGGED_EVENT_CREATE):
             return EVal(f"<event@{id(e)}>")
+        if role is Role.PREFETCH:  # an L2 prefetch hint: moves no tensor data another stream could race with
+            for arg in e.args:
+                self.ev(st, arg.value)
+            self.op(st, e, [], result=False)  # still work queued on this stream (matters for capture joins)
+            return None
         if role in (Role.NATIVE_STREAM_CONTEXT, Role.STREAM_SWITCH, Role.GRAPH_CAPTURE, Role.SET_STREAM,
                     Role.LIMIT_CORE_NUM, Role.SUPER_KERNEL, Role.OTHER_TORCHAIR_SCOPE, Role.NULL_CONTEXT,
                     Role.LIMIT_CORE_NUM_NPUGRAPH_EX):
@@ -1510,7 +1531,7 @@ class _Interp:
         self.ev(st, item.item)
         return self.with_item(node, i + 1, st)
 
-    def scope_stream(self, st: State, use: "ApiUse") -> str:
+    def scope_stream(self, st: State, use: ApiUse) -> str:
         if use.role is Role.STREAM_SWITCH:
             expr = use.value("stream_tag")
             tag = string_value(expr) if expr is not None else None
@@ -1526,7 +1547,7 @@ class _Interp:
             return "<unknown stream>"
         return self.stream_key(st, self.ev(st, expr), expr)
 
-    def activation(self, st: State, use: "ApiUse") -> tuple[cst.BaseExpression | None, bool] | None:
+    def activation(self, st: State, use: ApiUse) -> tuple[cst.BaseExpression | None, bool] | None:
         """(call-site expression, value for which the wrapper really switches), or None if unconditional.
         A None expression means a constant: ``positive`` then says whether the switch happens."""
         if not use.wrappers:
@@ -1600,7 +1621,7 @@ class _Interp:
 # helpers
 
 
-def wait_self_expr(project: "Project", file: FileModel, use: "ApiUse") -> cst.BaseExpression | None:
+def wait_self_expr(project: Project, file: FileModel, use: ApiUse) -> cst.BaseExpression | None:
     """The call-site argument a wrapper forwards as ``npu_wait_tensor``'s ``self`` (the waited tensor),
     also when the wrapper's own parameter is literally named ``self`` (vllm-ascend's
     ``npu_wait_tensor(self, dependency, *, enabled=True)``)."""
@@ -1689,7 +1710,7 @@ _NON_TENSOR_METHODS = frozenset({"get", "items", "keys", "values", "append", "ex
                                  "record_event", "elapsed_time"})
 
 
-def _param_kinds(project: "Project", file: FileModel, fn: FunctionInfo) -> dict[str, str]:
+def _param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict[str, str]:
     """What each parameter evidently is: STREAM, EVENT, "container", "tensor", or absent (unknown).
 
     From annotations, then from use: passed to ``torch.npu.stream(p)`` / ``wait_stream(p)`` / ``.record(p)``
@@ -1814,7 +1835,7 @@ def _param_test(test: cst.BaseExpression, params: tuple[str, ...]) -> tuple[str,
     return None
 
 
-def _switch_condition(project: "Project", file: FileModel, fn: FunctionInfo) -> tuple[str, bool] | None:
+def _switch_condition(project: Project, file: FileModel, fn: FunctionInfo) -> tuple[str, bool] | None:
     """(parameter, value for which the wrapper opens the real stream scope) for enable-flag wrappers."""
     params = fn.all_params
     for site in fn.calls:
@@ -1861,7 +1882,7 @@ def _contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
     return False
 
 
-def _relevant(project: "Project", file: FileModel, fn: FunctionInfo, _depth: int = 0) -> bool:
+def _relevant(project: Project, file: FileModel, fn: FunctionInfo, _depth: int = 0) -> bool:
     """Does a helper order streams, switch streams or record lifetimes (directly or one level down)?"""
     memo = derived(project, "relevant")
     if id(fn) in memo:
@@ -1884,7 +1905,7 @@ def _relevant(project: "Project", file: FileModel, fn: FunctionInfo, _depth: int
     return result
 
 
-def _has_stream_work(project: "Project", file: FileModel, fn: FunctionInfo) -> bool:
+def _has_stream_work(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
     for site in fn.scopes:
         roles = project.scope_use(file, site).roles()
         if roles & (apis.STREAM_SCOPE_ROLES | {Role.GRAPH_CAPTURE}):
@@ -1898,7 +1919,7 @@ def _has_stream_work(project: "Project", file: FileModel, fn: FunctionInfo) -> b
     return False
 
 
-def function_modes(project: "Project", file: FileModel, fn: FunctionInfo) -> frozenset[str]:
+def function_modes(project: Project, file: FileModel, fn: FunctionInfo) -> frozenset[str]:
     """The execution paths of a function (empty: unknown). One place to swap the path source."""
     try:
         return frozenset(project.execution_path(file, fn).modes)
@@ -1906,7 +1927,7 @@ def function_modes(project: "Project", file: FileModel, fn: FunctionInfo) -> fro
         return frozenset()
 
 
-def _graph_entries(project: "Project") -> set[int]:
+def _graph_entries(project: Project) -> set[int]:
     holder = derived(project, "graph_entries")
     cache = holder.get("entries")
     if cache is None:
@@ -1921,7 +1942,7 @@ def _graph_entries(project: "Project") -> set[int]:
     return cache
 
 
-def function_flow(project: "Project", file: FileModel, fn: FunctionInfo, *, explicit_ge_joins: bool = False) \
+def function_flow(project: Project, file: FileModel, fn: FunctionInfo, *, explicit_ge_joins: bool = False) \
         -> FunctionFlow:
     """The hazards of one function on every execution path it runs on (cached per project)."""
     cache = derived(project, "flows")
@@ -1960,7 +1981,7 @@ def function_flow(project: "Project", file: FileModel, fn: FunctionInfo, *, expl
     return flow
 
 
-def _every_path_flow(project: "Project", file: FileModel, fn: FunctionInfo, explicit_ge_joins: bool,
+def _every_path_flow(project: Project, file: FileModel, fn: FunctionInfo, explicit_ge_joins: bool,
                      entry: bool) -> FunctionFlow:
     """Unknown execution path: keep only the hazards found on every path the code could take."""
     runs = []
@@ -1979,7 +2000,7 @@ def _every_path_flow(project: "Project", file: FileModel, fn: FunctionInfo, expl
     return FunctionFlow(frozenset(), races, lifetimes, (), views)
 
 
-def file_flows(project: "Project", file: FileModel, *, explicit_ge_joins: bool = False) \
+def file_flows(project: Project, file: FileModel, *, explicit_ge_joins: bool = False) \
         -> Iterator[tuple[FunctionInfo, FunctionFlow]]:
     for fn in file.functions.values():
         flow = function_flow(project, file, fn, explicit_ge_joins=explicit_ge_joins)
@@ -1987,5 +2008,17 @@ def file_flows(project: "Project", file: FileModel, *, explicit_ge_joins: bool =
             yield fn, flow
 
 
-__all__ = ["wait_self_expr", "EMPTY_FLOW", "FunctionFlow", "Lifetime", "MAIN", "Race", "Unjoined", "ViewEscape", "file_flows",
-           "function_flow", "function_modes", "stream_label"]
+__all__ = [
+    "EMPTY_FLOW",
+    "MAIN",
+    "FunctionFlow",
+    "Lifetime",
+    "Race",
+    "Unjoined",
+    "ViewEscape",
+    "file_flows",
+    "function_flow",
+    "function_modes",
+    "stream_label",
+    "wait_self_expr",
+]

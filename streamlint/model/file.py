@@ -167,6 +167,13 @@ class FileModel:
                 if len(resolved_all) > 1:
                     cls.attr_alternatives[attr] = resolved_all
 
+    def call_site(self, call: cst.Call) -> "CallSite | None":
+        """The CallSite recorded for a call node of this module."""
+        index = self.__dict__.get("_call_index")
+        if index is None:
+            index = self.__dict__["_call_index"] = {id(site.node): site for site in self.calls}
+        return index.get(id(call))
+
     def _resolve_decorator(self, decorator: cst.Decorator, function: "FunctionInfo | None") -> str:
         expr = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
         return self.resolve(expr, function) or dotted(expr) or ""
@@ -273,6 +280,7 @@ class _Collector(cst.CSTVisitor):
             self._bind(local, f"{module}.{name}")
 
     def visit_Try(self, node: cst.Try) -> None:
+        self._note_statement(node)
         self.try_depth += 1
 
     def leave_Try(self, node: cst.Try) -> None:
@@ -353,6 +361,7 @@ class _Collector(cst.CSTVisitor):
             self.guards.pop()
 
     def visit_For(self, node: cst.For) -> None:
+        self._note_statement(node)
         self.loops += 1
         fn = self.fn
         if fn:
@@ -378,6 +387,7 @@ class _Collector(cst.CSTVisitor):
         self.loops -= 1
 
     def visit_While(self, node: cst.While) -> None:
+        self._note_statement(node)
         self.loops += 1
         if self.fn:
             self.fn.has_loop = True

@@ -131,13 +131,14 @@ class PathIndex:
         return ExecutionPath(frozenset(), "unknown")
 
     def modes_at(self, file: FileModel, site: CallSite) -> frozenset[str]:
-        base = self.path_of(file, site.function).modes
+        path = self.path_of(file, site.function)
         guard = modes_under(site.guards)
         if guard is None:
-            return base
-        if not base:
+            return path.modes
+        if path.source in ("family", "unknown"):
+            # an explicit mode test in the code is stronger evidence than the API family around it
             return guard
-        return base & guard
+        return path.modes & guard
 
 
 __all__ = ["ExecutionPath", "PathIndex", "apis"]

@@ -392,10 +392,7 @@ def _lookup_in_module(mod: FileModel, rest: list[str]):
 
 
 def _site_for(file: FileModel, call: cst.Call) -> CallSite | None:
-    for site in file.calls:
-        if site.node is call:
-            return site
-    return None
+    return file.call_site(call)
 
 
 def bind_arguments(

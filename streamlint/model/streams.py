@@ -29,7 +29,7 @@ _STREAM_ROLES = frozenset({Role.STREAM_NEW, Role.CURRENT_STREAM, Role.DEFAULT_ST
 _EVENT_ROLES = frozenset({Role.EVENT_NEW, Role.TAGGED_EVENT_CREATE})
 
 
-def derived(project: "Project", name: str) -> dict:
+def derived(project: Project, name: str) -> dict:
     """A cache for facts derived from several files. It lives on the project's path index, which the
     engine replaces whenever any file changes (``Engine.set_override``), so it never goes stale."""
     holder = project.path_index.__dict__
@@ -49,7 +49,7 @@ def call_site(file: FileModel, call: cst.Call) -> CallSite | None:
     return _site_index(file).get(id(call))
 
 
-def kind_of_call(project: "Project", file: FileModel, call: cst.Call, _depth: int = 0) -> str | None:
+def kind_of_call(project: Project, file: FileModel, call: cst.Call, _depth: int = 0) -> str | None:
     """STREAM / EVENT when a call creates or returns a stream or an event, else None."""
     site = call_site(file, call)
     if site is None:
@@ -70,12 +70,12 @@ def kind_of_call(project: "Project", file: FileModel, call: cst.Call, _depth: in
     return None
 
 
-def _outside_stream_scopes(project: "Project", file: FileModel, site: CallSite) -> bool:
+def _outside_stream_scopes(project: Project, file: FileModel, site: CallSite) -> bool:
     return not any(u.role in (Role.STREAM_SWITCH, Role.NATIVE_STREAM_CONTEXT)
                    for scope in project.enclosing_scopes(file, site.scope) for u in scope.uses)
 
 
-def kind_of_value(project: "Project", file: FileModel, value: cst.BaseExpression, _depth: int = 0) -> str | None:
+def kind_of_value(project: Project, file: FileModel, value: cst.BaseExpression, _depth: int = 0) -> str | None:
     """Kind of an assigned value: a stream/event constructor, or a list of them."""
     if isinstance(value, cst.Call):
         return kind_of_call(project, file, value, _depth)
@@ -93,7 +93,7 @@ def kind_of_value(project: "Project", file: FileModel, value: cst.BaseExpression
     return None
 
 
-def returned_kind(project: "Project", file: FileModel, fn: FunctionInfo, _depth: int = 0) -> str | None:
+def returned_kind(project: Project, file: FileModel, fn: FunctionInfo, _depth: int = 0) -> str | None:
     """STREAM / EVENT when every value a (small) project function returns is one."""
     kinds: set[str | None] = set()
     for ret in fn.returns:
@@ -108,7 +108,7 @@ def returned_kind(project: "Project", file: FileModel, fn: FunctionInfo, _depth:
     return kinds.pop() if len(kinds) == 1 else None
 
 
-def attr_kind(project: "Project", file: FileModel, cls: ClassInfo | None, attr: str) -> str | None:
+def attr_kind(project: Project, file: FileModel, cls: ClassInfo | None, attr: str) -> str | None:
     """Kind of ``self.<attr>`` in a class, from its ``self.<attr> = ...`` assignments (any method)."""
     if cls is None:
         return None
@@ -125,7 +125,7 @@ def attr_kind(project: "Project", file: FileModel, cls: ClassInfo | None, attr: 
     return cache[attr]
 
 
-def local_kind(project: "Project", file: FileModel, fn: FunctionInfo, name: str) -> str | None:
+def local_kind(project: Project, file: FileModel, fn: FunctionInfo, name: str) -> str | None:
     """Kind of a local name when every assignment to it in the function gives the same kind."""
     values = fn.name_assigns.get(name)
     if not values:
@@ -134,5 +134,17 @@ def local_kind(project: "Project", file: FileModel, fn: FunctionInfo, name: str)
     return kinds.pop() if len(kinds) == 1 else None
 
 
-__all__ = ["derived", "MAIN_STREAM", "EVENT", "EVENT_LIST", "STREAM", "STREAM_LIST", "attr_kind", "call_site", "kind_of_call",
-           "kind_of_value", "local_kind", "returned_kind"]
+__all__ = [
+    "EVENT",
+    "EVENT_LIST",
+    "MAIN_STREAM",
+    "STREAM",
+    "STREAM_LIST",
+    "attr_kind",
+    "call_site",
+    "derived",
+    "kind_of_call",
+    "kind_of_value",
+    "local_kind",
+    "returned_kind",
+]

@@ -6,7 +6,8 @@ call runs in, and whether a ``self.*`` event is ever recorded anywhere in its cl
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -56,9 +57,7 @@ def loads_after(file: FileModel, fn: FunctionInfo, name: str, call: cst.Call) ->
     loops = [n for n in _walk(fn.node.body) if isinstance(n, (cst.For, cst.While)) and _contains(n, call)]
     stores: set[int] = set()
     for node in _walk(fn.node.body):
-        if isinstance(node, cst.AssignTarget):
-            stores |= {id(n) for n in _walk(node.target) if isinstance(n, cst.Name)}
-        elif isinstance(node, (cst.For, cst.CompFor)):
+        if isinstance(node, cst.AssignTarget) or isinstance(node, (cst.For, cst.CompFor)):
             stores |= {id(n) for n in _walk(node.target) if isinstance(n, cst.Name)}
         elif isinstance(node, cst.Attribute):
             stores.add(id(node.attr))
@@ -104,7 +103,7 @@ def _contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
     return any(n is inner for n in _walk(outer))
 
 
-def stream_scope_key(project: "Project", file: FileModel, site: CallSite | None) -> tuple[str, object] | None:
+def stream_scope_key(project: Project, file: FileModel, site: CallSite | None) -> tuple[str, object] | None:
     """(stream key, with-statement) of the innermost stream scope around a call; ("<main>", None) outside."""
     scope = site.scope if site is not None else None
     for use in project.enclosing_scopes(file, scope):
@@ -118,7 +117,7 @@ def stream_scope_key(project: "Project", file: FileModel, site: CallSite | None)
     return "<main>", None
 
 
-def later_op_on_stream(project: "Project", file: FileModel, fn: FunctionInfo, site: CallSite) -> bool:
+def later_op_on_stream(project: Project, file: FileModel, fn: FunctionInfo, site: CallSite) -> bool:
     """Is there an op (call or arithmetic) after ``site`` in ``fn`` that runs on the same stream?"""
     key = stream_scope_key(project, file, site)
     end = file.span(site.node)
@@ -141,7 +140,7 @@ def later_op_on_stream(project: "Project", file: FileModel, fn: FunctionInfo, si
     return False
 
 
-def first_in_stream_scope(project: "Project", file: FileModel, site: CallSite) -> bool:
+def first_in_stream_scope(project: Project, file: FileModel, site: CallSite) -> bool:
     """Is the call the first statement of the body of the stream scope it is in?"""
     key = stream_scope_key(project, file, site)
     with_node = key[1] if key is not None else None

@@ -25,6 +25,7 @@ import os
 import re
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -96,14 +97,14 @@ def measure(cmd: list[str], cwd: Path | None = None, timeout: float | None = Non
     full = [TIME_V, "-v", *cmd] if use_time else cmd
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     started = time.perf_counter()
-    proc = subprocess.Popen(full, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(full, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     timed_out = False
     with TreeRss(proc.pid) as tree:
         try:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
-            proc.kill()  # our own child; its workers die with their parent's pipe
+            os.killpg(proc.pid, signal.SIGKILL)  # the group of our own child: it and its pool workers
             out, err = proc.communicate()
     wall = time.perf_counter() - started
     max_kb = 0.0
@@ -239,23 +240,6 @@ def main() -> None:
         analysis_s=analysis, bare_parse_s=bare["parse"], lean=lean,
     )
 
-    peers: dict[str, dict] = {}
-    if not args.skip_peers:
-        ruff = _bin("ruff")
-        if ruff:
-            print("ruff ...", flush=True)
-            peers["ruff (E711)"] = measure([ruff, "check", "--isolated", "--no-cache", "--select", "E711",
-                                            "--exit-zero", str(corpus)], timeout=args.peer_timeout)
-        fixit = _bin("fixit")
-        if fixit:
-            print("Fixit (one trivial rule) ...", flush=True)
-            cfg = fixit_config(corpus.parent / f".{corpus.name}-fixit")
-            peers["Fixit (NoInheritFromObject)"] = measure(
-                [fixit, "--config-file", str(cfg), "lint", str(corpus)], timeout=args.peer_timeout)
-    results["peers"] = {k: {"wall": v["wall"], "rss_mb": v["rss_mb"], "tree_mb": v["tree_mb"], "rc": v["rc"],
-                            "timed_out": v["timed_out"]}
-                        for k, v in peers.items()}
-
     # ---- the table
     def row(name: str, value: str, target: str = "", ok: bool | None = None) -> str:
         mark = "" if ok is None else ("yes" if ok else "NO")
@@ -286,6 +270,26 @@ def main() -> None:
     for name in ("libcst_parse", "ast_parse", "file_model", "span_positions", "libcst_position_provider",
                  "libcst_codegen"):
         lines.append(row(f"  lean: {name}", f"{lean[name]:.2f} s"))
+    print()
+    print("\n".join(lines), flush=True)
+    lines = []
+    peers: dict[str, dict] = {}
+    if not args.skip_peers:
+        ruff = _bin("ruff")
+        if ruff:
+            print("ruff ...", flush=True)
+            peers["ruff (E711)"] = measure([ruff, "check", "--isolated", "--no-cache", "--select", "E711",
+                                            "--exit-zero", str(corpus)], timeout=args.peer_timeout)
+        fixit = _bin("fixit")
+        if fixit:
+            print("Fixit (one trivial rule) ...", flush=True)
+            cfg = fixit_config(corpus.parent / f".{corpus.name}-fixit")
+            peers["Fixit (NoInheritFromObject)"] = measure(
+                [fixit, "--config-file", str(cfg), "lint", str(corpus)], timeout=args.peer_timeout)
+    results["peers"] = {k: {"wall": v["wall"], "rss_mb": v["rss_mb"], "tree_mb": v["tree_mb"], "rc": v["rc"],
+                            "timed_out": v["timed_out"]}
+                        for k, v in peers.items()}
+
     for name, peer in peers.items():
         speedup = peer["wall"] / cold["wall"]
         target = ">= 4x faster" if name.startswith("Fixit") else ""
@@ -293,7 +297,6 @@ def main() -> None:
         lines.append(row(f"{name} wall", f"{over}{peer['wall']:.2f} s" + ("" if over else f" (rc {peer['rc']})")))
         lines.append(row(f"  {name} / streamlint cold", f"{over}{speedup:.2f}x", target,
                          speedup >= 4 if target else None))
-    print()
     print("\n".join(lines))
     print("\nslowest phases of the -j 1 run:")
     for name, seconds in sorted(phases.items(), key=lambda kv: -kv[1])[:12]:

@@ -1,4 +1,5 @@
 from streamlint.finding import Confidence, Location, Severity
+from streamlint.model.apis import STREAM_MARKERS
 from streamlint.model.dataflow import MAIN, file_flows, stream_label
 from streamlint.rule import Invalid, Option, Rule, RuleContext, Valid
 
@@ -50,7 +51,7 @@ class MissingWaitAtJoin(Rule):
     name = "missing-wait-at-join"
     severity = Severity.ERROR
     confidence = Confidence.HIGH
-    markers = (b"stream",)
+    markers = STREAM_MARKERS
     options = (
         Option("ge-explicit-join-waits", bool, False,
                "In ge, report every cross-stream data join without an explicit wait."),

@@ -49,7 +49,7 @@ class IneffectiveWait(Rule):
     name = "ineffective-wait"
     severity = Severity.WARNING
     confidence = Confidence.HIGH
-    markers = (b"wait",)
+    markers = (b"wait", b"record")
 
     def check(self, ctx: RuleContext) -> None:
         project, file = ctx.project, ctx.file

@@ -32,7 +32,7 @@ class ViewEscapesWait(Rule):
     name = "view-escapes-wait"
     severity = Severity.WARNING
     confidence = Confidence.HIGH
-    markers = (b"npu_wait_tensor", b"wait_tensor")
+    markers = (b"wait",)
 
     def check(self, ctx: RuleContext) -> None:
         seen: set[int] = set()

@@ -1,4 +1,5 @@
 from streamlint.finding import Confidence, Severity
+from streamlint.model.apis import STREAM_MARKERS
 from streamlint.model.dataflow import file_flows, stream_label
 from streamlint.rule import Invalid, Rule, RuleContext, Valid
 
@@ -39,7 +40,7 @@ class UnjoinedSideStream(Rule):
     name = "unjoined-side-stream"
     severity = Severity.ERROR
     confidence = Confidence.HIGH
-    markers = (b"stream",)
+    markers = STREAM_MARKERS
 
     def check(self, ctx: RuleContext) -> None:
         seen: set[int] = set()

@@ -1,6 +1,7 @@
 import libcst as cst
 
 from streamlint.finding import Confidence, Edit, FixSafety, Location, Severity
+from streamlint.model.apis import STREAM_MARKERS
 from streamlint.model.dataflow import MAIN, file_flows, stream_label
 from streamlint.rule import Invalid, Option, Rule, RuleContext, Valid
 
@@ -50,7 +51,7 @@ class MissingRecordStream(Rule):
     name = "missing-record-stream"
     severity = Severity.ERROR
     confidence = Confidence.HIGH
-    markers = (b"stream",)
+    markers = STREAM_MARKERS
     fix_safety = FixSafety.UNSAFE
     options = (Option("strict", bool, False, "Also report tensors that escape the function (low confidence)."),)
 

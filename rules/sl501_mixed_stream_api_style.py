@@ -2,7 +2,7 @@ from dataclasses import dataclass
 
 from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.families import ALL_PATHS, GE, NATIVE, TAGGED, family_uses
-from streamlint.model.file import FileModel, FunctionInfo
+from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
 from streamlint.model.wrappers import modes_under
 from streamlint.rule import Invalid, Rule, RuleContext, Valid
 
@@ -86,7 +86,7 @@ class MixedStreamApiStyle(Rule):
                     ctx.report(
                         site.node,
                         f"{entry.what} ({entry.group}) is used in the same execution path as {other.what} "
-                        f"({other.group}, line {other.origin.span.start_line}) on {'/'.join(sorted(common))}: use "
+                        f"({other.group}, line {other.origin.span.start_line}) on {_paths(common)}: use "
                         "one stream API family per path, or dispatch on the execution mode",
                         related=[other.origin],
                     )
@@ -143,7 +143,7 @@ def _entries(ctx: RuleContext, file: FileModel, fn: FunctionInfo, path: frozense
             continue
         guard = (modes_under(site.guards) or ALL_PATHS) & path
         entries = []
-        for callee, cmod in ctx.project.call_targets(file, site):
+        for callee, cmod in _callees(ctx, file, site):
             for group, modes in _summary(ctx, callee, cmod, summaries, 0).items():
                 if modes & guard:
                     origin = Location(file.path, file.span(site.node), f"{group} used inside `{callee.qualname}`")
@@ -166,11 +166,19 @@ def _summary(ctx: RuleContext, fn: FunctionInfo, file: FileModel, summaries: dic
         if uses or depth >= _MAX_DEPTH:
             continue
         guard = modes_under(site.guards) or ALL_PATHS
-        for callee, cmod in ctx.project.call_targets(file, site):
+        for callee, cmod in _callees(ctx, file, site):
             for group, modes in _summary(ctx, callee, cmod, summaries, depth + 1).items():
                 if modes & guard:
                     found[group] = found.get(group, frozenset()) | (modes & guard)
     summaries[id(fn)] = found
+    return found
+
+
+def _callees(ctx: RuleContext, file: FileModel, site) -> list[tuple[FunctionInfo, FileModel]]:
+    """Functions a call runs; constructing a module (`Block(config)`) does not run its forward."""
+    found = ctx.project.call_targets(file, site)
+    if site.target is not None and isinstance((ctx.project.symbol(site.target, file) or (None,))[0], ClassInfo):
+        return []
     return found
 
 
@@ -194,3 +202,7 @@ def _first_conflict(entries: list[_Entry], seen: dict[str, list[_Entry]], ctx: R
 def _exclusive(a: tuple, b: tuple) -> bool:
     """Opposite branches of one `if` (``if torchair_graph_enabled: … else: …``) never run together."""
     return any(ga.test is gb.test and ga.negated != gb.negated for ga in a for gb in b)
+
+
+def _paths(modes: frozenset[str]) -> str:
+    return "every execution path" if modes == ALL_PATHS else "/".join(sorted(modes))

@@ -101,8 +101,9 @@ class ApiUnsupportedInMode(Rule):
                 guard = modes_under(site.guards)
                 if guard is not None and "eager" not in guard:
                     continue
+                why = _origin(ctx, path) if eager_only else "no compile reaches it"
                 ctx.report(site.node, f"TorchAir scope `{use.spec.qualname.rsplit('.', 1)[-1]}` in code that runs "
-                           "eagerly (no compile reaches it): it has no effect outside a TorchAir graph",
+                           f"eagerly ({why}): it has no effect outside a TorchAir graph",
                            severity=Severity.INFO, confidence=Confidence.MEDIUM, related=path.evidence[:1])
                 return
 

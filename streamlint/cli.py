@@ -107,6 +107,10 @@ def check(paths: tuple[str, ...], **opts: Any) -> None:
         code = run_check(list(paths), opts)
     except (click.exceptions.Exit, click.ClickException, KeyboardInterrupt):
         raise
+    except BrokenPipeError:  # `streamlint ... | head`: the reader went away; say nothing more
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        raise click.exceptions.Exit(EXIT_FINDINGS) from None
     except Exception as exc:  # no traceback reaches the user (unless asked for with -v)
         if opts.get("verbose"):
             import traceback

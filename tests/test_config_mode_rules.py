@@ -275,3 +275,29 @@ def test_sl401_runtime_mode_uses_the_mode_setting(tmp_path: Path) -> None:
     paths = _project(tmp_path / "ge", files)
     findings = lint_paths(tmp_path / "ge", paths, mode="ge")
     assert [(Path(f.path).name, f.span.start_line) for f in findings if f.code == "SL401"] == [("runner.py", 8)]
+
+
+def test_sl401_config_and_model_passed_to_a_compile_helper(tmp_path: Path) -> None:
+    helpers = '''
+    import torch
+    import torchair as tng
+
+    def compile_model(model, compiler_config):
+        backend = tng.get_npu_backend(compiler_config=compiler_config)
+        return torch.compile(model, backend=backend, dynamic=False)
+    '''
+    runner = '''
+    import torchair as tng
+    from helpers import compile_model
+    from model import MoE
+
+    def _config():
+        config = tng.CompilerConfig()
+        config.ge_config.enable_single_stream = True
+        return config
+
+    def build():
+        return compile_model(MoE(), _config())
+    '''
+    files = {"model.py": MODEL, "helpers.py": helpers, "runner.py": runner}
+    assert _codes(tmp_path, files, "SL401") == [("runner.py", 7)]

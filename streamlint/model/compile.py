@@ -125,6 +125,15 @@ def find_config(project: "Project", file: FileModel, fn: FunctionInfo | None, ex
             found = find_config(project, file, scope_fn, value, _depth + 1)
             if found is not None:
                 return found
+    if fn is not None and name in fn.all_params and name not in fn.name_assigns:
+        # a config passed in (`def compile_model(model, compiler_config)`): the one its callers pass
+        configs: dict[int, ConfigObject] = {}
+        for caller_file, caller_fn, arg in caller_arguments(project, file, fn, name):
+            found = find_config(project, caller_file, caller_fn, arg, _depth + 1)
+            if found is None:
+                return None
+            configs[id(found.creation.node)] = found
+        return next(iter(configs.values())) if len(configs) == 1 else None
     if name.startswith("self.") and fn is not None and fn.class_name in file.classes:
         cls = file.classes[fn.class_name]
         for method in cls.methods.values():
@@ -202,6 +211,13 @@ def _targets(project: "Project", file: FileModel, fn: FunctionInfo | None,
             found_targets = _targets(project, file, fn, value, _depth + 1)
             if found_targets:
                 return found_targets
+        if name in fn.all_params and name not in fn.name_assigns:
+            # a model passed in (`def compile_model(model, ...)`): what its callers pass
+            passed: list[tuple[FunctionInfo, FileModel]] = []
+            for caller_file, caller_fn, arg in caller_arguments(project, file, fn, name):
+                passed += [t for t in _targets(project, caller_file, caller_fn, arg, _depth + 1) if t not in passed]
+            if passed:
+                return passed
     if name.startswith("self.") and fn is not None and fn.class_name in file.classes:
         attr = name.split(".")[1]
         cls = file.classes[fn.class_name]
@@ -394,3 +410,35 @@ def compile_modes(project: "Project", cs: CompileSite) -> frozenset[str]:
         if path.source == "config":
             modes |= path.modes
     return frozenset(modes)
+
+
+def caller_arguments(project: "Project", file: FileModel, fn: FunctionInfo,
+                     param: str) -> list[tuple[FileModel, FunctionInfo | None, cst.BaseExpression]]:
+    """The argument each project call of ``fn`` passes for ``param``: calls of a module-level function
+    or a method (``self.compile_model(...)``), and constructions of a class for ``__init__``. Files are
+    found by a byte search for the name; the result is cached with the path index."""
+    if fn.parent is not None:
+        return []
+    is_init = fn.class_name is not None and fn.node.name.value == "__init__"
+    qualname = f"{file.module_name}.{fn.class_name if is_init else fn.qualname}"
+    cache: dict[tuple[str, str], list] = project.path_index.__dict__.setdefault("_caller_arguments", {})
+    key = (qualname, param)
+    if key in cache:
+        return cache[key]
+    cache[key] = []  # recursion guard
+    from streamlint.model.project import bind_arguments
+
+    params = fn.params[1:] if fn.class_name is not None and fn.params[:1] in (("self",), ("cls",)) else fn.params
+    needle = qualname.rsplit(".", 1)[-1].encode()
+    found = []
+    for path in project.all_files():
+        if not project.may_contain(path, (needle,)):
+            continue
+        model = project.file(path)
+        for site in model.calls if model is not None else ():
+            if site.target == qualname:
+                arg = bind_arguments(params + fn.kwonly, site.node, kwonly=fn.kwonly).get(param)
+                if arg is not None:
+                    found.append((model, site.function, arg))
+    cache[key] = found
+    return found

@@ -36,6 +36,7 @@ import libcst as cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.file import (
+    ClassInfo,
     FileModel,
     FunctionInfo,
     ScopeSite,
@@ -292,6 +293,7 @@ class State:
         self.stack: list[str] = [MAIN]
         self.assume: dict[str, bool] = {}
         self.clauses: list[tuple[tuple[str, bool], ...]] = []  # at least one literal of each holds
+        self.same: dict[str, str] = {}  # stream key -> the key of the same stream (from `s1 == s2` tests)
         self.runs: list[ScopeRun] = []
         self.regions: list[tuple[int, str]] = []
         self.last_op: dict[str, int] = {}
@@ -313,6 +315,7 @@ class State:
         s.stack = list(self.stack)
         s.assume = dict(self.assume)
         s.clauses = list(self.clauses)
+        s.same = dict(self.same)
         s.runs = [ScopeRun(r.node, r.stream, r.start, r.last, r.top) for r in self.runs]
         s.regions = list(self.regions)
         s.last_op = dict(self.last_op)
@@ -391,6 +394,7 @@ class _Interp:
         self.view_escapes: dict[tuple, ViewEscape] = {}
         self.inline_stack: list[int] = []
         self.param_streams: set[str] = set()
+        self.stream_tests: dict[str, tuple[str, str, bool]] = {}
         self.rest: list = []  # statements after the one being interpreted (same block)
         self.h2d = False  # the current op copies host data to the device (or is a no-op on device data)
         self.deferred_end = _called_by_own_class(file, fn)
@@ -487,6 +491,10 @@ class _Interp:
         return None
 
     def stream_key(self, st: State, v: object, e: cst.BaseExpression | None) -> str:
+        key = self._stream_key(st, v, e)
+        return st.same.get(key, key)
+
+    def _stream_key(self, st: State, v: object, e: cst.BaseExpression | None) -> str:
         if isinstance(v, SVal):
             return v.key
         if isinstance(v, KVal):
@@ -903,7 +911,7 @@ class _Interp:
                 self.ev(st, arg.value)
             return self.alloc(st, e) if last in EMPTY_FACTORIES else self.op(st, e, [])
         _, reads, writes = self.call_args(st, e)
-        is_torch = bool(target) and target.split(".")[0] in ("torch", "torch_npu")
+        is_torch = _tensor_op_target(target)
         if writes:
             self.op(st, e, reads, writes, result=False)
             return writes[0] if len(writes) == 1 else None
@@ -953,6 +961,8 @@ class _Interp:
                 self.escape(st, self.ev(st, arg.value))
             return None
         tensors = self.tensors(st, recv)
+        if tensors and isinstance(recv, KVal) and not _tensor_method(name):
+            tensors = []  # `self.dist_index.get_group()`: an object, not a tensor
         if not tensors and isinstance(recv, KVal) and recv.opaque and name in COPY_METHODS:
             _, reads, _ = self.call_args(st, e)
             return self.op(st, e, reads)  # e.g. host_batches[i].to(device): a new tensor on this stream
@@ -1100,28 +1110,49 @@ class _Interp:
     def inline_target(self, site) -> tuple[FunctionInfo, FileModel] | None:
         if self.depth >= MAX_INLINE_DEPTH:
             return None
-        found = self.project.call_target(self.cfile, site)
+        func = site.node.func
+        found = self.project.call_target(self.cfile, site) or self.annotated_method(func)
         if found is None:
             return None
         fn, mod = found
         if id(fn) in self.inline_stack or fn is self.fn:
             return None
-        func = site.node.func
         if fn.class_name is not None and fn.params[:1] == ("self",):
-            # only methods of the same object: self.method(...)
+            # methods of this object (self.method(...)) or of a parameter typed with a project class
             if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
-                    and func.value.value == "self" and fn.node.name.value == func.attr.value):
+                    and fn.node.name.value == func.attr.value
+                    and (func.value.value == "self" or self.annotated_method(func) is not None)):
                 return None
         if not _relevant(self.project, mod, fn):
             return None
         return fn, mod
+
+    def annotated_method(self, func: cst.BaseExpression) -> tuple[FunctionInfo, FileModel] | None:
+        """``plan.record()`` where ``plan: SchedulePlan`` is a parameter annotated with a project class."""
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+            return None
+        fn, file = self.cfn, self.cfile
+        for p in (*fn.node.params.posonly_params, *fn.node.params.params, *fn.node.params.kwonly_params):
+            if p.name.value != func.value.value or p.annotation is None:
+                continue
+            qualname = file.resolve(p.annotation.annotation, fn.parent) if isinstance(
+                p.annotation.annotation, (cst.Name, cst.Attribute)) else None
+            if qualname is None:
+                qualname = f"{file.module_name}.{dotted(p.annotation.annotation) or ''}"
+            sym = self.project.symbol(qualname, file)
+            if sym is not None and isinstance(sym[0], ClassInfo):
+                method = sym[0].methods.get(func.attr.value)
+                if method is not None:
+                    return method, sym[1]
+        return None
 
     def inline(self, st: State, e: cst.Call, fn: FunctionInfo, mod: FileModel) -> object:
         params = fn.params[1:] if fn.class_name and fn.params[:1] == ("self",) else fn.params
         bound = bind_arguments(params + fn.kwonly, e, kwonly=fn.kwonly)
         env: dict[str, object] = {}
         if fn.class_name and fn.params[:1] == ("self",):
-            env["self"] = KVal("self")
+            receiver = e.func.value if isinstance(e.func, cst.Attribute) else None
+            env["self"] = KVal(self.render(st, receiver)) if receiver is not None else KVal("self")
         for p in fn.node.params.params + fn.node.params.kwonly_params + fn.node.params.posonly_params:
             name = p.name.value
             if name == "self":
@@ -1270,6 +1301,9 @@ class _Interp:
             if isinstance(v, SVal) and v.key.startswith("<stream@") and value_node is not None \
                     and isinstance(value_node, cst.Call) and target.value not in st.env:
                 v = SVal(target.value)  # a stream created here: name it after its variable
+            compared = self.stream_compare(st, value_node)
+            if compared is not None:
+                v = KVal(target.value, opaque=True, test=compared)
             if v is None and isinstance(value_node, cst.Call) and not value_node.args \
                     and isinstance(value_node.func, (cst.Name, cst.Attribute)):
                 getter = self.render(st, value_node)
@@ -1296,10 +1330,12 @@ class _Interp:
             for el in target.slice:
                 if isinstance(el.slice, cst.Index):
                     self.ev(st, el.slice.value)
-            if isinstance(base, TVal) or (isinstance(base, KVal) and self.tensors(st, base)):
+            tensor_value = isinstance(v, (TVal, TupVal)) or (isinstance(v, CVal) and isinstance(v.value, str)
+                                                              and v.value.replace(".", "").isdigit())
+            if isinstance(base, TVal) or (isinstance(base, KVal) and tensor_value and self.tensors(st, base)):
                 self.op(st, target, [v], [base], result=False, read_writes=False)
             else:
-                self.escape(st, v)
+                self.escape(st, v)  # a container slot (dict / list of events, tensors, objects)
 
     def unpack(self, st: State, v: object, n: int) -> list[object]:
         if isinstance(v, TupVal) and len(v.items) == n:
@@ -1389,12 +1425,34 @@ class _Interp:
         results: list[State] = []
         for i, (outcome, runner) in enumerate(todo):
             s = st if i == len(todo) - 1 else st.clone()
+            if key is not None and key in self.stream_tests:
+                a, b, equal_when_true = self.stream_tests[key]
+                if (outcome == positive) == equal_when_true:
+                    s.same[b if b != MAIN else a] = a if b != MAIN else b  # one stream under two names
             if key is not None and (not self.single or key.startswith("self.") or "()" in key):
                 s.assume[key] = outcome == positive
                 if not self.single:
                     self.constrain(s, test, outcome)
             results.extend(runner(s))
         return results
+
+    def stream_compare(self, st: State, expr: cst.BaseExpression) -> str | None:
+        """``current_stream() != self.s``: a test key recording which two streams are compared."""
+        if not (isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1):
+            return None
+        op = expr.comparisons[0].operator
+        if not isinstance(op, (cst.Equal, cst.NotEqual, cst.Is, cst.IsNot)):
+            return None
+        sides = []
+        for side in (expr.left, expr.comparisons[0].comparator):
+            v = self.ev(st, side)
+            if not (isinstance(v, SVal) or self.kind_of(st, v) == STREAM):
+                return None
+            sides.append(self.stream_key(st, v, side))
+        equal_when_true = isinstance(op, (cst.Equal, cst.Is))
+        key = f"<same-stream:{sides[0]}|{sides[1]}>"
+        self.stream_tests[key] = (sides[0], sides[1], equal_when_true)
+        return key
 
     def constrain(self, st: State, test: cst.BaseExpression, outcome: bool) -> None:
         """Facts about the operands of ``a or b`` / ``a and b`` once the test's outcome is known."""
@@ -1668,6 +1726,45 @@ def _class_withs(file: FileModel, fn: FunctionInfo) -> frozenset:
     return frozenset(id(s.with_node) for m in cls.methods.values() for s in m.scopes)
 
 
+_NON_TENSOR_TORCH = frozenset({"distributed", "serialization", "cuda", "npu", "utils", "jit", "_dynamo", "compiler",
+                               "autograd", "backends", "multiprocessing", "onnx", "profiler", "hub", "package",
+                               "testing", "fx", "export", "_C", "library", "overrides", "random", "Stream", "Event",
+                               "device", "dtype", "Size", "no_grad", "enable_grad", "inference_mode", "is_tensor",
+                               "is_grad_enabled", "get_default_dtype", "manual_seed", "set_grad_enabled",
+                               "save", "load", "compile", "is_floating_point", "numel"})
+
+
+_TENSOR_METHODS = frozenset({
+    "abs", "add", "addmm", "all", "amax", "amin", "any", "argmax", "argmin", "argsort", "bmm", "clamp", "clip",
+    "cos", "cumsum", "div", "eq", "exp", "expm1", "fill", "flip", "gather", "ge", "gt", "index_select",
+    "isinf", "isnan", "le", "log", "log_softmax", "logsumexp", "lt", "masked_fill", "masked_select", "matmul",
+    "max", "mean", "min", "mm", "mul", "ne", "neg", "nonzero", "norm", "pow", "prod", "reciprocal", "relu", "repeat",
+    "repeat_interleave", "roll", "round", "rsqrt", "scatter", "scatter_add", "sigmoid", "sign", "silu", "sin",
+    "softmax", "sort", "sqrt", "square", "std", "sub", "sum", "tanh", "topk", "tril", "triu", "type_as", "unique",
+    "var", "where", "index_put", "index_add", "new_tensor", "bool", "byte", "char", "short", "to_dense",
+    "record_stream", "numpy", "item", "tolist", "untyped_storage", "storage", "data_ptr", "element_size",
+})
+
+
+def _tensor_method(name: str) -> bool:
+    return (name in _TENSOR_METHODS or name in VIEW_METHODS or name in MULTI_VIEW_METHODS or name in COPY_METHODS
+            or name in META_METHODS or name in HOST_VALUE_METHODS or name in LIKE_FACTORIES
+            or (name.endswith("_") and not name.startswith("_")))
+
+
+def _tensor_op_target(target: str | None) -> bool:
+    """A torch / torch_npu function that computes tensors (``torch.cat``, ``torch.nn.functional.silu``,
+    ``torch_npu.npu_rms_norm``), not a runtime/IO/distributed helper."""
+    if not target:
+        return False
+    parts = target.split(".")
+    if parts[0] == "torch_npu":
+        return len(parts) == 2 and parts[1].startswith("npu_")
+    if parts[0] != "torch" or len(parts) < 2:
+        return False
+    return parts[1] not in _NON_TENSOR_TORCH
+
+
 def _device_like(expr: cst.BaseExpression) -> bool:
     """A ``.to(...)`` target that names a device (``"cuda"``, ``"npu:0"``, ``self.device``, ``device``)."""
     sv = string_value(expr)
@@ -1921,23 +2018,14 @@ def _has_stream_work(project: Project, file: FileModel, fn: FunctionInfo) -> boo
 
 def function_modes(project: Project, file: FileModel, fn: FunctionInfo) -> frozenset[str]:
     """The execution paths of a function (empty: unknown). One place to swap the path source."""
-    try:
-        return frozenset(project.execution_path(file, fn).modes)
-    except Exception:  # pragma: no cover - model not available
-        return frozenset()
+    return frozenset(project.execution_path(file, fn).modes)
 
 
 def _graph_entries(project: Project) -> set[int]:
     holder = derived(project, "graph_entries")
     cache = holder.get("entries")
     if cache is None:
-        cache = set()
-        try:
-            for site in project.compile_sites():
-                for fn, _mod in site.targets:
-                    cache.add(id(fn))
-        except Exception:  # pragma: no cover - defensive: never crash on the model
-            pass
+        cache = {id(fn) for site in project.compile_sites() for fn, _mod in site.targets}
         holder["entries"] = cache
     return cache
 

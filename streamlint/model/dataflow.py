@@ -21,6 +21,23 @@ The analysis is a path-sensitive abstract interpretation of one function body in
 * **helpers**: small project functions that order streams (``self._fork()``, ``wait_for(s)``,
   ``record_event(flag, events, idx)``) are interpreted inline with their arguments bound.
 
+Precision policies (prefer no finding over a guess):
+
+* only values with evidence are tensors: ``Tensor``-annotated or tensor-used parameters, torch tensor
+  ops, tensor methods, calls taking a tracked tensor; other parameters, getters and ``self.*`` objects
+  are opaque (their attribute chains still name streams and events);
+* ``torch.empty*`` allocations launch no kernel, so they have no producer to order; ``.cuda()`` /
+  ``.to(device)`` of an argument is a host copy (or a no-op); ``npu_prefetch`` moves no data;
+* an event not recorded in the function (a caller's, a previous step's) covers work queued before entry;
+  ``query()`` / ``synchronize()`` on an event count as host synchronisation; ``x.wait()`` on an unknown
+  object (a collective's work handle) orders everything queued so far;
+* a stream handed in as a parameter and waited on is assumed to be the caller's current stream; a stream
+  comparison flag (``current_stream() != self.s``) makes both names one stream on the "equal" path;
+* zero-argument getters (``ctx = get_context()``) correlate ``ctx is None`` tests across calls; ``a or b``
+  / ``a and b`` tests constrain later tests of ``a`` and ``b``; ``exe_mode == "ge_graph"`` tests are
+  decided by the execution path under analysis;
+* an unknown execution path keeps only the hazards found on every path.
+
 Rules read the hazards this computes (:class:`FunctionFlow`), filtered by execution path.
 """
 
@@ -1680,26 +1697,10 @@ class _Interp:
 
 
 def wait_self_expr(project: Project, file: FileModel, use: ApiUse) -> cst.BaseExpression | None:
-    """The call-site argument a wrapper forwards as ``npu_wait_tensor``'s ``self`` (the waited tensor),
-    also when the wrapper's own parameter is literally named ``self`` (vllm-ascend's
-    ``npu_wait_tensor(self, dependency, *, enabled=True)``)."""
-    found = use.arg("self")
-    if found is not None or not use.wrappers:
-        return found
-    site = call_site(file, use.node)
-    target = project.call_target(file, site) if site is not None else None
-    if target is None:
-        return None
-    wfn, wmod = target
-    is_method = wfn.class_name is not None and wfn.params[:1] == ("self",)
-    params = wfn.params[1:] if is_method else wfn.params
-    for inner in wfn.calls:
-        for u in project.api_uses(wmod, inner):
-            if u.role is Role.WAIT_TENSOR and not u.wrappers:
-                expr = u.arg("self")
-                if isinstance(expr, cst.Name) and expr.value in params + wfn.kwonly:
-                    return bind_arguments(params + wfn.kwonly, use.node, kwonly=wfn.kwonly).get(expr.value)
-    return None
+    """The call-site argument forwarded as ``npu_wait_tensor``'s ``self`` (the waited tensor); wrapper
+    parameters literally named ``self`` (vllm-ascend's module-level ``npu_wait_tensor(self, dependency,
+    *, enabled=True)``) are bound by the wrapper inference like any other."""
+    return use.arg("self")
 
 
 def _called_by_own_class(file: FileModel, fn: FunctionInfo) -> bool:

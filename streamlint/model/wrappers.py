@@ -58,9 +58,10 @@ def infer_wrapper(project: "Project", fn: FunctionInfo, file: FileModel, *, decl
                   declared_wait: bool = False) -> WrapperSpec | None:
     qualname = f"{file.module_name}.{fn.qualname}"
     params = fn.all_params
+    receiver = _receiver(fn)
     if declared_switch or declared_wait:
         spec = apis.SPECS["torchair.scope.npu_stream_switch" if declared_switch else "torchair.scope.npu_wait_tensor"]
-        own = [p for p in params if p != "self"]
+        own = [p for p in params if p != receiver]
         mapping = {api_p: ParamSource(own[i]) for i, api_p in enumerate(spec.params) if i < len(own)}
         return WrapperSpec(qualname, (Variant(spec, mapping, None, None, ()),), ())
     if fn.statement_count > MAX_WRAPPER_STATEMENTS or fn.has_loop:
@@ -86,7 +87,7 @@ def infer_wrapper(project: "Project", fn: FunctionInfo, file: FileModel, *, decl
                 if expr is None:
                     continue
                 base = _base_name(expr)
-                if base is not None and base in params and base not in ("self", "cls"):
+                if base is not None and base in params and base != receiver:
                     mapping[api_param] = ParamSource(base)
                 elif _is_constant(expr):
                     mapping[api_param] = ParamSource(None, expr)
@@ -109,6 +110,16 @@ def infer_wrapper(project: "Project", fn: FunctionInfo, file: FileModel, *, decl
     if not variants:
         return None
     return WrapperSpec(qualname, tuple(variants), tuple(sorted(enable)))
+
+
+def _receiver(fn: FunctionInfo) -> str | None:
+    """The bound receiver of a method (``self`` / ``cls``), never an ordinary parameter that happens to
+    be called ``self`` — torchair's own ``npu_wait_tensor(self, dependency)`` is a module function."""
+    if fn.class_name is None or "<locals>" in fn.qualname or not fn.params:
+        return None
+    if any(d.endswith("staticmethod") for d in fn.decorators):
+        return None
+    return fn.params[0]
 
 
 def mode_of_test(test: cst.BaseExpression) -> tuple[str | None, frozenset[str], bool] | None:

@@ -2,7 +2,7 @@ from dataclasses import dataclass
 
 from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.families import ALL_PATHS, GE, NATIVE, TAGGED, family_uses
-from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
+from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, Guard, in_exclusive_branches
 from streamlint.model.wrappers import modes_under
 from streamlint.rule import Invalid, Rule, RuleContext, Valid
 
@@ -20,7 +20,7 @@ class _Entry:
     modes: frozenset[str]
     what: str
     origin: Location
-    guards: tuple = ()  # the `if` tests around the call: entries in opposite branches never meet
+    guards: tuple[Guard, ...] = ()  # the `if` tests around the call: entries in opposite branches never meet
     callee: FunctionInfo | None = None
 
 
@@ -194,14 +194,9 @@ def _first_conflict(entries: list[_Entry], seen: dict[str, list[_Entry]], ctx: R
             continue  # the callee mixes on its own and is reported there
         for other_group in _CONFLICTS[entry.group]:
             for other in seen.get(other_group, ()):
-                if entry.modes & other.modes and not _exclusive(entry.guards, other.guards):
+                if entry.modes & other.modes and not in_exclusive_branches(entry.guards, other.guards):
                     return entry, other, entry.modes & other.modes
     return None
-
-
-def _exclusive(a: tuple, b: tuple) -> bool:
-    """Opposite branches of one `if` (``if torchair_graph_enabled: … else: …``) never run together."""
-    return any(ga.test is gb.test and ga.negated != gb.negated for ga in a for gb in b)
 
 
 def _paths(modes: frozenset[str]) -> str:

@@ -1,6 +1,6 @@
 from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.apis import Role
-from streamlint.model.file import CallSite, FunctionInfo, string_value
+from streamlint.model.file import CallSite, FunctionInfo, in_exclusive_branches, string_value
 from streamlint.rule import Invalid, Rule, RuleContext, Valid
 
 # Decorators that make a factory return the same object for the same arguments.
@@ -87,7 +87,7 @@ class TaggedEventPerCall(Rule):
             if first is None:
                 seen[key] = use.site
                 continue
-            if id(use.node) in reported or _exclusive(first, use.site):
+            if id(use.node) in reported or in_exclusive_branches(first.guards, use.site.guards):
                 continue
             ctx.report(use.node, f"tag {tag!r} is already used by the tagged event created on line "
                        f"{ctx.file.span(first.node).start_line}; the second `npu_create_tagged_event` raises "
@@ -160,9 +160,4 @@ def _per_call_functions(ctx: RuleContext) -> set[int]:
 def _compiled(ctx: RuleContext, fn: FunctionInfo) -> bool:
     """A function a compile site reaches runs on every call of the compiled graph."""
     return fn.node.name.value != "__init__" and ctx.project.execution_path(ctx.file, fn).source == "compile"
-
-
-def _exclusive(a: CallSite, b: CallSite) -> bool:
-    """True when the two calls sit in opposite branches of the same `if`."""
-    return any(ga.test is gb.test and ga.negated != gb.negated for ga in a.guards for gb in b.guards)
 

@@ -56,7 +56,6 @@ from streamlint.model.file import (
     ClassInfo,
     FileModel,
     FunctionInfo,
-    ScopeSite,
     dotted,
     string_value,
 )
@@ -68,10 +67,10 @@ from streamlint.model.streams import (
     STREAM,
     STREAM_LIST,
     attr_kind,
-    call_site,
     derived,
     local_kind,
 )
+from streamlint.model.syntax import contains
 from streamlint.model.wrappers import mode_of_test
 
 if TYPE_CHECKING:
@@ -869,7 +868,7 @@ class _Interp:
         return positional, reads, writes
 
     def call(self, st: State, e: cst.Call) -> object:
-        site = call_site(self.cfile, e)
+        site = self.cfile.call_site(e)
         func = e.func
         method = func.attr.value if isinstance(func, cst.Attribute) else None
         # x.untyped_storage().resize_(0): explicit free
@@ -1553,7 +1552,7 @@ class _Interp:
         if i == len(node.items):
             return self.block(node.body.body, [st])
         item = node.items[i]
-        site = _scope_sites(self.cfile).get(id(item))
+        site = self.cfile.scope_site(item)
         uses = self.project.scope_use(self.cfile, site).uses if site is not None else ()
         stream_use = next((u for u in uses if u.role in apis.STREAM_SCOPE_ROLES
                            and (u.modes is None or self.cfg.mode in u.modes)), None)
@@ -1627,7 +1626,7 @@ class _Interp:
         A None expression means a constant: ``positive`` then says whether the switch happens."""
         if not use.wrappers:
             return None
-        site = call_site(self.cfile, use.node)
+        site = self.cfile.call_site(use.node)
         found = self.project.call_target(self.cfile, site) if site is not None else None
         if found is None:
             return None
@@ -1902,14 +1901,6 @@ def _param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict[st
     return kinds
 
 
-def _scope_sites(file: FileModel) -> dict[int, ScopeSite]:
-    index = getattr(file, "_sl_scope_index", None)
-    if index is None:
-        index = {id(s.item): s for s in file.scopes}
-        file._sl_scope_index = index  # type: ignore[attr-defined]
-    return index
-
-
 def _mentions_ordering(node: cst.CSTNode) -> bool:
     stack = [node]
     while stack:
@@ -1949,13 +1940,13 @@ def _switch_condition(project: Project, file: FileModel, fn: FunctionInfo) -> tu
                 found = _param_test(value.test, params)
                 if found is None:
                     continue
-                if _contains(value.body, site.node):
+                if contains(value.body, site.node):
                     return found
-                if _contains(value.orelse, site.node):
+                if contains(value.orelse, site.node):
                     return found[0], not found[1]
         body = fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else []
         for stmt in body:
-            if _contains(stmt, site.node):
+            if contains(stmt, site.node):
                 break
             if isinstance(stmt, cst.If) and stmt.orelse is None and _returns(stmt.body):
                 found = _param_test(stmt.test, params)
@@ -1968,16 +1959,6 @@ def _returns(block: cst.BaseSuite) -> bool:
     body = block.body if isinstance(block, cst.IndentedBlock) else []
     return bool(body) and isinstance(body[-1], cst.SimpleStatementLine) and any(
         isinstance(s, cst.Return) for s in body[-1].body)
-
-
-def _contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
-    stack = [outer]
-    while stack:
-        n = stack.pop()
-        if n is inner:
-            return True
-        stack.extend(n.children)
-    return False
 
 
 def _relevant(project: Project, file: FileModel, fn: FunctionInfo, _depth: int = 0) -> bool:

@@ -14,6 +14,7 @@ import libcst as cst
 from streamlint.finding import Span
 from streamlint.model import apis
 from streamlint.model.positions import compute_positions
+from streamlint.model.syntax import contains
 from streamlint.model.walk import walk
 from streamlint.source import SourceFile
 
@@ -55,6 +56,12 @@ class Guard:
 
     test: cst.BaseExpression
     negated: bool
+
+
+def in_exclusive_branches(a: "tuple[Guard, ...]", b: "tuple[Guard, ...]") -> bool:
+    """True when code under guards ``a`` and code under guards ``b`` sit in opposite branches of the
+    same `if` (``if torchair_graph_enabled: … else: …``), so they never run together."""
+    return any(ga.test is gb.test and ga.negated != gb.negated for ga in a for gb in b)
 
 
 @dataclass(eq=False)
@@ -173,6 +180,13 @@ class FileModel:
         if index is None:
             index = self.__dict__["_call_index"] = {id(site.node): site for site in self.calls}
         return index.get(id(call))
+
+    def scope_site(self, item: cst.WithItem) -> "ScopeSite | None":
+        """The ScopeSite recorded for a with-item of this module."""
+        index = self.__dict__.get("_scope_index")
+        if index is None:
+            index = self.__dict__["_scope_index"] = {id(site.item): site for site in self.scopes}
+        return index.get(id(item))
 
     def _resolve_decorator(self, decorator: cst.Decorator, function: "FunctionInfo | None") -> str:
         expr = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
@@ -538,17 +552,7 @@ def _terminates(block: cst.BaseSuite) -> bool:
 
 def _directly_in(cls: ClassInfo, fn: FunctionInfo) -> bool:
     """True when ``cls`` is nested inside ``fn`` (so a def inside it is a method of cls)."""
-    return fn.node is not cls.node and cls.node is not None and _contains(fn.node, cls.node)
-
-
-def _contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
-    stack = [outer]
-    while stack:
-        node = stack.pop()
-        if node is inner:
-            return True
-        stack.extend(node.children)
-    return False
+    return fn.node is not cls.node and cls.node is not None and contains(fn.node, cls.node)
 
 
 def _scope_calls(expr: cst.BaseExpression):

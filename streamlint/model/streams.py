@@ -36,22 +36,9 @@ def derived(project: Project, name: str) -> dict:
     return holder.setdefault(f"_sl_{name}", {})
 
 
-def _site_index(file: FileModel) -> dict[int, CallSite]:
-    index = getattr(file, "_sl_site_index", None)
-    if index is None:
-        index = {id(site.node): site for site in file.calls}
-        file._sl_site_index = index  # type: ignore[attr-defined]
-    return index
-
-
-def call_site(file: FileModel, call: cst.Call) -> CallSite | None:
-    """The CallSite the file model recorded for a call node."""
-    return _site_index(file).get(id(call))
-
-
 def kind_of_call(project: Project, file: FileModel, call: cst.Call, _depth: int = 0) -> str | None:
     """STREAM / EVENT when a call creates or returns a stream or an event, else None."""
-    site = call_site(file, call)
+    site = file.call_site(call)
     if site is None:
         return None
     if isinstance(call.func, cst.Attribute) and call.func.attr.value == "record_event":
@@ -141,7 +128,6 @@ __all__ = [
     "STREAM",
     "STREAM_LIST",
     "attr_kind",
-    "call_site",
     "derived",
     "kind_of_call",
     "kind_of_value",

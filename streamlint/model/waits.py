@@ -14,6 +14,7 @@ import libcst as cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.file import CallSite, FileModel, FunctionInfo, string_value
+from streamlint.model.syntax import local_nodes
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -54,17 +55,17 @@ def result_discarded(fn: FunctionInfo, call: cst.Call) -> bool:
 def loads_after(file: FileModel, fn: FunctionInfo, name: str, call: cst.Call) -> bool:
     """Is ``name`` read after ``call`` in program order (or anywhere in a loop containing the call)?"""
     end = file.span(call)
-    loops = [n for n in _walk(fn.node.body) if isinstance(n, (cst.For, cst.While)) and _contains(n, call)]
+    loops = [n for n in local_nodes(fn.node.body) if isinstance(n, (cst.For, cst.While)) and _contains(n, call)]
     stores: set[int] = set()
-    for node in _walk(fn.node.body):
+    for node in local_nodes(fn.node.body):
         if isinstance(node, cst.AssignTarget) or isinstance(node, (cst.For, cst.CompFor)):
-            stores |= {id(n) for n in _walk(node.target) if isinstance(n, cst.Name)}
+            stores |= {id(n) for n in local_nodes(node.target) if isinstance(n, cst.Name)}
         elif isinstance(node, cst.Attribute):
             stores.add(id(node.attr))
         elif isinstance(node, cst.Arg) and node.keyword is not None:
             stores.add(id(node.keyword))
     names = _plain_aliases(fn, name)
-    for node in _walk(fn.node.body):
+    for node in local_nodes(fn.node.body):
         if not isinstance(node, cst.Name) or node.value not in names or id(node) in stores:
             continue
         span = file.span(node)
@@ -89,18 +90,9 @@ def _plain_aliases(fn: FunctionInfo, name: str) -> set[str]:
     return names
 
 
-def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        if isinstance(n, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) and n is not node:
-            continue
-        stack.extend(reversed(n.children))
-
-
 def _contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
-    return any(n is inner for n in _walk(outer))
+    """Containment without looking into nested definitions (a name in a nested def is another scope)."""
+    return any(n is inner for n in local_nodes(outer))
 
 
 def stream_scope_key(project: Project, file: FileModel, site: CallSite | None) -> tuple[str, object] | None:
@@ -135,7 +127,7 @@ def later_op_on_stream(project: Project, file: FileModel, fn: FunctionInfo, site
             span = file.span(small)
             if (span.start_line, span.start_col) <= (end.end_line, end.end_col) or file.scope_of.get(id(small)):
                 continue
-            if any(isinstance(n, cst.BinaryOperation) for n in _walk(small)):
+            if any(isinstance(n, cst.BinaryOperation) for n in local_nodes(small)):
                 return True
     return False
 

@@ -16,6 +16,7 @@ import libcst as cst
 from streamlint.model import apis
 from streamlint.model.apis import ApiSpec, Role
 from streamlint.model.file import FileModel, FunctionInfo, Guard, dotted, string_value
+from streamlint.model.syntax import contains
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -76,7 +77,7 @@ def infer_wrapper(project: "Project", fn: FunctionInfo, file: FileModel, *, decl
         uses = project.api_uses(file, site)
         if not uses:
             continue
-        forwarded = any(_contains(r, site.node) for r in returned) or any(
+        forwarded = any(contains(r, site.node) for r in returned) or any(
             id(s.item) in yielding_withs and site.node in s.calls for s in fn.scopes
         )
         for use in uses:
@@ -194,16 +195,6 @@ def _is_constant(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, (cst.SimpleString, cst.Integer, cst.Float, cst.ConcatenatedString)) or (
         isinstance(expr, cst.Name) and expr.value in ("None", "True", "False")
     )
-
-
-def _contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
-    stack = [outer]
-    while stack:
-        node = stack.pop()
-        if node is inner:
-            return True
-        stack.extend(node.children)
-    return False
 
 
 def _contains_yield(node: cst.CSTNode) -> bool:

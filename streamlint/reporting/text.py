@@ -11,7 +11,13 @@ from streamlint.reporting import ReportContext
 def render_concise(ctx: ReportContext, out: TextIO) -> None:
     for f in ctx.findings:
         mark = " [*]" if f.fix is not None else ""
-        out.write(f"{ctx.relpath(f.path)}:{f.span.start_line}:{f.span.start_col + 1}: {f.code} {f.message}{mark}\n")
+        related = ""
+        if f.related:
+            where = ", ".join(f"{ctx.relpath(loc.path)}:{loc.span.start_line}:{loc.span.start_col + 1}"
+                              for loc in f.related)
+            related = f" (related: {where})"
+        out.write(f"{ctx.relpath(f.path)}:{f.span.start_line}:{f.span.start_col + 1}: {f.code} {f.message}"
+                  f"{related}{mark}\n")
     if ctx.statistics:
         render_statistics(ctx, out)
 

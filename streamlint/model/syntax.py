@@ -1,0 +1,35 @@
+"""Small read-only queries over LibCST nodes shared by the model modules."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+_NESTED_DEFINITIONS = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
+def contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
+    """True when ``inner`` is ``outer`` or one of its descendants (nested definitions included)."""
+    stack = [outer]
+    while stack:
+        node = stack.pop()
+        if node is inner:
+            return True
+        stack.extend(node.children)
+    return False
+
+
+def local_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """``node`` and its descendants in lexical pre-order, without entering nested functions, classes
+    or lambdas (the nested definition itself is yielded, its body is not)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        if isinstance(current, _NESTED_DEFINITIONS) and current is not node:
+            continue
+        stack.extend(reversed(current.children))
+
+
+__all__ = ["contains", "local_nodes"]

@@ -4,6 +4,8 @@ import libcst as cst
 
 from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.breaks import describe_scope
+from streamlint.model.file import FileModel, FunctionInfo, ScopeSite
+from streamlint.model.project import Project
 from streamlint.model.scopes import (
     SUPER_KERNEL_OPTION_KEYS,
     enclosing_super_kernel,
@@ -96,7 +98,7 @@ class MultistreamInSuperkernel(Rule):
                 if target is None:
                     continue
                 callee, mod = target
-                found = search_calls(project, mod, callee, lambda f, m: _switch_outside_sk(project, f, m),
+                found = search_calls(project, mod, callee, lambda f, m: _switch_outside_super_kernel(project, f, m),
                                      lambda s, m: enclosing_super_kernel(project, m, s.scope) is None)
                 if found is None:
                     continue
@@ -171,7 +173,9 @@ def _code(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
 
 
-def _switch_outside_sk(project, fn, mod):
+def _switch_outside_super_kernel(project: Project, fn: FunctionInfo,
+                                 mod: FileModel) -> tuple[ScopeSite, FileModel] | None:
+    """The first stream switch of ``fn`` that no SuperKernel scope of ``fn`` itself encloses."""
     for site in fn.scopes:
         if is_stream_switch(project.scope_use(mod, site)) and enclosing_super_kernel(project, mod, site.parent) is None:
             return site, mod

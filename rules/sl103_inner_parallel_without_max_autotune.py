@@ -54,9 +54,7 @@ class InnerParallelWithoutMaxAutotune(Rule):
         for use in project.uses_in(file, {Role.STREAM_SWITCH}):
             if use.arg("enable_inner_parallel") is None:
                 continue
-            modes = project.modes_at(file, use.site)
-            if use.modes is not None:
-                modes = modes & use.modes if modes else frozenset()
+            modes = project.modes_of_use(use)
             if not modes or not modes <= _NON_GE:
                 continue
             path = project.execution_path(file, use.site.function)

@@ -1,6 +1,6 @@
 from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.apis import STREAM_MARKERS
-from streamlint.model.dataflow import MAIN, file_flows, stream_label
+from streamlint.model.dataflow import MAIN, Race, file_flows, stream_label
 from streamlint.rule import Invalid, Option, Rule, RuleContext, Valid
 
 _HINTS = {
@@ -117,7 +117,7 @@ class MissingWaitAtJoin(Rule):
     ]
 
 
-def _message(race, names: list[str]) -> str:
+def _message(race: Race, names: list[str]) -> str:
     src, dst = stream_label(race.src), stream_label(race.dst)
     listed = ", ".join(f"`{n}`" for n in names)
     if race.kind == "read":
@@ -139,7 +139,7 @@ def _message(race, names: list[str]) -> str:
     return message + f" [{race.mode}]; " + hint.format(src=src, dst=dst, src_obj=src_obj, dst_obj=dst_obj)
 
 
-def _related(ctx: RuleContext, race) -> list[Location]:
+def _related(ctx: RuleContext, race: Race) -> list[Location]:
     if race.producer is None:
         return []
     label = "read here" if race.kind == "write-after-read" else "produced here"

@@ -52,9 +52,7 @@ class PrefetchWithoutDependency(Rule):
 
     def check(self, ctx: RuleContext) -> None:
         for use in ctx.project.uses_in(ctx.file, {Role.PREFETCH}):
-            modes = ctx.project.modes_at(ctx.file, use.site)
-            if use.modes is not None:
-                modes = modes & use.modes
+            modes = ctx.project.modes_of_use(use)
             problems = []
             dependency = use.arg("dependency")
             if modes and modes <= GRAPH_MODES and _is_none(dependency):

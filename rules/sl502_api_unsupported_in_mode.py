@@ -2,6 +2,7 @@ from streamlint.finding import Confidence, Severity
 from streamlint.model.apis import Role
 from streamlint.model.families import ALL_PATHS, TAGGED, family_uses
 from streamlint.model.file import CallSite, FunctionInfo
+from streamlint.model.paths import ExecutionPath
 from streamlint.model.wrappers import modes_under
 from streamlint.rule import Invalid, Rule, RuleContext, Valid
 
@@ -173,7 +174,7 @@ def _problems(ctx: RuleContext, site: CallSite, path_modes: frozenset[str]):
                    "use `torchair.scope.limit_core_num` in GE code")
 
 
-def _origin(ctx: RuleContext, path) -> str:
+def _origin(ctx: RuleContext, path: ExecutionPath) -> str:
     """Where the execution path comes from, for the message (the related location repeats it)."""
     if path.source == "compile" and path.evidence:
         loc = path.evidence[0]

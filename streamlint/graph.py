@@ -24,6 +24,7 @@ from streamlint.model.apis import Role
 from streamlint.model.breaks import describe_scope
 from streamlint.model.file import FileModel, FunctionInfo, dotted
 from streamlint.model.project import Project
+from streamlint.model.syntax import local_nodes
 
 FORMATS = ("mermaid", "dot", "html")
 _SCOPE_ROLES = apis.STREAM_SCOPE_ROLES | apis.NO_BREAK_SCOPE_ROLES | {Role.GRAPH_CAPTURE}
@@ -320,16 +321,7 @@ class _Builder:
 
 
 def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
-    out: list[cst.Call] = []
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and n is not node:
-            continue
-        if isinstance(n, cst.Call):
-            out.append(n)
-        stack.extend(reversed(n.children))
-    return out
+    return [n for n in local_nodes(node) if isinstance(n, cst.Call)]
 
 
 def _names_read(node: cst.CSTNode) -> list[str]:
@@ -380,7 +372,7 @@ def _names_written(node: cst.CSTNode) -> list[str]:
             if name and name.startswith("self.") and name.count(".") == 1:
                 out.append(name)
 
-    for n in _walk(node):
+    for n in local_nodes(node):
         if isinstance(n, cst.Assign):
             for t in n.targets:
                 target(t.target)
@@ -394,16 +386,6 @@ def _names_written(node: cst.CSTNode) -> list[str]:
             if name and "." not in name:
                 out.append(name)
     return out
-
-
-def _walk(node: cst.CSTNode):
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and n is not node:
-            continue
-        stack.extend(n.children)
 
 
 # ------------------------------------------------------------------------------------------ rendering

@@ -31,6 +31,7 @@ from streamlint.finding import Location
 from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, ScopeSite, dotted, string_value
+from streamlint.model.syntax import local_nodes
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project, ScopeUse
@@ -198,7 +199,7 @@ class BreakAnalysis:
         queue = [root]
         while queue and len(seen) < limit:
             model = queue.pop()
-            for qualname in set(model.names.values()):
+            for qualname in dict.fromkeys(model.names.values()):  # source order: the limit cuts deterministically
                 parts = qualname.split(".")
                 for cut in range(len(parts), 0, -1):
                     mod = self.project.find_module(".".join(parts[:cut]), model)
@@ -855,13 +856,12 @@ def _torch_returns_tensor(target: str) -> bool:
     return True
 
 
-def _collect_assigns(node: cst.CSTNode, out: list) -> None:
+def _collect_assigns(
+    node: cst.CSTNode,
+    out: list[tuple[cst.BaseExpression, cst.BaseExpression | None, cst.BaseExpression | None]],
+) -> None:
     """(target, value, annotation) of every assignment in a function body (not nested definitions)."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and n is not node:
-            continue
+    for n in local_nodes(node):
         if isinstance(n, cst.Assign):
             for t in n.targets:
                 out.append((t.target, n.value, None))
@@ -871,7 +871,6 @@ def _collect_assigns(node: cst.CSTNode, out: list) -> None:
             out.append((n.target, n.value, None))
         elif isinstance(n, cst.NamedExpr):
             out.append((n.target, n.value, None))
-        stack.extend(reversed(n.children))
 
 
 def _target_names(target: cst.BaseExpression) -> list[str]:

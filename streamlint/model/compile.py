@@ -16,10 +16,11 @@ import libcst as cst
 
 from streamlint.model import apis
 from streamlint.model.apis import Role
-from streamlint.model.file import AttrAssign, CallSite, ClassInfo, FileModel, FunctionInfo, dotted, string_value
+from streamlint.model.file import AttrAssign, CallSite, ClassInfo, FileModel, FunctionInfo, Guard, dotted, string_value
+from streamlint.model.wrappers import modes_under
 
 if TYPE_CHECKING:
-    from streamlint.model.project import Project
+    from streamlint.model.project import ApiUse, Project
 
 # nn.Module methods that return the module itself: `Model(cfg).npu().eval()` compiles Model.
 _MODULE_SELF_METHODS = frozenset({"npu", "cuda", "cpu", "to", "eval", "train", "half", "float", "bfloat16",
@@ -296,7 +297,7 @@ class FieldValue:
     file: FileModel
     node: cst.CSTNode  # the assignment statement or the setattr call (where to report)
     value: cst.BaseExpression
-    guards: tuple  # tuple[Guard, ...] around the assignment
+    guards: tuple[Guard, ...]  # the `if` tests around the assignment
 
 
 def field_values(config: ConfigObject, name: str) -> list[FieldValue]:
@@ -324,7 +325,7 @@ def bool_literal(expr: cst.BaseExpression | None) -> bool | None:
     return _bool_literal(expr)
 
 
-def flags_under(guards) -> tuple[frozenset[str], frozenset[str]]:
+def flags_under(guards: tuple[Guard, ...]) -> tuple[frozenset[str], frozenset[str]]:
     """(flags known true, flags known false) where ``guards`` hold. A flag is the last name of a
     plain boolean test: ``if enable_multistream:``, ``if not self.enable_multistream:``,
     ``if flag and exe_mode == "ge_graph":``, ``if x.flag is False:``."""
@@ -363,7 +364,7 @@ def _flag(test: cst.BaseExpression) -> tuple[str, bool] | None:
     return (name.rsplit(".", 1)[-1], False) if name is not None else None
 
 
-def enabling_flags(use) -> frozenset[str]:
+def enabling_flags(use: ApiUse) -> frozenset[str]:
     """Flags that must be true for an API use to run: true guards at the call, and flag-like names
     passed to the wrapper it goes through (``npu_stream_switch(tag, enabled=self.enable_multistream)``,
     ``npu_stream_switch(self.enable_multi_stream, "22")``)."""
@@ -378,13 +379,11 @@ def enabling_flags(use) -> frozenset[str]:
 
 
 def reached_uses(project: "Project", cs: CompileSite, roles: "frozenset[Role] | set[Role]",
-                 mode: str | None = None) -> list:
+                 mode: str | None = None) -> list[ApiUse]:
     """API uses with ``roles`` in the code a compile site reaches (through the call graph from its
     targets), in a deterministic order. A wrapper's own forwarding call is represented by its callers'
     uses. With ``mode``, only uses that can run on that execution path (wrapper variants, mode guards)."""
-    from streamlint.model.wrappers import modes_under
-
-    found = []
+    found: list[ApiUse] = []
     for fn, mod in project.reachable(cs.targets):
         if project.wrapper(fn, mod) is not None:
             continue

@@ -551,7 +551,7 @@ class _Interp:
             _merge(st.vc.setdefault(stream, {}), {s: t for s, t in snap.items() if s != stream})
 
     def sync_all(self, st: State) -> None:
-        for s in set(st.last_op) | set(st.vc) | {MAIN}:
+        for s in (*st.last_op, *st.vc, MAIN):
             st.host[s] = self.clock
 
     def sync_stream(self, st: State, stream: str) -> None:
@@ -560,7 +560,7 @@ class _Interp:
         _merge(st.host, snap)
 
     def wait_everything(self, st: State, stream: str) -> None:
-        _merge(st.vc.setdefault(stream, {}), {s: self.clock for s in set(st.last_op) | {MAIN} if s != stream})
+        _merge(st.vc.setdefault(stream, {}), {s: self.clock for s in (*st.last_op, MAIN) if s != stream})
 
     # ---- tensor accesses
     def tensors(self, st: State, v: object) -> list[TVal]:

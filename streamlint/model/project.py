@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 import libcst as cst
 
@@ -18,6 +18,11 @@ from streamlint.model import apis
 from streamlint.model.apis import ApiSpec, Role
 from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, ScopeSite, dotted
 from streamlint.model.wrappers import WrapperSpec, infer_wrapper
+
+if TYPE_CHECKING:
+    from streamlint.config import Settings
+    from streamlint.model.compile import CompileSite
+    from streamlint.model.paths import ExecutionPath, PathIndex
 
 Loader = Callable[[str, str, bool], "FileModel | None"]  # (path, module name, is_package)
 
@@ -78,20 +83,20 @@ class Project:
     _wrappers: dict[tuple[str, str], WrapperSpec | None] = field(default_factory=dict)
     _uses: dict[int, tuple[ApiUse, ...]] = field(default_factory=dict)
     _all_files: list[str] | None = None
-    settings: "object | None" = None  # streamlint.config.Settings (mode, per-path-mode)
+    settings: "Settings | None" = None  # mode, per-path-mode
     reader: "Callable[[str], bytes] | None" = None
-    _paths: "object | None" = None
+    _paths: "PathIndex | None" = None
 
     # ---- execution paths (streamlint.model.paths)
     @property
-    def path_index(self):
+    def path_index(self) -> PathIndex:
         from streamlint.model.paths import PathIndex
 
         if self._paths is None:
             self._paths = PathIndex(self)
         return self._paths
 
-    def execution_path(self, file: FileModel, fn: FunctionInfo | None):
+    def execution_path(self, file: FileModel, fn: FunctionInfo | None) -> ExecutionPath:
         """The ExecutionPath of a function (config → compile sites → API family → unknown)."""
         return self.path_index.path_of(file, fn)
 
@@ -99,7 +104,13 @@ class Project:
         """Execution paths of a call: its function's path narrowed by enclosing mode guards."""
         return self.path_index.modes_at(file, site)
 
-    def compile_sites(self):
+    def modes_of_use(self, use: ApiUse) -> frozenset[str]:
+        """Execution paths on which an API use runs: its call's paths, narrowed to the modes of the
+        wrapper variant it goes through."""
+        modes = self.modes_at(use.file, use.site)
+        return modes & use.modes if use.modes is not None else modes
+
+    def compile_sites(self) -> list[CompileSite]:
         return self.path_index.compile_sites()
 
     def relative(self, path: str) -> str:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo
 
@@ -95,6 +96,31 @@ def returned_kind(project: Project, file: FileModel, fn: FunctionInfo, _depth: i
     return kinds.pop() if len(kinds) == 1 else None
 
 
+def annotation_kind(file: FileModel, fn: FunctionInfo | None, annotation: cst.BaseExpression | None) -> str | None:
+    """STREAM / EVENT for an annotation naming the Stream / Event class (``x: torch.npu.Event``)."""
+    if annotation is None:
+        return None
+    spec = apis.lookup(file.resolve(annotation, fn))
+    if spec is None:
+        return None
+    if spec.role is Role.STREAM_NEW:
+        return STREAM
+    if spec.role is Role.EVENT_NEW:
+        return EVENT
+    return None
+
+
+def _class_field_annotation(cls: ClassInfo, attr: str) -> cst.BaseExpression | None:
+    """The annotation of a class-level field (dataclass style: ``ready_event: torch.npu.Event``)."""
+    for stmt in cls.node.body.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) \
+                        and small.target.value == attr:
+                    return small.annotation.annotation
+    return None
+
+
 def attr_kind(project: Project, file: FileModel, cls: ClassInfo | None, attr: str) -> str | None:
     """Kind of ``self.<attr>`` in a class, from its ``self.<attr> = ...`` assignments (any method)."""
     if cls is None:
@@ -108,6 +134,9 @@ def attr_kind(project: Project, file: FileModel, cls: ClassInfo | None, attr: st
                 if assign.target == f"self.{attr}":
                     kinds.add(kind_of_value(project, file, assign.value))
         kinds.discard(None)
+        if not kinds:
+            kinds.add(annotation_kind(file, None, _class_field_annotation(cls, attr)))
+            kinds.discard(None)
         cache[attr] = kinds.pop() if len(kinds) == 1 else None
     return cache[attr]
 
@@ -116,6 +145,10 @@ def local_kind(project: Project, file: FileModel, fn: FunctionInfo, name: str) -
     """Kind of a local name when every assignment to it in the function gives the same kind."""
     values = fn.name_assigns.get(name)
     if not values:
+        params = fn.node.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            if param.name.value == name and param.annotation is not None:
+                return annotation_kind(file, fn.parent, param.annotation.annotation)
         return None
     kinds = {kind_of_value(project, file, v) for v in values}
     return kinds.pop() if len(kinds) == 1 else None
@@ -127,6 +160,7 @@ __all__ = [
     "MAIN_STREAM",
     "STREAM",
     "STREAM_LIST",
+    "annotation_kind",
     "attr_kind",
     "derived",
     "kind_of_call",

@@ -95,7 +95,7 @@ def _contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
     return any(n is inner for n in local_nodes(outer))
 
 
-def stream_scope_key(project: Project, file: FileModel, site: CallSite | None) -> tuple[str, object] | None:
+def stream_scope_key(project: Project, file: FileModel, site: CallSite | None) -> tuple[str, cst.With | None]:
     """(stream key, with-statement) of the innermost stream scope around a call; ("<main>", None) outside."""
     scope = site.scope if site is not None else None
     for use in project.enclosing_scopes(file, scope):

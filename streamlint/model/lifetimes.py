@@ -1,0 +1,101 @@
+"""Tensors that live as long as the module: parameters, registered buffers, module globals and
+``self.*`` tensors allocated once at construction."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, string_value
+
+# Methods that build a module's state once (assignments there are not per-call).
+_INIT_METHODS = ("__init__", "__post_init__", "setup", "build", "reset_parameters", "_init_weights")
+
+
+def persistent_kind(file: FileModel, fn: FunctionInfo, expr: cst.BaseExpression, _depth: int = 0) -> str | None:
+    """Why the tensor ``expr`` denotes lives as long as the module (so stream work never outlives it):
+    "a parameter", "a registered buffer", "a submodule parameter", "a module global", "a `self.*` tensor
+    allocated once in `__init__`", "an alias of …"; None when it may be a fresh per-call tensor."""
+    name = dotted(expr)
+    if name is None or _depth > 3:
+        return None
+    parts = name.split(".")
+    if parts[0] == "self" and len(parts) >= 2 and fn.class_name in file.classes:
+        cls = file.classes[fn.class_name]
+        attr = parts[1]
+        if len(parts) > 2:
+            return "a submodule parameter" if len(parts) == 3 and parts[-1] in ("weight", "bias") else None
+        return _self_attr_kind(file, cls, attr)
+    if len(parts) == 1:
+        local = parts[0]
+        if local in fn.all_params:
+            return None
+        assigned = fn.name_assigns.get(local)
+        if assigned:
+            kinds = {persistent_kind(file, fn, v, _depth + 1) for v in assigned}
+            if len(kinds) == 1 and None not in kinds:
+                return f"an alias of {kinds.pop()}"
+            return None
+        loop = _loop_over_parameters(file, fn, local)
+        if loop is not None:
+            return loop
+        if local not in fn.locals and _module_global(file, local):
+            return "a module global"
+    return None
+
+
+def _self_attr_kind(file: FileModel, cls: ClassInfo, attr: str) -> str | None:
+    init_only = True
+    kind = None
+    for method_name, method in cls.methods.items():
+        for assign in method.assigns:
+            if assign.target != f"self.{attr}":
+                continue
+            if method_name not in _INIT_METHODS:
+                init_only = False
+            value = assign.value
+            if isinstance(value, cst.Call) and (dotted(value.func) or "").endswith("Parameter"):
+                kind = "a parameter"
+        for site in method.calls:
+            if site.method == "register_buffer" and site.node.args and string_value(site.node.args[0].value) == attr:
+                kind = "a registered buffer"
+            if site.method == "register_parameter" and site.node.args \
+                    and string_value(site.node.args[0].value) == attr:
+                kind = "a parameter"
+    if not init_only:
+        return None
+    if kind is not None:
+        return kind
+    assigned_in_init = any(a.target == f"self.{attr}" for m in _INIT_METHODS if m in cls.methods
+                           for a in cls.methods[m].assigns)
+    return "a `self.*` tensor allocated once in `__init__`" if assigned_in_init else None
+
+
+def _loop_over_parameters(file: FileModel, fn: FunctionInfo, name: str) -> str | None:
+    stack: list[cst.CSTNode] = [fn.node.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.For):
+            it = node.iter
+            method = it.func.attr.value if isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) else None
+            target = node.target
+            names = [target.value] if isinstance(target, cst.Name) else (
+                [el.value.value for el in target.elements[1:] if isinstance(el.value, cst.Name)]
+                if isinstance(target, cst.Tuple) else [])
+            if name in names and method in ("parameters", "buffers", "named_parameters", "named_buffers"):
+                return "a parameter" if "param" in method else "a registered buffer"
+        stack.extend(node.children)
+    return None
+
+
+def _module_global(file: FileModel, name: str) -> bool:
+    for stmt in file.module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, (cst.Assign, cst.AnnAssign)):
+                    targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+                    if any(isinstance(t, cst.Name) and t.value == name for t in targets):
+                        return isinstance(small.value, cst.Call)
+    return False
+
+
+__all__ = ["persistent_kind"]

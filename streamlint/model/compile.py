@@ -420,7 +420,7 @@ def caller_arguments(project: "Project", file: FileModel, fn: FunctionInfo,
         return []
     is_init = fn.class_name is not None and fn.node.name.value == "__init__"
     qualname = f"{file.module_name}.{fn.class_name if is_init else fn.qualname}"
-    cache: dict[tuple[str, str], list] = project.path_index.__dict__.setdefault("_caller_arguments", {})
+    cache: dict[tuple[str, str], list] = project.path_index.derived.setdefault("caller_arguments", {})
     key = (qualname, param)
     if key in cache:
         return cache[key]

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Iterator
 import libcst as cst
 
 from streamlint.finding import Location, Span
-from streamlint.model.file import FileModel, string_value
+from streamlint.model.file import FileModel, FunctionInfo, string_value
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -49,7 +49,7 @@ def env_settings(project: "Project", variable: str) -> tuple[EnvSetting, ...]:
     Cached with the project's path index (dropped when an editor buffer overrides a file): the search
     reads each candidate file once per variable.
     """
-    cache: dict[str, tuple[EnvSetting, ...]] = project.path_index.__dict__.setdefault("_env_settings", {})
+    cache: dict[str, tuple[EnvSetting, ...]] = project.path_index.derived.setdefault("env_settings", {})
     if variable not in cache:
         cache[variable] = tuple(_search(project, variable))
     return cache[variable]
@@ -120,7 +120,7 @@ def _python_settings(model: FileModel, variable: str) -> Iterator[EnvSetting]:
                     yield EnvSetting(variable, Location(model.path, model.span(call), f"sets {variable}"))
 
 
-def _resolve(model: FileModel, dotted_name: str, function) -> str | None:
+def _resolve(model: FileModel, dotted_name: str, function: FunctionInfo | None) -> str | None:
     return model.resolve_dotted(dotted_name, function) if dotted_name else None
 
 

@@ -170,7 +170,7 @@ def _site_modes(project: "Project", file: FileModel, site: CallSite) -> frozense
 def _dispatching_tests(project: "Project", file: FileModel, fn: FunctionInfo) -> dict[tuple[int, bool], frozenset[str]]:
     """(id(test), negated) -> paths, for `if` tests of ``fn`` whose branches use the GE family on one side
     and another family on the other: the GE side runs on ``ge``, the other side everywhere else."""
-    cache: dict[int, tuple[FunctionInfo, dict]] = project.path_index.__dict__.setdefault("_dispatch", {})
+    cache: dict[int, tuple[FunctionInfo, dict]] = project.path_index.derived.setdefault("dispatch", {})
     entry = cache.get(id(fn))
     if entry is not None and entry[0] is fn:
         return entry[1]

@@ -55,6 +55,9 @@ class PathIndex:
         self._sites: list[CompileSite] | None = None
         self._reached: dict[int, tuple[set[str], list[Location]]] | None = None
         self._cache: dict[int, ExecutionPath] = {}
+        # facts derived from several files (stream kinds, env settings, dispatch summaries…), keyed by
+        # topic; they live here because the engine replaces the index whenever any file changes
+        self.derived: dict[str, dict] = {}
         settings = getattr(project, "settings", None)
         self._per_path = [
             (pathspec.GitIgnoreSpec.from_lines([pattern]), mode) for pattern, mode in

@@ -298,7 +298,7 @@ class Project:
     def scope_use(self, file: FileModel, site: ScopeSite) -> ScopeUse:
         uses: list[ApiUse] = []
         for call in site.calls:
-            cs = _site_for(file, call)
+            cs = file.call_site(call)
             if cs is not None:
                 uses.extend(self.api_uses(file, cs))
         return ScopeUse(site, file, tuple(uses))
@@ -401,9 +401,6 @@ def _lookup_in_module(mod: FileModel, rest: list[str]):
         return mod.classes[rest[0]].methods.get(rest[1])
     return None
 
-
-def _site_for(file: FileModel, call: cst.Call) -> CallSite | None:
-    return file.call_site(call)
 
 
 def bind_arguments(

@@ -33,8 +33,7 @@ _EVENT_ROLES = frozenset({Role.EVENT_NEW, Role.TAGGED_EVENT_CREATE})
 def derived(project: Project, name: str) -> dict:
     """A cache for facts derived from several files. It lives on the project's path index, which the
     engine replaces whenever any file changes (``Engine.set_override``), so it never goes stale."""
-    holder = project.path_index.__dict__
-    return holder.setdefault(f"_sl_{name}", {})
+    return project.path_index.derived.setdefault(name, {})
 
 
 def kind_of_call(project: Project, file: FileModel, call: cst.Call, _depth: int = 0) -> str | None:

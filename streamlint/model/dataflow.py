@@ -1840,6 +1840,7 @@ def _param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict[st
             kinds[name] = kind
 
     own = f"{file.module_name}.{fn.class_name}." if fn.class_name else None
+    project_methods = {name for cls in file.classes.values() for name in cls.methods}
     for site in fn.calls:
         call = site.node
         func = call.func
@@ -1864,6 +1865,8 @@ def _param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict[st
                 note(receiver.value, STREAM)
             elif method in ("record", "wait", "query", "elapsed_time"):
                 note(receiver.value, EVENT)
+            elif method in project_methods and not _tensor_method(method):
+                note(receiver.value, "other")  # `plan.wait_current_stream()`: an object of a project class
             elif method not in _NON_TENSOR_METHODS:
                 note(receiver.value, "tensor")
         if roles & {Role.TAGGED_EVENT_RECORD, Role.TAGGED_EVENT_WAIT, Role.CURRENT_STREAM, Role.STREAM_NEW,

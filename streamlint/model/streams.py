@@ -121,16 +121,19 @@ def _class_field_annotation(cls: ClassInfo, attr: str) -> cst.BaseExpression | N
 
 
 def attr_kind(project: Project, file: FileModel, cls: ClassInfo | None, attr: str) -> str | None:
-    """Kind of ``self.<attr>`` in a class, from its ``self.<attr> = ...`` assignments (any method)."""
+    """Kind of ``self.<attr>`` in a class, from its ``self.<attr> = ...`` / ``Cls.<attr> = ...``
+    assignments (any method), else from a class-level field annotation."""
     if cls is None:
         return None
     cache = derived(project, "attr_kinds").setdefault(id(cls), {})
     if attr not in cache:
         cache[attr] = None
         kinds: set[str | None] = set()
+        # `self.x = ...`, and class attributes initialised lazily: `Cls.x = ...` / `cls.x = ...`
+        targets = {f"self.{attr}", f"{cls.name}.{attr}", f"cls.{attr}"}
         for method in cls.methods.values():
             for assign in method.assigns:
-                if assign.target == f"self.{attr}":
+                if assign.target in targets:
                     kinds.add(kind_of_value(project, file, assign.value))
         kinds.discard(None)
         if not kinds:

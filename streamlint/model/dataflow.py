@@ -393,6 +393,12 @@ def _config(mode: str, explicit_ge: bool, entry: bool) -> _Config:
 
 
 class _Interp:
+    def anonymous_key(self, kind: str, node: cst.CSTNode) -> str:
+        """A deterministic key for an unnamed stream / event created at ``node`` (never an id(), which
+        would leak into messages and differ between runs)."""
+        index = self._anonymous.setdefault(id(node), len(self._anonymous))
+        return f"<{kind}@{index}>"
+
     def __init__(self, project: Project, file: FileModel, fn: FunctionInfo, cfg: _Config) -> None:
         self.project = project
         self.file = file
@@ -410,6 +416,7 @@ class _Interp:
         self.view_escapes: dict[tuple, ViewEscape] = {}
         self.inline_stack: list[int] = []
         self.param_streams: set[str] = set()
+        self._anonymous: dict[int, int] = {}  # creation node -> index in program order
         self.stream_tests: dict[str, tuple[str, str, bool]] = {}
         self.rest: list = []  # statements after the one being interpreted (same block)
         self.h2d = False  # the current op copies host data to the device (or is a no-op on device data)
@@ -949,7 +956,7 @@ class _Interp:
             return None
         if name == "record_event":
             stream = self.stream_key(st, recv, e.func.value)
-            key = self.event_key(st, self.ev(st, arg0), arg0) if arg0 is not None else f"<event@{id(e)}>"
+            key = self.event_key(st, self.ev(st, arg0), arg0) if arg0 is not None else self.anonymous_key("event", e)
             self.record(st, stream, key)
             return EVal(key)
         if not isinstance(recv, TVal) and kind != STREAM and name in ("record", "wait", "synchronize", "query"):
@@ -1077,7 +1084,7 @@ class _Interp:
                         _merge(st.vc.setdefault(st.cur, {}), lw.snap or {lw.stream: lw.time})
             return None
         if role is Role.OPS_RECORD:
-            key = f"<event@{id(e)}>"
+            key = self.anonymous_key("event", e)
             self.record(st, st.cur, key)
             return EVal(key)
         if role in (Role.TAGGED_EVENT_RECORD, Role.TAGGED_EVENT_WAIT):
@@ -1108,9 +1115,9 @@ class _Interp:
         if role is Role.DEFAULT_STREAM:
             return SVal(MAIN)
         if role is Role.STREAM_NEW:
-            return SVal(f"<stream@{id(e)}>")
+            return SVal(self.anonymous_key("stream", e))
         if role in (Role.EVENT_NEW, Role.TAGGED_EVENT_CREATE):
-            return EVal(f"<event@{id(e)}>")
+            return EVal(self.anonymous_key("event", e))
         if role is Role.PREFETCH:  # an L2 prefetch hint: moves no tensor data another stream could race with
             for arg in e.args:
                 self.ev(st, arg.value)

@@ -78,6 +78,14 @@ if TYPE_CHECKING:
 
 MAIN = "<main>"
 MAX_PATHS = 48
+# Statements interpreted per function analysis (all paths, inlined helpers included). Large branchy
+# functions (DeepSpeed's ZeRO reducers, vLLM schedulers) would otherwise take minutes; past the budget
+# the function gets no finding — deterministic, and silence rather than a guess.
+MAX_STEPS = 4_000
+
+
+class AnalysisBudgetExceeded(Exception):
+    pass
 MAX_INLINE_DEPTH = 3
 LOOP_UNROLL = 2
 
@@ -393,6 +401,12 @@ def _config(mode: str, explicit_ge: bool, entry: bool) -> _Config:
 
 
 class _Interp:
+    def mentions_ordering(self, node: cst.CSTNode) -> bool:
+        key = id(node)
+        if key not in self._mentions:
+            self._mentions[key] = _mentions_ordering(node)
+        return self._mentions[key]
+
     def anonymous_key(self, kind: str, node: cst.CSTNode) -> str:
         """A deterministic key for an unnamed stream / event created at ``node`` (never an id(), which
         would leak into messages and differ between runs)."""
@@ -417,6 +431,8 @@ class _Interp:
         self.inline_stack: list[int] = []
         self.param_streams: set[str] = set()
         self._anonymous: dict[int, int] = {}  # creation node -> index in program order
+        self.steps = 0
+        self._mentions: dict[int, bool] = {}
         self.stream_tests: dict[str, tuple[str, str, bool]] = {}
         self.rest: list = []  # statements after the one being interpreted (same block)
         self.h2d = False  # the current op copies host data to the device (or is a no-op on device data)
@@ -1237,6 +1253,9 @@ class _Interp:
         return states
 
     def stmt(self, node: cst.CSTNode, st: State) -> list[State]:
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            raise AnalysisBudgetExceeded
         if isinstance(node, cst.SimpleStatementLine):
             states = [st]
             for small in node.body:
@@ -1518,9 +1537,9 @@ class _Interp:
                 return self.stmt(node.orelse, s)
             return self.block(node.orelse.body.body, [s])
 
-        then.relevant = _mentions_ordering(node.body)  # type: ignore[attr-defined]
-        other.relevant = (node.orelse is not None and _mentions_ordering(node.orelse)) or (  # type: ignore[attr-defined]
-            node.orelse is None and _returns(node.body) and any(_mentions_ordering(r) for r in rest))
+        then.relevant = self.mentions_ordering(node.body)  # type: ignore[attr-defined]
+        other.relevant = (node.orelse is not None and self.mentions_ordering(node.orelse)) or (  # type: ignore[attr-defined]
+            node.orelse is None and _returns(node.body) and any(self.mentions_ordering(r) for r in rest))
         return self.branch(st, node.test, [(True, then), (False, other)])
 
     def loop(self, node, st: State) -> list[State]:
@@ -2049,7 +2068,7 @@ def function_flow(project: Project, file: FileModel, fn: FunctionInfo, *, explic
         interp = _Interp(project, file, fn, _config(mode, explicit_ge_joins, entry))
         try:
             interp.run()
-        except RecursionError:  # pathologically nested code: report nothing rather than guess
+        except (RecursionError, AnalysisBudgetExceeded):  # pathological code: report nothing rather than guess
             continue
         races.update({k + (mode,): v for k, v in interp.races.items()})
         lifetimes.update({k + (mode,): v for k, v in interp.lifetimes.items()})
@@ -2069,7 +2088,7 @@ def _every_path_flow(project: Project, file: FileModel, fn: FunctionInfo, explic
         interp = _Interp(project, file, fn, _config(mode, explicit_ge_joins, entry))
         try:
             interp.run()
-        except RecursionError:
+        except (RecursionError, AnalysisBudgetExceeded):
             return EMPTY_FLOW
         runs.append(interp)
     common = set.intersection(*({(id(r.node), r.name) for r in i.races.values()} for i in runs))

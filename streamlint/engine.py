@@ -156,6 +156,7 @@ class Engine:
             self._overrides[key] = data
         self._parsed.pop(key, None)
         self.project._files.pop(key, None)
+        self.project._scan_bytes.pop(key, None)
         self.project._uses.clear()
         self.project._wrappers.clear()
         self.project._paths = None

@@ -83,6 +83,7 @@ class Project:
     _wrappers: dict[tuple[str, str], WrapperSpec | None] = field(default_factory=dict)
     _uses: dict[int, tuple[ApiUse, ...]] = field(default_factory=dict)
     _all_files: list[str] | None = None
+    _scan_bytes: dict[str, bytes] = field(default_factory=dict)
     settings: "Settings | None" = None  # mode, per-path-mode
     reader: "Callable[[str], bytes] | None" = None
     _paths: "PathIndex | None" = None
@@ -123,10 +124,13 @@ class Project:
         """Cheap byte search used before parsing a file for project-wide facts."""
         if self.reader is None:
             return True
-        try:
-            data = self.reader(path)
-        except OSError:
-            return False
+        data = self._scan_bytes.get(path)
+        if data is None:
+            try:
+                data = self.reader(path)
+            except OSError:
+                return False
+            self._scan_bytes[path] = data  # several project-wide scans share one read per file
         return any(m in data for m in markers)
 
     # ---- modules

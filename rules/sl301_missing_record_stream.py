@@ -1,6 +1,6 @@
 import libcst as cst
 
-from streamlint.finding import Confidence, Edit, FixSafety, Location, Severity
+from streamlint.finding import Confidence, Edit, FixSafety, Location, Severity, Span
 from streamlint.model.apis import STREAM_MARKERS
 from streamlint.model.dataflow import MAIN, file_flows, stream_label
 from streamlint.rule import Invalid, Option, Rule, RuleContext, Valid
@@ -100,8 +100,6 @@ class MissingRecordStream(Rule):
             return None
         indent = line[: len(line) - len(line.lstrip())]
         text = f"{indent}{name}.record_stream({stream_expr})\n"
-        from streamlint.finding import Span
-
         at = Span(span.end_line + 1, 0, span.end_line + 1, 0)
         return ctx.fix(f"Add `{name}.record_stream({stream_expr})` after the use", Edit(at, text))
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from streamlint.finding import Location
 from streamlint.model.apis import EXECUTION_PATHS, Role
 from streamlint.model.file import CallSite, FileModel, FunctionInfo, dotted
 from streamlint.model.streams import (
@@ -77,9 +78,7 @@ class FamilyUse:
         via = f" (through wrapper `{self.wrappers[0]}`)" if self.wrappers else ""
         return f"`{self.what}`{via}"
 
-    def location(self, message: str = "") -> "Location":
-        from streamlint.finding import Location
-
+    def location(self, message: str = "") -> Location:
         return Location(self.file.path, self.file.span(self.site.node), message)
 
 

@@ -217,7 +217,6 @@ def test_deep_nesting_does_not_crash_the_process(tmp_path: Path) -> None:
     assert message.startswith("cannot analyse: valid Python that LibCST's parser rejects (")
 
 
-@pytest.mark.skipif(not os.environ.get("STREAMLINT_SLOW_TESTS"), reason="~30 s: set STREAMLINT_SLOW_TESTS=1")
 def test_50000_line_file_with_a_marker(tmp_path: Path) -> None:
     """The corpus' 50,000-line file has no marker and is skipped by the prefilter; this one is analysed."""
     path = tmp_path / "big.py"

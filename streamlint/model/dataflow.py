@@ -988,8 +988,8 @@ class _Interp:
                     self.wait_everything(st, stream)  # a collective's work handle, or an event recorded elsewhere
             elif known:  # synchronize() / query(): the host has seen the event complete
                 _merge(st.host, st.events.get(key, {MAIN: 0}))
-            elif name == "synchronize":
-                self.sync_all(st)
+            else:  # an event recorded elsewhere (e.g. a field inherited from a library class): as for a
+                self.sync_all(st)  # known event, a query()/synchronize() the code goes on after is a host sync
             return None
         if kind == STREAM and name in ("synchronize", "query"):
             if name == "synchronize":

@@ -332,19 +332,11 @@ def flags_under(guards: tuple[Guard, ...]) -> tuple[frozenset[str], frozenset[st
     true: set[str] = set()
     false: set[str] = set()
     for guard in guards:
-        for test, negated in _flag_conjuncts(guard.test, guard.negated):
+        for test, negated in guard.conditions():
             flag = _flag(test)
             if flag is not None:
                 (false if flag[1] != negated else true).add(flag[0])
     return frozenset(true), frozenset(false)
-
-
-def _flag_conjuncts(test: cst.BaseExpression, negated: bool) -> list[tuple[cst.BaseExpression, bool]]:
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return _flag_conjuncts(test.expression, not negated)
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or if negated else cst.And):
-        return _flag_conjuncts(test.left, negated) + _flag_conjuncts(test.right, negated)
-    return [(test, negated)]
 
 
 def _flag(test: cst.BaseExpression) -> tuple[str, bool] | None:

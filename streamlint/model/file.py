@@ -57,6 +57,19 @@ class Guard:
     test: cst.BaseExpression
     negated: bool
 
+    def conditions(self) -> list[tuple[cst.BaseExpression, bool]]:
+        """The (test, negated) conditions that all hold under this guard: ``not`` pushed inwards, the
+        operands of ``a and b`` in the true branch, of ``a or b`` in the else branch (De Morgan)."""
+        return _conditions(self.test, self.negated)
+
+
+def _conditions(test: cst.BaseExpression, negated: bool) -> list[tuple[cst.BaseExpression, bool]]:
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _conditions(test.expression, not negated)
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or if negated else cst.And):
+        return _conditions(test.left, negated) + _conditions(test.right, negated)
+    return [(test, negated)]
+
 
 def in_exclusive_branches(a: "tuple[Guard, ...]", b: "tuple[Guard, ...]") -> bool:
     """True when code under guards ``a`` and code under guards ``b`` sit in opposite branches of the

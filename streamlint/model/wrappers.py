@@ -157,7 +157,7 @@ def modes_under(guards: tuple[Guard, ...]) -> frozenset[str] | None:
 def _modes_from_guards(guards, params) -> tuple[frozenset[str] | None, str | None]:
     modes: frozenset[str] | None = None
     mode_param = None
-    for test, negated in (c for guard in guards for c in _conjuncts(guard.test, guard.negated)):
+    for test, negated in (c for guard in guards for c in guard.conditions()):
         parsed = mode_of_test(test)
         if parsed is None:
             continue
@@ -169,14 +169,6 @@ def _modes_from_guards(guards, params) -> tuple[frozenset[str] | None, str | Non
         if params is not None and name in params:
             mode_param = name
     return modes, mode_param
-
-
-def _conjuncts(test: cst.BaseExpression, negated: bool) -> list[tuple[cst.BaseExpression, bool]]:
-    """The conditions that all hold under a guard: the operands of ``a and b`` (true branch) or of
-    ``a or b`` (else branch, each negated)."""
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or if negated else cst.And):
-        return _conjuncts(test.left, negated) + _conjuncts(test.right, negated)
-    return [(test, negated)]
 
 
 def _flag_name(test: cst.BaseExpression) -> str | None:

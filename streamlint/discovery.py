@@ -28,9 +28,11 @@ class DiscoveryResult:
 class _Ignorer:
     def __init__(self, root: Path, exclude: tuple[str, ...], respect_gitignore: bool) -> None:
         self.root = root
+        self._root = os.path.abspath(root)
         self.exclude = pathspec.GitIgnoreSpec.from_lines(exclude)
         self.respect_gitignore = respect_gitignore
         self._gitignores: dict[str, pathspec.GitIgnoreSpec | None] = {}
+        self._chains: dict[str, tuple[tuple[str, pathspec.GitIgnoreSpec], ...]] = {}
 
     def _gitignore(self, directory: str) -> pathspec.GitIgnoreSpec | None:
         if directory not in self._gitignores:
@@ -44,35 +46,43 @@ class _Ignorer:
             self._gitignores[directory] = spec
         return self._gitignores[directory]
 
+    def _chain(self, directory: str) -> tuple[tuple[str, pathspec.GitIgnoreSpec], ...]:
+        """The ``.gitignore`` files that apply in ``directory``, innermost first: up to the repository
+        top (a ``.git`` entry) or the project root. Cached per directory."""
+        chain = self._chains.get(directory)
+        if chain is None:
+            spec = self._gitignore(directory)
+            own = ((directory, spec),) if spec is not None else ()
+            parent = os.path.dirname(directory)
+            if os.path.exists(os.path.join(directory, ".git")) or directory == self._root or parent == directory:
+                chain = own
+            else:
+                chain = own + self._chain(parent)
+            self._chains[directory] = chain
+        return chain
+
     def excluded(self, path: str, is_dir: bool) -> bool:
-        rel = _relative(path, self.root)
-        probe = rel + ("/" if is_dir else "")
+        absolute = os.path.abspath(path)
+        slash = "/" if is_dir else ""
         # gitignore semantics on the root-relative path: `build` matches at any depth, `/build` only at
         # the root (matching the bare name too would make every anchored pattern match everywhere)
-        if self.exclude.match_file(probe):
+        if self.exclude.match_file(_relative_to(absolute, self._root) + slash):
             return True
         if self.respect_gitignore:
-            directory = os.path.dirname(os.path.abspath(path))
-            while True:
-                spec = self._gitignore(directory)
-                if spec is not None:
-                    sub = _relative(path, Path(directory)) + ("/" if is_dir else "")
-                    if spec.match_file(sub):
-                        return True
-                if os.path.exists(os.path.join(directory, ".git")) or Path(directory) == self.root:
-                    break
-                parent = os.path.dirname(directory)
-                if parent == directory:
-                    break
-                directory = parent
+            for directory, spec in self._chain(os.path.dirname(absolute)):
+                if spec.match_file(_relative_to(absolute, directory) + slash):
+                    return True
         return False
 
 
-def _relative(path: str, root: Path) -> str:
-    try:
-        return Path(os.path.abspath(path)).relative_to(root.absolute()).as_posix()
-    except ValueError:
-        return Path(path).as_posix().lstrip("/")
+def _relative_to(absolute: str, directory: str) -> str:
+    """``absolute`` relative to ``directory`` in POSIX form (both absolute, normalised); outside it,
+    the path without its leading slash."""
+    if absolute == directory:
+        return "."
+    prefix = directory if directory.endswith(os.sep) else directory + os.sep
+    rel = absolute[len(prefix):] if absolute.startswith(prefix) else absolute.lstrip(os.sep)
+    return rel.replace(os.sep, "/") if os.sep != "/" else rel
 
 
 def discover(
@@ -93,8 +103,7 @@ def discover(
         if os.path.isdir(given):
             if force_exclude and ignorer.excluded(given, True):
                 continue
-            for path in _walk(given, ignorer, result):
-                real = os.path.realpath(path)
+            for path, real in _walk(given, ignorer, result):
                 if real not in seen:
                     seen.add(real)
                     result.files.append(path)
@@ -128,7 +137,8 @@ def _unreadable(path: str) -> str | None:
     return None
 
 
-def _walk(top: str, ignorer: _Ignorer, result: DiscoveryResult) -> Iterator[str]:
+def _walk(top: str, ignorer: _Ignorer, result: DiscoveryResult) -> Iterator[tuple[str, str]]:
+    """(path, real path) of the Python files under ``top``; symbolic-link loops are reported once."""
     visited: set[tuple[int, int]] = set()
     stack = [top]
     while stack:
@@ -149,6 +159,7 @@ def _walk(top: str, ignorer: _Ignorer, result: DiscoveryResult) -> Iterator[str]
             result.warnings.append((directory, f"cannot list directory: {exc.strerror}"))
             continue
         subdirs = []
+        real_dir = os.path.realpath(directory)
         for entry in entries:
             path = entry.path
             try:
@@ -166,9 +177,10 @@ def _walk(top: str, ignorer: _Ignorer, result: DiscoveryResult) -> Iterator[str]
                         if entry.is_symlink() and not os.path.exists(path):
                             result.warnings.append((path, "broken symbolic link"))
                         continue
+                    real = os.path.realpath(path) if entry.is_symlink() else os.path.join(real_dir, entry.name)
                 except OSError:
                     continue
-                yield path
+                yield path, real
         stack.extend(reversed(subdirs))
 
 

@@ -160,6 +160,10 @@ class Engine:
         self.project._uses.clear()
         self.project._wrappers.clear()
         self.project._paths = None
+        if data is None:  # the file changed on disk (or was created, deleted): module resolution too
+            self.project._modules.clear()
+            self.project._packages.clear()
+            self.project._all_files = None
 
     def read(self, path: str) -> bytes:
         key = os.path.abspath(path)

@@ -25,6 +25,7 @@ from streamlint.model.breaks import describe_scope
 from streamlint.model.file import FileModel, FunctionInfo, dotted
 from streamlint.model.project import Project
 from streamlint.model.syntax import local_nodes
+from streamlint.model.walk import children
 
 FORMATS = ("mermaid", "dot", "html")
 _SCOPE_ROLES = apis.STREAM_SCOPE_ROLES | apis.NO_BREAK_SCOPE_ROLES | {Role.GRAPH_CAPTURE}
@@ -352,7 +353,7 @@ def _names_read(node: cst.CSTNode) -> list[str]:
         if isinstance(n, cst.Name):
             out.append(n.value)
             continue
-        stack.extend(reversed(n.children))
+        stack.extend(reversed(children(n)))
     return out
 
 

@@ -32,6 +32,7 @@ from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, ScopeSite, dotted, string_value
 from streamlint.model.syntax import local_nodes
+from streamlint.model.walk import walk
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project, ScopeUse
@@ -513,7 +514,7 @@ class _ExprVisitor(cst.CSTVisitor):
         self._pops: dict[int, int] = {}
 
     def visit_root(self, node: cst.CSTNode) -> None:
-        node.visit(self)
+        walk(node, self)  # read-only (model/walk.py)
 
     def _record(self, node: cst.CSTNode, what: str, certain: bool = True) -> None:
         if self.off[-1] or self.inside_break:
@@ -548,12 +549,12 @@ class _ExprVisitor(cst.CSTVisitor):
         if not self.off[-1] and self.w.typer.truth_is_tensor(node.test, consumed):
             self._record(node, "data-dependent ternary on a tensor value")
         self.consumed |= consumed
-        node.test.visit(self)
+        walk(node.test, self)
         value = compile_value(node.test, self.w.file, self.w.fn)
         self.off.append(self.off[-1] or value is False)
-        node.body.visit(self)
+        walk(node.body, self)
         self.off[-1] = self.off[-2] or value is True
-        node.orelse.visit(self)
+        walk(node.orelse, self)
         self.off.pop()
         return False
 

@@ -71,6 +71,7 @@ from streamlint.model.streams import (
     local_kind,
 )
 from streamlint.model.syntax import contains
+from streamlint.model.walk import children
 from streamlint.model.wrappers import mode_of_test
 
 if TYPE_CHECKING:
@@ -1919,7 +1920,7 @@ def _param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict[st
             note(node.value.value, "tensor")
         if isinstance(node, (cst.FunctionDef, cst.Lambda)):
             continue
-        stack.extend(node.children)
+        stack.extend(children(node))
     for p in (*fn.node.params.posonly_params, *fn.node.params.params, *fn.node.params.kwonly_params):
         d = p.default
         if p.name.value not in kinds and d is not None and (
@@ -1939,7 +1940,7 @@ def _mentions_ordering(node: cst.CSTNode) -> bool:
             last = name.rsplit(".", 1)[-1]
             if last in _RELEVANT_METHODS or "event" in last or "wait" in last or "stream" in last:
                 return True
-        stack.extend(n.children)
+        stack.extend(children(n))
     return False
 
 

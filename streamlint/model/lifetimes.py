@@ -6,6 +6,7 @@ from __future__ import annotations
 import libcst as cst
 
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, string_value
+from streamlint.model.walk import children
 
 # Methods that build a module's state once (assignments there are not per-call).
 _INIT_METHODS = ("__init__", "__post_init__", "setup", "build", "reset_parameters", "_init_weights")
@@ -83,7 +84,7 @@ def _loop_over_parameters(file: FileModel, fn: FunctionInfo, name: str) -> str |
                 if isinstance(target, cst.Tuple) else [])
             if name in names and method in ("parameters", "buffers", "named_parameters", "named_buffers"):
                 return "a parameter" if "param" in method else "a registered buffer"
-        stack.extend(node.children)
+        stack.extend(children(node))
     return None
 
 

@@ -84,6 +84,8 @@ class Project:
     _uses: dict[int, tuple[ApiUse, ...]] = field(default_factory=dict)
     _all_files: list[str] | None = None
     _scan_bytes: dict[str, bytes] = field(default_factory=dict)
+    _packages: dict[str, tuple[str, str]] = field(default_factory=dict)  # directory -> (package, root)
+    _modules: dict[tuple[str, str], str | None] = field(default_factory=dict)  # (module, root) -> path
     settings: "Settings | None" = None  # mode, per-path-mode
     reader: "Callable[[str], bytes] | None" = None
     _paths: "PathIndex | None" = None
@@ -136,15 +138,30 @@ class Project:
     # ---- modules
     def module_name(self, path: str) -> tuple[str, bool, str]:
         """(module name, is package, source root) of a file, from ``__init__.py`` chains."""
-        p = Path(path).absolute()
-        is_package = p.name == "__init__.py"
-        parts = [] if is_package else [p.stem]
-        d = p.parent
-        while (d / "__init__.py").exists() and d != d.parent:
-            parts.append(d.name)
-            d = d.parent
-        name = ".".join(reversed(parts)) or p.stem
-        return name, is_package, str(d)
+        p = os.path.abspath(path)
+        directory, base = os.path.split(p)
+        is_package = base == "__init__.py"
+        package, root = self._package_of(directory)
+        stem = base.rsplit(".", 1)[0] if "." in base else base
+        if is_package:
+            name = package or stem
+        else:
+            name = f"{package}.{stem}" if package else stem
+        return name, is_package, root
+
+    def _package_of(self, directory: str) -> tuple[str, str]:
+        """(dotted package name, source root) of a directory: its ``__init__.py`` chain, cached."""
+        found = self._packages.get(directory)
+        if found is None:
+            parent = os.path.dirname(directory)
+            if parent != directory and os.path.isfile(os.path.join(directory, "__init__.py")):
+                above, root = self._package_of(parent)
+                name = os.path.basename(directory)
+                found = (f"{above}.{name}" if above else name, root)
+            else:
+                found = ("", directory)
+            self._packages[directory] = found
+        return found
 
     def file(self, path: str) -> FileModel | None:
         path = os.path.abspath(path)
@@ -162,20 +179,33 @@ class Project:
             return os.path.abspath(path) in self.scope
         return True
 
-    def _roots_for(self, file: FileModel | None) -> list[str]:
-        roots: list[str] = []
-        if file is not None:
-            roots.append(self.module_name(file.path)[2])
-        roots += [str(self.root), str(self.root / "src")]
-        return list(dict.fromkeys(roots))
-
     def find_module(self, module: str, context: FileModel | None) -> FileModel | None:
-        rel = module.replace(".", os.sep)
-        for root in self._roots_for(context):
-            for candidate in (os.path.join(root, rel + ".py"), os.path.join(root, rel, "__init__.py")):
-                if os.path.isfile(candidate) and self.in_project(candidate):
-                    return self.file(candidate)
+        first = self._package_of(os.path.dirname(os.path.abspath(context.path)))[1] if context is not None else None
+        for root in (first, self._root_str, self._src_str):
+            if root is None:
+                continue
+            key = (module, root)
+            if key not in self._modules:
+                self._modules[key] = self._module_path(module, root)
+            path = self._modules[key]
+            if path is not None:
+                return self.file(path)
         return None
+
+    def _module_path(self, module: str, root: str) -> str | None:
+        rel = module.replace(".", os.sep)
+        for candidate in (os.path.join(root, rel + ".py"), os.path.join(root, rel, "__init__.py")):
+            if os.path.isfile(candidate) and self.in_project(candidate):
+                return candidate
+        return None
+
+    @property
+    def _root_str(self) -> str:
+        return os.fspath(self.root)
+
+    @property
+    def _src_str(self) -> str:
+        return os.path.join(self.root, "src")
 
     def all_files(self) -> list[str]:
         """Every Python file of the project (for project-wide facts such as compile sites)."""

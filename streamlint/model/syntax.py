@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import libcst as cst
+from streamlint.model.walk import children
 
 _NESTED_DEFINITIONS = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
@@ -16,7 +17,7 @@ def contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
         node = stack.pop()
         if node is inner:
             return True
-        stack.extend(node.children)
+        stack.extend(children(node))
     return False
 
 
@@ -29,7 +30,7 @@ def local_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         yield current
         if isinstance(current, _NESTED_DEFINITIONS) and current is not node:
             continue
-        stack.extend(reversed(current.children))
+        stack.extend(reversed(children(current)))
 
 
 __all__ = ["contains", "local_nodes"]

@@ -15,6 +15,7 @@ from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.file import CallSite, FileModel, FunctionInfo, string_value
 from streamlint.model.syntax import local_nodes
+from streamlint.model.walk import children
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -164,7 +165,7 @@ def event_recorded_in_class(file: FileModel, fn: FunctionInfo, attr: str) -> boo
                     if isinstance(inner, cst.Attribute) and isinstance(inner.value, cst.Name) \
                             and inner.value.value == "self":
                         continue
-                stack.extend((child, node) for child in node.children)
+                stack.extend((child, node) for child in children(node))
         cls._sl_event_uses = used  # type: ignore[attr-defined]
     return attr in used
 

@@ -83,3 +83,16 @@ def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
                         walk(item, visitor)
     if leave is not None:
         leave(visitor, node)
+
+
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """``node.children`` without its cost: LibCST computes that property by running a visitor that
+    rebuilds the node; this reads the fields in the same lexical order."""
+    found: list[cst.CSTNode] = []
+    for name in _order(node):
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            found.append(value)
+        elif isinstance(value, (list, tuple)):
+            found.extend(item for item in value if isinstance(item, cst.CSTNode))
+    return found

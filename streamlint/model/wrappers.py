@@ -17,6 +17,7 @@ from streamlint.model import apis
 from streamlint.model.apis import ApiSpec, Role
 from streamlint.model.file import FileModel, FunctionInfo, Guard, dotted, string_value
 from streamlint.model.syntax import contains
+from streamlint.model.walk import children
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -197,5 +198,5 @@ def _contains_yield(node: cst.CSTNode) -> bool:
             return True
         if isinstance(n, (cst.FunctionDef, cst.Lambda)) and n is not node:
             continue
-        stack.extend(n.children)
+        stack.extend(children(n))
     return False

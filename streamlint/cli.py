@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import os
@@ -103,6 +104,7 @@ def check(paths: tuple[str, ...], **opts: Any) -> None:
     """Lint PATHS (files or directories; `-` reads stdin)."""
     started = time.perf_counter()
     profiler = opts["_profiler"] = Profiler() if opts.get("profile") else None
+    tune_gc()
     try:
         code = run_check(list(paths), opts)
     except (click.exceptions.Exit, click.ClickException, KeyboardInterrupt):
@@ -122,6 +124,14 @@ def check(paths: tuple[str, ...], **opts: Any) -> None:
         profiler.stop_all()
         profiler.render(click.get_text_stream("stderr"), time.perf_counter() - started)
     raise click.exceptions.Exit(code)
+
+
+def tune_gc() -> None:
+    """Fewer cyclic collections for a run that builds many short-lived objects and keeps the parsed
+    trees: with CPython's default thresholds a third of the parse time went to the collector
+    (measured on the bench corpus). The modules imported so far are moved out of its sight."""
+    gc.freeze()
+    gc.set_threshold(20_000, 50, 50)
 
 
 def _overrides(opts: dict[str, Any]) -> dict[str, Any]:
@@ -422,6 +432,7 @@ def server(stdio: bool) -> None:
         from streamlint.lsp import serve
     except ImportError as exc:
         raise _fail(f"the language server needs pygls: pip install 'streamlint[lsp]' ({exc})") from None
+    tune_gc()
     serve()
 
 

@@ -258,8 +258,14 @@ class Engine:
                 ))
                 continue
             raw.extend(ctx.findings)
-        suppressions = parse_suppressions(model.source.text, parsed.tree)
+        tree = parsed.tree if parsed.tree is not None else _quiet_ast(model.source.text)
+        suppressions = parse_suppressions(model.source.text, tree)
         report.findings = self._finish(path, raw, suppressions)
+        # the model stays for other files' questions; what only this file's report needed goes (memory):
+        # the stdlib tree (re-parsed if the file is linted again) and the position table (recomputed
+        # if another file's finding points here)
+        parsed.tree = None
+        model.__dict__.pop("_positions", None)
         return report
 
     def needs_analysis(self, data: bytes) -> bool:

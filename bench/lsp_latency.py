@@ -46,7 +46,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from bench.make_corpus import UTILS, _plain_class, _plain_function, stream_module  # noqa: E402
+from bench.make_corpus import UTILS, _plain_class, _plain_function, stream_module
 
 HEADER = '''"""Multi-stream MoE layer: generated for the LSP latency benchmark."""
 import logging
@@ -265,8 +265,8 @@ class Client:
                 self.deadline = min(self.deadline, time.perf_counter() + 5)
                 self.request("shutdown")
                 self.notify("exit")
-        except Exception:
-            pass
+        except (Timeout, RuntimeError, OSError, ValueError) as exc:  # the server is killed below
+            print(f"lsp_latency: shutdown failed: {exc}", file=sys.stderr)
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -390,6 +390,9 @@ def main() -> None:
         res = run(args.runs, args.lines, args.timeout, args.keep)
     except Timeout as exc:
         print(f"lsp_latency: {exc} (--timeout {args.timeout:g} s)", file=sys.stderr)
+        sys.exit(2)
+    except RuntimeError as exc:
+        print(f"lsp_latency: {exc}", file=sys.stderr)
         sys.exit(2)
     if args.json != "-":
         print(f"server start → first diagnostics (small file): {res['startup_to_first_diagnostics_ms']:.0f} ms")

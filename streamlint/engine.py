@@ -163,6 +163,7 @@ class Engine:
         if data is None:  # the file changed on disk (or was created, deleted): module resolution too
             self.project._modules.clear()
             self.project._packages.clear()
+            self.project._source_roots.clear()
             self.project._all_files = None
 
     def read(self, path: str) -> bytes:

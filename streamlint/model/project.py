@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
@@ -86,6 +87,7 @@ class Project:
     _scan_bytes: dict[str, bytes] = field(default_factory=dict)
     _packages: dict[str, tuple[str, str]] = field(default_factory=dict)  # directory -> (package, root)
     _modules: dict[tuple[str, str], str | None] = field(default_factory=dict)  # (module, root) -> path
+    _source_roots: dict[str, str] = field(default_factory=dict)  # file path -> its source root
     settings: "Settings | None" = None  # mode, per-path-mode
     reader: "Callable[[str], bytes] | None" = None
     _paths: "PathIndex | None" = None
@@ -180,7 +182,12 @@ class Project:
         return True
 
     def find_module(self, module: str, context: FileModel | None) -> FileModel | None:
-        first = self._package_of(os.path.dirname(os.path.abspath(context.path)))[1] if context is not None else None
+        first = None
+        if context is not None:
+            first = self._source_roots.get(context.path)
+            if first is None:
+                first = self._source_roots[context.path] = self._package_of(
+                    os.path.dirname(os.path.abspath(context.path)))[1]
         for root in (first, self._root_str, self._src_str):
             if root is None:
                 continue
@@ -199,11 +206,11 @@ class Project:
                 return candidate
         return None
 
-    @property
+    @cached_property
     def _root_str(self) -> str:
         return os.fspath(self.root)
 
-    @property
+    @cached_property
     def _src_str(self) -> str:
         return os.path.join(self.root, "src")
 

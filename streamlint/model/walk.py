@@ -69,18 +69,33 @@ def _dispatch(visitor: cst.CSTVisitor, node: cst.CSTNode):
     return found
 
 
+_IS_NODE: dict[type, bool] = {}
+
+
+def _is_node(kind: type) -> bool:
+    """``issubclass(kind, CSTNode)``, cached: ``isinstance`` against the CSTNode ABC is slow."""
+    found = _IS_NODE.get(kind)
+    if found is None:
+        found = _IS_NODE[kind] = issubclass(kind, cst.CSTNode)
+    return found
+
+
+_SEQUENCES = (list, tuple)
+
+
 def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     """``node.visit(visitor)`` for a visitor that only reads (its return values are ignored)."""
     visit, leave = _dispatch(visitor, node)
     if visit is None or visit(visitor, node) is not False:
         for name in _order(node):
             value = getattr(node, name)
-            if isinstance(value, cst.CSTNode):
-                walk(value, visitor)
-            elif isinstance(value, (list, tuple)):
+            kind = type(value)
+            if kind in _SEQUENCES:
                 for item in value:
-                    if isinstance(item, cst.CSTNode):
+                    if _IS_NODE.get(type(item)) or _is_node(type(item)):
                         walk(item, visitor)
+            elif _IS_NODE.get(kind) or _is_node(kind):
+                walk(value, visitor)
     if leave is not None:
         leave(visitor, node)
 
@@ -91,8 +106,9 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     found: list[cst.CSTNode] = []
     for name in _order(node):
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
+        kind = type(value)
+        if kind in _SEQUENCES:
+            found.extend(item for item in value if _IS_NODE.get(type(item)) or _is_node(type(item)))
+        elif _IS_NODE.get(kind) or _is_node(kind):
             found.append(value)
-        elif isinstance(value, (list, tuple)):
-            found.extend(item for item in value if isinstance(item, cst.CSTNode))
     return found

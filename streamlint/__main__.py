@@ -1,4 +1,4 @@
-from streamlint.cli import main
+from streamlint.cli import run
 
 if __name__ == "__main__":
-    main()
+    run()

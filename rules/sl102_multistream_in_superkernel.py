@@ -1,6 +1,8 @@
+from __future__ import annotations
+
 import difflib
 
-import libcst as cst
+from streamlint._lazy import cst
 
 from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.breaks import describe_scope

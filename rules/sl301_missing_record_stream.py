@@ -1,4 +1,6 @@
-import libcst as cst
+from __future__ import annotations
+
+from streamlint._lazy import cst
 
 from streamlint.finding import Confidence, Edit, FixSafety, Location, Severity, Span
 from streamlint.model.apis import STREAM_MARKERS

@@ -1,6 +1,8 @@
+from __future__ import annotations
+
 import re
 
-import libcst as cst
+from streamlint._lazy import cst
 
 from streamlint.finding import Confidence, Severity
 from streamlint.model.apis import Role

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-import libcst as cst
+from streamlint._lazy import cst
 import pathspec
 
 from streamlint.config import Settings

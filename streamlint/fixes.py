@@ -26,7 +26,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
-import libcst as cst
+from streamlint._lazy import cst
 
 from streamlint.finding import Finding, FixSafety
 from streamlint.source import SourceFile, UndecodableSource

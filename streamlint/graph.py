@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Iterable
 
-import libcst as cst
+from streamlint._lazy import cst
 
 from streamlint.finding import Finding
 from streamlint.model import apis

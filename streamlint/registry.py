@@ -56,6 +56,8 @@ def _rule_classes(module: ModuleType) -> list[type[Rule]]:
     found: list[type[Rule]] = []
     for mod in modules:
         for value in vars(mod).values():
+            if isinstance(value, ModuleType):
+                continue  # (an attribute test on a lazily imported module would import it)
             if (
                 isinstance(value, type)
                 and issubclass(value, Rule)

@@ -7,7 +7,7 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable
 
-import libcst as cst
+from streamlint._lazy import cst
 
 from streamlint.finding import Confidence, Edit, Finding, Fix, FixSafety, Location, Severity, Span
 

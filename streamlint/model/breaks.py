@@ -25,7 +25,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import libcst as cst
+from streamlint._lazy import cst
 
 from streamlint.finding import Location
 from streamlint.model import apis
@@ -503,9 +503,10 @@ class _Walker:
         _ExprVisitor(self, off, scope, consumed or set()).visit_root(node)
 
 
-class _ExprVisitor(cst.CSTVisitor):
+class _ExprVisitor:
+    """Graph breaks in an expression; driven by :func:`walk` (visit_<Type> / leave_<Type>)."""
+
     def __init__(self, walker: _Walker, off: bool, scope: ScopeSite | None, consumed: set[int]) -> None:
-        super().__init__()
         self.w = walker
         self.off = [off]
         self.scope = scope

@@ -48,7 +48,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import libcst as cst
+from streamlint._lazy import cst
 
 from streamlint.model import apis
 from streamlint.model.apis import Role

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
-import libcst as cst
+from streamlint._lazy import cst
 
 from streamlint.finding import Location, Span
 from streamlint.model.file import FileModel, FunctionInfo, string_value

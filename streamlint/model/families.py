@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import libcst as cst
+from streamlint._lazy import cst
 
 from streamlint.finding import Location
 from streamlint.model.apis import EXECUTION_PATHS, Role

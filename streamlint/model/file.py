@@ -9,11 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
-import libcst as cst
+from streamlint._lazy import cst
 
 from streamlint.finding import Span
 from streamlint.model import apis
-from streamlint.model.positions import compute_positions
 from streamlint.model.syntax import contains
 from streamlint.model.walk import walk
 from streamlint.source import SourceFile
@@ -208,6 +207,8 @@ class FileModel:
     @cached_property
     def _positions(self) -> dict[cst.CSTNode, tuple[int, int, int, int]]:
         # the same ranges as LibCST's PositionProvider, several times cheaper (see model/positions.py)
+        from streamlint.model.positions import compute_positions  # LibCST internals: on first use
+
         return compute_positions(self.module)
 
     def span(self, node: cst.CSTNode) -> Span:
@@ -252,9 +253,10 @@ class FileModel:
 _BUILTINS = frozenset({"print", "input", "breakpoint", "open", "len", "isinstance", "super", "range"})
 
 
-class _Collector(cst.CSTVisitor):
+class _Collector:
+    """Collects the facts of a FileModel; driven by :func:`walk` (visit_<Type> / leave_<Type>)."""
+
     def __init__(self, model: FileModel) -> None:
-        super().__init__()
         self.m = model
         self.functions: list[FunctionInfo] = []
         self.classes: list[ClassInfo] = []

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-import libcst as cst
+from streamlint._lazy import cst
 
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, string_value
 from streamlint.model.walk import children

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-import libcst as cst
+from streamlint._lazy import cst
 from libcst._nodes.internal import CodegenState
 
 _NEWLINE = re.compile(r"\r\n?|\n")

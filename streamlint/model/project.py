@@ -13,7 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
-import libcst as cst
+from streamlint._lazy import cst
 
 from streamlint.model import apis
 from streamlint.model.apis import ApiSpec, Role

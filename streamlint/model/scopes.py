@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, TypeVar
 
-import libcst as cst
+from streamlint._lazy import cst
 
 from streamlint.model.apis import Role
 from streamlint.model.file import CallSite, FileModel, FunctionInfo, ScopeSite, string_value

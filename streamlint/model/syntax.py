@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import libcst as cst
+from streamlint._lazy import cst
 from streamlint.model.walk import children
 
-_NESTED_DEFINITIONS = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
 def contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
@@ -28,7 +27,7 @@ def local_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     while stack:
         current = stack.pop()
         yield current
-        if isinstance(current, _NESTED_DEFINITIONS) and current is not node:
+        if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and current is not node:
             continue
         stack.extend(reversed(children(current)))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-import libcst as cst
+from streamlint._lazy import cst
 
 from streamlint.model import apis
 from streamlint.model.apis import Role

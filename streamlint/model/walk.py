@@ -17,23 +17,33 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
-import libcst as cst
+from streamlint._lazy import cst
 
 _ORDER: dict[object, tuple[str, ...]] = {}
 _NULLABLE: dict[type, tuple[str, ...]] = {}
 _DISPATCH: dict[tuple[type, type], tuple[Callable[..., Any] | None, Callable[..., Any] | None]] = {}
 
 
-class _FieldRecorder(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.fields: list[str] = []
+_RECORDER: list[type] = []
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        return False
 
-    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
-        if attribute not in self.fields:
-            self.fields.append(attribute)
+def _field_recorder() -> "cst.CSTVisitor":
+    """A visitor that records which fields LibCST visits, in order, without descending (the class is
+    made on first use: its base is LibCST's, which is imported lazily)."""
+    if not _RECORDER:
+        class _FieldRecorder(cst.CSTVisitor):
+            def __init__(self) -> None:
+                self.fields: list[str] = []
+
+            def on_visit(self, node: cst.CSTNode) -> bool:
+                return False
+
+            def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+                if attribute not in self.fields:
+                    self.fields.append(attribute)
+
+        _RECORDER.append(_FieldRecorder)
+    return _RECORDER[0]()
 
 
 def _nullable(kind: type) -> tuple[str, ...]:
@@ -52,7 +62,7 @@ def _order(node: cst.CSTNode) -> tuple[str, ...]:
     key = (kind, tuple(getattr(node, name) is None for name in nullable)) if nullable else kind
     order = _ORDER.get(key)
     if order is None:
-        recorder = _FieldRecorder()
+        recorder = _field_recorder()
         node._visit_and_replace_children(recorder)
         order = _ORDER[key] = tuple(recorder.fields)
     return order

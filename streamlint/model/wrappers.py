@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import libcst as cst
+from streamlint._lazy import cst
 
 from streamlint.model import apis
 from streamlint.model.apis import ApiSpec, Role

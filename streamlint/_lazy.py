@@ -31,9 +31,14 @@ def lazy_module(name: str) -> ModuleType:
     return module
 
 
+def load(module: ModuleType) -> None:
+    """Import a lazy module now (to time its import on its own)."""
+    getattr(module, "__name__")
+
+
 if TYPE_CHECKING:
     import libcst as cst
 else:
     cst = lazy_module("libcst")
 
-__all__ = ["cst", "lazy_module"]
+__all__ = ["cst", "lazy_module", "load"]

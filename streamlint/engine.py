@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from streamlint import _lazy
 from streamlint._lazy import cst
 import pathspec
 
@@ -46,8 +47,11 @@ class ParsedFile:
 def parse_source(path: str, data: bytes, module_name: str, is_package: bool,
                  profiler: Profiler | None = None) -> ParsedFile:
     """Decode and parse one file, turning every failure into a ParseFailure (never raising)."""
+    if profiler is not None and not profiler.counts.get("import libcst"):
+        with _phase(profiler, "import libcst"):  # start-up cost of the first parse, shown on its own
+            _lazy.load(cst)
     with _phase(profiler, "parse"):
-        parsed = _parse_source(path, data)
+        parsed = _parse_source(path, data, profiler)
     if isinstance(parsed, ParsedFile):
         return parsed
     source, module, tree = parsed
@@ -62,7 +66,8 @@ def parse_source(path: str, data: bytes, module_name: str, is_package: bool,
     return ParsedFile(source, model, tree)
 
 
-def _parse_source(path: str, data: bytes) -> "ParsedFile | tuple[SourceFile, cst.Module, ast.Module | None]":
+def _parse_source(path: str, data: bytes, profiler: Profiler | None = None) \
+        -> "ParsedFile | tuple[SourceFile, cst.Module, ast.Module | None]":
     try:
         source = SourceFile.from_bytes(path, data)
     except UndecodableSource as exc:
@@ -70,7 +75,8 @@ def _parse_source(path: str, data: bytes) -> "ParsedFile | tuple[SourceFile, cst
     tree = None
     ast_error: SyntaxError | None = None
     try:
-        tree = ast.parse(source.text, filename=path)
+        with _phase(profiler, "guard (ast)"):  # LibCST's native parser crashes on some inputs ast rejects
+            tree = ast.parse(source.text, filename=path)
     except SyntaxError as exc:
         if "too many nested" in str(exc.msg):
             return ParsedFile(source, None, None, ParseFailure(f"too deeply nested to analyse: {exc.msg}",

@@ -39,6 +39,32 @@ def test_same_ranges_as_position_provider(name: str) -> None:
         assert compute_positions(module) == _reference(module)
 
 
+@pytest.mark.parametrize("name", ["tricky", "projects"])
+def test_lazy_table_gives_the_same_ranges_in_any_order(name: str) -> None:
+    import random
+
+    from streamlint.model.positions import PositionTable
+
+    if name == "tricky":
+        texts = [TRICKY, TRICKY.replace("\r\n", "\n"), "", "x = 1", "# only a comment\n\n"]
+    else:
+        texts = [p.read_text(encoding="utf-8") for p in sorted((FIXTURES / name).rglob("*.py"))[:6]]
+    for seed, text in enumerate(texts):
+        module = cst.parse_module(text)
+        expected = compute_positions(module)
+        nodes = list(expected)
+        random.Random(seed).shuffle(nodes)
+        table = PositionTable(module)
+        assert {node: table.get(node) for node in nodes} == expected
+        # asked for the first statement: the code generator stops right after it
+        table = PositionTable(module)
+        if module.body:
+            first = module.body[0]
+            assert table.get(first) == expected[first]
+            assert module not in table.state.computed  # the generator stopped early
+        assert table.get(cst.Name("unrelated")) is None
+
+
 def _recorder() -> cst.CSTVisitor:
     import inspect
 

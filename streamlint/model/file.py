@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 
@@ -16,6 +17,9 @@ from streamlint.model import apis
 from streamlint.model.syntax import contains
 from streamlint.model.walk import walk
 from streamlint.source import SourceFile
+
+if TYPE_CHECKING:
+    from streamlint.model.positions import PositionTable
 
 
 def dotted(expr: cst.BaseExpression) -> str | None:
@@ -205,11 +209,12 @@ class FileModel:
         return self.resolve(expr, function) or dotted(expr) or ""
 
     @cached_property
-    def _positions(self) -> dict[cst.CSTNode, tuple[int, int, int, int]]:
-        # the same ranges as LibCST's PositionProvider, several times cheaper (see model/positions.py)
-        from streamlint.model.positions import compute_positions  # LibCST internals: on first use
+    def _positions(self) -> PositionTable:
+        # the same ranges as LibCST's PositionProvider, several times cheaper and computed only as far
+        # as a node is asked for (see model/positions.py)
+        from streamlint.model.positions import PositionTable  # LibCST internals: on first use
 
-        return compute_positions(self.module)
+        return PositionTable(self.module)
 
     def span(self, node: cst.CSTNode) -> Span:
         pos = self._positions.get(node)

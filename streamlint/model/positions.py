@@ -94,3 +94,40 @@ def compute_positions(module: cst.Module) -> dict[cst.CSTNode, Range]:
     state = _PositionState(module.default_indent, module.default_newline)
     module._codegen(state)
     return state.computed
+
+
+class PositionTable:
+    """:func:`compute_positions`, computed only as far as asked: the code generator runs one top-level
+    statement at a time, in order, until the node asked for has its range. A finding in the first half
+    of a module costs half a code generation; a module without findings costs none.
+
+    The calls into the code generator are exactly those of ``Module._codegen`` (header, body, footer,
+    trailing newline), so every range is the one :func:`compute_positions` gives.
+    """
+
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        self.state = _PositionState(module.default_indent, module.default_newline)
+        self._steps = self._run()
+
+    def _run(self):
+        module, state = self.module, self.state
+        state.before_codegen(module)
+        for part in (*module.header, *module.body, *module.footer):
+            part._codegen(state)
+            yield
+        if module.has_trailing_newline:
+            if len(state.tokens) == 0:
+                state.add_token(state.default_newline)
+        else:
+            state.pop_trailing_newline()
+        state.after_codegen(module)
+
+    def get(self, node: cst.CSTNode) -> Range | None:
+        computed = self.state.computed
+        found = computed.get(node)
+        while found is None and self._steps is not None:
+            if next(self._steps, StopIteration) is StopIteration:
+                self._steps = None
+            found = computed.get(node)
+        return found

@@ -31,9 +31,17 @@ def lazy_module(name: str) -> ModuleType:
     return module
 
 
-def load(module: ModuleType) -> None:
-    """Import a lazy module now (to time its import on its own)."""
+def load(module: ModuleType) -> bool:
+    """Import a lazy module now (to time its import on its own); False if it was imported already."""
+    if not isinstance(module, importlib.util._LazyModule):  # type: ignore[attr-defined]
+        return False
     getattr(module, "__name__")
+    return True
+
+
+def pending(module: ModuleType) -> bool:
+    """Is ``module`` still waiting for its first use?"""
+    return isinstance(module, importlib.util._LazyModule)  # type: ignore[attr-defined]
 
 
 if TYPE_CHECKING:

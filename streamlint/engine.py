@@ -47,7 +47,7 @@ class ParsedFile:
 def parse_source(path: str, data: bytes, module_name: str, is_package: bool,
                  profiler: Profiler | None = None) -> ParsedFile:
     """Decode and parse one file, turning every failure into a ParseFailure (never raising)."""
-    if profiler is not None and not profiler.counts.get("import libcst"):
+    if profiler is not None and _lazy.pending(cst):
         with _phase(profiler, "import libcst"):  # start-up cost of the first parse, shown on its own
             _lazy.load(cst)
     with _phase(profiler, "parse"):

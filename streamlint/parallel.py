@@ -29,6 +29,7 @@ from streamlint.registry import load_registry
 
 SERIAL_BELOW = 30  # fewer files needing analysis than this: no pool
 CHUNKS_PER_JOB = 4
+SCAN_BYTES_LIMIT = 64 << 20  # file contents kept for project-wide byte searches (a second read otherwise)
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ class Result:
     findings: tuple[Finding, ...]
     skipped: bool
     deps: tuple[str, ...]  # absolute paths of project files the analysis could reach
-    project_wide: bool  # consulted Project.all_files()
+    project_wide: bool  # read project-wide facts (Project.note_wide_read)
 
 
 @dataclass
@@ -97,12 +98,13 @@ def dependencies(project: Project, path: str) -> tuple[str, ...]:
 
 
 def _result(engine: Engine, path: str, data: bytes | None) -> Result:
+    wide_before = engine.project.wide_reads
     report = engine.lint_file(path, data)
     deps: tuple[str, ...] = ()
     if not report.skipped:
         explicit = {os.path.abspath(d) for f in report.findings for d in f.depends_on}
         deps = tuple(sorted(set(dependencies(engine.project, path)) | explicit))
-    return Result(path, tuple(report.findings), report.skipped, deps, engine.project._all_files is not None)
+    return Result(path, tuple(report.findings), report.skipped, deps, engine.project.wide_reads != wide_before)
 
 
 # ---- worker side (one Engine per worker process, kept across its chunks)
@@ -110,6 +112,10 @@ _WORKER: dict[str, Engine] = {}
 
 
 def _worker_init(settings: Settings, project_root: str | None, ignore_noqa: bool, profile: bool) -> None:
+    inherited = _WORKER.get("parent")
+    if inherited is not None:  # forked: the parent's engine, with the project facts it gathered
+        _WORKER["engine"] = inherited
+        return
     registry = load_registry(settings.plugins)
     engine = Engine(settings, registry, project_root=project_root, ignore_noqa=ignore_noqa)
     if profile:
@@ -167,6 +173,7 @@ def lint_files(
         return digests[path]
 
     project_state: list[str] = []
+    kept = 0
 
     def whole_project() -> str:
         if not project_state:
@@ -190,6 +197,9 @@ def lint_files(
                 stats.cached += 1
                 advance(1)
                 continue
+        if kept + len(data) <= SCAN_BYTES_LIMIT:
+            kept += len(data)
+            engine.project.remember_bytes(path, data)
         if engine.needs_analysis(data):
             contents[path] = data
             pending.append((path, data))
@@ -208,14 +218,23 @@ def lint_files(
     else:
         stats.jobs = min(jobs, len(pending))
         context = _pool_context()
+        if context.get_start_method() == "fork":
+            # project facts gathered once, here; the forked workers inherit them (and the modules parsed
+            # for them) instead of each recomputing them
+            with phase(profiler, "project facts"):
+                engine.project.path_index.prepare()
+            _WORKER["parent"] = engine
         with ProcessPoolExecutor(stats.jobs, mp_context=context, initializer=_worker_init,
                                  initargs=(engine.settings, str(engine.root), engine.ignore_noqa,
                                            profiler is not None)) as pool:
-            for chunk_results, snapshot in pool.map(_worker_run, _chunks(pending, stats.jobs)):
-                results.extend(chunk_results)
-                if snapshot is not None and profiler is not None:
-                    profiler.merge(snapshot)
-                advance(len(chunk_results))
+            try:
+                for chunk_results, snapshot in pool.map(_worker_run, _chunks(pending, stats.jobs)):
+                    results.extend(chunk_results)
+                    if snapshot is not None and profiler is not None:
+                        profiler.merge(snapshot)
+                    advance(len(chunk_results))
+            finally:
+                _WORKER.pop("parent", None)
     stats.analysed = len(results)
     for res in results:
         reports[res.path] = FileReport(res.path, list(res.findings), skipped=res.skipped)

@@ -168,6 +168,7 @@ class BreakAnalysis:
         """Qualified names registered in ``torch._dynamo.config.reorderable_logging_functions`` by a module
         that is ``file`` itself or imports it (directly or transitively) — registration is process-global
         but only happens when the registering module runs."""
+        self.project.note_wide_read()
         if self._registrations is None:
             regs: list[tuple[frozenset[str], frozenset[str]]] = []
             for path in self.project.all_files():

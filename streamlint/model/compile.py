@@ -412,6 +412,7 @@ def caller_arguments(project: "Project", file: FileModel, fn: FunctionInfo,
         return []
     is_init = fn.class_name is not None and fn.node.name.value == "__init__"
     qualname = f"{file.module_name}.{fn.class_name if is_init else fn.qualname}"
+    project.note_wide_read()
     cache: dict[tuple[str, str], list] = project.path_index.derived.setdefault("caller_arguments", {})
     key = (qualname, param)
     if key in cache:

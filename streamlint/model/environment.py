@@ -49,6 +49,7 @@ def env_settings(project: "Project", variable: str) -> tuple[EnvSetting, ...]:
     Cached with the project's path index (dropped when an editor buffer overrides a file): the search
     reads each candidate file once per variable.
     """
+    project.note_wide_read()
     cache: dict[str, tuple[EnvSetting, ...]] = project.path_index.derived.setdefault("env_settings", {})
     if variable not in cache:
         cache[variable] = tuple(_search(project, variable))

@@ -66,6 +66,7 @@ class PathIndex:
         self._mode = settings.mode if settings is not None else "auto"
 
     def compile_sites(self) -> list[CompileSite]:
+        self.project.note_wide_read()
         if self._sites is None:
             sites: list[CompileSite] = []
             for path in self.project.all_files():
@@ -96,8 +97,14 @@ class PathIndex:
             self._reached = reached
         return self._reached
 
+    def prepare(self) -> None:
+        """Compute the compile sites and what they reach now (before worker processes fork: they
+        inherit the result instead of each computing it)."""
+        self._reach()
+
     def path_of(self, file: FileModel, fn: FunctionInfo | None) -> ExecutionPath:
         key = id(fn) if fn is not None else id(file)
+        self.project.note_wide_read()  # compile sites anywhere in the project decide it
         if key not in self._cache:
             self._cache[key] = self._compute(file, fn)
         return self._cache[key]

@@ -91,6 +91,7 @@ class Project:
     settings: "Settings | None" = None  # mode, per-path-mode
     reader: "Callable[[str], bytes] | None" = None
     _paths: "PathIndex | None" = None
+    wide_reads: int = 0  # reads of project-wide facts so far (note_wide_read)
 
     # ---- execution paths (streamlint.model.paths)
     @property
@@ -123,6 +124,10 @@ class Project:
             return Path(os.path.abspath(path)).relative_to(self.root.absolute()).as_posix()
         except ValueError:
             return Path(path).as_posix()
+
+    def remember_bytes(self, path: str, data: bytes) -> None:
+        """Content the caller read already, for the byte searches of project-wide scans."""
+        self._scan_bytes[os.path.abspath(path)] = data
 
     def may_contain(self, path: str, markers: tuple[bytes, ...]) -> bool:
         """Cheap byte search used before parsing a file for project-wide facts."""
@@ -214,8 +219,14 @@ class Project:
     def _src_str(self) -> str:
         return os.path.join(self.root, "src")
 
+    def note_wide_read(self) -> None:
+        """Count a read of a project-wide fact (file list, compile sites, environment settings…): an
+        analysis that made one depends on every file of the project (see parallel.Result)."""
+        self.wide_reads += 1
+
     def all_files(self) -> list[str]:
         """Every Python file of the project (for project-wide facts such as compile sites)."""
+        self.note_wide_read()
         if self._all_files is None:
             if self.scope is not None:
                 self._all_files = sorted(self.scope)

@@ -122,7 +122,7 @@ def check(paths: tuple[str, ...], **opts: Any) -> None:
                     "report it)") from None
     if profiler is not None:
         profiler.stop_all()
-        profiler.render(click.get_text_stream("stderr"), time.perf_counter() - started)
+        profiler.render(_stream("stderr"), time.perf_counter() - started)
     raise click.exceptions.Exit(code)
 
 
@@ -144,6 +144,11 @@ def run() -> None:
     except (BrokenPipeError, ValueError):
         pass
     os._exit(code if isinstance(code, int) else 0 if code is None else EXIT_ERROR)
+
+
+def _stream(name: str):
+    """The current text stream (``click.get_text_stream`` is deprecated; CliRunner swaps sys.std*)."""
+    return sys.stderr if name == "stderr" else sys.stdout
 
 
 def tune_gc() -> None:
@@ -283,7 +288,7 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
             raise _fail(f"cannot write {output_file}: {exc.strerror or exc}") from None
     elif not (opts.get("quiet") and fmt == "full" and not findings):
         # with --fix on stdin, stdout carries the fixed source and the report goes to stderr
-        stream = click.get_text_stream("stderr" if use_stdin and opts.get("fix") else "stdout")
+        stream = _stream("stderr" if use_stdin and opts.get("fix") else "stdout")
         ctx.color = fmt == "full" and stream.isatty() and "NO_COLOR" not in os.environ
         render(fmt, ctx, stream)
     if errors or any(f.code == "SL000" for f in findings):
@@ -350,7 +355,7 @@ def _lint_with_progress(engine: Engine, files: list[str], quiet: bool, jobs: int
     from streamlint.parallel import lint_files
 
     cache = ResultCache.for_settings(engine.settings, engine.registry, engine.ignore_noqa) if use_cache else None
-    err = click.get_text_stream("stderr")
+    err = _stream("stderr")
     if quiet or len(files) < 200 or not err.isatty():
         return lint_files(engine, files, jobs=jobs, cache=cache)[0]
     from rich.console import Console

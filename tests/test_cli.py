@@ -11,7 +11,6 @@ import textwrap
 import uuid
 from pathlib import Path
 
-import click
 import jsonschema
 import pytest
 from click.testing import CliRunner
@@ -291,7 +290,7 @@ def test_statistics(project: Path) -> None:
 
 def test_no_ansi_with_no_color_even_on_a_tty(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write(project, "bad.py", BAD)
-    real = click.get_text_stream
+    real = cli_module._stream
 
     class Tty:
         def __init__(self, stream):
@@ -303,7 +302,7 @@ def test_no_ansi_with_no_color_even_on_a_tty(project: Path, monkeypatch: pytest.
         def __getattr__(self, name):
             return getattr(self._stream, name)
 
-    monkeypatch.setattr(cli_module.click, "get_text_stream", lambda name, *a, **k: Tty(real(name, *a, **k)))
+    monkeypatch.setattr(cli_module, "_stream", lambda name: Tty(real(name)))
     assert ANSI.search(run(["bad.py"]).stdout)  # colour on a TTY ...
     assert not ANSI.search(run(["bad.py"], env={"NO_COLOR": "1"}).stdout)  # ... but never with NO_COLOR
     assert not ANSI.search(run(["bad.py", "--output-format", "concise"]).stdout)

@@ -32,6 +32,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -40,7 +41,8 @@ from streamlint.config import Settings
 from streamlint.finding import Confidence, Edit, Finding, Fix, FixSafety, Location, Severity, Span
 from streamlint.registry import Registry
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
+_RACY_NS = 2_000_000_000  # files modified this recently are not trusted by their stat
 CACHEDIR_TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
     "# This file is a cache directory tag created by streamlint.\n"
@@ -202,8 +204,20 @@ class ResultCache:
         self.hits += 1
         return findings
 
+    def known_digest(self, path: str, st: os.stat_result | None) -> str | None:
+        """The content digest recorded for ``path`` if the file's size and modification time are still
+        the ones seen (before reading it) when the digest was recorded — no read, no hash."""
+        entry = self.entries.get(os.path.abspath(path))
+        if entry is None or st is None:
+            return None
+        seen = entry.get("s")
+        if isinstance(seen, list) and seen == [st.st_size, st.st_mtime_ns]:
+            digest = entry.get("h")
+            return digest if isinstance(digest, str) else None
+        return None
+
     def store(self, path: str, digest: str, findings: list[Finding], deps: dict[str, str],
-              project_state: str | None = None) -> None:
+              project_state: str | None = None, st: os.stat_result | None = None) -> None:
         try:
             encoded = [encode_finding(f, path) for f in findings]
         except (AttributeError, TypeError, ValueError):
@@ -213,10 +227,18 @@ class ResultCache:
             entry["d"] = dict(sorted(deps.items()))
         if project_state is not None:
             entry["w"] = project_state
+        _record_stat(entry, st)
         key = os.path.abspath(path)
         if self.entries.get(key) != entry:
             self.entries[key] = entry
             self.dirty = True
+
+    def note_stat(self, path: str, st: os.stat_result | None) -> None:
+        """After a hit by content digest: record (size, mtime) so that the next run need not read."""
+        entry = self.entries.get(os.path.abspath(path))
+        if entry is not None and "s" not in entry:
+            _record_stat(entry, st)
+            self.dirty = self.dirty or "s" in entry
 
     def save(self) -> None:
         if not self.dirty:
@@ -229,6 +251,14 @@ class ResultCache:
             self.dirty = False
         except OSError:
             pass  # a read-only tree still lints, just without a cache
+
+
+def _record_stat(entry: dict[str, Any], st: os.stat_result | None) -> None:
+    """(size, mtime) taken before the content was read: a later edit changes them. A file modified
+    within the last seconds is not trusted by its stat (a same-size edit within the timestamp
+    granularity would go unseen): it is read and hashed next time."""
+    if st is not None and st.st_mtime_ns < time.time_ns() - _RACY_NS:
+        entry["s"] = [st.st_size, st.st_mtime_ns]
 
 
 def prepare_directory(directory: Path) -> None:

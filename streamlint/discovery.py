@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pathspec
 
@@ -25,28 +26,43 @@ class DiscoveryResult:
     warnings: list[tuple[str, str]] = field(default_factory=list)
 
 
+def spec_matcher(spec: pathspec.PathSpec) -> "Callable[[str], bool]":
+    """``spec.match_file`` as one regular expression when no pattern negates (then a path is excluded
+    as soon as any pattern matches, and the order and directory precedence of gitignore do not
+    matter); else ``spec.match_file`` itself. 23 separate searches per file were most of discovery."""
+    patterns = [p for p in spec.patterns if p.include is not None]
+    if not all(p.include and p.regex is not None for p in patterns):
+        return spec.match_file
+    if not patterns:
+        return lambda path: False
+    combined = re.compile("|".join(f"(?:{p.regex.pattern.replace('(?P<ps_d>', '(?:')})" for p in patterns))
+    if any(p.regex.flags & ~re.UNICODE != combined.flags & ~re.UNICODE for p in patterns):
+        return spec.match_file  # a pattern compiled with other flags: keep pathspec's own matching
+    return lambda path: combined.search(path) is not None
+
+
 class _Ignorer:
     def __init__(self, root: Path, exclude: tuple[str, ...], respect_gitignore: bool) -> None:
         self.root = root
         self._root = os.path.abspath(root)
-        self.exclude = pathspec.GitIgnoreSpec.from_lines(exclude)
+        self.exclude = spec_matcher(pathspec.GitIgnoreSpec.from_lines(exclude))
         self.respect_gitignore = respect_gitignore
-        self._gitignores: dict[str, pathspec.GitIgnoreSpec | None] = {}
-        self._chains: dict[str, tuple[tuple[str, pathspec.GitIgnoreSpec], ...]] = {}
+        self._gitignores: dict[str, Callable[[str], bool] | None] = {}
+        self._chains: dict[str, tuple[tuple[str, Callable[[str], bool]], ...]] = {}
 
-    def _gitignore(self, directory: str) -> pathspec.GitIgnoreSpec | None:
+    def _gitignore(self, directory: str) -> Callable[[str], bool] | None:
         if directory not in self._gitignores:
             spec = None
             path = os.path.join(directory, ".gitignore")
             try:
                 with open(path, encoding="utf-8", errors="replace") as fh:
-                    spec = pathspec.GitIgnoreSpec.from_lines(fh.read().splitlines())
+                    spec = spec_matcher(pathspec.GitIgnoreSpec.from_lines(fh.read().splitlines()))
             except OSError:
                 spec = None
             self._gitignores[directory] = spec
         return self._gitignores[directory]
 
-    def _chain(self, directory: str) -> tuple[tuple[str, pathspec.GitIgnoreSpec], ...]:
+    def _chain(self, directory: str) -> tuple[tuple[str, Callable[[str], bool]], ...]:
         """The ``.gitignore`` files that apply in ``directory``, innermost first: up to the repository
         top (a ``.git`` entry) or the project root. Cached per directory."""
         chain = self._chains.get(directory)
@@ -61,16 +77,18 @@ class _Ignorer:
             self._chains[directory] = chain
         return chain
 
-    def excluded(self, path: str, is_dir: bool) -> bool:
-        absolute = os.path.abspath(path)
+    def excluded(self, path: str, is_dir: bool, absolute: str | None = None) -> bool:
+        """Is ``path`` excluded (``absolute``: its normalised absolute form, when the caller has it)?"""
+        if absolute is None:
+            absolute = os.path.abspath(path)
         slash = "/" if is_dir else ""
         # gitignore semantics on the root-relative path: `build` matches at any depth, `/build` only at
         # the root (matching the bare name too would make every anchored pattern match everywhere)
-        if self.exclude.match_file(_relative_to(absolute, self._root) + slash):
+        if self.exclude(_relative_to(absolute, self._root) + slash):
             return True
         if self.respect_gitignore:
             for directory, spec in self._chain(os.path.dirname(absolute)):
-                if spec.match_file(_relative_to(absolute, directory) + slash):
+                if spec(_relative_to(absolute, directory) + slash):
                     return True
         return False
 
@@ -159,25 +177,28 @@ def _walk(top: str, ignorer: _Ignorer, result: DiscoveryResult) -> Iterator[tupl
             result.warnings.append((directory, f"cannot list directory: {exc.strerror}"))
             continue
         subdirs = []
-        real_dir = os.path.realpath(directory)
+        real_dir = os.path.realpath(directory).rstrip(os.sep)
+        abs_dir = os.path.abspath(directory)
+        abs_prefix = abs_dir if abs_dir.endswith(os.sep) else abs_dir + os.sep
         for entry in entries:
             path = entry.path
+            absolute = abs_prefix + entry.name
             try:
                 is_dir = entry.is_dir()
             except OSError:
                 is_dir = False
             if is_dir:
-                if not ignorer.excluded(path, True):
+                if not ignorer.excluded(path, True, absolute):
                     subdirs.append(path)
             elif entry.name.endswith(PYTHON_SUFFIXES):
-                if ignorer.excluded(path, False):
+                if ignorer.excluded(path, False, absolute):
                     continue
                 try:
                     if not entry.is_file():
                         if entry.is_symlink() and not os.path.exists(path):
                             result.warnings.append((path, "broken symbolic link"))
                         continue
-                    real = os.path.realpath(path) if entry.is_symlink() else os.path.join(real_dir, entry.name)
+                    real = os.path.realpath(path) if entry.is_symlink() else real_dir + os.sep + entry.name
                 except OSError:
                     continue
                 yield path, real

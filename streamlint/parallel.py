@@ -163,8 +163,23 @@ def lint_files(
     pending: list[tuple[str, bytes]] = []
     advance = progress or (lambda n: None)
 
+    seen_stats: dict[str, os.stat_result | None] = {}
+
+    def stat_of(path: str) -> os.stat_result | None:
+        key = os.path.abspath(path)
+        if key not in seen_stats:
+            try:
+                seen_stats[key] = os.stat(key)
+            except OSError:
+                seen_stats[key] = None
+        return seen_stats[key]
+
     def dep_digest(path: str) -> str:
         if path not in digests:
+            known = cache.known_digest(path, stat_of(path)) if cache is not None else None
+            if known is not None:
+                digests[path] = known
+                return known
             try:
                 with open(path, "rb") as fh:
                     digests[path] = sha256(fh.read())
@@ -181,6 +196,16 @@ def lint_files(
         return project_state[0]
 
     for path in files:
+        if cache is not None:
+            with phase(profiler, "cache"):  # unchanged size and mtime: the recorded digest, no read
+                known = cache.known_digest(path, stat_of(path))
+                cached = None if known is None else cache.lookup(path, known, dep_digest, whole_project)
+            if cached is not None:
+                digests[os.path.abspath(path)] = known
+                reports[path] = FileReport(path, cached)
+                stats.cached += 1
+                advance(1)
+                continue
         try:
             with phase(profiler, "read"):
                 data = engine.read(path)
@@ -192,6 +217,8 @@ def lint_files(
             with phase(profiler, "cache"):
                 digest = digests[os.path.abspath(path)] = sha256(data)
                 cached = cache.lookup(path, digest, dep_digest, whole_project)
+                if cached is not None:
+                    cache.note_stat(path, stat_of(path))
             if cached is not None:
                 reports[path] = FileReport(path, cached)
                 stats.cached += 1
@@ -207,7 +234,7 @@ def lint_files(
         report = engine.lint_file(path, data)
         reports[path] = report
         if cache is not None:
-            cache.store(path, digests[os.path.abspath(path)], report.findings, {})
+            cache.store(path, digests[os.path.abspath(path)], report.findings, {}, st=stat_of(path))
         advance(1)
 
     results: list[Result] = []
@@ -242,7 +269,7 @@ def lint_files(
             with phase(profiler, "cache"):
                 deps = {dep: dep_digest(dep) for dep in res.deps}
                 cache.store(res.path, digests[os.path.abspath(res.path)], list(res.findings), deps,
-                            whole_project() if res.project_wide else None)
+                            whole_project() if res.project_wide else None, st=stat_of(res.path))
     if cache is not None:
         with phase(profiler, "cache"):
             cache.save()

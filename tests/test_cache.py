@@ -171,3 +171,36 @@ def test_cli_no_cache_and_clean(project: Path) -> None:
     result = runner.invoke(main, ["clean", str(project), "--isolated"])
     assert result.exit_code == 2
     assert (project / ".streamlint_cache" / "precious.txt").exists()
+
+
+def _age(root: Path, seconds: int = 3600) -> None:
+    """Files last modified an hour ago: old enough for the cache to trust their size and mtime."""
+    for path in _files(root):
+        st = os.stat(path)
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - seconds * 1_000_000_000))
+
+
+def test_unchanged_stat_answers_without_reading(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _age(project)
+    cold, _ = _run(project)
+    reads: list[str] = []
+    real_read = Engine.read
+    monkeypatch.setattr(Engine, "read", lambda self, path: reads.append(path) or real_read(self, path))
+    warm, cache = _run(project)
+    assert warm == cold and cache.hits == len(_files(project))
+    assert reads == []  # every answer came from (size, mtime) -> recorded digest
+    # a dependency edited now (new mtime): read, hashed, and the cross-file finding re-evaluated
+    (project / "pkg" / "utils.py").write_text(NATIVE_WRAPPER)
+    found, _ = _run(project)
+    assert "SL105" not in _codes(found, "pkg/models/x.py")
+    assert str(project / "pkg" / "utils.py") in reads
+
+
+def test_recently_modified_files_are_not_trusted_by_stat(project: Path) -> None:
+    _run(project)  # the files were written just now: no (size, mtime) recorded for them
+    entries = ResultCache.for_settings(Settings(select=("ALL",), project_root=str(project),
+                                                cache_dir=str(project / ".streamlint_cache")), REGISTRY).entries
+    assert entries and all("s" not in entry for entry in entries.values())
+    _age(project)
+    _, cache = _run(project)
+    assert all("s" in entry for entry in cache.entries.values())

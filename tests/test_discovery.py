@@ -147,3 +147,26 @@ def test_fifo_is_never_opened(root: Path) -> None:
     assert rel(root, discover(["."], root).files) == ["a.py"]  # skipped in a walk
     result = discover(["pipe.py"], root)  # named: an error, not a hang
     assert result.files == [] and result.errors == [("pipe.py", "not a regular file")]
+
+
+def test_combined_exclude_matcher_agrees_with_pathspec() -> None:
+    import itertools
+
+    import pathspec
+
+    from streamlint.discovery import DEFAULT_EXCLUDE, spec_matcher
+
+    specs = [
+        DEFAULT_EXCLUDE,
+        ("build", "/dist", "*.pyi", "a/**/b", "gen_*.py", "docs/", "**/tmp/**"),
+        ("*.py", "!keep.py", "/vendor"),  # a negation: pathspec's own matching is kept
+        (),
+    ]
+    parts = ["build", "dist", "a", "b", "src", "docs", "tmp", "keep.py", "x.pyi", "gen_1.py", "m.py", ".venv"]
+    paths = {"/".join(combo) for n in (1, 2, 3) for combo in itertools.product(parts, repeat=n)}
+    for lines in specs:
+        spec = pathspec.GitIgnoreSpec.from_lines(lines)
+        match = spec_matcher(spec)
+        for path in sorted(paths):
+            for probe in (path, path + "/"):
+                assert match(probe) == spec.match_file(probe), (lines, probe)

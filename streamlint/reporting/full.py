@@ -19,6 +19,7 @@ _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "bold yellow", Severity.
 def render(ctx: ReportContext, out: TextIO) -> None:
     console = Console(file=out, force_terminal=ctx.color, no_color=not ctx.color, highlight=False,
                       width=120, soft_wrap=True)
+    lines: list[Text] = []  # printed at once: one rich render per finding line was most of the report time
     for f in ctx.findings:
         header = Text()
         header.append(f"{ctx.relpath(f.path)}:{f.span.start_line}:{f.span.start_col + 1}: ", style="bold")
@@ -27,19 +28,21 @@ def render(ctx: ReportContext, out: TextIO) -> None:
         header.append(f.message)
         if f.fix is not None:
             header.append(" [*]", style="green")
-        console.print(header)
-        _excerpt(console, ctx, f.path, f.span.start_line, f.span.start_col, f.span.end_line, f.span.end_col)
+        lines.append(header)
+        lines.extend(_excerpt(ctx, f.path, f.span.start_line, f.span.start_col, f.span.end_line, f.span.end_col))
         for loc in f.related:
             rel = Text("  = related: ", style="bold blue")
             rel.append(f"{ctx.relpath(loc.path)}:{loc.span.start_line}:{loc.span.start_col + 1}")
             if loc.message:
                 rel.append(f": {loc.message}")
-            console.print(rel)
+            lines.append(rel)
         if f.fix is not None:
             hint = Text("  = fix: ", style="bold green")
             hint.append(f"{f.fix.title} ({f.fix.safety.value})")
-            console.print(hint)
-        console.print()
+            lines.append(hint)
+        lines.append(Text())
+    if lines:
+        console.print(Text("\n").join(lines))
     counts = Counter(f.severity for f in ctx.findings)
     if ctx.statistics:
         render_statistics(ctx, out)
@@ -59,15 +62,14 @@ def render(ctx: ReportContext, out: TextIO) -> None:
         console.print(Text(f"Fixed {ctx.fixed} finding{'s' if ctx.fixed != 1 else ''}.", style="green"))
 
 
-def _excerpt(console: Console, ctx: ReportContext, path: str, line: int, col: int, end_line: int, end_col: int) -> None:
+def _excerpt(ctx: ReportContext, path: str, line: int, col: int, end_line: int, end_col: int) -> list[Text]:
     text = ctx.line_text(path, line)
     if not text:
-        return
+        return []
     gutter = f"{line:>5} | "
-    console.print(Text(gutter, style="blue") + Text(text.expandtabs(4)))
     # terminal cells, not code points: tabs expand and CJK characters (comments, strings) are two cells wide
     end = end_col if end_line == line else len(text)
     before = cell_len(text[:col].expandtabs(4))
     width = max(1, cell_len(text[:max(end, col)].expandtabs(4)) - before)
     marker = " " * (len(gutter) - 2) + "| " + " " * before + "^" * width
-    console.print(Text(marker, style="bold red"))
+    return [Text(gutter, style="blue") + Text(text.expandtabs(4)), Text(marker, style="bold red")]

@@ -234,11 +234,14 @@ class ResultCache:
             self.dirty = True
 
     def note_stat(self, path: str, st: os.stat_result | None) -> None:
-        """After a hit by content digest: record (size, mtime) so that the next run need not read."""
+        """After a hit by content digest: record the current (size, mtime) so that the next run need not
+        read (replacing a stale record of a file touched without a content change)."""
         entry = self.entries.get(os.path.abspath(path))
-        if entry is not None and "s" not in entry:
-            _record_stat(entry, st)
-            self.dirty = self.dirty or "s" in entry
+        if entry is None:
+            return
+        before = entry.pop("s", None)  # a stale record (the file was touched, content unchanged) goes
+        _record_stat(entry, st)
+        self.dirty = self.dirty or entry.get("s") != before
 
     def save(self) -> None:
         if not self.dirty:

@@ -48,7 +48,7 @@ def parse_source(path: str, data: bytes, module_name: str, is_package: bool,
                  profiler: Profiler | None = None) -> ParsedFile:
     """Decode and parse one file, turning every failure into a ParseFailure (never raising)."""
     if profiler is not None and _lazy.pending(cst):
-        with _phase(profiler, "import libcst"):  # start-up cost of the first parse, shown on its own
+        with _phase(profiler, "import-libcst"):  # start-up cost of the first parse, shown on its own
             _lazy.load(cst)
     with _phase(profiler, "parse"):
         parsed = _parse_source(path, data, profiler)
@@ -75,7 +75,7 @@ def _parse_source(path: str, data: bytes, profiler: Profiler | None = None) \
     tree = None
     ast_error: SyntaxError | None = None
     try:
-        with _phase(profiler, "guard (ast)"):  # LibCST's native parser crashes on some inputs ast rejects
+        with _phase(profiler, "guard-ast"):  # LibCST's native parser crashes on some inputs ast rejects
             tree = ast.parse(source.text, filename=path)
     except SyntaxError as exc:
         if "too many nested" in str(exc.msg):

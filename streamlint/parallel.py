@@ -238,7 +238,7 @@ def lint_files(
         advance(1)
 
     results: list[Result] = []
-    if len(pending) < SERIAL_BELOW or jobs == 1:
+    if len(pending) < max(SERIAL_BELOW, 2) or jobs == 1:
         for path, data in pending:
             results.append(_result(engine, path, data))
             advance(1)
@@ -248,7 +248,7 @@ def lint_files(
         if context.get_start_method() == "fork":
             # project facts gathered once, here; the forked workers inherit them (and the modules parsed
             # for them) instead of each recomputing them
-            with phase(profiler, "project facts"):
+            with phase(profiler, "project-facts"):
                 engine.project.path_index.prepare()
             _WORKER["parent"] = engine
         with ProcessPoolExecutor(stats.jobs, mp_context=context, initializer=_worker_init,

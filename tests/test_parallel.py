@@ -98,3 +98,32 @@ def test_profile_option_prints_phases(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("import torchair\nwith torchair.scope.npu_stream_switch(1):\n    pass\n")
     result = CliRunner().invoke(main, ["check", str(tmp_path), "--isolated", "--no-cache", "--profile"])
     assert "discover" in result.stderr and "parse" in result.stderr and "slowest" in result.stderr
+
+
+def test_cold_warm_serial_pooled_all_identical(tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """-j 1 / -j 2, cold / warm (content-hash hits, then (size, mtime) hits): one output."""
+    import os
+
+    monkeypatch.setattr(parallel, "SERIAL_BELOW", 0)
+    root = tmp_path / "tree"
+    shutil.copytree(tree, root)
+    monkeypatch.chdir(root)  # the project root, where the cache goes (.streamlint_cache)
+
+    def run(jobs: str, *extra: str) -> str:
+        result = CliRunner().invoke(main, ["check", ".", "--isolated", "--select", "ALL", "--output-format",
+                                           "json", "-j", jobs, *extra])
+        assert result.exit_code in (0, 1), result.output
+        return result.stdout
+
+    reference = run("1", "--no-cache")
+    assert run("2") == reference  # cold, pooled, writes the cache
+    assert (root / ".streamlint_cache" / "CACHEDIR.TAG").is_file()
+    assert run("2") == reference  # warm: answered by content digest
+    for path in root.rglob("*.py"):  # old enough to be trusted by (size, mtime)
+        st = os.stat(path)
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - 3600 * 10**9))
+    assert run("1") == reference  # records (size, mtime)
+    monkeypatch.setattr(Engine, "lint_file", lambda self, path, data=None: pytest.fail(f"linted {path} again"))
+    monkeypatch.setattr(parallel, "sha256", lambda data: pytest.fail(f"hashed a file although unchanged: {data[:80]!r}"))
+    assert run("2") == reference  # warm by stat: nothing linted or hashed, same output
+    assert run("1") == reference

@@ -37,6 +37,7 @@ from pygls.uris import from_fs_path, to_fs_path
 from streamlint import __version__
 from streamlint.config import CONFIG_FILES, ConfigError, Settings, configured_plugins, load_settings
 from streamlint.discovery import discover
+from streamlint.cache import ResultCache, project_digest, sha256
 from streamlint.engine import Engine
 from streamlint.finding import Finding, FixSafety, Severity, Span
 from streamlint.fixes import FixPolicy, fix_file, noqa_edits
@@ -110,6 +111,14 @@ def span_range(lines: Lines, span: Span, encoding: str) -> types.Range:
                        end=to_client(lines, span.end_line, span.end_col, encoding))
 
 
+def _disk_bytes(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
 # ---- per-document state
 
 @dataclass
@@ -131,6 +140,7 @@ class StreamlintServer(LanguageServer):
         self.pending: dict[str, asyncio.Task] = {}
         self.debounce = DEBOUNCE
         self.registries: dict[tuple[str, ...], Registry] = {}
+        self.caches: dict[int, tuple[Engine, ResultCache, int]] = {}  # id(engine) -> CLI cache, file mtime
         self.errors_shown: set[str] = set()
 
     # ---- engines (worker thread only)
@@ -157,17 +167,57 @@ class StreamlintServer(LanguageServer):
         if isinstance(found, str):
             return found
         engine, settings = found
-        engine.set_override(path, encode_buffer(text))
+        buffer = encode_buffer(text)
+        engine.set_override(path, buffer)
         if os.path.isfile(path):
             exclude = (*settings.exclude, *settings.extend_exclude)
             chosen = discover([path], Path(settings.project_root), exclude, settings.respect_gitignore, True)
             if not chosen.files:
                 return LintResult(version, text, [], engine)
-        report = engine.lint_file(path)
-        findings = [f for f in report.findings if os.path.abspath(f.path) == os.path.abspath(path)]
+        cached = self.from_cache(engine, settings, path, buffer)
+        if cached is None:
+            cached = engine.lint_file(path).findings
+        findings = [f for f in cached if os.path.abspath(f.path) == os.path.abspath(path)]
         result = LintResult(version, text, findings, engine)
         result.diagnostics = self.diagnostics(result)  # here: it may read other files for related locations
         return result
+
+    def from_cache(self, engine: Engine, settings: Settings, path: str, buffer: bytes) -> list[Finding] | None:
+        """The findings the command line cached for exactly this content, when every file the result
+        depends on is still as it was (open documents included: an unsaved buffer that differs from its
+        file on disk makes the cache unusable, as the cache only knows files on disk)."""
+        try:
+            cache = self._cli_cache(engine, settings)
+            if cache is None or os.path.abspath(path) not in cache.entries:
+                return None
+            for other, data in engine._overrides.items():
+                if other != os.path.abspath(path) and _disk_bytes(other) != data:
+                    return None
+
+            def dep_digest(dep: str) -> str:
+                data = engine._overrides.get(dep)
+                return sha256(data) if data is not None else sha256(_disk_bytes(dep) or b"")
+
+            return cache.lookup(path, sha256(buffer), dep_digest,
+                                lambda: project_digest(engine.root, skip=[cache.directory]))
+        except (OSError, ValueError, TypeError, KeyError):
+            return None
+
+    def _cli_cache(self, engine: Engine, settings: Settings) -> ResultCache | None:
+        """The result cache of this configuration (read only), reloaded when the command line rewrote it."""
+        known = self.caches.get(id(engine))
+        if known is not None and known[0] is engine:
+            cache, seen = known[1], known[2]
+        else:
+            cache, seen = ResultCache.for_settings(settings, engine.registry, engine.ignore_noqa), None
+        try:
+            mtime = os.stat(cache.file).st_mtime_ns
+        except OSError:
+            return None
+        if seen is not None and mtime != seen:
+            cache = ResultCache(cache.directory, cache.key)
+        self.caches[id(engine)] = (engine, cache, mtime)
+        return cache
 
     def forget(self, path: str) -> None:
         for engine, _ in self.engines.values():

@@ -337,3 +337,55 @@ async def test_unsaved_buffer_feeds_the_project_index(client: LanguageClient):
     for uri in (model_uri, utils_uri):
         client.text_document_did_close(types.DidCloseTextDocumentParams(
             text_document=types.TextDocumentIdentifier(uri=uri)))
+
+
+def test_did_open_is_answered_from_the_command_line_cache(tmp_path, monkeypatch):
+    """In-process: a file the CLI linted (same content, same dependencies) gets the cached findings at once;
+    any difference — the buffer, an unsaved buffer of a dependency, a dependency on disk — lints afresh."""
+    import json
+
+    from click.testing import CliRunner
+
+    from streamlint.cli import main
+    from streamlint.lsp import StreamlintServer
+
+    (tmp_path / "pyproject.toml").write_text("[tool.streamlint]\n", encoding="utf-8")
+    wrapper = ("import torchair\n\n\ndef npu_stream_switch(tag, prio=0):\n"
+               "    return torchair.scope.npu_stream_switch(tag, prio)\n")
+    model = "from utils import npu_stream_switch\n\nwith npu_stream_switch(\"a\", 3):\n    pass\n"
+    (tmp_path / "utils.py").write_text(wrapper, encoding="utf-8")
+    path = tmp_path / "model.py"
+    path.write_text(model, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert CliRunner().invoke(main, ["check", "."]).exit_code == 1
+    # mark the cached result so that its use is visible
+    [results] = (tmp_path / ".streamlint_cache").rglob("results-*.json")
+    data = json.loads(results.read_text(encoding="utf-8"))
+    [entry] = [e for p, e in data["files"].items() if p.endswith("model.py")]
+    assert [f["c"] for f in entry["f"]] == ["SL104"]
+    entry["f"][0]["m"] = "FROM THE CACHE"
+    results.write_text(json.dumps(data), encoding="utf-8")
+
+    class Server(StreamlintServer):
+        encoding = types.PositionEncodingKind.Utf16  # (no client handshake in-process)
+
+    server = Server()
+    try:
+        uri = from_fs_path(str(path))
+
+        def messages(text: str) -> list[str]:
+            return [f.message for f in server.lint(uri, str(path), text, 1).findings]
+
+        assert messages(model) == ["FROM THE CACHE"]
+        fresh = messages(model + "\n")  # another content: linted
+        assert len(fresh) == 1 and "through wrapper" in fresh[0]
+        engine = next(iter(server.engines.values()))[0]
+        engine.set_override(str(tmp_path / "utils.py"), wrapper.replace("tag, prio)", "tag)").encode())
+        assert messages(model) == []  # an unsaved dependency differs from the disk: not the cache
+        engine.set_override(str(tmp_path / "utils.py"), None)
+        assert messages(model) == ["FROM THE CACHE"]
+        (tmp_path / "utils.py").write_text(wrapper.replace("tag, prio)", "tag)"), encoding="utf-8")
+        server.forget(str(tmp_path / "utils.py"))
+        assert messages(model) == []  # the dependency changed on disk
+    finally:
+        server.worker.shutdown()

@@ -1,6 +1,7 @@
 from dataclasses import dataclass
 
 from streamlint.finding import Confidence, Location, Severity
+from streamlint.model.apis import STREAM_WORD
 from streamlint.model.families import ALL_PATHS, GE, NATIVE, TAGGED, family_uses
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, Guard, in_exclusive_branches
 from streamlint.model.wrappers import modes_under
@@ -70,7 +71,7 @@ class MixedStreamApiStyle(Rule):
     name = "mixed-stream-api-style"
     severity = Severity.WARNING
     confidence = Confidence.HIGH
-    markers = (b"npu_stream_switch", b"npu_wait_tensor", b"tagged", b"stream", b"Event")
+    markers = (b"npu_stream_switch", b"npu_wait_tensor", b"tagged", STREAM_WORD, b"Event")
 
     def check(self, ctx: RuleContext) -> None:
         summaries: dict[int, dict[str, frozenset[str]]] = {}

@@ -16,6 +16,7 @@ import pathspec
 
 from streamlint.config import Settings
 from streamlint.finding import Confidence, Finding, Severity, Span
+from streamlint.model.apis import PatternMarker
 from streamlint.model.file import FileModel
 from streamlint.model.project import Project
 from streamlint.profile import Profiler, phase as _phase
@@ -124,12 +125,14 @@ class Engine:
             rule for code, rule in registry.rules.items() if code in enabled and not rule.engine_emitted
         ]
         # a rule without markers may fire on any file: then nothing can be skipped unparsed
-        markers = {m for r in self.rules for m in r.markers}
+        every = all(r.markers for r in self.rules)
+        markers = {m for r in self.rules for m in r.markers if isinstance(m, bytes)}
         # a marker that contains another one adds nothing to the byte search
         markers = {m for m in markers if not any(o != m and o in m for o in markers)}
-        self.markers: tuple[bytes, ...] = (
-            tuple(sorted(markers)) if all(r.markers for r in self.rules) else ()
-        )
+        self.markers: tuple[bytes, ...] = tuple(sorted(markers)) if every else ()
+        patterns = {m.pattern.pattern: m for r in self.rules for m in r.markers if not isinstance(m, bytes)}
+        self.marker_patterns: tuple[PatternMarker, ...] = (
+            tuple(patterns[k] for k in sorted(patterns)) if every else ())
         self._last_prefilter: tuple[bytes, bool] | None = None
         self.root = Path(project_root or settings.project_root).absolute()
         self._overrides: dict[str, bytes] = {}
@@ -281,7 +284,8 @@ class Engine:
         if last is not None and last[0] is data:  # the parallel runner asked already for these bytes
             return last[1]
         with _phase(self.profiler, "prefilter"):
-            result = not self.markers or any(marker in data for marker in self.markers)
+            result = (not self.markers and not self.marker_patterns) or any(m in data for m in self.markers) \
+                or any(p.found(data) for p in self.marker_patterns)
         self._last_prefilter = (data, result)
         return result
 

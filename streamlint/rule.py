@@ -12,6 +12,7 @@ from streamlint._lazy import cst
 from streamlint.finding import Confidence, Edit, Finding, Fix, FixSafety, Location, Severity, Span
 
 if TYPE_CHECKING:
+    from streamlint.model.apis import PatternMarker
     from streamlint.model.file import FileModel
     from streamlint.model.project import Project
 
@@ -139,8 +140,9 @@ class Rule:
     name: ClassVar[str]
     severity: ClassVar[Severity] = Severity.WARNING
     confidence: ClassVar[Confidence] = Confidence.HIGH
-    # Byte strings of which at least one must occur in a file for the rule to possibly fire.
-    markers: ClassVar[tuple[bytes, ...]] = ()
+    # Byte strings (or apis.PatternMarker) of which at least one must occur in a file for the rule to
+    # possibly fire: the prefilter skips the parse of a file with no marker of any enabled rule.
+    markers: ClassVar[tuple[bytes | PatternMarker, ...]] = ()
     options: ClassVar[tuple[Option, ...]] = ()
     fix_safety: ClassVar[FixSafety | None] = None
     # Meta rules (SL000–SL003) are produced by the engine itself, not by a check.

@@ -48,3 +48,20 @@ def test_libcst_for_a_stream_file_then_not_when_the_cache_answers(tmp_path: Path
     assert cold and exit_cold == 1  # parsed, SL101 on print()
     exit_warm, warm = _probe("check", "moe.py", "--isolated", cwd=tmp_path)
     assert (exit_warm, warm) == (1, False)  # the same finding, from the cache
+
+
+def test_prefilter_stream_word_marker() -> None:
+    """`Stream`/`stream` must end an identifier: logging.StreamHandler or streaming=True do not make a file
+    worth parsing; torch.npu.Stream(), wait_stream(), Optional[Stream], npu_stream_switch do."""
+    from harness import REGISTRY
+    from streamlint.config import Settings
+    from streamlint.engine import Engine
+
+    engine = Engine(Settings(), REGISTRY)
+    skipped = [b"import logging\nh = logging.StreamHandler()\n", b"def gen(streaming=True):\n    yield 1\n",
+               b"class Streams:\n    pass\n", b"x = 1\n"]
+    analysed = [b"s = torch.npu.Stream()\n", b"main.wait_stream(side)\n", b"def f(s: Optional[Stream]): ...\n",
+                b"with npu_stream_switch('a'):\n    pass\n", b"from torch.npu import Stream\n",
+                b"with torch.cuda.stream(s):\n    pass\n"]
+    assert [engine.needs_analysis(bytes(d)) for d in skipped] == [False] * len(skipped)
+    assert [engine.needs_analysis(bytes(d)) for d in analysed] == [True] * len(analysed)

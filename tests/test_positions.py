@@ -90,3 +90,18 @@ def test_walk_visits_like_libcst() -> None:
         module.visit(expected)
         walk(module, actual)
         assert actual.events == expected.events
+
+
+def test_lexical_index_orders_like_positions() -> None:
+    """enter(b) > exit(a) exactly when b starts after a ends (the program order rules rely on)."""
+    from streamlint.model.syntax import lexical_index
+
+    for path in sorted((FIXTURES / "projects").rglob("*.py"))[:8]:
+        module = cst.parse_module(path.read_text(encoding="utf-8"))
+        positions = compute_positions(module)
+        index = lexical_index(module)
+        names = [n for n in positions if isinstance(n, (cst.Name, cst.Call, cst.SimpleStatementLine))]
+        for a in names[:60]:
+            for b in names[:60]:
+                after = positions[b][:2] > positions[a][2:]
+                assert (index[id(b)][0] > index[id(a)][1]) == after, (path.name, a, b)

@@ -222,6 +222,16 @@ class FileModel:
             return Span(1, 0, 1, 0)
         return Span(*pos)
 
+    def lexical_index(self, root: cst.CSTNode) -> dict[int, tuple[int, int]]:
+        """:func:`syntax.lexical_index` of a subtree of this module (a function), cached."""
+        cache = self.__dict__.setdefault("_lexical", {})
+        found = cache.get(id(root))
+        if found is None or found[0] is not root:
+            from streamlint.model.syntax import lexical_index
+
+            found = cache[id(root)] = (root, lexical_index(root))
+        return found[1]
+
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
 

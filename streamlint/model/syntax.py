@@ -32,4 +32,24 @@ def local_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         stack.extend(reversed(children(current)))
 
 
-__all__ = ["contains", "local_nodes"]
+def lexical_index(root: cst.CSTNode) -> dict[int, tuple[int, int]]:
+    """id(node) -> (enter, exit) for ``root`` and all its descendants, numbered in lexical pre-order:
+    ``b`` starts after ``a`` ends exactly when ``enter(b) > exit(a)`` — program order without computing
+    positions (a code generation of the module)."""
+    index: dict[int, tuple[int, int]] = {}
+    counter = 0
+    stack: list[tuple[cst.CSTNode, bool]] = [(root, False)]
+    enter: dict[int, int] = {}
+    while stack:
+        node, done = stack.pop()
+        if done:
+            index[id(node)] = (enter[id(node)], counter - 1)
+            continue
+        enter[id(node)] = counter
+        counter += 1
+        stack.append((node, True))
+        stack.extend((child, False) for child in reversed(children(node)))
+    return index
+
+
+__all__ = ["contains", "lexical_index", "local_nodes"]

@@ -55,7 +55,8 @@ def result_discarded(fn: FunctionInfo, call: cst.Call) -> bool:
 
 def loads_after(file: FileModel, fn: FunctionInfo, name: str, call: cst.Call) -> bool:
     """Is ``name`` read after ``call`` in program order (or anywhere in a loop containing the call)?"""
-    end = file.span(call)
+    order = file.lexical_index(fn.node)  # program order without positions
+    end = order[id(call)][1]
     loops = [n for n in local_nodes(fn.node.body) if isinstance(n, (cst.For, cst.While)) and _contains(n, call)]
     stores: set[int] = set()
     for node in local_nodes(fn.node.body):
@@ -69,8 +70,7 @@ def loads_after(file: FileModel, fn: FunctionInfo, name: str, call: cst.Call) ->
     for node in local_nodes(fn.node.body):
         if not isinstance(node, cst.Name) or node.value not in names or id(node) in stores:
             continue
-        span = file.span(node)
-        if (span.start_line, span.start_col) > (end.end_line, end.end_col):
+        if order[id(node)][0] > end:  # starts after the call ends
             return True
         if any(_contains(loop, node) for loop in loops) and not _contains(call, node):
             return True
@@ -113,11 +113,11 @@ def stream_scope_key(project: Project, file: FileModel, site: CallSite | None) -
 def later_op_on_stream(project: Project, file: FileModel, fn: FunctionInfo, site: CallSite) -> bool:
     """Is there an op (call or arithmetic) after ``site`` in ``fn`` that runs on the same stream?"""
     key = stream_scope_key(project, file, site)
-    end = file.span(site.node)
+    order = file.lexical_index(fn.node)  # program order without positions
+    end = order[id(site.node)][1]
     ordering = {Role.OPS_WAIT, Role.OPS_RECORD, Role.TAGGED_EVENT_RECORD, Role.TAGGED_EVENT_WAIT}
     for other in fn.calls:
-        span = file.span(other.node)
-        if (span.start_line, span.start_col) <= (end.end_line, end.end_col):
+        if order[id(other.node)][0] <= end:  # before the call, the call itself or inside it
             continue
         if any(u.role in ordering or u.role in apis.STREAM_SCOPE_ROLES for u in project.api_uses(file, other)):
             continue
@@ -125,8 +125,7 @@ def later_op_on_stream(project: Project, file: FileModel, fn: FunctionInfo, site
             return True
     if key[0] == "<main>":
         for small in _small_statements(fn.node.body):
-            span = file.span(small)
-            if (span.start_line, span.start_col) <= (end.end_line, end.end_col) or file.scope_of.get(id(small)):
+            if order[id(small)][0] <= end or file.scope_of.get(id(small)):
                 continue
             if any(isinstance(n, cst.BinaryOperation) for n in local_nodes(small)):
                 return True

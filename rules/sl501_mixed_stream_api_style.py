@@ -1,5 +1,8 @@
+from __future__ import annotations
+
 from dataclasses import dataclass
 
+from streamlint._lazy import cst
 from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.apis import STREAM_WORD
 from streamlint.model.families import ALL_PATHS, GE, NATIVE, TAGGED, family_uses
@@ -20,9 +23,16 @@ class _Entry:
     group: str
     modes: frozenset[str]
     what: str
-    origin: Location
+    file: FileModel
+    node: cst.CSTNode  # where the family is used (or the call reaching it): the related location
+    note: str
     guards: tuple[Guard, ...] = ()  # the `if` tests around the call: entries in opposite branches never meet
     callee: FunctionInfo | None = None
+
+    @property
+    def origin(self) -> Location:
+        """Built only for a reported conflict: a position costs a code generation of the module."""
+        return Location(self.file.path, self.file.span(self.node), self.note)
 
 
 class MixedStreamApiStyle(Rule):
@@ -139,16 +149,16 @@ def _entries(ctx: RuleContext, file: FileModel, fn: FunctionInfo, path: frozense
     for site in fn.calls:
         uses = family_uses(ctx.project, file, site)
         if uses:
-            yield site, [_Entry(u.group, u.modes & path, u.describe(), u.location(f"{u.describe()} ({u.group})"),
-                                site.guards) for u in uses if u.modes & path]
+            yield site, [_Entry(u.group, u.modes & path, u.describe(), u.file, u.site.node,
+                                f"{u.describe()} ({u.group})", site.guards) for u in uses if u.modes & path]
             continue
         guard = (modes_under(site.guards) or ALL_PATHS) & path
         entries = []
         for callee, cmod in _callees(ctx, file, site):
             for group, modes in _summary(ctx, callee, cmod, summaries, 0).items():
                 if modes & guard:
-                    origin = Location(file.path, file.span(site.node), f"{group} used inside `{callee.qualname}`")
-                    entries.append(_Entry(group, modes & guard, f"`{callee.qualname}()`", origin, site.guards, callee))
+                    entries.append(_Entry(group, modes & guard, f"`{callee.qualname}()`", file, site.node,
+                                          f"{group} used inside `{callee.qualname}`", site.guards, callee))
         if entries:
             yield site, entries
 

@@ -275,7 +275,8 @@ class Engine:
         # the stdlib tree (re-parsed if the file is linted again) and the position table (recomputed
         # if another file's finding points here)
         parsed.tree = None
-        model.__dict__.pop("_positions", None)
+        for cached in ("_positions", "_lexical", "_local_nodes"):
+            model.__dict__.pop(cached, None)
         return report
 
     def needs_analysis(self, data: bytes) -> bool:

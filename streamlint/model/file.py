@@ -232,6 +232,16 @@ class FileModel:
             found = cache[id(root)] = (root, lexical_index(root))
         return found[1]
 
+    def local_nodes_of(self, root: cst.CSTNode) -> list[cst.CSTNode]:
+        """``list(syntax.local_nodes(root))`` for a subtree of this module (a function body), cached."""
+        cache = self.__dict__.setdefault("_local_nodes", {})
+        found = cache.get(id(root))
+        if found is None or found[0] is not root:
+            from streamlint.model.syntax import local_nodes
+
+            found = cache[id(root)] = (root, list(local_nodes(root)))
+        return found[1]
+
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
 

@@ -55,11 +55,15 @@ def result_discarded(fn: FunctionInfo, call: cst.Call) -> bool:
 
 def loads_after(file: FileModel, fn: FunctionInfo, name: str, call: cst.Call) -> bool:
     """Is ``name`` read after ``call`` in program order (or anywhere in a loop containing the call)?"""
-    order = file.lexical_index(fn.node)  # program order without positions
-    end = order[id(call)][1]
-    loops = [n for n in local_nodes(fn.node.body) if isinstance(n, (cst.For, cst.While)) and _contains(n, call)]
+    # program order and containment from the lexical index (no positions, no subtree searches); every
+    # node here is local to ``fn`` (no nested definition in between), where index containment is exact
+    order = file.lexical_index(fn.node)
+    start, end = order[id(call)]
+    nodes = file.local_nodes_of(fn.node.body)
+    loops = [order[id(n)] for n in nodes if isinstance(n, (cst.For, cst.While))
+             and order[id(n)][0] <= start and end <= order[id(n)][1]]
     stores: set[int] = set()
-    for node in local_nodes(fn.node.body):
+    for node in nodes:
         if isinstance(node, cst.AssignTarget) or isinstance(node, (cst.For, cst.CompFor)):
             stores |= {id(n) for n in local_nodes(node.target) if isinstance(n, cst.Name)}
         elif isinstance(node, cst.Attribute):
@@ -67,12 +71,13 @@ def loads_after(file: FileModel, fn: FunctionInfo, name: str, call: cst.Call) ->
         elif isinstance(node, cst.Arg) and node.keyword is not None:
             stores.add(id(node.keyword))
     names = _plain_aliases(fn, name)
-    for node in local_nodes(fn.node.body):
+    for node in nodes:
         if not isinstance(node, cst.Name) or node.value not in names or id(node) in stores:
             continue
-        if order[id(node)][0] > end:  # starts after the call ends
+        at = order[id(node)][0]
+        if at > end:  # starts after the call ends
             return True
-        if any(_contains(loop, node) for loop in loops) and not _contains(call, node):
+        if any(lo <= at <= hi for lo, hi in loops) and not start <= at <= end:
             return True
     return False
 

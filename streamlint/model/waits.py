@@ -55,13 +55,20 @@ def result_discarded(fn: FunctionInfo, call: cst.Call) -> bool:
 
 def loads_after(file: FileModel, fn: FunctionInfo, name: str, call: cst.Call) -> bool:
     """Is ``name`` read after ``call`` in program order (or anywhere in a loop containing the call)?"""
-    # program order and containment from the lexical index (no positions, no subtree searches); every
-    # node here is local to ``fn`` (no nested definition in between), where index containment is exact
-    order = file.lexical_index(fn.node)
-    start, end = order[id(call)]
+    # program order and containment from the lexical pre-order of the function's local nodes (no
+    # positions): a node's local descendants follow it contiguously
     nodes = file.local_nodes_of(fn.node.body)
-    loops = [order[id(n)] for n in nodes if isinstance(n, (cst.For, cst.While))
-             and order[id(n)][0] <= start and end <= order[id(n)][1]]
+    where = {id(n): i for i, n in enumerate(nodes)}
+
+    def extent(node: cst.CSTNode) -> tuple[int, int]:
+        first = where[id(node)]
+        return first, first + sum(1 for _ in local_nodes(node)) - 1
+
+    if id(call) not in where:
+        return True  # inside a lambda or nested definition: not judged (no finding)
+    start, end = extent(call)
+    loops = [span for span in (extent(n) for n in nodes[:start] if isinstance(n, (cst.For, cst.While)))
+             if end <= span[1]]
     stores: set[int] = set()
     for node in nodes:
         if isinstance(node, cst.AssignTarget) or isinstance(node, (cst.For, cst.CompFor)):
@@ -74,7 +81,7 @@ def loads_after(file: FileModel, fn: FunctionInfo, name: str, call: cst.Call) ->
     for node in nodes:
         if not isinstance(node, cst.Name) or node.value not in names or id(node) in stores:
             continue
-        at = order[id(node)][0]
+        at = where[id(node)]
         if at > end:  # starts after the call ends
             return True
         if any(lo <= at <= hi for lo, hi in loops) and not start <= at <= end:

@@ -31,7 +31,6 @@ from streamlint.finding import Location
 from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, ScopeSite, dotted, string_value
-from streamlint.model.syntax import local_nodes
 from streamlint.model.walk import walk
 
 if TYPE_CHECKING:
@@ -617,7 +616,7 @@ class TensorTyper:
             if cls is not None:
                 self.param_classes[name] = cls
         assigns: list[tuple[cst.BaseExpression, cst.BaseExpression | None, cst.BaseExpression | None]] = []
-        _collect_assigns(self.fn.node.body, assigns)
+        _collect_assigns(self.file.local_nodes_of(self.fn.node.body), assigns)
         for _ in range(3):  # names assigned from names assigned later in the text
             changed = False
             for target, value, annotation in assigns:
@@ -860,11 +859,11 @@ def _torch_returns_tensor(target: str) -> bool:
 
 
 def _collect_assigns(
-    node: cst.CSTNode,
+    nodes: list[cst.CSTNode],
     out: list[tuple[cst.BaseExpression, cst.BaseExpression | None, cst.BaseExpression | None]],
 ) -> None:
-    """(target, value, annotation) of every assignment in a function body (not nested definitions)."""
-    for n in local_nodes(node):
+    """(target, value, annotation) of every assignment among the local nodes of a function body."""
+    for n in nodes:
         if isinstance(n, cst.Assign):
             for t in n.targets:
                 out.append((t.target, n.value, None))

@@ -167,6 +167,7 @@ class Engine:
         self.project._files.pop(key, None)
         self.project._scan_bytes.pop(key, None)
         self.project._uses.clear()
+        self.project._symbols.clear()
         self.project._wrappers.clear()
         self.project._paths = None
         if data is None:  # the file changed on disk (or was created, deleted): module resolution too

@@ -88,6 +88,7 @@ class Project:
     _packages: dict[str, tuple[str, str]] = field(default_factory=dict)  # directory -> (package, root)
     _modules: dict[tuple[str, str], str | None] = field(default_factory=dict)  # (module, root) -> path
     _source_roots: dict[str, str] = field(default_factory=dict)  # file path -> its source root
+    _symbols: dict[tuple[str, str | None], object] = field(default_factory=dict)  # symbol() answers
     settings: "Settings | None" = None  # mode, per-path-mode
     reader: "Callable[[str], bytes] | None" = None
     _paths: "PathIndex | None" = None
@@ -239,6 +240,14 @@ class Project:
     # ---- symbols
     def symbol(self, qualname: str, context: FileModel | None, _depth: int = 0):
         """The project definition (FunctionInfo/ClassInfo with its FileModel) a qualified name denotes."""
+        if _depth == 0:
+            key = (qualname, context.path if context is not None else None)
+            if key not in self._symbols:
+                self._symbols[key] = self._symbol(qualname, context, 0)
+            return self._symbols[key]
+        return self._symbol(qualname, context, _depth)
+
+    def _symbol(self, qualname: str, context: FileModel | None, _depth: int):
         if _depth > 8:
             return None
         parts = qualname.split(".")

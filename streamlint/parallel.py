@@ -1,13 +1,15 @@
 """Linting many files: cache lookups and the prefilter in the parent, analysis in a process pool.
 
-The parent reads every file once, hashes it (when caching), answers what the cache can, and lints the
-files without a marker of any enabled rule itself (a read and a byte search). The files that need
-analysis go to a pool of ``jobs`` worker processes (serial below :data:`SERIAL_BELOW` files or with
-``jobs == 1``). Each worker builds one :class:`~streamlint.engine.Engine` from the settings resolved in
-the parent (the registry is reloaded in the worker from ``settings.plugins``) and keeps it for all its
-chunks, so the lazy project index of a worker is built once and shared by every file it analyses.
-Chunks are contiguous runs of the sorted file list (a package's modules share their imports). Reports
-come back in input order with findings sorted, so the output is identical for every ``jobs``.
+The parent stats every file and answers what the cache can without reading (unchanged size and mtime:
+the recorded digest), reads and hashes the rest, and lints the files without a marker of any enabled
+rule itself (a read and a byte search). The files that need analysis go to a pool of ``jobs`` worker
+processes (serial below :data:`SERIAL_BELOW` files or with ``jobs == 1``). Where processes fork, the
+parent first gathers the project-wide facts (compile sites and what they reach) and the workers inherit
+its engine, so those facts — and the modules parsed for them — are computed once; elsewhere each worker
+builds an :class:`~streamlint.engine.Engine` from the parent's settings. A worker keeps its engine for
+all its chunks, so its lazy project index is shared by every file it analyses. Chunks are contiguous
+runs of the sorted file list (a package's modules share their imports). Reports come back in input
+order with findings sorted, so the output is identical for every ``jobs``.
 """
 
 from __future__ import annotations

@@ -307,6 +307,17 @@ def close_doc(client: Client, path: Path) -> None:
                 and (m.get("params") or {}).get("uri") == uri and not m["params"]["diagnostics"])
 
 
+def open_each(client: Client, paths: list[Path]) -> tuple[list[float], list[int]]:
+    """(seconds to diagnostics, diagnostic count) for each file, opened and closed one after the other."""
+    seconds, counts = [], []
+    for path in paths:
+        took, n = open_and_wait(client, path, path.read_text(encoding="utf-8"))
+        seconds.append(took)
+        counts.append(n)
+        close_doc(client, path)
+    return seconds, counts
+
+
 def server_command() -> list[str]:
     exe = Path(sys.executable).parent / "streamlint"
     return [str(exe), "server"] if exe.exists() else [sys.executable, "-m", "streamlint", "server"]
@@ -354,22 +365,12 @@ def run(runs: int, lines: int, timeout: float, keep: Path | None = None) -> dict
             warm_s, _ = open_and_wait(client, warm, warm.read_text(encoding="utf-8"))
             startup = time.perf_counter() - started
             close_doc(client, warm)
-            samples, counts = [], []
-            for path in big:
-                seconds, n = open_and_wait(client, path, path.read_text(encoding="utf-8"))
-                samples.append(seconds)
-                counts.append(n)
-                close_doc(client, path)
+            samples, counts = open_each(client, big)
             # the same files once the command line has linted the project (pre-commit, CI, a terminal):
             # the server answers from the result cache when content and dependencies are unchanged
             subprocess.run([*server_command()[:-1], "check", str(root), "--exit-zero", "-q"], cwd=root,
                            capture_output=True, timeout=max(1.0, deadline - time.perf_counter()), check=False)
-            cached, cached_counts = [], []
-            for path in big:
-                seconds, n = open_and_wait(client, path, path.read_text(encoding="utf-8"))
-                cached.append(seconds)
-                cached_counts.append(n)
-                close_doc(client, path)
+            cached, cached_counts = open_each(client, big)
         finally:
             client.close()
         engine = engine_only(root, big)

@@ -1,4 +1,8 @@
-"""The default human format: source excerpt with the finding underlined, related locations, summary."""
+"""The default human format: source excerpt with the finding underlined, related locations, summary.
+
+Lines are built as runs of (text, style). Without colour they are written as plain text (rich's import
+and rendering were most of a warm run's report time); with colour, rich renders the same runs.
+"""
 
 from __future__ import annotations
 
@@ -6,63 +10,69 @@ from collections import Counter
 from typing import TextIO
 
 from rich.cells import cell_len
-from rich.console import Console
-from rich.text import Text
 
 from streamlint.finding import Severity
 from streamlint.reporting import ReportContext
 from streamlint.reporting.text import render_statistics
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "bold yellow", Severity.INFO: "bold cyan"}
+# what rich's Text drops from any string it is given (rich.control.strip_control_codes)
+_CONTROL = {7: None, 8: None, 11: None, 12: None, 13: None}
+
+Line = list[tuple[str, str]]  # runs of (text, rich style or ""); a whole-line style is one run
 
 
 def render(ctx: ReportContext, out: TextIO) -> None:
-    console = Console(file=out, force_terminal=ctx.color, no_color=not ctx.color, highlight=False,
-                      width=120, soft_wrap=True)
-    lines: list[Text] = []  # printed at once: one rich render per finding line was most of the report time
+    lines: list[Line] = []
     for f in ctx.findings:
-        header = Text()
-        header.append(f"{ctx.relpath(f.path)}:{f.span.start_line}:{f.span.start_col + 1}: ", style="bold")
-        header.append(f"{f.code} ", style=_STYLE[f.severity])
-        header.append(f"[{f.severity.value}] ", style=_STYLE[f.severity])
-        header.append(f.message)
+        header: Line = [(f"{ctx.relpath(f.path)}:{f.span.start_line}:{f.span.start_col + 1}: ", "bold"),
+                        (f"{f.code} ", _STYLE[f.severity]), (f"[{f.severity.value}] ", _STYLE[f.severity]),
+                        (f.message, "")]
         if f.fix is not None:
-            header.append(" [*]", style="green")
+            header.append((" [*]", "green"))
         lines.append(header)
         lines.extend(_excerpt(ctx, f.path, f.span.start_line, f.span.start_col, f.span.end_line, f.span.end_col))
         for loc in f.related:
-            rel = Text("  = related: ", style="bold blue")
-            rel.append(f"{ctx.relpath(loc.path)}:{loc.span.start_line}:{loc.span.start_col + 1}")
-            if loc.message:
-                rel.append(f": {loc.message}")
-            lines.append(rel)
+            where = f"{ctx.relpath(loc.path)}:{loc.span.start_line}:{loc.span.start_col + 1}"
+            lines.append([(f"  = related: {where}" + (f": {loc.message}" if loc.message else ""), "bold blue")])
         if f.fix is not None:
-            hint = Text("  = fix: ", style="bold green")
-            hint.append(f"{f.fix.title} ({f.fix.safety.value})")
-            lines.append(hint)
-        lines.append(Text())
-    if lines:
-        console.print(Text("\n").join(lines))
+            lines.append([(f"  = fix: {f.fix.title} ({f.fix.safety.value})", "bold green")])
+        lines.append([])
+    _write(ctx, out, lines)
     counts = Counter(f.severity for f in ctx.findings)
     if ctx.statistics:
         render_statistics(ctx, out)
+    tail: list[Line] = []
     if ctx.findings:
         parts = [f"{counts[s]} {s.value}{'s' if counts[s] != 1 else ''}" for s in Severity if counts[s]]
         fixable = sum(1 for f in ctx.findings if f.fix is not None)
-        summary = Text(f"Found {len(ctx.findings)} finding{'s' if len(ctx.findings) != 1 else ''} "
-                       f"({', '.join(parts)}) in {ctx.files_checked} file{'s' if ctx.files_checked != 1 else ''}.",
-                       style="bold")
-        console.print(summary)
+        tail.append([(f"Found {len(ctx.findings)} finding{'s' if len(ctx.findings) != 1 else ''} "
+                      f"({', '.join(parts)}) in {ctx.files_checked} file{'s' if ctx.files_checked != 1 else ''}.",
+                      "bold")])
         if fixable:
-            console.print(Text(f"[*] {fixable} fixable with --fix (some may need --unsafe-fixes).", style="green"))
+            tail.append([(f"[*] {fixable} fixable with --fix (some may need --unsafe-fixes).", "green")])
     else:
-        console.print(Text(f"All checks passed ({ctx.files_checked} file{'s' if ctx.files_checked != 1 else ''}).",
-                           style="bold green"))
+        tail.append([(f"All checks passed ({ctx.files_checked} file{'s' if ctx.files_checked != 1 else ''}).",
+                      "bold green")])
     if ctx.fixed:
-        console.print(Text(f"Fixed {ctx.fixed} finding{'s' if ctx.fixed != 1 else ''}.", style="green"))
+        tail.append([(f"Fixed {ctx.fixed} finding{'s' if ctx.fixed != 1 else ''}.", "green")])
+    _write(ctx, out, tail)
 
 
-def _excerpt(ctx: ReportContext, path: str, line: int, col: int, end_line: int, end_col: int) -> list[Text]:
+def _write(ctx: ReportContext, out: TextIO, lines: list[Line]) -> None:
+    if not lines:
+        return
+    if not ctx.color:
+        out.write("".join("".join(t for t, _ in line).translate(_CONTROL) + "\n" for line in lines))
+        return
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console(file=out, force_terminal=True, highlight=False, width=120, soft_wrap=True)
+    console.print(Text("\n").join(Text.assemble(*((t, s) if s else t for t, s in line)) for line in lines))
+
+
+def _excerpt(ctx: ReportContext, path: str, line: int, col: int, end_line: int, end_col: int) -> list[Line]:
     text = ctx.line_text(path, line)
     if not text:
         return []
@@ -72,4 +82,4 @@ def _excerpt(ctx: ReportContext, path: str, line: int, col: int, end_line: int, 
     before = cell_len(text[:col].expandtabs(4))
     width = max(1, cell_len(text[:max(end, col)].expandtabs(4)) - before)
     marker = " " * (len(gutter) - 2) + "| " + " " * before + "^" * width
-    return [Text(gutter, style="blue") + Text(text.expandtabs(4)), Text(marker, style="bold red")]
+    return [[(gutter + text.expandtabs(4), "blue")], [(marker, "bold red")]]

@@ -97,12 +97,14 @@ def run_key(settings: Settings, registry: Registry, ignore_noqa: bool = False) -
     return sha256(text.encode("utf-8"))[:20]
 
 
-def project_digest(root: str | Path, skip: Iterable[str] = ()) -> str:
+def project_digest(root: str | Path, skip: Iterable[str] = (),
+                   known: dict[str, os.stat_result | None] | None = None) -> str:
     """A cheap digest (path, size, mtime) of every file under ``root``: the state an analysis depends on
     when it read project-wide facts (compile sites, environment settings in launch scripts and YAML).
 
     Directories excluded by default (VCS, virtualenvs, caches, build output) and ``skip`` are not
-    walked. Conservative: any edit in the tree changes it.
+    walked. Conservative: any edit in the tree changes it. ``known``: stats the caller took already
+    (absolute path -> stat), not taken again.
     """
     from streamlint.discovery import DEFAULT_EXCLUDE
 
@@ -122,7 +124,9 @@ def project_digest(root: str | Path, skip: Iterable[str] = ()) -> str:
                     if entry.name not in pruned and entry.path not in skipped:
                         stack.append(entry.path)
                 elif entry.is_file():
-                    st = entry.stat()
+                    st = known.get(entry.path) if known is not None else None
+                    if st is None:
+                        st = entry.stat()
                     h.update(f"{entry.path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
             except OSError:
                 continue

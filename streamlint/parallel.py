@@ -194,7 +194,8 @@ def lint_files(
 
     def whole_project() -> str:
         if not project_state:
-            project_state.append(project_digest(engine.root, skip=[cache.directory] if cache else []))
+            project_state.append(project_digest(engine.root, skip=[cache.directory] if cache else [],
+                                                known=seen_stats))
         return project_state[0]
 
     for path in files:

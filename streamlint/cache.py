@@ -5,18 +5,20 @@ Layout (``cache-dir``, default ``.streamlint_cache/`` in the project root)::
     .streamlint_cache/
         CACHEDIR.TAG            # tells backup tools to skip the directory
         .gitignore              # "*": never committed
-        v1/results-<key>.json   # one file per effective configuration
+        v2/results-<key>.json   # one file per effective configuration (older formats are removed)
 
 ``<key>`` hashes the streamlint version, the code of streamlint and of every registered rule module
 (size and mtime: editing a rule invalidates), the layout of :class:`~streamlint.finding.Finding`, and
 the effective settings minus output-only fields. An entry of the file is valid when
 
-- the sha256 of the file's content equals the recorded one,
+- the sha256 of the file's content equals the recorded one (read and hashed only when the file's size
+  and mtime differ from the ones recorded with it; files modified within 2 s of being recorded are
+  always read, as a same-size edit within the timestamp granularity would go unseen),
 - every dependency still has its recorded sha256 (dependencies: the project modules the file's
   analysis could reach, i.e. the import closure of the file over the modules the project index had
   loaded, plus every ``Finding.depends_on``), and
-- for an analysis that consulted project-wide facts (``Project.all_files``), the stat digest of the
-  project's Python files is unchanged.
+- for an analysis that read project-wide facts (``Project.note_wide_read``: the file list, compile
+  sites, environment settings), the stat digest of the project's files is unchanged.
 
 Entries are JSON (a cache directory planted in a repository cannot run code); writes are atomic
 (temporary file + ``os.replace``), so concurrent runs (pre-commit, editor) never read a torn file; the
@@ -256,6 +258,9 @@ class ResultCache:
             payload = json.dumps({"key": self.key, "files": self.entries}, separators=(",", ":"))
             write_atomic(self.file, payload.encode("utf-8"))
             self.dirty = False
+            for old in self.directory.glob("v*"):  # results of older cache formats are never read again
+                if old.is_dir() and old.name[1:].isdigit() and old.name != self.file.parent.name:
+                    shutil.rmtree(old, ignore_errors=True)
         except OSError:
             pass  # a read-only tree still lints, just without a cache
 

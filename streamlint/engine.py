@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from streamlint import _lazy
-from streamlint._lazy import cst
 import pathspec
 
+from streamlint import _lazy
+from streamlint._lazy import cst
 from streamlint.config import Settings
 from streamlint.finding import Confidence, Finding, Severity, Span
 from streamlint.model.apis import PatternMarker

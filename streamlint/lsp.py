@@ -36,8 +36,8 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from streamlint import __version__
 from streamlint.config import CONFIG_FILES, ConfigError, Settings, configured_plugins, load_settings
-from streamlint.discovery import discover
 from streamlint.cache import ResultCache, project_digest, sha256
+from streamlint.discovery import discover
 from streamlint.engine import Engine
 from streamlint.finding import Finding, FixSafety, Severity, Span
 from streamlint.fixes import FixPolicy, fix_file, noqa_edits
@@ -194,9 +194,11 @@ class StreamlintServer(LanguageServer):
                 if other != os.path.abspath(path) and _disk_bytes(other) != data:
                     return None
 
-            def dep_digest(dep: str) -> str:
+            def dep_digest(dep: str) -> str:  # as the command line computes it ("" when unreadable)
                 data = engine._overrides.get(dep)
-                return sha256(data) if data is not None else sha256(_disk_bytes(dep) or b"")
+                if data is None:
+                    data = _disk_bytes(dep)
+                return sha256(data) if data is not None else ""
 
             return cache.lookup(path, sha256(buffer), dep_digest,
                                 lambda: project_digest(engine.root, skip=[cache.directory]))

@@ -579,4 +579,7 @@ def _contains(span: Span, line: int, col: int) -> bool:
 def serve() -> None:
     """Run the server over stdio until the client disconnects."""
     logging.basicConfig(level=logging.WARNING, format="streamlint-lsp %(levelname)s %(message)s")
+    from streamlint import _lazy
+
+    _lazy.load(_lazy.cst)  # a long-lived process: import LibCST now, before two threads may first touch it
     create_server().start_io()

@@ -31,9 +31,14 @@ def lazy_module(name: str) -> ModuleType:
     return module
 
 
+# the class a lazily loaded module has until its first use (an implementation detail of importlib: if
+# it is ever missing, every module simply counts as loaded)
+_LAZY_TYPE: type | tuple[()] = getattr(importlib.util, "_LazyModule", ())
+
+
 def load(module: ModuleType) -> bool:
     """Import a lazy module now (to time its import on its own); False if it was imported already."""
-    if not isinstance(module, importlib.util._LazyModule):  # type: ignore[attr-defined]
+    if not pending(module):
         return False
     getattr(module, "__name__")
     return True
@@ -41,7 +46,7 @@ def load(module: ModuleType) -> bool:
 
 def pending(module: ModuleType) -> bool:
     """Is ``module`` still waiting for its first use?"""
-    return isinstance(module, importlib.util._LazyModule)  # type: ignore[attr-defined]
+    return isinstance(module, _LAZY_TYPE)
 
 
 if TYPE_CHECKING:
@@ -49,4 +54,4 @@ if TYPE_CHECKING:
 else:
     cst = lazy_module("libcst")
 
-__all__ = ["cst", "lazy_module", "load"]
+__all__ = ["cst", "lazy_module", "load", "pending"]

@@ -54,17 +54,27 @@ def _nullable(kind: type) -> tuple[str, ...]:
 
 
 def _order(node: cst.CSTNode) -> tuple[str, ...]:
-    """The fields of ``node`` in lexical order (LibCST skips some optional fields when they are None)."""
+    """The fields of ``node`` in lexical order (LibCST skips some optional fields when they are None).
+
+    Once a node of a type has been seen with every optional field present, that order serves every node
+    of the type (LibCST visits the fields in one fixed sequence; an absent field is None, not a node, and
+    is skipped by the callers)."""
     kind = type(node)
+    order = _ORDER.get(kind)
+    if order is not None:
+        return order
     nullable = _NULLABLE.get(kind)
     if nullable is None:
         nullable = _nullable(kind)
-    key = (kind, tuple(getattr(node, name) is None for name in nullable)) if nullable else kind
+    absent = tuple(getattr(node, name) is None for name in nullable)
+    key = (kind, absent)
     order = _ORDER.get(key)
     if order is None:
         recorder = _field_recorder()
         node._visit_and_replace_children(recorder)
         order = _ORDER[key] = tuple(recorder.fields)
+        if not any(absent):
+            _ORDER[kind] = order  # complete: the order of every node of this type from now on
     return order
 
 

@@ -59,6 +59,7 @@ def parse_source(path: str, data: bytes, module_name: str, is_package: bool,
     with _phase(profiler, "model"):
         try:
             model = FileModel(source, module, module_name, is_package)
+            model.__dict__["_ast_tree"] = tree  # for positions, until the file's report is made
         except RecursionError:
             return ParsedFile(source, None, tree, ParseFailure("too deeply nested to analyse (recursion limit)"))
         except Exception as exc:  # a model bug must not stop other files
@@ -276,7 +277,7 @@ class Engine:
         # the stdlib tree (re-parsed if the file is linted again) and the position table (recomputed
         # if another file's finding points here)
         parsed.tree = None
-        for cached in ("_positions", "_lexical", "_local_nodes"):
+        for cached in ("_positions", "_lexical", "_local_nodes", "_ast_tree"):
             model.__dict__.pop(cached, None)
         return report
 

@@ -105,3 +105,38 @@ def test_lexical_index_orders_like_positions() -> None:
             for b in names[:60]:
                 after = positions[b][:2] > positions[a][2:]
                 assert (index[id(b)][0] > index[id(a)][1]) == after, (path.name, a, b)
+
+
+DECORATED = (
+    '"""doc"""\n# header comment\n\nimport os; import sys\n\n\n# leading comment\n@decorator(1)\n\n'
+    '# between decorators\n@other\nclass C:\n    x = 1\n\n\n@d\nasync def f():\n    pass\nif a:\n    b = (1,\n'
+    '         2)\nelif c:\n    pass\nx = """multi\nline"""; y = 2\nfor i in range(3):\n    pass\nelse:\n    pass\n'
+    'try:\n    pass\nexcept E:\n    pass\nwith a as b, c:\n    pass\nwhile x:\n    break\nz = 1  # trailing\n'
+)
+
+
+@pytest.mark.parametrize("name", ["tricky", "projects", "rules"])
+def test_table_with_the_stdlib_tree_gives_the_same_ranges(name: str) -> None:
+    """One statement generated alone, started at the stdlib tree's line, must give the sequential ranges."""
+    import ast
+    import random
+
+    from streamlint.model.positions import PositionTable
+
+    if name == "tricky":
+        texts = [TRICKY, TRICKY.replace("\r\n", "\n"), DECORATED, DECORATED.replace("\n", "\r\n"),
+                 DECORATED.rstrip("\n"), "x = 1\n", ""]
+    else:
+        texts = [p.read_text(encoding="utf-8") for p in sorted((FIXTURES / name).rglob("*.py"))[:12]]
+    for seed, text in enumerate(texts):
+        module = cst.parse_module(text)
+        expected = compute_positions(module)
+        nodes = list(expected)
+        random.Random(seed).shuffle(nodes)
+        table = PositionTable(module, ast.parse(text))
+        assert {node: table.get(node) for node in nodes} == expected
+        if len(module.body) > 2:  # the shortcut was taken, and stayed on
+            table = PositionTable(module, ast.parse(text))
+            middle = module.body[len(module.body) // 2]
+            assert table.get(middle) == expected[middle]
+            assert table._starts is not None and not table._started

@@ -214,7 +214,9 @@ class FileModel:
         # as a node is asked for (see model/positions.py)
         from streamlint.model.positions import PositionTable  # LibCST internals: on first use
 
-        return PositionTable(self.module)
+        # the stdlib tree of the module, while the engine still holds it (see engine._lint_file): it lets
+        # the table generate only the statement a node is in
+        return PositionTable(self.module, self.__dict__.get("_ast_tree"))
 
     def span(self, node: cst.CSTNode) -> Span:
         pos = self._positions.get(node)

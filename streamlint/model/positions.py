@@ -97,18 +97,56 @@ def compute_positions(module: cst.Module) -> dict[cst.CSTNode, Range]:
 
 
 class PositionTable:
-    """:func:`compute_positions`, computed only as far as asked: the code generator runs one top-level
-    statement at a time, in order, until the node asked for has its range. A finding in the first half
-    of a module costs half a code generation; a module without findings costs none.
+    """:func:`compute_positions`, computed only as far as asked.
 
-    The calls into the code generator are exactly those of ``Module._codegen`` (header, body, footer,
-    trailing newline), so every range is the one :func:`compute_positions` gives.
+    With the module's stdlib tree (``tree``), a node is found among the top-level statements by a walk
+    (cheaper than code generation) and only its statement is generated, starting at the line the stdlib
+    tree gives for it; the line where the generation ends must be where the next statement starts, or the
+    shortcut is abandoned for the module. Otherwise (no tree, the last statement, a node outside the
+    body, a check that failed) the code generator runs one top-level statement at a time, in order,
+    until the node has its range, with exactly the calls of ``Module._codegen`` (header, body, footer,
+    trailing newline). Every range is the one :func:`compute_positions` gives.
     """
 
-    def __init__(self, module: cst.Module) -> None:
+    def __init__(self, module: cst.Module, tree: object | None = None) -> None:
         self.module = module
         self.state = _PositionState(module.default_indent, module.default_newline)
         self._steps = self._run()
+        self._started = False
+        self._starts = _statement_starts(module, tree) if tree is not None else None
+        self._owner: dict[int, int] = {}  # id(node) -> index of its top-level statement (walked ones)
+        self._walked = 0
+        self._generated: set[int] = set()
+
+    def _locate(self, node: cst.CSTNode) -> int | None:
+        from streamlint.model.walk import children
+
+        found = self._owner.get(id(node))
+        body = self.module.body
+        while found is None and self._walked < len(body):
+            index = self._walked
+            self._walked += 1
+            stack: list[cst.CSTNode] = [body[index]]
+            while stack:
+                current = stack.pop()
+                self._owner[id(current)] = index
+                stack.extend(children(current))
+            found = self._owner.get(id(node))
+        return found
+
+    def _generate_alone(self, index: int) -> bool:
+        """Positions of one top-level statement generated on its own, from its known first line."""
+        starts = self._starts
+        assert starts is not None
+        state = _PositionState(self.module.default_indent, self.module.default_newline)
+        state.line = starts[index]
+        self.module.body[index]._codegen(state)
+        if (state.line, state.column) != (starts[index + 1], 0):
+            return False
+        computed = self.state.computed
+        for key, value in state.computed.items():
+            computed.setdefault(key, value)
+        return True
 
     def _run(self):
         module, state = self.module, self.state
@@ -126,8 +164,55 @@ class PositionTable:
     def get(self, node: cst.CSTNode) -> Range | None:
         computed = self.state.computed
         found = computed.get(node)
+        if found is None and self._starts is not None and not self._started:
+            index = self._locate(node)
+            if index is not None and index + 1 < len(self.module.body) and index not in self._generated:
+                self._generated.add(index)
+                if self._generate_alone(index):
+                    found = computed.get(node)
+                else:
+                    self._starts = None  # the stdlib lines do not match this module: in order from now on
+        if found is None:
+            self._started = True
         while found is None and self._steps is not None:
             if next(self._steps, StopIteration) is StopIteration:
                 self._steps = None
             found = computed.get(node)
         return found
+
+
+def _statement_starts(module: cst.Module, tree: object) -> list[int] | None:
+    """The line at which the code generation of each top-level statement begins (its leading blank and
+    comment lines included), from the stdlib tree's line numbers; None if the two trees do not pair up."""
+    import ast
+
+    body = getattr(tree, "body", None)
+    if not isinstance(body, list):
+        return None
+    starts: list[int] = []
+    k = 0
+    for stmt in module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            count = len(stmt.body)
+            if count == 0 or k + count > len(body):
+                return None
+            first = body[k].lineno
+            k += count
+            starts.append(first - len(stmt.leading_lines))
+            continue
+        if k >= len(body):
+            return None
+        node = body[k]
+        k += 1
+        decorators = getattr(stmt, "decorators", ())
+        if decorators:
+            ast_decorators = getattr(node, "decorator_list", None)
+            if not ast_decorators:
+                return None
+            first = ast_decorators[0].lineno - len(decorators[0].leading_lines)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.decorator_list:
+            return None
+        else:
+            first = node.lineno
+        starts.append(first - len(stmt.leading_lines))
+    return starts if k == len(body) else None

@@ -39,32 +39,6 @@ def test_same_ranges_as_position_provider(name: str) -> None:
         assert compute_positions(module) == _reference(module)
 
 
-@pytest.mark.parametrize("name", ["tricky", "projects"])
-def test_lazy_table_gives_the_same_ranges_in_any_order(name: str) -> None:
-    import random
-
-    from streamlint.model.positions import PositionTable
-
-    if name == "tricky":
-        texts = [TRICKY, TRICKY.replace("\r\n", "\n"), "", "x = 1", "# only a comment\n\n"]
-    else:
-        texts = [p.read_text(encoding="utf-8") for p in sorted((FIXTURES / name).rglob("*.py"))[:6]]
-    for seed, text in enumerate(texts):
-        module = cst.parse_module(text)
-        expected = compute_positions(module)
-        nodes = list(expected)
-        random.Random(seed).shuffle(nodes)
-        table = PositionTable(module)
-        assert {node: table.get(node) for node in nodes} == expected
-        # asked for the first statement: the code generator stops right after it
-        table = PositionTable(module)
-        if module.body:
-            first = module.body[0]
-            assert table.get(first) == expected[first]
-            assert module not in table.state.computed  # the generator stopped early
-        assert table.get(cst.Name("unrelated")) is None
-
-
 def _recorder() -> cst.CSTVisitor:
     import inspect
 
@@ -115,9 +89,11 @@ DECORATED = (
 )
 
 
+@pytest.mark.parametrize("with_tree", [False, True])
 @pytest.mark.parametrize("name", ["tricky", "projects", "rules"])
-def test_table_with_the_stdlib_tree_gives_the_same_ranges(name: str) -> None:
-    """One statement generated alone, started at the stdlib tree's line, must give the sequential ranges."""
+def test_position_table_gives_the_same_ranges_in_any_order(name: str, with_tree: bool) -> None:
+    """Asked in any order, the lazy table gives compute_positions' ranges: generating in order (no
+    stdlib tree), or one statement alone from the stdlib tree's line (checked against the next one)."""
     import ast
     import random
 
@@ -125,7 +101,7 @@ def test_table_with_the_stdlib_tree_gives_the_same_ranges(name: str) -> None:
 
     if name == "tricky":
         texts = [TRICKY, TRICKY.replace("\r\n", "\n"), DECORATED, DECORATED.replace("\n", "\r\n"),
-                 DECORATED.rstrip("\n"), "x = 1\n", ""]
+                 DECORATED.rstrip("\n"), "x = 1", "", "# only a comment\n\n"]
     else:
         texts = [p.read_text(encoding="utf-8") for p in sorted((FIXTURES / name).rglob("*.py"))[:12]]
     for seed, text in enumerate(texts):
@@ -133,10 +109,20 @@ def test_table_with_the_stdlib_tree_gives_the_same_ranges(name: str) -> None:
         expected = compute_positions(module)
         nodes = list(expected)
         random.Random(seed).shuffle(nodes)
-        table = PositionTable(module, ast.parse(text))
-        assert {node: table.get(node) for node in nodes} == expected
-        if len(module.body) > 2:  # the shortcut was taken, and stayed on
-            table = PositionTable(module, ast.parse(text))
-            middle = module.body[len(module.body) // 2]
-            assert table.get(middle) == expected[middle]
-            assert table._starts is not None and not table._started
+
+        def table() -> PositionTable:
+            return PositionTable(module, ast.parse(text) if with_tree else None)
+
+        every = table()
+        assert {node: every.get(node) for node in nodes} == expected
+        assert every.get(cst.Name("unrelated")) is None
+        if not module.body:
+            continue
+        if not with_tree:  # asked for the first statement: the code generator stops right after it
+            first, one = module.body[0], table()
+            assert one.get(first) == expected[first]
+            assert module not in one.state.computed
+        elif len(module.body) > 2:  # asked for a middle statement: generated alone, the shortcut stays on
+            middle, one = module.body[len(module.body) // 2], table()
+            assert one.get(middle) == expected[middle]
+            assert one._starts is not None and not one._started

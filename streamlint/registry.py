@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 import re
 import sys
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from types import ModuleType
+from typing import Any
 
 from streamlint.rule import Rule
 
@@ -21,6 +22,89 @@ NAME_RE = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 
 class RegistryError(Exception):
     pass
+
+
+@dataclass(frozen=True)
+class _EntryPoint:
+    """The part of ``importlib.metadata.EntryPoint`` the registry uses."""
+
+    name: str
+    value: str
+    group: str
+
+    def load(self) -> Any:
+        module_name, _, attrs = self.value.partition(":")
+        found: Any = importlib.import_module(module_name.strip())
+        for attr in filter(None, attrs.split("[")[0].strip().split(".")):
+            found = getattr(found, attr)
+        return found
+
+
+def entry_points(group: str) -> list[Any]:
+    """The entry points of ``group`` in the installed distributions.
+
+    Read directly from the ``*.dist-info`` / ``*.egg-info`` directories on ``sys.path`` when the import
+    system is the standard one (plain directories, no finder of distributions besides the path finder):
+    importing ``importlib.metadata`` alone cost ~40 ms of every run, more than reading the few files.
+    Anything else (zip archives, custom finders) goes through ``importlib.metadata`` itself."""
+    found = _scan_entry_points(group)
+    if found is None:
+        from importlib.metadata import entry_points as metadata_entry_points
+
+        return list(metadata_entry_points(group=group))
+    return found
+
+
+_STANDARD_FINDERS = ("BuiltinImporter", "FrozenImporter", "PathFinder")
+
+
+def _scan_entry_points(group: str) -> list[_EntryPoint] | None:
+    for finder in sys.meta_path:
+        name = getattr(finder, "__name__", type(finder).__name__)
+        if hasattr(finder, "find_distributions") and name not in _STANDARD_FINDERS:
+            return None
+    seen: set[str] = set()
+    found: list[_EntryPoint] = []
+    for base in sys.path:
+        directory = base or "."
+        if not os.path.isdir(directory):
+            if os.path.exists(directory):
+                return None  # a zip archive or an egg on the path: importlib.metadata knows those
+            continue
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            continue
+        for entry in names:
+            if not entry.endswith((".dist-info", ".egg-info")):
+                continue
+            dist = re.sub(r"[-_.]+", "-", entry.rsplit(".", 1)[0].partition("-")[0]).lower()
+            if dist in seen:
+                continue  # the first distribution of a name on the path wins, as in importlib.metadata
+            seen.add(dist)
+            try:
+                with open(os.path.join(directory, entry, "entry_points.txt"), encoding="utf-8") as fh:
+                    text = fh.read()
+            except OSError:
+                continue
+            found.extend(_parse_entry_points(text, group))
+    return found
+
+
+def _parse_entry_points(text: str, group: str) -> list[_EntryPoint]:
+    found: list[_EntryPoint] = []
+    section = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1].strip()
+            continue
+        if section == group and "=" in line:
+            name, _, value = line.partition("=")
+            found.append(_EntryPoint(name.strip(), value.strip(), group))
+    return found
 
 
 @dataclass(frozen=True)

@@ -213,3 +213,27 @@ def test_broken_entry_point_is_a_registry_error(monkeypatch: pytest.MonkeyPatch,
     _with_entry_points(monkeypatch, ("XC", "no_such_module_for_entry_point"))
     with pytest.raises(RegistryError, match="failed to load: ModuleNotFoundError"):
         load_registry()
+
+
+def test_light_entry_point_scan_agrees_with_importlib_metadata(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The registry reads entry_points.txt itself (importlib.metadata's import costs ~40 ms a run): it must
+    find what importlib.metadata finds, first distribution of a name on the path winning."""
+    from importlib.metadata import entry_points as metadata_entry_points
+
+    first, second = tmp_path / "a", tmp_path / "b"
+    for base, value in ((first, "xt_pack.rules:RULES"), (second, "shadowed_pack")):
+        info = base / "xt_pack-1.0.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: xt-pack\nVersion: 1.0\n", encoding="utf-8")
+        (info / "entry_points.txt").write_text(
+            f"# comment\n[console_scripts]\nxt = xt_pack:main\n\n[streamlint.rules]\nXT = {value}\n", encoding="utf-8")
+    (first / "xt_pack").mkdir()
+    (first / "xt_pack" / "__init__.py").write_text("", encoding="utf-8")
+    (first / "xt_pack" / "rules.py").write_text("RULES = 'loaded'\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(second))
+    monkeypatch.syspath_prepend(str(first))
+    for group in (ENTRY_POINT_GROUP, "console_scripts", "pytest11"):
+        light = sorted((e.name, e.value) for e in registry_module._scan_entry_points(group))
+        assert light == sorted((e.name, e.value) for e in metadata_entry_points(group=group)), group
+    [xt] = [e for e in registry_module.entry_points(ENTRY_POINT_GROUP) if e.name == "XT"]
+    assert xt.value == "xt_pack.rules:RULES" and xt.load() == "loaded"

@@ -572,3 +572,10 @@ def test_plugin_failing_at_import_is_exit_2(project: Path, monkeypatch: pytest.M
     write(project, "streamlint.toml", "plugins = ['no_such_module_zz']\n")
     result = run(["bad.py"])
     assert result.exit_code == 2 and "cannot import plugin module 'no_such_module_zz'" in result.stderr
+
+
+def test_every_output_format_has_a_renderer() -> None:
+    from streamlint.config import OUTPUT_FORMATS
+    from streamlint.reporting import _RENDERERS
+
+    assert set(_RENDERERS) == set(OUTPUT_FORMATS)

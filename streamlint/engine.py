@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import os
 import traceback
+import warnings
 from time import perf_counter as _perf_counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,8 +78,9 @@ def _parse_source(path: str, data: bytes, profiler: Profiler | None = None) \
     tree = None
     ast_error: SyntaxError | None = None
     try:
-        with _phase(profiler, "guard-ast"):  # LibCST's native parser crashes on some inputs ast rejects
-            tree = ast.parse(source.text, filename=path)
+        with _phase(profiler, "guard-ast"), warnings.catch_warnings():  # LibCST's native parser crashes on
+            warnings.simplefilter("ignore")  # some inputs ast rejects; the linted code's own warnings
+            tree = ast.parse(source.text, filename=path)  # (SyntaxWarning, invalid escapes) are not ours
     except SyntaxError as exc:
         if "too many nested" in str(exc.msg):
             return ParsedFile(source, None, None, ParseFailure(f"too deeply nested to analyse: {exc.msg}",
@@ -347,6 +349,8 @@ class Engine:
 
 def _quiet_ast(text: str) -> ast.Module | None:
     try:
-        return ast.parse(text)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None

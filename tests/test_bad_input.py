@@ -237,3 +237,15 @@ def test_sl001_obeys_ignore_and_per_file_ignores(tmp_path: Path) -> None:
     assert codes() == ["syntax.py:SL001", "binary.py:SL001"]
     assert codes(ignore=("SL001",)) == []
     assert codes(per_file_ignores=(("syntax.py", ("syntax-error",)),)) == ["binary.py:SL001"]
+
+
+def test_the_linted_codes_own_compile_warnings_are_not_printed(tmp_path) -> None:
+    """`1(2)` or an invalid escape make Python's compiler warn; that is the linted code's business."""
+    import subprocess
+    import sys
+
+    (tmp_path / "noisy.py").write_text('import torchair\nx = 1(2)\ny = "\\d"  # noqa: SL101\n', encoding="utf-8")
+    done = subprocess.run([sys.executable, "-W", "default", "-m", "streamlint", "check", "noisy.py", "--isolated",
+                           "--no-cache"], cwd=tmp_path, capture_output=True, text=True)
+    assert "SL002" in done.stdout  # linted (the unused suppression is reported)
+    assert "Warning" not in done.stderr, done.stderr

@@ -14,8 +14,7 @@ from typing import Any
 import click
 
 from streamlint import __version__
-from streamlint.config import (OUTPUT_FORMATS, ConfigError, Settings, configured_plugins, find_config,
-                               load_settings)
+from streamlint.config import OUTPUT_FORMATS, ConfigError, Settings, load_settings, missing_plugins
 from streamlint.discovery import discover
 from streamlint.engine import Engine, FileReport
 from streamlint.baseline import BaselineError, load_baseline, write_baseline
@@ -48,17 +47,18 @@ def _fail(message: str) -> "click.exceptions.Exit":
     return click.exceptions.Exit(EXIT_ERROR)
 
 
-def _registry(plugins: tuple[str, ...] = (), search_path: str | None = None) -> Registry:
+def _registry() -> Registry:
+    """The installed rule packs (entry points) and $STREAMLINT_PLUGINS; never anything a config names."""
     try:
-        return load_registry(plugins, search_path)
+        return load_registry()
     except RegistryError as exc:
         raise _fail(str(exc)) from None
 
 
-def _plugin_dir(start: Path, config_file: Path | None, isolated: bool) -> str | None:
-    """Where a project's own plugin modules are looked for: the directory of its configuration file."""
-    path = None if isolated else (config_file or find_config(start))
-    return str(path.absolute().parent) if path is not None else None
+def _warn_missing_plugins(settings: Settings, registry: Registry, quiet: bool = False) -> None:
+    for name in missing_plugins(settings, registry) if not quiet else ():
+        click.echo(f"streamlint: warning: {settings.config_path or 'configuration'}: plugins: rule pack "
+                   f"{name!r} is not installed; its rules are not available", err=True)
 
 
 @click.group(cls=_DefaultCheckGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -181,12 +181,11 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
         config_file = Path(opts["config_file"]) if opts.get("config_file") else None
         if config_file is not None and not config_file.is_file():
             raise ConfigError(str(config_file), None, "no such configuration file")
-        # plugin rules must be registered before selectors and rule options are validated
-        registry = _registry(configured_plugins(start, config_file, bool(opts.get("isolated"))),
-                             _plugin_dir(start, config_file, bool(opts.get("isolated"))))
+        registry = _registry()
         settings = load_settings(registry, start, config_file, bool(opts.get("isolated")), _overrides(opts))
     except ConfigError as exc:
         raise _fail(str(exc)) from None
+    _warn_missing_plugins(settings, registry, bool(opts.get("quiet")))
     if opts.get("force_exclude"):
         settings = settings.with_overrides(force_exclude=True)
     if opts.get("show_settings"):
@@ -388,12 +387,7 @@ def _show_settings(settings: Settings, registry: Registry) -> None:
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
 def rule(selector: str | None, show_all: bool, output_format: str) -> None:
     """Show a rule's documentation (by code or name), or list all rules."""
-    # the plugins of the project in the current directory are documented too
-    try:
-        registry = load_registry(configured_plugins(Path.cwd()), _plugin_dir(Path.cwd(), None, False))
-    except RegistryError as exc:
-        click.echo(f"streamlint: warning: {exc}; showing the installed rules only", err=True)
-        registry = _registry()
+    registry = _registry()  # the installed packs; a project's configuration imports nothing
     if show_all:
         rules = list(registry.rules.values())
     else:
@@ -438,7 +432,7 @@ def clean(path: str | None, config_file: str | None, isolated: bool) -> None:
 
     start = Path(path or ".").absolute()
     try:
-        registry = _registry(configured_plugins(start, Path(config_file) if config_file else None, isolated))
+        registry = _registry()
         settings = load_settings(registry, start, Path(config_file) if config_file else None, isolated)
     except ConfigError as exc:
         raise _fail(str(exc)) from None

@@ -151,33 +151,6 @@ def find_project_root(start: Path) -> Path:
         probe = probe.parent
 
 
-def configured_plugins(start: Path, config_file: Path | None = None, isolated: bool = False) -> tuple[str, ...]:
-    """The ``plugins`` of the configuration that applies to ``start`` (following ``extend``), read
-    before the full validation so that plugin rule codes are known when selectors are checked.
-    Malformed values are left for :func:`load_settings` to report."""
-    path = None if isolated else (config_file or find_config(start))
-    plugins: tuple[str, ...] = ()
-    seen: set[Path] = set()
-    while path is not None and path.absolute() not in seen:
-        path = path.absolute()
-        seen.add(path)
-        try:
-            table = _read_table(path)
-        except ConfigError:
-            break
-        if not isinstance(table, dict):
-            break
-        value = table.get("plugins")
-        if isinstance(value, list) and all(isinstance(v, str) for v in value):
-            plugins = tuple(value)
-            break
-        base = table.get("extend")
-        path = (path.parent / base).resolve() if isinstance(base, str) else None
-        if path is not None and not path.is_file():
-            break
-    return plugins
-
-
 def load_settings(
     registry: Registry,
     start: Path,
@@ -214,17 +187,35 @@ def _apply_file(settings: Settings, path: Path, registry: Registry, seen: set[Pa
         if not base_path.is_file():
             raise ConfigError(str(path), "extend", f"no such file: {base_path}")
         settings = _apply_file(settings, base_path, registry, seen)
-    for key, value in table.items():
+    # `plugins` first: the codes of a pack it names that is not installed are judged by it
+    for key, value in sorted(table.items(), key=lambda kv: kv[0] != "plugins"):
         if key == "extend":
             continue
         settings = _apply_key(settings, str(path), key, value, registry, path.parent)
     return settings
 
 
-def _check_selectors(source: str, key: str, values: list[str], registry: Registry) -> None:
+def missing_plugins(settings: Settings, registry: Registry) -> list[str]:
+    """The rule packs the configuration's ``plugins`` names that are not installed. ``plugins`` only
+    names installed packs (entry-point names): nothing is ever imported because a configuration says so."""
+    return registry.missing_plugins(settings.plugins)
+
+
+def _missing_pack(selector: str, missing: list[str]) -> str | None:
+    return next((name for name in missing if selector.startswith(name)), None)
+
+
+def _check_selectors(source: str, key: str, values: list[str], registry: Registry,
+                     settings: Settings | None = None) -> None:
+    missing = missing_plugins(settings, registry) if settings is not None else []
     for value in values:
         if not registry.is_known_selector(value):
-            raise ConfigError(source, key, f"unknown rule code or name {value!r}")
+            pack = _missing_pack(value, missing)
+            if pack is None:
+                raise ConfigError(source, key, f"unknown rule code or name {value!r}")
+            if key in ("select", "extend-select"):
+                raise ConfigError(source, key, f"{value!r} needs the rule pack {pack!r} (named in plugins), "
+                                               "which is not installed")
 
 
 def _apply_key(settings: Settings, source: str, key: str, value: Any, registry: Registry, base: Path) -> Settings:
@@ -235,7 +226,7 @@ def _apply_key(settings: Settings, source: str, key: str, value: Any, registry: 
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ConfigError(source, key, "expected a list of strings")
         if key in ("select", "extend-select", "ignore", "fixable", "unfixable"):
-            _check_selectors(source, key, value, registry)
+            _check_selectors(source, key, value, registry, settings)
         provenance = dict(settings.provenance)
         if key in ("select", "extend-select", "ignore"):
             provenance[key] = source
@@ -261,7 +252,7 @@ def _apply_key(settings: Settings, source: str, key: str, value: Any, registry: 
         for pattern, codes in value.items():
             if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
                 raise ConfigError(source, f"{key}.{pattern}", "expected a list of codes")
-            _check_selectors(source, f"{key}.{pattern}", codes, registry)
+            _check_selectors(source, f"{key}.{pattern}", codes, registry, settings)
             entries.append((pattern, tuple(codes)))
         return replace(settings, per_file_ignores=tuple(entries))
     if key == "per-path-mode":
@@ -275,6 +266,8 @@ def _apply_key(settings: Settings, source: str, key: str, value: Any, registry: 
     options = {code: dict(opts) for code, opts in settings.rule_options.items()}
     for selector, table in value.items():
         rules = registry.lookup(selector)
+        if not rules and _missing_pack(selector, missing_plugins(settings, registry)) is not None:
+            continue  # options of a pack that is not installed (reported once, as a warning)
         if not rules or selector == "ALL":
             raise ConfigError(source, f"rules.{selector}", "unknown rule code or name")
         if len(rules) != 1:

@@ -603,18 +603,16 @@ def run_graph(target: str, fmt: str = "mermaid", config_file: str | None = None,
 
     from streamlint.config import ConfigError, load_settings
     from streamlint.engine import Engine
-    from streamlint.registry import load_registry
+    from streamlint.registry import RegistryError, load_registry
 
     path, qualname = split_target(target)
     if not os.path.isfile(path):
         raise ValueError(f"{path}: no such file")
-    registry = load_registry()
     try:
+        registry = load_registry()  # installed packs only: the configuration's `plugins` imports nothing
         settings = load_settings(registry, Path(path).absolute(), Path(config_file) if config_file else None,
                                  isolated)
-        if settings.plugins:
-            registry = load_registry(settings.plugins)
-    except ConfigError as exc:
+    except (ConfigError, RegistryError) as exc:
         raise ValueError(str(exc)) from None
     engine = Engine(settings, registry)
     parsed = engine.parse(os.path.abspath(path))

@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import json
 import logging
 import os
 import re
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +37,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
 from streamlint import __version__
-from streamlint.config import CONFIG_FILES, ConfigError, Settings, configured_plugins, load_settings
+from streamlint.config import CONFIG_FILES, ConfigError, Settings, load_settings
 from streamlint.cache import ResultCache, project_digest, sha256
 from streamlint.discovery import discover
 from streamlint.engine import Engine
@@ -143,15 +145,23 @@ class StreamlintServer(LanguageServer):
         self.caches: dict[int, tuple[Engine, ResultCache, int]] = {}  # id(engine) -> CLI cache, file mtime
         self.errors_shown: set[str] = set()
 
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """A message body that is not JSON (or not UTF-8) gets the JSON-RPC ParseError reply (id null);
+        other out-of-band errors are shown as pygls does."""
+        if isinstance(error, (json.JSONDecodeError, UnicodeDecodeError, RecursionError)):
+            self.protocol._send_data({"jsonrpc": "2.0", "id": None,
+                                      "error": {"code": -32700, "message": f"Parse error: {error}"}})
+            return
+        super().report_server_error(error, source)
+
     # ---- engines (worker thread only)
     def engine_for(self, path: str) -> tuple[Engine, Settings] | str:
         """The engine for the configuration governing ``path``, or the configuration error."""
         start = Path(path)
         try:
-            plugins = configured_plugins(start)
-            if plugins not in self.registries:
-                self.registries[plugins] = load_registry(plugins)
-            registry = self.registries[plugins]
+            if () not in self.registries:  # installed packs only: a workspace's config imports nothing
+                self.registries[()] = load_registry()
+            registry = self.registries[()]
             settings = load_settings(registry, start)
         except (ConfigError, RegistryError) as exc:
             return f"streamlint: {exc}"
@@ -577,9 +587,17 @@ def _contains(span: Span, line: int, col: int) -> bool:
 
 
 def serve() -> None:
-    """Run the server over stdio until the client disconnects."""
+    """Run the server over stdio until the client disconnects.
+
+    stdout belongs to JSON-RPC: the protocol gets its own copy of the stdout descriptor, and descriptor 1
+    (and ``sys.stdout``) then point to stderr, so that whatever a rule pack prints — with ``print`` or
+    straight to the descriptor — lands on stderr instead of corrupting the protocol stream."""
     logging.basicConfig(level=logging.WARNING, format="streamlint-lsp %(levelname)s %(message)s")
     from streamlint import _lazy
 
+    sys.stdout.flush()
+    protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
     _lazy.load(_lazy.cst)  # a long-lived process: import LibCST now, before two threads may first touch it
-    create_server().start_io()
+    create_server().start_io(sys.stdin.buffer, protocol_out)

@@ -118,7 +118,7 @@ def _worker_init(settings: Settings, project_root: str | None, ignore_noqa: bool
     if inherited is not None:  # forked: the parent's engine, with the project facts it gathered
         _WORKER["engine"] = inherited
         return
-    registry = load_registry(settings.plugins)
+    registry = load_registry()
     engine = Engine(settings, registry, project_root=project_root, ignore_noqa=ignore_noqa)
     if profile:
         engine.profiler = Profiler()

@@ -110,6 +110,12 @@ def _parse_entry_points(text: str, group: str) -> list[_EntryPoint]:
 @dataclass(frozen=True)
 class Registry:
     rules: dict[str, type[Rule]]  # code -> rule class, sorted by code
+    # the loaded packs: entry-point names (= code prefixes) and module names
+    packs: frozenset[str] = frozenset()
+
+    def missing_plugins(self, names: "tuple[str, ...] | list[str]") -> list[str]:
+        """The packs a configuration's ``plugins`` names that are not installed."""
+        return [name for name in names if name not in self.packs]
 
     def by_name(self) -> dict[str, type[Rule]]:
         return {rule.name: rule for rule in self.rules.values()}
@@ -171,31 +177,33 @@ def _add(rules: dict[str, type[Rule]], prefix: str, module: ModuleType, origin: 
         rules[rule.code] = rule
 
 
-def _import_plugin(name: str, search_path: str | None) -> ModuleType:
-    """Import a local plugin module: from ``sys.path``, else from ``search_path`` (the directory of the
-    configuration that names it, where a project keeps its own rules)."""
+DEV_PLUGINS_ENV = "STREAMLINT_PLUGINS"
+
+
+def dev_plugin_modules() -> tuple[str, ...]:
+    """Rule modules under development, named by the user (never by a linted repository): the
+    comma-separated import names in ``$STREAMLINT_PLUGINS``, imported from the ordinary ``sys.path``."""
+    return tuple(name.strip() for name in os.environ.get(DEV_PLUGINS_ENV, "").split(",") if name.strip())
+
+
+def _import_plugin(name: str) -> ModuleType:
+    """Import a rule module the user named in ``$STREAMLINT_PLUGINS`` (``sys.path`` is not changed)."""
     try:
-        try:
-            return importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if search_path is None or exc.name != name.split(".")[0]:
-                raise
-        sys.path.insert(0, search_path)
-        try:
-            return importlib.import_module(name)
-        finally:
-            sys.path.remove(search_path)
+        return importlib.import_module(name)
     except ImportError as exc:
-        raise RegistryError(f"cannot import plugin module {name!r}: {exc}") from None
+        raise RegistryError(f"cannot import plugin module {name!r} (from ${DEV_PLUGINS_ENV}): {exc}") from None
     except Exception as exc:  # noqa: BLE001 - the plugin's own code raised while importing
         raise RegistryError(f"plugin module {name!r} failed to import: {type(exc).__name__}: {exc}") from None
 
 
-def load_registry(plugins: tuple[str, ...] = (), search_path: str | None = None) -> Registry:
-    """Load every rule registered under the ``streamlint.rules`` entry-point group, plus local
-    plugin modules named in the configuration (imported only when the user asks for them)."""
+def load_registry(dev_plugins: tuple[str, ...] | None = None) -> Registry:
+    """Load every rule registered under the ``streamlint.rules`` entry-point group (installed
+    distributions), plus the rule modules under development the user names in ``$STREAMLINT_PLUGINS``
+    (``dev_plugins`` overrides it). A linted repository's configuration never reaches this function:
+    its ``plugins`` key only names installed packs it expects (see :meth:`Registry.missing_plugins`)."""
     rules: dict[str, type[Rule]] = {}
     seen_prefixes: dict[str, str] = {}
+    packs: set[str] = set()
     # the built-ins first, so that a collision is blamed on the third-party pack
     for ep in sorted(entry_points(group=ENTRY_POINT_GROUP),
                      key=lambda e: (e.value != BUILTIN_MODULE, e.name, e.value)):
@@ -211,8 +219,9 @@ def load_registry(plugins: tuple[str, ...] = (), search_path: str | None = None)
         except Exception as exc:  # noqa: BLE001 - a broken third-party pack: a message, not a traceback
             raise RegistryError(f"plugin {ep.value!r} failed to load: {type(exc).__name__}: {exc}") from None
         _add(rules, ep.name, module, f"plugin {ep.value!r}")
-    for name in plugins:
-        module = _import_plugin(name, search_path)
+        packs.update((ep.name, ep.value.partition(":")[0].strip()))
+    for name in dev_plugin_modules() if dev_plugins is None else dev_plugins:
+        module = _import_plugin(name)
         prefix = getattr(module, "PREFIX", None)
         if not isinstance(prefix, str) or not PREFIX_RE.match(prefix):
             raise RegistryError(f"plugin module {name!r} must define PREFIX matching {PREFIX_RE.pattern}")
@@ -220,6 +229,7 @@ def load_registry(plugins: tuple[str, ...] = (), search_path: str | None = None)
             raise RegistryError(f"plugin module {name!r}: prefix {prefix!r} already registered")
         seen_prefixes[prefix] = name
         _add(rules, prefix, module, f"plugin {name!r}")
+        packs.update((prefix, name))
     if "SL000" not in rules:
         raise RegistryError("the built-in rules are not installed (entry point 'SL' missing)")
-    return Registry(dict(sorted(rules.items())))
+    return Registry(dict(sorted(rules.items())), frozenset(packs))

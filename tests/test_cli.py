@@ -58,11 +58,13 @@ def codes(lines: list[str]) -> list[str]:
 
 
 def make_plugin(root: Path, monkeypatch: pytest.MonkeyPatch, body: str, prefix: str = "XT") -> str:
-    """A local plugin module on sys.path (unique name: no stale sys.modules entry between tests)."""
+    """A rule module under development on sys.path, named by the user in $STREAMLINT_PLUGINS (unique name:
+    no stale sys.modules entry between tests)."""
     name = f"slplug_{uuid.uuid4().hex[:8]}"
     plugins = root.parent / "plugins"  # outside the linted tree
     write(plugins, f"{name}.py", f"from streamlint.rule import Rule, Option\nPREFIX = {prefix!r}\n" + body)
     monkeypatch.syspath_prepend(str(plugins))
+    monkeypatch.setenv("STREAMLINT_PLUGINS", ",".join(filter(None, (os.environ.get("STREAMLINT_PLUGINS"), name))))
     return name
 
 
@@ -529,47 +531,39 @@ def test_full_underline_counts_terminal_cells(project: Path) -> None:
         assert caret.rstrip().endswith("^" * (len(token) - 2)) and len(caret.rstrip()) == start + len(token) - 2
 
 
-def test_rule_documents_project_plugins(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    plugin = make_plugin(project, monkeypatch, CRASHING_RULE)
-    write(project, "streamlint.toml", f"plugins = [{plugin!r}]\n")
+def test_rule_documents_dev_plugins(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    make_plugin(project, monkeypatch, CRASHING_RULE)
     assert run(["rule", "always-crashes"]).stdout.startswith("# always-crashes (XT001)\n")
     assert "XT001" in run(["rule", "--all"]).stdout
-    write(project, "streamlint.toml", "plugins = ['no_such_plugin_module_y']\n")
+    write(project, "streamlint.toml", "plugins = ['no_such_plugin_module_y']\n")  # a config imports nothing
     result = run(["rule", "SL104"])
-    assert result.exit_code == 0 and "cannot import plugin module 'no_such_plugin_module_y'" in result.stderr
+    assert result.exit_code == 0 and result.stderr == ""
 
 
-def test_plugin_module_next_to_the_config_is_found(project: Path) -> None:
+def test_plugin_module_next_to_the_config_is_not_imported(project: Path) -> None:
     name = f"slplug_{uuid.uuid4().hex[:8]}"  # in the project, not on sys.path
     write(project, f"tools/{name}.py", '''
         from streamlint.rule import Rule
         PREFIX = "XL"
-        class Local(Rule):
-            """## What it does
-            Reports the first statement."""
-            code = "XL001"
-            name = "local-rule"
-            markers = (b"torchair",)
-            def check(self, ctx):
-                ctx.report(ctx.file.module.body[0], "local rule ran")
+        raise SystemExit("imported from the linted tree")
     ''')
     write(project, "tools/streamlint.toml", f"plugins = [{name!r}]\nselect = ['XL']\n")
     write(project, "tools/bad.py", BAD)
-    assert name not in sys.modules
+    result = run(["tools/bad.py"])
+    assert result.exit_code == 2 and "'XL' needs the rule pack" not in result.stderr
+    assert "unknown rule code or name 'XL'" in result.stderr
+    write(project, "tools/streamlint.toml", f"plugins = [{name!r}]\n")
     code, lines = concise(["tools/bad.py"])
-    assert (code, lines) == (1, ["bad.py:1:1: XL001 local rule ran"])
-    assert str(project / "tools") not in sys.path  # looked up there, not left there
-    sys.modules.pop(name, None)
+    assert code == 1 and name not in sys.modules and str(project / "tools") not in sys.path
 
 
 def test_plugin_failing_at_import_is_exit_2(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     plugin = make_plugin(project, monkeypatch, "raise RuntimeError('broken plugin')\n")
-    write(project, "streamlint.toml", f"plugins = [{plugin!r}]\n")
     write(project, "bad.py", BAD)
     result = run(["bad.py"])
     assert result.exit_code == 2
     assert f"plugin module {plugin!r} failed to import: RuntimeError: broken plugin" in result.stderr
-    write(project, "streamlint.toml", "plugins = ['no_such_module_zz']\n")
+    monkeypatch.setenv("STREAMLINT_PLUGINS", "no_such_module_zz")
     result = run(["bad.py"])
     assert result.exit_code == 2 and "cannot import plugin module 'no_such_module_zz'" in result.stderr
 

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from harness import REGISTRY
 from streamlint.cli import main
-from streamlint.config import ConfigError, Settings, configured_plugins, find_config, load_settings
+from streamlint.config import ConfigError, Settings, find_config, load_settings
 from streamlint.engine import Engine
 from streamlint.finding import Severity
 from streamlint.registry import Registry
@@ -234,16 +234,6 @@ def test_overrides_and_isolated(root: Path) -> None:
         settings_for(root / "a.py", overrides={"select": ["SL77"]})
 
 
-def test_configured_plugins_follow_extend(root: Path) -> None:
-    write(root, "base.toml", "plugins = ['my_rules']\n")
-    write(root, "streamlint.toml", "extend = 'base.toml'\n")
-    assert configured_plugins(root / "a.py") == ("my_rules",)
-    assert configured_plugins(root / "a.py", isolated=True) == ()
-    write(root, "streamlint.toml", "extend = 'base.toml'\nplugins = []\n")
-    assert configured_plugins(root / "a.py") == ()
-
-
-# ---------------------------------------------------------------- per-file-ignores
 def test_per_file_ignores_globs(root: Path) -> None:
     write(root, "streamlint.toml", """
         [per-file-ignores]

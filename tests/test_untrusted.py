@@ -1,0 +1,328 @@
+"""The linted repository is untrusted (issue 14): its configuration never imports code or reaches outside
+the project, the cache deletes only what it created, --fix never loses data."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import streamlint.registry as registry_module
+from streamlint.cli import main
+
+BAD = "import torchair\nwith torchair.scope.npu_stream_switch(1, 3):\n    pass\n"
+GRAPHED = "import torchair\ndef f():\n    with torchair.scope.npu_stream_switch('s', 3):\n        pass\n"
+CLEAN = "import torchair\nwith torchair.scope.npu_stream_switch('side'):\n    pass\n"
+
+
+def run(args: list[str], input: str | bytes | None = None, env: dict[str, str] | None = None):
+    result = CliRunner().invoke(main, args, input=input, env=env, catch_exceptions=False)
+    assert "Traceback" not in result.output
+    return result
+
+
+def write(root: Path, rel: str, text: str) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "proj"
+    (root / ".git").mkdir(parents=True)
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("STREAMLINT_PLUGINS", raising=False)
+    return root
+
+
+# ---------------------------------------------------------------- 1. plugins named by the repository
+def _hostile(root: Path, marker: Path, config: str = "") -> str:
+    """A module in the linted tree that writes ``marker`` when imported, named in the repo's config."""
+    name = f"evil_{uuid.uuid4().hex[:8]}"
+    write(root, f"{name}.py", f"import pathlib\npathlib.Path({str(marker)!r}).write_text('imported')\n"
+                              "from streamlint.rule import Rule\nPREFIX = 'XE'\n")
+    write(root, "pyproject.toml", f"[tool.streamlint]\nplugins = [{name!r}]\n{config}")
+    write(root, "bad.py", BAD)
+    write(root, "g.py", GRAPHED)
+    return name
+
+
+def test_repo_config_plugin_is_never_imported_by_check(project: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "marker"
+    path_before = list(sys.path)
+    name = _hostile(project, marker)
+    result = run(["bad.py", "--output-format", "concise"])
+    assert not marker.exists() and name not in sys.modules and sys.path == path_before
+    assert result.exit_code == 1  # the findings; a plugin that is not installed is a warning
+    warnings = [line for line in result.stderr.splitlines() if name in line]
+    assert warnings == [f"streamlint: warning: {project / 'pyproject.toml'}: plugins: rule pack {name!r} is not "
+                        "installed; its rules are not available"]
+
+
+def test_repo_config_plugin_is_never_imported_by_show_settings_rule_graph(project: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "marker"
+    name = _hostile(project, marker)
+    assert run(["check", "--show-settings"]).exit_code == 0
+    assert run(["rule", "SL104"]).exit_code == 0
+    assert run(["rule", "--all"]).exit_code == 0
+    assert run(["graph", "g.py"]).exit_code == 0
+    assert run(["clean"]).exit_code == 0
+    assert not marker.exists() and name not in sys.modules
+
+
+def test_repo_config_plugin_is_never_imported_by_the_language_server(project: Path, tmp_path: Path) -> None:
+    pytest.importorskip("pygls")
+    from streamlint.lsp import StreamlintServer
+
+    marker = tmp_path / "marker"
+    name = _hostile(project, marker)
+    server = StreamlintServer()
+    try:
+        found = server.engine_for(str(project / "bad.py"))
+        assert not isinstance(found, str), found
+        assert found[0].lint_file(str(project / "bad.py")).findings
+    finally:
+        server.worker.shutdown()
+    assert not marker.exists() and name not in sys.modules
+
+
+def test_selecting_codes_of_a_missing_plugin_is_exit_2(project: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "marker"
+    _hostile(project, marker, "extend-select = ['XE']\n")
+    write(project, "pyproject.toml", "[tool.streamlint]\nextend-select = ['XE1']\nplugins = ['XE']\n")
+    result = run(["bad.py"])
+    assert result.exit_code == 2 and not marker.exists()
+    assert result.stderr.splitlines()[-1] == (
+        f"streamlint: error: {project / 'pyproject.toml'}: extend-select: 'XE1' needs the rule pack 'XE' "
+        "(named in plugins), which is not installed")
+    # ignoring them, or giving them options, is harmless
+    write(project, "pyproject.toml", "[tool.streamlint]\nplugins = ['XE']\nignore = ['XE1']\n"
+                                     "[tool.streamlint.per-file-ignores]\n'x/*' = ['XE']\n"
+                                     "[tool.streamlint.rules.XE101]\nanything = 1\n")
+    assert run(["bad.py"]).exit_code == 1
+
+
+def test_python_dash_m_in_a_hostile_checkout_imports_nothing_from_it(tmp_path: Path) -> None:
+    """`python -m streamlint` puts the current directory first on sys.path: a repository's fake
+    distribution (entry point) or a module shadowing a dependency must not be picked up from it."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    marker = tmp_path / "marker"
+    hostile = f"import pathlib\npathlib.Path({str(marker)!r}).write_text('imported')\n"
+    write(repo, "evil_ep_mod.py", hostile + "PREFIX = 'XH'\n")
+    write(repo, "evil-1.0.dist-info/entry_points.txt", "[streamlint.rules]\nXH = evil_ep_mod\n")
+    write(repo, "evil-1.0.dist-info/METADATA", "Name: evil\nVersion: 1.0\n")
+    write(repo, "pathspec.py", hostile)  # shadows a dependency
+    write(repo, "bad.py", BAD)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "STREAMLINT_PLUGINS")}
+    proc = subprocess.run([sys.executable, "-m", "streamlint", "check", "bad.py", "--no-cache"], cwd=repo,
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    assert not marker.exists()
+
+
+def test_dev_plugin_from_the_environment_only(project: Path, tmp_path: Path, monkeypatch) -> None:
+    """A rule pack under development is the user's choice: $STREAMLINT_PLUGINS, from the ordinary sys.path."""
+    plugins = tmp_path / "plugins"
+    name = f"devplug_{uuid.uuid4().hex[:8]}"
+    write(plugins, f"{name}.py", '''
+        from streamlint.rule import Rule
+        PREFIX = "XD"
+        class Dev(Rule):
+            """## What it does
+            Reports the first statement."""
+            code = "XD001"
+            name = "dev-rule"
+            def check(self, ctx):
+                ctx.report(ctx.file.module.body[0], "dev rule ran")
+    ''')
+    monkeypatch.syspath_prepend(str(plugins))
+    write(project, "bad.py", BAD)
+    write(project, "streamlint.toml", "select = ['XD']\nplugins = ['XD']\n")
+    assert run(["bad.py"]).exit_code == 2  # not installed, not in the environment
+    monkeypatch.setenv("STREAMLINT_PLUGINS", name)
+    result = run(["bad.py", "--output-format", "concise", "--no-cache"])
+    assert (result.exit_code, result.stdout.splitlines()) == (1, ["bad.py:1:1: XD001 dev rule ran"])
+    assert "not installed" not in result.stderr
+    sys.modules.pop(name, None)
+
+
+# ---------------------------------------------------------------- 12. graph with a broken or missing plugin
+def test_graph_with_a_broken_plugin_is_one_line(project: Path, tmp_path: Path, monkeypatch) -> None:
+    from importlib.metadata import EntryPoint, entry_points
+
+    write(project, "bad.py", GRAPHED)
+    write(project, "streamlint.toml", "plugins = ['no_such_pack']\n")
+    result = run(["graph", "bad.py"])
+    assert result.exit_code == 0 and result.stdout
+    write(project, "streamlint.toml", "plugins = ['XN']\nselect = ['XN']\n")
+    result = run(["graph", "bad.py"])
+    assert result.exit_code == 2 and len(result.stderr.splitlines()) == 1 and "'XN'" in result.stderr
+    broken = tmp_path / "brokenpack"
+    name = f"broken_{uuid.uuid4().hex[:8]}"
+    write(broken, f"{name}.py", "raise RuntimeError('broken pack')\n")
+    monkeypatch.syspath_prepend(str(broken))
+    fake = list(entry_points(group=registry_module.ENTRY_POINT_GROUP)) + [
+        EntryPoint("XB", name, registry_module.ENTRY_POINT_GROUP)]
+    monkeypatch.setattr(registry_module, "entry_points", lambda group: fake)
+    write(project, "streamlint.toml", "")
+    result = run(["graph", "bad.py"])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        f"streamlint: error: plugin {name!r} failed to load: RuntimeError: broken pack"]
+
+
+# ---------------------------------------------------------------- the language server over stdio (raw)
+class RawLsp:
+    """`python -m streamlint server` driven over stdio with hand-framed JSON-RPC; every byte the server
+    writes to stdout must be a framed message."""
+
+    def __init__(self, cwd: Path, env: dict[str, str] | None = None) -> None:
+        import queue
+        import threading
+
+        full_env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "STREAMLINT_PLUGINS")}
+        full_env.update(env or {})
+        self.proc = subprocess.Popen([sys.executable, "-m", "streamlint", "server"], cwd=cwd, env=full_env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.messages: "queue.Queue[dict | str]" = queue.Queue()
+        self.next_id = 0
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        out = self.proc.stdout
+        assert out is not None
+        while True:
+            header = b""
+            while not header.endswith(b"\r\n\r\n"):
+                byte = out.read(1)
+                if not byte:
+                    return
+                header += byte
+            fields = dict(line.split(": ", 1) for line in header.decode("ascii", "replace").split("\r\n") if line)
+            if "Content-Length" not in fields:
+                self.messages.put(f"not a JSON-RPC frame on stdout: {header!r}")
+                return
+            body = out.read(int(fields["Content-Length"]))
+            try:
+                self.messages.put(json.loads(body))
+            except ValueError:
+                self.messages.put(f"not JSON on stdout: {body!r}")
+                return
+
+    def send_raw(self, body: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.proc.stdin.flush()
+
+    def send(self, method: str, params: object, request: bool = False) -> int | None:
+        message: dict = {"jsonrpc": "2.0", "method": method, "params": params}
+        if request:
+            self.next_id += 1
+            message["id"] = self.next_id
+        self.send_raw(json.dumps(message).encode("utf-8"))
+        return message.get("id")
+
+    def wait(self, predicate, timeout: float = 30.0) -> dict:
+        import queue
+        import time
+
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                message = self.messages.get(timeout=max(deadline - time.monotonic(), 0.01))
+            except queue.Empty:
+                raise AssertionError("no such message from the server") from None
+            assert not isinstance(message, str), message
+            if predicate(message):
+                return message
+
+    def start(self, root: Path) -> None:
+        ident = self.send("initialize", {"processId": None, "rootUri": root.as_uri(), "capabilities": {}}, True)
+        self.wait(lambda m: m.get("id") == ident)
+        self.send("initialized", {})
+
+    def open(self, path: Path, text: str) -> dict:
+        self.send("textDocument/didOpen", {"textDocument": {"uri": path.as_uri(), "languageId": "python",
+                                                            "version": 1, "text": text}})
+        return self.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics"
+                         and m["params"]["uri"] == path.as_uri())
+
+    def close(self) -> str:
+        try:
+            ident = self.send("shutdown", None, True)
+            self.wait(lambda m: m.get("id") == ident)
+            self.send("exit", None)
+            self.proc.wait(timeout=20)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+        assert self.proc.stderr is not None
+        return self.proc.stderr.read().decode("utf-8", "replace")
+
+
+def test_language_server_never_imports_a_repo_plugin(tmp_path: Path) -> None:
+    pytest.importorskip("pygls")
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    marker = tmp_path / "marker"
+    _hostile(repo, marker)
+    client = RawLsp(repo)
+    try:
+        client.start(repo)
+        published = client.open(repo / "bad.py", BAD)
+        assert {d["code"] for d in published["params"]["diagnostics"]} == {"SL104", "SL105"}
+    finally:
+        client.close()
+    assert not marker.exists()
+
+
+def test_language_server_stdout_is_the_protocol_only(tmp_path: Path) -> None:
+    """A plugin printing (at import, in a rule) never reaches stdout; malformed JSON gets a ParseError."""
+    pytest.importorskip("pygls")
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    write(repo, "pyproject.toml", "[tool.streamlint]\nextend-select = ['XP']\n")
+    plugins = tmp_path / "plugins"
+    write(plugins, "chatty_plugin.py", '''
+        import os
+        print("chatty plugin imported")
+        os.write(1, b"raw bytes on fd 1\\n")
+        from streamlint.rule import Rule
+        PREFIX = "XP"
+        class Chatty(Rule):
+            """## What it does
+            Prints."""
+            code = "XP001"
+            name = "chatty-rule"
+            def check(self, ctx):
+                print("chatty rule ran")
+                ctx.report(ctx.file.module.body[0], "chatty")
+    ''')
+    client = RawLsp(repo, {"PYTHONPATH": str(plugins), "STREAMLINT_PLUGINS": "chatty_plugin"})
+    try:
+        client.start(repo)
+        published = client.open(repo / "bad.py", BAD)
+        assert "XP001" in {d["code"] for d in published["params"]["diagnostics"]}
+        client.send_raw(b'{"jsonrpc": "2.0", "id": 7, "method": ')  # cut short
+        error = client.wait(lambda m: "error" in m)
+        assert error["id"] is None and error["error"]["code"] == -32700
+        client.send_raw(b"\xff\xfe not utf-8")
+        error = client.wait(lambda m: "error" in m)
+        assert error["id"] is None and error["error"]["code"] == -32700
+        # still serving
+        published = client.open(repo / "other.py", CLEAN)
+        assert "XP001" in {d["code"] for d in published["params"]["diagnostics"]}
+    finally:
+        stderr = client.close()
+    assert "chatty plugin imported" in stderr and "chatty rule ran" in stderr

@@ -20,9 +20,19 @@ the effective settings minus output-only fields. An entry of the file is valid w
 - for an analysis that read project-wide facts (``Project.note_wide_read``: the file list, compile
   sites, environment settings), the stat digest of the project's files is unchanged.
 
-Entries are JSON (a cache directory planted in a repository cannot run code); writes are atomic
-(temporary file + ``os.replace``), so concurrent runs (pre-commit, editor) never read a torn file; the
-last writer wins.
+Entries are JSON (a cache directory planted in a repository cannot run code) and are validated when
+read: an entry of the wrong shape is a miss, never an error. Writes are atomic (temporary file +
+``os.replace``), so concurrent runs (pre-commit, editor) never read a torn file; the last writer wins.
+
+The directory is untrusted too (it may come from the linted repository, or be committed in it):
+
+- a ``cache-dir`` set by a configuration file must resolve (symbolic links followed) to a directory
+  strictly inside the directory of that file (the default one: inside the project root); only the user
+  (``--cache-dir``, ``STREAMLINT_CACHE_DIR``) may point elsewhere;
+- an existing directory is used only when it is ours (``CACHEDIR.TAG`` with exactly our content) or
+  empty; the markers are written only into a directory created or found empty;
+- only our own entries are ever deleted (``v<digits>/results-<20 hex>.json`` and our temporary files),
+  never a directory tree: ``clean`` removes those, our two marker files, and then the folders if empty.
 """
 
 from __future__ import annotations
@@ -31,7 +41,7 @@ import dataclasses
 import hashlib
 import json
 import os
-import shutil
+import re
 import sys
 import tempfile
 import time
@@ -60,11 +70,58 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+GITIGNORE = b"# Automatically created by streamlint.\n*\n"
+CACHE_DIR_ENV = "STREAMLINT_CACHE_DIR"
+_ENTRY_RE = re.compile(r"results-[0-9a-f]{20}\.json")
+_TEMP_RE = re.compile(r"\.results-[0-9a-f]{20}\.json\.[A-Za-z0-9_]+\.tmp")
+_VERSION_RE = re.compile(r"v[0-9]+")
+
+
+class CacheRefused(OSError):
+    """The configured cache directory may not be used (outside the project, or not ours)."""
+
+
 def cache_directory(settings: Settings) -> Path:
     directory = Path(settings.cache_dir or ".streamlint_cache")
     if not directory.is_absolute():
         directory = Path(settings.project_root) / directory
     return directory
+
+
+def _inside(path: str, directory: str) -> bool:
+    prefix = directory if directory.endswith(os.sep) else directory + os.sep
+    return path.startswith(prefix)
+
+
+def check_cache_directory(settings: Settings) -> Path:
+    """The cache directory, if it may be used; else :class:`CacheRefused` saying why.
+
+    Given by the user (command line, environment): anything. From a configuration file: strictly inside
+    that file's directory; the default: strictly inside the project root (symbolic links resolved: a
+    ``.streamlint_cache`` link committed in a repository cannot lead out). An existing directory must be
+    one of ours or empty."""
+    directory = cache_directory(settings)
+    source = settings.provenance.get("cache-dir")
+    if source != "command line":
+        anchor = os.path.dirname(os.path.abspath(source)) if source else settings.project_root
+        real, root = os.path.realpath(directory), os.path.realpath(anchor)
+        if not _inside(real, root):
+            where = f"{source}: cache-dir" if source else "the default cache directory"
+            raise CacheRefused(f"{where} {str(directory)!r} leads outside the project ({real}); not used "
+                               f"(only --cache-dir or ${CACHE_DIR_ENV} may choose such a place)")
+    if directory.is_dir() and not is_ours(directory) and any(directory.iterdir()):
+        raise CacheRefused(f"{directory} exists and is not a streamlint cache (no CACHEDIR.TAG of ours); "
+                           "not used")
+    return directory
+
+
+def is_ours(directory: Path) -> bool:
+    """The directory holds our cache marker, with exactly our content."""
+    try:
+        with open(directory / "CACHEDIR.TAG", "rb") as fh:
+            return fh.read(len(CACHEDIR_TAG) + 1) == CACHEDIR_TAG.encode("ascii")
+    except OSError:
+        return False
 
 
 def settings_fingerprint(settings: Settings) -> str:
@@ -177,7 +234,8 @@ class ResultCache:
 
     @classmethod
     def for_settings(cls, settings: Settings, registry: Registry, ignore_noqa: bool = False) -> "ResultCache":
-        return cls(cache_directory(settings), run_key(settings, registry, ignore_noqa))
+        """The cache of this configuration; :class:`CacheRefused` when its directory may not be used."""
+        return cls(check_cache_directory(settings), run_key(settings, registry, ignore_noqa))
 
     def _load(self) -> None:
         try:
@@ -253,14 +311,15 @@ class ResultCache:
         if not self.dirty:
             return
         try:
-            prepare_directory(self.directory)
-            self.file.parent.mkdir(parents=True, exist_ok=True)
+            if not prepare_directory(self.directory):
+                return  # not ours (any more): nothing is written there
+            self.file.parent.mkdir(exist_ok=True)
             payload = json.dumps({"key": self.key, "files": self.entries}, separators=(",", ":"))
             write_atomic(self.file, payload.encode("utf-8"))
             self.dirty = False
-            for old in self.directory.glob("v*"):  # results of older cache formats are never read again
-                if old.is_dir() and old.name[1:].isdigit() and old.name != self.file.parent.name:
-                    shutil.rmtree(old, ignore_errors=True)
+            for old in self.directory.iterdir():  # results of older cache formats are never read again
+                if _VERSION_RE.fullmatch(old.name) and old.name != self.file.parent.name:
+                    _remove_entries(old)
         except OSError:
             pass  # a read-only tree still lints, just without a cache
 
@@ -273,14 +332,36 @@ def _record_stat(entry: dict[str, Any], st: os.stat_result | None) -> None:
         entry["s"] = [st.st_size, st.st_mtime_ns]
 
 
-def prepare_directory(directory: Path) -> None:
+def prepare_directory(directory: Path) -> bool:
+    """Create the cache directory with its markers; False when an existing directory is not ours (and not
+    empty): then nothing is written into it."""
     directory.mkdir(parents=True, exist_ok=True)
-    tag = directory / "CACHEDIR.TAG"
-    if not tag.exists():
-        write_atomic(tag, CACHEDIR_TAG.encode("ascii"))
-    ignore = directory / ".gitignore"
-    if not ignore.exists():
-        write_atomic(ignore, b"# Automatically created by streamlint.\n*\n")
+    if is_ours(directory):
+        return True
+    if any(directory.iterdir()):
+        return False
+    write_atomic(directory / ".gitignore", GITIGNORE)
+    write_atomic(directory / "CACHEDIR.TAG", CACHEDIR_TAG.encode("ascii"))  # last: it claims the folder
+    return True
+
+
+def _remove_entries(folder: Path) -> bool:
+    """Remove our entries (and temporary files) from ``folder``, then the folder if it is empty; a
+    symbolic link or anything else is left alone. True when the folder is gone."""
+    if folder.is_symlink() or not folder.is_dir():
+        return False
+    for item in folder.iterdir():
+        if (_ENTRY_RE.fullmatch(item.name) or _TEMP_RE.fullmatch(item.name)) and not item.is_symlink() \
+                and item.is_file():
+            try:
+                item.unlink()
+            except OSError:
+                pass
+    try:
+        folder.rmdir()
+    except OSError:
+        return False
+    return True
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -297,12 +378,25 @@ def write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
-def clean(directory: Path) -> bool:
-    """Remove a cache directory (only one that streamlint created: it has our CACHEDIR.TAG)."""
-    tag = directory / "CACHEDIR.TAG"
+def clean(directory: Path) -> list[str]:
+    """Remove the cache entries of a cache directory that is ours (our CACHEDIR.TAG), then our markers
+    and the directory when nothing else is left in it. Returns what was left in place (not ours);
+    raises OSError when the directory is not a streamlint cache."""
     if not directory.is_dir():
-        return False
-    if not tag.is_file() or "streamlint" not in tag.read_text(encoding="utf-8", errors="replace"):
-        raise OSError(f"{directory} does not look like a streamlint cache (no CACHEDIR.TAG); not removed")
-    shutil.rmtree(directory)
-    return True
+        return []
+    if directory.is_symlink() or not is_ours(directory):
+        raise OSError(f"{directory} does not look like a streamlint cache (no CACHEDIR.TAG of ours); not removed")
+    for item in directory.iterdir():
+        if _VERSION_RE.fullmatch(item.name):
+            _remove_entries(item)
+    ignore = directory / ".gitignore"
+    try:
+        if not ignore.is_symlink() and ignore.read_bytes() == GITIGNORE:
+            ignore.unlink()
+    except OSError:
+        pass
+    left = sorted(item.name for item in directory.iterdir() if item.name != "CACHEDIR.TAG")
+    if not left:
+        (directory / "CACHEDIR.TAG").unlink()
+        directory.rmdir()
+    return left

@@ -99,6 +99,8 @@ def main() -> None:
 @click.option("-j", "--jobs", type=click.IntRange(min=0), default=None,
               help="Worker processes (default: CPU count; 1: no pool).")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache.")
+@click.option("--cache-dir", type=click.Path(file_okay=False), default=None, envvar="STREAMLINT_CACHE_DIR",
+              help="The result cache directory (env: STREAMLINT_CACHE_DIR); may be outside the project.")
 @click.option("--profile", is_flag=True, help="Print time per phase and the slowest files to stderr.")
 def check(paths: tuple[str, ...], **opts: Any) -> None:
     """Lint PATHS (files or directories; `-` reads stdin)."""
@@ -167,6 +169,8 @@ def _overrides(opts: dict[str, Any]) -> dict[str, Any]:
             overrides[key.replace("_", "-")] = _split(opts[key])
     if opts.get("mode"):
         overrides["mode"] = opts["mode"]
+    if opts.get("cache_dir"):
+        overrides["cache-dir"] = os.path.abspath(opts["cache_dir"])
     return overrides
 
 
@@ -351,10 +355,14 @@ def _add_noqa(engine: Engine, findings: list[Finding], quiet: bool) -> int:
 
 def _lint_with_progress(engine: Engine, files: list[str], quiet: bool, jobs: int | None = None,
                         use_cache: bool = True) -> list[FileReport]:
-    from streamlint.cache import ResultCache
+    from streamlint.cache import CacheRefused, ResultCache
     from streamlint.parallel import lint_files
 
-    cache = ResultCache.for_settings(engine.settings, engine.registry, engine.ignore_noqa) if use_cache else None
+    try:
+        cache = ResultCache.for_settings(engine.settings, engine.registry, engine.ignore_noqa) if use_cache else None
+    except CacheRefused as exc:
+        click.echo(f"streamlint: warning: {exc}", err=True)
+        cache = None
     err = _stream("stderr")
     if quiet or len(files) < 200 or not err.isatty():
         return lint_files(engine, files, jobs=jobs, cache=cache)[0]
@@ -426,22 +434,32 @@ def rule(selector: str | None, show_all: bool, output_format: str) -> None:
 @click.argument("path", required=False, type=click.Path())
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None)
 @click.option("--isolated", is_flag=True, help="Ignore all configuration files.")
-def clean(path: str | None, config_file: str | None, isolated: bool) -> None:
-    """Remove the result cache of the project containing PATH (default: the current directory)."""
-    from streamlint.cache import cache_directory, clean as clean_cache
+@click.option("--cache-dir", type=click.Path(file_okay=False), default=None, envvar="STREAMLINT_CACHE_DIR",
+              help="The result cache directory (env: STREAMLINT_CACHE_DIR).")
+def clean(path: str | None, config_file: str | None, isolated: bool, cache_dir: str | None) -> None:
+    """Remove the result cache entries of the project containing PATH (default: the current directory)."""
+    from streamlint.cache import CacheRefused, check_cache_directory, clean as clean_cache
 
     start = Path(path or ".").absolute()
     try:
         registry = _registry()
-        settings = load_settings(registry, start, Path(config_file) if config_file else None, isolated)
+        settings = load_settings(registry, start, Path(config_file) if config_file else None, isolated,
+                                 {"cache-dir": os.path.abspath(cache_dir)} if cache_dir else None)
     except ConfigError as exc:
         raise _fail(str(exc)) from None
-    directory = cache_directory(settings)
     try:
-        removed = clean_cache(directory)
-    except OSError as exc:
+        directory = check_cache_directory(settings)
+        if not directory.is_dir():
+            click.echo(f"no cache at {directory}", err=True)
+            return
+        left = clean_cache(directory)
+    except (CacheRefused, OSError) as exc:
         raise _fail(str(exc)) from None
-    click.echo(f"removed {directory}" if removed else f"no cache at {directory}", err=True)
+    if left:
+        click.echo(f"removed the cache entries in {directory}; left in place (not streamlint's): "
+                   f"{', '.join(left)}", err=True)
+    else:
+        click.echo(f"removed {directory}", err=True)
 
 
 @main.command()

@@ -244,6 +244,8 @@ def _apply_key(settings: Settings, source: str, key: str, value: Any, registry: 
             raise ConfigError(source, key, f"expected one of {', '.join(OUTPUT_FORMATS)}, got {value!r}")
         if key in ("baseline", "cache-dir") and value:
             value = str((base / value)) if not os.path.isabs(value) else value
+            # where a path came from decides where it may lead (a repository's config: inside its project)
+            return replace(settings, **{attr: value}, provenance={**settings.provenance, key: source})
         return replace(settings, **{attr: value})
     if not isinstance(value, dict):
         raise ConfigError(source, key, "expected a table")

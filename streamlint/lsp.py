@@ -162,7 +162,9 @@ class StreamlintServer(LanguageServer):
             if () not in self.registries:  # installed packs only: a workspace's config imports nothing
                 self.registries[()] = load_registry()
             registry = self.registries[()]
-            settings = load_settings(registry, start)
+            user_cache = os.environ.get("STREAMLINT_CACHE_DIR")  # the user's choice, as on the command line
+            settings = load_settings(registry, start,
+                                     overrides={"cache-dir": os.path.abspath(user_cache)} if user_cache else None)
         except (ConfigError, RegistryError) as exc:
             return f"streamlint: {exc}"
         key = settings.config_path or settings.project_root

@@ -326,3 +326,99 @@ def test_language_server_stdout_is_the_protocol_only(tmp_path: Path) -> None:
     finally:
         stderr = client.close()
     assert "chatty plugin imported" in stderr and "chatty rule ran" in stderr
+
+
+# ---------------------------------------------------------------- 2. the cache directory
+def _victim(tmp_path: Path) -> tuple[Path, dict[str, bytes]]:
+    victim = tmp_path / "victim"
+    write(victim, "v1/thesis.tex", "precious")
+    write(victim, "v2/results-0123456789abcdef0123.json", "{}")  # named like ours, but not our folder
+    write(victim, "notes.txt", "keep")
+    return victim, _snapshot(victim)
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else b"<dir>") for p in sorted(root.rglob("*"))}
+
+
+def test_repo_cache_dir_outside_the_project_is_not_used(project: Path, tmp_path: Path) -> None:
+    victim, before = _victim(tmp_path)
+    write(project, "bad.py", BAD)
+    write(project, "streamlint.toml", "cache-dir = '../victim'\n")
+    result = run(["bad.py"])
+    assert result.exit_code == 1
+    assert [line for line in result.stderr.splitlines() if "cache-dir" in line] == [
+        f"streamlint: warning: {project / 'streamlint.toml'}: cache-dir {str(project / '../victim')!r} leads "
+        f"outside the project ({victim}); not used (only --cache-dir or $STREAMLINT_CACHE_DIR may choose such "
+        "a place)"]
+    assert _snapshot(victim) == before
+    result = run(["clean"])
+    assert result.exit_code == 2 and "leads outside the project" in result.stderr
+    assert _snapshot(victim) == before
+    # an absolute path, or a committed symbolic link, leads out just the same
+    write(project, "streamlint.toml", f"cache-dir = {str(victim)!r}\n")
+    assert run(["bad.py"]).exit_code == 1 and run(["clean"]).exit_code == 2
+    write(project, "streamlint.toml", "")
+    (project / ".streamlint_cache").symlink_to(victim)
+    assert run(["bad.py"]).exit_code == 1 and run(["clean"]).exit_code == 2
+    assert _snapshot(victim) == before
+
+
+def test_user_may_put_the_cache_anywhere(project: Path, tmp_path: Path, monkeypatch) -> None:
+    write(project, "bad.py", BAD)
+    write(project, "streamlint.toml", "cache-dir = '../victim'\n")
+    elsewhere = tmp_path / "elsewhere"
+    result = run(["bad.py", "--cache-dir", str(elsewhere)])
+    assert result.exit_code == 1 and "warning" not in result.stderr
+    assert list(elsewhere.glob("v*/results-*.json"))
+    monkeypatch.setenv("STREAMLINT_CACHE_DIR", str(tmp_path / "from_env"))
+    assert run(["bad.py"]).exit_code == 1 and list((tmp_path / "from_env").glob("v*/results-*.json"))
+    assert run(["clean"]).exit_code == 0 and not (tmp_path / "from_env").exists()
+    assert not (tmp_path / "victim").exists()
+
+
+def test_cache_is_not_planted_in_an_existing_folder(project: Path) -> None:
+    write(project, "bad.py", BAD)
+    write(project, "src/mod.py", "x = 1\n")
+    for value in ("src", "."):
+        before = _snapshot(project)
+        write(project, "streamlint.toml", f"cache-dir = {value!r}\n")
+        before = _snapshot(project)
+        result = run(["bad.py"])
+        assert result.exit_code == 1 and "warning" in result.stderr
+        assert _snapshot(project) == before  # no CACHEDIR.TAG, no `*` .gitignore hiding the sources
+        assert run(["clean"]).exit_code == 2 and _snapshot(project) == before
+
+
+def test_clean_removes_only_cache_entries(project: Path) -> None:
+    write(project, "bad.py", BAD)
+    assert run(["bad.py"]).exit_code == 1
+    cache = project / ".streamlint_cache"
+    [entry] = cache.glob("v*/results-*.json")
+    write(cache, "notes.txt", "mine")
+    write(cache, f"{entry.parent.name}/mine.json", "mine")
+    write(cache, "v1/results-0123456789abcdef0123.json", "{}")  # an older format's entry: ours
+    result = run(["clean"])
+    assert result.exit_code == 0
+    assert "left in place (not streamlint's): CACHEDIR.TAG" not in result.stderr
+    assert _snapshot(cache) == {"CACHEDIR.TAG": (cache / "CACHEDIR.TAG").read_bytes(), "notes.txt": b"mine",
+                                entry.parent.name: b"<dir>", f"{entry.parent.name}/mine.json": b"mine"}
+    (cache / "notes.txt").unlink()
+    (cache / entry.parent.name / "mine.json").unlink()
+    assert run(["clean"]).exit_code == 0 and not cache.exists()
+    # a marker that is not exactly ours does not make a folder ours
+    write(cache, "CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n# streamlint\n")
+    write(cache, "v2/results-0123456789abcdef0123.json", "{}")
+    assert run(["clean"]).exit_code == 2 and (cache / "v2/results-0123456789abcdef0123.json").exists()
+
+
+def test_old_cache_formats_are_removed_entry_by_entry(project: Path) -> None:
+    write(project, "bad.py", BAD)
+    assert run(["bad.py"]).exit_code == 1
+    cache = project / ".streamlint_cache"
+    write(cache, "v1/results-0123456789abcdef0123.json", "{}")
+    write(cache, "v1/keep.txt", "not ours")
+    write(cache, "v0/results-0123456789abcdef0123.json", "{}")
+    write(project, "bad.py", BAD + "\n")  # a change: the cache is saved again
+    assert run(["bad.py"]).exit_code == 1
+    assert sorted(p.name for p in (cache / "v1").iterdir()) == ["keep.txt"] and not (cache / "v0").exists()

@@ -238,12 +238,15 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
     # sorted by the path as displayed (finding paths may be given relative or absolute)
     findings.sort(key=lambda f: (engine.relative(f.path), *f.sort_key[1:]))
     sources = {os.path.abspath(r.path): r.source for r in reports if r.source is not None}
+    linted = {os.path.abspath(r.path): r.data for r in reports if r.data is not None}  # no second read
 
     def line_text(path: str, line: int) -> str:
         src = sources.get(os.path.abspath(path))
         if src is None:
             try:  # decoding is enough for an excerpt (no parse: results may come from workers or the cache)
-                src = sources[os.path.abspath(path)] = SourceFile.from_bytes(path, engine.read(path))
+                raw = linted.get(os.path.abspath(path))
+                src = sources[os.path.abspath(path)] = SourceFile.from_bytes(
+                    path, raw if raw is not None else engine.read(path))
             except Exception:  # noqa: BLE001 - excerpt only
                 src = None
         return src.line_text(line) if src is not None else ""

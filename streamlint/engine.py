@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import hashlib
 import os
 import traceback
 import warnings
@@ -112,6 +113,7 @@ class FileReport:
     findings: list[Finding] = field(default_factory=list)
     source: SourceFile | None = None
     skipped: bool = False  # no marker of any enabled rule: not parsed
+    data: bytes | None = None  # the bytes linted, kept for the report's excerpts when there are findings
 
 
 class Engine:
@@ -140,6 +142,7 @@ class Engine:
         self.root = Path(project_root or settings.project_root).absolute()
         self._overrides: dict[str, bytes] = {}
         self._parsed: dict[str, ParsedFile] = {}
+        self._digests: dict[str, str] = {}  # sha256 of the parsed bytes, computed on request
         self.profiler: Profiler | None = None  # set by --profile
         scope = frozenset(os.path.abspath(p) for p in project_scope) if project_scope is not None else None
         self.project = Project(
@@ -186,18 +189,39 @@ class Engine:
         with open(path, "rb") as fh:
             return fh.read()
 
-    def parse(self, path: str) -> ParsedFile:
+    def parse(self, path: str, data: bytes | None = None) -> ParsedFile:
+        """The parsed file; ``data``: the bytes the caller read (and hashed) — parsed instead of a second
+        read, which could fail or see another content than the one the result is recorded under."""
         key = os.path.abspath(path)
-        if key not in self._parsed:
+        parsed = self._parsed.get(key)
+        if parsed is not None and data is not None and (parsed.source is None or parsed.source.data != data):
+            parsed = None  # parsed earlier (for another file's question) from other bytes
+        if parsed is None:
             name, is_pkg, _ = self.project.module_name(key)
-            try:
-                with _phase(self.profiler, "read"):
-                    data = self.read(path)
-            except OSError as exc:
-                self._parsed[key] = ParsedFile(None, None, None, ParseFailure(f"cannot read file: {exc.strerror}"))
-            else:
-                self._parsed[key] = parse_source(path, data, name, is_pkg, self.profiler)
-        return self._parsed[key]
+            if data is None:
+                try:
+                    with _phase(self.profiler, "read"):
+                        data = self.read(path)
+                except OSError as exc:
+                    parsed = ParsedFile(None, None, None, ParseFailure(f"cannot read file: {exc.strerror}"))
+            if parsed is None:
+                assert data is not None
+                parsed = parse_source(path, data, name, is_pkg, self.profiler)
+            self._parsed[key] = parsed
+            self._digests.pop(key, None)
+        return parsed
+
+    def content_digest(self, path: str) -> str | None:
+        """The sha256 of the bytes the analysis parsed for ``path`` (None: not parsed, or unreadable): what
+        a cached result that depends on the file is recorded under."""
+        key = os.path.abspath(path)
+        parsed = self._parsed.get(key)
+        if parsed is None or parsed.source is None:
+            return None
+        digest = self._digests.get(key)
+        if digest is None:
+            digest = self._digests[key] = hashlib.sha256(parsed.source.data).hexdigest()
+        return digest
 
     def _load_model(self, path: str, module_name: str, is_package: bool) -> FileModel | None:
         return self.parse(path).model
@@ -244,7 +268,7 @@ class Engine:
                 tree = _quiet_ast(report.source.text)
                 report.findings = self._finish(path, [], parse_suppressions(report.source.text, tree))
             return report
-        parsed = self.parse(path)
+        parsed = self.parse(path, data)
         report.source = parsed.source
         if parsed.failure is not None:
             f = parsed.failure

@@ -41,7 +41,9 @@ class Result:
     path: str
     findings: tuple[Finding, ...]
     skipped: bool
-    deps: tuple[str, ...]  # absolute paths of project files the analysis could reach
+    # absolute paths of project files the analysis could reach, with the sha256 of the bytes it parsed
+    # (None: not parsed here; the parent hashes the file on disk)
+    deps: tuple[tuple[str, str | None], ...]
     project_wide: bool  # read project-wide facts (Project.note_wide_read)
 
 
@@ -102,10 +104,11 @@ def dependencies(project: Project, path: str) -> tuple[str, ...]:
 def _result(engine: Engine, path: str, data: bytes | None) -> Result:
     wide_before = engine.project.wide_reads
     report = engine.lint_file(path, data)
-    deps: tuple[str, ...] = ()
+    deps: tuple[tuple[str, str | None], ...] = ()
     if not report.skipped:
         explicit = {os.path.abspath(d) for f in report.findings for d in f.depends_on}
-        deps = tuple(sorted(set(dependencies(engine.project, path)) | explicit))
+        deps = tuple((dep, engine.content_digest(dep))
+                     for dep in sorted(set(dependencies(engine.project, path)) | explicit))
     return Result(path, tuple(report.findings), report.skipped, deps, engine.project.wide_reads != wide_before)
 
 
@@ -267,10 +270,11 @@ def lint_files(
                 _WORKER.pop("parent", None)
     stats.analysed = len(results)
     for res in results:
-        reports[res.path] = FileReport(res.path, list(res.findings), skipped=res.skipped)
+        reports[res.path] = FileReport(res.path, list(res.findings), skipped=res.skipped,
+                                       data=contents.get(res.path) if res.findings else None)
         if cache is not None:
             with phase(profiler, "cache"):
-                deps = {dep: dep_digest(dep) for dep in res.deps}
+                deps = {dep: digest if digest is not None else dep_digest(dep) for dep, digest in res.deps}
                 cache.store(res.path, digests[os.path.abspath(res.path)], list(res.findings), deps,
                             whole_project() if res.project_wide else None, st=stat_of(res.path))
     if cache is not None:

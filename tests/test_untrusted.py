@@ -422,3 +422,34 @@ def test_old_cache_formats_are_removed_entry_by_entry(project: Path) -> None:
     write(project, "bad.py", BAD + "\n")  # a change: the cache is saved again
     assert run(["bad.py"]).exit_code == 1
     assert sorted(p.name for p in (cache / "v1").iterdir()) == ["keep.txt"] and not (cache / "v0").exists()
+
+
+# ---------------------------------------------------------------- 3. each file is read once
+@pytest.mark.parametrize("second_read", ["enoent", "changed"])
+def test_each_file_is_read_once_and_hashed_and_parsed_from_the_same_bytes(
+        project: Path, monkeypatch: pytest.MonkeyPatch, second_read: str) -> None:
+    """A second read of a file (failing, or seeing a new content) would be cached under the first read's
+    hash: every later run would report it. The bytes hashed are the bytes parsed."""
+    from streamlint.engine import Engine
+
+    write(project, "bad.py", BAD)
+    write(project, "clean.py", CLEAN)
+    expected = run(["--no-cache", "--output-format", "concise", "."]).stdout
+    reads: dict[str, int] = {}
+    real_read = Engine.read
+
+    def flaky_read(self, path: str) -> bytes:
+        key = os.path.abspath(path)
+        reads[key] = reads.get(key, 0) + 1
+        if reads[key] > 1:
+            if second_read == "enoent":
+                raise FileNotFoundError(2, "No such file or directory")
+            return b"import torchair\nwith torchair.scope.npu_stream_switch(99, 99):\n    pass\n"
+        return real_read(self, path)
+
+    monkeypatch.setattr(Engine, "read", flaky_read)
+    first = run(["--output-format", "concise", "-j", "1", "."])
+    assert first.stdout == expected
+    assert reads and set(reads.values()) == {1}
+    monkeypatch.setattr(Engine, "read", real_read)
+    assert run(["--output-format", "concise", "."]).stdout == expected  # from the cache: the same

@@ -208,15 +208,67 @@ def encode_finding(f: Finding, path: str) -> dict[str, Any]:
     }
 
 
+class InvalidEntry(ValueError):
+    """A cache entry of the wrong shape: a miss."""
+
+
+def _str(value: Any) -> str:
+    if not isinstance(value, str):
+        raise InvalidEntry(f"expected a string, got {type(value).__name__}")
+    return value
+
+
+def _decode_span(value: Any) -> Span:
+    if not isinstance(value, list) or len(value) != 4 or not all(type(v) is int and v >= 0 for v in value):
+        raise InvalidEntry("expected a span of four non-negative integers")
+    return Span(*value)
+
+
+def _list(value: Any) -> list[Any]:
+    if not isinstance(value, list):
+        raise InvalidEntry(f"expected a list, got {type(value).__name__}")
+    return value
+
+
+def _pair_list(value: Any, size: int) -> list[list[Any]]:
+    items = _list(value)
+    if not all(isinstance(item, list) and len(item) == size for item in items):
+        raise InvalidEntry(f"expected lists of {size} items")
+    return items
+
+
 def decode_finding(d: dict[str, Any], path: str) -> Finding:
-    fix = d["f"]
+    """A finding from its cache form; :class:`InvalidEntry` (a ``ValueError``) for any other shape or type
+    than :func:`encode_finding` writes."""
+    if not isinstance(d, dict):
+        raise InvalidEntry("expected an object")
+    fix = d.get("f")
+    if fix is not None:
+        if not isinstance(fix, list) or len(fix) != 3:
+            raise InvalidEntry("expected a fix of three items")
+        fix = Fix(_str(fix[0]), FixSafety(_str(fix[1])),
+                  tuple(Edit(_decode_span(sp), _str(c)) for sp, c in _pair_list(fix[2], 2)))
+    p = d.get("p")
     return Finding(
-        code=d["c"], name=d["n"], message=d["m"], severity=Severity(d["s"]), confidence=Confidence(d["k"]),
-        path=path if d["p"] is None else d["p"], span=Span(*d["sp"]),
-        related=tuple(Location(p, Span(*sp), m) for p, sp, m in d["r"]),
-        fix=None if fix is None else Fix(fix[0], FixSafety(fix[1]), tuple(Edit(Span(*sp), c) for sp, c in fix[2])),
-        depends_on=tuple(d["d"]),
+        code=_str(d.get("c")), name=_str(d.get("n")), message=_str(d.get("m")), severity=Severity(_str(d.get("s"))),
+        confidence=Confidence(_str(d.get("k"))), path=path if p is None else _str(p), span=_decode_span(d.get("sp")),
+        related=tuple(Location(_str(lp), _decode_span(sp), _str(m)) for lp, sp, m in _pair_list(d.get("r"), 3)),
+        fix=fix,
+        depends_on=tuple(_str(dep) for dep in _list(d.get("d"))),
     )
+
+
+def _valid_entry(entry: Any) -> bool:
+    """The shape :meth:`ResultCache.store` writes (the findings are checked when decoded)."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("h"), str) or not isinstance(entry.get("f"), list):
+        return False
+    deps = entry.get("d", {})
+    if not isinstance(deps, dict) or not all(isinstance(v, str) for v in deps.values()):
+        return False
+    if "w" in entry and not isinstance(entry["w"], str):
+        return False
+    seen = entry.get("s")
+    return seen is None or (isinstance(seen, list) and len(seen) == 2 and all(type(v) is int for v in seen))
 
 
 class ResultCache:
@@ -241,15 +293,27 @@ class ResultCache:
         try:
             with open(self.file, encoding="utf-8") as fh:
                 data = json.load(fh)
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # (very deep JSON: RecursionError)
             return
         if isinstance(data, dict) and data.get("key") == self.key and isinstance(data.get("files"), dict):
             self.entries = data["files"]
 
+    def _entry(self, path: str) -> dict[str, Any] | None:
+        """The entry of ``path`` if it has the shape this module writes; an invalid one is dropped (a miss,
+        rewritten at the next save)."""
+        key = os.path.abspath(path)
+        entry = self.entries.get(key)
+        if entry is None or _valid_entry(entry):
+            return entry
+        del self.entries[key]
+        self.dirty = True
+        return None
+
     def lookup(self, path: str, digest: str, dep_digest: Callable[[str], str],
                project_state: Callable[[], str]) -> list[Finding] | None:
-        """The cached findings of ``path`` (content sha256 ``digest``) if still valid, else None."""
-        entry = self.entries.get(os.path.abspath(path))
+        """The cached findings of ``path`` (content sha256 ``digest``) if still valid, else None (an entry
+        of the wrong shape or types included: a miss, never an error)."""
+        entry = self._entry(path)
         if entry is None or entry.get("h") != digest:
             self.misses += 1
             return None
@@ -262,7 +326,9 @@ class ResultCache:
                 self.misses += 1
                 return None
             findings = [decode_finding(f, path) for f in entry.get("f", ())]
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, RecursionError):
+            self.entries.pop(os.path.abspath(path), None)
+            self.dirty = True
             self.misses += 1
             return None
         self.hits += 1
@@ -271,7 +337,7 @@ class ResultCache:
     def known_digest(self, path: str, st: os.stat_result | None) -> str | None:
         """The content digest recorded for ``path`` if the file's size and modification time are still
         the ones seen (before reading it) when the digest was recorded — no read, no hash."""
-        entry = self.entries.get(os.path.abspath(path))
+        entry = self._entry(path)
         if entry is None or st is None:
             return None
         seen = entry.get("s")
@@ -300,7 +366,7 @@ class ResultCache:
     def note_stat(self, path: str, st: os.stat_result | None) -> None:
         """After a hit by content digest: record the current (size, mtime) so that the next run need not
         read (replacing a stale record of a file touched without a content change)."""
-        entry = self.entries.get(os.path.abspath(path))
+        entry = self._entry(path)
         if entry is None:
             return
         before = entry.pop("s", None)  # a stale record (the file was touched, content unchanged) goes

@@ -453,3 +453,60 @@ def test_each_file_is_read_once_and_hashed_and_parsed_from_the_same_bytes(
     assert reads and set(reads.values()) == {1}
     monkeypatch.setattr(Engine, "read", real_read)
     assert run(["--output-format", "concise", "."]).stdout == expected  # from the cache: the same
+
+
+# ---------------------------------------------------------------- 4. cache entries of the wrong shape
+def _entry_mutations() -> list:
+    def finding(field: str, value: object):
+        def mutate(entry: dict) -> object:
+            entry["f"][0][field] = value
+            return entry
+        return mutate
+
+    def top(field: str, value: object):
+        def mutate(entry: dict) -> object:
+            entry[field] = value
+            return entry
+        return mutate
+
+    return [
+        lambda entry: [entry],  # a list instead of an object
+        lambda entry: None,
+        lambda entry: "text",
+        top("h", 5), top("f", {"c": 1}), top("f", [[1, 2]]), top("d", ["x"]), top("d", {"x": 1}), top("w", 1),
+        top("s", "x"), top("s", [1, "2"]),
+        finding("sp", ["a", 1, 2, 3]), finding("sp", [1, 2]), finding("sp", [1, 2, 3, -4]), finding("s", "fatal"),
+        finding("c", 104), finding("m", None), finding("r", [[1, 2]]), finding("r", "x"), finding("f", [1]),
+        finding("f", ["t", "safe", [[[1, 0, 1, 0], 5]]]), finding("d", "abc"), finding("p", 3),
+    ]
+
+
+@pytest.mark.parametrize("mutation", range(len(_entry_mutations())))
+def test_cache_entry_of_the_wrong_shape_is_a_miss(project: Path, mutation: int) -> None:
+    write(project, "bad.py", BAD)
+    for path in project.rglob("*.py"):  # old enough: the cache trusts their size and mtime
+        st = path.stat()
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - 3600 * 10**9))
+    cold = run(["--output-format", "concise", "."])
+    assert cold.exit_code == 1
+    [results] = (project / ".streamlint_cache").rglob("results-*.json")
+    data = json.loads(results.read_text(encoding="utf-8"))
+    [key] = [k for k in data["files"] if k.endswith("bad.py")]
+    assert data["files"][key]["f"] and "s" in data["files"][key]
+    data["files"][key] = _entry_mutations()[mutation](data["files"][key])
+    results.write_text(json.dumps(data), encoding="utf-8")
+    for _ in range(2):  # the invalid entry is a miss, then replaced
+        again = run(["--output-format", "concise", "."])
+        assert (again.exit_code, again.stdout, again.stderr) == (1, cold.stdout, "")
+
+
+@pytest.mark.parametrize("content", ["[" * 100_000 + "]" * 100_000, '{"key": 1, "files": []}', "[]", "7",
+                                     '{"key": "K", "files": {"x": ' + "[" * 50_000 + "]" * 50_000 + "}}"])
+def test_cache_file_of_the_wrong_shape_is_a_miss(project: Path, content: str) -> None:
+    write(project, "bad.py", BAD)
+    cold = run(["--output-format", "concise", "."])
+    [results] = (project / ".streamlint_cache").rglob("results-*.json")
+    key = json.loads(results.read_text(encoding="utf-8"))["key"]
+    results.write_text(content.replace('"K"', json.dumps(key)), encoding="utf-8")
+    again = run(["--output-format", "concise", "."])
+    assert (again.exit_code, again.stdout, again.stderr) == (1, cold.stdout, "")

@@ -20,7 +20,7 @@ from streamlint.engine import Engine, FileReport
 from streamlint.baseline import BaselineError, load_baseline, write_baseline
 from streamlint.finding import Finding
 from streamlint.fingerprint import fingerprints
-from streamlint.fixes import FixPolicy, FixResult, add_noqa_file, fix_file, write_atomic
+from streamlint.fixes import FixPolicy, FixResult, WriteRefused, add_noqa_file, fix_file, write_fixed
 from streamlint.profile import Profiler, phase
 from streamlint.registry import Registry, RegistryError, load_registry
 from streamlint.reporting import ReportContext, render
@@ -219,11 +219,13 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
         policy = FixPolicy.from_settings(settings, registry, opts.get("unsafe_fixes"))
         if use_stdin:
             fix_results.append(fix_file(engine, reports[0].path, policy, restore=data))
+            _apply_fix(fix_results[-1], engine, opts, True, errors)
             reports[0] = fix_results[-1].report or reports[0]
         for path in found.files:
             fix_results.append(fix_file(engine, path, policy))
+            _apply_fix(fix_results[-1], engine, opts, False, errors)  # written at once, not after all files
             reports.append(fix_results[-1].report or FileReport(path))
-        _apply_fixes(fix_results, engine, opts, use_stdin)
+        _fix_summary(fix_results, engine, opts)
     else:
         reports.extend(_lint_with_progress(engine, found.files, quiet=bool(opts.get("quiet")), jobs=opts.get("jobs"),
                                            use_cache=not opts.get("no_cache")))
@@ -307,25 +309,37 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
     return EXIT_OK
 
 
-def _apply_fixes(results: list[FixResult], engine: Engine, opts: dict[str, Any], use_stdin: bool) -> None:
-    """Write (or, with --diff, print) the fixed files; report discarded fixes and, on request, the fixes."""
-    for i, res in enumerate(results):
-        stdin_result = use_stdin and i == 0
-        name = engine.relative(res.path) if not (stdin_result and res.path == "-") else "-"
-        if opts.get("diff"):
-            if res.changed:
-                click.echo(res.diff(name), nl=False)
-        elif stdin_result:
-            data = res.new_bytes() if res.changed else (res.source.data if res.source is not None else b"")
-            sys.stdout.flush()
-            sys.stdout.buffer.write(data)
-            sys.stdout.buffer.flush()
-        elif res.changed:
-            write_atomic(res.path, res.new_bytes())
-        for rej in res.rejected:
-            f = rej.finding
-            click.echo(f"streamlint: warning: {name}:{f.span.start_line}:{f.span.start_col + 1}: {f.code} fix "
-                       f"discarded: {rej.reason}", err=True)
+def _apply_fix(res: FixResult, engine: Engine, opts: dict[str, Any], stdin_result: bool, errors: list[str]) -> None:
+    """Write (or, with --diff, print) one fixed file; report its discarded fixes. A file that cannot be
+    written is a message (an error in ``errors`` when the write failed); the others are still written."""
+    name = engine.relative(res.path) if not (stdin_result and res.path == "-") else "-"
+    if opts.get("diff"):
+        if res.changed:
+            click.echo(res.diff(name), nl=False)
+    elif stdin_result:
+        data = res.new_bytes() if res.changed else (res.source.data if res.source is not None else b"")
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    elif res.changed:
+        assert res.source is not None
+        try:
+            write_fixed(res.path, res.source.data, res.new_bytes(), str(engine.root))
+        except WriteRefused as exc:
+            res.not_written()
+            if exc.error:
+                errors.append(f"{name}: {exc}")
+            else:
+                click.echo(f"streamlint: warning: {name}: {exc}", err=True)
+        engine.set_override(res.path, None)  # what the project index knows of it is now on disk
+    for rej in res.rejected:
+        f = rej.finding
+        click.echo(f"streamlint: warning: {name}:{f.span.start_line}:{f.span.start_col + 1}: {f.code} fix "
+                   f"discarded: {rej.reason}", err=True)
+
+
+def _fix_summary(results: list[FixResult], engine: Engine, opts: dict[str, Any]) -> None:
+    """With --diff, how many would be fixed; with --show-fixes, the fixes applied."""
     applied = [(engine.relative(r.path), f) for r in results for f in r.applied]
     if opts.get("diff"):
         if applied and not opts.get("quiet"):
@@ -346,7 +360,12 @@ def _add_noqa(engine: Engine, findings: list[Finding], quiet: bool) -> int:
     for path, group in sorted(by_path.items()):
         if not os.path.isfile(path):
             continue
-        count, skipped = add_noqa_file(engine, path, group)
+        try:
+            count, skipped = add_noqa_file(engine, path, group)
+        except WriteRefused as exc:
+            click.echo(f"streamlint: {'error' if exc.error else 'warning'}: {engine.relative(path)}: {exc}",
+                       err=True)
+            continue
         added += count
         for f in skipped:
             click.echo(f"streamlint: warning: {engine.relative(path)}:{f.span.start_line}: cannot add a noqa "

@@ -83,6 +83,13 @@ class FixResult:
     applied: list[Finding] = field(default_factory=list)
     rejected: list[RejectedFix] = field(default_factory=list)
     report: "FileReport | None" = None  # the findings that remain after fixing
+    original: "FileReport | None" = None  # the findings before fixing (reported when the file is not written)
+
+    def not_written(self) -> None:
+        """The fixed text could not be written: the file and its findings are as they were."""
+        self.text = None
+        self.applied = []
+        self.report = self.original or self.report
 
     @property
     def changed(self) -> bool:
@@ -200,7 +207,7 @@ def fix_file(engine: "Engine", path: str, policy: FixPolicy, *, max_rounds: int 
     what was rejected and the findings that remain. Afterwards the engine reads the file from disk, or
     from ``restore`` when given (an editor buffer that stays open)."""
     report = engine.lint_file(path)
-    result = FixResult(path, report.source, None, report=report)
+    result = FixResult(path, report.source, None, report=report, original=report)
     if report.source is None:
         return result
     original = report.source
@@ -285,6 +292,82 @@ def _not_fixed(before: list[Finding], chosen: list[_Candidate], new_text: str, a
 
 
 # ---- writing
+
+class WriteRefused(Exception):
+    """A fixed file is not written; the message says why (per file: the other files are still written)."""
+
+    def __init__(self, message: str, error: bool = False) -> None:
+        super().__init__(message)
+        self.error = error  # True: the write failed (exit 2); False: a deliberate refusal (a warning)
+
+
+def _inside(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def write_fixed(path: str, original: bytes, data: bytes, root: str | None = None) -> None:
+    """Write the fixed ``data`` of ``path``, read as ``original``; :class:`WriteRefused` when not written.
+
+    - a symbolic link is written through to its target, if that is inside ``root`` (else refused);
+    - a read-only file is not rewritten;
+    - the content is compared with ``original`` right before writing: a file changed on disk meanwhile
+      (an editor, another tool) is not overwritten;
+    - the file keeps its inode where that matters: a file with several hard links, or owned by someone
+      else, is rewritten in place (same inode, owner, mode, links); else through a temporary file in
+      the same folder and ``os.replace``, with the file's mode and group (and in place when the folder is
+      not writable)."""
+    target = path
+    if os.path.islink(path):
+        target = os.path.realpath(path)
+        if root is not None and not _inside(target, os.path.realpath(root)):
+            raise WriteRefused(f"a symbolic link to {target}, outside the project; not rewritten")
+    try:
+        st = os.stat(target)
+        if not stat.S_ISREG(st.st_mode):
+            raise WriteRefused("not a regular file; not rewritten")
+        if not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(target, os.W_OK):
+            raise WriteRefused("read-only file; not rewritten")
+        with open(target, "rb") as fh:
+            current = fh.read()
+    except OSError as exc:
+        raise WriteRefused(f"cannot write the fixes: {exc.strerror or exc}", error=True) from None
+    if current != original:
+        raise WriteRefused("changed on disk since it was read; not rewritten (run again)")
+    try:
+        in_place = st.st_nlink > 1 or (hasattr(os, "geteuid") and st.st_uid != os.geteuid())
+        if not in_place:
+            try:
+                _replace(target, data, st)
+            except PermissionError:
+                in_place = True  # a folder we may not create files in: the file itself may be writable
+        if in_place:
+            with open(target, "r+b") as fh:
+                fh.write(data)
+                fh.truncate()
+                fh.flush()
+                os.fsync(fh.fileno())
+    except OSError as exc:
+        raise WriteRefused(f"cannot write the fixes: {exc.strerror or exc}", error=True) from None
+
+
+def _replace(path: str, data: bytes, st: os.stat_result) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=".streamlint-", suffix=".tmp", dir=os.path.dirname(os.path.abspath(path)))
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if hasattr(os, "chown") and hasattr(os, "getegid") and st.st_gid != os.getegid():
+            os.chown(tmp, -1, st.st_gid)
+        os.chmod(tmp, stat.S_IMODE(st.st_mode))
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
 
 def write_atomic(path: str, data: bytes) -> None:
     """Replace ``path`` by ``data`` through a temporary file in the same folder (keeping its mode)."""
@@ -389,6 +472,6 @@ def add_noqa_file(engine: "Engine", path: str, findings: Iterable[Finding]) -> t
             ast.parse(text)
         except (UnicodeEncodeError, SyntaxError, ValueError):
             return 0, list(findings)
-        write_atomic(path, source.encode(text))
+        write_fixed(path, source.data, source.encode(text), str(engine.root))
         engine.set_override(path, None)
     return count, skipped

@@ -510,3 +510,133 @@ def test_cache_file_of_the_wrong_shape_is_a_miss(project: Path, content: str) ->
     results.write_text(content.replace('"K"', json.dumps(key)), encoding="utf-8")
     again = run(["--output-format", "concise", "."])
     assert (again.exit_code, again.stdout, again.stderr) == (1, cold.stdout, "")
+
+
+# ---------------------------------------------------------------- 6-7. data safety of --fix
+FIXED = "import torchair\nwith torchair.scope.npu_stream_switch(1):\n    pass\n"
+
+
+def _fix(args: list[str]):
+    return run(["--fix", "--no-cache", "--output-format", "concise", *args])
+
+
+def test_fix_does_not_overwrite_a_file_changed_after_it_was_read(project: Path, monkeypatch) -> None:
+    import streamlint.cli as cli_module
+
+    write(project, "a.py", BAD)
+    write(project, "b.py", BAD)
+    real_fix_file = cli_module.fix_file
+
+    def fix_then_edit(engine, path, policy, **kw):
+        result = real_fix_file(engine, path, policy, **kw)
+        if path.endswith("a.py"):  # an editor saves the file while streamlint is fixing it
+            Path(path).write_text("# edited meanwhile\n" + BAD, encoding="utf-8")
+        return result
+
+    monkeypatch.setattr(cli_module, "fix_file", fix_then_edit)
+    result = _fix(["."])
+    assert (project / "a.py").read_text(encoding="utf-8") == "# edited meanwhile\n" + BAD
+    assert (project / "b.py").read_text(encoding="utf-8") == FIXED
+    assert "streamlint: warning: a.py: changed on disk since it was read; not rewritten (run again)" \
+        in result.stderr.splitlines()
+    assert result.exit_code == 1 and "a.py:2:39: SL105" in result.stdout  # its findings are still reported
+
+
+def test_fix_writes_each_file_as_soon_as_it_is_fixed(project: Path, monkeypatch) -> None:
+    import streamlint.cli as cli_module
+
+    for name in ("a.py", "b.py", "c.py"):
+        write(project, name, BAD)
+    real_fix_file = cli_module.fix_file
+    on_disk: dict[str, list[str]] = {}
+
+    def recording(engine, path, policy, **kw):
+        on_disk[os.path.basename(path)] = sorted(
+            p.name for p in project.glob("*.py") if p.read_text(encoding="utf-8") == FIXED)
+        return real_fix_file(engine, path, policy, **kw)
+
+    monkeypatch.setattr(cli_module, "fix_file", recording)
+    assert _fix(["."]).exit_code == 1
+    assert on_disk == {"a.py": [], "b.py": ["a.py"], "c.py": ["a.py", "b.py"]}
+
+
+def test_fix_leaves_a_read_only_file_and_fixes_the_others(project: Path) -> None:
+    write(project, "a.py", BAD)
+    write(project, "b.py", BAD)
+    os.chmod(project / "a.py", 0o444)
+    result = _fix(["."])
+    assert (project / "a.py").read_text(encoding="utf-8") == BAD
+    assert (project / "a.py").stat().st_mode & 0o777 == 0o444
+    assert (project / "b.py").read_text(encoding="utf-8") == FIXED
+    assert "streamlint: warning: a.py: read-only file; not rewritten" in result.stderr.splitlines()
+    assert result.exit_code == 1
+    assert [line.split(": ")[0] + ": " + line.split(": ")[1].split()[0] for line in result.stdout.splitlines()] == [
+        "a.py:2:39: SL105", "a.py:2:42: SL104", "b.py:2:39: SL105"]
+
+
+def test_fix_writes_through_a_symbolic_link_inside_the_project_only(project: Path, tmp_path: Path) -> None:
+    write(project, "real/target.py", BAD)
+    (project / "link.py").symlink_to(project / "real" / "target.py")
+    outside = write(tmp_path, "outside/target.py", BAD)
+    (project / "out_link.py").symlink_to(outside)
+    result = _fix(["link.py", "out_link.py"])
+    assert (project / "link.py").is_symlink() and (project / "real/target.py").read_text(encoding="utf-8") == FIXED
+    assert (project / "out_link.py").is_symlink() and outside.read_text(encoding="utf-8") == BAD
+    assert f"streamlint: warning: out_link.py: a symbolic link to {outside}, outside the project; not rewritten" \
+        in result.stderr.splitlines()
+
+
+def test_fix_keeps_hard_links_owner_and_mode(project: Path) -> None:
+    path = write(project, "a.py", BAD)
+    os.link(path, project / "twin.py")
+    os.chmod(path, 0o640)
+    owner = None
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        owner = (12345, 23456)
+        os.chown(path, *owner)
+    inode = path.stat().st_ino
+    assert _fix(["a.py"]).exit_code == 1
+    st = path.stat()
+    assert path.read_text(encoding="utf-8") == FIXED == (project / "twin.py").read_text(encoding="utf-8")
+    assert (st.st_ino, st.st_nlink, st.st_mode & 0o7777) == (inode, 2, 0o640)
+    if owner is not None:
+        assert (st.st_uid, st.st_gid) == owner
+        os.unlink(project / "twin.py")  # a single link, someone else's file: kept theirs, in place
+        write(project, "a.py", BAD)
+        os.chown(path, *owner)
+        assert _fix(["a.py"]).exit_code == 1
+        assert (path.stat().st_uid, path.stat().st_gid) == owner and path.read_text(encoding="utf-8") == FIXED
+
+
+def test_fix_with_an_unwritable_file_reports_it_and_fixes_the_others(project: Path, monkeypatch) -> None:
+    import errno
+
+    import streamlint.fixes as fixes_module
+
+    write(project, "a.py", BAD)
+    write(project, "b.py", BAD)
+    real_open = open
+
+    def failing_open(file, mode="r", *args, **kwargs):
+        if str(file).endswith("a.py") and any(c in mode for c in "wa+"):
+            raise OSError(errno.EROFS, "Read-only file system")
+        return real_open(file, mode, *args, **kwargs)
+
+    real_mkstemp = fixes_module.tempfile.mkstemp
+
+    def failing_mkstemp(*args, **kwargs):
+        if kwargs.get("dir") == str(project):
+            calls.append(1)
+            if len(calls) == 1:  # the folder refuses the first file's temporary file
+                raise OSError(errno.EROFS, "Read-only file system")
+        return real_mkstemp(*args, **kwargs)
+
+    calls: list[int] = []
+    monkeypatch.setattr(fixes_module, "open", failing_open, raising=False)
+    monkeypatch.setattr(fixes_module.tempfile, "mkstemp", failing_mkstemp)
+    result = _fix(["."])
+    assert result.exit_code == 2
+    assert "streamlint: error: a.py: cannot write the fixes: Read-only file system" in result.stderr.splitlines()
+    assert (project / "a.py").read_text(encoding="utf-8") == BAD
+    assert (project / "b.py").read_text(encoding="utf-8") == FIXED
+    assert "a.py:2:42: SL104" in result.stdout  # the report is still printed, a.py's findings as they are

@@ -83,6 +83,8 @@ def main() -> None:
 @click.option("--show-settings", is_flag=True, help="Print the effective settings and exit.")
 @click.option("--show-files", is_flag=True, help="Print the files that would be linted and exit.")
 @click.option("--force-exclude", is_flag=True, help="Apply excludes to paths named on the command line too.")
+@click.option("--follow-external-symlinks", is_flag=True,
+              help="Follow symbolic links to directories outside the project (not followed by default).")
 @click.option("--mode", type=click.Choice(["auto", "ge", "reduce-overhead", "npugraph_ex", "eager", "cuda"]), default=None)
 @click.option("--fix/--no-fix", default=False, help="Apply fixes (safe ones unless --unsafe-fixes).")
 @click.option("--unsafe-fixes/--no-unsafe-fixes", default=None, help="Also apply (and offer) unsafe fixes.")
@@ -199,7 +201,7 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
     profiler = opts.get("_profiler")
     with phase(profiler, "discover"):
         found = discover(paths, Path(settings.project_root), exclude, settings.respect_gitignore,
-                         settings.force_exclude)
+                         settings.force_exclude, bool(opts.get("follow_external_symlinks")))
     errors = [f"{path}: {message}" for path, message in found.errors]
     if opts.get("show_files"):
         for path in found.files:

@@ -49,6 +49,13 @@ class _Ignorer:
         self.respect_gitignore = respect_gitignore
         self._gitignores: dict[str, Callable[[str], bool] | None] = {}
         self._chains: dict[str, tuple[tuple[str, Callable[[str], bool]], ...]] = {}
+        self.outside_ok = False
+        self._real_root = os.path.realpath(root)
+
+    def leads_outside(self, path: str) -> bool:
+        """Is ``path`` (a symbolic link to a directory) leading outside the project root?"""
+        real = os.path.realpath(path)
+        return not (real == self._real_root or real.startswith(self._real_root.rstrip(os.sep) + os.sep))
 
     def _gitignore(self, directory: str) -> Callable[[str], bool] | None:
         if directory not in self._gitignores:
@@ -109,9 +116,14 @@ def discover(
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE,
     respect_gitignore: bool = True,
     force_exclude: bool = False,
+    follow_external_symlinks: bool = False,
 ) -> DiscoveryResult:
-    """Expand command-line paths into the sorted list of Python files to lint."""
+    """Expand command-line paths into the sorted list of Python files to lint.
+
+    A symbolic link to a directory outside ``root`` (resolved) is not followed unless
+    ``follow_external_symlinks`` (a warning names it); the paths given themselves are always walked."""
     ignorer = _Ignorer(root, exclude, respect_gitignore)
+    ignorer.outside_ok = follow_external_symlinks
     result = DiscoveryResult()
     seen: set[str] = set()
     for given in paths:
@@ -189,6 +201,10 @@ def _walk(top: str, ignorer: _Ignorer, result: DiscoveryResult) -> Iterator[tupl
                 is_dir = False
             if is_dir:
                 if not ignorer.excluded(path, True, absolute):
+                    if not ignorer.outside_ok and entry.is_symlink() and ignorer.leads_outside(path):
+                        result.warnings.append((path, "symbolic link to a directory outside the project, not "
+                                                      "followed (--follow-external-symlinks follows it)"))
+                        continue
                     subdirs.append(path)
             elif entry.name.endswith(PYTHON_SUFFIXES):
                 if ignorer.excluded(path, False, absolute):

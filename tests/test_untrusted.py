@@ -640,3 +640,20 @@ def test_fix_with_an_unwritable_file_reports_it_and_fixes_the_others(project: Pa
     assert (project / "a.py").read_text(encoding="utf-8") == BAD
     assert (project / "b.py").read_text(encoding="utf-8") == FIXED
     assert "a.py:2:42: SL104" in result.stdout  # the report is still printed, a.py's findings as they are
+
+
+# ---------------------------------------------------------------- 8. directory links leading outside
+def test_directory_links_outside_the_project_are_not_followed_by_default(project: Path, tmp_path: Path) -> None:
+    write(tmp_path, "elsewhere/pkg/bad.py", BAD)
+    (project / "vendor").symlink_to(tmp_path / "elsewhere")
+    write(project, "inner/bad.py", BAD)
+    (project / "inner_link").symlink_to(project / "inner")  # inside: followed (linted once)
+    result = run(["--no-cache", "--output-format", "concise", "."])
+    assert {line.split(":")[0] for line in result.stdout.splitlines() if "SL1" in line} == {"inner/bad.py"}
+    assert "streamlint: warning: ./vendor: symbolic link to a directory outside the project, not followed " \
+           "(--follow-external-symlinks follows it)" in result.stderr.splitlines()
+    result = run(["--no-cache", "--output-format", "concise", "--follow-external-symlinks", "."])
+    assert {line.split(":")[0] for line in result.stdout.splitlines() if "SL1" in line} == {
+        "inner/bad.py", "vendor/pkg/bad.py"}
+    result = run(["--no-cache", "--output-format", "concise", "vendor"])  # named on the command line: walked
+    assert "vendor/pkg/bad.py" in result.stdout

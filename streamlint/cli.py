@@ -18,6 +18,7 @@ from streamlint.config import OUTPUT_FORMATS, ConfigError, Settings, load_settin
 from streamlint.discovery import discover
 from streamlint.engine import Engine, FileReport
 from streamlint.baseline import BaselineError, load_baseline, write_baseline
+from streamlint.baseline import check_location as check_baseline_location
 from streamlint.finding import Finding
 from streamlint.fingerprint import fingerprints
 from streamlint.fixes import FixPolicy, FixResult, WriteRefused, add_noqa_file, fix_file, write_fixed
@@ -276,10 +277,12 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
         findings = ctx.findings = []
     elif baseline_file:
         try:
+            check_baseline_location(baseline_file, None if opts.get("baseline_file")
+                                    else settings.provenance.get("baseline"))
             baseline = load_baseline(baseline_file)
         except BaselineError as exc:
             raise _fail(str(exc)) from None
-        findings, dropped = baseline.filter(findings, ctx.fingerprint)
+        findings, dropped = baseline.filter(findings, ctx.fingerprint, engine.relative)
         ctx.findings = findings
         if dropped and opts.get("verbose"):
             click.echo(f"streamlint: {dropped} finding{'s' if dropped != 1 else ''} in the baseline", err=True)

@@ -657,3 +657,50 @@ def test_directory_links_outside_the_project_are_not_followed_by_default(project
         "inner/bad.py", "vendor/pkg/bad.py"}
     result = run(["--no-cache", "--output-format", "concise", "vendor"])  # named on the command line: walked
     assert "vendor/pkg/bad.py" in result.stdout
+
+
+# ---------------------------------------------------------------- 9. baselines
+@pytest.mark.parametrize("content, message", [
+    (b"[" * 100_000 + b"]" * 100_000, "not a streamlint baseline (too deeply nested)"),
+    (b'{"version": 1, "findings": [{"fingerprint": "\xff\xfe"}]}', "not a streamlint baseline (not UTF-8: byte 45)"),
+    (b"{not json", "not a streamlint baseline (invalid JSON: Expecting property name enclosed in double quotes)"),
+    (b'{"version": 1, "findings": [{"fingerprint": "abc"}]}', "baseline entry 1 needs a fingerprint and a path"),
+    (b'{"version": 1, "findings": [["abc"]]}', "baseline entry 1 needs a fingerprint and a path"),
+])
+def test_bad_baseline_is_a_clear_configuration_error(project: Path, content: bytes, message: str) -> None:
+    write(project, "bad.py", BAD)
+    (project / "baseline.json").write_bytes(content)
+    result = run(["bad.py", "--baseline", "baseline.json"])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [f"streamlint: error: baseline.json: {message}"]
+
+
+def test_baseline_entries_match_by_fingerprint_and_path(project: Path) -> None:
+    write(project, "a.py", BAD)
+    assert run(["a.py", "--write-baseline", "baseline.json"]).exit_code == 0
+    assert run(["a.py", "--baseline", "baseline.json"]).exit_code == 0
+    data = json.loads((project / "baseline.json").read_text(encoding="utf-8"))
+    for entry in data["findings"]:
+        entry["path"] = "elsewhere.py"  # same fingerprints, recorded for another file
+    (project / "baseline.json").write_text(json.dumps(data), encoding="utf-8")
+    result = run(["a.py", "--baseline", "baseline.json", "--output-format", "concise"])
+    assert result.exit_code == 1 and len(result.stdout.splitlines()) == 2
+
+
+def test_baseline_outside_the_project_from_a_repo_config_is_refused(project: Path, tmp_path: Path) -> None:
+    write(project, "a.py", BAD)
+    assert run(["a.py", "--write-baseline", str(tmp_path / "outside.json")]).exit_code == 0
+    write(project, "streamlint.toml", "baseline = '../outside.json'\n")
+    result = run(["a.py"])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        f"streamlint: error: {project / 'streamlint.toml'}: baseline: {project / '../outside.json'} leads outside "
+        f"the project ({tmp_path / 'outside.json'}); refused (give it with --baseline to use it)"]
+    (project / "ci").symlink_to(tmp_path)  # a link inside leading out: the same
+    write(project, "streamlint.toml", "baseline = 'ci/outside.json'\n")
+    assert run(["a.py"]).exit_code == 2
+    assert run(["a.py", "--baseline", str(tmp_path / "outside.json")]).exit_code == 0  # the user's choice
+    (project / "ci").unlink()
+    write(project, "streamlint.toml", "baseline = 'ci/baseline.json'\n")
+    assert run(["a.py", "--write-baseline", "ci/baseline.json"]).exit_code == 0
+    assert run(["a.py"]).exit_code == 0

@@ -9,7 +9,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -37,6 +37,26 @@ class _DefaultCheckGroup(click.Group):
         if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h", "--version")):
             args = ["check", *args]
         return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Ctrl-C: one line and exit status 130 (click would say "Aborted!" and exit 1, which means
+        "findings")."""
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            _interrupted()
+
+
+EXIT_INTERRUPTED = 130
+
+
+def _interrupted() -> NoReturn:
+    try:
+        sys.stderr.write("streamlint: interrupted\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
 
 
 def _split(values: tuple[str, ...]) -> list[str]:
@@ -136,7 +156,10 @@ def run() -> None:
     flushed. Freeing a run's heap object by object at interpreter shutdown took ~0.5 s on the bench
     corpus and serves nothing (the cache and every output are written by then)."""
     try:
-        main()
+        try:
+            main()
+        except KeyboardInterrupt:  # outside a command (while parsing the arguments, ...)
+            _interrupted()
         code: object = 0
     except SystemExit as exc:
         code = exc.code

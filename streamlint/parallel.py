@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -117,6 +118,7 @@ _WORKER: dict[str, Engine] = {}
 
 
 def _worker_init(settings: Settings, project_root: str | None, ignore_noqa: bool, profile: bool) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle (one line, exit 130)
     inherited = _WORKER.get("parent")
     if inherited is not None:  # forked: the parent's engine, with the project facts it gathered
         _WORKER["engine"] = inherited
@@ -266,6 +268,11 @@ def lint_files(
                     if snapshot is not None and profiler is not None:
                         profiler.merge(snapshot)
                     advance(len(chunk_results))
+            except KeyboardInterrupt:  # the workers ignore Ctrl-C: stop them now rather than wait for them
+                for process in list(getattr(pool, "_processes", {}).values()):
+                    process.terminate()
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
             finally:
                 _WORKER.pop("parent", None)
     stats.analysed = len(results)

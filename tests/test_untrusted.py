@@ -704,3 +704,49 @@ def test_baseline_outside_the_project_from_a_repo_config_is_refused(project: Pat
     write(project, "streamlint.toml", "baseline = 'ci/baseline.json'\n")
     assert run(["a.py", "--write-baseline", "ci/baseline.json"]).exit_code == 0
     assert run(["a.py"]).exit_code == 0
+
+
+# ---------------------------------------------------------------- 11. Ctrl-C
+@pytest.mark.parametrize("jobs, files", [("1", 1), ("2", 40)])
+def test_ctrl_c_exits_130_with_one_line(tmp_path: Path, jobs: str, files: int) -> None:
+    """SIGINT to the process group (as a terminal sends it) while rules run: exit 130, one line, no
+    traceback from the parent or the workers."""
+    import signal
+    import time
+
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    started = tmp_path / "started"
+    plugins = tmp_path / "plugins"
+    write(plugins, "slow_rules.py", f'''
+        import pathlib, time
+        from streamlint.rule import Rule
+        PREFIX = "XS"
+        class Slow(Rule):
+            """## What it does
+            Takes its time."""
+            code = "XS001"
+            name = "slow-rule"
+            def check(self, ctx):
+                pathlib.Path({str(started)!r}).touch()
+                time.sleep(60)
+    ''')
+    write(repo, "pyproject.toml", "[tool.streamlint]\nextend-select = ['XS']\n")
+    for i in range(files):
+        write(repo, f"m{i:03}.py", BAD)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(PYTHONPATH=str(plugins), STREAMLINT_PLUGINS="slow_rules")
+    proc = subprocess.Popen([sys.executable, "-m", "streamlint", "check", ".", "--no-cache", "-j", jobs], cwd=repo,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not started.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert started.exists(), proc.communicate(timeout=30)
+        os.killpg(proc.pid, signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert (proc.returncode, stdout, stderr.decode()) == (130, b"", "streamlint: interrupted\n")

@@ -62,8 +62,9 @@ class _Ignorer:
             spec = None
             path = os.path.join(directory, ".gitignore")
             try:
-                with open(path, encoding="utf-8", errors="replace") as fh:
-                    spec = spec_matcher(pathspec.GitIgnoreSpec.from_lines(fh.read().splitlines()))
+                if stat.S_ISREG(os.stat(path).st_mode):  # a FIFO planted as .gitignore would block
+                    with open(path, encoding="utf-8", errors="replace") as fh:
+                        spec = spec_matcher(pathspec.GitIgnoreSpec.from_lines(fh.read().splitlines()))
             except OSError:
                 spec = None
             self._gitignores[directory] = spec

@@ -750,3 +750,27 @@ def test_ctrl_c_exits_130_with_one_line(tmp_path: Path, jobs: str, files: int) -
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     assert (proc.returncode, stdout, stderr.decode()) == (130, b"", "streamlint: interrupted\n")
+
+
+# ---------------------------------------------------------------- planted special files never block
+SL402_CASE = '''\
+import torch
+import torchair as tng
+
+class MoE(torch.nn.Module):
+    def forward(self, x):
+        with tng.scope.npu_stream_switch("moe_shared"):
+            return x * 2
+
+compiled = torch.compile(MoE(), backend="npu", dynamic=True)
+'''
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_fifos_planted_as_gitignore_or_launch_script_are_never_opened(project: Path) -> None:
+    write(project, "model.py", SL402_CASE)
+    os.mkfifo(project / ".gitignore")
+    os.mkfifo(project / "launch.sh")
+    proc = subprocess.run([sys.executable, "-m", "streamlint", "check", ".", "--no-cache", "--output-format",
+                           "concise"], cwd=project, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and "model.py:9:12: SL402" in proc.stdout, proc.stderr

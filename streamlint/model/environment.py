@@ -10,6 +10,7 @@ anything; a value that is literally off (``0``, ``false``) does not count as set
 from __future__ import annotations
 
 import os
+import stat
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,10 +80,11 @@ def _search(project: "Project", variable: str) -> Iterator[EnvSetting]:
 
 def _read(path: str) -> bytes | None:
     try:
-        if os.path.getsize(path) > _MAX_FILE_BYTES:
-            return None
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_FILE_BYTES:
+            return None  # a FIFO or a device planted in the repository would block or never end
         with open(path, "rb") as f:
-            return f.read()
+            return f.read(_MAX_FILE_BYTES + 1)
     except OSError:
         return None
 

@@ -291,6 +291,8 @@ class ResultCache:
 
     def _load(self) -> None:
         try:
+            if self.file.parent.is_symlink():
+                return
             with open(self.file, encoding="utf-8") as fh:
                 data = json.load(fh)
         except (OSError, ValueError, RecursionError):  # (very deep JSON: RecursionError)
@@ -379,6 +381,8 @@ class ResultCache:
         try:
             if not prepare_directory(self.directory):
                 return  # not ours (any more): nothing is written there
+            if self.file.parent.is_symlink():
+                return  # a planted link would lead the entries elsewhere
             self.file.parent.mkdir(exist_ok=True)
             payload = json.dumps({"key": self.key, "files": self.entries}, separators=(",", ":"))
             write_atomic(self.file, payload.encode("utf-8"))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import stat
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -187,10 +188,13 @@ def lint_files(
             if known is not None:
                 digests[path] = known
                 return known
+            st = stat_of(path)
             try:
+                if st is None or not stat.S_ISREG(st.st_mode):
+                    raise OSError("not a regular file")  # (a path from the cache: never a FIFO or device)
                 with open(path, "rb") as fh:
                     digests[path] = sha256(fh.read())
-            except OSError:
+            except (OSError, ValueError):
                 digests[path] = ""
         return digests[path]
 

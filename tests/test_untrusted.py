@@ -774,3 +774,16 @@ def test_fifos_planted_as_gitignore_or_launch_script_are_never_opened(project: P
     proc = subprocess.run([sys.executable, "-m", "streamlint", "check", ".", "--no-cache", "--output-format",
                            "concise"], cwd=project, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and "model.py:9:12: SL402" in proc.stdout, proc.stderr
+
+
+def test_cache_never_writes_through_a_planted_version_link(project: Path, tmp_path: Path) -> None:
+    from streamlint.cache import CACHE_FORMAT, CACHEDIR_TAG
+
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    write(project, ".streamlint_cache/CACHEDIR.TAG", CACHEDIR_TAG)  # committed, looking like ours
+    (project / ".streamlint_cache" / f"v{CACHE_FORMAT}").symlink_to(victim)
+    write(project, "bad.py", BAD)
+    assert run(["bad.py"]).exit_code == 1
+    assert list(victim.iterdir()) == []
+    assert run(["clean"]).exit_code == 0 and list(victim.iterdir()) == []

@@ -49,13 +49,6 @@ class _Ignorer:
         self.respect_gitignore = respect_gitignore
         self._gitignores: dict[str, Callable[[str], bool] | None] = {}
         self._chains: dict[str, tuple[tuple[str, Callable[[str], bool]], ...]] = {}
-        self.outside_ok = False
-        self._real_root = os.path.realpath(root)
-
-    def leads_outside(self, path: str) -> bool:
-        """Is ``path`` (a symbolic link to a directory) leading outside the project root?"""
-        real = os.path.realpath(path)
-        return not (real == self._real_root or real.startswith(self._real_root.rstrip(os.sep) + os.sep))
 
     def _gitignore(self, directory: str) -> Callable[[str], bool] | None:
         if directory not in self._gitignores:
@@ -124,7 +117,7 @@ def discover(
     A symbolic link to a directory outside ``root`` (resolved) is not followed unless
     ``follow_external_symlinks`` (a warning names it); the paths given themselves are always walked."""
     ignorer = _Ignorer(root, exclude, respect_gitignore)
-    ignorer.outside_ok = follow_external_symlinks
+    inside = None if follow_external_symlinks else os.path.realpath(root)
     result = DiscoveryResult()
     seen: set[str] = set()
     for given in paths:
@@ -134,7 +127,7 @@ def discover(
         if os.path.isdir(given):
             if force_exclude and ignorer.excluded(given, True):
                 continue
-            for path, real in _walk(given, ignorer, result):
+            for path, real in _walk(given, ignorer, result, inside):
                 if real not in seen:
                     seen.add(real)
                     result.files.append(path)
@@ -168,8 +161,10 @@ def _unreadable(path: str) -> str | None:
     return None
 
 
-def _walk(top: str, ignorer: _Ignorer, result: DiscoveryResult) -> Iterator[tuple[str, str]]:
-    """(path, real path) of the Python files under ``top``; symbolic-link loops are reported once."""
+def _walk(top: str, ignorer: _Ignorer, result: DiscoveryResult,
+          inside: str | None = None) -> Iterator[tuple[str, str]]:
+    """(path, real path) of the Python files under ``top``; symbolic-link loops are reported once. With
+    ``inside`` (a real path), a symbolic link to a directory outside it is not followed (a warning)."""
     visited: set[tuple[int, int]] = set()
     stack = [top]
     while stack:
@@ -202,7 +197,7 @@ def _walk(top: str, ignorer: _Ignorer, result: DiscoveryResult) -> Iterator[tupl
                 is_dir = False
             if is_dir:
                 if not ignorer.excluded(path, True, absolute):
-                    if not ignorer.outside_ok and entry.is_symlink() and ignorer.leads_outside(path):
+                    if inside is not None and entry.is_symlink() and _leads_outside(path, inside):
                         result.warnings.append((path, "symbolic link to a directory outside the project, not "
                                                       "followed (--follow-external-symlinks follows it)"))
                         continue
@@ -220,6 +215,11 @@ def _walk(top: str, ignorer: _Ignorer, result: DiscoveryResult) -> Iterator[tupl
                     continue
                 yield path, real
         stack.extend(reversed(subdirs))
+
+
+def _leads_outside(path: str, directory: str) -> bool:
+    real = os.path.realpath(path)
+    return not (real == directory or real.startswith(directory.rstrip(os.sep) + os.sep))
 
 
 def iter_python_files(root: Path) -> Iterator[str]:

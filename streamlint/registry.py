@@ -196,7 +196,7 @@ def _import_plugin(name: str) -> ModuleType:
         raise RegistryError(f"plugin module {name!r} failed to import: {type(exc).__name__}: {exc}") from None
 
 
-def load_registry(dev_plugins: tuple[str, ...] | None = None) -> Registry:
+def load_registry(*, dev_plugins: tuple[str, ...] | None = None) -> Registry:
     """Load every rule registered under the ``streamlint.rules`` entry-point group (installed
     distributions), plus the rule modules under development the user names in ``$STREAMLINT_PLUGINS``
     (``dev_plugins`` overrides it). A linted repository's configuration never reaches this function:

@@ -134,10 +134,20 @@ def test_missing_builtins_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
         load_registry()
 
 
-# ---------------------------------------------------------------- local plugins (`plugins = [...]`)
+# ---------------------------------------------------------------- rule modules under development ($STREAMLINT_PLUGINS)
 def test_local_plugin(plugin_dir) -> None:
-    registry = load_registry((plugin_dir(RULE_XT001),))
+    registry = load_registry(dev_plugins=(plugin_dir(RULE_XT001),))
     assert "XT001" in registry.rules and BUILTINS <= set(registry.rules)
+
+
+def test_dev_plugins_come_from_the_environment_and_packs_are_known(plugin_dir, monkeypatch) -> None:
+    name = plugin_dir(RULE_XT001)
+    monkeypatch.setenv("STREAMLINT_PLUGINS", f" {name} ,")
+    registry = load_registry()
+    assert "XT001" in registry.rules
+    assert registry.missing_plugins(["SL", "streamlint_rules", "XT", name, "XQ"]) == ["XQ"]
+    with pytest.raises(TypeError):  # a configuration's `plugins` can never be passed in by position
+        load_registry(("XT",))  # type: ignore[misc]
 
 
 @pytest.mark.parametrize("prefix", [None, "xt", "TOOLONG", 7])
@@ -147,26 +157,26 @@ def test_local_plugin_needs_a_valid_prefix(plugin_dir, prefix) -> None:
         path = Path(__import__("sys").path[0]) / f"{name}.py"
         path.write_text(path.read_text(encoding="utf-8") + f"PREFIX = {prefix!r}\n", encoding="utf-8")
     with pytest.raises(RegistryError, match=r"must define PREFIX matching \^\[A-Z\]\{1,3\}\[0-9\]\{0,3\}\$"):
-        load_registry((name,))
+        load_registry(dev_plugins=(name,))
 
 
 def test_local_plugin_import_error() -> None:
     with pytest.raises(RegistryError, match="cannot import plugin module 'no_such_plugin_module_x'"):
-        load_registry(("no_such_plugin_module_x",))
+        load_registry(dev_plugins=("no_such_plugin_module_x",))
 
 
 def test_local_plugin_prefix_collision(plugin_dir) -> None:
     with pytest.raises(RegistryError, match="prefix 'SL' already registered"):
-        load_registry((plugin_dir(RULE_XT001.replace("XT001", "SL901"), prefix="SL"),))
+        load_registry(dev_plugins=(plugin_dir(RULE_XT001.replace("XT001", "SL901"), prefix="SL"),))
     first, second = plugin_dir(RULE_XT001), plugin_dir(RULE_XT001.replace("XT001", "XT002"))
     with pytest.raises(RegistryError, match="prefix 'XT' already registered"):
-        load_registry((first, second))
+        load_registry(dev_plugins=(first, second))
 
 
 def test_local_plugin_rule_name_collision(plugin_dir) -> None:
     module = plugin_dir(RULE_XT001.replace("plugin-one", "invalid-stream-tag"))
     with pytest.raises(RegistryError, match="rule name 'invalid-stream-tag' of XT001 is already used by SL105"):
-        load_registry((module,))
+        load_registry(dev_plugins=(module,))
 
 
 # ---------------------------------------------------------------- _add

@@ -320,6 +320,9 @@ def test_language_server_stdout_is_the_protocol_only(tmp_path: Path) -> None:
         client.send_raw(b"\xff\xfe not utf-8")
         error = client.wait(lambda m: "error" in m)
         assert error["id"] is None and error["error"]["code"] == -32700
+        client.send_raw(b"[" * 100_000 + b"]" * 100_000)  # too deeply nested to parse
+        error = client.wait(lambda m: "error" in m)
+        assert error["id"] is None and error["error"]["code"] == -32700
         # still serving
         published = client.open(repo / "other.py", CLEAN)
         assert "XP001" in {d["code"] for d in published["params"]["diagnostics"]}

@@ -790,3 +790,18 @@ def test_cache_never_writes_through_a_planted_version_link(project: Path, tmp_pa
     assert run(["bad.py"]).exit_code == 1
     assert list(victim.iterdir()) == []
     assert run(["clean"]).exit_code == 0 and list(victim.iterdir()) == []
+
+
+def test_add_noqa_respects_read_only_files_and_outside_links(project: Path, tmp_path: Path) -> None:
+    write(project, "a.py", BAD)
+    write(project, "b.py", BAD)
+    os.chmod(project / "a.py", 0o444)
+    outside = write(tmp_path, "outside/c.py", BAD)
+    (project / "c.py").symlink_to(outside)
+    result = run(["--add-noqa", "--no-cache", "a.py", "b.py", "c.py"])
+    assert result.exit_code == 0
+    assert (project / "a.py").read_text(encoding="utf-8") == BAD and outside.read_text(encoding="utf-8") == BAD
+    assert "# noqa: SL104, SL105" in (project / "b.py").read_text(encoding="utf-8")
+    lines = result.stderr.splitlines()
+    assert "streamlint: warning: a.py: read-only file; not rewritten" in lines
+    assert f"streamlint: warning: c.py: a symbolic link to {outside}, outside the project; not rewritten" in lines

@@ -34,7 +34,8 @@ from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, 
 from streamlint.model.walk import walk
 
 if TYPE_CHECKING:
-    from streamlint.model.project import Project, ScopeUse
+    from streamlint.model.project import Project
+    from streamlint.model.uses import ScopeUse
 
 
 # ---------------------------------------------------------------------------------------------- data

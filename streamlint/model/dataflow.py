@@ -59,7 +59,7 @@ from streamlint.model.file import (
     dotted,
     string_value,
 )
-from streamlint.model.project import bind_arguments
+from streamlint.model.uses import bind_arguments
 from streamlint.model.streams import (
     EVENT,
     EVENT_LIST,
@@ -75,7 +75,8 @@ from streamlint.model.walk import children
 from streamlint.model.wrappers import mode_of_test
 
 if TYPE_CHECKING:
-    from streamlint.model.project import ApiUse, Project
+    from streamlint.model.project import Project
+    from streamlint.model.uses import ApiUse
 
 MAIN = "<main>"
 MAX_PATHS = 48

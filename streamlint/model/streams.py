@@ -20,6 +20,7 @@ from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo
 if TYPE_CHECKING:
     from streamlint.model.project import Project
 
+MAIN = "<main>"  # the stream current at function entry
 STREAM = "stream"
 MAIN_STREAM = "main stream"  # current_stream()/default_stream() captured outside any stream scope
 EVENT = "event"
@@ -156,7 +157,22 @@ def local_kind(project: Project, file: FileModel, fn: FunctionInfo, name: str) -
     return kinds.pop() if len(kinds) == 1 else None
 
 
+def stream_label(key: str) -> str:
+    """Human wording of a stream key."""
+    if key == MAIN:
+        return "the current stream"
+    if key.startswith("tag:"):
+        return f'stream "{key[4:]}"'
+    if key.startswith("tag?:"):
+        return f"the stream tagged {key[5:]}"
+    if key.startswith("<stream@"):
+        return "a new stream"
+    return f"`{key}`"
+
+
 __all__ = [
+    "MAIN",
+    "stream_label",
     "EVENT",
     "EVENT_LIST",
     "MAIN_STREAM",

@@ -122,3 +122,43 @@ def test_the_model_imports_no_layer_above_it() -> None:
     graph = import_graph()
     leaks = {m: sorted(graph[m] & above) for m in graph if m.startswith("streamlint.model") and graph[m] & above}
     assert leaks == {}
+
+
+def test_no_model_file_is_longer_than_one_sitting() -> None:
+    long = {str(p.relative_to(ROOT)): n for p in sorted((ROOT / "streamlint" / "model").rglob("*.py"))
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 700}
+    assert long == {}
+
+
+def _string_parts(path: Path) -> list[tuple[int, str]]:
+    """Every string literal and f-string text part of a file, with its line."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found.append((node.lineno, node.value))
+    return found
+
+
+def test_stream_keys_are_built_in_one_module() -> None:
+    """Stream identity (``tag:<tag>``, ``tag?:<code>``, the entry stream) is spelled out only in
+    model/streams.py; every other module asks it (scope_stream_key, tagged_stream_key, MAIN)."""
+    spelled = [f"{p.relative_to(ROOT)}:{line}" for p in sorted((ROOT / "streamlint" / "model").rglob("*.py"))
+               if p.name != "streams.py"
+               for line, text in _string_parts(p) if text.startswith(("tag:", "tag?:", "<main>", "<unknown stream>"))]
+    assert spelled == []
+
+
+def test_tensor_typing_lives_in_one_module() -> None:
+    """Only model/tensors.py defines what is a tensor: no other model module defines a tensor-typing
+    class or function (TensorTyper, *is_tensor*, *returns_tensor*, param kinds)."""
+    found = []
+    for path in sorted((ROOT / "streamlint" / "model").rglob("*.py")):
+        if path.name == "tensors.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and (
+                    "tensor" in node.name.lower() and ("is_" in node.name or "returns" in node.name
+                                                       or "typer" in node.name.lower() or "kind" in node.name)
+                    or node.name in ("_param_kinds", "_tensor_method", "_tensor_op_target")):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}")
+    assert found == []

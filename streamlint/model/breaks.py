@@ -30,7 +30,7 @@ from streamlint._lazy import cst
 from streamlint.finding import Location
 from streamlint.model import apis
 from streamlint.model.apis import Role
-from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, ScopeSite, dotted, string_value
+from streamlint.model.file import CallSite, FileModel, FunctionInfo, ScopeSite, dotted
 from streamlint.model.tensors import TensorTyper
 from streamlint.model.walk import walk
 

@@ -1,4 +1,13 @@
-"""Typing of stream and event objects: which names and ``self.*`` attributes hold streams or events.
+"""Streams and events: which names hold them (typing), and which stream a scope or tag denotes (identity).
+
+Identity: a stream is named by a *key*. ``MAIN`` is the stream current at function entry;
+``tag:<tag>`` is the stream a TorchAir tag maps to (``npu_stream_switch("s")``,
+``record_tagged_stream(t, "s")``); ``tag?:<code>`` a tag that is not a literal; otherwise the key of the
+stream expression (its source text, or the dataflow's refinement of it). :func:`scope_stream_key` is the
+one answer to "which stream does this ``with`` item switch to", :func:`tagged_stream_key` to "which
+stream does this tag name"; :func:`stream_label` words a key for messages.
+
+Typing:
 
 A value is a *stream* when it comes from ``torch.npu.Stream()`` / ``torch.cuda.Stream()`` /
 ``current_stream()`` / ``default_stream()`` (directly, through an alias or a project wrapper that returns
@@ -15,12 +24,16 @@ from streamlint._lazy import cst
 
 from streamlint.model import apis
 from streamlint.model.apis import Role
-from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo
+from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, string_value
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from streamlint.model.project import Project
+    from streamlint.model.uses import ApiUse
 
 MAIN = "<main>"  # the stream current at function entry
+UNKNOWN_STREAM = "<unknown stream>"
 STREAM = "stream"
 MAIN_STREAM = "main stream"  # current_stream()/default_stream() captured outside any stream scope
 EVENT = "event"
@@ -170,9 +183,41 @@ def stream_label(key: str) -> str:
     return f"`{key}`"
 
 
+def tagged_stream_key(tag: str) -> str:
+    """The stream a TorchAir stream tag names (``npu_stream_switch(tag)``)."""
+    return f"tag:{tag}"
+
+
+def scope_stream_key(file: FileModel, use: ApiUse, *,
+                     constant: Callable[[cst.BaseExpression], str | None] | None = None,
+                     stream: Callable[[cst.BaseExpression], str] | None = None) -> str:
+    """The key of the stream a stream scope switches to: ``npu_stream_switch(tag)`` (directly or through
+    a wrapper, which may fix the tag) → :func:`tagged_stream_key`, or ``tag?:<code>`` when the tag is not
+    a literal; ``torch.npu.stream(s)`` → the key of ``s``.
+
+    Without hooks the answer is syntactic (the source text of ``s``). The dataflow passes what it knows
+    about values: ``constant(expr)`` — the string a non-literal tag written at the call holds, if any;
+    ``stream(expr)`` — the key of the stream object ``s`` evaluates to."""
+    if use.role is Role.STREAM_SWITCH:
+        expr = use.value("stream_tag")
+        tag = string_value(expr) if expr is not None else None
+        if tag is None and expr is not None and constant is not None and use.arg("stream_tag") is not None:
+            tag = constant(expr)
+        if tag is not None:
+            return tagged_stream_key(tag)
+        return f"tag?:{file.code(expr)}" if expr is not None else "tag?:<unknown>"
+    expr = use.arg("stream")
+    if expr is None:
+        return UNKNOWN_STREAM
+    return stream(expr) if stream is not None else file.code(expr)
+
+
 __all__ = [
     "MAIN",
+    "UNKNOWN_STREAM",
+    "scope_stream_key",
     "stream_label",
+    "tagged_stream_key",
     "EVENT",
     "EVENT_LIST",
     "MAIN_STREAM",

@@ -8,6 +8,18 @@ from streamlint._lazy import cst
 from streamlint.model.walk import children
 
 
+def target_names(target: cst.BaseExpression, *, skip: frozenset[str] = frozenset()) -> list[str]:
+    """The names an assignment / ``for`` target binds (``a``, ``a, (b, *c)``), in order; names in
+    ``skip`` (``_``) are left out. Attribute and subscript targets bind no name."""
+    if isinstance(target, cst.Name):
+        return [] if target.value in skip else [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        names: list[str] = []
+        for el in target.elements:
+            names += target_names(el.value, skip=skip)
+        return names
+    return []
+
 
 def contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
     """True when ``inner`` is ``outer`` or one of its descendants (nested definitions included)."""

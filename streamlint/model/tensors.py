@@ -23,6 +23,7 @@ from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, string_value
 from streamlint.model.streams import EVENT, STREAM, derived
+from streamlint.model.syntax import target_names
 from streamlint.model.walk import children
 
 if TYPE_CHECKING:
@@ -304,6 +305,9 @@ _NOT_BUILTIN_TENSORS = frozenset({"len", "isinstance", "int", "float", "bool", "
                                   "hasattr", "getattr", "callable", "id", "tuple", "list", "dict", "set"})
 
 
+_UNDERSCORE = frozenset({"_"})
+
+
 class TensorTyper:
     """Flow-insensitive 'is this expression a tensor' for one function."""
 
@@ -349,7 +353,7 @@ class TensorTyper:
                     is_t = True
                 if not is_t:
                     continue
-                for name in _target_names(target):
+                for name in target_names(target, skip=_UNDERSCORE):
                     if name not in self.tensors:
                         self.tensors.add(name)
                         changed = True
@@ -595,17 +599,3 @@ def _collect_assigns(
             out.append((n.target, n.value, None))
         elif isinstance(n, cst.NamedExpr):
             out.append((n.target, n.value, None))
-
-
-def _target_names(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        names: list[str] = []
-        for el in target.elements:
-            value = el.value.value if isinstance(el, cst.StarredElement) else el.value
-            if isinstance(value, cst.Name) and value.value == "_":
-                continue
-            names.extend(_target_names(value))
-        return names
-    return []

@@ -27,9 +27,9 @@ from streamlint.model.flow.values import (
     State,
     TVal,
     TupVal,
-    _flow_target_names,
 )
 from streamlint.model.streams import MAIN, STREAM
+from streamlint.model.syntax import target_names
 from streamlint.model.wrappers import mode_of_test
 
 
@@ -357,7 +357,7 @@ class ControlFlow:
             for s in states:
                 if isinstance(node, cst.For):
                     self.ev(s, node.iter)
-                    for name in _flow_target_names(node.target):
+                    for name in target_names(node.target):
                         self.bind(s, name, None, node)
                 else:
                     self.ev(s, node.test)

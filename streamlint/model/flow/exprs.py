@@ -21,10 +21,10 @@ from streamlint.model.flow.values import (
     State,
     TVal,
     TupVal,
-    _flow_target_names,
     _merge,
 )
-from streamlint.model.streams import EVENT, MAIN, STREAM
+from streamlint.model.streams import EVENT, MAIN, STREAM, tagged_stream_key
+from streamlint.model.syntax import target_names
 from streamlint.model.tensors import (
     COLLECTIVES,
     COPY_METHODS,
@@ -138,7 +138,7 @@ class Expressions:
         f = e.for_in
         while f is not None:
             self.ev(st, f.iter)
-            for n in _flow_target_names(f.target):
+            for n in target_names(f.target):
                 st.env[n] = None
             f = f.inner_for_in
         self.ev(st, e.elt)
@@ -408,7 +408,7 @@ class Expressions:
             name = tag.value if isinstance(tag, CVal) and isinstance(tag.value, str) else None
             if name is None and texpr is not None:
                 name = string_value(texpr)
-            stream = MAIN if name == "default" else (f"tag:{name}" if name is not None else None)
+            stream = MAIN if name == "default" else (tagged_stream_key(name) if name is not None else None)
             for tv in self.tensors(st, v):
                 S = st.stores.get(tv.sid)
                 if S is not None and stream is not None:

@@ -10,10 +10,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
-from streamlint.model.apis import Role
 from streamlint.model.file import string_value
 from streamlint.model.flow.values import CVal, EVal, KVal, NONE, SVal, State, _merge
-from streamlint.model.streams import EVENT, EVENT_LIST, MAIN, MAIN_STREAM, STREAM, STREAM_LIST, attr_kind, local_kind
+from streamlint.model.streams import (
+    EVENT,
+    EVENT_LIST,
+    MAIN,
+    MAIN_STREAM,
+    STREAM,
+    STREAM_LIST,
+    UNKNOWN_STREAM,
+    attr_kind,
+    local_kind,
+    scope_stream_key,
+)
 
 if TYPE_CHECKING:
     from streamlint.model.uses import ApiUse
@@ -87,7 +97,7 @@ class Orderings:
                 if attr_kind(self.project, frame_file, cls, v.key[5:]) == MAIN_STREAM:
                     return MAIN
             return v.key
-        return self.render(st, e) if e is not None else "<unknown stream>"
+        return self.render(st, e) if e is not None else UNKNOWN_STREAM
 
     def event_key(self, st: State, v: object, e: cst.BaseExpression | None) -> str:
         if isinstance(v, (EVal, KVal)):
@@ -95,22 +105,13 @@ class Orderings:
         return self.render(st, e) if e is not None else "<unknown event>"
 
     def scope_stream(self, st: State, use: ApiUse) -> str:
-        if use.role is Role.STREAM_SWITCH:
-            expr = use.value("stream_tag")
-            tag = string_value(expr) if expr is not None else None
-            if tag is None and expr is not None and use.arg("stream_tag") is not None:
-                v = self.ev(st, expr)
-                if isinstance(v, CVal) and isinstance(v.value, str):
-                    tag = v.value
-            if tag is not None:
-                return f"tag:{tag}"
-            return f"tag?:{self.cfile.code(expr)}" if expr is not None else "tag?:<unknown>"
-        expr = use.arg("stream")
-        if expr is None:
-            return "<unknown stream>"
-        return self.stream_key(st, self.ev(st, expr), expr)
+        def constant(expr: cst.BaseExpression) -> str | None:
+            v = self.ev(st, expr)
+            return v.value if isinstance(v, CVal) and isinstance(v.value, str) else None
 
-    # ---- orderings
+        return scope_stream_key(self.cfile, use, constant=constant,
+                                stream=lambda expr: self.stream_key(st, self.ev(st, expr), expr))
+
     def wait_stream(self, st: State, waiter: str, producer: str) -> None:
         if waiter == producer:
             return

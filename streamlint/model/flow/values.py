@@ -201,14 +201,3 @@ def _config(mode: str, explicit_ge: bool, entry: bool) -> _Config:
     if mode in ("reduce-overhead", "npugraph_ex"):
         return _Config(mode, True, True, True, False, entry)
     return _Config(mode, True, True, True, False, False)
-
-
-def _flow_target_names(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        out: list[str] = []
-        for el in target.elements:
-            out += _flow_target_names(el.value)
-        return out
-    return []

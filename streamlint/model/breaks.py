@@ -143,12 +143,7 @@ class BreakAnalysis:
         self.project.note_wide_read()
         if self._registrations is None:
             regs: list[tuple[frozenset[str], frozenset[str]]] = []
-            for path in self.project.all_files():
-                if not self.project.may_contain(path, (b"reorderable_logging_functions",)):
-                    continue
-                model = self.project.file(path)
-                if model is None:
-                    continue
+            for model in self.project.files_containing((b"reorderable_logging_functions",)):
                 names: set[str] = set()
                 for site in model.calls:
                     spec = apis.lookup(site.target)

@@ -424,11 +424,8 @@ def caller_arguments(project: "ProjectQueries", file: FileModel, fn: FunctionInf
     params = fn.params[1:] if fn.class_name is not None and fn.params[:1] in (("self",), ("cls",)) else fn.params
     needle = qualname.rsplit(".", 1)[-1].encode()
     found = []
-    for path in project.all_files():
-        if not project.may_contain(path, (needle,)):
-            continue
-        model = project.file(path)
-        for site in model.calls if model is not None else ():
+    for model in project.files_containing((needle,)):
+        for site in model.calls:
             if site.target == qualname:
                 arg = bind_arguments(params + fn.kwonly, site.node, kwonly=fn.kwonly).get(param)
                 if arg is not None:

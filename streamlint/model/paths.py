@@ -48,12 +48,7 @@ class PathIndex:
         self.project.note_wide_read()
         if self._sites is None:
             sites: list[CompileSite] = []
-            for path in self.project.all_files():
-                if not self.project.may_contain(path, _COMPILE_MARKERS):
-                    continue
-                model = self.project.file(path)
-                if model is None:
-                    continue
+            for model in self.project.files_containing(_COMPILE_MARKERS):
                 for call in model.calls:
                     found = compile_site(self.project, model, call)
                     if found is not None:

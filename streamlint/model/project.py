@@ -194,6 +194,16 @@ class Project:
                 self._all_files = sorted(iter_python_files(self.root))
         return self._all_files
 
+    def files_containing(self, markers: tuple[bytes, ...]) -> Iterator[FileModel]:
+        """The parsed project files whose bytes contain one of ``markers`` (a byte search first, so
+        files that cannot matter are never parsed); unparsable files are skipped."""
+        for path in self.all_files():
+            if not self.may_contain(path, markers):
+                continue
+            model = self.file(path)
+            if model is not None:
+                yield model
+
     # ---- symbols
     def symbol(self, qualname: str, context: FileModel | None, _depth: int = 0):
         """The project definition (FunctionInfo/ClassInfo with its FileModel) a qualified name denotes."""

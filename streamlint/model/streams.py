@@ -25,6 +25,7 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, string_value
+from streamlint.model.syntax import class_field_annotation
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -123,17 +124,6 @@ def annotation_kind(file: FileModel, fn: FunctionInfo | None, annotation: cst.Ba
     return None
 
 
-def _class_field_annotation(cls: ClassInfo, attr: str) -> cst.BaseExpression | None:
-    """The annotation of a class-level field (dataclass style: ``ready_event: torch.npu.Event``)."""
-    for stmt in cls.node.body.body:
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for small in stmt.body:
-                if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) \
-                        and small.target.value == attr:
-                    return small.annotation.annotation
-    return None
-
-
 def attr_kind(project: Project, file: FileModel, cls: ClassInfo | None, attr: str) -> str | None:
     """Kind of ``self.<attr>`` in a class, from its ``self.<attr> = ...`` / ``Cls.<attr> = ...``
     assignments (any method), else from a class-level field annotation."""
@@ -151,7 +141,7 @@ def attr_kind(project: Project, file: FileModel, cls: ClassInfo | None, attr: st
                     kinds.add(kind_of_value(project, file, assign.value))
         kinds.discard(None)
         if not kinds:
-            kinds.add(annotation_kind(file, None, _class_field_annotation(cls, attr)))
+            kinds.add(annotation_kind(file, None, class_field_annotation(cls.node, attr)))
             kinds.discard(None)
         cache[attr] = kinds.pop() if len(kinds) == 1 else None
     return cache[attr]

@@ -21,6 +21,26 @@ def target_names(target: cst.BaseExpression, *, skip: frozenset[str] = frozenset
     return []
 
 
+def class_field_annotation(cls: cst.ClassDef, attr: str) -> cst.BaseExpression | None:
+    """The annotation of a class-level field (dataclass style: ``ready_event: torch.npu.Event``)."""
+    for stmt in cls.body.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) \
+                        and small.target.value == attr:
+                    return small.annotation.annotation
+    return None
+
+
+def strip_not(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
+    """``(inner, positive)`` of a test under any number of ``not``: ``not not x`` → ``(x, True)``."""
+    positive = True
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test = test.expression
+        positive = not positive
+    return test, positive
+
+
 def contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
     """True when ``inner`` is ``outer`` or one of its descendants (nested definitions included)."""
     stack = [outer]

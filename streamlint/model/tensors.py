@@ -23,7 +23,7 @@ from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, string_value
 from streamlint.model.streams import EVENT, STREAM, derived
-from streamlint.model.syntax import target_names
+from streamlint.model.syntax import class_field_annotation, target_names
 from streamlint.model.walk import children
 
 if TYPE_CHECKING:
@@ -559,17 +559,10 @@ class TensorTyper:
         return name in ("torch.Tensor", "Tensor")
 
     def _field_is_tensor(self, cls: ClassInfo, mod: FileModel, attr: str) -> bool:
-        body = cls.node.body
-        if not isinstance(body, cst.IndentedBlock):
+        ann = class_field_annotation(cls.node, attr)
+        if ann is None:
             return False
-        for stmt in body.body:
-            if isinstance(stmt, cst.SimpleStatementLine):
-                for small in stmt.body:
-                    if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) \
-                            and small.target.value == attr:
-                        name = mod.resolve(small.annotation.annotation, None) or ""
-                        return name in ("torch.Tensor", "torch.nn.Parameter")
-        return False
+        return (mod.resolve(ann, None) or "") in ("torch.Tensor", "torch.nn.Parameter")
 
 
 def _torch_returns_tensor(target: str) -> bool:

@@ -14,7 +14,7 @@ from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, string_value
 from streamlint.model.flow.values import CVal, KVal, MAX_INLINE_DEPTH, NONE, State, TVal, TupVal
 from streamlint.model.streams import derived
-from streamlint.model.syntax import contains
+from streamlint.model.syntax import contains, strip_not
 from streamlint.model.uses import bind_arguments
 from streamlint.model.walk import children
 
@@ -66,10 +66,7 @@ def _mentions_ordering(node: cst.CSTNode) -> bool:
 
 
 def _param_test(test: cst.BaseExpression, params: tuple[str, ...]) -> tuple[str, bool] | None:
-    positive = True
-    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        test = test.expression
-        positive = not positive
+    test, positive = strip_not(test)
     if isinstance(test, cst.Name) and test.value in params:
         return test.value, positive
     return None

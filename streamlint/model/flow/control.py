@@ -29,7 +29,7 @@ from streamlint.model.flow.values import (
     TupVal,
 )
 from streamlint.model.streams import MAIN, STREAM
-from streamlint.model.syntax import target_names
+from streamlint.model.syntax import strip_not, target_names
 from streamlint.model.wrappers import mode_of_test
 
 
@@ -242,10 +242,7 @@ class ControlFlow:
         return None
 
     def test_key(self, st: State, test: cst.BaseExpression) -> tuple[str | None, bool]:
-        positive = True
-        while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            test = test.expression
-            positive = not positive
+        test, positive = strip_not(test)
         if isinstance(test, cst.Name) and isinstance(st.env.get(test.value), KVal) and st.env[test.value].test:
             return st.env[test.value].test, positive
         if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \

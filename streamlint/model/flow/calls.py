@@ -133,7 +133,11 @@ def _relevant(project: Project, file: FileModel, fn: FunctionInfo, _depth: int =
 
 
 class Calls:
-    """Inlining of project helpers and wrapper activation (mixin of :class:`~streamlint.model.flow.interp.Interp`)."""
+    """Inlining of project helpers and wrapper activation (mixin of :class:`~streamlint.model.flow.interp.Interp`).
+
+    Interp state it uses: ``anchor``, ``depth``, ``fn``, ``frames``, ``inline_stack``, ``next_id``, ``project``,
+    ``single``. It asks control (block); exprs (ev); orderings (render); storage (referenced, tensors).
+    """
 
     # ---- inlining helpers
     def inline_target(self, site) -> tuple[FunctionInfo, FileModel] | None:

@@ -34,7 +34,13 @@ from streamlint.model.wrappers import mode_of_test
 
 
 class ControlFlow:
-    """Statements, branches, loops and scopes (mixin of :class:`~streamlint.model.flow.interp.Interp`)."""
+    """Statements, branches, loops and scopes (mixin of :class:`~streamlint.model.flow.interp.Interp`).
+
+    Interp state it uses: ``anchor``, ``cfg``, ``clock``, ``depth``, ``project``, ``rest``, ``single``,
+    ``steps``, ``stream_tests``, ``unjoined``. It asks calls (activation); exprs (ev); orderings (kind_of,
+    render, scope_stream, stream_key); storage (bind, escape, finalize, invalidate, new_tensor, op, tensors,
+    unbind).
+    """
 
     def mentions_ordering(self, node: cst.CSTNode) -> bool:
         key = id(node)

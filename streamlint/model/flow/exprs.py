@@ -50,7 +50,13 @@ if TYPE_CHECKING:
 
 
 class Expressions:
-    """Expression evaluation and call dispatch (mixin of :class:`~streamlint.model.flow.interp.Interp`)."""
+    """Expression evaluation and call dispatch (mixin of :class:`~streamlint.model.flow.interp.Interp`).
+
+    Interp state it uses: ``anchor``, ``clock``, ``depth``, ``file``, ``h2d``, ``project``. It asks calls
+    (inline, inline_target); control (decide); orderings (anonymous_key, event_key, kind_of, record, render,
+    stream_key, sync_all, sync_stream, wait_event, wait_everything, wait_stream); storage (alloc, escape,
+    free, new_tensor, op, tensors).
+    """
 
     def is_global(self, name: str) -> bool:
         fn = self.cfn

@@ -30,7 +30,11 @@ if TYPE_CHECKING:
 
 
 class Orderings:
-    """Stream / event keys and the vector clocks (mixin of :class:`~streamlint.model.flow.interp.Interp`)."""
+    """Stream / event keys and the vector clocks (mixin of :class:`~streamlint.model.flow.interp.Interp`).
+
+    Interp state it uses: ``clock``, ``file``, ``fn``, ``frames``, ``param_streams``, ``project``. It asks exprs
+    (ev).
+    """
 
     def anonymous_key(self, kind: str, node: cst.CSTNode) -> str:
         """A deterministic key for an unnamed stream / event created at ``node`` (never an id(), which

@@ -17,7 +17,12 @@ from streamlint.model.streams import MAIN
 
 
 class Storages:
-    """Storages, tensor accesses, races and lifetimes (mixin of :class:`~streamlint.model.flow.interp.Interp`)."""
+    """Storages, tensor accesses, races and lifetimes (mixin of :class:`~streamlint.model.flow.interp.Interp`).
+
+    Interp state it uses: ``anchor``, ``cfg``, ``clock``, ``deferred_end``, ``depth``, ``entry``, ``file``,
+    ``h2d``, ``lifetimes``, ``own_withs``, ``races``, ``unjoined``, ``view_escapes``. It asks orderings
+    (kind_of).
+    """
 
     def new_storage(self, st: State, kind: str, stream: str, name: str | None, write: Access | None) -> Storage:
         s = Storage(self.new_id(), name, kind, stream, write)

@@ -162,3 +162,39 @@ def test_tensor_typing_lives_in_one_module() -> None:
                     or node.name in ("_param_kinds", "_tensor_method", "_tensor_op_target")):
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}")
     assert found == []
+
+
+# The layers of streamlint/model (see streamlint/model/__init__.py): a module may import its own layer
+# and the layers below, never one above.
+LAYERS = {
+    1: {"apis", "file", "uses", "syntax", "walk", "positions", "options", "lifetimes"},
+    2: {"project", "paths", "compile", "wrappers", "queries", "streams"},
+    3: {"tensors", "dataflow", "flow", "breaks", "waits", "families", "scopes", "environment"},
+}
+
+
+def _layer(module: str) -> int | None:
+    parts = module.split(".")
+    if parts[:2] != ["streamlint", "model"] or len(parts) < 3:
+        return None
+    return next((n for n, names in LAYERS.items() if parts[2] in names), None)
+
+
+def test_every_model_module_has_a_layer() -> None:
+    unplaced = [m for m in import_graph() if m.startswith("streamlint.model.") and _layer(m) is None]
+    assert unplaced == []
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{m} -> {t}" for m, targets in graph.items() if _layer(m) is not None
+                  for t in targets if _layer(t) is not None and _layer(t) > _layer(m))
+
+
+def test_upward_import_is_seen() -> None:
+    graph = {"streamlint.model.file": {"streamlint.model.apis", "streamlint.model.flow.values"},
+             "streamlint.model.flow.values": {"streamlint.model.streams"}}
+    assert upward_imports(graph) == ["streamlint.model.file -> streamlint.model.flow.values"]
+
+
+def test_model_imports_point_down_the_layers() -> None:
+    assert upward_imports(import_graph()) == []

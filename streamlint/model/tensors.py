@@ -11,7 +11,9 @@ Two questions, one vocabulary:
   container, other) from annotations and use, and the method / factory / collective vocabularies the
   dataflow's value lattice uses to decide which call results are tensors, views or copies.
 
-When unsure, a value is *not* a tensor (precision first).
+Both ask the same primitives: :func:`torch_returns_tensor` (does a torch / torch_npu call give a
+tensor?) and :data:`META_ATTRS` (tensor metadata attributes). When unsure, a value is *not* a tensor
+(precision first).
 """
 
 from __future__ import annotations
@@ -30,8 +32,11 @@ if TYPE_CHECKING:
     from streamlint.model.project import Project
 
 
-META_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "is_npu", "requires_grad", "layout",
-                        "grad_fn", "is_leaf", "names", "itemsize", "nbytes"})
+# Attributes of a tensor that are static metadata (never a tensor value, never a device read).
+META_ATTRS = frozenset({
+    "shape", "dtype", "device", "ndim", "layout", "names", "requires_grad", "is_leaf", "grad_fn",
+    "itemsize", "nbytes", "is_cuda", "is_npu", "is_sparse", "is_quantized", "is_meta", "output_nr",
+})
 
 
 META_METHODS = frozenset({"size", "dim", "numel", "element_size", "is_contiguous", "stride", "storage_offset",
@@ -132,17 +137,25 @@ def _tensor_method(name: str) -> bool:
             or (name.endswith("_") and not name.startswith("_")))
 
 
-def _tensor_op_target(target: str | None) -> bool:
-    """A torch / torch_npu function that computes tensors (``torch.cat``, ``torch.nn.functional.silu``,
-    ``torch_npu.npu_rms_norm``), not a runtime/IO/distributed helper."""
+def torch_returns_tensor(target: str | None) -> bool:
+    """Does calling this torch / torch_npu function give a tensor (``torch.cat``,
+    ``torch.nn.functional.silu``, ``torch_npu.npu_rms_norm``, ``torch.Tensor``)? Not a runtime, IO,
+    distributed or compiler helper, not a known stream API, not a class other than a tensor class
+    (``torch.nn.Linear`` builds a module)."""
     if not target:
         return False
     parts = target.split(".")
     if parts[0] == "torch_npu":
-        return len(parts) == 2 and parts[1].startswith("npu_")
-    if parts[0] != "torch" or len(parts) < 2:
+        if len(parts) != 2 or not parts[1].startswith("npu_"):
+            return False
+    elif parts[0] != "torch" or len(parts) < 2 or parts[1] in _NON_OP_TORCH_MODULES:
         return False
-    return parts[1] not in _NON_OP_TORCH_MODULES
+    if target in _NON_TENSOR_TORCH or target.startswith(_NON_TENSOR_TORCH_PREFIXES) or apis.lookup(target):
+        return False
+    last = parts[-1]
+    if last[:1].isupper():
+        return last in _TENSOR_CLASSES
+    return True
 
 
 def _device_like(expr: cst.BaseExpression) -> bool:
@@ -262,11 +275,6 @@ def _param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict[st
     return kinds
 
 
-# Attributes / methods of a tensor that are static metadata (never a tensor value).
-_META_ATTRS = frozenset({
-    "shape", "dtype", "device", "ndim", "layout", "names", "requires_grad", "is_leaf", "grad_fn",
-    "itemsize", "nbytes", "is_cuda", "is_npu", "is_sparse", "is_quantized", "is_meta", "output_nr",
-})
 
 
 _TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "data", "grad", "real", "imag"})
@@ -435,7 +443,7 @@ class TensorTyper:
                 continue
             last = ctor.rsplit(".", 1)[-1]
             if ctor.startswith(("torch.", "torch_npu.")) and (last in _TENSOR_CLASSES or (
-                    not last[:1].isupper() and _torch_returns_tensor(ctor))):
+                    not last[:1].isupper() and torch_returns_tensor(ctor))):
                 attrs[attr] = "tensor"
             elif self._is_module_class(ctor, mod):
                 attrs[attr] = "module"
@@ -460,7 +468,7 @@ class TensorTyper:
         if isinstance(expr, cst.Name):
             return expr.value in self.non_tensors
         if isinstance(expr, cst.Attribute):
-            return expr.attr.value in _META_ATTRS
+            return expr.attr.value in META_ATTRS
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
             return expr.func.attr.value in _NON_TENSOR_METHODS or expr.func.attr.value.startswith("is_")
         return False
@@ -484,7 +492,7 @@ class TensorTyper:
             return expr.value in self.tensors
         if isinstance(expr, cst.Attribute):
             attr = expr.attr.value
-            if attr in _META_ATTRS or attr.startswith("is_"):
+            if attr in META_ATTRS or attr.startswith("is_"):
                 return False
             if attr in _TENSOR_ATTRS:
                 return rec(expr.value)
@@ -542,7 +550,7 @@ class TensorTyper:
             return False
         target = apis.canonical(target)
         if target.startswith(("torch.", "torch_npu.")):
-            return _torch_returns_tensor(target)
+            return torch_returns_tensor(target)
         found = self.project.function(target, self.file)
         if found is not None:
             sym = self.project.symbol(target, self.file)
@@ -565,16 +573,7 @@ class TensorTyper:
         return (mod.resolve(ann, None) or "") in ("torch.Tensor", "torch.nn.Parameter")
 
 
-def _torch_returns_tensor(target: str) -> bool:
-    if target in _NON_TENSOR_TORCH or target.startswith(_NON_TENSOR_TORCH_PREFIXES):
-        return False
-    spec = apis.lookup(target)
-    if spec is not None:
-        return False
-    last = target.rsplit(".", 1)[-1]
-    if last[:1].isupper():
-        return last in _TENSOR_CLASSES
-    return True
+
 
 
 def _collect_assigns(

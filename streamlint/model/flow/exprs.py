@@ -42,7 +42,7 @@ from streamlint.model.tensors import (
     VIEW_METHODS,
     _device_like,
     _tensor_method,
-    _tensor_op_target,
+    torch_returns_tensor,
 )
 
 if TYPE_CHECKING:
@@ -247,7 +247,7 @@ class Expressions:
                 self.ev(st, arg.value)
             return self.alloc(st, e) if last in EMPTY_FACTORIES else self.op(st, e, [])
         _, reads, writes = self.call_args(st, e)
-        is_torch = _tensor_op_target(target)
+        is_torch = torch_returns_tensor(target)
         if writes:
             self.op(st, e, reads, writes, result=False)
             return writes[0] if len(writes) == 1 else None

@@ -38,7 +38,7 @@ Layer 2 — the project
                     (``scope_stream_key``, ``tagged_stream_key``: the one stream-identity answer)
 
 Layer 3 — one function's flow
-    ``tensors``     is this value a tensor? (``TensorTyper`` for expressions, ``_param_kinds`` for
+    ``tensors``     is this value a tensor? (``TensorTyper`` for expressions, ``param_kinds`` for
                     parameters: the one tensor-typing module)
     ``dataflow``    which hazards (races, lifetimes, unjoined streams, view escapes) does a function
                     have on each execution path? The interpreter is ``flow/``: ``values`` (lattice,

@@ -53,9 +53,9 @@ from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.file import FileModel, FunctionInfo
 from streamlint.model.flow.calls import wait_self_expr
-from streamlint.model.flow.interp import Interp, _graph_entries
+from streamlint.model.flow.interp import Interp, graph_entries
 from streamlint.model.flow.results import EMPTY_FLOW, FunctionFlow, Lifetime, Race, Unjoined, ViewEscape
-from streamlint.model.flow.values import AnalysisBudgetExceeded, _config
+from streamlint.model.flow.values import AnalysisBudgetExceeded, flow_config
 from streamlint.model.streams import MAIN, derived, stream_label
 
 if TYPE_CHECKING:
@@ -99,13 +99,13 @@ def function_flow(project: Project, file: FileModel, fn: FunctionInfo, *, explic
     lifetimes: dict = {}
     unjoined: dict = {}
     views: dict = {}
-    entry = id(fn) in _graph_entries(project)
+    entry = id(fn) in graph_entries(project)
     if not modes:
         flow = _every_path_flow(project, file, fn, explicit_ge_joins, entry)
         cache[key] = flow
         return flow
     for mode in sorted(modes):
-        interp = Interp(project, file, fn, _config(mode, explicit_ge_joins, entry))
+        interp = Interp(project, file, fn, flow_config(mode, explicit_ge_joins, entry))
         try:
             interp.run()
         except (RecursionError, AnalysisBudgetExceeded):  # pathological code: report nothing rather than guess
@@ -125,7 +125,7 @@ def _every_path_flow(project: Project, file: FileModel, fn: FunctionInfo, explic
     """Unknown execution path: keep only the hazards found on every path the code could take."""
     runs = []
     for mode in apis.EXECUTION_PATHS:
-        interp = Interp(project, file, fn, _config(mode, explicit_ge_joins, entry))
+        interp = Interp(project, file, fn, flow_config(mode, explicit_ge_joins, entry))
         try:
             interp.run()
         except (RecursionError, AnalysisBudgetExceeded):

@@ -7,7 +7,7 @@ Two questions, one vocabulary:
   annotations, tensor-returning torch calls and project functions, tensor methods, arithmetic and
   comparisons of tensors, ``self.*`` tensors (``nn.Parameter``, ``register_buffer``, annotated fields),
   nn.Module calls. Metadata (``.shape``, ``dim()``…), ``is``/``in`` tests and ``is_*`` are never tensors.
-* :func:`_param_kinds` — what each *parameter* of a function evidently is (tensor, stream, event,
+* :func:`param_kinds` — what each *parameter* of a function evidently is (tensor, stream, event,
   container, other) from annotations and use, and the method / factory / collective vocabularies the
   dataflow's value lattice uses to decide which call results are tensors, views or copies.
 
@@ -131,7 +131,7 @@ _TENSOR_METHODS = frozenset({
 })
 
 
-def _tensor_method(name: str) -> bool:
+def tensor_method(name: str) -> bool:
     return (name in _TENSOR_METHODS or name in VIEW_METHODS or name in MULTI_VIEW_METHODS or name in COPY_METHODS
             or name in META_METHODS or name in HOST_VALUE_METHODS or name in LIKE_FACTORIES
             or (name.endswith("_") and not name.startswith("_")))
@@ -158,7 +158,7 @@ def torch_returns_tensor(target: str | None) -> bool:
     return True
 
 
-def _device_like(expr: cst.BaseExpression) -> bool:
+def device_like(expr: cst.BaseExpression) -> bool:
     """A ``.to(...)`` target that names a device (``"cuda"``, ``"npu:0"``, ``self.device``, ``device``)."""
     sv = string_value(expr)
     if sv is not None:
@@ -178,7 +178,7 @@ _NON_TENSOR_RECEIVER_METHODS = frozenset({"get", "items", "keys", "values", "app
                                  "record_event", "elapsed_time"})
 
 
-def _param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict[str, str]:
+def param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict[str, str]:
     """What each parameter evidently is: STREAM, EVENT, "container", "tensor", or absent (unknown).
 
     From annotations, then from use: passed to ``torch.npu.stream(p)`` / ``wait_stream(p)`` / ``.record(p)``
@@ -236,7 +236,7 @@ def _param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict[st
                 note(receiver.value, STREAM)
             elif method in ("record", "wait", "query", "elapsed_time"):
                 note(receiver.value, EVENT)
-            elif method in project_methods and not _tensor_method(method):
+            elif method in project_methods and not tensor_method(method):
                 note(receiver.value, "other")  # `plan.wait_current_stream()`: an object of a project class
             elif method not in _NON_TENSOR_RECEIVER_METHODS:
                 note(receiver.value, "tensor")

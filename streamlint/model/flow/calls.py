@@ -39,7 +39,7 @@ def wait_self_expr(project: Project, file: FileModel, use: ApiUse) -> cst.BaseEx
     return use.arg("self")
 
 
-def _cached_stream_getter(fn: FunctionInfo) -> bool:
+def cached_stream_getter(fn: FunctionInfo) -> bool:
     """``def current_stream(): global _S; if _S is None: _S = torch.npu.current_stream(); return _S``."""
     names = {r.value.value for r in fn.returns if isinstance(r.value, cst.Name)}
     if not names or len(names) != len(fn.returns):
@@ -52,7 +52,7 @@ def _cached_stream_getter(fn: FunctionInfo) -> bool:
     return False
 
 
-def _mentions_ordering(node: cst.CSTNode) -> bool:
+def node_mentions_ordering(node: cst.CSTNode) -> bool:
     stack = [node]
     while stack:
         n = stack.pop()
@@ -96,14 +96,14 @@ def _switch_condition(project: Project, file: FileModel, fn: FunctionInfo) -> tu
         for stmt in body:
             if contains(stmt, site.node):
                 break
-            if isinstance(stmt, cst.If) and stmt.orelse is None and _returns(stmt.body):
+            if isinstance(stmt, cst.If) and stmt.orelse is None and block_returns(stmt.body):
                 found = _param_test(stmt.test, params)
                 if found is not None:
                     return found[0], not found[1]
     return None
 
 
-def _returns(block: cst.BaseSuite) -> bool:
+def block_returns(block: cst.BaseSuite) -> bool:
     body = block.body if isinstance(block, cst.IndentedBlock) else []
     return bool(body) and isinstance(body[-1], cst.SimpleStatementLine) and any(
         isinstance(s, cst.Return) for s in body[-1].body)

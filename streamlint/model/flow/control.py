@@ -11,7 +11,7 @@ from __future__ import annotations
 from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
-from streamlint.model.flow.calls import _mentions_ordering, _returns
+from streamlint.model.flow.calls import block_returns, node_mentions_ordering
 from streamlint.model.flow.results import Unjoined
 from streamlint.model.flow.values import (
     AnalysisBudgetExceeded,
@@ -45,7 +45,7 @@ class ControlFlow:
     def mentions_ordering(self, node: cst.CSTNode) -> bool:
         key = id(node)
         if key not in self._mentions:
-            self._mentions[key] = _mentions_ordering(node)
+            self._mentions[key] = node_mentions_ordering(node)
         return self._mentions[key]
 
     # ---- statements
@@ -348,7 +348,7 @@ class ControlFlow:
 
         then.relevant = self.mentions_ordering(node.body)  # type: ignore[attr-defined]
         other.relevant = (node.orelse is not None and self.mentions_ordering(node.orelse)) or (  # type: ignore[attr-defined]
-            node.orelse is None and _returns(node.body) and any(self.mentions_ordering(r) for r in rest))
+            node.orelse is None and block_returns(node.body) and any(self.mentions_ordering(r) for r in rest))
         return self.branch(st, node.test, [(True, then), (False, other)])
 
     def loop(self, node, st: State) -> list[State]:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.apis import Role
 from streamlint.model.file import string_value
-from streamlint.model.flow.calls import _cached_stream_getter, wait_self_expr
+from streamlint.model.flow.calls import cached_stream_getter, wait_self_expr
 from streamlint.model.flow.values import (
     CVal,
     EVal,
@@ -21,7 +21,7 @@ from streamlint.model.flow.values import (
     State,
     TVal,
     TupVal,
-    _merge,
+    merge_clock,
 )
 from streamlint.model.streams import EVENT, MAIN, STREAM, tagged_stream_key
 from streamlint.model.syntax import target_names
@@ -40,8 +40,8 @@ from streamlint.model.tensors import (
     OVERWRITE_METHODS,
     VIEW_ATTRS,
     VIEW_METHODS,
-    _device_like,
-    _tensor_method,
+    device_like,
+    tensor_method,
     torch_returns_tensor,
 )
 
@@ -210,7 +210,7 @@ class Expressions:
         if site is not None:
             target = self.inline_target(site)
             if target is not None:
-                if _cached_stream_getter(target[0]):
+                if cached_stream_getter(target[0]):
                     return SVal(MAIN)  # caches the stream current at its first call: the default stream
                 return self.inline(st, e, *target)
         if uses:
@@ -284,7 +284,7 @@ class Expressions:
                 else:
                     self.wait_everything(st, stream)  # a collective's work handle, or an event recorded elsewhere
             elif known:  # synchronize() / query(): the host has seen the event complete
-                _merge(st.host, st.events.get(key, {MAIN: 0}))
+                merge_clock(st.host, st.events.get(key, {MAIN: 0}))
             else:  # an event recorded elsewhere (e.g. a field inherited from a library class): as for a
                 self.sync_all(st)  # known event, a query()/synchronize() the code goes on after is a host sync
             return None
@@ -297,7 +297,7 @@ class Expressions:
                 self.escape(st, self.ev(st, arg.value))
             return None
         tensors = self.tensors(st, recv)
-        if tensors and isinstance(recv, KVal) and not _tensor_method(name):
+        if tensors and isinstance(recv, KVal) and not tensor_method(name):
             tensors = []  # `self.dist_index.get_group()`: an object, not a tensor
         if not tensors and isinstance(recv, KVal) and recv.opaque and name in COPY_METHODS:
             _, reads, _ = self.call_args(st, e)
@@ -317,7 +317,7 @@ class Expressions:
             if S is not None:
                 S.recorded.add(stream)
             return None
-        if name in ("cuda", "npu") or (name == "to" and arg0 is not None and _device_like(arg0)):
+        if name in ("cuda", "npu") or (name == "to" and arg0 is not None and device_like(arg0)):
             _, reads, _ = self.call_args(st, e)
             self.h2d = True
             try:
@@ -394,7 +394,7 @@ class Expressions:
                 for tv in self.tensors(st, item):
                     lw = st.stores[tv.sid].last_write
                     if lw is not None and lw.stream != st.cur:
-                        _merge(st.vc.setdefault(st.cur, {}), lw.snap or {lw.stream: lw.time})
+                        merge_clock(st.vc.setdefault(st.cur, {}), lw.snap or {lw.stream: lw.time})
             return None
         if role is Role.OPS_RECORD:
             key = self.anonymous_key("event", e)

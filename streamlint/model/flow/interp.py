@@ -14,9 +14,9 @@ from streamlint.model.flow.exprs import Expressions
 from streamlint.model.flow.orderings import Orderings
 from streamlint.model.flow.results import Lifetime, Race, Unjoined, ViewEscape
 from streamlint.model.flow.storage import Storages
-from streamlint.model.flow.values import Access, EVal, KVal, SVal, State, _Config
+from streamlint.model.flow.values import Access, EVal, FlowConfig, KVal, SVal, State
 from streamlint.model.streams import EVENT, MAIN, STREAM, derived
-from streamlint.model.tensors import _param_kinds
+from streamlint.model.tensors import param_kinds
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -46,7 +46,7 @@ def _class_withs(file: FileModel, fn: FunctionInfo) -> frozenset:
     return frozenset(id(s.with_node) for m in cls.methods.values() for s in m.scopes)
 
 
-def _graph_entries(project: Project) -> set[int]:
+def graph_entries(project: Project) -> set[int]:
     holder = derived(project, "graph_entries")
     cache = holder.get("entries")
     if cache is None:
@@ -58,7 +58,7 @@ def _graph_entries(project: Project) -> set[int]:
 class Interp(Orderings, Storages, Expressions, Calls, ControlFlow):
     """Path-sensitive abstract interpretation of one function body in program order."""
 
-    def __init__(self, project: Project, file: FileModel, fn: FunctionInfo, cfg: _Config) -> None:
+    def __init__(self, project: Project, file: FileModel, fn: FunctionInfo, cfg: FlowConfig) -> None:
         self.project = project
         self.file = file
         self.fn = fn
@@ -82,7 +82,7 @@ class Interp(Orderings, Storages, Expressions, Calls, ControlFlow):
         self.rest: list = []  # statements after the one being interpreted (same block)
         self.h2d = False  # the current op copies host data to the device (or is a no-op on device data)
         self.deferred_end = _called_by_own_class(file, fn)
-        self.entry = id(fn) in _graph_entries(project)
+        self.entry = id(fn) in graph_entries(project)
         self.own_withs = _class_withs(file, fn)
 
     # ---- helpers
@@ -104,7 +104,7 @@ class Interp(Orderings, Storages, Expressions, Calls, ControlFlow):
 
     def run(self) -> None:
         st = State()
-        kinds = _param_kinds(self.project, self.file, self.fn)
+        kinds = param_kinds(self.project, self.file, self.fn)
         for p in (*self.fn.node.params.posonly_params, *self.fn.node.params.params,
                   *self.fn.node.params.kwonly_params):
             name = p.name.value

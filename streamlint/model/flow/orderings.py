@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.file import string_value
-from streamlint.model.flow.values import CVal, EVal, KVal, NONE, SVal, State, _merge
+from streamlint.model.flow.values import CVal, EVal, KVal, NONE, SVal, State, merge_clock
 from streamlint.model.streams import (
     EVENT,
     EVENT_LIST,
@@ -123,7 +123,7 @@ class Orderings:
         snap[producer] = self.clock
         if producer in self.param_streams and producer not in st.last_op:
             snap[MAIN] = max(snap.get(MAIN, -1), self.clock)  # a stream handed in: usually the caller's current one
-        _merge(st.vc.setdefault(waiter, {}), snap)
+        merge_clock(st.vc.setdefault(waiter, {}), snap)
 
     def record(self, st: State, stream: str, key: str) -> None:
         snap = dict(st.vc.get(stream, {}))
@@ -135,7 +135,7 @@ class Orderings:
         if snap is None and not key.startswith("<event@"):
             snap = {MAIN: 0}  # recorded before entry (by the caller, or a previous call): covers pre-entry work
         if snap is not None:
-            _merge(st.vc.setdefault(stream, {}), {s: t for s, t in snap.items() if s != stream})
+            merge_clock(st.vc.setdefault(stream, {}), {s: t for s, t in snap.items() if s != stream})
 
     def sync_all(self, st: State) -> None:
         for s in (*st.last_op, *st.vc, MAIN):
@@ -144,7 +144,7 @@ class Orderings:
     def sync_stream(self, st: State, stream: str) -> None:
         snap = dict(st.vc.get(stream, {}))
         snap[stream] = self.clock
-        _merge(st.host, snap)
+        merge_clock(st.host, snap)
 
     def wait_everything(self, st: State, stream: str) -> None:
-        _merge(st.vc.setdefault(stream, {}), {s: self.clock for s in (*st.last_op, MAIN) if s != stream})
+        merge_clock(st.vc.setdefault(stream, {}), {s: self.clock for s in (*st.last_op, MAIN) if s != stream})

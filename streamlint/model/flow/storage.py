@@ -12,7 +12,7 @@ import re
 
 from streamlint._lazy import cst
 from streamlint.model.flow.results import Lifetime, Race, Unjoined, ViewEscape
-from streamlint.model.flow.values import Access, KVal, State, Storage, TVal, TupVal, _covered, _merge
+from streamlint.model.flow.values import Access, KVal, State, Storage, TVal, TupVal, merge_clock, ordered_before
 from streamlint.model.streams import MAIN
 
 
@@ -69,15 +69,15 @@ class Storages:
         persist: dict[str, int] = {}
         for tv in rs + ws:
             for dep in st.deps.get(tv.vid, ()):
-                _merge(persist, dep)
+                merge_clock(persist, dep)
             if self.cfg.implicit_edges:
                 lw = st.stores[tv.sid].last_write
                 if lw is not None and lw.stream != s and lw.snap is not None:
-                    _merge(persist, lw.snap)
+                    merge_clock(persist, lw.snap)
         if persist:
             persist.pop(s, None)
-            _merge(st.vc.setdefault(s, {}), persist)
-            _merge(know, persist)
+            merge_clock(st.vc.setdefault(s, {}), persist)
+            merge_clock(know, persist)
         for tv in rs:
             self.access(st, tv, s, t, know, False)
         for tv in ws:
@@ -102,16 +102,16 @@ class Storages:
             return
         lw = S.last_write
         if not write:
-            if self.cfg.raw and lw is not None and lw.stream != s and not _covered(lw, know) \
+            if self.cfg.raw and lw is not None and lw.stream != s and not ordered_before(lw, know) \
                     and not (self.h2d and S.kind == "arg"):
                 self.race(st, "read", S, lw, s, self.label(st, tv.sid))
             S.reads.append(Access(s, t, self.anchor))
         else:
-            if self.cfg.waw and lw is not None and lw.stream != s and not _covered(lw, know):
+            if self.cfg.waw and lw is not None and lw.stream != s and not ordered_before(lw, know):
                 self.race(st, "write-after-write", S, lw, s, self.label(st, tv.sid))
             elif self.cfg.war:
                 for r in S.reads:
-                    if r.stream != s and not _covered(r, know):
+                    if r.stream != s and not ordered_before(r, know):
                         self.race(st, "write-after-read", S, r, s, self.label(st, tv.sid))
                         break
             snap = dict(know)

@@ -4,8 +4,8 @@ Abstract values: :class:`TVal` (a tensor object, possibly a view of another), :c
 :class:`EVal` (a stream / an event, by key), :class:`KVal` (an opaque or named object whose attribute
 chains may still name streams and events), :class:`CVal` (a constant), :class:`TupVal` (a tuple).
 :class:`Storage` is an allocation with its accesses; :class:`State` is everything one control-flow path
-carries (environment, storages, vector clocks, recorded events, the stream stack); ``_merge`` /
-``_covered`` are the vector-clock join and happens-before test. Analysis limits (paths, steps,
+carries (environment, storages, vector clocks, recorded events, the stream stack); ``merge_clock`` /
+``ordered_before`` are the vector-clock join and happens-before test. Analysis limits (paths, steps,
 inlining depth, loop unrolling) and the per-mode configuration live here too."""
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ class State:
         return k
 
 
-def _merge(into: dict[str, int], other: dict[str, int]) -> bool:
+def merge_clock(into: dict[str, int], other: dict[str, int]) -> bool:
     changed = False
     for s, t in other.items():
         if into.get(s, -1) < t:
@@ -179,12 +179,12 @@ def _merge(into: dict[str, int], other: dict[str, int]) -> bool:
     return changed
 
 
-def _covered(acc: Access, know: dict[str, int]) -> bool:
+def ordered_before(acc: Access, know: dict[str, int]) -> bool:
     return know.get(acc.stream, -1) >= acc.time
 
 
 @dataclass(frozen=True)
-class _Config:
+class FlowConfig:
     mode: str
     raw: bool
     war: bool
@@ -193,11 +193,11 @@ class _Config:
     args_exempt: bool
 
 
-def _config(mode: str, explicit_ge: bool, entry: bool) -> _Config:
+def flow_config(mode: str, explicit_ge: bool, entry: bool) -> FlowConfig:
     if mode == "ge":
         if explicit_ge:
-            return _Config(mode, True, True, True, False, True)
-        return _Config(mode, False, True, False, True, True)
+            return FlowConfig(mode, True, True, True, False, True)
+        return FlowConfig(mode, False, True, False, True, True)
     if mode in ("reduce-overhead", "npugraph_ex"):
-        return _Config(mode, True, True, True, False, entry)
-    return _Config(mode, True, True, True, False, False)
+        return FlowConfig(mode, True, True, True, False, entry)
+    return FlowConfig(mode, True, True, True, False, False)

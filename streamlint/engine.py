@@ -20,6 +20,7 @@ from streamlint.config import Settings
 from streamlint.finding import Confidence, Finding, Severity, Span
 from streamlint.model.apis import PatternMarker
 from streamlint.model.file import FileModel
+from streamlint.model.options import ModelOptions
 from streamlint.model.project import Project
 from streamlint.profile import Profiler, phase as _phase
 from streamlint.registry import Registry
@@ -149,10 +150,13 @@ class Engine:
             self.root,
             self._load_model,
             scope=scope,
-            stream_switch_wrappers=settings.stream_switch_wrappers,
-            wait_wrappers=settings.wait_wrappers,
+            options=ModelOptions(
+                mode=settings.mode,
+                per_path_mode=tuple(settings.per_path_mode),
+                stream_switch_wrappers=tuple(settings.stream_switch_wrappers),
+                wait_wrappers=tuple(settings.wait_wrappers),
+            ),
         )
-        self.project.settings = settings
         self.project.reader = self.read
         # selectors (codes, prefixes, names, ALL) expanded to the codes they match
         self._per_file_ignores = [

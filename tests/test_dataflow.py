@@ -288,5 +288,5 @@ class M(torch.nn.Module):
     def explode(self):
         raise RecursionError
 
-    monkeypatch.setattr(dataflow._Interp, "run", explode)
+    monkeypatch.setattr(dataflow.Interp, "run", explode)
     assert [f.code for f in lint_text(HEADER + code, tmp=tmp_path) if f.code in ("SL000", "SL201")] == []

@@ -1,1 +1,53 @@
-"""The semantic model of a linted project: names, APIs, wrappers, scopes, call graph, execution paths."""
+"""The semantic model of a linted project, in layers. Each fact is computed in one place, and imports
+point down the layers only (``tests/test_architecture.py`` fails on any import cycle).
+
+::
+
+    4  rules/ (SLxxx)            ask questions of 1-3, never recompute them
+           |
+    3  per-function flow        dataflow (entry) -> flow/ (interpreter), breaks, waits, families, scopes,
+           |                    environment, tensors (is this value a tensor?)
+           |
+    2  project facts            project (the index) -> paths -> compile -> wrappers, all through queries
+           |                    (ProjectQueries), streams (stream typing and identity)
+           |
+    1  per-file syntax facts    file (FileModel: names, imports, scopes, calls, assignments), uses
+                                (ApiUse, bind_arguments), syntax, walk, positions, lifetimes, apis (the
+                                API table), options (ModelOptions)
+
+Which question each module answers (where a fix belongs):
+
+Layer 1 — one file, no knowledge of other files
+    ``apis``        which known API is this qualified name (role, family, parameters, modes)?
+    ``file``        what does this file define, import, call, assign; which ``with`` is around a call?
+    ``uses``        what does a call site bind (``bind_arguments``); ApiUse / ScopeUse values
+    ``syntax``      node containment, local nodes, names bound by a target
+    ``walk`` / ``positions``   traversal and source positions over LibCST
+    ``lifetimes``   which tensors live as long as the module (parameters, buffers, globals)
+    ``options``     the user options the model reads (execution path, declared wrappers)
+
+Layer 2 — the project
+    ``project``     where does a name lead (modules, symbols), which API does a call reach through
+                    wrappers, what does a function call (call graph)?
+    ``wrappers``    is this project function a stream wrapper, and of which API?
+    ``compile``     where is code compiled, with which backend / config, reaching what?
+    ``paths``       which execution path (ge / reduce-overhead / npugraph_ex / eager / cuda) does a
+                    function run on?
+    ``queries``     what 2's modules may ask of ``project`` (a Protocol: no import back)
+    ``streams``     which names hold streams or events, and which stream does a scope / tag denote
+                    (``scope_stream_key``, ``tagged_stream_key``: the one stream-identity answer)
+
+Layer 3 — one function's flow
+    ``tensors``     is this value a tensor? (``TensorTyper`` for expressions, ``param_kinds`` for
+                    parameters: the one tensor-typing module)
+    ``dataflow``    which hazards (races, lifetimes, unjoined streams, view escapes) does a function
+                    have on each execution path? The interpreter is ``flow/``: ``values`` (lattice,
+                    state), ``orderings`` (vector clocks), ``storage`` (accesses, lifetimes),
+                    ``exprs`` (evaluation), ``calls`` (inlining), ``control`` (branches, loops, scopes),
+                    ``interp`` (the composition), ``results`` (what rules read)
+    ``breaks``      where does a compiled region break the graph, and what reaches a no-break scope?
+    ``waits``       syntactic facts around npu_wait_tensor / ops.record / event waits
+    ``families``    which API families does a function mix, and on which execution paths?
+    ``scopes``      what runs inside a scope (transitive call search, SuperKernel options)?
+    ``environment`` does the project set an environment variable (launch scripts, YAML, Python)?
+"""

@@ -19,8 +19,11 @@ from streamlint.model.apis import Role
 from streamlint.model.file import AttrAssign, CallSite, ClassInfo, FileModel, FunctionInfo, Guard, dotted, string_value
 from streamlint.model.wrappers import modes_under
 
+from streamlint.model.uses import bind_arguments
+
 if TYPE_CHECKING:
-    from streamlint.model.project import ApiUse, Project
+    from streamlint.model.queries import ProjectQueries
+    from streamlint.model.uses import ApiUse
 
 # nn.Module methods that return the module itself: `Model(cfg).npu().eval()` compiles Model.
 _MODULE_SELF_METHODS = frozenset({"npu", "cuda", "cpu", "to", "eval", "train", "half", "float", "bfloat16",
@@ -89,7 +92,7 @@ def _bool_literal(expr: cst.BaseExpression | None) -> bool | None:
     return None
 
 
-def find_config(project: "Project", file: FileModel, fn: FunctionInfo | None, expr: cst.BaseExpression | None,
+def find_config(project: "ProjectQueries", file: FileModel, fn: FunctionInfo | None, expr: cst.BaseExpression | None,
                 _depth: int = 0) -> ConfigObject | None:
     """Follow an expression to the CompilerConfig() instance it denotes."""
     if expr is None or _depth > 6:
@@ -158,7 +161,7 @@ def _is_config_call(file: FileModel, fn: FunctionInfo | None, call: cst.Call) ->
     return spec is not None and spec.role is Role.COMPILER_CONFIG
 
 
-def _backend(project: "Project", file: FileModel, fn: FunctionInfo | None, expr: cst.BaseExpression | None,
+def _backend(project: "ProjectQueries", file: FileModel, fn: FunctionInfo | None, expr: cst.BaseExpression | None,
              _depth: int = 0) -> tuple[str, ConfigObject | None, bool]:
     """(backend kind, config, whether a config expression was given) for a backend argument."""
     if expr is None:
@@ -183,7 +186,7 @@ def _backend(project: "Project", file: FileModel, fn: FunctionInfo | None, expr:
     return "unknown", None, False
 
 
-def _targets(project: "Project", file: FileModel, fn: FunctionInfo | None,
+def _targets(project: "ProjectQueries", file: FileModel, fn: FunctionInfo | None,
              expr: cst.BaseExpression | None, _depth: int = 0) -> list[tuple[FunctionInfo, FileModel]]:
     """The project functions a compiled object runs (a class's forward, a function)."""
     if expr is None or _depth > 5:
@@ -232,7 +235,7 @@ def _targets(project: "Project", file: FileModel, fn: FunctionInfo | None,
     return []
 
 
-def _class_entry(project: "Project", file: FileModel, qualname: str | None) -> list[tuple[FunctionInfo, FileModel]]:
+def _class_entry(project: "ProjectQueries", file: FileModel, qualname: str | None) -> list[tuple[FunctionInfo, FileModel]]:
     if qualname is None:
         return []
     sym = project.symbol(qualname, file)
@@ -245,7 +248,7 @@ def _class_entry(project: "Project", file: FileModel, qualname: str | None) -> l
     return [(e, mod) for e in entries]
 
 
-def compile_site(project: "Project", file: FileModel, site: CallSite) -> CompileSite | None:
+def compile_site(project: "ProjectQueries", file: FileModel, site: CallSite) -> CompileSite | None:
     spec = apis.lookup(site.target)
     if spec is None or spec.role not in (Role.TORCH_COMPILE, Role.CACHE_COMPILE):
         return None
@@ -370,7 +373,7 @@ def enabling_flags(use: ApiUse) -> frozenset[str]:
     return frozenset(names)
 
 
-def reached_uses(project: "Project", cs: CompileSite, roles: "frozenset[Role] | set[Role]",
+def reached_uses(project: "ProjectQueries", cs: CompileSite, roles: "frozenset[Role] | set[Role]",
                  mode: str | None = None) -> list[ApiUse]:
     """API uses with ``roles`` in the code a compile site reaches (through the call graph from its
     targets), in a deterministic order. A wrapper's own forwarding call is represented by its callers'
@@ -390,7 +393,7 @@ def reached_uses(project: "Project", cs: CompileSite, roles: "frozenset[Role] | 
     return found
 
 
-def compile_modes(project: "Project", cs: CompileSite) -> frozenset[str]:
+def compile_modes(project: "ProjectQueries", cs: CompileSite) -> frozenset[str]:
     """The execution paths of a compile site: from its backend and config, or — when the config is built
     at run time and cannot be followed — from the ``mode`` / ``per-path-mode`` settings for its targets."""
     if cs.modes:
@@ -403,7 +406,7 @@ def compile_modes(project: "Project", cs: CompileSite) -> frozenset[str]:
     return frozenset(modes)
 
 
-def caller_arguments(project: "Project", file: FileModel, fn: FunctionInfo,
+def caller_arguments(project: "ProjectQueries", file: FileModel, fn: FunctionInfo,
                      param: str) -> list[tuple[FileModel, FunctionInfo | None, cst.BaseExpression]]:
     """The argument each project call of ``fn`` passes for ``param``: calls of a module-level function
     or a method (``self.compile_model(...)``), and constructions of a class for ``__init__``. Files are
@@ -413,21 +416,16 @@ def caller_arguments(project: "Project", file: FileModel, fn: FunctionInfo,
     is_init = fn.class_name is not None and fn.node.name.value == "__init__"
     qualname = f"{file.module_name}.{fn.class_name if is_init else fn.qualname}"
     project.note_wide_read()
-    cache: dict[tuple[str, str], list] = project.path_index.derived.setdefault("caller_arguments", {})
+    cache: dict[tuple[str, str], list] = project.derived("caller_arguments")
     key = (qualname, param)
     if key in cache:
         return cache[key]
     cache[key] = []  # recursion guard
-    from streamlint.model.project import bind_arguments
-
     params = fn.params[1:] if fn.class_name is not None and fn.params[:1] in (("self",), ("cls",)) else fn.params
     needle = qualname.rsplit(".", 1)[-1].encode()
     found = []
-    for path in project.all_files():
-        if not project.may_contain(path, (needle,)):
-            continue
-        model = project.file(path)
-        for site in model.calls if model is not None else ():
+    for model in project.files_containing((needle,)):
+        for site in model.calls:
             if site.target == qualname:
                 arg = bind_arguments(params + fn.kwonly, site.node, kwonly=fn.kwonly).get(param)
                 if arg is not None:

@@ -63,12 +63,8 @@ def sets_env(project: "Project", variable: str) -> bool:
 
 def _search(project: "Project", variable: str) -> Iterator[EnvSetting]:
     needle = variable.encode()
-    for path in project.all_files():
-        if not project.may_contain(path, (needle,)):
-            continue
-        model = project.file(path)
-        if model is not None:
-            yield from _python_settings(model, variable)
+    for model in project.files_containing((needle,)):
+        yield from _python_settings(model, variable)
     if project.scope is not None:
         return  # an explicitly scoped project (single files, editor buffers) has no launch scripts
     for path in _env_files(project.root):

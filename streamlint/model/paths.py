@@ -7,8 +7,6 @@ compile site is GE, TorchAir's default) → unknown (an empty set).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import pathspec
 
@@ -19,8 +17,7 @@ from streamlint.model.compile import CompileSite, compile_site
 from streamlint.model.file import CallSite, FileModel, FunctionInfo
 from streamlint.model.wrappers import modes_under
 
-if TYPE_CHECKING:
-    from streamlint.model.project import Project
+from streamlint.model.queries import ExecutionPath, ProjectQueries
 
 _COMPILE_MARKERS = (b"compile",)
 _FAMILY_MODE = {
@@ -31,26 +28,10 @@ _FAMILY_MODE = {
 }
 
 
-@dataclass(frozen=True)
-class ExecutionPath:
-    modes: frozenset[str]  # empty: unknown
-    source: str  # "config" | "compile" | "family" | "unknown"
-    evidence: tuple[Location, ...] = ()
-
-    @property
-    def unknown(self) -> bool:
-        return not self.modes
-
-    def describe(self) -> str:
-        if self.unknown:
-            return "unknown execution path"
-        return "/".join(sorted(self.modes)) + f" (from {self.source})"
-
-
 class PathIndex:
     """Project-wide compile facts, computed once per project on first use."""
 
-    def __init__(self, project: "Project") -> None:
+    def __init__(self, project: ProjectQueries) -> None:
         self.project = project
         self._sites: list[CompileSite] | None = None
         self._reached: dict[int, tuple[set[str], list[Location]]] | None = None
@@ -58,23 +39,16 @@ class PathIndex:
         # facts derived from several files (stream kinds, env settings, dispatch summaries…), keyed by
         # topic; they live here because the engine replaces the index whenever any file changes
         self.derived: dict[str, dict] = {}
-        settings = getattr(project, "settings", None)
         self._per_path = [
-            (pathspec.GitIgnoreSpec.from_lines([pattern]), mode) for pattern, mode in
-            (settings.per_path_mode if settings is not None else ())
+            (pathspec.GitIgnoreSpec.from_lines([pattern]), mode) for pattern, mode in project.options.per_path_mode
         ]
-        self._mode = settings.mode if settings is not None else "auto"
+        self._mode = project.options.mode
 
     def compile_sites(self) -> list[CompileSite]:
         self.project.note_wide_read()
         if self._sites is None:
             sites: list[CompileSite] = []
-            for path in self.project.all_files():
-                if not self.project.may_contain(path, _COMPILE_MARKERS):
-                    continue
-                model = self.project.file(path)
-                if model is None:
-                    continue
+            for model in self.project.files_containing(_COMPILE_MARKERS):
                 for call in model.calls:
                     found = compile_site(self.project, model, call)
                     if found is not None:

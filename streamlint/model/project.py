@@ -16,61 +16,17 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 from streamlint._lazy import cst
 
 from streamlint.model import apis
-from streamlint.model.apis import ApiSpec, Role
+from streamlint.model.apis import Role
 from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, ScopeSite, dotted
+from streamlint.model.options import ModelOptions
+from streamlint.model.paths import ExecutionPath, PathIndex
+from streamlint.model.uses import ApiUse, ScopeUse, bind_arguments
 from streamlint.model.wrappers import WrapperSpec, infer_wrapper
 
 if TYPE_CHECKING:
-    from streamlint.config import Settings
     from streamlint.model.compile import CompileSite
-    from streamlint.model.paths import ExecutionPath, PathIndex
 
 Loader = Callable[[str, str, bool], "FileModel | None"]  # (path, module name, is_package)
-
-
-@dataclass(frozen=True)
-class ApiUse:
-    """A call that (directly or through project wrappers) invokes a known API."""
-
-    spec: ApiSpec
-    site: CallSite
-    file: FileModel
-    bind: dict[str, cst.BaseExpression | None]  # API parameter -> argument expression at the call site
-    wrappers: tuple[str, ...] = ()  # qualified names of the wrappers traversed, outermost first
-    modes: frozenset[str] | None = None  # execution paths under which this variant applies (None: all)
-    constants: dict[str, cst.BaseExpression] = field(default_factory=dict)  # fixed inside a wrapper
-
-    @property
-    def role(self) -> Role:
-        return self.spec.role
-
-    @property
-    def family(self) -> apis.Family | None:
-        return self.spec.family
-
-    def arg(self, param: str) -> cst.BaseExpression | None:
-        """The argument written at this call site for an API parameter (None if not written here)."""
-        return self.bind.get(param)
-
-    def value(self, param: str) -> cst.BaseExpression | None:
-        """The call-site argument, or the constant a wrapper passes (which may live in another file)."""
-        return self.bind.get(param) or self.constants.get(param)
-
-    @property
-    def node(self) -> cst.Call:
-        return self.site.node
-
-
-@dataclass(frozen=True)
-class ScopeUse:
-    """A classified `with` item: which API it opens (one entry per dispatch variant)."""
-
-    site: ScopeSite
-    file: FileModel
-    uses: tuple[ApiUse, ...]
-
-    def roles(self) -> set[Role]:
-        return {u.role for u in self.uses}
 
 
 @dataclass(eq=False)
@@ -78,8 +34,7 @@ class Project:
     root: Path
     loader: Loader
     scope: frozenset[str] | None = None  # when set, only these files belong to the project
-    stream_switch_wrappers: tuple[str, ...] = ()
-    wait_wrappers: tuple[str, ...] = ()
+    options: ModelOptions = ModelOptions()
     _files: dict[str, FileModel | None] = field(default_factory=dict)
     _wrappers: dict[tuple[str, str], WrapperSpec | None] = field(default_factory=dict)
     _uses: dict[int, tuple[ApiUse, ...]] = field(default_factory=dict)
@@ -89,7 +44,6 @@ class Project:
     _modules: dict[tuple[str, str], str | None] = field(default_factory=dict)  # (module, root) -> path
     _source_roots: dict[str, str] = field(default_factory=dict)  # file path -> its source root
     _symbols: dict[tuple[str, str | None], object] = field(default_factory=dict)  # symbol() answers
-    settings: "Settings | None" = None  # mode, per-path-mode
     reader: "Callable[[str], bytes] | None" = None
     _paths: "PathIndex | None" = None
     wide_reads: int = 0  # reads of project-wide facts so far (note_wide_read)
@@ -97,8 +51,6 @@ class Project:
     # ---- execution paths (streamlint.model.paths)
     @property
     def path_index(self) -> PathIndex:
-        from streamlint.model.paths import PathIndex
-
         if self._paths is None:
             self._paths = PathIndex(self)
         return self._paths
@@ -116,6 +68,11 @@ class Project:
         wrapper variant it goes through."""
         modes = self.modes_at(use.file, use.site)
         return modes & use.modes if use.modes is not None else modes
+
+    def derived(self, topic: str) -> dict:
+        """The cache of one project-wide derived fact (stream kinds, caller arguments…): it lives with
+        the path index, which the engine replaces whenever any file changes."""
+        return self.path_index.derived.setdefault(topic, {})
 
     def compile_sites(self) -> list[CompileSite]:
         return self.path_index.compile_sites()
@@ -237,6 +194,16 @@ class Project:
                 self._all_files = sorted(iter_python_files(self.root))
         return self._all_files
 
+    def files_containing(self, markers: tuple[bytes, ...]) -> Iterator[FileModel]:
+        """The parsed project files whose bytes contain one of ``markers`` (a byte search first, so
+        files that cannot matter are never parsed); unparsable files are skipped."""
+        for path in self.all_files():
+            if not self.may_contain(path, markers):
+                continue
+            model = self.file(path)
+            if model is not None:
+                yield model
+
     # ---- symbols
     def symbol(self, qualname: str, context: FileModel | None, _depth: int = 0):
         """The project definition (FunctionInfo/ClassInfo with its FileModel) a qualified name denotes."""
@@ -295,8 +262,8 @@ class Project:
                 self,
                 fn,
                 file,
-                declared_switch=declared in self.stream_switch_wrappers,
-                declared_wait=declared in self.wait_wrappers,
+                declared_switch=declared in self.options.stream_switch_wrappers,
+                declared_wait=declared in self.options.wait_wrappers,
             )
         return self._wrappers[key]
 
@@ -320,9 +287,9 @@ class Project:
                 and not (site.target or "").endswith(("." + target[0].node.name.value)):
             target = None  # `Model(...)` constructs a module; it does not run its forward
         if target is None:
-            declared = site.target in self.stream_switch_wrappers or site.target in self.wait_wrappers
+            declared = site.target in self.options.stream_switch_wrappers or site.target in self.options.wait_wrappers
             if declared and site.target is not None:
-                role = "torchair.scope.npu_stream_switch" if site.target in self.stream_switch_wrappers else "torchair.scope.npu_wait_tensor"
+                role = "torchair.scope.npu_stream_switch" if site.target in self.options.stream_switch_wrappers else "torchair.scope.npu_wait_tensor"
                 spec = apis.SPECS[role]
                 return (ApiUse(spec, site, file, bind_arguments(spec.params, site.node), (site.target,)),)
             return ()
@@ -462,24 +429,6 @@ def _lookup_in_module(mod: FileModel, rest: list[str]):
         return mod.classes[rest[0]].methods.get(rest[1])
     return None
 
-
-
-def bind_arguments(
-    params: tuple[str, ...], call: cst.Call, kwonly: tuple[str, ...] = ()
-) -> dict[str, cst.BaseExpression | None]:
-    """Map parameter names to the argument expressions of a call (no defaults)."""
-    bound: dict[str, cst.BaseExpression | None] = {}
-    positional = [p for p in params if p not in kwonly]
-    index = 0
-    for arg in call.args:
-        if arg.star:
-            break
-        if arg.keyword is not None:
-            bound[arg.keyword.value] = arg.value
-        elif index < len(positional):
-            bound[positional[index]] = arg.value
-            index += 1
-    return bound
 
 
 def _param_defaults(fn: FunctionInfo) -> dict[str, cst.BaseExpression]:

@@ -20,7 +20,8 @@ from streamlint.model.apis import Role
 from streamlint.model.file import CallSite, FileModel, FunctionInfo, ScopeSite, string_value
 
 if TYPE_CHECKING:
-    from streamlint.model.project import Project, ScopeUse
+    from streamlint.model.project import Project
+    from streamlint.model.uses import ScopeUse
 
 T = TypeVar("T")
 

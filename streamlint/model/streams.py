@@ -1,4 +1,13 @@
-"""Typing of stream and event objects: which names and ``self.*`` attributes hold streams or events.
+"""Streams and events: which names hold them (typing), and which stream a scope or tag denotes (identity).
+
+Identity: a stream is named by a *key*. ``MAIN`` is the stream current at function entry;
+``tag:<tag>`` is the stream a TorchAir tag maps to (``npu_stream_switch("s")``,
+``record_tagged_stream(t, "s")``); ``tag?:<code>`` a tag that is not a literal; otherwise the key of the
+stream expression (its source text, or the dataflow's refinement of it). :func:`scope_stream_key` is the
+one answer to "which stream does this ``with`` item switch to", :func:`tagged_stream_key` to "which
+stream does this tag name"; :func:`stream_label` words a key for messages.
+
+Typing:
 
 A value is a *stream* when it comes from ``torch.npu.Stream()`` / ``torch.cuda.Stream()`` /
 ``current_stream()`` / ``default_stream()`` (directly, through an alias or a project wrapper that returns
@@ -15,11 +24,17 @@ from streamlint._lazy import cst
 
 from streamlint.model import apis
 from streamlint.model.apis import Role
-from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo
+from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, string_value
+from streamlint.model.syntax import class_field_annotation
 
 if TYPE_CHECKING:
-    from streamlint.model.project import Project
+    from collections.abc import Callable
 
+    from streamlint.model.project import Project
+    from streamlint.model.uses import ApiUse
+
+MAIN = "<main>"  # the stream current at function entry
+UNKNOWN_STREAM = "<unknown stream>"
 STREAM = "stream"
 MAIN_STREAM = "main stream"  # current_stream()/default_stream() captured outside any stream scope
 EVENT = "event"
@@ -109,17 +124,6 @@ def annotation_kind(file: FileModel, fn: FunctionInfo | None, annotation: cst.Ba
     return None
 
 
-def _class_field_annotation(cls: ClassInfo, attr: str) -> cst.BaseExpression | None:
-    """The annotation of a class-level field (dataclass style: ``ready_event: torch.npu.Event``)."""
-    for stmt in cls.node.body.body:
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for small in stmt.body:
-                if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) \
-                        and small.target.value == attr:
-                    return small.annotation.annotation
-    return None
-
-
 def attr_kind(project: Project, file: FileModel, cls: ClassInfo | None, attr: str) -> str | None:
     """Kind of ``self.<attr>`` in a class, from its ``self.<attr> = ...`` / ``Cls.<attr> = ...``
     assignments (any method), else from a class-level field annotation."""
@@ -137,7 +141,7 @@ def attr_kind(project: Project, file: FileModel, cls: ClassInfo | None, attr: st
                     kinds.add(kind_of_value(project, file, assign.value))
         kinds.discard(None)
         if not kinds:
-            kinds.add(annotation_kind(file, None, _class_field_annotation(cls, attr)))
+            kinds.add(annotation_kind(file, None, class_field_annotation(cls.node, attr)))
             kinds.discard(None)
         cache[attr] = kinds.pop() if len(kinds) == 1 else None
     return cache[attr]
@@ -156,7 +160,54 @@ def local_kind(project: Project, file: FileModel, fn: FunctionInfo, name: str) -
     return kinds.pop() if len(kinds) == 1 else None
 
 
+def stream_label(key: str) -> str:
+    """Human wording of a stream key."""
+    if key == MAIN:
+        return "the current stream"
+    if key.startswith("tag:"):
+        return f'stream "{key[4:]}"'
+    if key.startswith("tag?:"):
+        return f"the stream tagged {key[5:]}"
+    if key.startswith("<stream@"):
+        return "a new stream"
+    return f"`{key}`"
+
+
+def tagged_stream_key(tag: str) -> str:
+    """The stream a TorchAir stream tag names (``npu_stream_switch(tag)``)."""
+    return f"tag:{tag}"
+
+
+def scope_stream_key(file: FileModel, use: ApiUse, *,
+                     constant: Callable[[cst.BaseExpression], str | None] | None = None,
+                     stream: Callable[[cst.BaseExpression], str] | None = None) -> str:
+    """The key of the stream a stream scope switches to: ``npu_stream_switch(tag)`` (directly or through
+    a wrapper, which may fix the tag) → :func:`tagged_stream_key`, or ``tag?:<code>`` when the tag is not
+    a literal; ``torch.npu.stream(s)`` → the key of ``s``.
+
+    Without hooks the answer is syntactic (the source text of ``s``). The dataflow passes what it knows
+    about values: ``constant(expr)`` — the string a non-literal tag written at the call holds, if any;
+    ``stream(expr)`` — the key of the stream object ``s`` evaluates to."""
+    if use.role is Role.STREAM_SWITCH:
+        expr = use.value("stream_tag")
+        tag = string_value(expr) if expr is not None else None
+        if tag is None and expr is not None and constant is not None and use.arg("stream_tag") is not None:
+            tag = constant(expr)
+        if tag is not None:
+            return tagged_stream_key(tag)
+        return f"tag?:{file.code(expr)}" if expr is not None else "tag?:<unknown>"
+    expr = use.arg("stream")
+    if expr is None:
+        return UNKNOWN_STREAM
+    return stream(expr) if stream is not None else file.code(expr)
+
+
 __all__ = [
+    "MAIN",
+    "UNKNOWN_STREAM",
+    "scope_stream_key",
+    "stream_label",
+    "tagged_stream_key",
     "EVENT",
     "EVENT_LIST",
     "MAIN_STREAM",

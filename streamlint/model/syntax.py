@@ -8,6 +8,38 @@ from streamlint._lazy import cst
 from streamlint.model.walk import children
 
 
+def target_names(target: cst.BaseExpression, *, skip: frozenset[str] = frozenset()) -> list[str]:
+    """The names an assignment / ``for`` target binds (``a``, ``a, (b, *c)``), in order; names in
+    ``skip`` (``_``) are left out. Attribute and subscript targets bind no name."""
+    if isinstance(target, cst.Name):
+        return [] if target.value in skip else [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        names: list[str] = []
+        for el in target.elements:
+            names += target_names(el.value, skip=skip)
+        return names
+    return []
+
+
+def class_field_annotation(cls: cst.ClassDef, attr: str) -> cst.BaseExpression | None:
+    """The annotation of a class-level field (dataclass style: ``ready_event: torch.npu.Event``)."""
+    for stmt in cls.body.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) \
+                        and small.target.value == attr:
+                    return small.annotation.annotation
+    return None
+
+
+def strip_not(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
+    """``(inner, positive)`` of a test under any number of ``not``: ``not not x`` → ``(x, True)``."""
+    positive = True
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test = test.expression
+        positive = not positive
+    return test, positive
+
 
 def contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
     """True when ``inner`` is ``outer`` or one of its descendants (nested definitions included)."""

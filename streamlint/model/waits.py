@@ -13,7 +13,8 @@ from streamlint._lazy import cst
 
 from streamlint.model import apis
 from streamlint.model.apis import Role
-from streamlint.model.file import CallSite, FileModel, FunctionInfo, string_value
+from streamlint.model.file import CallSite, FileModel, FunctionInfo
+from streamlint.model.streams import MAIN, scope_stream_key
 from streamlint.model.syntax import local_nodes
 from streamlint.model.walk import children
 
@@ -109,17 +110,13 @@ def _contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
 
 
 def stream_scope_key(project: Project, file: FileModel, site: CallSite | None) -> tuple[str, cst.With | None]:
-    """(stream key, with-statement) of the innermost stream scope around a call; ("<main>", None) outside."""
+    """(stream key, with-statement) of the innermost stream scope around a call; (MAIN, None) outside."""
     scope = site.scope if site is not None else None
     for use in project.enclosing_scopes(file, scope):
         for api in use.uses:
-            if api.role is Role.STREAM_SWITCH:
-                tag = string_value(api.value("stream_tag"))
-                return (f"tag:{tag}" if tag is not None else f"tag?:{id(use.site.with_node)}"), use.site.with_node
-            if api.role is Role.NATIVE_STREAM_CONTEXT:
-                expr = api.arg("stream")
-                return (file.code(expr) if expr is not None else "?"), use.site.with_node
-    return "<main>", None
+            if api.role in (Role.STREAM_SWITCH, Role.NATIVE_STREAM_CONTEXT):
+                return scope_stream_key(file, api), use.site.with_node
+    return MAIN, None
 
 
 def later_op_on_stream(project: Project, file: FileModel, fn: FunctionInfo, site: CallSite) -> bool:
@@ -135,7 +132,7 @@ def later_op_on_stream(project: Project, file: FileModel, fn: FunctionInfo, site
             continue
         if stream_scope_key(project, file, other)[0] == key[0]:
             return True
-    if key[0] == "<main>":
+    if key[0] == MAIN:
         for small in _small_statements(fn.node.body):
             if order[id(small)][0] <= end or file.scope_of.get(id(small)):
                 continue

@@ -20,7 +20,7 @@ from streamlint.model.syntax import contains
 from streamlint.model.walk import children
 
 if TYPE_CHECKING:
-    from streamlint.model.project import Project
+    from streamlint.model.queries import ProjectQueries
 
 # Roles a wrapper can forward to. Calls such as print() inside a helper do not make it a wrapper.
 _FORWARDABLE = frozenset(Role) - {
@@ -56,7 +56,7 @@ class WrapperSpec:
     enable_params: tuple[str, ...]
 
 
-def infer_wrapper(project: "Project", fn: FunctionInfo, file: FileModel, *, declared_switch: bool = False,
+def infer_wrapper(project: "ProjectQueries", fn: FunctionInfo, file: FileModel, *, declared_switch: bool = False,
                   declared_wait: bool = False) -> WrapperSpec | None:
     qualname = f"{file.module_name}.{fn.qualname}"
     params = fn.all_params

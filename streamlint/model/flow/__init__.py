@@ -1,0 +1,8 @@
+"""The dataflow interpreter of one function, split by concern (layer 3 of the model).
+
+``values`` (the value lattice and per-path state) → ``orderings`` (stream / event keys, vector clocks)
+→ ``storage`` (tensor storages, accesses, races, lifetimes) → ``exprs`` (expression evaluation, call
+dispatch) → ``calls`` (inlining of project helpers) → ``control`` (statements, branches, loops, scopes)
+→ ``interp`` (the mixins composed into :class:`~streamlint.model.flow.interp.Interp`). ``results`` holds
+what rules read. The public entry is :mod:`streamlint.model.dataflow`.
+"""

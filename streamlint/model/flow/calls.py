@@ -1,0 +1,257 @@
+"""Calls: which project helpers are interpreted inline, and with what arguments.
+
+Small project functions that order streams (``self._fork()``, ``wait_for(s)``, ``record_event(flag,
+events, idx)``) run inline with their arguments bound, up to a depth; an enable-flag wrapper's switch
+condition decides whether a scope really switches streams."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from streamlint._lazy import cst
+from streamlint.model import apis
+from streamlint.model.apis import Role
+from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, string_value
+from streamlint.model.flow.values import CVal, KVal, MAX_INLINE_DEPTH, NONE, State, TVal, TupVal
+from streamlint.model.streams import derived
+from streamlint.model.syntax import contains, strip_not
+from streamlint.model.uses import bind_arguments
+from streamlint.model.walk import children
+
+if TYPE_CHECKING:
+    from streamlint.model.project import Project
+    from streamlint.model.uses import ApiUse
+
+
+_RELEVANT_METHODS = frozenset({"wait_stream", "wait_event", "record_event", "record", "wait", "synchronize",
+                               "record_stream"})
+
+
+_RELEVANT_ROLES = frozenset({Role.DEVICE_SYNCHRONIZE, Role.TAGGED_EVENT_RECORD, Role.TAGGED_EVENT_WAIT,
+                             Role.RECORD_TAGGED_STREAM, Role.OPS_RECORD, Role.OPS_WAIT, Role.WAIT_TENSOR,
+                             Role.STREAM_SWITCH, Role.NATIVE_STREAM_CONTEXT, Role.CURRENT_STREAM})
+
+
+def wait_self_expr(project: Project, file: FileModel, use: ApiUse) -> cst.BaseExpression | None:
+    """The call-site argument forwarded as ``npu_wait_tensor``'s ``self`` (the waited tensor); wrapper
+    parameters literally named ``self`` (vllm-ascend's module-level ``npu_wait_tensor(self, dependency,
+    *, enabled=True)``) are bound by the wrapper inference like any other."""
+    return use.arg("self")
+
+
+def cached_stream_getter(fn: FunctionInfo) -> bool:
+    """``def current_stream(): global _S; if _S is None: _S = torch.npu.current_stream(); return _S``."""
+    names = {r.value.value for r in fn.returns if isinstance(r.value, cst.Name)}
+    if not names or len(names) != len(fn.returns):
+        return False
+    for node in fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else []:
+        if isinstance(node, cst.SimpleStatementLine):
+            for small in node.body:
+                if isinstance(small, cst.Global) and names <= {n.name.value for n in small.names}:
+                    return True
+    return False
+
+
+def node_mentions_ordering(node: cst.CSTNode) -> bool:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Call):
+            name = dotted(n.func) or ""
+            last = name.rsplit(".", 1)[-1]
+            if last in _RELEVANT_METHODS or "event" in last or "wait" in last or "stream" in last:
+                return True
+        stack.extend(children(n))
+    return False
+
+
+def _param_test(test: cst.BaseExpression, params: tuple[str, ...]) -> tuple[str, bool] | None:
+    test, positive = strip_not(test)
+    if isinstance(test, cst.Name) and test.value in params:
+        return test.value, positive
+    return None
+
+
+def _switch_condition(project: Project, file: FileModel, fn: FunctionInfo) -> tuple[str, bool] | None:
+    """(parameter, value for which the wrapper opens the real stream scope) for enable-flag wrappers."""
+    params = fn.all_params
+    for site in fn.calls:
+        if not any(u.role in apis.STREAM_SCOPE_ROLES for u in project.api_uses(file, site)):
+            continue
+        for guard in site.guards:
+            found = _param_test(guard.test, params)
+            if found is not None:
+                return found[0], found[1] != guard.negated
+        for ret in fn.returns:
+            value = ret.value
+            if isinstance(value, cst.IfExp):
+                found = _param_test(value.test, params)
+                if found is None:
+                    continue
+                if contains(value.body, site.node):
+                    return found
+                if contains(value.orelse, site.node):
+                    return found[0], not found[1]
+        body = fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else []
+        for stmt in body:
+            if contains(stmt, site.node):
+                break
+            if isinstance(stmt, cst.If) and stmt.orelse is None and block_returns(stmt.body):
+                found = _param_test(stmt.test, params)
+                if found is not None:
+                    return found[0], not found[1]
+    return None
+
+
+def block_returns(block: cst.BaseSuite) -> bool:
+    body = block.body if isinstance(block, cst.IndentedBlock) else []
+    return bool(body) and isinstance(body[-1], cst.SimpleStatementLine) and any(
+        isinstance(s, cst.Return) for s in body[-1].body)
+
+
+def _relevant(project: Project, file: FileModel, fn: FunctionInfo, _depth: int = 0) -> bool:
+    """Does a helper order streams, switch streams or record lifetimes (directly or one level down)?"""
+    memo = derived(project, "relevant")
+    if id(fn) in memo:
+        return memo[id(fn)]
+    memo[id(fn)] = False  # recursion guard
+    result = False
+    for site in fn.calls:
+        if site.method in _RELEVANT_METHODS:
+            result = True
+            break
+        if any(u.role in _RELEVANT_ROLES for u in project.api_uses(file, site)):
+            result = True
+            break
+        if _depth < 2:
+            found = project.call_target(file, site)
+            if found is not None and found[0] is not fn and _relevant(project, found[1], found[0], _depth + 1):
+                result = True
+                break
+    memo[id(fn)] = result
+    return result
+
+
+class Calls:
+    """Inlining of project helpers and wrapper activation (mixin of :class:`~streamlint.model.flow.interp.Interp`).
+
+    Interp state it uses: ``anchor``, ``depth``, ``fn``, ``frames``, ``inline_stack``, ``next_id``, ``project``,
+    ``single``. It asks control (block); exprs (ev); orderings (render); storage (referenced, tensors).
+    """
+
+    # ---- inlining helpers
+    def inline_target(self, site) -> tuple[FunctionInfo, FileModel] | None:
+        if self.depth >= MAX_INLINE_DEPTH:
+            return None
+        func = site.node.func
+        found = self.project.call_target(self.cfile, site) or self.annotated_method(func)
+        if found is None:
+            return None
+        fn, mod = found
+        if id(fn) in self.inline_stack or fn is self.fn:
+            return None
+        if fn.class_name is not None and fn.params[:1] == ("self",):
+            # methods of this object (self.method(...)) or of a parameter typed with a project class
+            if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
+                    and fn.node.name.value == func.attr.value
+                    and (func.value.value == "self" or self.annotated_method(func) is not None)):
+                return None
+        if not _relevant(self.project, mod, fn):
+            return None
+        return fn, mod
+
+    def annotated_method(self, func: cst.BaseExpression) -> tuple[FunctionInfo, FileModel] | None:
+        """``plan.record()`` where ``plan: SchedulePlan`` is a parameter annotated with a project class."""
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+            return None
+        fn, file = self.cfn, self.cfile
+        for p in (*fn.node.params.posonly_params, *fn.node.params.params, *fn.node.params.kwonly_params):
+            if p.name.value != func.value.value or p.annotation is None:
+                continue
+            qualname = file.resolve(p.annotation.annotation, fn.parent) if isinstance(
+                p.annotation.annotation, (cst.Name, cst.Attribute)) else None
+            if qualname is None:
+                qualname = f"{file.module_name}.{dotted(p.annotation.annotation) or ''}"
+            sym = self.project.symbol(qualname, file)
+            if sym is not None and isinstance(sym[0], ClassInfo):
+                method = sym[0].methods.get(func.attr.value)
+                if method is not None:
+                    return method, sym[1]
+        return None
+
+    def inline(self, st: State, e: cst.Call, fn: FunctionInfo, mod: FileModel) -> object:
+        params = fn.params[1:] if fn.class_name and fn.params[:1] == ("self",) else fn.params
+        bound = bind_arguments(params + fn.kwonly, e, kwonly=fn.kwonly)
+        env: dict[str, object] = {}
+        if fn.class_name and fn.params[:1] == ("self",):
+            receiver = e.func.value if isinstance(e.func, cst.Attribute) else None
+            env["self"] = KVal(self.render(st, receiver)) if receiver is not None else KVal("self")
+        for p in fn.node.params.params + fn.node.params.kwonly_params + fn.node.params.posonly_params:
+            name = p.name.value
+            if name == "self":
+                continue
+            expr = bound.get(name)
+            if expr is not None:
+                v = self.ev(st, expr)
+                if v is None and isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript)):
+                    v = KVal(self.render(st, expr))
+                env[name] = v
+            elif p.default is not None:
+                d = p.default
+                if isinstance(d, cst.Name) and d.value in ("True", "False", "None"):
+                    env[name] = NONE if d.value == "None" else CVal(d.value == "True")
+                elif isinstance(d, (cst.SimpleString, cst.Integer)):
+                    env[name] = CVal(string_value(d) if isinstance(d, cst.SimpleString) else d.value)
+        saved_env, saved_stack, saved_single = st.env, list(st.stack), self.single
+        saved_anchor = self.anchor
+        first_id = self.next_id
+        st.env = env
+        self.depth += 1
+        self.single = True
+        self.inline_stack.append(id(fn))
+        self.frames.append((mod, fn))
+        try:
+            out = self.block(fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else [], [st])
+        finally:
+            self.frames.pop()
+            self.inline_stack.pop()
+            self.single = saved_single
+            self.depth -= 1
+        result_state = out[0] if out else st
+        ret = result_state.ret if result_state.done else None
+        if result_state is not st:  # single mode never forks; keep the caller's object
+            st.__dict__.update(result_state.__dict__)
+        st.env, st.stack, st.done, st.ret, st.flow = saved_env, saved_stack, False, None, None
+        self.anchor = saved_anchor
+        kept = {tv.sid for tv in self.tensors(st, ret)} if isinstance(ret, (TVal, TupVal)) else set()
+        for sid, S in st.stores.items():
+            if sid > first_id and S.kind == "local" and sid not in kept and not S.escaped \
+                    and not self.referenced(st, sid):
+                S.dead = True  # the helper's temporaries die when it returns (reported by the helper itself)
+        return ret
+
+    def activation(self, st: State, use: ApiUse) -> tuple[cst.BaseExpression | None, bool] | None:
+        """(call-site expression, value for which the wrapper really switches), or None if unconditional.
+        A None expression means a constant: ``positive`` then says whether the switch happens."""
+        if not use.wrappers:
+            return None
+        site = self.cfile.call_site(use.node)
+        found = self.project.call_target(self.cfile, site) if site is not None else None
+        if found is None:
+            return None
+        wfn, wmod = found
+        cond = _switch_condition(self.project, wmod, wfn)
+        if cond is None:
+            return None
+        param, positive = cond
+        params = wfn.params[1:] if wfn.class_name and wfn.params[:1] == ("self",) else wfn.params
+        bound = bind_arguments(params + wfn.kwonly, use.node, kwonly=wfn.kwonly)
+        expr = bound.get(param)
+        if expr is None:
+            for p in (*wfn.node.params.params, *wfn.node.params.kwonly_params):
+                if p.name.value == param and isinstance(p.default, cst.Name) and p.default.value in ("True", "False"):
+                    return None, (p.default.value == "True") == positive
+            return None
+        if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
+            return None, (expr.value == "True") == positive
+        return expr, positive

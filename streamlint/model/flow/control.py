@@ -1,0 +1,441 @@
+"""Control flow: statements, branches, loops and ``with`` scopes.
+
+Branches fork paths (bounded by ``MAX_PATHS``); ``if`` tests are correlated by expression so
+``if self.flag: fork ... if self.flag: join`` never yields the impossible mix; loops run twice; early
+returns end a path; ``try`` runs body/else/finally. A stream scope pushes its stream for the body and
+remembers the last op queued on it (for the join checks)."""
+
+from __future__ import annotations
+
+
+from streamlint._lazy import cst
+from streamlint.model import apis
+from streamlint.model.apis import Role
+from streamlint.model.flow.calls import block_returns, node_mentions_ordering
+from streamlint.model.flow.results import Unjoined
+from streamlint.model.flow.values import (
+    AnalysisBudgetExceeded,
+    CVal,
+    EVal,
+    KVal,
+    LOOP_UNROLL,
+    MAX_PATHS,
+    MAX_STEPS,
+    NONE,
+    SVal,
+    ScopeRun,
+    State,
+    TVal,
+    TupVal,
+)
+from streamlint.model.streams import MAIN, STREAM
+from streamlint.model.syntax import strip_not, target_names
+from streamlint.model.wrappers import mode_of_test
+
+
+class ControlFlow:
+    """Statements, branches, loops and scopes (mixin of :class:`~streamlint.model.flow.interp.Interp`).
+
+    Interp state it uses: ``anchor``, ``cfg``, ``clock``, ``depth``, ``project``, ``rest``, ``single``,
+    ``steps``, ``stream_tests``, ``unjoined``. It asks calls (activation); exprs (ev); orderings (kind_of,
+    render, scope_stream, stream_key); storage (bind, escape, finalize, invalidate, new_tensor, op, tensors,
+    unbind).
+    """
+
+    def mentions_ordering(self, node: cst.CSTNode) -> bool:
+        key = id(node)
+        if key not in self._mentions:
+            self._mentions[key] = node_mentions_ordering(node)
+        return self._mentions[key]
+
+    # ---- statements
+    def block(self, stmts, states: list[State]) -> list[State]:
+        stmts = list(stmts)
+        for index, stmt in enumerate(stmts):
+            nxt: list[State] = []
+            for st in states:
+                if st.done or st.flow is not None:
+                    nxt.append(st)
+                else:
+                    self.rest = stmts[index + 1:]
+                    nxt.extend(self.stmt(stmt, st))
+            states = nxt[:MAX_PATHS]
+            if not states:
+                break
+        return states
+
+    def stmt(self, node: cst.CSTNode, st: State) -> list[State]:
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            raise AnalysisBudgetExceeded
+        if isinstance(node, cst.SimpleStatementLine):
+            states = [st]
+            for small in node.body:
+                nxt = []
+                for s in states:
+                    if s.done or s.flow is not None:
+                        nxt.append(s)
+                        continue
+                    if self.depth == 0:
+                        self.anchor = small
+                    nxt.extend(self.small(small, s))
+                states = nxt
+            return states
+        if self.depth == 0:
+            self.anchor = node
+        if isinstance(node, cst.If):
+            return self.if_(node, st)
+        if isinstance(node, (cst.For, cst.While)):
+            return self.loop(node, st)
+        if isinstance(node, cst.With):
+            return self.with_item(node, 0, st)
+        if isinstance(node, cst.Try):
+            states = self.block(node.body.body, [st])
+            if node.orelse is not None:
+                states = self.block(node.orelse.body.body, states)
+            if node.finalbody is not None:
+                states = self.block(node.finalbody.body.body, states)
+            return states
+        return [st]
+
+    def small(self, node: cst.CSTNode, st: State) -> list[State]:
+        if isinstance(node, cst.Expr):
+            v = node.value
+            if isinstance(v, cst.Yield):
+                if v.value is not None and not isinstance(v.value, cst.From):
+                    self.escape(st, self.ev(st, v.value))
+                return [st]
+            self.ev(st, v)
+            return [st]
+        if isinstance(node, cst.Assign):
+            v = self.ev(st, node.value)
+            for t in node.targets:
+                self.assign(st, t.target, v, node.value)
+            return [st]
+        if isinstance(node, cst.AnnAssign):
+            if node.value is not None:
+                self.assign(st, node.target, self.ev(st, node.value), node.value)
+            return [st]
+        if isinstance(node, cst.AugAssign):
+            target = self.ev(st, node.target)
+            v = self.ev(st, node.value)
+            if self.tensors(st, target) and not isinstance(target, KVal):
+                self.op(st, node, [v], [target], result=False)
+            elif isinstance(node.target, cst.Name):
+                self.bind(st, node.target.value, self.op(st, node, [target, v]) if self.tensors(st, v) else None,
+                          node)
+            return [st]
+        if isinstance(node, cst.Del):
+            targets = node.target.elements if isinstance(node.target, cst.Tuple) else [node.target]
+            for t in targets:
+                expr = t.value if isinstance(t, cst.Element) else t
+                if isinstance(expr, cst.Name) and expr.value in st.env:
+                    old = st.env.pop(expr.value)
+                    self.invalidate(st, expr.value)
+                    self.unbind(st, old, "del", node)
+            return [st]
+        if isinstance(node, cst.Return):
+            v = self.ev(st, node.value) if node.value is not None else None
+            if self.depth:
+                st.done, st.ret = True, v
+                return [st]
+            self.escape(st, v)
+            self.finalize(st)
+            return []
+        if isinstance(node, cst.Raise):
+            return [] if not self.depth else [st]
+        if isinstance(node, cst.Break):
+            st.flow = "break"
+        elif isinstance(node, cst.Continue):
+            st.flow = "continue"
+        return [st]
+
+    def assign(self, st: State, target: cst.BaseExpression, v: object, value_node: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):
+            if isinstance(v, SVal) and v.key.startswith("<stream@") and value_node is not None \
+                    and isinstance(value_node, cst.Call) and target.value not in st.env:
+                v = SVal(target.value)  # a stream created here: name it after its variable
+            compared = self.stream_compare(st, value_node)
+            if compared is not None:
+                v = KVal(target.value, opaque=True, test=compared)
+            if v is None and isinstance(value_node, cst.Call) and not value_node.args \
+                    and isinstance(value_node.func, (cst.Name, cst.Attribute)):
+                getter = self.render(st, value_node)
+                if not getter.startswith(("torch.", "torch_npu.")):
+                    v = KVal(target.value, opaque=True, test=getter)  # e.g. ctx = get_comm_context()
+            if v is None and isinstance(value_node, (cst.Name, cst.Attribute)) and not isinstance(v, TVal):
+                rendered = self.render(st, value_node)
+                v = KVal(rendered) if rendered.startswith("self.") else None
+            self.bind(st, target.value, v, value_node)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            elements = [el.value for el in target.elements]
+            items = self.unpack(st, v, len(elements))
+            for el, item in zip(elements, items):
+                if not isinstance(el, cst.StarredElement):
+                    self.assign(st, el, item, value_node)
+        elif isinstance(target, cst.Attribute):
+            self.escape(st, v)
+            key = self.render(st, target)
+            if st.assume:
+                for k in [k for k in st.assume if key in k]:
+                    del st.assume[k]
+        elif isinstance(target, cst.Subscript):
+            base = self.ev(st, target.value)
+            for el in target.slice:
+                if isinstance(el.slice, cst.Index):
+                    self.ev(st, el.slice.value)
+            tensor_value = isinstance(v, (TVal, TupVal)) or (isinstance(v, CVal) and isinstance(v.value, str)
+                                                              and v.value.replace(".", "").isdigit())
+            if isinstance(base, TVal) or (isinstance(base, KVal) and tensor_value and self.tensors(st, base)):
+                self.op(st, target, [v], [base], result=False, read_writes=False)
+            else:
+                self.escape(st, v)  # a container slot (dict / list of events, tensors, objects)
+
+    def unpack(self, st: State, v: object, n: int) -> list[object]:
+        if isinstance(v, TupVal) and len(v.items) == n:
+            return list(v.items)
+        if isinstance(v, TVal):
+            if v.multi == "view":
+                base = st.vals.get(v.base) if v.base is not None else None
+                parent = base if base is not None else v
+                return [self.new_tensor(st, parent.sid, parent.vid) for _ in range(n)]
+            S = st.stores.get(v.sid)
+            out: list[object] = []
+            for _ in range(n):
+                if S is None:
+                    out.append(None)
+                    continue
+                clone = S.clone()
+                clone.sid = self.new_id()
+                clone.name = None
+                st.stores[clone.sid] = clone
+                out.append(self.new_tensor(st, clone.sid))
+            return out
+        return [None] * n
+
+    # ---- control flow
+    def decide(self, st: State, test: cst.BaseExpression) -> bool | None:
+        parsed = mode_of_test(test)
+        if parsed is not None:
+            return (self.cfg.mode in parsed[1]) == parsed[2]
+        key, positive = self.test_key(st, test)
+        if key is not None and key in st.assume:
+            return st.assume[key] == positive
+        if key is not None:
+            for clause in st.clauses:
+                mine = [lit for lit in clause if lit[0] == key]
+                others = [lit for lit in clause if lit[0] != key]
+                if len(mine) == 1 and all(k in st.assume and st.assume[k] != p for k, p in others):
+                    return mine[0][1] == positive
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            comp = test.comparisons[0]
+            if isinstance(comp.operator, (cst.Is, cst.IsNot)) and isinstance(comp.comparator, cst.Name) \
+                    and comp.comparator.value == "None" and isinstance(test.left, cst.Name):
+                v = st.env.get(test.left.value, "?")
+                if v == "?":
+                    return None
+                is_none = v is NONE
+                if isinstance(v, (TVal, SVal, EVal)):
+                    is_none = False
+                elif not is_none:
+                    return None
+                return is_none if isinstance(comp.operator, cst.Is) else not is_none
+        if isinstance(test, cst.Name) and isinstance(st.env.get(test.value), CVal):
+            return bool(st.env[test.value].value)
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            inner = self.decide(st, test.expression)
+            return None if inner is None else not inner
+        return None
+
+    def test_key(self, st: State, test: cst.BaseExpression) -> tuple[str | None, bool]:
+        test, positive = strip_not(test)
+        if isinstance(test, cst.Name) and isinstance(st.env.get(test.value), KVal) and st.env[test.value].test:
+            return st.env[test.value].test, positive
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
+                and isinstance(test.comparisons[0].operator, (cst.Is, cst.IsNot)) \
+                and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None":
+            left, _ = self.test_key(st, test.left)
+            if left is not None:
+                is_op = isinstance(test.comparisons[0].operator, cst.Is)
+                return f"{left} is None", positive if is_op else not positive
+        if isinstance(test, (cst.Name, cst.Attribute, cst.Subscript)):
+            return self.render(st, test), positive
+        if isinstance(test, cst.Call) and not test.args:
+            return self.render(st, test), positive
+        if isinstance(test, (cst.Comparison, cst.BooleanOperation)):
+            return self.cfile.code(test), positive
+        return None, positive
+
+    def branch(self, st: State, test: cst.BaseExpression, outcomes: list[tuple[bool, object]]) -> list[State]:
+        """Run each (outcome, runner) consistent with what the path already assumes about ``test``."""
+        known = self.decide(st, test)
+        key, positive = self.test_key(st, test)
+        todo = [(o, r) for o, r in outcomes if known is None or o == known]
+        if self.single and len(todo) > 1:
+            todo = [self._preferred(todo)]
+        results: list[State] = []
+        for i, (outcome, runner) in enumerate(todo):
+            s = st if i == len(todo) - 1 else st.clone()
+            if key is not None and key in self.stream_tests:
+                a, b, equal_when_true = self.stream_tests[key]
+                if (outcome == positive) == equal_when_true:
+                    s.same[b if b != MAIN else a] = a if b != MAIN else b  # one stream under two names
+            if key is not None and (not self.single or key.startswith("self.") or "()" in key):
+                s.assume[key] = outcome == positive
+                if not self.single:
+                    self.constrain(s, test, outcome)
+            results.extend(runner(s))
+        return results
+
+    def stream_compare(self, st: State, expr: cst.BaseExpression) -> str | None:
+        """``current_stream() != self.s``: a test key recording which two streams are compared."""
+        if not (isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1):
+            return None
+        op = expr.comparisons[0].operator
+        if not isinstance(op, (cst.Equal, cst.NotEqual, cst.Is, cst.IsNot)):
+            return None
+        sides = []
+        for side in (expr.left, expr.comparisons[0].comparator):
+            v = self.ev(st, side)
+            if not (isinstance(v, SVal) or self.kind_of(st, v) == STREAM):
+                return None
+            sides.append(self.stream_key(st, v, side))
+        equal_when_true = isinstance(op, (cst.Equal, cst.Is))
+        key = f"<same-stream:{sides[0]}|{sides[1]}>"
+        self.stream_tests[key] = (sides[0], sides[1], equal_when_true)
+        return key
+
+    def constrain(self, st: State, test: cst.BaseExpression, outcome: bool) -> None:
+        """Facts about the operands of ``a or b`` / ``a and b`` once the test's outcome is known."""
+        negate = False
+        while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test, negate = test.expression, not negate
+        if not isinstance(test, cst.BooleanOperation):
+            return
+        value = outcome != negate
+        is_or = isinstance(test.operator, cst.Or)
+        literals = []
+        for operand in (test.left, test.right):
+            key, positive = self.test_key(st, operand)
+            if key is None:
+                return
+            literals.append((key, positive))
+        if is_or == value:  # `a or b` true / `a and b` false: at least one literal (negated for and)
+            st.clauses.append(tuple((k, p if is_or else not p) for k, p in literals))
+        else:  # `a or b` false: both false; `a and b` true: both true
+            for k, p in literals:
+                st.assume.setdefault(k, p if value else not p)
+
+    def _preferred(self, todo):
+        for outcome, runner in todo:
+            if getattr(runner, "relevant", False):
+                return outcome, runner
+        return todo[0]
+
+    def if_(self, node: cst.If, st: State) -> list[State]:
+        rest = self.rest
+        self.ev(st, node.test)
+
+        def then(s: State) -> list[State]:
+            return self.block(node.body.body, [s])
+
+        def other(s: State) -> list[State]:
+            if node.orelse is None:
+                return [s]
+            if isinstance(node.orelse, cst.If):
+                return self.stmt(node.orelse, s)
+            return self.block(node.orelse.body.body, [s])
+
+        then.relevant = self.mentions_ordering(node.body)  # type: ignore[attr-defined]
+        other.relevant = (node.orelse is not None and self.mentions_ordering(node.orelse)) or (  # type: ignore[attr-defined]
+            node.orelse is None and block_returns(node.body) and any(self.mentions_ordering(r) for r in rest))
+        return self.branch(st, node.test, [(True, then), (False, other)])
+
+    def loop(self, node, st: State) -> list[State]:
+        states = [st]
+        finished: list[State] = []
+        rounds = 1 if self.single else LOOP_UNROLL
+        for _ in range(rounds):
+            nxt: list[State] = []
+            for s in states:
+                if isinstance(node, cst.For):
+                    self.ev(s, node.iter)
+                    for name in target_names(node.target):
+                        self.bind(s, name, None, node)
+                else:
+                    self.ev(s, node.test)
+                    if self.decide(s, node.test) is False:
+                        finished.append(s)
+                        continue
+                nxt.extend(self.block(node.body.body, [s]))
+            states = []
+            for s in nxt:
+                if s.flow == "break":
+                    s.flow = None
+                    finished.append(s)
+                elif s.done:
+                    finished.append(s)
+                else:
+                    s.flow = None
+                    states.append(s)
+            states = states[:MAX_PATHS]
+        if node.orelse is not None:
+            states = self.block(node.orelse.body.body, states)
+        return (states + finished)[:MAX_PATHS]
+
+    def with_item(self, node: cst.With, i: int, st: State) -> list[State]:
+        if i == len(node.items):
+            return self.block(node.body.body, [st])
+        item = node.items[i]
+        site = self.cfile.scope_site(item)
+        uses = self.project.scope_use(self.cfile, site).uses if site is not None else ()
+        stream_use = next((u for u in uses if u.role in apis.STREAM_SCOPE_ROLES
+                           and (u.modes is None or self.cfg.mode in u.modes)), None)
+        if stream_use is not None and stream_use.role is Role.NATIVE_STREAM_CONTEXT \
+                and isinstance(stream_use.arg("stream"), cst.Name) and stream_use.arg("stream").value == "None":
+            stream_use = None  # torch.npu.stream(None) does not switch
+        if stream_use is not None:
+            key = self.scope_stream(st, stream_use)
+            activation = self.activation(st, stream_use)
+
+            def active(s: State) -> list[State]:
+                run = ScopeRun(node, key, self.clock, None, self.depth == 0)
+                s.runs.append(run)
+                s.stack.append(key)
+                idx = len(s.runs) - 1
+                out = self.with_item(node, i + 1, s)
+                for r in out:
+                    if r.done:
+                        continue
+                    if r.stack and r.stack[-1] == key:
+                        r.stack.pop()
+                    last = r.last_op.get(key)
+                    r.runs[idx].last = last if last is not None and last > r.runs[idx].start else None
+                return out
+
+            def inactive(s: State) -> list[State]:
+                return self.with_item(node, i + 1, s)
+
+            if activation is None:
+                return active(st)
+            test, positive = activation
+            if test is None:
+                return active(st) if positive else inactive(st)
+            active.relevant = True  # type: ignore[attr-defined]
+            return self.branch(st, test, [(positive, active), (not positive, inactive)])
+        if any(u.role is Role.GRAPH_CAPTURE for u in uses):
+            st.regions.append((self.clock, st.cur))
+            out = self.with_item(node, i + 1, st)
+            for r in out:
+                if r.done or not r.regions:
+                    continue
+                start, stream = r.regions.pop()
+                know = r.know(stream)
+                for run in r.runs:
+                    if run.top and run.start >= start and run.stream != stream and run.last is not None \
+                            and know.get(run.stream, -1) < run.last:
+                        self.unjoined.setdefault((id(run.node), "capture"),
+                                                 Unjoined(run.node, run.stream, "capture", self.cfg.mode))
+            return out
+        self.ev(st, item.item)
+        return self.with_item(node, i + 1, st)

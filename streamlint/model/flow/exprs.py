@@ -1,0 +1,443 @@
+"""Expression evaluation: what value each expression yields and which ops it queues.
+
+Names, attributes, subscripts and comprehensions map to abstract values; calls are dispatched to known
+stream APIs (:meth:`Expressions.api`), tensor methods (:meth:`Expressions.method`), collectives and
+generic torch / project calls (:meth:`Expressions.generic`), or inlined helpers (:mod:`.calls`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from streamlint._lazy import cst
+from streamlint.model.apis import Role
+from streamlint.model.file import string_value
+from streamlint.model.flow.calls import cached_stream_getter, wait_self_expr
+from streamlint.model.flow.values import (
+    CVal,
+    EVal,
+    KVal,
+    NONE,
+    SVal,
+    State,
+    TVal,
+    TupVal,
+    merge_clock,
+)
+from streamlint.model.streams import EVENT, MAIN, STREAM, tagged_stream_key
+from streamlint.model.syntax import target_names
+from streamlint.model.tensors import (
+    COLLECTIVES,
+    COPY_METHODS,
+    EMPTY_FACTORIES,
+    ESCAPE_METHODS,
+    HOST_VALUE_METHODS,
+    LIKE_FACTORIES,
+    META_ATTRS,
+    META_METHODS,
+    MULTI_VIEW_METHODS,
+    NON_TENSOR_BUILTINS,
+    NON_TENSOR_KWARGS,
+    OVERWRITE_METHODS,
+    VIEW_ATTRS,
+    VIEW_METHODS,
+    device_like,
+    tensor_method,
+    torch_returns_tensor,
+)
+
+if TYPE_CHECKING:
+    from streamlint.model.uses import ApiUse
+
+
+class Expressions:
+    """Expression evaluation and call dispatch (mixin of :class:`~streamlint.model.flow.interp.Interp`).
+
+    Interp state it uses: ``anchor``, ``clock``, ``depth``, ``file``, ``h2d``, ``project``. It asks calls
+    (inline, inline_target); control (decide); orderings (anonymous_key, event_key, kind_of, record, render,
+    stream_key, sync_all, sync_stream, wait_event, wait_everything, wait_stream); storage (alloc, escape,
+    free, new_tensor, op, tensors).
+    """
+
+    def is_global(self, name: str) -> bool:
+        fn = self.cfn
+        while fn is not None:
+            if name in fn.locals or name in fn.all_params or name in fn.local_aliases:
+                return False
+            fn = fn.parent
+        return True
+
+    # ---- expressions
+    def ev(self, st: State, e: cst.BaseExpression) -> object:
+        if isinstance(e, cst.Name):
+            v = e.value
+            if v in st.env:
+                return st.env[v]
+            if v == "None":
+                return NONE
+            if v in ("True", "False"):
+                return CVal(v == "True")
+            if v != "self" and self.is_global(v) and v not in self.cfile.names:
+                return KVal(v, glob=True)
+            if v == "self":
+                return KVal("self")
+            return None
+        if isinstance(e, (cst.Integer, cst.Float)):
+            return CVal(e.value)
+        if isinstance(e, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            return CVal(string_value(e) if not isinstance(e, cst.FormattedString) else None)
+        if isinstance(e, cst.Attribute):
+            attr = e.attr.value
+            if attr in META_ATTRS:
+                return None
+            base = self.ev(st, e.value)
+            if isinstance(base, TVal):
+                if attr in VIEW_ATTRS:
+                    return self.new_tensor(st, base.sid, base.vid)
+                return None
+            if isinstance(base, KVal):
+                return KVal(f"{base.key}.{attr}", base.glob, base.opaque)
+            return None
+        if isinstance(e, cst.Subscript):
+            return self.subscript(st, e)
+        if isinstance(e, cst.Call):
+            return self.call(st, e)
+        if isinstance(e, cst.BinaryOperation):
+            left, right = self.ev(st, e.left), self.ev(st, e.right)
+            if self.tensors(st, left) or self.tensors(st, right):
+                return self.op(st, e, [left, right])
+            return None
+        if isinstance(e, cst.UnaryOperation):
+            inner = self.ev(st, e.expression)
+            if isinstance(e.operator, cst.Not):
+                return None
+            return self.op(st, e, [inner]) if self.tensors(st, inner) else None
+        if isinstance(e, cst.BooleanOperation):
+            self.ev(st, e.left)
+            self.ev(st, e.right)
+            return None
+        if isinstance(e, cst.Comparison):
+            if all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in e.comparisons):
+                return None
+            vals = [self.ev(st, e.left)] + [self.ev(st, c.comparator) for c in e.comparisons]
+            return self.op(st, e, vals) if any(self.tensors(st, v) for v in vals) else None
+        if isinstance(e, (cst.Tuple, cst.List)):
+            return TupVal(tuple(self.ev(st, el.value) if not isinstance(el, cst.StarredElement) else None
+                                for el in e.elements))
+        if isinstance(e, cst.IfExp):
+            self.ev(st, e.test)
+            known = self.decide(st, e.test)
+            if known is True:
+                return self.ev(st, e.body)
+            if known is False:
+                return self.ev(st, e.orelse)
+            body = self.ev(st, e.body)
+            self.ev(st, e.orelse)
+            return body
+        if isinstance(e, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+            return self.comprehension(st, e)
+        if isinstance(e, cst.Await):
+            return self.ev(st, e.expression)
+        return None
+
+    def comprehension(self, st: State, e) -> object:
+        saved = dict(st.env)
+        f = e.for_in
+        while f is not None:
+            self.ev(st, f.iter)
+            for n in target_names(f.target):
+                st.env[n] = None
+            f = f.inner_for_in
+        self.ev(st, e.elt)
+        st.env = saved
+        return None
+
+    def subscript(self, st: State, e: cst.Subscript) -> object:
+        base = self.ev(st, e.value)
+        idx_vals = []
+        for el in e.slice:
+            if isinstance(el.slice, cst.Index):
+                idx_vals.append(self.ev(st, el.slice.value))
+        if isinstance(base, TupVal) and len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index):
+            iv = e.slice[0].slice.value
+            if isinstance(iv, cst.Integer):
+                i = int(iv.value, 0)
+                return base.items[i] if -len(base.items) <= i < len(base.items) else None
+            return None
+        if isinstance(base, TVal):
+            if any(self.tensors(st, v) for v in idx_vals):
+                return self.op(st, e, [base] + idx_vals)
+            return self.new_tensor(st, base.sid, base.vid)
+        if isinstance(base, KVal):
+            if len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index):
+                return KVal(f"{base.key}[{self.render(st, e.slice[0].slice.value)}]", base.glob, base.opaque)
+            return KVal(f"{base.key}[:]", base.glob, base.opaque)
+        return None
+
+    def call_args(self, st: State, call: cst.Call) -> tuple[list, list, list]:
+        """(positional values, tensor-read values, out= write values)."""
+        positional, reads, writes = [], [], []
+        for arg in call.args:
+            v = self.ev(st, arg.value)
+            if arg.keyword is None:
+                positional.append(v)
+                reads.append(v)
+            elif arg.keyword.value == "out":
+                writes.append(v)
+            elif arg.keyword.value not in NON_TENSOR_KWARGS:
+                reads.append(v)
+        return positional, reads, writes
+
+    def call(self, st: State, e: cst.Call) -> object:
+        site = self.cfile.call_site(e)
+        func = e.func
+        method = func.attr.value if isinstance(func, cst.Attribute) else None
+        # x.untyped_storage().resize_(0): explicit free
+        if method == "resize_" and isinstance(func.value, cst.Call) and isinstance(func.value.func, cst.Attribute) \
+                and func.value.func.attr.value in ("untyped_storage", "storage"):
+            owner = self.ev(st, func.value.func.value)
+            if isinstance(owner, TVal) and e.args and isinstance(e.args[0].value, cst.Integer) \
+                    and int(e.args[0].value.value, 0) == 0:
+                self.op(st, e, [], [owner], result=False)
+                self.free(st, owner.sid, "resize_(0)", self.anchor, force=True)
+            return None
+        uses = self.project.api_uses(self.cfile, site) if site is not None else ()
+        direct = [u for u in uses if not u.wrappers]
+        if direct:
+            return self.api(st, e, direct[0])
+        waits = [u for u in uses if u.role is Role.WAIT_TENSOR]
+        if waits:
+            return self.api(st, e, waits[0])
+        if site is not None:
+            target = self.inline_target(site)
+            if target is not None:
+                if cached_stream_getter(target[0]):
+                    return SVal(MAIN)  # caches the stream current at its first call: the default stream
+                return self.inline(st, e, *target)
+        if uses:
+            return self.api(st, e, uses[0])
+        target = site.target if site is not None else None
+        own = self._self_prefix()
+        if method is not None and (target is None or (own is not None and target.startswith(own))
+                                   or target.split(".")[0] in ("self",)):
+            recv = self.ev(st, func.value)
+            return self.method(st, e, recv, method)
+        return self.generic(st, e, target)
+
+    def _self_prefix(self) -> str | None:
+        fn = self.cfn
+        return f"{self.cfile.module_name}.{fn.class_name}." if fn.class_name else None
+
+    def generic(self, st: State, e: cst.Call, target: str | None) -> object:
+        last = target.rsplit(".", 1)[-1] if target else None
+        if target and (target.startswith("torch.distributed.") or target.startswith("torch_npu.distributed.")) \
+                and last in COLLECTIVES:
+            written, read = COLLECTIVES[last]
+            positional, reads, outs = self.call_args(st, e)
+            ws = [positional[i] for i in written if i < len(positional)]
+            rs = [positional[i] for i in read if i < len(positional) and i not in written]
+            self.op(st, e, rs, ws, result=False)
+            return None
+        if target in NON_TENSOR_BUILTINS or (target is None and isinstance(e.func, cst.Name)
+                                            and e.func.value in NON_TENSOR_BUILTINS):
+            for arg in e.args:
+                self.ev(st, arg.value)
+            return None
+        if last in LIKE_FACTORIES or (last in EMPTY_FACTORIES and target and target.startswith("torch")):
+            for arg in e.args:
+                self.ev(st, arg.value)
+            return self.alloc(st, e) if last in EMPTY_FACTORIES else self.op(st, e, [])
+        _, reads, writes = self.call_args(st, e)
+        is_torch = torch_returns_tensor(target)
+        if writes:
+            self.op(st, e, reads, writes, result=False)
+            return writes[0] if len(writes) == 1 else None
+        if any(self.tensors(st, v) for v in reads) or is_torch:
+            return self.op(st, e, reads)
+        return None
+
+    def method(self, st: State, e: cst.Call, recv: object, name: str) -> object:
+        args = [a for a in e.args if a.keyword is None]
+        kind = self.kind_of(st, recv)
+        arg0 = args[0].value if args else None
+        if name == "wait_stream" and arg0 is not None:
+            waiter = self.stream_key(st, recv, e.func.value)
+            producer = self.stream_key(st, self.ev(st, arg0), arg0)
+            self.wait_stream(st, waiter, producer)
+            return None
+        if name == "wait_event" and arg0 is not None:
+            self.wait_event(st, self.stream_key(st, recv, e.func.value), self.event_key(st, self.ev(st, arg0), arg0))
+            return None
+        if name == "record_event":
+            stream = self.stream_key(st, recv, e.func.value)
+            key = self.event_key(st, self.ev(st, arg0), arg0) if arg0 is not None else self.anonymous_key("event", e)
+            self.record(st, stream, key)
+            return EVal(key)
+        if not isinstance(recv, TVal) and kind != STREAM and name in ("record", "wait", "synchronize", "query"):
+            key = self.event_key(st, recv, e.func.value)
+            known = key in st.events or kind == EVENT
+            stream = self.stream_key(st, self.ev(st, arg0), arg0) if arg0 is not None else st.cur
+            if name == "record":
+                self.record(st, stream, key)  # tensors have no record(): this is an event
+            elif name == "wait":
+                if known:
+                    self.wait_event(st, stream, key)
+                else:
+                    self.wait_everything(st, stream)  # a collective's work handle, or an event recorded elsewhere
+            elif known:  # synchronize() / query(): the host has seen the event complete
+                merge_clock(st.host, st.events.get(key, {MAIN: 0}))
+            else:  # an event recorded elsewhere (e.g. a field inherited from a library class): as for a
+                self.sync_all(st)  # known event, a query()/synchronize() the code goes on after is a host sync
+            return None
+        if kind == STREAM and name in ("synchronize", "query"):
+            if name == "synchronize":
+                self.sync_stream(st, self.stream_key(st, recv, e.func.value))
+            return None
+        if name in ESCAPE_METHODS and not isinstance(recv, TVal):
+            for arg in e.args:
+                self.escape(st, self.ev(st, arg.value))
+            return None
+        tensors = self.tensors(st, recv)
+        if tensors and isinstance(recv, KVal) and not tensor_method(name):
+            tensors = []  # `self.dist_index.get_group()`: an object, not a tensor
+        if not tensors and isinstance(recv, KVal) and recv.opaque and name in COPY_METHODS:
+            _, reads, _ = self.call_args(st, e)
+            return self.op(st, e, reads)  # e.g. host_batches[i].to(device): a new tensor on this stream
+        if not tensors:
+            _, reads, writes = self.call_args(st, e)
+            if writes:
+                self.op(st, e, reads, writes, result=False)
+                return None
+            if any(self.tensors(st, v) for v in reads):
+                return self.op(st, e, reads)
+            return None
+        tv = tensors[0]
+        if name == "record_stream" and arg0 is not None:
+            stream = self.stream_key(st, self.ev(st, arg0), arg0)
+            S = st.stores.get(tv.sid)
+            if S is not None:
+                S.recorded.add(stream)
+            return None
+        if name in ("cuda", "npu") or (name == "to" and arg0 is not None and device_like(arg0)):
+            _, reads, _ = self.call_args(st, e)
+            self.h2d = True
+            try:
+                return self.op(st, e, [tv] + reads)
+            finally:
+                self.h2d = False
+        if name in HOST_VALUE_METHODS:
+            self.op(st, e, [tv], result=False)
+            return None
+        if name in META_METHODS:
+            for arg in e.args:
+                self.ev(st, arg.value)
+            return None
+        if name in VIEW_METHODS:
+            for arg in e.args:
+                self.ev(st, arg.value)
+            return self.new_tensor(st, tv.sid, tv.vid)
+        if name in MULTI_VIEW_METHODS:
+            for arg in e.args:
+                self.ev(st, arg.value)
+            return self.new_tensor(st, tv.sid, tv.vid, multi="view")
+        if name in LIKE_FACTORIES:
+            for arg in e.args:
+                self.ev(st, arg.value)
+            return self.alloc(st, e) if name in EMPTY_FACTORIES else self.op(st, e, [])
+        if name.endswith("_") and not name.startswith("_"):
+            _, reads, writes = self.call_args(st, e)
+            overwrite = name in OVERWRITE_METHODS
+            self.op(st, e, reads, [tv] + writes, result=False, read_writes=not overwrite)
+            return tv
+        _, reads, writes = self.call_args(st, e)
+        if writes:
+            self.op(st, e, [tv] + reads, writes, result=False)
+            return writes[0]
+        return self.op(st, e, [tv] + reads)
+
+    # ---- APIs
+    def api(self, st: State, e: cst.Call, use: ApiUse) -> object:
+        role = use.role
+
+        def val(param: str) -> tuple[object, cst.BaseExpression | None]:
+            expr = use.value(param)
+            if expr is None:
+                return None, None
+            if use.arg(param) is None:  # a wrapper constant: render without evaluation
+                sv = string_value(expr)
+                return (CVal(sv) if sv is not None else None), expr
+            return self.ev(st, expr), expr
+
+        if role is Role.WAIT_TENSOR:
+            target, texpr = val("self")
+            if texpr is None:
+                texpr = wait_self_expr(self.project, self.cfile, use)
+                target = self.ev(st, texpr) if texpr is not None else None
+            dep, _ = val("dependency")
+            for tv in self.tensors(st, dep):
+                lw = st.stores[tv.sid].last_write
+                snap = dict(lw.snap) if lw is not None and lw.snap is not None else {}
+                if lw is not None:
+                    snap[lw.stream] = max(snap.get(lw.stream, -1), lw.time)
+                for t in self.tensors(st, target):
+                    st.deps.setdefault(t.vid, []).append(snap)
+            if isinstance(target, TVal) and self.depth == 0:
+                name = self.file.code(texpr) if texpr is not None else "tensor"
+                st.waits.setdefault(target.vid, []).append((self.clock + 1, self.anchor or e, name))
+            self.tick()
+            return target
+        if role is Role.OPS_WAIT:
+            tensors, _ = val("tensors")
+            items = tensors.items if isinstance(tensors, TupVal) else (tensors,)
+            for item in items:
+                if isinstance(item, EVal):
+                    self.wait_event(st, st.cur, item.key)
+                for tv in self.tensors(st, item):
+                    lw = st.stores[tv.sid].last_write
+                    if lw is not None and lw.stream != st.cur:
+                        merge_clock(st.vc.setdefault(st.cur, {}), lw.snap or {lw.stream: lw.time})
+            return None
+        if role is Role.OPS_RECORD:
+            key = self.anonymous_key("event", e)
+            self.record(st, st.cur, key)
+            return EVal(key)
+        if role in (Role.TAGGED_EVENT_RECORD, Role.TAGGED_EVENT_WAIT):
+            v, expr = val("event")
+            key = self.event_key(st, v, expr)
+            if role is Role.TAGGED_EVENT_RECORD:
+                self.record(st, st.cur, key)
+            else:
+                self.wait_event(st, st.cur, key)
+            return None
+        if role is Role.RECORD_TAGGED_STREAM:
+            v, _ = val("input")
+            tag, texpr = val("tagged_stream")
+            name = tag.value if isinstance(tag, CVal) and isinstance(tag.value, str) else None
+            if name is None and texpr is not None:
+                name = string_value(texpr)
+            stream = MAIN if name == "default" else (tagged_stream_key(name) if name is not None else None)
+            for tv in self.tensors(st, v):
+                S = st.stores.get(tv.sid)
+                if S is not None and stream is not None:
+                    S.recorded.add(stream)
+            return None
+        if role is Role.DEVICE_SYNCHRONIZE:
+            self.sync_all(st)
+            return None
+        if role is Role.CURRENT_STREAM:
+            return SVal(st.cur)
+        if role is Role.DEFAULT_STREAM:
+            return SVal(MAIN)
+        if role is Role.STREAM_NEW:
+            return SVal(self.anonymous_key("stream", e))
+        if role in (Role.EVENT_NEW, Role.TAGGED_EVENT_CREATE):
+            return EVal(self.anonymous_key("event", e))
+        if role is Role.PREFETCH:  # an L2 prefetch hint: moves no tensor data another stream could race with
+            for arg in e.args:
+                self.ev(st, arg.value)
+            self.op(st, e, [], result=False)  # still work queued on this stream (matters for capture joins)
+            return None
+        if role in (Role.NATIVE_STREAM_CONTEXT, Role.STREAM_SWITCH, Role.GRAPH_CAPTURE, Role.SET_STREAM,
+                    Role.LIMIT_CORE_NUM, Role.SUPER_KERNEL, Role.OTHER_TORCHAIR_SCOPE, Role.NULL_CONTEXT,
+                    Role.LIMIT_CORE_NUM_NPUGRAPH_EX):
+            return None
+        return self.generic(st, e, use.spec.qualname)

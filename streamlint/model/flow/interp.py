@@ -1,0 +1,132 @@
+"""The dataflow interpreter of one function: the concerns (orderings, storage, expressions, calls,
+control flow) composed into :class:`Interp`, plus its entry (parameters typed, body run, end of
+function checks)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from streamlint._lazy import cst
+from streamlint.model.file import FileModel, FunctionInfo
+from streamlint.model.flow.calls import Calls
+from streamlint.model.flow.control import ControlFlow
+from streamlint.model.flow.exprs import Expressions
+from streamlint.model.flow.orderings import Orderings
+from streamlint.model.flow.results import Lifetime, Race, Unjoined, ViewEscape
+from streamlint.model.flow.storage import Storages
+from streamlint.model.flow.values import Access, EVal, FlowConfig, KVal, SVal, State
+from streamlint.model.streams import EVENT, MAIN, STREAM, derived
+from streamlint.model.tensors import param_kinds
+
+if TYPE_CHECKING:
+    from streamlint.model.project import Project
+
+
+def _called_by_own_class(file: FileModel, fn: FunctionInfo) -> bool:
+    """A method its own class calls as ``self.<name>(...)`` from another method."""
+    cls = file.classes.get(fn.class_name or "")
+    if cls is None or cls.methods.get(fn.node.name.value) is not fn:
+        return False
+    for other in cls.methods.values():
+        if other is fn:
+            continue
+        for site in other.calls:
+            func = site.node.func
+            if isinstance(func, cst.Attribute) and func.attr.value == fn.node.name.value \
+                    and isinstance(func.value, cst.Name) and func.value.value == "self":
+                return True
+    return False
+
+
+def _class_withs(file: FileModel, fn: FunctionInfo) -> frozenset:
+    """The ``with`` statements of the methods of ``fn``'s class (inlined scopes reportable in this file)."""
+    cls = file.classes.get(fn.class_name or "")
+    if cls is None:
+        return frozenset()
+    return frozenset(id(s.with_node) for m in cls.methods.values() for s in m.scopes)
+
+
+def graph_entries(project: Project) -> set[int]:
+    holder = derived(project, "graph_entries")
+    cache = holder.get("entries")
+    if cache is None:
+        cache = {id(fn) for site in project.compile_sites() for fn, _mod in site.targets}
+        holder["entries"] = cache
+    return cache
+
+
+class Interp(Orderings, Storages, Expressions, Calls, ControlFlow):
+    """Path-sensitive abstract interpretation of one function body in program order."""
+
+    def __init__(self, project: Project, file: FileModel, fn: FunctionInfo, cfg: FlowConfig) -> None:
+        self.project = project
+        self.file = file
+        self.fn = fn
+        self.cfg = cfg
+        self.clock = 0
+        self.next_id = 0
+        self.depth = 0
+        self.single = False
+        self.anchor: cst.CSTNode | None = None
+        self.frames: list[tuple[FileModel, FunctionInfo]] = [(file, fn)]
+        self.races: dict[tuple, Race] = {}
+        self.lifetimes: dict[tuple, Lifetime] = {}
+        self.unjoined: dict[tuple, Unjoined] = {}
+        self.view_escapes: dict[tuple, ViewEscape] = {}
+        self.inline_stack: list[int] = []
+        self.param_streams: set[str] = set()
+        self._anonymous: dict[int, int] = {}  # creation node -> index in program order
+        self.steps = 0
+        self._mentions: dict[int, bool] = {}
+        self.stream_tests: dict[str, tuple[str, str, bool]] = {}
+        self.rest: list = []  # statements after the one being interpreted (same block)
+        self.h2d = False  # the current op copies host data to the device (or is a no-op on device data)
+        self.deferred_end = _called_by_own_class(file, fn)
+        self.entry = id(fn) in graph_entries(project)
+        self.own_withs = _class_withs(file, fn)
+
+    # ---- helpers
+    @property
+    def cfile(self) -> FileModel:
+        return self.frames[-1][0]
+
+    @property
+    def cfn(self) -> FunctionInfo:
+        return self.frames[-1][1]
+
+    def tick(self) -> int:
+        self.clock += 1
+        return self.clock
+
+    def new_id(self) -> int:
+        self.next_id += 1
+        return self.next_id
+
+    def run(self) -> None:
+        st = State()
+        kinds = param_kinds(self.project, self.file, self.fn)
+        for p in (*self.fn.node.params.posonly_params, *self.fn.node.params.params,
+                  *self.fn.node.params.kwonly_params):
+            name = p.name.value
+            kind = kinds.get(name)
+            if name == "self":
+                continue
+            if kind == STREAM:
+                st.env[name] = SVal(name)
+                self.param_streams.add(name)
+                continue
+            if kind == EVENT:
+                st.env[name] = EVal(name)
+                continue
+            if kind != "tensor":
+                st.env[name] = KVal(name, opaque=True)  # not evidently a tensor (flags, configs, lists, contexts)
+                continue
+            if self.cfg.args_exempt:
+                S = self.new_storage(st, "long", MAIN, name, None)
+            else:
+                S = self.new_storage(st, "arg", MAIN, name, Access(MAIN, 0, None, {}))
+            st.env[name] = self.new_tensor(st, S.sid)
+        body = self.fn.node.body.body if isinstance(self.fn.node.body, cst.IndentedBlock) else []
+        for s in self.block(body, [st]):
+            if not s.done:
+                self.finalize(s)

@@ -1,0 +1,150 @@
+"""Streams and orderings: which stream a value or scope denotes, and the vector clocks.
+
+``vc[S][A] >= t`` means every op queued on stream ``A`` up to time ``t`` happens before anything queued
+on ``S`` from now on. ``wait_stream``, event record/wait, host synchronisation update the clocks here;
+stream keys come from :mod:`streamlint.model.streams` (stream identity) refined by the values the
+interpreter tracks (a constant tag, a stream held in a local)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from streamlint._lazy import cst
+from streamlint.model.file import string_value
+from streamlint.model.flow.values import CVal, EVal, KVal, NONE, SVal, State, merge_clock
+from streamlint.model.streams import (
+    EVENT,
+    EVENT_LIST,
+    MAIN,
+    MAIN_STREAM,
+    STREAM,
+    STREAM_LIST,
+    UNKNOWN_STREAM,
+    attr_kind,
+    local_kind,
+    scope_stream_key,
+)
+
+if TYPE_CHECKING:
+    from streamlint.model.uses import ApiUse
+
+
+class Orderings:
+    """Stream / event keys and the vector clocks (mixin of :class:`~streamlint.model.flow.interp.Interp`).
+
+    Interp state it uses: ``clock``, ``file``, ``fn``, ``frames``, ``param_streams``, ``project``. It asks exprs
+    (ev).
+    """
+
+    def anonymous_key(self, kind: str, node: cst.CSTNode) -> str:
+        """A deterministic key for an unnamed stream / event created at ``node`` (never an id(), which
+        would leak into messages and differ between runs)."""
+        index = self._anonymous.setdefault(id(node), len(self._anonymous))
+        return f"<{kind}@{index}>"
+
+    # ---- rendering (keys for flags, events, streams)
+    def render(self, st: State, e: cst.BaseExpression) -> str:
+        if isinstance(e, cst.Name):
+            v = st.env.get(e.value)
+            if isinstance(v, (KVal, SVal, EVal)):
+                return v.key
+            if isinstance(v, CVal) and v is not NONE:
+                return repr(v.value)
+            return e.value
+        if isinstance(e, cst.Attribute):
+            return f"{self.render(st, e.value)}.{e.attr.value}"
+        if isinstance(e, cst.Subscript) and len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index):
+            return f"{self.render(st, e.value)}[{self.render(st, e.slice[0].slice.value)}]"
+        if isinstance(e, cst.Integer):
+            return repr(int(e.value, 0))
+        if isinstance(e, (cst.SimpleString, cst.ConcatenatedString)):
+            sv = string_value(e)
+            return repr(sv) if sv is not None else self.cfile.code(e)
+        if isinstance(e, cst.Call) and not e.args:
+            return f"{self.render(st, e.func)}()"
+        return self.cfile.code(e)
+
+    def kind_of(self, st: State, v: object) -> str | None:
+        if isinstance(v, SVal):
+            return STREAM
+        if isinstance(v, EVal):
+            return EVENT
+        if isinstance(v, KVal):
+            key = v.key
+            indexed = "[" in key
+            base = key.split("[", 1)[0]
+            kind = None
+            if base.startswith("self.") and base.count(".") == 1:
+                frame_file, frame_fn = next(((f, fn) for f, fn in reversed(self.frames) if fn.class_name),
+                                            (self.file, self.fn))
+                cls = frame_file.classes.get(frame_fn.class_name or "")
+                kind = attr_kind(self.project, frame_file, cls, base[5:])
+            elif "." not in base:
+                kind = local_kind(self.project, self.cfile, self.cfn, base)
+            if indexed:
+                return {EVENT_LIST: EVENT, STREAM_LIST: STREAM}.get(kind or "")
+            return STREAM if kind == MAIN_STREAM else kind
+        return None
+
+    def stream_key(self, st: State, v: object, e: cst.BaseExpression | None) -> str:
+        key = self._stream_key(st, v, e)
+        return st.same.get(key, key)
+
+    def _stream_key(self, st: State, v: object, e: cst.BaseExpression | None) -> str:
+        if isinstance(v, SVal):
+            return v.key
+        if isinstance(v, KVal):
+            if v.key.startswith("self.") and v.key.count(".") == 1 and "[" not in v.key:
+                frame_file, frame_fn = next(((f, fn) for f, fn in reversed(self.frames) if fn.class_name),
+                                            (self.file, self.fn))
+                cls = frame_file.classes.get(frame_fn.class_name or "")
+                if attr_kind(self.project, frame_file, cls, v.key[5:]) == MAIN_STREAM:
+                    return MAIN
+            return v.key
+        return self.render(st, e) if e is not None else UNKNOWN_STREAM
+
+    def event_key(self, st: State, v: object, e: cst.BaseExpression | None) -> str:
+        if isinstance(v, (EVal, KVal)):
+            return v.key
+        return self.render(st, e) if e is not None else "<unknown event>"
+
+    def scope_stream(self, st: State, use: ApiUse) -> str:
+        def constant(expr: cst.BaseExpression) -> str | None:
+            v = self.ev(st, expr)
+            return v.value if isinstance(v, CVal) and isinstance(v.value, str) else None
+
+        return scope_stream_key(self.cfile, use, constant=constant,
+                                stream=lambda expr: self.stream_key(st, self.ev(st, expr), expr))
+
+    def wait_stream(self, st: State, waiter: str, producer: str) -> None:
+        if waiter == producer:
+            return
+        snap = dict(st.vc.get(producer, {}))
+        snap[producer] = self.clock
+        if producer in self.param_streams and producer not in st.last_op:
+            snap[MAIN] = max(snap.get(MAIN, -1), self.clock)  # a stream handed in: usually the caller's current one
+        merge_clock(st.vc.setdefault(waiter, {}), snap)
+
+    def record(self, st: State, stream: str, key: str) -> None:
+        snap = dict(st.vc.get(stream, {}))
+        snap[stream] = self.clock
+        st.events[key] = snap
+
+    def wait_event(self, st: State, stream: str, key: str) -> None:
+        snap = st.events.get(key)
+        if snap is None and not key.startswith("<event@"):
+            snap = {MAIN: 0}  # recorded before entry (by the caller, or a previous call): covers pre-entry work
+        if snap is not None:
+            merge_clock(st.vc.setdefault(stream, {}), {s: t for s, t in snap.items() if s != stream})
+
+    def sync_all(self, st: State) -> None:
+        for s in (*st.last_op, *st.vc, MAIN):
+            st.host[s] = self.clock
+
+    def sync_stream(self, st: State, stream: str) -> None:
+        snap = dict(st.vc.get(stream, {}))
+        snap[stream] = self.clock
+        merge_clock(st.host, snap)
+
+    def wait_everything(self, st: State, stream: str) -> None:
+        merge_clock(st.vc.setdefault(stream, {}), {s: self.clock for s in (*st.last_op, MAIN) if s != stream})

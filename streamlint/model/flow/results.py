@@ -1,0 +1,69 @@
+"""The hazards the dataflow reports (:class:`FunctionFlow` and its parts): the interface between
+the per-function flow analysis and the rules (SL201, SL204, SL205, SL301)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from streamlint._lazy import cst
+
+
+@dataclass(frozen=True)
+class Race:
+    """An unordered cross-stream access (SL201)."""
+
+    kind: str  # "read" | "write-after-read" | "write-after-write"
+    node: cst.CSTNode  # the access on the second stream
+    name: str
+    src: str  # stream of the earlier access (producer / reader)
+    dst: str  # stream of this access
+    producer: cst.CSTNode | None
+    argument: bool  # the earlier access is the caller's production of an argument
+    mode: str
+
+
+@dataclass(frozen=True)
+class Lifetime:
+    """A storage used on another stream whose memory can be reused too early (SL301)."""
+
+    node: cst.CSTNode  # first unprotected use on the other stream
+    name: str
+    alloc: str
+    use_stream: str
+    free: str  # "del" | "rebinding" | "resize_(0)" | "function end"
+    free_node: cst.CSTNode | None
+    escaped: bool
+    mode: str
+
+
+@dataclass(frozen=True)
+class Unjoined:
+    """Side-stream work never joined back before the end of a captured region (SL205)."""
+
+    node: cst.With
+    stream: str
+    region: str  # "function" | "capture"
+    mode: str
+    entry: bool = True  # the function is itself a compiled graph entry (nobody else can join it)
+
+
+@dataclass(frozen=True)
+class ViewEscape:
+    """A view of a waited tensor, created before ``npu_wait_tensor`` and used after it (SL204)."""
+
+    node: cst.CSTNode
+    alias: str
+    waited: str
+    wait_node: cst.CSTNode
+
+
+@dataclass(frozen=True)
+class FunctionFlow:
+    modes: frozenset[str]
+    races: tuple[Race, ...]
+    lifetimes: tuple[Lifetime, ...]
+    unjoined: tuple[Unjoined, ...]
+    view_escapes: tuple[ViewEscape, ...]
+
+
+EMPTY_FLOW = FunctionFlow(frozenset(), (), (), (), ())

@@ -1,0 +1,243 @@
+"""Tensor storage and lifetimes: allocations, accesses, races and frees.
+
+Every op reads and writes storages on the current stream; an access that is not ordered after the
+last conflicting access on another stream is a :class:`~streamlint.model.flow.results.Race`. A local
+storage dies on ``del``, on rebinding of its last name, on ``untyped_storage().resize_(0)`` or at
+function end unless it escaped; dying while another stream may still use it without
+``record_stream`` is a :class:`~streamlint.model.flow.results.Lifetime` hazard."""
+
+from __future__ import annotations
+
+import re
+
+from streamlint._lazy import cst
+from streamlint.model.flow.results import Lifetime, Race, Unjoined, ViewEscape
+from streamlint.model.flow.values import Access, KVal, State, Storage, TVal, TupVal, merge_clock, ordered_before
+from streamlint.model.streams import MAIN
+
+
+class Storages:
+    """Storages, tensor accesses, races and lifetimes (mixin of :class:`~streamlint.model.flow.interp.Interp`).
+
+    Interp state it uses: ``anchor``, ``cfg``, ``clock``, ``deferred_end``, ``depth``, ``entry``, ``file``,
+    ``h2d``, ``lifetimes``, ``own_withs``, ``races``, ``unjoined``, ``view_escapes``. It asks orderings
+    (kind_of).
+    """
+
+    def new_storage(self, st: State, kind: str, stream: str, name: str | None, write: Access | None) -> Storage:
+        s = Storage(self.new_id(), name, kind, stream, write)
+        st.stores[s.sid] = s
+        return s
+
+    def new_tensor(self, st: State, sid: int, base: int | None = None, multi: str | None = None) -> TVal:
+        v = TVal(self.new_id(), sid, base, self.clock, multi)
+        st.vals[v.vid] = v
+        if base is not None and base in st.deps:
+            st.deps[v.vid] = list(st.deps[base])
+        return v
+
+    def long_tensor(self, st: State, key: str) -> TVal:
+        base_key = key.split("[", 1)[0]
+        sid = st.long.get(base_key)
+        if sid is None:
+            sid = self.new_storage(st, "long", MAIN, base_key, None).sid
+            st.long[base_key] = sid
+        return self.new_tensor(st, sid)
+
+    # ---- tensor accesses
+    def tensors(self, st: State, v: object) -> list[TVal]:
+        if isinstance(v, TVal):
+            return [v]
+        if isinstance(v, TupVal):
+            out: list[TVal] = []
+            for item in v.items:
+                out += self.tensors(st, item)
+            return out
+        if isinstance(v, KVal) and not v.opaque and self.kind_of(st, v) is None and not v.key.startswith("<"):
+            return [self.long_tensor(st, v.key)]
+        return []
+
+    def op(self, st: State, node: cst.CSTNode, reads: list, writes: list = (), result: bool = True,
+           read_writes: bool = True) -> TVal | None:
+        t = self.tick()
+        s = st.cur
+        rs = [tv for v in reads for tv in self.tensors(st, v)]
+        ws = [tv for v in writes for tv in self.tensors(st, v)]
+        if read_writes:
+            rs += ws
+        know = st.know(s)
+        persist: dict[str, int] = {}
+        for tv in rs + ws:
+            for dep in st.deps.get(tv.vid, ()):
+                merge_clock(persist, dep)
+            if self.cfg.implicit_edges:
+                lw = st.stores[tv.sid].last_write
+                if lw is not None and lw.stream != s and lw.snap is not None:
+                    merge_clock(persist, lw.snap)
+        if persist:
+            persist.pop(s, None)
+            merge_clock(st.vc.setdefault(s, {}), persist)
+            merge_clock(know, persist)
+        for tv in rs:
+            self.access(st, tv, s, t, know, False)
+        for tv in ws:
+            self.access(st, tv, s, t, know, True)
+        st.last_op[s] = t
+        if not result:
+            return None
+        snap = dict(know)
+        snap[s] = t
+        storage = self.new_storage(st, "local", s, None, Access(s, t, self.anchor, snap))
+        return self.new_tensor(st, storage.sid)
+
+    def alloc(self, st: State, node: cst.CSTNode) -> TVal:
+        """``torch.empty*``: memory from the current stream's pool, no kernel, so no producer to order."""
+        self.tick()
+        storage = self.new_storage(st, "local", st.cur, None, None)
+        return self.new_tensor(st, storage.sid)
+
+    def access(self, st: State, tv: TVal, s: str, t: int, know: dict[str, int], write: bool) -> None:
+        S = st.stores.get(tv.sid)
+        if S is None:
+            return
+        lw = S.last_write
+        if not write:
+            if self.cfg.raw and lw is not None and lw.stream != s and not ordered_before(lw, know) \
+                    and not (self.h2d and S.kind == "arg"):
+                self.race(st, "read", S, lw, s, self.label(st, tv.sid))
+            S.reads.append(Access(s, t, self.anchor))
+        else:
+            if self.cfg.waw and lw is not None and lw.stream != s and not ordered_before(lw, know):
+                self.race(st, "write-after-write", S, lw, s, self.label(st, tv.sid))
+            elif self.cfg.war:
+                for r in S.reads:
+                    if r.stream != s and not ordered_before(r, know):
+                        self.race(st, "write-after-read", S, r, s, self.label(st, tv.sid))
+                        break
+            snap = dict(know)
+            snap[s] = t
+            S.last_write = Access(s, t, self.anchor, snap)
+            S.reads = []
+        if S.kind == "local" and s != S.alloc:
+            S.uses.append(Access(s, t, self.anchor, label=self.label(st, tv.sid)))
+        self.check_view_escape(st, tv)
+
+    def race(self, st: State, kind: str, S: Storage, earlier: Access, s: str, label: str | None = None) -> None:
+        if self.depth or self.anchor is None:
+            return
+        name = label or S.name or "tensor"
+        key = (id(self.anchor), name, kind)
+        if key not in self.races:
+            self.races[key] = Race(kind, self.anchor, name, earlier.stream, s, earlier.node,
+                                   S.kind == "arg" and earlier.time == 0, self.cfg.mode)
+
+    def label(self, st: State, sid: int) -> str | None:
+        """A variable bound to storage ``sid`` now, preferring one written in the current statement."""
+        names = [n for n, v in st.env.items() if isinstance(v, TVal) and v.sid == sid]
+        if not names:
+            return None
+        if len(names) > 1 and self.anchor is not None and self.depth == 0:
+            code = self.file.code(self.anchor)
+            for n in names:
+                if re.search(rf"(?<![\w.]){re.escape(n)}\b", code):
+                    return n
+        return names[0]
+
+    def check_view_escape(self, st: State, tv: TVal) -> None:
+        if self.depth or self.anchor is None or not st.waits:
+            return
+        base = tv.base
+        while base is not None:
+            for time, wnode, wname in st.waits.get(base, ()):
+                if tv.created < time:
+                    key = (tv.vid, id(wnode))
+                    if key not in self.view_escapes:
+                        name = st.stores[tv.sid].name or "view"
+                        alias = self._name_of(st, tv) or name
+                        self.view_escapes[key] = ViewEscape(self.anchor, alias, wname, wnode)
+                    return
+            parent = st.vals.get(base)
+            base = parent.base if parent is not None else None
+
+    def _name_of(self, st: State, tv: TVal) -> str | None:
+        for name, v in st.env.items():
+            if v is tv:
+                return name
+        return None
+
+    # ---- lifetime
+    def referenced(self, st: State, sid: int) -> bool:
+        def holds(v: object) -> bool:
+            if isinstance(v, TVal):
+                return v.sid == sid
+            if isinstance(v, TupVal):
+                return any(holds(i) for i in v.items)
+            return False
+
+        return any(holds(v) for v in st.env.values())
+
+    def escape(self, st: State, v: object) -> None:
+        for tv in self.tensors(st, v):
+            S = st.stores.get(tv.sid)
+            if S is not None:
+                S.escaped = True
+
+    def free(self, st: State, sid: int, how: str, node: cst.CSTNode | None, force: bool = False) -> None:
+        S = st.stores.get(sid)
+        if S is None or S.kind != "local" or S.dead:
+            return
+        if not force and self.referenced(st, sid):
+            return
+        if S.escaped and how != "resize_(0)":
+            if how != "function end":
+                return
+        S.dead = True
+        if self.depth and how != "function end":
+            node = self.anchor
+        know = st.know(S.alloc)
+        for u in S.uses:
+            if u.stream == S.alloc or u.stream in S.recorded or know.get(u.stream, -1) >= u.time:
+                continue
+            if u.node is None:
+                return
+            key = (id(u.node), S.name)
+            if key not in self.lifetimes:
+                self.lifetimes[key] = Lifetime(u.node, u.label or S.name or "tensor", S.alloc, u.stream, how, node,
+                                               S.escaped and how == "function end", self.cfg.mode)
+            return
+
+    def unbind(self, st: State, old: object, how: str, node: cst.CSTNode | None) -> None:
+        for tv in self.tensors(st, old) if isinstance(old, (TVal, TupVal)) else ():
+            self.free(st, tv.sid, how, node)
+
+    def bind(self, st: State, name: str, v: object, node: cst.CSTNode | None) -> None:
+        old = st.env.get(name)
+        st.env[name] = v
+        self.invalidate(st, name)
+        if isinstance(v, TVal):
+            S = st.stores.get(v.sid)
+            if S is not None and S.name is None:
+                S.name = name
+        if old is not None and old is not v:
+            self.unbind(st, old, "rebinding", node)
+
+    def invalidate(self, st: State, name: str) -> None:
+        if not st.assume:
+            return
+        pattern = re.compile(rf"(?<![\w.]){re.escape(name)}\b")
+        for key in [k for k in st.assume if pattern.search(k)]:
+            del st.assume[key]
+
+    # ---- function end
+    def finalize(self, st: State) -> None:
+        for sid, S in list(st.stores.items()):
+            if S.kind == "local" and not S.dead:
+                self.free(st, sid, "function end", None, force=True)
+        know = st.know(MAIN)
+        for run in st.runs:
+            if self.deferred_end and run.top:
+                continue  # a helper method: its same-class caller is analysed with this scope inlined
+            same_file = run.top or id(run.node) in self.own_withs
+            if same_file and run.stream != MAIN and run.last is not None and know.get(run.stream, -1) < run.last:
+                self.unjoined.setdefault((id(run.node), "function"),
+                                         Unjoined(run.node, run.stream, "function", self.cfg.mode, self.entry))

@@ -1,0 +1,203 @@
+"""The value lattice and the per-path state of the dataflow interpreter.
+
+Abstract values: :class:`TVal` (a tensor object, possibly a view of another), :class:`SVal` /
+:class:`EVal` (a stream / an event, by key), :class:`KVal` (an opaque or named object whose attribute
+chains may still name streams and events), :class:`CVal` (a constant), :class:`TupVal` (a tuple).
+:class:`Storage` is an allocation with its accesses; :class:`State` is everything one control-flow path
+carries (environment, storages, vector clocks, recorded events, the stream stack); ``merge_clock`` /
+``ordered_before`` are the vector-clock join and happens-before test. Analysis limits (paths, steps,
+inlining depth, loop unrolling) and the per-mode configuration live here too."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from streamlint._lazy import cst
+from streamlint.model.streams import MAIN
+
+
+MAX_PATHS = 48
+
+
+# Statements interpreted per function analysis (all paths, inlined helpers included). Large branchy
+# functions (DeepSpeed's ZeRO reducers, vLLM schedulers) would otherwise take minutes; past the budget
+# the function gets no finding — deterministic, and silence rather than a guess.
+MAX_STEPS = 4_000
+
+
+class AnalysisBudgetExceeded(Exception):
+    pass
+
+
+MAX_INLINE_DEPTH = 3
+
+
+LOOP_UNROLL = 2
+
+
+class TVal:
+    """A tensor object. ``base``: the value it is a view of; ``multi``: result of chunk/split (unpack
+    gives views) or of a multi-output op (unpack gives fresh tensors)."""
+
+    __slots__ = ("base", "created", "multi", "sid", "vid")
+
+    def __init__(self, vid: int, sid: int, base: int | None, created: int, multi: str | None = None) -> None:
+        self.vid, self.sid, self.base, self.created, self.multi = vid, sid, base, created, multi
+
+
+@dataclass(frozen=True)
+class SVal:
+    key: str
+
+
+@dataclass(frozen=True)
+class EVal:
+    key: str
+
+
+@dataclass(frozen=True)
+class KVal:
+    """An expression key: a ``self.*`` attribute chain, a global, a flag alias."""
+
+    key: str
+    glob: bool = False
+    opaque: bool = False  # a parameter or getter result that is not evidently a tensor: never tracked as one
+    test: str | None = None  # correlation key for `if x:` / `x is None` (a zero-argument getter's call)
+
+
+@dataclass(frozen=True)
+class CVal:
+    value: object
+
+
+@dataclass(frozen=True)
+class TupVal:
+    items: tuple
+
+
+NONE = CVal(None)
+
+
+@dataclass
+class Access:
+    stream: str
+    time: int
+    node: cst.CSTNode | None
+    snap: dict | None = None
+    label: str | None = None  # the variable naming the tensor at this access
+
+
+class Storage:
+    __slots__ = ("alloc", "dead", "escaped", "kind", "last_write", "name", "reads", "recorded", "sid", "uses")
+
+    def __init__(self, sid: int, name: str | None, kind: str, alloc: str, last_write: Access | None) -> None:
+        self.sid, self.name, self.kind, self.alloc = sid, name, kind, alloc
+        self.last_write = last_write
+        self.reads: list[Access] = []
+        self.uses: list[Access] = []
+        self.recorded: set[str] = set()
+        self.escaped = False
+        self.dead = False
+
+    def clone(self) -> Storage:
+        s = Storage(self.sid, self.name, self.kind, self.alloc, self.last_write)
+        s.reads, s.uses, s.recorded = list(self.reads), list(self.uses), set(self.recorded)
+        s.escaped, s.dead = self.escaped, self.dead
+        return s
+
+
+@dataclass
+class ScopeRun:
+    node: cst.With
+    stream: str
+    start: int
+    last: int | None = None
+    top: bool = True
+
+
+class State:
+    def __init__(self) -> None:
+        self.env: dict[str, object] = {}
+        self.vals: dict[int, TVal] = {}
+        self.deps: dict[int, list[dict]] = {}
+        self.waits: dict[int, list[tuple[int, cst.CSTNode, str]]] = {}  # vid -> (time, wait node, name)
+        self.stores: dict[int, Storage] = {}
+        self.vc: dict[str, dict[str, int]] = {}
+        self.host: dict[str, int] = {}
+        self.events: dict[str, dict[str, int]] = {}
+        self.stack: list[str] = [MAIN]
+        self.assume: dict[str, bool] = {}
+        self.clauses: list[tuple[tuple[str, bool], ...]] = []  # at least one literal of each holds
+        self.same: dict[str, str] = {}  # stream key -> the key of the same stream (from `s1 == s2` tests)
+        self.runs: list[ScopeRun] = []
+        self.regions: list[tuple[int, str]] = []
+        self.last_op: dict[str, int] = {}
+        self.long: dict[str, int] = {}
+        self.done = False
+        self.ret: object = None
+        self.flow: str | None = None
+
+    def clone(self) -> State:
+        s = State.__new__(State)
+        s.env = dict(self.env)
+        s.vals = self.vals  # TVal objects are immutable after creation
+        s.deps = {k: list(v) for k, v in self.deps.items()}
+        s.waits = {k: list(v) for k, v in self.waits.items()}
+        s.stores = {k: v.clone() for k, v in self.stores.items()}
+        s.vc = {k: dict(v) for k, v in self.vc.items()}
+        s.host = dict(self.host)
+        s.events = {k: dict(v) for k, v in self.events.items()}
+        s.stack = list(self.stack)
+        s.assume = dict(self.assume)
+        s.clauses = list(self.clauses)
+        s.same = dict(self.same)
+        s.runs = [ScopeRun(r.node, r.stream, r.start, r.last, r.top) for r in self.runs]
+        s.regions = list(self.regions)
+        s.last_op = dict(self.last_op)
+        s.long = dict(self.long)
+        s.done, s.ret, s.flow = self.done, self.ret, self.flow
+        return s
+
+    @property
+    def cur(self) -> str:
+        return self.stack[-1]
+
+    def know(self, stream: str) -> dict[str, int]:
+        k = dict(self.vc.get(stream, {}))
+        for s, t in self.host.items():
+            if k.get(s, -1) < t:
+                k[s] = t
+        return k
+
+
+def merge_clock(into: dict[str, int], other: dict[str, int]) -> bool:
+    changed = False
+    for s, t in other.items():
+        if into.get(s, -1) < t:
+            into[s] = t
+            changed = True
+    return changed
+
+
+def ordered_before(acc: Access, know: dict[str, int]) -> bool:
+    return know.get(acc.stream, -1) >= acc.time
+
+
+@dataclass(frozen=True)
+class FlowConfig:
+    mode: str
+    raw: bool
+    war: bool
+    waw: bool
+    implicit_edges: bool
+    args_exempt: bool
+
+
+def flow_config(mode: str, explicit_ge: bool, entry: bool) -> FlowConfig:
+    if mode == "ge":
+        if explicit_ge:
+            return FlowConfig(mode, True, True, True, False, True)
+        return FlowConfig(mode, False, True, False, True, True)
+    if mode in ("reduce-overhead", "npugraph_ex"):
+        return FlowConfig(mode, True, True, True, False, entry)
+    return FlowConfig(mode, True, True, True, False, False)

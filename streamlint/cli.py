@@ -9,13 +9,13 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import click
 
 from streamlint import __version__
-from streamlint.config import (OUTPUT_FORMATS, ConfigError, Settings, configured_plugins, find_config,
-                               load_settings)
+from streamlint.config import (OUTPUT_FORMATS, ConfigError, Settings, SettingsResolver, configured_plugins,
+                               find_config, load_settings)
 from streamlint.discovery import discover
 from streamlint.engine import Engine, FileReport
 from streamlint.baseline import BaselineError, load_baseline, write_baseline
@@ -170,60 +170,159 @@ def _overrides(opts: dict[str, Any]) -> dict[str, Any]:
     return overrides
 
 
+def display_path(path: str, cwd: str | None = None) -> str:
+    """A path as text formats print it: relative to the current directory when inside it (so that
+    terminals and editors open it), else absolute; ``-`` (stdin) as is."""
+    if path == "-":
+        return path
+    cwd = cwd or os.getcwd()
+    absolute = os.path.abspath(path)
+    if absolute == cwd:
+        return "."
+    prefix = cwd if cwd.endswith(os.sep) else cwd + os.sep
+    rel = absolute[len(prefix):] if absolute.startswith(prefix) else absolute
+    return rel.replace(os.sep, "/") if os.sep != "/" else rel
+
+
+def repository_root(cwd: str) -> str:
+    """The top of the repository containing ``cwd`` (a ``.git`` entry), else ``cwd``: the base of
+    SARIF's ``%SRCROOT%`` and of the paths of the ``github`` format."""
+    probe = cwd
+    while True:
+        if os.path.exists(os.path.join(probe, ".git")):
+            return probe
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            return cwd
+        probe = parent
+
+
+def _relative_to_root(path: str, root: str) -> str | None:
+    absolute = os.path.abspath(path)
+    prefix = root if root.endswith(os.sep) else root + os.sep
+    if not absolute.startswith(prefix):
+        return None
+    rel = absolute[len(prefix):]
+    return rel.replace(os.sep, "/") if os.sep != "/" else rel
+
+
+def _registry_for(paths: list[str], config_file: Path | None, isolated: bool) -> Registry:
+    """The rule registry: built-ins plus the plugins named by the configurations that govern the
+    current directory and the paths named on the command line (in that order; the same set whatever
+    the order of the paths)."""
+    plugins: list[str] = []
+    search: str | None = None
+    starts = [Path.cwd(), *sorted({Path(p).absolute() for p in paths})]
+    for start in starts:
+        found = configured_plugins(start, config_file, isolated)
+        for name in found:
+            if name not in plugins:
+                plugins.append(name)
+        if found and search is None:
+            search = _plugin_dir(start, config_file, isolated)
+    return _registry(tuple(plugins), search)
+
+
 def run_check(paths: list[str], opts: dict[str, Any]) -> int:
     stdin_name = opts.get("stdin_filename")
     use_stdin = "-" in paths or stdin_name is not None
     paths = [p for p in paths if p != "-"]
     if not paths and not use_stdin:
         paths = ["."]
-    start = Path(stdin_name or (paths[0] if paths else ".")).absolute()
+    cwd = os.getcwd()
+    isolated = bool(opts.get("isolated"))
     try:
         config_file = Path(opts["config_file"]) if opts.get("config_file") else None
         if config_file is not None and not config_file.is_file():
             raise ConfigError(str(config_file), None, "no such configuration file")
         # plugin rules must be registered before selectors and rule options are validated
-        registry = _registry(configured_plugins(start, config_file, bool(opts.get("isolated"))),
-                             _plugin_dir(start, config_file, bool(opts.get("isolated"))))
-        settings = load_settings(registry, start, config_file, bool(opts.get("isolated")), _overrides(opts))
+        registry = _registry_for([*paths, *([stdin_name] if stdin_name else [])], config_file, isolated)
+        resolver = SettingsResolver(registry, config_file, isolated, _overrides(opts))
+        resolver.fallback_roots = [os.path.abspath(p) if os.path.isdir(p) else os.path.dirname(os.path.abspath(p))
+                                   for p in paths]
+        # run-wide options (output format, baseline, fix display) come from the current directory's
+        # configuration; everything that changes what is found in a file, from the file's own
+        settings = resolver.settings_for(os.path.abspath(stdin_name) if stdin_name else cwd)
+        if opts.get("show_settings"):
+            target = stdin_name or (paths[0] if paths else cwd)
+            _show_settings(resolver.settings_for(os.path.abspath(target)), registry, target)
+            return EXIT_OK
     except ConfigError as exc:
         raise _fail(str(exc)) from None
-    if opts.get("force_exclude"):
-        settings = settings.with_overrides(force_exclude=True)
-    if opts.get("show_settings"):
-        _show_settings(settings, registry)
-        return EXIT_OK
-    exclude = (*settings.exclude, *settings.extend_exclude)
+    force_exclude = bool(opts.get("force_exclude") or settings.force_exclude)
     profiler = opts.get("_profiler")
+    config_errors: list[str] = []
+
+    def rules_for(directory: str) -> tuple[str, tuple[str, ...], bool]:
+        try:
+            s = resolver.settings_for(directory)
+        except ConfigError as exc:
+            config_errors.append(str(exc))
+            s = settings
+        return s.project_root, (*s.exclude, *s.extend_exclude), s.respect_gitignore
+
     with phase(profiler, "discover"):
-        found = discover(paths, Path(settings.project_root), exclude, settings.respect_gitignore,
-                         settings.force_exclude)
+        found = discover(paths, Path(settings.project_root), force_exclude=force_exclude, rules_for=rules_for)
+    if config_errors:
+        raise _fail(config_errors[0])
     errors = [f"{path}: {message}" for path, message in found.errors]
     if opts.get("show_files"):
         for path in found.files:
-            click.echo(path)
+            click.echo(display_path(path, cwd))
         return EXIT_ERROR if errors else EXIT_OK
-    engine = Engine(settings, registry, ignore_noqa=bool(opts.get("ignore_noqa")))
-    engine.profiler = profiler
-    reports: list[FileReport] = []
+    # the files grouped by the settings that govern them: one engine (and result cache) per group
+    groups: dict[int, tuple[Settings, list[str]]] = {}
+    try:
+        for path in found.files:
+            s = resolver.settings_for(path)
+            groups.setdefault(id(s), (s, []))[1].append(path)
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
+    engines: dict[int, Engine] = {}
+
+    def engine_of(s: Settings) -> Engine:
+        if id(s) not in engines:
+            engines[id(s)] = Engine(s, registry, ignore_noqa=bool(opts.get("ignore_noqa")))
+            engines[id(s)].profiler = profiler
+        return engines[id(s)]
+
+    path_engine: dict[str, Engine] = {}
+    reports_by_path: dict[str, FileReport] = {}
+    stdin_report: FileReport | None = None
+    stdin_engine: Engine | None = None
     if use_stdin:
         name = stdin_name or "-"
         data = sys.stdin.buffer.read()
-        engine.set_override(os.path.abspath(name), data)
-        reports.append(engine.lint_file(os.path.abspath(name) if stdin_name else name))
+        stdin_engine = engine_of(settings)
+        stdin_engine.set_override(os.path.abspath(name), data)
+        stdin_report = stdin_engine.lint_file(os.path.abspath(name) if stdin_name else name)
+        path_engine[stdin_report.path] = stdin_engine
     fix_mode = bool(opts.get("fix") or opts.get("diff"))
     fix_results: list[FixResult] = []
+    relpath = lambda p: display_path(p, cwd)  # noqa: E731
     if fix_mode:
-        policy = FixPolicy.from_settings(settings, registry, opts.get("unsafe_fixes"))
         if use_stdin:
-            fix_results.append(fix_file(engine, reports[0].path, policy, restore=data))
-            reports[0] = fix_results[-1].report or reports[0]
-        for path in found.files:
-            fix_results.append(fix_file(engine, path, policy))
-            reports.append(fix_results[-1].report or FileReport(path))
-        _apply_fixes(fix_results, engine, opts, use_stdin)
+            assert stdin_engine is not None and stdin_report is not None
+            policy = FixPolicy.from_settings(settings, registry, opts.get("unsafe_fixes"))
+            fix_results.append(fix_file(stdin_engine, stdin_report.path, policy, restore=data))
+            stdin_report = fix_results[-1].report or stdin_report
+        for s, files in groups.values():
+            engine = engine_of(s)
+            policy = FixPolicy.from_settings(s, registry, opts.get("unsafe_fixes"))
+            for path in files:
+                fix_results.append(fix_file(engine, path, policy))
+                reports_by_path[path] = fix_results[-1].report or FileReport(path)
+                path_engine[path] = path_engine[os.path.abspath(path)] = engine
+        _apply_fixes(fix_results, relpath, opts, use_stdin)
     else:
-        reports.extend(_lint_with_progress(engine, found.files, quiet=bool(opts.get("quiet")), jobs=opts.get("jobs"),
-                                           use_cache=not opts.get("no_cache")))
+        for s, files in groups.values():
+            engine = engine_of(s)
+            for path, report in zip(files, _lint_with_progress(
+                    engine, files, quiet=bool(opts.get("quiet")), jobs=opts.get("jobs"),
+                    use_cache=not opts.get("no_cache"))):
+                reports_by_path[path] = report
+                path_engine[path] = path_engine[os.path.abspath(path)] = engine
+    reports = ([stdin_report] if stdin_report is not None else []) + [reports_by_path[p] for p in found.files]
     if profiler is not None:
         profiler.start("report")
     for path, message in found.warnings:
@@ -233,34 +332,55 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
         click.echo(f"streamlint: error: {message}", err=True)
     findings = [f for r in reports for f in r.findings]
     # sorted by the path as displayed (finding paths may be given relative or absolute)
-    findings.sort(key=lambda f: (engine.relative(f.path), *f.sort_key[1:]))
+    findings.sort(key=lambda f: (relpath(f.path), *f.sort_key[1:]))
     sources = {os.path.abspath(r.path): r.source for r in reports if r.source is not None}
+
+    def read(path: str) -> bytes:
+        engine = path_engine.get(path) or stdin_engine
+        if engine is not None:
+            return engine.read(path)
+        with open(path, "rb") as fh:
+            return fh.read()
 
     def line_text(path: str, line: int) -> str:
         src = sources.get(os.path.abspath(path))
         if src is None:
             try:  # decoding is enough for an excerpt (no parse: results may come from workers or the cache)
-                src = sources[os.path.abspath(path)] = SourceFile.from_bytes(path, engine.read(path))
+                src = sources[os.path.abspath(path)] = SourceFile.from_bytes(path, read(path))
             except Exception:  # noqa: BLE001 - excerpt only
                 src = None
         return src.line_text(line) if src is not None else ""
+
+    # fingerprints (baseline, SARIF) use paths relative to the project root of the file's governing
+    # configuration: the same whichever directory the run starts from
+    def anchored(path: str) -> str:
+        if path == "-":
+            return path
+        try:
+            root = resolver.settings_for(os.path.abspath(path)).project_root
+        except ConfigError:
+            root = settings.project_root
+        rel = _relative_to_root(path, os.path.abspath(root))
+        return rel if rel is not None else Path(os.path.abspath(path)).as_posix()
 
     ctx = ReportContext(
         findings=findings,
         registry=registry,
         line_text=line_text,
-        relpath=engine.relative,
+        relpath=relpath,
         files_checked=len(reports),
         files=[r.path for r in reports],
         statistics=bool(opts.get("statistics")),
     )
-    ctx.fingerprints = fingerprints(findings, line_text, engine.relative)
+    ctx.source_root = repository_root(cwd)
+    ctx.errors = len(errors)
+    ctx.fingerprints = fingerprints(findings, line_text, anchored)
     ctx.fixed = sum(len(r.applied) for r in fix_results)
     ctx.unsafe_fixes = bool(opts.get("unsafe_fixes") if opts.get("unsafe_fixes") is not None else settings.unsafe_fixes)
     baseline_file = opts.get("baseline_file") or (
         str(Path(settings.project_root) / settings.baseline) if settings.baseline else None)
     if opts.get("write_baseline"):
-        count = write_baseline(opts["write_baseline"], findings, ctx.fingerprint, engine.relative)
+        count = write_baseline(opts["write_baseline"], findings, ctx.fingerprint, anchored)
         click.echo(f"streamlint: wrote {count} finding{'s' if count != 1 else ''} to baseline "
                    f"{opts['write_baseline']}", err=True)
         findings = ctx.findings = []
@@ -274,7 +394,7 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
         if dropped and opts.get("verbose"):
             click.echo(f"streamlint: {dropped} finding{'s' if dropped != 1 else ''} in the baseline", err=True)
     if opts.get("add_noqa"):
-        return _add_noqa(engine, findings, bool(opts.get("quiet")))
+        return _add_noqa(path_engine, findings, relpath, bool(opts.get("quiet")))
     if opts.get("diff"):
         changed = any(r.changed for r in fix_results)
         return EXIT_FINDINGS if changed or errors else EXIT_OK
@@ -287,7 +407,7 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
             Path(output_file).write_text(buffer.getvalue(), encoding="utf-8")
         except OSError as exc:
             raise _fail(f"cannot write {output_file}: {exc.strerror or exc}") from None
-    elif not (opts.get("quiet") and fmt == "full" and not findings):
+    elif not (fmt == "full" and ((opts.get("quiet") and not findings) or (errors and not reports))):
         # with --fix on stdin, stdout carries the fixed source and the report goes to stderr
         stream = _stream("stderr" if use_stdin and opts.get("fix") else "stdout")
         ctx.color = fmt == "full" and stream.isatty() and "NO_COLOR" not in os.environ
@@ -301,11 +421,12 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
     return EXIT_OK
 
 
-def _apply_fixes(results: list[FixResult], engine: Engine, opts: dict[str, Any], use_stdin: bool) -> None:
+def _apply_fixes(results: list[FixResult], relpath: Callable[[str], str], opts: dict[str, Any],
+                 use_stdin: bool) -> None:
     """Write (or, with --diff, print) the fixed files; report discarded fixes and, on request, the fixes."""
     for i, res in enumerate(results):
         stdin_result = use_stdin and i == 0
-        name = engine.relative(res.path) if not (stdin_result and res.path == "-") else "-"
+        name = relpath(res.path) if not (stdin_result and res.path == "-") else "-"
         if opts.get("diff"):
             if res.changed:
                 click.echo(res.diff(name), nl=False)
@@ -320,7 +441,7 @@ def _apply_fixes(results: list[FixResult], engine: Engine, opts: dict[str, Any],
             f = rej.finding
             click.echo(f"streamlint: warning: {name}:{f.span.start_line}:{f.span.start_col + 1}: {f.code} fix "
                        f"discarded: {rej.reason}", err=True)
-    applied = [(engine.relative(r.path), f) for r in results for f in r.applied]
+    applied = [(relpath(r.path), f) for r in results for f in r.applied]
     if opts.get("diff"):
         if applied and not opts.get("quiet"):
             click.echo(f"Would fix {len(applied)} finding{'s' if len(applied) != 1 else ''}.", err=True)
@@ -332,7 +453,8 @@ def _apply_fixes(results: list[FixResult], engine: Engine, opts: dict[str, Any],
             click.echo(f"- {path}:{f.span.start_line}: {f.code} ({f.name}) {f.fix.title}", err=True)
 
 
-def _add_noqa(engine: Engine, findings: list[Finding], quiet: bool) -> int:
+def _add_noqa(engines: dict[str, Engine], findings: list[Finding], relpath: Callable[[str], str],
+              quiet: bool) -> int:
     by_path: dict[str, list[Finding]] = {}
     for f in findings:
         by_path.setdefault(f.path, []).append(f)
@@ -340,10 +462,13 @@ def _add_noqa(engine: Engine, findings: list[Finding], quiet: bool) -> int:
     for path, group in sorted(by_path.items()):
         if not os.path.isfile(path):
             continue
+        engine = engines.get(path)
+        if engine is None:
+            continue
         count, skipped = add_noqa_file(engine, path, group)
         added += count
         for f in skipped:
-            click.echo(f"streamlint: warning: {engine.relative(path)}:{f.span.start_line}: cannot add a noqa "
+            click.echo(f"streamlint: warning: {relpath(path)}:{f.span.start_line}: cannot add a noqa "
                        f"comment for {f.code} on this line", err=True)
     if not quiet:
         click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.", err=True)
@@ -367,7 +492,8 @@ def _lint_with_progress(engine: Engine, files: list[str], quiet: bool, jobs: int
         return lint_files(engine, files, jobs=jobs, cache=cache, progress=lambda n: progress.advance(task, n))[0]
 
 
-def _show_settings(settings: Settings, registry: Registry) -> None:
+def _show_settings(settings: Settings, registry: Registry, target: str) -> None:
+    click.echo(f"settings for: {target}")
     click.echo(f"config file: {settings.config_path or '(none)'}")
     click.echo(f"project root: {settings.project_root}")
     for key in ("select", "extend_select", "ignore", "exclude", "extend_exclude", "respect_gitignore", "mode",

@@ -1,7 +1,9 @@
 """Configuration: ``[tool.streamlint]`` in pyproject.toml, or streamlint.toml / .streamlint.toml.
 
-Resolved once per run in the parent process. Unknown keys, bad values and unknown codes are errors
-naming the file and the key.
+Hierarchical, like ruff: each file is governed by the closest configuration file at or above it
+(``extend`` inherits from another file explicitly); ``--config`` makes one file govern every file.
+Resolved in the parent process (:class:`SettingsResolver`, cached per directory and per configuration
+file). Unknown keys, bad values and unknown codes are errors naming the file and the key.
 """
 
 from __future__ import annotations
@@ -140,14 +142,19 @@ def _read_table(path: Path) -> dict[str, Any]:
     return data
 
 
-def find_project_root(start: Path) -> Path:
+_NO_FALLBACK = Path()
+
+
+def find_project_root(start: Path, fallback: "Path | None" = _NO_FALLBACK) -> "Path | None":
+    """The nearest directory at or above ``start`` with a project marker; without one, ``fallback``
+    (by default the directory of ``start``)."""
     directory = (start if start.is_dir() else start.parent).absolute()
     probe = directory
     while True:
         if any((probe / marker).exists() for marker in (".git", "pyproject.toml", "streamlint.toml", ".streamlint.toml")):
             return probe
         if probe.parent == probe:
-            return directory
+            return directory if fallback is _NO_FALLBACK else fallback
         probe = probe.parent
 
 
@@ -178,6 +185,88 @@ def configured_plugins(start: Path, config_file: Path | None = None, isolated: b
     return plugins
 
 
+class SettingsResolver:
+    """The settings that govern each file of a run: its closest configuration file (or ``config_file``
+    for every file; none with ``isolated``), plus the command-line ``overrides``. A file without any
+    configuration above it gets the defaults, rooted at its project root (``.git``, ``pyproject.toml``).
+    Each configuration file is read and validated once."""
+
+    def __init__(self, registry: Registry, config_file: Path | None = None, isolated: bool = False,
+                 overrides: dict[str, Any] | None = None) -> None:
+        self.registry = registry
+        self.config_file = config_file.absolute() if config_file is not None else None
+        self.isolated = isolated
+        self.overrides = overrides or {}
+        self._dirs: dict[str, Path | None] = {}
+        self._settings: dict[str, Settings] = {}
+        self._roots: dict[str, Path] = {}
+        # where a file with no project marker above it is rooted (see settings_for)
+        self.fallback_roots: list[str] = []
+
+    def config_for(self, path: str | Path) -> Path | None:
+        """The configuration file governing ``path`` (a file or a directory), or None."""
+        if self.isolated:
+            return None
+        if self.config_file is not None:
+            return self.config_file
+        absolute = os.path.abspath(path)
+        directory = absolute if os.path.isdir(absolute) else os.path.dirname(absolute)
+        walked = []
+        found: Path | None = None
+        while True:
+            if directory in self._dirs:
+                found = self._dirs[directory]
+                break
+            walked.append(directory)
+            here = _config_in(Path(directory))
+            if here is not None:
+                found = here
+                break
+            parent = os.path.dirname(directory)
+            if parent == directory:
+                break
+            directory = parent
+        for d in walked:
+            self._dirs[d] = found
+        return found
+
+    def settings_for(self, path: str | Path) -> Settings:
+        """The effective settings of ``path``; raises ConfigError for a bad configuration file."""
+        config = self.config_for(path)
+        if config is None:
+            absolute = os.path.abspath(path)
+            directory = absolute if os.path.isdir(absolute) else os.path.dirname(absolute)
+            root = self._roots.get(directory)
+            if root is None:
+                root = find_project_root(Path(directory), fallback=None)
+                if root is None:  # no marker above: the outermost of the current directory and the
+                    # directories named on the command line that holds it is one project
+                    inside = [r for r in (os.getcwd(), *self.fallback_roots)
+                              if directory == r or directory.startswith(r.rstrip(os.sep) + os.sep)]
+                    root = Path(min(inside, key=len)) if inside else Path(directory)
+                self._roots[directory] = root
+            key = f"root:{root}"
+        else:
+            key = str(config)
+        settings = self._settings.get(key)
+        if settings is None:
+            if config is None:
+                settings = load_settings(self.registry, root, None, True, self.overrides)
+            else:
+                settings = load_settings(self.registry, config.parent, config, False, self.overrides)
+            self._settings[key] = settings
+        return settings
+
+
+def _config_in(directory: Path) -> Path | None:
+    for name in CONFIG_FILES:
+        candidate = directory / name
+        if candidate.is_file():
+            if name != "pyproject.toml" or _has_tool_table(candidate):
+                return candidate
+    return None
+
+
 def load_settings(
     registry: Registry,
     start: Path,
@@ -192,7 +281,7 @@ def load_settings(
         settings = _apply_file(settings, path, registry, set())
         settings = replace(settings, config_path=str(path), project_root=str(path.parent.absolute()))
     else:
-        settings = replace(settings, project_root=str(find_project_root(start)))
+        settings = replace(settings, project_root=str(find_project_root(start) or start))
     for key, value in (overrides or {}).items():
         settings = _apply_key(settings, "command line", key, value, registry, Path.cwd())
     return settings

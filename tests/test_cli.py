@@ -207,8 +207,8 @@ def test_json_output_validates_against_schema(project: Path) -> None:
     jsonschema.Draft202012Validator.check_schema(schema)
     jsonschema.validate(data, schema)
     assert [(d["code"], d["filename"], d["start"], d["severity"]) for d in data] == [
-        ("SL105", "bad.py", {"line": 2, "column": 39}, "error"),
-        ("SL104", "bad.py", {"line": 2, "column": 42}, "info"),
+        ("SL105", str(project / "bad.py"), {"line": 2, "column": 39}, "error"),
+        ("SL104", str(project / "bad.py"), {"line": 2, "column": 42}, "info"),
     ]
     assert data[1]["name"] == "reserved-stream-priority"
     assert data[1]["url"].endswith("SL104-reserved-stream-priority")
@@ -375,7 +375,8 @@ def test_stdin_filename_uses_its_name_and_config(project: Path) -> None:
     write(project, "pkg/streamlint.toml", "[per-file-ignores]\n'tests/*' = ['SL104']\n")
     result = run(["--stdin-filename", "pkg/mod.py", "--output-format", "concise"], input=BAD)
     assert result.exit_code == 1
-    assert [line.split(": ")[0] for line in result.stdout.splitlines()] == ["mod.py:2:39", "mod.py:2:42"]
+    # paths relative to the current directory, not to the configuration's folder
+    assert [line.split(": ")[0] for line in result.stdout.splitlines()] == ["pkg/mod.py:2:39", "pkg/mod.py:2:42"]
     result = run(["-", "--stdin-filename", "pkg/tests/t.py", "--output-format", "concise"], input=BAD)
     assert codes(result.stdout.splitlines()) == ["SL105"]  # per-file-ignores apply to the stdin name
     assert not (project / "pkg/mod.py").exists()  # stdin is never written anywhere
@@ -557,7 +558,7 @@ def test_plugin_module_next_to_the_config_is_found(project: Path) -> None:
     write(project, "tools/bad.py", BAD)
     assert name not in sys.modules
     code, lines = concise(["tools/bad.py"])
-    assert (code, lines) == (1, ["bad.py:1:1: XL001 local rule ran"])
+    assert (code, lines) == (1, ["tools/bad.py:1:1: XL001 local rule ran"])
     assert str(project / "tools") not in sys.path  # looked up there, not left there
     sys.modules.pop(name, None)
 

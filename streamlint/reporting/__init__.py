@@ -23,6 +23,26 @@ class ReportContext:
     fingerprints: dict[int, str] = field(default_factory=dict)
     unsafe_fixes: bool = False
     files: list[str] = field(default_factory=list)  # every file checked (junit: one test case each)
+    # the repository root: SARIF's %SRCROOT% and the base of the `github` format's paths ("" = cwd)
+    source_root: str = ""
+    errors: int = 0  # paths that could not be linted (reported on stderr): no "All checks passed"
+
+    def root(self) -> str:
+        import os
+
+        return os.path.abspath(self.source_root or ".")
+
+    def root_relative(self, path: str) -> str | None:
+        """``path`` relative to :meth:`root` in POSIX form, or None outside it."""
+        import os
+
+        root = self.root()
+        absolute = os.path.abspath(path)
+        prefix = root if root.endswith(os.sep) else root + os.sep
+        if not absolute.startswith(prefix):
+            return None
+        rel = absolute[len(prefix):]
+        return rel.replace(os.sep, "/") if os.sep != "/" else rel
 
     def fingerprint(self, finding: Finding) -> str:
         return self.fingerprints.get(id(finding), "")

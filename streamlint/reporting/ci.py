@@ -33,19 +33,28 @@ def _related_lines(ctx: ReportContext, f: Finding) -> list[str]:
     ]
 
 
+def _repo_path(ctx: ReportContext, path: str) -> str:
+    """Repository-relative (annotations attach only to paths of the checked-out repository)."""
+    rel = ctx.root_relative(path)
+    return rel if rel is not None else os.path.abspath(path)
+
+
 def render_github(ctx: ReportContext, out: TextIO) -> None:
-    """``::error file=…,line=…,col=…,endLine=…,endColumn=…,title=SL201::message`` per finding."""
+    """``::error file=…,line=…,col=…,endLine=…,endColumn=…,title=SL201::message`` per finding; paths
+    relative to the repository root (``ctx.source_root``), whatever the current directory."""
     for f in ctx.findings:
         s = f.span
         props = [
-            f"file={_escape_property(ctx.relpath(f.path))}",
+            f"file={_escape_property(_repo_path(ctx, f.path))}",
             f"line={s.start_line}",
             f"col={s.start_col + 1}",
             f"endLine={s.end_line}",
             f"endColumn={s.end_col + 1}",
             f"title={_escape_property(f'{f.code} ({f.name})')}",
         ]
-        lines = [f"{_where(ctx, f.path, s.start_line, s.start_col)}: {f.code} {f.message}", *_related_lines(ctx, f)]
+        lines = [f"{_repo_path(ctx, f.path)}:{s.start_line}:{s.start_col + 1}: {f.code} {f.message}",
+                 *(f"related: {_repo_path(ctx, loc.path)}:{loc.span.start_line}:{loc.span.start_col + 1}"
+                   + (f": {loc.message}" if loc.message else "") for loc in f.related)]
         if f.fix is not None:
             lines.append(f"fix: {f.fix.title} ({f.fix.safety.value})")
         out.write(f"::{GITHUB_LEVELS[f.severity]} {','.join(props)}::{_escape_data(chr(10).join(lines))}\n")

@@ -51,6 +51,10 @@ def render(ctx: ReportContext, out: TextIO) -> None:
                       "bold")])
         if fixable:
             tail.append([(f"[*] {fixable} fixable with --fix (some may need --unsafe-fixes).", "green")])
+    elif ctx.errors:  # a path could not be linted: nothing may read like success
+        tail.append([(f"No findings in {ctx.files_checked} file{'s' if ctx.files_checked != 1 else ''}, but "
+                      f"{ctx.errors} path{'s' if ctx.errors != 1 else ''} could not be linted (see the errors "
+                      "above).", "bold red")])
     else:
         tail.append([(f"All checks passed ({ctx.files_checked} file{'s' if ctx.files_checked != 1 else ''}).",
                       "bold green")])

@@ -1,0 +1,188 @@
+"""A new user's first hour (issue 13) and per-file configuration (issue 14 item 5): CLI output compared
+as text from several working directories, warm cache against cold, nested configurations."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import textwrap
+from pathlib import Path
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+
+from streamlint.cli import main
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+SARIF_SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
+# SL105 at 2:39 (int tag, unsafe fix), SL104 at 2:42 (reserved priority, safe fix)
+BAD = "import torchair\nwith torchair.scope.npu_stream_switch(1, 3):\n    pass\n"
+
+
+def run(args: list[str], cwd: Path, monkeypatch: pytest.MonkeyPatch, input: str | None = None):
+    monkeypatch.chdir(cwd)
+    result = CliRunner().invoke(main, args, input=input, catch_exceptions=False)
+    assert "Traceback" not in result.output
+    return result
+
+
+def write(root: Path, rel: str, text: str) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A repository (``.git``) holding the showcase project in ``services/model``."""
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    shutil.copytree(FIXTURES / "showcase", root / "services" / "model")
+    return root
+
+
+def _lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line]
+
+
+# ---------------------------------------------------------------- 1. paths
+def test_text_paths_are_relative_to_the_current_directory(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = repo / "services" / "model"
+    from_repo = run(["services/model", "--output-format", "concise", "--no-cache"], repo, monkeypatch)
+    assert from_repo.exit_code == 1
+    lines = _lines(from_repo.stdout)
+    assert lines[0].startswith("services/model/launcher.py:15:5: SL401 ")
+    # related locations too, every one of them openable from the cwd
+    assert "(related: services/model/moe_demo/attention.py:23:18, services/model/launcher.py:22:12)" in lines[0]
+    assert any(line.startswith("services/model/moe_demo/moe.py:78:9: SL201") for line in lines)
+    from_sub = run([".", "--output-format", "concise", "--no-cache"], model / "moe_demo", monkeypatch)
+    sub_lines = _lines(from_sub.stdout)
+    assert sub_lines[0].startswith("attention.py:23:18: SL102 ")
+    assert any(line.startswith("moe.py:53:13: SL502") and f"(related: {model}/launcher.py:22:12)" in line
+               for line in sub_lines)  # outside the cwd: absolute
+    # the same findings, only the paths differ
+    strip = lambda line: line.split(": ", 1)[1].split(" (related")[0]  # noqa: E731
+    assert sorted(map(strip, sub_lines)) == sorted(strip(x) for x in lines if "/moe_demo/" in x.split(": ")[0])
+    full = run(["moe_demo/moe.py", "--no-cache"], model, monkeypatch).stdout
+    assert "moe_demo/moe.py:78:9: SL201" in full and "  = related: moe_demo/moe.py:75:13" in full
+    # a path outside the current directory is printed absolute
+    elsewhere = repo.parent / "elsewhere"
+    elsewhere.mkdir()
+    outside = _lines(run([str(model / "moe_demo" / "moe.py"), "--output-format", "concise", "--no-cache"],
+                         elsewhere, monkeypatch).stdout)
+    assert outside and all(line.startswith(f"{model}/moe_demo/moe.py:") for line in outside)
+
+
+def test_machine_formats_resolve_from_any_directory(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = repo / "services" / "model"
+    outputs = {}
+    for cwd, target in ((repo, "services/model"), (model, "."), (model / "moe_demo", "..")):
+        outputs[cwd] = {fmt: run([target, "--output-format", fmt, "--no-cache"], cwd, monkeypatch).stdout
+                        for fmt in ("json", "json-lines", "sarif", "github")}
+    first, *others = outputs.values()
+    for other in others:
+        assert other == first  # byte-identical whichever directory the run started from
+    data = json.loads(first["json"])
+    assert all(os.path.isabs(d["filename"]) and os.path.isfile(d["filename"]) for d in data)
+    assert all(os.path.isfile(r["filename"]) for d in data for r in d["related"])
+    assert [json.loads(line) for line in first["json-lines"].splitlines()] == data
+    sarif = json.loads(first["sarif"])
+    jsonschema.Draft4Validator(SARIF_SCHEMA).validate(sarif)
+    run_ = sarif["runs"][0]
+    base = run_["originalUriBaseIds"]["%SRCROOT%"]["uri"]
+    assert base == repo.as_uri() + "/"
+    for res in run_["results"]:
+        for loc in res["locations"] + res.get("relatedLocations", []):
+            art = loc["physicalLocation"]["artifactLocation"]
+            assert art["uriBaseId"] == "%SRCROOT%"
+            assert (repo / art["uri"]).is_file(), art["uri"]
+    github = first["github"].splitlines()
+    assert github and all(",".join(line.split(",")[:1]).split("file=")[1].startswith("services/model/")
+                          for line in github)
+
+
+# ---------------------------------------------------------------- 2. cached related locations
+def test_warm_cache_from_another_directory_equals_cold(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = repo / "services" / "model"
+    # the cache is filled by a run from the repository root
+    assert run(["services/model", "--output-format", "concise"], repo, monkeypatch).exit_code == 1
+    assert (model / ".streamlint_cache").is_dir()
+    for cwd, target in ((model / "moe_demo", "."), (model / "moe_demo", ".."), (repo, "services/model")):
+        for fmt in ("concise", "full", "json", "sarif"):
+            warm = run([target, "--output-format", fmt], cwd, monkeypatch)
+            cold = run([target, "--output-format", fmt, "--no-cache"], cwd, monkeypatch)
+            assert warm.stdout == cold.stdout, (cwd, fmt)
+            assert warm.exit_code == cold.exit_code == 1
+    text = run([".", "--output-format", "concise"], model / "moe_demo", monkeypatch).stdout
+    assert "moe_demo/launcher.py" not in text and "moe_demo/moe.py" not in text  # paths that do not exist
+
+
+# ---------------------------------------------------------------- 3. nested configuration (and issue 14.5)
+@pytest.fixture
+def nested(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    (root / ".git").mkdir(parents=True)
+    write(root, "streamlint.toml", "select = ['ALL']\n")
+    write(root, "main.py", BAD)
+    write(root, "vendor/streamlint.toml", "ignore = ['SL104', 'SL105']\n")  # vendored: its own rules
+    write(root, "vendor/lib.py", BAD)
+    write(root, "pkg/streamlint.toml", "extend = '../streamlint.toml'\nignore = ['SL104']\n")
+    write(root, "pkg/mod.py", BAD)
+    return root
+
+
+def _codes(stdout: str) -> list[tuple[str, str]]:
+    return [(line.split(":")[0], line.split(": ")[1].split()[0]) for line in _lines(stdout)]
+
+
+def test_each_file_is_governed_by_its_closest_config(nested: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    result = run([".", "--output-format", "concise", "--no-cache"], nested, monkeypatch)
+    assert _codes(result.stdout) == [("main.py", "SL105"), ("main.py", "SL104"), ("pkg/mod.py", "SL105")]
+    assert result.exit_code == 1
+    # the same per-file results linting a subfolder or a single file, from anywhere
+    assert _codes(run(["pkg", "--output-format", "concise", "--no-cache"], nested, monkeypatch).stdout) == \
+        [("pkg/mod.py", "SL105")]
+    assert _codes(run(["mod.py", "--output-format", "concise", "--no-cache"], nested / "pkg",
+                      monkeypatch).stdout) == [("mod.py", "SL105")]
+
+
+@pytest.mark.parametrize("cache", [[], ["--no-cache"]])
+def test_file_order_does_not_change_results(nested: Path, monkeypatch: pytest.MonkeyPatch, cache: list[str]) -> None:
+    forward = run(["main.py", "vendor/lib.py", "--output-format", "concise", *cache], nested, monkeypatch)
+    backward = run(["vendor/lib.py", "main.py", "--output-format", "concise", *cache], nested, monkeypatch)
+    assert forward.stdout == backward.stdout
+    assert forward.exit_code == backward.exit_code == 1
+    assert _codes(forward.stdout) == [("main.py", "SL105"), ("main.py", "SL104")]
+    only_vendor = run(["vendor/lib.py", "--output-format", "concise", *cache], nested, monkeypatch)
+    assert (only_vendor.exit_code, only_vendor.stdout) == (0, "")
+
+
+def test_show_settings_names_the_config_of_the_file(nested: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = run(["--show-settings", "pkg/mod.py"], nested, monkeypatch).stdout
+    assert f"config file: {nested / 'pkg' / 'streamlint.toml'}" in out
+    assert "SL104 reserved-stream-priority" in out and "off (ignore 'SL104'" in out
+    assert "SL105 invalid-stream-tag" in out
+    out = run(["--show-settings", "main.py"], nested, monkeypatch).stdout
+    assert f"config file: {nested / 'streamlint.toml'}" in out
+    out = run(["--show-settings", "lib.py"], nested / "vendor", monkeypatch).stdout
+    assert f"config file: {nested / 'vendor' / 'streamlint.toml'}" in out
+
+
+def test_cache_follows_the_governing_config(nested: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    args = [".", "--output-format", "concise"]
+    assert _codes(run(args, nested, monkeypatch).stdout)[-1] == ("pkg/mod.py", "SL105")
+    write(nested, "pkg/streamlint.toml", "extend = '../streamlint.toml'\nignore = ['SL105']\n")
+    warm = run(args, nested, monkeypatch)
+    assert _codes(warm.stdout)[-1] == ("pkg/mod.py", "SL104")
+    assert warm.stdout == run([*args, "--no-cache"], nested, monkeypatch).stdout
+
+
+def test_nested_config_excludes_apply_to_its_folder(nested: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(nested, "vendor/streamlint.toml", "extend-exclude = ['generated']\n")
+    write(nested, "vendor/generated/x.py", BAD)
+    write(nested, "generated/y.py", BAD)  # the root config does not exclude it
+    files = run(["--show-files"], nested, monkeypatch).stdout.split()
+    assert files == ["generated/y.py", "main.py", "pkg/mod.py", "vendor/lib.py"]

@@ -35,6 +35,15 @@ class _DefaultCheckGroup(click.Group):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h", "--version")):
+            if args and args[0].isidentifier() and not os.path.lexists(args[0]):
+                # `streamlint chekc .` must not lint `.`: a word close to a command is a typo
+                import difflib
+
+                close = difflib.get_close_matches(args[0], list(self.commands), n=1, cutoff=0.6)
+                if close:
+                    click.echo(f"streamlint: error: `{args[0]}` is neither a path nor a command; did you mean "
+                               f"`{close[0]}`? (commands: {', '.join(sorted(self.commands))})", err=True)
+                    ctx.exit(EXIT_ERROR)
             args = ["check", *args]
         return super().parse_args(ctx, args)
 

@@ -30,6 +30,8 @@ from streamlint.profile import ProfileData, Profiler, phase
 from streamlint.registry import load_registry
 
 SERIAL_BELOW = 30  # fewer files needing analysis than this: no pool
+# files without a marker still get a stdlib syntax check (SL001): this many of them justify a pool
+LIGHT_SERIAL_BELOW = 400
 CHUNKS_PER_JOB = 4
 SCAN_BYTES_LIMIT = 64 << 20  # file contents kept for project-wide byte searches (a second read otherwise)
 
@@ -191,6 +193,8 @@ def lint_files(
 
     project_state: list[str] = []
     kept = 0
+    light: list[tuple[str, bytes]] = []  # files without a marker, to be syntax-checked only
+    check_syntax = "SL001" in engine.enabled_codes and jobs > 1
 
     def whole_project() -> str:
         if not project_state:
@@ -234,6 +238,9 @@ def lint_files(
             contents[path] = data
             pending.append((path, data))
             continue
+        if check_syntax:
+            light.append((path, data))  # the syntax check: in the pool when there is one
+            continue
         report = engine.lint_file(path, data)
         reports[path] = report
         if cache is not None:
@@ -241,12 +248,13 @@ def lint_files(
         advance(1)
 
     results: list[Result] = []
-    if len(pending) < max(SERIAL_BELOW, 2) or jobs == 1:
-        for path, data in pending:
+    if jobs == 1 or len(pending) + len(light) < 2 or (len(pending) < max(SERIAL_BELOW, 2)
+                                                      and len(light) < max(LIGHT_SERIAL_BELOW, 1)):
+        for path, data in [*light, *pending]:
             results.append(_result(engine, path, data))
             advance(1)
     else:
-        stats.jobs = min(jobs, len(pending))
+        stats.jobs = min(jobs, max(len(pending), len(light)))
         context = _pool_context()
         if context.get_start_method() == "fork":
             # project facts gathered once, here; the forked workers inherit them (and the modules parsed
@@ -258,14 +266,15 @@ def lint_files(
                                  initargs=(engine.settings, str(engine.root), engine.ignore_noqa,
                                            profiler is not None)) as pool:
             try:
-                for chunk_results, snapshot in pool.map(_worker_run, _chunks(pending, stats.jobs)):
+                chunks = (_chunks(pending, stats.jobs) if pending else []) + (_chunks(light, stats.jobs) if light else [])
+                for chunk_results, snapshot in pool.map(_worker_run, chunks):
                     results.extend(chunk_results)
                     if snapshot is not None and profiler is not None:
                         profiler.merge(snapshot)
                     advance(len(chunk_results))
             finally:
                 _WORKER.pop("parent", None)
-    stats.analysed = len(results)
+    stats.analysed = sum(1 for r in results if not r.skipped)
     for res in results:
         reports[res.path] = FileReport(res.path, list(res.findings), skipped=res.skipped)
         if cache is not None:

@@ -186,3 +186,64 @@ def test_nested_config_excludes_apply_to_its_folder(nested: Path, monkeypatch: p
     write(nested, "generated/y.py", BAD)  # the root config does not exclude it
     files = run(["--show-files"], nested, monkeypatch).stdout.split()
     assert files == ["generated/y.py", "main.py", "pkg/mod.py", "vendor/lib.py"]
+
+
+# ---------------------------------------------------------------- 4. missing paths, mistyped commands
+def test_missing_path_is_an_error_and_nothing_reads_like_success(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / ".git").mkdir()
+    result = run(["nope.py"], tmp_path, monkeypatch)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert "nope.py: no such file or directory" in result.stderr
+    write(tmp_path, "ok.py", "x = 1\n")
+    result = run(["ok.py", "nope.py"], tmp_path, monkeypatch)
+    assert result.exit_code == 2
+    assert "passed" not in result.stdout.lower() and "could not be linted" in result.stdout
+
+
+@pytest.mark.parametrize("typo,command", [("chekc", "check"), ("rul", "rule"), ("clen", "clean")])
+def test_mistyped_command_is_not_linted_as_a_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  typo: str, command: str) -> None:
+    (tmp_path / ".git").mkdir()
+    write(tmp_path, "bad.py", BAD)
+    result = run([typo, "."], tmp_path, monkeypatch)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert f"`{typo}` is neither a path nor a command; did you mean `{command}`?" in result.stderr
+    # a missing file whose name is close to a command is still a missing path
+    result = run(["clean.py"], tmp_path, monkeypatch)
+    assert result.exit_code == 2 and "clean.py: no such file or directory" in result.stderr
+    # an existing directory of that name is linted
+    write(tmp_path, f"{typo}/x.py", BAD)
+    assert run([typo, "--output-format", "concise"], tmp_path, monkeypatch).exit_code == 1
+
+
+# ---------------------------------------------------------------- 5. syntax errors in skipped files
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_syntax_errors_in_files_the_prefilter_skips(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    jobs: str) -> None:
+    from streamlint import parallel
+
+    monkeypatch.setattr(parallel, "LIGHT_SERIAL_BELOW", 0)  # -j 2: the syntax checks go to the pool
+    (tmp_path / ".git").mkdir()
+    write(tmp_path, "plain/broken.py", "def f(:\n    return 1\n")  # no marker of any rule
+    write(tmp_path, "plain/ok.py", "def f():\n    return 1\n")
+    write(tmp_path, "plain/nul.py", "x = 1\0\n")
+    write(tmp_path, "plain/noqa.py", "def g():  # noqa: SL001\n    pass\n")  # SL002
+    write(tmp_path, "bad.py", BAD)
+    for cache in ([], ["--no-cache"], []):  # cold with the cache, without it, warm
+        result = run([".", "--output-format", "concise", "-j", jobs, *cache], tmp_path, monkeypatch)
+        assert result.exit_code == 1
+        lines = _lines(result.stdout)
+        assert lines[0].startswith("bad.py:2:39: SL105")
+        assert lines[2] == "plain/broken.py:1:7: SL001 syntax error: invalid syntax"
+        assert lines[3] == "plain/noqa.py:1:11: SL002 unused suppression for SL001"
+        assert lines[4].startswith("plain/nul.py:1:") and " SL001 " in lines[4]
+        assert len(lines) == 5  # ok.py is fine
+    # named on the command line
+    result = run(["plain/broken.py", "--output-format", "concise"], tmp_path, monkeypatch)
+    assert (result.exit_code, _lines(result.stdout)) == (1, ["plain/broken.py:1:7: SL001 syntax error: invalid syntax"]), result.stderr
+    # ignoring SL001 skips the check
+    result = run(["plain", "--ignore", "SL001", "--output-format", "concise"], tmp_path, monkeypatch)
+    assert (result.exit_code, result.stdout) == (0, "")

@@ -19,7 +19,7 @@ from streamlint.config import (OUTPUT_FORMATS, ConfigError, Settings, SettingsRe
 from streamlint.discovery import discover
 from streamlint.engine import Engine, FileReport
 from streamlint.baseline import BaselineError, load_baseline, write_baseline
-from streamlint.finding import Finding
+from streamlint.finding import Finding, FixSafety
 from streamlint.fingerprint import fingerprints
 from streamlint.fixes import FixPolicy, FixResult, add_noqa_file, fix_file, write_atomic
 from streamlint.profile import Profiler, phase
@@ -308,16 +308,22 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
         path_engine[stdin_report.path] = stdin_engine
     fix_mode = bool(opts.get("fix") or opts.get("diff"))
     fix_results: list[FixResult] = []
+    policies: dict[int, FixPolicy] = {}
+
+    def policy_of(s: Settings) -> FixPolicy:
+        if id(s) not in policies:
+            policies[id(s)] = FixPolicy.from_settings(s, registry, opts.get("unsafe_fixes"))
+        return policies[id(s)]
+
     relpath = lambda p: display_path(p, cwd)  # noqa: E731
     if fix_mode:
         if use_stdin:
             assert stdin_engine is not None and stdin_report is not None
-            policy = FixPolicy.from_settings(settings, registry, opts.get("unsafe_fixes"))
-            fix_results.append(fix_file(stdin_engine, stdin_report.path, policy, restore=data))
+            fix_results.append(fix_file(stdin_engine, stdin_report.path, policy_of(settings), restore=data))
             stdin_report = fix_results[-1].report or stdin_report
         for s, files in groups.values():
             engine = engine_of(s)
-            policy = FixPolicy.from_settings(s, registry, opts.get("unsafe_fixes"))
+            policy = policy_of(s)
             for path in files:
                 fix_results.append(fix_file(engine, path, policy))
                 reports_by_path[path] = fix_results[-1].report or FileReport(path)
@@ -382,6 +388,17 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
         statistics=bool(opts.get("statistics")),
     )
     ctx.source_root = repository_root(cwd)
+
+    def fix_state(f: Finding) -> str | None:
+        if f.fix is None or not f.fix.edits:
+            return None
+        engine = path_engine.get(f.path) or path_engine.get(os.path.abspath(f.path)) or stdin_engine
+        policy = policy_of(engine.settings if engine is not None else settings)
+        if f.code not in policy.codes:
+            return None
+        return "applicable" if policy.unsafe or policy.safety(f, registry) is FixSafety.SAFE else "hidden"
+
+    ctx.fix_state = fix_state
     ctx.errors = len(errors)
     ctx.fingerprints = fingerprints(findings, line_text, anchored)
     ctx.fixed = sum(len(r.applied) for r in fix_results)
@@ -405,6 +422,14 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
     if opts.get("add_noqa"):
         return _add_noqa(path_engine, findings, relpath, bool(opts.get("quiet")))
     if opts.get("diff"):
+        applied = sum(len(r.applied) for r in fix_results)
+        hidden = ctx.fix_counts()[1]
+        if (applied or hidden) and not opts.get("quiet"):
+            message = f"Would fix {applied} finding{'s' if applied != 1 else ''}"
+            if hidden:
+                message += (f" ({hidden} hidden fix{'es' if hidden != 1 else ''} can be enabled with the "
+                            "`--unsafe-fixes` option)")
+            click.echo(message + ".", err=True)
         changed = any(r.changed for r in fix_results)
         return EXIT_FINDINGS if changed or errors else EXIT_OK
     fmt = opts.get("output_format") or settings.output_format or "full"
@@ -452,9 +477,7 @@ def _apply_fixes(results: list[FixResult], relpath: Callable[[str], str], opts: 
                        f"discarded: {rej.reason}", err=True)
     applied = [(relpath(r.path), f) for r in results for f in r.applied]
     if opts.get("diff"):
-        if applied and not opts.get("quiet"):
-            click.echo(f"Would fix {len(applied)} finding{'s' if len(applied) != 1 else ''}.", err=True)
-        return
+        return  # the count is printed with the hidden fixes, once the remaining findings are known
     if opts.get("show_fixes") and applied and not opts.get("quiet"):
         click.echo(f"Fixed {len(applied)} finding{'s' if len(applied) != 1 else ''}:", err=True)
         for path, f in sorted(applied, key=lambda pf: (pf[0], pf[1].span.start_line, pf[1].code)):

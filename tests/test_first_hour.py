@@ -247,3 +247,37 @@ def test_syntax_errors_in_files_the_prefilter_skips(tmp_path: Path, monkeypatch:
     # ignoring SL001 skips the check
     result = run(["plain", "--ignore", "SL001", "--output-format", "concise"], tmp_path, monkeypatch)
     assert (result.exit_code, result.stdout) == (0, "")
+
+
+# ---------------------------------------------------------------- 6. fix counts
+def test_fix_marks_and_counts_like_ruff(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / ".git").mkdir()
+    write(tmp_path, "bad.py", BAD)  # SL105: unsafe fix; SL104: safe fix
+    concise = run(["bad.py", "--output-format", "concise", "--no-cache"], tmp_path, monkeypatch).stdout
+    assert _lines(concise) == [
+        "bad.py:2:39: SL105 stream tag 1 is an int; tags must be non-empty strings",
+        "bad.py:2:42: SL104 `stream_priority=3` is reserved and has no effect; TorchAir documents it as "
+        "'keep 0' — drop the argument [*]",
+    ]
+    full = run(["bad.py", "--no-cache"], tmp_path, monkeypatch).stdout
+    assert "must be non-empty strings\n" in full and "drop the argument [*]\n" in full
+    assert full.endswith("[*] 1 fixable with the `--fix` option (1 hidden fix can be enabled with the "
+                         "`--unsafe-fixes` option).\n")
+    stats = run(["bad.py", "--statistics", "--output-format", "concise"], tmp_path, monkeypatch).stdout
+    assert "    1  SL104  [*] reserved-stream-priority" in stats and "    1  SL105      invalid-stream-tag" in stats
+    unsafe = run(["bad.py", "--unsafe-fixes", "--no-cache"], tmp_path, monkeypatch).stdout
+    assert "must be non-empty strings [*]\n" in unsafe
+    assert unsafe.endswith("[*] 2 fixable with the `--fix` option.\n")
+    only_unsafe = run(["bad.py", "--select", "SL105"], tmp_path, monkeypatch).stdout
+    assert only_unsafe.endswith("No fixes available (1 hidden fix can be enabled with the `--unsafe-fixes` "
+                                "option).\n")
+    write(tmp_path, "streamlint.toml", "unfixable = ['SL104']\n")
+    unfixable = run(["bad.py", "--output-format", "concise"], tmp_path, monkeypatch).stdout
+    assert "[*]" not in unfixable
+    (tmp_path / "streamlint.toml").unlink()
+    diff = run(["bad.py", "--diff"], tmp_path, monkeypatch)
+    assert diff.exit_code == 1 and "-with torchair.scope.npu_stream_switch(1, 3):" in diff.stdout
+    assert diff.stderr.strip() == ("Would fix 1 finding (1 hidden fix can be enabled with the `--unsafe-fixes` "
+                                   "option).")
+    diff = run(["bad.py", "--diff", "--unsafe-fixes"], tmp_path, monkeypatch)
+    assert diff.stderr.strip() == "Would fix 2 findings."

@@ -44,8 +44,27 @@ class ReportContext:
         rel = absolute[len(prefix):]
         return rel.replace(os.sep, "/") if os.sep != "/" else rel
 
+    # "applicable" (--fix applies it with the options given), "hidden" (only with --unsafe-fixes), or
+    # None (no fix, or its rule is not fixable): what `[*]` and the fix counts mean, as in ruff
+    fix_state: Callable[[Finding], "str | None"] = lambda f: "applicable" if f.fix is not None else None
+
     def fingerprint(self, finding: Finding) -> str:
         return self.fingerprints.get(id(finding), "")
+
+    def fix_counts(self) -> tuple[int, int]:
+        """(fixes --fix applies, hidden fixes that need --unsafe-fixes) among the findings."""
+        states = [self.fix_state(f) for f in self.findings]
+        return states.count("applicable"), states.count("hidden")
+
+
+def fix_summary(applicable: int, hidden: int) -> str:
+    """ruff's wording: "[*] 2 fixable with the `--fix` option (1 hidden fix can be enabled with the
+    `--unsafe-fixes` option)."; empty when there is nothing to say."""
+    extra = (f"{hidden} hidden fix{'es' if hidden != 1 else ''} can be enabled with the `--unsafe-fixes` option"
+             if hidden else "")
+    if applicable:
+        return f"[*] {applicable} fixable with the `--fix` option" + (f" ({extra})." if extra else ".")
+    return f"No fixes available ({extra})." if extra else ""
 
 
 # format -> (module, function): only the module of the requested format is imported (the CI formats pull

@@ -9,7 +9,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import click
 
@@ -18,6 +18,9 @@ from streamlint.config import (OUTPUT_FORMATS, ConfigError, Settings, SettingsRe
                                find_config, load_settings)
 from streamlint.discovery import discover
 from streamlint.engine import Engine, FileReport
+
+if TYPE_CHECKING:  # parallel imports the cache and the pool machinery: loaded when linting
+    from streamlint.parallel import RunStats
 from streamlint.baseline import BaselineError, load_baseline, write_baseline
 from streamlint.finding import Finding, FixSafety
 from streamlint.fingerprint import fingerprints
@@ -81,19 +84,32 @@ def main() -> None:
 @click.option("--select", multiple=True, help="Rule codes, prefixes or names to enable (replaces the configured set).")
 @click.option("--extend-select", multiple=True, help="Rules to enable in addition.")
 @click.option("--ignore", multiple=True, help="Rules to disable.")
-@click.option("--output-format", type=click.Choice(OUTPUT_FORMATS), default=None)
-@click.option("-o", "--output-file", type=click.Path(dir_okay=False), default=None)
+@click.option("--output-format", type=click.Choice(OUTPUT_FORMATS), default=None,
+              help="How findings are printed (default: `output-format` from the configuration, else full).")
+@click.option("-o", "--output-file", type=click.Path(dir_okay=False), default=None,
+              help="Write the report to this file instead of stdout.")
 @click.option("--statistics", is_flag=True, help="Show counts per rule.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
-@click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None)
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
+              help="Use this configuration file for every file (instead of each file's closest one).")
 @click.option("--isolated", is_flag=True, help="Ignore all configuration files.")
 @click.option("--stdin-filename", default=None, help="Read the source from stdin, reporting it under this name.")
 @click.option("--ignore-noqa", is_flag=True, help="Ignore every suppression comment.")
-@click.option("--show-settings", is_flag=True, help="Print the effective settings and exit.")
+@click.option("--show-settings", is_flag=True,
+              help="Print which configuration governs the first PATH (default: the current directory), its "
+                   "effective settings and why each rule is on or off, and exit.")
 @click.option("--show-files", is_flag=True, help="Print the files that would be linted and exit.")
 @click.option("--force-exclude", is_flag=True, help="Apply excludes to paths named on the command line too.")
-@click.option("--mode", type=click.Choice(["auto", "ge", "reduce-overhead", "npugraph_ex", "eager", "cuda"]), default=None)
+@click.option("--exclude", "exclude", multiple=True,
+              help="Patterns (gitignore syntax, comma-separated) to exclude, replacing the configured `exclude`.")
+@click.option("--extend-exclude", "extend_exclude", multiple=True,
+              help="Patterns to exclude in addition to the configured ones.")
+@click.option("--mode", type=click.Choice(["auto", "ge", "reduce-overhead", "npugraph_ex", "eager", "cuda"]), default=None,
+              help="Execution path to assume for every file (default: `mode` from the configuration, else auto: "
+                   "inferred from compile sites and API families).")
 @click.option("--fix/--no-fix", default=False, help="Apply fixes (safe ones unless --unsafe-fixes).")
+@click.option("--fix-only", is_flag=True,
+              help="Apply fixes, but do not report (or exit non-zero for) the findings that remain.")
 @click.option("--unsafe-fixes/--no-unsafe-fixes", default=None, help="Also apply (and offer) unsafe fixes.")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff instead of writing them.")
 @click.option("--show-fixes", is_flag=True, help="List the fixes that were applied.")
@@ -103,15 +119,20 @@ def main() -> None:
               help="Report only findings not recorded in this baseline file.")
 @click.option("--write-baseline", type=click.Path(dir_okay=False), default=None,
               help="Record the current findings in this baseline file.")
-@click.option("-q", "--quiet", is_flag=True)
-@click.option("-v", "--verbose", is_flag=True)
+@click.option("-q", "--quiet", is_flag=True,
+              help="Print the findings only: no summary lines, progress, warnings or timing.")
+@click.option("-v", "--verbose", is_flag=True,
+              help="Also print which configuration governs which files, cache use and timing (stderr), and "
+                   "tracebacks of internal errors.")
+@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
+              help="Colour the full format: auto = on a terminal unless NO_COLOR is set.")
 @click.option("-j", "--jobs", type=click.IntRange(min=0), default=None,
               help="Worker processes (default: CPU count; 1: no pool).")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache.")
 @click.option("--profile", is_flag=True, help="Print time per phase and the slowest files to stderr.")
 def check(paths: tuple[str, ...], **opts: Any) -> None:
     """Lint PATHS (files or directories; `-` reads stdin)."""
-    started = time.perf_counter()
+    started = opts["_started"] = time.perf_counter()
     profiler = opts["_profiler"] = Profiler() if opts.get("profile") else None
     tune_gc()
     try:
@@ -172,6 +193,9 @@ def tune_gc() -> None:
 def _overrides(opts: dict[str, Any]) -> dict[str, Any]:
     overrides: dict[str, Any] = {}
     for key in ("select", "extend_select", "ignore"):
+        if opts.get(key):
+            overrides[key.replace("_", "-")] = _split(opts[key])
+    for key in ("exclude", "extend_exclude"):
         if opts.get(key):
             overrides[key.replace("_", "-")] = _split(opts[key])
     if opts.get("mode"):
@@ -306,6 +330,8 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
         stdin_engine.set_override(os.path.abspath(name), data)
         stdin_report = stdin_engine.lint_file(os.path.abspath(name) if stdin_name else name)
         path_engine[stdin_report.path] = stdin_engine
+    if opts.get("fix_only") and not opts.get("diff"):
+        opts["fix"] = True
     fix_mode = bool(opts.get("fix") or opts.get("diff"))
     fix_results: list[FixResult] = []
     policies: dict[int, FixPolicy] = {}
@@ -330,13 +356,25 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
                 path_engine[path] = path_engine[os.path.abspath(path)] = engine
         _apply_fixes(fix_results, relpath, opts, use_stdin)
     else:
-        for s, files in groups.values():
-            engine = engine_of(s)
-            for path, report in zip(files, _lint_with_progress(
-                    engine, files, quiet=bool(opts.get("quiet")), jobs=opts.get("jobs"),
-                    use_cache=not opts.get("no_cache"))):
-                reports_by_path[path] = report
+        work = [(engine_of(s), files) for s, files in groups.values()]
+        for engine, files in work:
+            for path in files:
                 path_engine[path] = path_engine[os.path.abspath(path)] = engine
+        if opts.get("verbose"):
+            for engine, files in work:
+                click.echo(f"streamlint: {len(files)} file{'s' if len(files) != 1 else ''} governed by "
+                           f"{engine.settings.config_path or 'the defaults'} (project root "
+                           f"{display_path(str(engine.root), cwd)})", err=True)
+        lint_reports, stats = _lint_groups(work, quiet=bool(opts.get("quiet")), jobs=opts.get("jobs"),
+                                           use_cache=not opts.get("no_cache"))
+        reports_by_path.update(lint_reports)
+        err = _stream("stderr")
+        if not opts.get("quiet"):
+            for path, seconds in stats.slow:
+                click.echo(f"streamlint: note: {relpath(path)} took {seconds:.1f} s to analyse", err=True)
+            if opts.get("verbose") or err.isatty():
+                click.echo(_run_summary(stats, time.perf_counter() - opts.get("_started", time.perf_counter())),
+                           err=True)
     reports = ([stdin_report] if stdin_report is not None else []) + [reports_by_path[p] for p in found.files]
     if profiler is not None:
         profiler.start("report")
@@ -388,6 +426,7 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
         statistics=bool(opts.get("statistics")),
     )
     ctx.source_root = repository_root(cwd)
+    ctx.quiet = bool(opts.get("quiet"))
 
     def fix_state(f: Finding) -> str | None:
         if f.fix is None or not f.fix.edits:
@@ -432,6 +471,12 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
             click.echo(message + ".", err=True)
         changed = any(r.changed for r in fix_results)
         return EXIT_FINDINGS if changed or errors else EXIT_OK
+    if opts.get("fix_only"):  # the remaining findings are neither reported nor fail the run
+        if ctx.fixed and not opts.get("quiet"):
+            click.echo(f"Fixed {ctx.fixed} finding{'s' if ctx.fixed != 1 else ''}.", err=True)
+        if errors or any(f.code == "SL000" for f in findings):
+            return EXIT_ERROR
+        return EXIT_FINDINGS if ctx.fixed and opts.get("exit_non_zero_on_fix") else EXIT_OK
     fmt = opts.get("output_format") or settings.output_format or "full"
     output_file = opts.get("output_file")
     if output_file:
@@ -444,7 +489,9 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
     elif not (fmt == "full" and ((opts.get("quiet") and not findings) or (errors and not reports))):
         # with --fix on stdin, stdout carries the fixed source and the report goes to stderr
         stream = _stream("stderr" if use_stdin and opts.get("fix") else "stdout")
-        ctx.color = fmt == "full" and stream.isatty() and "NO_COLOR" not in os.environ
+        color = opts.get("color") or "auto"
+        ctx.color = fmt == "full" and (color == "always" or (
+            color == "auto" and stream.isatty() and "NO_COLOR" not in os.environ))
         render(fmt, ctx, stream)
     if errors or any(f.code == "SL000" for f in findings):
         return EXIT_ERROR
@@ -507,21 +554,60 @@ def _add_noqa(engines: dict[str, Engine], findings: list[Finding], relpath: Call
     return EXIT_OK
 
 
-def _lint_with_progress(engine: Engine, files: list[str], quiet: bool, jobs: int | None = None,
-                        use_cache: bool = True) -> list[FileReport]:
+def _lint_groups(work: "list[tuple[Engine, list[str]]]", quiet: bool, jobs: int | None = None,
+                 use_cache: bool = True) -> "tuple[dict[str, FileReport], RunStats]":
+    """Lint each group of files with its engine (and its configuration's result cache). On a terminal,
+    for runs of 200 files or more, a progress bar counts the files, and a second one the project index
+    (the scan for compile sites, which parses every module with a compile call) while it is built."""
     from streamlint.cache import ResultCache
-    from streamlint.parallel import lint_files
+    from streamlint.parallel import RunStats, lint_files
 
-    cache = ResultCache.for_settings(engine.settings, engine.registry, engine.ignore_noqa) if use_cache else None
+    total = RunStats()
+    reports: dict[str, FileReport] = {}
     err = _stream("stderr")
-    if quiet or len(files) < 200 or not err.isatty():
-        return lint_files(engine, files, jobs=jobs, cache=cache)[0]
-    from rich.console import Console
-    from rich.progress import Progress
+    count = sum(len(files) for _, files in work)
+    progress = None
+    if not quiet and count >= 200 and err.isatty():
+        from rich.console import Console
+        from rich.progress import Progress
 
-    with Progress(console=Console(file=err), transient=True) as progress:
-        task = progress.add_task("linting", total=len(files))
-        return lint_files(engine, files, jobs=jobs, cache=cache, progress=lambda n: progress.advance(task, n))[0]
+        progress = Progress(console=Console(file=err), transient=True)
+        progress.start()
+    try:
+        task = progress.add_task("linting", total=count) if progress is not None else None
+        for engine, files in work:
+            cache = ResultCache.for_settings(engine.settings, engine.registry, engine.ignore_noqa) if use_cache else None
+            advance = None
+            if progress is not None:
+                index_task: list[Any] = []
+
+                def on_index(done: int, of: int, index_task: list[Any] = index_task) -> None:
+                    if not index_task:
+                        index_task.append(progress.add_task("project index (compile sites)", total=of))
+                    progress.update(index_task[0], completed=done)
+
+                engine.project.index_progress = on_index
+                advance = lambda n: progress.advance(task, n)  # noqa: E731
+            found, stats = lint_files(engine, files, jobs=jobs, cache=cache, progress=advance)
+            engine.project.index_progress = None
+            reports.update(zip(files, found))
+            total.files += stats.files
+            total.analysed += stats.analysed
+            total.cached += stats.cached
+            total.skipped += stats.skipped
+            total.jobs = max(total.jobs, stats.jobs)
+            total.slow.extend(stats.slow)
+    finally:
+        if progress is not None:
+            progress.stop()
+    return reports, total
+
+
+def _run_summary(stats: "RunStats", seconds: float) -> str:
+    parts = [f"{stats.analysed} analysed", f"{stats.skipped} without a marker (syntax-checked only)",
+             f"{stats.cached} from the cache"]
+    return (f"streamlint: checked {stats.files} file{'s' if stats.files != 1 else ''} in {seconds:.2f} s "
+            f"({', '.join(parts)}; {stats.jobs} process{'es' if stats.jobs != 1 else ''})")
 
 
 def _show_settings(settings: Settings, registry: Registry, target: str) -> None:
@@ -543,7 +629,8 @@ def _show_settings(settings: Settings, registry: Registry, target: str) -> None:
 @main.command()
 @click.argument("selector", required=False)
 @click.option("--all", "show_all", is_flag=True, help="List every rule.")
-@click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="Print the documentation as text or as JSON.")
 def rule(selector: str | None, show_all: bool, output_format: str) -> None:
     """Show a rule's documentation (by code or name), or list all rules."""
     # the plugins of the project in the current directory are documented too
@@ -559,7 +646,9 @@ def rule(selector: str | None, show_all: bool, output_format: str) -> None:
             raise _fail("give a rule code or name, or --all")
         rules = [r for r in registry.lookup(selector) if selector in (r.code, r.name)]
         if not rules:
-            raise _fail(f"unknown rule {selector!r}")
+            from streamlint.config import rule_suggestion
+
+            raise _fail(f"unknown rule {selector!r}{rule_suggestion(selector, registry)}")
     if output_format == "json":
         data = [
             {"code": r.code, "name": r.name, "severity": r.severity.value, "confidence": r.confidence.value,
@@ -580,7 +669,7 @@ def rule(selector: str | None, show_all: bool, output_format: str) -> None:
     click.echo(f"Default severity: {r.severity.value}; confidence: {r.confidence.value}; "
                f"fix: {r.fix_safety.value if r.fix_safety else 'none'}\n")
     click.echo(r.documentation())
-    if r.options:
+    if r.options and "## Options" not in r.documentation():  # a docstring may document them already
         click.echo("\n## Options")
         for o in r.options:
             click.echo(f"- `{o.name}` ({o.type.__name__}, default {o.default!r}): {o.description}")
@@ -588,7 +677,8 @@ def rule(selector: str | None, show_all: bool, output_format: str) -> None:
 
 @main.command()
 @click.argument("path", required=False, type=click.Path())
-@click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None)
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
+              help="Use this configuration file (its `cache-dir`) instead of PATH's closest one.")
 @click.option("--isolated", is_flag=True, help="Ignore all configuration files.")
 def clean(path: str | None, config_file: str | None, isolated: bool) -> None:
     """Remove the result cache of the project containing PATH (default: the current directory)."""
@@ -622,9 +712,12 @@ def server(stdio: bool) -> None:
 
 @main.command()
 @click.argument("target", metavar="FILE[::QUALNAME]")
-@click.option("--format", "fmt", type=click.Choice(["mermaid", "dot", "html"]), default="mermaid", show_default=True)
-@click.option("-o", "--output-file", type=click.Path(dir_okay=False), default=None)
-@click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None)
+@click.option("--format", "fmt", type=click.Choice(["mermaid", "dot", "html"]), default="mermaid", show_default=True,
+              help="Mermaid (rendered by GitHub), Graphviz DOT, or a self-contained HTML page.")
+@click.option("-o", "--output-file", type=click.Path(dir_okay=False), default=None,
+              help="Write the drawing to this file instead of stdout.")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
+              help="Use this configuration file instead of FILE's closest one.")
 @click.option("--isolated", is_flag=True, help="Ignore all configuration files.")
 def graph(target: str, fmt: str, output_file: str | None, config_file: str | None, isolated: bool) -> None:
     """Render a function's stream structure (scopes, waits, cross-stream edges, findings in red).

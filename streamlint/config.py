@@ -25,7 +25,7 @@ from streamlint.registry import Registry
 
 CONFIG_FILES = ("streamlint.toml", ".streamlint.toml", "pyproject.toml")
 MODES = ("auto", *EXECUTION_PATHS)
-OUTPUT_FORMATS = ("full", "concise", "json", "json-lines", "sarif", "github", "junit")
+OUTPUT_FORMATS = ("full", "concise", "json", "json-lines", "sarif", "github", "gitlab", "junit")
 DEFAULT_SELECT = ("SL0", "SL1", "SL2", "SL3", "SL4", "SL5")
 
 
@@ -310,15 +310,30 @@ def _apply_file(settings: Settings, path: Path, registry: Registry, seen: set[Pa
     return settings
 
 
+def did_you_mean(value: str, candidates: "list[str] | tuple[str, ...] | set[str]") -> str:
+    """``"; did you mean 'X'?"`` for the closest candidate (case-insensitive), or ``""``."""
+    import difflib
+
+    folded = {c.lower(): c for c in candidates}
+    close = difflib.get_close_matches(value.lower(), list(folded), n=1, cutoff=0.6)
+    return f"; did you mean {folded[close[0]]!r}?" if close else ""
+
+
+def rule_suggestion(value: str, registry: Registry) -> str:
+    """Did-you-mean for a rule selector: codes (``SL2O1`` -> ``SL201``) and kebab-case names."""
+    return did_you_mean(value, [*registry.rules, *(r.name for r in registry.rules.values())])
+
+
 def _check_selectors(source: str, key: str, values: list[str], registry: Registry) -> None:
     for value in values:
         if not registry.is_known_selector(value):
-            raise ConfigError(source, key, f"unknown rule code or name {value!r}")
+            raise ConfigError(source, key, f"unknown rule code or name {value!r}{rule_suggestion(value, registry)}")
 
 
 def _apply_key(settings: Settings, source: str, key: str, value: Any, registry: Registry, base: Path) -> Settings:
     if key not in KNOWN_KEYS:
-        raise ConfigError(source, key, f"unknown key (known keys: {', '.join(sorted(KNOWN_KEYS))})")
+        hint = did_you_mean(key, KNOWN_KEYS)
+        raise ConfigError(source, key, f"unknown key{hint} (known keys: {', '.join(sorted(KNOWN_KEYS))})")
     attr = key.replace("-", "_")
     if key in _LIST_KEYS:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -365,7 +380,8 @@ def _apply_key(settings: Settings, source: str, key: str, value: Any, registry: 
     for selector, table in value.items():
         rules = registry.lookup(selector)
         if not rules or selector == "ALL":
-            raise ConfigError(source, f"rules.{selector}", "unknown rule code or name")
+            raise ConfigError(source, f"rules.{selector}",
+                              f"unknown rule code or name{rule_suggestion(selector, registry)}")
         if len(rules) != 1:
             raise ConfigError(source, f"rules.{selector}",
                               f"expected one rule code or name, {selector!r} selects {len(rules)} rules")
@@ -376,7 +392,8 @@ def _apply_key(settings: Settings, source: str, key: str, value: Any, registry: 
         for opt_name, opt_value in table.items():
             if opt_name not in declared:
                 known = ", ".join(declared) or "none"
-                raise ConfigError(source, f"rules.{selector}.{opt_name}", f"unknown option (known: {known})")
+                raise ConfigError(source, f"rules.{selector}.{opt_name}",
+                                  f"unknown option{did_you_mean(opt_name, list(declared))} (known: {known})")
             try:
                 declared[opt_name].validate(opt_value)
             except ValueError as exc:

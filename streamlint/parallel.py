@@ -17,6 +17,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sys
+import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
@@ -29,6 +30,7 @@ from streamlint.model.project import Project
 from streamlint.profile import ProfileData, Profiler, phase
 from streamlint.registry import load_registry
 
+SLOW_FILE_SECONDS = 5.0
 SERIAL_BELOW = 30  # fewer files needing analysis than this: no pool
 # files without a marker still get a stdlib syntax check (SL001): this many of them justify a pool
 LIGHT_SERIAL_BELOW = 400
@@ -45,6 +47,7 @@ class Result:
     skipped: bool
     deps: tuple[str, ...]  # absolute paths of project files the analysis could reach
     project_wide: bool  # read project-wide facts (Project.note_wide_read)
+    seconds: float = 0.0  # wall time of the file's analysis (slow files are named)
 
 
 @dataclass
@@ -52,7 +55,9 @@ class RunStats:
     files: int = 0
     analysed: int = 0
     cached: int = 0
+    skipped: int = 0  # no marker of an enabled rule: read, searched and syntax-checked only
     jobs: int = 1
+    slow: list[tuple[str, float]] = field(default_factory=list)  # (path, seconds) over SLOW_FILE_SECONDS
     profile: list[ProfileData] = field(default_factory=list)
 
 
@@ -103,12 +108,15 @@ def dependencies(project: Project, path: str) -> tuple[str, ...]:
 
 def _result(engine: Engine, path: str, data: bytes | None) -> Result:
     wide_before = engine.project.wide_reads
+    started = time.perf_counter()
     report = engine.lint_file(path, data)
+    seconds = time.perf_counter() - started
     deps: tuple[str, ...] = ()
     if not report.skipped:
         explicit = {os.path.abspath(d) for f in report.findings for d in f.depends_on}
         deps = tuple(sorted(set(dependencies(engine.project, path)) | explicit))
-    return Result(path, tuple(report.findings), report.skipped, deps, engine.project.wide_reads != wide_before)
+    return Result(path, tuple(report.findings), report.skipped, deps, engine.project.wide_reads != wide_before,
+                  seconds)
 
 
 # ---- worker side (one Engine per worker process, kept across its chunks)
@@ -275,6 +283,9 @@ def lint_files(
             finally:
                 _WORKER.pop("parent", None)
     stats.analysed = sum(1 for r in results if not r.skipped)
+    stats.skipped = len(files) - stats.analysed - stats.cached
+    stats.slow = sorted(((r.path, r.seconds) for r in results if r.seconds >= SLOW_FILE_SECONDS),
+                        key=lambda ps: -ps[1])
     for res in results:
         reports[res.path] = FileReport(res.path, list(res.findings), skipped=res.skipped)
         if cache is not None:

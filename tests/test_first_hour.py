@@ -281,3 +281,135 @@ def test_fix_marks_and_counts_like_ruff(tmp_path: Path, monkeypatch: pytest.Monk
                                    "option).")
     diff = run(["bad.py", "--diff", "--unsafe-fixes"], tmp_path, monkeypatch)
     assert diff.stderr.strip() == "Would fix 2 findings."
+
+
+# ---------------------------------------------------------------- 9. CLI polish
+def test_every_option_has_help_text() -> None:
+    import click
+
+    commands = {"main": main, **main.commands}
+    missing = [f"{name} {param.opts[0]}" for name, command in commands.items() for param in command.params
+               if isinstance(param, click.Option) and not (param.help or "").strip()]
+    assert missing == []
+    help_text = CliRunner().invoke(main, ["check", "--help"]).stdout
+    for option in ("--output-format", "--output-file", "--config", "--mode", "--quiet", "--verbose", "--color",
+                   "--fix-only", "--exclude", "--extend-exclude"):
+        assert option in help_text
+
+
+def test_quiet_and_verbose_change_the_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / ".git").mkdir()
+    write(tmp_path, "bad.py", BAD)
+    write(tmp_path, "plain.py", "x = 1\n")
+    normal = run(["."], tmp_path, monkeypatch)
+    quiet = run([".", "-q"], tmp_path, monkeypatch)
+    verbose = run([".", "-v", "--no-cache"], tmp_path, monkeypatch)
+    assert "Found 2 findings" in normal.stdout and "fixable" in normal.stdout
+    assert "bad.py:2:39: SL105" in quiet.stdout and "Found" not in quiet.stdout and "fixable" not in quiet.stdout
+    assert quiet.stderr == ""
+    assert verbose.stdout == normal.stdout
+    assert "streamlint: 2 files governed by the defaults" in verbose.stderr
+    assert "streamlint: checked 2 files in " in verbose.stderr and "1 analysed" in verbose.stderr
+    assert "1 without a marker" in verbose.stderr
+    assert "checked" not in normal.stderr  # not a terminal: no summary unless -v
+
+
+def test_color_option(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / ".git").mkdir()
+    write(tmp_path, "bad.py", BAD)
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert "\x1b[" in run(["bad.py", "--color", "always"], tmp_path, monkeypatch).stdout
+    assert "\x1b[" not in run(["bad.py", "--color", "never"], tmp_path, monkeypatch).stdout
+    assert "\x1b[" not in run(["bad.py"], tmp_path, monkeypatch).stdout  # auto: not a terminal
+
+
+def test_did_you_mean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / ".git").mkdir()
+    write(tmp_path, "bad.py", BAD)
+    result = run(["bad.py", "--select", "SL2O1"], tmp_path, monkeypatch)
+    assert result.exit_code == 2 and "unknown rule code or name 'SL2O1'; did you mean 'SL201'?" in result.stderr
+    result = run(["rule", "missing-wait-at-jion"], tmp_path, monkeypatch)
+    assert result.exit_code == 2 and "did you mean 'missing-wait-at-join'?" in result.stderr
+    write(tmp_path, "streamlint.toml", "extend-selct = ['SL1']\n")
+    result = run(["bad.py"], tmp_path, monkeypatch)
+    assert result.exit_code == 2 and "extend-selct: unknown key; did you mean 'extend-select'?" in result.stderr
+    write(tmp_path, "streamlint.toml", "[rules.SL201]\nge-explicit-join-wait = true\n")
+    result = run(["bad.py"], tmp_path, monkeypatch)
+    assert result.exit_code == 2 and "did you mean 'ge-explicit-join-waits'?" in result.stderr
+
+
+def test_rule_documentation_prints_each_section_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from streamlint.registry import load_registry
+
+    for code in load_registry().rules:
+        out = run(["rule", code], tmp_path, monkeypatch).stdout
+        headings = [line for line in out.splitlines() if line.startswith("## ")]
+        assert len(headings) == len(set(headings)), (code, headings)
+
+
+def test_fix_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / ".git").mkdir()
+    bad = write(tmp_path, "bad.py", BAD)
+    result = run(["bad.py", "--fix-only"], tmp_path, monkeypatch)
+    assert (result.exit_code, result.stdout) == (0, "")  # SL105 (unsafe) remains, not reported
+    assert result.stderr.strip() == "Fixed 1 finding."
+    assert "npu_stream_switch(1)" in bad.read_text()
+    assert run(["bad.py", "--fix-only"], tmp_path, monkeypatch).stderr == ""
+    write(tmp_path, "bad.py", BAD)
+    assert run(["bad.py", "--fix-only", "--exit-non-zero-on-fix"], tmp_path, monkeypatch).exit_code == 1
+
+
+def test_gitlab_code_quality(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = repo / "services" / "model"
+    outputs = [run([target, "--output-format", "gitlab", "--no-cache"], cwd, monkeypatch)
+               for cwd, target in ((repo, "services/model"), (model / "moe_demo", ".."))]
+    assert outputs[0].stdout == outputs[1].stdout and outputs[0].exit_code == 1
+    issues = json.loads(outputs[0].stdout)
+    schema = {  # GitLab's Code Quality report: the fields GitLab reads
+        "type": "array", "items": {"type": "object", "required": ["description", "check_name", "fingerprint",
+                                                                 "severity", "location"],
+                                   "properties": {
+                                       "severity": {"enum": ["info", "minor", "major", "critical", "blocker"]},
+                                       "location": {"type": "object", "required": ["path", "lines"],
+                                                    "properties": {"lines": {"type": "object",
+                                                                             "required": ["begin"]}}}}}}
+    jsonschema.validate(issues, schema)
+    assert len({i["fingerprint"] for i in issues}) == len(issues)
+    assert all((repo / i["location"]["path"]).is_file() for i in issues)
+    assert issues[0]["location"] == {"path": "services/model/launcher.py", "lines": {"begin": 15, "end": 15}}
+    assert issues[0]["check_name"] == "SL401 (single-stream-conflict)" and issues[0]["severity"] == "major"
+
+
+# ---------------------------------------------------------------- 7. long runs
+def test_exclude_and_extend_exclude_on_the_command_line(nested: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    files = run(["--show-files", "--extend-exclude", "pkg,vendor"], nested, monkeypatch).stdout.split()
+    assert files == ["main.py"]
+    write(nested, "build/gen.py", BAD)
+    assert "build/gen.py" not in run(["--show-files"], nested, monkeypatch).stdout
+    files = run(["--show-files", "--exclude", "vendor"], nested, monkeypatch).stdout.split()
+    assert files == ["build/gen.py", "main.py", "pkg/mod.py"]  # replaces the defaults (build)
+
+
+def test_slow_files_are_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from streamlint import parallel
+
+    monkeypatch.setattr(parallel, "SLOW_FILE_SECONDS", 0.0)
+    (tmp_path / ".git").mkdir()
+    write(tmp_path, "bad.py", BAD)
+    result = run(["bad.py", "--no-cache"], tmp_path, monkeypatch)
+    assert "streamlint: note: bad.py took " in result.stderr and " s to analyse" in result.stderr
+    assert "note" not in run(["bad.py", "--no-cache", "-q"], tmp_path, monkeypatch).stderr
+
+
+def test_project_index_reports_progress(tmp_path: Path) -> None:
+    """The scan for compile sites (most of a first run on a large tree) reports its progress."""
+    from harness import engine_for
+
+    (tmp_path / ".git").mkdir()
+    for i in range(5):
+        write(tmp_path, f"m{i}.py", "import torch\nmodel = torch.compile(object())\n")
+    engine = engine_for(tmp_path, [str(p) for p in sorted(tmp_path.glob("*.py"))])
+    seen: list[tuple[int, int]] = []
+    engine.project.index_progress = lambda done, total: seen.append((done, total))
+    engine.project.compile_sites()
+    assert seen == [(i, 5) for i in range(1, 6)]

@@ -69,7 +69,11 @@ class PathIndex:
         self.project.note_wide_read()
         if self._sites is None:
             sites: list[CompileSite] = []
-            for path in self.project.all_files():
+            files = self.project.all_files()
+            report = self.project.index_progress
+            for done, path in enumerate(files, 1):
+                if report is not None:
+                    report(done, len(files))
                 if not self.project.may_contain(path, _COMPILE_MARKERS):
                     continue
                 model = self.project.file(path)

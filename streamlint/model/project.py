@@ -93,6 +93,8 @@ class Project:
     reader: "Callable[[str], bytes] | None" = None
     _paths: "PathIndex | None" = None
     wide_reads: int = 0  # reads of project-wide facts so far (note_wide_read)
+    # (files done, files in total) while the project index scans for compile sites (progress display)
+    index_progress: "Callable[[int, int], None] | None" = None
 
     # ---- execution paths (streamlint.model.paths)
     @property

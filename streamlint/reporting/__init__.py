@@ -25,6 +25,7 @@ class ReportContext:
     files: list[str] = field(default_factory=list)  # every file checked (junit: one test case each)
     # the repository root: SARIF's %SRCROOT% and the base of the `github` format's paths ("" = cwd)
     source_root: str = ""
+    quiet: bool = False  # -q: the findings only, no summary lines
     errors: int = 0  # paths that could not be linted (reported on stderr): no "All checks passed"
 
     def root(self) -> str:
@@ -77,6 +78,7 @@ _RENDERERS = {
     "sarif": ("sarif", "render"),
     "github": ("ci", "render_github"),
     "junit": ("ci", "render_junit"),
+    "gitlab": ("ci", "render_gitlab"),
 }
 
 

@@ -1,4 +1,5 @@
-"""CI formats: GitHub Actions workflow-command annotations and JUnit XML (one test case per file)."""
+"""CI formats: GitHub Actions workflow-command annotations, GitLab Code Quality JSON and JUnit XML (one
+test case per file)."""
 
 from __future__ import annotations
 
@@ -58,6 +59,32 @@ def render_github(ctx: ReportContext, out: TextIO) -> None:
         if f.fix is not None:
             lines.append(f"fix: {f.fix.title} ({f.fix.safety.value})")
         out.write(f"::{GITHUB_LEVELS[f.severity]} {','.join(props)}::{_escape_data(chr(10).join(lines))}\n")
+
+
+GITLAB_SEVERITIES = {Severity.ERROR: "major", Severity.WARNING: "minor", Severity.INFO: "info"}
+
+
+def render_gitlab(ctx: ReportContext, out: TextIO) -> None:
+    """GitLab Code Quality (a JSON array of issues: description, check_name, fingerprint, severity,
+    location.path relative to the repository root, location.lines.begin/end); the fingerprint is
+    streamlint's (the baseline's), so an issue keeps its identity when lines move."""
+    import hashlib
+    import json
+
+    issues = []
+    for f in ctx.findings:
+        fingerprint = ctx.fingerprint(f) or hashlib.sha256(
+            f"{_repo_path(ctx, f.path)}\0{f.code}\0{f.span}\0{f.message}".encode()).hexdigest()[:32]
+        issues.append({
+            "description": f"{f.code} {f.message}",
+            "check_name": f"{f.code} ({f.name})",
+            "fingerprint": fingerprint,
+            "severity": GITLAB_SEVERITIES[f.severity],
+            "location": {"path": _repo_path(ctx, f.path),
+                         "lines": {"begin": f.span.start_line, "end": max(f.span.end_line, f.span.start_line)}},
+        })
+    json.dump(issues, out, indent=2, ensure_ascii=False)
+    out.write("\n")
 
 
 def render_junit(ctx: ReportContext, out: TextIO) -> None:

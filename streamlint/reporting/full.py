@@ -42,6 +42,8 @@ def render(ctx: ReportContext, out: TextIO) -> None:
     counts = Counter(f.severity for f in ctx.findings)
     if ctx.statistics:
         render_statistics(ctx, out)
+    if ctx.quiet:
+        return
     tail: list[Line] = []
     if ctx.findings:
         parts = [f"{counts[s]} {s.value}{'s' if counts[s] != 1 else ''}" for s in Severity if counts[s]]

@@ -1,8 +1,8 @@
 """SARIF 2.1.0 output, shaped for GitHub code scanning.
 
 - one run; ``tool.driver.rules[]`` holds every rule that has a result (sorted by code) with short/full
-  descriptions, help text and markdown (the rule's documentation), ``helpUri`` and
-  ``defaultConfiguration.level``; results point at it by ``ruleId`` and ``ruleIndex``;
+  descriptions, help text and markdown (the rule's documentation: there is no documentation site, so
+  no ``helpUri``) and ``defaultConfiguration.level``; results point at it by ``ruleId`` and ``ruleIndex``;
 - locations are repo-relative URIs against ``%SRCROOT%`` (``originalUriBaseIds`` gives its absolute URI:
   the repository containing the current directory, ``ReportContext.source_root``); files outside it
   get absolute ``file:`` URIs;
@@ -27,7 +27,6 @@ from streamlint.finding import Finding, Severity, Span
 from streamlint.reporting import ReportContext
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
-INFORMATION_URI = "https://streamlint.readthedocs.io"
 SRCROOT = "%SRCROOT%"
 LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 PROBLEM_SEVERITY = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "recommendation"}
@@ -48,7 +47,6 @@ def to_sarif(ctx: ReportContext) -> dict[str, Any]:
                 "name": "streamlint",
                 "semanticVersion": __version__,
                 "version": __version__,
-                "informationUri": INFORMATION_URI,
                 "rules": rules,
             }
         },
@@ -71,7 +69,6 @@ def _rule(ctx: ReportContext, code: str) -> dict[str, Any]:
         "shortDescription": {"text": _first_sentence(summary)},
         "fullDescription": {"text": summary},
         "help": {"text": doc, "markdown": doc},
-        "helpUri": rule.url(),
         "defaultConfiguration": {"level": LEVELS[rule.severity]},
         "properties": {
             "tags": ["streamlint", "multi-stream"],

@@ -288,7 +288,7 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
 
     def rules_for(directory: str) -> tuple[str, tuple[str, ...], bool]:
         try:
-            s = resolver.settings_for(directory)
+            s = resolver.settings_for_dir(directory)
         except ConfigError as exc:
             config_errors.append(str(exc))
             s = settings
@@ -307,7 +307,7 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
     groups: dict[int, tuple[Settings, list[str]]] = {}
     try:
         for path in found.files:
-            s = resolver.settings_for(path)
+            s = resolver.settings_for_file(path)
             groups.setdefault(id(s), (s, []))[1].append(path)
     except ConfigError as exc:
         raise _fail(str(exc)) from None
@@ -353,13 +353,13 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
             for path in files:
                 fix_results.append(fix_file(engine, path, policy))
                 reports_by_path[path] = fix_results[-1].report or FileReport(path)
-                path_engine[path] = path_engine[os.path.abspath(path)] = engine
+                path_engine[path] = engine
         _apply_fixes(fix_results, relpath, opts, use_stdin)
     else:
         work = [(engine_of(s), files) for s, files in groups.values()]
         for engine, files in work:
             for path in files:
-                path_engine[path] = path_engine[os.path.abspath(path)] = engine
+                path_engine[path] = engine
         if opts.get("verbose"):
             for engine, files in work:
                 click.echo(f"streamlint: {len(files)} file{'s' if len(files) != 1 else ''} governed by "
@@ -410,7 +410,7 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
         if path == "-":
             return path
         try:
-            root = resolver.settings_for(os.path.abspath(path)).project_root
+            root = resolver.settings_for_file(os.path.abspath(path)).project_root
         except ConfigError:
             root = settings.project_root
         rel = _relative_to_root(path, os.path.abspath(root))
@@ -431,8 +431,14 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
     def fix_state(f: Finding) -> str | None:
         if f.fix is None or not f.fix.edits:
             return None
-        engine = path_engine.get(f.path) or path_engine.get(os.path.abspath(f.path)) or stdin_engine
-        policy = policy_of(engine.settings if engine is not None else settings)
+        engine = path_engine.get(f.path)
+        if engine is not None:
+            policy = policy_of(engine.settings)
+        else:
+            try:
+                policy = policy_of(settings if f.path == "-" else resolver.settings_for_file(f.path))
+            except ConfigError:
+                policy = policy_of(settings)
         if f.code not in policy.codes:
             return None
         return "applicable" if policy.unsafe or policy.safety(f, registry) is FixSafety.SAFE else "hidden"

@@ -200,6 +200,7 @@ class SettingsResolver:
         self._dirs: dict[str, Path | None] = {}
         self._settings: dict[str, Settings] = {}
         self._roots: dict[str, Path] = {}
+        self._file_dirs: dict[str, Settings] = {}
         # where a file with no project marker above it is rooted (see settings_for)
         self.fallback_roots: list[str] = []
 
@@ -210,7 +211,7 @@ class SettingsResolver:
         if self.config_file is not None:
             return self.config_file
         absolute = os.path.abspath(path)
-        directory = absolute if os.path.isdir(absolute) else os.path.dirname(absolute)
+        directory = absolute if absolute in self._dirs or os.path.isdir(absolute) else os.path.dirname(absolute)
         walked = []
         found: Path | None = None
         while True:
@@ -231,11 +232,24 @@ class SettingsResolver:
         return found
 
     def settings_for(self, path: str | Path) -> Settings:
-        """The effective settings of ``path``; raises ConfigError for a bad configuration file."""
-        config = self.config_for(path)
+        """The effective settings of ``path`` (a file or a directory); raises ConfigError for a bad
+        configuration file."""
+        absolute = os.path.abspath(path)
+        return self.settings_for_dir(absolute if os.path.isdir(absolute) else os.path.dirname(absolute))
+
+    def settings_for_file(self, path: str) -> Settings:
+        """:meth:`settings_for` of a file, memoised by its directory as given (no stat, no abspath per
+        file: this runs for every file of the run)."""
+        given = os.path.dirname(path) or "."
+        settings = self._file_dirs.get(given)
+        if settings is None:
+            settings = self._file_dirs[given] = self.settings_for_dir(os.path.abspath(given))
+        return settings
+
+    def settings_for_dir(self, directory: str) -> Settings:
+        """:meth:`settings_for` of an absolute, normalised directory."""
+        config = self.config_for(directory)
         if config is None:
-            absolute = os.path.abspath(path)
-            directory = absolute if os.path.isdir(absolute) else os.path.dirname(absolute)
             root = self._roots.get(directory)
             if root is None:
                 root = find_project_root(Path(directory), fallback=None)

@@ -563,8 +563,9 @@ def _add_noqa(engines: dict[str, Engine], findings: list[Finding], relpath: Call
 def _lint_groups(work: "list[tuple[Engine, list[str]]]", quiet: bool, jobs: int | None = None,
                  use_cache: bool = True) -> "tuple[dict[str, FileReport], RunStats]":
     """Lint each group of files with its engine (and its configuration's result cache). On a terminal,
-    for runs of 200 files or more, a progress bar counts the files, and a second one the project index
-    (the scan for compile sites, which parses every module with a compile call) while it is built."""
+    for runs of 200 files or more, a progress bar counts the files to lint plus, once its scan starts,
+    the files of the project index (the scan for compile sites, which parses every module with a
+    compile call: most of a first run on a large tree)."""
     from streamlint.cache import ResultCache
     from streamlint.parallel import RunStats, lint_files
 
@@ -585,12 +586,17 @@ def _lint_groups(work: "list[tuple[Engine, list[str]]]", quiet: bool, jobs: int 
             cache = ResultCache.for_settings(engine.settings, engine.registry, engine.ignore_noqa) if use_cache else None
             advance = None
             if progress is not None:
-                index_task: list[Any] = []
+                seen = [0]
 
-                def on_index(done: int, of: int, index_task: list[Any] = index_task) -> None:
-                    if not index_task:
-                        index_task.append(progress.add_task("project index (compile sites)", total=of))
-                    progress.update(index_task[0], completed=done)
+                def on_index(done: int, of: int, seen: list[int] = seen) -> None:
+                    # the index's files join the total when its scan starts: the bar counts all the work
+                    if seen[0] == 0:
+                        total_now = next(t.total for t in progress.tasks if t.id == task) or 0
+                        progress.update(task, total=total_now + of, description="project index (compile sites)")
+                    progress.advance(task, done - seen[0])
+                    seen[0] = done
+                    if done == of:
+                        progress.update(task, description="linting")
 
                 engine.project.index_progress = on_index
                 advance = lambda n: progress.advance(task, n)  # noqa: E731

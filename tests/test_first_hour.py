@@ -413,3 +413,15 @@ def test_project_index_reports_progress(tmp_path: Path) -> None:
     engine.project.index_progress = lambda done, total: seen.append((done, total))
     engine.project.compile_sites()
     assert seen == [(i, 5) for i in range(1, 6)]
+
+
+def test_nested_config_errors_and_fix_policy(nested: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(nested, "vendor/streamlint.toml", "select = ['ALL']\nunfixable = ['SL104']\n")
+    result = run([".", "--fix", "--no-cache"], nested, monkeypatch)
+    assert "npu_stream_switch(1)" in (nested / "main.py").read_text()  # the root config: SL104 fixed
+    assert "npu_stream_switch(1, 3)" in (nested / "vendor" / "lib.py").read_text()  # vendor: unfixable
+    assert result.exit_code == 1
+    write(nested, "vendor/streamlint.toml", "selct = ['ALL']\n")
+    result = run([".", "--no-cache"], nested, monkeypatch)
+    assert result.exit_code == 2
+    assert f"{nested / 'vendor' / 'streamlint.toml'}: selct: unknown key; did you mean 'select'?" in result.stderr

@@ -137,6 +137,8 @@ def check(paths: tuple[str, ...], **opts: Any) -> None:
     tune_gc()
     try:
         code = run_check(list(paths), opts)
+        if opts.get("_stats") is not None:
+            click.echo(_run_summary(opts["_stats"], time.perf_counter() - started), err=True)
     except (click.exceptions.Exit, click.ClickException, KeyboardInterrupt):
         raise
     except BrokenPipeError:  # `streamlint ... | head`: the reader went away; say nothing more
@@ -368,13 +370,11 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
         lint_reports, stats = _lint_groups(work, quiet=bool(opts.get("quiet")), jobs=opts.get("jobs"),
                                            use_cache=not opts.get("no_cache"))
         reports_by_path.update(lint_reports)
-        err = _stream("stderr")
         if not opts.get("quiet"):
             for path, seconds in stats.slow:
                 click.echo(f"streamlint: note: {relpath(path)} took {seconds:.1f} s to analyse", err=True)
-            if opts.get("verbose") or err.isatty():
-                click.echo(_run_summary(stats, time.perf_counter() - opts.get("_started", time.perf_counter())),
-                           err=True)
+            if stats.files:
+                opts["_stats"] = stats  # the one-line summary, printed when the run is done
     reports = ([stdin_report] if stdin_report is not None else []) + [reports_by_path[p] for p in found.files]
     if profiler is not None:
         profiler.start("report")

@@ -311,7 +311,7 @@ def test_quiet_and_verbose_change_the_output(tmp_path: Path, monkeypatch: pytest
     assert "streamlint: 2 files governed by the defaults" in verbose.stderr
     assert "streamlint: checked 2 files in " in verbose.stderr and "1 analysed" in verbose.stderr
     assert "1 without a marker" in verbose.stderr
-    assert "checked" not in normal.stderr  # not a terminal: no summary unless -v
+    assert "streamlint: checked 2 files in " in normal.stderr  # the one-line summary, unless -q
 
 
 def test_color_option(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -247,14 +247,23 @@ def _registry_for(paths: list[str], config_file: Path | None, isolated: bool) ->
     the order of the paths)."""
     plugins: list[str] = []
     search: str | None = None
-    starts = [Path.cwd(), *sorted({Path(p).absolute() for p in paths})]
-    for start in starts:
-        found = configured_plugins(start, config_file, isolated)
+    configs: list[Path] = []
+    if not isolated:
+        if config_file is not None:
+            configs = [config_file]
+        else:  # one lookup per directory, one read per configuration file (pre-commit names many files)
+            named = {os.path.abspath(p) if os.path.isdir(p) else os.path.dirname(os.path.abspath(p)) for p in paths}
+            for directory in [os.getcwd(), *sorted(named)]:
+                found_config = find_config(Path(directory))
+                if found_config is not None and found_config not in configs:
+                    configs.append(found_config)
+    for config in configs:
+        found = configured_plugins(config.parent, config)
         for name in found:
             if name not in plugins:
                 plugins.append(name)
         if found and search is None:
-            search = _plugin_dir(start, config_file, isolated)
+            search = str(config.absolute().parent)
     return _registry(tuple(plugins), search)
 
 

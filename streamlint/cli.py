@@ -120,10 +120,10 @@ def main() -> None:
 @click.option("--write-baseline", type=click.Path(dir_okay=False), default=None,
               help="Record the current findings in this baseline file.")
 @click.option("-q", "--quiet", is_flag=True,
-              help="Print the findings only: no summary lines, progress, warnings or timing.")
+              help="Print the findings only: no summary lines, run summary, progress, warnings or notes.")
 @click.option("-v", "--verbose", is_flag=True,
-              help="Also print which configuration governs which files, cache use and timing (stderr), and "
-                   "tracebacks of internal errors.")
+              help="Also print which configuration governs how many files, how many findings a baseline "
+                   "hid (stderr), and tracebacks of internal errors.")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
               help="Colour the full format: auto = on a terminal unless NO_COLOR is set.")
 @click.option("-j", "--jobs", type=click.IntRange(min=0), default=None,

@@ -61,7 +61,7 @@ CACHEDIR_TAG = (
     "# For information about cache directory tags see https://bford.info/cachedir/\n"
 )
 # Settings fields that do not change what is found in a file.
-OUTPUT_ONLY = frozenset({"output_format", "provenance", "config_path", "cache_dir", "baseline", "fixable",
+OUTPUT_ONLY = frozenset({"output_format", "provenance", "cache_dir", "baseline", "fixable",
                          "unfixable", "unsafe_fixes", "exclude", "extend_exclude", "respect_gitignore",
                          "force_exclude"})
 
@@ -197,14 +197,19 @@ def _span(s: Span) -> list[int]:
     return [s.start_line, s.start_col, s.end_line, s.end_col]
 
 
+def _abs(path: str) -> str:
+    return path if path == "-" else os.path.abspath(path)
+
+
 def encode_finding(f: Finding, path: str) -> dict[str, Any]:
+    # other paths are stored absolute: an entry must mean the same from any current directory
     return {
         "c": f.code, "n": f.name, "m": f.message, "s": f.severity.value, "k": f.confidence.value,
-        "p": None if f.path == path else f.path, "sp": _span(f.span),
-        "r": [[loc.path, _span(loc.span), loc.message] for loc in f.related],
+        "p": None if f.path == path else _abs(f.path), "sp": _span(f.span),
+        "r": [[_abs(loc.path), _span(loc.span), loc.message] for loc in f.related],
         "f": None if f.fix is None else [f.fix.title, f.fix.safety.value,
                                           [[_span(e.span), e.content] for e in f.fix.edits]],
-        "d": list(f.depends_on),
+        "d": [_abs(d) for d in f.depends_on],
     }
 
 

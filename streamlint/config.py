@@ -1,7 +1,9 @@
 """Configuration: ``[tool.streamlint]`` in pyproject.toml, or streamlint.toml / .streamlint.toml.
 
-Resolved once per run in the parent process. Unknown keys, bad values and unknown codes are errors
-naming the file and the key.
+Hierarchical, like ruff: each file is governed by the closest configuration file at or above it
+(``extend`` inherits from another file explicitly); ``--config`` makes one file govern every file.
+Resolved in the parent process (:class:`SettingsResolver`, cached per directory and per configuration
+file). Unknown keys, bad values and unknown codes are errors naming the file and the key.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from streamlint.registry import Registry
 
 CONFIG_FILES = ("streamlint.toml", ".streamlint.toml", "pyproject.toml")
 MODES = ("auto", *EXECUTION_PATHS)
-OUTPUT_FORMATS = ("full", "concise", "json", "json-lines", "sarif", "github", "junit")
+OUTPUT_FORMATS = ("full", "concise", "json", "json-lines", "sarif", "github", "gitlab", "junit")
 DEFAULT_SELECT = ("SL0", "SL1", "SL2", "SL3", "SL4", "SL5")
 
 
@@ -140,15 +142,116 @@ def _read_table(path: Path) -> dict[str, Any]:
     return data
 
 
-def find_project_root(start: Path) -> Path:
+_NO_FALLBACK = Path()
+
+
+def find_project_root(start: Path, fallback: "Path | None" = _NO_FALLBACK) -> "Path | None":
+    """The nearest directory at or above ``start`` with a project marker; without one, ``fallback``
+    (by default the directory of ``start``)."""
     directory = (start if start.is_dir() else start.parent).absolute()
     probe = directory
     while True:
         if any((probe / marker).exists() for marker in (".git", "pyproject.toml", "streamlint.toml", ".streamlint.toml")):
             return probe
         if probe.parent == probe:
-            return directory
+            return directory if fallback is _NO_FALLBACK else fallback
         probe = probe.parent
+
+
+class SettingsResolver:
+    """The settings that govern each file of a run: its closest configuration file (or ``config_file``
+    for every file; none with ``isolated``), plus the command-line ``overrides``. A file without any
+    configuration above it gets the defaults, rooted at its project root (``.git``, ``pyproject.toml``).
+    Each configuration file is read and validated once."""
+
+    def __init__(self, registry: Registry, config_file: Path | None = None, isolated: bool = False,
+                 overrides: dict[str, Any] | None = None) -> None:
+        self.registry = registry
+        self.config_file = config_file.absolute() if config_file is not None else None
+        self.isolated = isolated
+        self.overrides = overrides or {}
+        self._dirs: dict[str, Path | None] = {}
+        self._settings: dict[str, Settings] = {}
+        self._roots: dict[str, Path] = {}
+        self._file_dirs: dict[str, Settings] = {}
+        # where a file with no project marker above it is rooted (see settings_for)
+        self.fallback_roots: list[str] = []
+
+    def config_for(self, path: str | Path) -> Path | None:
+        """The configuration file governing ``path`` (a file or a directory), or None."""
+        if self.isolated:
+            return None
+        if self.config_file is not None:
+            return self.config_file
+        absolute = os.path.abspath(path)
+        directory = absolute if absolute in self._dirs or os.path.isdir(absolute) else os.path.dirname(absolute)
+        walked = []
+        found: Path | None = None
+        while True:
+            if directory in self._dirs:
+                found = self._dirs[directory]
+                break
+            walked.append(directory)
+            here = _config_in(Path(directory))
+            if here is not None:
+                found = here
+                break
+            parent = os.path.dirname(directory)
+            if parent == directory:
+                break
+            directory = parent
+        for d in walked:
+            self._dirs[d] = found
+        return found
+
+    def settings_for(self, path: str | Path) -> Settings:
+        """The effective settings of ``path`` (a file or a directory); raises ConfigError for a bad
+        configuration file."""
+        absolute = os.path.abspath(path)
+        return self.settings_for_dir(absolute if os.path.isdir(absolute) else os.path.dirname(absolute))
+
+    def settings_for_file(self, path: str) -> Settings:
+        """:meth:`settings_for` of a file, memoised by its directory as given (no stat, no abspath per
+        file: this runs for every file of the run)."""
+        given = os.path.dirname(path) or "."
+        settings = self._file_dirs.get(given)
+        if settings is None:
+            settings = self._file_dirs[given] = self.settings_for_dir(os.path.abspath(given))
+        return settings
+
+    def settings_for_dir(self, directory: str) -> Settings:
+        """:meth:`settings_for` of an absolute, normalised directory."""
+        config = self.config_for(directory)
+        if config is None:
+            root = self._roots.get(directory)
+            if root is None:
+                root = find_project_root(Path(directory), fallback=None)
+                if root is None:  # no marker above: the outermost of the current directory and the
+                    # directories named on the command line that holds it is one project
+                    inside = [r for r in (os.getcwd(), *self.fallback_roots)
+                              if directory == r or directory.startswith(r.rstrip(os.sep) + os.sep)]
+                    root = Path(min(inside, key=len)) if inside else Path(directory)
+                self._roots[directory] = root
+            key = f"root:{root}"
+        else:
+            key = str(config)
+        settings = self._settings.get(key)
+        if settings is None:
+            if config is None:
+                settings = load_settings(self.registry, root, None, True, self.overrides)
+            else:
+                settings = load_settings(self.registry, config.parent, config, False, self.overrides)
+            self._settings[key] = settings
+        return settings
+
+
+def _config_in(directory: Path) -> Path | None:
+    for name in CONFIG_FILES:
+        candidate = directory / name
+        if candidate.is_file():
+            if name != "pyproject.toml" or _has_tool_table(candidate):
+                return candidate
+    return None
 
 
 def load_settings(
@@ -165,7 +268,7 @@ def load_settings(
         settings = _apply_file(settings, path, registry, set())
         settings = replace(settings, config_path=str(path), project_root=str(path.parent.absolute()))
     else:
-        settings = replace(settings, project_root=str(find_project_root(start)))
+        settings = replace(settings, project_root=str(find_project_root(start) or start))
     for key, value in (overrides or {}).items():
         settings = _apply_key(settings, "command line", key, value, registry, Path.cwd())
     return settings
@@ -195,6 +298,20 @@ def _apply_file(settings: Settings, path: Path, registry: Registry, seen: set[Pa
     return settings
 
 
+def did_you_mean(value: str, candidates: "list[str] | tuple[str, ...] | set[str]") -> str:
+    """``"; did you mean 'X'?"`` for the closest candidate (case-insensitive), or ``""``."""
+    import difflib
+
+    folded = {c.lower(): c for c in candidates}
+    close = difflib.get_close_matches(value.lower(), list(folded), n=1, cutoff=0.6)
+    return f"; did you mean {folded[close[0]]!r}?" if close else ""
+
+
+def rule_suggestion(value: str, registry: Registry) -> str:
+    """Did-you-mean for a rule selector: codes (``SL2O1`` -> ``SL201``) and kebab-case names."""
+    return did_you_mean(value, [*registry.rules, *(r.name for r in registry.rules.values())])
+
+
 def missing_plugins(settings: Settings, registry: Registry) -> list[str]:
     """The rule packs the configuration's ``plugins`` names that are not installed. ``plugins`` only
     names installed packs (entry-point names): nothing is ever imported because a configuration says so."""
@@ -212,7 +329,8 @@ def _check_selectors(source: str, key: str, values: list[str], registry: Registr
         if not registry.is_known_selector(value):
             pack = _missing_pack(value, missing)
             if pack is None:
-                raise ConfigError(source, key, f"unknown rule code or name {value!r}")
+                raise ConfigError(source, key,
+                                  f"unknown rule code or name {value!r}{rule_suggestion(value, registry)}")
             if key in ("select", "extend-select"):
                 raise ConfigError(source, key, f"{value!r} needs the rule pack {pack!r} (named in plugins), "
                                                "which is not installed")
@@ -220,7 +338,8 @@ def _check_selectors(source: str, key: str, values: list[str], registry: Registr
 
 def _apply_key(settings: Settings, source: str, key: str, value: Any, registry: Registry, base: Path) -> Settings:
     if key not in KNOWN_KEYS:
-        raise ConfigError(source, key, f"unknown key (known keys: {', '.join(sorted(KNOWN_KEYS))})")
+        hint = did_you_mean(key, KNOWN_KEYS)
+        raise ConfigError(source, key, f"unknown key{hint} (known keys: {', '.join(sorted(KNOWN_KEYS))})")
     attr = key.replace("-", "_")
     if key in _LIST_KEYS:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -271,7 +390,8 @@ def _apply_key(settings: Settings, source: str, key: str, value: Any, registry: 
         if not rules and _missing_pack(selector, missing_plugins(settings, registry)) is not None:
             continue  # options of a pack that is not installed (reported once, as a warning)
         if not rules or selector == "ALL":
-            raise ConfigError(source, f"rules.{selector}", "unknown rule code or name")
+            raise ConfigError(source, f"rules.{selector}",
+                              f"unknown rule code or name{rule_suggestion(selector, registry)}")
         if len(rules) != 1:
             raise ConfigError(source, f"rules.{selector}",
                               f"expected one rule code or name, {selector!r} selects {len(rules)} rules")
@@ -282,7 +402,8 @@ def _apply_key(settings: Settings, source: str, key: str, value: Any, registry: 
         for opt_name, opt_value in table.items():
             if opt_name not in declared:
                 known = ", ".join(declared) or "none"
-                raise ConfigError(source, f"rules.{selector}.{opt_name}", f"unknown option (known: {known})")
+                raise ConfigError(source, f"rules.{selector}.{opt_name}",
+                                  f"unknown option{did_you_mean(opt_name, list(declared))} (known: {known})")
             try:
                 declared[opt_name].validate(opt_value)
             except ValueError as exc:

@@ -94,6 +94,30 @@ class _Ignorer:
         return False
 
 
+class _PerDirectoryIgnorer:
+    """Exclusion by the settings that govern each directory (nested configurations): an entry is
+    judged by the rules of the directory that contains it. ``rules_for(directory)`` returns
+    (root, exclude patterns, respect_gitignore); one :class:`_Ignorer` per distinct answer."""
+
+    def __init__(self, rules_for: "Callable[[str], tuple[str, tuple[str, ...], bool]]") -> None:
+        self.rules_for = rules_for
+        self._by_dir: dict[str, _Ignorer] = {}
+        self._ignorers: dict[tuple[str, tuple[str, ...], bool], _Ignorer] = {}
+
+    def excluded(self, path: str, is_dir: bool, absolute: str | None = None) -> bool:
+        if absolute is None:
+            absolute = os.path.abspath(path)
+        directory = os.path.dirname(absolute)
+        ignorer = self._by_dir.get(directory)
+        if ignorer is None:
+            rules = self.rules_for(directory)
+            ignorer = self._ignorers.get(rules)
+            if ignorer is None:
+                ignorer = self._ignorers[rules] = _Ignorer(Path(rules[0]), rules[1], rules[2])
+            self._by_dir[directory] = ignorer
+        return ignorer.excluded(path, is_dir, absolute)
+
+
 def _relative_to(absolute: str, directory: str) -> str:
     """``absolute`` relative to ``directory`` in POSIX form (both absolute, normalised); outside it,
     the path without its leading slash."""
@@ -111,12 +135,16 @@ def discover(
     respect_gitignore: bool = True,
     force_exclude: bool = False,
     follow_external_symlinks: bool = False,
+    rules_for: "Callable[[str], tuple[str, tuple[str, ...], bool]] | None" = None,
 ) -> DiscoveryResult:
-    """Expand command-line paths into the sorted list of Python files to lint.
+    """Expand command-line paths into the sorted list of Python files to lint. With ``rules_for``
+    (directory -> (root, exclude, respect_gitignore)), each entry is judged by the settings of its
+    directory instead of ``root`` / ``exclude`` / ``respect_gitignore``.
 
     A symbolic link to a directory outside ``root`` (resolved) is not followed unless
     ``follow_external_symlinks`` (a warning names it); the paths given themselves are always walked."""
-    ignorer = _Ignorer(root, exclude, respect_gitignore)
+    ignorer: "_Ignorer | _PerDirectoryIgnorer" = (
+        _PerDirectoryIgnorer(rules_for) if rules_for is not None else _Ignorer(root, exclude, respect_gitignore))
     inside = None if follow_external_symlinks else os.path.realpath(root)
     result = DiscoveryResult()
     seen: set[str] = set()
@@ -161,7 +189,7 @@ def _unreadable(path: str) -> str | None:
     return None
 
 
-def _walk(top: str, ignorer: _Ignorer, result: DiscoveryResult,
+def _walk(top: str, ignorer: "_Ignorer | _PerDirectoryIgnorer", result: DiscoveryResult,
           inside: str | None = None) -> Iterator[tuple[str, str]]:
     """(path, real path) of the Python files under ``top``; symbolic-link loops are reported once. With
     ``inside`` (a real path), a symbolic link to a directory outside it is not followed (a warning)."""

@@ -267,10 +267,23 @@ class Engine:
                     failure = self._meta("SL001", path, str(exc), Span(exc.line, exc.col, exc.line, exc.col))
                     report.findings = self._finish(path, [failure], [])
                     return report
-                if b"noqa" not in data and b"streamlint:" not in data:
+                raw: list[Finding] = []
+                tree: ast.Module | None = None
+                if "SL001" in self.enabled_codes:
+                    # not analysed, but a file Python cannot parse is still reported: the stdlib parser
+                    # is several times cheaper than LibCST's
+                    with _phase(self.profiler, "syntax-check"):
+                        tree, failure = _syntax_check(report.source.text, path)
+                    if failure is not None:  # as for an analysed file: no suppression covers it
+                        raw.append(self._meta("SL001", path, failure.message,
+                                              Span(failure.line, failure.col, failure.line, failure.col)))
+                        report.findings = self._finish(path, raw, [])
+                        return report
+                if not raw and b"noqa" not in data and b"streamlint:" not in data:
                     return report
-                tree = _quiet_ast(report.source.text)
-                report.findings = self._finish(path, [], parse_suppressions(report.source.text, tree))
+                if tree is None and not raw:
+                    tree = _quiet_ast(report.source.text)
+                report.findings = self._finish(path, raw, parse_suppressions(report.source.text, tree))
             return report
         parsed = self.parse(path, data)
         report.source = parsed.source
@@ -373,6 +386,25 @@ class Engine:
 
     def lint_paths(self, files: list[str]) -> list[FileReport]:
         return [self.lint_file(path) for path in files]
+
+
+def _syntax_check(text: str, path: str) -> tuple[ast.Module | None, ParseFailure | None]:
+    """The stdlib parse of a file that is not analysed: (tree, None), or (None, why it is not Python)
+    with the messages of the full parse. A recursion or memory limit says nothing about the file: no
+    failure."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the linted code's own warnings are not ours
+            return ast.parse(text, filename=path), None
+    except SyntaxError as exc:
+        line, col = exc.lineno or 1, max((exc.offset or 1) - 1, 0)
+        if "too many nested" in str(exc.msg):
+            return None, ParseFailure(f"too deeply nested to analyse: {exc.msg}", line, col)
+        return None, ParseFailure(f"syntax error: {exc.msg}", line, col)
+    except ValueError as exc:
+        return None, ParseFailure(f"cannot parse: {exc}")
+    except (RecursionError, MemoryError):
+        return None, None
 
 
 def _quiet_ast(text: str) -> ast.Module | None:

@@ -304,7 +304,6 @@ class StreamlintServer(LanguageServer):
         other: dict[str, Lines] = {}
         out = []
         for f in result.findings:
-            rule = result.engine.registry.rules.get(f.code)
             related = []
             for loc in f.related:
                 loc_lines = lines if os.path.abspath(loc.path) == os.path.abspath(f.path) else \
@@ -327,7 +326,6 @@ class StreamlintServer(LanguageServer):
                 message=f.message,
                 severity=SEVERITIES[f.severity],
                 code=f.code,
-                code_description=types.CodeDescription(href=rule.url()) if rule is not None else None,
                 source=SOURCE,
                 related_information=related or None,
                 data=data,
@@ -570,8 +568,7 @@ def create_server() -> StreamlintServer:
         for f in hits:
             rule = result.engine.registry.rules.get(f.code)
             doc = rule.documentation() if rule is not None else ""
-            url = f"\n\n[{f.code} documentation]({rule.url()})" if rule is not None else ""
-            parts.append(f"**{f.code}** `{f.name}` ({f.severity.value}): {f.message}\n\n---\n\n{doc}{url}")
+            parts.append(f"**{f.code}** `{f.name}` ({f.severity.value}): {f.message}\n\n---\n\n{doc}")
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown,
                                                         value="\n\n---\n\n".join(parts)),
                            range=span_range(lines, hits[0].span, ls.encoding))

@@ -19,6 +19,7 @@ import os
 import signal
 import stat
 import sys
+import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
@@ -31,7 +32,10 @@ from streamlint.model.project import Project
 from streamlint.profile import ProfileData, Profiler, phase
 from streamlint.registry import load_registry
 
+SLOW_FILE_SECONDS = 5.0
 SERIAL_BELOW = 30  # fewer files needing analysis than this: no pool
+# files without a marker still get a stdlib syntax check (SL001): this many of them justify a pool
+LIGHT_SERIAL_BELOW = 400
 CHUNKS_PER_JOB = 4
 SCAN_BYTES_LIMIT = 64 << 20  # file contents kept for project-wide byte searches (a second read otherwise)
 
@@ -47,6 +51,7 @@ class Result:
     # (None: not parsed here; the parent hashes the file on disk)
     deps: tuple[tuple[str, str | None], ...]
     project_wide: bool  # read project-wide facts (Project.note_wide_read)
+    seconds: float = 0.0  # wall time of the file's analysis (slow files are named)
 
 
 @dataclass
@@ -54,7 +59,9 @@ class RunStats:
     files: int = 0
     analysed: int = 0
     cached: int = 0
+    skipped: int = 0  # no marker of an enabled rule: read, searched and syntax-checked only
     jobs: int = 1
+    slow: list[tuple[str, float]] = field(default_factory=list)  # (path, seconds) over SLOW_FILE_SECONDS
     profile: list[ProfileData] = field(default_factory=list)
 
 
@@ -105,13 +112,16 @@ def dependencies(project: Project, path: str) -> tuple[str, ...]:
 
 def _result(engine: Engine, path: str, data: bytes | None) -> Result:
     wide_before = engine.project.wide_reads
+    started = time.perf_counter()
     report = engine.lint_file(path, data)
+    seconds = time.perf_counter() - started
     deps: tuple[tuple[str, str | None], ...] = ()
     if not report.skipped:
         explicit = {os.path.abspath(d) for f in report.findings for d in f.depends_on}
         deps = tuple((dep, engine.content_digest(dep))
                      for dep in sorted(set(dependencies(engine.project, path)) | explicit))
-    return Result(path, tuple(report.findings), report.skipped, deps, engine.project.wide_reads != wide_before)
+    return Result(path, tuple(report.findings), report.skipped, deps, engine.project.wide_reads != wide_before,
+                  seconds)
 
 
 # ---- worker side (one Engine per worker process, kept across its chunks)
@@ -200,6 +210,8 @@ def lint_files(
 
     project_state: list[str] = []
     kept = 0
+    light: list[tuple[str, bytes]] = []  # files without a marker, to be syntax-checked only
+    check_syntax = "SL001" in engine.enabled_codes and jobs > 1
 
     def whole_project() -> str:
         if not project_state:
@@ -243,6 +255,9 @@ def lint_files(
             contents[path] = data
             pending.append((path, data))
             continue
+        if check_syntax:
+            light.append((path, data))  # the syntax check: in the pool when there is one
+            continue
         report = engine.lint_file(path, data)
         reports[path] = report
         if cache is not None:
@@ -250,12 +265,13 @@ def lint_files(
         advance(1)
 
     results: list[Result] = []
-    if len(pending) < max(SERIAL_BELOW, 2) or jobs == 1:
-        for path, data in pending:
+    if jobs == 1 or len(pending) + len(light) < 2 or (len(pending) < max(SERIAL_BELOW, 2)
+                                                      and len(light) < max(LIGHT_SERIAL_BELOW, 1)):
+        for path, data in [*light, *pending]:
             results.append(_result(engine, path, data))
             advance(1)
     else:
-        stats.jobs = min(jobs, len(pending))
+        stats.jobs = min(jobs, max(len(pending), len(light)))
         context = _pool_context()
         if context.get_start_method() == "fork":
             # project facts gathered once, here; the forked workers inherit them (and the modules parsed
@@ -267,7 +283,8 @@ def lint_files(
                                  initargs=(engine.settings, str(engine.root), engine.ignore_noqa,
                                            profiler is not None)) as pool:
             try:
-                for chunk_results, snapshot in pool.map(_worker_run, _chunks(pending, stats.jobs)):
+                chunks = (_chunks(pending, stats.jobs) if pending else []) + (_chunks(light, stats.jobs) if light else [])
+                for chunk_results, snapshot in pool.map(_worker_run, chunks):
                     results.extend(chunk_results)
                     if snapshot is not None and profiler is not None:
                         profiler.merge(snapshot)
@@ -279,7 +296,10 @@ def lint_files(
                 raise
             finally:
                 _WORKER.pop("parent", None)
-    stats.analysed = len(results)
+    stats.analysed = sum(1 for r in results if not r.skipped)
+    stats.skipped = len(files) - stats.analysed - stats.cached
+    stats.slow = sorted(((r.path, r.seconds) for r in results if r.seconds >= SLOW_FILE_SECONDS),
+                        key=lambda ps: -ps[1])
     for res in results:
         reports[res.path] = FileReport(res.path, list(res.findings), skipped=res.skipped,
                                        data=contents.get(res.path) if res.findings else None)

@@ -171,5 +171,7 @@ class Rule:
         return {opt.name: opt.default for opt in cls.options}
 
     @classmethod
-    def url(cls) -> str:
-        return f"https://streamlint.readthedocs.io/rules/{cls.code}-{cls.name}"
+    def url(cls) -> str | None:
+        """A documentation page for the rule: none (there is no documentation site; ``streamlint rule
+        CODE`` prints the documentation)."""
+        return None

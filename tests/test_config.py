@@ -291,7 +291,7 @@ def test_rule_options_validated_and_stored(root: Path) -> None:
 
 
 @pytest.mark.parametrize("line, key, message", [
-    ("limitt = 1", "rules.XO001.limitt", "unknown option (known: limit, strict, names, label)"),
+    ("limitt = 1", "rules.XO001.limitt", "unknown option; did you mean 'limit'? (known: limit, strict, names, label)"),
     ("limit = '5'", "rules.XO001.limit", "expected int, got str '5'"),
     ("limit = true", "rules.XO001.limit", "expected int, got bool True"),
     ("strict = 1", "rules.XO001.strict", "expected bool, got int 1"),

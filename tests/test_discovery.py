@@ -100,9 +100,9 @@ def test_force_exclude_on_the_cli(root: Path) -> None:
 def test_config_excludes_on_the_cli(root: Path) -> None:
     tree(root, "a.py", "gen/b.py", "build/c.py")
     (root / "streamlint.toml").write_text("extend-exclude = ['gen']\n", encoding="utf-8")
-    assert CliRunner().invoke(main, ["--show-files"]).stdout.split() == ["./a.py"]
+    assert CliRunner().invoke(main, ["--show-files"]).stdout.split() == ["a.py"]
     (root / "streamlint.toml").write_text("exclude = ['gen']\n", encoding="utf-8")
-    assert CliRunner().invoke(main, ["--show-files"]).stdout.split() == ["./a.py", "./build/c.py"]
+    assert CliRunner().invoke(main, ["--show-files"]).stdout.split() == ["a.py", "build/c.py"]
 
 
 def test_duplicates_and_symlinks_are_linted_once(root: Path) -> None:

@@ -6,6 +6,7 @@ environment build), so a real `git commit` runs them."""
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -107,3 +108,43 @@ def test_hooks_in_a_real_repository(tmp_path):
     assert passed.returncode == 0, passed.stdout + passed.stderr
     log = _run(["git", "log", "--oneline"], repo, env)
     assert log.stdout.count("\n") == 1
+
+
+def test_readme_local_hook_works_as_written(tmp_path):
+    """The README's `repo: local` example, copied verbatim, blocks a commit with a defect (streamlint
+    found on PATH, as in a project's activated environment)."""
+    import re
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## pre-commit"):]
+    config = re.search(r"```yaml\n(.*?)```", section, re.S).group(1)
+    assert "repo: local" in config and "rev:" not in config
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    env = _env(tmp_path)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    if shutil.which("streamlint", path=env["PATH"]) is None:
+        pytest.skip("no streamlint executable next to the interpreter")
+    (repo / ".pre-commit-config.yaml").write_text(config, encoding="utf-8")
+    (repo / "model.py").write_text(DEFECT, encoding="utf-8")
+    assert _run(["git", "init", "-q"], repo, env).returncode == 0
+    assert _run([sys.executable, "-m", "pre_commit", "install"], repo, env).returncode == 0
+    _run(["git", "add", "-A"], repo, env)
+    blocked = _run(["git", "commit", "-q", "-m", "defect"], repo, env)
+    assert blocked.returncode != 0
+    assert "SL105" in blocked.stdout + blocked.stderr
+
+
+def test_readme_installs_from_a_checkout_or_git_and_links_nothing_dead():
+    import tomllib
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "readthedocs" not in readme
+    assert "pip install -e '/path/to/streamlint[lsp]'" in readme
+    assert "@ git+https://" in readme
+    assert not re.search(r"pip install '?streamlint(\[\w+\])?'?\s*$", readme, re.M)  # no index install
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    assert "lsp" in extras and "dev" in extras
+    for path in (ROOT / "streamlint").rglob("*"):
+        if path.suffix in (".py", ".json"):
+            assert "readthedocs" not in path.read_text(encoding="utf-8"), path

@@ -48,7 +48,7 @@ class PathIndex:
         self.project.note_wide_read()
         if self._sites is None:
             sites: list[CompileSite] = []
-            for model in self.project.files_containing(_COMPILE_MARKERS):
+            for model in self.project.files_containing(_COMPILE_MARKERS, report_progress=True):
                 for call in model.calls:
                     found = compile_site(self.project, model, call)
                     if found is not None:

@@ -47,6 +47,8 @@ class Project:
     reader: "Callable[[str], bytes] | None" = None
     _paths: "PathIndex | None" = None
     wide_reads: int = 0  # reads of project-wide facts so far (note_wide_read)
+    # (files done, files in total) while the project index scans for compile sites (progress display)
+    index_progress: "Callable[[int, int], None] | None" = None
 
     # ---- execution paths (streamlint.model.paths)
     @property
@@ -194,10 +196,15 @@ class Project:
                 self._all_files = sorted(iter_python_files(self.root))
         return self._all_files
 
-    def files_containing(self, markers: tuple[bytes, ...]) -> Iterator[FileModel]:
+    def files_containing(self, markers: tuple[bytes, ...], report_progress: bool = False) -> Iterator[FileModel]:
         """The parsed project files whose bytes contain one of ``markers`` (a byte search first, so
-        files that cannot matter are never parsed); unparsable files are skipped."""
-        for path in self.all_files():
+        files that cannot matter are never parsed); unparsable files are skipped. With
+        ``report_progress``, :attr:`index_progress` hears of each file scanned (the project index scan)."""
+        files = self.all_files()
+        report = self.index_progress if report_progress else None
+        for done, path in enumerate(files, 1):
+            if report is not None:
+                report(done, len(files))
             if not self.may_contain(path, markers):
                 continue
             model = self.file(path)

@@ -1,4 +1,5 @@
-"""CI formats: GitHub Actions workflow-command annotations and JUnit XML (one test case per file)."""
+"""CI formats: GitHub Actions workflow-command annotations, GitLab Code Quality JSON and JUnit XML (one
+test case per file)."""
 
 from __future__ import annotations
 
@@ -33,22 +34,57 @@ def _related_lines(ctx: ReportContext, f: Finding) -> list[str]:
     ]
 
 
+def _repo_path(ctx: ReportContext, path: str) -> str:
+    """Repository-relative (annotations attach only to paths of the checked-out repository)."""
+    rel = ctx.root_relative(path)
+    return rel if rel is not None else os.path.abspath(path)
+
+
 def render_github(ctx: ReportContext, out: TextIO) -> None:
-    """``::error file=…,line=…,col=…,endLine=…,endColumn=…,title=SL201::message`` per finding."""
+    """``::error file=…,line=…,col=…,endLine=…,endColumn=…,title=SL201::message`` per finding; paths
+    relative to the repository root (``ctx.source_root``), whatever the current directory."""
     for f in ctx.findings:
         s = f.span
         props = [
-            f"file={_escape_property(ctx.relpath(f.path))}",
+            f"file={_escape_property(_repo_path(ctx, f.path))}",
             f"line={s.start_line}",
             f"col={s.start_col + 1}",
             f"endLine={s.end_line}",
             f"endColumn={s.end_col + 1}",
             f"title={_escape_property(f'{f.code} ({f.name})')}",
         ]
-        lines = [f"{_where(ctx, f.path, s.start_line, s.start_col)}: {f.code} {f.message}", *_related_lines(ctx, f)]
+        lines = [f"{_repo_path(ctx, f.path)}:{s.start_line}:{s.start_col + 1}: {f.code} {f.message}",
+                 *(f"related: {_repo_path(ctx, loc.path)}:{loc.span.start_line}:{loc.span.start_col + 1}"
+                   + (f": {loc.message}" if loc.message else "") for loc in f.related)]
         if f.fix is not None:
             lines.append(f"fix: {f.fix.title} ({f.fix.safety.value})")
         out.write(f"::{GITHUB_LEVELS[f.severity]} {','.join(props)}::{_escape_data(chr(10).join(lines))}\n")
+
+
+GITLAB_SEVERITIES = {Severity.ERROR: "major", Severity.WARNING: "minor", Severity.INFO: "info"}
+
+
+def render_gitlab(ctx: ReportContext, out: TextIO) -> None:
+    """GitLab Code Quality (a JSON array of issues: description, check_name, fingerprint, severity,
+    location.path relative to the repository root, location.lines.begin/end); the fingerprint is
+    streamlint's (the baseline's), so an issue keeps its identity when lines move."""
+    import hashlib
+    import json
+
+    issues = []
+    for f in ctx.findings:
+        fingerprint = ctx.fingerprint(f) or hashlib.sha256(
+            f"{_repo_path(ctx, f.path)}\0{f.code}\0{f.span}\0{f.message}".encode()).hexdigest()[:32]
+        issues.append({
+            "description": f"{f.code} {f.message}",
+            "check_name": f"{f.code} ({f.name})",
+            "fingerprint": fingerprint,
+            "severity": GITLAB_SEVERITIES[f.severity],
+            "location": {"path": _repo_path(ctx, f.path),
+                         "lines": {"begin": f.span.start_line, "end": max(f.span.end_line, f.span.start_line)}},
+        })
+    json.dump(issues, out, indent=2, ensure_ascii=False)
+    out.write("\n")
 
 
 def render_junit(ctx: ReportContext, out: TextIO) -> None:

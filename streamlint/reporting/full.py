@@ -12,7 +12,7 @@ from typing import TextIO
 from rich.cells import cell_len
 
 from streamlint.finding import Severity
-from streamlint.reporting import ReportContext
+from streamlint.reporting import ReportContext, fix_summary
 from streamlint.reporting.text import render_statistics
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "bold yellow", Severity.INFO: "bold cyan"}
@@ -28,7 +28,7 @@ def render(ctx: ReportContext, out: TextIO) -> None:
         header: Line = [(f"{ctx.relpath(f.path)}:{f.span.start_line}:{f.span.start_col + 1}: ", "bold"),
                         (f"{f.code} ", _STYLE[f.severity]), (f"[{f.severity.value}] ", _STYLE[f.severity]),
                         (f.message, "")]
-        if f.fix is not None:
+        if ctx.fix_state(f) == "applicable":
             header.append((" [*]", "green"))
         lines.append(header)
         lines.extend(_excerpt(ctx, f.path, f.span.start_line, f.span.start_col, f.span.end_line, f.span.end_col))
@@ -42,15 +42,21 @@ def render(ctx: ReportContext, out: TextIO) -> None:
     counts = Counter(f.severity for f in ctx.findings)
     if ctx.statistics:
         render_statistics(ctx, out)
+    if ctx.quiet:
+        return
     tail: list[Line] = []
     if ctx.findings:
         parts = [f"{counts[s]} {s.value}{'s' if counts[s] != 1 else ''}" for s in Severity if counts[s]]
-        fixable = sum(1 for f in ctx.findings if f.fix is not None)
+        summary = fix_summary(*ctx.fix_counts())
         tail.append([(f"Found {len(ctx.findings)} finding{'s' if len(ctx.findings) != 1 else ''} "
                       f"({', '.join(parts)}) in {ctx.files_checked} file{'s' if ctx.files_checked != 1 else ''}.",
                       "bold")])
-        if fixable:
-            tail.append([(f"[*] {fixable} fixable with --fix (some may need --unsafe-fixes).", "green")])
+        if summary:
+            tail.append([(summary, "green")])
+    elif ctx.errors:  # a path could not be linted: nothing may read like success
+        tail.append([(f"No findings in {ctx.files_checked} file{'s' if ctx.files_checked != 1 else ''}, but "
+                      f"{ctx.errors} path{'s' if ctx.errors != 1 else ''} could not be linted (see the errors "
+                      "above).", "bold red")])
     else:
         tail.append([(f"All checks passed ({ctx.files_checked} file{'s' if ctx.files_checked != 1 else ''}).",
                       "bold green")])

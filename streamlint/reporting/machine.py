@@ -1,12 +1,18 @@
-"""JSON and JSON-lines output (schema: streamlint/schemas/findings.schema.json)."""
+"""JSON and JSON-lines output (schema: streamlint/schemas/findings.schema.json). File names are
+absolute (as ruff's), so the output means the same whichever directory the run started from."""
 
 from __future__ import annotations
 
 import json
+import os
 from typing import Any, TextIO
 
 from streamlint.finding import Finding
 from streamlint.reporting import ReportContext
+
+
+def _absolute(path: str) -> str:
+    return path if path == "-" else os.path.abspath(path)
 
 
 def finding_to_dict(f: Finding, ctx: ReportContext) -> dict[str, Any]:
@@ -17,12 +23,12 @@ def finding_to_dict(f: Finding, ctx: ReportContext) -> dict[str, Any]:
         "message": f.message,
         "severity": f.severity.value,
         "confidence": f.confidence.value,
-        "filename": ctx.relpath(f.path),
+        "filename": _absolute(f.path),
         "start": {"line": f.span.start_line, "column": f.span.start_col + 1},
         "end": {"line": f.span.end_line, "column": f.span.end_col + 1},
         "related": [
             {
-                "filename": ctx.relpath(loc.path),
+                "filename": _absolute(loc.path),
                 "start": {"line": loc.span.start_line, "column": loc.span.start_col + 1},
                 "end": {"line": loc.span.end_line, "column": loc.span.end_col + 1},
                 "message": loc.message,
@@ -43,7 +49,7 @@ def finding_to_dict(f: Finding, ctx: ReportContext) -> dict[str, Any]:
                 for e in f.fix.edits
             ],
         },
-        "url": rule.url() if rule is not None else None,
+        "url": None,  # no documentation site: `streamlint rule CODE` is the documentation
         "fingerprint": ctx.fingerprint(f),
     }
 

@@ -1,9 +1,11 @@
 """SARIF 2.1.0 output, shaped for GitHub code scanning.
 
 - one run; ``tool.driver.rules[]`` holds every rule that has a result (sorted by code) with short/full
-  descriptions, help text and markdown (the rule's documentation), ``helpUri`` and
-  ``defaultConfiguration.level``; results point at it by ``ruleId`` and ``ruleIndex``;
-- locations are repo-relative URIs against ``%SRCROOT%`` (``originalUriBaseIds`` gives its absolute URI);
+  descriptions, help text and markdown (the rule's documentation: there is no documentation site, so
+  no ``helpUri``) and ``defaultConfiguration.level``; results point at it by ``ruleId`` and ``ruleIndex``;
+- locations are repo-relative URIs against ``%SRCROOT%`` (``originalUriBaseIds`` gives its absolute URI:
+  the repository containing the current directory, ``ReportContext.source_root``); files outside it
+  get absolute ``file:`` URIs;
   regions are 1-based with ``columnKind: unicodeCodePoints`` (streamlint counts code points);
 - ``relatedLocations`` carry a finding's causes (other files included), referenced from the message;
 - ``partialFingerprints.primaryLocationLineHash`` is streamlint's fingerprint (streamlint/fingerprint.py),
@@ -16,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import quote
 
@@ -25,7 +27,6 @@ from streamlint.finding import Finding, Severity, Span
 from streamlint.reporting import ReportContext
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
-INFORMATION_URI = "https://streamlint.readthedocs.io"
 SRCROOT = "%SRCROOT%"
 LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 PROBLEM_SEVERITY = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "recommendation"}
@@ -46,16 +47,13 @@ def to_sarif(ctx: ReportContext) -> dict[str, Any]:
                 "name": "streamlint",
                 "semanticVersion": __version__,
                 "version": __version__,
-                "informationUri": INFORMATION_URI,
                 "rules": rules,
             }
         },
         "columnKind": "unicodeCodePoints",
         "results": [_result(ctx, f, index[f.code]) for f in ctx.findings],
     }
-    root = _source_root(ctx)
-    if root is not None:
-        run["originalUriBaseIds"] = {SRCROOT: {"uri": root}}
+    run["originalUriBaseIds"] = {SRCROOT: {"uri": _source_root(ctx)}}
     return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
 
 
@@ -71,7 +69,6 @@ def _rule(ctx: ReportContext, code: str) -> dict[str, Any]:
         "shortDescription": {"text": _first_sentence(summary)},
         "fullDescription": {"text": summary},
         "help": {"text": doc, "markdown": doc},
-        "helpUri": rule.url(),
         "defaultConfiguration": {"level": LEVELS[rule.severity]},
         "properties": {
             "tags": ["streamlint", "multi-stream"],
@@ -96,9 +93,9 @@ def _region(span: Span) -> dict[str, int]:
 
 
 def _artifact(ctx: ReportContext, path: str) -> dict[str, str]:
-    rel = ctx.relpath(path)
-    if PurePosixPath(rel).is_absolute() or Path(rel).is_absolute():
-        return {"uri": Path(rel).resolve().as_uri()}
+    rel = ctx.root_relative(path)
+    if rel is None:
+        return {"uri": Path(os.path.abspath(path)).as_uri()}
     return {"uri": quote(rel, safe="/"), "uriBaseId": SRCROOT}
 
 
@@ -147,16 +144,7 @@ def _escape_link(text: str) -> str:
     return text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
 
 
-def _source_root(ctx: ReportContext) -> str | None:
-    """The absolute URI of the project root (derived from a finding's absolute and relative paths)."""
-    for f in ctx.findings:
-        absolute = Path(os.path.abspath(f.path))
-        rel = ctx.relpath(f.path)
-        if Path(rel).is_absolute():
-            continue
-        parts = len(PurePosixPath(rel).parts)
-        if parts and absolute.as_posix().endswith(rel):
-            root = absolute.parents[parts - 1]
-            uri = root.as_uri()
-            return uri if uri.endswith("/") else uri + "/"
-    return None
+def _source_root(ctx: ReportContext) -> str:
+    """The absolute URI of the repository root (ends with a slash, as SARIF requires)."""
+    uri = Path(ctx.root()).as_uri()
+    return uri if uri.endswith("/") else uri + "/"

@@ -10,7 +10,7 @@ from streamlint.reporting import ReportContext
 
 def render_concise(ctx: ReportContext, out: TextIO) -> None:
     for f in ctx.findings:
-        mark = " [*]" if f.fix is not None else ""
+        mark = " [*]" if ctx.fix_state(f) == "applicable" else ""
         related = ""
         if f.related:
             where = ", ".join(f"{ctx.relpath(loc.path)}:{loc.span.start_line}:{loc.span.start_col + 1}"
@@ -24,7 +24,7 @@ def render_concise(ctx: ReportContext, out: TextIO) -> None:
 
 def render_statistics(ctx: ReportContext, out: TextIO) -> None:
     counts = Counter((f.code, f.name) for f in ctx.findings)
-    fixable = Counter(f.code for f in ctx.findings if f.fix is not None)
+    fixable = Counter(f.code for f in ctx.findings if ctx.fix_state(f) == "applicable")
     for (code, name), count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         mark = "[*]" if fixable[code] else "   "
         out.write(f"{count:>5}  {code}  {mark} {name}\n")

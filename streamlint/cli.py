@@ -28,7 +28,7 @@ from streamlint.fingerprint import fingerprints
 from streamlint.fixes import FixPolicy, FixResult, WriteRefused, add_noqa_file, fix_file, write_fixed
 from streamlint.profile import Profiler, phase
 from streamlint.registry import Registry, RegistryError, load_registry
-from streamlint.reporting import ReportContext, render
+from streamlint.reporting import ReportContext, relative_to_root, render
 from streamlint.source import SourceFile
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -263,15 +263,6 @@ def repository_root(cwd: str) -> str:
         probe = parent
 
 
-def _relative_to_root(path: str, root: str) -> str | None:
-    absolute = os.path.abspath(path)
-    prefix = root if root.endswith(os.sep) else root + os.sep
-    if not absolute.startswith(prefix):
-        return None
-    rel = absolute[len(prefix):]
-    return rel.replace(os.sep, "/") if os.sep != "/" else rel
-
-
 def run_check(paths: list[str], opts: dict[str, Any]) -> int:
     stdin_name = opts.get("stdin_filename")
     use_stdin = "-" in paths or stdin_name is not None
@@ -437,7 +428,7 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
             root = resolver.settings_for_file(os.path.abspath(path)).project_root
         except ConfigError:
             root = settings.project_root
-        rel = _relative_to_root(path, os.path.abspath(root))
+        rel = relative_to_root(path, os.path.abspath(root))
         return rel if rel is not None else Path(os.path.abspath(path)).as_posix()
 
     ctx = ReportContext(

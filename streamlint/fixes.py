@@ -337,7 +337,7 @@ def write_fixed(path: str, original: bytes, data: bytes, root: str | None = None
         in_place = st.st_nlink > 1 or (hasattr(os, "geteuid") and st.st_uid != os.geteuid())
         if not in_place:
             try:
-                _replace(target, data, st)
+                write_atomic(target, data, st)
             except PermissionError:
                 in_place = True  # a folder we may not create files in: the file itself may be writable
         if in_place:
@@ -350,40 +350,25 @@ def write_fixed(path: str, original: bytes, data: bytes, root: str | None = None
         raise WriteRefused(f"cannot write the fixes: {exc.strerror or exc}", error=True) from None
 
 
-def _replace(path: str, data: bytes, st: os.stat_result) -> None:
+def write_atomic(path: "str | os.PathLike[str]", data: bytes, st: "os.stat_result | None" = None) -> None:
+    """Replace ``path`` by ``data`` through a temporary file in the same folder (keeping the mode of the
+    file it replaces, and with ``st`` its group too)."""
+    path = os.fspath(path)
+    if st is None:
+        try:
+            st = os.stat(path)
+        except OSError:
+            st = None
     fd, tmp = tempfile.mkstemp(prefix=".streamlint-", suffix=".tmp", dir=os.path.dirname(os.path.abspath(path)))
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        if hasattr(os, "chown") and hasattr(os, "getegid") and st.st_gid != os.getegid():
-            os.chown(tmp, -1, st.st_gid)
-        os.chmod(tmp, stat.S_IMODE(st.st_mode))
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-def write_atomic(path: str, data: bytes) -> None:
-    """Replace ``path`` by ``data`` through a temporary file in the same folder (keeping its mode)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        mode = stat.S_IMODE(os.stat(path).st_mode)
-    except OSError:
-        mode = None
-    fd, tmp = tempfile.mkstemp(prefix=".streamlint-", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
+        if st is not None:
+            if hasattr(os, "chown") and hasattr(os, "getegid") and st.st_gid != os.getegid():
+                os.chown(tmp, -1, st.st_gid)
+            os.chmod(tmp, stat.S_IMODE(st.st_mode))
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -9,6 +9,18 @@ from streamlint.finding import Finding
 from streamlint.registry import Registry
 
 
+def relative_to_root(path: str, root: str) -> str | None:
+    """``path`` relative to the directory ``root`` in POSIX form, or None outside it."""
+    import os
+
+    absolute = os.path.abspath(path)
+    prefix = root if root.endswith(os.sep) else root + os.sep
+    if not absolute.startswith(prefix):
+        return None
+    rel = absolute[len(prefix):]
+    return rel.replace(os.sep, "/") if os.sep != "/" else rel
+
+
 @dataclass
 class ReportContext:
     findings: list[Finding]
@@ -35,15 +47,7 @@ class ReportContext:
 
     def root_relative(self, path: str) -> str | None:
         """``path`` relative to :meth:`root` in POSIX form, or None outside it."""
-        import os
-
-        root = self.root()
-        absolute = os.path.abspath(path)
-        prefix = root if root.endswith(os.sep) else root + os.sep
-        if not absolute.startswith(prefix):
-            return None
-        rel = absolute[len(prefix):]
-        return rel.replace(os.sep, "/") if os.sep != "/" else rel
+        return relative_to_root(path, self.root())
 
     # "applicable" (--fix applies it with the options given), "hidden" (only with --unsafe-fixes), or
     # None (no fix, or its rule is not fixable): what `[*]` and the fix counts mean, as in ruff

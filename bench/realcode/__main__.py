@@ -35,6 +35,40 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _pending(args: argparse.Namespace) -> int:
+    """Findings of the last lint (cache/reports) that triage.tsv does not cover yet; with --sample N, a
+    seeded random sample of at most N per rule (the sample a large rule is triaged on)."""
+    import json
+    import random
+    from collections import defaultdict
+
+    from .corpus import tree_dir
+    from .report import TRIAGE, normalise, read_triage
+
+    done = {(r["package"], r["version"], r["rule"], r["location"]) for r in read_triage(TRIAGE)}
+    per_rule: dict[str, list[tuple]] = defaultdict(list)
+    for rel in select(load_manifest(args.manifest), args.names or None):
+        raw = cache_dir() / "reports" / f"{rel.key}.json"
+        if not raw.exists():
+            continue
+        data = json.loads(raw.read_text(encoding="utf-8"))
+        findings = normalise(data["findings"] if isinstance(data, dict) else data, tree_dir(rel))
+        for f in findings:
+            loc = f"{f['filename']}:{f['start']['line']}"
+            key = (rel.name, rel.version, f["code"], loc)
+            per_rule[f["code"]].append((key, key in done, f["message"]))
+    for rule in sorted(per_rule):
+        items = per_rule[rule]
+        chosen = items
+        if args.sample and len(items) > args.sample:
+            chosen = random.Random(f"{args.seed}:{rule}").sample(items, args.sample)
+            print(f"# {rule}: {len(items)} findings, seeded sample of {args.sample} (seed {args.seed!r})")
+        for key, triaged, message in sorted(chosen):
+            if not triaged:
+                print("\t".join(key) + "\t" + message)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.realcode")
     parser.add_argument("--manifest", default=None, help="manifest file (default: the pinned one)")
@@ -45,12 +79,23 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=_fetch)
     p = sub.add_parser("list", help="show the manifest")
     p.set_defaults(func=_list)
+    p = sub.add_parser("pending", help="list findings not yet in triage.tsv (optionally a seeded sample per rule)")
+    p.add_argument("names", nargs="*")
+    p.add_argument("--sample", type=int, default=0, help="at most N findings per rule (seeded random sample)")
+    p.add_argument("--seed", default="16")
+    p.set_defaults(func=_pending)
     p = sub.add_parser("report", help="lint every tree and print/write the report")
     p.add_argument("names", nargs="*", help="NAME or NAME==VERSION (default: all)")
     p.add_argument("--offline", action="store_true", help="use the cache only")
     p.add_argument("--timeout", type=int, default=300, help="seconds per package before it is capped")
     p.add_argument("--jobs", "-j", type=int, default=2)
     p.add_argument("--no-write", action="store_true", help="do not rewrite RESULTS.md")
+    p.add_argument("--no-slice", action="store_true",
+                   help="always lint whole trees (no stream-function slice for large or capped trees)")
+    p.add_argument("--max-files", type=int, default=2500,
+                   help="trees with more .py files are linted as their stream-function slice (default 2500)")
+    p.add_argument("--reuse", action="store_true",
+                   help="reuse a package's previous complete lint result from the cache (cache/reports/)")
     p.add_argument("--triage", default=None, help="triage file (default: triage.tsv here)")
     p.set_defaults(func=lambda a: __import__("bench.realcode.report", fromlist=["run"]).run(a))
     args = parser.parse_args(argv)

@@ -122,8 +122,9 @@ class _Counter(ast.NodeVisitor):
         return False
 
 
-def count_stream_functions(root: Path) -> tuple[int, int, int]:
-    """(python files, functions, stream-using functions) under root."""
+def count_stream_functions(root: Path, stream_files: list[Path] | None = None) -> tuple[int, int, int]:
+    """(python files, functions, stream-using functions) under root; the files holding at least one
+    stream-using function are appended to ``stream_files`` when given."""
     files = functions = stream = 0
     for path in sorted(root.rglob("*.py")):
         files += 1
@@ -136,6 +137,8 @@ def count_stream_functions(root: Path) -> tuple[int, int, int]:
         counter.visit(tree)
         functions += counter.functions
         stream += counter.stream_functions
+        if stream_files is not None and counter.stream_functions:
+            stream_files.append(path)
     return files, functions, stream
 
 
@@ -160,8 +163,19 @@ class PackageResult:
         return Counter(f["code"] for f in self.findings)
 
 
-def lint_tree(root: Path, jobs: int, timeout: int) -> tuple[list[dict], float, str]:
-    cmd = [sys.executable, "-m", "streamlint", "check", str(root), "--select", "SL", "--isolated", "--no-cache",
+def normalise(findings: list[dict], root: Path) -> list[dict]:
+    """Report every filename relative to the tree root (streamlint prints some absolute)."""
+    prefix = str(root).rstrip("/") + "/"
+    for f in findings:
+        name = str(f.get("filename", ""))
+        if name.startswith(prefix):
+            f["filename"] = name[len(prefix):]
+    return findings
+
+
+def lint_tree(root: Path, jobs: int, timeout: int, paths: list[Path] | None = None) -> tuple[list[dict], float, str]:
+    targets = [str(p.relative_to(root)) for p in paths] if paths is not None else [str(root)]
+    cmd = [sys.executable, "-m", "streamlint", "check", *targets, "--select", "SL", "--isolated", "--no-cache",
            "--output-format", "json", "-j", str(jobs), "--exit-zero"]
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
@@ -180,7 +194,7 @@ def lint_tree(root: Path, jobs: int, timeout: int) -> tuple[list[dict], float, s
         findings = json.loads(out or b"[]")
     except json.JSONDecodeError:
         return [], wall, "unparsable json output"
-    return findings, wall, "ok"
+    return normalise(findings, root), wall, "ok"
 
 
 # ----------------------------------------------------------------------------------------- precision
@@ -282,6 +296,17 @@ def render(results: list[PackageResult], triage: list[dict], misses: list[dict],
     return "\n".join(out)
 
 
+def _load_raw(path: Path) -> dict | None:
+    """A previous run's raw result for one package (cache/reports/KEY.json), or None."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    if isinstance(data, dict) and isinstance(data.get("findings"), list):
+        return data
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     releases = select(load_manifest(args.manifest), args.names or None)
     results: list[PackageResult] = []
@@ -298,9 +323,30 @@ def run(args: argparse.Namespace) -> int:
             results.append(PackageResult(rel.name, rel.version, status=f"skipped: {exc}"[:80]))
             continue
         res = PackageResult(rel.name, rel.version)
-        res.files, res.functions, res.stream_functions = count_stream_functions(root)
-        res.findings, res.wall, res.status = lint_tree(root, args.jobs, args.timeout)
-        (raw_dir / f"{rel.key}.json").write_text(json.dumps(res.findings, indent=1), encoding="utf-8")
+        slice_files: list[Path] = []
+        res.files, res.functions, res.stream_functions = count_stream_functions(root, slice_files)
+        raw = raw_dir / f"{rel.key}.json"
+        cached = _load_raw(raw) if args.reuse else None
+        status = str(cached.get("status", "")) if cached is not None else ""
+        if cached is not None and (status == "ok" or status.endswith(": ok")):
+            res.findings, res.wall = normalise(cached["findings"], root), float(cached["wall"])
+            res.status = status + " (reused)"
+        else:
+            if res.files > args.max_files and not args.no_slice:
+                # Too large for the 2 shared cores within the cap: lint the files that hold a
+                # stream-using function (cross-module facts from the other files are then missing).
+                res.findings, res.wall, status = lint_tree(root, args.jobs, args.timeout, slice_files)
+                res.status = f"stream-function slice ({len(slice_files)} of {res.files} files): {status}"
+            else:
+                res.findings, res.wall, res.status = lint_tree(root, args.jobs, args.timeout)
+                if res.status.startswith("capped") and not args.no_slice:
+                    first = res.status
+                    findings, wall, status = lint_tree(root, args.jobs, args.timeout, slice_files)
+                    res.findings, res.wall = findings, res.wall + wall
+                    res.status = (f"whole tree {first}; stream-function slice ({len(slice_files)} of {res.files} "
+                                  f"files): {status}")
+            raw.write_text(json.dumps({"findings": res.findings, "wall": res.wall, "status": res.status,
+                                       "timeout": args.timeout, "jobs": args.jobs}, indent=1), encoding="utf-8")
         print(f"{rel.key:30} files={res.files:5} stream_fns={res.stream_functions:5} "
               f"findings={len(res.findings):4} wall={res.wall:6.1f}s {res.status}", file=sys.stderr)
         results.append(res)

@@ -56,13 +56,13 @@ def _pending(args: argparse.Namespace) -> int:
         for f in findings:
             loc = f"{f['filename']}:{f['start']['line']}"
             key = (rel.name, rel.version, f["code"], loc)
-            per_rule[f["code"]].append((key, key in done, f["message"]))
-    for rule in sorted(per_rule):
-        items = per_rule[rule]
+            per_rule[f"{rel.key}:{f['code']}"].append((key, key in done, f["message"]))
+    for group in sorted(per_rule):
+        items = sorted(per_rule[group])
         chosen = items
         if args.sample and len(items) > args.sample:
-            chosen = random.Random(f"{args.seed}:{rule}").sample(items, args.sample)
-            print(f"# {rule}: {len(items)} findings, seeded sample of {args.sample} (seed {args.seed!r})")
+            chosen = random.Random(f"{args.seed}:{group}").sample(items, args.sample)
+            print(f"# {group}: {len(items)} findings, seeded sample of {args.sample} (seed {args.seed!r})")
         for key, triaged, message in sorted(chosen):
             if not triaged:
                 print("\t".join(key) + "\t" + message)
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=_list)
     p = sub.add_parser("pending", help="list findings not yet in triage.tsv (optionally a seeded sample per rule)")
     p.add_argument("names", nargs="*")
-    p.add_argument("--sample", type=int, default=0, help="at most N findings per rule (seeded random sample)")
+    p.add_argument("--sample", type=int, default=0, help="at most N findings per package and rule (seeded random sample)")
     p.add_argument("--seed", default="16")
     p.set_defaults(func=_pending)
     p = sub.add_parser("report", help="lint every tree and print/write the report")

@@ -269,8 +269,14 @@ def _pip_index_urls() -> list[str]:
         values = dict(conf.items())
     except Exception:  # noqa: BLE001 - fall back to the default index
         values = {}
-    index = values.get("global.index-url") or values.get(":env:.index-url") or "https://pypi.org/simple"
-    extra = (values.get("global.extra-index-url") or values.get(":env:.extra-index-url") or "").split()
+    def pick(key: str) -> str | None:  # the environment overrides the configuration files, as in pip
+        for scope in (":env:", "download", "global"):
+            if f"{scope}.{key}" in values:
+                return values[f"{scope}.{key}"]
+        return None
+
+    index = pick("index-url") or "https://pypi.org/simple"
+    extra = (pick("extra-index-url") or "").split()
     return [index, *extra]
 
 

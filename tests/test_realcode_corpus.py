@@ -208,8 +208,15 @@ def test_stream_using_function_count(tmp_path):
         "async def g():\n    ev = torch.cuda.Event()\n",
         encoding="utf-8")
     (tmp_path / "broken.py").write_text("def (:\n", encoding="utf-8")
-    files, functions, stream = count_stream_functions(tmp_path)
-    assert (files, functions, stream) == (2, 8, 6)
+    (tmp_path / "plain.py").write_text("def h():\n    return 1\n", encoding="utf-8")
+    stream_files: list = []
+    files, functions, stream = count_stream_functions(tmp_path, stream_files)
+    assert (files, functions, stream) == (3, 9, 6)
+    assert [p.name for p in stream_files] == ["m.py"]  # the slice linted for trees too large for the cap
+
+    from bench.realcode.report import normalise
+    found = [{"filename": f"{tmp_path}/pkg/a.py"}, {"filename": "pkg/b.py"}]
+    assert [f["filename"] for f in normalise(found, tmp_path)] == ["pkg/a.py", "pkg/b.py"]
 
     triage = tmp_path / "t.tsv"
     triage.write_text(

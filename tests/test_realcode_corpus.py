@@ -230,3 +230,29 @@ def test_stream_using_function_count(tmp_path):
     table = "\n".join(precision_table(rows))
     assert "| joins and waits SL2xx | 2 | 1 | 1 | 0 | 0.50 |" in table
     assert "| lifetimes SL3xx | 1 | 0 | 0 | 1 | n/a |" in table
+
+
+def test_current_precision_judges_this_runs_findings_by_the_triage():
+    from bench.realcode.report import PackageResult, current_precision
+
+    def finding(code: str, where: str) -> dict:
+        filename, line = where.split(":")
+        return {"code": code, "filename": filename, "start": {"line": int(line)}}
+
+    triage = [
+        {"package": "p", "version": "1", "rule": "SL301", "location": "a.py:10", "verdict": "bug", "reason": "r"},
+        {"package": "p", "version": "1", "rule": "SL301", "location": "a.py:20", "verdict": "false-positive",
+         "reason": "[x] r"},
+        {"package": "p", "version": "1", "rule": "SL201", "location": "b.py:5", "verdict": "bug", "reason": "r"},
+        {"package": "q", "version": "2", "rule": "SL201", "location": "c.py:1", "verdict": "bug", "reason": "r"},
+    ]
+    res = PackageResult("p", "1", findings=[finding("SL301", "a.py:10"), finding("SL301", "a.py:20"),
+                                            finding("SL201", "b.py:9"), finding("SL001", "z.py:1")])
+    lines = current_precision([res], triage, [])
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in lines if line.startswith("| ")}
+    # lifetimes: one bug, one false positive; joins: the triaged bug moved lines, so it is a new finding
+    assert rows["lifetimes SL3xx"].split(" | ")[1:8] == ["2", "1", "1", "0", "0", "0.50", "0.50 |"]
+    assert rows["joins and waits SL2xx"].split(" | ")[1:8] == ["1", "0", "0", "0", "1", "n/a", "0.00 |"]
+    assert "internal SL0xx" not in rows
+    # package q did not run: its bug is not counted as lost
+    assert lines[-1].startswith("Triaged bugs of these packages still reported: 1 of 2;")

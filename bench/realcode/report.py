@@ -240,6 +240,40 @@ def precision_table(rows: list[dict]) -> list[str]:
     return lines
 
 
+def current_precision(results: list["PackageResult"], triage: list[dict], misses: list[dict]) -> list[str]:
+    """Precision and recall of this run's findings, judged by the triage: a finding takes the verdict of
+    its triage line (package, version, rule, file:line); one with no line is `untriaged` (a new finding,
+    to be triaged). Recall here is only over the known bugs: the triaged bugs and the recorded misses of
+    the packages in this run (the injection harness, bench/inject, measures recall at scale)."""
+    verdicts = {(r["package"], r["version"], r["rule"], r["location"]): r["verdict"] for r in triage}
+    ran = {(res.name, res.version) for res in results if res.status.split(" (")[0].endswith("ok")}
+    fam: dict[str, Counter] = defaultdict(Counter)
+    found_bugs = set()
+    for res in results:
+        for f in res.findings:
+            if f["code"].startswith("SL0"):
+                continue
+            key = (res.name, res.version, f["code"], f"{f['filename']}:{f['start']['line']}")
+            verdict = verdicts.get(key, "untriaged")
+            fam[f["code"][:3]][verdict] += 1
+            if verdict == "bug":
+                found_bugs.add(key)
+    lines = ["| family | findings | bug | false-positive | unsure | untriaged | precision (bug / (bug+fp)) | "
+             "pessimistic (untriaged as fp) |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for key in sorted(fam):
+        c = fam[key]
+        decided = c["bug"] + c["false-positive"]
+        prec = f"{c['bug'] / decided:.2f}" if decided else "n/a"
+        low = f"{c['bug'] / (decided + c['untriaged']):.2f}" if decided + c["untriaged"] else "n/a"
+        lines.append(f"| {FAMILIES.get(key, key)} | {sum(c.values())} | {c['bug']} | {c['false-positive']} | "
+                     f"{c['unsure']} | {c['untriaged']} | {prec} | {low} |")
+    known = [r for r in triage if r["verdict"] == "bug" and (r["package"], r["version"]) in ran]
+    missed = [r for r in misses if (r["package"], r["version"]) in ran]
+    lines += ["", f"Triaged bugs of these packages still reported: {len(found_bugs)} of {len(known)}; "
+                  f"recorded misses (misses.tsv) of these packages: {len(missed)}."]
+    return lines
+
+
 def fp_classes(rows: list[dict]) -> list[str]:
     counts = Counter(fp_class(r["reason"]) for r in rows if r["verdict"] == "false-positive")
     lines = ["| FP class | count | rules |", "|---|---:|---|"]
@@ -292,7 +326,9 @@ def render(results: list[PackageResult], triage: list[dict], misses: list[dict],
     sl0 = Counter(f["code"] for res in results for f in res.findings if f["code"].startswith("SL0"))
     if sl0:
         out += ["", "SL0xx: " + ", ".join(f"{k} ×{v}" for k, v in sorted(sl0.items()))]
-    out += ["", "## Precision from the triage (bench/realcode/triage.tsv)", ""]
+    out += ["", "## Precision now: this run's findings judged by the triage", ""]
+    out += current_precision(results, triage, misses)
+    out += ["", "## Precision at triage time (every line of bench/realcode/triage.tsv)", ""]
     out += precision_table(triage) if triage else ["(triage file empty)"]
     if triage:
         out += ["", "### False-positive classes (analysis gaps), by count", ""] + fp_classes(triage)

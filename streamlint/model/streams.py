@@ -257,14 +257,18 @@ def entry_discipline(project: Project, file: FileModel) -> dict[str, bool]:
 def _stream_texts(file: FileModel, fn: FunctionInfo | None, expr: cst.BaseExpression) -> set[str]:
     text = file.code(expr)
     keys = {stream_family(text)}
-    match = _LEADING_NAME.match(text)
-    if fn is not None and match is not None and match.group(0) != "self":
+    for _ in range(3):  # `attn = self.attn; streams = attn.aux_streams; with stream(streams[0])`
+        match = _LEADING_NAME.match(text)
+        if fn is None or match is None or match.group(0) == "self":
+            break
         values = fn.name_assigns.get(match.group(0), ())
-        if len(values) == 1:
-            value = values[0]
-            if isinstance(value, cst.IfExp):  # `s = self.alt if overlap else None`
-                value = value.orelse if _is_none(value.body) else value.body
-            keys.add(stream_family(file.code(value) + text[match.end():]))
+        if len(values) != 1:
+            break
+        value = values[0]
+        if isinstance(value, cst.IfExp):  # `s = self.alt if overlap else None`
+            value = value.orelse if _is_none(value.body) else value.body
+        text = file.code(value) + text[match.end():]
+        keys.add(stream_family(text))
     return keys
 
 
@@ -327,7 +331,9 @@ def _waited_before(file: FileModel, site: ScopeSite, keys: set[str],
         return False
     at = file.span(site.with_node)
     here = (at.start_line, at.start_col)
-    guards = {(file.code(g.test), g.negated) for g in site.guards}
+    guards = {(file.code(g.test), g.negated) for g in site.guards}  # the same test twice counts as one
+    # a wait under the flag that enables the scope (`if on: s.wait_stream(..)` / `switch(s, enabled=on)`)
+    guards |= {(file.code(arg.value), False) for call in site.calls for arg in call.args}
     loops = _loops_around(fn.node.body, site.with_node)  # the same test twice counts as one
     others = [(file.span(s.with_node).start_line, file.span(s.with_node).start_col)
               for s, k in entries if s.function is fn and s.with_node is not site.with_node and k & keys]
@@ -341,7 +347,8 @@ def _waited_before(file: FileModel, site: ScopeSite, keys: set[str],
             waiter = call.node.args[0].value
         else:
             continue
-        if not _stream_texts(file, fn, waiter) & keys or not all((file.code(g.test), g.negated) in guards for g in call.guards):
+        if not _stream_texts(file, fn, waiter) & keys \
+                or not all((file.code(g.test), g.negated) in guards for g in call.guards):
             continue
         span = file.span(call.node)
         pos = (span.start_line, span.start_col)

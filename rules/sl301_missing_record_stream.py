@@ -22,22 +22,30 @@ class MissingRecordStream(Rule):
     or writing it. A wait by the *consumer* orders the data but does not protect the memory; only a
     join of the allocating stream before the free, or `record_stream`, does.
 
+    A side stream whose every entry begins with a wait on the current stream (`side.wait_stream(main)`
+    before each `with torch.npu.stream(side):`, or an event wait as the scope's first statement) cannot
+    take a block back before the current stream's earlier reads: a side-stream tensor read on the current
+    stream after the join is then not reported.
+
     ## Example
     ```python
+    probs = torch.softmax(logits, dim=-1)
+    self.side.wait_stream(main)
     with torch.npu.stream(self.side):
-        probs = torch.softmax(logits, dim=-1)
+        tokens = torch.multinomial(probs, 1)
+    del probs  # main may hand the block out while side still samples from it
     main.wait_stream(self.side)
-    return torch.multinomial(probs, 1)  # probs is freed at return, side may reuse it
     ```
 
     ## Use instead
     ```python
+    probs = torch.softmax(logits, dim=-1)
+    self.side.wait_stream(main)
     with torch.npu.stream(self.side):
-        probs = torch.softmax(logits, dim=-1)
+        tokens = torch.multinomial(probs, 1)
+        probs.record_stream(self.side)
+    del probs
     main.wait_stream(self.side)
-    tokens = torch.multinomial(probs, 1)
-    probs.record_stream(main)
-    return tokens
     ```
 
     ## Fix safety
@@ -116,12 +124,13 @@ class MissingRecordStream(Rule):
 
                 def sample(self, logits: torch.Tensor):
                     main = torch.npu.current_stream()
+                    probs = torch.softmax(logits, dim=-1)
                     self.side.wait_stream(main)
                     with torch.npu.stream(self.side):
-                        probs = torch.softmax(logits, dim=-1)
+                        tokens = torch.multinomial(probs, 1)
+                        probs.record_stream(self.side)
+                    del probs
                     main.wait_stream(self.side)
-                    tokens = torch.multinomial(probs, 1)
-                    probs.record_stream(main)
                     return tokens
             """
         ),
@@ -137,14 +146,15 @@ class MissingRecordStream(Rule):
 
                 def sample(self, logits: torch.Tensor):
                     main = torch.npu.current_stream()
+                    probs = torch.softmax(logits, dim=-1)
                     self.side.wait_stream(main)
                     with torch.npu.stream(self.side):
-                        probs = torch.softmax(logits, dim=-1)
+                        tokens = torch.multinomial(probs, 1)
+                    del probs
                     main.wait_stream(self.side)
-                    tokens = torch.multinomial(probs, 1)
                     return tokens
             """,
-            line=13,
+            line=12,
             fixed="""
             import torch
 
@@ -154,12 +164,13 @@ class MissingRecordStream(Rule):
 
                 def sample(self, logits: torch.Tensor):
                     main = torch.npu.current_stream()
+                    probs = torch.softmax(logits, dim=-1)
                     self.side.wait_stream(main)
                     with torch.npu.stream(self.side):
-                        probs = torch.softmax(logits, dim=-1)
+                        tokens = torch.multinomial(probs, 1)
+                        probs.record_stream(self.side)
+                    del probs
                     main.wait_stream(self.side)
-                    tokens = torch.multinomial(probs, 1)
-                    probs.record_stream(torch.npu.current_stream())
                     return tokens
             """,
         ),

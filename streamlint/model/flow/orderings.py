@@ -22,7 +22,9 @@ from streamlint.model.streams import (
     UNKNOWN_STREAM,
     attr_kind,
     local_kind,
+    entry_discipline,
     scope_stream_key,
+    stream_family,
 )
 
 if TYPE_CHECKING:
@@ -115,6 +117,17 @@ class Orderings:
 
         return scope_stream_key(self.cfile, use, constant=constant,
                                 stream=lambda expr: self.stream_key(st, self.ev(st, expr), expr))
+
+    def next_entry_waits(self, st: State, stream: str) -> bool:
+        """Whether any work queued on side stream ``stream`` from now on is ordered after what the current
+        stream queued up to now: the code is not inside a scope on ``stream`` and every entry onto it
+        begins with a wait (:func:`~streamlint.model.streams.entry_discipline`)."""
+        if stream == MAIN or stream in st.stack or stream.startswith("<"):
+            return False
+        family = stream_family(stream)
+        files = {id(f): f for f in (self.file, self.cfile)}.values()
+        verdicts = [v for v in (entry_discipline(self.project, f).get(family) for f in files) if v is not None]
+        return bool(verdicts) and all(verdicts)
 
     def wait_stream(self, st: State, waiter: str, producer: str) -> None:
         if waiter == producer:

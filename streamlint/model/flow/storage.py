@@ -195,9 +195,14 @@ class Storages:
         if self.depth and how != "function end":
             node = self.anchor
         know = st.know(S.alloc)
+        entry_covers = None
         for u in S.uses:
             if u.stream == S.alloc or u.stream in S.recorded or know.get(u.stream, -1) >= u.time:
                 continue
+            if entry_covers is None:
+                entry_covers = self.next_entry_waits(st, S.alloc)
+            if entry_covers and (u.stream == MAIN or st.know(MAIN).get(u.stream, -1) >= u.time):
+                continue  # the allocating stream's next work starts with a wait on the current stream
             if u.node is None:
                 return
             key = (id(u.node), S.name)

@@ -44,6 +44,11 @@ META_METHODS = frozenset({"size", "dim", "numel", "element_size", "is_contiguous
                           "untyped_storage", "storage", "__len__"})
 
 
+# Methods that re-point a tensor at another storage (``t.set_(src.untyped_storage(), offset, size,
+# stride)``): metadata only, no kernel; afterwards ``t`` aliases ``src``'s memory.
+STORAGE_REBIND_METHODS = frozenset({"set_"})
+
+
 HOST_VALUE_METHODS = frozenset({"item", "tolist", "numpy", "__bool__", "__int__", "__float__"})
 
 

@@ -24,7 +24,7 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, string_value
-from streamlint.model.streams import EVENT, STREAM, derived
+from streamlint.model.streams import EVENT, STREAM, annotation_kind, derived
 from streamlint.model.syntax import class_field_annotation, target_names
 from streamlint.model.walk import children
 
@@ -231,6 +231,25 @@ def non_blocking(call: cst.Call) -> bool:
     return arg is not None and not (isinstance(arg, cst.Name) and arg.value == "False")
 
 
+_HOST_SCALAR_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "bytes", "None", "dict", "list", "tuple", "set",
+                                      "Dict", "List", "Tuple", "Set"})
+
+
+def return_kind(file: FileModel, fn: FunctionInfo) -> str | None:
+    """What a project function's return annotation says its result is: STREAM / EVENT (``->
+    torch.cuda.Stream``), "other" for a host scalar or builtin container (``-> int``), else None."""
+    returns = fn.node.returns
+    if returns is None:
+        return None
+    kind = annotation_kind(file, fn.parent, returns.annotation)
+    if kind is not None:
+        return kind
+    ann = returns.annotation
+    head = ann.value if isinstance(ann, cst.Subscript) else ann
+    name = dotted(head) or ""
+    return "other" if name.rsplit(".", 1)[-1] in _HOST_SCALAR_ANNOTATIONS else None
+
+
 _CONTAINER_ANNOTATIONS = ("List", "list[", "Sequence", "Tuple", "tuple[", "Dict", "dict[", "Iterable", "Mapping",
                           "Set[", "set[")
 
@@ -239,7 +258,11 @@ _NON_TENSOR_RECEIVER_METHODS = frozenset({"get", "items", "keys", "values", "app
                                  "setdefault", "index", "count", "join", "format", "startswith", "endswith", "strip",
                                  "lower", "upper", "replace", "copy", "clear", "remove", "popitem", "encode",
                                  "decode", "wait", "record", "synchronize", "query", "wait_stream", "wait_event",
-                                 "record_event", "elapsed_time"})
+                                 "record_event", "elapsed_time",
+                                 # nn.Module methods: the receiver is a module (a host object), not a tensor
+                                 "parameters", "named_parameters", "buffers", "named_buffers", "modules",
+                                 "named_modules", "children", "named_children", "state_dict", "load_state_dict",
+                                 "train", "eval", "register_forward_hook", "register_forward_pre_hook"})
 
 
 def param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict[str, str]:

@@ -24,7 +24,7 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, string_value
-from streamlint.model.streams import EVENT, STREAM, derived
+from streamlint.model.streams import EVENT, STREAM, annotation_kind, derived
 from streamlint.model.syntax import class_field_annotation, target_names
 from streamlint.model.walk import children
 
@@ -42,6 +42,11 @@ META_ATTRS = frozenset({
 META_METHODS = frozenset({"size", "dim", "numel", "element_size", "is_contiguous", "stride", "storage_offset",
                           "data_ptr", "get_device", "nelement", "type", "is_floating_point", "is_complex",
                           "untyped_storage", "storage", "__len__"})
+
+
+# Methods that re-point a tensor at another storage (``t.set_(src.untyped_storage(), offset, size,
+# stride)``): metadata only, no kernel; afterwards ``t`` aliases ``src``'s memory.
+STORAGE_REBIND_METHODS = frozenset({"set_"})
 
 
 HOST_VALUE_METHODS = frozenset({"item", "tolist", "numpy", "__bool__", "__int__", "__float__"})
@@ -167,6 +172,84 @@ def device_like(expr: cst.BaseExpression) -> bool:
     return name.rsplit(".", 1)[-1] in ("device", "dev", "_device") or name.endswith("_device")
 
 
+# Host (CPU) tensors: device data races and allocator reuse concern device memory only (issue 16 §3,
+# "Only device data races"). A torch factory without a ``device=`` builds its tensor on the host
+# (``torch.tensor(list)``, ``torch.randint(...)``, ``torch.arange(n)``); ``torch.from_numpy`` always does.
+HOST_FACTORIES = frozenset({"tensor", "as_tensor", "asarray", "from_numpy", "frombuffer", "arange", "zeros", "ones",
+                            "full", "empty", "rand", "randn", "randint", "randperm", "linspace", "logspace", "eye",
+                            "empty_strided"})
+
+
+_ALWAYS_HOST_FACTORIES = frozenset({"from_numpy", "frombuffer"})
+
+
+# Methods whose result is a host tensor whatever the receiver is (a device receiver: a D2H copy).
+HOST_COPY_METHODS = frozenset({"cpu", "pin_memory"})
+
+
+# Methods that hand a tensor's data to the host: the host blocks until the stream has produced it
+# (issue 16 §3, "Blocking transfers synchronise").
+BLOCKING_HOST_READS = frozenset({"item", "tolist", "cpu", "numpy"})
+
+
+def _names_host(expr: cst.BaseExpression) -> bool:
+    sv = string_value(expr)
+    if sv is not None:
+        return sv == "cpu" or sv.startswith("cpu:")
+    if isinstance(expr, cst.Call) and dotted(expr.func) in ("torch.device", "device") and expr.args:
+        return _names_host(expr.args[0].value)
+    return False
+
+
+def host_factory(target: str | None, call: cst.Call) -> bool:
+    """Does this torch factory call build a host tensor (no ``device=``, or ``device="cpu"``)? The data
+    argument of ``torch.tensor`` / ``torch.as_tensor`` may itself be a tensor: the caller checks that."""
+    if not target or not target.startswith("torch.") or target.count(".") != 1:
+        return False
+    last = target.rsplit(".", 1)[-1]
+    if last not in HOST_FACTORIES:
+        return False
+    if last in _ALWAYS_HOST_FACTORIES:
+        return True
+    device = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"), None)
+    return device is None or _names_host(device)
+
+
+def host_target(call: cst.Call, method: str) -> bool:
+    """``x.cpu()``, ``x.pin_memory()``, ``x.to("cpu")``: a host tensor results."""
+    if method in HOST_COPY_METHODS:
+        return True
+    if method == "to":
+        first = next((a.value for a in call.args if a.keyword is None or a.keyword.value == "device"), None)
+        return first is not None and _names_host(first)
+    return False
+
+
+def non_blocking(call: cst.Call) -> bool:
+    """A copy with ``non_blocking=True`` (anything but a literal False/absent counts as maybe-async)."""
+    arg = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "non_blocking"), None)
+    return arg is not None and not (isinstance(arg, cst.Name) and arg.value == "False")
+
+
+_HOST_SCALAR_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "bytes", "None", "dict", "list", "tuple", "set",
+                                      "Dict", "List", "Tuple", "Set"})
+
+
+def return_kind(file: FileModel, fn: FunctionInfo) -> str | None:
+    """What a project function's return annotation says its result is: STREAM / EVENT (``->
+    torch.cuda.Stream``), "other" for a host scalar or builtin container (``-> int``), else None."""
+    returns = fn.node.returns
+    if returns is None:
+        return None
+    kind = annotation_kind(file, fn.parent, returns.annotation)
+    if kind is not None:
+        return kind
+    ann = returns.annotation
+    head = ann.value if isinstance(ann, cst.Subscript) else ann
+    name = dotted(head) or ""
+    return "other" if name.rsplit(".", 1)[-1] in _HOST_SCALAR_ANNOTATIONS else None
+
+
 _CONTAINER_ANNOTATIONS = ("List", "list[", "Sequence", "Tuple", "tuple[", "Dict", "dict[", "Iterable", "Mapping",
                           "Set[", "set[")
 
@@ -175,7 +258,11 @@ _NON_TENSOR_RECEIVER_METHODS = frozenset({"get", "items", "keys", "values", "app
                                  "setdefault", "index", "count", "join", "format", "startswith", "endswith", "strip",
                                  "lower", "upper", "replace", "copy", "clear", "remove", "popitem", "encode",
                                  "decode", "wait", "record", "synchronize", "query", "wait_stream", "wait_event",
-                                 "record_event", "elapsed_time"})
+                                 "record_event", "elapsed_time",
+                                 # nn.Module methods: the receiver is a module (a host object), not a tensor
+                                 "parameters", "named_parameters", "buffers", "named_buffers", "modules",
+                                 "named_modules", "children", "named_children", "state_dict", "load_state_dict",
+                                 "train", "eval", "register_forward_hook", "register_forward_pre_hook"})
 
 
 def param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict[str, str]:

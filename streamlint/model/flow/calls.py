@@ -12,9 +12,10 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, string_value
-from streamlint.model.flow.values import CVal, KVal, MAX_INLINE_DEPTH, NONE, State, TVal, TupVal
-from streamlint.model.streams import derived
+from streamlint.model.flow.values import CVal, EVal, KVal, MAX_INLINE_DEPTH, NONE, State, SVal, TVal, TupVal
+from streamlint.model.streams import EVENT, STREAM, derived
 from streamlint.model.syntax import contains, strip_not
+from streamlint.model.tensors import return_kind
 from streamlint.model.uses import bind_arguments
 from streamlint.model.walk import children
 
@@ -223,6 +224,13 @@ class Calls:
             st.__dict__.update(result_state.__dict__)
         st.env, st.stack, st.done, st.ret, st.flow = saved_env, saved_stack, False, None, None
         self.anchor = saved_anchor
+        declared = return_kind(mod, fn)  # `-> torch.cuda.Stream`, `-> int`: the helper's declared result
+        if declared == STREAM and not isinstance(ret, SVal):
+            ret = SVal(self.render(st, e))
+        elif declared == EVENT and not isinstance(ret, EVal):
+            ret = EVal(self.render(st, e))
+        elif declared == "other" and isinstance(ret, TVal):
+            ret = None
         kept = {tv.sid for tv in self.tensors(st, ret)} if isinstance(ret, (TVal, TupVal)) else set()
         for sid, S in st.stores.items():
             if sid > first_id and S.kind == "local" and sid not in kept and not S.escaped \

@@ -424,6 +424,10 @@ class ControlFlow:
             active.relevant = True  # type: ignore[attr-defined]
             return self.branch(st, test, [(positive, active), (not positive, inactive)])
         if any(u.role is Role.GRAPH_CAPTURE for u in uses):
+            # `torch.cuda.graph` / `torch.npu.graph`: __enter__ synchronises the device before capture begins,
+            # and the captured work does not run at capture time (it runs at replay, on the replaying stream).
+            self.ev(st, item.item)
+            self.sync_all(st)
             st.regions.append((self.clock, st.cur))
             out = self.with_item(node, i + 1, st)
             for r in out:
@@ -436,6 +440,8 @@ class ControlFlow:
                             and know.get(run.stream, -1) < run.last:
                         self.unjoined.setdefault((id(run.node), "capture"),
                                                  Unjoined(run.node, run.stream, "capture", self.cfg.mode))
+                self.tick()
+                self.sync_all(r)  # nothing captured is pending on any stream after the capture
             return out
         self.ev(st, item.item)
         return self.with_item(node, i + 1, st)

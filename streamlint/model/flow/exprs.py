@@ -26,6 +26,7 @@ from streamlint.model.flow.values import (
 from streamlint.model.streams import EVENT, MAIN, STREAM, tagged_stream_key
 from streamlint.model.syntax import target_names
 from streamlint.model.tensors import (
+    BLOCKING_HOST_READS,
     COLLECTIVES,
     COPY_METHODS,
     EMPTY_FACTORIES,
@@ -38,9 +39,13 @@ from streamlint.model.tensors import (
     NON_TENSOR_BUILTINS,
     NON_TENSOR_KWARGS,
     OVERWRITE_METHODS,
+    STORAGE_REBIND_METHODS,
     VIEW_ATTRS,
     VIEW_METHODS,
     device_like,
+    host_factory,
+    host_target,
+    non_blocking,
     tensor_method,
     torch_returns_tensor,
 )
@@ -242,12 +247,25 @@ class Expressions:
             for arg in e.args:
                 self.ev(st, arg.value)
             return None
+        if host_factory(target, e):
+            positional, _, _ = self.call_args(st, e)
+            data = [tv for v in positional[:1] for tv in self.tensors(st, v)] if last in ("tensor", "as_tensor",
+                                                                                        "asarray") else []
+            if not data:
+                return self.host_tensor(st)  # built from host data (a list, a numpy array, a size)
+            if all(self.is_host(st, tv) for tv in data):
+                return self.host_tensor(st)
+            return self.op(st, e, data)
         if last in LIKE_FACTORIES or (last in EMPTY_FACTORIES and target and target.startswith("torch")):
             for arg in e.args:
                 self.ev(st, arg.value)
             return self.alloc(st, e) if last in EMPTY_FACTORIES else self.op(st, e, [])
         _, reads, writes = self.call_args(st, e)
         is_torch = torch_returns_tensor(target)
+        if is_torch and last in ("tensor", "as_tensor") and not any(self.tensors(st, v) for v in reads):
+            result = self.op(st, e, reads)  # host data copied to the device: a blocking transfer
+            self.blocking_copy(st, st.cur)
+            return result
         if writes:
             self.op(st, e, reads, writes, result=False)
             return writes[0] if len(writes) == 1 else None
@@ -299,6 +317,9 @@ class Expressions:
         tensors = self.tensors(st, recv)
         if tensors and isinstance(recv, KVal) and not tensor_method(name):
             tensors = []  # `self.dist_index.get_group()`: an object, not a tensor
+        if not tensors and host_target(e, name):
+            self.call_args(st, e)
+            return self.host_tensor(st)  # `batch.cpu()`, `buf.pin_memory()`: host memory whatever the receiver
         if not tensors and isinstance(recv, KVal) and recv.opaque and name in COPY_METHODS:
             _, reads, _ = self.call_args(st, e)
             return self.op(st, e, reads)  # e.g. host_batches[i].to(device): a new tensor on this stream
@@ -317,15 +338,29 @@ class Expressions:
             if S is not None:
                 S.recorded.add(stream)
             return None
+        if name in STORAGE_REBIND_METHODS:
+            return self.rebind_storage(st, e, tv)
+        if host_target(e, name):
+            _, reads, _ = self.call_args(st, e)
+            if not self.is_host(st, tv):  # a D2H copy read on this stream
+                self.op(st, e, [tv] + reads, result=False)
+                if name != "pin_memory" and not non_blocking(e):
+                    self.blocking_copy(st, st.cur)
+            return self.host_tensor(st)
         if name in ("cuda", "npu") or (name == "to" and arg0 is not None and device_like(arg0)):
             _, reads, _ = self.call_args(st, e)
             self.h2d = True
             try:
-                return self.op(st, e, [tv] + reads)
+                result = self.op(st, e, [tv] + reads)
             finally:
                 self.h2d = False
+            if self.is_host(st, tv) and not non_blocking(e):
+                self.blocking_copy(st, st.cur)  # an H2D copy the host waits for
+            return result
         if name in HOST_VALUE_METHODS:
             self.op(st, e, [tv], result=False)
+            if name in BLOCKING_HOST_READS and not self.is_host(st, tv):
+                self.blocking_copy(st, st.cur)
             return None
         if name in META_METHODS:
             for arg in e.args:
@@ -347,12 +382,37 @@ class Expressions:
             _, reads, writes = self.call_args(st, e)
             overwrite = name in OVERWRITE_METHODS
             self.op(st, e, reads, [tv] + writes, result=False, read_writes=not overwrite)
+            if name == "copy_" and not non_blocking(e) and any(self.is_host(st, x) for v in [tv] + reads
+                                                                  for x in self.tensors(st, v)):
+                self.blocking_copy(st, st.cur)  # a copy between host and device memory the host waits for
             return tv
         _, reads, writes = self.call_args(st, e)
         if writes:
             self.op(st, e, [tv] + reads, writes, result=False)
             return writes[0]
         return self.op(st, e, [tv] + reads)
+
+    def rebind_storage(self, st: State, e: cst.Call, tv: TVal) -> TVal:
+        """``t.set_(src.untyped_storage(), ...)`` / ``t.set_(src)``: no kernel runs, no data is read or
+        written; the names bound to ``t`` now denote a view of ``src`` (or, for an unknown source, memory
+        no tracked stream produced)."""
+        source = next((a.value for a in e.args if a.keyword is None or a.keyword.value == "source"), None)
+        for arg in e.args:
+            if arg.value is not source:
+                self.ev(st, arg.value)
+        if isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute) \
+                and source.func.attr.value in ("untyped_storage", "storage"):
+            source = source.func.value
+        src = self.ev(st, source) if source is not None else None
+        if isinstance(src, TVal):
+            new = self.new_tensor(st, src.sid, src.vid)
+        else:
+            self.tick()
+            new = self.new_tensor(st, self.new_storage(st, "long", st.cur, None, None).sid)
+        for name, v in list(st.env.items()):
+            if v is tv:
+                st.env[name] = new
+        return new
 
     # ---- APIs
     def api(self, st: State, e: cst.Call, use: ApiUse) -> object:

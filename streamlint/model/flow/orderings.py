@@ -159,5 +159,13 @@ class Orderings:
         snap[stream] = self.clock
         merge_clock(st.host, snap)
 
+    def blocking_copy(self, st: State, stream: str) -> None:
+        """A host-blocking transfer queued on ``stream`` (``.item()``, ``.cpu()``, a ``.to(device)`` /
+        ``copy_`` without ``non_blocking=True`` between host and device memory): the call returns only
+        once ``stream`` has run it, so the host has seen everything queued on ``stream`` so far. Eager
+        execution only: inside a compiled region the call is traced, not run."""
+        if self.cfg.mode in ("eager", "cuda"):
+            self.sync_stream(st, stream)
+
     def wait_everything(self, st: State, stream: str) -> None:
         merge_clock(st.vc.setdefault(stream, {}), {s: self.clock for s in (*st.last_op, MAIN) if s != stream})

@@ -36,6 +36,16 @@ class Storages:
             st.deps[v.vid] = list(st.deps[base])
         return v
 
+    def host_tensor(self, st: State) -> TVal:
+        """A tensor in host memory (a CPU factory, ``.cpu()``, ``pin_memory()``): no stream produces or
+        owns it, so it takes part in no device race and no allocator-reuse hazard."""
+        self.tick()
+        return self.new_tensor(st, self.new_storage(st, "host", st.cur, None, None).sid)
+
+    def is_host(self, st: State, tv: TVal) -> bool:
+        S = st.stores.get(tv.sid)
+        return S is not None and S.kind == "host"
+
     def long_tensor(self, st: State, key: str) -> TVal:
         base_key = key.split("[", 1)[0]
         sid = st.long.get(base_key)
@@ -85,6 +95,8 @@ class Storages:
         st.last_op[s] = t
         if not result:
             return None
+        if rs and not self.h2d and all(self.is_host(st, tv) for tv in rs):
+            return self.new_tensor(st, self.new_storage(st, "host", s, None, None).sid)  # a CPU op on host data
         snap = dict(know)
         snap[s] = t
         storage = self.new_storage(st, "local", s, None, Access(s, t, self.anchor, snap))
@@ -98,7 +110,7 @@ class Storages:
 
     def access(self, st: State, tv: TVal, s: str, t: int, know: dict[str, int], write: bool) -> None:
         S = st.stores.get(tv.sid)
-        if S is None:
+        if S is None or S.kind == "host":
             return
         lw = S.last_write
         if not write:

@@ -23,7 +23,7 @@ from streamlint.model.flow.values import (
     TupVal,
     merge_clock,
 )
-from streamlint.model.streams import EVENT, MAIN, STREAM, tagged_stream_key
+from streamlint.model.streams import EVENT, MAIN, STREAM, current_stream_getter, tagged_stream_key
 from streamlint.model.syntax import target_names
 from streamlint.model.tensors import (
     COLLECTIVES,
@@ -208,6 +208,9 @@ class Expressions:
         if waits:
             return self.api(st, e, waits[0])
         if site is not None:
+            getter = self.project.call_target(self.cfile, site)
+            if getter is not None and current_stream_getter(self.project, getter[1], getter[0]):
+                return SVal(st.cur)  # a project helper returning the current stream
             target = self.inline_target(site)
             if target is not None:
                 if cached_stream_getter(target[0]):

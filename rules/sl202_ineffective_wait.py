@@ -8,6 +8,7 @@ from streamlint.model.dataflow import wait_self_expr
 from streamlint.model.file import dotted
 from streamlint.model.streams import EVENT, attr_kind
 from streamlint.model.waits import (
+    event_recorded_elsewhere,
     event_recorded_in_class,
     first_in_stream_scope,
     later_op_on_stream,
@@ -106,7 +107,7 @@ class IneffectiveWait(Rule):
         cls = ctx.file.classes.get(fn.class_name or "")
         if not uses and attr_kind(ctx.project, ctx.file, cls, attr) != EVENT:
             return
-        if not event_recorded_in_class(ctx.file, fn, attr):
+        if not event_recorded_in_class(ctx.file, fn, attr) and not event_recorded_elsewhere(ctx.project, attr):
             ctx.report(call, f"`self.{attr}` is waited on but never recorded in this class: the wait completes "
                              f"immediately and orders nothing")
 

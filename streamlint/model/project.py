@@ -245,6 +245,24 @@ class Project:
             return None
         return None
 
+    def reexported(self, qualname: str, context: FileModel | None, _depth: int = 0) -> str | None:
+        """The qualified name a name imported from a project module leads to when that module only
+        re-exports it (``from pkg.ops import torch`` where ``pkg/ops.py`` does ``import torch``)."""
+        parts = qualname.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            mod = self.find_module(".".join(parts[:cut]), context)
+            if mod is None:
+                continue
+            head = parts[cut]
+            target = mod.names.get(head)
+            if target is None or target == ".".join(parts[:cut + 1]):
+                return None
+            found = apis.canonical(".".join([target, *parts[cut + 1:]]))
+            if _depth < 4 and apis.lookup(found) is None:
+                return self.reexported(found, mod, _depth + 1) or found
+            return found
+        return None
+
     def function(self, qualname: str | None, context: FileModel | None) -> tuple[FunctionInfo, FileModel] | None:
         if qualname is None:
             return None
@@ -281,6 +299,8 @@ class Project:
             return self._uses[key]
         self._uses[key] = ()
         spec = apis.lookup(site.target)
+        if spec is None and site.target is not None and self.function(site.target, file) is None:
+            spec = apis.lookup(self.reexported(site.target, file))
         if spec is not None:
             uses: tuple[ApiUse, ...] = (ApiUse(spec, site, file, bind_arguments(spec.params, site.node)),)
         else:

@@ -70,8 +70,15 @@ def kind_of_call(project: Project, file: FileModel, call: cst.Call, _depth: int 
     if _depth < 3:
         target = project.call_target(file, site)
         if target is not None:
+            if current_stream_getter(project, target[1], target[0]):
+                return MAIN_STREAM if _outside_stream_scopes(project, file, site) else STREAM
             return returned_kind(project, target[1], target[0], _depth + 1)
     return None
+
+
+def outside_stream_scopes(project: Project, file: FileModel, site: CallSite) -> bool:
+    """Does a call run on the function's entry stream (inside no stream scope of its function)?"""
+    return _outside_stream_scopes(project, file, site)
 
 
 def _outside_stream_scopes(project: Project, file: FileModel, site: CallSite) -> bool:
@@ -95,6 +102,101 @@ def kind_of_value(project: Project, file: FileModel, value: cst.BaseExpression, 
         if inner == EVENT:
             return EVENT_LIST
     return None
+
+
+def _torch_rooted(file: FileModel, fn: FunctionInfo, expr: cst.BaseExpression) -> bool:
+    """Does an expression chain (``torch.get_device_module().x``, ``torch.accelerator``) start at torch?"""
+    while isinstance(expr, (cst.Attribute, cst.Call, cst.Subscript)):
+        expr = expr.func if isinstance(expr, cst.Call) else expr.value
+    if not isinstance(expr, cst.Name):
+        return False
+    qualname = file.resolve(expr, fn) or ""
+    return qualname.split(".")[0] in ("torch", "torch_npu")
+
+
+def _current_stream_call(project: Project, file: FileModel, fn: FunctionInfo, expr: cst.BaseExpression) -> bool:
+    """``torch.npu.current_stream()`` (an API of that role) or ``<torch device module>.current_stream(...)``
+    (``torch.get_device_module().current_stream(i)``)."""
+    if not isinstance(expr, cst.Call):
+        return False
+    site = file.call_site(expr)
+    if site is not None and any(u.role is Role.CURRENT_STREAM and not u.wrappers
+                                for u in project.api_uses(file, site)):
+        return True
+    func = expr.func
+    return isinstance(func, cst.Attribute) and func.attr.value == "current_stream" and _torch_rooted(file, fn, func.value)
+
+
+def _global_names(fn: FunctionInfo) -> set[str]:
+    names: set[str] = set()
+    stack: list[cst.CSTNode] = [fn.node.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Global):
+            names.update(n.name.value for n in node.names)
+        elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.BaseExpression)):
+            stack.extend(node.children)
+    return names
+
+
+def _names_current_stream(name: str) -> bool:
+    words = set(name.lower().strip("_").split("_"))
+    return {"current", "stream"} <= words
+
+
+def current_stream_getter(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
+    """Does a project function return the stream current at its call (``torch.npu.current_stream()``)?
+
+    Either every value it returns is a current-stream query (``return torch.get_device_module()
+    .current_stream(idx)``, or a local assigned only from one), or it is a cached getter that says so: its
+    name is a current-stream name (``current_stream``, ``get_current_device_stream``), it takes no
+    required argument but a device, and it keeps its cache in step with ``set_stream`` (it calls it, so
+    the cache follows every stream switch). A getter that only caches the stream of its first call is
+    not one: that is the stream current then (see ``flow.calls.cached_stream_getter``)."""
+    memo = derived(project, "current_stream_getter")
+    if id(fn) in memo:
+        return memo[id(fn)]
+    memo[id(fn)] = False
+    values: list[cst.BaseExpression] = []
+    cached = _global_names(fn)
+    for ret in fn.returns:
+        if ret.value is None:
+            continue
+        if isinstance(ret.value, cst.Name) and ret.value.value in cached:
+            values = []  # a module-level cache filled at the first call: the stream current then
+            break
+        if isinstance(ret.value, cst.Name) and ret.value.value in fn.name_assigns:
+            values.extend(fn.name_assigns[ret.value.value])
+        else:
+            values.append(ret.value)
+    result = bool(values) and all(_current_stream_call(project, file, fn, v) for v in values)
+    if not result and values and _names_current_stream(fn.node.name.value):
+        required = [p for p in (*fn.node.params.posonly_params, *fn.node.params.params)
+                    if p.default is None and p.name.value not in ("self", "cls")]
+        result = len(required) <= 1 and all(p.name.value in ("device", "device_index", "index", "idx")
+                                            for p in required) and any(
+            u.role is Role.SET_STREAM for site in fn.calls for u in project.api_uses(file, site))
+    memo[id(fn)] = result
+    return result
+
+
+def is_current_stream(project: Project, file: FileModel, fn: FunctionInfo | None, expr: cst.BaseExpression,
+                      _depth: int = 0) -> bool:
+    """Is ``expr`` (in ``fn``) the stream current where it is evaluated, computed outside any stream scope
+    (so it is the stream of the function's caller too): ``torch.npu.current_stream(dev)``, a project
+    getter of it, or a local assigned only from those."""
+    if isinstance(expr, cst.Call):
+        site = file.call_site(expr)
+        if site is None or not _outside_stream_scopes(project, file, site):
+            return False
+        if fn is not None and _current_stream_call(project, file, fn, expr):
+            return True
+        target = project.call_target(file, site)
+        return target is not None and current_stream_getter(project, target[1], target[0])
+    if isinstance(expr, cst.Name) and fn is not None and _depth < 2:
+        values = fn.name_assigns.get(expr.value)
+        return bool(values) and all(is_current_stream(project, file, fn, v, _depth + 1) for v in values)
+    return False
 
 
 def returned_kind(project: Project, file: FileModel, fn: FunctionInfo, _depth: int = 0) -> str | None:
@@ -384,6 +486,9 @@ __all__ = [
     "STREAM",
     "STREAM_LIST",
     "annotation_kind",
+    "is_current_stream",
+    "outside_stream_scopes",
+    "current_stream_getter",
     "attr_kind",
     "derived",
     "entry_discipline",

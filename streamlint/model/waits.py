@@ -178,6 +178,21 @@ def event_recorded_in_class(file: FileModel, fn: FunctionInfo, attr: str) -> boo
     return attr in used
 
 
+def event_recorded_elsewhere(project: Project, attr: str) -> bool:
+    """Does code outside the class record the event through the object that holds it
+    (``call.ready.record()`` by the owner of ``call``)? Then a wait on ``self.<attr>`` is effective."""
+    for model in project.files_containing((f".{attr}.record(".encode(),)):
+        for site in model.calls:
+            func = site.node.func
+            if site.method != "record" or not isinstance(func, cst.Attribute):
+                continue
+            holder = func.value
+            if isinstance(holder, cst.Attribute) and holder.attr.value == attr \
+                    and not (isinstance(holder.value, cst.Name) and holder.value.value == "self"):
+                return True
+    return False
+
+
 def _is_wait_call(call: cst.Call) -> bool:
     name = call.func.attr.value if isinstance(call.func, cst.Attribute) else getattr(call.func, "value", "")
     return isinstance(name, str) and "wait" in name
@@ -189,5 +204,5 @@ def _wait_position(node: cst.Attribute, parent: cst.CSTNode | None) -> bool:
     return isinstance(parent, cst.Attribute) and parent.attr.value in ("wait", "query", "synchronize")
 
 
-__all__ = ["event_recorded_in_class", "first_in_stream_scope", "later_op_on_stream", "loads_after",
+__all__ = ["event_recorded_elsewhere", "event_recorded_in_class", "first_in_stream_scope", "later_op_on_stream", "loads_after",
            "result_discarded", "statement_of", "stream_scope_key"]

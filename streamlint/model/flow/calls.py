@@ -13,7 +13,7 @@ from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, string_value
 from streamlint.model.flow.values import CVal, EVal, KVal, MAX_INLINE_DEPTH, NONE, State, SVal, TVal, TupVal
-from streamlint.model.streams import EVENT, STREAM, derived
+from streamlint.model.streams import EVENT, STREAM, derived, is_current_stream, outside_stream_scopes
 from streamlint.model.syntax import contains, strip_not
 from streamlint.model.tensors import return_kind
 from streamlint.model.uses import bind_arguments
@@ -51,6 +51,54 @@ def cached_stream_getter(fn: FunctionInfo) -> bool:
                 if isinstance(small, cst.Global) and names <= {n.name.value for n in small.names}:
                     return True
     return False
+
+
+def _callers(project: Project, file: FileModel, fn: FunctionInfo) -> list[tuple[FileModel, object]] | None:
+    """Every call site of ``fn`` in the project (``obj.method(...)`` on a receiver the project cannot
+    type counts when the method name matches), or None when it has none or may be called in ways that
+    cannot be seen (a dunder, a callback)."""
+    name = fn.node.name.value
+    if name.startswith("__") or fn.parent is not None:
+        return None
+    sites = []
+    for model in project.files_containing((f"{name}(".encode(),)):
+        for site in model.calls:
+            func = site.node.func
+            called = func.attr.value if isinstance(func, cst.Attribute) else (
+                func.value if isinstance(func, cst.Name) else None)
+            if called != name:
+                continue
+            target = project.call_target(model, site)
+            if target is not None:
+                if target[0] is fn:
+                    sites.append((model, site))
+            elif fn.class_name is not None and isinstance(func, cst.Attribute):
+                sites.append((model, site))  # a method called on an object the project cannot type
+    return sites or None
+
+
+def current_stream_params(project: Project, file: FileModel, fn: FunctionInfo) -> frozenset[str]:
+    """Stream parameters that every call site in the project binds to the caller's current stream
+    (``mgr.offload(k, v, torch.npu.current_stream())``): inside the function they are the entry stream
+    (the conditions follow the call: arguments are evaluated at each call site)."""
+    memo = derived(project, "current_stream_params")
+    if id(fn) in memo:
+        return memo[id(fn)]
+    memo[id(fn)] = frozenset()
+    result: set[str] = set()
+    sites = _callers(project, file, fn)
+    method = fn.class_name is not None and fn.params[:1] == ("self",)
+    params = (fn.params[1:] if method else fn.params) + fn.kwonly
+    if sites:
+        binds = [(model, site, bind_arguments(params, site.node, kwonly=fn.kwonly)) for model, site in sites]
+        for name in params:
+            if all(bound.get(name) is not None
+                   and is_current_stream(project, model, site.function, bound[name])
+                   and outside_stream_scopes(project, model, site)
+                   for model, site, bound in binds):
+                result.add(name)
+    memo[id(fn)] = frozenset(result)
+    return memo[id(fn)]
 
 
 def node_mentions_ordering(node: cst.CSTNode) -> bool:

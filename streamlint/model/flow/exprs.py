@@ -23,7 +23,7 @@ from streamlint.model.flow.values import (
     TupVal,
     merge_clock,
 )
-from streamlint.model.streams import EVENT, MAIN, STREAM, tagged_stream_key
+from streamlint.model.streams import EVENT, MAIN, STREAM, current_stream_getter, tagged_stream_key
 from streamlint.model.syntax import target_names
 from streamlint.model.tensors import (
     BLOCKING_HOST_READS,
@@ -212,7 +212,12 @@ class Expressions:
         waits = [u for u in uses if u.role is Role.WAIT_TENSOR]
         if waits:
             return self.api(st, e, waits[0])
+        if not uses and self.handoff(st, e):
+            return None
         if site is not None:
+            getter = self.project.call_target(self.cfile, site)
+            if getter is not None and current_stream_getter(self.project, getter[1], getter[0]):
+                return SVal(st.cur)  # a project helper returning the current stream
             target = self.inline_target(site)
             if target is not None:
                 if cached_stream_getter(target[0]):
@@ -227,6 +232,27 @@ class Expressions:
             recv = self.ev(st, func.value)
             return self.method(st, e, recv, method)
         return self.generic(st, e, target)
+
+    def handoff(self, st: State, e: cst.Call) -> bool:
+        """``consumer.submit(q, ready_event)``: tensors handed to other code together with an event
+        recorded after their last write (the receiver waits on it before using them) are not used by
+        this call; they escape to the receiver."""
+        if not e.args or not all(isinstance(a.value, (cst.Name, cst.Attribute)) for a in e.args):
+            return False
+        values = [self.ev(st, a.value) for a in e.args]
+        snaps = [st.events.get(self.event_key(st, v, a.value)) for v, a in zip(values, e.args)
+                 if self.kind_of(st, v) == EVENT]
+        snaps = [snap for snap in snaps if snap is not None]
+        tensors = [tv for v in values for tv in self.tensors(st, v)]
+        if not snaps or not tensors:
+            return False
+        for tv in tensors:
+            lw = st.stores[tv.sid].last_write
+            if lw is not None and not any(snap.get(lw.stream, -1) >= lw.time for snap in snaps):
+                return False
+        for v in values:
+            self.escape(st, v)
+        return True
 
     def _self_prefix(self) -> str | None:
         fn = self.cfn

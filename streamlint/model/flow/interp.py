@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.file import FileModel, FunctionInfo
-from streamlint.model.flow.calls import Calls
+from streamlint.model.flow.calls import Calls, current_stream_params
 from streamlint.model.flow.control import ControlFlow
 from streamlint.model.flow.exprs import Expressions
 from streamlint.model.flow.orderings import Orderings
@@ -105,11 +105,15 @@ class Interp(Orderings, Storages, Expressions, Calls, ControlFlow):
     def run(self) -> None:
         st = State()
         kinds = param_kinds(self.project, self.file, self.fn)
+        current = current_stream_params(self.project, self.file, self.fn)
         for p in (*self.fn.node.params.posonly_params, *self.fn.node.params.params,
                   *self.fn.node.params.kwonly_params):
             name = p.name.value
             kind = kinds.get(name)
             if name == "self":
+                continue
+            if name in current:  # every caller passes its current stream
+                st.env[name] = SVal(MAIN)
                 continue
             if kind == STREAM:
                 st.env[name] = SVal(name)

@@ -29,8 +29,11 @@ from streamlint.model.flow.values import (
     TupVal,
 )
 from streamlint.model.streams import MAIN, STREAM
-from streamlint.model.syntax import strip_not, target_names
+from streamlint.model.syntax import contains, strip_not, target_names
 from streamlint.model.wrappers import mode_of_test
+
+
+MAX_TUPLE_ITER = 8  # a loop over a literal tuple of at most this many elements runs once per element
 
 
 class ControlFlow:
@@ -352,6 +355,11 @@ class ControlFlow:
         return self.branch(st, node.test, [(True, then), (False, other)])
 
     def loop(self, node, st: State) -> list[State]:
+        if isinstance(node, cst.For) and isinstance(node.target, cst.Name):
+            items = self.ev(st, node.iter)
+            if isinstance(items, TupVal) and 0 < len(items.items) <= MAX_TUPLE_ITER \
+                    and any(self.tensors(st, v) for v in items.items):
+                return self.tuple_loop(node, st, items.items)
         states = [st]
         finished: list[State] = []
         rounds = 1 if self.single else LOOP_UNROLL
@@ -374,6 +382,29 @@ class ControlFlow:
                     s.flow = None
                     finished.append(s)
                 elif s.done:
+                    finished.append(s)
+                else:
+                    s.flow = None
+                    states.append(s)
+            states = states[:MAX_PATHS]
+        if node.orelse is not None:
+            states = self.block(node.orelse.body.body, states)
+        return (states + finished)[:MAX_PATHS]
+
+    def tuple_loop(self, node: cst.For, st: State, items: tuple) -> list[State]:
+        """``for t in (x, mix, sqr): t.record_stream(s)``: a loop over a literal tuple (or a name bound to
+        one) runs once per element, with the loop variable bound to that element."""
+        states = [st]
+        finished: list[State] = []
+        for item in items:
+            nxt: list[State] = []
+            for s in states:
+                self.bind(s, node.target.value, item, node)
+                nxt.extend(self.block(node.body.body, [s]))
+            states = []
+            for s in nxt:
+                if s.flow == "break" or s.done:
+                    s.flow = None if s.flow == "break" else s.flow
                     finished.append(s)
                 else:
                     s.flow = None

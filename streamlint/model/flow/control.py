@@ -428,6 +428,13 @@ class ControlFlow:
         if stream_use is not None:
             key = self.scope_stream(st, stream_use)
             activation = self.activation(st, stream_use)
+            if activation is None and isinstance(item.item, cst.IfExp):
+                # `with torch.cuda.stream(s) if flag else nullcontext():` switches only when `flag` holds
+                choice = item.item
+                if contains(choice.body, stream_use.node):
+                    activation = (choice.test, True)
+                elif contains(choice.orelse, stream_use.node):
+                    activation = (choice.test, False)
 
             def active(s: State) -> list[State]:
                 run = ScopeRun(node, key, self.clock, None, self.depth == 0)

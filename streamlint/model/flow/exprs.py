@@ -202,7 +202,7 @@ class Expressions:
             owner = self.ev(st, func.value.func.value)
             if isinstance(owner, TVal) and e.args and isinstance(e.args[0].value, cst.Integer) \
                     and int(e.args[0].value.value, 0) == 0:
-                self.op(st, e, [], [owner], result=False)
+                self.tick()  # a free, no kernel: its hazard is the lifetime one (SL301), never a race as well
                 self.free(st, owner.sid, "resize_(0)", self.anchor, force=True)
             return None
         uses = self.project.api_uses(self.cfile, site) if site is not None else ()

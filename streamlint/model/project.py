@@ -309,6 +309,7 @@ class Project:
                     continue
             bind: dict[str, cst.BaseExpression | None] = {}
             constants: dict[str, cst.BaseExpression] = {}
+            own: dict[str, cst.BaseExpression] = {}
             for api_param, source in variant.param_map.items():
                 if source.param is not None:
                     if wrapper_bind.get(source.param) is not None:
@@ -317,9 +318,11 @@ class Project:
                         constants[api_param] = defaults[source.param]
                 elif source.constant is not None:
                     constants[api_param] = source.constant
+                elif source.receiver is not None:
+                    own[api_param] = source.receiver
             uses.append(
                 ApiUse(variant.spec, site, file, bind, (f"{mod.module_name}.{fn.qualname}",) + variant.via,
-                       variant.modes, constants)
+                       variant.modes, constants, own)
             )
         return tuple(uses)
 

@@ -13,7 +13,7 @@ from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, string_value
 from streamlint.model.flow.values import CVal, KVal, MAX_INLINE_DEPTH, NONE, State, TVal, TupVal
-from streamlint.model.streams import derived
+from streamlint.model.streams import derived, on_self
 from streamlint.model.syntax import contains, strip_not
 from streamlint.model.tensors import ESCAPE_METHODS
 from streamlint.model.uses import bind_arguments
@@ -102,6 +102,27 @@ def _switch_condition(project: Project, file: FileModel, fn: FunctionInfo) -> tu
                 if found is not None:
                     return found[0], not found[1]
     return None
+
+
+def _self_switch_test(fn: FunctionInfo) -> tuple[cst.BaseExpression, bool] | None:
+    """(test, value for which the scope opens) of a wrapper method that returns a null context early on a
+    test of its own object (``if self._stream is None: return nullcontext()``); the caller calls it on
+    ``self``, so the test reads the caller's attributes and correlates with the caller's own tests."""
+    body = fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else []
+    for stmt in body:
+        if isinstance(stmt, cst.If) and stmt.orelse is None and block_returns(stmt.body) \
+                and "self." in (dotted_test(stmt.test) or ""):
+            return stmt.test, False
+    return None
+
+
+def dotted_test(test: cst.BaseExpression) -> str | None:
+    """The attribute a test reads: ``self.s`` for ``self.s``, ``not self.s``, ``self.s is None``."""
+    test, _ = strip_not(test)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
+            and isinstance(test.comparisons[0].operator, (cst.Is, cst.IsNot)):
+        test = test.left
+    return dotted(test) if isinstance(test, (cst.Name, cst.Attribute)) else None
 
 
 def block_returns(block: cst.BaseSuite) -> bool:
@@ -353,7 +374,7 @@ class Calls:
         wfn, wmod = found
         cond = _switch_condition(self.project, wmod, wfn)
         if cond is None:
-            return None
+            return _self_switch_test(wfn) if on_self(use) else None
         param, positive = cond
         params = wfn.params[1:] if wfn.class_name and wfn.params[:1] == ("self",) else wfn.params
         bound = bind_arguments(params + wfn.kwonly, use.node, kwonly=wfn.kwonly)

@@ -147,6 +147,14 @@ class ControlFlow:
             return []
         if isinstance(node, cst.Raise):
             return [] if not self.depth else [st]
+        if isinstance(node, cst.Assert):
+            self.ev(st, node.test)
+            key, positive = self.test_key(st, node.test)
+            if key is not None and key not in st.assume and (not self.single or key.startswith("self.")):
+                st.assume[key] = positive  # the code after `assert t` runs only where t holds
+                if not self.single:
+                    self.constrain(st, node.test, True)
+            return [st]
         if isinstance(node, cst.Break):
             st.flow = "break"
         elif isinstance(node, cst.Continue):
@@ -161,6 +169,11 @@ class ControlFlow:
             compared = self.stream_compare(st, value_node)
             if compared is not None:
                 v = KVal(target.value, opaque=True, test=compared)
+            if v is None and isinstance(value_node, cst.Comparison) and len(value_node.comparisons) == 1 \
+                    and isinstance(value_node.comparisons[0].operator, (cst.Is, cst.IsNot)):
+                key, positive = self.test_key(st, value_node)  # `has_ctx = meta.ctx is not None`: a flag alias
+                if key is not None:
+                    v = KVal(target.value, opaque=True, test=key if positive else f"!{key}")
             if v is None and isinstance(value_node, cst.Call) and not value_node.args \
                     and isinstance(value_node.func, (cst.Name, cst.Attribute)):
                 getter = self.render(st, value_node)
@@ -248,12 +261,21 @@ class ControlFlow:
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             inner = self.decide(st, test.expression)
             return None if inner is None else not inner
+        if isinstance(test, cst.BooleanOperation):
+            # `if a and b:` joining what `if a: ... if b:` forked: decided by what the path knows of each
+            left, right = self.decide(st, test.left), self.decide(st, test.right)
+            short = isinstance(test.operator, cst.Or)  # the operand value that decides alone
+            if left is short or right is short:
+                return short
+            if left is not None and right is not None:
+                return left
         return None
 
     def test_key(self, st: State, test: cst.BaseExpression) -> tuple[str | None, bool]:
         test, positive = strip_not(test)
         if isinstance(test, cst.Name) and isinstance(st.env.get(test.value), KVal) and st.env[test.value].test:
-            return st.env[test.value].test, positive
+            alias = st.env[test.value].test
+            return (alias[1:], not positive) if alias.startswith("!") else (alias, positive)
         if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
                 and isinstance(test.comparisons[0].operator, (cst.Is, cst.IsNot)) \
                 and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None":

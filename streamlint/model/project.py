@@ -267,6 +267,28 @@ class Project:
             )
         return self._wrappers[key]
 
+    def reexported(self, qualname: str, context: FileModel | None, _depth: int = 0) -> str | None:
+        """The outside name a project path stands for when a module re-exports an import
+        (``from pkg.moe import torch`` makes ``pkg.moe.torch.npu.current_stream`` torch's), else None."""
+        if _depth > 8:
+            return None
+        parts = qualname.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            modname = ".".join(parts[:cut])
+            mod = context if context is not None and modname == context.module_name \
+                else self.find_module(modname, context)
+            if mod is None:
+                continue
+            rest = parts[cut:]
+            target = mod.names.get(rest[0])
+            if target is None or _lookup_in_module(mod, rest) is not None:
+                return None
+            full = ".".join([target, *rest[1:]])
+            if full == qualname:
+                return None
+            return self.reexported(full, mod, _depth + 1) or full
+        return None
+
     def api_uses(self, file: FileModel, site: CallSite) -> tuple[ApiUse, ...]:
         """What API a call invokes: directly, or through (possibly nested) project wrappers."""
         key = id(site.node)
@@ -274,6 +296,8 @@ class Project:
             return self._uses[key]
         self._uses[key] = ()
         spec = apis.lookup(site.target)
+        if spec is None and site.target is not None:
+            spec = apis.lookup(self.reexported(site.target, file))
         if spec is not None:
             uses: tuple[ApiUse, ...] = (ApiUse(spec, site, file, bind_arguments(spec.params, site.node)),)
         else:

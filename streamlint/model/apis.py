@@ -114,6 +114,13 @@ for _dev, _fam in (("npu", Family.NATIVE_NPU), ("cuda", Family.CUDA)):
         _spec(f"torch.{_dev}.synchronize", Role.DEVICE_SYNCHRONIZE, _fam, ("device",)),
         _spec(f"torch.{_dev}.graph", Role.GRAPH_CAPTURE, _fam, ("graph",)),
     ]
+# The device-generic layer (``torch.accelerator``): the same semantics on whichever device the process
+# runs, so no API family of its own (C10 compares the device-specific families).
+_SPECS += [
+    _spec("torch.accelerator.synchronize", Role.DEVICE_SYNCHRONIZE, None, ("device",)),
+    _spec("torch.accelerator.current_stream", Role.CURRENT_STREAM, None, ("device",)),
+    _spec("torch.accelerator.set_stream", Role.SET_STREAM, None, ("stream",)),
+]
 
 # Graph breaks (domain.md §3.1/§3.2) that are plain calls of a qualified name.
 GRAPH_BREAK_CALLS: dict[str, str] = {

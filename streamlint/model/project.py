@@ -245,24 +245,6 @@ class Project:
             return None
         return None
 
-    def reexported(self, qualname: str, context: FileModel | None, _depth: int = 0) -> str | None:
-        """The qualified name a name imported from a project module leads to when that module only
-        re-exports it (``from pkg.ops import torch`` where ``pkg/ops.py`` does ``import torch``)."""
-        parts = qualname.split(".")
-        for cut in range(len(parts) - 1, 0, -1):
-            mod = self.find_module(".".join(parts[:cut]), context)
-            if mod is None:
-                continue
-            head = parts[cut]
-            target = mod.names.get(head)
-            if target is None or target == ".".join(parts[:cut + 1]):
-                return None
-            found = apis.canonical(".".join([target, *parts[cut + 1:]]))
-            if _depth < 4 and apis.lookup(found) is None:
-                return self.reexported(found, mod, _depth + 1) or found
-            return found
-        return None
-
     def function(self, qualname: str | None, context: FileModel | None) -> tuple[FunctionInfo, FileModel] | None:
         if qualname is None:
             return None
@@ -291,6 +273,28 @@ class Project:
                 declared_wait=declared in self.options.wait_wrappers,
             )
         return self._wrappers[key]
+
+    def reexported(self, qualname: str, context: FileModel | None, _depth: int = 0) -> str | None:
+        """The outside name a project path stands for when a module re-exports an import
+        (``from pkg.moe import torch`` makes ``pkg.moe.torch.npu.current_stream`` torch's), else None."""
+        if _depth > 8:
+            return None
+        parts = qualname.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            modname = ".".join(parts[:cut])
+            mod = context if context is not None and modname == context.module_name \
+                else self.find_module(modname, context)
+            if mod is None:
+                continue
+            rest = parts[cut:]
+            target = mod.names.get(rest[0])
+            if target is None or _lookup_in_module(mod, rest) is not None:
+                return None
+            full = ".".join([target, *rest[1:]])
+            if full == qualname:
+                return None
+            return self.reexported(full, mod, _depth + 1) or full
+        return None
 
     def api_uses(self, file: FileModel, site: CallSite) -> tuple[ApiUse, ...]:
         """What API a call invokes: directly, or through (possibly nested) project wrappers."""
@@ -336,6 +340,7 @@ class Project:
                     continue
             bind: dict[str, cst.BaseExpression | None] = {}
             constants: dict[str, cst.BaseExpression] = {}
+            own: dict[str, cst.BaseExpression] = {}
             for api_param, source in variant.param_map.items():
                 if source.param is not None:
                     if wrapper_bind.get(source.param) is not None:
@@ -344,9 +349,11 @@ class Project:
                         constants[api_param] = defaults[source.param]
                 elif source.constant is not None:
                     constants[api_param] = source.constant
+                elif source.receiver is not None:
+                    own[api_param] = source.receiver
             uses.append(
                 ApiUse(variant.spec, site, file, bind, (f"{mod.module_name}.{fn.qualname}",) + variant.via,
-                       variant.modes, constants)
+                       variant.modes, constants, own)
             )
         return tuple(uses)
 

@@ -25,7 +25,7 @@ from streamlint._lazy import cst
 
 from streamlint.model import apis
 from streamlint.model.apis import Role
-from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, ScopeSite, string_value
+from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, ScopeSite, dotted, string_value
 from streamlint.model.syntax import class_field_annotation, contains
 from streamlint.model.walk import children
 
@@ -302,6 +302,10 @@ def scope_stream_key(file: FileModel, use: ApiUse, *,
         return f"tag?:{file.code(expr)}" if expr is not None else "tag?:<unknown>"
     expr = use.arg("stream")
     if expr is None:
+        inner = use.receiver_attrs.get("stream")
+        if inner is not None and on_self(use) and (dotted(inner) or "").startswith("self."):
+            # `with self._stream_ctx():` whose body opens `torch.cuda.stream(self._stream)`: the same object
+            return stream(inner) if stream is not None else dotted(inner)
         return UNKNOWN_STREAM
     return stream(expr) if stream is not None else file.code(expr)
 
@@ -474,6 +478,13 @@ def _loops_around(root: cst.CSTNode, node: cst.CSTNode) -> list[cst.CSTNode]:
     return []
 
 
+def on_self(use: ApiUse) -> bool:
+    """The use goes through one wrapper method called on ``self``: ``self.*`` inside it is the caller's."""
+    func = use.node.func
+    return len(use.wrappers) == 1 and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
+        and func.value.value == "self"
+
+
 __all__ = [
     "MAIN",
     "UNKNOWN_STREAM",
@@ -496,5 +507,6 @@ __all__ = [
     "kind_of_call",
     "kind_of_value",
     "local_kind",
+    "on_self",
     "returned_kind",
 ]

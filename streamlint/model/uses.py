@@ -26,6 +26,8 @@ class ApiUse:
     wrappers: tuple[str, ...] = ()  # qualified names of the wrappers traversed, outermost first
     modes: frozenset[str] | None = None  # execution paths under which this variant applies (None: all)
     constants: dict[str, cst.BaseExpression] = field(default_factory=dict)  # fixed inside a wrapper
+    # attributes of the wrapper method's own object (``self._stream`` inside ``def _stream_ctx(self)``)
+    receiver_attrs: dict[str, cst.BaseExpression] = field(default_factory=dict)
 
     @property
     def role(self) -> Role:

@@ -38,6 +38,7 @@ class ParamSource:
 
     param: str | None
     constant: cst.BaseExpression | None = None
+    receiver: cst.BaseExpression | None = None  # an attribute of the wrapper's own object (``self._stream``)
 
 
 @dataclass(frozen=True)
@@ -89,10 +90,14 @@ def infer_wrapper(project: "ProjectQueries", fn: FunctionInfo, file: FileModel, 
                 if expr is None:
                     continue
                 base = _base_name(expr)
-                if base is not None and base in params and base != receiver:
+                if base is not None and base in params and base != receiver and base in fn.name_assigns:
+                    mapping[api_param] = ParamSource(None, None)  # rebound inside: not the caller's value
+                elif base is not None and base in params and base != receiver:
                     mapping[api_param] = ParamSource(base)
                 elif _is_constant(expr):
                     mapping[api_param] = ParamSource(None, expr)
+                elif base is not None and base == receiver and isinstance(expr, cst.Attribute):
+                    mapping[api_param] = ParamSource(None, None, expr)
                 else:
                     mapping[api_param] = ParamSource(None, None)
             if not forwarded:

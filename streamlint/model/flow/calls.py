@@ -13,9 +13,9 @@ from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, string_value
 from streamlint.model.flow.values import CVal, EVal, KVal, MAX_INLINE_DEPTH, NONE, State, SVal, TVal, TupVal
-from streamlint.model.streams import EVENT, STREAM, derived, is_current_stream, outside_stream_scopes
+from streamlint.model.streams import EVENT, STREAM, derived, is_current_stream, on_self, outside_stream_scopes
 from streamlint.model.syntax import contains, strip_not
-from streamlint.model.tensors import return_kind
+from streamlint.model.tensors import ESCAPE_METHODS, return_kind
 from streamlint.model.uses import bind_arguments
 from streamlint.model.walk import children
 
@@ -152,10 +152,141 @@ def _switch_condition(project: Project, file: FileModel, fn: FunctionInfo) -> tu
     return None
 
 
+def _self_switch_test(fn: FunctionInfo) -> tuple[cst.BaseExpression, bool] | None:
+    """(test, value for which the scope opens) of a wrapper method that returns a null context early on a
+    test of its own object (``if self._stream is None: return nullcontext()``); the caller calls it on
+    ``self``, so the test reads the caller's attributes and correlates with the caller's own tests."""
+    body = fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else []
+    for stmt in body:
+        if isinstance(stmt, cst.If) and stmt.orelse is None and block_returns(stmt.body) \
+                and "self." in (dotted_test(stmt.test) or ""):
+            return stmt.test, False
+    return None
+
+
+def dotted_test(test: cst.BaseExpression) -> str | None:
+    """The attribute a test reads: ``self.s`` for ``self.s``, ``not self.s``, ``self.s is None``."""
+    test, _ = strip_not(test)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
+            and isinstance(test.comparisons[0].operator, (cst.Is, cst.IsNot)):
+        test = test.left
+    return dotted(test) if isinstance(test, (cst.Name, cst.Attribute)) else None
+
+
 def block_returns(block: cst.BaseSuite) -> bool:
     body = block.body if isinstance(block, cst.IndentedBlock) else []
     return bool(body) and isinstance(body[-1], cst.SimpleStatementLine) and any(
         isinstance(s, cst.Return) for s in body[-1].body)
+
+
+def _no_device_work(value: cst.BaseExpression) -> bool:
+    """A field initialiser that launches nothing: a name, an attribute, a constant, a literal."""
+    stack = [value]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.Call, cst.BinaryOperation, cst.Subscript, cst.Lambda)):
+            return False
+        stack.extend(children(n))
+    return True
+
+
+def plain_container(cls: ClassInfo) -> bool:
+    """A project class whose construction only stores its arguments (a dataclass, a NamedTuple, an
+    ``__init__`` of plain ``self.x = x`` assignments): building one holds the tensors handed in, it
+    touches no device memory."""
+    if "__post_init__" in cls.methods:
+        return False
+    init = cls.methods.get("__init__")
+    if init is None:
+        return not any(b.rsplit(".", 1)[-1] in ("Module", "Function") for b in cls.bases)
+    body = init.node.body.body if isinstance(init.node.body, cst.IndentedBlock) else []
+    for stmt in body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            return False
+        for small in stmt.body:
+            if isinstance(small, cst.Pass):
+                continue
+            if isinstance(small, cst.Expr):
+                v = small.value
+                if isinstance(v, (cst.SimpleString, cst.ConcatenatedString)):
+                    continue
+                if isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value == "__init__" \
+                        and isinstance(v.func.value, cst.Call) and dotted(v.func.value.func) == "super":
+                    continue
+                return False
+            if isinstance(small, (cst.Assign, cst.AnnAssign)):
+                targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+                if not all(isinstance(t, cst.Attribute) for t in targets):
+                    return False
+                if small.value is not None and not _no_device_work(small.value):
+                    return False
+                continue
+            return False
+    return True
+
+
+def stored_params(project: Project, file: FileModel, fn: FunctionInfo, _depth: int = 0) -> frozenset[str]:
+    """The parameters a project function keeps beyond the call: assigned to an attribute or a container
+    slot (``self.q = q``, ``self.slots[i] = t``), put into a container (``.append(t)``), or forwarded to
+    a project function or plain container class that keeps them."""
+    memo = derived(project, "stored_params")
+    if id(fn) in memo:
+        return memo[id(fn)]
+    memo[id(fn)] = frozenset()  # recursion guard
+    params = set(fn.all_params) - {"self", "cls"}
+    kept: set[str] = set()
+
+    def names(expr: cst.BaseExpression | None) -> set[str]:
+        if isinstance(expr, cst.Name) and expr.value in params:
+            return {expr.value}
+        if isinstance(expr, (cst.Tuple, cst.List)):
+            return {n for el in expr.elements for n in names(el.value)}
+        return set()
+
+    stack: list[cst.CSTNode] = list(fn.node.body.body) if isinstance(fn.node.body, cst.IndentedBlock) else []
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(n, (cst.Assign, cst.AnnAssign)) and n.value is not None:
+            targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+            if any(isinstance(t, (cst.Attribute, cst.Subscript)) for t in targets):
+                kept |= names(n.value)
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in ESCAPE_METHODS:
+            for arg in n.args:
+                kept |= names(arg.value)
+        stack.extend(children(n))
+    if _depth < 2:
+        for site in fn.calls:
+            forwarded = {a.value.value for a in site.node.args if isinstance(a.value, cst.Name)} & (params - kept)
+            if not forwarded:
+                continue
+            bound = _kept_arguments(project, file, site, _depth + 1)
+            kept |= {e.value for e in bound if isinstance(e, cst.Name)} & forwarded
+    memo[id(fn)] = frozenset(kept)
+    return memo[id(fn)]
+
+
+def _kept_arguments(project: Project, file: FileModel, site, _depth: int = 0) -> list[cst.BaseExpression]:
+    """The argument expressions of a call that the project callee keeps (see :func:`stored_params`)."""
+    if site.target is not None:
+        sym = project.symbol(site.target, file)
+        if sym is not None and isinstance(sym[0], ClassInfo) and plain_container(sym[0]):
+            return [a.value for a in site.node.args]
+    found = project.call_target(file, site)
+    if found is None:
+        return []
+    fn, mod = found
+    kept = stored_params(project, mod, fn, _depth)
+    if not kept:
+        return []
+    params = fn.params[1:] if fn.class_name and fn.params[:1] == ("self",) else fn.params
+    bound = bind_arguments(params + fn.kwonly, site.node, kwonly=fn.kwonly)
+    return [expr for name, expr in bound.items() if name in kept and expr is not None]
+
+
+def kept_arguments(project: Project, file: FileModel, site) -> list[cst.BaseExpression]:
+    return _kept_arguments(project, file, site)
 
 
 def _relevant(project: Project, file: FileModel, fn: FunctionInfo, _depth: int = 0) -> bool:
@@ -298,7 +429,7 @@ class Calls:
         wfn, wmod = found
         cond = _switch_condition(self.project, wmod, wfn)
         if cond is None:
-            return None
+            return _self_switch_test(wfn) if on_self(use) else None
         param, positive = cond
         params = wfn.params[1:] if wfn.class_name and wfn.params[:1] == ("self",) else wfn.params
         bound = bind_arguments(params + wfn.kwonly, use.node, kwonly=wfn.kwonly)

@@ -29,8 +29,11 @@ from streamlint.model.flow.values import (
     TupVal,
 )
 from streamlint.model.streams import MAIN, STREAM
-from streamlint.model.syntax import strip_not, target_names
+from streamlint.model.syntax import contains, strip_not, target_names
 from streamlint.model.wrappers import mode_of_test
+
+
+MAX_TUPLE_ITER = 8  # a loop over a literal tuple of at most this many elements runs once per element
 
 
 class ControlFlow:
@@ -144,6 +147,14 @@ class ControlFlow:
             return []
         if isinstance(node, cst.Raise):
             return [] if not self.depth else [st]
+        if isinstance(node, cst.Assert):
+            self.ev(st, node.test)
+            key, positive = self.test_key(st, node.test)
+            if key is not None and key not in st.assume and (not self.single or key.startswith("self.")):
+                st.assume[key] = positive  # the code after `assert t` runs only where t holds
+                if not self.single:
+                    self.constrain(st, node.test, True)
+            return [st]
         if isinstance(node, cst.Break):
             st.flow = "break"
         elif isinstance(node, cst.Continue):
@@ -158,6 +169,11 @@ class ControlFlow:
             compared = self.stream_compare(st, value_node)
             if compared is not None:
                 v = KVal(target.value, opaque=True, test=compared)
+            if v is None and isinstance(value_node, cst.Comparison) and len(value_node.comparisons) == 1 \
+                    and isinstance(value_node.comparisons[0].operator, (cst.Is, cst.IsNot)):
+                key, positive = self.test_key(st, value_node)  # `has_ctx = meta.ctx is not None`: a flag alias
+                if key is not None:
+                    v = KVal(target.value, opaque=True, test=key if positive else f"!{key}")
             if v is None and isinstance(value_node, cst.Call) and not value_node.args \
                     and isinstance(value_node.func, (cst.Name, cst.Attribute)):
                 getter = self.render(st, value_node)
@@ -245,12 +261,21 @@ class ControlFlow:
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             inner = self.decide(st, test.expression)
             return None if inner is None else not inner
+        if isinstance(test, cst.BooleanOperation):
+            # `if a and b:` joining what `if a: ... if b:` forked: decided by what the path knows of each
+            left, right = self.decide(st, test.left), self.decide(st, test.right)
+            short = isinstance(test.operator, cst.Or)  # the operand value that decides alone
+            if left is short or right is short:
+                return short
+            if left is not None and right is not None:
+                return left
         return None
 
     def test_key(self, st: State, test: cst.BaseExpression) -> tuple[str | None, bool]:
         test, positive = strip_not(test)
         if isinstance(test, cst.Name) and isinstance(st.env.get(test.value), KVal) and st.env[test.value].test:
-            return st.env[test.value].test, positive
+            alias = st.env[test.value].test
+            return (alias[1:], not positive) if alias.startswith("!") else (alias, positive)
         if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
                 and isinstance(test.comparisons[0].operator, (cst.Is, cst.IsNot)) \
                 and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None":
@@ -352,6 +377,11 @@ class ControlFlow:
         return self.branch(st, node.test, [(True, then), (False, other)])
 
     def loop(self, node, st: State) -> list[State]:
+        if isinstance(node, cst.For) and isinstance(node.target, cst.Name):
+            items = self.ev(st, node.iter)
+            if isinstance(items, TupVal) and 0 < len(items.items) <= MAX_TUPLE_ITER \
+                    and any(self.tensors(st, v) for v in items.items):
+                return self.tuple_loop(node, st, items.items)
         states = [st]
         finished: list[State] = []
         rounds = 1 if self.single else LOOP_UNROLL
@@ -383,6 +413,29 @@ class ControlFlow:
             states = self.block(node.orelse.body.body, states)
         return (states + finished)[:MAX_PATHS]
 
+    def tuple_loop(self, node: cst.For, st: State, items: tuple) -> list[State]:
+        """``for t in (x, mix, sqr): t.record_stream(s)``: a loop over a literal tuple (or a name bound to
+        one) runs once per element, with the loop variable bound to that element."""
+        states = [st]
+        finished: list[State] = []
+        for item in items:
+            nxt: list[State] = []
+            for s in states:
+                self.bind(s, node.target.value, item, node)
+                nxt.extend(self.block(node.body.body, [s]))
+            states = []
+            for s in nxt:
+                if s.flow == "break" or s.done:
+                    s.flow = None if s.flow == "break" else s.flow
+                    finished.append(s)
+                else:
+                    s.flow = None
+                    states.append(s)
+            states = states[:MAX_PATHS]
+        if node.orelse is not None:
+            states = self.block(node.orelse.body.body, states)
+        return (states + finished)[:MAX_PATHS]
+
     def with_item(self, node: cst.With, i: int, st: State) -> list[State]:
         if i == len(node.items):
             return self.block(node.body.body, [st])
@@ -397,6 +450,13 @@ class ControlFlow:
         if stream_use is not None:
             key = self.scope_stream(st, stream_use)
             activation = self.activation(st, stream_use)
+            if activation is None and isinstance(item.item, cst.IfExp):
+                # `with torch.cuda.stream(s) if flag else nullcontext():` switches only when `flag` holds
+                choice = item.item
+                if contains(choice.body, stream_use.node):
+                    activation = (choice.test, True)
+                elif contains(choice.orelse, stream_use.node):
+                    activation = (choice.test, False)
 
             def active(s: State) -> list[State]:
                 run = ScopeRun(node, key, self.clock, None, self.depth == 0)

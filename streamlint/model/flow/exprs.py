@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.apis import Role
-from streamlint.model.file import string_value
-from streamlint.model.flow.calls import cached_stream_getter, wait_self_expr
+from streamlint.model.file import ClassInfo, string_value
+from streamlint.model.flow.calls import cached_stream_getter, kept_arguments, plain_container, wait_self_expr
 from streamlint.model.flow.values import (
     CVal,
     EVal,
@@ -52,6 +52,11 @@ from streamlint.model.tensors import (
 
 if TYPE_CHECKING:
     from streamlint.model.uses import ApiUse
+
+
+# Methods only streams, events and tensors have: on a receiver the model cannot resolve (a class attribute of
+# another class, ``Base.quant_stream``), still the ordering they name, never a project function.
+STREAM_ORDERING_METHODS = frozenset({"wait_stream", "wait_event", "record_event", "record_stream"})
 
 
 class Expressions:
@@ -202,7 +207,7 @@ class Expressions:
             owner = self.ev(st, func.value.func.value)
             if isinstance(owner, TVal) and e.args and isinstance(e.args[0].value, cst.Integer) \
                     and int(e.args[0].value.value, 0) == 0:
-                self.op(st, e, [], [owner], result=False)
+                self.tick()  # a free, no kernel: its hazard is the lifetime one (SL301), never a race as well
                 self.free(st, owner.sid, "resize_(0)", self.anchor, force=True)
             return None
         uses = self.project.api_uses(self.cfile, site) if site is not None else ()
@@ -226,10 +231,29 @@ class Expressions:
         if uses:
             return self.api(st, e, uses[0])
         target = site.target if site is not None else None
+        if site is not None and target is not None:
+            sym = self.project.symbol(target, self.cfile)
+            if sym is not None and isinstance(sym[0], ClassInfo) and plain_container(sym[0]):
+                # a dataclass / NamedTuple / plain holder: it keeps the tensors handed in, touches no memory
+                return TupVal(tuple(self.ev(st, arg.value) for arg in e.args))
+        kept = [expr for expr in kept_arguments(self.project, self.cfile, site)
+                if isinstance(expr, cst.Name)] if site is not None else []
+        if kept and all(isinstance(a.value, (cst.Name, cst.Attribute)) for a in e.args) and all(
+                any(a.value is k for k in kept) or not self.tensors(st, self.ev(st, a.value)) for a in e.args):
+            out = None  # a setter / enqueue keeping every argument: it hands the tensors over, reads none
+        else:
+            out = self.dispatch(st, e, method, target)
+        for expr in kept:
+            self.escape(st, st.env.get(expr.value))  # the callee keeps it beyond the call
+        return out
+
+    def dispatch(self, st: State, e: cst.Call, method: str | None, target: str | None) -> object:
         own = self._self_prefix()
         if method is not None and (target is None or (own is not None and target.startswith(own))
-                                   or target.split(".")[0] in ("self",)):
-            recv = self.ev(st, func.value)
+                                   or target.split(".")[0] in ("self",) or (
+                                       method in STREAM_ORDERING_METHODS and self.project.function(target, self.cfile)
+                                       is None)):  # `Base.side_stream.wait_stream(...)`: a class attribute
+            recv = self.ev(st, e.func.value)
             return self.method(st, e, recv, method)
         return self.generic(st, e, target)
 
@@ -360,9 +384,10 @@ class Expressions:
         tv = tensors[0]
         if name == "record_stream" and arg0 is not None:
             stream = self.stream_key(st, self.ev(st, arg0), arg0)
-            S = st.stores.get(tv.sid)
-            if S is not None:
-                S.recorded.add(stream)
+            for held in tensors if isinstance(recv, TupVal) else [tv]:  # a container records every field
+                S = st.stores.get(held.sid)
+                if S is not None:
+                    S.recorded.add(stream)
             return None
         if name in STORAGE_REBIND_METHODS:
             return self.rebind_storage(st, e, tv)

@@ -190,3 +190,36 @@ def test_ensure_tree_from_cached_archive_and_trees_api(tmp_path, monkeypatch):
     assert not (cache / "downloads" / "demo-1.0.tar.gz").exists()
     with pytest.raises(CorpusError, match="offline"):
         ensure_tree(release, cache, offline=True)
+
+
+def test_stream_using_function_count(tmp_path):
+    from bench.realcode.report import count_stream_functions, fp_class, precision_table, read_triage
+
+    (tmp_path / "m.py").write_text(
+        "import torch\n"
+        "import torch_npu as tn\n"
+        "from torchair.scope import npu_stream_switch as sw\n"
+        "def a():\n    s = torch.npu.Stream()\n"            # STREAM_NEW
+        "def b(x, s):\n    x.record_stream(s)\n"             # tensor lifetime method
+        "def c():\n    with sw('1', 3):\n        pass\n"     # aliased TorchAir scope
+        "def d():\n    tn.npu.current_stream().wait_stream(x)\n"
+        "def e():\n    logging.StreamHandler()\n    q.wait()\n"  # not stream APIs
+        "def f():\n    def inner():\n        torch.cuda.synchronize()\n    return inner\n"  # only inner counts
+        "async def g():\n    ev = torch.cuda.Event()\n",
+        encoding="utf-8")
+    (tmp_path / "broken.py").write_text("def (:\n", encoding="utf-8")
+    files, functions, stream = count_stream_functions(tmp_path)
+    assert (files, functions, stream) == (2, 8, 6)
+
+    triage = tmp_path / "t.tsv"
+    triage.write_text(
+        "package\tversion\trule\tlocation\tverdict\treason\n"
+        "p\t1\tSL201\tf.py:1\tbug\twhich stream\n"
+        "p\t1\tSL201\tf.py:2\tfalse-positive\t[host-object-not-tensor] an int\n"
+        "p\t1\tSL301\tf.py:3\tunsure\tmaybe\n", encoding="utf-8")
+    rows = read_triage(triage)
+    assert [r["verdict"] for r in rows] == ["bug", "false-positive", "unsure"]
+    assert fp_class(rows[1]["reason"]) == "host-object-not-tensor"
+    table = "\n".join(precision_table(rows))
+    assert "| joins and waits SL2xx | 2 | 1 | 1 | 0 | 0.50 |" in table
+    assert "| lifetimes SL3xx | 1 | 0 | 0 | 1 | n/a |" in table

@@ -34,7 +34,7 @@ MOE = textwrap.dedent('''\
             self.comm_stream = torch.npu.Stream()
             self.done = torch.npu.Event()
 
-        def forward(self, hidden, router_logits):
+        def forward(self, hidden: torch.Tensor, router_logits: torch.Tensor):
             topk = torch.topk(router_logits, 2)
             with npu_stream_switch("moe_shared", 0):
                 npu_wait_tensor(hidden, topk)
@@ -369,3 +369,80 @@ def test_results_round_trip_and_reports() -> None:
     assert "| join-loop-skip-first |  | TorchAir graph | 1 |" in text
     tsv = undecided_tsv(ms).splitlines()
     assert len(tsv) == 2 and tsv[1].split("\t")[4] == "delete-wait"
+
+
+def test_scope_wrappers_of_native_streams_make_scope_mutants_equivalent(tmp_path: Path) -> None:
+    from bench.inject.harness import ScopeResolver, scope_verdict
+
+    (tmp_path / "pkg" / "torchair_mode").mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "utils.py").write_text(textwrap.dedent('''\
+        import torch
+        from contextlib import nullcontext
+
+        def npu_stream_switch(target_stream, *, enabled=True):
+            if not enabled:
+                return nullcontext()
+            return torch.npu.stream(target_stream)
+    '''))
+    (tmp_path / "pkg" / "torchair_mode" / "utils.py").write_text(textwrap.dedent('''\
+        from contextlib import nullcontext
+        from torchair.scope import npu_stream_switch as _npu_stream_switch
+
+        def npu_stream_switch(tag, priority, *, enabled=True):
+            return _npu_stream_switch(tag, priority) if enabled else nullcontext()
+    '''))
+    eager_user = "from pkg.utils import (\n    npu_stream_switch,\n)\n"
+    graph_user = "from pkg.torchair_mode.utils import npu_stream_switch, npu_wait_tensor\n"
+    direct_user = "from torchair.scope import npu_stream_switch as npu_stream_switch\n"
+    local_user = "import torch\ndef npu_stream_switch(s):\n    return torch.npu.stream(s)\n"
+    for name, text in [("eager.py", eager_user), ("graph.py", graph_user), ("direct.py", direct_user),
+                       ("local.py", local_user), ("relative.py", "from .utils import npu_stream_switch\n")]:
+        (tmp_path / "pkg" / name).write_text(text)
+    resolver = ScopeResolver(tmp_path)
+    assert resolver.resolve("pkg/eager.py", "npu_stream_switch") == "native"
+    assert resolver.resolve("pkg/relative.py", "npu_stream_switch") == "native"
+    assert resolver.resolve("pkg/local.py", "npu_stream_switch") == "native"
+    assert resolver.resolve("pkg/graph.py", "npu_stream_switch") == "torchair"
+    assert resolver.resolve("pkg/direct.py", "npu_stream_switch") == "torchair"
+    assert resolver.resolve("pkg/graph.py", "super_kernel") == "unknown"
+
+    site = _one(ATTN, "break-direct", "print", "decode")
+    line = ATTN.splitlines()[site.line - 1]
+
+    def as_mutant(file: str, s=site) -> Mutant:
+        return Mutant("p", "1", file, s.qualname, s.kind, s.detail, s.line, s.api_family, s.verdict, s.reason, s.key)
+    m = as_mutant("pkg/eager.py")
+    scope_verdict(m, line, resolver)
+    assert m.verdict == "equivalent" and "torch.npu.stream" in m.reason
+    m = as_mutant("pkg/graph.py")
+    scope_verdict(m, line, resolver)
+    assert m.verdict == "defect"
+    wait = _one(ATTN, "delete-wait", "npu_wait_tensor", "decode")
+    w = as_mutant("pkg/eager.py", wait)
+    scope_verdict(w, line, resolver)
+    assert w.verdict == wait.verdict  # only scope kinds are affected
+
+
+def test_command_line_end_to_end_on_a_local_tree(tmp_path: Path) -> None:
+    """The whole harness on a synthetic tree (no network): sample, mutate, lint in context, score."""
+    import json
+
+    from bench.inject.__main__ import main
+
+    tree = tmp_path / "trees" / "synthetic-1.0" / "moe_pkg"
+    tree.mkdir(parents=True)
+    (tree / "__init__.py").write_text("")
+    (tree / "layers.py").write_text(MOE)
+    out = tmp_path / "out"
+    assert main(["--trees-dir", str(tmp_path / "trees"), "--kinds", "break-direct", "--limit", "2",
+                 "--no-report", "--out", str(out), "--jobs", "1"]) == 0
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 2
+    for row in rows:
+        assert row["package"] == "synthetic" and row["version"] == "1.0" and row["error"] == ""
+        assert row["kind"] == "break-direct" and row["verdict"] == "defect"
+        # a graph break as the first statement of a torchair.scope.npu_stream_switch scope is SL101, there
+        assert row["caught_rule"] and [c for c, _ in row["new"]] == ["SL101"]
+        lo, hi = row["window"]
+        assert lo <= row["new"][0][1] <= hi

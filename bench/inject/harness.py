@@ -23,9 +23,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
-from bench.inject.mutate import EXPECT, KINDS, MARK, Site, sites
+from bench.inject.mutate import EXPECT, KINDS, MARK, TORCHAIR_SCOPES, Site, sites
 
 TOLERANCE = 3  # lines either side of the expected line or region
 # Every mutation site needs one of these in its module's text (a cheap prefilter before LibCST parses it).
@@ -55,6 +55,118 @@ def iter_trees(names: Iterable[str] | None, trees_dir: Path | None = None, offli
     from bench.realcode.corpus import trees
     for tree in trees(wanted, offline=offline):
         yield TreeRef(tree.name, tree.version, Path(tree.root))
+
+
+_SCOPE_KINDS = ("break-direct", "break-callee", "superkernel-nest")
+_DEF = re.compile(r"^(?P<indent>[ \t]*)def (?P<name>\w+)\(", re.M)
+
+
+def _def_body(text: str, name: str) -> str | None:
+    """The text of the (last) top-level-or-nested `def name(` in `text`, up to the next def at its level."""
+    found = None
+    for m in _DEF.finditer(text):
+        if m.group("name") != name:
+            continue
+        indent = len(m.group("indent").expandtabs())
+        start = text.find("\n", m.end()) + 1
+        end = len(text)
+        for n in _DEF.finditer(text, start):
+            if len(n.group("indent").expandtabs()) <= indent:
+                end = n.start()
+                break
+        found = text[start:end]
+    return found
+
+
+def _imported_from(text: str, name: str) -> list[tuple[str, str]]:
+    """(module, original name) pairs that bind `name` by `from module import ...` in `text`."""
+    out: list[tuple[str, str]] = []
+    for m in re.finditer(r"^[ \t]*from[ \t]+([.\w]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", text, re.M):
+        for part in m.group(2).strip("()").replace("\n", " ").split(","):
+            bits = part.split("#")[0].split()
+            if not bits:
+                continue
+            orig, bound = bits[0], bits[-1] if len(bits) == 3 and bits[1] == "as" else bits[0]
+            if bound == name:
+                out.append((m.group(1), orig))
+    return out
+
+
+class ScopeResolver:
+    """Where a TorchAir-named scope of a module really goes: ``torchair`` (a TorchAir scope, directly or
+    through a project wrapper), ``native`` (a project wrapper of ``torch.npu.stream``: eager code, which
+    rules.md says SL101 must not flag) or ``unknown``. Text-level, one import hop and one wrapper deep."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._files: list[str] | None = None
+        self._cache: dict[tuple[str, str], str] = {}
+
+    def _module_file(self, module: str, importer: str) -> Path | None:
+        if module.startswith("."):
+            level = len(module) - len(module.lstrip("."))
+            base = Path(importer).parent
+            for _ in range(level - 1):
+                base = base.parent
+            rel = (base / module.lstrip(".").replace(".", "/")).as_posix() if module.lstrip(".") else base.as_posix()
+            suffixes = [rel + ".py", rel + "/__init__.py"]
+        else:
+            tail = module.replace(".", "/")
+            suffixes = [tail + ".py", tail + "/__init__.py"]
+        if self._files is None:
+            self._files = [p.relative_to(self.root).as_posix() for p in tree_files(self.root)]
+        for f in self._files:
+            if any(f == suf or f.endswith("/" + suf) for suf in suffixes):
+                return self.root / f
+        return None
+
+    def resolve(self, file: str, name: str) -> str:
+        key = (file, name)
+        if key not in self._cache:
+            self._cache[key] = self._resolve(file, name)
+        return self._cache[key]
+
+    def _resolve(self, file: str, name: str) -> str:
+        try:
+            text = (self.root / file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return "unknown"
+        sources = _imported_from(text, name)
+        if any(mod.startswith("torchair") for mod, _ in sources):
+            return "torchair"
+        body = _def_body(text, name)
+        if body is None:
+            for mod, orig in sources:
+                path = self._module_file(mod, file)
+                if path is None:
+                    continue
+                try:
+                    other = path.read_text(encoding="utf-8")
+                except (OSError, UnicodeDecodeError):
+                    continue
+                body = _def_body(other, orig)
+                if body is not None:
+                    text = other
+                    break
+        if body is None:
+            return "unknown"
+        called = set(re.findall(r"(\w+)\s*\(", body))
+        if "torchair" in body or any(mod.startswith("torchair") for n in called for mod, _ in _imported_from(text, n)):
+            return "torchair"
+        if re.search(r"\.stream\(", body):
+            return "native"
+        return "unknown"
+
+
+def scope_verdict(m: "Mutant", source_line: str, resolver: ScopeResolver | None) -> None:
+    """Turn a scope mutant into an equivalent one when every TorchAir-named scope of its `with` line is a
+    project wrapper of a native stream."""
+    if resolver is None or not (m.kind in _SCOPE_KINDS or (m.kind == "mode-api" and m.detail.startswith("record_stream"))):
+        return
+    names = sorted(set(re.findall(r"(\w+)\s*\(", source_line)) & TORCHAIR_SCOPES)
+    if names and all(resolver.resolve(m.file, n) == "native" for n in names):
+        m.verdict = "equivalent"
+        m.reason = f"`{names[0]}` here is the project's wrapper of torch.npu.stream: eager code, not a TorchAir scope"
 
 
 def tree_files(root: Path) -> list[Path]:
@@ -230,6 +342,7 @@ def run_package(tree: TreeRef, *, cap: int, seed: int, kinds: set[str] | None, l
     t0 = time.perf_counter()
     only = {k.split("::", 1)[0] for k in keys} if keys is not None else None
     all_sites = collect_sites(tree, kinds, only)
+    resolver = ScopeResolver(tree.root)
     if keys is not None:
         chosen = [s for s in all_sites if s.key in keys]
     else:
@@ -247,6 +360,7 @@ def run_package(tree: TreeRef, *, cap: int, seed: int, kinds: set[str] | None, l
             compile(m.source, s.path, "exec")
         except (SyntaxError, ValueError) as exc:
             m.error = f"mutant does not compile: {exc}"
+        scope_verdict(m, _line_of(tree.root / s.path, s.line), resolver)
         mutants.append((m, s))
     pkg_dir = Path(tempfile.mkdtemp(prefix=f"{tree.name}-", dir=workdir))
     linter = Linter(tree.root, pkg_dir)
@@ -298,3 +412,29 @@ def from_json(d: dict) -> Mutant:
     for k in ("new", "extras"):
         d[k] = [tuple(x) for x in d.get(k, [])]
     return Mutant(**d)
+
+
+def _line_of(path: Path, line: int) -> str:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (UnicodeDecodeError, OSError):
+        return ""
+    return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
+def reclassify(mutants: list[Mutant], root_of: "Callable[[str, str], Path | None]") -> int:
+    """Re-apply the harness-level verdicts (scope wrappers) to stored results; returns how many changed."""
+    changed = 0
+    resolvers: dict[tuple[str, str], ScopeResolver | None] = {}
+    for m in mutants:
+        key = (m.package, m.version)
+        if key not in resolvers:
+            root = root_of(m.package, m.version)
+            resolvers[key] = ScopeResolver(root) if root is not None else None
+        resolver = resolvers[key]
+        if resolver is None:
+            continue
+        before = m.verdict
+        scope_verdict(m, _line_of(resolver.root / m.file, m.line), resolver)
+        changed += m.verdict != before
+    return changed

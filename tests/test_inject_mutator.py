@@ -397,12 +397,14 @@ def test_scope_wrappers_of_native_streams_make_scope_mutants_equivalent(tmp_path
     direct_user = "from torchair.scope import npu_stream_switch as npu_stream_switch\n"
     local_user = "import torch\ndef npu_stream_switch(s):\n    return torch.npu.stream(s)\n"
     for name, text in [("eager.py", eager_user), ("graph.py", graph_user), ("direct.py", direct_user),
-                       ("local.py", local_user), ("relative.py", "from .utils import npu_stream_switch\n")]:
+                       ("local.py", local_user), ("relative.py", "from .utils import npu_stream_switch\n"),
+                       ("reexport.py", "from pkg.relative import npu_stream_switch, other\n")]:
         (tmp_path / "pkg" / name).write_text(text)
     resolver = ScopeResolver(tmp_path)
     assert resolver.resolve("pkg/eager.py", "npu_stream_switch") == "native"
     assert resolver.resolve("pkg/relative.py", "npu_stream_switch") == "native"
     assert resolver.resolve("pkg/local.py", "npu_stream_switch") == "native"
+    assert resolver.resolve("pkg/reexport.py", "npu_stream_switch") == "native"  # through a re-export
     assert resolver.resolve("pkg/graph.py", "npu_stream_switch") == "torchair"
     assert resolver.resolve("pkg/direct.py", "npu_stream_switch") == "torchair"
     assert resolver.resolve("pkg/graph.py", "super_kernel") == "unknown"
@@ -446,3 +448,66 @@ def test_command_line_end_to_end_on_a_local_tree(tmp_path: Path) -> None:
         assert row["caught_rule"] and [c for c, _ in row["new"]] == ["SL101"]
         lo, hi = row["window"]
         assert lo <= row["new"][0][1] <= hi
+
+
+def test_record_stream_protocols_and_elements_are_not_counted_as_defects() -> None:
+    from bench.inject.harness import lifetime_verdict
+
+    src = textwrap.dedent('''\
+        import torch
+
+        class Ctx:
+            def record_stream(self, stream):
+                buf = self.make()
+                buf.record_stream(stream)
+
+        def protect_all(self, stream, x):
+            for ctx in self.contexts:
+                ctx.record_stream(stream)
+            tmp = torch.empty_like(x)
+            tmp.record_stream(stream)
+            with torch.cuda.stream(stream):
+                tmp.copy_(x)
+    ''')
+    lines = src.splitlines()
+    verdicts = {}
+    for site in _sites(src):
+        if site.kind != "delete-record-stream":
+            continue
+        m = Mutant("p", "1", site.path, site.qualname, site.kind, site.detail, site.line, site.api_family,
+                   site.verdict, site.reason, site.key)
+        lifetime_verdict(m, lines)
+        verdicts[lines[site.line - 1].strip()] = m.verdict
+    assert verdicts == {"buf.record_stream(stream)": "undecided",  # Ctx.record_stream: the caller decides
+                        "ctx.record_stream(stream)": "equivalent",  # element of self.contexts
+                        "tmp.record_stream(stream)": "defect"}
+
+
+def test_join_loops_that_wait_on_the_same_stream_every_time_are_undecided() -> None:
+    from bench.inject.harness import loop_verdict
+
+    src = textwrap.dedent('''\
+        import torch
+
+        def per_stream(streams, xs):
+            cur = torch.cuda.current_stream()
+            for s in streams:
+                cur.wait_stream(s)
+            return xs
+
+        def same_stream(layers, side, xs):
+            for layer in layers:
+                xs = layer(xs)
+                torch.cuda.current_stream().wait_stream(side)
+            return xs
+    ''')
+    lines = src.splitlines()
+    verdicts = {}
+    for site in _sites(src):
+        if site.kind != "join-loop-skip-first":
+            continue
+        m = Mutant("p", "1", site.path, site.qualname, site.kind, site.detail, site.line, site.api_family,
+                   site.verdict, site.reason, site.key)
+        loop_verdict(m, lines)
+        verdicts[site.qualname] = m.verdict
+    assert verdicts == {"per_stream": "defect", "same_stream": "undecided"}

@@ -10,6 +10,7 @@ linted the same way first; its findings, carried to the mutant's lines, are not 
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import os
 import random
@@ -127,29 +128,28 @@ class ScopeResolver:
         return self._cache[key]
 
     def _resolve(self, file: str, name: str) -> str:
-        try:
-            text = (self.root / file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            return "unknown"
-        sources = _imported_from(text, name)
-        if any(mod.startswith("torchair") for mod, _ in sources):
-            return "torchair"
-        body = _def_body(text, name)
-        if body is None:
-            for mod, orig in sources:
-                path = self._module_file(mod, file)
-                if path is None:
-                    continue
-                try:
-                    other = path.read_text(encoding="utf-8")
-                except (OSError, UnicodeDecodeError):
-                    continue
-                body = _def_body(other, orig)
-                if body is not None:
-                    text = other
-                    break
-        if body is None:
-            return "unknown"
+        """Follow `from m import name` (re-exports included, up to four hops) to the `def`, then classify it."""
+        rel, want = file, name
+        for _hop in range(5):
+            try:
+                text = (self.root / rel).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                return "unknown"
+            body = _def_body(text, want)
+            if body is not None:
+                return self._classify(text, body)
+            sources = _imported_from(text, want)
+            if any(mod.startswith("torchair") for mod, _ in sources):
+                return "torchair"
+            nxt = next(((path, orig) for mod, orig in sources
+                        if (path := self._module_file(mod, rel)) is not None), None)
+            if nxt is None:
+                return "unknown"
+            rel, want = nxt[0].relative_to(self.root).as_posix(), nxt[1]
+        return "unknown"
+
+    @staticmethod
+    def _classify(text: str, body: str) -> str:
         called = set(re.findall(r"(\w+)\s*\(", body))
         if "torchair" in body or any(mod.startswith("torchair") for n in called for mod, _ in _imported_from(text, n)):
             return "torchair"
@@ -167,6 +167,64 @@ def scope_verdict(m: "Mutant", source_line: str, resolver: ScopeResolver | None)
     if names and all(resolver.resolve(m.file, n) == "native" for n in names):
         m.verdict = "equivalent"
         m.reason = f"`{names[0]}` here is the project's wrapper of torch.npu.stream: eager code, not a TorchAir scope"
+
+
+_RECORD = re.compile(r"^\s*([\w.\[\]]+)\.record_stream\(")
+
+
+def lifetime_verdict(m: "Mutant", lines: list[str]) -> None:
+    """Refine a record_stream mutant's verdict from the text around it: inside an object's own
+    `record_stream` method the caller decides which stream needs it (undecided); a loop variable over an
+    attribute (`for ctx in self.contexts: ctx.record_stream(s)`) is an element of a long-lived object
+    (equivalent, as `self.x` is)."""
+    if m.kind not in ("delete-record-stream", "record-wrong-stream") or m.verdict != "defect":
+        return
+    if m.qualname.rsplit(".", 1)[-1] == "record_stream":
+        m.verdict, m.reason = "undecided", "an object's own record_stream method: the caller decides the stream"
+        return
+    line = lines[m.line - 1] if 0 < m.line <= len(lines) else ""
+    found = _RECORD.match(line)
+    if found is None:
+        return
+    recv = re.escape(found.group(1))
+    indent = len(line) - len(line.lstrip())
+    for prev in reversed(lines[max(0, m.line - 80):m.line - 1]):
+        stripped = prev.lstrip()
+        if stripped.startswith("def ") and len(prev) - len(stripped) < indent:
+            break
+        loop = re.match(rf"for\s+(?:\w+\s*,\s*)*{recv}(?:\s*,\s*\w+)*\s+in\s+(.+):", stripped)
+        if loop is not None:
+            if re.match(r"(self\.|[\w]+\.)|.*\.(values|items)\(\)", loop.group(1)):
+                m.verdict, m.reason = "equivalent", (f"`{found.group(1)}` iterates over {loop.group(1).strip()}: "
+                                                     "an element of a long-lived object")
+            return
+
+
+_WAIT_TEXT = re.compile(r"wait_stream|wait_event|\.wait\(|npu_wait_tensor|npu_tagged_event_wait|ops\.wait\(")
+
+
+def loop_verdict(m: "Mutant", lines: list[str]) -> None:
+    """A skipped join-loop iteration is a defect only when the loop joins something per iteration: a wait
+    in its body that names the loop variable (`wait_stream(streams[i])`, `s.wait_stream(...)` over
+    `for s in streams`, `events[i].wait()`). A loop that waits on the same stream or event every time is
+    undecided: the other iterations may cover the skipped one."""
+    if not m.kind.startswith("join-loop") or m.verdict != "defect" or not 0 < m.line <= len(lines):
+        return
+    head = lines[m.line - 1]
+    found = re.match(r"\s*(?:async\s+)?for\s+(.+?)\s+in\s", head)
+    if found is None:
+        return
+    targets = set(re.findall(r"\w+", found.group(1)))
+    indent = len(head) - len(head.lstrip())
+    waits = []
+    for line in lines[m.line:]:
+        if line.strip() and len(line) - len(line.lstrip()) <= indent:
+            break
+        if _WAIT_TEXT.search(line):
+            waits.append(line)
+    if waits and not any(set(re.findall(r"\w+", w)) & targets for w in waits):
+        m.verdict, m.reason = "undecided", ("each iteration waits on the same stream or event (no loop variable in "
+                                            "the wait): the other iterations may cover the skipped one")
 
 
 def tree_files(root: Path) -> list[Path]:
@@ -361,6 +419,8 @@ def run_package(tree: TreeRef, *, cap: int, seed: int, kinds: set[str] | None, l
         except (SyntaxError, ValueError) as exc:
             m.error = f"mutant does not compile: {exc}"
         scope_verdict(m, _line_of(tree.root / s.path, s.line), resolver)
+        lifetime_verdict(m, texts_lines(tree.root / s.path))
+        loop_verdict(m, texts_lines(tree.root / s.path))
         mutants.append((m, s))
     pkg_dir = Path(tempfile.mkdtemp(prefix=f"{tree.name}-", dir=workdir))
     linter = Linter(tree.root, pkg_dir)
@@ -414,6 +474,14 @@ def from_json(d: dict) -> Mutant:
     return Mutant(**d)
 
 
+@functools.lru_cache(maxsize=64)
+def texts_lines(path: Path) -> list[str]:
+    try:
+        return path.read_text(encoding="utf-8").splitlines()
+    except (UnicodeDecodeError, OSError):
+        return []
+
+
 def _line_of(path: Path, line: int) -> str:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -436,5 +504,7 @@ def reclassify(mutants: list[Mutant], root_of: "Callable[[str, str], Path | None
             continue
         before = m.verdict
         scope_verdict(m, _line_of(resolver.root / m.file, m.line), resolver)
+        lifetime_verdict(m, texts_lines(resolver.root / m.file))
+        loop_verdict(m, texts_lines(resolver.root / m.file))
         changed += m.verdict != before
     return changed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from typing import Callable, Iterable
 
@@ -73,9 +74,9 @@ def results_md(mutants: list[Mutant], *, command: str, seconds: float, packages:
         f"{sum(m.caught_rule for m in und)}",
         "",
     ]
-    reasons = Counter(m.reason.split(":")[0] if "`" in m.reason else m.reason for m in und + eq)
-    lines += ["| verdict reason | mutants |", "|---|---:|"]
-    lines += [f"| {r} | {n} |" for r, n in reasons.most_common()]
+    reasons = Counter((m.verdict, re.sub(r"`[^`]*`", "`…`", m.reason)) for m in und + eq)
+    lines += ["| verdict | reason (names elided) | mutants |", "|---|---|---:|"]
+    lines += [f"| {v} | {r} | {n} |" for (v, r), n in reasons.most_common()]
     lines.append("")
     misses = Counter((m.kind, m.detail if m.kind in ("delete-wait", "break-direct", "break-callee", "mode-api") else "",
                       m.api_family) for m in defects if not m.caught_family)

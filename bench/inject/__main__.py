@@ -1,0 +1,96 @@
+"""python -m bench.inject [--packages NAME ...] [--kinds KIND ...] [--limit N] ...
+
+Defect injection into the real-code corpus (issue 16 §2): writes bench/inject/RESULTS.md,
+bench/inject/undecided.tsv and the raw results (JSON lines) under --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.inject.harness import from_json, iter_trees, reclassify, run_package, to_json
+from bench.inject.mutate import KINDS
+from bench.inject.report import results_md, undecided_tsv
+
+HERE = Path(__file__).resolve().parent
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.inject", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--packages", nargs="+", metavar="NAME", help="corpus names (or name==version); default all")
+    ap.add_argument("--kinds", nargs="+", choices=KINDS, metavar="KIND", help=f"mutation kinds: {', '.join(KINDS)}")
+    ap.add_argument("--cap", type=int, default=20, help="mutants per release (default 20)")
+    ap.add_argument("--limit", type=int, help="stop after N mutants in all (a quick look)")
+    ap.add_argument("--seed", type=int, default=16)
+    ap.add_argument("--jobs", type=int, default=2, help="parallel streamlint runs (default 2)")
+    ap.add_argument("--trees-dir", type=Path, help="use unpacked <name>-<version> dirs instead of the corpus cache")
+    ap.add_argument("--offline", action="store_true", help="only releases already in the corpus cache")
+    ap.add_argument("--out", type=Path, default=HERE / "out", help="raw results (default bench/inject/out)")
+    ap.add_argument("--no-report", action="store_true", help="do not rewrite RESULTS.md / undecided.tsv")
+    ap.add_argument("--report-from", type=Path, metavar="JSONL",
+                    help="only rewrite the reports from the raw results of an earlier run")
+    args = ap.parse_args(argv)
+    command = "python -m bench.inject " + shlex.join(argv if argv is not None else sys.argv[1:])
+    if args.report_from is not None:
+        rows = [json.loads(line) for line in args.report_from.read_text(encoding="utf-8").splitlines() if line]
+        meta = rows[0] if rows and "meta" in rows[0] else {"meta": {}}
+        mutants = [from_json(r) for r in rows if "meta" not in r]
+        changed = reclassify(mutants, lambda name, version: _root_of(name, version, args.trees_dir))
+        print(f"{changed} verdicts changed by the scope-wrapper check")
+        packages = sorted({f"{m.package} {m.version}" for m in mutants})
+        _write_reports(mutants, meta["meta"].get("command", command), meta["meta"].get("seconds", 0.0), packages)
+        return 0
+
+    start = time.perf_counter()
+    args.out.mkdir(parents=True, exist_ok=True)
+    kinds = set(args.kinds) if args.kinds else None
+    mutants = []
+    packages = []
+    raw = args.out / "results.jsonl"
+    with tempfile.TemporaryDirectory(prefix="sl-inject-") as work, open(raw, "w", encoding="utf-8") as fh:
+        for tree in iter_trees(args.packages, args.trees_dir, args.offline):
+            left = None if args.limit is None else args.limit - len(mutants)
+            if left is not None and left <= 0:
+                break
+            packages.append(f"{tree.name} {tree.version}")
+            done = run_package(tree, cap=args.cap, seed=args.seed, kinds=kinds, limit=left,
+                               jobs=args.jobs, workdir=Path(work), log=lambda s: print(s, flush=True))
+            for m in done:  # written as each release finishes: an interrupted run still has its results
+                fh.write(json.dumps(to_json(m)) + "\n")
+            fh.flush()
+            mutants += done
+    seconds = time.perf_counter() - start
+    text = _write_reports(mutants, command.strip(), seconds, packages, write=not args.no_report)
+    print(text.split("### Per mutation kind")[0])
+    print(f"done in {seconds:.0f}s; raw results in {raw}")
+    return 0
+
+
+def _root_of(name: str, version: str, trees_dir: Path | None) -> Path | None:
+    if trees_dir is not None:
+        root = trees_dir / f"{name}-{version}"
+        return root if root.is_dir() else None
+    from bench.realcode.corpus import load_manifest, tree_dir
+    for release in load_manifest():
+        if release.name == name and release.version == version and tree_dir(release).is_dir():
+            return tree_dir(release)
+    return None
+
+
+def _write_reports(mutants: list, command: str, seconds: float, packages: list[str], write: bool = True) -> str:
+    text = results_md(mutants, command=command, seconds=seconds, packages=packages)
+    if write:
+        (HERE / "RESULTS.md").write_text(text, encoding="utf-8")
+        (HERE / "undecided.tsv").write_text(undecided_tsv(mutants), encoding="utf-8")
+    return text
+
+
+if __name__ == "__main__":
+    sys.exit(main())

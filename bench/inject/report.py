@@ -1,0 +1,97 @@
+"""RESULTS.md and undecided.tsv from scored mutants."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from typing import Callable, Iterable
+
+from bench.inject.harness import TOLERANCE, Mutant
+from bench.inject.mutate import API_FAMILIES, KINDS
+
+
+def _pct(a: int, b: int) -> str:
+    return f"{a / b:.2f}" if b else "–"
+
+
+def _table(title: str, rows: list[Mutant], key: Callable[[Mutant], str], order: Iterable[str] | None = None) -> list[str]:
+    groups: dict[str, list[Mutant]] = defaultdict(list)
+    for m in rows:
+        groups[key(m)].append(m)
+    names = [k for k in (order or []) if k in groups] + sorted(k for k in groups if k not in set(order or []))
+    out = [f"### {title}", "", "| | defects | caught (rule) | recall (rule) | caught (family) | recall (family) | new other findings |",
+           "|---|---:|---:|---:|---:|---:|---:|"]
+    for name in names:
+        g = groups[name]
+        r = sum(m.caught_rule for m in g)
+        f = sum(m.caught_family for m in g)
+        x = sum(len(m.extras) for m in g)
+        out.append(f"| {name} | {len(g)} | {r} | {_pct(r, len(g))} | {f} | {_pct(f, len(g))} | {x} |")
+    out.append("")
+    return out
+
+
+def results_md(mutants: list[Mutant], *, command: str, seconds: float, packages: list[str]) -> str:
+    scored = [m for m in mutants if not m.error]
+    errors = [m for m in mutants if m.error]
+    defects = [m for m in scored if m.verdict == "defect"]
+    verdicts = Counter(m.verdict for m in scored)
+    caught = sum(m.caught_family for m in defects)
+    new_all = sum(len(m.new) for m in scored)
+    matched = sum(m.caught_family for m in scored)
+    extras = Counter(c for m in scored for c, _ in m.extras)
+    lines = [
+        "# Defect injection: results",
+        "",
+        f"Command: `{command}` — {len(mutants)} mutants over {len(packages)} releases in {seconds / 60:.1f} min.",
+        f"Releases: {', '.join(packages)}.",
+        "",
+        f"Mutants linted: {len(scored)} ({verdicts.get('defect', 0)} defects, {verdicts.get('equivalent', 0)} "
+        f"equivalent, {verdicts.get('undecided', 0)} undecided); {len(errors)} could not be run.",
+        f"Caught = a new finding (not on the original file) with the expected rule (`rule`) or a rule of the "
+        f"same family (`family`) within ±{TOLERANCE} lines of the expected line or region (see README.md).",
+        "",
+        f"**Recall over the defects: rule {_pct(sum(m.caught_rule for m in defects), len(defects))}, "
+        f"family {_pct(caught, len(defects))}.**",
+        f"**Precision of the new findings: {_pct(matched, new_all)}** ({matched} of {new_all} new findings "
+        f"are the expected one; the rest: {', '.join(f'{c} ×{n}' for c, n in extras.most_common()) or 'none'}).",
+        "",
+    ]
+    lines += _table("Per mutation kind", defects, lambda m: m.kind, KINDS)
+    lines += _table("Per mutation kind and detail", defects, lambda m: f"{m.kind}: {m.detail}" if m.kind in (
+        "delete-wait", "break-direct", "break-callee", "mode-api") else m.kind)
+    lines += _table("Per package", defects, lambda m: f"{m.package} {m.version}")
+    lines += _table("Per API family", defects, lambda m: m.api_family, API_FAMILIES)
+    lines += _table("Per rule family expected", defects, lambda m: m.expected[0][:3] + "xx" if m.expected else "?")
+    eq = [m for m in scored if m.verdict == "equivalent"]
+    und = [m for m in scored if m.verdict == "undecided"]
+    lines += [
+        "### Equivalent and undecided mutants (not in the recall)",
+        "",
+        f"- equivalent: {len(eq)}, of which the tool reports the expected rule on {sum(m.caught_rule for m in eq)} "
+        f"(a finding there is a false alarm on a harmless edit)",
+        f"- undecided: {len(und)} (listed in `undecided.tsv`), of which the tool reports the expected rule on "
+        f"{sum(m.caught_rule for m in und)}",
+        "",
+    ]
+    reasons = Counter((m.verdict, re.sub(r"`[^`]*`", "`…`", m.reason)) for m in und + eq)
+    lines += ["| verdict | reason (names elided) | mutants |", "|---|---|---:|"]
+    lines += [f"| {v} | {r} | {n} |" for (v, r), n in reasons.most_common()]
+    lines.append("")
+    misses = Counter((m.kind, m.detail if m.kind in ("delete-wait", "break-direct", "break-callee", "mode-api") else "",
+                      m.api_family) for m in defects if not m.caught_family)
+    lines += ["### Misses by class", "", "| kind | detail | API family | missed |", "|---|---|---|---:|"]
+    lines += [f"| {k} | {d} | {f} | {n} |" for (k, d, f), n in misses.most_common()]
+    lines.append("")
+    if errors:
+        lines += ["### Not run", ""] + [f"- {m.key}: {m.error}" for m in errors[:30]] + [""]
+    return "\n".join(lines)
+
+
+def undecided_tsv(mutants: list[Mutant]) -> str:
+    rows = ["package\tversion\tfile\tfunction\tkind\tdetail\tline\tflagged\treason"]
+    for m in sorted(mutants, key=lambda m: (m.package, m.version, m.key)):
+        if m.verdict == "undecided" and not m.error:
+            rows.append("\t".join([m.package, m.version, m.file, m.qualname, m.kind, m.detail, str(m.line),
+                                   "yes" if m.caught_rule else "no", m.reason.replace("\t", " ")]))
+    return "\n".join(rows) + "\n"

@@ -310,6 +310,15 @@ class Expressions:
             for arg in e.args:
                 self.ev(st, arg.value)
             return self.alloc(st, e) if last in EMPTY_FACTORIES else self.op(st, e, [])
+        name = target[len("torch."):] if target and target.startswith("torch.") else None
+        if name in VIEW_METHODS or name in MULTI_VIEW_METHODS:  # torch.split(x, ...): views of x, like x.split
+            if e.args and e.args[0].keyword is None and e.args[0].star == "":
+                base = self.ev(st, e.args[0].value)
+                for arg in e.args[1:]:
+                    self.ev(st, arg.value)
+                if isinstance(base, TVal):
+                    return self.new_tensor(st, base.sid, base.vid, multi="view" if name in MULTI_VIEW_METHODS else None)
+                return None
         _, reads, writes = self.call_args(st, e)
         is_torch = torch_returns_tensor(target)
         if is_torch and last in ("tensor", "as_tensor") and not any(self.tensors(st, v) for v in reads):

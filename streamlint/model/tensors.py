@@ -178,13 +178,7 @@ def device_like(expr: cst.BaseExpression) -> bool:
 HOST_FACTORIES = frozenset({"tensor", "as_tensor", "asarray", "from_numpy", "frombuffer", "arange", "zeros", "ones",
                             "full", "empty", "rand", "randn", "randint", "randperm", "linspace", "logspace", "eye",
                             "empty_strided"})
-
-
-_ALWAYS_HOST_FACTORIES = frozenset({"from_numpy", "frombuffer"})
-
-
-# Methods whose result is a host tensor whatever the receiver is (a device receiver: a D2H copy).
-HOST_COPY_METHODS = frozenset({"cpu", "pin_memory"})
+HOST_COPY_METHODS = frozenset({"cpu", "pin_memory"})  # a host tensor results whatever the receiver is
 
 
 # Methods that hand a tensor's data to the host: the host blocks until the stream has produced it
@@ -209,7 +203,7 @@ def host_factory(target: str | None, call: cst.Call) -> bool:
     last = target.rsplit(".", 1)[-1]
     if last not in HOST_FACTORIES:
         return False
-    if last in _ALWAYS_HOST_FACTORIES:
+    if last in ("from_numpy", "frombuffer"):
         return True
     device = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"), None)
     return device is None or _names_host(device)
@@ -248,6 +242,32 @@ def return_kind(file: FileModel, fn: FunctionInfo) -> str | None:
     head = ann.value if isinstance(ann, cst.Subscript) else ann
     name = dotted(head) or ""
     return "other" if name.rsplit(".", 1)[-1] in _HOST_SCALAR_ANNOTATIONS else None
+
+
+def host_attr(project: Project, file: FileModel, cls: ClassInfo | None, attr: str) -> bool:
+    """Does ``self.<attr>`` evidently hold a host value (a name, a port, a count)? Every assignment to it
+    in the class is a literal (number, string, bool, ``None``) or a parameter of its method annotated with
+    a host scalar (``world_name: str``), and at least one is not ``None``."""
+    if cls is None:
+        return False
+    memo = derived(project, "host_attrs").setdefault(id(cls), {})
+    if attr not in memo:
+        values = [(m, a.value) for m in cls.methods.values() for a in m.assigns if a.target == f"self.{attr}"]
+        values = [(m, v) for m, v in values if not (isinstance(v, cst.Name) and v.value == "None")]
+        memo[attr] = bool(values) and all(_host_value(m, v) for m, v in values)
+    return memo[attr]
+
+
+def _host_value(fn: FunctionInfo, v: cst.BaseExpression) -> bool:
+    if isinstance(v, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+        return True
+    if not isinstance(v, cst.Name):
+        return False
+    params = fn.node.params
+    ann = next((p.annotation for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+                if p.name.value == v.value), None)
+    return v.value in ("True", "False") or (ann is not None and dotted(ann.annotation) in ("str", "int", "float",
+                                                                                           "bool", "bytes"))
 
 
 _CONTAINER_ANNOTATIONS = ("List", "list[", "Sequence", "Tuple", "tuple[", "Dict", "dict[", "Iterable", "Mapping",

@@ -14,6 +14,7 @@ from streamlint._lazy import cst
 from streamlint.model.flow.results import Lifetime, Race, Unjoined, ViewEscape
 from streamlint.model.flow.values import Access, KVal, State, Storage, TVal, TupVal, merge_clock, ordered_before
 from streamlint.model.streams import MAIN
+from streamlint.model.tensors import host_attr
 
 
 class Storages:
@@ -63,9 +64,18 @@ class Storages:
             for item in v.items:
                 out += self.tensors(st, item)
             return out
-        if isinstance(v, KVal) and not v.opaque and self.kind_of(st, v) is None and not v.key.startswith("<"):
+        if isinstance(v, KVal) and not v.opaque and self.kind_of(st, v) is None and not v.key.startswith("<") \
+                and not self.host_attribute(v):
             return [self.long_tensor(st, v.key)]
         return []
+
+    def host_attribute(self, v: KVal) -> bool:
+        """``self.<attr>`` holding a host value (a name, a port: :func:`~streamlint.model.tensors.host_attr`)."""
+        if not v.key.startswith("self.") or v.key.count(".") != 1 or "[" in v.key:
+            return False
+        frame_file, frame_fn = next(((f, fn) for f, fn in reversed(self.frames) if fn.class_name),
+                                    (self.file, self.fn))
+        return host_attr(self.project, frame_file, frame_file.classes.get(frame_fn.class_name or ""), v.key[5:])
 
     def op(self, st: State, node: cst.CSTNode, reads: list, writes: list = (), result: bool = True,
            read_writes: bool = True) -> TVal | None:

@@ -105,12 +105,22 @@ class Storages:
         st.last_op[s] = t
         if not result:
             return None
-        if rs and not self.h2d and all(self.is_host(st, tv) for tv in rs):
+        if rs and not self.h2d and self.host_result(st, node, rs):
             return self.new_tensor(st, self.new_storage(st, "host", s, None, None).sid)  # a CPU op on host data
         snap = dict(know)
         snap[s] = t
-        storage = self.new_storage(st, "local", s, None, Access(s, t, self.anchor, snap))
+        # a tensor made during a graph capture lives in the graph's private pool, not in the stream's
+        storage = self.new_storage(st, "pool" if st.regions else "local", s, None, Access(s, t, self.anchor, snap))
         return self.new_tensor(st, storage.sid)
+
+    def host_result(self, st: State, node: cst.CSTNode, rs: list[TVal]) -> bool:
+        """An op on host data runs on the host. Arithmetic with a host tensor operand stays there too
+        when the other operands are long-lived values of unknown type (``ids * self.block_size``): a
+        device tensor operand would make the expression invalid."""
+        if all(self.is_host(st, tv) for tv in rs):
+            return True
+        return isinstance(node, cst.BinaryOperation) and any(self.is_host(st, tv) for tv in rs) \
+            and all(self.is_host(st, tv) or st.stores[tv.sid].kind == "long" for tv in rs)
 
     def alloc(self, st: State, node: cst.CSTNode) -> TVal:
         """``torch.empty*``: memory from the current stream's pool, no kernel, so no producer to order."""

@@ -44,8 +44,7 @@ META_METHODS = frozenset({"size", "dim", "numel", "element_size", "is_contiguous
                           "untyped_storage", "storage", "__len__"})
 
 
-# Methods that re-point a tensor at another storage (``t.set_(src.untyped_storage(), offset, size,
-# stride)``): metadata only, no kernel; afterwards ``t`` aliases ``src``'s memory.
+# ``t.set_(src.untyped_storage(), ...)``: metadata only, no kernel; afterwards ``t`` aliases ``src``.
 STORAGE_REBIND_METHODS = frozenset({"set_"})
 
 
@@ -219,8 +218,7 @@ def host_target(call: cst.Call, method: str) -> bool:
     return False
 
 
-def non_blocking(call: cst.Call) -> bool:
-    """A copy with ``non_blocking=True`` (anything but a literal False/absent counts as maybe-async)."""
+def non_blocking(call: cst.Call) -> bool:  # anything but an absent or literal False may be asynchronous
     arg = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "non_blocking"), None)
     return arg is not None and not (isinstance(arg, cst.Name) and arg.value == "False")
 
@@ -238,10 +236,8 @@ def return_kind(file: FileModel, fn: FunctionInfo) -> str | None:
     kind = annotation_kind(file, fn.parent, returns.annotation)
     if kind is not None:
         return kind
-    ann = returns.annotation
-    head = ann.value if isinstance(ann, cst.Subscript) else ann
-    name = dotted(head) or ""
-    return "other" if name.rsplit(".", 1)[-1] in _HOST_SCALAR_ANNOTATIONS else None
+    ann = returns.annotation.value if isinstance(returns.annotation, cst.Subscript) else returns.annotation
+    return "other" if (dotted(ann) or "").rsplit(".", 1)[-1] in _HOST_SCALAR_ANNOTATIONS else None
 
 
 def host_attr(project: Project, file: FileModel, cls: ClassInfo | None, attr: str) -> bool:
@@ -251,6 +247,10 @@ def host_attr(project: Project, file: FileModel, cls: ClassInfo | None, attr: st
     if cls is None:
         return False
     memo = derived(project, "host_attrs").setdefault(id(cls), {})
+    prop = cls.methods.get(attr)
+    if prop is not None and any(dotted(d.decorator) in ("property", "functools.cached_property", "cached_property")
+                                for d in prop.node.decorators):
+        return return_kind(file, prop) == "other"  # `@property def size(self) -> int`
     if attr not in memo:
         values = [(m, a.value) for m in cls.methods.values() for a in m.assigns if a.target == f"self.{attr}"]
         values = [(m, v) for m, v in values if not (isinstance(v, cst.Name) and v.value == "None")]

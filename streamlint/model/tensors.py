@@ -44,8 +44,7 @@ META_METHODS = frozenset({"size", "dim", "numel", "element_size", "is_contiguous
                           "untyped_storage", "storage", "__len__"})
 
 
-# Methods that re-point a tensor at another storage (``t.set_(src.untyped_storage(), offset, size,
-# stride)``): metadata only, no kernel; afterwards ``t`` aliases ``src``'s memory.
+# ``t.set_(src.untyped_storage(), ...)``: metadata only, no kernel; afterwards ``t`` aliases ``src``.
 STORAGE_REBIND_METHODS = frozenset({"set_"})
 
 
@@ -178,13 +177,7 @@ def device_like(expr: cst.BaseExpression) -> bool:
 HOST_FACTORIES = frozenset({"tensor", "as_tensor", "asarray", "from_numpy", "frombuffer", "arange", "zeros", "ones",
                             "full", "empty", "rand", "randn", "randint", "randperm", "linspace", "logspace", "eye",
                             "empty_strided"})
-
-
-_ALWAYS_HOST_FACTORIES = frozenset({"from_numpy", "frombuffer"})
-
-
-# Methods whose result is a host tensor whatever the receiver is (a device receiver: a D2H copy).
-HOST_COPY_METHODS = frozenset({"cpu", "pin_memory"})
+HOST_COPY_METHODS = frozenset({"cpu", "pin_memory"})  # a host tensor results whatever the receiver is
 
 
 # Methods that hand a tensor's data to the host: the host blocks until the stream has produced it
@@ -209,7 +202,7 @@ def host_factory(target: str | None, call: cst.Call) -> bool:
     last = target.rsplit(".", 1)[-1]
     if last not in HOST_FACTORIES:
         return False
-    if last in _ALWAYS_HOST_FACTORIES:
+    if last in ("from_numpy", "frombuffer"):
         return True
     device = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"), None)
     return device is None or _names_host(device)
@@ -225,8 +218,7 @@ def host_target(call: cst.Call, method: str) -> bool:
     return False
 
 
-def non_blocking(call: cst.Call) -> bool:
-    """A copy with ``non_blocking=True`` (anything but a literal False/absent counts as maybe-async)."""
+def non_blocking(call: cst.Call) -> bool:  # anything but an absent or literal False may be asynchronous
     arg = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "non_blocking"), None)
     return arg is not None and not (isinstance(arg, cst.Name) and arg.value == "False")
 
@@ -244,10 +236,38 @@ def return_kind(file: FileModel, fn: FunctionInfo) -> str | None:
     kind = annotation_kind(file, fn.parent, returns.annotation)
     if kind is not None:
         return kind
-    ann = returns.annotation
-    head = ann.value if isinstance(ann, cst.Subscript) else ann
-    name = dotted(head) or ""
-    return "other" if name.rsplit(".", 1)[-1] in _HOST_SCALAR_ANNOTATIONS else None
+    ann = returns.annotation.value if isinstance(returns.annotation, cst.Subscript) else returns.annotation
+    return "other" if (dotted(ann) or "").rsplit(".", 1)[-1] in _HOST_SCALAR_ANNOTATIONS else None
+
+
+def host_attr(project: Project, file: FileModel, cls: ClassInfo | None, attr: str) -> bool:
+    """Does ``self.<attr>`` evidently hold a host value (a name, a port, a count)? Every assignment to it
+    in the class is a literal (number, string, bool, ``None``) or a parameter of its method annotated with
+    a host scalar (``world_name: str``), and at least one is not ``None``."""
+    if cls is None:
+        return False
+    memo = derived(project, "host_attrs").setdefault(id(cls), {})
+    prop = cls.methods.get(attr)
+    if prop is not None and any(dotted(d.decorator) in ("property", "functools.cached_property", "cached_property")
+                                for d in prop.node.decorators):
+        return return_kind(file, prop) == "other"  # `@property def size(self) -> int`
+    if attr not in memo:
+        values = [(m, a.value) for m in cls.methods.values() for a in m.assigns if a.target == f"self.{attr}"]
+        values = [(m, v) for m, v in values if not (isinstance(v, cst.Name) and v.value == "None")]
+        memo[attr] = bool(values) and all(_host_value(m, v) for m, v in values)
+    return memo[attr]
+
+
+def _host_value(fn: FunctionInfo, v: cst.BaseExpression) -> bool:
+    if isinstance(v, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+        return True
+    if not isinstance(v, cst.Name):
+        return False
+    params = fn.node.params
+    ann = next((p.annotation for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+                if p.name.value == v.value), None)
+    return v.value in ("True", "False") or (ann is not None and dotted(ann.annotation) in ("str", "int", "float",
+                                                                                           "bool", "bytes"))
 
 
 _CONTAINER_ANNOTATIONS = ("List", "list[", "Sequence", "Tuple", "tuple[", "Dict", "dict[", "Iterable", "Mapping",

@@ -14,6 +14,7 @@ from streamlint._lazy import cst
 from streamlint.model.flow.results import Lifetime, Race, Unjoined, ViewEscape
 from streamlint.model.flow.values import Access, KVal, State, Storage, TVal, TupVal, merge_clock, ordered_before
 from streamlint.model.streams import MAIN
+from streamlint.model.tensors import host_attr
 
 
 class Storages:
@@ -63,9 +64,18 @@ class Storages:
             for item in v.items:
                 out += self.tensors(st, item)
             return out
-        if isinstance(v, KVal) and not v.opaque and self.kind_of(st, v) is None and not v.key.startswith("<"):
+        if isinstance(v, KVal) and not v.opaque and self.kind_of(st, v) is None and not v.key.startswith("<") \
+                and not self.host_attribute(v):
             return [self.long_tensor(st, v.key)]
         return []
+
+    def host_attribute(self, v: KVal) -> bool:
+        """``self.<attr>`` holding a host value (a name, a port: :func:`~streamlint.model.tensors.host_attr`)."""
+        if not v.key.startswith("self.") or v.key.count(".") != 1 or "[" in v.key:
+            return False
+        frame_file, frame_fn = next(((f, fn) for f, fn in reversed(self.frames) if fn.class_name),
+                                    (self.file, self.fn))
+        return host_attr(self.project, frame_file, frame_file.classes.get(frame_fn.class_name or ""), v.key[5:])
 
     def op(self, st: State, node: cst.CSTNode, reads: list, writes: list = (), result: bool = True,
            read_writes: bool = True) -> TVal | None:
@@ -95,12 +105,22 @@ class Storages:
         st.last_op[s] = t
         if not result:
             return None
-        if rs and not self.h2d and all(self.is_host(st, tv) for tv in rs):
+        if rs and not self.h2d and self.host_result(st, node, rs):
             return self.new_tensor(st, self.new_storage(st, "host", s, None, None).sid)  # a CPU op on host data
         snap = dict(know)
         snap[s] = t
-        storage = self.new_storage(st, "local", s, None, Access(s, t, self.anchor, snap))
+        # a tensor made during a graph capture lives in the graph's private pool, not in the stream's
+        storage = self.new_storage(st, "pool" if st.regions else "local", s, None, Access(s, t, self.anchor, snap))
         return self.new_tensor(st, storage.sid)
+
+    def host_result(self, st: State, node: cst.CSTNode, rs: list[TVal]) -> bool:
+        """An op on host data runs on the host. Arithmetic with a host tensor operand stays there too
+        when the other operands are long-lived values of unknown type (``ids * self.block_size``): a
+        device tensor operand would make the expression invalid."""
+        if all(self.is_host(st, tv) for tv in rs):
+            return True
+        return isinstance(node, cst.BinaryOperation) and any(self.is_host(st, tv) for tv in rs) \
+            and all(self.is_host(st, tv) or st.stores[tv.sid].kind == "long" for tv in rs)
 
     def alloc(self, st: State, node: cst.CSTNode) -> TVal:
         """``torch.empty*``: memory from the current stream's pool, no kernel, so no producer to order."""

@@ -164,6 +164,7 @@ class FileModel:
         self.module_name = module_name
         self.is_package = is_package
         self.names: dict[str, str] = {}
+        self.star_imports: list[str] = []  # modules of `from m import *`
         self.functions: dict[str, FunctionInfo] = {}
         self.classes: dict[str, ClassInfo] = {}
         self.calls: list[CallSite] = []
@@ -326,6 +327,8 @@ class _Collector:
         if level:
             base = self._relative_base(level)
             module = f"{base}.{module}" if module and base else (module or base)
+        if isinstance(node.names, cst.ImportStar) and module:
+            self.m.star_imports.append(module)  # followed by the project (``Project.symbol``)
         if isinstance(node.names, cst.ImportStar) or not module:
             return
         for alias in node.names:

@@ -242,6 +242,13 @@ class Project:
                 target = ".".join([mod.names[rest[0]], *rest[1:]])
                 if target != qualname:
                     return self.symbol(target, mod, _depth + 1)
+            # `from .common import *` in a package __init__
+            if rest[0] not in mod.names:
+                for star in getattr(mod, "star_imports", ()):
+                    if star != modname:
+                        found = self.symbol(".".join([star, *rest]), mod, _depth + 1)
+                        if found is not None:
+                            return found
             return None
         return None
 

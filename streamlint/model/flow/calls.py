@@ -70,27 +70,33 @@ def _callers(project: Project, file: FileModel, fn: FunctionInfo) -> list[tuple[
                 continue
             target = project.call_target(model, site)
             if target is not None:
-                if target[0] is fn:
+                if target[0] is fn or (target[0].qualname == fn.qualname
+                                       and target[1].module_name == file.module_name):
                     sites.append((model, site))
             elif fn.class_name is not None and isinstance(func, cst.Attribute):
                 sites.append((model, site))  # a method called on an object the project cannot type
     return sites or None
 
 
-def current_stream_params(project: Project, file: FileModel, fn: FunctionInfo) -> frozenset[str]:
-    """Stream parameters that every call site in the project binds to the caller's current stream
-    (``mgr.offload(k, v, torch.npu.current_stream())``): inside the function they are the entry stream
-    (the conditions follow the call: arguments are evaluated at each call site)."""
+def current_stream_params(project: Project, file: FileModel, fn: FunctionInfo,
+                          candidates: set[str]) -> frozenset[str]:
+    """Stream parameters (among ``candidates``: not tensors) that every call site in the project binds to
+    the caller's current stream (``mgr.offload(k, v, torch.npu.current_stream())``): inside the function
+    they are the entry stream (the conditions follow the call: arguments are evaluated at each call
+    site). Only asked of functions that switch streams themselves (the call-site search reads files)."""
     memo = derived(project, "current_stream_params")
     if id(fn) in memo:
         return memo[id(fn)]
     memo[id(fn)] = frozenset()
     result: set[str] = set()
-    sites = _callers(project, file, fn)
     method = fn.class_name is not None and fn.params[:1] == ("self",)
-    params = (fn.params[1:] if method else fn.params) + fn.kwonly
+    params = tuple(p for p in (fn.params[1:] if method else fn.params) + fn.kwonly if p in candidates)
+    switches = any(u.role in (Role.NATIVE_STREAM_CONTEXT, Role.STREAM_SWITCH)
+                   for site in fn.scopes for u in project.scope_use(file, site).uses)
+    sites = _callers(project, file, fn) if params and switches else None
     if sites:
-        binds = [(model, site, bind_arguments(params, site.node, kwonly=fn.kwonly)) for model, site in sites]
+        all_params = (fn.params[1:] if method else fn.params) + fn.kwonly
+        binds = [(model, site, bind_arguments(all_params, site.node, kwonly=fn.kwonly)) for model, site in sites]
         for name in params:
             if all(bound.get(name) is not None
                    and is_current_stream(project, model, site.function, bound[name])

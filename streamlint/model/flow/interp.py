@@ -105,7 +105,8 @@ class Interp(Orderings, Storages, Expressions, Calls, ControlFlow):
     def run(self) -> None:
         st = State()
         kinds = param_kinds(self.project, self.file, self.fn)
-        current = current_stream_params(self.project, self.file, self.fn)
+        current = current_stream_params(self.project, self.file, self.fn,
+                                        {name for name in self.fn.all_params if kinds.get(name) != "tensor"})
         for p in (*self.fn.node.params.posonly_params, *self.fn.node.params.params,
                   *self.fn.node.params.kwonly_params):
             name = p.name.value

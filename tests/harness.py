@@ -15,6 +15,9 @@ from streamlint.finding import Finding
 from streamlint.registry import load_registry
 
 ROOT = Path(__file__).resolve().parent.parent
+# SL105 at 2:39 (int tag), SL104 at 2:42 (reserved priority)
+BAD = "import torchair\nwith torchair.scope.npu_stream_switch(1, 3):\n    pass\n"
+CLEAN = "import torchair\nwith torchair.scope.npu_stream_switch('side'):\n    pass\n"
 FIXTURES = ROOT / "fixtures"
 REGISTRY = load_registry()
 _ANNOTATION = re.compile(r"#\s*(expect|ok):\s*([A-Z0-9,\s]+?)(?:\s+x(\d+))?\s*(?:--.*)?$")
@@ -93,3 +96,22 @@ def compare(root: Path, files: list[Path], single: bool) -> list[str]:
                         and x.span.start_line == line and x.code == code]
                 problems.append(f"{rel}:{line}: {code} expected {expected[key]}, got {actual[key]} {msgs}")
     return problems
+
+
+def write(root: Path, rel: str, text: str) -> Path:
+    """Write ``text`` (dedented) to ``root/rel``, creating folders."""
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+def cli(args: list[str], input: "str | bytes | None" = None, env: "dict[str, str] | None" = None):
+    """Run the command line in process (click's runner); a traceback in the output fails the test."""
+    from click.testing import CliRunner
+
+    from streamlint.cli import main
+
+    result = CliRunner().invoke(main, args, input=input, env=env, catch_exceptions=False)
+    assert "Traceback" not in result.output
+    return result

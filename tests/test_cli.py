@@ -7,7 +7,6 @@ import os
 import re
 import subprocess
 import sys
-import textwrap
 import uuid
 from pathlib import Path
 
@@ -17,18 +16,13 @@ from click.testing import CliRunner
 
 import streamlint.cli as cli_module
 from streamlint.cli import main
+from harness import BAD, CLEAN, cli, write
 
 SCHEMA_PATH = Path(cli_module.__file__).parent / "schemas" / "findings.schema.json"
-# SL105 at 2:39 (int tag), SL104 at 2:42 (reserved priority)
-BAD = "import torchair\nwith torchair.scope.npu_stream_switch(1, 3):\n    pass\n"
-CLEAN = "import torchair\nwith torchair.scope.npu_stream_switch('side'):\n    pass\n"
 ANSI = re.compile(r"\x1b\[")
 
 
-def run(args: list[str], input: str | bytes | None = None, env: dict[str, str] | None = None):
-    result = CliRunner().invoke(main, args, input=input, env=env, catch_exceptions=False)
-    assert "Traceback" not in result.output
-    return result
+run = cli
 
 
 @pytest.fixture
@@ -39,13 +33,6 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(root)
     monkeypatch.delenv("NO_COLOR", raising=False)
     return root
-
-
-def write(root: Path, rel: str, text: str) -> Path:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return path
 
 
 def concise(args: list[str], **kw) -> tuple[int, list[str]]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import textwrap
 from pathlib import Path
 
 import jsonschema
@@ -14,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from streamlint.cli import main
+from harness import write
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 SARIF_SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
@@ -26,13 +26,6 @@ def run(args: list[str], cwd: Path, monkeypatch: pytest.MonkeyPatch, input: str 
     result = CliRunner().invoke(main, args, input=input, catch_exceptions=False)
     assert "Traceback" not in result.output
     return result
-
-
-def write(root: Path, rel: str, text: str) -> Path:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return path
 
 
 @pytest.fixture

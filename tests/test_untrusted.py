@@ -7,32 +7,18 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 import uuid
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 import streamlint.registry as registry_module
-from streamlint.cli import main
+from harness import BAD, CLEAN, cli, write
 
-BAD = "import torchair\nwith torchair.scope.npu_stream_switch(1, 3):\n    pass\n"
 GRAPHED = "import torchair\ndef f():\n    with torchair.scope.npu_stream_switch('s', 3):\n        pass\n"
-CLEAN = "import torchair\nwith torchair.scope.npu_stream_switch('side'):\n    pass\n"
 
 
-def run(args: list[str], input: str | bytes | None = None, env: dict[str, str] | None = None):
-    result = CliRunner().invoke(main, args, input=input, env=env, catch_exceptions=False)
-    assert "Traceback" not in result.output
-    return result
-
-
-def write(root: Path, rel: str, text: str) -> Path:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return path
+run = cli
 
 
 @pytest.fixture

@@ -376,18 +376,24 @@ class ControlFlow:
         return self.branch(st, node.test, [(True, then), (False, other)])
 
     def loop(self, node, st: State) -> list[State]:
+        """A ``for`` / ``while`` loop, its body run ``LOOP_UNROLL`` times (once in single mode); a ``for``
+        over a literal tuple holding tensors (``for t in (x, mix, sqr): t.record_stream(s)``, or a name
+        bound to one) runs once per element, with the loop variable bound to that element."""
+        elements = None
         if isinstance(node, cst.For) and isinstance(node.target, cst.Name):
             items = self.ev(st, node.iter)
             if isinstance(items, TupVal) and 0 < len(items.items) <= MAX_TUPLE_ITER \
                     and any(self.tensors(st, v) for v in items.items):
-                return self.tuple_loop(node, st, items.items)
+                elements = items.items
+        rounds = elements if elements is not None else [None] * (1 if self.single else LOOP_UNROLL)
         states = [st]
         finished: list[State] = []
-        rounds = 1 if self.single else LOOP_UNROLL
-        for _ in range(rounds):
+        for element in rounds:
             nxt: list[State] = []
             for s in states:
-                if isinstance(node, cst.For):
+                if elements is not None:
+                    self.bind(s, node.target.value, element, node)
+                elif isinstance(node, cst.For):
                     self.ev(s, node.iter)
                     for name in target_names(node.target):
                         self.bind(s, name, None, node)
@@ -403,29 +409,6 @@ class ControlFlow:
                     s.flow = None
                     finished.append(s)
                 elif s.done:
-                    finished.append(s)
-                else:
-                    s.flow = None
-                    states.append(s)
-            states = states[:MAX_PATHS]
-        if node.orelse is not None:
-            states = self.block(node.orelse.body.body, states)
-        return (states + finished)[:MAX_PATHS]
-
-    def tuple_loop(self, node: cst.For, st: State, items: tuple) -> list[State]:
-        """``for t in (x, mix, sqr): t.record_stream(s)``: a loop over a literal tuple (or a name bound to
-        one) runs once per element, with the loop variable bound to that element."""
-        states = [st]
-        finished: list[State] = []
-        for item in items:
-            nxt: list[State] = []
-            for s in states:
-                self.bind(s, node.target.value, item, node)
-                nxt.extend(self.block(node.body.body, [s]))
-            states = []
-            for s in nxt:
-                if s.flow == "break" or s.done:
-                    s.flow = None if s.flow == "break" else s.flow
                     finished.append(s)
                 else:
                     s.flow = None

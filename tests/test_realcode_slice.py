@@ -77,12 +77,10 @@ PINNED: list[tuple[tuple[str, str], str, str, str, str, str]] = [
      "the side stream uses the tensor only as a keyword argument (`output=`): not seen as a use"),
     (TR, _BENCH, "a2a_async_twice", "record-wrong-stream:-> torch.cuda.current_stream()@33", MISSED,
      "the side stream uses the tensor only as a keyword argument (`output=`): not seen as a use"),
-    (TR, _BENCH, "competing_comms", "delete-wait:wait_stream@31", MISSED,
-     "the collective reads its tensors as keyword arguments (`input=`): not seen as uses"),
+    (TR, _BENCH, "competing_comms", "delete-wait:wait_stream@31", CAUGHT, ""),
     (TR, _BENCH, "all_to_all_base", "record-event-early:record@43", MISSED,
      "the event guards a non_blocking device-to-host copy read by the host: host consumers are not modelled"),
-    (TR, _BENCH, "tolist_overlap_comms", "delete-wait:wait_stream@30", MISSED,
-     "the collective reads its tensors as keyword arguments (`input=`): not seen as uses"),
+    (TR, _BENCH, "tolist_overlap_comms", "delete-wait:wait_stream@30", CAUGHT, ""),
 ]
 
 # Functions of the original files with no finding today (release, file, function).
@@ -94,7 +92,9 @@ NEGATIVES = [
     (VA, _RUNNER, "graph_capture"),
     (VA, _RUNNER, "NPUModelRunner._get_torchair_lazy_compiled_model"),
     (VA, _DBO, "CustomDeepseekDBODecoderLayer._forward_ms_layer_alltoallv_finegrained"),
-    (TR, _BENCH, "a2a_async_twice"),
+    # not a2a_async_twice: since keyword arguments of collectives are uses, its deliberate "pre-validation"
+    # read of `post_comms2` on the current stream while the side-stream all-to-all (`output=post_comms2`)
+    # may still write it is reported (SL201): an unordered read by domain.md, intended by the benchmark.
     (TR, _BENCH, "competing_comms"),
     (TR, _BENCH, "all_to_all_base"),
     (TR, _BENCH, "tolist_overlap_comms"),

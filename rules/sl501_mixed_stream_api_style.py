@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from streamlint._lazy import cst
 from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.apis import STREAM_WORD
-from streamlint.model.families import ALL_PATHS, GE, NATIVE, TAGGED, family_uses
+from streamlint.model.families import ALL_PATHS, GE, NATIVE, TAGGED, family_uses, supported_modes
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, Guard, in_exclusive_branches
 from streamlint.model.wrappers import modes_under
 from streamlint.rule import Invalid, Rule, RuleContext, Valid
@@ -149,8 +149,10 @@ def _entries(ctx: RuleContext, file: FileModel, fn: FunctionInfo, path: frozense
     for site in fn.calls:
         uses = family_uses(ctx.project, file, site)
         if uses:
-            yield site, [_Entry(u.group, u.modes & path, u.describe(), u.file, u.site.node,
-                                f"{u.describe()} ({u.group})", site.guards) for u in uses if u.modes & path]
+            # an API unsupported on a path is SL502's finding there: it mixes families only where it is supported
+            yield site, [_Entry(u.group, supported_modes(u) & path, u.describe(), u.file, u.site.node,
+                                f"{u.describe()} ({u.group})", site.guards) for u in uses
+                         if supported_modes(u) & path]
             continue
         guard = (modes_under(site.guards) or ALL_PATHS) & path
         entries = []
@@ -173,7 +175,7 @@ def _summary(ctx: RuleContext, fn: FunctionInfo, file: FileModel, summaries: dic
     for site in fn.calls:
         uses = family_uses(ctx.project, file, site)
         for use in uses:
-            found[use.group] = found.get(use.group, frozenset()) | use.modes
+            found[use.group] = found.get(use.group, frozenset()) | supported_modes(use)
         if uses or depth >= _MAX_DEPTH:
             continue
         guard = modes_under(site.guards) or ALL_PATHS

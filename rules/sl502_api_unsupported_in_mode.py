@@ -1,12 +1,11 @@
 from streamlint.finding import Confidence, Severity
 from streamlint.model.apis import Role
-from streamlint.model.families import ALL_PATHS, TAGGED, family_uses
+from streamlint.model.families import ALL_PATHS, family_uses, unsupported
 from streamlint.model.file import CallSite, FunctionInfo
 from streamlint.model.paths import ExecutionPath
 from streamlint.model.wrappers import modes_under
 from streamlint.rule import Invalid, Rule, RuleContext, Valid
 
-_NOT_GE = frozenset({"eager", "reduce-overhead", "npugraph_ex"})
 _TORCHAIR_SCOPES = frozenset({Role.STREAM_SWITCH, Role.LIMIT_CORE_NUM, Role.SUPER_KERNEL})
 
 
@@ -149,18 +148,8 @@ class ApiUnsupportedInMode(Rule):
 def _problems(ctx: RuleContext, site: CallSite, path_modes: frozenset[str]):
     """(what, unsupported paths, why) for each family use of the call that is on a path without support."""
     for use in family_uses(ctx.project, ctx.file, site):
-        modes = path_modes & use.modes
-        if use.role is Role.WAIT_TENSOR:
-            bad = modes & _NOT_GE
-            why = "its kernel raises NotImplementedError outside GE; use tagged events / native events there"
-        elif use.group == TAGGED:
-            bad = modes & {"ge"}
-            why = "GE has no converter for tagged-event ops (the compile fails); GE orders data edges itself"
-        elif use.role is None:
-            bad = modes & {"ge"}
-            why = "native stream/event operations do not enter a GE graph; use npu_wait_tensor / torchair.ops.wait"
-        else:
-            continue
+        unsupported_on, why = unsupported(use)
+        bad = path_modes & unsupported_on
         if bad:
             yield use.describe(), bad, why
     guard = modes_under(site.guards) or ALL_PATHS

@@ -153,6 +153,30 @@ def _raw_uses(project: "Project", file: FileModel, site: CallSite) -> list[Famil
     return found
 
 
+_NOT_GE = frozenset({"eager", "reduce-overhead", "npugraph_ex"})
+
+
+def unsupported(use: FamilyUse) -> tuple[frozenset[str], str]:
+    """(execution paths among the use's own on which its API is not supported, why) (C8-C10):
+    ``npu_wait_tensor`` outside GE, tagged events and native stream/event operations in GE. A use is
+    one root cause on those paths (SL502); it takes part in a family mix (SL501) only on the others."""
+    if use.role is Role.WAIT_TENSOR:
+        return use.modes & _NOT_GE, ("its kernel raises NotImplementedError outside GE; use tagged events / "
+                                     "native events there")
+    if use.group == TAGGED:
+        return use.modes & {"ge"}, ("GE has no converter for tagged-event ops (the compile fails); GE orders "
+                                    "data edges itself")
+    if use.role is None:
+        return use.modes & {"ge"}, ("native stream/event operations do not enter a GE graph; use "
+                                    "npu_wait_tensor / torchair.ops.wait")
+    return frozenset(), ""
+
+
+def supported_modes(use: FamilyUse) -> frozenset[str]:
+    """The execution paths of the use on which its API is supported (where it can be part of a mix)."""
+    return use.modes - unsupported(use)[0]
+
+
 def _site_modes(project: "Project", file: FileModel, site: CallSite) -> frozenset[str]:
     """Paths a call can run on given its guards: mode comparisons (``exe_mode == "ge_graph"``), and
     flag tests that dispatch between families (``if self.torchair_graph_enabled:`` with the GE API in
@@ -193,4 +217,5 @@ def _api_name(qualname: str) -> str:
     return qualname if qualname.startswith(("torch.npu.", "torch.cuda.")) else qualname.rsplit(".", 1)[-1]
 
 
-__all__ = ["ALL_PATHS", "GE", "NATIVE", "TAGGED", "FamilyUse", "family_uses", "native_method", "receiver_kind"]
+__all__ = ["ALL_PATHS", "GE", "NATIVE", "TAGGED", "FamilyUse", "family_uses", "native_method", "receiver_kind",
+           "supported_modes", "unsupported"]

@@ -27,6 +27,7 @@ from streamlint.model.streams import EVENT, MAIN, STREAM, current_stream_getter,
 from streamlint.model.syntax import target_names
 from streamlint.model.tensors import (
     BLOCKING_HOST_READS,
+    COLLECTIVE_PARAMS,
     COLLECTIVES,
     COPY_METHODS,
     EMPTY_FACTORIES,
@@ -183,11 +184,15 @@ class Expressions:
             return KVal(f"{base.key}[:]", base.glob, base.opaque)
         return None
 
-    def call_args(self, st: State, call: cst.Call) -> tuple[list, list, list]:
-        """(positional values, tensor-read values, out= write values)."""
+    def call_args(self, st: State, call: cst.Call,
+                  keywords: dict[str, object] | None = None) -> tuple[list, list, list]:
+        """(positional values, tensor-read values, out= write values); ``keywords`` collects the values
+        of the keyword arguments by name."""
         positional, reads, writes = [], [], []
         for arg in call.args:
             v = self.ev(st, arg.value)
+            if arg.keyword is not None and keywords is not None:
+                keywords[arg.keyword.value] = v
             if arg.keyword is None:
                 positional.append(v)
                 reads.append(v)
@@ -196,6 +201,16 @@ class Expressions:
             elif arg.keyword.value not in NON_TENSOR_KWARGS:
                 reads.append(v)
         return positional, reads, writes
+
+    @staticmethod
+    def bind_keywords(positional: list, keywords: dict[str, object], params: tuple[str, ...]) -> list:
+        """The positional values completed by the keyword arguments named after the parameters ``params``
+        (``output=o, input=x`` is ``(o, x)``); a position no argument fills is None."""
+        bound = list(positional) + [None] * max(0, len(params) - len(positional))
+        for i, name in enumerate(params):
+            if bound[i] is None and name in keywords:
+                bound[i] = keywords[name]
+        return bound
 
     def call(self, st: State, e: cst.Call) -> object:
         site = self.cfile.call_site(e)
@@ -287,9 +302,12 @@ class Expressions:
         if target and (target.startswith("torch.distributed.") or target.startswith("torch_npu.distributed.")) \
                 and last in COLLECTIVES:
             written, read = COLLECTIVES[last]
-            positional, reads, outs = self.call_args(st, e)
-            ws = [positional[i] for i in written if i < len(positional)]
-            rs = [positional[i] for i in read if i < len(positional) and i not in written]
+            keywords: dict[str, object] = {}
+            positional, reads, outs = self.call_args(st, e, keywords)
+            positional = self.bind_keywords(positional, keywords, COLLECTIVE_PARAMS.get(last, ()))
+            ws = [positional[i] for i in written if i < len(positional) and positional[i] is not None]
+            rs = [positional[i] for i in read if i < len(positional) and i not in written
+                  and positional[i] is not None]
             self.op(st, e, rs, ws, result=False)
             return None
         if target in NON_TENSOR_BUILTINS or (target is None and isinstance(e.func, cst.Name)

@@ -256,3 +256,15 @@ def test_current_precision_judges_this_runs_findings_by_the_triage():
     assert "internal SL0xx" not in rows
     # package q did not run: its bug is not counted as lost
     assert lines[-1].startswith("Triaged bugs of these packages still reported: 1 of 2;")
+
+
+def test_normalise_strips_the_tree_root_also_when_the_cache_is_a_link(tmp_path):
+    from bench.realcode.report import normalise
+
+    real = tmp_path / "real" / "pkg-1"
+    real.mkdir(parents=True)
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "real")
+    root = link / "pkg-1"  # streamlint run with cwd=root prints the resolved path
+    found = normalise([{"filename": f"{real}/a/b.py"}, {"filename": f"{root}/c.py"}, {"filename": "/x/d.py"}], root)
+    assert [f["filename"] for f in found] == ["a/b.py", "c.py", "/x/d.py"]

@@ -165,11 +165,13 @@ class PackageResult:
 
 def normalise(findings: list[dict], root: Path) -> list[dict]:
     """Report every filename relative to the tree root (streamlint prints some absolute)."""
-    prefix = str(root).rstrip("/") + "/"
+    prefixes = {str(root).rstrip("/") + "/", os.path.realpath(root).rstrip("/") + "/"}  # the cache may be a link
     for f in findings:
         name = str(f.get("filename", ""))
-        if name.startswith(prefix):
-            f["filename"] = name[len(prefix):]
+        for prefix in prefixes:
+            if name.startswith(prefix):
+                f["filename"] = name[len(prefix):]
+                break
     return findings
 
 
@@ -246,7 +248,7 @@ def current_precision(results: list["PackageResult"], triage: list[dict], misses
     to be triaged). Recall here is only over the known bugs: the triaged bugs and the recorded misses of
     the packages in this run (the injection harness, bench/inject, measures recall at scale)."""
     verdicts = {(r["package"], r["version"], r["rule"], r["location"]): r["verdict"] for r in triage}
-    ran = {(res.name, res.version) for res in results if res.status.split(" (")[0].endswith("ok")}
+    ran = {(res.name, res.version) for res in results if res.status.startswith("ok") or ": ok" in res.status}
     fam: dict[str, Counter] = defaultdict(Counter)
     found_bugs = set()
     for res in results:

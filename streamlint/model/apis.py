@@ -255,3 +255,42 @@ STREAM_MARKERS: tuple[bytes | PatternMarker, ...] = (
     b"torchair", b"npu_stream_switch", b"NpuStreamSwitch", STREAM_WORD, b"Event", b"npu_wait_tensor",
     b"tagged_event", b"limit_core_num", b"super_kernel", b"npu_prefetch", b"CompilerConfig",
 )
+
+
+# torch.distributed functions: (indices written, indices read)
+COLLECTIVES: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
+    "all_reduce": ((0,), (0,)),
+    "broadcast": ((0,), (0,)),
+    "reduce": ((0,), (0,)),
+    "all_to_all_single": ((0,), (1,)),
+    "all_gather_into_tensor": ((0,), (1,)),
+    "_all_gather_base": ((0,), (1,)),
+    "reduce_scatter_tensor": ((0,), (1,)),
+    "_reduce_scatter_base": ((0,), (1,)),
+    "all_gather": ((0,), (1,)),
+    "all_to_all": ((0,), (1,)),
+    "send": ((), (0,)),
+    "isend": ((), (0,)),
+    "recv": ((0,), ()),
+    "irecv": ((0,), ()),
+}
+
+
+# The documented parameter names of the tensor positions of each collective: a keyword argument with one
+# of these names is the same use as the positional argument at that index.
+COLLECTIVE_PARAMS: dict[str, tuple[str, ...]] = {
+    "all_reduce": ("tensor",),
+    "broadcast": ("tensor",),
+    "reduce": ("tensor",),
+    "all_to_all_single": ("output", "input"),
+    "all_gather_into_tensor": ("output_tensor", "input_tensor"),
+    "_all_gather_base": ("output_tensor", "input_tensor"),
+    "reduce_scatter_tensor": ("output", "input"),
+    "_reduce_scatter_base": ("output", "input"),
+    "all_gather": ("tensor_list", "tensor"),
+    "all_to_all": ("output_tensor_list", "input_tensor_list"),
+    "send": ("tensor",),
+    "isend": ("tensor",),
+    "recv": ("tensor",),
+    "irecv": ("tensor",),
+}

@@ -93,45 +93,6 @@ NON_TENSOR_BUILTINS = frozenset({"len", "range", "int", "float", "bool", "str", 
                                  "all", "divmod", "round", "repr", "format", "callable", "map", "filter"})
 
 
-# torch.distributed functions: (indices written, indices read)
-COLLECTIVES: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
-    "all_reduce": ((0,), (0,)),
-    "broadcast": ((0,), (0,)),
-    "reduce": ((0,), (0,)),
-    "all_to_all_single": ((0,), (1,)),
-    "all_gather_into_tensor": ((0,), (1,)),
-    "_all_gather_base": ((0,), (1,)),
-    "reduce_scatter_tensor": ((0,), (1,)),
-    "_reduce_scatter_base": ((0,), (1,)),
-    "all_gather": ((0,), (1,)),
-    "all_to_all": ((0,), (1,)),
-    "send": ((), (0,)),
-    "isend": ((), (0,)),
-    "recv": ((0,), ()),
-    "irecv": ((0,), ()),
-}
-
-
-# The documented parameter names of the tensor positions of each collective: a keyword argument with one
-# of these names is the same use as the positional argument at that index.
-COLLECTIVE_PARAMS: dict[str, tuple[str, ...]] = {
-    "all_reduce": ("tensor",),
-    "broadcast": ("tensor",),
-    "reduce": ("tensor",),
-    "all_to_all_single": ("output", "input"),
-    "all_gather_into_tensor": ("output_tensor", "input_tensor"),
-    "_all_gather_base": ("output_tensor", "input_tensor"),
-    "reduce_scatter_tensor": ("output", "input"),
-    "_reduce_scatter_base": ("output", "input"),
-    "all_gather": ("tensor_list", "tensor"),
-    "all_to_all": ("output_tensor_list", "input_tensor_list"),
-    "send": ("tensor",),
-    "isend": ("tensor",),
-    "recv": ("tensor",),
-    "irecv": ("tensor",),
-}
-
-
 _STREAM_OBJECT_METHODS = frozenset({"wait_stream", "wait_event", "record_event"})
 
 

@@ -25,10 +25,9 @@ from streamlint.model.flow.values import (
 )
 from streamlint.model.streams import EVENT, MAIN, STREAM, current_stream_getter, tagged_stream_key
 from streamlint.model.syntax import target_names
+from streamlint.model.apis import COLLECTIVE_PARAMS, COLLECTIVES
 from streamlint.model.tensors import (
     BLOCKING_HOST_READS,
-    COLLECTIVE_PARAMS,
-    COLLECTIVES,
     COPY_METHODS,
     EMPTY_FACTORIES,
     ESCAPE_METHODS,

@@ -53,6 +53,11 @@ def cached_stream_getter(fn: FunctionInfo) -> bool:
     return False
 
 
+# The call-site search parses the files that mention the function's name; past this many it gives up (the
+# parameter keeps its default meaning), so linting one file never parses most of a large project for it.
+MAX_CALLER_FILES = 24
+
+
 def _callers(project: Project, file: FileModel, fn: FunctionInfo) -> list[tuple[FileModel, object]] | None:
     """Every call site of ``fn`` in the project (``obj.method(...)`` on a receiver the project cannot
     type counts when the method name matches), or None when it has none or may be called in ways that
@@ -60,8 +65,15 @@ def _callers(project: Project, file: FileModel, fn: FunctionInfo) -> list[tuple[
     name = fn.node.name.value
     if name.startswith("__") or fn.parent is not None:
         return None
+    marker = (f"{name}(".encode(),)
+    paths = [path for path in project.all_files() if project.may_contain(path, marker)]
+    if len(paths) > MAX_CALLER_FILES:  # a common name (`forward`): too many files to parse; not followed
+        return None
     sites = []
-    for model in project.files_containing((f"{name}(".encode(),)):
+    for path in paths:
+        model = project.file(path)
+        if model is None:
+            continue
         for site in model.calls:
             func = site.node.func
             called = func.attr.value if isinstance(func, cst.Attribute) else (

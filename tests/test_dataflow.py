@@ -290,3 +290,32 @@ class M(torch.nn.Module):
 
     monkeypatch.setattr(dataflow.Interp, "run", explode)
     assert [f.code for f in lint_text(HEADER + code, tmp=tmp_path) if f.code in ("SL000", "SL201")] == []
+
+def test_the_call_site_search_does_not_parse_a_large_project_for_a_common_name(tmp_path):
+    """A stream parameter is the caller's current stream when every call site says so; finding the call
+    sites reads the files that mention the name, and gives up for a name too common to parse them all
+    (linting one file must cost what that file reaches, not the repository)."""
+    from harness import engine_for
+
+    (tmp_path / "kv").mkdir()
+    (tmp_path / "kv" / "__init__.py").write_text("")
+    (tmp_path / "kv" / "offload.py").write_text(
+        "import torch\n\n\n"
+        "def offload(kv: torch.Tensor, stream):\n"
+        "    with torch.npu.stream(stream):\n"
+        "        return kv.cpu()\n", encoding="utf-8")
+
+    def caller(i: int) -> str:
+        return f"import torch\nfrom kv.offload import offload\n\n\ndef step_{i}(kv):\n    return offload(kv, torch.npu.current_stream())\n"
+
+    def parsed(callers: int) -> int:
+        for old in tmp_path.glob("layer_*.py"):
+            old.unlink()
+        for i in range(callers):
+            (tmp_path / f"layer_{i}.py").write_text(caller(i), encoding="utf-8")
+        engine = engine_for(tmp_path)
+        engine.lint_file(str(tmp_path / "kv" / "offload.py"))
+        return sum(1 for model in engine.project._files.values() if model is not None)
+
+    assert parsed(5) >= 6  # a few call sites: each caller's module is read
+    assert parsed(200) < 30  # a name in 200 files: the search gives up instead of parsing them

@@ -36,7 +36,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-report", action="store_true", help="do not rewrite RESULTS.md / undecided.tsv")
     ap.add_argument("--report-from", type=Path, metavar="JSONL",
                     help="only rewrite the reports from the raw results of an earlier run")
+    ap.add_argument("--rerun", type=Path, metavar="JSONL",
+                    help="lint again exactly the mutants of an earlier run's raw results (filtered by --packages, "
+                         "--kinds, --missed), instead of sampling")
+    ap.add_argument("--missed", action="store_true",
+                    help="with --rerun: only the defects that run did not catch (rule)")
+    ap.add_argument("--show", metavar="KEY", nargs="+",
+                    help="print the diff of these mutants (keys from the raw results) and exit")
     args = ap.parse_args(argv)
+    if args.show:
+        return _show(args.show, args.trees_dir)
     command = "python -m bench.inject " + shlex.join(argv if argv is not None else sys.argv[1:])
     if args.report_from is not None:
         rows = [json.loads(line) for line in args.report_from.read_text(encoding="utf-8").splitlines() if line]
@@ -51,6 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     args.out.mkdir(parents=True, exist_ok=True)
     kinds = set(args.kinds) if args.kinds else None
+    wanted = _rerun_keys(args.rerun, kinds, args.missed) if args.rerun is not None else None
+    if wanted is not None and args.packages is None:
+        args.packages = sorted({f"{name}=={version}" for name, version in wanted})
     mutants = []
     packages = []
     raw = args.out / "results.jsonl"
@@ -59,9 +71,14 @@ def main(argv: list[str] | None = None) -> int:
             left = None if args.limit is None else args.limit - len(mutants)
             if left is not None and left <= 0:
                 break
+            keys = None
+            if wanted is not None:
+                keys = wanted.get((tree.name, tree.version))
+                if not keys:
+                    continue
             packages.append(f"{tree.name} {tree.version}")
             done = run_package(tree, cap=args.cap, seed=args.seed, kinds=kinds, limit=left,
-                               jobs=args.jobs, workdir=Path(work), log=lambda s: print(s, flush=True))
+                               jobs=args.jobs, workdir=Path(work), log=lambda s: print(s, flush=True), keys=keys)
             for m in done:  # written as each release finishes: an interrupted run still has its results
                 fh.write(json.dumps(to_json(m)) + "\n")
             fh.flush()
@@ -71,6 +88,44 @@ def main(argv: list[str] | None = None) -> int:
     print(text.split("### Per mutation kind")[0])
     print(f"done in {seconds:.0f}s; raw results in {raw}")
     return 0
+
+
+def _show(keys: list[str], trees_dir: Path | None) -> int:
+    """Print each mutant's edit as a unified diff (the key names the release file, function and edit)."""
+    import difflib
+    from bench.inject.mutate import sites
+    for key in keys:
+        rel = key.split("::", 1)[0]
+        found = False
+        for tree in iter_trees(None, trees_dir, offline=True):
+            path = tree.root / rel
+            if not path.is_file():
+                continue
+            src = path.read_text(encoding="utf-8", errors="replace")
+            for s in sites(src, rel, tree_multistream=True):
+                if s.key == key:
+                    found = True
+                    print(f"===== {key} [{s.verdict}: {s.reason}] ({tree.name} {tree.version})")
+                    print("".join(difflib.unified_diff(src.splitlines(True), s.apply().splitlines(True),
+                                                       rel, rel + " (mutant)", n=4)))
+            if found:
+                break
+        if not found:
+            print(f"===== {key}: not found in the cached trees")
+    return 0
+
+
+def _rerun_keys(path: Path, kinds: set[str] | None, missed: bool) -> dict[tuple[str, str], set[str]]:
+    """The mutant keys of an earlier run, per release: the same mutants are rebuilt and linted again."""
+    keys: dict[tuple[str, str], set[str]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line) if line.strip() else {}
+        if "key" not in row or (kinds and row["kind"] not in kinds):
+            continue
+        if missed and (row["verdict"] != "defect" or row.get("caught_rule")):
+            continue
+        keys.setdefault((row["package"], row["version"]), set()).add(row["key"])
+    return keys
 
 
 def _root_of(name: str, version: str, trees_dir: Path | None) -> Path | None:

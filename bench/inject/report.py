@@ -63,6 +63,9 @@ def results_md(mutants: list[Mutant], *, command: str, seconds: float, packages:
     lines += _table("Per package", defects, lambda m: f"{m.package} {m.version}")
     lines += _table("Per API family", defects, lambda m: m.api_family, API_FAMILIES)
     lines += _table("Per rule family expected", defects, lambda m: m.expected[0][:3] + "xx" if m.expected else "?")
+    judged = sum(m.reason.startswith("judged: ") for m in scored)
+    lines += [f"Verdicts judged by reading the code (`judged.tsv`, they replace the automatic ones): {judged} "
+              f"of {len(scored)}.", ""]
     eq = [m for m in scored if m.verdict == "equivalent"]
     und = [m for m in scored if m.verdict == "undecided"]
     lines += [

@@ -511,3 +511,73 @@ def test_join_loops_that_wait_on_the_same_stream_every_time_are_undecided() -> N
         loop_verdict(m, lines)
         verdicts[site.qualname] = m.verdict
     assert verdicts == {"per_stream": "defect", "same_stream": "undecided"}
+
+
+HOST_SYNC = textwrap.dedent('''\
+    import threading
+    from threading import Event, Thread
+
+    import torch
+
+
+    class Prefetcher(Thread):
+        def __init__(self, ctx):
+            super().__init__()
+            self._ready: Event = Event()
+            self._slots = [ctx.Event() for _ in range(4)]
+            self._stop_evt = threading.Event()
+            self.stream = torch.cuda.Stream()
+            self.copied = torch.cuda.Event()
+
+        def run(self, batch):
+            self._ready.wait()
+            self._slots[0].wait()
+            self._stop_evt.wait()
+            with torch.cuda.stream(self.stream):
+                out = batch.cuda(non_blocking=True)
+                self.copied.record()
+            self.copied.wait()
+            return out * 2
+
+
+    def time_it(fn, iters):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        start.record()
+        for _ in range(iters):
+            fn()
+        end.record()
+        torch.cuda.synchronize()
+        return start.elapsed_time(end) / iters
+''')
+
+
+def test_host_events_and_timing_synchronize_are_not_stream_defects() -> None:
+    found = [(s.kind, s.detail, s.line, s.verdict) for s in sites(HOST_SYNC, "prefetch.py")]
+    waits = [(line, verdict) for kind, detail, line, verdict in found if kind == "delete-wait"]
+    # threading.Event / mp context events / `Event` imported from threading give no site; the device event does
+    assert (23, "defect") in waits
+    assert not [w for w in waits if w[0] in (17, 18, 19)]
+    # synchronize() around timing events, no second stream: out of the linter's domain, never a defect
+    syncs = [(line, verdict) for kind, detail, line, verdict in found if detail == "synchronize"]
+    assert syncs == [(30, "equivalent"), (35, "equivalent")]
+
+
+def test_judged_verdicts_replace_the_automatic_ones(tmp_path: Path) -> None:
+    from bench.inject.harness import apply_judged, load_judged
+    path = tmp_path / "judged.tsv"
+    path.write_text("package\tversion\tkey\tverdict\treason\n"
+                    "p\t1\tm.py::f::delete-wait:wait_stream@3\tout-of-domain\thost barrier\n"
+                    "p\t1\tm.py::g::delete-wait:wait_stream@2\tdefect\tfork: x read on s before produced\n"
+                    "p\t1\tbroken line without enough columns\n", encoding="utf-8")
+    judged = load_judged(path)
+    assert set(judged) == {"m.py::f::delete-wait:wait_stream@3", "m.py::g::delete-wait:wait_stream@2"}
+    ms = [Mutant("p", "1", "m.py", q, "delete-wait", "wait_stream", 3, "CUDA", v, "auto", k)
+          for q, v, k in (("f", "defect", "m.py::f::delete-wait:wait_stream@3"),
+                          ("g", "undecided", "m.py::g::delete-wait:wait_stream@2"),
+                          ("h", "defect", "m.py::h::delete-wait:wait_stream@9"))]
+    assert apply_judged(ms, judged) == 2
+    assert [(m.verdict, m.reason) for m in ms] == [
+        ("equivalent", "judged: host barrier"), ("defect", "judged: fork: x read on s before produced"),
+        ("defect", "auto")]

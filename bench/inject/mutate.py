@@ -223,6 +223,9 @@ class _Collect(cst.CSTVisitor):
         self.stack: list[str] = []
         self.funcs: list[_Func] = []
         self.event_targets: set[str] = set()
+        # host synchronisation objects (threading / multiprocessing events): their wait() is not a device wait
+        self.host_events: set[str] = set()
+        self._host_callables: set[str] = set()
         self.config_assigns: list[tuple[cst.SimpleStatementLine, str, int]] = []
         self.module_names: set[str] = set()
         self._line_stmt: cst.SimpleStatementLine | None = None
@@ -258,6 +261,9 @@ class _Collect(cst.CSTVisitor):
                     self.module_names.add(name.split(".")[0] if not alias.asname else name)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if not isinstance(node.names, cst.ImportStar) and (dotted(node.module) or "").split(".")[0] in _HOST_SYNC_MODULES:
+            self._host_callables |= {a.asname.name.value if a.asname and isinstance(a.asname.name, cst.Name)
+                                     else a.name.value for a in node.names if isinstance(a.name, cst.Name)}
         if self.depth == 0 and not isinstance(node.names, cst.ImportStar):
             for alias in node.names:
                 bound = alias.asname.name if alias.asname else alias.name
@@ -265,7 +271,34 @@ class _Collect(cst.CSTVisitor):
                 if name:
                     self.module_names.add(name)
 
+    def _host_sync_value(self, value: cst.BaseExpression | None) -> bool:
+        """`threading.Event()`, `mp_ctx.Event()`, `Event()` imported from threading, or a list of them."""
+        if isinstance(value, (cst.ListComp, cst.GeneratorExp)):
+            value = value.elt
+        elif isinstance(value, (cst.List, cst.Tuple)) and value.elements:
+            value = value.elements[0].value
+        if not isinstance(value, cst.Call):
+            return False
+        callee = dotted(value.func) or ""
+        head, _, last = callee.rpartition(".")
+        if last not in _HOST_SYNC_CLASSES:
+            return False
+        if not head:
+            return callee in self._host_callables
+        root = head.split(".")[0]
+        return root in _HOST_SYNC_MODULES or root in ("mp", "ctx") or root.endswith(("_ctx", "_mp")) or "context" in root
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        target = dotted(node.target)
+        if target and self._host_sync_value(node.value):
+            self.host_events.add(target)
+
     def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) == 1 and self._host_sync_value(node.value):
+            target = dotted(node.targets[0].target)
+            if target:
+                self.host_events.add(target)
+            return
         if not isinstance(node.value, cst.Call) or len(node.targets) != 1:
             return
         callee = last_name(node.value.func)
@@ -279,8 +312,27 @@ class _Collect(cst.CSTVisitor):
             self.config_assigns.append((self._line_stmt, target, pos.start.line))
 
 
+_HOST_SYNC_MODULES = ("threading", "multiprocessing", "asyncio", "queue")
+_HOST_SYNC_CLASSES = ("Event", "Condition", "Barrier", "Semaphore")
+
+
+class EventNames(set):
+    """Names bound to device events in a module, and (`host`) names bound to host synchronisation
+    objects (`threading.Event()`, `mp_ctx.Event()`): waiting on those orders threads, not streams."""
+
+    def __init__(self, names: set[str], host: set[str]) -> None:
+        super().__init__(names)
+        self.host = host
+
+
 def _is_eventish(recv: str | None, events: set[str]) -> bool:
-    return recv is not None and (recv in events or bool(_EVENTISH.search(recv.rsplit(".", 1)[-1])))
+    if recv is None:
+        return False
+    host = getattr(events, "host", ())
+    base = recv.split("[", 1)[0]
+    if recv in host or base in host:
+        return False
+    return recv in events or bool(_EVENTISH.search(recv.rsplit(".", 1)[-1]))
 
 
 def uses_streams(func: cst.FunctionDef, events: set[str]) -> bool:
@@ -385,7 +437,7 @@ class Module:
     # -- sites
     def sites(self) -> list[Site]:
         out: list[Site] = []
-        events = self.col.event_targets
+        events = EventNames(self.col.event_targets, self.col.host_events)
         for func in self.col.funcs:
             if not uses_streams(func.node, events):
                 continue
@@ -505,6 +557,11 @@ class Module:
             elif any(self.text(s).strip() == self.text(stmt).strip()
                      for s in later[:1]):
                 verdict, reason = "equivalent", "the same wait follows immediately (redundant)"
+            elif detail == "synchronize" and re.search(r"elapsed_time|enable_timing\s*=\s*True", self.text(func.node)) \
+                    and not re.search(r"wait_stream|wait_event|record_stream|npu_stream_switch|\.stream\(",
+                                      self.text(func.node)):
+                verdict, reason = "equivalent", ("out of domain: synchronize() around timing events (elapsed_time) in a "
+                                                 "function with no second stream: a host timing measurement")
             elif detail == "synchronize" and not re.search(
                     r"\.stream\(|wait_stream|wait_event|record_stream|Stream\(|npu_stream_switch|\.record\(",
                     self.text(func.node)):

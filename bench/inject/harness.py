@@ -203,6 +203,11 @@ def lifetime_verdict(m: "Mutant", lines: list[str]) -> None:
 _WAIT_TEXT = re.compile(r"wait_stream|wait_event|\.wait\(|npu_wait_tensor|npu_tagged_event_wait|ops\.wait\(")
 
 
+# lines of a loop body that launch no work: comments, control flow, event records, continuation lines
+_CONTROL_TEXT = re.compile(r"\s*(#|if\b|elif\b|else\s*:|try\s*:|except\b|finally\s*:|continue\b|break\b|pass\b|"
+                           r"[)\]}]|[\w.\[\]]*\.record\(|.*\brecord_event\()")
+
+
 def loop_verdict(m: "Mutant", lines: list[str]) -> None:
     """A skipped join-loop iteration is a defect only when the loop joins something per iteration: a wait
     in its body that names the loop variable (`wait_stream(streams[i])`, `s.wait_stream(...)` over
@@ -216,12 +221,27 @@ def loop_verdict(m: "Mutant", lines: list[str]) -> None:
         return
     targets = set(re.findall(r"\w+", found.group(1)))
     indent = len(head) - len(head.lstrip())
-    waits = []
+    waits, work = [], []
+    stmt, depth = "", 0
     for line in lines[m.line:]:
-        if line.strip() and len(line) - len(line.lstrip()) <= indent:
+        if not depth and line.strip() and len(line) - len(line.lstrip()) <= indent:
             break
-        if _WAIT_TEXT.search(line):
-            waits.append(line)
+        code = line.split("#", 1)[0] if "#" in line and "'" not in line and '"' not in line else line
+        stmt += code + "\n"
+        depth = max(0, depth + code.count("(") + code.count("[") + code.count("{")
+                    - code.count(")") - code.count("]") - code.count("}"))
+        if depth:
+            continue  # the statement goes on (a call split over lines)
+        if _WAIT_TEXT.search(stmt):
+            waits.append(stmt)
+        elif stmt.strip() and not _CONTROL_TEXT.match(stmt):
+            work.append(stmt)
+        stmt = ""
+    if work:
+        m.verdict, m.reason = "equivalent", ("out of domain: the loop body does work besides its waits, so skipping an "
+                                             "iteration drops that work with its wait (a functional change, not a "
+                                             "lost join)")
+        return
     if waits and not any(set(re.findall(r"\w+", w)) & targets for w in waits):
         m.verdict, m.reason = "undecided", ("each iteration waits on the same stream or event (no loop variable in "
                                             "the wait): the other iterations may cover the skipped one")

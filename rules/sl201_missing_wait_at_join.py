@@ -2,7 +2,7 @@ from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.apis import STREAM_MARKERS
 from streamlint.model.dataflow import Race, file_flows
 from streamlint.model.flow.results import FunctionFlow
-from streamlint.model.streams import entry_stream_name, stream_expr, stream_label
+from streamlint.model.streams import MAIN, entry_stream_name, stream_expr, stream_label
 from streamlint.rule import FIRST_LINE, Invalid, Option, Rule, RuleContext, Valid, first_line
 
 class MissingWaitAtJoin(Rule):
@@ -177,7 +177,20 @@ def _also_clears(ctx: RuleContext, race: Race, flow: FunctionFlow, use_line: int
     """A join (``race.dst`` waits on ``race.src`` before this use) also protects the memory of tensors
     allocated on ``race.dst`` and used earlier on ``race.src`` that are freed after this line: name the
     SL301 findings the same wait clears."""
-    if race.kind != "read" or race.argument:
+    if race.kind != "read":
+        return ""
+    if race.src == MAIN and race.dst != MAIN and not race.dst.startswith(("tag", "<")) \
+            and race.mode != "reduce-overhead":
+        # a fork wait at every entry onto the side stream also protects side-allocated tensors read later on
+        # the current stream (SL301's entry discipline)
+        later = [f"`{i.name}` (line {ctx.file.span(i.node).start_line})" for i in flow.lifetimes
+                 if i.alloc == race.dst and i.use_stream == MAIN and i.mode != "ge" and not i.escaped
+                 and ctx.file.span(i.node).start_line > use_line]
+        if later:
+            return (f"; made at every entry onto {stream_label(race.dst, main)}, the same wait also clears SL301 "
+                    f"for {', '.join(dict.fromkeys(later))}")
+        return ""
+    if race.argument:
         return ""
     cleared = []
     for issue in flow.lifetimes:

@@ -99,7 +99,11 @@ class MissingRecordStream(Rule):
                     alloc_obj = stream_expr(issue.alloc, main, issue.mode)
                     use_obj = stream_expr(issue.use_stream, main, issue.mode)
                     join = (f"`{alloc_obj}.wait_stream({use_obj})`" if alloc_obj and use_obj else "a join") \
-                        + f" before line {joins}" if joins else ""
+                        + f" before line {joins}, which also clears the SL201 there" if joins else ""
+                    forks = _forks(issue, flow, ctx, span.end_line) if issue.use_stream == MAIN else ""
+                    if forks and not join and alloc_obj and use_obj:
+                        join = (f"`{alloc_obj}.wait_stream({use_obj})` at every entry onto {alloc}, the wait SL201 "
+                                f"asks for at line {forks}, which clears both")
                     fix = self._fix(ctx, issue.node, issue.name, issue.use_stream, issue.mode, main, join)
                 ctx.report(issue.node, message, confidence=confidence, related=related, fix=fix, hint=hint)
 
@@ -125,6 +129,13 @@ class MissingRecordStream(Rule):
         joins = _joins(ctx, issue, flow, line)
         if joins:
             hint += f" (that wait also clears SL201 at line {joins})"
+        if issue.use_stream == MAIN and alloc_obj and use_obj and not issue.alloc.startswith(("tag", "<")):
+            # entry discipline: a side stream that waits on the current stream at every entry cannot take the
+            # block back before the current stream's reads (the fork wait SL201 asks for)
+            hint += f"; or begin every entry onto {alloc} with `{alloc_obj}.wait_stream({use_obj})`"
+            forks = _forks(issue, flow, ctx, line)
+            if forks:
+                hint += f" (the wait SL201 asks for at line {forks}, which clears both)"
         return hint
 
     def _fix(self, ctx: RuleContext, node: cst.CSTNode, name: str, stream: str, mode: str, main: str | None = None,
@@ -146,7 +157,7 @@ class MissingRecordStream(Rule):
         at = Span(span.end_line + 1, 0, span.end_line + 1, 0)
         title = f"Add `{name}.record_stream({stream_text})` after line {span.end_line}"
         if join:  # the other remedy, a join, also clears an SL201: say so where the user looks
-            title += f" (or {join}, which also clears the SL201 there)"
+            title += f" (or {join})"
         return ctx.fix(title, Edit(at, text))
 
     VALID = [
@@ -236,3 +247,12 @@ def _joins(ctx: RuleContext, issue, flow, line: int) -> str:
         if at > line and (free_line is None or at <= free_line):
             lines.append(at)
     return ", ".join(str(n) for n in sorted(set(lines))[:3])
+
+
+def _forks(issue, flow, ctx: RuleContext, line: int) -> str:
+    """Lines of SL201 forks onto the allocating (side) stream, before this use: the wait they ask for,
+    at every entry onto that stream, also protects this tensor's memory."""
+    lines = sorted({ctx.file.span(r.node).start_line for r in flow.races
+                    if r.kind == "read" and r.src == MAIN and r.dst == issue.alloc
+                    and ctx.file.span(r.node).start_line < line})
+    return ", ".join(str(n) for n in lines[:3])

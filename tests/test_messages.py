@@ -4,6 +4,7 @@ names them."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -67,6 +68,20 @@ def test_the_entry_stream_is_named_as_the_code_names_it(tmp_path: Path) -> None:
     assert "  = fix: add `main_stream.wait_stream(self.side)` after line 13 and before line 14" in result.output
 
 
+def test_a_self_attribute_holding_the_current_stream_names_it(tmp_path: Path) -> None:
+    code = NAMED_MAIN.replace("        self.side = torch.npu.Stream()\n",
+                              "        self.side = torch.npu.Stream()\n"
+                              "        self.main_stream = torch.npu.current_stream()\n")
+    code = code.replace("        main_stream = torch.npu.current_stream()\n", "").replace("(main_stream)",
+                                                                                         "(self.main_stream)")
+    [f] = [f for f in lint_text(code, tmp=tmp_path) if f.code == "SL201"]
+    assert f.message == "`y` is produced on `self.side` and used on `self.main_stream` with no wait [eager]"
+    assert f.hint.startswith("add `self.main_stream.wait_stream(self.side)` after line 13 and before line 14")
+    result = cli(["check", "--isolated", "--no-cache", "--output-format", "json", str(tmp_path / "example.py")])
+    [entry] = [e for e in json.loads(result.stdout) if e["code"] == "SL201"]
+    assert entry["hint"] == f.hint and entry["message"] == f.message
+
+
 FORK_JOIN = """
 import torch
 
@@ -110,3 +125,46 @@ def test_sl502_names_the_call_to_replace(tmp_path: Path) -> None:
     assert f.message.endswith("[reduce-overhead]") and len(f.message) <= 120
     assert f.hint.startswith("replace `tng.scope.npu_wait_tensor(x, logits)` at line 7 with a tagged event")
     assert "so that `x` is used only after `logits` is produced" in f.hint
+
+
+def test_the_join_both_findings_name_clears_both(tmp_path: Path) -> None:
+    """The claim is true: inserting the wait SL201 names (before line 16) removes the SL201 and the SL301."""
+    lines = FORK_JOIN.lstrip("\n").splitlines(keepends=True)
+    fixed = "".join(lines[:15] + ["        main_stream.wait_stream(self.side)\n"] + lines[15:])
+    remaining = [(f.code, f.span.start_line) for f in lint_text(fixed, tmp=tmp_path) if f.code in ("SL201", "SL301")]
+    assert remaining == []
+
+
+FORK = """
+import torch
+
+
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.side = torch.npu.Stream()
+
+    def forward(self, x: torch.Tensor):
+        with torch.npu.stream(self.side):
+            y = x * 2
+        z = x + y
+        return z
+"""
+
+
+def test_the_fork_wait_also_clears_the_sl301_of_a_side_tensor(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    findings = {(f.code, f.span.start_line): f for f in lint_text(FORK, tmp=tmp_path / "a")}
+    fork, sl301 = findings[("SL201", 11)], findings[("SL301", 12)]
+    assert fork.hint.startswith("add `self.side.wait_stream(torch.npu.current_stream())` before line 11")
+    assert "made at every entry onto `self.side`, the same wait also clears SL301 for `y` (line 12)" in fork.hint
+    assert sl301.fix is not None and sl301.fix.title == (
+        "Add `y.record_stream(torch.npu.current_stream())` after line 12 (or "
+        "`self.side.wait_stream(torch.npu.current_stream())` at every entry onto `self.side`, the wait SL201 asks "
+        "for at line 11, which clears both)")
+    # and it does: with the fork wait, only the join (a different wait) is left
+    waited = FORK.replace("        with torch.npu.stream", "        self.side.wait_stream(torch.npu.current_stream())\n"
+                                                         "        with torch.npu.stream")
+    left = [(f.code, f.span.start_line) for f in lint_text(waited, tmp=tmp_path / "b") if f.code in ("SL201", "SL301")]
+    assert left == [("SL201", 13)]

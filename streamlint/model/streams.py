@@ -297,8 +297,9 @@ def entry_stream_name(project: Project, file: FileModel, fn: FunctionInfo | None
     if fn is None:
         return None
     memo = derived(project, "entry_stream_name")
-    if id(fn) in memo:
-        return memo[id(fn)]
+    entry = memo.get(id(fn))
+    if entry is not None and entry[0] is fn:
+        return entry[1]
     name: str | None = None
     for local in fn.name_assigns:
         if is_current_stream(project, file, fn, cst.Name(local)):
@@ -323,7 +324,7 @@ def entry_stream_name(project: Project, file: FileModel, fn: FunctionInfo | None
                     and _current_stream_call(project, file, fn, site.node):
                 written = file.code(site.node)
         name = name or written
-    memo[id(fn)] = name
+    memo[id(fn)] = (fn, name)
     return name
 
 

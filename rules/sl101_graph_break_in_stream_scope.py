@@ -1,6 +1,6 @@
 from streamlint.finding import Confidence, Severity
 from streamlint.model.breaks import analysis, describe_scope
-from streamlint.rule import Invalid, Rule, RuleContext, Valid
+from streamlint.rule import Invalid, Rule, RuleContext, Valid, first_line
 
 
 class GraphBreakInStreamScope(Rule):
@@ -68,12 +68,16 @@ class GraphBreakInStreamScope(Rule):
                 scope = an.no_break_scope(file, brk.scope)
                 if scope is None:
                     continue
+                where = describe_scope(scope)
+                line = scope.file.span(scope.site.with_node).start_line
                 ctx.report(
                     brk.node,
-                    f"{brk.what} inside {describe_scope(scope)} is a Dynamo graph break; inside a TorchAir "
-                    "scope it cannot be resumed, so the function falls back to eager and the scope is lost — "
-                    "move it out of the scope or guard it with `if not torch.compiler.is_compiling():`",
+                    first_line(f"{brk.what} inside {where} is a Dynamo graph break",
+                               f"{brk.what} inside a TorchAir scope is a Dynamo graph break"),
                     confidence=None if brk.certain else Confidence.MEDIUM,
+                    hint=f"move it out of {where} (line {line}) or guard it with "
+                         "`if not torch.compiler.is_compiling():`; a break inside a TorchAir scope cannot be "
+                         "resumed, so the function falls back to eager and the scope is lost",
                 )
             for live in facts.calls:
                 if id(live.site.node) in facts.break_calls:
@@ -91,13 +95,16 @@ class GraphBreakInStreamScope(Rule):
                 loc = reach.brk.location()
                 where = f"{ctx.project.relative(loc.path)}:{loc.span.start_line}"
                 chain = " → ".join((f"{mod.module_name}.{callee.qualname}", *reach.via))
+                call = f"`{file.code(live.site.node.func)}(…)`"
                 ctx.report(
                     live.site.node,
-                    f"`{file.code(live.site.node.func)}(…)` is called inside {describe_scope(scope)} and reaches "
-                    f"a Dynamo graph break: {reach.brk.what} at {where} (via {chain}); the scope cannot be "
-                    "resumed after a break — remove the break from the callee, guard it with "
-                    "`torch.compiler.is_compiling()`, or call it outside the scope",
+                    first_line(f"{call} inside {describe_scope(scope)} reaches a Dynamo graph break at {where}",
+                               f"{call} inside a TorchAir scope reaches a Dynamo graph break at {where}",
+                               f"a call inside a TorchAir scope reaches a Dynamo graph break at {where}"),
                     related=[loc],
+                    hint=f"remove {reach.brk.what} from the callee (via {chain}), guard it with "
+                         f"`torch.compiler.is_compiling()`, or call {call} outside the scope: the scope cannot be "
+                         "resumed after a break",
                 )
 
     VALID = [

@@ -16,7 +16,7 @@ from streamlint.model.scopes import (
     search_calls,
     super_kernel_region,
 )
-from streamlint.rule import Invalid, Rule, RuleContext, Valid
+from streamlint.rule import Invalid, Rule, RuleContext, Valid, first_line
 
 
 class MultistreamInSuperkernel(Rule):
@@ -79,9 +79,11 @@ class MultistreamInSuperkernel(Rule):
                         node = region.scope.uses[0].node if region.scope.uses else site.item.item
                         ctx.report(
                             node,
-                            f"unknown SuperKernel option `{key}` in the options of "
-                            f"{describe_scope(region.scope)}{hint} — an unrecognised key is ignored, so the "
-                            "option keeps its default",
+                            first_line(f"unknown SuperKernel option `{key}` in the options of "
+                                       f"{describe_scope(region.scope)}{hint}",
+                                       f"unknown SuperKernel option `{key}`{hint}"),
+                            hint=f"correct or remove `{key}`: an unrecognised key is ignored, so the option "
+                                 "keeps its default",
                             confidence=Confidence.HIGH if close else Confidence.MEDIUM,
                         )
                 scope = project.scope_use(file, site)
@@ -89,7 +91,8 @@ class MultistreamInSuperkernel(Rule):
                     continue
                 outer = enclosing_super_kernel(project, file, site.parent)
                 if outer is not None and outer.single_stream:
-                    ctx.report(site.item.item, self._message(f"stream switch {describe_scope(scope)}", outer))
+                    message, hint = self._message(f"stream switch {describe_scope(scope)}", outer, "stream switch")
+                    ctx.report(site.item.item, message, hint=hint)
             for call in fn.calls:
                 if id(call.node) in factories:
                     continue
@@ -108,29 +111,27 @@ class MultistreamInSuperkernel(Rule):
                 loc = switch_file.span(switch_site.item.item)
                 related = Location(switch_file.path, loc, "the stream switch")
                 chain = " → ".join((f"{mod.module_name}.{callee.qualname}", *via))
-                ctx.report(
-                    call.node,
-                    self._message(
-                        f"`{file.code(call.node.func)}(…)` switches streams "
-                        f"(`{switch_file.code(switch_site.item.item)}` at "
-                        f"{project.relative(switch_file.path)}:{loc.start_line}, via {chain}) and is called",
-                        outer,
-                    ),
-                    related=[related],
-                )
+                message, hint = self._message(f"`{file.code(call.node.func)}(…)` switches streams and is called",
+                                              outer, f"`{file.code(call.node.func)}(…)` switches streams and")
+                ctx.report(call.node, message, related=[related],
+                           hint=f"{hint}; the switch is `{switch_file.code(switch_site.item.item)}` at "
+                                f"{project.relative(switch_file.path)}:{loc.start_line}, via {chain}")
 
     @staticmethod
-    def _message(what: str, region) -> str:
+    def _message(what: str, region, short: str) -> tuple[str, str]:
         options = region.options_expr
         shown = f" {_code(options)}" if options is not None else " (default '')"
         if options is not None and not isinstance(options, cst.SimpleString) and region.options is not None:
             text = ":".join(f"{k}={v}" if v else k for k, v in region.options.entries)
             shown += f' (= "{text}")'
-        return (
-            f"{what} inside {describe_scope(region.scope)} whose options{shown} lack `stream-fusion=1`: the "
-            "SuperKernel is single-stream, so the side stream is undefined behaviour — add `stream-fusion=1` "
-            "to the options (`k=v:k=v`) or move the switch out of the SuperKernel"
-        )
+        message = first_line(f"{what} inside {describe_scope(region.scope)} whose options{shown} lack "
+                             "`stream-fusion=1`",
+                             f"{what} inside {describe_scope(region.scope)} without `stream-fusion=1`",
+                             f"{short} is inside a SuperKernel without `stream-fusion=1`")
+        hint = (f"add `stream-fusion=1` to the options{shown} of {describe_scope(region.scope)} (`k=v:k=v`) or move "
+                "the switch out of the SuperKernel: a SuperKernel is single-stream, so the side stream is undefined "
+                "behaviour")
+        return message, hint
 
     VALID = [
         Valid(

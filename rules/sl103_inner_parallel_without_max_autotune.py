@@ -1,6 +1,6 @@
 from streamlint.finding import Confidence, Severity
 from streamlint.model.apis import Role
-from streamlint.rule import Invalid, Rule, RuleContext, Valid
+from streamlint.rule import Invalid, Rule, RuleContext, Valid, first_line
 
 _NON_GE = frozenset({"reduce-overhead", "npugraph_ex"})
 
@@ -47,6 +47,7 @@ class InnerParallelWithoutMaxAutotune(Rule):
     name = "inner-parallel-without-max-autotune"
     severity = Severity.WARNING
     confidence = Confidence.HIGH
+    mode_tagged = True
     markers = (b"enable_inner_parallel",)
 
     def check(self, ctx: RuleContext) -> None:
@@ -61,9 +62,11 @@ class InnerParallelWithoutMaxAutotune(Rule):
             via = f" (through wrapper `{use.wrappers[0]}`)" if use.wrappers else ""
             ctx.report(
                 use.node,
-                f"`enable_inner_parallel=` passed to `npu_stream_switch`{via} in code that runs in "
-                f"{' / '.join(sorted(modes))} ({path.describe()}): only GE (max-autotune) reads it, here it has "
-                "no effect — drop the argument, or compile this code in max-autotune",
+                first_line(f"`enable_inner_parallel=` passed to `npu_stream_switch`{via} has no effect on this path "
+                           f"[{'/'.join(sorted(modes))}]",
+                           f"`enable_inner_parallel=` has no effect on this path [{'/'.join(sorted(modes))}]"),
+                hint="drop the argument, or compile this code in max-autotune: only GE (max-autotune) reads it "
+                     f"(execution path: {path.describe()})",
                 related=list(path.evidence),
                 confidence=Confidence.HIGH if path.source in ("config", "compile") else Confidence.MEDIUM,
             )

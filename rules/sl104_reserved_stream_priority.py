@@ -1,7 +1,7 @@
 from streamlint.finding import Confidence, FixSafety, Severity
 from streamlint.model.apis import Role
 from streamlint.model.file import int_value
-from streamlint.rule import Invalid, Rule, RuleContext, Valid
+from streamlint.rule import Invalid, Rule, RuleContext, Valid, first_line
 
 
 class ReservedStreamPriority(Rule):
@@ -60,8 +60,9 @@ class ReservedStreamPriority(Rule):
                     fix = ctx.fix("Remove the reserved `stream_priority` argument", ctx.remove_arg(use.node, arg))
             ctx.report(
                 priority,
-                f"`stream_priority={value}` is reserved and has no effect{via}; TorchAir documents it as "
-                "'keep 0' — drop the argument",
+                first_line(f"`stream_priority={value}` is reserved and has no effect{via}",
+                           f"`stream_priority={value}` is reserved and has no effect"),
+                hint="drop the argument (TorchAir documents it as 'keep 0')",
                 fix=fix,
             )
 

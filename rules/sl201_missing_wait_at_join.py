@@ -1,15 +1,9 @@
 from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.apis import STREAM_MARKERS
-from streamlint.model.dataflow import MAIN, Race, file_flows, stream_label
-from streamlint.rule import Invalid, Option, Rule, RuleContext, Valid
-
-_HINTS = {
-    "reduce-overhead": "record a tagged event (`npu_tagged_event_record`) after the producer on {src} and "
-                       "`npu_tagged_event_wait` it on {dst} before this use",
-    "ge": "order them with `npu_wait_tensor` / `torchair.ops.wait`",
-}
-_NATIVE_HINT = "add `{dst_obj}.wait_stream({src_obj})` or wait on an event recorded on {src} after the producer"
-
+from streamlint.model.dataflow import Race, file_flows
+from streamlint.model.flow.results import FunctionFlow
+from streamlint.model.streams import MAIN, entry_stream_name, stream_expr, stream_label
+from streamlint.rule import FIRST_LINE, Invalid, Option, Rule, RuleContext, Valid, first_line
 
 class MissingWaitAtJoin(Rule):
     """## What it does
@@ -51,6 +45,7 @@ class MissingWaitAtJoin(Rule):
     name = "missing-wait-at-join"
     severity = Severity.ERROR
     confidence = Confidence.HIGH
+    mode_tagged = True
     markers = STREAM_MARKERS
     options = (
         Option("ge-explicit-join-waits", bool, False,
@@ -60,22 +55,30 @@ class MissingWaitAtJoin(Rule):
     def check(self, ctx: RuleContext) -> None:
         explicit = bool(ctx.options.get("ge-explicit-join-waits", False))
         groups: dict[tuple[int, str, str, str], list] = {}
-        for _fn, flow in file_flows(ctx.project, ctx.file, explicit_ge_joins=explicit):
+        flows: dict[int, tuple] = {}
+        for fn, flow in file_flows(ctx.project, ctx.file, explicit_ge_joins=explicit):
             for race in flow.races:
                 kind = "write" if race.kind != "read" else "read"
                 groups.setdefault((id(race.node), kind, race.src, race.dst), []).append(race)
+                flows.setdefault(id(race.node), (fn, flow))
         reported: set[int] = set()
         for (_node, _kind, _src, _dst), races in groups.items():
             race = races[0]
             if id(race.node) in reported:
                 continue
             reported.add(id(race.node))
+            fn, flow = flows[id(race.node)]
+            main = entry_stream_name(ctx.project, ctx.file, fn)
             names = list(dict.fromkeys(r.name for r in races))
-            message, confidence = _message(race, names), None
+            message, confidence = _message(race, names, main), None
+            use_line = ctx.file.span(race.node).start_line
+            producer_line = ctx.file.span(race.producer).end_line if race.producer is not None else None
+            hint = _hint(race, main, producer_line, use_line)
             if race.argument:
                 confidence = Confidence.MEDIUM
-                message += " (assumes the caller produced it on its current stream shortly before the call)"
-            ctx.report(race.node, message, confidence=confidence, related=_related(ctx, race))
+                hint += "; this assumes the caller produced it on its current stream shortly before the call"
+            hint += _also_clears(ctx, race, flow, use_line, main)
+            ctx.report(race.node, message, confidence=confidence, related=_related(ctx, race), hint=hint)
 
     VALID = [
         Valid(
@@ -117,26 +120,50 @@ class MissingWaitAtJoin(Rule):
     ]
 
 
-def _message(race: Race, names: list[str]) -> str:
-    src, dst = stream_label(race.src), stream_label(race.dst)
-    listed = ", ".join(f"`{n}`" for n in names)
+def _listed(names: list[str], limit: int = 3) -> str:
+    shown = ", ".join(f"`{n}`" for n in names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def _message(race: Race, names: list[str], main: str | None) -> str:
+    """The first line: what races with what, on which streams, and the execution path tag."""
+    src, dst = stream_label(race.src, main), stream_label(race.dst, main)
+    listed = _listed(names)
+    plural = len(names) > 1
+    be, tag = "are" if plural else "is", f" [{race.mode}]"
     if race.kind == "read":
         if race.argument:
-            what = f"argument{'s' if len(names) > 1 else ''} {listed} (produced by the caller on {src})"
+            candidates = [f"argument{'s' if plural else ''} {listed} {be} used on {dst} with no wait on the caller's "
+                          f"stream{tag}"]
         else:
-            what = f"{listed} (produced on {src})"
-        message = f"{what} {'are' if len(names) > 1 else 'is'} used on {dst} with no wait ordering it after its producer"
+            candidates = [f"{listed} {be} produced on {src} and used on {dst} with no wait{tag}",
+                          f"{listed} {be} used on {dst} with no wait after {'their' if plural else 'its'} "
+                          f"producer{tag}"]
     else:
-        verb = "read" if race.kind == "write-after-read" else "written"
-        message = (f"{listed} {'are' if len(names) > 1 else 'is'} written on {dst} while {src} may still have it "
-                   f"{verb} ({race.kind.replace('-', ' ')})")
-    hint = _HINTS.get(race.mode, _NATIVE_HINT)
-    current = "torch.cuda.current_stream()" if race.mode == "cuda" else "torch.npu.current_stream()"
-    src_obj = current if race.src == MAIN else race.src
-    dst_obj = current if race.dst == MAIN else race.dst
-    if race.src.startswith("tag") or race.dst.startswith("tag"):
-        hint = _HINTS.get(race.mode, "order them with an event recorded on {src} after the producer and waited on {dst}")
-    return message + f" [{race.mode}]; " + hint.format(src=src, dst=dst, src_obj=src_obj, dst_obj=dst_obj)
+        verb = "read" if race.kind == "write-after-read" else "write"
+        candidates = [f"{listed} {be} written on {dst} while {src} may still {verb} {'them' if plural else 'it'}{tag}",
+                      f"{listed} {be} written on {dst} while another stream may still {verb} "
+                      f"{'them' if plural else 'it'}{tag}"]
+    if plural and all(len(c) > FIRST_LINE for c in candidates):
+        return _message(race, names[:1], main)
+    return first_line(*candidates)
+
+
+def _hint(race: Race, main: str | None, producer_line: int | None, use_line: int) -> str:
+    """Where the wait goes: on which stream, for which stream, between which lines."""
+    src, dst = stream_label(race.src, main), stream_label(race.dst, main)
+    after = f"after line {producer_line} and " if producer_line is not None else ""
+    where = f"{after}before line {use_line}"
+    if race.mode == "reduce-overhead":
+        after_producer = f" after line {producer_line}" if producer_line is not None else ""
+        return (f"record a tagged event on {src}{after_producer} (`npu_tagged_event_record`) and "
+                f"`npu_tagged_event_wait` it on {dst} before line {use_line}")
+    if race.mode == "ge":
+        return f"order them with `npu_wait_tensor` / `torchair.ops.wait` on {dst} {where}"
+    src_obj, dst_obj = stream_expr(race.src, main, race.mode), stream_expr(race.dst, main, race.mode)
+    if src_obj is None or dst_obj is None:
+        return f"wait on {dst} for an event recorded on {src} {where}"
+    return f"add `{dst_obj}.wait_stream({src_obj})` {where} (or wait on an event recorded on {src} there)"
 
 
 def _related(ctx: RuleContext, race: Race) -> list[Location]:
@@ -144,3 +171,35 @@ def _related(ctx: RuleContext, race: Race) -> list[Location]:
         return []
     label = "read here" if race.kind == "write-after-read" else "produced here"
     return [Location(ctx.file.path, ctx.file.span(race.producer), label)]
+
+
+def _also_clears(ctx: RuleContext, race: Race, flow: FunctionFlow, use_line: int, main: str | None) -> str:
+    """A join (``race.dst`` waits on ``race.src`` before this use) also protects the memory of tensors
+    allocated on ``race.dst`` and used earlier on ``race.src`` that are freed after this line: name the
+    SL301 findings the same wait clears."""
+    if race.kind != "read":
+        return ""
+    if race.src == MAIN and race.dst != MAIN and not race.dst.startswith(("tag", "<")) \
+            and race.mode != "reduce-overhead":
+        # a fork wait at every entry onto the side stream also protects side-allocated tensors read later on
+        # the current stream (SL301's entry discipline)
+        later = [f"`{i.name}` (line {ctx.file.span(i.node).start_line})" for i in flow.lifetimes
+                 if i.alloc == race.dst and i.use_stream == MAIN and i.mode != "ge" and not i.escaped
+                 and ctx.file.span(i.node).start_line > use_line]
+        if later:
+            return (f"; made at every entry onto {stream_label(race.dst, main)}, the same wait also clears SL301 "
+                    f"for {', '.join(dict.fromkeys(later))}")
+        return ""
+    if race.argument:
+        return ""
+    cleared = []
+    for issue in flow.lifetimes:
+        if issue.alloc != race.dst or issue.use_stream != race.src or issue.mode == "ge" or issue.escaped:
+            continue
+        line = ctx.file.span(issue.node).start_line
+        free_line = ctx.file.span(issue.free_node).start_line if issue.free_node is not None else None
+        if line < use_line and (free_line is None or free_line >= use_line):
+            cleared.append(f"`{issue.name}` (line {line})")
+    if not cleared:
+        return ""
+    return f"; the same wait also clears SL301 for {', '.join(dict.fromkeys(cleared))}"

@@ -15,7 +15,7 @@ from streamlint.model.waits import (
     loads_after,
     result_discarded,
 )
-from streamlint.rule import Invalid, Rule, RuleContext, Valid
+from streamlint.rule import Invalid, Rule, RuleContext, Valid, first_line
 
 
 class IneffectiveWait(Rule):
@@ -65,12 +65,16 @@ class IneffectiveWait(Rule):
                     self._wait_tensor(ctx, fn, site, use)
                 elif Role.OPS_WAIT in roles and not uses[0].wrappers:
                     if not later_op_on_stream(project, file, fn, site):
-                        ctx.report(site.node, "`torchair.ops.wait` attaches to the next op on its stream, and there "
-                                              "is none after it in this function: it orders nothing")
+                        ctx.report(site.node, "`torchair.ops.wait` has no later op on its stream in this function: "
+                                              "it orders nothing",
+                                   hint="move it before the op it should order (it attaches to the next op on "
+                                        "its stream), or remove it")
                 elif Role.OPS_RECORD in roles and not uses[0].wrappers:
                     if first_in_stream_scope(project, file, site):
-                        ctx.report(site.node, "`torchair.ops.record()` marks the last op already emitted on the "
-                                              "stream, and it is the first statement of the scope: it marks nothing")
+                        ctx.report(site.node, "`torchair.ops.record()` is the first statement of its scope: it "
+                                              "marks nothing",
+                                   hint="move it after the op it should mark (it marks the last op already "
+                                        "emitted on the stream)")
                 elif Role.TAGGED_EVENT_WAIT in roles or site.method in ("wait", "wait_event"):
                     self._event_wait(ctx, fn, site, uses)
 
@@ -86,13 +90,20 @@ class IneffectiveWait(Rule):
         if not result_discarded(fn, site.node):
             return
         if not isinstance(waited, (cst.Name, cst.Attribute)):
-            ctx.report(site.node, f"the waited tensor `{file.code(waited)}` is a fresh expression and the result is "
-                                  f"discarded: nothing consumes the wait, so it is dead-code-eliminated; wait on a "
-                                  f"named tensor that is used afterwards, or use the result")
+            ctx.report(site.node, first_line(f"`npu_wait_tensor` on the fresh expression `{file.code(waited)}` with "
+                                             "the result discarded orders nothing",
+                                             "`npu_wait_tensor` on a fresh expression with the result discarded "
+                                             "orders nothing"),
+                       hint="wait on a named tensor that is used afterwards, or use the result: nothing consumes "
+                            "this wait, so it is dead-code-eliminated")
             return
         if isinstance(waited, cst.Name) and not loads_after(file, fn, waited.value, site.node):
-            ctx.report(site.node, f"`{waited.value}` is not used after this `npu_wait_tensor` and the result is "
-                                  f"discarded: the wait has no consumer and is dead-code-eliminated")
+            ctx.report(site.node, first_line(f"`{waited.value}` is not used after this `npu_wait_tensor` and the "
+                                             "result is discarded: it orders nothing",
+                                             "the waited tensor is not used after this `npu_wait_tensor`: it orders "
+                                             "nothing"),
+                       hint=f"wait on the tensor the next op reads, or use the result instead of `{waited.value}`: "
+                            "the wait has no consumer and is dead-code-eliminated")
 
     def _event_wait(self, ctx: RuleContext, fn, site, uses) -> None:
         call = site.node
@@ -108,8 +119,9 @@ class IneffectiveWait(Rule):
         if not uses and attr_kind(ctx.project, ctx.file, cls, attr) != EVENT:
             return
         if not event_recorded_in_class(ctx.file, fn, attr) and not event_recorded_elsewhere(ctx.project, attr):
-            ctx.report(call, f"`self.{attr}` is waited on but never recorded in this class: the wait completes "
-                             f"immediately and orders nothing")
+            ctx.report(call, first_line(f"`self.{attr}` is waited on but never recorded in this class: the wait "
+                                        "orders nothing", "the event is waited on but never recorded"),
+                       hint=f"record `self.{attr}` after the producer, or remove the wait: it completes immediately")
 
     VALID = [
         Valid(

@@ -6,7 +6,7 @@ from streamlint.finding import Confidence, FixSafety, Severity
 from streamlint.model.apis import Role
 from streamlint.model.dataflow import wait_self_expr
 from streamlint.model.waits import statement_of
-from streamlint.rule import Invalid, Rule, RuleContext, Valid
+from streamlint.rule import Invalid, Rule, RuleContext, Valid, first_line
 
 
 class WaitRebindsName(Rule):
@@ -59,9 +59,10 @@ class WaitRebindsName(Rule):
                 if target.value != dep.value or waited.value == target.value:
                     continue
                 fix = ctx.fix(f"Assign the result to `{waited.value}`", ctx.replace(target, waited.value))
-                ctx.report(stmt, f"`npu_wait_tensor` returns its first argument, so `{target.value}` now holds "
-                                 f"`{waited.value}`; write `{waited.value} = npu_wait_tensor({waited.value}, "
-                                 f"{dep.value})`", fix=fix)
+                ctx.report(stmt, first_line(f"`npu_wait_tensor` returns its first argument, so `{target.value}` "
+                                            f"now holds `{waited.value}`",
+                                            "`npu_wait_tensor` returns its first argument: the name now holds it"),
+                           fix=fix, hint=f"write `{waited.value} = npu_wait_tensor({waited.value}, {dep.value})`")
 
     VALID = [
         Valid(

@@ -1,6 +1,6 @@
 from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.dataflow import file_flows
-from streamlint.rule import Invalid, Rule, RuleContext, Valid
+from streamlint.rule import Invalid, Rule, RuleContext, Valid, first_line
 
 
 class ViewEscapesWait(Rule):
@@ -41,9 +41,12 @@ class ViewEscapesWait(Rule):
                 if id(esc.node) in seen:
                     continue
                 seen.add(id(esc.node))
-                ctx.report(esc.node, f"`{esc.alias}` is a view of `{esc.waited}` taken before the "
-                                     f"`npu_wait_tensor` on it, so this use is not ordered by the wait; take the "
-                                     f"view after the wait",
+                ctx.report(esc.node, first_line(f"`{esc.alias}` is a view of `{esc.waited}` taken before its "
+                                                "`npu_wait_tensor`: this use is not ordered",
+                                                f"`{esc.alias}` is a view taken before the wait: this use is not "
+                                                "ordered"),
+                           hint=f"take the view `{esc.alias}` of `{esc.waited}` after the wait (line "
+                                f"{ctx.file.span(esc.wait_node).start_line})",
                            related=[Location(ctx.file.path, ctx.file.span(esc.wait_node), "the wait")])
 
     VALID = [

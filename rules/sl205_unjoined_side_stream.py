@@ -1,7 +1,8 @@
 from streamlint.finding import Confidence, Severity
 from streamlint.model.apis import STREAM_MARKERS
-from streamlint.model.dataflow import file_flows, stream_label
-from streamlint.rule import Invalid, Rule, RuleContext, Valid
+from streamlint.model.dataflow import file_flows
+from streamlint.model.streams import MAIN, entry_stream_name, stream_expr, stream_label
+from streamlint.rule import Invalid, Rule, RuleContext, Valid, first_line
 
 
 class UnjoinedSideStream(Rule):
@@ -40,11 +41,13 @@ class UnjoinedSideStream(Rule):
     name = "unjoined-side-stream"
     severity = Severity.ERROR
     confidence = Confidence.HIGH
+    mode_tagged = True
     markers = STREAM_MARKERS
 
     def check(self, ctx: RuleContext) -> None:
         seen: set[int] = set()
-        for _fn, flow in file_flows(ctx.project, ctx.file):
+        for fn, flow in file_flows(ctx.project, ctx.file):
+            main = entry_stream_name(ctx.project, ctx.file, fn)
             for item in flow.unjoined:
                 captured = item.region == "capture" or item.mode == "npugraph_ex"
                 if not captured or id(item.node) in seen:
@@ -52,14 +55,24 @@ class UnjoinedSideStream(Rule):
                 seen.add(id(item.node))
                 where = ("the graph-capture region" if item.region == "capture"
                          else "the npugraph_ex-captured function")
-                message = (f"work queued on {stream_label(item.stream)} here is never joined back into the capture "
-                           f"stream before {where} ends; add `current_stream().wait_stream(...)` or wait on an event "
-                           f"recorded after it")
+                side = stream_label(item.stream, main)
+                message = first_line(f"work queued on {side} here is never joined back before {where} ends "
+                                     f"[{item.mode}]",
+                                     f"side-stream work here is never joined back before {where} ends [{item.mode}]")
+                side_obj = stream_expr(item.stream, main, item.mode)
+                # inside a capture region the current stream is the capture stream, whatever the entry one is called
+                main_obj = stream_expr(MAIN, main if item.region != "capture" else None, item.mode)
+                end = ctx.file.span(item.node).end_line
+                if side_obj:
+                    hint = (f"add `{main_obj}.wait_stream({side_obj})` after line {end} (or wait on an event "
+                            f"recorded on {side} there)")
+                else:
+                    hint = f"after line {end}, make the capture stream wait on an event recorded on {side}"
                 confidence = None
                 if item.region == "function" and not item.entry:
                     confidence = Confidence.MEDIUM
-                    message += " (assumes no caller joins it after this function returns)"
-                ctx.report(item.node, message, confidence=confidence)
+                    hint += "; this assumes no caller joins it after this function returns"
+                ctx.report(item.node, message, confidence=confidence, hint=hint)
 
     VALID = [
         Valid(

@@ -4,7 +4,8 @@ from streamlint._lazy import cst
 
 from streamlint.finding import Confidence, Edit, FixSafety, Location, Severity, Span
 from streamlint.model.apis import STREAM_MARKERS
-from streamlint.model.dataflow import MAIN, file_flows, stream_label
+from streamlint.model.dataflow import file_flows
+from streamlint.model.streams import MAIN, entry_stream_name, stream_expr, stream_label
 from streamlint.rule import Invalid, Option, Rule, RuleContext, Valid
 
 
@@ -61,6 +62,7 @@ class MissingRecordStream(Rule):
     name = "missing-record-stream"
     severity = Severity.ERROR
     confidence = Confidence.HIGH
+    mode_tagged = True
     markers = STREAM_MARKERS
     fix_safety = FixSafety.UNSAFE
     options = (Option("strict", bool, False, "Also report tensors that escape the function (low confidence)."),)
@@ -68,37 +70,79 @@ class MissingRecordStream(Rule):
     def check(self, ctx: RuleContext) -> None:
         strict = bool(ctx.options.get("strict", False))
         seen: set[int] = set()
-        for _fn, flow in file_flows(ctx.project, ctx.file):
+        for fn, flow in file_flows(ctx.project, ctx.file):
+            main = entry_stream_name(ctx.project, ctx.file, fn)
             for issue in flow.lifetimes:
                 if issue.mode == "ge" or id(issue.node) in seen or (issue.escaped and not strict):
                     continue
                 seen.add(id(issue.node))
-                use, alloc = stream_label(issue.use_stream), stream_label(issue.alloc)
-                freed = {"function end": "dies when the function returns", "del": "is deleted",
-                         "rebinding": "loses its last reference when the name is rebound",
-                         "resize_(0)": "is freed by `untyped_storage().resize_(0)`"}[issue.free]
-                tagged = issue.mode == "reduce-overhead"
-                remedy = (f"`npu_record_tagged_stream({issue.name}, ...)`" if tagged
-                          else f"`{issue.name}.record_stream(...)`")
-                message = (f"`{issue.name}` is allocated on {alloc} and used here on {use}, but {freed} before "
-                           f"{alloc} waits on {use}: its memory can be reused while {use} still uses it; add "
-                           f"{remedy} for {use} [{issue.mode}]")
+                use, alloc = stream_label(issue.use_stream, main), stream_label(issue.alloc, main)
+                freed = {"function end": "dies at return", "del": "is deleted",
+                         "rebinding": "loses its last name", "resize_(0)": "is resized to 0"}[issue.free]
+                message = f"`{issue.name}` {freed} before {alloc} waits on its use here on {use} [{issue.mode}]"
+                if len(message) > 120:
+                    message = (f"`{issue.name}` {freed} before its allocating stream waits on its use here "
+                               f"[{issue.mode}]")
                 confidence = None
+                span = ctx.file.span(issue.node)
+                hint = self._hint(ctx, issue, main, span.end_line, flow)
                 if issue.escaped:
                     confidence = Confidence.LOW
-                    message += " (assumes the caller drops the escaped tensor)"
+                    hint += "; this assumes the caller drops the escaped tensor"
                 related = []
                 if issue.free_node is not None:
-                    related.append(Location(ctx.file.path, ctx.file.span(issue.free_node), "freed here"))
-                fix = None if tagged else self._fix(ctx, issue.node, issue.name, issue.use_stream, issue.mode)
-                ctx.report(issue.node, message, confidence=confidence, related=related, fix=fix)
+                    related.append(Location(ctx.file.path, ctx.file.span(issue.free_node),
+                                            f"freed here ({issue.free})"))
+                fix = None
+                if issue.mode != "reduce-overhead":
+                    joins = _joins(ctx, issue, flow, span.end_line)
+                    alloc_obj = stream_expr(issue.alloc, main, issue.mode)
+                    use_obj = stream_expr(issue.use_stream, main, issue.mode)
+                    join = (f"`{alloc_obj}.wait_stream({use_obj})`" if alloc_obj and use_obj else "a join") \
+                        + f" before line {joins}, which also clears the SL201 there" if joins else ""
+                    forks = _forks(issue, flow, ctx, span.end_line) if issue.use_stream == MAIN else ""
+                    if forks and not join and alloc_obj and use_obj:
+                        join = (f"`{alloc_obj}.wait_stream({use_obj})` at every entry onto {alloc}, the wait SL201 "
+                                f"asks for at line {forks}, which clears both")
+                    fix = self._fix(ctx, issue.node, issue.name, issue.use_stream, issue.mode, main, join)
+                ctx.report(issue.node, message, confidence=confidence, related=related, fix=fix, hint=hint)
 
-    def _fix(self, ctx: RuleContext, node: cst.CSTNode, name: str, stream: str, mode: str):
-        if not name.isidentifier() or (stream != MAIN and (stream.startswith("<") or stream.startswith("tag"))):
+    @staticmethod
+    def _hint(ctx: RuleContext, issue, main: str | None, line: int, flow) -> str:
+        """Where the remedy goes: the `record_stream` after this use, on the using stream; or the
+        allocating stream's wait on the using stream before the free (naming an SL201 it also clears)."""
+        use, alloc = stream_label(issue.use_stream, main), stream_label(issue.alloc, main)
+        if issue.mode == "reduce-overhead":
+            tag = _tag_expr(issue.use_stream)
+            record = f"`npu_record_tagged_stream({issue.name}, {tag})`" if tag else \
+                f"`npu_record_tagged_stream({issue.name}, <tag of {use}>)`"
+        else:
+            expr = stream_expr(issue.use_stream, main, issue.mode)
+            record = f"`{issue.name}.record_stream({expr})`" if expr else f"`{issue.name}.record_stream(...)` for {use}"
+        free = (f"the {issue.free} at line {ctx.file.span(issue.free_node).start_line}" if issue.free_node is not None
+                else "the return")
+        alloc_obj, use_obj = stream_expr(issue.alloc, main, issue.mode), stream_expr(issue.use_stream, main, issue.mode)
+        wait = (f"`{alloc_obj}.wait_stream({use_obj})`" if alloc_obj and use_obj and issue.mode != "reduce-overhead"
+                else f"a wait of {alloc} on {use}")
+        hint = (f"`{issue.name}` was allocated on {alloc}: add {record} after line {line}, or {wait} after line "
+                f"{line} and before {free}")
+        joins = _joins(ctx, issue, flow, line)
+        if joins:
+            hint += f" (that wait also clears SL201 at line {joins})"
+        if issue.use_stream == MAIN and alloc_obj and use_obj and not issue.alloc.startswith(("tag", "<")):
+            # entry discipline: a side stream that waits on the current stream at every entry cannot take the
+            # block back before the current stream's reads (the fork wait SL201 asks for)
+            hint += f"; or begin every entry onto {alloc} with `{alloc_obj}.wait_stream({use_obj})`"
+            forks = _forks(issue, flow, ctx, line)
+            if forks:
+                hint += f" (the wait SL201 asks for at line {forks}, which clears both)"
+        return hint
+
+    def _fix(self, ctx: RuleContext, node: cst.CSTNode, name: str, stream: str, mode: str, main: str | None = None,
+             join: str = ""):
+        stream_text = stream_expr(stream, main, mode)
+        if not name.isidentifier() or stream_text is None:
             return None
-        stream_expr = "torch.npu.current_stream()" if stream == MAIN else stream
-        if stream == MAIN and mode == "cuda":
-            stream_expr = "torch.cuda.current_stream()"
         if not isinstance(node, cst.BaseSmallStatement) or isinstance(
                 node, (cst.Return, cst.Raise, cst.Continue, cst.Break, cst.Pass)):
             return None
@@ -109,9 +153,12 @@ class MissingRecordStream(Rule):
                 and not end_line.rstrip("\r\n")[span.end_col:].lstrip().startswith("#"):
             return None
         indent = line[: len(line) - len(line.lstrip())]
-        text = f"{indent}{name}.record_stream({stream_expr})\n"
+        text = f"{indent}{name}.record_stream({stream_text})\n"
         at = Span(span.end_line + 1, 0, span.end_line + 1, 0)
-        return ctx.fix(f"Add `{name}.record_stream({stream_expr})` after the use", Edit(at, text))
+        title = f"Add `{name}.record_stream({stream_text})` after line {span.end_line}"
+        if join:  # the other remedy, a join, also clears an SL201: say so where the user looks
+            title += f" (or {join})"
+        return ctx.fix(title, Edit(at, text))
 
     VALID = [
         Valid(
@@ -175,3 +222,37 @@ class MissingRecordStream(Rule):
             """,
         ),
     ]
+
+
+def _tag_expr(key: str) -> str | None:
+    """The tag argument of `npu_record_tagged_stream` for a stream key ("default" for the main stream)."""
+    if key == MAIN:
+        return '"default"'
+    if key.startswith("tag:"):
+        return f'"{key[4:]}"'
+    if key.startswith("tag?:"):
+        return key[5:]
+    return None
+
+
+def _joins(ctx: RuleContext, issue, flow, line: int) -> str:
+    """Lines of SL201 joins (a read on the allocating stream of something produced on the using stream,
+    after this use and before the free) that the allocating stream's wait would also clear."""
+    free_line = ctx.file.span(issue.free_node).start_line if issue.free_node is not None else None
+    lines = []
+    for race in flow.races:
+        if race.kind != "read" or race.argument or race.dst != issue.alloc or race.src != issue.use_stream:
+            continue
+        at = ctx.file.span(race.node).start_line
+        if at > line and (free_line is None or at <= free_line):
+            lines.append(at)
+    return ", ".join(str(n) for n in sorted(set(lines))[:3])
+
+
+def _forks(issue, flow, ctx: RuleContext, line: int) -> str:
+    """Lines of SL201 forks onto the allocating (side) stream, before this use: the wait they ask for,
+    at every entry onto that stream, also protects this tensor's memory."""
+    lines = sorted({ctx.file.span(r.node).start_line for r in flow.races
+                    if r.kind == "read" and r.src == MAIN and r.dst == issue.alloc
+                    and ctx.file.span(r.node).start_line < line})
+    return ", ".join(str(n) for n in lines[:3])

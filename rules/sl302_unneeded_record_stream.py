@@ -1,7 +1,7 @@
 from streamlint.finding import Confidence, Severity
 from streamlint.model.apis import Role
 from streamlint.model.lifetimes import persistent_kind
-from streamlint.rule import Invalid, Rule, RuleContext, Valid
+from streamlint.rule import Invalid, Rule, RuleContext, Valid, first_line
 
 
 class UnneededRecordStream(Rule):
@@ -47,8 +47,10 @@ class UnneededRecordStream(Rule):
                     continue
                 what = persistent_kind(file, fn, target)
                 if what is not None:
-                    ctx.report(site.node, f"`{file.code(target)}` is {what}: it outlives every stream's work, so "
-                                          f"`record_stream` protects nothing here")
+                    ctx.report(site.node, first_line(f"`{file.code(target)}` is {what}: `record_stream` protects "
+                                                     "nothing here", f"`record_stream` on {what} protects nothing"),
+                               hint=f"remove `{_short(file.code(site.node))}` at line "
+                                    f"{file.span(site.node).start_line}: {what} outlives every stream's work")
 
     VALID = [
         Valid(
@@ -81,3 +83,8 @@ class UnneededRecordStream(Rule):
             line=10,
         ),
     ]
+
+
+def _short(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 6] + "…)"

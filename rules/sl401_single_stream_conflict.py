@@ -83,12 +83,12 @@ class SingleStreamConflict(Rule):
                 ]
                 where = ctx.project.relative(use.file.path)
                 line = use.file.span(use.node).start_line
+                api = 'npu_prefetch' if use.role is Role.PREFETCH else 'npu_stream_switch'
                 ctx.report(value.node,
-                           f"`enable_single_stream = True` on a config whose compiled model "
-                           f"{'calls npu_prefetch' if use.role is Role.PREFETCH else 'switches streams'} "
-                           f"({where}:{line}): GE single-stream mode conflicts with "
-                           f"{'npu_prefetch' if use.role is Role.PREFETCH else 'npu_stream_switch'}; drop it, "
-                           "or set it only when multi-stream is disabled", related=related)
+                           f"`enable_single_stream = True` on a config whose compiled model uses `{api}`",
+                           related=related,
+                           hint=f"drop it, or set it only when multi-stream is disabled: GE single-stream mode "
+                                f"conflicts with `{api}` ({where}:{line})")
 
     VALID = [
         Valid(

@@ -2,7 +2,7 @@ from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.apis import Role
 from streamlint.model.compile import compile_modes, reached_uses
 from streamlint.model.environment import DYNAMIC_SHAPE_MULTI_STREAM, sets_env
-from streamlint.rule import Invalid, Rule, RuleContext, Valid
+from streamlint.rule import Invalid, Rule, RuleContext, Valid, first_line
 
 
 class DynamicShapeSingleStream(Rule):
@@ -55,14 +55,16 @@ class DynamicShapeSingleStream(Rule):
             if not switches:
                 continue
             use = switches[0]
-            how = "cache_compile (dynamic=True by default)" if cs.role is Role.CACHE_COMPILE else "dynamic=True"
+            how = "cache_compile: dynamic by default" if cs.role is Role.CACHE_COMPILE else "dynamic=True"
             ctx.report(
                 cs.node,
-                f"dynamic-shape GE compile ({how}) of code that switches streams "
-                f"({ctx.project.relative(use.file.path)}:{use.file.span(use.node).start_line}), but the project "
-                f"never sets {DYNAMIC_SHAPE_MULTI_STREAM}: dynamic-shape graphs run on one stream without it; "
-                f"export {DYNAMIC_SHAPE_MULTI_STREAM}=1 (launch script or os.environ) or compile with dynamic=False",
+                first_line(f"dynamic-shape GE compile ({how}) of multi-stream code without "
+                           f"{DYNAMIC_SHAPE_MULTI_STREAM}",
+                           f"dynamic-shape GE compile of multi-stream code without {DYNAMIC_SHAPE_MULTI_STREAM}"),
                 related=[Location(use.file.path, use.file.span(use.node), "stream switch in the compiled code")],
+                hint=f"export {DYNAMIC_SHAPE_MULTI_STREAM}=1 (launch script or os.environ) or compile with "
+                     "dynamic=False: dynamic-shape graphs run on one stream without it (the stream switch is at "
+                     f"{ctx.project.relative(use.file.path)}:{use.file.span(use.node).start_line})",
             )
 
     VALID = [

@@ -8,7 +8,7 @@ from streamlint.finding import Confidence, Severity
 from streamlint.model.apis import Role
 from streamlint.model.file import int_value, string_value
 from streamlint.model.scopes import parse_super_kernel_options, string_constant
-from streamlint.rule import Invalid, Rule, RuleContext, Valid
+from streamlint.rule import Invalid, Rule, RuleContext, Valid, first_line
 
 _LIMIT_ROLES = frozenset({Role.LIMIT_CORE_NUM, Role.LIMIT_CORE_NUM_NPUGRAPH_EX})
 _AICORE_NUM = re.compile(r"^\s*\d+\s*\|\s*\d+\s*$")
@@ -68,14 +68,18 @@ class InvalidCoreLimit(Rule):
             if aiv is not None and aiv < 0:
                 problems.append(f"op_vectorcore_num={aiv} (must be >= 0)")
             if problems:
-                ctx.report(use.node, f"invalid core limit: {', '.join(problems)}; `limit_core_num` takes AI-core "
-                           "counts in [1, max] and vector-core counts in [0, max] (-1 is not 'unchanged' here)")
+                ctx.report(use.node, first_line(f"invalid core limit: {', '.join(problems)}", "invalid core limit"),
+                           hint="`limit_core_num` takes AI-core counts in [1, max] and vector-core counts in [0, max] "
+                                "(-1 is not 'unchanged' here)")
         for assign in ctx.file.assigns:
             if assign.target.endswith("ge_config.aicore_num"):
                 problem = _aicore_num_problem(assign.value)
                 if problem is not None:
-                    ctx.report(assign.node, f"`ge_config.aicore_num` is {problem}; it must be a "
-                               '"<aicore>|<vectorcore>" string such as "24|48"')
+                    ctx.report(assign.node, first_line(f"`ge_config.aicore_num` is {problem}, not an "
+                                                       '"<aicore>|<vectorcore>" string',
+                                                       '`ge_config.aicore_num` is not an "<aicore>|<vectorcore>" '
+                                                       'string'),
+                               hint='write it as "<aicore>|<vectorcore>", such as "24|48"')
         for use in ctx.project.uses_in(ctx.file, {Role.SUPER_KERNEL}):
             self._check_super_kernel(ctx, use)
 

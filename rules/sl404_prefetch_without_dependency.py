@@ -5,7 +5,7 @@ from streamlint._lazy import cst
 from streamlint.finding import Confidence, Severity
 from streamlint.model.apis import Role
 from streamlint.model.file import int_value
-from streamlint.rule import Invalid, Rule, RuleContext, Valid
+from streamlint.rule import Invalid, Rule, RuleContext, Valid, first_line
 
 # Execution paths that trace the code into a graph (the dependency orders the prefetch there).
 GRAPH_MODES = frozenset({"ge", "reduce-overhead", "npugraph_ex"})
@@ -55,21 +55,25 @@ class PrefetchWithoutDependency(Rule):
     def check(self, ctx: RuleContext) -> None:
         for use in ctx.project.uses_in(ctx.file, {Role.PREFETCH}):
             modes = ctx.project.modes_of_use(use)
-            problems = []
+            problems, hints = [], []
             dependency = use.arg("dependency")
             if modes and modes <= GRAPH_MODES and _is_none(dependency):
-                problems.append(f"`dependency=None` in {'/'.join(sorted(modes))} graph code (the prefetch is "
-                                "unordered and graph mode rejects None: pass the tensor it should follow)")
+                problems.append(f"`dependency=None` in graph code [{'/'.join(sorted(modes))}]")
+                hints.append("pass the tensor the prefetch should follow as `dependency` (graph mode rejects None "
+                             "and the prefetch is unordered)")
             if modes != frozenset({"eager"}):
                 size = int_value(use.arg("max_size"))
                 if size is not None and size <= 0:
                     problems.append(f"`max_size={size}` (must be > 0)")
+                    hints.append("pass a positive `max_size` (bytes to prefetch)")
                 offset = int_value(use.arg("offset"))
                 if offset is not None and offset < 0:
                     problems.append(f"`offset={offset}` (must be >= 0)")
+                    hints.append("pass a non-negative `offset`")
             if problems:
                 path = ctx.project.execution_path(ctx.file, use.site.function)
-                ctx.report(use.node, "npu_prefetch: " + "; ".join(problems), related=path.evidence[:1])
+                ctx.report(use.node, first_line("npu_prefetch: " + "; ".join(problems), "npu_prefetch: " + problems[0]),
+                           related=path.evidence[:1], hint="; ".join(hints))
 
     VALID = [
         Valid(

@@ -8,7 +8,7 @@ from streamlint.model.apis import STREAM_WORD
 from streamlint.model.families import ALL_PATHS, GE, NATIVE, TAGGED, family_uses, supported_modes
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, Guard, in_exclusive_branches
 from streamlint.model.wrappers import modes_under
-from streamlint.rule import Invalid, Rule, RuleContext, Valid
+from streamlint.rule import Invalid, Rule, RuleContext, Valid, first_line
 
 # Families that must not meet in one path. npu_stream_switch + tagged events is the documented
 # reduce-overhead combination; GE scopes with tagged events is SL502's business (GE cannot convert them).
@@ -81,6 +81,7 @@ class MixedStreamApiStyle(Rule):
     name = "mixed-stream-api-style"
     severity = Severity.WARNING
     confidence = Confidence.HIGH
+    mode_tagged = True
     markers = (b"npu_stream_switch", b"npu_wait_tensor", b"tagged", STREAM_WORD, b"Event")
 
     def check(self, ctx: RuleContext) -> None:
@@ -94,12 +95,16 @@ class MixedStreamApiStyle(Rule):
                 conflict = _first_conflict(entries, seen, ctx, summaries)
                 if conflict is not None:
                     entry, other, common = conflict
+                    line = other.origin.span.start_line
                     ctx.report(
                         site.node,
-                        f"{entry.what} ({entry.group}) is used in the same execution path as {other.what} "
-                        f"({other.group}, line {other.origin.span.start_line}) on {_paths(common)}: use "
-                        "one stream API family per path, or dispatch on the execution mode",
+                        first_line(f"{entry.what} ({entry.group}) mixed with {other.what} ({other.group}, line {line}) "
+                                   f"[{'/'.join(sorted(common))}]",
+                                   f"{entry.group} mixed with {other.group} (line {line}) on one path "
+                                   f"[{'/'.join(sorted(common))}]"),
                         related=[other.origin],
+                        hint=f"use one stream API family per execution path: replace {entry.what} or {other.what} "
+                             f"(line {line}), or dispatch on the execution mode",
                     )
                     break
                 for entry in entries:
@@ -210,7 +215,3 @@ def _first_conflict(entries: list[_Entry], seen: dict[str, list[_Entry]], ctx: R
                 if entry.modes & other.modes and not in_exclusive_branches(entry.guards, other.guards):
                     return entry, other, entry.modes & other.modes
     return None
-
-
-def _paths(modes: frozenset[str]) -> str:
-    return "every execution path" if modes == ALL_PATHS else "/".join(sorted(modes))

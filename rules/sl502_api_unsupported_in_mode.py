@@ -1,6 +1,6 @@
 from streamlint.finding import Confidence, Severity
 from streamlint.model.apis import Role
-from streamlint.model.families import ALL_PATHS, family_uses, unsupported
+from streamlint.model.families import ALL_PATHS, TAGGED, family_uses, unsupported
 from streamlint.model.file import CallSite, FunctionInfo
 from streamlint.model.paths import ExecutionPath
 from streamlint.model.wrappers import modes_under
@@ -64,6 +64,7 @@ class ApiUnsupportedInMode(Rule):
     name = "api-unsupported-in-mode"
     severity = Severity.ERROR
     confidence = Confidence.HIGH
+    mode_tagged = True
     markers = (b"npu_wait_tensor", b"tagged", b"Event", b"wait_stream", b"record_stream", b"limit_core_num",
                b"npu_stream_switch", b"super_kernel", b"wait_event", b"record_event")
 
@@ -82,13 +83,18 @@ class ApiUnsupportedInMode(Rule):
             if not path.modes:
                 continue
             reported: set[str] = set()
-            for what, bad, why in _problems(ctx, site, path.modes):
+            for what, bad, why, remedy in _problems(ctx, site, path.modes):
                 if what in reported:
                     continue
                 reported.add(what)
                 where = "/".join(sorted(bad))
-                ctx.report(site.node, f"{what} is not supported in {where} code: {why} ({_origin(ctx, path)})",
-                           related=path.evidence[:1])
+                reason = why.split("; ")[0]
+                message, hint = f"{what} is unsupported on this path: {reason} [{where}]", remedy
+                if len(message) > 120:
+                    message, hint = f"{what} is unsupported on this path [{where}]", f"{remedy} ({reason})"
+                if not path.evidence:  # else the related location shows the compile
+                    hint += f"; {_origin(ctx, path)}"
+                ctx.report(site.node, message, related=path.evidence[:1], hint=hint)
             self._eager_scopes(ctx, site, fn, path)
 
     def _eager_scopes(self, ctx: RuleContext, site: CallSite, fn: FunctionInfo, path) -> None:
@@ -102,9 +108,12 @@ class ApiUnsupportedInMode(Rule):
                 if guard is not None and "eager" not in guard:
                     continue
                 why = _origin(ctx, path) if eager_only else "no compile reaches it"
-                ctx.report(site.node, f"TorchAir scope `{use.spec.qualname.rsplit('.', 1)[-1]}` in code that runs "
-                           f"eagerly ({why}): it has no effect outside a TorchAir graph",
-                           severity=Severity.INFO, confidence=Confidence.MEDIUM, related=path.evidence[:1])
+                scope = use.spec.qualname.rsplit('.', 1)[-1]
+                ctx.report(site.node, f"TorchAir scope `{scope}` has no effect in code that runs eagerly [eager]",
+                           severity=Severity.INFO, confidence=Confidence.MEDIUM, related=path.evidence[:1],
+                           hint=f"remove `{_call_text(ctx, site)}` at line {ctx.file.span(site.node).start_line}, or "
+                                f"compile this code with a TorchAir backend ({why}): outside a TorchAir graph the "
+                                "scope does nothing")
                 return
 
     VALID = [
@@ -146,21 +155,65 @@ class ApiUnsupportedInMode(Rule):
 
 
 def _problems(ctx: RuleContext, site: CallSite, path_modes: frozenset[str]):
-    """(what, unsupported paths, why) for each family use of the call that is on a path without support."""
+    """(what, unsupported paths, why, what to do) for each family use of the call on a path without support."""
     for use in family_uses(ctx.project, ctx.file, site):
         unsupported_on, why = unsupported(use)
         bad = path_modes & unsupported_on
         if bad:
-            yield use.describe(), bad, why
+            yield use.describe(), bad, why, _remedy(ctx, site, use.role, use.group, use.what, bad)
     guard = modes_under(site.guards) or ALL_PATHS
+    call = f"`{_call_text(ctx, site)}` at line {ctx.file.span(site.node).start_line}"
     for use in ctx.project.api_uses(ctx.file, site):
         modes = path_modes & guard & (use.modes if use.modes is not None else ALL_PATHS)
         if use.role is Role.LIMIT_CORE_NUM and "npugraph_ex" in modes:
             yield ("`torchair.scope.limit_core_num`", {"npugraph_ex"},
-                   "use `torch.npu.npugraph_ex.scope.limit_core_num` (stream-level) in npugraph_ex code")
+                   "it is the GE scope; npugraph_ex has its own (stream-level)",
+                   f"replace {call} with `torch.npu.npugraph_ex.scope.limit_core_num(...)` (same arguments)")
         elif use.role is Role.LIMIT_CORE_NUM_NPUGRAPH_EX and "ge" in modes:
-            yield ("`npugraph_ex.scope.limit_core_num`", {"ge"},
-                   "use `torchair.scope.limit_core_num` in GE code")
+            yield ("`npugraph_ex.scope.limit_core_num`", {"ge"}, "it is the npugraph_ex scope; GE has its own",
+                   f"replace {call} with `torchair.scope.limit_core_num(...)` (same arguments)")
+
+
+def _call_text(ctx: RuleContext, site: CallSite, limit: int = 60) -> str:
+    """The call as written (shortened), so the hint names the exact call to remove or replace."""
+    text = " ".join(ctx.file.code(site.node).split())
+    return text if len(text) <= limit else text[: limit - 6] + "…)"
+
+
+def _arg_text(ctx: RuleContext, site: CallSite, index: int) -> str | None:
+    args = [a for a in site.node.args if a.keyword is None]
+    if index < len(args):
+        return " ".join(ctx.file.code(args[index].value).split())
+    return None
+
+
+def _remedy(ctx: RuleContext, site: CallSite, role: Role | None, group: str, what: str, bad) -> str:
+    """Which call to remove or replace, and by what, naming the tensors/events/streams of the call."""
+    call = f"`{_call_text(ctx, site)}` at line {ctx.file.span(site.node).start_line}"
+    if role is Role.WAIT_TENSOR:
+        # npu_wait_tensor(x, dep): x waits for dep; a wrapper may put a flag first: name the last two
+        args = [a for a in site.node.args if a.keyword is None]
+        waited = _arg_text(ctx, site, len(args) - 2) if len(args) >= 2 else None
+        dep = _arg_text(ctx, site, len(args) - 1) if len(args) >= 2 else None
+        order = (f"so that `{waited}` is used only after `{dep}` is produced" if waited and dep
+                 else "to order the two tensors")
+        if bad <= {"reduce-overhead"}:
+            event = ("a tagged event (`npu_tagged_event_record` after the producer, `npu_tagged_event_wait` before "
+                     "the use)")
+        elif "reduce-overhead" in bad:
+            event = "an event (tagged events in reduce-overhead, `torch.npu.Event` record/wait otherwise)"
+        else:
+            event = "a `torch.npu.Event` (`record()` after the producer, `wait()` before the use)"
+        return f"replace {call} with {event} {order}, or guard it to run only in GE code"
+    if group == TAGGED:
+        if "record_tagged_stream" in what:
+            return f"remove {call}: GE manages tensor memory itself"
+        return (f"remove {call}: GE orders data edges itself; for an order without a data edge use "
+                "`npu_wait_tensor(consumer, producer)` in the consumer's `npu_stream_switch` scope")
+    if "record_stream" in what:
+        return f"remove {call}: GE manages tensor memory itself"
+    return (f"remove {call} (or guard it to the eager path): GE orders data edges itself; for an order without a "
+            "data edge use `npu_wait_tensor` / `torchair.ops.wait`")
 
 
 def _origin(ctx: RuleContext, path: ExecutionPath) -> str:

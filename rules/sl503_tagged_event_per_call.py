@@ -1,7 +1,7 @@
 from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.apis import Role
 from streamlint.model.file import CallSite, FunctionInfo, in_exclusive_branches, string_value
-from streamlint.rule import Invalid, Rule, RuleContext, Valid
+from streamlint.rule import Invalid, Rule, RuleContext, Valid, first_line
 
 # Decorators that make a factory return the same object for the same arguments.
 _CACHING_DECORATORS = frozenset({
@@ -68,13 +68,17 @@ class TaggedEventPerCall(Rule):
                     where = f"`{fn.qualname}`, which runs on every forward call"
                 else:
                     where = f"`{fn.qualname}`, which runs on every call of the compiled code"
-                ctx.report(use.node, f"tagged event created in {where}: the tag is registered once per process, so the "
-                           "second call raises `ValueError(tag already in use)`; create it once in `__init__`, at "
-                           "module level, or through a cached factory")
+                ctx.report(use.node, first_line(f"tagged event created in {where}: the second call raises",
+                                                "tagged event created per call: the second call raises"),
+                           hint="create it once in `__init__`, at module level, or through a cached factory: the tag "
+                                "is registered once per process (`ValueError(tag already in use)`)")
                 reported.add(id(use.node))
             elif use.site.in_loop and string_value(tag) is not None:
-                ctx.report(use.node, f"tagged event with the constant tag {string_value(tag)!r} created in a loop: the "
-                           "second iteration raises `ValueError(tag already in use)`; make the tag unique per iteration")
+                ctx.report(use.node, first_line(f"tagged event with the constant tag {string_value(tag)!r} created in "
+                                                "a loop: the second iteration raises",
+                                                "tagged event with a constant tag created in a loop"),
+                           hint="make the tag unique per iteration, or create the events once outside the loop "
+                                "(`ValueError(tag already in use)`)")
                 reported.add(id(use.node))
         seen: dict[tuple[int, str], CallSite] = {}
         for use in creations:
@@ -89,9 +93,11 @@ class TaggedEventPerCall(Rule):
                 continue
             if id(use.node) in reported or in_exclusive_branches(first.guards, use.site.guards):
                 continue
-            ctx.report(use.node, f"tag {tag!r} is already used by the tagged event created on line "
-                       f"{ctx.file.span(first.node).start_line}; the second `npu_create_tagged_event` raises "
-                       "`ValueError(tag already in use)`",
+            ctx.report(use.node, first_line(f"tag {tag!r} is already used by the tagged event created on line "
+                                            f"{ctx.file.span(first.node).start_line}: this call raises",
+                                            "tag already used by another tagged event: this call raises"),
+                       hint=f"give this event another tag, or reuse the event of line "
+                            f"{ctx.file.span(first.node).start_line} (`ValueError(tag already in use)`)",
                        related=[Location(ctx.file.path, ctx.file.span(first.node), f"{tag!r} first created here")])
 
     VALID = [

@@ -209,6 +209,7 @@ def encode_finding(f: Finding, path: str) -> dict[str, Any]:
         "r": [[_abs(loc.path), _span(loc.span), loc.message] for loc in f.related],
         "f": None if f.fix is None else [f.fix.title, f.fix.safety.value,
                                           [[_span(e.span), e.content] for e in f.fix.edits]],
+        "h": f.hint,
         "d": [_abs(d) for d in f.depends_on],
     }
 
@@ -259,6 +260,7 @@ def decode_finding(d: dict[str, Any], path: str) -> Finding:
         confidence=Confidence(_str(d.get("k"))), path=path if p is None else _str(p), span=_decode_span(d.get("sp")),
         related=tuple(Location(_str(lp), _decode_span(sp), _str(m)) for lp, sp, m in _pair_list(d.get("r"), 3)),
         fix=fix,
+        hint=_str(d.get("h", "")),
         depends_on=tuple(_str(dep) for dep in _list(d.get("d"))),
     )
 

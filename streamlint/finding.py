@@ -70,6 +70,9 @@ class Finding:
     span: Span
     related: tuple[Location, ...] = ()
     fix: Fix | None = None
+    # What to do, in one sentence naming the place (printed as the ``fix:`` line when there is no edit,
+    # so the message itself stays one short line).
+    hint: str = ""
     # Files other than ``path`` whose content the finding depends on (cache invalidation).
     depends_on: tuple[str, ...] = field(default=(), compare=False)
 

@@ -323,7 +323,7 @@ class StreamlintServer(LanguageServer):
                 }
             out.append(types.Diagnostic(
                 range=span_range(lines, f.span, enc),
-                message=f.message,
+                message=f.message + (f"\nfix: {f.hint}" if f.hint else ""),
                 severity=SEVERITIES[f.severity],
                 code=f.code,
                 source=SOURCE,

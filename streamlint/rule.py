@@ -77,6 +77,7 @@ class RuleContext:
         related: Iterable[Location] = (),
         fix: Fix | None = None,
         depends_on: Iterable[str] = (),
+        hint: str = "",
     ) -> None:
         rule = self.rule
         related = tuple(related)
@@ -93,6 +94,7 @@ class RuleContext:
                 span=self.file.span(node),
                 related=related,
                 fix=fix,
+                hint=hint,
                 depends_on=tuple(sorted(deps)),
             )
         )
@@ -131,6 +133,32 @@ class RuleContext:
         return Fix(title, safety or self.rule.fix_safety or FixSafety.UNSAFE, tuple(e for e in edits if e))
 
 
+FIRST_LINE = 120  # the longest first line of a message; the detail goes to related locations and `hint`
+
+
+def first_line(*candidates: str) -> str:
+    """The first candidate message that fits on a first line (the last one, shortened, if none does)."""
+    for text in candidates:
+        if len(text) <= FIRST_LINE:
+            return text
+    return candidates[-1][: FIRST_LINE - 1] + "…"
+
+
+MODE_TAG_DOC = """## Execution path tag
+The first line of a finding ends with the execution path the code was analysed for, in brackets,
+because the right fix depends on it:
+- `[ge]`: TorchAir graph mode (GE, `max-autotune`): `npu_stream_switch`, `npu_wait_tensor`;
+- `[reduce-overhead]`: TorchAir aclgraph: `npu_stream_switch` with tagged events and
+  `npu_record_tagged_stream`;
+- `[npugraph_ex]`: `torch.compile(backend="npugraph_ex")`: native streams, events, `record_stream`;
+- `[eager]`: torch_npu code that no compile reaches (or `force_eager`): native streams and events;
+- `[cuda]`: `torch.cuda` streams (eager or captured).
+
+Paths joined by `/` (`[ge/reduce-overhead]`) mean the code runs on each of them. The path comes from
+the compile sites that reach the function (a related location points at one); if it is wrong, set
+`mode` or `per-path-mode` in the configuration."""
+
+
 class Rule:
     """Base class. Subclasses set the metadata below, document themselves in the ruff template
     (What it does / Why is this bad? / Example / Use instead / Fix safety / Options) and implement
@@ -145,6 +173,8 @@ class Rule:
     markers: ClassVar[tuple[bytes | PatternMarker, ...]] = ()
     options: ClassVar[tuple[Option, ...]] = ()
     fix_safety: ClassVar[FixSafety | None] = None
+    # Findings end with the execution path tag (``[eager]``, ``[ge]``, …); documented by MODE_TAG_DOC.
+    mode_tagged: ClassVar[bool] = False
     # Meta rules (SL000–SL003) are produced by the engine itself, not by a check.
     engine_emitted: ClassVar[bool] = False
     VALID: ClassVar[list[Valid]] = []
@@ -155,7 +185,10 @@ class Rule:
 
     @classmethod
     def documentation(cls) -> str:
-        return textwrap.dedent(inspect.getdoc(cls) or "").strip()
+        doc = textwrap.dedent(inspect.getdoc(cls) or "").strip()
+        if cls.mode_tagged and doc:
+            doc += "\n\n" + MODE_TAG_DOC
+        return doc
 
     @classmethod
     def summary(cls) -> str:

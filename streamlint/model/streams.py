@@ -264,10 +264,11 @@ def local_kind(project: Project, file: FileModel, fn: FunctionInfo, name: str) -
     return kinds.pop() if len(kinds) == 1 else None
 
 
-def stream_label(key: str) -> str:
-    """Human wording of a stream key."""
+def stream_label(key: str, main: str | None = None) -> str:
+    """Human wording of a stream key; ``main`` is how the code names the entry stream
+    (:func:`entry_stream_name`), used for ``MAIN`` instead of "the current stream"."""
     if key == MAIN:
-        return "the current stream"
+        return f"`{main}`" if main else "the current stream"
     if key.startswith("tag:"):
         return f'stream "{key[4:]}"'
     if key.startswith("tag?:"):
@@ -275,6 +276,56 @@ def stream_label(key: str) -> str:
     if key.startswith("<stream@"):
         return "a new stream"
     return f"`{key}`"
+
+
+def stream_expr(key: str, main: str | None = None, mode: str = "") -> str | None:
+    """An expression for the stream of ``key`` that can be pasted into the function (for fix hints):
+    the key's own text, ``main`` or ``torch.npu.current_stream()`` (``torch.cuda`` in cuda code) for the
+    entry stream; None for a tag or a stream the code does not name."""
+    if key == MAIN:
+        return main or ("torch.cuda.current_stream()" if mode == "cuda" else "torch.npu.current_stream()")
+    if key.startswith(("tag", "<")):
+        return None
+    return key
+
+
+def entry_stream_name(project: Project, file: FileModel, fn: FunctionInfo | None) -> str | None:
+    """How ``fn`` names the stream current at its entry (``MAIN``), as written: a local assigned only from
+    it outside any stream scope (``main_stream = torch.npu.current_stream()``), else a ``self.<attr>``
+    the class sets from it (``self.main_stream``) that ``fn`` uses, else such a call as written
+    (``torch_npu.npu.current_stream()``); None when the function never names it."""
+    if fn is None:
+        return None
+    memo = derived(project, "entry_stream_name")
+    entry = memo.get(id(fn))
+    if entry is not None and entry[0] is fn:
+        return entry[1]
+    name: str | None = None
+    for local in fn.name_assigns:
+        if is_current_stream(project, file, fn, cst.Name(local)):
+            name = local
+            break
+    if name is None:
+        cls = file.classes.get(fn.class_name or "")
+        written: str | None = None
+        for site in fn.calls:
+            exprs = [a.value for a in site.node.args]
+            if site.receiver is not None:
+                exprs.append(site.receiver)
+            for expr in exprs:
+                text = dotted(expr) or ""
+                if cls is not None and text.startswith("self.") and text.count(".") == 1 \
+                        and attr_kind(project, file, cls, text[5:]) == MAIN_STREAM:
+                    name = text
+                    break
+            if name is not None:
+                break
+            if written is None and _outside_stream_scopes(project, file, site) \
+                    and _current_stream_call(project, file, fn, site.node):
+                written = file.code(site.node)
+        name = name or written
+    memo[id(fn)] = (fn, name)
+    return name
 
 
 def tagged_stream_key(tag: str) -> str:
@@ -498,6 +549,8 @@ __all__ = [
     "STREAM_LIST",
     "annotation_kind",
     "is_current_stream",
+    "entry_stream_name",
+    "stream_expr",
     "outside_stream_scopes",
     "current_stream_getter",
     "attr_kind",

@@ -58,6 +58,8 @@ def render_github(ctx: ReportContext, out: TextIO) -> None:
                    + (f": {loc.message}" if loc.message else "") for loc in f.related)]
         if f.fix is not None:
             lines.append(f"fix: {f.fix.title} ({f.fix.safety.value})")
+        elif f.hint:
+            lines.append(f"fix: {f.hint}")
         out.write(f"::{GITHUB_LEVELS[f.severity]} {','.join(props)}::{_escape_data(chr(10).join(lines))}\n")
 
 
@@ -111,6 +113,8 @@ def render_junit(ctx: ReportContext, out: TextIO) -> None:
             body.append(f"{_where(ctx, f.path, f.span.start_line, f.span.start_col)}: {f.code} "
                         f"[{f.severity.value}] {f.message}")
             body.extend("    " + line for line in _related_lines(ctx, f))
+            if f.hint:
+                body.append(f"    fix: {f.hint}")
         out.write(f"      <failure message={quoteattr(count)} type=\"streamlint\">"
                   f"{escape(_xml_safe(chr(10).join(body)))}</failure>\n")
         out.write("    </testcase>\n")

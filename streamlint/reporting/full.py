@@ -37,6 +37,8 @@ def render(ctx: ReportContext, out: TextIO) -> None:
             lines.append([(f"  = related: {where}" + (f": {loc.message}" if loc.message else ""), "bold blue")])
         if f.fix is not None:
             lines.append([(f"  = fix: {f.fix.title} ({f.fix.safety.value})", "bold green")])
+        elif f.hint:
+            lines.append([(f"  = fix: {f.hint}", "bold green")])
         lines.append([])
     _write(ctx, out, lines)
     counts = Counter(f.severity for f in ctx.findings)

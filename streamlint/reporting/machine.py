@@ -49,6 +49,7 @@ def finding_to_dict(f: Finding, ctx: ReportContext) -> dict[str, Any]:
                 for e in f.fix.edits
             ],
         },
+        "hint": f.hint,
         "url": None,  # no documentation site: `streamlint rule CODE` is the documentation
         "fingerprint": ctx.fingerprint(f),
     }

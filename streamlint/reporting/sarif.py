@@ -113,6 +113,8 @@ def _result(ctx: ReportContext, f: Finding, rule_index: int) -> dict[str, Any]:
         entry["message"] = {"text": text}
         related.append(entry)
         message += f" [{_escape_link(text)}]({i})" if i == 1 else f", [{_escape_link(text)}]({i})"
+    if f.hint:
+        message += f"\nfix: {f.hint}"
     result: dict[str, Any] = {
         "ruleId": f.code,
         "ruleIndex": rule_index,

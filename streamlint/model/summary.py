@@ -121,9 +121,75 @@ def summarize(data: bytes) -> ModuleSummary:
             warnings.simplefilter("ignore")  # the linted code's own warnings (invalid escapes …)
             tree = ast.parse(data)
         calls = _called_names(tree)
+        compiles = bool(calls & COMPILE_LEAVES) and _may_call_compile(tree)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ModuleSummary(None, True)
-    return ModuleSummary(calls, bool(calls & COMPILE_LEAVES))
+    return ModuleSummary(calls, compiles)
+
+
+def _chain(expr: ast.expr) -> list[str] | None:
+    parts: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    parts.append(expr.id)
+    return parts[::-1]
+
+
+def _may_call_compile(tree: ast.Module) -> bool:
+    """Is there a call that ``FileModel.resolve`` may lead to a compile API? A call ``h.x.compile(...)``
+    is left out only when its head ``h`` is bound by plain absolute imports alone (``import re``) and
+    none of them leads there (``re.x.compile``); any other binding of ``h`` (assignment, parameter,
+    definition, loop or ``with`` target, relative import …) keeps the call, as does ``self``."""
+    imported: dict[str, set[str]] = {}
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    imported.setdefault(alias.asname, set()).add(alias.name)
+                else:
+                    head = alias.name.split(".", 1)[0]
+                    imported.setdefault(head, set()).add(head)
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                name = alias.asname or alias.name
+                if node.level or not node.module or alias.name == "*":
+                    bound.add(name)
+                else:
+                    imported.setdefault(name, set()).add(f"{node.module}.{alias.name}")
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound.add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            bound.add(node.rest)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            bound.update(node.names)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        chain = _chain(node.func)
+        if chain is None:
+            continue
+        head, rest = chain[0], chain[1:]
+        if head in bound or head == "self":
+            if chain[-1] in COMPILE_LEAVES or len(chain) == 1:
+                return True
+            continue
+        for target in imported.get(head, ()):
+            if apis.lookup(".".join([target, *rest])) is not None and \
+                    apis.lookup(".".join([target, *rest])).role in (Role.TORCH_COMPILE, Role.CACHE_COMPILE):
+                return True
+    return False
 
 
 def _called_names(tree: ast.Module) -> frozenset[str]:

@@ -72,8 +72,8 @@ def sha256(data: bytes) -> str:
 
 GITIGNORE = b"# Automatically created by streamlint.\n*\n"
 CACHE_DIR_ENV = "STREAMLINT_CACHE_DIR"
-_ENTRY_RE = re.compile(r"results-[0-9a-f]{20}\.json")
-_TEMP_RE = re.compile(r"\.results-[0-9a-f]{20}\.json\.[A-Za-z0-9_]+\.tmp")
+_ENTRY_RE = re.compile(r"(?:results|summaries)-[0-9a-f]{20}\.json")
+_TEMP_RE = re.compile(r"\.(?:results|summaries)-[0-9a-f]{20}\.json\.[A-Za-z0-9_]+\.tmp")
 _VERSION_RE = re.compile(r"v[0-9]+")
 
 
@@ -399,6 +399,70 @@ class ResultCache:
                     _remove_entries(old)
         except OSError:
             pass  # a read-only tree still lints, just without a cache
+
+
+class SummaryCache:
+    """Module summaries (:mod:`streamlint.model.summary`) by content sha256, shared by every run of the
+    project whatever its configuration (a summary depends on the module's bytes and on the summary code
+    only): ``v2/summaries-<key>.json``, ``<key>`` hashing that code. Read once, merged with what is on
+    disk and written atomically once per run; an entry of the wrong shape is ignored."""
+
+    MAX_ENTRIES = 100_000  # past this, only the summaries used by the last run are kept
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.file = directory / f"v{CACHE_FORMAT}" / f"summaries-{summary_key()}.json"
+
+    def load(self) -> "dict[str, Any]":
+        from streamlint.model.summary import ModuleSummary
+
+        try:
+            if self.file.parent.is_symlink():
+                return {}
+            with open(self.file, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except (OSError, ValueError, RecursionError):
+            return {}
+        if not isinstance(data, dict) or not isinstance(data.get("summaries"), dict):
+            return {}
+        found = {}
+        for digest, value in data["summaries"].items():
+            summary = ModuleSummary.from_json(value)
+            if summary is not None and isinstance(digest, str):
+                found[digest] = summary
+        return found
+
+    def save(self, store: Any) -> None:
+        """Write the store's summaries (with the ones another run wrote meanwhile) when it gained any."""
+        if not store.dirty:
+            return
+        try:
+            if not prepare_directory(self.directory) or self.file.parent.is_symlink():
+                return
+            self.file.parent.mkdir(exist_ok=True)
+            merged = {**self.load(), **store.entries}
+            if len(merged) > self.MAX_ENTRIES:
+                merged = {d: merged[d] for d in store.used}
+            payload = json.dumps({"summaries": {d: s.to_json() for d, s in merged.items()}},
+                                 separators=(",", ":"))
+            write_atomic(self.file, payload.encode("utf-8"))
+            store.dirty = False
+        except OSError:
+            pass
+
+
+def summary_key() -> str:
+    """What a module summary depends on besides the module: the summary code and the API catalogue."""
+    from streamlint.model import apis, summary
+
+    h = hashlib.sha256(f"{__version__}\0{summary.SUMMARY_FORMAT}\0".encode())
+    for module in (summary, apis):
+        try:
+            with open(module.__file__ or "", "rb") as fh:
+                h.update(fh.read())
+        except OSError:
+            h.update(repr(module).encode())
+    return h.hexdigest()[:20]
 
 
 def _record_stat(entry: dict[str, Any], st: os.stat_result | None) -> None:

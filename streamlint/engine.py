@@ -144,7 +144,7 @@ class Engine:
         self._overrides: dict[str, bytes] = {}
         self._parsed: dict[str, ParsedFile] = {}
         self._digests: dict[str, str] = {}  # sha256 of the parsed bytes, computed on request
-        self.profiler: Profiler | None = None  # set by --profile
+        self._profiler: Profiler | None = None  # set by --profile
         scope = frozenset(os.path.abspath(p) for p in project_scope) if project_scope is not None else None
         self.project = Project(
             self.root,
@@ -164,6 +164,15 @@ class Engine:
              tuple(sorted({rule.code for sel in selectors for rule in registry.lookup(sel)})))
             for pattern, selectors in settings.per_file_ignores
         ]
+
+    @property
+    def profiler(self) -> Profiler | None:
+        return self._profiler
+
+    @profiler.setter
+    def profiler(self, value: Profiler | None) -> None:
+        self._profiler = value
+        self.project.profiler = value  # the module summaries are timed as a phase of their own
 
     # ---- reading and parsing
     def set_override(self, path: str, data: bytes | None) -> None:

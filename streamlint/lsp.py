@@ -38,7 +38,7 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from streamlint import __version__
 from streamlint.config import CONFIG_FILES, ConfigError, Settings, load_settings
-from streamlint.cache import ResultCache, project_digest, sha256
+from streamlint.cache import ResultCache, SummaryCache, check_cache_directory, project_digest, sha256
 from streamlint.discovery import discover
 from streamlint.engine import Engine
 from streamlint.finding import Finding, FixSafety, Severity, Span
@@ -171,6 +171,10 @@ class StreamlintServer(LanguageServer):
         cached = self.engines.get(key)
         if cached is None or cached[1] != settings:
             cached = (Engine(settings, registry), settings)
+            try:  # the module summaries the command line cached (read only, like its results)
+                cached[0].project.summaries.source = SummaryCache(check_cache_directory(settings)).load
+            except OSError:
+                pass
             self.engines[key] = cached
         return cached
 

@@ -24,7 +24,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
-from streamlint.cache import ResultCache, project_digest, sha256
+from streamlint.cache import ResultCache, SummaryCache, project_digest, sha256
 from streamlint.config import Settings
 from streamlint.engine import Engine, FileReport
 from streamlint.finding import Finding
@@ -208,6 +208,10 @@ def lint_files(
                 digests[path] = ""
         return digests[path]
 
+    summaries = SummaryCache(cache.directory) if cache is not None else None
+    if summaries is not None and engine.project.summaries.source is None and not engine.project.summaries.entries:
+        engine.project.summaries.source = summaries.load
+
     project_state: list[str] = []
     kept = 0
     light: list[tuple[str, bytes]] = []  # files without a marker, to be syntax-checked only
@@ -311,4 +315,6 @@ def lint_files(
     if cache is not None:
         with phase(profiler, "cache"):
             cache.save()
+            if summaries is not None:
+                summaries.save(engine.project.summaries)
     return [reports[path] for path in files], stats

@@ -13,7 +13,7 @@ point down the layers only (``tests/test_architecture.py`` fails on any import c
            |
     1  per-file syntax facts    file (FileModel: names, imports, scopes, calls, assignments), uses
                                 (ApiUse, bind_arguments), syntax, walk, positions, lifetimes, apis (the
-                                API table), options (ModelOptions)
+                                API table), options (ModelOptions), summary (stdlib-ast module summaries)
 
 Which question each module answers (where a fix belongs):
 
@@ -25,6 +25,8 @@ Layer 1 — one file, no knowledge of other files
     ``walk`` / ``positions``   traversal and source positions over LibCST
     ``lifetimes``   which tensors live as long as the module (parameters, buffers, globals)
     ``options``     the user options the model reads (execution path, declared wrappers)
+    ``summary``     what may this module call (compile APIs, names), from ``ast`` and bytes, without
+                    LibCST: which files a project-wide question must parse (cached by content hash)
 
 Layer 2 — the project
     ``project``     where does a name lead (modules, symbols), which API does a call reach through

@@ -422,9 +422,8 @@ def caller_arguments(project: "ProjectQueries", file: FileModel, fn: FunctionInf
         return cache[key]
     cache[key] = []  # recursion guard
     params = fn.params[1:] if fn.class_name is not None and fn.params[:1] in (("self",), ("cls",)) else fn.params
-    needle = qualname.rsplit(".", 1)[-1].encode()
     found = []
-    for model in project.files_containing((needle,)):
+    for model in project.files_calling(qualname.rsplit(".", 1)[-1]):
         for site in model.calls:
             if site.target == qualname:
                 arg = bind_arguments(params + fn.kwonly, site.node, kwonly=fn.kwonly).get(param)

@@ -19,7 +19,6 @@ from streamlint.model.wrappers import modes_under
 
 from streamlint.model.queries import ExecutionPath, ProjectQueries
 
-_COMPILE_MARKERS = (b"compile",)
 _FAMILY_MODE = {
     Family.TAGGED_EVENT: "reduce-overhead",
     Family.GE_SCOPE: "ge",
@@ -48,7 +47,7 @@ class PathIndex:
         self.project.note_wide_read()
         if self._sites is None:
             sites: list[CompileSite] = []
-            for model in self.project.files_containing(_COMPILE_MARKERS, report_progress=True):
+            for model in self.project.compiling_files():
                 for call in model.calls:
                     found = compile_site(self.project, model, call)
                     if found is not None:

@@ -7,7 +7,9 @@ demand through a loader, so linting one file parses only the modules its questio
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -20,11 +22,14 @@ from streamlint.model.apis import Role
 from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, ScopeSite, dotted
 from streamlint.model.options import ModelOptions
 from streamlint.model.paths import ExecutionPath, PathIndex
+from streamlint.model.summary import ModuleSummary, SummaryStore, may_compile_bytes
 from streamlint.model.uses import ApiUse, ScopeUse, bind_arguments
 from streamlint.model.wrappers import WrapperSpec, infer_wrapper
+from streamlint.profile import phase as _phase
 
 if TYPE_CHECKING:
     from streamlint.model.compile import CompileSite
+    from streamlint.profile import Profiler
 
 Loader = Callable[[str, str, bool], "FileModel | None"]  # (path, module name, is_package)
 
@@ -49,6 +54,9 @@ class Project:
     wide_reads: int = 0  # reads of project-wide facts so far (note_wide_read)
     # (files done, files in total) while the project index scans for compile sites (progress display)
     index_progress: "Callable[[int, int], None] | None" = None
+    # module summaries by content sha256 (streamlint.model.summary), shared with the project cache
+    summaries: SummaryStore = field(default_factory=SummaryStore)
+    profiler: "Profiler | None" = None
 
     # ---- execution paths (streamlint.model.paths)
     @property
@@ -206,6 +214,60 @@ class Project:
             if report is not None:
                 report(done, len(files))
             if not self.may_contain(path, markers):
+                continue
+            model = self.file(path)
+            if model is not None:
+                yield model
+
+    def _bytes(self, path: str) -> bytes | None:
+        data = self._scan_bytes.get(path)
+        if data is None:
+            try:
+                data = self.reader(path) if self.reader is not None else Path(path).read_bytes()
+            except OSError:
+                return None
+            self._scan_bytes[path] = data
+        return data
+
+    def summary(self, path: str) -> ModuleSummary | None:
+        """The module summary of a project file (None: unreadable), by its content's sha256."""
+        data = self._bytes(os.path.abspath(path))
+        if data is None:
+            return None
+        with _phase(self.profiler, "summary"):
+            return self.summaries.get(hashlib.sha256(data).hexdigest(), data)
+
+    def compiling_files(self) -> Iterator[FileModel]:
+        """The parsed project files that may hold a compile site: byte searches, then the module summary
+        (``ast``, cached by content), then the full model only for the modules whose summary says so."""
+        files = self.all_files()
+        report = self.index_progress
+        for done, path in enumerate(files, 1):
+            if report is not None:
+                report(done, len(files))
+            data = self._bytes(path) if self.may_contain(path, (b"compile",)) else None
+            if data is None or not may_compile_bytes(data):
+                continue
+            summary = self.summary(path)
+            if summary is None or not summary.compiles:
+                continue
+            model = self.file(path)
+            if model is not None:
+                yield model
+
+    def files_calling(self, name: str) -> Iterator[FileModel]:
+        """The parsed project files with a call that may resolve to a qualified name ending in ``name``
+        (a byte search, then the module summary; only those files are parsed)."""
+        needle = (name.encode(),)
+        word = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(needle[0]) + rb"(?![A-Za-z0-9_])")
+        for path in self.all_files():
+            if not self.may_contain(path, needle):
+                continue
+            data = self._bytes(path)
+            if data is None or not word.search(data):  # the name as a whole word, then the summary
+                continue
+            summary = self.summary(path)
+            if summary is None or not summary.may_call(name):
                 continue
             model = self.file(path)
             if model is not None:

@@ -1,0 +1,267 @@
+"""Repository scale: linting one file parses what it reaches, not every file that mentions a marker;
+the answers are the same alone, in the whole tree, cold, warm, from the CLI and the language server;
+a changed dependency invalidates what it must (issue 15)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from harness import cli, engine_for, write
+from streamlint.model.summary import may_compile_bytes, summarize
+
+UTILS = '''\
+"""Stream helpers: a leading switch flag turns each helper into a no-op."""
+import torchair as tng
+
+from pkg import model  # import cycle: model imports utils
+
+
+class Nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def side_stream(flag: bool, tag: str):
+    if flag:
+        return tng.scope.npu_stream_switch(tag, 0)
+    return Nothing()
+
+
+def record(flag: bool, events, idx: int):
+    if flag:
+        tng.ops.npu_tagged_event_record(events[idx])
+
+
+def wait(flag: bool, events, idx: int):
+    if flag:
+        tng.ops.npu_tagged_event_wait(events[idx])
+'''
+MODEL = '''\
+import torch
+import torchair as tng
+from torch import nn
+
+from pkg.utils import record, side_stream, wait
+
+
+class Block(nn.Module):
+    def __init__(self, flag):
+        super().__init__()
+        self.flag = flag
+        self.events = [tng.ops.npu_create_tagged_event("a"), tng.ops.npu_create_tagged_event("b")]
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x):
+        record(self.flag, self.events, 0)
+        with side_stream(self.flag, "s1"):
+            wait(self.flag, self.events, 0)
+            y = self.proj(x)
+            record(self.flag, self.events, 1)
+        wait(self.flag, self.events, 1)
+        return x + y
+'''
+CONFIG = '''\
+from torchair.configs.compiler_config import CompilerConfig
+
+
+def build_config(mode):
+    config = CompilerConfig()
+    config.mode = {mode!r}
+    return config
+'''
+COMPILER = '''\
+"""Compiles whatever model its callers pass, with the config they pass."""
+import torch
+import torchair as tng
+
+
+def compile_model(model, config):
+    return torch.compile(model, backend=tng.get_npu_backend(compiler_config=config), dynamic=False)
+'''
+LAUNCHER = '''\
+from pkg.cfg import build_config
+from pkg.compiler import compile_model
+from pkg.model import Block
+
+
+def main():
+    return compile_model(Block(True), build_config())
+'''
+# files that mention every marker (streams, compile, the helper's name) but compile nothing and call
+# nothing that matters: a large repository is mostly this
+NOISE = '''\
+"""Notes on torch.compile and compile_model: this module does not compile anything."""
+import re
+
+PATTERN = re.compile(r"stream_(\\d+)")  # a regular expression, not a compile site
+
+
+def describe(stream_name):
+    # compile_model(...) is documented elsewhere; torch.npu.Stream objects are not created here
+    return "compile " + stream_name
+'''
+
+
+def _project(root: Path, mode: str = "max-autotune", noise: int = 30) -> Path:
+    write(root, "pkg/__init__.py", "")
+    write(root, "pkg/utils.py", UTILS)
+    write(root, "pkg/model.py", MODEL)
+    write(root, "pkg/cfg.py", CONFIG.format(mode=mode).replace("build_config(mode)", "build_config()"))
+    write(root, "pkg/compiler.py", COMPILER)
+    write(root, "pkg/launcher.py", LAUNCHER)
+    for i in range(noise):
+        write(root, f"pkg/noise/n{i:03}.py", NOISE)
+    write(root, "pkg/noise/__init__.py", "")
+    return root / "pkg" / "model.py"
+
+
+def _codes(findings) -> list[tuple[str, int]]:
+    return sorted((f.code, f.span.start_line) for f in findings)
+
+
+# ---- what a summary keeps: a superset of what the model would resolve
+
+
+@pytest.mark.parametrize("source", [
+    "import torch\ntorch.compile(m)\n",
+    "from torch import compile as tc\ntc(m)\n",
+    "import torch\nc = torch.compile\ncc = c\ncc(m)\n",
+    "import torchair.inference as inf\ninf.cache_compile(f)\n",
+    "import torch as re\nre.compile(m)\n",  # `re` is not the regex module here
+    "import torch\n@torch.compile(backend='npu')\ndef f(x):\n    return x\n",
+    "import torch\nimport re\nre.compile('x')\ntorch.compiler.compile(m)\n",
+])
+def test_a_module_that_may_compile_is_kept(source: str) -> None:
+    data = source.encode()
+    assert may_compile_bytes(data)
+    assert summarize(data).compiles
+
+
+@pytest.mark.parametrize("source", [
+    "import re\nP = re.compile('x')\n",
+    '"""We compile nothing."""\nx = 1\n',
+    "def compiled_model():\n    return None\n",
+])
+def test_a_module_that_cannot_compile_is_not_parsed_for_compile_sites(source: str) -> None:
+    data = source.encode()
+    assert not (may_compile_bytes(data) and summarize(data).compiles)
+
+
+def test_calls_through_aliases_are_kept() -> None:
+    summary = summarize(b"from pkg.compiler import compile_model as cm\nf = cm\nf(x)\n"
+                        b"for layer in self.layers:\n    layer(x)\n")
+    assert summary.may_call("compile_model") and summary.may_call("layers")
+    assert not summary.may_call("describe")
+
+
+def test_unparsable_content_excludes_nothing() -> None:
+    summary = summarize(b"def f(:\n    compile(\n")
+    assert summary.calls is None and summary.compiles and summary.may_call("anything")
+
+
+# ---- the project: one file costs what it reaches
+
+
+def test_one_file_parses_what_it_reaches_not_every_file_with_a_marker(tmp_path: Path) -> None:
+    model = _project(tmp_path)
+    engine = engine_for(tmp_path)
+    findings = engine.lint_file(str(model)).findings
+    parsed = {os.path.relpath(p, tmp_path) for p in engine._parsed}
+    assert not {p for p in parsed if "noise" in p}, sorted(parsed)  # 30 files mention every marker
+    assert ("SL502", 16) in _codes(findings)  # the config in cfg.py (GE) reached through compile_model
+
+
+def test_same_findings_alone_in_the_tree_cold_warm_and_in_the_server(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    model = _project(tmp_path)
+    alone = _codes(engine_for(tmp_path).lint_file(str(model)).findings)
+    assert alone and all(code == "SL502" for code, _ in alone)
+    whole = engine_for(tmp_path)
+    in_tree = [f for p in sorted(tmp_path.rglob("*.py")) for f in whole.lint_file(str(p)).findings
+               if os.path.abspath(f.path) == str(model)]
+    assert _codes(in_tree) == alone
+
+    args = ["check", "--isolated", "--output-format", "json", "--exit-zero", "-q"]
+    runs = []
+    for extra in (["--no-cache", str(model)], [str(model)], [str(model)], [str(tmp_path)], [str(model)],
+                  ["-j", "2", str(tmp_path)]):
+        result = cli([*args, *extra])
+        runs.append(sorted((f["code"], f["start"]["line"]) for f in json.loads(result.output)
+                           if os.path.abspath(f["filename"]) == str(model)))
+    assert all(run == alone for run in runs), runs
+
+    from lsprotocol import types
+
+    from streamlint.lsp import StreamlintServer
+
+    class Server(StreamlintServer):
+        encoding = types.PositionEncodingKind.Utf16  # (no client handshake in-process)
+
+    server = Server()
+    try:
+        text = model.read_text()
+        cached = server.lint(model.as_uri(), str(model), text, 1)  # the CLI's cached result
+        fresh = server.lint(model.as_uri(), str(model), text + "\n", 2)  # linted, with cached summaries
+        edited = server.lint(model.as_uri(), str(model), text + "\n\n", 3)  # after an edit
+    finally:
+        server.worker.shutdown()
+    assert _codes(cached.findings) == _codes(fresh.findings) == _codes(edited.findings) == alone
+
+
+def test_summaries_are_cached_by_content_and_reused_by_a_run_of_another_file(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    model = _project(tmp_path)
+    cli(["check", "--isolated", "--exit-zero", "-q", str(tmp_path / "pkg" / "launcher.py")])
+    stored = list((tmp_path / ".streamlint_cache" / "v2").glob("summaries-*.json"))
+    assert len(stored) == 1
+    entries = json.loads(stored[0].read_text())["summaries"]
+    assert len(entries) >= 3  # the compiling modules' summaries, at least
+
+    from streamlint.cache import SummaryCache
+    from streamlint.config import Settings
+    from streamlint.parallel import lint_files
+    from streamlint.cache import ResultCache
+    from harness import REGISTRY
+
+    engine = engine_for(tmp_path)
+    settings = Settings(select=("ALL",), project_root=str(tmp_path))
+    cache = ResultCache.for_settings(settings, REGISTRY)
+    reports, _ = lint_files(engine, [str(model)], jobs=1, cache=cache)
+    assert engine.project.summaries.computed == 0  # every summary it needed came from the cache
+    assert _codes(reports[0].findings) == _codes(engine_for(tmp_path).lint_file(str(model)).findings)
+    assert SummaryCache(cache.directory).load()  # still readable after the second run wrote it
+
+
+def test_editing_the_module_that_holds_the_config_changes_the_dependent_findings(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    model = _project(tmp_path)
+    args = ["check", "--isolated", "--output-format", "json", "--exit-zero", "-q", str(model)]
+    before = json.loads(cli(args).output)
+    assert any(f["code"] == "SL502" for f in before)
+    # reduce-overhead: tagged events are the documented way; no SL502 any more
+    write(tmp_path, "pkg/cfg.py", CONFIG.format(mode="reduce-overhead").replace("build_config(mode)", "build_config()"))
+    after = json.loads(cli(args).output)
+    assert not any(f["code"] == "SL502" for f in after)
+    fresh = _codes(engine_for(tmp_path).lint_file(str(model)).findings)
+    assert sorted((f["code"], f["start"]["line"]) for f in after) == fresh
+
+
+def test_editing_a_file_into_a_compile_site_is_seen_on_the_warm_run(tmp_path: Path, monkeypatch) -> None:
+    """A module whose summary said "compiles nothing" starts compiling: its new content has a new
+    summary, and the dependent file's findings change."""
+    monkeypatch.chdir(tmp_path)
+    model = _project(tmp_path)
+    (tmp_path / "pkg" / "launcher.py").unlink()
+    args = ["check", "--isolated", "--output-format", "json", "--exit-zero", "-q", str(model)]
+    before = json.loads(cli(args).output)
+    assert not any(f["code"] == "SL502" for f in before)  # nothing compiles Block: path unknown
+    write(tmp_path, "pkg/noise/n000.py", NOISE + LAUNCHER)
+    after = json.loads(cli(args).output)
+    assert any(f["code"] == "SL502" for f in after)

@@ -75,6 +75,9 @@ class MissingWaitAtJoin(Rule):
             if race.argument:
                 confidence = Confidence.MEDIUM
                 message += " (assumes the caller produced it on its current stream shortly before the call)"
+            elif race.escape:
+                confidence = Confidence.MEDIUM
+                message += " (handed back to the caller here; assumes the caller uses it on its current stream)"
             ctx.report(race.node, message, confidence=confidence, related=_related(ctx, race))
 
     VALID = [

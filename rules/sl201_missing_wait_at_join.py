@@ -77,6 +77,9 @@ class MissingWaitAtJoin(Rule):
             if race.argument:
                 confidence = Confidence.MEDIUM
                 hint += "; this assumes the caller produced it on its current stream shortly before the call"
+            elif race.escape:
+                confidence = Confidence.MEDIUM
+                hint += "; it is handed back to the caller here: this assumes the caller uses it on its current stream"
             hint += _also_clears(ctx, race, flow, use_line, main)
             ctx.report(race.node, message, confidence=confidence, related=_related(ctx, race), hint=hint)
 
@@ -132,7 +135,11 @@ def _message(race: Race, names: list[str], main: str | None) -> str:
     plural = len(names) > 1
     be, tag = "are" if plural else "is", f" [{race.mode}]"
     if race.kind == "read":
-        if race.argument:
+        if getattr(race, "escape", False):
+            candidates = [f"{listed} {be} produced on {src} and handed back to the caller with no join{tag}",
+                          f"{listed} {be} handed back to the caller with no join after {'their' if plural else 'its'} "
+                          f"producer{tag}"]
+        elif race.argument:
             candidates = [f"argument{'s' if plural else ''} {listed} {be} used on {dst} with no wait on the caller's "
                           f"stream{tag}"]
         else:

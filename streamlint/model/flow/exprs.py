@@ -25,6 +25,7 @@ from streamlint.model.flow.values import (
 )
 from streamlint.model.streams import EVENT, MAIN, STREAM, current_stream_getter, tagged_stream_key
 from streamlint.model.syntax import target_names
+from streamlint.model.walk import children
 from streamlint.model.apis import COLLECTIVE_PARAMS, COLLECTIVES
 from streamlint.model.tensors import (
     BLOCKING_HOST_READS,
@@ -57,6 +58,11 @@ if TYPE_CHECKING:
 # Methods only streams, events and tensors have: on a receiver the model cannot resolve (a class attribute of
 # another class, ``Base.quant_stream``), still the ordering they name, never a project function.
 STREAM_ORDERING_METHODS = frozenset({"wait_stream", "wait_event", "record_event", "record_stream"})
+
+
+# A stream's raw runtime handle (``torch.npu.Stream.npu_stream``, ``torch.cuda.Stream.cuda_stream``), handed to
+# native libraries (ctypes / pybind collectives and kernels) to queue their work on that stream.
+NATIVE_STREAM_HANDLES = frozenset({"npu_stream", "cuda_stream"})
 
 
 class Expressions:
@@ -233,6 +239,8 @@ class Expressions:
             return self.api(st, e, waits[0])
         if not uses and self.handoff(st, e):
             return None
+        if not uses and self.native_launch(st, e):
+            return None
         if site is not None:
             getter = self.project.call_target(self.cfile, site)
             if getter is not None and current_stream_getter(self.project, getter[1], getter[0]):
@@ -290,6 +298,42 @@ class Expressions:
                 return False
         for v in values:
             self.escape(st, v)
+        return True
+
+    def native_launch(self, st: State, e: cst.Call) -> bool:
+        """``lib.CommAllReduce(buf(x.data_ptr()), buf(y.data_ptr()), n, comm, handle(s.npu_stream))``: a
+        native library call handed one stream's raw handle queues its work on that stream, whatever stream
+        is current on the host, on the memory of the tensors whose raw pointers it is handed (read, and
+        maybe written: the signature is not known)."""
+        handles: list[cst.BaseExpression] = []
+        pointers: list[cst.BaseExpression] = []
+        stack: list[cst.CSTNode] = [a.value for a in e.args]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, cst.Attribute) and n.attr.value in NATIVE_STREAM_HANDLES:
+                handles.append(n.value)
+                continue
+            if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "data_ptr" \
+                    and not n.args:
+                pointers.append(n.func.value)
+                continue
+            if isinstance(n, (cst.Lambda, cst.FunctionDef)):
+                continue
+            stack.extend(children(n))
+        if len(handles) != 1 or not pointers:
+            return False
+        handle = self.ev(st, handles[0])
+        if self.kind_of(st, handle) not in (STREAM, None):
+            return False
+        stream = self.stream_key(st, handle, handles[0])
+        tensors = [self.ev(st, p) for p in pointers]
+        if not any(self.tensors(st, v) for v in tensors):
+            return False
+        st.stack.append(stream)
+        try:
+            self.op(st, e, tensors, tensors, result=False)
+        finally:
+            st.stack.pop()
         return True
 
     def _self_prefix(self) -> str | None:

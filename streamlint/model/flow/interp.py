@@ -46,6 +46,17 @@ def _class_withs(file: FileModel, fn: FunctionInfo) -> frozenset:
     return frozenset(id(s.with_node) for m in cls.methods.values() for s in m.scopes)
 
 
+def _last_simple(body: list) -> cst.CSTNode | None:
+    """The last simple statement of a body (descending into a trailing compound statement): where the
+    function hands control back when it falls off its end."""
+    node = body[-1] if body else None
+    while node is not None and not isinstance(node, cst.SimpleStatementLine):
+        inner = getattr(node, "body", None)
+        stmts = getattr(inner, "body", None)
+        node = stmts[-1] if isinstance(stmts, (list, tuple)) and stmts else None
+    return node.body[-1] if node is not None and node.body else None
+
+
 def graph_entries(project: Project) -> set[int]:
     holder = derived(project, "graph_entries")
     cache = holder.get("entries")
@@ -75,6 +86,7 @@ class Interp(Orderings, Storages, Expressions, Calls, ControlFlow):
         self.view_escapes: dict[tuple, ViewEscape] = {}
         self.inline_stack: list[int] = []
         self.param_streams: set[str] = set()
+        self.handed_events: set[str] = set()  # events stored on an object or a container (waited elsewhere)
         self._anonymous: dict[int, int] = {}  # creation node -> index in program order
         self.steps = 0
         self._mentions: dict[int, bool] = {}
@@ -132,6 +144,8 @@ class Interp(Orderings, Storages, Expressions, Calls, ControlFlow):
                 S = self.new_storage(st, "arg", MAIN, name, Access(MAIN, 0, None, {}))
             st.env[name] = self.new_tensor(st, S.sid)
         body = self.fn.node.body.body if isinstance(self.fn.node.body, cst.IndentedBlock) else []
+        last = _last_simple(body)
         for s in self.block(body, [st]):
             if not s.done:
+                self.unjoined_escape(s, None, last)
                 self.finalize(s)

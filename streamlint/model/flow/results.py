@@ -20,6 +20,7 @@ class Race:
     producer: cst.CSTNode | None
     argument: bool  # the earlier access is the caller's production of an argument
     mode: str
+    escape: bool = False  # this "use" is the hand-back to the caller (a return, a written argument)
 
 
 @dataclass(frozen=True)

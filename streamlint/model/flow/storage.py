@@ -12,8 +12,20 @@ import re
 
 from streamlint._lazy import cst
 from streamlint.model.flow.results import Lifetime, Race, Unjoined, ViewEscape
-from streamlint.model.flow.values import Access, KVal, State, Storage, TVal, TupVal, merge_clock, ordered_before
+from streamlint.model.flow.values import (
+    Access,
+    CVal,
+    EVal,
+    KVal,
+    State,
+    Storage,
+    TVal,
+    TupVal,
+    merge_clock,
+    ordered_before,
+)
 from streamlint.model.streams import MAIN
+from streamlint.model.syntax import contains
 from streamlint.model.tensors import host_attr
 
 
@@ -154,14 +166,87 @@ class Storages:
             S.uses.append(Access(s, t, self.anchor, label=self.label(st, tv.sid)))
         self.check_view_escape(st, tv)
 
-    def race(self, st: State, kind: str, S: Storage, earlier: Access, s: str, label: str | None = None) -> None:
+    def race(self, st: State, kind: str, S: Storage, earlier: Access, s: str, label: str | None = None,
+             escape: bool = False) -> None:
         if self.depth or self.anchor is None:
             return
         name = label or S.name or "tensor"
         key = (id(self.anchor), name, kind)
         if key not in self.races:
             self.races[key] = Race(kind, self.anchor, name, earlier.stream, s, earlier.node,
-                                   S.kind == "arg" and earlier.time == 0, self.cfg.mode)
+                                   S.kind == "arg" and earlier.time == 0, self.cfg.mode, escape)
+
+    # ---- hand-back to the caller
+    def unjoined_escape(self, st: State, returned: object, node: cst.CSTNode | None) -> None:
+        """Tensors handed back to the caller (the returned value, arguments written here) whose last write
+        is queued on a side stream that nothing joined into the entry stream: the caller goes on using
+        them on its current stream (a join escape). Not when an event recorded after the write is handed
+        over too (kept on ``self``, returned, a parameter's), nor when another method of the class joins
+        that stream (a caller protocol)."""
+        if self.depth or self.cfg.mode not in ("eager", "cuda") or self.deferred_end or node is None \
+                or st.cur != MAIN or self._hands_over(returned):
+            return  # (captured graphs join their outputs; a return inside a scope is a wrapper's)
+        know = st.know(MAIN)
+        candidates = [tv.sid for tv in self.tensors(st, returned)]
+        candidates += [sid for sid, S in st.stores.items() if S.kind == "arg"]
+        for sid in dict.fromkeys(candidates):
+            S = st.stores.get(sid)
+            lw = S.last_write if S is not None and S.kind != "host" else None
+            if lw is None or lw.stream == MAIN or lw.node is None or ordered_before(lw, know):
+                continue
+            if self.event_handed_over(st, lw, returned) or self.joined_elsewhere(lw.stream) \
+                    or self.caller_may_join(lw.stream):
+                continue
+            saved, self.anchor = self.anchor, node
+            try:
+                returned_name = node.value.value if isinstance(node, cst.Return) and isinstance(node.value, cst.Name) \
+                    else None
+                self.race(st, "read", S, lw, MAIN, self.label(st, sid) or returned_name, escape=True)
+            finally:
+                self.anchor = saved
+
+    def event_handed_over(self, st: State, lw: Access, returned: object) -> bool:
+        return any((not key.startswith("<") or key in self.handed_events) and snap.get(lw.stream, -1) >= lw.time
+                   for key, snap in st.events.items())
+
+    def _hands_over(self, v: object) -> bool:
+        """A returned tuple that carries something besides tensors and constants (an event, a collective's
+        work handle, an object): the caller is handed what it needs to join."""
+        if not isinstance(v, TupVal):
+            return isinstance(v, EVal)
+        return any(self._hands_over(i) if isinstance(i, TupVal) else not isinstance(i, (TVal, CVal))
+                   for i in v.items)
+
+    def caller_may_join(self, stream: str) -> bool:
+        """A stream handed in as a parameter: the caller owns it and may join it after the call. Only a
+        nested function whose enclosing function orders no stream at all (no wait, no synchronize) is
+        known not to."""
+        if stream not in self.fn.all_params:
+            return False
+        parent = self.fn.parent
+        if parent is None:
+            return True
+        return any(site.method in ("wait_stream", "wait_event", "wait", "synchronize")
+                   and not contains(self.fn.node, site.node) for site in parent.calls)
+
+    def joined_elsewhere(self, stream: str) -> bool:
+        """Another method of the class waits for (or synchronizes) this ``self.*`` stream."""
+        if not stream.startswith("self."):
+            return False
+        cls = self.file.classes.get(self.fn.class_name or "")
+        if cls is None:
+            return False
+        wanted = stream.replace('"', "'")
+        for method in cls.methods.values():
+            if method is self.fn:
+                continue
+            for site in method.calls:
+                if site.method == "wait_stream" and any(wanted == self.file.code(a.value).replace('"', "'")
+                                                        for a in site.node.args) \
+                        or site.method == "synchronize" and isinstance(site.node.func, cst.Attribute) \
+                        and self.file.code(site.node.func.value).replace('"', "'") == wanted:
+                    return True
+        return False
 
     def label(self, st: State, sid: int) -> str | None:
         """A variable bound to storage ``sid`` now, preferring one written in the current statement."""
@@ -209,6 +294,8 @@ class Storages:
         return any(holds(v) for v in st.env.values())
 
     def escape(self, st: State, v: object) -> None:
+        if isinstance(v, EVal):
+            self.handed_events.add(v.key)  # kept on an object / in a container: someone else waits on it
         for tv in self.tensors(st, v):
             S = st.stores.get(tv.sid)
             if S is not None:

@@ -1,6 +1,7 @@
 from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.apis import STREAM_MARKERS
 from streamlint.model.dataflow import MAIN, Race, file_flows, stream_label
+from streamlint.model.waits import partial_joins
 from streamlint.rule import Invalid, Option, Rule, RuleContext, Valid
 
 _HINTS = {
@@ -76,6 +77,15 @@ class MissingWaitAtJoin(Rule):
                 confidence = Confidence.MEDIUM
                 message += " (assumes the caller produced it on its current stream shortly before the call)"
             ctx.report(race.node, message, confidence=confidence, related=_related(ctx, race))
+        for fn in ctx.file.functions.values():
+            for join in partial_joins(ctx.project, ctx.file, fn):
+                model, store = join.evidence
+                ctx.report(join.loop,
+                           f"this join loop leaves out the {join.dropped} element of `{join.collection}`, which "
+                           "holds events recorded after device work: the work the left-out event marks is never "
+                           "waited for; iterate over every element",
+                           confidence=Confidence.MEDIUM,
+                           related=[Location(model.path, model.span(store), "event recorded and stored here")])
 
     VALID = [
         Valid(

@@ -3,7 +3,9 @@ from streamlint.model.apis import STREAM_MARKERS
 from streamlint.model.dataflow import Race, file_flows
 from streamlint.model.flow.results import FunctionFlow
 from streamlint.model.streams import MAIN, entry_stream_name, stream_expr, stream_label
+from streamlint.model.waits import partial_joins
 from streamlint.rule import FIRST_LINE, Invalid, Option, Rule, RuleContext, Valid, first_line
+
 
 class MissingWaitAtJoin(Rule):
     """## What it does
@@ -82,6 +84,17 @@ class MissingWaitAtJoin(Rule):
                 hint += "; it is handed back to the caller here: this assumes the caller uses it on its current stream"
             hint += _also_clears(ctx, race, flow, use_line, main)
             ctx.report(race.node, message, confidence=confidence, related=_related(ctx, race), hint=hint)
+        for fn in ctx.file.functions.values():
+            for join in partial_joins(ctx.project, ctx.file, fn):
+                model, store = join.evidence
+                ctx.report(join.loop,
+                           first_line(f"this join loop leaves out the {join.dropped} element of `{join.collection}`: "
+                                      "its work is never waited for",
+                                      f"this join loop leaves out the {join.dropped} element of its events"),
+                           confidence=Confidence.MEDIUM,
+                           related=[Location(model.path, model.span(store), "event recorded and stored here")],
+                           hint=f"`{join.collection}` holds events recorded after device work: iterate over every "
+                                "element (the left-out event's work is otherwise never joined)")
 
     VALID = [
         Valid(

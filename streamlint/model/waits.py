@@ -7,6 +7,7 @@ call runs in, and whether a ``self.*`` event is ever recorded anywhere in its cl
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
@@ -204,5 +205,193 @@ def _wait_position(node: cst.Attribute, parent: cst.CSTNode | None) -> bool:
     return isinstance(parent, cst.Attribute) and parent.attr.value in ("wait", "query", "synchronize")
 
 
-__all__ = ["event_recorded_elsewhere", "event_recorded_in_class", "first_in_stream_scope", "later_op_on_stream", "loads_after",
+# ---- join loops that leave an element of a collection of recorded events out
+
+@dataclass(frozen=True)
+class PartialJoin:
+    """A loop that waits on the elements of ``collection`` but leaves out its ``dropped`` element
+    ("first" / "last"), where ``evidence`` stores a recorded event into a collection of that name."""
+
+    loop: cst.For
+    collection: str
+    dropped: str
+    evidence: tuple[FileModel, cst.CSTNode]
+
+
+def _strip_call(e: cst.BaseExpression, names: tuple[str, ...]) -> cst.BaseExpression:
+    while isinstance(e, cst.Call) and isinstance(e.func, cst.Name) and e.func.value in names and len(e.args) == 1:
+        e = e.args[0].value
+    return e
+
+
+def _dropped_by_slice(sl: cst.BaseSlice) -> str | None:
+    if not isinstance(sl, cst.Slice) or sl.step is not None:
+        return None
+    lower, upper = sl.lower, sl.upper
+    if isinstance(lower, cst.Integer) and lower.value == "1" and upper is None:
+        return "first"
+    if lower is None and isinstance(upper, cst.UnaryOperation) and isinstance(upper.operator, cst.Minus) \
+            and isinstance(upper.expression, cst.Integer) and upper.expression.value == "1":
+        return "last"
+    return None
+
+
+def _loop_collection(loop: cst.For) -> tuple[cst.BaseExpression, str, list[str]] | None:
+    """(collection, dropped element, names bound to its elements) of ``for e in xs[1:]`` /
+    ``list(enumerate(xs))[:-1]`` / ``list(d.values())[1:]``; None for any other loop."""
+    it = _strip_call(loop.iter, ("list", "tuple"))
+    if not (isinstance(it, cst.Subscript) and len(it.slice) == 1):
+        return None
+    dropped = _dropped_by_slice(it.slice[0].slice)
+    if dropped is None:
+        return None
+    coll = _strip_call(it.value, ("list", "tuple"))
+    target = loop.target
+    if isinstance(coll, cst.Call) and isinstance(coll.func, cst.Name) and coll.func.value == "enumerate" \
+            and len(coll.args) == 1:
+        coll = coll.args[0].value
+        target = target.elements[1].value if isinstance(target, cst.Tuple) and len(target.elements) == 2 else None
+    elif isinstance(coll, cst.Call) and isinstance(coll.func, cst.Attribute) and not coll.args \
+            and coll.func.attr.value in ("values", "items"):
+        if coll.func.attr.value == "items":
+            target = target.elements[1].value if isinstance(target, cst.Tuple) and len(target.elements) == 2 else None
+        coll = coll.func.value
+    if not isinstance(target, cst.Name) or not isinstance(coll, (cst.Name, cst.Attribute, cst.Subscript)):
+        return None
+    return coll, dropped, [target.value]
+
+
+def _holder_name(e: cst.BaseExpression) -> str | None:
+    """``self.recv_events[chunk]`` -> ``recv_events``; ``context.events`` -> ``events``."""
+    while isinstance(e, cst.Subscript):
+        e = e.value
+    if isinstance(e, cst.Attribute):
+        return e.attr.value
+    if isinstance(e, cst.Name):
+        return e.value
+    return None
+
+
+def _waits_on(body: cst.CSTNode, names: list[str]) -> bool:
+    """Does the loop body wait on a loop element (``s.wait_event(e)``, ``e.wait()``, ``e.synchronize()``,
+    ``s.wait_stream(e)``)?"""
+    stack: list[cst.CSTNode] = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            method, receiver = node.func.attr.value, node.func.value
+            if method in ("wait_event", "wait_stream") and node.args \
+                    and isinstance(node.args[0].value, cst.Name) and node.args[0].value.value in names:
+                return True
+            if method in ("wait", "synchronize") and isinstance(receiver, cst.Name) and receiver.value in names:
+                return True
+        if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(children(node))
+    return False
+
+
+def _recorded_event(fn_node: cst.CSTNode, value: cst.BaseExpression) -> bool:
+    """Is a stored value an event recorded after device work: ``stream.record_event()`` (also in a
+    conditional expression), or a name recorded in the same function (``e.record(stream)``)?"""
+    exprs = [value.body, value.orelse] if isinstance(value, cst.IfExp) else [value]
+    for e in exprs:
+        if isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value == "record_event":
+            return True
+        if isinstance(e, cst.Name):
+            stack: list[cst.CSTNode] = [fn_node]
+            while stack:
+                node = stack.pop()
+                if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                        and node.func.attr.value == "record" and isinstance(node.func.value, cst.Name) \
+                        and node.func.value.value == e.value:
+                    return True
+                stack.extend(children(node))
+    return False
+
+
+def _stores_in(fn_node: cst.FunctionDef, name: str, plain: bool) -> Iterator[cst.CSTNode]:
+    """Stores of a recorded event into a collection named ``name`` in one function body (not its
+    nested defs): ``<...>.name.append(e)`` / ``<...>.name[k] = e``; ``plain``: the collection is a plain
+    name (``events``), else an attribute (``ctx.events``)."""
+    stack: list[cst.CSTNode] = [fn_node.body]
+    while stack:
+        cur = stack.pop()
+        if isinstance(cur, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        if isinstance(cur, cst.Call) and isinstance(cur.func, cst.Attribute) and cur.func.attr.value == "append" \
+                and len(cur.args) == 1 and _holder_name(cur.func.value) == name \
+                and plain == isinstance(_root(cur.func.value), cst.Name) \
+                and _recorded_event(fn_node, cur.args[0].value):
+            yield cur
+        if isinstance(cur, cst.Assign) and _recorded_event(fn_node, cur.value) \
+                and any(isinstance(t.target, cst.Subscript) and _holder_name(t.target) == name
+                        and plain == isinstance(_root(t.target), cst.Name) for t in cur.targets):
+            yield cur
+        stack.extend(children(cur))
+
+
+def _event_stores(model: FileModel, name: str, skip: cst.CSTNode,
+                  within: cst.CSTNode | None) -> Iterator[cst.CSTNode]:
+    """:func:`_stores_in` over the functions of a file but ``skip``; with ``within`` (a plain name in a
+    closure) only the functions nested in it (itself included)."""
+    for fn in model.iter_functions():
+        if fn.node is skip or (within is not None and not (fn.node is within or _contains(within, fn.node))):
+            continue
+        yield from _stores_in(fn.node, name, within is not None)
+
+
+def _root(e: cst.BaseExpression) -> cst.BaseExpression:
+    """``self.a[i].b`` -> the whole chain when it has an attribute, ``xs[i]`` -> ``xs`` (a plain name)."""
+    while isinstance(e, cst.Subscript):
+        e = e.value
+    return e
+
+
+def partial_joins(project: Project, file: FileModel, fn: FunctionInfo) -> list[PartialJoin]:
+    """Join loops of ``fn`` over ``xs[1:]`` / ``xs[:-1]`` (also through ``list(enumerate(xs))`` /
+    ``.values()`` / ``.items()``) that wait on each element, where ``xs`` holds events recorded after
+    device work (a store of a recorded event into a collection of that name: in the enclosing function's
+    closure for a plain local name, anywhere in the project for an attribute), none of them stored by
+    ``fn`` itself, and ``fn`` never names the left-out element (``xs[0]`` / ``xs[-1]``): that element's
+    work is never waited for. A collection ``fn`` fills itself is the dataflow's business
+    (:mod:`~streamlint.model.flow.elements`)."""
+    found: list[PartialJoin] = []
+    text = None
+    stack: list[cst.CSTNode] = [fn.node.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        stack.extend(children(node))
+        if not isinstance(node, cst.For):
+            continue
+        parsed = _loop_collection(node)
+        if parsed is None:
+            continue
+        coll, dropped, names = parsed
+        name = _holder_name(coll)
+        if name is None or not _waits_on(node.body, names):
+            continue
+        text = text if text is not None else file.code(fn.node)
+        code = file.code(coll)
+        if f"{code}[{'0' if dropped == 'first' else '-1'}]".replace(" ", "") in text.replace(" ", ""):
+            continue
+        plain = isinstance(_root(coll), cst.Name)
+        if next(_stores_in(fn.node, name, plain), None) is not None:
+            continue  # fn records the elements itself: the dataflow sees them
+        evidence = None
+        if plain:
+            if fn.parent is not None:
+                evidence = next(((file, st) for st in _event_stores(file, name, fn.node, fn.parent.node)), None)
+        else:
+            for model in project.files_containing((name.encode(),)):
+                evidence = next(((model, st) for st in _event_stores(model, name, fn.node, None)), None)
+                if evidence is not None:
+                    break
+        if evidence is not None:
+            found.append(PartialJoin(node, code, dropped, evidence))
+    return found
+
+
+__all__ = ["PartialJoin", "partial_joins", "event_recorded_elsewhere", "event_recorded_in_class", "first_in_stream_scope", "later_op_on_stream", "loads_after",
            "result_discarded", "statement_of", "stream_scope_key"]

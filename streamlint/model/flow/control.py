@@ -393,7 +393,9 @@ class ControlFlow:
             if isinstance(items, TupVal) and 0 < len(items.items) <= MAX_TUPLE_ITER \
                     and any(self.tensors(st, v) for v in items.items):
                 elements = items.items
-        rounds = elements if elements is not None else [None] * (1 if self.single else LOOP_UNROLL)
+        bindings = self.element_rounds(st, node) if elements is None and isinstance(node, cst.For) else None
+        rounds = elements if elements is not None else bindings if bindings is not None \
+            else [None] * (1 if self.single else LOOP_UNROLL)
         states = [st]
         finished: list[State] = []
         for element in rounds:
@@ -401,6 +403,11 @@ class ControlFlow:
             for s in states:
                 if elements is not None:
                     self.bind(s, node.target.value, element, node)
+                elif bindings is not None:  # one representative element of a stream / event collection
+                    self.ev(s, node.iter)
+                    for target, value in element:
+                        for name in target_names(target):
+                            self.bind(s, name, value if isinstance(target, cst.Name) else None, node)
                 elif isinstance(node, cst.For):
                     self.ev(s, node.iter)
                     for name in target_names(node.target):

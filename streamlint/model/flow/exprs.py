@@ -15,6 +15,7 @@ from streamlint.model.flow.calls import cached_stream_getter, kept_arguments, pl
 from streamlint.model.flow.values import (
     CVal,
     EVal,
+    IVal,
     KVal,
     NONE,
     SVal,
@@ -178,11 +179,18 @@ class Expressions:
             if isinstance(iv, cst.Integer):
                 i = int(iv.value, 0)
                 return base.items[i] if -len(base.items) <= i < len(base.items) else None
+            index = self.ev(st, iv)
+            if isinstance(index, IVal) and base.items:  # a representative element of a literal list
+                i = int(index.pos)
+                return base.items[i] if -len(base.items) <= i < len(base.items) else base.items[-1]
             return None
         if isinstance(base, TVal):
             if any(self.tensors(st, v) for v in idx_vals):
                 return self.op(st, e, [base] + idx_vals)
-            return self.new_tensor(st, base.sid, base.vid)
+            view = self.new_tensor(st, base.sid, base.vid)
+            if len(idx_vals) == 1 and isinstance(idx_vals[0], IVal):
+                view.part = idx_vals[0].pos  # `out[i]`: the part of one element of a collection loop
+            return view
         if isinstance(base, KVal):
             if len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index):
                 return KVal(f"{base.key}[{self.render(st, e.slice[0].slice.value)}]", base.glob, base.opaque)

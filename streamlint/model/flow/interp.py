@@ -10,6 +10,7 @@ from streamlint._lazy import cst
 from streamlint.model.file import FileModel, FunctionInfo
 from streamlint.model.flow.calls import Calls, current_stream_params
 from streamlint.model.flow.control import ControlFlow
+from streamlint.model.flow.elements import Elements
 from streamlint.model.flow.exprs import Expressions
 from streamlint.model.flow.orderings import Orderings
 from streamlint.model.flow.results import Lifetime, Race, Unjoined, ViewEscape
@@ -66,7 +67,7 @@ def graph_entries(project: Project) -> set[int]:
     return cache
 
 
-class Interp(Orderings, Storages, Expressions, Calls, ControlFlow):
+class Interp(Orderings, Storages, Expressions, Calls, ControlFlow, Elements):
     """Path-sensitive abstract interpretation of one function body in program order."""
 
     def __init__(self, project: Project, file: FileModel, fn: FunctionInfo, cfg: FlowConfig) -> None:
@@ -90,6 +91,7 @@ class Interp(Orderings, Storages, Expressions, Calls, ControlFlow):
         self._anonymous: dict[int, int] = {}  # creation node -> index in program order
         self.steps = 0
         self._mentions: dict[int, bool] = {}
+        self._elem_texts: dict[int, str] = {}
         self.stream_tests: dict[str, tuple[str, str, bool]] = {}
         self.rest: list = []  # statements after the one being interpreted (same block)
         self.h2d = False  # the current op copies host data to the device (or is a no-op on device data)

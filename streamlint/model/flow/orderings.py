@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.file import string_value
-from streamlint.model.flow.values import CVal, EVal, KVal, NONE, SVal, State, merge_clock
+from streamlint.model.flow.values import CVal, EVal, IVal, KVal, NONE, SVal, State, merge_clock
 from streamlint.model.streams import (
     EVENT,
     EVENT_LIST,
@@ -52,6 +52,8 @@ class Orderings:
                 return v.key
             if isinstance(v, CVal) and v is not NONE:
                 return repr(v.value)
+            if isinstance(v, IVal):
+                return v.pos
             return e.value
         if isinstance(e, cst.Attribute):
             return f"{self.render(st, e.value)}.{e.attr.value}"

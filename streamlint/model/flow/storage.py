@@ -144,24 +144,33 @@ class Storages:
         S = st.stores.get(tv.sid)
         if S is None or S.kind == "host":
             return
-        lw = S.last_write
+        part = tv.part
+
+        def conflicts(acc: Access) -> bool:
+            return acc.stream != s and not ordered_before(acc, know) \
+                and (acc.part is None or part is None or acc.part == part)
+
+        # the last write, or the first unordered write of another element's part (`out[i]` per element)
+        lw = next((w for w in (S.last_write, *S.parts) if w is not None and conflicts(w)), S.last_write)
         if not write:
-            if self.cfg.raw and lw is not None and lw.stream != s and not ordered_before(lw, know) \
-                    and not (self.h2d and S.kind == "arg"):
+            if self.cfg.raw and lw is not None and conflicts(lw) and not (self.h2d and S.kind == "arg"):
                 self.race(st, "read", S, lw, s, self.label(st, tv.sid))
-            S.reads.append(Access(s, t, self.anchor))
+            S.reads.append(Access(s, t, self.anchor, part=part))
         else:
-            if self.cfg.waw and lw is not None and lw.stream != s and not ordered_before(lw, know):
+            if self.cfg.waw and lw is not None and conflicts(lw):
                 self.race(st, "write-after-write", S, lw, s, self.label(st, tv.sid))
             elif self.cfg.war:
                 for r in S.reads:
-                    if r.stream != s and not ordered_before(r, know):
+                    if conflicts(r):
                         self.race(st, "write-after-read", S, r, s, self.label(st, tv.sid))
                         break
+            prev = S.last_write
+            S.parts = [*S.parts, prev] if part is not None and prev is not None and prev.part is not None \
+                and prev.part != part else []
             snap = dict(know)
             snap[s] = t
-            S.last_write = Access(s, t, self.anchor, snap)
-            S.reads = []
+            S.last_write = Access(s, t, self.anchor, snap, part=part)
+            S.reads = [r for r in S.reads if part is not None and r.part is not None and r.part != part]
         if S.kind == "local" and s != S.alloc:
             S.uses.append(Access(s, t, self.anchor, label=self.label(st, tv.sid)))
         self.check_view_escape(st, tv)

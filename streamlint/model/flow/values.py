@@ -39,10 +39,11 @@ class TVal:
     """A tensor object. ``base``: the value it is a view of; ``multi``: result of chunk/split (unpack
     gives views) or of a multi-output op (unpack gives fresh tensors)."""
 
-    __slots__ = ("base", "created", "multi", "sid", "vid")
+    __slots__ = ("base", "created", "multi", "part", "sid", "vid")
 
     def __init__(self, vid: int, sid: int, base: int | None, created: int, multi: str | None = None) -> None:
         self.vid, self.sid, self.base, self.created, self.multi = vid, sid, base, created, multi
+        self.part: str | None = None  # `out[i]` for a representative index i: that element's own part
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,14 @@ class TupVal:
     items: tuple
 
 
+@dataclass(frozen=True)
+class IVal:
+    """The index of a representative element of a collection (``"0"`` first, ``"1"`` middle, ``"-1"``
+    last: :mod:`~streamlint.model.flow.elements`); ``xs[i]`` renders as ``xs[0]`` ... for it."""
+
+    pos: str
+
+
 NONE = CVal(None)
 
 
@@ -85,10 +94,12 @@ class Access:
     node: cst.CSTNode | None
     snap: dict | None = None
     label: str | None = None  # the variable naming the tensor at this access
+    part: str | None = None  # the element's part (``TVal.part``); accesses to two parts never conflict
 
 
 class Storage:
-    __slots__ = ("alloc", "dead", "escaped", "kind", "last_write", "name", "reads", "recorded", "sid", "uses")
+    __slots__ = ("alloc", "dead", "escaped", "kind", "last_write", "name", "parts", "reads", "recorded", "sid",
+                 "uses")
 
     def __init__(self, sid: int, name: str | None, kind: str, alloc: str, last_write: Access | None) -> None:
         self.sid, self.name, self.kind, self.alloc = sid, name, kind, alloc
@@ -96,12 +107,14 @@ class Storage:
         self.reads: list[Access] = []
         self.uses: list[Access] = []
         self.recorded: set[str] = set()
+        self.parts: list[Access] = []  # earlier writes of other parts (``Access.part``) than the last one
         self.escaped = False
         self.dead = False
 
     def clone(self) -> Storage:
         s = Storage(self.sid, self.name, self.kind, self.alloc, self.last_write)
         s.reads, s.uses, s.recorded = list(self.reads), list(self.uses), set(self.recorded)
+        s.parts = list(self.parts)
         s.escaped, s.dead = self.escaped, self.dead
         return s
 

@@ -1,0 +1,277 @@
+"""Collections of streams and events, element by element (mixin of :class:`~streamlint.model.flow.interp.Interp`).
+
+A ``for`` loop over a list / dict / tuple of streams or events (``for s in self.streams``, ``for i, s in
+enumerate(streams)``, ``for s, x in zip(streams, chunks)``, ``for e in events.values()``, or an index loop
+``for i in range(len(streams))`` whose body subscripts one) runs once per *representative element*: the
+first (``[0]``), one in the middle (``[1]``) and the last (``[-1]``). Each has its own stream / event key
+(``self.streams[0]`` ...), so the vector clocks tell the elements apart: a fork onto every element
+followed by a join over ``streams[1:]`` / ``streams[:-1]`` / ``range(1, n)`` / ``range(n - 1)`` leaves
+one element's work unordered (SL201 at the consumer, SL205 in captured code), while a join covering
+every element orders it all. A literal list of streams (``[torch.cuda.current_stream(), side]``) is
+iterated over its real items, so its identity is exact.
+
+Only collections known to hold streams or events take part: their assignments say so
+(``[torch.cuda.Stream() for _ in range(n)]``), or none is visible (a parameter, an attribute set
+elsewhere) and the loop body uses the element as one (stream scope, ``wait_stream`` / ``wait_event`` /
+``record_event`` / ``e.record()``). Anything else (other slices, ``range(2, n)``, index arithmetic, a
+collection also indexed with a literal like ``streams[2]``) keeps the former collapsed reading: the
+loop variable has no identity, and every iteration means "some element"."""
+
+from __future__ import annotations
+
+import re
+
+from streamlint._lazy import cst
+from streamlint.model.flow.values import EVal, IVal, SVal, State, TupVal
+from streamlint.model.streams import EVENT, EVENT_LIST, STREAM, STREAM_LIST, attr_kind, kind_of_value
+from streamlint.model.walk import children
+
+FIRST, MIDDLE, LAST = "0", "1", "-1"
+ALL = (FIRST, MIDDLE, LAST)
+_STREAM_USES = frozenset({"wait_stream", "wait_event", "record_event"})
+_EVENT_USES = frozenset({"record", "query", "elapsed_time"})
+_LITERAL_INDEX = r"\[\s*(-?\d+)\s*\]"
+
+
+def _call_name(call: cst.Call) -> str | None:
+    func = call.func
+    if isinstance(func, cst.Name):
+        return func.value
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return None
+
+
+def _int(e: cst.BaseExpression) -> int | None:
+    if isinstance(e, cst.Integer):
+        return int(e.value, 0)
+    if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Minus) \
+            and isinstance(e.expression, cst.Integer):
+        return -int(e.expression.value, 0)
+    return None
+
+
+def _slice_positions(sl: cst.Slice) -> tuple[str, ...] | None:
+    """``[1:]`` -> every element but the first; ``[:-1]`` -> every element but the last; ``[:]`` -> all."""
+    if sl.step is not None:
+        return None
+    lower = _int(sl.lower) if sl.lower is not None else 0
+    upper = _int(sl.upper) if sl.upper is not None else None
+    if sl.lower is not None and lower is None or sl.upper is not None and upper is None:
+        return None
+    if lower == 0 and upper is None:
+        return ALL
+    if lower == 1 and upper is None:
+        return (MIDDLE, LAST)
+    if lower == 0 and upper == -1:
+        return (FIRST, MIDDLE)
+    return None
+
+
+def _range_positions(call: cst.Call) -> tuple[str, ...] | None:
+    """``range(n)`` / ``range(0, n)`` -> all; ``range(1, n)`` -> all but the first; ``range(n - 1)`` /
+    ``range(0, n - 1)`` -> all but the last (``n`` any expression without a literal offset)."""
+    if any(a.keyword is not None or a.star for a in call.args) or not 1 <= len(call.args) <= 2:
+        return None
+    values = [a.value for a in call.args]
+    lower = _int(values[0]) if len(values) == 2 else 0
+    if lower not in (0, 1):
+        return None
+    upper = values[-1]
+    if _int(upper) is not None:
+        return None
+    minus_one = isinstance(upper, cst.BinaryOperation) and isinstance(upper.operator, cst.Subtract) \
+        and _int(upper.right) == 1
+    if isinstance(upper, cst.BinaryOperation) and not minus_one:
+        return None  # `range(n + 1)`, `range(2 * n)`: not one index per element
+    if lower == 1:
+        return None if minus_one else (MIDDLE, LAST)
+    return (FIRST, MIDDLE) if minus_one else ALL
+
+
+def _names(node: cst.CSTNode, name: str) -> bool:
+    return isinstance(node, cst.Name) and node.value == name
+
+
+def _element_use(body: cst.CSTNode, name: str) -> str | None:
+    """STREAM / EVENT when the loop body uses ``name`` (the loop variable, or ``xs[name]``) as one."""
+    def is_elem(e: cst.BaseExpression) -> bool:
+        if isinstance(e, cst.Subscript) and len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index):
+            return _names(e.slice[0].slice.value, name)
+        return _names(e, name)
+
+    stack: list[cst.CSTNode] = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call):
+            method = _call_name(node)
+            receiver = node.func.value if isinstance(node.func, cst.Attribute) else None
+            args = [a.value for a in node.args]
+            if method in _STREAM_USES:
+                if receiver is not None and is_elem(receiver):
+                    return STREAM
+                if args and is_elem(args[0]):
+                    return EVENT if method == "wait_event" else STREAM
+            if method in _EVENT_USES and receiver is not None and is_elem(receiver):
+                return EVENT
+            if method in ("stream", "StreamContext") and args and is_elem(args[0]):
+                return STREAM
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        stack.extend(children(node))
+    return None
+
+
+class Elements:
+    """Representative elements of stream / event collections (mixin of the interpreter).
+
+    Interp state it uses: ``cfile``, ``cfn``, ``frames``, ``project``. It asks exprs (ev), orderings
+    (kind_of, render)."""
+
+    def element_rounds(self, st: State, node: cst.For) -> list[list[tuple[cst.BaseExpression, object]]] | None:
+        """The bindings (target node -> value) of each round of a loop over a stream / event collection,
+        or None when the loop is not one."""
+        it = node.iter
+        target = node.target
+        if isinstance(it, cst.Call) and _call_name(it) in ("list", "tuple") and isinstance(it.func, cst.Name) \
+                and len(it.args) == 1:
+            it = it.args[0].value
+        positions: tuple[str, ...] = ALL
+        bounds: tuple[int | None, int | None] = (None, None)
+        if isinstance(it, cst.Subscript) and len(it.slice) == 1 and isinstance(it.slice[0].slice, cst.Slice):
+            sliced = _slice_positions(it.slice[0].slice)
+            if sliced is None:
+                return None
+            positions, it = sliced, it.value
+            bounds = {ALL: (None, None), (MIDDLE, LAST): (1, None), (FIRST, MIDDLE): (None, -1)}[sliced]
+            if isinstance(it, cst.Call) and _call_name(it) in ("list", "tuple") and isinstance(it.func, cst.Name) \
+                    and len(it.args) == 1:
+                it = it.args[0].value
+        if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "reversed" \
+                and len(it.args) == 1:
+            it = it.args[0].value
+        if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "range":
+            index = _range_positions(it)
+            if index is None or not isinstance(target, cst.Name) or positions != ALL:
+                return None
+            if _element_use(node.body, target.value) is None:
+                return None
+            return [[(target, IVal(p))] for p in index]
+        parts = self._element_parts(st, it, target, node)
+        if parts is None:
+            return None
+        rounds = []
+        for p in positions:
+            binding = []
+            for tnode, coll, kind in parts:
+                binding.append((tnode, self._element(st, coll, kind, p, bounds) if coll is not None else
+                                (IVal(p) if kind == "index" else None)))
+            rounds.append(binding)
+        return rounds
+
+    def _element_parts(self, st: State, it: cst.BaseExpression, target: cst.BaseExpression, node: cst.For):
+        """[(target node, collection expr or None, kind)] for ``xs`` / ``enumerate(xs)`` / ``zip(a, b)`` /
+        ``d.values()`` / ``d.items()``; None when no part is a stream / event collection."""
+        if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value in ("enumerate", "zip"):
+            if any(a.keyword is not None or a.star for a in it.args) or not it.args:
+                return None
+            elts = _unpacked(target, 2 if it.func.value == "enumerate" else len(it.args))
+            if elts is None:
+                return None
+            if it.func.value == "enumerate":
+                if len(it.args) != 1:
+                    return None
+                inner = self._element_parts(st, it.args[0].value, elts[1], node)
+                return None if inner is None else [(elts[0], None, "index"), *inner]
+            parts = []
+            for tnode, arg in zip(elts, it.args):
+                inner = self._element_parts(st, arg.value, tnode, node)
+                parts.extend(inner if inner is not None else [(tnode, None, None)])
+            return parts if any(coll is not None for _t, coll, _k in parts) else None
+        if isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and not it.args \
+                and it.func.attr.value in ("values", "items"):
+            if it.func.attr.value == "items":
+                elts = _unpacked(target, 2)
+                if elts is None:
+                    return None
+                inner = self._element_parts(st, it.func.value, elts[1], node)
+                return None if inner is None else [(elts[0], None, None), *inner]
+            it = it.func.value
+        if not isinstance(it, (cst.Name, cst.Attribute, cst.Subscript)):
+            return None
+        if not isinstance(target, cst.Name):
+            return None
+        kind = self._collection_kind(st, it, node, target.value)
+        return None if kind is None else [(target, it, kind)]
+
+    def _collection_kind(self, st: State, coll: cst.BaseExpression, node: cst.For, name: str) -> str | None:
+        v = self.ev(st, coll)
+        if isinstance(v, TupVal):
+            kinds = {self.kind_of(st, i) for i in v.items}
+            return kinds.pop() if len(kinds) == 1 and None not in kinds and v.items else None
+        key = self.render(st, coll)
+        if re.search(re.escape(key) + _LITERAL_INDEX, self._fn_text()) and \
+                any(m not in (FIRST, LAST) for m in re.findall(re.escape(key) + _LITERAL_INDEX, self._fn_text())):
+            return None  # `streams[2]` written somewhere: its elements are addressed one by one
+        declared = self._declared_kind(st, coll, key)
+        if declared is False:
+            return None
+        if declared is not None:
+            return declared
+        return _element_use(node.body, name)
+
+    def _declared_kind(self, st: State, coll: cst.BaseExpression, key: str) -> str | bool | None:
+        """STREAM / EVENT when the collection's visible assignments build a list of them, False when
+        they build something else, None when none is visible."""
+        base = key.split("[", 1)[0]
+        if isinstance(coll, cst.Subscript):
+            return None
+        if base.startswith("self.") and base.count(".") == 1:
+            frame_file, frame_fn = next(((f, fn) for f, fn in reversed(self.frames) if fn.class_name),
+                                        (self.file, self.fn))
+            cls = frame_file.classes.get(frame_fn.class_name or "")
+            if cls is None:
+                return None
+            kind = attr_kind(self.project, frame_file, cls, base[5:])
+            if kind is None:
+                targets = {f"self.{base[5:]}", f"{cls.name}.{base[5:]}"}
+                if any(a.target in targets for m in cls.methods.values() for a in m.assigns):
+                    return False
+                return None
+        elif "." not in base and isinstance(coll, cst.Name):
+            values = self.cfn.name_assigns.get(coll.value)
+            if not values:
+                return None
+            kinds = {kind_of_value(self.project, self.cfile, v) for v in values}
+            kind = kinds.pop() if len(kinds) == 1 else None
+        else:
+            return None
+        return {STREAM_LIST: STREAM, EVENT_LIST: EVENT}.get(kind or "", False)
+
+    def _fn_text(self) -> str:
+        text = self._elem_texts.get(id(self.cfn))
+        if text is None:
+            text = self._elem_texts[id(self.cfn)] = self.cfile.code(self.cfn.node)
+        return text
+
+    def _element(self, st: State, coll: cst.BaseExpression, kind: str, pos: str,
+                 bounds: tuple[int | None, int | None]) -> object:
+        v = self.ev(st, coll)
+        if isinstance(v, TupVal):  # a literal list: its real items
+            items = v.items[bounds[0]:bounds[1]]
+            if not items:
+                return None
+            return items[0] if pos == FIRST or (pos == MIDDLE and len(items) <= 2) else \
+                items[-1] if pos == LAST else items[1]
+        key = f"{self.render(st, coll)}[{pos}]"
+        return SVal(key) if kind == STREAM else EVal(key)
+
+
+def _unpacked(target: cst.BaseExpression, n: int) -> list[cst.BaseExpression] | None:
+    if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == n \
+            and not any(isinstance(el, cst.StarredElement) for el in target.elements):
+        return [el.value for el in target.elements]
+    return None
+
+
+__all__ = ["Elements"]

@@ -1,5 +1,5 @@
 from streamlint.finding import Confidence, Severity
-from streamlint.model.breaks import analysis, describe_scope
+from streamlint.model.breaks import Reach, analysis, describe_scope
 from streamlint.rule import Invalid, Rule, RuleContext, Valid, first_line
 
 
@@ -90,6 +90,10 @@ class GraphBreakInStreamScope(Rule):
                     continue
                 callee, mod = found
                 reach = an.reached(mod, callee)
+                if reach is None:
+                    # callee parameter typing: a tensor passed to a parameter the callee syncs on
+                    passed = an.passed_tensor_break(file, fn, live.site, callee, mod)
+                    reach = Reach(passed, ()) if passed is not None else None
                 if reach is None:
                     continue
                 loc = reach.brk.location()

@@ -6,12 +6,14 @@ from streamlint.model.compile import (
     enabling_flags,
     field_values,
     flags_under,
+    model_uses,
     reached_uses,
 )
 from streamlint.rule import Invalid, Rule, RuleContext, Valid
 
 _MULTI_STREAM = frozenset({Role.STREAM_SWITCH, Role.PREFETCH})
 _FIELD = "ge_config.enable_single_stream"
+_LESS_SURE = (Confidence.HIGH, Confidence.MEDIUM, Confidence.LOW)
 
 
 class SingleStreamConflict(Rule):
@@ -64,14 +66,25 @@ class SingleStreamConflict(Rule):
         done: set[int] = set()
         for cs in ctx.project.compile_sites():
             config = cs.config
-            if config is None or config.file is not ctx.file or "ge" not in compile_modes(ctx.project, cs):
+            if config is None or config.file is not ctx.file:
                 continue
+            doubts: list[str] = []
+            if "ge" not in compile_modes(ctx.project, cs):
+                if cs.modes is not None or config.modes() is not None or not config.default_mode_possible():
+                    continue  # another mode: enable_single_stream only applies to max-autotune
+                doubts.append("its `mode` is set at run time under a condition, so it may stay max-autotune")
             for value in field_values(config, _FIELD):
                 if id(value.node) in done or bool_literal(value.value) is not True:
                     continue
                 _, off = flags_under(value.guards)
                 conflicts = [u for u in reached_uses(ctx.project, cs, _MULTI_STREAM, "ge")
                              if not (off & enabling_flags(u))]
+                why = list(doubts)
+                if not conflicts and cs.runtime_target:
+                    # the compiled model is built at run time: the project's models are what it may compile
+                    conflicts = [u for u in model_uses(ctx.project, _MULTI_STREAM, "ge")
+                                 if not (off & enabling_flags(u))]
+                    why.append("the compiled model is built at run time; the project's models switch streams")
                 if not conflicts:
                     continue
                 done.add(id(value.node))
@@ -84,11 +97,13 @@ class SingleStreamConflict(Rule):
                 where = ctx.project.relative(use.file.path)
                 line = use.file.span(use.node).start_line
                 api = 'npu_prefetch' if use.role is Role.PREFETCH else 'npu_stream_switch'
+                compiled = "compiled model" if not why else "compiled model may be code that"
                 ctx.report(value.node,
-                           f"`enable_single_stream = True` on a config whose compiled model uses `{api}`",
-                           related=related,
+                           f"`enable_single_stream = True` on a config whose {compiled} uses `{api}`",
+                           related=related, confidence=_LESS_SURE[min(len(why), 2)],
                            hint=f"drop it, or set it only when multi-stream is disabled: GE single-stream mode "
-                                f"conflicts with `{api}` ({where}:{line})")
+                                f"conflicts with `{api}` ({where}:{line})"
+                                + (f"; less sure: {'; '.join(why)}" if why else ""))
 
     VALID = [
         Valid(

@@ -155,9 +155,13 @@ def _entries(ctx: RuleContext, file: FileModel, fn: FunctionInfo, path: frozense
         uses = family_uses(ctx.project, file, site)
         if uses:
             # an API unsupported on a path is SL502's finding there: it mixes families only where it is supported
-            yield site, [_Entry(u.group, supported_modes(u) & path, u.describe(), u.file, u.site.node,
+            # (in a function of undecided path, the path of the stream switch around the call, as SL502 sees it)
+            here = path
+            if path == ALL_PATHS:
+                here = ctx.project.path_index.scope_path(file, site).modes or ALL_PATHS
+            yield site, [_Entry(u.group, supported_modes(u) & here, u.describe(), u.file, u.site.node,
                                 f"{u.describe()} ({u.group})", site.guards) for u in uses
-                         if supported_modes(u) & path]
+                         if supported_modes(u) & here]
             continue
         guard = (modes_under(site.guards) or ALL_PATHS) & path
         entries = []

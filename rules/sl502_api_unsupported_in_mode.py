@@ -81,7 +81,9 @@ class ApiUnsupportedInMode(Rule):
                 continue  # a forwarding helper: reported at its callers, on their paths
             path = project.execution_path(file, fn)
             if not path.modes:
-                continue
+                path = project.path_index.scope_path(file, site)  # a function switching with both families
+                if not path.modes:
+                    continue
             reported: set[str] = set()
             for what, bad, why, remedy in _problems(ctx, site, path.modes):
                 if what in reported:

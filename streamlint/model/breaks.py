@@ -32,6 +32,7 @@ from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.file import CallSite, FileModel, FunctionInfo, ScopeSite, dotted
 from streamlint.model.tensors import TensorTyper
+from streamlint.model.uses import bind_arguments
 from streamlint.model.walk import walk
 
 if TYPE_CHECKING:
@@ -94,6 +95,7 @@ class BreakAnalysis:
         self.project = project
         self._facts: dict[int, tuple[FunctionInfo, FunctionBreaks]] = {}
         self._reach: dict[int, tuple[FunctionInfo, Reach | None]] = {}
+        self._param_breaks: dict[int, tuple[FunctionInfo, dict[str, Break]]] = {}
         self._sites: dict[int, tuple[FileModel, dict[int, CallSite]]] = {}
         self._loggers: dict[int, tuple[FileModel, frozenset[str]]] = {}
         self._typers: dict[int, tuple[FunctionInfo, "TensorTyper"]] = {}
@@ -280,6 +282,58 @@ class BreakAnalysis:
             self._reach[id(fn)] = (fn, result)
         return result
 
+    # ---- callee parameter typing
+    def param_breaks(self, file: FileModel, fn: FunctionInfo, _depth: int = 0) -> dict[str, Break]:
+        """Breaks that happen when a parameter holds a tensor: ``.item()`` / ``.tolist()`` on a parameter
+        whose type ``fn`` cannot tell (``def to_list(t): return t.tolist()``), directly or passed on to a
+        callee that does so. A caller that passes a tensor for that parameter reaches the break. Only
+        unconditional calls count: a break under an ``if`` may be off whenever the caller's scope is on."""
+        entry = self._param_breaks.get(id(fn))
+        if entry is not None and entry[0] is fn:
+            return entry[1]
+        self._param_breaks[id(fn)] = (fn, {})  # recursion guard
+        found: dict[str, Break] = {}
+        params = set(_own_params(fn))
+        typer = self.typer(file, fn)
+        for live in self.facts(file, fn).calls:
+            site = live.site
+            if site.guards:
+                continue
+            receiver = site.receiver
+            if site.method in apis.TENSOR_SYNC_METHODS and not site.node.args and isinstance(receiver, cst.Name) \
+                    and receiver.value in params and receiver.value not in fn.name_assigns \
+                    and not typer.is_tensor(receiver) and not typer.known_non_tensor(receiver):
+                what = f"`Tensor{apis.TENSOR_SYNC_METHODS[site.method]}` on parameter `{receiver.value}`"
+                found.setdefault(receiver.value, Break(site.node, what, file, fn, live.scope, True))
+                continue
+            target = self.project.call_target(file, site) if _depth < 4 else None
+            if target is None:
+                continue
+            callee, mod = target
+            inner = self.param_breaks(mod, callee, _depth + 1)
+            if not inner:
+                continue
+            for param, arg in bind_arguments(_own_params(callee), site.node, callee.kwonly).items():
+                if param in inner and isinstance(arg, cst.Name) and arg.value in params \
+                        and arg.value not in fn.name_assigns:
+                    found.setdefault(arg.value, inner[param])
+        self._param_breaks[id(fn)] = (fn, found)
+        return found
+
+    def passed_tensor_break(self, file: FileModel, fn: FunctionInfo | None, site: CallSite,
+                            callee: FunctionInfo, cmod: FileModel) -> Break | None:
+        """The break a call reaches because it passes a tensor to a parameter the callee syncs on."""
+        if fn is None:
+            return None
+        breaks = self.param_breaks(cmod, callee)
+        if not breaks:
+            return None
+        typer = self.typer(file, fn)
+        for param, arg in bind_arguments(_own_params(callee), site.node, callee.kwonly).items():
+            if param in breaks and arg is not None and typer.is_tensor(arg):
+                return breaks[param]
+        return None
+
     # ---- scopes
     def no_break_scope(self, file: FileModel, site: ScopeSite | None) -> "ScopeUse | None":
         """The innermost enclosing TorchAir (no-graph-break) scope, if any."""
@@ -295,6 +349,12 @@ class BreakAnalysis:
                 break
         self._scopes[id(site)] = (site, found)
         return found
+
+
+def _own_params(fn: FunctionInfo) -> tuple[str, ...]:
+    """The parameters a call binds (``self`` / ``cls`` of a method excluded), keyword-only ones last."""
+    params = fn.params[1:] if fn.class_name is not None and fn.params[:1] in (("self",), ("cls",)) else fn.params
+    return params + fn.kwonly
 
 
 def is_no_break(use) -> bool:

@@ -9,6 +9,7 @@ and return it (``_build_compiler_config()``).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -46,6 +47,10 @@ class ConfigObject:
         target = f"{self.variable}.{name}"
         return [a for a in self.assigns if a.target == target]
 
+    def default_mode_possible(self) -> bool:
+        """Every ``mode`` assignment sits under a condition: on some runs the mode stays the default."""
+        return all(a.guards for a in self.field("mode"))
+
     def modes(self) -> frozenset[str] | None:
         """The execution paths this config selects; None when a mode value cannot be resolved."""
         assigns = self.field("mode")
@@ -70,6 +75,9 @@ class CompileSite:
     modes: frozenset[str] | None  # None: unknown
     dynamic: bool | None  # None: not given / not a literal
     targets: list[tuple[FunctionInfo, FileModel]]
+    # the compiled object is built at run time (a loader's result, a model attribute set from one), so
+    # `targets` cannot be known: rules may fall back to the project's model code, less sure
+    runtime_target: bool = False
 
     @property
     def node(self) -> cst.Call:
@@ -176,6 +184,15 @@ def _backend(project: "ProjectQueries", file: FileModel, fn: FunctionInfo | None
             if cfg_expr is None and expr.args and expr.args[0].keyword is None:
                 cfg_expr = expr.args[0].value
             return "torchair", find_config(project, file, fn, cfg_expr), cfg_expr is not None
+        target = project.function(file.resolve(expr.func, fn), file) if _depth < 4 else None
+        if target is not None:
+            # a backend factory (`def make_backend(): ...; return get_npu_backend(compiler_config=cfg)`),
+            # in this module or another: the backend its return statements build
+            callee, mod = target
+            for ret in callee.returns:
+                kind = _backend(project, mod, callee, ret.value, _depth + 1)
+                if kind[0] != "unknown":
+                    return kind
         return "unknown", None, False
     name = dotted(expr)
     if name is not None and fn is not None and _depth < 4:
@@ -226,7 +243,9 @@ def _targets(project: "ProjectQueries", file: FileModel, fn: FunctionInfo | None
         attr = name.split(".")[1]
         cls = file.classes[fn.class_name]
         ctor = cls.attr_types.get(attr)
-        if ctor is not None:
+        sym = project.symbol(ctor, file) if ctor is not None else None
+        if sym is not None and isinstance(sym[0], ClassInfo):
+            # `self.model = Model(cfg)`; a loader's result (`self.model = get_model(cfg)`) is built at run time
             return _class_entry(project, file, ctor)
     if "." in name:  # model.forward / self.model.forward
         head, _, method = name.rpartition(".")
@@ -262,12 +281,13 @@ def compile_site(project: "ProjectQueries", file: FileModel, site: CallSite) -> 
         targets = [(decorated[0], file)]
     else:
         targets = _targets(project, file, fn, target_expr)
+    runtime = not targets and not decorated and _built_at_run_time(project, file, fn, target_expr)
     if spec.role is Role.CACHE_COMPILE:
         config = find_config(project, file, fn, kwargs.get("config"))
         modes = config.modes() if config is not None else frozenset({DEFAULT_TORCHAIR_MODE})
         dynamic = _bool_literal(kwargs.get("dynamic"))
         return CompileSite(file, site, spec.role, "torchair", config, modes,
-                           True if "dynamic" not in kwargs else dynamic, targets)
+                           True if "dynamic" not in kwargs else dynamic, targets, runtime)
     backend, config, has_config = _backend(project, file, fn, kwargs.get("backend"))
     if backend == "npu":
         modes: frozenset[str] | None = frozenset({"ge"})
@@ -286,7 +306,40 @@ def compile_site(project: "ProjectQueries", file: FileModel, site: CallSite) -> 
             if isinstance(el, cst.DictElement) and string_value(el.key) == "force_eager" \
                     and _bool_literal(el.value) is True:
                 modes = frozenset({"eager"})
-    return CompileSite(file, site, spec.role, backend, config, modes, _bool_literal(kwargs.get("dynamic")), targets)
+    return CompileSite(file, site, spec.role, backend, config, modes, _bool_literal(kwargs.get("dynamic")), targets,
+                       runtime)
+
+
+def _built_at_run_time(project: "ProjectQueries", file: FileModel, fn: FunctionInfo | None,
+                       expr: cst.BaseExpression | None, _depth: int = 0) -> bool:
+    """Whether a compiled object whose code cannot be resolved is built at run time: a model attribute
+    (``self.model``, ``self.model.__dict__[name]``) or the result of a loader call (``get_model(cfg)``),
+    not a class constructed in place (a class defined inside a function is only unresolved)."""
+    if expr is None or _depth > 4:
+        return False
+    if isinstance(expr, cst.Subscript):
+        return _built_at_run_time(project, file, fn, expr.value, _depth + 1)
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _MODULE_SELF_METHODS:
+            return _built_at_run_time(project, file, fn, func.value, _depth + 1)
+        callee = dotted(func)
+        return callee is not None and not _defines_class(file, callee.rsplit(".", 1)[-1]) \
+            and not isinstance((project.symbol(file.resolve(func, fn) or "", file) or (None,))[0], ClassInfo)
+    name = dotted(expr)
+    if name is None:
+        return False
+    if name.startswith("self."):
+        return True
+    if fn is not None and name in fn.name_assigns:
+        return any(_built_at_run_time(project, file, fn, v, _depth + 1) for v in fn.name_assigns[name])
+    return False
+
+
+def _defines_class(file: FileModel, name: str) -> bool:
+    """Whether the module defines a class of that name anywhere, nested ones included (``class
+    Module(nn.Module)`` inside a test function)."""
+    return re.search(rf"\bclass\s+{re.escape(name)}\b", file.source.text) is not None
 
 
 # ---- configuration fields, flag exclusivity, and what a compile reaches (SL401/SL402/SL403)
@@ -378,8 +431,32 @@ def reached_uses(project: "ProjectQueries", cs: CompileSite, roles: "frozenset[R
     """API uses with ``roles`` in the code a compile site reaches (through the call graph from its
     targets), in a deterministic order. A wrapper's own forwarding call is represented by its callers'
     uses. With ``mode``, only uses that can run on that execution path (wrapper variants, mode guards)."""
+    return _uses_in(project, project.reachable(cs.targets), roles, mode)
+
+
+_MULTI_STREAM_MARKERS = (b"npu_stream_switch", b"NpuStreamSwitch", b"npu_prefetch")
+
+
+def model_uses(project: "ProjectQueries", roles: "frozenset[Role]", mode: str | None = None) -> list[ApiUse]:
+    """API uses with ``roles`` in the project's model code: what the ``forward`` of a class reaches, for
+    the classes of the modules that mention a multi-stream API. The answer for a compile whose model is
+    built at run time (``torch.compile(self.model)`` after ``self.model = get_model(cfg)``): the project's
+    models are what it may compile; rules reporting from it say they are less sure."""
+    project.note_wide_read()
+    cache: dict = project.derived("model_uses")
+    key = (roles, mode)
+    if key not in cache:
+        entries = [(method, mod) for mod in project.files_containing(_MULTI_STREAM_MARKERS)
+                   for cls in mod.classes.values() for name, method in cls.methods.items()
+                   if name in ("forward", "__call__")]
+        cache[key] = _uses_in(project, project.reachable(entries), roles, mode)
+    return cache[key]
+
+
+def _uses_in(project: "ProjectQueries", functions, roles: "frozenset[Role] | set[Role]",
+             mode: str | None) -> list[ApiUse]:
     found: list[ApiUse] = []
-    for fn, mod in project.reachable(cs.targets):
+    for fn, mod in functions:
         if project.wrapper(fn, mod) is not None:
             continue
         for site in fn.calls:

@@ -19,6 +19,7 @@ from streamlint.model.wrappers import modes_under
 
 from streamlint.model.queries import ExecutionPath, ProjectQueries
 
+_SWITCH_ROLES = frozenset({Role.STREAM_SWITCH, Role.NATIVE_STREAM_CONTEXT, Role.SET_STREAM})
 _FAMILY_MODE = {
     Family.TAGGED_EVENT: "reduce-overhead",
     Family.GE_SCOPE: "ge",
@@ -98,19 +99,45 @@ class PathIndex:
         if fn is None:
             return ExecutionPath(frozenset(), "unknown")
         families: set[Family] = set()
+        switching: set[Family] = set()  # the families of the APIs that switch streams
         for site in fn.calls:
             for use in self.project.api_uses(file, site):
                 if use.family is not None and use.modes is None and use.role not in (Role.CURRENT_STREAM,):
                     families.add(use.family)
+                    if use.role in _SWITCH_ROLES:
+                        switching.add(use.family)
         for scope in fn.scopes:
             for use in self.project.scope_use(file, scope).uses:
                 if use.family is not None and use.modes is None:
                     families.add(use.family)
+                    if use.role in _SWITCH_ROLES:
+                        switching.add(use.family)
         modes = frozenset(_FAMILY_MODE[f] for f in families)
         if Family.TAGGED_EVENT in families:
             modes = frozenset({"reduce-overhead"})  # tagged events + npu_stream_switch: the documented combination
+        elif len(modes) > 1 and len(switching) == 1:
+            # the stream switch selects the path (rules.md: each path has its own switch); an ordering API of
+            # another family inside it (`npu_wait_tensor` under `torch.npu.stream(s)`) is unsupported there
+            # (SL502), not a second path
+            modes = frozenset({_FAMILY_MODE[next(iter(switching))]})
         if len(modes) == 1:
             return ExecutionPath(modes, "family")
+        return ExecutionPath(frozenset(), "unknown")
+
+    def scope_path(self, file: FileModel, site: CallSite) -> ExecutionPath:
+        """For a call in a function whose path is undecided (it switches streams with both families): the
+        path the innermost stream switch around the call selects, as for a whole function (rules.md: each
+        path has its own switch) — a `with npu_stream_switch(tag):` body is GE code, a
+        `with torch.npu.stream(s):` body native. Unknown outside such a scope, or under a mode-dispatching
+        wrapper."""
+        for scope in self.project.enclosing_scopes(file, site.scope):
+            switches = [u for u in scope.uses if u.role in _SWITCH_ROLES and u.family is not None]
+            if not switches:
+                continue
+            families = {u.family for u in switches}
+            if len(families) == 1 and all(u.modes is None for u in switches):
+                return ExecutionPath(frozenset({_FAMILY_MODE[families.pop()]}), "the enclosing stream switch")
+            break
         return ExecutionPath(frozenset(), "unknown")
 
     def modes_at(self, file: FileModel, site: CallSite) -> frozenset[str]:

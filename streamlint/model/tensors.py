@@ -437,6 +437,14 @@ class TensorTyper:
             cls = self._annotation_class(ann)
             if cls is not None:
                 self.param_classes[name] = cls
+        for site in self.fn.calls:
+            # the operands of `npu_wait_tensor(x, dep)` (directly or through a wrapper) are tensors by the API
+            for use in self.project.api_uses(self.file, site):
+                if use.role is Role.WAIT_TENSOR:
+                    for key in ("self", "dependency"):
+                        arg = use.bind.get(key)
+                        if isinstance(arg, cst.Name) and arg.value not in self.non_tensors:
+                            self.tensors.add(arg.value)
         assigns: list[tuple[cst.BaseExpression, cst.BaseExpression | None, cst.BaseExpression | None]] = []
         _collect_assigns(self.file.local_nodes_of(self.fn.node.body), assigns)
         for _ in range(3):  # names assigned from names assigned later in the text

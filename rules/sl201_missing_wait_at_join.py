@@ -1,6 +1,6 @@
 from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.apis import STREAM_MARKERS
-from streamlint.model.dataflow import Race, file_flows
+from streamlint.model.dataflow import Race, file_flows, function_modes
 from streamlint.model.flow.results import FunctionFlow
 from streamlint.model.streams import MAIN, entry_stream_name, stream_expr, stream_label
 from streamlint.model.waits import partial_joins
@@ -85,12 +85,17 @@ class MissingWaitAtJoin(Rule):
             hint += _also_clears(ctx, race, flow, use_line, main)
             ctx.report(race.node, message, confidence=confidence, related=_related(ctx, race), hint=hint)
         for fn in ctx.file.functions.values():
-            for join in partial_joins(ctx.project, ctx.file, fn):
+            joins = partial_joins(ctx.project, ctx.file, fn)
+            if not joins:
+                continue
+            modes = function_modes(ctx.project, ctx.file, fn)
+            tag = "/".join(sorted(modes)) if modes else ("cuda" if "cuda" in ctx.file.source.text else "eager")
+            for join in joins:
                 model, store = join.evidence
                 ctx.report(join.loop,
                            first_line(f"this join loop leaves out the {join.dropped} element of `{join.collection}`: "
-                                      "its work is never waited for",
-                                      f"this join loop leaves out the {join.dropped} element of its events"),
+                                      f"its work is never waited for [{tag}]",
+                                      f"this join loop leaves out the {join.dropped} element of its events [{tag}]"),
                            confidence=Confidence.MEDIUM,
                            related=[Location(model.path, model.span(store), "event recorded and stored here")],
                            hint=f"`{join.collection}` holds events recorded after device work: iterate over every "

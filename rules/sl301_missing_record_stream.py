@@ -5,6 +5,7 @@ from streamlint._lazy import cst
 from streamlint.finding import Confidence, Edit, FixSafety, Location, Severity, Span
 from streamlint.model.apis import STREAM_MARKERS
 from streamlint.model.dataflow import MAIN, file_flows, stream_label
+from streamlint.model.recorders import broken_records
 from streamlint.rule import Invalid, Option, Rule, RuleContext, Valid
 
 
@@ -26,6 +27,12 @@ class MissingRecordStream(Rule):
     before each `with torch.npu.stream(side):`, or an event wait as the scope's first statement) cannot
     take a block back before the current stream's earlier reads: a side-stream tensor read on the current
     stream after the join is then not reported.
+
+    Code that implements the `record_stream` protocol for a caller (an object's `record_stream(self,
+    stream)`, a helper that only records tensors on a stream it is given) must record on that stream:
+    a record on the current stream instead, a loop over the held tensors that records none of them, a
+    `record_stream` method that never uses its stream, or an empty override of a base class's records
+    is reported where it happens (medium confidence: the caller's use of the stream is not seen).
 
     ## Example
     ```python
@@ -92,6 +99,23 @@ class MissingRecordStream(Rule):
                     related.append(Location(ctx.file.path, ctx.file.span(issue.free_node), "freed here"))
                 fix = None if tagged else self._fix(ctx, issue.node, issue.name, issue.use_stream, issue.mode)
                 ctx.report(issue.node, message, confidence=confidence, related=related, fix=fix)
+        for broken in broken_records(ctx.project, ctx.file):
+            ctx.report(broken.node, self._forwarder_message(broken), confidence=Confidence.MEDIUM)
+
+    @staticmethod
+    def _forwarder_message(broken) -> str:
+        given = f"`{broken.stream}`"
+        if broken.kind == "wrong-stream":
+            return (f"`{broken.detail}` is recorded on the current stream, not on {given}, the stream this "
+                    f"function is asked to record on: its memory can be reused while {given} still uses it")
+        if broken.kind == "unrecorded-loop":
+            return (f"this loop over `{broken.detail}` records none of them on {given}: their memory can be "
+                    f"reused while {given} still uses it")
+        if broken.kind == "ignores-stream":
+            return (f"`record_stream` never records on {given}: the tensors this object holds can be reused "
+                    f"while {given} still uses them")
+        return (f"this empty `record_stream` overrides `{broken.detail}.record_stream`: the tensors the base "
+                f"class records are no longer recorded on {given}")
 
     def _fix(self, ctx: RuleContext, node: cst.CSTNode, name: str, stream: str, mode: str):
         if not name.isidentifier() or (stream != MAIN and (stream.startswith("<") or stream.startswith("tag"))):

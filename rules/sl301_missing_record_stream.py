@@ -5,8 +5,9 @@ from streamlint._lazy import cst
 from streamlint.finding import Confidence, Edit, FixSafety, Location, Severity, Span
 from streamlint.model.apis import STREAM_MARKERS
 from streamlint.model.dataflow import file_flows
+from streamlint.model.recorders import broken_records
 from streamlint.model.streams import MAIN, entry_stream_name, stream_expr, stream_label
-from streamlint.rule import Invalid, Option, Rule, RuleContext, Valid
+from streamlint.rule import Invalid, Option, Rule, RuleContext, Valid, first_line
 
 
 class MissingRecordStream(Rule):
@@ -27,6 +28,12 @@ class MissingRecordStream(Rule):
     before each `with torch.npu.stream(side):`, or an event wait as the scope's first statement) cannot
     take a block back before the current stream's earlier reads: a side-stream tensor read on the current
     stream after the join is then not reported.
+
+    Code that implements the `record_stream` protocol for a caller (an object's `record_stream(self,
+    stream)`, a helper that only records tensors on a stream it is given) must record on that stream:
+    a record on the current stream instead, a loop over the held tensors that records none of them, a
+    `record_stream` method that never uses its stream, or an empty override of a base class's records
+    is reported where it happens (medium confidence: the caller's use of the stream is not seen).
 
     ## Example
     ```python
@@ -106,6 +113,33 @@ class MissingRecordStream(Rule):
                                 f"asks for at line {forks}, which clears both")
                     fix = self._fix(ctx, issue.node, issue.name, issue.use_stream, issue.mode, main, join)
                 ctx.report(issue.node, message, confidence=confidence, related=related, fix=fix, hint=hint)
+        tag = "cuda" if "cuda" in ctx.file.source.text and "npu" not in ctx.file.source.text else "eager"
+        for broken in broken_records(ctx.project, ctx.file):
+            first, hint = self._forwarder_message(broken)
+            ctx.report(broken.node, f"{first} [{tag}]", confidence=Confidence.MEDIUM, hint=hint)
+
+    @staticmethod
+    def _forwarder_message(broken) -> tuple[str, str]:
+        """(first line, hint) for a record_stream forwarder that does not record on the stream it is given."""
+        given = f"`{broken.stream}`"
+        if broken.kind == "wrong-stream":
+            first = first_line(f"`{broken.detail}` is recorded on the current stream, not on the given {given}",
+                               "a tensor is recorded on the current stream, not on the stream this function is given")
+            return first, (f"record `{broken.detail}` on {given}, the stream this function is asked to record on: "
+                           f"its memory can otherwise be reused while {given} still uses it")
+        if broken.kind == "unrecorded-loop":
+            first = first_line(f"this loop over `{broken.detail}` records none of them on {given}",
+                               "this loop records none of its tensors on the given stream")
+            return first, (f"call `.record_stream({broken.stream})` on each element: their memory can otherwise be "
+                           f"reused while {given} still uses them")
+        if broken.kind == "ignores-stream":
+            first = first_line(f"`record_stream` never records on {given}", "`record_stream` never records on its stream")
+            return first, (f"record every tensor this object holds on {given}: they can otherwise be reused while "
+                           f"{given} still uses them")
+        first = first_line(f"this empty `record_stream` drops what `{broken.detail}.record_stream` records",
+                           "this empty `record_stream` drops what the base class records")
+        return first, (f"call `super().record_stream({broken.stream})` or record the held tensors on {given}: the "
+                       "tensors the base class records are otherwise no longer recorded")
 
     @staticmethod
     def _hint(ctx: RuleContext, issue, main: str | None, line: int, flow) -> str:

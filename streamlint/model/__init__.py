@@ -52,4 +52,6 @@ Layer 3 — one function's flow
     ``families``    which API families does a function mix, and on which execution paths?
     ``scopes``      what runs inside a scope (transitive call search, SuperKernel options)?
     ``environment`` does the project set an environment variable (launch scripts, YAML, Python)?
+    ``recorders``   does a ``record_stream`` forwarder (an object's ``record_stream(stream)``, a helper
+                    recording a set of tensors on a stream parameter) record what it holds on that stream?
 """

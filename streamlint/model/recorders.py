@@ -1,0 +1,274 @@
+"""Functions that record tensors on a stream their caller chooses (the ``record_stream`` protocol).
+
+An object that holds device tensors implements ``record_stream(self, stream)`` so that a pipeline can
+hand all of it to another stream in one call (``batch.record_stream(side)``); a helper does the same for
+a set of tensors (``record_ctx(ctx, stream)``). The contract is to record every tensor it holds on *that*
+stream. Breaking it leaves the caller's stream unprotected however correct the caller is:
+
+- a record on the current stream (the caller's, usually the allocating one) instead of the stream it
+  was given: a no-op for the allocator;
+- a loop over the held tensors whose body records none of them;
+- a ``record_stream`` method that never uses its stream, or an override with an empty body that drops
+  the base class's records.
+
+Only pure forwarders are judged: a function that also switches streams, waits or synchronises orders its
+own work, and its records are judged by the dataflow (SL301's lifetime analysis) instead.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from streamlint._lazy import cst
+
+from streamlint.model.apis import Role
+from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
+from streamlint.model.project import Project
+from streamlint.model.streams import STREAM, is_current_stream, local_kind
+from streamlint.model.walk import children
+
+PROTOCOL = "record_stream"
+# Calls that order work between streams: a function making one is not a pure forwarder.
+_ORDERING_METHODS = frozenset({"wait_stream", "wait_event", "wait", "record", "record_event", "synchronize",
+                               "query"})
+_ORDERING_ROLES = frozenset({Role.NATIVE_STREAM_CONTEXT, Role.STREAM_SWITCH, Role.WAIT_TENSOR, Role.OPS_RECORD,
+                             Role.OPS_WAIT, Role.TAGGED_EVENT_RECORD, Role.TAGGED_EVENT_WAIT, Role.SET_STREAM,
+                             Role.DEVICE_SYNCHRONIZE})
+_STREAM_NAME = re.compile(r"(^|_)stream$")
+_SCALARS = frozenset({"bool", "int", "float", "str"})
+
+
+@dataclass(frozen=True)
+class BrokenRecord:
+    """A record_stream forwarder that does not record what it holds on the stream it was given."""
+
+    node: cst.CSTNode
+    kind: str  # "wrong-stream" | "unrecorded-loop" | "ignores-stream" | "drops-base"
+    stream: str  # the stream the function was given
+    detail: str  # the recorded tensor (wrong-stream), the loop target, or the base class
+
+
+def broken_records(project: Project, file: FileModel) -> list[BrokenRecord]:
+    out: list[BrokenRecord] = []
+    for fn in file.functions.values():
+        if _records_anything(fn) or fn.node.name.value == PROTOCOL:
+            out += _check(project, file, fn)
+        if fn.node.name.value == "__torch_dispatch__":
+            out += _dispatch_branches(project, file, fn)
+    return out
+
+
+def _records_anything(fn: FunctionInfo) -> bool:
+    return any(site.method == PROTOCOL for site in fn.calls)
+
+
+def _check(project: Project, file: FileModel, fn: FunctionInfo) -> list[BrokenRecord]:
+    stream = _given_stream(project, file, fn)
+    if stream is None or not _pure_forwarder(project, file, fn):
+        return []
+    protocol = fn.node.name.value == PROTOCOL and fn.class_name is not None
+    out: list[BrokenRecord] = []
+    if protocol and _stub(fn.node):
+        base = _base_recorder(project, file, fn)
+        if base is not None:
+            out.append(BrokenRecord(fn.node.name, "drops-base", stream, base))
+        return out
+    if protocol and not _mentions(fn.node.body, stream) and not _stub(fn.node, abstract=True):
+        return [BrokenRecord(fn.node.name, "ignores-stream", stream, "")]
+    for site in fn.calls:
+        if site.method != PROTOCOL or site.receiver is None or len(site.node.args) != 1:
+            continue
+        arg = site.node.args[0].value
+        if is_current_stream(project, file, fn, arg):
+            out.append(BrokenRecord(site.node, "wrong-stream", stream, file.code(site.receiver)))
+    if protocol:
+        for loop in _loops(fn.node.body):
+            if _silent(loop, stream) and _mentions(loop.iter, *_holders(fn)):
+                out.append(BrokenRecord(loop, "unrecorded-loop", stream, file.code(loop.target)))
+    return out
+
+
+def _dispatch_branches(project: Project, file: FileModel, fn: FunctionInfo) -> list[BrokenRecord]:
+    """``if func == torch.ops.aten.record_stream.default:`` (a tensor subclass's ``__torch_dispatch__``):
+    the branch implements the protocol for the subclass's inner tensors, with the stream unpacked from
+    the op's arguments (``qt, stream = args``)."""
+    out: list[BrokenRecord] = []
+    for branch in _nodes(fn.node.body, cst.If):
+        if not _tests_record_op(branch.test):
+            continue
+        unpacked = _unpacked(branch.body)
+        streams = [n for n in unpacked if _STREAM_NAME.search(n)]
+        if len(streams) != 1:
+            continue
+        stream, held = streams[0], tuple(n for n in unpacked if n != streams[0])
+        inside = {id(n) for n in _nodes(branch.body, cst.Call)}
+        for site in fn.calls:
+            if id(site.node) in inside and site.method == PROTOCOL and site.receiver is not None \
+                    and len(site.node.args) == 1 and is_current_stream(project, file, fn, site.node.args[0].value):
+                out.append(BrokenRecord(site.node, "wrong-stream", stream, file.code(site.receiver)))
+        for loop in _loops(branch.body):
+            if _silent(loop, stream) and _mentions(loop.iter, *held):
+                out.append(BrokenRecord(loop, "unrecorded-loop", stream, file.code(loop.target)))
+    return out
+
+
+def _silent(loop: cst.For, stream: str) -> bool:
+    """A loop that neither uses the stream nor records anything (a record on another stream is reported
+    at that record)."""
+    return not _mentions(loop.body, stream) and not any(
+        isinstance(call.func, cst.Attribute) and call.func.attr.value == PROTOCOL
+        for call in _nodes(loop.body, cst.Call))
+
+
+def _tests_record_op(test: cst.BaseExpression) -> bool:
+    """``func == <...>.record_stream<...>`` / ``func is ...``."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1 \
+            or not isinstance(test.comparisons[0].operator, (cst.Equal, cst.Is)):
+        return False
+    return any(isinstance(n, cst.Attribute) and n.attr.value == PROTOCOL
+               for side in (test.left, test.comparisons[0].comparator) for n in _nodes(side, cst.Attribute))
+
+
+def _unpacked(body: cst.BaseSuite) -> list[str]:
+    """Names bound by ``a, b = ...`` statements directly in a block."""
+    names: list[str] = []
+    for stmt in getattr(body, "body", ()):
+        for small in getattr(stmt, "body", ()) if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Assign):
+                for target in small.targets:
+                    if isinstance(target.target, (cst.Tuple, cst.List)):
+                        names += [el.value.value for el in target.target.elements if isinstance(el.value, cst.Name)]
+    return names
+
+
+def _nodes(root: cst.CSTNode, kind: type) -> list:
+    out = []
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, kind):
+            out.append(n)
+        stack.extend(children(n))
+    return out
+
+
+def _given_stream(project: Project, file: FileModel, fn: FunctionInfo) -> str | None:
+    """The one stream the function is told to record on: a stream parameter, or a local stream it builds
+    from its parameters (not the current stream). None when there is none or several."""
+    names = [p for p in fn.all_params if p not in ("self", "cls")
+             and (local_kind(project, file, fn, p) == STREAM or (_STREAM_NAME.search(p) and _may_hold_stream(fn, p)))]
+    for local, values in fn.name_assigns.items():
+        looked_up = _STREAM_NAME.search(local) and all(isinstance(v, cst.Call) for v in values)
+        if local not in fn.all_params and (looked_up or local_kind(project, file, fn, local) == STREAM) \
+                and not any(is_current_stream(project, file, fn, v) for v in values):
+            names.append(local)
+    return names[0] if len(names) == 1 else None
+
+
+def _may_hold_stream(fn: FunctionInfo, name: str) -> bool:
+    """A parameter named like a stream that is not declared or defaulted as a flag, number or string
+    (``record_stream: bool = False`` says whether to record, not where)."""
+    params = fn.node.params
+    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+        if param.name.value != name:
+            continue
+        annotation = param.annotation.annotation if param.annotation is not None else None
+        if isinstance(annotation, cst.Name) and annotation.value in _SCALARS:
+            return False
+        default = param.default
+        if isinstance(default, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)) or (
+                isinstance(default, cst.Name) and default.value in ("True", "False")):
+            return False
+    return True
+
+
+def _pure_forwarder(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
+    for site in fn.calls:
+        if site.method in _ORDERING_METHODS:
+            return False
+        if any(use.role in _ORDERING_ROLES for use in project.api_uses(file, site)):
+            return False
+    return not fn.scopes or all(
+        not any(use.role in _ORDERING_ROLES for call in scope.calls
+                for site in [file.call_site(call)] if site is not None
+                for use in project.api_uses(file, site))
+        for scope in fn.scopes)
+
+
+def _holders(fn: FunctionInfo) -> tuple[str, ...]:
+    """Names whose contents the function records: ``self``, its parameters, and locals assigned only
+    from them (``tensors = [self.data] if ... else self.data``)."""
+    names = {p for p in fn.all_params if p != "cls"}
+    changed = True
+    while changed:
+        changed = False
+        for local, values in fn.name_assigns.items():
+            if local not in names and values and all(_mentions(v, *names) for v in values):
+                names.add(local)
+                changed = True
+    return tuple(sorted(names))
+
+
+def _mentions(node: cst.CSTNode, *names: str) -> bool:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Name) and n.value in names:
+            return True
+        stack.extend(children(n))
+    return False
+
+
+def _loops(body: cst.CSTNode) -> list[cst.For]:
+    out: list[cst.For] = []
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(n, cst.For):
+            out.append(n)
+        stack.extend(children(n))
+    return out
+
+
+def _stub(node: cst.FunctionDef, abstract: bool = False) -> bool:
+    """A body of only ``pass`` / ``...`` / a docstring (``abstract``: also ``raise`` / a bare ``return``)."""
+    body = node.body
+    simple = (cst.Pass, cst.Raise, cst.Return) if abstract else (cst.Pass,)
+    if not isinstance(body, cst.IndentedBlock):
+        return all(isinstance(s, (*simple, cst.Expr)) for s in body.body)
+    for stmt in body.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            return False
+        for small in stmt.body:
+            if isinstance(small, simple) and not (isinstance(small, cst.Return) and small.value is not None):
+                continue
+            if isinstance(small, cst.Expr) and isinstance(small.value, (cst.Ellipsis, cst.SimpleString,
+                                                                        cst.ConcatenatedString)):
+                continue
+            return False
+    return True
+
+
+def _base_recorder(project: Project, file: FileModel, fn: FunctionInfo) -> str | None:
+    """The base class whose non-empty ``record_stream`` this method overrides, if any."""
+    cls = file.classes.get(fn.class_name or "")
+    seen: set[int] = set()
+    todo: list[tuple[ClassInfo, FileModel]] = [(cls, file)] if cls is not None else []
+    while todo and len(seen) < 16:
+        current, mod = todo.pop()
+        for base in current.bases:
+            sym = project.symbol(base, mod) if base else None
+            if sym is None or not isinstance(sym[0], ClassInfo) or id(sym[0]) in seen:
+                continue
+            seen.add(id(sym[0]))
+            method = sym[0].methods.get(PROTOCOL)
+            if method is not None and not _stub(method.node) and _records_anything(method):
+                return sym[0].name
+            todo.append(sym)
+    return None
+
+
+__all__ = ["BrokenRecord", "broken_records"]

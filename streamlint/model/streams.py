@@ -87,7 +87,7 @@ def _outside_stream_scopes(project: Project, file: FileModel, site: CallSite) ->
 
 
 def kind_of_value(project: Project, file: FileModel, value: cst.BaseExpression, _depth: int = 0) -> str | None:
-    """Kind of an assigned value: a stream/event constructor, or a list of them."""
+    """Kind of an assigned value: a stream/event constructor, or a list (tuple, dict comprehension) of them."""
     if isinstance(value, cst.Call):
         return kind_of_call(project, file, value, _depth)
     element: cst.BaseExpression | None = None
@@ -95,6 +95,8 @@ def kind_of_value(project: Project, file: FileModel, value: cst.BaseExpression, 
         element = value.elt
     elif isinstance(value, (cst.List, cst.Tuple)) and value.elements:
         element = value.elements[0].value
+    elif isinstance(value, cst.DictComp):  # `{name: torch.cuda.Stream() for name in names}`
+        element = value.value
     if isinstance(element, cst.Call):
         inner = kind_of_call(project, file, element, _depth)
         if inner in (STREAM, MAIN_STREAM):

@@ -10,6 +10,9 @@ Layout: ``OUT_DIR/pyproject.toml`` and ``OUT_DIR/stack/pkgNN/`` packages of modu
   (``pkgNN/utils.py``), ``torch.npu`` streams and events, tagged events, compile configs and runners;
 - ~0.5% large files (3,000+ lines), a few of them with streams.
 
+``--repo-shaped`` builds the other shape (``build_repo``): 60% of the files mention streams and the
+imports form chains and cycles, as in a real Ascend repository (see bench/scale.py).
+
 The output is a pure function of ``--files`` and ``--seed`` (same bytes on every run).
 """
 
@@ -262,6 +265,67 @@ def stream_module(rng: random.Random, kind: int, target_lines: int = 0) -> str:
     return text
 
 
+MENTION = '''
+
+_PATTERN = re.compile(r"layer_(\\d+)")  # re.compile: no compile site
+
+
+def sync_{i}(stream=None) -> None:
+    """Wait for the side stream; torch.compile users call this before capture."""
+    (stream or torch.npu.current_stream()).synchronize()
+'''
+
+
+def repo_module(rng: random.Random, index: int, names: list[str], mentions: bool) -> str:
+    """A module of a repo-shaped corpus: plain model code that imports the 1-3 previous modules of its
+    package (chains) and, one in ten, a later one (cycles); ``mentions``: it also touches a stream."""
+    text = plain_module(rng, False)
+    imports = [names[j] for j in range(max(0, index - rng.randrange(1, 4)), index)]
+    if index % 10 == 5 and index + 3 < len(names):
+        imports.append(names[index + 3])  # a cycle: that module imports this one back through its chain
+    head = "import re\n" + "".join(f"from . import {n}\n" for n in imports)
+    return head + text + (MENTION.format(i=index) if mentions else "")
+
+
+def build_repo(out: Path, files: int, seed: int = 7) -> dict[str, int]:
+    """A repo-shaped corpus (``--repo-shaped``): 60% of the files mention streams (as in torch_npu or
+    vllm-ascend, where the byte prefilter keeps most of the tree), about 1% are real multi-stream
+    modules (wrappers, compile runners, tagged events), imports form chains and cycles."""
+    rng = random.Random(seed)
+    if out.exists():
+        shutil.rmtree(out)
+    root = out / "repo"
+    root.mkdir(parents=True)
+    (out / "pyproject.toml").write_text('[project]\nname = "bench-repo"\nversion = "0"\n', encoding="utf-8")
+    (root / "__init__.py").write_text("", encoding="utf-8")
+    counts = {"files": 1, "plain": 0, "mentions": 0, "stream": 0, "utils": 0}
+    written, p = 1, 0
+    while written < files:
+        pkg = root / f"pkg{p:03d}"
+        pkg.mkdir()
+        (pkg / "__init__.py").write_text(f'"""Package {p}."""\n', encoding="utf-8")
+        (pkg / "utils.py").write_text(UTILS, encoding="utf-8")
+        written += 2
+        counts["files"] += 2
+        counts["utils"] += 1
+        n = min(98, files - written)
+        names = [f"mod_{_ident(rng, 2)}_{i:03d}" for i in range(n)]
+        for i, name in enumerate(names):
+            roll = rng.random()
+            if roll < 0.01:
+                text = stream_module(rng, rng.randrange(5))
+                counts["stream"] += 1
+            else:
+                mentions = roll < 0.60
+                text = repo_module(rng, i, names, mentions)
+                counts["mentions" if mentions else "plain"] += 1
+            (pkg / f"{name}.py").write_text(text, encoding="utf-8")
+        written += n
+        counts["files"] += n
+        p += 1
+    return counts
+
+
 def build(out: Path, files: int, seed: int = 7) -> dict[str, int]:
     rng = random.Random(seed)
     if out.exists():
@@ -318,8 +382,10 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--files", type=int, default=5000)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--repo-shaped", action="store_true",
+                        help="60%% of the files mention streams, imports form chains and cycles (issue 15)")
     args = parser.parse_args()
-    counts = build(args.out, args.files, args.seed)
+    counts = (build_repo if args.repo_shaped else build)(args.out, args.files, args.seed)
     size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(args.out) for f in fs)
     print(f"wrote {counts['files']} files ({size / 1e6:.1f} MB) to {args.out}: " +
           ", ".join(f"{k} {v}" for k, v in counts.items() if k != "files"))

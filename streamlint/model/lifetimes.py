@@ -66,9 +66,29 @@ def _self_attr_kind(file: FileModel, cls: ClassInfo, attr: str) -> str | None:
         return None
     if kind is not None:
         return kind
-    assigned_in_init = any(a.target == f"self.{attr}" for m in _INIT_METHODS if m in cls.methods
-                           for a in cls.methods[m].assigns)
-    return "a `self.*` tensor allocated once in `__init__`" if assigned_in_init else None
+    init_values = [(cls.methods[m], a.value) for m in _INIT_METHODS if m in cls.methods
+                   for a in cls.methods[m].assigns if a.target == f"self.{attr}"]
+    if not init_values or all(_handed_in(method, value) for method, value in init_values):
+        # A field set from the constructor's arguments holds what the caller handed in (a batch
+        # container's per-batch tensors), not storage allocated once by the object.
+        return None
+    return "a `self.*` tensor allocated once in `__init__`"
+
+
+def _handed_in(method: FunctionInfo, value: cst.BaseExpression | None) -> bool:
+    """Whether ``value`` is (a choice between ``None`` and) the method's own arguments, at least one."""
+    leaves, stack = [], [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, cst.IfExp):
+            stack += [v.body, v.orelse]
+        elif isinstance(v, cst.BooleanOperation):
+            stack += [v.left, v.right]
+        else:
+            leaves.append(v)
+    names = [v.value for v in leaves if isinstance(v, cst.Name)]
+    return len(names) == len(leaves) and all(n in method.all_params or n == "None" for n in names) \
+        and any(n in method.all_params for n in names)  # a field only set to None here is set by other code
 
 
 def _loop_over_parameters(file: FileModel, fn: FunctionInfo, name: str) -> str | None:
@@ -99,4 +119,28 @@ def _module_global(file: FileModel, name: str) -> bool:
     return False
 
 
-__all__ = ["persistent_kind"]
+def module_constant(file: FileModel, name: str) -> bool:
+    """Is the module global ``name`` a host constant (``HEAD_DIM = 128``, ``ROWS = 2 * HEAD_DIM``)? Every
+    module-level assignment to it is a literal or arithmetic of such constants."""
+    memo = file.__dict__.setdefault("_module_constants", {})
+    if name not in memo:
+        memo[name] = False  # a cycle is no evidence
+        values = [small.value for stmt in file.module.body if isinstance(stmt, cst.SimpleStatementLine)
+                  for small in stmt.body if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None
+                  and any(isinstance(t, cst.Name) and t.value == name for t in (
+                      [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]))]
+        memo[name] = bool(values) and all(_constant(file, v) for v in values)
+    return memo[name]
+
+
+def _constant(file: FileModel, v: cst.BaseExpression, depth: int = 0) -> bool:
+    if isinstance(v, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)):
+        return True
+    if isinstance(v, cst.Name):
+        return v.value in ("True", "False") or module_constant(file, v.value)
+    if depth < 4 and isinstance(v, cst.BinaryOperation):
+        return _constant(file, v.left, depth + 1) and _constant(file, v.right, depth + 1)
+    return depth < 4 and isinstance(v, cst.UnaryOperation) and _constant(file, v.expression, depth + 1)
+
+
+__all__ = ["module_constant", "persistent_kind"]

@@ -21,6 +21,21 @@ def target_names(target: cst.BaseExpression, *, skip: frozenset[str] = frozenset
     return []
 
 
+def field_reads(body: cst.CSTNode, names: set[str], ignore: frozenset[str]) -> set[str]:
+    """The ``names`` whose fields ``body`` reads (``config.num_tokens``; not ``p.method()`` and not the
+    attributes in ``ignore``): evidence that the name holds an object with fields."""
+    out: set[str] = set()
+    stack: list[cst.CSTNode] = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value in names \
+                and node.attr.value not in ignore:
+            out.add(node.value.value)
+        method_call = isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+        stack.extend([node.func.value, *node.args] if method_call else children(node))
+    return out
+
+
 def class_field_annotation(cls: cst.ClassDef, attr: str) -> cst.BaseExpression | None:
     """The annotation of a class-level field (dataclass style: ``ready_event: torch.npu.Event``)."""
     for stmt in cls.body.body:

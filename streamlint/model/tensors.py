@@ -25,7 +25,7 @@ from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, string_value
 from streamlint.model.streams import EVENT, STREAM, annotation_kind, derived
-from streamlint.model.syntax import class_field_annotation, target_names
+from streamlint.model.syntax import class_field_annotation, field_reads, target_names
 from streamlint.model.walk import children
 
 if TYPE_CHECKING:
@@ -239,8 +239,16 @@ def host_attr(project: Project, file: FileModel, cls: ClassInfo | None, attr: st
     return memo[attr]
 
 
-def _host_value(fn: FunctionInfo, v: cst.BaseExpression) -> bool:
+def _host_value(fn: FunctionInfo, v: cst.BaseExpression, depth: int = 0) -> bool:
     if isinstance(v, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+        return True
+    if depth < 4 and isinstance(v, (cst.BinaryOperation, cst.UnaryOperation)):  # `cpu_size // gpu_size`
+        return all(_host_value(fn, x, depth + 1) for x in ((v.left, v.right) if isinstance(
+            v, cst.BinaryOperation) else (v.expression,)))
+    if isinstance(v, cst.Call) and (dotted(v.func) or "").rsplit(".", 1)[-1] in (
+            "len", "int", "str", "bool", "dict", "list", "set", "OrderedDict", "defaultdict"):
+        return True  # a builtin giving a host scalar, or a container (its slots are tracked by their own keys)
+    if isinstance(v, (cst.Dict, cst.List, cst.Set)) and not v.elements:
         return True
     if not isinstance(v, cst.Name):
         return False
@@ -300,6 +308,7 @@ def param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict[str
 
     own = f"{file.module_name}.{fn.class_name}." if fn.class_name else None
     project_methods = {name for cls in file.classes.values() for name in cls.methods}
+    fielded = field_reads(fn.node.body, params, META_ATTRS | VIEW_ATTRS | {"grad", "data"})
     for site in fn.calls:
         call = site.node
         func = call.func
@@ -326,7 +335,8 @@ def param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict[str
                 note(receiver.value, EVENT)
             elif method in project_methods and not tensor_method(method):
                 note(receiver.value, "other")  # `plan.wait_current_stream()`: an object of a project class
-            elif method not in _NON_TENSOR_RECEIVER_METHODS:
+            elif method not in _NON_TENSOR_RECEIVER_METHODS and not (
+                    receiver.value in fielded and not tensor_method(method)):  # `config.use_eagle()`: an object
                 note(receiver.value, "tensor")
         if roles & {Role.TAGGED_EVENT_RECORD, Role.TAGGED_EVENT_WAIT, Role.CURRENT_STREAM, Role.STREAM_NEW,
                     Role.EVENT_NEW, Role.DEVICE_SYNCHRONIZE}:

@@ -15,7 +15,7 @@ from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, st
 from streamlint.model.flow.values import CVal, EVal, KVal, MAX_INLINE_DEPTH, NONE, State, SVal, TVal, TupVal
 from streamlint.model.streams import EVENT, STREAM, derived, is_current_stream, on_self, outside_stream_scopes
 from streamlint.model.syntax import contains, strip_not
-from streamlint.model.tensors import ESCAPE_METHODS, return_kind
+from streamlint.model.tensors import ESCAPE_METHODS, VIEW_ATTRS, VIEW_METHODS, return_kind
 from streamlint.model.uses import bind_arguments
 from streamlint.model.walk import children
 
@@ -117,6 +117,91 @@ def current_stream_params(project: Project, file: FileModel, fn: FunctionInfo,
                 result.add(name)
     memo[id(fn)] = frozenset(result)
     return memo[id(fn)]
+
+
+def forked_stream_params(project: Project, file: FileModel, fn: FunctionInfo, candidates: set[str],
+                         _depth: int = 0) -> frozenset[str]:
+    """Stream parameters (among ``candidates``) that every caller forks before the call: earlier in the
+    calling function it makes the stream it passes wait on its current stream (``s.wait_stream(
+    current_stream())``, or a project helper doing that to its parameter: ``fork_stats_stream(s)``), or it
+    passes its own parameter that its callers fork (the caller protocol, issue 16 §3). Inside ``fn`` such
+    a stream starts ordered after the caller's earlier work."""
+    memo = derived(project, "forked_stream_params")
+    if (id(fn), _depth) in memo:
+        return memo[(id(fn), _depth)]
+    memo[(id(fn), _depth)] = frozenset()
+    method = fn.class_name is not None and fn.params[:1] == ("self",)
+    all_params = (fn.params[1:] if method else fn.params) + fn.kwonly
+    params = [p for p in all_params if p in candidates]
+    sites = _callers(project, file, fn) if params and _depth < 3 else None
+    result = set()
+    for name in params if sites else ():
+        if all(_forked_before(project, model, site, bind_arguments(all_params, site.node, kwonly=fn.kwonly).get(name),
+                              _depth) for model, site in sites):
+            result.add(name)
+    memo[(id(fn), _depth)] = frozenset(result)
+    return memo[(id(fn), _depth)]
+
+
+def _forked_before(project: Project, model: FileModel, site, expr: cst.BaseExpression | None, depth: int) -> bool:
+    """Does the caller fork the stream ``expr`` after producing every argument it passes at ``site``?"""
+    caller = site.function
+    if expr is None or caller is None or not isinstance(expr, (cst.Name, cst.Attribute)):
+        return False
+    code = model.code(expr)
+    forks = set()
+    for other in caller.calls:
+        node = other.node
+        if other.method == "wait_stream" and model.code(node.func.value) == code and node.args \
+                and is_current_stream(project, model, caller, node.args[0].value):
+            forks.add(id(node))
+            continue
+        found = project.call_target(model, other)
+        if found is not None and found[0] is not caller:
+            g, gmod = found
+            gparams = (g.params[1:] if g.class_name is not None and g.params[:1] == ("self",) else g.params) + g.kwonly
+            if any(e is not None and model.code(e) == code and _waits_on_current(project, gmod, g, p)
+                   for p, e in bind_arguments(gparams, node, kwonly=g.kwonly).items()):
+                forks.add(id(node))
+    if forks and all(isinstance(a.value, (cst.Name, cst.Attribute, cst.Integer, cst.SimpleString))
+                     for a in site.node.args):  # a call computed as an argument runs after any fork
+        names = {n for a in site.node.args for n in [model.code(a.value).split(".")[0]]}
+        forked, stack = False, [caller.node.body]
+        while stack:
+            node = stack.pop()
+            if node is site.node:
+                return forked
+            if id(node) in forks:
+                forked = True
+            elif isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and names & {
+                    model.code(t).split(".")[0] for t in ([t.target for t in node.targets] if isinstance(
+                        node, cst.Assign) else [node.target])}:
+                forked = False  # an argument produced after the fork
+            stack.extend(reversed(children(node)))
+    if isinstance(expr, cst.Name) and expr.value in caller.all_params and expr.value not in caller.name_assigns:
+        return expr.value in forked_stream_params(project, model, caller, {expr.value}, depth + 1)
+    return False
+
+
+def event_waited_elsewhere(project: Project, fn: FunctionInfo, attr: str) -> bool:
+    """Does code outside ``fn`` wait on the event attribute ``attr`` (``stream.wait_event(mgr.done)``,
+    ``mgr.done.wait()``, a project ``_wait_event(s, mgr.done)``)? Then publishing it hands the join over."""
+    memo = derived(project, "event_waited_elsewhere")
+    if (id(fn), attr) not in memo:
+        paths = [path for path in project.all_files() if project.may_contain(path, (f".{attr}".encode(),))]
+        memo[(id(fn), attr)] = len(paths) <= MAX_CALLER_FILES and any(
+            site.function is not fn and any(w in (dotted(site.node.func) or site.method or "").rsplit(".", 1)[-1]
+                                             for w in ("wait", "synchronize"))
+            and any((dotted(e) or "").endswith(f".{attr}") for e in [site.node.func] + [a.value for a in site.node.args])
+            for model in filter(None, map(project.file, paths)) for site in model.calls)
+    return memo[(id(fn), attr)]
+
+
+def _waits_on_current(project: Project, file: FileModel, fn: FunctionInfo, param: str) -> bool:
+    """Does ``fn`` make its parameter ``param`` wait on the current stream (``param.wait_stream(cur)``)?"""
+    return any(site.method == "wait_stream" and isinstance(site.node.func.value, cst.Name)
+               and site.node.func.value.value == param and site.node.args
+               and is_current_stream(project, file, fn, site.node.args[0].value) for site in fn.calls)
 
 
 def node_mentions_ordering(node: cst.CSTNode) -> bool:
@@ -305,6 +390,32 @@ def _kept_arguments(project: Project, file: FileModel, site, _depth: int = 0) ->
 
 def kept_arguments(project: Project, file: FileModel, site) -> list[cst.BaseExpression]:
     return _kept_arguments(project, file, site)
+
+
+def returned_argument(project: Project, fn: FunctionInfo) -> str | None:
+    """The parameter a helper hands back, itself or a view of it, on every ``return`` (``return x`` /
+    ``return x[1:]`` / ``return x.view(...)``, shape normalisers; never rebound in the helper): its result
+    shares the caller's storage."""
+    memo = derived(project, "returned_argument")
+    if id(fn) not in memo:
+        found = {_argument_of(ret.value, fn.all_params) for ret in fn.returns}
+        param = found.pop() if len(found) == 1 else None
+        memo[id(fn)] = param if param is not None and param not in fn.name_assigns and param not in fn.locals else None
+    return memo[id(fn)]
+
+
+def _argument_of(e: cst.BaseExpression | None, params: tuple[str, ...]) -> str | None:
+    while True:
+        if isinstance(e, cst.Name):
+            return e.value if e.value in params and e.value not in ("self", "cls") else None
+        if isinstance(e, cst.Subscript):
+            e = e.value
+        elif isinstance(e, cst.Attribute) and e.attr.value in VIEW_ATTRS:
+            e = e.value
+        elif isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value in VIEW_METHODS:
+            e = e.func.value
+        else:
+            return None
 
 
 def _relevant(project: Project, file: FileModel, fn: FunctionInfo, _depth: int = 0) -> bool:

@@ -144,6 +144,7 @@ class ControlFlow:
                 return [st]
             self.unjoined_escape(st, v, node)
             self.escape(st, v)
+            st.ret = v  # what the function hands out (a published event carries the join: storage.published_after)
             self.finalize(st)
             return []
         if isinstance(node, cst.Raise):
@@ -316,8 +317,17 @@ class ControlFlow:
                 s.assume[key] = outcome == positive
                 if not self.single:
                     self.constrain(s, test, outcome)
+            self.device_test(s, test, outcome)
             results.extend(runner(s))
         return results
+
+    def device_test(self, st: State, test: cst.BaseExpression, outcome: bool) -> None:
+        """``if x.is_cuda:`` false: ``x`` is a host tensor on this path (no stream produced it)."""
+        while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test, outcome = test.expression, not outcome
+        if not outcome and isinstance(test, cst.Attribute) and test.attr.value in ("is_cuda", "is_npu") \
+                and isinstance(test.value, cst.Name) and isinstance(st.env.get(test.value.value), TVal):
+            st.env[test.value.value] = self.host_tensor(st)
 
     def stream_compare(self, st: State, expr: cst.BaseExpression) -> str | None:
         """``current_stream() != self.s``: a test key recording which two streams are compared."""

@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, string_value
-from streamlint.model.flow.calls import cached_stream_getter, kept_arguments, plain_container, wait_self_expr
+from streamlint.model.flow.calls import (
+    cached_stream_getter,
+    kept_arguments,
+    plain_container,
+    returned_argument,
+    wait_self_expr,
+)
 from streamlint.model.flow.values import (
     CVal,
     EVal,
@@ -27,6 +33,7 @@ from streamlint.model.flow.values import (
 from streamlint.model.streams import EVENT, MAIN, STREAM, current_stream_getter, tagged_stream_key
 from streamlint.model.syntax import target_names
 from streamlint.model.walk import children
+from streamlint.model.uses import bind_arguments
 from streamlint.model.apis import COLLECTIVE_PARAMS, COLLECTIVES
 from streamlint.model.tensors import (
     BLOCKING_HOST_READS,
@@ -48,6 +55,7 @@ from streamlint.model.tensors import (
     host_factory,
     host_target,
     non_blocking,
+    return_kind,
     tensor_method,
     torch_returns_tensor,
 )
@@ -258,6 +266,9 @@ class Expressions:
                 if cached_stream_getter(target[0]):
                     return SVal(MAIN)  # caches the stream current at its first call: the default stream
                 return self.inline(st, e, *target)
+            handed = self.handed_back(st, e, site)
+            if handed is not None:
+                return handed
         if uses:
             return self.api(st, e, uses[0])
         target = site.target if site is not None else None
@@ -277,7 +288,36 @@ class Expressions:
             self.escape(st, st.env.get(expr.value))  # the callee keeps it beyond the call
         return out
 
+    def handed_back(self, st: State, e: cst.Call, site) -> TVal | None:
+        """``lora_input = self._lora_a_input(x, route)`` where the helper returns ``x`` or a view of it:
+        a view of the argument (its storage lives as long as the caller's tensor)."""
+        found = self.project.call_target(self.cfile, site)
+        param = returned_argument(self.project, found[0]) if found is not None else None
+        if param is None:
+            return None
+        fn = found[0]
+        params = fn.params[1:] if fn.class_name and fn.params[:1] in (("self",), ("cls",)) and isinstance(
+            e.func, cst.Attribute) else fn.params
+        expr = bind_arguments(params + fn.kwonly, e, kwonly=fn.kwonly).get(param)
+        v = self.ev(st, expr) if isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript)) else None
+        if not isinstance(v, TVal):
+            return None
+        _, reads, writes = self.call_args(st, e)
+        if any(self.tensors(st, x) for x in reads + writes):
+            self.op(st, e, reads, writes, result=False)  # what the helper reads and writes, on this stream
+        return self.new_tensor(st, v.sid, v.vid)
+
     def dispatch(self, st: State, e: cst.Call, method: str | None, target: str | None) -> object:
+        site = self.cfile.call_site(e)
+        found = self.project.call_target(self.cfile, site) if site is not None else None
+        if found is not None and return_kind(found[1], found[0]) == "other":
+            # `self.connector.store_kv(...) -> int`: a project function declaring a host result reads its
+            # tensor arguments and gives no tensor
+            if isinstance(e.func, cst.Attribute):
+                self.ev(st, e.func.value)
+            _, reads, writes = self.call_args(st, e)
+            self.op(st, e, reads, writes, result=False)
+            return None
         own = self._self_prefix()
         if method is not None and (target is None or (own is not None and target.startswith(own))
                                    or target.split(".")[0] in ("self",) or (

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.file import FileModel, FunctionInfo
-from streamlint.model.flow.calls import Calls, current_stream_params
+from streamlint.model.flow.calls import Calls, current_stream_params, forked_stream_params
 from streamlint.model.flow.control import ControlFlow
 from streamlint.model.flow.elements import Elements
 from streamlint.model.flow.exprs import Expressions
@@ -133,6 +133,8 @@ class Interp(Orderings, Storages, Expressions, Calls, ControlFlow, Elements):
             if kind == STREAM:
                 st.env[name] = SVal(name)
                 self.param_streams.add(name)
+                if name in forked_stream_params(self.project, self.file, self.fn, {name}):
+                    self.wait_stream(st, name, MAIN)  # every caller forked it just before the call
                 continue
             if kind == EVENT:
                 st.env[name] = EVal(name)

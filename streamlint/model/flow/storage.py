@@ -26,6 +26,8 @@ from streamlint.model.flow.values import (
 )
 from streamlint.model.streams import MAIN
 from streamlint.model.syntax import contains
+from streamlint.model.flow.calls import event_waited_elsewhere
+from streamlint.model.lifetimes import module_constant
 from streamlint.model.tensors import host_attr
 
 
@@ -82,7 +84,10 @@ class Storages:
         return []
 
     def host_attribute(self, v: KVal) -> bool:
-        """``self.<attr>`` holding a host value (a name, a port: :func:`~streamlint.model.tensors.host_attr`)."""
+        """``self.<attr>`` holding a host value (a name, a port: :func:`~streamlint.model.tensors.host_attr`), a
+        module constant (``HEAD_DIM = 128``: :func:`~streamlint.model.lifetimes.module_constant`)."""
+        if v.glob and v.key.isidentifier():
+            return module_constant(self.cfile, v.key)
         if not v.key.startswith("self.") or v.key.count(".") != 1 or "[" in v.key:
             return False
         frame_file, frame_fn = next(((f, fn) for f, fn in reversed(self.frames) if fn.class_name),
@@ -335,9 +340,18 @@ class Storages:
                 return
             key = (id(u.node), S.name)
             if key not in self.lifetimes:
+                handed = how == "function end" and self.published_after(st, u)
                 self.lifetimes[key] = Lifetime(u.node, u.label or S.name or "tensor", S.alloc, u.stream, how, node,
-                                               S.escaped and how == "function end", self.cfg.mode)
+                                               (S.escaped or handed) and how == "function end", self.cfg.mode)
             return
+
+    def published_after(self, st: State, u: Access) -> bool:
+        """Was an event recorded on ``u``'s stream after ``u`` and handed out (the result, or ``self.done``
+        that other code waits on)? Its waiter (the caller's protocol) then carries the join."""
+        handed = {ev.key for ev in _events_in(st.ret)}
+        return any(snap.get(u.stream, -1) >= u.time and (key in handed or (
+            key.startswith("self.") and key.count(".") == 1 and event_waited_elsewhere(self.project, self.fn, key[5:])))
+                   for key, snap in st.events.items())
 
     def unbind(self, st: State, old: object, how: str, node: cst.CSTNode | None) -> None:
         for tv in self.tensors(st, old) if isinstance(old, (TVal, TupVal)) else ():
@@ -374,3 +388,9 @@ class Storages:
             if same_file and run.stream != MAIN and run.last is not None and know.get(run.stream, -1) < run.last:
                 self.unjoined.setdefault((id(run.node), "function"),
                                          Unjoined(run.node, run.stream, "function", self.cfg.mode, self.entry))
+
+
+def _events_in(v: object) -> list[EVal]:
+    if isinstance(v, EVal):
+        return [v]
+    return [e for item in v.items for e in _events_in(item)] if isinstance(v, TupVal) else []

@@ -183,18 +183,38 @@ def _forked_before(project: Project, model: FileModel, site, expr: cst.BaseExpre
     return False
 
 
-def event_waited_elsewhere(project: Project, fn: FunctionInfo, attr: str) -> bool:
-    """Does code outside ``fn`` wait on the event attribute ``attr`` (``stream.wait_event(mgr.done)``,
-    ``mgr.done.wait()``, a project ``_wait_event(s, mgr.done)``)? Then publishing it hands the join over."""
+def event_waited_elsewhere(project: Project, file: FileModel, fn: FunctionInfo, attr: str) -> bool:
+    """Does every caller of ``fn`` wait on the event attribute ``attr`` it publishes right after the call,
+    before any other call (``stream.wait_event(mgr.done)``, ``mgr.done.wait()``, a project
+    ``_wait_event(s, mgr.done)``; other waits may come first)? Then the join is the caller's, done before it
+    can allocate again. A wait that comes later leaves the hazard in ``fn``."""
     memo = derived(project, "event_waited_elsewhere")
     if (id(fn), attr) not in memo:
-        paths = [path for path in project.all_files() if project.may_contain(path, (f".{attr}".encode(),))]
-        memo[(id(fn), attr)] = len(paths) <= MAX_CALLER_FILES and any(
-            site.function is not fn and any(w in (dotted(site.node.func) or site.method or "").rsplit(".", 1)[-1]
-                                             for w in ("wait", "synchronize"))
-            and any((dotted(e) or "").endswith(f".{attr}") for e in [site.node.func] + [a.value for a in site.node.args])
-            for model in filter(None, map(project.file, paths)) for site in model.calls)
+        memo[(id(fn), attr)] = False
+        sites = _callers(project, file, fn)
+        memo[(id(fn), attr)] = bool(sites) and all(_waits_right_after(model, site, attr) for model, site in sites)
     return memo[(id(fn), attr)]
+
+
+def _waits_right_after(model: FileModel, site, attr: str) -> bool:
+    caller = site.function
+    if caller is None:
+        return False
+    seen, stack = False, [caller.node.body]
+    while stack:
+        node = stack.pop()
+        if node is site.node:
+            seen = True
+            continue  # not into the call's own arguments
+        if seen and isinstance(node, cst.Call):
+            name = (dotted(node.func) or "").rsplit(".", 1)[-1]
+            if not any(w in name for w in ("wait", "synchronize")):
+                return False  # other work (an allocation, maybe) before the wait
+            if any((dotted(e) or "").endswith(f".{attr}") for e in [node.func] + [a.value for a in node.args]):
+                return True
+            continue
+        stack.extend(reversed(children(node)))
+    return False
 
 
 def _waits_on_current(project: Project, file: FileModel, fn: FunctionInfo, param: str) -> bool:

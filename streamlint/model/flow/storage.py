@@ -347,10 +347,10 @@ class Storages:
 
     def published_after(self, st: State, u: Access) -> bool:
         """Was an event recorded on ``u``'s stream after ``u`` and handed out (the result, or ``self.done``
-        that other code waits on)? Its waiter (the caller's protocol) then carries the join."""
+        that every caller waits on right after the call)? Its waiter then carries the join."""
         handed = {ev.key for ev in _events_in(st.ret)}
         return any(snap.get(u.stream, -1) >= u.time and (key in handed or (
-            key.startswith("self.") and key.count(".") == 1 and event_waited_elsewhere(self.project, self.fn, key[5:])))
+            key.startswith("self.") and key.count(".") == 1 and event_waited_elsewhere(self.project, self.file, self.fn, key[5:])))
                    for key, snap in st.events.items())
 
     def unbind(self, st: State, old: object, how: str, node: cst.CSTNode | None) -> None:

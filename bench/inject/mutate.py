@@ -673,7 +673,12 @@ class Module:
                              ("if-tensor", f"if {tensor}.sum() > 0:\n    _sl_inject = 1\n")]
             first = body.body[0]
             for detail, code in variants:
-                yield self._site(func, fam, "break-direct", detail, line, *scope_verdict,
+                verdict = scope_verdict
+                if detail == "cpu" and not disabled:
+                    # domain.md §3: Dynamo traces `.cpu()` (a device-to-host copy), it does not break the graph
+                    verdict = ("equivalent", "out of domain: `.cpu()` is traced by Dynamo, not a graph break "
+                                             "(domain.md §3)")
+                yield self._site(func, fam, "break-direct", detail, line, *verdict,
                                  lambda code=code: self.splice([self.insert_before(first, code)]))
             if tensor:
                 helper, call_code, detail = ("def _sl_inject_helper(t):\n    return t.tolist()\n",

@@ -148,6 +148,9 @@ def test_a_module_that_may_compile_is_kept(source: str) -> None:
     "import re\nP = re.compile('x')\n",
     '"""We compile nothing."""\nx = 1\n',
     "def compiled_model():\n    return None\n",
+    # a parameter called like a function resolves to nothing; `re` is the regex module
+    "import re\nP = re.compile('x')\nclass C:\n    @classmethod\n    def make(cls):\n        return cls()\n",
+    "import re\nimport triton\nclass K:\n    def run(self):\n        return triton.compile(self)\n",
 ])
 def test_a_module_that_cannot_compile_is_not_parsed_for_compile_sites(source: str) -> None:
     data = source.encode()

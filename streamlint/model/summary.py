@@ -139,11 +139,14 @@ def _chain(expr: ast.expr) -> list[str] | None:
 
 
 def _may_call_compile(tree: ast.Module) -> bool:
-    """Is there a call that ``FileModel.resolve`` may lead to a compile API? A call ``h.x.compile(...)``
-    is left out only when its head ``h`` is bound by plain absolute imports alone (``import re``) and
-    none of them leads there (``re.x.compile``); any other binding of ``h`` (assignment, parameter,
-    definition, loop or ``with`` target, relative import …) keeps the call, as does ``self``."""
+    """Is there a call that ``FileModel.resolve`` may lead to a compile API? A dotted callee keeps its
+    last part through resolution, so ``h.x.compile(...)`` counts and ``h.x.run(...)`` does not. The head
+    ``h`` decides the rest: bound by plain absolute imports alone (``import re``), the call counts only
+    when one of them leads to a compile API (``re.compile`` does not); a parameter or an unbound name
+    resolves to nothing; a function or class defined here is ``<module>.<name>``; any other binding
+    (assignment, loop or ``with`` target, relative or star import …) and ``self`` keep the call."""
     imported: dict[str, set[str]] = {}
+    defined: set[str] = set()
     bound: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -162,10 +165,8 @@ def _may_call_compile(tree: ast.Module) -> bool:
                     imported.setdefault(name, set()).add(f"{node.module}.{alias.name}")
         elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             bound.add(node.id)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound.add(node.name)
+            defined.add(node.name)
         elif isinstance(node, ast.ExceptHandler) and node.name:
             bound.add(node.name)
         elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
@@ -174,20 +175,21 @@ def _may_call_compile(tree: ast.Module) -> bool:
             bound.add(node.rest)
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             bound.update(node.names)
+    roles = (Role.TORCH_COMPILE, Role.CACHE_COMPILE)
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
         chain = _chain(node.func)
-        if chain is None:
+        if chain is None or (len(chain) > 1 and chain[-1] not in COMPILE_LEAVES):
             continue
         head, rest = chain[0], chain[1:]
         if head in bound or head == "self":
-            if chain[-1] in COMPILE_LEAVES or len(chain) == 1:
-                return True
-            continue
+            return True
+        if head in defined and (rest or head in COMPILE_LEAVES):
+            return True
         for target in imported.get(head, ()):
-            if apis.lookup(".".join([target, *rest])) is not None and \
-                    apis.lookup(".".join([target, *rest])).role in (Role.TORCH_COMPILE, Role.CACHE_COMPILE):
+            spec = apis.lookup(".".join([target, *rest]))
+            if spec is not None and spec.role in roles:
                 return True
     return False
 

@@ -1,6 +1,6 @@
 """A pinned slice of the defect-injection benchmark (bench/inject, issue 16 §2) on real releases.
 
-Two small pinned releases come from the real-code corpus (bench/realcode: downloaded once, sha256-checked,
+Three small pinned releases come from the real-code corpus (bench/realcode: downloaded once, sha256-checked,
 cached outside the repo). Each pinned mutant — identified by release, file, function qualname, mutation
 kind and detail, and the edited line's offset in the function — is linted in its project context as the
 harness does. What streamlint does with it today is pinned: a detected mutant must stay detected (the
@@ -30,12 +30,14 @@ from bench.realcode import corpus  # noqa: E402
 
 VA = ("vllm-ascend", "0.9.1")
 TR = ("torchrec", "1.9.2")
+RA = ("ray-ascend", "0.1.1")
 _MLA = "vllm_ascend-0.9.1/vllm_ascend/attention/mla_v1.py"
 _MOE = "vllm_ascend-0.9.1/vllm_ascend/ops/fused_moe.py"
 _DBO = "vllm_ascend-0.9.1/vllm_ascend/models/deepseek_dbo.py"
 _COMM = "vllm_ascend-0.9.1/vllm_ascend/ops/comm_utils.py"
 _RUNNER = "vllm_ascend-0.9.1/vllm_ascend/worker/model_runner_v1.py"
 _BENCH = "torchrec/distributed/benchmark/benchmark_comms.py"
+_HCCL = "ray_ascend/collective/hccl_collective_group.py"
 
 CAUGHT, MISSED = "caught", "missed"
 
@@ -76,6 +78,11 @@ PINNED: list[tuple[tuple[str, str], str, str, str, str, str]] = [
     (TR, _BENCH, "all_to_all_base", "record-event-early:record@43", MISSED,
      "the event guards a non_blocking device-to-host copy read by the host: host consumers are not modelled"),
     (TR, _BENCH, "tolist_overlap_comms", "delete-wait:wait_stream@30", CAUGHT, ""),
+    # a ctypes collective launched on the comm stream's raw handle (`npuStream_t(stream.npu_stream)`)
+    (RA, _HCCL, "HCCLGroup.allreduce.collective_fn", "delete-wait:wait_stream@6", CAUGHT, ""),
+    (RA, _HCCL, "HCCLGroup.allreduce.collective_fn", "delete-wait:wait_event@18", CAUGHT, ""),
+    (RA, _HCCL, "HCCLGroup.reducescatter.collective_fn", "delete-wait:wait_event@20", MISSED,
+     "an equivalent mutant: the enclosing reducescatter() joins the comm stream itself after the call"),
 ]
 
 # Functions of the original files with no finding today (release, file, function).
@@ -93,6 +100,8 @@ NEGATIVES = [
     (TR, _BENCH, "competing_comms"),
     (TR, _BENCH, "all_to_all_base"),
     (TR, _BENCH, "tolist_overlap_comms"),
+    (RA, _HCCL, "HCCLGroup.allreduce"),
+    (RA, _HCCL, "HCCLGroup.reducescatter"),
 ]
 
 
@@ -110,7 +119,7 @@ def _release(name: str, version: str) -> corpus.Release:
 def _compute(work: Path) -> dict:
     """Run the pinned mutants; {"skip": reason} when a release cannot be fetched."""
     out: dict = {"mutants": {}, "originals": {}}
-    for release_id in (VA, TR):
+    for release_id in (VA, TR, RA):
         try:
             root = corpus.ensure_tree(_release(*release_id))
         except corpus.IndexUnreachable as exc:

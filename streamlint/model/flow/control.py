@@ -207,13 +207,6 @@ class ControlFlow:
                 self.op(st, target, [v], [base], result=False, read_writes=False)
             else:
                 self.escape(st, v)  # a container slot (dict / list of events, tensors, objects)
-                name = target.value.value if isinstance(target.value, cst.Name) else None
-                index = target.slice[0].slice if len(target.slice) == 1 else None
-                if name in st.env and isinstance(v, TVal) and isinstance(index, cst.Index) \
-                        and not isinstance(index.value, cst.Integer) and (base is None or (
-                            isinstance(base, TupVal) and st.env.get(name) is base
-                            and all(isinstance(i, TVal) for i in base.items))):
-                    st.env[name] = TupVal((base.items if base is not None else ()) + (v,))  # `outs[i] = y`
 
     def unpack(self, st: State, v: object, n: int) -> list[object]:
         if isinstance(v, TupVal) and len(v.items) == n:

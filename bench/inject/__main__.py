@@ -54,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
         changed = reclassify(mutants, lambda name, version: _root_of(name, version, args.trees_dir))
         print(f"{changed} verdicts changed by the scope-wrapper check")
         packages = sorted({f"{m.package} {m.version}" for m in mutants})
-        _write_reports(mutants, meta["meta"].get("command", command), meta["meta"].get("seconds", 0.0), packages)
+        _write_reports(mutants, meta["meta"].get("command", command), meta["meta"].get("seconds", 0.0), packages,
+                       before=args.rerun)
         return 0
 
     start = time.perf_counter()
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
             fh.flush()
             mutants += done
     seconds = time.perf_counter() - start
-    text = _write_reports(mutants, command.strip(), seconds, packages, write=not args.no_report)
+    text = _write_reports(mutants, command.strip(), seconds, packages, write=not args.no_report, before=args.rerun)
     print(text.split("### Per mutation kind")[0])
     print(f"done in {seconds:.0f}s; raw results in {raw}")
     return 0
@@ -139,8 +140,13 @@ def _root_of(name: str, version: str, trees_dir: Path | None) -> Path | None:
     return None
 
 
-def _write_reports(mutants: list, command: str, seconds: float, packages: list[str], write: bool = True) -> str:
-    text = results_md(mutants, command=command, seconds=seconds, packages=packages)
+def _write_reports(mutants: list, command: str, seconds: float, packages: list[str], write: bool = True,
+                   before: Path | None = None) -> str:
+    earlier = None
+    if before is not None and before.is_file():
+        rows = [json.loads(line) for line in before.read_text(encoding="utf-8").splitlines() if line.strip()]
+        earlier = {r["key"]: from_json(r) for r in rows if "key" in r}
+    text = results_md(mutants, command=command, seconds=seconds, packages=packages, before=earlier)
     if write:
         (HERE / "RESULTS.md").write_text(text, encoding="utf-8")
         (HERE / "undecided.tsv").write_text(undecided_tsv(mutants), encoding="utf-8")

@@ -31,7 +31,37 @@ def _table(title: str, rows: list[Mutant], key: Callable[[Mutant], str], order: 
     return out
 
 
-def results_md(mutants: list[Mutant], *, command: str, seconds: float, packages: list[str]) -> str:
+def _before_after(mutants: list[Mutant], before: dict[str, Mutant]) -> list[str]:
+    """Recall of an earlier run (`before`, by mutant key) and of this one on the same defects: the
+    verdicts are this run's (same oracle and judgements), only what was caught differs."""
+    pairs = [(m, before[m.key]) for m in mutants if not m.error and m.verdict == "defect" and m.key in before
+             and not before[m.key].error]
+    if not pairs:
+        return []
+    out = ["### Before and after, on the same defects", "",
+           f"The earlier run's results (`sample-before.jsonl`, the analysis before this round of work) scored with "
+           f"this run's verdicts: {len(pairs)} defects in both runs.", "",
+           "| | defects | before: caught (rule) | before: recall | after: caught (rule) | after: recall |",
+           "|---|---:|---:|---:|---:|---:|"]
+    for title, key in (("all", lambda m: "all"), ("rule family", lambda m: m.expected[0][:3] + "xx" if m.expected else "?"),
+                       ("API family", lambda m: m.api_family)):
+        groups: dict[str, list] = defaultdict(list)
+        for m, b in pairs:
+            groups[key(m)].append((m, b))
+        for name in sorted(groups):
+            g = groups[name]
+            b_caught, a_caught = sum(b.caught_rule for _, b in g), sum(m.caught_rule for m, _ in g)
+            label = name if title == "all" else f"{title}: {name}"
+            out.append(f"| {label} | {len(g)} | {b_caught} | {_pct(b_caught, len(g))} | {a_caught} | "
+                       f"{_pct(a_caught, len(g))} |")
+    eq = [(m, before[m.key]) for m in mutants if not m.error and m.verdict == "equivalent" and m.key in before]
+    out += ["", f"False alarms on equivalent mutants (the expected rule reported on a harmless edit): before "
+                f"{sum(b.caught_rule for _, b in eq)}, after {sum(m.caught_rule for m, _ in eq)} of {len(eq)}.", ""]
+    return out
+
+
+def results_md(mutants: list[Mutant], *, command: str, seconds: float, packages: list[str],
+               before: dict[str, Mutant] | None = None) -> str:
     scored = [m for m in mutants if not m.error]
     errors = [m for m in mutants if m.error]
     defects = [m for m in scored if m.verdict == "defect"]
@@ -57,6 +87,7 @@ def results_md(mutants: list[Mutant], *, command: str, seconds: float, packages:
         f"are the expected one; the rest: {', '.join(f'{c} ×{n}' for c, n in extras.most_common()) or 'none'}).",
         "",
     ]
+    lines += _before_after(mutants, before or {})
     lines += _table("Per mutation kind", defects, lambda m: m.kind, KINDS)
     lines += _table("Per mutation kind and detail", defects, lambda m: f"{m.kind}: {m.detail}" if m.kind in (
         "delete-wait", "break-direct", "break-callee", "mode-api") else m.kind)
@@ -77,7 +108,8 @@ def results_md(mutants: list[Mutant], *, command: str, seconds: float, packages:
         f"{sum(m.caught_rule for m in und)}",
         "",
     ]
-    reasons = Counter((m.verdict, re.sub(r"`[^`]*`", "`…`", m.reason)) for m in und + eq)
+    reasons = Counter((m.verdict, "judged by reading the code (reasons in judged.tsv)" if m.reason.startswith("judged: ")
+                       else re.sub(r"`[^`]*`", "`…`", m.reason)) for m in und + eq)
     lines += ["| verdict | reason (names elided) | mutants |", "|---|---|---:|"]
     lines += [f"| {v} | {r} | {n} |" for (v, r), n in reasons.most_common()]
     lines.append("")

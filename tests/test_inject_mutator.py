@@ -594,3 +594,18 @@ def test_judged_verdicts_replace_the_automatic_ones(tmp_path: Path) -> None:
     assert [(m.verdict, m.reason) for m in ms] == [
         ("equivalent", "judged: host barrier"), ("defect", "judged: fork: x read on s before produced"),
         ("defect", "auto")]
+
+
+def test_before_after_table_scores_both_runs_with_todays_verdicts() -> None:
+    def mk(key: str, verdict: str, caught: bool) -> Mutant:
+        m = Mutant("p", "1", "m.py", "f", "delete-wait", "wait_stream", 3, "CUDA", verdict, "r", key,
+                   expected=("SL201", "SL205"))
+        m.caught_rule = m.caught_family = caught
+        return m
+    after = [mk("a", "defect", True), mk("b", "defect", True), mk("c", "equivalent", True)]
+    # the earlier run called `b` undecided: today's verdict decides, so `b` counts as a defect in both columns
+    before = {"a": mk("a", "defect", False), "b": mk("b", "undecided", True), "c": mk("c", "equivalent", False)}
+    text = results_md(after, command="x", seconds=1.0, packages=["p 1"], before=before)
+    assert "| all | 2 | 1 | 0.50 | 2 | 1.00 |" in text
+    assert "| rule family: SL2xx | 2 | 1 | 0.50 | 2 | 1.00 |" in text
+    assert "before 0, after 1 of 1." in text

@@ -158,8 +158,13 @@ class MissingRecordStream(Rule):
         alloc_obj, use_obj = stream_expr(issue.alloc, main, issue.mode), stream_expr(issue.use_stream, main, issue.mode)
         wait = (f"`{alloc_obj}.wait_stream({use_obj})`" if alloc_obj and use_obj and issue.mode != "reduce-overhead"
                 else f"a wait of {alloc} on {use}")
-        hint = (f"`{issue.name}` was allocated on {alloc}: add {record} after line {line}, or {wait} after line "
-                f"{line} and before {free}")
+        if isinstance(issue.node, cst.Return):
+            # the use is inside the return statement: nothing can follow it there
+            hint = (f"`{issue.name}` was allocated on {alloc}: bind the result of line {line} to a name, then add "
+                    f"{record} (or {wait}) before returning it")
+        else:
+            hint = (f"`{issue.name}` was allocated on {alloc}: add {record} after line {line}, or {wait} after line "
+                    f"{line} and before {free}")
         joins = _joins(ctx, issue, flow, line)
         if joins:
             hint += f" (that wait also clears SL201 at line {joins})"

@@ -319,3 +319,40 @@ def test_the_call_site_search_does_not_parse_a_large_project_for_a_common_name(t
 
     assert parsed(5) >= 6  # a few call sites: each caller's module is read
     assert parsed(200) < 30  # a name in 200 files: the search gives up instead of parsing them
+
+
+def test_the_compile_target_search_does_not_parse_a_large_project_for_a_common_name(tmp_path):
+    """A compile helper compiles whatever its callers pass (`torch.compile(model, backend=...)` with `model`
+    a parameter); finding what they pass parses the files that call the helper, and gives up for a helper
+    called from too many files to parse them all."""
+    from harness import engine_for
+
+    (tmp_path / "runner").mkdir()
+    (tmp_path / "runner" / "__init__.py").write_text("")
+    (tmp_path / "runner" / "build.py").write_text(
+        "import torch\nimport torchair\n\n\n"
+        "def compile_graph(model):\n"
+        "    config = torchair.CompilerConfig()\n"
+        "    return torch.compile(model, backend=torchair.get_npu_backend(compiler_config=config))\n",
+        encoding="utf-8")
+    (tmp_path / "moe.py").write_text(
+        "import torch\nfrom torchair.scope import npu_stream_switch\n\n\n"
+        "class SharedExperts(torch.nn.Module):\n"
+        "    def forward(self, x: torch.Tensor):\n"
+        "        with npu_stream_switch('shared', 0):\n"
+        "            return x * 2\n", encoding="utf-8")
+
+    def caller(i: int) -> str:
+        return f"from runner.build import compile_graph\n\n\ndef make_{i}(model):\n    return compile_graph(model)\n"
+
+    def parsed(callers: int) -> int:
+        for old in tmp_path.glob("stage_*.py"):
+            old.unlink()
+        for i in range(callers):
+            (tmp_path / f"stage_{i}.py").write_text(caller(i), encoding="utf-8")
+        engine = engine_for(tmp_path)
+        engine.lint_file(str(tmp_path / "moe.py"))
+        return sum(1 for model in engine.project._files.values() if model is not None)
+
+    assert parsed(5) >= 6  # a few callers: each caller's module is read to see what it compiles
+    assert parsed(200) < 30  # a helper called from 200 files: the search gives up instead of parsing them

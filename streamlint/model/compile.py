@@ -17,6 +17,7 @@ from streamlint._lazy import cst
 
 from streamlint.model import apis
 from streamlint.model.apis import Role
+from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.file import AttrAssign, CallSite, ClassInfo, FileModel, FunctionInfo, Guard, dotted, string_value
 from streamlint.model.wrappers import modes_under
 
@@ -500,7 +501,8 @@ def caller_arguments(project: "ProjectQueries", file: FileModel, fn: FunctionInf
     cache[key] = []  # recursion guard
     params = fn.params[1:] if fn.class_name is not None and fn.params[:1] in (("self",), ("cls",)) else fn.params
     found = []
-    for model in project.files_calling(qualname.rsplit(".", 1)[-1]):
+    # past MAX_CALLER_FILES files that may call it, the callers are not followed (the parameter stays unknown)
+    for model in project.files_calling(qualname.rsplit(".", 1)[-1], limit=MAX_CALLER_FILES) or ():
         for site in model.calls:
             if site.target == qualname:
                 arg = bind_arguments(params + fn.kwonly, site.node, kwonly=fn.kwonly).get(param)

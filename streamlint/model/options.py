@@ -7,6 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+# A search for the callers of a function parses the files that may call it; past this many it gives up (the
+# parameter keeps its unknown / default meaning), so linting one file never parses most of a large project
+# for a common name (`forward`, `run`). Shared by the compile-target and the stream-parameter searches.
+MAX_CALLER_FILES = 24
+
+
 @dataclass(frozen=True)
 class ModelOptions:
     mode: str = "auto"  # execution path for every file ("auto": from compile sites and API families)
@@ -15,4 +21,4 @@ class ModelOptions:
     wait_wrappers: tuple[str, ...] = ()  # qualified names declared to wait like npu_wait_tensor
 
 
-__all__ = ["ModelOptions"]
+__all__ = ["MAX_CALLER_FILES", "ModelOptions"]

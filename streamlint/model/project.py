@@ -255,11 +255,14 @@ class Project:
             if model is not None:
                 yield model
 
-    def files_calling(self, name: str) -> Iterator[FileModel]:
+    def files_calling(self, name: str, limit: int | None = None) -> list[FileModel] | None:
         """The parsed project files with a call that may resolve to a qualified name ending in ``name``
-        (a byte search, then the module summary; only those files are parsed)."""
+        (a byte search, then the module summary; only those files are parsed). ``None`` when more than
+        ``limit`` files may call it: a name that common (`forward`, `run`) is not followed, so one file's
+        question never parses most of a large project."""
         needle = (name.encode(),)
         word = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(needle[0]) + rb"(?![A-Za-z0-9_])")
+        paths = []
         for path in self.all_files():
             if not self.may_contain(path, needle):
                 continue
@@ -269,9 +272,10 @@ class Project:
             summary = self.summary(path)
             if summary is None or not summary.may_call(name):
                 continue
-            model = self.file(path)
-            if model is not None:
-                yield model
+            paths.append(path)
+            if limit is not None and len(paths) > limit:
+                return None
+        return [model for model in map(self.file, paths) if model is not None]
 
     # ---- symbols
     def symbol(self, qualname: str, context: FileModel | None, _depth: int = 0):

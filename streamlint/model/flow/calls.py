@@ -12,6 +12,7 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, string_value
+from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.flow.values import CVal, EVal, KVal, MAX_INLINE_DEPTH, NONE, State, SVal, TVal, TupVal
 from streamlint.model.streams import EVENT, STREAM, derived, is_current_stream, on_self, outside_stream_scopes
 from streamlint.model.syntax import contains, strip_not
@@ -53,9 +54,6 @@ def cached_stream_getter(fn: FunctionInfo) -> bool:
     return False
 
 
-# The call-site search parses the files that mention the function's name; past this many it gives up (the
-# parameter keeps its default meaning), so linting one file never parses most of a large project for it.
-MAX_CALLER_FILES = 24
 
 
 def _callers(project: Project, file: FileModel, fn: FunctionInfo) -> list[tuple[FileModel, object]] | None:

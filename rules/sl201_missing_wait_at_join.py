@@ -1,6 +1,6 @@
 from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.apis import STREAM_MARKERS
-from streamlint.model.dataflow import Race, file_flows, function_modes
+from streamlint.model.dataflow import Race, file_flows, path_tag
 from streamlint.model.flow.results import FunctionFlow
 from streamlint.model.streams import MAIN, entry_stream_name, stream_expr, stream_label
 from streamlint.model.waits import partial_joins
@@ -88,8 +88,7 @@ class MissingWaitAtJoin(Rule):
             joins = partial_joins(ctx.project, ctx.file, fn)
             if not joins:
                 continue
-            modes = function_modes(ctx.project, ctx.file, fn)
-            tag = "/".join(sorted(modes)) if modes else ("cuda" if "cuda" in ctx.file.source.text else "eager")
+            tag = path_tag(ctx.project, ctx.file, fn)
             for join in joins:
                 model, store = join.evidence
                 ctx.report(join.loop,

@@ -4,7 +4,7 @@ from streamlint._lazy import cst
 
 from streamlint.finding import Confidence, Edit, FixSafety, Location, Severity, Span
 from streamlint.model.apis import STREAM_MARKERS
-from streamlint.model.dataflow import file_flows
+from streamlint.model.dataflow import file_flows, path_tag
 from streamlint.model.recorders import broken_records
 from streamlint.model.streams import MAIN, entry_stream_name, stream_expr, stream_label
 from streamlint.rule import Invalid, Option, Rule, RuleContext, Valid, first_line
@@ -113,9 +113,9 @@ class MissingRecordStream(Rule):
                                 f"asks for at line {forks}, which clears both")
                     fix = self._fix(ctx, issue.node, issue.name, issue.use_stream, issue.mode, main, join)
                 ctx.report(issue.node, message, confidence=confidence, related=related, fix=fix, hint=hint)
-        tag = "cuda" if "cuda" in ctx.file.source.text and "npu" not in ctx.file.source.text else "eager"
         for broken in broken_records(ctx.project, ctx.file):
             first, hint = self._forwarder_message(broken)
+            tag = path_tag(ctx.project, ctx.file, broken.function) if broken.function is not None else "eager"
             ctx.report(broken.node, f"{first} [{tag}]", confidence=Confidence.MEDIUM, hint=hint)
 
     @staticmethod

@@ -81,6 +81,22 @@ def function_modes(project: Project, file: FileModel, fn: FunctionInfo) -> froze
     return frozenset(project.execution_path(file, fn).modes)
 
 
+def path_tag(project: Project, file: FileModel, fn: FunctionInfo) -> str:
+    """The execution-path tag of a finding in ``fn`` (``ge``, ``eager``, ``cuda``, joined with ``/``): its
+    paths when known; else the device its own calls name, else its module's (`cuda` for ``torch.cuda.*``
+    and no ``torch.npu.*`` / ``torch_npu.*``, else `eager`)."""
+    modes = function_modes(project, file, fn)
+    if modes:
+        return "/".join(sorted(modes))
+    for sites in (fn.calls, file.calls):
+        targets = [site.target or "" for site in sites]
+        if any(t.startswith(("torch.npu.", "torch_npu.", "torchair.")) for t in targets):
+            return "eager"
+        if any(t.startswith("torch.cuda.") for t in targets):
+            return "cuda"
+    return "eager"
+
+
 def function_flow(project: Project, file: FileModel, fn: FunctionInfo, *, explicit_ge_joins: bool = False) \
         -> FunctionFlow:
     """The hazards of one function on every execution path it runs on (cached per project)."""
@@ -158,6 +174,7 @@ __all__ = [
     "file_flows",
     "function_flow",
     "function_modes",
+    "path_tag",
     "stream_label",
     "wait_self_expr",
 ]

@@ -18,7 +18,7 @@ own work, and its records are judged by the dataflow (SL301's lifetime analysis)
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from streamlint._lazy import cst
 
@@ -47,15 +47,18 @@ class BrokenRecord:
     kind: str  # "wrong-stream" | "unrecorded-loop" | "ignores-stream" | "drops-base"
     stream: str  # the stream the function was given
     detail: str  # the recorded tensor (wrong-stream), the loop target, or the base class
+    function: FunctionInfo | None = None  # the forwarder
 
 
 def broken_records(project: Project, file: FileModel) -> list[BrokenRecord]:
     out: list[BrokenRecord] = []
     for fn in file.functions.values():
+        found = []
         if _records_anything(fn) or fn.node.name.value == PROTOCOL:
-            out += _check(project, file, fn)
+            found += _check(project, file, fn)
         if fn.node.name.value == "__torch_dispatch__":
-            out += _dispatch_branches(project, file, fn)
+            found += _dispatch_branches(project, file, fn)
+        out += [replace(b, function=fn) for b in found]
     return out
 
 

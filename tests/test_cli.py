@@ -25,16 +25,6 @@ ANSI = re.compile(r"\x1b\[")
 run = cli
 
 
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An isolated project root (a .git marker stops config lookup above it), as the cwd."""
-    root = tmp_path / "proj"
-    (root / ".git").mkdir(parents=True)
-    monkeypatch.chdir(root)
-    monkeypatch.delenv("NO_COLOR", raising=False)
-    return root
-
-
 def concise(args: list[str], **kw) -> tuple[int, list[str]]:
     result = run([*args, "--output-format", "concise"], **kw)
     return result.exit_code, result.stdout.splitlines()

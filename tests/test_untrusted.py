@@ -21,15 +21,6 @@ GRAPHED = "import torchair\ndef f():\n    with torchair.scope.npu_stream_switch(
 run = cli
 
 
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "proj"
-    (root / ".git").mkdir(parents=True)
-    monkeypatch.chdir(root)
-    monkeypatch.delenv("STREAMLINT_PLUGINS", raising=False)
-    return root
-
-
 # ---------------------------------------------------------------- 1. plugins named by the repository
 def _hostile(root: Path, marker: Path, config: str = "") -> str:
     """A module in the linted tree that writes ``marker`` when imported, named in the repo's config."""

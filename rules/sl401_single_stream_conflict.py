@@ -1,14 +1,6 @@
 from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.apis import Role
-from streamlint.model.compile import (
-    bool_literal,
-    compile_modes,
-    enabling_flags,
-    field_values,
-    flags_under,
-    model_uses,
-    reached_uses,
-)
+from streamlint.model.compile import bool_literal, compiled_uses, enabling_flags, field_values, flags_under
 from streamlint.rule import Invalid, Rule, RuleContext, Valid
 
 _MULTI_STREAM = frozenset({Role.STREAM_SWITCH, Role.PREFETCH})
@@ -68,23 +60,12 @@ class SingleStreamConflict(Rule):
             config = cs.config
             if config is None or config.file is not ctx.file:
                 continue
-            doubts: list[str] = []
-            if "ge" not in compile_modes(ctx.project, cs):
-                if cs.modes is not None or config.modes() is not None or not config.default_mode_possible():
-                    continue  # another mode: enable_single_stream only applies to max-autotune
-                doubts.append("its `mode` is set at run time under a condition, so it may stay max-autotune")
             for value in field_values(config, _FIELD):
                 if id(value.node) in done or bool_literal(value.value) is not True:
                     continue
                 _, off = flags_under(value.guards)
-                conflicts = [u for u in reached_uses(ctx.project, cs, _MULTI_STREAM, "ge")
-                             if not (off & enabling_flags(u))]
-                why = list(doubts)
-                if not conflicts and cs.runtime_target:
-                    # the compiled model is built at run time: the project's models are what it may compile
-                    conflicts = [u for u in model_uses(ctx.project, _MULTI_STREAM, "ge")
-                                 if not (off & enabling_flags(u))]
-                    why.append("the compiled model is built at run time; the project's models switch streams")
+                conflicts, why = compiled_uses(ctx.project, cs, _MULTI_STREAM, "ge",
+                                               keep=lambda u, off=off: not (off & enabling_flags(u)))
                 if not conflicts:
                     continue
                 done.add(id(value.node))

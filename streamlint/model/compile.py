@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from streamlint._lazy import cst
 
@@ -482,6 +482,28 @@ def compile_modes(project: "ProjectQueries", cs: CompileSite) -> frozenset[str]:
         if path.source == "config":
             modes |= path.modes
     return frozenset(modes)
+
+
+def compiled_uses(project: "ProjectQueries", cs: CompileSite, roles: "frozenset[Role]", mode: str,
+                  keep: "Callable[[ApiUse], bool]" = lambda use: True) -> tuple[list[ApiUse], list[str]]:
+    """The uses of ``roles`` that run on ``mode`` in what the compile site compiles, with the reasons the
+    answer is less sure (empty: sure). A site compiled for another mode gives nothing, unless its ``mode``
+    is set at run time under a condition and the default (``max-autotune``, GE) stays possible; a site
+    whose model is built at run time (``torch.compile(self.model)``) reaches the project's models
+    (:func:`model_uses`). ``keep`` filters the uses (e.g. those a guard turns off) before that fallback."""
+    doubts: list[str] = []
+    if mode not in compile_modes(project, cs):
+        config = cs.config
+        if mode != "ge" or cs.modes is not None or config is None or config.modes() is not None \
+                or not config.default_mode_possible():
+            return [], []
+        doubts.append("its `mode` is set at run time under a condition, so it may stay max-autotune")
+    uses = [u for u in reached_uses(project, cs, roles, mode) if keep(u)]
+    if not uses and cs.runtime_target:
+        uses = [u for u in model_uses(project, roles, mode) if keep(u)]
+        if uses:
+            doubts.append("the compiled model is built at run time; the project's models switch streams")
+    return uses, doubts
 
 
 def caller_arguments(project: "ProjectQueries", file: FileModel, fn: FunctionInfo,

@@ -609,3 +609,25 @@ def test_before_after_table_scores_both_runs_with_todays_verdicts() -> None:
     assert "| all | 2 | 1 | 0.50 | 2 | 1.00 |" in text
     assert "| rule family: SL2xx | 2 | 1 | 0.50 | 2 | 1.00 |" in text
     assert "before 0, after 1 of 1." in text
+
+
+def test_results_name_writes_its_own_report_pair(tmp_path, monkeypatch) -> None:
+    """`--results HELDOUT` writes HELDOUT.md + heldout-undecided.tsv and names the earlier run it compares with;
+    the committed RESULTS.md / undecided.tsv are left alone."""
+    import json
+
+    import bench.inject.__main__ as cli
+    from bench.inject.harness import to_json
+
+    def mk(key: str, caught: bool) -> Mutant:
+        m = Mutant("p", "1", "m.py", "f", "delete-wait", "wait_stream", 3, "CUDA", "defect", "r", key,
+                   expected=("SL201", "SL205"))
+        m.caught_rule = m.caught_family = caught
+        return m
+    earlier = tmp_path / "sample-heldout.jsonl"
+    earlier.write_text(json.dumps(to_json(mk("a", False))) + "\n", encoding="utf-8")
+    monkeypatch.setattr(cli, "HERE", tmp_path)
+    cli._write_reports([mk("a", True)], "x", 1.0, ["p 1"], before=earlier, name="HELDOUT")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["HELDOUT.md", "heldout-undecided.tsv", "sample-heldout.jsonl"]
+    text = (tmp_path / "HELDOUT.md").read_text(encoding="utf-8")
+    assert "`sample-heldout.jsonl`" in text and "| all | 1 | 0 | 0.00 | 1 | 1.00 |" in text

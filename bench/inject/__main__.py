@@ -34,6 +34,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--offline", action="store_true", help="only releases already in the corpus cache")
     ap.add_argument("--out", type=Path, default=HERE / "out", help="raw results (default bench/inject/out)")
     ap.add_argument("--no-report", action="store_true", help="do not rewrite RESULTS.md / undecided.tsv")
+    ap.add_argument("--results", default="RESULTS", metavar="NAME",
+                    help="report pair to write under bench/inject: NAME.md and the undecided list (default RESULTS: "
+                         "RESULTS.md + undecided.tsv; e.g. HELDOUT for the held-out sample: HELDOUT.md + "
+                         "heldout-undecided.tsv)")
     ap.add_argument("--report-from", type=Path, metavar="JSONL",
                     help="only rewrite the reports from the raw results of an earlier run")
     ap.add_argument("--rerun", type=Path, metavar="JSONL",
@@ -55,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{changed} verdicts changed by the scope-wrapper check")
         packages = sorted({f"{m.package} {m.version}" for m in mutants})
         _write_reports(mutants, meta["meta"].get("command", command), meta["meta"].get("seconds", 0.0), packages,
-                       before=args.rerun)
+                       before=args.rerun, name=args.results)
         return 0
 
     start = time.perf_counter()
@@ -85,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
             fh.flush()
             mutants += done
     seconds = time.perf_counter() - start
-    text = _write_reports(mutants, command.strip(), seconds, packages, write=not args.no_report, before=args.rerun)
+    text = _write_reports(mutants, command.strip(), seconds, packages, write=not args.no_report, before=args.rerun,
+                          name=args.results)
     print(text.split("### Per mutation kind")[0])
     print(f"done in {seconds:.0f}s; raw results in {raw}")
     return 0
@@ -141,15 +146,17 @@ def _root_of(name: str, version: str, trees_dir: Path | None) -> Path | None:
 
 
 def _write_reports(mutants: list, command: str, seconds: float, packages: list[str], write: bool = True,
-                   before: Path | None = None) -> str:
+                   before: Path | None = None, name: str = "RESULTS") -> str:
     earlier = None
     if before is not None and before.is_file():
         rows = [json.loads(line) for line in before.read_text(encoding="utf-8").splitlines() if line.strip()]
         earlier = {r["key"]: from_json(r) for r in rows if "key" in r}
-    text = results_md(mutants, command=command, seconds=seconds, packages=packages, before=earlier)
+    text = results_md(mutants, command=command, seconds=seconds, packages=packages, before=earlier,
+                      before_name=before.name if before is not None else "")
     if write:
-        (HERE / "RESULTS.md").write_text(text, encoding="utf-8")
-        (HERE / "undecided.tsv").write_text(undecided_tsv(mutants), encoding="utf-8")
+        undecided = "undecided.tsv" if name == "RESULTS" else f"{name.lower()}-undecided.tsv"
+        (HERE / f"{name}.md").write_text(text, encoding="utf-8")
+        (HERE / undecided).write_text(undecided_tsv(mutants), encoding="utf-8")
     return text
 
 

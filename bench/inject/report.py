@@ -31,7 +31,7 @@ def _table(title: str, rows: list[Mutant], key: Callable[[Mutant], str], order: 
     return out
 
 
-def _before_after(mutants: list[Mutant], before: dict[str, Mutant]) -> list[str]:
+def _before_after(mutants: list[Mutant], before: dict[str, Mutant], before_name: str = "sample-before.jsonl") -> list[str]:
     """Recall of an earlier run (`before`, by mutant key) and of this one on the same defects: the
     verdicts are this run's (same oracle and judgements), only what was caught differs."""
     pairs = [(m, before[m.key]) for m in mutants if not m.error and m.verdict == "defect" and m.key in before
@@ -39,7 +39,7 @@ def _before_after(mutants: list[Mutant], before: dict[str, Mutant]) -> list[str]
     if not pairs:
         return []
     out = ["### Before and after, on the same defects", "",
-           f"The earlier run's results (`sample-before.jsonl`, the analysis before this round of work) scored with "
+           f"The earlier run's results (`{before_name}`, the analysis before this round of work) scored with "
            f"this run's verdicts: {len(pairs)} defects in both runs.", "",
            "| | defects | before: caught (rule) | before: recall | after: caught (rule) | after: recall |",
            "|---|---:|---:|---:|---:|---:|"]
@@ -61,7 +61,7 @@ def _before_after(mutants: list[Mutant], before: dict[str, Mutant]) -> list[str]
 
 
 def results_md(mutants: list[Mutant], *, command: str, seconds: float, packages: list[str],
-               before: dict[str, Mutant] | None = None) -> str:
+               before: dict[str, Mutant] | None = None, before_name: str = "") -> str:
     scored = [m for m in mutants if not m.error]
     errors = [m for m in mutants if m.error]
     defects = [m for m in scored if m.verdict == "defect"]
@@ -87,7 +87,7 @@ def results_md(mutants: list[Mutant], *, command: str, seconds: float, packages:
         f"are the expected one; the rest: {', '.join(f'{c} ×{n}' for c, n in extras.most_common()) or 'none'}).",
         "",
     ]
-    lines += _before_after(mutants, before or {})
+    lines += _before_after(mutants, before or {}, before_name or "sample-before.jsonl")
     lines += _table("Per mutation kind", defects, lambda m: m.kind, KINDS)
     lines += _table("Per mutation kind and detail", defects, lambda m: f"{m.kind}: {m.detail}" if m.kind in (
         "delete-wait", "break-direct", "break-callee", "mode-api") else m.kind)

@@ -76,7 +76,16 @@ class MissingWaitAtJoin(Rule):
             use_line = ctx.file.span(race.node).start_line
             producer_line = ctx.file.span(race.producer).end_line if race.producer is not None else None
             hint = _hint(race, main, producer_line, use_line)
-            if race.argument:
+            if race.body:
+                confidence = Confidence.MEDIUM
+                hint = (f"fork before the yield: `{stream_expr(race.dst, main, race.mode) or 'side'}.wait_stream("
+                        f"{stream_expr(race.src, main, race.mode) or 'current'})` before the stream scope (or wait "
+                        "on an event recorded on the current stream); this assumes the with-body reads tensors "
+                        "the caller produced on its current stream")
+            elif race.replay:
+                confidence = Confidence.MEDIUM
+                hint += "; this assumes the replayed graph reads it (one of its static inputs)"
+            elif race.argument:
                 confidence = Confidence.MEDIUM
                 hint += "; this assumes the caller produced it on its current stream shortly before the call"
             elif race.escape:
@@ -152,7 +161,15 @@ def _message(race: Race, names: list[str], main: str | None) -> str:
     plural = len(names) > 1
     be, tag = "are" if plural else "is", f" [{race.mode}]"
     if race.kind == "read":
-        if getattr(race, "escape", False):
+        if race.body:
+            candidates = [f"the caller's with-body runs on {dst} (yielded inside the stream scope) with no wait "
+                          f"on the caller's stream{tag}",
+                          f"the caller's with-body runs on {dst} with no wait on the caller's stream{tag}"]
+        elif race.replay:
+            candidates = [f"{listed} {be} written on {src} and the graph replayed on {dst} may read "
+                          f"{'them' if plural else 'it'} with no wait{tag}",
+                          f"the graph replayed on {dst} may read {listed} with no wait after the write{tag}"]
+        elif getattr(race, "escape", False):
             candidates = [f"{listed} {be} produced on {src} and handed back to the caller with no join{tag}",
                           f"{listed} {be} handed back to the caller with no join after {'their' if plural else 'its'} "
                           f"producer{tag}"]

@@ -107,6 +107,7 @@ class ControlFlow:
             if isinstance(v, cst.Yield):
                 if v.value is not None and not isinstance(v.value, cst.From):
                     self.escape(st, self.ev(st, v.value))
+                self.with_body(st)
                 return [st]
             self.ev(st, v)
             return [st]
@@ -207,6 +208,11 @@ class ControlFlow:
                 self.op(st, target, [v], [base], result=False, read_writes=False)
             else:
                 self.escape(st, v)  # a container slot (dict / list of events, tensors, objects)
+                if isinstance(target.value, cst.Name) and target.value.value in st.env:
+                    held = tuple(tv.sid for tv in self.tensors(st, v))
+                    if held:  # the local list now holds them: handing it back hands them back
+                        name = target.value.value
+                        st.held[name] = tuple(dict.fromkeys(st.held.get(name, ()) + held))
 
     def unpack(self, st: State, v: object, n: int) -> list[object]:
         if isinstance(v, TupVal) and len(v.items) == n:
@@ -296,6 +302,11 @@ class ControlFlow:
         """Run each (outcome, runner) consistent with what the path already assumes about ``test``."""
         known = self.decide(st, test)
         key, positive = self.test_key(st, test)
+        compared = self.stream_compare(st, test)  # `if cur != side: side.wait_stream(cur)`: equal on the else path
+        if compared is not None:
+            key, positive = compared, True
+            a, b, equal_when_true = self.stream_tests[compared]
+            known = equal_when_true if a == b else st.assume.get(compared, known)
         todo = [(o, r) for o, r in outcomes if known is None or o == known]
         if self.single and len(todo) > 1:
             todo = [self._preferred(todo)]
@@ -329,12 +340,16 @@ class ControlFlow:
         op = expr.comparisons[0].operator
         if not isinstance(op, (cst.Equal, cst.NotEqual, cst.Is, cst.IsNot)):
             return None
-        sides = []
+        sides, known = [], 0
         for side in (expr.left, expr.comparisons[0].comparator):
             v = self.ev(st, side)
-            if not (isinstance(v, SVal) or self.kind_of(st, v) == STREAM):
-                return None
+            if isinstance(v, SVal) or self.kind_of(st, v) == STREAM:
+                known += 1
+            elif not isinstance(side, (cst.Name, cst.Attribute)) or isinstance(v, (CVal, TVal, EVal)):
+                return None  # a constant, a tensor, an event: not a stream identity test
             sides.append(self.stream_key(st, v, side))
+        if not known:
+            return None  # one known stream is enough: a stream compares equal only to a stream
         equal_when_true = isinstance(op, (cst.Equal, cst.Is))
         key = f"<same-stream:{sides[0]}|{sides[1]}>"
         self.stream_tests[key] = (sides[0], sides[1], equal_when_true)
@@ -459,19 +474,7 @@ class ControlFlow:
                     activation = (choice.test, False)
 
             def active(s: State) -> list[State]:
-                run = ScopeRun(node, key, self.clock, None, self.depth == 0)
-                s.runs.append(run)
-                s.stack.append(key)
-                idx = len(s.runs) - 1
-                out = self.with_item(node, i + 1, s)
-                for r in out:
-                    if r.done:
-                        continue
-                    if r.stack and r.stack[-1] == key:
-                        r.stack.pop()
-                    last = r.last_op.get(key)
-                    r.runs[idx].last = last if last is not None and last > r.runs[idx].start else None
-                return out
+                return self.stream_scope(node, i, s, key)
 
             def inactive(s: State) -> list[State]:
                 return self.with_item(node, i + 1, s)
@@ -503,5 +506,23 @@ class ControlFlow:
                 self.tick()
                 self.sync_all(r)  # nothing captured is pending on any stream after the capture
             return out
-        self.ev(st, item.item)
+        v = self.ev(st, item.item)
+        if isinstance(item.item, (cst.Name, cst.Attribute)) and (isinstance(v, SVal) or self.kind_of(st, v) == STREAM):
+            return self.stream_scope(node, i, st, self.stream_key(st, v, item.item))  # `with side:` (a Stream)
         return self.with_item(node, i + 1, st)
+
+    def stream_scope(self, node: cst.With, i: int, s: State, key: str) -> list[State]:
+        """The rest of the ``with`` (items after ``i``, then the body) running on stream ``key``."""
+        run = ScopeRun(node, key, self.clock, None, self.depth == 0)
+        s.runs.append(run)
+        s.stack.append(key)
+        idx = len(s.runs) - 1
+        out = self.with_item(node, i + 1, s)
+        for r in out:
+            if r.done:
+                continue
+            if r.stack and r.stack[-1] == key:
+                r.stack.pop()
+            last = r.last_op.get(key)
+            r.runs[idx].last = last if last is not None and last > r.runs[idx].start else None
+        return out

@@ -482,9 +482,16 @@ class Expressions:
             for arg in e.args:
                 self.escape(st, self.ev(st, arg.value))
             return None
+        if name == "replay" and not e.args and not isinstance(recv, TVal):
+            self.replay(st)  # a captured graph runs on this stream, reading its static inputs
+            return None
         tensors = self.tensors(st, recv)
         if tensors and isinstance(recv, KVal) and not tensor_method(name):
             tensors = []  # `self.dist_index.get_group()`: an object, not a tensor
+        if not tensors and name in OVERWRITE_METHODS and (recv is None or isinstance(recv, KVal) and recv.opaque) \
+                and isinstance(e.func.value, (cst.Name, cst.Subscript)):
+            # `static_buf.copy_(x)` on a loop variable / element of an untyped collection: only a tensor has it
+            tensors = [self.long_tensor(st, self.render(st, e.func.value))]
         if not tensors and host_target(e, name):
             self.call_args(st, e)
             return self.host_tensor(st)  # `batch.cpu()`, `buf.pin_memory()`: host memory whatever the receiver

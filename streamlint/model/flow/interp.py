@@ -108,6 +108,18 @@ class Interp(Orderings, Storages, Expressions, Calls, ControlFlow, Elements):
     def cfn(self) -> FunctionInfo:
         return self.frames[-1][1]
 
+    def bind_star_args(self, st: State) -> None:
+        """``*inputs``: the positional arguments a wrapper forwards (``self.module(*inputs)``) are, like an
+        unannotated tensor parameter read by a call, the caller's tensors produced on its current stream;
+        one argument storage stands for all of them. Not when annotated with a non-tensor type."""
+        star = self.fn.node.params.star_arg
+        if not isinstance(star, cst.Param) or self.cfg.args_exempt:
+            return
+        if star.annotation is not None and "Tensor" not in cst.Module([]).code_for_node(star.annotation.annotation):
+            return
+        S = self.new_storage(st, "arg", MAIN, star.name.value, Access(MAIN, 0, None, {}))
+        st.env[star.name.value] = self.new_tensor(st, S.sid)
+
     def tick(self) -> int:
         self.clock += 1
         return self.clock
@@ -147,6 +159,7 @@ class Interp(Orderings, Storages, Expressions, Calls, ControlFlow, Elements):
             else:
                 S = self.new_storage(st, "arg", MAIN, name, Access(MAIN, 0, None, {}))
             st.env[name] = self.new_tensor(st, S.sid)
+        self.bind_star_args(st)
         body = self.fn.node.body.body if isinstance(self.fn.node.body, cst.IndentedBlock) else []
         last = _last_simple(body)
         for s in self.block(body, [st]):

@@ -21,6 +21,8 @@ class Race:
     argument: bool  # the earlier access is the caller's production of an argument
     mode: str
     escape: bool = False  # this "use" is the hand-back to the caller (a return, a written argument)
+    body: bool = False  # this "use" is a context manager's yield: the caller's with-body runs on ``dst``
+    replay: bool = False  # this "use" is a graph replay reading what it captured (assumed a static input)
 
 
 @dataclass(frozen=True)

@@ -181,14 +181,14 @@ class Storages:
         self.check_view_escape(st, tv)
 
     def race(self, st: State, kind: str, S: Storage, earlier: Access, s: str, label: str | None = None,
-             escape: bool = False) -> None:
+             escape: bool = False, body: bool = False, replay: bool = False) -> None:
         if self.depth or self.anchor is None:
             return
         name = label or S.name or "tensor"
         key = (id(self.anchor), name, kind)
         if key not in self.races:
             self.races[key] = Race(kind, self.anchor, name, earlier.stream, s, earlier.node,
-                                   S.kind == "arg" and earlier.time == 0, self.cfg.mode, escape)
+                                   S.kind == "arg" and earlier.time == 0, self.cfg.mode, escape, body, replay)
 
     # ---- hand-back to the caller
     def unjoined_escape(self, st: State, returned: object, node: cst.CSTNode | None) -> None:
@@ -202,6 +202,8 @@ class Storages:
             return  # (captured graphs join their outputs; a return inside a scope is a wrapper's)
         know = st.know(MAIN)
         candidates = [tv.sid for tv in self.tensors(st, returned)]
+        holders = {n.value: st.held[n.value] for n in _names_in(node) if n.value in st.held}
+        candidates += [sid for sids in holders.values() for sid in sids]
         candidates += [sid for sid, S in st.stores.items() if S.kind == "arg"]
         for sid in dict.fromkeys(candidates):
             S = st.stores.get(sid)
@@ -215,9 +217,39 @@ class Storages:
             try:
                 returned_name = node.value.value if isinstance(node, cst.Return) and isinstance(node.value, cst.Name) \
                     else None
-                self.race(st, "read", S, lw, MAIN, self.label(st, sid) or returned_name, escape=True)
+                holder = next((name for name, sids in holders.items() if sid in sids), None)
+                self.race(st, "read", S, lw, MAIN, self.label(st, sid) or holder or returned_name, escape=True)
             finally:
                 self.anchor = saved
+
+    def with_body(self, st: State) -> None:
+        """A ``@contextmanager`` yielding inside a side-stream scope: the caller's with-body runs on that
+        stream and reads what the caller produced on its current stream before the ``with``, as an argument
+        is read. Unordered unless the side stream waited for the current stream before the yield. Not on a
+        stream parameter (the caller owns it and forks it), nor on a stream the analysis cannot name."""
+        if self.depth or self.anchor is None or not self.cfg.raw or self.cfg.args_exempt or st.cur == MAIN \
+                or st.cur in self.param_streams or st.cur.startswith("<") \
+                or not any(d.rsplit(".", 1)[-1] == "contextmanager" for d in self.fn.decorators):
+            return
+        caller = Access(MAIN, 0, None, {})
+        if not ordered_before(caller, st.know(st.cur)):
+            S = Storage(self.new_id(), "with-body", "arg", MAIN, caller)
+            self.race(st, "read", S, caller, st.cur, "the with-body", body=True)
+
+    def replay(self, st: State) -> None:
+        """``graph.replay()``: the captured kernels read the graph's static inputs, persistent buffers that
+        existed at capture time (long-lived values, arguments), never a tensor allocated in this call. Which
+        ones is not visible, so every such buffer written in this function on another stream and not ordered
+        before the replay may be read too early (a race at medium confidence, reported as an assumption)."""
+        if self.anchor is None or not self.cfg.raw:
+            return
+        know = st.know(st.cur)
+        for S in list(st.stores.values()):
+            lw = S.last_write
+            if S.kind not in ("long", "arg") or lw is None or lw.time == 0 or lw.stream == st.cur \
+                    or ordered_before(lw, know):
+                continue
+            self.race(st, "read", S, lw, st.cur, self.label(st, S.sid), replay=True)
 
     def event_handed_over(self, st: State, lw: Access, returned: object) -> bool:
         return any((not key.startswith("<") or key in self.handed_events) and snap.get(lw.stream, -1) >= lw.time
@@ -360,6 +392,7 @@ class Storages:
     def bind(self, st: State, name: str, v: object, node: cst.CSTNode | None) -> None:
         old = st.env.get(name)
         st.env[name] = v
+        st.held.pop(name, None)
         self.invalidate(st, name)
         if isinstance(v, TVal):
             S = st.stores.get(v.sid)
@@ -394,3 +427,17 @@ def _events_in(v: object) -> list[EVal]:
     if isinstance(v, EVal):
         return [v]
     return [e for item in v.items for e in _events_in(item)] if isinstance(v, TupVal) else []
+
+
+def _names_in(node: cst.CSTNode | None) -> list[cst.Name]:
+    """The names a ``return`` statement's value mentions (``outs[0] if n == 1 else outs``)."""
+    if not isinstance(node, cst.Return) or node.value is None:
+        return []
+    out, stack = [], [node.value]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Name):
+            out.append(n)
+        elif not isinstance(n, (cst.Lambda, cst.Call)):
+            stack.extend(n.children)
+    return out

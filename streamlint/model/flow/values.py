@@ -146,6 +146,7 @@ class State:
         self.regions: list[tuple[int, str]] = []
         self.last_op: dict[str, int] = {}
         self.long: dict[str, int] = {}
+        self.held: dict[str, tuple[int, ...]] = {}  # local container -> storages put in its slots (`outs[i] = t`)
         self.done = False
         self.ret: object = None
         self.flow: str | None = None
@@ -168,6 +169,7 @@ class State:
         s.regions = list(self.regions)
         s.last_op = dict(self.last_op)
         s.long = dict(self.long)
+        s.held = dict(self.held)
         s.done, s.ret, s.flow = self.done, self.ret, self.flow
         return s
 

@@ -1,6 +1,6 @@
 from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.apis import STREAM_MARKERS
-from streamlint.model.dataflow import Race, file_flows, path_tag
+from streamlint.model.dataflow import EarlyRecord, Race, file_flows, path_tag
 from streamlint.model.flow.results import FunctionFlow
 from streamlint.model.streams import MAIN, entry_stream_name, stream_expr, stream_label
 from streamlint.model.waits import partial_joins
@@ -93,6 +93,12 @@ class MissingWaitAtJoin(Rule):
                 hint += "; it is handed back to the caller here: this assumes the caller uses it on its current stream"
             hint += _also_clears(ctx, race, flow, use_line, main)
             ctx.report(race.node, message, confidence=confidence, related=_related(ctx, race), hint=hint)
+        for fn, flow in file_flows(ctx.project, ctx.file, explicit_ge_joins=explicit):
+            raced = {race.src for race in flow.races}  # the race found at the consumer is that root cause's finding
+            for early in flow.early_records:
+                if id(early.node) not in reported and early.stream not in raced:
+                    reported.add(id(early.node))
+                    _report_early(ctx, fn, early)
         for fn in ctx.file.functions.values():
             joins = partial_joins(ctx.project, ctx.file, fn)
             if not joins:
@@ -105,9 +111,13 @@ class MissingWaitAtJoin(Rule):
                                       f"its work is never waited for [{tag}]",
                                       f"this join loop leaves out the {join.dropped} element of its events [{tag}]"),
                            confidence=Confidence.MEDIUM,
-                           related=[Location(model.path, model.span(store), "event recorded and stored here")],
-                           hint=f"`{join.collection}` holds events recorded after device work: iterate over every "
-                                "element (the left-out event's work is otherwise never joined)")
+                           related=[Location(model.path, model.span(store),
+                                             "event recorded and stored here" if join.field is None
+                                             else f"`{join.field}` recorded here")],
+                           hint=(f"`{join.collection}` holds events recorded after device work" if join.field is None
+                                 else f"the elements of `{join.collection}` each carry `{join.field}`, an event "
+                                      "recorded after their device work")
+                           + ": iterate over every element (the left-out event's work is otherwise never joined)")
 
     VALID = [
         Valid(
@@ -147,6 +157,28 @@ class MissingWaitAtJoin(Rule):
             line=12,
         ),
     ]
+
+
+def _report_early(ctx: RuleContext, fn, early: EarlyRecord) -> None:
+    """An event recorded before the work it should guard (model: ``Orderings.uncovered_records``)."""
+    main = entry_stream_name(ctx.project, ctx.file, fn)
+    stream = stream_label(early.stream, main)
+    event = f"the event of `{early.event}`" if early.event.endswith(")") else f"`{early.event}`"
+    work_line = ctx.file.span(early.work).start_line if early.work is not None else None
+    at = f" (line {work_line})" if work_line is not None else ""
+    message = first_line(
+        f"{event} is recorded on {stream} before the work it should guard{at} [{early.mode}]",
+        f"{event} is recorded before the work it should guard{at} [{early.mode}]",
+        f"an event is recorded before the work it should guard [{early.mode}]")
+    hint = (f"a wait on {event} orders only what {stream} queued before the record, and nothing else joins "
+            f"the work after it: record the event after that work")
+    confidence = None
+    if early.caller_may_join:
+        confidence = Confidence.MEDIUM
+        hint += "; the stream is handed in: this assumes the caller does not join it after the call"
+    related = [Location(ctx.file.path, ctx.file.span(early.work), "work the event does not cover")] \
+        if early.work is not None else []
+    ctx.report(early.node, message, confidence=confidence, related=related, hint=hint)
 
 
 def _listed(names: list[str], limit: int = 3) -> str:

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from streamlint._lazy import cst
 from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.apis import STREAM_WORD
-from streamlint.model.families import ALL_PATHS, GE, NATIVE, TAGGED, family_uses, supported_modes
+from streamlint.model.families import ALL_PATHS, GE, NATIVE, TAGGED, family_uses, run_time_flag, supported_modes
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, Guard, in_exclusive_branches
 from streamlint.model.wrappers import modes_under
 from streamlint.rule import Invalid, Rule, RuleContext, Valid, first_line
@@ -28,6 +28,7 @@ class _Entry:
     note: str
     guards: tuple[Guard, ...] = ()  # the `if` tests around the call: entries in opposite branches never meet
     callee: FunctionInfo | None = None
+    flag: str | None = None  # the run-time condition selecting a wrapper's API (families.run_time_flag)
 
     @property
     def origin(self) -> Location:
@@ -160,7 +161,7 @@ def _entries(ctx: RuleContext, file: FileModel, fn: FunctionInfo, path: frozense
             if path == ALL_PATHS:
                 here = ctx.project.path_index.scope_path(file, site).modes or ALL_PATHS
             yield site, [_Entry(u.group, supported_modes(u) & here, u.describe(), u.file, u.site.node,
-                                f"{u.describe()} ({u.group})", site.guards) for u in uses
+                                f"{u.describe()} ({u.group})", site.guards, flag=u.flag) for u in uses
                          if supported_modes(u) & here]
             continue
         guard = (modes_under(site.guards) or ALL_PATHS) & path
@@ -197,7 +198,10 @@ def _summary(ctx: RuleContext, fn: FunctionInfo, file: FileModel, summaries: dic
 
 
 def _callees(ctx: RuleContext, file: FileModel, site) -> list[tuple[FunctionInfo, FileModel]]:
-    """Functions a call runs; constructing a module (`Block(config)`) does not run its forward."""
+    """Functions a call runs; constructing a module (`Block(config)`) does not run its forward, a wrapper called
+    with its API disabled (`enabled=False`) runs none of it."""
+    if run_time_flag(ctx.project, file, site) is False:
+        return []
     found = ctx.project.call_targets(file, site)
     if site.target is not None and isinstance((ctx.project.symbol(site.target, file) or (None,))[0], ClassInfo):
         return []
@@ -216,6 +220,21 @@ def _first_conflict(entries: list[_Entry], seen: dict[str, list[_Entry]], ctx: R
             continue  # the callee mixes on its own and is reported there
         for other_group in _CONFLICTS[entry.group]:
             for other in seen.get(other_group, ()):
-                if entry.modes & other.modes and not in_exclusive_branches(entry.guards, other.guards):
+                if entry.modes & other.modes and not in_exclusive_branches(entry.guards, other.guards) \
+                        and _may_meet(entry, other):
                     return entry, other, entry.modes & other.modes
     return None
+
+
+def _may_meet(a: _Entry, b: _Entry) -> bool:
+    """Whether two uses are known to run together. A use through a wrapper that picks its API at run time
+    (``enabled=flag``) runs only when the flag holds; when the other use runs only under a condition of its
+    own (an ``if`` that does not test that flag, another flag), nothing says both hold on one path."""
+    for x, y in ((a, b), (b, a)):
+        if x.flag is None:
+            continue
+        if y.flag is not None and y.flag != x.flag:
+            return False
+        if y.flag is None and y.guards and not any(x.flag in y.file.code(g.test) for g in y.guards):
+            return False
+    return True

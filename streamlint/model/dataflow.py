@@ -54,7 +54,7 @@ from streamlint.model.apis import Role
 from streamlint.model.file import FileModel, FunctionInfo
 from streamlint.model.flow.calls import wait_self_expr
 from streamlint.model.flow.interp import Interp, graph_entries
-from streamlint.model.flow.results import EMPTY_FLOW, FunctionFlow, Lifetime, Race, Unjoined, ViewEscape
+from streamlint.model.flow.results import EMPTY_FLOW, EarlyRecord, FunctionFlow, Lifetime, Race, Unjoined, ViewEscape
 from streamlint.model.flow.values import AnalysisBudgetExceeded, flow_config
 from streamlint.model.streams import MAIN, derived, stream_label
 
@@ -115,6 +115,7 @@ def function_flow(project: Project, file: FileModel, fn: FunctionInfo, *, explic
     lifetimes: dict = {}
     unjoined: dict = {}
     views: dict = {}
+    early: dict = {}
     entry = id(fn) in graph_entries(project)
     if not modes:
         flow = _every_path_flow(project, file, fn, explicit_ge_joins, entry)
@@ -130,8 +131,10 @@ def function_flow(project: Project, file: FileModel, fn: FunctionInfo, *, explic
         lifetimes.update({k + (mode,): v for k, v in interp.lifetimes.items()})
         unjoined.update({k + (mode,): v for k, v in interp.unjoined.items()})
         views.update(interp.view_escapes)
+        if mode != "ge":  # native events have no place in GE graphs (SL502)
+            early.update(interp.early_records)
     flow = FunctionFlow(modes, tuple(races.values()), tuple(lifetimes.values()), tuple(unjoined.values()),
-                        tuple(views.values()))
+                        tuple(views.values()), tuple(early.values()))
     cache[key] = flow
     return flow
 
@@ -165,6 +168,7 @@ def file_flows(project: Project, file: FileModel, *, explicit_ge_joins: bool = F
 
 __all__ = [
     "EMPTY_FLOW",
+    "EarlyRecord",
     "MAIN",
     "FunctionFlow",
     "Lifetime",

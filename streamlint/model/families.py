@@ -32,6 +32,8 @@ from streamlint.model.streams import (
     kind_of_call,
     local_kind,
 )
+from streamlint.model.flow.calls import switch_condition
+from streamlint.model.uses import bind_arguments
 from streamlint.model.wrappers import modes_under
 
 if TYPE_CHECKING:
@@ -68,6 +70,7 @@ class FamilyUse:
     group: str  # GE / TAGGED / NATIVE
     modes: frozenset[str]  # execution paths the call is restricted to (ALL_PATHS: unrestricted)
     wrappers: tuple[str, ...] = ()
+    flag: str | None = None  # a wrapper choosing its API at run time: the call-site condition that selects it
 
     @property
     def node(self) -> cst.Call:
@@ -132,8 +135,42 @@ def _is_module(file: FileModel, site: CallSite) -> bool:
 def family_uses(project: "Project", file: FileModel, site: CallSite) -> list[FamilyUse]:
     """The family uses of one call (one per wrapper variant), with their mode restrictions."""
     base = _site_modes(project, file, site)
-    return [FamilyUse(u.site, u.file, u.what, u.role, u.group, u.modes & base, u.wrappers)
-            for u in _raw_uses(project, file, site) if u.modes & base]
+    uses = [u for u in _raw_uses(project, file, site) if u.modes & base]
+    flag = run_time_flag(project, file, site) if any(u.wrappers for u in uses) else None
+    if flag is False:
+        return []  # `enabled=False` at the call site: the wrapper runs no stream API
+    return [FamilyUse(u.site, u.file, u.what, u.role, u.group, u.modes & base, u.wrappers,
+                      flag if isinstance(flag, str) and u.wrappers else None) for u in uses]
+
+
+def run_time_flag(project: "Project", file: FileModel, site: CallSite) -> str | bool | None:
+    """A call of a wrapper that chooses its API at run time by an enable flag (domain §1.16: the real scope
+    or ``nullcontext()``), its argument evaluated at the call site, the wrapper's default included: False
+    when the wrapper runs no stream API there, None when it always does, else the condition (source text)
+    under which it does. A flag that is a parameter of the calling function defaulting to false is the
+    caller's choice: still a condition."""
+    found = project.call_target(file, site)
+    if found is None:
+        return None
+    wfn, wmod = found
+    if project.wrapper(wfn, wmod) is None:
+        return None
+    cond = switch_condition(project, wmod, wfn, frozenset(_ROLE_GROUP))
+    if cond is None:
+        return None
+    param, positive = cond
+    params = wfn.params[1:] if wfn.class_name and wfn.params[:1] == ("self",) else wfn.params
+    expr = bind_arguments(params + wfn.kwonly, site.node, kwonly=wfn.kwonly).get(param)
+    if expr is None:
+        default = next((p.default for p in (*wfn.node.params.params, *wfn.node.params.kwonly_params)
+                        if p.name.value == param), None)
+        expr = default
+    if expr is None:
+        return None
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False", "None"):
+        return None if (expr.value == "True") == positive else False
+    text = file.code(expr)
+    return text if positive else f"not ({text})"
 
 
 def _raw_uses(project: "Project", file: FileModel, site: CallSite) -> list[FamilyUse]:
@@ -218,4 +255,4 @@ def _api_name(qualname: str) -> str:
 
 
 __all__ = ["ALL_PATHS", "GE", "NATIVE", "TAGGED", "FamilyUse", "family_uses", "native_method", "receiver_kind",
-           "supported_modes", "unsupported"]
+           "run_time_flag", "supported_modes", "unsupported"]

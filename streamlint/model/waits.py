@@ -6,6 +6,7 @@ call runs in, and whether a ``self.*`` event is ever recorded anywhere in its cl
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -216,6 +217,7 @@ class PartialJoin:
     collection: str
     dropped: str
     evidence: tuple[FileModel, cst.CSTNode]
+    field: str | None = None  # the elements are objects, each waited through this event field
 
 
 def _strip_call(e: cst.BaseExpression, names: tuple[str, ...]) -> cst.BaseExpression:
@@ -288,6 +290,60 @@ def _waits_on(body: cst.CSTNode, names: list[str]) -> bool:
         if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             stack.extend(children(node))
     return False
+
+
+def _waited_field(body: cst.CSTNode, names: list[str]) -> str | None:
+    """The event field of a loop element the loop body waits on (``s.wait_event(o.done)``, ``o.done.wait()``,
+    ``o.done.synchronize()``): a collection of objects that each carry the event of their own work."""
+    stack: list[cst.CSTNode] = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            method, receiver = node.func.attr.value, node.func.value
+            held = node.args[0].value if method == "wait_event" and node.args else \
+                receiver if method in ("wait", "synchronize") else None
+            if isinstance(held, cst.Attribute) and isinstance(held.value, cst.Name) and held.value.value in names:
+                return held.attr.value
+        if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(children(node))
+    return None
+
+
+_JOIN_CALLS = frozenset({"wait_event", "wait", "synchronize", "wait_stream", "current_stream"})
+
+
+def _only_joins(body: cst.CSTNode) -> bool:
+    """A loop body that only joins (its calls wait; the rest is host bookkeeping): leaving out one element
+    leaves out only its join, not its work too."""
+    stack: list[cst.CSTNode] = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call):
+            func = node.func
+            name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) \
+                else None
+            if name not in _JOIN_CALLS:
+                return False
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
+        stack.extend(children(node))
+    return True
+
+
+def _field_record(project: Project, file: FileModel, attr: str) -> tuple[FileModel, cst.CSTNode] | None:
+    """Where an object field ``attr`` is recorded as an event after device work, in this file or elsewhere in
+    the project: ``self.<attr>.record(...)`` or ``s.record_event(self.<attr>)``."""
+    for model in itertools.chain((file,), (m for m in project.files_containing((attr.encode(),)) if m is not file)):
+        for fn in model.iter_functions():
+            for site in fn.calls:
+                call = site.node
+                if not isinstance(call.func, cst.Attribute):
+                    continue
+                target = call.func.value if call.func.attr.value == "record" else \
+                    call.args[0].value if call.func.attr.value == "record_event" and call.args else None
+                if isinstance(target, cst.Attribute) and target.attr.value == attr:
+                    return model, call
+    return None
 
 
 def _recorded_event(fn_node: cst.CSTNode, value: cst.BaseExpression) -> bool:
@@ -370,7 +426,17 @@ def partial_joins(project: Project, file: FileModel, fn: FunctionInfo) -> list[P
             continue
         coll, dropped, names = parsed
         name = _holder_name(coll)
-        if name is None or not _waits_on(node.body, names):
+        if name is None:
+            continue
+        if not _waits_on(node.body, names):
+            attr = _waited_field(node.body, names)
+            if attr is not None and _only_joins(node.body):
+                evidence = _field_record(project, file, attr)
+                code = file.code(coll)
+                text = text if text is not None else file.code(fn.node)
+                if evidence is not None and f"{code}[{'0' if dropped == 'first' else '-1'}]".replace(" ", "") \
+                        not in text.replace(" ", ""):
+                    found.append(PartialJoin(node, code, dropped, evidence, attr))
             continue
         text = text if text is not None else file.code(fn.node)
         code = file.code(coll)

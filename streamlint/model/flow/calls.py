@@ -242,11 +242,13 @@ def _param_test(test: cst.BaseExpression, params: tuple[str, ...]) -> tuple[str,
     return None
 
 
-def _switch_condition(project: Project, file: FileModel, fn: FunctionInfo) -> tuple[str, bool] | None:
-    """(parameter, value for which the wrapper opens the real stream scope) for enable-flag wrappers."""
+def switch_condition(project: Project, file: FileModel, fn: FunctionInfo,
+                     roles: frozenset = apis.STREAM_SCOPE_ROLES) -> tuple[str, bool] | None:
+    """(parameter, value for which the wrapper opens the real stream scope -- or calls the API of one of
+    ``roles``) for enable-flag wrappers."""
     params = fn.all_params
     for site in fn.calls:
-        if not any(u.role in apis.STREAM_SCOPE_ROLES for u in project.api_uses(file, site)):
+        if not any(u.role in roles for u in project.api_uses(file, site)):
             continue
         for guard in site.guards:
             found = _param_test(guard.test, params)
@@ -574,7 +576,7 @@ class Calls:
         if found is None:
             return None
         wfn, wmod = found
-        cond = _switch_condition(self.project, wmod, wfn)
+        cond = switch_condition(self.project, wmod, wfn)
         if cond is None:
             return _self_switch_test(wfn) if on_self(use) else None
         param, positive = cond

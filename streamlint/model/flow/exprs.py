@@ -456,20 +456,25 @@ class Expressions:
         if name == "record_event":
             stream = self.stream_key(st, recv, e.func.value)
             key = self.event_key(st, self.ev(st, arg0), arg0) if arg0 is not None else self.anonymous_key("event", e)
-            self.record(st, stream, key)
+            self.record(st, stream, key, site=arg0 if arg0 is not None else e)
             return EVal(key)
-        if not isinstance(recv, TVal) and kind != STREAM and name in ("record", "wait", "synchronize", "query"):
+        if name == "elapsed_time" and not isinstance(recv, TVal) and arg0 is not None:
+            self.timing_events.update((self.event_key(st, recv, e.func.value),
+                                       self.event_key(st, self.ev(st, arg0), arg0)))
+        if (not isinstance(recv, TVal) or name == "record") and kind != STREAM \
+                and name in ("record", "wait", "synchronize", "query"):  # a tensor has no record(): a mistyped event
             key = self.event_key(st, recv, e.func.value)
             known = key in st.events or kind == EVENT
             stream = self.stream_key(st, self.ev(st, arg0), arg0) if arg0 is not None else st.cur
             if name == "record":
-                self.record(st, stream, key)  # tensors have no record(): this is an event
+                self.record(st, stream, key, site=e.func.value)  # tensors have no record(): this is an event
             elif name == "wait":
                 if known:
                     self.wait_event(st, stream, key)
                 else:
                     self.wait_everything(st, stream)  # a collective's work handle, or an event recorded elsewhere
             elif known:  # synchronize() / query(): the host has seen the event complete
+                self.waited_events.add(key)
                 merge_clock(st.host, st.events.get(key, {MAIN: 0}))
             else:  # an event recorded elsewhere (e.g. a field inherited from a library class): as for a
                 self.sync_all(st)  # known event, a query()/synchronize() the code goes on after is a host sync
@@ -494,12 +499,16 @@ class Expressions:
             tensors = [self.long_tensor(st, self.render(st, e.func.value))]
         if not tensors and host_target(e, name):
             self.call_args(st, e)
+            if name != "pin_memory" and non_blocking(e) and not isinstance(recv, KVal):
+                self.op(st, e, [], result=False)  # an asynchronous D2H copy of an unknown tensor: work queued here
             return self.host_tensor(st)  # `batch.cpu()`, `buf.pin_memory()`: host memory whatever the receiver
         if not tensors and isinstance(recv, KVal) and recv.opaque and name in COPY_METHODS:
             _, reads, _ = self.call_args(st, e)
             return self.op(st, e, reads)  # e.g. host_batches[i].to(device): a new tensor on this stream
         if not tensors:
             _, reads, writes = self.call_args(st, e)
+            if recv is None and name.endswith("_") and not name.startswith("_") and not writes:
+                writes = [recv]  # `p.data.copy_(src)` on an unknown value: in-place tensor work queued here
             if writes:
                 self.op(st, e, reads, writes, result=False)
                 return None

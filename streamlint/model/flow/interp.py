@@ -13,7 +13,7 @@ from streamlint.model.flow.control import ControlFlow
 from streamlint.model.flow.elements import Elements
 from streamlint.model.flow.exprs import Expressions
 from streamlint.model.flow.orderings import Orderings
-from streamlint.model.flow.results import Lifetime, Race, Unjoined, ViewEscape
+from streamlint.model.flow.results import EarlyRecord, Lifetime, Race, Unjoined, ViewEscape
 from streamlint.model.flow.storage import Storages
 from streamlint.model.flow.values import Access, EVal, FlowConfig, KVal, SVal, State
 from streamlint.model.streams import EVENT, MAIN, STREAM, derived
@@ -88,6 +88,12 @@ class Interp(Orderings, Storages, Expressions, Calls, ControlFlow, Elements):
         self.inline_stack: list[int] = []
         self.param_streams: set[str] = set()
         self.handed_events: set[str] = set()  # events stored on an object or a container (waited elsewhere)
+        self.waited_events: set[str] = set()  # events waited (by a stream or the host) in this function
+        self.timing_events: set[str] = set()  # events read by elapsed_time: they time work, they guard none
+        self.record_sites: dict[tuple[str, str, int], tuple[cst.CSTNode, str]] = {}  # (event, stream, time) ->
+        # (the record statement, the event's text)
+        self.op_sites: dict[str, list[tuple[int, cst.CSTNode]]] = {}  # stream -> (time, statement) of its work
+        self.early_records: dict[int, EarlyRecord] = {}
         self._anonymous: dict[int, int] = {}  # creation node -> index in program order
         self.steps = 0
         self._mentions: dict[int, bool] = {}

@@ -140,12 +140,45 @@ class Orderings:
             snap[MAIN] = max(snap.get(MAIN, -1), self.clock)  # a stream handed in: usually the caller's current one
         merge_clock(st.vc.setdefault(waiter, {}), snap)
 
-    def record(self, st: State, stream: str, key: str) -> None:
+    def record(self, st: State, stream: str, key: str, site: cst.BaseExpression | None = None) -> None:
+        """Record event ``key`` on ``stream``: it covers what ``stream`` queued so far. ``site`` (the event
+        expression of a record written in this function) keeps where that coverage ends."""
         snap = dict(st.vc.get(stream, {}))
         snap[stream] = self.clock
         st.events[key] = snap
+        if site is not None and self.depth == 0 and self.anchor is not None:
+            self.record_sites[(key, stream, self.clock)] = (self.anchor, self.cfile.code(site))
+
+    # ---- event coverage: what work a recorded event stands for
+    def uncovered_records(self, st: State) -> list[tuple[str, str, int, int]]:
+        """Events this function records on a side stream before work it then queues on that stream, at the
+        end of a path: ``(event, stream, record time, last work time)``. A wait on an event orders only the
+        work its stream queued before the record; the work after it is left to whoever else joins the
+        stream, and here nobody does (no ``wait_stream`` / wait on a later event / host synchronisation on
+        this path, no other method of the class joining the stream). Only events someone waits on count:
+        kept on an object or in a container, a name the function did not create, or waited here; a timing
+        event (read by ``elapsed_time``) stands for no work."""
+        found = []
+        know = st.know(MAIN)
+        for stream, last in st.work.items():
+            if stream == MAIN or stream.startswith("<") \
+                    or know.get(stream, -1) >= last \
+                    or any(snap.get(stream, -1) >= last for snap in st.events.values()):
+                continue
+            early = [(snap[stream], key) for key, snap in st.events.items()
+                     if (key, stream, snap.get(stream)) in self.record_sites and self.waited_for(key)]
+            if early and not self.joined_elsewhere(stream):
+                time, key = max(early)
+                found.append((key, stream, time, last))
+        return found
+
+    def waited_for(self, key: str) -> bool:
+        if key in self.timing_events:
+            return False
+        return key in self.waited_events or key in self.handed_events or not key.startswith("<")
 
     def wait_event(self, st: State, stream: str, key: str) -> None:
+        self.waited_events.add(key)
         snap = st.events.get(key)
         if snap is None and not key.startswith("<event@"):
             snap = {MAIN: 0}  # recorded before entry (by the caller, or a previous call): covers pre-entry work

@@ -51,6 +51,19 @@ class Unjoined:
 
 
 @dataclass(frozen=True)
+class EarlyRecord:
+    """An event recorded on a side stream before work queued there after it, which nothing else joins (SL201):
+    the event's waiters order only what came before the record."""
+
+    node: cst.CSTNode  # the record
+    event: str
+    stream: str
+    work: cst.CSTNode | None  # the first work on the stream after the record
+    mode: str
+    caller_may_join: bool  # the stream is the caller's (a parameter): it may join it after the call
+
+
+@dataclass(frozen=True)
 class ViewEscape:
     """A view of a waited tensor, created before ``npu_wait_tensor`` and used after it (SL204)."""
 
@@ -67,6 +80,7 @@ class FunctionFlow:
     lifetimes: tuple[Lifetime, ...]
     unjoined: tuple[Unjoined, ...]
     view_escapes: tuple[ViewEscape, ...]
+    early_records: tuple[EarlyRecord, ...] = ()
 
 
 EMPTY_FLOW = FunctionFlow(frozenset(), (), (), (), ())

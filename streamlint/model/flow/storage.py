@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from streamlint._lazy import cst
-from streamlint.model.flow.results import Lifetime, Race, Unjoined, ViewEscape
+from streamlint.model.flow.results import EarlyRecord, Lifetime, Race, Unjoined, ViewEscape
 from streamlint.model.flow.values import (
     Access,
     CVal,
@@ -120,6 +120,10 @@ class Storages:
         for tv in ws:
             self.access(st, tv, s, t, know, True)
         st.last_op[s] = t
+        if not isinstance(self.anchor, (cst.If, cst.While, cst.For, cst.With)):  # not a host test's operand
+            st.work[s] = t
+            if s != MAIN and self.depth == 0 and self.anchor is not None:
+                self.op_sites.setdefault(s, []).append((t, self.anchor))
         if not result:
             return None
         if rs and not self.h2d and self.host_result(st, node, rs):
@@ -410,6 +414,12 @@ class Storages:
 
     # ---- function end
     def finalize(self, st: State) -> None:
+        for key, stream, time, _last in self.uncovered_records(st):
+            node, label = self.record_sites[(key, stream, time)]
+            if id(node) not in self.early_records:
+                work = next((n for t, n in self.op_sites.get(stream, ()) if t > time), None)
+                self.early_records[id(node)] = EarlyRecord(node, label, stream, work, self.cfg.mode,
+                                                           self.caller_may_join(stream))
         for sid, S in list(st.stores.items()):
             if S.kind == "local" and not S.dead:
                 self.free(st, sid, "function end", None, force=True)

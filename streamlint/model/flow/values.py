@@ -145,6 +145,7 @@ class State:
         self.runs: list[ScopeRun] = []
         self.regions: list[tuple[int, str]] = []
         self.last_op: dict[str, int] = {}
+        self.work: dict[str, int] = {}  # stream -> time of its last work outside a test (what an event can cover)
         self.long: dict[str, int] = {}
         self.held: dict[str, tuple[int, ...]] = {}  # local container -> storages put in its slots (`outs[i] = t`)
         self.done = False
@@ -168,6 +169,7 @@ class State:
         s.runs = [ScopeRun(r.node, r.stream, r.start, r.last, r.top) for r in self.runs]
         s.regions = list(self.regions)
         s.last_op = dict(self.last_op)
+        s.work = dict(self.work)
         s.long = dict(self.long)
         s.held = dict(self.held)
         s.done, s.ret, s.flow = self.done, self.ret, self.flow

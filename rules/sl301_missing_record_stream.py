@@ -32,8 +32,9 @@ class MissingRecordStream(Rule):
     Code that implements the `record_stream` protocol for a caller (an object's `record_stream(self,
     stream)`, a helper that only records tensors on a stream it is given) must record on that stream:
     a record on the current stream instead, a loop over the held tensors that records none of them, a
-    `record_stream` method that never uses its stream, or an empty override of a base class's records
-    is reported where it happens (medium confidence: the caller's use of the stream is not seen).
+    `record_stream` method that never uses its stream, an empty override of a base class's records, or a
+    function named for recording (`record_stream(tensor, stream)`, a record op's kernel) that records
+    nothing is reported where it happens (medium confidence: the caller's use of the stream is not seen).
 
     ## Example
     ```python
@@ -132,6 +133,11 @@ class MissingRecordStream(Rule):
                                "this loop records none of its tensors on the given stream")
             return first, (f"call `.record_stream({broken.stream})` on each element: their memory can otherwise be "
                            f"reused while {given} still uses them")
+        if broken.kind == "records-nothing":
+            first = first_line(f"this function records `{broken.detail}` on no stream, not even the given {given}",
+                               "this recording function records nothing on its stream")
+            return first, (f"call `{broken.detail}.record_stream({broken.stream})`: its memory can otherwise be "
+                           f"reused while {given} still uses it")
         if broken.kind == "ignores-stream":
             first = first_line(f"`record_stream` never records on {given}", "`record_stream` never records on its stream")
             return first, (f"record every tensor this object holds on {given}: they can otherwise be reused while "

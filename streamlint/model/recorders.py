@@ -9,7 +9,10 @@ stream. Breaking it leaves the caller's stream unprotected however correct the c
   was given: a no-op for the allocator;
 - a loop over the held tensors whose body records none of them;
 - a ``record_stream`` method that never uses its stream, or an override with an empty body that drops
-  the base class's records.
+  the base class's records;
+- a function named for recording on a stream (``record_stream(tensor, stream)``, the kernel of a
+  record op ``record_tagged_stream_impl(input, tag)``) that is handed a tensor and a stream and records
+  nothing: no ``record_stream``, no call to another recorder, no call given both the tensor and the stream.
 
 Only pure forwarders are judged: a function that also switches streams, waits or synchronises orders its
 own work, and its records are judged by the dataflow (SL301's lifetime analysis) instead.
@@ -44,7 +47,7 @@ class BrokenRecord:
     """A record_stream forwarder that does not record what it holds on the stream it was given."""
 
     node: cst.CSTNode
-    kind: str  # "wrong-stream" | "unrecorded-loop" | "ignores-stream" | "drops-base"
+    kind: str  # "wrong-stream" | "unrecorded-loop" | "ignores-stream" | "drops-base" | "records-nothing"
     stream: str  # the stream the function was given
     detail: str  # the recorded tensor (wrong-stream), the loop target, or the base class
     function: FunctionInfo | None = None  # the forwarder
@@ -54,7 +57,7 @@ def broken_records(project: Project, file: FileModel) -> list[BrokenRecord]:
     out: list[BrokenRecord] = []
     for fn in file.functions.values():
         found = []
-        if _records_anything(fn) or fn.node.name.value == PROTOCOL:
+        if _records_anything(fn) or fn.node.name.value == PROTOCOL or _recorder_name(fn):
             found += _check(project, file, fn)
         if fn.node.name.value == "__torch_dispatch__":
             found += _dispatch_branches(project, file, fn)
@@ -79,6 +82,10 @@ def _check(project: Project, file: FileModel, fn: FunctionInfo) -> list[BrokenRe
         return out
     if protocol and not _mentions(fn.node.body, stream) and not _stub(fn.node, abstract=True):
         return [BrokenRecord(fn.node.name, "ignores-stream", stream, "")]
+    if _recorder_name(fn) and not _stub(fn.node, abstract=True) and not _records_anything(fn):
+        held = _held_tensors(fn, stream, protocol)
+        if held and not _delegates(fn, stream, held):
+            return [BrokenRecord(fn.node.name, "records-nothing", stream, held[0])]
     for site in fn.calls:
         if site.method != PROTOCOL or site.receiver is None or len(site.node.args) != 1:
             continue
@@ -90,6 +97,52 @@ def _check(project: Project, file: FileModel, fn: FunctionInfo) -> list[BrokenRe
             if _silent(loop, stream) and _mentions(loop.iter, *_holders(fn)):
                 out.append(BrokenRecord(loop, "unrecorded-loop", stream, file.code(loop.target)))
     return out
+
+
+def _recorder_name(fn: FunctionInfo) -> bool:
+    """A name that says the function records on a stream: it begins with the word ``record`` and names a
+    stream (``record_stream``, ``record_tagged_stream_impl``, ``_record_on_stream``; not ``recording_*``,
+    not ``test_..._record_the_stream``)."""
+    words = fn.node.name.value.lower().lstrip("_").split("_")
+    return words[0] == "record" and ("stream" in words or "streams" in words)
+
+
+def _held_tensors(fn: FunctionInfo, stream: str, protocol: bool) -> list[str]:
+    """The parameters that may hold what the function is to record: not the stream, nothing declared as
+    anything but a tensor (a tag, an id, a flag, a set of pointers), not ``self`` unless the method is the
+    object's own ``record_stream``."""
+    params = fn.node.params
+    out: list[str] = []
+    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+        name = param.name.value
+        if name == stream or name == "cls" or (name == "self" and not protocol) or _STREAM_NAME.search(name):
+            continue
+        annotation = param.annotation.annotation if param.annotation is not None else None
+        if annotation is not None and not any(isinstance(n, (cst.Name, cst.Attribute)) and (
+                n.value if isinstance(n, cst.Name) else n.attr.value) in ("Tensor", "Parameter")
+                for n in _nodes(annotation, (cst.Name, cst.Attribute))):
+            continue
+        if isinstance(param.default, (cst.Integer, cst.Float, cst.SimpleString)) \
+                or isinstance(param.default, cst.Name) and param.default.value in ("True", "False"):
+            continue
+        out.append(name)
+    return out
+
+
+def _delegates(fn: FunctionInfo, stream: str, held: list[str]) -> bool:
+    """Does the function hand the recording on: a call to another recorder (a name with ``record``), or a
+    call given the stream whose receiver or arguments hold a held tensor (``_apply(stream, t)``, a test
+    double's ``self.seen.append(stream)``)?"""
+    for site in fn.calls:
+        func = site.node.func
+        callee = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if "record" in callee.lower():
+            return True
+        args = [a.value for a in site.node.args]
+        receiver = [func.value] if isinstance(func, cst.Attribute) else []
+        if any(_mentions(a, stream) for a in args) and any(_mentions(a, *held) for a in args + receiver):
+            return True
+    return False
 
 
 def _dispatch_branches(project: Project, file: FileModel, fn: FunctionInfo) -> list[BrokenRecord]:

@@ -81,6 +81,7 @@ class ControlFlow:
                         continue
                     if self.depth == 0:
                         self.anchor = small
+                        self.note_loose_uses(s, small)
                     nxt.extend(self.small(small, s))
                 states = nxt
             return states
@@ -428,8 +429,11 @@ class ControlFlow:
                             self.bind(s, name, value if isinstance(target, cst.Name) else None, node)
                 elif isinstance(node, cst.For):
                     self.ev(s, node.iter)
+                    walked = _walked(node.iter)
                     for name in target_names(node.target):
                         self.bind(s, name, None, node)
+                        if walked:
+                            s.elem_of[name] = walked
                 else:
                     self.ev(s, node.test)
                     if self.decide(s, node.test) is False:
@@ -526,3 +530,14 @@ class ControlFlow:
             last = r.last_op.get(key)
             r.runs[idx].last = last if last is not None and last > r.runs[idx].start else None
         return out
+
+
+def _walked(it: cst.BaseExpression) -> tuple[str, ...]:
+    """The collection a ``for`` walks, by name: ``xs``, ``enumerate(xs)``, ``zip(xs, ys)``, ``d.values()``."""
+    if isinstance(it, cst.Name):
+        return (it.value,)
+    if isinstance(it, cst.Call):
+        if isinstance(it.func, cst.Attribute) and isinstance(it.func.value, cst.Name) and not it.args:
+            return (it.func.value.value,)
+        return tuple(a.value.value for a in it.args if isinstance(a.value, cst.Name))
+    return ()

@@ -245,6 +245,9 @@ class Expressions:
                     and int(e.args[0].value.value, 0) == 0:
                 self.tick()  # a free, no kernel: its hazard is the lifetime one (SL301), never a race as well
                 self.free(st, owner.sid, "resize_(0)", self.anchor, force=True)
+            elif not self.tensors(st, owner) and isinstance(func.value.func.value, cst.Name) and e.args \
+                    and isinstance(e.args[0].value, cst.Integer) and int(e.args[0].value.value, 0) == 0:
+                self.free_untracked(st, func.value.func.value.value)
             return None
         uses = self.project.api_uses(self.cfile, site) if site is not None else ()
         direct = [u for u in uses if not u.wrappers]
@@ -489,6 +492,10 @@ class Expressions:
             return None
         if name == "replay" and not e.args and not isinstance(recv, TVal):
             self.replay(st)  # a captured graph runs on this stream, reading its static inputs
+            return None
+        if name == "record_stream" and arg0 is not None and isinstance(e.func.value, cst.Name) \
+                and not self.tensors(st, recv):  # an element of a collection, an opaque result
+            self.loose_record(st, e.func.value.value, self.stream_key(st, self.ev(st, arg0), arg0))
             return None
         tensors = self.tensors(st, recv)
         if tensors and isinstance(recv, KVal) and not tensor_method(name):

@@ -180,7 +180,7 @@ class Storages:
             snap[s] = t
             S.last_write = Access(s, t, self.anchor, snap, part=part)
             S.reads = [r for r in S.reads if part is not None and r.part is not None and r.part != part]
-        if S.kind == "local" and s != S.alloc:
+        if S.kind in ("local", "arg") and s != S.alloc:  # (an argument dies only by resize_(0))
             S.uses.append(Access(s, t, self.anchor, label=self.label(st, tv.sid)))
         self.check_view_escape(st, tv)
 
@@ -353,8 +353,8 @@ class Storages:
 
     def free(self, st: State, sid: int, how: str, node: cst.CSTNode | None, force: bool = False) -> None:
         S = st.stores.get(sid)
-        if S is None or S.kind != "local" or S.dead:
-            return
+        if S is None or S.kind not in ("local", "arg") or S.dead or (S.kind == "arg" and how != "resize_(0)"):
+            return  # resize_(0) frees an argument's storage whatever the caller still holds
         if not force and self.referenced(st, sid):
             return
         if S.escaped and how != "resize_(0)":
@@ -393,8 +393,62 @@ class Storages:
         for tv in self.tensors(st, old) if isinstance(old, (TVal, TupVal)) else ():
             self.free(st, tv.sid, how, node)
 
+    # ---- values of untracked type freed explicitly
+    def note_loose_uses(self, st: State, node: cst.CSTNode) -> None:
+        """On a side stream, a statement that hands a value of untracked type to a call (``fn(*inputs)``,
+        ``grad_fn(out, grads)``, ``[f(e) for e in inputs]``) uses what it holds there: remember it by name,
+        in case its tensors are freed explicitly later (:meth:`free_untracked`)."""
+        if st.cur == MAIN or self.depth:
+            return
+        for name in _argument_names(node):
+            v = st.env.get(name)
+            if v is None or isinstance(v, KVal) and v.opaque:
+                st.loose_uses.setdefault(name, []).append(Access(st.cur, self.tick(), node, label=name))
+
+    def loose_record(self, st: State, name: str, stream: str) -> None:
+        st.loose_rec[name] = st.loose_rec.get(name, frozenset()) | {stream}
+
+    def free_untracked(self, st: State, name: str) -> None:
+        """``t.untyped_storage().resize_(0)`` on a value whose storage is not tracked (an element of a
+        collection handed in, an opaque result): it frees the block whoever holds the object, into the
+        pool of the caller's current stream (where arguments are made). A side-stream use of it, or of
+        the collection it walks, with no record on that stream and no join of the current stream since,
+        is the lifetime hazard."""
+        if self.depth or self.anchor is None:
+            return
+        for coll in st.elem_of.get(name, ()):  # an element of a tracked collection (`*inputs`): free its storage
+            for tv in self.tensors(st, st.env.get(coll)):
+                S = st.stores.get(tv.sid)
+                if S is not None:
+                    S.recorded |= st.loose_rec.get(name, frozenset())  # `t.record_stream(s)` on the element
+                self.free(st, tv.sid, "resize_(0)", self.anchor, force=True)
+                break
+        names = (name, *st.elem_of.get(name, ()))
+        recorded = st.loose_rec.get(name, frozenset())
+        know = st.know(MAIN)
+        for u in sorted((u for n in names for u in st.loose_uses.get(n, ())), key=lambda a: a.time):
+            if u.stream == MAIN or u.stream in recorded or know.get(u.stream, -1) >= u.time or u.node is None:
+                continue
+            key = (id(u.node), name)
+            if key not in self.lifetimes:
+                label = name if u.label in (None, name) else f"{u.label}[...]"  # an element of the collection
+                self.lifetimes[key] = Lifetime(u.node, label, MAIN, u.stream, "resize_(0)", self.anchor, False,
+                                               self.cfg.mode)
+            return
+
     def bind(self, st: State, name: str, v: object, node: cst.CSTNode | None) -> None:
+        if name in st.loose_uses or name in st.elem_of or name in st.loose_rec:
+            st.elem_of.pop(name, None)
+            if not (isinstance(node, cst.Call) and any(isinstance(a.value, cst.Name) and a.value.value == name
+                                                       for a in node.args)):
+                st.loose_uses.pop(name, None)  # a new object; `x = f(..., x)` may hand back what it was given
+                st.loose_rec.pop(name, None)
         old = st.env.get(name)
+        if isinstance(old, TVal) and isinstance(node, cst.Call) and any(
+                isinstance(a.value, cst.Name) and a.value.value == name for a in node.args):
+            S = st.stores.get(old.sid)
+            if S is not None and S.kind == "arg":  # `x = f(..., x)` may hand back the caller's tensors
+                st.loose_uses[name] = [*st.loose_uses.get(name, ()), *S.uses]
         st.env[name] = v
         st.held.pop(name, None)
         self.invalidate(st, name)
@@ -431,6 +485,23 @@ class Storages:
             if same_file and run.stream != MAIN and run.last is not None and know.get(run.stream, -1) < run.last:
                 self.unjoined.setdefault((id(run.node), "function"),
                                          Unjoined(run.node, run.stream, "function", self.cfg.mode, self.entry))
+
+
+def _argument_names(node: cst.CSTNode) -> list[str]:
+    """Names a statement passes to calls (``f(x)``, ``f(*xs)``) or walks in a comprehension (``for e in
+    xs``), not inside nested functions."""
+    out: list[str] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            continue
+        if isinstance(n, cst.Call):
+            out += [a.value.value for a in n.args if isinstance(a.value, cst.Name)]
+        elif isinstance(n, cst.CompFor) and isinstance(n.iter, cst.Name):
+            out.append(n.iter.value)
+        stack.extend(n.children)
+    return list(dict.fromkeys(out))
 
 
 def _events_in(v: object) -> list[EVal]:

@@ -151,6 +151,12 @@ class State:
         self.done = False
         self.ret: object = None
         self.flow: str | None = None
+        # values of untracked type (a collection handed in, an opaque call's result) used on a side stream,
+        # the streams they were recorded on, and the collection each loop variable walks: see
+        # Storages.free_untracked
+        self.loose_uses: dict[str, list[Access]] = {}
+        self.loose_rec: dict[str, frozenset[str]] = {}
+        self.elem_of: dict[str, tuple[str, ...]] = {}
 
     def clone(self) -> State:
         s = State.__new__(State)
@@ -173,6 +179,8 @@ class State:
         s.long = dict(self.long)
         s.held = dict(self.held)
         s.done, s.ret, s.flow = self.done, self.ret, self.flow
+        s.loose_uses = {k: list(v) for k, v in self.loose_uses.items()}
+        s.loose_rec, s.elem_of = dict(self.loose_rec), dict(self.elem_of)
         return s
 
     @property

@@ -21,6 +21,8 @@ class Race:
     argument: bool  # the earlier access is the caller's production of an argument
     mode: str
     escape: bool = False  # this "use" is the hand-back to the caller (a return, a written argument)
+    handshake: bool = False  # the host waited for another thread (``flag.wait()``) between the two accesses
+    caller_stream: str | None = None  # the other side is the current stream and this one a stream parameter
 
 
 @dataclass(frozen=True)

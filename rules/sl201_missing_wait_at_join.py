@@ -91,6 +91,14 @@ class MissingWaitAtJoin(Rule):
             elif race.escape:
                 confidence = Confidence.MEDIUM
                 hint += "; it is handed back to the caller here: this assumes the caller uses it on its current stream"
+            elif race.caller_stream is not None:
+                confidence = Confidence.MEDIUM
+                hint += (f"; `{race.caller_stream}` is a parameter: this assumes the caller passes a stream other "
+                         "than its current one")
+            elif race.handshake:
+                confidence = Confidence.MEDIUM
+                hint += ("; the host waits for another thread in between (a threading handshake): this assumes "
+                         "that thread does not order the streams before it signals")
             hint += _also_clears(ctx, race, flow, use_line, main)
             ctx.report(race.node, message, confidence=confidence, related=_related(ctx, race), hint=hint)
         for fn, flow in file_flows(ctx.project, ctx.file, explicit_ge_joins=explicit):

@@ -356,3 +356,57 @@ def test_the_compile_target_search_does_not_parse_a_large_project_for_a_common_n
 
     assert parsed(5) >= 6  # a few callers: each caller's module is read to see what it compiles
     assert parsed(200) < 30  # a helper called from 200 files: the search gives up instead of parsing them
+
+
+def test_race_across_a_thread_handshake_is_medium(tmp_path):
+    """Another thread may order the streams before it signals (``s.wait_stream(cur)`` then ``flag.set()``):
+    a race whose two accesses lie on either side of a host handshake is not reported at high confidence."""
+    code = """
+import threading
+
+
+class Loop:
+    def __init__(self):
+        self.stream = torch.cuda.Stream()
+
+    def run(self, go: threading.Event, factor: torch.Tensor, mixing: torch.Tensor):
+        stream = self.stream
+        factor.copy_(mixing)
+        go.wait()
+        with torch.cuda.stream(stream):
+            factor.fill_(0.5)
+        stream.synchronize()
+
+    def run_unsignalled(self, factor: torch.Tensor, mixing: torch.Tensor):
+        stream = self.stream
+        factor.copy_(mixing)
+        with torch.cuda.stream(stream):
+            factor.fill_(0.5)
+        stream.synchronize()
+"""
+    found = sorted((f.span.start_line, f.confidence.value) for f in lint_text(HEADER + code, tmp=tmp_path)
+                   if f.code == "SL201")
+    assert found == [(17, "medium"), (24, "high")]
+
+
+def test_race_with_a_stream_parameter_is_medium(tmp_path):
+    """Whether a stream parameter is the caller's current stream is the caller's choice: a race between
+    the entry stream and a stream parameter is never reported at high confidence."""
+    code = """
+class Offload:
+    def __init__(self):
+        self.side = torch.cuda.Stream()
+
+    def offload(self, k: torch.Tensor, rope: torch.Tensor, host: torch.Tensor, stream: torch.cuda.Stream):
+        kv = torch.cat([k, rope], dim=-1)
+        with torch.cuda.stream(stream):
+            host.copy_(kv, non_blocking=True)
+
+    def offload_side(self, k: torch.Tensor, rope: torch.Tensor, host: torch.Tensor):
+        kv = torch.cat([k, rope], dim=-1)
+        with torch.cuda.stream(self.side):
+            host.copy_(kv, non_blocking=True)
+"""
+    found = sorted((f.span.start_line, f.confidence.value) for f in lint_text(HEADER + code, tmp=tmp_path)
+                   if f.code == "SL201" and "kv" in f.message)
+    assert found == [(12, "medium"), (17, "high")]

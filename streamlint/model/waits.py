@@ -461,3 +461,39 @@ def partial_joins(project: Project, file: FileModel, fn: FunctionInfo) -> list[P
 
 __all__ = ["PartialJoin", "partial_joins", "event_recorded_elsewhere", "event_recorded_in_class", "first_in_stream_scope", "later_op_on_stream", "loads_after",
            "result_discarded", "statement_of", "stream_scope_key"]
+
+
+# host synchronisation objects shared between threads: class -> the methods that block until another
+# thread signals (`train_flag.wait()`, `jobs.get()`)
+_HANDSHAKE_TYPES = {
+    "threading.Event": ("wait",), "threading.Condition": ("wait", "wait_for"), "threading.Barrier": ("wait",),
+    "threading.Semaphore": ("acquire",), "threading.BoundedSemaphore": ("acquire",),
+    "queue.Queue": ("get",), "queue.SimpleQueue": ("get",), "queue.LifoQueue": ("get",),
+    "queue.PriorityQueue": ("get",),
+}
+
+
+def host_handshake(file: FileModel, fn: FunctionInfo, call: cst.Call) -> bool:
+    """Does ``call`` block the host until another thread signals it (``train_flag.wait()`` on a
+    ``threading.Event``, ``jobs.get()`` on a ``queue.Queue``)? The receiver is a parameter annotated with
+    one of those classes, or a local / ``self.*`` attribute made by its constructor. The other thread may
+    order the streams before it signals (a companion ``s.wait_stream(current)`` then ``flag.set()``)."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or not isinstance(func.value, (cst.Name, cst.Attribute)):
+        return False
+    method, holder = func.attr.value, file.code(func.value)
+    made: list[cst.BaseExpression] = []
+    if isinstance(func.value, cst.Name):
+        made += fn.name_assigns.get(holder, [])
+        for p in (*fn.node.params.posonly_params, *fn.node.params.params, *fn.node.params.kwonly_params):
+            if p.name.value == holder and p.annotation is not None:
+                made.append(p.annotation.annotation)
+    elif holder.startswith("self.") and fn.class_name in file.classes:
+        made += [a.value for m in file.classes[fn.class_name].methods.values() for a in m.assigns
+                 if a.target == holder]
+    for expr in made:
+        target = expr.func if isinstance(expr, cst.Call) else expr
+        qualname = file.resolve(target, fn) if isinstance(target, (cst.Name, cst.Attribute)) else None
+        if qualname is not None and method in _HANDSHAKE_TYPES.get(qualname, ()):
+            return True
+    return False

@@ -14,7 +14,15 @@ from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, string_value
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.flow.values import CVal, EVal, KVal, MAX_INLINE_DEPTH, NONE, State, SVal, TVal, TupVal
-from streamlint.model.streams import EVENT, STREAM, derived, is_current_stream, on_self, outside_stream_scopes
+from streamlint.model.streams import (
+    EVENT,
+    STREAM,
+    derived,
+    is_current_stream,
+    kind_of_value,
+    on_self,
+    outside_stream_scopes,
+)
 from streamlint.model.syntax import contains, strip_not
 from streamlint.model.tensors import ESCAPE_METHODS, VIEW_ATTRS, VIEW_METHODS, return_kind
 from streamlint.model.uses import bind_arguments
@@ -41,6 +49,56 @@ def wait_self_expr(project: Project, file: FileModel, use: ApiUse) -> cst.BaseEx
     return use.arg("self")
 
 
+def global_stream_key(project: Project, file: FileModel, fn: FunctionInfo) -> str | None:
+    """The stream a module-global getter returns when it is a stream of its own (``def get_share_stream():
+    global share_stream; return share_stream``, also created lazily in the getter, or stored by a setter):
+    one stream wherever the getter is called, named after the getter's call (``get_share_stream()``, the
+    text the scopes and waits on it are keyed by). None when the getter caches the stream current at its
+    first call (``_S = torch.npu.current_stream()``: that stream is the current one then) or the global is
+    not held as a stream."""
+    name = _global_held(project, file, fn, returned=True)
+    return f"{fn.node.name.value}()" if name is not None else None
+
+
+def global_stream_setter(project: Project, file: FileModel, fn: FunctionInfo) -> tuple[str, str] | None:
+    """``def set_share_stream(stream): global share_stream; share_stream = stream``: the key of the global
+    stream (its getter's, in the same module) and the parameter it stores (the caller's stream becomes
+    that global stream)."""
+    name = _global_held(project, file, fn, returned=False)
+    values = fn.name_assigns.get(name or "", [])
+    if name is None or len(values) != 1 or not isinstance(values[0], cst.Name) \
+            or values[0].value not in fn.all_params:
+        return None
+    for getter in file.functions.values():
+        if getter.parent is None and getter.class_name is None \
+                and _global_held(project, file, getter, returned=True) == name:
+            return f"{getter.node.name.value}()", values[0].value
+    return None
+
+
+def _global_held(project: Project, file: FileModel, fn: FunctionInfo, returned: bool) -> str | None:
+    """The one module global ``fn`` returns (or assigns) that holds a stream (created as one, or named as
+    one: ``share_stream``), and not from a current-stream query."""
+    declared = {n.name.value for node in (fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else [])
+                if isinstance(node, cst.SimpleStatementLine) for small in node.body
+                if isinstance(small, cst.Global) for n in small.names}
+    if returned:
+        names = {r.value.value for r in fn.returns if isinstance(r.value, cst.Name)}
+        if len(names) != 1 or len(fn.returns) != 1:
+            return None
+    else:
+        names = {n for n in declared if n in fn.name_assigns} if not fn.returns else set()
+    if len(names) != 1 or not names <= declared:
+        return None
+    name = names.pop()
+    values = fn.name_assigns.get(name, [])
+    if any(is_current_stream(project, file, fn, v) for v in values):
+        return None
+    if "stream" in name.lower().strip("_").split("_") or any(kind_of_value(project, file, v) == STREAM for v in values):
+        return name
+    return None
+
+
 def cached_stream_getter(fn: FunctionInfo) -> bool:
     """``def current_stream(): global _S; if _S is None: _S = torch.npu.current_stream(); return _S``."""
     names = {r.value.value for r in fn.returns if isinstance(r.value, cst.Name)}
@@ -56,7 +114,7 @@ def cached_stream_getter(fn: FunctionInfo) -> bool:
 
 
 
-def _callers(project: Project, file: FileModel, fn: FunctionInfo) -> list[tuple[FileModel, object]] | None:
+def callers_of(project: Project, file: FileModel, fn: FunctionInfo) -> list[tuple[FileModel, object]] | None:
     """Every call site of ``fn`` in the project (``obj.method(...)`` on a receiver the project cannot
     type counts when the method name matches), or None when it has none or may be called in ways that
     cannot be seen (a dunder, a callback)."""
@@ -103,7 +161,7 @@ def current_stream_params(project: Project, file: FileModel, fn: FunctionInfo,
     params = tuple(p for p in (fn.params[1:] if method else fn.params) + fn.kwonly if p in candidates)
     switches = any(u.role in (Role.NATIVE_STREAM_CONTEXT, Role.STREAM_SWITCH)
                    for site in fn.scopes for u in project.scope_use(file, site).uses)
-    sites = _callers(project, file, fn) if params and switches else None
+    sites = callers_of(project, file, fn) if params and switches else None
     if sites:
         all_params = (fn.params[1:] if method else fn.params) + fn.kwonly
         binds = [(model, site, bind_arguments(all_params, site.node, kwonly=fn.kwonly)) for model, site in sites]
@@ -117,70 +175,6 @@ def current_stream_params(project: Project, file: FileModel, fn: FunctionInfo,
     return memo[id(fn)]
 
 
-def forked_stream_params(project: Project, file: FileModel, fn: FunctionInfo, candidates: set[str],
-                         _depth: int = 0) -> frozenset[str]:
-    """Stream parameters (among ``candidates``) that every caller forks before the call: earlier in the
-    calling function it makes the stream it passes wait on its current stream (``s.wait_stream(
-    current_stream())``, or a project helper doing that to its parameter: ``fork_stats_stream(s)``), or it
-    passes its own parameter that its callers fork (the caller protocol, issue 16 §3). Inside ``fn`` such
-    a stream starts ordered after the caller's earlier work."""
-    memo = derived(project, "forked_stream_params")
-    if (id(fn), _depth) in memo:
-        return memo[(id(fn), _depth)]
-    memo[(id(fn), _depth)] = frozenset()
-    method = fn.class_name is not None and fn.params[:1] == ("self",)
-    all_params = (fn.params[1:] if method else fn.params) + fn.kwonly
-    params = [p for p in all_params if p in candidates]
-    sites = _callers(project, file, fn) if params and _depth < 3 else None
-    result = set()
-    for name in params if sites else ():
-        if all(_forked_before(project, model, site, bind_arguments(all_params, site.node, kwonly=fn.kwonly).get(name),
-                              _depth) for model, site in sites):
-            result.add(name)
-    memo[(id(fn), _depth)] = frozenset(result)
-    return memo[(id(fn), _depth)]
-
-
-def _forked_before(project: Project, model: FileModel, site, expr: cst.BaseExpression | None, depth: int) -> bool:
-    """Does the caller fork the stream ``expr`` after producing every argument it passes at ``site``?"""
-    caller = site.function
-    if expr is None or caller is None or not isinstance(expr, (cst.Name, cst.Attribute)):
-        return False
-    code = model.code(expr)
-    forks = set()
-    for other in caller.calls:
-        node = other.node
-        if other.method == "wait_stream" and model.code(node.func.value) == code and node.args \
-                and is_current_stream(project, model, caller, node.args[0].value):
-            forks.add(id(node))
-            continue
-        found = project.call_target(model, other)
-        if found is not None and found[0] is not caller:
-            g, gmod = found
-            gparams = (g.params[1:] if g.class_name is not None and g.params[:1] == ("self",) else g.params) + g.kwonly
-            if any(e is not None and model.code(e) == code and _waits_on_current(project, gmod, g, p)
-                   for p, e in bind_arguments(gparams, node, kwonly=g.kwonly).items()):
-                forks.add(id(node))
-    if forks and all(isinstance(a.value, (cst.Name, cst.Attribute, cst.Integer, cst.SimpleString))
-                     for a in site.node.args):  # a call computed as an argument runs after any fork
-        names = {n for a in site.node.args for n in [model.code(a.value).split(".")[0]]}
-        forked, stack = False, [caller.node.body]
-        while stack:
-            node = stack.pop()
-            if node is site.node:
-                return forked
-            if id(node) in forks:
-                forked = True
-            elif isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and names & {
-                    model.code(t).split(".")[0] for t in ([t.target for t in node.targets] if isinstance(
-                        node, cst.Assign) else [node.target])}:
-                forked = False  # an argument produced after the fork
-            stack.extend(reversed(children(node)))
-    if isinstance(expr, cst.Name) and expr.value in caller.all_params and expr.value not in caller.name_assigns:
-        return expr.value in forked_stream_params(project, model, caller, {expr.value}, depth + 1)
-    return False
-
-
 def event_waited_elsewhere(project: Project, file: FileModel, fn: FunctionInfo, attr: str) -> bool:
     """Does every caller of ``fn`` wait on the event attribute ``attr`` it publishes right after the call,
     before any other call (``stream.wait_event(mgr.done)``, ``mgr.done.wait()``, a project
@@ -189,7 +183,7 @@ def event_waited_elsewhere(project: Project, file: FileModel, fn: FunctionInfo, 
     memo = derived(project, "event_waited_elsewhere")
     if (id(fn), attr) not in memo:
         memo[(id(fn), attr)] = False
-        sites = _callers(project, file, fn)
+        sites = callers_of(project, file, fn)
         memo[(id(fn), attr)] = bool(sites) and all(_waits_right_after(model, site, attr) for model, site in sites)
     return memo[(id(fn), attr)]
 
@@ -213,13 +207,6 @@ def _waits_right_after(model: FileModel, site, attr: str) -> bool:
             continue
         stack.extend(reversed(children(node)))
     return False
-
-
-def _waits_on_current(project: Project, file: FileModel, fn: FunctionInfo, param: str) -> bool:
-    """Does ``fn`` make its parameter ``param`` wait on the current stream (``param.wait_stream(cur)``)?"""
-    return any(site.method == "wait_stream" and isinstance(site.node.func.value, cst.Name)
-               and site.node.func.value.value == param and site.node.args
-               and is_current_stream(project, file, fn, site.node.args[0].value) for site in fn.calls)
 
 
 def node_mentions_ordering(node: cst.CSTNode) -> bool:

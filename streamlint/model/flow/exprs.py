@@ -13,6 +13,8 @@ from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, string_value
 from streamlint.model.flow.calls import (
     cached_stream_getter,
+    global_stream_key,
+    global_stream_setter,
     kept_arguments,
     plain_container,
     returned_argument,
@@ -29,9 +31,11 @@ from streamlint.model.flow.values import (
     TVal,
     TupVal,
     merge_clock,
+    ordered_before,
 )
 from streamlint.model.streams import EVENT, MAIN, STREAM, current_stream_getter, tagged_stream_key
 from streamlint.model.syntax import target_names
+from streamlint.model.waits import host_handshake
 from streamlint.model.walk import children
 from streamlint.model.uses import bind_arguments
 from streamlint.model.apis import COLLECTIVE_PARAMS, COLLECTIVES
@@ -258,12 +262,25 @@ class Expressions:
             return self.api(st, e, waits[0])
         if not uses and self.handoff(st, e):
             return None
+        if not uses and host_handshake(self.cfile, self.cfn, e):
+            self.handshake_time = self.tick()  # another thread may order the streams before it signals
+            return None
         if not uses and self.native_launch(st, e):
             return None
         if site is not None:
             getter = self.project.call_target(self.cfile, site)
             if getter is not None and current_stream_getter(self.project, getter[1], getter[0]):
                 return SVal(st.cur)  # a project helper returning the current stream
+            if getter is not None:
+                key = global_stream_key(self.project, getter[1], getter[0])
+                if key is not None:  # a stream of its own kept in a module global (keyed as it is called)
+                    text = self.cfile.code(e)
+                    return SVal(text if text.endswith("." + key) else key)
+                setter = global_stream_setter(self.project, getter[1], getter[0])
+                if setter is not None:  # `set_share_stream(stream)`: the caller's stream is now the global one
+                    arg = bind_arguments(getter[0].params, e).get(setter[1])
+                    if isinstance(arg, cst.Name) and isinstance(st.env.get(arg.value), SVal):
+                        st.env[arg.value] = SVal(setter[0])
             target = self.inline_target(site)
             if target is not None:
                 if cached_stream_getter(target[0]):
@@ -334,7 +351,7 @@ class Expressions:
         """``consumer.submit(q, ready_event)``: tensors handed to other code together with an event
         recorded after their last write (the receiver waits on it before using them) are not used by
         this call; they escape to the receiver."""
-        if not e.args or not all(isinstance(a.value, (cst.Name, cst.Attribute)) for a in e.args):
+        if not e.args or not all(_plain(a.value) for a in e.args):
             return False
         values = [self.ev(st, a.value) for a in e.args]
         snaps = [st.events.get(self.event_key(st, v, a.value)) for v, a in zip(values, e.args)
@@ -343,9 +360,11 @@ class Expressions:
         tensors = [tv for v in values for tv in self.tensors(st, v)]
         if not snaps or not tensors:
             return False
-        for tv in tensors:
+        know = st.know(st.cur)
+        for tv in tensors:  # (those already ordered before this stream need no event)
             lw = st.stores[tv.sid].last_write
-            if lw is not None and not any(snap.get(lw.stream, -1) >= lw.time for snap in snaps):
+            if lw is not None and not ordered_before(lw, know) and lw.stream != st.cur \
+                    and not any(snap.get(lw.stream, -1) >= lw.time for snap in snaps):
                 return False
         for v in values:
             self.escape(st, v)
@@ -693,3 +712,10 @@ class Expressions:
                     Role.LIMIT_CORE_NUM_NPUGRAPH_EX):
             return None
         return self.generic(st, e, use.spec.qualname)
+
+
+def _plain(e: cst.BaseExpression) -> bool:
+    """An argument evaluated without running anything (a name, an attribute, a literal, a negated flag)."""
+    if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Not):
+        return _plain(e.expression)
+    return isinstance(e, (cst.Name, cst.Attribute, cst.Integer, cst.Float, cst.SimpleString))

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.file import FileModel, FunctionInfo
-from streamlint.model.flow.calls import Calls, current_stream_params, forked_stream_params
+from streamlint.model.flow.calls import Calls, current_stream_params
+from streamlint.model.flow.forks import forked_self_streams, forked_stream_params
 from streamlint.model.flow.control import ControlFlow
 from streamlint.model.flow.elements import Elements
 from streamlint.model.flow.exprs import Expressions
@@ -103,6 +104,8 @@ class Interp(Orderings, Storages, Expressions, Calls, ControlFlow, Elements):
         self.h2d = False  # the current op copies host data to the device (or is a no-op on device data)
         self.deferred_end = _called_by_own_class(file, fn)
         self.entry = id(fn) in graph_entries(project)
+        self.entry_time = 0  # the time of the caller's productions of the arguments
+        self.handshake_time = -1  # the last host handshake with another thread (``train_flag.wait()``)
         self.own_withs = _class_withs(file, fn)
 
     # ---- helpers
@@ -139,6 +142,11 @@ class Interp(Orderings, Storages, Expressions, Calls, ControlFlow, Elements):
         kinds = param_kinds(self.project, self.file, self.fn)
         current = current_stream_params(self.project, self.file, self.fn,
                                         {name for name in self.fn.all_params if kinds.get(name) != "tensor"})
+        forked = forked_stream_params(self.project, self.file, self.fn, {
+            name for name in self.fn.all_params if kinds.get(name) == STREAM and name not in current})
+        own = forked_self_streams(self.project, self.file, self.fn)
+        late = {p for names in (*forked.values(), *own.values()) for p in names}  # produced after the fork
+        deferred: list[str] = []
         for p in (*self.fn.node.params.posonly_params, *self.fn.node.params.params,
                   *self.fn.node.params.kwonly_params):
             name = p.name.value
@@ -151,7 +159,7 @@ class Interp(Orderings, Storages, Expressions, Calls, ControlFlow, Elements):
             if kind == STREAM:
                 st.env[name] = SVal(name)
                 self.param_streams.add(name)
-                if name in forked_stream_params(self.project, self.file, self.fn, {name}):
+                if name in forked:
                     self.wait_stream(st, name, MAIN)  # every caller forked it just before the call
                 continue
             if kind == EVENT:
@@ -162,10 +170,20 @@ class Interp(Orderings, Storages, Expressions, Calls, ControlFlow, Elements):
                 continue
             if self.cfg.args_exempt:
                 S = self.new_storage(st, "long", MAIN, name, None)
+            elif name in late:
+                deferred.append(name)
+                continue
             else:
                 S = self.new_storage(st, "arg", MAIN, name, Access(MAIN, 0, None, {}))
             st.env[name] = self.new_tensor(st, S.sid)
         self.bind_star_args(st)
+        for stream in own:
+            self.wait_stream(st, stream, MAIN)  # forked by every caller (or when it was parked on the object)
+        if deferred:  # the caller produced these after its fork: the fork does not order them
+            self.entry_time = self.tick()
+            for name in deferred:
+                S = self.new_storage(st, "arg", MAIN, name, Access(MAIN, self.entry_time, None, {}))
+                st.env[name] = self.new_tensor(st, S.sid)
         body = self.fn.node.body.body if isinstance(self.fn.node.body, cst.IndentedBlock) else []
         last = _last_simple(body)
         for s in self.block(body, [st]):

@@ -23,6 +23,8 @@ class Race:
     escape: bool = False  # this "use" is the hand-back to the caller (a return, a written argument)
     body: bool = False  # this "use" is a context manager's yield: the caller's with-body runs on ``dst``
     replay: bool = False  # this "use" is a graph replay reading what it captured (assumed a static input)
+    handshake: bool = False  # the host waited for another thread (``flag.wait()``) between the two accesses
+    caller_stream: str | None = None  # the other side is the current stream and this one a stream parameter
 
 
 @dataclass(frozen=True)

@@ -192,7 +192,16 @@ class Storages:
         key = (id(self.anchor), name, kind)
         if key not in self.races:
             self.races[key] = Race(kind, self.anchor, name, earlier.stream, s, earlier.node,
-                                   S.kind == "arg" and earlier.time == 0, self.cfg.mode, escape, body, replay)
+                                   S.kind == "arg" and earlier.time <= self.entry_time, self.cfg.mode, escape, body,
+                                   replay, earlier.time < self.handshake_time, self.caller_stream(earlier.stream, s))
+
+    def caller_stream(self, a: str, b: str) -> str | None:
+        """The stream parameter of a race between it and the entry stream: the caller may pass its own
+        current stream there (then nothing races), which the function cannot tell."""
+        for param, other in ((a, b), (b, a)):
+            if param in self.param_streams and other == MAIN:
+                return param
+        return None
 
     # ---- hand-back to the caller
     def unjoined_escape(self, st: State, returned: object, node: cst.CSTNode | None) -> None:

@@ -1,0 +1,220 @@
+"""Caller protocols that fork a stream before a call (issue 16 §3): which streams a function reads are
+ordered after its caller's earlier work when it runs, because every caller makes them wait on its current
+stream first (``s.wait_stream(current_stream())``, a helper such as ``fork_stats_stream(s)``, a companion
+method of the object holding the stream such as ``tier.fence_start()``), or because the class only ever
+parks a stream on ``self`` right after forking it; and which arguments a caller produces after that
+fork, so that the fork does not cover them."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from streamlint._lazy import cst
+from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
+from streamlint.model.flow.calls import callers_of
+from streamlint.model.streams import derived, is_current_stream
+from streamlint.model.uses import bind_arguments
+from streamlint.model.walk import children
+
+if TYPE_CHECKING:
+    from streamlint.model.project import Project
+
+
+def forked_stream_params(project: Project, file: FileModel, fn: FunctionInfo, candidates: set[str],
+                         _depth: int = 0) -> dict[str, frozenset[str]]:
+    """Stream parameters (among ``candidates``) that every caller forks before the call: earlier in the
+    calling function it makes the stream it passes wait on its current stream (``s.wait_stream(
+    current_stream())``, or a project helper doing that to its parameter: ``fork_stats_stream(s)``), or it
+    passes its own parameter that its callers fork (the caller protocol, issue 16 §3). Inside ``fn`` such
+    a stream starts ordered after the caller's earlier work. Each maps to the parameters whose argument
+    some caller produces after that fork (assigned or written in place after it, computed in the call,
+    or produced by a caller that was itself forked before it ran): the fork does not cover those."""
+    method = fn.class_name is not None and fn.params[:1] == ("self",)
+    all_params = (fn.params[1:] if method else fn.params) + fn.kwonly
+    result = {}
+    for name in all_params:
+        if name in candidates:
+            late = _caller_forks(project, file, fn, name, _depth)
+            if late is not None:
+                result[name] = late
+    return result
+
+
+def forked_self_streams(project: Project, file: FileModel, fn: FunctionInfo) -> dict[str, frozenset[str]]:
+    """The streams a method reads from its object (``self._stream``, ``self.tier.stream``) that are ordered
+    after the caller's earlier work when it runs: every caller forks them before the call (``obj.stream.
+    wait_stream(current)``, or a companion method of the object that does, ``obj.fence_start()``; also
+    the caller's own caller), or the class only ever parks a stream there right after forking it
+    (``side.wait_stream(current); self._pending = side``). Mapped like :func:`forked_stream_params`."""
+    cls = file.classes.get(fn.class_name or "")
+    if cls is None or fn.params[:1] != ("self",) or cls.methods.get(fn.node.name.value) is not fn:
+        return {}
+    memo = derived(project, "self_fork_candidates")
+    if id(cls) not in memo:
+        memo[id(cls)] = _self_fork_candidates(project, file, cls)
+    result = {}
+    for code, armed in memo[id(cls)].items():
+        late = frozenset() if armed else _caller_forks(project, file, fn, code, 0)
+        if late is not None:
+            result[code] = late
+    return result
+
+
+def _self_fork_candidates(project: Project, file: FileModel, cls: ClassInfo) -> dict[str, bool]:
+    """``self.*`` streams some method of ``cls`` forks from the current stream -> whether they are armed
+    (every ``self.x = s`` of the class stores ``None`` or a stream it has just forked)."""
+    found: dict[str, bool] = {}
+    for m in cls.methods.values():
+        for site in m.calls:
+            node = site.node
+            if site.method == "wait_stream" and node.args and isinstance(node.func, cst.Attribute):
+                code = file.code(node.func.value)
+                if code.startswith("self.") and is_current_stream(project, file, m, node.args[0].value):
+                    found.setdefault(code, False)
+        for a in m.assigns:  # `side.wait_stream(current); self._pending = side`
+            if a.target.startswith("self.") and isinstance(a.value, (cst.Name, cst.Attribute)) \
+                    and _fork_nodes(project, file, m, file.code(a.value)):
+                found.setdefault(a.target, False)
+    for code in list(found):
+        stores = [(m, a) for m in cls.methods.values() for a in m.assigns if a.target == code
+                  and not (isinstance(a.value, cst.Name) and a.value.value == "None")]
+        found[code] = bool(stores) and all(
+            isinstance(a.value, (cst.Name, cst.Attribute)) and any(
+                _written_after(file, m, fork, a.node) is not None
+                for fork in _fork_nodes(project, file, m, file.code(a.value))) for m, a in stores)
+    return found
+
+
+def _caller_forks(project: Project, file: FileModel, fn: FunctionInfo, code: str, depth: int) -> frozenset[str] | None:
+    """Does every caller of ``fn`` fork the stream ``fn`` knows as ``code`` (a parameter, or ``self.*``
+    read from its object) before the call? The parameters some caller produces after the fork, or None."""
+    memo = derived(project, "caller_forks")
+    key = (id(fn), code, depth)
+    if key in memo:
+        return memo[key]
+    memo[key] = None
+    method = fn.class_name is not None and fn.params[:1] == ("self",)
+    all_params = (fn.params[1:] if method else fn.params) + fn.kwonly
+    sites = callers_of(project, file, fn) if depth < 3 else None
+    late: set[str] = set()
+    for model, site in sites or ():
+        bound = bind_arguments(all_params, site.node, kwonly=fn.kwonly)
+        if code.startswith("self."):
+            func = site.node.func
+            there = f"{model.code(func.value)}{code[4:]}" if isinstance(func, cst.Attribute) else None
+        else:
+            expr = bound.get(code)
+            there = model.code(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
+        after = _forked_before(project, model, site, there, depth) if there is not None else None
+        if after is None:
+            return None
+        late |= {p for p, e in bound.items() if p != code and e is not None and _produced_in(model, e, after)}
+    if sites:
+        memo[key] = frozenset(late)
+    return memo[key]
+
+
+def _base(model: FileModel, expr: cst.BaseExpression) -> str | None:
+    """The variable a target or argument names (``x``, ``self.buf``; ``self.buf[i]`` -> ``self.buf``)."""
+    while isinstance(expr, cst.Subscript):
+        expr = expr.value
+    return model.code(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
+
+
+def _produced_in(model: FileModel, expr: cst.BaseExpression, late: set[str]) -> bool:
+    """Is the argument ``expr`` one of the ``late`` variables (or part of / holder of one), or computed in
+    the call itself (after any fork before it)? Literals and views of variables are not computed."""
+    if isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString)) or (
+            isinstance(expr, cst.Name) and expr.value in ("None", "True", "False")):
+        return False
+    code = _base(model, expr)
+    if code is None:
+        return True
+    return any(code == v or code.startswith(v + ".") or v.startswith(code + ".") for v in late)
+
+
+def _written_after(model: FileModel, caller: FunctionInfo, start: cst.CSTNode | None, stop: cst.CSTNode) -> set[str] | None:
+    """The variables ``caller`` assigns or writes in place (``x.add_(...)``) after ``start`` (from its
+    entry when None) and before it reaches ``stop``; None when ``start`` is not met before ``stop``."""
+    late: set[str] = set()
+    seen = start is None
+    stack: list = [caller.node.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, tuple):  # an assignment's targets, bound after its value ran
+            if seen:
+                late |= {c for t in node for c in [_base(model, t)] if c is not None}
+            continue
+        if node is stop:
+            return late if seen else None
+        if node is start:
+            seen, late = True, set()
+        elif isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+            stack.append(tuple(t.target for t in node.targets) if isinstance(node, cst.Assign) else (node.target,))
+        elif seen and isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value.endswith("_") and not node.func.attr.value.startswith("_"):
+            code = _base(model, node.func.value)
+            if code is not None:
+                late.add(code)
+        stack.extend(reversed(children(node)))
+    return None
+
+
+def _fork_nodes(project: Project, model: FileModel, caller: FunctionInfo, there: str) -> list[cst.Call]:
+    """The calls of ``caller`` that make the stream ``there`` wait on its current stream: ``there.
+    wait_stream(current)``, a helper doing that to the parameter it is handed (``fork(s)``), or a method of
+    the object holding the stream doing it to its own attribute (``tier.fence_start()`` for
+    ``tier._stream``)."""
+    forks = []
+    for other in caller.calls:
+        node = other.node
+        if other.method == "wait_stream" and model.code(node.func.value) == there and node.args \
+                and is_current_stream(project, model, caller, node.args[0].value):
+            forks.append(node)
+            continue
+        found = project.call_target(model, other)
+        if found is None or found[0] is caller:
+            continue
+        g, gmod = found
+        own = g.class_name is not None and g.params[:1] == ("self",)
+        gparams = (g.params[1:] if own else g.params) + g.kwonly
+        if any(e is not None and model.code(e) == there and _waits_on_current(project, gmod, g, p)
+               for p, e in bind_arguments(gparams, node, kwonly=g.kwonly).items()):
+            forks.append(node)
+        elif own and isinstance(node.func, cst.Attribute):
+            holder = model.code(node.func.value)
+            if there.startswith(holder + ".") and _waits_on_current(project, gmod, g, "self" + there[len(holder):]):
+                forks.append(node)
+    return forks
+
+
+def _forked_before(project: Project, model: FileModel, site, there: str, depth: int) -> set[str] | None:
+    """Does the caller fork the stream it knows as ``there`` before the call at ``site``? The variables it
+    produces after the fork (every one it produces, when its own caller forked the stream before it
+    ran), or None."""
+    caller = site.function
+    if caller is None:
+        return None
+    best = None
+    for fork in _fork_nodes(project, model, caller, there):
+        after = _written_after(model, caller, fork, site.node)
+        if after is not None and (best is None or len(after) <= len(best)):
+            best = after  # the last fork before the call
+    if best is not None:
+        return best
+    root = there.split(".")[0]
+    inherited = None
+    if root in caller.all_params and root not in caller.name_assigns and (
+            root == there or (root == "self" and caller.params[:1] == ("self",))):
+        inherited = _caller_forks(project, model, caller, there, depth + 1)
+    if inherited is None:
+        return None
+    return set(inherited) | (_written_after(model, caller, None, site.node) or set())
+
+
+def _waits_on_current(project: Project, file: FileModel, fn: FunctionInfo, stream: str) -> bool:
+    """Does ``fn`` make the stream ``stream`` (its parameter, or ``self.x``) wait on the current stream
+    (``stream.wait_stream(cur)``)?"""
+    return any(site.method == "wait_stream" and isinstance(site.node.func, cst.Attribute)
+               and file.code(site.node.func.value) == stream and site.node.args
+               and is_current_stream(project, file, fn, site.node.args[0].value) for site in fn.calls)

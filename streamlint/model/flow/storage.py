@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from streamlint._lazy import cst
+from streamlint.model.file import ClassInfo
 from streamlint.model.flow.results import Lifetime, Race, Unjoined, ViewEscape
 from streamlint.model.flow.values import (
     Access,
@@ -105,7 +106,15 @@ class Storages:
             return False
         frame_file, frame_fn = next(((f, fn) for f, fn in reversed(self.frames) if fn.class_name),
                                     (self.file, self.fn))
-        return host_attr(self.project, frame_file, frame_file.classes.get(frame_fn.class_name or ""), v.key[5:])
+        cls, attr = frame_file.classes.get(frame_fn.class_name or ""), v.key[5:]
+        for _ in range(3):  # a field the class never sets is its base class's (`self.tag_to_state = {}` there)
+            if cls is None or host_attr(self.project, frame_file, cls, attr) \
+                    or any(a.target == v.key for m in cls.methods.values() for a in m.assigns):
+                return cls is not None and host_attr(self.project, frame_file, cls, attr)
+            base = next((sym for b in cls.bases if (sym := self.project.symbol(b, frame_file)) is not None
+                         and isinstance(sym[0], ClassInfo)), None)
+            cls, frame_file = base if base is not None else (None, frame_file)
+        return False
 
     def op(self, st: State, node: cst.CSTNode, reads: list, writes: list = (), result: bool = True,
            read_writes: bool = True) -> TVal | None:

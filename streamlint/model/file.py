@@ -548,6 +548,12 @@ class _Collector:
             else:
                 self.m.names.pop(name, None) if name in self.m.names and not self.try_depth else None
         elif isinstance(target, (cst.Tuple, cst.List)):
+            if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements) \
+                    and not any(isinstance(el, cst.StarredElement) for el in (*target.elements, *value.elements)):
+                # `state, b = self.state, x.shape[0]`: each name is bound to its own element
+                for el, item in zip(target.elements, value.elements):
+                    self._assign_target(el.value, item.value, node)
+                return
             for el in target.elements:
                 if isinstance(el.value, cst.Name) and fn is not None:
                     fn.locals.add(el.value.value)

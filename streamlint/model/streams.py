@@ -399,6 +399,7 @@ def entry_discipline(project: Project, file: FileModel) -> dict[str, bool]:
         expr = use.arg("stream") if use is not None else None
         if expr is not None:
             entries.append((site, _stream_texts(file, site.function, expr)))
+    derived(project, "scope_entry_keys").update({id(site.with_node): keys for site, keys in entries})
     verdicts: dict[str, bool] = {}
     for site, keys in entries:
         ok = _begins_with_wait(file, site.with_node) or _waited_before(file, site, keys, entries)
@@ -411,6 +412,13 @@ def entry_discipline(project: Project, file: FileModel) -> dict[str, bool]:
                     verdicts[key] = False
     cache[id(file)] = verdicts
     return verdicts
+
+
+def scope_entry_keys(project: Project, file: FileModel, with_node: cst.With) -> set[str]:
+    """The stream keys under which :func:`entry_discipline` judges the entries of this ``with`` (its
+    stream's text, local aliases resolved)."""
+    entry_discipline(project, file)
+    return derived(project, "scope_entry_keys").get(id(with_node), set())
 
 
 def _stream_texts(file: FileModel, fn: FunctionInfo | None, expr: cst.BaseExpression) -> set[str]:
@@ -464,13 +472,26 @@ def _starts_with_wait(stmts) -> bool:
             while isinstance(cur, cst.If):
                 branches.append(cur.body.body)
                 cur = cur.orelse
-            if cur is None:
-                return False
-            branches.append(cur.body.body)
-            return all(_starts_with_wait(b) for b in branches)
+            if cur is not None and all(_starts_with_wait(b) for b in (*branches, cur.body.body)):
+                return True
+            if _waits_only(stmt):
+                continue  # `if ready is not None: s.wait_event(ready)`: queues no work, whichever way
+            return False
         if not isinstance(stmt, cst.SimpleStatementLine) or not _host_only(stmt):
             return False
     return False
+
+
+def _waits_only(node: cst.If) -> bool:
+    """An ``if`` (its ``elif`` / ``else`` too) whose branches only test, wait or do host-only work."""
+    cur: cst.CSTNode | None = node
+    while isinstance(cur, cst.If):
+        if not _host_only(cur.test) or not all(_wait_call(s) is not None or (isinstance(s, cst.SimpleStatementLine)
+                                                                             and _host_only(s)) for s in cur.body.body):
+            return False
+        cur = cur.orelse
+    return cur is None or all(_wait_call(s) is not None or (isinstance(s, cst.SimpleStatementLine) and _host_only(s))
+                              for s in cur.body.body)
 
 
 def _host_only(node: cst.CSTNode) -> bool:
@@ -558,6 +579,7 @@ __all__ = [
     "attr_kind",
     "derived",
     "entry_discipline",
+    "scope_entry_keys",
     "stream_family",
     "kind_of_call",
     "kind_of_value",

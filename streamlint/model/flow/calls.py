@@ -405,10 +405,76 @@ def returned_argument(project: Project, fn: FunctionInfo) -> str | None:
     shares the caller's storage."""
     memo = derived(project, "returned_argument")
     if id(fn) not in memo:
-        found = {_argument_of(ret.value, fn.all_params) for ret in fn.returns}
+        absent = _returns_when_absent(fn)
+        found = {_argument_of(ret.value, fn.all_params) for ret in fn.returns if id(ret) not in absent}
         param = found.pop() if len(found) == 1 else None
+        if param is not None and any(p != param for p in absent.values()):
+            param = None
         memo[id(fn)] = param if param is not None and param not in fn.name_assigns and param not in fn.locals else None
     return memo[id(fn)]
+
+
+def declared_non_tensors(fn: FunctionInfo) -> tuple[bool, ...] | None:
+    """For a helper annotated ``-> Optional[Tuple[torch.Tensor, torch.Tensor, BatchInfo]]``: which elements
+    of its tuple result are declared as something other than a tensor (a class, a host scalar)."""
+    ann = fn.node.returns.annotation if fn.node.returns is not None else None
+    if isinstance(ann, cst.Subscript) and (dotted(ann.value) or "").rsplit(".", 1)[-1] == "Optional" \
+            and len(ann.slice) == 1 and isinstance(ann.slice[0].slice, cst.Index):
+        ann = ann.slice[0].slice.value
+    if not isinstance(ann, cst.Subscript) or (dotted(ann.value) or "").rsplit(".", 1)[-1] not in ("Tuple", "tuple"):
+        return None
+    out = []
+    for el in ann.slice:
+        value = el.slice.value if isinstance(el.slice, cst.Index) else None
+        name = dotted(value) if isinstance(value, (cst.Name, cst.Attribute)) else None
+        out.append(name is not None and "Tensor" not in name and name.rsplit(".", 1)[-1] not in ("Any", "object"))
+    return tuple(out)
+
+
+def held_elements(fn: FunctionInfo) -> tuple[bool, ...] | None:
+    """For a helper returning tuples (or ``None``): which elements are on every return an attribute of
+    a parameter or of ``self`` (``return module.lora_a, module.lora_b, info``): storage the object holds,
+    not a fresh allocation of the call."""
+    shapes = []
+    for ret in fn.returns:
+        value = ret.value
+        if value is None or (isinstance(value, cst.Name) and value.value == "None"):
+            continue
+        if not isinstance(value, cst.Tuple) or any(isinstance(el, cst.StarredElement) for el in value.elements):
+            return None
+        shapes.append([_held(el.value, fn) for el in value.elements])
+    if not shapes or len({len(s) for s in shapes}) != 1:
+        return None
+    return tuple(all(col) for col in zip(*shapes))
+
+
+def _held(e: cst.BaseExpression, fn: FunctionInfo) -> bool:
+    if not isinstance(e, cst.Attribute):
+        return False
+    root = e
+    while isinstance(root, cst.Attribute):
+        root = root.value
+    return isinstance(root, cst.Name) and (root.value in fn.all_params or root.value == "self") \
+        and root.value not in fn.name_assigns
+
+
+def _returns_when_absent(fn: FunctionInfo) -> dict[int, str]:
+    """Returns under ``if <param> is None:`` (the optional-output idiom ``out=None``: a fresh result only
+    when the caller gives no buffer) -> that parameter. A call that passes a tensor never takes them."""
+    found: dict[int, str] = {}
+    stack: list[cst.CSTNode] = [fn.node.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, cst.If) and isinstance(node.test, cst.Comparison) and len(node.test.comparisons) == 1 \
+                and isinstance(node.test.comparisons[0].operator, cst.Is) and isinstance(node.test.left, cst.Name) \
+                and node.test.left.value in fn.all_params and dotted(node.test.comparisons[0].comparator) == "None":
+            for ret in fn.returns:
+                if id(ret) not in found and contains(node.body, ret):
+                    found[id(ret)] = node.test.left.value
+        stack.extend(children(node))
+    return found
 
 
 def _argument_of(e: cst.BaseExpression | None, params: tuple[str, ...]) -> str | None:
@@ -452,8 +518,23 @@ class Calls:
     """Inlining of project helpers and wrapper activation (mixin of :class:`~streamlint.model.flow.interp.Interp`).
 
     Interp state it uses: ``anchor``, ``depth``, ``fn``, ``frames``, ``inline_stack``, ``next_id``, ``project``,
-    ``single``. It asks control (block); exprs (ev); orderings (render); storage (referenced, tensors).
+    ``single``. It asks control (block, unpack); exprs (ev); orderings (render); storage (referenced, tensors).
     """
+
+    def declared_result(self, st: State, fn: FunctionInfo, result: object) -> object:
+        """The result of a project helper that was not inlined, shaped by what its code says: declared
+        non-tensors and the object's own tensors (:func:`declared_non_tensors`, :func:`held_elements`) are no
+        fresh allocation of the call."""
+        if not isinstance(result, TVal):
+            return result
+        declared, held = declared_non_tensors(fn), held_elements(fn)
+        if declared is not None and held is not None and len(declared) != len(held):
+            declared = None
+        skip = [a or b for a, b in zip(declared or held or (), held or declared or ())]
+        if not any(skip):
+            return result
+        items = self.unpack(st, result, len(skip))
+        return TupVal(tuple(None if other else item for item, other in zip(items, skip)))
 
     # ---- inlining helpers
     def inline_target(self, site) -> tuple[FunctionInfo, FileModel] | None:

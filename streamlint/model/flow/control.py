@@ -11,6 +11,7 @@ from __future__ import annotations
 from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
+from streamlint.model.file import string_value
 from streamlint.model.flow.calls import block_returns, node_mentions_ordering
 from streamlint.model.flow.results import Unjoined
 from streamlint.model.flow.values import (
@@ -112,6 +113,19 @@ class ControlFlow:
                 return [st]
             self.ev(st, v)
             return [st]
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.IfExp) and len(node.targets) == 1 \
+                and all(isinstance(arm, (cst.Tuple, cst.List)) for arm in (node.value.body, node.value.orelse)) \
+                and self.decide(st, node.value.test) is None:
+            # `tensors = (a, b) if flag else (b, c)`: each path binds its own collection, correlated with `flag`
+            choice, target = node.value, node.targets[0].target
+            self.ev(st, choice.test)
+
+            def arm(expr: cst.BaseExpression):
+                def run(s: State) -> list[State]:
+                    self.assign(s, target, self.ev(s, expr), expr)
+                    return [s]
+                return run
+            return self.branch(st, choice.test, [(True, arm(choice.body)), (False, arm(choice.orelse))])
         if isinstance(node, cst.Assign):
             v = self.ev(st, node.value)
             for t in node.targets:
@@ -186,6 +200,8 @@ class ControlFlow:
                 rendered = self.render(st, value_node)
                 v = KVal(rendered) if rendered.startswith("self.") else None
             self.bind(st, target.value, v, value_node)
+            if v is None and isinstance(value_node, cst.BooleanOperation) and isinstance(value_node.operator, cst.And):
+                self.conjunction_flag(st, target, value_node)
         elif isinstance(target, (cst.Tuple, cst.List)):
             elements = [el.value for el in target.elements]
             items = self.unpack(st, v, len(elements))
@@ -198,6 +214,8 @@ class ControlFlow:
             if st.assume:
                 for k in [k for k in st.assume if key in k]:
                     del st.assume[k]
+            if isinstance(v, CVal) and isinstance(v.value, bool) and key.startswith("self."):
+                st.assume[key] = v.value  # `self._pending = True`: a later `if self._pending:` on this path knows
         elif isinstance(target, cst.Subscript):
             base = self.ev(st, target.value)
             for el in target.slice:
@@ -214,6 +232,25 @@ class ControlFlow:
                     if held:  # the local list now holds them: handing it back hands them back
                         name = target.value.value
                         st.held[name] = tuple(dict.fromkeys(st.held.get(name, ()) + held))
+
+    def conjunction_flag(self, st: State, target: cst.Name, value: cst.BooleanOperation) -> None:
+        """``overlap = enabled and run_lora and layer.shared_loras``: where the flag holds, so does each
+        operand (clauses ``not overlap or operand``), so a later ``if run_lora:`` is decided on the paths
+        that took ``if overlap:``."""
+        flag, positive = self.test_key(st, target)
+        if flag is None:
+            return
+        operands, stack = [], [value]
+        while stack:
+            e = stack.pop()
+            if isinstance(e, cst.BooleanOperation) and isinstance(e.operator, cst.And):
+                stack += [e.right, e.left]
+            else:
+                operands.append(e)
+        for operand in operands:
+            key, sign = self.test_key(st, operand)
+            if key is not None and key != flag:
+                st.clauses.append(((flag, not positive), (key, sign)))
 
     def unpack(self, st: State, v: object, n: int) -> list[object]:
         if isinstance(v, TupVal) and len(v.items) == n:
@@ -295,6 +332,9 @@ class ControlFlow:
             return self.render(st, test), positive
         if isinstance(test, cst.Call) and not test.args:
             return self.render(st, test), positive
+        if isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value == "getattr" \
+                and len(test.args) in (2, 3) and string_value(test.args[1].value) is not None:
+            return f"{self.render(st, test.args[0].value)}.{string_value(test.args[1].value)}", positive
         if isinstance(test, (cst.Comparison, cst.BooleanOperation)):
             return self.cfile.code(test), positive
         return None, positive

@@ -78,6 +78,11 @@ STREAM_ORDERING_METHODS = frozenset({"wait_stream", "wait_event", "record_event"
 NATIVE_STREAM_HANDLES = frozenset({"npu_stream", "cuda_stream"})
 
 
+# A host verdict (a bool, a raised assertion) on device tensors: the call returns once the current stream computed it
+_HOST_VERDICTS = frozenset({"torch.equal", "torch.allclose", "torch.testing.assert_close",
+                            "torch.testing.assert_allclose"})
+
+
 class Expressions:
     """Expression evaluation and call dispatch (mixin of :class:`~streamlint.model.flow.interp.Interp`).
 
@@ -338,6 +343,10 @@ class Expressions:
             _, reads, writes = self.call_args(st, e)
             self.op(st, e, reads, writes, result=False)
             return None
+        result = self.dispatch_call(st, e, method, target)
+        return self.declared_result(st, found[0], result) if found is not None else result
+
+    def dispatch_call(self, st: State, e: cst.Call, method: str | None, target: str | None) -> object:
         own = self._self_prefix()
         if method is not None and (target is None or (own is not None and target.startswith(own))
                                    or target.split(".")[0] in ("self",) or (
@@ -422,6 +431,12 @@ class Expressions:
             rs = [positional[i] for i in read if i < len(positional) and i not in written
                   and positional[i] is not None]
             self.op(st, e, rs, ws, result=False)
+            return None
+        if target in _HOST_VERDICTS:  # a Python bool / an exception computed from device data: the host waits
+            _, reads, writes = self.call_args(st, e)
+            self.op(st, e, reads, writes, result=False)
+            if any(not self.is_host(st, tv) for v in reads for tv in self.tensors(st, v)):
+                self.blocking_copy(st, st.cur)
             return None
         if target in NON_TENSOR_BUILTINS or (target is None and isinstance(e.func, cst.Name)
                                             and e.func.value in NON_TENSOR_BUILTINS):

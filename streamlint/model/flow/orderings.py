@@ -23,6 +23,7 @@ from streamlint.model.streams import (
     attr_kind,
     local_kind,
     entry_discipline,
+    scope_entry_keys,
     scope_stream_key,
     stream_family,
 )
@@ -120,15 +121,22 @@ class Orderings:
         return scope_stream_key(self.cfile, use, constant=constant,
                                 stream=lambda expr: self.stream_key(st, self.ev(st, expr), expr))
 
-    def next_entry_waits(self, st: State, stream: str) -> bool:
+    def next_entry_waits(self, st: State, stream: str, origin: tuple | None = None) -> bool:
         """Whether any work queued on side stream ``stream`` from now on is ordered after what the current
         stream queued up to now: the code is not inside a scope on ``stream`` and every entry onto it
-        begins with a wait (:func:`~streamlint.model.streams.entry_discipline`)."""
-        if stream == MAIN or stream in st.stack or stream.startswith("<"):
+        begins with a wait (:func:`~streamlint.model.streams.entry_discipline`). ``origin``: the (file,
+        ``with``) the storage was allocated in, whose file and stream text are asked too (a scope in a
+        helper of another module, a stream made in a getter)."""
+        if stream == MAIN or stream in st.stack or (stream.startswith("<") and origin is None):
             return False
         family = stream_family(stream)
         files = {id(f): f for f in (self.file, self.cfile)}.values()
         verdicts = [v for v in (entry_discipline(self.project, f).get(family) for f in files) if v is not None]
+        if origin is not None:
+            file, node = origin
+            discipline = entry_discipline(self.project, file)
+            verdicts += [v for v in (discipline.get(k) for k in scope_entry_keys(self.project, file, node))
+                         if v is not None]
         return bool(verdicts) and all(verdicts)
 
     def wait_stream(self, st: State, waiter: str, producer: str) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from streamlint._lazy import cst
+from streamlint.model.file import ClassInfo
 from streamlint.model.flow.results import EarlyRecord, Lifetime, Race, Unjoined, ViewEscape
 from streamlint.model.flow.values import (
     Access,
@@ -40,9 +41,22 @@ class Storages:
     """
 
     def new_storage(self, st: State, kind: str, stream: str, name: str | None, write: Access | None) -> Storage:
+        if st.pending and kind == "local":
+            self.check_pending(st, stream)
         s = Storage(self.new_id(), name, kind, stream, write)
+        if kind == "local" and stream != MAIN:
+            s.origin = self.scope_origin(st, stream)
         st.stores[s.sid] = s
         return s
+
+    def scope_origin(self, st: State, stream: str) -> tuple | None:
+        """(file, ``with`` node) of the innermost open scope on ``stream``: where the entry discipline of
+        the allocating stream is read (the scope may sit in a helper of another module)."""
+        run = next((r for r in reversed(st.runs) if r.stream == stream), None) if stream in st.stack else None
+        if run is None or not run.node.items:
+            return None
+        file = next((f for f, _ in reversed(self.frames) if f.scope_site(run.node.items[0]) is not None), None)
+        return (file, run.node) if file is not None else None
 
     def new_tensor(self, st: State, sid: int, base: int | None = None, multi: str | None = None) -> TVal:
         v = TVal(self.new_id(), sid, base, self.clock, multi)
@@ -92,7 +106,15 @@ class Storages:
             return False
         frame_file, frame_fn = next(((f, fn) for f, fn in reversed(self.frames) if fn.class_name),
                                     (self.file, self.fn))
-        return host_attr(self.project, frame_file, frame_file.classes.get(frame_fn.class_name or ""), v.key[5:])
+        cls, attr = frame_file.classes.get(frame_fn.class_name or ""), v.key[5:]
+        for _ in range(3):  # a field the class never sets is its base class's (`self.tag_to_state = {}` there)
+            if cls is None or host_attr(self.project, frame_file, cls, attr) \
+                    or any(a.target == v.key for m in cls.methods.values() for a in m.assigns):
+                return cls is not None and host_attr(self.project, frame_file, cls, attr)
+            base = next((sym for b in cls.bases if (sym := self.project.symbol(b, frame_file)) is not None
+                         and isinstance(sym[0], ClassInfo)), None)
+            cls, frame_file = base if base is not None else (None, frame_file)
+        return False
 
     def op(self, st: State, node: cst.CSTNode, reads: list, writes: list = (), result: bool = True,
            read_writes: bool = True) -> TVal | None:
@@ -374,21 +396,48 @@ class Storages:
             node = self.anchor
         know = st.know(S.alloc)
         entry_covers = None
+        deferred: list[Access] = []
         for u in S.uses:
             if u.stream == S.alloc or u.stream in S.recorded or know.get(u.stream, -1) >= u.time:
                 continue
             if entry_covers is None:
-                entry_covers = self.next_entry_waits(st, S.alloc)
+                entry_covers = self.next_entry_waits(st, S.alloc, S.origin)
             if entry_covers and (u.stream == MAIN or st.know(MAIN).get(u.stream, -1) >= u.time):
                 continue  # the allocating stream's next work starts with a wait on the current stream
             if u.node is None:
                 return
-            key = (id(u.node), S.name)
-            if key not in self.lifetimes:
-                handed = how == "function end" and self.published_after(st, u)
-                self.lifetimes[key] = Lifetime(u.node, u.label or S.name or "tensor", S.alloc, u.stream, how, node,
-                                               (S.escaped or handed) and how == "function end", self.cfg.mode)
+            if entry_covers and how != "function end":
+                deferred.append(u)  # a join of the user into the current stream may still come first
+                continue
+            self.report_lifetime(st, S, u, how, node)
             return
+        if deferred:
+            st.pending.append((sid, tuple(deferred), how, node))
+
+    def report_lifetime(self, st: State, S: Storage, u: Access, how: str, node: cst.CSTNode | None) -> None:
+        key = (id(u.node), S.name)
+        if key not in self.lifetimes:
+            handed = how == "function end" and self.published_after(st, u)
+            self.lifetimes[key] = Lifetime(u.node, u.label or S.name or "tensor", S.alloc, u.stream, how, node,
+                                           (S.escaped or handed) and how == "function end", self.cfg.mode)
+
+    def check_pending(self, st: State, stream: str | None) -> None:
+        """Frees whose allocating stream waits on the current stream at each entry, with a use on a third
+        stream the current stream had not joined yet (issue 16: a join carried to later covers the free).
+        They are settled at the allocating stream's next allocation (``stream``: is the use ordered before
+        it?) or at the function's end (``None``: the next entry, after the return, waits on what the
+        current stream knows then)."""
+        keep = []
+        for sid, uses, how, node in st.pending:
+            S = st.stores.get(sid)
+            if S is None or (stream is not None and S.alloc != stream):
+                keep.append((sid, uses, how, node))
+                continue
+            know = st.know(MAIN if stream is None else stream)
+            late = next((u for u in uses if know.get(u.stream, -1) < u.time), None)
+            if late is not None:
+                self.report_lifetime(st, S, late, how, node)
+        st.pending = keep
 
     def published_after(self, st: State, u: Access) -> bool:
         """Was an event recorded on ``u``'s stream after ``u`` and handed out (the result, or ``self.done``
@@ -469,11 +518,17 @@ class Storages:
             self.unbind(st, old, "rebinding", node)
 
     def invalidate(self, st: State, name: str) -> None:
-        if not st.assume:
+        if not st.assume and not st.clauses:
             return
         pattern = re.compile(rf"(?<![\w.]){re.escape(name)}\b")
+        held = st.assume.get(name) is True
         for key in [k for k in st.assume if pattern.search(k)]:
             del st.assume[key]
+        if st.clauses:
+            # a clause about the old value goes, but `not name or x` stays true where the old value held
+            # (`if overlap: overlap = small_batch`: the new value holds only where the old one did)
+            st.clauses = [c for c in st.clauses
+                          if not any(pattern.search(k) and not (held and k == name and not p) for k, p in c)]
 
     # ---- function end
     def finalize(self, st: State) -> None:
@@ -486,6 +541,8 @@ class Storages:
         for sid, S in list(st.stores.items()):
             if S.kind == "local" and not S.dead:
                 self.free(st, sid, "function end", None, force=True)
+        if st.pending:
+            self.check_pending(st, None)
         know = st.know(MAIN)
         for run in st.runs:
             if self.deferred_end and run.top:

@@ -98,8 +98,8 @@ class Access:
 
 
 class Storage:
-    __slots__ = ("alloc", "dead", "escaped", "kind", "last_write", "name", "parts", "reads", "recorded", "sid",
-                 "uses")
+    __slots__ = ("alloc", "dead", "escaped", "kind", "last_write", "name", "origin", "parts", "reads", "recorded",
+                 "sid", "uses")
 
     def __init__(self, sid: int, name: str | None, kind: str, alloc: str, last_write: Access | None) -> None:
         self.sid, self.name, self.kind, self.alloc = sid, name, kind, alloc
@@ -110,9 +110,11 @@ class Storage:
         self.parts: list[Access] = []  # earlier writes of other parts (``Access.part``) than the last one
         self.escaped = False
         self.dead = False
+        self.origin: tuple | None = None  # (file, with node) of the side-stream scope it was allocated in
 
     def clone(self) -> Storage:
         s = Storage(self.sid, self.name, self.kind, self.alloc, self.last_write)
+        s.origin = self.origin
         s.reads, s.uses, s.recorded = list(self.reads), list(self.uses), set(self.recorded)
         s.parts = list(self.parts)
         s.escaped, s.dead = self.escaped, self.dead
@@ -143,6 +145,8 @@ class State:
         self.clauses: list[tuple[tuple[str, bool], ...]] = []  # at least one literal of each holds
         self.same: dict[str, str] = {}  # stream key -> the key of the same stream (from `s1 == s2` tests)
         self.runs: list[ScopeRun] = []
+        # frees whose cross-stream uses a later join may still cover: (storage id, uses, how, free node)
+        self.pending: list[tuple] = []
         self.regions: list[tuple[int, str]] = []
         self.last_op: dict[str, int] = {}
         self.work: dict[str, int] = {}  # stream -> time of its last work outside a test (what an event can cover)
@@ -173,6 +177,7 @@ class State:
         s.clauses = list(self.clauses)
         s.same = dict(self.same)
         s.runs = [ScopeRun(r.node, r.stream, r.start, r.last, r.top) for r in self.runs]
+        s.pending = list(self.pending)
         s.regions = list(self.regions)
         s.last_op = dict(self.last_op)
         s.work = dict(self.work)

@@ -27,8 +27,10 @@ from streamlint._lazy import cst
 
 from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
+from streamlint.model.flow.calls import _callers
 from streamlint.model.project import Project
 from streamlint.model.streams import STREAM, is_current_stream, local_kind
+from streamlint.model.uses import bind_arguments
 from streamlint.model.walk import children
 
 PROTOCOL = "record_stream"
@@ -90,13 +92,38 @@ def _check(project: Project, file: FileModel, fn: FunctionInfo) -> list[BrokenRe
         if site.method != PROTOCOL or site.receiver is None or len(site.node.args) != 1:
             continue
         arg = site.node.args[0].value
-        if is_current_stream(project, file, fn, arg):
+        if is_current_stream(project, file, fn, arg) and not _callers_give_current(project, file, fn, stream):
             out.append(BrokenRecord(site.node, "wrong-stream", stream, file.code(site.receiver)))
     if protocol:
         for loop in _loops(fn.node.body):
             if _silent(loop, stream) and _mentions(loop.iter, *_holders(fn)):
                 out.append(BrokenRecord(loop, "unrecorded-loop", stream, file.code(loop.target)))
     return out
+
+
+def _callers_give_current(project: Project, file: FileModel, fn: FunctionInfo, stream: str) -> bool:
+    """Does every call site hand the stream parameter the stream current at the call: ``current_stream()``
+    outside any scope, or the stream of the scopes around the call (``with torch.cuda.stream(s):
+    helper(t, s)``)? Recording on the current stream is then recording on the given one."""
+    if stream not in fn.all_params:
+        return False
+    sites = _callers(project, file, fn)
+    if not sites:
+        return False
+    method = fn.class_name is not None and fn.params[:1] == ("self",)
+    params = (fn.params[1:] if method else fn.params) + fn.kwonly
+    for model, site in sites:
+        bound = bind_arguments(params, site.node, kwonly=fn.kwonly).get(stream)
+        if bound is None:
+            return False
+        if is_current_stream(project, model, site.function, bound):
+            continue
+        scoped = [use for scope in project.enclosing_scopes(model, site.scope) for use in scope.uses
+                  if use.role in (Role.NATIVE_STREAM_CONTEXT, Role.STREAM_SWITCH)]
+        inner = scoped[0].arg("stream") if scoped and scoped[0].role is Role.NATIVE_STREAM_CONTEXT else None
+        if inner is None or model.code(inner) != model.code(bound):
+            return False  # (the innermost stream scope decides which stream is current)
+    return True
 
 
 def _recorder_name(fn: FunctionInfo) -> bool:

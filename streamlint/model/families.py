@@ -37,7 +37,6 @@ from streamlint.model.uses import bind_arguments
 from streamlint.model.wrappers import modes_under
 
 if TYPE_CHECKING:
-    from streamlint.finding import Location
     from streamlint.model.project import Project
 
 GE = "TorchAir GE scope"

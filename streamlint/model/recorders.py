@@ -27,7 +27,7 @@ from streamlint._lazy import cst
 
 from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
-from streamlint.model.flow.calls import _callers
+from streamlint.model.flow.calls import callers_of
 from streamlint.model.project import Project
 from streamlint.model.streams import STREAM, is_current_stream, local_kind
 from streamlint.model.uses import bind_arguments
@@ -107,7 +107,7 @@ def _callers_give_current(project: Project, file: FileModel, fn: FunctionInfo, s
     helper(t, s)``)? Recording on the current stream is then recording on the given one."""
     if stream not in fn.all_params:
         return False
-    sites = _callers(project, file, fn)
+    sites = callers_of(project, file, fn)
     if not sites:
         return False
     method = fn.class_name is not None and fn.params[:1] == ("self",)

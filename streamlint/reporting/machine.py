@@ -16,7 +16,6 @@ def _absolute(path: str) -> str:
 
 
 def finding_to_dict(f: Finding, ctx: ReportContext) -> dict[str, Any]:
-    rule = ctx.registry.rules.get(f.code)
     return {
         "code": f.code,
         "name": f.name,

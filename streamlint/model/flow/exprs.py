@@ -43,7 +43,6 @@ from streamlint.model.tensors import (
     BLOCKING_HOST_READS,
     COPY_METHODS,
     EMPTY_FACTORIES,
-    ESCAPE_METHODS,
     HOST_VALUE_METHODS,
     LIKE_FACTORIES,
     META_ATTRS,
@@ -482,55 +481,9 @@ class Expressions:
         args = [a for a in e.args if a.keyword is None]
         kind = self.kind_of(st, recv)
         arg0 = args[0].value if args else None
-        if name == "wait_stream" and arg0 is not None:
-            waiter = self.stream_key(st, recv, e.func.value)
-            producer = self.stream_key(st, self.ev(st, arg0), arg0)
-            self.wait_stream(st, waiter, producer)
-            return None
-        if name == "wait_event" and arg0 is not None:
-            self.wait_event(st, self.stream_key(st, recv, e.func.value), self.event_key(st, self.ev(st, arg0), arg0))
-            return None
-        if name == "record_event":
-            stream = self.stream_key(st, recv, e.func.value)
-            key = self.event_key(st, self.ev(st, arg0), arg0) if arg0 is not None else self.anonymous_key("event", e)
-            self.record(st, stream, key, site=arg0 if arg0 is not None else e)
-            return EVal(key)
-        if name == "elapsed_time" and not isinstance(recv, TVal) and arg0 is not None:
-            self.timing_events.update((self.event_key(st, recv, e.func.value),
-                                       self.event_key(st, self.ev(st, arg0), arg0)))
-        if (not isinstance(recv, TVal) or name == "record") and kind != STREAM \
-                and name in ("record", "wait", "synchronize", "query"):  # a tensor has no record(): a mistyped event
-            key = self.event_key(st, recv, e.func.value)
-            known = key in st.events or kind == EVENT
-            stream = self.stream_key(st, self.ev(st, arg0), arg0) if arg0 is not None else st.cur
-            if name == "record":
-                self.record(st, stream, key, site=e.func.value)  # tensors have no record(): this is an event
-            elif name == "wait":
-                if known:
-                    self.wait_event(st, stream, key)
-                else:
-                    self.wait_everything(st, stream)  # a collective's work handle, or an event recorded elsewhere
-            elif known:  # synchronize() / query(): the host has seen the event complete
-                self.waited_events.add(key)
-                merge_clock(st.host, st.events.get(key, {MAIN: 0}))
-            else:  # an event recorded elsewhere (e.g. a field inherited from a library class): as for a
-                self.sync_all(st)  # known event, a query()/synchronize() the code goes on after is a host sync
-            return None
-        if kind == STREAM and name in ("synchronize", "query"):
-            if name == "synchronize":
-                self.sync_stream(st, self.stream_key(st, recv, e.func.value))
-            return None
-        if name in ESCAPE_METHODS and not isinstance(recv, TVal):
-            for arg in e.args:
-                self.escape(st, self.ev(st, arg.value))
-            return None
-        if name == "replay" and not e.args and not isinstance(recv, TVal):
-            self.replay(st)  # a captured graph runs on this stream, reading its static inputs
-            return None
-        if name == "record_stream" and arg0 is not None and isinstance(e.func.value, cst.Name) \
-                and not self.tensors(st, recv):  # an element of a collection, an opaque result
-            self.loose_record(st, e.func.value.value, self.stream_key(st, self.ev(st, arg0), arg0))
-            return None
+        handled, result = self.sync_method(st, e, recv, name, kind, arg0)
+        if handled:
+            return result
         tensors = self.tensors(st, recv)
         if tensors and isinstance(recv, KVal) and not tensor_method(name):
             tensors = []  # `self.dist_index.get_group()`: an object, not a tensor

@@ -16,6 +16,7 @@ from streamlint.model.flow.exprs import Expressions
 from streamlint.model.flow.orderings import Orderings
 from streamlint.model.flow.results import EarlyRecord, Lifetime, Race, Unjoined, ViewEscape
 from streamlint.model.flow.storage import Storages
+from streamlint.model.flow.syncops import SyncMethods
 from streamlint.model.flow.values import Access, EVal, FlowConfig, KVal, SVal, State
 from streamlint.model.streams import EVENT, MAIN, STREAM, derived
 from streamlint.model.tensors import param_kinds
@@ -68,7 +69,7 @@ def graph_entries(project: Project) -> set[int]:
     return cache
 
 
-class Interp(Orderings, Storages, Expressions, Calls, ControlFlow, Elements):
+class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, Elements):
     """Path-sensitive abstract interpretation of one function body in program order."""
 
     def __init__(self, project: Project, file: FileModel, fn: FunctionInfo, cfg: FlowConfig) -> None:

@@ -188,6 +188,30 @@ def event_waited_elsewhere(project: Project, file: FileModel, fn: FunctionInfo, 
     return memo[(id(fn), attr)]
 
 
+def event_field_waited(project: Project, attr: str) -> bool:
+    """Does any code of the project wait on an event field named ``attr`` (``s.wait_event(x.attr)``,
+    ``x.attr.wait()``, ``x.attr[i].synchronize()``, ``x.attr.query()``)? A field nobody waits on stands for no
+    work anyone relies on."""
+    memo = derived(project, "event_field_waited")
+    if attr not in memo:
+        memo[attr] = False
+        for model in project.files_containing((attr.encode(),)):
+            for fn in model.iter_functions():
+                for site in fn.calls:
+                    if site.method == "wait_event" and site.node.args:
+                        held = site.node.args[0].value
+                    elif site.method in ("wait", "synchronize", "query") and isinstance(site.node.func, cst.Attribute):
+                        held = site.node.func.value
+                    else:
+                        continue
+                    while isinstance(held, cst.Subscript):
+                        held = held.value
+                    if isinstance(held, cst.Attribute) and held.attr.value == attr:
+                        memo[attr] = True
+                        return True
+    return memo[attr]
+
+
 def _waits_right_after(model: FileModel, site, attr: str) -> bool:
     caller = site.function
     if caller is None:

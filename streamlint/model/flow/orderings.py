@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.file import string_value
+from streamlint.model.flow.calls import event_field_waited
 from streamlint.model.flow.values import CVal, EVal, IVal, KVal, NONE, SVal, State, merge_clock
 from streamlint.model.streams import (
     EVENT,
@@ -183,7 +184,11 @@ class Orderings:
     def waited_for(self, key: str) -> bool:
         if key in self.timing_events:
             return False
-        return key in self.waited_events or key in self.handed_events or not key.startswith("<")
+        if key in self.waited_events or key in self.handed_events:
+            return True
+        if key.startswith("self."):  # a field of this object: someone in the project must wait on it
+            return event_field_waited(self.project, key[5:].split("[", 1)[0].split(".", 1)[0])
+        return not key.startswith("<")
 
     def wait_event(self, st: State, stream: str, key: str) -> None:
         self.waited_events.add(key)

@@ -550,9 +550,7 @@ class ControlFlow:
                 self.tick()
                 self.sync_all(r)  # nothing captured is pending on any stream after the capture
             return out
-        v = self.ev(st, item.item)
-        if isinstance(item.item, (cst.Name, cst.Attribute)) and (isinstance(v, SVal) or self.kind_of(st, v) == STREAM):
-            return self.stream_scope(node, i, st, self.stream_key(st, v, item.item))  # `with side:` (a Stream)
+        self.ev(st, item.item)
         return self.with_item(node, i + 1, st)
 
     def stream_scope(self, node: cst.With, i: int, s: State, key: str) -> list[State]:

@@ -121,12 +121,18 @@ class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, 
     def bind_star_args(self, st: State) -> None:
         """``*inputs``: the positional arguments a wrapper forwards (``self.module(*inputs)``) are, like an
         unannotated tensor parameter read by a call, the caller's tensors produced on its current stream;
-        one argument storage stands for all of them. Not when annotated with a non-tensor type."""
+        one argument storage stands for all of them. Not when annotated with a non-tensor type, nor when
+        they are forwarded to a callable parameter (a dispatcher)."""
         star = self.fn.node.params.star_arg
         if not isinstance(star, cst.Param) or self.cfg.args_exempt:
             return
         if star.annotation is not None and "Tensor" not in cst.Module([]).code_for_node(star.annotation.annotation):
             return
+        name = star.name.value
+        if any(isinstance(site.node.func, cst.Name) and site.node.func.value in self.fn.all_params
+               and any(a.star == "*" and isinstance(a.value, cst.Name) and a.value.value == name
+                       for a in site.node.args) for site in self.fn.calls):
+            return  # `func(*args)` with `func` handed in: a generic dispatcher, the arguments are anything
         S = self.new_storage(st, "arg", MAIN, star.name.value, Access(MAIN, 0, None, {}))
         st.env[star.name.value] = self.new_tensor(st, S.sid)
 

@@ -262,8 +262,10 @@ class Storages:
         stream and reads what the caller produced on its current stream before the ``with``, as an argument
         is read. Unordered unless the side stream waited for the current stream before the yield. Not on a
         stream parameter (the caller owns it and forks it), nor on a stream the analysis cannot name."""
+        params = [p for p in self.fn.all_params if p not in ("self", "cls")]
         if self.depth or self.anchor is None or not self.cfg.raw or self.cfg.args_exempt or st.cur == MAIN \
                 or st.cur in self.param_streams or st.cur.startswith("<") \
+                or any(re.search(rf"(?<![\w.]){re.escape(p)}\b", st.cur) for p in params) \
                 or not any(d.rsplit(".", 1)[-1] == "contextmanager" for d in self.fn.decorators):
             return
         caller = Access(MAIN, 0, None, {})

@@ -19,7 +19,6 @@ from streamlint.model.streams import (
     STREAM,
     derived,
     is_current_stream,
-    kind_of_value,
     on_self,
     outside_stream_scopes,
 )
@@ -47,56 +46,6 @@ def wait_self_expr(project: Project, file: FileModel, use: ApiUse) -> cst.BaseEx
     parameters literally named ``self`` (vllm-ascend's module-level ``npu_wait_tensor(self, dependency,
     *, enabled=True)``) are bound by the wrapper inference like any other."""
     return use.arg("self")
-
-
-def global_stream_key(project: Project, file: FileModel, fn: FunctionInfo) -> str | None:
-    """The stream a module-global getter returns when it is a stream of its own (``def get_share_stream():
-    global share_stream; return share_stream``, also created lazily in the getter, or stored by a setter):
-    one stream wherever the getter is called, named after the getter's call (``get_share_stream()``, the
-    text the scopes and waits on it are keyed by). None when the getter caches the stream current at its
-    first call (``_S = torch.npu.current_stream()``: that stream is the current one then) or the global is
-    not held as a stream."""
-    name = _global_held(project, file, fn, returned=True)
-    return f"{fn.node.name.value}()" if name is not None else None
-
-
-def global_stream_setter(project: Project, file: FileModel, fn: FunctionInfo) -> tuple[str, str] | None:
-    """``def set_share_stream(stream): global share_stream; share_stream = stream``: the key of the global
-    stream (its getter's, in the same module) and the parameter it stores (the caller's stream becomes
-    that global stream)."""
-    name = _global_held(project, file, fn, returned=False)
-    values = fn.name_assigns.get(name or "", [])
-    if name is None or len(values) != 1 or not isinstance(values[0], cst.Name) \
-            or values[0].value not in fn.all_params:
-        return None
-    for getter in file.functions.values():
-        if getter.parent is None and getter.class_name is None \
-                and _global_held(project, file, getter, returned=True) == name:
-            return f"{getter.node.name.value}()", values[0].value
-    return None
-
-
-def _global_held(project: Project, file: FileModel, fn: FunctionInfo, returned: bool) -> str | None:
-    """The one module global ``fn`` returns (or assigns) that holds a stream (created as one, or named as
-    one: ``share_stream``), and not from a current-stream query."""
-    declared = {n.name.value for node in (fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else [])
-                if isinstance(node, cst.SimpleStatementLine) for small in node.body
-                if isinstance(small, cst.Global) for n in small.names}
-    if returned:
-        names = {r.value.value for r in fn.returns if isinstance(r.value, cst.Name)}
-        if len(names) != 1 or len(fn.returns) != 1:
-            return None
-    else:
-        names = {n for n in declared if n in fn.name_assigns} if not fn.returns else set()
-    if len(names) != 1 or not names <= declared:
-        return None
-    name = names.pop()
-    values = fn.name_assigns.get(name, [])
-    if any(is_current_stream(project, file, fn, v) for v in values):
-        return None
-    if "stream" in name.lower().strip("_").split("_") or any(kind_of_value(project, file, v) == STREAM for v in values):
-        return name
-    return None
 
 
 def cached_stream_getter(fn: FunctionInfo) -> bool:

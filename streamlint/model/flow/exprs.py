@@ -13,8 +13,6 @@ from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, string_value
 from streamlint.model.flow.calls import (
     cached_stream_getter,
-    global_stream_key,
-    global_stream_setter,
     kept_arguments,
     plain_container,
     returned_argument,
@@ -275,16 +273,6 @@ class Expressions:
             getter = self.project.call_target(self.cfile, site)
             if getter is not None and current_stream_getter(self.project, getter[1], getter[0]):
                 return SVal(st.cur)  # a project helper returning the current stream
-            if getter is not None:
-                key = global_stream_key(self.project, getter[1], getter[0])
-                if key is not None:  # a stream of its own kept in a module global (keyed as it is called)
-                    text = self.cfile.code(e)
-                    return SVal(text if text.endswith("." + key) else key)
-                setter = global_stream_setter(self.project, getter[1], getter[0])
-                if setter is not None:  # `set_share_stream(stream)`: the caller's stream is now the global one
-                    arg = bind_arguments(getter[0].params, e).get(setter[1])
-                    if isinstance(arg, cst.Name) and isinstance(st.env.get(arg.value), SVal):
-                        st.env[arg.value] = SVal(setter[0])
             target = self.inline_target(site)
             if target is not None:
                 if cached_stream_getter(target[0]):

@@ -195,6 +195,28 @@ class Engine:
             self.project._source_roots.clear()
             self.project._all_files = None
 
+    def parsed_bytes(self) -> int:
+        """Source bytes of the files this engine holds parsed (their trees: what its memory grows with)."""
+        return sum(len(p.source.data) for p in self._parsed.values() if p.source is not None)
+
+    def release_models(self) -> None:
+        """Let every parsed file and every project fact go (a long run's memory bound): the next
+        questions parse again what they need. What depends on bytes only stays: the module summaries,
+        the file list and the contents kept for byte searches. Answers do not change: the analysis of
+        a file is the same whatever was analysed before it (tests/test_scale.py)."""
+        old = self.project
+        project = Project(self.root, self._load_model, scope=old.scope, options=old.options)
+        project.reader = old.reader
+        project.summaries = old.summaries
+        project.index_progress = old.index_progress
+        project._scan_bytes = old._scan_bytes
+        project._summary_digests = old._summary_digests
+        project._all_files = old._all_files
+        project.profiler = self._profiler
+        self.project = project
+        self._parsed.clear()
+        self._digests.clear()
+
     def read(self, path: str) -> bytes:
         key = os.path.abspath(path)
         if key in self._overrides:

@@ -7,7 +7,9 @@ processes (serial below :data:`SERIAL_BELOW` files or with ``jobs == 1``). Where
 parent first gathers the project-wide facts (compile sites and what they reach) and the workers inherit
 its engine, so those facts — and the modules parsed for them — are computed once; elsewhere each worker
 builds an :class:`~streamlint.engine.Engine` from the parent's settings. A worker keeps its engine for
-all its chunks, so its lazy project index is shared by every file it analyses. Chunks are contiguous
+all its chunks, so its lazy project index is shared by every file it analyses, until the trees it holds
+pass :data:`MODEL_BYTES_KEPT` of source: then it lets them go (memory does not grow with the tree). The
+module summaries a worker makes go back to the parent, which saves them in the project cache. Chunks are contiguous
 runs of the sorted file list (a package's modules share their imports). Reports come back in input
 order with findings sorted, so the output is identical for every ``jobs``.
 """
@@ -38,6 +40,10 @@ SERIAL_BELOW = 30  # fewer files needing analysis than this: no pool
 LIGHT_SERIAL_BELOW = 400
 CHUNKS_PER_JOB = 4
 SCAN_BYTES_LIMIT = 64 << 20  # file contents kept for project-wide byte searches (a second read otherwise)
+# source bytes of parsed files one engine keeps across the files it analyses: past this, between two files,
+# it lets every tree go (Engine.release_models) and parses again what the next files need. LibCST trees
+# and models take ~100-150x their source: 3 MB of source is ~300-450 MB
+MODEL_BYTES_KEPT = 3 << 20
 
 
 @dataclass(frozen=True)
@@ -110,6 +116,12 @@ def dependencies(project: Project, path: str) -> tuple[str, ...]:
     return tuple(sorted(seen))
 
 
+def _bounded(engine: Engine) -> None:
+    """Bound a long run's memory: the engine lets its trees go once they pass MODEL_BYTES_KEPT."""
+    if engine.parsed_bytes() > MODEL_BYTES_KEPT:
+        engine.release_models()
+
+
 def _result(engine: Engine, path: str, data: bytes | None) -> Result:
     wide_before = engine.project.wide_reads
     started = time.perf_counter()
@@ -141,12 +153,17 @@ def _worker_init(settings: Settings, project_root: str | None, ignore_noqa: bool
     _WORKER["engine"] = engine
 
 
-def _worker_run(chunk: list[tuple[str, bytes]]) -> tuple[list[Result], ProfileData | None]:
+def _worker_run(chunk: list[tuple[str, bytes]]) -> tuple[list[Result], ProfileData | None, dict]:
     engine = _WORKER["engine"]
     if engine.profiler is not None:
         engine.profiler = Profiler()  # one snapshot per chunk: the parent sums them
-    results = [_result(engine, path, data) for path, data in chunk]
-    return results, engine.profiler.snapshot() if engine.profiler is not None else None
+    results = []
+    for path, data in chunk:
+        _bounded(engine)
+        results.append(_result(engine, path, data))
+    # the module summaries made here go back to the parent, which saves them in the project cache
+    return results, engine.profiler.snapshot() if engine.profiler is not None else None, \
+        engine.project.summaries.take_new()
 
 
 def _chunks(items: list[tuple[str, bytes]], jobs: int) -> list[list[tuple[str, bytes]]]:
@@ -272,6 +289,7 @@ def lint_files(
     if jobs == 1 or len(pending) + len(light) < 2 or (len(pending) < max(SERIAL_BELOW, 2)
                                                       and len(light) < max(LIGHT_SERIAL_BELOW, 1)):
         for path, data in [*light, *pending]:
+            _bounded(engine)
             results.append(_result(engine, path, data))
             advance(1)
     else:
@@ -288,8 +306,9 @@ def lint_files(
                                            profiler is not None)) as pool:
             try:
                 chunks = (_chunks(pending, stats.jobs) if pending else []) + (_chunks(light, stats.jobs) if light else [])
-                for chunk_results, snapshot in pool.map(_worker_run, chunks):
+                for chunk_results, snapshot, summaries_made in pool.map(_worker_run, chunks):
                     results.extend(chunk_results)
+                    engine.project.summaries.add(summaries_made)
                     if snapshot is not None and profiler is not None:
                         profiler.merge(snapshot)
                     advance(len(chunk_results))

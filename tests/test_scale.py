@@ -141,7 +141,7 @@ def _codes(findings) -> list[tuple[str, int]]:
 def test_a_module_that_may_compile_is_kept(source: str) -> None:
     data = source.encode()
     assert may_compile_bytes(data)
-    assert summarize(data).compiles
+    assert summarize(data).may_compile("pkg.mod")
 
 
 @pytest.mark.parametrize("source", [
@@ -154,7 +154,54 @@ def test_a_module_that_may_compile_is_kept(source: str) -> None:
 ])
 def test_a_module_that_cannot_compile_is_not_parsed_for_compile_sites(source: str) -> None:
     data = source.encode()
-    assert not (may_compile_bytes(data) and summarize(data).compiles)
+    assert not (may_compile_bytes(data) and summarize(data).may_compile("pkg.mod"))
+
+
+@pytest.mark.parametrize("source, module, compiles", [
+    # `self.compile(...)` is `<module>.<Class>.compile`: a compile API only for class `compiler` in `torch`
+    ("class Runner:\n    def go(self, m):\n        return self.compile(m)\n", "pkg.runner", False),
+    ("class compiler:\n    def go(self, m):\n        return self.compile(m)\n", "torch", True),
+    # a local, a parameter: resolves to nothing; a relative import: decided by the module's name
+    ("def build():\n    kernel = make()\n    kernel.compile()\n", "pkg.k", False),
+    ("def build(kernel):\n    return kernel.compile()\n", "pkg.k", False),
+    ("from .codecache import Cache\ndef f(src):\n    return Cache.compile(src)\n", "pkg.a", False),
+    ("from .. import compile\ndef f(m):\n    return compile(m)\n", "pkg.sub.mod", False),
+    ("from .. import compile\ndef f(m):\n    return compile(m)\n", "torch.sub.mod", True),
+    # imports and aliases inside a function are followed
+    ("def f(m):\n    import torch\n    return torch.compile(m)\n", "pkg.a", True),
+    ("def f(m):\n    from torch import _dynamo as d\n    return d.compile(m)\n", "pkg.a", False),
+    ("import torch\ndef f(m):\n    c = torch.compile\n    cc = c\n    return cc(m)\n", "pkg.a", True),
+    ("import re\ndef f(m):\n    c = re.compile\n    return c(m)\n", "pkg.a", False),
+    ("import torch\nclass M:\n    @torch.compile(backend='npu')\n    def forward(self, x):\n        return x\n",
+     "pkg.a", True),
+])
+def test_the_summary_resolves_names_as_the_model_does(source: str, module: str, compiles: bool) -> None:
+    assert summarize(source.encode()).may_compile(module) is compiles
+
+
+def test_every_compile_site_of_the_fixtures_is_kept_by_its_summary() -> None:
+    """Superset check against the model: each fixture module whose calls resolve to a compile API
+    (FileModel.resolve + apis.lookup) is kept by its summary under its module name."""
+    from streamlint.engine import parse_source
+    from streamlint.model import apis
+    from streamlint.model.apis import Role
+
+    root = Path(__file__).resolve().parent.parent / "fixtures"
+    checked = 0
+    for path in sorted(root.rglob("*.py")):
+        data = path.read_bytes()
+        rel = path.relative_to(root).with_suffix("")
+        parts = [p for p in rel.parts if p != "__init__"]
+        module, is_package = ".".join(parts[-2:]), path.name == "__init__.py"
+        parsed = parse_source(str(path), data, module, is_package)
+        if parsed.model is None:
+            continue
+        sites = [c for c in parsed.model.calls if (spec := apis.lookup(c.target)) is not None
+                 and spec.role in (Role.TORCH_COMPILE, Role.CACHE_COMPILE)]
+        if sites:
+            checked += 1
+            assert may_compile_bytes(data) and summarize(data).may_compile(module, is_package), path
+    assert checked > 20
 
 
 def test_calls_through_aliases_are_kept() -> None:
@@ -166,7 +213,7 @@ def test_calls_through_aliases_are_kept() -> None:
 
 def test_unparsable_content_excludes_nothing() -> None:
     summary = summarize(b"def f(:\n    compile(\n")
-    assert summary.calls is None and summary.compiles and summary.may_call("anything")
+    assert summary.calls is None and summary.may_compile("pkg.mod") and summary.may_call("anything")
 
 
 # ---- the project: one file costs what it reaches
@@ -268,3 +315,42 @@ def test_editing_a_file_into_a_compile_site_is_seen_on_the_warm_run(tmp_path: Pa
     write(tmp_path, "pkg/noise/n000.py", NOISE + LAUNCHER)
     after = json.loads(cli(args).output)
     assert any(f["code"] == "SL502" for f in after)
+
+
+# ---- whole tree: bounded memory, summaries of pool workers kept
+
+
+def test_an_engine_that_lets_its_trees_go_gives_the_same_findings(tmp_path: Path, monkeypatch) -> None:
+    """Past MODEL_BYTES_KEPT of parsed source, the engine drops every tree between two files (memory of a
+    whole-tree run stays bounded); the next files parse again what they need: same findings."""
+    from streamlint import parallel
+
+    _project(tmp_path, noise=3)
+    files = sorted(str(p) for p in tmp_path.rglob("*.py"))
+
+    def run(kept: int):
+        monkeypatch.setattr(parallel, "MODEL_BYTES_KEPT", kept)
+        engine = engine_for(tmp_path)
+        reports, _ = parallel.lint_files(engine, files, jobs=1)
+        return [(r.path, _codes(r.findings)) for r in reports], engine
+
+    keep_all, kept_engine = run(1 << 30)
+    release, released_engine = run(1)
+    assert release == keep_all and any(codes for _, codes in keep_all)
+    assert len(released_engine._parsed) < len(kept_engine._parsed)
+
+
+def test_a_pool_worker_sends_back_the_summaries_it_made(tmp_path: Path) -> None:
+    from streamlint import parallel
+
+    model = _project(tmp_path, noise=0)
+    engine = engine_for(tmp_path)
+    parallel._WORKER["engine"] = engine
+    try:
+        _results, _profile, made = parallel._worker_run([(str(model), model.read_bytes())])
+    finally:
+        parallel._WORKER.pop("engine", None)
+    assert made and set(made) <= set(engine.project.summaries.entries)
+    parent = engine_for(tmp_path).project.summaries
+    parent.add(made)
+    assert parent.dirty and set(made) <= set(parent.entries)

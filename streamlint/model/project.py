@@ -49,6 +49,7 @@ class Project:
     _modules: dict[tuple[str, str], str | None] = field(default_factory=dict)  # (module, root) -> path
     _source_roots: dict[str, str] = field(default_factory=dict)  # file path -> its source root
     _symbols: dict[tuple[str, str | None], object] = field(default_factory=dict)  # symbol() answers
+    _summary_digests: dict[str, tuple[bytes, str]] = field(default_factory=dict)  # path -> (bytes, sha256)
     reader: "Callable[[str], bytes] | None" = None
     _paths: "PathIndex | None" = None
     wide_reads: int = 0  # reads of project-wide facts so far (note_wide_read)
@@ -231,11 +232,15 @@ class Project:
 
     def summary(self, path: str) -> ModuleSummary | None:
         """The module summary of a project file (None: unreadable), by its content's sha256."""
-        data = self._bytes(os.path.abspath(path))
+        key = os.path.abspath(path)
+        data = self._bytes(key)
         if data is None:
             return None
         with _phase(self.profiler, "summary"):
-            return self.summaries.get(hashlib.sha256(data).hexdigest(), data)
+            known = self._summary_digests.get(key)
+            if known is None or known[0] is not data:  # hashed once per content read
+                known = self._summary_digests[key] = (data, hashlib.sha256(data).hexdigest())
+            return self.summaries.get(known[1], data)
 
     def compiling_files(self) -> Iterator[FileModel]:
         """The parsed project files that may hold a compile site: byte searches, then the module summary
@@ -249,7 +254,8 @@ class Project:
             if data is None or not may_compile_bytes(data):
                 continue
             summary = self.summary(path)
-            if summary is None or not summary.compiles:
+            name, is_package, _ = self.module_name(path)
+            if summary is None or not summary.may_compile(name, is_package):
                 continue
             model = self.file(path)
             if model is not None:

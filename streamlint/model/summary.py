@@ -10,7 +10,11 @@ exactly the ones that could matter:
    name, other than ``re.compile`` in a file that never rebinds ``re``;
 3. a summary from the standard ``ast`` module (:func:`summarize`, several times faster than LibCST),
    computed once per content and cached by the content's sha256 (:class:`SummaryStore`, kept in the
-   project cache): does the module call a name that can resolve to a compile API?
+   project cache): does the module call a name that can resolve to a compile API? Names are resolved
+   with the model's scoping rules (``FileModel.resolve_dotted``: a function's parameters and plain
+   locals resolve to nothing, ``self`` in a method names the class); what depends on the module's own
+   name (``self.compile`` in a class, a relative import) is kept as a relative name and decided by
+   :meth:`ModuleSummary.may_compile` when the project asks.
 
 Only modules whose summary says yes are parsed with LibCST and given to
 :func:`streamlint.model.compile.compile_site`, which decides exactly as before. Step 3 is
@@ -30,7 +34,7 @@ from typing import Callable
 from streamlint.model import apis
 from streamlint.model.apis import Role
 
-SUMMARY_FORMAT = 1  # bump when what a summary holds or how it is computed changes
+SUMMARY_FORMAT = 2  # bump when what a summary holds or how it is computed changes
 
 
 def _compile_leaves() -> frozenset[str]:
@@ -78,24 +82,39 @@ class ModuleSummary:
     ``calls`` is None when the stdlib parser rejects the content: then nothing is excluded."""
 
     calls: frozenset[str] | None  # last parts of every name a call in the module may resolve to
-    compiles: bool  # calls a name that may resolve to torch.compile / cache_compile
+    compiles: bool  # calls a name that may resolve to torch.compile / cache_compile, whatever the module
+    # names relative to the module (``Runner.compile`` for ``self.compile(...)`` in class Runner) that a
+    # call resolves to: a compile site when ``<module>.<name>`` is a compile API (see may_compile)
+    compile_names: frozenset[str] = frozenset()
 
     def may_call(self, leaf: str) -> bool:
         return self.calls is None or leaf in self.calls
 
+    def may_compile(self, module_name: str, is_package: bool = False) -> bool:
+        """May the module, under that name, hold a compile site?"""
+        if self.compiles:
+            return True
+        for name in self.compile_names:
+            full = _absolute(name, module_name, is_package) if name.startswith(".") else f"{module_name}.{name}"
+            if full is not None and is_compile_api(full):
+                return True
+        return False
+
     def to_json(self) -> list:
-        return [None if self.calls is None else sorted(self.calls), int(self.compiles)]
+        return [None if self.calls is None else sorted(self.calls), int(self.compiles), sorted(self.compile_names)]
 
     @classmethod
     def from_json(cls, value: object) -> "ModuleSummary | None":
-        if not (isinstance(value, list) and len(value) == 2 and value[1] in (0, 1)):
+        if not (isinstance(value, list) and len(value) == 3 and value[1] in (0, 1)):
             return None
-        calls = value[0]
+        calls, names = value[0], value[2]
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            return None
         if calls is None:
-            return cls(None, bool(value[1]))
+            return cls(None, bool(value[1]), frozenset(names))
         if not isinstance(calls, list) or not all(isinstance(c, str) for c in calls):
             return None
-        return cls(frozenset(calls), bool(value[1]))
+        return cls(frozenset(calls), bool(value[1]), frozenset(names))
 
 
 def _leaf(expr: ast.expr | None) -> str | None:
@@ -121,10 +140,10 @@ def summarize(data: bytes) -> ModuleSummary:
             warnings.simplefilter("ignore")  # the linted code's own warnings (invalid escapes …)
             tree = ast.parse(data)
         calls = _called_names(tree)
-        compiles = bool(calls & COMPILE_LEAVES) and _may_call_compile(tree)
+        compiles, names = _may_call_compile(tree) if calls & COMPILE_LEAVES else (False, frozenset())
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ModuleSummary(None, True)
-    return ModuleSummary(calls, compiles)
+    return ModuleSummary(calls, compiles, names)
 
 
 def _chain(expr: ast.expr) -> list[str] | None:
@@ -138,60 +157,233 @@ def _chain(expr: ast.expr) -> list[str] | None:
     return parts[::-1]
 
 
-def _may_call_compile(tree: ast.Module) -> bool:
-    """Is there a call that ``FileModel.resolve`` may lead to a compile API? A dotted callee keeps its
-    last part through resolution, so ``h.x.compile(...)`` counts and ``h.x.run(...)`` does not. The head
-    ``h`` decides the rest: bound by plain absolute imports alone (``import re``), the call counts only
-    when one of them leads to a compile API (``re.compile`` does not); a parameter or an unbound name
-    resolves to nothing; a function or class defined here is ``<module>.<name>``; any other binding
-    (assignment, loop or ``with`` target, relative or star import …) and ``self`` keep the call."""
-    imported: dict[str, set[str]] = {}
-    defined: set[str] = set()
-    bound: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    imported.setdefault(alias.asname, set()).add(alias.name)
-                else:
-                    head = alias.name.split(".", 1)[0]
-                    imported.setdefault(head, set()).add(head)
-        elif isinstance(node, ast.ImportFrom):
-            for alias in node.names:
-                name = alias.asname or alias.name
-                if node.level or not node.module or alias.name == "*":
-                    bound.add(name)
-                else:
-                    imported.setdefault(name, set()).add(f"{node.module}.{alias.name}")
-        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            bound.add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            defined.add(node.name)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            bound.add(node.name)
-        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
-            bound.add(node.name)
-        elif isinstance(node, ast.MatchMapping) and node.rest:
-            bound.add(node.rest)
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            bound.update(node.names)
+def _compile_spellings() -> frozenset[str]:
+    """Every dotted name ``apis.lookup`` turns into a compile API: the canonical names, their exact
+    aliases, and each spelled through a prefix alias (``torchair.npu_fx_compiler.inference.cache_compile``)."""
     roles = (Role.TORCH_COMPILE, Role.CACHE_COMPILE)
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
+    found = {name for name, spec in apis.SPECS.items() if spec.role in roles}
+    found |= {alias for alias, target in apis._EXACT_ALIASES.items()
+              if apis.SPECS.get(target) is not None and apis.SPECS[target].role in roles}
+    for name in list(found):
+        for prefix, alias in apis._PREFIX_ALIASES.items():
+            if name.startswith(alias + "."):
+                found.add(prefix + name[len(alias):])
+    return frozenset(found)
+
+
+_SPELLINGS = _compile_spellings()
+_MAYBE = object()  # the call may resolve to a compile API whatever the module is called
+
+
+def is_compile_api(qualname: str) -> bool:
+    spec = apis.lookup(apis.canonical(qualname))
+    return spec is not None and spec.role in (Role.TORCH_COMPILE, Role.CACHE_COMPILE)
+
+
+class _Scope:
+    """What ``FileModel`` records of one function for name resolution (``FileModel.resolve_dotted``):
+    its positional and keyword-only parameters, its plain locals, and the names that may be aliases
+    (imported in it, assigned a name or attribute, a loop variable over attributes) with the last
+    part of what they may stand for (None: unknown)."""
+
+    def __init__(self, node: ast.FunctionDef | ast.AsyncFunctionDef, parent: "_Scope | None",
+                 classes: tuple[str, ...]) -> None:
+        args = node.args
+        self.params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+        self.parent = parent
+        self.classes = classes  # enclosing class names (the model's class_name is one of them)
+        self.locals: set[str] = set()
+        self.aliases: dict[str, set[tuple]] = {}
+
+
+def _may_call_compile(tree: ast.Module) -> tuple[bool, frozenset[str]]:
+    """(may call a compile API whatever the module's name, names relative to the module that do when
+    ``<module>.<name>`` is one). Mirrors ``FileModel.resolve_dotted`` on a call's dotted callee
+    ``h.x.y``, keeping every call it may resolve to a compile API (a superset). Resolution keeps the
+    last part of the callee (``y``), or, for a bare ``h``, of what ``h`` is bound to; it must be the last
+    part of a compile API's name. Then:
+
+    - in a function, innermost first: ``h`` imported there, assigned a name or attribute, or a loop
+      variable may be an alias (kept); ``self`` in a method is ``<module>.<Class>.x.y`` (kept as a name
+      relative to the module when a compile API's spelling ends so); a parameter or a plain local
+      resolves to nothing;
+    - at module level (class bodies included): plain absolute imports are followed (``import re``:
+      ``re.compile`` is no compile); relative imports and assigned names are kept; a class or function
+      defined there is ``<module>.<name>`` (relative); anything else resolves to nothing.
+
+    Decorators, defaults and annotations are resolved in both the function's scope and the enclosing one."""
+    imported: dict[str, set[str]] = {}  # module-level names -> absolute imported targets
+    # names that may be aliases -> what they are bound to: ("import", absolute target), ("relative",
+    # ".." dots + module + "." + name), ("chain", dotted name resolved where it is assigned), ("leaf", last part)
+    maybe: dict[str, set[tuple]] = {}
+    defined: set[str] = set()  # top-level classes and functions
+    calls: list[tuple[ast.Call, tuple[_Scope | None, ...]]] = []
+
+    def alias(scope: _Scope | None, name: str, bound: tuple) -> None:
+        (scope.aliases if scope is not None else maybe).setdefault(name, set()).add(bound)
+
+    def bind_import(node: ast.Import | ast.ImportFrom, scope: _Scope | None) -> None:
+        for item in node.names:
+            if isinstance(node, ast.Import):
+                name = item.asname or item.name.split(".", 1)[0]
+                target = item.name if item.asname else name
+            else:
+                if item.name == "*":
+                    continue
+                name = item.asname or item.name
+                if node.level:
+                    rel = "." * node.level + (f"{node.module}." if node.module else "") + item.name
+                    alias(scope, name, ("relative", rel))
+                    continue
+                target = f"{node.module}.{item.name}" if node.module else None
+                if target is None:
+                    continue
+            if scope is None:
+                imported.setdefault(name, set()).add(target)
+            else:
+                alias(scope, name, ("import", target))
+
+    def bind_assign(targets: list[ast.expr], value: ast.expr, scope: _Scope | None) -> None:
+        chain = _chain(value) if isinstance(value, (ast.Name, ast.Attribute)) else None
+        for target in targets:
+            if isinstance(target, ast.Name):
+                if chain is not None:
+                    alias(scope, target.id, ("chain", tuple(chain)))
+                elif scope is not None:
+                    scope.locals.add(target.id)
+            elif isinstance(target, (ast.Tuple, ast.List)) and scope is not None:
+                scope.locals.update(el.id for el in target.elts if isinstance(el, ast.Name))
+
+    def visit(node: ast.AST, scope: _Scope | None, classes: tuple[str, ...]) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            inner = _Scope(node, scope, classes)
+            if scope is not None:
+                scope.locals.add(node.name)
+            elif not classes:
+                defined.add(node.name)
+            both = (inner, scope)  # decorators, defaults, annotations: either scope
+            for child in ast.iter_child_nodes(node):
+                if not isinstance(child, ast.stmt):
+                    visit_expr(child, both)
+            for stmt in node.body:
+                visit(stmt, inner, classes)
+            return
+        if isinstance(node, ast.ClassDef):
+            if scope is None and not classes:
+                defined.add(node.name)
+            for child in ast.iter_child_nodes(node):
+                if not isinstance(child, ast.stmt):
+                    visit_expr(child, (scope,))
+            for stmt in node.body:
+                visit(stmt, scope, (*classes, node.name))
+            return
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            bind_import(node, scope)
+            return
+        if isinstance(node, ast.Assign):
+            bind_assign(node.targets, node.value, scope)
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            bind_assign([node.target], node.value, scope)
+        elif isinstance(node, (ast.For, ast.AsyncFor)) and scope is not None:
+            leaves = {n.attr for n in ast.walk(node.iter) if isinstance(n, ast.Attribute)}
+            for target in ast.walk(node.target):
+                if isinstance(target, ast.Name):
+                    for leaf in leaves:
+                        alias(scope, target.id, ("leaf", leaf))
+        visit_children(node, scope, classes)
+
+    def visit_children(node: ast.AST, scope: _Scope | None, classes: tuple[str, ...]) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.stmt):
+                visit(child, scope, classes)
+            elif isinstance(child, (ast.ExceptHandler, ast.match_case)):
+                visit_children(child, scope, classes)
+            else:
+                visit_expr(child, (scope,))
+
+    def visit_expr(node: ast.AST, scopes: tuple[_Scope | None, ...]) -> None:
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Call):
+                calls.append((sub, scopes))
+
+    for stmt in tree.body:
+        visit(stmt, None, ())
+
+    relative: set[str] = set()
+    for node, scopes in calls:
         chain = _chain(node.func)
         if chain is None or (len(chain) > 1 and chain[-1] not in COMPILE_LEAVES):
             continue
-        head, rest = chain[0], chain[1:]
-        if head in bound or head == "self":
-            return True
-        if head in defined and (rest or head in COMPILE_LEAVES):
-            return True
-        for target in imported.get(head, ()):
-            spec = apis.lookup(".".join([target, *rest]))
-            if spec is not None and spec.role in roles:
-                return True
-    return False
+        for scope in scopes:
+            found = _resolve(chain, scope, imported, maybe, defined)
+            if found is _MAYBE:
+                return True, frozenset()
+            if found:
+                relative.update(n for n in found if n.rsplit(".", 1)[-1] in COMPILE_LEAVES)
+    return False, frozenset(relative)
+
+
+def _resolve(chain: list[str], scope: "_Scope | None", imported: dict[str, set[str]],
+             maybe: dict[str, set[tuple]], defined: set[str], _depth: int = 0) -> object:
+    """None / an empty list (no compile API), _MAYBE, or names the module's name decides
+    (see :func:`_may_call_compile`; ``.``-prefixed: through a relative import)."""
+    head, rest = chain[0], chain[1:]
+    if _depth > 8:
+        return _MAYBE
+
+    def through(bindings: set[tuple], where: "_Scope | None") -> object:
+        found: list[str] = []
+        for kind, value in bindings:
+            if kind == "import":  # followed as the model does
+                if is_compile_api(".".join([value, *rest])):
+                    return _MAYBE
+            elif kind == "relative":
+                found.append(".".join([value, *rest]))
+            elif kind == "chain":  # `c = torch.compile`: what the assigned name resolves to, there
+                inner = _resolve([*value, *rest], where, imported, maybe, defined, _depth + 1)
+                if inner is _MAYBE:
+                    return _MAYBE
+                found.extend(inner or ())
+            elif rest or value in COMPILE_LEAVES:  # a loop variable: the callee's or the alias's last part
+                return _MAYBE
+        return found
+
+    while scope is not None:
+        if head in scope.aliases:
+            return through(scope.aliases[head], scope)
+        if head == "self" and scope.classes and scope.params[:1] == ["self"]:
+            if not rest:
+                return None
+            names = [".".join([cls, *rest]) for cls in scope.classes]
+            return [n for n in names if any(s.endswith("." + n) for s in _SPELLINGS)]
+        if head in scope.locals or head in scope.params:
+            return None
+        scope = scope.parent
+    found: list[str] = []
+    if head in maybe:
+        inner = through(maybe[head], None)
+        if inner is _MAYBE:
+            return _MAYBE
+        found.extend(inner or ())
+    for target in imported.get(head, ()):
+        if is_compile_api(".".join([target, *rest])):
+            return _MAYBE
+    if head in defined:
+        name = ".".join(chain)
+        if any(s.endswith("." + name) for s in _SPELLINGS):
+            found.append(name)
+    return found
+
+
+def _absolute(name: str, module_name: str, is_package: bool) -> str | None:
+    """``FileModel``'s reading of a relative import (``..pkg.name``) in module ``module_name``."""
+    level = len(name) - len(name.lstrip("."))
+    module, _, leaf = name[level:].rpartition(".")
+    parts = module_name.split(".")
+    keep = len(parts) - level + (1 if is_package else 0)
+    base = ".".join(parts[: max(keep, 0)])
+    module = f"{base}.{module}" if module and base else (module or base)
+    return f"{module}.{leaf}" if module else None
 
 
 def _called_names(tree: ast.Module) -> frozenset[str]:
@@ -244,6 +436,7 @@ class SummaryStore:
         self.used: set[str] = set()  # digests asked for in this run
         self.computed = 0  # summaries made in this run (not found in the store)
         self.dirty = False
+        self._new: list[str] = []  # digests computed since the last take_new()
 
     def get(self, digest: str, data: bytes) -> ModuleSummary:
         if self.source is not None:
@@ -255,12 +448,27 @@ class SummaryStore:
             found = self.entries[digest] = summarize(data)
             self.computed += 1
             self.dirty = True
+            self._new.append(digest)
         return found
+
+    def take_new(self) -> dict[str, ModuleSummary]:
+        """The summaries computed since the last call (a pool worker sends them to the parent, which
+        saves them with its own)."""
+        new, self._new = self._new, []
+        return {digest: self.entries[digest] for digest in new}
 
     def merge(self, entries: dict[str, ModuleSummary]) -> None:
         """Summaries read from the project cache (the ones of this run win)."""
         for digest, summary in entries.items():
             self.entries.setdefault(digest, summary)
+
+    def add(self, entries: dict[str, ModuleSummary]) -> None:
+        """Summaries computed in this run by another process (a pool worker): saved with this store's."""
+        for digest, summary in entries.items():
+            if digest not in self.entries:
+                self.entries[digest] = summary
+                self.dirty = True
+            self.used.add(digest)
 
 
 __all__ = ["COMPILE_LEAVES", "ModuleSummary", "SummaryStore", "may_compile_bytes", "summarize"]

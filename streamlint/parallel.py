@@ -42,8 +42,10 @@ CHUNKS_PER_JOB = 4
 SCAN_BYTES_LIMIT = 64 << 20  # file contents kept for project-wide byte searches (a second read otherwise)
 # source bytes of parsed files one engine keeps across the files it analyses: past this, between two files,
 # it lets every tree go (Engine.release_models) and parses again what the next files need. LibCST trees
-# and models take ~100-150x their source: 3 MB of source is ~300-450 MB
-MODEL_BYTES_KEPT = 3 << 20
+# and models take ~100-150x their source, but most files of a tree reach the same modules: at 3 MB the
+# whole vllm-ascend 0.23.0 tree (-j 2) took 59 s and 530 MB peak, at 12 MB 20 s and 416 MB (as unbounded),
+# and the vllm / sglang slices went past 300 s from ~100 s (re-parsing the shared modules for every file)
+MODEL_BYTES_KEPT = 12 << 20
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from streamlint.model.flow.calls import callers_of
 from streamlint.model.project import Project
 from streamlint.model.streams import STREAM, is_current_stream, local_kind
 from streamlint.model.uses import bind_arguments
+from streamlint.model.syntax import local_nodes
 from streamlint.model.walk import children
 
 PROTOCOL = "record_stream"
@@ -304,16 +305,7 @@ def _mentions(node: cst.CSTNode, *names: str) -> bool:
 
 
 def _loops(body: cst.CSTNode) -> list[cst.For]:
-    out: list[cst.For] = []
-    stack = [body]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        if isinstance(n, cst.For):
-            out.append(n)
-        stack.extend(children(n))
-    return out
+    return [n for n in local_nodes(body) if isinstance(n, cst.For)]
 
 
 def _stub(node: cst.FunctionDef, abstract: bool = False) -> bool:

@@ -295,17 +295,13 @@ def _waits_on(body: cst.CSTNode, names: list[str]) -> bool:
 def _waited_field(body: cst.CSTNode, names: list[str]) -> str | None:
     """The event field of a loop element the loop body waits on (``s.wait_event(o.done)``, ``o.done.wait()``,
     ``o.done.synchronize()``): a collection of objects that each carry the event of their own work."""
-    stack: list[cst.CSTNode] = [body]
-    while stack:
-        node = stack.pop()
+    for node in local_nodes(body):
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
             method, receiver = node.func.attr.value, node.func.value
             held = node.args[0].value if method == "wait_event" and node.args else \
                 receiver if method in ("wait", "synchronize") else None
             if isinstance(held, cst.Attribute) and isinstance(held.value, cst.Name) and held.value.value in names:
                 return held.attr.value
-        if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            stack.extend(children(node))
     return None
 
 

@@ -22,7 +22,7 @@ from streamlint.model.streams import (
     on_self,
     outside_stream_scopes,
 )
-from streamlint.model.syntax import contains, strip_not
+from streamlint.model.syntax import contains, local_nodes, strip_not
 from streamlint.model.tensors import ESCAPE_METHODS, VIEW_ATTRS, VIEW_METHODS, return_kind
 from streamlint.model.uses import bind_arguments
 from streamlint.model.walk import children
@@ -435,18 +435,13 @@ def _returns_when_absent(fn: FunctionInfo) -> dict[int, str]:
     """Returns under ``if <param> is None:`` (the optional-output idiom ``out=None``: a fresh result only
     when the caller gives no buffer) -> that parameter. A call that passes a tensor never takes them."""
     found: dict[int, str] = {}
-    stack: list[cst.CSTNode] = [fn.node.body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
+    for node in local_nodes(fn.node.body):
         if isinstance(node, cst.If) and isinstance(node.test, cst.Comparison) and len(node.test.comparisons) == 1 \
                 and isinstance(node.test.comparisons[0].operator, cst.Is) and isinstance(node.test.left, cst.Name) \
                 and node.test.left.value in fn.all_params and dotted(node.test.comparisons[0].comparator) == "None":
             for ret in fn.returns:
                 if id(ret) not in found and contains(node.body, ret):
                     found[id(ret)] = node.test.left.value
-        stack.extend(children(node))
     return found
 
 

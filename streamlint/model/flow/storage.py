@@ -26,7 +26,7 @@ from streamlint.model.flow.values import (
     ordered_before,
 )
 from streamlint.model.streams import MAIN
-from streamlint.model.syntax import contains
+from streamlint.model.syntax import contains, local_nodes
 from streamlint.model.flow.calls import event_waited_elsewhere
 from streamlint.model.lifetimes import module_constant
 from streamlint.model.tensors import host_attr
@@ -559,16 +559,11 @@ def _argument_names(node: cst.CSTNode) -> list[str]:
     """Names a statement passes to calls (``f(x)``, ``f(*xs)``) or walks in a comprehension (``for e in
     xs``), not inside nested functions."""
     out: list[str] = []
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            continue
+    for n in local_nodes(node):
         if isinstance(n, cst.Call):
             out += [a.value.value for a in n.args if isinstance(a.value, cst.Name)]
         elif isinstance(n, cst.CompFor) and isinstance(n.iter, cst.Name):
             out.append(n.iter.value)
-        stack.extend(n.children)
     return list(dict.fromkeys(out))
 
 

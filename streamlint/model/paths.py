@@ -122,7 +122,18 @@ class PathIndex:
             modes = frozenset({_FAMILY_MODE[next(iter(switching))]})
         if len(modes) == 1:
             return ExecutionPath(modes, "family")
+        if not modes and self._generic_switch(file, fn):
+            return ExecutionPath(frozenset({_native_mode(file, fn)}), "family")
         return ExecutionPath(frozenset(), "unknown")
+
+    def _generic_switch(self, file: FileModel, fn: FunctionInfo) -> bool:
+        """Does ``fn`` switch streams only through the device-generic API (an accelerator object's
+        ``stream(s)`` / ``set_stream``, ``torch.get_device_module().stream(s)``)? That code runs natively,
+        eagerly on whichever device the process has: no graph path applies."""
+        return any(u.family is None and u.role in _SWITCH_ROLES for scope in fn.scopes
+                   for u in self.project.scope_use(file, scope).uses) \
+            or any(u.family is None and u.role is Role.SET_STREAM for site in fn.calls
+                   for u in self.project.api_uses(file, site))
 
     def scope_path(self, file: FileModel, site: CallSite) -> ExecutionPath:
         """For a call in a function whose path is undecided (it switches streams with both families): the
@@ -149,6 +160,18 @@ class PathIndex:
             # an explicit mode test in the code is stronger evidence than the API family around it
             return guard
         return path.modes & guard
+
+
+def _native_mode(file: FileModel, fn: FunctionInfo) -> str:
+    """The native path of device-generic code: ``cuda`` when its function (else its module) names
+    ``torch.cuda`` and not ``torch.npu`` / ``torch_npu``, else torch_npu ``eager``."""
+    for sites in (fn.calls, file.calls):
+        targets = [site.target or "" for site in sites]
+        if any(t.startswith(("torch.npu.", "torch_npu.", "torchair.")) for t in targets):
+            return "eager"
+        if any(t.startswith("torch.cuda.") for t in targets):
+            return "cuda"
+    return "eager"
 
 
 __all__ = ["ExecutionPath", "PathIndex", "apis"]

@@ -12,6 +12,7 @@ from streamlint._lazy import cst
 from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, dotted, string_value
 from streamlint.model.flow.calls import (
+    metadata_only,
     cached_stream_getter,
     kept_arguments,
     plain_container,
@@ -333,6 +334,11 @@ class Expressions:
     def dispatch(self, st: State, e: cst.Call, method: str | None, target: str | None) -> object:
         site = self.cfile.call_site(e)
         found = self.project.call_target(self.cfile, site) if site is not None else None
+        if found is not None and all(a.keyword is None and not a.star for a in e.args) \
+                and metadata_only(found[0], len(e.args)):
+            for arg in e.args:  # `self._num_bytes(t)`: a helper reading only what describes its tensors
+                self.ev(st, arg.value)
+            return None
         if found is not None and return_kind(found[1], found[0]) == "other":
             # `self.connector.store_kv(...) -> int`: a project function declaring a host result reads its
             # tensor arguments and gives no tensor

@@ -37,6 +37,7 @@ METHODS: dict[str, Role] = {
     "current_stream": Role.CURRENT_STREAM, "default_stream": Role.DEFAULT_STREAM, "set_stream": Role.SET_STREAM,
     "synchronize": Role.DEVICE_SYNCHRONIZE,
 }
+NATIVE_PATHS = frozenset({"eager", "cuda"})
 _MIN_WRAPPED = 2  # a device class forwards at least two of these (not any class with a `stream` method)
 
 
@@ -49,7 +50,8 @@ def accelerator_uses(project: Project, file: FileModel, site: CallSite) -> tuple
     if not specs:
         return ()
     spec = next(iter(specs)) if len(specs) == 1 else apis.SPECS[_generic(METHODS[func.attr.value])]
-    return (ApiUse(spec, site, file, bind_arguments(spec.params, site.node)),)
+    # a device module's own API: native streams, never an API of a captured graph path
+    return (ApiUse(spec, site, file, bind_arguments(spec.params, site.node), modes=NATIVE_PATHS),)
 
 
 def _generic(role: Role) -> str:

@@ -19,6 +19,9 @@ from streamlint.model.wrappers import modes_under
 
 from streamlint.model.queries import ExecutionPath, ProjectQueries
 
+# The path of code that switches streams only through the device-generic API: native, on a device
+# chosen at run time (some order their streams' data themselves), see dataflow.function_flow
+DEVICE_GENERIC = "device-generic"
 _SWITCH_ROLES = frozenset({Role.STREAM_SWITCH, Role.NATIVE_STREAM_CONTEXT, Role.SET_STREAM})
 _FAMILY_MODE = {
     Family.TAGGED_EVENT: "reduce-overhead",
@@ -123,7 +126,7 @@ class PathIndex:
         if len(modes) == 1:
             return ExecutionPath(modes, "family")
         if not modes and self._generic_switch(file, fn):
-            return ExecutionPath(frozenset({_native_mode(file, fn)}), "family")
+            return ExecutionPath(frozenset({_native_mode(file, fn)}), DEVICE_GENERIC)
         return ExecutionPath(frozenset(), "unknown")
 
     def _generic_switch(self, file: FileModel, fn: FunctionInfo) -> bool:
@@ -156,7 +159,7 @@ class PathIndex:
         guard = modes_under(site.guards)
         if guard is None:
             return path.modes
-        if path.source in ("family", "unknown"):
+        if path.source in ("family", "unknown", DEVICE_GENERIC):
             # an explicit mode test in the code is stronger evidence than the API family around it
             return guard
         return path.modes & guard
@@ -174,4 +177,4 @@ def _native_mode(file: FileModel, fn: FunctionInfo) -> str:
     return "eager"
 
 
-__all__ = ["ExecutionPath", "PathIndex", "apis"]
+__all__ = ["DEVICE_GENERIC", "ExecutionPath", "PathIndex", "apis"]

@@ -267,7 +267,8 @@ class Expressions:
                     and isinstance(e.args[0].value, cst.Integer) and int(e.args[0].value.value, 0) == 0:
                 self.free_untracked(st, func.value.func.value.value)
             return None
-        uses = self.project.api_uses(self.cfile, site) if site is not None else ()
+        uses = tuple(u for u in (self.project.api_uses(self.cfile, site) if site is not None else ())
+                     if u.wrappers or u.modes is None or self.cfg.mode in u.modes)  # (not on this path)
         direct = [u for u in uses if not u.wrappers]
         if direct:
             return self.api(st, e, direct[0])

@@ -120,6 +120,12 @@ _SPECS += [
     _spec("torch.accelerator.synchronize", Role.DEVICE_SYNCHRONIZE, None, ("device",)),
     _spec("torch.accelerator.current_stream", Role.CURRENT_STREAM, None, ("device",)),
     _spec("torch.accelerator.set_stream", Role.SET_STREAM, None, ("stream",)),
+    # the rest of a device module's stream API, for objects that stand for whichever device module the
+    # process runs on (``torch.get_device_module()``, a framework's accelerator object: model/accelerators.py)
+    _spec("torch.accelerator.Stream", Role.STREAM_NEW, None, ("device", "priority")),
+    _spec("torch.accelerator.Event", Role.EVENT_NEW, None, ("enable_timing", "blocking", "interprocess")),
+    _spec("torch.accelerator.stream", Role.NATIVE_STREAM_CONTEXT, None, ("stream",)),
+    _spec("torch.accelerator.default_stream", Role.DEFAULT_STREAM, None, ("device",)),
 ]
 
 # Graph breaks (domain.md §3.1/§3.2) that are plain calls of a qualified name.

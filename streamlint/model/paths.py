@@ -19,6 +19,9 @@ from streamlint.model.wrappers import modes_under
 
 from streamlint.model.queries import ExecutionPath, ProjectQueries
 
+# The path of code that switches streams only through the device-generic API: native, on a device
+# chosen at run time (some order their streams' data themselves), see dataflow.function_flow
+DEVICE_GENERIC = "device-generic"
 _SWITCH_ROLES = frozenset({Role.STREAM_SWITCH, Role.NATIVE_STREAM_CONTEXT, Role.SET_STREAM})
 _FAMILY_MODE = {
     Family.TAGGED_EVENT: "reduce-overhead",
@@ -122,7 +125,18 @@ class PathIndex:
             modes = frozenset({_FAMILY_MODE[next(iter(switching))]})
         if len(modes) == 1:
             return ExecutionPath(modes, "family")
+        if not modes and self._generic_switch(file, fn):
+            return ExecutionPath(frozenset({_native_mode(file, fn)}), DEVICE_GENERIC)
         return ExecutionPath(frozenset(), "unknown")
+
+    def _generic_switch(self, file: FileModel, fn: FunctionInfo) -> bool:
+        """Does ``fn`` switch streams only through the device-generic API (an accelerator object's
+        ``stream(s)`` / ``set_stream``, ``torch.get_device_module().stream(s)``)? That code runs natively,
+        eagerly on whichever device the process has: no graph path applies."""
+        return any(u.family is None and u.role in _SWITCH_ROLES for scope in fn.scopes
+                   for u in self.project.scope_use(file, scope).uses) \
+            or any(u.family is None and u.role is Role.SET_STREAM for site in fn.calls
+                   for u in self.project.api_uses(file, site))
 
     def scope_path(self, file: FileModel, site: CallSite) -> ExecutionPath:
         """For a call in a function whose path is undecided (it switches streams with both families): the
@@ -145,10 +159,22 @@ class PathIndex:
         guard = modes_under(site.guards)
         if guard is None:
             return path.modes
-        if path.source in ("family", "unknown"):
+        if path.source in ("family", "unknown", DEVICE_GENERIC):
             # an explicit mode test in the code is stronger evidence than the API family around it
             return guard
         return path.modes & guard
 
 
-__all__ = ["ExecutionPath", "PathIndex", "apis"]
+def _native_mode(file: FileModel, fn: FunctionInfo) -> str:
+    """The native path of device-generic code: ``cuda`` when its function (else its module) names
+    ``torch.cuda`` and not ``torch.npu`` / ``torch_npu``, else torch_npu ``eager``."""
+    for sites in (fn.calls, file.calls):
+        targets = [site.target or "" for site in sites]
+        if any(t.startswith(("torch.npu.", "torch_npu.", "torchair.")) for t in targets):
+            return "eager"
+        if any(t.startswith("torch.cuda.") for t in targets):
+            return "cuda"
+    return "eager"
+
+
+__all__ = ["DEVICE_GENERIC", "ExecutionPath", "PathIndex", "apis"]

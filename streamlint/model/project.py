@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 from streamlint._lazy import cst
 
 from streamlint.model import apis
+from streamlint.model.accelerators import accelerator_uses
 from streamlint.model.apis import Role
 from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, ScopeSite, dotted
 from streamlint.model.options import ModelOptions
@@ -387,7 +388,7 @@ class Project:
         if spec is not None:
             uses: tuple[ApiUse, ...] = (ApiUse(spec, site, file, bind_arguments(spec.params, site.node)),)
         else:
-            uses = self._wrapper_uses(file, site)
+            uses = self._wrapper_uses(file, site) or accelerator_uses(self, file, site)
         self._uses[key] = uses
         return uses
 

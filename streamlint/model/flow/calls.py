@@ -23,7 +23,7 @@ from streamlint.model.streams import (
     outside_stream_scopes,
 )
 from streamlint.model.syntax import contains, local_nodes, strip_not
-from streamlint.model.tensors import ESCAPE_METHODS, VIEW_ATTRS, VIEW_METHODS, return_kind
+from streamlint.model.tensors import ESCAPE_METHODS, META_ATTRS, META_METHODS, VIEW_ATTRS, VIEW_METHODS, return_kind
 from streamlint.model.uses import bind_arguments
 from streamlint.model.walk import children
 
@@ -335,7 +335,8 @@ def stored_params(project: Project, file: FileModel, fn: FunctionInfo, _depth: i
             targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
             if any(isinstance(t, (cst.Attribute, cst.Subscript)) for t in targets):
                 kept |= names(n.value)
-        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in ESCAPE_METHODS:
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in ESCAPE_METHODS \
+                and _own_method(project, file, fn, n) is None:
             for arg in n.args:
                 kept |= names(arg.value)
         stack.extend(children(n))
@@ -344,10 +345,58 @@ def stored_params(project: Project, file: FileModel, fn: FunctionInfo, _depth: i
             forwarded = {a.value.value for a in site.node.args if isinstance(a.value, cst.Name)} & (params - kept)
             if not forwarded:
                 continue
+            own = _own_method(project, file, fn, site.node)
+            if own is not None:  # `bucket.append(t)` on a project object: what its method keeps
+                method, mod = own
+                bound = bind_arguments(method.params[1:] + method.kwonly, site.node, kwonly=method.kwonly)
+                held = stored_params(project, mod, method, _depth + 1)
+                kept |= {e.value for name, e in bound.items() if name in held and isinstance(e, cst.Name)} & forwarded
+                continue
             bound = _kept_arguments(project, file, site, _depth + 1)
             kept |= {e.value for e in bound if isinstance(e, cst.Name)} & forwarded
     memo[id(fn)] = frozenset(kept)
     return memo[id(fn)]
+
+
+def metadata_only(fn: FunctionInfo, count: int) -> bool:
+    """Does a small project helper read nothing but the metadata of its first ``count`` arguments
+    (``return t.element_size() * t.nelement()``: ``.shape``, ``.numel()``, ``len``)? Its call touches no
+    device memory. Each use of such a parameter is a metadata attribute or method, or ``len(p)``."""
+    params = fn.params[1:] if fn.class_name and fn.params[:1] in (("self",), ("cls",)) \
+        and "staticmethod" not in (d.rsplit(".", 1)[-1] for d in fn.decorators) else fn.params
+    if not 0 < count <= len(params) or fn.statement_count > 6 or fn.calls and len(fn.calls) > 6:
+        return False
+    wanted = set(params[:count])
+    allowed: set[int] = set()
+    for n in local_nodes(fn.node.body):
+        if isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name) and n.value.value in wanted \
+                and n.attr.value in META_ATTRS | META_METHODS:
+            allowed.add(id(n.value))
+        elif isinstance(n, cst.Call) and dotted(n.func) == "len" and len(n.args) == 1 \
+                and isinstance(n.args[0].value, cst.Name):
+            allowed.add(id(n.args[0].value))
+    uses = [n for n in local_nodes(fn.node.body) if isinstance(n, cst.Name) and n.value in wanted]
+    return bool(uses) and all(id(n) in allowed for n in uses)
+
+
+def _own_method(project: Project, file: FileModel, fn: FunctionInfo, call: cst.Call) \
+        -> tuple[FunctionInfo, FileModel] | None:
+    """``obj.append(t)`` where the local ``obj`` holds an object of a project class with that method (made
+    by its constructor, or returned by a helper annotated with the class): the class's own method, not a
+    list's."""
+    recv = call.func.value if isinstance(call.func, cst.Attribute) else None
+    values = fn.name_assigns.get(recv.value, []) if isinstance(recv, cst.Name) else []
+    site = file.call_site(values[0]) if len(values) == 1 and isinstance(values[0], cst.Call) else None
+    if site is None or site.target is None:
+        return None
+    cls = project.symbol(site.target, file)
+    if cls is None or not isinstance(cls[0], ClassInfo):
+        helper = project.call_target(file, site)
+        ann = helper[0].node.returns if helper is not None else None
+        name = helper[1].resolve(ann.annotation, helper[0]) if ann is not None else None
+        cls = project.symbol(name, helper[1]) if name else None
+    method = cls[0].methods.get(call.func.attr.value) if cls is not None and isinstance(cls[0], ClassInfo) else None
+    return (method, cls[1]) if method is not None and method.params[:1] == ("self",) else None
 
 
 def _kept_arguments(project: Project, file: FileModel, site, _depth: int = 0) -> list[cst.BaseExpression]:

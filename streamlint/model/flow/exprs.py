@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.apis import Role
-from streamlint.model.file import ClassInfo, string_value
+from streamlint.model.file import ClassInfo, dotted, string_value
 from streamlint.model.flow.calls import (
+    metadata_only,
     cached_stream_getter,
     kept_arguments,
     plain_container,
@@ -171,15 +172,26 @@ class Expressions:
         return None
 
     def comprehension(self, st: State, e) -> object:
+        """A comprehension over a tracked tensor value (a tensor, the ``*inputs`` handed in) binds its
+        target to an element: a view of that storage, so what the element expression does to it (read
+        it on this stream) is an access of the collection's memory. A list of such views (``[t.detach()
+        for t in inputs]``) is a view of the same storage: handed on, it is still the caller's tensors."""
         saved = dict(st.env)
         f = e.for_in
+        walked: set[int] = set()
         while f is not None:
-            self.ev(st, f.iter)
+            it = self.ev(st, f.iter)
+            element = self.new_tensor(st, it.sid, it.vid) if isinstance(it, TVal) and f.inner_for_in is None \
+                and isinstance(f.target, cst.Name) and not self.is_host(st, it) else None
+            if element is not None:
+                walked.add(element.sid)
             for n in target_names(f.target):
-                st.env[n] = None
+                st.env[n] = element
             f = f.inner_for_in
-        self.ev(st, e.elt)
+        v = self.ev(st, e.elt)
         st.env = saved
+        if isinstance(e, cst.ListComp) and isinstance(v, TVal) and v.sid in walked:
+            return self.new_tensor(st, v.sid, v.vid)
         return None
 
     def subscript(self, st: State, e: cst.Subscript) -> object:
@@ -255,7 +267,8 @@ class Expressions:
                     and isinstance(e.args[0].value, cst.Integer) and int(e.args[0].value.value, 0) == 0:
                 self.free_untracked(st, func.value.func.value.value)
             return None
-        uses = self.project.api_uses(self.cfile, site) if site is not None else ()
+        uses = tuple(u for u in (self.project.api_uses(self.cfile, site) if site is not None else ())
+                     if u.wrappers or u.modes is None or self.cfg.mode in u.modes)  # (not on this path)
         direct = [u for u in uses if not u.wrappers]
         if direct:
             return self.api(st, e, direct[0])
@@ -322,6 +335,11 @@ class Expressions:
     def dispatch(self, st: State, e: cst.Call, method: str | None, target: str | None) -> object:
         site = self.cfile.call_site(e)
         found = self.project.call_target(self.cfile, site) if site is not None else None
+        if found is not None and all(a.keyword is None and not a.star for a in e.args) \
+                and metadata_only(found[0], len(e.args)):
+            for arg in e.args:  # `self._num_bytes(t)`: a helper reading only what describes its tensors
+                self.ev(st, arg.value)
+            return None
         if found is not None and return_kind(found[1], found[0]) == "other":
             # `self.connector.store_kv(...) -> int`: a project function declaring a host result reads its
             # tensor arguments and gives no tensor
@@ -427,8 +445,9 @@ class Expressions:
             return None
         if target in NON_TENSOR_BUILTINS or (target is None and isinstance(e.func, cst.Name)
                                             and e.func.value in NON_TENSOR_BUILTINS):
-            for arg in e.args:
-                self.ev(st, arg.value)
+            values = [self.ev(st, arg.value) for arg in e.args]
+            if dotted(e.func) in ("tuple", "list") and len(values) == 1 and isinstance(values[0], TVal) and not e.args[0].star:
+                return self.new_tensor(st, values[0].sid, values[0].vid)  # the same tensors (views), repacked
             return None
         if host_factory(target, e):
             positional, _, _ = self.call_args(st, e)

@@ -1,0 +1,150 @@
+"""Streams held through an accelerator layer (issue 16 §3, "Streams the way training frameworks hold them").
+
+Training frameworks reach the device's stream API through an object that stands for the device module,
+chosen at run time: ``get_accelerator().stream(s)``, ``get_accelerator().Stream()``,
+``torch.get_device_module().current_stream()``, ``acc = get_accelerator(); acc.synchronize()``,
+``self.accelerator.current_stream()``. A method call on such an object is the device API its classes
+wrap. The object is recognised by what it is, never by the getter's name:
+
+- ``torch.get_device_module(...)``: the device module itself (any device: the generic API);
+- a project function returning an instance of a *device class*: a project class whose methods forward
+  to the device's stream API (:func:`~streamlint.model.wrappers.infer_wrapper`: ``def stream(self, s):
+  return torch.cuda.stream(s)``; a property ``Stream`` returning ``torch.cuda.Stream``). The candidate
+  classes are the ones the getter's module names (its imports, also inside the getter) and the class
+  its return annotation names; the getter returns a value, never a literal.
+
+When every candidate class wraps the same API (one device), the call is that API; when they wrap
+different devices (``CUDA_Accelerator`` and ``NPU_Accelerator``), it is the device-generic API of the
+same role (``torch.accelerator.*``: no API family, so no mixing is claimed)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from streamlint._lazy import cst
+
+from streamlint.model import apis
+from streamlint.model.apis import ApiSpec, Role
+from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo
+from streamlint.model.uses import ApiUse, bind_arguments
+
+if TYPE_CHECKING:
+    from streamlint.model.queries import ProjectQueries as Project
+
+# The device module's stream API, by method name, and the device-generic spec of each role.
+METHODS: dict[str, Role] = {
+    "Stream": Role.STREAM_NEW, "Event": Role.EVENT_NEW, "stream": Role.NATIVE_STREAM_CONTEXT,
+    "current_stream": Role.CURRENT_STREAM, "default_stream": Role.DEFAULT_STREAM, "set_stream": Role.SET_STREAM,
+    "synchronize": Role.DEVICE_SYNCHRONIZE,
+}
+NATIVE_PATHS = frozenset({"eager", "cuda"})
+_MIN_WRAPPED = 2  # a device class forwards at least two of these (not any class with a `stream` method)
+
+
+def accelerator_uses(project: Project, file: FileModel, site: CallSite) -> tuple[ApiUse, ...]:
+    """The API a method call on an accelerator object invokes (empty: not one)."""
+    func = site.node.func
+    if not isinstance(func, cst.Attribute) or func.attr.value not in METHODS:
+        return ()
+    specs = _receiver_specs(project, file, site.function, func.value, func.attr.value, 0)
+    if not specs:
+        return ()
+    spec = next(iter(specs)) if len(specs) == 1 else apis.SPECS[_generic(METHODS[func.attr.value])]
+    # a device module's own API: native streams, never an API of a captured graph path
+    return (ApiUse(spec, site, file, bind_arguments(spec.params, site.node), modes=NATIVE_PATHS),)
+
+
+def _generic(role: Role) -> str:
+    return next(s.qualname for s in apis.SPECS.values() if s.role is role and s.qualname.startswith("torch.accelerator."))
+
+
+def _receiver_specs(project: Project, file: FileModel, fn: FunctionInfo | None, recv: cst.BaseExpression,
+                    method: str, depth: int) -> set[ApiSpec]:
+    """The specs ``recv.<method>(...)`` may invoke, when ``recv`` denotes an accelerator object."""
+    if depth > 3:
+        return set()
+    if isinstance(recv, cst.Call):
+        qualname = file.resolve(recv.func, fn)
+        if qualname == "torch.get_device_module":
+            return {apis.SPECS[_generic(METHODS[method])]}
+        target = project.function(qualname, file) if qualname else None
+        if target is None or target[0].class_name is not None:
+            return set()
+        return _getter_specs(project, target[1], target[0], method)
+    if isinstance(recv, cst.Name) and fn is not None:
+        values = fn.name_assigns.get(recv.value)
+        if not values or recv.value in fn.all_params:
+            return set()
+        found = [_receiver_specs(project, file, fn, v, method, depth + 1) for v in values]
+        return set().union(*found) if all(found) else set()
+    if isinstance(recv, cst.Attribute) and isinstance(recv.value, cst.Name) and recv.value.value == "self" \
+            and fn is not None and fn.class_name in file.classes:
+        key = f"self.{recv.attr.value}"
+        cls = file.classes[fn.class_name]
+        pairs = [(m, a.value) for m in cls.methods.values() for a in m.assigns if a.target == key]
+        found = [_receiver_specs(project, file, m, v, method, depth + 1) for m, v in pairs if v is not None]
+        return set().union(*found) if found and all(found) else set()
+    return set()
+
+
+def _getter_specs(project: Project, file: FileModel, getter: FunctionInfo, method: str) -> set[ApiSpec]:
+    """What ``getter().<method>(...)`` invokes: the API each device class the getter may return wraps there."""
+    memo = project.derived("accelerator_getters")
+    key = (file.path, getter.qualname)
+    if key not in memo:
+        memo[key] = {}
+        memo[key] = _device_classes(project, file, getter)
+    out: set[ApiSpec] = set()
+    for cls, mod in memo[key]:
+        out |= _method_specs(project, mod, cls, method)
+    return out
+
+
+def _device_classes(project: Project, file: FileModel, getter: FunctionInfo) -> list[tuple[ClassInfo, FileModel]]:
+    values = [r.value for r in getter.returns if r.value is not None]
+    if not values or any(not isinstance(v, (cst.Name, cst.Call, cst.Attribute)) for v in values):
+        return []
+    names: dict[str, str] = dict(file.names)
+    names.update(getter.local_aliases)
+    annotation = getter.node.returns.annotation if getter.node.returns is not None else None
+    candidates = list(names.values())
+    if annotation is not None:
+        resolved = file.resolve(annotation, getter)
+        candidates += [resolved] if resolved else []
+    candidates += [f"{file.module_name}.{c}" for c in file.classes]
+    out, seen = [], set()
+    for qualname in candidates:
+        found = project.symbol(qualname, file)
+        if found is None or not isinstance(found[0], ClassInfo) or id(found[0]) in seen:
+            continue
+        seen.add(id(found[0]))
+        cls, mod = found
+        if sum(bool(_method_specs(project, mod, cls, m)) for m in METHODS) >= _MIN_WRAPPED:
+            out.append((cls, mod))
+    return out
+
+
+def _method_specs(project: Project, file: FileModel, cls: ClassInfo, method: str) -> set[ApiSpec]:
+    """The stream API ``cls.<method>`` forwards to (a wrapper method, or a property returning the class)."""
+    memo = project.derived("accelerator_methods")
+    key = (file.path, cls.name, method)
+    if key in memo:
+        return memo[key]
+    memo[key] = set()
+    fn = cls.methods.get(method)
+    role = METHODS[method]
+    out: set[ApiSpec] = set()
+    if fn is not None:
+        if any(d.rsplit(".", 1)[-1] == "property" for d in fn.decorators):
+            for ret in fn.returns:
+                spec = apis.lookup(file.resolve(ret.value, fn)) if ret.value is not None else None
+                if spec is not None and spec.role is role:
+                    out.add(spec)
+        else:
+            wrapper = project.wrapper(fn, file)
+            out |= {v.spec for v in (wrapper.variants if wrapper is not None else ()) if v.spec.role is role}
+    memo[key] = out
+    return out
+
+
+__all__ = ["METHODS", "accelerator_uses"]

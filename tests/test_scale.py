@@ -492,3 +492,30 @@ def test_a_function_compiled_under_a_renamed_reexport_is_a_graph_entry(tmp_path:
     parsed = {os.path.relpath(p, tmp_path) for p in engine._parsed}
     assert not {p for p in parsed if "other" in p}, sorted(parsed)
     assert id(forward) in engine.project.path_index.graph_entries()
+
+
+def test_the_byte_test_of_the_caller_search_keeps_every_module_whose_summary_may_call_the_name() -> None:
+    """``Project.files_calling`` reads a module's summary only when its bytes may call the name: a superset
+    of ``ModuleSummary.may_call``, checked on every fixture module for every name the fixtures call or define."""
+    import ast as stdlib_ast
+
+    from streamlint.model.project import _may_call_bytes
+
+    root = Path(__file__).resolve().parent.parent / "fixtures"
+    modules = [p.read_bytes() for p in sorted(root.rglob("*.py"))]
+    names: set[str] = set()
+    for data in modules:
+        try:
+            tree = stdlib_ast.parse(data)
+        except SyntaxError:
+            continue
+        names |= {n.name for n in stdlib_ast.walk(tree) if isinstance(n, (stdlib_ast.FunctionDef, stdlib_ast.ClassDef))}
+        names |= set(summarize(data).calls or ())
+    checked = 0
+    for data in modules:
+        summary = summarize(data)
+        for name in names:
+            if name.encode() in data and summary.may_call(name):
+                checked += 1
+                assert _may_call_bytes(data, name.encode()), (name, data[:200])
+    assert checked > 1000

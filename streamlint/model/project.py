@@ -318,8 +318,8 @@ class Project:
             if not self.may_contain(path, needle):
                 continue
             data = self._bytes(path)
-            if data is None or not word.search(data):  # the name as a whole word, then the summary
-                continue
+            if data is None or not word.search(data) or not _may_call_bytes(data, needle[0]):
+                continue  # the name as a whole word, where a call or an alias may use it; then the summary
             summary = self.summary(path)
             if summary is None or not summary.may_call(name):
                 continue
@@ -575,6 +575,20 @@ class Project:
                 if other.parent is fn and id(other) not in seen:
                     stack.append((other, mod))
         return list(seen.values())
+
+
+def _may_call_bytes(data: bytes, name: bytes) -> bool:
+    """Could the module's summary say it may call ``name`` (``ModuleSummary.may_call``)? A byte-level superset
+    of ``summary._called_names``: the name called (``name(``, ``@name(``), imported under another name
+    (``name as y``), assigned (``y = name`` / ``y = x.name``, also across lines in brackets, keyword
+    arguments included), or an attribute of a ``for`` loop's iterable (``for f in self.name``)."""
+    w = re.escape(name)
+    called = re.compile(rb"(?<![A-Za-z0-9_])" + w + rb"\s*\(|(?<![A-Za-z0-9_])" + w + rb"\s+as\s"
+                        rb"|=\s*\(?\s*(?:[A-Za-z_][A-Za-z0-9_]*\s*\.\s*)*" + w + rb"(?![A-Za-z0-9_])")
+    if called.search(data):
+        return True
+    return re.search(rb"(?<![A-Za-z0-9_])for(?![A-Za-z0-9_])", data) is not None \
+        and re.search(rb"\.\s*" + w + rb"(?![A-Za-z0-9_])", data) is not None
 
 
 def _lookup_in_module(mod: FileModel, rest: list[str]):

@@ -46,8 +46,8 @@ class DynamicShapeSingleStream(Rule):
     markers = (b"compile",)
 
     def check(self, ctx: RuleContext) -> None:
-        sites = [cs for cs in ctx.project.compile_sites()
-                 if cs.file is ctx.file and cs.dynamic is True and compile_modes(ctx.project, cs) == frozenset({"ge"})]
+        sites = [cs for cs in ctx.project.path_index.sites_in(ctx.file)
+                 if cs.dynamic is True and compile_modes(ctx.project, cs) == frozenset({"ge"})]
         if not sites or sets_env(ctx.project, DYNAMIC_SHAPE_MULTI_STREAM):
             return
         for cs in sites:

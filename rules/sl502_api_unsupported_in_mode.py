@@ -230,6 +230,5 @@ def _unreached(ctx: RuleContext, fn: FunctionInfo) -> bool:
     """No compile reaches ``fn`` although the project's compile sites are all understood."""
     if fn.class_name is None or fn.node.name.value not in ("forward", "__call__"):
         return False
-    sites = ctx.project.compile_sites()
-    return bool(sites) and all(cs.targets and cs.modes for cs in sites)
+    return ctx.project.path_index.all_sites_understood()
 

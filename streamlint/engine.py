@@ -189,6 +189,8 @@ class Engine:
         self.project._symbols.clear()
         self.project._wrappers.clear()
         self.project._paths = None
+        self.project._compiling = None  # from bytes: the changed file's may have changed
+        self.project._renames.clear()
         if data is None:  # the file changed on disk (or was created, deleted): module resolution too
             self.project._modules.clear()
             self.project._packages.clear()
@@ -212,6 +214,7 @@ class Engine:
         project._scan_bytes = old._scan_bytes
         project._summary_digests = old._summary_digests
         project._all_files = old._all_files
+        project._compiling = old._compiling  # from bytes and summaries only
         project.profiler = self._profiler
         self.project = project
         self._parsed.clear()

@@ -354,3 +354,168 @@ def test_a_pool_worker_sends_back_the_summaries_it_made(tmp_path: Path) -> None:
     parent = engine_for(tmp_path).project.summaries
     parent.add(made)
     assert parent.dirty and set(made) <= set(parent.entries)
+
+
+# ---- compile facts on demand: a module whose compiles have no execution path, or that cannot compile the
+# function asked about, is not parsed; the answers are those of the whole project's compile sites
+
+
+@pytest.mark.parametrize("source, moded", [
+    ("import torch\ntorch.compile(m)\n", False),
+    ("import torch\ntorch.compile(m, backend='inductor', dynamic=True)\n", False),
+    ("import torch\n@torch.compile(fullgraph=True)\ndef f(x):\n    return x\n", False),
+    ("import torch\ntorch.compile(m, backend='npu')\n", True),
+    ("import torch\ntorch.compile(m, backend='npu' if ge else 'inductor')\n", True),
+    ("import torch\ntorch.compile(m, backend=make_backend())\n", True),
+    ("from torchair.inference import cache_compile\ncache_compile(f)\n", True),
+    ("from torchair.inference import cache_compile as compile\ncompile(f)\n", True),
+    ("import torch\nc = torch.compile\nc(m)\n", True),
+    ("import torch\ndef f(m):\n    for c in (torch.compile,):\n        c(m)\n", True),
+])
+def test_a_summary_says_whether_a_compile_may_have_an_execution_path(source: str, moded: bool) -> None:
+    assert summarize(source.encode()).moded is moded
+
+
+@pytest.mark.parametrize("source, from_callers", [
+    ("import torch\ndef compile_model(model, cfg):\n    return torch.compile(model)\n", True),
+    ("import torch\ndef compile_model(model):\n    m = model.npu()\n    return torch.compile(m)\n", True),
+    ("import torch\nclass R:\n    def go(self, model):\n        self.m = model\n        return torch.compile(self.m)\n",
+     True),
+    ("import torch\nclass R:\n    def go(self):\n        return torch.compile(self.model)\n", False),
+    ("import torch\nfrom pkg.model import Block\ndef build(flag):\n    return torch.compile(Block(flag))\n", True),
+    ("import torch\nfrom pkg.model import Block\ndef build():\n    return torch.compile(Block())\n", False),
+    ("import torch\nmodel = torch.compile(Net())\n", False),
+])
+def test_a_summary_says_whether_a_compile_may_compile_what_callers_pass(source: str, from_callers: bool) -> None:
+    assert summarize(source.encode()).compiles_callers_args is from_callers
+
+
+def _fixture_projects() -> list[Path]:
+    root = Path(__file__).resolve().parent.parent / "fixtures" / "projects"
+    return sorted(p for p in root.iterdir() if p.is_dir())
+
+
+def test_the_summary_flags_hold_for_every_compile_site_of_the_fixtures() -> None:
+    """Superset check against the model: a module whose summary says "no execution path" has only sites
+    without modes; one whose summary says "compiles nothing its callers pass" never asks its callers."""
+    from streamlint.model import compile as compile_mod
+
+    asked: list[str] = []
+    real = compile_mod.caller_arguments
+
+    def spy(project, file, fn, param):
+        found = real(project, file, fn, param)
+        if found:  # what the callers pass is compiled
+            asked.append(file.path)
+        return found
+
+    checked = 0
+    for project in _fixture_projects():
+        engine = engine_for(project)
+        compile_mod.caller_arguments, asked[:] = spy, []
+        try:
+            sites = engine.project.compile_sites()
+        finally:
+            compile_mod.caller_arguments = real
+        for cs in sites:
+            summary = summarize(Path(cs.file.path).read_bytes())
+            checked += 1
+            assert summary.moded or not cs.modes, cs.file.path
+        for path in asked:
+            assert summarize(Path(path).read_bytes()).compiles_callers_args, path
+    assert checked > 10
+
+
+def test_compile_facts_on_demand_are_those_of_every_compile_site() -> None:
+    """For every function of the fixture projects: its execution path and whether it is compiled itself,
+    asked one file at a time (parsing only what may matter), equal the answers from every compile site
+    of the project (what a whole-tree run computes before forking its workers)."""
+    compared = 0
+    for project in _fixture_projects():
+        lazy, full = engine_for(project), engine_for(project)
+        full.project.path_index.prepare()
+        for path in sorted(project.rglob("*.py")):
+            a, b = lazy.project.file(str(path)), full.project.file(str(path))
+            if a is None:
+                continue
+            for qualname, fn in a.functions.items():
+                other = b.functions[qualname]
+                pa, pb = lazy.project.execution_path(a, fn), full.project.execution_path(b, other)
+                assert (pa.modes, pa.source, [(e.path, e.span) for e in pa.evidence]) == \
+                    (pb.modes, pb.source, [(e.path, e.span) for e in pb.evidence]), (path, qualname)
+                assert lazy.project.path_index.is_graph_entry(a, fn) is \
+                    (id(other) in full.project.path_index.graph_entries()), (path, qualname)
+                compared += 1
+    assert compared > 100
+
+
+RENAMED = {
+    "pkg/__init__.py": "from pkg.model import Block as B  # re-exported under another name\n",
+    "pkg/alias.py": "from pkg import B\n\nBlockAlias = B\n",
+    "pkg/runner.py": '''\
+import torch
+
+from pkg.alias import BlockAlias
+
+
+def build():
+    return torch.compile(BlockAlias(True))  # inductor: no execution path, but Block.forward is compiled
+''',
+}
+
+
+OTHER = '''\
+import torch
+
+
+class Other(torch.nn.Module):
+    pass
+
+
+def go():
+    return torch.compile(Other())
+'''
+
+
+def test_a_function_compiled_under_a_renamed_reexport_is_a_graph_entry(tmp_path: Path) -> None:
+    model = _project(tmp_path, noise=3)
+    (tmp_path / "pkg" / "launcher.py").unlink()
+    for rel, text in RENAMED.items():
+        write(tmp_path, rel, text)
+    for i in range(20):  # modeless compiles of other models: never parsed for Block's questions
+        write(tmp_path, f"pkg/other/o{i:02}.py", OTHER)
+    write(tmp_path, "pkg/other/__init__.py", "")
+    engine = engine_for(tmp_path)
+    file = engine.project.file(str(model))
+    forward = file.functions["Block.forward"]
+    assert engine.project.path_index.is_graph_entry(file, forward)
+    parsed = {os.path.relpath(p, tmp_path) for p in engine._parsed}
+    assert not {p for p in parsed if "other" in p}, sorted(parsed)
+    assert id(forward) in engine.project.path_index.graph_entries()
+
+
+def test_the_byte_test_of_the_caller_search_keeps_every_module_whose_summary_may_call_the_name() -> None:
+    """``Project.files_calling`` reads a module's summary only when its bytes may call the name: a superset
+    of ``ModuleSummary.may_call``, checked on every fixture module for every name the fixtures call or define."""
+    import ast as stdlib_ast
+
+    from streamlint.model.project import _may_call_bytes
+
+    root = Path(__file__).resolve().parent.parent / "fixtures"
+    modules = [p.read_bytes() for p in sorted(root.rglob("*.py"))]
+    names: set[str] = set()
+    for data in modules:
+        try:
+            tree = stdlib_ast.parse(data)
+        except SyntaxError:
+            continue
+        names |= {n.name for n in stdlib_ast.walk(tree) if isinstance(n, (stdlib_ast.FunctionDef, stdlib_ast.ClassDef))}
+        names |= set(summarize(data).calls or ())
+    checked = 0
+    for data in modules:
+        summary = summarize(data)
+        for name in names:
+            if name.encode() in data and summary.may_call(name):
+                checked += 1
+                assert _may_call_bytes(data, name.encode()), (name, data[:200])
+    assert checked > 1000

@@ -54,7 +54,7 @@ from streamlint.model.apis import Role
 from streamlint.model.file import FileModel, FunctionInfo
 from streamlint.model.paths import DEVICE_GENERIC
 from streamlint.model.flow.calls import wait_self_expr
-from streamlint.model.flow.interp import Interp, graph_entries
+from streamlint.model.flow.interp import Interp
 from streamlint.model.flow.results import EMPTY_FLOW, EarlyRecord, FunctionFlow, Lifetime, Race, Unjoined, ViewEscape
 from streamlint.model.flow.values import AnalysisBudgetExceeded, flow_config
 from streamlint.model.streams import MAIN, derived, stream_label
@@ -117,13 +117,12 @@ def function_flow(project: Project, file: FileModel, fn: FunctionInfo, *, explic
     unjoined: dict = {}
     views: dict = {}
     early: dict = {}
-    entry = id(fn) in graph_entries(project)
     if not modes:
-        flow = _every_path_flow(project, file, fn, explicit_ge_joins, entry)
+        flow = _every_path_flow(project, file, fn, explicit_ge_joins)
         cache[key] = flow
         return flow
     for mode in sorted(modes):
-        interp = Interp(project, file, fn, flow_config(mode, explicit_ge_joins, entry))
+        interp = Interp(project, file, fn, flow_config(mode, explicit_ge_joins, _entry(project, file, fn, mode)))
         try:
             interp.run()
         except (RecursionError, AnalysisBudgetExceeded):  # pathological code: report nothing rather than guess
@@ -145,12 +144,17 @@ def function_flow(project: Project, file: FileModel, fn: FunctionInfo, *, explic
     return flow
 
 
-def _every_path_flow(project: Project, file: FileModel, fn: FunctionInfo, explicit_ge_joins: bool,
-                     entry: bool) -> FunctionFlow:
+def _entry(project: Project, file: FileModel, fn: FunctionInfo, mode: str) -> bool:
+    """Is ``fn`` compiled itself, where that decides the flow (``flow_config``: reduce-overhead and
+    npugraph_ex graphs only; asking needs every compile site of the project)?"""
+    return mode in ("reduce-overhead", "npugraph_ex") and project.path_index.is_graph_entry(file, fn)
+
+
+def _every_path_flow(project: Project, file: FileModel, fn: FunctionInfo, explicit_ge_joins: bool) -> FunctionFlow:
     """Unknown execution path: keep only the hazards found on every path the code could take."""
     runs = []
     for mode in apis.EXECUTION_PATHS:
-        interp = Interp(project, file, fn, flow_config(mode, explicit_ge_joins, entry))
+        interp = Interp(project, file, fn, flow_config(mode, explicit_ge_joins, _entry(project, file, fn, mode)))
         try:
             interp.run()
         except (RecursionError, AnalysisBudgetExceeded):

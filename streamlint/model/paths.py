@@ -7,6 +7,9 @@ compile site is GE, TorchAir's default) → unknown (an empty set).
 
 from __future__ import annotations
 
+import os
+import re
+
 
 import pathspec
 
@@ -22,6 +25,12 @@ from streamlint.model.queries import ExecutionPath, ProjectQueries
 # The path of code that switches streams only through the device-generic API: native, on a device
 # chosen at run time (some order their streams' data themselves), see dataflow.function_flow
 DEVICE_GENERIC = "device-generic"
+
+
+def _word(name: bytes) -> "re.Pattern[bytes]":
+    return re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(name) + rb"(?![A-Za-z0-9_])")
+
+
 _SWITCH_ROLES = frozenset({Role.STREAM_SWITCH, Role.NATIVE_STREAM_CONTEXT, Role.SET_STREAM})
 _FAMILY_MODE = {
     Family.TAGGED_EVENT: "reduce-overhead",
@@ -46,23 +55,81 @@ class PathIndex:
             (pathspec.GitIgnoreSpec.from_lines([pattern]), mode) for pattern, mode in project.options.per_path_mode
         ]
         self._mode = project.options.mode
+        self._file_sites: dict[int, list[CompileSite]] = {}  # id(FileModel) -> its compile sites
+        self._entries: set[int] | None = None
+
+    def _sites_in(self, model: FileModel) -> list[CompileSite]:
+        found = self._file_sites.get(id(model))
+        if found is None:
+            found = self._file_sites[id(model)] = [
+                site for site in (compile_site(self.project, model, call) for call in model.calls) if site is not None]
+        return found
 
     def compile_sites(self) -> list[CompileSite]:
+        """Every compile site of the project (parses every module that may compile)."""
         self.project.note_wide_read()
         if self._sites is None:
-            sites: list[CompileSite] = []
-            for model in self.project.compiling_files():
-                for call in model.calls:
-                    found = compile_site(self.project, model, call)
-                    if found is not None:
-                        sites.append(found)
-            self._sites = sites
+            self._sites = [site for model in self.project.compiling_files() for site in self._sites_in(model)]
         return self._sites
+
+    def sites_in(self, file: FileModel) -> list[CompileSite]:
+        """The compile sites of one file (the same objects as in :meth:`compile_sites`)."""
+        return self._sites_in(file)
+
+    def _moded_sites(self) -> list[CompileSite]:
+        """The compile sites that may have known execution paths, in :meth:`compile_sites` order: those of
+        the modules whose summary says they may (the others have no modes: they reach no path)."""
+        if self._sites is not None:
+            return self._sites
+        return [site for model in self.project.compiling_files(lambda _path, summary: summary.moded)
+                for site in self._sites_in(model)]
+
+    def all_sites_understood(self) -> bool:
+        """The project has compile sites, and each has known targets and modes. Parses modules that may
+        compile only up to the first site that is not understood."""
+        self.project.note_wide_read()
+        if self._sites is None:
+            seen = False
+            for model in self.project.compiling_files():
+                for cs in self._sites_in(model):
+                    if not (cs.targets and cs.modes):
+                        return False
+                    seen = True
+            return seen
+        return bool(self._sites) and all(cs.targets and cs.modes for cs in self._sites)
+
+    def graph_entries(self) -> set[int]:
+        """``id`` of every function a compile site compiles itself (its targets)."""
+        if self._entries is None:
+            self._entries = {id(fn) for site in self.compile_sites() for fn, _mod in site.targets}
+        return self._entries
+
+    def is_graph_entry(self, file: FileModel, fn: FunctionInfo) -> bool:
+        """Is ``fn`` a target of a compile site? The sites of :meth:`graph_entries`, but parsing only the
+        modules that may compile it: a target is found (``compile._targets``) by resolving a name spelled
+        in the compiling module (or, for a compiled parameter, in its callers'), which ends with a lookup
+        of the function's or its class's own name in ``file``, reached through imports that may rename it
+        (``from .x import Model as M``, ``M = Model``). So a module that may compile ``fn`` is ``file``
+        itself, one that compiles its callers' arguments, or one whose bytes spell the name or a rename."""
+        if self._entries is not None or fn.parent is not None:
+            return id(fn) in self._entries if self._entries is not None else any(
+                target is fn for cs in self._sites_in(file) for target, _ in cs.targets)
+        names = self.project.renames(fn.class_name or fn.node.name.value)
+        path = os.path.abspath(file.path)
+
+        def keep(other: str, summary) -> bool:
+            if summary.compiles_callers_args or os.path.abspath(other) == path:
+                return True
+            data = self.project.file_bytes(other)
+            return data is None or any(_word(name).search(data) for name in names)
+
+        return any(target is fn for model in self.project.compiling_files(keep)
+                   for cs in self._sites_in(model) for target, _ in cs.targets)
 
     def _reach(self) -> dict[int, tuple[set[str], list[Location]]]:
         if self._reached is None:
             reached: dict[int, tuple[set[str], list[Location]]] = {}
-            for cs in self.compile_sites():
+            for cs in self._moded_sites():
                 if not cs.modes or not cs.targets:
                     continue
                 evidence = Location(cs.file.path, cs.file.span(cs.node), f"compiled here ({'/'.join(sorted(cs.modes))})")
@@ -75,9 +142,11 @@ class PathIndex:
         return self._reached
 
     def prepare(self) -> None:
-        """Compute the compile sites and what they reach now (before worker processes fork: they
+        """Compute the compile sites, what they reach and compile now (before worker processes fork: they
         inherit the result instead of each computing it)."""
+        self.compile_sites()
         self._reach()
+        self.graph_entries()
 
     def path_of(self, file: FileModel, fn: FunctionInfo | None) -> ExecutionPath:
         key = id(fn) if fn is not None else id(file)

@@ -59,6 +59,8 @@ class Project:
     # module summaries by content sha256 (streamlint.model.summary), shared with the project cache
     summaries: SummaryStore = field(default_factory=SummaryStore)
     profiler: "Profiler | None" = None
+    _compiling: "list[tuple[str, ModuleSummary]] | None" = None  # compiling_paths()
+    _renames: dict[str, frozenset[bytes]] = field(default_factory=dict)  # renames()
 
     # ---- execution paths (streamlint.model.paths)
     @property
@@ -231,6 +233,37 @@ class Project:
             self._scan_bytes[path] = data
         return data
 
+    def file_bytes(self, path: str) -> bytes | None:
+        """A project file's content (read once per run; None: unreadable)."""
+        return self._bytes(os.path.abspath(path))
+
+    def renames(self, name: str) -> frozenset[bytes]:
+        """``name`` and every name a project module may bind to what it names, transitively: imports with
+        ``as`` (``from .x import Model as M``) and assignments of it or of an attribute ending in it
+        (``M = Model``, ``M = x.Model``). Byte searches over the files that spell it (comments and strings
+        included: a superset)."""
+        known = self._renames.get(name)
+        if known is not None:
+            return known
+        found = {name.encode()}
+        stack = [name.encode()]
+        while stack:
+            word = stack.pop()  # an identifier: nothing to escape
+            rename = re.compile(rb"(?<![A-Za-z0-9_])" + word + rb"[ \t]+as[ \t]+([A-Za-z_][A-Za-z0-9_]*)|"
+                                rb"^[ \t]*([A-Za-z_][A-Za-z0-9_]*)[ \t]*(?::[^=\n]*)?=[ \t]*"
+                                rb"(?:[A-Za-z_][A-Za-z0-9_]*[ \t]*\.[ \t]*)*" + word + rb"[ \t]*(?:#.*)?$", re.M)
+            for path in self.all_files():
+                data = self._bytes(path)
+                if data is None or word not in data:  # a substring test first: most files never spell it
+                    continue
+                for m in rename.finditer(data):
+                    alias = m.group(1) or m.group(2)
+                    if alias not in found:
+                        found.add(alias)
+                        stack.append(alias)
+        known = self._renames[name] = frozenset(found)
+        return known
+
     def summary(self, path: str) -> ModuleSummary | None:
         """The module summary of a project file (None: unreadable), by its content's sha256."""
         key = os.path.abspath(path)
@@ -243,24 +276,36 @@ class Project:
                 known = self._summary_digests[key] = (data, hashlib.sha256(data).hexdigest())
             return self.summaries.get(known[1], data)
 
-    def compiling_files(self) -> Iterator[FileModel]:
-        """The parsed project files that may hold a compile site: byte searches, then the module summary
-        (``ast``, cached by content), then the full model only for the modules whose summary says so."""
-        files = self.all_files()
-        report = self.index_progress
-        for done, path in enumerate(files, 1):
-            if report is not None:
-                report(done, len(files))
-            data = self._bytes(path) if self.may_contain(path, (b"compile",)) else None
-            if data is None or not may_compile_bytes(data):
-                continue
-            summary = self.summary(path)
-            name, is_package, _ = self.module_name(path)
-            if summary is None or not summary.may_compile(name, is_package):
-                continue
-            model = self.file(path)
-            if model is not None:
-                yield model
+    def compiling_paths(self) -> list[tuple[str, ModuleSummary]]:
+        """The project files that may hold a compile site, without parsing them: byte searches, then the
+        module summary (``ast``, cached by content), with each its summary."""
+        self.note_wide_read()
+        if self._compiling is None:
+            found: list[tuple[str, ModuleSummary]] = []
+            files = self.all_files()
+            report = self.index_progress
+            for done, path in enumerate(files, 1):
+                if report is not None:
+                    report(done, len(files))
+                data = self._bytes(path) if self.may_contain(path, (b"compile",)) else None
+                if data is None or not may_compile_bytes(data):
+                    continue
+                summary = self.summary(path)
+                name, is_package, _ = self.module_name(path)
+                if summary is None or not summary.may_compile(name, is_package):
+                    continue
+                found.append((path, summary))
+            self._compiling = found
+        return self._compiling
+
+    def compiling_files(self, keep: "Callable[[str, ModuleSummary], bool] | None" = None) -> Iterator[FileModel]:
+        """The parsed project files that may hold a compile site (:meth:`compiling_paths`; only those are
+        parsed), or only those ``keep`` accepts."""
+        for path, summary in self.compiling_paths():
+            if keep is None or keep(path, summary):
+                model = self.file(path)
+                if model is not None:
+                    yield model
 
     def files_calling(self, name: str, limit: int | None = None) -> list[FileModel] | None:
         """The parsed project files with a call that may resolve to a qualified name ending in ``name``
@@ -274,8 +319,8 @@ class Project:
             if not self.may_contain(path, needle):
                 continue
             data = self._bytes(path)
-            if data is None or not word.search(data):  # the name as a whole word, then the summary
-                continue
+            if data is None or not word.search(data) or not _may_call_bytes(data, needle[0]):
+                continue  # the name as a whole word, where a call or an alias may use it; then the summary
             summary = self.summary(path)
             if summary is None or not summary.may_call(name):
                 continue
@@ -531,6 +576,20 @@ class Project:
                 if other.parent is fn and id(other) not in seen:
                     stack.append((other, mod))
         return list(seen.values())
+
+
+def _may_call_bytes(data: bytes, name: bytes) -> bool:
+    """Could the module's summary say it may call ``name`` (``ModuleSummary.may_call``)? A byte-level superset
+    of ``summary._called_names``: the name called (``name(``, ``@name(``), imported under another name
+    (``name as y``), assigned (``y = name`` / ``y = x.name``, also across lines in brackets, keyword
+    arguments included), or an attribute of a ``for`` loop's iterable (``for f in self.name``)."""
+    w = re.escape(name)
+    called = re.compile(rb"(?<![A-Za-z0-9_])" + w + rb"\s*\(|(?<![A-Za-z0-9_])" + w + rb"\s+as\s"
+                        rb"|=\s*\(?\s*(?:[A-Za-z_][A-Za-z0-9_]*\s*\.\s*)*" + w + rb"(?![A-Za-z0-9_])")
+    if called.search(data):
+        return True
+    return re.search(rb"(?<![A-Za-z0-9_])for(?![A-Za-z0-9_])", data) is not None \
+        and re.search(rb"\.\s*" + w + rb"(?![A-Za-z0-9_])", data) is not None
 
 
 def _lookup_in_module(mod: FileModel, rest: list[str]):

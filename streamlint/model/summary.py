@@ -34,7 +34,7 @@ from typing import Callable
 from streamlint.model import apis
 from streamlint.model.apis import Role
 
-SUMMARY_FORMAT = 2  # bump when what a summary holds or how it is computed changes
+SUMMARY_FORMAT = 3  # bump when what a summary holds or how it is computed changes
 
 
 def _compile_leaves() -> frozenset[str]:
@@ -86,6 +86,15 @@ class ModuleSummary:
     # names relative to the module (``Runner.compile`` for ``self.compile(...)`` in class Runner) that a
     # call resolves to: a compile site when ``<module>.<name>`` is a compile API (see may_compile)
     compile_names: frozenset[str] = frozenset()
+    # may a compile site of the module have known execution paths (``CompileSite.modes``)? False only when
+    # every call that may compile is ``….compile(...)`` (``compile`` bound by no alias in the module) whose
+    # ``backend=`` is absent or a string other than "npu" / "npugraph_ex": ``compile.compile_site`` gives
+    # such a site no modes, so it reaches no execution path (``PathIndex._reach``)
+    moded: bool = True
+    # a call that may compile, inside a function, compiles something that may be one of the function's
+    # parameters (``def compile_model(model): torch.compile(model)``): what is compiled is found in the
+    # callers' modules (``compile.caller_arguments``), not named in this one (``PathIndex.is_graph_entry``)
+    compiles_callers_args: bool = True
 
     def may_call(self, leaf: str) -> bool:
         return self.calls is None or leaf in self.calls
@@ -101,20 +110,21 @@ class ModuleSummary:
         return False
 
     def to_json(self) -> list:
-        return [None if self.calls is None else sorted(self.calls), int(self.compiles), sorted(self.compile_names)]
+        return [None if self.calls is None else sorted(self.calls), int(self.compiles), sorted(self.compile_names),
+                int(self.moded), int(self.compiles_callers_args)]
 
     @classmethod
     def from_json(cls, value: object) -> "ModuleSummary | None":
-        if not (isinstance(value, list) and len(value) == 3 and value[1] in (0, 1)):
+        if not (isinstance(value, list) and len(value) == 5 and all(value[i] in (0, 1) for i in (1, 3, 4))):
             return None
-        calls, names = value[0], value[2]
+        calls, names, flags = value[0], value[2], (bool(value[3]), bool(value[4]))
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             return None
         if calls is None:
-            return cls(None, bool(value[1]), frozenset(names))
+            return cls(None, bool(value[1]), frozenset(names), *flags)
         if not isinstance(calls, list) or not all(isinstance(c, str) for c in calls):
             return None
-        return cls(frozenset(calls), bool(value[1]), frozenset(names))
+        return cls(frozenset(calls), bool(value[1]), frozenset(names), *flags)
 
 
 def _leaf(expr: ast.expr | None) -> str | None:
@@ -141,9 +151,139 @@ def summarize(data: bytes) -> ModuleSummary:
             tree = ast.parse(data)
         calls = _called_names(tree)
         compiles, names = _may_call_compile(tree) if calls & COMPILE_LEAVES else (False, frozenset())
+        moded = (compiles or bool(names)) and _may_have_modes(tree)
+        from_callers = (compiles or bool(names)) and _compiles_parameters(tree)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ModuleSummary(None, True)
-    return ModuleSummary(calls, compiles, names)
+    return ModuleSummary(calls, compiles, names, moded, from_callers)
+
+
+def _names_in(node: ast.AST | None) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} if node is not None else set()
+
+
+def _compiles_parameters(tree: ast.Module) -> bool:
+    """May a call that may compile (its callee, or what an alias of it names, ends in a compile leaf) compile
+    one of its function's parameters? A superset of when ``compile._targets`` asks the callers
+    (``caller_arguments``): the compiled expression (first positional argument, ``model=`` / ``func=``),
+    widened through every assignment in the function to a name it mentions, mentions a parameter (the
+    leading ``self`` / ``cls`` of a method excepted: its callers never bind it)."""
+    bound: dict[str, set[str]] = {}  # name -> last parts of what it may be bound to (as _called_names)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for item in node.names:
+                if item.asname:
+                    bound.setdefault(item.asname, set()).add(item.name.rsplit(".", 1)[-1])
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
+            source = _leaf(node.value)
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if source is not None:
+                for target in targets:
+                    for name in _names_in(target):
+                        bound.setdefault(name, set()).add(source)
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            sources = {n.attr for n in ast.walk(node.iter) if isinstance(n, ast.Attribute)} | _names_in(node.iter)
+            for name in _names_in(node.target):
+                bound.setdefault(name, set()).update(sources)
+    leaves = set(COMPILE_LEAVES)
+    changed = True
+    while changed:  # aliases of aliases, in any order
+        changed = False
+        for name, sources in bound.items():
+            if name not in leaves and sources & leaves:
+                leaves.add(name)
+                changed = True
+    methods = {id(stmt) for cls in ast.walk(tree) if isinstance(cls, ast.ClassDef) for stmt in cls.body}
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        args = fn.args
+        params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+        params += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
+        if id(fn) in methods and params[:1] in (["self"], ["cls"]):
+            params = params[1:]
+        if not params:
+            continue
+        assigns: list[tuple[set[str], set[str]]] = []
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Assign):
+                assigns.append((set().union(*map(_names_in, node.targets)), _names_in(node.value)))
+            elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
+                assigns.append((_names_in(node.target), _names_in(node.value)))
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                assigns.append((_names_in(node.target), _names_in(node.iter)))
+            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                assigns.append((_names_in(node.optional_vars), _names_in(node.context_expr)))
+        for call in ast.walk(fn):
+            if not isinstance(call, ast.Call) or _leaf(call.func) not in leaves:
+                continue
+            positional = [a for a in call.args if not isinstance(a, ast.Starred)]
+            compiled = positional[0] if positional else next(
+                (k.value for k in call.keywords if k.arg in ("model", "func")), None)
+            if compiled is None:
+                continue
+            names = _names_in(compiled)
+            grown = True
+            while grown:
+                grown = False
+                for targets, values in assigns:
+                    if targets & names and not values <= names:
+                        names |= values
+                        grown = True
+            if names.intersection(params):
+                return True
+    return False
+
+
+
+_MODED_BACKENDS = frozenset({"npu", "npugraph_ex"})  # compile._backend's string backends with a mode
+
+
+def _may_have_modes(tree: ast.Module) -> bool:
+    """See :attr:`ModuleSummary.moded`. A call may compile when its callee's last part, or the last part
+    of what an alias (import as, assignment, loop variable) of it names, transitively, is a compile
+    leaf (the superset :func:`summarize` keeps)."""
+    bound: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for item in node.names:
+                if item.asname:
+                    bound.setdefault(item.asname, set()).add(item.name.rsplit(".", 1)[-1])
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
+            source = _leaf(node.value)
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for name in (n.id for n in ast.walk(target) if isinstance(n, ast.Name)):
+                    bound.setdefault(name, set()).add(source or "")
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension, ast.withitem)):
+            target = node.optional_vars if isinstance(node, ast.withitem) else node.target
+            source = node.context_expr if isinstance(node, ast.withitem) else node.iter
+            sources = {n.attr for n in ast.walk(source) if isinstance(n, ast.Attribute)}
+            sources |= {n.id for n in ast.walk(source) if isinstance(n, ast.Name)}
+            for name in (n.id for n in ast.walk(target) if isinstance(n, ast.Name)) if target is not None else ():
+                bound.setdefault(name, set()).update(sources)
+    if "compile" in bound:
+        return True  # `compile` itself rebound: it may name cache_compile
+    leaves = set(COMPILE_LEAVES)
+    changed = True
+    while changed:  # aliases of aliases, in any order
+        changed = False
+        for name, sources in bound.items():
+            if name not in leaves and sources & leaves:
+                leaves.add(name)
+                changed = True
+    for call in ast.walk(tree):
+        if not isinstance(call, ast.Call) or _leaf(call.func) not in leaves:
+            continue
+        if _leaf(call.func) != "compile":
+            return True  # cache_compile, or an alias: may have modes
+        backend = next((k.value for k in call.keywords if k.arg == "backend"), None)
+        if backend is None:
+            continue
+        if not (isinstance(backend, ast.Constant) and isinstance(backend.value, str)) \
+                or backend.value in _MODED_BACKENDS:
+            return True
+    return False
 
 
 def _chain(expr: ast.expr) -> list[str] | None:

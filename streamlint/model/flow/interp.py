@@ -18,7 +18,7 @@ from streamlint.model.flow.results import EarlyRecord, Lifetime, Race, Unjoined,
 from streamlint.model.flow.storage import Storages
 from streamlint.model.flow.syncops import SyncMethods
 from streamlint.model.flow.values import Access, EVal, FlowConfig, KVal, SVal, State
-from streamlint.model.streams import EVENT, MAIN, STREAM, derived
+from streamlint.model.streams import EVENT, MAIN, STREAM
 from streamlint.model.tensors import param_kinds
 
 if TYPE_CHECKING:
@@ -60,15 +60,6 @@ def _last_simple(body: list) -> cst.CSTNode | None:
     return node.body[-1] if node is not None and node.body else None
 
 
-def graph_entries(project: Project) -> set[int]:
-    holder = derived(project, "graph_entries")
-    cache = holder.get("entries")
-    if cache is None:
-        cache = {id(fn) for site in project.compile_sites() for fn, _mod in site.targets}
-        holder["entries"] = cache
-    return cache
-
-
 class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, Elements):
     """Path-sensitive abstract interpretation of one function body in program order."""
 
@@ -104,10 +95,18 @@ class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, 
         self.rest: list = []  # statements after the one being interpreted (same block)
         self.h2d = False  # the current op copies host data to the device (or is a no-op on device data)
         self.deferred_end = _called_by_own_class(file, fn)
-        self.entry = id(fn) in graph_entries(project)
+        self._entry: bool | None = None  # see entry
         self.entry_time = 0  # the time of the caller's productions of the arguments
         self.handshake_time = -1  # the last host handshake with another thread (``train_flag.wait()``)
         self.own_withs = _class_withs(file, fn)
+
+    @property
+    def entry(self) -> bool:
+        """Is the function compiled itself (a compile site's target)? Asked only when it decides something
+        (all compile sites of the project: it parses every module that may compile)."""
+        if self._entry is None:
+            self._entry = self.project.path_index.is_graph_entry(self.file, self.fn)
+        return self._entry
 
     # ---- helpers
     @property

@@ -33,7 +33,7 @@ from streamlint.model.flow.values import (
 )
 from streamlint.model.streams import EVENT, MAIN, STREAM, current_stream_getter, tagged_stream_key
 from streamlint.model.syntax import target_names
-from streamlint.model.waits import host_handshake
+from streamlint.model.waits import host_handshake, signaller_forks
 from streamlint.model.walk import children
 from streamlint.model.uses import bind_arguments
 from streamlint.model.apis import COLLECTIVE_PARAMS, COLLECTIVES
@@ -266,6 +266,7 @@ class Expressions:
             return None
         if not uses and host_handshake(self.cfile, self.cfn, e):
             self.handshake_time = self.tick()  # another thread may order the streams before it signals
+            self.handshake_forks = signaller_forks(self.cfile, e)
             return None
         if not uses and self.native_launch(st, e):
             return None

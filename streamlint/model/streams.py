@@ -514,6 +514,7 @@ def _waited_before(file: FileModel, site: ScopeSite, keys: set[str],
     guards = {(file.code(g.test), g.negated) for g in site.guards}  # the same test twice counts as one
     # a wait under the flag that enables the scope (`if on: s.wait_stream(..)` / `switch(s, enabled=on)`)
     guards |= {(file.code(arg.value), False) for call in site.calls for arg in call.args}
+    guards |= _enabling_tests(file, fn, site)
     loops = _loops_around(fn.node.body, site.with_node)  # the same test twice counts as one
     others = [(file.span(s.with_node).start_line, file.span(s.with_node).start_col)
               for s, k in entries if s.function is fn and s.with_node is not site.with_node and k & keys]
@@ -536,6 +537,36 @@ def _waited_before(file: FileModel, site: ScopeSite, keys: set[str],
                 and not any(not contains(loop, call.node) for loop in loops):
             return True
     return False
+
+
+def _enabling_tests(file: FileModel, fn: FunctionInfo, site: ScopeSite) -> set[tuple[str, bool]]:
+    """The tests without which the scope enters no stream: ``with (stream(s) if on else nullcontext())``,
+    or a stream made ``s = self.side() if on else None`` (a ``None`` stream is the current one). A wait
+    under ``if on:`` then runs whenever the stream is entered."""
+    tests: set[tuple[str, bool]] = set()
+    item = site.item.item
+    if isinstance(item, cst.IfExp):
+        if _no_stream(file, item.orelse):
+            tests.add((file.code(item.test), False))
+        elif _no_stream(file, item.body):
+            tests.add((file.code(item.test), True))
+    for call in site.calls:
+        if not isinstance(call, cst.Call) or not call.args or not isinstance(call.args[0].value, cst.Name):
+            continue
+        values = fn.name_assigns.get(call.args[0].value.value, ())
+        if len(values) == 1 and isinstance(values[0], cst.IfExp):
+            value = values[0]
+            if _is_none(value.orelse):
+                tests.add((file.code(value.test), False))
+            elif _is_none(value.body):
+                tests.add((file.code(value.test), True))
+    return tests
+
+
+def _no_stream(file: FileModel, arm: cst.BaseExpression) -> bool:
+    """An arm of a conditional ``with`` item that enters no stream (``contextlib.nullcontext()``)."""
+    return _is_none(arm) or (isinstance(arm, cst.Call) and not arm.args
+                             and file.code(arm.func).rsplit(".", 1)[-1] == "nullcontext")
 
 
 def _loops_around(root: cst.CSTNode, node: cst.CSTNode) -> list[cst.CSTNode]:

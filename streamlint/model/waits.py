@@ -456,7 +456,7 @@ def partial_joins(project: Project, file: FileModel, fn: FunctionInfo) -> list[P
 
 
 __all__ = ["PartialJoin", "partial_joins", "event_recorded_elsewhere", "event_recorded_in_class", "first_in_stream_scope", "later_op_on_stream", "loads_after",
-           "result_discarded", "statement_of", "stream_scope_key"]
+           "result_discarded", "signaller_forks", "statement_of", "stream_scope_key"]
 
 
 # host synchronisation objects shared between threads: class -> the methods that block until another
@@ -493,3 +493,34 @@ def host_handshake(file: FileModel, fn: FunctionInfo, call: cst.Call) -> bool:
         if qualname is not None and method in _HANDSHAKE_TYPES.get(qualname, ()):
             return True
     return False
+
+
+# the methods that wake a thread blocked in one of the waits above (``flag.set()``, ``jobs.put(x)``)
+_SIGNALS = frozenset(("set", "notify", "notify_all", "release", "put", "put_nowait"))
+
+
+def _last_name(e: cst.BaseExpression) -> str | None:
+    return e.attr.value if isinstance(e, cst.Attribute) else e.value if isinstance(e, cst.Name) else None
+
+
+def signaller_forks(file: FileModel, call: cst.Call) -> frozenset[str]:
+    """The streams (last name, ``gossip_stream`` for ``self.gossip_stream``) that every thread waking the
+    handshake ``call`` (``train_flag.wait()``) forks before it signals: each ``<...>.train_flag.set()`` of
+    the module comes after a ``<...>.gossip_stream.wait_stream(current)`` in its function. The waiter's
+    current-stream work queued before it blocked is then ordered before that stream's next work (both
+    threads start on the device's default stream). Empty when a signaller does not fork, or none is seen."""
+    name = _last_name(call.func.value) if isinstance(call.func, cst.Attribute) else None
+    if name is None:
+        return frozenset()
+    common: set[str] | None = None
+    for fn in file.functions.values():
+        forked: set[str] = set()
+        for node in local_nodes(fn.node):
+            if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+                continue
+            method, recv = node.func.attr.value, node.func.value
+            if method in ("wait_stream", "wait_event") and node.args and _last_name(recv) is not None:
+                forked.add(_last_name(recv))
+            elif method in _SIGNALS and _last_name(recv) == name and node is not call:
+                common = set(forked) if common is None else common & forked
+    return frozenset(common or ())

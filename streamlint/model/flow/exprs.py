@@ -6,6 +6,8 @@ generic torch / project calls (:meth:`Expressions.generic`), or inlined helpers 
 
 from __future__ import annotations
 
+import re
+
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
@@ -34,7 +36,7 @@ from streamlint.model.flow.values import (
 )
 from streamlint.model.streams import EVENT, MAIN, STREAM, current_stream_getter, tagged_stream_key
 from streamlint.model.syntax import target_names
-from streamlint.model.waits import host_handshake
+from streamlint.model.waits import host_handshake, signaller_forks
 from streamlint.model.walk import children
 from streamlint.model.uses import bind_arguments
 from streamlint.model.apis import COLLECTIVE_PARAMS, COLLECTIVES
@@ -68,6 +70,10 @@ if TYPE_CHECKING:
 
 # Methods only streams, events and tensors have: on a receiver the model cannot resolve (a class attribute of
 # another class, ``Base.quant_stream``), still the ordering they name, never a project function.
+# an all-reduce wrapper outside the project (``tensor_model_parallel_all_reduce(x)``): the collective
+# reduces its input in place and the wrapper returns it
+_ALL_REDUCE = re.compile(r"(^|_)all_reduce$")
+
 STREAM_ORDERING_METHODS = frozenset({"wait_stream", "wait_event", "record_event", "record_stream"})
 
 
@@ -279,6 +285,7 @@ class Expressions:
             return None
         if not uses and host_handshake(self.cfile, self.cfn, e):
             self.handshake_time = self.tick()  # another thread may order the streams before it signals
+            self.handshake_forks = signaller_forks(self.cfile, e)
             return None
         if not uses and self.native_launch(st, e):
             return None
@@ -471,7 +478,10 @@ class Expressions:
                 if isinstance(base, TVal):
                     return self.new_tensor(st, base.sid, base.vid, multi="view" if name in MULTI_VIEW_METHODS else None)
                 return None
-        _, reads, writes = self.call_args(st, e)
+        positional, reads, writes = self.call_args(st, e)
+        if not writes and _ALL_REDUCE.search(last or "") and positional and self.tensors(st, positional[0]):
+            self.op(st, e, reads, positional[:1], result=False)  # reduced in place (HCCL / NCCL): the
+            return positional[0]  # wrapper of a serving framework hands that tensor back
         is_torch = torch_returns_tensor(target)
         if is_torch and last in ("tensor", "as_tensor") and not any(self.tensors(st, v) for v in reads):
             result = self.op(st, e, reads)  # host data copied to the device: a blocking transfer

@@ -98,6 +98,7 @@ class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, 
         self._entry: bool | None = None  # see entry
         self.entry_time = 0  # the time of the caller's productions of the arguments
         self.handshake_time = -1  # the last host handshake with another thread (``train_flag.wait()``)
+        self.handshake_forks: frozenset[str] = frozenset()  # streams its signallers fork before they signal
         self.own_withs = _class_withs(file, fn)
 
     @property

@@ -212,6 +212,9 @@ class Storages:
             return
         name = label or S.name or "tensor"
         key = (id(self.anchor), name, kind)
+        if earlier.time < self.handshake_time and earlier.stream == MAIN \
+                and s.rsplit(".", 1)[-1] in self.handshake_forks:
+            return  # the thread that woke this one forked ``s`` from the current stream before it signalled
         if key not in self.races:
             self.races[key] = Race(kind, self.anchor, name, earlier.stream, s, earlier.node,
                                    S.kind == "arg" and earlier.time <= self.entry_time, self.cfg.mode, escape, body,

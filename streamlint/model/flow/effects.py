@@ -11,6 +11,8 @@ This module decides which calls carry such effects without running the interpret
   from any module), a method of the same object (``self._prefetch(x)``) or a method of an object the
   class holds (``self.exchange.dispatch(x)`` with ``self.exchange = TokenExchange(...)`` in
   ``__init__``);
+* or a method of a local object the function builds from a project class (``plan = CopyPlan(...)``, then
+  ``plan.launch(x)``: :func:`local_method`), every binding of the name being that construction;
 * its body (or a callee's, one level down) has stream work: a stream or capture scope, a wait, an
   event record, a ``record_stream``, a tagged event or a ``npu_wait_tensor``.
 
@@ -23,7 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 from streamlint._lazy import cst
-from streamlint.model.file import FileModel, FunctionInfo
+from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -33,6 +35,35 @@ def held_object(e: cst.BaseExpression) -> bool:
     """``self.exchange`` in ``self.exchange.dispatch(x)``: an object the class holds (its class resolved by
     :meth:`Project.call_target` from the class's ``__init__``)."""
     return isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name) and e.value.value == "self"
+
+
+def local_method(project: Project, file: FileModel, fn: FunctionInfo,
+                 func: cst.BaseExpression) -> tuple[FunctionInfo, FileModel] | None:
+    """``plan.launch(x)`` where every assignment of ``plan`` in ``fn`` is ``CopyPlan(...)``, a project class:
+    that class's method (inherited ones through the class's own bases are not searched)."""
+    if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+        return None
+    name = func.value.value
+    values = fn.name_assigns.get(name)
+    if not values or name in fn.all_params:
+        return None
+    classes: set[str] = set()
+    for value in values:
+        if not isinstance(value, cst.Call) or not isinstance(value.func, (cst.Name, cst.Attribute)):
+            return None
+        qualname = file.resolve(value.func, fn)
+        if qualname is None:
+            return None
+        classes.add(qualname)
+    if len(classes) != 1:
+        return None
+    sym = project.symbol(classes.pop(), file)
+    if sym is None or not isinstance(sym[0], ClassInfo):
+        return None
+    method = sym[0].methods.get(func.attr.value)
+    if method is None or method.params[:1] != ("self",):
+        return None
+    return method, sym[1]
 
 
 def effect_call(fn: FunctionInfo, callee: FunctionInfo, func: cst.BaseExpression) -> bool:
@@ -52,7 +83,12 @@ def effect_callees(project: Project, file: FileModel, fn: FunctionInfo,
     out: list[tuple[FunctionInfo, FileModel]] = []
     for site in fn.calls:
         found = project.call_target(file, site)
-        if found is not None and effect_call(fn, found[0], site.node.func) and has_work(project, found[1], found[0]) \
+        if found is None:
+            found = local_method(project, file, fn, site.node.func)
+            if found is not None and has_work(project, found[1], found[0]) and all(found[0] is not g for g, _ in out):
+                out.append(found)
+            continue
+        if effect_call(fn, found[0], site.node.func) and has_work(project, found[1], found[0]) \
                 and all(found[0] is not g for g, _ in out):
             out.append(found)
     return out

@@ -575,6 +575,8 @@ class Calls:
         saved_env, saved_stack, saved_single = st.env, list(st.stack), self.single
         saved_anchor = self.anchor
         first_id = self.next_id
+        if not self.depth:
+            self.inline_floor = first_id  # storages numbered above it are the inlined helpers' own
         st.env = env
         self.depth += 1
         self.single = True

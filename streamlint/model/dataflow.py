@@ -19,7 +19,11 @@ The analysis is a path-sensitive abstract interpretation of one function body in
   ``if self.flag: fork ... if self.flag: join`` never yields the impossible mix; loops run twice;
   early returns end a path; ``try`` runs body/else/finally.
 * **helpers**: small project functions that order streams (``self._fork()``, ``wait_for(s)``,
-  ``record_event(flag, events, idx)``) are interpreted inline with their arguments bound.
+  ``record_event(flag, events, idx)``) are interpreted inline with their arguments bound, also methods of
+  an object the class holds (``self.exchange.dispatch(x)``) or the function builds (``plan.launch(x)``);
+  a function whose only stream work is in such helpers is analysed too, on their execution path
+  (:mod:`streamlint.model.flow.effects`), so a helper's side-stream work, waits and results reach every
+  caller, in any module.
 
 Precision policies (prefer no finding over a guess):
 

@@ -19,7 +19,11 @@ The analysis is a path-sensitive abstract interpretation of one function body in
   ``if self.flag: fork ... if self.flag: join`` never yields the impossible mix; loops run twice;
   early returns end a path; ``try`` runs body/else/finally.
 * **helpers**: small project functions that order streams (``self._fork()``, ``wait_for(s)``,
-  ``record_event(flag, events, idx)``) are interpreted inline with their arguments bound.
+  ``record_event(flag, events, idx)``) are interpreted inline with their arguments bound, also methods of
+  an object the class holds (``self.exchange.dispatch(x)``) or the function builds (``plan.launch(x)``);
+  a function whose only stream work is in such helpers is analysed too, on their execution path
+  (:mod:`streamlint.model.flow.effects`), so a helper's side-stream work, waits and results reach every
+  caller, in any module.
 
 Precision policies (prefer no finding over a guess):
 
@@ -48,12 +52,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.file import FileModel, FunctionInfo
 from streamlint.model.paths import DEVICE_GENERIC
 from streamlint.model.flow.calls import wait_self_expr
+from streamlint.model.flow.effects import calls_stream_work, inherited_modes
 from streamlint.model.flow.interp import Interp
 from streamlint.model.flow.results import EMPTY_FLOW, EarlyRecord, FunctionFlow, Lifetime, Race, Unjoined, ViewEscape
 from streamlint.model.flow.values import AnalysisBudgetExceeded, flow_config
@@ -106,12 +110,12 @@ def function_flow(project: Project, file: FileModel, fn: FunctionInfo, *, explic
     if key in cache:
         return cache[key]
     cache[key] = EMPTY_FLOW
-    if not _has_stream_work(project, file, fn) and not any(
-            (found := project.call_target(file, s)) is not None and _has_stream_work(project, found[1], found[0])
-            for s in fn.calls if isinstance(s.node.func, cst.Attribute)
-            and isinstance(s.node.func.value, cst.Name) and s.node.func.value.value == "self"):
+    own_work = _has_stream_work(project, file, fn)
+    if not own_work and not calls_stream_work(project, file, fn, _has_stream_work):
         return EMPTY_FLOW
     modes = function_modes(project, file, fn)
+    if not modes and not own_work:  # only its helpers' stream work: their path is its path
+        modes = inherited_modes(project, file, fn, _has_stream_work, function_modes)
     races: dict = {}
     lifetimes: dict = {}
     unjoined: dict = {}

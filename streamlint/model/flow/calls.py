@@ -13,6 +13,7 @@ from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, string_value
 from streamlint.model.options import MAX_CALLER_FILES
+from streamlint.model.flow.effects import held_object, local_method
 from streamlint.model.flow.values import CVal, EVal, KVal, MAX_INLINE_DEPTH, NONE, State, SVal, TVal, TupVal
 from streamlint.model.streams import (
     EVENT,
@@ -559,16 +560,20 @@ class Calls:
             return None
         func = site.node.func
         found = self.project.call_target(self.cfile, site) or self.annotated_method(func)
+        built = None if found is not None else local_method(self.project, self.cfile, self.cfn, func)
+        found = found or built
         if found is None:
             return None
         fn, mod = found
         if id(fn) in self.inline_stack or fn is self.fn:
             return None
-        if fn.class_name is not None and fn.params[:1] == ("self",):
-            # methods of this object (self.method(...)) or of a parameter typed with a project class
-            if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
-                    and fn.node.name.value == func.attr.value
-                    and (func.value.value == "self" or self.annotated_method(func) is not None)):
+        if built is None and fn.class_name is not None and fn.params[:1] == ("self",):
+            # methods of this object (self.method(...)), of an object it holds (self.exchange.dispatch(...))
+            # or of a parameter typed with a project class
+            if not (isinstance(func, cst.Attribute) and fn.node.name.value == func.attr.value
+                    and (isinstance(func.value, cst.Name)
+                         and (func.value.value == "self" or self.annotated_method(func) is not None)
+                         or held_object(func.value))):
                 return None
         if not _relevant(self.project, mod, fn):
             return None
@@ -619,6 +624,8 @@ class Calls:
         saved_env, saved_stack, saved_single = st.env, list(st.stack), self.single
         saved_anchor = self.anchor
         first_id = self.next_id
+        if not self.depth:
+            self.inline_floor = first_id  # storages numbered above it are the inlined helpers' own
         st.env = env
         self.depth += 1
         self.single = True

@@ -79,6 +79,7 @@ class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, 
         self.unjoined: dict[tuple, Unjoined] = {}
         self.view_escapes: dict[tuple, ViewEscape] = {}
         self.inline_stack: list[int] = []
+        self.inline_floor = 0  # the last storage id before the outermost inlined helper ran
         self.param_streams: set[str] = set()
         self.handed_events: set[str] = set()  # events stored on an object or a container (waited elsewhere)
         self.waited_events: set[str] = set()  # events waited (by a stream or the host) in this function

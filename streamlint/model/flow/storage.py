@@ -398,6 +398,8 @@ class Storages:
                 return
         S.dead = True
         if self.depth and how != "function end":
+            if sid > self.inline_floor:
+                return  # a helper's own temporary, dead inside the helper: the helper's own analysis reports it
             node = self.anchor
         know = st.know(S.alloc)
         entry_covers = None

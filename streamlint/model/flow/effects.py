@@ -1,0 +1,114 @@
+"""Stream effects of callees at their call sites.
+
+A helper that queues work on a stream (``with torch.cuda.stream(self.stream): ...``), waits, records an
+event or hands back a value produced on a side stream has those effects in every caller: the caller is
+analysed with the helper run inline (:meth:`~streamlint.model.flow.calls.Calls.inline`), so the helper's
+side-stream work, its waits and what it returns or stores reach the caller's orderings, in any module.
+
+This module decides which calls carry such effects without running the interpreter:
+
+* the callee is a project function :meth:`Project.call_target` resolves: a module function (imported
+  from any module), a method of the same object (``self._prefetch(x)``) or a method of an object the
+  class holds (``self.exchange.dispatch(x)`` with ``self.exchange = TokenExchange(...)`` in
+  ``__init__``);
+* or a method of a local object the function builds from a project class (``plan = CopyPlan(...)``, then
+  ``plan.launch(x)``: :func:`local_method`), every binding of the name being that construction;
+* its body (or a callee's, one level down) has stream work: a stream or capture scope, a wait, an
+  event record, a ``record_stream``, a tagged event or a ``npu_wait_tensor``.
+
+A call whose callee cannot be resolved (a module handed in, an object of unknown class) has no known
+effect: the caller stays silent about it, as everywhere in the model.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+from streamlint._lazy import cst
+from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
+
+if TYPE_CHECKING:
+    from streamlint.model.project import Project
+
+
+def held_object(e: cst.BaseExpression) -> bool:
+    """``self.exchange`` in ``self.exchange.dispatch(x)``: an object the class holds (its class resolved by
+    :meth:`Project.call_target` from the class's ``__init__``)."""
+    return isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name) and e.value.value == "self"
+
+
+def local_method(project: Project, file: FileModel, fn: FunctionInfo,
+                 func: cst.BaseExpression) -> tuple[FunctionInfo, FileModel] | None:
+    """``plan.launch(x)`` where every assignment of ``plan`` in ``fn`` is ``CopyPlan(...)``, a project class:
+    that class's method (inherited ones through the class's own bases are not searched)."""
+    if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+        return None
+    name = func.value.value
+    values = fn.name_assigns.get(name)
+    if not values or name in fn.all_params:
+        return None
+    classes: set[str] = set()
+    for value in values:
+        if not isinstance(value, cst.Call) or not isinstance(value.func, (cst.Name, cst.Attribute)):
+            return None
+        qualname = file.resolve(value.func, fn)
+        if qualname is None:
+            return None
+        classes.add(qualname)
+    if len(classes) != 1:
+        return None
+    sym = project.symbol(classes.pop(), file)
+    if sym is None or not isinstance(sym[0], ClassInfo):
+        return None
+    method = sym[0].methods.get(func.attr.value)
+    if method is None or method.params[:1] != ("self",):
+        return None
+    return method, sym[1]
+
+
+def effect_call(fn: FunctionInfo, callee: FunctionInfo, func: cst.BaseExpression) -> bool:
+    """Is this call one the interpreter runs inline (the receivers :meth:`Calls.inline_target` accepts)?
+    A method through ``self`` or through an object ``self`` holds; a function called by name."""
+    if callee is fn:
+        return False
+    if callee.class_name is not None and callee.params[:1] == ("self",):
+        return isinstance(func, cst.Attribute) and callee.node.name.value == func.attr.value and (
+            isinstance(func.value, cst.Name) and func.value.value == "self" or held_object(func.value))
+    return isinstance(func, (cst.Name, cst.Attribute))
+
+
+def effect_callees(project: Project, file: FileModel, fn: FunctionInfo,
+                   has_work: Callable[[Project, FileModel, FunctionInfo], bool]) -> list[tuple[FunctionInfo, FileModel]]:
+    """The project helpers ``fn`` calls (and runs inline) that have stream work of their own."""
+    out: list[tuple[FunctionInfo, FileModel]] = []
+    for site in fn.calls:
+        found = project.call_target(file, site)
+        if found is None:
+            found = local_method(project, file, fn, site.node.func)
+            if found is not None and has_work(project, found[1], found[0]) and all(found[0] is not g for g, _ in out):
+                out.append(found)
+            continue
+        if effect_call(fn, found[0], site.node.func) and has_work(project, found[1], found[0]) \
+                and all(found[0] is not g for g, _ in out):
+            out.append(found)
+    return out
+
+
+def calls_stream_work(project: Project, file: FileModel, fn: FunctionInfo,
+                      has_work: Callable[[Project, FileModel, FunctionInfo], bool]) -> bool:
+    """Does ``fn`` call a project helper with stream work of its own (so the helper's effects, run inline,
+    may race with what ``fn`` does before or after the call)?"""
+    return bool(effect_callees(project, file, fn, has_work))
+
+
+def inherited_modes(project: Project, file: FileModel, fn: FunctionInfo,
+                    has_work: Callable[[Project, FileModel, FunctionInfo], bool],
+                    modes_of: Callable[[Project, FileModel, FunctionInfo], frozenset[str]]) -> frozenset[str]:
+    """A function whose own calls name no API family (its path unknown) runs on the path of the helpers
+    whose stream work it runs inline, when they all agree on one known path (``self.exchange.dispatch(x)``
+    switching to a ``torch.cuda.stream``: the caller is CUDA code); helpers of unknown path (a ``wait()``
+    that only joins the current stream) do not decide. Else unknown (empty)."""
+    paths = {modes_of(project, mod, g) for g, mod in effect_callees(project, file, fn, has_work)} - {frozenset()}
+    if len(paths) == 1:
+        return next(iter(paths))
+    return frozenset()

@@ -32,12 +32,10 @@ from streamlint.model.flow.values import (
     TVal,
     TupVal,
     merge_clock,
-    ordered_before,
 )
 from streamlint.model.streams import EVENT, MAIN, STREAM, current_stream_getter, tagged_stream_key
 from streamlint.model.syntax import target_names
 from streamlint.model.waits import host_handshake, signaller_forks
-from streamlint.model.walk import children
 from streamlint.model.uses import bind_arguments
 from streamlint.model.apis import COLLECTIVE_PARAMS, COLLECTIVES
 from streamlint.model.tensors import (
@@ -68,18 +66,13 @@ if TYPE_CHECKING:
     from streamlint.model.uses import ApiUse
 
 
-# Methods only streams, events and tensors have: on a receiver the model cannot resolve (a class attribute of
-# another class, ``Base.quant_stream``), still the ordering they name, never a project function.
-# an all-reduce wrapper outside the project (``tensor_model_parallel_all_reduce(x)``): the collective
+# An all-reduce wrapper outside the project (``tensor_model_parallel_all_reduce(x)``): the collective
 # reduces its input in place and the wrapper returns it
 _ALL_REDUCE = re.compile(r"(^|_)all_reduce$")
 
+# Methods only streams, events and tensors have: on a receiver the model cannot resolve (a class attribute of
+# another class, ``Base.quant_stream``), still the ordering they name, never a project function.
 STREAM_ORDERING_METHODS = frozenset({"wait_stream", "wait_event", "record_event", "record_stream"})
-
-
-# A stream's raw runtime handle (``torch.npu.Stream.npu_stream``, ``torch.cuda.Stream.cuda_stream``), handed to
-# native libraries (ctypes / pybind collectives and kernels) to queue their work on that stream.
-NATIVE_STREAM_HANDLES = frozenset({"npu_stream", "cuda_stream"})
 
 
 # A host verdict (a bool, a raised assertion) on device tensors: the call returns once the current stream computed it
@@ -368,65 +361,6 @@ class Expressions:
             return self.method(st, e, recv, method)
         return self.generic(st, e, target)
 
-    def handoff(self, st: State, e: cst.Call) -> bool:
-        """``consumer.submit(q, ready_event)``: tensors handed to other code together with an event
-        recorded after their last write (the receiver waits on it before using them) are not used by
-        this call; they escape to the receiver."""
-        if not e.args or not all(_plain(a.value) for a in e.args):
-            return False
-        values = [self.ev(st, a.value) for a in e.args]
-        snaps = [st.events.get(self.event_key(st, v, a.value)) for v, a in zip(values, e.args)
-                 if self.kind_of(st, v) == EVENT]
-        snaps = [snap for snap in snaps if snap is not None]
-        tensors = [tv for v in values for tv in self.tensors(st, v)]
-        if not snaps or not tensors:
-            return False
-        know = st.know(st.cur)
-        for tv in tensors:  # (those already ordered before this stream need no event)
-            lw = st.stores[tv.sid].last_write
-            if lw is not None and not ordered_before(lw, know) and lw.stream != st.cur \
-                    and not any(snap.get(lw.stream, -1) >= lw.time for snap in snaps):
-                return False
-        for v in values:
-            self.escape(st, v)
-        return True
-
-    def native_launch(self, st: State, e: cst.Call) -> bool:
-        """``lib.CommAllReduce(buf(x.data_ptr()), buf(y.data_ptr()), n, comm, handle(s.npu_stream))``: a
-        native library call handed one stream's raw handle queues its work on that stream, whatever stream
-        is current on the host, on the memory of the tensors whose raw pointers it is handed (read, and
-        maybe written: the signature is not known)."""
-        handles: list[cst.BaseExpression] = []
-        pointers: list[cst.BaseExpression] = []
-        stack: list[cst.CSTNode] = [a.value for a in e.args]
-        while stack:
-            n = stack.pop()
-            if isinstance(n, cst.Attribute) and n.attr.value in NATIVE_STREAM_HANDLES:
-                handles.append(n.value)
-                continue
-            if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "data_ptr" \
-                    and not n.args:
-                pointers.append(n.func.value)
-                continue
-            if isinstance(n, (cst.Lambda, cst.FunctionDef)):
-                continue
-            stack.extend(children(n))
-        if len(handles) != 1 or not pointers:
-            return False
-        handle = self.ev(st, handles[0])
-        if self.kind_of(st, handle) not in (STREAM, None):
-            return False
-        stream = self.stream_key(st, handle, handles[0])
-        tensors = [self.ev(st, p) for p in pointers]
-        if not any(self.tensors(st, v) for v in tensors):
-            return False
-        st.stack.append(stream)
-        try:
-            self.op(st, e, tensors, tensors, result=False)
-        finally:
-            st.stack.pop()
-        return True
-
     def _self_prefix(self) -> str | None:
         fn = self.cfn
         return f"{self.cfile.module_name}.{fn.class_name}." if fn.class_name else None
@@ -697,10 +631,3 @@ class Expressions:
                     Role.LIMIT_CORE_NUM_NPUGRAPH_EX):
             return None
         return self.generic(st, e, use.spec.qualname)
-
-
-def _plain(e: cst.BaseExpression) -> bool:
-    """An argument evaluated without running anything (a name, an attribute, a literal, a negated flag)."""
-    if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Not):
-        return _plain(e.expression)
-    return isinstance(e, (cst.Name, cst.Attribute, cst.Integer, cst.Float, cst.SimpleString))

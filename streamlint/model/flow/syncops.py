@@ -1,14 +1,20 @@
 """Stream and event methods in the dataflow: ``wait_stream``, ``wait_event``, ``record_event``,
 ``event.record()/wait()/synchronize()/query()``, ``stream.synchronize()``, ``elapsed_time`` (timing events),
-hand-offs that escape (``ESCAPE_METHODS``), ``graph.replay()`` and ``record_stream`` on values whose storage is
+hand-offs that escape (``ESCAPE_METHODS``, tensors handed over with their ready event, raw stream handles handed
+to native libraries), ``graph.replay()`` and ``record_stream`` on values whose storage is
 not tracked. A mixin of the interpreter (see interp.Interp), split from exprs.py."""
 
 from __future__ import annotations
 
 from streamlint._lazy import cst
-from streamlint.model.flow.values import EVal, State, TVal, merge_clock
+from streamlint.model.flow.values import EVal, State, TVal, merge_clock, ordered_before
 from streamlint.model.streams import EVENT, MAIN, STREAM
 from streamlint.model.tensors import ESCAPE_METHODS
+from streamlint.model.walk import children
+
+# A stream's raw runtime handle (``torch.npu.Stream.npu_stream``, ``torch.cuda.Stream.cuda_stream``), handed to
+# native libraries (ctypes / pybind collectives and kernels) to queue their work on that stream.
+NATIVE_STREAM_HANDLES = frozenset({"npu_stream", "cuda_stream"})
 
 
 class SyncMethods:
@@ -65,3 +71,69 @@ class SyncMethods:
             self.loose_record(st, e.func.value.value, self.stream_key(st, self.ev(st, arg0), arg0))
             return True, None
         return False, None
+
+    def handoff(self, st: State, e: cst.Call) -> bool:
+        """``consumer.submit(q, ready_event)``: tensors handed to other code together with an event
+        recorded after their last write (the receiver waits on it before using them) are not used by
+        this call; they escape to the receiver."""
+        if not e.args or not all(_plain(a.value) for a in e.args):
+            return False
+        values = [self.ev(st, a.value) for a in e.args]
+        snaps = [st.events.get(self.event_key(st, v, a.value)) for v, a in zip(values, e.args)
+                 if self.kind_of(st, v) == EVENT]
+        snaps = [snap for snap in snaps if snap is not None]
+        tensors = [tv for v in values for tv in self.tensors(st, v)]
+        if not snaps or not tensors:
+            return False
+        know = st.know(st.cur)
+        for tv in tensors:  # (those already ordered before this stream need no event)
+            lw = st.stores[tv.sid].last_write
+            if lw is not None and not ordered_before(lw, know) and lw.stream != st.cur \
+                    and not any(snap.get(lw.stream, -1) >= lw.time for snap in snaps):
+                return False
+        for v in values:
+            self.escape(st, v)
+        return True
+
+    def native_launch(self, st: State, e: cst.Call) -> bool:
+        """``lib.CommAllReduce(buf(x.data_ptr()), buf(y.data_ptr()), n, comm, handle(s.npu_stream))``: a
+        native library call handed one stream's raw handle queues its work on that stream, whatever stream
+        is current on the host, on the memory of the tensors whose raw pointers it is handed (read, and
+        maybe written: the signature is not known)."""
+        handles: list[cst.BaseExpression] = []
+        pointers: list[cst.BaseExpression] = []
+        stack: list[cst.CSTNode] = [a.value for a in e.args]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, cst.Attribute) and n.attr.value in NATIVE_STREAM_HANDLES:
+                handles.append(n.value)
+                continue
+            if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "data_ptr" \
+                    and not n.args:
+                pointers.append(n.func.value)
+                continue
+            if isinstance(n, (cst.Lambda, cst.FunctionDef)):
+                continue
+            stack.extend(children(n))
+        if len(handles) != 1 or not pointers:
+            return False
+        handle = self.ev(st, handles[0])
+        if self.kind_of(st, handle) not in (STREAM, None):
+            return False
+        stream = self.stream_key(st, handle, handles[0])
+        tensors = [self.ev(st, p) for p in pointers]
+        if not any(self.tensors(st, v) for v in tensors):
+            return False
+        st.stack.append(stream)
+        try:
+            self.op(st, e, tensors, tensors, result=False)
+        finally:
+            st.stack.pop()
+        return True
+
+
+def _plain(e: cst.BaseExpression) -> bool:
+    """An argument evaluated without running anything (a name, an attribute, a literal, a negated flag)."""
+    if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Not):
+        return _plain(e.expression)
+    return isinstance(e, (cst.Name, cst.Attribute, cst.Integer, cst.Float, cst.SimpleString))

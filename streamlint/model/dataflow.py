@@ -57,6 +57,7 @@ from streamlint.model.flow.interp import Interp, graph_entries
 from streamlint.model.flow.results import EMPTY_FLOW, EarlyRecord, FunctionFlow, Lifetime, Race, Unjoined, ViewEscape
 from streamlint.model.flow.values import AnalysisBudgetExceeded, flow_config
 from streamlint.model.streams import MAIN, derived, stream_label
+from streamlint.model.syntax import contains
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -73,7 +74,17 @@ def _has_stream_work(project: Project, file: FileModel, fn: FunctionInfo) -> boo
         if any(u.role in (Role.WAIT_TENSOR, Role.RECORD_TAGGED_STREAM, Role.TAGGED_EVENT_RECORD,
                           Role.TAGGED_EVENT_WAIT) for u in project.api_uses(file, site)):
             return True
-    return False
+    return _host_synced_record(file, fn)
+
+
+def _host_synced_record(file: FileModel, fn: FunctionInfo) -> bool:
+    """``ev.record()`` and ``ev.synchronize()`` / ``ev.query()`` on the same receiver: the host consumes an
+    event of this function (``HostReads``), with or without a side stream."""
+    def receivers(methods: tuple[str, ...]) -> set[str]:
+        return {file.code(s.node.func.value) for s in fn.calls
+                if s.method in methods and isinstance(s.node.func, cst.Attribute) and not s.node.args}
+
+    return bool(receivers(("record",)) & receivers(("synchronize", "query")))
 
 
 def function_modes(project: Project, file: FileModel, fn: FunctionInfo) -> frozenset[str]:
@@ -126,6 +137,8 @@ def function_flow(project: Project, file: FileModel, fn: FunctionInfo, *, explic
         try:
             interp.run()
         except (RecursionError, AnalysisBudgetExceeded):  # pathological code: report nothing rather than guess
+            if mode != "ge":
+                early.update(_single_path_early_records(project, file, fn, flow_config(mode, explicit_ge_joins, entry)))
             continue
         races.update({k + (mode,): v for k, v in interp.races.items()})
         lifetimes.update({k + (mode,): v for k, v in interp.lifetimes.items()})
@@ -137,6 +150,31 @@ def function_flow(project: Project, file: FileModel, fn: FunctionInfo, *, explic
                         tuple(views.values()), tuple(early.values()))
     cache[key] = flow
     return flow
+
+
+MAX_FOCUSED_RUNS = 12  # single-path runs of a function too large for the path-sensitive one
+
+
+def _single_path_early_records(project: Project, file: FileModel, fn: FunctionInfo, cfg) -> dict:
+    """Events recorded before the work they guard, in a function too large for the path-sensitive run: the
+    function is run again on one path through each event record it writes (each branch takes the outcome
+    holding that record, else one that mentions an ordering and does not return; each loop body once),
+    which bounds the work by the function's length times its records. Only the early records of that run are
+    kept: they need no path correlation (a record and the work after it on the same stream, in one block),
+    while a race on a path the single run merged could be one no execution takes."""
+    found: dict = {}
+    records = [site.node for site in fn.calls if site.method in ("record", "record_event")]
+    for focus in records[:MAX_FOCUSED_RUNS]:
+        if any(contains(early.node, focus) for early in found.values()):
+            continue
+        interp = Interp(project, file, fn, cfg)
+        interp.single, interp.focus = True, focus
+        try:
+            interp.run()
+        except (RecursionError, AnalysisBudgetExceeded):
+            continue
+        found.update(interp.early_records)
+    return found
 
 
 def _every_path_flow(project: Project, file: FileModel, fn: FunctionInfo, explicit_ge_joins: bool,

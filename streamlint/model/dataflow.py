@@ -57,7 +57,7 @@ from streamlint.model.flow.interp import Interp, graph_entries
 from streamlint.model.flow.results import EMPTY_FLOW, EarlyRecord, FunctionFlow, Lifetime, Race, Unjoined, ViewEscape
 from streamlint.model.flow.values import AnalysisBudgetExceeded, flow_config
 from streamlint.model.streams import MAIN, derived, stream_label
-from streamlint.model.syntax import contains
+from streamlint.model.syntax import contains, local_nodes
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -160,8 +160,8 @@ def _single_path_early_records(project: Project, file: FileModel, fn: FunctionIn
     function is run again on one path through each event record it writes (each branch takes the outcome
     holding that record, else one that mentions an ordering and does not return; each loop body once),
     which bounds the work by the function's length times its records. Only the early records of that run are
-    kept: they need no path correlation (a record and the work after it on the same stream, in one block),
-    while a race on a path the single run merged could be one no execution takes."""
+    kept, and only when the record and the work it misses share their innermost block (straight-line code
+    needs no path correlation), while a race on a path the single run merged could be one no execution takes."""
     found: dict = {}
     records = [site.node for site in fn.calls if site.method in ("record", "record_event")]
     for focus in records[:MAX_FOCUSED_RUNS]:
@@ -173,8 +173,19 @@ def _single_path_early_records(project: Project, file: FileModel, fn: FunctionIn
             interp.run()
         except (RecursionError, AnalysisBudgetExceeded):
             continue
-        found.update(interp.early_records)
+        found.update({k: early for k, early in interp.early_records.items()
+                      if early.work is not None and contains(_innermost_block(fn, early.node), early.work)})
     return found
+
+
+def _innermost_block(fn: FunctionInfo, node: cst.CSTNode) -> cst.CSTNode:
+    """The innermost compound statement (``with`` / ``for`` / ``while`` / ``if`` / ``try``) holding ``node``:
+    a single-path record and the work it misses must share it (straight-line code, no path to correlate)."""
+    block: cst.CSTNode = fn.node
+    for n in local_nodes(fn.node):
+        if isinstance(n, (cst.With, cst.For, cst.While, cst.If, cst.Try)) and contains(n, node):
+            block = n
+    return block
 
 
 def _every_path_flow(project: Project, file: FileModel, fn: FunctionInfo, explicit_ge_joins: bool,

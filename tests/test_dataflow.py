@@ -410,3 +410,57 @@ class Offload:
     found = sorted((f.span.start_line, f.confidence.value) for f in lint_text(HEADER + code, tmp=tmp_path)
                    if f.code == "SL201" and "kv" in f.message)
     assert found == [(12, "medium"), (17, "high")]
+
+
+BUDGET_LAYER = """
+import torch
+import torch.distributed as dist
+
+
+class DualBatchMoELayer(torch.nn.Module):
+    def __init__(self, experts, comm_stream, tp_size: int, use_graph_update: bool):
+        super().__init__()
+        self.experts = experts
+        self.comm_stream = comm_stream
+        self.tp_size = tp_size
+        self.use_graph_update = use_graph_update
+
+    def forward(self, hidden: list, contexts: list, update_stream, graph_state, shape: int):
+        if self.use_graph_update:
+            with torch.npu.stream(update_stream):
+                for layer, handle, event in zip(graph_state.layers, graph_state.handles[shape],
+                                                graph_state.events[shape]):
+                    torch.npu.graph_task_update_begin(update_stream, handle)
+                    layer.output.copy_(layer.query @ layer.key_cache)
+                    torch.npu.graph_task_update_end(update_stream)
+                    event.record(update_stream)
+            return hidden
+        for i, ctx in enumerate(contexts):
+            out = self.experts(hidden[i])
+            ctx.before_comm.record()
+            with torch.npu.stream(self.comm_stream):
+                {first}
+                ctx.before_comm.wait()
+                if self.tp_size > 1:
+                    dist.all_gather_into_tensor(ctx.gathered, out)
+                    hidden[i] = ctx.gathered * ctx.scale
+                else:
+                    hidden[i] = out * ctx.scale
+                {last}
+        return hidden
+"""
+
+
+def test_early_record_found_in_a_function_over_the_path_budget(tmp_path, monkeypatch):
+    """A function too large for the path-sensitive run (the budget is lowered here to make this one so)
+    still has its early records reported, from one path through each record; not the timely ones."""
+    from streamlint.model.flow import control
+
+    monkeypatch.setattr(control, "MAX_STEPS", 30)
+    early = BUDGET_LAYER.replace("{first}", "ctx.after_comm.record()").replace("{last}", "")
+    timely = BUDGET_LAYER.replace("{first}", "").replace("{last}", "ctx.after_comm.record()")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    found = [(f.code, f.span.start_line) for f in lint_text(early, tmp=tmp_path / "a") if f.code == "SL201"]
+    assert found == [("SL201", 27)]
+    assert not [f for f in lint_text(timely, tmp=tmp_path / "b") if f.code == "SL201"]

@@ -74,8 +74,7 @@ PINNED: list[tuple[tuple[str, str], str, str, str, str, str]] = [
     (TR, _BENCH, "a2a_async_twice", "record-wrong-stream:-> torch.cuda.current_stream()@33", MISSED,
      "the side stream uses the tensor only as a keyword argument (`output=`): not seen as a use"),
     (TR, _BENCH, "competing_comms", "delete-wait:wait_stream@31", CAUGHT, ""),
-    (TR, _BENCH, "all_to_all_base", "record-event-early:record@43", MISSED,
-     "the event guards a non_blocking device-to-host copy read by the host: host consumers are not modelled"),
+    (TR, _BENCH, "all_to_all_base", "record-event-early:record@43", CAUGHT, ""),  # the host as the event's consumer
     (TR, _BENCH, "tolist_overlap_comms", "delete-wait:wait_stream@30", CAUGHT, ""),
     # a ctypes collective launched on the comm stream's raw handle (`npuStream_t(stream.npu_stream)`)
     (RA, _HCCL, "HCCLGroup.allreduce.collective_fn", "delete-wait:wait_stream@6", CAUGHT, ""),

@@ -62,6 +62,7 @@ from streamlint.model.flow.interp import Interp
 from streamlint.model.flow.results import EMPTY_FLOW, EarlyRecord, FunctionFlow, Lifetime, Race, Unjoined, ViewEscape
 from streamlint.model.flow.values import AnalysisBudgetExceeded, flow_config
 from streamlint.model.streams import MAIN, derived, stream_label
+from streamlint.model.syntax import contains, local_nodes
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -78,7 +79,17 @@ def _has_stream_work(project: Project, file: FileModel, fn: FunctionInfo) -> boo
         if any(u.role in (Role.WAIT_TENSOR, Role.RECORD_TAGGED_STREAM, Role.TAGGED_EVENT_RECORD,
                           Role.TAGGED_EVENT_WAIT) for u in project.api_uses(file, site)):
             return True
-    return False
+    return _host_synced_record(file, fn)
+
+
+def _host_synced_record(file: FileModel, fn: FunctionInfo) -> bool:
+    """``ev.record()`` and ``ev.synchronize()`` / ``ev.query()`` on the same receiver: the host consumes an
+    event of this function (``HostReads``), with or without a side stream."""
+    def receivers(methods: tuple[str, ...]) -> set[str]:
+        return {file.code(s.node.func.value) for s in fn.calls
+                if s.method in methods and isinstance(s.node.func, cst.Attribute) and not s.node.args}
+
+    return bool(receivers(("record",)) & receivers(("synchronize", "query")))
 
 
 def function_modes(project: Project, file: FileModel, fn: FunctionInfo) -> frozenset[str]:
@@ -130,6 +141,9 @@ def function_flow(project: Project, file: FileModel, fn: FunctionInfo, *, explic
         try:
             interp.run()
         except (RecursionError, AnalysisBudgetExceeded):  # pathological code: report nothing rather than guess
+            if mode != "ge":
+                early.update(_single_path_early_records(
+                    project, file, fn, flow_config(mode, explicit_ge_joins, _entry(project, file, fn, mode))))
             continue
         races.update({k + (mode,): v for k, v in interp.races.items()})
         lifetimes.update({k + (mode,): v for k, v in interp.lifetimes.items()})
@@ -152,6 +166,42 @@ def _entry(project: Project, file: FileModel, fn: FunctionInfo, mode: str) -> bo
     """Is ``fn`` compiled itself, where that decides the flow (``flow_config``: reduce-overhead and
     npugraph_ex graphs only; asking needs every compile site of the project)?"""
     return mode in ("reduce-overhead", "npugraph_ex") and project.path_index.is_graph_entry(file, fn)
+
+
+MAX_FOCUSED_RUNS = 12  # single-path runs of a function too large for the path-sensitive one
+
+
+def _single_path_early_records(project: Project, file: FileModel, fn: FunctionInfo, cfg) -> dict:
+    """Events recorded before the work they guard, in a function too large for the path-sensitive run: the
+    function is run again on one path through each event record it writes (each branch takes the outcome
+    holding that record, else one that mentions an ordering and does not return; each loop body once),
+    which bounds the work by the function's length times its records. Only the early records of that run are
+    kept, and only when the record and the work it misses share their innermost block (straight-line code
+    needs no path correlation), while a race on a path the single run merged could be one no execution takes."""
+    found: dict = {}
+    records = [site.node for site in fn.calls if site.method in ("record", "record_event")]
+    for focus in records[:MAX_FOCUSED_RUNS]:
+        if any(contains(early.node, focus) for early in found.values()):
+            continue
+        interp = Interp(project, file, fn, cfg)
+        interp.single, interp.focus = True, focus
+        try:
+            interp.run()
+        except (RecursionError, AnalysisBudgetExceeded):
+            continue
+        found.update({k: early for k, early in interp.early_records.items()
+                      if early.work is not None and contains(_innermost_block(fn, early.node), early.work)})
+    return found
+
+
+def _innermost_block(fn: FunctionInfo, node: cst.CSTNode) -> cst.CSTNode:
+    """The innermost compound statement (``with`` / ``for`` / ``while`` / ``if`` / ``try``) holding ``node``:
+    a single-path record and the work it misses must share it (straight-line code, no path to correlate)."""
+    block: cst.CSTNode = fn.node
+    for n in local_nodes(fn.node):
+        if isinstance(n, (cst.With, cst.For, cst.While, cst.If, cst.Try)) and contains(n, node):
+            block = n
+    return block
 
 
 def _every_path_flow(project: Project, file: FileModel, fn: FunctionInfo, explicit_ge_joins: bool) -> FunctionFlow:

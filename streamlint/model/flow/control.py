@@ -166,6 +166,7 @@ class ControlFlow:
         if isinstance(node, cst.Raise):
             return [] if not self.depth else [st]
         if isinstance(node, cst.Assert):  # its test is a host check: not interpreted as device work
+            self.host_read(st, node.test)
             key, positive = self.test_key(st, node.test)
             if key is not None and key not in st.assume and (not self.single or key.startswith("self.")):
                 st.assume[key] = positive  # the code after `assert t` runs only where t holds
@@ -209,7 +210,7 @@ class ControlFlow:
                 if not isinstance(el, cst.StarredElement):
                     self.assign(st, el, item, value_node)
         elif isinstance(target, cst.Attribute):
-            self.escape(st, v)
+            self.escape(st, v, into=target)
             key = self.render(st, target)
             if st.assume:
                 for k in [k for k in st.assume if key in k]:
@@ -226,7 +227,7 @@ class ControlFlow:
             if isinstance(base, TVal) or (isinstance(base, KVal) and tensor_value and self.tensors(st, base)):
                 self.op(st, target, [v], [base], result=False, read_writes=False)
             else:
-                self.escape(st, v)  # a container slot (dict / list of events, tensors, objects)
+                self.escape(st, v, into=target)  # a container slot (dict / list of events, tensors, objects)
                 if isinstance(target.value, cst.Name) and target.value.value in st.env:
                     held = tuple(tv.sid for tv in self.tensors(st, v))
                     if held:  # the local list now holds them: handing it back hands them back
@@ -418,6 +419,14 @@ class ControlFlow:
                 st.assume.setdefault(k, p if value else not p)
 
     def _preferred(self, todo):
+        if self.focus is not None and self.depth == 0:  # the one path through a given statement
+            for outcome, runner in todo:
+                if getattr(runner, "node", None) is not None and contains(runner.node, self.focus):
+                    return outcome, runner
+            for outcome, runner in todo:  # a branch that returns would end the path before it
+                branch = getattr(runner, "node", None)
+                if branch is None or not block_returns(branch.body if isinstance(branch, cst.Else) else branch):
+                    return outcome, runner
         for outcome, runner in todo:
             if getattr(runner, "relevant", False):
                 return outcome, runner
@@ -437,6 +446,7 @@ class ControlFlow:
                 return self.stmt(node.orelse, s)
             return self.block(node.orelse.body.body, [s])
 
+        then.node, other.node = node.body, node.orelse  # type: ignore[attr-defined]
         then.relevant = self.mentions_ordering(node.body)  # type: ignore[attr-defined]
         other.relevant = (node.orelse is not None and self.mentions_ordering(node.orelse)) or (  # type: ignore[attr-defined]
             node.orelse is None and block_returns(node.body) and any(self.mentions_ordering(r) for r in rest))

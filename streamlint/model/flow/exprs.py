@@ -115,6 +115,7 @@ class Expressions:
         if isinstance(e, (cst.Integer, cst.Float)):
             return CVal(e.value)
         if isinstance(e, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            self.host_read(st, e)  # an f-string formats the tensors it names on the host
             return CVal(string_value(e) if not isinstance(e, cst.FormattedString) else None)
         if isinstance(e, cst.Attribute):
             attr = e.attr.value
@@ -476,6 +477,8 @@ class Expressions:
                 self.op(st, e, [tv] + reads, result=False)
                 if name != "pin_memory" and not non_blocking(e):
                     self.blocking_copy(st, st.cur)
+                elif name != "pin_memory":
+                    return self.async_host_copy(st, self.host_tensor(st))
             return self.host_tensor(st)
         if name in ("cuda", "npu") or (name == "to" and arg0 is not None and device_like(arg0)):
             _, reads, _ = self.call_args(st, e)
@@ -488,6 +491,8 @@ class Expressions:
                 self.blocking_copy(st, st.cur)  # an H2D copy the host waits for
             return result
         if name in HOST_VALUE_METHODS:
+            if self.is_host(st, tv):
+                self.host_read(st, e.func.value)
             self.op(st, e, [tv], result=False)
             if name in BLOCKING_HOST_READS and not self.is_host(st, tv):
                 self.blocking_copy(st, st.cur)

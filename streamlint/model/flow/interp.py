@@ -12,6 +12,8 @@ from streamlint.model.flow.calls import Calls, current_stream_params
 from streamlint.model.flow.forks import forked_self_streams, forked_stream_params
 from streamlint.model.flow.control import ControlFlow
 from streamlint.model.flow.elements import Elements
+from streamlint.model.flow.escapes import EventEscapes
+from streamlint.model.flow.hostreads import HostReads
 from streamlint.model.flow.exprs import Expressions
 from streamlint.model.flow.orderings import Orderings
 from streamlint.model.flow.results import EarlyRecord, Lifetime, Race, Unjoined, ViewEscape
@@ -60,7 +62,7 @@ def _last_simple(body: list) -> cst.CSTNode | None:
     return node.body[-1] if node is not None and node.body else None
 
 
-class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, Elements):
+class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, Elements, EventEscapes, HostReads):
     """Path-sensitive abstract interpretation of one function body in program order."""
 
     def __init__(self, project: Project, file: FileModel, fn: FunctionInfo, cfg: FlowConfig) -> None:
@@ -72,6 +74,7 @@ class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, 
         self.next_id = 0
         self.depth = 0
         self.single = False
+        self.focus: cst.CSTNode | None = None  # single mode: the statement the one path must run through
         self.anchor: cst.CSTNode | None = None
         self.frames: list[tuple[FileModel, FunctionInfo]] = [(file, fn)]
         self.races: dict[tuple, Race] = {}
@@ -81,6 +84,7 @@ class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, 
         self.inline_stack: list[int] = []
         self.inline_floor = 0  # the last storage id before the outermost inlined helper ran
         self.param_streams: set[str] = set()
+        self.field_events: dict[str, set[str]] = {}  # event -> the fields of self it is stored in ("": elsewhere)
         self.handed_events: set[str] = set()  # events stored on an object or a container (waited elsewhere)
         self.waited_events: set[str] = set()  # events waited (by a stream or the host) in this function
         self.timing_events: set[str] = set()  # events read by elapsed_time: they time work, they guard none

@@ -182,7 +182,7 @@ class Orderings:
         return found
 
     def waited_for(self, key: str) -> bool:
-        if key in self.timing_events:
+        if key in self.timing_events or self.kept_unwaited(key):
             return False
         if key in self.waited_events or key in self.handed_events:
             return True

@@ -12,6 +12,7 @@ import re
 
 from streamlint._lazy import cst
 from streamlint.model.file import ClassInfo
+from streamlint.model.flow.escapes import events_in, self_field
 from streamlint.model.flow.results import EarlyRecord, Lifetime, Race, Unjoined, ViewEscape
 from streamlint.model.flow.values import (
     Access,
@@ -379,9 +380,11 @@ class Storages:
 
         return any(holds(v) for v in st.env.values())
 
-    def escape(self, st: State, v: object) -> None:
-        if isinstance(v, EVal):
-            self.handed_events.add(v.key)  # kept on an object / in a container: someone else waits on it
+    def escape(self, st: State, v: object, into: cst.BaseExpression | None = None) -> None:
+        """``v`` outlives the call: returned, kept by a callee, stored in ``into`` (a field, a container slot)."""
+        for e in events_in(v):
+            self.handed_events.add(e.key)  # kept on an object / in a container: someone else waits on it
+            self.field_events.setdefault(e.key, set()).add((self_field(into) or "") if into is not None else "")
         for tv in self.tensors(st, v):
             S = st.stores.get(tv.sid)
             if S is not None:

@@ -61,7 +61,7 @@ class SyncMethods:
             return True, None
         if name in ESCAPE_METHODS and not isinstance(recv, TVal):
             for arg in e.args:
-                self.escape(st, self.ev(st, arg.value))
+                self.escape(st, self.ev(st, arg.value), into=e.func.value)
             return True, None
         if name == "replay" and not e.args and not isinstance(recv, TVal):
             self.replay(st)  # a captured graph runs on this stream, reading its static inputs

@@ -1,0 +1,103 @@
+"""Where an event recorded in a function goes, and whether anyone waits on it there.
+
+An event is a promise: "the work queued on its stream before the record is done". A function that records
+one and hands it over (kept in a field of ``self``, put in a list / dict / holder, returned with the tensors
+it guards) leaves the wait to someone else. ``Storages.escape`` notes where each event goes (the fields of
+``self`` it is stored in, or elsewhere); :func:`field_waited` tells whether any code of the project waits
+on an event taken out of such a field (directly, ``s.wait_event(x.ready)``; or through a name bound from
+it, ``buf, done = self.pending.pop(0)`` then ``done.wait()``, ``for ev in self.events: ev.synchronize()``).
+An event kept only in fields nobody waits on guards nothing anyone relies on (:class:`EventEscapes`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from streamlint._lazy import cst
+from streamlint.model.flow.calls import event_field_waited
+from streamlint.model.flow.values import EVal, TupVal
+from streamlint.model.streams import derived
+from streamlint.model.syntax import local_nodes, target_names
+
+if TYPE_CHECKING:
+    from streamlint.model.project import Project
+
+_WAITS = ("wait", "synchronize", "query")
+
+
+def events_in(v: object) -> list[EVal]:
+    """The events a value carries: itself, or the items of a tuple / holder (nested)."""
+    if isinstance(v, EVal):
+        return [v]
+    if isinstance(v, TupVal):
+        return [e for item in v.items for e in events_in(item)]
+    return []
+
+
+def self_field(expr: cst.BaseExpression) -> str | None:
+    """``self.pending`` / ``self.events[i]`` / ``self.slots[k].ready`` -> the first field name (``pending``)."""
+    while isinstance(expr, (cst.Subscript, cst.Attribute)):
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            return expr.attr.value
+        expr = expr.value
+    return None
+
+
+def field_waited(project: Project, attr: str) -> bool:
+    """Does any code of the project wait on an event kept in field ``attr``: on ``x.attr`` (or an element of
+    it) directly, or on a name bound from an expression reading ``.attr`` (an assignment, a ``for`` target, a
+    ``with`` target) in the same function?"""
+    if event_field_waited(project, attr):
+        return True
+    memo = derived(project, "event_container_waited")
+    if attr not in memo:
+        memo[attr] = False
+        for model in project.files_containing((attr.encode(),)):
+            for fn in model.iter_functions():
+                if _bound_and_waited(fn, attr):
+                    memo[attr] = True
+                    return True
+    return memo[attr]
+
+
+def _reads_field(expr: cst.CSTNode, attr: str) -> bool:
+    return any(isinstance(n, cst.Attribute) and n.attr.value == attr for n in local_nodes(expr))
+
+
+def _bound_and_waited(fn, attr: str) -> bool:
+    waited: set[str] = set()
+    for site in fn.calls:
+        if site.method == "wait_event" and site.node.args:
+            held = site.node.args[0].value
+        elif site.method in _WAITS and isinstance(site.node.func, cst.Attribute):
+            held = site.node.func.value
+        else:
+            continue
+        while isinstance(held, cst.Subscript):
+            held = held.value
+        if isinstance(held, cst.Name):
+            waited.add(held.value)
+    if not waited:
+        return False
+    for node in local_nodes(fn.node):
+        if isinstance(node, cst.Assign) and _reads_field(node.value, attr):
+            targets = [t.target for t in node.targets]
+        elif isinstance(node, (cst.For, cst.CompFor)) and _reads_field(node.iter, attr):
+            targets = [node.target]
+        else:
+            continue
+        if any(name in waited for t in targets for name in target_names(t)):
+            return True
+    return False
+
+
+class EventEscapes:
+    """Whether an event handed over from the function has a waiter (mixin of the interpreter).
+
+    Interp state it uses: ``field_events`` (filled by ``Storages.escape``), ``project``."""
+
+    def kept_unwaited(self, key: str) -> bool:
+        """An event created here whose only escapes are into fields of ``self`` nobody waits on (one handed in
+        is the caller's too: it may wait on it)."""
+        fields = self.field_events.get(key) if key.startswith("<") else None
+        return bool(fields) and "" not in fields and not any(field_waited(self.project, f) for f in fields)

@@ -56,7 +56,7 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.file import FileModel, FunctionInfo
-from streamlint.model.paths import DEVICE_GENERIC
+from streamlint.model.paths import DEVICE_GENERIC, native_mode
 from streamlint.model.flow.calls import wait_self_expr
 from streamlint.model.flow.effects import calls_stream_work, inherited_modes
 from streamlint.model.flow.interp import Interp
@@ -105,13 +105,7 @@ def path_tag(project: Project, file: FileModel, fn: FunctionInfo) -> str:
     modes = function_modes(project, file, fn)
     if modes:
         return "/".join(sorted(modes))
-    for sites in (fn.calls, file.calls):
-        targets = [site.target or "" for site in sites]
-        if any(t.startswith(("torch.npu.", "torch_npu.", "torchair.")) for t in targets):
-            return "eager"
-        if any(t.startswith("torch.cuda.") for t in targets):
-            return "cuda"
-    return "eager"
+    return native_mode(file, fn)
 
 
 def function_flow(project: Project, file: FileModel, fn: FunctionInfo, *, explicit_ge_joins: bool = False) \

@@ -195,7 +195,7 @@ class PathIndex:
         if len(modes) == 1:
             return ExecutionPath(modes, "family")
         if not modes and self._generic_switch(file, fn):
-            return ExecutionPath(frozenset({_native_mode(file, fn)}), DEVICE_GENERIC)
+            return ExecutionPath(frozenset({native_mode(file, fn)}), DEVICE_GENERIC)
         return ExecutionPath(frozenset(), "unknown")
 
     def _generic_switch(self, file: FileModel, fn: FunctionInfo) -> bool:
@@ -234,7 +234,7 @@ class PathIndex:
         return path.modes & guard
 
 
-def _native_mode(file: FileModel, fn: FunctionInfo) -> str:
+def native_mode(file: FileModel, fn: FunctionInfo) -> str:
     """The native path of device-generic code: ``cuda`` when its function (else its module) names
     ``torch.cuda`` and not ``torch.npu`` / ``torch_npu``, else torch_npu ``eager``."""
     for sites in (fn.calls, file.calls):

@@ -162,13 +162,10 @@ def _names_in(node: ast.AST | None) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} if node is not None else set()
 
 
-def _compiles_parameters(tree: ast.Module) -> bool:
-    """May a call that may compile (its callee, or what an alias of it names, ends in a compile leaf) compile
-    one of its function's parameters? A superset of when ``compile._targets`` asks the callers
-    (``caller_arguments``): the compiled expression (first positional argument, ``model=`` / ``func=``),
-    widened through every assignment in the function to a name it mentions, mentions a parameter (the
-    leading ``self`` / ``cls`` of a method excepted: its callers never bind it)."""
-    bound: dict[str, set[str]] = {}  # name -> last parts of what it may be bound to (as _called_names)
+def _aliases(tree: ast.Module) -> dict[str, set[str]]:
+    """Name -> last parts of what it may be bound to (import as, assignment, loop / comprehension / with
+    target; ``""`` for an assignment from something else), anywhere in the module."""
+    bound: dict[str, set[str]] = {}
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for item in node.names:
@@ -177,22 +174,39 @@ def _compiles_parameters(tree: ast.Module) -> bool:
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
             source = _leaf(node.value)
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if source is not None:
-                for target in targets:
-                    for name in _names_in(target):
-                        bound.setdefault(name, set()).add(source)
-        elif isinstance(node, (ast.For, ast.AsyncFor)):
-            sources = {n.attr for n in ast.walk(node.iter) if isinstance(n, ast.Attribute)} | _names_in(node.iter)
-            for name in _names_in(node.target):
+            for target in targets:
+                for name in (n.id for n in ast.walk(target) if isinstance(n, ast.Name)):
+                    bound.setdefault(name, set()).add(source or "")
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension, ast.withitem)):
+            target = node.optional_vars if isinstance(node, ast.withitem) else node.target
+            source = node.context_expr if isinstance(node, ast.withitem) else node.iter
+            sources = {n.attr for n in ast.walk(source) if isinstance(n, ast.Attribute)}
+            sources |= {n.id for n in ast.walk(source) if isinstance(n, ast.Name)}
+            for name in (n.id for n in ast.walk(target) if isinstance(n, ast.Name)) if target is not None else ():
                 bound.setdefault(name, set()).update(sources)
+    return bound
+
+
+def _alias_leaves(bound: dict[str, set[str]]) -> set[str]:
+    """The compile leaves and every alias that may name one, transitively (aliases of aliases, any order)."""
     leaves = set(COMPILE_LEAVES)
     changed = True
-    while changed:  # aliases of aliases, in any order
+    while changed:
         changed = False
         for name, sources in bound.items():
             if name not in leaves and sources & leaves:
                 leaves.add(name)
                 changed = True
+    return leaves
+
+
+def _compiles_parameters(tree: ast.Module) -> bool:
+    """May a call that may compile (its callee, or what an alias of it names, ends in a compile leaf) compile
+    one of its function's parameters? A superset of when ``compile._targets`` asks the callers
+    (``caller_arguments``): the compiled expression (first positional argument, ``model=`` / ``func=``),
+    widened through every assignment in the function to a name it mentions, mentions a parameter (the
+    leading ``self`` / ``cls`` of a method excepted: its callers never bind it)."""
+    leaves = _alias_leaves(_aliases(tree))
     methods = {id(stmt) for cls in ast.walk(tree) if isinstance(cls, ast.ClassDef) for stmt in cls.body}
     for fn in ast.walk(tree):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -243,35 +257,10 @@ def _may_have_modes(tree: ast.Module) -> bool:
     """See :attr:`ModuleSummary.moded`. A call may compile when its callee's last part, or the last part
     of what an alias (import as, assignment, loop variable) of it names, transitively, is a compile
     leaf (the superset :func:`summarize` keeps)."""
-    bound: dict[str, set[str]] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            for item in node.names:
-                if item.asname:
-                    bound.setdefault(item.asname, set()).add(item.name.rsplit(".", 1)[-1])
-        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
-            source = _leaf(node.value)
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                for name in (n.id for n in ast.walk(target) if isinstance(n, ast.Name)):
-                    bound.setdefault(name, set()).add(source or "")
-        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension, ast.withitem)):
-            target = node.optional_vars if isinstance(node, ast.withitem) else node.target
-            source = node.context_expr if isinstance(node, ast.withitem) else node.iter
-            sources = {n.attr for n in ast.walk(source) if isinstance(n, ast.Attribute)}
-            sources |= {n.id for n in ast.walk(source) if isinstance(n, ast.Name)}
-            for name in (n.id for n in ast.walk(target) if isinstance(n, ast.Name)) if target is not None else ():
-                bound.setdefault(name, set()).update(sources)
+    bound = _aliases(tree)
     if "compile" in bound:
         return True  # `compile` itself rebound: it may name cache_compile
-    leaves = set(COMPILE_LEAVES)
-    changed = True
-    while changed:  # aliases of aliases, in any order
-        changed = False
-        for name, sources in bound.items():
-            if name not in leaves and sources & leaves:
-                leaves.add(name)
-                changed = True
+    leaves = _alias_leaves(bound)
     for call in ast.walk(tree):
         if not isinstance(call, ast.Call) or _leaf(call.func) not in leaves:
             continue

@@ -34,6 +34,15 @@ def dotted(expr: cst.BaseExpression) -> str | None:
     return None
 
 
+def host_param(p: cst.Param) -> bool:
+    """A parameter annotated with a host scalar, a dtype or a device (``Optional[...]`` of one): no tensor."""
+    ann = p.annotation.annotation if p.annotation is not None else None
+    if isinstance(ann, cst.Subscript) and dotted(ann.value) in ("Optional", "typing.Optional") and ann.slice:
+        ann = ann.slice[0].slice.value if isinstance(ann.slice[0].slice, cst.Index) else None
+    return ann is not None and (dotted(ann) or "").rsplit(".", 1)[-1] in (
+        "int", "float", "bool", "str", "bytes", "dtype", "device")
+
+
 def string_value(expr: cst.BaseExpression | None) -> str | None:
     """The value of a plain (non f-) string literal, concatenations included."""
     if isinstance(expr, cst.SimpleString):

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
-from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, string_value
+from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, host_param, string_value
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.flow.effects import held_object, local_method
 from streamlint.model.flow.values import CVal, EVal, KVal, MAX_INLINE_DEPTH, NONE, State, SVal, TVal, TupVal
@@ -598,6 +598,18 @@ class Calls:
                     return method, sym[1]
         return None
 
+    def _bind_rest(self, st: State, e: cst.Call, fn: FunctionInfo, params: tuple[str, ...], env: dict) -> None:
+        """An inlined helper's ``*args`` / ``**kwargs``: the call's extra arguments (an empty tuple when none)."""
+        for star, keyword in ((fn.node.params.star_arg, False), (fn.node.params.star_kwarg, True)):
+            if not isinstance(star, cst.Param):
+                continue
+            if any(a.star == ("**" if keyword else "*") for a in e.args):  # the call unpacks: unknown
+                env[star.name.value] = KVal(star.name.value, opaque=True)
+            else:
+                extra = [a.value for a in e.args if a.keyword is not None and a.keyword.value not in params + fn.kwonly] \
+                    if keyword else [a.value for a in e.args if a.keyword is None][len(params):]
+                env[star.name.value] = TupVal(tuple(self.ev(st, x) for x in extra))
+
     def inline(self, st: State, e: cst.Call, fn: FunctionInfo, mod: FileModel) -> object:
         params = fn.params[1:] if fn.class_name and fn.params[:1] == ("self",) else fn.params
         bound = bind_arguments(params + fn.kwonly, e, kwonly=fn.kwonly)
@@ -612,8 +624,9 @@ class Calls:
             expr = bound.get(name)
             if expr is not None:
                 v = self.ev(st, expr)
-                if v is None and isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript)):
-                    v = KVal(self.render(st, expr))
+                if (v is None and isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript))) or (
+                        isinstance(v, TVal) and host_param(p)):  # `dtype: torch.dtype`: no tensor, whatever the caller's guess
+                    v = KVal(self.render(st, expr) if v is None else name, opaque=v is not None)
                 env[name] = v
             elif p.default is not None:
                 d = p.default
@@ -621,6 +634,7 @@ class Calls:
                     env[name] = NONE if d.value == "None" else CVal(d.value == "True")
                 elif isinstance(d, (cst.SimpleString, cst.Integer)):
                     env[name] = CVal(string_value(d) if isinstance(d, cst.SimpleString) else d.value)
+        self._bind_rest(st, e, fn, params, env)
         saved_env, saved_stack, saved_single = st.env, list(st.stack), self.single
         saved_anchor = self.anchor
         first_id = self.next_id

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
-from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, string_value
+from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, host_param, string_value
 from streamlint.model.streams import EVENT, STREAM, annotation_kind, derived
 from streamlint.model.syntax import class_field_annotation, field_reads, target_names
 from streamlint.model.walk import children
@@ -253,10 +253,9 @@ def _host_value(fn: FunctionInfo, v: cst.BaseExpression, depth: int = 0) -> bool
     if not isinstance(v, cst.Name):
         return False
     params = fn.node.params
-    ann = next((p.annotation for p in (*params.posonly_params, *params.params, *params.kwonly_params)
-                if p.name.value == v.value), None)
-    return v.value in ("True", "False") or (ann is not None and dotted(ann.annotation) in ("str", "int", "float",
-                                                                                           "bool", "bytes"))
+    param = next((p for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+                  if p.name.value == v.value), None)
+    return v.value in ("True", "False") or (param is not None and host_param(param))
 
 
 _CONTAINER_ANNOTATIONS = ("List", "list[", "Sequence", "Tuple", "tuple[", "Dict", "dict[", "Iterable", "Mapping",

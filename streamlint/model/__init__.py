@@ -8,7 +8,7 @@ point down the layers only (``tests/test_architecture.py`` fails on any import c
     3  per-function flow        dataflow (entry) -> flow/ (interpreter), breaks, waits, families, scopes,
            |                    environment, tensors (is this value a tensor?)
            |
-    2  project facts            project (the index) -> paths -> compile -> wrappers, accelerators, all
+    2  project facts            project (the index) -> paths -> compile -> wrappers, accelerators, captures, all
            |                    through queries (ProjectQueries), streams (stream typing and identity)
            |
     1  per-file syntax facts    file (FileModel: names, imports, scopes, calls, assignments), uses
@@ -32,6 +32,8 @@ Layer 2 — the project
     ``project``     where does a name lead (modules, symbols), which API does a call reach through
                     wrappers, what does a function call (call graph)?
     ``wrappers``    is this project function a stream wrapper, and of which API?
+    ``captures``    does ``with obj:`` enter a graph capture through the class's own ``__enter__``
+                    (``torch.cuda.graph`` inside: synchronising; ``capture_begin()``: deferred)?
     ``accelerators`` which device API does a method of an accelerator object reach
                     (``get_accelerator().stream(s)``, ``torch.get_device_module().Stream()``)?
     ``compile``     where is code compiled, with which backend / config, reaching what?

@@ -559,6 +559,25 @@ class Project:
                         return sym[0].methods[head], sym[1]
         return None
 
+    def instance_method(self, file: FileModel, site: CallSite) -> tuple[FunctionInfo, FileModel] | None:
+        """``obj.method(...)`` where the calling function binds ``obj`` once, to a project class's constructor
+        (``builder = IndexBuilder(...)``): that class's method, inherited ones included."""
+        func, fn = site.node.func, site.function
+        if fn is None or not isinstance(func, cst.Attribute) or not isinstance(func.value, cst.Name) \
+                or func.value.value in fn.all_params:
+            return None
+        values = fn.name_assigns.get(func.value.value, [])
+        ctor = file.call_site(values[0]) if len(values) == 1 and isinstance(values[0], cst.Call) else None
+        sym = self.symbol(ctor.target, file) if ctor is not None and ctor.target is not None else None
+        for _ in range(4):
+            if sym is None or not isinstance(sym[0], ClassInfo):
+                return None
+            cls, mod = sym
+            if func.attr.value in cls.methods:
+                return cls.methods[func.attr.value], mod
+            sym = self.symbol(cls.bases[0], mod) if len(cls.bases) == 1 else None
+        return None
+
     def reachable(self, roots: Iterable[tuple[FunctionInfo, FileModel]], limit: int = 2000):
         """Functions reachable from ``roots`` through the call graph (cycles handled)."""
         seen: dict[int, tuple[FunctionInfo, FileModel]] = {}

@@ -11,6 +11,7 @@ from __future__ import annotations
 from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
+from streamlint.model.captures import capture_kind
 from streamlint.model.file import string_value
 from streamlint.model.flow.calls import block_returns, node_mentions_ordering
 from streamlint.model.flow.results import Unjoined
@@ -540,17 +541,24 @@ class ControlFlow:
                 return active(st) if positive else inactive(st)
             active.relevant = True  # type: ignore[attr-defined]
             return self.branch(st, test, [(positive, active), (not positive, inactive)])
-        if any(u.role is Role.GRAPH_CAPTURE for u in uses):
-            # `torch.cuda.graph` / `torch.npu.graph`: __enter__ synchronises the device before capture begins,
-            # and the captured work does not run at capture time (it runs at replay, on the replaying stream).
+        capture = "sync" if any(u.role is Role.GRAPH_CAPTURE for u in uses) \
+            else capture_kind(self.project, self.cfile, site) if not uses else None
+        if capture is not None:
+            # `torch.cuda.graph` / `torch.npu.graph` (or a project capture object entering it): __enter__
+            # synchronises the device before capture begins, and the captured work does not run at capture
+            # time (it runs at replay, on the replaying stream). A capture object calling capture_begin()
+            # itself does not synchronise: its captured work is not checked here at all (model/captures.py).
             self.ev(st, item.item)
-            self.sync_all(st)
-            st.regions.append((self.clock, st.cur))
+            if capture == "sync":
+                self.sync_all(st)
+            st.regions.append((self.clock, st.cur, capture))
             out = self.with_item(node, i + 1, st)
             for r in out:
                 if r.done or not r.regions:
                     continue
-                start, stream = r.regions.pop()
+                start, stream, kind = r.regions.pop()
+                if kind != "sync":
+                    continue
                 know = r.know(stream)
                 for run in r.runs:
                     if run.top and run.start >= start and run.stream != stream and run.last is not None \

@@ -336,6 +336,11 @@ class Expressions:
     def dispatch(self, st: State, e: cst.Call, method: str | None, target: str | None) -> object:
         site = self.cfile.call_site(e)
         found = self.project.call_target(self.cfile, site) if site is not None else None
+        if found is None and site is not None:  # `group, i = builder.register(...)`, builder a local instance
+            found = self.project.instance_method(self.cfile, site)
+            returns = found[0].node.returns if found is not None else None
+            if returns is not None and "Tensor" in cst.Module([]).code_for_node(returns.annotation):
+                found = None  # (`-> tuple[Tensor, Tensor]` is no host result)
         if found is not None and all(a.keyword is None and not a.star for a in e.args) \
                 and metadata_only(found[0], len(e.args)):
             for arg in e.args:  # `self._num_bytes(t)`: a helper reading only what describes its tensors

@@ -174,8 +174,8 @@ class Storages:
 
     def access(self, st: State, tv: TVal, s: str, t: int, know: dict[str, int], write: bool) -> None:
         S = st.stores.get(tv.sid)
-        if S is None or S.kind == "host":
-            return
+        if S is None or S.kind == "host" or (st.regions and st.regions[-1][2] == "deferred"):
+            return  # (work captured without a synchronising entry runs at replay, not here)
         part = tv.part
 
         def conflicts(acc: Access) -> bool:

@@ -148,7 +148,7 @@ class State:
         self.runs: list[ScopeRun] = []
         # frees whose cross-stream uses a later join may still cover: (storage id, uses, how, free node)
         self.pending: list[tuple] = []
-        self.regions: list[tuple[int, str]] = []
+        self.regions: list[tuple[int, str, str]] = []  # open graph captures: (clock, stream, kind)
         self.last_op: dict[str, int] = {}
         self.work: dict[str, int] = {}  # stream -> time of its last work outside a test (what an event can cover)
         self.long: dict[str, int] = {}

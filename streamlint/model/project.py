@@ -49,6 +49,7 @@ class Project:
     _packages: dict[str, tuple[str, str]] = field(default_factory=dict)  # directory -> (package, root)
     _modules: dict[tuple[str, str], str | None] = field(default_factory=dict)  # (module, root) -> path
     _source_roots: dict[str, str] = field(default_factory=dict)  # file path -> its source root
+    _checkout_dirs: dict[str, tuple[str, ...]] = field(default_factory=dict)  # source root -> _checkouts()
     _symbols: dict[tuple[str, str | None], object] = field(default_factory=dict)  # symbol() answers
     _summary_digests: dict[str, tuple[bytes, str]] = field(default_factory=dict)  # path -> (bytes, sha256)
     reader: "Callable[[str], bytes] | None" = None
@@ -165,7 +166,7 @@ class Project:
             if first is None:
                 first = self._source_roots[context.path] = self._package_of(
                     os.path.dirname(os.path.abspath(context.path)))[1]
-        for root in (first, self._root_str, self._src_str):
+        for root in (first, *self._checkouts(first), self._root_str, self._src_str):
             if root is None:
                 continue
             key = (module, root)
@@ -175,6 +176,23 @@ class Project:
             if path is not None:
                 return self.file(path)
         return None
+
+    def _checkouts(self, first: str | None) -> tuple[str, ...]:
+        """The directories between a file's source root and the project root, nearest first: a test or
+        benchmark directory without ``__init__.py`` imports its project's package from the checkout
+        above it (``repo/tests/v1/test_x.py`` importing ``pkg.utils`` of ``repo/pkg``), as it does once the
+        package is installed; the project root may be a directory holding several checkouts."""
+        if first is None:
+            return ()
+        found = self._checkout_dirs.get(first)
+        if found is None:
+            dirs: list[str] = []
+            d, below = os.path.dirname(first), first
+            while len(dirs) < 8 and d != below and d.startswith(self._root_str + os.sep):
+                dirs.append(d)
+                d, below = os.path.dirname(d), d
+            found = self._checkout_dirs[first] = tuple(dirs)
+        return found
 
     def _module_path(self, module: str, root: str) -> str | None:
         rel = module.replace(".", os.sep)

@@ -54,6 +54,12 @@ def accelerator_uses(project: Project, file: FileModel, site: CallSite) -> tuple
     return (ApiUse(spec, site, file, bind_arguments(spec.params, site.node), modes=NATIVE_PATHS),)
 
 
+def device_generic(use: ApiUse) -> bool:
+    """Does ``use`` reach the device API through the device-generic layer: ``torch.accelerator.*``, or an
+    accelerator object's method (whatever device its classes wrap, the device is chosen at run time)?"""
+    return use.family is None or (use.modes == NATIVE_PATHS and not use.wrappers)
+
+
 def _generic(role: Role) -> str:
     return next(s.qualname for s in apis.SPECS.values() if s.role is role and s.qualname.startswith("torch.accelerator."))
 
@@ -147,4 +153,4 @@ def _method_specs(project: Project, file: FileModel, cls: ClassInfo, method: str
     return out
 
 
-__all__ = ["METHODS", "accelerator_uses"]
+__all__ = ["METHODS", "accelerator_uses", "device_generic"]

@@ -211,6 +211,13 @@ STREAM_METHODS = frozenset({"wait_stream", "wait_event", "record_event", "synchr
 EVENT_METHODS = frozenset({"record", "wait", "synchronize", "query"})
 TENSOR_LIFETIME_METHODS = frozenset({"record_stream"})
 
+# Device queries of an accelerator layer that are true on devices which order the data of their streams
+# themselves (DeepSpeed's ``get_accelerator().resolves_data_dependency()``: HPU / synchronized devices) or
+# run every kernel synchronously (``is_synchronized_device()``: the CPU accelerator, whose streams are no-ops).
+# Code guarded by one needs waits and ``record_stream`` only where it is false, and where it is true no
+# cross-stream hazard exists: the analysis follows the branch of a device that does not order its streams.
+STREAM_ORDERING_DEVICE_QUERIES = frozenset({"resolves_data_dependency", "is_synchronized_device"})
+
 # Roles that open a scope in which Dynamo must not graph-break (C1, C2).
 NO_BREAK_SCOPE_ROLES = frozenset(
     {Role.STREAM_SWITCH, Role.LIMIT_CORE_NUM, Role.LIMIT_CORE_NUM_NPUGRAPH_EX, Role.SUPER_KERNEL,

@@ -56,7 +56,7 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.file import FileModel, FunctionInfo
-from streamlint.model.paths import DEVICE_GENERIC, native_mode
+from streamlint.model.paths import native_mode
 from streamlint.model.flow.calls import wait_self_expr
 from streamlint.model.flow.effects import calls_stream_work, inherited_modes
 from streamlint.model.flow.interp import Interp
@@ -146,11 +146,6 @@ def function_flow(project: Project, file: FileModel, fn: FunctionInfo, *, explic
         views.update(interp.view_escapes)
         if mode != "ge":  # native events have no place in GE graphs (SL502)
             early.update(interp.early_records)
-    if project.execution_path(file, fn).source == DEVICE_GENERIC:
-        # streams switched only through an accelerator object: the device is chosen at run time and some
-        # order their streams' data themselves (a missing wait is then no race), while a block freed
-        # under another stream's use is the allocator's hazard on every device that has streams
-        races, unjoined, early = {}, {}, {}
     flow = FunctionFlow(modes, tuple(races.values()), tuple(lifetimes.values()), tuple(unjoined.values()),
                         tuple(views.values()), tuple(early.values()))
     cache[key] = flow

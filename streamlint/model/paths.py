@@ -16,14 +16,16 @@ import pathspec
 from streamlint.finding import Location
 from streamlint.model import apis
 from streamlint.model.apis import Family, Role
+from streamlint.model.accelerators import device_generic
 from streamlint.model.compile import CompileSite, compile_site
 from streamlint.model.file import CallSite, FileModel, FunctionInfo
 from streamlint.model.wrappers import modes_under
 
 from streamlint.model.queries import ExecutionPath, ProjectQueries
 
-# The path of code that switches streams only through the device-generic API: native, on a device
-# chosen at run time (some order their streams' data themselves), see dataflow.function_flow
+# The path of code that switches streams only through the device-generic API or an accelerator object:
+# native, on a device chosen at run time. Waits skipped on devices that order their streams' data themselves
+# are followed as on one that does not (apis.STREAM_ORDERING_DEVICE_QUERIES, flow/control.ordering_query)
 DEVICE_GENERIC = "device-generic"
 
 
@@ -194,18 +196,22 @@ class PathIndex:
             modes = frozenset({_FAMILY_MODE[next(iter(switching))]})
         if len(modes) == 1:
             return ExecutionPath(modes, "family")
-        if not modes and self._generic_switch(file, fn):
-            return ExecutionPath(frozenset({native_mode(file, fn)}), DEVICE_GENERIC)
+        generic = self._generic_switch(file, fn) if not modes else set()
+        if generic:  # one device behind every accelerator object: its native path, else the code's own
+            mode = _FAMILY_MODE[next(iter(generic))] if len(generic) == 1 and None not in generic \
+                else native_mode(file, fn)
+            return ExecutionPath(frozenset({mode}), DEVICE_GENERIC)
         return ExecutionPath(frozenset(), "unknown")
 
-    def _generic_switch(self, file: FileModel, fn: FunctionInfo) -> bool:
-        """Does ``fn`` switch streams only through the device-generic API (an accelerator object's
-        ``stream(s)`` / ``set_stream``, ``torch.get_device_module().stream(s)``)? That code runs natively,
-        eagerly on whichever device the process has: no graph path applies."""
-        return any(u.family is None and u.role in _SWITCH_ROLES for scope in fn.scopes
-                   for u in self.project.scope_use(file, scope).uses) \
-            or any(u.family is None and u.role is Role.SET_STREAM for site in fn.calls
-                   for u in self.project.api_uses(file, site))
+    def _generic_switch(self, file: FileModel, fn: FunctionInfo) -> set[Family | None]:
+        """The device families (None: the device-generic API) ``fn`` switches streams with, when it does so
+        only through an accelerator object (its ``stream(s)`` / ``set_stream``, wrapping one device's API or
+        several) or ``torch.get_device_module().stream(s)``. That code runs natively, eagerly on whichever
+        device the process has: no graph path applies."""
+        uses = [u for scope in fn.scopes for u in self.project.scope_use(file, scope).uses
+                if u.role in _SWITCH_ROLES] + [u for site in fn.calls for u in self.project.api_uses(file, site)
+                                               if u.role is Role.SET_STREAM]
+        return {u.family for u in uses if device_generic(u)}
 
     def scope_path(self, file: FileModel, site: CallSite) -> ExecutionPath:
         """For a call in a function whose path is undecided (it switches streams with both families): the

@@ -281,6 +281,9 @@ class ControlFlow:
         parsed = mode_of_test(test)
         if parsed is not None:
             return (self.cfg.mode in parsed[1]) == parsed[2]
+        ordering = ordering_query(test)
+        if ordering is not None:
+            return ordering
         key, positive = self.test_key(st, test)
         if key is not None and key in st.assume:
             return st.assume[key] == positive
@@ -409,11 +412,19 @@ class ControlFlow:
         is_or = isinstance(test.operator, cst.Or)
         literals = []
         for operand in (test.left, test.right):
+            known = ordering_query(operand)
+            if known is not None:  # a device-ordering query has one value on every analysed path
+                if is_or == value and known == is_or:
+                    return  # it alone makes `a or b` true / `a and b` false: nothing learnt of the other
+                continue
             key, positive = self.test_key(st, operand)
             if key is None:
                 return
             literals.append((key, positive))
-        if is_or == value:  # `a or b` true / `a and b` false: at least one literal (negated for and)
+        if is_or == value and len(literals) == 1:  # the other operand was the query: this one decided it
+            k, p = literals[0]
+            st.assume.setdefault(k, p if is_or else not p)
+        elif is_or == value:  # `a or b` true / `a and b` false: at least one literal (negated for and)
             st.clauses.append(tuple((k, p if is_or else not p) for k, p in literals))
         else:  # `a or b` false: both false; `a and b` true: both true
             for k, p in literals:
@@ -597,3 +608,23 @@ def _walked(it: cst.BaseExpression) -> tuple[str, ...]:
             return (it.func.value.value,)
         return tuple(a.value.value for a in it.args if isinstance(a.value, cst.Name))
     return ()
+
+
+def ordering_query(test: cst.BaseExpression) -> bool | None:
+    """The value of a test decided by a device-ordering query (``acc.resolves_data_dependency()``,
+    apis.STREAM_ORDERING_DEVICE_QUERIES), negated or combined with ``and`` / ``or``: false, as on a device that
+    does not order its streams' data (on the others no stream hazard exists); None when the test depends on
+    anything else."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = ordering_query(test.expression)
+        return None if inner is None else not inner
+    if isinstance(test, cst.BooleanOperation):
+        left, right = ordering_query(test.left), ordering_query(test.right)
+        absorbing = isinstance(test.operator, cst.Or)  # True absorbs `or`, False absorbs `and`
+        if absorbing in (left, right):
+            return absorbing
+        return left if left is not None and right is not None else None
+    if isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) \
+            and test.func.attr.value in apis.STREAM_ORDERING_DEVICE_QUERIES:
+        return False
+    return None

@@ -437,7 +437,9 @@ class Expressions:
     def method(self, st: State, e: cst.Call, recv: object, name: str) -> object:
         args = [a for a in e.args if a.keyword is None]
         kind = self.kind_of(st, recv)
-        arg0 = args[0].value if args else None
+        # the stream / event a stream or event method names, also by keyword (`event.record(stream=s)`)
+        arg0 = args[0].value if args else next((a.value for a in e.args if a.keyword is not None
+                                                and a.keyword.value in ("stream", "event")), None)
         handled, result = self.sync_method(st, e, recv, name, kind, arg0)
         if handled:
             return result

@@ -77,7 +77,7 @@ class Storages:
         return S is not None and S.kind == "host"
 
     def long_tensor(self, st: State, key: str) -> TVal:
-        base_key = key.split("[", 1)[0]
+        base_key = element_field_key(key)
         sid = st.long.get(base_key)
         if sid is None:
             sid = self.new_storage(st, "long", MAIN, base_key, None).sid
@@ -593,3 +593,20 @@ def _names_in(node: cst.CSTNode | None) -> list[cst.Name]:
         elif not isinstance(n, (cst.Lambda, cst.Call)):
             stack.extend(n.children)
     return out
+
+
+def element_field_key(key: str) -> str:
+    """The storage a long-lived key names: a collection and its elements are one storage (``self.kv[i]`` is
+    ``self.kv``), while a field of an element is the same field of every element, not the element's other
+    fields (``self.buckets[k].buffer`` and ``self.buckets[k].elements`` are ``self.buckets[].buffer`` and
+    ``self.buckets[].elements``: a bucket's count read on the host is not a read of its flat buffer)."""
+    head, bracket, _ = key.partition("[")
+    if not bracket:
+        return key
+    out, depth = [], 0
+    for ch in key[len(head):]:  # the chain with every subscript dropped
+        depth += (ch == "[") - (ch == "]")
+        if depth == 0 and ch != "]":
+            out.append(ch)
+    chain = "".join(out)
+    return f"{head}[]{chain}" if chain.startswith(".") else head

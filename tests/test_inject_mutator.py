@@ -631,3 +631,73 @@ def test_results_name_writes_its_own_report_pair(tmp_path, monkeypatch) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["HELDOUT.md", "heldout-undecided.tsv", "sample-heldout.jsonl"]
     text = (tmp_path / "HELDOUT.md").read_text(encoding="utf-8")
     assert "`sample-heldout.jsonl`" in text and "| all | 1 | 0 | 0.00 | 1 | 1.00 |" in text
+
+
+def _row(package: str, version: str, site) -> dict:
+    return {"package": package, "version": version, "file": site.path, "qualname": site.qualname,
+            "kind": site.kind, "line": site.line, "key": site.key}
+
+
+def test_exclusion_drops_the_sites_of_earlier_samples() -> None:
+    """Same key; same file + function + line with another edit; the same site (package-relative file, function,
+    edit) in another release of the package. Other packages and other lines of the function stay."""
+    from bench.inject.harness import Exclusion, package_relative, site_identity
+    new = sites(MOE, "moe-2.0/moe/layers.py", tree_is_npu=True, tree_multistream=True)
+    old = sites(MOE, "moe-1.0/moe/layers.py", tree_is_npu=True, tree_multistream=True)
+    assert package_relative("moe-2.0/moe/layers.py", "2.0") == "moe/layers.py"
+    assert package_relative("torchrec/distributed/x.py", "1.9.2") == "torchrec/distributed/x.py"
+    assert site_identity(new[0].key, "2.0") == site_identity(old[0].key, "1.0")
+    overlap = next(s for s in new if s.kind == "delete-record-stream")
+    twin = next(s for s in new if s is not overlap and s.qualname == overlap.qualname and s.line == overlap.line
+                and s.kind != overlap.kind)  # another edit of the same statement
+    same_key = next(s for s in new if s.kind == "delete-wait" and s.qualname == "SharedExpertMoE.overlap")
+    other_release = next(s for s in old if s.kind.startswith("join-loop"))
+    rows = [_row("moe", "2.0", overlap), _row("moe", "2.0", same_key), _row("moe", "1.0", other_release),
+            _row("attn", "1.0", next(s for s in old if s.kind == "break-direct")), {"meta": {}}]
+    ex = Exclusion(rows)
+    reasons = {s.key: ex.reason("moe", "2.0", s) for s in new}
+    assert reasons[overlap.key] == reasons[same_key.key] == "same key"
+    assert reasons[twin.key] == "same file+function+line"
+    moved = next(s for s in new if site_identity(s.key, "2.0") == site_identity(other_release.key, "1.0"))
+    assert reasons[moved.key] == "same site in another release"
+    # the break-direct row is another package's: the same site of moe stays
+    assert all(reasons[s.key] is None for s in new if s.kind == "break-direct")
+    # the other way round: the 1.0 twin of a 2.0 row is excluded too
+    assert ex.reason("moe", "1.0", next(s for s in old if s.key.endswith(overlap.key.split("::", 1)[1]))) == \
+        "same site in another release"
+    kept = ex.filter("moe", "2.0", new)
+    assert len(kept) == len(new) - 4 and len(kept) > 4
+    assert ex.dropped == {"same key": 2, "same file+function+line": 1, "same site in another release": 1}
+
+
+def test_command_line_samples_held_out_from_an_earlier_sample(tmp_path: Path) -> None:
+    """--sample-only writes the sample with its verdicts and no lint; --exclude-sample on that output draws
+    a second sample with none of its sites, in the same release or the other one."""
+    import json
+
+    from bench.inject.__main__ import main
+    from bench.inject.harness import site_identity
+
+    for version in ("1.0", "2.0"):
+        tree = tmp_path / "trees" / f"synthetic-{version}" / "moe_pkg"
+        tree.mkdir(parents=True)
+        (tree / "__init__.py").write_text("")
+        (tree / "layers.py").write_text(MOE)
+        (tree / "attn.py").write_text(ATTN)
+
+    def draw(out: Path, *extra: str) -> list[dict]:
+        assert main(["--trees-dir", str(tmp_path / "trees"), "--cap", "6", "--seed", "5", "--sample-only",
+                     "--no-report", "--out", str(out), "--jobs", "1", *extra]) == 0
+        return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+
+    first = draw(tmp_path / "a")
+    assert len(first) == 12 and all(r["new"] == [] and r["expected"] == [] and not r["caught_rule"] for r in first)
+    second = draw(tmp_path / "b", "--exclude-sample", str(tmp_path / "a" / "results.jsonl"))
+    assert len(second) == 12
+    taken = {site_identity(r["key"], r["version"]) for r in first}
+    lines = {(r["file"], r["qualname"], r["line"]) for r in first}
+    for r in second:
+        assert site_identity(r["key"], r["version"]) not in taken
+        assert (r["file"], r["qualname"], r["line"]) not in lines
+    # without the exclusion the same seed draws the same sample again
+    assert [r["key"] for r in draw(tmp_path / "c")] == [r["key"] for r in first]

@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.inject.harness import from_json, iter_trees, reclassify, run_package, to_json
+from bench.inject.harness import Exclusion, from_json, iter_trees, reclassify, run_package, to_json
 from bench.inject.mutate import KINDS
 from bench.inject.report import results_md, undecided_tsv
 
@@ -45,6 +45,13 @@ def main(argv: list[str] | None = None) -> int:
                          "--kinds, --missed), instead of sampling")
     ap.add_argument("--missed", action="store_true",
                     help="with --rerun: only the defects that run did not catch (rule)")
+    ap.add_argument("--exclude-sample", nargs="+", type=Path, metavar="JSONL",
+                    help="hold the sample out from earlier samples (their raw results): drop every site with the "
+                         "same key, the same file + function + line, or the same site (package-relative file + "
+                         "function + edit) in another release of the package")
+    ap.add_argument("--sample-only", action="store_true",
+                    help="only sample and classify (no lint): the raw results carry the verdicts, no findings; "
+                         "lint them later with --rerun")
     ap.add_argument("--show", metavar="KEY", nargs="+",
                     help="print the diff of these mutants (keys from the raw results) and exit")
     args = ap.parse_args(argv)
@@ -68,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     wanted = _rerun_keys(args.rerun, kinds, args.missed) if args.rerun is not None else None
     if wanted is not None and args.packages is None:
         args.packages = sorted({f"{name}=={version}" for name, version in wanted})
+    exclude = Exclusion.from_files(args.exclude_sample) if args.exclude_sample else None
     mutants = []
     packages = []
     raw = args.out / "results.jsonl"
@@ -83,12 +91,18 @@ def main(argv: list[str] | None = None) -> int:
                     continue
             packages.append(f"{tree.name} {tree.version}")
             done = run_package(tree, cap=args.cap, seed=args.seed, kinds=kinds, limit=left,
-                               jobs=args.jobs, workdir=Path(work), log=lambda s: print(s, flush=True), keys=keys)
+                               jobs=args.jobs, workdir=Path(work), log=lambda s: print(s, flush=True), keys=keys,
+                               exclude=exclude, lint=not args.sample_only)
             for m in done:  # written as each release finishes: an interrupted run still has its results
                 fh.write(json.dumps(to_json(m)) + "\n")
             fh.flush()
             mutants += done
     seconds = time.perf_counter() - start
+    if exclude is not None:
+        print("excluded (sites of earlier samples): " + ", ".join(f"{n} {why}" for why, n in exclude.dropped.items()))
+    if args.sample_only:
+        print(f"{len(mutants)} mutants sampled in {seconds:.0f}s (not linted); raw results in {raw}")
+        return 0
     text = _write_reports(mutants, command.strip(), seconds, packages, write=not args.no_report, before=args.rerun,
                           name=args.results)
     print(text.split("### Per mutation kind")[0])

@@ -412,11 +412,74 @@ def score(m: Mutant, site: Site, original_text: str, original: list[dict], mutat
     m.extras = extras
 
 
+def package_relative(path: str, version: str) -> str:
+    """A mutant's file path relative to its package root: without the release directory (`vllm_ascend-0.9.1/`,
+    `megatron_core-0.16.1/`) when the tree has one, so the same file matches across releases."""
+    head, sep, rest = path.partition("/")
+    return rest if sep and head.endswith("-" + version) else path
+
+
+def site_identity(key: str, version: str) -> str:
+    """A mutant key without the release directory: file (package-relative), function and edit."""
+    path, sep, rest = key.partition("::")
+    return package_relative(path, version) + sep + rest
+
+
+class Exclusion:
+    """The sites of earlier samples (their raw results, JSON lines), so that a new sample is held out from
+    them: a candidate is dropped when an earlier sample has the same key, the same file + function + line
+    (any kind of edit), or the same site (package-relative file + function + edit) in another release of
+    the same package."""
+
+    REASONS = ("same key", "same file+function+line", "same site in another release")
+
+    def __init__(self, rows: Iterable[dict]) -> None:
+        self.keys: set[str] = set()
+        self.lines: set[tuple[str, str, str, str, int]] = set()
+        self.identities: dict[tuple[str, str], set[str]] = {}  # (package, identity) -> versions
+        for r in rows:
+            if "key" not in r:
+                continue
+            self.keys.add(r["key"])
+            self.lines.add((r["package"], r["version"], r["file"], r["qualname"], int(r["line"])))
+            self.identities.setdefault((r["package"], site_identity(r["key"], r["version"])), set()).add(r["version"])
+        self.dropped: dict[str, int] = dict.fromkeys(self.REASONS, 0)
+
+    @classmethod
+    def from_files(cls, paths: Iterable[Path]) -> "Exclusion":
+        rows: list[dict] = []
+        for path in paths:
+            rows += [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+        return cls(rows)
+
+    def reason(self, package: str, version: str, site: Site) -> str | None:
+        """Why `site` of this release is excluded (one of REASONS), or None."""
+        if site.key in self.keys:
+            return self.REASONS[0]
+        if (package, version, site.path, site.qualname, site.line) in self.lines:
+            return self.REASONS[1]
+        if self.identities.get((package, site_identity(site.key, version)), set()) - {version}:
+            return self.REASONS[2]
+        return None
+
+    def filter(self, package: str, version: str, site_list: list[Site]) -> list[Site]:
+        kept = []
+        for s in site_list:
+            why = self.reason(package, version, s)
+            if why is None:
+                kept.append(s)
+            else:
+                self.dropped[why] += 1
+        return kept
+
+
 def run_package(tree: TreeRef, *, cap: int, seed: int, kinds: set[str] | None, limit: int | None,
                 jobs: int, workdir: Path, log=print, keys: set[str] | None = None,
-                originals: dict[str, list[dict] | str] | None = None) -> list[Mutant]:
+                originals: dict[str, list[dict] | str] | None = None, exclude: Exclusion | None = None,
+                lint: bool = True) -> list[Mutant]:
     """Sample (or, with `keys`, pick exactly those) mutants of one tree, lint each with its original and
-    score it. `originals`, when given, receives the original files' findings (or an error string)."""
+    score it. `originals`, when given, receives the original files' findings (or an error string).
+    `exclude` drops the sites of earlier samples before sampling; `lint=False` only samples and classifies."""
     t0 = time.perf_counter()
     only = {k.split("::", 1)[0] for k in keys} if keys is not None else None
     all_sites = collect_sites(tree, kinds, only)
@@ -424,6 +487,10 @@ def run_package(tree: TreeRef, *, cap: int, seed: int, kinds: set[str] | None, l
     if keys is not None:
         chosen = [s for s in all_sites if s.key in keys]
     else:
+        n_sites = len(all_sites)
+        if exclude is not None:
+            all_sites = exclude.filter(tree.name, tree.version, all_sites)
+            log(f"{tree.name}-{tree.version}: {n_sites - len(all_sites)} sites of earlier samples excluded")
         chosen = sample(all_sites, min(cap, limit) if limit else cap, seed, tree.name)
     log(f"{tree.name}-{tree.version}: {len(all_sites)} sites, {len(chosen)} sampled "
         f"({time.perf_counter() - t0:.1f}s to parse)")
@@ -443,6 +510,8 @@ def run_package(tree: TreeRef, *, cap: int, seed: int, kinds: set[str] | None, l
         loop_verdict(m, texts_lines(tree.root / s.path))
         mutants.append((m, s))
     apply_judged([m for m, _ in mutants])
+    if not lint:
+        return [m for m, _ in mutants]
     pkg_dir = Path(tempfile.mkdtemp(prefix=f"{tree.name}-", dir=workdir))
     linter = Linter(tree.root, pkg_dir)
     files = sorted({m.file for m, _ in mutants})

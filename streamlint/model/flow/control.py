@@ -490,10 +490,11 @@ class ControlFlow:
                         for name in target_names(target):
                             self.bind(s, name, value if isinstance(target, cst.Name) else None, node)
                 elif isinstance(node, cst.For):
-                    self.ev(s, node.iter)
+                    items = self.ev(s, node.iter)
                     walked = _walked(node.iter)
                     for name in target_names(node.target):
-                        self.bind(s, name, None, node)
+                        self.bind(s, name, self.placed_element(s, items) if isinstance(node.target, cst.Name)
+                                  else None, node)
                         if walked:
                             s.elem_of[name] = walked
                 else:

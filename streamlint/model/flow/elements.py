@@ -7,7 +7,9 @@ first (``[0]``), one in the middle (``[1]``) and the last (``[-1]``). Each has i
 (``self.streams[0]`` ...), so the vector clocks tell the elements apart: a fork onto every element
 followed by a join over ``streams[1:]`` / ``streams[:-1]`` / ``range(1, n)`` / ``range(n - 1)`` leaves
 one element's work unordered (SL201 at the consumer, SL205 in captured code), while a join covering
-every element orders it all. A literal list of streams (``[torch.cuda.current_stream(), side]``) is
+every element orders it all. A collection zipped with the streams (``for s, grad in zip(streams, grads)``)
+gives the element of the same position (``grads[0]`` ...), so each element's work is told apart too. A
+literal list of streams (``[torch.cuda.current_stream(), side]``) is
 iterated over its real items, so its identity is exact.
 
 Only collections known to hold streams or events take part: their assignments say so
@@ -22,11 +24,12 @@ from __future__ import annotations
 import re
 
 from streamlint._lazy import cst
-from streamlint.model.flow.values import EVal, IVal, SVal, State, TupVal
+from streamlint.model.flow.values import EVal, IVal, KVal, SVal, State, TupVal, TVal
 from streamlint.model.streams import EVENT, EVENT_LIST, STREAM, STREAM_LIST, attr_kind, kind_of_value
 from streamlint.model.walk import children
 
 FIRST, MIDDLE, LAST = "0", "1", "-1"
+VALUE = "value"  # a zipped collection that holds no streams or events
 ALL = (FIRST, MIDDLE, LAST)
 _STREAM_USES = frozenset({"wait_stream", "wait_event", "record_event"})
 _EVENT_USES = frozenset({"record", "query", "elapsed_time"})
@@ -186,8 +189,9 @@ class Elements:
             parts = []
             for tnode, arg in zip(elts, it.args):
                 inner = self._element_parts(st, arg.value, tnode, node)
-                parts.extend(inner if inner is not None else [(tnode, None, None)])
-            return parts if any(coll is not None for _t, coll, _k in parts) else None
+                # a collection walked in step with the streams: its element of the same position
+                parts.extend(inner if inner is not None else [(tnode, arg.value, VALUE)])
+            return parts if any(coll is not None and k != VALUE for _t, coll, k in parts) else None
         if isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and not it.args \
                 and it.func.attr.value in ("values", "items"):
             if it.func.attr.value == "items":
@@ -263,8 +267,23 @@ class Elements:
                 return None
             return items[0] if pos == FIRST or (pos == MIDDLE and len(items) <= 2) else \
                 items[-1] if pos == LAST else items[1]
+        if kind == VALUE:
+            return self._value_element(st, v, pos)
         key = f"{self.render(st, coll)}[{pos}]"
         return SVal(key) if kind == STREAM else EVal(key)
+
+    def _value_element(self, st: State, v: object, pos: str) -> object:
+        """The element at a representative position of a collection zipped with streams
+        (``for s, grad in zip(self.comm_streams, grads)``): a view of that element's part of a tracked
+        tensor, the element's place in a collection of untracked type (``grads[0]``: a tensor once an op
+        writes it), else nothing known."""
+        if isinstance(v, TVal) and not self.is_host(st, v):
+            view = self.new_tensor(st, v.sid, v.vid)
+            view.part = pos
+            return view
+        if isinstance(v, KVal) and not v.key.startswith("<"):
+            return KVal(f"{v.key}[{pos}]", v.glob, v.opaque)
+        return None
 
 
 def _unpacked(target: cst.BaseExpression, n: int) -> list[cst.BaseExpression] | None:

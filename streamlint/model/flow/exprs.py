@@ -70,6 +70,9 @@ if TYPE_CHECKING:
 # reduces its input in place and the wrapper returns it
 _ALL_REDUCE = re.compile(r"(^|_)all_reduce$")
 
+# In-place methods that set a flag of a tensor or a module, no kernel: they make nothing a tensor.
+_FLAG_SETTERS = frozenset({"requires_grad_", "share_memory_", "retain_grad_"})
+
 # Methods only streams, events and tensors have: on a receiver the model cannot resolve (a class attribute of
 # another class, ``Base.quant_stream``), still the ordering they name, never a project function.
 STREAM_ORDERING_METHODS = frozenset({"wait_stream", "wait_event", "record_event", "record_stream"})
@@ -181,6 +184,8 @@ class Expressions:
         walked: set[int] = set()
         while f is not None:
             it = self.ev(st, f.iter)
+            if isinstance(it, KVal) and it.opaque:  # a collection whose elements a tensor op wrote (`grads`)
+                it = next(iter(self.tensors(st, it)), it)
             element = self.new_tensor(st, it.sid, it.vid) if isinstance(it, TVal) and f.inner_for_in is None \
                 and isinstance(f.target, cst.Name) and not self.is_host(st, it) else None
             if element is not None:
@@ -460,8 +465,11 @@ class Expressions:
             return self.op(st, e, reads)  # e.g. host_batches[i].to(device): a new tensor on this stream
         if not tensors:
             _, reads, writes = self.call_args(st, e)
-            if recv is None and name.endswith("_") and not name.startswith("_") and not writes:
-                writes = [recv]  # `p.data.copy_(src)` on an unknown value: in-place tensor work queued here
+            if (recv is None or isinstance(recv, KVal) and recv.opaque) and not writes \
+                    and name.endswith("_") and not name.startswith("_") and name not in _FLAG_SETTERS:
+                # `p.data.copy_(src)` on an unknown value: in-place tensor work queued here; on a place reached
+                # from a parameter (`bucket.data.div_(n)`) it makes that place a tensor (Storages.place)
+                writes = [recv]
             if writes:
                 self.op(st, e, reads, writes, result=False)
                 return None

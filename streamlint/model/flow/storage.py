@@ -33,6 +33,9 @@ from streamlint.model.lifetimes import module_constant
 from streamlint.model.tensors import host_attr
 
 
+_ELEMENT = re.compile(r"[^\[]*\[\s*(-?\d+)\s*\]")
+
+
 class Storages:
     """Storages, tensor accesses, races and lifetimes (mixin of :class:`~streamlint.model.flow.interp.Interp`).
 
@@ -82,7 +85,11 @@ class Storages:
         if sid is None:
             sid = self.new_storage(st, "long", MAIN, base_key, None).sid
             st.long[base_key] = sid
-        return self.new_tensor(st, sid)
+        tv = self.new_tensor(st, sid)
+        element = _ELEMENT.match(key)
+        if element is not None:  # `bufs[0]`, or a representative element `grads[-1]`: that element's part
+            tv.part = element.group(1)
+        return tv
 
     # ---- tensor accesses
     def tensors(self, st: State, v: object) -> list[TVal]:
@@ -96,7 +103,25 @@ class Storages:
         if isinstance(v, KVal) and not v.opaque and self.kind_of(st, v) is None and not v.key.startswith("<") \
                 and not self.host_attribute(v):
             return [self.long_tensor(st, v.key)]
+        if isinstance(v, KVal) and v.opaque and v.key.split("[", 1)[0] in st.long:
+            return [self.long_tensor(st, v.key)]  # a place a tensor op wrote earlier (:meth:`place`)
         return []
+
+    def placed_element(self, st: State, v: object) -> KVal | None:
+        """An element of a collection of untracked type whose elements a tensor op wrote (``for g in grads``
+        after ``dist.all_reduce(grads[0])``): a place of the same storage, else nothing known."""
+        if isinstance(v, KVal) and v.opaque and v.key.split("[", 1)[0] in st.long:
+            return KVal(f"{v.key}[:]", v.glob, True)
+        return None
+
+    def place(self, st: State, v: object) -> object:
+        """A value of untracked type that a tensor op writes (``dist.all_reduce(bucket.data)``,
+        ``p.grad.copy_(...)``, ``torch.add(a, b, out=buffers[i])``) is a tensor: from then on the place (the
+        attribute / element chain it was reached by) is a long-lived storage like a ``self.*`` tensor, so a
+        side-stream write of it orders (and races with) its later uses whatever object holds it."""
+        if isinstance(v, KVal) and v.opaque and not v.key.startswith("<") and self.kind_of(st, v) is None:
+            return self.long_tensor(st, v.key)
+        return v
 
     def host_attribute(self, v: KVal) -> bool:
         """``self.<attr>`` holding a host value (a name, a port: :func:`~streamlint.model.tensors.host_attr`), a
@@ -122,7 +147,7 @@ class Storages:
         t = self.tick()
         s = st.cur
         rs = [tv for v in reads for tv in self.tensors(st, v)]
-        ws = [tv for v in writes for tv in self.tensors(st, v)]
+        ws = [tv for v in writes for tv in self.tensors(st, self.place(st, v))]
         if read_writes:
             rs += ws
         know = st.know(s)

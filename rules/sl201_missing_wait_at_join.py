@@ -1,6 +1,7 @@
 from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.apis import STREAM_MARKERS
 from streamlint.model.dataflow import EarlyRecord, Race, file_flows, path_tag
+from streamlint.model.flow.protocols import DroppedEvent, dropped_events
 from streamlint.model.flow.results import FunctionFlow
 from streamlint.model.streams import MAIN, entry_stream_name, stream_expr, stream_label
 from streamlint.model.waits import partial_joins
@@ -95,6 +96,12 @@ class MissingWaitAtJoin(Rule):
                 confidence = Confidence.MEDIUM
                 hint += (f"; `{race.caller_stream}` is a parameter: this assumes the caller passes a stream other "
                          "than its current one")
+            elif race.protocol is not None:
+                confidence = Confidence.MEDIUM
+                hint += (f"; it is written in `{race.protocol}()` of the same class, which leaves it on "
+                         f"{stream_label(race.src, main)} for a later reader: this assumes `{race.protocol}()` "
+                         "ran before this method, as the class's protocol (an event recorded after the write, a "
+                         "join in its other readers) implies")
             elif race.handshake:
                 confidence = Confidence.MEDIUM
                 hint += ("; the host waits for another thread in between (a threading handshake): this assumes "
@@ -126,6 +133,10 @@ class MissingWaitAtJoin(Rule):
                                  else f"the elements of `{join.collection}` each carry `{join.field}`, an event "
                                       "recorded after their device work")
                            + ": iterate over every element (the left-out event's work is otherwise never joined)")
+
+        for cls in ctx.file.classes.values():
+            for drop in dropped_events(ctx.project, ctx.file, cls):
+                _report_dropped(ctx, drop)
 
     VALID = [
         Valid(
@@ -165,6 +176,21 @@ class MissingWaitAtJoin(Rule):
             line=12,
         ),
     ]
+
+
+def _report_dropped(ctx: RuleContext, drop: DroppedEvent) -> None:
+    """An event of the object tested and dropped with no wait (model: ``protocols.dropped_events``)."""
+    tag = path_tag(ctx.project, ctx.file, drop.method)
+    recorder = drop.recorder.node.name.value
+    ctx.report(drop.node,
+               first_line(f"`{drop.event}` is dropped with no wait: the work `{recorder}()` recorded it after is "
+                          f"never joined [{tag}]",
+                          f"`{drop.event}` is dropped with no wait on it [{tag}]"),
+               confidence=Confidence.MEDIUM,
+               related=[Location(ctx.file.path, ctx.file.span(drop.record), f"recorded here, in `{recorder}()`")],
+               hint=(f"wait on it before dropping it (`current_stream().wait_event({drop.handle})` or "
+                     f"`{drop.handle}.wait()`): it is the class's only handle on that work; this assumes the "
+                     "caller reads what that work produced after this call"))
 
 
 def _report_early(ctx: RuleContext, fn, early: EarlyRecord) -> None:
@@ -251,6 +277,8 @@ def _related(ctx: RuleContext, race: Race) -> list[Location]:
     if race.producer is None:
         return []
     label = "read here" if race.kind == "write-after-read" else "produced here"
+    if race.protocol is not None:
+        label = f"produced here, in `{race.protocol}()`"
     return [Location(ctx.file.path, ctx.file.span(race.producer), label)]
 
 

@@ -59,7 +59,8 @@ from streamlint.model.file import FileModel, FunctionInfo
 from streamlint.model.paths import native_mode
 from streamlint.model.flow.calls import wait_self_expr
 from streamlint.model.flow.effects import calls_stream_work, inherited_modes
-from streamlint.model.flow.interp import Interp
+from streamlint.model.flow.interp import Interp, run_producer
+from streamlint.model.flow.protocols import protocol_inputs
 from streamlint.model.flow.results import EMPTY_FLOW, EarlyRecord, FunctionFlow, Lifetime, Race, Unjoined, ViewEscape
 from streamlint.model.flow.values import AnalysisBudgetExceeded, flow_config
 from streamlint.model.streams import MAIN, derived, stream_label
@@ -117,9 +118,12 @@ def function_flow(project: Project, file: FileModel, fn: FunctionInfo, *, explic
         return cache[key]
     cache[key] = EMPTY_FLOW
     own_work = _has_stream_work(project, file, fn)
-    if not own_work and not calls_stream_work(project, file, fn, _has_stream_work):
-        return EMPTY_FLOW
     modes = function_modes(project, file, fn)
+    if not own_work and not calls_stream_work(project, file, fn, _has_stream_work):
+        # no stream work of its own: only a class protocol's pending writes it reads (protocols.py)
+        modes = frozenset(m for m in (modes or {native_mode(file, fn)}) if protocol_inputs(project, file, fn, m, run_producer))
+        if not modes:
+            return EMPTY_FLOW
     if not modes and not own_work:  # only its helpers' stream work: their path is its path
         modes = inherited_modes(project, file, fn, _has_stream_work, function_modes)
     races: dict = {}

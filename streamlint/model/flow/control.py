@@ -213,6 +213,8 @@ class ControlFlow:
         elif isinstance(target, cst.Attribute):
             self.escape(st, v, into=target)
             key = self.render(st, target)
+            if key.startswith("self."):  # what the object holds at the exits (a class protocol's producer)
+                self.field_writes.setdefault(key, []).extend(tv.sid for tv in self.tensors(st, v))
             if st.assume:
                 for k in [k for k in st.assume if key in k]:
                     del st.assume[k]

@@ -16,10 +16,11 @@ from streamlint.model.flow.escapes import EventEscapes
 from streamlint.model.flow.hostreads import HostReads
 from streamlint.model.flow.exprs import Expressions
 from streamlint.model.flow.orderings import Orderings
+from streamlint.model.flow.protocols import protocol_inputs, seed
 from streamlint.model.flow.results import EarlyRecord, Lifetime, Race, Unjoined, ViewEscape
 from streamlint.model.flow.storage import Storages
 from streamlint.model.flow.syncops import SyncMethods
-from streamlint.model.flow.values import Access, EVal, FlowConfig, KVal, SVal, State
+from streamlint.model.flow.values import AnalysisBudgetExceeded, Access, EVal, FlowConfig, KVal, SVal, State, flow_config
 from streamlint.model.streams import EVENT, MAIN, STREAM
 from streamlint.model.tensors import param_kinds
 
@@ -65,6 +66,8 @@ def _last_simple(body: list) -> cst.CSTNode | None:
 class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, Elements, EventEscapes, HostReads):
     """Path-sensitive abstract interpretation of one function body in program order."""
 
+    protocol_seed = True  # seed the fields other methods of the class leave on a side stream (protocols.py)
+
     def __init__(self, project: Project, file: FileModel, fn: FunctionInfo, cfg: FlowConfig) -> None:
         self.project = project
         self.file = file
@@ -105,6 +108,9 @@ class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, 
         self.handshake_time = -1  # the last host handshake with another thread (``train_flag.wait()``)
         self.handshake_forks: frozenset[str] = frozenset()  # streams its signallers fork before they signal
         self.own_withs = _class_withs(file, fn)
+        self.exits: list[State] = []  # the states at the function's exits (a class protocol's producer summary)
+        self.field_writes: dict[str, list[int]] = {}  # `self.x = t`: the storages assigned to each field
+        self.protocol_sources: dict[int, str] = {}  # storage -> the method that left it on a side stream
 
     @property
     def entry(self) -> bool:
@@ -189,6 +195,8 @@ class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, 
                 S = self.new_storage(st, "arg", MAIN, name, Access(MAIN, 0, None, {}))
             st.env[name] = self.new_tensor(st, S.sid)
         self.bind_star_args(st)
+        if self.protocol_seed:
+            seed(self, st, protocol_inputs(self.project, self.file, self.fn, self.cfg.mode, run_producer))
         for stream in own:
             self.wait_stream(st, stream, MAIN)  # forked by every caller (or when it was parked on the object)
         if deferred:  # the caller produced these after its fork: the fork does not order them
@@ -199,6 +207,19 @@ class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, 
         body = self.fn.node.body.body if isinstance(self.fn.node.body, cst.IndentedBlock) else []
         last = _last_simple(body)
         for s in self.block(body, [st]):
+            self.exits.append(s)
             if not s.done:
                 self.unjoined_escape(s, None, last)
                 self.finalize(s)
+
+
+def run_producer(project: Project, file: FileModel, fn: FunctionInfo, mode: str) -> Interp | None:
+    """Run a method on its own to read what it leaves on the object at its exits (a class protocol's
+    producer, :mod:`~streamlint.model.flow.protocols`); None when the analysis gives up on it."""
+    interp = Interp(project, file, fn, flow_config(mode, False, False))
+    interp.protocol_seed = False
+    try:
+        interp.run()
+    except (RecursionError, AnalysisBudgetExceeded):
+        return None
+    return interp

@@ -25,6 +25,7 @@ class Race:
     replay: bool = False  # this "use" is a graph replay reading what it captured (assumed a static input)
     handshake: bool = False  # the host waited for another thread (``flag.wait()``) between the two accesses
     caller_stream: str | None = None  # the other side is the current stream and this one a stream parameter
+    protocol: str | None = None  # the earlier write is another method's (a class protocol): that method's name
 
 
 @dataclass(frozen=True)

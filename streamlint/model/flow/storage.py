@@ -241,10 +241,14 @@ class Storages:
         if earlier.time < self.handshake_time and earlier.stream == MAIN \
                 and s.rsplit(".", 1)[-1] in self.handshake_forks:
             return  # the thread that woke this one forked ``s`` from the current stream before it signalled
+        protocol = self.protocol_sources.get(S.sid) if S.last_write is earlier else None
+        if protocol is not None and (kind != "read" or replay):
+            return  # a class protocol says who must join before a read, not what a later write may do
         if key not in self.races:
             self.races[key] = Race(kind, self.anchor, name, earlier.stream, s, earlier.node,
                                    S.kind == "arg" and earlier.time <= self.entry_time, self.cfg.mode, escape, body,
-                                   replay, earlier.time < self.handshake_time, self.caller_stream(earlier.stream, s))
+                                   replay, earlier.time < self.handshake_time, self.caller_stream(earlier.stream, s),
+                                   protocol)
 
     def caller_stream(self, a: str, b: str) -> str | None:
         """The stream parameter of a race between it and the entry stream: the caller may pass its own

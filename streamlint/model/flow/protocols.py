@@ -1,0 +1,334 @@
+"""Stream protocols on object state across the methods of a class (issue 16 §3, "Caller protocols",
+"Streams the way training frameworks hold them").
+
+Training and serving code keeps its streams, events and buffers on ``self``: ``prefetch()`` / ``start()``
+/ ``reload()`` forks work onto ``self.stream`` that writes ``self.buf`` (and records ``self.event``
+after it), and ``get()`` / ``forward()`` / ``finish()`` later reads ``self.buf`` on the current stream,
+after ``current_stream().wait_stream(self.stream)`` or a wait on ``self.event``. The order of the two
+calls is the caller's, so neither method alone shows the race.
+
+This module summarises, per class, what each method leaves on a side stream for the others: it runs the
+interpreter on every method with a side-stream scope (the *producer*) and keeps, at its exit, the
+``self.*`` fields whose last write is queued on a stream the current stream has not joined (with the
+``self.*`` events recorded after that write). A *consumer* method reading such a field is then analysed
+with the producer's write pending at its entry (:meth:`Interp.run` seeds it): a read with no join on that
+path is a race (SL201, medium confidence: the order of the calls is assumed from the protocol).
+
+Only when the class's own protocol says the join is expected in the consumer (precision first):
+
+* the producer records a ``self.*`` event after the write (someone is meant to wait on it), or another
+  consumer of the field joins the producing stream (or that event) before its own read;
+* no method of the class that does not read the field joins the stream or the event (a dedicated join
+  step, ``wait()``, that the caller runs between the two: the order is then the caller's, unknowable
+  here), and no code outside the class reaches the stream or the event (``obj.event.wait()``,
+  ``return self.event``: the join is handed out);
+* the consumer is not the producer itself, nor ``__init__``.
+
+The join step itself is checked too (:func:`dropped_events`): a method that tests the object's event (or
+an event taken from the object's container, ``ev = self.events.get(k)``) and then drops it (``self.event
+= None``, ``self.events[k] = None``) with no wait, no host synchronisation and without handing it on,
+while another method records that event after its work, leaves that work joined by nobody.
+
+Not done: module-global streams and buffers, fields of another object (``self.tier.buf``), values a
+method returns from a side stream to its caller (the caller's side of the protocol).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+from streamlint._lazy import cst
+from streamlint.model import apis
+from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
+from streamlint.model.flow.values import Access, ordered_before
+from streamlint.model.streams import MAIN, derived
+
+if TYPE_CHECKING:
+    from streamlint.model.project import Project
+
+
+Runner = Callable[["Project", FileModel, FunctionInfo, str], Any]
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A ``self.*`` field a producer method leaves written on a side stream nothing joined."""
+
+    field: str  # ``self.buf``
+    stream: str  # the stream key of the write (``self.copy_stream``)
+    producer: FunctionInfo
+    node: cst.CSTNode | None  # the write (a statement of the producer)
+    events: tuple[str, ...]  # ``self.*`` events recorded after the write, on its stream
+
+
+_JOINS = ("wait_stream", "wait_event", "wait", "synchronize", "query")
+# calls that take a stream or an event without handing it to anyone: joins, records, stream scopes
+_STREAM_CALLS = frozenset((*_JOINS, "record_event", "record", "stream", "use_stream", "StreamContext"))
+
+
+def _norm(code: str) -> str:
+    return code.replace('"', "'").replace(" ", "")
+
+
+def _joined_keys(file: FileModel, fn: FunctionInfo) -> set[str]:
+    """The streams and events ``fn`` joins by their text: ``x.wait_stream(S)``, ``x.wait_event(E)``,
+    ``E.wait()`` / ``E.synchronize()`` / ``E.query()``, ``S.synchronize()``."""
+    out: set[str] = set()
+    for site in fn.calls:
+        if site.method not in _JOINS:
+            continue
+        node = site.node
+        if site.method in ("wait_stream", "wait_event") and node.args:
+            out.add(_norm(file.code(node.args[0].value)))
+        elif isinstance(node.func, cst.Attribute):
+            out.add(_norm(file.code(node.func.value)))
+    return out
+
+
+def _syncs_device(fn: FunctionInfo, file: FileModel) -> bool:
+    """``torch.cuda.synchronize()`` / ``torch.npu.synchronize()`` (a device-wide host synchronisation)."""
+    return any(site.method == "synchronize" and isinstance(site.node.func, cst.Attribute)
+               and file.code(site.node.func.value).split(".")[-1] in ("cuda", "npu", "torch", "accelerator")
+               for site in fn.calls)
+
+
+def _mentions(file: FileModel, fn: FunctionInfo, field: str) -> bool:
+    return re.search(rf"{re.escape(field)}\b(?!\s*=[^=])", file.code(fn.node.body)) is not None
+
+
+def _reached_outside(project: Project, file: FileModel, cls: ClassInfo, attr: str) -> bool:
+    """Does code outside ``self`` reach the attribute ``attr`` (``obj.attr``, ``h.attr[i]``), anywhere in the
+    project, or does a method of the class return it or pass it on?"""
+    memo = derived(project, "protocol_reached_outside")
+    key = (id(cls), attr)
+    if key in memo:
+        return memo[key]
+    pattern = re.compile(rf"(?<![\w.])(?!(?:self|cls)\b)[A-Za-z_]\w*(?:\[[^\]]*\])?\.{re.escape(attr)}\b"
+                         rf"(?!\s*\()(?!(?:\[[^\]]*\])?\s*=(?!=))")  # a store from outside is one more producer
+    own = re.compile(rf"(?:return|yield)\b[^\n]*\bself\.{re.escape(attr)}\b|(\w+)\(\s*self\.{re.escape(attr)}\s*[,)]")
+    found = False
+    marker = (f".{attr}".encode(),)
+    for path in project.all_files():  # the class's module and the modules naming the class hold its objects
+        if not project.may_contain(path, marker) or path != file.path \
+                and not project.may_contain(path, (cls.name.encode(),)):
+            continue
+        data = project._bytes(path)
+        if data is None:
+            continue
+        text = data.decode("utf-8", "replace")
+        if pattern.search(text):
+            found = True
+            break
+    if not found:
+        module = cst.Module([])
+        body = module.code_for_node(cls.node)
+        found = any(m.group(1) not in _STREAM_CALLS for m in own.finditer(body))
+    memo[key] = found
+    return found
+
+
+def _producer_pending(project: Project, file: FileModel, fn: FunctionInfo, mode: str, runner: Runner) -> list[Pending]:
+    """Run ``fn`` and keep the ``self.*`` fields it leaves on a side stream, unjoined on every exit path that
+    writes them there."""
+    interp = runner(project, file, fn, mode)
+    if interp is None:
+        return []
+    found: dict[str, Pending | None] = {}
+    for st in interp.exits:
+        know = st.know(MAIN)
+        fields = {k: sid for k, sids in interp.field_writes.items()
+                  for sid in [next((i for i in reversed(sids) if i in st.stores), None)] if sid is not None}
+        fields.update({k: sid for k, sid in st.long.items() if k.startswith("self.") and k not in fields})
+        for field, sid in fields.items():
+            S = st.stores.get(sid)
+            lw = S.last_write if S is not None and S.kind != "host" else None
+            if lw is None or lw.stream == MAIN or lw.time == 0 or "." not in field:
+                continue
+            if ordered_before(lw, know) or not lw.stream.startswith("self.") or "[" in field:
+                found[field] = None  # joined on this path (or not a stream of the object's)
+                continue
+            events = tuple(sorted(k for k, snap in st.events.items()
+                                  if k.startswith("self.") and snap.get(lw.stream, -1) >= lw.time))
+            old = found.get(field, 0)
+            if old is None:
+                continue
+            if old and (old.stream != lw.stream):
+                found[field] = None
+                continue
+            found[field] = Pending(field, lw.stream, fn, lw.node, events)
+    return [p for p in found.values() if p]
+
+
+def class_pending(project: Project, file: FileModel, cls: ClassInfo, mode: str, runner: Runner) -> list[Pending]:
+    """Every field some method of ``cls`` leaves written on a side stream of the object, unjoined."""
+    memo = derived(project, "class_pending")
+    key = (id(cls), mode)
+    if key in memo:
+        return memo[key]
+    memo[key] = []
+    out: list[Pending] = []
+    for m in cls.methods.values():
+        if m.params[:1] != ("self",) or not any(
+                project.scope_use(file, site).roles() & apis.STREAM_SCOPE_ROLES for site in m.scopes):
+            continue  # no side-stream scope of its own
+        out += _producer_pending(project, file, m, mode, runner)
+    memo[key] = out
+    return out
+
+
+def protocol_inputs(project: Project, file: FileModel, fn: FunctionInfo, mode: str, runner: Runner) -> list[Pending]:
+    """The producers' pending writes ``fn`` reads while the class's protocol expects it to join them.
+    ``runner`` runs the interpreter on a producer method with no seeding of its own (None: it gave up)."""
+    cls = file.classes.get(fn.class_name or "")
+    if cls is None or cls.methods.get(fn.node.name.value) is not fn or fn.params[:1] != ("self",) \
+            or fn.node.name.value == "__init__" or mode not in ("eager", "cuda"):
+        return []
+    memo = derived(project, "protocol_inputs")
+    key = (id(fn), mode)
+    if key in memo:
+        return memo[key]
+    memo[key] = []
+    pending = [p for p in class_pending(project, file, cls, mode, runner) if p.producer is not fn
+               and _mentions(file, fn, p.field)]
+    out = [p for p in pending if _expected(project, file, cls, fn, p)]
+    memo[key] = out
+    return out
+
+
+def _expected(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInfo, p: Pending) -> bool:
+    """Does the class's protocol expect ``fn`` to join ``p`` before reading it?"""
+    keys = {_norm(p.stream), *(_norm(e) for e in p.events)}
+    evidence = bool(p.events)
+    for m in cls.methods.values():
+        if m is fn or m is p.producer:
+            continue
+        joins = _joined_keys(file, m)
+        if not joins & keys and not _syncs_device(m, file):
+            continue
+        if not _mentions(file, m, p.field):
+            return False  # a join step that reads nothing: the caller orders the calls
+        evidence = True  # another consumer joins before its read
+    if not evidence:
+        return False
+    for key in keys:
+        if key.startswith("self.") and key.count(".") == 1 and _reached_outside(project, file, cls, key[5:]):
+            return False
+    return True
+
+
+def seed(interp, st, pending: list[Pending]) -> None:
+    """At the consumer's entry: each pending field's write queued on its stream (a previous call of the
+    producer), the events recorded after it, the stream's work known to a device synchronisation."""
+    for p in pending:
+        t = interp.tick()
+        S = interp.new_storage(st, "long", MAIN, p.field, Access(p.stream, t, p.node, {p.stream: t}))
+        st.long[p.field] = S.sid
+        interp.protocol_sources[S.sid] = p.producer.node.name.value
+        st.last_op[p.stream] = max(st.last_op.get(p.stream, 0), t)
+        for e in p.events:
+            st.events[e] = {p.stream: t}
+
+
+@dataclass(frozen=True)
+class DroppedEvent:
+    """A method that tests an event of the object and drops it (``self.event = None``) without a wait."""
+
+    method: FunctionInfo
+    node: cst.CSTNode  # the ``self.event = None`` statement
+    event: str  # ``self.event``, ``self.events[k]``
+    handle: str  # what a wait would take: ``self.event``, the local name the slot was read into
+    recorder: FunctionInfo  # a method recording it after work
+    record: cst.CSTNode
+
+
+def _records(file: FileModel, fn: FunctionInfo, event: str) -> cst.CSTNode | None:
+    """A record of ``event`` in ``fn``: ``event.record(...)``, ``s.record_event(event)``, ``event =
+    s.record_event()``."""
+    for site in fn.calls:
+        node = site.node
+        if site.method == "record" and isinstance(node.func, cst.Attribute) and _norm(file.code(node.func.value)) == event:
+            return node
+        if site.method == "record_event" and node.args and _norm(file.code(node.args[0].value)) == event:
+            return node
+    for a in fn.assigns:
+        if _norm(a.target) == event and isinstance(a.value, cst.Call) and isinstance(a.value.func, cst.Attribute) \
+                and a.value.func.attr.value == "record_event":
+            return a.node
+    return None
+
+
+def dropped_events(project: Project, file: FileModel, cls: ClassInfo) -> list[DroppedEvent]:
+    """Events of the object that one method records after its work (the join handle of that work) and
+    another method, having tested the event, drops (``if self.ev is not None: ...; self.ev = None``)
+    with no wait on it, no host synchronisation, and without handing it on: the recorded work is then
+    never joined. Silent when code outside the class can reach the event."""
+    memo = derived(project, "dropped_events")
+    if id(cls) in memo:
+        return memo[id(cls)]
+    memo[id(cls)] = []
+    out: list[DroppedEvent] = []
+    for m in cls.methods.values():
+        if m.params[:1] not in (("self",), ("cls",)) or m.node.name.value == "__init__":
+            continue
+        out += _dropped_slots(project, file, cls, m)
+        if m.params[:1] != ("self",):
+            continue
+        for a in m.assigns:
+            event = _norm(a.target)
+            if not (event.startswith("self.") and event.count(".") == 1 and isinstance(a.value, cst.Name)
+                    and a.value.value == "None"):
+                continue
+            if not any(event in _norm(file.code(g.test)) for g in a.guards) or _records(file, m, event) is not None:
+                continue  # not a test-then-drop of a handle (a reset), or it records the event itself
+            if event in _joined_keys(file, m) or _syncs_device(m, file) or _passed_on(file, m, event):
+                continue
+            recorder = next(((r, node) for r in cls.methods.values() if r is not m
+                             for node in [_records(file, r, event)] if node is not None), None)
+            if recorder is None or _reached_outside(project, file, cls, event[5:]):
+                continue
+            out.append(DroppedEvent(m, a.node, event, event, recorder[0], recorder[1]))
+    memo[id(cls)] = out
+    return out
+
+
+def _passed_on(file: FileModel, fn: FunctionInfo, event: str, local: bool = False) -> bool:
+    """Does ``fn`` hand the event (``self.x``, or a local name) on: an argument of a call other than a
+    join or a record, bound to a name, stored elsewhere, returned?"""
+    text = file.code(fn.node.body)
+    ref = rf"\b{re.escape(event)}" if local else rf"\bself\.{re.escape(event[5:])}"
+    if re.search(rf"(?:return|yield)\b[^\n]*{ref}\b", text) \
+            or re.search(rf"=\s*{ref}\b(?!\s*(?:is|==|!=|\.|\[))", text):
+        return True
+    return any(m.group(1) not in _STREAM_CALLS for m in re.finditer(rf"(\w+)\([^()]*{ref}\b", text))
+
+
+def _dropped_slots(project: Project, file: FileModel, cls: ClassInfo, m: FunctionInfo) -> list[DroppedEvent]:
+    """The container form: ``ev = self.events.get(k)`` (or ``self.events[k]``), then under a test of ``ev``
+    the slot is cleared (``self.events[k] = None``) with no wait on ``ev``, while a method of the class
+    stores an event recorded after work in that container (``self.events[k] = s.record_event()``)."""
+    out: list[DroppedEvent] = []
+    holder = m.params[0]
+    for a in m.assigns:
+        target = a.node.targets[0].target if isinstance(a.node, cst.Assign) and len(a.node.targets) == 1 else None
+        if not (isinstance(target, cst.Subscript) and isinstance(a.value, cst.Name) and a.value.value == "None"):
+            continue
+        container = _norm(file.code(target.value))
+        if not container.startswith(holder + ".") or container.count(".") != 1:
+            continue
+        names = [n for n, values in m.name_assigns.items() if n not in m.all_params and values and all(
+            _norm(file.code(v)).startswith((container + ".get(", container + "[")) for v in values)]
+        ev = next((n for n in names if any(re.search(rf"\b{n}\b", file.code(g.test)) for g in a.guards)), None)
+        if ev is None or ev in _joined_keys(file, m) or _syncs_device(m, file) or _passed_on(file, m, ev, local=True):
+            continue
+        attr = container.split(".", 1)[1]
+        recorder = next(((x.function, x.node) for x in file.assigns  # its methods', or code naming the class
+                         if x.function is not None and x.function is not m
+                         and x.target.split("[", 1)[0] in (f"self.{attr}", f"cls.{attr}", f"{cls.name}.{attr}")
+                         and (x.target.startswith(f"{cls.name}.") or x.function.class_name == cls.name)
+                         and "record_event(" in file.code(x.value)), None)
+        if recorder is None or _reached_outside(project, file, cls, attr):
+            continue
+        out.append(DroppedEvent(m, a.node, file.code(target), ev, recorder[0], recorder[1]))
+    return out

@@ -70,6 +70,15 @@ if TYPE_CHECKING:
 
 
 def _has_stream_work(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
+    """Does ``fn`` do stream work itself (asked of every callee at every call site: cached per function)?"""
+    memo = derived(project, "stream_work")
+    found = memo.get(id(fn))
+    if found is None or found[0] is not fn:
+        found = memo[id(fn)] = (fn, _stream_work(project, file, fn))
+    return found[1]
+
+
+def _stream_work(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
     for site in fn.scopes:
         roles = project.scope_use(file, site).roles()
         if roles & (apis.STREAM_SCOPE_ROLES | {Role.GRAPH_CAPTURE}):

@@ -218,6 +218,10 @@ def _every_path_flow(project: Project, file: FileModel, fn: FunctionInfo, explic
         except (RecursionError, AnalysisBudgetExceeded):
             return EMPTY_FLOW
         runs.append(interp)
+        if not runs[0].view_escapes and not (
+                set.intersection(*({(id(r.node), r.name) for r in i.races.values()} for i in runs))
+                or set.intersection(*({id(x.node) for x in i.lifetimes.values()} for i in runs))):
+            return EMPTY_FLOW  # nothing found on every path so far: the other paths cannot add to it
     common = set.intersection(*({(id(r.node), r.name) for r in i.races.values()} for i in runs))
     races = tuple(r for r in runs[0].races.values() if (id(r.node), r.name) in common)
     common_l = set.intersection(*({id(x.node) for x in i.lifetimes.values()} for i in runs))

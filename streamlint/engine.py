@@ -71,6 +71,23 @@ def parse_source(path: str, data: bytes, module_name: str, is_package: bool,
     return ParsedFile(source, model, tree)
 
 
+def _no_validation(self: object) -> None:
+    return None
+
+
+def _parse_unvalidated(text: str) -> "cst.Module":
+    """``cst.parse_module`` without LibCST's per-node validation (``CSTNode.__post_init__`` checks each node
+    as it is built: about a quarter of a parse). The parser only builds valid trees, so the tree is the same;
+    node construction elsewhere (fixes) is validated as before once the parse returns."""
+    node = cst.CSTNode
+    validate = node.__dict__["__post_init__"]
+    node.__post_init__ = _no_validation
+    try:
+        return cst.parse_module(text)
+    finally:
+        node.__post_init__ = validate
+
+
 def _parse_source(path: str, data: bytes, profiler: Profiler | None = None) \
         -> "ParsedFile | tuple[SourceFile, cst.Module, ast.Module | None]":
     try:
@@ -93,7 +110,7 @@ def _parse_source(path: str, data: bytes, profiler: Profiler | None = None) \
     except ValueError as exc:
         return ParsedFile(source, None, None, ParseFailure(f"cannot parse: {exc}"))
     try:
-        module = cst.parse_module(source.text)
+        module = _parse_unvalidated(source.text)
     except cst.ParserSyntaxError as exc:
         if ast_error is not None:
             return ParsedFile(source, None, None, ParseFailure(

@@ -519,3 +519,42 @@ def test_the_byte_test_of_the_caller_search_keeps_every_module_whose_summary_may
                 checked += 1
                 assert _may_call_bytes(data, name.encode()), (name, data[:200])
     assert checked > 1000
+
+
+NAMESAKE = '''\
+"""A second host cache with methods of the same names; its docs show the call: `mgr.offload(kv, ids, 0, s)`."""
+
+
+class DiskKVManager:
+    def offload(self, kv_device, slot_ids, layer_idx, stream):
+        return None  # writes nothing yet: offload( is a name here, not a call
+
+    def gather(self, kv_device, slot_ids, stream):
+        return kv_device
+'''
+
+
+def test_the_call_site_search_parses_only_modules_that_may_call_the_function(tmp_path: Path) -> None:
+    """``current_stream_params`` looks for every call of ``HostKVManager.offload``: modules that only define a
+    method of that name or spell the call in a docstring are ruled out by their summary, not parsed with
+    LibCST, and the findings are those of the project without them."""
+    import shutil
+
+    src = Path(__file__).resolve().parent.parent / "fixtures" / "projects" / "sl201_stream_argument_call_sites"
+    plain, noisy = tmp_path / "plain", tmp_path / "noisy"
+    shutil.copytree(src, plain)
+    shutil.copytree(src, noisy)
+    for i in range(8):
+        write(noisy, f"kvoffload/disk/d{i}.py", NAMESAKE)
+    write(noisy, "kvoffload/disk/__init__.py", "")
+
+    def lint(root: Path):
+        engine = engine_for(root)
+        found = [(f.code, f.span.start_line, f.message) for f in engine.lint_file(str(root / "kvoffload" / "manager.py")).findings]
+        return engine, sorted(found)
+
+    _, expected = lint(plain)
+    engine, found = lint(noisy)
+    assert found == expected and expected
+    parsed = {os.path.relpath(p, noisy) for p in engine._parsed}
+    assert not {p for p in parsed if "disk" in p}, sorted(parsed)

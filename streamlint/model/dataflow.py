@@ -71,6 +71,15 @@ if TYPE_CHECKING:
 
 
 def _has_stream_work(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
+    """Does ``fn`` do stream work itself (asked of every callee at every call site: cached per function)?"""
+    memo = derived(project, "stream_work")
+    found = memo.get(id(fn))
+    if found is None or found[0] is not fn:
+        found = memo[id(fn)] = (fn, _stream_work(project, file, fn))
+    return found[1]
+
+
+def _stream_work(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
     for site in fn.scopes:
         roles = project.scope_use(file, site).roles()
         if roles & (apis.STREAM_SCOPE_ROLES | {Role.GRAPH_CAPTURE}):
@@ -208,6 +217,10 @@ def _every_path_flow(project: Project, file: FileModel, fn: FunctionInfo, explic
         except (RecursionError, AnalysisBudgetExceeded):
             return EMPTY_FLOW
         runs.append(interp)
+        if not runs[0].view_escapes and not (
+                set.intersection(*({(id(r.node), r.name) for r in i.races.values()} for i in runs))
+                or set.intersection(*({id(x.node) for x in i.lifetimes.values()} for i in runs))):
+            return EMPTY_FLOW  # nothing found on every path so far: the other paths cannot add to it
     common = set.intersection(*({(id(r.node), r.name) for r in i.races.values()} for i in runs))
     races = tuple(r for r in runs[0].races.values() if (id(r.node), r.name) in common)
     common_l = set.intersection(*({id(x.node) for x in i.lifetimes.values()} for i in runs))

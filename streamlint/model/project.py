@@ -325,6 +325,16 @@ class Project:
                 if model is not None:
                     yield model
 
+    def may_call(self, path: str, name: str) -> bool:
+        """Could a call in the file have ``name`` as its callee's last part, or resolve to a name ending so
+        (``ModuleSummary.may_call``)? A byte search, then the module summary (``ast``, cached by content):
+        asked before parsing a file with LibCST only to look at its calls of ``name``."""
+        data = self._bytes(os.path.abspath(path))
+        if data is None or not _may_call_bytes(data, name.encode()):
+            return data is None
+        summary = self.summary(path)
+        return summary is None or summary.may_call(name)
+
     def files_calling(self, name: str, limit: int | None = None) -> list[FileModel] | None:
         """The parsed project files with a call that may resolve to a qualified name ending in ``name``
         (a byte search, then the module summary; only those files are parsed). ``None`` when more than

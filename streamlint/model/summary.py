@@ -149,10 +149,12 @@ def summarize(data: bytes) -> ModuleSummary:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the linted code's own warnings (invalid escapes …)
             tree = ast.parse(data)
-        calls = _called_names(tree)
+        nodes = list(ast.walk(tree))  # one walk, shared by the questions below (same order as ast.walk)
+        calls = _called_names(nodes)
         compiles, names = _may_call_compile(tree) if calls & COMPILE_LEAVES else (False, frozenset())
-        moded = (compiles or bool(names)) and _may_have_modes(tree)
-        from_callers = (compiles or bool(names)) and _compiles_parameters(tree)
+        bound = _aliases(nodes) if compiles or names else {}
+        moded = (compiles or bool(names)) and _may_have_modes(nodes, bound)
+        from_callers = (compiles or bool(names)) and _compiles_parameters(nodes, bound)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ModuleSummary(None, True)
     return ModuleSummary(calls, compiles, names, moded, from_callers)
@@ -162,11 +164,11 @@ def _names_in(node: ast.AST | None) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} if node is not None else set()
 
 
-def _aliases(tree: ast.Module) -> dict[str, set[str]]:
+def _aliases(nodes: list[ast.AST]) -> dict[str, set[str]]:
     """Name -> last parts of what it may be bound to (import as, assignment, loop / comprehension / with
     target; ``""`` for an assignment from something else), anywhere in the module."""
     bound: dict[str, set[str]] = {}
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for item in node.names:
                 if item.asname:
@@ -200,15 +202,15 @@ def _alias_leaves(bound: dict[str, set[str]]) -> set[str]:
     return leaves
 
 
-def _compiles_parameters(tree: ast.Module) -> bool:
+def _compiles_parameters(nodes: list[ast.AST], bound: dict[str, set[str]]) -> bool:
     """May a call that may compile (its callee, or what an alias of it names, ends in a compile leaf) compile
     one of its function's parameters? A superset of when ``compile._targets`` asks the callers
     (``caller_arguments``): the compiled expression (first positional argument, ``model=`` / ``func=``),
     widened through every assignment in the function to a name it mentions, mentions a parameter (the
     leading ``self`` / ``cls`` of a method excepted: its callers never bind it)."""
-    leaves = _alias_leaves(_aliases(tree))
-    methods = {id(stmt) for cls in ast.walk(tree) if isinstance(cls, ast.ClassDef) for stmt in cls.body}
-    for fn in ast.walk(tree):
+    leaves = _alias_leaves(bound)
+    methods = {id(stmt) for cls in nodes if isinstance(cls, ast.ClassDef) for stmt in cls.body}
+    for fn in nodes:
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         args = fn.args
@@ -218,8 +220,11 @@ def _compiles_parameters(tree: ast.Module) -> bool:
             params = params[1:]
         if not params:
             continue
+        inner = list(ast.walk(fn))
+        if not any(isinstance(call, ast.Call) and _leaf(call.func) in leaves for call in inner):
+            continue  # no call that may compile: nothing to widen
         assigns: list[tuple[set[str], set[str]]] = []
-        for node in ast.walk(fn):
+        for node in inner:
             if isinstance(node, ast.Assign):
                 assigns.append((set().union(*map(_names_in, node.targets)), _names_in(node.value)))
             elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
@@ -228,7 +233,7 @@ def _compiles_parameters(tree: ast.Module) -> bool:
                 assigns.append((_names_in(node.target), _names_in(node.iter)))
             elif isinstance(node, ast.withitem) and node.optional_vars is not None:
                 assigns.append((_names_in(node.optional_vars), _names_in(node.context_expr)))
-        for call in ast.walk(fn):
+        for call in inner:
             if not isinstance(call, ast.Call) or _leaf(call.func) not in leaves:
                 continue
             positional = [a for a in call.args if not isinstance(a, ast.Starred)]
@@ -253,15 +258,14 @@ def _compiles_parameters(tree: ast.Module) -> bool:
 _MODED_BACKENDS = frozenset({"npu", "npugraph_ex"})  # compile._backend's string backends with a mode
 
 
-def _may_have_modes(tree: ast.Module) -> bool:
+def _may_have_modes(nodes: list[ast.AST], bound: dict[str, set[str]]) -> bool:
     """See :attr:`ModuleSummary.moded`. A call may compile when its callee's last part, or the last part
     of what an alias (import as, assignment, loop variable) of it names, transitively, is a compile
     leaf (the superset :func:`summarize` keeps)."""
-    bound = _aliases(tree)
     if "compile" in bound:
         return True  # `compile` itself rebound: it may name cache_compile
     leaves = _alias_leaves(bound)
-    for call in ast.walk(tree):
+    for call in nodes:
         if not isinstance(call, ast.Call) or _leaf(call.func) not in leaves:
             continue
         if _leaf(call.func) != "compile":
@@ -515,13 +519,13 @@ def _absolute(name: str, module_name: str, is_package: bool) -> str | None:
     return f"{module}.{leaf}" if module else None
 
 
-def _called_names(tree: ast.Module) -> frozenset[str]:
+def _called_names(nodes: list[ast.AST]) -> frozenset[str]:
     """Last parts of every qualified name a call of the module may resolve to (``FileModel.resolve``):
     the callee's own last part, and through aliases (imports as, assignments of names, loop variables
     over attributes) the last part of what the alias is bound to, transitively."""
     bindings: dict[str, set[str]] = {}  # bound name -> last parts of what it may be bound to
     called: set[str] = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Call):
             leaf = _leaf(node.func)
             if leaf is not None:

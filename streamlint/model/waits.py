@@ -7,6 +7,7 @@ call runs in, and whether a ``self.*`` event is ever recorded anywhere in its cl
 from __future__ import annotations
 
 import itertools
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -503,6 +504,31 @@ def _last_name(e: cst.BaseExpression) -> str | None:
     return e.attr.value if isinstance(e, cst.Attribute) else e.value if isinstance(e, cst.Name) else None
 
 
+_SIGNAL_EVENTS: "weakref.WeakKeyDictionary[FileModel, list]" = weakref.WeakKeyDictionary()
+
+
+def _stream_signals(file: FileModel) -> list[list[tuple[bool, str, cst.Call]]]:
+    """Per function of ``file``, in lexical order: its forks (``True``, ``<...>.s.wait_stream(...)`` /
+    ``wait_event``: the stream's last name) and signals (``False``, ``<...>.flag.set()``: the receiver's last
+    name). One walk of the module, shared by every handshake :func:`signaller_forks` is asked about."""
+    found = _SIGNAL_EVENTS.get(file)
+    if found is None:
+        found = []
+        for fn in file.functions.values():
+            events: list[tuple[bool, str, cst.Call]] = []
+            for node in local_nodes(fn.node):
+                if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+                    continue
+                method, last = node.func.attr.value, _last_name(node.func.value)
+                if method in ("wait_stream", "wait_event") and node.args and last is not None:
+                    events.append((True, last, node))
+                elif method in _SIGNALS and last is not None:
+                    events.append((False, last, node))
+            found.append(events)
+        _SIGNAL_EVENTS[file] = found
+    return found
+
+
 def signaller_forks(file: FileModel, call: cst.Call) -> frozenset[str]:
     """The streams (last name, ``gossip_stream`` for ``self.gossip_stream``) that every thread waking the
     handshake ``call`` (``train_flag.wait()``) forks before it signals: each ``<...>.train_flag.set()`` of
@@ -513,14 +539,11 @@ def signaller_forks(file: FileModel, call: cst.Call) -> frozenset[str]:
     if name is None:
         return frozenset()
     common: set[str] | None = None
-    for fn in file.functions.values():
+    for events in _stream_signals(file):
         forked: set[str] = set()
-        for node in local_nodes(fn.node):
-            if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
-                continue
-            method, recv = node.func.attr.value, node.func.value
-            if method in ("wait_stream", "wait_event") and node.args and _last_name(recv) is not None:
-                forked.add(_last_name(recv))
-            elif method in _SIGNALS and _last_name(recv) == name and node is not call:
+        for kind, last, node in events:
+            if kind:
+                forked.add(last)
+            elif last == name and node is not call:
                 common = set(forked) if common is None else common & forked
     return frozenset(common or ())

@@ -77,7 +77,8 @@ def callers_of(project: Project, file: FileModel, fn: FunctionInfo) -> list[tupl
         return None
     sites = []
     for path in paths:
-        model = project.file(path)
+        # files that only define or mention the name are ruled out by their summary, not parsed
+        model = project.file(path) if project.may_call(path, name) else None
         if model is None:
             continue
         for site in model.calls:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Callable
 
 from streamlint._lazy import cst
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
+from streamlint.model.streams import derived
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -79,7 +80,19 @@ def effect_call(fn: FunctionInfo, callee: FunctionInfo, func: cst.BaseExpression
 
 def effect_callees(project: Project, file: FileModel, fn: FunctionInfo,
                    has_work: Callable[[Project, FileModel, FunctionInfo], bool]) -> list[tuple[FunctionInfo, FileModel]]:
-    """The project helpers ``fn`` calls (and runs inline) that have stream work of their own."""
+    """The project helpers ``fn`` calls (and runs inline) that have stream work of their own (cached per
+    function: asked for every function of a linted file, and again for its execution path)."""
+    memo = derived(project, "effect_callees")
+    found = memo.get(id(fn))
+    if found is not None and found[0] is fn and found[1] is has_work:
+        return found[2]
+    out = _effect_callees(project, file, fn, has_work)
+    memo[id(fn)] = (fn, has_work, out)
+    return out
+
+
+def _effect_callees(project: Project, file: FileModel, fn: FunctionInfo,
+                    has_work: Callable[[Project, FileModel, FunctionInfo], bool]) -> list[tuple[FunctionInfo, FileModel]]:
     out: list[tuple[FunctionInfo, FileModel]] = []
     for site in fn.calls:
         found = project.call_target(file, site)

@@ -83,8 +83,9 @@ def _check(project: Project, file: FileModel, fn: FunctionInfo) -> list[BrokenRe
         if base is not None:
             out.append(BrokenRecord(fn.node.name, "drops-base", stream, base))
         return out
-    if protocol and not _mentions(fn.node.body, stream) and not _stub(fn.node, abstract=True):
-        return [BrokenRecord(fn.node.name, "ignores-stream", stream, "")]
+    if protocol and not _mentions(fn.node.body, stream) and not _stub(fn.node, abstract=True) and not (
+            _records_current(project, file, fn) and _callers_give_current(project, file, fn, stream)):
+        return [BrokenRecord(fn.node.name, "ignores-stream", stream, "")]  # (not: on the current one, the same)
     if _recorder_name(fn) and not _stub(fn.node, abstract=True) and not _records_anything(fn):
         held = _held_tensors(fn, stream, protocol)
         if held and not _delegates(fn, stream, held):
@@ -102,29 +103,68 @@ def _check(project: Project, file: FileModel, fn: FunctionInfo) -> list[BrokenRe
     return out
 
 
-def _callers_give_current(project: Project, file: FileModel, fn: FunctionInfo, stream: str) -> bool:
+def _records_current(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
+    return any(site.method == PROTOCOL and len(site.node.args) == 1
+               and is_current_stream(project, file, fn, site.node.args[0].value) for site in fn.calls)
+
+
+def _callers_give_current(project: Project, file: FileModel, fn: FunctionInfo, stream: str,
+                          _open: set | None = None) -> bool:
     """Does every call site hand the stream parameter the stream current at the call: ``current_stream()``
-    outside any scope, or the stream of the scopes around the call (``with torch.cuda.stream(s):
-    helper(t, s)``)? Recording on the current stream is then recording on the given one."""
+    outside any scope, the stream of the scopes around the call (``with torch.cuda.stream(s):
+    helper(t, s)``), or a stream parameter of a caller whose own callers all do (a chain of forwarders:
+    ``batch.record_stream(stream)`` in ``record_inputs(batch, stream)``, called as ``record_inputs(b, s)``
+    inside ``with torch.cuda.stream(s)``)? Recording on the current stream is then recording on the given
+    one. A call on a receiver declared a tensor is torch's ``record_stream``, not this function's; a cycle
+    of forwarders handing on their own stream adds no caller."""
     if stream not in fn.all_params:
         return False
+    key = (id(fn), stream)
+    opened = set() if _open is None else _open
+    if key in opened:
+        return True
+    opened.add(key)
     sites = callers_of(project, file, fn)
     if not sites:
         return False
     method = fn.class_name is not None and fn.params[:1] == ("self",)
     params = (fn.params[1:] if method else fn.params) + fn.kwonly
+    seen = 0
     for model, site in sites:
+        caller = site.function
+        if fn.node.name.value == PROTOCOL and _tensor_receiver(site):
+            continue
+        seen += 1
         bound = bind_arguments(params, site.node, kwonly=fn.kwonly).get(stream)
         if bound is None:
             return False
-        if is_current_stream(project, model, site.function, bound):
+        if is_current_stream(project, model, caller, bound):
             continue
         scoped = [use for scope in project.enclosing_scopes(model, site.scope) for use in scope.uses
                   if use.role in (Role.NATIVE_STREAM_CONTEXT, Role.STREAM_SWITCH)]
-        inner = scoped[0].arg("stream") if scoped and scoped[0].role is Role.NATIVE_STREAM_CONTEXT else None
-        if inner is None or model.code(inner) != model.code(bound):
-            return False  # (the innermost stream scope decides which stream is current)
-    return True
+        if scoped:
+            inner = scoped[0].arg("stream") if scoped[0].role is Role.NATIVE_STREAM_CONTEXT else None
+            if inner is None or model.code(inner) != model.code(bound):
+                return False  # (the innermost stream scope decides which stream is current)
+            continue
+        if not (isinstance(bound, cst.Name) and caller is not None and bound.value in caller.all_params
+                and _callers_give_current(project, model, caller, bound.value, opened)):
+            return False
+    return seen > 0
+
+
+def _tensor_receiver(site) -> bool:
+    """``hidden: torch.Tensor`` ... ``hidden.record_stream(s)``: the receiver is a parameter declared a tensor."""
+    receiver, fn = site.receiver, site.function
+    if not isinstance(receiver, cst.Name) or fn is None:
+        return False
+    params = fn.node.params
+    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+        if param.name.value == receiver.value and param.annotation is not None:
+            return any(isinstance(n, (cst.Name, cst.Attribute)) and (
+                n.value if isinstance(n, cst.Name) else n.attr.value) in ("Tensor", "Parameter")
+                for n in _nodes(param.annotation.annotation, (cst.Name, cst.Attribute)))
+    return False
 
 
 def _recorder_name(fn: FunctionInfo) -> bool:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
-from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, host_param, string_value
+from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, host_annotation, host_param, string_value
 from streamlint.model.streams import EVENT, STREAM, annotation_kind, derived
 from streamlint.model.syntax import class_field_annotation, field_reads, target_names
 from streamlint.model.walk import children
@@ -204,21 +204,17 @@ def non_blocking(call: cst.Call) -> bool:  # anything but an absent or literal F
     return arg is not None and not (isinstance(arg, cst.Name) and arg.value == "False")
 
 
-_HOST_SCALAR_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "bytes", "None", "dict", "list", "tuple", "set",
-                                      "Dict", "List", "Tuple", "Set"})
-
-
 def return_kind(file: FileModel, fn: FunctionInfo) -> str | None:
     """What a project function's return annotation says its result is: STREAM / EVENT (``->
-    torch.cuda.Stream``), "other" for a host scalar or builtin container (``-> int``), else None."""
+    torch.cuda.Stream``), "other" for a host scalar or a container of host values (``-> int``), else None."""
     returns = fn.node.returns
     if returns is None:
         return None
     kind = annotation_kind(file, fn.parent, returns.annotation)
     if kind is not None:
         return kind
-    ann = returns.annotation.value if isinstance(returns.annotation, cst.Subscript) else returns.annotation
-    return "other" if (dotted(ann) or "").rsplit(".", 1)[-1] in _HOST_SCALAR_ANNOTATIONS else None
+    # `-> int`, `-> tuple[int, Group]`, not `-> tuple[Tensor, Tensor]` nor a bare class (it may hold tensors)
+    return "other" if host_annotation(returns.annotation, bare_class=False) else None
 
 
 def host_attr(project: Project, file: FileModel, cls: ClassInfo | None, attr: str) -> bool:

@@ -241,6 +241,10 @@ def _host_value(fn: FunctionInfo, v: cst.BaseExpression, depth: int = 0) -> bool
     if depth < 4 and isinstance(v, (cst.BinaryOperation, cst.UnaryOperation)):  # `cpu_size // gpu_size`
         return all(_host_value(fn, x, depth + 1) for x in ((v.left, v.right) if isinstance(
             v, cst.BinaryOperation) else (v.expression,)))
+    if depth < 4 and isinstance(v, cst.IfExp):  # `start_layer if start_layer is not None else 0`
+        return _host_value(fn, v.body, depth + 1) and _host_value(fn, v.orelse, depth + 1)
+    if depth < 4 and isinstance(v, cst.BooleanOperation):  # `start_layer or 0`
+        return _host_value(fn, v.left, depth + 1) and _host_value(fn, v.right, depth + 1)
     if isinstance(v, cst.Call) and (dotted(v.func) or "").rsplit(".", 1)[-1] in (
             "len", "int", "str", "bool", "dict", "list", "set", "OrderedDict", "defaultdict"):
         return True  # a builtin giving a host scalar, or a container (its slots are tracked by their own keys)

@@ -133,14 +133,31 @@ class Storages:
         frame_file, frame_fn = next(((f, fn) for f, fn in reversed(self.frames) if fn.class_name),
                                     (self.file, self.fn))
         cls, attr = frame_file.classes.get(frame_fn.class_name or ""), v.key[5:]
-        for _ in range(3):  # a field the class never sets is its base class's (`self.tag_to_state = {}` there)
-            if cls is None or host_attr(self.project, frame_file, cls, attr) \
-                    or any(a.target == v.key for m in cls.methods.values() for a in m.assigns):
-                return cls is not None and host_attr(self.project, frame_file, cls, attr)
-            base = next((sym for b in cls.bases if (sym := self.project.symbol(b, frame_file)) is not None
-                         and isinstance(sym[0], ClassInfo)), None)
-            cls, frame_file = base if base is not None else (None, frame_file)
-        return False
+        found = self._field_host(cls, frame_file, attr)
+        if found is None and cls is not None:
+            # a mixin's field is set by the classes it is mixed into (`class Pool(GatherMixin, BasePool)`, the
+            # base setting `self.start_layer = start_layer or 0`): host when every one of this file setting it does
+            found_in = [self._field_host(sub, frame_file, attr) for sub in frame_file.classes.values()
+                        if sub is not cls and any(b.rsplit(".", 1)[-1] == cls.name for b in sub.bases)]
+            found_in = [f for f in found_in if f is not None]
+            found = bool(found_in) and all(found_in)
+        return bool(found)
+
+    def _field_host(self, cls: ClassInfo | None, file, attr: str, depth: int = 0) -> bool | None:
+        """Does the class (else its nearest base that sets it, every base in order) hold a host value in
+        ``self.<attr>``? None when neither it nor a base within three levels sets the field."""
+        if cls is None or depth > 3:
+            return None
+        if host_attr(self.project, file, cls, attr) \
+                or any(a.target == f"self.{attr}" for m in cls.methods.values() for a in m.assigns):
+            return host_attr(self.project, file, cls, attr)  # a field the class never sets is its base's
+        for b in cls.bases:
+            sym = self.project.symbol(b, file)
+            if sym is not None and isinstance(sym[0], ClassInfo):
+                found = self._field_host(sym[0], sym[1], attr, depth + 1)
+                if found is not None:
+                    return found
+        return None
 
     def op(self, st: State, node: cst.CSTNode, reads: list, writes: list = (), result: bool = True,
            read_writes: bool = True) -> TVal | None:

@@ -30,7 +30,7 @@ from streamlint.model.streams import MAIN
 from streamlint.model.syntax import contains, local_nodes
 from streamlint.model.flow.calls import event_waited_elsewhere
 from streamlint.model.lifetimes import module_constant
-from streamlint.model.tensors import host_attr
+from streamlint.model.tensors import META_ATTRS, host_attr
 
 
 _ELEMENT = re.compile(r"[^\[]*\[\s*(-?\d+)\s*\]")
@@ -645,7 +645,9 @@ def element_field_key(key: str) -> str:
     """The storage a long-lived key names: a collection and its elements are one storage (``self.kv[i]`` is
     ``self.kv``), while a field of an element is the same field of every element, not the element's other
     fields (``self.buckets[k].buffer`` and ``self.buckets[k].elements`` are ``self.buckets[].buffer`` and
-    ``self.buckets[].elements``: a bucket's count read on the host is not a read of its flat buffer)."""
+    ``self.buckets[].elements``: a bucket's count read on the host is not a read of its flat buffer). A tensor
+    metadata attribute is no field: ``kv_cache[0].shape[1]`` names the element, so the collection ``kv_cache``
+    (``self.buckets[k].buffer.shape`` names ``self.buckets[].buffer``)."""
     head, bracket, _ = key.partition("[")
     if not bracket:
         return key
@@ -654,5 +656,7 @@ def element_field_key(key: str) -> str:
         depth += (ch == "[") - (ch == "]")
         if depth == 0 and ch != "]":
             out.append(ch)
-    chain = "".join(out)
-    return f"{head}[]{chain}" if chain.startswith(".") else head
+    fields = "".join(out).split(".")[1:]
+    meta = next((i for i, f in enumerate(fields) if f in META_ATTRS), len(fields))
+    chain = "".join(f".{f}" for f in fields[:meta])
+    return f"{head}[]{chain}" if chain else head

@@ -87,11 +87,11 @@ def _joined_keys(file: FileModel, fn: FunctionInfo) -> set[str]:
     return out
 
 
-def _syncs_device(fn: FunctionInfo, file: FileModel) -> bool:
-    """``torch.cuda.synchronize()`` / ``torch.npu.synchronize()`` (a device-wide host synchronisation)."""
-    return any(site.method == "synchronize" and isinstance(site.node.func, cst.Attribute)
-               and file.code(site.node.func.value).split(".")[-1] in ("cuda", "npu", "torch", "accelerator")
-               for site in fn.calls)
+def _syncs_device(project: Project, fn: FunctionInfo, file: FileModel) -> bool:
+    """A device-wide host synchronisation in ``fn`` (the API table's ``synchronize()`` role, however it is
+    reached: ``torch.npu.synchronize()``, an alias, an accelerator object's ``synchronize()``)."""
+    return any(use.role is apis.Role.DEVICE_SYNCHRONIZE
+               for site in fn.calls if site.method == "synchronize" for use in project.api_uses(file, site))
 
 
 def _mentions(file: FileModel, fn: FunctionInfo, field: str) -> bool:
@@ -205,7 +205,7 @@ def _expected(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInf
         if m is fn or m is p.producer:
             continue
         joins = _joined_keys(file, m)
-        if not joins & keys and not _syncs_device(m, file):
+        if not joins & keys and not _syncs_device(project, m, file):
             continue
         if not _mentions(file, m, p.field):
             return False  # a join step that reads nothing: the caller orders the calls
@@ -248,7 +248,8 @@ def _records(file: FileModel, fn: FunctionInfo, event: str) -> cst.CSTNode | Non
     s.record_event()``."""
     for site in fn.calls:
         node = site.node
-        if site.method == "record" and isinstance(node.func, cst.Attribute) and _norm(file.code(node.func.value)) == event:
+        if site.method == "record" and isinstance(node.func, cst.Attribute) \
+                and _norm(file.code(node.func.value)) == event:
             return node
         if site.method == "record_event" and node.args and _norm(file.code(node.args[0].value)) == event:
             return node
@@ -282,7 +283,7 @@ def dropped_events(project: Project, file: FileModel, cls: ClassInfo) -> list[Dr
                 continue
             if not any(event in _norm(file.code(g.test)) for g in a.guards) or _records(file, m, event) is not None:
                 continue  # not a test-then-drop of a handle (a reset), or it records the event itself
-            if event in _joined_keys(file, m) or _syncs_device(m, file) or _passed_on(file, m, event):
+            if event in _joined_keys(file, m) or _syncs_device(project, m, file) or _passed_on(file, m, event):
                 continue
             recorder = next(((r, node) for r in cls.methods.values() if r is not m
                              for node in [_records(file, r, event)] if node is not None), None)
@@ -320,7 +321,8 @@ def _dropped_slots(project: Project, file: FileModel, cls: ClassInfo, m: Functio
         names = [n for n, values in m.name_assigns.items() if n not in m.all_params and values and all(
             _norm(file.code(v)).startswith((container + ".get(", container + "[")) for v in values)]
         ev = next((n for n in names if any(re.search(rf"\b{n}\b", file.code(g.test)) for g in a.guards)), None)
-        if ev is None or ev in _joined_keys(file, m) or _syncs_device(m, file) or _passed_on(file, m, ev, local=True):
+        if ev is None or ev in _joined_keys(file, m) or _syncs_device(project, m, file) \
+                or _passed_on(file, m, ev, local=True):
             continue
         attr = container.split(".", 1)[1]
         recorder = next(((x.function, x.node) for x in file.assigns  # its methods', or code naming the class

@@ -150,6 +150,11 @@ GRAPH_BREAK_MODULE_PREFIXES = ("logging.",)
 # conventionally named logger objects).
 LOGGER_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
 LOGGER_FACTORIES = frozenset({"logging.getLogger", "vllm.logger.init_logger", "torchair.core.utils.logger"})
+LOGGER_NAMES = frozenset({"logger", "log", "_logger", "LOGGER", "_LOGGER", "LOG", "_log"})  # conventional receivers
+# Host-side calls that queue no device work and allocate no device memory (logging, printing, timing): they may
+# precede the wait that opens a stream scope without queuing anything on the stream first.
+HOST_SIDE_CALLS = frozenset({"print", "repr", "warnings.warn", "time.time", "time.perf_counter", "time.monotonic",
+                             "time.sleep"})
 TENSOR_SYNC_METHODS = {"item": ".item()", "tolist": ".tolist()"}
 SPECS: dict[str, ApiSpec] = {spec.qualname: spec for spec in _SPECS}
 for _name in GRAPH_BREAK_CALLS:

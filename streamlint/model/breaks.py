@@ -82,7 +82,7 @@ class Reach:
     via: tuple[str, ...]  # qualified names of the functions traversed, outermost first
 
 
-_LOGGER_NAMES = frozenset({"logger", "log", "_logger", "LOGGER", "_LOGGER", "LOG", "_log"})
+_LOGGER_NAMES = apis.LOGGER_NAMES
 
 
 # --------------------------------------------------------------------------------------- analysis

@@ -498,10 +498,25 @@ def _host_only(node: cst.CSTNode) -> bool:
     stack = [node]
     while stack:
         cur = stack.pop()
-        if isinstance(cur, cst.Call) and not (isinstance(cur.func, cst.Name) and cur.func.value in _HOST_BUILTINS):
+        if isinstance(cur, cst.Call) and not _host_call(cur):
             return False
         stack.extend(children(cur))
     return True
+
+
+def _host_call(call: cst.Call) -> bool:
+    """A call that queues no device work: a host builtin, printing, timing, a warning or a logger method
+    (``logger.debug(...)`` on a conventionally named logger, ``logging.info(...)``)."""
+    func = call.func
+    if isinstance(func, cst.Name):
+        return func.value in _HOST_BUILTINS or func.value in apis.HOST_SIDE_CALLS
+    name = dotted(func)
+    if name is None:
+        return False
+    if name in apis.HOST_SIDE_CALLS or name.startswith(apis.GRAPH_BREAK_MODULE_PREFIXES):
+        return True
+    receiver, _, method = name.rpartition(".")
+    return method in apis.LOGGER_METHODS and receiver.rpartition(".")[2] in apis.LOGGER_NAMES
 
 
 def _waited_before(file: FileModel, site: ScopeSite, keys: set[str],

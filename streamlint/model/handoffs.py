@@ -31,7 +31,7 @@ from streamlint._lazy import cst
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
 from streamlint.model.lifetimes import persistent_kind
 from streamlint.model.project import Project
-from streamlint.model.streams import STREAM, local_kind
+from streamlint.model.streams import MAIN_STREAM, STREAM, local_kind
 from streamlint.model.syntax import class_field_annotation, local_nodes
 from streamlint.model.walk import children
 
@@ -63,11 +63,18 @@ def unrecorded_siblings(project: Project, file: FileModel) -> list[UnrecordedSib
         for site in fn.calls:
             if site.method == PROTOCOL and isinstance(site.receiver, cst.Name) and len(site.node.args) == 1:
                 records.setdefault(site.receiver.value, {}).setdefault(file.code(site.node.args[0].value), site.node)
+            elif _recorder_call(site.node):  # `record_all(ctx, stream)`: a helper records what it is given
+                args = [a.value for a in site.node.args]
+                streams = [file.code(a) for a in args if _stream_like(project, file, fn, a)]
+                for a in args:
+                    if isinstance(a, cst.Name) and streams and not _stream_like(project, file, fn, a):
+                        for stream in streams:
+                            records.setdefault(a.value, {}).setdefault(stream, site.node)
         if not records:
             continue
         reported: set[str] = set()
         for site in sorted(fn.calls, key=lambda s: file.span(s.node).start_line):
-            if site.method in (PROTOCOL, *_JOINS):
+            if site.method in (PROTOCOL, *_JOINS) or _recorder_call(site.node):
                 continue
             names = [a.value.value for a in site.node.args if isinstance(a.value, cst.Name) and not a.star]
             handed = [n for n in dict.fromkeys(names) if _handed_over(project, file, fn, n)]
@@ -91,7 +98,7 @@ def _handed_over(project: Project, file: FileModel, fn: FunctionInfo, name: str)
     """A local whose every binding takes an object out of a container or an awaitable, and that is no
     stream and nothing the module keeps."""
     values = fn.name_assigns.get(name)
-    if not values or name in fn.all_params or local_kind(project, file, fn, name) == STREAM:
+    if not values or name in fn.all_params or local_kind(project, file, fn, name) in (STREAM, MAIN_STREAM):
         return False
     for value in values:
         if isinstance(value, cst.Subscript):
@@ -127,17 +134,21 @@ def _produced_in_scope(project: Project, file: FileModel, fn: FunctionInfo, name
 
 
 def _given_stream(project: Project, file: FileModel, fn: FunctionInfo, item: cst.BaseExpression) -> bool:
-    if not isinstance(item, cst.Call):
+    return isinstance(item, cst.Call) and any(_stream_like(project, file, fn, arg.value) for arg in item.args)
+
+
+def _stream_like(project: Project, file: FileModel, fn: FunctionInfo, value: cst.BaseExpression) -> bool:
+    text = dotted(value)
+    if text is None:
         return False
-    for arg in item.args:
-        value = arg.value
-        text = dotted(value)
-        if text is None:
-            continue
-        last = text.rsplit(".", 1)[-1]
-        if _STREAM_NAME.search(last) or (isinstance(value, cst.Name) and local_kind(project, file, fn, value.value) == STREAM):
-            return True
-    return False
+    return bool(_STREAM_NAME.search(text.rsplit(".", 1)[-1])) or (
+        isinstance(value, cst.Name) and local_kind(project, file, fn, value.value) in (STREAM, MAIN_STREAM))
+
+
+def _recorder_call(call: cst.Call) -> bool:
+    func = call.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    return name != PROTOCOL and "record" in name.lower()
 
 
 def _taken_from(value: cst.BaseExpression) -> cst.BaseExpression | None:

@@ -115,6 +115,12 @@ def _silent_tensor_branches(file: FileModel, fn: FunctionInfo, stream: str, hold
                     for name in _nodes(loop.target, cst.Name)}
     held = set(holders) | loop_targets
     skip = {id(n) for loop in reported for n in _nodes(loop.body, cst.If)}
+    for branch in local_nodes(fn.node.body):  # `if v.is_cuda: ... elif isinstance(v, Tensor):` only sees host tensors
+        if isinstance(branch, cst.If) and _tensor_test(branch.test, held) is not None:
+            orelse = branch.orelse
+            while isinstance(orelse, cst.If):
+                skip.add(id(orelse))
+                orelse = orelse.orelse
     out: list[BrokenRecord] = []
     for branch in sorted((n for n in local_nodes(fn.node.body) if isinstance(n, cst.If)),
                          key=lambda n: file.span(n).start_line):
@@ -132,8 +138,10 @@ def _tensor_test(test: cst.BaseExpression, held: set[str]) -> cst.BaseExpression
     """The held value a branch test asserts to be a (device) tensor: ``isinstance(v, <...Tensor>)``,
     ``v.is_cuda`` / ``v.is_npu``, or a conjunction with one of them (not a negation)."""
     if isinstance(test, cst.BooleanOperation):
-        if not isinstance(test.operator, cst.And):
-            return None
+        if not isinstance(test.operator, cst.And) or any(
+                isinstance(side, cst.UnaryOperation) and isinstance(side.operator, cst.Not)
+                for side in (test.left, test.right)):
+            return None  # `isinstance(v, Tensor) and not v.is_cuda`: the host tensors
         return _tensor_test(test.left, held) or _tensor_test(test.right, held)
     subject = None
     if isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value == "isinstance" \

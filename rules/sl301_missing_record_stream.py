@@ -35,7 +35,16 @@ class MissingRecordStream(Rule):
     a record on the current stream instead, a loop over the held tensors that records none of them, a
     `record_stream` method that never uses its stream, an empty override of a base class's records, or a
     function named for recording (`record_stream(tensor, stream)`, a record op's kernel) that records
-    nothing is reported where it happens (medium confidence: the caller's use of the stream is not seen).
+    nothing, or a branch of an object's `record_stream` that establishes a held value is a device tensor
+    (`if isinstance(value, torch.Tensor):`) and records nothing while sibling branches still record, is
+    reported where it happens (medium confidence: the caller's use of the stream is not seen).
+
+    A pipeline stage that hands objects from a producer stream to a consumer (it waits on the producer,
+    then records what it hands on: `kjt.record_stream(cur)`, `ctx.record_stream(cur)`) must record each
+    of them on every stream it records their siblings on: an object given to the same consumer call as a
+    recorded sibling but not recorded on that stream is reported at the call (medium confidence: its
+    device contents are presumed from a record on another stream, its making inside the producer's
+    stream scope, or the declared type of the field it is taken from).
 
     ## Example
     ```python

@@ -5,6 +5,7 @@ from streamlint._lazy import cst
 from streamlint.finding import Confidence, Edit, FixSafety, Location, Severity, Span
 from streamlint.model.apis import STREAM_MARKERS
 from streamlint.model.dataflow import file_flows, path_tag
+from streamlint.model.handoffs import unrecorded_siblings
 from streamlint.model.recorders import broken_records
 from streamlint.model.streams import MAIN, entry_stream_name, stream_expr, stream_label
 from streamlint.rule import Invalid, Option, Rule, RuleContext, Valid, first_line
@@ -34,7 +35,16 @@ class MissingRecordStream(Rule):
     a record on the current stream instead, a loop over the held tensors that records none of them, a
     `record_stream` method that never uses its stream, an empty override of a base class's records, or a
     function named for recording (`record_stream(tensor, stream)`, a record op's kernel) that records
-    nothing is reported where it happens (medium confidence: the caller's use of the stream is not seen).
+    nothing, or a branch of an object's `record_stream` that establishes a held value is a device tensor
+    (`if isinstance(value, torch.Tensor):`) and records nothing while sibling branches still record, is
+    reported where it happens (medium confidence: the caller's use of the stream is not seen).
+
+    A pipeline stage that hands objects from a producer stream to a consumer (it waits on the producer,
+    then records what it hands on: `kjt.record_stream(cur)`, `ctx.record_stream(cur)`) must record each
+    of them on every stream it records their siblings on: an object given to the same consumer call as a
+    recorded sibling but not recorded on that stream is reported at the call (medium confidence: its
+    device contents are presumed from a record on another stream, its making inside the producer's
+    stream scope, or the declared type of the field it is taken from).
 
     ## Example
     ```python
@@ -118,6 +128,15 @@ class MissingRecordStream(Rule):
             first, hint = self._forwarder_message(broken)
             tag = path_tag(ctx.project, ctx.file, broken.function) if broken.function is not None else "eager"
             ctx.report(broken.node, f"{first} [{tag}]", confidence=Confidence.MEDIUM, hint=hint)
+        for miss in unrecorded_siblings(ctx.project, ctx.file):
+            tag = path_tag(ctx.project, ctx.file, miss.function)
+            first = first_line(f"`{miss.obj}` is handed on with `{miss.sibling}`, recorded on `{miss.stream}`, but is "
+                               f"not recorded there [{tag}]",
+                               f"`{miss.obj}` is handed on with an object recorded on a stream it is not [{tag}]")
+            hint = (f"add `{miss.obj}.record_stream({miss.stream})` like `{miss.sibling}`: both come from the stream "
+                    f"this function waits for, and `{miss.obj}`'s memory can otherwise be reused by that stream while "
+                    f"`{miss.stream}` still uses it (its device contents are presumed from `{miss.sibling}`)")
+            ctx.report(miss.node, first, confidence=Confidence.MEDIUM, hint=hint)
 
     @staticmethod
     def _forwarder_message(broken) -> tuple[str, str]:
@@ -133,6 +152,11 @@ class MissingRecordStream(Rule):
                                "this loop records none of its tensors on the given stream")
             return first, (f"call `.record_stream({broken.stream})` on each element: their memory can otherwise be "
                            f"reused while {given} still uses them")
+        if broken.kind == "unrecorded-branch":
+            first = first_line(f"this branch for the tensor `{broken.detail}` records it on no stream, not on {given}",
+                               "this tensor branch records nothing on the given stream")
+            return first, (f"call `{broken.detail}.record_stream({broken.stream})` here: the tensors taking this branch "
+                           f"are otherwise no longer recorded and can be reused while {given} still uses them")
         if broken.kind == "records-nothing":
             first = first_line(f"this function records `{broken.detail}` on no stream, not even the given {given}",
                                "this recording function records nothing on its stream")

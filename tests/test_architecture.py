@@ -170,7 +170,7 @@ LAYERS = {
     1: {"apis", "file", "uses", "syntax", "walk", "positions", "options", "lifetimes", "summary"},
     2: {"project", "paths", "compile", "wrappers", "queries", "streams", "accelerators", "captures"},
     3: {"tensors", "dataflow", "flow", "breaks", "waits", "families", "scopes", "environment",
-        "recorders"},
+        "recorders", "handoffs"},
 }
 
 

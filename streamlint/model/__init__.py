@@ -58,4 +58,6 @@ Layer 3 — one function's flow
     ``environment`` does the project set an environment variable (launch scripts, YAML, Python)?
     ``recorders``   does a ``record_stream`` forwarder (an object's ``record_stream(stream)``, a helper
                     recording a set of tensors on a stream parameter) record what it holds on that stream?
+    ``handoffs``    does a pipeline stage that hands objects from a producer stream to its consumers
+                    record each of them on every stream it records their siblings on?
 """

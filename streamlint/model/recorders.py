@@ -50,7 +50,7 @@ class BrokenRecord:
     """A record_stream forwarder that does not record what it holds on the stream it was given."""
 
     node: cst.CSTNode
-    kind: str  # "wrong-stream" | "unrecorded-loop" | "ignores-stream" | "drops-base" | "records-nothing"
+    kind: str  # "wrong-stream" | "unrecorded-loop" | "unrecorded-branch" | "ignores-stream" | "drops-base" | "records-nothing"
     stream: str  # the stream the function was given
     detail: str  # the recorded tensor (wrong-stream), the loop target, or the base class
     function: FunctionInfo | None = None  # the forwarder
@@ -97,10 +97,65 @@ def _check(project: Project, file: FileModel, fn: FunctionInfo) -> list[BrokenRe
         if is_current_stream(project, file, fn, arg) and not _callers_give_current(project, file, fn, stream):
             out.append(BrokenRecord(site.node, "wrong-stream", stream, file.code(site.receiver)))
     if protocol:
-        for loop in _loops(fn.node.body):
-            if _silent(loop, stream) and _mentions(loop.iter, *_holders(fn)):
-                out.append(BrokenRecord(loop, "unrecorded-loop", stream, file.code(loop.target)))
+        holders = _holders(fn)
+        silent_loops = [loop for loop in _loops(fn.node.body) if _silent(loop, stream) and _mentions(loop.iter, *holders)]
+        out += [BrokenRecord(loop, "unrecorded-loop", stream, file.code(loop.target)) for loop in silent_loops]
+        out += _silent_tensor_branches(file, fn, stream, holders, silent_loops)
     return out
+
+
+def _silent_tensor_branches(file: FileModel, fn: FunctionInfo, stream: str, holders: tuple[str, ...],
+                            reported: list[cst.For]) -> list[BrokenRecord]:
+    """Branches of an object's own ``record_stream`` that establish that a held value is a device tensor
+    (``if isinstance(value, torch.Tensor):``, ``elif value.is_cuda:``, a conjunction with one of them) and
+    then record nothing on the stream: the fields that take that branch are dropped from the record while
+    the others (a nested object's ``record_stream`` in a sibling branch) still are. The outermost such
+    branch is reported; branches inside a loop already reported as recording nothing are not."""
+    loop_targets = {name.value for loop in _loops(fn.node.body) if _mentions(loop.iter, *holders)
+                    for name in _nodes(loop.target, cst.Name)}
+    held = set(holders) | loop_targets
+    skip = {id(n) for loop in reported for n in _nodes(loop.body, cst.If)}
+    for branch in local_nodes(fn.node.body):  # `if v.is_cuda: ... elif isinstance(v, Tensor):` only sees host tensors
+        if isinstance(branch, cst.If) and _tensor_test(branch.test, held) is not None:
+            orelse = branch.orelse
+            while isinstance(orelse, cst.If):
+                skip.add(id(orelse))
+                orelse = orelse.orelse
+    out: list[BrokenRecord] = []
+    for branch in sorted((n for n in local_nodes(fn.node.body) if isinstance(n, cst.If)),
+                         key=lambda n: file.span(n).start_line):
+        if id(branch) in skip:
+            continue
+        value = _tensor_test(branch.test, held)
+        if value is None or not _silent(branch.body, stream):
+            continue
+        out.append(BrokenRecord(branch, "unrecorded-branch", stream, file.code(value)))
+        skip |= {id(n) for n in _nodes(branch.body, cst.If)}
+    return out
+
+
+def _tensor_test(test: cst.BaseExpression, held: set[str]) -> cst.BaseExpression | None:
+    """The held value a branch test asserts to be a (device) tensor: ``isinstance(v, <...Tensor>)``,
+    ``v.is_cuda`` / ``v.is_npu``, or a conjunction with one of them (not a negation)."""
+    if isinstance(test, cst.BooleanOperation):
+        if not isinstance(test.operator, cst.And) or any(
+                isinstance(side, cst.UnaryOperation) and isinstance(side.operator, cst.Not)
+                for side in (test.left, test.right)):
+            return None  # `isinstance(v, Tensor) and not v.is_cuda`: the host tensors
+        return _tensor_test(test.left, held) or _tensor_test(test.right, held)
+    subject = None
+    if isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value == "isinstance" \
+            and len(test.args) == 2 and any((n.value if isinstance(n, cst.Name) else n.attr.value) == "Tensor"
+                                            for n in _nodes(test.args[1].value, (cst.Name, cst.Attribute))):
+        subject = test.args[0].value
+    elif isinstance(test, cst.Attribute) and test.attr.value in ("is_cuda", "is_npu"):
+        subject = test.value
+    root = subject
+    while isinstance(root, cst.Attribute):
+        root = root.value
+    if isinstance(root, cst.Name) and root.value in held:
+        return subject
+    return None
 
 
 def _records_current(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
@@ -237,12 +292,13 @@ def _dispatch_branches(project: Project, file: FileModel, fn: FunctionInfo) -> l
     return out
 
 
-def _silent(loop: cst.For, stream: str) -> bool:
-    """A loop that neither uses the stream nor records anything (a record on another stream is reported
-    at that record)."""
-    return not _mentions(loop.body, stream) and not any(
+def _silent(block: cst.For | cst.BaseSuite, stream: str) -> bool:
+    """A loop (or a block) that neither uses the stream nor records anything (a record on another stream
+    is reported at that record)."""
+    body = block.body if isinstance(block, cst.For) else block
+    return not _mentions(body, stream) and not any(
         isinstance(call.func, cst.Attribute) and call.func.attr.value == PROTOCOL
-        for call in _nodes(loop.body, cst.Call))
+        for call in _nodes(body, cst.Call))
 
 
 def _tests_record_op(test: cst.BaseExpression) -> bool:

@@ -213,6 +213,12 @@ class ControlFlow:
         elif isinstance(target, cst.Attribute):
             self.escape(st, v, into=target)
             key = self.render(st, target)
+            if key.startswith("self.") and key.count(".") == 1:
+                # read back in this call (`self.inputs = [...]; f(*self.inputs)`): the same tensors
+                if isinstance(v, (TVal, TupVal)):
+                    st.env[key] = v
+                else:
+                    st.env.pop(key, None)
             if key.startswith("self."):  # what the object holds at the exits (a class protocol's producer)
                 self.field_writes.setdefault(key, []).extend(tv.sid for tv in self.tensors(st, v))
             if st.assume:

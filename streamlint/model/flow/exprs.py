@@ -130,6 +130,8 @@ class Expressions:
                     return self.new_tensor(st, base.sid, base.vid)
                 return None
             if isinstance(base, KVal):
+                if base.key == "self" and f"self.{attr}" in st.env:
+                    return st.env[f"self.{attr}"]  # a field this call set to tracked tensors
                 return KVal(f"{base.key}.{attr}", base.glob, base.opaque)
             return None
         if isinstance(e, cst.Subscript):

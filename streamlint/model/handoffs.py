@@ -1,0 +1,238 @@
+"""Objects a pipeline hands from a producer stream to its consumers, recorded together.
+
+A pipeline stage that takes the results of another stream's work (the output of an input
+distribution, its per-module context, a prefetched batch) orders its consumer after the producer
+(``cur.wait_stream(dist_stream)``, ``cur.wait_event(done)``) and then records each object it hands on
+with the consumer stream (``kjt.record_stream(cur)``, ``ctx.record_stream(cur)``), so that the producer's
+allocator pool does not take their blocks back while the consumer still reads them. The objects are
+opaque to the dataflow (awaitable results, entries of a context's dicts, objects implementing the
+``record_stream`` protocol), so their device contents are presumed from the function itself: when two
+objects taken out of the same hand-off are given to one consumer call, and the function records one
+of them on a stream it does not record the other on, the other one's blocks can be reused by the
+producer while that stream still uses them.
+
+Only hand-off functions are judged: the function orders a stream after another (a ``wait_stream`` or
+``wait_event``) and records on a stream. An object counts as handed over when every binding of its
+local takes it out of a container or an awaitable (``ctx = contexts[name]``, ``contexts.pop(name)``,
+``request.wait()``); streams, parameters and objects the module keeps are not. Its device contents are
+presumed only on evidence: the function records it on another stream, it (or the local container it
+is taken from) is made inside a stream scope (the producer's), or the field it is taken from is
+declared (``module_contexts: Dict[str, Multistreamable]``, a dataclass field of any project class with
+that name) to hold tensors or objects of a class implementing ``record_stream``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from streamlint._lazy import cst
+
+from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
+from streamlint.model.lifetimes import persistent_kind
+from streamlint.model.project import Project
+from streamlint.model.streams import MAIN_STREAM, STREAM, local_kind
+from streamlint.model.syntax import class_field_annotation, local_nodes
+from streamlint.model.walk import children
+
+PROTOCOL = "record_stream"
+_JOINS = frozenset({"wait_stream", "wait_event"})
+_TAKES = frozenset({"pop", "get", "wait", "popleft", "result"})
+_STREAM_NAME = re.compile(r"(^|_)stream$")
+
+
+@dataclass(frozen=True)
+class UnrecordedSibling:
+    """``obj`` is given to ``node`` (a consumer call) with ``sibling``, which the function records on
+    ``stream``; ``obj`` is not recorded there."""
+
+    node: cst.Call
+    obj: str
+    sibling: str
+    stream: str
+    function: FunctionInfo
+    recorded_elsewhere: bool  # obj is recorded on some other stream
+
+
+def unrecorded_siblings(project: Project, file: FileModel) -> list[UnrecordedSibling]:
+    out: list[UnrecordedSibling] = []
+    for fn in file.functions.values():
+        if fn.node.name.value == PROTOCOL or not any(site.method in _JOINS for site in fn.calls):
+            continue
+        records: dict[str, dict[str, cst.Call]] = {}
+        for site in fn.calls:
+            if site.method == PROTOCOL and isinstance(site.receiver, cst.Name) and len(site.node.args) == 1:
+                records.setdefault(site.receiver.value, {}).setdefault(file.code(site.node.args[0].value), site.node)
+            elif _recorder_call(site.node):  # `record_all(ctx, stream)`: a helper records what it is given
+                args = [a.value for a in site.node.args]
+                streams = [file.code(a) for a in args if _stream_like(project, file, fn, a)]
+                for a in args:
+                    if isinstance(a, cst.Name) and streams and not _stream_like(project, file, fn, a):
+                        for stream in streams:
+                            records.setdefault(a.value, {}).setdefault(stream, site.node)
+        if not records:
+            continue
+        reported: set[str] = set()
+        for site in sorted(fn.calls, key=lambda s: file.span(s.node).start_line):
+            if site.method in (PROTOCOL, *_JOINS) or _recorder_call(site.node):
+                continue
+            names = [a.value.value for a in site.node.args if isinstance(a.value, cst.Name) and not a.star]
+            handed = [n for n in dict.fromkeys(names) if _handed_over(project, file, fn, n)]
+            for obj in handed:
+                if obj in reported:
+                    continue
+                mine = records.get(obj, {})
+                if not mine and not _produced_in_scope(project, file, fn, obj) \
+                        and not _declared_recordable(project, file, fn, obj):
+                    continue
+                for sibling in handed:
+                    missing = [s for s in records.get(sibling, {}) if s not in mine and s not in (obj, sibling)]
+                    if sibling != obj and missing:
+                        out.append(UnrecordedSibling(site.node, obj, sibling, missing[0], fn, bool(mine)))
+                        reported.add(obj)
+                        break
+    return out
+
+
+def _handed_over(project: Project, file: FileModel, fn: FunctionInfo, name: str) -> bool:
+    """A local whose every binding takes an object out of a container or an awaitable, and that is no
+    stream and nothing the module keeps."""
+    values = fn.name_assigns.get(name)
+    if not values or name in fn.all_params or local_kind(project, file, fn, name) in (STREAM, MAIN_STREAM):
+        return False
+    for value in values:
+        if isinstance(value, cst.Subscript):
+            continue
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _TAKES:
+            continue
+        return False
+    return persistent_kind(file, fn, cst.Name(name)) is None
+
+
+def _produced_in_scope(project: Project, file: FileModel, fn: FunctionInfo, name: str) -> bool:
+    """Is ``name``, or the local container it is taken from, bound inside a ``with`` whose item is given
+    a stream (``with torch.cuda.stream(dist)``, ``with stream_context(source_stream)``)?"""
+    inside: set[str] = set()
+    for node in local_nodes(fn.node.body):
+        if not isinstance(node, cst.With) or not any(_given_stream(project, file, fn, item.item) for item in node.items):
+            continue
+        for sub in _walk(node.body):
+            targets = [t.target for t in sub.targets] if isinstance(sub, cst.Assign) else (
+                [sub.target] if isinstance(sub, (cst.AnnAssign, cst.AugAssign)) else [])
+            for target in targets:
+                while isinstance(target, (cst.Subscript, cst.Attribute)) and not isinstance(target, cst.Name):
+                    target = target.value
+                if isinstance(target, cst.Name):
+                    inside.add(target.value)
+    if name in inside:
+        return True
+    for value in fn.name_assigns.get(name, ()):
+        base = _taken_from(value)
+        if isinstance(base, cst.Name) and base.value in inside:
+            return True
+    return False
+
+
+def _given_stream(project: Project, file: FileModel, fn: FunctionInfo, item: cst.BaseExpression) -> bool:
+    return isinstance(item, cst.Call) and any(_stream_like(project, file, fn, arg.value) for arg in item.args)
+
+
+def _stream_like(project: Project, file: FileModel, fn: FunctionInfo, value: cst.BaseExpression) -> bool:
+    text = dotted(value)
+    if text is None:
+        return False
+    return bool(_STREAM_NAME.search(text.rsplit(".", 1)[-1])) or (
+        isinstance(value, cst.Name) and local_kind(project, file, fn, value.value) in (STREAM, MAIN_STREAM))
+
+
+def _recorder_call(call: cst.Call) -> bool:
+    func = call.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    return name != PROTOCOL and "record" in name.lower()
+
+
+def _taken_from(value: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The container an object is taken out of: ``c`` in ``c[k]``, ``c.pop(k)``, ``c[k].wait()``."""
+    while True:
+        if isinstance(value, cst.Subscript):
+            return value.value
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _TAKES:
+            inner = value.func.value
+            if isinstance(inner, cst.Subscript) or (isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute)):
+                value = inner
+                continue
+            return inner
+        return None
+
+
+def _declared_recordable(project: Project, file: FileModel, fn: FunctionInfo, name: str) -> bool:
+    """Is every binding of ``name`` taken from a field (``ctx.module_contexts[k]``) that project classes
+    declare with that name to hold tensors or objects implementing ``record_stream``?"""
+    values = fn.name_assigns.get(name, ())
+    if not values:
+        return False
+    for value in values:
+        base = _taken_from(value)
+        if not isinstance(base, cst.Attribute) or not _field_recordable(project, base.attr.value):
+            return False
+    return True
+
+
+def _field_recordable(project: Project, field: str) -> bool:
+    memo = project.__dict__.setdefault("_recordable_fields", {})
+    if field not in memo:
+        memo[field] = False
+        found = []
+        for model in project.files_containing((f"{field}:".encode(),)):
+            for cls in model.classes.values():
+                annotation = class_field_annotation(cls.node, field)
+                if annotation is not None:
+                    found.append(_holds_recordable(project, model, annotation))
+        memo[field] = bool(found) and all(found)
+    return memo[field]
+
+
+def _holds_recordable(project: Project, model: FileModel, annotation: cst.BaseExpression) -> bool:
+    """Does a field annotation name a tensor or a project class with a ``record_stream`` method (itself
+    or a base), as an element type (``Dict[str, Multistreamable]``, ``List[torch.Tensor]``)?"""
+    for node in _walk(annotation):
+        if not isinstance(node, (cst.Name, cst.Attribute)):
+            continue
+        text = dotted(node)
+        if text is None:
+            continue
+        if text.rsplit(".", 1)[-1] == "Tensor":
+            return True
+        qual = model.resolve_dotted(text, None)
+        sym = project.symbol(qual, model) if qual else None
+        if sym is not None and isinstance(sym[0], ClassInfo) and _implements_protocol(project, sym[0], sym[1]):
+            return True
+    return False
+
+
+def _implements_protocol(project: Project, cls: ClassInfo, model: FileModel) -> bool:
+    todo, seen = [(cls, model)], set()
+    while todo and len(seen) < 16:
+        current, mod = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if PROTOCOL in current.methods:
+            return True
+        for base in current.bases:
+            sym = project.symbol(base, mod) if base else None
+            if sym is not None and isinstance(sym[0], ClassInfo):
+                todo.append(sym)
+    return False
+
+
+def _walk(root: cst.CSTNode) -> list[cst.CSTNode]:
+    out, stack = [], [root]
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        stack.extend(children(node))
+    return out
+
+
+__all__ = ["UnrecordedSibling", "unrecorded_siblings"]

@@ -150,8 +150,10 @@ def function_flow(project: Project, file: FileModel, fn: FunctionInfo, *, explic
             interp.run()
         except (RecursionError, AnalysisBudgetExceeded):  # pathological code: report nothing rather than guess
             if mode != "ge":
-                early.update(_single_path_early_records(
-                    project, file, fn, flow_config(mode, explicit_ge_joins, _entry(project, file, fn, mode))))
+                found, looped = _single_path_early_records(
+                    project, file, fn, flow_config(mode, explicit_ge_joins, _entry(project, file, fn, mode)))
+                early.update(found)
+                races.update({k + (mode,): v for k, v in looped.items()})
             continue
         races.update({k + (mode,): v for k, v in interp.races.items()})
         lifetimes.update({k + (mode,): v for k, v in interp.lifetimes.items()})
@@ -174,14 +176,18 @@ def _entry(project: Project, file: FileModel, fn: FunctionInfo, mode: str) -> bo
 MAX_FOCUSED_RUNS = 12  # single-path runs of a function too large for the path-sensitive one
 
 
-def _single_path_early_records(project: Project, file: FileModel, fn: FunctionInfo, cfg) -> dict:
+def _single_path_early_records(project: Project, file: FileModel, fn: FunctionInfo, cfg) -> tuple[dict, dict]:
     """Events recorded before the work they guard, in a function too large for the path-sensitive run: the
     function is run again on one path through each event record it writes (each branch takes the outcome
     holding that record, else one that mentions an ordering and does not return; each loop body once),
     which bounds the work by the function's length times its records. Only the early records of that run are
     kept, and only when the record and the work it misses share their innermost block (straight-line code
-    needs no path correlation), while a race on a path the single run merged could be one no execution takes."""
+    needs no path correlation), while a race on a path the single run merged could be one no execution takes.
+    The exception is a loop whose steps alternate streams (:mod:`~streamlint.model.flow.counters`): the run
+    reads it step by step with the counter's values, so a race between two of its steps, both accesses in
+    the loop, is on the path through the record (the second dict)."""
     found: dict = {}
+    looped: dict = {}
     records = [site.node for site in fn.calls if site.method in ("record", "record_event")]
     for focus in records[:MAX_FOCUSED_RUNS]:
         if any(contains(early.node, focus) for early in found.values()):
@@ -194,7 +200,11 @@ def _single_path_early_records(project: Project, file: FileModel, fn: FunctionIn
             continue
         found.update({k: early for k, early in interp.early_records.items()
                       if early.work is not None and contains(_innermost_block(fn, early.node), early.work)})
-    return found
+        looped.update({k: race for k, race in interp.races.items()
+                       if race.producer is not None and not race.argument and not race.escape
+                       and any(contains(loop, race.node) and contains(loop, race.producer)
+                               for loop in interp.counted_loops)})
+    return found, looped
 
 
 def _innermost_block(fn: FunctionInfo, node: cst.CSTNode) -> cst.CSTNode:

@@ -14,6 +14,8 @@ from streamlint.model.apis import Role
 from streamlint.model.captures import capture_kind
 from streamlint.model.file import string_value
 from streamlint.model.flow.calls import block_returns, node_mentions_ordering
+from streamlint.model.flow.counters import NVal
+from streamlint.model.flow.promises import carried, record_fields
 from streamlint.model.flow.results import Unjoined
 from streamlint.model.flow.values import (
     AnalysisBudgetExceeded,
@@ -202,6 +204,8 @@ class ControlFlow:
                 rendered = self.render(st, value_node)
                 v = KVal(rendered) if rendered.startswith("self.") else None
             self.bind(st, target.value, v, value_node)
+            if isinstance(value_node, cst.Call) and any(a.keyword is not None for a in value_node.args):
+                self.record_object(st, target.value, value_node)
             if v is None and isinstance(value_node, cst.BooleanOperation) and isinstance(value_node.operator, cst.And):
                 self.conjunction_flag(st, target, value_node)
         elif isinstance(target, (cst.Tuple, cst.List)):
@@ -242,6 +246,21 @@ class ControlFlow:
                     if held:  # the local list now holds them: handing it back hands them back
                         name = target.value.value
                         st.held[name] = tuple(dict.fromkeys(st.held.get(name, ()) + held))
+
+    def record_object(self, st: State, name: str, call: cst.Call) -> None:
+        """``ctx = StepEvents(done=events[layer][KEY])``: ``ctx.done`` is that event (promises.py)."""
+        fields = record_fields(self.project, self.cfile, call)
+        held = {}
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value in fields \
+                    and isinstance(a.value, (cst.Name, cst.Attribute, cst.Subscript)):
+                v = self.ev(st, a.value)
+                if carried(v):
+                    held[a.keyword.value] = v
+                elif v is None and isinstance(a.value, (cst.Attribute, cst.Subscript)):
+                    held[a.keyword.value] = KVal(self.render(st, a.value))
+        if held:
+            st.fields[name] = held
 
     def conjunction_flag(self, st: State, target: cst.Name, value: cst.BooleanOperation) -> None:
         """``overlap = enabled and run_lora and layer.shared_loras``: where the flag holds, so does each
@@ -289,6 +308,9 @@ class ControlFlow:
         parsed = mode_of_test(test)
         if parsed is not None:
             return (self.cfg.mode in parsed[1]) == parsed[2]
+        counted = self.counter_test(st, test)
+        if counted is not None:
+            return counted
         ordering = ordering_query(test)
         if ordering is not None:
             return ordering
@@ -376,6 +398,7 @@ class ControlFlow:
                 if not self.single:
                     self.constrain(s, test, outcome)
             self.device_test(s, test, outcome)
+            self.counter_test(s, test, outcome)
             results.extend(runner(s))
         return results
 
@@ -483,14 +506,22 @@ class ControlFlow:
                     and any(self.tensors(st, v) for v in items.items):
                 elements = items.items
         bindings = self.element_rounds(st, node) if elements is None and isinstance(node, cst.For) else None
+        counts = self.counter_rounds(st, node) if elements is None and bindings is None \
+            and isinstance(node, cst.For) else None
         rounds = elements if elements is not None else bindings if bindings is not None \
-            else [None] * (1 if self.single else LOOP_UNROLL)
+            else counts if counts is not None else [None] * (1 if self.single else LOOP_UNROLL)
         states = [st]
         finished: list[State] = []
         for element in rounds:
             nxt: list[State] = []
             for s in states:
-                if elements is not None:
+                if counts is not None:  # an alternating-streams loop read with its counter's values
+                    self.ev(s, node.iter)
+                    if not self.counter_in_range(s, node, element):
+                        finished.append(s)
+                        continue
+                    self.bind(s, node.target.value, NVal(element), node)
+                elif elements is not None:
                     self.bind(s, node.target.value, element, node)
                 elif bindings is not None:  # one representative element of a stream / event collection
                     self.ev(s, node.iter)

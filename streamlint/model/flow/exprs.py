@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, dotted, string_value
+from streamlint.model.flow.counters import NVal, counter_part
 from streamlint.model.flow.calls import (
     metadata_only,
     cached_stream_getter,
@@ -124,6 +125,8 @@ class Expressions:
             attr = e.attr.value
             if attr in META_ATTRS:
                 return None
+            if isinstance(e.value, cst.Name) and attr in st.fields.get(e.value.value, ()):
+                return st.fields[e.value.value][attr]  # a record object's field: what it was built with
             base = self.ev(st, e.value)
             if isinstance(base, TVal):
                 if attr in VIEW_ATTRS:
@@ -140,6 +143,8 @@ class Expressions:
             return self.call(st, e)
         if isinstance(e, cst.BinaryOperation):
             left, right = self.ev(st, e.left), self.ev(st, e.right)
+            if isinstance(left, NVal) or isinstance(right, NVal):  # `i - 1` in a step of a counted loop
+                return self.counter_value(st, e)
             if self.tensors(st, left) or self.tensors(st, right):
                 return self.op(st, e, [left, right])
             return None
@@ -213,6 +218,8 @@ class Expressions:
                 i = int(iv.value, 0)
                 return base.items[i] if -len(base.items) <= i < len(base.items) else None
             index = self.ev(st, iv)
+            if isinstance(index, NVal):  # a step of an alternating-streams loop: its real element
+                return base.items[index.n] if -len(base.items) <= index.n < len(base.items) else None
             if isinstance(index, IVal) and base.items:  # a representative element of a literal list
                 i = int(index.pos)
                 return base.items[i] if -len(base.items) <= i < len(base.items) else base.items[-1]
@@ -223,6 +230,8 @@ class Expressions:
             view = self.new_tensor(st, base.sid, base.vid)
             if len(idx_vals) == 1 and isinstance(idx_vals[0], IVal):
                 view.part = idx_vals[0].pos  # `out[i]`: the part of one element of a collection loop
+            elif len(idx_vals) == 1 and isinstance(idx_vals[0], NVal):
+                view.part = counter_part(e, idx_vals[0])  # `dq[:, i - 1]` in a step of a counted loop
             return view
         if isinstance(base, KVal):
             if len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index):

@@ -11,6 +11,8 @@ from streamlint.model.file import FileModel, FunctionInfo
 from streamlint.model.flow.calls import Calls, current_stream_params
 from streamlint.model.flow.forks import forked_self_streams, forked_stream_params
 from streamlint.model.flow.control import ControlFlow
+from streamlint.model.flow.counters import Counters
+from streamlint.model.flow.promises import Promises
 from streamlint.model.flow.elements import Elements
 from streamlint.model.flow.escapes import EventEscapes
 from streamlint.model.flow.hostreads import HostReads
@@ -63,7 +65,8 @@ def _last_simple(body: list) -> cst.CSTNode | None:
     return node.body[-1] if node is not None and node.body else None
 
 
-class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, Elements, EventEscapes, HostReads):
+class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, Elements, EventEscapes, HostReads,
+             Counters, Promises):
     """Path-sensitive abstract interpretation of one function body in program order."""
 
     protocol_seed = True  # seed the fields other methods of the class leave on a side stream (protocols.py)
@@ -95,6 +98,7 @@ class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, 
         # (the record statement, the event's text)
         self.op_sites: dict[str, list[tuple[int, cst.CSTNode]]] = {}  # stream -> (time, statement) of its work
         self.early_records: dict[int, EarlyRecord] = {}
+        self.counted_loops: list[cst.For] = []  # loops read step by step with their counter (counters.py)
         self._anonymous: dict[int, int] = {}  # creation node -> index in program order
         self.steps = 0
         self._mentions: dict[int, bool] = {}

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.file import string_value
 from streamlint.model.flow.calls import event_field_waited
+from streamlint.model.flow.counters import NVal
 from streamlint.model.flow.values import CVal, EVal, IVal, KVal, NONE, SVal, State, merge_clock
 from streamlint.model.streams import (
     EVENT,
@@ -56,6 +57,8 @@ class Orderings:
                 return repr(v.value)
             if isinstance(v, IVal):
                 return v.pos
+            if isinstance(v, NVal):
+                return str(v.n)
             return e.value
         if isinstance(e, cst.Attribute):
             return f"{self.render(st, e.value)}.{e.attr.value}"
@@ -68,6 +71,8 @@ class Orderings:
             return repr(sv) if sv is not None else self.cfile.code(e)
         if isinstance(e, cst.Call) and not e.args:
             return f"{self.render(st, e.func)}()"
+        if isinstance(e, cst.BinaryOperation) and isinstance(self.counter_value(st, e), NVal):
+            return str(self.counter_value(st, e).n)  # `xs[(i - 1) % 2]` in a step of a counted loop
         return self.cfile.code(e)
 
     def kind_of(self, st: State, v: object) -> str | None:

@@ -253,6 +253,7 @@ class Storages:
              escape: bool = False, body: bool = False, replay: bool = False) -> None:
         if self.depth or self.anchor is None:
             return
+        self.relied_on(st, earlier, s)
         name = label or S.name or "tensor"
         key = (id(self.anchor), name, kind)
         if earlier.time < self.handshake_time and earlier.stream == MAIN \
@@ -565,6 +566,7 @@ class Storages:
                 st.loose_uses[name] = [*st.loose_uses.get(name, ()), *S.uses]
         st.env[name] = v
         st.held.pop(name, None)
+        st.fields.pop(name, None)
         self.invalidate(st, name)
         if isinstance(v, TVal):
             S = st.stores.get(v.sid)

@@ -145,6 +145,8 @@ class State:
         self.assume: dict[str, bool] = {}
         self.clauses: list[tuple[tuple[str, bool], ...]] = []  # at least one literal of each holds
         self.same: dict[str, str] = {}  # stream key -> the key of the same stream (from `s1 == s2` tests)
+        self.bounds: dict[str, tuple[int | None, int | None]] = {}  # loop bound text -> its interval (counters.py)
+        self.fields: dict[str, dict[str, object]] = {}  # local -> the fields of the record object it holds (promises.py)
         self.runs: list[ScopeRun] = []
         # frees whose cross-stream uses a later join may still cover: (storage id, uses, how, free node)
         self.pending: list[tuple] = []
@@ -177,6 +179,8 @@ class State:
         s.assume = dict(self.assume)
         s.clauses = list(self.clauses)
         s.same = dict(self.same)
+        s.bounds = dict(self.bounds)
+        s.fields = dict(self.fields)
         s.runs = [ScopeRun(r.node, r.stream, r.start, r.last, r.top) for r in self.runs]
         s.pending = list(self.pending)
         s.regions = list(self.regions)

@@ -52,17 +52,17 @@ def _names(node: cst.CSTNode | None, name: str) -> bool:
         isinstance(node, cst.Name) and node.value == name
 
 
-def stream_joined_elsewhere(project: Project, fn, name: str) -> bool:
-    """Does any function of the project but ``fn`` order a stream called ``name`` (waits for it, synchronizes
-    it, records an event on it or queries it)? Then a protocol joins it after the call, whatever its shape."""
+def stream_joined_elsewhere(project: Project, name: str) -> bool:
+    """Does any function of the project order a stream called ``name`` (waits for it, synchronizes it, records
+    an event on it or queries it)? Then a protocol joins it after the call, whatever its shape: another method
+    (``finish()``), a thread draining it, or ``fn`` itself on its next call (a rolling prefetch that joins the
+    previous call's work before it queues the next)."""
     memo = derived(project, "stream_joined_elsewhere")
-    key = (id(fn), name)
+    key = name
     if key not in memo:
         memo[key] = False
         for model in project.files_containing((name.encode(),)):
             for other in model.iter_functions():
-                if other is fn:
-                    continue  # (a join in a function with work of its own there joins ``fn``'s too when it runs later)
                 for site in other.calls:
                     if site.method not in _JOINS:
                         continue
@@ -130,7 +130,7 @@ def left_on_side_streams(interp, st: State) -> list[int]:
         if S.kind != "long" or lw is None or lw.time == 0 or lw.node is None or lw.stream == MAIN \
                 or sid in interp.protocol_sources or ordered_before(lw, know):
             continue
-        if lw.stream in interp.param_streams or not contains(interp.fn.node, lw.node):
+        if lw.stream in interp.param_streams or sid in interp.helper_writes or not contains(interp.fn.node, lw.node):
             continue  # the caller's stream; a write of an inlined helper (reported there)
         name = stream_name(lw.stream)
         if name is None or name in interp.fn.all_params:
@@ -139,7 +139,7 @@ def left_on_side_streams(interp, st: State) -> list[int]:
             field = S.name[5:].split(".", 1)[0].split("[", 1)[0]
             if _field_read_elsewhere(interp, field):
                 continue
-        if stream_joined_elsewhere(interp.project, interp.fn, name):
+        if stream_joined_elsewhere(interp.project, name):
             continue
         out.append(sid)
     if out and callers_view(interp.project, interp.file, interp.fn) == "joined":

@@ -245,6 +245,7 @@ class Storages:
             snap = dict(know)
             snap[s] = t
             S.last_write = Access(s, t, self.anchor, snap, part=part)
+            (self.helper_writes.add if self.depth else self.helper_writes.discard)(S.sid)
             S.reads = [r for r in S.reads if part is not None and r.part is not None and r.part != part]
         if S.kind in ("local", "arg") and s != S.alloc:  # (an argument dies only by resize_(0))
             S.uses.append(Access(s, t, self.anchor, label=self.label(st, tv.sid)))
@@ -282,7 +283,8 @@ class Storages:
         is queued on a side stream that nothing joined into the entry stream: the caller goes on using
         them on its current stream (a join escape). Not when an event recorded after the write is handed
         over too (kept on ``self``, returned, a parameter's), nor when another method of the class joins
-        that stream (a caller protocol)."""
+        that stream (a caller protocol). Long-lived tensors written here on a side stream leave the same way
+        (:mod:`~streamlint.model.flow.leaves`: ``held``)."""
         if self.depth or self.cfg.mode not in ("eager", "cuda") or self.deferred_end or node is None \
                 or st.cur != MAIN or self._hands_over(returned):
             return  # (captured graphs join their outputs; a return inside a scope is a wrapper's)
@@ -306,7 +308,7 @@ class Storages:
                 returned_name = node.value.value if isinstance(node, cst.Return) and isinstance(node.value, cst.Name) \
                     else None
                 holder = next((name for name, sids in holders.items() if sid in sids), None)
-                self.race(st, "read", S, lw, MAIN, self.label(st, sid) or holder or returned_name or S.name,
+                self.race(st, "read", S, lw, MAIN, self.label(st, sid) or holder or returned_name,
                           escape=True,
                           held=(callers_view(self.project, self.file, self.fn) if sid in held else ""))
             finally:

@@ -285,6 +285,10 @@ def _hint(race: Race, main: str | None, producer_line: int | None, use_line: int
 def _related(ctx: RuleContext, race: Race) -> list[Location]:
     if race.producer is None:
         return []
+    if race.held and race.caller is not None:
+        model, call = race.caller
+        return [Location(ctx.file.path, ctx.file.span(race.producer), "written here"),
+                Location(model.path, model.span(call), "called here: the caller goes on with no wait")]
     label = "read here" if race.kind == "write-after-read" else "produced here"
     if race.protocol is not None:
         label = f"produced here, in `{race.protocol}()`"

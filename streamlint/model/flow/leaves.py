@@ -120,6 +120,15 @@ def callers_view(project: Project, file, fn) -> str:
     return memo[id(fn)]
 
 
+def unordered_caller(project: Project, file, fn) -> tuple | None:
+    """(file, call node) of the first call of ``fn`` that its caller follows with no ordering: where the
+    caller goes on to use what ``fn`` left in flight (the finding's related location)."""
+    for model, site in callers_of(project, file, fn) or ():
+        if not _orders_right_after(site):
+            return model, site.node
+    return None
+
+
 def left_on_side_streams(interp, st: State) -> list[int]:
     """The long-lived tensors this function's own statements last wrote on a side stream of its own that
     nothing joins into the current stream before it returns (see the module docstring)."""

@@ -13,7 +13,7 @@ import re
 from streamlint._lazy import cst
 from streamlint.model.file import ClassInfo
 from streamlint.model.flow.escapes import events_in, self_field
-from streamlint.model.flow.leaves import callers_view, left_on_side_streams
+from streamlint.model.flow.leaves import callers_view, left_on_side_streams, unordered_caller
 from streamlint.model.flow.results import EarlyRecord, Lifetime, Race, Unjoined, ViewEscape
 from streamlint.model.flow.values import (
     Access,
@@ -252,7 +252,7 @@ class Storages:
         self.check_view_escape(st, tv)
 
     def race(self, st: State, kind: str, S: Storage, earlier: Access, s: str, label: str | None = None,
-             escape: bool = False, body: bool = False, replay: bool = False, held: str = "") -> None:
+             escape: bool = False, body: bool = False, replay: bool = False, held: str = "", caller: tuple | None = None) -> None:
         if self.depth or self.anchor is None:
             return
         name = label or S.name or "tensor"
@@ -267,7 +267,7 @@ class Storages:
             self.races[key] = Race(kind, self.anchor, name, earlier.stream, s, earlier.node,
                                    S.kind == "arg" and earlier.time <= self.entry_time, self.cfg.mode, escape, body,
                                    replay, earlier.time < self.handshake_time, self.caller_stream(earlier.stream, s),
-                                   protocol, held)
+                                   protocol, held, caller)
 
     def caller_stream(self, a: str, b: str) -> str | None:
         """The stream parameter of a race between it and the entry stream: the caller may pass its own
@@ -310,7 +310,8 @@ class Storages:
                 holder = next((name for name, sids in holders.items() if sid in sids), None)
                 self.race(st, "read", S, lw, MAIN, self.label(st, sid) or holder or returned_name,
                           escape=True,
-                          held=(callers_view(self.project, self.file, self.fn) if sid in held else ""))
+                          held=(callers_view(self.project, self.file, self.fn) if sid in held else ""),
+                          caller=unordered_caller(self.project, self.file, self.fn) if sid in held else None)
             finally:
                 self.anchor = saved
 

@@ -89,6 +89,10 @@ class MissingWaitAtJoin(Rule):
             elif race.argument:
                 confidence = Confidence.MEDIUM
                 hint += "; this assumes the caller produced it on its current stream shortly before the call"
+            elif race.held:
+                confidence = Confidence.LOW if race.held == "unseen" else Confidence.MEDIUM
+                hint += ("; it outlives the call and nothing else in the project joins that stream: this assumes "
+                         "the caller reads it on its current stream after the call")
             elif race.escape:
                 confidence = Confidence.MEDIUM
                 hint += "; it is handed back to the caller here: this assumes the caller uses it on its current stream"
@@ -235,6 +239,10 @@ def _message(race: Race, names: list[str], main: str | None) -> str:
             candidates = [f"{listed} {be} written on {src} and the graph replayed on {dst} may read "
                           f"{'them' if plural else 'it'} with no wait{tag}",
                           f"the graph replayed on {dst} may read {listed} with no wait after the write{tag}"]
+        elif race.held:
+            candidates = [f"{listed} {be} written on {src} and left to the caller with no join{tag}",
+                          f"{listed} {be} left to the caller with no join after {'their' if plural else 'its'} "
+                          f"write on {src}{tag}"]
         elif getattr(race, "escape", False):
             candidates = [f"{listed} {be} produced on {src} and handed back to the caller with no join{tag}",
                           f"{listed} {be} handed back to the caller with no join after {'their' if plural else 'its'} "
@@ -260,7 +268,8 @@ def _hint(race: Race, main: str | None, producer_line: int | None, use_line: int
     """Where the wait goes: on which stream, for which stream, between which lines."""
     src, dst = stream_label(race.src, main), stream_label(race.dst, main)
     after = f"after line {producer_line} and " if producer_line is not None else ""
-    where = f"{after}before line {use_line}"
+    where = f"{after}before line {use_line}" if producer_line is None or producer_line < use_line \
+        else f"after line {producer_line}"
     if race.mode == "reduce-overhead":
         after_producer = f" after line {producer_line}" if producer_line is not None else ""
         return (f"record a tagged event on {src}{after_producer} (`npu_tagged_event_record`) and "
@@ -276,6 +285,10 @@ def _hint(race: Race, main: str | None, producer_line: int | None, use_line: int
 def _related(ctx: RuleContext, race: Race) -> list[Location]:
     if race.producer is None:
         return []
+    if race.held and race.caller is not None:
+        model, call = race.caller
+        return [Location(ctx.file.path, ctx.file.span(race.producer), "written here"),
+                Location(model.path, model.span(call), "called here: the caller goes on with no wait")]
     label = "read here" if race.kind == "write-after-read" else "produced here"
     if race.protocol is not None:
         label = f"produced here, in `{race.protocol}()`"

@@ -464,3 +464,29 @@ def test_early_record_found_in_a_function_over_the_path_budget(tmp_path, monkeyp
     found = [(f.code, f.span.start_line) for f in lint_text(early, tmp=tmp_path / "a") if f.code == "SL201"]
     assert found == [("SL201", 27)]
     assert not [f for f in lint_text(timely, tmp=tmp_path / "b") if f.code == "SL201"]
+
+
+def test_side_writes_left_to_callers_confidence_follows_the_callers(tmp_path):
+    """A long-lived tensor written on a side stream and left unjoined (flow/leaves.py): low confidence when no
+    caller is visible, medium when a caller goes on without an ordering, silent when every caller
+    synchronizes right after the call."""
+    service = """
+class Mover:
+    def __init__(self):
+        self.move_stream = torch.cuda.Stream()
+
+    def move(self, reqs):
+        with torch.cuda.stream(self.move_stream):
+            for r in reqs:
+                dst = r.tensor[0:4]
+                dst.copy_(r.src, non_blocking=True)
+"""
+
+    def found(callers: str) -> list[tuple[int, str]]:
+        return sorted((f.span.start_line, f.confidence.value) for f in lint_text(HEADER + service + callers,
+                                                                                  tmp=tmp_path)
+                      if f.code == "SL201" and "left to the caller" in f.message)
+
+    assert found("") == [(13, "low")]
+    assert found("\n\ndef step(m, reqs):\n    m.move(reqs)\n    return reqs[0].tensor.sum()\n") == [(13, "medium")]
+    assert found("\n\ndef step(m, reqs):\n    m.move(reqs)\n    torch.cuda.synchronize()\n") == []

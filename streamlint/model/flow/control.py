@@ -15,6 +15,7 @@ from streamlint.model.captures import capture_kind
 from streamlint.model.file import string_value
 from streamlint.model.flow.calls import block_returns, node_mentions_ordering
 from streamlint.model.flow.counters import NVal
+from streamlint.model.flow.leaves import closure_container
 from streamlint.model.flow.promises import carried, record_fields
 from streamlint.model.flow.results import Unjoined
 from streamlint.model.flow.values import (
@@ -241,7 +242,8 @@ class ControlFlow:
                 self.op(st, target, [v], [base], result=False, read_writes=False)
             else:
                 self.escape(st, v, into=target)  # a container slot (dict / list of events, tensors, objects)
-                if isinstance(target.value, cst.Name) and target.value.value in st.env:
+                if isinstance(target.value, cst.Name) and (target.value.value in st.env
+                                                           or closure_container(self.cfn, target.value.value)):
                     held = tuple(tv.sid for tv in self.tensors(st, v))
                     if held:  # the local list now holds them: handing it back hands them back
                         name = target.value.value

@@ -35,6 +35,7 @@ from streamlint.model.flow.values import (
     merge_clock,
 )
 from streamlint.model.streams import EVENT, MAIN, STREAM, current_stream_getter, tagged_stream_key
+from streamlint.model.flow.leaves import closure_container
 from streamlint.model.syntax import target_names
 from streamlint.model.waits import host_handshake, signaller_forks
 from streamlint.model.uses import bind_arguments
@@ -233,6 +234,11 @@ class Expressions:
             elif len(idx_vals) == 1 and isinstance(idx_vals[0], NVal):
                 view.part = counter_part(e, idx_vals[0])  # `dq[:, i - 1]` in a step of a counted loop
             return view
+        if base is None and isinstance(e.value, cst.Name) and st.held.get(e.value.value) \
+                and closure_container(self.cfn, e.value.value):
+            # `out = blocks[0]` after `blocks[i % 2] = attn(...)`, ``blocks`` the enclosing function's list: the
+            # tensor this function last put in a slot (which slot an index names is not tracked)
+            return self.new_tensor(st, st.held[e.value.value][-1])
         if isinstance(base, KVal):
             if len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index):
                 return KVal(f"{base.key}[{self.render(st, e.slice[0].slice.value)}]", base.glob, base.opaque)

@@ -26,6 +26,9 @@ class Race:
     handshake: bool = False  # the host waited for another thread (``flag.wait()``) between the two accesses
     caller_stream: str | None = None  # the other side is the current stream and this one a stream parameter
     protocol: str | None = None  # the earlier write is another method's (a class protocol): that method's name
+    held: str = ""  # an escape through a long-lived tensor written in place (no return, leaves.py): how the
+    # callers take it, "caller" (a caller goes on without an ordering) or "unseen" (no caller is visible)
+    caller: tuple | None = None  # held: (file model, call node) of a call its caller follows with no ordering
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import re
 from streamlint._lazy import cst
 from streamlint.model.file import ClassInfo
 from streamlint.model.flow.escapes import events_in, self_field
+from streamlint.model.flow.leaves import callers_view, left_on_side_streams, unordered_caller
 from streamlint.model.flow.results import EarlyRecord, Lifetime, Race, Unjoined, ViewEscape
 from streamlint.model.flow.values import (
     Access,
@@ -244,13 +245,14 @@ class Storages:
             snap = dict(know)
             snap[s] = t
             S.last_write = Access(s, t, self.anchor, snap, part=part)
+            (self.helper_writes.add if self.depth else self.helper_writes.discard)(S.sid)
             S.reads = [r for r in S.reads if part is not None and r.part is not None and r.part != part]
         if S.kind in ("local", "arg") and s != S.alloc:  # (an argument dies only by resize_(0))
             S.uses.append(Access(s, t, self.anchor, label=self.label(st, tv.sid)))
         self.check_view_escape(st, tv)
 
     def race(self, st: State, kind: str, S: Storage, earlier: Access, s: str, label: str | None = None,
-             escape: bool = False, body: bool = False, replay: bool = False) -> None:
+             escape: bool = False, body: bool = False, replay: bool = False, held: str = "", caller: tuple | None = None) -> None:
         if self.depth or self.anchor is None:
             return
         self.relied_on(st, earlier, s)
@@ -266,7 +268,7 @@ class Storages:
             self.races[key] = Race(kind, self.anchor, name, earlier.stream, s, earlier.node,
                                    S.kind == "arg" and earlier.time <= self.entry_time, self.cfg.mode, escape, body,
                                    replay, earlier.time < self.handshake_time, self.caller_stream(earlier.stream, s),
-                                   protocol)
+                                   protocol, held, caller)
 
     def caller_stream(self, a: str, b: str) -> str | None:
         """The stream parameter of a race between it and the entry stream: the caller may pass its own
@@ -282,7 +284,8 @@ class Storages:
         is queued on a side stream that nothing joined into the entry stream: the caller goes on using
         them on its current stream (a join escape). Not when an event recorded after the write is handed
         over too (kept on ``self``, returned, a parameter's), nor when another method of the class joins
-        that stream (a caller protocol)."""
+        that stream (a caller protocol). Long-lived tensors written here on a side stream leave the same way
+        (:mod:`~streamlint.model.flow.leaves`: ``held``)."""
         if self.depth or self.cfg.mode not in ("eager", "cuda") or self.deferred_end or node is None \
                 or st.cur != MAIN or self._hands_over(returned):
             return  # (captured graphs join their outputs; a return inside a scope is a wrapper's)
@@ -291,12 +294,14 @@ class Storages:
         holders = {n.value: st.held[n.value] for n in _names_in(node) if n.value in st.held}
         candidates += [sid for sids in holders.values() for sid in sids]
         candidates += [sid for sid, S in st.stores.items() if S.kind == "arg"]
-        for sid in dict.fromkeys(candidates):
+        held = set(left_on_side_streams(self, st)) - set(candidates)  # long-lived tensors written here on a
+        # side stream (leaves.py): their stream's joins are looked for project-wide there
+        for sid in dict.fromkeys(candidates + sorted(held)):
             S = st.stores.get(sid)
             lw = S.last_write if S is not None and S.kind != "host" else None
             if lw is None or lw.stream == MAIN or lw.node is None or ordered_before(lw, know):
                 continue
-            if self.event_handed_over(st, lw, returned) or self.joined_elsewhere(lw.stream) \
+            if self.event_handed_over(st, lw, returned) or sid not in held and self.joined_elsewhere(lw.stream) \
                     or self.caller_may_join(lw.stream):
                 continue
             saved, self.anchor = self.anchor, node
@@ -304,7 +309,10 @@ class Storages:
                 returned_name = node.value.value if isinstance(node, cst.Return) and isinstance(node.value, cst.Name) \
                     else None
                 holder = next((name for name, sids in holders.items() if sid in sids), None)
-                self.race(st, "read", S, lw, MAIN, self.label(st, sid) or holder or returned_name, escape=True)
+                self.race(st, "read", S, lw, MAIN, self.label(st, sid) or holder or returned_name,
+                          escape=True,
+                          held=(callers_view(self.project, self.file, self.fn) if sid in held else ""),
+                          caller=unordered_caller(self.project, self.file, self.fn) if sid in held else None)
             finally:
                 self.anchor = saved
 

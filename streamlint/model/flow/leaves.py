@@ -1,0 +1,170 @@
+"""Side-stream writes that leave the function through long-lived tensors (a join escape without a return).
+
+A function can hand its side-stream work to the caller without returning anything: it writes, on a stream
+of its own, into tensors that outlive the call and that the caller reads next. The tensors are the
+caller's or the object's: elements of a container the object keeps for the caller (``for i, dst in
+self._recv.items(): dst.copy_(src, non_blocking=True)``, the destinations a ``register_*`` method stored),
+fields of the objects handed in (``req.dest_tensor[a:b].copy_(...)``), fields of ``self``. When nothing
+joins that stream into the current stream before the function returns, the caller, which takes the call as
+having completed those writes, reads them with no wait: the defect's root cause is where the work leaves
+the function, which is where it is reported (a :class:`~streamlint.model.flow.results.Race` with
+``escape`` and ``held`` set).
+
+Not reported when someone else is known to join the stream: a stream handed in (the caller owns it), a
+stream another function of the project waits for / synchronizes / records an event on (a protocol joins
+it, whatever its shape), an event recorded after the write and handed over, a field of ``self`` that
+another method of the class reads (a class protocol: :mod:`~streamlint.model.flow.protocols` reports at
+that reader), and writes of helpers run inline (the helper reports them itself).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from streamlint._lazy import cst
+from streamlint.model.file import dotted
+from streamlint.model.flow.calls import callers_of
+from streamlint.model.flow.values import State, ordered_before
+from streamlint.model.streams import MAIN, derived
+from streamlint.model.syntax import contains
+from streamlint.model.walk import children
+
+if TYPE_CHECKING:
+    from streamlint.model.project import Project
+
+_JOINS = ("wait_stream", "synchronize", "record_event", "record", "wait_event", "query")
+
+
+def stream_name(stream: str) -> str | None:
+    """The identifier a stream key is known by in other code: ``self._copy_stream`` -> ``_copy_stream``,
+    ``side`` -> ``side``; None for a key with no such name (an unknown stream, a subscript, a call)."""
+    if stream.startswith("<") or not stream.replace(".", "").replace("_", "").isalnum():
+        return None
+    return stream.rsplit(".", 1)[-1]
+
+
+def _names(node: cst.CSTNode | None, name: str) -> bool:
+    """Does the expression end in the stream's name (``x.name``, ``name``, ``x.name[i]``)?"""
+    while isinstance(node, cst.Subscript):
+        node = node.value
+    return isinstance(node, cst.Attribute) and node.attr.value == name or \
+        isinstance(node, cst.Name) and node.value == name
+
+
+def stream_joined_elsewhere(project: Project, name: str) -> bool:
+    """Does any function of the project order a stream called ``name`` (waits for it, synchronizes it, records
+    an event on it or queries it)? Then a protocol joins it after the call, whatever its shape: another method
+    (``finish()``), a thread draining it, or ``fn`` itself on its next call (a rolling prefetch that joins the
+    previous call's work before it queues the next)."""
+    memo = derived(project, "stream_joined_elsewhere")
+    key = name
+    if key not in memo:
+        memo[key] = False
+        for model in project.files_containing((name.encode(),)):
+            for other in model.iter_functions():
+                for site in other.calls:
+                    if site.method not in _JOINS:
+                        continue
+                    func = site.node.func
+                    args = [a.value for a in site.node.args]
+                    if isinstance(func, cst.Attribute) and _names(func.value, name) \
+                            or any(_names(a, name) for a in args):
+                        memo[key] = True
+                        return True
+    return memo[key]
+
+
+def _field_read_elsewhere(interp, field: str) -> bool:
+    """A field of ``self`` another method of the class mentions: a class protocol's hand-over (its reader
+    is analysed with the write pending)."""
+    cls = interp.file.classes.get(interp.fn.class_name or "")
+    if cls is None:
+        return False
+    for method in cls.methods.values():
+        if method is interp.fn or method.node.name.value == "__init__":
+            continue
+        if re.search(rf"\bself\.{re.escape(field)}\b", interp.file.code(method.node)):
+            return True
+    return False
+
+
+def _orders_right_after(site) -> bool:
+    """Is the next call after ``site`` in its caller a wait or a synchronisation (``torch.cuda.synchronize()``,
+    ``stream.wait_stream(...)``, ``ev.wait()``)? The caller then joins what the call left in flight."""
+    caller = site.function
+    if caller is None:
+        return False
+    seen, stack = False, [caller.node.body]
+    while stack:
+        node = stack.pop()
+        if node is site.node:
+            seen = True
+            continue
+        if seen and isinstance(node, cst.Call):
+            name = (dotted(node.func) or "").rsplit(".", 1)[-1]
+            return "wait" in name or "synchronize" in name
+        stack.extend(reversed(children(node)))
+    return False
+
+
+def callers_view(project: Project, file, fn) -> str:
+    """How the callers of ``fn`` take what it leaves on a side stream: ``"joined"`` (every call is followed
+    right away by a wait / synchronisation), ``"unseen"`` (no call site the project shows: a callback, an
+    entry point, a common name) or ``"caller"`` (callers that go on without an ordering)."""
+    memo = derived(project, "leaves_callers")
+    if id(fn) not in memo:
+        sites = callers_of(project, file, fn)
+        memo[id(fn)] = "unseen" if not sites else \
+            "joined" if all(_orders_right_after(site) for _, site in sites) else "caller"
+    return memo[id(fn)]
+
+
+def unordered_caller(project: Project, file, fn) -> tuple | None:
+    """(file, call node) of the first call of ``fn`` that its caller follows with no ordering: where the
+    caller goes on to use what ``fn`` left in flight (the finding's related location)."""
+    for model, site in callers_of(project, file, fn) or ():
+        if not _orders_right_after(site):
+            return model, site.node
+    return None
+
+
+def left_on_side_streams(interp, st: State) -> list[int]:
+    """The long-lived tensors this function's own statements last wrote on a side stream of its own that
+    nothing joins into the current stream before it returns (see the module docstring)."""
+    know = st.know(MAIN)
+    out: list[int] = []
+    for sid, S in st.stores.items():
+        lw = S.last_write
+        if S.kind != "long" or lw is None or lw.time == 0 or lw.node is None or lw.stream == MAIN \
+                or sid in interp.protocol_sources or ordered_before(lw, know):
+            continue
+        if lw.stream in interp.param_streams or sid in interp.helper_writes or not contains(interp.fn.node, lw.node):
+            continue  # the caller's stream; a write of an inlined helper (reported there)
+        name = stream_name(lw.stream)
+        if name is None or name in interp.fn.all_params:
+            continue
+        if S.name and S.name.startswith("self."):
+            field = S.name[5:].split(".", 1)[0].split("[", 1)[0]
+            if _field_read_elsewhere(interp, field):
+                continue
+        if stream_joined_elsewhere(interp.project, name):
+            continue
+        out.append(sid)
+    if out and callers_view(interp.project, interp.file, interp.fn) == "joined":
+        return []
+    return out
+
+
+def closure_container(fn, name: str) -> bool:
+    """Is ``name``, not bound in the nested function ``fn``, a container of an enclosing function
+    (``blocks = [None, None]`` there, ``blocks[i % 2] = attn(q, kv)`` then ``out = blocks[0]`` here)? Its
+    slots then hold what this function put in them: values leave (and come back) through it."""
+    if name in fn.all_params or name in fn.name_assigns:
+        return False
+    outer = fn.parent
+    while outer is not None:
+        if name in outer.name_assigns or name in outer.all_params:
+            return True
+        outer = outer.parent
+    return False

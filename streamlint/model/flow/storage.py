@@ -110,7 +110,7 @@ class Storages:
     def placed_element(self, st: State, v: object) -> KVal | None:
         """An element of a collection of untracked type whose elements a tensor op wrote (``for g in grads``
         after ``dist.all_reduce(grads[0])``): a place of the same storage, else nothing known."""
-        if isinstance(v, KVal) and v.opaque and v.key.split("[", 1)[0] in st.long:
+        if isinstance(v, KVal) and (v.opaque and v.key.split("[", 1)[0] in st.long or v.key.startswith("self.")):
             return KVal(f"{v.key}[:]", v.glob, True)
         return None
 

@@ -84,6 +84,14 @@ class IVal:
     pos: str
 
 
+@dataclass(frozen=True)
+class CtxVal:
+    """A stream context built before its ``with`` (``ctx = torch.cuda.stream(s)`` ... ``with ctx:``): entering
+    it switches to stream ``key``."""
+
+    key: str
+
+
 NONE = CVal(None)
 
 

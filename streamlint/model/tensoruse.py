@@ -60,7 +60,7 @@ def tensor_places(project: Project, file: FileModel, fn: FunctionInfo) -> frozen
         found |= {file.code(positional[i]) for i in positions
                   if i < len(positional) and isinstance(positional[i], cst.Attribute)}
         if target.startswith("torch.distributed.") and last in apis.COLLECTIVE_PARAMS:
-            found |= {file.code(a.value) for a in call.args if a.keyword is not None and isinstance(a.value, cst.Attribute)
-                      and a.keyword.value in apis.COLLECTIVE_PARAMS[last]}
+            found |= {file.code(a.value) for a in call.args if a.keyword is not None
+                      and isinstance(a.value, cst.Attribute) and a.keyword.value in apis.COLLECTIVE_PARAMS[last]}
     memo[id(fn)] = frozenset(found)
     return memo[id(fn)]

@@ -260,8 +260,8 @@ class Elements:
         applies a tensor-only method to the variable (``example.copy_(...)``, ``g.view(-1)``). Like a tensor
         parameter, each is the caller's tensor produced on its current stream shortly before the call (an
         argument storage, reported with medium confidence): a side-stream scope reading or writing it needs
-        a fork. Only in the function itself (not in an inlined helper), only parameters that are not
-        evidently something else (an object of a project class, a stream / event collection). A loop variable
+        a fork. Only in the function itself (not in an inlined helper), only parameters the flow does not
+        track (stream / event collections are walked by :meth:`element_rounds` first). A loop variable
         walking a zipped / enumerated collection of untracked type is its place (:meth:`placed_element`)."""
         it, target = node.iter, node.target
         pairs: list[tuple[cst.BaseExpression, cst.BaseExpression]] = []
@@ -280,7 +280,7 @@ class Elements:
         for tnode, coll in pairs:
             if not isinstance(tnode, cst.Name):
                 continue
-            if not isinstance(target, cst.Name):  # `for i, b in enumerate(self.buckets)`: a place of the collection's elements
+            if not isinstance(target, cst.Name):  # `for i, b in enumerate(self.buckets)`: a place of its elements
                 placed = self.placed_element(st, self.ev(st, coll))
                 if placed is not None:
                     found[tnode.value] = placed

@@ -254,6 +254,10 @@ def _message(race: Race, names: list[str], main: str | None) -> str:
             candidates = [f"{listed} {be} produced on {src} and used on {dst} with no wait{tag}",
                           f"{listed} {be} used on {dst} with no wait after {'their' if plural else 'its'} "
                           f"producer{tag}"]
+    elif race.kind == "alloc":
+        candidates = [f"{listed} {be} allocated on {src} and first used on {dst} with no wait: the block may still "
+                      f"be in use by earlier work of {src}{tag}",
+                      f"{listed} {be} allocated on {src} and first used on {dst} with no wait{tag}"]
     else:
         verb = "read" if race.kind == "write-after-read" else "write"
         candidates = [f"{listed} {be} written on {dst} while {src} may still {verb} {'them' if plural else 'it'}{tag}",
@@ -289,7 +293,7 @@ def _related(ctx: RuleContext, race: Race) -> list[Location]:
         model, call = race.caller
         return [Location(ctx.file.path, ctx.file.span(race.producer), "written here"),
                 Location(model.path, model.span(call), "called here: the caller goes on with no wait")]
-    label = "read here" if race.kind == "write-after-read" else "produced here"
+    label = {"write-after-read": "read here", "alloc": "allocated here"}.get(race.kind, "produced here")
     if race.protocol is not None:
         label = f"produced here, in `{race.protocol}()`"
     return [Location(ctx.file.path, ctx.file.span(race.producer), label)]

@@ -169,7 +169,7 @@ def test_tensor_typing_lives_in_one_module() -> None:
 LAYERS = {
     1: {"apis", "file", "uses", "syntax", "walk", "positions", "options", "lifetimes", "summary"},
     2: {"project", "paths", "compile", "wrappers", "queries", "streams", "accelerators", "captures"},
-    3: {"tensors", "dataflow", "flow", "breaks", "waits", "families", "scopes", "environment",
+    3: {"tensors", "tensoruse", "dataflow", "flow", "breaks", "waits", "families", "scopes", "environment",
         "recorders", "handoffs"},
 }
 

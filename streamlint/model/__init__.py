@@ -6,7 +6,7 @@ point down the layers only (``tests/test_architecture.py`` fails on any import c
     4  rules/ (SLxxx)            ask questions of 1-3, never recompute them
            |
     3  per-function flow        dataflow (entry) -> flow/ (interpreter), breaks, waits, families, scopes,
-           |                    environment, tensors (is this value a tensor?)
+           |                    environment, tensors + tensoruse (is this value a tensor?)
            |
     2  project facts            project (the index) -> paths -> compile -> wrappers, accelerators, captures, all
            |                    through queries (ProjectQueries), streams (stream typing and identity)
@@ -46,6 +46,8 @@ Layer 2 — the project
 Layer 3 — one function's flow
     ``tensors``     is this value a tensor? (``TensorTyper`` for expressions, ``param_kinds`` for
                     parameters: the one tensor-typing module)
+    ``tensoruse``   its companion for values the flow does not track yet: loop elements of a collection
+                    handed in, places (``bucket.grad_data``) a function uses as tensors
     ``dataflow``    which hazards (races, lifetimes, unjoined streams, view escapes) does a function
                     have on each execution path? The interpreter is ``flow/``: ``values`` (lattice,
                     state), ``orderings`` (vector clocks), ``storage`` (accesses, lifetimes),

@@ -526,6 +526,9 @@ class _Collector:
         for item in node.items:
             walk(item.item, self)
             calls = tuple(_scope_calls(item.item))
+            if not calls and isinstance(item.item, cst.Name) and self.fn is not None:
+                # `ctx = torch.cuda.stream(s) if c else nullcontext()` ... `with ctx:`: what it was built from
+                calls = tuple(c for v in self.fn.name_assigns.get(item.item.value, ()) for c in _scope_calls(v))
             site = ScopeSite(item, node, calls, self.fn, self.scopes[-1], tuple(self.guards))
             self.m.scopes.append(site)
             if self.fn is not None:

@@ -12,7 +12,7 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, host_param, string_value
-from streamlint.model.options import MAX_CALLER_FILES
+from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.effects import held_object, local_method
 from streamlint.model.flow.values import CVal, EVal, KVal, MAX_INLINE_DEPTH, NONE, State, SVal, TVal, TupVal
 from streamlint.model.streams import (
@@ -62,39 +62,6 @@ def cached_stream_getter(fn: FunctionInfo) -> bool:
     return False
 
 
-
-
-def callers_of(project: Project, file: FileModel, fn: FunctionInfo) -> list[tuple[FileModel, object]] | None:
-    """Every call site of ``fn`` in the project (``obj.method(...)`` on a receiver the project cannot
-    type counts when the method name matches), or None when it has none or may be called in ways that
-    cannot be seen (a dunder, a callback)."""
-    name = fn.node.name.value
-    if name.startswith("__") or fn.parent is not None:
-        return None
-    marker = (f"{name}(".encode(),)
-    paths = [path for path in project.all_files() if project.may_contain(path, marker)]
-    if len(paths) > MAX_CALLER_FILES:  # a common name (`forward`): too many files to parse; not followed
-        return None
-    sites = []
-    for path in paths:
-        # files that only define or mention the name are ruled out by their summary, not parsed
-        model = project.file(path) if project.may_call(path, name) else None
-        if model is None:
-            continue
-        for site in model.calls:
-            func = site.node.func
-            called = func.attr.value if isinstance(func, cst.Attribute) else (
-                func.value if isinstance(func, cst.Name) else None)
-            if called != name:
-                continue
-            target = project.call_target(model, site)
-            if target is not None:
-                if target[0] is fn or (target[0].qualname == fn.qualname
-                                       and target[1].module_name == file.module_name):
-                    sites.append((model, site))
-            elif fn.class_name is not None and isinstance(func, cst.Attribute):
-                sites.append((model, site))  # a method called on an object the project cannot type
-    return sites or None
 
 
 def current_stream_params(project: Project, file: FileModel, fn: FunctionInfo,

@@ -21,6 +21,7 @@ from streamlint.model.flow.results import Unjoined
 from streamlint.model.flow.values import (
     AnalysisBudgetExceeded,
     CVal,
+    CtxVal,
     EVal,
     KVal,
     LOOP_UNROLL,
@@ -35,6 +36,7 @@ from streamlint.model.flow.values import (
 )
 from streamlint.model.streams import MAIN, STREAM
 from streamlint.model.syntax import contains, strip_not, target_names
+from streamlint.model.tensoruse import tensor_places
 from streamlint.model.wrappers import mode_of_test
 
 
@@ -144,6 +146,9 @@ class ControlFlow:
             v = self.ev(st, node.value)
             if self.tensors(st, target) and not isinstance(target, KVal):
                 self.op(st, node, [v], [target], result=False)
+            elif isinstance(target, KVal) and isinstance(node.target, cst.Attribute) \
+                    and self.cfile.code(node.target) in tensor_places(self.project, self.cfile, self.cfn):
+                self.op(st, node, [v], [target], result=False)  # `bucket.grad_data *= s`: a place used as a tensor
             elif isinstance(node.target, cst.Name):
                 self.bind(st, node.target.value, self.op(st, node, [target, v]) if self.tensors(st, v) else None,
                           node)
@@ -533,9 +538,10 @@ class ControlFlow:
                 elif isinstance(node, cst.For):
                     items = self.ev(s, node.iter)
                     walked = _walked(node.iter)
+                    handed = self.argument_elements(s, node)  # the caller's tensors, element by element
                     for name in target_names(node.target):
-                        self.bind(s, name, self.placed_element(s, items) if isinstance(node.target, cst.Name)
-                                  else None, node)
+                        self.bind(s, name, handed[name] if name in handed else self.placed_element(s, items)
+                                  if isinstance(node.target, cst.Name) else None, node)
                         if walked:
                             s.elem_of[name] = walked
                 else:
@@ -563,8 +569,12 @@ class ControlFlow:
         if i == len(node.items):
             return self.block(node.body.body, [st])
         item = node.items[i]
+        held = st.env.get(item.item.value) if isinstance(item.item, cst.Name) else None
+        if isinstance(held, CtxVal):  # `ctx = torch.cuda.stream(s) if c else nullcontext()` ... `with ctx:`
+            return self.stream_scope(node, i, st, held.key)
         site = self.cfile.scope_site(item)
-        uses = self.project.scope_use(self.cfile, site).uses if site is not None else ()
+        uses = self.project.scope_use(self.cfile, site).uses if site is not None and not (
+            isinstance(item.item, cst.Name) and item.item.value in st.env) else ()  # (a context built before)
         stream_use = next((u for u in uses if u.role in apis.STREAM_SCOPE_ROLES
                            and (u.modes is None or self.cfg.mode in u.modes)), None)
         if stream_use is not None and stream_use.role is Role.NATIVE_STREAM_CONTEXT \

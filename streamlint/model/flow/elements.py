@@ -24,8 +24,9 @@ from __future__ import annotations
 import re
 
 from streamlint._lazy import cst
-from streamlint.model.flow.values import EVal, IVal, KVal, SVal, State, TupVal, TVal
-from streamlint.model.streams import EVENT, EVENT_LIST, STREAM, STREAM_LIST, attr_kind, kind_of_value
+from streamlint.model.flow.values import Access, EVal, IVal, KVal, SVal, State, TupVal, TVal
+from streamlint.model.streams import EVENT, EVENT_LIST, MAIN, STREAM, STREAM_LIST, attr_kind, kind_of_value
+from streamlint.model.tensoruse import element_tensor_annotation, tensor_only_method
 from streamlint.model.walk import children
 
 FIRST, MIDDLE, LAST = "0", "1", "-1"
@@ -251,6 +252,66 @@ class Elements:
         else:
             return None
         return {STREAM_LIST: STREAM, EVENT_LIST: EVENT}.get(kind or "", False)
+
+    def argument_elements(self, st: State, node: cst.For) -> dict[str, object]:
+        """The loop variables bound to elements of a collection the caller handed in (``for static, example in
+        zip(static_inputs, example_inputs)``, ``for i, g in enumerate(grads)``) that are evidently tensors:
+        the parameter is annotated as a sequence of tensors (``Sequence[torch.Tensor]``), or the loop body
+        applies a tensor-only method to the variable (``example.copy_(...)``, ``g.view(-1)``). Like a tensor
+        parameter, each is the caller's tensor produced on its current stream shortly before the call (an
+        argument storage, reported with medium confidence): a side-stream scope reading or writing it needs
+        a fork. Only in the function itself (not in an inlined helper), only parameters the flow does not
+        track (stream / event collections are walked by :meth:`element_rounds` first). A loop variable
+        walking a zipped / enumerated collection of untracked type is its place (:meth:`placed_element`)."""
+        it, target = node.iter, node.target
+        pairs: list[tuple[cst.BaseExpression, cst.BaseExpression]] = []
+        if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value in ("zip", "enumerate") \
+                and it.args and not any(a.keyword is not None or a.star for a in it.args):
+            args = [a.value for a in it.args]
+            elts = _unpacked(target, 2 if it.func.value == "enumerate" else len(args))
+            if elts is None or (it.func.value == "enumerate" and len(args) != 1):
+                return {}
+            pairs = list(zip(elts[1:], args)) if it.func.value == "enumerate" else list(zip(elts, args))
+        else:
+            pairs = [(target, it)]
+        found: dict[str, object] = {}
+        params = {p.name.value: p for p in (*self.fn.node.params.posonly_params, *self.fn.node.params.params,
+                                              *self.fn.node.params.kwonly_params)}
+        for tnode, coll in pairs:
+            if not isinstance(tnode, cst.Name):
+                continue
+            if not isinstance(target, cst.Name):  # `for i, b in enumerate(self.buckets)`: a place of its elements
+                placed = self.placed_element(st, self.ev(st, coll))
+                if placed is not None:
+                    found[tnode.value] = placed
+            if len(self.frames) != 1 or self.cfg.args_exempt or not isinstance(coll, cst.Name) \
+                    or coll.value not in params:
+                continue
+            v = st.env.get(coll.value)
+            if not (isinstance(v, KVal) and v.opaque and v.key == coll.value):
+                continue
+            ann = params[coll.value].annotation
+            if not (element_tensor_annotation(ann.annotation if ann is not None else None)
+                    or self._tensor_used(node.body, tnode.value)):
+                continue
+            S = self.new_storage(st, "arg", MAIN, None, Access(MAIN, 0, None, {}))
+            found[tnode.value] = self.new_tensor(st, S.sid)
+        return found
+
+    def _tensor_used(self, body: cst.CSTNode, name: str) -> bool:
+        """Does ``body`` apply a tensor-only method to ``name`` (not one a class of the module defines)?"""
+        own = {m for cls in self.cfile.classes.values() for m in cls.methods}
+        stack: list[cst.CSTNode] = [body]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                continue
+            if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and isinstance(n.func.value, cst.Name) \
+                    and n.func.value.value == name and tensor_only_method(n.func.attr.value) \
+                    and n.func.attr.value not in own:
+                return True
+            stack.extend(children(n))
+        return False
 
     def _fn_text(self) -> str:
         text = self._elem_texts.get(id(self.cfn))

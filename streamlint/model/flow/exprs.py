@@ -24,6 +24,7 @@ from streamlint.model.flow.calls import (
 )
 from streamlint.model.flow.values import (
     CVal,
+    CtxVal,
     EVal,
     IVal,
     KVal,
@@ -663,6 +664,9 @@ class Expressions:
                 self.ev(st, arg.value)
             self.op(st, e, [], result=False)  # still work queued on this stream (matters for capture joins)
             return None
+        if role is Role.NATIVE_STREAM_CONTEXT and (use.modes is None or self.cfg.mode in use.modes) \
+                and not (isinstance(use.arg("stream"), cst.Name) and use.arg("stream").value == "None"):
+            return CtxVal(self.scope_stream(st, use))  # entered later by `with ctx:` (control.with_item)
         if role in (Role.NATIVE_STREAM_CONTEXT, Role.STREAM_SWITCH, Role.GRAPH_CAPTURE, Role.SET_STREAM,
                     Role.LIMIT_CORE_NUM, Role.SUPER_KERNEL, Role.OTHER_TORCHAIR_SCOPE, Role.NULL_CONTEXT,
                     Role.LIMIT_CORE_NUM_NPUGRAPH_EX):

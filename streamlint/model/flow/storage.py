@@ -111,7 +111,7 @@ class Storages:
     def placed_element(self, st: State, v: object) -> KVal | None:
         """An element of a collection of untracked type whose elements a tensor op wrote (``for g in grads``
         after ``dist.all_reduce(grads[0])``): a place of the same storage, else nothing known."""
-        if isinstance(v, KVal) and v.opaque and v.key.split("[", 1)[0] in st.long:
+        if isinstance(v, KVal) and (v.opaque and v.key.split("[", 1)[0] in st.long or v.key.startswith("self.")):
             return KVal(f"{v.key}[:]", v.glob, True)
         return None
 
@@ -210,9 +210,14 @@ class Storages:
             and all(self.is_host(st, tv) or st.stores[tv.sid].kind == "long" for tv in rs)
 
     def alloc(self, st: State, node: cst.CSTNode) -> TVal:
-        """``torch.empty*``: memory from the current stream's pool, no kernel, so no producer to order."""
-        self.tick()
+        """``torch.empty*``: memory from the current stream's pool, no kernel, so no producer to order. But
+        the block may be one that stream freed while its earlier kernels still use it (the caching
+        allocator reuses it at once for that stream's own later work): another stream touching the new
+        tensor before any write must first wait on the allocating stream (:meth:`access`)."""
+        t = self.tick()
         storage = self.new_storage(st, "local", st.cur, None, None)
+        if not st.regions:  # (a graph's private pool is no stream's)
+            storage.born = Access(st.cur, t, self.anchor, dict(st.know(st.cur)) | {st.cur: t})
         return self.new_tensor(st, storage.sid)
 
     def access(self, st: State, tv: TVal, s: str, t: int, know: dict[str, int], write: bool) -> None:
@@ -227,6 +232,13 @@ class Storages:
 
         # the last write, or the first unordered write of another element's part (`out[i]` per element)
         lw = next((w for w in (S.last_write, *S.parts) if w is not None and conflicts(w)), S.last_write)
+        if S.born is not None:
+            if write and lw is None and not S.reads and conflicts(S.born) and S.born.stream not in know:
+                # its first use, a write, on a stream that never waited on the allocating one (precision
+                # first: a wait before the allocation orders the kernels of most blocks it can reuse; a
+                # first read may only look at its metadata, in a helper the flow does not follow)
+                self.race(st, "alloc", S, S.born, s, self.label(st, tv.sid))
+            S.born = None
         if not write:
             if self.cfg.raw and lw is not None and conflicts(lw) and not (self.h2d and S.kind == "arg"):
                 self.race(st, "read", S, lw, s, self.label(st, tv.sid))

@@ -15,6 +15,7 @@ from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, ho
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.flow.effects import held_object, local_method
 from streamlint.model.flow.values import CVal, EVal, KVal, MAX_INLINE_DEPTH, NONE, State, SVal, TVal, TupVal
+from streamlint.model.flow.places import global_accessor
 from streamlint.model.streams import (
     EVENT,
     STREAM,
@@ -47,21 +48,6 @@ def wait_self_expr(project: Project, file: FileModel, use: ApiUse) -> cst.BaseEx
     parameters literally named ``self`` (vllm-ascend's module-level ``npu_wait_tensor(self, dependency,
     *, enabled=True)``) are bound by the wrapper inference like any other."""
     return use.arg("self")
-
-
-def cached_stream_getter(fn: FunctionInfo) -> bool:
-    """``def current_stream(): global _S; if _S is None: _S = torch.npu.current_stream(); return _S``."""
-    names = {r.value.value for r in fn.returns if isinstance(r.value, cst.Name)}
-    if not names or len(names) != len(fn.returns):
-        return False
-    for node in fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else []:
-        if isinstance(node, cst.SimpleStatementLine):
-            for small in node.body:
-                if isinstance(small, cst.Global) and names <= {n.name.value for n in small.names}:
-                    return True
-    return False
-
-
 
 
 def callers_of(project: Project, file: FileModel, fn: FunctionInfo) -> list[tuple[FileModel, object]] | None:
@@ -516,8 +502,8 @@ def _relevant(project: Project, file: FileModel, fn: FunctionInfo, _depth: int =
     if id(fn) in memo:
         return memo[id(fn)]
     memo[id(fn)] = False  # recursion guard
-    result = False
-    for site in fn.calls:
+    result = global_accessor(fn)
+    for site in () if result else fn.calls:
         if site.method in _RELEVANT_METHODS:
             result = True
             break

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, dotted, string_value
+from streamlint.model.flow.places import cached_stream_getter, host_arguments
 from streamlint.model.flow.calls import (
     metadata_only,
-    cached_stream_getter,
     kept_arguments,
     plain_container,
     returned_argument,
@@ -33,7 +33,7 @@ from streamlint.model.flow.values import (
     TupVal,
     merge_clock,
 )
-from streamlint.model.streams import EVENT, MAIN, STREAM, current_stream_getter, tagged_stream_key
+from streamlint.model.streams import declared_globals, EVENT, MAIN, STREAM, current_stream_getter, tagged_stream_key
 from streamlint.model.syntax import target_names
 from streamlint.model.waits import host_handshake, signaller_forks
 from streamlint.model.uses import bind_arguments
@@ -83,6 +83,10 @@ _HOST_VERDICTS = frozenset({"torch.equal", "torch.allclose", "torch.testing.asse
                             "torch.testing.assert_allclose"})
 
 
+# Methods of mappings and lists reading one slot, which no tensor has: the result is that element
+_MAPPING_READS = frozenset({"get", "pop", "setdefault"})
+
+
 class Expressions:
     """Expression evaluation and call dispatch (mixin of :class:`~streamlint.model.flow.interp.Interp`).
 
@@ -110,6 +114,9 @@ class Expressions:
                 return NONE
             if v in ("True", "False"):
                 return CVal(v == "True")
+            placed = st.globs.get((self.cfile.module_name, v)) if st.globs else None
+            if placed is not None and (self.is_global(v) or v in declared_globals(self.cfn)):
+                return placed  # the value a setter of this module stored in the global on this path
             if v != "self" and self.is_global(v) and v not in self.cfile.names:
                 return KVal(v, glob=True)
             if v == "self":
@@ -237,6 +244,8 @@ class Expressions:
             v = self.ev(st, arg.value)
             if arg.keyword is not None and keywords is not None:
                 keywords[arg.keyword.value] = v
+            if id(arg.value) in self.host_args:  # `dst_rank: int` of a project callee: a Python scalar, no read
+                v = None
             if arg.keyword is None:
                 positional.append(v)
                 reads.append(v)
@@ -359,7 +368,11 @@ class Expressions:
             _, reads, writes = self.call_args(st, e)
             self.op(st, e, reads, writes, result=False)
             return None
-        result = self.dispatch_call(st, e, method, target)
+        saved, self.host_args = self.host_args, host_arguments(found[0], e) if found is not None else frozenset()
+        try:
+            result = self.dispatch_call(st, e, method, target)
+        finally:
+            self.host_args = saved
         return self.declared_result(st, found[0], result) if found is not None else result
 
     def dispatch_call(self, st: State, e: cst.Call, method: str | None, target: str | None) -> object:
@@ -448,6 +461,9 @@ class Expressions:
         handled, result = self.sync_method(st, e, recv, name, kind, arg0)
         if handled:
             return result
+        if isinstance(recv, KVal) and recv.glob and name in _MAPPING_READS and args:
+            self.call_args(st, e)  # `_STREAMS.get(device.index)`: a slot of a container (no tensor has these methods)
+            return KVal(f"{recv.key}[{self.render(st, args[0].value)}]", recv.glob, recv.opaque)
         tensors = self.tensors(st, recv)
         if tensors and isinstance(recv, KVal) and not tensor_method(name):
             tensors = []  # `self.dist_index.get_group()`: an object, not a tensor

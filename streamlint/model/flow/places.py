@@ -37,7 +37,7 @@ def global_accessor(fn: FunctionInfo) -> bool:
     ``def set_share_stream(s): global _S; _S = s``): inlined, so that what a setter stores (a stream made
     once) is what the getter hands to every later caller on the path (``State.globs``)."""
     names = declared_globals(fn)
-    if not names or len(fn.calls) > 2:
+    if not names or fn.calls:  # (a getter making the stream itself is one stream by its call: not inlined)
         return False
     returned = {r.value.value for r in fn.returns if isinstance(r.value, cst.Name)}
     return bool(names & (returned | set(fn.name_assigns)))

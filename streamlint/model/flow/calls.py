@@ -601,6 +601,7 @@ class Calls:
         params = fn.params[1:] if fn.class_name and fn.params[:1] == ("self",) else fn.params
         bound = bind_arguments(params + fn.kwonly, e, kwonly=fn.kwonly)
         env: dict[str, object] = {}
+        args_from = self.next_id  # storages made by the arguments (`helper(x.clone())`): temporaries of the call
         if fn.class_name and fn.params[:1] == ("self",):
             receiver = e.func.value if isinstance(e.func, cst.Attribute) else None
             env["self"] = KVal(self.render(st, receiver)) if receiver is not None else KVal("self")
@@ -657,6 +658,10 @@ class Calls:
             if sid > first_id and S.kind == "local" and sid not in kept and not S.escaped \
                     and not self.referenced(st, sid):
                 S.dead = True  # the helper's temporaries die when it returns (reported by the helper itself)
+        for sid in range(args_from, first_id + 1):  # an argument no name holds dies when the call returns
+            S = st.stores.get(sid)
+            if S is not None and S.kind == "local" and sid not in kept and not S.escaped:
+                self.free(st, sid, "call end", e)
         return ret
 
     def activation(self, st: State, use: ApiUse) -> tuple[cst.BaseExpression | None, bool] | None:

@@ -355,6 +355,13 @@ class Expressions:
             returns = found[0].node.returns if found is not None else None
             if returns is not None and "Tensor" in cst.Module([]).code_for_node(returns.annotation):
                 found = None  # (`-> tuple[Tensor, Tensor]` is no host result)
+        saved, self.host_args = self.host_args, host_arguments(found[0], e) if found is not None else frozenset()
+        try:
+            return self._dispatch(st, e, method, target, found)
+        finally:
+            self.host_args = saved
+
+    def _dispatch(self, st: State, e: cst.Call, method: str | None, target: str | None, found) -> object:
         if found is not None and all(a.keyword is None and not a.star for a in e.args) \
                 and metadata_only(found[0], len(e.args)):
             for arg in e.args:  # `self._num_bytes(t)`: a helper reading only what describes its tensors
@@ -368,11 +375,7 @@ class Expressions:
             _, reads, writes = self.call_args(st, e)
             self.op(st, e, reads, writes, result=False)
             return None
-        saved, self.host_args = self.host_args, host_arguments(found[0], e) if found is not None else frozenset()
-        try:
-            result = self.dispatch_call(st, e, method, target)
-        finally:
-            self.host_args = saved
+        result = self.dispatch_call(st, e, method, target)
         return self.declared_result(st, found[0], result) if found is not None else result
 
     def dispatch_call(self, st: State, e: cst.Call, method: str | None, target: str | None) -> object:

@@ -96,7 +96,8 @@ class MissingRecordStream(Rule):
                 seen.add(id(issue.node))
                 use, alloc = stream_label(issue.use_stream, main), stream_label(issue.alloc, main)
                 freed = {"function end": "dies at return", "del": "is deleted",
-                         "rebinding": "loses its last name", "resize_(0)": "is resized to 0"}[issue.free]
+                         "rebinding": "loses its last name", "resize_(0)": "is resized to 0",
+                         "call end": "dies when the call it is passed to returns"}[issue.free]
                 message = f"`{issue.name}` {freed} before {alloc} waits on its use here on {use} [{issue.mode}]"
                 if len(message) > 120:
                     message = (f"`{issue.name}` {freed} before its allocating stream waits on its use here "

@@ -133,6 +133,27 @@ def module_constant(file: FileModel, name: str) -> bool:
     return memo[name]
 
 
+_CONTAINER_CALLS = frozenset({"dict", "list", "set", "defaultdict", "OrderedDict", "collections.defaultdict",
+                              "collections.OrderedDict", "deque", "collections.deque", "WeakValueDictionary",
+                              "weakref.WeakValueDictionary"})
+
+
+def module_container(file: FileModel, name: str) -> bool:
+    """Is the module global ``name`` a Python container (``_WORKSPACES: dict = {}``, ``_POOL = defaultdict(list)``)?
+    Every module-level assignment to it builds one. Storing a tensor in one of its slots keeps the tensor
+    alive (a place, not a device write); its elements are what was stored."""
+    memo = file.__dict__.setdefault("_module_containers", {})
+    if name not in memo:
+        values = [small.value for stmt in file.module.body if isinstance(stmt, cst.SimpleStatementLine)
+                  for small in stmt.body if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None
+                  and any(isinstance(t, cst.Name) and t.value == name for t in (
+                      [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]))]
+        memo[name] = bool(values) and all(
+            isinstance(v, (cst.Dict, cst.List, cst.Set, cst.DictComp, cst.ListComp, cst.SetComp))
+            or (isinstance(v, cst.Call) and file.code(v.func) in _CONTAINER_CALLS) for v in values)
+    return memo[name]
+
+
 def _constant(file: FileModel, v: cst.BaseExpression, depth: int = 0) -> bool:
     if isinstance(v, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)):
         return True
@@ -143,4 +164,4 @@ def _constant(file: FileModel, v: cst.BaseExpression, depth: int = 0) -> bool:
     return depth < 4 and isinstance(v, cst.UnaryOperation) and _constant(file, v.expression, depth + 1)
 
 
-__all__ = ["module_constant", "persistent_kind"]
+__all__ = ["module_constant", "module_container", "persistent_kind"]

@@ -141,6 +141,14 @@ def _global_names(fn: FunctionInfo) -> set[str]:
     return names
 
 
+def declared_globals(fn: FunctionInfo) -> frozenset[str]:
+    """The names ``fn`` declares ``global`` (its assignments to them set the module's variable)."""
+    cached = fn.__dict__.get("_declared_globals")
+    if cached is None:
+        cached = fn.__dict__["_declared_globals"] = frozenset(_global_names(fn))
+    return cached
+
+
 def _names_current_stream(name: str) -> bool:
     words = set(name.lower().strip("_").split("_"))
     return {"current", "stream"} <= words

@@ -15,6 +15,7 @@ from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, ho
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.effects import held_object, local_method
 from streamlint.model.flow.values import CVal, EVal, KVal, MAX_INLINE_DEPTH, NONE, State, SVal, TVal, TupVal
+from streamlint.model.flow.places import global_accessor
 from streamlint.model.streams import (
     EVENT,
     STREAM,
@@ -47,19 +48,6 @@ def wait_self_expr(project: Project, file: FileModel, use: ApiUse) -> cst.BaseEx
     parameters literally named ``self`` (vllm-ascend's module-level ``npu_wait_tensor(self, dependency,
     *, enabled=True)``) are bound by the wrapper inference like any other."""
     return use.arg("self")
-
-
-def cached_stream_getter(fn: FunctionInfo) -> bool:
-    """``def current_stream(): global _S; if _S is None: _S = torch.npu.current_stream(); return _S``."""
-    names = {r.value.value for r in fn.returns if isinstance(r.value, cst.Name)}
-    if not names or len(names) != len(fn.returns):
-        return False
-    for node in fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else []:
-        if isinstance(node, cst.SimpleStatementLine):
-            for small in node.body:
-                if isinstance(small, cst.Global) and names <= {n.name.value for n in small.names}:
-                    return True
-    return False
 
 
 
@@ -483,8 +471,8 @@ def _relevant(project: Project, file: FileModel, fn: FunctionInfo, _depth: int =
     if id(fn) in memo:
         return memo[id(fn)]
     memo[id(fn)] = False  # recursion guard
-    result = False
-    for site in fn.calls:
+    result = global_accessor(fn)
+    for site in () if result else fn.calls:
         if site.method in _RELEVANT_METHODS:
             result = True
             break
@@ -582,6 +570,7 @@ class Calls:
         params = fn.params[1:] if fn.class_name and fn.params[:1] == ("self",) else fn.params
         bound = bind_arguments(params + fn.kwonly, e, kwonly=fn.kwonly)
         env: dict[str, object] = {}
+        args_from = self.next_id  # storages made by the arguments (`helper(x.clone())`): temporaries of the call
         if fn.class_name and fn.params[:1] == ("self",):
             receiver = e.func.value if isinstance(e.func, cst.Attribute) else None
             env["self"] = KVal(self.render(st, receiver)) if receiver is not None else KVal("self")
@@ -638,6 +627,10 @@ class Calls:
             if sid > first_id and S.kind == "local" and sid not in kept and not S.escaped \
                     and not self.referenced(st, sid):
                 S.dead = True  # the helper's temporaries die when it returns (reported by the helper itself)
+        for sid in range(args_from, first_id + 1):  # an argument no name holds dies when the call returns
+            S = st.stores.get(sid)
+            if S is not None and S.kind == "local" and sid not in kept and not S.escaped:
+                self.free(st, sid, "call end", e)
         return ret
 
     def activation(self, st: State, use: ApiUse) -> tuple[cst.BaseExpression | None, bool] | None:

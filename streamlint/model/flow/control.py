@@ -34,7 +34,7 @@ from streamlint.model.flow.values import (
     TVal,
     TupVal,
 )
-from streamlint.model.streams import MAIN, STREAM
+from streamlint.model.streams import declared_globals, MAIN, STREAM
 from streamlint.model.syntax import contains, strip_not, target_names
 from streamlint.model.tensoruse import tensor_places
 from streamlint.model.wrappers import mode_of_test
@@ -191,7 +191,8 @@ class ControlFlow:
     def assign(self, st: State, target: cst.BaseExpression, v: object, value_node: cst.BaseExpression) -> None:
         if isinstance(target, cst.Name):
             if isinstance(v, SVal) and v.key.startswith("<stream@") and value_node is not None \
-                    and isinstance(value_node, cst.Call) and target.value not in st.env:
+                    and isinstance(value_node, cst.Call) and target.value not in st.env \
+                    and v not in st.globs.values():  # (a stream a module global holds keeps its identity)
                 v = SVal(target.value)  # a stream created here: name it after its variable
             compared = self.stream_compare(st, value_node)
             if compared is not None:
@@ -212,6 +213,8 @@ class ControlFlow:
             self.bind(st, target.value, v, value_node)
             if isinstance(value_node, cst.Call) and any(a.keyword is not None for a in value_node.args):
                 self.record_object(st, target.value, value_node)
+            if v is not None and target.value in declared_globals(self.cfn):
+                st.globs[(self.cfile.module_name, target.value)] = v  # `global _S; _S = stream`: a module place
             if v is None and isinstance(value_node, cst.BooleanOperation) and isinstance(value_node.operator, cst.And):
                 self.conjunction_flag(st, target, value_node)
         elif isinstance(target, (cst.Tuple, cst.List)):

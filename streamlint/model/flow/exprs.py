@@ -14,9 +14,9 @@ from streamlint._lazy import cst
 from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, dotted, string_value
 from streamlint.model.flow.counters import NVal, counter_part
+from streamlint.model.flow.places import cached_stream_getter, host_arguments
 from streamlint.model.flow.calls import (
     metadata_only,
-    cached_stream_getter,
     kept_arguments,
     plain_container,
     returned_argument,
@@ -35,7 +35,7 @@ from streamlint.model.flow.values import (
     TupVal,
     merge_clock,
 )
-from streamlint.model.streams import EVENT, MAIN, STREAM, current_stream_getter, tagged_stream_key
+from streamlint.model.streams import declared_globals, EVENT, MAIN, STREAM, current_stream_getter, tagged_stream_key
 from streamlint.model.flow.leaves import closure_container
 from streamlint.model.syntax import target_names
 from streamlint.model.waits import host_handshake, signaller_forks
@@ -86,6 +86,10 @@ _HOST_VERDICTS = frozenset({"torch.equal", "torch.allclose", "torch.testing.asse
                             "torch.testing.assert_allclose"})
 
 
+# Methods of mappings and lists reading one slot, which no tensor has: the result is that element
+_MAPPING_READS = frozenset({"get", "pop", "setdefault"})
+
+
 class Expressions:
     """Expression evaluation and call dispatch (mixin of :class:`~streamlint.model.flow.interp.Interp`).
 
@@ -113,6 +117,9 @@ class Expressions:
                 return NONE
             if v in ("True", "False"):
                 return CVal(v == "True")
+            placed = st.globs.get((self.cfile.module_name, v)) if st.globs else None
+            if placed is not None and (self.is_global(v) or v in declared_globals(self.cfn)):
+                return placed  # the value a setter of this module stored in the global on this path
             if v != "self" and self.is_global(v) and v not in self.cfile.names:
                 return KVal(v, glob=True)
             if v == "self":
@@ -255,6 +262,8 @@ class Expressions:
             v = self.ev(st, arg.value)
             if arg.keyword is not None and keywords is not None:
                 keywords[arg.keyword.value] = v
+            if id(arg.value) in self.host_args:  # `dst_rank: int` of a project callee: a Python scalar, no read
+                v = None
             if arg.keyword is None:
                 positional.append(v)
                 reads.append(v)
@@ -364,6 +373,13 @@ class Expressions:
             returns = found[0].node.returns if found is not None else None
             if returns is not None and "Tensor" in cst.Module([]).code_for_node(returns.annotation):
                 found = None  # (`-> tuple[Tensor, Tensor]` is no host result)
+        saved, self.host_args = self.host_args, host_arguments(found[0], e) if found is not None else frozenset()
+        try:
+            return self._dispatch(st, e, method, target, found)
+        finally:
+            self.host_args = saved
+
+    def _dispatch(self, st: State, e: cst.Call, method: str | None, target: str | None, found) -> object:
         if found is not None and all(a.keyword is None and not a.star for a in e.args) \
                 and metadata_only(found[0], len(e.args)):
             for arg in e.args:  # `self._num_bytes(t)`: a helper reading only what describes its tensors
@@ -466,6 +482,9 @@ class Expressions:
         handled, result = self.sync_method(st, e, recv, name, kind, arg0)
         if handled:
             return result
+        if isinstance(recv, KVal) and recv.glob and name in _MAPPING_READS and args:
+            self.call_args(st, e)  # `_STREAMS.get(device.index)`: a slot of a container (no tensor has these methods)
+            return KVal(f"{recv.key}[{self.render(st, args[0].value)}]", recv.glob, recv.opaque)
         tensors = self.tensors(st, recv)
         if tensors and isinstance(recv, KVal) and not tensor_method(name):
             tensors = []  # `self.dist_index.get_group()`: an object, not a tensor

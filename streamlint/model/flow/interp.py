@@ -105,6 +105,7 @@ class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, 
         self._elem_texts: dict[int, str] = {}
         self.stream_tests: dict[str, tuple[str, str, bool]] = {}
         self.rest: list = []  # statements after the one being interpreted (same block)
+        self.host_args: frozenset[int] = frozenset()  # argument nodes of the call at hand bound to host parameters
         self.h2d = False  # the current op copies host data to the device (or is a no-op on device data)
         self.deferred_end = _called_by_own_class(file, fn)
         self._entry: bool | None = None  # see entry

@@ -29,7 +29,8 @@ an event taken from the object's container, ``ev = self.events.get(k)``) and the
 = None``, ``self.events[k] = None``) with no wait, no host synchronisation and without handing it on,
 while another method records that event after its work, leaves that work joined by nobody.
 
-Not done: module-global streams and buffers, fields of another object (``self.tier.buf``), values a
+Not done: module-global buffers (module-global streams stored by a setter are places on the analysed path:
+:mod:`~streamlint.model.flow.places`), fields of another object (``self.tier.buf``), values a
 method returns from a side stream to its caller (the caller's side of the protocol).
 """
 

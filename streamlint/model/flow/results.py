@@ -39,7 +39,7 @@ class Lifetime:
     name: str
     alloc: str
     use_stream: str
-    free: str  # "del" | "rebinding" | "resize_(0)" | "function end"
+    free: str  # "del" | "rebinding" | "resize_(0)" | "call end" (an unnamed argument) | "function end"
     free_node: cst.CSTNode | None
     escaped: bool
     mode: str

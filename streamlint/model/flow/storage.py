@@ -30,7 +30,7 @@ from streamlint.model.flow.values import (
 from streamlint.model.streams import MAIN
 from streamlint.model.syntax import contains, local_nodes
 from streamlint.model.flow.calls import event_waited_elsewhere
-from streamlint.model.lifetimes import module_constant
+from streamlint.model.lifetimes import module_constant, module_container
 from streamlint.model.tensors import META_ATTRS, host_attr
 
 
@@ -128,7 +128,7 @@ class Storages:
         """``self.<attr>`` holding a host value (a name, a port: :func:`~streamlint.model.tensors.host_attr`), a
         module constant (``HEAD_DIM = 128``: :func:`~streamlint.model.lifetimes.module_constant`)."""
         if v.glob and v.key.isidentifier():
-            return module_constant(self.cfile, v.key)
+            return module_constant(self.cfile, v.key) or module_container(self.cfile, v.key)
         if not v.key.startswith("self.") or v.key.count(".") != 1 or "[" in v.key:
             return False
         frame_file, frame_fn = next(((f, fn) for f, fn in reversed(self.frames) if fn.class_name),

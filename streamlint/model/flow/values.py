@@ -173,6 +173,9 @@ class State:
         self.loose_uses: dict[str, list[Access]] = {}
         self.loose_rec: dict[str, frozenset[str]] = {}
         self.elem_of: dict[str, tuple[str, ...]] = {}
+        # module globals a function declared `global` assigned on this path, by (module, name): a stream
+        # stored by a setter is the one a getter of that module returns later (a place, not a local)
+        self.globs: dict[tuple[str, str], object] = {}
 
     def clone(self) -> State:
         s = State.__new__(State)
@@ -200,6 +203,7 @@ class State:
         s.done, s.ret, s.flow = self.done, self.ret, self.flow
         s.loose_uses = {k: list(v) for k, v in self.loose_uses.items()}
         s.loose_rec, s.elem_of = dict(self.loose_rec), dict(self.elem_of)
+        s.globs = dict(self.globs)
         return s
 
     @property

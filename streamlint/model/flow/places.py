@@ -1,0 +1,55 @@
+"""Places a value lives in beyond a local: module globals and the host parameters of project callees.
+
+A module global declared ``global`` by a small setter / getter pair is a place: the stream a setter stores
+(``set_share_stream(torch.npu.Stream())``) is the stream the getter returns to every later caller on the
+path (``get_share_stream().wait_stream(...)`` in another helper), whatever local names each helper gives
+it (:class:`~streamlint.model.flow.values.State` ``globs``). A getter that fills the global itself from a
+current-stream query (``cached_stream_getter``) is the stream current at its first call instead.
+
+A project callee's parameter annotated with a host scalar (``dst_tp_rank: int``) receives a Python value:
+the argument bound to it is no tensor read of the call (:func:`host_arguments`)."""
+
+from __future__ import annotations
+
+from streamlint._lazy import cst
+from streamlint.model.file import FunctionInfo, host_param
+from streamlint.model.streams import declared_globals
+from streamlint.model.uses import bind_arguments
+
+
+def cached_stream_getter(fn: FunctionInfo) -> bool:
+    """``def current_stream(): global _S; if _S is None: _S = torch.npu.current_stream(); return _S``."""
+    names = {r.value.value for r in fn.returns if isinstance(r.value, cst.Name)}
+    if not names or len(names) != len(fn.returns) or not names <= set(fn.name_assigns):
+        return False  # a plain getter of a global some setter fills is no cache of its own: a place
+    for node in fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else []:
+        if isinstance(node, cst.SimpleStatementLine):
+            for small in node.body:
+                if isinstance(small, cst.Global) and names <= {n.name.value for n in small.names}:
+                    return True
+    return False
+
+
+
+
+def global_accessor(fn: FunctionInfo) -> bool:
+    """A small getter / setter of a module global (``def get_share_stream(): global _S; return _S``,
+    ``def set_share_stream(s): global _S; _S = s``): inlined, so that what a setter stores (a stream made
+    once) is what the getter hands to every later caller on the path (``State.globs``)."""
+    names = declared_globals(fn)
+    if not names or fn.calls:  # (a getter making the stream itself is one stream by its call: not inlined)
+        return False
+    returned = {r.value.value for r in fn.returns if isinstance(r.value, cst.Name)}
+    return bool(names & (returned | set(fn.name_assigns)))
+
+
+def host_arguments(fn: FunctionInfo, call: cst.Call) -> frozenset[int]:
+    """Ids of the argument expressions of ``call`` bound to host-annotated parameters of ``fn`` (a project
+    function called, not inlined): ``scatter(view, pages, tp, dst_tp_rank)`` with ``dst_tp_rank: int``."""
+    params = fn.node.params
+    host = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params) if host_param(p)}
+    if not host:
+        return frozenset()
+    method = fn.class_name is not None and fn.params[:1] == ("self",)
+    bound = bind_arguments((fn.params[1:] if method else fn.params) + fn.kwonly, call, kwonly=fn.kwonly)
+    return frozenset(id(expr) for name, expr in bound.items() if name in host and expr is not None)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
-from streamlint.model.flow.calls import callers_of
+from streamlint.model.flow.callers import callers_of
 from streamlint.model.streams import derived, is_current_stream
 from streamlint.model.uses import bind_arguments
 from streamlint.model.walk import children

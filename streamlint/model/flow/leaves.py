@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.file import dotted
-from streamlint.model.flow.calls import callers_of
+from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.values import State, ordered_before
 from streamlint.model.streams import MAIN, derived
 from streamlint.model.syntax import contains

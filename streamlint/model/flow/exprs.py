@@ -118,7 +118,7 @@ class Expressions:
         if isinstance(e, (cst.Integer, cst.Float)):
             return CVal(e.value)
         if isinstance(e, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
-            self.host_read(st, e)  # an f-string formats the tensors it names on the host
+            self.host_read(st, e, "an f-string")  # an f-string formats the tensors it names on the host
             return CVal(string_value(e) if not isinstance(e, cst.FormattedString) else None)
         if isinstance(e, cst.Attribute):
             attr = e.attr.value
@@ -280,6 +280,8 @@ class Expressions:
         waits = [u for u in uses if u.role is Role.WAIT_TENSOR]
         if waits:
             return self.api(st, e, waits[0])
+        if not uses:
+            self.host_consumer_call(st, e, site.target if site is not None else None)
         if not uses and self.handoff(st, e):
             return None
         if not uses and host_handshake(self.cfile, self.cfn, e):
@@ -459,6 +461,7 @@ class Expressions:
             self.call_args(st, e)
             if name != "pin_memory" and non_blocking(e) and not isinstance(recv, KVal):
                 self.op(st, e, [], result=False)  # an asynchronous D2H copy of an unknown tensor: work queued here
+                return self.async_host_copy(st, self.host_tensor(st))
             return self.host_tensor(st)  # `batch.cpu()`, `buf.pin_memory()`: host memory whatever the receiver
         if not tensors and isinstance(recv, KVal) and recv.opaque and name in COPY_METHODS:
             _, reads, _ = self.call_args(st, e)
@@ -507,7 +510,7 @@ class Expressions:
             return result
         if name in HOST_VALUE_METHODS:
             if self.is_host(st, tv):
-                self.host_read(st, e.func.value)
+                self.host_read(st, e.func.value, f".{name}()")
             self.op(st, e, [tv], result=False)
             if name in BLOCKING_HOST_READS and not self.is_host(st, tv):
                 self.blocking_copy(st, st.cur)
@@ -535,6 +538,9 @@ class Expressions:
             if name == "copy_" and not non_blocking(e) and any(self.is_host(st, x) for v in [tv] + reads
                                                                   for x in self.tensors(st, v)):
                 self.blocking_copy(st, st.cur)  # a copy between host and device memory the host waits for
+            elif name == "copy_" and self.is_host(st, tv) and any(not self.is_host(st, x) for v in reads
+                                                                  for x in self.tensors(st, v)):
+                self.async_host_copy(st, tv)  # `pinned.copy_(dev, non_blocking=True)`: pending until a host sync
             return tv
         _, reads, writes = self.call_args(st, e)
         if writes:

@@ -236,11 +236,15 @@ def _every_path_flow(project: Project, file: FileModel, fn: FunctionInfo, explic
         project, file, fn, explicit_ge_joins, runs))
 
 
+def _queues_host_copy(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
+    return any(async_host_copy_call(site.node, site.method) for site in fn.calls)
+
+
 def _native_host_reads(project: Project, file: FileModel, fn: FunctionInfo, explicit_ge_joins: bool,
                        runs: list) -> tuple:
     """Unknown execution path: the host reads of pending copies are those of the native run (a copy to
     host memory and its host read run eagerly), run here if the paths tried so far did not include it."""
-    if not any(async_host_copy_call(site.node, site.method) for site in fn.calls):
+    if not _queues_host_copy(project, file, fn) and not calls_stream_work(project, file, fn, _queues_host_copy):
         return ()
     native = native_mode(file, fn)
     interp = next((i for i in runs if i.cfg.mode == native), None)

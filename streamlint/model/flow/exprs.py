@@ -461,7 +461,6 @@ class Expressions:
             self.call_args(st, e)
             if name != "pin_memory" and non_blocking(e) and not isinstance(recv, KVal):
                 self.op(st, e, [], result=False)  # an asynchronous D2H copy of an unknown tensor: work queued here
-                return self.async_host_copy(st, self.host_tensor(st))
             return self.host_tensor(st)  # `batch.cpu()`, `buf.pin_memory()`: host memory whatever the receiver
         if not tensors and isinstance(recv, KVal) and recv.opaque and name in COPY_METHODS:
             _, reads, _ = self.call_args(st, e)
@@ -496,7 +495,7 @@ class Expressions:
                 if name != "pin_memory" and not non_blocking(e):
                     self.blocking_copy(st, st.cur)
                 elif name != "pin_memory":
-                    return self.async_host_copy(st, self.host_tensor(st))
+                    return self.async_host_copy(st, self.host_tensor(st), [tv])
             return self.host_tensor(st)
         if name in ("cuda", "npu") or (name == "to" and arg0 is not None and device_like(arg0)):
             _, reads, _ = self.call_args(st, e)
@@ -509,7 +508,7 @@ class Expressions:
                 self.blocking_copy(st, st.cur)  # an H2D copy the host waits for
             return result
         if name in HOST_VALUE_METHODS:
-            if self.is_host(st, tv):
+            if self.is_host(st, tv) and name != "numpy":  # (a numpy view of the same memory: no read yet)
                 self.host_read(st, e.func.value, f".{name}()")
             self.op(st, e, [tv], result=False)
             if name in BLOCKING_HOST_READS and not self.is_host(st, tv):
@@ -540,7 +539,7 @@ class Expressions:
                 self.blocking_copy(st, st.cur)  # a copy between host and device memory the host waits for
             elif name == "copy_" and self.is_host(st, tv) and any(not self.is_host(st, x) for v in reads
                                                                   for x in self.tensors(st, v)):
-                self.async_host_copy(st, tv)  # `pinned.copy_(dev, non_blocking=True)`: pending until a host sync
+                self.async_host_copy(st, tv, reads)  # `pinned.copy_(dev, non_blocking=True)`: pending until a host sync
             return tv
         _, reads, writes = self.call_args(st, e)
         if writes:

@@ -65,9 +65,14 @@ class HostReads:
     Interp state it uses: ``anchor``, ``cfg``, ``clock``, ``early_records``, ``host_reads``, ``record_sites``,
     ``timing_events``, ``waited_events``."""
 
-    def async_host_copy(self, st: State, out: TVal) -> TVal:
+    def async_host_copy(self, st: State, out: TVal, sources: list) -> TVal:
         """``out`` (a host tensor) is filled by a copy just queued on the current stream (in an inlined helper
-        too: the copy is then the caller's call of it, ``anchor``)."""
+        too: the copy is then the caller's call of it, ``anchor``) from ``sources``. Only a source the device
+        produced or holds (not a parameter of unknown placement: a host tensor's copy to the host is a
+        no-op) makes ``out`` pending."""
+        if not any(st.stores[tv.sid].kind in ("local", "pool", "long") for v in sources for tv in self.tensors(st, v)
+                   if tv.sid in st.stores):
+            return out
         S = st.stores.get(out.sid)
         if S is not None and self.anchor is not None:
             S.d2h = Access(st.cur, self.clock, self.anchor, {})
@@ -101,6 +106,10 @@ class HostReads:
             return True
         if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
             return False
+        if node.func.attr.value in ("to", "cuda", "npu") and (node.func.attr.value != "to" or any(
+                a.keyword is not None and a.keyword.value == "device" or a.keyword is None
+                and not isinstance(a.value, cst.Attribute) for a in node.args)):
+            return False  # (may be) a copy to the device: ordered by the stream
         recv = node.func.value
         if isinstance(recv, cst.Name) and isinstance(st.env.get(recv.value), TVal):
             return True

@@ -16,6 +16,8 @@ class MissingWaitAtJoin(Rule):
     production, and in-place writes racing with an earlier read on another stream (write-after-read).
     In `reduce-overhead` the ordering must be tagged events; in `ge` only the orderings GE cannot see
     (in-place / side-effecting writes racing with reads in another stream scope) are reported.
+    The host is a consumer too: a host tensor filled by a non-blocking device-to-host copy read on the host
+    (`.tolist()`, a CPU op, a branch test, `torch.save`, a queue) before a host synchronisation covers the copy.
 
     ## Why is this bad?
     Work on different streams runs concurrently. Without a wait the consumer can read memory before

@@ -1,6 +1,6 @@
 from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.apis import STREAM_MARKERS
-from streamlint.model.dataflow import EarlyRecord, Race, file_flows, path_tag
+from streamlint.model.dataflow import EarlyRecord, HostRead, Race, file_flows, path_tag
 from streamlint.model.flow.protocols import DroppedEvent, dropped_events
 from streamlint.model.flow.results import FunctionFlow
 from streamlint.model.streams import MAIN, entry_stream_name, stream_expr, stream_label
@@ -16,6 +16,8 @@ class MissingWaitAtJoin(Rule):
     production, and in-place writes racing with an earlier read on another stream (write-after-read).
     In `reduce-overhead` the ordering must be tagged events; in `ge` only the orderings GE cannot see
     (in-place / side-effecting writes racing with reads in another stream scope) are reported.
+    The host is a consumer too: a host tensor filled by a non-blocking device-to-host copy read on the host
+    (`.tolist()`, a CPU op, a branch test, `torch.save`, a queue) before a host synchronisation covers the copy.
 
     ## Why is this bad?
     Work on different streams runs concurrently. Without a wait the consumer can read memory before
@@ -118,6 +120,10 @@ class MissingWaitAtJoin(Rule):
                 if id(early.node) not in reported and early.stream not in raced:
                     reported.add(id(early.node))
                     _report_early(ctx, fn, early)
+            for read in flow.host_reads:
+                if id(read.node) not in reported:
+                    reported.add(id(read.node))
+                    _report_host_read(ctx, fn, read)
         for fn in ctx.file.functions.values():
             joins = partial_joins(ctx.project, ctx.file, fn)
             if not joins:
@@ -217,6 +223,27 @@ def _report_early(ctx: RuleContext, fn, early: EarlyRecord) -> None:
     related = [Location(ctx.file.path, ctx.file.span(early.work), "work the event does not cover")] \
         if early.work is not None else []
     ctx.report(early.node, message, confidence=confidence, related=related, hint=hint)
+
+
+def _report_host_read(ctx: RuleContext, fn, read: HostRead) -> None:
+    """The host reads a host tensor an asynchronous device-to-host copy still fills (model: ``HostReads``)."""
+    main = entry_stream_name(ctx.project, ctx.file, fn)
+    stream = stream_label(read.stream, main)
+    copy_line = ctx.file.span(read.copy).start_line if read.copy is not None else None
+    at = f" (line {copy_line})" if copy_line is not None else ""
+    message = first_line(
+        f"`{read.name}` is read on the host ({read.consumer}) while its non-blocking copy from the device{at} "
+        f"may still be running on {stream} [{read.mode}]",
+        f"`{read.name}` is read on the host before its non-blocking device-to-host copy{at} is synchronised "
+        f"[{read.mode}]",
+        f"a host tensor is read before its non-blocking device-to-host copy is synchronised [{read.mode}]")
+    obj = stream_expr(read.stream, main, read.mode)
+    sync = f"`{obj}.synchronize()`" if obj is not None else f"a synchronisation of {stream}"
+    hint = (f"a non-blocking copy to host memory returns before the data arrives: call {sync} (or synchronize an "
+            f"event recorded after the copy) before the host reads `{read.name}`")
+    related = [Location(ctx.file.path, ctx.file.span(read.copy), "non-blocking copy queued here")] \
+        if read.copy is not None else []
+    ctx.report(read.node, message, related=related, hint=hint)
 
 
 def _listed(names: list[str], limit: int = 3) -> str:

@@ -156,6 +156,31 @@ LOGGER_NAMES = frozenset({"logger", "log", "_logger", "LOGGER", "_LOGGER", "LOG"
 HOST_SIDE_CALLS = frozenset({"print", "repr", "warnings.warn", "time.time", "time.perf_counter", "time.monotonic",
                              "time.sleep"})
 TENSOR_SYNC_METHODS = {"item": ".item()", "tolist": ".tolist()"}
+
+# The host as a consumer of tensor data (domain.md: the host as a consumer of asynchronous device work).
+# A host tensor filled by an asynchronous device-to-host copy (``.to("cpu", non_blocking=True)``,
+# ``.cpu(non_blocking=True)``, ``pinned.copy_(dev, non_blocking=True)``) holds its bytes only once the
+# copy's stream has run it; until a host synchronisation covers the copy (``stream.synchronize()``,
+# ``event.synchronize()`` on an event recorded after it, ``torch.<device>.synchronize()``, a blocking
+# transfer on that stream) these read it too early. Reading, here, is what touches the bytes on the host or
+# hands them to a reader that has no device ordering: Python conversion / formatting, serialisation to a
+# file or a byte string, another thread or process (a queue, a pipe, a socket). Not a read: the tensor's
+# metadata (shape, dtype, numel), ``is None`` tests, views (``.numpy()``, ``numpy.asarray``), returning it or
+# storing it (its holder may synchronise an event recorded after the copy before reading: vLLM-style async
+# outputs), a copy back to the device (ordered by the stream).
+# Tensor methods that give host values (``.item()`` / ``.tolist()``) and CPU ops on the
+# tensor (host computation) are host reads too (tensors.HOST_VALUE_METHODS; storage.op).
+# ``work.wait()`` of an ``async_op=True`` collective is no host synchronisation for device tensors (it makes
+# the current stream wait); only the host-blocking forms above cover a copy.
+HOST_CONSUMER_FUNCTIONS = frozenset({
+    "print", "int", "float", "bool", "str", "repr", "format", "bytes", "bytearray", "memoryview",
+    "torch.save", "pickle.dump", "pickle.dumps", "json.dump", "json.dumps", "numpy.array", "numpy.save",
+    "numpy.copy", "safetensors.torch.save_file", "safetensors.torch.save",
+})
+# Methods on a non-tensor receiver that hand their arguments to another reader: a queue / pipe / socket
+# (another thread or process), a file or an archive writer (``PyTorchFileWriter.write_record``).
+HOST_CONSUMER_METHODS = frozenset({"put", "put_nowait", "send", "send_bytes", "sendall", "send_pyobj", "write",
+                                   "write_record", "writelines"})
 SPECS: dict[str, ApiSpec] = {spec.qualname: spec for spec in _SPECS}
 for _name in GRAPH_BREAK_CALLS:
     SPECS.setdefault(_name, ApiSpec(_name, Role.GRAPH_BREAK, None))

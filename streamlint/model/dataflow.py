@@ -59,9 +59,11 @@ from streamlint.model.file import FileModel, FunctionInfo
 from streamlint.model.paths import native_mode
 from streamlint.model.flow.calls import wait_self_expr
 from streamlint.model.flow.effects import calls_stream_work, inherited_modes
+from streamlint.model.flow.hostreads import async_host_copy_call
 from streamlint.model.flow.interp import Interp, run_producer
 from streamlint.model.flow.protocols import protocol_inputs
-from streamlint.model.flow.results import EMPTY_FLOW, EarlyRecord, FunctionFlow, Lifetime, Race, Unjoined, ViewEscape
+from streamlint.model.flow.results import EMPTY_FLOW, EarlyRecord, FunctionFlow, HostRead, Lifetime, Race, Unjoined, \
+    ViewEscape
 from streamlint.model.flow.values import AnalysisBudgetExceeded, flow_config
 from streamlint.model.streams import MAIN, derived, stream_label
 from streamlint.model.syntax import contains, local_nodes
@@ -90,7 +92,7 @@ def _stream_work(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
         if any(u.role in (Role.WAIT_TENSOR, Role.RECORD_TAGGED_STREAM, Role.TAGGED_EVENT_RECORD,
                           Role.TAGGED_EVENT_WAIT) for u in project.api_uses(file, site)):
             return True
-    return _host_synced_record(file, fn)
+    return _host_synced_record(file, fn) or any(async_host_copy_call(site.node, site.method) for site in fn.calls)
 
 
 def _host_synced_record(file: FileModel, fn: FunctionInfo) -> bool:
@@ -140,6 +142,7 @@ def function_flow(project: Project, file: FileModel, fn: FunctionInfo, *, explic
     unjoined: dict = {}
     views: dict = {}
     early: dict = {}
+    host_reads: dict = {}
     if not modes:
         flow = _every_path_flow(project, file, fn, explicit_ge_joins)
         cache[key] = flow
@@ -161,8 +164,9 @@ def function_flow(project: Project, file: FileModel, fn: FunctionInfo, *, explic
         views.update(interp.view_escapes)
         if mode != "ge":  # native events have no place in GE graphs (SL502)
             early.update(interp.early_records)
+        host_reads.update(interp.host_reads)
     flow = FunctionFlow(modes, tuple(races.values()), tuple(lifetimes.values()), tuple(unjoined.values()),
-                        tuple(views.values()), tuple(early.values()))
+                        tuple(views.values()), tuple(early.values()), tuple(host_reads.values()))
     cache[key] = flow
     return flow
 
@@ -230,13 +234,37 @@ def _every_path_flow(project: Project, file: FileModel, fn: FunctionInfo, explic
         if not runs[0].view_escapes and not (
                 set.intersection(*({(id(r.node), r.name) for r in i.races.values()} for i in runs))
                 or set.intersection(*({id(x.node) for x in i.lifetimes.values()} for i in runs))):
-            return EMPTY_FLOW  # nothing found on every path so far: the other paths cannot add to it
+            # nothing found on every path so far: the other paths cannot add to it
+            host_reads = _native_host_reads(project, file, fn, explicit_ge_joins, runs)
+            return FunctionFlow(frozenset(), (), (), (), (), (), host_reads) if host_reads else EMPTY_FLOW
     common = set.intersection(*({(id(r.node), r.name) for r in i.races.values()} for i in runs))
     races = tuple(r for r in runs[0].races.values() if (id(r.node), r.name) in common)
     common_l = set.intersection(*({id(x.node) for x in i.lifetimes.values()} for i in runs))
     lifetimes = tuple(x for x in runs[0].lifetimes.values() if id(x.node) in common_l)
     views = tuple(runs[0].view_escapes.values())
-    return FunctionFlow(frozenset(), races, lifetimes, (), views)
+    return FunctionFlow(frozenset(), races, lifetimes, (), views, (), _native_host_reads(
+        project, file, fn, explicit_ge_joins, runs))
+
+
+def _queues_host_copy(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
+    return any(async_host_copy_call(site.node, site.method) for site in fn.calls)
+
+
+def _native_host_reads(project: Project, file: FileModel, fn: FunctionInfo, explicit_ge_joins: bool,
+                       runs: list) -> tuple:
+    """Unknown execution path: the host reads of pending copies are those of the native run (a copy to
+    host memory and its host read run eagerly), run here if the paths tried so far did not include it."""
+    if not _queues_host_copy(project, file, fn) and not calls_stream_work(project, file, fn, _queues_host_copy):
+        return ()
+    native = native_mode(file, fn)
+    interp = next((i for i in runs if i.cfg.mode == native), None)
+    if interp is None:
+        interp = Interp(project, file, fn, flow_config(native, explicit_ge_joins, _entry(project, file, fn, native)))
+        try:
+            interp.run()
+        except (RecursionError, AnalysisBudgetExceeded):
+            return ()
+    return tuple(interp.host_reads.values())
 
 
 def file_flows(project: Project, file: FileModel, *, explicit_ge_joins: bool = False) \
@@ -250,6 +278,7 @@ def file_flows(project: Project, file: FileModel, *, explicit_ge_joins: bool = F
 __all__ = [
     "EMPTY_FLOW",
     "EarlyRecord",
+    "HostRead",
     "MAIN",
     "FunctionFlow",
     "Lifetime",

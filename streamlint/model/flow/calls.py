@@ -26,6 +26,7 @@ from streamlint.model.streams import (
 )
 from streamlint.model.syntax import contains, local_nodes, strip_not
 from streamlint.model.tensors import ESCAPE_METHODS, META_ATTRS, META_METHODS, VIEW_ATTRS, VIEW_METHODS, return_kind
+from streamlint.model.flow.hostreads import async_host_copy_call
 from streamlint.model.uses import bind_arguments
 from streamlint.model.walk import children
 
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
 
 _RELEVANT_METHODS = frozenset({"wait_stream", "wait_event", "record_event", "record", "wait", "synchronize",
                                "record_stream"})
-
 
 _RELEVANT_ROLES = frozenset({Role.DEVICE_SYNCHRONIZE, Role.TAGGED_EVENT_RECORD, Role.TAGGED_EVENT_WAIT,
                              Role.RECORD_TAGGED_STREAM, Role.OPS_RECORD, Role.OPS_WAIT, Role.WAIT_TENSOR,
@@ -473,8 +473,8 @@ def _relevant(project: Project, file: FileModel, fn: FunctionInfo, _depth: int =
     memo[id(fn)] = False  # recursion guard
     result = global_accessor(fn)
     for site in () if result else fn.calls:
-        if site.method in _RELEVANT_METHODS:
-            result = True
+        if site.method in _RELEVANT_METHODS or async_host_copy_call(site.node, site.method, copies=False):
+            result = True  # (a helper queuing a device-to-host copy hands back a pending host tensor)
             break
         if any(u.role in _RELEVANT_ROLES for u in project.api_uses(file, site)):
             result = True

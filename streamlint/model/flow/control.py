@@ -175,7 +175,7 @@ class ControlFlow:
         if isinstance(node, cst.Raise):
             return [] if not self.depth else [st]
         if isinstance(node, cst.Assert):  # its test is a host check: not interpreted as device work
-            self.host_read(st, node.test)
+            self.host_read(st, node.test, "an assert")
             key, positive = self.test_key(st, node.test)
             if key is not None and key not in st.assume and (not self.single or key.startswith("self.")):
                 st.assume[key] = positive  # the code after `assert t` runs only where t holds
@@ -488,6 +488,7 @@ class ControlFlow:
     def if_(self, node: cst.If, st: State) -> list[State]:
         rest = self.rest
         self.ev(st, node.test)
+        self.host_read(st, node.test, "a branch test")
 
         def then(s: State) -> list[State]:
             return self.block(node.body.body, [s])

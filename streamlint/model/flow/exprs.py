@@ -128,7 +128,7 @@ class Expressions:
         if isinstance(e, (cst.Integer, cst.Float)):
             return CVal(e.value)
         if isinstance(e, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
-            self.host_read(st, e)  # an f-string formats the tensors it names on the host
+            self.host_read(st, e, "an f-string")  # an f-string formats the tensors it names on the host
             return CVal(string_value(e) if not isinstance(e, cst.FormattedString) else None)
         if isinstance(e, cst.Attribute):
             attr = e.attr.value
@@ -307,6 +307,8 @@ class Expressions:
         waits = [u for u in uses if u.role is Role.WAIT_TENSOR]
         if waits:
             return self.api(st, e, waits[0])
+        if not uses:
+            self.host_consumer_call(st, e, site.target if site is not None else None)
         if not uses and self.handoff(st, e):
             return None
         if not uses and host_handshake(self.cfile, self.cfn, e):
@@ -530,7 +532,7 @@ class Expressions:
                 if name != "pin_memory" and not non_blocking(e):
                     self.blocking_copy(st, st.cur)
                 elif name != "pin_memory":
-                    return self.async_host_copy(st, self.host_tensor(st))
+                    return self.async_host_copy(st, self.host_tensor(st), [tv])
             return self.host_tensor(st)
         if name in ("cuda", "npu") or (name == "to" and arg0 is not None and device_like(arg0)):
             _, reads, _ = self.call_args(st, e)
@@ -543,8 +545,8 @@ class Expressions:
                 self.blocking_copy(st, st.cur)  # an H2D copy the host waits for
             return result
         if name in HOST_VALUE_METHODS:
-            if self.is_host(st, tv):
-                self.host_read(st, e.func.value)
+            if self.is_host(st, tv) and name != "numpy":  # (a numpy view of the same memory: no read yet)
+                self.host_read(st, e.func.value, f".{name}()")
             self.op(st, e, [tv], result=False)
             if name in BLOCKING_HOST_READS and not self.is_host(st, tv):
                 self.blocking_copy(st, st.cur)
@@ -572,6 +574,9 @@ class Expressions:
             if name == "copy_" and not non_blocking(e) and any(self.is_host(st, x) for v in [tv] + reads
                                                                   for x in self.tensors(st, v)):
                 self.blocking_copy(st, st.cur)  # a copy between host and device memory the host waits for
+            elif name == "copy_" and self.is_host(st, tv) and any(not self.is_host(st, x) for v in reads
+                                                                  for x in self.tensors(st, v)):
+                self.async_host_copy(st, tv, reads)  # `pinned.copy_(dev, non_blocking=True)`: pending until a host sync
             return tv
         _, reads, writes = self.call_args(st, e)
         if writes:

@@ -1,49 +1,166 @@
-"""The host as the consumer of an event: an asynchronous device-to-host copy read after an event sync.
+"""The host as the consumer of asynchronous device work: device-to-host copies read before they finish.
 
-``x.to("cpu", non_blocking=True)`` queues the copy on the current stream and returns at once; the host may
-read the result only once the stream has run the copy (``event.synchronize()`` on an event recorded after
-it, ``stream.synchronize()``). When the host synchronises an event recorded on that stream *before* the copy
-and then reads the copy's result (an ``assert``, an f-string, ``.tolist()`` / ``.item()``), the event was
-recorded too early: it is the promise the host relied on, and it does not cover the copy. Reported at the
-record as an early record (model: ``Orderings.uncovered_records`` for device waiters). A host read with no
-event synchronised at all is not reported here.
+``x.to("cpu", non_blocking=True)``, ``x.cpu(non_blocking=True)`` and ``pinned.copy_(x, non_blocking=True)``
+queue the copy on the current stream and return at once: the host tensor they fill is *pending* on that
+stream until a host synchronisation covers the copy (``stream.synchronize()``, ``event.synchronize()`` on
+an event recorded after it, a device-wide ``synchronize()``, a blocking transfer such as ``.item()`` on
+that stream: ``Orderings.sync_*``, ``st.host``). The host reading a pending tensor — a conversion to Python
+values, formatting, a CPU op, a branch test, handing it to a file, a serialiser, a queue or a socket (the API
+table's ``HOST_CONSUMER_*``) — reads bytes the device has not written yet (SL201 at the read, the copy as
+the related location). Returning or storing a pending tensor is no read: its holder may synchronise an
+event recorded after the copy before it reads (vLLM-style async outputs); nor are its metadata (shape,
+dtype, numel), ``is None`` tests, views, or a copy back to the device (ordered by the stream).
+
+When the host synchronised an event recorded on that stream *before* the copy and then reads the copy's
+result, the event was recorded too early: it is the promise the host relied on, and it does not cover the
+copy. That is reported at the record as an early record (model: ``Orderings.uncovered_records`` for device
+waiters), not at the read.
 """
 
 from __future__ import annotations
 
 from streamlint._lazy import cst
-from streamlint.model.flow.results import EarlyRecord
-from streamlint.model.flow.values import Access, State, TVal
-from streamlint.model.syntax import local_nodes
+from streamlint.model.apis import HOST_CONSUMER_FUNCTIONS, HOST_CONSUMER_METHODS
+from streamlint.model.flow.results import EarlyRecord, HostRead
+from streamlint.model.flow.values import Access, EVal, State, TupVal, TVal
+from streamlint.model.walk import children
+from streamlint.model.tensors import META_ATTRS, META_METHODS, host_target, non_blocking
+
+# builtins that look at an object, not at a tensor's data
+_NO_DATA_CALLS = frozenset({"isinstance", "len", "type", "id", "hasattr", "getattr", "callable", "issubclass"})
+
+
+def data_names(expr: cst.CSTNode):
+    """The names in ``expr`` whose tensor data the host evaluates: not the operands of ``is`` / ``is not``,
+    of ``isinstance`` / ``len`` / ``type``, nor a tensor named only for its metadata (``x.shape``,
+    ``x.numel()``); nested functions and lambdas are not entered."""
+    if isinstance(expr, cst.Name):
+        yield expr
+        return
+    if isinstance(expr, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        return
+    if isinstance(expr, cst.Attribute) and expr.attr.value in META_ATTRS | META_METHODS:
+        return
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in _NO_DATA_CALLS:
+        return
+    if isinstance(expr, cst.Comparison) and all(isinstance(c.operator, (cst.Is, cst.IsNot))
+                                                for c in expr.comparisons):
+        return
+    for child in children(expr):
+        yield from data_names(child)
+
+
+def async_host_copy_call(call: cst.CSTNode, method: str | None, copies: bool = True) -> bool:
+    """A call that may queue an asynchronous device-to-host copy (``hostreads``): ``.to("cpu",
+    non_blocking=True)``, ``.cpu(non_blocking=True)``, and with ``copies`` ``dst.copy_(src, non_blocking=True)``
+    (whose direction the syntax does not tell)."""
+    if method is None or not isinstance(call, cst.Call) or not non_blocking(call):
+        return False
+    return (copies and method == "copy_") or (method != "pin_memory" and host_target(call, method))
 
 
 class HostReads:
     """Asynchronous device-to-host copies and the host reads of their results (mixin of the interpreter).
 
-    Interp state it uses: ``anchor``, ``cfg``, ``clock``, ``depth``, ``early_records``, ``record_sites``,
-    ``waited_events``."""
+    Interp state it uses: ``anchor``, ``cfg``, ``clock``, ``early_records``, ``host_reads``, ``record_sites``,
+    ``timing_events``, ``waited_events``."""
 
-    def async_host_copy(self, st: State, out: TVal) -> TVal:
-        """``out`` (a host tensor) is filled by a copy just queued on the current stream."""
+    def async_host_copy(self, st: State, out: TVal, sources: list) -> TVal:
+        """``out`` (a host tensor) is filled by a copy just queued on the current stream (in an inlined helper
+        too: the copy is then the caller's call of it, ``anchor``) from ``sources``. Only a source the device
+        produced or holds (not a parameter of unknown placement: a host tensor's copy to the host is a
+        no-op) makes ``out`` pending."""
+        if not any(st.stores[tv.sid].kind in ("local", "pool", "long") for v in sources for tv in self.tensors(st, v)
+                   if tv.sid in st.stores):
+            return out
         S = st.stores.get(out.sid)
-        if S is not None and self.depth == 0 and self.anchor is not None:
+        if S is not None and self.anchor is not None:
             S.d2h = Access(st.cur, self.clock, self.anchor, {})
         return out
 
-    def host_read(self, st: State, expr: cst.CSTNode) -> None:
+    def host_read(self, st: State, expr: cst.CSTNode, consumer: str = "a host read") -> None:
         """The host reads the tensors named in ``expr``."""
-        if self.depth or self.cfg.mode not in ("eager", "cuda"):
+        if self.cfg.mode not in ("eager", "cuda"):
             return
-        for node in local_nodes(expr):
-            v = st.env.get(node.value) if isinstance(node, cst.Name) else None
-            S = st.stores.get(v.sid) if isinstance(v, TVal) else None
-            if S is not None and S.d2h is not None:
-                self._early_for_host(st, S.d2h)
+        for node in data_names(expr):
+            v = st.env.get(node.value)
+            for tv in self._held(v):
+                S = st.stores.get(tv.sid)
+                if S is not None and S.d2h is not None:
+                    self._consume(st, S.d2h, node.value, consumer)
 
-    def _early_for_host(self, st: State, copy: Access) -> None:
-        stream, time = copy.stream, copy.time
-        if st.host.get(stream, -1) >= time:
+    def host_compute(self, st: State, tvs: list[TVal]) -> None:
+        """A CPU op reads (or writes) these host tensors on the host, at the call."""
+        if self.cfg.mode not in ("eager", "cuda"):
+            return
+        for tv in tvs:
+            S = st.stores.get(tv.sid)
+            if S is not None and S.d2h is not None:
+                self._consume(st, S.d2h, self.label(st, tv.sid) or S.name or "tensor", "a CPU op")
+
+    def cpu_op(self, st: State, node: cst.CSTNode) -> bool:
+        """Is ``node`` (an op on host tensors only) a torch computation the host runs now: a Python operator,
+        a tensor method, a ``torch.*`` function? An unknown function handed a host tensor may only look
+        at its metadata or pass it on (a host callback launched on the stream)."""
+        if isinstance(node, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.AugAssign)):
+            return True
+        if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+            return False
+        if node.func.attr.value in ("to", "cuda", "npu") and (node.func.attr.value != "to" or any(
+                a.keyword is not None and a.keyword.value == "device" or a.keyword is None
+                and not isinstance(a.value, cst.Attribute) for a in node.args)):
+            return False  # (may be) a copy to the device: ordered by the stream
+        recv = node.func.value
+        if isinstance(recv, cst.Name) and isinstance(st.env.get(recv.value), TVal):
+            return True
+        site = self.cfile.call_site(node)
+        return site is not None and (site.target or "").startswith("torch.")
+
+    def host_consumer_call(self, st: State, e: cst.Call, target: str | None) -> None:
+        """``torch.save(buf, f)``, ``q.put(buf)``, ``writer.write_record(name, buf, n)``: a call of the API
+        table's host consumers reads the host tensors it is handed. An event handed along with them is a
+        hand-off (the receiver synchronises it before reading: ``Expressions.handoff``)."""
+        func = e.func
+        if isinstance(func, cst.Attribute):
+            if func.attr.value not in HOST_CONSUMER_METHODS and target not in HOST_CONSUMER_FUNCTIONS:
+                return
+            if isinstance(func.value, cst.Name) and isinstance(st.env.get(func.value.value), TVal):
+                return  # a tensor method (``Tensor.put``)
+            consumer = target if target in HOST_CONSUMER_FUNCTIONS else f".{func.attr.value}()"
+        elif isinstance(func, cst.Name) and (func.value in HOST_CONSUMER_FUNCTIONS
+                                             or target in HOST_CONSUMER_FUNCTIONS):
+            if func.value in st.env:
+                return  # a local rebinding the name
+            consumer = f"{target or func.value}()"
+        else:
+            return
+        names = [n for arg in e.args for n in data_names(arg.value)]
+        if any(isinstance(st.env.get(n.value), EVal) for n in names):
+            return
+        for arg in e.args:
+            self.host_read(st, arg.value, consumer)
+
+    @staticmethod
+    def _held(v: object) -> list[TVal]:
+        if isinstance(v, TVal):
+            return [v]
+        if isinstance(v, TupVal):
+            return [x for item in v.items for x in HostReads._held(item)]
+        return []
+
+    def _consume(self, st: State, copy: Access, name: str, consumer: str) -> None:
+        if st.host.get(copy.stream, -1) >= copy.time:
             return  # a synchronisation after the copy
+        if self._early_for_host(st, copy) or self.anchor is None:
+            return
+        if id(self.anchor) not in self.host_reads:
+            self.host_reads[id(self.anchor)] = HostRead(self.anchor, name, copy.stream, copy.node, consumer,
+                                                        self.cfg.mode)
+
+    def _early_for_host(self, st: State, copy: Access) -> bool:
+        """An event the host synchronised, recorded on the copy's stream before the copy (an early record)."""
+        stream, time = copy.stream, copy.time
+        found = False
         for key, snap in st.events.items():
             recorded = snap.get(stream, -1)
             site = self.record_sites.get((key, stream, recorded))
@@ -51,5 +168,7 @@ class HostReads:
                     or st.host.get(stream, -1) < recorded:
                 continue  # not recorded here before the copy, or the host never synchronised it
             node, label = site
+            found = True
             if id(node) not in self.early_records:
                 self.early_records[id(node)] = EarlyRecord(node, label, stream, copy.node, self.cfg.mode, False)
+        return found

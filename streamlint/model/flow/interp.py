@@ -19,7 +19,7 @@ from streamlint.model.flow.hostreads import HostReads
 from streamlint.model.flow.exprs import Expressions
 from streamlint.model.flow.orderings import Orderings
 from streamlint.model.flow.protocols import protocol_inputs, seed
-from streamlint.model.flow.results import EarlyRecord, Lifetime, Race, Unjoined, ViewEscape
+from streamlint.model.flow.results import EarlyRecord, HostRead, Lifetime, Race, Unjoined, ViewEscape
 from streamlint.model.flow.storage import Storages
 from streamlint.model.flow.syncops import SyncMethods
 from streamlint.model.flow.values import AnalysisBudgetExceeded, Access, EVal, FlowConfig, KVal, SVal, State, flow_config
@@ -99,6 +99,7 @@ class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, 
         self.op_sites: dict[str, list[tuple[int, cst.CSTNode]]] = {}  # stream -> (time, statement) of its work
         self.early_records: dict[int, EarlyRecord] = {}
         self.counted_loops: list[cst.For] = []  # loops read step by step with their counter (counters.py)
+        self.host_reads: dict[int, HostRead] = {}  # host reads of pending device-to-host copies (hostreads.py)
         self._anonymous: dict[int, int] = {}  # creation node -> index in program order
         self.steps = 0
         self._mentions: dict[int, bool] = {}

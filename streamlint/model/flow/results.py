@@ -70,6 +70,19 @@ class EarlyRecord:
 
 
 @dataclass(frozen=True)
+class HostRead:
+    """The host reads (or hands to another thread, a file, a serialiser) a host tensor an asynchronous
+    device-to-host copy is still filling: no host synchronisation covers the copy (SL201)."""
+
+    node: cst.CSTNode  # the host read
+    name: str
+    stream: str  # the stream the copy is queued on
+    copy: cst.CSTNode | None  # the copy
+    consumer: str  # what reads it (".tolist()", "torch.save", "a CPU op", "a queue", ...)
+    mode: str
+
+
+@dataclass(frozen=True)
 class ViewEscape:
     """A view of a waited tensor, created before ``npu_wait_tensor`` and used after it (SL204)."""
 
@@ -87,6 +100,7 @@ class FunctionFlow:
     unjoined: tuple[Unjoined, ...]
     view_escapes: tuple[ViewEscape, ...]
     early_records: tuple[EarlyRecord, ...] = ()
+    host_reads: tuple[HostRead, ...] = ()
 
 
 EMPTY_FLOW = FunctionFlow(frozenset(), (), (), (), ())

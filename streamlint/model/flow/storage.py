@@ -168,6 +168,8 @@ class Storages:
         ws = [tv for v in writes for tv in self.tensors(st, self.place(st, v))]
         if read_writes:
             rs += ws
+        if rs and not self.h2d and all(self.is_host(st, tv) for tv in rs + ws) and self.cpu_op(st, node):
+            self.host_compute(st, rs + ws)  # a CPU op: the host reads its operands now
         know = st.know(s)
         persist: dict[str, int] = {}
         for tv in rs + ws:

@@ -4,11 +4,13 @@ expressions that build its class."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
-from streamlint.model.file import FileModel, FunctionInfo
+from streamlint.model.file import FileModel, FunctionInfo, dotted
 from streamlint.model.options import MAX_CALLER_FILES
+from streamlint.model.walk import children
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -56,3 +58,26 @@ def callers_of(project: Project, file: FileModel, fn: FunctionInfo) -> list[tupl
 
 
 __all__ = ["callers_of"]
+
+
+def calls_after(site) -> Iterator[tuple[cst.Call, str]]:
+    """The calls its caller makes after the call ``site`` (in source order, not into the call's own
+    arguments), each with the last name of what it calls (``wait_stream``, ``synchronize``)."""
+    caller = site.function
+    if caller is None:
+        return
+    seen, stack = False, [caller.node.body]
+    while stack:
+        node = stack.pop()
+        if node is site.node:
+            seen = True
+            continue
+        if seen and isinstance(node, cst.Call):
+            yield node, (dotted(node.func) or "").rsplit(".", 1)[-1]
+            continue
+        stack.extend(reversed(children(node)))
+
+
+def orders_after(name: str) -> bool:
+    """Does a call of this last name wait or synchronise (``wait_stream``, ``ev.wait``, ``synchronize``)?"""
+    return "wait" in name or "synchronize" in name

@@ -12,7 +12,7 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, host_param, string_value
-from streamlint.model.flow.callers import callers_of
+from streamlint.model.flow.callers import callers_of, calls_after, orders_after
 from streamlint.model.flow.effects import held_object, local_method
 from streamlint.model.flow.values import CVal, EVal, KVal, MAX_INLINE_DEPTH, NONE, State, SVal, TVal, TupVal
 from streamlint.model.flow.places import global_accessor
@@ -119,23 +119,11 @@ def event_field_waited(project: Project, attr: str) -> bool:
 
 
 def _waits_right_after(model: FileModel, site, attr: str) -> bool:
-    caller = site.function
-    if caller is None:
-        return False
-    seen, stack = False, [caller.node.body]
-    while stack:
-        node = stack.pop()
-        if node is site.node:
-            seen = True
-            continue  # not into the call's own arguments
-        if seen and isinstance(node, cst.Call):
-            name = (dotted(node.func) or "").rsplit(".", 1)[-1]
-            if not any(w in name for w in ("wait", "synchronize")):
-                return False  # other work (an allocation, maybe) before the wait
-            if any((dotted(e) or "").endswith(f".{attr}") for e in [node.func] + [a.value for a in node.args]):
-                return True
-            continue
-        stack.extend(reversed(children(node)))
+    for node, name in calls_after(site):
+        if not orders_after(name):
+            return False  # other work (an allocation, maybe) before the wait
+        if any((dotted(e) or "").endswith(f".{attr}") for e in [node.func] + [a.value for a in node.args]):
+            return True
     return False
 
 

@@ -24,11 +24,10 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.file import dotted
-from streamlint.model.flow.callers import callers_of
+from streamlint.model.flow.callers import callers_of, calls_after, orders_after
 from streamlint.model.flow.values import State, ordered_before
 from streamlint.model.streams import MAIN, derived
 from streamlint.model.syntax import contains
-from streamlint.model.walk import children
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -92,20 +91,8 @@ def _field_read_elsewhere(interp, field: str) -> bool:
 def _orders_right_after(site) -> bool:
     """Is the next call after ``site`` in its caller a wait or a synchronisation (``torch.cuda.synchronize()``,
     ``stream.wait_stream(...)``, ``ev.wait()``)? The caller then joins what the call left in flight."""
-    caller = site.function
-    if caller is None:
-        return False
-    seen, stack = False, [caller.node.body]
-    while stack:
-        node = stack.pop()
-        if node is site.node:
-            seen = True
-            continue
-        if seen and isinstance(node, cst.Call):
-            name = (dotted(node.func) or "").rsplit(".", 1)[-1]
-            return "wait" in name or "synchronize" in name
-        stack.extend(reversed(children(node)))
-    return False
+    first = next(calls_after(site), None)
+    return first is not None and orders_after(first[1])
 
 
 def callers_view(project: Project, file, fn) -> str:

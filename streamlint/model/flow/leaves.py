@@ -23,7 +23,6 @@ import re
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
-from streamlint.model.file import dotted
 from streamlint.model.flow.callers import callers_of, calls_after, orders_after
 from streamlint.model.flow.values import State, ordered_before
 from streamlint.model.streams import MAIN, derived

@@ -701,3 +701,24 @@ def test_command_line_samples_held_out_from_an_earlier_sample(tmp_path: Path) ->
         assert (r["file"], r["qualname"], r["line"]) not in lines
     # without the exclusion the same seed draws the same sample again
     assert [r["key"] for r in draw(tmp_path / "c")] == [r["key"] for r in first]
+
+
+def test_linter_reports_a_crash_instead_of_no_findings(tmp_path, monkeypatch):
+    """A streamlint run that dies before printing its JSON (an import error while the checkout is being
+    edited, say) must be an error of that mutant, never an empty list of findings that scores as a miss."""
+    from bench.inject import harness
+
+    tree = tmp_path / "tree"
+    (tree / "pkg").mkdir(parents=True)
+    (tree / "pkg" / "mod.py").write_text("import torch\n\n\ndef f(x):\n    return x\n", encoding="utf-8")
+    crashing = tmp_path / "python"
+    crashing.write_text("#!/bin/sh\necho 'Traceback: ImportError' >&2\nexit 1\n", encoding="utf-8")
+    crashing.chmod(0o755)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setattr(harness.sys, "executable", str(crashing))
+    with pytest.raises(RuntimeError, match="without output"):
+        harness.Linter(tree, work).lint("pkg/mod.py", "import torch\n")
+    monkeypatch.undo()
+    (tmp_path / "work2").mkdir()
+    assert harness.Linter(tree, tmp_path / "work2").lint("pkg/mod.py", None) == []

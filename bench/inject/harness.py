@@ -353,8 +353,10 @@ class Linter:
                                   env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
         finally:
             target.write_bytes(original)
+        if not proc.stdout.strip():  # the JSON format always prints a list: no output is a crash, not "no findings"
+            raise RuntimeError(f"streamlint exit {proc.returncode} without output: {proc.stderr.strip()[-300:]}")
         try:
-            data = json.loads(proc.stdout or "[]")
+            data = json.loads(proc.stdout)
         except json.JSONDecodeError as exc:
             raise RuntimeError(f"streamlint exit {proc.returncode}: {proc.stderr.strip()[-300:]}") from exc
         return [f for f in data if isinstance(f, dict)]

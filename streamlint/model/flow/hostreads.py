@@ -24,7 +24,7 @@ from streamlint.model.apis import HOST_CONSUMER_FUNCTIONS, HOST_CONSUMER_METHODS
 from streamlint.model.flow.results import EarlyRecord, HostRead
 from streamlint.model.flow.values import Access, EVal, State, TupVal, TVal
 from streamlint.model.walk import children
-from streamlint.model.tensors import META_ATTRS, META_METHODS, host_target, non_blocking
+from streamlint.model.tensors import META_ATTRS, META_METHODS, MULTI_VIEW_METHODS, VIEW_METHODS, host_target, non_blocking
 
 # builtins that look at an object, not at a tensor's data
 _NO_DATA_CALLS = frozenset({"isinstance", "len", "type", "id", "hasattr", "getattr", "callable", "issubclass"})
@@ -59,6 +59,14 @@ def async_host_copy_call(call: cst.CSTNode, method: str | None, copies: bool = T
     return (copies and method == "copy_") or (method != "pin_memory" and host_target(call, method))
 
 
+_NO_HOST_READ_METHODS = VIEW_METHODS | MULTI_VIEW_METHODS | META_METHODS | {"numpy", "record_stream", "detach",
+                                                                          "requires_grad_", "share_memory_"}
+
+# torch functions that look only at a tensor's type or metadata (``torch.is_tensor(t) and t.is_cuda``)
+_METADATA_FUNCTIONS = frozenset({"torch.is_tensor", "torch.is_storage", "torch.is_floating_point", "torch.is_complex",
+                                 "torch.numel", "torch.typename"})
+
+
 class HostReads:
     """Asynchronous device-to-host copies and the host reads of their results (mixin of the interpreter).
 
@@ -68,11 +76,11 @@ class HostReads:
     def async_host_copy(self, st: State, out: TVal, sources: list) -> TVal:
         """``out`` (a host tensor) is filled by a copy just queued on the current stream (in an inlined helper
         too: the copy is then the caller's call of it, ``anchor``) from ``sources``. Only a source the device
-        produced or holds (not a parameter of unknown placement: a host tensor's copy to the host is a
-        no-op) makes ``out`` pending."""
-        if not any(st.stores[tv.sid].kind in ("local", "pool", "long") for v in sources for tv in self.tensors(st, v)
-                   if tv.sid in st.stores):
-            return out
+        produced here makes ``out`` pending: not a parameter or an object's field of unknown placement, nor
+        an earlier copy's host result (a host tensor's copy to the host is a no-op)."""
+        if not any(st.stores[tv.sid].kind in ("local", "pool") and st.stores[tv.sid].d2h is None
+                   and not self.is_host(st, tv) for v in sources for tv in self.tensors(st, v) if tv.sid in st.stores):
+            return out  # (a host tensor, such as an earlier copy's result, copied to the host again: a no-op)
         S = st.stores.get(out.sid)
         if S is not None and self.anchor is not None:
             S.d2h = Access(st.cur, self.clock, self.anchor, {})
@@ -110,11 +118,14 @@ class HostReads:
                 a.keyword is not None and a.keyword.value == "device" or a.keyword is None
                 and not isinstance(a.value, cst.Attribute) for a in node.args)):
             return False  # (may be) a copy to the device: ordered by the stream
+        if node.func.attr.value in _NO_HOST_READ_METHODS:
+            return False  # a view (``.numpy()`` shares the buffer), metadata, bookkeeping: the bytes are not read
         recv = node.func.value
         if isinstance(recv, cst.Name) and isinstance(st.env.get(recv.value), TVal):
             return True
         site = self.cfile.call_site(node)
-        return site is not None and (site.target or "").startswith("torch.")
+        target = (site.target or "") if site is not None else ""
+        return target.startswith("torch.") and target not in _METADATA_FUNCTIONS
 
     def host_consumer_call(self, st: State, e: cst.Call, target: str | None) -> None:
         """``torch.save(buf, f)``, ``q.put(buf)``, ``writer.write_record(name, buf, n)``: a call of the API

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.flow.callers import callers_of, calls_after, orders_after
+from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.flow.values import State, ordered_before
 from streamlint.model.streams import MAIN, derived
 from streamlint.model.syntax import contains
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from streamlint.model.project import Project
 
 _JOINS = ("wait_stream", "synchronize", "record_event", "record", "wait_event", "query")
+_JOIN_MARKERS = tuple(f".{name}(".encode() for name in _JOINS)
 
 
 def stream_name(stream: str) -> str | None:
@@ -59,7 +61,14 @@ def stream_joined_elsewhere(project: Project, name: str) -> bool:
     key = name
     if key not in memo:
         memo[key] = False
-        for model in project.files_containing((name.encode(),)):
+        # bytes first: only files naming the stream and a join method are parsed; past the caller-file bound
+        # the name is too common to tell, and the answer is the silent one
+        paths = [path for path in project.all_files()
+                 if project.may_contain(path, (name.encode(),)) and project.may_contain(path, _JOIN_MARKERS)]
+        if len(paths) > MAX_CALLER_FILES:
+            memo[key] = True
+            return True
+        for model in filter(None, map(project.file, paths)):
             for other in model.iter_functions():
                 for site in other.calls:
                     if site.method not in _JOINS:

@@ -31,7 +31,7 @@ from streamlint.model.flow.callers import callers_of
 from streamlint.model.project import Project
 from streamlint.model.streams import STREAM, is_current_stream, local_kind
 from streamlint.model.uses import bind_arguments
-from streamlint.model.syntax import local_nodes
+from streamlint.model.syntax import local_nodes, mentions_name
 from streamlint.model.walk import children
 
 PROTOCOL = "record_stream"
@@ -83,7 +83,7 @@ def _check(project: Project, file: FileModel, fn: FunctionInfo) -> list[BrokenRe
         if base is not None:
             out.append(BrokenRecord(fn.node.name, "drops-base", stream, base))
         return out
-    if protocol and not _mentions(fn.node.body, stream) and not _stub(fn.node, abstract=True) and not (
+    if protocol and not mentions_name(fn.node.body, stream) and not _stub(fn.node, abstract=True) and not (
             _records_current(project, file, fn) and _callers_give_current(project, file, fn, stream)):
         return [BrokenRecord(fn.node.name, "ignores-stream", stream, "")]  # (not: on the current one, the same)
     if _recorder_name(fn) and not _stub(fn.node, abstract=True) and not _records_anything(fn):
@@ -98,7 +98,7 @@ def _check(project: Project, file: FileModel, fn: FunctionInfo) -> list[BrokenRe
             out.append(BrokenRecord(site.node, "wrong-stream", stream, file.code(site.receiver)))
     if protocol:
         holders = _holders(fn)
-        silent_loops = [loop for loop in _loops(fn.node.body) if _silent(loop, stream) and _mentions(loop.iter, *holders)]
+        silent_loops = [loop for loop in _loops(fn.node.body) if _silent(loop, stream) and mentions_name(loop.iter, *holders)]
         out += [BrokenRecord(loop, "unrecorded-loop", stream, file.code(loop.target)) for loop in silent_loops]
         out += _silent_tensor_branches(file, fn, stream, holders, silent_loops)
     return out
@@ -111,7 +111,7 @@ def _silent_tensor_branches(file: FileModel, fn: FunctionInfo, stream: str, hold
     then record nothing on the stream: the fields that take that branch are dropped from the record while
     the others (a nested object's ``record_stream`` in a sibling branch) still are. The outermost such
     branch is reported; branches inside a loop already reported as recording nothing are not."""
-    loop_targets = {name.value for loop in _loops(fn.node.body) if _mentions(loop.iter, *holders)
+    loop_targets = {name.value for loop in _loops(fn.node.body) if mentions_name(loop.iter, *holders)
                     for name in _nodes(loop.target, cst.Name)}
     held = set(holders) | loop_targets
     skip = {id(n) for loop in reported for n in _nodes(loop.body, cst.If)}
@@ -263,7 +263,7 @@ def _delegates(fn: FunctionInfo, stream: str, held: list[str]) -> bool:
             return True
         args = [a.value for a in site.node.args]
         receiver = [func.value] if isinstance(func, cst.Attribute) else []
-        if any(_mentions(a, stream) for a in args) and any(_mentions(a, *held) for a in args + receiver):
+        if any(mentions_name(a, stream) for a in args) and any(mentions_name(a, *held) for a in args + receiver):
             return True
     return False
 
@@ -287,7 +287,7 @@ def _dispatch_branches(project: Project, file: FileModel, fn: FunctionInfo) -> l
                     and len(site.node.args) == 1 and is_current_stream(project, file, fn, site.node.args[0].value):
                 out.append(BrokenRecord(site.node, "wrong-stream", stream, file.code(site.receiver)))
         for loop in _loops(branch.body):
-            if _silent(loop, stream) and _mentions(loop.iter, *held):
+            if _silent(loop, stream) and mentions_name(loop.iter, *held):
                 out.append(BrokenRecord(loop, "unrecorded-loop", stream, file.code(loop.target)))
     return out
 
@@ -296,7 +296,7 @@ def _silent(block: cst.For | cst.BaseSuite, stream: str) -> bool:
     """A loop (or a block) that neither uses the stream nor records anything (a record on another stream
     is reported at that record)."""
     body = block.body if isinstance(block, cst.For) else block
-    return not _mentions(body, stream) and not any(
+    return not mentions_name(body, stream) and not any(
         isinstance(call.func, cst.Attribute) and call.func.attr.value == PROTOCOL
         for call in _nodes(body, cst.Call))
 
@@ -384,20 +384,10 @@ def _holders(fn: FunctionInfo) -> tuple[str, ...]:
     while changed:
         changed = False
         for local, values in fn.name_assigns.items():
-            if local not in names and values and all(_mentions(v, *names) for v in values):
+            if local not in names and values and all(mentions_name(v, *names) for v in values):
                 names.add(local)
                 changed = True
     return tuple(sorted(names))
-
-
-def _mentions(node: cst.CSTNode, *names: str) -> bool:
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, cst.Name) and n.value in names:
-            return True
-        stack.extend(children(n))
-    return False
 
 
 def _loops(body: cst.CSTNode) -> list[cst.For]:

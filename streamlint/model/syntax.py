@@ -67,6 +67,26 @@ def contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
     return False
 
 
+def mentions_name(node: cst.CSTNode, *names: str) -> bool:
+    """Does a ``Name`` node spelled as one of ``names`` occur in ``node`` (nested definitions included)?"""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Name) and n.value in names:
+            return True
+        stack.extend(children(n))
+    return False
+
+
+def int_literal(e: cst.BaseExpression) -> int | None:
+    """The value of an integer literal (``3``, ``-1``, ``0x10``), else None."""
+    if isinstance(e, cst.Integer):
+        return int(e.value, 0)
+    if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Minus) and isinstance(e.expression, cst.Integer):
+        return -int(e.expression.value, 0)
+    return None
+
+
 def local_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """``node`` and its descendants in lexical pre-order, without entering nested functions, classes
     or lambdas (the nested definition itself is yielded, its body is not)."""

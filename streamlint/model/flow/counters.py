@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from streamlint._lazy import cst
 from streamlint.model.flow.values import KVal, SVal, State, TupVal
 from streamlint.model.streams import STREAM
+from streamlint.model.syntax import int_literal, mentions_name
 from streamlint.model.walk import children
 
 COUNTER_ROUNDS = 3  # the steps read: two transitions from one step to the next
@@ -37,24 +38,6 @@ class NVal:
     computed from it (``i - 1``, ``i % 2``)."""
 
     n: int
-
-
-def _literal(e: cst.BaseExpression) -> int | None:
-    if isinstance(e, cst.Integer):
-        return int(e.value, 0)
-    if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Minus) and isinstance(e.expression, cst.Integer):
-        return -int(e.expression.value, 0)
-    return None
-
-
-def _mentions(node: cst.CSTNode, name: str) -> bool:
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, cst.Name) and n.value == name:
-            return True
-        stack.extend(children(n))
-    return False
 
 
 def _holds(lo: int | None, hi: int | None, op: str, t: int) -> bool | None:
@@ -106,7 +89,7 @@ class Counters:
                 and not any(a.keyword is not None or a.star for a in it.args)) \
                 or self.single and (self.focus is None or self.depth):
             return None  # an inlined helper's loop runs once
-        start = _literal(it.args[0].value) if len(it.args) == 2 else 0
+        start = int_literal(it.args[0].value) if len(it.args) == 2 else 0
         if start is None or not self._picks_stream(st, node.body, node.target.value):
             return None
         if not any(loop is node for loop in self.counted_loops):
@@ -120,7 +103,7 @@ class Counters:
             if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
                 continue
             if isinstance(n, cst.Subscript) and len(n.slice) == 1 and isinstance(n.slice[0].slice, cst.Index) \
-                    and _mentions(n.slice[0].slice.value, name):
+                    and mentions_name(n.slice[0].slice.value, name):
                 coll = self.ev(st, n.value) if isinstance(n.value, (cst.Name, cst.Attribute)) else None
                 if isinstance(coll, TupVal) and len(coll.items) >= 2 \
                         and all(isinstance(v, (SVal, KVal)) for v in coll.items) \
@@ -185,7 +168,7 @@ class Counters:
             v = self.counter_arith(self.counter_value(st, e.left), e.operator, self.counter_value(st, e.right))
             if v is not None:
                 return v
-        n = _literal(e)
+        n = int_literal(e)
         return NVal(n) if n is not None else None
 
     def _compare(self, st: State, v: NVal, op: str, other: cst.BaseExpression, narrow: bool) -> bool | None:
@@ -196,8 +179,8 @@ class Counters:
                     "==": v.n == ov.n, "!=": v.n != ov.n}[op]
         offset = 0
         if isinstance(other, cst.BinaryOperation) and isinstance(other.operator, (cst.Add, cst.Subtract)) \
-                and _literal(other.right) is not None:
-            offset = _literal(other.right) * (1 if isinstance(other.operator, cst.Add) else -1)
+                and int_literal(other.right) is not None:
+            offset = int_literal(other.right) * (1 if isinstance(other.operator, cst.Add) else -1)
             other = other.left
         if any(isinstance(st.env.get(n), NVal) for n in _names(other)):
             return None  # `i < 2 * i - n`: no atom of its own

@@ -27,6 +27,7 @@ from streamlint._lazy import cst
 from streamlint.model.flow.values import Access, EVal, IVal, KVal, SVal, State, TupVal, TVal
 from streamlint.model.streams import EVENT, EVENT_LIST, MAIN, STREAM, STREAM_LIST, attr_kind, kind_of_value
 from streamlint.model.tensoruse import element_tensor_annotation, tensor_only_method
+from streamlint.model.syntax import int_literal
 from streamlint.model.walk import children
 
 FIRST, MIDDLE, LAST = "0", "1", "-1"
@@ -46,21 +47,12 @@ def _call_name(call: cst.Call) -> str | None:
     return None
 
 
-def _int(e: cst.BaseExpression) -> int | None:
-    if isinstance(e, cst.Integer):
-        return int(e.value, 0)
-    if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Minus) \
-            and isinstance(e.expression, cst.Integer):
-        return -int(e.expression.value, 0)
-    return None
-
-
 def _slice_positions(sl: cst.Slice) -> tuple[str, ...] | None:
     """``[1:]`` -> every element but the first; ``[:-1]`` -> every element but the last; ``[:]`` -> all."""
     if sl.step is not None:
         return None
-    lower = _int(sl.lower) if sl.lower is not None else 0
-    upper = _int(sl.upper) if sl.upper is not None else None
+    lower = int_literal(sl.lower) if sl.lower is not None else 0
+    upper = int_literal(sl.upper) if sl.upper is not None else None
     if sl.lower is not None and lower is None or sl.upper is not None and upper is None:
         return None
     if lower == 0 and upper is None:
@@ -78,14 +70,14 @@ def _range_positions(call: cst.Call) -> tuple[str, ...] | None:
     if any(a.keyword is not None or a.star for a in call.args) or not 1 <= len(call.args) <= 2:
         return None
     values = [a.value for a in call.args]
-    lower = _int(values[0]) if len(values) == 2 else 0
+    lower = int_literal(values[0]) if len(values) == 2 else 0
     if lower not in (0, 1):
         return None
     upper = values[-1]
-    if _int(upper) is not None:
+    if int_literal(upper) is not None:
         return None
     minus_one = isinstance(upper, cst.BinaryOperation) and isinstance(upper.operator, cst.Subtract) \
-        and _int(upper.right) == 1
+        and int_literal(upper.right) == 1
     if isinstance(upper, cst.BinaryOperation) and not minus_one:
         return None  # `range(n + 1)`, `range(2 * n)`: not one index per element
     if lower == 1:

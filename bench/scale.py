@@ -48,7 +48,7 @@ def streamlint(cwd: Path, args: list[str]) -> dict:
     rss = re.search(r"@@RSS (\d+)", proc.stderr)
     phases = {name: (float(sec), int(calls)) for name, sec, calls in _PHASE.findall(proc.stderr)}
     return {"wall": round(wall, 3), "rss_mb": round(int(rss.group(1)) / 1024, 1) if rss else None,
-            "parsed": phases.get("parse", (0, 0))[1],
+            "parsed": phases.get("parse", (0, 0))[1], "summaries": phases.get("summary", (0, 0))[1],
             "phases": {k: round(v[0], 3) for k, v in sorted(phases.items(), key=lambda kv: -kv[1][0])[:6]},
             "rc": proc.returncode}
 
@@ -157,7 +157,7 @@ def main() -> None:
             result["lsp"] = proc.stdout[-2000:] + proc.stderr[-2000:]
     for key, row in result.items():
         if isinstance(row, dict) and "wall" in row:
-            print(f"{key:<58} {row['wall']:8.2f} s {row['rss_mb'] or 0:8.1f} MB  parsed {row['parsed']:5}  "
+            print(f"{key:<58} {row['wall']:8.2f} s {row['rss_mb'] or 0:8.1f} MB  parsed {row['parsed']:5}  summaries {row.get('summaries', 0):5}  "
                   + ", ".join(f"{k} {v:.2f}" for k, v in row["phases"].items()))
         else:
             print(f"{key}: {row}")

@@ -157,6 +157,38 @@ def test_a_module_that_cannot_compile_is_not_parsed_for_compile_sites(source: st
     assert not (may_compile_bytes(data) and summarize(data).may_compile("pkg.mod"))
 
 
+@pytest.mark.parametrize("source", [
+    # an attribute anywhere in a loop's iterable binds the loop variable (``for f in (torch.compile, g)``)
+    "import torch\nfor f in (torch.compile, g):\n    f(m)\n",
+    "import torch\nfor f in (torch.\n          compile - 0, g):\n    f(m)\n",
+    "import torch\nfor f in [torch.compile[0]]:\n    f(m)\n",
+    # a `#` inside a string on the line is no comment
+    "import torch\nx = '#'; torch.compile(m)\n",
+    "import torch\nc = (torch  # the compiler\n     .compile)\nc(m)\n",
+    "import torch\nc = torch.compile if fast else None\n",
+    "from torch import compile\ncompile(m)\n",
+    "import torch\nrun(torch.compile)\n",
+    # a comment naming re.compile does not hide a real call
+    "import re, torch\n# re.compile(x)\ntorch.compile(m)\n",
+])
+def test_a_compile_leaf_the_summary_may_read_is_kept_by_the_byte_filter(source: str) -> None:
+    assert may_compile_bytes(source.encode())
+
+
+@pytest.mark.parametrize("source", [
+    "# torch.compile(model) is slow here; keep eager\nx = 1\n",
+    '"""One compile plus N-1 cache hits; compile-time shapes."""\nx = 1\n',
+    "from pkg.kernels.compile import build\nfrom pkg.kernels.compile.flags import FLAGS\nbuild(FLAGS)\n",
+    "log.info('these kernels compile once; compile-time shapes only')\n",
+    "import re\n# torch.compile(m) would not help here\nP = re.compile('x')\n",
+])
+def test_prose_comments_and_module_paths_are_not_summarized_for_compile_sites(source: str) -> None:
+    """Words that are no callee and no bound value: the module is not even read with ``ast``."""
+    data = source.encode()
+    assert not may_compile_bytes(data)
+    assert not summarize(data).may_compile("pkg.mod")
+
+
 @pytest.mark.parametrize("source, module, compiles", [
     # `self.compile(...)` is `<module>.<Class>.compile`: a compile API only for class `compiler` in `torch`
     ("class Runner:\n    def go(self, m):\n        return self.compile(m)\n", "pkg.runner", False),
@@ -518,6 +550,46 @@ def test_the_byte_test_of_the_caller_search_keeps_every_module_whose_summary_may
             if name.encode() in data and summary.may_call(name):
                 checked += 1
                 assert _may_call_bytes(data, name.encode()), (name, data[:200])
+    assert checked > 1000
+
+
+def _may_call_bytes_reference(data: bytes, name: bytes) -> bool:
+    """The caller search's byte test as one regular expression (its first version): the literal-first scan of
+    ``bytescan.may_call_bytes`` must answer the same."""
+    import re
+
+    w = re.escape(name)
+    called = re.compile(rb"(?<![A-Za-z0-9_])" + w + rb"\s*\(|(?<![A-Za-z0-9_])" + w + rb"\s+as\s"
+                        rb"|=\s*\(?\s*(?:[A-Za-z_][A-Za-z0-9_]*\s*\.\s*)*" + w + rb"(?![A-Za-z0-9_])")
+    if called.search(data):
+        return True
+    return re.search(rb"(?<![A-Za-z0-9_])for(?![A-Za-z0-9_])", data) is not None \
+        and re.search(rb"\.\s*" + w + rb"(?![A-Za-z0-9_])", data) is not None
+
+
+@pytest.mark.parametrize("source, name", [
+    ("x = a.b . \n  offload\n", "offload"), ("x = (offload)\n", "offload"), ("x == offload\n", "offload"),
+    ("y = preoffload\n", "offload"), ("for i in r:\n    self. offload\n", "offload"), ("self.offload\n", "offload"),
+    ("offload  (x)\n", "offload"), ("import a.offload as o\n", "offload"), ("f(k=obj.\n  offload)\n", "offload"),
+    ("x = 1 + offload\n", "offload"), ("x = a['k'].offload\n", "offload"), ("offload", "offload"),
+])
+def test_the_literal_scan_of_the_caller_search_answers_as_its_regular_expression(source: str, name: str) -> None:
+    from streamlint.model.bytescan import may_call_bytes
+
+    assert may_call_bytes(source.encode(), name.encode()) is _may_call_bytes_reference(source.encode(), name.encode())
+
+
+def test_the_literal_scan_answers_as_the_regular_expression_on_every_fixture_module() -> None:
+    from streamlint.model.bytescan import may_call_bytes
+
+    root = Path(__file__).resolve().parent.parent / "fixtures"
+    names = ("forward", "offload", "wait", "record_stream", "compile", "run", "_stream", "s", "step", "x")
+    checked = 0
+    for path in sorted(root.rglob("*.py")):
+        data = path.read_bytes()
+        for name in names:
+            assert may_call_bytes(data, name.encode()) is _may_call_bytes_reference(data, name.encode()), (path, name)
+            checked += 1
     assert checked > 1000
 
 

@@ -23,7 +23,8 @@ from streamlint.model.apis import Role
 from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, ScopeSite, dotted
 from streamlint.model.options import ModelOptions
 from streamlint.model.paths import ExecutionPath, PathIndex
-from streamlint.model.summary import ModuleSummary, SummaryStore, may_compile_bytes
+from streamlint.model.bytescan import may_call_bytes as _may_call_bytes, may_compile_bytes
+from streamlint.model.summary import ModuleSummary, SummaryStore
 from streamlint.model.uses import ApiUse, ScopeUse, bind_arguments
 from streamlint.model.wrappers import WrapperSpec, infer_wrapper
 from streamlint.profile import phase as _phase
@@ -341,13 +342,12 @@ class Project:
         ``limit`` files may call it: a name that common (`forward`, `run`) is not followed, so one file's
         question never parses most of a large project."""
         needle = (name.encode(),)
-        word = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(needle[0]) + rb"(?![A-Za-z0-9_])")
         paths = []
         for path in self.all_files():
             if not self.may_contain(path, needle):
                 continue
             data = self._bytes(path)
-            if data is None or not word.search(data) or not _may_call_bytes(data, needle[0]):
+            if data is None or not _may_call_bytes(data, needle[0]):
                 continue  # the name as a whole word, where a call or an alias may use it; then the summary
             summary = self.summary(path)
             if summary is None or not summary.may_call(name):
@@ -623,20 +623,6 @@ class Project:
                 if other.parent is fn and id(other) not in seen:
                     stack.append((other, mod))
         return list(seen.values())
-
-
-def _may_call_bytes(data: bytes, name: bytes) -> bool:
-    """Could the module's summary say it may call ``name`` (``ModuleSummary.may_call``)? A byte-level superset
-    of ``summary._called_names``: the name called (``name(``, ``@name(``), imported under another name
-    (``name as y``), assigned (``y = name`` / ``y = x.name``, also across lines in brackets, keyword
-    arguments included), or an attribute of a ``for`` loop's iterable (``for f in self.name``)."""
-    w = re.escape(name)
-    called = re.compile(rb"(?<![A-Za-z0-9_])" + w + rb"\s*\(|(?<![A-Za-z0-9_])" + w + rb"\s+as\s"
-                        rb"|=\s*\(?\s*(?:[A-Za-z_][A-Za-z0-9_]*\s*\.\s*)*" + w + rb"(?![A-Za-z0-9_])")
-    if called.search(data):
-        return True
-    return re.search(rb"(?<![A-Za-z0-9_])for(?![A-Za-z0-9_])", data) is not None \
-        and re.search(rb"\.\s*" + w + rb"(?![A-Za-z0-9_])", data) is not None
 
 
 def _lookup_in_module(mod: FileModel, rest: list[str]):

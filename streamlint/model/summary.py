@@ -6,8 +6,9 @@ now narrowed in three steps, each a superset of the next, so the files that reac
 exactly the ones that could matter:
 
 1. a byte search (``Project.may_contain``), as before;
-2. a byte-level pattern (:func:`may_compile_bytes`): the word ``compile`` / ``cache_compile`` as a
-   name, other than ``re.compile`` in a file that never rebinds ``re``;
+2. a byte-level pattern (:func:`streamlint.model.bytescan.may_compile_bytes`): the word ``compile`` /
+   ``cache_compile`` where a call or an alias may use it (not in a comment, prose or a module path),
+   other than ``re.compile`` in a file that never rebinds ``re``;
 3. a summary from the standard ``ast`` module (:func:`summarize`, several times faster than LibCST),
    computed once per content and cached by the content's sha256 (:class:`SummaryStore`, kept in the
    project cache): does the module call a name that can resolve to a compile API? Names are resolved
@@ -33,47 +34,9 @@ from typing import Callable
 
 from streamlint.model import apis
 from streamlint.model.apis import Role
+from streamlint.model.bytescan import COMPILE_LEAVES, may_call_bytes, may_compile_bytes
 
 SUMMARY_FORMAT = 3  # bump when what a summary holds or how it is computed changes
-
-
-def _compile_leaves() -> frozenset[str]:
-    """Last parts of every name that canonicalises to a compile API (``compile``, ``cache_compile``)."""
-    roles = (Role.TORCH_COMPILE, Role.CACHE_COMPILE)
-    names = {name for name, spec in apis.SPECS.items() if spec.role in roles}
-    names |= {alias for alias, target in apis._EXACT_ALIASES.items()
-              if apis.SPECS.get(target) is not None and apis.SPECS[target].role in roles}
-    return frozenset(name.rsplit(".", 1)[-1] for name in names)
-
-
-COMPILE_LEAVES = _compile_leaves()
-_LEAF_WORDS = b"|".join(re.escape(leaf.encode()) for leaf in sorted(COMPILE_LEAVES, key=len, reverse=True))
-_COMPILE_WORD = re.compile(rb"(?<![A-Za-z0-9_])(?:" + _LEAF_WORDS + rb")(?![A-Za-z0-9_])")
-# `re.compile(` of the regular-expression module: not a compile site, unless `re` may name something
-# else in this file. Any binding of a name (import as, assignment, definition, parameter, loop or `with`
-# target, walrus, global) shows it as a bare name, not followed by `.`; only a plain `import re` line
-# may show it so and still bind the module.
-_RE_COMPILE = re.compile(rb"(?<![A-Za-z0-9_.])re\s*\.\s*compile(?![A-Za-z0-9_])")
-_BARE_RE = re.compile(rb"(?<![A-Za-z0-9_.])re(?![A-Za-z0-9_])(?!\s*\.)")
-_PLAIN_IMPORT_LINE = re.compile(rb"^[ \t]*import[ \t]+[A-Za-z0-9_., \t]+$")
-
-
-def may_compile_bytes(data: bytes) -> bool:
-    """Could this file contain a compile site? A byte-level superset of :func:`summarize`'s answer."""
-    if b"compile" not in data:
-        return False
-    words = _COMPILE_WORD.findall(data)
-    if not words:
-        return False
-    if len(words) > len(_RE_COMPILE.findall(data)):
-        return True
-    for bare in _BARE_RE.finditer(data):  # only `re.compile` calls: is `re` the regex module?
-        start = data.rfind(b"\n", 0, bare.start()) + 1
-        end = data.find(b"\n", bare.end())
-        line = data[start:end if end >= 0 else len(data)].rstrip(b"\r")
-        if not _PLAIN_IMPORT_LINE.match(line) or b" as " in line:
-            return True
-    return False
 
 
 @dataclass(frozen=True)
@@ -604,4 +567,4 @@ class SummaryStore:
             self.used.add(digest)
 
 
-__all__ = ["COMPILE_LEAVES", "ModuleSummary", "SummaryStore", "may_compile_bytes", "summarize"]
+__all__ = ["COMPILE_LEAVES", "ModuleSummary", "SummaryStore", "may_call_bytes", "may_compile_bytes", "summarize"]

@@ -223,8 +223,8 @@ def _report_silent_join(ctx: RuleContext, silent: SilentJoin) -> None:
                              f"join step `{name}()` orders nothing after `{silent.handle}` [{tag}]")
         hint = f"`torch.cuda.current_stream().wait_stream({silent.handle})` (or wait on the event) before returning"
     elif silent.kind == "event":
-        message = first_line(f"`{name}()` takes the event `{silent.handle}` out of its container and never waits "
-                             f"on it: the work recorded before it is joined by nobody [{tag}]",
+        message = first_line(f"`{name}()` takes `{silent.handle}` and never waits on it (nor hands it on): the work "
+                             f"it stands for is joined by nobody [{tag}]",
                              f"join step `{name}()` never waits on `{silent.handle}` [{tag}]")
         hint = f"`{silent.handle}.wait()` (or `current_stream().wait_event({silent.handle})`)"
     else:

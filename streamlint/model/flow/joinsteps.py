@@ -177,22 +177,36 @@ def _event_container(expr: cst.BaseExpression | None) -> bool:
     return isinstance(expr, cst.Name) and bool(_EVENT_NAME.search(expr.value))
 
 
+def _bound_names(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for el in target.elements for n in _bound_names(el.value)]
+    return []
+
+
 def _event_handles(file: FileModel, fn: FunctionInfo) -> list[SilentJoin]:
+    """Events (and streams) the join step takes or binds and then never orders anything with: a loop over an
+    events container, a local taken out of one (``ev = self.events_map.get(k)``), a local whose name says it
+    is a handle (``ev, release, k = self.queue.pop(0)``, ``stream = current_stream()``). Reported at the loop,
+    at the test of the handle, else at its binding."""
     out: list[SilentJoin] = []
+    bound: dict[str, cst.CSTNode] = {}
     for node in local_nodes(fn.node.body):
         if isinstance(node, cst.For) and isinstance(node.target, cst.Name) and _event_container(node.iter):
             if not handled(node.body, node.target.value):
                 out.append(SilentJoin(fn, node, "event", node.target.value))
-    for name, values in fn.name_assigns.items():
-        if name in fn.all_params or not values or not all(
-                isinstance(v, (cst.Subscript, cst.Call)) and _event_container(v) for v in values):
-            continue
+        elif isinstance(node, cst.Assign):
+            for name in (n for t in node.targets for n in _bound_names(t.target)):
+                if name not in fn.all_params and (_HANDLE_NAME.search(name) or _EVENT_NAME.search(name)
+                                                  or _event_container(node.value)):
+                    bound.setdefault(name, node)
+    for name, binding in bound.items():
         if handled(fn.node.body, name):
             continue
         test = next((n for n in local_nodes(fn.node.body) if isinstance(n, (cst.If, cst.While))
                      and mentions_name(n.test, name)), None)
-        if test is not None:
-            out.append(SilentJoin(fn, test, "event", name))
+        out.append(SilentJoin(fn, test or binding, "event", name))
     return out[:1]
 
 

@@ -1,6 +1,7 @@
 from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.apis import STREAM_MARKERS
 from streamlint.model.dataflow import EarlyRecord, HostRead, Race, file_flows, path_tag
+from streamlint.model.flow.joinsteps import SilentJoin, silent_joins
 from streamlint.model.flow.protocols import DroppedEvent, dropped_events
 from streamlint.model.flow.results import FunctionFlow
 from streamlint.model.streams import MAIN, entry_stream_name, stream_expr, stream_label
@@ -18,6 +19,9 @@ class MissingWaitAtJoin(Rule):
     (in-place / side-effecting writes racing with reads in another stream scope) are reported.
     The host is a consumer too: a host tensor filled by a non-blocking device-to-host copy read on the host
     (`.tolist()`, a CPU op, a branch test, `torch.save`, a queue) before a host synchronisation covers the copy.
+    When the consumer is the caller, the join step itself is flagged: a function named for joining
+    (`wait_*`, `sync_*`, `finish_*`) that orders nothing after the stream or event it is handed, or the
+    class's join step when nothing in the project joins a stream another method leaves work on.
 
     ## Why is this bad?
     Work on different streams runs concurrently. Without a wait the consumer can read memory before
@@ -144,9 +148,14 @@ class MissingWaitAtJoin(Rule):
                                       "recorded after their device work")
                            + ": iterate over every element (the left-out event's work is otherwise never joined)")
 
+        dropping: set[int] = set()
         for cls in ctx.file.classes.values():
             for drop in dropped_events(ctx.project, ctx.file, cls):
                 _report_dropped(ctx, drop)
+                dropping.add(id(drop.method))
+        for silent in silent_joins(ctx.project, ctx.file):
+            if id(silent.function) not in dropping:  # (the dropped event is that join step's finding)
+                _report_silent_join(ctx, silent)
 
     VALID = [
         Valid(
@@ -201,6 +210,33 @@ def _report_dropped(ctx: RuleContext, drop: DroppedEvent) -> None:
                hint=(f"wait on it before dropping it (`current_stream().wait_event({drop.handle})` or "
                      f"`{drop.handle}.wait()`): it is the class's only handle on that work; this assumes the "
                      "caller reads what that work produced after this call"))
+
+
+def _report_silent_join(ctx: RuleContext, silent: SilentJoin) -> None:
+    """A join step that joins nothing of what it was handed (model: ``joinsteps.silent_joins``)."""
+    name = silent.function.node.name.value
+    tag = path_tag(ctx.project, ctx.file, silent.function)
+    related: list[Location] = []
+    if silent.kind == "stream-param":
+        message = first_line(f"`{name}()` is a join step given `{silent.handle}` but orders nothing after it (no "
+                             f"wait, no record, not handed on): the caller's reads of that work are unordered [{tag}]",
+                             f"join step `{name}()` orders nothing after `{silent.handle}` [{tag}]")
+        hint = f"`torch.cuda.current_stream().wait_stream({silent.handle})` (or wait on the event) before returning"
+    elif silent.kind == "event":
+        message = first_line(f"`{name}()` takes `{silent.handle}` and never waits on it (nor hands it on): the work "
+                             f"it stands for is joined by nobody [{tag}]",
+                             f"join step `{name}()` never waits on `{silent.handle}` [{tag}]")
+        hint = f"`{silent.handle}.wait()` (or `current_stream().wait_event({silent.handle})`)"
+    else:
+        producer = silent.producer.node.name.value if silent.producer is not None else "another method"
+        message = first_line(f"`{name}()` is the class's join step, but nothing in the project orders the current "
+                             f"stream after `{silent.handle}`, on which `{producer}()` leaves work in flight [{tag}]",
+                             f"join step `{name}()`: nothing joins `{silent.handle}` (`{producer}()` queues work "
+                             f"there) [{tag}]")
+        hint = f"`torch.cuda.current_stream().wait_stream({silent.handle})` here (the caller reads that work's results)"
+        if silent.work is not None:
+            related.append(Location(ctx.file.path, ctx.file.span(silent.work), f"queued on `{silent.handle}` here"))
+    ctx.report(silent.node, message, confidence=Confidence.MEDIUM, related=related, hint=hint)
 
 
 def _report_early(ctx: RuleContext, fn, early: EarlyRecord) -> None:

@@ -163,6 +163,11 @@ class MissingRecordStream(Rule):
                                "this recording function records nothing on its stream")
             return first, (f"call `{broken.detail}.record_stream({broken.stream})`: its memory can otherwise be "
                            f"reused while {given} still uses it")
+        if broken.kind == "unrecorded-field":
+            first = first_line(f"`record_stream` records the object's fields on {given} but not `self.{broken.detail}`",
+                               "`record_stream` leaves out one of the object's tensor fields")
+            return first, (f"add `self.{broken.detail}.record_stream({broken.stream})`: the class declares it as device "
+                           f"memory, and it can otherwise be reused while {given} still uses it")
         if broken.kind == "ignores-stream":
             first = first_line(f"`record_stream` never records on {given}", "`record_stream` never records on its stream")
             return first, (f"record every tensor this object holds on {given}: they can otherwise be reused while "

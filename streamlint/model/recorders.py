@@ -50,7 +50,8 @@ class BrokenRecord:
     """A record_stream forwarder that does not record what it holds on the stream it was given."""
 
     node: cst.CSTNode
-    kind: str  # "wrong-stream" | "unrecorded-loop" | "unrecorded-branch" | "ignores-stream" | "drops-base" | "records-nothing"
+    kind: str  # "wrong-stream" | "unrecorded-loop" | "unrecorded-branch" | "ignores-stream" | "drops-base" |
+    # "records-nothing" | "unrecorded-field"
     stream: str  # the stream the function was given
     detail: str  # the recorded tensor (wrong-stream), the loop target, or the base class
     function: FunctionInfo | None = None  # the forwarder
@@ -97,11 +98,45 @@ def _check(project: Project, file: FileModel, fn: FunctionInfo) -> list[BrokenRe
         if is_current_stream(project, file, fn, arg) and not _callers_give_current(project, file, fn, stream):
             out.append(BrokenRecord(site.node, "wrong-stream", stream, file.code(site.receiver)))
     if protocol:
+        out += _unrecorded_fields(project, file, fn, stream)
         holders = _holders(fn)
         silent_loops = [loop for loop in _loops(fn.node.body) if _silent(loop, stream) and mentions_name(loop.iter, *holders)]
         out += [BrokenRecord(loop, "unrecorded-loop", stream, file.code(loop.target)) for loop in silent_loops]
         out += _silent_tensor_branches(file, fn, stream, holders, silent_loops)
     return out
+
+
+_ALL_FIELDS = re.compile(r"\b(?:fields|vars|asdict|astuple|super)\s*\(|__dict__")
+
+
+def _unrecorded_fields(project: Project, file: FileModel, fn: FunctionInfo, stream: str) -> list[BrokenRecord]:
+    """An object's own ``record_stream`` that records its device fields one by one (two or more of them)
+    and leaves out a required field the class declares as holding device memory (``label: torch.Tensor``, a
+    field of a class implementing ``record_stream``; no default): that field's blocks go back to the allocator's pool of the
+    stream that made them while the caller's stream still reads them. Not when the method walks every field
+    (``fields(self)``, ``vars(self)``, ``__dict__``) or defers to the base class (``super()``)."""
+    from streamlint.model.handoffs import _holds_recordable
+
+    cls = file.classes.get(fn.class_name or "")
+    if cls is None or cls.methods.get(PROTOCOL) is not fn:
+        return []
+    text = file.code(fn.node.body)
+    if _ALL_FIELDS.search(text):
+        return []
+    declared: list[tuple[str, cst.AnnAssign]] = []
+    for stmt in cls.node.body.body:
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) \
+                    and "ClassVar" not in file.code(small.annotation.annotation) \
+                    and _holds_recordable(project, file, small.annotation.annotation):
+                declared.append((small.target.value, small))
+    mentioned = [name for name, _ in declared if re.search(rf"\bself\.{re.escape(name)}\b", text)]
+    if len(mentioned) < 2:
+        return []
+    # a field with a default (``field(default_factory=list)``, ``= None``) is optional bookkeeping the object
+    # may never hand to the consumer (inputs released early, caches): only the required ones are its data
+    return [BrokenRecord(fn.node.name, "unrecorded-field", stream, name)
+            for name, node in declared if name not in mentioned and node.value is None][:1]
 
 
 def _silent_tensor_branches(file: FileModel, fn: FunctionInfo, stream: str, holders: tuple[str, ...],

@@ -73,7 +73,9 @@ def calls_after(site) -> Iterator[tuple[cst.Call, str]]:
             seen = True
             continue
         if seen and isinstance(node, cst.Call):
-            yield node, (dotted(node.func) or "").rsplit(".", 1)[-1]
+            # `torch.cuda.current_stream().wait_stream(s)`: a call chain has no dotted name, its last part counts
+            name = node.func.attr.value if isinstance(node.func, cst.Attribute) else (dotted(node.func) or "")
+            yield node, name.rsplit(".", 1)[-1]
             continue
         stack.extend(reversed(children(node)))
 

@@ -52,13 +52,15 @@ def _names(node: cst.CSTNode | None, name: str) -> bool:
         isinstance(node, cst.Name) and node.value == name
 
 
-def stream_joined_elsewhere(project: Project, name: str) -> bool:
+def stream_joined_elsewhere(project: Project, name: str, forks: bool = True) -> bool:
     """Does any function of the project order a stream called ``name`` (waits for it, synchronizes it, records
     an event on it or queries it)? Then a protocol joins it after the call, whatever its shape: another method
     (``finish()``), a thread draining it, or ``fn`` itself on its next call (a rolling prefetch that joins the
-    previous call's work before it queues the next)."""
+    previous call's work before it queues the next). ``forks``: a fork of the stream (``S.wait_stream(cur)``,
+    ``S.wait_event(e)``: S made to wait) counts too, as evidence that a protocol manages it; with False only
+    what orders something *after* the stream counts (the join itself)."""
     memo = derived(project, "stream_joined_elsewhere")
-    key = name
+    key = (name, forks)
     if key not in memo:
         memo[key] = False
         # bytes first: only files naming the stream and a join method are parsed; past the caller-file bound
@@ -75,7 +77,8 @@ def stream_joined_elsewhere(project: Project, name: str) -> bool:
                         continue
                     func = site.node.func
                     args = [a.value for a in site.node.args]
-                    if isinstance(func, cst.Attribute) and _names(func.value, name) \
+                    receiver = forks or site.method not in ("wait_stream", "wait_event")
+                    if receiver and isinstance(func, cst.Attribute) and _names(func.value, name) \
                             or any(_names(a, name) for a in args):
                         memo[key] = True
                         return True

@@ -1,0 +1,292 @@
+"""Join steps that join nothing: the caller's side of a fork-join protocol.
+
+Code that overlaps a copy or a collective with compute splits the protocol across functions: one function
+(or method) queues the work on a side stream, and a separate *join step* — a function named for it,
+``wait_for_data(t, stream)``, ``finish_grad_sync()``, ``sync_stream(chunk, stream)``, ``_wait_for_events(
+batch, context)`` — orders the caller's current stream after that work before the caller reads what it
+produced. The reader lives in the caller, so the dataflow of no single function shows the race; the root
+cause, when the join step has lost its join, is in the join step, which is where this module reports it.
+
+A function is a join step when the first word of its name says so (``wait``, ``sync``, ``synchronize``,
+``finish``, ``join``: the naming convention join helpers follow, like ``record*stream*`` for recorders in
+:mod:`~streamlint.model.recorders`). It is judged on evidence of what it was handed to join:
+
+Reported where the join belongs: at the function's last statement (before it returns), or at the loop /
+test taking the event.
+
+* ``stream-param``: a stream or event parameter (annotated so, or named ``*stream`` / ``*event``) that the
+  function neither orders (``wait_stream``, ``wait_event``, ``record``, ``synchronize`` …) nor hands on (an
+  argument or receiver of any call, stored, returned, captured): it only tests it (``if stream is None``);
+* ``event``: an event it takes out of a container (``for e in self.recv_events[chunk]``, ``ev =
+  self.events_map.get(k)``) and then only tests or drops (no wait, not handed on);
+* ``class-stream``: a method of a class where another method queues work on a stream the object holds
+  (``with torch.cuda.stream(self.comm_stream)``, left in flight when that method returns) and no code of
+  the project orders anything after that stream (no ``X.wait_stream(comm_stream)``, no event recorded on
+  it, no ``comm_stream.synchronize()``): the class's join step is the only place the join can belong.
+
+Silent when the function synchronises the device, when every caller orders right after the call, and for
+stubs (an interface's ``pass`` / ``raise NotImplementedError`` body).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from streamlint._lazy import cst
+from streamlint.model import apis
+from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
+from streamlint.model.streams import EVENT, MAIN, STREAM, derived
+from streamlint.model.syntax import local_nodes, mentions_name
+
+if TYPE_CHECKING:
+    from streamlint.model.project import Project
+
+JOIN_WORDS = frozenset({"wait", "sync", "synchronize", "finish", "join"})
+_HANDLE_NAME = re.compile(r"(^|_)(stream|streams|event|events)$")
+_EVENT_NAME = re.compile(r"(^|_)(event|events|ev|evt)(_|$)", re.IGNORECASE)
+# calls that only look at a value (a test), never order or hand it on
+_PREDICATES = frozenset({"isinstance", "hasattr", "callable", "len", "bool", "id", "type", "print", "repr", "str"})
+
+
+@dataclass(frozen=True)
+class SilentJoin:
+    """A join step that leaves what it was handed to join unordered."""
+
+    function: FunctionInfo
+    node: cst.CSTNode  # where it is reported (the def's name, the loop, the test)
+    kind: str  # "stream-param" | "event" | "class-stream"
+    handle: str  # the stream / event (its spelling)
+    producer: FunctionInfo | None = None  # class-stream: the method queueing the work
+    work: cst.CSTNode | None = None  # class-stream: that work
+
+
+def is_join_step(fn: FunctionInfo) -> bool:
+    words = fn.node.name.value.lower().lstrip("_").split("_")
+    return bool(words) and words[0] in JOIN_WORDS
+
+
+def _callee(call: cst.Call) -> str:
+    return (dotted(call.func) or "").rsplit(".", 1)[-1]
+
+
+def handled(body: cst.CSTNode, name: str) -> bool:
+    """Is ``name`` used in ``body`` for more than a test: an argument or receiver of a call (a join, a
+    record, a helper), stored, returned / yielded, a ``with`` item, captured by a nested function?"""
+    for node in local_nodes(body):
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) and node is not body:
+            if mentions_name(node, name):
+                return True
+        elif isinstance(node, cst.Call):
+            if _callee(node) not in _PREDICATES and mentions_name(node, name):
+                return True
+        elif isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+            if node.value is not None and mentions_name(node.value, name):
+                return True
+        elif isinstance(node, (cst.Return, cst.Yield)):
+            if node.value is not None and mentions_name(node.value, name):
+                return True
+        elif isinstance(node, cst.WithItem):
+            if mentions_name(node.item, name):
+                return True
+    return False
+
+
+def _stub(fn: FunctionInfo) -> bool:
+    """An interface's body: docstring, ``pass``, ``...``, ``raise``, a bare ``return`` / ``return None``."""
+    body = fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else []
+    for stmt in body:
+        small = stmt.body if isinstance(stmt, cst.SimpleStatementLine) else None
+        if small is None:
+            return False
+        for s in small:
+            if isinstance(s, (cst.Pass, cst.Raise)):
+                continue
+            if isinstance(s, cst.Expr) and isinstance(s.value, (cst.SimpleString, cst.ConcatenatedString,
+                                                                 cst.Ellipsis)):
+                continue
+            if isinstance(s, cst.Return) and (s.value is None or isinstance(s.value, cst.Name)
+                                              and s.value.value == "None"):
+                continue
+            return False
+    return True
+
+
+def _syncs_device(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
+    return any(use.role is apis.Role.DEVICE_SYNCHRONIZE
+               for site in fn.calls if site.method == "synchronize" for use in project.api_uses(file, site))
+
+
+def silent_joins(project: Project, file: FileModel) -> list[SilentJoin]:
+    """Every join step of the file that joins nothing of what it was handed (see the module docstring)."""
+    memo = derived(project, "silent_joins")
+    if id(file) in memo:
+        return memo[id(file)]
+    memo[id(file)] = []
+    out: list[SilentJoin] = []
+    for fn in file.iter_functions():
+        if not is_join_step(fn) or _stub(fn) or _syncs_device(project, file, fn):
+            continue
+        found = _event_handles(file, fn) or _param_handles(project, file, fn) or _class_streams(project, file, fn)
+        if found and _callers_join(project, file, fn):
+            continue
+        out += found[:1]  # one finding per join step
+    memo[id(file)] = out
+    return out
+
+
+def _end(fn: FunctionInfo) -> cst.CSTNode:
+    """Where the missing join belongs: before the function returns, at its last statement."""
+    body = fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else []
+    return body[-1] if body else fn.node.name
+
+
+def _callers_join(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
+    from streamlint.model.flow.leaves import callers_view  # (leaves imports the interpreter's helpers)
+
+    return callers_view(project, file, fn) == "joined"
+
+
+def _param_handles(project: Project, file: FileModel, fn: FunctionInfo) -> list[SilentJoin]:
+    from streamlint.model.tensors import param_kinds
+
+    kinds = param_kinds(project, file, fn)
+    out: list[SilentJoin] = []
+    for name in fn.all_params:
+        if name in ("self", "cls"):
+            continue
+        kind = kinds.get(name)
+        if kind not in (STREAM, EVENT) and not (kind is None and _HANDLE_NAME.search(name)):
+            continue
+        if not handled(fn.node.body, name):
+            out.append(SilentJoin(fn, _end(fn), "stream-param", name))
+            break  # one finding per function
+    return out
+
+
+def _event_container(expr: cst.BaseExpression | None) -> bool:
+    """``self.recv_events[chunk]``, ``context.events``, ``cls.update_events_map.get(p)``: an expression
+    taking something out of a container whose name says it holds events."""
+    while isinstance(expr, (cst.Subscript, cst.Call)):
+        expr = expr.value if isinstance(expr, cst.Subscript) else expr.func
+        if isinstance(expr, cst.Attribute) and expr.attr.value in ("get", "pop", "values"):
+            expr = expr.value
+    if isinstance(expr, cst.Attribute):
+        return bool(_EVENT_NAME.search(expr.attr.value))
+    return isinstance(expr, cst.Name) and bool(_EVENT_NAME.search(expr.value))
+
+
+def _bound_names(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for el in target.elements for n in _bound_names(el.value)]
+    return []
+
+
+def _event_handles(file: FileModel, fn: FunctionInfo) -> list[SilentJoin]:
+    """Events (and streams) the join step takes or binds and then never orders anything with: a loop over an
+    events container, a local taken out of one (``ev = self.events_map.get(k)``), a local whose name says it
+    is a handle (``ev, release, k = self.queue.pop(0)``, ``stream = current_stream()``). Reported at the loop,
+    at the test of the handle, else at its binding."""
+    out: list[SilentJoin] = []
+    bound: dict[str, cst.CSTNode] = {}
+    for node in local_nodes(fn.node.body):
+        if isinstance(node, cst.For) and isinstance(node.target, cst.Name) and _event_container(node.iter):
+            if not handled(node.body, node.target.value):
+                out.append(SilentJoin(fn, node, "event", node.target.value))
+        elif isinstance(node, cst.Assign):
+            for name in (n for t in node.targets for n in _bound_names(t.target)):
+                if name not in fn.all_params and (_HANDLE_NAME.search(name) or _EVENT_NAME.search(name)
+                                                  or _event_container(node.value)):
+                    bound.setdefault(name, node)
+    for name, binding in bound.items():
+        if handled(fn.node.body, name):
+            continue
+        test = next((n for n in local_nodes(fn.node.body) if isinstance(n, (cst.If, cst.While))
+                     and mentions_name(n.test, name)), None)
+        out.append(SilentJoin(fn, test or binding, "event", name))
+    return out[:1]
+
+
+def _class_streams(project: Project, file: FileModel, fn: FunctionInfo) -> list[SilentJoin]:
+    """The class's streams another method leaves work on, that nothing in the project joins."""
+    cls = file.classes.get(fn.class_name or "")
+    if cls is None or cls.methods.get(fn.node.name.value) is not fn or fn.params[:1] != ("self",):
+        return []
+    from streamlint.model.flow.leaves import stream_joined_elsewhere, stream_name
+    from streamlint.model.flow.protocols import _reached_outside
+
+    for producer, stream, work in _left_in_flight(project, file, cls):
+        if producer is fn or fn is not _join_step_for(cls, producer):
+            continue
+        name = stream_name(stream)
+        if name is None or stream_joined_elsewhere(project, name, forks=False) \
+                or _reached_outside(project, file, cls, name):
+            continue
+        return [SilentJoin(fn, _end(fn), "class-stream", stream, producer, work)]
+    return []
+
+
+def _join_step_for(cls: ClassInfo, producer: FunctionInfo) -> FunctionInfo | None:
+    """The class's join step for ``producer``'s work: the one join step that calls it, else the one whose name
+    shares the most words with it (``finish_grad_sync`` for ``start_grad_sync``); None when that is not one."""
+    steps = [m for m in cls.methods.values() if m is not producer and is_join_step(m) and m.params[:1] == ("self",)]
+    calling = [m for m in steps if any(
+        site.method == producer.node.name.value and isinstance(site.node.func, cst.Attribute)
+        and isinstance(site.node.func.value, cst.Name) and site.node.func.value.value == "self" for site in m.calls)]
+    if len(calling) == 1:
+        return calling[0]
+    if calling:
+        steps = calling
+    words = set(producer.node.name.value.lower().strip("_").split("_")) - JOIN_WORDS
+
+    def shared(m: FunctionInfo) -> int:
+        return len(words & set(m.node.name.value.lower().strip("_").split("_")))
+
+    best = max((shared(m) for m in steps), default=0)
+    top = [m for m in steps if shared(m) == best]
+    return top[0] if len(top) == 1 else None
+
+
+def _left_in_flight(project: Project, file: FileModel, cls: ClassInfo) -> list[tuple[FunctionInfo, str, cst.CSTNode]]:
+    """(method, ``self.*`` stream, the work) for each method of the class that returns with work queued on a
+    stream of the object that the current stream has not joined (on some exit path)."""
+    memo = derived(project, "join_steps_in_flight")
+    if id(cls) in memo:
+        return memo[id(cls)]
+    memo[id(cls)] = []
+    from streamlint.model.flow.interp import run_producer
+    from streamlint.model.paths import native_mode
+
+    out: list[tuple[FunctionInfo, str, cst.CSTNode]] = []
+    for m in cls.methods.values():
+        if m.params[:1] != ("self",) or is_join_step(m) or not any(
+                project.scope_use(file, site).roles() & apis.STREAM_SCOPE_ROLES for site in m.scopes):
+            continue
+        seen: set[str] = set()
+        modes = project.execution_path(file, m).modes or {native_mode(file, m)}
+        for mode in sorted(modes & {"cuda", "eager"}):
+            interp = run_producer(project, file, m, mode)
+            if interp is None:
+                continue
+            for st in interp.exits:
+                know = st.know(MAIN)
+                for stream, t in st.last_op.items():
+                    if stream in seen or stream == MAIN or not stream.startswith("self.") or know.get(stream, -1) >= t:
+                        continue
+                    if any(snap.get(stream, -1) >= t for snap in st.events.values()):
+                        continue  # an event recorded after the work is its join handle (whoever waits on it)
+                    work = next((S.last_write.node for S in st.stores.values() if S.last_write is not None
+                                 and S.last_write.stream == stream and S.last_write.node is not None), None)
+                    if work is not None:
+                        seen.add(stream)
+                        out.append((m, stream, work))
+            if seen:
+                break
+    memo[id(cls)] = out
+    return out
+
+
+__all__ = ["SilentJoin", "handled", "is_join_step", "silent_joins"]

@@ -16,6 +16,7 @@ from streamlint.model.flow.promises import Promises
 from streamlint.model.flow.elements import Elements
 from streamlint.model.flow.escapes import EventEscapes
 from streamlint.model.flow.hostreads import HostReads
+from streamlint.model.flow.hostsync import HostSyncs
 from streamlint.model.flow.exprs import Expressions
 from streamlint.model.flow.orderings import Orderings
 from streamlint.model.flow.protocols import protocol_inputs, seed
@@ -66,7 +67,7 @@ def _last_simple(body: list) -> cst.CSTNode | None:
 
 
 class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, Elements, EventEscapes, HostReads,
-             Counters, Promises):
+             HostSyncs, Counters, Promises):
     """Path-sensitive abstract interpretation of one function body in program order."""
 
     protocol_seed = True  # seed the fields other methods of the class leave on a side stream (protocols.py)

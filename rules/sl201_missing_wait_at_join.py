@@ -233,6 +233,9 @@ def _report_host_read(ctx: RuleContext, fn, read: HostRead) -> None:
     if read.kind == "signal":
         _report_host_signal(ctx, read, main, stream)
         return
+    if read.kind == "dropped":
+        _report_dropped_path(ctx, read, main, stream)
+        return
     copy_line = ctx.file.span(read.copy).start_line if read.copy is not None else None
     at = f" (line {copy_line})" if copy_line is not None else ""
     message = first_line(
@@ -263,6 +266,19 @@ def _report_host_signal(ctx: RuleContext, read: HostRead, main: str | None, stre
             f"their sources): call {sync} before it, or send an event recorded after the work for the receiver "
             "to synchronise; this assumes the receiver acts on what the work produces")
     related = [Location(ctx.file.path, ctx.file.span(read.copy), "side-stream work queued here")] \
+        if read.copy is not None else []
+    ctx.report(read.node, message, confidence=Confidence.MEDIUM, related=related, hint=hint)
+
+
+def _report_dropped_path(ctx: RuleContext, read: HostRead, main: str | None, stream: str) -> None:
+    message = first_line(
+        f"the event `{read.name}` recorded here after the work on {stream} is dropped on a path to the function's "
+        f"end (not waited, synchronised or handed on there): that work is never joined [{read.mode}]",
+        f"an event recorded after side-stream work is dropped on a path: the work is never joined [{read.mode}]")
+    hint = (f"the other paths of the function use `{read.name}` as the join handle of this work: on this path too, "
+            f"synchronise it (`{read.name}.synchronize()`), make the consumer's stream wait on it, or hand it on; "
+            "this assumes the function's caller acts on the work being done")
+    related = [Location(ctx.file.path, ctx.file.span(read.copy), "side-stream work it covers")] \
         if read.copy is not None else []
     ctx.report(read.node, message, confidence=Confidence.MEDIUM, related=related, hint=hint)
 

@@ -112,7 +112,7 @@ class Expressions:
         if isinstance(e, cst.Name):
             v = e.value
             if v in st.env:
-                return st.env[v]
+                return self.named(st, st.env[v])
             if v == "None":
                 return NONE
             if v in ("True", "False"):

@@ -101,6 +101,7 @@ class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, 
         self.early_records: dict[int, EarlyRecord] = {}
         self.counted_loops: list[cst.For] = []  # loops read step by step with their counter (counters.py)
         self.host_reads: dict[int, HostRead] = {}  # host reads of pending device-to-host copies (hostreads.py)
+        self.dropped: dict[int, tuple] = {}  # records whose event a path drops (hostsync.py): id -> (key, finding)
         self._anonymous: dict[int, int] = {}  # creation node -> index in program order
         self.steps = 0
         self._mentions: dict[int, bool] = {}
@@ -219,6 +220,7 @@ class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, 
             if not s.done:
                 self.unjoined_escape(s, None, last)
                 self.finalize(s)
+        self.resolve_dropped()
 
 
 def run_producer(project: Project, file: FileModel, fn: FunctionInfo, mode: str) -> Interp | None:

@@ -82,7 +82,8 @@ class HostRead:
     consumer: str  # what reads it (".tolist()", "torch.save", "a CPU op", "a queue", ...)
     mode: str
     # "copy": the host reads a pending copy's result; "signal": the host signals another thread that the work is
-    # done (``.put()``, ``.set()``) while side-stream work this function queued (``copy``: its scope) still runs
+    # done (``.put()``, ``.set()``) while side-stream work this function queued (``copy``: its scope) still runs;
+    # "dropped": ``node`` records event ``name`` after the work ``copy``, and a path drops the event (hostsync.py)
     kind: str = "copy"
 
 

@@ -262,9 +262,16 @@ def _report_early(ctx: RuleContext, fn, early: EarlyRecord) -> None:
 
 
 def _report_host_read(ctx: RuleContext, fn, read: HostRead) -> None:
-    """The host reads a host tensor an asynchronous device-to-host copy still fills (model: ``HostReads``)."""
+    """The host reads a host tensor an asynchronous device-to-host copy still fills (model: ``HostReads``), or
+    signals another thread that side-stream work is done while it still runs (model: ``HostSyncs``)."""
     main = entry_stream_name(ctx.project, ctx.file, fn)
     stream = stream_label(read.stream, main)
+    if read.kind == "signal":
+        _report_host_signal(ctx, read, main, stream)
+        return
+    if read.kind == "dropped":
+        _report_dropped_path(ctx, read, main, stream)
+        return
     copy_line = ctx.file.span(read.copy).start_line if read.copy is not None else None
     at = f" (line {copy_line})" if copy_line is not None else ""
     message = first_line(
@@ -280,6 +287,36 @@ def _report_host_read(ctx: RuleContext, fn, read: HostRead) -> None:
     related = [Location(ctx.file.path, ctx.file.span(read.copy), "non-blocking copy queued here")] \
         if read.copy is not None else []
     ctx.report(read.node, message, related=related, hint=hint)
+
+
+def _report_host_signal(ctx: RuleContext, read: HostRead, main: str | None, stream: str) -> None:
+    start = ctx.file.span(read.copy).start_line if read.copy is not None else None
+    at = f" (line {start})" if start is not None else ""
+    message = first_line(
+        f"`{read.name}{read.consumer}` signals another thread while the work queued on {stream}{at} may still be "
+        f"running: nothing synchronises it first [{read.mode}]",
+        f"a completion signal is sent while side-stream work{at} may still be running [{read.mode}]")
+    obj = stream_expr(read.stream, main, read.mode)
+    sync = f"`{obj}.synchronize()`" if obj is not None else f"a synchronisation of {stream}"
+    hint = (f"the receiver takes the signal as the work being done (reads the copies' results, frees or reuses "
+            f"their sources): call {sync} before it, or send an event recorded after the work for the receiver "
+            "to synchronise; this assumes the receiver acts on what the work produces")
+    related = [Location(ctx.file.path, ctx.file.span(read.copy), "side-stream work queued here")] \
+        if read.copy is not None else []
+    ctx.report(read.node, message, confidence=Confidence.MEDIUM, related=related, hint=hint)
+
+
+def _report_dropped_path(ctx: RuleContext, read: HostRead, main: str | None, stream: str) -> None:
+    message = first_line(
+        f"the event `{read.name}` recorded here after the work on {stream} is dropped on a path to the function's "
+        f"end (not waited, synchronised or handed on there): that work is never joined [{read.mode}]",
+        f"an event recorded after side-stream work is dropped on a path: the work is never joined [{read.mode}]")
+    hint = (f"the other paths of the function use `{read.name}` as the join handle of this work: on this path too, "
+            f"synchronise it (`{read.name}.synchronize()`), make the consumer's stream wait on it, or hand it on; "
+            "this assumes the function's caller acts on the work being done")
+    related = [Location(ctx.file.path, ctx.file.span(read.copy), "side-stream work it covers")] \
+        if read.copy is not None else []
+    ctx.report(read.node, message, confidence=Confidence.MEDIUM, related=related, hint=hint)
 
 
 def _listed(names: list[str], limit: int = 3) -> str:

@@ -181,6 +181,15 @@ HOST_CONSUMER_FUNCTIONS = frozenset({
 # (another thread or process), a file or an archive writer (``PyTorchFileWriter.write_record``).
 HOST_CONSUMER_METHODS = frozenset({"put", "put_nowait", "send", "send_bytes", "sendall", "send_pyobj", "write",
                                    "write_record", "writelines"})
+# Methods on a non-tensor receiver by which the host tells another thread or process that work is done: a
+# queue / pipe / socket message, a future's result, a ``threading.Event`` / condition set or notified. Side-stream
+# work the caller queued and has not synchronised is still running when the receiver acts on the signal
+# (flow/hostsync.py). A file or archive writer (``write``) is a consumer of data, not a completion signal.
+HOST_SIGNAL_METHODS = frozenset({"put", "put_nowait", "send", "send_bytes", "sendall", "send_pyobj", "set_result",
+                                 "notify", "notify_all"})
+# ... and those among them that signal with no argument (``done.set()``): with arguments ``set`` is too common a
+# name (a dict-like store, a config setter) to read as a signal.
+HOST_SIGNAL_BARE_METHODS = frozenset({"set"})
 SPECS: dict[str, ApiSpec] = {spec.qualname: spec for spec in _SPECS}
 for _name in GRAPH_BREAK_CALLS:
     SPECS.setdefault(_name, ApiSpec(_name, Role.GRAPH_BREAK, None))

@@ -112,7 +112,7 @@ class Expressions:
         if isinstance(e, cst.Name):
             v = e.value
             if v in st.env:
-                return st.env[v]
+                return self.named(st, st.env[v])
             if v == "None":
                 return NONE
             if v in ("True", "False"):
@@ -309,6 +309,7 @@ class Expressions:
             return self.api(st, e, waits[0])
         if not uses:
             self.host_consumer_call(st, e, site.target if site is not None else None)
+            self.host_signal(st, e)
         if not uses and self.handoff(st, e):
             return None
         if not uses and host_handshake(self.cfile, self.cfn, e):

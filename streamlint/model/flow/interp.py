@@ -16,6 +16,7 @@ from streamlint.model.flow.promises import Promises
 from streamlint.model.flow.elements import Elements
 from streamlint.model.flow.escapes import EventEscapes
 from streamlint.model.flow.hostreads import HostReads
+from streamlint.model.flow.hostsync import HostSyncs
 from streamlint.model.flow.exprs import Expressions
 from streamlint.model.flow.orderings import Orderings
 from streamlint.model.flow.protocols import protocol_inputs, seed
@@ -66,7 +67,7 @@ def _last_simple(body: list) -> cst.CSTNode | None:
 
 
 class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, Elements, EventEscapes, HostReads,
-             Counters, Promises):
+             HostSyncs, Counters, Promises):
     """Path-sensitive abstract interpretation of one function body in program order."""
 
     protocol_seed = True  # seed the fields other methods of the class leave on a side stream (protocols.py)
@@ -100,6 +101,7 @@ class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, 
         self.early_records: dict[int, EarlyRecord] = {}
         self.counted_loops: list[cst.For] = []  # loops read step by step with their counter (counters.py)
         self.host_reads: dict[int, HostRead] = {}  # host reads of pending device-to-host copies (hostreads.py)
+        self.dropped: dict[int, tuple] = {}  # records whose event a path drops (hostsync.py): id -> (key, finding)
         self._anonymous: dict[int, int] = {}  # creation node -> index in program order
         self.steps = 0
         self._mentions: dict[int, bool] = {}
@@ -218,6 +220,7 @@ class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, 
             if not s.done:
                 self.unjoined_escape(s, None, last)
                 self.finalize(s)
+        self.resolve_dropped()
 
 
 def run_producer(project: Project, file: FileModel, fn: FunctionInfo, mode: str) -> Interp | None:

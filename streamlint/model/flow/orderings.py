@@ -160,6 +160,7 @@ class Orderings:
         snap = dict(st.vc.get(stream, {}))
         snap[stream] = self.clock
         st.events[key] = snap
+        st.used_events.discard(key)  # (the record's own receiver is no use of the new record)
         if site is not None and self.depth == 0 and self.anchor is not None:
             self.record_sites[(key, stream, self.clock)] = (self.anchor, self.cfile.code(site))
 

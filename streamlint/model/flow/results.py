@@ -72,7 +72,8 @@ class EarlyRecord:
 @dataclass(frozen=True)
 class HostRead:
     """The host reads (or hands to another thread, a file, a serialiser) a host tensor an asynchronous
-    device-to-host copy is still filling: no host synchronisation covers the copy (SL201)."""
+    device-to-host copy is still filling: no host synchronisation covers the copy (SL201). With ``kind``
+    "signal": the host tells another thread the work is done while it still runs on a side stream."""
 
     node: cst.CSTNode  # the host read
     name: str
@@ -80,6 +81,10 @@ class HostRead:
     copy: cst.CSTNode | None  # the copy
     consumer: str  # what reads it (".tolist()", "torch.save", "a CPU op", "a queue", ...)
     mode: str
+    # "copy": the host reads a pending copy's result; "signal": the host signals another thread that the work is
+    # done (``.put()``, ``.set()``) while side-stream work this function queued (``copy``: its scope) still runs;
+    # "dropped": ``node`` records event ``name`` after the work ``copy``, and a path drops the event (hostsync.py)
+    kind: str = "copy"
 
 
 @dataclass(frozen=True)

@@ -453,6 +453,7 @@ class Storages:
         """``v`` outlives the call: returned, kept by a callee, stored in ``into`` (a field, a container slot)."""
         for e in events_in(v):
             self.handed_events.add(e.key)  # kept on an object / in a container: someone else waits on it
+            st.used_events.add(e.key)
             self.field_events.setdefault(e.key, set()).add((self_field(into) or "") if into is not None else "")
         for tv in self.tensors(st, v):
             S = st.stores.get(tv.sid)
@@ -612,6 +613,7 @@ class Storages:
 
     # ---- function end
     def finalize(self, st: State) -> None:
+        self.dropped_joins(st)
         for key, stream, time, _last in self.uncovered_records(st):
             node, label = self.record_sites[(key, stream, time)]
             if id(node) not in self.early_records:

@@ -1,0 +1,110 @@
+"""The host as one more stream: completion signals and dropped join handles while side-stream work is in flight.
+
+The host is ordered after device work only by a host synchronisation (``stream.synchronize()``, an event's
+``synchronize()``, a device-wide ``synchronize()``, a blocking transfer: ``st.host``, see :mod:`orderings`).
+A function that queues work on a side stream of its own (a ``with stream(side):`` scope) and then tells
+another thread or process that the work is done — a message on a queue / pipe / socket, a future's result,
+a ``threading.Event`` set (the API table's ``HOST_SIGNAL_METHODS``) — hands over a promise the device has
+not kept: the receiver goes on to read the copies' destinations, or to free / reuse the source blocks, while
+the side stream still runs (SL201 at the signal, the scope as the related location).
+
+Not reported: work the host synchronised (``st.host``) or the current stream already waits for (a later
+blocking transfer on it covers it too), an event recorded after the work and handed along with the signal
+(the receiver synchronises it: ``Expressions.handoff``), a stream some other function of the project
+waits for or synchronises (the receiver joins it itself: ``leaves.stream_joined_elsewhere``), scopes of
+inlined helpers (reported in their own function), the current stream's own work (the receiver's stream
+order is unknown), and code that is not run eagerly (a captured or compiled region sends nothing at trace
+time).
+
+An event recorded after side-stream work is that work's join handle: whoever goes on after the function
+synchronises it, waits on it, or receives it. When other paths of the function do so (the event is waited,
+synchronised or handed on somewhere in it) and one path reaches the function's end without naming the event
+again after its record, with nothing else joining the stream on that path, the work that path queued is never
+joined: whatever it reports to its caller (a block marked done, a high-water mark raised) is reported before
+the device finished (SL201 at the record, medium: the consumer is presumed).
+"""
+
+from __future__ import annotations
+
+from streamlint._lazy import cst
+from streamlint.model.apis import HOST_SIGNAL_BARE_METHODS, HOST_SIGNAL_METHODS
+from streamlint.model.flow.hostreads import data_names
+from streamlint.model.flow.leaves import stream_joined_elsewhere, stream_name
+from streamlint.model.flow.results import HostRead
+from streamlint.model.flow.values import EVal, State, TVal, TupVal
+from streamlint.model.streams import MAIN
+
+
+class HostSyncs:
+    """Completion signals of the host (mixin of the interpreter).
+
+    Interp state it uses: ``anchor``, ``cfg``, ``depth``, ``handed_events``, ``host_reads``, ``project``."""
+
+    def host_signal(self, st: State, e: cst.Call) -> None:
+        """``queue.put(req_id)``, ``done.set()``: the host signals completion; side-stream work this function
+        queued and nobody has joined is still running."""
+        if self.cfg.mode not in ("eager", "cuda") or self.depth != 0 or self.anchor is None:
+            return
+        func = e.func
+        if not isinstance(func, cst.Attribute):
+            return
+        name = func.attr.value
+        if name not in HOST_SIGNAL_METHODS and not (name in HOST_SIGNAL_BARE_METHODS and not e.args):
+            return
+        recv = func.value
+        if isinstance(recv, cst.Name) and isinstance(st.env.get(recv.value), (TVal, EVal)):
+            return  # a tensor's method (``Tensor.put``), an event
+        if any(isinstance(st.env.get(n.value), EVal) for arg in e.args for n in data_names(arg.value)):
+            return  # an event handed along with the message: the receiver synchronises it
+        know = st.know(MAIN)
+        for run in st.runs:
+            if not run.top or run.stream == MAIN or run.last is None or run.stream in st.stack \
+                    or know.get(run.stream, -1) >= run.last:
+                continue
+            if any(snap.get(run.stream, -1) >= run.last for key, snap in st.events.items()
+                   if key in self.handed_events):
+                continue  # an event recorded after the work, stored for its waiter
+            name = stream_name(run.stream)
+            if name is not None and stream_joined_elsewhere(self.project, name):
+                continue  # the receiver (or another method) synchronises that stream itself
+            if id(self.anchor) not in self.host_reads:
+                self.host_reads[id(self.anchor)] = HostRead(self.anchor, self.cfile.code(recv), run.stream,
+                                                            run.node, f".{name}()", self.cfg.mode, "signal")
+            return
+
+    def named(self, st: State, v: object) -> object:
+        """``v``, the value of a name the code evaluates: naming an event is a use of its last record."""
+        if isinstance(v, EVal):
+            st.used_events.add(v.key)
+        elif isinstance(v, TupVal):
+            for item in v.items:
+                if isinstance(item, EVal):
+                    st.used_events.add(item.key)
+        return v
+
+    def dropped_joins(self, st: State) -> None:
+        """At a function exit: events this function recorded after its own side-stream work that this path
+        never names again, the stream otherwise unjoined (candidates: kept if another path uses the event)."""
+        if self.cfg.mode not in ("eager", "cuda") or self.depth != 0:
+            return
+        know = st.know(MAIN)
+        for (key, stream, time), (node, label) in self.record_sites.items():
+            if stream == MAIN or key.startswith("self.") or key in st.used_events or key in self.timing_events \
+                    or st.events.get(key, {}).get(stream) != time:
+                continue
+            work = st.work.get(stream, -1)
+            covered = min(work, time)
+            if work <= 0 or know.get(stream, -1) >= covered \
+                    or any(st.events.get(k, {}).get(stream, -1) >= covered for k in st.used_events):
+                continue  # no work of this path on the stream; joined otherwise; covered by an event it uses
+            site = next((n for t, n in self.op_sites.get(stream, ()) if t <= time), None)
+            if id(node) not in self.dropped:
+                self.dropped[id(node)] = (key, HostRead(node, label, stream, site, "the event dropped",
+                                                        self.cfg.mode, "dropped"))
+
+    def resolve_dropped(self) -> None:
+        """Keep the dropped records whose event some other path of the function waits on, synchronises or
+        hands on: the event is the work's join handle, and the dropping path has none."""
+        for ident, (key, found) in self.dropped.items():
+            if (key in self.waited_events or key in self.handed_events) and ident not in self.host_reads:
+                self.host_reads[ident] = found

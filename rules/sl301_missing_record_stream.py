@@ -25,6 +25,10 @@ class MissingRecordStream(Rule):
     or writing it. A wait by the *consumer* orders the data but does not protect the memory; only a
     join of the allocating stream before the free, or `record_stream`, does.
 
+    A freed block returns to the pool of the stream that allocated it, and only that stream's next
+    allocation can hand it out again: a join of the allocating stream on the using stream after the free
+    but before that stream allocates anything covers the free.
+
     A side stream whose every entry begins with a wait on the current stream (`side.wait_stream(main)`
     before each `with torch.npu.stream(side):`, or an event wait as the scope's first statement) cannot
     take a block back before the current stream's earlier reads: a side-stream tensor read on the current
@@ -52,7 +56,8 @@ class MissingRecordStream(Rule):
     self.side.wait_stream(main)
     with torch.npu.stream(self.side):
         tokens = torch.multinomial(probs, 1)
-    del probs  # main may hand the block out while side still samples from it
+    del probs
+    scores = torch.log_softmax(logits, dim=-1)  # main may hand probs' block out while side still samples from it
     main.wait_stream(self.side)
     ```
 
@@ -64,6 +69,7 @@ class MissingRecordStream(Rule):
         tokens = torch.multinomial(probs, 1)
         probs.record_stream(self.side)
     del probs
+    scores = torch.log_softmax(logits, dim=-1)
     main.wait_stream(self.side)
     ```
 
@@ -252,8 +258,9 @@ class MissingRecordStream(Rule):
                         tokens = torch.multinomial(probs, 1)
                         probs.record_stream(self.side)
                     del probs
+                    scores = torch.log_softmax(logits, dim=-1)
                     main.wait_stream(self.side)
-                    return tokens
+                    return tokens, scores
             """
         ),
     ]
@@ -273,8 +280,9 @@ class MissingRecordStream(Rule):
                     with torch.npu.stream(self.side):
                         tokens = torch.multinomial(probs, 1)
                     del probs
+                    scores = torch.log_softmax(logits, dim=-1)
                     main.wait_stream(self.side)
-                    return tokens
+                    return tokens, scores
             """,
             line=12,
             fixed="""
@@ -292,8 +300,9 @@ class MissingRecordStream(Rule):
                         tokens = torch.multinomial(probs, 1)
                         probs.record_stream(self.side)
                     del probs
+                    scores = torch.log_softmax(logits, dim=-1)
                     main.wait_stream(self.side)
-                    return tokens
+                    return tokens, scores
             """,
         ),
     ]

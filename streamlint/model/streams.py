@@ -401,13 +401,18 @@ def entry_discipline(project: Project, file: FileModel) -> dict[str, bool]:
     if result is not None:
         return result
     entries: list[tuple[ScopeSite, set[str]]] = []
+    own: dict[int, set[str]] = {}
     for site in file.scopes:
         uses = project.scope_use(file, site).uses
         use = next((u for u in uses if u.role is Role.NATIVE_STREAM_CONTEXT), None)
         expr = use.arg("stream") if use is not None else None
         if expr is not None:
-            entries.append((site, _stream_texts(file, site.function, expr)))
-    derived(project, "scope_entry_keys").update({id(site.with_node): keys for site, keys in entries})
+            keys = _stream_texts(file, site.function, expr)
+            entries.append((site, keys))
+            # the scope's own keys: a local alias resolved to what it names (`alt = self._alt_stream`) is judged
+            # by that, not by its bare text, which unrelated locals of other functions share
+            own[id(site.with_node)] = keys - {stream_family(file.code(expr))} if len(keys) > 1 else keys
+    derived(project, "scope_entry_keys").update(own)
     verdicts: dict[str, bool] = {}
     for site, keys in entries:
         ok = _begins_with_wait(file, site.with_node) or _waited_before(file, site, keys, entries)

@@ -16,6 +16,7 @@ from streamlint.model.flow.callers import callers_of, calls_after, orders_after
 from streamlint.model.flow.effects import held_object, local_method
 from streamlint.model.flow.values import CVal, EVal, KVal, MAX_INLINE_DEPTH, NONE, State, SVal, TVal, TupVal
 from streamlint.model.flow.places import global_accessor
+from streamlint.model.flow.viewresults import shared_result_groups
 from streamlint.model.streams import (
     EVENT,
     STREAM,
@@ -493,10 +494,16 @@ class Calls:
         if declared is not None and held is not None and len(declared) != len(held):
             declared = None
         skip = [a or b for a, b in zip(declared or held or (), held or declared or ())]
-        if not any(skip):
+        groups = shared_result_groups(fn)
+        if groups is not None and skip and len(groups) != len(skip):
+            groups = None
+        if not any(skip) and groups is None:
             return result
-        items = self.unpack(st, result, len(skip))
-        return TupVal(tuple(None if other else item for item, other in zip(items, skip)))
+        items = self.unpack(st, result, len(skip) or len(groups or ()))
+        if groups is not None:  # views of one block the helper allocated: one storage, as if inlined
+            items = [self.new_tensor(st, items[g].sid, items[g].vid) if g is not None and isinstance(items[g], TVal)
+                     else item for item, g in zip(items, groups)]
+        return TupVal(tuple(None if other else item for item, other in zip(items, skip or [False] * len(items))))
 
     # ---- inlining helpers
     def inline_target(self, site) -> tuple[FunctionInfo, FileModel] | None:
@@ -590,9 +597,11 @@ class Calls:
         self.single = True
         self.inline_stack.append(id(fn))
         self.frames.append((mod, fn))
+        self.outer_envs.append(saved_env)  # the callers' names still hold their tensors while the helper runs
         try:
             out = self.block(fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else [], [st])
         finally:
+            self.outer_envs.pop()
             self.frames.pop()
             self.inline_stack.pop()
             self.single = saved_single

@@ -18,6 +18,7 @@ from streamlint.model.flow.counters import NVal
 from streamlint.model.flow.leaves import closure_container
 from streamlint.model.flow.promises import carried, record_fields
 from streamlint.model.flow.results import Unjoined
+from streamlint.model.flow.reuse import settle_loop_frees
 from streamlint.model.flow.values import (
     AnalysisBudgetExceeded,
     CVal,
@@ -564,6 +565,8 @@ class ControlFlow:
                 else:
                     s.flow = None
                     states.append(s)
+                    if elements is None and counts is None:  # another round may follow: its allocations come first
+                        settle_loop_frees(self, s, node)
             states = states[:MAX_PATHS]
         if node.orelse is not None:
             states = self.block(node.orelse.body.body, states)

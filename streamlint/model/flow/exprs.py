@@ -350,8 +350,7 @@ class Expressions:
         return out
 
     def handed_back(self, st: State, e: cst.Call, site) -> TVal | None:
-        """``lora_input = self._lora_a_input(x, route)`` where the helper returns ``x`` or a view of it:
-        a view of the argument (its storage lives as long as the caller's tensor)."""
+        """``y = self._lora_a_input(x, route)``, the helper returning ``x`` or a view of it: a view of the argument."""
         found = self.project.call_target(self.cfile, site)
         param = returned_argument(self.project, found[0]) if found is not None else None
         if param is None:
@@ -503,6 +502,9 @@ class Expressions:
         if not tensors and isinstance(recv, KVal) and recv.opaque and name in COPY_METHODS:
             _, reads, _ = self.call_args(st, e)
             return self.op(st, e, reads)  # e.g. host_batches[i].to(device): a new tensor on this stream
+        if not tensors and name in VIEW_METHODS | MULTI_VIEW_METHODS:
+            self.call_args(st, e)  # a view of a value of unknown storage allocates nothing: no storage of this call
+            return None
         if not tensors:
             _, reads, writes = self.call_args(st, e)
             if (recv is None or isinstance(recv, KVal) and recv.opaque) and not writes \

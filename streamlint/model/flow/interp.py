@@ -89,6 +89,7 @@ class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, 
         self.unjoined: dict[tuple, Unjoined] = {}
         self.view_escapes: dict[tuple, ViewEscape] = {}
         self.inline_stack: list[int] = []
+        self.outer_envs: list[dict] = []  # the environments of the functions an inlined helper is called from
         self.inline_floor = 0  # the last storage id before the outermost inlined helper ran
         self.param_streams: set[str] = set()
         self.field_events: dict[str, set[str]] = {}  # event -> the fields of self it is stored in ("": elsewhere)

@@ -447,7 +447,7 @@ class Storages:
                 return any(holds(i) for i in v.items)
             return False
 
-        return any(holds(v) for v in st.env.values())
+        return any(holds(v) for env in (st.env, *self.outer_envs) for v in env.values())
 
     def escape(self, st: State, v: object, into: cst.BaseExpression | None = None) -> None:
         """``v`` outlives the call: returned, kept by a callee, stored in ``into`` (a field, a container slot)."""
@@ -486,13 +486,16 @@ class Storages:
                 continue  # the allocating stream's next work starts with a wait on the current stream
             if u.node is None:
                 return
-            if entry_covers and how != "function end":
-                deferred.append(u)  # a join of the user into the current stream may still come first
+            if how != "function end":
+                # the block goes back to the allocating stream's pool: only that stream's next allocation can
+                # take it, so a join of the user into it before then (or, with the entry discipline, into the
+                # current stream) still comes first
+                deferred.append(u)
                 continue
             self.report_lifetime(st, S, u, how, node)
             return
         if deferred:
-            st.pending.append((sid, tuple(deferred), how, node))
+            st.pending.append((sid, tuple(deferred), how, node, bool(entry_covers)))
 
     def report_lifetime(self, st: State, S: Storage, u: Access, how: str, node: cst.CSTNode | None) -> None:
         key = (id(u.node), S.name)
@@ -502,18 +505,19 @@ class Storages:
                                            (S.escaped or handed) and how == "function end", self.cfg.mode)
 
     def check_pending(self, st: State, stream: str | None) -> None:
-        """Frees whose allocating stream waits on the current stream at each entry, with a use on a third
-        stream the current stream had not joined yet (issue 16: a join carried to later covers the free).
-        They are settled at the allocating stream's next allocation (``stream``: is the use ordered before
-        it?) or at the function's end (``None``: the next entry, after the return, waits on what the
-        current stream knows then)."""
+        """Frees with a use on another stream the allocating stream had not joined yet: the block returns to
+        the allocating stream's pool, and only that stream's next allocation can hand it out again (issue 16:
+        a join before that allocation covers the free). They are settled at the allocating stream's next
+        allocation (``stream``: is the use ordered before it?) or at the function's end (``None``: the next
+        allocation comes after the return, ordered after what the allocating stream knows then; with the
+        entry discipline, after what the current stream knows, which the next entry waits on)."""
         keep = []
-        for sid, uses, how, node in st.pending:
+        for sid, uses, how, node, covers in st.pending:
             S = st.stores.get(sid)
             if S is None or (stream is not None and S.alloc != stream):
-                keep.append((sid, uses, how, node))
+                keep.append((sid, uses, how, node, covers))
                 continue
-            know = st.know(MAIN if stream is None else stream)
+            know = st.know(stream if stream is not None else MAIN if covers else S.alloc)
             late = next((u for u in uses if know.get(u.stream, -1) < u.time), None)
             if late is not None:
                 self.report_lifetime(st, S, late, how, node)

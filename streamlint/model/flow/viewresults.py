@@ -1,0 +1,120 @@
+"""Which elements of a helper's tuple result are views of one storage (``q, k, v = qkv.split(...);
+return q, k, v``): a helper that is not inlined still hands back aliases of one block, and rebinding one of
+them while another is held frees nothing."""
+
+from __future__ import annotations
+
+from streamlint._lazy import cst
+
+from streamlint.model.file import FunctionInfo, dotted
+from streamlint.model.tensors import MULTI_VIEW_METHODS, VIEW_ATTRS, VIEW_METHODS
+from streamlint.model.walk import children
+
+
+def _view_base(e: cst.BaseExpression, multi: bool) -> cst.BaseExpression | None:
+    """The tensor ``e`` is a view of (``x.view(...)``, ``x[..., :8]``, ``x.T``, ``torch.narrow(x, ...)``;
+    with ``multi``, the tuple of views ``x.split(...)`` / ``torch.chunk(x, 2)``), else None."""
+    methods = MULTI_VIEW_METHODS if multi else VIEW_METHODS
+    if not multi and isinstance(e, cst.Subscript):
+        return e.value
+    if not multi and isinstance(e, cst.Attribute) and e.attr.value in VIEW_ATTRS:
+        return e.value
+    if isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value in methods:
+        func = dotted(e.func) or ""
+        if func.startswith("torch.") and func.count(".") == 1:  # torch.split(x, ...): a view of the first argument
+            return e.args[0].value if e.args and e.args[0].keyword is None else None
+        return e.func.value
+    return None
+
+
+def _root(e: cst.BaseExpression, roots: dict[str, object]) -> object:
+    """The storage ``e`` denotes: a token of the statement that allocated it, or None when unknown (a
+    parameter, a field, a name bound in a nested block)."""
+    base = _view_base(e, False)
+    while base is not None:
+        e, base = base, _view_base(base, False)
+    if isinstance(e, cst.Name):
+        return roots.get(e.value)
+    if isinstance(e, cst.Call):
+        return ("call", id(e))  # a fresh result of this call
+    return None
+
+
+def shared_result_groups(fn: FunctionInfo) -> tuple[int | None, ...] | None:
+    """For a helper whose every return is a tuple: per element, the index of the first element that is a
+    view of the same storage allocated in the helper (None for an element of its own or of unknown storage);
+    None when no two elements share one. Read from the helper's straight-line top-level assignments only."""
+    memo = fn.__dict__.setdefault("_shared_result_groups", {})
+    if "v" in memo:
+        return memo["v"]
+    memo["v"] = None
+    body = fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else []
+    roots: dict[str, object] = {}
+    top: set[int] = set()
+    for stmt in body:
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if not isinstance(small, cst.Assign) or len(small.targets) != 1:
+                continue
+            top.add(id(small))
+            target = small.targets[0].target
+            if isinstance(target, cst.Name):
+                roots[target.value] = _root(small.value, roots)
+            elif isinstance(target, (cst.Tuple, cst.List)):
+                base = _view_base(small.value, True)
+                shared = _root(base, roots) if base is not None else None
+                for i, el in enumerate(target.elements):
+                    if isinstance(el.value, cst.Name):  # views of one base, or the distinct results of a call
+                        roots[el.value.value] = shared if base is not None else (
+                            ("call", id(small.value), i) if isinstance(small.value, cst.Call) else None)
+    if _assigned_elsewhere(fn, roots, top):
+        return None
+    shapes = []
+    for ret in fn.returns:
+        value = ret.value
+        if value is None or (isinstance(value, cst.Name) and value.value == "None"):
+            continue
+        if not isinstance(value, cst.Tuple) or any(isinstance(el, cst.StarredElement) for el in value.elements):
+            return None
+        found = [_root(el.value, roots) for el in value.elements]
+        shapes.append(tuple(next((j for j, other in enumerate(found[:i]) if other == r), None)
+                            if r is not None else None for i, r in enumerate(found)))
+    if not shapes or len(set(shapes)) != 1 or all(g is None for g in shapes[0]):
+        return None
+    memo["v"] = shapes[0]
+    return shapes[0]
+
+
+def _assigned_elsewhere(fn: FunctionInfo, names: dict[str, object], top: set[int]) -> bool:
+    """Is one of ``names`` also bound outside the top-level assignments (in a branch, a loop, a ``with``)?"""
+    stack: list[cst.CSTNode] = [fn.node.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not fn.node:
+            continue
+        if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For, cst.WithItem, cst.NamedExpr)) \
+                and id(node) not in top:
+            for n in _bound(node):
+                if n in names:
+                    return True
+        stack.extend(children(node))
+    return False
+
+
+def _bound(node: cst.CSTNode) -> list[str]:
+    targets: list[cst.CSTNode] = []
+    if isinstance(node, cst.Assign):
+        targets = [t.target for t in node.targets]
+    elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr)):
+        targets = [node.target]
+    elif isinstance(node, cst.WithItem) and node.asname is not None:
+        targets = [node.asname.name]
+    out, stack = [], targets
+    while stack:
+        t = stack.pop()
+        if isinstance(t, cst.Name):
+            out.append(t.value)
+        elif isinstance(t, (cst.Tuple, cst.List)):
+            stack += [el.value for el in t.elements]
+        elif isinstance(t, cst.StarredElement):
+            stack.append(t.value)
+    return out

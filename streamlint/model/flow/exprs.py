@@ -221,6 +221,8 @@ class Expressions:
         for el in e.slice:
             if isinstance(el.slice, cst.Index):
                 idx_vals.append(self.ev(st, el.slice.value))
+        if not isinstance(base, TVal) and (slot := self.slot_get(st, e)) is not None:
+            return slot  # a list's element the function put there, or the caller's (slots.py)
         if isinstance(base, TupVal) and len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index):
             iv = e.slice[0].slice.value
             if isinstance(iv, cst.Integer):
@@ -315,7 +317,7 @@ class Expressions:
             self.handshake_time = self.tick()  # another thread may order the streams before it signals
             self.handshake_forks = signaller_forks(self.cfile, e)
             return None
-        if not uses and self.native_launch(st, e):
+        if not uses and (self.native_launch(st, e) or self.library_stream_sync(st, e, site)):
             return None
         if site is not None:
             getter = self.project.call_target(self.cfile, site)

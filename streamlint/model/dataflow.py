@@ -13,11 +13,15 @@ The analysis is a path-sensitive abstract interpretation of one function body in
 * **tensors**: storages (allocations) with their allocation stream, last write, reads since then, uses
   on other streams, ``record_stream`` streams and escapes; values (objects) with their view base, so
   views share storage and ``npu_wait_tensor`` rewires only the waited object and later views of it.
+* **list slots**: ``outs.append(y)`` / ``outs[i] = y`` then ``outs[i]`` in the same function gives ``y`` back;
+  an element of a ``List[torch.Tensor]`` / ``Tuple[Tensor, Tensor]`` parameter is the caller's tensor
+  (:mod:`streamlint.model.flow.slots`).
 * **lifetime**: a local storage dies on ``del``, rebinding of its last name, ``untyped_storage().
   resize_(0)`` or at function end unless it escaped (returned, stored on ``self``, appended).
 * **control flow**: branches fork paths (bounded), ``if`` tests are correlated by expression so
   ``if self.flag: fork ... if self.flag: join`` never yields the impossible mix; loops run twice;
-  early returns end a path; ``try`` runs body/else/finally.
+  early returns end a path; ``try`` runs body/else/finally. A function past the statement budget is run
+  again coarsely: a branch that mentions no ordering takes one outcome (:mod:`streamlint.model.flow.coarse`).
 * **helpers**: small project functions that order streams (``self._fork()``, ``wait_for(s)``,
   ``record_event(flag, events, idx)``) are interpreted inline with their arguments bound, also methods of
   an object the class holds (``self.exchange.dispatch(x)``) or the function builds (``plan.launch(x)``);
@@ -151,7 +155,14 @@ def function_flow(project: Project, file: FileModel, fn: FunctionInfo, *, explic
         interp = Interp(project, file, fn, flow_config(mode, explicit_ge_joins, _entry(project, file, fn, mode)))
         try:
             interp.run()
-        except (RecursionError, AnalysisBudgetExceeded):  # pathological code: report nothing rather than guess
+        except (RecursionError, AnalysisBudgetExceeded):  # too many paths: the coarse run (flow/coarse.py)
+            interp = Interp(project, file, fn, flow_config(mode, explicit_ge_joins, _entry(project, file, fn, mode)))
+            interp.coarse = True
+            try:
+                interp.run()
+            except (RecursionError, AnalysisBudgetExceeded):
+                interp = None
+        if interp is None:  # pathological code: report nothing rather than guess
             if mode != "ge":
                 found, looped = _single_path_early_records(
                     project, file, fn, flow_config(mode, explicit_ge_joins, _entry(project, file, fn, mode)))
@@ -159,7 +170,8 @@ def function_flow(project: Project, file: FileModel, fn: FunctionInfo, *, explic
                 races.update({k + (mode,): v for k, v in looped.items()})
             continue
         races.update({k + (mode,): v for k, v in interp.races.items()})
-        lifetimes.update({k + (mode,): v for k, v in interp.lifetimes.items()})
+        if not interp.coarse:  # (a free's cover, e.g. the next step's event wait, may lie on a skipped outcome)
+            lifetimes.update({k + (mode,): v for k, v in interp.lifetimes.items()})
         unjoined.update({k + (mode,): v for k, v in interp.unjoined.items()})
         views.update(interp.view_escapes)
         if mode != "ge":  # native events have no place in GE graphs (SL502)

@@ -14,6 +14,7 @@ from streamlint.model.apis import Role
 from streamlint.model.captures import capture_kind
 from streamlint.model.file import string_value
 from streamlint.model.flow.calls import block_returns, node_mentions_ordering
+from streamlint.model.flow.coarse import coarse_choice
 from streamlint.model.flow.counters import NVal
 from streamlint.model.flow.leaves import closure_container
 from streamlint.model.flow.promises import carried, record_fields
@@ -251,6 +252,7 @@ class ControlFlow:
                 self.op(st, target, [v], [base], result=False, read_writes=False)
             else:
                 self.escape(st, v, into=target)  # a container slot (dict / list of events, tensors, objects)
+                self.slot_put(st, target, v)
                 if isinstance(target.value, cst.Name) and (target.value.value in st.env
                                                            or closure_container(self.cfn, target.value.value)):
                     held = tuple(tv.sid for tv in self.tensors(st, v))
@@ -395,8 +397,8 @@ class ControlFlow:
             a, b, equal_when_true = self.stream_tests[compared]
             known = equal_when_true if a == b else st.assume.get(compared, known)
         todo = [(o, r) for o, r in outcomes if known is None or o == known]
-        if self.single and len(todo) > 1:
-            todo = [self._preferred(todo)]
+        if len(todo) > 1 and (self.single or self.coarse and not any(getattr(r, "relevant", True) for _, r in todo)):
+            todo = [self._preferred(todo) if self.single else coarse_choice(todo)]
         results: list[State] = []
         for i, (outcome, runner) in enumerate(todo):
             s = st if i == len(todo) - 1 else st.clone()

@@ -15,13 +15,7 @@ from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, dotted, string_value
 from streamlint.model.flow.counters import NVal, counter_part
 from streamlint.model.flow.places import cached_stream_getter, host_arguments
-from streamlint.model.flow.calls import (
-    metadata_only,
-    kept_arguments,
-    plain_container,
-    returned_argument,
-    wait_self_expr,
-)
+from streamlint.model.flow.calls import kept_arguments, metadata_only, plain_container, returned_argument, wait_self_expr
 from streamlint.model.flow.values import (
     CVal,
     CtxVal,
@@ -221,6 +215,8 @@ class Expressions:
         for el in e.slice:
             if isinstance(el.slice, cst.Index):
                 idx_vals.append(self.ev(st, el.slice.value))
+        if not isinstance(base, TVal) and (slot := self.slot_get(st, e)) is not None:
+            return slot  # a list's element the function put there, or the caller's (slots.py)
         if isinstance(base, TupVal) and len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index):
             iv = e.slice[0].slice.value
             if isinstance(iv, cst.Integer):
@@ -316,7 +312,7 @@ class Expressions:
             self.handshake_time = self.tick()  # another thread may order the streams before it signals
             self.handshake_forks = signaller_forks(self.cfile, e)
             return None
-        if not uses and self.native_launch(st, e):
+        if not uses and (self.native_launch(st, e) or self.library_stream_sync(st, e, site)):
             return None
         if site is not None:
             getter = self.project.call_target(self.cfile, site)

@@ -21,6 +21,7 @@ from streamlint.model.flow.exprs import Expressions
 from streamlint.model.flow.orderings import Orderings
 from streamlint.model.flow.protocols import protocol_inputs, seed
 from streamlint.model.flow.results import EarlyRecord, HostRead, Lifetime, Race, Unjoined, ViewEscape
+from streamlint.model.flow.slots import Slots
 from streamlint.model.flow.storage import Storages
 from streamlint.model.flow.syncops import SyncMethods
 from streamlint.model.flow.values import AnalysisBudgetExceeded, Access, EVal, FlowConfig, KVal, SVal, State, flow_config
@@ -67,7 +68,7 @@ def _last_simple(body: list) -> cst.CSTNode | None:
 
 
 class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, Elements, EventEscapes, HostReads,
-             HostSyncs, Counters, Promises):
+             HostSyncs, Counters, Promises, Slots):
     """Path-sensitive abstract interpretation of one function body in program order."""
 
     protocol_seed = True  # seed the fields other methods of the class leave on a side stream (protocols.py)
@@ -81,6 +82,7 @@ class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, 
         self.next_id = 0
         self.depth = 0
         self.single = False
+        self.coarse = False  # a branch that mentions no ordering runs one outcome (:func:`coarse_choice`)
         self.focus: cst.CSTNode | None = None  # single mode: the statement the one path must run through
         self.anchor: cst.CSTNode | None = None
         self.frames: list[tuple[FileModel, FunctionInfo]] = [(file, fn)]
@@ -121,6 +123,7 @@ class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, 
         self.field_writes: dict[str, list[int]] = {}  # `self.x = t`: the storages assigned to each field
         self.protocol_sources: dict[int, str] = {}  # storage -> the method that left it on a side stream
         self.helper_writes: set[int] = set()  # storages last written by an inlined helper (leaves.py)
+        self.slot_clock = 0  # stamps of list slots and name bindings (slots.py)
 
     @property
     def entry(self) -> bool:

@@ -594,6 +594,7 @@ class Storages:
         st.env[name] = v
         st.held.pop(name, None)
         st.fields.pop(name, None)
+        self.slot_rebound(st, name, node)
         self.invalidate(st, name)
         if isinstance(v, TVal):
             S = st.stores.get(v.sid)

@@ -2,7 +2,10 @@
 ``event.record()/wait()/synchronize()/query()``, ``stream.synchronize()``, ``elapsed_time`` (timing events),
 hand-offs that escape (``ESCAPE_METHODS``, tensors handed over with their ready event, raw stream handles handed
 to native libraries), ``graph.replay()`` and ``record_stream`` on values whose storage is
-not tracked. A mixin of the interpreter (see interp.Interp), split from exprs.py."""
+not tracked, and a method named for a wait on an object of unknown type (``ctx.try_wait_event(...)``): it
+orders the current stream after everything queued so far, as ``x.wait()`` on an unknown object does; a
+library function handed stream objects orders them with the current stream (``library_stream_sync``).
+A mixin of the interpreter (see interp.Interp), split from exprs.py."""
 
 from __future__ import annotations
 
@@ -55,13 +58,23 @@ class SyncMethods:
             else:  # an event recorded elsewhere (e.g. a field inherited from a library class): as for a
                 self.sync_all(st)  # known event, a query()/synchronize() the code goes on after is a host sync
             return True, None
+        if "wait" in name and name not in ("wait", "wait_stream", "wait_event") and kind is None \
+                and not isinstance(recv, TVal) and not self._resolved(e):
+            _, reads, writes = self.call_args(st, e)  # `ms_ctx.try_wait_event(layer, i, KEY)` on an object the
+            if any(self.tensors(st, v) for v in reads + writes):  # flow cannot type: it uses its tensors here,
+                self.op(st, e, reads, writes, result=False)  # then (a helper named for a wait) orders the
+            self.wait_everything(st, st.cur)  # current stream (precision first)
+            return True, None
         if kind == STREAM and name in ("synchronize", "query"):
             if name == "synchronize":
                 self.sync_stream(st, self.stream_key(st, recv, e.func.value))
             return True, None
         if name in ESCAPE_METHODS and not isinstance(recv, TVal):
             for arg in e.args:
-                self.escape(st, self.ev(st, arg.value), into=e.func.value)
+                v = self.ev(st, arg.value)
+                self.escape(st, v, into=e.func.value)
+                if name == "append" and len(e.args) == 1:
+                    self.slot_append(st, e.func.value, v)  # `outs.append(y)` ... `outs[i]` (slots.py)
             return True, None
         if name == "replay" and not e.args and not isinstance(recv, TVal):
             self.replay(st)  # a captured graph runs on this stream, reading its static inputs
@@ -71,6 +84,11 @@ class SyncMethods:
             self.loose_record(st, e.func.value.value, self.stream_key(st, self.ev(st, arg0), arg0))
             return True, None
         return False, None
+
+    def _resolved(self, e: cst.Call) -> bool:
+        site = self.cfile.call_site(e)
+        return site is None or self.project.call_target(self.cfile, site) is not None \
+            or self.project.instance_method(self.cfile, site) is not None
 
     def handoff(self, st: State, e: cst.Call) -> bool:
         """``consumer.submit(q, ready_event)``: tensors handed to other code together with an event
@@ -94,6 +112,27 @@ class SyncMethods:
         for v in values:
             self.escape(st, v)
         return True
+
+    def library_stream_sync(self, st: State, e: cst.Call, site) -> bool:
+        """``tex.bulk_overlap_ag_with_external_gemm(ub, send_stream, recv_stream)``: a function of a library
+        outside the project (not torch) handed stream objects schedules its work on them and synchronises them
+        with the current stream in a way the flow cannot see; precision first, each is taken as ordered with
+        the current stream both ways from here. Returns False: the call is then evaluated as usual."""
+        target = site.target if site is not None else None
+        root = e.func
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if not target or target.split(".")[0] in ("torch", "torch_npu", "torchair") or not isinstance(root, cst.Name) \
+                or root.value in st.env or root.value in self.cfn.all_params or root.value not in self.cfile.names \
+                or self.project.call_target(self.cfile, site) is not None or self.project.symbol(target, self.cfile):
+            return False  # (only a module-level import from outside the project: `tex.f(...)`, no project class)
+        for arg in e.args:
+            v = self.ev(st, arg.value) if isinstance(arg.value, (cst.Name, cst.Attribute)) else None
+            stream = self.stream_key(st, v, arg.value) if v is not None and not isinstance(v, TVal) else None
+            if stream is not None and (self.kind_of(st, v) == STREAM or stream in st.last_op):  # (a stream, or
+                self.wait_stream(st, st.cur, stream)  # an untyped value this function queued work on as one)
+                self.wait_stream(st, stream, st.cur)
+        return False
 
     def native_launch(self, st: State, e: cst.Call) -> bool:
         """``lib.CommAllReduce(buf(x.data_ptr()), buf(y.data_ptr()), n, comm, handle(s.npu_stream))``: a

@@ -164,6 +164,12 @@ class State:
         self.work: dict[str, int] = {}  # stream -> time of its last work outside a test (what an event can cover)
         self.long: dict[str, int] = {}
         self.held: dict[str, tuple[int, ...]] = {}  # local container -> storages put in its slots (`outs[i] = t`)
+        # list slots (slots.py): `xs[i]` -> (value, stamp); `xs` -> (last appended value, stamp); the names
+        # holding such slots; name -> stamp of its last binding
+        self.slots: dict[str, tuple] = {}  # (value, stamp, the binding loops of the index's names)
+        self.appended: dict[str, tuple] = {}
+        self.slot_names: frozenset[str] = frozenset()
+        self.bound_at: dict[str, tuple[int, int | None]] = {}  # (stamp, id of the binding `for` or None)
         self.done = False
         self.ret: object = None
         self.flow: str | None = None
@@ -203,6 +209,8 @@ class State:
         s.work = dict(self.work)
         s.long = dict(self.long)
         s.held = dict(self.held)
+        s.slots, s.appended, s.slot_names = dict(self.slots), dict(self.appended), self.slot_names
+        s.bound_at = dict(self.bound_at)
         s.done, s.ret, s.flow = self.done, self.ret, self.flow
         s.loose_uses = {k: list(v) for k, v in self.loose_uses.items()}
         s.loose_rec, s.elem_of = dict(self.loose_rec), dict(self.elem_of)

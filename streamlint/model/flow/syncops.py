@@ -61,7 +61,13 @@ class SyncMethods:
             return True, None
         if name in ESCAPE_METHODS and not isinstance(recv, TVal):
             for arg in e.args:
-                self.escape(st, self.ev(st, arg.value), into=e.func.value)
+                v = self.ev(st, arg.value)
+                self.escape(st, v, into=e.func.value)
+                held = tuple(tv.sid for tv in self.tensors(st, v))
+                if held and name in ("append", "extend", "insert") and isinstance(e.func.value, cst.Name) \
+                        and e.func.value.value in st.env:  # a local list: handing it back hands them back
+                    box = e.func.value.value
+                    st.held[box] = tuple(dict.fromkeys(st.held.get(box, ()) + held))
             return True, None
         if name == "replay" and not e.args and not isinstance(recv, TVal):
             self.replay(st)  # a captured graph runs on this stream, reading its static inputs

@@ -176,6 +176,9 @@ class State:
         # module globals a function declared `global` assigned on this path, by (module, name): a stream
         # stored by a setter is the one a getter of that module returns later (a place, not a local)
         self.globs: dict[tuple[str, str], object] = {}
+        # the last ``graph.replay()`` on this path: the captured kernels write the graph's static outputs,
+        # long-lived buffers this function had not written before it (storage.Storages.replay)
+        self.replayed: Access | None = None
 
     def clone(self) -> State:
         s = State.__new__(State)
@@ -204,6 +207,7 @@ class State:
         s.loose_uses = {k: list(v) for k, v in self.loose_uses.items()}
         s.loose_rec, s.elem_of = dict(self.loose_rec), dict(self.elem_of)
         s.globs = dict(self.globs)
+        s.replayed = self.replayed
         return s
 
     @property

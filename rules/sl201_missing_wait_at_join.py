@@ -83,7 +83,14 @@ class MissingWaitAtJoin(Rule):
             use_line = ctx.file.span(race.node).start_line
             producer_line = ctx.file.span(race.producer).end_line if race.producer is not None else None
             hint = _hint(race, main, producer_line, use_line)
-            if race.body:
+            if race.task:
+                confidence = Confidence.MEDIUM
+                hint = (f"make {stream_label(race.dst, main)} wait, before the group begins, on the event the updater "
+                        "records after `graph_task_update_end` (`event = torch.npu.ExternalEvent()`, "
+                        "`event.wait(stream)`, `event.reset(stream)`, kept with the handle): without it the replay "
+                        "may run the task on stale or half-updated parameters; this assumes the kept handle is "
+                        "updated before replays (the project calls `graph_task_update_begin`)")
+            elif race.body:
                 confidence = Confidence.MEDIUM
                 hint = (f"fork before the yield: `{stream_expr(race.dst, main, race.mode) or 'side'}.wait_stream("
                         f"{stream_expr(race.src, main, race.mode) or 'current'})` before the stream scope (or wait "
@@ -331,7 +338,11 @@ def _message(race: Race, names: list[str], main: str | None) -> str:
     plural = len(names) > 1
     be, tag = "are" if plural else "is", f" [{race.mode}]"
     if race.kind == "read":
-        if race.body:
+        if race.task:
+            candidates = [f"the task group captured on {dst} is updated on another stream before replays (`{race.name}` "
+                          f"is kept) but {dst} waits on no event before it{tag}",
+                          f"the task group captured on {dst} is updated on another stream but waits on no event{tag}"]
+        elif race.body:
             candidates = [f"the caller's with-body runs on {dst} (yielded inside the stream scope) with no wait "
                           f"on the caller's stream{tag}",
                           f"the caller's with-body runs on {dst} with no wait on the caller's stream{tag}"]

@@ -44,6 +44,15 @@ class Role(enum.Enum):
     NULL_CONTEXT = "nullcontext"
     CONTEXT_MANAGER_DECORATOR = "contextmanager"
     REORDERABLE_LOGGING = "reorderable_logging_functions"
+    # torch_npu graph task groups (torch_npu/npu/graphs.py): a task captured between ``graph_task_group_begin
+    # (stream)`` and ``handle = graph_task_group_end(stream)`` keeps its handle; before a replay, another stream
+    # rewrites the task's parameters between ``graph_task_update_begin(stream, handle)`` and
+    # ``graph_task_update_end(stream)`` and records an ``ExternalEvent`` the captured task waited on at capture
+    # (the replay waits for that record). The update is device work on the updating stream.
+    GRAPH_TASK_GROUP_BEGIN = "graph_task_group_begin"
+    GRAPH_TASK_GROUP_END = "graph_task_group_end"
+    GRAPH_TASK_UPDATE_BEGIN = "graph_task_update_begin"
+    GRAPH_TASK_UPDATE_END = "graph_task_update_end"
 
 
 class Family(enum.Enum):
@@ -114,6 +123,16 @@ for _dev, _fam in (("npu", Family.NATIVE_NPU), ("cuda", Family.CUDA)):
         _spec(f"torch.{_dev}.synchronize", Role.DEVICE_SYNCHRONIZE, _fam, ("device",)),
         _spec(f"torch.{_dev}.graph", Role.GRAPH_CAPTURE, _fam, ("graph",)),
     ]
+_SPECS += [
+    # an event a graph capture records as an external node: it may be waited before it is recorded
+    _spec("torch.npu.ExternalEvent", Role.EVENT_NEW, Family.NATIVE_NPU),
+    _spec("torch.npu.graph_task_group_begin", Role.GRAPH_TASK_GROUP_BEGIN, Family.NATIVE_NPU, ("stream",)),
+    _spec("torch.npu.graph_task_group_end", Role.GRAPH_TASK_GROUP_END, Family.NATIVE_NPU, ("stream",)),
+    _spec("torch.npu.graph_task_update_begin", Role.GRAPH_TASK_UPDATE_BEGIN, Family.NATIVE_NPU, ("stream", "handle")),
+    _spec("torch.npu.graph_task_update_end", Role.GRAPH_TASK_UPDATE_END, Family.NATIVE_NPU, ("stream",)),
+]
+GRAPH_TASK_ROLES = frozenset({Role.GRAPH_TASK_GROUP_BEGIN, Role.GRAPH_TASK_GROUP_END, Role.GRAPH_TASK_UPDATE_BEGIN,
+                              Role.GRAPH_TASK_UPDATE_END})
 # The device-generic layer (``torch.accelerator``): the same semantics on whichever device the process
 # runs, so no API family of its own (C10 compares the device-specific families).
 _SPECS += [
@@ -197,6 +216,8 @@ for _name in GRAPH_BREAK_CALLS:
 # Spellings → canonical names. Applied to the longest matching dotted prefix.
 _PREFIX_ALIASES: dict[str, str] = {
     "torch_npu.npu.streams": "torch.npu",
+    "torch_npu.npu.graphs": "torch.npu",
+    "torch.npu.graphs": "torch.npu",
     "torch.npu.streams": "torch.npu",
     "torch_npu.npu.utils": "torch.npu",
     "torch_npu.npu.npugraph_ex": "torch.npu.npugraph_ex",

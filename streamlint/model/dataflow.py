@@ -94,7 +94,8 @@ def _stream_work(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
         if site.method in ("record_stream", "wait_stream", "wait_event", "record_event"):
             return True
         if any(u.role in (Role.WAIT_TENSOR, Role.RECORD_TAGGED_STREAM, Role.TAGGED_EVENT_RECORD,
-                          Role.TAGGED_EVENT_WAIT) for u in project.api_uses(file, site)):
+                          Role.TAGGED_EVENT_WAIT) or u.role in apis.GRAPH_TASK_ROLES
+               for u in project.api_uses(file, site)):
             return True
     return _host_synced_record(file, fn) or any(async_host_copy_call(site.node, site.method) for site in fn.calls)
 
@@ -233,24 +234,48 @@ def _innermost_block(fn: FunctionInfo, node: cst.CSTNode) -> cst.CSTNode:
     return block
 
 
+def _native_methods(fn: FunctionInfo) -> bool:
+    return any(site.method in ("wait_stream", "wait_event", "record_event") for site in fn.calls)
+
+
+def _race_keys(interp: Interp, runs: list[Interp], native: bool) -> set:
+    """The races of one path's run; a hand-back to the caller (``Race.escape``) is looked for on the native
+    paths only (``Storages.unjoined_escape``: captured graphs join their outputs), so on another path it counts
+    as found when a native run found it. Code ordering native stream objects does not run on the GE path: its
+    GE run says nothing about races (its run still bounds the lifetimes kept)."""
+    if native and interp.cfg.mode == "ge":
+        return {(id(r.node), r.name) for i in runs if i is not interp for r in i.races.values()}
+    keys = {(id(r.node), r.name) for r in interp.races.values()}
+    if interp.cfg.mode not in ("eager", "cuda"):
+        keys |= {(id(r.node), r.name) for i in runs if i.cfg.mode in ("eager", "cuda")
+                 for r in i.races.values() if r.escape}
+    return keys
+
+
 def _every_path_flow(project: Project, file: FileModel, fn: FunctionInfo, explicit_ge_joins: bool) -> FunctionFlow:
-    """Unknown execution path: keep only the hazards found on every path the code could take."""
+    """Unknown execution path: keep only the hazards found on every path the code could take. Code that
+    orders streams with the native stream objects' methods (``wait_stream``, ``wait_event``,
+    ``record_event``: no GE-graph API, domain.md §1.14) does not take the GE path for its races (:func:`_race_keys`);
+    the races reported are its native path's run (with that path's tag)."""
     runs = []
-    for mode in apis.EXECUTION_PATHS:
+    native = _native_methods(fn)
+    first = native_mode(file, fn) if native else None  # (after GE: the runs that find hand-backs come early)
+    for mode in sorted(apis.EXECUTION_PATHS, key=lambda m: (m != "ge", m not in (first, "eager", "cuda"))):
         interp = Interp(project, file, fn, flow_config(mode, explicit_ge_joins, _entry(project, file, fn, mode)))
         try:
             interp.run()
         except (RecursionError, AnalysisBudgetExceeded):
             return EMPTY_FLOW
         runs.append(interp)
-        if not runs[0].view_escapes and not (
-                set.intersection(*({(id(r.node), r.name) for r in i.races.values()} for i in runs))
+        if (not native or len(runs) > 1) and not runs[0].view_escapes and not (
+                set.intersection(*(_race_keys(i, runs, native) for i in runs))
                 or set.intersection(*({id(x.node) for x in i.lifetimes.values()} for i in runs))):
             # nothing found on every path so far: the other paths cannot add to it
             host_reads = _native_host_reads(project, file, fn, explicit_ge_joins, runs)
             return FunctionFlow(frozenset(), (), (), (), (), (), host_reads) if host_reads else EMPTY_FLOW
-    common = set.intersection(*({(id(r.node), r.name) for r in i.races.values()} for i in runs))
-    races = tuple(r for r in runs[0].races.values() if (id(r.node), r.name) in common)
+    common = set.intersection(*(_race_keys(i, runs, native) for i in runs))
+    source = next((i for i in runs if native and i.cfg.mode == first), runs[0])  # (its path's tag)
+    races = tuple(r for r in source.races.values() if (id(r.node), r.name) in common)
     common_l = set.intersection(*({id(x.node) for x in i.lifetimes.values()} for i in runs))
     lifetimes = tuple(x for x in runs[0].lifetimes.values() if id(x.node) in common_l)
     views = tuple(runs[0].view_escapes.values())

@@ -344,6 +344,8 @@ class ControlFlow:
                 if v == "?":
                     return None
                 is_none = v is NONE
+                if isinstance(v, EVal) and v.key == test.left.value in self.fn.all_params:
+                    return None  # an event the caller hands in may be None (`cuda_graph_event` when not given)
                 if isinstance(v, (TVal, SVal, EVal)):
                     is_none = False
                 elif not is_none:
@@ -640,7 +642,12 @@ class ControlFlow:
                 self.tick()
                 self.sync_all(r)  # nothing captured is pending on any stream after the capture
             return out
-        self.ev(st, item.item)
+        v, code = self.ev(st, item.item), self.cfile.code(item.item)
+        if not uses and isinstance(item.item, (cst.Name, cst.Attribute)) and (self.kind_of(st, v) == STREAM or any(
+                site.method in ("wait_stream", "record_event", "synchronize") and isinstance(site.node.func, cst.Attribute)
+                and (self.cfile.code(site.node.func.value) == code or site.method == "wait_stream" and site.node.args
+                     and self.cfile.code(site.node.args[0].value) == code) for site in self.cfn.calls)):
+            return self.stream_scope(node, i, st, self.stream_key(st, v, item.item))  # `with stream:` switches to it
         return self.with_item(node, i + 1, st)
 
     def stream_scope(self, node: cst.With, i: int, s: State, key: str) -> list[State]:

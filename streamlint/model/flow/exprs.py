@@ -11,7 +11,7 @@ import re
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
-from streamlint.model.apis import Role
+from streamlint.model.apis import GRAPH_TASK_ROLES, Role
 from streamlint.model.file import ClassInfo, dotted, string_value
 from streamlint.model.flow.counters import NVal, counter_part
 from streamlint.model.flow.places import cached_stream_getter, host_arguments
@@ -118,7 +118,7 @@ class Expressions:
                 return KVal(v, glob=True)
             if v == "self":
                 return KVal("self")
-            return None
+            return self.graph_output(st, v)  # (None: untyped)
         if isinstance(e, (cst.Integer, cst.Float)):
             return CVal(e.value)
         if isinstance(e, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
@@ -205,7 +205,7 @@ class Expressions:
             f = f.inner_for_in
         v = self.ev(st, e.elt)
         st.env = saved
-        if isinstance(e, cst.ListComp) and isinstance(v, TVal) and v.sid in walked:
+        if isinstance(e, (cst.ListComp, cst.GeneratorExp)) and isinstance(v, TVal) and v.sid in walked:
             return self.new_tensor(st, v.sid, v.vid)
         return None
 
@@ -694,4 +694,4 @@ class Expressions:
                     Role.LIMIT_CORE_NUM, Role.SUPER_KERNEL, Role.OTHER_TORCHAIR_SCOPE, Role.NULL_CONTEXT,
                     Role.LIMIT_CORE_NUM_NPUGRAPH_EX):
             return None
-        return self.generic(st, e, use.spec.qualname)
+        return self.graph_task(st, e, use) if role in GRAPH_TASK_ROLES else self.generic(st, e, use.spec.qualname)

@@ -22,6 +22,7 @@ from streamlint.model.flow.orderings import Orderings
 from streamlint.model.flow.protocols import protocol_inputs, seed
 from streamlint.model.flow.results import EarlyRecord, HostRead, Lifetime, Race, Unjoined, ViewEscape
 from streamlint.model.flow.slots import Slots
+from streamlint.model.flow.replays import Replays
 from streamlint.model.flow.storage import Storages
 from streamlint.model.flow.syncops import SyncMethods
 from streamlint.model.flow.values import AnalysisBudgetExceeded, Access, EVal, FlowConfig, KVal, SVal, State, flow_config
@@ -68,7 +69,7 @@ def _last_simple(body: list) -> cst.CSTNode | None:
 
 
 class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, Elements, EventEscapes, HostReads,
-             HostSyncs, Counters, Promises, Slots):
+             HostSyncs, Counters, Promises, Slots, Replays):
     """Path-sensitive abstract interpretation of one function body in program order."""
 
     protocol_seed = True  # seed the fields other methods of the class leave on a side stream (protocols.py)

@@ -201,6 +201,8 @@ class Orderings:
         snap = st.events.get(key)
         if snap is None and not key.startswith("<event@"):
             snap = {MAIN: 0}  # recorded before entry (by the caller, or a previous call): covers pre-entry work
+            if st.replayed is not None:  # or recorded by a graph replayed here (a captured record: TE's
+                snap = dict(st.replayed.snap or {}) | snap  # ``cuda_graph_event``): covers the replay
         if snap is not None:
             merge_clock(st.vc.setdefault(stream, {}), {s: t for s, t in snap.items() if s != stream})
 

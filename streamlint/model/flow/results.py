@@ -29,6 +29,8 @@ class Race:
     held: str = ""  # an escape through a long-lived tensor written in place (no return, leaves.py): how the
     # callers take it, "caller" (a caller goes on without an ordering) or "unseen" (no caller is visible)
     caller: tuple | None = None  # held: (file model, call node) of a call its caller follows with no ordering
+    task: bool = False  # a task group captured on ``dst`` whose parameters another stream updates (``name``: the
+    # call ending it); no wait on ``dst`` precedes it (replays.py)
 
 
 @dataclass(frozen=True)

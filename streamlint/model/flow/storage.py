@@ -80,11 +80,11 @@ class Storages:
         S = st.stores.get(tv.sid)
         return S is not None and S.kind == "host"
 
-    def long_tensor(self, st: State, key: str) -> TVal:
+    def long_tensor(self, st: State, key: str, glob: bool = False) -> TVal:
         base_key = element_field_key(key)
         sid = st.long.get(base_key)
-        if sid is None:
-            sid = self.new_storage(st, "long", MAIN, base_key, None).sid
+        if sid is None:  # (first met after a graph replay: maybe one of the graph's static outputs)
+            sid = self.new_storage(st, "long", MAIN, base_key, None if glob else st.replayed).sid
             st.long[base_key] = sid
         tv = self.new_tensor(st, sid)
         element = _ELEMENT.match(key)
@@ -103,14 +103,17 @@ class Storages:
             return out
         if isinstance(v, KVal) and not v.opaque and self.kind_of(st, v) is None and not v.key.startswith("<") \
                 and not self.host_attribute(v):
-            return [self.long_tensor(st, v.key)]
+            return [self.long_tensor(st, v.key, v.glob)]
         if isinstance(v, KVal) and v.opaque and v.key.split("[", 1)[0] in st.long:
             return [self.long_tensor(st, v.key)]  # a place a tensor op wrote earlier (:meth:`place`)
         return []
 
     def placed_element(self, st: State, v: object) -> KVal | None:
         """An element of a collection of untracked type whose elements a tensor op wrote (``for g in grads``
-        after ``dist.all_reduce(grads[0])``): a place of the same storage, else nothing known."""
+        after ``dist.all_reduce(grads[0])``): a place of the same storage; an element of a long-lived tensor
+        collection (the static buffers of a replayed graph): a view of it; else nothing known."""
+        if isinstance(v, TVal) and v.sid in st.stores and st.stores[v.sid].kind == "long":
+            return self.new_tensor(st, v.sid, v.vid)
         if isinstance(v, KVal) and (v.opaque and v.key.split("[", 1)[0] in st.long or v.key.startswith("self.")):
             return KVal(f"{v.key}[:]", v.glob, True)
         return None
@@ -346,21 +349,6 @@ class Storages:
             S = Storage(self.new_id(), "with-body", "arg", MAIN, caller)
             self.race(st, "read", S, caller, st.cur, "the with-body", body=True)
 
-    def replay(self, st: State) -> None:
-        """``graph.replay()``: the captured kernels read the graph's static inputs, persistent buffers that
-        existed at capture time (long-lived values, arguments), never a tensor allocated in this call. Which
-        ones is not visible, so every such buffer written in this function on another stream and not ordered
-        before the replay may be read too early (a race at medium confidence, reported as an assumption)."""
-        if self.anchor is None or not self.cfg.raw:
-            return
-        know = st.know(st.cur)
-        for S in list(st.stores.values()):
-            lw = S.last_write
-            if S.kind not in ("long", "arg") or lw is None or lw.time == 0 or lw.stream == st.cur \
-                    or ordered_before(lw, know):
-                continue
-            self.race(st, "read", S, lw, st.cur, self.label(st, S.sid), replay=True)
-
     def event_handed_over(self, st: State, lw: Access, returned: object) -> bool:
         return any((not key.startswith("<") or key in self.handed_events) and snap.get(lw.stream, -1) >= lw.time
                    for key, snap in st.events.items())
@@ -377,13 +365,22 @@ class Storages:
         """A stream handed in as a parameter: the caller owns it and may join it after the call. Only a
         nested function whose enclosing function orders no stream at all (no wait, no synchronize) is
         known not to."""
-        if stream not in self.fn.all_params:
+        if stream not in self.fn.all_params or self.joins_itself(stream):
             return False
         parent = self.fn.parent
         if parent is None:
             return True
         return any(site.method in ("wait_stream", "wait_event", "wait", "synchronize")
                    and not contains(self.fn.node, site.node) for site in parent.calls)
+
+    def joins_itself(self, stream: str) -> bool:
+        """The function forks the stream parameter and, on some path, makes the current stream wait for it
+        (``current_stream().wait_stream(stream)`` or an event: TE's graphed ``forward`` replaying on
+        ``cuda_graph_stream``): the join is its own, on every path."""
+        calls = [(site.method, self.file.code(site.node.func.value), site.node.args) for site in self.fn.calls
+                 if isinstance(site.node.func, cst.Attribute)]
+        return any(m == "wait_stream" and recv == stream for m, recv, _ in calls) and any(
+            m in ("wait_stream", "wait_event") and "current_stream" in recv for m, recv, _ in calls)
 
     def joined_elsewhere(self, stream: str) -> bool:
         """Another method of the class waits for (or synchronizes) this ``self.*`` stream."""

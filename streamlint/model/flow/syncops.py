@@ -75,6 +75,11 @@ class SyncMethods:
                 self.escape(st, v, into=e.func.value)
                 if name == "append" and len(e.args) == 1:
                     self.slot_append(st, e.func.value, v)  # `outs.append(y)` ... `outs[i]` (slots.py)
+                held = tuple(tv.sid for tv in self.tensors(st, v))
+                if held and name in ("append", "extend", "insert") and isinstance(e.func.value, cst.Name) \
+                        and e.func.value.value in st.env:  # a local list: handing it back hands them back
+                    box = e.func.value.value
+                    st.held[box] = tuple(dict.fromkeys(st.held.get(box, ()) + held))
             return True, None
         if name == "replay" and not e.args and not isinstance(recv, TVal):
             self.replay(st)  # a captured graph runs on this stream, reading its static inputs

@@ -185,6 +185,9 @@ class State:
         # events this path named after their last record (waited, synchronised, handed on, stored...): an event
         # recorded here and never named again on the path is a dropped join handle (hostsync.py)
         self.used_events: set[str] = set()
+        # the last ``graph.replay()`` on this path: the captured kernels write the graph's static outputs,
+        # long-lived buffers this function had not written before it (storage.Storages.replay)
+        self.replayed: Access | None = None
 
     def clone(self) -> State:
         s = State.__new__(State)
@@ -216,6 +219,7 @@ class State:
         s.loose_rec, s.elem_of = dict(self.loose_rec), dict(self.elem_of)
         s.globs = dict(self.globs)
         s.used_events = set(self.used_events)
+        s.replayed = self.replayed
         return s
 
     @property

@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 JOIN_WORDS = frozenset({"wait", "sync", "synchronize", "finish", "join"})
 _HANDLE_NAME = re.compile(r"(^|_)(stream|streams|event|events)$")
 _EVENT_NAME = re.compile(r"(^|_)(event|events|ev|evt)(_|$)", re.IGNORECASE)
+# the stream / event primitives themselves (a class defining one implements or fakes it)
+_PRIMITIVES = frozenset({"wait_stream", "wait_event", "synchronize", "wait", "join"})
 # calls that only look at a value (a test), never order or hand it on
 _PREDICATES = frozenset({"isinstance", "hasattr", "callable", "len", "bool", "id", "type", "print", "repr", "str"})
 
@@ -63,6 +65,10 @@ class SilentJoin:
 
 
 def is_join_step(fn: FunctionInfo) -> bool:
+    """Named for joining, and not a stream / event primitive itself: a method called ``wait_stream``,
+    ``wait_event``, ``synchronize`` … on a class implements (or fakes, in a test) the primitive."""
+    if fn.class_name and fn.node.name.value in _PRIMITIVES:
+        return False
     words = fn.node.name.value.lower().lstrip("_").split("_")
     return bool(words) and words[0] in JOIN_WORDS
 
@@ -90,6 +96,9 @@ def handled(body: cst.CSTNode, name: str) -> bool:
         elif isinstance(node, cst.WithItem):
             if mentions_name(node.item, name):
                 return True
+        elif isinstance(node, cst.For) and mentions_name(node.iter, name):
+            if any(handled(node.body, n) for n in _bound_names(node.target)):
+                return True  # `for ev in events: stream.wait_event(ev)`
     return False
 
 
@@ -247,7 +256,7 @@ def _join_step_for(cls: ClassInfo, producer: FunctionInfo) -> FunctionInfo | Non
 
     best = max((shared(m) for m in steps), default=0)
     top = [m for m in steps if shared(m) == best]
-    return top[0] if len(top) == 1 else None
+    return top[0] if len(top) == 1 and best > 0 else None  # (no word in common: not its join step)
 
 
 def _left_in_flight(project: Project, file: FileModel, cls: ClassInfo) -> list[tuple[FunctionInfo, str, cst.CSTNode]]:

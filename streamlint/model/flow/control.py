@@ -20,22 +20,9 @@ from streamlint.model.flow.leaves import closure_container
 from streamlint.model.flow.promises import carried, record_fields
 from streamlint.model.flow.results import Unjoined
 from streamlint.model.flow.reuse import settle_loop_frees
-from streamlint.model.flow.values import (
-    AnalysisBudgetExceeded,
-    CVal,
-    CtxVal,
-    EVal,
-    KVal,
-    LOOP_UNROLL,
-    MAX_PATHS,
-    MAX_STEPS,
-    NONE,
-    SVal,
-    ScopeRun,
-    State,
-    TVal,
-    TupVal,
-)
+from streamlint.model.flow.guards import null_context_choice, stream_type_test
+from streamlint.model.flow.values import (AnalysisBudgetExceeded, CVal, CtxVal, EVal, KVal, LOOP_UNROLL, MAX_PATHS,
+                                          MAX_STEPS, NONE, SVal, ScopeRun, State, TVal, TupVal)
 from streamlint.model.streams import declared_globals, MAIN, STREAM
 from streamlint.model.syntax import contains, strip_not, target_names
 from streamlint.model.tensoruse import tensor_places
@@ -368,6 +355,9 @@ class ControlFlow:
 
     def test_key(self, st: State, test: cst.BaseExpression) -> tuple[str | None, bool]:
         test, positive = strip_not(test)
+        if (tested := stream_type_test(test)) and (choice := null_context_choice(self.cfn.node.body, tested)):
+            key, p = self.test_key(st, choice[0])  # `isinstance(s, Stream)` is the test `s` was bound under
+            return key, bool(positive ^ choice[1] ^ p)
         if isinstance(test, cst.Name) and isinstance(st.env.get(test.value), KVal) and st.env[test.value].test:
             alias = st.env[test.value].test
             return (alias[1:], not positive) if alias.startswith("!") else (alias, positive)
@@ -647,7 +637,11 @@ class ControlFlow:
                 site.method in ("wait_stream", "record_event", "synchronize") and isinstance(site.node.func, cst.Attribute)
                 and (self.cfile.code(site.node.func.value) == code or site.method == "wait_stream" and site.node.args
                      and self.cfile.code(site.node.args[0].value) == code) for site in self.cfn.calls)):
-            return self.stream_scope(node, i, st, self.stream_key(st, v, item.item))  # `with stream:` switches to it
+            key = self.stream_key(st, v, item.item)  # `with stream:` switches to it (when it is one: guards.py)
+            if isinstance(item.item, cst.Name) and (choice := null_context_choice(self.cfn.node.body, item.item.value)):
+                return self.branch(st, choice[0], [(choice[1], lambda s: self.stream_scope(node, i, s, key)),
+                                                   (not choice[1], lambda s: self.with_item(node, i + 1, s))])
+            return self.stream_scope(node, i, st, key)
         return self.with_item(node, i + 1, st)
 
     def stream_scope(self, node: cst.With, i: int, s: State, key: str) -> list[State]:

@@ -16,7 +16,7 @@ from streamlint.model.flow.callers import callers_of, calls_after, orders_after
 from streamlint.model.flow.effects import held_object, local_method
 from streamlint.model.flow.values import CVal, EVal, KVal, MAX_INLINE_DEPTH, NONE, State, SVal, TVal, TupVal
 from streamlint.model.flow.places import global_accessor
-from streamlint.model.flow.viewresults import shared_result_groups
+from streamlint.model.flow.viewresults import returned_tuples, shared_result_groups
 from streamlint.model.streams import (
     EVENT,
     STREAM,
@@ -403,14 +403,10 @@ def held_elements(fn: FunctionInfo) -> tuple[bool, ...] | None:
     """For a helper returning tuples (or ``None``): which elements are on every return an attribute of
     a parameter or of ``self`` (``return module.lora_a, module.lora_b, info``): storage the object holds,
     not a fresh allocation of the call."""
-    shapes = []
-    for ret in fn.returns:
-        value = ret.value
-        if value is None or (isinstance(value, cst.Name) and value.value == "None"):
-            continue
-        if not isinstance(value, cst.Tuple) or any(isinstance(el, cst.StarredElement) for el in value.elements):
-            return None
-        shapes.append([_held(el.value, fn) for el in value.elements])
+    tuples = returned_tuples(fn)
+    if tuples is None:
+        return None
+    shapes = [[_held(el, fn) for el in elements] for elements in tuples]
     if not shapes or len({len(s) for s in shapes}) != 1:
         return None
     return tuple(all(col) for col in zip(*shapes))

@@ -68,20 +68,32 @@ def shared_result_groups(fn: FunctionInfo) -> tuple[int | None, ...] | None:
                             ("call", id(small.value), i) if isinstance(small.value, cst.Call) else None)
     if _assigned_elsewhere(fn, roots, top):
         return None
+    tuples = returned_tuples(fn)
+    if tuples is None:
+        return None
     shapes = []
-    for ret in fn.returns:
-        value = ret.value
-        if value is None or (isinstance(value, cst.Name) and value.value == "None"):
-            continue
-        if not isinstance(value, cst.Tuple) or any(isinstance(el, cst.StarredElement) for el in value.elements):
-            return None
-        found = [_root(el.value, roots) for el in value.elements]
+    for elements in tuples:
+        found = [_root(el, roots) for el in elements]
         shapes.append(tuple(next((j for j, other in enumerate(found[:i]) if other == r), None)
                             if r is not None else None for i, r in enumerate(found)))
     if not shapes or len(set(shapes)) != 1 or all(g is None for g in shapes[0]):
         return None
     memo["v"] = shapes[0]
     return shapes[0]
+
+
+def returned_tuples(fn: FunctionInfo) -> list[list[cst.BaseExpression]] | None:
+    """The elements of each tuple ``fn`` returns (bare returns and ``return None`` skipped); None when some
+    return is not a tuple display without starred elements."""
+    out = []
+    for ret in fn.returns:
+        value = ret.value
+        if value is None or (isinstance(value, cst.Name) and value.value == "None"):
+            continue
+        if not isinstance(value, cst.Tuple) or any(isinstance(el, cst.StarredElement) for el in value.elements):
+            return None
+        out.append([el.value for el in value.elements])
+    return out
 
 
 def _assigned_elsewhere(fn: FunctionInfo, names: dict[str, object], top: set[int]) -> bool:

@@ -119,6 +119,10 @@ class MissingWaitAtJoin(Rule):
                          f"{stream_label(race.src, main)} for a later reader: this assumes `{race.protocol}()` "
                          "ran before this method, as the class's protocol (an event recorded after the write, a "
                          "join in its other readers) implies")
+            elif race.step is not None:
+                confidence = Confidence.MEDIUM
+                hint += (f"; `{race.name}` is not long-lived: `{race.step}()` of the class rewrites it every step "
+                         "(on the caller's current stream, this assumes): order this stream after that write")
             elif race.handshake:
                 confidence = Confidence.MEDIUM
                 hint += ("; the host waits for another thread in between (a threading handshake): this assumes "

@@ -168,7 +168,7 @@ def test_tensor_typing_lives_in_one_module() -> None:
 # and the layers below, never one above.
 LAYERS = {
     1: {"apis", "file", "uses", "syntax", "walk", "positions", "options", "lifetimes", "summary", "bytescan"},
-    2: {"project", "paths", "compile", "wrappers", "queries", "streams", "accelerators", "captures"},
+    2: {"project", "paths", "compile", "wrappers", "queries", "streams", "accelerators", "captures", "stepstate"},
     3: {"tensors", "tensoruse", "dataflow", "flow", "breaks", "waits", "families", "scopes", "environment",
         "recorders", "handoffs"},
 }

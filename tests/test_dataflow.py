@@ -412,6 +412,40 @@ class Offload:
     assert found == [(12, "medium"), (17, "high")]
 
 
+def test_step_state_race_is_medium_and_an_own_write_stays_high(tmp_path):
+    """A ``self.*`` buffer another method rewrites every step (stepstate.py) is read on a side stream as an
+    argument would be: medium, since that method is assumed to run first on the current stream. A write in
+    the same function stays a plain race (high); an ``__init__``-only buffer is long-lived (nothing)."""
+    code = """
+class Bucket:
+    def __init__(self, n):
+        self.flat = torch.zeros(n, device="cuda")
+        self.table = torch.zeros(n, device="cuda")
+        self.scratch = torch.zeros(n, device="cuda")
+        self.side = torch.cuda.Stream()
+
+    def add(self, g):
+        self.flat.add_(g)
+
+    def reduce(self):
+        with torch.cuda.stream(self.side):
+            dist.all_reduce(self.flat)
+            y = self.table * 2
+        torch.cuda.current_stream().wait_stream(self.side)
+        return y
+
+    def reduce_after_fill(self, g):
+        self.scratch.copy_(g)
+        with torch.cuda.stream(self.side):
+            z = self.scratch * 2
+        torch.cuda.current_stream().wait_stream(self.side)
+        return z
+"""
+    found = sorted((f.span.start_line, f.confidence.value) for f in lint_text(HEADER + code, tmp=tmp_path)
+                   if f.code == "SL201")
+    assert found == [(17, "medium"), (25, "high")]
+
+
 BUDGET_LAYER = """
 import torch
 import torch.distributed as dist

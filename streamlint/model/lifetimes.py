@@ -49,6 +49,8 @@ def _self_attr_kind(file: FileModel, cls: ClassInfo, attr: str) -> str | None:
     kind = None
     for method_name, method in cls.methods.items():
         for assign in method.assigns:
+            if assign.target == f"self.{attr}.data" and method_name not in _INIT_METHODS:
+                init_only = False  # `self.buf.data = fresh`: the field's storage is replaced during the step
             if assign.target != f"self.{attr}":
                 continue
             if method_name not in _INIT_METHODS:

@@ -123,6 +123,7 @@ class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, 
         self.exits: list[State] = []  # the states at the function's exits (a class protocol's producer summary)
         self.field_writes: dict[str, list[int]] = {}  # `self.x = t`: the storages assigned to each field
         self.protocol_sources: dict[int, str] = {}  # storage -> the method that left it on a side stream
+        self.step_sources: dict[int, str] = {}  # storage -> the method rewriting it every step (stepstate.py)
         self.helper_writes: set[int] = set()  # storages last written by an inlined helper (leaves.py)
         self.slot_clock = 0  # stamps of list slots and name bindings (slots.py)
 

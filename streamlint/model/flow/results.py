@@ -31,6 +31,8 @@ class Race:
     caller: tuple | None = None  # held: (file model, call node) of a call its caller follows with no ordering
     task: bool = False  # a task group captured on ``dst`` whose parameters another stream updates (``name``: the
     # call ending it); no wait on ``dst`` precedes it (replays.py)
+    step: str | None = None  # the earlier write is the caller's step: this ``self.*`` tensor is rewritten every
+    # step by that method of the class (stepstate.py), assumed run on the current stream before this call
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from streamlint.model.streams import MAIN
 from streamlint.model.syntax import contains, local_nodes
 from streamlint.model.flow.calls import event_waited_elsewhere
 from streamlint.model.lifetimes import module_constant, module_container
+from streamlint.model.stepstate import forked_elsewhere, step_writer
 from streamlint.model.tensors import META_ATTRS, host_attr
 
 
@@ -84,8 +85,12 @@ class Storages:
         base_key = element_field_key(key)
         sid = st.long.get(base_key)
         if sid is None:  # (first met after a graph replay: maybe one of the graph's static outputs)
-            sid = self.new_storage(st, "long", MAIN, base_key, None if glob else st.replayed).sid
+            step = None if glob or st.replayed else step_writer(self.project, self.file, self.fn, base_key,
+                                                                      self.cfg.mode)
+            write = Access(MAIN, 0, None, {}) if step else None if glob else st.replayed  # step: the caller's
+            sid = self.new_storage(st, "long", MAIN, base_key, write).sid  # step wrote it (stepstate.py)
             st.long[base_key] = sid
+            self.step_sources.update({sid: step} if step else {})
         tv = self.new_tensor(st, sid)
         element = _ELEMENT.match(key)
         if element is not None:  # `bufs[0]`, or a representative element `grads[-1]`: that element's part
@@ -281,11 +286,14 @@ class Storages:
         protocol = self.protocol_sources.get(S.sid) if S.last_write is earlier else None
         if protocol is not None and (kind != "read" or replay):
             return  # a class protocol says who must join before a read, not what a later write may do
+        step = self.step_sources.get(S.sid) if earlier.node is None and earlier.time == 0 else None
+        if step is not None and (forked_elsewhere(self.file, self.fn, s) or set(st.know(s)) - {s}):
+            return  # the class forks that stream in a step of its own, or it waited here on a stream not named
         if key not in self.races:
             self.races[key] = Race(kind, self.anchor, name, earlier.stream, s, earlier.node,
                                    S.kind == "arg" and earlier.time <= self.entry_time, self.cfg.mode, escape, body,
                                    replay, earlier.time < self.handshake_time, self.caller_stream(earlier.stream, s),
-                                   protocol, held, caller)
+                                   protocol, held, caller, step=step)
 
     def caller_stream(self, a: str, b: str) -> str | None:
         """The stream parameter of a race between it and the entry stream: the caller may pass its own

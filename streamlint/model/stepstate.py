@@ -1,0 +1,287 @@
+"""Step state: ``self.*`` tensors the class rewrites every step (issue 16 §3).
+
+A tensor held on ``self`` is long-lived for the stream rules (a parameter read on a side stream needs no
+fork, a buffer needs no ``record_stream``) only while nothing says it changes during the step. Training and
+serving code keeps much of its per-step data on the object: gradient buckets and flat grad buffers filled by
+backward hooks, staging / pinned / static buffers copied into before each use, shards the optimizer step
+updates, offload buffers. Such a field is written by code outside construction (another method, a hook
+defined in ``__init__``) on the caller's current stream, so a side stream touching it in another method
+needs the same ordering as an argument the caller just produced.
+
+The evidence is a write, never a name: ``x.copy_(...)`` and other in-place tensor methods, ``x[...] = v``,
+``x += v``, ``x.data = v``, ``out=x``, a collective writing ``x``, a rebinding ``self.x = <tensor op>``
+(not the lazy first allocation under ``if self.x is None:``), where ``x`` is ``self.<field>`` or a chain
+below it (``self.buckets[i].data``), also through a local alias (``buf = self.bufs[i]``, ``for b in
+self.bufs:``). Writes in construction methods (``__init__``, ``setup``, ``build``, ``load*``, …, and the
+methods only they call) are not per-step, but functions defined inside them (hooks) are. A write to a block
+of an element (``self.kv_caches[layer][block]``: paged storage whose blocks are handed out disjointly) is no
+evidence for the other blocks. Writes inside a
+stream scope are another stream's (a class protocol, :mod:`~streamlint.model.flow.protocols`), not the step's.
+
+The fact is per class (with its project bases), computed once and cached (:func:`step_writers`), and read
+per storage key (:func:`step_writer`) in the key format of :func:`~streamlint.model.flow.storage.element_field_key`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from streamlint._lazy import cst
+from streamlint.model.apis import COLLECTIVE_PARAMS, COLLECTIVES
+from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
+from streamlint.model.streams import derived
+from streamlint.model.walk import children
+
+if TYPE_CHECKING:
+    from streamlint.model.project import Project
+
+_CONSTRUCTION = re.compile(r"_*(init|setup|set_up|build|load|reset_parameters|from_|create|__setstate__|"
+                           r"__post_init__|_init_weights|allocate|materialize|register)")
+# in-place methods that change no tensor contents
+_NOT_WRITES = frozenset({"requires_grad_", "share_memory_", "retain_grad", "record_stream", "set_", "resize_",
+                         "pin_memory", "untyped_storage"})
+_SUBSCRIPT = re.compile(r"\[[^\[\]]*\]")
+
+
+def _path(file: FileModel, expr: cst.BaseExpression, aliases: dict[str, str]) -> str | None:
+    """``self.bufs[i].data`` -> ``self.bufs[].data``; a local alias of such a chain is the chain; else None."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+            and expr.func.attr.value in ("view", "view_as", "reshape", "narrow", "flatten", "detach", "chunk",
+                                         "split", "select", "unflatten", "__getitem__"):
+        expr = expr.func.value  # a view of the chain writes the chain
+    code = file.code(expr).replace(" ", "")
+    while True:
+        new = _SUBSCRIPT.sub("\x00", code)
+        if new == code:
+            break
+        code = new
+    code = code.replace("\x00", "[]")
+    if code.endswith(".data"):
+        code = code[: -len(".data")]
+    root, sep, rest = code.partition(".")
+    root_b, _, rest_b = code.partition("[")
+    if root == "self" and sep and re.fullmatch(r"[\w.\[\]]+", rest):
+        return code
+    for name in (root, root_b):
+        if name in aliases and re.fullmatch(r"[\w.\[\]]*", code[len(name):]):
+            return aliases[name] + code[len(name):]
+    return None
+
+
+def _aliases(file: FileModel, body: cst.CSTNode) -> dict[str, str]:
+    """Local names bound to a ``self.*`` chain or an element of one (``buf = self.bufs[i]``, ``for b in
+    self.bufs:``, ``for i, b in enumerate(self.bufs):``, ``for k, b in self.bufs.items():``)."""
+    out: dict[str, str] = {}
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Assign) and len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name):
+            p = _path(file, n.value, out)
+            if p is not None:
+                out[n.targets[0].target.value] = p
+        elif isinstance(n, cst.For):
+            it, target = n.iter, n.target
+            if isinstance(it, cst.Call) and dotted(it.func) == "zip" and isinstance(target, cst.Tuple) \
+                    and len(target.elements) == len(it.args):
+                for el, arg in zip(target.elements, it.args):
+                    p = _path(file, arg.value, out)
+                    if p is not None and isinstance(el.value, cst.Name):
+                        out[el.value.value] = p + "[]"
+                stack.extend(children(n))
+                continue
+            if isinstance(it, cst.Call) and dotted(it.func) == "enumerate" and it.args:
+                it = it.args[0].value
+                if isinstance(target, cst.Tuple) and len(target.elements) == 2:
+                    target = target.elements[1].value
+            elif isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and it.func.attr.value in (
+                    "values", "items"):
+                if it.func.attr.value == "items" and isinstance(target, cst.Tuple) and len(target.elements) == 2:
+                    target = target.elements[1].value
+                it = it.func.value
+            p = _path(file, it, out)
+            if p is not None and isinstance(target, cst.Name):
+                out[target.value] = p + "[]"
+        stack.extend(children(n))
+    return out
+
+
+def _writes(file: FileModel, body: cst.CSTNode) -> list[tuple[str, cst.CSTNode]]:
+    """(normalised ``self.*`` path, node) of every write to a ``self.*`` chain in ``body``."""
+    aliases = _aliases(file, body)
+    out: list[tuple[str, cst.CSTNode]] = []
+
+    def add(expr: cst.BaseExpression, node: cst.CSTNode) -> None:
+        p = _path(file, expr, aliases)
+        if p is not None and p != "self" and "[][]" not in p:  # (a block of an element: paged storage whose
+            out.append((p, node))  # blocks the scheduler hands out disjointly, `self.kv[layer][block]`)
+
+    lazy = _lazy_allocations(file, body)
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.With) and any("stream" in file.code(item.item).lower() for item in n.items):
+            continue  # a write queued on a side stream: a class protocol's (flow/protocols.py), not the step's
+        if isinstance(n, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+            targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+            for t in targets:
+                if isinstance(t, cst.Subscript) or isinstance(n, cst.AugAssign):
+                    add(t, n)  # `self.buf[i] = v`, `self.buf += v`
+                elif isinstance(t, cst.Attribute) and t.attr.value in ("data", "grad"):
+                    add(t, n)  # `self.buf.data = v`: the field now holds other contents
+                elif isinstance(t, cst.Attribute) and _tensor_value(n.value) and id(n) not in lazy:
+                    add(t, n)  # `self.buf = x.clone()`: a fresh tensor each call
+        elif isinstance(n, cst.Call):
+            func = n.func
+            name = func.attr.value if isinstance(func, cst.Attribute) else dotted(func) or ""
+            last = name.rsplit(".", 1)[-1]
+            if isinstance(func, cst.Attribute) and last.endswith("_") and not last.startswith("_") \
+                    and last not in _NOT_WRITES:
+                add(func.value, n)  # `self.buf.copy_(x)`, `b.zero_()`
+            if last in COLLECTIVES:
+                written = COLLECTIVES[last][0]
+                names = COLLECTIVE_PARAMS.get(last, ())
+                for i, arg in enumerate(a for a in n.args if a.keyword is None):
+                    if i in written:
+                        add(arg.value, n)
+                for arg in n.args:
+                    if arg.keyword is not None and arg.keyword.value in names \
+                            and names.index(arg.keyword.value) in written:
+                        add(arg.value, n)
+            for arg in n.args:
+                if arg.keyword is not None and arg.keyword.value == "out":
+                    add(arg.value, n)
+        stack.extend(children(n))
+    return out
+
+
+def _tensor_value(value: cst.BaseExpression | None) -> bool:
+    """A value that computes a tensor (a call, arithmetic, an element): not a constant, ``None``, a name."""
+    return isinstance(value, (cst.Call, cst.BinaryOperation, cst.Subscript))
+
+
+def _lazy_allocations(file: FileModel, body: cst.CSTNode) -> set[int]:
+    """Assignments ``self.x = ...`` under ``if self.x is None:`` (or ``not hasattr(self, "x")``, ``if not
+    self.x``): the first allocation of a long-lived buffer, made once."""
+    out: set[int] = set()
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.If):
+            test = file.code(n.test).replace(" ", "")
+            for stmt in n.body.body if isinstance(n.body, cst.IndentedBlock) else []:
+                if not isinstance(stmt, cst.SimpleStatementLine):
+                    continue
+                for small in stmt.body:
+                    if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                        t = file.code(small.targets[0].target).replace(" ", "")
+                        field = t.split(".", 1)[-1]
+                        if f"{t}isNone" in test or f"not{t}" in test or f"hasattr(self,'{field}')" in \
+                                test.replace('"', "'") or f"{t}.numel()" in test or f"{t}.shape" in test:
+                            out.add(id(small))
+        stack.extend(children(n))
+    return out
+
+
+def _construction(cls: ClassInfo) -> set[str]:
+    """Construction methods of the class: by name, and the methods only those call (through ``self.m()``)."""
+    names = {m for m in cls.methods if _CONSTRUCTION.match(m)}
+    callers: dict[str, set[str]] = {}
+    for m, fn in cls.methods.items():
+        for site in fn.calls:
+            f = site.node.func
+            if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == "self" \
+                    and f.attr.value in cls.methods:
+                callers.setdefault(f.attr.value, set()).add(m)
+    changed = True
+    while changed:
+        changed = False
+        for m, by in callers.items():
+            if m not in names and by and by <= names:
+                names.add(m)
+                changed = True
+    return names
+
+
+def _nested_defs(node: cst.CSTNode) -> list[cst.CSTNode]:
+    out, stack = [], list(children(node))
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.FunctionDef, cst.Lambda)):
+            out.append(n)
+            continue
+        stack.extend(children(n))
+    return out
+
+
+def _class_writes(file: FileModel, cls: ClassInfo) -> dict[str, list[tuple[str, cst.CSTNode]]]:
+    construction = _construction(cls)
+    found: dict[str, list[tuple[str, cst.CSTNode]]] = {}
+    for name, fn in cls.methods.items():
+        if "staticmethod" in (d.rsplit(".", 1)[-1] for d in fn.decorators) or fn.params[:1] != ("self",):
+            continue
+        bodies = _nested_defs(fn.node.body) if name in construction else [fn.node.body]
+        for body in bodies:
+            for path, node in _writes(file, body):
+                found.setdefault(path, []).append((name, node))
+    return found
+
+
+def step_writers(project: Project, file: FileModel, cls: ClassInfo) -> dict[str, list[tuple[str, cst.CSTNode]]]:
+    """Normalised ``self.*`` path -> [(method, write node)] of the writes outside construction, in the class
+    and its project bases (three levels)."""
+    memo = derived(project, "step_writers")
+    if id(cls) in memo:
+        return memo[id(cls)]
+    memo[id(cls)] = {}
+    out: dict[str, list[tuple[str, cst.CSTNode]]] = {}
+    todo: list[tuple[ClassInfo, FileModel, int]] = [(cls, file, 0)]
+    seen: set[int] = set()
+    while todo:
+        c, f, depth = todo.pop(0)
+        if id(c) in seen:
+            continue
+        seen.add(id(c))
+        for path, where in _class_writes(f, c).items():
+            out.setdefault(path, []).extend(where)
+        if depth < 3:
+            for b in c.bases:
+                sym = project.symbol(b, f)
+                if sym is not None and isinstance(sym[0], ClassInfo):
+                    todo.append((sym[0], sym[1], depth + 1))
+    memo[id(cls)] = out
+    return out
+
+
+def step_writer(project: Project, file: FileModel, fn: FunctionInfo, key: str, mode: str) -> str | None:
+    """The method that rewrites the long-lived storage ``key`` (``self.flat``, ``self.buckets[].data``) every
+    step, when ``fn``'s class has one other than ``fn`` itself, in eager / CUDA code (the path ``mode``); None
+    when nothing says it changes."""
+    if mode not in ("eager", "cuda") or not key.startswith("self.") or fn.class_name is None:
+        return None
+    cls = file.classes.get(fn.class_name)
+    if cls is None:
+        return None
+    own = fn.node.name.value
+    for path, where in step_writers(project, file, cls).items():
+        if path == key or path.startswith((key + ".", key + "[")) or key.startswith((path + ".", path + "[")):
+            method = next((m for m, _node in where if m != own), None)
+            if method is not None:
+                return method
+    return None
+
+
+def forked_elsewhere(file: FileModel, fn: FunctionInfo, stream: str) -> bool:
+    """Another method of ``fn``'s class makes this ``self.*`` stream wait (``stream.wait_stream(...)``,
+    ``stream.wait_event(...)``): the class orders it in a fork step of its own
+    (``_wait_for_previous_optim_step()``), which its caller runs before ``fn`` (an order unknowable here)."""
+    cls = file.classes.get(fn.class_name or "") if stream.startswith("self.") else None
+    if cls is None:
+        return False
+    wanted = stream.replace('"', "'").replace(" ", "")
+    return any(site.method in ("wait_stream", "wait_event") and isinstance(site.node.func, cst.Attribute)
+               and file.code(site.node.func.value).replace('"', "'").replace(" ", "") == wanted
+               for method in cls.methods.values() if method is not fn for site in method.calls)
+
+
+__all__ = ["forked_elsewhere", "step_writer", "step_writers"]

@@ -201,7 +201,7 @@ class Engine:
             self._overrides[key] = data
         self._parsed.pop(key, None)
         self.project._files.pop(key, None)
-        self.project._scan_bytes.pop(key, None)
+        self.project.forget_bytes(key)
         self.project._uses.clear()
         self.project._symbols.clear()
         self.project._wrappers.clear()
@@ -228,7 +228,7 @@ class Engine:
         project.reader = old.reader
         project.summaries = old.summaries
         project.index_progress = old.index_progress
-        project._scan_bytes = old._scan_bytes
+        project._scan_bytes, project._scan_kept = old._scan_bytes, old._scan_kept
         project._summary_digests = old._summary_digests
         project._all_files = old._all_files
         project._compiling = old._compiling  # from bytes and summaries only
@@ -279,7 +279,14 @@ class Engine:
         return digest
 
     def _load_model(self, path: str, module_name: str, is_package: bool) -> FileModel | None:
-        return self.parse(path).model
+        parsed = self.parse(path)
+        # a module parsed for another file's question keeps its LibCST tree, not its stdlib one (a third of
+        # what a parsed module holds): that one serves the suppressions and the position shortcut of the
+        # file's own report, and _lint_file parses it again if the module is linted later
+        parsed.tree = None
+        if parsed.model is not None:
+            parsed.model.__dict__.pop("_ast_tree", None)
+        return parsed.model
 
     # ---- linting
     def relative(self, path: str) -> str:
@@ -346,6 +353,10 @@ class Engine:
             return report
         model = parsed.model
         assert model is not None
+        if parsed.tree is None:  # parsed earlier for another file's question (_load_model)
+            parsed.tree = _quiet_ast(model.source.text)
+            if "_positions" not in model.__dict__:
+                model.__dict__["_ast_tree"] = parsed.tree
         self.project.add(model)
         raw: list[Finding] = []
         for rule_cls in self.rules:
@@ -364,7 +375,7 @@ class Engine:
                 ))
                 continue
             raw.extend(ctx.findings)
-        tree = parsed.tree if parsed.tree is not None else _quiet_ast(model.source.text)
+        tree = parsed.tree
         suppressions = parse_suppressions(model.source.text, tree)
         report.findings = self._finish(path, raw, suppressions)
         # the model stays for other files' questions; what only this file's report needed goes (memory):

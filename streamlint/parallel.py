@@ -39,13 +39,16 @@ SERIAL_BELOW = 30  # fewer files needing analysis than this: no pool
 # files without a marker still get a stdlib syntax check (SL001): this many of them justify a pool
 LIGHT_SERIAL_BELOW = 400
 CHUNKS_PER_JOB = 4
-SCAN_BYTES_LIMIT = 64 << 20  # file contents kept for project-wide byte searches (a second read otherwise)
 # source bytes of parsed files one engine keeps across the files it analyses: past this, between two files,
 # it lets every tree go (Engine.release_models) and parses again what the next files need. LibCST trees
 # and models take ~100-150x their source, but most files of a tree reach the same modules: at 3 MB the
 # whole vllm-ascend 0.23.0 tree (-j 2) took 59 s and 530 MB peak, at 12 MB 20 s and 416 MB (as unbounded),
-# and the vllm / sglang slices went past 300 s from ~100 s (re-parsing the shared modules for every file)
-MODEL_BYTES_KEPT = 12 << 20
+# and the vllm / sglang slices went past 300 s from ~100 s (re-parsing the shared modules for every file).
+# Since the modules parsed for other files' questions keep no stdlib tree (Engine._load_model), a process
+# grows by ~35-45 MB of RSS per MB kept (sglang 0.5.23 slice, -j 1) on ~150-200 MB of start-up, summaries
+# and contents kept for byte searches: 6 MB keeps a whole-tree run near the 400 MB of issue 15 between
+# files (one file's own reach comes on top: it cannot be let go while that file is analysed)
+MODEL_BYTES_KEPT = 6 << 20
 
 
 @dataclass(frozen=True)
@@ -232,7 +235,6 @@ def lint_files(
         engine.project.summaries.source = summaries.load
 
     project_state: list[str] = []
-    kept = 0
     light: list[tuple[str, bytes]] = []  # files without a marker, to be syntax-checked only
     check_syntax = "SL001" in engine.enabled_codes and jobs > 1
 
@@ -271,9 +273,7 @@ def lint_files(
                 stats.cached += 1
                 advance(1)
                 continue
-        if kept + len(data) <= SCAN_BYTES_LIMIT:
-            kept += len(data)
-            engine.project.remember_bytes(path, data)
+        engine.project.remember_bytes(path, data)  # (kept up to project.SCAN_BYTES_KEPT in all)
         if engine.needs_analysis(data):
             contents[path] = data
             pending.append((path, data))

@@ -372,6 +372,41 @@ def test_an_engine_that_lets_its_trees_go_gives_the_same_findings(tmp_path: Path
     assert len(released_engine._parsed) < len(kept_engine._parsed)
 
 
+def test_what_an_engine_holds_is_bounded_and_gives_the_same_findings(tmp_path: Path, monkeypatch) -> None:
+    """Memory that must not grow with the tree (issue 15): a module parsed for another file's question
+    keeps no stdlib tree (the file's own report parses it again when it is linted), and the contents kept
+    for byte searches stop at SCAN_BYTES_KEPT (a search past it reads the file again). Same findings as
+    each file linted alone by a fresh engine, in an order where every module is parsed as a dependency
+    before it is linted."""
+    from streamlint import parallel
+    from streamlint.model import project as project_module
+
+    _project(tmp_path, noise=3)
+    files = sorted((str(p) for p in tmp_path.rglob("*.py")), key=lambda p: ("utils" in p, "model" in p, p),
+                   reverse=True)
+    alone = [(p, _codes(engine_for(tmp_path).lint_file(p).findings)) for p in files]
+    assert any(codes for _, codes in alone)
+
+    budget = 600  # bytes: a few of the files
+    monkeypatch.setattr(project_module, "SCAN_BYTES_KEPT", budget)
+    monkeypatch.setattr(parallel, "MODEL_BYTES_KEPT", 1 << 30)
+    engine = engine_for(tmp_path)
+    reads: list[str] = []
+    read = engine.read
+    monkeypatch.setattr(engine, "read", lambda path: reads.append(path) or read(path))
+    engine.project.reader = engine.read
+    dependency = str(tmp_path / "pkg" / "model.py")
+    engine.lint_file(str(tmp_path / "pkg" / "launcher.py"))  # parses model.py for its questions
+    parsed = engine._parsed[dependency]
+    assert parsed.model is not None and parsed.tree is None and "_ast_tree" not in parsed.model.__dict__
+    reports, _ = parallel.lint_files(engine, files, jobs=1)
+    assert [(r.path, _codes(r.findings)) for r in reports] == alone
+    held = engine.project._scan_bytes
+    assert sum(map(len, held.values())) == engine.project._scan_kept <= budget
+    assert len(reads) > len(set(reads))  # past the budget, a byte search reads a file again
+    assert all(p.tree is None for p in engine._parsed.values())  # each report let its tree go
+
+
 def test_a_pool_worker_sends_back_the_summaries_it_made(tmp_path: Path) -> None:
     from streamlint import parallel
 
@@ -630,3 +665,17 @@ def test_the_call_site_search_parses_only_modules_that_may_call_the_function(tmp
     assert found == expected and expected
     parsed = {os.path.relpath(p, noisy) for p in engine._parsed}
     assert not {p for p in parsed if "disk" in p}, sorted(parsed)
+
+
+def test_a_project_fact_is_asked_again_after_an_edit(tmp_path: Path) -> None:
+    """Project-wide memos live with the path index, which an edit (an editor buffer, a changed file)
+    replaces: a field's type read from another module is read again once that module changes."""
+    from streamlint.model.handoffs import _field_recordable
+
+    holder = write(tmp_path, "pkg/holder.py", "import torch\n\n\nclass Holder:\n    buf: torch.Tensor\n")
+    write(tmp_path, "pkg/user.py", "def use(h):\n    return h.buf\n")
+    engine = engine_for(tmp_path)
+    engine.lint_file(str(tmp_path / "pkg" / "user.py"))
+    assert _field_recordable(engine.project, "buf")
+    engine.set_override(str(holder), b"class Holder:\n    buf: int\n")
+    assert not _field_recordable(engine.project, "buf")

@@ -179,7 +179,7 @@ def _declared_recordable(project: Project, file: FileModel, fn: FunctionInfo, na
 
 
 def _field_recordable(project: Project, field: str) -> bool:
-    memo = project.__dict__.setdefault("_recordable_fields", {})
+    memo = project.derived("recordable_fields")  # (dropped with the other project facts when a file changes)
     if field not in memo:
         memo[field] = False
         found = []

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from streamlint.model.compile import CompileSite
     from streamlint.profile import Profiler
 
+SCAN_BYTES_KEPT = 16 << 20  # file contents a project keeps for its byte searches (Project._scan_bytes)
+
 Loader = Callable[[str, str, bool], "FileModel | None"]  # (path, module name, is_package)
 
 
@@ -46,7 +48,10 @@ class Project:
     _wrappers: dict[tuple[str, str], WrapperSpec | None] = field(default_factory=dict)
     _uses: dict[int, tuple[ApiUse, ...]] = field(default_factory=dict)
     _all_files: list[str] | None = None
+    # file contents kept for the byte searches of project-wide scans, up to SCAN_BYTES_KEPT in all: past
+    # that a search reads the file again, so what a run holds does not grow with the tree
     _scan_bytes: dict[str, bytes] = field(default_factory=dict)
+    _scan_kept: int = 0
     _packages: dict[str, tuple[str, str]] = field(default_factory=dict)  # directory -> (package, root)
     _modules: dict[tuple[str, str], str | None] = field(default_factory=dict)  # (module, root) -> path
     _source_roots: dict[str, str] = field(default_factory=dict)  # file path -> its source root
@@ -101,7 +106,19 @@ class Project:
 
     def remember_bytes(self, path: str, data: bytes) -> None:
         """Content the caller read already, for the byte searches of project-wide scans."""
-        self._scan_bytes[os.path.abspath(path)] = data
+        self._keep_bytes(os.path.abspath(path), data)
+
+    def _keep_bytes(self, path: str, data: bytes) -> None:
+        if path in self._scan_bytes:
+            self._scan_kept -= len(self._scan_bytes.pop(path))
+        if self._scan_kept + len(data) <= SCAN_BYTES_KEPT:
+            self._scan_bytes[path] = data
+            self._scan_kept += len(data)
+
+    def forget_bytes(self, path: str) -> None:
+        old = self._scan_bytes.pop(os.path.abspath(path), None)
+        if old is not None:
+            self._scan_kept -= len(old)
 
     def may_contain(self, path: str, markers: tuple[bytes, ...]) -> bool:
         """Cheap byte search used before parsing a file for project-wide facts."""
@@ -113,7 +130,7 @@ class Project:
                 data = self.reader(path)
             except OSError:
                 return False
-            self._scan_bytes[path] = data  # several project-wide scans share one read per file
+            self._keep_bytes(path, data)  # several project-wide scans share one read per file
         return any(m in data for m in markers)
 
     # ---- modules
@@ -249,7 +266,7 @@ class Project:
                 data = self.reader(path) if self.reader is not None else Path(path).read_bytes()
             except OSError:
                 return None
-            self._scan_bytes[path] = data
+            self._keep_bytes(path, data)
         return data
 
     def file_bytes(self, path: str) -> bytes | None:
@@ -292,7 +309,9 @@ class Project:
         with _phase(self.profiler, "summary"):
             known = self._summary_digests.get(key)
             if known is None or known[0] is not data:  # hashed once per content read
-                known = self._summary_digests[key] = (data, hashlib.sha256(data).hexdigest())
+                known = (data, hashlib.sha256(data).hexdigest())
+                if self._scan_bytes.get(key) is data:  # (a content not kept is not kept here either)
+                    self._summary_digests[key] = known
             return self.summaries.get(known[1], data)
 
     def compiling_paths(self) -> list[tuple[str, ModuleSummary]]:

@@ -390,3 +390,29 @@ def holder_joins(project, file, fn, stream: str) -> bool:
             if owner is not None and class_joins(project, found[1], owner, f"self.{parts[2]}", found[0]):
                 return True
     return False
+
+
+def sibling_consumer_waits(file, fn, returned: cst.BaseExpression | None) -> bool:
+    """``return hidden_states, event, hook`` where a sibling method of the class takes exactly these as its
+    parameters (``def combine_b(self, hidden_states, event, hook)``) and waits on one of them or calls it
+    (``event.current_stream_wait()``, ``hook()``): the tuple is the sibling's argument list, handed back
+    with the join handle the library returned with the tensors; the consumer owns the wait."""
+    if fn.class_name is None or not isinstance(returned, cst.Tuple):
+        return False
+    names = [el.value.value for el in returned.elements if isinstance(el.value, cst.Name)]
+    if len(names) < 2 or len(names) != len(returned.elements):
+        return False
+    cls = file.classes.get(fn.class_name)
+    for method in (cls.methods.values() if cls is not None else ()):
+        params = [p for p in method.params if p != "self"]
+        if method is fn or params != names:
+            continue
+        for site in method.calls:
+            func = site.node.func
+            if isinstance(func, cst.Name) and func.value in params[1:]:
+                return True  # `hook()`: a completion hook
+            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
+                    and func.value.value in params[1:] and ("wait" in func.attr.value
+                                                            or func.attr.value == "synchronize"):
+                return True  # `event.current_stream_wait()`, `work.wait()`
+    return False

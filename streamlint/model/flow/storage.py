@@ -13,7 +13,8 @@ import re
 from streamlint._lazy import cst
 from streamlint.model.file import ClassInfo
 from streamlint.model.flow.escapes import events_in, self_field
-from streamlint.model.flow.protocols import class_joins, holder_joins
+from streamlint.model.flow.hostargs import host_by_callers
+from streamlint.model.flow.protocols import class_joins, holder_joins, sibling_consumer_waits
 from streamlint.model.flow.leaves import callers_view, left_on_side_streams, unordered_caller
 from streamlint.model.flow.results import EarlyRecord, Lifetime, Race, Unjoined, ViewEscape
 from streamlint.model.flow.values import (
@@ -280,6 +281,9 @@ class Storages:
         if earlier.time < self.handshake_time and earlier.stream == MAIN \
                 and s.rsplit(".", 1)[-1] in self.handshake_forks:
             return  # the thread that woke this one forked ``s`` from the current stream before it signalled
+        if S.kind == "arg" and earlier.time <= self.entry_time and S.name \
+                and host_by_callers(self.project, self.file, self.fn, S.name):
+            return  # every caller hands in a host tensor (a pinned staging buffer): no stream produced it
         protocol = self.protocol_sources.get(S.sid) if S.last_write is earlier else None
         if protocol is not None and (kind != "read" or replay):
             return  # a class protocol says who must join before a read, not what a later write may do
@@ -321,6 +325,7 @@ class Storages:
             if lw is None or lw.stream == MAIN or lw.node is None or ordered_before(lw, know):
                 continue
             if self.event_handed_over(st, lw, returned) or sid not in held and self.joined_elsewhere(lw.stream) \
+                    or isinstance(node, cst.Return) and sibling_consumer_waits(self.file, self.fn, node.value) \
                     or self.caller_may_join(lw.stream):
                 continue
             saved, self.anchor = self.anchor, node

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
 from streamlint.model.flow.callers import callers_of
+from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.streams import derived, is_current_stream
 from streamlint.model.uses import bind_arguments
 from streamlint.model.walk import children
@@ -225,9 +226,10 @@ def _record_field_forked(project: Project, field: str) -> frozenset[str] | None:
     memo[field] = None
     marker = (f"{field}=".encode(),)
     found = 0
-    for path in project.all_files():
-        if not project.may_contain(path, marker):
-            continue
+    paths = [path for path in project.all_files() if project.may_contain(path, marker)]
+    if len(paths) > MAX_CALLER_FILES:  # a common field: not followed
+        return None
+    for path in paths:
         model = project.file(path)
         for site in (model.calls if model is not None else ()):
             arg = next((a for a in site.node.args if a.keyword is not None and a.keyword.value == field), None)

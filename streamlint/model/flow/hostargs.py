@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.file import FileModel, FunctionInfo
 from streamlint.model.flow.callers import callers_of
+from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.streams import derived
 from streamlint.model.tensors import host_factory, host_target
 from streamlint.model.uses import bind_arguments
@@ -106,9 +107,10 @@ def _handed_to_thread(project: Project, fn: FunctionInfo) -> bool:
     if fn.parent is not None or name.startswith("__"):
         return False
     refs = 0
-    for path in project.all_files():
-        if not project.may_contain(path, (name.encode(),)):
-            continue
+    paths = [path for path in project.all_files() if project.may_contain(path, (name.encode(),))]
+    if len(paths) > MAX_CALLER_FILES:  # a common name: not followed (precision first: no suppression)
+        return False
+    for path in paths:
         model = project.file(path)
         for site in (model.calls if model is not None else ()):
             for i, arg in enumerate(site.node.args):

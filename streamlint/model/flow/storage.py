@@ -13,7 +13,7 @@ import re
 from streamlint._lazy import cst
 from streamlint.model.file import ClassInfo
 from streamlint.model.flow.escapes import events_in, self_field
-from streamlint.model.flow.hostargs import host_by_callers
+from streamlint.model.flow.hostargs import host_by_callers, worker_thread_only
 from streamlint.model.flow.protocols import class_joins, holder_joins, sibling_consumer_waits
 from streamlint.model.flow.leaves import callers_view, left_on_side_streams, unordered_caller
 from streamlint.model.flow.results import EarlyRecord, Lifetime, Race, Unjoined, ViewEscape
@@ -282,8 +282,9 @@ class Storages:
                 and s.rsplit(".", 1)[-1] in self.handshake_forks:
             return  # the thread that woke this one forked ``s`` from the current stream before it signalled
         if S.kind == "arg" and earlier.time <= self.entry_time and S.name \
-                and host_by_callers(self.project, self.file, self.fn, S.name):
-            return  # every caller hands in a host tensor (a pinned staging buffer): no stream produced it
+                and (host_by_callers(self.project, self.file, self.fn, S.name)
+                     or worker_thread_only(self.project, self.file, self.fn)):
+            return  # a host tensor handed in (no stream produced it), or a caller on a worker thread
         protocol = self.protocol_sources.get(S.sid) if S.last_write is earlier else None
         if protocol is not None and (kind != "read" or replay):
             return  # a class protocol says who must join before a read, not what a later write may do

@@ -245,6 +245,7 @@ _EXACT_ALIASES: dict[str, str] = {
     "torch.compiler.compile": "torch.compile",
     "torch.cuda.Event": "torch.cuda.Event",
     "torch.Stream": "torch.npu.Stream",
+    "torch.Event": "torch.accelerator.Event",
 }
 
 

@@ -120,3 +120,24 @@ def lexical_index(root: cst.CSTNode) -> dict[int, tuple[int, int]]:
 
 
 __all__ = ["contains", "lexical_index", "local_nodes"]
+
+
+def endless(loop: cst.CSTNode) -> bool:
+    """``while True:`` (or ``while 1:``) with no ``break`` of its own: an event / worker loop that only a
+    ``return`` or a ``raise`` leaves, so no path goes on after it."""
+    if not isinstance(loop, cst.While):
+        return False
+    test = loop.test
+    if not (isinstance(test, cst.Name) and test.value == "True"
+            or isinstance(test, cst.Integer) and int(test.value, 0) != 0):
+        return False
+    stack = list(children(loop.body))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Break):
+            return False
+        if not isinstance(node, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(children(node))
+        elif node.orelse is not None if isinstance(node, (cst.For, cst.While)) else False:
+            stack.extend(children(node.orelse))  # (a nested loop's else block breaks this one)
+    return True

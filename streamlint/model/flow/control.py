@@ -24,7 +24,7 @@ from streamlint.model.flow.guards import null_context_choice, stream_type_test
 from streamlint.model.flow.values import (AnalysisBudgetExceeded, CVal, CtxVal, EVal, KVal, LOOP_UNROLL, MAX_PATHS,
                                           MAX_STEPS, NONE, SVal, ScopeRun, State, TVal, TupVal)
 from streamlint.model.streams import declared_globals, MAIN, STREAM
-from streamlint.model.syntax import contains, strip_not, target_names
+from streamlint.model.syntax import contains, endless, strip_not, target_names
 from streamlint.model.tensoruse import tensor_places
 from streamlint.model.wrappers import mode_of_test
 
@@ -562,6 +562,8 @@ class ControlFlow:
                     if elements is None and counts is None:  # another round may follow: its allocations come first
                         settle_loop_frees(self, s, node)
             states = states[:MAX_PATHS]
+        if endless(node):
+            states = []  # `while True:` left by no break: only its returns (and raises) leave it
         if node.orelse is not None:
             states = self.block(node.orelse.body.body, states)
         return (states + finished)[:MAX_PATHS]

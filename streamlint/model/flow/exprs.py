@@ -169,7 +169,7 @@ class Expressions:
             return TupVal(tuple(self.ev(st, el.value) if not isinstance(el, cst.StarredElement) else None
                                 for el in e.elements))
         if isinstance(e, cst.IfExp):
-            self.ev(st, e.test)
+            self.host_test(st, e.test)
             known = self.decide(st, e.test)
             if known is True:
                 return self.ev(st, e.body)
@@ -303,6 +303,8 @@ class Expressions:
         waits = [u for u in uses if u.role is Role.WAIT_TENSOR]
         if waits:
             return self.api(st, e, waits[0])
+        if not uses and (host := self.host_arithmetic(st, e)) is not None:
+            return host
         if not uses:
             self.host_consumer_call(st, e, site.target if site is not None else None)
             self.host_signal(st, e)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
 from streamlint.model.flow.callers import callers_of
+from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.streams import derived, is_current_stream
 from streamlint.model.uses import bind_arguments
 from streamlint.model.walk import children
@@ -207,9 +208,43 @@ def _forked_before(project: Project, model: FileModel, site, there: str, depth: 
     if root in caller.all_params and root not in caller.name_assigns and (
             root == there or (root == "self" and caller.params[:1] == ("self",))):
         inherited = _caller_forks(project, model, caller, there, depth + 1)
+    elif root in caller.all_params and root not in caller.name_assigns and there.count(".") == 1 and root != "self":
+        inherited = _record_field_forked(project, there.split(".")[1])
     if inherited is None:
         return None
     return set(inherited) | (_written_after(model, caller, None, site.node) or set())
+
+
+def _record_field_forked(project: Project, field: str) -> frozenset[str] | None:
+    """``state.stats_stream`` read from a record object handed in: every construction of a project class in
+    the project with that field (``ReadState(..., stats_stream=stream)``) stores a stream its function has
+    just forked (``fork_stats_stream(stream)`` before it). The stream is then ordered after the work the
+    record's builder queued before it; None when some construction is not forked, or there is none."""
+    memo = derived(project, "record_field_forks")
+    if field in memo:
+        return memo[field]
+    memo[field] = None
+    marker = (f"{field}=".encode(),)
+    found = 0
+    paths = [path for path in project.all_files() if project.may_contain(path, marker)]
+    if len(paths) > MAX_CALLER_FILES:  # a common field: not followed
+        return None
+    for path in paths:
+        model = project.file(path)
+        for site in (model.calls if model is not None else ()):
+            arg = next((a for a in site.node.args if a.keyword is not None and a.keyword.value == field), None)
+            if arg is None or site.target is None:
+                continue
+            sym = project.symbol(site.target, model)
+            if sym is None or not isinstance(sym[0], ClassInfo):
+                continue  # (a function's keyword argument: its own parameter, followed by its callers)
+            if site.function is None or not isinstance(arg.value, (cst.Name, cst.Attribute)) or not any(
+                    _written_after(model, site.function, fork, site.node) is not None
+                    for fork in _fork_nodes(project, model, site.function, model.code(arg.value))):
+                return None
+            found += 1
+    memo[field] = frozenset() if found else None
+    return memo[field]
 
 
 def _waits_on_current(project: Project, file: FileModel, fn: FunctionInfo, stream: str) -> bool:

@@ -73,6 +73,26 @@ class HostReads:
     Interp state it uses: ``anchor``, ``cfg``, ``clock``, ``early_records``, ``host_reads``, ``record_sites``,
     ``timing_events``, ``waited_events``."""
 
+    def host_test(self, st: State, e: cst.BaseExpression) -> object:
+        """The test of a conditional expression (``a if n > 0 else b``) is evaluated by the host, as an
+        ``if``'s: its operands are host values (or read by a synchronising ``bool``), no work on a stream."""
+        self.host_depth += 1
+        try:
+            return self.ev(st, e)
+        finally:
+            self.host_depth -= 1
+
+    def host_arithmetic(self, st: State, e: cst.Call) -> TVal | None:
+        """``max(1, budget // n)``, ``min(index + count, layers)``: the builtins comparing two or more values
+        by truth (a multi-element tensor has none) work on host numbers: their arguments are host
+        arithmetic and their result a host value."""
+        if not (isinstance(e.func, cst.Name) and e.func.value in ("max", "min") and e.func.value not in st.env
+                and len(e.args) >= 2 and not any(a.star or a.keyword for a in e.args)):
+            return None
+        for arg in e.args:
+            self.host_test(st, arg.value)
+        return self.new_tensor(st, self.new_storage(st, "host", st.cur, None, None).sid)
+
     def async_host_copy(self, st: State, out: TVal, sources: list) -> TVal:
         """``out`` (a host tensor) is filled by a copy just queued on the current stream (in an inlined helper
         too: the copy is then the caller's call of it, ``anchor``) from ``sources``. Only a source the device

@@ -114,6 +114,8 @@ class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, 
         self.rest: list = []  # statements after the one being interpreted (same block)
         self.host_args: frozenset[int] = frozenset()  # argument nodes of the call at hand bound to host parameters
         self.h2d = False  # the current op copies host data to the device (or is a no-op on device data)
+        self.handed_owners: dict[str, dict[str, int]] = {}  # objects handed to a library call: the clock then
+        self.host_depth = 0  # inside a host test / host arithmetic (storage.host_test): no device work
         self.deferred_end = _called_by_own_class(file, fn)
         self._entry: bool | None = None  # see entry
         self.entry_time = 0  # the time of the caller's productions of the arguments

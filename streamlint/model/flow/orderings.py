@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.file import string_value
+from streamlint.model.syntax import local_nodes
 from streamlint.model.flow.calls import event_field_waited
 from streamlint.model.flow.counters import NVal
 from streamlint.model.flow.values import CVal, EVal, IVal, KVal, NONE, SVal, State, merge_clock
@@ -124,8 +125,24 @@ class Orderings:
             v = self.ev(st, expr)
             return v.value if isinstance(v, CVal) and isinstance(v.value, str) else None
 
-        return scope_stream_key(self.cfile, use, constant=constant,
-                                stream=lambda expr: self.stream_key(st, self.ev(st, expr), expr))
+        key = scope_stream_key(self.cfile, use, constant=constant,
+                               stream=lambda expr: self.stream_key(st, self.ev(st, expr), expr))
+        owner = self.stream_owner(key)
+        if owner is not None and owner in self.handed_owners:  # ordered by the library it was handed to
+            merge_clock(st.vc.setdefault(key, {}), self.handed_owners[owner])
+        return key
+
+    def stream_owner(self, key: str) -> str | None:
+        """The local object a stream named ``key`` was taken from in this function (``send, recv =
+        ub_obj.get_communication_stream()`` -> ``ub_obj``), or None."""
+        if not key.isidentifier():
+            return None
+        for node in local_nodes(self.cfn.node):
+            if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) \
+                    and isinstance(node.value.func, cst.Attribute) and isinstance(node.value.func.value, cst.Name) \
+                    and any(n.value == key for t in node.targets for n in _target_names(t.target)):
+                return node.value.func.value.value
+        return None
 
     def next_entry_waits(self, st: State, stream: str, origin: tuple | None = None) -> bool:
         """Whether any work queued on side stream ``stream`` from now on is ordered after what the current
@@ -225,3 +242,11 @@ class Orderings:
 
     def wait_everything(self, st: State, stream: str) -> None:
         merge_clock(st.vc.setdefault(stream, {}), {s: self.clock for s in (*st.last_op, MAIN) if s != stream})
+
+
+def _target_names(target: cst.BaseExpression) -> list:
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for el in target.elements for n in _target_names(el.value)]
+    return []

@@ -335,3 +335,84 @@ def _dropped_slots(project: Project, file: FileModel, cls: ClassInfo, m: Functio
             continue
         out.append(DroppedEvent(m, a.node, file.code(target), ev, recorder[0], recorder[1]))
     return out
+
+
+def class_joins(project, file, cls, wanted: str, skip=None, depth: int = 0) -> bool:
+    """Does a method of ``cls`` (or of a project base class, three levels up) other than ``skip`` wait for
+    or synchronize the stream ``wanted`` (``self.reduction_stream``)?"""
+    if depth > 3:
+        return False
+
+    def names(method, expr: cst.BaseExpression) -> bool:
+        if file.code(expr).replace('"', "'") == wanted:
+            return True
+        if isinstance(expr, cst.Name):  # a local bound to it (on some branch)
+            for value in method.name_assigns.get(expr.value, ()):
+                options = [value.body, value.orelse] if isinstance(value, cst.IfExp) else [value]
+                if any(file.code(o).replace('"', "'") == wanted for o in options):
+                    return True
+        return False
+
+    for method in cls.methods.values():
+        if method is skip:
+            continue
+        for site in method.calls:
+            if site.method == "wait_stream" and any(names(method, a.value) for a in site.node.args[:1]) \
+                    or site.method == "synchronize" and isinstance(site.node.func, cst.Attribute) \
+                    and names(method, site.node.func.value):
+                return True
+    for base in cls.bases:
+        sym = project.symbol(base, file)
+        if sym is not None and isinstance(sym[0], ClassInfo) \
+                and class_joins(project, sym[1], sym[0], wanted, skip, depth + 1):
+            return True
+    return False
+
+
+def holder_joins(project, file, fn, stream: str) -> bool:
+    """``self.hc._gate_stream``, left with work by ``self.hc.mix(...)`` (a method of the held object's class,
+    run inline): another method of that class joins its own ``self._gate_stream`` (``combine`` waits on it
+    before reading what ``mix`` returned), the class's protocol for the results it hands back."""
+    parts = stream.split(".")
+    if len(parts) != 3 or parts[0] != "self" or fn.class_name is None:
+        return False
+    holder = f"self.{parts[1]}"
+    cls = file.classes.get(fn.class_name)
+    for method in (cls.methods.values() if cls is not None else (fn,)):
+        for site in method.calls:
+            func = site.node.func
+            if not (isinstance(func, cst.Attribute) and file.code(func.value) == holder):
+                continue
+            found = project.call_target(file, site)
+            if found is None or found[0].class_name is None:
+                continue
+            owner = found[1].classes.get(found[0].class_name)
+            if owner is not None and class_joins(project, found[1], owner, f"self.{parts[2]}", found[0]):
+                return True
+    return False
+
+
+def sibling_consumer_waits(file, fn, returned: cst.BaseExpression | None) -> bool:
+    """``return hidden_states, event, hook`` where a sibling method of the class takes exactly these as its
+    parameters (``def combine_b(self, hidden_states, event, hook)``) and waits on one of them or calls it
+    (``event.current_stream_wait()``, ``hook()``): the tuple is the sibling's argument list, handed back
+    with the join handle the library returned with the tensors; the consumer owns the wait."""
+    if fn.class_name is None or not isinstance(returned, cst.Tuple):
+        return False
+    names = [el.value.value for el in returned.elements if isinstance(el.value, cst.Name)]
+    if len(names) < 2 or len(names) != len(returned.elements):
+        return False
+    cls = file.classes.get(fn.class_name)
+    for method in (cls.methods.values() if cls is not None else ()):
+        params = [p for p in method.params if p != "self"]
+        if method is fn or params != names:
+            continue
+        for site in method.calls:
+            func = site.node.func
+            if isinstance(func, cst.Name) and func.value in params[1:]:
+                return True  # `hook()`: a completion hook
+            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
+                    and func.value.value in params[1:] and ("wait" in func.attr.value
+                                                            or func.attr.value == "synchronize"):
+                return True  # `event.current_stream_wait()`, `work.wait()`
+    return False

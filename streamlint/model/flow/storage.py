@@ -13,6 +13,8 @@ import re
 from streamlint._lazy import cst
 from streamlint.model.file import ClassInfo
 from streamlint.model.flow.escapes import events_in, self_field
+from streamlint.model.flow.hostargs import host_by_callers, worker_thread_only
+from streamlint.model.flow.protocols import class_joins, holder_joins, sibling_consumer_waits
 from streamlint.model.flow.leaves import callers_view, left_on_side_streams, unordered_caller
 from streamlint.model.flow.results import EarlyRecord, Lifetime, Race, Unjoined, ViewEscape
 from streamlint.model.flow.values import (
@@ -196,13 +198,14 @@ class Storages:
         for tv in ws:
             self.access(st, tv, s, t, know, True)
         st.last_op[s] = t
-        if not isinstance(self.anchor, (cst.If, cst.While, cst.For, cst.With)):  # not a host test's operand
+        host = self.host_depth or bool(rs) and not self.h2d and self.host_result(st, node, rs)
+        if not host and not isinstance(self.anchor, (cst.If, cst.While, cst.For, cst.With)):  # (a host test's operand)
             st.work[s] = t
             if s != MAIN and self.depth == 0 and self.anchor is not None:
                 self.op_sites.setdefault(s, []).append((t, self.anchor))
         if not result:
             return None
-        if rs and not self.h2d and self.host_result(st, node, rs):
+        if host:
             return self.new_tensor(st, self.new_storage(st, "host", s, None, None).sid)  # a CPU op on host data
         snap = dict(know)
         snap[s] = t
@@ -283,6 +286,10 @@ class Storages:
         if earlier.time < self.handshake_time and earlier.stream == MAIN \
                 and s.rsplit(".", 1)[-1] in self.handshake_forks:
             return  # the thread that woke this one forked ``s`` from the current stream before it signalled
+        if S.kind == "arg" and earlier.time <= self.entry_time and S.name \
+                and (host_by_callers(self.project, self.file, self.fn, S.name)
+                     or worker_thread_only(self.project, self.file, self.fn)):
+            return  # a host tensor handed in (no stream produced it), or a caller on a worker thread
         protocol = self.protocol_sources.get(S.sid) if S.last_write is earlier else None
         if protocol is not None and (kind != "read" or replay):
             return  # a class protocol says who must join before a read, not what a later write may do
@@ -327,6 +334,7 @@ class Storages:
             if lw is None or lw.stream == MAIN or lw.node is None or ordered_before(lw, know):
                 continue
             if self.event_handed_over(st, lw, returned) or sid not in held and self.joined_elsewhere(lw.stream) \
+                    or isinstance(node, cst.Return) and sibling_consumer_waits(self.file, self.fn, node.value) \
                     or self.caller_may_join(lw.stream):
                 continue
             saved, self.anchor = self.anchor, node
@@ -391,23 +399,16 @@ class Storages:
             m in ("wait_stream", "wait_event") and "current_stream" in recv for m, recv, _ in calls)
 
     def joined_elsewhere(self, stream: str) -> bool:
-        """Another method of the class waits for (or synchronizes) this ``self.*`` stream."""
+        """Another method of the class, or of a project base class it inherits the protocol from, waits for
+        (or synchronizes) this ``self.*`` stream, by name or through a local bound to it (``stream =
+        self.reduction_stream if overlap else current_stream()`` ... ``current_stream().wait_stream(stream)``);
+        for a stream of an object it holds (``self.hc._gate_stream``), a method of that object's class."""
         if not stream.startswith("self."):
             return False
         cls = self.file.classes.get(self.fn.class_name or "")
-        if cls is None:
-            return False
-        wanted = stream.replace('"', "'")
-        for method in cls.methods.values():
-            if method is self.fn:
-                continue
-            for site in method.calls:
-                if site.method == "wait_stream" and any(wanted == self.file.code(a.value).replace('"', "'")
-                                                        for a in site.node.args) \
-                        or site.method == "synchronize" and isinstance(site.node.func, cst.Attribute) \
-                        and self.file.code(site.node.func.value).replace('"', "'") == wanted:
-                    return True
-        return False
+        if cls is not None and class_joins(self.project, self.file, cls, stream.replace('"', "'"), self.fn):
+            return True
+        return holder_joins(self.project, self.file, self.fn, stream)
 
     def label(self, st: State, sid: int) -> str | None:
         """A variable bound to storage ``sid`` now, preferring one written in the current statement."""

@@ -13,11 +13,39 @@ from streamlint._lazy import cst
 from streamlint.model.flow.values import EVal, State, TVal, merge_clock, ordered_before
 from streamlint.model.streams import EVENT, MAIN, STREAM
 from streamlint.model.tensors import ESCAPE_METHODS
+from streamlint.model.syntax import local_nodes
 from streamlint.model.walk import children
 
 # A stream's raw runtime handle (``torch.npu.Stream.npu_stream``, ``torch.cuda.Stream.cuda_stream``), handed to
 # native libraries (ctypes / pybind collectives and kernels) to queue their work on that stream.
 NATIVE_STREAM_HANDLES = frozenset({"npu_stream", "cuda_stream"})
+
+
+def collection_waited(fn, arg: cst.BaseExpression) -> bool | None:
+    """``for producer in streams: side.wait_stream(producer)``: a wait on each element of a collection of
+    streams the flow cannot resolve (``bucket.copy_streams or {current_stream()}``, the streams that wrote
+    into a buffer). True when the collection lists the current stream (its expression, or the one assigned
+    to its name, calls ``current_stream()``): the waiter is ordered after it; False when the members are
+    unknown: one of them may be the caller's stream, so what the caller produced before the call is taken
+    as ordered (precision first). None when ``arg`` is no such loop element."""
+    if fn is None or not isinstance(arg, cst.Name):
+        return None
+    loops = [n for n in local_nodes(fn.node) if isinstance(n, cst.For) and isinstance(n.target, cst.Name)
+             and n.target.value == arg.value]
+    if len(loops) != 1:
+        return None
+    iters = [loops[0].iter]
+    if isinstance(loops[0].iter, cst.Name):
+        iters += [a.value for a in local_nodes(fn.node) if isinstance(a, cst.Assign) and len(a.targets) == 1
+                  and isinstance(a.targets[0].target, cst.Name) and a.targets[0].target.value == loops[0].iter.value]
+    calls = [n for e in iters for n in local_nodes(e) if isinstance(n, cst.Call)]
+    if any(isinstance(c.func, (cst.Name, cst.Attribute)) and (c.func.value if isinstance(c.func, cst.Name)
+           else c.func.attr.value) == "current_stream" for c in calls):
+        return True
+    if isinstance(loops[0].iter, cst.Call) and isinstance(loops[0].iter.func, cst.Name) \
+            and loops[0].iter.func.value in ("range", "enumerate", "zip"):
+        return None  # (indices, pairs: not the streams themselves)
+    return False
 
 
 class SyncMethods:
@@ -28,6 +56,10 @@ class SyncMethods:
             waiter = self.stream_key(st, recv, e.func.value)
             producer = self.stream_key(st, self.ev(st, arg0), arg0)
             self.wait_stream(st, waiter, producer)
+            members = collection_waited(self.cfn, arg0)
+            if members is not None:  # `for s in producer_streams: side.wait_stream(s)`: every member waited
+                snap = st.vc.setdefault(waiter, {})  # (the current stream listed: all it queued so far; else
+                snap[MAIN] = max(snap.get(MAIN, -1), self.clock if members else self.entry_time)  # the caller's)
             return True, None
         if name == "wait_event" and arg0 is not None:
             self.wait_event(st, self.stream_key(st, recv, e.func.value), self.event_key(st, self.ev(st, arg0), arg0))
@@ -124,6 +156,8 @@ class SyncMethods:
         with the current stream in a way the flow cannot see; precision first, each is taken as ordered with
         the current stream both ways from here. Returns False: the call is then evaluated as usual."""
         target = site.target if site is not None else None
+        if target and target.split(".")[0] not in ("torch", "torch_npu", "torchair") and not self.depth:
+            self.hand_owners(st, e)
         root = e.func
         while isinstance(root, cst.Attribute):
             root = root.value
@@ -138,6 +172,20 @@ class SyncMethods:
                 self.wait_stream(st, st.cur, stream)  # an untyped value this function queued work on as one)
                 self.wait_stream(st, stream, st.cur)
         return False
+
+    def hand_owners(self, st: State, e: cst.Call) -> None:
+        """``general_gemm(..., ub=ub_obj)``: an object handed to a call outside torch that the flow does not
+        see into (a library, or a project wrapper reaching one) may own streams (a userbuffers communicator)
+        that the library orders with the current stream when it launches there (TE makes the communicator's
+        send / recv streams wait on the main stream). A stream later taken from that object in this function
+        (``send, recv = ub_obj.get_communication_stream()``) is taken as ordered after what the current
+        stream had queued at that call (orderings.scope_stream)."""
+        snap = dict(st.know(st.cur))
+        snap[st.cur] = self.clock
+        for arg in e.args:
+            if isinstance(arg.value, cst.Name) and not isinstance(st.env.get(arg.value.value), (TVal, EVal)) \
+                    and self.kind_of(st, st.env.get(arg.value.value)) is None:
+                merge_clock(self.handed_owners.setdefault(arg.value.value, {}), snap)
 
     def native_launch(self, st: State, e: cst.Call) -> bool:
         """``lib.CommAllReduce(buf(x.data_ptr()), buf(y.data_ptr()), n, comm, handle(s.npu_stream))``: a

@@ -216,8 +216,9 @@ HOST_SIGNAL_RECEIVE_METHODS = frozenset({"wait", "is_set", "get", "get_nowait", 
 # streams: a parameter annotated ``threading.Event`` is a host flag (its ``set()`` a completion signal), not a
 # device event whose ``wait()`` / ``synchronize()`` would order streams.
 HOST_SYNC_MODULES = frozenset({"threading", "multiprocessing", "asyncio", "queue", "concurrent", "torch.multiprocessing"})
-# Methods only a host event has (``threading.Event``): a parameter they are called on is no device event.
-HOST_EVENT_METHODS = frozenset({"set", "clear", "is_set"})
+# Methods only a host event has (``threading.Event``): a parameter they are called on is no device event
+# (``clear`` too, when the same name is waited on: a list's ``clear()`` alone says nothing).
+HOST_EVENT_METHODS = frozenset({"set", "is_set"})
 SPECS: dict[str, ApiSpec] = {spec.qualname: spec for spec in _SPECS}
 for _name in GRAPH_BREAK_CALLS:
     SPECS.setdefault(_name, ApiSpec(_name, Role.GRAPH_BREAK, None))

@@ -269,11 +269,12 @@ def param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict[str
         if name in params and name not in kinds:
             kinds[name] = kind
 
-    for site in fn.calls:  # `flag.set()` / `flag.clear()`: a host event (``threading.Event``), whatever else it does
-        func = site.node.func
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
-                and func.attr.value in apis.HOST_EVENT_METHODS and not site.node.args:
-            note(func.value.value, "other")
+    # `flag.set()`, `flag.is_set()`, `flag.wait(); flag.clear()`: a host event (``threading.Event``), no device one
+    bare = {(f.value.value, f.attr.value) for f in (s.node.func for s in fn.calls)
+            if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name)}
+    for name, method in bare:
+        if method in apis.HOST_EVENT_METHODS or method == "clear" and (name, "wait") in bare:
+            note(name, "other")
     own = f"{file.module_name}.{fn.class_name}." if fn.class_name else None
     project_methods = {name for cls in file.classes.values() for name in cls.methods}
     fielded = field_reads(fn.node.body, params, META_ATTRS | VIEW_ATTRS | {"grad", "data"})

@@ -167,7 +167,8 @@ def test_tensor_typing_lives_in_one_module() -> None:
 # The layers of streamlint/model (see streamlint/model/__init__.py): a module may import its own layer
 # and the layers below, never one above.
 LAYERS = {
-    1: {"apis", "file", "uses", "syntax", "walk", "positions", "options", "lifetimes", "summary", "bytescan"},
+    1: {"apis", "file", "uses", "syntax", "walk", "positions", "options", "lifetimes", "summary", "bytescan",
+        "placement"},
     2: {"project", "paths", "compile", "wrappers", "queries", "streams", "accelerators", "captures", "stepstate"},
     3: {"tensors", "tensoruse", "dataflow", "flow", "breaks", "waits", "families", "scopes", "environment",
         "recorders", "handoffs"},

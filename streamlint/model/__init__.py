@@ -25,6 +25,7 @@ Layer 1 — one file, no knowledge of other files
     ``walk`` / ``positions``   traversal and source positions over LibCST
     ``lifetimes``   which tensors live as long as the module (parameters, buffers, globals)
     ``options``     the user options the model reads (execution path, declared wrappers)
+    ``placement``   which factory calls and copies give host (CPU) memory (``device="cpu"``, ``pin_memory``)
     ``summary``     what may this module call (compile APIs, names), from ``ast`` and bytes, without
                     LibCST: which files a project-wide question must parse (cached by content hash)
 

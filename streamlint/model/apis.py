@@ -209,6 +209,16 @@ HOST_SIGNAL_METHODS = frozenset({"put", "put_nowait", "send", "send_bytes", "sen
 # ... and those among them that signal with no argument (``done.set()``): with arguments ``set`` is too common a
 # name (a dict-like store, a config setter) to read as a signal.
 HOST_SIGNAL_BARE_METHODS = frozenset({"set"})
+# ... and the methods by which the receiving side waits for such a signal (``flag.wait()``, ``q.get()``).
+HOST_SIGNAL_RECEIVE_METHODS = frozenset({"wait", "is_set", "get", "get_nowait", "recv", "recv_bytes", "recv_pyobj",
+                                         "result", "poll"})
+# Modules whose ``Event`` / ``Condition`` / ``Queue`` classes synchronise host threads or processes, not device
+# streams: a parameter annotated ``threading.Event`` is a host flag (its ``set()`` a completion signal), not a
+# device event whose ``wait()`` / ``synchronize()`` would order streams.
+HOST_SYNC_MODULES = frozenset({"threading", "multiprocessing", "asyncio", "queue", "concurrent", "torch.multiprocessing"})
+# Methods only a host event has (``threading.Event``): a parameter they are called on is no device event
+# (``clear`` too, when the same name is waited on: a list's ``clear()`` alone says nothing).
+HOST_EVENT_METHODS = frozenset({"set", "is_set"})
 SPECS: dict[str, ApiSpec] = {spec.qualname: spec for spec in _SPECS}
 for _name in GRAPH_BREAK_CALLS:
     SPECS.setdefault(_name, ApiSpec(_name, Role.GRAPH_BREAK, None))

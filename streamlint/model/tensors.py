@@ -23,6 +23,9 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
+from streamlint.model.placement import (  # noqa: F401  (re-exported: the host-placement helpers)
+    BLOCKING_HOST_READS, HOST_COPY_METHODS, HOST_FACTORIES, host_factory, host_placed, host_target,
+)
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, host_annotation, host_param, string_value
 from streamlint.model.streams import EVENT, STREAM, annotation_kind, derived
 from streamlint.model.syntax import class_field_annotation, field_reads, target_names
@@ -152,53 +155,6 @@ def device_like(expr: cst.BaseExpression) -> bool:
     return name.rsplit(".", 1)[-1] in ("device", "dev", "_device") or name.endswith("_device")
 
 
-# Host (CPU) tensors: device data races and allocator reuse concern device memory only (issue 16 §3,
-# "Only device data races"). A torch factory without a ``device=`` builds its tensor on the host
-# (``torch.tensor(list)``, ``torch.randint(...)``, ``torch.arange(n)``); ``torch.from_numpy`` always does.
-HOST_FACTORIES = frozenset({"tensor", "as_tensor", "asarray", "from_numpy", "frombuffer", "arange", "zeros", "ones",
-                            "full", "empty", "rand", "randn", "randint", "randperm", "linspace", "logspace", "eye",
-                            "empty_strided"})
-HOST_COPY_METHODS = frozenset({"cpu", "pin_memory"})  # a host tensor results whatever the receiver is
-
-
-# Methods that hand a tensor's data to the host: the host blocks until the stream has produced it
-# (issue 16 §3, "Blocking transfers synchronise").
-BLOCKING_HOST_READS = frozenset({"item", "tolist", "cpu", "numpy"})
-
-
-def _names_host(expr: cst.BaseExpression) -> bool:
-    sv = string_value(expr)
-    if sv is not None:
-        return sv == "cpu" or sv.startswith("cpu:")
-    if isinstance(expr, cst.Call) and dotted(expr.func) in ("torch.device", "device") and expr.args:
-        return _names_host(expr.args[0].value)
-    return False
-
-
-def host_factory(target: str | None, call: cst.Call) -> bool:
-    """Does this torch factory call build a host tensor (no ``device=``, or ``device="cpu"``)? The data
-    argument of ``torch.tensor`` / ``torch.as_tensor`` may itself be a tensor: the caller checks that."""
-    if not target or not target.startswith("torch.") or target.count(".") != 1:
-        return False
-    last = target.rsplit(".", 1)[-1]
-    if last not in HOST_FACTORIES:
-        return False
-    if last in ("from_numpy", "frombuffer"):
-        return True
-    device = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"), None)
-    return device is None or _names_host(device)
-
-
-def host_target(call: cst.Call, method: str) -> bool:
-    """``x.cpu()``, ``x.pin_memory()``, ``x.to("cpu")``: a host tensor results."""
-    if method in HOST_COPY_METHODS:
-        return True
-    if method == "to":
-        first = next((a.value for a in call.args if a.keyword is None or a.keyword.value == "device"), None)
-        return first is not None and _names_host(first)
-    return False
-
-
 def non_blocking(call: cst.Call) -> bool:  # anything but an absent or literal False may be asynchronous
     arg = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "non_blocking"), None)
     return arg is not None and not (isinstance(arg, cst.Name) and arg.value == "False")
@@ -273,6 +229,11 @@ _NON_TENSOR_RECEIVER_METHODS = frozenset({"get", "items", "keys", "values", "app
                                  "train", "eval", "register_forward_hook", "register_forward_pre_hook"})
 
 
+def _host_sync_class(qualname: str) -> bool:
+    """A class of a host threading / multiprocessing module (``threading.Event``, ``mp.Queue``)."""
+    return any(qualname == m or qualname.startswith(m + ".") for m in apis.HOST_SYNC_MODULES)
+
+
 def param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict[str, str]:
     """What each parameter evidently is: STREAM, EVENT, "container", "tensor", or absent (unknown).
 
@@ -290,7 +251,10 @@ def param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict[str
         if ann is None:
             continue
         code = cst.Module([]).code_for_node(ann.annotation)
-        if any(c in code for c in _CONTAINER_ANNOTATIONS):
+        resolved = file.resolve(ann.annotation, fn) if isinstance(ann.annotation, (cst.Name, cst.Attribute)) else None
+        if resolved is not None and _host_sync_class(resolved):
+            kinds[p.name.value] = "other"  # `flag: threading.Event`: a host thread's flag, no device event
+        elif any(c in code for c in _CONTAINER_ANNOTATIONS):
             kinds[p.name.value] = "container"
         elif "Stream" in code:
             kinds[p.name.value] = STREAM
@@ -305,6 +269,12 @@ def param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict[str
         if name in params and name not in kinds:
             kinds[name] = kind
 
+    # `flag.set()`, `flag.is_set()`, `flag.wait(); flag.clear()`: a host event (``threading.Event``), no device one
+    bare = {(f.value.value, f.attr.value) for f in (s.node.func for s in fn.calls)
+            if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name)}
+    for name, method in bare:
+        if method in apis.HOST_EVENT_METHODS or method == "clear" and (name, "wait") in bare:
+            note(name, "other")
     own = f"{file.module_name}.{fn.class_name}." if fn.class_name else None
     project_methods = {name for cls in file.classes.values() for name in cls.methods}
     fielded = field_reads(fn.node.body, params, META_ATTRS | VIEW_ATTRS | {"grad", "data"})

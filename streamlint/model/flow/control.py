@@ -246,6 +246,8 @@ class ControlFlow:
                     if held:  # the local list now holds them: handing it back hands them back
                         name = target.value.value
                         st.held[name] = tuple(dict.fromkeys(st.held.get(name, ()) + held))
+                else:  # a slot of a slot (`state[mode]["scale"] = host`): the outer container holds pending copies
+                    self.hold_pending(st, target, v)
 
     def record_object(self, st: State, name: str, call: cst.Call) -> None:
         """``ctx = StepEvents(done=events[layer][KEY])``: ``ctx.done`` is that event (promises.py)."""

@@ -7,7 +7,6 @@ generic torch / project calls (:meth:`Expressions.generic`), or inlined helpers 
 from __future__ import annotations
 
 import re
-
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
@@ -51,8 +50,7 @@ from streamlint.model.tensors import (
     VIEW_ATTRS,
     VIEW_METHODS,
     device_like,
-    host_factory,
-    host_target,
+    host_factory, host_placed, host_target,
     non_blocking,
     return_kind,
     tensor_method,
@@ -447,6 +445,8 @@ class Expressions:
         if last in LIKE_FACTORIES or (last in EMPTY_FACTORIES and target and target.startswith("torch")):
             for arg in e.args:
                 self.ev(st, arg.value)
+            if host_placed(e):  # `torch.empty_like(x, device="cpu")`, `x.new_zeros(n, pin_memory=True)`: host memory
+                return self.host_tensor(st)
             return self.alloc(st, e) if last in EMPTY_FACTORIES else self.op(st, e, [])
         name = target[len("torch."):] if target and target.startswith("torch.") else None
         if name in VIEW_METHODS or name in MULTI_VIEW_METHODS:  # torch.split(x, ...): views of x, like x.split
@@ -567,7 +567,8 @@ class Expressions:
         if name in LIKE_FACTORIES:
             for arg in e.args:
                 self.ev(st, arg.value)
-            return self.alloc(st, e) if name in EMPTY_FACTORIES else self.op(st, e, [])
+            return self.host_tensor(st) if host_placed(e) else \
+                self.alloc(st, e) if name in EMPTY_FACTORIES else self.op(st, e, [])
         if name.endswith("_") and not name.startswith("_"):
             _, reads, writes = self.call_args(st, e)
             overwrite = name in OVERWRITE_METHODS

@@ -6,7 +6,8 @@ stream until a host synchronisation covers the copy (``stream.synchronize()``, `
 an event recorded after it, a device-wide ``synchronize()``, a blocking transfer such as ``.item()`` on
 that stream: ``Orderings.sync_*``, ``st.host``). The host reading a pending tensor — a conversion to Python
 values, formatting, a CPU op, a branch test, handing it to a file, a serialiser, a queue or a socket (the API
-table's ``HOST_CONSUMER_*``) — reads bytes the device has not written yet (SL201 at the read, the copy as
+table's ``HOST_CONSUMER_*``), also through a local container whose slots (nested ones too:
+``state[mode]["amax"] = host``) hold it — reads bytes the device has not written yet (SL201 at the read, the copy as
 the related location). Returning or storing a pending tensor is no read: its holder may synchronise an
 event recorded after the copy before it reads (vLLM-style async outputs); nor are its metadata (shape,
 dtype, numel), ``is None`` tests, views, or a copy back to the device (ordered by the stream).
@@ -112,8 +113,10 @@ class HostReads:
             return
         for node in data_names(expr):
             v = st.env.get(node.value)
-            for tv in self._held(v):
-                S = st.stores.get(tv.sid)
+            # the tensors it is, and those a local container holds in its slots (``state["scale"] = host``)
+            sids = [tv.sid for tv in self._held(v)] + list(st.held.get(node.value, ()))
+            for sid in sids:
+                S = st.stores.get(sid)
                 if S is not None and S.d2h is not None:
                     self._consume(st, S.d2h, node.value, consumer)
 
@@ -170,6 +173,19 @@ class HostReads:
             return
         for arg in e.args:
             self.host_read(st, arg.value, consumer)
+
+    def hold_pending(self, st: State, target: cst.Subscript, v: object) -> None:
+        """``state[mode]["scale"] = host``: the local container at the root of a nested slot holds the host
+        tensors a pending device-to-host copy fills; the host reading the container (``pickle.dumps(state)``)
+        reads them (``host_read``)."""
+        root = target.value
+        while isinstance(root, cst.Subscript):
+            root = root.value
+        if not isinstance(root, cst.Name) or root.value not in st.env:
+            return
+        held = tuple(tv.sid for tv in self._held(v) if tv.sid in st.stores and st.stores[tv.sid].d2h is not None)
+        if held:
+            st.held[root.value] = tuple(dict.fromkeys(st.held.get(root.value, ()) + held))
 
     @staticmethod
     def _held(v: object) -> list[TVal]:

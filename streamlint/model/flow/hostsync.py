@@ -11,7 +11,12 @@ the side stream still runs (SL201 at the signal, the scope as the related locati
 Not reported: work the host synchronised (``st.host``) or the current stream already waits for (a later
 blocking transfer on it covers it too), an event recorded after the work and handed along with the signal
 (the receiver synchronises it: ``Expressions.handoff``), a stream some other function of the project
-waits for or synchronises (the receiver joins it itself: ``leaves.stream_joined_elsewhere``), scopes of
+waits for or synchronises (the receiver joins it itself: ``leaves.stream_joined_elsewhere``) — a stream only
+*forked* elsewhere (``S.wait_stream(cur)``: S made to wait, nothing ordered after it) counts only while no
+receiver of the signal is known to ignore it: when every function that waits on the signal's channel
+(``flag.wait()``, ``q.get()``) reads on without running on that stream or joining it, the fork protects
+nothing the receiver does (``receivers_continue``; a worker thread that goes on on the same stream is
+stream-ordered after the work and stays silent), scopes of
 inlined helpers (reported in their own function), the current stream's own work (the receiver's stream
 order is unknown), and code that is not run eagerly (a captured or compiled region sends nothing at trace
 time).
@@ -27,12 +32,13 @@ the device finished (SL201 at the record, medium: the consumer is presumed).
 from __future__ import annotations
 
 from streamlint._lazy import cst
-from streamlint.model.apis import HOST_SIGNAL_BARE_METHODS, HOST_SIGNAL_METHODS
+from streamlint.model.apis import HOST_SIGNAL_BARE_METHODS, HOST_SIGNAL_METHODS, HOST_SIGNAL_RECEIVE_METHODS
 from streamlint.model.flow.hostreads import data_names
-from streamlint.model.flow.leaves import stream_joined_elsewhere, stream_name
+from streamlint.model.flow.leaves import JOIN_METHODS, names_stream, stream_joined_elsewhere, stream_name
+from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.flow.results import HostRead
 from streamlint.model.flow.values import EVal, State, TVal, TupVal
-from streamlint.model.streams import MAIN
+from streamlint.model.streams import MAIN, derived
 
 
 class HostSyncs:
@@ -65,7 +71,9 @@ class HostSyncs:
                    if key in self.handed_events):
                 continue  # an event recorded after the work, stored for its waiter
             name = stream_name(run.stream)
-            if name is not None and stream_joined_elsewhere(self.project, name):
+            if name is not None and stream_joined_elsewhere(self.project, name) and not (
+                    not stream_joined_elsewhere(self.project, name, forks=False)
+                    and receivers_continue(self.project, signal_name(recv), name) is False):
                 continue  # the receiver (or another method) synchronises that stream itself
             if id(self.anchor) not in self.host_reads:
                 self.host_reads[id(self.anchor)] = HostRead(self.anchor, self.cfile.code(recv), run.stream,
@@ -108,3 +116,47 @@ class HostSyncs:
         for ident, (key, found) in self.dropped.items():
             if (key in self.waited_events or key in self.handed_events) and ident not in self.host_reads:
                 self.host_reads[ident] = found
+
+
+def signal_name(recv: cst.BaseExpression) -> str | None:
+    """The name a signal's channel is known by in other code: ``self.done_queue`` -> ``done_queue``."""
+    if isinstance(recv, cst.Attribute):
+        return recv.attr.value
+    return recv.value if isinstance(recv, cst.Name) else None
+
+
+def receivers_continue(project, channel: str | None, stream: str) -> bool | None:
+    """Does a receiver of the signal channel ``channel`` (a function of the project that waits on it:
+    ``channel.wait()``, ``channel.get()``) go on with the signalled stream ``stream`` itself (runs work in a
+    ``stream(...)`` scope of it, joins or synchronises it)? Then that side's work is ordered after the signalled
+    work on the same stream (a worker thread handed the stream). None when no receiver is found (unknown: the
+    silent answer for the caller), False when every receiver found ignores the stream: it reads what the work
+    produced on its own stream."""
+    if channel is None:
+        return None
+    memo = derived(project, "signal_receivers_continue")
+    key = (channel, stream)
+    if key in memo:
+        return memo[key]
+    memo[key] = None
+    paths = [path for path in project.all_files() if project.may_contain(path, (channel.encode(),))]
+    if len(paths) > MAX_CALLER_FILES:
+        return None
+    found = False
+    for model in filter(None, map(project.file, paths)):
+        for fn in model.iter_functions():
+            if not any(site.method in HOST_SIGNAL_RECEIVE_METHODS and isinstance(site.node.func, cst.Attribute)
+                       and names_stream(site.node.func.value, channel) for site in fn.calls):
+                continue
+            found = True
+            for site in fn.calls:
+                func = site.node.func
+                if site.method != "stream" and site.method not in JOIN_METHODS:
+                    continue
+                if isinstance(func, cst.Attribute) and site.method in JOIN_METHODS \
+                        and names_stream(func.value, stream) \
+                        or any(names_stream(a.value, stream) for a in site.node.args):
+                    memo[key] = True
+                    return True
+    memo[key] = False if found else None
+    return memo[key]

@@ -32,7 +32,7 @@ from streamlint.model.syntax import contains
 if TYPE_CHECKING:
     from streamlint.model.project import Project
 
-_JOINS = ("wait_stream", "synchronize", "record_event", "record", "wait_event", "query")
+_JOINS = JOIN_METHODS = ("wait_stream", "synchronize", "record_event", "record", "wait_event", "query")
 _JOIN_MARKERS = tuple(f".{name}(".encode() for name in _JOINS)
 
 
@@ -44,7 +44,7 @@ def stream_name(stream: str) -> str | None:
     return stream.rsplit(".", 1)[-1]
 
 
-def _names(node: cst.CSTNode | None, name: str) -> bool:
+def names_stream(node: cst.CSTNode | None, name: str) -> bool:
     """Does the expression end in the stream's name (``x.name``, ``name``, ``x.name[i]``)?"""
     while isinstance(node, cst.Subscript):
         node = node.value
@@ -78,8 +78,8 @@ def stream_joined_elsewhere(project: Project, name: str, forks: bool = True) -> 
                     func = site.node.func
                     args = [a.value for a in site.node.args]
                     receiver = forks or site.method not in ("wait_stream", "wait_event")
-                    if receiver and isinstance(func, cst.Attribute) and _names(func.value, name) \
-                            or any(_names(a, name) for a in args):
+                    if receiver and isinstance(func, cst.Attribute) and names_stream(func.value, name) \
+                            or any(names_stream(a, name) for a in args):
                         memo[key] = True
                         return True
     return memo[key]

@@ -1,0 +1,71 @@
+"""Host (CPU) placement of tensors: which factory calls and copies give host memory.
+
+Device data races and allocator reuse concern device memory only (issue 16 §3, "Only device data races"):
+the interpreter gives a host tensor no stream; a non-blocking copy into one is pending until the host
+synchronises (:mod:`streamlint.model.flow.hostreads`).
+"""
+
+from __future__ import annotations
+
+from streamlint._lazy import cst
+from streamlint.model.file import dotted, string_value
+
+
+# Host (CPU) tensors: device data races and allocator reuse concern device memory only (issue 16 §3,
+# "Only device data races"). A torch factory without a ``device=`` builds its tensor on the host
+# (``torch.tensor(list)``, ``torch.randint(...)``, ``torch.arange(n)``); ``torch.from_numpy`` always does.
+HOST_FACTORIES = frozenset({"tensor", "as_tensor", "asarray", "from_numpy", "frombuffer", "arange", "zeros", "ones",
+                            "full", "empty", "rand", "randn", "randint", "randperm", "linspace", "logspace", "eye",
+                            "empty_strided"})
+HOST_COPY_METHODS = frozenset({"cpu", "pin_memory"})  # a host tensor results whatever the receiver is
+
+
+# Methods that hand a tensor's data to the host: the host blocks until the stream has produced it
+# (issue 16 §3, "Blocking transfers synchronise").
+BLOCKING_HOST_READS = frozenset({"item", "tolist", "cpu", "numpy"})
+
+
+def _names_host(expr: cst.BaseExpression) -> bool:
+    sv = string_value(expr)
+    if sv is not None:
+        return sv == "cpu" or sv.startswith("cpu:")
+    if isinstance(expr, cst.Call) and dotted(expr.func) in ("torch.device", "device") and expr.args:
+        return _names_host(expr.args[0].value)
+    return False
+
+
+def host_factory(target: str | None, call: cst.Call) -> bool:
+    """Does this torch factory call build a host tensor (no ``device=``, or ``device="cpu"``)? The data
+    argument of ``torch.tensor`` / ``torch.as_tensor`` may itself be a tensor: the caller checks that."""
+    if not target or not target.startswith("torch.") or target.count(".") != 1:
+        return False
+    last = target.rsplit(".", 1)[-1]
+    if last not in HOST_FACTORIES:
+        return False
+    if last in ("from_numpy", "frombuffer"):
+        return True
+    device = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"), None)
+    return device is None or _names_host(device)
+
+
+def host_placed(call: cst.Call) -> bool:
+    """A factory call that places its tensor in host memory by keyword: ``device="cpu"`` or
+    ``pin_memory=True`` (``torch.empty_like(x, device="cpu")``, ``x.new_zeros(n, pin_memory=True)``)."""
+    for a in call.args:
+        if a.keyword is None:
+            continue
+        if a.keyword.value == "device" and _names_host(a.value):
+            return True
+        if a.keyword.value == "pin_memory" and isinstance(a.value, cst.Name) and a.value.value == "True":
+            return True
+    return False
+
+
+def host_target(call: cst.Call, method: str) -> bool:
+    """``x.cpu()``, ``x.pin_memory()``, ``x.to("cpu")``: a host tensor results."""
+    if method in HOST_COPY_METHODS:
+        return True
+    if method == "to":
+        first = next((a.value for a in call.args if a.keyword is None or a.keyword.value == "device"), None)
+        return first is not None and _names_host(first)
+    return False

@@ -178,7 +178,7 @@ class Expressions:
             body = self.ev(st, e.body)
             self.ev(st, e.orelse)
             return body
-        if isinstance(e, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+        if isinstance(e, (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp)):
             return self.comprehension(st, e)
         if isinstance(e, cst.Await):
             return self.ev(st, e.expression)
@@ -188,7 +188,10 @@ class Expressions:
         """A comprehension over a tracked tensor value (a tensor, the ``*inputs`` handed in) binds its
         target to an element: a view of that storage, so what the element expression does to it (read
         it on this stream) is an access of the collection's memory. A list of such views (``[t.detach()
-        for t in inputs]``) is a view of the same storage: handed on, it is still the caller's tensors."""
+        for t in inputs]``) is a view of the same storage: handed on, it is still the caller's tensors. A
+        selection of an untracked collection's own elements is that collection (:meth:`selection`)."""
+        if (selected := self.selection(st, e)) is not None:
+            return selected
         saved = dict(st.env)
         f = e.for_in
         walked: set[int] = set()
@@ -203,7 +206,7 @@ class Expressions:
             for n in target_names(f.target):
                 st.env[n] = element
             f = f.inner_for_in
-        v = self.ev(st, e.elt)
+        v = self.ev(st, e.value if isinstance(e, cst.DictComp) else e.elt)
         st.env = saved
         if isinstance(e, (cst.ListComp, cst.GeneratorExp)) and isinstance(v, TVal) and v.sid in walked:
             return self.new_tensor(st, v.sid, v.vid)

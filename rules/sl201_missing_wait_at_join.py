@@ -238,6 +238,16 @@ def _report_silent_join(ctx: RuleContext, silent: SilentJoin) -> None:
                              f"it stands for is joined by nobody [{tag}]",
                              f"join step `{name}()` never waits on `{silent.handle}` [{tag}]")
         hint = f"`{silent.handle}.wait()` (or `current_stream().wait_event({silent.handle})`)"
+    elif silent.kind == "class-event":
+        recorder = silent.producer.node.name.value if silent.producer is not None else "another method"
+        message = first_line(f"`{name}()` is the class's join step for `{silent.handle}`, which `{recorder}()` "
+                             f"records, but nothing in the project waits on that event: the recorded work is "
+                             f"joined by nobody [{tag}]",
+                             f"join step `{name}()`: nothing waits on `{silent.handle}` (recorded in "
+                             f"`{recorder}()`) [{tag}]")
+        hint = f"wait on `{silent.handle}` here (`stream.wait_event({silent.handle})`)"
+        if silent.work is not None:
+            related.append(Location(ctx.file.path, ctx.file.span(silent.work), f"`{silent.handle}` recorded here"))
     else:
         producer = silent.producer.node.name.value if silent.producer is not None else "another method"
         message = first_line(f"`{name}()` is the class's join step, but nothing in the project orders the current "

@@ -245,6 +245,18 @@ class Elements:
             return None
         return {STREAM_LIST: STREAM, EVENT_LIST: EVENT}.get(kind or "", False)
 
+    def selection(self, st: State, e: cst.BaseExpression) -> KVal | None:
+        """A comprehension selecting elements of a collection of untracked type themselves (``[op for op in
+        self.recv_ops if op.src_rank == rank]``, ``{op.task_id: op for op in ops}``: the values) holds the same
+        objects: it is that collection (a loop over it walks places of the collection's elements), else None."""
+        f = e.for_in
+        picked = e.value if isinstance(e, cst.DictComp) else getattr(e, "elt", None)
+        if isinstance(e, cst.SetComp) or f.inner_for_in is not None or not isinstance(f.target, cst.Name) \
+                or not isinstance(picked, cst.Name) or picked.value != f.target.value:
+            return None
+        it = self.ev(st, f.iter)
+        return it if isinstance(it, KVal) and not it.key.startswith("<") and self.kind_of(st, it) is None else None
+
     def argument_elements(self, st: State, node: cst.For) -> dict[str, object]:
         """The loop variables bound to elements of a collection the caller handed in (``for static, example in
         zip(static_inputs, example_inputs)``, ``for i, g in enumerate(grads)``) that are evidently tensors:
@@ -264,6 +276,12 @@ class Elements:
             if elts is None or (it.func.value == "enumerate" and len(args) != 1):
                 return {}
             pairs = list(zip(elts[1:], args)) if it.func.value == "enumerate" else list(zip(elts, args))
+        elif isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and not it.args \
+                and it.func.attr.value == "items":  # `for k, op in self.ops_by_id.items()`: the values
+            elts = _unpacked(target, 2)
+            if elts is None:
+                return {}
+            pairs = [(elts[1], it.func.value)]
         else:
             pairs = [(target, it)]
         found: dict[str, object] = {}
@@ -272,7 +290,7 @@ class Elements:
         for tnode, coll in pairs:
             if not isinstance(tnode, cst.Name):
                 continue
-            if not isinstance(target, cst.Name):  # `for i, b in enumerate(self.buckets)`: a place of its elements
+            if tnode is not target:  # `for i, b in enumerate(self.buckets)`: a place of its elements
                 placed = self.placed_element(st, self.ev(st, coll))
                 if placed is not None:
                     found[tnode.value] = placed

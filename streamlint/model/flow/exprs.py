@@ -15,19 +15,7 @@ from streamlint.model.file import ClassInfo, dotted, string_value
 from streamlint.model.flow.counters import NVal, counter_part
 from streamlint.model.flow.places import cached_stream_getter, host_arguments
 from streamlint.model.flow.calls import kept_arguments, metadata_only, plain_container, returned_argument, wait_self_expr
-from streamlint.model.flow.values import (
-    CVal,
-    CtxVal,
-    EVal,
-    IVal,
-    KVal,
-    NONE,
-    SVal,
-    State,
-    TVal,
-    TupVal,
-    merge_clock,
-)
+from streamlint.model.flow.values import CVal, CtxVal, EVal, IVal, KVal, NONE, SVal, State, TVal, TupVal, merge_clock
 from streamlint.model.streams import declared_globals, EVENT, MAIN, STREAM, current_stream_getter, tagged_stream_key
 from streamlint.model.flow.leaves import closure_container
 from streamlint.model.syntax import target_names
@@ -176,7 +164,7 @@ class Expressions:
             body = self.ev(st, e.body)
             self.ev(st, e.orelse)
             return body
-        if isinstance(e, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+        if isinstance(e, (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp)):
             return self.comprehension(st, e)
         if isinstance(e, cst.Await):
             return self.ev(st, e.expression)
@@ -186,7 +174,10 @@ class Expressions:
         """A comprehension over a tracked tensor value (a tensor, the ``*inputs`` handed in) binds its
         target to an element: a view of that storage, so what the element expression does to it (read
         it on this stream) is an access of the collection's memory. A list of such views (``[t.detach()
-        for t in inputs]``) is a view of the same storage: handed on, it is still the caller's tensors."""
+        for t in inputs]``) is a view of the same storage: handed on, it is still the caller's tensors. A
+        selection of an untracked collection's own elements is that collection (:meth:`selection`)."""
+        if (selected := self.selection(st, e)) is not None:
+            return selected
         saved = dict(st.env)
         f = e.for_in
         walked: set[int] = set()
@@ -201,7 +192,7 @@ class Expressions:
             for n in target_names(f.target):
                 st.env[n] = element
             f = f.inner_for_in
-        v = self.ev(st, e.elt)
+        v = self.ev(st, e.value if isinstance(e, cst.DictComp) else e.elt)
         st.env = saved
         if isinstance(e, (cst.ListComp, cst.GeneratorExp)) and isinstance(v, TVal) and v.sid in walked:
             return self.new_tensor(st, v.sid, v.vid)

@@ -22,10 +22,15 @@ test taking the event.
 * ``class-stream``: a method of a class where another method queues work on a stream the object holds
   (``with torch.cuda.stream(self.comm_stream)``, left in flight when that method returns) and no code of
   the project orders anything after that stream (no ``X.wait_stream(comm_stream)``, no event recorded on
-  it, no ``comm_stream.synchronize()``): the class's join step is the only place the join can belong.
+  it, no ``comm_stream.synchronize()``): the class's join step is the only place the join can belong;
+* ``class-event``: a method of a class where another method records an event the object holds
+  (``self._done.record(stream)``) that no code of the project waits on, reaches from outside the object or
+  hands on: the event protocol's wait is lost, and the class's join step for that recorder (``wait_done``
+  for ``record_done``) is where it belongs. This one is judged on stubs too (``def wait_done(self, stream):
+  pass``): the orphan event shows the class is not an interface whose subclasses do the waiting.
 
 Silent when the function synchronises the device, when every caller orders right after the call, and for
-stubs (an interface's ``pass`` / ``raise NotImplementedError`` body).
+stubs (an interface's ``pass`` / ``raise NotImplementedError`` body) but on the ``class-event`` evidence.
 """
 
 from __future__ import annotations
@@ -58,10 +63,10 @@ class SilentJoin:
 
     function: FunctionInfo
     node: cst.CSTNode  # where it is reported (the def's name, the loop, the test)
-    kind: str  # "stream-param" | "event" | "class-stream"
+    kind: str  # "stream-param" | "event" | "class-stream" | "class-event"
     handle: str  # the stream / event (its spelling)
-    producer: FunctionInfo | None = None  # class-stream: the method queueing the work
-    work: cst.CSTNode | None = None  # class-stream: that work
+    producer: FunctionInfo | None = None  # class-stream: the method queueing the work (class-event: recording)
+    work: cst.CSTNode | None = None  # class-stream: that work (class-event: the record)
 
 
 def is_join_step(fn: FunctionInfo) -> bool:
@@ -135,9 +140,13 @@ def silent_joins(project: Project, file: FileModel) -> list[SilentJoin]:
     memo[id(file)] = []
     out: list[SilentJoin] = []
     for fn in file.iter_functions():
-        if not is_join_step(fn) or _stub(fn) or _syncs_device(project, file, fn):
+        if not is_join_step(fn) or _syncs_device(project, file, fn):
             continue
-        found = _event_handles(file, fn) or _param_handles(project, file, fn) or _class_streams(project, file, fn)
+        if _stub(fn):  # an interface's join step: judged only on the class's own evidence (an orphan event)
+            found = _class_events(project, file, fn)
+        else:
+            found = _event_handles(file, fn) or _param_handles(project, file, fn) \
+                or _class_streams(project, file, fn) or _class_events(project, file, fn)
         if found and _callers_join(project, file, fn):
             continue
         out += found[:1]  # one finding per join step
@@ -236,6 +245,88 @@ def _class_streams(project: Project, file: FileModel, fn: FunctionInfo) -> list[
             continue
         return [SilentJoin(fn, _end(fn), "class-stream", stream, producer, work)]
     return []
+
+
+def _class_events(project: Project, file: FileModel, fn: FunctionInfo) -> list[SilentJoin]:
+    """An event of the object that another method of the class records (``self.done.record(stream)``,
+    ``self.done = s.record_event()``) and that nothing in the project waits on (no ``wait_event(X.done)``,
+    ``X.done.wait()`` / ``synchronize()`` / ``query()`` / ``elapsed_time``), nor reaches from outside the
+    object or hands on: the recorded work is joined by nobody, and the class's join step for that recorder
+    (``wait_done`` for ``record_done``) is where the wait belongs, stub or not."""
+    cls = file.classes.get(fn.class_name or "")
+    if cls is None or cls.methods.get(fn.node.name.value) is not fn or fn.params[:1] != ("self",):
+        return []
+    from streamlint.model.flow.protocols import _reached_outside
+
+    for recorder, field, node in _recorded_fields(file, cls):
+        if recorder is fn or fn is not _join_step_for(cls, recorder):
+            continue
+        if event_waited_elsewhere(project, field) or _reached_outside(project, file, cls, field):
+            continue
+        return [SilentJoin(fn, _end(fn), "class-event", f"self.{field}", recorder, node)]
+    return []
+
+
+def _recorded_fields(file: FileModel, cls: ClassInfo) -> list[tuple[FunctionInfo, str, cst.CSTNode]]:
+    """(method, field, the record) for each ``self.<field>`` event a method of the class (not a join step, not
+    the constructor) records on a stream."""
+    out: list[tuple[FunctionInfo, str, cst.CSTNode]] = []
+    for m in cls.methods.values():
+        if m.params[:1] != ("self",) or is_join_step(m) or m.node.name.value == "__init__":
+            continue
+        for site in m.calls:
+            node, target = site.node, None
+            if site.method == "record" and isinstance(node.func, cst.Attribute):
+                target = node.func.value
+            elif site.method == "record_event" and node.args:
+                target = node.args[0].value
+            field = _self_field(target)
+            if field is not None:
+                out.append((m, field, node))
+        for a in m.assigns:
+            field = a.target[5:] if a.target.startswith("self.") else None
+            if field and field.isidentifier() and isinstance(a.value, cst.Call) \
+                    and isinstance(a.value.func, cst.Attribute) and a.value.func.attr.value == "record_event":
+                out.append((m, field, a.node))
+    return out
+
+
+def _self_field(expr: cst.BaseExpression | None) -> str | None:
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        return expr.attr.value
+    return None
+
+
+_EVENT_USES = ("wait_event", "wait", "synchronize", "query", "elapsed_time")
+
+
+def event_waited_elsewhere(project: Project, name: str) -> bool:
+    """Does any code of the project wait on (or otherwise consume) an event called ``name``: an argument of
+    ``wait_event`` / ``elapsed_time`` or of any call other than a record, or the receiver of ``wait()`` /
+    ``synchronize()`` / ``query()`` / ``elapsed_time()``? Past the caller-file bound the answer is yes."""
+    from streamlint.model.flow.leaves import _names
+    from streamlint.model.options import MAX_CALLER_FILES
+
+    memo = derived(project, "event_waited_elsewhere")
+    if name in memo:
+        return memo[name]
+    memo[name] = False
+    paths = [path for path in project.all_files() if project.may_contain(path, (name.encode(),))]
+    if len(paths) > MAX_CALLER_FILES:
+        memo[name] = True
+        return True
+    for model in filter(None, map(project.file, paths)):
+        for other in model.iter_functions():
+            for site in other.calls:
+                func = site.node.func
+                if site.method in _EVENT_USES and isinstance(func, cst.Attribute) and _names(func.value, name):
+                    memo[name] = True
+                    return True
+                if site.method not in ("record", "record_event") \
+                        and any(_names(a.value, name) for a in site.node.args):
+                    memo[name] = True
+                    return True
+    return memo[name]
 
 
 def _join_step_for(cls: ClassInfo, producer: FunctionInfo) -> FunctionInfo | None:

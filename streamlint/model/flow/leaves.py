@@ -12,9 +12,13 @@ the function, which is where it is reported (a :class:`~streamlint.model.flow.re
 
 Not reported when someone else is known to join the stream: a stream handed in (the caller owns it), a
 stream another function of the project waits for / synchronizes / records an event on (a protocol joins
-it, whatever its shape), an event recorded after the write and handed over, a field of ``self`` that
-another method of the class reads (a class protocol: :mod:`~streamlint.model.flow.protocols` reports at
-that reader), and writes of helpers run inline (the helper reports them itself).
+it, whatever its shape; but not a class's own stream of the same name: ``self._copy_stream`` that another
+unrelated class constructs for itself, when no code reaches either as ``obj._copy_stream``), an event
+recorded after the write and handed over, a field of ``self`` that another method of the class reads (a
+class protocol: :mod:`~streamlint.model.flow.protocols` reports at that reader; adding to a queue,
+``self.recv_ops.append(op)``, is no read), and writes of helpers run inline (the helper reports them
+itself). The written tensors are reached through the containers the object keeps, however selected
+(``for _id, op in {op.task_id: op for op in self.recv_ops}.items()``: places of its elements).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.flow.callers import callers_of, calls_after, orders_after
+from streamlint.model.file import dotted
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.flow.values import State, ordered_before
 from streamlint.model.streams import MAIN, derived
@@ -52,15 +57,55 @@ def names_stream(node: cst.CSTNode | None, name: str) -> bool:
         isinstance(node, cst.Name) and node.value == name
 
 
-def stream_joined_elsewhere(project: Project, name: str, forks: bool = True) -> bool:
+def fresh_stream_field(cls, name: str) -> bool:
+    """Does the class make ``self.<name>`` a stream of its own: every assignment of it in its methods a
+    ``*.Stream(...)`` constructor?"""
+    values = [a.value for m in cls.methods.values() for a in m.assigns if a.target == f"self.{name}"] \
+        if cls is not None else []
+    return bool(values) and all(isinstance(v, cst.Call) and (dotted(v.func) or "").endswith("Stream")
+                                for v in values)
+
+
+def stream_owner(project: Project, file, fn, stream: str) -> str | None:
+    """The class whose own stream ``self.<name>`` is (constructed by it, never reached as ``obj.<name>``
+    anywhere in the project: not shared with other objects), for :func:`stream_joined_elsewhere`; else None."""
+    name = stream_name(stream)
+    if name is None or not stream.startswith("self.") or stream.count(".") != 1 \
+            or not fresh_stream_field(file.classes.get(fn.class_name or ""), name):
+        return None
+    memo = derived(project, "stream_field_exposed")
+    if name not in memo:
+        pattern = re.compile(rf"(?:\b(?!self\b|cls\b)[A-Za-z_]\w*|[)\]])\.{re.escape(name)}\b")
+        memo[name] = any(project.may_contain(path, (f".{name}".encode(),)) and pattern.search(
+            (project._bytes(path) or b"").decode("utf-8", "replace")) for path in project.all_files())
+    return None if memo[name] else fn.class_name
+
+
+def _own_fresh_stream(model, fn, node: cst.CSTNode | None, name: str, owner: str | None) -> bool:
+    """Is ``node`` ``self.<name>`` in a method of a class unrelated to ``owner`` that makes that field a
+    stream of its own? Then it is another object's stream, whatever it is called: ordering it joins
+    nothing of the owner's (``owner``'s own stream, reached by no other object: :func:`stream_owner`)."""
+    while isinstance(node, cst.Subscript):
+        node = node.value
+    if owner is None or fn.class_name in (None, owner) or not (
+            isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self"):
+        return False
+    cls = model.classes.get(fn.class_name)
+    if cls is None or owner in {(dotted(b.value) or "").rsplit(".", 1)[-1] for b in cls.node.bases}:
+        return False
+    return fresh_stream_field(cls, name)
+
+
+def stream_joined_elsewhere(project: Project, name: str, forks: bool = True, owner: str | None = None) -> bool:
     """Does any function of the project order a stream called ``name`` (waits for it, synchronizes it, records
     an event on it or queries it)? Then a protocol joins it after the call, whatever its shape: another method
     (``finish()``), a thread draining it, or ``fn`` itself on its next call (a rolling prefetch that joins the
     previous call's work before it queues the next). ``forks``: a fork of the stream (``S.wait_stream(cur)``,
     ``S.wait_event(e)``: S made to wait) counts too, as evidence that a protocol manages it; with False only
-    what orders something *after* the stream counts (the join itself)."""
+    what orders something *after* the stream counts (the join itself). ``owner``: the class whose
+    ``self.<name>`` the stream is; another class's ``self.<name>`` that it constructs itself does not count."""
     memo = derived(project, "stream_joined_elsewhere")
-    key = (name, forks)
+    key = (name, forks, owner)
     if key not in memo:
         memo[key] = False
         # bytes first: only files naming the stream and a join method are parsed; past the caller-file bound
@@ -78,23 +123,31 @@ def stream_joined_elsewhere(project: Project, name: str, forks: bool = True) -> 
                     func = site.node.func
                     args = [a.value for a in site.node.args]
                     receiver = forks or site.method not in ("wait_stream", "wait_event")
-                    if receiver and isinstance(func, cst.Attribute) and names_stream(func.value, name) \
-                            or any(names_stream(a, name) for a in args):
+                    hits = [func.value] if receiver and isinstance(func, cst.Attribute) \
+                        and names_stream(func.value, name) else []
+                    hits += [a for a in args if names_stream(a, name)]
+                    if any(not _own_fresh_stream(model, other, h, name, owner) for h in hits):
                         memo[key] = True
                         return True
     return memo[key]
 
 
 def _field_read_elsewhere(interp, field: str) -> bool:
-    """A field of ``self`` another method of the class mentions: a class protocol's hand-over (its reader
-    is analysed with the write pending)."""
+    """A field of ``self`` another method of the class reads: a class protocol's hand-over (its reader
+    is analysed with the write pending). Bookkeeping of a container does not read its elements: adding to
+    it (``self.recv_ops.append(op)``, the submit side of a queue), clearing or rebinding it, its length."""
     cls = interp.file.classes.get(interp.fn.class_name or "")
     if cls is None:
         return False
+    f = re.escape(field)
+    mention = re.compile(rf"\bself\.{f}\b")
+    keeping = re.compile(rf"\bself\.{f}(?:\.(?:append|extend|insert|clear)\(|\s*=(?!=)|\[[^\[\]]*\]\s*=(?!=))"
+                         rf"|\blen\(\s*self\.{f}\s*\)")
     for method in cls.methods.values():
         if method is interp.fn or method.node.name.value == "__init__":
             continue
-        if re.search(rf"\bself\.{re.escape(field)}\b", interp.file.code(method.node)):
+        text = interp.file.code(method.node)
+        if len(mention.findall(text)) > len(keeping.findall(text)):
             return True
     return False
 
@@ -146,7 +199,8 @@ def left_on_side_streams(interp, st: State) -> list[int]:
             field = S.name[5:].split(".", 1)[0].split("[", 1)[0]
             if _field_read_elsewhere(interp, field):
                 continue
-        if stream_joined_elsewhere(interp.project, name):
+        owner = stream_owner(interp.project, interp.file, interp.fn, lw.stream)
+        if stream_joined_elsewhere(interp.project, name, owner=owner):
             continue
         out.append(sid)
     if out and callers_view(interp.project, interp.file, interp.fn) == "joined":

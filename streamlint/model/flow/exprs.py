@@ -15,7 +15,8 @@ from streamlint.model.file import ClassInfo, dotted, string_value
 from streamlint.model.flow.counters import NVal, counter_part
 from streamlint.model.flow.places import cached_stream_getter, host_arguments
 from streamlint.model.flow.calls import kept_arguments, metadata_only, plain_container, returned_argument, wait_self_expr
-from streamlint.model.flow.values import CVal, CtxVal, EVal, IVal, KVal, NONE, SVal, State, TVal, TupVal, merge_clock
+from streamlint.model.flow.values import CVal, CtxVal, EVal, IVal, KVal, NONE, SVal, State, TVal, TupVal, \
+    merge_clock
 from streamlint.model.streams import declared_globals, EVENT, MAIN, STREAM, current_stream_getter, tagged_stream_key
 from streamlint.model.flow.leaves import closure_container
 from streamlint.model.syntax import target_names

@@ -304,7 +304,7 @@ def event_waited_elsewhere(project: Project, name: str) -> bool:
     """Does any code of the project wait on (or otherwise consume) an event called ``name``: an argument of
     ``wait_event`` / ``elapsed_time`` or of any call other than a record, or the receiver of ``wait()`` /
     ``synchronize()`` / ``query()`` / ``elapsed_time()``? Past the caller-file bound the answer is yes."""
-    from streamlint.model.flow.leaves import _names
+    from streamlint.model.flow.leaves import names_stream
     from streamlint.model.options import MAX_CALLER_FILES
 
     memo = derived(project, "event_waited_elsewhere")
@@ -319,11 +319,11 @@ def event_waited_elsewhere(project: Project, name: str) -> bool:
         for other in model.iter_functions():
             for site in other.calls:
                 func = site.node.func
-                if site.method in _EVENT_USES and isinstance(func, cst.Attribute) and _names(func.value, name):
+                if site.method in _EVENT_USES and isinstance(func, cst.Attribute) and names_stream(func.value, name):
                     memo[name] = True
                     return True
                 if site.method not in ("record", "record_event") \
-                        and any(_names(a.value, name) for a in site.node.args):
+                        and any(names_stream(a.value, name) for a in site.node.args):
                     memo[name] = True
                     return True
     return memo[name]

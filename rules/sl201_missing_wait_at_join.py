@@ -127,6 +127,10 @@ class MissingWaitAtJoin(Rule):
                 confidence = Confidence.MEDIUM
                 hint += ("; the host waits for another thread in between (a threading handshake): this assumes "
                          "that thread does not order the streams before it signals")
+            if race.inlined is not None:
+                confidence = Confidence.MEDIUM
+                hint += ("; the access is inside the called helper, on the stream this function made current: "
+                         "order that stream before the call")
             hint += _also_clears(ctx, race, flow, use_line, main)
             ctx.report(race.node, message, confidence=confidence, related=_related(ctx, race), hint=hint)
         for fn, flow in file_flows(ctx.project, ctx.file, explicit_ge_joins=explicit):
@@ -412,8 +416,10 @@ def _hint(race: Race, main: str | None, producer_line: int | None, use_line: int
 
 
 def _related(ctx: RuleContext, race: Race) -> list[Location]:
+    inner = [Location(race.inlined[0].path, race.inlined[0].span(race.inlined[1]), "accessed here, in the helper")] \
+        if race.inlined is not None else []
     if race.producer is None:
-        return []
+        return inner
     if race.held and race.caller is not None:
         model, call = race.caller
         return [Location(ctx.file.path, ctx.file.span(race.producer), "written here"),
@@ -421,7 +427,7 @@ def _related(ctx: RuleContext, race: Race) -> list[Location]:
     label = {"write-after-read": "read here", "alloc": "allocated here"}.get(race.kind, "produced here")
     if race.protocol is not None:
         label = f"produced here, in `{race.protocol}()`"
-    return [Location(ctx.file.path, ctx.file.span(race.producer), label)]
+    return [Location(ctx.file.path, ctx.file.span(race.producer), label), *inner]
 
 
 def _also_clears(ctx: RuleContext, race: Race, flow: FunctionFlow, use_line: int, main: str | None) -> str:

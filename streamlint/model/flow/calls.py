@@ -19,6 +19,7 @@ from streamlint.model.flow.places import global_accessor
 from streamlint.model.flow.viewresults import returned_tuples, shared_result_groups
 from streamlint.model.streams import (
     EVENT,
+    MAIN,
     STREAM,
     derived,
     is_current_stream,
@@ -502,6 +503,18 @@ class Calls:
         return TupVal(tuple(None if other else item for item, other in zip(items, skip or [False] * len(items))))
 
     # ---- inlining helpers
+    def caller_context(self, S, earlier, s: str) -> str | None:
+        """A race seen inside an inlined helper that its own analysis cannot see: the helper accesses, on
+        the side stream its caller made current (it did not switch), what was accessed before the call.
+        Then the caller's name for the tensor (reported at the caller's call); any other race inside the
+        helper is the helper's own, reported there. (Not on the entry stream: an earlier helper's
+        side-stream work met there is the callers' sequence, seen where the caller uses it.)"""
+        time, stream = self.inline_entry
+        if s != stream or stream == MAIN or earlier.time > time or self.inner is None:
+            return None
+        return next((n for n, v in self.outer_envs[0].items() if isinstance(v, TVal) and v.sid == S.sid),
+                    S.name or "tensor")
+
     def inline_target(self, site) -> tuple[FunctionInfo, FileModel] | None:
         if self.depth >= MAX_INLINE_DEPTH:
             return None
@@ -588,6 +601,7 @@ class Calls:
         first_id = self.next_id
         if not self.depth:
             self.inline_floor = first_id  # storages numbered above it are the inlined helpers' own
+            self.inline_entry = (self.clock, st.cur)  # what the caller made before, the stream it made current
         st.env = env
         self.depth += 1
         self.single = True

@@ -78,11 +78,15 @@ class ControlFlow:
                     if self.depth == 0:
                         self.anchor = small
                         self.note_loose_uses(s, small)
+                    else:
+                        self.inner = (self.cfile, small)
                     nxt.extend(self.small(small, s))
                 states = nxt
             return states
         if self.depth == 0:
             self.anchor = node
+        else:
+            self.inner = (self.cfile, node)
         if isinstance(node, cst.If):
             return self.if_(node, st)
         if isinstance(node, (cst.For, cst.While)):

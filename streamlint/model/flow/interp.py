@@ -94,6 +94,8 @@ class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, 
         self.inline_stack: list[int] = []
         self.outer_envs: list[dict] = []  # the environments of the functions an inlined helper is called from
         self.inline_floor = 0  # the last storage id before the outermost inlined helper ran
+        self.inline_entry: tuple[int, str] = (0, "")  # the clock and current stream at the outermost inlined call
+        self.inner: tuple[FileModel, cst.CSTNode] | None = None  # the inlined helper's statement running now
         self.param_streams: set[str] = set()
         self.field_events: dict[str, set[str]] = {}  # event -> the fields of self it is stored in ("": elsewhere)
         self.handed_events: set[str] = set()  # events stored on an object or a container (waited elsewhere)

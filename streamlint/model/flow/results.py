@@ -33,6 +33,8 @@ class Race:
     # call ending it); no wait on ``dst`` precedes it (replays.py)
     step: str | None = None  # the earlier write is the caller's step: this ``self.*`` tensor is rewritten every
     # step by that method of the class (stepstate.py), assumed run on the current stream before this call
+    inlined: tuple | None = None  # (file model, statement) of the access inside a helper inlined at ``node`` (a
+    # call the caller makes on ``dst``): the race exists only in the caller's context
 
 
 @dataclass(frozen=True)

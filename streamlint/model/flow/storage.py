@@ -278,10 +278,11 @@ class Storages:
 
     def race(self, st: State, kind: str, S: Storage, earlier: Access, s: str, label: str | None = None,
              escape: bool = False, body: bool = False, replay: bool = False, held: str = "", caller: tuple | None = None) -> None:
-        if self.depth or self.anchor is None:
+        outer = self.caller_context(S, earlier, s) if self.depth else None  # the caller's name for it
+        if self.anchor is None or self.depth and outer is None:
             return
         self.relied_on(st, earlier, s)
-        name = label or S.name or "tensor"
+        name = outer or label or S.name or "tensor"
         key = (id(self.anchor), name, kind)
         if earlier.time < self.handshake_time and earlier.stream == MAIN \
                 and s.rsplit(".", 1)[-1] in self.handshake_forks:
@@ -300,7 +301,7 @@ class Storages:
             self.races[key] = Race(kind, self.anchor, name, earlier.stream, s, earlier.node,
                                    S.kind == "arg" and earlier.time <= self.entry_time, self.cfg.mode, escape, body,
                                    replay, earlier.time < self.handshake_time, self.caller_stream(earlier.stream, s),
-                                   protocol, held, caller, step=step)
+                                   protocol, held, caller, step=step, inlined=self.inner if self.depth else None)
 
     def caller_stream(self, a: str, b: str) -> str | None:
         """The stream parameter of a race between it and the entry stream: the caller may pass its own

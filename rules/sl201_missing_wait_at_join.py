@@ -71,7 +71,7 @@ class MissingWaitAtJoin(Rule):
                 groups.setdefault((id(race.node), kind, race.src, race.dst), []).append(race)
                 flows.setdefault(id(race.node), (fn, flow))
         reported: set[int] = set()
-        for (_node, _kind, _src, _dst), races in groups.items():
+        for races, also in _one_per_cause(groups, flows):
             race = races[0]
             if id(race.node) in reported:
                 continue
@@ -81,7 +81,8 @@ class MissingWaitAtJoin(Rule):
             names = list(dict.fromkeys(r.name for r in races))
             message, confidence = _message(race, names, main), None
             use_line = ctx.file.span(race.node).start_line
-            producer_line = ctx.file.span(race.producer).end_line if race.producer is not None else None
+            producer_line = max((ctx.file.span(r.producer).end_line for r in (race, *also)
+                                 if r.producer is not None), default=None)
             hint = _hint(race, main, producer_line, use_line)
             if race.task:
                 confidence = Confidence.MEDIUM
@@ -132,7 +133,10 @@ class MissingWaitAtJoin(Rule):
                 hint += ("; the access is inside the called helper, on the stream this function made current: "
                          "order that stream before the call")
             hint += _also_clears(ctx, race, flow, use_line, main)
-            ctx.report(race.node, message, confidence=confidence, related=_related(ctx, race), hint=hint)
+            related = _related(ctx, race) + [
+                Location(ctx.file.path, ctx.file.span(r.node), f"`{r.name}` also used here, before any wait")
+                for r in also]
+            ctx.report(race.node, message, confidence=confidence, related=related, hint=hint)
         for fn, flow in file_flows(ctx.project, ctx.file, explicit_ge_joins=explicit):
             raced = {race.src for race in flow.races}  # the race found at the consumer is that root cause's finding
             for early in flow.early_records:
@@ -413,6 +417,34 @@ def _hint(race: Race, main: str | None, producer_line: int | None, use_line: int
     if src_obj is None or dst_obj is None:
         return f"wait on {dst} for an event recorded on {src} {where}"
     return f"add `{dst_obj}.wait_stream({src_obj})` {where} (or wait on an event recorded on {src} there)"
+
+
+def _flavour(race: Race) -> tuple:
+    """What makes two races' findings differ beyond their place: the assumptions behind their confidence."""
+    return (race.kind == "read", race.src, race.dst, race.cause[0], race.argument, race.escape, race.body,
+            race.replay, race.handshake, race.caller_stream, race.protocol, bool(race.held), race.task, race.step,
+            race.inlined is None)
+
+
+def _one_per_cause(groups: dict, flows: dict):
+    """One finding per missing wait: the races of one function on the same pair of streams, with nothing
+    learnt by the accessing stream about the other in between (``Race.cause``), whose earlier accesses
+    all precede the first one's use, are fixed by one wait before that first use: they are its finding
+    (the later uses as related locations), not findings of their own. Yields (races, later races)."""
+    firsts: dict[tuple, list] = {}
+    order = sorted(groups.values(), key=lambda rs: rs[0].cause[2])
+    out = []
+    for races in order:
+        race = races[0]
+        key = (id(flows[id(race.node)][1]), _flavour(race))
+        first = firsts.get(key)
+        if first is not None and race.cause[2] and max(r.cause[1] for r in races) <= first[0][0].cause[2]:
+            first[1].extend(races)
+            continue
+        entry = (races, [])
+        firsts[key] = entry
+        out.append(entry)
+    return out
 
 
 def _related(ctx: RuleContext, race: Race) -> list[Location]:

@@ -35,6 +35,8 @@ class Race:
     # step by that method of the class (stepstate.py), assumed run on the current stream before this call
     inlined: tuple | None = None  # (file model, statement) of the access inside a helper inlined at ``node`` (a
     # call the caller makes on ``dst``): the race exists only in the caller's context
+    cause: tuple[int, int, int] = (-1, 0, 0)  # (what ``dst`` knew of ``src`` at the access, the earlier access's
+    # time, this access's time): races whose one missing wait is the same root cause share the first entry
 
 
 @dataclass(frozen=True)

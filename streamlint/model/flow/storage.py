@@ -284,8 +284,7 @@ class Storages:
         self.relied_on(st, earlier, s)
         name = outer or label or S.name or "tensor"
         key = (id(self.anchor), name, kind)
-        if earlier.time < self.handshake_time and earlier.stream == MAIN \
-                and s.rsplit(".", 1)[-1] in self.handshake_forks:
+        if earlier.time < self.handshake_time and earlier.stream == MAIN and s.rsplit(".", 1)[-1] in self.handshake_forks:
             return  # the thread that woke this one forked ``s`` from the current stream before it signalled
         if S.kind == "arg" and earlier.time <= self.entry_time and S.name \
                 and (host_by_callers(self.project, self.file, self.fn, S.name)
@@ -297,11 +296,12 @@ class Storages:
         step = self.step_sources.get(S.sid) if earlier.node is None and earlier.time == 0 else None
         if step is not None and (forked_elsewhere(self.file, self.fn, s) or set(st.know(s)) - {s}):
             return  # the class forks that stream in a step of its own, or it waited here on a stream not named
-        if key not in self.races:
+        if key not in self.races:  # (cause: what ``s`` knew of the earlier stream, the two accesses' times)
             self.races[key] = Race(kind, self.anchor, name, earlier.stream, s, earlier.node,
                                    S.kind == "arg" and earlier.time <= self.entry_time, self.cfg.mode, escape, body,
                                    replay, earlier.time < self.handshake_time, self.caller_stream(earlier.stream, s),
-                                   protocol, held, caller, step=step, inlined=self.inner if self.depth else None)
+                                   protocol, held, caller, step=step, inlined=self.inner if self.depth else None, cause=(
+                                       st.know(s).get(earlier.stream, -1), earlier.time, self.clock))
 
     def caller_stream(self, a: str, b: str) -> str | None:
         """The stream parameter of a race between it and the entry stream: the caller may pass its own

@@ -3,7 +3,7 @@ from streamlint.model.apis import STREAM_MARKERS
 from streamlint.model.dataflow import EarlyRecord, HostRead, Race, file_flows, path_tag
 from streamlint.model.flow.joinsteps import SilentJoin, silent_joins
 from streamlint.model.flow.protocols import DroppedEvent, dropped_events
-from streamlint.model.flow.results import FunctionFlow
+from streamlint.model.flow.results import FunctionFlow, one_per_cause
 from streamlint.model.streams import MAIN, entry_stream_name, stream_expr, stream_label
 from streamlint.model.waits import partial_joins
 from streamlint.rule import FIRST_LINE, Invalid, Option, Rule, RuleContext, Valid, first_line
@@ -71,7 +71,7 @@ class MissingWaitAtJoin(Rule):
                 groups.setdefault((id(race.node), kind, race.src, race.dst), []).append(race)
                 flows.setdefault(id(race.node), (fn, flow))
         reported: set[int] = set()
-        for races, also in _one_per_cause(groups, flows):
+        for races, also in one_per_cause(groups, flows):
             race = races[0]
             if id(race.node) in reported:
                 continue
@@ -417,34 +417,6 @@ def _hint(race: Race, main: str | None, producer_line: int | None, use_line: int
     if src_obj is None or dst_obj is None:
         return f"wait on {dst} for an event recorded on {src} {where}"
     return f"add `{dst_obj}.wait_stream({src_obj})` {where} (or wait on an event recorded on {src} there)"
-
-
-def _flavour(race: Race) -> tuple:
-    """What makes two races' findings differ beyond their place: the assumptions behind their confidence."""
-    return (race.kind == "read", race.src, race.dst, race.cause[0], race.argument, race.escape, race.body,
-            race.replay, race.handshake, race.caller_stream, race.protocol, bool(race.held), race.task, race.step,
-            race.inlined is None)
-
-
-def _one_per_cause(groups: dict, flows: dict):
-    """One finding per missing wait: the races of one function on the same pair of streams, with nothing
-    learnt by the accessing stream about the other in between (``Race.cause``), whose earlier accesses
-    all precede the first one's use, are fixed by one wait before that first use: they are its finding
-    (the later uses as related locations), not findings of their own. Yields (races, later races)."""
-    firsts: dict[tuple, list] = {}
-    order = sorted(groups.values(), key=lambda rs: rs[0].cause[2])
-    out = []
-    for races in order:
-        race = races[0]
-        key = (id(flows[id(race.node)][1]), _flavour(race))
-        first = firsts.get(key)
-        if first is not None and race.cause[2] and max(r.cause[1] for r in races) <= first[0][0].cause[2]:
-            first[1].extend(races)
-            continue
-        entry = (races, [])
-        firsts[key] = entry
-        out.append(entry)
-    return out
 
 
 def _related(ctx: RuleContext, race: Race) -> list[Location]:

@@ -117,3 +117,33 @@ class FunctionFlow:
 
 
 EMPTY_FLOW = FunctionFlow(frozenset(), (), (), (), ())
+
+
+def _flavour(race: Race) -> tuple:
+    """What makes two races' findings differ beyond their place: the assumptions behind their confidence."""
+    return (race.kind == "read", race.src, race.dst, race.cause[0], race.argument, race.escape, race.body,
+            race.replay, race.handshake, race.caller_stream, race.protocol, bool(race.held), race.task, race.step,
+            race.inlined is None)
+
+
+def one_per_cause(groups: dict, flows: dict) -> list[tuple[list, list]]:
+    """One finding per missing wait: the races of one function on the same pair of streams, with nothing
+    learnt by the accessing stream about the other in between (``Race.cause``), whose earlier accesses
+    all precede the first one's use, are fixed by one wait before that first use: they are its finding
+    (the later uses as related locations), not findings of their own. ``groups``: the races of one access
+    node each; ``flows``: node id -> (function, flow). Returns (races, later races) per finding, in the order
+    of the interpreter's clock (the first use first)."""
+    firsts: dict[tuple, tuple[list, list]] = {}
+    order = sorted(groups.values(), key=lambda rs: rs[0].cause[2])
+    out: list[tuple[list, list]] = []
+    for races in order:
+        race = races[0]
+        key = (id(flows[id(race.node)][1]), _flavour(race))
+        first = firsts.get(key)
+        if first is not None and race.cause[2] and max(r.cause[1] for r in races) <= first[0][0].cause[2]:
+            first[1].extend(races)
+            continue
+        entry = (races, [])
+        firsts[key] = entry
+        out.append(entry)
+    return out

@@ -32,8 +32,9 @@ The analysis is a path-sensitive abstract interpretation of one function body in
 Precision policies (prefer no finding over a guess):
 
 * only values with evidence are tensors: ``Tensor``-annotated or tensor-used parameters, torch tensor
-  ops, tensor methods, calls taking a tracked tensor; other parameters, getters and ``self.*`` objects
-  are opaque (their attribute chains still name streams and events);
+  ops, tensor methods, calls taking a tracked tensor, project helpers whose every return is a tensor their
+  own kernels compute (:mod:`streamlint.model.flow.computed`); other parameters, getters and ``self.*``
+  objects are opaque (their attribute chains still name streams and events);
 * ``torch.empty*`` allocations launch no kernel, so they have no producer to order; ``.cuda()`` /
   ``.to(device)`` of an argument is a host copy (or a no-op); ``npu_prefetch`` moves no data;
 * an event not recorded in the function (a caller's, a previous step's) covers work queued before entry;

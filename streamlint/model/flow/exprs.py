@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.apis import GRAPH_TASK_ROLES, Role
 from streamlint.model.file import ClassInfo, dotted, string_value
+from streamlint.model.flow.computed import computes_tensor
 from streamlint.model.flow.counters import NVal, counter_part
 from streamlint.model.flow.places import cached_stream_getter, host_arguments
 from streamlint.model.flow.calls import kept_arguments, metadata_only, plain_container, returned_argument, wait_self_expr
@@ -135,6 +136,8 @@ class Expressions:
             left, right = self.ev(st, e.left), self.ev(st, e.right)
             if isinstance(left, NVal) or isinstance(right, NVal):  # `i - 1` in a step of a counted loop
                 return self.counter_value(st, e)
+            if isinstance(e.left, (cst.List, cst.Tuple)) and isinstance(e.operator, cst.Multiply):
+                return None  # `[None] * n`: a Python list of n slots (slots.py), whatever `n` is
             if self.tensors(st, left) or self.tensors(st, right):
                 return self.op(st, e, [left, right])
             return None
@@ -384,6 +387,8 @@ class Expressions:
             self.op(st, e, reads, writes, result=False)
             return None
         result = self.dispatch_call(st, e, method, target)
+        if result is None and found is not None and computes_tensor(self.project, found[1], found[0]):
+            result = self.op(st, e, [])  # a helper computing its result from values of unknown type (computed.py)
         return self.declared_result(st, found[0], result) if found is not None else result
 
     def dispatch_call(self, st: State, e: cst.Call, method: str | None, target: str | None) -> object:

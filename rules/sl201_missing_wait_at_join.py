@@ -1,6 +1,7 @@
 from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.apis import STREAM_MARKERS
 from streamlint.model.dataflow import EarlyRecord, HostRead, Race, file_flows, path_tag
+from streamlint.model.flow.facades import silent_facade_syncs
 from streamlint.model.flow.joinsteps import SilentJoin, silent_joins, taken_events
 from streamlint.model.flow.protocols import DroppedEvent, dropped_events
 from streamlint.model.flow.results import FunctionFlow, one_per_cause
@@ -172,6 +173,8 @@ class MissingWaitAtJoin(Rule):
             for drop in dropped_events(ctx.project, ctx.file, cls):
                 _report_dropped(ctx, drop)
                 dropping.add(id(drop.method))
+        for fn in silent_facade_syncs(ctx.project, ctx.file):
+            _report_silent_join(ctx, SilentJoin(fn, fn.node.body.body[-1], "facade-sync", "synchronize"))
         for silent in silent_joins(ctx.project, ctx.file) + taken_events(ctx.project, ctx.file):
             if id(silent.function) not in dropping:  # (the dropped event is that join step's finding)
                 _report_silent_join(ctx, silent)
@@ -246,6 +249,12 @@ def _report_silent_join(ctx: RuleContext, silent: SilentJoin) -> None:
                              f"it stands for is joined by nobody [{tag}]",
                              f"join step `{name}()` never waits on `{silent.handle}` [{tag}]")
         hint = f"`{silent.handle}.wait()` (or `current_stream().wait_event({silent.handle})`)"
+    elif silent.kind == "facade-sync":
+        message = first_line(f"`{silent.function.qualname}()` forwards to nothing: this device facade passes the "
+                             f"rest of its API on to the device module, so every join its callers make through "
+                             f"it orders nothing [{tag}]",
+                             f"device facade's `{name}()` does nothing [{tag}]")
+        hint = "call the device module's `synchronize` here (the callers' consumers rely on it)"
     elif silent.kind == "taken-event":
         message = first_line(f"`{name}()` takes `{silent.handle}` out of its events container and only tests it: "
                              f"nothing waits on the work recorded into it, before this step goes on [{tag}]",

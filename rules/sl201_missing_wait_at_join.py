@@ -174,7 +174,7 @@ class MissingWaitAtJoin(Rule):
                 _report_dropped(ctx, drop)
                 dropping.add(id(drop.method))
         for fn in silent_facade_syncs(ctx.project, ctx.file):
-            _report_silent_join(ctx, SilentJoin(fn, fn.node.body.body[-1], "facade-sync", "synchronize"))
+            _report_silent_join(ctx, SilentJoin(fn, fn.node.body.body[-1], "facade-sync", fn.node.name.value))
         for silent in silent_joins(ctx.project, ctx.file) + taken_events(ctx.project, ctx.file):
             if id(silent.function) not in dropping:  # (the dropped event is that join step's finding)
                 _report_silent_join(ctx, silent)
@@ -250,11 +250,11 @@ def _report_silent_join(ctx: RuleContext, silent: SilentJoin) -> None:
                              f"join step `{name}()` never waits on `{silent.handle}` [{tag}]")
         hint = f"`{silent.handle}.wait()` (or `current_stream().wait_event({silent.handle})`)"
     elif silent.kind == "facade-sync":
-        message = first_line(f"`{silent.function.qualname}()` forwards to nothing: this device facade passes the "
-                             f"rest of its API on to the device module, so every join its callers make through "
-                             f"it orders nothing [{tag}]",
-                             f"device facade's `{name}()` does nothing [{tag}]")
-        hint = "call the device module's `synchronize` here (the callers' consumers rely on it)"
+        message = first_line(f"`{silent.function.qualname}()` does nothing, on a class that passes the rest of the "
+                             f"device API on to the device (its streams included): every join its users make "
+                             f"through it orders nothing [{tag}]",
+                             f"`{silent.function.qualname}()` does nothing: every caller's `{name}` is lost [{tag}]")
+        hint = f"do the device's `{name}` here (the callers' consumers rely on it)"
     elif silent.kind == "taken-event":
         message = first_line(f"`{name}()` takes `{silent.handle}` out of its events container and only tests it: "
                              f"nothing waits on the work recorded into it, before this step goes on [{tag}]",

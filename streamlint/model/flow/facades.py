@@ -1,4 +1,4 @@
-"""Device facades whose ``synchronize`` joins nothing (issue 16 §3, "methods that merely wait").
+"""Device facades and stream types whose join joins nothing (issue 16 §3, "methods that merely wait").
 
 Frameworks reach the device through a facade class (an *accelerator*: ``get_accelerator().synchronize()``,
 ``.current_stream()``, ``.Stream``) whose methods forward to the device module's function of the same name
@@ -53,13 +53,27 @@ def empty_body(fn: FunctionInfo) -> bool:
 
 
 def silent_facade_syncs(project: Project, file: FileModel) -> list[FunctionInfo]:
-    """The ``synchronize`` methods of the file's device facades whose body does nothing."""
+    """The ``synchronize`` methods of the file's device facades whose body does nothing, and the joins
+    (``wait_stream`` / ``wait_event`` / ``synchronize``) that a subclass of a device stream type overrides
+    with an empty body (``class Stream(torch_npu._C._NPUStreamBase)``: every ``s.wait_stream(other)`` of its
+    users then orders nothing; a stand-in stream of a host back-end subclasses no device type)."""
     memo = derived(project, "silent_facade_syncs")
     if id(file) not in memo:
         memo[id(file)] = [cls.methods["synchronize"] for cls in file.classes.values()
                           if "synchronize" in cls.methods and empty_body(cls.methods["synchronize"])
                           and device_facade(cls)]
+        memo[id(file)] += [m for cls in file.classes.values() if _device_stream_type(cls)
+                           for name, m in cls.methods.items() if name in _JOINS and empty_body(m)]
     return memo[id(file)]
+
+
+_JOINS = ("wait_stream", "wait_event", "synchronize")
+
+
+def _device_stream_type(cls: ClassInfo) -> bool:
+    """A subclass of a device stream type: a base named ``*StreamBase`` / ``Stream`` under a torch module."""
+    return any(b.rsplit(".", 1)[-1] in ("Stream", "_CudaStreamBase", "_NPUStreamBase", "_XpuStreamBase")
+               and b.startswith(("torch.", "torch_npu.")) for b in cls.bases)
 
 
 __all__ = ["device_facade", "silent_facade_syncs"]

@@ -1,7 +1,8 @@
 from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.apis import STREAM_MARKERS
 from streamlint.model.dataflow import EarlyRecord, HostRead, Race, file_flows, path_tag
-from streamlint.model.flow.joinsteps import SilentJoin, silent_joins
+from streamlint.model.flow.facades import silent_facade_syncs
+from streamlint.model.flow.joinsteps import SilentJoin, silent_joins, taken_events
 from streamlint.model.flow.protocols import DroppedEvent, dropped_events
 from streamlint.model.flow.results import FunctionFlow, one_per_cause
 from streamlint.model.streams import MAIN, entry_stream_name, stream_expr, stream_label
@@ -172,7 +173,9 @@ class MissingWaitAtJoin(Rule):
             for drop in dropped_events(ctx.project, ctx.file, cls):
                 _report_dropped(ctx, drop)
                 dropping.add(id(drop.method))
-        for silent in silent_joins(ctx.project, ctx.file):
+        for fn in silent_facade_syncs(ctx.project, ctx.file):
+            _report_silent_join(ctx, SilentJoin(fn, fn.node.body.body[-1], "facade-sync", fn.node.name.value))
+        for silent in silent_joins(ctx.project, ctx.file) + taken_events(ctx.project, ctx.file):
             if id(silent.function) not in dropping:  # (the dropped event is that join step's finding)
                 _report_silent_join(ctx, silent)
 
@@ -246,6 +249,18 @@ def _report_silent_join(ctx: RuleContext, silent: SilentJoin) -> None:
                              f"it stands for is joined by nobody [{tag}]",
                              f"join step `{name}()` never waits on `{silent.handle}` [{tag}]")
         hint = f"`{silent.handle}.wait()` (or `current_stream().wait_event({silent.handle})`)"
+    elif silent.kind == "facade-sync":
+        message = first_line(f"`{silent.function.qualname}()` does nothing, on a class that passes the rest of the "
+                             f"device API on to the device (its streams included): every join its users make "
+                             f"through it orders nothing [{tag}]",
+                             f"`{silent.function.qualname}()` does nothing: every caller's `{name}` is lost [{tag}]")
+        hint = f"do the device's `{name}` here (the callers' consumers rely on it)"
+    elif silent.kind == "taken-event":
+        message = first_line(f"`{name}()` takes `{silent.handle}` out of its events container and only tests it: "
+                             f"nothing waits on the work recorded into it, before this step goes on [{tag}]",
+                             f"`{name}()` only tests `{silent.handle}`, never waits on it [{tag}]")
+        hint = (f"`{silent.handle}.wait()` (or `current_stream().wait_event({silent.handle})`) when it is set; "
+                "this assumes the work it was recorded after produces what this step goes on to use")
     elif silent.kind == "class-event":
         recorder = silent.producer.node.name.value if silent.producer is not None else "another method"
         message = first_line(f"`{name}()` is the class's join step for `{silent.handle}`, which `{recorder}()` "

@@ -257,6 +257,10 @@ def attr_kind(project: Project, file: FileModel, cls: ClassInfo | None, attr: st
         if not kinds:
             kinds.add(annotation_kind(file, None, class_field_annotation(cls.node, attr)))
             kinds.discard(None)
+        getter = cls.methods.get(attr)  # `@property def compute_stream(self): return current_stream()`
+        if not kinds and getter is not None and "property" in getter.decorators \
+                and current_stream_getter(project, file, getter):
+            kinds.add(MAIN_STREAM)
         cache[attr] = kinds.pop() if len(kinds) == 1 else None
     return cache[attr]
 

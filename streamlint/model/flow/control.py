@@ -7,7 +7,6 @@ remembers the last op queued on it (for the join checks)."""
 
 from __future__ import annotations
 
-
 from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
@@ -42,10 +41,9 @@ class ControlFlow:
     """
 
     def mentions_ordering(self, node: cst.CSTNode) -> bool:
-        key = id(node)
-        if key not in self._mentions:
-            self._mentions[key] = node_mentions_ordering(node)
-        return self._mentions[key]
+        if id(node) not in self._mentions:
+            self._mentions[id(node)] = node_mentions_ordering(node)
+        return self._mentions[id(node)]
 
     # ---- statements
     def block(self, stmts, states: list[State]) -> list[State]:
@@ -387,8 +385,7 @@ class ControlFlow:
 
     def branch(self, st: State, test: cst.BaseExpression, outcomes: list[tuple[bool, object]]) -> list[State]:
         """Run each (outcome, runner) consistent with what the path already assumes about ``test``."""
-        known = self.decide(st, test)
-        key, positive = self.test_key(st, test)
+        known, (key, positive) = self.decide(st, test), self.test_key(st, test)
         compared = self.stream_compare(st, test)  # `if cur != side: side.wait_stream(cur)`: equal on the else path
         if compared is not None:
             key, positive = compared, True
@@ -478,13 +475,11 @@ class ControlFlow:
                 if getattr(runner, "node", None) is not None and contains(runner.node, self.focus):
                     return outcome, runner
             for outcome, runner in todo:  # a branch that returns would end the path before it
-                branch = getattr(runner, "node", None)
-                if branch is None or not block_returns(branch.body if isinstance(branch, cst.Else) else branch):
+                if not _returns(runner):
                     return outcome, runner
-        for outcome, runner in todo:
-            if getattr(runner, "relevant", False):
-                return outcome, runner
-        return todo[0]
+        relevant = [(o, r) for o, r in todo if getattr(r, "relevant", False)]  # not a returning one of them
+        # (an inlined helper's early return would drop the rest of its work and its real result)
+        return next((x for x in relevant if len(relevant) < 2 or not _returns(x[1])), (relevant or todo)[0])
 
     def if_(self, node: cst.If, st: State) -> list[State]:
         rest = self.rest
@@ -698,3 +693,8 @@ def ordering_query(test: cst.BaseExpression) -> bool | None:
             and test.func.attr.value in apis.STREAM_ORDERING_DEVICE_QUERIES:
         return False
     return None
+
+
+def _returns(runner) -> bool:  # a branch runner whose block returns
+    return (b := getattr(runner, "node", None)) is not None and block_returns(b.body if isinstance(b, cst.Else) else b)
+

@@ -94,10 +94,74 @@ def _bound_and_waited(fn, attr: str) -> bool:
 class EventEscapes:
     """Whether an event handed over from the function has a waiter (mixin of the interpreter).
 
-    Interp state it uses: ``field_events`` (filled by ``Storages.escape``), ``project``."""
+    Interp state it uses: ``event_bundles``, ``field_events`` (filled by ``Storages.escape``), ``fn``,
+    ``project``."""
 
     def kept_unwaited(self, key: str) -> bool:
         """An event created here whose only escapes are into fields of ``self`` nobody waits on (one handed in
         is the caller's too: it may wait on it)."""
         fields = self.field_events.get(key) if key.startswith("<") else None
         return bool(fields) and "" not in fields and not any(field_waited(self.project, f) for f in fields)
+
+    def note_bundles(self, st, v: object, into) -> None:
+        """``v`` is kept in ``into``: per event it carries, the tensors it is kept with (None: not a record)."""
+        bundle = frozenset(tv.sid for tv in self.tensors(st, v)) \
+            if isinstance(v, TupVal) and len(v.items) > 1 and into is not None else None
+        for e in events_in(v):
+            self.event_bundles.setdefault(e.key, []).append(bundle)
+
+    def bundled_elsewhere(self, key: str, sid: int | None) -> bool:
+        """Is the event only a record's guard of other values, not a join handle for tensor ``sid``: every
+        hand-over keeps it in a tuple with other values but without ``sid`` (``self.pending.append((key,
+        staging, done))``: the pool recycles the staging buffer once ``done`` completes), in fields of
+        ``self`` whose events no other code waits on with a stream (``wait_event`` / ``.wait()``: host
+        ``query()`` / ``synchronize()`` of a reaper order no device consumer)? Then the caller handed ``sid``
+        has no handle on that work."""
+        bundles = self.event_bundles.get(key)
+        fields = self.field_events.get(key)
+        if sid is None or not bundles or not fields or "" in fields or any(b is None or sid in b for b in bundles):
+            return False
+        return not any(field_stream_waited(self.project, f, self.fn) for f in fields)
+
+
+def field_stream_waited(project: Project, attr: str, fn, methods: tuple[str, ...] = ("wait_event", "wait")) -> bool:
+    """Does a function of the project other than ``fn`` wait with a stream (``s.wait_event(ev)``, ``ev.wait()``)
+    on an event taken out of field ``attr``: ``x.attr`` itself, a name bound from it, or a loop target over
+    it or over a local alias of it (``pending = self.pending`` ... ``for k, buf, ev in pending``)?"""
+    memo = derived(project, "event_field_stream_waiters")
+    if (attr, methods) not in memo:
+        memo[attr, methods] = [other for model in project.files_containing((attr.encode(),))
+                               for other in model.iter_functions() if _stream_waits_field(other, attr, methods)]
+    return any(other.node is not fn.node for other in memo[attr, methods])
+
+
+def _stream_waits_field(fn, attr: str, methods: tuple[str, ...]) -> bool:
+    waited: set[str] = set()
+    for site in fn.calls:
+        held = site.node.args[0].value if site.method == "wait_event" and site.node.args else \
+            site.node.func.value if site.method in methods and site.method != "wait_event" \
+            and isinstance(site.node.func, cst.Attribute) else None
+        while isinstance(held, (cst.Subscript, cst.Attribute)) and not (
+                isinstance(held, cst.Attribute) and held.attr.value == attr):
+            held = held.value
+        if isinstance(held, cst.Attribute):
+            return True  # `s.wait_event(self.attr[i])`
+        if isinstance(held, cst.Name):
+            waited.add(held.value)
+    if not waited:
+        return False
+    aliases: set[str] = set()
+    for node in local_nodes(fn.node):
+        if isinstance(node, cst.Assign) and (_reads_field(node.value, attr) or isinstance(node.value, cst.Name)
+                                             and node.value.value in aliases):
+            targets = [t.target for t in node.targets]
+        elif isinstance(node, (cst.For, cst.CompFor)) and (_reads_field(node.iter, attr) or isinstance(
+                node.iter, cst.Name) and node.iter.value in aliases):
+            targets = [node.target]
+        else:
+            continue
+        names = {name for t in targets for name in target_names(t)}
+        if names & waited:
+            return True
+        aliases |= names
+    return False

@@ -99,6 +99,7 @@ class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, 
         self.param_streams: set[str] = set()
         self.field_events: dict[str, set[str]] = {}  # event -> the fields of self it is stored in ("": elsewhere)
         self.handed_events: set[str] = set()  # events stored on an object or a container (waited elsewhere)
+        self.event_bundles: dict[str, list[frozenset[int]]] = {}  # event -> per hand-over, the tensors with it
         self.waited_events: set[str] = set()  # events waited (by a stream or the host) in this function
         self.timing_events: set[str] = set()  # events read by elapsed_time: they time work, they guard none
         self.record_sites: dict[tuple[str, str, int], tuple[cst.CSTNode, str]] = {}  # (event, stream, time) ->

@@ -389,4 +389,111 @@ def _left_in_flight(project: Project, file: FileModel, cls: ClassInfo) -> list[t
     return out
 
 
-__all__ = ["SilentJoin", "handled", "is_join_step", "silent_joins"]
+def taken_events(project: Project, file: FileModel) -> list[SilentJoin]:
+    """Functions of any kind (not join steps: :func:`silent_joins` judges those) that take an event out of an
+    events container (``ev = registry.prefetch_event_map.get(rid)``) and then only test it (``if ev:
+    ...``, no wait, not handed on, before the name is bound again), while other code of the project stores
+    events it records into that container (``ev.record(h2d_stream); registry.prefetch_event_map[rid] = ev``)
+    and no other code waits on one taken out of it: the protocol's one wait is lost, and the recorded work
+    (a prefetch another op queued) is joined by nobody before this step goes on (SL201, medium)."""
+    memo = derived(project, "taken_events")
+    if id(file) not in memo:
+        memo[id(file)] = [found for fn in file.iter_functions() if not is_join_step(fn)
+                          for found in _taken_event(project, fn)[:1]]
+    return memo[id(file)]
+
+
+def _taken_event(project: Project, fn: FunctionInfo) -> list[SilentJoin]:
+    from streamlint.model.flow.escapes import field_stream_waited
+
+    for block, index, name, field in _event_takes(fn.node.body):
+        rest = _until_rebound(block[index + 1:], name)
+        if any(handled(stmt, name) for stmt in rest) or not _recorded_into(project, field) \
+                or field_stream_waited(project, field, fn, ("wait_event", "wait", "synchronize")) \
+                or any(other.node is not fn.node for other in _takers(project, field)):
+            continue
+        test = next((n for stmt in rest for n in local_nodes(stmt) if isinstance(n, (cst.If, cst.While))
+                     and mentions_name(n.test, name)), None)
+        if test is not None:
+            return [SilentJoin(fn, test, "taken-event", name)]
+    return []
+
+
+def _takers(project: Project, field: str) -> list[FunctionInfo]:
+    """The functions of the project that take an event out of container ``field`` and wait on it or hand
+    it on (``ev = X.<field>.get(k)`` ... ``finish(ev)``): the container's protocol is joined there."""
+    memo = derived(project, "event_container_takers")
+    if field not in memo:
+        memo[field] = [fn for model in project.files_containing((field.encode(),)) for fn in model.iter_functions()
+                       if any(f == field and any(handled(stmt, name) for stmt in _until_rebound(block[i + 1:], name))
+                              for block, i, name, f in _event_takes(fn.node.body))]
+    return memo[field]
+
+
+def _event_takes(body: cst.CSTNode):
+    """(statements, index, name, container field) for each ``name = <events container>.get(k)`` /
+    ``name = X.events[k]`` statement of the function, with the block holding it."""
+    for node in local_nodes(body):
+        for block in _blocks(node):
+            for index, stmt in enumerate(block):
+                small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+                if not (isinstance(small, cst.Assign) and len(small.targets) == 1
+                        and isinstance(small.targets[0].target, cst.Name)):
+                    continue
+                name = small.targets[0].target.value
+                field = _container_field(small.value)
+                if field is not None and _EVENT_NAME.search(name):
+                    yield block, index, name, field
+
+
+def _blocks(node: cst.CSTNode) -> list[list]:
+    return [list(node.body)] if isinstance(node, cst.IndentedBlock) else []
+
+
+def _container_field(expr: cst.BaseExpression) -> str | None:
+    """``X.<field>.get(k)`` / ``X.<field>[k]`` / ``X.<field>.pop(k)`` of an events container: its field."""
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("get", "pop"):
+        expr = expr.func.value
+    elif isinstance(expr, cst.Subscript):
+        expr = expr.value
+    else:
+        return None
+    if isinstance(expr, cst.Attribute) and _event_container(expr):
+        return expr.attr.value
+    return None
+
+
+def _until_rebound(stmts: list, name: str) -> list:
+    out = []
+    for stmt in stmts:
+        if any(isinstance(n, cst.Assign) and any(name in _bound_names(t.target) for t in n.targets)
+               for n in local_nodes(stmt)):
+            break
+        out.append(stmt)
+    return out
+
+
+def _recorded_into(project: Project, field: str) -> bool:
+    from streamlint.model.flow.leaves import names_stream
+
+    """Does code of the project store an event it records into container ``field`` (``X.<field>[k] = ev``
+    after ``ev.record(...)``, or of ``s.record_event()``)?"""
+    memo = derived(project, "events_recorded_into")
+    if field not in memo:
+        memo[field] = False
+        for model in project.files_containing((field.encode(),)):
+            for fn in model.iter_functions():
+                recorded = {dotted(site.node.func.value) for site in fn.calls
+                            if site.method == "record" and isinstance(site.node.func, cst.Attribute)}
+                for node in local_nodes(fn.node):
+                    if isinstance(node, cst.Assign) and any(
+                            isinstance(t.target, cst.Subscript) and names_stream(t.target.value, field)
+                            for t in node.targets) and (
+                            isinstance(node.value, cst.Name) and node.value.value in recorded
+                            or isinstance(node.value, cst.Call) and _callee(node.value) == "record_event"):
+                        memo[field] = True
+                        return True
+    return memo[field]
+
+
+__all__ = ["SilentJoin", "handled", "is_join_step", "silent_joins", "taken_events"]

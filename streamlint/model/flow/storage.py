@@ -172,8 +172,7 @@ class Storages:
 
     def op(self, st: State, node: cst.CSTNode, reads: list, writes: list = (), result: bool = True,
            read_writes: bool = True) -> TVal | None:
-        t = self.tick()
-        s = st.cur
+        t, s = self.tick(), st.cur
         rs = [tv for v in reads for tv in self.tensors(st, v)]
         ws = [tv for v in writes for tv in self.tensors(st, self.place(st, v))]
         if read_writes:
@@ -334,7 +333,7 @@ class Storages:
             lw = S.last_write if S is not None and S.kind != "host" else None
             if lw is None or lw.stream == MAIN or lw.node is None or ordered_before(lw, know):
                 continue
-            if self.event_handed_over(st, lw, returned) or sid not in held and self.joined_elsewhere(lw.stream) \
+            if self.event_handed_over(st, lw, returned, sid) or sid not in held and self.joined_elsewhere(lw.stream) \
                     or isinstance(node, cst.Return) and sibling_consumer_waits(self.file, self.fn, node.value) \
                     or self.caller_may_join(lw.stream):
                 continue
@@ -366,9 +365,9 @@ class Storages:
             S = Storage(self.new_id(), "with-body", "arg", MAIN, caller)
             self.race(st, "read", S, caller, st.cur, "the with-body", body=True)
 
-    def event_handed_over(self, st: State, lw: Access, returned: object) -> bool:
+    def event_handed_over(self, st: State, lw: Access, returned: object, sid: int | None = None) -> bool:
         return any((not key.startswith("<") or key in self.handed_events) and snap.get(lw.stream, -1) >= lw.time
-                   for key, snap in st.events.items())
+                   and not self.bundled_elsewhere(key, sid) for key, snap in st.events.items())
 
     def _hands_over(self, v: object) -> bool:
         """A returned tuple that carries something besides tensors and constants (an event, a collective's
@@ -458,6 +457,7 @@ class Storages:
 
     def escape(self, st: State, v: object, into: cst.BaseExpression | None = None) -> None:
         """``v`` outlives the call: returned, kept by a callee, stored in ``into`` (a field, a container slot)."""
+        self.note_bundles(st, v, into)  # (a record of values an event guards: escapes.py)
         for e in events_in(v):
             self.handed_events.add(e.key)  # kept on an object / in a container: someone else waits on it
             st.used_events.add(e.key)

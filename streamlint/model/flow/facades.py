@@ -1,0 +1,79 @@
+"""Device facades and stream types whose join joins nothing (issue 16 §3, "methods that merely wait").
+
+Frameworks reach the device through a facade class (an *accelerator*: ``get_accelerator().synchronize()``,
+``.current_stream()``, ``.Stream``) whose methods forward to the device module's function of the same name
+(``def current_device(self): return torch.npu.current_device()``). Every join the framework makes through
+the facade's ``synchronize`` — the end of an overlapped gradient reduction, of an offload, of a prefetch —
+is that one method: when its body is empty on a facade that does reach a real device, all of them order
+nothing, and the consumers are in every caller. The root cause is the facade's method, where it is reported
+(SL201, medium: the consumers are presumed).
+
+A class is a device facade when at least ``_FORWARDED`` of its methods forward to a ``torch.<device>`` /
+``torch_npu.npu`` function of their own name, its streams or events among them (a platform class that only
+forwards device queries and whose ``synchronize`` fences a profiling run is not one); its ``synchronize`` is silent when it is an interface stub of a
+class that forwards nothing (a CPU back-end, an abstract accelerator, a stand-in stream) — those do not
+qualify — or when its body calls anything at all.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from streamlint._lazy import cst
+from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
+from streamlint.model.streams import derived
+from streamlint.model.syntax import local_nodes
+
+if TYPE_CHECKING:
+    from streamlint.model.project import Project
+
+_FORWARDED = 3  # methods forwarding to the device module's same-named function
+_STREAM_API = ("current_stream", "default_stream", "Stream", "Event", "stream", "set_stream")
+_DEVICE_MODULES = ("torch.cuda.", "torch.npu.", "torch.xpu.", "torch.mps.", "torch_npu.npu.", "torch.musa.")
+
+
+def forwards(fn: FunctionInfo) -> bool:
+    """Does the method call the device module's function of its own name (``torch.npu.<name>(...)``)?"""
+    name = fn.node.name.value
+    return any((dotted(site.node.func) or "") in {m + name for m in _DEVICE_MODULES} for site in fn.calls)
+
+
+def device_facade(cls: ClassInfo) -> bool:
+    """Forwards at least ``_FORWARDED`` methods to the device module, among them its streams or events: its
+    users overlap work on the device's streams, and its ``synchronize`` is their join."""
+    return sum(forwards(m) for m in cls.methods.values()) >= _FORWARDED \
+        and any(name in cls.methods and forwards(cls.methods[name]) for name in _STREAM_API)
+
+
+def empty_body(fn: FunctionInfo) -> bool:
+    """No call, no assignment, no return of a value: docstring, ``pass``, ``...``, bare ``return``."""
+    body = fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else []
+    return not any(isinstance(n, (cst.Call, cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Raise, cst.Yield))
+                   or isinstance(n, cst.Return) and n.value is not None for stmt in body for n in local_nodes(stmt))
+
+
+def silent_facade_syncs(project: Project, file: FileModel) -> list[FunctionInfo]:
+    """The ``synchronize`` methods of the file's device facades whose body does nothing, and the joins
+    (``wait_stream`` / ``wait_event`` / ``synchronize``) that a subclass of a device stream type overrides
+    with an empty body (``class Stream(torch_npu._C._NPUStreamBase)``: every ``s.wait_stream(other)`` of its
+    users then orders nothing; a stand-in stream of a host back-end subclasses no device type)."""
+    memo = derived(project, "silent_facade_syncs")
+    if id(file) not in memo:
+        memo[id(file)] = [cls.methods["synchronize"] for cls in file.classes.values()
+                          if "synchronize" in cls.methods and empty_body(cls.methods["synchronize"])
+                          and device_facade(cls)]
+        memo[id(file)] += [m for cls in file.classes.values() if _device_stream_type(cls)
+                           for name, m in cls.methods.items() if name in _JOINS and empty_body(m)]
+    return memo[id(file)]
+
+
+_JOINS = ("wait_stream", "wait_event", "synchronize")
+
+
+def _device_stream_type(cls: ClassInfo) -> bool:
+    """A subclass of a device stream type: a base named ``*StreamBase`` / ``Stream`` under a torch module."""
+    return any(b.rsplit(".", 1)[-1] in ("Stream", "_CudaStreamBase", "_NPUStreamBase", "_XpuStreamBase")
+               and b.startswith(("torch.", "torch_npu.")) for b in cls.bases)
+
+
+__all__ = ["device_facade", "silent_facade_syncs"]

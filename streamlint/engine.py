@@ -255,6 +255,9 @@ class Engine:
         project._compiling = old._compiling  # from bytes and summaries only
         project._marker_paths = old._marker_paths  # from bytes only
         project._renames = old._renames  # from bytes only
+        # module resolution: from the file system only (an edit on disk clears it, set_override)
+        project._packages, project._modules = old._packages, old._modules
+        project._source_roots, project._checkout_dirs = old._source_roots, old._checkout_dirs
         project.profiler = self._profiler
         self.project = project
         self._parsed = kept

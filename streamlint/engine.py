@@ -21,6 +21,7 @@ from streamlint.finding import Confidence, Finding, Severity, Span
 from streamlint.model.apis import PatternMarker
 from streamlint.model.file import FileModel
 from streamlint.model.options import ModelOptions
+from streamlint.model.paths import PathIndex
 from streamlint.model.project import Project
 from streamlint.profile import Profiler, phase as _phase
 from streamlint.registry import Registry
@@ -208,6 +209,7 @@ class Engine:
         self.project._paths = None
         self.project._compiling = None  # from bytes: the changed file's may have changed
         self.project._renames.clear()
+        self.project._marker_paths.clear()  # from bytes: the changed file's may have changed
         if data is None:  # the file changed on disk (or was created, deleted): module resolution too
             self.project._modules.clear()
             self.project._packages.clear()
@@ -218,13 +220,32 @@ class Engine:
         """Source bytes of the files this engine holds parsed (their trees: what its memory grows with)."""
         return sum(len(p.source.data) for p in self._parsed.values() if p.source is not None)
 
-    def release_models(self) -> None:
-        """Let every parsed file and every project fact go (a long run's memory bound): the next
+    def release_models(self, keep: int = 0) -> None:
+        """Let the parsed files and every project fact go (a long run's memory bound): the next
         questions parse again what they need. What depends on bytes only stays: the module summaries,
-        the file list and the contents kept for byte searches. Answers do not change: the analysis of
-        a file is the same whatever was analysed before it (tests/test_scale.py)."""
+        the file list and the contents kept for byte searches; so do what the compile sites reach
+        (``PathIndex.carried``: plain data, keyed by path and name) and the most recently used parsed
+        files, up to ``keep`` bytes of source (the modules the next files most likely import: without them
+        a large tree's run parsed its common modules again every few files). Answers do not change: the
+        analysis of a file is the same whatever was analysed before it (tests/test_scale.py)."""
         old = self.project
         project = Project(self.root, self._load_model, scope=old.scope, options=old.options)
+        carried = old._paths.carried() if old._paths is not None else None
+        if carried is not None:
+            project._paths = PathIndex(project, carried)
+        kept: dict[str, ParsedFile] = {}
+        for path in reversed(old._recent):  # the most recently asked for first
+            parsed = self._parsed.get(path)
+            model = old._files.get(path)
+            if parsed is None or model is None or parsed.source is None or parsed.model is not model:
+                continue
+            size = len(parsed.source.data)
+            if size <= keep:
+                keep -= size
+                kept[path] = parsed
+        for path in reversed(list(kept)):  # least recent first, as in old._recent
+            project._files[path] = old._files[path]
+            project._recent[path] = None
         project.reader = old.reader
         project.summaries = old.summaries
         project.index_progress = old.index_progress
@@ -232,10 +253,15 @@ class Engine:
         project._summary_digests = old._summary_digests
         project._all_files = old._all_files
         project._compiling = old._compiling  # from bytes and summaries only
+        project._marker_paths = old._marker_paths  # from bytes only
+        project._renames = old._renames  # from bytes only
+        # module resolution: from the file system only (an edit on disk clears it, set_override)
+        project._packages, project._modules = old._packages, old._modules
+        project._source_roots, project._checkout_dirs = old._source_roots, old._checkout_dirs
         project.profiler = self._profiler
         self.project = project
-        self._parsed.clear()
-        self._digests.clear()
+        self._parsed = kept
+        self._digests = {path: digest for path, digest in self._digests.items() if path in kept}
 
     def read(self, path: str) -> bytes:
         key = os.path.abspath(path)

@@ -511,7 +511,7 @@ def test_compile_facts_on_demand_are_those_of_every_compile_site() -> None:
                 assert (pa.modes, pa.source, [(e.path, e.span) for e in pa.evidence]) == \
                     (pb.modes, pb.source, [(e.path, e.span) for e in pb.evidence]), (path, qualname)
                 assert lazy.project.path_index.is_graph_entry(a, fn) is \
-                    (id(other) in full.project.path_index.graph_entries()), (path, qualname)
+                    full.project.path_index.in_graph_entries(b, other), (path, qualname)
                 compared += 1
     assert compared > 100
 
@@ -558,7 +558,7 @@ def test_a_function_compiled_under_a_renamed_reexport_is_a_graph_entry(tmp_path:
     assert engine.project.path_index.is_graph_entry(file, forward)
     parsed = {os.path.relpath(p, tmp_path) for p in engine._parsed}
     assert not {p for p in parsed if "other" in p}, sorted(parsed)
-    assert id(forward) in engine.project.path_index.graph_entries()
+    assert engine.project.path_index.in_graph_entries(file, forward)
 
 
 def test_the_byte_test_of_the_caller_search_keeps_every_module_whose_summary_may_call_the_name() -> None:
@@ -679,3 +679,65 @@ def test_a_project_fact_is_asked_again_after_an_edit(tmp_path: Path) -> None:
     assert _field_recordable(engine.project, "buf")
     engine.set_override(str(holder), b"class Holder:\n    buf: int\n")
     assert not _field_recordable(engine.project, "buf")
+
+
+def test_a_release_keeps_what_the_compile_sites_reach_and_the_recent_models(tmp_path: Path) -> None:
+    """An engine that lets its trees go (Engine.release_models) keeps the compile facts (plain data keyed by
+    path and qualified name) and the most recently used models up to the bytes it is told: a model's
+    execution path is answered again without parsing the compiling modules (the compiler, its caller),
+    with the same modes, source and evidence."""
+    model = _project(tmp_path, noise=3)
+    engine = engine_for(tmp_path)
+    file = engine.project.file(str(model))
+    engine.project.path_index.prepare()
+
+    def paths(f):
+        return {q: (p.modes, p.source, [(e.path, e.span) for e in p.evidence])
+                for q, fn in f.functions.items() for p in [engine.project.execution_path(f, fn)]}
+
+    before = paths(file)
+    assert any(source == "compile" for _, source, _ in before.values())
+    engine.project.file(str(tmp_path / "pkg" / "utils.py"))  # the most recently used model
+    utils = engine.project.file(str(tmp_path / "pkg" / "utils.py"))
+    engine.release_models(len((tmp_path / "pkg" / "utils.py").read_bytes()))
+    assert [os.path.relpath(p, tmp_path) for p in engine._parsed] == ["pkg/utils.py"]
+    assert engine.project.file(str(tmp_path / "pkg" / "utils.py")) is utils
+    again = engine.project.file(str(model))
+    assert again is not file and paths(again) == before
+    parsed = {os.path.relpath(p, tmp_path) for p in engine._parsed}
+    assert "pkg/compiler.py" not in parsed and "pkg/launcher.py" not in parsed, sorted(parsed)
+
+
+def test_a_release_does_not_carry_compile_facts_of_a_function_defined_twice(tmp_path: Path) -> None:
+    """A reached function that is not its module's entry for its name (an earlier ``def`` of the same name)
+    has no key that survives a release: then the compile facts are computed again, as before."""
+    _project(tmp_path, noise=0)
+    text = (tmp_path / "pkg" / "model.py").read_text(encoding="utf-8")
+    write(tmp_path, "pkg/model.py", text + "\n\ndef helper():\n    pass\n\n\ndef helper():  # noqa\n    pass\n")
+    engine = engine_for(tmp_path)
+    engine.project.path_index.prepare()
+    assert engine.project.path_index.carried() is not None
+    file = engine.project.file(str(tmp_path / "pkg" / "model.py"))
+    first = next(fn for fn in file.function_of.values() if fn is not None and fn.qualname == "helper"
+                 and fn is not file.functions["helper"])
+    index = engine.project.path_index
+    index._reached_ids[id(first)] = ({"reduce-overhead"}, [])  # as if a compile site reached it
+    assert index.carried() is None
+
+
+def test_the_caller_search_sees_a_call_added_by_an_edit(tmp_path: Path) -> None:
+    """The byte searches of project-wide scans are memoised per marker (Project.paths_containing) and the
+    caller search per function: an edit (an editor buffer) that adds a call is seen by the next search."""
+    from streamlint.model.flow.callers import callers_of
+
+    lib = write(tmp_path, "pkg/lib.py", "def launch(x):\n    return x\n")
+    write(tmp_path, "pkg/a.py", "from pkg.lib import launch\n\n\ndef go(x):\n    return launch(x)\n")
+    other = write(tmp_path, "pkg/b.py", "def idle():\n    pass\n")
+    engine = engine_for(tmp_path)
+    file = engine.project.file(str(lib))
+    sites = callers_of(engine.project, file, file.functions["launch"])
+    assert [os.path.relpath(m.path, tmp_path) for m, _ in sites] == ["pkg/a.py"]
+    engine.set_override(str(other), b"from pkg.lib import launch\n\n\ndef run(y):\n    return launch(y)\n")
+    file = engine.project.file(str(lib))
+    sites = callers_of(engine.project, file, file.functions["launch"])
+    assert sorted(os.path.relpath(m.path, tmp_path) for m, _ in sites) == ["pkg/a.py", "pkg/b.py"]

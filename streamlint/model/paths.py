@@ -42,13 +42,38 @@ _FAMILY_MODE = {
 }
 
 
-class PathIndex:
-    """Project-wide compile facts, computed once per project on first use."""
+# A function's key in facts that outlive its parse (PathIndex.carried): its module's path and its qualified name.
+# A FunctionInfo has one only while it is the entry of its name in its module (``FileModel.functions``):
+# an earlier definition under the same name (``if X: def f() ... else: def f()``) has none
+FunctionKey = tuple[str, str]
 
-    def __init__(self, project: ProjectQueries) -> None:
+
+def function_key(file: FileModel, fn: FunctionInfo) -> "FunctionKey | None":
+    return (os.path.abspath(file.path), fn.qualname) if file.functions.get(fn.qualname) is fn else None
+
+
+class ReachFacts:
+    """What the compile sites reach and compile, keyed by :func:`function_key`: plain data that stays true
+    while no file changes, so an engine that lets its parsed trees go (``Engine.release_models``) keeps it
+    instead of parsing every compiling module and what it reaches again (issue 15's memory bound made
+    that a re-parse of the compile index every few files on a large tree)."""
+
+    def __init__(self, reached: dict[FunctionKey, tuple[set[str], list[Location]]],
+                 entries: "set[FunctionKey] | None") -> None:
+        self.reached = reached
+        self.entries = entries
+
+
+class PathIndex:
+    """Project-wide compile facts, computed once per project on first use (or carried over from the index of
+    the same unchanged project, :meth:`carried`)."""
+
+    def __init__(self, project: ProjectQueries, carried: "ReachFacts | None" = None) -> None:
         self.project = project
         self._sites: list[CompileSite] | None = None
-        self._reached: dict[int, tuple[set[str], list[Location]]] | None = None
+        # what the compile sites reach, by function_key; _reached_ids: a reached function without one
+        self._reached: dict[FunctionKey, tuple[set[str], list[Location]]] | None = None
+        self._reached_ids: dict[int, tuple[set[str], list[Location]]] = {}
         self._cache: dict[int, ExecutionPath] = {}
         # facts derived from several files (stream kinds, env settings, dispatch summaries…), keyed by
         # topic; they live here because the engine replaces the index whenever any file changes
@@ -58,7 +83,10 @@ class PathIndex:
         ]
         self._mode = project.options.mode
         self._file_sites: dict[int, list[CompileSite]] = {}  # id(FileModel) -> its compile sites
-        self._entries: set[int] | None = None
+        self._entries: set[FunctionKey] | None = None
+        self._entry_ids: set[int] = set()  # graph entries without a function_key
+        if carried is not None:
+            self._reached, self._entries = carried.reached, carried.entries
 
     def _sites_in(self, model: FileModel) -> list[CompileSite]:
         found = self._file_sites.get(id(model))
@@ -100,11 +128,37 @@ class PathIndex:
             return seen
         return bool(self._sites) and all(cs.targets and cs.modes for cs in self._sites)
 
-    def graph_entries(self) -> set[int]:
-        """``id`` of every function a compile site compiles itself (its targets)."""
+    def _graph_entries(self) -> set[FunctionKey]:
+        """:func:`function_key` of every function a compile site compiles itself (its targets; the others'
+        ``id`` in ``_entry_ids``)."""
         if self._entries is None:
-            self._entries = {id(fn) for site in self.compile_sites() for fn, _mod in site.targets}
+            entries: set[FunctionKey] = set()
+            for site in self.compile_sites():
+                for fn, mod in site.targets:
+                    key = function_key(mod, fn)
+                    if key is None:
+                        self._entry_ids.add(id(fn))
+                    else:
+                        entries.add(key)
+            self._entries = entries
         return self._entries
+
+    def in_graph_entries(self, file: FileModel, fn: FunctionInfo) -> bool:
+        """Does a compile site compile ``fn`` itself (computes every compile site's targets)?"""
+        key = function_key(file, fn)
+        return id(fn) in self._entry_ids if key is None else key in self._graph_entries()
+
+    def _reach_of(self, file: FileModel, fn: FunctionInfo) -> "tuple[set[str], list[Location]] | None":
+        reached = self._reach()
+        key = function_key(file, fn)
+        return self._reached_ids.get(id(fn)) if key is None else reached.get(key)
+
+    def carried(self) -> ReachFacts | None:
+        """The facts a new index of the same unchanged project can start from (None: none computed yet, or
+        some reached function has no :func:`function_key`: its ``id`` would not survive)."""
+        if self._reached is None or self._reached_ids or self._entry_ids:
+            return None
+        return ReachFacts(self._reached, self._entries)
 
     def is_graph_entry(self, file: FileModel, fn: FunctionInfo) -> bool:
         """Is ``fn`` a target of a compile site? The sites of :meth:`graph_entries`, but parsing only the
@@ -114,7 +168,7 @@ class PathIndex:
         (``from .x import Model as M``, ``M = Model``). So a module that may compile ``fn`` is ``file``
         itself, one that compiles its callers' arguments, or one whose bytes spell the name or a rename."""
         if self._entries is not None or fn.parent is not None:
-            return id(fn) in self._entries if self._entries is not None else any(
+            return self.in_graph_entries(file, fn) if self._entries is not None else any(
                 target is fn for cs in self._sites_in(file) for target, _ in cs.targets)
         names = self.project.renames(fn.class_name or fn.node.name.value)
         path = os.path.abspath(file.path)
@@ -128,15 +182,17 @@ class PathIndex:
         return any(target is fn for model in self.project.compiling_files(keep)
                    for cs in self._sites_in(model) for target, _ in cs.targets)
 
-    def _reach(self) -> dict[int, tuple[set[str], list[Location]]]:
+    def _reach(self) -> dict[FunctionKey, tuple[set[str], list[Location]]]:
         if self._reached is None:
-            reached: dict[int, tuple[set[str], list[Location]]] = {}
+            reached: dict[FunctionKey, tuple[set[str], list[Location]]] = {}
             for cs in self._moded_sites():
                 if not cs.modes or not cs.targets:
                     continue
                 evidence = Location(cs.file.path, cs.file.span(cs.node), f"compiled here ({'/'.join(sorted(cs.modes))})")
-                for fn, _mod in self.project.reachable(cs.targets):
-                    modes, locs = reached.setdefault(id(fn), (set(), []))
+                for fn, mod in self.project.reachable(cs.targets):
+                    key = function_key(mod, fn)
+                    modes, locs = (self._reached_ids.setdefault(id(fn), (set(), [])) if key is None
+                                   else reached.setdefault(key, (set(), [])))
                     modes |= cs.modes
                     if len(locs) < 3:
                         locs.append(evidence)
@@ -148,7 +204,7 @@ class PathIndex:
         inherit the result instead of each computing it)."""
         self.compile_sites()
         self._reach()
-        self.graph_entries()
+        self._graph_entries()
 
     def path_of(self, file: FileModel, fn: FunctionInfo | None) -> ExecutionPath:
         key = id(fn) if fn is not None else id(file)
@@ -166,7 +222,7 @@ class PathIndex:
             return ExecutionPath(frozenset({self._mode}), "config")
         outer = fn
         while outer is not None:
-            hit = self._reach().get(id(outer))
+            hit = self._reach_of(file, outer)
             if hit is not None:
                 return ExecutionPath(frozenset(hit[0]), "compile", tuple(hit[1]))
             outer = outer.parent

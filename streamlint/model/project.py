@@ -45,6 +45,8 @@ class Project:
     scope: frozenset[str] | None = None  # when set, only these files belong to the project
     options: ModelOptions = ModelOptions()
     _files: dict[str, FileModel | None] = field(default_factory=dict)
+    # the paths of _files, least recently asked first (Engine.release_models keeps the most recent ones)
+    _recent: dict[str, None] = field(default_factory=dict)
     _wrappers: dict[tuple[str, str], WrapperSpec | None] = field(default_factory=dict)
     _uses: dict[int, tuple[ApiUse, ...]] = field(default_factory=dict)
     _all_files: list[str] | None = None
@@ -68,6 +70,7 @@ class Project:
     profiler: "Profiler | None" = None
     _compiling: "list[tuple[str, ModuleSummary]] | None" = None  # compiling_paths()
     _renames: dict[str, frozenset[bytes]] = field(default_factory=dict)  # renames()
+    _marker_paths: dict[tuple[bytes, ...], list[str]] = field(default_factory=dict)  # paths_containing()
 
     # ---- execution paths (streamlint.model.paths)
     @property
@@ -163,14 +166,21 @@ class Project:
 
     def file(self, path: str) -> FileModel | None:
         path = os.path.abspath(path)
+        recent = self._recent
         if path not in self._files:
             self._files[path] = None  # guards against re-entrant loading
             name, is_pkg, _ = self.module_name(path)
             self._files[path] = self.loader(path, name, is_pkg)
+        elif path in recent:
+            del recent[path]
+        recent[path] = None
         return self._files[path]
 
     def add(self, model: FileModel) -> None:
-        self._files[os.path.abspath(model.path)] = model
+        path = os.path.abspath(model.path)
+        self._files[path] = model
+        self._recent.pop(path, None)
+        self._recent[path] = None
 
     def in_project(self, path: str) -> bool:
         if self.scope is not None:
@@ -244,12 +254,29 @@ class Project:
                 self._all_files = sorted(iter_python_files(self.root))
         return self._all_files
 
+    def paths_containing(self, markers: tuple[bytes, ...]) -> list[str]:
+        """The project files whose bytes contain one of ``markers`` (:meth:`may_contain`), in :meth:`all_files`
+        order. Memoised per marker (past SCAN_BYTES_KEPT each search of a large tree read most files again,
+        and the protocols ask for the same names per argument, race and stream); bytes only: a release
+        keeps it, an edit forgets it (Engine.set_override)."""
+        files = self.all_files()
+        found = self._marker_paths.get(markers)
+        if found is None:
+            found = self._marker_paths[markers] = [path for path in files if self.may_contain(path, markers)]
+        return found
+
     def files_containing(self, markers: tuple[bytes, ...], report_progress: bool = False) -> Iterator[FileModel]:
         """The parsed project files whose bytes contain one of ``markers`` (a byte search first, so
         files that cannot matter are never parsed); unparsable files are skipped. With
         ``report_progress``, :attr:`index_progress` hears of each file scanned (the project index scan)."""
-        files = self.all_files()
         report = self.index_progress if report_progress else None
+        if report is None:
+            for path in self.paths_containing(markers):
+                model = self.file(path)
+                if model is not None:
+                    yield model
+            return
+        files = self.all_files()
         for done, path in enumerate(files, 1):
             if report is not None:
                 report(done, len(files))
@@ -288,7 +315,7 @@ class Project:
             rename = re.compile(rb"(?<![A-Za-z0-9_])" + word + rb"[ \t]+as[ \t]+([A-Za-z_][A-Za-z0-9_]*)|"
                                 rb"^[ \t]*([A-Za-z_][A-Za-z0-9_]*)[ \t]*(?::[^=\n]*)?=[ \t]*"
                                 rb"(?:[A-Za-z_][A-Za-z0-9_]*[ \t]*\.[ \t]*)*" + word + rb"[ \t]*(?:#.*)?$", re.M)
-            for path in self.all_files():
+            for path in self.paths_containing((word,)):
                 data = self._bytes(path)
                 if data is None or word not in data:  # a substring test first: most files never spell it
                     continue
@@ -362,9 +389,7 @@ class Project:
         question never parses most of a large project."""
         needle = (name.encode(),)
         paths = []
-        for path in self.all_files():
-            if not self.may_contain(path, needle):
-                continue
+        for path in self.paths_containing(needle):
             data = self._bytes(path)
             if data is None or not _may_call_bytes(data, needle[0]):
                 continue  # the name as a whole word, where a call or an alias may use it; then the summary

@@ -19,7 +19,16 @@ if TYPE_CHECKING:
 def callers_of(project: Project, file: FileModel, fn: FunctionInfo) -> list[tuple[FileModel, object]] | None:
     """Every call site of ``fn`` in the project (``obj.method(...)`` on a receiver the project cannot
     type counts when the method name matches), or None when it has none or may be called in ways that
-    cannot be seen (a dunder, a callback)."""
+    cannot be seen (a dunder, a callback). Memoised per project: the caller protocols ask it for the same
+    function per argument, per race and per stream."""
+    memo = project.derived("callers_of")
+    found = memo.get(id(fn), memo)
+    if found is memo:
+        found = memo[id(fn)] = _callers_of(project, file, fn)
+    return found
+
+
+def _callers_of(project: Project, file: FileModel, fn: FunctionInfo) -> list[tuple[FileModel, object]] | None:
     name = fn.node.name.value
     ctor = name == "__init__" and fn.class_name is not None and "." not in fn.qualname.removesuffix(".__init__")
     if ctor:  # a constructor: its call sites build the class (`Awaitable(bufs, stream)`)
@@ -27,7 +36,7 @@ def callers_of(project: Project, file: FileModel, fn: FunctionInfo) -> list[tupl
     elif name.startswith("__") or fn.parent is not None:
         return None
     marker = (f"{name}(".encode(),)
-    paths = [path for path in project.all_files() if project.may_contain(path, marker)]
+    paths = project.paths_containing(marker)
     if len(paths) > MAX_CALLER_FILES:  # a common name (`forward`): too many files to parse; not followed
         return None
     sites = []

@@ -226,7 +226,7 @@ def _record_field_forked(project: Project, field: str) -> frozenset[str] | None:
     memo[field] = None
     marker = (f"{field}=".encode(),)
     found = 0
-    paths = [path for path in project.all_files() if project.may_contain(path, marker)]
+    paths = project.paths_containing(marker)
     if len(paths) > MAX_CALLER_FILES:  # a common field: not followed
         return None
     for path in paths:

@@ -107,7 +107,7 @@ def _handed_to_thread(project: Project, fn: FunctionInfo) -> bool:
     if fn.parent is not None or name.startswith("__"):
         return False
     refs = 0
-    paths = [path for path in project.all_files() if project.may_contain(path, (name.encode(),))]
+    paths = project.paths_containing((name.encode(),))
     if len(paths) > MAX_CALLER_FILES:  # a common name: not followed (precision first: no suppression)
         return False
     for path in paths:

@@ -139,7 +139,7 @@ def receivers_continue(project, channel: str | None, stream: str) -> bool | None
     if key in memo:
         return memo[key]
     memo[key] = None
-    paths = [path for path in project.all_files() if project.may_contain(path, (channel.encode(),))]
+    paths = project.paths_containing((channel.encode(),))
     if len(paths) > MAX_CALLER_FILES:
         return None
     found = False

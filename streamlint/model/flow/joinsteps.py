@@ -311,7 +311,7 @@ def event_waited_elsewhere(project: Project, name: str) -> bool:
     if name in memo:
         return memo[name]
     memo[name] = False
-    paths = [path for path in project.all_files() if project.may_contain(path, (name.encode(),))]
+    paths = project.paths_containing((name.encode(),))
     if len(paths) > MAX_CALLER_FILES:
         memo[name] = True
         return True

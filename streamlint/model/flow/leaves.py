@@ -76,8 +76,8 @@ def stream_owner(project: Project, file, fn, stream: str) -> str | None:
     memo = derived(project, "stream_field_exposed")
     if name not in memo:
         pattern = re.compile(rf"(?:\b(?!self\b|cls\b)[A-Za-z_]\w*|[)\]])\.{re.escape(name)}\b")
-        memo[name] = any(project.may_contain(path, (f".{name}".encode(),)) and pattern.search(
-            (project._bytes(path) or b"").decode("utf-8", "replace")) for path in project.all_files())
+        memo[name] = any(pattern.search((project._bytes(path) or b"").decode("utf-8", "replace"))
+                         for path in project.paths_containing((f".{name}".encode(),)))
     return None if memo[name] else fn.class_name
 
 
@@ -110,8 +110,8 @@ def stream_joined_elsewhere(project: Project, name: str, forks: bool = True, own
         memo[key] = False
         # bytes first: only files naming the stream and a join method are parsed; past the caller-file bound
         # the name is too common to tell, and the answer is the silent one
-        paths = [path for path in project.all_files()
-                 if project.may_contain(path, (name.encode(),)) and project.may_contain(path, _JOIN_MARKERS)]
+        joining = set(project.paths_containing(_JOIN_MARKERS))
+        paths = [path for path in project.paths_containing((name.encode(),)) if path in joining]
         if len(paths) > MAX_CALLER_FILES:
             memo[key] = True
             return True

@@ -111,9 +111,9 @@ def _reached_outside(project: Project, file: FileModel, cls: ClassInfo, attr: st
     own = re.compile(rf"(?:return|yield)\b[^\n]*\bself\.{re.escape(attr)}\b|(\w+)\(\s*self\.{re.escape(attr)}\s*[,)]")
     found = False
     marker = (f".{attr}".encode(),)
-    for path in project.all_files():  # the class's module and the modules naming the class hold its objects
-        if not project.may_contain(path, marker) or path != file.path \
-                and not project.may_contain(path, (cls.name.encode(),)):
+    naming = set(project.paths_containing((cls.name.encode(),)))
+    for path in project.paths_containing(marker):  # the class's module and the modules naming it hold its objects
+        if path != file.path and path not in naming:
             continue
         data = project._bytes(path)
         if data is None:

@@ -196,6 +196,8 @@ class HostReads:
         sets the collective up (a ``*_split_sizes`` keyword of any call; positions 3 and 4 of
         ``all_to_all_single``), a tensor or a numpy array of them too. A project function reads on the host the
         arguments of the parameters it reads so (:func:`host_read_params`), inlined or not."""
+        if self.cfg.mode not in ("eager", "cuda") or not any(self._pending_arg(st, a.value) for a in e.args):
+            return  # (no argument a pending copy fills: nothing to read)
         positional = (target or "").endswith("all_to_all_single")
         for i, arg in enumerate(e.args):
             keyword = arg.keyword.value if arg.keyword is not None else None
@@ -212,6 +214,17 @@ class HostReads:
         for name, expr in bind_arguments(params + fn.kwonly, e, kwonly=fn.kwonly).items():
             if name in read and expr is not None:
                 self.host_read(st, expr, f"{fn.node.name.value}() on the host")
+
+    def _pending_arg(self, st: State, expr: cst.BaseExpression) -> bool:
+        """Does ``expr`` name (a field holding) a host tensor some asynchronous copy fills?"""
+        if isinstance(expr, cst.Name):
+            names = [expr.value]
+        elif isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            names = [f"self.{expr.attr.value}"]
+        else:
+            return False  # (split sizes and host-read arguments are handed by name)
+        return any(st.stores.get(sid) is not None and st.stores[sid].d2h is not None for name in names
+                   for sid in [tv.sid for tv in self._held(st.env.get(name))] + list(st.held.get(name, ())))
 
     def hold_pending(self, st: State, target: cst.Subscript, v: object) -> None:
         """``state[mode]["scale"] = host``: the local container at the root of a nested slot holds the host
@@ -254,9 +267,12 @@ class HostReads:
         return, reported with the read). Called with the helper's final state (``st.env`` its names)."""
         if self.cfg.mode not in ("eager", "cuda") or mod is not self.file:
             return {}
-        fields = {k: v for k, v in st.env.items() if k.startswith("self.")
-                  and isinstance(st.env.get("self"), KVal) and st.env["self"].key == "self"
-                  and any(self._pending(st, tv) for tv in self._held(v))}
+        me = st.env.get("self")
+        fields = {k: v for k, v in st.env.items() if k.startswith("self.") and isinstance(v, (TVal, TupVal))
+                  and any(self._pending(st, tv) for tv in self._held(v))} \
+            if isinstance(me, KVal) and me.key == "self" else {}
+        if not fields and not any(self._pending(st, tv) for tv in self._held(ret)):
+            return {}
         returns = [n for n in local_nodes(fn.node.body) if isinstance(n, cst.Return)]
         exit = max(returns, key=lambda n: self.cfile.span(n).start_line) if returns else None
         for v in [ret, *fields.values()]:

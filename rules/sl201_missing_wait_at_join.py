@@ -316,6 +316,12 @@ def _report_host_read(ctx: RuleContext, fn, read: HostRead) -> None:
     if read.kind == "dropped":
         _report_dropped_path(ctx, read, main, stream)
         return
+    if read.kind == "engine":
+        _report_engine_send(ctx, read, main, stream)
+        return
+    if read.kind == "returned":
+        _report_returned_pending(ctx, read, main, stream)
+        return
     copy_line = ctx.file.span(read.copy).start_line if read.copy is not None else None
     at = f" (line {copy_line})" if copy_line is not None else ""
     message = first_line(
@@ -347,6 +353,52 @@ def _report_host_signal(ctx: RuleContext, read: HostRead, main: str | None, stre
             "to synchronise; this assumes the receiver acts on what the work produces")
     related = [Location(ctx.file.path, ctx.file.span(read.copy), "side-stream work queued here")] \
         if read.copy is not None else []
+    ctx.report(read.node, message, confidence=Confidence.MEDIUM, related=related, hint=hint)
+
+
+def _report_returned_pending(ctx: RuleContext, read: HostRead, main: str | None, stream: str) -> None:
+    """A helper hands back host tensors its non-blocking copies still fill, and its caller reads them on the
+    host with no synchronisation between (model: ``HostReads.mark_exit``)."""
+    line = ctx.file.span(read.copy).start_line if read.copy is not None else None
+    at = f" (line {line})" if line is not None else ""
+    message = first_line(
+        f"`{read.name}` is handed back here (returned, or left in a field) while its non-blocking copy to the "
+        f"host may still be running on {stream}; the caller reads it on the host{at} [{read.mode}]",
+        f"`{read.name}` is handed back before its device-to-host copy is synchronised; the caller reads it{at} "
+        f"[{read.mode}]",
+        f"a pending host tensor is handed back, then read on the host by the caller{at} [{read.mode}]")
+    obj = stream_expr(read.stream, main, read.mode)
+    sync = f"`{obj}.synchronize()`" if obj is not None else f"a synchronisation of {stream}"
+    hint = (f"call {sync} (or synchronize an event recorded after the copies) before returning, or return an "
+            "event for the caller to synchronise before it reads")
+    related = [Location(ctx.file.path, ctx.file.span(read.copy), "read on the host here")] \
+        if read.copy is not None else []
+    ctx.report(read.node, message, confidence=Confidence.MEDIUM, related=related, hint=hint)
+
+
+def _report_engine_send(ctx: RuleContext, read: HostRead, main: str | None, stream: str) -> None:
+    """A transfer engine reads device memory outside every stream (model: ``flow/xfer.py``)."""
+    if read.copy is not None:
+        start = ctx.file.span(read.copy).start_line
+        message = first_line(
+            f"`{read.name}()` hands memory to a transfer engine ({read.consumer}) while the work queued on {stream} "
+            f"(line {start}) may still be running: the engine reads outside every stream and nothing synchronises "
+            f"it first [{read.mode}]",
+            f"a transfer engine send reads memory while side-stream work (line {start}) may still be running "
+            f"[{read.mode}]")
+        related = [Location(ctx.file.path, ctx.file.span(read.copy), "device work queued here")]
+    else:
+        message = first_line(
+            f"`{read.name}()` hands device memory to a transfer engine ({read.consumer}) with no host "
+            f"synchronisation before it on this path: device work queued earlier on {stream} (the writes of "
+            f"what it sends) may still be running [{read.mode}]",
+            f"a transfer engine send with no host synchronisation before it on this path [{read.mode}]")
+        related = []
+    obj = stream_expr(read.stream, main, read.mode)
+    sync = f"`{obj}.synchronize()`" if obj is not None else f"a synchronisation of {stream}"
+    hint = (f"a transfer engine reads the addresses it is handed by DMA/RDMA, not in stream order: call {sync} (or "
+            "synchronize an event recorded after the writes) before the send; this assumes the sent memory is "
+            "written by that device work")
     ctx.report(read.node, message, confidence=Confidence.MEDIUM, related=related, hint=hint)
 
 

@@ -219,6 +219,17 @@ HOST_SYNC_MODULES = frozenset({"threading", "multiprocessing", "asyncio", "queue
 # Methods only a host event has (``threading.Event``): a parameter they are called on is no device event
 # (``clear`` too, when the same name is waited on: a list's ``clear()`` alone says nothing).
 HOST_EVENT_METHODS = frozenset({"set", "is_set"})
+# Transfer engines (Mooncake ``TransferEngine`` / ``MooncakeDistributedStore``, their Ascend variants): the methods
+# that SEND local memory, handed raw addresses (``data_ptr()`` sums, base addresses plus block offsets) or buffers.
+# The engine reads that memory by DMA / RDMA outside every stream: device work still queued on the stream that
+# writes it (the model's KV cache writes, a resharding copy on a side stream) is not ordered before the read.
+# Only a host synchronisation of the producing stream (``stream.synchronize()``, ``event.synchronize()``,
+# ``torch.<device>.synchronize()``) orders it (flow/xfer.py). The receiving methods (``*_read``, ``get_into``)
+# write local memory instead and are not listed.
+TRANSFER_ENGINE_SEND_METHODS = frozenset({
+    "transfer_sync_write", "batch_transfer_sync_write", "batch_transfer_async_write", "transfer_submit_write",
+    "put_from", "batch_put_from", "batch_put_from_multi_buffers", "batch_put_from_ascend", "put_from_ascend",
+})
 SPECS: dict[str, ApiSpec] = {spec.qualname: spec for spec in _SPECS}
 for _name in GRAPH_BREAK_CALLS:
     SPECS.setdefault(_name, ApiSpec(_name, Role.GRAPH_BREAK, None))

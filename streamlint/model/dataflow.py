@@ -70,6 +70,7 @@ from streamlint.model.flow.protocols import protocol_inputs
 from streamlint.model.flow.results import EMPTY_FLOW, EarlyRecord, FunctionFlow, HostRead, Lifetime, Race, Unjoined, \
     ViewEscape
 from streamlint.model.flow.values import AnalysisBudgetExceeded, flow_config
+from streamlint.model.flow.xfer import send_method
 from streamlint.model.streams import MAIN, derived, stream_label
 from streamlint.model.syntax import contains, local_nodes
 
@@ -98,7 +99,8 @@ def _stream_work(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
                           Role.TAGGED_EVENT_WAIT) or u.role in apis.GRAPH_TASK_ROLES
                for u in project.api_uses(file, site)):
             return True
-    return _host_synced_record(file, fn) or any(async_host_copy_call(site.node, site.method) for site in fn.calls)
+    return _host_synced_record(file, fn) or any(async_host_copy_call(site.node, site.method)
+                                                or send_method(project, file, site) for site in fn.calls)
 
 
 def _host_synced_record(file: FileModel, fn: FunctionInfo) -> bool:
@@ -285,7 +287,8 @@ def _every_path_flow(project: Project, file: FileModel, fn: FunctionInfo, explic
 
 
 def _queues_host_copy(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
-    return any(async_host_copy_call(site.node, site.method) for site in fn.calls)
+    """Does ``fn`` queue a copy to host memory, or hand memory to a transfer engine (both read on the host)?"""
+    return any(async_host_copy_call(site.node, site.method) or send_method(project, file, site) for site in fn.calls)
 
 
 def _native_host_reads(project: Project, file: FileModel, fn: FunctionInfo, explicit_ge_joins: bool,

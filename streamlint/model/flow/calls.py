@@ -620,7 +620,9 @@ class Calls:
         ret = result_state.ret if result_state.done else None
         if result_state is not st:  # single mode never forks; keep the caller's object
             st.__dict__.update(result_state.__dict__)
+        pending = self.mark_exit(st, fn, mod, ret)  # host tensors handed back still pending (hostreads.py)
         st.env, st.stack, st.done, st.ret, st.flow = saved_env, saved_stack, False, None, None
+        st.env.update(pending)
         self.anchor = saved_anchor
         declared = return_kind(mod, fn)  # `-> torch.cuda.Stream`, `-> int`: the helper's declared result
         if declared == STREAM and not isinstance(ret, SVal):

@@ -19,7 +19,7 @@ from streamlint.model.flow.leaves import closure_container
 from streamlint.model.flow.promises import carried, record_fields
 from streamlint.model.flow.results import Unjoined
 from streamlint.model.flow.reuse import settle_loop_frees
-from streamlint.model.flow.guards import null_context_choice, stream_type_test
+from streamlint.model.flow.guards import null_context_choice, stream_type_test, same_operator_operands
 from streamlint.model.flow.values import (AnalysisBudgetExceeded, CVal, CtxVal, EVal, KVal, LOOP_UNROLL, MAX_PATHS,
                                           MAX_STEPS, NONE, SVal, ScopeRun, State, TVal, TupVal)
 from streamlint.model.streams import declared_globals, MAIN, STREAM
@@ -450,7 +450,7 @@ class ControlFlow:
         value = outcome != negate
         is_or = isinstance(test.operator, cst.Or)
         literals = []
-        for operand in (test.left, test.right):
+        for operand in same_operator_operands(test):  # (`a and b and c`: the three of them)
             known = ordering_query(operand)
             if known is not None:  # a device-ordering query has one value on every analysed path
                 if is_or == value and known == is_or:

@@ -288,6 +288,7 @@ class Expressions:
                     and isinstance(e.args[0].value, cst.Integer) and int(e.args[0].value.value, 0) == 0:
                 self.free_untracked(st, func.value.func.value.value)
             return None
+        self.split_size_reads(st, e, site.target if site is not None else None)
         uses = tuple(u for u in (self.project.api_uses(self.cfile, site) if site is not None else ())
                      if u.wrappers or u.modes is None or self.cfg.mode in u.modes)  # (not on this path)
         direct = [u for u in uses if not u.wrappers]
@@ -301,6 +302,7 @@ class Expressions:
         if not uses:
             self.host_consumer_call(st, e, site.target if site is not None else None)
             self.host_signal(st, e)
+            self.engine_send(st, e, site)
         if not uses and self.handoff(st, e):
             return None
         if not uses and host_handshake(self.cfile, self.cfn, e):
@@ -548,7 +550,7 @@ class Expressions:
             self.op(st, e, [tv], result=False)
             if name in BLOCKING_HOST_READS and not self.is_host(st, tv):
                 self.blocking_copy(st, st.cur)
-            return None
+            return self.new_tensor(st, tv.sid, tv.vid) if name == "numpy" and self.is_host(st, tv) else None
         if name in META_METHODS:
             for arg in e.args:
                 self.ev(st, arg.value)

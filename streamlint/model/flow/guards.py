@@ -46,3 +46,16 @@ def stream_type_test(test: cst.BaseExpression) -> str | None:
             and (dotted(test.args[1].value) or "").endswith("Stream"):
         return test.args[0].value.value
     return None
+
+
+def same_operator_operands(test: cst.BooleanOperation) -> list[cst.BaseExpression]:
+    """The operands of a chain of one boolean operator: ``a and b and c`` (parsed ``(a and b) and c``) gives
+    ``[a, b, c]``; an operand joined by the other operator (``a and (b or c)``) stays whole."""
+    out: list[cst.BaseExpression] = []
+    for operand in (test.left, test.right):
+        if isinstance(operand, cst.BooleanOperation) and type(operand.operator) is type(test.operator) \
+                and not operand.lpar:
+            out.extend(same_operator_operands(operand))
+        else:
+            out.append(operand)
+    return out

@@ -12,6 +12,13 @@ the related location). Returning or storing a pending tensor is no read: its hol
 event recorded after the copy before it reads (vLLM-style async outputs); nor are its metadata (shape,
 dtype, numel), ``is None`` tests, views, or a copy back to the device (ordered by the stream).
 
+A view of a pending tensor is pending too: ``.numpy()`` of the copy's result shares its memory, and the host
+reading the array (``int(splits.sum())``) reads the copy's bytes. The host also reads split sizes when it sets a
+collective up (``all_to_all_single(..., output_split_sizes=splits)``), and the arguments a project function
+reads on the host in its own body (``host_read_params``: a conversion, ``.tolist()``, a split-size keyword),
+inlined or not. When an inlined helper of the module handed the tensor back still pending (``mark_exit``), the
+helper's return is reported too: the synchronisation is missing where the pending values leave it.
+
 When the host synchronised an event recorded on that stream *before* the copy and then reads the copy's
 result, the event was recorded too early: it is the promise the host relied on, and it does not cover the
 copy. That is reported at the record as an early record (model: ``Orderings.uncovered_records`` for device
@@ -23,8 +30,12 @@ from __future__ import annotations
 from streamlint._lazy import cst
 from streamlint.model.apis import HOST_CONSUMER_FUNCTIONS, HOST_CONSUMER_METHODS
 from streamlint.model.flow.results import EarlyRecord, HostRead
-from streamlint.model.flow.values import Access, EVal, State, TupVal, TVal
+from streamlint.model.flow.values import Access, EVal, KVal, State, TupVal, TVal
 from streamlint.model.walk import children
+from streamlint.model.file import dotted
+from streamlint.model.syntax import local_nodes
+from streamlint.model.streams import derived
+from streamlint.model.uses import bind_arguments
 from streamlint.model.tensors import META_ATTRS, META_METHODS, MULTI_VIEW_METHODS, VIEW_METHODS, host_target, non_blocking
 
 # builtins that look at an object, not at a tensor's data
@@ -44,6 +55,8 @@ def data_names(expr: cst.CSTNode):
         return
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in _NO_DATA_CALLS:
         return
+    if isinstance(expr, cst.Call) and dotted(expr.func) in _METADATA_FUNCTIONS:
+        return  # ``torch.is_tensor(t)``: the type, not the data
     if isinstance(expr, cst.Comparison) and all(isinstance(c.operator, (cst.Is, cst.IsNot))
                                                 for c in expr.comparisons):
         return
@@ -111,14 +124,18 @@ class HostReads:
         """The host reads the tensors named in ``expr``."""
         if self.cfg.mode not in ("eager", "cuda"):
             return
-        for node in data_names(expr):
-            v = st.env.get(node.value)
+        # the names it evaluates, and the object's fields this call holds (``self.splits`` an inlined helper set)
+        names = [n.value for n in data_names(expr)] + [
+            f"self.{n.attr.value}" for n in local_nodes(expr) if isinstance(n, cst.Attribute)
+            and isinstance(n.value, cst.Name) and n.value.value == "self" and f"self.{n.attr.value}" in st.env]
+        for name in names:
+            v = st.env.get(name)
             # the tensors it is, and those a local container holds in its slots (``state["scale"] = host``)
-            sids = [tv.sid for tv in self._held(v)] + list(st.held.get(node.value, ()))
+            sids = [tv.sid for tv in self._held(v)] + list(st.held.get(name, ()))
             for sid in sids:
                 S = st.stores.get(sid)
                 if S is not None and S.d2h is not None:
-                    self._consume(st, S.d2h, node.value, consumer)
+                    self._consume(st, S.d2h, name, consumer, S.exit)
 
     def host_compute(self, st: State, tvs: list[TVal]) -> None:
         """A CPU op reads (or writes) these host tensors on the host, at the call."""
@@ -127,7 +144,7 @@ class HostReads:
         for tv in tvs:
             S = st.stores.get(tv.sid)
             if S is not None and S.d2h is not None:
-                self._consume(st, S.d2h, self.label(st, tv.sid) or S.name or "tensor", "a CPU op")
+                self._consume(st, S.d2h, self.label(st, tv.sid) or S.name or "tensor", "a CPU op", S.exit)
 
     def cpu_op(self, st: State, node: cst.CSTNode) -> bool:
         """Is ``node`` (an op on host tensors only) a torch computation the host runs now: a Python operator,
@@ -174,6 +191,41 @@ class HostReads:
         for arg in e.args:
             self.host_read(st, arg.value, consumer)
 
+    def split_size_reads(self, st: State, e: cst.Call, target: str | None) -> None:
+        """``all_to_all_single(out, inp, output_split_sizes=splits, ...)``: the host reads split sizes when it
+        sets the collective up (a ``*_split_sizes`` keyword of any call; positions 3 and 4 of
+        ``all_to_all_single``), a tensor or a numpy array of them too. A project function reads on the host the
+        arguments of the parameters it reads so (:func:`host_read_params`), inlined or not."""
+        if self.cfg.mode not in ("eager", "cuda") or not any(self._pending_arg(st, a.value) for a in e.args):
+            return  # (no argument a pending copy fills: nothing to read)
+        positional = (target or "").endswith("all_to_all_single")
+        for i, arg in enumerate(e.args):
+            keyword = arg.keyword.value if arg.keyword is not None else None
+            if keyword is not None and keyword.endswith("split_sizes") or keyword is None and positional \
+                    and i in (2, 3) and not arg.star:
+                self.host_read(st, arg.value, f"`{keyword or 'split sizes'}=`")
+        site = self.cfile.call_site(e)
+        found = self.project.call_target(self.cfile, site) if site is not None and site.target else None
+        if found is None or found[0] is self.cfn:
+            return
+        fn = found[0]
+        params = fn.params[1:] if fn.class_name and fn.params[:1] == ("self",) else fn.params
+        read = host_read_params(self.project, fn)
+        for name, expr in bind_arguments(params + fn.kwonly, e, kwonly=fn.kwonly).items():
+            if name in read and expr is not None:
+                self.host_read(st, expr, f"{fn.node.name.value}() on the host")
+
+    def _pending_arg(self, st: State, expr: cst.BaseExpression) -> bool:
+        """Does ``expr`` name (a field holding) a host tensor some asynchronous copy fills?"""
+        if isinstance(expr, cst.Name):
+            names = [expr.value]
+        elif isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            names = [f"self.{expr.attr.value}"]
+        else:
+            return False  # (split sizes and host-read arguments are handed by name)
+        return any(st.stores.get(sid) is not None and st.stores[sid].d2h is not None for name in names
+                   for sid in [tv.sid for tv in self._held(st.env.get(name))] + list(st.held.get(name, ())))
+
     def hold_pending(self, st: State, target: cst.Subscript, v: object) -> None:
         """``state[mode]["scale"] = host``: the local container at the root of a nested slot holds the host
         tensors a pending device-to-host copy fills; the host reading the container (``pickle.dumps(state)``)
@@ -195,7 +247,7 @@ class HostReads:
             return [x for item in v.items for x in HostReads._held(item)]
         return []
 
-    def _consume(self, st: State, copy: Access, name: str, consumer: str) -> None:
+    def _consume(self, st: State, copy: Access, name: str, consumer: str, exit: cst.CSTNode | None = None) -> None:
         if st.host.get(copy.stream, -1) >= copy.time:
             return  # a synchronisation after the copy
         if self._early_for_host(st, copy) or self.anchor is None:
@@ -203,6 +255,37 @@ class HostReads:
         if id(self.anchor) not in self.host_reads:
             self.host_reads[id(self.anchor)] = HostRead(self.anchor, name, copy.stream, copy.node, consumer,
                                                         self.cfg.mode)
+        if exit is not None and id(exit) not in self.host_reads:  # the helper that handed it back unsynchronised
+            self.host_reads[id(exit)] = HostRead(exit, name, copy.stream, self.anchor, consumer, self.cfg.mode,
+                                                 "returned")
+
+    def mark_exit(self, st: State, fn, mod, ret: object) -> dict:
+        """An inlined helper of this module hands back host tensors its copies still fill, with no host
+        synchronisation covering them: returned, or stored in fields of the caller's object (``self.splits =
+        d2h.numpy()``: those fields, returned here, are the caller's to read). If the caller reads them on the
+        host, the helper that handed them back pending is where the synchronisation is missing too (its last
+        return, reported with the read). Called with the helper's final state (``st.env`` its names)."""
+        if self.cfg.mode not in ("eager", "cuda") or mod is not self.file:
+            return {}
+        me = st.env.get("self")
+        fields = {k: v for k, v in st.env.items() if k.startswith("self.") and isinstance(v, (TVal, TupVal))
+                  and any(self._pending(st, tv) for tv in self._held(v))} \
+            if isinstance(me, KVal) and me.key == "self" else {}
+        if not fields and not any(self._pending(st, tv) for tv in self._held(ret)):
+            return {}
+        returns = [n for n in local_nodes(fn.node.body) if isinstance(n, cst.Return)]
+        exit = max(returns, key=lambda n: self.cfile.span(n).start_line) if returns else None
+        for v in [ret, *fields.values()]:
+            for tv in self._held(v):
+                S = st.stores.get(tv.sid)
+                if self._pending(st, tv) and S.exit is None:
+                    S.exit = exit
+        return fields
+
+    @staticmethod
+    def _pending(st: State, tv: TVal) -> bool:
+        S = st.stores.get(tv.sid)
+        return S is not None and S.d2h is not None and st.host.get(S.d2h.stream, -1) < S.d2h.time
 
     def _early_for_host(self, st: State, copy: Access) -> bool:
         """An event the host synchronised, recorded on the copy's stream before the copy (an early record)."""
@@ -219,3 +302,30 @@ class HostReads:
             if id(node) not in self.early_records:
                 self.early_records[id(node)] = EarlyRecord(node, label, stream, copy.node, self.cfg.mode, False)
         return found
+
+
+_HOST_READ_BUILTINS = HOST_CONSUMER_FUNCTIONS | {"sum", "list", "tuple"}
+
+
+def host_read_params(project, fn) -> frozenset[str]:
+    """The parameters a function reads on the host in its own body (memoised per function): handed as a
+    ``*_split_sizes`` keyword, to a Python conversion / host consumer (``int(n)``, ``sum(splits)``), or
+    converted by ``.tolist()`` / ``.item()``."""
+    memo = derived(project, "host_read_params")
+    if id(fn) in memo:
+        return memo[id(fn)]
+    params = set(fn.params) - {"self"}
+    found: set[str] = set()
+    for node in local_nodes(fn.node.body) if params else ():
+        if not isinstance(node, cst.Call):
+            continue
+        func = node.func
+        exprs: list[cst.CSTNode] = []
+        if isinstance(func, cst.Name) and func.value in _HOST_READ_BUILTINS and func.value not in params:
+            exprs = [a.value for a in node.args]
+        elif isinstance(func, cst.Attribute) and func.attr.value in ("tolist", "item") and not node.args:
+            exprs = [func.value]
+        exprs += [a.value for a in node.args if a.keyword is not None and a.keyword.value.endswith("split_sizes")]
+        found.update(n.value for x in exprs for n in data_names(x) if n.value in params)
+    memo[id(fn)] = frozenset(found)
+    return memo[id(fn)]

@@ -17,6 +17,7 @@ from streamlint.model.flow.elements import Elements
 from streamlint.model.flow.escapes import EventEscapes
 from streamlint.model.flow.hostreads import HostReads
 from streamlint.model.flow.hostsync import HostSyncs
+from streamlint.model.flow.xfer import TransferSends
 from streamlint.model.flow.exprs import Expressions
 from streamlint.model.flow.orderings import Orderings
 from streamlint.model.flow.protocols import protocol_inputs, seed
@@ -69,7 +70,7 @@ def _last_simple(body: list) -> cst.CSTNode | None:
 
 
 class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, Elements, EventEscapes, HostReads,
-             HostSyncs, Counters, Promises, Slots, Replays):
+             HostSyncs, TransferSends, Counters, Promises, Slots, Replays):
     """Path-sensitive abstract interpretation of one function body in program order."""
 
     protocol_seed = True  # seed the fields other methods of the class leave on a side stream (protocols.py)

@@ -106,8 +106,8 @@ class Access:
 
 
 class Storage:
-    __slots__ = ("alloc", "born", "d2h", "dead", "escaped", "kind", "last_write", "name", "origin", "parts",
-                 "reads", "recorded", "sid", "uses")
+    __slots__ = ("alloc", "born", "d2h", "dead", "escaped", "exit", "kind", "last_write", "name", "origin",
+                 "parts", "reads", "recorded", "sid", "uses")
 
     def __init__(self, sid: int, name: str | None, kind: str, alloc: str, last_write: Access | None) -> None:
         self.sid, self.name, self.kind, self.alloc = sid, name, kind, alloc
@@ -121,10 +121,11 @@ class Storage:
         self.origin: tuple | None = None  # (file, with node) of the side-stream scope it was allocated in
         self.d2h: Access | None = None  # host memory: the asynchronous device-to-host copy that fills it
         self.born: Access | None = None  # ``torch.empty*`` on a stream: the allocation, before any write
+        self.exit: cst.CSTNode | None = None  # the return of the inlined helper that handed it back still pending
 
     def clone(self) -> Storage:
         s = Storage(self.sid, self.name, self.kind, self.alloc, self.last_write)
-        s.origin, s.d2h, s.born = self.origin, self.d2h, self.born
+        s.origin, s.d2h, s.born, s.exit = self.origin, self.d2h, self.born, self.exit
         s.reads, s.uses, s.recorded = list(self.reads), list(self.uses), set(self.recorded)
         s.parts = list(self.parts)
         s.escaped, s.dead = self.escaped, self.dead

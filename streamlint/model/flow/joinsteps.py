@@ -216,8 +216,8 @@ def _event_handles(file: FileModel, fn: FunctionInfo) -> list[SilentJoin]:
                 out.append(SilentJoin(fn, node, "event", node.target.value))
         elif isinstance(node, cst.Assign):
             for name in (n for t in node.targets for n in _bound_names(t.target)):
-                if name not in fn.all_params and (_HANDLE_NAME.search(name) or _EVENT_NAME.search(name)
-                                                  or _event_container(node.value)):
+                if name not in fn.all_params and not _host_handle(file, fn, node.value) and (
+                        _HANDLE_NAME.search(name) or _EVENT_NAME.search(name) or _event_container(node.value)):
                     bound.setdefault(name, node)
     for name, binding in bound.items():
         if handled(fn.node.body, name):
@@ -226,6 +226,28 @@ def _event_handles(file: FileModel, fn: FunctionInfo) -> list[SilentJoin]:
                      and mentions_name(n.test, name)), None)
         out.append(SilentJoin(fn, test or binding, "event", name))
     return out[:1]
+
+
+def _host_module_call(file: FileModel, fn: FunctionInfo, expr: cst.BaseExpression) -> bool:
+    """A call of a host-handle module's function or class (``select.poll()``, ``os.eventfd(0)``)."""
+    if not isinstance(expr, cst.Call):
+        return False
+    target = file.resolve(expr.func, fn) or ""
+    return any(target == m or target.startswith(m + ".") for m in apis.HOST_HANDLE_MODULES)
+
+
+def _host_handle(file: FileModel, fn: FunctionInfo, value: cst.BaseExpression) -> bool:
+    """A value a host-handle object hands back: a call of such a module, or a method of a local bound to one
+    (``poller = select.poll(); events = poller.poll(ms)``): whatever its name says, no device event or stream."""
+    if _host_module_call(file, fn, value):
+        return True
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+            and isinstance(value.func.value, cst.Name)):
+        return False
+    receiver = value.func.value.value
+    return any(isinstance(n, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == receiver
+                                                 for t in n.targets) and _host_module_call(file, fn, n.value)
+               for n in local_nodes(fn.node.body))
 
 
 def _class_streams(project: Project, file: FileModel, fn: FunctionInfo) -> list[SilentJoin]:

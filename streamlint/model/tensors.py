@@ -223,6 +223,10 @@ _NON_TENSOR_RECEIVER_METHODS = frozenset({"get", "items", "keys", "values", "app
                                  "lower", "upper", "replace", "copy", "clear", "remove", "popitem", "encode",
                                  "decode", "wait", "record", "synchronize", "query", "wait_stream", "wait_event",
                                  "record_event", "elapsed_time",
+                                 # host channels, futures, locks, flags: pipes / queues / sockets / executors
+                                 "send", "recv", "send_bytes", "recv_bytes", "send_pyobj", "recv_pyobj", "put_nowait",
+                                 "get_nowait", "poll", "close", "fileno", "acquire", "release", "notify", "notify_all",
+                                 "submit", "result", "done", "cancel", "add_done_callback", "set", "is_set",
                                  # nn.Module methods: the receiver is a module (a host object), not a tensor
                                  "parameters", "named_parameters", "buffers", "named_buffers", "modules",
                                  "named_modules", "children", "named_children", "state_dict", "load_state_dict",

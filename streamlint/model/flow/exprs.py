@@ -78,8 +78,7 @@ class Expressions:
     Interp state it uses: ``anchor``, ``clock``, ``depth``, ``file``, ``h2d``, ``project``. It asks calls
     (inline, inline_target); control (decide); orderings (anonymous_key, event_key, kind_of, record, render,
     stream_key, sync_all, sync_stream, wait_event, wait_everything, wait_stream); storage (alloc, escape,
-    free, new_tensor, op, tensors).
-    """
+    free, new_tensor, op, tensors)."""
 
     def is_global(self, name: str) -> bool:
         fn = self.cfn
@@ -288,6 +287,8 @@ class Expressions:
                     and isinstance(e.args[0].value, cst.Integer) and int(e.args[0].value.value, 0) == 0:
                 self.free_untracked(st, func.value.func.value.value)
             return None
+        if site is not None and site.target == "typing.cast" and len(e.args) == 2:
+            return self.ev(st, e.args[1].value)  # `cast(T, v)` is `v`
         self.split_size_reads(st, e, site.target if site is not None else None)
         uses = tuple(u for u in (self.project.api_uses(self.cfile, site) if site is not None else ())
                      if u.wrappers or u.modes is None or self.cfg.mode in u.modes)  # (not on this path)

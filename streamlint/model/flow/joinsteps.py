@@ -53,6 +53,9 @@ _HANDLE_NAME = re.compile(r"(^|_)(stream|streams|event|events)$")
 _EVENT_NAME = re.compile(r"(^|_)(event|events|ev|evt)(_|$)", re.IGNORECASE)
 # the stream / event primitives themselves (a class defining one implements or fakes it)
 _PRIMITIVES = frozenset({"wait_stream", "wait_event", "synchronize", "wait", "join"})
+# builtins returning a Python number or string
+_SCALAR_BUILTINS = frozenset({"len", "int", "float", "str", "bool", "round", "abs", "hash", "id", "repr", "format",
+                              "ord", "chr"})
 # calls that only look at a value (a test), never order or hand it on
 _PREDICATES = frozenset({"isinstance", "hasattr", "callable", "len", "bool", "id", "type", "print", "repr", "str"})
 
@@ -238,9 +241,13 @@ def _host_module_call(file: FileModel, fn: FunctionInfo, expr: cst.BaseExpressio
 
 def _host_handle(file: FileModel, fn: FunctionInfo, value: cst.BaseExpression) -> bool:
     """A value a host-handle object hands back: a call of such a module, or a method of a local bound to one
-    (``poller = select.poll(); events = poller.poll(ms)``): whatever its name says, no device event or stream."""
-    if _host_module_call(file, fn, value):
+    (``poller = select.poll(); events = poller.poll(ms)``), a Python number or string: whatever its name says,
+    no device event or stream."""
+    if _host_module_call(file, fn, value) or isinstance(value, (cst.Integer, cst.Float, cst.SimpleString,
+                                                                  cst.FormattedString, cst.ConcatenatedString)):
         return True
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in _SCALAR_BUILTINS:
+        return True  # `last_event_count = len(client.events)`: a Python number or string, no handle
     if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
             and isinstance(value.func.value, cst.Name)):
         return False

@@ -330,13 +330,21 @@ def _report_host_read(ctx: RuleContext, fn, read: HostRead) -> None:
         f"`{read.name}` is read on the host before its non-blocking device-to-host copy{at} is synchronised "
         f"[{read.mode}]",
         f"a host tensor is read before its non-blocking device-to-host copy is synchronised [{read.mode}]")
-    obj = stream_expr(read.stream, main, read.mode)
-    sync = f"`{obj}.synchronize()`" if obj is not None else f"a synchronisation of {stream}"
+    sync = _sync_call(read, main, stream)
     hint = (f"a non-blocking copy to host memory returns before the data arrives: call {sync} (or synchronize an "
             f"event recorded after the copy) before the host reads `{read.name}`")
-    related = [Location(ctx.file.path, ctx.file.span(read.copy), "non-blocking copy queued here")] \
-        if read.copy is not None else []
+    related = _copy_related(ctx, read, "non-blocking copy queued here")
     ctx.report(read.node, message, related=related, hint=hint)
+
+
+def _sync_call(read: HostRead, main: str | None, stream: str) -> str:
+    """The host synchronisation of the read's stream, spelt as the code names it when it can be."""
+    obj = stream_expr(read.stream, main, read.mode)
+    return f"`{obj}.synchronize()`" if obj is not None else f"a synchronisation of {stream}"
+
+
+def _copy_related(ctx: RuleContext, read: HostRead, label: str) -> list[Location]:
+    return [Location(ctx.file.path, ctx.file.span(read.copy), label)] if read.copy is not None else []
 
 
 def _report_host_signal(ctx: RuleContext, read: HostRead, main: str | None, stream: str) -> None:
@@ -346,13 +354,11 @@ def _report_host_signal(ctx: RuleContext, read: HostRead, main: str | None, stre
         f"`{read.name}{read.consumer}` signals another thread while the work queued on {stream}{at} may still be "
         f"running: nothing synchronises it first [{read.mode}]",
         f"a completion signal is sent while side-stream work{at} may still be running [{read.mode}]")
-    obj = stream_expr(read.stream, main, read.mode)
-    sync = f"`{obj}.synchronize()`" if obj is not None else f"a synchronisation of {stream}"
+    sync = _sync_call(read, main, stream)
     hint = (f"the receiver takes the signal as the work being done (reads the copies' results, frees or reuses "
             f"their sources): call {sync} before it, or send an event recorded after the work for the receiver "
             "to synchronise; this assumes the receiver acts on what the work produces")
-    related = [Location(ctx.file.path, ctx.file.span(read.copy), "side-stream work queued here")] \
-        if read.copy is not None else []
+    related = _copy_related(ctx, read, "side-stream work queued here")
     ctx.report(read.node, message, confidence=Confidence.MEDIUM, related=related, hint=hint)
 
 
@@ -367,12 +373,10 @@ def _report_returned_pending(ctx: RuleContext, read: HostRead, main: str | None,
         f"`{read.name}` is handed back before its device-to-host copy is synchronised; the caller reads it{at} "
         f"[{read.mode}]",
         f"a pending host tensor is handed back, then read on the host by the caller{at} [{read.mode}]")
-    obj = stream_expr(read.stream, main, read.mode)
-    sync = f"`{obj}.synchronize()`" if obj is not None else f"a synchronisation of {stream}"
+    sync = _sync_call(read, main, stream)
     hint = (f"call {sync} (or synchronize an event recorded after the copies) before returning, or return an "
             "event for the caller to synchronise before it reads")
-    related = [Location(ctx.file.path, ctx.file.span(read.copy), "read on the host here")] \
-        if read.copy is not None else []
+    related = _copy_related(ctx, read, "read on the host here")
     ctx.report(read.node, message, confidence=Confidence.MEDIUM, related=related, hint=hint)
 
 
@@ -394,8 +398,7 @@ def _report_engine_send(ctx: RuleContext, read: HostRead, main: str | None, stre
             f"what it sends) may still be running [{read.mode}]",
             f"a transfer engine send with no host synchronisation before it on this path [{read.mode}]")
         related = []
-    obj = stream_expr(read.stream, main, read.mode)
-    sync = f"`{obj}.synchronize()`" if obj is not None else f"a synchronisation of {stream}"
+    sync = _sync_call(read, main, stream)
     hint = (f"a transfer engine reads the addresses it is handed by DMA/RDMA, not in stream order: call {sync} (or "
             "synchronize an event recorded after the writes) before the send; this assumes the sent memory is "
             "written by that device work")
@@ -410,8 +413,7 @@ def _report_dropped_path(ctx: RuleContext, read: HostRead, main: str | None, str
     hint = (f"the other paths of the function use `{read.name}` as the join handle of this work: on this path too, "
             f"synchronise it (`{read.name}.synchronize()`), make the consumer's stream wait on it, or hand it on; "
             "this assumes the function's caller acts on the work being done")
-    related = [Location(ctx.file.path, ctx.file.span(read.copy), "side-stream work it covers")] \
-        if read.copy is not None else []
+    related = _copy_related(ctx, read, "side-stream work it covers")
     ctx.report(read.node, message, confidence=Confidence.MEDIUM, related=related, hint=hint)
 
 

@@ -95,6 +95,9 @@ def _check(project: Project, file: FileModel, fn: FunctionInfo) -> list[BrokenRe
         if site.method != PROTOCOL or site.receiver is None or len(site.node.args) != 1:
             continue
         arg = site.node.args[0].value
+        if isinstance(arg, cst.Name) and arg.value == stream and stream in fn.all_params \
+                and _defaulted_only(fn, stream):
+            continue  # the given stream (the current one only when the caller gives none)
         if is_current_stream(project, file, fn, arg) and not _callers_give_current(project, file, fn, stream):
             out.append(BrokenRecord(site.node, "wrong-stream", stream, file.code(site.receiver)))
     if protocol:
@@ -379,6 +382,23 @@ def _given_stream(project: Project, file: FileModel, fn: FunctionInfo) -> str | 
                 and not any(is_current_stream(project, file, fn, v) for v in values):
             names.append(local)
     return names[0] if len(names) == 1 else None
+
+
+def _defaulted_only(fn: FunctionInfo, name: str) -> bool:
+    """Every rebinding of the parameter ``name`` fills in a default: it sits under ``if name is None:`` (or
+    ``if not name:``), so the function keeps the stream it is given whenever it is given one."""
+    def none_test(test: cst.BaseExpression) -> bool:
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            return isinstance(test.expression, cst.Name) and test.expression.value == name
+        return isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) and test.left.value == name \
+            and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, cst.Is) \
+            and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None"
+
+    guarded = {id(n) for branch in local_nodes(fn.node.body) if isinstance(branch, cst.If) and none_test(branch.test)
+               for n in local_nodes(branch.body)}
+    rebinds = [n for n in local_nodes(fn.node.body) if isinstance(n, cst.Assign)
+               and any(isinstance(t.target, cst.Name) and t.target.value == name for t in n.targets)]
+    return all(id(n) in guarded for n in rebinds)
 
 
 def _may_hold_stream(fn: FunctionInfo, name: str) -> bool:

@@ -322,8 +322,7 @@ def _report_host_read(ctx: RuleContext, fn, read: HostRead) -> None:
     if read.kind == "returned":
         _report_returned_pending(ctx, read, main, stream)
         return
-    copy_line = ctx.file.span(read.copy).start_line if read.copy is not None else None
-    at = f" (line {copy_line})" if copy_line is not None else ""
+    at = _copy_at(ctx, read)
     message = first_line(
         f"`{read.name}` is read on the host ({read.consumer}) while its non-blocking copy from the device{at} "
         f"may still be running on {stream} [{read.mode}]",
@@ -343,13 +342,17 @@ def _sync_call(read: HostRead, main: str | None, stream: str) -> str:
     return f"`{obj}.synchronize()`" if obj is not None else f"a synchronisation of {stream}"
 
 
+def _copy_at(ctx: RuleContext, read: HostRead) -> str:
+    """`` (line N)``: where the copy or side-stream work the read depends on was queued, when known."""
+    return f" (line {ctx.file.span(read.copy).start_line})" if read.copy is not None else ""
+
+
 def _copy_related(ctx: RuleContext, read: HostRead, label: str) -> list[Location]:
     return [Location(ctx.file.path, ctx.file.span(read.copy), label)] if read.copy is not None else []
 
 
 def _report_host_signal(ctx: RuleContext, read: HostRead, main: str | None, stream: str) -> None:
-    start = ctx.file.span(read.copy).start_line if read.copy is not None else None
-    at = f" (line {start})" if start is not None else ""
+    at = _copy_at(ctx, read)
     message = first_line(
         f"`{read.name}{read.consumer}` signals another thread while the work queued on {stream}{at} may still be "
         f"running: nothing synchronises it first [{read.mode}]",
@@ -365,8 +368,7 @@ def _report_host_signal(ctx: RuleContext, read: HostRead, main: str | None, stre
 def _report_returned_pending(ctx: RuleContext, read: HostRead, main: str | None, stream: str) -> None:
     """A helper hands back host tensors its non-blocking copies still fill, and its caller reads them on the
     host with no synchronisation between (model: ``HostReads.mark_exit``)."""
-    line = ctx.file.span(read.copy).start_line if read.copy is not None else None
-    at = f" (line {line})" if line is not None else ""
+    at = _copy_at(ctx, read)
     message = first_line(
         f"`{read.name}` is handed back here (returned, or left in a field) while its non-blocking copy to the "
         f"host may still be running on {stream}; the caller reads it on the host{at} [{read.mode}]",

@@ -220,6 +220,13 @@ HOST_SYNC_MODULES = frozenset({"threading", "multiprocessing", "asyncio", "queue
 # object hands back (``events = select.poll().poll(ms)``, an eventfd, a socket stream) is no device handle.
 HOST_HANDLE_MODULES = HOST_SYNC_MODULES | frozenset({"select", "selectors", "socket", "os", "subprocess", "signal",
                                                       "io", "mmap"})
+
+
+def in_modules(qualname: str, modules: frozenset[str]) -> bool:
+    """Is ``qualname`` a name of one of ``modules`` (the module itself or anything under it)?"""
+    return any(qualname == m or qualname.startswith(m + ".") for m in modules)
+
+
 # Methods only a host event has (``threading.Event``): a parameter they are called on is no device event
 # (``clear`` too, when the same name is waited on: a list's ``clear()`` alone says nothing).
 HOST_EVENT_METHODS = frozenset({"set", "is_set"})

@@ -223,19 +223,20 @@ _NON_TENSOR_RECEIVER_METHODS = frozenset({"get", "items", "keys", "values", "app
                                  "lower", "upper", "replace", "copy", "clear", "remove", "popitem", "encode",
                                  "decode", "wait", "record", "synchronize", "query", "wait_stream", "wait_event",
                                  "record_event", "elapsed_time",
-                                 # host channels, futures, locks, flags: pipes / queues / sockets / executors
-                                 "send", "recv", "send_bytes", "recv_bytes", "send_pyobj", "recv_pyobj", "put_nowait",
-                                 "get_nowait", "poll", "close", "fileno", "acquire", "release", "notify", "notify_all",
-                                 "submit", "result", "done", "cancel", "add_done_callback", "set", "is_set",
+                                 # locks, executors, futures, files (the channels' own methods: below)
+                                 "close", "fileno", "acquire", "release", "submit", "done", "cancel",
+                                 "add_done_callback",
                                  # nn.Module methods: the receiver is a module (a host object), not a tensor
                                  "parameters", "named_parameters", "buffers", "named_buffers", "modules",
                                  "named_modules", "children", "named_children", "state_dict", "load_state_dict",
-                                 "train", "eval", "register_forward_hook", "register_forward_pre_hook"})
+                                 "train", "eval", "register_forward_hook", "register_forward_pre_hook"}) \
+    | (apis.HOST_SIGNAL_METHODS - {"put"}) | apis.HOST_SIGNAL_BARE_METHODS | apis.HOST_SIGNAL_RECEIVE_METHODS
+# (pipes, queues, sockets, host flags: the API table's host signal methods; ``Tensor.put`` is a tensor method)
 
 
 def _host_sync_class(qualname: str) -> bool:
     """A class of a host threading / multiprocessing module (``threading.Event``, ``mp.Queue``)."""
-    return any(qualname == m or qualname.startswith(m + ".") for m in apis.HOST_SYNC_MODULES)
+    return apis.in_modules(qualname, apis.HOST_SYNC_MODULES)
 
 
 def param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict[str, str]:

@@ -235,8 +235,7 @@ def _host_module_call(file: FileModel, fn: FunctionInfo, expr: cst.BaseExpressio
     """A call of a host-handle module's function or class (``select.poll()``, ``os.eventfd(0)``)."""
     if not isinstance(expr, cst.Call):
         return False
-    target = file.resolve(expr.func, fn) or ""
-    return any(target == m or target.startswith(m + ".") for m in apis.HOST_HANDLE_MODULES)
+    return apis.in_modules(file.resolve(expr.func, fn) or "", apis.HOST_HANDLE_MODULES)
 
 
 def _host_handle(file: FileModel, fn: FunctionInfo, value: cst.BaseExpression) -> bool:

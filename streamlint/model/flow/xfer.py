@@ -108,7 +108,7 @@ def _methods_named(project: Project, name: str) -> list:
     if name in memo:
         return memo[name]
     marker = (f"def {name}(".encode(),)
-    paths = [path for path in project.all_files() if project.may_contain(path, marker)]
+    paths = project.paths_containing(marker)
     found = []
     if len(paths) <= MAX_CALLER_FILES:
         for model in filter(None, map(project.file, paths)):

@@ -5,7 +5,8 @@
     python bench/scale.py --lsp                                 # bench/lsp_latency.py (3,000-line file)
 
 TREE is copied to a temporary directory first (the rows edit files and write a cache there; the tree
-itself is never touched). Every row is a fresh ``streamlint`` process timed by this script (wall clock),
+itself is never touched). Every row is a fresh ``streamlint`` process timed by this script (wall clock;
+CPU time, user + system, from ``/usr/bin/time``: on a shared machine the number that load does not inflate),
 peak RSS of the largest process from ``/usr/bin/time -f %M`` and the per-phase times of ``--profile``:
 
 - one file, no cache at all (``--no-cache``);
@@ -41,13 +42,14 @@ _PHASE = re.compile(r"^\s+(\S+)\s+([0-9.]+) s\s+[0-9.]+%\s+\((\d+) calls\)", re.
 def streamlint(cwd: Path, args: list[str]) -> dict:
     """Run ``streamlint check ARGS --isolated -q --exit-zero --profile`` in ``cwd``: wall, peak RSS, phases."""
     cmd = [sys.executable, "-m", "streamlint", "check", "--isolated", "--exit-zero", "--profile", *args]
-    timed = ["/usr/bin/time", "-f", "@@RSS %M"] + cmd if os.path.exists("/usr/bin/time") else cmd
+    timed = ["/usr/bin/time", "-f", "@@RSS %M %U %S"] + cmd if os.path.exists("/usr/bin/time") else cmd
     start = time.perf_counter()
     proc = subprocess.run(timed, cwd=cwd, env=ENV, capture_output=True, text=True)
     wall = time.perf_counter() - start
-    rss = re.search(r"@@RSS (\d+)", proc.stderr)
+    rss = re.search(r"@@RSS (\d+) ([0-9.]+) ([0-9.]+)", proc.stderr)
     phases = {name: (float(sec), int(calls)) for name, sec, calls in _PHASE.findall(proc.stderr)}
     return {"wall": round(wall, 3), "rss_mb": round(int(rss.group(1)) / 1024, 1) if rss else None,
+            "cpu": round(float(rss.group(2)) + float(rss.group(3)), 2) if rss else None,
             "parsed": phases.get("parse", (0, 0))[1], "summaries": phases.get("summary", (0, 0))[1],
             "phases": {k: round(v[0], 3) for k, v in sorted(phases.items(), key=lambda kv: -kv[1][0])[:6]},
             "rc": proc.returncode}
@@ -157,7 +159,7 @@ def main() -> None:
             result["lsp"] = proc.stdout[-2000:] + proc.stderr[-2000:]
     for key, row in result.items():
         if isinstance(row, dict) and "wall" in row:
-            print(f"{key:<58} {row['wall']:8.2f} s {row['rss_mb'] or 0:8.1f} MB  parsed {row['parsed']:5}  summaries {row.get('summaries', 0):5}  "
+            print(f"{key:<58} {row['wall']:8.2f} s {row.get('cpu') or 0:6.2f} s CPU {row['rss_mb'] or 0:7.1f} MB  parsed {row['parsed']:5}  summaries {row.get('summaries', 0):5}  "
                   + ", ".join(f"{k} {v:.2f}" for k, v in row["phases"].items()))
         else:
             print(f"{key}: {row}")

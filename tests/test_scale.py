@@ -236,6 +236,32 @@ def test_every_compile_site_of_the_fixtures_is_kept_by_its_summary() -> None:
     assert checked > 20
 
 
+def test_the_summary_walk_visits_what_ast_walk_visits() -> None:
+    """The summary's own traversal (``summary._walk``, ``_children``) yields the nodes of ``ast.walk`` /
+    ``ast.iter_child_nodes`` in the same order, less the Load / Store / Del markers, on every fixture module
+    and on the shapes whose fields hold lists with None (dict unpacking, defaults of keyword-only args)."""
+    import ast
+
+    from streamlint.model import summary as summary_module
+
+    root = Path(__file__).resolve().parent.parent / "fixtures"
+    sources = [path.read_bytes() for path in sorted(root.rglob("*.py"))]
+    sources.append(b"d = {**a, 'k': 1}\ndef f(*, a, b=1): return lambda *, c=2: {**d}\n")
+    walked = 0
+    for data in sources:
+        try:
+            tree = ast.parse(data)
+        except SyntaxError:
+            continue
+        expected = [n for n in ast.walk(tree) if not isinstance(n, ast.expr_context)]
+        assert [id(n) for n in summary_module._walk(tree)] == [id(n) for n in expected]
+        for node in expected:
+            children = [c for c in ast.iter_child_nodes(node) if not isinstance(c, ast.expr_context)]
+            assert summary_module._children(node) == children
+        walked += 1
+    assert walked > 100
+
+
 def test_calls_through_aliases_are_kept() -> None:
     summary = summarize(b"from pkg.compiler import compile_model as cm\nf = cm\nf(x)\n"
                         b"for layer in self.layers:\n    layer(x)\n")

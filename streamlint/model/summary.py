@@ -112,7 +112,7 @@ def summarize(data: bytes) -> ModuleSummary:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the linted code's own warnings (invalid escapes …)
             tree = ast.parse(data)
-        nodes = list(ast.walk(tree))  # one walk, shared by the questions below (same order as ast.walk)
+        nodes = _walk(tree)  # one walk, shared by the questions below
         calls = _called_names(nodes)
         compiles, names = _may_call_compile(tree) if calls & COMPILE_LEAVES else (False, frozenset())
         bound = _aliases(nodes) if compiles or names else {}
@@ -123,8 +123,42 @@ def summarize(data: bytes) -> ModuleSummary:
     return ModuleSummary(calls, compiles, names, moded, from_callers)
 
 
+_AST = ast.AST
+_CONTEXT = ast.expr_context
+
+
+def _walk(node: ast.AST) -> list[ast.AST]:
+    """``list(ast.walk(node))`` without the ``Load`` / ``Store`` / ``Del`` markers (no question here asks
+    about them), in the same breadth-first order, about twice as fast: one list grown while it is read
+    instead of a generator per node (``iter_child_nodes`` / ``iter_fields``)."""
+    found = [node]
+    add = found.append
+    for item in found:
+        for name in item._fields:
+            value = getattr(item, name, None)
+            if value.__class__ is list:
+                for sub in value:
+                    if isinstance(sub, _AST):
+                        add(sub)
+            elif isinstance(value, _AST) and not isinstance(value, _CONTEXT):
+                add(value)
+    return found
+
+
+def _children(node: ast.AST) -> list[ast.AST]:
+    """``ast.iter_child_nodes(node)`` as a list, without the expression context markers."""
+    found: list[ast.AST] = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if value.__class__ is list:
+            found.extend(sub for sub in value if isinstance(sub, _AST))
+        elif isinstance(value, _AST) and not isinstance(value, _CONTEXT):
+            found.append(value)
+    return found
+
+
 def _names_in(node: ast.AST | None) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} if node is not None else set()
+    return {n.id for n in _walk(node) if isinstance(n, ast.Name)} if node is not None else set()
 
 
 def _aliases(nodes: list[ast.AST]) -> dict[str, set[str]]:
@@ -140,14 +174,14 @@ def _aliases(nodes: list[ast.AST]) -> dict[str, set[str]]:
             source = _leaf(node.value)
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
-                for name in (n.id for n in ast.walk(target) if isinstance(n, ast.Name)):
+                for name in (n.id for n in _walk(target) if isinstance(n, ast.Name)):
                     bound.setdefault(name, set()).add(source or "")
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension, ast.withitem)):
             target = node.optional_vars if isinstance(node, ast.withitem) else node.target
             source = node.context_expr if isinstance(node, ast.withitem) else node.iter
-            sources = {n.attr for n in ast.walk(source) if isinstance(n, ast.Attribute)}
-            sources |= {n.id for n in ast.walk(source) if isinstance(n, ast.Name)}
-            for name in (n.id for n in ast.walk(target) if isinstance(n, ast.Name)) if target is not None else ():
+            sources = {n.attr for n in _walk(source) if isinstance(n, ast.Attribute)}
+            sources |= {n.id for n in _walk(source) if isinstance(n, ast.Name)}
+            for name in (n.id for n in _walk(target) if isinstance(n, ast.Name)) if target is not None else ():
                 bound.setdefault(name, set()).update(sources)
     return bound
 
@@ -183,7 +217,7 @@ def _compiles_parameters(nodes: list[ast.AST], bound: dict[str, set[str]]) -> bo
             params = params[1:]
         if not params:
             continue
-        inner = list(ast.walk(fn))
+        inner = _walk(fn)
         if not any(isinstance(call, ast.Call) and _leaf(call.func) in leaves for call in inner):
             continue  # no call that may compile: nothing to widen
         assigns: list[tuple[set[str], set[str]]] = []
@@ -358,7 +392,7 @@ def _may_call_compile(tree: ast.Module) -> tuple[bool, frozenset[str]]:
             elif not classes:
                 defined.add(node.name)
             both = (inner, scope)  # decorators, defaults, annotations: either scope
-            for child in ast.iter_child_nodes(node):
+            for child in _children(node):
                 if not isinstance(child, ast.stmt):
                     visit_expr(child, both)
             for stmt in node.body:
@@ -367,7 +401,7 @@ def _may_call_compile(tree: ast.Module) -> tuple[bool, frozenset[str]]:
         if isinstance(node, ast.ClassDef):
             if scope is None and not classes:
                 defined.add(node.name)
-            for child in ast.iter_child_nodes(node):
+            for child in _children(node):
                 if not isinstance(child, ast.stmt):
                     visit_expr(child, (scope,))
             for stmt in node.body:
@@ -381,15 +415,15 @@ def _may_call_compile(tree: ast.Module) -> tuple[bool, frozenset[str]]:
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
             bind_assign([node.target], node.value, scope)
         elif isinstance(node, (ast.For, ast.AsyncFor)) and scope is not None:
-            leaves = {n.attr for n in ast.walk(node.iter) if isinstance(n, ast.Attribute)}
-            for target in ast.walk(node.target):
+            leaves = {n.attr for n in _walk(node.iter) if isinstance(n, ast.Attribute)}
+            for target in _walk(node.target):
                 if isinstance(target, ast.Name):
                     for leaf in leaves:
                         alias(scope, target.id, ("leaf", leaf))
         visit_children(node, scope, classes)
 
     def visit_children(node: ast.AST, scope: _Scope | None, classes: tuple[str, ...]) -> None:
-        for child in ast.iter_child_nodes(node):
+        for child in _children(node):
             if isinstance(child, ast.stmt):
                 visit(child, scope, classes)
             elif isinstance(child, (ast.ExceptHandler, ast.match_case)):
@@ -398,7 +432,7 @@ def _may_call_compile(tree: ast.Module) -> tuple[bool, frozenset[str]]:
                 visit_expr(child, (scope,))
 
     def visit_expr(node: ast.AST, scopes: tuple[_Scope | None, ...]) -> None:
-        for sub in ast.walk(node):
+        for sub in _walk(node):
             if isinstance(sub, ast.Call):
                 calls.append((sub, scopes))
 
@@ -482,18 +516,26 @@ def _absolute(name: str, module_name: str, is_package: bool) -> str | None:
     return f"{module}.{leaf}" if module else None
 
 
+_CALLED_KINDS = frozenset({ast.Call, ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.For,
+                           ast.AsyncFor})
+
+
 def _called_names(nodes: list[ast.AST]) -> frozenset[str]:
     """Last parts of every qualified name a call of the module may resolve to (``FileModel.resolve``):
     the callee's own last part, and through aliases (imports as, assignments of names, loop variables
     over attributes) the last part of what the alias is bound to, transitively."""
     bindings: dict[str, set[str]] = {}  # bound name -> last parts of what it may be bound to
     called: set[str] = set()
+    interesting = _CALLED_KINDS
     for node in nodes:
-        if isinstance(node, ast.Call):
+        kind = node.__class__
+        if kind not in interesting:  # (a set test first: most nodes are none of these)
+            continue
+        if kind is ast.Call:
             leaf = _leaf(node.func)
             if leaf is not None:
                 called.add(leaf)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        elif kind is ast.Import or kind is ast.ImportFrom:
             for alias in node.names:
                 if alias.asname:
                     bindings.setdefault(alias.asname, set()).add(alias.name.rsplit(".", 1)[-1])
@@ -506,8 +548,8 @@ def _called_names(nodes: list[ast.AST]) -> frozenset[str]:
                 if isinstance(target, ast.Name):
                     bindings.setdefault(target.id, set()).add(source)
         elif isinstance(node, (ast.For, ast.AsyncFor)):
-            sources = {n.attr for n in ast.walk(node.iter) if isinstance(n, ast.Attribute)}
-            for target in ast.walk(node.target):
+            sources = {n.attr for n in _walk(node.iter) if isinstance(n, ast.Attribute)}
+            for target in _walk(node.target):
                 if isinstance(target, ast.Name):
                     bindings.setdefault(target.id, set()).update(sources)
     stack = list(called)

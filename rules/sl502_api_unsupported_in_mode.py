@@ -164,8 +164,11 @@ def _problems(ctx: RuleContext, site: CallSite, path_modes: frozenset[str]):
         if bad:
             yield use.describe(), bad, why, _remedy(ctx, site, use.role, use.group, use.what, bad)
     guard = modes_under(site.guards) or ALL_PATHS
-    call = f"`{_call_text(ctx, site)}` at line {ctx.file.span(site.node).start_line}"
     for use in ctx.project.api_uses(ctx.file, site):
+        if use.role not in (Role.LIMIT_CORE_NUM, Role.LIMIT_CORE_NUM_NPUGRAPH_EX):
+            continue
+        # (the call's line only now: a position costs a code generation of its statement, most calls have none)
+        call = f"`{_call_text(ctx, site)}` at line {ctx.file.span(site.node).start_line}"
         modes = path_modes & guard & (use.modes if use.modes is not None else ALL_PATHS)
         if use.role is Role.LIMIT_CORE_NUM and "npugraph_ex" in modes:
             yield ("`torchair.scope.limit_core_num`", {"npugraph_ex"},

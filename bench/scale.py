@@ -52,7 +52,7 @@ def streamlint(cwd: Path, args: list[str]) -> dict:
             "cpu": round(float(rss.group(2)) + float(rss.group(3)), 2) if rss else None,
             "parsed": phases.get("parse", (0, 0))[1], "summaries": phases.get("summary", (0, 0))[1],
             "phases": {k: round(v[0], 3) for k, v in sorted(phases.items(), key=lambda kv: -kv[1][0])[:6]},
-            "rc": proc.returncode}
+            "rc": proc.returncode, **({"error": proc.stderr[-600:]} if proc.returncode else {})}
 
 
 def _append(path: Path, text: str = "\n# edited by bench/scale.py\n") -> None:
@@ -159,6 +159,8 @@ def main() -> None:
             result["lsp"] = proc.stdout[-2000:] + proc.stderr[-2000:]
     for key, row in result.items():
         if isinstance(row, dict) and "wall" in row:
+            if row.get("error"):
+                print(f"{key}: exit {row['rc']}: {row['error']}")
             print(f"{key:<58} {row['wall']:8.2f} s {row.get('cpu') or 0:6.2f} s CPU {row['rss_mb'] or 0:7.1f} MB  parsed {row['parsed']:5}  summaries {row.get('summaries', 0):5}  "
                   + ", ".join(f"{k} {v:.2f}" for k, v in row["phases"].items()))
         else:

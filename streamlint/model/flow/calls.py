@@ -488,7 +488,10 @@ class Calls:
         heldresults.py) are no fresh allocation of the call."""
         if not isinstance(result, TVal):
             return result
-        held = held_result(fn, mod.classes.get(fn.class_name or "") if mod is not None else None)
+        memo = derived(self.project, "held_result")
+        if id(fn) not in memo:
+            memo[id(fn)] = held_result(fn, mod.classes.get(fn.class_name or "") if mod is not None else None)
+        held = memo[id(fn)]
         if held is not None and st.stores.get(result.sid) is not None:
             st.stores[result.sid].escaped = True  # the object keeps it: the caller's name dying frees nothing
         if held == "kept":

@@ -14,6 +14,7 @@ from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, host_param, string_value
 from streamlint.model.flow.callers import callers_of, calls_after, orders_after
 from streamlint.model.flow.effects import held_object, local_method
+from streamlint.model.flow.heldresults import held_result
 from streamlint.model.flow.values import CVal, EVal, KVal, MAX_INLINE_DEPTH, NONE, State, SVal, TVal, TupVal
 from streamlint.model.flow.places import global_accessor
 from streamlint.model.flow.viewresults import returned_tuples, shared_result_groups
@@ -481,12 +482,20 @@ class Calls:
     ``single``. It asks control (block, unpack); exprs (ev); orderings (render); storage (referenced, tensors).
     """
 
-    def declared_result(self, st: State, fn: FunctionInfo, result: object) -> object:
+    def declared_result(self, st: State, fn: FunctionInfo, result: object, mod: FileModel | None = None) -> object:
         """The result of a project helper that was not inlined, shaped by what its code says: declared
-        non-tensors and the object's own tensors (:func:`declared_non_tensors`, :func:`held_elements`) are no
-        fresh allocation of the call."""
+        non-tensors and the object's own tensors (:func:`declared_non_tensors`, :func:`held_elements`,
+        heldresults.py) are no fresh allocation of the call."""
         if not isinstance(result, TVal):
             return result
+        memo = derived(self.project, "held_result")
+        if id(fn) not in memo:
+            memo[id(fn)] = held_result(fn, mod.classes.get(fn.class_name or "") if mod is not None else None)
+        held = memo[id(fn)]
+        if held is not None and st.stores.get(result.sid) is not None:
+            st.stores[result.sid].escaped = True  # the object keeps it: the caller's name dying frees nothing
+        if held == "kept":
+            return None  # complete object state (a cache hit, or filled by a transfer the host waited for)
         declared, held = declared_non_tensors(fn), held_elements(fn)
         if declared is not None and held is not None and len(declared) != len(held):
             declared = None

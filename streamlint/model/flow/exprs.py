@@ -392,7 +392,7 @@ class Expressions:
         result = self.dispatch_call(st, e, method, target)
         if result is None and found is not None and computes_tensor(self.project, found[1], found[0]):
             result = self.op(st, e, [])  # a helper computing its result from values of unknown type (computed.py)
-        return self.declared_result(st, found[0], result) if found is not None else result
+        return self.declared_result(st, found[0], result, found[1]) if found is not None else result
 
     def dispatch_call(self, st: State, e: cst.Call, method: str | None, target: str | None) -> object:
         own = self._self_prefix()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from streamlint._lazy import cst
+from streamlint.model.attrstreams import foreign_stream, unseen_pair
 from streamlint.model.file import ClassInfo
 from streamlint.model.flow.escapes import events_in, self_field
 from streamlint.model.flow.hostargs import host_by_callers, worker_thread_only
@@ -278,7 +279,7 @@ class Storages:
     def race(self, st: State, kind: str, S: Storage, earlier: Access, s: str, label: str | None = None,
              escape: bool = False, body: bool = False, replay: bool = False, held: str = "", caller: tuple | None = None) -> None:
         outer = self.caller_context(S, earlier, s) if self.depth else None  # the caller's name for it
-        if self.anchor is None or self.depth and outer is None:
+        if self.anchor is None or self.depth and outer is None or unseen_pair(self, earlier.stream, s):
             return
         self.relied_on(st, earlier, s)
         name = outer or label or S.name or "tensor"
@@ -303,8 +304,7 @@ class Storages:
                                        st.know(s).get(earlier.stream, -1), earlier.time, self.clock))
 
     def caller_stream(self, a: str, b: str) -> str | None:
-        """The stream parameter of a race between it and the entry stream: the caller may pass its own
-        current stream there (then nothing races), which the function cannot tell."""
+        """The stream parameter of a race with the entry stream: the caller may pass its own stream there."""
         for param, other in ((a, b), (b, a)):
             if param in self.param_streams and other == MAIN:
                 return param
@@ -350,13 +350,13 @@ class Storages:
                 self.anchor = saved
 
     def with_body(self, st: State) -> None:
-        """A ``@contextmanager`` yielding inside a side-stream scope: the caller's with-body runs on that
-        stream and reads what the caller produced on its current stream before the ``with``, as an argument
-        is read. Unordered unless the side stream waited for the current stream before the yield. Not on a
-        stream parameter (the caller owns it and forks it), nor on a stream the analysis cannot name."""
+        """A ``@contextmanager`` yielding inside a side-stream scope: the caller's with-body runs on that stream
+        and reads what the caller made before the ``with``, unordered unless the side stream waited for the current
+        stream before the yield. Not on a stream parameter or one the object was built with (the caller forks it),
+        nor on one the analysis cannot name or the project cannot see (attrstreams.py)."""
         params = [p for p in self.fn.all_params if p not in ("self", "cls")]
         if self.depth or self.anchor is None or not self.cfg.raw or self.cfg.args_exempt or st.cur == MAIN \
-                or st.cur in self.param_streams or st.cur.startswith("<") \
+                or st.cur in self.param_streams or st.cur.startswith("<") or foreign_stream(self, st.cur) \
                 or any(re.search(rf"(?<![\w.]){re.escape(p)}\b", st.cur) for p in params) \
                 or not any(d.rsplit(".", 1)[-1] == "contextmanager" for d in self.fn.decorators):
             return
@@ -506,7 +506,7 @@ class Storages:
 
     def report_lifetime(self, st: State, S: Storage, u: Access, how: str, node: cst.CSTNode | None) -> None:
         key = (id(u.node), S.name)
-        if key not in self.lifetimes:
+        if key not in self.lifetimes and not unseen_pair(self, S.alloc, u.stream):
             handed = how == "function end" and self.published_after(st, u)
             self.lifetimes[key] = Lifetime(u.node, u.label or S.name or "tensor", S.alloc, u.stream, how, node,
                                            (S.escaped or handed) and how == "function end", self.cfg.mode)

@@ -1,0 +1,106 @@
+"""Helpers handing back the object's own tensor (flow/heldresults.py) and stream attributes the project
+cannot see or only receives (model/attrstreams.py)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness import engine_for, write
+from streamlint.model.attrstreams import attr_origin
+from streamlint.model.flow.heldresults import held_result
+
+CACHE = '''
+import numpy as np
+import torch
+
+
+class OffsetTables:
+    def __init__(self, n: int) -> None:
+        self.staging = torch.empty(n, dtype=torch.int32, device="cpu")
+        self.by_device: dict[int, torch.Tensor] = {}
+        self.scratch = torch.empty(n, device="cuda")
+
+    def blocking_table(self, dev: int, offsets: np.ndarray) -> torch.Tensor:
+        if dev in self.by_device:
+            return self.by_device[dev]
+        self.by_device[dev] = torch.zeros(len(offsets), dtype=torch.int32, device=dev)
+        self.by_device[dev].copy_(torch.from_numpy(offsets))
+        return self.by_device[dev]
+
+    def staged_table(self, dev: int) -> torch.Tensor:
+        self.by_device[dev] = torch.empty(4, dtype=torch.int32, device=dev)
+        self.by_device[dev].copy_(self.staging)
+        return self.by_device[dev]
+
+    def async_table(self, dev: int) -> torch.Tensor:
+        self.by_device[dev].copy_(self.staging, non_blocking=True)
+        return self.by_device[dev]
+
+    def device_to_device(self, dev: int) -> torch.Tensor:
+        self.by_device[dev].copy_(self.scratch)
+        return self.by_device[dev]
+
+    def scaled(self, dev: int) -> torch.Tensor:
+        self.by_device[dev].mul_(2)
+        return self.by_device[dev]
+
+    def fresh(self, x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+'''
+
+STREAMS = '''
+from dataclasses import dataclass, field
+
+import torch
+from outside_framework import Worker
+
+
+class Base(Worker):
+    def __init__(self) -> None:
+        self.own = torch.cuda.Stream()
+
+
+class Runner(Base):
+    def step(self):
+        return self.inherited, self.own
+
+
+class Plain(torch.nn.Module):
+    def step(self):
+        return self.set_by_someone
+
+
+@dataclass
+class Ticket:
+    stream: torch.cuda.Stream
+    spare: torch.cuda.Stream = field(default_factory=torch.cuda.Stream)
+
+
+class Holder:
+    def __init__(self, stream: torch.cuda.Stream) -> None:
+        self.stream = stream
+        self.made = torch.cuda.Stream() if stream is None else stream
+'''
+
+
+def test_held_results_say_whether_the_helper_left_work_pending(tmp_path: Path) -> None:
+    write(tmp_path, "pkg/__init__.py", "")
+    path = write(tmp_path, "pkg/tables.py", CACHE)
+    file = engine_for(tmp_path).project.file(str(path))
+    cls = file.classes["OffsetTables"]
+    verdict = {name: held_result(file.functions[f"OffsetTables.{name}"], cls)
+               for name in ("blocking_table", "staged_table", "async_table", "device_to_device", "scaled", "fresh")}
+    assert verdict == {"blocking_table": "kept", "staged_table": "kept", "async_table": "written",
+                       "device_to_device": "written", "scaled": "written", "fresh": None}
+
+
+def test_stream_attribute_origins(tmp_path: Path) -> None:
+    write(tmp_path, "pkg/__init__.py", "")
+    path = write(tmp_path, "pkg/runner.py", STREAMS)
+    engine = engine_for(tmp_path)
+    file = engine.project.file(str(path))
+    origin = {(c, a): attr_origin(engine.project, file, file.classes[c], a)
+              for c, a in (("Runner", "inherited"), ("Runner", "own"), ("Plain", "set_by_someone"),
+                           ("Ticket", "stream"), ("Ticket", "spare"), ("Holder", "stream"), ("Holder", "made"))}
+    assert origin == {("Runner", "inherited"): "unseen", ("Runner", "own"): "own", ("Plain", "set_by_someone"): None,
+                      ("Ticket", "stream"): "handed", ("Ticket", "spare"): "own", ("Holder", "stream"): "handed",
+                      ("Holder", "made"): "own"}

@@ -26,6 +26,7 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import ApiSpec, Role
 from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo
+from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.uses import ApiUse, bind_arguments
 
 if TYPE_CHECKING:
@@ -69,6 +70,10 @@ def _receiver_specs(project: Project, file: FileModel, fn: FunctionInfo | None, 
     """The specs ``recv.<method>(...)`` may invoke, when ``recv`` denotes an accelerator object."""
     if depth > 3:
         return set()
+    if isinstance(recv, (cst.Name, cst.Attribute)):
+        module = _device_module(file.resolve(recv, fn))
+        if module is not None:  # `dev = torch.cuda` / `return torch.npu`: the device module itself
+            return _module_spec(module, method)
     if isinstance(recv, cst.Call):
         qualname = file.resolve(recv.func, fn)
         if qualname == "torch.get_device_module":
@@ -76,7 +81,12 @@ def _receiver_specs(project: Project, file: FileModel, fn: FunctionInfo | None, 
         target = project.function(qualname, file) if qualname else None
         if target is None or target[0].class_name is not None:
             return set()
-        return _getter_specs(project, target[1], target[0], method)
+        return _getter_specs(project, target[1], target[0], method) \
+            or _returned_specs(project, target[1], target[0], method, depth)
+    if isinstance(recv, cst.Attribute) and not (isinstance(recv.value, cst.Name) and recv.value.value == "self"):
+        # `get_platform().device_module`: a member of the project object a getter returns (its class, or the
+        # subclasses a base class stands for), which is the device module
+        return _member_of(project, file, fn, recv, method, depth)
     if isinstance(recv, cst.Name) and fn is not None:
         values = fn.name_assigns.get(recv.value)
         if not values or recv.value in fn.all_params:
@@ -91,6 +101,78 @@ def _receiver_specs(project: Project, file: FileModel, fn: FunctionInfo | None, 
         found = [_receiver_specs(project, file, m, v, method, depth + 1) for m, v in pairs if v is not None]
         return set().union(*found) if found and all(found) else set()
     return set()
+
+
+# The device modules whose stream API the linter knows (another device's module, ``torch.xpu``, is not one:
+# a layer that may return it is not resolved).
+_DEVICE_MODULES = frozenset({"torch.cuda", "torch.npu", "torch.accelerator"})
+
+
+def _device_module(qualname: str | None) -> str | None:
+    """``torch.cuda`` / ``torch.npu`` / ``torch.accelerator`` for a name of that module, else None."""
+    canon = apis.canonical(qualname) if qualname is not None else None
+    return canon if canon in _DEVICE_MODULES else None
+
+
+def _module_spec(module: str, method: str) -> set[ApiSpec]:
+    spec = apis.SPECS.get(f"{module}.{method}")
+    return {spec if spec is not None and spec.role is METHODS[method] else apis.SPECS[_generic(METHODS[method])]}
+
+
+def _returned_specs(project: Project, file: FileModel, getter: FunctionInfo, method: str, depth: int) -> set[ApiSpec]:
+    """A getter every return of which is a device module (``return get_platform().device_module``)."""
+    values = [r.value for r in getter.returns if r.value is not None]
+    found = [_receiver_specs(project, file, getter, v, method, depth + 1) for v in values]
+    return set().union(*found) if found and all(found) else set()
+
+
+def _member_of(project: Project, file: FileModel, fn: FunctionInfo | None, recv: cst.Attribute, method: str,
+               depth: int) -> set[ApiSpec]:
+    """``<obj>.<attr>`` where ``obj`` is a call of a project getter annotated with a project class: that
+    class's (or its project subclasses') ``attr`` — a property or a field — when every definition of it
+    returns a device module."""
+    if not isinstance(recv.value, cst.Call):
+        return set()
+    qualname = file.resolve(recv.value.func, fn)
+    target = project.function(qualname, file) if qualname else None
+    if target is None or target[0].node.returns is None:
+        return set()
+    getter, mod = target
+    sym = project.symbol(mod.resolve(getter.node.returns.annotation, getter) or "", mod)
+    if sym is None or not isinstance(sym[0], ClassInfo):
+        return set()
+    found: list[set[ApiSpec]] = []
+    for cls, cmod in [sym, *_subclasses(project, sym[1], sym[0])]:
+        member = cls.methods.get(recv.attr.value)
+        if member is not None and member.returns:
+            found += [_receiver_specs(project, cmod, member, r.value, method, depth + 1)
+                      for r in member.returns if r.value is not None]
+        for m in cls.methods.values():
+            found += [_receiver_specs(project, cmod, m, a.value, method, depth + 1)
+                      for a in m.assigns if a.target == f"self.{recv.attr.value}" and a.value is not None]
+    return set().union(*found) if found and all(found) else set()
+
+
+def _subclasses(project: Project, file: FileModel, base: ClassInfo) -> list[tuple[ClassInfo, FileModel]]:
+    """The project classes deriving directly from ``base`` (searched in the files that name it)."""
+    memo = project.derived("accelerator_subclasses")
+    key = (file.path, base.name)
+    if key in memo:
+        return memo[key]
+    memo[key] = []
+    paths = project.paths_containing((base.name.encode(),))
+    out: list[tuple[ClassInfo, FileModel]] = []
+    if len(paths) <= MAX_CALLER_FILES:
+        for path in paths:
+            model = project.file(path)
+            for cls in (model.classes.values() if model is not None else ()):
+                for b in cls.bases:
+                    found = project.symbol(b, model) if b else None
+                    if found is not None and found[0] is base:
+                        out.append((cls, model))
+                        break
+    memo[key] = out
+    return out
 
 
 def _getter_specs(project: Project, file: FileModel, getter: FunctionInfo, method: str) -> set[ApiSpec]:

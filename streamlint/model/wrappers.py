@@ -73,6 +73,7 @@ def infer_wrapper(project: "ProjectQueries", fn: FunctionInfo, file: FileModel, 
         return None  # a module's forward / constructor is the model itself, never a forwarding helper
     returned = [r.value for r in fn.returns if r.value is not None]
     yielding_withs = {id(s.item) for s in fn.scopes if fn.yields and _contains_yield(s.with_node)}
+    last_yield = _last_yield(file, fn)
     variants: list[Variant] = []
     enable: set[str] = set()
     for site in fn.calls:
@@ -85,6 +86,15 @@ def infer_wrapper(project: "ProjectQueries", fn: FunctionInfo, file: FileModel, 
         for use in uses:
             if use.role not in _FORWARDABLE:
                 continue
+            switch = None
+            if use.role is Role.SET_STREAM and last_yield is not None:
+                # a context manager that makes its argument the current stream before it yields (and puts the
+                # old one back after): a stream scope on that argument, like `with torch.cuda.stream(s): yield`
+                if file.span(site.node).start_line > last_yield:
+                    continue  # the restore after the yield
+                switch = _scope_spec(use.spec)
+                if switch is None:
+                    continue
             mapping = {}
             for api_param, expr in use.bind.items():
                 if expr is None:
@@ -100,7 +110,7 @@ def infer_wrapper(project: "ProjectQueries", fn: FunctionInfo, file: FileModel, 
                     mapping[api_param] = ParamSource(None, None, expr)
                 else:
                     mapping[api_param] = ParamSource(None, None)
-            if not forwarded:
+            if not forwarded and switch is None:
                 if use.role in _SCOPE_ROLES or fn.statement_count > 8:
                     continue
                 # statement-form wrappers: every argument must come from the wrapper's parameters
@@ -113,10 +123,42 @@ def infer_wrapper(project: "ProjectQueries", fn: FunctionInfo, file: FileModel, 
                 name = _flag_name(guard.test)
                 if name in params and name != mode_param:
                     enable.add(name)
-            variants.append(Variant(use.spec, mapping, modes, mode_param, use.wrappers))
+            variants.append(Variant(switch or use.spec, mapping, modes, mode_param, use.wrappers))
     if not variants:
         return None
     return WrapperSpec(qualname, tuple(variants), tuple(sorted(enable)))
+
+
+def local_def(file: FileModel, fn: FunctionInfo | None,
+              func: cst.BaseExpression) -> tuple[FunctionInfo, FileModel] | None:
+    """The function a call of a bare name defined with ``def`` inside an enclosing function denotes
+    (``@contextmanager def _on(s): ...`` then ``with _on(side):``), when the name is bound by nothing else."""
+    if not isinstance(func, cst.Name):
+        return None
+    while fn is not None:
+        if func.value in fn.locals or func.value in fn.all_params:
+            found = file.functions.get(f"{fn.qualname}.<locals>.{func.value}")
+            return (found, file) if found is not None and func.value not in fn.name_assigns \
+                and func.value not in fn.all_params else None
+        fn = fn.parent
+    return None
+
+
+def _last_yield(file: FileModel, fn: FunctionInfo) -> int | None:
+    """The line of the last ``yield`` of a ``@contextmanager`` generator (None: not one): a ``set_stream``
+    before it makes the body's stream current (an early ``if s is None: yield; return`` included), one
+    after it (``finally: set_stream(prev)``) puts the caller's back."""
+    if not fn.yields or not any(d.rsplit(".", 1)[-1] == "contextmanager" for d in fn.decorators):
+        return None
+    return max(file.span(y).start_line for y in fn.yields)
+
+
+def _scope_spec(spec: ApiSpec) -> ApiSpec | None:
+    """The stream context of the API family of a ``set_stream`` (``torch.cuda.set_stream`` ->
+    ``torch.cuda.stream``)."""
+    head, _, last = spec.qualname.rpartition(".")
+    scope = apis.SPECS.get(f"{head}.stream") if last == "set_stream" else None
+    return scope if scope is not None and scope.role is Role.NATIVE_STREAM_CONTEXT else None
 
 
 def _receiver(fn: FunctionInfo) -> str | None:

@@ -78,6 +78,34 @@ def field_made_outside(project: Project, attr: str) -> bool:
     return memo[attr]
 
 
+def field_only_polled(project: Project, attr: str) -> bool:
+    """Is every wait of the project on an event field ``attr`` a host poll branching on it (``if not
+    X.attr.query(): ...``): no stream waits on it, the host never blocks on it? Then the event is a progress
+    probe of the work before the record (the host picks a buffer by it), not the guard of later work."""
+    memo = derived(project, "event_field_only_polled")
+    if attr not in memo:
+        polls, others = 0, 0
+        for model in project.files_containing((attr.encode(),)):
+            for fn in model.iter_functions():
+                tested = {id(n) for node in local_nodes(fn.node) if isinstance(node, cst.If)
+                          for n in local_nodes(node.test)}
+                for site in fn.calls:
+                    if site.method == "wait_event" and site.node.args:
+                        held = site.node.args[0].value
+                    elif site.method in _WAITS and isinstance(site.node.func, cst.Attribute):
+                        held = site.node.func.value
+                    else:
+                        continue
+                    held = container_of(held)
+                    if isinstance(held, cst.Attribute) and held.attr.value == attr:
+                        if site.method == "query" and id(site.node) in tested:
+                            polls += 1
+                        else:
+                            others += 1
+        memo[attr] = polls > 0 and others == 0
+    return memo[attr]
+
+
 def _reads_field(expr: cst.CSTNode, attr: str) -> bool:
     return any(isinstance(n, cst.Attribute) and n.attr.value == attr for n in local_nodes(expr))
 

@@ -15,7 +15,7 @@ from streamlint.model.syntax import local_nodes
 from streamlint.model.flow.calls import event_field_waited
 from streamlint.model.flow.counters import NVal
 from streamlint.model.flow.devicework import callee_of, queues_device_work
-from streamlint.model.flow.escapes import field_made_outside
+from streamlint.model.flow.escapes import field_made_outside, field_only_polled
 from streamlint.model.flow.values import CVal, EVal, IVal, KVal, NONE, SVal, State, merge_clock
 from streamlint.model.streams import (
     EVENT,
@@ -232,6 +232,9 @@ class Orderings:
             return False
         if key in self.waited_events or key in self.handed_events:
             return True
+        field = key.split("[", 1)[0].rsplit(".", 1)[-1] if "." in key.split("[", 1)[0] else None
+        if field is not None and not key.startswith("<") and field_only_polled(self.project, field):
+            return False  # a progress probe the host polls, no guard (escapes.field_only_polled)
         if key.startswith("self."):  # a field of this object: someone in the project must wait on it
             attr = key[5:].split("[", 1)[0].split(".", 1)[0]
             if event_field_waited(self.project, attr):

@@ -300,6 +300,10 @@ def _report_early(ctx: RuleContext, fn, early: EarlyRecord) -> None:
     if early.caller_may_join:
         confidence = Confidence.MEDIUM
         hint += "; the stream is handed in: this assumes the caller does not join it after the call"
+    if early.presumed_waiter:
+        confidence = Confidence.MEDIUM
+        hint += (f"; `{early.event}` is made outside this project (its class is another package's): this assumes "
+                 f"its owner there waits on it")
     related = [Location(ctx.file.path, ctx.file.span(early.work), "work the event does not cover")] \
         if early.work is not None else []
     ctx.report(early.node, message, confidence=confidence, related=related, hint=hint)

@@ -97,6 +97,22 @@ def event_waited_elsewhere(project: Project, file: FileModel, fn: FunctionInfo, 
     return memo[(id(fn), attr)]
 
 
+_TAKE_METHODS = frozenset({"pop", "get", "popleft", "popitem", "setdefault"})
+
+
+def container_of(held: cst.BaseExpression) -> cst.BaseExpression:
+    """The container an element is taken from: ``x.events[i]``, ``x.events.pop(k)``, ``x.events.get(k)``,
+    ``x.events.popleft()`` -> ``x.events``."""
+    while True:
+        if isinstance(held, cst.Subscript):
+            held = held.value
+        elif isinstance(held, cst.Call) and isinstance(held.func, cst.Attribute) \
+                and held.func.attr.value in _TAKE_METHODS:
+            held = held.func.value
+        else:
+            return held
+
+
 def event_field_waited(project: Project, attr: str) -> bool:
     """Does any code of the project wait on an event field named ``attr`` (``s.wait_event(x.attr)``,
     ``x.attr.wait()``, ``x.attr[i].synchronize()``, ``x.attr.query()``)? A field nobody waits on stands for no
@@ -113,8 +129,7 @@ def event_field_waited(project: Project, attr: str) -> bool:
                         held = site.node.func.value
                     else:
                         continue
-                    while isinstance(held, cst.Subscript):
-                        held = held.value
+                    held = container_of(held)
                     if isinstance(held, cst.Attribute) and held.attr.value == attr:
                         memo[attr] = True
                         return True
@@ -460,8 +475,10 @@ def _relevant(project: Project, file: FileModel, fn: FunctionInfo, _depth: int =
     memo[id(fn)] = False  # recursion guard
     result = global_accessor(fn)
     for site in () if result else fn.calls:
-        if site.method in _RELEVANT_METHODS or async_host_copy_call(site.node, site.method, copies=False):
-            result = True  # (a helper queuing a device-to-host copy hands back a pending host tensor)
+        if site.method in _RELEVANT_METHODS or async_host_copy_call(site.node, site.method):
+            # (a helper queuing a device-to-host copy hands back a pending host tensor; any non-blocking
+            # copy is a transfer queued on the caller's stream, work an event recorded there must follow)
+            result = True
             break
         if any(u.role in _RELEVANT_ROLES for u in project.api_uses(file, site)):
             result = True

@@ -11,10 +11,11 @@ An event kept only in fields nobody waits on guards nothing anyone relies on (:c
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
-from streamlint.model.flow.calls import event_field_waited
+from streamlint.model.flow.calls import container_of, event_field_waited
 from streamlint.model.flow.values import EVal, TupVal
 from streamlint.model.streams import derived
 from streamlint.model.syntax import local_nodes, target_names
@@ -60,6 +61,51 @@ def field_waited(project: Project, attr: str) -> bool:
     return memo[attr]
 
 
+def field_made_outside(project: Project, attr: str) -> bool:
+    """Is the object's field ``attr`` (an event the project records, ``self.copy_done.record()``) never bound
+    by project code: no ``x.attr = ...``, no class-level ``attr = ...`` / ``attr: T``, no ``setattr`` /
+    ``getattr`` by its name, no keyword ``attr=`` (a dataclass / holder built with it)? Then the event is made
+    by a class of another package (the owner this code patches or inherits from), and so is its waiter:
+    the waiter is presumed, not seen."""
+    memo = derived(project, "event_field_made_outside")
+    if attr not in memo:
+        name = re.escape(attr).encode()
+        bound = re.compile(rb"\." + name + rb"\s*(?::[^=\n]*)?=(?!=)|^\s*" + name + rb"\s*(?::[^=\n]*)?=(?!=)|^\s*" + name
+                           + rb"\s*:|['\"]" + name + rb"['\"]|[(,]\s*" + name + rb"\s*=(?!=)|\b" + name
+                           + rb"\s*\)?\s*(?:,[^=\n]*)?=(?!=)", re.MULTILINE)
+        memo[attr] = not any(bound.search(project.file_bytes(path) or b"")
+                             for path in project.paths_containing((attr.encode(),)))
+    return memo[attr]
+
+
+def field_only_polled(project: Project, attr: str) -> bool:
+    """Is every wait of the project on an event field ``attr`` a host poll branching on it (``if not
+    X.attr.query(): ...``): no stream waits on it, the host never blocks on it? Then the event is a progress
+    probe of the work before the record (the host picks a buffer by it), not the guard of later work."""
+    memo = derived(project, "event_field_only_polled")
+    if attr not in memo:
+        polls, others = 0, 0
+        for model in project.files_containing((attr.encode(),)):
+            for fn in model.iter_functions():
+                tested = {id(n) for node in local_nodes(fn.node) if isinstance(node, cst.If)
+                          for n in local_nodes(node.test)}
+                for site in fn.calls:
+                    if site.method == "wait_event" and site.node.args:
+                        held = site.node.args[0].value
+                    elif site.method in _WAITS and isinstance(site.node.func, cst.Attribute):
+                        held = site.node.func.value
+                    else:
+                        continue
+                    held = container_of(held)
+                    if isinstance(held, cst.Attribute) and held.attr.value == attr:
+                        if site.method == "query" and id(site.node) in tested:
+                            polls += 1
+                        else:
+                            others += 1
+        memo[attr] = polls > 0 and others == 0
+    return memo[attr]
+
+
 def _reads_field(expr: cst.CSTNode, attr: str) -> bool:
     return any(isinstance(n, cst.Attribute) and n.attr.value == attr for n in local_nodes(expr))
 
@@ -73,8 +119,7 @@ def _bound_and_waited(fn, attr: str) -> bool:
             held = site.node.func.value
         else:
             continue
-        while isinstance(held, cst.Subscript):
-            held = held.value
+        held = container_of(held)
         if isinstance(held, cst.Name):
             waited.add(held.value)
     if not waited:

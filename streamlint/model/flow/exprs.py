@@ -338,7 +338,7 @@ class Expressions:
                 any(a.value is k for k in kept) or not self.tensors(st, self.ev(st, a.value)) for a in e.args):
             out = None  # a setter / enqueue keeping every argument: it hands the tensors over, reads none
         else:
-            out = self.dispatch(st, e, method, target)
+            out = self.dispatch_seeing_work(st, e, method, target, site)
         for expr in kept:
             self.escape(st, st.env.get(expr.value))  # the callee keeps it beyond the call
         return out

@@ -154,6 +154,8 @@ class HostReads:
             return True
         if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
             return False
+        if self.transfer_from_unknown(st, node):
+            return False
         if node.func.attr.value in ("to", "cuda", "npu") and (node.func.attr.value != "to" or any(
                 a.keyword is not None and a.keyword.value == "device" or a.keyword is None
                 and not isinstance(a.value, cst.Attribute) for a in node.args)):
@@ -166,6 +168,20 @@ class HostReads:
         site = self.cfile.call_site(node)
         target = (site.target or "") if site is not None else ""
         return target.startswith("torch.") and target not in _METADATA_FUNCTIONS
+
+    def transfer_from_unknown(self, st: State, node: cst.CSTNode) -> bool:
+        """``host_buf.copy_(src, non_blocking=True)`` with a source of unknown placement (a parameter of
+        any type, an object's field): ``non_blocking`` means something only for a copy between host and
+        device memory, so the copy is a transfer queued on the current stream (work an event recorded
+        there must come after), not a CPU op on host data."""
+        if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "copy_"
+                and non_blocking(node)):
+            return False
+        src = next((a.value for a in node.args if a.keyword is None or a.keyword.value == "src"), None)
+        if src is None:
+            return False
+        known = [tv for tv in self.tensors(st, st.env.get(src.value))] if isinstance(src, cst.Name) else []
+        return not known or not all(self.is_host(st, tv) for tv in known)
 
     def host_consumer_call(self, st: State, e: cst.Call, target: str | None) -> None:
         """``torch.save(buf, f)``, ``q.put(buf)``, ``writer.write_record(name, buf, n)``: a call of the API

@@ -103,6 +103,7 @@ class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, 
         self.event_bundles: dict[str, list[frozenset[int]]] = {}  # event -> per hand-over, the tensors with it
         self.waited_events: set[str] = set()  # events waited (by a stream or the host) in this function
         self.timing_events: set[str] = set()  # events read by elapsed_time: they time work, they guard none
+        self.presumed_waits: set[str] = set()  # event fields whose waiter is presumed (made by another package)
         self.record_sites: dict[tuple[str, str, int], tuple[cst.CSTNode, str]] = {}  # (event, stream, time) ->
         # (the record statement, the event's text)
         self.op_sites: dict[str, list[tuple[int, cst.CSTNode]]] = {}  # stream -> (time, statement) of its work

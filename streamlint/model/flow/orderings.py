@@ -14,6 +14,8 @@ from streamlint.model.file import string_value
 from streamlint.model.syntax import local_nodes
 from streamlint.model.flow.calls import event_field_waited
 from streamlint.model.flow.counters import NVal
+from streamlint.model.flow.devicework import callee_of, queues_device_work
+from streamlint.model.flow.escapes import field_made_outside, field_only_polled
 from streamlint.model.flow.values import CVal, EVal, IVal, KVal, NONE, SVal, State, merge_clock
 from streamlint.model.streams import (
     EVENT,
@@ -182,6 +184,27 @@ class Orderings:
             self.record_sites[(key, stream, self.clock)] = (self.anchor, self.cfile.code(site))
 
     # ---- event coverage: what work a recorded event stands for
+    def dispatch_seeing_work(self, st: State, e: cst.Call, method: str | None, target: str | None, site) -> object:
+        """``dispatch`` (exprs), then :meth:`helper_work` when the call showed no work on the current stream."""
+        before = st.work.get(st.cur)
+        out = self.dispatch(st, e, method, target)
+        if site is not None and st.work.get(st.cur) == before:
+            self.helper_work(st, site)
+        return out
+
+    def helper_work(self, st: State, site) -> None:
+        """A call of a project helper (a closure, a function walking a payload of unknown type, a method
+        filling the object's buffers) the interpreter neither ran inline nor saw touch a tracked tensor, whose
+        body queues device work (:func:`~streamlint.model.flow.devicework.queues_device_work`): work on the
+        current stream, which an event recorded there before the call does not cover."""
+        found = callee_of(self.project, self.cfile, self.cfn, site)
+        if found is None or not queues_device_work(self.project, found[1], found[0]):
+            return
+        t = self.tick()
+        st.work[st.cur] = t
+        if st.cur != MAIN and self.depth == 0 and self.anchor is not None:
+            self.op_sites.setdefault(st.cur, []).append((t, self.anchor))
+
     def uncovered_records(self, st: State) -> list[tuple[str, str, int, int]]:
         """Events this function records on a side stream before work it then queues on that stream, at the
         end of a path: ``(event, stream, record time, last work time)``. A wait on an event orders only the
@@ -209,8 +232,17 @@ class Orderings:
             return False
         if key in self.waited_events or key in self.handed_events:
             return True
+        field = key.split("[", 1)[0].rsplit(".", 1)[-1] if "." in key.split("[", 1)[0] else None
+        if field is not None and not key.startswith("<") and field_only_polled(self.project, field):
+            return False  # a progress probe the host polls, no guard (escapes.field_only_polled)
         if key.startswith("self."):  # a field of this object: someone in the project must wait on it
-            return event_field_waited(self.project, key[5:].split("[", 1)[0].split(".", 1)[0])
+            attr = key[5:].split("[", 1)[0].split(".", 1)[0]
+            if event_field_waited(self.project, attr):
+                return True
+            if field_made_outside(self.project, attr):  # or the other package that makes the event
+                self.presumed_waits.add(key)
+                return True
+            return False
         return not key.startswith("<")
 
     def wait_event(self, st: State, stream: str, key: str) -> None:

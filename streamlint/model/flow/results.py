@@ -75,6 +75,7 @@ class EarlyRecord:
     work: cst.CSTNode | None  # the first work on the stream after the record
     mode: str
     caller_may_join: bool  # the stream is the caller's (a parameter): it may join it after the call
+    presumed_waiter: bool = False  # the event's waiter is presumed: a field made by another package
 
 
 @dataclass(frozen=True)

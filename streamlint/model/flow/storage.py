@@ -218,7 +218,7 @@ class Storages:
         when the other operands are long-lived values of unknown type (``ids * self.block_size``): a
         device tensor operand would make the expression invalid."""
         if all(self.is_host(st, tv) for tv in rs):
-            return True
+            return not self.transfer_from_unknown(st, node)
         return isinstance(node, cst.BinaryOperation) and any(self.is_host(st, tv) for tv in rs) \
             and all(self.is_host(st, tv) or st.stores[tv.sid].kind == "long" for tv in rs)
 
@@ -631,7 +631,7 @@ class Storages:
             if id(node) not in self.early_records:
                 work = next((n for t, n in self.op_sites.get(stream, ()) if t > time), None)
                 self.early_records[id(node)] = EarlyRecord(node, label, stream, work, self.cfg.mode,
-                                                           self.caller_may_join(stream))
+                                                           self.caller_may_join(stream), key in self.presumed_waits)
         for sid, S in list(st.stores.items()):
             if S.kind == "local" and not S.dead:
                 self.free(st, sid, "function end", None, force=True)

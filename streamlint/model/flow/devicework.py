@@ -1,0 +1,100 @@
+"""Does a call queue device work? An effect summary of project helpers (issue 16 §3 "effect summaries").
+
+An event recorded on a stream stands for the work that stream queued before the record (:mod:`orderings`:
+``uncovered_records``; :mod:`promises`). The interpreter sees the work it can type: kernels on tensors it
+tracks. A helper the caller runs on the stream without handing it a tracked tensor is invisible to it: a
+closure capturing its tensors (``def _run_lora(): torch.mm(x, a, out=delta)`` called as ``_run_lora()``), a
+helper walking a payload of unknown type (``def _to_host(v): ... host.copy_(v, non_blocking=True)``), a
+method filling the object's own buffers (``self._load_slot(slot)``). Such a call still queues work on the
+current stream, work an event recorded before it does not cover.
+
+A project function queues device work when its own body (or a project callee's, two levels down) has
+
+* an in-place tensor method (``x.add_(y)``, ``buf.copy_(src)``, ``t.zero_()``; not the flag setters
+  ``requires_grad_`` / ``share_memory_``);
+* an asynchronous transfer (``.to(dev, non_blocking=True)``, ``.cpu(non_blocking=True)``);
+* a ``torch`` / ``torch_npu`` computation (:func:`~streamlint.model.tensors.torch_returns_tensor`), a
+  ``torch.distributed`` collective, a ``torch.ops.*`` custom op;
+* a Triton launch (``kernel[grid](...)``).
+
+Memoised per project (``derived``), asked only at calls the interpreter neither inlined nor saw work for.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from streamlint._lazy import cst
+from streamlint.model.apis import COLLECTIVES
+from streamlint.model.file import FileModel, FunctionInfo
+from streamlint.model.flow.hostreads import async_host_copy_call
+from streamlint.model.streams import derived
+from streamlint.model.tensors import torch_returns_tensor
+
+if TYPE_CHECKING:
+    from streamlint.model.project import Project
+
+_FLAG_SETTERS = frozenset({"requires_grad_", "share_memory_", "retain_grad_", "record_stream"})
+_MAX_DEPTH = 2
+
+
+def _device_site(site) -> bool:
+    node = site.node
+    method = site.method
+    if method is not None and method.endswith("_") and not method.startswith("_") and method not in _FLAG_SETTERS \
+            and isinstance(node.func, cst.Attribute):
+        return True
+    if async_host_copy_call(node, method):
+        return True
+    if isinstance(node.func, cst.Subscript):  # `kernel[grid](...)`: a Triton launch
+        return True
+    target = site.target or ""
+    if target.startswith("torch.ops.") or (target.startswith(("torch.distributed.", "torch_npu.distributed."))
+                                           and target.rsplit(".", 1)[-1] in COLLECTIVES):
+        return True
+    return torch_returns_tensor(target) and target.split(".")[-1] not in ("empty", "empty_like", "empty_strided")
+
+
+def local_function(file: FileModel, fn: FunctionInfo, func: cst.BaseExpression) -> FunctionInfo | None:
+    """``_run()`` where ``def _run(): ...`` is a function nested in ``fn`` (or in a function enclosing it)."""
+    if not isinstance(func, cst.Name):
+        return None
+    scope: FunctionInfo | None = fn
+    while scope is not None:
+        found = file.functions.get(f"{scope.qualname}.<locals>.{func.value}")
+        if found is not None:
+            return found
+        scope = scope.parent if isinstance(scope.parent, FunctionInfo) else None
+    return None
+
+
+def callee_of(project: Project, file: FileModel, fn: FunctionInfo, site) -> tuple[FunctionInfo, FileModel] | None:
+    found = project.call_target(file, site)
+    if found is not None:
+        return found
+    local = local_function(file, fn, site.node.func)
+    return (local, file) if local is not None else None
+
+
+def queues_device_work(project: Project, file: FileModel, fn: FunctionInfo, _depth: int = 0) -> bool:
+    """Does calling ``fn`` queue device work on the caller's current stream (see the module docstring)?"""
+    memo = derived(project, "queues_device_work")
+    if id(fn) in memo:
+        return memo[id(fn)]
+    memo[id(fn)] = False  # (recursion guard)
+    result = False
+    for site in fn.calls:
+        if _device_site(site):
+            result = True
+            break
+    if not result and _depth < _MAX_DEPTH:
+        for site in fn.calls:
+            found = callee_of(project, file, fn, site)
+            if found is not None and found[0] is not fn and queues_device_work(project, found[1], found[0], _depth + 1):
+                result = True
+                break
+    memo[id(fn)] = result
+    return result
+
+
+__all__ = ["callee_of", "local_function", "queues_device_work"]

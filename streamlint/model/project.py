@@ -26,7 +26,7 @@ from streamlint.model.paths import ExecutionPath, PathIndex
 from streamlint.model.bytescan import may_call_bytes as _may_call_bytes, may_compile_bytes
 from streamlint.model.summary import ModuleSummary, SummaryStore
 from streamlint.model.uses import ApiUse, ScopeUse, bind_arguments
-from streamlint.model.wrappers import WrapperSpec, infer_wrapper
+from streamlint.model.wrappers import WrapperSpec, infer_wrapper, local_function
 from streamlint.profile import phase as _phase
 
 if TYPE_CHECKING:
@@ -510,7 +510,7 @@ class Project:
         return uses
 
     def _wrapper_uses(self, file: FileModel, site: CallSite) -> tuple[ApiUse, ...]:
-        target = self.function(site.target, file) if site.target else None
+        target = self.function(site.target, file) if site.target else local_function(file, site)
         if target is not None and target[0].node.name.value in ("forward", "__call__") \
                 and not (site.target or "").endswith(("." + target[0].node.name.value)):
             target = None  # `Model(...)` constructs a module; it does not run its forward

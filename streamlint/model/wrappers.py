@@ -85,6 +85,11 @@ def infer_wrapper(project: "ProjectQueries", fn: FunctionInfo, file: FileModel, 
         for use in uses:
             if use.role not in _FORWARDABLE:
                 continue
+            spec = use.spec
+            if use.role is Role.SET_STREAM and _switches_before_yield(file, fn, site.node):
+                # (life's shim until fork's stream resolution lands) `set_stream(s)` then `yield`, the previous
+                # stream set back after it: a context manager switching to `s` for its body, like `stream(s)`
+                spec, forwarded = apis.SPECS.get(spec.qualname.replace("set_stream", "stream"), spec), True
             mapping = {}
             for api_param, expr in use.bind.items():
                 if expr is None:
@@ -98,6 +103,10 @@ def infer_wrapper(project: "ProjectQueries", fn: FunctionInfo, file: FileModel, 
                     mapping[api_param] = ParamSource(None, expr)
                 elif base is not None and base == receiver and isinstance(expr, cst.Attribute):
                     mapping[api_param] = ParamSource(None, None, expr)
+                elif base is not None and fn.parent is not None and base not in fn.name_assigns \
+                        and (base in fn.parent.all_params or base in fn.parent.name_assigns):
+                    mapping[api_param] = ParamSource(None, expr)  # (life's shim) a closure over the enclosing
+                    # function's names (``self.side``): what it names where the enclosing function calls it
                 else:
                     mapping[api_param] = ParamSource(None, None)
             if not forwarded:
@@ -113,7 +122,7 @@ def infer_wrapper(project: "ProjectQueries", fn: FunctionInfo, file: FileModel, 
                 name = _flag_name(guard.test)
                 if name in params and name != mode_param:
                     enable.add(name)
-            variants.append(Variant(use.spec, mapping, modes, mode_param, use.wrappers))
+            variants.append(Variant(spec, mapping, modes, mode_param, use.wrappers))
     if not variants:
         return None
     return WrapperSpec(qualname, tuple(variants), tuple(sorted(enable)))
@@ -205,3 +214,31 @@ def _contains_yield(node: cst.CSTNode) -> bool:
             continue
         stack.extend(children(n))
     return False
+
+
+def _switches_before_yield(file: FileModel, fn: FunctionInfo, call: cst.Call) -> bool:
+    """A generator's stream switch that runs before its first ``yield`` (not in a ``finally``)."""
+    if not fn.yields:
+        return False
+    yields, finals, stack = [], [], [fn.node.body]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Yield):
+            yields.append(file.span(n).start_line)
+        elif isinstance(n, cst.Finally):
+            finals.append(n)
+        if not isinstance(n, (cst.FunctionDef, cst.Lambda)):
+            stack.extend(children(n))
+    return bool(yields) and file.span(call).start_line < min(yields) and not any(contains(f, call) for f in finals)
+
+
+def local_function(file: FileModel, site) -> tuple[FunctionInfo, FileModel] | None:
+    """(life's shim) ``name(...)`` calling a function defined inside the calling function (or one enclosing
+    it): a local helper, such as a context manager defined where it is used."""
+    func, fn = site.node.func, site.function
+    while isinstance(func, cst.Name) and fn is not None:
+        local = file.functions.get(f"{fn.qualname}.<locals>.{func.value}")
+        if local is not None:
+            return local, file
+        fn = fn.parent
+    return None

@@ -43,6 +43,18 @@ class MissingRecordStream(Rule):
     (`if isinstance(value, torch.Tensor):`) and records nothing while sibling branches still record, is
     reported where it happens (medium confidence: the caller's use of the stream is not seen).
 
+    A record on the stream the tensor's memory already belongs to (the stream it was allocated on; for a
+    tensor handed in, the caller's current stream) is a no-op: when the tensor is also used on another
+    stream that is neither recorded nor joined back before the function returns, the record is reported
+    (medium confidence), even for a tensor the caller owns and even when an event is handed out: the record
+    says the author relies on it.
+
+    A helper runs on whatever stream its caller has current. When a caller runs it inside a stream scope on
+    a side stream (`with torch.cuda.stream(s):`, a project context manager that switches streams, through
+    forwarding helpers) and hands it one of its own parameters that it neither keeps (on `self`), nor
+    records, nor joins after the scope, the helper's use of that tensor is a use on the side stream: with no
+    record in the helper, it is reported there (medium confidence).
+
     A pipeline stage that hands objects from a producer stream to a consumer (it waits on the producer,
     then records what it hands on: `kjt.record_stream(cur)`, `ctx.record_stream(cur)`) must record each
     of them on every stream it records their siblings on: an object given to the same consumer call as a
@@ -101,6 +113,12 @@ class MissingRecordStream(Rule):
                     continue
                 seen.add(id(issue.node))
                 use, alloc = stream_label(issue.use_stream, main), stream_label(issue.alloc, main)
+                if issue.free == "noop record":
+                    self._noop_record(ctx, issue, main, use, alloc)
+                    continue
+                if issue.free == "caller drop":
+                    self._caller_side(ctx, issue)
+                    continue
                 freed = {"function end": "dies at return", "del": "is deleted",
                          "rebinding": "loses its last name", "resize_(0)": "is resized to 0",
                          "call end": "dies when the call it is passed to returns"}[issue.free]
@@ -144,6 +162,36 @@ class MissingRecordStream(Rule):
                     f"this function waits for, and `{miss.obj}`'s memory can otherwise be reused by that stream while "
                     f"`{miss.stream}` still uses it (its device contents are presumed from `{miss.sibling}`)")
             ctx.report(miss.node, first, confidence=Confidence.MEDIUM, hint=hint)
+
+    @staticmethod
+    def _noop_record(ctx: RuleContext, issue, main: str | None, use: str, alloc: str) -> None:
+        """A record on the stream the tensor's memory belongs to, while it is used on another one."""
+        line = ctx.file.span(issue.free_node).start_line
+        first = first_line(f"`{issue.name}` is recorded on {alloc}, the stream its memory belongs to, but is used on "
+                           f"{use} (line {line}) [{issue.mode}]",
+                           f"this record is on the stream the tensor's memory belongs to, not the one using it "
+                           f"(line {line}) [{issue.mode}]")
+        expr = stream_expr(issue.use_stream, main, issue.mode)
+        target = f"`{issue.name}.record_stream({expr})`" if expr else f"a record on {use}"
+        hint = (f"recording on {alloc} is a no-op for the allocator: use {target}, or the memory can be handed to new "
+                f"work on {alloc} while {use} still uses it")
+        ctx.report(issue.node, first, confidence=Confidence.MEDIUM,
+                   related=[Location(ctx.file.path, ctx.file.span(issue.free_node), "used here")], hint=hint)
+
+    @staticmethod
+    def _caller_side(ctx: RuleContext, issue) -> None:
+        """A tensor handed in, used on the side stream every caller runs this function on, never recorded."""
+        named = not issue.use_stream.startswith("<")
+        where = f"`{issue.use_stream}`, the side stream callers run this on," if named else \
+            "the side stream callers run this on"
+        first = first_line(f"`{issue.name}` is used here on {where} and is not recorded there [{issue.mode}]",
+                           f"`{issue.name}` is used on the callers' side stream and not recorded there [{issue.mode}]")
+        record = f"`{issue.name}.record_stream({issue.use_stream})`" if named else \
+            f"`{issue.name}.record_stream(torch.cuda.current_stream())` (the callers' side stream here)"
+        hint = (f"`{issue.name}` is the caller's tensor, allocated on its own stream; some caller drops it without "
+                f"a join of that stream: add {record} after this use, or its memory can be reused while the side "
+                "stream still reads it")
+        ctx.report(issue.node, first, confidence=Confidence.MEDIUM, hint=hint)
 
     @staticmethod
     def _forwarder_message(broken) -> tuple[str, str]:

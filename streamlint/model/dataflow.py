@@ -67,6 +67,7 @@ from streamlint.model.flow.effects import calls_stream_work, inherited_modes
 from streamlint.model.flow.hostreads import async_host_copy_call
 from streamlint.model.flow.interp import Interp, run_producer
 from streamlint.model.flow.protocols import protocol_inputs
+from streamlint.model.flow.sidecalls import side_entry
 from streamlint.model.flow.results import EMPTY_FLOW, EarlyRecord, FunctionFlow, HostRead, Lifetime, Race, Unjoined, \
     ViewEscape
 from streamlint.model.flow.values import AnalysisBudgetExceeded, flow_config
@@ -138,6 +139,9 @@ def function_flow(project: Project, file: FileModel, fn: FunctionInfo, *, explic
     cache[key] = EMPTY_FLOW
     own_work = _has_stream_work(project, file, fn)
     modes = function_modes(project, file, fn)
+    side = side_entry(project, file, fn) if not modes else None
+    if side is not None and side[1]:  # every caller runs it in a native side-stream scope: their path is its path
+        modes, own_work = frozenset({side[2]}), True
     if not own_work and not calls_stream_work(project, file, fn, _has_stream_work):
         # no stream work of its own: only a class protocol's pending writes it reads (protocols.py)
         modes = frozenset(m for m in (modes or {native_mode(file, fn)}) if protocol_inputs(project, file, fn, m, run_producer))

@@ -108,6 +108,10 @@ def infer_wrapper(project: "ProjectQueries", fn: FunctionInfo, file: FileModel, 
                     mapping[api_param] = ParamSource(None, expr)
                 elif base is not None and base == receiver and isinstance(expr, cst.Attribute):
                     mapping[api_param] = ParamSource(None, None, expr)
+                elif base is not None and fn.parent is not None and base not in fn.name_assigns \
+                        and (base in fn.parent.all_params or base in fn.parent.name_assigns):
+                    mapping[api_param] = ParamSource(None, expr)  # (life's shim) a closure over the enclosing
+                    # function's names (``self.side``): what it names where the enclosing function calls it
                 else:
                     mapping[api_param] = ParamSource(None, None)
             if not forwarded and switch is None:
@@ -247,3 +251,4 @@ def _contains_yield(node: cst.CSTNode) -> bool:
             continue
         stack.extend(children(n))
     return False
+

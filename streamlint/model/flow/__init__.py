@@ -3,6 +3,8 @@
 ``values`` (the value lattice and per-path state) → ``orderings`` (stream / event keys, vector clocks)
 → ``storage`` (tensor storages, accesses, races, lifetimes) → ``exprs`` (expression evaluation, call
 dispatch) → ``calls`` (inlining of project helpers) → ``control`` (statements, branches, loops, scopes)
-→ ``interp`` (the mixins composed into :class:`~streamlint.model.flow.interp.Interp`). ``results`` holds
+→ ``interp`` (the mixins composed into :class:`~streamlint.model.flow.interp.Interp`; ``records``: records on
+the allocating stream, and the caller's tensors a helper uses on the side stream its callers run it on,
+summarised over its call sites by ``sidecalls``). ``results`` holds
 what rules read. The public entry is :mod:`streamlint.model.dataflow`.
 """

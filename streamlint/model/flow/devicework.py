@@ -30,6 +30,7 @@ from streamlint.model.file import FileModel, FunctionInfo
 from streamlint.model.flow.hostreads import async_host_copy_call
 from streamlint.model.streams import derived
 from streamlint.model.tensors import torch_returns_tensor
+from streamlint.model.wrappers import local_def
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -55,25 +56,11 @@ def _device_site(site) -> bool:
     return torch_returns_tensor(target) and target.split(".")[-1] not in ("empty", "empty_like", "empty_strided")
 
 
-def local_function(file: FileModel, fn: FunctionInfo, func: cst.BaseExpression) -> FunctionInfo | None:
-    """``_run()`` where ``def _run(): ...`` is a function nested in ``fn`` (or in a function enclosing it)."""
-    if not isinstance(func, cst.Name):
-        return None
-    scope: FunctionInfo | None = fn
-    while scope is not None:
-        found = file.functions.get(f"{scope.qualname}.<locals>.{func.value}")
-        if found is not None:
-            return found
-        scope = scope.parent if isinstance(scope.parent, FunctionInfo) else None
-    return None
-
-
 def callee_of(project: Project, file: FileModel, fn: FunctionInfo, site) -> tuple[FunctionInfo, FileModel] | None:
     found = project.call_target(file, site)
     if found is not None:
         return found
-    local = local_function(file, fn, site.node.func)
-    return (local, file) if local is not None else None
+    return local_def(file, fn, site.node.func)
 
 
 def queues_device_work(project: Project, file: FileModel, fn: FunctionInfo, _depth: int = 0) -> bool:
@@ -97,4 +84,4 @@ def queues_device_work(project: Project, file: FileModel, fn: FunctionInfo, _dep
     return result
 
 
-__all__ = ["callee_of", "local_function", "queues_device_work"]
+__all__ = ["callee_of", "queues_device_work"]

@@ -518,11 +518,8 @@ class Expressions:
             return None
         tv = tensors[0]
         if name == "record_stream" and arg0 is not None:
-            stream = self.stream_key(st, self.ev(st, arg0), arg0)
-            for held in tensors if isinstance(recv, TupVal) else [tv]:  # a container records every field
-                S = st.stores.get(held.sid)
-                if S is not None:
-                    S.recorded.add(stream)
+            stream = self.stream_key(st, self.ev(st, arg0), arg0)  # (a container records every field)
+            self.note_record(st, tensors if isinstance(recv, TupVal) else [tv], stream, self.cfile.code(e.func.value))
             return None
         if name in STORAGE_REBIND_METHODS:
             return self.rebind_storage(st, e, tv)

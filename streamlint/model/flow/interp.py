@@ -23,6 +23,7 @@ from streamlint.model.flow.orderings import Orderings
 from streamlint.model.flow.protocols import protocol_inputs, seed
 from streamlint.model.flow.results import EarlyRecord, HostRead, Lifetime, Race, Unjoined, ViewEscape
 from streamlint.model.flow.slots import Slots
+from streamlint.model.flow.records import Records
 from streamlint.model.flow.replays import Replays
 from streamlint.model.flow.storage import Storages
 from streamlint.model.flow.syncops import SyncMethods
@@ -69,7 +70,7 @@ def _last_simple(body: list) -> cst.CSTNode | None:
     return node.body[-1] if node is not None and node.body else None
 
 
-class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, Elements, EventEscapes, HostReads,
+class Interp(Orderings, Records, Storages, Expressions, SyncMethods, Calls, ControlFlow, Elements, EventEscapes, HostReads,
              HostSyncs, TransferSends, Counters, Promises, Slots, Replays):
     """Path-sensitive abstract interpretation of one function body in program order."""
 
@@ -90,6 +91,9 @@ class Interp(Orderings, Storages, Expressions, SyncMethods, Calls, ControlFlow, 
         self.frames: list[tuple[FileModel, FunctionInfo]] = [(file, fn)]
         self.races: dict[tuple, Race] = {}
         self.lifetimes: dict[tuple, Lifetime] = {}
+        self.noop_records: dict[int, tuple] = {}  # storage -> (statement, text) of a record on its own stream
+        self.entry_uses: dict[int, Access] = {}  # argument storage -> its latest use on the entry stream
+        self.side_recorded: set[int] = set()  # argument storages recorded on some path (records.py)
         self.unjoined: dict[tuple, Unjoined] = {}
         self.view_escapes: dict[tuple, ViewEscape] = {}
         self.inline_stack: list[int] = []

@@ -1,0 +1,99 @@
+"""Records on the wrong stream: ``t.record_stream(s)`` where ``s`` is the stream ``t``'s memory belongs to.
+
+The caching allocator keeps a block for the streams it was *recorded* on besides the one that allocated
+it. Recording on the allocating stream itself (for a tensor handed in: the caller's current stream) is a
+no-op, so a record there while the function uses the tensor on another stream protects nothing: when
+the owner drops it, the block can go to new work on the allocating stream while that other stream still
+reads it. The record is the author's statement that the free is not otherwise ordered after the other
+stream's use (a join handed out, an event someone waits on later), so it is judged even for a tensor the
+caller owns and even when an event is handed out. Not when the function joins the allocating stream on
+that stream after the use (the record is then merely redundant), nor when the tensor is also recorded on
+the using stream.
+
+A local tensor that stays in the function is judged by its free (:meth:`Storages.free`); only tensors the
+caller owns (parameters) or that leave the function are judged here, at the record.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from streamlint.model.flow.results import Lifetime
+from streamlint.model.flow.sidecalls import side_entry
+from streamlint.model.flow.values import Access
+from streamlint.model.streams import MAIN
+
+if TYPE_CHECKING:
+    from streamlint.model.flow.values import State, TVal
+
+_UNKNOWN = object()
+
+
+class Records:
+    """Records on the allocating stream (mixin of :class:`~streamlint.model.flow.interp.Interp`).
+
+    Interp state it uses: ``anchor``, ``depth``, ``lifetimes``, ``noop_records``, ``entry_uses``, ``side``,
+    ``cfg``, ``project``, ``file``, ``fn``."""
+
+    side: object = _UNKNOWN  # side_entry() of the function, asked once
+    side_recorded: set[int]  # argument storages recorded on some path
+
+    def note_record(self, st: State, held: list[TVal], stream: str, label: str) -> None:
+        """``t.record_stream(stream)`` on each storage of ``held``."""
+        for tv in held:
+            S = st.stores.get(tv.sid)
+            if S is None:
+                continue
+            S.recorded.add(stream)
+            if S.kind == "arg":  # recorded on some path: the function takes care of its lifetime (others: host values)
+                self.side_recorded.add(S.sid)
+                self.lifetimes.pop(("side-entry", S.sid), None)
+            if stream == S.alloc and S.kind in ("arg", "local") and not self.depth and self.anchor is not None:
+                self.noop_records.setdefault(S.sid, (self.anchor, label))
+
+    def access(self, st: State, tv: TVal, s: str, t: int, know: dict[str, int], write: bool) -> None:
+        super().access(st, tv, s, t, know, write)  # type: ignore[misc]
+        S = st.stores.get(tv.sid)
+        if s == MAIN and not self.depth and S is not None and S.kind == "arg" and self.anchor is not None:
+            self.entry_uses[S.sid] = Access(s, t, self.anchor, label=S.name)  # (the latest)
+
+    def finalize(self, st: State) -> None:
+        super().finalize(st)  # type: ignore[misc]
+        self.check_noop_records(st)
+        if self.entry_uses:
+            self.check_side_entry(st)
+
+    def check_side_entry(self, st: State) -> None:
+        """At a function exit: tensors handed in by callers that run this function on a side stream
+        (:mod:`~streamlint.model.flow.sidecalls`), used here on that stream, neither recorded nor waited
+        for by the host before the return, while some caller does not keep them alive."""
+        if self.side is _UNKNOWN:
+            self.side = side_entry(self.project, self.file, self.fn)
+        if self.side is None:
+            return
+        stream, unkept, _ = self.side
+        for sid, u in self.entry_uses.items():
+            S = st.stores.get(sid)
+            if S is None or S.kind != "arg" or S.name not in unkept or sid in self.side_recorded \
+                    or st.host.get(MAIN, -1) >= u.time:
+                continue
+            key = ("side-entry", sid)
+            old = self.lifetimes.get(key)
+            if old is None or self.file.span(old.node).start_line < self.file.span(u.node).start_line:
+                self.lifetimes[key] = Lifetime(u.node, S.name or "tensor", MAIN, stream, "caller drop", None, False,
+                                               self.cfg.mode)
+
+    def check_noop_records(self, st: State) -> None:
+        """At a function exit: the no-op records of storages used on another stream that is neither
+        recorded nor joined back into the allocating stream."""
+        for sid, (node, label) in self.noop_records.items():
+            S = st.stores.get(sid)
+            if S is None or (S.kind == "local" and not S.escaped):
+                continue
+            know = st.know(S.alloc)
+            late = next((u for u in S.uses if u.stream != S.alloc and u.stream not in S.recorded
+                         and know.get(u.stream, -1) < u.time and u.node is not None), None)
+            key = (id(node), "noop-record")
+            if late is not None and key not in self.lifetimes:
+                self.lifetimes[key] = Lifetime(node, label, S.alloc, late.stream, "noop record", late.node, False,
+                                               self.cfg.mode)

@@ -102,6 +102,8 @@ def _origin(project: Project, file: FileModel, cls: ClassInfo, attr: str) -> str
                     continue
                 return "own"
         for base in c.bases:
+            if not base:
+                continue  # (``Generic[T]``, ``Protocol[T]``: a subscripted base names no stream attribute)
             sym = project.symbol(base, f)
             if sym is not None and isinstance(sym[0], ClassInfo):
                 chain.append((sym[0], sym[1]))

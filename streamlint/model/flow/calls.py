@@ -470,9 +470,10 @@ def _argument_of(e: cst.BaseExpression | None, params: tuple[str, ...]) -> str |
 def _relevant(project: Project, file: FileModel, fn: FunctionInfo, _depth: int = 0) -> bool:
     """Does a helper order streams, switch streams or record lifetimes (directly or one level down)?"""
     memo = derived(project, "relevant")
-    if id(fn) in memo:
-        return memo[id(fn)]
-    memo[id(fn)] = False  # recursion guard
+    key = (id(fn), _depth)  # (the answer depends on the depth left for callees)
+    if key in memo:
+        return memo[key]
+    memo[key] = False  # recursion guard
     result = global_accessor(fn)
     for site in () if result else fn.calls:
         if site.method in _RELEVANT_METHODS or async_host_copy_call(site.node, site.method):
@@ -488,7 +489,7 @@ def _relevant(project: Project, file: FileModel, fn: FunctionInfo, _depth: int =
             if found is not None and found[0] is not fn and _relevant(project, found[1], found[0], _depth + 1):
                 result = True
                 break
-    memo[id(fn)] = result
+    memo[key] = result
     return result
 
 

@@ -28,6 +28,7 @@ from streamlint._lazy import cst
 from streamlint.model.apis import COLLECTIVES
 from streamlint.model.file import FileModel, FunctionInfo
 from streamlint.model.flow.hostreads import async_host_copy_call
+from streamlint.model.placement import host_factory, host_placed
 from streamlint.model.streams import derived
 from streamlint.model.tensors import torch_returns_tensor
 from streamlint.model.wrappers import local_def
@@ -53,7 +54,8 @@ def _device_site(site) -> bool:
     if target.startswith("torch.ops.") or (target.startswith(("torch.distributed.", "torch_npu.distributed."))
                                            and target.rsplit(".", 1)[-1] in COLLECTIVES):
         return True
-    return torch_returns_tensor(target) and target.split(".")[-1] not in ("empty", "empty_like", "empty_strided")
+    return torch_returns_tensor(target) and target.split(".")[-1] not in ("empty", "empty_like", "empty_strided") \
+        and not host_factory(target, node) and not host_placed(node)  # (a host tensor built: no device work)
 
 
 def callee_of(project: Project, file: FileModel, fn: FunctionInfo, site) -> tuple[FunctionInfo, FileModel] | None:
@@ -66,9 +68,10 @@ def callee_of(project: Project, file: FileModel, fn: FunctionInfo, site) -> tupl
 def queues_device_work(project: Project, file: FileModel, fn: FunctionInfo, _depth: int = 0) -> bool:
     """Does calling ``fn`` queue device work on the caller's current stream (see the module docstring)?"""
     memo = derived(project, "queues_device_work")
-    if id(fn) in memo:
-        return memo[id(fn)]
-    memo[id(fn)] = False  # (recursion guard)
+    key = (id(fn), _depth)  # (the answer depends on the depth left for callees)
+    if key in memo:
+        return memo[key]
+    memo[key] = False  # (recursion guard)
     result = False
     for site in fn.calls:
         if _device_site(site):
@@ -80,7 +83,7 @@ def queues_device_work(project: Project, file: FileModel, fn: FunctionInfo, _dep
             if found is not None and found[0] is not fn and queues_device_work(project, found[1], found[0], _depth + 1):
                 result = True
                 break
-    memo[id(fn)] = result
+    memo[key] = result
     return result
 
 

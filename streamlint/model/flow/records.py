@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from streamlint._lazy import cst
+from streamlint.model.file import FunctionInfo, dotted
 from streamlint.model.flow.results import Lifetime
 from streamlint.model.flow.sidecalls import side_entry
 from streamlint.model.flow.values import Access
@@ -75,8 +77,8 @@ class Records:
         for sid, u in self.entry_uses.items():
             S = st.stores.get(sid)
             if S is None or S.kind != "arg" or S.name not in unkept or sid in self.side_recorded \
-                    or st.host.get(MAIN, -1) >= u.time:
-                continue
+                    or st.host.get(MAIN, -1) >= u.time or not _tensor_param(self.fn, S.name):
+                continue  # (an untyped parameter may be a process group, a metadata holder...: stay silent)
             key = ("side-entry", sid)
             old = self.lifetimes.get(key)
             if old is None or self.file.span(old.node).start_line < self.file.span(u.node).start_line:
@@ -97,3 +99,18 @@ class Records:
             if late is not None and key not in self.lifetimes:
                 self.lifetimes[key] = Lifetime(node, label, S.alloc, late.stream, "noop record", late.node, False,
                                                self.cfg.mode)
+
+
+def _tensor_param(fn: FunctionInfo, name: str | None) -> bool:
+    """Is parameter ``name`` annotated as a plain tensor (``torch.Tensor``, ``Optional[Tensor]``)? What a
+    callers-side-stream finding needs as evidence that the helper's argument is device memory."""
+    params = fn.node.params
+    for p in (*params.posonly_params, *params.params, *params.kwonly_params):
+        if p.name.value != name or p.annotation is None:
+            continue
+        ann = p.annotation.annotation
+        if isinstance(ann, cst.Subscript) and dotted(ann.value) in ("Optional", "typing.Optional") and ann.slice \
+                and isinstance(ann.slice[0].slice, cst.Index):
+            ann = ann.slice[0].slice.value
+        return (dotted(ann) or "") in ("Tensor", "torch.Tensor")
+    return False

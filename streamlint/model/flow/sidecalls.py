@@ -45,11 +45,13 @@ def side_entry(project: Project, file: FileModel, fn: FunctionInfo, _depth: int 
     """(the side stream ``fn`` runs on at entry, the tensor parameters some caller running it there hands in
     unkept, the callers' execution path: ``cuda`` for ``torch.cuda`` scopes, else ``eager``) when some caller
     runs it on a side stream; None otherwise. Memoised per project."""
+    if _depth > _MAX_DEPTH:
+        return None  # (not memoised: the same function asked nearer the top is searched)
     memo = project.derived("side_entry")
     if id(fn) in memo:
         return memo[id(fn)]
     memo[id(fn)] = _OPEN  # (a call from a function being summarised: a cycle, it adds no caller)
-    found = _side_entry(project, file, fn, _depth) if _depth <= _MAX_DEPTH else None
+    found = _side_entry(project, file, fn, _depth)
     memo[id(fn)] = found
     return found
 
@@ -120,8 +122,9 @@ def _side_entry(project: Project, file: FileModel, fn: FunctionInfo, depth: int)
             scope, use = scoped[0]
             stream = use.value("stream") if use.role is Role.NATIVE_STREAM_CONTEXT else None
             if stream is None or (isinstance(stream, cst.Name) and stream.value == "None") \
-                    or is_current_stream(project, model, caller, stream):
-                continue  # the innermost scope's stream decides; the caller's current one is no side stream
+                    or is_current_stream(project, model, caller, stream) or _default_stream(stream):
+                continue  # the innermost scope's stream decides; the caller's current one (or the device's
+                # default stream, the current one unless some caller switched) is no side stream
             text = model.code(stream)
             modes.add("cuda" if use.spec.qualname.startswith("torch.cuda.") else "eager")
             names.add(next((p for p, e in bound.items() if e is not None and model.code(e) == text), ANONYMOUS))
@@ -153,6 +156,10 @@ def _side_entry(project: Project, file: FileModel, fn: FunctionInfo, depth: int)
     if len(names) != 1:
         names = {ANONYMOUS}
     return names.pop(), frozenset(unkept), "cuda" if modes == {"cuda"} else "eager"
+
+
+def _default_stream(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Call) and (dotted(expr.func) or "").rsplit(".", 1)[-1] == "default_stream"
 
 
 def _kept(model: FileModel, caller: FunctionInfo, name: str, call: cst.Call) -> bool:

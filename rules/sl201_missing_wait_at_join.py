@@ -520,7 +520,7 @@ def _also_clears(ctx: RuleContext, race: Race, flow: FunctionFlow, use_line: int
         # a fork wait at every entry onto the side stream also protects side-allocated tensors read later on
         # the current stream (SL301's entry discipline)
         later = [f"`{i.name}` (line {ctx.file.span(i.node).start_line})" for i in flow.lifetimes
-                 if i.alloc == race.dst and i.use_stream == MAIN and i.mode != "ge" and not i.escaped
+                 if i.kind == "free" and i.alloc == race.dst and i.use_stream == MAIN and i.mode != "ge" and not i.escaped
                  and ctx.file.span(i.node).start_line > use_line]
         if later:
             return (f"; made at every entry onto {stream_label(race.dst, main)}, the same wait also clears SL301 "
@@ -530,7 +530,8 @@ def _also_clears(ctx: RuleContext, race: Race, flow: FunctionFlow, use_line: int
         return ""
     cleared = []
     for issue in flow.lifetimes:
-        if issue.alloc != race.dst or issue.use_stream != race.src or issue.mode == "ge" or issue.escaped:
+        if issue.kind != "free" or issue.alloc != race.dst or issue.use_stream != race.src or issue.mode == "ge" \
+                or issue.escaped:
             continue
         line = ctx.file.span(issue.node).start_line
         free_line = ctx.file.span(issue.free_node).start_line if issue.free_node is not None else None

@@ -113,10 +113,10 @@ class MissingRecordStream(Rule):
                     continue
                 seen.add(id(issue.node))
                 use, alloc = stream_label(issue.use_stream, main), stream_label(issue.alloc, main)
-                if issue.free == "noop record":
+                if issue.kind == "noop-record":
                     self._noop_record(ctx, issue, main, use, alloc)
                     continue
-                if issue.free == "caller drop":
+                if issue.kind == "caller-drop":
                     self._caller_side(ctx, issue)
                     continue
                 freed = {"function end": "dies at return", "del": "is deleted",

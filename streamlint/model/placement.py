@@ -8,7 +8,7 @@ synchronises (:mod:`streamlint.model.flow.hostreads`).
 from __future__ import annotations
 
 from streamlint._lazy import cst
-from streamlint.model.file import dotted, string_value
+from streamlint.model.file import ClassInfo, FunctionInfo, dotted, string_value
 
 
 # Host (CPU) tensors: device data races and allocator reuse concern device memory only (issue 16 §3,
@@ -69,3 +69,32 @@ def host_target(call: cst.Call, method: str) -> bool:
         first = next((a.value for a in call.args if a.keyword is None or a.keyword.value == "device"), None)
         return first is not None and _names_host(first)
     return False
+
+
+_HOST_MAKERS = frozenset({"from_numpy", "frombuffer", "as_tensor"})
+
+
+def host_value(e: cst.BaseExpression) -> bool:
+    """A call evidently giving host memory: ``torch.from_numpy(a)``, ``torch.empty(n, device="cpu")``,
+    ``x.cpu()``, ``x.pin_memory()``; a method of one (``torch.from_numpy(a).long()``) too."""
+    if not isinstance(e, cst.Call):
+        return False
+    method = e.func.attr.value if isinstance(e.func, cst.Attribute) else None
+    if host_placed(e) or method is not None and (host_target(e, method) or method in _HOST_MAKERS):
+        return True
+    return isinstance(e.func, cst.Attribute) and host_value(e.func.value)
+
+
+def host_source(e: cst.BaseExpression, fn: FunctionInfo, cls: ClassInfo | None) -> bool:
+    """``e`` (a copy's source) holds host memory: a host-giving call, or a local / ``self.<attr>`` every
+    assignment of which is one."""
+    if host_value(e):
+        return True
+    if isinstance(e, cst.Name):
+        values = fn.name_assigns.get(e.value, [])
+    elif isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name) and e.value.value == "self" \
+            and cls is not None:
+        values = [a.value for m in cls.methods.values() for a in m.assigns if a.target == f"self.{e.attr.value}"]
+    else:
+        return False
+    return bool(values) and all(host_value(v) for v in values)

@@ -113,6 +113,16 @@ def container_of(held: cst.BaseExpression) -> cst.BaseExpression:
             return held
 
 
+def waited_expr(site) -> cst.BaseExpression | None:
+    """What a wait call waits on, taken out of its container: ``s.wait_event(x.evs[i])``, ``x.ev.wait()``,
+    ``x.evs.pop(k).synchronize()``, ``x.ev.query()`` -> ``x.evs`` / ``x.ev``; None for any other call."""
+    if site.method == "wait_event" and site.node.args:
+        return container_of(site.node.args[0].value)
+    if site.method in ("wait", "synchronize", "query") and isinstance(site.node.func, cst.Attribute):
+        return container_of(site.node.func.value)
+    return None
+
+
 def event_field_waited(project: Project, attr: str) -> bool:
     """Does any code of the project wait on an event field named ``attr`` (``s.wait_event(x.attr)``,
     ``x.attr.wait()``, ``x.attr[i].synchronize()``, ``x.attr.query()``)? A field nobody waits on stands for no
@@ -123,13 +133,7 @@ def event_field_waited(project: Project, attr: str) -> bool:
         for model in project.files_containing((attr.encode(),)):
             for fn in model.iter_functions():
                 for site in fn.calls:
-                    if site.method == "wait_event" and site.node.args:
-                        held = site.node.args[0].value
-                    elif site.method in ("wait", "synchronize", "query") and isinstance(site.node.func, cst.Attribute):
-                        held = site.node.func.value
-                    else:
-                        continue
-                    held = container_of(held)
+                    held = waited_expr(site)
                     if isinstance(held, cst.Attribute) and held.attr.value == attr:
                         memo[attr] = True
                         return True

@@ -15,15 +15,13 @@ import re
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
-from streamlint.model.flow.calls import container_of, event_field_waited
+from streamlint.model.flow.calls import event_field_waited, waited_expr
 from streamlint.model.flow.values import EVal, TupVal
 from streamlint.model.streams import derived
 from streamlint.model.syntax import local_nodes, target_names
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
-
-_WAITS = ("wait", "synchronize", "query")
 
 
 def events_in(v: object) -> list[EVal]:
@@ -90,13 +88,7 @@ def field_only_polled(project: Project, attr: str) -> bool:
                 tested = {id(n) for node in local_nodes(fn.node) if isinstance(node, cst.If)
                           for n in local_nodes(node.test)}
                 for site in fn.calls:
-                    if site.method == "wait_event" and site.node.args:
-                        held = site.node.args[0].value
-                    elif site.method in _WAITS and isinstance(site.node.func, cst.Attribute):
-                        held = site.node.func.value
-                    else:
-                        continue
-                    held = container_of(held)
+                    held = waited_expr(site)
                     if isinstance(held, cst.Attribute) and held.attr.value == attr:
                         if site.method == "query" and id(site.node) in tested:
                             polls += 1
@@ -113,13 +105,7 @@ def _reads_field(expr: cst.CSTNode, attr: str) -> bool:
 def _bound_and_waited(fn, attr: str) -> bool:
     waited: set[str] = set()
     for site in fn.calls:
-        if site.method == "wait_event" and site.node.args:
-            held = site.node.args[0].value
-        elif site.method in _WAITS and isinstance(site.node.func, cst.Attribute):
-            held = site.node.func.value
-        else:
-            continue
-        held = container_of(held)
+        held = waited_expr(site)
         if isinstance(held, cst.Name):
             waited.add(held.value)
     if not waited:

@@ -19,37 +19,8 @@ from __future__ import annotations
 
 from streamlint._lazy import cst
 from streamlint.model.file import ClassInfo, FunctionInfo
-from streamlint.model.placement import host_placed, host_target
+from streamlint.model.placement import host_source
 from streamlint.model.tensors import non_blocking
-
-_HOST_MAKERS = frozenset({"from_numpy", "frombuffer", "as_tensor"})
-
-
-def _host_value(e: cst.BaseExpression) -> bool:
-    """A call evidently giving host memory: ``torch.from_numpy(a)``, ``torch.empty(n, device="cpu")``,
-    ``x.cpu()``, ``x.pin_memory()``; a method of one (``torch.from_numpy(a).long()``) too."""
-    if not isinstance(e, cst.Call):
-        return False
-    method = e.func.attr.value if isinstance(e.func, cst.Attribute) else None
-    if host_placed(e) or method is not None and (host_target(e, method) or method in _HOST_MAKERS):
-        return True
-    return isinstance(e.func, cst.Attribute) and _host_value(e.func.value)
-
-
-def _host_source(e: cst.BaseExpression, fn: FunctionInfo, cls: ClassInfo | None) -> bool:
-    """``e`` (a copy's source) holds host memory: a host-giving call, or a local / ``self.<attr>`` every
-    assignment of which is one."""
-    if _host_value(e):
-        return True
-    if isinstance(e, cst.Name):
-        values = fn.name_assigns.get(e.value, [])
-    elif isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name) and e.value.value == "self" \
-            and cls is not None:
-        values = [a.value for m in cls.methods.values() for a in m.assigns if a.target == f"self.{e.attr.value}"]
-    else:
-        return False
-    return bool(values) and all(_host_value(v) for v in values)
-
 
 def _held_expr(e: cst.BaseExpression, fn: FunctionInfo) -> bool:
     root = e
@@ -71,27 +42,40 @@ def _in_order(node: cst.CSTNode):
 
 def held_result(fn: FunctionInfo, cls: ClassInfo | None = None) -> str | None:
     code = cst.Module([]).code_for_node
+
+    def key(e: cst.BaseExpression) -> str:  # a write to ``self.buf[:n]`` or ``self.tables[d]`` writes the held value
+        while isinstance(e, cst.Subscript):
+            e = e.value
+        return code(e)
+
     returns = [r.value for r in fn.returns if r.value is not None
                and not (isinstance(r.value, cst.Name) and r.value.value == "None")]
     if not returns or not all(_held_expr(v, fn) for v in returns):
         return None
-    held = {code(v) for v in returns}
+    held = {key(v) for v in returns}
     last: dict[str, str] = {}  # held expression -> how it was last written so far ("blocking" / "device")
     verdict = "kept"
     for node in _in_order(fn.node.body):
-        if isinstance(node, cst.Return) and node.value is not None and code(node.value) in held:
-            if last.get(code(node.value), "blocking") != "blocking":
+        if isinstance(node, cst.Return) and node.value is not None and key(node.value) in held:
+            if last.get(key(node.value), "blocking") != "blocking":
                 verdict = "written"
-        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
-                and node.func.attr.value.endswith("_") and code(node.func.value) in held:
-            blocking = node.func.attr.value == "copy_" and not non_blocking(node) and bool(node.args) \
-                and _host_source(node.args[0].value, fn, cls)
-            last[code(node.func.value)] = "blocking" if blocking else "device"
+        elif isinstance(node, cst.Call):
+            out = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "out"), None)
+            if out is not None and key(out) in held:
+                last[key(out)] = "device"
+            if not isinstance(node.func, cst.Attribute):
+                continue
+            if isinstance(node.func.value, cst.Name) and node.func.value.value == "self":
+                last.update(dict.fromkeys(held, "device"))  # another method of the object may write what it holds
+            elif node.func.attr.value.endswith("_") and key(node.func.value) in held:
+                blocking = node.func.attr.value == "copy_" and not non_blocking(node) and bool(node.args) \
+                    and host_source(node.args[0].value, fn, cls)
+                last[key(node.func.value)] = "blocking" if blocking else "device"
         elif isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
             for t in targets:
-                if code(t) in held:
-                    last[code(t)] = "device"  # a new tensor (or a value computed into it) on the current stream
+                if key(t) in held:
+                    last[key(t)] = "device"  # a new tensor (or a value computed into it) on the current stream
     return verdict
 
 

@@ -34,6 +34,7 @@ from streamlint.model.flow.values import Access, EVal, KVal, State, TupVal, TVal
 from streamlint.model.walk import children
 from streamlint.model.file import dotted
 from streamlint.model.syntax import local_nodes
+from streamlint.model.placement import host_source
 from streamlint.model.streams import derived
 from streamlint.model.uses import bind_arguments
 from streamlint.model.tensors import META_ATTRS, META_METHODS, MULTI_VIEW_METHODS, VIEW_METHODS, host_target, non_blocking
@@ -178,8 +179,8 @@ class HostReads:
                 and non_blocking(node)):
             return False
         src = next((a.value for a in node.args if a.keyword is None or a.keyword.value == "src"), None)
-        if src is None:
-            return False
+        if src is None or host_source(src, self.fn, None):
+            return False  # (``torch.from_numpy(a)``, a local only ever assigned host memory: host to host)
         known = [tv for tv in self.tensors(st, st.env.get(src.value))] if isinstance(src, cst.Name) else []
         return not known or not all(self.is_host(st, tv) for tv in known)
 

@@ -82,8 +82,8 @@ class Records:
             key = ("side-entry", sid)
             old = self.lifetimes.get(key)
             if old is None or self.file.span(old.node).start_line < self.file.span(u.node).start_line:
-                self.lifetimes[key] = Lifetime(u.node, S.name or "tensor", MAIN, stream, "caller drop", None, False,
-                                               self.cfg.mode)
+                self.lifetimes[key] = Lifetime(u.node, S.name or "tensor", MAIN, stream, "", None, False,
+                                               self.cfg.mode, kind="caller-drop")
 
     def check_noop_records(self, st: State) -> None:
         """At a function exit: the no-op records of storages used on another stream that is neither
@@ -97,8 +97,8 @@ class Records:
                          and know.get(u.stream, -1) < u.time and u.node is not None), None)
             key = (id(node), "noop-record")
             if late is not None and key not in self.lifetimes:
-                self.lifetimes[key] = Lifetime(node, label, S.alloc, late.stream, "noop record", late.node, False,
-                                               self.cfg.mode)
+                self.lifetimes[key] = Lifetime(node, label, S.alloc, late.stream, "", late.node, False,
+                                               self.cfg.mode, kind="noop-record")
 
 
 def _tensor_param(fn: FunctionInfo, name: str | None) -> bool:

@@ -47,10 +47,14 @@ class Lifetime:
     name: str
     alloc: str
     use_stream: str
-    free: str  # "del" | "rebinding" | "resize_(0)" | "call end" (an unnamed argument) | "function end"
-    free_node: cst.CSTNode | None
+    free: str  # "del" | "rebinding" | "resize_(0)" | "call end" (an unnamed argument) | "function end"; ""
+    # for the kinds below
+    free_node: cst.CSTNode | None  # the free; for "noop-record": the late use on the other stream
     escaped: bool
     mode: str
+    kind: str = "free"  # "free": freed before the allocating stream waits on the use; "noop-record": a
+    # record_stream on the allocating stream itself (``node``); "caller-drop": a tensor parameter used on the
+    # side stream callers run the function on, which some caller drops (flow/sidecalls.py)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.file import FunctionInfo, dotted
+from streamlint.model.placement import BLOCKING_HOST_READS
+from streamlint.model.syntax import local_nodes
 from streamlint.model.flow.results import Lifetime
 from streamlint.model.flow.sidecalls import side_entry
 from streamlint.model.flow.values import Access
@@ -77,8 +79,10 @@ class Records:
         for sid, u in self.entry_uses.items():
             S = st.stores.get(sid)
             if S is None or S.kind != "arg" or S.name not in unkept or sid in self.side_recorded \
-                    or st.host.get(MAIN, -1) >= u.time or not _tensor_param(self.fn, S.name):
-                continue  # (an untyped parameter may be a process group, a metadata holder...: stay silent)
+                    or st.host.get(MAIN, -1) >= u.time or not _tensor_param(self.fn, S.name) \
+                    or _blocking_read(u.node):
+                continue  # (an untyped parameter may be a process group, a metadata holder...: stay silent; a
+                # last use that is a blocking host read has waited for the stream's work on it)
             key = ("side-entry", sid)
             old = self.lifetimes.get(key)
             if old is None or self.file.span(old.node).start_line < self.file.span(u.node).start_line:
@@ -114,3 +118,10 @@ def _tensor_param(fn: FunctionInfo, name: str | None) -> bool:
             ann = ann.slice[0].slice.value
         return (dotted(ann) or "") in ("Tensor", "torch.Tensor")
     return False
+
+
+def _blocking_read(node: cst.CSTNode) -> bool:
+    """Does the statement read a tensor on the host, blocking until the stream's work on it is done
+    (``.tolist()``, ``.item()``, ``.cpu()``, ``.numpy()``)?"""
+    return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in BLOCKING_HOST_READS
+               for n in local_nodes(node))

@@ -164,10 +164,8 @@ def _default_stream(expr: cst.BaseExpression) -> bool:
 
 def _kept(model: FileModel, caller: FunctionInfo, name: str, call: cst.Call) -> bool:
     """Does the caller keep what ``name`` holds past its return (stored on its object, ``self.x = name``, or
-    in a container of it), or record it on a stream itself after the call?"""
-    line = model.span(call).start_line
-    if any(site.method == "record_stream" and name in _names(site.receiver) and model.span(site.node).start_line >= line
-           for site in caller.calls):
+    in a container of it), or record it on a stream itself (before the scope or after the call)?"""
+    if any(site.method == "record_stream" and name in _names(site.receiver) for site in caller.calls):
         return True
     for assign in caller.assigns:
         if assign.target.startswith("self.") and _holds(assign.value, name):

@@ -104,3 +104,24 @@ def test_stream_attribute_origins(tmp_path: Path) -> None:
     assert origin == {("Runner", "inherited"): "unseen", ("Runner", "own"): "own", ("Plain", "set_by_someone"): None,
                       ("Ticket", "stream"): "handed", ("Ticket", "spare"): "own", ("Holder", "stream"): "handed",
                       ("Holder", "made"): "own"}
+
+
+def test_callers_side_stream_lifetimes_only_with_strict(tmp_path: Path, monkeypatch) -> None:
+    """SL301 for a tensor parameter some caller runs on a side stream and drops unrecorded rests on what the
+    callers do: reported (low confidence) only with the rule's ``strict`` option; the negatives stay silent."""
+    import json
+    import shutil
+
+    from harness import cli
+
+    src = Path(__file__).resolve().parent.parent / "fixtures" / "projects" / "sl301_caller_side_helpers"
+    shutil.copytree(src, tmp_path / "proj")
+    monkeypatch.chdir(tmp_path / "proj")
+
+    def sl301() -> set[tuple[str, int]]:
+        out = json.loads(cli(["--no-cache", "--output-format", "json", "."]).stdout)
+        return {(Path(f["filename"]).name, f["start"]["line"]) for f in out if f["code"] == "SL301"}
+
+    assert sl301() == set()
+    (tmp_path / "proj" / "streamlint.toml").write_text("[rules.SL301]\nstrict = true\n")
+    assert {("digest.py", 7), ("transfer.py", 15), ("transfer.py", 31)} <= sl301()

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 
 from streamlint.model.file import ClassInfo, FileModel
+from streamlint.model.syntax import class_field
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -41,16 +42,8 @@ def _plain_base(name: str) -> bool:
 def _field_default(cls: cst.ClassDef, attr: str) -> bool | None:
     """True when a class-level ``attr: T = value`` / ``attr = value`` gives a value, False for a bare
     annotated field, None when the class body does not name it."""
-    for stmt in cls.body.body:
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            continue
-        for small in stmt.body:
-            if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.target.value == attr:
-                return small.value is not None
-            if isinstance(small, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == attr
-                                                     for t in small.targets):
-                return True
-    return None
+    field = class_field(cls, attr)
+    return None if field is None else not (isinstance(field, cst.AnnAssign) and field.value is None)
 
 
 def _record_like(file: FileModel, cls: ClassInfo) -> bool:

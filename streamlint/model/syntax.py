@@ -36,15 +36,24 @@ def field_reads(body: cst.CSTNode, names: set[str], ignore: frozenset[str]) -> s
     return out
 
 
-def class_field_annotation(cls: cst.ClassDef, attr: str) -> cst.BaseExpression | None:
-    """The annotation of a class-level field (dataclass style: ``ready_event: torch.npu.Event``)."""
+def class_field(cls: cst.ClassDef, attr: str) -> "cst.AnnAssign | cst.Assign | None":
+    """The class-level statement that names field ``attr`` (``attr: T``, ``attr: T = v``, ``attr = v``)."""
     for stmt in cls.body.body:
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
                 if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) \
                         and small.target.value == attr:
-                    return small.annotation.annotation
+                    return small
+                if isinstance(small, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == attr
+                                                         for t in small.targets):
+                    return small
     return None
+
+
+def class_field_annotation(cls: cst.ClassDef, attr: str) -> cst.BaseExpression | None:
+    """The annotation of a class-level field (dataclass style: ``ready_event: torch.npu.Event``)."""
+    field = class_field(cls, attr)
+    return field.annotation.annotation if isinstance(field, cst.AnnAssign) else None
 
 
 def strip_not(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:

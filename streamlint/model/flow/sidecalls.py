@@ -29,6 +29,7 @@ from streamlint.model.apis import Role
 from streamlint.model.file import FileModel, FunctionInfo, dotted
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.streams import is_current_stream
+from streamlint.model.syntax import mentions_name
 from streamlint.model.uses import bind_arguments
 
 if TYPE_CHECKING:
@@ -165,7 +166,8 @@ def _default_stream(expr: cst.BaseExpression) -> bool:
 def _kept(model: FileModel, caller: FunctionInfo, name: str, call: cst.Call) -> bool:
     """Does the caller keep what ``name`` holds past its return (stored on its object, ``self.x = name``, or
     in a container of it), or record it on a stream itself (before the scope or after the call)?"""
-    if any(site.method == "record_stream" and name in _names(site.receiver) for site in caller.calls):
+    if any(site.method == "record_stream" and site.receiver is not None
+           and mentions_name(site.receiver, name) for site in caller.calls):
         return True
     for assign in caller.assigns:
         if assign.target.startswith("self.") and _holds(assign.value, name):
@@ -199,17 +201,6 @@ def _holds(value: cst.BaseExpression | None, name: str, depth: int = 0) -> bool:
         return (isinstance(func, cst.Attribute) and _holds(func.value, name, depth + 1)) \
             or (called[:1].isupper() and any(_holds(a.value, name, depth + 1) for a in value.args))
     return False
-
-
-def _names(node: cst.CSTNode | None) -> set[str]:
-    out: set[str] = set()
-    stack = [node] if node is not None else []
-    while stack:
-        n = stack.pop()
-        if isinstance(n, cst.Name):
-            out.add(n.value)
-        stack.extend(n.children)
-    return out
 
 
 def _joined_after(model: FileModel, caller: FunctionInfo, with_node: cst.With) -> bool:

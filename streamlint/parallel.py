@@ -32,6 +32,7 @@ from streamlint.engine import Engine, FileReport
 from streamlint.finding import Finding
 from streamlint.model.project import Project
 from streamlint.profile import ProfileData, Profiler, phase
+from streamlint.reachcache import install as install_reach
 from streamlint.registry import load_registry
 
 SLOW_FILE_SECONDS = 5.0
@@ -293,6 +294,9 @@ def lint_files(
             cache.store(path, digests[os.path.abspath(path)], report.findings, {}, st=stat_of(path))
         advance(1)
 
+    if cache is not None and pending:
+        with phase(profiler, "reach"):  # what the compile sites reach, from the project cache when it holds
+            install_reach(engine, cache.directory, cache.key)
     results: list[Result] = []
     if jobs == 1 or len(pending) + len(light) < 2 or (len(pending) < max(SERIAL_BELOW, 2)
                                                       and len(light) < max(LIGHT_SERIAL_BELOW, 1)):

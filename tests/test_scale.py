@@ -767,3 +767,66 @@ def test_the_caller_search_sees_a_call_added_by_an_edit(tmp_path: Path) -> None:
     file = engine.project.file(str(lib))
     sites = callers_of(engine.project, file, file.functions["launch"])
     assert sorted(os.path.relpath(m.path, tmp_path) for m, _ in sites) == ["pkg/a.py", "pkg/b.py"]
+
+
+# ---- what the compile sites reach, kept across runs with what it observed (streamlint/reachcache.py)
+
+
+def test_reach_facts_are_reused_while_their_observations_hold_and_recomputed_when_one_changes(
+        tmp_path: Path, monkeypatch) -> None:
+    from harness import REGISTRY
+    from streamlint import reachcache
+    from streamlint.cache import ResultCache
+    from streamlint.config import Settings
+    from streamlint.parallel import lint_files
+
+    monkeypatch.chdir(tmp_path)
+    model = _project(tmp_path, noise=4)
+    computed: list[int] = []
+    compute = reachcache._compute
+    monkeypatch.setattr(reachcache, "_compute", lambda engine: computed.append(1) or compute(engine))
+
+    def run(path: Path) -> list[tuple[str, int]]:
+        cache = ResultCache.for_settings(Settings(select=("ALL",), project_root=str(tmp_path)), REGISTRY)
+        reports, _ = lint_files(engine_for(tmp_path), [str(path)], jobs=1, cache=cache)
+        return _codes(reports[0].findings)
+
+    def fresh() -> list[tuple[str, int]]:  # no cache at all
+        return _codes(engine_for(tmp_path).lint_file(str(model)).findings)
+
+    run(tmp_path / "pkg" / "launcher.py")  # computes and stores them
+    assert len(computed) == 1
+    stored = json.loads(next((tmp_path / ".streamlint_cache" / "v2").glob("reach-*.json")).read_text())
+    assert any(qualname == "Block.forward" and modes == ["ge"] for _, qualname, modes, _ in stored["reached"])
+    assert run(model) == fresh() and ("SL502", 16) in fresh()  # another file: reused
+    assert len(computed) == 1
+    # a comment appended to a file the computation only searched (it mentions compile_model): still reused
+    write(tmp_path, "pkg/noise/n001.py", NOISE + "\n# edited\n")
+    assert run(model) == fresh() and len(computed) == 1
+    # a module it parsed changes (the config's: reduce-overhead, no SL502 any more): computed again
+    write(tmp_path, "pkg/cfg.py", CONFIG.format(mode="reduce-overhead").replace("build_config(mode)", "build_config()"))
+    assert run(model) == fresh() and len(computed) == 2 and not any(c == "SL502" for c, _ in fresh())
+    write(tmp_path, "pkg/cfg.py", CONFIG.format(mode="max-autotune").replace("build_config(mode)", "build_config()"))
+    assert run(model) == fresh() and len(computed) == 3
+    # no compile site any more (the launcher gone), then a module that only searched starts compiling
+    (tmp_path / "pkg" / "launcher.py").unlink()
+    assert run(model) == fresh() and len(computed) == 4 and not any(c == "SL502" for c, _ in fresh())
+    write(tmp_path, "pkg/noise/n000.py", NOISE + LAUNCHER)
+    assert run(model) == fresh() and len(computed) == 5 and ("SL502", 16) in fresh()
+    assert run(model) == fresh() and len(computed) == 5
+    # a new file (the package form of a module it resolved): computed again
+    write(tmp_path, "pkg/compiler/__init__.py", COMPILER)
+    assert run(model) == fresh() and len(computed) == 6
+
+
+def test_a_reach_record_of_another_shape_is_a_miss(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    model = _project(tmp_path, noise=2)
+    args = ["check", "--isolated", "--output-format", "json", "--exit-zero", "-q", str(model)]
+    first = json.loads(cli(args).output)
+    for junk in ('{"format": 1, "files": 3}', "[1, 2]", '{"format": 1, "files": null, "isfile": {}, "contains": [], '
+                 '"content": {}, "scans": [], "reached": [["x", "y", [1], []]]}', "not json"):
+        for stored in (tmp_path / ".streamlint_cache" / "v2").glob("*.json"):
+            if stored.name.startswith(("reach-", "results-")):
+                stored.write_text(junk)
+        assert json.loads(cli(args).output) == first

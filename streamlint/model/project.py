@@ -119,9 +119,7 @@ class Project:
             self._scan_kept += len(data)
 
     def forget_bytes(self, path: str) -> None:
-        old = self._scan_bytes.pop(os.path.abspath(path), None)
-        if old is not None:
-            self._scan_kept -= len(old)
+        self._scan_kept -= len(self._scan_bytes.pop(os.path.abspath(path), b""))
 
     def may_contain(self, path: str, markers: tuple[bytes, ...]) -> bool:
         """Cheap byte search used before parsing a file for project-wide facts."""
@@ -183,9 +181,7 @@ class Project:
         self._recent[path] = None
 
     def in_project(self, path: str) -> bool:
-        if self.scope is not None:
-            return os.path.abspath(path) in self.scope
-        return True
+        return self.scope is None or os.path.abspath(path) in self.scope
 
     def find_module(self, module: str, context: FileModel | None) -> FileModel | None:
         first = None
@@ -364,8 +360,7 @@ class Project:
         return self._compiling
 
     def compiling_files(self, keep: "Callable[[str, ModuleSummary], bool] | None" = None) -> Iterator[FileModel]:
-        """The parsed project files that may hold a compile site (:meth:`compiling_paths`; only those are
-        parsed), or only those ``keep`` accepts."""
+        """The parsed files of :meth:`compiling_paths` (only those are parsed) that ``keep`` accepts."""
         for path, summary in self.compiling_paths():
             if keep is None or keep(path, summary):
                 model = self.file(path)
@@ -383,10 +378,14 @@ class Project:
         return summary is None or summary.may_call(name)
 
     def files_calling(self, name: str, limit: int | None = None) -> list[FileModel] | None:
-        """The parsed project files with a call that may resolve to a qualified name ending in ``name``
-        (a byte search, then the module summary; only those files are parsed). ``None`` when more than
-        ``limit`` files may call it: a name that common (`forward`, `run`) is not followed, so one file's
-        question never parses most of a large project."""
+        """The parsed project files of :meth:`paths_calling` (only those are parsed)."""
+        paths = self.paths_calling(name, limit)
+        return None if paths is None else [model for model in map(self.file, paths) if model is not None]
+
+    def paths_calling(self, name: str, limit: int | None = None) -> list[str] | None:
+        """The project files with a call that may resolve to a qualified name ending in ``name`` (a byte
+        search, then the module summary). ``None`` when more than ``limit`` files may call it: a name that
+        common (`forward`, `run`) is not followed, so one file's question never parses most of a project."""
         needle = (name.encode(),)
         paths = []
         for path in self.paths_containing(needle):
@@ -399,7 +398,7 @@ class Project:
             paths.append(path)
             if limit is not None and len(paths) > limit:
                 return None
-        return [model for model in map(self.file, paths) if model is not None]
+        return paths
 
     # ---- symbols
     def symbol(self, qualname: str, context: FileModel | None, _depth: int = 0):

@@ -1,0 +1,269 @@
+"""What the compile sites reach, kept in the project cache across runs (issue 15).
+
+Every analysis that asks a function's execution path needs what the project's compile sites reach
+(``PathIndex._reach``): the modules that may compile are found by byte searches and their ``ast`` summaries,
+then parsed with LibCST and followed through the call graph. In a run of one file, with every module
+summary cached, that was still a LibCST parse of each compiling module and of what they reach (torch-npu:
+3 of the 5 modules a one-file run parsed; vllm-ascend: 5 of 13), although none of them changed.
+
+So the facts (``ReachFacts``: plain data keyed by path and qualified name) are computed once in a fresh
+:class:`RecordingProject` that notes every observation the computation makes of the tree:
+
+- the content (sha256) of every module it parsed or read (``file``, ``file_bytes``, ``summary``…);
+- the answers of the project-wide scans it asked, not the bytes they searched: which files may compile
+  (``compiling_paths``), which contain a marker (``paths_containing``), which may call a name
+  (``paths_calling``), the renames of a name (``renames``), a single ``may_contain``;
+- the file list (``all_files``) and the file-system tests of module resolution (``_module_path``,
+  ``_package_of``).
+
+They are stored with those observations (``v2/reach-<run key>.json``, JSON: a cache directory planted in a
+repository cannot run code). A later run asks the same questions of its own project, which is cheap (byte
+searches and cached summaries, a hash of each parsed module); when every answer is the same, the
+computation, a deterministic function of them, would give the same facts, and the stored ones are used.
+An edit of a module the computation did not parse (a comment appended to a module the linted file
+imports) keeps them; an edit of one it parsed, a new compile site anywhere, a new file: computed again.
+A computation that read something not recorded (launch scripts for environment settings) is not stored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator
+
+from streamlint.finding import Location, Span
+from streamlint.model.paths import PathIndex, ReachFacts
+from streamlint.model.project import Project
+
+if TYPE_CHECKING:
+    from streamlint.engine import Engine
+
+FORMAT = 1
+
+
+def _digest(data: bytes | None) -> str:
+    return "" if data is None else hashlib.sha256(data).hexdigest()
+
+
+def _list_digest(paths: list[str]) -> str:
+    return hashlib.sha256("\0".join(paths).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _markers(markers: tuple[bytes, ...]) -> list[str]:
+    return [m.decode("latin-1") for m in markers]
+
+
+class RecordingProject(Project):
+    """A fresh project (sharing the engine's parsed files and the summary store) that records what it
+    observes of the tree; the byte reads inside a recorded scan are covered by the scan's answer."""
+
+    def start(self) -> None:
+        self.content: dict[str, str] = {}
+        self.contains: dict[tuple[str, tuple[bytes, ...]], bool] = {}
+        self.isfile: dict[str, tuple[str, bool]] = {}
+        self.files: str | None = None
+        self.scans: dict[str, list[Any]] = {}  # by kind and question: [kind, question, answer]
+        self._quiet = 0
+
+    @contextmanager
+    def _scan(self) -> Iterator[None]:
+        self._quiet += 1
+        try:
+            yield
+        finally:
+            self._quiet -= 1
+
+    def _answered(self, kind: str, question: list[Any], answer: Any) -> None:
+        self.scans.setdefault(json.dumps([kind, question]), [kind, question, answer])
+
+    def _note_content(self, path: str) -> None:
+        if path not in self.content:
+            with self._scan():
+                self.content[path] = _digest(Project._bytes(self, path))
+
+    def file(self, path: str):
+        self._note_content(os.path.abspath(path))
+        return super().file(path)
+
+    def _bytes(self, path: str) -> bytes | None:
+        if not self._quiet:
+            self._note_content(path)
+        return super()._bytes(path)
+
+    def may_contain(self, path: str, markers: tuple[bytes, ...]) -> bool:
+        found = super().may_contain(path, markers)
+        if not self._quiet:
+            self.contains.setdefault((path, markers), found)
+        return found
+
+    def all_files(self) -> list[str]:
+        files = super().all_files()
+        self.files = _list_digest(files)
+        return files
+
+    def _module_path(self, module: str, root: str) -> str | None:
+        rel = module.replace(".", os.sep)
+        for candidate in (os.path.join(root, rel + ".py"), os.path.join(root, rel, "__init__.py")):
+            self.isfile[candidate] = ("m", os.path.isfile(candidate) and self.in_project(candidate))
+        return super()._module_path(module, root)
+
+    def _package_of(self, directory: str) -> tuple[str, str]:
+        init = os.path.join(directory, "__init__.py")
+        self.isfile[init] = ("p", os.path.isfile(init))
+        return super()._package_of(directory)
+
+    def compiling_paths(self):
+        if self._compiling is None:
+            with self._scan():
+                found = super().compiling_paths()
+            self._answered("compiling", [], [path for path, _ in found])
+            for path, _ in found:  # their summaries are read (ModuleSummary.moded, .compiles_callers_args)
+                self._note_content(path)
+        return super().compiling_paths()
+
+    def paths_containing(self, markers: tuple[bytes, ...]) -> list[str]:
+        with self._scan():
+            found = super().paths_containing(markers)
+        self._answered("containing", [_markers(markers)], list(found))
+        return found
+
+    def paths_calling(self, name: str, limit: int | None = None) -> list[str] | None:
+        with self._scan():
+            found = super().paths_calling(name, limit)
+        self._answered("calling", [name, limit], found)
+        return found
+
+    def renames(self, name: str) -> frozenset[bytes]:
+        with self._scan():
+            found = super().renames(name)
+        self._answered("renames", [name], sorted(_markers(tuple(found))))
+        return found
+
+
+def _answer(project: Project, kind: str, args: list[Any]) -> Any:
+    if kind == "compiling":
+        return [path for path, _ in project.compiling_paths()]
+    if kind == "containing":
+        return list(project.paths_containing(tuple(m.encode("latin-1") for m in args[0])))
+    if kind == "calling":
+        return project.paths_calling(args[0], args[1])
+    if kind == "renames":
+        return sorted(_markers(tuple(project.renames(args[0]))))
+    raise ValueError(kind)
+
+
+def still_true(record: dict[str, Any], project: Project) -> bool:
+    """Does ``project`` answer every recorded observation as recorded (so the facts are the same)?"""
+    try:  # (every computation lists the project's files: a record without the list is of another shape)
+        if not isinstance(record["files"], str) or _list_digest(project.all_files()) != record["files"]:
+            return False
+        for path, (kind, expected) in record["isfile"].items():
+            found = os.path.isfile(path) and (kind == "p" or project.in_project(path))
+            if found != expected:
+                return False
+        for path, markers, expected in record["contains"]:
+            if project.may_contain(path, tuple(m.encode("latin-1") for m in markers)) != expected:
+                return False
+        for path, digest in record["content"].items():
+            if _digest(project.file_bytes(path)) != digest:
+                return False
+        return all(_answer(project, kind, args) == expected for kind, args, expected in record["scans"])
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return False  # a record of another shape: a miss
+
+
+def _encode(facts: ReachFacts) -> list[Any]:
+    return [[path, qualname, sorted(modes),
+             [[os.path.abspath(loc.path), [loc.span.start_line, loc.span.start_col, loc.span.end_line,
+                                           loc.span.end_col], loc.message] for loc in locs]]
+            for (path, qualname), (modes, locs) in facts.reached.items()]
+
+
+def _decode(value: Any) -> ReachFacts:
+    reached: dict[tuple[str, str], tuple[set[str], list[Location]]] = {}
+    for path, qualname, modes, locs in value:
+        if not (isinstance(path, str) and isinstance(qualname, str) and all(isinstance(m, str) for m in modes)):
+            raise ValueError("reach record")
+        reached[(path, qualname)] = (set(modes), [
+            Location(str(lp), Span(*(int(v) for v in span)), str(message)) for lp, span, message in locs])
+    return ReachFacts(reached, None)
+
+
+class ReachCache:
+    """``v2/reach-<key>.json`` in the cache directory: the last computed facts with their observations."""
+
+    def __init__(self, directory: Path, key: str) -> None:
+        from streamlint.cache import CACHE_FORMAT
+
+        self.directory = directory
+        self.file = directory / f"v{CACHE_FORMAT}" / f"reach-{key}.json"
+
+    def load(self) -> dict[str, Any] | None:
+        try:
+            if self.file.parent.is_symlink():
+                return None
+            with open(self.file, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except (OSError, ValueError, RecursionError):
+            return None
+        return data if isinstance(data, dict) and data.get("format") == FORMAT else None
+
+    def save(self, record: dict[str, Any]) -> None:
+        from streamlint.cache import prepare_directory, write_atomic
+
+        try:
+            if not prepare_directory(self.directory) or self.file.parent.is_symlink():
+                return
+            self.file.parent.mkdir(exist_ok=True)
+            write_atomic(self.file, json.dumps(record, separators=(",", ":")).encode("utf-8"))
+        except OSError:
+            pass
+
+
+def _compute(engine: "Engine") -> dict[str, Any] | None:
+    """The reach facts computed in a fresh recording project, with its observations (None: not storable)."""
+    real = engine.project
+    fresh = RecordingProject(real.root, engine._load_model, scope=real.scope, options=real.options)
+    fresh.start()
+    fresh.reader, fresh.summaries, fresh.profiler = real.reader, real.summaries, real.profiler
+    fresh._scan_bytes, fresh._scan_kept = real._scan_bytes, real._scan_kept  # (bytes: no answer in them)
+    fresh._summary_digests = real._summary_digests
+    index = fresh.path_index
+    index._reach()
+    facts = index.carried()
+    real._scan_kept = fresh._scan_kept
+    if facts is None or index.derived.get("env_settings"):
+        return None
+    return {"format": FORMAT, "files": fresh.files,
+            "isfile": {path: list(v) for path, v in fresh.isfile.items()},
+            "contains": [[path, _markers(markers), found] for (path, markers), found in fresh.contains.items()],
+            "content": fresh.content, "scans": list(fresh.scans.values()), "reached": _encode(facts)}
+
+
+def install(engine: "Engine", directory: Path, key: str) -> None:
+    """Give the engine's project the stored reach facts when they still hold; else compute and store them.
+    Not for editor buffers (``Engine.set_override``) nor a project whose facts exist already."""
+    project = engine.project
+    if engine._overrides or project._paths is not None:
+        return
+    cache = ReachCache(directory, key)
+    record = cache.load()
+    if record is not None and still_true(record, project):
+        try:
+            project._paths = PathIndex(project, _decode(record["reached"]))
+            return
+        except (KeyError, TypeError, ValueError):
+            pass
+    try:
+        record = _compute(engine)
+    except Exception:  # noqa: BLE001 - the analysis computes them as before and reports what fails there
+        return
+    if record is not None:
+        project._paths = PathIndex(project, _decode(record["reached"]))
+        cache.save(record)
+
+
+__all__ = ["RecordingProject", "ReachCache", "install", "still_true"]

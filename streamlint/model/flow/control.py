@@ -625,6 +625,7 @@ class ControlFlow:
                     continue
                 start, stream, kind = r.regions.pop()
                 if kind != "sync":
+                    self.captured_outputs(r, start)  # (replays.py)
                     continue
                 know = r.know(stream)
                 for run in r.runs:

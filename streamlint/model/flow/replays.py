@@ -63,6 +63,22 @@ class Replays:
             S.d2h = Access(st.cur, t, self.anchor, {})
             st.env[name] = self.new_tensor(st, S.sid)  # (a field this call holds: hostreads.host_read)
 
+    def inline_capture(self, st: State, name: str) -> None:
+        """``g.capture_begin()`` .. ``g.capture_end()`` written out in the function: the work queued between them
+        is captured, not run (it runs at replay, on the replaying stream), and capture_begin does not synchronise
+        (a "deferred" region, as a capture object calling it: captures.py)."""
+        if name == "capture_begin":
+            st.regions.append((self.clock, st.cur, "deferred"))
+        elif st.regions and st.regions[-1][2] == "deferred":
+            self.captured_outputs(st, st.regions.pop()[0])
+
+    def captured_outputs(self, st: State, start: int) -> None:
+        """A capture without a synchronising entry ends: what it made lives in the graph's pool and is written
+        when the graph is replayed, not by the captured work (which did not run): no stream has written it yet."""
+        for S in st.stores.values():
+            if S.kind == "pool" and S.last_write is not None and S.last_write.time >= start:
+                S.last_write = None
+
     def graph_output(self, st: State, name: str) -> TVal | None:
         """A name of an enclosing function used by a function that replays a graph (``return tuple(o.detach()
         for o in static_outputs)`` in a graphed callable's ``forward``, ``g.copy_(grad)`` for ``g`` in

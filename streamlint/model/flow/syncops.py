@@ -113,6 +113,9 @@ class SyncMethods:
                     box = e.func.value.value
                     st.held[box] = tuple(dict.fromkeys(st.held.get(box, ()) + held))
             return True, None
+        if name in ("capture_begin", "capture_end") and not isinstance(recv, TVal):
+            self.inline_capture(st, name)  # `g.capture_begin()` .. `g.capture_end()` (replays.py)
+            return True, None
         if name == "replay" and not e.args and not isinstance(recv, TVal):
             self.replay(st, e)  # a captured graph runs on this stream, reading its static inputs
             return True, None

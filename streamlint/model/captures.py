@@ -22,7 +22,9 @@ from streamlint._lazy import cst
 
 from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, ScopeSite
+from streamlint.model.placement import host_target, host_value, non_blocking
 from streamlint.model.streams import derived
+from streamlint.model.syntax import local_nodes
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -84,3 +86,106 @@ def _enters_capture(project: Project, file: FileModel, fn: FunctionInfo, depth: 
                     return inner
                 found = found or inner
     return found
+
+
+def captured_host_outputs(project: Project, file: FileModel, fn: FunctionInfo, graph: str) -> tuple[str, ...]:
+    """The host buffers the graph ``graph`` (a replay receiver's code: ``self.graph``, ``g``) copies its results
+    into: the pinned destinations of the asynchronous device-to-host copies queued inside its capture
+    (``with torch.cuda.graph(graph):`` / a capture object / ``graph.capture_begin()`` .. ``capture_end()``, in
+    this function or, for a graph held on ``self``, in any method of the class; through ``self`` methods the
+    capture calls, a level down). A replay re-runs those copies on the replaying stream: after it the host
+    buffers are pending until a host synchronisation covers the replay (``Replays.replay``), as after an
+    eager ``pinned.copy_(x, non_blocking=True)``. Memoised per class (or function) and graph."""
+    cls = file.classes.get(fn.class_name or "") if graph.startswith("self.") else None
+    owner = cls.methods.values() if cls is not None else [fn]
+    memo = derived(project, "captured_host_outputs")
+    key = (file.path, cls.name if cls is not None else id(fn), graph)
+    if key not in memo:
+        found: dict[str, None] = {}
+        for method in owner:
+            for region in _capture_regions(project, file, method, graph):
+                for node, where in _region_nodes(file, cls, method, region):
+                    dest = _host_copy_destination(node, where, cls)
+                    if dest is not None:
+                        found[dest] = None
+        memo[key] = tuple(found)
+    return memo[key]
+
+
+def _capture_regions(project: Project, file: FileModel, fn: FunctionInfo, graph: str) -> list[cst.CSTNode]:
+    """The statements a function captures into ``graph``: the body of a capture ``with`` naming it, the
+    statements between ``graph.capture_begin()`` and ``graph.capture_end()``."""
+    out: list[cst.CSTNode] = []
+    for site in fn.scopes:
+        for call in site.calls:
+            cs = file.call_site(call)
+            if cs is None or not (any(u.role is Role.GRAPH_CAPTURE for u in project.api_uses(file, cs))
+                                  or capture_kind(project, file, site) is not None):
+                continue
+            named = [a.value for a in call.args if a.keyword is None][:1] + [
+                a.value for a in call.args if a.keyword is not None and a.keyword.value in ("graph", "cuda_graph")]
+            if any(file.code(x) == graph for x in named):
+                out.append(site.with_node.body)
+    begins = [s.node for s in fn.calls if s.method == "capture_begin" and _receiver(file, s.node) == graph]
+    ends = [s.node for s in fn.calls if s.method == "capture_end" and _receiver(file, s.node) == graph]
+    if begins and ends:
+        start, stop = file.span(begins[0]).start_line, file.span(ends[-1]).start_line
+        out += [stmt for stmt in _statements(fn.node.body) if start < file.span(stmt).start_line < stop]
+    return out
+
+
+def _receiver(file: FileModel, call: cst.Call) -> str | None:
+    return file.code(call.func.value) if isinstance(call.func, cst.Attribute) else None
+
+
+def _statements(node: cst.CSTNode):
+    """Every simple statement under ``node`` (not in nested functions or classes)."""
+    for n in local_nodes(node):
+        if isinstance(n, cst.SimpleStatementLine):
+            yield n
+
+
+def _region_nodes(file: FileModel, cls: ClassInfo | None, fn: FunctionInfo, region: cst.CSTNode):
+    """The nodes of a capture region with the function they are in: its own, and those of the ``self``
+    methods it calls (a level down)."""
+    seen = {id(fn)}
+    for node in local_nodes(region):
+        yield node, fn
+        if cls is None or not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute) \
+                or not isinstance(node.func.value, cst.Name) or node.func.value.value != "self":
+            continue
+        method = cls.methods.get(node.func.attr.value)
+        if method is not None and id(method) not in seen:
+            seen.add(id(method))
+            for inner in local_nodes(method.node.body):
+                yield inner, method
+
+
+def _host_buffer(e: cst.BaseExpression, fn: FunctionInfo, cls: ClassInfo | None) -> bool:
+    """A local / ``self.<attr>`` every assignment of which, but ``None`` (declared empty until the buffers
+    are made), is host memory."""
+    if isinstance(e, cst.Name):
+        values = fn.name_assigns.get(e.value, [])
+    elif isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name) and e.value.value == "self" and cls:
+        values = [a.value for m in cls.methods.values() for a in m.assigns if a.target == f"self.{e.attr.value}"]
+    else:
+        return False
+    values = [v for v in values if not (isinstance(v, cst.Name) and v.value == "None")]
+    return bool(values) and all(host_value(v) for v in values)
+
+
+def _host_copy_destination(node: cst.CSTNode, fn: FunctionInfo, cls: ClassInfo | None) -> str | None:
+    """``self.out_cpu.copy_(y, non_blocking=True)`` with a host-placed destination (every assignment of it
+    host memory: ``torch.empty(..., device="cpu", pin_memory=True)``), or ``self.out_cpu =
+    y.to("cpu", non_blocking=True)``: the destination's code."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "copy_" \
+            and non_blocking(node) and _host_buffer(node.func.value, fn, cls):
+        return cst.Module([]).code_for_node(node.func.value)
+    if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.value, cst.Call) \
+            and isinstance(node.value.func, cst.Attribute) and non_blocking(node.value) \
+            and host_target(node.value, node.value.func.attr.value):
+        target = node.targets[0].target
+        if isinstance(target, (cst.Name, cst.Attribute)):
+            return cst.Module([]).code_for_node(target)
+    return None
+

@@ -60,6 +60,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
+from streamlint.model.captures import captured_host_outputs
 from streamlint.model.file import FileModel, FunctionInfo
 from streamlint.model.paths import native_mode
 from streamlint.model.flow.calls import wait_self_expr
@@ -94,7 +95,8 @@ def _stream_work(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
         if roles & (apis.STREAM_SCOPE_ROLES | {Role.GRAPH_CAPTURE}):
             return True
     for site in fn.calls:
-        if site.method in ("record_stream", "wait_stream", "wait_event", "record_event"):
+        if site.method in ("record_stream", "wait_stream", "wait_event", "record_event") \
+                or _replays_host_copy(project, file, fn, site):
             return True
         if any(u.role in (Role.WAIT_TENSOR, Role.RECORD_TAGGED_STREAM, Role.TAGGED_EVENT_RECORD,
                           Role.TAGGED_EVENT_WAIT) or u.role in apis.GRAPH_TASK_ROLES
@@ -292,7 +294,14 @@ def _every_path_flow(project: Project, file: FileModel, fn: FunctionInfo, explic
 
 def _queues_host_copy(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
     """Does ``fn`` queue a copy to host memory, or hand memory to a transfer engine (both read on the host)?"""
-    return any(async_host_copy_call(site.node, site.method) or send_method(project, file, site) for site in fn.calls)
+    return any(async_host_copy_call(site.node, site.method) or send_method(project, file, site)
+               or _replays_host_copy(project, file, fn, site) for site in fn.calls)
+
+
+def _replays_host_copy(project: Project, file: FileModel, fn: FunctionInfo, site) -> bool:
+    """``graph.replay()`` of a graph whose captured work copies into host buffers (captures.py)."""
+    return site.method == "replay" and isinstance(site.node.func, cst.Attribute) and not site.node.args \
+        and bool(captured_host_outputs(project, file, fn, file.code(site.node.func.value)))
 
 
 def _native_host_reads(project: Project, file: FileModel, fn: FunctionInfo, explicit_ge_joins: bool,

@@ -98,3 +98,8 @@ def host_source(e: cst.BaseExpression, fn: FunctionInfo, cls: ClassInfo | None) 
     else:
         return False
     return bool(values) and all(host_value(v) for v in values)
+
+
+def non_blocking(call: cst.Call) -> bool:  # anything but an absent or literal False may be asynchronous
+    arg = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "non_blocking"), None)
+    return arg is not None and not (isinstance(arg, cst.Name) and arg.value == "False")

@@ -24,7 +24,7 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.placement import (  # noqa: F401  (re-exported: the host-placement helpers)
-    BLOCKING_HOST_READS, HOST_COPY_METHODS, HOST_FACTORIES, host_factory, host_placed, host_target,
+    BLOCKING_HOST_READS, HOST_COPY_METHODS, HOST_FACTORIES, host_factory, host_placed, host_target, non_blocking,
 )
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, host_annotation, host_param, string_value
 from streamlint.model.streams import EVENT, STREAM, annotation_kind, derived
@@ -153,11 +153,6 @@ def device_like(expr: cst.BaseExpression) -> bool:
         return sv.startswith(("cuda", "npu"))
     name = dotted(expr) or ""
     return name.rsplit(".", 1)[-1] in ("device", "dev", "_device") or name.endswith("_device")
-
-
-def non_blocking(call: cst.Call) -> bool:  # anything but an absent or literal False may be asynchronous
-    arg = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "non_blocking"), None)
-    return arg is not None and not (isinstance(arg, cst.Name) and arg.value == "False")
 
 
 def return_kind(file: FileModel, fn: FunctionInfo) -> str | None:

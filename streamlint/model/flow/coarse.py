@@ -25,6 +25,14 @@ def _ends(branch: object) -> bool:
     return isinstance(last, cst.SimpleStatementLine) and any(isinstance(s, (cst.Return, cst.Raise)) for s in last.body)
 
 
+def branch_ends(runner, raises: bool = False) -> bool:
+    """Does a branch runner's block (its ``node``) end in a ``return`` (with ``raises``: a ``raise``)?"""
+    blk = b.body if isinstance(b := getattr(runner, "node", None), cst.Else) else b
+    last = blk.body[-1] if isinstance(blk, cst.IndentedBlock) and blk.body else None
+    return isinstance(last, cst.SimpleStatementLine) and any(isinstance(s, (cst.Return, cst.Raise)[raises])
+                                                             for s in last.body)
+
+
 def coarse_choice(todo: list) -> tuple:
     """The one outcome a coarse run takes at a branch that mentions no ordering."""
     for outcome, runner in todo:

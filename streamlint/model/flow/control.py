@@ -13,7 +13,7 @@ from streamlint.model.apis import Role
 from streamlint.model.captures import capture_kind
 from streamlint.model.file import string_value
 from streamlint.model.flow.calls import block_returns, node_mentions_ordering
-from streamlint.model.flow.coarse import coarse_choice
+from streamlint.model.flow.coarse import branch_ends as _returns, coarse_choice
 from streamlint.model.flow.counters import NVal
 from streamlint.model.flow.leaves import closure_container
 from streamlint.model.flow.promises import carried, record_fields
@@ -104,8 +104,7 @@ class ControlFlow:
         if isinstance(node, cst.Expr):
             v = node.value
             if isinstance(v, cst.Yield):
-                if v.value is not None and not isinstance(v.value, cst.From):
-                    self.escape(st, self.ev(st, v.value))
+                self.yielded(st, node)  # a hand-off to the consumer, as a return (escapes.py)
                 self.with_body(st)
                 return [st]
             self.ev(st, v)
@@ -477,9 +476,10 @@ class ControlFlow:
             for outcome, runner in todo:  # a branch that returns would end the path before it
                 if not _returns(runner):
                     return outcome, runner
-        relevant = [(o, r) for o, r in todo if getattr(r, "relevant", False)]  # not a returning one of them
-        # (an inlined helper's early return would drop the rest of its work and its real result)
-        return next((x for x in relevant if len(relevant) < 2 or not _returns(x[1])), (relevant or todo)[0])
+        relevant = [(o, r) for o, r in todo if getattr(r, "relevant", False)]  # not a returning one of them (an
+        # inlined helper's early return would drop its work and result), nor one raising (its caller stops there)
+        return next((x for x in relevant if len(relevant) < 2 or not _returns(x[1])),
+                    (relevant or [x for x in todo if not _returns(x[1], raises=True)] or todo)[0])
 
     def if_(self, node: cst.If, st: State) -> list[State]:
         rest = self.rest
@@ -625,6 +625,7 @@ class ControlFlow:
                     continue
                 start, stream, kind = r.regions.pop()
                 if kind != "sync":
+                    self.captured_outputs(r, start)  # (replays.py)
                     continue
                 know = r.know(stream)
                 for run in r.runs:
@@ -693,8 +694,3 @@ def ordering_query(test: cst.BaseExpression) -> bool | None:
             and test.func.attr.value in apis.STREAM_ORDERING_DEVICE_QUERIES:
         return False
     return None
-
-
-def _returns(runner) -> bool:  # a branch runner whose block returns
-    return (b := getattr(runner, "node", None)) is not None and block_returns(b.body if isinstance(b, cst.Else) else b)
-

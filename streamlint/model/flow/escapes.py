@@ -33,6 +33,18 @@ def events_in(v: object) -> list[EVal]:
     return []
 
 
+def handed_value(node: cst.CSTNode | None) -> cst.BaseExpression | None:
+    """The value a statement hands to whoever called the function: ``return v``; ``yield v`` (a generator's
+    consumer goes on with the value on its own current stream exactly as a caller does with a returned one:
+    a hand-off, a join point like the return); ``yield from xs`` (the items of ``xs``)."""
+    if isinstance(node, cst.Return):
+        return node.value
+    if isinstance(node, cst.Expr) and isinstance(node.value, cst.Yield):
+        value = node.value.value
+        return value.item if isinstance(value, cst.From) else value
+    return None
+
+
 def self_field(expr: cst.BaseExpression) -> str | None:
     """``self.pending`` / ``self.events[i]`` / ``self.slots[k].ready`` -> the first field name (``pending``)."""
     while isinstance(expr, (cst.Subscript, cst.Attribute)):
@@ -127,6 +139,21 @@ class EventEscapes:
 
     Interp state it uses: ``event_bundles``, ``field_events`` (filled by ``Storages.escape``), ``fn``,
     ``project``."""
+
+    def yielded(self, st, node: cst.Expr) -> None:
+        """``yield v`` / ``yield from xs``: the generator hands ``v`` to its consumer, which goes on on its current
+        stream as a caller does after a return: the same join escape (``Storages.unjoined_escape``: SL201 at the
+        yield when ``v`` was produced on a side stream that nothing joined, unless an event goes with it). A
+        ``yield from`` a call delegates to another generator (its own yields are checked there): only a collection
+        of values counts."""
+        expr = handed_value(node)
+        if expr is None:
+            return
+        value = self.ev(st, expr)
+        if isinstance(node.value.value, cst.From) and not isinstance(value, TupVal):
+            return
+        self.unjoined_escape(st, value, node)
+        self.escape(st, value)
 
     def kept_unwaited(self, key: str) -> bool:
         """An event created here whose only escapes are into fields of ``self`` nobody waits on (one handed in

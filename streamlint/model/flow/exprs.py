@@ -15,6 +15,7 @@ from streamlint.model.file import ClassInfo, dotted, string_value
 from streamlint.model.flow.computed import computes_tensor
 from streamlint.model.flow.counters import NVal, counter_part
 from streamlint.model.flow.places import cached_stream_getter, host_arguments
+from streamlint.model.flow.recursion import recursive_call
 from streamlint.model.flow.calls import kept_arguments, metadata_only, plain_container, returned_argument, wait_self_expr
 from streamlint.model.flow.values import CVal, CtxVal, EVal, IVal, KVal, NONE, SVal, State, TVal, TupVal, \
     merge_clock
@@ -321,6 +322,8 @@ class Expressions:
                 if cached_stream_getter(target[0]):
                     return SVal(MAIN)  # caches the stream current at its first call: the default stream
                 return self.inline(st, e, *target)
+            if recursive_call(self, st, e, site):  # (a helper inlined calling itself: recursion.py)
+                return None
             handed = self.handed_back(st, e, site)
             if handed is not None:
                 return handed

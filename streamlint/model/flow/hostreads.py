@@ -163,8 +163,8 @@ class HostReads:
             return False  # (may be) a copy to the device: ordered by the stream
         if node.func.attr.value in _NO_HOST_READ_METHODS:
             return False  # a view (``.numpy()`` shares the buffer), metadata, bookkeeping: the bytes are not read
-        recv = node.func.value
-        if isinstance(recv, cst.Name) and isinstance(st.env.get(recv.value), TVal):
+        recv = node.func.value  # (a local, or a field of ``self`` this call holds: ``self.out_host.sum()``)
+        if isinstance(st.env.get(self.cfile.code(recv) if isinstance(recv, (cst.Name, cst.Attribute)) else ""), TVal):
             return True
         site = self.cfile.call_site(node)
         target = (site.target or "") if site is not None else ""

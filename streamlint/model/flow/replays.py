@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from streamlint._lazy import cst
 from streamlint.model.apis import Role
+from streamlint.model.captures import captured_host_outputs
 from streamlint.model.flow.leaves import closure_container
 from streamlint.model.flow.results import Race
 from streamlint.model.flow.values import Access, State, TVal, ordered_before
@@ -15,7 +16,7 @@ _WAITS = ("wait", "wait_event", "wait_stream")
 
 
 class Replays:
-    def replay(self, st: State) -> None:
+    def replay(self, st: State, e: cst.Call | None = None) -> None:
         """``graph.replay()``: device work queued on the replaying stream. The captured kernels read the
         graph's static inputs, persistent buffers that existed at capture time (long-lived values,
         arguments), never a tensor allocated in this call. Which ones is not visible, so every such buffer
@@ -23,7 +24,12 @@ class Replays:
         (a race at medium confidence, reported as an assumption). Replayed on a side stream, they write the
         graph's static outputs: the long-lived buffers this function had not written before the replay (those
         it wrote are its inputs), including the ones it reaches only afterwards (:meth:`graph_output`); a read
-        of one on another stream, or handing it back, must wait for the replaying stream."""
+        of one on another stream, or handing it back, must wait for the replaying stream. The host buffers the
+        captured work copies into (:func:`~streamlint.model.captures.captured_host_outputs`) are filled again by
+        the replay: pending on the replaying stream until a host synchronisation covers it (hostreads.py)."""
+        if e is not None and isinstance(e.func, cst.Attribute) and self.anchor is not None \
+                and self.cfg.mode in ("eager", "cuda"):
+            self.replayed_host_outputs(st, self.cfile.code(e.func.value))
         if not self.cfg.raw:
             return
         know = st.know(st.cur)
@@ -47,6 +53,31 @@ class Replays:
         st.last_op[st.cur] = st.work[st.cur] = t
         if st.cur != MAIN and self.depth == 0 and self.anchor is not None:
             self.op_sites.setdefault(st.cur, []).append((t, self.anchor))
+
+    def replayed_host_outputs(self, st: State, graph: str) -> None:
+        """The replay re-runs the captured device-to-host copies: their pinned destinations are pending on the
+        replaying stream (a host read of one before a synchronisation is SL201, the replay as the copy)."""
+        t = self.tick()
+        for name in captured_host_outputs(self.project, self.cfile, self.cfn, graph):
+            S = self.new_storage(st, "host", st.cur, name, None)  # host memory the replay's copy fills
+            S.d2h = Access(st.cur, t, self.anchor, {})
+            st.env[name] = self.new_tensor(st, S.sid)  # (a field this call holds: hostreads.host_read)
+
+    def inline_capture(self, st: State, name: str) -> None:
+        """``g.capture_begin()`` .. ``g.capture_end()`` written out in the function: the work queued between them
+        is captured, not run (it runs at replay, on the replaying stream), and capture_begin does not synchronise
+        (a "deferred" region, as a capture object calling it: captures.py)."""
+        if name == "capture_begin":
+            st.regions.append((self.clock, st.cur, "deferred"))
+        elif st.regions and st.regions[-1][2] == "deferred":
+            self.captured_outputs(st, st.regions.pop()[0])
+
+    def captured_outputs(self, st: State, start: int) -> None:
+        """A capture without a synchronising entry ends: what it made lives in the graph's pool and is written
+        when the graph is replayed, not by the captured work (which did not run): no stream has written it yet."""
+        for S in st.stores.values():
+            if S.kind == "pool" and S.last_write is not None and S.last_write.time >= start:
+                S.last_write = None
 
     def graph_output(self, st: State, name: str) -> TVal | None:
         """A name of an enclosing function used by a function that replays a graph (``return tuple(o.detach()

@@ -13,7 +13,7 @@ import re
 from streamlint._lazy import cst
 from streamlint.model.attrstreams import foreign_stream, unseen_pair
 from streamlint.model.file import ClassInfo
-from streamlint.model.flow.escapes import events_in, self_field
+from streamlint.model.flow.escapes import events_in, handed_value, self_field
 from streamlint.model.flow.hostargs import host_by_callers, worker_thread_only
 from streamlint.model.flow.protocols import class_joins, holder_joins, sibling_consumer_waits
 from streamlint.model.flow.leaves import callers_view, left_on_side_streams, unordered_caller
@@ -339,8 +339,7 @@ class Storages:
                 continue
             saved, self.anchor = self.anchor, node
             try:
-                returned_name = node.value.value if isinstance(node, cst.Return) and isinstance(node.value, cst.Name) \
-                    else None
+                returned_name = handed.value if isinstance(handed := handed_value(node), cst.Name) else None
                 holder = next((name for name, sids in holders.items() if sid in sids), None)
                 self.race(st, "read", S, lw, MAIN, self.label(st, sid) or holder or returned_name,
                           escape=True,
@@ -666,10 +665,10 @@ def _events_in(v: object) -> list[EVal]:
 
 
 def _names_in(node: cst.CSTNode | None) -> list[cst.Name]:
-    """The names a ``return`` statement's value mentions (``outs[0] if n == 1 else outs``)."""
-    if not isinstance(node, cst.Return) or node.value is None:
+    """The names a ``return`` (``yield``) statement's value mentions (``outs[0] if n == 1 else outs``)."""
+    if (value := handed_value(node)) is None:
         return []
-    out, stack = [], [node.value]
+    out, stack = [], [value]
     while stack:
         n = stack.pop()
         if isinstance(n, cst.Name):

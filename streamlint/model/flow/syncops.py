@@ -113,8 +113,11 @@ class SyncMethods:
                     box = e.func.value.value
                     st.held[box] = tuple(dict.fromkeys(st.held.get(box, ()) + held))
             return True, None
+        if name in ("capture_begin", "capture_end") and not isinstance(recv, TVal):
+            self.inline_capture(st, name)  # `g.capture_begin()` .. `g.capture_end()` (replays.py)
+            return True, None
         if name == "replay" and not e.args and not isinstance(recv, TVal):
-            self.replay(st)  # a captured graph runs on this stream, reading its static inputs
+            self.replay(st, e)  # a captured graph runs on this stream, reading its static inputs
             return True, None
         if name == "record_stream" and arg0 is not None and isinstance(e.func.value, cst.Name) \
                 and not self.tensors(st, recv):  # an element of a collection, an opaque result

@@ -15,7 +15,8 @@ from streamlint.model.file import ClassInfo, dotted, string_value
 from streamlint.model.flow.computed import computes_tensor
 from streamlint.model.flow.counters import NVal, counter_part
 from streamlint.model.flow.places import cached_stream_getter, host_arguments
-from streamlint.model.flow.calls import kept_arguments, metadata_only, plain_container, returned_argument, wait_self_expr
+from streamlint.model.flow.calls import kept_arguments, plain_container, returned_argument, wait_self_expr
+from streamlint.model.flow.metaonly import metadata_only
 from streamlint.model.flow.values import CVal, CtxVal, EVal, IVal, KVal, NONE, SVal, State, TVal, TupVal, \
     merge_clock
 from streamlint.model.streams import declared_globals, EVENT, MAIN, STREAM, current_stream_getter, tagged_stream_key
@@ -377,7 +378,7 @@ class Expressions:
 
     def _dispatch(self, st: State, e: cst.Call, method: str | None, target: str | None, found) -> object:
         if found is not None and all(a.keyword is None and not a.star for a in e.args) \
-                and metadata_only(found[0], len(e.args)):
+                and metadata_only(found[0], len(e.args), found[1]):
             for arg in e.args:  # `self._num_bytes(t)`: a helper reading only what describes its tensors
                 self.ev(st, arg.value)
             return None

@@ -37,6 +37,9 @@ Layer 2 — the project
                     (``torch.cuda.graph`` inside: synchronising; ``capture_begin()``: deferred)?
     ``accelerators`` which device API does a method of an accelerator object reach
                     (``get_accelerator().stream(s)``, ``torch.get_device_module().Stream()``)?
+    ``devobjects``  which objects stand for the device module without a getter (a module-level
+                    ``current_platform`` whose class forwards ``__getattr__`` to ``torch.<device>``, an
+                    annotated parameter, an object imported from another package)?
     ``compile``     where is code compiled, with which backend / config, reaching what?
     ``paths``       which execution path (ge / reduce-overhead / npugraph_ex / eager / cuda) does a
                     function run on?

@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 
-from streamlint.model import apis
+from streamlint.model import apis, devobjects
 from streamlint.model.apis import ApiSpec, Role
-from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo
+from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, dotted
 from streamlint.model.options import MAX_CALLER_FILES
+from streamlint.model.syntax import class_field_annotation
 from streamlint.model.uses import ApiUse, bind_arguments
 
 if TYPE_CHECKING:
@@ -47,9 +48,15 @@ def accelerator_uses(project: Project, file: FileModel, site: CallSite) -> tuple
     func = site.node.func
     if not isinstance(func, cst.Attribute) or func.attr.value not in METHODS:
         return ()
-    specs = _receiver_specs(project, file, site.function, func.value, func.attr.value, 0)
+    method = func.attr.value
+    via: set[str] = set()
+    specs = _receiver_specs(project, file, site.function, func.value, method, 0, via)
+    if not specs and devobjects.foreign_receiver(project, file, site.function, func.value, method):
+        specs, via = {apis.SPECS[_generic(METHODS[method])]}, {"object"}  # an object of another package
     if not specs:
         return ()
+    if via and method == "stream" and not _stream_argument(project, file, site):
+        return ()  # `platform.stream(x)` switches streams only when `x` is one (a name alone does not say)
     spec = next(iter(specs)) if len(specs) == 1 else apis.SPECS[_generic(METHODS[func.attr.value])]
     # a device module's own API: native streams, never an API of a captured graph path
     return (ApiUse(spec, site, file, bind_arguments(spec.params, site.node), modes=NATIVE_PATHS),)
@@ -66,14 +73,23 @@ def _generic(role: Role) -> str:
 
 
 def _receiver_specs(project: Project, file: FileModel, fn: FunctionInfo | None, recv: cst.BaseExpression,
-                    method: str, depth: int) -> set[ApiSpec]:
-    """The specs ``recv.<method>(...)`` may invoke, when ``recv`` denotes an accelerator object."""
+                    method: str, depth: int, via: set[str] | None = None) -> set[ApiSpec]:
+    """The specs ``recv.<method>(...)`` may invoke, when ``recv`` denotes an accelerator object (``via``
+    collects "object" when a device object decided it: :mod:`~streamlint.model.devobjects`)."""
     if depth > 3:
         return set()
     if isinstance(recv, (cst.Name, cst.Attribute)):
         module = _device_module(file.resolve(recv, fn))
         if module is not None:  # `dev = torch.cuda` / `return torch.npu`: the device module itself
             return _module_spec(module, method)
+        classes = devobjects.object_classes(project, file, fn, recv)
+        if classes:  # `current_platform` (a module-level object), `platform: Platform` (an annotated parameter)
+            found = [_class_specs(project, m, c, method) for c, m in classes]
+            if all(found):
+                if via is not None:
+                    via.add("object")
+                return set().union(*found)
+            return set()
     if isinstance(recv, cst.Call):
         qualname = file.resolve(recv.func, fn)
         if qualname == "torch.get_device_module":
@@ -82,23 +98,24 @@ def _receiver_specs(project: Project, file: FileModel, fn: FunctionInfo | None, 
         if target is None or target[0].class_name is not None:
             return set()
         return _getter_specs(project, target[1], target[0], method) \
-            or _returned_specs(project, target[1], target[0], method, depth)
+            or _returned_specs(project, target[1], target[0], method, depth, via)
     if isinstance(recv, cst.Attribute) and not (isinstance(recv.value, cst.Name) and recv.value.value == "self"):
         # `get_platform().device_module`: a member of the project object a getter returns (its class, or the
         # subclasses a base class stands for), which is the device module
         return _member_of(project, file, fn, recv, method, depth)
-    if isinstance(recv, cst.Name) and fn is not None:
-        values = fn.name_assigns.get(recv.value)
-        if not values or recv.value in fn.all_params:
+    owner = devobjects.binder(fn, recv.value) if isinstance(recv, cst.Name) else None
+    if owner is not None:  # a local of the function or of an enclosing one (a closure cell)
+        values = owner.name_assigns.get(recv.value)
+        if not values or recv.value in owner.all_params:
             return set()
-        found = [_receiver_specs(project, file, fn, v, method, depth + 1) for v in values]
+        found = [_receiver_specs(project, file, owner, v, method, depth + 1, via) for v in values]
         return set().union(*found) if all(found) else set()
     if isinstance(recv, cst.Attribute) and isinstance(recv.value, cst.Name) and recv.value.value == "self" \
             and fn is not None and fn.class_name in file.classes:
         key = f"self.{recv.attr.value}"
         cls = file.classes[fn.class_name]
         pairs = [(m, a.value) for m in cls.methods.values() for a in m.assigns if a.target == key]
-        found = [_receiver_specs(project, file, m, v, method, depth + 1) for m, v in pairs if v is not None]
+        found = [_receiver_specs(project, file, m, v, method, depth + 1, via) for m, v in pairs if v is not None]
         return set().union(*found) if found and all(found) else set()
     return set()
 
@@ -119,10 +136,11 @@ def _module_spec(module: str, method: str) -> set[ApiSpec]:
     return {spec if spec is not None and spec.role is METHODS[method] else apis.SPECS[_generic(METHODS[method])]}
 
 
-def _returned_specs(project: Project, file: FileModel, getter: FunctionInfo, method: str, depth: int) -> set[ApiSpec]:
+def _returned_specs(project: Project, file: FileModel, getter: FunctionInfo, method: str, depth: int,
+                    via: set[str] | None = None) -> set[ApiSpec]:
     """A getter every return of which is a device module (``return get_platform().device_module``)."""
     values = [r.value for r in getter.returns if r.value is not None]
-    found = [_receiver_specs(project, file, getter, v, method, depth + 1) for v in values]
+    found = [_receiver_specs(project, file, getter, v, method, depth + 1, via) for v in values]
     return set().union(*found) if found and all(found) else set()
 
 
@@ -151,6 +169,74 @@ def _member_of(project: Project, file: FileModel, fn: FunctionInfo | None, recv:
             found += [_receiver_specs(project, cmod, m, a.value, method, depth + 1)
                       for a in m.assigns if a.target == f"self.{recv.attr.value}" and a.value is not None]
     return set().union(*found) if found and all(found) else set()
+
+
+def _class_specs(project: Project, file: FileModel, cls: ClassInfo, method: str) -> set[ApiSpec]:
+    """What ``<an object of cls>.<method>(...)`` invokes: the API the method (of the class or a project base)
+    forwards to, else the device module the class's ``__getattr__`` forwards unknown attributes to."""
+    for c, m in devobjects.class_chain(project, file, cls):
+        if method in c.methods:
+            return _method_specs(project, m, c, method)
+    module = devobjects.forwards_device(project, file, cls)
+    return _module_spec(module, method) if module is not None else set()
+
+
+def _stream_argument(project: Project, file: FileModel, site: CallSite) -> bool:
+    """Is the first argument of ``<obj>.stream(x)`` a stream (a value the model types as one)?"""
+    return bool(site.node.args) and _is_stream(project, file, site.function, site.node.args[0].value, 0)
+
+
+_STREAM_VALUE_ROLES = frozenset({Role.STREAM_NEW, Role.CURRENT_STREAM, Role.DEFAULT_STREAM})
+
+
+def _is_stream(project: Project, file: FileModel, fn: FunctionInfo | None, expr: cst.BaseExpression,
+               depth: int) -> bool:
+    """Does ``expr`` evidently hold a stream (or a list of streams): made by a stream API call, through
+    locals and ``self.*`` fields assigned from one, or a parameter / field annotated with a Stream class?"""
+    if depth > 4:
+        return False
+    if isinstance(expr, cst.Subscript):
+        expr = expr.value
+    if isinstance(expr, cst.IfExp):  # `pool.pop() if pool else platform.Stream()`, `side if on else None`
+        return any(_is_stream(project, file, fn, arm, depth + 1) for arm in (expr.body, expr.orelse)
+                   if not (isinstance(arm, cst.Name) and arm.value == "None"))
+    if isinstance(expr, (cst.List, cst.Tuple)) and expr.elements:
+        expr = expr.elements[0].value
+    elif isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
+        expr = expr.elt
+    if isinstance(expr, cst.Call):
+        site = file.call_site(expr)
+        return site is not None and any(u.role in _STREAM_VALUE_ROLES for u in project.api_uses(file, site))
+    owner = devobjects.binder(fn, expr.value) if isinstance(expr, cst.Name) else None
+    if owner is not None:  # a local or parameter of the function, or of an enclosing one (a closure cell)
+        if _waits_as_stream(fn, expr.value):
+            return True
+        values = owner.name_assigns.get(expr.value)
+        if values:  # `h2d = self._h2d_stream`
+            return all(_is_stream(project, file, owner, v, depth + 1) for v in values)
+        annotation = devobjects.param_annotation(owner, expr.value)
+        return annotation is not None and "Stream" in file.code(annotation)
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self" \
+            and fn is not None and fn.class_name in file.classes:
+        cls = file.classes[fn.class_name]
+        key = f"self.{expr.attr.value}"
+        if _waits_as_stream(fn, key):
+            return True
+        pairs = [(m, a.value) for m in cls.methods.values() for a in m.assigns if a.target == key and a.value is not None
+                 and not (isinstance(a.value, cst.Name) and a.value.value == "None")]
+        if pairs:
+            return all(_is_stream(project, file, m, v, depth + 1) for m, v in pairs)
+        annotation = class_field_annotation(cls.node, expr.attr.value)
+        return annotation is not None and "Stream" in file.code(annotation)
+    return False
+
+
+def _waits_as_stream(fn: FunctionInfo | None, text: str) -> bool:
+    """Does ``fn`` call a stream-only method on ``text`` (``s.wait_stream(...)``, ``s.wait_event(...)``,
+    ``s.record_event(...)``): the value is used as a stream there."""
+    return fn is not None and any(
+        site.method in ("wait_stream", "wait_event", "record_event") and isinstance(site.node.func, cst.Attribute)
+        and dotted(site.node.func.value) == text for site in fn.calls)
 
 
 def _subclasses(project: Project, file: FileModel, base: ClassInfo) -> list[tuple[ClassInfo, FileModel]]:

@@ -30,6 +30,7 @@ from streamlint.model.streams import (
 from streamlint.model.syntax import contains, local_nodes, strip_not
 from streamlint.model.tensors import ESCAPE_METHODS, META_ATTRS, META_METHODS, VIEW_ATTRS, VIEW_METHODS, return_kind
 from streamlint.model.flow.hostreads import async_host_copy_call
+from streamlint.model.flow.metaonly import metadata_only  # noqa: F401 - (re-exported for exprs)
 from streamlint.model.uses import bind_arguments
 from streamlint.model.walk import children
 
@@ -323,27 +324,6 @@ def stored_params(project: Project, file: FileModel, fn: FunctionInfo, _depth: i
             kept |= {e.value for e in bound if isinstance(e, cst.Name)} & forwarded
     memo[id(fn)] = frozenset(kept)
     return memo[id(fn)]
-
-
-def metadata_only(fn: FunctionInfo, count: int) -> bool:
-    """Does a small project helper read nothing but the metadata of its first ``count`` arguments
-    (``return t.element_size() * t.nelement()``: ``.shape``, ``.numel()``, ``len``)? Its call touches no
-    device memory. Each use of such a parameter is a metadata attribute or method, or ``len(p)``."""
-    params = fn.params[1:] if fn.class_name and fn.params[:1] in (("self",), ("cls",)) \
-        and "staticmethod" not in (d.rsplit(".", 1)[-1] for d in fn.decorators) else fn.params
-    if not 0 < count <= len(params) or fn.statement_count > 6 or fn.calls and len(fn.calls) > 6:
-        return False
-    wanted = set(params[:count])
-    allowed: set[int] = set()
-    for n in local_nodes(fn.node.body):
-        if isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name) and n.value.value in wanted \
-                and n.attr.value in META_ATTRS | META_METHODS:
-            allowed.add(id(n.value))
-        elif isinstance(n, cst.Call) and dotted(n.func) == "len" and len(n.args) == 1 \
-                and isinstance(n.args[0].value, cst.Name):
-            allowed.add(id(n.args[0].value))
-    uses = [n for n in local_nodes(fn.node.body) if isinstance(n, cst.Name) and n.value in wanted]
-    return bool(uses) and all(id(n) in allowed for n in uses)
 
 
 def _own_method(project: Project, file: FileModel, fn: FunctionInfo, call: cst.Call) \

@@ -306,6 +306,25 @@ class Elements:
                 continue
             S = self.new_storage(st, "arg", MAIN, None, Access(MAIN, 0, None, {}))
             found[tnode.value] = self.new_tensor(st, S.sid)
+        if isinstance(target, (cst.Tuple, cst.List)) and isinstance(it, cst.Name) and it.value in params \
+                and len(self.frames) == 1 and not self.cfg.args_exempt:
+            found.update(self._record_elements(st, target, params[it.value]))
+        return found
+
+    def _record_elements(self, st: State, target: cst.BaseExpression, param: cst.Param) -> dict[str, object]:
+        """``for name, tensor in named_tensors`` over a parameter annotated as a sequence of tuples
+        (``list[tuple[str, torch.Tensor]]``): the loop variables at the tensor positions are the caller's
+        tensors, like :meth:`argument_elements`' elements."""
+        v = st.env.get(param.name.value)
+        if not (isinstance(v, KVal) and v.opaque and v.key == param.name.value) or param.annotation is None:
+            return {}
+        fields = tuple_fields(param.annotation.annotation)
+        elts = _unpacked(target, len(fields)) if fields else None
+        found: dict[str, object] = {}
+        for elt, field in zip(elts or (), fields or ()):
+            if isinstance(elt, cst.Name) and "Tensor" in field or isinstance(elt, cst.Name) and "Parameter" in field:
+                S = self.new_storage(st, "arg", MAIN, None, Access(MAIN, 0, None, {}))
+                found[elt.value] = self.new_tensor(st, S.sid)
         return found
 
     def _tensor_used(self, body: cst.CSTNode, name: str) -> bool:
@@ -355,6 +374,21 @@ class Elements:
         if isinstance(v, KVal) and not v.key.startswith("<"):
             return KVal(f"{v.key}[{pos}]", v.glob, v.opaque)
         return None
+
+
+def tuple_fields(annotation: cst.BaseExpression) -> list[str] | None:
+    """The field annotations (as code) of a sequence-of-tuples annotation: ``list[tuple[str, Tensor]]`` ->
+    ``["str", "Tensor"]``; None for any other annotation."""
+    code = cst.Module([]).code_for_node
+    if not (isinstance(annotation, cst.Subscript) and len(annotation.slice) == 1
+            and code(annotation.value).rsplit(".", 1)[-1] in ("List", "list", "Sequence", "Iterable", "Tuple", "tuple")):
+        return None
+    inner = annotation.slice[0].slice
+    inner = inner.value if isinstance(inner, cst.Index) else None
+    if not (isinstance(inner, cst.Subscript) and code(inner.value).rsplit(".", 1)[-1] in ("Tuple", "tuple")):
+        return None
+    out = [code(e.slice.value) for e in inner.slice if isinstance(e.slice, cst.Index)]
+    return None if "..." in out else out
 
 
 def _unpacked(target: cst.BaseExpression, n: int) -> list[cst.BaseExpression] | None:

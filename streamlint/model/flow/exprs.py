@@ -380,7 +380,7 @@ class Expressions:
 
     def _dispatch(self, st: State, e: cst.Call, method: str | None, target: str | None, found) -> object:
         if found is not None and all(a.keyword is None and not a.star for a in e.args) \
-                and metadata_only(found[0], len(e.args)):
+                and metadata_only(found[0], len(e.args), found[1]):
             for arg in e.args:  # `self._num_bytes(t)`: a helper reading only what describes its tensors
                 self.ev(st, arg.value)
             return None

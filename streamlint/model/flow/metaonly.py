@@ -1,0 +1,46 @@
+"""Project helpers whose call reads no device memory of its tensor arguments: they read only what
+describes them (``.shape``, ``len``) or rebind storage on the host (``p.data = q``)."""
+
+from __future__ import annotations
+
+from streamlint._lazy import cst
+from streamlint.model.file import FileModel, FunctionInfo, dotted
+from streamlint.model.syntax import local_nodes
+from streamlint.model.tensors import META_ATTRS, META_METHODS
+
+
+def metadata_only(fn: FunctionInfo, count: int, file: FileModel | None = None, _depth: int = 0) -> bool:
+    """Does a small project helper read nothing but the metadata of its first ``count`` arguments
+    (``return t.element_size() * t.nelement()``: ``.shape``, ``.numel()``, ``len``)? Its call touches no
+    device memory. Each use of such a parameter is a metadata attribute or method, ``len(p)`` /
+    ``isinstance(p, T)``, or a host-side rebinding of storage: ``p.data = q`` / ``p._local_tensor = q``
+    (``p`` the object set, ``q`` the value bound: a Python attribute set, no kernel); with ``file``, also
+    the argument of a helper of that module that is itself metadata-only (``is_dtensor(p)``)."""
+    params = fn.params[1:] if fn.class_name and fn.params[:1] in (("self",), ("cls",)) \
+        and "staticmethod" not in (d.rsplit(".", 1)[-1] for d in fn.decorators) else fn.params
+    if not 0 < count <= len(params) or fn.statement_count > 6 or fn.calls and len(fn.calls) > 6:
+        return False
+    wanted = set(params[:count])
+    allowed: set[int] = set()
+    for n in local_nodes(fn.node.body):
+        if isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name) and n.value.value in wanted \
+                and n.attr.value in META_ATTRS | META_METHODS:
+            allowed.add(id(n.value))
+        elif isinstance(n, cst.Call) and dotted(n.func) in ("len", "isinstance") and n.args \
+                and isinstance(n.args[0].value, cst.Name):
+            allowed.add(id(n.args[0].value))
+        elif isinstance(n, cst.Assign) and all(isinstance(t.target, cst.Attribute) and isinstance(t.target.value, cst.Name)
+                                               and t.target.value.value in wanted for t in n.targets):
+            allowed |= {id(t.target.value) for t in n.targets}  # `target.data = value`: storage rebound on the host
+            if isinstance(n.value, cst.Name):
+                allowed.add(id(n.value))
+        elif isinstance(n, cst.Call) and file is not None and _depth < 2 and isinstance(n.func, cst.Name) \
+                and len(n.args) == 1 and isinstance(n.args[0].value, cst.Name) and n.args[0].keyword is None:
+            helper = file.functions.get(n.func.value)
+            if helper is not None and helper is not fn and metadata_only(helper, 1, file, _depth + 1):
+                allowed.add(id(n.args[0].value))
+    uses = [n for n in local_nodes(fn.node.body) if isinstance(n, cst.Name) and n.value in wanted]
+    return bool(uses) and all(id(n) in allowed for n in uses)
+
+
+__all__ = ["metadata_only"]

@@ -116,13 +116,17 @@ class MissingRecordStream(Rule):
                 if issue.kind == "noop-record":
                     self._noop_record(ctx, issue, main, use, alloc)
                     continue
+                if issue.kind == "held":
+                    self._held(ctx, issue, main, use, alloc)
+                    continue
                 if issue.kind == "caller-drop":
                     if strict:  # it rests on what callers do with their tensors: on real code mostly they join
                         self._caller_side(ctx, issue)  # inside a parallel-executor helper (off unless strict)
                     continue
                 freed = {"function end": "dies at return", "del": "is deleted",
                          "rebinding": "loses its last name", "resize_(0)": "is resized to 0",
-                         "call end": "dies when the call it is passed to returns"}[issue.free]
+                         "call end": "dies when the call it is passed to returns",
+                         "release": "is kept on the object, which drops it unjoined"}[issue.free]
                 message = f"`{issue.name}` {freed} before {alloc} waits on its use here on {use} [{issue.mode}]"
                 if len(message) > 120:
                     message = (f"`{issue.name}` {freed} before its allocating stream waits on its use here "
@@ -130,6 +134,10 @@ class MissingRecordStream(Rule):
                 confidence = None
                 span = ctx.file.span(issue.node)
                 hint = self._hint(ctx, issue, main, span.end_line, flow)
+                if issue.free == "release":
+                    confidence = Confidence.MEDIUM  # (what the object's other methods do is presumed)
+                    line = ctx.file.span(issue.free_node).start_line
+                    hint += f"; the object drops it at line {line} without a join"
                 if issue.escaped:
                     confidence = Confidence.LOW
                     hint += "; this assumes the caller drops the escaped tensor"
@@ -178,6 +186,22 @@ class MissingRecordStream(Rule):
                 f"work on {alloc} while {use} still uses it")
         ctx.report(issue.node, first, confidence=Confidence.MEDIUM,
                    related=[Location(ctx.file.path, ctx.file.span(issue.free_node), "used here")], hint=hint)
+
+    @staticmethod
+    def _held(ctx: RuleContext, issue, main: str | None, use: str, alloc: str) -> None:
+        """A tensor kept in a field of the object, used by another method on another stream, dropped by a
+        method without a join, and not recorded on the user's stream (reported at the store)."""
+        line = ctx.file.span(issue.free_node).start_line
+        first = first_line(f"`{issue.name}` is kept on the object and used on {use}, but is dropped at line {line} "
+                           f"without a join of {alloc} and not recorded on {use} [{issue.mode}]",
+                           f"`{issue.name}` is kept on the object, used on another stream and dropped unjoined at line "
+                           f"{line} [{issue.mode}]")
+        expr = stream_expr(issue.use_stream, main, issue.mode)
+        target = f"`{issue.name}.record_stream({expr})`" if expr else f"a record on {use}"
+        hint = (f"add {target} before storing it, or join {alloc} on {use} before dropping it: otherwise its memory "
+                f"can be handed to new work on {alloc} while {use} still uses it")
+        ctx.report(issue.node, first, confidence=Confidence.MEDIUM,
+                   related=[Location(ctx.file.path, ctx.file.span(issue.free_node), "dropped here")], hint=hint)
 
     @staticmethod
     def _caller_side(ctx: RuleContext, issue) -> None:

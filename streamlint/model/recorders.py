@@ -381,7 +381,29 @@ def _given_stream(project: Project, file: FileModel, fn: FunctionInfo) -> str | 
         if local not in fn.all_params and (looked_up or local_kind(project, file, fn, local) == STREAM) \
                 and not any(is_current_stream(project, file, fn, v) for v in values):
             names.append(local)
+    if not names:
+        names = _stream_loop_targets(fn)
     return names[0] if len(names) == 1 else None
+
+
+_STREAMS_NAME = re.compile(r"(^|_)streams$")
+
+
+def _stream_loop_targets(fn: FunctionInfo) -> list[str]:
+    """``def record_all(t, *streams): for s in streams: t.record_stream(s)``: the function records on each
+    of a collection of streams it is given (a ``*streams`` parameter, a parameter named for streams or
+    annotated as a sequence of streams); the loop variable is the stream it is given, once per stream."""
+    params = fn.node.params
+    star = params.star_arg if isinstance(params.star_arg, cst.Param) else None
+    given = [p for p in (*params.params, *params.kwonly_params, *([star] if star is not None else []))
+             if p.name.value not in ("self", "cls") and (_STREAMS_NAME.search(p.name.value) or (
+                 p.annotation is not None and "Stream" in cst.Module([]).code_for_node(p.annotation.annotation)
+                 and (p is star or any(w in cst.Module([]).code_for_node(p.annotation.annotation)
+                                       for w in ("Sequence", "List", "list", "Tuple", "tuple", "Iterable")))))]
+    names = {p.name.value for p in given}
+    return list(dict.fromkeys(loop.target.value for loop in _loops(fn.node.body)
+                              if isinstance(loop.target, cst.Name) and isinstance(loop.iter, cst.Name)
+                              and loop.iter.value in names))
 
 
 def _defaulted_only(fn: FunctionInfo, name: str) -> bool:

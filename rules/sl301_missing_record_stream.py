@@ -242,6 +242,12 @@ class MissingRecordStream(Rule):
                                "this recording function records nothing on its stream")
             return first, (f"call `{broken.detail}.record_stream({broken.stream})`: its memory can otherwise be "
                            f"reused while {given} still uses it")
+        if broken.kind == "unrecorded-holder-field":
+            first = first_line(f"the fields of `{broken.detail.split('.')[0]}` are recorded on {given} but not "
+                               f"`{broken.detail}`", "a holder's device field is left out of the records")
+            return first, (f"add `{broken.detail}.record_stream({broken.stream})` like its siblings: every construction "
+                           f"of the holder fills it with device memory, which can otherwise be reused while {given} "
+                           "still uses it")
         if broken.kind == "unrecorded-field":
             first = first_line(f"`record_stream` records the object's fields on {given} but not `self.{broken.detail}`",
                                "`record_stream` leaves out one of the object's tensor fields")

@@ -55,6 +55,17 @@ class MissingRecordStream(Rule):
     records, nor joins after the scope, the helper's use of that tensor is a use on the side stream: with no
     record in the helper, it is reported there (medium confidence).
 
+    A tensor an object keeps in a field (`self.blocks[req] = t`, `self.ready.append((t, ev))`, `self.next_w =
+    t`, or the result of a method its class's callers keep so) lives until another method drops it (`del`,
+    `pop`, `clear`, `= None`). When some method drops it without joining first (no wait or synchronisation
+    before the drop), its use on another stream must be recorded: a use in the storing function, or a read
+    by another method of the class on a stream it is not recorded on (the stream scope around the read, or
+    the current stream), is reported (medium confidence) at the use, at the store when the readers are in
+    other methods, or at a record on the allocating stream. A field never dropped, or dropped only after a
+    join, is not. A record helper given several streams (`*streams`) records on each; one that records two or
+    more fields of a holder (a dataclass of this file) and leaves out another that every construction of
+    the holder fills with device memory is reported at its records.
+
     A pipeline stage that hands objects from a producer stream to a consumer (it waits on the producer,
     then records what it hands on: `kjt.record_stream(cur)`, `ctx.record_stream(cur)`) must record each
     of them on every stream it records their siblings on: an object given to the same consumer call as a

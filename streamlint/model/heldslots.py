@@ -89,7 +89,7 @@ def _summarise(project, file: FileModel, cls: ClassInfo) -> dict[str, HeldField]
         joins = [file.span(site.node).start_line for site in method.calls if site.method in _JOIN_CALLS]
         for stmt in _statements(method.node.body):
             line = file.span(stmt).start_line
-            released = _released(stmt) if name not in _INIT_METHODS else None
+            released = _released(stmt) if name not in _INIT_METHODS and name != "__del__" else None
             if released is not None:
                 joined = any(j < line for j in joins) or callers.get(name, (None, False))[1]
                 releases.setdefault(released, []).append(Release(name, stmt, joined))

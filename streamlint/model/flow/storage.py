@@ -502,7 +502,7 @@ class Storages:
         key = (id(u.node), S.name)
         if key not in self.lifetimes and not unseen_pair(self, S.alloc, u.stream):
             handed = how == "function end" and self.published_after(st, u)
-            released = self.held_release(st, S) if S.escaped and how == "function end" else None
+            released = self.held_release(st, S) if S.escaped and how == "function end" and not handed else None
             how, node, escaped = (how, node, (S.escaped or handed) and how == "function end") if released is None \
                 else ("release", released, False)  # kept in a field another method drops unjoined
             self.lifetimes[key] = Lifetime(u.node, u.label or S.name or "tensor", S.alloc, u.stream, how, node,

@@ -55,6 +55,17 @@ class MissingRecordStream(Rule):
     records, nor joins after the scope, the helper's use of that tensor is a use on the side stream: with no
     record in the helper, it is reported there (medium confidence).
 
+    A tensor an object keeps in a field (`self.blocks[req] = t`, `self.ready.append((t, ev))`, `self.next_w =
+    t`, or the result of a method its class's callers keep so) lives until another method drops it (`del`,
+    `pop`, `clear`, `= None`). When some method drops it without joining first (no wait or synchronisation
+    before the drop), its use on another stream must be recorded: a use in the storing function, or a read
+    by another method of the class on a stream it is not recorded on (the stream scope around the read, or
+    the current stream), is reported (medium confidence) at the use, at the store when the readers are in
+    other methods, or at a record on the allocating stream. A field never dropped, or dropped only after a
+    join, is not. A record helper given several streams (`*streams`) records on each; one that records two or
+    more fields of a holder (a dataclass of this file) and leaves out another that every construction of
+    the holder fills with device memory is reported at its records.
+
     A pipeline stage that hands objects from a producer stream to a consumer (it waits on the producer,
     then records what it hands on: `kjt.record_stream(cur)`, `ctx.record_stream(cur)`) must record each
     of them on every stream it records their siblings on: an object given to the same consumer call as a
@@ -116,13 +127,18 @@ class MissingRecordStream(Rule):
                 if issue.kind == "noop-record":
                     self._noop_record(ctx, issue, main, use, alloc)
                     continue
+                if issue.kind == "held":
+                    if strict:  # readers in other methods and a drop elsewhere: on torch-npu 2.14.0 / torchft 0.2.0
+                        self._held(ctx, issue, main, use, alloc)  # not judged yet (off unless strict)
+                    continue
                 if issue.kind == "caller-drop":
                     if strict:  # it rests on what callers do with their tensors: on real code mostly they join
                         self._caller_side(ctx, issue)  # inside a parallel-executor helper (off unless strict)
                     continue
                 freed = {"function end": "dies at return", "del": "is deleted",
                          "rebinding": "loses its last name", "resize_(0)": "is resized to 0",
-                         "call end": "dies when the call it is passed to returns"}[issue.free]
+                         "call end": "dies when the call it is passed to returns",
+                         "release": "is kept on the object, which drops it unjoined"}[issue.free]
                 message = f"`{issue.name}` {freed} before {alloc} waits on its use here on {use} [{issue.mode}]"
                 if len(message) > 120:
                     message = (f"`{issue.name}` {freed} before its allocating stream waits on its use here "
@@ -130,6 +146,10 @@ class MissingRecordStream(Rule):
                 confidence = None
                 span = ctx.file.span(issue.node)
                 hint = self._hint(ctx, issue, main, span.end_line, flow)
+                if issue.free == "release":
+                    confidence = Confidence.MEDIUM  # (what the object's other methods do is presumed)
+                    line = ctx.file.span(issue.free_node).start_line
+                    hint += f"; the object drops it at line {line} without a join"
                 if issue.escaped:
                     confidence = Confidence.LOW
                     hint += "; this assumes the caller drops the escaped tensor"
@@ -180,6 +200,22 @@ class MissingRecordStream(Rule):
                    related=[Location(ctx.file.path, ctx.file.span(issue.free_node), "used here")], hint=hint)
 
     @staticmethod
+    def _held(ctx: RuleContext, issue, main: str | None, use: str, alloc: str) -> None:
+        """A tensor kept in a field of the object, used by another method on another stream, dropped by a
+        method without a join, and not recorded on the user's stream (reported at the store)."""
+        line = ctx.file.span(issue.free_node).start_line
+        first = first_line(f"`{issue.name}` is kept on the object and used on {use}, but is dropped at line {line} "
+                           f"without a join of {alloc} and not recorded on {use} [{issue.mode}]",
+                           f"`{issue.name}` is kept on the object, used on another stream and dropped unjoined at line "
+                           f"{line} [{issue.mode}]")
+        expr = stream_expr(issue.use_stream, main, issue.mode)
+        target = f"`{issue.name}.record_stream({expr})`" if expr else f"a record on {use}"
+        hint = (f"add {target} before storing it, or join {alloc} on {use} before dropping it: otherwise its memory "
+                f"can be handed to new work on {alloc} while {use} still uses it")
+        ctx.report(issue.node, first, confidence=Confidence.LOW,
+                   related=[Location(ctx.file.path, ctx.file.span(issue.free_node), "dropped here")], hint=hint)
+
+    @staticmethod
     def _caller_side(ctx: RuleContext, issue) -> None:
         """A tensor handed in, used on the side stream every caller runs this function on, never recorded."""
         named = not issue.use_stream.startswith("<")
@@ -218,6 +254,12 @@ class MissingRecordStream(Rule):
                                "this recording function records nothing on its stream")
             return first, (f"call `{broken.detail}.record_stream({broken.stream})`: its memory can otherwise be "
                            f"reused while {given} still uses it")
+        if broken.kind == "unrecorded-holder-field":
+            first = first_line(f"the fields of `{broken.detail.split('.')[0]}` are recorded on {given} but not "
+                               f"`{broken.detail}`", "a holder's device field is left out of the records")
+            return first, (f"add `{broken.detail}.record_stream({broken.stream})` like its siblings: every construction "
+                           f"of the holder fills it with device memory, which can otherwise be reused while {given} "
+                           "still uses it")
         if broken.kind == "unrecorded-field":
             first = first_line(f"`record_stream` records the object's fields on {given} but not `self.{broken.detail}`",
                                "`record_stream` leaves out one of the object's tensor fields")

@@ -46,6 +46,8 @@ Layer 2 — the project
     ``queries``     what 2's modules may ask of ``project`` (a Protocol: no import back)
     ``streams``     which names hold streams or events, and which stream does a scope / tag denote
                     (``scope_stream_key``, ``tagged_stream_key``: the one stream-identity answer)
+    ``heldslots``   which methods of a class use the tensors it keeps in a field (on which stream), and
+                    which drop them, joined or not (SL301's class-level lifetimes)
 
 Layer 3 — one function's flow
     ``tensors``     is this value a tensor? (``TensorTyper`` for expressions, ``param_kinds`` for

@@ -51,7 +51,7 @@ class BrokenRecord:
 
     node: cst.CSTNode
     kind: str  # "wrong-stream" | "unrecorded-loop" | "unrecorded-branch" | "ignores-stream" | "drops-base" |
-    # "records-nothing" | "unrecorded-field"
+    # "records-nothing" | "unrecorded-field" | "unrecorded-holder-field"
     stream: str  # the stream the function was given
     detail: str  # the recorded tensor (wrong-stream), the loop target, or the base class
     function: FunctionInfo | None = None  # the forwarder
@@ -100,6 +100,7 @@ def _check(project: Project, file: FileModel, fn: FunctionInfo) -> list[BrokenRe
             continue  # the given stream (the current one only when the caller gives none)
         if is_current_stream(project, file, fn, arg) and not _callers_give_current(project, file, fn, stream):
             out.append(BrokenRecord(site.node, "wrong-stream", stream, file.code(site.receiver)))
+    out += _unrecorded_holder_fields(project, file, fn, stream)
     if protocol:
         out += _unrecorded_fields(project, file, fn, stream)
         holders = _holders(fn)
@@ -107,6 +108,136 @@ def _check(project: Project, file: FileModel, fn: FunctionInfo) -> list[BrokenRe
         out += [BrokenRecord(loop, "unrecorded-loop", stream, file.code(loop.target)) for loop in silent_loops]
         out += _silent_tensor_branches(file, fn, stream, holders, silent_loops)
     return out
+
+
+def _unrecorded_holder_fields(project: Project, file: FileModel, fn: FunctionInfo, stream: str) -> list[BrokenRecord]:
+    """A recorder that records two or more device fields of a holder object on the stream it is given
+    (``ts.device_p.record_stream(s)``, ``for t in ts.device_states.values(): t.record_stream(s)``) and leaves
+    out another field of the holder's class that every construction of the class in this file fills with
+    device memory (``Holder(device_w=w.to(dev, non_blocking=True))``, a method returning such a copy, a
+    local dict filled with them): its blocks go back to the allocating stream's pool while the given stream
+    still uses them. Fields filled with anything else (host copies, values of unknown placement) are not
+    judged."""
+    from streamlint.model.handoffs import _holds_recordable
+
+    recorded: dict[str, set[str]] = {}
+    first: dict[str, cst.CSTNode] = {}
+    for site in fn.calls:
+        if site.method != PROTOCOL or len(site.node.args) != 1:
+            continue  # (a field recorded on another stream is reported at that record)
+        receiver = site.receiver
+        holder = _holder_field(receiver)
+        if holder is None and isinstance(receiver, cst.Name):  # `for t in ts.states.values(): t.record_stream(s)`
+            holder = next((_holder_field(_iterated(loop.iter)) for loop in _loops(fn.node.body)
+                           if isinstance(loop.target, cst.Name) and loop.target.value == receiver.value), None)
+        if holder is not None:
+            recorded.setdefault(holder[0], set()).add(holder[1])
+            if mentions_name(site.node.args[0].value, stream):
+                first.setdefault(holder[0], site.node)
+    out: list[BrokenRecord] = []
+    for name, fields in recorded.items():
+        cls = _holder_class(file, fn, name) if len(fields) >= 2 and name in first else None
+        if cls is None:
+            continue
+        for stmt in cls.node.body.body:
+            for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+                if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value is None \
+                        and small.target.value not in fields \
+                        and _holds_recordable(project, file, small.annotation.annotation) \
+                        and _device_filled(file, cls.name, small.target.value):
+                    out.append(BrokenRecord(first[name], "unrecorded-holder-field", stream,
+                                            f"{name}.{small.target.value}"))
+    return out[:1]
+
+
+def _holder_field(expr: cst.BaseExpression | None) -> tuple[str, str] | None:
+    """``ts.device_p`` -> ("ts", "device_p")."""
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value not in ("self", "cls"):
+        return expr.value.value, expr.attr.value
+    return None
+
+
+def _iterated(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """``d.values()`` / ``d.items()`` / ``d`` -> ``d``."""
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("values", "items") \
+            and not expr.args:
+        return expr.func.value
+    return expr
+
+
+def _holder_class(file: FileModel, fn: FunctionInfo, name: str) -> ClassInfo | None:
+    """The class of ``name`` in ``fn``: a parameter annotated with it, or the loop target over a parameter
+    annotated as a collection of it (``layer: dict[int, State]`` ... ``for ts in layer.values()``)."""
+    annotations = {p.name.value: p.annotation.annotation for p in (*fn.node.params.params, *fn.node.params.kwonly_params)
+                   if p.annotation is not None}
+    if name in annotations:
+        return _named_class(file, annotations[name])
+    for loop in _loops(fn.node.body):
+        source = _iterated(loop.iter)
+        if isinstance(loop.target, cst.Name) and loop.target.value == name and isinstance(source, cst.Name) \
+                and source.value in annotations:
+            ann = annotations[source.value]
+            if isinstance(ann, cst.Subscript) and ann.slice and isinstance(ann.slice[-1].slice, cst.Index):
+                return _named_class(file, ann.slice[-1].slice.value)
+    return None
+
+
+def _named_class(file: FileModel, ann: cst.BaseExpression) -> ClassInfo | None:
+    return file.classes.get(ann.value) if isinstance(ann, cst.Name) else None
+
+
+_DEVICE_METHODS = frozenset({"cuda", "npu"})
+_FACTORIES = frozenset({"empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like",
+                        "rand", "randn", "arange"})
+
+
+def _device_filled(file: FileModel, class_name: str, field: str) -> bool:
+    """Does every construction ``ClassName(..., field=value)`` in the file (one at least) give ``field``
+    device memory: a copy to a device, a method of the class returning one, a local assigned one or a local
+    dict whose items are?"""
+    sites = [(fn, site.node) for fn in file.functions.values() for site in fn.calls
+             if isinstance(site.node.func, cst.Name) and site.node.func.value == class_name]
+    if not sites:
+        return False
+    for fn, call in sites:
+        value = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == field), None)
+        if value is None or not _device_value(file, fn, value):
+            return False
+    return True
+
+
+def _device_value(file: FileModel, fn: FunctionInfo, expr: cst.BaseExpression, depth: int = 0) -> bool:
+    if depth > 3:
+        return False
+    if isinstance(expr, cst.IfExp):
+        return _device_value(file, fn, expr.body, depth + 1) or _device_value(file, fn, expr.orelse, depth + 1)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        method = expr.func.attr.value
+        if method in _DEVICE_METHODS:
+            return True
+        if method == "to" and expr.args and not any(
+                isinstance(a.value, cst.SimpleString) and "cpu" in a.value.value for a in expr.args):
+            return any(a.keyword is not None and a.keyword.value == "device" for a in expr.args) or any(
+                w in file.code(expr.args[0].value).lower() for w in ("device", "cuda", "npu"))
+        device = next((a.value for a in expr.args if a.keyword is not None and a.keyword.value == "device"), None)
+        if device is not None and method in _FACTORIES:  # `torch.empty(n, device=self.device)`
+            return not (isinstance(device, cst.SimpleString) and "cpu" in device.value)
+        if isinstance(expr.func.value, cst.Name) and expr.func.value.value == "self" and fn.class_name:
+            cls = file.classes.get(fn.class_name)
+            helper = cls.methods.get(method) if cls is not None else None
+            if helper is not None:
+                return any(isinstance(n, cst.Return) and n.value is not None
+                           and _device_value(file, helper, n.value, depth + 1) for n in local_nodes(helper.node.body))
+        return False
+    if isinstance(expr, cst.Name):
+        values = fn.name_assigns.get(expr.value, [])
+        if values and all(isinstance(v, cst.Dict) and not v.elements for v in values):
+            stores = [n.value for n in local_nodes(fn.node.body) if isinstance(n, cst.Assign)
+                      and any(isinstance(t.target, cst.Subscript) and isinstance(t.target.value, cst.Name)
+                              and t.target.value.value == expr.value for t in n.targets)]
+            return bool(stores) and all(_device_value(file, fn, v, depth + 1) for v in stores)
+        return bool(values) and all(v is not None and _device_value(file, fn, v, depth + 1) for v in values)
+    return False
 
 
 _ALL_FIELDS = re.compile(r"\b(?:fields|vars|asdict|astuple|super)\s*\(|__dict__")
@@ -381,7 +512,29 @@ def _given_stream(project: Project, file: FileModel, fn: FunctionInfo) -> str | 
         if local not in fn.all_params and (looked_up or local_kind(project, file, fn, local) == STREAM) \
                 and not any(is_current_stream(project, file, fn, v) for v in values):
             names.append(local)
+    if not names:
+        names = _stream_loop_targets(fn)
     return names[0] if len(names) == 1 else None
+
+
+_STREAMS_NAME = re.compile(r"(^|_)streams$")
+
+
+def _stream_loop_targets(fn: FunctionInfo) -> list[str]:
+    """``def record_all(t, *streams): for s in streams: t.record_stream(s)``: the function records on each
+    of a collection of streams it is given (a ``*streams`` parameter, a parameter named for streams or
+    annotated as a sequence of streams); the loop variable is the stream it is given, once per stream."""
+    params = fn.node.params
+    star = params.star_arg if isinstance(params.star_arg, cst.Param) else None
+    given = [p for p in (*params.params, *params.kwonly_params, *([star] if star is not None else []))
+             if p.name.value not in ("self", "cls") and (_STREAMS_NAME.search(p.name.value) or (
+                 p.annotation is not None and "Stream" in cst.Module([]).code_for_node(p.annotation.annotation)
+                 and (p is star or any(w in cst.Module([]).code_for_node(p.annotation.annotation)
+                                       for w in ("Sequence", "List", "list", "Tuple", "tuple", "Iterable")))))]
+    names = {p.name.value for p in given}
+    return list(dict.fromkeys(loop.target.value for loop in _loops(fn.node.body)
+                              if isinstance(loop.target, cst.Name) and isinstance(loop.iter, cst.Name)
+                              and loop.iter.value in names))
 
 
 def _defaulted_only(fn: FunctionInfo, name: str) -> bool:

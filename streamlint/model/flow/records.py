@@ -21,8 +21,10 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.file import FunctionInfo, dotted
 from streamlint.model.placement import BLOCKING_HOST_READS
-from streamlint.model.syntax import local_nodes
+from streamlint.model.syntax import local_nodes, mentions_name
+from streamlint.model.flow.escapes import self_field
 from streamlint.model.flow.results import Lifetime
+from streamlint.model.heldslots import held_fields, result_fields
 from streamlint.model.flow.sidecalls import side_entry
 from streamlint.model.flow.values import Access
 from streamlint.model.streams import MAIN
@@ -55,15 +57,96 @@ class Records:
             if stream == S.alloc and S.kind in ("arg", "local") and not self.depth and self.anchor is not None:
                 self.noop_records.setdefault(S.sid, (self.anchor, label))
 
+    def new_storage(self, st: State, kind: str, stream: str, name: str | None, write: Access | None):
+        S = super().new_storage(st, kind, stream, name, write)  # type: ignore[misc]
+        if self.depth:  # made by an inlined helper: its own analysis judges the uses the helper makes
+            self.__dict__.setdefault("helper_made", set()).add(S.sid)
+        return S
+
     def access(self, st: State, tv: TVal, s: str, t: int, know: dict[str, int], write: bool) -> None:
         super().access(st, tv, s, t, know, write)  # type: ignore[misc]
         S = st.stores.get(tv.sid)
+        if not self.depth and S is not None and s != S.alloc:
+            self.__dict__.setdefault("own_uses", set()).add(S.sid)
         if s == MAIN and not self.depth and S is not None and S.kind == "arg" and self.anchor is not None:
             self.entry_uses[S.sid] = Access(s, t, self.anchor, label=S.name)  # (the latest)
+
+    def note_kept(self, st: State, S, into: cst.BaseExpression | None) -> None:
+        """Where an escaping storage goes: a field of the object (``self.blocks[k] = t``), a local container
+        (``moved.append(t)``), the function's result, or elsewhere (a callee, a container handed in: "")."""
+        if S.kind != "local":
+            return
+        field = self_field(into) if into is not None else None
+        if field is not None and (self.depth == 0 or self.cfn.class_name == self.fn.class_name):
+            dest = field
+            self.__dict__.setdefault("kept_at", {}).setdefault((S.sid, field), self.anchor)
+        elif isinstance(into, cst.Name) and into.value in st.env and into.value not in self.fn.all_params:
+            dest = "<local>"
+        elif into is None and isinstance(self.anchor, cst.Return) and not self.depth:
+            dest = "<return>"
+        else:
+            dest = ""
+        self.__dict__.setdefault("kept", {}).setdefault(S.sid, set()).add(dest)
+
+    def held_release(self, st: State, S, stored: bool = False) -> cst.CSTNode | None:
+        """The unjoined release of the fields of the object an escaping local is kept in (directly or by the
+        class's callers of this method, which store its result): then its escape is no hand-over, the object
+        drops it (:mod:`~streamlint.model.heldslots`). None when it also goes elsewhere, or some field holding it
+        is never released, or only after a join."""
+        dests = set(self.__dict__.get("kept", {}).get(S.sid, ()))
+        if not dests or "" in dests or self.fn.class_name is None:
+            return None
+        if not stored and S.sid in self.__dict__.get("helper_made", ()) \
+                and S.sid not in self.__dict__.get("own_uses", ()):
+            return None  # (the helper that made and used it is judged by itself: one finding per cause)
+        if "<local>" in dests:  # a local container holding it, handed back (`moved.append(t)` ... `return moved`)
+            names = [n for n, sids in st.held.items() if S.sid in sids]
+            if names and any(isinstance(n, cst.Return) and n.value is not None and mentions_name(n.value, *names)
+                             for n in local_nodes(self.fn.node.body)):
+                dests.add("<return>")
+        fields = {d for d in dests if not d.startswith("<")}
+        if "<return>" in dests:
+            kept = result_fields(self.project, self.file, self.fn)
+            if not kept:
+                return None
+            fields |= kept
+        held = held_fields(self.project, self.file, self.fn.class_name)
+        releases = [held[f].unjoined_release() if f in held else None for f in fields]
+        return releases[0].node if releases and all(r is not None for r in releases) else None
+
+    def check_held(self, st: State) -> None:
+        """At a function exit: locals stored into fields of the object that other methods read on another
+        stream and that some method drops without a join, not recorded on that stream here."""
+        for (sid, field), store in self.__dict__.get("kept_at", {}).items():
+            S = st.stores.get(sid)
+            if S is None or S.kind != "local" or store is None or self.held_release(st, S, True) is None:
+                continue
+            if S.alloc != MAIN and not S.alloc.startswith("self."):
+                continue  # (an allocating stream the other methods cannot name)
+            slot = held_fields(self.project, self.file, self.fn.class_name)[field]
+            reads = [r for r in slot.reads if r.method != self.fn.node.name.value]
+            if any(r.stream is None for r in reads):
+                continue  # a user stream not resolved: stay silent
+            late = next((r for r in reads if r.method not in slot.recorders and r.stream != S.alloc
+                         and r.stream not in S.recorded), None)
+            if late is None:
+                continue
+            noop = self.noop_records.get(sid)
+            key = (id(noop[0] if noop else store), "held")
+            if key in self.lifetimes:
+                continue
+            if noop is not None:
+                self.lifetimes[key] = Lifetime(noop[0], noop[1], S.alloc, late.stream, "", late.node, False,
+                                               self.cfg.mode, kind="noop-record")
+            else:
+                self.lifetimes[key] = Lifetime(store, S.name or "tensor", S.alloc, late.stream, "release",
+                                               self.held_release(st, S, True), False, self.cfg.mode, kind="held")
 
     def finalize(self, st: State) -> None:
         super().finalize(st)  # type: ignore[misc]
         self.check_noop_records(st)
+        if self.fn.class_name is not None and self.__dict__.get("kept_at"):
+            self.check_held(st)
         if self.entry_uses:
             self.check_side_entry(st)
 

@@ -3,8 +3,8 @@
 Every op reads and writes storages on the current stream; an access that is not ordered after the
 last conflicting access on another stream is a :class:`~streamlint.model.flow.results.Race`. A local
 storage dies on ``del``, on rebinding of its last name, on ``untyped_storage().resize_(0)`` or at
-function end unless it escaped; dying while another stream may still use it without
-``record_stream`` is a :class:`~streamlint.model.flow.results.Lifetime` hazard."""
+function end unless it escaped (or escaped into a field of the object that another method drops: records.py);
+dying while another stream may still use it without ``record_stream`` is a Lifetime hazard."""
 
 from __future__ import annotations
 
@@ -438,19 +438,12 @@ class Storages:
             base = parent.base if parent is not None else None
 
     def _name_of(self, st: State, tv: TVal) -> str | None:
-        for name, v in st.env.items():
-            if v is tv:
-                return name
-        return None
+        return next((name for name, v in st.env.items() if v is tv), None)
 
     # ---- lifetime
     def referenced(self, st: State, sid: int) -> bool:
         def holds(v: object) -> bool:
-            if isinstance(v, TVal):
-                return v.sid == sid
-            if isinstance(v, TupVal):
-                return any(holds(i) for i in v.items)
-            return False
+            return v.sid == sid if isinstance(v, TVal) else isinstance(v, TupVal) and any(holds(i) for i in v.items)
 
         return any(holds(v) for env in (st.env, *self.outer_envs) for v in env.values())
 
@@ -465,6 +458,7 @@ class Storages:
             S = st.stores.get(tv.sid)
             if S is not None:
                 S.escaped = True
+                self.note_kept(st, S, into)  # where it is kept (records.py: the object's held fields)
 
     def free(self, st: State, sid: int, how: str, node: cst.CSTNode | None, force: bool = False) -> None:
         S = st.stores.get(sid)
@@ -507,8 +501,11 @@ class Storages:
         key = (id(u.node), S.name)
         if key not in self.lifetimes and not unseen_pair(self, S.alloc, u.stream):
             handed = how == "function end" and self.published_after(st, u)
+            released = self.held_release(st, S) if S.escaped and how == "function end" and not handed else None
+            how, node, escaped = (how, node, (S.escaped or handed) and how == "function end") if released is None \
+                else ("release", released, False)  # kept in a field another method drops unjoined
             self.lifetimes[key] = Lifetime(u.node, u.label or S.name or "tensor", S.alloc, u.stream, how, node,
-                                           (S.escaped or handed) and how == "function end", self.cfg.mode)
+                                           escaped, self.cfg.mode)
 
     def check_pending(self, st: State, stream: str | None) -> None:
         """Frees with a use on another stream the allocating stream had not joined yet: the block returns to

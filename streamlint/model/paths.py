@@ -25,7 +25,7 @@ from streamlint.model.queries import ExecutionPath, ProjectQueries
 
 # The path of code that switches streams only through the device-generic API or an accelerator object:
 # native, on a device chosen at run time. Waits skipped on devices that order their streams' data themselves
-# are followed as on one that does not (apis.STREAM_ORDERING_DEVICE_QUERIES, flow/control.ordering_query)
+# are followed as on one that does not (apis.STREAM_ORDERING_DEVICE_QUERIES, flow/guards.ordering_query)
 DEVICE_GENERIC = "device-generic"
 
 

@@ -19,7 +19,9 @@ from streamlint.model.flow.leaves import closure_container
 from streamlint.model.flow.promises import carried, record_fields
 from streamlint.model.flow.results import Unjoined
 from streamlint.model.flow.reuse import settle_loop_frees
-from streamlint.model.flow.guards import null_context_choice, stream_type_test, same_operator_operands
+from streamlint.model.flow.guards import known_none, null_context_choice, ordering_query, same_operator_operands, \
+    stream_type_test
+from streamlint.model.flow.wrapperforks import forks_on_entry
 from streamlint.model.flow.values import (AnalysisBudgetExceeded, CVal, CtxVal, EVal, KVal, LOOP_UNROLL, MAX_PATHS,
                                           MAX_STEPS, NONE, SVal, ScopeRun, State, TVal, TupVal)
 from streamlint.model.streams import declared_globals, MAIN, STREAM
@@ -582,8 +584,8 @@ class ControlFlow:
         stream_use = next((u for u in uses if u.role in apis.STREAM_SCOPE_ROLES
                            and (u.modes is None or self.cfg.mode in u.modes)), None)
         if stream_use is not None and stream_use.role is Role.NATIVE_STREAM_CONTEXT \
-                and isinstance(stream_use.arg("stream"), cst.Name) and stream_use.arg("stream").value == "None":
-            stream_use = None  # torch.npu.stream(None) does not switch
+                and known_none(self, st, stream_use.arg("stream")):
+            stream_use = None  # torch.npu.stream(None) does not switch, nor a stream this path knows is None
         if stream_use is not None:
             key = self.scope_stream(st, stream_use)
             activation = self.activation(st, stream_use)
@@ -595,7 +597,11 @@ class ControlFlow:
                 elif contains(choice.orelse, stream_use.node):
                     activation = (choice.test, False)
 
+            forks = forks_on_entry(self.project, self.cfile, stream_use)  # the wrapper forks its stream first
+
             def active(s: State) -> list[State]:
+                if forks:
+                    self.wait_stream(s, key, s.cur)
                 return self.stream_scope(node, i, s, key)
 
             def inactive(s: State) -> list[State]:
@@ -674,23 +680,3 @@ def _walked(it: cst.BaseExpression) -> tuple[str, ...]:
             return (it.func.value.value,)
         return tuple(a.value.value for a in it.args if isinstance(a.value, cst.Name))
     return ()
-
-
-def ordering_query(test: cst.BaseExpression) -> bool | None:
-    """The value of a test decided by a device-ordering query (``acc.resolves_data_dependency()``,
-    apis.STREAM_ORDERING_DEVICE_QUERIES), negated or combined with ``and`` / ``or``: false, as on a device that
-    does not order its streams' data (on the others no stream hazard exists); None when the test depends on
-    anything else."""
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        inner = ordering_query(test.expression)
-        return None if inner is None else not inner
-    if isinstance(test, cst.BooleanOperation):
-        left, right = ordering_query(test.left), ordering_query(test.right)
-        absorbing = isinstance(test.operator, cst.Or)  # True absorbs `or`, False absorbs `and`
-        if absorbing in (left, right):
-            return absorbing
-        return left if left is not None and right is not None else None
-    if isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) \
-            and test.func.attr.value in apis.STREAM_ORDERING_DEVICE_QUERIES:
-        return False
-    return None

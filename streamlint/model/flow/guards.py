@@ -4,11 +4,14 @@
 (``if flag: main.wait_stream(s)``) or with a type test of the value (``if isinstance(s, torch.cuda.Stream):``).
 Both are the one test of the binding: :func:`null_context_choice` names it, so the interpreter branches the
 ``with`` on it and reads ``isinstance(s, …Stream)`` as that test (correlated guards, issue 16).
+Likewise ``torch.cuda.stream(s)`` with a stream that may be None switches only where ``s`` is not None: a path
+that tested it None runs the scope on the current stream (:func:`known_none`).
 """
 
 from __future__ import annotations
 
 from streamlint._lazy import cst
+from streamlint.model import apis
 from streamlint.model.file import dotted
 from streamlint.model.syntax import local_nodes
 
@@ -39,6 +42,22 @@ def null_context_choice(body: cst.CSTNode, name: str) -> tuple[cst.BaseExpressio
     return None
 
 
+def known_none(interp, st, expr: cst.BaseExpression | None) -> bool:
+    """``None``, or a stream expression the path has tested to be None (``if s is not None: s.wait_stream(cur)``
+    false, ``if not self.side: return`` true): ``torch.cuda.stream(expr)`` then switches nothing, so the fork
+    guarded by that test covers every path on which the scope really runs on the stream (correlated guards)."""
+    if isinstance(expr, cst.Name) and expr.value == "None":
+        return True
+    if not isinstance(expr, (cst.Name, cst.Attribute)):
+        return False
+    key, positive = interp.test_key(st, expr)
+    if key is None:
+        return False
+    if st.assume.get(f"{key} is None") is True:
+        return True
+    return positive and st.assume.get(key) is False  # a stream object is truthy: a falsy one is None
+
+
 def stream_type_test(test: cst.BaseExpression) -> str | None:
     """``isinstance(s, torch.cuda.Stream)``: the name whose stream-ness is tested."""
     if isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value == "isinstance" \
@@ -59,3 +78,23 @@ def same_operator_operands(test: cst.BooleanOperation) -> list[cst.BaseExpressio
         else:
             out.append(operand)
     return out
+
+
+def ordering_query(test: cst.BaseExpression) -> bool | None:
+    """The value of a test decided by a device-ordering query (``acc.resolves_data_dependency()``,
+    apis.STREAM_ORDERING_DEVICE_QUERIES), negated or combined with ``and`` / ``or``: false, as on a device that
+    does not order its streams' data (on the others no stream hazard exists); None when the test depends on
+    anything else."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = ordering_query(test.expression)
+        return None if inner is None else not inner
+    if isinstance(test, cst.BooleanOperation):
+        left, right = ordering_query(test.left), ordering_query(test.right)
+        absorbing = isinstance(test.operator, cst.Or)  # True absorbs `or`, False absorbs `and`
+        if absorbing in (left, right):
+            return absorbing
+        return left if left is not None and right is not None else None
+    if isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) \
+            and test.func.attr.value in apis.STREAM_ORDERING_DEVICE_QUERIES:
+        return False
+    return None

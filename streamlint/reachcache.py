@@ -143,6 +143,22 @@ class RecordingProject(Project):
         return found
 
 
+def _well_formed(kind: Any, args: Any) -> bool:
+    """A recorded question of a known shape (the record lives in the linted repository: untrusted)."""
+    if not isinstance(args, list):
+        return False
+    if kind == "compiling":
+        return not args
+    if kind == "containing":
+        return len(args) == 1 and isinstance(args[0], list) and all(isinstance(m, str) for m in args[0])
+    if kind == "calling":
+        return len(args) == 2 and isinstance(args[0], str) and args[0].isidentifier() \
+            and (args[1] is None or isinstance(args[1], int))
+    if kind == "renames":
+        return len(args) == 1 and isinstance(args[0], str) and args[0].isidentifier()
+    return False
+
+
 def _answer(project: Project, kind: str, args: list[Any]) -> Any:
     if kind == "compiling":
         return [path for path, _ in project.compiling_paths()]
@@ -164,15 +180,19 @@ def still_true(record: dict[str, Any], project: Project) -> bool:
             found = os.path.isfile(path) and (kind == "p" or project.in_project(path))
             if found != expected:
                 return False
+        files = set(project.all_files())  # (only the project's own files are read for a record)
         for path, markers, expected in record["contains"]:
+            if path not in files or not all(isinstance(m, str) for m in markers):
+                return False
             if project.may_contain(path, tuple(m.encode("latin-1") for m in markers)) != expected:
                 return False
         for path, digest in record["content"].items():
-            if _digest(project.file_bytes(path)) != digest:
+            if path not in files or _digest(project.file_bytes(path)) != digest:
                 return False
-        return all(_answer(project, kind, args) == expected for kind, args, expected in record["scans"])
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return False  # a record of another shape: a miss
+        return all(_well_formed(kind, args) and _answer(project, kind, args) == expected
+                   for kind, args, expected in record["scans"])
+    except Exception:  # noqa: BLE001 - a record of another shape (or a planted one): a miss
+        return False
 
 
 def _encode(facts: ReachFacts) -> list[Any]:

@@ -830,3 +830,33 @@ def test_a_reach_record_of_another_shape_is_a_miss(tmp_path: Path, monkeypatch) 
             if stored.name.startswith(("reach-", "results-")):
                 stored.write_text(junk)
         assert json.loads(cli(args).output) == first
+
+
+def test_a_planted_reach_record_is_a_miss_never_a_crash_nor_a_read_outside(tmp_path: Path, monkeypatch) -> None:
+    """The record lives in the linted repository (untrusted): questions of an unknown shape, a pattern for the
+    renames search, paths outside the project are a miss (computed again), not an error or a read."""
+    monkeypatch.chdir(tmp_path)
+    model = _project(tmp_path, noise=2)
+    args = ["check", "--isolated", "--output-format", "json", "--exit-zero", "-q", str(model)]
+    first = cli(args)
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.py"
+    outside.write_text("x = 1\n")
+    records = [p for p in (tmp_path / ".streamlint_cache" / "v2").glob("reach-*.json")]
+    assert records
+    good = {p: json.loads(p.read_text()) for p in records}
+    plants = [("scans", ["calling", [], None]), ("scans", ["renames", ["(a+)+$"], []]),
+              ("scans", ["no-such-question", [1], 1]), ("contains", [str(outside), ["x"], True]),
+              ("content", (str(outside), "0" * 64))]
+    for field, plant in plants:
+        for path, record in good.items():
+            changed = json.loads(json.dumps(record))
+            if field == "content":
+                changed["content"][plant[0]] = plant[1]
+            else:
+                changed[field].insert(0, plant)
+            path.write_text(json.dumps(changed))
+        for stored in (tmp_path / ".streamlint_cache" / "v2").glob("results-*.json"):
+            stored.unlink()
+        again = cli(args)
+        assert again.exit_code == first.exit_code, (plant, again.output)
+        assert json.loads(again.output) == json.loads(first.output), plant

@@ -27,7 +27,7 @@ from streamlint.model import apis, devobjects
 from streamlint.model.apis import ApiSpec, Role
 from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, dotted
 from streamlint.model.options import MAX_CALLER_FILES
-from streamlint.model.syntax import class_field_annotation
+from streamlint.model.syntax import class_field_annotation, names_stream_class
 from streamlint.model.uses import ApiUse, bind_arguments
 
 if TYPE_CHECKING:
@@ -215,7 +215,7 @@ def _is_stream(project: Project, file: FileModel, fn: FunctionInfo | None, expr:
         if values:  # `h2d = self._h2d_stream`
             return all(_is_stream(project, file, owner, v, depth + 1) for v in values)
         annotation = devobjects.param_annotation(owner, expr.value)
-        return annotation is not None and "Stream" in file.code(annotation)
+        return annotation is not None and names_stream_class(file.code(annotation))
     if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self" \
             and fn is not None and fn.class_name in file.classes:
         cls = file.classes[fn.class_name]
@@ -227,7 +227,7 @@ def _is_stream(project: Project, file: FileModel, fn: FunctionInfo | None, expr:
         if pairs:
             return all(_is_stream(project, file, m, v, depth + 1) for m, v in pairs)
         annotation = class_field_annotation(cls.node, expr.attr.value)
-        return annotation is not None and "Stream" in file.code(annotation)
+        return annotation is not None and names_stream_class(file.code(annotation))
     return False
 
 

@@ -179,19 +179,24 @@ def forwards_device(project: Project, file: FileModel, cls: ClassInfo, _depth: i
     """The device module a class forwards unknown attributes to through ``__getattr__`` (its own or a
     project base's): ``torch.cuda`` / ``torch.npu``, or :data:`GENERIC` when the module is chosen at run time
     (``getattr(torch, self.device_type)``); None when it does not."""
-    memo = project.derived("device_forwarding")
-    key = id(cls)
+    memo, busy = project.derived("device_forwarding"), project.derived("device_forwarding_busy")
+    key = (file.path, cls.name)
     if key in memo:
         return memo[key]
-    memo[key] = None
+    if key in busy or _depth > 3:
+        return None  # (a cycle, or cut by depth: not memoised, the answer from the top may differ)
+    busy[key] = True
     result = None
-    if _depth <= 3:
+    try:
         for c, f in class_chain(project, file, cls):
             method = c.methods.get("__getattr__")
             if method is not None:
                 result = _getattr_target(project, f, method, _depth)
                 break
-    memo[key] = result
+    finally:
+        del busy[key]
+    if not _depth:
+        memo[key] = result
     return result
 
 

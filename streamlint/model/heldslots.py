@@ -22,7 +22,7 @@ from streamlint._lazy import cst
 
 from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
-from streamlint.model.streams import MAIN, is_current_stream
+from streamlint.model.streams import MAIN, derived, is_current_stream
 from streamlint.model.syntax import local_nodes
 
 # methods that build the object's state once: a field set there is not released there
@@ -67,10 +67,11 @@ def held_fields(project, file: FileModel, class_name: str | None) -> dict[str, H
     cls = file.classes.get(class_name or "")
     if cls is None:
         return {}
-    memo = file.__dict__.setdefault("_held_fields", {})
-    if class_name not in memo:
-        memo[class_name] = _summarise(project, file, cls)
-    return memo[class_name]
+    memo = derived(project, "held_fields")  # (project-wide: it depends on other modules' wrappers and streams)
+    key = (file.path, class_name)
+    if key not in memo:
+        memo[key] = _summarise(project, file, cls)
+    return memo[key]
 
 
 def _self_field(node: cst.CSTNode) -> str | None:
@@ -273,15 +274,16 @@ def _stored_fields(method: FunctionInfo, names: set[str]) -> frozenset[str]:
     return frozenset(out)
 
 
-def stream_text(project, file: FileModel, fn: FunctionInfo, expr: cst.BaseExpression) -> str | None:
+def stream_text(project, file: FileModel, fn: FunctionInfo, expr: cst.BaseExpression,
+                _depth: int = 0) -> str | None:
     """A stream expression as the dataflow names it across methods: a field of ``self`` (``self.side``), the
     current stream (MAIN), a local assigned once from one of those; None otherwise."""
     if is_current_stream(project, file, fn, expr):
         return MAIN
     if isinstance(expr, cst.Name):
         values = fn.name_assigns.get(expr.value, [])
-        if len(values) == 1 and values[0] is not None:
-            return stream_text(project, file, fn, values[0])
+        if len(values) == 1 and values[0] is not None and _depth < 4:  # (bounded: `a, b = b, a`)
+            return stream_text(project, file, fn, values[0], _depth + 1)
         return None
     if _self_field(expr):
         return file.code(expr)

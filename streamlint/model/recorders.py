@@ -31,7 +31,7 @@ from streamlint.model.flow.callers import callers_of
 from streamlint.model.project import Project
 from streamlint.model.streams import STREAM, is_current_stream, local_kind
 from streamlint.model.uses import bind_arguments
-from streamlint.model.syntax import local_nodes, mentions_name
+from streamlint.model.syntax import local_nodes, mentions_name, names_stream_class
 from streamlint.model.walk import children
 
 PROTOCOL = "record_stream"
@@ -528,7 +528,7 @@ def _stream_loop_targets(fn: FunctionInfo) -> list[str]:
     star = params.star_arg if isinstance(params.star_arg, cst.Param) else None
     given = [p for p in (*params.params, *params.kwonly_params, *([star] if star is not None else []))
              if p.name.value not in ("self", "cls") and (_STREAMS_NAME.search(p.name.value) or (
-                 p.annotation is not None and "Stream" in cst.Module([]).code_for_node(p.annotation.annotation)
+                 p.annotation is not None and names_stream_class(cst.Module([]).code_for_node(p.annotation.annotation))
                  and (p is star or any(w in cst.Module([]).code_for_node(p.annotation.annotation)
                                        for w in ("Sequence", "List", "list", "Tuple", "tuple", "Iterable")))))]
     names = {p.name.value for p in given}

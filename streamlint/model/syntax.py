@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Iterator
 
 from streamlint._lazy import cst
@@ -150,3 +152,12 @@ def endless(loop: cst.CSTNode) -> bool:
         elif node.orelse is not None if isinstance(node, (cst.For, cst.While)) else False:
             stack.extend(children(node.orelse))  # (a nested loop's else block breaks this one)
     return True
+
+
+_STREAM_CLASS_WORD = re.compile(r"\bStream\b")
+
+
+def names_stream_class(annotation_code: str) -> bool:
+    """Does an annotation's text name a class ``Stream`` (``torch.cuda.Stream``, ``list[Stream]``,
+    ``"torch.npu.Stream | None"``), not a class merely containing the word (``StreamWriter``, ``DataStream``)?"""
+    return bool(_STREAM_CLASS_WORD.search(annotation_code))

@@ -77,7 +77,9 @@ class Records:
         if S.kind != "local":
             return
         field = self_field(into) if into is not None else None
-        if field is not None and (self.depth == 0 or self.cfn.class_name == self.fn.class_name):
+        inner = self.cfile.classes.get(self.cfn.class_name or "")  # (the class itself, not a namesake elsewhere)
+        if field is not None and (self.depth == 0 or inner is not None
+                                  and inner is self.file.classes.get(self.fn.class_name or "")):
             dest = field
             self.__dict__.setdefault("kept_at", {}).setdefault((S.sid, field), self.anchor)
         elif isinstance(into, cst.Name) and into.value in st.env and into.value not in self.fn.all_params:

@@ -125,3 +125,26 @@ def test_callers_side_stream_lifetimes_only_with_strict(tmp_path: Path, monkeypa
     assert sl301() == set()
     (tmp_path / "proj" / "streamlint.toml").write_text("[rules.SL301]\nstrict = true\n")
     assert {("digest.py", 7), ("transfer.py", 15), ("transfer.py", 31)} <= sl301()
+
+
+def test_held_release_lifetimes_only_with_strict(tmp_path: Path, monkeypatch) -> None:
+    """SL301 for a local kept in a field that another method drops without a join presumes what the object's
+    other methods do (on vLLM 0.33.0 the drop follows a host sync of an event field): reported only with the
+    rule's ``strict`` option."""
+    import json
+    import shutil
+
+    from harness import cli
+
+    src = Path(__file__).resolve().parent.parent / "fixtures" / "rules" / "sl301_held_staging_ring.py"
+    (tmp_path / "proj").mkdir()
+    shutil.copy(src, tmp_path / "proj" / "ring.py")
+    monkeypatch.chdir(tmp_path / "proj")
+
+    def sl301() -> set[int]:
+        out = json.loads(cli(["--no-cache", "--output-format", "json", "."]).stdout)
+        return {f["start"]["line"] for f in out if f["code"] == "SL301"}
+
+    assert 31 not in sl301()
+    (tmp_path / "proj" / "streamlint.toml").write_text("[rules.SL301]\nstrict = true\n")
+    assert 31 in sl301()

@@ -178,7 +178,8 @@ def _param_handles(project: Project, file: FileModel, fn: FunctionInfo) -> list[
         if name in ("self", "cls"):
             continue
         kind = kinds.get(name)
-        if kind not in (STREAM, EVENT) and not (kind is None and _HANDLE_NAME.search(name)):
+        if kind not in (STREAM, EVENT) and not (kind is None and _HANDLE_NAME.search(name)) \
+                or _host_annotated(file, fn, name):
             continue
         if not handled(fn.node.body, name):
             out.append(SilentJoin(fn, _end(fn), "stream-param", name))
@@ -229,6 +230,16 @@ def _event_handles(file: FileModel, fn: FunctionInfo) -> list[SilentJoin]:
                      and mentions_name(n.test, name)), None)
         out.append(SilentJoin(fn, test or binding, "event", name))
     return out[:1]
+
+
+def _host_annotated(file: FileModel, fn: FunctionInfo, name: str) -> bool:
+    """A parameter annotated with a class of a host-handle module (``cancel_event: Optional[threading.Event]``):
+    whatever its name says, no device event or stream."""
+    from streamlint.model.devobjects import param_annotation
+
+    annotation = param_annotation(fn, name)
+    return annotation is not None and any(isinstance(n, (cst.Name, cst.Attribute)) and apis.in_modules(
+        file.resolve(n, fn) or "", apis.HOST_HANDLE_MODULES) for n in local_nodes(annotation))
 
 
 def _host_module_call(file: FileModel, fn: FunctionInfo, expr: cst.BaseExpression) -> bool:

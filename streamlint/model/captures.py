@@ -22,7 +22,7 @@ from streamlint._lazy import cst
 
 from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, ScopeSite
-from streamlint.model.placement import host_target, host_value, non_blocking
+from streamlint.model.placement import host_source, host_target, non_blocking
 from streamlint.model.streams import derived
 from streamlint.model.syntax import local_nodes
 
@@ -99,7 +99,7 @@ def captured_host_outputs(project: Project, file: FileModel, fn: FunctionInfo, g
     cls = file.classes.get(fn.class_name or "") if graph.startswith("self.") else None
     owner = cls.methods.values() if cls is not None else [fn]
     memo = derived(project, "captured_host_outputs")
-    key = (file.path, cls.name if cls is not None else id(fn), graph)
+    key = (file.path, cls.name if cls is not None else fn.qualname, graph)
     if key not in memo:
         found: dict[str, None] = {}
         for method in owner:
@@ -161,25 +161,12 @@ def _region_nodes(file: FileModel, cls: ClassInfo | None, fn: FunctionInfo, regi
                 yield inner, method
 
 
-def _host_buffer(e: cst.BaseExpression, fn: FunctionInfo, cls: ClassInfo | None) -> bool:
-    """A local / ``self.<attr>`` every assignment of which, but ``None`` (declared empty until the buffers
-    are made), is host memory."""
-    if isinstance(e, cst.Name):
-        values = fn.name_assigns.get(e.value, [])
-    elif isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name) and e.value.value == "self" and cls:
-        values = [a.value for m in cls.methods.values() for a in m.assigns if a.target == f"self.{e.attr.value}"]
-    else:
-        return False
-    values = [v for v in values if not (isinstance(v, cst.Name) and v.value == "None")]
-    return bool(values) and all(host_value(v) for v in values)
-
-
 def _host_copy_destination(node: cst.CSTNode, fn: FunctionInfo, cls: ClassInfo | None) -> str | None:
     """``self.out_cpu.copy_(y, non_blocking=True)`` with a host-placed destination (every assignment of it
     host memory: ``torch.empty(..., device="cpu", pin_memory=True)``), or ``self.out_cpu =
     y.to("cpu", non_blocking=True)``: the destination's code."""
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "copy_" \
-            and non_blocking(node) and _host_buffer(node.func.value, fn, cls):
+            and non_blocking(node) and host_source(node.func.value, fn, cls):
         return cst.Module([]).code_for_node(node.func.value)
     if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.value, cst.Call) \
             and isinstance(node.value.func, cst.Attribute) and non_blocking(node.value) \

@@ -86,8 +86,8 @@ def host_value(e: cst.BaseExpression) -> bool:
 
 
 def host_source(e: cst.BaseExpression, fn: FunctionInfo, cls: ClassInfo | None) -> bool:
-    """``e`` (a copy's source) holds host memory: a host-giving call, or a local / ``self.<attr>`` every
-    assignment of which is one."""
+    """``e`` (a copy's source or destination) holds host memory: a host-giving call, or a local /
+    ``self.<attr>`` every assignment of which, but ``None`` (declared empty until the buffer is made), is one."""
     if host_value(e):
         return True
     if isinstance(e, cst.Name):
@@ -97,6 +97,7 @@ def host_source(e: cst.BaseExpression, fn: FunctionInfo, cls: ClassInfo | None) 
         values = [a.value for m in cls.methods.values() for a in m.assigns if a.target == f"self.{e.attr.value}"]
     else:
         return False
+    values = [v for v in values if not (isinstance(v, cst.Name) and v.value == "None")]
     return bool(values) and all(host_value(v) for v in values)
 
 

@@ -13,6 +13,7 @@ from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, host_param, string_value
 from streamlint.model.flow.callers import callers_of, calls_after, orders_after
+from streamlint.model.flow.coarse import ends_in
 from streamlint.model.flow.effects import held_object, local_method
 from streamlint.model.flow.heldresults import held_result
 from streamlint.model.flow.values import CVal, EVal, KVal, MAX_INLINE_DEPTH, NONE, State, SVal, TVal, TupVal
@@ -225,9 +226,7 @@ def dotted_test(test: cst.BaseExpression) -> str | None:
 
 
 def block_returns(block: cst.BaseSuite) -> bool:
-    body = block.body if isinstance(block, cst.IndentedBlock) else []
-    return bool(body) and isinstance(body[-1], cst.SimpleStatementLine) and any(
-        isinstance(s, cst.Return) for s in body[-1].body)
+    return ends_in(block, cst.Return)
 
 
 def _no_device_work(value: cst.BaseExpression) -> bool:

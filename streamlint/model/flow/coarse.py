@@ -16,27 +16,23 @@ from __future__ import annotations
 from streamlint._lazy import cst
 
 
-def _ends(branch: object) -> bool:
-    body = branch.body if isinstance(branch, (cst.Else, cst.If)) else branch
-    stmts = getattr(body, "body", None)
-    if isinstance(branch, cst.If) or not isinstance(stmts, (list, tuple)) or not stmts:
-        return False
-    last = stmts[-1]
-    return isinstance(last, cst.SimpleStatementLine) and any(isinstance(s, (cst.Return, cst.Raise)) for s in last.body)
+def ends_in(block: object, *kinds: type) -> bool:
+    """Does a branch's block (an ``IndentedBlock``, or an ``Else``'s) end in a statement of one of ``kinds``
+    (``cst.Return``, ``cst.Raise``)?"""
+    blk = block.body if isinstance(block, cst.Else) else block
+    last = blk.body[-1] if isinstance(blk, cst.IndentedBlock) and blk.body else None
+    return isinstance(last, cst.SimpleStatementLine) and any(isinstance(s, kinds) for s in last.body)
 
 
 def branch_ends(runner, raises: bool = False) -> bool:
     """Does a branch runner's block (its ``node``) end in a ``return`` (with ``raises``: a ``raise``)?"""
-    blk = b.body if isinstance(b := getattr(runner, "node", None), cst.Else) else b
-    last = blk.body[-1] if isinstance(blk, cst.IndentedBlock) and blk.body else None
-    return isinstance(last, cst.SimpleStatementLine) and any(isinstance(s, (cst.Return, cst.Raise)[raises])
-                                                             for s in last.body)
+    return ends_in(getattr(runner, "node", None), cst.Raise if raises else cst.Return)
 
 
 def coarse_choice(todo: list) -> tuple:
     """The one outcome a coarse run takes at a branch that mentions no ordering."""
     for outcome, runner in todo:
-        if not _ends(getattr(runner, "node", None)):
+        if not ends_in(getattr(runner, "node", None), cst.Return, cst.Raise):
             return outcome, runner
     return todo[0]
 

@@ -45,8 +45,8 @@ def recursive_call(interp, st, e: cst.Call, site) -> bool:
 def written_params(project, fn) -> frozenset[str]:
     """The parameters a function writes in place in its own body (memoised): ``p.copy_(x)``, ``p[i].zero_()``,
     ``p.data.add_(y)``, ``torch.mul(a, b, out=p)``."""
-    memo = derived(project, "written_params")
-    if id(fn) not in memo:
+    memo = fn.__dict__.setdefault("_written_params", {})  # (its own body only: kept with the function)
+    if None not in memo:
         params, found = set(fn.params) - {"self", "cls"}, set()
         for node in local_nodes(fn.node.body) if params else ():
             if not isinstance(node, cst.Call):
@@ -56,8 +56,8 @@ def written_params(project, fn) -> frozenset[str]:
                     and not func.attr.value.endswith("__"):
                 found.add(_root(func.value))
             found.update(_root(a.value) for a in node.args if a.keyword is not None and a.keyword.value == "out")
-        memo[id(fn)] = frozenset(found & params)
-    return memo[id(fn)]
+        memo[None] = frozenset(found & params)
+    return memo[None]
 
 
 def _root(expr: cst.BaseExpression) -> str | None:

@@ -33,10 +33,10 @@ def forks_on_entry(project: Project, file: FileModel, use: ApiUse) -> bool:
     if found is None:
         return False
     fn, model = found
-    memo = derived(project, "wrapper_forks_on_entry")
-    if id(fn) not in memo:
-        memo[id(fn)] = _forks(project, model, fn)
-    return memo[id(fn)]
+    memo, key = derived(project, "wrapper_forks_on_entry"), (model.path, fn.qualname)  # (not id(): a re-parsed
+    if key not in memo:  # module's new functions may reuse a dead one's id)
+        memo[key] = _forks(project, model, fn)
+    return memo[key]
 
 
 def _forks(project: Project, file: FileModel, fn: FunctionInfo) -> bool:

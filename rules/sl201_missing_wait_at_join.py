@@ -1,6 +1,7 @@
 from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.apis import STREAM_MARKERS
 from streamlint.model.dataflow import EarlyRecord, HostRead, Race, file_flows, path_tag
+from streamlint.model.eventguards import CURRENT, UnguardedRead, unguarded_reads
 from streamlint.model.flow.facades import silent_facade_syncs
 from streamlint.model.flow.joinsteps import SilentJoin, silent_joins, taken_events
 from streamlint.model.flow.protocols import DroppedEvent, dropped_events
@@ -168,6 +169,12 @@ class MissingWaitAtJoin(Rule):
                                       "recorded after their device work")
                            + ": iterate over every element (the left-out event's work is otherwise never joined)")
 
+        lines = {ctx.file.span(node).start_line for fn, flow in flows.values() for node in
+                 [r.node for r in flow.races]}
+        for read in unguarded_reads(ctx.project, ctx.file):
+            if id(read.node) not in reported and ctx.file.span(read.node).start_line not in lines:
+                reported.add(id(read.node))
+                _report_unguarded(ctx, read)
         dropping: set[int] = set()
         for cls in ctx.file.classes.values():
             for drop in dropped_events(ctx.project, ctx.file, cls):
@@ -217,6 +224,33 @@ class MissingWaitAtJoin(Rule):
             line=12,
         ),
     ]
+
+
+def _report_unguarded(ctx: RuleContext, read: UnguardedRead) -> None:
+    """A field guarded by an event of its holder read with no wait on it (model: ``eventguards``)."""
+    g = read.guard
+    tag = path_tag(ctx.project, ctx.file, read.function)
+    recorder = g.recorder.node.name.value
+    field, event = f"{read.holder}.{g.field}", f"{read.holder}.{g.event}"
+    on_current = g.stream == CURRENT
+    where = "the current stream" if on_current else f"`{g.stream}`"
+    why = (f"the constructor writes it on {where} and records `{event}` after"
+           if read.produced_here is g.record else
+           f"`{recorder}()`, called just before, writes it on {where} and records `{event}` after"
+           if read.produced_here is not None else
+           f"`{recorder}()` writes it on {where} and records `{event}` after; the module's other readers "
+           f"wait on `{g.event}` first")
+    ctx.report(read.node,
+               first_line(f"`{field}` is read on {'a side stream' if on_current else 'the current stream'} with "
+                          f"no wait on `{event}`: {why} [{tag}]",
+                          f"`{field}` is read with no wait on `{event}` [{tag}]"),
+               confidence=Confidence.MEDIUM,
+               related=[Location(ctx.file.path, ctx.file.span(g.record), f"`{g.event}` recorded here, in "
+                                                                          f"`{recorder}()`, after the write")],
+               hint=(f"`{'<side stream>' if on_current else 'torch.cuda.current_stream()'}.wait_event({event})` "
+                     f"(or the device's equivalent) before the read: `{g.event}` is what orders `{g.field}` after "
+                     f"the work on {where}; this assumes "
+                     f"that work ran before this read, as the class's protocol implies"))
 
 
 def _report_dropped(ctx: RuleContext, drop: DroppedEvent) -> None:

@@ -48,6 +48,8 @@ Layer 2 — the project
                     (``scope_stream_key``, ``tagged_stream_key``: the one stream-identity answer)
     ``heldslots``   which methods of a class use the tensors it keeps in a field (on which stream), and
                     which drop them, joined or not (SL301's class-level lifetimes)
+    ``eventguards`` which fields of an object does an event it holds guard (written on a side stream
+                    before the record), and which readers of them skip the wait (guarded-by inference)
 
 Layer 3 — one function's flow
     ``tensors``     is this value a tensor? (``TensorTyper`` for expressions, ``param_kinds`` for

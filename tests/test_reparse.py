@@ -152,3 +152,56 @@ def test_splice_refuses_the_first_and_last_statements() -> None:
     for new_text in (OWNERSHIP.replace("import torch", "import torch_npu"),
                      OWNERSHIP.replace("return b - 1", "return b - 2"), OWNERSHIP):
         assert splice(OWNERSHIP, old.model.module, old.starts, new_text, _parse_unvalidated) is None
+
+
+HELPER_JOIN = '''import torch
+
+
+def make_side():
+    return torch.npu.Stream()
+
+
+def join(side):
+    torch.npu.current_stream().wait_stream(side)
+
+
+class Layer:
+    def forward(self, x: torch.Tensor, side):
+        side.wait_stream(torch.npu.current_stream())
+        with torch.npu.stream(side):
+            y = x * 2
+        join(side)
+        return y + 1
+
+
+def tail():
+    return 0
+'''
+
+
+def test_edited_callee_changes_the_reused_callers_findings(tmp_path: Path) -> None:
+    """The caller's statement is the previous tree's node; its findings follow the helper's new body."""
+    from streamlint.config import load_settings
+    from streamlint.engine import Engine
+    from streamlint.registry import load_registry
+
+    (tmp_path / "pyproject.toml").write_text("[tool.streamlint]\n", encoding="utf-8")
+    path = tmp_path / "layer.py"
+    path.write_text(HELPER_JOIN, encoding="utf-8")
+    registry = load_registry()
+    settings = load_settings(registry, tmp_path)
+    engine = Engine(settings, registry)
+    codes = []
+    for text in (HELPER_JOIN, HELPER_JOIN.replace("    torch.npu.current_stream().wait_stream(side)", "    pass"),
+                 HELPER_JOIN):
+        engine.set_override(str(path), text.encode("utf-8"))
+        before = engine._previous.get(str(path.resolve()))
+        found = engine.lint_file(str(path)).findings
+        if before is not None:  # the class statement was reused, not parsed again
+            layer = engine._parsed[str(path.resolve())].model.module.body[4]
+            assert layer is before.model.module.body[4]
+        fresh = Engine(settings, registry)
+        fresh.set_override(str(path), text.encode("utf-8"))
+        assert [repr(f) for f in found] == [repr(f) for f in fresh.lint_file(str(path)).findings]
+        codes.append(sorted(f.code for f in found))
+    assert "SL201" not in codes[0] and "SL201" in codes[1] and codes[2] == codes[0]

@@ -16,6 +16,9 @@ What it does:
    the rules, builds the engine, resolves the package: the server is now warm);
 4. for each large module: sends ``didOpen`` (the whole text, version 1) and measures the wall time until
    ``textDocument/publishDiagnostics`` arrives for that URI and version; then ``didClose``;
+   then sends ``didChange`` with one statement added inside a method (the whole text, version 2) and
+   measures the time to the diagnostics of version 2, less the server's ``DEBOUNCE`` (the "after an
+   edit" row of issue 15);
 5. ``shutdown`` / ``exit``; the server is killed if it has not gone within a few seconds. Every wait has
    a timeout (``--timeout``, whole run) so the script cannot hang.
 
@@ -307,13 +310,42 @@ def close_doc(client: Client, path: Path) -> None:
                 and (m.get("params") or {}).get("uri") == uri and not m["params"]["diagnostics"])
 
 
-def open_each(client: Client, paths: list[Path]) -> tuple[list[float], list[int]]:
-    """(seconds to diagnostics, diagnostic count) for each file, opened and closed one after the other."""
+def edited(text: str, index: int) -> str:
+    """``text`` with one statement added inside a method body (before one of its ``return`` lines)."""
+    at = [i for i in range(len(text)) if text.startswith("\n        return ", i)]
+    k = at[(index * 7 + len(at) // 2) % len(at)]
+    return text[:k] + f"\n        edited_{index} = {index}" + text[k:]
+
+
+def change_and_wait(client: Client, path: Path, text: str, version: int) -> tuple[float, int]:
+    """didChange (the whole new text) → publishDiagnostics for that version: (seconds, diagnostics). The
+    server waits ``DEBOUNCE`` after a change before it lints: that wait is included."""
+    uri = _uri(path)
+    sent = client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
+                                                    "contentChanges": [{"text": text}]})
+
+    def match(m: dict) -> bool:
+        p = m.get("params") or {}
+        return m.get("method") == "textDocument/publishDiagnostics" and p.get("uri") == uri \
+            and p.get("version") == version
+
+    received, msg = client.wait(match)
+    return received - sent, len(msg["params"]["diagnostics"])
+
+
+def open_each(client: Client, paths: list[Path], edits: list[tuple[float, int]] | None = None) \
+        -> tuple[list[float], list[int]]:
+    """(seconds to diagnostics, diagnostic count) for each file, opened and closed one after the other;
+    with ``edits``, each file is also edited once (one statement added in a method) before it is closed,
+    and (seconds to the new diagnostics, their count) appended there."""
     seconds, counts = [], []
-    for path in paths:
-        took, n = open_and_wait(client, path, path.read_text(encoding="utf-8"))
+    for index, path in enumerate(paths):
+        text = path.read_text(encoding="utf-8")
+        took, n = open_and_wait(client, path, text)
         seconds.append(took)
         counts.append(n)
+        if edits is not None:
+            edits.append(change_and_wait(client, path, edited(text, index), 2))
         close_doc(client, path)
     return seconds, counts
 
@@ -323,22 +355,33 @@ def server_command() -> list[str]:
     return [str(exe), "server"] if exe.exists() else [sys.executable, "-m", "streamlint", "server"]
 
 
-def engine_only(root: Path, files: list[Path]) -> list[float]:
-    """Engine.lint_file on each buffer in this process (warmed on the first file), for reference."""
+def engine_only(root: Path, files: list[Path], cpu: dict | None = None) -> list[float]:
+    """Engine.lint_file on each buffer in this process (warmed on the first file, garbage collector tuned as
+    ``streamlint server`` does), for reference: wall times; with ``cpu``, the CPU seconds of each first lint
+    (``cpu["open"]``) and of a lint after one statement is added in a method (``cpu["edit"]``), the numbers
+    that the load of a shared machine inflates least."""
+    from streamlint.cli import tune_gc
     from streamlint.config import load_settings
     from streamlint.engine import Engine
     from streamlint.registry import load_registry
 
+    tune_gc()
     registry = load_registry()
     engine = Engine(load_settings(registry, root / "pkg"), registry)
     engine.lint_file(str(root / "pkg" / "warm.py"))
     times = []
-    for path in files:
+    for index, path in enumerate(files):
         data = path.read_bytes()
-        started = time.perf_counter()
+        started, used = time.perf_counter(), time.process_time()
         engine.set_override(str(path), data)
         engine.lint_file(str(path))
         times.append(time.perf_counter() - started)
+        if cpu is not None:
+            cpu.setdefault("open", []).append(time.process_time() - used)
+            used = time.process_time()
+            engine.set_override(str(path), edited(data.decode("utf-8"), index).encode("utf-8"))
+            engine.lint_file(str(path))
+            cpu.setdefault("edit", []).append(time.process_time() - used)
     return times
 
 
@@ -365,7 +408,8 @@ def run(runs: int, lines: int, timeout: float, keep: Path | None = None) -> dict
             warm_s, _ = open_and_wait(client, warm, warm.read_text(encoding="utf-8"))
             startup = time.perf_counter() - started
             close_doc(client, warm)
-            samples, counts = open_each(client, big)
+            edits: list[tuple[float, int]] = []
+            samples, counts = open_each(client, big, edits)
             # the same files once the command line has linted the project (pre-commit, CI, a terminal):
             # the server answers from the result cache when content and dependencies are unchanged
             subprocess.run([*server_command()[:-1], "check", str(root), "--exit-zero", "-q"], cwd=root,
@@ -373,15 +417,22 @@ def run(runs: int, lines: int, timeout: float, keep: Path | None = None) -> dict
             cached, cached_counts = open_each(client, big)
         finally:
             client.close()
-        engine = engine_only(root, big)
+        cpu: dict = {}
+        engine = engine_only(root, big, cpu)
         sizes = [p.read_text(encoding="utf-8").count("\n") for p in big]
         ms = [s * 1000 for s in samples]
+        from streamlint.lsp import DEBOUNCE
+
+        edit_ms = [(s - DEBOUNCE) * 1000 for s, _ in edits]
         return {
             "runs": runs, "lines": sizes, "diagnostics": counts,
             "startup_to_first_diagnostics_ms": startup * 1000, "warmup_open_ms": warm_s * 1000,
             "samples_ms": ms, "min_ms": min(ms), "median_ms": statistics.median(ms), "max_ms": max(ms),
+            "after_edit_ms": edit_ms, "after_edit_median_ms": statistics.median(edit_ms),
+            "after_edit_diagnostics": [n for _, n in edits],
             "engine_only_ms": [t * 1000 for t in engine],
             "engine_only_median_ms": statistics.median(engine) * 1000,
+            "engine_cpu_open_ms": [t * 1000 for t in cpu["open"]], "engine_cpu_edit_ms": [t * 1000 for t in cpu["edit"]],
             "cached_samples_ms": [s * 1000 for s in cached], "cached_median_ms": statistics.median(cached) * 1000,
             "cached_same_diagnostics": cached_counts == counts,
             "did_open_debounced": False, "server_exit_code": client.proc.returncode,
@@ -415,8 +466,14 @@ def main() -> None:
             print(f"  run {i + 1}: {ms:7.1f} ms  ({n} diagnostics)")
         print(f"  min {res['min_ms']:.1f} ms  median {res['median_ms']:.1f} ms  max {res['max_ms']:.1f} ms"
               f"   (target: median < 150 ms)")
+        print("didChange (one statement added in a method) → publishDiagnostics, debounce subtracted: "
+              + ", ".join(f"{t:.0f}" for t in res["after_edit_ms"]) + f" ms, median {res['after_edit_median_ms']:.1f} ms"
+              "   (target: < 100 ms)")
         print(f"Engine.lint_file alone on the same buffers: median {res['engine_only_median_ms']:.1f} ms "
               f"(" + ", ".join(f"{t:.0f}" for t in res["engine_only_ms"]) + ")")
+        print("  its CPU time: first lint " + ", ".join(f"{t:.0f}" for t in res["engine_cpu_open_ms"])
+              + " ms; after one statement added in a method " + ", ".join(f"{t:.0f}" for t in res["engine_cpu_edit_ms"])
+              + " ms")
         print(f"after `streamlint check` of the project, the same opens (served from the result cache): median "
               f"{res['cached_median_ms']:.1f} ms (" + ", ".join(f"{t:.0f}" for t in res["cached_samples_ms"])
               + f"), same diagnostics: {res['cached_same_diagnostics']}")

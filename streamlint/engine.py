@@ -47,19 +47,27 @@ class ParsedFile:
     model: FileModel | None
     tree: ast.Module | None  # the stdlib tree: statement extents for suppressions
     failure: ParseFailure | None = None
+    starts: list[int] | None = None  # where each top-level statement's code begins (reparse.splice)
 
 
 def parse_source(path: str, data: bytes, module_name: str, is_package: bool,
-                 profiler: Profiler | None = None) -> ParsedFile:
-    """Decode and parse one file, turning every failure into a ParseFailure (never raising)."""
+                 profiler: Profiler | None = None, previous: ParsedFile | None = None) -> ParsedFile:
+    """Decode and parse one file, turning every failure into a ParseFailure (never raising).
+    ``previous``: the file's last parse (an editor buffer before its latest edit): the statements the edit
+    left alone are taken from its tree (:func:`streamlint.reparse.splice`)."""
     if profiler is not None and _lazy.pending(cst):
         with _phase(profiler, "import-libcst"):  # start-up cost of the first parse, shown on its own
             _lazy.load(cst)
     with _phase(profiler, "parse"):
-        parsed = _parse_source(path, data, profiler)
+        parsed = _parse_source(path, data, profiler, previous)
     if isinstance(parsed, ParsedFile):
         return parsed
     source, module, tree = parsed
+    starts = None
+    if tree is not None:
+        from streamlint.model.positions import _statement_starts
+
+        starts = _statement_starts(module, tree)
     with _phase(profiler, "model"):
         try:
             model = FileModel(source, module, module_name, is_package)
@@ -69,7 +77,7 @@ def parse_source(path: str, data: bytes, module_name: str, is_package: bool,
         except Exception as exc:  # a model bug must not stop other files
             return ParsedFile(source, None, tree, ParseFailure(
                 f"building the semantic model crashed on this file: {type(exc).__name__}: {exc}", internal=True))
-    return ParsedFile(source, model, tree)
+    return ParsedFile(source, model, tree, starts=starts)
 
 
 def _no_validation(self: object) -> None:
@@ -89,7 +97,7 @@ def _parse_unvalidated(text: str) -> "cst.Module":
         node.__post_init__ = validate
 
 
-def _parse_source(path: str, data: bytes, profiler: Profiler | None = None) \
+def _parse_source(path: str, data: bytes, profiler: Profiler | None = None, previous: ParsedFile | None = None) \
         -> "ParsedFile | tuple[SourceFile, cst.Module, ast.Module | None]":
     try:
         source = SourceFile.from_bytes(path, data)
@@ -110,6 +118,14 @@ def _parse_source(path: str, data: bytes, profiler: Profiler | None = None) \
         return ParsedFile(source, None, None, ParseFailure("too deeply nested to analyse (recursion limit)"))
     except ValueError as exc:
         return ParsedFile(source, None, None, ParseFailure(f"cannot parse: {exc}"))
+    if tree is not None and previous is not None and previous.source is not None and previous.model is not None:
+        from streamlint.reparse import splice
+
+        with _phase(profiler, "reparse"):
+            module = splice(previous.source.text, previous.model.module, previous.starts, source.text,
+                            _parse_unvalidated)
+        if module is not None:
+            return source, module, tree
     try:
         module = _parse_unvalidated(source.text)
     except cst.ParserSyntaxError as exc:
@@ -161,6 +177,7 @@ class Engine:
         self.root = Path(project_root or settings.project_root).absolute()
         self._overrides: dict[str, bytes] = {}
         self._parsed: dict[str, ParsedFile] = {}
+        self._previous: dict[str, ParsedFile] = {}  # an edited buffer's last parse (reparse.splice)
         self._digests: dict[str, str] = {}  # sha256 of the parsed bytes, computed on request
         self._profiler: Profiler | None = None  # set by --profile
         scope = frozenset(os.path.abspath(p) for p in project_scope) if project_scope is not None else None
@@ -200,7 +217,10 @@ class Engine:
             self._overrides.pop(key, None)
         else:
             self._overrides[key] = data
-        self._parsed.pop(key, None)
+        last = self._parsed.pop(key, None)
+        self._previous.pop(key, None)
+        if data is not None and last is not None and last.model is not None and last.starts is not None:
+            self._previous[key] = last  # the next parse of this buffer reuses what the edit left alone
         self.project._files.pop(key, None)
         self.project.forget_bytes(key)
         self.project._uses.clear()
@@ -287,7 +307,7 @@ class Engine:
                     parsed = ParsedFile(None, None, None, ParseFailure(f"cannot read file: {exc.strerror}"))
             if parsed is None:
                 assert data is not None
-                parsed = parse_source(path, data, name, is_pkg, self.profiler)
+                parsed = parse_source(path, data, name, is_pkg, self.profiler, self._previous.pop(key, None))
             self._parsed[key] = parsed
             self._digests.pop(key, None)
         return parsed

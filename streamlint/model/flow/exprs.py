@@ -7,19 +7,17 @@ generic torch / project calls (:meth:`Expressions.generic`), or inlined helpers 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
-from streamlint.model.apis import GRAPH_TASK_ROLES, Role
+from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, dotted, string_value
 from streamlint.model.flow.computed import computes_tensor
 from streamlint.model.flow.counters import NVal, counter_part
 from streamlint.model.flow.places import cached_stream_getter, host_arguments
 from streamlint.model.flow.recursion import recursive_call
-from streamlint.model.flow.calls import kept_arguments, metadata_only, plain_container, returned_argument, wait_self_expr
-from streamlint.model.flow.values import CVal, CtxVal, EVal, IVal, KVal, NONE, SVal, State, TVal, TupVal, \
-    merge_clock
-from streamlint.model.streams import declared_globals, EVENT, MAIN, STREAM, current_stream_getter, tagged_stream_key
+from streamlint.model.flow.calls import kept_arguments, metadata_only, plain_container, returned_argument
+from streamlint.model.flow.values import CVal, IVal, KVal, NONE, SVal, State, TVal, TupVal
+from streamlint.model.streams import declared_globals, EVENT, MAIN, STREAM, current_stream_getter
 from streamlint.model.flow.leaves import closure_container
 from streamlint.model.syntax import target_names
 from streamlint.model.waits import host_handshake, signaller_forks
@@ -47,9 +45,6 @@ from streamlint.model.tensors import (
     tensor_method,
     torch_returns_tensor,
 )
-
-if TYPE_CHECKING:
-    from streamlint.model.uses import ApiUse
 
 
 # An all-reduce wrapper outside the project (``tensor_model_parallel_all_reduce(x)``): the collective
@@ -607,94 +602,3 @@ class Expressions:
             if v is tv:
                 st.env[name] = new
         return new
-
-    # ---- APIs
-    def api(self, st: State, e: cst.Call, use: ApiUse) -> object:
-        role = use.role
-
-        def val(param: str) -> tuple[object, cst.BaseExpression | None]:
-            expr = use.value(param)
-            if expr is None:
-                return None, None
-            if use.arg(param) is None:  # a wrapper constant: render without evaluation
-                sv = string_value(expr)
-                return (CVal(sv) if sv is not None else None), expr
-            return self.ev(st, expr), expr
-
-        if role is Role.WAIT_TENSOR:
-            target, texpr = val("self")
-            if texpr is None:
-                texpr = wait_self_expr(self.project, self.cfile, use)
-                target = self.ev(st, texpr) if texpr is not None else None
-            dep, _ = val("dependency")
-            for tv in self.tensors(st, dep):
-                lw = st.stores[tv.sid].last_write
-                snap = dict(lw.snap) if lw is not None and lw.snap is not None else {}
-                if lw is not None:
-                    snap[lw.stream] = max(snap.get(lw.stream, -1), lw.time)
-                for t in self.tensors(st, target):
-                    st.deps.setdefault(t.vid, []).append(snap)
-            if isinstance(target, TVal) and self.depth == 0:
-                name = self.file.code(texpr) if texpr is not None else "tensor"
-                st.waits.setdefault(target.vid, []).append((self.clock + 1, self.anchor or e, name))
-            self.tick()
-            return target
-        if role is Role.OPS_WAIT:
-            tensors, _ = val("tensors")
-            items = tensors.items if isinstance(tensors, TupVal) else (tensors,)
-            for item in items:
-                if isinstance(item, EVal):
-                    self.wait_event(st, st.cur, item.key)
-                for tv in self.tensors(st, item):
-                    lw = st.stores[tv.sid].last_write
-                    if lw is not None and lw.stream != st.cur:
-                        merge_clock(st.vc.setdefault(st.cur, {}), lw.snap or {lw.stream: lw.time})
-            return None
-        if role is Role.OPS_RECORD:
-            key = self.anonymous_key("event", e)
-            self.record(st, st.cur, key)
-            return EVal(key)
-        if role in (Role.TAGGED_EVENT_RECORD, Role.TAGGED_EVENT_WAIT):
-            v, expr = val("event")
-            key = self.event_key(st, v, expr)
-            if role is Role.TAGGED_EVENT_RECORD:
-                self.record(st, st.cur, key)
-            else:
-                self.wait_event(st, st.cur, key)
-            return None
-        if role is Role.RECORD_TAGGED_STREAM:
-            v, _ = val("input")
-            tag, texpr = val("tagged_stream")
-            name = tag.value if isinstance(tag, CVal) and isinstance(tag.value, str) else None
-            if name is None and texpr is not None:
-                name = string_value(texpr)
-            stream = MAIN if name == "default" else (tagged_stream_key(name) if name is not None else None)
-            for tv in self.tensors(st, v):
-                S = st.stores.get(tv.sid)
-                if S is not None and stream is not None:
-                    S.recorded.add(stream)
-            return None
-        if role is Role.DEVICE_SYNCHRONIZE:
-            self.sync_all(st)
-            return None
-        if role is Role.CURRENT_STREAM:
-            return SVal(st.cur)
-        if role is Role.DEFAULT_STREAM:
-            return SVal(MAIN)
-        if role is Role.STREAM_NEW:
-            return SVal(self.anonymous_key("stream", e))
-        if role in (Role.EVENT_NEW, Role.TAGGED_EVENT_CREATE):
-            return EVal(self.anonymous_key("event", e))
-        if role is Role.PREFETCH:  # an L2 prefetch hint: moves no tensor data another stream could race with
-            for arg in e.args:
-                self.ev(st, arg.value)
-            self.op(st, e, [], result=False)  # still work queued on this stream (matters for capture joins)
-            return None
-        if role is Role.NATIVE_STREAM_CONTEXT and (use.modes is None or self.cfg.mode in use.modes) \
-                and not (isinstance(use.arg("stream"), cst.Name) and use.arg("stream").value == "None"):
-            return CtxVal(self.scope_stream(st, use))  # entered later by `with ctx:` (control.with_item)
-        if role in (Role.NATIVE_STREAM_CONTEXT, Role.STREAM_SWITCH, Role.GRAPH_CAPTURE, Role.SET_STREAM,
-                    Role.LIMIT_CORE_NUM, Role.SUPER_KERNEL, Role.OTHER_TORCHAIR_SCOPE, Role.NULL_CONTEXT,
-                    Role.LIMIT_CORE_NUM_NPUGRAPH_EX):
-            return None
-        return self.graph_task(st, e, use) if role in GRAPH_TASK_ROLES else self.generic(st, e, use.spec.qualname)

@@ -15,8 +15,9 @@ from streamlint.model.flow.computed import computes_tensor
 from streamlint.model.flow.counters import NVal, counter_part
 from streamlint.model.flow.places import cached_stream_getter, host_arguments
 from streamlint.model.flow.recursion import recursive_call
+from streamlint.model.flow.rootranks import on_root_rank, root_expression
 from streamlint.model.flow.calls import kept_arguments, metadata_only, plain_container, returned_argument
-from streamlint.model.flow.values import CVal, IVal, KVal, NONE, SVal, State, TVal, TupVal
+from streamlint.model.flow.values import CVal, IVal, KVal, NONE, SVal, State, TVal, TupVal, known_truth
 from streamlint.model.streams import declared_globals, EVENT, MAIN, STREAM, current_stream_getter
 from streamlint.model.flow.leaves import closure_container
 from streamlint.model.syntax import target_names
@@ -142,9 +143,7 @@ class Expressions:
                 return None
             return self.op(st, e, [inner]) if self.tensors(st, inner) else None
         if isinstance(e, cst.BooleanOperation):
-            self.ev(st, e.left)
-            self.ev(st, e.right)
-            return None
+            return self.boolean_operation(st, e)
         if isinstance(e, cst.Comparison):
             if all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in e.comparisons):
                 return None
@@ -168,6 +167,21 @@ class Expressions:
         if isinstance(e, cst.Await):
             return self.ev(st, e.expression)
         return None
+
+    def boolean_operation(self, st: State, e: cst.BooleanOperation) -> object:
+        """The value of ``a or b`` / ``a and b``: the operand Python hands back. A left operand of known
+        truth decides alone (``None or current_stream()`` is the current stream, a stream object is true: the
+        right operand is not evaluated); of unknown truth, the value both operands agree on (``s = s or
+        self._compute()`` where ``s`` is None or already that stream on every path), else unknown."""
+        left = self.ev(st, e.left)
+        truth = known_truth(left)
+        is_or = isinstance(e.operator, cst.Or)
+        if truth is is_or:
+            return left  # `stream or ...` / `None and ...`: short-circuits to the left operand
+        right = self.ev(st, e.right)
+        if truth is not None:
+            return right
+        return left if is_or and left is not None and left == right and not isinstance(left, TVal) else None
 
     def comprehension(self, st: State, e) -> object:
         """A comprehension over a tracked tensor value (a tensor, the ``*inputs`` handed in) binds its
@@ -417,6 +431,9 @@ class Expressions:
             ws = [positional[i] for i in written if i < len(positional) and positional[i] is not None]
             rs = [positional[i] for i in read if i < len(positional) and i not in written
                   and positional[i] is not None]
+            root = root_expression(e, last)
+            if root is not None and on_root_rank(self.cfile, self.cfn, e, root):
+                rs, ws = rs + ws, []  # `broadcast(t, src=s)` on rank s (rootranks.py): only reads `t`
             self.op(st, e, rs, ws, result=False)
             return None
         if target in _HOST_VERDICTS:  # a Python bool / an exception computed from device data: the host waits

@@ -85,6 +85,23 @@ def host_value(e: cst.BaseExpression) -> bool:
     return isinstance(e.func, cst.Attribute) and host_value(e.func.value)
 
 
+def settled_host_value(e: cst.BaseExpression) -> bool:
+    """A host-giving call (:func:`host_value`) whose chain queues no asynchronous copy: ``x.to("cpu")``,
+    ``x.detach().cpu().pin_memory()``, ``torch.empty(n, device="cpu")``. When it returns, the host holds the
+    finished contents (a blocking D2H copy waits for the stream; a host copy or factory is host work): storing
+    it is no work on any stream."""
+    if not host_value(e):
+        return False
+    node = e
+    while isinstance(node, cst.Call):
+        if non_blocking(node):
+            return False
+        node = node.func.value if isinstance(node.func, cst.Attribute) else None
+        while isinstance(node, cst.Attribute):
+            node = node.value
+    return True
+
+
 def host_source(e: cst.BaseExpression, fn: FunctionInfo, cls: ClassInfo | None) -> bool:
     """``e`` (a copy's source or destination) holds host memory: a host-giving call, or a local /
     ``self.<attr>`` every assignment of which, but ``None`` (declared empty until the buffer is made), is one."""

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.apis import COLLECTIVE_PARAMS, COLLECTIVES
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
+from streamlint.model.placement import settled_host_value
 from streamlint.model.streams import derived
 from streamlint.model.walk import children
 
@@ -122,7 +123,9 @@ def _writes(file: FileModel, body: cst.CSTNode) -> list[tuple[str, cst.CSTNode]]
         n = stack.pop()
         if isinstance(n, cst.With) and any("stream" in file.code(item.item).lower() for item in n.items):
             continue  # a write queued on a side stream: a class protocol's (flow/protocols.py), not the step's
-        if isinstance(n, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+        if isinstance(n, (cst.Assign, cst.AnnAssign)) and n.value is not None and settled_host_value(n.value):
+            pass  # `self.host_copy[k] = p.to("cpu")`: host memory the host finished writing, no stream work
+        elif isinstance(n, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
             targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
             for t in targets:
                 if isinstance(t, cst.Subscript) or isinstance(n, cst.AugAssign):

@@ -7,19 +7,18 @@ generic torch / project calls (:meth:`Expressions.generic`), or inlined helpers 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
-from streamlint.model.apis import GRAPH_TASK_ROLES, Role
+from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, dotted, string_value
 from streamlint.model.flow.computed import computes_tensor
 from streamlint.model.flow.counters import NVal, counter_part
 from streamlint.model.flow.places import cached_stream_getter, host_arguments
 from streamlint.model.flow.recursion import recursive_call
-from streamlint.model.flow.calls import kept_arguments, metadata_only, plain_container, returned_argument, wait_self_expr
-from streamlint.model.flow.values import CVal, CtxVal, EVal, IVal, KVal, NONE, SVal, State, TVal, TupVal, \
-    merge_clock
-from streamlint.model.streams import declared_globals, EVENT, MAIN, STREAM, current_stream_getter, tagged_stream_key
+from streamlint.model.flow.rootranks import on_root_rank, root_expression
+from streamlint.model.flow.calls import kept_arguments, metadata_only, plain_container, returned_argument
+from streamlint.model.flow.values import CVal, IVal, KVal, NONE, SVal, State, TVal, TupVal, known_truth
+from streamlint.model.streams import declared_globals, EVENT, MAIN, STREAM, current_stream_getter
 from streamlint.model.flow.leaves import closure_container
 from streamlint.model.syntax import target_names
 from streamlint.model.waits import host_handshake, signaller_forks
@@ -47,9 +46,6 @@ from streamlint.model.tensors import (
     tensor_method,
     torch_returns_tensor,
 )
-
-if TYPE_CHECKING:
-    from streamlint.model.uses import ApiUse
 
 
 # An all-reduce wrapper outside the project (``tensor_model_parallel_all_reduce(x)``): the collective
@@ -147,9 +143,7 @@ class Expressions:
                 return None
             return self.op(st, e, [inner]) if self.tensors(st, inner) else None
         if isinstance(e, cst.BooleanOperation):
-            self.ev(st, e.left)
-            self.ev(st, e.right)
-            return None
+            return self.boolean_operation(st, e)
         if isinstance(e, cst.Comparison):
             if all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in e.comparisons):
                 return None
@@ -173,6 +167,21 @@ class Expressions:
         if isinstance(e, cst.Await):
             return self.ev(st, e.expression)
         return None
+
+    def boolean_operation(self, st: State, e: cst.BooleanOperation) -> object:
+        """The value of ``a or b`` / ``a and b``: the operand Python hands back. A left operand of known
+        truth decides alone (``None or current_stream()`` is the current stream, a stream object is true: the
+        right operand is not evaluated); of unknown truth, the value both operands agree on (``s = s or
+        self._compute()`` where ``s`` is None or already that stream on every path), else unknown."""
+        left = self.ev(st, e.left)
+        truth = known_truth(left)
+        is_or = isinstance(e.operator, cst.Or)
+        if truth is is_or:
+            return left  # `stream or ...` / `None and ...`: short-circuits to the left operand
+        right = self.ev(st, e.right)
+        if truth is not None:
+            return right
+        return left if is_or and left is not None and left == right and not isinstance(left, TVal) else None
 
     def comprehension(self, st: State, e) -> object:
         """A comprehension over a tracked tensor value (a tensor, the ``*inputs`` handed in) binds its
@@ -422,6 +431,9 @@ class Expressions:
             ws = [positional[i] for i in written if i < len(positional) and positional[i] is not None]
             rs = [positional[i] for i in read if i < len(positional) and i not in written
                   and positional[i] is not None]
+            root = root_expression(e, last)
+            if root is not None and on_root_rank(self.cfile, self.cfn, e, root):
+                rs, ws = rs + ws, []  # `broadcast(t, src=s)` on rank s (rootranks.py): only reads `t`
             self.op(st, e, rs, ws, result=False)
             return None
         if target in _HOST_VERDICTS:  # a Python bool / an exception computed from device data: the host waits
@@ -607,94 +619,3 @@ class Expressions:
             if v is tv:
                 st.env[name] = new
         return new
-
-    # ---- APIs
-    def api(self, st: State, e: cst.Call, use: ApiUse) -> object:
-        role = use.role
-
-        def val(param: str) -> tuple[object, cst.BaseExpression | None]:
-            expr = use.value(param)
-            if expr is None:
-                return None, None
-            if use.arg(param) is None:  # a wrapper constant: render without evaluation
-                sv = string_value(expr)
-                return (CVal(sv) if sv is not None else None), expr
-            return self.ev(st, expr), expr
-
-        if role is Role.WAIT_TENSOR:
-            target, texpr = val("self")
-            if texpr is None:
-                texpr = wait_self_expr(self.project, self.cfile, use)
-                target = self.ev(st, texpr) if texpr is not None else None
-            dep, _ = val("dependency")
-            for tv in self.tensors(st, dep):
-                lw = st.stores[tv.sid].last_write
-                snap = dict(lw.snap) if lw is not None and lw.snap is not None else {}
-                if lw is not None:
-                    snap[lw.stream] = max(snap.get(lw.stream, -1), lw.time)
-                for t in self.tensors(st, target):
-                    st.deps.setdefault(t.vid, []).append(snap)
-            if isinstance(target, TVal) and self.depth == 0:
-                name = self.file.code(texpr) if texpr is not None else "tensor"
-                st.waits.setdefault(target.vid, []).append((self.clock + 1, self.anchor or e, name))
-            self.tick()
-            return target
-        if role is Role.OPS_WAIT:
-            tensors, _ = val("tensors")
-            items = tensors.items if isinstance(tensors, TupVal) else (tensors,)
-            for item in items:
-                if isinstance(item, EVal):
-                    self.wait_event(st, st.cur, item.key)
-                for tv in self.tensors(st, item):
-                    lw = st.stores[tv.sid].last_write
-                    if lw is not None and lw.stream != st.cur:
-                        merge_clock(st.vc.setdefault(st.cur, {}), lw.snap or {lw.stream: lw.time})
-            return None
-        if role is Role.OPS_RECORD:
-            key = self.anonymous_key("event", e)
-            self.record(st, st.cur, key)
-            return EVal(key)
-        if role in (Role.TAGGED_EVENT_RECORD, Role.TAGGED_EVENT_WAIT):
-            v, expr = val("event")
-            key = self.event_key(st, v, expr)
-            if role is Role.TAGGED_EVENT_RECORD:
-                self.record(st, st.cur, key)
-            else:
-                self.wait_event(st, st.cur, key)
-            return None
-        if role is Role.RECORD_TAGGED_STREAM:
-            v, _ = val("input")
-            tag, texpr = val("tagged_stream")
-            name = tag.value if isinstance(tag, CVal) and isinstance(tag.value, str) else None
-            if name is None and texpr is not None:
-                name = string_value(texpr)
-            stream = MAIN if name == "default" else (tagged_stream_key(name) if name is not None else None)
-            for tv in self.tensors(st, v):
-                S = st.stores.get(tv.sid)
-                if S is not None and stream is not None:
-                    S.recorded.add(stream)
-            return None
-        if role is Role.DEVICE_SYNCHRONIZE:
-            self.sync_all(st)
-            return None
-        if role is Role.CURRENT_STREAM:
-            return SVal(st.cur)
-        if role is Role.DEFAULT_STREAM:
-            return SVal(MAIN)
-        if role is Role.STREAM_NEW:
-            return SVal(self.anonymous_key("stream", e))
-        if role in (Role.EVENT_NEW, Role.TAGGED_EVENT_CREATE):
-            return EVal(self.anonymous_key("event", e))
-        if role is Role.PREFETCH:  # an L2 prefetch hint: moves no tensor data another stream could race with
-            for arg in e.args:
-                self.ev(st, arg.value)
-            self.op(st, e, [], result=False)  # still work queued on this stream (matters for capture joins)
-            return None
-        if role is Role.NATIVE_STREAM_CONTEXT and (use.modes is None or self.cfg.mode in use.modes) \
-                and not (isinstance(use.arg("stream"), cst.Name) and use.arg("stream").value == "None"):
-            return CtxVal(self.scope_stream(st, use))  # entered later by `with ctx:` (control.with_item)
-        if role in (Role.NATIVE_STREAM_CONTEXT, Role.STREAM_SWITCH, Role.GRAPH_CAPTURE, Role.SET_STREAM,
-                    Role.LIMIT_CORE_NUM, Role.SUPER_KERNEL, Role.OTHER_TORCHAIR_SCOPE, Role.NULL_CONTEXT,
-                    Role.LIMIT_CORE_NUM_NPUGRAPH_EX):
-            return None
-        return self.graph_task(st, e, use) if role in GRAPH_TASK_ROLES else self.generic(st, e, use.spec.qualname)

@@ -18,6 +18,7 @@ from streamlint.model.flow.escapes import EventEscapes
 from streamlint.model.flow.hostreads import HostReads
 from streamlint.model.flow.hostsync import HostSyncs
 from streamlint.model.flow.xfer import TransferSends
+from streamlint.model.flow.apicalls import ApiCalls
 from streamlint.model.flow.exprs import Expressions
 from streamlint.model.flow.orderings import Orderings
 from streamlint.model.flow.protocols import protocol_inputs, seed
@@ -70,7 +71,7 @@ def _last_simple(body: list) -> cst.CSTNode | None:
     return node.body[-1] if node is not None and node.body else None
 
 
-class Interp(Orderings, Records, Storages, Expressions, SyncMethods, Calls, ControlFlow, Elements, EventEscapes, HostReads,
+class Interp(Orderings, Records, Storages, Expressions, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes, HostReads,
              HostSyncs, TransferSends, Counters, Promises, Slots, Replays):
     """Path-sensitive abstract interpretation of one function body in program order."""
 

@@ -95,6 +95,17 @@ class CtxVal:
 NONE = CVal(None)
 
 
+def known_truth(v: object) -> bool | None:
+    """The truth Python gives value ``v`` when the model knows it: None and False are false, True and stream,
+    event and stream-context objects (no ``__bool__``) are true; anything else (a tensor, a number kept as its
+    source text, an unknown value) is unknown (None)."""
+    if isinstance(v, CVal) and (v.value is None or isinstance(v.value, bool)):
+        return bool(v.value)
+    if isinstance(v, (SVal, EVal, CtxVal)):
+        return True
+    return None
+
+
 @dataclass
 class Access:
     stream: str

@@ -40,6 +40,9 @@ Layer 2 — the project
     ``devobjects``  which objects stand for the device module without a getter (a module-level
                     ``current_platform`` whose class forwards ``__getattr__`` to ``torch.<device>``, an
                     annotated parameter, an object imported from another package)?
+    ``devfields``   what does a member of a project object hold (``self.dev = torch.get_device_module(t)``
+                    in any method, a property, ``cls(handle=...)`` keyword constructions), and which
+                    project classes may a receiver be?
     ``compile``     where is code compiled, with which backend / config, reaching what?
     ``paths``       which execution path (ge / reduce-overhead / npugraph_ex / eager / cuda) does a
                     function run on?

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 
-from streamlint.model import apis, devobjects
+from streamlint.model import apis, devfields, devobjects
 from streamlint.model.apis import ApiSpec, Role
 from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, dotted
 from streamlint.model.options import MAX_CALLER_FILES
@@ -76,8 +76,20 @@ def _receiver_specs(project: Project, file: FileModel, fn: FunctionInfo | None, 
                     method: str, depth: int, via: set[str] | None = None) -> set[ApiSpec]:
     """The specs ``recv.<method>(...)`` may invoke, when ``recv`` denotes an accelerator object (``via``
     collects "object" when a device object decided it: :mod:`~streamlint.model.devobjects`)."""
-    if depth > 3:
+    if depth > 4:
         return set()
+    if isinstance(recv, cst.IfExp):  # `torch.get_device_module(t) if new_torch else torch.cuda`
+        arms = [a for a in (recv.body, recv.orelse) if not devfields.is_none(a)]
+        found = [_receiver_specs(project, file, fn, a, method, depth + 1, via) for a in arms]
+        return set().union(*found) if found and all(found) else set()
+    if isinstance(recv, cst.Call) and dotted(recv.func) == "getattr" and len(recv.args) >= 2 \
+            and isinstance(recv.args[0].value, (cst.Name, cst.Attribute)) \
+            and file.resolve(recv.args[0].value, fn) == "torch":
+        name = recv.args[1].value
+        if isinstance(name, cst.SimpleString):  # `getattr(torch, "npu")`
+            module = _device_module(f"torch.{name.evaluated_value}")
+            return _module_spec(module, method) if module is not None else set()
+        return {apis.SPECS[_generic(METHODS[method])]}  # `getattr(torch, device_type)`: chosen at run time
     if isinstance(recv, (cst.Name, cst.Attribute)):
         module = _device_module(file.resolve(recv, fn))
         if module is not None:  # `dev = torch.cuda` / `return torch.npu`: the device module itself
@@ -95,10 +107,21 @@ def _receiver_specs(project: Project, file: FileModel, fn: FunctionInfo | None, 
         if qualname == "torch.get_device_module":
             return {apis.SPECS[_generic(METHODS[method])]}
         target = project.function(qualname, file) if qualname else None
+        if target is None:
+            built = devfields.constructed_class(project, file, fn, recv)
+            if built is not None:  # `Backend(dev)`: an object of a project device class
+                return _class_specs(project, built[1], built[0], method)
         if target is None or target[0].class_name is not None:
             return set()
         return _getter_specs(project, target[1], target[0], method) \
             or _returned_specs(project, target[1], target[0], method, depth, via)
+    if isinstance(recv, cst.Attribute) and isinstance(recv.value, cst.Name) and recv.value.value != "self":
+        # `context.device_handle`: a member of a project object the name holds (an annotated parameter, a
+        # local built by a constructor), bound in the class wherever the project sees it
+        holders = devfields.holder_classes(project, file, fn, recv.value)
+        if holders:
+            found = [_bound_specs(project, m, c, recv.attr.value, method, depth, via) for c, m in holders]
+            return set().union(*found) if all(found) else set()
     if isinstance(recv, cst.Attribute) and not (isinstance(recv.value, cst.Name) and recv.value.value == "self"):
         # `get_platform().device_module`: a member of the project object a getter returns (its class, or the
         # subclasses a base class stands for), which is the device module
@@ -112,12 +135,17 @@ def _receiver_specs(project: Project, file: FileModel, fn: FunctionInfo | None, 
         return set().union(*found) if all(found) else set()
     if isinstance(recv, cst.Attribute) and isinstance(recv.value, cst.Name) and recv.value.value == "self" \
             and fn is not None and fn.class_name in file.classes:
-        key = f"self.{recv.attr.value}"
-        cls = file.classes[fn.class_name]
-        pairs = [(m, a.value) for m in cls.methods.values() for a in m.assigns if a.target == key]
-        found = [_receiver_specs(project, file, m, v, method, depth + 1, via) for m, v in pairs if v is not None]
-        return set().union(*found) if found and all(found) else set()
+        return _bound_specs(project, file, file.classes[fn.class_name], recv.attr.value, method, depth, via)
     return set()
+
+
+def _bound_specs(project: Project, file: FileModel, cls: ClassInfo, attr: str, method: str, depth: int,
+                 via: set[str] | None) -> set[ApiSpec]:
+    """``<obj of cls>.<attr>.<method>(...)``: every value the class (its bases, properties, keyword
+    constructions) binds to ``attr`` is a device module (or a device object)."""
+    bound = devfields.member_values(project, file, cls, attr)
+    found = [_receiver_specs(project, m, f, v, method, depth + 1, via) for f, m, v in bound or ()]
+    return set().union(*found) if found and all(found) else set()
 
 
 # The device modules whose stream API the linter knows (another device's module, ``torch.xpu``, is not one:

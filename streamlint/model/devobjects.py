@@ -233,6 +233,17 @@ def _holder_module(project: Project, file: FileModel, method: FunctionInfo, expr
         if len(values) != 1:
             return None
         expr = values[0]
+    if isinstance(expr, cst.Call) and isinstance(expr.func, (cst.Name, cst.Attribute)) \
+            and file.resolve(expr.func, method) == "torch.get_device_module":
+        return GENERIC  # the device module chosen at run time
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self" \
+            and method.class_name in file.classes and depth < 3:
+        # `getattr(self.module, name)` with `self.module = torch.get_device_module(t)` in `__init__`
+        key = f"self.{expr.attr.value}"
+        bound = [(m, f, a.value) for c, f in class_chain(project, file, file.classes[method.class_name])
+                 for m in c.methods.values() for a in m.assigns if a.target == key and a.value is not None]
+        found = {_holder_module(project, f, m, v, depth + 1) for m, f, v in bound}
+        return found.pop() if len(found) == 1 and None not in found else (GENERIC if found and None not in found else None)
     if isinstance(expr, cst.Call) and dotted(expr.func) == "getattr" and len(expr.args) >= 2:
         root = file.resolve(expr.args[0].value, method) if isinstance(expr.args[0].value, (cst.Name, cst.Attribute)) else None
         if root == "torch" and not isinstance(expr.args[1].value, cst.SimpleString):

@@ -254,6 +254,8 @@ def param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict[str
         resolved = file.resolve(ann.annotation, fn) if isinstance(ann.annotation, (cst.Name, cst.Attribute)) else None
         if resolved is not None and _host_sync_class(resolved):
             kinds[p.name.value] = "other"  # `flag: threading.Event`: a host thread's flag, no device event
+        elif code.replace(" ", "").split("[", 1)[0].rsplit(".", 1)[-1] == "Callable":
+            kinds[p.name.value] = "other"  # `fn: Callable[[Tensor], None]`: a function, whatever it takes
         elif any(c in code for c in _CONTAINER_ANNOTATIONS):
             kinds[p.name.value] = "container"
         elif "Stream" in code:

@@ -169,8 +169,8 @@ class MissingWaitAtJoin(Rule):
                                       "recorded after their device work")
                            + ": iterate over every element (the left-out event's work is otherwise never joined)")
 
-        lines = {ctx.file.span(node).start_line for fn, flow in flows.values() for node in
-                 [r.node for r in flow.races]}
+        lines = {ctx.file.span(race.node).start_line for flow in {id(f): f for _, f in flows.values()}.values()
+                 for race in flow.races}
         for read in unguarded_reads(ctx.project, ctx.file):
             if id(read.node) not in reported and ctx.file.span(read.node).start_line not in lines:
                 reported.add(id(read.node))

@@ -11,6 +11,9 @@ What makes the splice the tree a full parse gives, and when it is refused (a ful
   module's header comments and the previous statement's indented trailing comments, whose owner a parse
   decides from the lines after them, are untouched), and they end before the start (leading blank and
   comment lines included) of a statement that is not past the end of the module;
+- the module's default indentation is not lost with the edited lines (when no block precedes them and the
+  new lines have none, the old ones had none either), and no indented comment line lies before the next untouched statement (the edited
+  statement's block could own it);
 - the new lines are parsed between two dummy ``pass`` lines at column 0, so that their leading lines and an
   indented block's trailing comments are given to a statement or a block footer exactly as between two
   top-level statements of the whole module; both dummies must come back as plain ``pass`` lines without
@@ -71,6 +74,9 @@ def splice(old_text: str, old_module: "libcst.Module", starts: list[int] | None,
     j = next((k for k in range(i + 1, len(body)) if starts[k] - 1 >= end_changed), None)
     if j is None:
         return None
+    own_j = starts[j] - 1 + len(body[j].leading_lines)
+    if any(line[:1] in (" ", "\t") and line.lstrip().startswith("#") for line in old[starts[j] - 1:own_j]):
+        return None  # an indented comment before the next statement: the edited block may own it
     delta = len(new) - len(old)
     lo, hi = starts[i] - 1, starts[j] - 1 + delta  # the new lines to parse: [lo, hi)
     if hi <= lo:
@@ -89,9 +95,15 @@ def splice(old_text: str, old_module: "libcst.Module", starts: list[int] | None,
                 and dummy.trailing_whitespace.comment is None):
             return None
     middle = tuple(part.body[1:-1])
+    if not _blocks(body[:i]) and not _blocks(middle) and _blocks(body[i:j]):
+        return None  # the old default indentation came from the edited lines; a later block decides it now
     if part.with_changes(body=middle).code != segment:
         return None
     return old_module.with_changes(body=(*body[:i], *middle, *body[j:]))
+
+
+def _blocks(statements) -> bool:
+    return any(isinstance(stmt, cst.BaseCompoundStatement) for stmt in statements)
 
 
 __all__ = ["splice"]

@@ -74,6 +74,21 @@ def test_splice_is_the_full_parse(path: Path) -> None:
     assert spliced or len(old.starts) < 8
 
 
+@pytest.mark.parametrize("old_text, new_text", [
+    # the edited statement now ends in a block that owns the indented comment before the next statement
+    ("import os\n\nclass A:\n    pass\n\ny = 2\n    # c\nz = 3\n",
+     "import os\n\nclass A:\n    pass\n\ndef y():\n    pass\n    # c\nz = 3\n"),
+    # the module's first indented block is the edited one: the default indentation comes from a later block
+    ("import os\n\ndef f():\n    return 1\n\ndef g():\n  return 2\n",
+     "import os\n\nf = 1\n\ndef g():\n  return 2\n"),
+])
+def test_splice_refuses_or_matches_the_full_parse(old_text: str, new_text: str) -> None:
+    """Edits whose parse depends on lines outside the edited statements (a review's counterexamples)."""
+    old = _parsed(old_text)
+    got = splice(old_text, old.model.module, old.starts, new_text, _parse_unvalidated)
+    assert got is None or got.deep_equals(_parse_unvalidated(new_text))
+
+
 def test_engine_reuses_the_unchanged_statements(tmp_path: Path) -> None:
     """An edit in one method: the other top-level statements are the previous tree's nodes, and the
     findings are a fresh engine's."""

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
-from streamlint.model.streams import derived
+from streamlint.model.streams import EVENT, attr_kind, derived, local_kind
 from streamlint.model.syntax import local_nodes
 
 if TYPE_CHECKING:
@@ -161,8 +161,7 @@ def _method_writes(project: Project, file: FileModel, cls: ClassInfo, name: str,
 
 def holder_class(project: Project, file: FileModel, fn: FunctionInfo, holder: str) -> ClassInfo | None:
     """The project class of ``holder`` in ``fn``: ``self`` of a method, a parameter annotated with a class
-    of this module (or one it imports), an unannotated parameter every attribute use of which is one class of
-    this module's."""
+    of this module (or one it imports)."""
     if holder == "self":
         return file.classes.get(fn.class_name or "") if fn.params[:1] == ("self",) else None
     if holder not in fn.all_params:
@@ -179,26 +178,7 @@ def holder_class(project: Project, file: FileModel, fn: FunctionInfo, holder: st
                 if found is not None and isinstance(found[0], ClassInfo):
                     return found[0]
             return None
-    used = {n.attr.value for n in local_nodes(fn.node.body)
-            if isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name) and n.value.value == holder}
-    if not used:
-        return None
-    fits = [c for c in file.classes.values() if used <= _class_attrs(file, c)]
-    return fits[0] if len(fits) == 1 else None
-
-
-def _class_attrs(file: FileModel, cls: ClassInfo) -> set[str]:
-    memo = file.__dict__.setdefault("_eventguard_attrs", {})
-    if cls.name not in memo:
-        attrs = set(cls.methods)
-        for stmt in cls.node.body.body:
-            for n in (stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ()):
-                if isinstance(n, cst.AnnAssign) and isinstance(n.target, cst.Name):
-                    attrs.add(n.target.value)
-        for m in cls.methods.values():
-            attrs |= {a.target[5:].split(".", 1)[0].split("[", 1)[0] for a in m.assigns if a.target.startswith("self.")}
-        memo[cls.name] = attrs
-    return memo[cls.name]
+    return None  # (an unannotated parameter: its attribute names alone do not say its class)
 
 
 def _recorded(file: FileModel, site) -> tuple[str, str, str | None] | None:
@@ -228,6 +208,16 @@ def _recorded_local(file: FileModel, fn: FunctionInfo, site) -> tuple[str, str, 
         return None
     hf = _stored_event(fn, name)
     return (hf[0], hf[1], explicit) if hf else None
+
+
+def _is_event(project: Project, file: FileModel, fn: FunctionInfo, cls: ClassInfo, site, event: str) -> bool:
+    """Is what the site records evidently an event (never the evidence of a ``record()`` method name alone:
+    ``self.stats.record()``)? The local recorded (``ev = torch.cuda.Event(); ev.record()``) or the holder
+    field (its assignments in the class of this module, or its class-level annotation) is an event."""
+    recv = site.node.func.value if site.method == "record" else site.node.args[0].value
+    if isinstance(recv, cst.Name):
+        return local_kind(project, file, fn, recv.value) == EVENT
+    return file.classes.get(cls.name) is cls and attr_kind(project, file, cls, event) == EVENT
 
 
 def _stored_event(fn: FunctionInfo, name: str) -> tuple[str, str] | None:
@@ -274,7 +264,7 @@ def event_guards(project: Project, file: FileModel) -> dict[str, list[Guard]]:
                 continue
             holder, event, explicit = rec
             cls = holder_class(project, file, fn, holder)
-            if cls is None or _timing(project, file, event):
+            if cls is None or _timing(project, file, event) or not _is_event(project, file, fn, cls, site, event):
                 continue
             if scopes is None:
                 scopes = _stream_scopes(project, file, fn)
@@ -429,16 +419,17 @@ def _unguarded(project, file, fn, holder, cls, guards) -> UnguardedRead | None:
             if not on_holder and not passes:
                 continue
             target = cls.methods.get(site.method or "") if on_holder else None
+            target_file = file
             if target is None and not on_holder:
                 found = project.call_target(file, site)
-                target = found[0] if found is not None else None
+                target, target_file = (found[0], found[1]) if found is not None else (None, file)
             if target is None:
                 joined = True  # an unknown helper given the holder: perhaps it waits
                 break
             if target is g.recorder:
                 produced, joined = site.node, False
                 continue
-            if _joins_in(project, file, target, g.event):
+            if _joins_in(project, target_file, target, g.event):
                 joined = True
                 break
         if joined or any(site.method in ("wait_stream", "synchronize") or site.method in _WAITS

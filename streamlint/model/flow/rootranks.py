@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from streamlint._lazy import cst
 from streamlint.model.file import FileModel, FunctionInfo, Guard
-from streamlint.model.walk import children
+from streamlint.model.syntax import contains
 
 # Rooted collectives whose one tensor the root only reads: the keyword of the root, its position
 ROOTED_READS = {"broadcast": ("src", 1)}
@@ -58,12 +58,20 @@ def _names_root(file: FileModel, test: cst.BaseExpression, root: str, negated: b
                 or isinstance(op, (cst.NotEqual, cst.IsNot)) and negated):
             return False
         sides = (_norm(file.code(test.left)), _norm(file.code(test.comparisons[0].comparator)))
-        return root in sides and sides[0] != sides[1]
+        # the other side must be this process's rank (`rank == src`), not any value equal to it (`step == 0`)
+        return root in sides and sides[0] != sides[1] and _ranks(sides[1] if sides[0] == root else sides[0])
     if isinstance(test, (cst.Name, cst.Attribute)) and not negated:
         owner, _, name = root.rpartition(".")
+        if not _ranks(name):
+            return False
         predicate = f"{owner}.is_{name}" if owner else f"is_{name}"
         return _norm(file.code(test)) == predicate
     return False
+
+
+def _ranks(text: str) -> bool:
+    """Does an expression's text stand for a rank (``rank``, ``self.pp_rank``, ``dist.get_rank()``)?"""
+    return "rank" in text.lower()
 
 
 def _entry_conditions(fn: FunctionInfo, call: cst.Call) -> list[tuple[cst.BaseExpression, bool]]:
@@ -71,7 +79,7 @@ def _entry_conditions(fn: FunctionInfo, call: cst.Call) -> list[tuple[cst.BaseEx
     c`` (c holds), ``if c: return`` / ``raise`` (c does not hold)."""
     out: list[tuple[cst.BaseExpression, bool]] = []
     for stmt in fn.node.body.body:
-        if _contains(stmt, call):
+        if contains(stmt, call):
             break
         if isinstance(stmt, cst.SimpleStatementLine):
             out += [c for s in stmt.body if isinstance(s, cst.Assert) for c in Guard(s.test, False).conditions()]
@@ -84,13 +92,3 @@ def _leaves(block: cst.BaseSuite) -> bool:
     stmts = block.body if isinstance(block, cst.IndentedBlock) else [block]
     last = stmts[-1] if stmts else None
     return isinstance(last, cst.SimpleStatementLine) and any(isinstance(s, (cst.Return, cst.Raise)) for s in last.body)
-
-
-def _contains(node: cst.CSTNode, target: cst.CSTNode) -> bool:
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if n is target:
-            return True
-        stack.extend(children(n))
-    return False

@@ -27,7 +27,7 @@ from streamlint.model import apis, devfields, devobjects
 from streamlint.model.apis import ApiSpec, Role
 from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, dotted
 from streamlint.model.options import MAX_CALLER_FILES
-from streamlint.model.syntax import class_field_annotation, names_stream_class
+from streamlint.model.syntax import class_field_annotation, is_none, names_stream_class
 from streamlint.model.uses import ApiUse, bind_arguments
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ def _receiver_specs(project: Project, file: FileModel, fn: FunctionInfo | None, 
     if depth > 4:
         return set()
     if isinstance(recv, cst.IfExp):  # `torch.get_device_module(t) if new_torch else torch.cuda`
-        arms = [a for a in (recv.body, recv.orelse) if not devfields.is_none(a)]
+        arms = [a for a in (recv.body, recv.orelse) if not is_none(a)]
         found = [_receiver_specs(project, file, fn, a, method, depth + 1, via) for a in arms]
         return set().union(*found) if found and all(found) else set()
     if isinstance(recv, cst.Call) and dotted(recv.func) == "getattr" and len(recv.args) >= 2 \

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model import devobjects
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
+from streamlint.model.syntax import is_none
 
 if TYPE_CHECKING:
     from streamlint.model.queries import ProjectQueries as Project
@@ -49,7 +50,7 @@ def member_values(project: Project, file: FileModel, cls: ClassInfo, attr: str) 
             out += [(getter, mod, r.value) for r in getter.returns if r.value is not None]
         for method in c.methods.values():
             out += [(method, mod, a.value) for a in method.assigns
-                    if a.target in targets and a.value is not None and not _is_none(a.value)]
+                    if a.target in targets and a.value is not None and not is_none(a.value)]
         out += _keyword_constructions(mod, c, attr)
     memo[key] = out or None
     return memo[key]
@@ -93,20 +94,12 @@ def _keyword_constructions(mod: FileModel, cls: ClassInfo, attr: str) -> list[Bi
         func = site.node.func
         own = fn is not None and fn.class_name == cls.name and isinstance(func, cst.Name) and func.value == "cls"
         if not own and not (isinstance(func, cst.Name) and func.value == cls.name
-                            and (site.target or "").endswith(f".{cls.name}")):
+                            and site.target == f"{mod.module_name}.{cls.name}"):
             continue
         for arg in site.node.args:
-            if arg.keyword is not None and arg.keyword.value == attr and fn is not None and not _is_none(arg.value):
+            if arg.keyword is not None and arg.keyword.value == attr and fn is not None and not is_none(arg.value):
                 out.append((fn, mod, arg.value))
     return out
 
 
-def _is_none(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "None"
-
-
-def is_none(expr: cst.BaseExpression) -> bool:
-    return _is_none(expr)
-
-
-__all__ = ["Binding", "constructed_class", "holder_classes", "is_none", "member_values"]
+__all__ = ["Binding", "constructed_class", "holder_classes", "member_values"]

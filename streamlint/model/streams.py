@@ -26,7 +26,7 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, ScopeSite, dotted, string_value
-from streamlint.model.syntax import class_field_annotation, contains
+from streamlint.model.syntax import class_field_annotation, contains, is_none
 from streamlint.model.walk import children
 
 if TYPE_CHECKING:
@@ -450,14 +450,10 @@ def _stream_texts(file: FileModel, fn: FunctionInfo | None, expr: cst.BaseExpres
             break
         value = values[0]
         if isinstance(value, cst.IfExp):  # `s = self.alt if overlap else None`
-            value = value.orelse if _is_none(value.body) else value.body
+            value = value.orelse if is_none(value.body) else value.body
         text = file.code(value) + text[match.end():]
         keys.add(stream_family(text))
     return keys
-
-
-def _is_none(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "None"
 
 
 def _wait_call(stmt: cst.CSTNode) -> cst.Call | None:
@@ -588,16 +584,16 @@ def _enabling_tests(file: FileModel, fn: FunctionInfo, site: ScopeSite) -> set[t
         values = fn.name_assigns.get(call.args[0].value.value, ())
         if len(values) == 1 and isinstance(values[0], cst.IfExp):
             value = values[0]
-            if _is_none(value.orelse):
+            if is_none(value.orelse):
                 tests.add((file.code(value.test), False))
-            elif _is_none(value.body):
+            elif is_none(value.body):
                 tests.add((file.code(value.test), True))
     return tests
 
 
 def _no_stream(file: FileModel, arm: cst.BaseExpression) -> bool:
     """An arm of a conditional ``with`` item that enters no stream (``contextlib.nullcontext()``)."""
-    return _is_none(arm) or (isinstance(arm, cst.Call) and not arm.args
+    return is_none(arm) or (isinstance(arm, cst.Call) and not arm.args
                              and file.code(arm.func).rsplit(".", 1)[-1] == "nullcontext")
 
 

@@ -67,6 +67,11 @@ def strip_not(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
     return test, positive
 
 
+def is_none(expr: cst.BaseExpression | None) -> bool:
+    """Is the expression the literal ``None``?"""
+    return isinstance(expr, cst.Name) and expr.value == "None"
+
+
 def contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
     """True when ``inner`` is ``outer`` or one of its descendants (nested definitions included)."""
     stack = [outer]
@@ -130,7 +135,7 @@ def lexical_index(root: cst.CSTNode) -> dict[int, tuple[int, int]]:
     return index
 
 
-__all__ = ["contains", "lexical_index", "local_nodes"]
+__all__ = ["contains", "is_none", "lexical_index", "local_nodes"]
 
 
 def endless(loop: cst.CSTNode) -> bool:

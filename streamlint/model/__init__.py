@@ -53,6 +53,8 @@ Layer 2 — the project
                     which drop them, joined or not (SL301's class-level lifetimes)
     ``eventguards`` which fields of an object does an event it holds guard (written on a side stream
                     before the record), and which readers of them skip the wait (guarded-by inference)
+    ``hostobjects`` is a value an instance of a class that is no tensor type (``self.opts =
+                    DecodeOptions(...)``: host state, never device data)?
 
 Layer 3 — one function's flow
     ``tensors``     is this value a tensor? (``TensorTyper`` for expressions, ``param_kinds`` for

@@ -238,7 +238,7 @@ def annotation_kind(file: FileModel, fn: FunctionInfo | None, annotation: cst.Ba
     return None
 
 
-def attr_kind(project: Project, file: FileModel, cls: ClassInfo | None, attr: str) -> str | None:
+def attr_kind(project: Project, file: FileModel, cls: ClassInfo | None, attr: str, _depth: int = 0) -> str | None:
     """Kind of ``self.<attr>`` in a class, from its ``self.<attr> = ...`` / ``Cls.<attr> = ...``
     assignments (any method), else from a class-level field annotation."""
     if cls is None:
@@ -261,8 +261,25 @@ def attr_kind(project: Project, file: FileModel, cls: ClassInfo | None, attr: st
         if not kinds and getter is not None and "property" in getter.decorators \
                 and current_stream_getter(project, file, getter):
             kinds.add(MAIN_STREAM)
+        if not kinds and not any(assign.target in targets for m in cls.methods.values() for assign in m.assigns):
+            # a field a project base class sets (`self.infer_stream = current_stream()` in the base's __init__)
+            kinds.add(_base_attr_kind(project, file, cls, attr, _depth))
+            kinds.discard(None)
         cache[attr] = kinds.pop() if len(kinds) == 1 else None
     return cache[attr]
+
+
+def _base_attr_kind(project: Project, file: FileModel, cls: ClassInfo, attr: str, depth: int) -> str | None:
+    """The kind of ``self.<attr>`` the nearest project base class setting it gives (three levels at most)."""
+    if depth >= 3:
+        return None
+    for base in cls.bases:
+        sym = project.symbol(base, file)
+        if sym is not None and isinstance(sym[0], ClassInfo) and sym[0] is not cls:
+            kind = attr_kind(project, sym[1], sym[0], attr, depth + 1)
+            if kind is not None:
+                return kind
+    return None
 
 
 def local_kind(project: Project, file: FileModel, fn: FunctionInfo, name: str) -> str | None:

@@ -26,6 +26,7 @@ from streamlint.model.apis import Role
 from streamlint.model.placement import (  # noqa: F401  (re-exported: the host-placement helpers)
     BLOCKING_HOST_READS, HOST_COPY_METHODS, HOST_FACTORIES, host_factory, host_placed, host_target, non_blocking,
 )
+from streamlint.model.hostobjects import constructed_host_object
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, host_annotation, host_param, string_value
 from streamlint.model.streams import EVENT, STREAM, annotation_kind, derived
 from streamlint.model.syntax import class_field_annotation, field_reads, target_names
@@ -182,7 +183,8 @@ def host_attr(project: Project, file: FileModel, cls: ClassInfo | None, attr: st
     if attr not in memo:
         values = [(m, a.value) for m in cls.methods.values() for a in m.assigns if a.target == f"self.{attr}"]
         values = [(m, v) for m, v in values if not (isinstance(v, cst.Name) and v.value == "None")]
-        memo[attr] = bool(values) and all(_host_value(m, v) for m, v in values)
+        memo[attr] = bool(values) and all(_host_value(m, v) or constructed_host_object(project, file, m, v)
+                                          for m, v in values)  # (an instance of a non-tensor class: hostobjects.py)
     return memo[attr]
 
 

@@ -21,7 +21,8 @@ from streamlint.model.flow.results import Unjoined
 from streamlint.model.flow.reuse import settle_loop_frees
 from streamlint.model.flow.guards import known_none, null_context_choice, ordering_query, same_operator_operands, \
     stream_type_test
-from streamlint.model.flow.wrapperforks import forks_on_entry
+from streamlint.model.flow.hostnames import host_object_names
+from streamlint.model.flow.wrapperforks import forks_on_entry, joins_on_exit, yields_caller_stream
 from streamlint.model.flow.values import (AnalysisBudgetExceeded, CVal, CtxVal, EVal, KVal, LOOP_UNROLL, MAX_PATHS,
                                           MAX_STEPS, NONE, SVal, ScopeRun, State, TVal, TupVal)
 from streamlint.model.streams import declared_globals, MAIN, STREAM
@@ -182,6 +183,8 @@ class ControlFlow:
 
     def assign(self, st: State, target: cst.BaseExpression, v: object, value_node: cst.BaseExpression) -> None:
         if isinstance(target, cst.Name):
+            if isinstance(v, TVal) and target.value in host_object_names(self.project, self.cfn):
+                v = KVal(target.value, opaque=True)  # `results[0].outputs`: a host object (hostnames.py)
             if isinstance(v, SVal) and v.key.startswith("<stream@") and value_node is not None \
                     and isinstance(value_node, cst.Call) and target.value not in st.env \
                     and v not in st.globs.values():  # (a stream a module global holds keeps its identity)
@@ -599,10 +602,21 @@ class ControlFlow:
 
             forks = forks_on_entry(self.project, self.cfile, stream_use)  # the wrapper forks its stream first
 
+            joins = joins_on_exit(self.project, self.cfile, stream_use)  # ... and joins it back on exit
+
+            caller = yields_caller_stream(self.project, self.cfile, stream_use) and item.asname is not None \
+                and isinstance(item.asname.name, cst.Name)
+
             def active(s: State) -> list[State]:
+                if caller:  # `with on_side(dev) as caller:` names the stream current at the entry
+                    s.env[item.asname.name.value] = SVal(s.cur)
                 if forks:
                     self.wait_stream(s, key, s.cur)
-                return self.stream_scope(node, i, s, key)
+                out = self.stream_scope(node, i, s, key)
+                for r in out if joins else ():
+                    if not r.done:
+                        self.wait_stream(r, r.cur, key)
+                return out
 
             def inactive(s: State) -> list[State]:
                 return self.with_item(node, i + 1, s)

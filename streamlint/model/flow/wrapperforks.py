@@ -26,12 +26,29 @@ if TYPE_CHECKING:
 def forks_on_entry(project: Project, file: FileModel, use: ApiUse) -> bool:
     """Does the project context manager called by ``use`` (a stream scope reached through wrappers, in
     ``file``) make its scope stream wait on the entering current stream before it switches?"""
+    return _summary(project, file, use)[0]
+
+
+def joins_on_exit(project: Project, file: FileModel, use: ApiUse) -> bool:
+    """Does it make the current stream wait on its scope stream after the ``yield``'s scope closes
+    (``caller.wait_stream(side)`` after ``with torch.cuda.stream(side): yield``)? Then the caller's code
+    after the ``with`` is ordered after the with-body."""
+    return _summary(project, file, use)[1]
+
+
+def yields_caller_stream(project: Project, file: FileModel, use: ApiUse) -> bool:
+    """Does it yield the stream current at its entry (``with torch.cuda.stream(side): yield caller``)? The
+    ``as`` name then is the caller's stream."""
+    return _summary(project, file, use)[2]
+
+
+def _summary(project: Project, file: FileModel, use: ApiUse) -> tuple[bool, bool, bool]:
     if not use.wrappers:
-        return False
+        return False, False, False
     site = file.call_site(use.node)
     found = project.call_target(file, site) if site is not None else None
     if found is None:
-        return False
+        return False, False, False
     fn, model = found
     memo, key = derived(project, "wrapper_forks_on_entry"), (model.path, fn.qualname)  # (not id(): a re-parsed
     if key not in memo:  # module's new functions may reuse a dead one's id)
@@ -39,26 +56,53 @@ def forks_on_entry(project: Project, file: FileModel, use: ApiUse) -> bool:
     return memo[key]
 
 
-def _forks(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
+def _forks(project: Project, file: FileModel, fn: FunctionInfo) -> tuple[bool, bool, bool]:
     order = lexical_index(fn.node)
-    waits: dict[str, int] = {}  # stream text -> where it is made to wait on the current stream
+    waits: dict[str, list] = {}  # stream text -> the calls making it wait on the current stream
+    joins: dict[str, list] = {}  # stream text -> the calls making the current stream wait on it
     for s in fn.calls:
-        if s.method == "wait_stream" and isinstance(s.node.func, cst.Attribute) and len(s.node.args) == 1 \
-                and s.scope is None and is_current_stream(project, file, fn, s.node.args[0].value) \
-                and all(_identity_guard(file, g.test, g.negated, s.node) for g in s.guards):
-            waits.setdefault(file.code(s.node.func.value), order[id(s.node)][0])
-    if not waits:
-        return False
+        if s.method != "wait_stream" or not isinstance(s.node.func, cst.Attribute) or len(s.node.args) != 1 \
+                or s.scope is not None:
+            continue
+        if is_current_stream(project, file, fn, s.node.args[0].value):
+            waits.setdefault(file.code(s.node.func.value), []).append(s)
+        elif is_current_stream(project, file, fn, s.node.func.value):
+            joins.setdefault(file.code(s.node.args[0].value), []).append(s)
+    yielded = [n.value for n in local_nodes(fn.node) if isinstance(n, cst.Yield) and n.value is not None]
+    caller = bool(yielded) and all(isinstance(v, cst.Name) and is_current_stream(project, file, fn, v)
+                                   for v in yielded if not (isinstance(v, cst.Name) and v.value == "None"))
+    if not waits and not joins:
+        return False, False, caller
+    fork = join = False
     for node in local_nodes(fn.node):
         if not isinstance(node, cst.With) or not any(isinstance(n, cst.Yield) for n in local_nodes(node.body)):
             continue
+        at = order[id(node)][0]
         for item in node.items:
             scope = file.scope_site(item)
             for u in project.scope_use(file, scope).uses if scope is not None else ():
                 arg = u.arg("stream") if u.role is Role.NATIVE_STREAM_CONTEXT else None
-                if arg is not None and waits.get(file.code(arg), order[id(node)][0]) < order[id(node)][0]:
-                    return True
-    return False
+                if arg is None:
+                    continue
+                inner = file.call_site(u.node)
+                shared = [(id(g.test), g.negated) for g in inner.guards] if inner is not None else []
+                fork |= any(order[id(w.node)][0] < at and _guards_hold(file, w, shared)
+                            for w in waits.get(file.code(arg), ()))
+                join |= any(order[id(j.node)][0] > at and not _in(j.node, node)
+                            and all((id(g.test), g.negated) in shared for g in j.guards)
+                            for j in joins.get(file.code(arg), ()))
+    return fork, join, caller
+
+
+def _guards_hold(file: FileModel, wait, shared: list) -> bool:
+    """The wait runs whenever the switch does: each of its guards also encloses the switching ``with``
+    (``if device.type == "cuda":`` around both), or only skips the wait where no fork is needed."""
+    return all((id(g.test), g.negated) in shared or _identity_guard(file, g.test, g.negated, wait.node)
+               for g in wait.guards)
+
+
+def _in(inner: cst.CSTNode, outer: cst.CSTNode) -> bool:
+    return any(n is inner for n in local_nodes(outer))
 
 
 def _identity_guard(file: FileModel, test: cst.BaseExpression, negated: bool, wait: cst.Call) -> bool:
@@ -74,4 +118,4 @@ def _identity_guard(file: FileModel, test: cst.BaseExpression, negated: bool, wa
     return sides == {file.code(wait.func.value), file.code(wait.args[0].value)}  # type: ignore[attr-defined]
 
 
-__all__ = ["forks_on_entry"]
+__all__ = ["forks_on_entry", "joins_on_exit", "yields_caller_stream"]

@@ -1,12 +1,12 @@
 """Locals the function itself shows to be host objects (issue 16 §1, FP class host-object-not-tensor).
 
 A name the function reads an attribute of an element of that no ``torch.Tensor`` has (``results[0].outputs``,
-``conv[-1].role``: a collection of host objects), or assigns such an attribute on (``opts.n = 1``: a tensor
-takes no new fields in practice) holds a host object, or a collection of them (a bare read, ``out.logits``,
-is no evidence: a model output holds tensors); when nothing in the function uses the same name as a
-tensor (a tensor attribute, a tensor method), a value the flow would otherwise take for a tensor (an opaque
-call's result computed from its arguments) is not bound to it as one: host objects are neither produced nor
-read by a stream."""
+``conv[-1].role``: a collection of host objects), or stores a host literal in such an attribute of (``opts.n
+= 1``; ``param.main_grad = buf`` may be a tensor's field), holds a host object or a collection of them (a bare
+read, ``out.logits``, is no evidence: a model output holds tensors). When nothing in the function uses the
+same name as a tensor (a tensor attribute, a tensor method), a value the flow would otherwise take for a
+tensor (an opaque call's result computed from its arguments) is not bound to it as one: host objects are
+neither produced nor read by a stream."""
 
 from __future__ import annotations
 
@@ -38,13 +38,20 @@ def _owner(e: cst.BaseExpression) -> str | None:
     return e.value if isinstance(e, cst.Name) else None
 
 
+def _literal(v: cst.BaseExpression) -> bool:
+    if isinstance(v, cst.UnaryOperation):
+        v = v.expression
+    return isinstance(v, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)) or (
+        isinstance(v, cst.Name) and v.value in ("True", "False", "None"))
+
+
 def _scan(fn: FunctionInfo) -> frozenset[str]:
     host: set[str] = set()
     tensor: set[str] = set()
     nodes = list(local_nodes(fn.node))
     calls = {id(n.func) for n in nodes if isinstance(n, cst.Call)}
-    stores = {id(t.target) for n in nodes if isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign))
-              for t in (n.targets if isinstance(n, cst.Assign) else [n])}
+    # `opts.n = 1`: a host literal stored in a new field (`param.main_grad = buf` may well be a tensor's)
+    stores = {id(t.target) for n in nodes if isinstance(n, cst.Assign) and _literal(n.value) for t in n.targets}
     for node in nodes:
         if not isinstance(node, cst.Attribute):
             continue

@@ -196,8 +196,7 @@ class MissingRecordStream(Rule):
                            f"{use} (line {line}) [{issue.mode}]",
                            f"this record is on the stream the tensor's memory belongs to, not the one using it "
                            f"(line {line}) [{issue.mode}]")
-        expr = stream_expr(issue.use_stream, main, issue.mode)
-        target = f"`{issue.name}.record_stream({expr})`" if expr else f"a record on {use}"
+        target = _record_on_user(issue, main, use)
         hint = (f"recording on {alloc} is a no-op for the allocator: use {target}, or the memory can be handed to new "
                 f"work on {alloc} while {use} still uses it")
         ctx.report(issue.node, first, confidence=Confidence.MEDIUM,
@@ -212,8 +211,7 @@ class MissingRecordStream(Rule):
                            f"without a join of {alloc} and not recorded on {use} [{issue.mode}]",
                            f"`{issue.name}` is kept on the object, used on another stream and dropped unjoined at line "
                            f"{line} [{issue.mode}]")
-        expr = stream_expr(issue.use_stream, main, issue.mode)
-        target = f"`{issue.name}.record_stream({expr})`" if expr else f"a record on {use}"
+        target = _record_on_user(issue, main, use)
         hint = (f"add {target} before storing it, or join {alloc} on {use} before dropping it: otherwise its memory "
                 f"can be handed to new work on {alloc} while {use} still uses it")
         ctx.report(issue.node, first, confidence=Confidence.LOW,
@@ -435,3 +433,9 @@ def _forks(issue, flow, ctx: RuleContext, line: int) -> str:
                     if r.kind == "read" and r.src == MAIN and r.dst == issue.alloc
                     and ctx.file.span(r.node).start_line < line})
     return ", ".join(str(n) for n in lines[:3])
+
+
+def _record_on_user(issue, main: str | None, use: str) -> str:
+    """The record a hint asks for: on the stream that uses the tensor (its expression when it has one)."""
+    expr = stream_expr(issue.use_stream, main, issue.mode)
+    return f"`{issue.name}.record_stream({expr})`" if expr else f"a record on {use}"

@@ -51,10 +51,12 @@ class ParsedFile:
 
 
 def parse_source(path: str, data: bytes, module_name: str, is_package: bool,
-                 profiler: Profiler | None = None, previous: ParsedFile | None = None) -> ParsedFile:
+                 profiler: Profiler | None = None, previous: ParsedFile | None = None,
+                 editable: bool = False) -> ParsedFile:
     """Decode and parse one file, turning every failure into a ParseFailure (never raising).
     ``previous``: the file's last parse (an editor buffer before its latest edit): the statements the edit
-    left alone are taken from its tree (:func:`streamlint.reparse.splice`)."""
+    left alone are taken from its tree (:func:`streamlint.reparse.splice`). ``editable``: an editor buffer,
+    whose next edit may be spliced into this parse (its statements' start lines are kept for that)."""
     if profiler is not None and _lazy.pending(cst):
         with _phase(profiler, "import-libcst"):  # start-up cost of the first parse, shown on its own
             _lazy.load(cst)
@@ -64,7 +66,7 @@ def parse_source(path: str, data: bytes, module_name: str, is_package: bool,
         return parsed
     source, module, tree = parsed
     starts = None
-    if tree is not None:
+    if tree is not None and editable:
         from streamlint.model.positions import _statement_starts
 
         starts = _statement_starts(module, tree)
@@ -307,7 +309,8 @@ class Engine:
                     parsed = ParsedFile(None, None, None, ParseFailure(f"cannot read file: {exc.strerror}"))
             if parsed is None:
                 assert data is not None
-                parsed = parse_source(path, data, name, is_pkg, self.profiler, self._previous.pop(key, None))
+                parsed = parse_source(path, data, name, is_pkg, self.profiler, self._previous.pop(key, None),
+                                      editable=key in self._overrides)
             self._parsed[key] = parsed
             self._digests.pop(key, None)
         return parsed

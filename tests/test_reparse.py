@@ -31,7 +31,7 @@ EDITS = [
 
 
 def _parsed(text: str, name: str = "m.py"):
-    parsed = parse_source(name, text.encode("utf-8"), "pkg.m", False)
+    parsed = parse_source(name, text.encode("utf-8"), "pkg.m", False, editable=True)
     return parsed
 
 

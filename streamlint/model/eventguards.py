@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model import apis
+from streamlint.model.devobjects import annotation_classes, param_annotation
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
 from streamlint.model.streams import EVENT, attr_kind, derived, local_kind
 from streamlint.model.syntax import local_nodes
@@ -166,18 +167,10 @@ def holder_class(project: Project, file: FileModel, fn: FunctionInfo, holder: st
         return file.classes.get(fn.class_name or "") if fn.params[:1] == ("self",) else None
     if holder not in fn.all_params:
         return None
-    params = fn.node.params
-    for p in (*params.posonly_params, *params.params, *params.kwonly_params):
-        if p.name.value == holder and p.annotation is not None:
-            ann = p.annotation.annotation
-            base = ann.value if isinstance(ann, cst.Subscript) else ann
-            if isinstance(base, (cst.Name, cst.Attribute)):
-                if isinstance(base, cst.Name) and base.value in file.classes:
-                    return file.classes[base.value]
-                found = project.symbol(file.resolve(base, fn) or "", file)
-                if found is not None and isinstance(found[0], ClassInfo):
-                    return found[0]
-            return None
+    annotation = param_annotation(fn, holder)
+    classes = annotation_classes(project, file, fn, annotation) if annotation is not None else None
+    if classes and len(classes) == 1:
+        return classes[0][0]
     return None  # (an unannotated parameter: its attribute names alone do not say its class)
 
 

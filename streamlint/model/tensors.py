@@ -18,6 +18,7 @@ tensor?) and :data:`META_ATTRS` (tensor metadata attributes). When unsure, a val
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
@@ -124,6 +125,12 @@ def tensor_method(name: str) -> bool:
     return (name in _TENSOR_METHODS or name in VIEW_METHODS or name in MULTI_VIEW_METHODS or name in COPY_METHODS
             or name in META_METHODS or name in HOST_VALUE_METHODS or name in LIKE_FACTORIES
             or (name.endswith("_") and not name.startswith("_")))
+
+
+def _names_type(annotation: str, kind: str) -> bool:
+    """Does an annotation name a class ``kind`` (``torch.cuda.Stream``, ``Optional[Event]``), not a type merely
+    containing the word (``StreamStateT``, a scheduler's state type variable, is no stream)?"""
+    return re.search(rf"\b{kind}\b", annotation) is not None
 
 
 def torch_returns_tensor(target: str | None) -> bool:
@@ -260,9 +267,9 @@ def param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict[str
             kinds[p.name.value] = "other"  # `fn: Callable[[Tensor], None]`: a function, whatever it takes
         elif any(c in code for c in _CONTAINER_ANNOTATIONS):
             kinds[p.name.value] = "container"
-        elif "Stream" in code:
+        elif _names_type(code, "Stream"):
             kinds[p.name.value] = STREAM
-        elif "Event" in code:
+        elif _names_type(code, "Event"):
             kinds[p.name.value] = EVENT
         elif "Tensor" in code or "tensor" in code:
             kinds[p.name.value] = "tensor"
@@ -365,6 +372,8 @@ _NON_TENSOR_TORCH = frozenset({
     "torch.iinfo", "torch.equal", "torch.allclose", "torch.is_inference_mode_enabled", "torch.get_num_threads",
     "torch.typename", "torch.result_type", "torch.promote_types", "torch.can_cast", "torch.broadcast_shapes",
     "torch.save", "torch.load", "torch.set_default_dtype", "torch.is_storage",
+    # runtime objects: the device module (``torch.get_device_module(d).graph_pool_handle()`` is no tensor op)
+    "torch.get_device_module", "torch.get_default_device", "torch.set_default_device",
 })
 
 
@@ -372,7 +381,7 @@ _NON_TENSOR_TORCH_PREFIXES = (
     "torch.npu.", "torch.cuda.", "torch._dynamo.", "torch.compiler.", "torch.distributed.", "torch.jit.",
     "torch.backends.", "torch.utils.", "torch.testing.", "torch.profiler.", "torch.autograd.", "torch.fx.",
     "torch.library.", "torch.onnx.", "torch.multiprocessing.", "torch_npu.npu.", "torch_npu.profiler.",
-    "torch_npu.dynamo.",
+    "torch_npu.dynamo.", "torch.accelerator.", "torch.xpu.", "torch.mps.", "torch.cpu.",
 )
 
 

@@ -221,6 +221,7 @@ class ControlFlow:
         elif isinstance(target, cst.Attribute):
             self.escape(st, v, into=target)
             key = self.render(st, target)
+            self.note_event_field(st, target, v, key)  # `req.ready = Event()`: travels with req (escapes.py)
             if key.startswith("self.") and key.count(".") == 1:
                 # read back in this call (`self.inputs = [...]; f(*self.inputs)`): the same tensors
                 if isinstance(v, (TVal, TupVal)):

@@ -168,6 +168,33 @@ class EventEscapes:
         for e in events_in(v):
             self.event_bundles.setdefault(e.key, []).append(bundle)
 
+    def note_event_field(self, st, target: cst.Attribute, v: object, key: str) -> None:
+        """``req.ready = torch.cuda.Event()``: an event stored on an object that holds tensors travels with them;
+        whoever is handed the object is handed the event recorded on it (:meth:`carries_event`)."""
+        if not isinstance(target.value, cst.Name) or not isinstance(v, EVal):
+            return
+        held = frozenset(tv.sid for tv in self.tensors(st, st.env.get(target.value.value)))
+        for k in {key, v.key} if held else ():
+            self.event_bundles.setdefault(k, []).append(held)
+            self.__dict__.setdefault("carried_events", set()).add(k)
+
+    def carries_event(self, st, tv) -> bool:
+        """Does tensor ``tv`` travel with an event (stored on it, or kept with it in a record) recorded after
+        its last write? Handing it to a project function hands that join handle too: the callee waits on it."""
+        S = st.stores.get(tv.sid)
+        lw = S.last_write if S is not None else None
+        return lw is not None and lw.stream != st.cur and self.travels_with(st, tv.sid, lw)
+
+    def travels_with(self, st, sid: int, use) -> bool:
+        """Is tensor ``sid`` kept together with an event recorded after its ``use`` on the use's stream (``entry =
+        [x, done, stream]; self.inflight.append(entry)``, ``req.ready = ev; ev.record(s); store(req)``)? Whoever
+        takes the value from that record takes its join handle with it: it drops or reads it after the event."""
+        carried = self.__dict__.get("carried_events", ())
+        return any(snap.get(use.stream, -1) >= use.time and (key in self.handed_events or key in carried)
+                   and not self.kept_unwaited(key)
+                   and any(b is not None and sid in b for b in self.event_bundles.get(key, ()))
+                   for key, snap in st.events.items())
+
     def bundled_elsewhere(self, key: str, sid: int | None) -> bool:
         """Is the event only a record's guard of other values, not a join handle for tensor ``sid``: every
         hand-over keeps it in a tuple with other values but without ``sid`` (``self.pending.append((key,

@@ -17,6 +17,7 @@ from streamlint.model.flow.places import cached_stream_getter, host_arguments
 from streamlint.model.flow.recursion import recursive_call
 from streamlint.model.flow.rootranks import on_root_rank, root_expression
 from streamlint.model.flow.calls import kept_arguments, metadata_only, plain_container, returned_argument
+from streamlint.model.flow.metaonly import view_only
 from streamlint.model.flow.values import CVal, IVal, KVal, NONE, SVal, State, TVal, TupVal, known_truth
 from streamlint.model.streams import declared_globals, EVENT, MAIN, STREAM, current_stream_getter
 from streamlint.model.flow.leaves import closure_container
@@ -264,7 +265,8 @@ class Expressions:
                 v = None
             if arg.keyword is None:
                 positional.append(v)
-                reads.append(v)
+                if not (self.project_call and isinstance(v, TVal) and self.carries_event(st, v)):
+                    reads.append(v)  # (one handed over with its ready event: the callee waits on it)
             elif arg.keyword.value == "out":
                 writes.append(v)
             elif arg.keyword.value not in NON_TENSOR_KWARGS:
@@ -366,9 +368,15 @@ class Expressions:
             e.func, cst.Attribute) else fn.params
         expr = bind_arguments(params + fn.kwonly, e, kwonly=fn.kwonly).get(param)
         v = self.ev(st, expr) if isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript)) else None
+        viewed, expr_value = view_only(fn, param), v
+        if isinstance(v, KVal) and viewed and not self.kind_of(st, v):
+            # a view of a place (`SLOTS[i]`, `self.staging`): that place's storage, no fresh tensor of the call
+            v = next(iter(self.tensors(st, v)), None)
         if not isinstance(v, TVal):
             return None
         _, reads, writes = self.call_args(st, e)
+        if viewed:  # taking a view of the argument queues no kernel: no read of it
+            reads = [x for x in reads if not (isinstance(x, (TVal, KVal)) and x == expr_value)]
         if any(self.tensors(st, x) for x in reads + writes):
             self.op(st, e, reads, writes, result=False)  # what the helper reads and writes, on this stream
         return self.new_tensor(st, v.sid, v.vid)
@@ -382,10 +390,11 @@ class Expressions:
             if returns is not None and "Tensor" in cst.Module([]).code_for_node(returns.annotation):
                 found = None  # (`-> tuple[Tensor, Tensor]` is no host result)
         saved, self.host_args = self.host_args, host_arguments(found[0], e) if found is not None else frozenset()
+        saved_call, self.project_call = self.project_call, found is not None
         try:
             return self._dispatch(st, e, method, target, found)
         finally:
-            self.host_args = saved
+            self.host_args, self.project_call = saved, saved_call
 
     def _dispatch(self, st: State, e: cst.Call, method: str | None, target: str | None, found) -> object:
         if found is not None and all(a.keyword is None and not a.star for a in e.args) \

@@ -123,6 +123,7 @@ class Interp(Orderings, Records, Storages, Expressions, ApiCalls, SyncMethods, C
         self.stream_tests: dict[str, tuple[str, str, bool]] = {}
         self.rest: list = []  # statements after the one being interpreted (same block)
         self.host_args: frozenset[int] = frozenset()  # argument nodes of the call at hand bound to host parameters
+        self.project_call = False  # the call at hand runs a project function (call_args)
         self.h2d = False  # the current op copies host data to the device (or is a no-op on device data)
         self.handed_owners: dict[str, dict[str, int]] = {}  # objects handed to a library call: the clock then
         self.host_depth = 0  # inside a host test / host arithmetic (storage.host_test): no device work

@@ -6,7 +6,7 @@ from __future__ import annotations
 from streamlint._lazy import cst
 from streamlint.model.file import FileModel, FunctionInfo, dotted
 from streamlint.model.syntax import local_nodes
-from streamlint.model.tensors import META_ATTRS, META_METHODS
+from streamlint.model.tensors import META_ATTRS, META_METHODS, VIEW_ATTRS, VIEW_METHODS
 
 
 def metadata_only(fn: FunctionInfo, count: int, file: FileModel | None = None, _depth: int = 0) -> bool:
@@ -43,4 +43,31 @@ def metadata_only(fn: FunctionInfo, count: int, file: FileModel | None = None, _
     return bool(uses) and all(id(n) in allowed for n in uses)
 
 
-__all__ = ["metadata_only"]
+def view_only(fn: FunctionInfo, param: str) -> bool:
+    """Does a helper touch parameter ``param`` only to describe it (``.dtype``, ``.numel()``) and to hand back a
+    view of it (``return buf.view(torch.uint8)[:n].view(dtype)``)? Taking a view queues no kernel: the call
+    reads no device memory of that argument, its result is the argument's own storage."""
+    allowed: set[int] = set()
+    for ret in fn.returns:
+        e = ret.value
+        while e is not None:  # the view chain down to its root name
+            if isinstance(e, cst.Name):
+                allowed.add(id(e))
+                break
+            if isinstance(e, cst.Subscript):
+                e = e.value
+            elif isinstance(e, cst.Attribute) and e.attr.value in VIEW_ATTRS:
+                e = e.value
+            elif isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value in VIEW_METHODS:
+                e = e.func.value
+            else:
+                break
+    for n in local_nodes(fn.node.body):
+        if isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name) and n.value.value == param \
+                and n.attr.value in META_ATTRS | META_METHODS:
+            allowed.add(id(n.value))
+    uses = [n for n in local_nodes(fn.node.body) if isinstance(n, cst.Name) and n.value == param]
+    return bool(uses) and all(id(n) in allowed for n in uses)
+
+
+__all__ = ["metadata_only", "view_only"]

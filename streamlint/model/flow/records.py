@@ -185,7 +185,7 @@ class Records:
             late = next((u for u in S.uses if u.stream != S.alloc and u.stream not in S.recorded
                          and know.get(u.stream, -1) < u.time and u.node is not None), None)
             key = (id(node), "noop-record")
-            if late is not None and key not in self.lifetimes:
+            if late is not None and key not in self.lifetimes and not self.travels_with(st, sid, late):
                 self.lifetimes[key] = Lifetime(node, label, S.alloc, late.stream, "", late.node, False,
                                                self.cfg.mode, kind="noop-record")
 

@@ -13,6 +13,7 @@ import re
 from streamlint._lazy import cst
 from streamlint.model.attrstreams import foreign_stream, unseen_pair
 from streamlint.model.file import ClassInfo
+from streamlint.model.flow.bodyinputs import bodies_read_caller_device
 from streamlint.model.flow.escapes import events_in, handed_value, self_field
 from streamlint.model.flow.hostargs import host_by_callers, worker_thread_only
 from streamlint.model.flow.protocols import class_joins, holder_joins, sibling_consumer_waits
@@ -351,8 +352,9 @@ class Storages:
     def with_body(self, st: State) -> None:
         """A ``@contextmanager`` yielding inside a side-stream scope: the caller's with-body runs on that stream
         and reads what the caller made before the ``with``, unordered unless the side stream waited for the current
-        stream before the yield. Not on a stream parameter or one the object was built with (the caller forks it),
-        nor on one the analysis cannot name or the project cannot see (attrstreams.py)."""
+        stream before the yield, and only when some with-body may read such a tensor (bodyinputs.py). Not on a
+        stream parameter or one the object was built with (the caller forks it), nor on one the analysis
+        cannot name or the project cannot see (attrstreams.py)."""
         params = [p for p in self.fn.all_params if p not in ("self", "cls")]
         if self.depth or self.anchor is None or not self.cfg.raw or self.cfg.args_exempt or st.cur == MAIN \
                 or st.cur in self.param_streams or st.cur.startswith("<") or foreign_stream(self, st.cur) \
@@ -360,7 +362,7 @@ class Storages:
                 or not any(d.rsplit(".", 1)[-1] == "contextmanager" for d in self.fn.decorators):
             return
         caller = Access(MAIN, 0, None, {})
-        if not ordered_before(caller, st.know(st.cur)):
+        if not ordered_before(caller, st.know(st.cur)) and bodies_read_caller_device(self.project, self.file, self.fn):
             S = Storage(self.new_id(), "with-body", "arg", MAIN, caller)
             self.race(st, "read", S, caller, st.cur, "the with-body", body=True)
 

@@ -201,7 +201,7 @@ class MissingRecordStream(Rule):
                 f"work on {alloc} while {use} still uses it")
         related = [Location(ctx.file.path, ctx.file.span(issue.free_node), "used here")]
         if issue.entry is not None:  # the allocating stream is the callers' (flow/entryctx.py)
-            model, call = issue.entry
+            model, call = issue.entry[:2]
             related.append(Location(model.path, model.span(call), "called here (every call site of the project hands it so)"))
             hint += "; this assumes the callers shown (every call site in the project hands it so)"
         ctx.report(issue.node, first, confidence=Confidence.MEDIUM, related=related, hint=hint)

@@ -148,7 +148,7 @@ def function_flow(project: Project, file: FileModel, fn: FunctionInfo, *, explic
     if not own_work and not calls_stream_work(project, file, fn, _has_stream_work):
         # no stream work of its own: only a class protocol's pending writes it reads (protocols.py)
         modes = frozenset(m for m in (modes or {native_mode(file, fn)})
-                          if protocol_inputs(project, file, fn, m, run_producer) or entry_context(project, file, fn, m))
+                          if protocol_inputs(project, file, fn, m, run_producer) or entry_context(project, file, fn, m, True))
         if not modes:  # (nor what every caller hands it: a side-stream write, an event, a stream: entryctx.py)
             return EMPTY_FLOW
     if not modes and not own_work:  # only its helpers' stream work: their path is its path

@@ -136,6 +136,15 @@ def _called_near_streams(project) -> frozenset[str]:
     return memo["names"]
 
 
+def _takes_event(project, file, fn) -> bool:
+    from streamlint.model.tensors import param_kinds
+
+    kinds = param_kinds(project, file, fn)
+    params = fn.node.params
+    return any(kinds.get(p.name.value) == EVENT or p.annotation is None and "event" in p.name.value.lower()
+               for p in (*params.posonly_params, *params.params, *params.kwonly_params))
+
+
 def _collect(project, model, caller, mode: str) -> dict | None:
     """The facts of every call site a caller's interpretation reached (call node id -> the meet over the
     visits), from a run of its own (memoised per project and mode); None when the analysis gave up."""
@@ -150,10 +159,16 @@ def _collect(project, model, caller, mode: str) -> dict | None:
     return None if found is _FAILED else found
 
 
-def entry_context(project, file, fn, mode: str) -> tuple[frozenset, object] | None:
+def entry_context(project, file, fn, mode: str, plain: bool = False) -> tuple[frozenset, object] | None:
     """(the facts every caller of ``fn`` hands it, the first call site as (file model, call node)) or None
-    (no caller, too many, one unseen, or nothing they all agree on). Memoised per function and mode."""
+    (no caller, too many, one unseen, or nothing they all agree on). Memoised per function and mode.
+    ``plain``: ``fn`` does no stream work; the only fact that can matter to it is a tensor handed with the
+    event recorded after its write (the callers judge the other arguments at the call, syncops.handoff), so
+    it is asked only of functions taking an event (by kind, or an unannotated ``*event*`` parameter: a
+    deleted wait leaves no use to type it by)."""
     if mode not in ("eager", "cuda") or not fn.all_params:
+        return None
+    if plain and not _takes_event(project, file, fn):
         return None
     name = fn.class_name if fn.node.name.value == "__init__" else fn.node.name.value
     if name not in _called_near_streams(project):
@@ -196,13 +211,13 @@ def note_site(interp, st: State, e, fn, env: dict, inlined: bool = True) -> None
 
 
 def entry_of(interp, S, earlier, stream: str) -> tuple | None:
-    """The call site a hazard between ``earlier`` (an access to storage ``S``) and an access on ``stream``
+    """(file model, call node, the event parameter handed with it or None): the call site a hazard between ``earlier`` (an access to storage ``S``) and an access on ``stream``
     rests on, when it rests on the callers' facts: the storage's write was seeded, or one side is the
     default stream, told apart from the entry stream only because every caller runs this on a side stream."""
     if S.last_write is earlier and S.sid in interp.entry_sources:
         return interp.entry_sources[S.sid]
     if interp.default_key != MAIN and interp.default_key in (earlier.stream, stream):
-        return interp.entry_site
+        return (*interp.entry_site, None)
     return None
 
 
@@ -276,7 +291,8 @@ def seed_entry(interp, st: State, kinds: dict) -> None:
                 st.work[written] = max(st.work.get(written, 0), t)
             st.env[p] = interp.new_tensor(st, S.sid)
             seeded[p] = S.sid
-            interp.entry_sources[S.sid] = (model, site.node)
+            handle = next((q for q, g in sorted(by_param.items()) if g[0] == "event" and p in g[2]), None)
+            interp.entry_sources[S.sid] = (model, site.node, handle)
 
 
 __all__ = ["CALLERS", "DEFAULT", "entry_context", "entry_of", "note_call", "note_site", "seed_entry", "site_facts"]

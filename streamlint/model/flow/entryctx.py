@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.flow.callers import callers_of
+from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.flow.values import EVal, KVal, SVal, TVal, ordered_before
 from streamlint.model.streams import EVENT, MAIN
 from streamlint.model.uses import bind_arguments
@@ -119,21 +120,48 @@ def site_facts(interp, st: State, fn, env: dict, inlined: bool = True) -> frozen
 
 
 _CALLED = re.compile(rb"(\w+)\s*\(")
-_MARKERS = (b"stream", b"Stream", b"Event", b"event")
+_MARK = re.compile(rb"stream|Stream|Event|\.record\(")
+_DEF = re.compile(rb"^[ \t]*(?:async[ \t]+)?def[ \t]", re.M)
+_DEF_NAME = re.compile(rb"[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)")
 
 
-def _called_near_streams(project) -> frozenset[str]:
-    """The names called in the files that name streams or events (one byte pass, memoised per project): a
-    function no such file calls has no caller that could hand it a stream fact."""
+def _calls_by_segment(data: bytes, into: tuple[set, set]) -> None:
+    """Add the names called in the function bodies (from one ``def`` line to the next) that name a stream or
+    an event to ``into[0]``, those called elsewhere (other bodies, module level) to ``into[1]``; a function's
+    own name on its ``def`` line is no call. Byte level, no parsing."""
+    starts = [0, *(m.start() for m in _DEF.finditer(data))]
+    for a, b in zip(starts, [*starts[1:], len(data)]):
+        own = _DEF_NAME.match(data, a)
+        names = set(_CALLED.findall(data, a, b))
+        if own is not None and data.count(own.group(1) + b"(", a, b) == 1:
+            names.discard(own.group(1))
+        into[0 if a and _MARK.search(data, a, b) else 1].update(names)
+
+
+def _called_near_streams(project, name: str) -> bool:
+    """Is ``name`` called only in function bodies that name streams or events (a byte pass over the few
+    files calling it: the ones :func:`callers_of` would parse, per-file results memoised per project)? A
+    function also called from a body (or module code) that names none has a caller doing no stream work
+    of its own, so no fact every caller hands it (a caller whose only stream work is a helper's is not
+    followed: the cost of parsing the callers of every function)."""
+    paths = project.paths_containing((f"{name}(".encode(),))
+    if not paths or len(paths) > MAX_CALLER_FILES:
+        return False
     memo = project.derived("entry_called_names")
-    if "names" not in memo:
-        names: set[bytes] = set()
-        for path in project.paths_containing(_MARKERS):
+    near = False
+    for path in paths:
+        if path not in memo:
             data = project.file_bytes(path)
+            into: tuple[set, set] = (set(), set())
             if data is not None:
-                names.update(_CALLED.findall(data))
-        memo["names"] = frozenset(n.decode("ascii", "replace") for n in names)
-    return memo["names"]
+                _calls_by_segment(data, into)
+            memo[path] = (frozenset(into[0]), frozenset(into[1]))
+        stream, plain = memo[path]
+        key = name.encode()
+        if key in plain:
+            return False
+        near = near or key in stream
+    return near
 
 
 def _takes_event(project, file, fn) -> bool:
@@ -171,7 +199,7 @@ def entry_context(project, file, fn, mode: str, plain: bool = False) -> tuple[fr
     if plain and not _takes_event(project, file, fn):
         return None
     name = fn.class_name if fn.node.name.value == "__init__" else fn.node.name.value
-    if name not in _called_near_streams(project):
+    if not _called_near_streams(project, name):
         return None  # (no file that names streams or events calls it: a byte-level superset, memoised)
     memo = project.derived("entry_context")
     key = (id(fn), mode)

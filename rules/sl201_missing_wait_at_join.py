@@ -130,6 +130,12 @@ class MissingWaitAtJoin(Rule):
                 confidence = Confidence.MEDIUM
                 hint += ("; the host waits for another thread in between (a threading handshake): this assumes "
                          "that thread does not order the streams before it signals")
+            if race.entry is not None:
+                confidence = Confidence.MEDIUM
+                if race.entry[2] is not None:
+                    hint = f"wait on `{race.entry[2]}` (the event the callers record after writing it) before line {use_line}"
+                hint += ("; its producer is in the caller: this assumes the callers shown (every call site in the "
+                         "project hands it so)")
             if race.inlined is not None:
                 confidence = Confidence.MEDIUM
                 hint += ("; the access is inside the called helper, on the stream this function made current: "
@@ -531,6 +537,9 @@ def _hint(race: Race, main: str | None, producer_line: int | None, use_line: int
 def _related(ctx: RuleContext, race: Race) -> list[Location]:
     inner = [Location(race.inlined[0].path, race.inlined[0].span(race.inlined[1]), "accessed here, in the helper")] \
         if race.inlined is not None else []
+    if race.entry is not None:  # the producer is the callers' (flow/entryctx.py)
+        model, call = race.entry[:2]
+        inner.append(Location(model.path, model.span(call), "called here, with it written on that stream unjoined"))
     if race.producer is None:
         return inner
     if race.held and race.caller is not None:

@@ -199,8 +199,12 @@ class MissingRecordStream(Rule):
         target = _record_on_user(issue, main, use)
         hint = (f"recording on {alloc} is a no-op for the allocator: use {target}, or the memory can be handed to new "
                 f"work on {alloc} while {use} still uses it")
-        ctx.report(issue.node, first, confidence=Confidence.MEDIUM,
-                   related=[Location(ctx.file.path, ctx.file.span(issue.free_node), "used here")], hint=hint)
+        related = [Location(ctx.file.path, ctx.file.span(issue.free_node), "used here")]
+        if issue.entry is not None:  # the allocating stream is the callers' (flow/entryctx.py)
+            model, call = issue.entry[:2]
+            related.append(Location(model.path, model.span(call), "called here (every call site of the project hands it so)"))
+            hint += "; this assumes the callers shown (every call site in the project hands it so)"
+        ctx.report(issue.node, first, confidence=Confidence.MEDIUM, related=related, hint=hint)
 
     @staticmethod
     def _held(ctx: RuleContext, issue, main: str | None, use: str, alloc: str) -> None:

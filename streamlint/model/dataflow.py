@@ -69,6 +69,7 @@ from streamlint.model.flow.hostreads import async_host_copy_call
 from streamlint.model.flow.interp import Interp, run_producer
 from streamlint.model.flow.protocols import protocol_inputs
 from streamlint.model.flow.sidecalls import side_entry
+from streamlint.model.flow.entryctx import entry_context
 from streamlint.model.flow.results import EMPTY_FLOW, EarlyRecord, FunctionFlow, HostRead, Lifetime, Race, Unjoined, \
     ViewEscape
 from streamlint.model.flow.values import AnalysisBudgetExceeded, flow_config
@@ -146,8 +147,9 @@ def function_flow(project: Project, file: FileModel, fn: FunctionInfo, *, explic
         modes, own_work = frozenset({side[2]}), True
     if not own_work and not calls_stream_work(project, file, fn, _has_stream_work):
         # no stream work of its own: only a class protocol's pending writes it reads (protocols.py)
-        modes = frozenset(m for m in (modes or {native_mode(file, fn)}) if protocol_inputs(project, file, fn, m, run_producer))
-        if not modes:
+        modes = frozenset(m for m in (modes or {native_mode(file, fn)})
+                          if protocol_inputs(project, file, fn, m, run_producer) or entry_context(project, file, fn, m, True))
+        if not modes:  # (nor what every caller hands it: a side-stream write, an event, a stream: entryctx.py)
             return EMPTY_FLOW
     if not modes and not own_work:  # only its helpers' stream work: their path is its path
         modes = inherited_modes(project, file, fn, _has_stream_work, function_modes)

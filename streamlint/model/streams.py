@@ -306,6 +306,8 @@ def stream_label(key: str, main: str | None = None) -> str:
         return f"the stream tagged {key[5:]}"
     if key.startswith("<stream@"):
         return "a new stream"
+    if key in ("<caller's stream>", "<default stream>"):  # (flow/entryctx.py)
+        return f"the {key[1:-1]}"
     return f"`{key}`"
 
 

@@ -92,7 +92,7 @@ class ApiCalls:
         if role is Role.CURRENT_STREAM:
             return SVal(st.cur)
         if role is Role.DEFAULT_STREAM:
-            return SVal(MAIN)
+            return SVal(self.default_key)
         if role is Role.STREAM_NEW:
             return SVal(self.anonymous_key("stream", e))
         if role in (Role.EVENT_NEW, Role.TAGGED_EVENT_CREATE):

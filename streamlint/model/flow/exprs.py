@@ -11,6 +11,7 @@ import re
 from streamlint._lazy import cst
 from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, dotted, string_value
+from streamlint.model.flow.entryctx import note_call
 from streamlint.model.flow.computed import computes_tensor
 from streamlint.model.flow.counters import NVal, counter_part
 from streamlint.model.flow.places import cached_stream_getter, host_arguments
@@ -316,6 +317,8 @@ class Expressions:
             self.host_consumer_call(st, e, site.target if site is not None else None)
             self.host_signal(st, e)
             self.engine_send(st, e, site)
+        if site is not None and self.collect is not None and not self.depth:
+            note_call(self, st, e, site)  # a project callee: what this call hands it (entryctx.py)
         if not uses and self.handoff(st, e):
             return None
         if not uses and host_handshake(self.cfile, self.cfn, e):

@@ -14,6 +14,7 @@ from streamlint.model.flow.control import ControlFlow
 from streamlint.model.flow.counters import Counters
 from streamlint.model.flow.promises import Promises
 from streamlint.model.flow.elements import Elements
+from streamlint.model.flow.entryctx import register_runner, seed_entry
 from streamlint.model.flow.escapes import EventEscapes
 from streamlint.model.flow.hostreads import HostReads
 from streamlint.model.flow.hostsync import HostSyncs
@@ -76,6 +77,10 @@ class Interp(Orderings, Records, Storages, Expressions, ApiCalls, SyncMethods, C
     """Path-sensitive abstract interpretation of one function body in program order."""
 
     protocol_seed = True  # seed the fields other methods of the class leave on a side stream (protocols.py)
+    entry_seed = True  # seed the entry with what every caller hands the function (entryctx.py)
+    collect: dict | None = None  # a collecting run: call node id -> the facts handed there (entryctx.py)
+    entry_site: tuple | None = None  # (file model, call node) of a caller whose facts seeded the entry
+    default_key = MAIN  # the device's default stream (another one when every caller runs this on a side stream)
 
     def __init__(self, project: Project, file: FileModel, fn: FunctionInfo, cfg: FlowConfig) -> None:
         self.project = project
@@ -139,6 +144,7 @@ class Interp(Orderings, Records, Storages, Expressions, ApiCalls, SyncMethods, C
         self.step_sources: dict[int, str] = {}  # storage -> the method rewriting it every step (stepstate.py)
         self.helper_writes: set[int] = set()  # storages last written by an inlined helper (leaves.py)
         self.slot_clock = 0  # stamps of list slots and name bindings (slots.py)
+        self.entry_sources: dict[int, tuple] = {}  # argument storage -> (file model, call node) seeding it
 
     @property
     def entry(self) -> bool:
@@ -223,6 +229,8 @@ class Interp(Orderings, Records, Storages, Expressions, ApiCalls, SyncMethods, C
                 S = self.new_storage(st, "arg", MAIN, name, Access(MAIN, 0, None, {}))
             st.env[name] = self.new_tensor(st, S.sid)
         self.bind_star_args(st)
+        if self.entry_seed:
+            seed_entry(self, st, kinds)
         if self.protocol_seed:
             seed(self, st, protocol_inputs(self.project, self.file, self.fn, self.cfg.mode, run_producer))
         for stream in own:
@@ -252,3 +260,19 @@ def run_producer(project: Project, file: FileModel, fn: FunctionInfo, mode: str)
     except (RecursionError, AnalysisBudgetExceeded):
         return None
     return interp
+
+
+def run_collector(project: Project, file: FileModel, fn: FunctionInfo, mode: str) -> Interp | None:
+    """Run a caller on its own (not seeded by its own callers) to read what each of its calls hands the
+    callee (:mod:`~streamlint.model.flow.entryctx`); None when the analysis gives up on it."""
+    interp = Interp(project, file, fn, flow_config(mode, False, False))
+    interp.collect = {}
+    interp.entry_seed = False
+    try:
+        interp.run()
+    except (RecursionError, AnalysisBudgetExceeded):
+        return None
+    return interp
+
+
+register_runner(run_collector)

@@ -22,6 +22,7 @@ from streamlint._lazy import cst
 from streamlint.model.file import FunctionInfo, dotted
 from streamlint.model.placement import BLOCKING_HOST_READS
 from streamlint.model.syntax import local_nodes, mentions_name
+from streamlint.model.flow.entryctx import entry_of
 from streamlint.model.flow.escapes import self_field
 from streamlint.model.flow.results import Lifetime
 from streamlint.model.heldslots import held_fields, result_fields
@@ -187,7 +188,8 @@ class Records:
             key = (id(node), "noop-record")
             if late is not None and key not in self.lifetimes and not self.travels_with(st, sid, late):
                 self.lifetimes[key] = Lifetime(node, label, S.alloc, late.stream, "", late.node, False,
-                                               self.cfg.mode, kind="noop-record")
+                                               self.cfg.mode, kind="noop-record",
+                                               entry=entry_of(self, S, late, S.alloc))
 
 
 def _tensor_param(fn: FunctionInfo, name: str | None) -> bool:

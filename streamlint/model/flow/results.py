@@ -35,6 +35,8 @@ class Race:
     # step by that method of the class (stepstate.py), assumed run on the current stream before this call
     inlined: tuple | None = None  # (file model, statement) of the access inside a helper inlined at ``node`` (a
     # call the caller makes on ``dst``): the race exists only in the caller's context
+    entry: tuple | None = None  # (file model, call node): the earlier access is what every caller hands the
+    # function (entryctx.py), shown at this call
     cause: tuple[int, int, int] = (-1, 0, 0)  # (what ``dst`` knew of ``src`` at the access, the earlier access's
     # time, this access's time): races whose one missing wait is the same root cause share the first entry
 
@@ -55,6 +57,8 @@ class Lifetime:
     kind: str = "free"  # "free": freed before the allocating stream waits on the use; "noop-record": a
     # record_stream on the allocating stream itself (``node``); "caller-drop": a tensor parameter used on the
     # side stream callers run the function on, which some caller drops (flow/sidecalls.py)
+    entry: tuple | None = None  # (file model, call node): the allocating stream is what every caller hands
+    # the function (entryctx.py), shown at this call
 
 
 @dataclass(frozen=True)

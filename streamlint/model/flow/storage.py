@@ -14,6 +14,7 @@ from streamlint._lazy import cst
 from streamlint.model.attrstreams import foreign_stream, unseen_pair
 from streamlint.model.file import ClassInfo
 from streamlint.model.flow.bodyinputs import bodies_read_caller_device
+from streamlint.model.flow.entryctx import entry_of
 from streamlint.model.flow.escapes import events_in, handed_value, self_field
 from streamlint.model.flow.hostargs import host_by_callers, worker_thread_only
 from streamlint.model.flow.protocols import class_joins, holder_joins, sibling_consumer_waits
@@ -301,7 +302,8 @@ class Storages:
             self.races[key] = Race(kind, self.anchor, name, earlier.stream, s, earlier.node,
                                    S.kind == "arg" and earlier.time <= self.entry_time, self.cfg.mode, escape, body,
                                    replay, earlier.time < self.handshake_time, self.caller_stream(earlier.stream, s),
-                                   protocol, held, caller, step=step, inlined=self.inner if self.depth else None, cause=(
+                                   protocol, held, caller, step=step, inlined=self.inner if self.depth else None,
+                                   entry=entry_of(self, S, earlier, s), cause=(
                                        st.know(s).get(earlier.stream, -1), earlier.time, self.clock))
 
     def caller_stream(self, a: str, b: str) -> str | None:

@@ -248,12 +248,28 @@ def _joined_otherwise(file: FileModel, fn: FunctionInfo, loop: cst.For) -> bool:
                and order[id(site.node)][0] > end for site in fn.calls)
 
 
-def _element_records(model: FileModel, name: str, skip: cst.CSTNode) -> Iterator[cst.CSTNode]:
+def _own_field_class(file: FileModel, fn: FunctionInfo, coll: cst.BaseExpression) -> str | None:
+    """The class of ``fn`` when the container is its own field (``self.events``, assigned by a method of the
+    class): only that class's records of its elements are evidence, not another class's same-named field."""
+    while isinstance(coll, cst.Subscript):
+        coll = coll.value
+    if not (isinstance(coll, cst.Attribute) and isinstance(coll.value, cst.Name) and coll.value.value == "self"):
+        return None
+    cls = file.classes.get(fn.class_name or "")
+    target = f"self.{coll.attr.value}"
+    if cls is None or not any(a.target == target for m in cls.methods.values() for a in m.assigns):
+        return None
+    return cls.name
+
+
+def _element_records(model: FileModel, name: str, skip: cst.CSTNode, owner: str | None = None) \
+        -> Iterator[cst.CSTNode]:
     """Records, in functions of ``model`` but ``skip``, of the elements of an attribute container named
     ``name`` in place (``for d, ev in self.events.items(): ... ev.record(s)``, ``s.record_event(self.evs[i])``,
-    ``ev = self.evs[k]; ev.record()``): the container holds the join handles of that work."""
+    ``ev = self.evs[k]; ev.record()``): the container holds the join handles of that work. With ``owner``, only
+    the methods of that class."""
     for fn in model.iter_functions():
-        if fn.node is skip:
+        if fn.node is skip or owner is not None and fn.class_name != owner:
             continue
         for site in fn.calls:
             call = site.node
@@ -457,10 +473,13 @@ def partial_joins(project: Project, file: FileModel, fn: FunctionInfo) -> list[P
             if fn.parent is not None:
                 evidence = next(((file, st) for st in _event_stores(file, name, fn.node, fn.parent.node)), None)
         else:
+            owner = _own_field_class(file, fn, coll)
             for model in itertools.chain((file,), (m for m in project.files_containing((name.encode(),))
                                                    if m is not file)):
                 evidence = next(((model, st) for st in itertools.chain(
-                    _event_stores(model, name, fn.node, None), _element_records(model, name, fn.node))), None)
+                    _event_stores(model, name, fn.node, None),
+                    _element_records(model, name, fn.node, owner) if owner is None or model is file else ())),
+                    None)
                 if evidence is not None:
                     break
         if evidence is not None:

@@ -271,7 +271,7 @@ def _every_path_flow(project: Project, file: FileModel, fn: FunctionInfo, explic
     runs = []
     native = _native_methods(fn)
     first = native_mode(file, fn) if native else None  # (after GE: the runs that find hand-backs come early)
-    for mode in sorted(apis.EXECUTION_PATHS, key=lambda m: (m != "ge", m not in (first, "eager", "cuda"))):
+    for mode in sorted(apis.EXECUTION_PATHS, key=lambda m: (m != "ge", m != first, m not in ("eager", "cuda"))):
         interp = Interp(project, file, fn, flow_config(mode, explicit_ge_joins, _entry(project, file, fn, mode)))
         try:
             interp.run()
@@ -283,15 +283,23 @@ def _every_path_flow(project: Project, file: FileModel, fn: FunctionInfo, explic
                 or set.intersection(*({id(x.node) for x in i.lifetimes.values()} for i in runs))):
             # nothing found on every path so far: the other paths cannot add to it
             host_reads = _native_host_reads(project, file, fn, explicit_ge_joins, runs)
-            return FunctionFlow(frozenset(), (), (), (), (), (), host_reads) if host_reads else EMPTY_FLOW
+            early = _native_early_records(runs, first)
+            return FunctionFlow(frozenset(), (), (), (), (), early, host_reads) if host_reads or early else EMPTY_FLOW
     common = set.intersection(*(_race_keys(i, runs, native) for i in runs))
     source = next((i for i in runs if native and i.cfg.mode == first), runs[0])  # (its path's tag)
     races = tuple(r for r in source.races.values() if (id(r.node), r.name) in common)
     common_l = set.intersection(*({id(x.node) for x in i.lifetimes.values()} for i in runs))
     lifetimes = tuple(x for x in runs[0].lifetimes.values() if id(x.node) in common_l)
     views = tuple(runs[0].view_escapes.values())
-    return FunctionFlow(frozenset(), races, lifetimes, (), views, (), _native_host_reads(
-        project, file, fn, explicit_ge_joins, runs))
+    return FunctionFlow(frozenset(), races, lifetimes, (), views, _native_early_records(runs, first),
+                        _native_host_reads(project, file, fn, explicit_ge_joins, runs))
+
+
+def _native_early_records(runs: list, native: str | None) -> tuple:
+    """Unknown execution path: an event recorded with the native stream objects' methods before the work it
+    should guard is that code's native path's finding (native events have no place in GE graphs)."""
+    interp = next((i for i in runs if native is not None and i.cfg.mode == native), None)
+    return tuple(interp.early_records.values()) if interp is not None else ()
 
 
 def _queues_host_copy(project: Project, file: FileModel, fn: FunctionInfo) -> bool:

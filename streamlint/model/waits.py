@@ -16,6 +16,7 @@ from streamlint._lazy import cst
 
 from streamlint.model import apis
 from streamlint.model.apis import Role
+from streamlint.model.flow.elementsets import FIRST_OUT, LAST_OUT, element_origins, origins
 from streamlint.model.file import CallSite, FileModel, FunctionInfo
 from streamlint.model.streams import MAIN, scope_stream_key
 from streamlint.model.syntax import local_nodes
@@ -221,47 +222,66 @@ class PartialJoin:
     field: str | None = None  # the elements are objects, each waited through this event field
 
 
-def _strip_call(e: cst.BaseExpression, names: tuple[str, ...]) -> cst.BaseExpression:
-    while isinstance(e, cst.Call) and isinstance(e.func, cst.Name) and e.func.value in names and len(e.args) == 1:
-        e = e.args[0].value
-    return e
+def _loop_collection(fn_node: cst.FunctionDef, loop: cst.For) \
+        -> tuple[cst.BaseExpression, str, list[str], str | None] | None:
+    """(collection, dropped element, names bound to its elements, the field of each element they take) of a
+    loop reaching every element of a container but its first or last: ``for e in xs[1:]``,
+    ``list(enumerate(xs))[:-1]``, ``list(d.items())[1:]``, ``[r.ready for r in reqs][1:]`` (field ``ready``),
+    through local aliases (:mod:`~streamlint.model.flow.elementsets`); None for any other loop."""
+    bound = [(name, o) for name, found in origins(fn_node).items() for o in found
+             if o.node is loop and o.reach in (FIRST_OUT, LAST_OUT)]
+    if not bound:
+        return None
+    coll, field, reach = bound[0][1].container, bound[0][1].field, bound[0][1].reach
+    names = [name for name, o in bound if o.container is coll and o.field == field]
+    if not isinstance(coll, (cst.Name, cst.Attribute, cst.Subscript)):
+        return None
+    return coll, "first" if reach == FIRST_OUT else "last", names, field
 
 
-def _dropped_by_slice(sl: cst.BaseSlice) -> str | None:
-    if not isinstance(sl, cst.Slice) or sl.step is not None:
-        return None
-    lower, upper = sl.lower, sl.upper
-    if isinstance(lower, cst.Integer) and lower.value == "1" and upper is None:
-        return "first"
-    if lower is None and isinstance(upper, cst.UnaryOperation) and isinstance(upper.operator, cst.Minus) \
-            and isinstance(upper.expression, cst.Integer) and upper.expression.value == "1":
-        return "last"
-    return None
+def _joined_otherwise(file: FileModel, fn: FunctionInfo, loop: cst.For) -> bool:
+    """Does ``fn`` order the left-out element's work another way after the loop: a ``wait_stream`` or a
+    ``synchronize()`` (of the device, a stream or an event)?"""
+    order = file.lexical_index(fn.node)  # program order without positions
+    end = order[id(loop)][1]
+    return any(site.method in ("wait_stream", "synchronize") and id(site.node) in order
+               and order[id(site.node)][0] > end for site in fn.calls)
 
 
-def _loop_collection(loop: cst.For) -> tuple[cst.BaseExpression, str, list[str]] | None:
-    """(collection, dropped element, names bound to its elements) of ``for e in xs[1:]`` /
-    ``list(enumerate(xs))[:-1]`` / ``list(d.values())[1:]``; None for any other loop."""
-    it = _strip_call(loop.iter, ("list", "tuple"))
-    if not (isinstance(it, cst.Subscript) and len(it.slice) == 1):
+def _own_field_class(file: FileModel, fn: FunctionInfo, coll: cst.BaseExpression) -> str | None:
+    """The class of ``fn`` when the container is its own field (``self.events``, assigned by a method of the
+    class): only that class's records of its elements are evidence, not another class's same-named field."""
+    while isinstance(coll, cst.Subscript):
+        coll = coll.value
+    if not (isinstance(coll, cst.Attribute) and isinstance(coll.value, cst.Name) and coll.value.value == "self"):
         return None
-    dropped = _dropped_by_slice(it.slice[0].slice)
-    if dropped is None:
+    cls = file.classes.get(fn.class_name or "")
+    target = f"self.{coll.attr.value}"
+    if cls is None or not any(a.target == target for m in cls.methods.values() for a in m.assigns):
         return None
-    coll = _strip_call(it.value, ("list", "tuple"))
-    target = loop.target
-    if isinstance(coll, cst.Call) and isinstance(coll.func, cst.Name) and coll.func.value == "enumerate" \
-            and len(coll.args) == 1:
-        coll = coll.args[0].value
-        target = target.elements[1].value if isinstance(target, cst.Tuple) and len(target.elements) == 2 else None
-    elif isinstance(coll, cst.Call) and isinstance(coll.func, cst.Attribute) and not coll.args \
-            and coll.func.attr.value in ("values", "items"):
-        if coll.func.attr.value == "items":
-            target = target.elements[1].value if isinstance(target, cst.Tuple) and len(target.elements) == 2 else None
-        coll = coll.func.value
-    if not isinstance(target, cst.Name) or not isinstance(coll, (cst.Name, cst.Attribute, cst.Subscript)):
-        return None
-    return coll, dropped, [target.value]
+    return cls.name
+
+
+def _element_records(model: FileModel, name: str, skip: cst.CSTNode, owner: str | None = None) \
+        -> Iterator[cst.CSTNode]:
+    """Records, in functions of ``model`` but ``skip``, of the elements of an attribute container named
+    ``name`` in place (``for d, ev in self.events.items(): ... ev.record(s)``, ``s.record_event(self.evs[i])``,
+    ``ev = self.evs[k]; ev.record()``): the container holds the join handles of that work. With ``owner``, only
+    the methods of that class."""
+    for fn in model.iter_functions():
+        if fn.node is skip or owner is not None and fn.class_name != owner:
+            continue
+        for site in fn.calls:
+            call = site.node
+            if not isinstance(call.func, cst.Attribute):
+                continue
+            target = call.func.value if site.method == "record" else \
+                call.args[0].value if site.method == "record_event" and call.args else None
+            if target is None:
+                continue
+            if any(o.field is None and o.holder == name and not isinstance(_root(o.container), cst.Name)
+                   for o in element_origins(fn.node, target)):
+                yield call
 
 
 def _holder_name(e: cst.BaseExpression) -> str | None:
@@ -418,12 +438,18 @@ def partial_joins(project: Project, file: FileModel, fn: FunctionInfo) -> list[P
         stack.extend(children(node))
         if not isinstance(node, cst.For):
             continue
-        parsed = _loop_collection(node)
-        if parsed is None:
+        parsed = _loop_collection(fn.node, node)
+        if parsed is None or _joined_otherwise(file, fn, node):
             continue
-        coll, dropped, names = parsed
+        coll, dropped, names, field = parsed
         name = _holder_name(coll)
         if name is None:
+            continue
+        if field is not None:  # `for e in [r.ready for r in reqs][1:]`: the elements' event field
+            if _waits_on(node.body, names) and _only_joins(node.body):
+                evidence = _field_record(project, file, field)
+                if evidence is not None:
+                    found.append(PartialJoin(node, file.code(coll), dropped, evidence, field))
             continue
         if not _waits_on(node.body, names):
             attr = _waited_field(node.body, names)
@@ -447,8 +473,13 @@ def partial_joins(project: Project, file: FileModel, fn: FunctionInfo) -> list[P
             if fn.parent is not None:
                 evidence = next(((file, st) for st in _event_stores(file, name, fn.node, fn.parent.node)), None)
         else:
-            for model in project.files_containing((name.encode(),)):
-                evidence = next(((model, st) for st in _event_stores(model, name, fn.node, None)), None)
+            owner = _own_field_class(file, fn, coll)
+            for model in itertools.chain((file,), (m for m in project.files_containing((name.encode(),))
+                                                   if m is not file)):
+                evidence = next(((model, st) for st in itertools.chain(
+                    _event_stores(model, name, fn.node, None),
+                    _element_records(model, name, fn.node, owner) if owner is None or model is file else ())),
+                    None)
                 if evidence is not None:
                     break
         if evidence is not None:

@@ -14,6 +14,7 @@ from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, host_param, string_value
 from streamlint.model.flow.callers import callers_of, calls_after, orders_after
 from streamlint.model.flow.coarse import ends_in
+from streamlint.model.flow.elementsets import element_origins
 from streamlint.model.flow.effects import held_object, local_method
 from streamlint.model.flow.heldresults import held_result
 from streamlint.model.flow.values import CVal, EVal, KVal, MAX_INLINE_DEPTH, NONE, State, SVal, TVal, TupVal
@@ -127,7 +128,8 @@ def waited_expr(site) -> cst.BaseExpression | None:
 
 def event_field_waited(project: Project, attr: str) -> bool:
     """Does any code of the project wait on an event field named ``attr`` (``s.wait_event(x.attr)``,
-    ``x.attr.wait()``, ``x.attr[i].synchronize()``, ``x.attr.query()``)? A field nobody waits on stands for no
+    ``x.attr.wait()``, ``x.attr[i].synchronize()``, ``x.attr.query()``, or a name bound to an element of it:
+    ``for d, ev in self.attr.items(): s.wait_event(ev)``, :mod:`~streamlint.model.flow.elementsets`)? A field nobody waits on stands for no
     work anyone relies on."""
     memo = derived(project, "event_field_waited")
     if attr not in memo:
@@ -136,10 +138,16 @@ def event_field_waited(project: Project, attr: str) -> bool:
             for fn in model.iter_functions():
                 for site in fn.calls:
                     held = waited_expr(site)
-                    if isinstance(held, cst.Attribute) and held.attr.value == attr:
-                        memo[attr] = True
+                    if isinstance(held, cst.Attribute) and held.attr.value == attr or held is not None and any(
+                            (o.field or o.holder) == attr for o in element_origins(fn.node, _waited_raw(site))):
+                        memo[attr] = True  # (or an element of it, through a loop / alias / comprehension)
                         return True
     return memo[attr]
+
+
+def _waited_raw(site) -> cst.BaseExpression:
+    """The expression a wait call (:func:`waited_expr`) names, before taking it out of its container."""
+    return site.node.args[0].value if site.method == "wait_event" else site.node.func.value
 
 
 def _waits_right_after(model: FileModel, site, attr: str) -> bool:

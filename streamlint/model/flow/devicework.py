@@ -12,7 +12,8 @@ A project function queues device work when its own body (or a project callee's, 
 
 * an in-place tensor method (``x.add_(y)``, ``buf.copy_(src)``, ``t.zero_()``; not the flag setters
   ``requires_grad_`` / ``share_memory_``);
-* an asynchronous transfer (``.to(dev, non_blocking=True)``, ``.cpu(non_blocking=True)``);
+* an asynchronous transfer in either direction (``.to(dev, non_blocking=True)``, ``.cuda(non_blocking=True)``,
+  ``.cpu(non_blocking=True)``);
 * a ``torch`` / ``torch_npu`` computation (:func:`~streamlint.model.tensors.torch_returns_tensor`), a
   ``torch.distributed`` collective, a ``torch.ops.*`` custom op;
 * a Triton launch (``kernel[grid](...)``).
@@ -28,7 +29,7 @@ from streamlint._lazy import cst
 from streamlint.model.apis import COLLECTIVES
 from streamlint.model.file import FileModel, FunctionInfo
 from streamlint.model.flow.hostreads import async_host_copy_call
-from streamlint.model.placement import host_factory, host_placed
+from streamlint.model.placement import host_factory, host_placed, non_blocking
 from streamlint.model.streams import derived
 from streamlint.model.tensors import torch_returns_tensor
 from streamlint.model.wrappers import local_def
@@ -38,9 +39,10 @@ if TYPE_CHECKING:
 
 _FLAG_SETTERS = frozenset({"requires_grad_", "share_memory_", "retain_grad_", "record_stream"})
 _MAX_DEPTH = 2
+_TRANSFERS = frozenset({"to", "cuda", "npu", "cpu"})
 
 
-def _device_site(site) -> bool:
+def device_site(site) -> bool:
     node = site.node
     method = site.method
     if method is not None and method.endswith("_") and not method.startswith("_") and method not in _FLAG_SETTERS \
@@ -48,6 +50,8 @@ def _device_site(site) -> bool:
         return True
     if async_host_copy_call(node, method):
         return True
+    if method in _TRANSFERS and isinstance(node.func, cst.Attribute) and non_blocking(node):
+        return True  # `t.to(dev, non_blocking=True)`: a copy queued on the current stream, whatever its direction
     if isinstance(node.func, cst.Subscript):  # `kernel[grid](...)`: a Triton launch
         return True
     target = site.target or ""
@@ -74,7 +78,7 @@ def queues_device_work(project: Project, file: FileModel, fn: FunctionInfo, _dep
     memo[key] = False  # (recursion guard)
     result = False
     for site in fn.calls:
-        if _device_site(site):
+        if device_site(site):
             result = True
             break
     if not result and _depth < _MAX_DEPTH:
@@ -87,4 +91,4 @@ def queues_device_work(project: Project, file: FileModel, fn: FunctionInfo, _dep
     return result
 
 
-__all__ = ["callee_of", "queues_device_work"]
+__all__ = ["callee_of", "device_site", "queues_device_work"]

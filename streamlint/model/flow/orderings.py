@@ -14,7 +14,7 @@ from streamlint.model.file import string_value
 from streamlint.model.syntax import local_nodes
 from streamlint.model.flow.calls import event_field_waited
 from streamlint.model.flow.counters import NVal
-from streamlint.model.flow.devicework import callee_of, queues_device_work
+from streamlint.model.flow.devicework import callee_of, device_site, queues_device_work
 from streamlint.model.flow.escapes import field_made_outside, field_only_polled
 from streamlint.model.flow.values import CVal, EVal, IVal, KVal, NONE, SVal, State, merge_clock
 from streamlint.model.streams import (
@@ -197,9 +197,10 @@ class Orderings:
         filling the object's buffers) the interpreter neither ran inline nor saw touch a tracked tensor, whose
         body queues device work (:func:`~streamlint.model.flow.devicework.queues_device_work`): work on the
         current stream, which an event recorded there before the call does not cover."""
-        found = callee_of(self.project, self.cfile, self.cfn, site)
-        if found is None or not queues_device_work(self.project, found[1], found[0]):
-            return
+        if not device_site(site):  # (an untyped receiver's in-place method / async transfer is work too)
+            found = callee_of(self.project, self.cfile, self.cfn, site)
+            if found is None or not queues_device_work(self.project, found[1], found[0]):
+                return
         t = self.tick()
         st.work[st.cur] = t
         if st.cur != MAIN and self.depth == 0 and self.anchor is not None:

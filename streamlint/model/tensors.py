@@ -129,8 +129,9 @@ def tensor_method(name: str) -> bool:
 
 def _names_type(annotation: str, kind: str) -> bool:
     """Does an annotation name a class ``kind`` (``torch.cuda.Stream``, ``Optional[Event]``), not a type merely
-    containing the word (``StreamStateT``, a scheduler's state type variable, is no stream)?"""
-    return re.search(rf"\b{kind}\b", annotation) is not None
+    containing the word (``StreamStateT``, a scheduler's state type variable, is no stream)? A class name ending
+    in the word counts (``ExternalStream``, ``CUDAStream``, ``NPUEvent``)."""
+    return re.search(rf"\b\w*{kind}\b", annotation) is not None
 
 
 def torch_returns_tensor(target: str | None) -> bool:

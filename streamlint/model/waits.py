@@ -420,6 +420,19 @@ def _root(e: cst.BaseExpression) -> cst.BaseExpression:
     return e
 
 
+def _element_taken(fn_node: cst.FunctionDef, code: str, dropped: str, text: str) -> bool:
+    """Does ``fn`` take the element the loop leaves out by its index, from the container or a local alias of it
+    (``self.events[0]``; ``evs = self.events`` then ``evs[0]``)? Then it may wait on it outside the loop."""
+    names = {code.replace(" ", "")}
+    for n in local_nodes(fn_node.body):  # aliases: `evs = self.events`, `pending = list(self.events.values())`
+        if isinstance(n, cst.Assign) and isinstance(n.value, (cst.Name, cst.Attribute, cst.Call)) \
+                and any(name in cst.Module([]).code_for_node(n.value).replace(" ", "") for name in names):
+            names.update(cst.Module([]).code_for_node(t.target) for t in n.targets if isinstance(t.target, cst.Name))
+    flat = text.replace(" ", "")
+    index = "0" if dropped == "first" else "-1"
+    return any(f"{name}[{index}]" in flat for name in names)
+
+
 def partial_joins(project: Project, file: FileModel, fn: FunctionInfo) -> list[PartialJoin]:
     """Join loops of ``fn`` over ``xs[1:]`` / ``xs[:-1]`` (also through ``list(enumerate(xs))`` /
     ``.values()`` / ``.items()``) that wait on each element, where ``xs`` holds events recorded after
@@ -457,13 +470,12 @@ def partial_joins(project: Project, file: FileModel, fn: FunctionInfo) -> list[P
                 evidence = _field_record(project, file, attr)
                 code = file.code(coll)
                 text = text if text is not None else file.code(fn.node)
-                if evidence is not None and f"{code}[{'0' if dropped == 'first' else '-1'}]".replace(" ", "") \
-                        not in text.replace(" ", ""):
+                if evidence is not None and not _element_taken(fn.node, code, dropped, text):
                     found.append(PartialJoin(node, code, dropped, evidence, attr))
             continue
         text = text if text is not None else file.code(fn.node)
         code = file.code(coll)
-        if f"{code}[{'0' if dropped == 'first' else '-1'}]".replace(" ", "") in text.replace(" ", ""):
+        if _element_taken(fn.node, code, dropped, text):
             continue
         plain = isinstance(_root(coll), cst.Name)
         if next(_stores_in(fn.node, name, plain), None) is not None:

@@ -44,6 +44,11 @@ CALLERS = "<caller's stream>"  # a stream of the caller the callee cannot name
 DEFAULT = "<default stream>"  # the device's default stream when every caller runs the callee on a side stream
 MAX_SITES = 8
 _FAILED = object()
+_RUNNING = object()
+
+
+class _InCycle(Exception):
+    """A caller's collection asked, through its own analysis, for what its callers hand a callee."""
 _RUNNER: list = []  # the collecting run of a caller (registered by flow/interp.py: no import cycle)
 
 
@@ -179,9 +184,14 @@ def _collect(project, model, caller, mode: str) -> dict | None:
     memo = project.derived("entry_sites")
     key = (id(caller), mode)
     found = memo.get(key)
+    if found is _RUNNING:
+        raise _InCycle  # the caller is being collected: no answer yet (never memoised, see entry_context)
     if found is None:
-        memo[key] = _FAILED  # (a cycle: the caller is being collected)
-        interp = _RUNNER[0](project, model, caller, mode) if _RUNNER else None
+        memo[key] = _RUNNING
+        try:
+            interp = _RUNNER[0](project, model, caller, mode) if _RUNNER else None
+        finally:
+            del memo[key]
         found = _FAILED if interp is None else interp.collect
         memo[key] = found
     return None if found is _FAILED else found
@@ -217,7 +227,11 @@ def entry_context(project, file, fn, mode: str, plain: bool = False) -> tuple[fr
         if caller is None or caller is fn or not _relevant(project, model, caller):
             return None  # a module-level call, a recursion, a caller without stream work: nothing to agree on
     for model, site in sites:
-        facts = (_collect(project, model, site.function, mode) or {}).get(id(site.node))
+        try:
+            facts = (_collect(project, model, site.function, mode) or {}).get(id(site.node))
+        except _InCycle:  # asked while one of its callers is being collected: unknown now, asked again later
+            del memo[key]
+            return None
         if facts is None:
             return None  # a call its caller's analysis did not reach (or could not run inline)
         meet = facts if meet is None else meet & facts

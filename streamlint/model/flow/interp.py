@@ -255,6 +255,7 @@ def run_producer(project: Project, file: FileModel, fn: FunctionInfo, mode: str)
     producer, :mod:`~streamlint.model.flow.protocols`); None when the analysis gives up on it."""
     interp = Interp(project, file, fn, flow_config(mode, False, False))
     interp.protocol_seed = False
+    interp.entry_seed = False  # (what it leaves on the object; not asked of its callers: no order dependence)
     try:
         interp.run()
     except (RecursionError, AnalysisBudgetExceeded):

@@ -54,8 +54,8 @@ def view_only(fn: FunctionInfo, param: str) -> bool:
             if isinstance(e, cst.Name):
                 allowed.add(id(e))
                 break
-            if isinstance(e, cst.Subscript):
-                e = e.value
+            if isinstance(e, cst.Subscript) and all(_basic_index(el.slice) for el in e.slice):
+                e = e.value  # basic indexing is a view; an index tensor (``x[idx]``) is a gather kernel
             elif isinstance(e, cst.Attribute) and e.attr.value in VIEW_ATTRS:
                 e = e.value
             elif isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value in VIEW_METHODS:
@@ -68,6 +68,16 @@ def view_only(fn: FunctionInfo, param: str) -> bool:
             allowed.add(id(n.value))
     uses = [n for n in local_nodes(fn.node.body) if isinstance(n, cst.Name) and n.value == param]
     return bool(uses) and all(id(n) in allowed for n in uses)
+
+
+def _basic_index(sl: cst.BaseSlice) -> bool:
+    """A slice or a literal index (``x[:n]``, ``x[0]``, ``x[-1]``, ``x[None]``, ``x[...]``): a view, no kernel."""
+    if isinstance(sl, cst.Slice):
+        return True
+    v = sl.value if isinstance(sl, cst.Index) else None
+    if isinstance(v, cst.UnaryOperation) and isinstance(v.operator, cst.Minus):
+        v = v.expression
+    return isinstance(v, (cst.Integer, cst.Ellipsis)) or (isinstance(v, cst.Name) and v.value == "None")
 
 
 __all__ = ["metadata_only", "view_only"]

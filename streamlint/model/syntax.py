@@ -103,6 +103,18 @@ def int_literal(e: cst.BaseExpression) -> int | None:
     return None
 
 
+def slice_bounds(sl: cst.BaseSlice) -> tuple[int, int | None] | None:
+    """(lower, upper) of a step-less slice with literal bounds (``[1:]`` -> (1, None), ``[:-1]`` -> (0, -1)),
+    else None (an index, a step, a bound that is no literal)."""
+    if not isinstance(sl, cst.Slice) or sl.step is not None:
+        return None
+    lower = int_literal(sl.lower) if sl.lower is not None else 0
+    upper = int_literal(sl.upper) if sl.upper is not None else None
+    if sl.lower is not None and lower is None or sl.upper is not None and upper is None:
+        return None
+    return lower, upper
+
+
 def local_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """``node`` and its descendants in lexical pre-order, without entering nested functions, classes
     or lambdas (the nested definition itself is yielded, its body is not)."""

@@ -27,7 +27,7 @@ from streamlint._lazy import cst
 from streamlint.model.flow.values import Access, EVal, IVal, KVal, SVal, State, TupVal, TVal
 from streamlint.model.streams import EVENT, EVENT_LIST, MAIN, STREAM, STREAM_LIST, attr_kind, kind_of_value
 from streamlint.model.tensoruse import element_tensor_annotation, tensor_only_method
-from streamlint.model.syntax import int_literal
+from streamlint.model.syntax import int_literal, slice_bounds
 from streamlint.model.walk import children
 
 FIRST, MIDDLE, LAST = "0", "1", "-1"
@@ -49,12 +49,10 @@ def _call_name(call: cst.Call) -> str | None:
 
 def _slice_positions(sl: cst.Slice) -> tuple[str, ...] | None:
     """``[1:]`` -> every element but the first; ``[:-1]`` -> every element but the last; ``[:]`` -> all."""
-    if sl.step is not None:
+    bounds = slice_bounds(sl)
+    if bounds is None:
         return None
-    lower = int_literal(sl.lower) if sl.lower is not None else 0
-    upper = int_literal(sl.upper) if sl.upper is not None else None
-    if sl.lower is not None and lower is None or sl.upper is not None and upper is None:
-        return None
+    lower, upper = bounds
     if lower == 0 and upper is None:
         return ALL
     if lower == 1 and upper is None:

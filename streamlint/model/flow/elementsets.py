@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from streamlint._lazy import cst
-from streamlint.model.syntax import int_literal, local_nodes
+from streamlint.model.syntax import local_nodes, slice_bounds
 
 ALL, FIRST_OUT, LAST_OUT, ONE, SOME = "all", "first", "last", "one", "some"
 
@@ -58,12 +58,10 @@ Shape = "tuple[tuple[tuple[tuple[int, ...], cst.BaseExpression, str | None], ...
 
 
 def _slice_reach(sl: cst.BaseSlice) -> str:
-    if not isinstance(sl, cst.Slice) or sl.step is not None:
+    bounds = slice_bounds(sl)
+    if bounds is None:
         return SOME
-    lower = int_literal(sl.lower) if sl.lower is not None else 0
-    upper = int_literal(sl.upper) if sl.upper is not None else None
-    if sl.upper is not None and upper is None or sl.lower is not None and lower is None:
-        return SOME
+    lower, upper = bounds
     if lower == 0 and upper is None:
         return ALL
     if lower == 1 and upper is None:

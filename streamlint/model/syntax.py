@@ -103,16 +103,16 @@ def int_literal(e: cst.BaseExpression) -> int | None:
     return None
 
 
-def slice_bounds(sl: cst.BaseSlice) -> tuple[int, int | None] | None:
-    """(lower, upper) of a step-less slice with literal bounds (``[1:]`` -> (1, None), ``[:-1]`` -> (0, -1)),
-    else None (an index, a step, a bound that is no literal)."""
+def slice_drop(sl: cst.BaseSlice) -> str | None:
+    """Which end a step-less slice with literal bounds leaves out of a sequence: ``"none"`` (``[:]``, ``[0:]``),
+    ``"first"`` (``[1:]``), ``"last"`` (``[:-1]``); None for anything else (an index, a step, other bounds)."""
     if not isinstance(sl, cst.Slice) or sl.step is not None:
         return None
     lower = int_literal(sl.lower) if sl.lower is not None else 0
     upper = int_literal(sl.upper) if sl.upper is not None else None
     if sl.lower is not None and lower is None or sl.upper is not None and upper is None:
         return None
-    return lower, upper
+    return {(0, None): "none", (1, None): "first", (0, -1): "last"}.get((lower, upper))
 
 
 def local_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:

@@ -27,7 +27,7 @@ from streamlint._lazy import cst
 from streamlint.model.flow.values import Access, EVal, IVal, KVal, SVal, State, TupVal, TVal
 from streamlint.model.streams import EVENT, EVENT_LIST, MAIN, STREAM, STREAM_LIST, attr_kind, kind_of_value
 from streamlint.model.tensoruse import element_tensor_annotation, tensor_only_method
-from streamlint.model.syntax import int_literal, slice_bounds
+from streamlint.model.syntax import int_literal, slice_drop
 from streamlint.model.walk import children
 
 FIRST, MIDDLE, LAST = "0", "1", "-1"
@@ -49,17 +49,7 @@ def _call_name(call: cst.Call) -> str | None:
 
 def _slice_positions(sl: cst.Slice) -> tuple[str, ...] | None:
     """``[1:]`` -> every element but the first; ``[:-1]`` -> every element but the last; ``[:]`` -> all."""
-    bounds = slice_bounds(sl)
-    if bounds is None:
-        return None
-    lower, upper = bounds
-    if lower == 0 and upper is None:
-        return ALL
-    if lower == 1 and upper is None:
-        return (MIDDLE, LAST)
-    if lower == 0 and upper == -1:
-        return (FIRST, MIDDLE)
-    return None
+    return {"none": ALL, "first": (MIDDLE, LAST), "last": (FIRST, MIDDLE)}.get(slice_drop(sl))
 
 
 def _range_positions(call: cst.Call) -> tuple[str, ...] | None:

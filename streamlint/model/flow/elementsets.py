@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from streamlint._lazy import cst
-from streamlint.model.syntax import local_nodes, slice_bounds
+from streamlint.model.syntax import local_nodes, slice_drop
 
 ALL, FIRST_OUT, LAST_OUT, ONE, SOME = "all", "first", "last", "one", "some"
 
@@ -58,17 +58,7 @@ Shape = "tuple[tuple[tuple[tuple[int, ...], cst.BaseExpression, str | None], ...
 
 
 def _slice_reach(sl: cst.BaseSlice) -> str:
-    bounds = slice_bounds(sl)
-    if bounds is None:
-        return SOME
-    lower, upper = bounds
-    if lower == 0 and upper is None:
-        return ALL
-    if lower == 1 and upper is None:
-        return FIRST_OUT
-    if lower == 0 and upper == -1:
-        return LAST_OUT
-    return SOME
+    return {"none": ALL, "first": FIRST_OUT, "last": LAST_OUT}.get(slice_drop(sl), SOME)
 
 
 def _presence_filter(ifs, target: cst.BaseExpression) -> bool:

@@ -129,6 +129,9 @@ class MissingRecordStream(Rule):
                 if issue.kind == "noop-record":
                     self._noop_record(ctx, issue, main, use, alloc)
                     continue
+                if issue.kind == "handoff":
+                    self._handoff(ctx, issue, main, use, alloc)
+                    continue
                 if issue.kind == "held":
                     if strict:  # readers in other methods and a drop elsewhere: on torch-npu 2.14.0 / torchft 0.2.0
                         self._held(ctx, issue, main, use, alloc)  # not judged yet (off unless strict)
@@ -205,6 +208,37 @@ class MissingRecordStream(Rule):
             related.append(Location(model.path, model.span(call), "called here (every call site of the project hands it so)"))
             hint += "; this assumes the callers shown (every call site in the project hands it so)"
         ctx.report(issue.node, first, confidence=Confidence.MEDIUM, related=related, hint=hint)
+
+    @staticmethod
+    def _handoff(ctx: RuleContext, issue, main: str | None, use: str, alloc: str) -> None:
+        """A side-stream allocation handed over (returned, kept in a field another method drops, bound as a
+        parameter's data) after the function joined its stream into the current one, never recorded there
+        (flow/consumers.py). Reported at the first use on the current stream when the function makes one (high
+        confidence: the consumer's use is seen), else at the hand-over (medium: the consumer is inferred from
+        the join)."""
+        where = {"<return>": "handed to the caller", "<data>": "bound as a parameter's data"}.get(
+            issue.free, f"kept in `{issue.free}`")
+        seen = issue.free_node is not None
+        if seen:
+            line = ctx.file.span(issue.free_node).start_line
+            first = first_line(f"`{issue.name}` is allocated on {alloc}, used here on {use} and {where} (line "
+                               f"{line}) without a record on {use} [{issue.mode}]",
+                               f"`{issue.name}` is allocated on a side stream, used here and handed over unrecorded "
+                               f"[{issue.mode}]")
+        else:
+            first = first_line(f"`{issue.name}` is allocated on {alloc} and {where} for {use}, which waits on it, "
+                               f"but it is not recorded on {use} [{issue.mode}]",
+                               f"`{issue.name}` is allocated on a side stream and handed to {use} unrecorded "
+                               f"[{issue.mode}]")
+        target = _record_on_user(issue, main, use)
+        hint = (f"add {target} before handing it over: the wait orders the read after the copy but does not "
+                f"protect the memory; once the consumer drops it, the block returns to {alloc}'s pool and its next "
+                f"allocation can overwrite it while {use} still reads it (or begin every entry onto {alloc} with a "
+                f"wait on {use})")
+        if not seen:
+            hint += f"; this assumes the consumer is {use}, as the wait says"
+        related = [Location(ctx.file.path, ctx.file.span(issue.free_node), "handed over here")] if seen else []
+        ctx.report(issue.node, first, confidence=None if seen else Confidence.MEDIUM, related=related, hint=hint)
 
     @staticmethod
     def _held(ctx: RuleContext, issue, main: str | None, use: str, alloc: str) -> None:

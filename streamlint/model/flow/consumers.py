@@ -1,0 +1,165 @@
+"""Who consumes a side-stream allocation whose ownership leaves the function (SL301: escape hand-offs).
+
+A tensor allocated on a side stream S (an upload ``host.to(dev, non_blocking=True)``, ``torch.empty`` and a
+``copy_`` inside ``with torch.cuda.stream(S):``) belongs to S's pool in the caching allocator. When the function
+hands it over (returns it, yields it, keeps it in a field of the object that another method drops, binds it as a
+parameter's ``.data``), whoever receives it drops it later; the block then goes back to S's pool, and S's next
+allocation (the next prefetch, issued while the current stream still reads the old block: the point of the
+overlap) can overwrite it. A wait of the current stream on S orders the read after the write; it does not
+protect the memory: only ``t.record_stream(current)`` does (or S waiting on the current stream before each of
+its allocations).
+
+An escape alone says nothing of who uses the tensor (SL301 leaves it to ``strict``). This module looks for the
+evidence that the consumer is the current stream C and reports only then:
+
+- the function itself joins S into C after the allocation (``C.wait_stream(S)``, ``C.wait_event(ev)`` of an
+  event recorded on S): the author's own statement that C uses it (medium confidence: the use is inferred);
+
+and stays silent when the memory is safe: the tensor is recorded on a stream other than its own, here or by
+a caller of the function; every entry onto S begins with a wait on the current stream (the entry discipline:
+S cannot hand the block out before C's earlier reads); the field it is kept in is never dropped (a persistent
+buffer, cache or workspace, reused rather than freed); it goes elsewhere (a callee, a container handed in).
+
+Reported once per storage at the hand-over statement (the ``return`` / ``yield`` / the store), where the
+record belongs: the consumer's use is not in this function.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from streamlint._lazy import cst
+from streamlint.model.flow.callers import callers_of
+from streamlint.model.flow.escapes import self_field
+from streamlint.model.flow.results import Lifetime
+from streamlint.model.heldslots import held_fields
+from streamlint.model.streams import MAIN, derived
+from streamlint.model.syntax import local_nodes
+
+if TYPE_CHECKING:
+    from streamlint.model.flow.values import State
+
+
+class Consumers:
+    """Escape hand-offs of side-stream allocations (mixin of :class:`~streamlint.model.flow.interp.Interp`).
+
+    Interp state it uses: ``anchor``, ``clock``, ``cfg``, ``depth``, ``lifetimes``, ``project``, ``file``,
+    ``fn``; it asks orderings (``next_entry_waits``)."""
+
+    def new_storage(self, st: State, kind: str, stream: str, name: str | None, write):
+        S = super().new_storage(st, kind, stream, name, write)  # type: ignore[misc]
+        if kind == "local" and stream != MAIN:
+            self.__dict__.setdefault("made_at", {})[S.sid] = self.clock
+        return S
+
+    def wait_stream(self, st: State, waiter: str, producer: str) -> None:
+        super().wait_stream(st, waiter, producer)  # type: ignore[misc]
+        if waiter == MAIN and producer != MAIN:
+            self.__dict__.setdefault("explicit_joins", {})[producer] = self.clock
+
+    def wait_event(self, st: State, stream: str, key: str) -> None:
+        super().wait_event(st, stream, key)  # type: ignore[misc]
+        snap = st.events.get(key)  # (an event recorded in this function: what it covers is known)
+        if stream == MAIN and snap is not None:
+            joins = self.__dict__.setdefault("explicit_joins", {})
+            for producer, time in snap.items():
+                if producer != MAIN and joins.get(producer, -1) < time:
+                    joins[producer] = time
+
+    def note_kept(self, st: State, S, into: cst.BaseExpression | None) -> None:
+        super().note_kept(st, S, into)  # type: ignore[misc]
+        if self.depth or S.kind != "local" or S.alloc == MAIN or self.anchor is None:
+            return
+        dest = _destination(self.anchor, into)
+        made = self.__dict__.get("made_at", {}).get(S.sid)
+        if dest is None or made is None:
+            return
+        joined = st.vc.get(MAIN, {}).get(S.alloc, -1) >= made \
+            and self.__dict__.get("explicit_joins", {}).get(S.alloc, -1) >= made
+        if joined and S.handed is None:  # the current stream joined the allocating one before the hand-over
+            S.handed = (self.anchor, dest)  # (the first such one on this path)
+            self.__dict__["handoffs"] = True
+
+    def finalize(self, st: State) -> None:
+        super().finalize(st)  # type: ignore[misc]
+        if self.__dict__.get("handoffs") and not self.depth:
+            self.check_handoffs(st)
+
+    def check_handoffs(self, st: State) -> None:
+        """At a function exit: side-stream allocations handed over after the function joined their stream
+        into the current one, with no record and no entry discipline on the allocating stream."""
+        if self.cfg.mode not in ("eager", "cuda"):
+            return
+        made_at = self.__dict__.get("made_at", {})
+        for sid, S in st.stores.items():
+            made = made_at.get(sid)
+            if S.handed is None or S.kind != "local" or made is None or S.alloc.startswith(("tag", "<")):
+                continue
+            node, dest = S.handed
+            if S.recorded - {S.alloc}:
+                continue  # recorded for a consumer
+            if dest.startswith("self.") and not self._dropped_unrecorded(dest[5:]):
+                continue  # a field never dropped (a persistent buffer / cache, reused rather than freed), or one
+                # whose readers record what they take
+            if self.next_entry_waits(st, S.alloc, S.origin):  # type: ignore[attr-defined]
+                continue  # each entry onto the allocating stream waits on the current one first
+            if dest == "<return>" and callers_record(self.project, self.file, self.fn):
+                continue  # a caller records what it is handed
+            if any(u.stream != S.alloc for u in S.uses):
+                self._seen_consumer(S, dest, node)  # used here on another stream: the free-based analysis
+                continue  # judged it (storage.py); after the join, its escape is no excuse
+            key = (id(node), "handoff")
+            if key not in self.lifetimes:
+                self.lifetimes[key] = Lifetime(node, S.name or "tensor", S.alloc, MAIN, dest, None, False,
+                                               self.cfg.mode, kind="handoff")
+
+    def _seen_consumer(self, S, dest: str, node: cst.CSTNode) -> None:
+        """The storage is used here on the current stream, then handed over: the free-based analysis found the
+        use unprotected but took the escape for an owner's (``strict`` only). The join says the current stream is
+        its consumer: the use is reported by default, where it is."""
+        for u in S.uses:
+            key = (id(u.node), S.name)
+            found = self.lifetimes.get(key)
+            if u.stream == MAIN and found is not None and found.escaped and found.kind == "free":
+                self.lifetimes[key] = replace(found, free=dest, free_node=node, escaped=False, kind="handoff")
+                return
+
+    def _dropped_unrecorded(self, field: str) -> bool:
+        """Does some method of the class drop what field ``field`` holds (``pop``, ``del``, ``clear``, ``= None``,
+        a rebinding outside the constructor), while no method reading it records what it reads?"""
+        held = held_fields(self.project, self.file, self.fn.class_name).get(field)
+        return held is not None and bool(held.releases) and not held.recorders
+
+
+def _destination(anchor: cst.CSTNode, into: cst.BaseExpression | None) -> str | None:
+    """Where a hand-over statement sends a tensor: ``"<return>"`` (a ``return`` / ``yield`` to the caller),
+    ``"self.<field>"`` (a field of the object, or a slot of one), ``"<data>"`` (``p.data = t``: bound in place of
+    a parameter's storage); None elsewhere (a callee, a local container, a container handed in)."""
+    if into is None:
+        if isinstance(anchor, cst.Return) or isinstance(anchor, cst.Expr) and isinstance(anchor.value, cst.Yield):
+            return "<return>"
+        return None
+    field = self_field(into)
+    if field is not None:
+        return f"self.{field}"
+    if isinstance(into, cst.Attribute) and into.attr.value == "data":
+        return "<data>"
+    return None
+
+
+def callers_record(project, file, fn) -> bool:
+    """Does a caller of ``fn`` record a tensor on some stream (``t.record_stream(s)``) in the function that
+    calls it? Then the caller takes care of what it is handed (precision first: any record there counts)."""
+    memo = derived(project, "handoff_callers_record")
+    if id(fn) not in memo:
+        found = False
+        for model, site in callers_of(project, file, fn) or ():
+            caller = getattr(site, "function", None)
+            body = caller.node if caller is not None else None
+            if body is None or any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
+                                   and n.func.attr.value == "record_stream" for n in local_nodes(body)):
+                found = True
+                break
+        memo[id(fn)] = found
+    return memo[id(fn)]

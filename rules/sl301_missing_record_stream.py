@@ -129,7 +129,7 @@ class MissingRecordStream(Rule):
                 if issue.kind == "noop-record":
                     self._noop_record(ctx, issue, main, use, alloc)
                     continue
-                if issue.kind == "handoff":
+                if issue.kind == "handoff":  # (escaped: strict only for now, flow/consumers.py HANDOFF_STRICT)
                     self._handoff(ctx, issue, main, use, alloc)
                     continue
                 if issue.kind == "held":
@@ -238,7 +238,8 @@ class MissingRecordStream(Rule):
         if not seen:
             hint += f"; this assumes the consumer is {use}, as the wait says"
         related = [Location(ctx.file.path, ctx.file.span(issue.free_node), "handed over here")] if seen else []
-        ctx.report(issue.node, first, confidence=None if seen else Confidence.MEDIUM, related=related, hint=hint)
+        ctx.report(issue.node, first, confidence=Confidence.HIGH if seen else Confidence.MEDIUM, related=related,
+                   hint=hint)
 
     @staticmethod
     def _held(ctx: RuleContext, issue, main: str | None, use: str, alloc: str) -> None:

@@ -221,10 +221,10 @@ class MissingRecordStream(Rule):
         seen = issue.free_node is not None
         if seen:
             line = ctx.file.span(issue.free_node).start_line
-            first = first_line(f"`{issue.name}` is allocated on {alloc}, used here on {use} and {where} (line "
-                               f"{line}) without a record on {use} [{issue.mode}]",
-                               f"`{issue.name}` is allocated on a side stream, used here and handed over unrecorded "
-                               f"[{issue.mode}]")
+            first = first_line(f"`{issue.name}` is allocated on {alloc}, used on {use} (line {line}) and {where} "
+                               f"without a record on {use} [{issue.mode}]",
+                               f"`{issue.name}` is allocated on a side stream, used on {use} (line {line}) and handed "
+                               f"over unrecorded [{issue.mode}]")
         else:
             first = first_line(f"`{issue.name}` is allocated on {alloc} and {where} for {use}, which waits on it, "
                                f"but it is not recorded on {use} [{issue.mode}]",
@@ -237,7 +237,7 @@ class MissingRecordStream(Rule):
                 f"wait on {use})")
         if not seen:
             hint += f"; this assumes the consumer is {use}, as the wait says"
-        related = [Location(ctx.file.path, ctx.file.span(issue.free_node), "handed over here")] if seen else []
+        related = [Location(ctx.file.path, ctx.file.span(issue.free_node), f"used here on {use}")] if seen else []
         ctx.report(issue.node, first, confidence=Confidence.HIGH if seen else Confidence.MEDIUM, related=related,
                    hint=hint)
 

@@ -66,6 +66,18 @@ class MissingRecordStream(Rule):
     more fields of a holder (a dataclass of this file) and leaves out another that every construction of
     the holder fills with device memory is reported at its records.
 
+    A tensor allocated on a side stream and handed over (returned or yielded to the caller, kept in a field of
+    the object that another method drops or takes out with `pop`, bound as a parameter's `.data`) after the
+    function joined that stream into the current one (`current.wait_stream(side)`, `current.wait_event(ev)` of
+    an event recorded on it here), with no `record_stream` on the current stream: the join is the author's
+    statement that the current stream consumes it, but it only orders the read; once the consumer drops the
+    tensor, the block returns to the side stream's pool and its next allocation (the next prefetch) can
+    overwrite it while the current stream still reads it. Reported at the hand-over (medium confidence: the
+    consumer's use is inferred from the join; high when the function itself uses it on the current stream,
+    shown as a related location). Not when the side stream is forked from the current stream in that function
+    or at every entry (entry discipline), when a caller of the function records tensors, nor for a field that is
+    never dropped (a persistent buffer or workspace).
+
     A pipeline stage that hands objects from a producer stream to a consumer (it waits on the producer,
     then records what it hands on: `kjt.record_stream(cur)`, `ctx.record_stream(cur)`) must record each
     of them on every stream it records their siblings on: an object given to the same consumer call as a
@@ -102,7 +114,7 @@ class MissingRecordStream(Rule):
 
     ## Options
     - `strict` (bool, default false): also report tensors whose ownership escapes (returned, stored on
-      `self`, appended to a container), at low confidence; tensors kept in fields another method of the
+      `self`, appended to a container) with no join that names their consumer, at low confidence; tensors kept in fields another method of the
       object drops without a join, and tensor parameters callers run on a side stream and drop (these
       presume what the object's other methods or the callers do).
     """

@@ -300,8 +300,11 @@ def _every_path_flow(project: Project, file: FileModel, fn: FunctionInfo, explic
     source = next((i for i in runs if native and i.cfg.mode == first), runs[0])  # (its path's tag)
     races = tuple(r for r in source.races.values() if (id(r.node), r.name) in common)
     common_l = set.intersection(*(_lifetime_keys(i, runs) for i in runs))
-    lifetimes = tuple(dict.fromkeys(x for i in runs for x in i.lifetimes.values() if id(x.node) in common_l
-                                    and (x.kind != "handoff" or i.cfg.mode in ("eager", "cuda"))))
+    lifetimes = tuple(x for x in runs[0].lifetimes.values() if id(x.node) in common_l)
+    native_run = next((i for i in runs if i.cfg.mode in ("eager", "cuda")), None)  # (hand-offs: a native path's)
+    lifetimes += tuple(x for x in (native_run.lifetimes.values() if native_run is not None else ())
+                       if x.kind == "handoff" and id(x.node) in common_l
+                       and all(id(x.node) != id(y.node) for y in lifetimes))
     views = tuple(runs[0].view_escapes.values())
     return FunctionFlow(frozenset(), races, lifetimes, (), views, _native_early_records(runs, first),
                         _native_host_reads(project, file, fn, explicit_ge_joins, runs))

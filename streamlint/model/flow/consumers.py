@@ -142,6 +142,9 @@ class Consumers:
                 continue  # each entry onto the allocating stream waits on the current one first; or this function
                 # forks it from the current stream (the author follows the fork discipline: the next entry onto
                 # it, the first of some function, is presumed to wait too)
+            if any(r.kind == "read" and r.src == MAIN and r.dst == S.alloc for r in self.races.values()):
+                continue  # the allocating stream reads the current stream's work unforked here (SL201 there): the
+                # fork wait it asks for, at every entry, also protects this memory (one finding per cause)
             if dest == "<return>" and callers_record(self.project, self.file, self.fn):
                 continue  # a caller records what it is handed
             if any(u.stream != S.alloc for u in S.uses):

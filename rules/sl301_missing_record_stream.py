@@ -75,8 +75,9 @@ class MissingRecordStream(Rule):
     overwrite it while the current stream still reads it. Reported at the hand-over (medium confidence: the
     consumer's use is inferred from the join; high when the function itself uses it on the current stream,
     shown as a related location). Not when the side stream is forked from the current stream in that function
-    or at every entry (entry discipline), when a caller of the function records tensors, nor for a field that is
-    never dropped (a persistent buffer or workspace).
+    or at every entry (entry discipline), when it reads the current stream's work there unforked (the SL201 fork
+    wait is the one remedy), when a caller of the function records tensors, nor for a field that is never dropped
+    (a persistent buffer or workspace).
 
     A pipeline stage that hands objects from a producer stream to a consumer (it waits on the producer,
     then records what it hands on: `kjt.record_stream(cur)`, `ctx.record_stream(cur)`) must record each

@@ -132,8 +132,9 @@ class Consumers:
             if S.handed is None or S.kind != "local" or made is None or S.alloc.startswith(("tag", "<")):
                 continue
             node, dest = S.handed
-            if S.recorded - {S.alloc}:
-                continue  # recorded for a consumer
+            if S.recorded - {S.alloc} or any(streams - {S.alloc} for streams in st.loose_rec.values()):
+                continue  # recorded for a consumer; or a record of values of untracked type on this path (`for c in
+                # coefficients: c.record_stream(main)` over a helper's tuple): the author records what it hands on
             if dest.startswith("self.") and not self._dropped_unrecorded(dest[5:]):
                 continue  # a field never dropped (a persistent buffer / cache, reused rather than freed), or one
                 # whose readers record what they take

@@ -66,6 +66,19 @@ class MissingRecordStream(Rule):
     more fields of a holder (a dataclass of this file) and leaves out another that every construction of
     the holder fills with device memory is reported at its records.
 
+    A tensor allocated on a side stream and handed over (returned or yielded to the caller, kept in a field of
+    the object that another method drops or takes out with `pop`, bound as a parameter's `.data`) after the
+    function joined that stream into the current one (`current.wait_stream(side)`, `current.wait_event(ev)` of
+    an event recorded on it here), with no `record_stream` on the current stream: the join is the author's
+    statement that the current stream consumes it, but it only orders the read; once the consumer drops the
+    tensor, the block returns to the side stream's pool and its next allocation (the next prefetch) can
+    overwrite it while the current stream still reads it. Reported at the hand-over (medium confidence: the
+    consumer's use is inferred from the join; high when the function itself uses it on the current stream,
+    shown as a related location). Not when the side stream is forked from the current stream in that function
+    or at every entry (entry discipline), when it reads the current stream's work there unforked (the SL201 fork
+    wait is the one remedy), when a caller of the function records tensors, nor for a field that is never dropped
+    (a persistent buffer or workspace).
+
     A pipeline stage that hands objects from a producer stream to a consumer (it waits on the producer,
     then records what it hands on: `kjt.record_stream(cur)`, `ctx.record_stream(cur)`) must record each
     of them on every stream it records their siblings on: an object given to the same consumer call as a
@@ -102,7 +115,7 @@ class MissingRecordStream(Rule):
 
     ## Options
     - `strict` (bool, default false): also report tensors whose ownership escapes (returned, stored on
-      `self`, appended to a container), at low confidence; tensors kept in fields another method of the
+      `self`, appended to a container) with no join that names their consumer, at low confidence; tensors kept in fields another method of the
       object drops without a join, and tensor parameters callers run on a side stream and drop (these
       presume what the object's other methods or the callers do).
     """
@@ -128,6 +141,9 @@ class MissingRecordStream(Rule):
                 use, alloc = stream_label(issue.use_stream, main), stream_label(issue.alloc, main)
                 if issue.kind == "noop-record":
                     self._noop_record(ctx, issue, main, use, alloc)
+                    continue
+                if issue.kind == "handoff":  # (escaped: strict only for now, flow/consumers.py HANDOFF_STRICT)
+                    self._handoff(ctx, issue, main, use, alloc)
                     continue
                 if issue.kind == "held":
                     if strict:  # readers in other methods and a drop elsewhere: on torch-npu 2.14.0 / torchft 0.2.0
@@ -205,6 +221,38 @@ class MissingRecordStream(Rule):
             related.append(Location(model.path, model.span(call), "called here (every call site of the project hands it so)"))
             hint += "; this assumes the callers shown (every call site in the project hands it so)"
         ctx.report(issue.node, first, confidence=Confidence.MEDIUM, related=related, hint=hint)
+
+    @staticmethod
+    def _handoff(ctx: RuleContext, issue, main: str | None, use: str, alloc: str) -> None:
+        """A side-stream allocation handed over (returned, kept in a field another method drops, bound as a
+        parameter's data) after the function joined its stream into the current one, never recorded there
+        (flow/consumers.py). Reported at the first use on the current stream when the function makes one (high
+        confidence: the consumer's use is seen), else at the hand-over (medium: the consumer is inferred from
+        the join)."""
+        where = {"<return>": "handed to the caller", "<data>": "bound as a parameter's data"}.get(
+            issue.free, f"kept in `{issue.free}`")
+        seen = issue.free_node is not None
+        if seen:
+            line = ctx.file.span(issue.free_node).start_line
+            first = first_line(f"`{issue.name}` is allocated on {alloc}, used on {use} (line {line}) and {where} "
+                               f"without a record on {use} [{issue.mode}]",
+                               f"`{issue.name}` is allocated on a side stream, used on {use} (line {line}) and handed "
+                               f"over unrecorded [{issue.mode}]")
+        else:
+            first = first_line(f"`{issue.name}` is allocated on {alloc} and {where} for {use}, which waits on it, "
+                               f"but it is not recorded on {use} [{issue.mode}]",
+                               f"`{issue.name}` is allocated on a side stream and handed to {use} unrecorded "
+                               f"[{issue.mode}]")
+        target = _record_on_user(issue, main, use)
+        hint = (f"add {target} before handing it over: the wait orders the read after the copy but does not "
+                f"protect the memory; once the consumer drops it, the block returns to {alloc}'s pool and its next "
+                f"allocation can overwrite it while {use} still reads it (or begin every entry onto {alloc} with a "
+                f"wait on {use})")
+        if not seen:
+            hint += f"; this assumes the consumer is {use}, as the wait says"
+        related = [Location(ctx.file.path, ctx.file.span(issue.free_node), f"used here on {use}")] if seen else []
+        ctx.report(issue.node, first, confidence=Confidence.HIGH if seen else Confidence.MEDIUM, related=related,
+                   hint=hint)
 
     @staticmethod
     def _held(ctx: RuleContext, issue, main: str | None, use: str, alloc: str) -> None:

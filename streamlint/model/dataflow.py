@@ -263,6 +263,17 @@ def _race_keys(interp: Interp, runs: list[Interp], native: bool) -> set:
     return keys
 
 
+def _lifetime_keys(interp: Interp, runs: list[Interp]) -> set:
+    """The lifetimes of one path's run; a side-stream allocation handed over after a native join
+    (flow/consumers.py) is looked for on the native paths only, so on another path it counts as found when a
+    native run found it (as a race's hand-back does: :func:`_race_keys`)."""
+    keys = {id(x.node) for x in interp.lifetimes.values()}
+    if interp.cfg.mode not in ("eager", "cuda"):
+        keys |= {id(x.node) for i in runs if i.cfg.mode in ("eager", "cuda")
+                 for x in i.lifetimes.values() if x.kind == "handoff"}
+    return keys
+
+
 def _every_path_flow(project: Project, file: FileModel, fn: FunctionInfo, explicit_ge_joins: bool) -> FunctionFlow:
     """Unknown execution path: keep only the hazards found on every path the code could take. Code that
     orders streams with the native stream objects' methods (``wait_stream``, ``wait_event``,
@@ -280,7 +291,7 @@ def _every_path_flow(project: Project, file: FileModel, fn: FunctionInfo, explic
         runs.append(interp)
         if (not native or len(runs) > 1) and not runs[0].view_escapes and not (
                 set.intersection(*(_race_keys(i, runs, native) for i in runs))
-                or set.intersection(*({id(x.node) for x in i.lifetimes.values()} for i in runs))):
+                or set.intersection(*(_lifetime_keys(i, runs) for i in runs))):
             # nothing found on every path so far: the other paths cannot add to it
             host_reads = _native_host_reads(project, file, fn, explicit_ge_joins, runs)
             early = _native_early_records(runs, first)
@@ -288,8 +299,12 @@ def _every_path_flow(project: Project, file: FileModel, fn: FunctionInfo, explic
     common = set.intersection(*(_race_keys(i, runs, native) for i in runs))
     source = next((i for i in runs if native and i.cfg.mode == first), runs[0])  # (its path's tag)
     races = tuple(r for r in source.races.values() if (id(r.node), r.name) in common)
-    common_l = set.intersection(*({id(x.node) for x in i.lifetimes.values()} for i in runs))
+    common_l = set.intersection(*(_lifetime_keys(i, runs) for i in runs))
     lifetimes = tuple(x for x in runs[0].lifetimes.values() if id(x.node) in common_l)
+    native_run = next((i for i in runs if i.cfg.mode in ("eager", "cuda")), None)  # (hand-offs: a native path's)
+    lifetimes += tuple(x for x in (native_run.lifetimes.values() if native_run is not None else ())
+                       if x.kind == "handoff" and id(x.node) in common_l
+                       and all(id(x.node) != id(y.node) for y in lifetimes))
     views = tuple(runs[0].view_escapes.values())
     return FunctionFlow(frozenset(), races, lifetimes, (), views, _native_early_records(runs, first),
                         _native_host_reads(project, file, fn, explicit_ge_joins, runs))

@@ -527,6 +527,10 @@ class Expressions:
         if not tensors and isinstance(recv, KVal) and recv.opaque and name in COPY_METHODS:
             _, reads, _ = self.call_args(st, e)
             return self.op(st, e, reads)  # e.g. host_batches[i].to(device): a new tensor on this stream
+        if not tensors and recv is None and name in ("to", "cuda", "npu") and non_blocking(e) \
+                and isinstance(e.func.value, cst.Name) and e.func.value.value in st.env:
+            _, reads, _ = self.call_args(st, e)  # `cpu_t.to(device, non_blocking=True)`, `cpu_t` unpacked from a
+            return self.op(st, e, reads)  # record of unknown type: only a tensor copies asynchronously (a new one)
         if not tensors and name in VIEW_METHODS | MULTI_VIEW_METHODS:
             self.call_args(st, e)  # a view of a value of unknown storage allocates nothing: no storage of this call
             return None

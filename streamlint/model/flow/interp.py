@@ -11,6 +11,7 @@ from streamlint.model.file import FileModel, FunctionInfo
 from streamlint.model.flow.calls import Calls, current_stream_params
 from streamlint.model.flow.forks import forked_self_streams, forked_stream_params
 from streamlint.model.flow.control import ControlFlow
+from streamlint.model.flow.consumers import Consumers
 from streamlint.model.flow.counters import Counters
 from streamlint.model.flow.promises import Promises
 from streamlint.model.flow.elements import Elements
@@ -72,7 +73,7 @@ def _last_simple(body: list) -> cst.CSTNode | None:
     return node.body[-1] if node is not None and node.body else None
 
 
-class Interp(Orderings, Records, Storages, Expressions, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes, HostReads,
+class Interp(Consumers, Orderings, Records, Storages, Expressions, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes, HostReads,
              HostSyncs, TransferSends, Counters, Promises, Slots, Replays):
     """Path-sensitive abstract interpretation of one function body in program order."""
 

@@ -56,7 +56,9 @@ class Lifetime:
     mode: str
     kind: str = "free"  # "free": freed before the allocating stream waits on the use; "noop-record": a
     # record_stream on the allocating stream itself (``node``); "caller-drop": a tensor parameter used on the
-    # side stream callers run the function on, which some caller drops (flow/sidecalls.py)
+    # side stream callers run the function on, which some caller drops (flow/sidecalls.py); "handoff": a
+    # side-stream allocation handed over (``free``: "<return>", "self.<field>", "<data>") after the function joined
+    # its stream into the current one, never recorded there (flow/consumers.py; ``node``: the hand-over)
     entry: tuple | None = None  # (file model, call node): the allocating stream is what every caller hands
     # the function (entryctx.py), shown at this call
 

@@ -1,0 +1,232 @@
+"""Who consumes a side-stream allocation whose ownership leaves the function (SL301: escape hand-offs).
+
+A tensor allocated on a side stream S (an upload ``host.to(dev, non_blocking=True)``, ``torch.empty`` and a
+``copy_`` inside ``with torch.cuda.stream(S):``) belongs to S's pool in the caching allocator. When the function
+hands it over (returns it, yields it, keeps it in a field of the object that another method drops, binds it as a
+parameter's ``.data``), whoever receives it drops it later; the block then goes back to S's pool, and S's next
+allocation (the next prefetch, issued while the current stream still reads the old block: the point of the
+overlap) can overwrite it. A wait of the current stream on S orders the read after the write; it does not
+protect the memory: only ``t.record_stream(current)`` does (or S waiting on the current stream before each of
+its allocations).
+
+An escape alone says nothing of who uses the tensor (SL301 leaves it to ``strict``). This module looks for the
+evidence that the consumer is the current stream C and reports only then:
+
+- the function itself joins S into C after the allocation (``C.wait_stream(S)``, ``C.wait_event(ev)`` of an
+  event recorded on S): the author's own statement that C uses it (medium confidence: the use is inferred);
+
+and stays silent when the memory is safe: the tensor is recorded on a stream other than its own, here or by
+a caller of the function; every entry onto S begins with a wait on the current stream (the entry discipline:
+S cannot hand the block out before C's earlier reads); the field it is kept in is never dropped (a persistent
+buffer, cache or workspace, reused rather than freed); it goes elsewhere (a callee, a container handed in).
+
+Reported once per storage at the hand-over statement (the ``return`` / ``yield`` / the store), where the
+record belongs: the consumer's use is not in this function.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from streamlint._lazy import cst
+from streamlint.model.flow.callers import callers_of
+from streamlint.model.flow.escapes import self_field
+from streamlint.model.flow.results import Lifetime
+from streamlint.model.heldslots import held_fields
+from streamlint.model.streams import MAIN, derived
+from streamlint.model.syntax import local_nodes
+
+if TYPE_CHECKING:
+    from streamlint.model.flow.values import State
+
+
+# The hand-offs are reported only under SL301's ``strict`` (like every escape) for now: on by default they flag
+# hand-overs that several committed negative fixtures keep silent (sl301_eager_npu, sl301_entry_discipline*,
+# sl301_explicit_free, sl301_view_of_live_storage: a discipline or ownership this module does not read yet).
+HANDOFF_STRICT = False
+
+
+class Consumers:
+    """Escape hand-offs of side-stream allocations (mixin of :class:`~streamlint.model.flow.interp.Interp`).
+
+    Interp state it uses: ``anchor``, ``clock``, ``cfg``, ``depth``, ``lifetimes``, ``project``, ``file``,
+    ``fn``; it asks orderings (``next_entry_waits``)."""
+
+    def new_storage(self, st: State, kind: str, stream: str, name: str | None, write):
+        S = super().new_storage(st, kind, stream, name, write)  # type: ignore[misc]
+        if kind == "local" and stream != MAIN:
+            self.__dict__.setdefault("made_at", {})[S.sid] = self.clock
+            if self.depth:  # made by an inlined helper: which one (a join there is that helper's own)
+                self.__dict__.setdefault("made_in", {})[S.sid] = id(self.frames[-1][1].node)
+            if st.know(stream).get(MAIN, -1) >= st.last_op.get(MAIN, 0):  # this entry onto the stream began with
+                self.__dict__.setdefault("forked", set()).add(S.sid)  # a wait on the current stream's work so far
+        return S
+
+    def wait_stream(self, st: State, waiter: str, producer: str) -> None:
+        super().wait_stream(st, waiter, producer)  # type: ignore[misc]
+        if waiter == MAIN and producer != MAIN:
+            self._joined(producer, self.clock)
+        elif producer == MAIN and waiter != MAIN:
+            self.__dict__.setdefault("fork_streams", set()).add(waiter)
+
+    def wait_event(self, st: State, stream: str, key: str) -> None:
+        super().wait_event(st, stream, key)  # type: ignore[misc]
+        snap = st.events.get(key)  # (an event recorded in this function: what it covers is known)
+        if stream == MAIN and snap is not None:
+            for producer, time in snap.items():
+                if producer != MAIN:
+                    self._joined(producer, time)
+        elif stream != MAIN and snap is not None and MAIN in snap:
+            self.__dict__.setdefault("fork_streams", set()).add(stream)
+
+    def _joined(self, producer: str, time: int) -> None:
+        """The current stream explicitly joined ``producer`` up to ``time`` (in an inlined helper: noted apart)."""
+        joins = self.__dict__.setdefault("explicit_joins", {})
+        joins[producer] = max(joins.get(producer, -1), time)
+        if self.depth:
+            key = (producer, id(self.frames[-1][1].node))
+            joins = self.__dict__.setdefault("helper_joins", {})
+            joins[key] = max(joins.get(key, -1), time)
+
+    def report_lifetime(self, st: State, S, u, how: str, node) -> None:
+        """Not the caller's use of a tensor a project helper it inlines allocated on a side stream, joined into the
+        current stream and handed back: the helper's own analysis reports that hand-over (its return), where the
+        record belongs (one finding per cause)."""
+        made = self.__dict__.get("made_at", {}).get(S.sid)
+        helper = self.__dict__.get("made_in", {}).get(S.sid)
+        if not HANDOFF_STRICT and made is not None and helper is not None and how == "function end" \
+                and u.stream == MAIN and not self.depth and S.sid not in self.__dict__.get("forked", ()) \
+                and self.__dict__.get("helper_joins", {}).get((S.alloc, helper), -1) >= made \
+                and not self.next_entry_waits(st, S.alloc, S.origin):
+            return  # (the same helper made it and joined its stream: it hands it back, and reports that)
+        super().report_lifetime(st, S, u, how, node)  # type: ignore[misc]
+
+    def note_kept(self, st: State, S, into: cst.BaseExpression | None) -> None:
+        super().note_kept(st, S, into)  # type: ignore[misc]
+        if self.depth or S.kind != "local" or S.alloc == MAIN or self.anchor is None:
+            return
+        dest = _destination(self.anchor, into)
+        made = self.__dict__.get("made_at", {}).get(S.sid)
+        if dest is None or made is None:
+            return
+        joined = st.vc.get(MAIN, {}).get(S.alloc, -1) >= made \
+            and self.__dict__.get("explicit_joins", {}).get(S.alloc, -1) >= made
+        if joined and S.handed is None:  # the current stream joined the allocating one before the hand-over
+            S.handed = (self.anchor, dest)  # (the first such one on this path)
+            self.__dict__["handoffs"] = True
+
+    def finalize(self, st: State) -> None:
+        super().finalize(st)  # type: ignore[misc]
+        if self.__dict__.get("handoffs") and not self.depth:
+            self.check_handoffs(st)
+
+    def check_handoffs(self, st: State) -> None:
+        """At a function exit: side-stream allocations handed over after the function joined their stream
+        into the current one, with no record and no entry discipline on the allocating stream."""
+        if self.cfg.mode not in ("eager", "cuda"):
+            return
+        made_at = self.__dict__.get("made_at", {})
+        for sid, S in st.stores.items():
+            made = made_at.get(sid)
+            if S.handed is None or S.kind != "local" or made is None or S.alloc.startswith(("tag", "<")):
+                continue
+            node, dest = S.handed
+            if S.recorded - {S.alloc} or any(streams - {S.alloc} for streams in st.loose_rec.values()):
+                continue  # recorded for a consumer; or a record of values of untracked type on this path (`for c in
+                # coefficients: c.record_stream(main)` over a helper's tuple): the author records what it hands on
+            if dest.startswith("self.") and not self._dropped_unrecorded(dest[5:]):
+                continue  # a field never dropped (a persistent buffer / cache, reused rather than freed), or one
+                # whose readers record what they take
+            if sid in self.__dict__.get("forked", ()) or S.alloc in self.__dict__.get("fork_streams", ()) \
+                    or self.next_entry_waits(st, S.alloc, S.origin):
+                continue  # each entry onto the allocating stream waits on the current one first; or this function
+                # forks it from the current stream (the author follows the fork discipline: the next entry onto
+                # it, the first of some function, is presumed to wait too)
+            if any(r.kind == "read" and r.src == MAIN and r.dst == S.alloc for r in self.races.values()):
+                continue  # the allocating stream reads the current stream's work unforked here (SL201 there): the
+                # fork wait it asks for, at every entry, also protects this memory (one finding per cause)
+            if dest == "<return>" and callers_record(self.project, self.file, self.fn):
+                continue  # a caller records what it is handed
+            if any(u.stream != S.alloc for u in S.uses):
+                self._seen_consumer(S, dest, node)  # used here on another stream: the free-based analysis
+                continue  # judged it (storage.py); after the join, its escape is no excuse
+            key = (id(node), "handoff")
+            if key not in self.lifetimes:
+                self.lifetimes[key] = Lifetime(node, S.name or "tensor", S.alloc, MAIN, dest, None, HANDOFF_STRICT,
+                                               self.cfg.mode, kind="handoff")
+
+    def _seen_consumer(self, S, dest: str, node: cst.CSTNode) -> None:
+        """The storage is used here on the current stream, then handed over: the free-based analysis found the
+        use unprotected but took the escape for an owner's (``strict`` only). The join says the current stream is
+        its consumer: the use is reported by default, where it is."""
+        for u in S.uses:
+            key = (id(u.node), S.name)
+            found = self.lifetimes.get(key)
+            if u.stream == MAIN and found is not None and found.escaped and found.kind == "free":
+                del self.lifetimes[key]  # (reported at the hand-over, the use shown: one finding per cause)
+                self.lifetimes.setdefault((id(node), "handoff"), replace(
+                    found, node=node, name=S.name or found.name, free=dest, free_node=u.node, escaped=HANDOFF_STRICT,
+                    kind="handoff"))
+                return
+
+    def _dropped_unrecorded(self, field: str) -> bool:
+        """Does some method of the class drop what field ``field`` holds (``pop``, ``del``, ``clear``, ``= None``,
+        a rebinding outside the constructor), while no method reading it records what it reads?"""
+        held = held_fields(self.project, self.file, self.fn.class_name).get(field)
+        if held is None or held.recorders:
+            return False
+        return bool(held.releases) or _taken_out(self.file.classes.get(self.fn.class_name or ""), field)
+
+
+def _destination(anchor: cst.CSTNode, into: cst.BaseExpression | None) -> str | None:
+    """Where a hand-over statement sends a tensor: ``"<return>"`` (a ``return`` / ``yield`` to the caller),
+    ``"self.<field>"`` (a field of the object, or a slot of one), ``"<data>"`` (``p.data = t``: bound in place of
+    a parameter's storage); None elsewhere (a callee, a local container, a container handed in)."""
+    if into is None:
+        if isinstance(anchor, cst.Return) or isinstance(anchor, cst.Expr) and isinstance(anchor.value, cst.Yield):
+            return "<return>"
+        return None
+    field = self_field(into)
+    if field is not None:
+        return f"self.{field}"
+    if isinstance(into, cst.Attribute) and into.attr.value == "data":
+        return "<data>"
+    return None
+
+
+def _taken_out(cls, field: str) -> bool:
+    """Does a method of the class take what the field holds out of it (``self.staged.pop(k)``, ``.popleft()``,
+    ``.popitem()``), handing it on (a take returned to the caller is no release of the field's, but the field
+    no longer keeps it alive)?"""
+    for method in (cls.methods.values() if cls is not None else ()):
+        for site in method.calls:
+            func = site.node.func
+            if site.method in ("pop", "popleft", "popitem") and isinstance(func, cst.Attribute) \
+                    and self_field(func.value) == field:
+                return True
+    return False
+
+
+def callers_record(project, file, fn) -> bool:
+    """Does a caller of ``fn`` record a tensor on some stream (``t.record_stream(s)``)? Then the caller takes care
+    of what it is handed. When the project resolves no call site, any function calling its name (``stager.get(...)``)
+    counts, whatever object it is called on (precision first)."""
+    memo = derived(project, "handoff_callers_record")
+    if id(fn) not in memo:
+        name = fn.node.name.value
+        memo[id(fn)] = False
+        sites = callers_of(project, file, fn)
+        if sites:  # the call sites the project resolves to it
+            memo[id(fn)] = any(site.function is None or any(s.method == "record_stream" for s in site.function.calls)
+                               for _, site in sites)
+            return memo[id(fn)]
+        for path in project.paths_containing((b"record_stream",)):  # (few files: then the name's callers there)
+            model = project.file(path) if project.may_contain(path, (f"{name}(".encode(),)) else None
+            for other in (model.iter_functions() if model is not None else ()):
+                if other.node is not fn.node and any(site.method == name or isinstance(site.node.func, cst.Name)
+                                                     and site.node.func.value == name for site in other.calls) \
+                        and any(site.method == "record_stream" for site in other.calls):
+                    memo[id(fn)] = True
+                    return True
+    return memo[id(fn)]

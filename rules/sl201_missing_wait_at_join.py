@@ -22,7 +22,7 @@ class MissingWaitAtJoin(Rule):
     The host is a consumer too: a host tensor filled by a non-blocking device-to-host copy read on the host
     (`.tolist()`, a CPU op, a branch test, `torch.save`, a queue) before a host synchronisation covers the copy.
     When the consumer is the caller, the join step itself is flagged: a function named for joining
-    (`wait_*`, `sync_*`, `finish_*`) that orders nothing after the stream or event it is handed, or the
+    (`wait_*`, `await_*`, `sync_*`, `finish_*`) that orders nothing after the stream or event it is handed, or the
     class's join step when nothing in the project joins a stream another method leaves work on.
 
     ## Why is this bad?

@@ -3,6 +3,7 @@ from streamlint.model.apis import STREAM_MARKERS
 from streamlint.model.dataflow import EarlyRecord, HostRead, Race, file_flows, path_tag
 from streamlint.model.eventguards import CURRENT, UnguardedRead, unguarded_reads
 from streamlint.model.flow.facades import silent_facade_syncs
+from streamlint.model.flow.handedfields import HANDED
 from streamlint.model.flow.joinsteps import SilentJoin, silent_joins, taken_events
 from streamlint.model.flow.protocols import DroppedEvent, dropped_events
 from streamlint.model.flow.results import FunctionFlow, one_per_cause
@@ -122,6 +123,11 @@ class MissingWaitAtJoin(Rule):
                          f"{stream_label(race.src, main)} for a later reader: this assumes `{race.protocol}()` "
                          "ran before this method, as the class's protocol (an event recorded after the write, a "
                          "join in its other readers) implies")
+            elif race.step is not None and race.step.startswith(HANDED):
+                confidence = Confidence.MEDIUM
+                hint += (f"; `{race.name}` is not long-lived: the object holds the tensor its constructor was handed, "
+                         f"and only step code builds it (`{race.step[len(HANDED):]}()`, on its current stream, this "
+                         "assumes): order this stream after the caller's producer")
             elif race.step is not None:
                 confidence = Confidence.MEDIUM
                 hint += (f"; `{race.name}` is not long-lived: `{race.step}()` of the class rewrites it every step "

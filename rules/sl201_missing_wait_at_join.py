@@ -2,6 +2,7 @@ from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.apis import STREAM_MARKERS
 from streamlint.model.dataflow import EarlyRecord, HostRead, Race, file_flows, path_tag
 from streamlint.model.eventguards import CURRENT, UnguardedRead, unguarded_reads
+from streamlint.model.flow.duckmethods import duck_calls
 from streamlint.model.flow.facades import silent_facade_syncs
 from streamlint.model.flow.handedfields import HANDED
 from streamlint.model.flow.joinsteps import SilentJoin, silent_joins, taken_events
@@ -146,6 +147,11 @@ class MissingWaitAtJoin(Rule):
                 confidence = Confidence.MEDIUM
                 hint += ("; the access is inside the called helper, on the stream this function made current: "
                          "order that stream before the call")
+            duck = duck_calls(ctx.project, ctx.file, fn)
+            if duck is not None:
+                confidence = confidence if confidence is Confidence.LOW else Confidence.MEDIUM
+                hint += (f"; this assumes `{duck}()` is the project's only method of that name (its receiver has "
+                         "no annotation)")
             hint += _also_clears(ctx, race, flow, use_line, main)
             related = _related(ctx, race) + [
                 Location(ctx.file.path, ctx.file.span(r.node), f"`{r.name}` also used here, before any wait")

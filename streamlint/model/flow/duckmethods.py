@@ -69,13 +69,11 @@ def duck_method(project: Project, file: FileModel, fn: FunctionInfo,
 
 def duck_calls(project: Project, file: FileModel, fn: FunctionInfo) -> str | None:
     """The name of the first method ``fn`` calls that only :func:`duck_method` resolves (no call target, no
-    annotation, no local construction): findings resting on it assume the name resolution (medium)."""
-    from streamlint.model.flow.effects import local_method
-
+    annotation; a parameter is no local construction): findings resting on it assume the name resolution (medium)."""
     for site in fn.calls:
         func = site.node.func
         if isinstance(func, cst.Attribute) and project.call_target(file, site) is None \
-                and local_method(project, file, fn, func) is None and duck_method(project, file, fn, func) is not None:
+                and duck_method(project, file, fn, func) is not None:
             return func.attr.value
     return None
 

@@ -2,7 +2,9 @@ from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.apis import STREAM_MARKERS
 from streamlint.model.dataflow import EarlyRecord, HostRead, Race, file_flows, path_tag
 from streamlint.model.eventguards import CURRENT, UnguardedRead, unguarded_reads
+from streamlint.model.flow.duckmethods import duck_calls
 from streamlint.model.flow.facades import silent_facade_syncs
+from streamlint.model.flow.handedfields import HANDED
 from streamlint.model.flow.joinsteps import SilentJoin, silent_joins, taken_events
 from streamlint.model.flow.protocols import DroppedEvent, dropped_events
 from streamlint.model.flow.results import FunctionFlow, one_per_cause
@@ -22,7 +24,7 @@ class MissingWaitAtJoin(Rule):
     The host is a consumer too: a host tensor filled by a non-blocking device-to-host copy read on the host
     (`.tolist()`, a CPU op, a branch test, `torch.save`, a queue) before a host synchronisation covers the copy.
     When the consumer is the caller, the join step itself is flagged: a function named for joining
-    (`wait_*`, `sync_*`, `finish_*`) that orders nothing after the stream or event it is handed, or the
+    (`wait_*`, `await_*`, `sync_*`, `finish_*`) that orders nothing after the stream or event it is handed, or the
     class's join step when nothing in the project joins a stream another method leaves work on.
 
     ## Why is this bad?
@@ -122,6 +124,11 @@ class MissingWaitAtJoin(Rule):
                          f"{stream_label(race.src, main)} for a later reader: this assumes `{race.protocol}()` "
                          "ran before this method, as the class's protocol (an event recorded after the write, a "
                          "join in its other readers) implies")
+            elif race.step is not None and race.step.startswith(HANDED):
+                confidence = Confidence.MEDIUM
+                hint += (f"; `{race.name}` is not long-lived: the object holds the tensor its constructor was handed, "
+                         f"and only step code builds it (`{race.step[len(HANDED):]}()`, on its current stream, this "
+                         "assumes): order this stream after the caller's producer")
             elif race.step is not None:
                 confidence = Confidence.MEDIUM
                 hint += (f"; `{race.name}` is not long-lived: `{race.step}()` of the class rewrites it every step "
@@ -140,6 +147,11 @@ class MissingWaitAtJoin(Rule):
                 confidence = Confidence.MEDIUM
                 hint += ("; the access is inside the called helper, on the stream this function made current: "
                          "order that stream before the call")
+            duck = duck_calls(ctx.project, ctx.file, fn)
+            if duck is not None:
+                confidence = confidence if confidence is Confidence.LOW else Confidence.MEDIUM
+                hint += (f"; this assumes `{duck}()` is the project's only method of that name (its receiver has "
+                         "no annotation)")
             hint += _also_clears(ctx, race, flow, use_line, main)
             related = _related(ctx, race) + [
                 Location(ctx.file.path, ctx.file.span(r.node), f"`{r.name}` also used here, before any wait")

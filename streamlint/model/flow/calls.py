@@ -14,6 +14,7 @@ from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, host_param, string_value
 from streamlint.model.flow.callers import callers_of, calls_after, orders_after
 from streamlint.model.flow.coarse import ends_in
+from streamlint.model.flow.duckmethods import duck_method
 from streamlint.model.flow.elementsets import element_origins
 from streamlint.model.flow.effects import held_object, local_method
 from streamlint.model.flow.heldresults import held_result
@@ -558,7 +559,8 @@ class Calls:
         return fn, mod
 
     def annotated_method(self, func: cst.BaseExpression) -> tuple[FunctionInfo, FileModel] | None:
-        """``plan.record()`` where ``plan: SchedulePlan`` is a parameter annotated with a project class."""
+        """``plan.record()`` where ``plan: SchedulePlan`` is a parameter annotated with a project class (or
+        unannotated, calling a method only that class defines: flow/duckmethods.py)."""
         if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
             return None
         fn, file = self.cfn, self.cfile
@@ -574,7 +576,7 @@ class Calls:
                 method = sym[0].methods.get(func.attr.value)
                 if method is not None:
                     return method, sym[1]
-        return None
+        return duck_method(self.project, file, fn, func)  # (unannotated: a name only one project class defines)
 
     def _bind_rest(self, st: State, e: cst.Call, fn: FunctionInfo, params: tuple[str, ...], env: dict) -> None:
         """An inlined helper's ``*args`` / ``**kwargs``: the call's extra arguments (an empty tuple when none)."""

@@ -93,11 +93,13 @@ def effect_callees(project: Project, file: FileModel, fn: FunctionInfo,
 
 def _effect_callees(project: Project, file: FileModel, fn: FunctionInfo,
                     has_work: Callable[[Project, FileModel, FunctionInfo], bool]) -> list[tuple[FunctionInfo, FileModel]]:
+    from streamlint.model.flow.duckmethods import duck_method
+
     out: list[tuple[FunctionInfo, FileModel]] = []
     for site in fn.calls:
         found = project.call_target(file, site)
         if found is None:
-            found = local_method(project, file, fn, site.node.func)
+            found = local_method(project, file, fn, site.node.func) or duck_method(project, file, fn, site.node.func)
             if found is not None and has_work(project, found[1], found[0]) and all(found[0] is not g for g, _ in out):
                 out.append(found)
             continue

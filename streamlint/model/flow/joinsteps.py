@@ -7,9 +7,9 @@ batch, context)`` — orders the caller's current stream after that work before 
 produced. The reader lives in the caller, so the dataflow of no single function shows the race; the root
 cause, when the join step has lost its join, is in the join step, which is where this module reports it.
 
-A function is a join step when the first word of its name says so (``wait``, ``sync``, ``synchronize``,
-``finish``, ``join``: the naming convention join helpers follow, like ``record*stream*`` for recorders in
-:mod:`~streamlint.model.recorders`). It is judged on evidence of what it was handed to join:
+A function is a join step when the first word of its name says so (``wait``, ``await``, ``sync``,
+``synchronize``, ``finish``, ``join``: the naming convention join helpers follow, like ``record*stream*`` for
+recorders in :mod:`~streamlint.model.recorders`; not a dunder: ``__await__`` makes an awaitable). It is judged on evidence of what it was handed to join:
 
 Reported where the join belongs: at the function's last statement (before it returns), or at the loop /
 test taking the event.
@@ -48,7 +48,7 @@ from streamlint.model.syntax import local_nodes, mentions_name
 if TYPE_CHECKING:
     from streamlint.model.project import Project
 
-JOIN_WORDS = frozenset({"wait", "sync", "synchronize", "finish", "join"})
+JOIN_WORDS = frozenset({"wait", "await", "sync", "synchronize", "finish", "join"})
 _HANDLE_NAME = re.compile(r"(^|_)(stream|streams|event|events)$")
 _EVENT_NAME = re.compile(r"(^|_)(event|events|ev|evt)(_|$)", re.IGNORECASE)
 # the stream / event primitives themselves (a class defining one implements or fakes it)
@@ -75,8 +75,8 @@ class SilentJoin:
 def is_join_step(fn: FunctionInfo) -> bool:
     """Named for joining, and not a stream / event primitive itself: a method called ``wait_stream``,
     ``wait_event``, ``synchronize`` … on a class implements (or fakes, in a test) the primitive."""
-    if fn.class_name and fn.node.name.value in _PRIMITIVES:
-        return False
+    if fn.class_name and fn.node.name.value in _PRIMITIVES or fn.node.name.value.startswith("__"):
+        return False  # (a dunder: ``__await__`` makes an awaitable, no join helper)
     words = fn.node.name.value.lower().lstrip("_").split("_")
     return bool(words) and words[0] in JOIN_WORDS
 

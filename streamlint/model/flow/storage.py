@@ -36,7 +36,7 @@ from streamlint.model.streams import MAIN
 from streamlint.model.syntax import contains, local_nodes
 from streamlint.model.flow.calls import event_waited_elsewhere
 from streamlint.model.lifetimes import module_constant, module_container
-from streamlint.model.stepstate import forked_elsewhere, step_writer
+from streamlint.model.flow.handedfields import forked_elsewhere, step_source
 from streamlint.model.tensors import META_ATTRS, host_attr
 
 
@@ -90,7 +90,7 @@ class Storages:
         base_key = element_field_key(key)
         sid = st.long.get(base_key)
         if sid is None:  # (first met after a graph replay: maybe one of the graph's static outputs)
-            step = None if glob or st.replayed else step_writer(self.project, self.file, self.fn, base_key,
+            step = None if glob or st.replayed else step_source(self.project, self.file, self.fn, base_key,
                                                                       self.cfg.mode)
             write = Access(MAIN, 0, None, {}) if step else None if glob else st.replayed  # step: the caller's
             sid = self.new_storage(st, "long", MAIN, base_key, write).sid  # step wrote it (stepstate.py)

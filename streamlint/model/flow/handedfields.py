@@ -1,0 +1,114 @@
+"""Fields a per-step object holds for its constructor's caller (SL201 forks on unseen producers).
+
+A ``self.*`` tensor is long-lived for the stream rules (a side stream may read it with no fork) only while
+nothing says it changes during the step (:mod:`~streamlint.model.stepstate`: a write outside construction).
+A field the object was *handed* by its constructor (``self.tensor = tensor`` in ``__init__``) holds whatever
+the caller passed, and how long-lived that is depends on where the object is built: a weight wrapper built in
+``__init__`` / ``setup`` holds weights, while an object built in a step function (a saved-tensor pack hook
+wrapping each activation, a transfer record built per batch) holds the caller's step data, produced on its
+current stream just before. A side stream reading such a field needs the fork an argument needs.
+
+Evidence, all of it required:
+
+- every assignment of ``self.<field>`` in the class is in ``__init__``, from one constructor parameter (or
+  ``None``), and that parameter is evidently a tensor (annotated, or used as one: ``tensor.size()``);
+- the class has at most ``MAX_SITES`` construction sites in the project (:func:`callers_of`), each in a
+  function that is not construction (``__init__``, ``setup*``, ``build*``, ``load*`` … by name, as in
+  :mod:`~streamlint.model.stepstate`), none at module level;
+- each site hands, for that parameter, a name of the calling function (its parameter or a local it
+  assigns), not a ``self.*`` field, a module global or a host value (``.cpu()``, ``pin_memory=True``).
+
+The answer (the first construction site's caller, for the message) is memoised per class and field.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from streamlint._lazy import cst
+from streamlint.model.flow.callers import callers_of
+from streamlint.model.placement import host_value
+from streamlint.model.stepstate import _CONSTRUCTION, forked_elsewhere, step_writer
+from streamlint.model.streams import derived
+from streamlint.model.uses import bind_arguments
+
+if TYPE_CHECKING:
+    from streamlint.model.file import FileModel, FunctionInfo
+    from streamlint.model.project import Project
+
+MAX_SITES = 8
+_FIELD = re.compile(r"self\.(\w+)(?:$|[.\[])")
+HANDED = "handed:"  # prefix of a step source naming the constructing function, not a method of the class
+
+
+def step_source(project: Project, file: FileModel, fn: FunctionInfo, key: str, mode: str) -> str | None:
+    """What says the long-lived storage ``key`` of ``fn``'s class is step data: the method rewriting it every
+    step (:func:`~streamlint.model.stepstate.step_writer`), else ``HANDED + caller`` (:func:`handed_step_field`)."""
+    return step_writer(project, file, fn, key, mode) or handed_step_field(project, file, fn, key, mode)
+
+
+def handed_step_field(project: Project, file: FileModel, fn: FunctionInfo, key: str, mode: str) -> str | None:
+    """``HANDED + caller`` when the long-lived storage ``key`` (``self.tensor``) of ``fn``'s class is a field
+    the object was handed by a constructor that only step functions call (see the module docstring), else
+    None."""
+    if mode not in ("eager", "cuda") or fn.class_name is None or fn.node.name.value == "__init__":
+        return None
+    m = _FIELD.match(key)
+    cls = file.classes.get(fn.class_name)
+    if m is None or cls is None or cls.methods.get(fn.node.name.value) is not fn:
+        return None
+    memo = derived(project, "handed_step_fields")
+    mkey = (id(cls), m.group(1))
+    if mkey not in memo:
+        memo[mkey] = None
+        memo[mkey] = _handed(project, file, cls, m.group(1))
+    return memo[mkey]
+
+
+def _handed(project: Project, file: FileModel, cls, field: str) -> str | None:
+    from streamlint.model.tensors import param_kinds
+
+    ctor = cls.methods.get("__init__")
+    if ctor is None or ctor.params[:1] != ("self",):
+        return None
+    params = set(ctor.all_params) - {"self"}
+    handed = None
+    for method in cls.methods.values():
+        for a in method.assigns:
+            if a.target != f"self.{field}" and not a.target.startswith((f"self.{field}.", f"self.{field}[")):
+                continue
+            value = a.value
+            if method is not ctor or a.target != f"self.{field}" or not isinstance(value, cst.Name):
+                return None  # set, or written into, elsewhere / from something else: not only what was handed
+            if value.value == "None":
+                continue
+            if value.value not in params or handed not in (None, value.value):
+                return None
+            handed = value.value
+    if handed is None or param_kinds(project, file, ctor).get(handed) != "tensor":
+        return None
+    sites = callers_of(project, file, ctor)
+    if not sites or len(sites) > MAX_SITES:
+        return None
+    first = None
+    for model, site in sites:
+        caller = site.function
+        if caller is None or _CONSTRUCTION.match(caller.node.name.value) or caller.class_name == cls.name:
+            return None
+        arg = bind_arguments(ctor.params[1:] + ctor.kwonly, site.node, kwonly=ctor.kwonly).get(handed)
+        if not isinstance(arg, cst.Name) or not _step_local(caller, arg.value):
+            return None
+        first = first or caller.node.name.value
+    return HANDED + first if first else None
+
+
+def _step_local(caller: FunctionInfo, name: str) -> bool:
+    """``name`` is the calling function's parameter, or a local it assigns only device values (no host copy)."""
+    if name in caller.all_params:
+        return name not in ("self", "cls")
+    values = caller.name_assigns.get(name, [])
+    return bool(values) and not any(v is None or host_value(v) for v in values)
+
+
+__all__ = ["HANDED", "forked_elsewhere", "handed_step_field", "step_source"]  # (forked_elsewhere: for storage.py)

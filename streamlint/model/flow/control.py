@@ -161,6 +161,7 @@ class ControlFlow:
                 st.done, st.ret = True, v
                 return [st]
             self.unjoined_escape(st, v, node)
+            self.pending_exit(st, v, node)
             self.escape(st, v)
             st.ret = v  # what the function hands out (a published event carries the join: storage.published_after)
             self.finalize(st)
@@ -550,6 +551,7 @@ class ControlFlow:
                                   if isinstance(node.target, cst.Name) else None, node)
                         if walked:
                             s.elem_of[name] = walked
+                    self.hold_elements(s, node.iter, node.target)  # a local list of pending host copies
                 else:
                     self.ev(s, node.test)
                     if self.decide(s, node.test) is False:

@@ -133,7 +133,7 @@ def host_source(e: cst.BaseExpression, fn: FunctionInfo, cls: ClassInfo | None, 
         values = [(a.value, m) for m in cls.methods.values() for a in m.assigns if a.target == f"self.{e.attr.value}"]
     else:
         return False
-    values = [(v, m) for v, m in values if not (isinstance(v, cst.Name) and v.value == "None")]
+    values = [(copy_destination(v), m) for v, m in values if not (isinstance(v, cst.Name) and v.value == "None")]
     return bool(values) and all(value(v) or _depth < 2 and v is not e and isinstance(v, (cst.Name, cst.Attribute))
                                 and host_source(v, m, cls, _depth + 1, value) for v, m in values)
 

@@ -170,6 +170,14 @@ class Expressions:
             return body
         if isinstance(e, (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp)):
             return self.comprehension(st, e)
+        if isinstance(e, cst.Dict):  # `{"values": x.to("cpu", non_blocking=True)}`: its values are computed here
+            values = []
+            for el in e.elements:
+                if isinstance(el, cst.DictElement):
+                    self.ev(st, el.key)
+                values.append(self.ev(st, el.value))
+            self.dict_values[id(e)] = TupVal(tuple(values))  # (what a name bound to it holds: hold_dict)
+            return None
         if isinstance(e, cst.Await):
             return self.ev(st, e.expression)
         return None

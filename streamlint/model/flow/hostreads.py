@@ -198,8 +198,9 @@ class HostReads:
         if self.depth or self.cfg.mode not in ("eager", "cuda") or node is None or not self.pinned_copies:
             return
         sids = [tv.sid for tv in self.tensors(st, returned)]
-        if node is not None and isinstance(node, cst.Return) and node.value is not None:
+        if isinstance(node, cst.Return) and node.value is not None:
             sids += [sid for n in data_names(node.value) for sid in st.held.get(n.value, ())]
+            sids += [tv.sid for tv in self.tensors(st, self.dict_values.get(id(node.value)))]
         fields = [sid for sid, S in st.stores.items() if S.kind == "long" and (S.name or "").startswith("self.")]
         for sid in dict.fromkeys(sids + fields):
             S = st.stores.get(sid)
@@ -208,32 +209,70 @@ class HostReads:
                 continue
             if any(snap.get(copy.stream, -1) >= copy.time for snap in st.events.values()):
                 continue  # an event recorded after the copy: whoever holds it synchronises before reading
-            if id(node) in self.host_reads or id(copy.node) in self.host_reads or self._callers_synchronise():
+            covered, reader = self._callers_synchronise()
+            if id(node) in self.host_reads or id(copy.node) in self.host_reads or covered:
                 return
-            name = self.label(st, sid) or S.name or "tensor"
+            holder = next((n for n, held in st.held.items() if sid in held and isinstance(node, cst.Return)
+                           and node.value is not None and n in {d.value for d in data_names(node.value)}), None)
+            name = holder or self.label(st, sid) or S.name or "tensor"
+            how = "returned" if sid in sids else "a field"
             self.host_reads[id(node)] = HostRead(node, name, copy.stream, copy.node,
-                                                 "returned" if sid in sids else "a field", self.cfg.mode, "exit")
+                                                 f"{how}:{reader}" if reader else how, self.cfg.mode, "exit")
             return
 
-    def _callers_synchronise(self) -> bool:
+    def _callers_synchronise(self) -> tuple[bool, str | None]:
         """Does every call site of this function in the project synchronise the host after the call (a
-        ``synchronize()`` / ``.item()`` / ``.tolist()`` / event ``query()`` later in the calling function), or
-        capture it into a graph (the copy runs at replay: captures.py)? Some call site captures it: yes."""
+        ``synchronize()`` / event ``query()``, a blocking ``.item()`` / ``.tolist()`` of another value, later in
+        the calling function), or capture it into a graph (the copy runs at replay: captures.py)? Some call
+        site captures it: yes. Second: a caller seen reading the call's result on the host with no such
+        synchronisation before (``ids.tolist()``), by name, if any."""
         sites = callers_of(self.project, self.file, self.fn)
         if not sites:
-            return False
-        synced = True
+            return False, None
+        synced, reader = True, None
         for model, site in sites:
             if any(Role.GRAPH_CAPTURE in use.roles() for use in self.project.enclosing_scopes(model, site.scope)) \
                     or capture_kind(self.project, model, site.scope) is not None:
-                return True
+                return True, None
             caller = site.function
-            line = model.span(site.node).start_line
-            if caller is None or not any(
-                    other.method in _HOST_SYNC_METHODS and model.span(other.node).start_line >= line
-                    for other in caller.calls):
+            syncs = [model.span(o.node).start_line for o in caller.calls
+                     if self._synchronises_after(model, caller, site.node, o)] if caller is not None else []
+            if caller is None or not syncs:
                 synced = False
-        return synced
+            if caller is not None and reader is None:
+                first_sync = min(syncs, default=None)
+                read = next((o for o in caller.calls if o.method in ("item", "tolist", "numpy")
+                             and self._reads_result(model, caller, site.node, o)
+                             and (first_sync is None or model.span(o.node).start_line < first_sync)), None)
+                reader = caller.qualname if read is not None else None
+        return synced, reader
+
+    @staticmethod
+    def _results(caller, call: cst.Call) -> set[str]:
+        return {name for name, values in caller.name_assigns.items()
+                if any(v is call or any(n is call for n in local_nodes(v)) for v in values)}
+
+    def _reads_result(self, model, caller, call: cst.Call, other) -> bool:
+        """``ids.tolist()`` after ``ids = sampler.sample_ids(logits)``: the host reads the call's result."""
+        if model.span(other.node).start_line < model.span(call).start_line \
+                or not isinstance(other.node.func, cst.Attribute):
+            return False
+        results = self._results(caller, call)
+        return any(n.value in results for n in data_names(other.node.func.value))
+
+    @staticmethod
+    def _synchronises_after(model, caller, call: cst.Call, other) -> bool:
+        """Is ``other`` (a call in ``caller``) a host synchronisation after ``call``: ``synchronize()`` /
+        ``query()``, or a blocking ``.item()`` / ``.tolist()`` of another value than ``call``'s result (that
+        one is the read itself)?"""
+        if model.span(other.node).start_line < model.span(call).start_line or other.node is call:
+            return False
+        if other.method in ("synchronize", "query"):
+            return True
+        if other.method not in ("item", "tolist") or not isinstance(other.node.func, cst.Attribute):
+            return False
+        results = HostReads._results(caller, call)
+        return not any(n.value in results for n in data_names(other.node.func.value))
 
     def transfer_from_unknown(self, st: State, node: cst.CSTNode) -> bool:
         """``host_buf.copy_(src, non_blocking=True)`` with a source of unknown placement (a parameter of
@@ -410,9 +449,6 @@ class HostReads:
                 self.early_records[id(node)] = EarlyRecord(node, label, stream, copy.node, self.cfg.mode, False)
         return found
 
-
-# calls after which the host holds a stream's finished work (a caller synchronising what it was handed)
-_HOST_SYNC_METHODS = frozenset({"synchronize", "query", "item", "tolist", "wait"})
 
 _HOST_READ_BUILTINS = HOST_CONSUMER_FUNCTIONS | {"sum", "list", "tuple"}
 

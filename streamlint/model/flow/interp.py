@@ -120,6 +120,7 @@ class Interp(Orderings, Records, Storages, Expressions, ApiCalls, SyncMethods, C
         self.early_records: dict[int, EarlyRecord] = {}
         self.counted_loops: list[cst.For] = []  # loops read step by step with their counter (counters.py)
         self.host_reads: dict[int, HostRead] = {}  # host reads of pending device-to-host copies (hostreads.py)
+        self.dict_values: dict[int, object] = {}  # dict literal -> TupVal of its values (exprs.py)
         self.pinned_copies: set[int] = set()  # asynchronous copies into page-locked host memory (hostreads.py)
         self.dropped: dict[int, tuple] = {}  # records whose event a path drops (hostsync.py): id -> (key, finding)
         self._anonymous: dict[int, int] = {}  # creation node -> index in program order

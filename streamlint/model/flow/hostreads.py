@@ -209,8 +209,10 @@ class HostReads:
                 continue
             if any(snap.get(copy.stream, -1) >= copy.time for snap in st.events.values()):
                 continue  # an event recorded after the copy: whoever holds it synchronises before reading
+            if id(node) in self.host_reads or id(copy.node) in self.host_reads or self._class_synchronises():
+                return
             covered, reader = self._callers_synchronise()
-            if id(node) in self.host_reads or id(copy.node) in self.host_reads or covered:
+            if covered:
                 return
             holder = next((n for n, held in st.held.items() if sid in held and isinstance(node, cst.Return)
                            and node.value is not None and n in {d.value for d in data_names(node.value)}), None)
@@ -219,6 +221,14 @@ class HostReads:
             self.host_reads[id(node)] = HostRead(node, name, copy.stream, copy.node,
                                                  f"{how}:{reader}" if reader else how, self.cfg.mode, "exit")
             return
+
+    def _class_synchronises(self) -> bool:
+        """Another method of the object synchronises the host with the device (``wait_for_save()`` calling
+        ``self.copy_stream.synchronize()``, ``torch.cuda.synchronize()``, an event's ``query()``): the object's
+        own protocol completes the copies it leaves behind before its readers go on."""
+        cls = self.cfile.classes.get(self.fn.class_name or "") if self.fn.class_name else None
+        return cls is not None and any(site.method in ("synchronize", "query") for m in cls.methods.values()
+                                       if m is not self.fn for site in m.calls)
 
     def _callers_synchronise(self) -> tuple[bool, str | None]:
         """Does every call site of this function in the project synchronise the host after the call (a

@@ -207,10 +207,7 @@ class ControlFlow:
                 rendered = self.render(st, value_node)
                 v = KVal(rendered) if rendered.startswith("self.") else None
             self.bind(st, target.value, v, value_node)
-            if isinstance(value_node, cst.Dict):  # `staged = {"values": pinned}`: the dict holds them
-                held = tuple(tv.sid for tv in self.tensors(st, self.dict_values.get(id(value_node))))
-                if held:
-                    st.held[target.value] = held
+            self.hold_dict(st, target.value, value_node)  # `staged = {"values": pinned}`: the dict holds them
             if isinstance(value_node, cst.Call) and any(a.keyword is not None for a in value_node.args):
                 self.record_object(st, target.value, value_node)
             if v is not None and target.value in declared_globals(self.cfn):

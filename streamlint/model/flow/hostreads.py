@@ -379,6 +379,12 @@ class HostReads:
         if held:
             st.held[root.value] = tuple(dict.fromkeys(st.held.get(root.value, ()) + held))
 
+    def hold_dict(self, st: State, name: str, value_node: cst.BaseExpression | None) -> None:
+        """``staged = {"values": pinned, ...}``: the local dict holds the tensors its literal's values are."""
+        held = tuple(tv.sid for tv in self.tensors(st, self.dict_values.get(id(value_node))))
+        if held:
+            st.held[name] = held
+
     def hold_elements(self, st: State, items: cst.BaseExpression, target: cst.BaseExpression) -> None:
         """``for job, s in launched:`` / ``[t for s in outs for t in s.tolist()]`` over a local container that
         holds host tensors a pending copy fills (``launched.append((job, pinned[k:k + 1]))``): the names bound

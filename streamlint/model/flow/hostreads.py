@@ -230,13 +230,14 @@ class HostReads:
         return cls is not None and any(site.method in ("synchronize", "query") for m in cls.methods.values()
                                        if m is not self.fn for site in m.calls)
 
-    def _callers_synchronise(self) -> tuple[bool, str | None]:
+    def _callers_synchronise(self, file=None, fn=None, depth: int = 0) -> tuple[bool, str | None]:
         """Does every call site of this function in the project synchronise the host after the call (a
         ``synchronize()`` / event ``query()``, a blocking ``.item()`` / ``.tolist()`` of another value, later in
         the calling function), or capture it into a graph (the copy runs at replay: captures.py)? Some call
-        site captures it: yes. Second: a caller seen reading the call's result on the host with no such
-        synchronisation before (``ids.tolist()``), by name, if any."""
-        sites = callers_of(self.project, self.file, self.fn)
+        site captures it: yes. A caller handing the result on (``return [to_host(x) for x in xs]``) is judged
+        by its own callers (two levels up). Second: a caller seen reading the call's result on the host with no
+        such synchronisation before (``ids.tolist()``), by name, if any."""
+        sites = callers_of(self.project, file or self.file, fn or self.fn)
         if not sites:
             return False, None
         synced, reader = True, None
@@ -247,7 +248,8 @@ class HostReads:
             caller = site.function
             syncs = [model.span(o.node).start_line for o in caller.calls
                      if self._synchronises_after(model, caller, site.node, o)] if caller is not None else []
-            if caller is None or not syncs:
+            if caller is None or not syncs and not (depth < 2 and self._hands_on(caller, site.node)
+                                                    and self._callers_synchronise(model, caller, depth + 1)[0]):
                 synced = False
             if caller is not None and reader is None:
                 first_sync = min(syncs, default=None)
@@ -256,6 +258,13 @@ class HostReads:
                              and (first_sync is None or model.span(o.node).start_line < first_sync)), None)
                 reader = caller.qualname if read is not None else None
         return synced, reader
+
+    def _hands_on(self, caller, call: cst.Call) -> bool:
+        """Does ``caller`` return ``call``'s result (the call itself, or a name bound to it, in a return)?"""
+        names = self._results(caller, call)
+        return any(isinstance(n, cst.Return) and n.value is not None and (
+            any(x is call for x in local_nodes(n.value)) or any(d.value in names for d in data_names(n.value)))
+            for n in local_nodes(caller.node.body))
 
     @staticmethod
     def _results(caller, call: cst.Call) -> set[str]:

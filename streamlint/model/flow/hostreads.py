@@ -209,8 +209,9 @@ class HostReads:
                 continue
             if any(snap.get(copy.stream, -1) >= copy.time for snap in st.events.values()):
                 continue  # an event recorded after the copy: whoever holds it synchronises before reading
-            if id(node) in self.host_reads or id(copy.node) in self.host_reads or self._class_synchronises():
-                return
+            if id(node) in self.host_reads or any(r.copy is copy.node for r in self.host_reads.values()) \
+                    or self._class_synchronises():
+                return  # (the copy's host read is reported already: one defect, one finding)
             covered, reader = self._callers_synchronise()
             if covered:
                 return

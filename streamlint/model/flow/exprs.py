@@ -330,6 +330,7 @@ class Expressions:
         if not uses:
             self.host_consumer_call(st, e, site.target if site is not None else None)
             self.held_element_read(st, e, method)
+            self.shape_sync(st, e, method, site.target if site is not None else None)
             self.host_signal(st, e)
             self.engine_send(st, e, site)
         if site is not None and self.collect is not None and not self.depth:

@@ -207,6 +207,8 @@ class HostReads:
             copy = S.d2h if S is not None else None
             if copy is None or id(copy.node) not in self.pinned_copies or st.host.get(copy.stream, -1) >= copy.time:
                 continue
+            if st.shape_syncs.get(copy.stream, -1) >= copy.time:
+                continue  # a data-dependent-shape op after the copy waited for its stream
             if any(snap.get(copy.stream, -1) >= copy.time for snap in st.events.values()):
                 continue  # an event recorded after the copy: whoever holds it synchronises before reading
             if id(node) in self.host_reads or any(r.copy is copy.node for r in self.host_reads.values()) \
@@ -340,6 +342,25 @@ class HostReads:
         names = [n.value for n in data_names(e.func.value)]
         if any(n in st.held and not isinstance(st.env.get(n), TVal) for n in names):
             self.host_read(st, e.func.value, f".{method}()")
+
+    def shape_sync(self, st: State, e: cst.Call, method: str | None, target: str | None) -> None:
+        """``torch.repeat_interleave(ids, counts)`` with a tensor of repeats and no ``output_size=``,
+        ``x.nonzero()``, ``torch.unique(x)``, ``x.masked_select(m)``: the result's size depends on the data, so
+        the host waits for the current stream before the call returns (noted for :meth:`pending_exit`)."""
+        name = method or (target or "").rsplit(".", 1)[-1]
+        if method is None and not (target or "").startswith("torch."):
+            return
+        if name == "repeat_interleave":
+            if any(a.keyword is not None and a.keyword.value == "output_size" for a in e.args):
+                return
+            repeats = [a.value for a in e.args if a.keyword is None][0 if method else 1:][:1] + \
+                [a.value for a in e.args if a.keyword is not None and a.keyword.value == "repeats"]
+            if not repeats or isinstance(repeats[0], cst.Integer) or isinstance(repeats[0], cst.Name) \
+                    and not self.tensors(st, st.env.get(repeats[0].value)):
+                return
+        elif name not in _SHAPE_SYNC_OPS:
+            return
+        st.shape_syncs[st.cur] = self.clock
 
     def split_size_reads(self, st: State, e: cst.Call, target: str | None) -> None:
         """``all_to_all_single(out, inp, output_split_sizes=splits, ...)``: the host reads split sizes when it
@@ -475,6 +496,9 @@ class HostReads:
                 self.early_records[id(node)] = EarlyRecord(node, label, stream, copy.node, self.cfg.mode, False)
         return found
 
+
+# ops whose result size depends on tensor data: the host waits for the stream to learn it
+_SHAPE_SYNC_OPS = frozenset({"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"})
 
 _HOST_READ_BUILTINS = HOST_CONSUMER_FUNCTIONS | {"sum", "list", "tuple"}
 

@@ -378,6 +378,9 @@ def _report_host_read(ctx: RuleContext, fn, read: HostRead) -> None:
     if read.kind == "returned":
         _report_returned_pending(ctx, read, main, stream)
         return
+    if read.kind == "exit":
+        _report_pending_exit(ctx, read, main, stream)
+        return
     at = _copy_at(ctx, read)
     message = first_line(
         f"`{read.name}` is read on the host ({read.consumer}) while its non-blocking copy from the device{at} "
@@ -436,6 +439,27 @@ def _report_returned_pending(ctx: RuleContext, read: HostRead, main: str | None,
             "event for the caller to synchronise before it reads")
     related = _copy_related(ctx, read, "read on the host here")
     ctx.report(read.node, message, confidence=Confidence.MEDIUM, related=related, hint=hint)
+
+
+def _report_pending_exit(ctx: RuleContext, read: HostRead, main: str | None, stream: str) -> None:
+    """The function hands out page-locked host memory its non-blocking copy may still be filling (returned,
+    or left in a field), with no synchronisation and no event for the holder (model: ``HostReads.pending_exit``)."""
+    at = _copy_at(ctx, read)
+    how, _, reader = read.consumer.partition(":")
+    how = "returned" if how == "returned" else "left in a field of the object"
+    who = f"`{reader}` reads it on the host with no synchronisation" if reader else \
+        "whoever reads it on the host next may read bytes not written yet"
+    message = first_line(
+        f"`{read.name}` is {how} while its non-blocking copy into pinned host memory{at} may still be running on "
+        f"{stream}; {who} [{read.mode}]",
+        f"`{read.name}` leaves the function ({how}) before its non-blocking copy{at} is synchronised [{read.mode}]",
+        f"pinned host memory leaves the function before its non-blocking copy is synchronised [{read.mode}]")
+    sync = _sync_call(read, main, stream)
+    hint = (f"call {sync} before it leaves the function, or record an event after the copy and hand it over for "
+            "the reader to synchronise")
+    related = _copy_related(ctx, read, "non-blocking copy queued here")
+    ctx.report(read.node, message, confidence=Confidence.HIGH if reader else Confidence.MEDIUM, related=related,
+               hint=hint)
 
 
 def _report_engine_send(ctx: RuleContext, read: HostRead, main: str | None, stream: str) -> None:

@@ -102,20 +102,61 @@ def settled_host_value(e: cst.BaseExpression) -> bool:
     return True
 
 
-def host_source(e: cst.BaseExpression, fn: FunctionInfo, cls: ClassInfo | None) -> bool:
+def pinned_value(e: cst.BaseExpression) -> bool:
+    """A call evidently giving page-locked host memory: ``torch.empty(n, pin_memory=True)``, ``x.pin_memory()``,
+    ``x.to("cpu", non_blocking=True)`` / ``x.cpu(non_blocking=True)`` (PyTorch pins the result of an
+    asynchronous copy to the host), or a view of one (``torch.empty(n, pin_memory=True).view(-1)``)."""
+    while isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute):
+        method = e.func.attr.value
+        if method == "pin_memory" or any(a.keyword is not None and a.keyword.value == "pin_memory"
+                                         and isinstance(a.value, cst.Name) and a.value.value == "True" for a in e.args):
+            return True
+        if non_blocking(e) and host_target(e, method):
+            return True
+        e = e.func.value
+    return isinstance(e, cst.Call) and any(a.keyword is not None and a.keyword.value == "pin_memory"
+                                           and isinstance(a.value, cst.Name) and a.value.value == "True"
+                                           for a in e.args)
+
+
+def host_source(e: cst.BaseExpression, fn: FunctionInfo, cls: ClassInfo | None, _depth: int = 0,
+                value=host_value) -> bool:
     """``e`` (a copy's source or destination) holds host memory: a host-giving call, or a local /
-    ``self.<attr>`` every assignment of which, but ``None`` (declared empty until the buffer is made), is one."""
-    if host_value(e):
+    ``self.<attr>`` every assignment of which, but ``None`` (declared empty until the buffer is made), is one
+    (another such local or field too: ``pinned = self.staging`` where every ``self.staging = ...`` pins)."""
+    if value(e):
         return True
     if isinstance(e, cst.Name):
-        values = fn.name_assigns.get(e.value, [])
+        values = [(v, fn) for v in fn.name_assigns.get(e.value, [])]
     elif isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name) and e.value.value == "self" \
             and cls is not None:
-        values = [a.value for m in cls.methods.values() for a in m.assigns if a.target == f"self.{e.attr.value}"]
+        values = [(a.value, m) for m in cls.methods.values() for a in m.assigns if a.target == f"self.{e.attr.value}"]
     else:
         return False
-    values = [v for v in values if not (isinstance(v, cst.Name) and v.value == "None")]
-    return bool(values) and all(host_value(v) for v in values)
+    values = [(copy_destination(v), m) for v, m in values if not (isinstance(v, cst.Name) and v.value == "None")]
+    return bool(values) and all(value(v) or _depth < 2 and v is not e and isinstance(v, (cst.Name, cst.Attribute))
+                                and host_source(v, m, cls, _depth + 1, value) for v, m in values)
+
+
+def pinned_source(e: cst.BaseExpression, fn: FunctionInfo, cls: ClassInfo | None) -> bool:
+    """``e`` (a copy's destination) is page-locked host memory: a pinning call, or a local / ``self.<attr>``
+    every assignment of which (but ``None``) pins (:func:`host_source` with :func:`pinned_value`)."""
+    return host_source(e, fn, cls, value=pinned_value)
+
+
+def copy_destination(e: cst.BaseExpression) -> cst.BaseExpression:
+    """The buffer a copy into ``e`` writes: ``pinned[k:k + 1]`` and ``pinned.view(-1)`` write ``pinned``."""
+    while True:
+        if isinstance(e, cst.Subscript):
+            e = e.value
+        elif isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value in _DEST_VIEWS:
+            e = e.func.value
+        else:
+            return e
+
+
+_DEST_VIEWS = frozenset({"view", "reshape", "narrow", "flatten", "select", "squeeze", "unsqueeze", "view_as",
+                         "__getitem__"})
 
 
 def non_blocking(call: cst.Call) -> bool:  # anything but an absent or literal False may be asynchronous

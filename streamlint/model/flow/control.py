@@ -161,6 +161,7 @@ class ControlFlow:
                 st.done, st.ret = True, v
                 return [st]
             self.unjoined_escape(st, v, node)
+            self.pending_exit(st, v, node)
             self.escape(st, v)
             st.ret = v  # what the function hands out (a published event carries the join: storage.published_after)
             self.finalize(st)
@@ -206,6 +207,7 @@ class ControlFlow:
                 rendered = self.render(st, value_node)
                 v = KVal(rendered) if rendered.startswith("self.") else None
             self.bind(st, target.value, v, value_node)
+            self.hold_dict(st, target.value, value_node)  # `staged = {"values": pinned}`: the dict holds them
             if isinstance(value_node, cst.Call) and any(a.keyword is not None for a in value_node.args):
                 self.record_object(st, target.value, value_node)
             if v is not None and target.value in declared_globals(self.cfn):
@@ -550,6 +552,7 @@ class ControlFlow:
                                   if isinstance(node.target, cst.Name) else None, node)
                         if walked:
                             s.elem_of[name] = walked
+                    self.hold_elements(s, node.iter, node.target)  # a local list of pending host copies
                 else:
                     self.ev(s, node.test)
                     if self.decide(s, node.test) is False:

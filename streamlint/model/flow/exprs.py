@@ -136,6 +136,10 @@ class Expressions:
                 return self.counter_value(st, e)
             if isinstance(e.left, (cst.List, cst.Tuple)) and isinstance(e.operator, cst.Multiply):
                 return None  # `[None] * n`: a Python list of n slots (slots.py), whatever `n` is
+            if isinstance(e.operator, cst.Add) and (isinstance(left, TupVal) or isinstance(right, TupVal)):
+                # `(pinned[k:k + 1],) + sampled[1:]`: a longer tuple, no tensor op
+                return TupVal((left.items if isinstance(left, TupVal) else (None,))
+                              + (right.items if isinstance(right, TupVal) else (None,)))
             if self.tensors(st, left) or self.tensors(st, right):
                 return self.op(st, e, [left, right])
             return None
@@ -166,6 +170,14 @@ class Expressions:
             return body
         if isinstance(e, (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp)):
             return self.comprehension(st, e)
+        if isinstance(e, cst.Dict):  # `{"values": x.to("cpu", non_blocking=True)}`: its values are computed here
+            values = []
+            for el in e.elements:
+                if isinstance(el, cst.DictElement):
+                    self.ev(st, el.key)
+                values.append(self.ev(st, el.value))
+            self.dict_values[id(e)] = TupVal(tuple(values))  # (what a name bound to it holds: hold_dict)
+            return None
         if isinstance(e, cst.Await):
             return self.ev(st, e.expression)
         return None
@@ -193,7 +205,7 @@ class Expressions:
         selection of an untracked collection's own elements is that collection (:meth:`selection`)."""
         if (selected := self.selection(st, e)) is not None:
             return selected
-        saved = dict(st.env)
+        saved, saved_held = dict(st.env), dict(st.held)
         f = e.for_in
         walked: set[int] = set()
         while f is not None:
@@ -206,9 +218,11 @@ class Expressions:
                 walked.add(element.sid)
             for n in target_names(f.target):
                 st.env[n] = element
+                st.held.pop(n, None)
+            self.hold_elements(st, f.iter, f.target)  # a local list of pending host copies
             f = f.inner_for_in
         v = self.ev(st, e.value if isinstance(e, cst.DictComp) else e.elt)
-        st.env = saved
+        st.env, st.held = saved, saved_held
         if isinstance(e, (cst.ListComp, cst.GeneratorExp)) and isinstance(v, TVal) and v.sid in walked:
             return self.new_tensor(st, v.sid, v.vid)
         return None
@@ -315,6 +329,8 @@ class Expressions:
             return host
         if not uses:
             self.host_consumer_call(st, e, site.target if site is not None else None)
+            self.held_element_read(st, e, method)
+            self.shape_sync(st, e, method, site.target if site is not None else None)
             self.host_signal(st, e)
             self.engine_send(st, e, site)
         if site is not None and self.collect is not None and not self.depth:
@@ -560,8 +576,8 @@ class Expressions:
                 self.op(st, e, [tv] + reads, result=False)
                 if name != "pin_memory" and not non_blocking(e):
                     self.blocking_copy(st, st.cur)
-                elif name != "pin_memory":
-                    return self.async_host_copy(st, self.host_tensor(st), [tv])
+                elif name != "pin_memory":  # (PyTorch pins the result of an asynchronous copy to the host)
+                    return self.async_host_copy(st, self.host_tensor(st), [tv], pinned=True)
             return self.host_tensor(st)
         if name in ("cuda", "npu") or (name == "to" and arg0 is not None and device_like(arg0)):
             _, reads, _ = self.call_args(st, e)
@@ -574,10 +590,11 @@ class Expressions:
                 self.blocking_copy(st, st.cur)  # an H2D copy the host waits for
             return result
         if name in HOST_VALUE_METHODS:
-            if self.is_host(st, tv) and name != "numpy":  # (a numpy view of the same memory: no read yet)
+            host = self.is_host(st, tv) or (tv.sid in st.stores and st.stores[tv.sid].d2h is not None)
+            if host and name != "numpy":  # (a numpy view of the same memory: no read yet)
                 self.host_read(st, e.func.value, f".{name}()")
             self.op(st, e, [tv], result=False)
-            if name in BLOCKING_HOST_READS and not self.is_host(st, tv):
+            if name in BLOCKING_HOST_READS and not host:
                 self.blocking_copy(st, st.cur)
             return self.new_tensor(st, tv.sid, tv.vid) if name == "numpy" and self.is_host(st, tv) else None
         if name in META_METHODS:
@@ -604,9 +621,10 @@ class Expressions:
             if name == "copy_" and not non_blocking(e) and any(self.is_host(st, x) for v in [tv] + reads
                                                                   for x in self.tensors(st, v)):
                 self.blocking_copy(st, st.cur)  # a copy between host and device memory the host waits for
-            elif name == "copy_" and self.is_host(st, tv) and any(not self.is_host(st, x) for v in reads
-                                                                  for x in self.tensors(st, v)):
-                self.async_host_copy(st, tv, reads)  # `pinned.copy_(dev, non_blocking=True)`: pending until a host sync
+            elif name == "copy_" and (self.is_host(st, tv) or non_blocking(e) and self.pinned_place(e.func.value)) \
+                    and any(not self.is_host(st, x) for v in reads for x in self.tensors(st, v)):
+                self.async_host_copy(st, tv, reads, pinned=self.pinned_place(e.func.value, pinned=True))
+                # `pinned.copy_(dev, non_blocking=True)`: pending until a host sync
             return tv
         _, reads, writes = self.call_args(st, e)
         if writes:

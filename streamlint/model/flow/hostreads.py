@@ -33,8 +33,11 @@ from streamlint.model.flow.results import EarlyRecord, HostRead
 from streamlint.model.flow.values import Access, EVal, KVal, State, TupVal, TVal
 from streamlint.model.walk import children
 from streamlint.model.file import dotted
-from streamlint.model.syntax import local_nodes
-from streamlint.model.placement import host_source
+from streamlint.model.syntax import local_nodes, target_names
+from streamlint.model.placement import copy_destination, host_source, pinned_source
+from streamlint.model.flow.callers import callers_of
+from streamlint.model.apis import Role
+from streamlint.model.captures import capture_kind
 from streamlint.model.streams import derived
 from streamlint.model.uses import bind_arguments
 from streamlint.model.tensors import META_ATTRS, META_METHODS, MULTI_VIEW_METHODS, VIEW_METHODS, host_target, non_blocking
@@ -108,7 +111,7 @@ class HostReads:
             self.host_test(st, arg.value)
         return self.new_tensor(st, self.new_storage(st, "host", st.cur, None, None).sid)
 
-    def async_host_copy(self, st: State, out: TVal, sources: list) -> TVal:
+    def async_host_copy(self, st: State, out: TVal, sources: list, pinned: bool = False) -> TVal:
         """``out`` (a host tensor) is filled by a copy just queued on the current stream (in an inlined helper
         too: the copy is then the caller's call of it, ``anchor``) from ``sources``. Only a source the device
         produced here makes ``out`` pending: not a parameter or an object's field of unknown placement, nor
@@ -119,6 +122,9 @@ class HostReads:
         S = st.stores.get(out.sid)
         if S is not None and self.anchor is not None:
             S.d2h = Access(st.cur, self.clock, self.anchor, {})
+            if pinned and not st.regions:  # page-locked: it runs after the call returns (pending_exit); not
+                # a captured copy (it runs at replay: captures.py)
+                self.pinned_copies.add(id(self.anchor))
         return out
 
     def host_read(self, st: State, expr: cst.CSTNode, consumer: str = "a host read") -> None:
@@ -132,7 +138,8 @@ class HostReads:
         for name in names:
             v = st.env.get(name)
             # the tensors it is, and those a local container holds in its slots (``state["scale"] = host``)
-            sids = [tv.sid for tv in self._held(v)] + list(st.held.get(name, ()))
+            sids = [tv.sid for tv in (self._held(v) if not isinstance(v, KVal) else self.tensors(st, v))] \
+                + list(st.held.get(name, ()))  # (a field's buffer: ``pinned = self.staging``)
             for sid in sids:
                 S = st.stores.get(sid)
                 if S is not None and S.d2h is not None:
@@ -169,6 +176,125 @@ class HostReads:
         site = self.cfile.call_site(node)
         target = (site.target or "") if site is not None else ""
         return target.startswith("torch.") and target not in _METADATA_FUNCTIONS
+
+    def pinned_place(self, dest: cst.BaseExpression, pinned: bool = False) -> bool:
+        """Is the destination of a non-blocking copy (``pinned[k:k + 1]``) a local or a field of this object that
+        only ever holds host memory (``self.staging = torch.empty(n, pin_memory=True)`` wherever it is set)?
+        With ``pinned``: page-locked host memory (:func:`~streamlint.model.placement.pinned_source`)."""
+        root = copy_destination(dest)
+        cls = self.cfile.classes.get(self.fn.class_name or "") if self.fn.class_name else None
+        if not isinstance(root, (cst.Name, cst.Attribute)):
+            return False
+        return pinned_source(root, self.fn, cls) if pinned else host_source(root, self.fn, cls)
+
+    def pending_exit(self, st: State, returned: object, node: cst.CSTNode | None) -> None:
+        """The function ends (``node``: its ``return``, else its last statement) while a non-blocking copy it
+        queued into page-locked host memory may still run, and that memory leaves it: returned (also inside a
+        returned tuple or record, or a local list returned), or a field of the object (the host reads the
+        staging slot later). Nothing in the function synchronised the copy's stream after it (``st.host``), and
+        no event was recorded there after it (an event kept or handed back is the consumer's protocol). The
+        caller's host read is not seen here: SL201 at the exit, medium confidence, unless every call site of
+        the function in the project synchronises the host after the call."""
+        if self.depth or self.cfg.mode not in ("eager", "cuda") or node is None or not self.pinned_copies:
+            return
+        sids = [tv.sid for tv in self.tensors(st, returned)]
+        if isinstance(node, cst.Return) and node.value is not None:
+            sids += [sid for n in data_names(node.value) for sid in st.held.get(n.value, ())]
+            sids += [tv.sid for tv in self.tensors(st, self.dict_values.get(id(node.value)))]
+        fields = [sid for sid, S in st.stores.items() if S.kind == "long" and (S.name or "").startswith("self.")]
+        for sid in dict.fromkeys(sids + fields):
+            S = st.stores.get(sid)
+            copy = S.d2h if S is not None else None
+            if copy is None or id(copy.node) not in self.pinned_copies or st.host.get(copy.stream, -1) >= copy.time:
+                continue
+            if st.shape_syncs.get(copy.stream, -1) >= copy.time:
+                continue  # a data-dependent-shape op after the copy waited for its stream
+            if any(snap.get(copy.stream, -1) >= copy.time for snap in st.events.values()):
+                continue  # an event recorded after the copy: whoever holds it synchronises before reading
+            if id(node) in self.host_reads or any(r.copy is copy.node for r in self.host_reads.values()) \
+                    or self._class_synchronises():
+                return  # (the copy's host read is reported already: one defect, one finding)
+            covered, reader = self._callers_synchronise()
+            if covered:
+                return
+            holder = next((n for n, held in st.held.items() if sid in held and isinstance(node, cst.Return)
+                           and node.value is not None and n in {d.value for d in data_names(node.value)}), None)
+            name = holder or self.label(st, sid) or S.name or "tensor"
+            how = "returned" if sid in sids else "a field"
+            self.host_reads[id(node)] = HostRead(node, name, copy.stream, copy.node,
+                                                 f"{how}:{reader}" if reader else how, self.cfg.mode, "exit")
+            return
+
+    def _class_synchronises(self) -> bool:
+        """Another method of the object synchronises the host with the device (``wait_for_save()`` calling
+        ``self.copy_stream.synchronize()``, ``torch.cuda.synchronize()``, an event's ``query()``): the object's
+        own protocol completes the copies it leaves behind before its readers go on."""
+        cls = self.cfile.classes.get(self.fn.class_name or "") if self.fn.class_name else None
+        return cls is not None and any(site.method in ("synchronize", "query") for m in cls.methods.values()
+                                       if m is not self.fn for site in m.calls)
+
+    def _callers_synchronise(self, file=None, fn=None, depth: int = 0) -> tuple[bool, str | None]:
+        """Does every call site of this function in the project synchronise the host after the call (a
+        ``synchronize()`` / event ``query()``, a blocking ``.item()`` / ``.tolist()`` of another value, later in
+        the calling function), or capture it into a graph (the copy runs at replay: captures.py)? Some call
+        site captures it: yes. A caller handing the result on (``return [to_host(x) for x in xs]``) is judged
+        by its own callers (two levels up). Second: a caller seen reading the call's result on the host with no
+        such synchronisation before (``ids.tolist()``), by name, if any."""
+        sites = callers_of(self.project, file or self.file, fn or self.fn)
+        if not sites:
+            return False, None
+        synced, reader = True, None
+        for model, site in sites:
+            if any(Role.GRAPH_CAPTURE in use.roles() for use in self.project.enclosing_scopes(model, site.scope)) \
+                    or capture_kind(self.project, model, site.scope) is not None:
+                return True, None
+            caller = site.function
+            syncs = [model.span(o.node).start_line for o in caller.calls
+                     if self._synchronises_after(model, caller, site.node, o)] if caller is not None else []
+            if caller is None or not syncs and not (depth < 2 and self._hands_on(caller, site.node)
+                                                    and self._callers_synchronise(model, caller, depth + 1)[0]):
+                synced = False
+            if caller is not None and reader is None:
+                first_sync = min(syncs, default=None)
+                read = next((o for o in caller.calls if o.method in ("item", "tolist", "numpy")
+                             and self._reads_result(model, caller, site.node, o)
+                             and (first_sync is None or model.span(o.node).start_line < first_sync)), None)
+                reader = caller.qualname if read is not None else None
+        return synced, reader
+
+    def _hands_on(self, caller, call: cst.Call) -> bool:
+        """Does ``caller`` return ``call``'s result (the call itself, or a name bound to it, in a return)?"""
+        names = self._results(caller, call)
+        return any(isinstance(n, cst.Return) and n.value is not None and (
+            any(x is call for x in local_nodes(n.value)) or any(d.value in names for d in data_names(n.value)))
+            for n in local_nodes(caller.node.body))
+
+    @staticmethod
+    def _results(caller, call: cst.Call) -> set[str]:
+        return {name for name, values in caller.name_assigns.items()
+                if any(v is call or any(n is call for n in local_nodes(v)) for v in values)}
+
+    def _reads_result(self, model, caller, call: cst.Call, other) -> bool:
+        """``ids.tolist()`` after ``ids = sampler.sample_ids(logits)``: the host reads the call's result."""
+        if model.span(other.node).start_line < model.span(call).start_line \
+                or not isinstance(other.node.func, cst.Attribute):
+            return False
+        results = self._results(caller, call)
+        return any(n.value in results for n in data_names(other.node.func.value))
+
+    @staticmethod
+    def _synchronises_after(model, caller, call: cst.Call, other) -> bool:
+        """Is ``other`` (a call in ``caller``) a host synchronisation after ``call``: ``synchronize()`` /
+        ``query()``, or a blocking ``.item()`` / ``.tolist()`` of another value than ``call``'s result (that
+        one is the read itself)?"""
+        if model.span(other.node).start_line < model.span(call).start_line or other.node is call:
+            return False
+        if other.method in ("synchronize", "query"):
+            return True
+        if other.method not in ("item", "tolist") or not isinstance(other.node.func, cst.Attribute):
+            return False
+        results = HostReads._results(caller, call)
+        return not any(n.value in results for n in data_names(other.node.func.value))
 
     def transfer_from_unknown(self, st: State, node: cst.CSTNode) -> bool:
         """``host_buf.copy_(src, non_blocking=True)`` with a source of unknown placement (a parameter of
@@ -207,6 +333,34 @@ class HostReads:
             return
         for arg in e.args:
             self.host_read(st, arg.value, consumer)
+
+    def held_element_read(self, st: State, e: cst.Call, method: str | None) -> None:
+        """``s[0].view(-1).tolist()`` where ``s`` walks a local container of pending host copies
+        (:meth:`hold_elements`): not a tensor the flow tracks, but the host reads what the copy fills."""
+        if method not in ("tolist", "item") or e.args:
+            return
+        names = [n.value for n in data_names(e.func.value)]
+        if any(n in st.held and not isinstance(st.env.get(n), TVal) for n in names):
+            self.host_read(st, e.func.value, f".{method}()")
+
+    def shape_sync(self, st: State, e: cst.Call, method: str | None, target: str | None) -> None:
+        """``torch.repeat_interleave(ids, counts)`` with a tensor of repeats and no ``output_size=``,
+        ``x.nonzero()``, ``torch.unique(x)``, ``x.masked_select(m)``: the result's size depends on the data, so
+        the host waits for the current stream before the call returns (noted for :meth:`pending_exit`)."""
+        name = method or (target or "").rsplit(".", 1)[-1]
+        if method is None and not (target or "").startswith("torch."):
+            return
+        if name == "repeat_interleave":
+            if any(a.keyword is not None and a.keyword.value == "output_size" for a in e.args):
+                return
+            repeats = [a.value for a in e.args if a.keyword is None][0 if method else 1:][:1] + \
+                [a.value for a in e.args if a.keyword is not None and a.keyword.value == "repeats"]
+            if not repeats or isinstance(repeats[0], cst.Integer) or isinstance(repeats[0], cst.Name) \
+                    and not self.tensors(st, st.env.get(repeats[0].value)):
+                return
+        elif name not in _SHAPE_SYNC_OPS:
+            return
+        st.shape_syncs[st.cur] = self.clock
 
     def split_size_reads(self, st: State, e: cst.Call, target: str | None) -> None:
         """``all_to_all_single(out, inp, output_split_sizes=splits, ...)``: the host reads split sizes when it
@@ -255,6 +409,28 @@ class HostReads:
         held = tuple(tv.sid for tv in self._held(v) if tv.sid in st.stores and st.stores[tv.sid].d2h is not None)
         if held:
             st.held[root.value] = tuple(dict.fromkeys(st.held.get(root.value, ()) + held))
+
+    def hold_dict(self, st: State, name: str, value_node: cst.BaseExpression | None) -> None:
+        """``staged = {"values": pinned, ...}``: the local dict holds the tensors its literal's values are."""
+        held = tuple(tv.sid for tv in self.tensors(st, self.dict_values.get(id(value_node))))
+        if held:
+            st.held[name] = held
+
+    def hold_elements(self, st: State, items: cst.BaseExpression, target: cst.BaseExpression) -> None:
+        """``for job, s in launched:`` / ``[t for s in outs for t in s.tolist()]`` over a local container that
+        holds host tensors a pending copy fills (``launched.append((job, pinned[k:k + 1]))``): the names bound
+        to its elements may be those tensors, so the host reading them reads the container's pending copies.
+        ``enumerate(xs)`` / ``zip(xs, ...)`` / ``reversed(xs)`` walk the same elements."""
+        names = [items.value] if isinstance(items, cst.Name) else []
+        if isinstance(items, cst.Call) and isinstance(items.func, cst.Name) \
+                and items.func.value in ("enumerate", "zip", "reversed", "list", "tuple"):
+            names = [a.value.value for a in items.args if isinstance(a.value, cst.Name)]
+        held = [sid for n in names for sid in st.held.get(n, ())] + [
+            tv.sid for n in names if isinstance(st.env.get(n), TupVal) for tv in self._held(st.env[n])]
+        sids = tuple(dict.fromkeys(sid for sid in held if sid in st.stores and st.stores[sid].d2h is not None))
+        if sids:
+            for n in target_names(target):
+                st.held[n] = tuple(dict.fromkeys(st.held.get(n, ()) + sids))
 
     @staticmethod
     def _held(v: object) -> list[TVal]:
@@ -320,6 +496,9 @@ class HostReads:
                 self.early_records[id(node)] = EarlyRecord(node, label, stream, copy.node, self.cfg.mode, False)
         return found
 
+
+# ops whose result size depends on tensor data: the host waits for the stream to learn it
+_SHAPE_SYNC_OPS = frozenset({"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"})
 
 _HOST_READ_BUILTINS = HOST_CONSUMER_FUNCTIONS | {"sum", "list", "tuple"}
 

@@ -121,6 +121,8 @@ class Interp(Consumers, Orderings, Records, Storages, Expressions, ApiCalls, Syn
         self.early_records: dict[int, EarlyRecord] = {}
         self.counted_loops: list[cst.For] = []  # loops read step by step with their counter (counters.py)
         self.host_reads: dict[int, HostRead] = {}  # host reads of pending device-to-host copies (hostreads.py)
+        self.dict_values: dict[int, object] = {}  # dict literal -> TupVal of its values (exprs.py)
+        self.pinned_copies: set[int] = set()  # asynchronous copies into page-locked host memory (hostreads.py)
         self.dropped: dict[int, tuple] = {}  # records whose event a path drops (hostsync.py): id -> (key, finding)
         self._anonymous: dict[int, int] = {}  # creation node -> index in program order
         self.steps = 0
@@ -247,6 +249,7 @@ class Interp(Consumers, Orderings, Records, Storages, Expressions, ApiCalls, Syn
             self.exits.append(s)
             if not s.done:
                 self.unjoined_escape(s, None, last)
+                self.pending_exit(s, None, last)
                 self.finalize(s)
         self.resolve_dropped()
 

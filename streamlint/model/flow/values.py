@@ -162,6 +162,7 @@ class State:
         self.stores: dict[int, Storage] = {}
         self.vc: dict[str, dict[str, int]] = {}
         self.host: dict[str, int] = {}
+        self.shape_syncs: dict[str, int] = {}  # stream -> last data-dependent-shape op on it (hostreads.py)
         self.events: dict[str, dict[str, int]] = {}
         self.stack: list[str] = [MAIN]
         self.assume: dict[str, bool] = {}
@@ -211,6 +212,7 @@ class State:
         s.stores = {k: v.clone() for k, v in self.stores.items()}
         s.vc = {k: dict(v) for k, v in self.vc.items()}
         s.host = dict(self.host)
+        s.shape_syncs = dict(self.shape_syncs)
         s.events = {k: dict(v) for k, v in self.events.items()}
         s.stack = list(self.stack)
         s.assume = dict(self.assume)

@@ -14,7 +14,7 @@ from streamlint.model.file import ClassInfo, dotted, string_value
 from streamlint.model.flow.entryctx import note_call
 from streamlint.model.flow.computed import computes_tensor
 from streamlint.model.flow.counters import NVal, counter_part
-from streamlint.model.flow.places import cached_stream_getter, host_arguments
+from streamlint.model.flow.places import cached_stream_getter, host_arguments, memoised
 from streamlint.model.flow.recursion import recursive_call
 from streamlint.model.flow.rootranks import on_root_rank, root_expression
 from streamlint.model.flow.calls import kept_arguments, metadata_only, plain_container, returned_argument
@@ -241,6 +241,9 @@ class Expressions:
                 view.part = idx_vals[0].pos  # `out[i]`: the part of one element of a collection loop
             elif len(idx_vals) == 1 and isinstance(idx_vals[0], NVal):
                 view.part = counter_part(e, idx_vals[0])  # `dq[:, i - 1]` in a step of a counted loop
+            elif len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index) \
+                    and isinstance(e.slice[0].slice.value, cst.Name):
+                view.part = self.index_part(st, e.slice[0].slice.value.value)
             return view
         if base is None and isinstance(e.value, cst.Name) and st.held.get(e.value.value) \
                 and closure_container(self.cfn, e.value.value):
@@ -252,6 +255,35 @@ class Expressions:
                 return KVal(f"{base.key}[{self.render(st, e.slice[0].slice.value)}]", base.glob, base.opaque)
             return KVal(f"{base.key}[:]", base.glob, base.opaque)
         return None
+
+    def memo_key(self, st: State, e: cst.Call, fn) -> str | None:
+        """The identity of a stream an ``lru_cache``'d factory hands back: the factory and its arguments' values
+        (``copy_stream(devices[0])``); the same arguments give the very same stream object. A loop variable in the
+        first round of a loop over ``xs`` is ``xs[0]`` (:meth:`first_element`). None when an argument has no
+        stable text (a call, an expression)."""
+        args = []
+        for a in e.args:
+            if a.star or not isinstance(a.value, (cst.Name, cst.Attribute, cst.Subscript, cst.Integer,
+                                                      cst.SimpleString)):
+                return None
+            text = self.first_element(st, a.value) or self.render(st, a.value)
+            args.append(f"{a.keyword.value}={text}" if a.keyword is not None else text)
+        return f"{fn.node.name.value}({', '.join(args)})"
+
+    def first_element(self, st: State, e: cst.BaseExpression) -> str | None:
+        """``device`` bound by the first round of ``for device in devices`` / ``for i, device in enumerate(devices)``:
+        ``devices[0]`` (control.loop records the element a first round binds)."""
+        if not isinstance(e, cst.Name):
+            return None
+        bound = st.bound_at.get(e.value)
+        return self.first_elements.get(bound[0]) if bound is not None else None
+
+    def index_part(self, st: State, name: str) -> str | None:
+        """``pieces[i]`` with ``i`` the index of a range / enumerate loop (:func:`~streamlint.model.flow.control.
+        loop_index`), not rebound since: each iteration selects its own rows, told apart by the stamp of the
+        binding (two iterations' accesses never conflict; an access of the whole still does)."""
+        bound = st.bound_at.get(name)
+        return f"row@{bound[0]}" if bound is not None and (bound[1], name) in self.index_loops else None
 
     def call_args(self, st: State, call: cst.Call,
                   keywords: dict[str, object] | None = None) -> tuple[list, list, list]:
@@ -335,7 +367,11 @@ class Expressions:
             if target is not None:
                 if cached_stream_getter(target[0]):
                     return SVal(MAIN)  # caches the stream current at its first call: the default stream
-                return self.inline(st, e, *target)
+                result = self.inline(st, e, *target)
+                if isinstance(result, SVal) and memoised(target[0]):
+                    key = self.memo_key(st, e, target[0])
+                    return SVal(key) if key is not None else result
+                return result
             if recursive_call(self, st, e, site):  # (a helper inlined calling itself: recursion.py)
                 return None
             handed = self.handed_back(st, e, site)

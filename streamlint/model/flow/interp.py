@@ -143,6 +143,9 @@ class Interp(Orderings, Records, Storages, Expressions, ApiCalls, SyncMethods, C
         self.protocol_sources: dict[int, str] = {}  # storage -> the method that left it on a side stream
         self.step_sources: dict[int, str] = {}  # storage -> the method rewriting it every step (stepstate.py)
         self.helper_writes: set[int] = set()  # storages last written by an inlined helper (leaves.py)
+        self.index_rounds: dict[int, tuple[int | None, int]] = {}  # binding stamp -> (start, round): first_round_test
+        self.first_elements: dict[int, str] = {}  # binding stamp of a loop variable's first round -> `xs[0]`
+        self.index_loops: set[tuple[int, str]] = set()  # (id of a `for`, its integer index): control.loop_index
         self.slot_clock = 0  # stamps of list slots and name bindings (slots.py)
         self.entry_sources: dict[int, tuple] = {}  # argument storage -> (file model, call node) seeding it
 

@@ -41,6 +41,7 @@ from streamlint.model.tensors import META_ATTRS, host_attr
 
 
 _ELEMENT = re.compile(r"[^\[]*\[\s*(-?\d+)\s*\]")
+_INDEXED = re.compile(r"[^\[]*\[\s*([A-Za-z_]\w*)\s*\]$")
 
 
 class Storages:
@@ -100,6 +101,8 @@ class Storages:
         element = _ELEMENT.match(key)
         if element is not None:  # `bufs[0]`, or a representative element `grads[-1]`: that element's part
             tv.part = element.group(1)
+        elif (element := _INDEXED.match(key)) is not None:  # `pieces[i]` in a range / enumerate loop's iteration
+            tv.part = self.index_part(st, element.group(1))
         return tv
 
     # ---- tensor accesses
@@ -457,6 +460,8 @@ class Storages:
         for e in events_in(v):
             self.handed_events.add(e.key)  # kept on an object / in a container: someone else waits on it
             st.used_events.add(e.key)
+            if e.key in st.event_stamps:  # (a record after it still reaches the holder: orderings.record)
+                st.event_stamps[e.key] = (st.event_stamps[e.key][0], self.stamp())
             self.field_events.setdefault(e.key, set()).add((self_field(into) or "") if into is not None else "")
         for tv in self.tensors(st, v):
             S = st.stores.get(tv.sid)

@@ -11,10 +11,10 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.captures import capture_kind
-from streamlint.model.file import dotted, string_value
+from streamlint.model.file import string_value
 from streamlint.model.flow.calls import block_returns, node_mentions_ordering
 from streamlint.model.flow.coarse import branch_ends as _returns, coarse_choice
-from streamlint.model.flow.counters import _OPS, NVal
+from streamlint.model.flow.counters import NVal
 from streamlint.model.flow.leaves import closure_container
 from streamlint.model.flow.promises import carried, record_fields
 from streamlint.model.flow.results import Unjoined
@@ -26,7 +26,7 @@ from streamlint.model.flow.wrapperforks import forks_on_entry, joins_on_exit, yi
 from streamlint.model.flow.values import (AnalysisBudgetExceeded, CVal, CtxVal, EVal, KVal, LOOP_UNROLL, MAX_PATHS,
                                           MAX_STEPS, NONE, SVal, ScopeRun, State, TVal, TupVal)
 from streamlint.model.streams import declared_globals, MAIN, STREAM
-from streamlint.model.syntax import contains, endless, int_literal, strip_not, target_names
+from streamlint.model.syntax import contains, endless, strip_not, target_names
 from streamlint.model.tensoruse import tensor_places
 from streamlint.model.wrappers import mode_of_test
 
@@ -317,8 +317,7 @@ class ControlFlow:
         parsed = mode_of_test(test)
         if parsed is not None:
             return (self.cfg.mode in parsed[1]) == parsed[2]
-        first = self.first_round_test(st, test)  # (before the bounds a path keeps by the test's text: another
-        if first is not None:  # round of the loop binds the index anew)
+        if (first := self.first_round_test(st, test)) is not None:  # (before the bounds kept by the test's text)
             return first
         counted = self.counter_test(st, test)
         if counted is not None:
@@ -364,38 +363,6 @@ class ControlFlow:
             if left is not None and right is not None:
                 return left
         return None
-
-    def first_round_test(self, st: State, test: cst.BaseExpression) -> bool | None:
-        """``if i > 0:`` / ``if i:`` / ``if i == 0:`` on the index of a range / enumerate loop read as its rounds:
-        the first round is the first iteration (``i`` is the start), every later one is past it (``i > start``).
-        So a fork or join the code skips only in the first iteration (``if i > 0: s.wait_event(ready)``) is done
-        on every path that runs a second iteration."""
-        test, positive = strip_not(test)
-        name, op, value = None, None, None
-        if isinstance(test, cst.Name):
-            name, op, value = test.value, "!=", 0
-        elif isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name):
-            comp = test.comparisons[0]
-            op = _OPS.get(type(comp.operator).__name__)
-            name, value = test.left.value, int_literal(comp.comparator)
-        if name is None or op is None or value is None:
-            return None
-        bound = st.bound_at.get(name)
-        if bound is None or (bound[1], name) not in self.index_loops or bound[0] not in self.index_rounds:
-            return None
-        start, round_no = self.index_rounds[bound[0]]
-        if start is None:
-            return None
-        if round_no == 0:
-            held = {"==": start == value, "!=": start != value, "<": start < value, "<=": start <= value,
-                    ">": start > value, ">=": start >= value}[op]
-        elif op in (">", ">=") and value <= start + (1 if op == ">=" else 0) or op == "!=" and value == start:
-            held = True  # every later round is past the start: `i > start`, `i >= start + 1`, `i != start`
-        elif op in ("<", "<=") and value <= start + (1 if op == "<" else 0) or op == "==" and value == start:
-            held = False
-        else:
-            return None
-        return held == positive
 
     def test_key(self, st: State, test: cst.BaseExpression) -> tuple[str | None, bool]:
         test, positive = strip_not(test)
@@ -585,13 +552,7 @@ class ControlFlow:
                                   if isinstance(node.target, cst.Name) else None, node)
                         if walked:
                             s.elem_of[name] = walked
-                    index = loop_index(node)
-                    if index is not None:  # each round binds another integer: `x[i]` selects its own rows
-                        self.index_loops.add((id(node), index))
-                        self.index_rounds[s.bound_at[index][0]] = (index_start(node), round_no)
-                    first = first_element(node) if round_no == 0 else None
-                    if first is not None and first[0] in s.bound_at:  # `devices[0]` (exprs.memo_key)
-                        self.first_elements[s.bound_at[first[0]][0]] = first[1]
+                    self.note_round(s, node, round_no)  # the index / first element of this round (rounds.py)
                 else:
                     self.ev(s, node.test)
                     if self.decide(s, node.test) is False:
@@ -726,46 +687,6 @@ class ControlFlow:
             last = r.last_op.get(key)
             r.runs[idx].last = last if last is not None and last > r.runs[idx].start else None
         return out
-
-
-def loop_index(node: cst.For) -> str | None:
-    """The integer a ``for`` binds anew in every iteration, distinct from the other iterations' values: ``i`` of
-    ``for i in range(...)`` (a step-less range) or of ``for i, x in enumerate(xs)``. Two iterations' ``x[i]``
-    (basic indexing of a tensor by it, e.g. the ``torch.split`` pieces of one buffer) select disjoint rows."""
-    it, target = node.iter, node.target
-    if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Name)) or any(a.star for a in it.args):
-        return None
-    if it.func.value == "range" and isinstance(target, cst.Name) and 1 <= len(it.args) <= 2 \
-            and not any(a.keyword is not None for a in it.args):
-        return target.value
-    if it.func.value == "enumerate" and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2 \
-            and isinstance(target.elements[0].value, cst.Name):
-        return target.elements[0].value.value
-    return None
-
-
-def first_element(node: cst.For) -> tuple[str, str] | None:
-    """(the element variable, the text of the element the first iteration binds it to) for ``for x in xs`` and
-    ``for i, x in enumerate(xs)`` over a plain name or attribute chain: ``("x", "xs[0]")``."""
-    it, target = node.iter, node.target
-    if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "enumerate" \
-            and len(it.args) == 1 and it.args[0].keyword is None and not it.args[0].star \
-            and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
-        it, target = it.args[0].value, target.elements[1].value
-    text = dotted(it) if isinstance(it, (cst.Name, cst.Attribute)) else None
-    return (target.value, f"{text}[0]") if text is not None and isinstance(target, cst.Name) else None
-
-
-def index_start(node: cst.For) -> int | None:
-    """The first value of a :func:`loop_index` (``range(n)``, ``enumerate(xs)``: 0; ``range(1, n)``,
-    ``enumerate(xs, 1)``: 1); None when it is not a literal."""
-    it = node.iter
-    args = [a.value for a in it.args if a.keyword is None]
-    start = next((a.value for a in it.args if a.keyword is not None and a.keyword.value == "start"), None)
-    if it.func.value == "range":
-        return int_literal(args[0]) if len(args) == 2 else 0
-    start = args[1] if len(args) == 2 else start
-    return 0 if start is None else int_literal(start)
 
 
 def _walked(it: cst.BaseExpression) -> tuple[str, ...]:

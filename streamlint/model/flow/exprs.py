@@ -256,35 +256,6 @@ class Expressions:
             return KVal(f"{base.key}[:]", base.glob, base.opaque)
         return None
 
-    def memo_key(self, st: State, e: cst.Call, fn) -> str | None:
-        """The identity of a stream an ``lru_cache``'d factory hands back: the factory and its arguments' values
-        (``copy_stream(devices[0])``); the same arguments give the very same stream object. A loop variable in the
-        first round of a loop over ``xs`` is ``xs[0]`` (:meth:`first_element`). None when an argument has no
-        stable text (a call, an expression)."""
-        args = []
-        for a in e.args:
-            if a.star or not isinstance(a.value, (cst.Name, cst.Attribute, cst.Subscript, cst.Integer,
-                                                      cst.SimpleString)):
-                return None
-            text = self.first_element(st, a.value) or self.render(st, a.value)
-            args.append(f"{a.keyword.value}={text}" if a.keyword is not None else text)
-        return f"{fn.node.name.value}({', '.join(args)})"
-
-    def first_element(self, st: State, e: cst.BaseExpression) -> str | None:
-        """``device`` bound by the first round of ``for device in devices`` / ``for i, device in enumerate(devices)``:
-        ``devices[0]`` (control.loop records the element a first round binds)."""
-        if not isinstance(e, cst.Name):
-            return None
-        bound = st.bound_at.get(e.value)
-        return self.first_elements.get(bound[0]) if bound is not None else None
-
-    def index_part(self, st: State, name: str) -> str | None:
-        """``pieces[i]`` with ``i`` the index of a range / enumerate loop (:func:`~streamlint.model.flow.control.
-        loop_index`), not rebound since: each iteration selects its own rows, told apart by the stamp of the
-        binding (two iterations' accesses never conflict; an access of the whole still does)."""
-        bound = st.bound_at.get(name)
-        return f"row@{bound[0]}" if bound is not None and (bound[1], name) in self.index_loops else None
-
     def call_args(self, st: State, call: cst.Call,
                   keywords: dict[str, object] | None = None) -> tuple[list, list, list]:
         """(positional values, tensor-read values, out= write values); ``keywords`` collects the values

@@ -27,6 +27,7 @@ from streamlint.model.flow.results import EarlyRecord, HostRead, Lifetime, Race,
 from streamlint.model.flow.slots import Slots
 from streamlint.model.flow.records import Records
 from streamlint.model.flow.replays import Replays
+from streamlint.model.flow.rounds import Rounds
 from streamlint.model.flow.storage import Storages
 from streamlint.model.flow.syncops import SyncMethods
 from streamlint.model.flow.values import AnalysisBudgetExceeded, Access, EVal, FlowConfig, KVal, SVal, State, flow_config
@@ -73,7 +74,7 @@ def _last_simple(body: list) -> cst.CSTNode | None:
 
 
 class Interp(Orderings, Records, Storages, Expressions, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes, HostReads,
-             HostSyncs, TransferSends, Counters, Promises, Slots, Replays):
+             HostSyncs, TransferSends, Counters, Promises, Slots, Replays, Rounds):
     """Path-sensitive abstract interpretation of one function body in program order."""
 
     protocol_seed = True  # seed the fields other methods of the class leave on a side stream (protocols.py)

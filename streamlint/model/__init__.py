@@ -55,6 +55,8 @@ Layer 2 — the project
                     before the record), and which readers of them skip the wait (guarded-by inference)
     ``hostobjects`` is a value an instance of a class that is no tensor type (``self.opts =
                     DecodeOptions(...)``: host state, never device data)?
+    ``hostresults`` is an expression a host value of the function's own making, and does a helper without a
+                    return annotation hand back only such values (a layout policy of ints cached on a dict)?
 
 Layer 3 — one function's flow
     ``tensors``     is this value a tensor? (``TensorTyper`` for expressions, ``param_kinds`` for

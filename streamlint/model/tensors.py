@@ -28,6 +28,7 @@ from streamlint.model.placement import (  # noqa: F401  (re-exported: the host-p
     BLOCKING_HOST_READS, HOST_COPY_METHODS, HOST_FACTORIES, host_factory, host_placed, host_target, non_blocking,
 )
 from streamlint.model.hostobjects import constructed_host_object
+from streamlint.model.hostresults import _host_value, returns_host_values  # noqa: F401  (re-exported)
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, host_annotation, host_param, string_value
 from streamlint.model.streams import EVENT, STREAM, annotation_kind, derived
 from streamlint.model.syntax import class_field_annotation, field_reads, target_names
@@ -187,36 +188,13 @@ def host_attr(project: Project, file: FileModel, cls: ClassInfo | None, attr: st
     prop = cls.methods.get(attr)
     if prop is not None and any(dotted(d.decorator) in ("property", "functools.cached_property", "cached_property")
                                 for d in prop.node.decorators):
-        return return_kind(file, prop) == "other"  # `@property def size(self) -> int`
+        return return_kind(file, prop) == "other" or returns_host_values(prop)  # `@property def size(self) -> int`
     if attr not in memo:
         values = [(m, a.value) for m in cls.methods.values() for a in m.assigns if a.target == f"self.{attr}"]
         values = [(m, v) for m, v in values if not (isinstance(v, cst.Name) and v.value == "None")]
         memo[attr] = bool(values) and all(_host_value(m, v) or constructed_host_object(project, file, m, v)
                                           for m, v in values)  # (an instance of a non-tensor class: hostobjects.py)
     return memo[attr]
-
-
-def _host_value(fn: FunctionInfo, v: cst.BaseExpression, depth: int = 0) -> bool:
-    if isinstance(v, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
-        return True
-    if depth < 4 and isinstance(v, (cst.BinaryOperation, cst.UnaryOperation)):  # `cpu_size // gpu_size`
-        return all(_host_value(fn, x, depth + 1) for x in ((v.left, v.right) if isinstance(
-            v, cst.BinaryOperation) else (v.expression,)))
-    if depth < 4 and isinstance(v, cst.IfExp):  # `start_layer if start_layer is not None else 0`
-        return _host_value(fn, v.body, depth + 1) and _host_value(fn, v.orelse, depth + 1)
-    if depth < 4 and isinstance(v, cst.BooleanOperation):  # `start_layer or 0`
-        return _host_value(fn, v.left, depth + 1) and _host_value(fn, v.right, depth + 1)
-    if isinstance(v, cst.Call) and (dotted(v.func) or "").rsplit(".", 1)[-1] in (
-            "len", "int", "str", "bool", "dict", "list", "set", "OrderedDict", "defaultdict"):
-        return True  # a builtin giving a host scalar, or a container (its slots are tracked by their own keys)
-    if isinstance(v, (cst.Dict, cst.List, cst.Set)) and not v.elements:
-        return True
-    if not isinstance(v, cst.Name):
-        return False
-    params = fn.node.params
-    param = next((p for p in (*params.posonly_params, *params.params, *params.kwonly_params)
-                  if p.name.value == v.value), None)
-    return v.value in ("True", "False") or (param is not None and host_param(param))
 
 
 _CONTAINER_ANNOTATIONS = ("List", "list[", "Sequence", "Tuple", "tuple[", "Dict", "dict[", "Iterable", "Mapping",
@@ -242,6 +220,14 @@ _NON_TENSOR_RECEIVER_METHODS = frozenset({"get", "items", "keys", "values", "app
 def _host_sync_class(qualname: str) -> bool:
     """A class of a host threading / multiprocessing module (``threading.Event``, ``mp.Queue``)."""
     return apis.in_modules(qualname, apis.HOST_SYNC_MODULES)
+
+
+# torch calls whose later positionals are sizes, counts or fill values, never tensors: how many leading
+# positionals may be tensors (``torch.split(x, split_sizes)``: ``split_sizes`` is a list of ints or an int;
+# ``torch.empty(n, d)``: sizes). ``torch.tensor_split`` may take an index tensor: not listed.
+_TENSOR_POSITIONALS = {"torch.split": 1, "torch.chunk": 1, "torch.narrow": 1, "torch.empty": 0, "torch.zeros": 0,
+                       "torch.ones": 0, "torch.full": 0, "torch.rand": 0, "torch.randn": 0, "torch.randint": 0,
+                       "torch.randperm": 0, "torch.arange": 0, "torch.empty_strided": 0, "torch.eye": 0}
 
 
 def param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict[str, str]:
@@ -329,7 +315,7 @@ def param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict[str
             and func.attr.value not in file.classes.get(fn.class_name or "", None).methods \
             if own is not None and fn.class_name in file.classes else False
         if torch_call or submodule:
-            for arg in positional:
+            for arg in positional[:_TENSOR_POSITIONALS.get(target, len(positional))] if torch_call else positional:
                 if isinstance(arg, cst.Name):
                     note(arg.value, "tensor")
         for a in call.args:

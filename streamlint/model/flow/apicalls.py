@@ -11,6 +11,7 @@ from streamlint._lazy import cst
 from streamlint.model.apis import GRAPH_TASK_ROLES, Role
 from streamlint.model.file import string_value
 from streamlint.model.flow.calls import wait_self_expr
+from streamlint.model.flow.places import memoised
 from streamlint.model.flow.values import CtxVal, CVal, EVal, SVal, State, TVal, TupVal, merge_clock
 from streamlint.model.streams import MAIN, tagged_stream_key
 
@@ -94,9 +95,14 @@ class ApiCalls:
         if role is Role.DEFAULT_STREAM:
             return SVal(self.default_key)
         if role is Role.STREAM_NEW:
-            return SVal(self.anonymous_key("stream", e))
+            site = self.cfile.call_site(e)
+            found = self.project.call_target(self.cfile, site) if site is not None else None
+            key = self.memo_key(st, e, found[0]) if found is not None and memoised(found[0]) else None
+            return SVal(key if key is not None else self.anonymous_key("stream", e))  # (a cached factory's stream)
         if role in (Role.EVENT_NEW, Role.TAGGED_EVENT_CREATE):
-            return EVal(self.anonymous_key("event", e))
+            key = self.anonymous_key("event", e)
+            st.event_stamps[key] = (self.stamp(), -1)  # (a new object under the site's key: orderings.record)
+            return EVal(key)
         if role is Role.PREFETCH:  # an L2 prefetch hint: moves no tensor data another stream could race with
             for arg in e.args:
                 self.ev(st, arg.value)

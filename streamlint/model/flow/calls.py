@@ -31,7 +31,8 @@ from streamlint.model.streams import (
     outside_stream_scopes,
 )
 from streamlint.model.syntax import contains, local_nodes, strip_not
-from streamlint.model.tensors import ESCAPE_METHODS, META_ATTRS, META_METHODS, VIEW_ATTRS, VIEW_METHODS, return_kind
+from streamlint.model.tensors import ESCAPE_METHODS, META_ATTRS, META_METHODS, VIEW_ATTRS, VIEW_METHODS, return_kind, \
+    returns_host_values
 from streamlint.model.flow.hostreads import async_host_copy_call
 from streamlint.model.flow.metaonly import metadata_only  # noqa: F401 - (re-exported for exprs)
 from streamlint.model.uses import bind_arguments
@@ -498,6 +499,8 @@ class Calls:
         heldresults.py) are no fresh allocation of the call."""
         if not isinstance(result, TVal):
             return result
+        if returns_host_values(fn):
+            return None  # every `return` builds host values (a layout policy of ints, a flag): no tensor
         memo = derived(self.project, "held_result")
         if id(fn) not in memo:
             memo[id(fn)] = held_result(fn, mod.classes.get(fn.class_name or "") if mod is not None else None)
@@ -649,7 +652,7 @@ class Calls:
             ret = SVal(self.render(st, e))
         elif declared == EVENT and not isinstance(ret, EVal):
             ret = EVal(self.render(st, e))
-        elif declared == "other" and isinstance(ret, TVal):
+        elif (declared == "other" or returns_host_values(fn)) and isinstance(ret, TVal):
             ret = None
         kept = {tv.sid for tv in self.tensors(st, ret)} if isinstance(ret, (TVal, TupVal)) else set()
         for sid, S in st.stores.items():

@@ -319,6 +319,8 @@ class ControlFlow:
         parsed = mode_of_test(test)
         if parsed is not None:
             return (self.cfg.mode in parsed[1]) == parsed[2]
+        if (first := self.first_round_test(st, test)) is not None:  # (before the bounds kept by the test's text)
+            return first
         counted = self.counter_test(st, test)
         if counted is not None:
             return counted
@@ -527,7 +529,7 @@ class ControlFlow:
             else counts if counts is not None else [None] * (1 if self.single else LOOP_UNROLL)
         states = [st]
         finished: list[State] = []
-        for element in rounds:
+        for round_no, element in enumerate(rounds):
             nxt: list[State] = []
             for s in states:
                 if counts is not None:  # an alternating-streams loop read with its counter's values
@@ -553,6 +555,7 @@ class ControlFlow:
                         if walked:
                             s.elem_of[name] = walked
                     self.hold_elements(s, node.iter, node.target)  # a local list of pending host copies
+                    self.note_round(s, node, round_no)  # the index / first element of this round (rounds.py)
                 else:
                     self.ev(s, node.test)
                     if self.decide(s, node.test) is False:

@@ -14,7 +14,7 @@ from streamlint.model.file import ClassInfo, dotted, string_value
 from streamlint.model.flow.entryctx import note_call
 from streamlint.model.flow.computed import computes_tensor
 from streamlint.model.flow.counters import NVal, counter_part
-from streamlint.model.flow.places import cached_stream_getter, host_arguments
+from streamlint.model.flow.places import cached_stream_getter, host_arguments, memoised
 from streamlint.model.flow.recursion import recursive_call
 from streamlint.model.flow.rootranks import on_root_rank, root_expression
 from streamlint.model.flow.calls import kept_arguments, metadata_only, plain_container, returned_argument
@@ -255,6 +255,9 @@ class Expressions:
                 view.part = idx_vals[0].pos  # `out[i]`: the part of one element of a collection loop
             elif len(idx_vals) == 1 and isinstance(idx_vals[0], NVal):
                 view.part = counter_part(e, idx_vals[0])  # `dq[:, i - 1]` in a step of a counted loop
+            elif len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index) \
+                    and isinstance(e.slice[0].slice.value, cst.Name):
+                view.part = self.index_part(st, e.slice[0].slice.value.value)
             return view
         if base is None and isinstance(e.value, cst.Name) and st.held.get(e.value.value) \
                 and closure_container(self.cfn, e.value.value):
@@ -351,7 +354,11 @@ class Expressions:
             if target is not None:
                 if cached_stream_getter(target[0]):
                     return SVal(MAIN)  # caches the stream current at its first call: the default stream
-                return self.inline(st, e, *target)
+                result = self.inline(st, e, *target)
+                if isinstance(result, SVal) and memoised(target[0]):
+                    key = self.memo_key(st, e, target[0])
+                    return SVal(key) if key is not None else result
+                return result
             if recursive_call(self, st, e, site):  # (a helper inlined calling itself: recursion.py)
                 return None
             handed = self.handed_back(st, e, site)

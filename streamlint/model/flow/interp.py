@@ -28,6 +28,7 @@ from streamlint.model.flow.results import EarlyRecord, HostRead, Lifetime, Race,
 from streamlint.model.flow.slots import Slots
 from streamlint.model.flow.records import Records
 from streamlint.model.flow.replays import Replays
+from streamlint.model.flow.rounds import Rounds
 from streamlint.model.flow.storage import Storages
 from streamlint.model.flow.syncops import SyncMethods
 from streamlint.model.flow.values import AnalysisBudgetExceeded, Access, EVal, FlowConfig, KVal, SVal, State, flow_config
@@ -73,8 +74,8 @@ def _last_simple(body: list) -> cst.CSTNode | None:
     return node.body[-1] if node is not None and node.body else None
 
 
-class Interp(Consumers, Orderings, Records, Storages, Expressions, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes, HostReads,
-             HostSyncs, TransferSends, Counters, Promises, Slots, Replays):
+class Interp(Consumers, Orderings, Records, Storages, Expressions, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes,
+             HostReads, HostSyncs, TransferSends, Counters, Promises, Slots, Replays, Rounds):
     """Path-sensitive abstract interpretation of one function body in program order."""
 
     protocol_seed = True  # seed the fields other methods of the class leave on a side stream (protocols.py)
@@ -146,6 +147,9 @@ class Interp(Consumers, Orderings, Records, Storages, Expressions, ApiCalls, Syn
         self.protocol_sources: dict[int, str] = {}  # storage -> the method that left it on a side stream
         self.step_sources: dict[int, str] = {}  # storage -> the method rewriting it every step (stepstate.py)
         self.helper_writes: set[int] = set()  # storages last written by an inlined helper (leaves.py)
+        self.index_rounds: dict[int, tuple[int | None, int]] = {}  # binding stamp -> (start, round): first_round_test
+        self.first_elements: dict[int, str] = {}  # binding stamp of a loop variable's first round -> `xs[0]`
+        self.index_loops: set[tuple[int, str]] = set()  # (id of a `for`, its integer index): control.loop_index
         self.slot_clock = 0  # stamps of list slots and name bindings (slots.py)
         self.entry_sources: dict[int, tuple] = {}  # argument storage -> (file model, call node) seeding it
 

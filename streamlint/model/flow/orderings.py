@@ -179,7 +179,12 @@ class Orderings:
         snap = dict(st.vc.get(stream, {}))
         snap[stream] = self.clock
         st.events[key] = snap
-        st.used_events.discard(key)  # (the record's own receiver is no use of the new record)
+        born, handed = st.event_stamps.get(key, (0, -1))
+        if not handed > born:
+            # (the record's own receiver is no use of the new record; but an event object already put in a
+            # container or a field since it was created -- `done.append(ev); ev.record(s)` -- is that object:
+            # the holder sees this record, and waits on it there)
+            st.used_events.discard(key)
         if site is not None and self.depth == 0 and self.anchor is not None:
             self.record_sites[(key, stream, self.clock)] = (self.anchor, self.cfile.code(site))
 

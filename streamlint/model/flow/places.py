@@ -12,7 +12,7 @@ the argument bound to it is no tensor read of the call (:func:`host_arguments`).
 from __future__ import annotations
 
 from streamlint._lazy import cst
-from streamlint.model.file import FunctionInfo, host_param
+from streamlint.model.file import FunctionInfo, dotted, host_param
 from streamlint.model.streams import declared_globals
 from streamlint.model.uses import bind_arguments
 
@@ -30,6 +30,17 @@ def cached_stream_getter(fn: FunctionInfo) -> bool:
     return False
 
 
+
+
+_MEMO_DECORATORS = frozenset({"functools.lru_cache", "functools.cache", "lru_cache", "cache"})
+
+
+def memoised(fn: FunctionInfo) -> bool:
+    """``@lru_cache`` / ``@functools.cache`` (also called: ``@lru_cache(maxsize=None)``): one result per distinct
+    arguments, the same object on every later call with them (a per-device stream factory)."""
+    return any(d.split("(", 1)[0] in _MEMO_DECORATORS for d in fn.decorators) or any(
+        (dotted(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "") in _MEMO_DECORATORS
+        for d in fn.node.decorators)
 
 
 def global_accessor(fn: FunctionInfo) -> bool:

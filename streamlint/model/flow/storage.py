@@ -40,7 +40,7 @@ from streamlint.model.flow.handedfields import forked_elsewhere, step_source
 from streamlint.model.tensors import META_ATTRS, host_attr
 
 
-_ELEMENT = re.compile(r"[^\[]*\[\s*(-?\d+)\s*\]")
+_ELEMENT = re.compile(r"[^\[]*\[\s*(-?\d+|[A-Za-z_]\w*)\s*\]")
 
 
 class Storages:
@@ -97,9 +97,9 @@ class Storages:
             st.long[base_key] = sid
             self.step_sources.update({sid: step} if step else {})
         tv = self.new_tensor(st, sid)
-        element = _ELEMENT.match(key)
-        if element is not None:  # `bufs[0]`, or a representative element `grads[-1]`: that element's part
-            tv.part = element.group(1)
+        element = _ELEMENT.match(key)  # `bufs[0]`, a representative element `grads[-1]`, `pieces[i]` in a round
+        if element is not None:  # of a range / enumerate loop (rounds.py): that element's part
+            tv.part = self.index_part(st, element.group(1)) if element.group(1).isidentifier() else element.group(1)
         return tv
 
     # ---- tensor accesses
@@ -456,7 +456,7 @@ class Storages:
         self.note_bundles(st, v, into)  # (a record of values an event guards: escapes.py)
         for e in events_in(v):
             self.handed_events.add(e.key)  # kept on an object / in a container: someone else waits on it
-            st.used_events.add(e.key)
+            self.note_handed(st, e.key)  # a use of the event; a record after it still reaches the holder
             self.field_events.setdefault(e.key, set()).add((self_field(into) or "") if into is not None else "")
         for tv in self.tensors(st, v):
             S = st.stores.get(tv.sid)

@@ -199,6 +199,9 @@ class State:
         # events this path named after their last record (waited, synchronised, handed on, stored...): an event
         # recorded here and never named again on the path is a dropped join handle (hostsync.py)
         self.used_events: set[str] = set()
+        # anonymous event key -> (stamp of the object's creation, stamp of its last hand-off to a container or a
+        # field): a record after the hand-off is seen by the holder (orderings.record)
+        self.event_stamps: dict[str, tuple[int, int]] = {}
         # the last ``graph.replay()`` on this path: the captured kernels write the graph's static outputs,
         # long-lived buffers this function had not written before it (storage.Storages.replay)
         self.replayed: Access | None = None
@@ -234,6 +237,7 @@ class State:
         s.loose_rec, s.elem_of = dict(self.loose_rec), dict(self.elem_of)
         s.globs = dict(self.globs)
         s.used_events = set(self.used_events)
+        s.event_stamps = dict(self.event_stamps)
         s.replayed = self.replayed
         return s
 

@@ -1,0 +1,152 @@
+"""The rounds of a collapsed ``for`` loop told apart (mixin of :class:`~streamlint.model.flow.interp.Interp`).
+
+A loop the interpreter reads as ``LOOP_UNROLL`` rounds (no stream / event collection walked, no alternating-streams
+counter) still binds an integer index anew in every round when it is ``for i in range(...)`` or ``for i, x in
+enumerate(xs)`` (:func:`loop_index`):
+
+* ``pieces[i]`` (basic indexing by it, e.g. the ``torch.split`` pieces of one pinned buffer, each device stream
+  writing back its own) is a part of its own per round: two iterations' accesses never conflict, an access of the
+  whole buffer still does (:meth:`Rounds.index_part`, ``Access.part``);
+* the first round is the first iteration (``i`` is the start), every later one is past it: ``if i > 0:`` /
+  ``if i:`` / ``if i == 0:`` are decided per round (:meth:`Rounds.first_round_test`), so a wait skipped only in
+  the first iteration is done on every path reaching a second one;
+* the first round binds the element variable to ``xs[0]``: an ``lru_cache``'d stream factory called with it gives
+  the stream of ``factory(xs[0])`` (:meth:`Rounds.memo_key`): device 0's cached stream *is* the staging stream
+  made by the same call before the loop, so no cross-stream use is left in that iteration."""
+
+from __future__ import annotations
+
+from streamlint._lazy import cst
+from streamlint.model.file import dotted
+from streamlint.model.flow.counters import _OPS
+from streamlint.model.flow.values import State
+from streamlint.model.syntax import int_literal, strip_not
+
+
+def loop_index(node: cst.For) -> str | None:
+    """The integer a ``for`` binds anew in every iteration, distinct from the other iterations' values: ``i`` of
+    ``for i in range(...)`` (a step-less range) or of ``for i, x in enumerate(xs)``. Two iterations' ``x[i]``
+    (basic indexing of a tensor by it, e.g. the ``torch.split`` pieces of one buffer) select disjoint rows."""
+    it, target = node.iter, node.target
+    if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Name)) or any(a.star for a in it.args):
+        return None
+    if it.func.value == "range" and isinstance(target, cst.Name) and 1 <= len(it.args) <= 2 \
+            and not any(a.keyword is not None for a in it.args):
+        return target.value
+    if it.func.value == "enumerate" and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2 \
+            and isinstance(target.elements[0].value, cst.Name):
+        return target.elements[0].value.value
+    return None
+
+
+def first_element_of(node: cst.For) -> tuple[str, str] | None:
+    """(the element variable, the text of the element the first iteration binds it to) for ``for x in xs`` and
+    ``for i, x in enumerate(xs)`` over a plain name or attribute chain: ``("x", "xs[0]")``."""
+    it, target = node.iter, node.target
+    if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "enumerate" \
+            and len(it.args) == 1 and it.args[0].keyword is None and not it.args[0].star \
+            and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
+        it, target = it.args[0].value, target.elements[1].value
+    text = dotted(it) if isinstance(it, (cst.Name, cst.Attribute)) else None
+    return (target.value, f"{text}[0]") if text is not None and isinstance(target, cst.Name) else None
+
+
+def index_start(node: cst.For) -> int | None:
+    """The first value of a :func:`loop_index` (``range(n)``, ``enumerate(xs)``: 0; ``range(1, n)``,
+    ``enumerate(xs, 1)``: 1); None when it is not a literal."""
+    it = node.iter
+    args = [a.value for a in it.args if a.keyword is None]
+    start = next((a.value for a in it.args if a.keyword is not None and a.keyword.value == "start"), None)
+    if it.func.value == "range":
+        return int_literal(args[0]) if len(args) == 2 else 0
+    start = args[1] if len(args) == 2 else start
+    return 0 if start is None else int_literal(start)
+
+
+class Rounds:
+    """Loop rounds told apart (mixin of the interpreter).
+
+    Interp state it uses: ``first_elements``, ``index_loops``, ``index_rounds`` (filled by ``ControlFlow.loop``);
+    it asks orderings (render)."""
+
+    def note_round(self, st: State, node: cst.For, round_no: int) -> None:
+        """A collapsed loop's round ``round_no`` has bound its targets: keep its index's round and the element its
+        first round binds (keyed by the stamps of the bindings, ``State.bound_at``)."""
+        index = loop_index(node)
+        if index is not None and index in st.bound_at:  # each round binds another integer: `x[i]`, its own rows
+            self.index_loops.add((id(node), index))
+            self.index_rounds[st.bound_at[index][0]] = (index_start(node), round_no)
+        first = first_element_of(node) if round_no == 0 else None
+        if first is not None and first[0] in st.bound_at:  # `devices[0]` (memo_key)
+            self.first_elements[st.bound_at[first[0]][0]] = first[1]
+
+    def note_handed(self, st: State, key: str) -> None:
+        """Event ``key`` is put in a container or a field: a use of its last record, and (a new object of its
+        creation site) a record after it still reaches the holder (``State.event_stamps``, ``Orderings.record``)."""
+        st.used_events.add(key)
+        if key in st.event_stamps:
+            st.event_stamps[key] = (st.event_stamps[key][0], self.stamp())
+
+    def memo_key(self, st: State, e: cst.Call, fn) -> str | None:
+        """The identity of a stream an ``lru_cache``'d factory hands back: the factory and its arguments' values
+        (``copy_stream(devices[0])``); the same arguments give the very same stream object. A loop variable in the
+        first round of a loop over ``xs`` is ``xs[0]`` (:meth:`first_element`). None when an argument has no
+        stable text (a call, an expression)."""
+        args = []
+        for a in e.args:
+            if a.star or not isinstance(a.value, (cst.Name, cst.Attribute, cst.Subscript, cst.Integer,
+                                                      cst.SimpleString)):
+                return None
+            text = self.first_element(st, a.value) or self.render(st, a.value)
+            args.append(f"{a.keyword.value}={text}" if a.keyword is not None else text)
+        return f"{fn.node.name.value}({', '.join(args)})"
+
+    def first_element(self, st: State, e: cst.BaseExpression) -> str | None:
+        """``device`` bound by the first round of ``for device in devices`` / ``for i, device in enumerate(devices)``:
+        ``devices[0]`` (control.loop records the element a first round binds)."""
+        if not isinstance(e, cst.Name):
+            return None
+        bound = st.bound_at.get(e.value)
+        return self.first_elements.get(bound[0]) if bound is not None else None
+
+    def index_part(self, st: State, name: str) -> str | None:
+        """``pieces[i]`` with ``i`` the index of a range / enumerate loop (:func:`~streamlint.model.flow.control.
+        loop_index`), not rebound since: each iteration selects its own rows, told apart by the stamp of the
+        binding (two iterations' accesses never conflict; an access of the whole still does)."""
+        bound = st.bound_at.get(name)
+        return f"row@{bound[0]}" if bound is not None and (bound[1], name) in self.index_loops else None
+
+    def first_round_test(self, st: State, test: cst.BaseExpression) -> bool | None:
+        """``if i > 0:`` / ``if i:`` / ``if i == 0:`` on the index of a range / enumerate loop read as its rounds:
+        the first round is the first iteration (``i`` is the start), every later one is past it (``i > start``).
+        So a fork or join the code skips only in the first iteration (``if i > 0: s.wait_event(ready)``) is done
+        on every path that runs a second iteration."""
+        test, positive = strip_not(test)
+        name, op, value = None, None, None
+        if isinstance(test, cst.Name):
+            name, op, value = test.value, "!=", 0
+        elif isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name):
+            comp = test.comparisons[0]
+            op = _OPS.get(type(comp.operator).__name__)
+            name, value = test.left.value, int_literal(comp.comparator)
+        if name is None or op is None or value is None:
+            return None
+        bound = st.bound_at.get(name)
+        if bound is None or (bound[1], name) not in self.index_loops or bound[0] not in self.index_rounds:
+            return None
+        start, round_no = self.index_rounds[bound[0]]
+        if start is None:
+            return None
+        if round_no == 0:
+            held = {"==": start == value, "!=": start != value, "<": start < value, "<=": start <= value,
+                    ">": start > value, ">=": start >= value}[op]
+        elif op in (">", ">=") and value <= start + (1 if op == ">=" else 0) or op == "!=" and value == start:
+            held = True  # every later round is past the start: `i > start`, `i >= start + 1`, `i != start`
+        elif op in ("<", "<=") and value <= start + (1 if op == "<" else 0) or op == "==" and value == start:
+            held = False
+        else:
+            return None
+        return held == positive
+
+
+__all__ = ["Rounds", "first_element_of", "index_start", "loop_index"]

@@ -178,3 +178,14 @@ def names_stream_class(annotation_code: str) -> bool:
     """Does an annotation's text name a class ``Stream`` (``torch.cuda.Stream``, ``list[Stream]``,
     ``"torch.npu.Stream | None"``), not a class merely containing the word (``StreamWriter``, ``DataStream``)?"""
     return bool(_STREAM_CLASS_WORD.search(annotation_code))
+
+
+def walked_names(it: cst.BaseExpression) -> tuple[str, ...]:
+    """The collection a ``for`` walks, by name: ``xs``, ``enumerate(xs)``, ``zip(xs, ys)``, ``d.values()``."""
+    if isinstance(it, cst.Name):
+        return (it.value,)
+    if isinstance(it, cst.Call):
+        if isinstance(it.func, cst.Attribute) and isinstance(it.func.value, cst.Name) and not it.args:
+            return (it.func.value.value,)
+        return tuple(a.value.value for a in it.args if isinstance(a.value, cst.Name))
+    return ()

@@ -26,7 +26,7 @@ from streamlint.model.flow.wrapperforks import forks_on_entry, joins_on_exit, yi
 from streamlint.model.flow.values import (AnalysisBudgetExceeded, CVal, CtxVal, EVal, KVal, LOOP_UNROLL, MAX_PATHS,
                                           MAX_STEPS, NONE, SVal, ScopeRun, State, TVal, TupVal)
 from streamlint.model.streams import declared_globals, MAIN, STREAM
-from streamlint.model.syntax import contains, endless, strip_not, target_names
+from streamlint.model.syntax import contains, endless, strip_not, target_names, walked_names
 from streamlint.model.tensoruse import tensor_places
 from streamlint.model.wrappers import mode_of_test
 
@@ -547,7 +547,7 @@ class ControlFlow:
                             self.bind(s, name, value if isinstance(target, cst.Name) else None, node)
                 elif isinstance(node, cst.For):
                     items = self.ev(s, node.iter)
-                    walked = _walked(node.iter)
+                    walked = walked_names(node.iter)
                     handed = self.argument_elements(s, node)  # the caller's tensors, element by element
                     for name in target_names(node.target):
                         self.bind(s, name, handed[name] if name in handed else self.placed_element(s, items)
@@ -691,13 +691,3 @@ class ControlFlow:
             r.runs[idx].last = last if last is not None and last > r.runs[idx].start else None
         return out
 
-
-def _walked(it: cst.BaseExpression) -> tuple[str, ...]:
-    """The collection a ``for`` walks, by name: ``xs``, ``enumerate(xs)``, ``zip(xs, ys)``, ``d.values()``."""
-    if isinstance(it, cst.Name):
-        return (it.value,)
-    if isinstance(it, cst.Call):
-        if isinstance(it.func, cst.Attribute) and isinstance(it.func.value, cst.Name) and not it.args:
-            return (it.func.value.value,)
-        return tuple(a.value.value for a in it.args if isinstance(a.value, cst.Name))
-    return ()

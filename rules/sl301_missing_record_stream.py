@@ -142,7 +142,7 @@ class MissingRecordStream(Rule):
                 if issue.kind == "noop-record":
                     self._noop_record(ctx, issue, main, use, alloc)
                     continue
-                if issue.kind == "handoff":  # (escaped: strict only for now, flow/consumers.py HANDOFF_STRICT)
+                if issue.kind == "handoff":  # (on by default: flow/consumers.py HANDOFF_STRICT)
                     self._handoff(ctx, issue, main, use, alloc)
                     continue
                 if issue.kind == "held":

@@ -102,12 +102,25 @@ def settled_host_value(e: cst.BaseExpression) -> bool:
     return True
 
 
+def device_like(expr: cst.BaseExpression) -> bool:
+    """A ``.to(...)`` target that names a device (``"cuda"``, ``"npu:0"``, ``self.device``, ``device``)."""
+    sv = string_value(expr)
+    if sv is not None:
+        return sv.startswith(("cuda", "npu"))
+    name = dotted(expr) or ""
+    return name.rsplit(".", 1)[-1] in ("device", "dev", "_device") or name.endswith("_device")
+
+
 def pinned_value(e: cst.BaseExpression) -> bool:
     """A call evidently giving page-locked host memory: ``torch.empty(n, pin_memory=True)``, ``x.pin_memory()``,
     ``x.to("cpu", non_blocking=True)`` / ``x.cpu(non_blocking=True)`` (PyTorch pins the result of an
-    asynchronous copy to the host), or a view of one (``torch.empty(n, pin_memory=True).view(-1)``)."""
+    asynchronous copy to the host), or a view of one (``torch.empty(n, pin_memory=True).view(-1)``). Not a copy of
+    one to the device (``torch.tensor(ids, pin_memory=True).to("cuda", non_blocking=True)``: device memory)."""
     while isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute):
         method = e.func.attr.value
+        if method in ("cuda", "npu") or method == "to" and any(
+                (a.keyword is None or a.keyword.value == "device") and device_like(a.value) for a in e.args):
+            return False  # (the outermost copy decides where the result lives)
         if method == "pin_memory" or any(a.keyword is not None and a.keyword.value == "pin_memory"
                                          and isinstance(a.value, cst.Name) and a.value.value == "True" for a in e.args):
             return True

@@ -25,7 +25,8 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.placement import (  # noqa: F401  (re-exported: the host-placement helpers)
-    BLOCKING_HOST_READS, HOST_COPY_METHODS, HOST_FACTORIES, host_factory, host_placed, host_target, non_blocking,
+    BLOCKING_HOST_READS, HOST_COPY_METHODS, HOST_FACTORIES, device_like, host_factory, host_placed, host_target,
+    non_blocking,
 )
 from streamlint.model.hostobjects import constructed_host_object
 from streamlint.model.hostresults import _host_value, returns_host_values  # noqa: F401  (re-exported)
@@ -154,15 +155,6 @@ def torch_returns_tensor(target: str | None) -> bool:
     if last[:1].isupper():
         return last in _TENSOR_CLASSES
     return True
-
-
-def device_like(expr: cst.BaseExpression) -> bool:
-    """A ``.to(...)`` target that names a device (``"cuda"``, ``"npu:0"``, ``self.device``, ``device``)."""
-    sv = string_value(expr)
-    if sv is not None:
-        return sv.startswith(("cuda", "npu"))
-    name = dotted(expr) or ""
-    return name.rsplit(".", 1)[-1] in ("device", "dev", "_device") or name.endswith("_device")
 
 
 def return_kind(file: FileModel, fn: FunctionInfo) -> str | None:

@@ -30,6 +30,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
+from streamlint.model.file import dotted
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.escapes import self_field
 from streamlint.model.flow.results import Lifetime
@@ -41,9 +42,8 @@ if TYPE_CHECKING:
     from streamlint.model.flow.values import State
 
 
-# The hand-offs are reported only under SL301's ``strict`` (like every escape) for now: on by default they flag
-# hand-overs that several committed negative fixtures keep silent (sl301_eager_npu, sl301_entry_discipline*,
-# sl301_explicit_free, sl301_view_of_live_storage: a discipline or ownership this module does not read yet).
+# True would report the hand-offs only under SL301's ``strict`` (like every other escape); they are on by default
+# (medium confidence), the entry discipline, records by callers and persistent fields silencing them.
 HANDOFF_STRICT = False
 
 
@@ -132,6 +132,9 @@ class Consumers:
             if S.handed is None or S.kind != "local" or made is None or S.alloc.startswith(("tag", "<")):
                 continue
             node, dest = S.handed
+            if _fresh_stream(self.fn, S.alloc):
+                continue  # a stream this call makes for itself (`upload = torch.cuda.Stream()`): no later allocation
+                # of this code can take the block back from it
             if S.recorded - {S.alloc} or any(streams - {S.alloc} for streams in st.loose_rec.values()):
                 continue  # recorded for a consumer; or a record of values of untracked type on this path (`for c in
                 # coefficients: c.record_stream(main)` over a helper's tuple): the author records what it hands on
@@ -177,6 +180,13 @@ class Consumers:
         if held is None or held.recorders:
             return False
         return bool(held.releases) or _taken_out(self.file.classes.get(self.fn.class_name or ""), field)
+
+
+def _fresh_stream(fn, stream: str) -> bool:
+    """Is ``stream`` a local of ``fn`` that every assignment binds to a new stream object (``torch.cuda.Stream()``)?"""
+    values = fn.name_assigns.get(stream, [])
+    return bool(values) and all(isinstance(v, cst.Call) and (dotted(v.func) or "").rsplit(".", 1)[-1] == "Stream"
+                                for v in values)
 
 
 def _destination(anchor: cst.CSTNode, into: cst.BaseExpression | None) -> str | None:

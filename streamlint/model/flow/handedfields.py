@@ -33,6 +33,9 @@ from streamlint.model.stepstate import _CONSTRUCTION, forked_elsewhere, step_wri
 from streamlint.model.streams import derived
 from streamlint.model.uses import bind_arguments
 
+# builders that wrap what they are handed once, like constructors (`wrap_weight(p)`, `make_offloaded(p)`): not step code
+_BUILDERS = re.compile(r"_*(make|wrap|convert|quantize|prepare|shard|offload_model|to_)")
+
 if TYPE_CHECKING:
     from streamlint.model.file import FileModel, FunctionInfo
     from streamlint.model.project import Project
@@ -94,7 +97,8 @@ def _handed(project: Project, file: FileModel, cls, field: str) -> str | None:
     first = None
     for model, site in sites:
         caller = site.function
-        if caller is None or _CONSTRUCTION.match(caller.node.name.value) or caller.class_name == cls.name:
+        if caller is None or _CONSTRUCTION.match(caller.node.name.value) or _BUILDERS.match(caller.node.name.value) \
+                or caller.class_name == cls.name:
             return None
         arg = bind_arguments(ctor.params[1:] + ctor.kwonly, site.node, kwonly=ctor.kwonly).get(handed)
         if not isinstance(arg, cst.Name) or not _step_local(caller, arg.value):

@@ -192,9 +192,10 @@ class HostReads:
         queued into page-locked host memory may still run, and that memory leaves it: returned (also inside a
         returned tuple or record, or a local list returned), or a field of the object (the host reads the
         staging slot later). Nothing in the function synchronised the copy's stream after it (``st.host``), and
-        no event was recorded there after it (an event kept or handed back is the consumer's protocol). The
-        caller's host read is not seen here: SL201 at the exit, medium confidence, unless every call site of
-        the function in the project synchronises the host after the call."""
+        no event was recorded there after it (an event kept or handed back is the consumer's protocol). Reported
+        (SL201 at the exit) only when a caller in the project is seen reading the result on the host before any
+        synchronisation, and not every call site synchronises after the call; a field only when another method of
+        the object reads it on the host."""
         if self.depth or self.cfg.mode not in ("eager", "cuda") or node is None or not self.pinned_copies:
             return
         sids = [tv.sid for tv in self.tensors(st, returned)]
@@ -214,9 +215,13 @@ class HostReads:
             if id(node) in self.host_reads or any(r.copy is copy.node for r in self.host_reads.values()) \
                     or self._class_synchronises():
                 return  # (the copy's host read is reported already: one defect, one finding)
+            if sid not in sids and not self._field_read_on_host(S.name or ""):
+                continue  # a field no other method reads on the host (an offload slot only copied back to the device
+                # on the same stream, `self.host_buf[:n].to(dev, non_blocking=True)`: the stream orders that read)
             covered, reader = self._callers_synchronise()
-            if covered:
-                return
+            if covered or reader is None:
+                return  # (no caller seen reading it on the host: the reader may synchronise in a helper of its own,
+                # `stream_synchronize()` before its split sizes are used; too weak to report)
             holder = next((n for n, held in st.held.items() if sid in held and isinstance(node, cst.Return)
                            and node.value is not None and n in {d.value for d in data_names(node.value)}), None)
             name = holder or self.label(st, sid) or S.name or "tensor"
@@ -242,7 +247,8 @@ class HostReads:
         such synchronisation before (``ids.tolist()``), by name, if any."""
         sites = callers_of(self.project, file or self.file, fn or self.fn)
         if not sites:
-            return False, None
+            return not depth, None  # no caller seen (a hook or callback handed by reference, an API): its protocol is
+            # unknown, so silent; a caller handing the result on with no caller of its own does not synchronise
         synced, reader = True, None
         for model, site in sites:
             if any(Role.GRAPH_CAPTURE in use.roles() for use in self.project.enclosing_scopes(model, site.scope)) \
@@ -261,6 +267,18 @@ class HostReads:
                              and (first_sync is None or model.span(o.node).start_line < first_sync)), None)
                 reader = caller.qualname if read is not None else None
         return synced, reader
+
+    def _field_read_on_host(self, name: str) -> bool:
+        """Does another method of the object read field ``self.<f>`` (``name``, maybe subscripted) on the host:
+        ``.tolist()`` / ``.item()`` / ``.numpy()`` / ``.tobytes()`` of an expression holding it?"""
+        cls = self.cfile.classes.get(self.fn.class_name or "") if self.fn.class_name else None
+        field = name.split("[", 1)[0]
+        if cls is None or not field.startswith("self."):
+            return False
+        return any(site.method in ("tolist", "item", "numpy", "tobytes") and isinstance(site.node.func, cst.Attribute)
+                   and any(self.cfile.code(n) == field for n in local_nodes(site.node.func.value)
+                           if isinstance(n, cst.Attribute))
+                   for m in cls.methods.values() if m is not self.fn for site in m.calls)
 
     def _hands_on(self, caller, call: cst.Call) -> bool:
         """Does ``caller`` return ``call``'s result (the call itself, or a name bound to it, in a return)?"""
@@ -289,8 +307,9 @@ class HostReads:
         one is the read itself)?"""
         if model.span(other.node).start_line < model.span(call).start_line or other.node is call:
             return False
-        if other.method in ("synchronize", "query"):
-            return True
+        if other.method in ("synchronize", "query") or other.method in ("cpu", "to") and not non_blocking(other.node) \
+                and host_target(other.node, other.method):
+            return True  # (a blocking copy to the host waits for its stream too)
         if other.method not in ("item", "tolist") or not isinstance(other.node.func, cst.Attribute):
             return False
         results = HostReads._results(caller, call)

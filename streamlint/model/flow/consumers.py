@@ -223,20 +223,24 @@ def callers_record(project, file, fn) -> bool:
     of what it is handed. When the project resolves no call site, any function calling its name (``stager.get(...)``)
     counts, whatever object it is called on (precision first)."""
     memo = derived(project, "handoff_callers_record")
-    if id(fn) not in memo:
-        name = fn.node.name.value
-        memo[id(fn)] = False
-        sites = callers_of(project, file, fn)
-        if sites:  # the call sites the project resolves to it
-            memo[id(fn)] = any(site.function is None or any(s.method == "record_stream" for s in site.function.calls)
-                               for _, site in sites)
-            return memo[id(fn)]
-        for path in project.paths_containing((b"record_stream",)):  # (few files: then the name's callers there)
-            model = project.file(path) if project.may_contain(path, (f"{name}(".encode(),)) else None
-            for other in (model.iter_functions() if model is not None else ()):
-                if other.node is not fn.node and any(site.method == name or isinstance(site.node.func, cst.Name)
-                                                     and site.node.func.value == name for site in other.calls) \
-                        and any(site.method == "record_stream" for site in other.calls):
-                    memo[id(fn)] = True
-                    return True
-    return memo[id(fn)]
+    held = memo.get(id(fn))
+    if held is None or held[0] is not fn:  # (the function is kept with its answer: an id is never reused under it)
+        memo[id(fn)] = (fn, False)  # (in progress)
+        memo[id(fn)] = (fn, _callers_record(project, file, fn))
+    return memo[id(fn)][1]
+
+
+def _callers_record(project, file, fn) -> bool:
+    name = fn.node.name.value
+    sites = callers_of(project, file, fn)
+    if sites:  # the call sites the project resolves to it
+        return any(site.function is None or any(s.method == "record_stream" for s in site.function.calls)
+                   for _, site in sites)
+    for path in project.paths_containing((b"record_stream",)):  # (few files: then the name's callers there)
+        model = project.file(path) if project.may_contain(path, (f"{name}(".encode(),)) else None
+        for other in (model.iter_functions() if model is not None else ()):
+            if other.node is not fn.node and any(site.method == name or isinstance(site.node.func, cst.Name)
+                                                 and site.node.func.value == name for site in other.calls) \
+                    and any(site.method == "record_stream" for site in other.calls):
+                return True
+    return False

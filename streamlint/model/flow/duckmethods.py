@@ -62,9 +62,10 @@ def duck_method(project: Project, file: FileModel, fn: FunctionInfo,
     method, cls, mod = found
     memo = derived(project, "duck_receivers")
     key = (id(fn), recv, id(cls))
-    if key not in memo:
-        memo[key] = _behaves_as(fn, recv, cls)
-    return (method, mod) if memo[key] else None
+    held = memo.get(key)
+    if held is None or held[0] is not fn or held[1] is not cls:  # (kept with the answer: ids never reused under it)
+        memo[key] = held = (fn, cls, _behaves_as(fn, recv, cls))
+    return (method, mod) if held[2] else None
 
 
 def duck_calls(project: Project, file: FileModel, fn: FunctionInfo) -> str | None:

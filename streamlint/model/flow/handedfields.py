@@ -63,10 +63,11 @@ def handed_step_field(project: Project, file: FileModel, fn: FunctionInfo, key: 
         return None
     memo = derived(project, "handed_step_fields")
     mkey = (id(cls), m.group(1))
-    if mkey not in memo:
-        memo[mkey] = None
-        memo[mkey] = _handed(project, file, cls, m.group(1))
-    return memo[mkey]
+    held = memo.get(mkey)
+    if held is None or held[0] is not cls:  # (the class is kept with its answer: an id is never reused under it)
+        memo[mkey] = (cls, None)  # (in progress: a cycle through the constructor's callers answers None)
+        memo[mkey] = held = (cls, _handed(project, file, cls, m.group(1)))
+    return held[1]
 
 
 def _handed(project: Project, file: FileModel, cls, field: str) -> str | None:

@@ -142,7 +142,7 @@ class MissingRecordStream(Rule):
                 if issue.kind == "noop-record":
                     self._noop_record(ctx, issue, main, use, alloc)
                     continue
-                if issue.kind == "handoff":  # (on by default: flow/consumers.py HANDOFF_STRICT)
+                if issue.kind == "handoff":  # (flow/consumers.py)
                     self._handoff(ctx, issue, main, use, alloc)
                     continue
                 if issue.kind == "held":
@@ -226,9 +226,9 @@ class MissingRecordStream(Rule):
     def _handoff(ctx: RuleContext, issue, main: str | None, use: str, alloc: str) -> None:
         """A side-stream allocation handed over (returned, kept in a field another method drops, bound as a
         parameter's data) after the function joined its stream into the current one, never recorded there
-        (flow/consumers.py). Reported at the first use on the current stream when the function makes one (high
-        confidence: the consumer's use is seen), else at the hand-over (medium: the consumer is inferred from
-        the join)."""
+        (flow/consumers.py). Reported at the hand-over, where the record belongs: high confidence with the function's
+        own use on the current stream as a related location (the consumer is seen), else medium (the consumer is
+        inferred from the join)."""
         where = {"<return>": "handed to the caller", "<data>": "bound as a parameter's data"}.get(
             issue.free, f"kept in `{issue.free}`")
         seen = issue.free_node is not None

@@ -56,9 +56,13 @@ def host_placed(call: cst.Call) -> bool:
             continue
         if a.keyword.value == "device" and _names_host(a.value):
             return True
-        if a.keyword.value == "pin_memory" and isinstance(a.value, cst.Name) and a.value.value == "True":
-            return True
-    return False
+    return _pin_keyword(call)
+
+
+def _pin_keyword(call: cst.Call) -> bool:
+    """``pin_memory=True`` among the call's arguments."""
+    return any(a.keyword is not None and a.keyword.value == "pin_memory" and isinstance(a.value, cst.Name)
+               and a.value.value == "True" for a in call.args)
 
 
 def host_target(call: cst.Call, method: str) -> bool:
@@ -121,15 +125,12 @@ def pinned_value(e: cst.BaseExpression) -> bool:
         if method in ("cuda", "npu") or method == "to" and any(
                 (a.keyword is None or a.keyword.value == "device") and device_like(a.value) for a in e.args):
             return False  # (the outermost copy decides where the result lives)
-        if method == "pin_memory" or any(a.keyword is not None and a.keyword.value == "pin_memory"
-                                         and isinstance(a.value, cst.Name) and a.value.value == "True" for a in e.args):
+        if method == "pin_memory" or _pin_keyword(e):
             return True
         if non_blocking(e) and host_target(e, method):
             return True
         e = e.func.value
-    return isinstance(e, cst.Call) and any(a.keyword is not None and a.keyword.value == "pin_memory"
-                                           and isinstance(a.value, cst.Name) and a.value.value == "True"
-                                           for a in e.args)
+    return isinstance(e, cst.Call) and _pin_keyword(e)
 
 
 def host_source(e: cst.BaseExpression, fn: FunctionInfo, cls: ClassInfo | None, _depth: int = 0,

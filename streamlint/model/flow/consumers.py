@@ -42,9 +42,6 @@ if TYPE_CHECKING:
     from streamlint.model.flow.values import State
 
 
-# True would report the hand-offs only under SL301's ``strict`` (like every other escape); they are on by default
-# (medium confidence), the entry discipline, records by callers and persistent fields silencing them.
-HANDOFF_STRICT = False
 
 
 class Consumers:
@@ -95,7 +92,7 @@ class Consumers:
         record belongs (one finding per cause)."""
         made = self.__dict__.get("made_at", {}).get(S.sid)
         helper = self.__dict__.get("made_in", {}).get(S.sid)
-        if not HANDOFF_STRICT and made is not None and helper is not None and how == "function end" \
+        if made is not None and helper is not None and how == "function end" \
                 and u.stream == MAIN and not self.depth and S.sid not in self.__dict__.get("forked", ()) \
                 and self.__dict__.get("helper_joins", {}).get((S.alloc, helper), -1) >= made \
                 and not self.next_entry_waits(st, S.alloc, S.origin):
@@ -156,7 +153,7 @@ class Consumers:
                 continue  # judged it (storage.py); after the join, its escape is no excuse
             key = (id(node), "handoff")
             if key not in self.lifetimes:
-                self.lifetimes[key] = Lifetime(node, S.name or "tensor", S.alloc, MAIN, dest, None, HANDOFF_STRICT,
+                self.lifetimes[key] = Lifetime(node, S.name or "tensor", S.alloc, MAIN, dest, None, False,
                                                self.cfg.mode, kind="handoff")
 
     def _seen_consumer(self, S, dest: str, node: cst.CSTNode) -> None:
@@ -169,7 +166,7 @@ class Consumers:
             if u.stream == MAIN and found is not None and found.escaped and found.kind == "free":
                 del self.lifetimes[key]  # (reported at the hand-over, the use shown: one finding per cause)
                 self.lifetimes.setdefault((id(node), "handoff"), replace(
-                    found, node=node, name=S.name or found.name, free=dest, free_node=u.node, escaped=HANDOFF_STRICT,
+                    found, node=node, name=S.name or found.name, free=dest, free_node=u.node, escaped=False,
                     kind="handoff"))
                 return
 

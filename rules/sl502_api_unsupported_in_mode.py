@@ -70,15 +70,18 @@ class ApiUnsupportedInMode(Rule):
 
     def check(self, ctx: RuleContext) -> None:
         project, file = ctx.project, ctx.file
-        wrappers: dict[int, bool] = {}
+        forwarding: dict[int, frozenset[int] | None] = {}  # id(fn) -> ids of the calls it forwards
         for site in file.calls:
             fn = site.function
             if fn is None:
                 continue
-            if id(fn) not in wrappers:
-                wrappers[id(fn)] = project.wrapper(fn, file) is not None
-            if wrappers[id(fn)]:
-                continue  # a forwarding helper: reported at its callers, on their paths
+            if id(fn) not in forwarding:
+                spec = project.wrapper(fn, file)
+                forwarding[id(fn)] = None if spec is None else frozenset(
+                    id(v.call) if v.call is not None else 0 for v in spec.variants)
+            calls = forwarding[id(fn)]
+            if calls is not None and (0 in calls or id(site.node) in calls):
+                continue  # a call a forwarding helper makes for its callers: reported there, on their paths
             path = project.execution_path(file, fn)
             if not path.modes:
                 path = project.path_index.scope_path(file, site)  # a function switching with both families

@@ -8,7 +8,7 @@ and mode-dispatching wrappers keyed on a mode argument. Never by name: the same 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
@@ -48,6 +48,9 @@ class Variant:
     modes: frozenset[str] | None  # None: every execution path
     mode_param: str | None  # the wrapper parameter the mode test reads
     via: tuple[str, ...]  # inner wrappers traversed
+    # the wrapper's own call that forwards (None: declared in the settings); its other stream calls are the
+    # wrapper's own code, checked where it stands
+    call: "cst.Call | None" = field(default=None, compare=False, hash=False)
 
 
 @dataclass(frozen=True)
@@ -127,7 +130,7 @@ def infer_wrapper(project: "ProjectQueries", fn: FunctionInfo, file: FileModel, 
                 name = _flag_name(guard.test)
                 if name in params and name != mode_param:
                     enable.add(name)
-            variants.append(Variant(switch or use.spec, mapping, modes, mode_param, use.wrappers))
+            variants.append(Variant(switch or use.spec, mapping, modes, mode_param, use.wrappers, site.node))
     if not variants:
         return None
     return WrapperSpec(qualname, tuple(variants), tuple(sorted(enable)))

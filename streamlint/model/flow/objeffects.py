@@ -144,12 +144,15 @@ def element_class(project: Project, file: FileModel, cls: ClassInfo, field: str)
 
 
 def _element_class(project: Project, file: FileModel, cls: ClassInfo, field: str) -> tuple[ClassInfo, FileModel] | None:
-    candidates: list[tuple[ClassInfo, FileModel] | None] = []
-    for stmt in cls.node.body.body:  # `_groups: tuple[ParamGroup, ...]` in the class body
+    declared: list[tuple[ClassInfo, FileModel] | None] = []
+    for stmt in cls.node.body.body:  # `_groups: tuple[ParamGroup, ...]` in the class body: the declaration decides
         for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
             if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.target.value == field:
                 element = _annotated_element(small.annotation.annotation)
-                candidates.append(_class_of(project, file, element, None) if element is not None else None)
+                declared.append(_class_of(project, file, element, None) if element is not None else None)
+    if declared:
+        return declared[0] if len(declared) == 1 else None
+    candidates: list[tuple[ClassInfo, FileModel] | None] = []
     for method in cls.methods.values():
         for node in local_nodes(method.node.body):
             if isinstance(node, cst.AnnAssign):

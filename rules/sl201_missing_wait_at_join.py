@@ -3,6 +3,7 @@ from streamlint.model.apis import STREAM_MARKERS
 from streamlint.model.dataflow import EarlyRecord, HostRead, Race, file_flows, path_tag
 from streamlint.model.eventguards import CURRENT, UnguardedRead, unguarded_reads
 from streamlint.model.flow.duckmethods import duck_calls
+from streamlint.model.flow.objeffects import guessed_calls
 from streamlint.model.flow.facades import silent_facade_syncs
 from streamlint.model.flow.handedfields import HANDED
 from streamlint.model.flow.joinsteps import SilentJoin, silent_joins, taken_events
@@ -147,7 +148,7 @@ class MissingWaitAtJoin(Rule):
                 confidence = Confidence.MEDIUM
                 hint += ("; the access is inside the called helper, on the stream this function made current: "
                          "order that stream before the call")
-            duck = duck_calls(ctx.project, ctx.file, fn)
+            duck = duck_calls(ctx.project, ctx.file, fn) or guessed_calls(ctx.project, ctx.file, fn)
             if duck is not None:
                 confidence = confidence if confidence is Confidence.LOW else Confidence.MEDIUM
                 hint += (f"; this assumes `{duck}()` is the project's only method of that name (its receiver has "

@@ -19,6 +19,7 @@ from streamlint.model.flow.recursion import recursive_call
 from streamlint.model.flow.rootranks import on_root_rank, root_expression
 from streamlint.model.flow.calls import kept_arguments, metadata_only, plain_container, returned_argument
 from streamlint.model.flow.metaonly import view_only
+from streamlint.model.flow.objeffects import method_effects, object_method
 from streamlint.model.flow.values import CVal, IVal, KVal, NONE, SVal, State, TVal, TupVal, known_truth
 from streamlint.model.streams import declared_globals, EVENT, MAIN, STREAM, current_stream_getter
 from streamlint.model.flow.leaves import closure_container
@@ -348,6 +349,8 @@ class Expressions:
             return None
         if site is not None:
             getter = self.project.call_target(self.cfile, site)
+            if getter is None and (typed := object_method(self.project, self.cfile, self.cfn, e.func)) is not None:
+                getter = typed.method, typed.module  # `context.current_stream()`, `context = self.context`
             if getter is not None and current_stream_getter(self.project, getter[1], getter[0]):
                 return SVal(st.cur)  # a project helper returning the current stream
             target = self.inline_target(site)
@@ -415,12 +418,41 @@ class Expressions:
             returns = found[0].node.returns if found is not None else None
             if returns is not None and "Tensor" in cst.Module([]).code_for_node(returns.annotation):
                 found = None  # (`-> tuple[Tensor, Tensor]` is no host result)
+        if site is not None and (applied := self.object_effects(st, e)) is not None:
+            return applied[0]
         saved, self.host_args = self.host_args, host_arguments(found[0], e) if found is not None else frozenset()
         saved_call, self.project_call = self.project_call, found is not None
         try:
             return self._dispatch(st, e, method, target, found)
         finally:
             self.host_args, self.project_call = saved, saved_call
+
+    def object_effects(self, st: State, e: cst.Call) -> tuple[object] | None:
+        """``group.pack_grads(buf)``, ``group`` an element of a container this object holds (or a loop name
+        calling a method only one project class defines): the method's summary applied on the current stream
+        (objeffects.py): the arguments it writes written, the others read, a fresh result allocated here.
+        None (the generic reading) when the method writes nothing and allocates nothing."""
+        found = object_method(self.project, self.cfile, self.cfn, e.func)
+        fx = method_effects(self.project, found.module, found.method) if found is not None else None
+        if fx is None or not (fx.writes - {"self"} or fx.fresh):
+            return None
+        method = found.method
+        bound = bind_arguments(method.params[1:] + method.kwonly, e, kwonly=method.kwonly)
+        written = {id(bound[p]) for p in fx.writes if p != "self" and bound.get(p) is not None}
+        self.ev(st, e.func.value)
+        saved, self.host_args = self.host_args, host_arguments(method, e)
+        try:
+            reads, writes = [], []
+            for arg in e.args:
+                v = self.ev(st, arg.value)
+                if id(arg.value) in self.host_args or arg.keyword is not None and arg.keyword.value in NON_TENSOR_KWARGS:
+                    continue
+                (writes if id(arg.value) in written else reads).append(v)
+        finally:
+            self.host_args = saved
+        if any(self.tensors(st, v) for v in reads + writes):
+            self.op(st, e, reads, writes, result=False, read_writes=False)
+        return (self.alloc(st, e) if fx.fresh else None,)
 
     def _dispatch(self, st: State, e: cst.Call, method: str | None, target: str | None, found) -> object:
         if found is not None and all(a.keyword is None and not a.star for a in e.args) \

@@ -35,6 +35,7 @@ from streamlint.model.flow.values import (
 from streamlint.model.streams import MAIN
 from streamlint.model.syntax import contains, local_nodes
 from streamlint.model.flow.calls import event_waited_elsewhere
+from streamlint.model.freeing import bound_arguments, closure_captures_freed, freed_names, helper_of
 from streamlint.model.lifetimes import module_constant, module_container
 from streamlint.model.flow.handedfields import forked_elsewhere, step_source
 from streamlint.model.tensors import META_ATTRS, NON_TENSOR_KWARGS, host_attr, torch_returns_tensor
@@ -575,18 +576,46 @@ class Storages:
                     S.recorded |= st.loose_rec.get(name, frozenset())  # `t.record_stream(s)` on the element
                 self.free(st, tv.sid, "resize_(0)", self.anchor, force=True)
                 break
-        names = (name, *st.elem_of.get(name, ()))
-        recorded = st.loose_rec.get(name, frozenset())
+        walked = tuple(n for n, colls in st.elem_of.items() if name in colls)
+        names = (name, *st.elem_of.get(name, ()), *walked)
+        recorded = st.loose_rec.get(name, frozenset())  # (the last: the elements a loop walked of a collection freed)
         know = st.know(MAIN)
         for u in sorted((u for n in names for u in st.loose_uses.get(n, ())), key=lambda a: a.time):
             if u.stream == MAIN or u.stream in recorded or know.get(u.stream, -1) >= u.time or u.node is None:
                 continue
             key = (id(u.node), name)
             if key not in self.lifetimes:
-                label = name if u.label in (None, name) else f"{u.label}[...]"  # an element of the collection
+                label = name if u.label in (None, name) else u.label if u.label in walked \
+                    else f"{u.label}[...]"  # an element of the collection
                 self.lifetimes[key] = Lifetime(u.node, label, MAIN, u.stream, how, self.anchor, False,
                                                self.cfg.mode)
             return
+
+    def callee_frees(self, st: State, e: cst.Call) -> None:
+        """A call of a helper that frees storage with ``resize_(0)`` (``_free_storage(bucket)``,
+        ``self._release(t)``), or of a closure defined here that frees a name it captures (``release()``):
+        the free happens at this call (:mod:`~streamlint.model.freeing`), like the ``resize_(0)`` itself."""
+        if self.depth or self.anchor is None or not (isinstance(e.func, cst.Name) or any(
+                isinstance(a.value, cst.Name) for a in e.args)):
+            return
+        found = helper_of(self.project, self.cfile, self.cfn, e)
+        if found is None:
+            return
+        callee, mod = found
+        if callee.parent is self.cfn and mod is self.cfile:  # a closure: the names of this function it frees
+            names = sorted(closure_captures_freed(self.project, mod, callee))
+        else:
+            freed = freed_names(self.project, mod, callee) & set(callee.all_params)
+            names = [expr.value for param, expr in bound_arguments(callee, e).items()
+                     if param in freed and isinstance(expr, cst.Name)] if freed else []
+        for name in names:
+            v = st.env.get(name)
+            held = self.tensors(st, v) if isinstance(v, (TVal, TupVal)) else []
+            if held:
+                self.tick()  # a free, no kernel
+                for tv in held:
+                    self.free(st, tv.sid, "resize_(0)", self.anchor, force=True)
+            self.free_untracked(st, name)  # (and what a loop over it used: `for t in inputs: all_reduce(t)`)
 
     def unset_place(self, st: State, target: cst.BaseExpression, value: cst.CSTNode | None = None) -> None:
         """``p.grad = None`` / ``req.kv = other`` / ``del p.grad``: the attribute of an object handed in (or made

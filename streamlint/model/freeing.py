@@ -74,14 +74,22 @@ def helper_of(project, file: FileModel, fn: FunctionInfo, call: cst.Call) -> tup
     """The project function ``call`` runs: a function defined inside ``fn`` (a closure, by its name), or what the
     project resolves (a module function, a method of the object, of a local instance)."""
     if isinstance(call.func, cst.Name):
-        nested = next((f for f in file.iter_functions() if f.parent is fn and f.node.name.value == call.func.value),
-                      None)
+        nested = _nested_functions(project, file, fn).get(call.func.value)
         if nested is not None:
             return nested, file
     site = file.call_site(call)
     if site is None:
         return None
     return project.call_target(file, site) or project.instance_method(file, site)
+
+
+def _nested_functions(project, file: FileModel, fn: FunctionInfo) -> dict[str, FunctionInfo]:
+    """The functions defined directly inside ``fn``, by name."""
+    memo = derived(project, "nested_functions")
+    held = memo.get(id(fn))
+    if held is None or held[0] is not fn:
+        memo[id(fn)] = held = (fn, {f.node.name.value: f for f in file.iter_functions() if f.parent is fn})
+    return held[1]
 
 
 def bound_arguments(callee: FunctionInfo, call: cst.Call) -> dict[str, cst.BaseExpression]:

@@ -18,7 +18,7 @@ from streamlint.model.flow.values import Access, KVal, TupVal, TVal
 from streamlint.model.freeing import bound_arguments, closure_captures_freed, freed_names, helper_of
 from streamlint.model.streams import MAIN
 from streamlint.model.syntax import local_nodes
-from streamlint.model.tensors import META_ATTRS, NON_TENSOR_KWARGS, torch_returns_tensor
+from streamlint.model.tensors import META_ATTRS, torch_returns_tensor
 from streamlint.model.tensoruse import tensor_only_method
 
 if TYPE_CHECKING:
@@ -94,8 +94,9 @@ class Unsets:
         key = dotted_chain(target)
         if key is None or key.startswith("self.") or "." not in key or key not in st.loose_uses:
             return
-        if value is not None and any(dotted_chain(n) == key for n in local_nodes(value)):
-            return
+        if value is not None and (any(dotted_chain(n) == key for n in local_nodes(value)) or isinstance(
+                value, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString))):
+            return  # (made from the old value; or a host literal: `bucket.elements = 0` held a count)
         kept = kept_elsewhere(self.fn.node, key)
         if kept is not True:
             self.free_untracked(st, key, "unset-shared" if kept else "unset")
@@ -106,9 +107,10 @@ class Unsets:
 
 def tensor_chains(file, node: cst.CSTNode) -> list[str]:
     """The attribute chains of objects other than ``self`` a statement evidently uses as tensors (not inside
-    nested functions): the receiver of a tensor-only method (``p.grad.div_(n)``), an argument of one
-    (``h.copy_(p.grad)``) or of a torch op (``torch.add(a, req.kv)``); the places an attribute rebinding drops
-    (:meth:`Storages.unset_place`). Not an argument of any other call (``log(req.seq_id)``: no evidence)."""
+    nested functions): the receiver of a tensor-only method (``p.grad.div_(n)``), the source of a copy
+    (``h.copy_(p.grad)``), the first input of a torch op (``torch.add(req.kv, a)``); the places an attribute
+    rebinding drops (:meth:`Unsets.unset_place`). Not another argument (``buf.narrow(0, 0, bucket.elements)``: a
+    size) nor one of any other call (``log(req.seq_id)``): no evidence of a tensor."""
     out: list[str] = []
     for n in local_nodes(node):
         if not isinstance(n, cst.Call):
@@ -117,10 +119,13 @@ def tensor_chains(file, node: cst.CSTNode) -> list[str]:
         if method is not None and method != "record_stream" and tensor_only_method(method):
             if (c := _place_chain(n.func.value)) is not None:
                 out.append(c)
+            if method != "copy_":  # (`buf.narrow(0, 0, bucket.elements)`: sizes, indices, dims)
+                continue
         elif not torch_returns_tensor(site.target if (site := file.call_site(n)) is not None else None):
             continue
-        out += [c for a in n.args if (a.keyword is None or a.keyword.value not in NON_TENSOR_KWARGS)
-                and (c := _place_chain(a.value)) is not None]
+        first = next((a for a in n.args if a.keyword is None and not a.star), None)  # the source / the input
+        if first is not None and (c := _place_chain(first.value)) is not None:
+            out.append(c)
     return list(dict.fromkeys(out))
 
 

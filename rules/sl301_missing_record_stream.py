@@ -11,6 +11,9 @@ from streamlint.model.streams import MAIN, entry_stream_name, stream_expr, strea
 from streamlint.rule import Invalid, Option, Rule, RuleContext, Valid, first_line
 
 
+
+_FREE_LABEL = {"unset": "attribute rebinding", "unset-shared": "attribute rebinding"}  # (storage.unset_place)
+
 class MissingRecordStream(Rule):
     """## What it does
     Flags a tensor allocated on one stream (the stream current where it was created) and used on
@@ -158,7 +161,9 @@ class MissingRecordStream(Rule):
                 freed = {"function end": "dies at return", "del": "is deleted",
                          "rebinding": "loses its last name", "resize_(0)": "is resized to 0",
                          "call end": "dies when the call it is passed to returns",
-                         "release": "is kept on the object, which drops it unjoined"}[issue.free]
+                         "release": "is kept on the object, which drops it unjoined",
+                         "unset": "loses its last owner (the attribute is rebound)",
+                         "unset-shared": "loses the owner seen (the attribute is rebound)"}[issue.free]
                 message = f"`{issue.name}` {freed} before {alloc} waits on its use here on {use} [{issue.mode}]"
                 if len(message) > 120:
                     message = (f"`{issue.name}` {freed} before its allocating stream waits on its use here "
@@ -170,13 +175,16 @@ class MissingRecordStream(Rule):
                     confidence = Confidence.MEDIUM  # (what the object's other methods do is presumed)
                     line = ctx.file.span(issue.free_node).start_line
                     hint += f"; the object drops it at line {line} without a join"
+                if issue.free == "unset-shared":
+                    confidence = Confidence.MEDIUM  # (the function keeps it in a local / returns it too)
+                    hint += "; this assumes no other owner outlives the rebinding"
                 if issue.escaped:
                     confidence = Confidence.LOW
                     hint += "; this assumes the caller drops the escaped tensor"
                 related = []
                 if issue.free_node is not None:
                     related.append(Location(ctx.file.path, ctx.file.span(issue.free_node),
-                                            f"freed here ({issue.free})"))
+                                            f"freed here ({_FREE_LABEL.get(issue.free, issue.free)})"))
                 fix = None
                 if issue.mode != "reduce-overhead":
                     joins = _joins(ctx, issue, flow, span.end_line)
@@ -340,7 +348,7 @@ class MissingRecordStream(Rule):
         else:
             expr = stream_expr(issue.use_stream, main, issue.mode)
             record = f"`{issue.name}.record_stream({expr})`" if expr else f"`{issue.name}.record_stream(...)` for {use}"
-        free = (f"the {issue.free} at line {ctx.file.span(issue.free_node).start_line}" if issue.free_node is not None
+        free = (f"the {_FREE_LABEL.get(issue.free, issue.free)} at line {ctx.file.span(issue.free_node).start_line}" if issue.free_node is not None
                 else "the return")
         alloc_obj, use_obj = stream_expr(issue.alloc, main, issue.mode), stream_expr(issue.use_stream, main, issue.mode)
         wait = (f"`{alloc_obj}.wait_stream({use_obj})`" if alloc_obj and use_obj and issue.mode != "reduce-overhead"

@@ -170,7 +170,8 @@ LAYERS = {
     1: {"apis", "file", "uses", "syntax", "walk", "positions", "options", "lifetimes", "summary", "bytescan",
         "placement"},
     2: {"project", "paths", "compile", "wrappers", "queries", "streams", "accelerators", "captures", "stepstate",
-        "attrstreams", "devobjects", "devfields", "heldslots", "eventguards", "hostobjects", "hostresults"},
+        "attrstreams", "devobjects", "devfields", "heldslots", "eventguards", "hostobjects", "hostresults",
+        "freeing"},
     3: {"tensors", "tensoruse", "dataflow", "flow", "breaks", "waits", "families", "scopes", "environment",
         "recorders", "handoffs"},
 }

@@ -57,6 +57,8 @@ Layer 2 — the project
                     DecodeOptions(...)``: host state, never device data)?
     ``hostresults`` is an expression a host value of the function's own making, and does a helper without a
                     return annotation hand back only such values (a layout policy of ints cached on a dict)?
+    ``freeing``     which parameters (or, for a closure, captured names) does a function's body free with
+                    ``resize_(0)``, itself or through a helper it hands them to (a free seen at the call)?
 
 Layer 3 — one function's flow
     ``tensors``     is this value a tensor? (``TensorTyper`` for expressions, ``param_kinds`` for

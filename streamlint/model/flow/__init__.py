@@ -1,7 +1,8 @@
 """The dataflow interpreter of one function, split by concern (layer 3 of the model).
 
 ``values`` (the value lattice and per-path state) → ``orderings`` (stream / event keys, vector clocks)
-→ ``storage`` (tensor storages, accesses, races, lifetimes) → ``exprs`` (expression evaluation, call
+→ ``storage`` (tensor storages, accesses, races, lifetimes; ``unsets``: frees seen through their effect, an
+attribute rebound or a helper / closure that frees) → ``exprs`` (expression evaluation, call
 dispatch) → ``calls`` (inlining of project helpers) → ``control`` (statements, branches, loops, scopes)
 → ``interp`` (the mixins composed into :class:`~streamlint.model.flow.interp.Interp`; ``records``: records on
 the allocating stream, and the caller's tensors a helper uses on the side stream its callers run it on,

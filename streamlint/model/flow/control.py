@@ -154,6 +154,8 @@ class ControlFlow:
                     old = st.env.pop(expr.value)
                     self.invalidate(st, expr.value)
                     self.unbind(st, old, "del", node)
+                elif isinstance(expr, cst.Attribute) and st.loose_uses:
+                    self.unset_place(st, expr)  # `del p.grad`
             return [st]
         if isinstance(node, cst.Return):
             v = self.ev(st, node.value) if node.value is not None else None
@@ -221,6 +223,8 @@ class ControlFlow:
                 if not isinstance(el, cst.StarredElement):
                     self.assign(st, el, item, value_node)
         elif isinstance(target, cst.Attribute):
+            if st.loose_uses:
+                self.unset_place(st, target, value_node)  # `p.grad = None`: the tensor the attribute held loses that owner
             self.escape(st, v, into=target)
             key = self.render(st, target)
             self.note_event_field(st, target, v, key)  # `req.ready = Event()`: travels with req (escapes.py)

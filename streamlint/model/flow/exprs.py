@@ -384,6 +384,7 @@ class Expressions:
             out = self.dispatch_seeing_work(st, e, method, target, site)
         for expr in kept:
             self.escape(st, st.env.get(expr.value))  # the callee keeps it beyond the call
+        self.callee_frees(st, e)  # `_free_storage(bucket)`, `release()`: a helper / closure freeing storage
         return out
 
     def handed_back(self, st: State, e: cst.Call, site) -> TVal | None:

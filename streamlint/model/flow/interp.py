@@ -30,6 +30,7 @@ from streamlint.model.flow.records import Records
 from streamlint.model.flow.replays import Replays
 from streamlint.model.flow.rounds import Rounds
 from streamlint.model.flow.storage import Storages
+from streamlint.model.flow.unsets import Unsets
 from streamlint.model.flow.syncops import SyncMethods
 from streamlint.model.flow.values import AnalysisBudgetExceeded, Access, EVal, FlowConfig, KVal, SVal, State, flow_config
 from streamlint.model.streams import EVENT, MAIN, STREAM
@@ -74,7 +75,7 @@ def _last_simple(body: list) -> cst.CSTNode | None:
     return node.body[-1] if node is not None and node.body else None
 
 
-class Interp(Consumers, Orderings, Records, Storages, Expressions, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes,
+class Interp(Consumers, Orderings, Records, Storages, Unsets, Expressions, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes,
              HostReads, HostSyncs, TransferSends, Counters, Promises, Slots, Replays, Rounds):
     """Path-sensitive abstract interpretation of one function body in program order."""
 

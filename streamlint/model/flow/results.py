@@ -49,7 +49,8 @@ class Lifetime:
     name: str
     alloc: str
     use_stream: str
-    free: str  # "del" | "rebinding" | "resize_(0)" | "call end" (an unnamed argument) | "function end"; ""
+    free: str  # "del" | "rebinding" | "resize_(0)" | "unset" | "unset-shared" (an attribute rebound: storage.py
+    # unset_place) | "call end" (an unnamed argument) | "function end"; ""
     # for the kinds below
     free_node: cst.CSTNode | None  # the free; for "noop-record": the late use on the other stream
     escaped: bool

@@ -33,7 +33,7 @@ from streamlint.model.flow.values import (
     ordered_before,
 )
 from streamlint.model.streams import MAIN
-from streamlint.model.syntax import contains, local_nodes
+from streamlint.model.syntax import contains
 from streamlint.model.flow.calls import event_waited_elsewhere
 from streamlint.model.lifetimes import module_constant, module_container
 from streamlint.model.flow.handedfields import forked_elsewhere, step_source
@@ -543,26 +543,12 @@ class Storages:
             self.free(st, tv.sid, how, node)
 
     # ---- values of untracked type freed explicitly
-    def note_loose_uses(self, st: State, node: cst.CSTNode) -> None:
-        """On a side stream, a statement that hands a value of untracked type to a call (``fn(*inputs)``,
-        ``grad_fn(out, grads)``, ``[f(e) for e in inputs]``) uses what it holds there: remember it by name,
-        in case its tensors are freed explicitly later (:meth:`free_untracked`)."""
-        if st.cur == MAIN or self.depth:
-            return
-        for name in _argument_names(node):
-            v = st.env.get(name)
-            if v is None or isinstance(v, KVal) and v.opaque:
-                st.loose_uses.setdefault(name, []).append(Access(st.cur, self.tick(), node, label=name))
-
-    def loose_record(self, st: State, name: str, stream: str) -> None:
-        st.loose_rec[name] = st.loose_rec.get(name, frozenset()) | {stream}
-
-    def free_untracked(self, st: State, name: str) -> None:
+    def free_untracked(self, st: State, name: str, how: str = "resize_(0)") -> None:
         """``t.untyped_storage().resize_(0)`` on a value whose storage is not tracked (an element of a
         collection handed in, an opaque result): it frees the block whoever holds the object, into the
         pool of the caller's current stream (where arguments are made). A side-stream use of it, or of
         the collection it walks, with no record on that stream and no join of the current stream since,
-        is the lifetime hazard."""
+        is the lifetime hazard. ``how`` "unset" / "unset-shared": an attribute rebound (:meth:`unset_place`)."""
         if self.depth or self.anchor is None:
             return
         for coll in st.elem_of.get(name, ()):  # an element of a tracked collection (`*inputs`): free its storage
@@ -572,16 +558,18 @@ class Storages:
                     S.recorded |= st.loose_rec.get(name, frozenset())  # `t.record_stream(s)` on the element
                 self.free(st, tv.sid, "resize_(0)", self.anchor, force=True)
                 break
-        names = (name, *st.elem_of.get(name, ()))
-        recorded = st.loose_rec.get(name, frozenset())
+        walked = tuple(n for n, colls in st.elem_of.items() if name in colls)
+        names = (name, *st.elem_of.get(name, ()), *walked)
+        recorded = st.loose_rec.get(name, frozenset())  # (the last: the elements a loop walked of a collection freed)
         know = st.know(MAIN)
         for u in sorted((u for n in names for u in st.loose_uses.get(n, ())), key=lambda a: a.time):
             if u.stream == MAIN or u.stream in recorded or know.get(u.stream, -1) >= u.time or u.node is None:
                 continue
             key = (id(u.node), name)
             if key not in self.lifetimes:
-                label = name if u.label in (None, name) else f"{u.label}[...]"  # an element of the collection
-                self.lifetimes[key] = Lifetime(u.node, label, MAIN, u.stream, "resize_(0)", self.anchor, False,
+                label = name if u.label in (None, name) else u.label if u.label in walked \
+                    else f"{u.label}[...]"  # an element of the collection
+                self.lifetimes[key] = Lifetime(u.node, label, MAIN, u.stream, how, self.anchor, False,
                                                self.cfg.mode)
             return
 
@@ -592,6 +580,7 @@ class Storages:
                                                        for a in node.args)):
                 st.loose_uses.pop(name, None)  # a new object; `x = f(..., x)` may hand back what it was given
                 st.loose_rec.pop(name, None)
+        self.forget_places(st, name)  # `p = next(it)`: the places of the old object are not the new one's
         old = st.env.get(name)
         if isinstance(old, TVal) and isinstance(node, cst.Call) and any(
                 isinstance(a.value, cst.Name) and a.value.value == name for a in node.args):
@@ -645,18 +634,6 @@ class Storages:
             if same_file and run.stream != MAIN and run.last is not None and know.get(run.stream, -1) < run.last:
                 self.unjoined.setdefault((id(run.node), "function"),
                                          Unjoined(run.node, run.stream, "function", self.cfg.mode, self.entry))
-
-
-def _argument_names(node: cst.CSTNode) -> list[str]:
-    """Names a statement passes to calls (``f(x)``, ``f(*xs)``) or walks in a comprehension (``for e in
-    xs``), not inside nested functions."""
-    out: list[str] = []
-    for n in local_nodes(node):
-        if isinstance(n, cst.Call):
-            out += [a.value.value for a in n.args if isinstance(a.value, cst.Name)]
-        elif isinstance(n, cst.CompFor) and isinstance(n.iter, cst.Name):
-            out.append(n.iter.value)
-    return list(dict.fromkeys(out))
 
 
 def _events_in(v: object) -> list[EVal]:

@@ -10,6 +10,7 @@ A mixin of the interpreter (see interp.Interp), split from exprs.py."""
 from __future__ import annotations
 
 from streamlint._lazy import cst
+from streamlint.model.file import dotted
 from streamlint.model.flow.values import EVal, State, TVal, merge_clock, ordered_before
 from streamlint.model.streams import EVENT, MAIN, STREAM
 from streamlint.model.tensors import ESCAPE_METHODS
@@ -119,9 +120,10 @@ class SyncMethods:
         if name == "replay" and not e.args and not isinstance(recv, TVal):
             self.replay(st, e)  # a captured graph runs on this stream, reading its static inputs
             return True, None
-        if name == "record_stream" and arg0 is not None and isinstance(e.func.value, cst.Name) \
-                and not self.tensors(st, recv):  # an element of a collection, an opaque result
-            self.loose_record(st, e.func.value.value, self.stream_key(st, self.ev(st, arg0), arg0))
+        if name == "record_stream" and arg0 is not None and isinstance(e.func.value, (cst.Name, cst.Attribute)) \
+                and not self.tensors(st, recv) and (holder := dotted(e.func.value)) is not None:
+            # an element of a collection, an opaque result, an attribute place (`p.grad`: storage.unset_place)
+            self.loose_record(st, holder, self.stream_key(st, self.ev(st, arg0), arg0))
             return True, None
         return False, None
 

@@ -3,7 +3,7 @@ from streamlint.model.apis import STREAM_MARKERS
 from streamlint.model.dataflow import EarlyRecord, HostRead, Race, file_flows, path_tag
 from streamlint.model.eventguards import CURRENT, UnguardedRead, unguarded_reads
 from streamlint.model.flow.duckmethods import duck_calls
-from streamlint.model.flow.facades import silent_facade_syncs
+from streamlint.model.flow.facades import silent_device_branches, silent_facade_syncs
 from streamlint.model.flow.handedfields import HANDED
 from streamlint.model.flow.joinsteps import SilentJoin, silent_joins, taken_events
 from streamlint.model.flow.protocols import DroppedEvent, UnheldEvent, dropped_events, unheld_events
@@ -198,6 +198,8 @@ class MissingWaitAtJoin(Rule):
             for drop in dropped_events(ctx.project, ctx.file, cls):
                 _report_dropped(ctx, drop)
                 dropping.add(id(drop.method))
+        for fn, node, test in silent_device_branches(ctx.project, ctx.file):
+            _report_silent_branch(ctx, fn, node, test)
         for unheld in unheld_events(ctx.project, ctx.file):
             _report_unheld(ctx, unheld)
         for fn in silent_facade_syncs(ctx.project, ctx.file):
@@ -286,6 +288,19 @@ def _report_dropped(ctx: RuleContext, drop: DroppedEvent) -> None:
                hint=(f"wait on it before dropping it (`current_stream().wait_event({drop.handle})` or "
                      f"`{drop.handle}.wait()`): it is the class's only handle on that work; this assumes the "
                      "caller reads what that work produced after this call"))
+
+
+def _report_silent_branch(ctx: RuleContext, fn, node, test: str) -> None:
+    """A device branch of a host-wait helper that does nothing (model: ``facades.silent_device_branches``)."""
+    tag = path_tag(ctx.project, ctx.file, fn)
+    name = fn.node.name.value
+    ctx.report(node,
+               first_line(f"the `{test}` branch of `{name}()` does nothing while its other device branches "
+                          f"synchronise: on that device its callers' wait orders nothing [{tag}]",
+                          f"a device branch of `{name}()` does not synchronise [{tag}]"),
+               confidence=Confidence.MEDIUM,
+               hint=("synchronise that device's stream as the other branches do; this assumes the callers read "
+                     "what the device produced after the call"))
 
 
 def _report_unheld(ctx: RuleContext, unheld: UnheldEvent) -> None:

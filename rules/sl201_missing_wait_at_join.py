@@ -201,7 +201,9 @@ class MissingWaitAtJoin(Rule):
         for fn, node, test in silent_device_branches(ctx.project, ctx.file):
             _report_silent_branch(ctx, fn, node, test)
         for unheld in unheld_events(ctx.project, ctx.file):
-            _report_unheld(ctx, unheld)
+            span = ctx.file.span(unheld.function.node)
+            if not any(span.start_line <= f.span.start_line <= span.end_line for f in ctx.findings):
+                _report_unheld(ctx, unheld)  # (a finding of the function already names the unjoined work)
         for fn in silent_facade_syncs(ctx.project, ctx.file):
             _report_silent_join(ctx, SilentJoin(fn, fn.node.body.body[-1], "facade-sync", fn.node.name.value))
         for silent in silent_joins(ctx.project, ctx.file) + taken_events(ctx.project, ctx.file):

@@ -313,12 +313,15 @@ def unheld_events(project: Project, file: FileModel) -> list[UnheldEvent]:
     nobody holds orders nothing, so the work it was recorded after is never joined through it (a host-wait
     helper ``ev.record(stream)`` whose ``ev.synchronize()`` is gone). Silent when anything after the record
     in the function joins (a wait, a synchronisation, a query: another event recorded later may cover the
-    work), and for names bound otherwise too (a loop variable, a parameter)."""
+    work), for names bound otherwise too (a loop variable, a parameter), and in nested functions (the enclosing
+    code calling them may join after the call)."""
     memo = derived(project, "unheld_events")
     if id(file) in memo:
         return memo[id(file)]
     out: list[UnheldEvent] = []
     for fn in file.iter_functions():
+        if fn.parent is not None:
+            continue  # a nested function: the enclosing code that calls it may join after the call
         text = None
         for name, values in fn.name_assigns.items():
             if name in fn.all_params or not values or not all(_fresh_event(v) for v in values):

@@ -312,8 +312,8 @@ def unheld_events(project: Project, file: FileModel) -> list[UnheldEvent]:
     the handle by which the host or another stream is ordered after the work queued before its record; one that
     nobody holds orders nothing, so the work it was recorded after is never joined through it (a host-wait
     helper ``ev.record(stream)`` whose ``ev.synchronize()`` is gone). Silent when anything after the record
-    in the function joins (a wait, a synchronisation, a query: another event recorded later may cover the
-    work), for names bound otherwise too (a loop variable, a parameter), and in nested functions (the enclosing
+    in the function joins (a wait, a synchronisation, a query, a call named for one such as ``wait_swap()``:
+    another event recorded later may cover the work), for names bound otherwise too (a loop variable, a parameter), and in nested functions (the enclosing
     code calling them may join after the call)."""
     memo = derived(project, "unheld_events")
     if id(file) in memo:
@@ -337,8 +337,11 @@ def unheld_events(project: Project, file: FileModel) -> list[UnheldEvent]:
                 # loop, a tuple), or a global / nonlocal other code reads
             first = min([site.node for site in records] + made, key=lambda n: file.span(n).start_line)
             line = file.span(first).start_line
-            if any(site.method in _JOINS and file.span(site.node).start_line >= line for site in fn.calls):
-                continue  # a join after the record: it may cover the same work
+            if any(site.method is not None and (site.method in _JOINS or "wait" in site.method.lower()
+                                                 or "sync" in site.method.lower())
+                   and file.span(site.node).start_line >= line for site in fn.calls):
+                continue  # a join after the record, or a call named for one (`state.wait_swap()`, a helper
+                # waiting on an event of its own recorded after the same work): it may cover that work
             out.append(UnheldEvent(fn, first, name))
     memo[id(file)] = out
     return out

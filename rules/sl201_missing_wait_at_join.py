@@ -4,10 +4,10 @@ from streamlint.model.dataflow import EarlyRecord, HostRead, Race, file_flows, p
 from streamlint.model.eventguards import CURRENT, UnguardedRead, unguarded_reads
 from streamlint.model.flow.duckmethods import duck_calls
 from streamlint.model.flow.objeffects import guessed_calls
-from streamlint.model.flow.facades import silent_facade_syncs
+from streamlint.model.flow.facades import silent_device_branches, silent_facade_syncs
 from streamlint.model.flow.handedfields import HANDED
 from streamlint.model.flow.joinsteps import SilentJoin, silent_joins, taken_events
-from streamlint.model.flow.protocols import DroppedEvent, dropped_events
+from streamlint.model.flow.protocols import DroppedEvent, UnheldEvent, dropped_events, unheld_events
 from streamlint.model.flow.results import FunctionFlow, one_per_cause
 from streamlint.model.streams import MAIN, entry_stream_name, stream_expr, stream_label
 from streamlint.model.waits import partial_joins
@@ -199,6 +199,12 @@ class MissingWaitAtJoin(Rule):
             for drop in dropped_events(ctx.project, ctx.file, cls):
                 _report_dropped(ctx, drop)
                 dropping.add(id(drop.method))
+        for fn, node, test in silent_device_branches(ctx.project, ctx.file):
+            _report_silent_branch(ctx, fn, node, test)
+        for unheld in unheld_events(ctx.project, ctx.file):
+            span = ctx.file.span(unheld.function.node)
+            if not any(span.start_line <= f.span.start_line <= span.end_line for f in ctx.findings):
+                _report_unheld(ctx, unheld)  # (a finding of the function already names the unjoined work)
         for fn in silent_facade_syncs(ctx.project, ctx.file):
             _report_silent_join(ctx, SilentJoin(fn, fn.node.body.body[-1], "facade-sync", fn.node.name.value))
         for silent in silent_joins(ctx.project, ctx.file) + taken_events(ctx.project, ctx.file):
@@ -285,6 +291,33 @@ def _report_dropped(ctx: RuleContext, drop: DroppedEvent) -> None:
                hint=(f"wait on it before dropping it (`current_stream().wait_event({drop.handle})` or "
                      f"`{drop.handle}.wait()`): it is the class's only handle on that work; this assumes the "
                      "caller reads what that work produced after this call"))
+
+
+def _report_silent_branch(ctx: RuleContext, fn, node, test: str) -> None:
+    """A device branch of a host-wait helper that does nothing (model: ``facades.silent_device_branches``)."""
+    tag = path_tag(ctx.project, ctx.file, fn)
+    name = fn.node.name.value
+    ctx.report(node,
+               first_line(f"the `{test}` branch of `{name}()` does nothing while its other device branches "
+                          f"synchronise: on that device its callers' wait orders nothing [{tag}]",
+                          f"a device branch of `{name}()` does not synchronise [{tag}]"),
+               confidence=Confidence.MEDIUM,
+               hint=("synchronise that device's stream as the other branches do; this assumes the callers read "
+                     "what the device produced after the call"))
+
+
+def _report_unheld(ctx: RuleContext, unheld: UnheldEvent) -> None:
+    """An event a function makes and records and never names again (model: ``protocols.unheld_events``)."""
+    tag = path_tag(ctx.project, ctx.file, unheld.function)
+    name = unheld.function.node.name.value
+    ctx.report(unheld.node,
+               first_line(f"`{unheld.event}` is recorded here and never waited on, synchronised or handed on: the "
+                          f"work queued before the record is never joined through it, in `{name}()` [{tag}]",
+                          f"`{unheld.event}` is recorded and never waited on [{tag}]"),
+               confidence=Confidence.MEDIUM,
+               hint=(f"wait on it where the work's results are used (`{unheld.event}.synchronize()` for the host, "
+                     f"`stream.wait_event({unheld.event})` for another stream) or hand it to whoever reads them; "
+                     "an event nobody holds orders nothing. This assumes a reader of that work follows the call"))
 
 
 def _report_silent_join(ctx: RuleContext, silent: SilentJoin) -> None:

@@ -17,6 +17,7 @@ qualify — or when its body calls anything at all.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
@@ -69,6 +70,66 @@ def silent_facade_syncs(project: Project, file: FileModel) -> list[FunctionInfo]
 
 _JOINS = ("wait_stream", "wait_event", "synchronize")
 
+# a branch test naming a device back-end (``IS_NPU_AVAILABLE``, ``torch.cuda.is_available()``, ``device.type == "mlu"``)
+_DEVICE_TEST = re.compile(r"npu|cuda|xpu|mlu|mps|musa|hpu", re.IGNORECASE)
+
+
+def silent_device_branches(project: Project, file: FileModel) -> list[tuple[FunctionInfo, cst.CSTNode, str]]:
+    """A host-wait helper that dispatches on the device back-end (``if IS_CUDA_AVAILABLE:
+    torch.cuda.current_stream().synchronize() elif IS_NPU_AVAILABLE: ...``): at least two branches of an
+    ``if`` / ``elif`` chain are each one host synchronisation and a branch whose test names a device does
+    nothing (only ``pass`` / ``...``). On that device every caller's wait orders nothing (the consumers are in
+    the callers). (function, the empty branch's first statement, the branch's test); an ``else`` branch (a
+    host back-end with nothing to wait for) does not qualify."""
+    memo = derived(project, "silent_device_branches")
+    if id(file) in memo:
+        return memo[id(file)]
+    out: list[tuple[FunctionInfo, cst.CSTNode, str]] = []
+    for fn in file.iter_functions():
+        elifs: set[int] = set()
+        for node in local_nodes(fn.node.body):
+            if not isinstance(node, cst.If) or id(node) in elifs:
+                continue
+            chain: list[tuple[cst.BaseExpression, cst.BaseSuite]] = []
+            cur = node
+            while True:
+                chain.append((cur.test, cur.body))
+                if isinstance(cur.orelse, cst.If):
+                    elifs.add(id(cur.orelse))
+                    cur = cur.orelse
+                    continue
+                break
+            if sum(_one_sync(body) for _, body in chain) < 2:
+                continue
+            for test, body in chain:
+                if _nothing(body) and _DEVICE_TEST.search(file.code(test)):
+                    out.append((fn, body.body[0], file.code(test)))
+    memo[id(file)] = out
+    return out
+
+
+def _statements(body: cst.BaseSuite) -> list:
+    if not isinstance(body, cst.IndentedBlock):
+        return [body]
+    return [small for line in body.body for small in (line.body if isinstance(line, cst.SimpleStatementLine)
+                                                      else [line])]
+
+
+def _one_sync(body: cst.BaseSuite) -> bool:
+    """One statement, a call of a ``synchronize`` (``torch.npu.current_stream().synchronize()``)."""
+    stmts = _statements(body)
+    if len(stmts) != 1 or not isinstance(stmts[0], cst.Expr) or not isinstance(stmts[0].value, cst.Call):
+        return False
+    func = stmts[0].value.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    return name.endswith("synchronize")
+
+
+def _nothing(body: cst.BaseSuite) -> bool:
+    return isinstance(body, cst.IndentedBlock) and all(
+        isinstance(s, cst.Pass) or isinstance(s, cst.Expr) and isinstance(s.value, (cst.Ellipsis, cst.SimpleString))
+        for s in _statements(body))
+
 
 def _device_stream_type(cls: ClassInfo) -> bool:
     """A subclass of a device stream type: a base named ``*StreamBase`` / ``Stream`` under a torch module."""
@@ -76,4 +137,4 @@ def _device_stream_type(cls: ClassInfo) -> bool:
                and b.startswith(("torch.", "torch_npu.")) for b in cls.bases)
 
 
-__all__ = ["device_facade", "silent_facade_syncs"]
+__all__ = ["device_facade", "silent_device_branches", "silent_facade_syncs"]

@@ -45,6 +45,7 @@ from streamlint.model import apis
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
 from streamlint.model.flow.values import Access, ordered_before
 from streamlint.model.streams import MAIN, derived
+from streamlint.model.walk import children
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -293,6 +294,95 @@ def dropped_events(project: Project, file: FileModel, cls: ClassInfo) -> list[Dr
             out.append(DroppedEvent(m, a.node, event, event, recorder[0], recorder[1]))
     memo[id(cls)] = out
     return out
+
+
+@dataclass(frozen=True)
+class UnheldEvent:
+    """A function that creates an event, records it and never names it again: no one can wait on it."""
+
+    function: FunctionInfo
+    node: cst.CSTNode  # its first record (``ev.record(s)``, ``ev = s.record_event()``)
+    event: str  # the local name
+
+
+def unheld_events(project: Project, file: FileModel) -> list[UnheldEvent]:
+    """Events a function makes for itself (``ev = torch.cuda.Event()``, ``ev = s.record_event()``), records, and
+    then never names again: not waited on, synchronised, queried, returned, stored or handed to anyone, on any
+    path (also not in a nested function, not a ``global`` / ``nonlocal`` the enclosing code reads). An event is
+    the handle by which the host or another stream is ordered after the work queued before its record; one that
+    nobody holds orders nothing, so the work it was recorded after is never joined through it (a host-wait
+    helper ``ev.record(stream)`` whose ``ev.synchronize()`` is gone). Silent when anything after the record
+    in the function joins (a wait, a synchronisation, a query, a call named for one such as ``wait_swap()``:
+    another event recorded later may cover the work), for names bound otherwise too (a loop variable, a parameter), and in nested functions (the enclosing
+    code calling them may join after the call)."""
+    memo = derived(project, "unheld_events")
+    if id(file) in memo:
+        return memo[id(file)]
+    out: list[UnheldEvent] = []
+    for fn in file.iter_functions():
+        if fn.parent is not None:
+            continue  # a nested function: the enclosing code that calls it may join after the call
+        text = None
+        for name, values in fn.name_assigns.items():
+            if name in fn.all_params or not values or not all(_fresh_event(v) for v in values):
+                continue
+            records = [site for site in fn.calls if site.method == "record" and isinstance(site.node.func, cst.Attribute)
+                       and isinstance(site.node.func.value, cst.Name) and site.node.func.value.value == name]
+            made = [v for v in values if _callee_name(v) == "record_event"]
+            if not records and not made:
+                continue
+            text = _names_in(fn.node) if text is None else text
+            if text.get(name, 0) != len(values) + len(records) or name in text.get(" declared", ()):
+                continue  # named elsewhere (a wait, a return, an argument, a nested function), bound otherwise (a
+                # loop, a tuple), or a global / nonlocal other code reads
+            first = min([site.node for site in records] + made, key=lambda n: file.span(n).start_line)
+            line = file.span(first).start_line
+            if any(site.method is not None and (site.method in _JOINS or "wait" in site.method.lower()
+                                                 or "sync" in site.method.lower())
+                   and file.span(site.node).start_line >= line for site in fn.calls):
+                continue  # a join after the record, or a call named for one (`state.wait_swap()`, a helper
+                # waiting on an event of its own recorded after the same work): it may cover that work
+            out.append(UnheldEvent(fn, first, name))
+    memo[id(file)] = out
+    return out
+
+
+def _names_in(node: cst.CSTNode) -> dict:
+    """How many times each name occurs in ``node`` as a name (not an attribute, a keyword, a string), nested
+    functions included; under ``" declared"`` the names a ``global`` / ``nonlocal`` statement lists."""
+    counts: dict = {" declared": set()}
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Name):
+            counts[n.value] = counts.get(n.value, 0) + 1
+            continue
+        if isinstance(n, (cst.Global, cst.Nonlocal)):
+            counts[" declared"].update(item.name.value for item in n.names)
+            continue
+        if isinstance(n, cst.Attribute):
+            stack.append(n.value)
+            continue
+        if isinstance(n, cst.Arg):
+            stack.append(n.value)
+            continue
+        if isinstance(n, cst.FunctionDef) and n is not node:
+            stack.append(n.body)
+            continue
+        stack.extend(children(n))
+    return counts
+
+
+def _callee_name(v: cst.BaseExpression) -> str | None:
+    if not isinstance(v, cst.Call):
+        return None
+    return v.func.attr.value if isinstance(v.func, cst.Attribute) else v.func.value if isinstance(v.func, cst.Name) \
+        else None
+
+
+def _fresh_event(v: cst.BaseExpression) -> bool:
+    """``torch.npu.Event()``, ``Event(enable_timing=False)``, ``stream.record_event()``: a new event object."""
+    return _callee_name(v) in ("Event", "record_event")
 
 
 def _passed_on(file: FileModel, fn: FunctionInfo, event: str, local: bool = False) -> bool:

@@ -170,7 +170,7 @@ LAYERS = {
     1: {"apis", "file", "uses", "syntax", "walk", "positions", "options", "lifetimes", "summary", "bytescan",
         "placement"},
     2: {"project", "paths", "compile", "wrappers", "queries", "streams", "accelerators", "captures", "stepstate",
-        "attrstreams", "devobjects", "devfields", "heldslots", "eventguards", "hostobjects", "hostresults"},
+        "attrstreams", "devobjects", "devfields", "heldslots", "eventguards", "hostobjects", "hostresults", "ctxfactories"},
     3: {"tensors", "tensoruse", "dataflow", "flow", "breaks", "waits", "families", "scopes", "environment",
         "recorders", "handoffs"},
 }

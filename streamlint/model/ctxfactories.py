@@ -251,12 +251,22 @@ def _arms(project: Project, file: FileModel, fn: FunctionInfo | None, value: cst
                 return None
             return [_Arm((ApiUse(spec, site, file, bind_arguments(spec.params, site.node)),), fn, file)]
         target = project.function(qualname, file) if qualname else None
-        if target is None:
+        if target is None or not _own_function(fn, value, target[0]):
             return None
         uses = tuple(u for u in project._wrapper_uses(file, dataclasses.replace(site, target=qualname))
                      if u.role is Role.NATIVE_STREAM_CONTEXT)
         return [_Arm(uses, fn, file)] if uses else None
     return None
+
+
+def _own_function(fn: FunctionInfo | None, ref: cst.BaseExpression, target: FunctionInfo) -> bool:
+    """A function the reference names for the caller too: a module-level function, or a method of the caller's
+    own object (``self.<method>``: the method's ``self.*`` are the caller's). Another object's bound method
+    (``holder.on_side``) is not followed: its fields are not the caller's."""
+    if target.class_name is None:
+        return True
+    return isinstance(ref, cst.Attribute) and isinstance(ref.value, cst.Name) and ref.value.value == "self" \
+        and fn is not None and fn.class_name == target.class_name and target.parent is None
 
 
 def _partial_arm(project: Project, file: FileModel, fn: FunctionInfo | None, value: cst.Call, site: CallSite,
@@ -279,7 +289,7 @@ def _partial_arm(project: Project, file: FileModel, fn: FunctionInfo | None, val
             return None
         return [_Arm((ApiUse(spec, site, file, bind_arguments(spec.params, call)),), fn, file)]
     found = project.function(qualname, file) if qualname else None
-    if found is None:
+    if found is None or not _own_function(fn, target, found[0]):
         return None
     synthetic = dataclasses.replace(site, node=call, target=qualname)
     uses = tuple(dataclasses.replace(u, site=site) for u in project._wrapper_uses(file, synthetic)
@@ -535,4 +545,36 @@ def _stream_condition(file: FileModel, fn: FunctionInfo, expr: cst.BaseExpressio
     return _caller_test(file, fn, real[0].fn, test, field) if test is not None else None
 
 
-__all__ = ["factory_uses", "stream_condition"]
+def uncorrelated_optional(project: Project, file: FileModel, fn: FunctionInfo | None, key: str) -> bool:
+    """Is stream ``key`` (``self.s``, or a local) possibly None where ``fn`` uses it, with no condition known to
+    tie that to a test (:func:`stream_condition`), while ``fn`` guards an ordering on it (``if flag:
+    s.wait_stream(cur)``)? Then a race on the path that skipped the guarded ordering assumes the stream exists
+    there: a finding is medium at most (``torch.cuda.stream(None)`` switches nothing)."""
+    if fn is None or not key.replace(".", "").replace("_", "").isalnum():
+        return False
+    field = key.startswith("self.") and key.count(".") == 1
+    if field and fn.class_name in file.classes:
+        bindings = _field_bindings(file, fn.class_name, key)
+    elif "." not in key:
+        bindings = _bindings(file, fn, cst.Name(key))
+    else:
+        return False
+    if not any(is_none(b.value) or isinstance(b.value, cst.IfExp) and (is_none(b.value.body) or is_none(b.value.orelse))
+               for b in bindings):
+        return False
+    expr = cst.Attribute(cst.Name("self"), cst.Name(key[5:])) if field else cst.Name(key)
+    if stream_condition(project, file, fn, expr) is not None:
+        return False  # correlated: the interpreter branches the scope on that condition
+    f: FunctionInfo | None = fn
+    while f is not None:
+        for site in f.calls:
+            if site.guards and site.method in ("wait_stream", "wait_event", "record_event") \
+                    and isinstance(site.node.func, cst.Attribute) and (
+                        dotted(site.node.func.value) == key
+                        or site.method == "wait_stream" and any(dotted(a.value) == key for a in site.node.args)):
+                return True
+        f = f.parent
+    return False
+
+
+__all__ = ["factory_uses", "stream_condition", "uncorrelated_optional"]

@@ -505,8 +505,7 @@ class Project:
         if spec is not None:
             uses: tuple[ApiUse, ...] = (ApiUse(spec, site, file, bind_arguments(spec.params, site.node)),)
         else:
-            uses = self._wrapper_uses(file, site) or accelerator_uses(self, file, site) \
-                or factory_uses(self, file, site)  # `with self.side_ctx():` (a partial / lambda / function value)
+            uses = self._wrapper_uses(file, site) or accelerator_uses(self, file, site) or factory_uses(self, file, site)
         self._uses[key] = uses
         return uses
 

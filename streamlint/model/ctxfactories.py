@@ -69,16 +69,10 @@ def factory_uses(project: Project, file: FileModel, site: CallSite) -> tuple[Api
     fn = site.function
     if not isinstance(func, (cst.Name, cst.Attribute)) or fn is None:
         return ()
-    memo = project.derived("ctx_factory_uses")
-    key = id(site.node)
-    if key in memo:
-        return memo[key]
-    memo[key] = ()
     try:
-        memo[key] = _factory_uses(project, file, site)
+        return _factory_uses(project, file, site)  # (memoised with every API use: Project.api_uses)
     except RecursionError:  # a pathological binding chain: not a stream switch
-        memo[key] = ()
-    return memo[key]
+        return ()
 
 
 def _factory_uses(project: Project, file: FileModel, site: CallSite) -> tuple[ApiUse, ...]:
@@ -193,13 +187,19 @@ def _bindings(file: FileModel, fn: FunctionInfo, func: cst.BaseExpression) -> li
 
 
 def _field_bindings(file: FileModel, class_name: str, key: str) -> list[_Binding]:
-    out = []
-    for method in _class_functions(file, class_name):
-        for a in method.assigns:
-            if a.target == key and a.value is not None:
-                guards = tuple((g.test, not g.negated) for g in a.guards)
-                out.append(_Binding(a.value, method, guards, file.span(a.node).start_line))
-    return out
+    """Every ``self.<field> = value`` of the class's methods, for ``key`` (indexed once per file model)."""
+    index = file.__dict__.get("_ctx_field_bindings")
+    if index is None:
+        index = file.__dict__["_ctx_field_bindings"] = {}
+        for method in file.functions.values():
+            if method.class_name is None or method.params[:1] != ("self",):
+                continue
+            for a in method.assigns:
+                if a.value is not None and a.target.startswith("self.") and a.target.count(".") == 1:
+                    guards = tuple((g.test, not g.negated) for g in a.guards)
+                    index.setdefault((method.class_name, a.target), []).append(
+                        _Binding(a.value, method, guards, file.span(a.node).start_line))
+    return index.get((class_name, key), [])
 
 
 def _class_functions(file: FileModel, class_name: str) -> list[FunctionInfo]:
@@ -512,9 +512,10 @@ def stream_condition(project: Project, file: FileModel, fn: FunctionInfo | None,
         return None
     memo = project.derived("stream_conditions")
     key = (id(fn), file.code(expr))
-    if key not in memo:
-        memo[key] = _stream_condition(file, fn, expr)
-    return memo[key]
+    found = memo.get(key)
+    if found is None or found[0] is not fn:  # (the function kept with its answer: an id is never reused here)
+        found = memo[key] = (fn, _stream_condition(file, fn, expr))
+    return found[1]
 
 
 def _stream_condition(file: FileModel, fn: FunctionInfo, expr: cst.BaseExpression) -> Test | None:

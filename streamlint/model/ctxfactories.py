@@ -47,9 +47,9 @@ from streamlint.model.uses import ApiUse, bind_arguments
 if TYPE_CHECKING:
     from streamlint.model.queries import ProjectQueries as Project
 
-Test = tuple[cst.BaseExpression, bool]  # (expression the caller can evaluate, outcome under which it holds)
+    Test = tuple[cst.BaseExpression, bool]  # (expression the caller can evaluate, outcome under which it holds)
 
-_NULL = "null"
+
 _MAX_DEPTH = 4
 
 
@@ -566,6 +566,9 @@ def uncorrelated_optional(project: Project, file: FileModel, fn: FunctionInfo | 
     expr = cst.Attribute(cst.Name("self"), cst.Name(key[5:])) if field else cst.Name(key)
     if stream_condition(project, file, fn, expr) is not None:
         return False  # correlated: the interpreter branches the scope on that condition
+    # the tests around the scopes on the stream: an ordering under those same tests runs whenever the scope does
+    scoped = [{(file.code(g.test), g.negated) for g in s.guards} for s in fn.scopes
+              if any(dotted(a.value) == key for c in s.calls for a in c.args)]
     f: FunctionInfo | None = fn
     while f is not None:
         for site in f.calls:
@@ -573,7 +576,9 @@ def uncorrelated_optional(project: Project, file: FileModel, fn: FunctionInfo | 
                     and isinstance(site.node.func, cst.Attribute) and (
                         dotted(site.node.func.value) == key
                         or site.method == "wait_stream" and any(dotted(a.value) == key for a in site.node.args)):
-                return True
+                mine = {(file.code(g.test), g.negated) for g in site.guards}
+                if not scoped or any(not mine <= around for around in scoped):
+                    return True
         f = f.parent
     return False
 

@@ -1,5 +1,6 @@
 from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.apis import STREAM_MARKERS
+from streamlint.model.ctxfactories import uncorrelated_optional
 from streamlint.model.dataflow import EarlyRecord, HostRead, Race, file_flows, path_tag
 from streamlint.model.eventguards import CURRENT, UnguardedRead, unguarded_reads
 from streamlint.model.flow.duckmethods import duck_calls
@@ -148,6 +149,12 @@ class MissingWaitAtJoin(Rule):
                 confidence = Confidence.MEDIUM
                 hint += ("; the access is inside the called helper, on the stream this function made current: "
                          "order that stream before the call")
+            optional = next((k for k in (race.dst, race.src)
+                             if uncorrelated_optional(ctx.project, ctx.file, fn, k)), None)
+            if optional is not None and confidence in (None, Confidence.HIGH):
+                confidence = Confidence.MEDIUM
+                hint += (f"; `{optional}` may be None (then its scope switches nothing) and its orderings here are "
+                         "guarded by a test not known to match: this assumes it exists on this path")
             duck = duck_calls(ctx.project, ctx.file, fn) or guessed_calls(ctx.project, ctx.file, fn)
             if duck is not None:
                 confidence = confidence if confidence is Confidence.LOW else Confidence.MEDIUM

@@ -37,6 +37,9 @@ Layer 2 — the project
                     (``torch.cuda.graph`` inside: synchronising; ``capture_begin()``: deferred)?
     ``accelerators`` which device API does a method of an accelerator object reach
                     (``get_accelerator().stream(s)``, ``torch.get_device_module().Stream()``)?
+    ``ctxfactories`` which stream does ``with self.side_ctx():`` enter when the field holds a context factory
+                    (``partial(torch.cuda.stream, s)``, a lambda, a method, ``... if c else nullcontext``), and
+                    under which test does a stream that may be None exist (correlated guards)?
     ``devobjects``  which objects stand for the device module without a getter (a module-level
                     ``current_platform`` whose class forwards ``__getattr__`` to ``torch.<device>``, an
                     annotated parameter, an object imported from another package)?

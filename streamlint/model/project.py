@@ -19,6 +19,7 @@ from streamlint._lazy import cst
 
 from streamlint.model import apis
 from streamlint.model.accelerators import accelerator_uses
+from streamlint.model.ctxfactories import factory_uses
 from streamlint.model.apis import Role
 from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, ScopeSite, dotted
 from streamlint.model.options import ModelOptions
@@ -504,7 +505,7 @@ class Project:
         if spec is not None:
             uses: tuple[ApiUse, ...] = (ApiUse(spec, site, file, bind_arguments(spec.params, site.node)),)
         else:
-            uses = self._wrapper_uses(file, site) or accelerator_uses(self, file, site)
+            uses = self._wrapper_uses(file, site) or accelerator_uses(self, file, site) or factory_uses(self, file, site)
         self._uses[key] = uses
         return uses
 

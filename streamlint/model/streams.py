@@ -25,6 +25,7 @@ from streamlint._lazy import cst
 
 from streamlint.model import apis
 from streamlint.model.apis import Role
+from streamlint.model.ctxfactories import stream_condition
 from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, ScopeSite, dotted, string_value
 from streamlint.model.syntax import class_field_annotation, contains, is_none
 from streamlint.model.walk import children
@@ -438,7 +439,9 @@ def entry_discipline(project: Project, file: FileModel) -> dict[str, bool]:
     derived(project, "scope_entry_keys").update(own)
     verdicts: dict[str, bool] = {}
     for site, keys in entries:
-        ok = _begins_with_wait(file, site.with_node) or _waited_before(file, site, keys, entries)
+        use = next((u for u in project.scope_use(file, site).uses if u.role is Role.NATIVE_STREAM_CONTEXT), None)
+        ok = _begins_with_wait(file, site.with_node) or _waited_before(file, site, keys, entries,
+                                                                       _existence_tests(project, file, site, use))
         for key in keys:
             verdicts[key] = verdicts.get(key, True) and ok
     for call in file.calls:
@@ -551,8 +554,19 @@ def _host_call(call: cst.Call) -> bool:
     return method in apis.LOGGER_METHODS and receiver.rpartition(".")[2] in apis.LOGGER_NAMES
 
 
+def _existence_tests(project: Project, file: FileModel, site: ScopeSite,
+                     use: ApiUse | None) -> set[tuple[str, bool]]:
+    """The tests (text, negated) without which the scope switches nothing: the null arm's test of a context
+    factory (``partial(torch.cuda.stream, s) if c else nullcontext``), the test the stream exists under
+    (``self.s = torch.cuda.Stream() if c else None``): :mod:`~streamlint.model.ctxfactories`."""
+    if use is None:
+        return set()
+    test = use.enabled or stream_condition(project, file, site.function, use.arg("stream"))
+    return {(file.code(test[0]), not test[1])} if test is not None else set()
+
+
 def _waited_before(file: FileModel, site: ScopeSite, keys: set[str],
-                   entries: list[tuple[ScopeSite, set[str]]]) -> bool:
+                   entries: list[tuple[ScopeSite, set[str]]], enabling: set[tuple[str, bool]] = frozenset()) -> bool:
     fn = site.function
     if fn is None:
         return False
@@ -561,7 +575,7 @@ def _waited_before(file: FileModel, site: ScopeSite, keys: set[str],
     guards = {(file.code(g.test), g.negated) for g in site.guards}  # the same test twice counts as one
     # a wait under the flag that enables the scope (`if on: s.wait_stream(..)` / `switch(s, enabled=on)`)
     guards |= {(file.code(arg.value), False) for call in site.calls for arg in call.args}
-    guards |= _enabling_tests(file, fn, site)
+    guards |= _enabling_tests(file, fn, site) | enabling
     loops = _loops_around(fn.node.body, site.with_node)  # the same test twice counts as one
     others = [(file.span(s.with_node).start_line, file.span(s.with_node).start_col)
               for s, k in entries if s.function is fn and s.with_node is not site.with_node and k & keys]

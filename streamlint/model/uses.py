@@ -28,6 +28,9 @@ class ApiUse:
     constants: dict[str, cst.BaseExpression] = field(default_factory=dict)  # fixed inside a wrapper
     # attributes of the wrapper method's own object (``self._stream`` inside ``def _stream_ctx(self)``)
     receiver_attrs: dict[str, cst.BaseExpression] = field(default_factory=dict)
+    # a context factory value with a null arm (``partial(torch.cuda.stream, s) if c else nullcontext``): the
+    # test, in the caller's terms, and the outcome under which the call really switches (model/ctxfactories.py)
+    enabled: "tuple[cst.BaseExpression, bool] | None" = None
 
     @property
     def role(self) -> Role:

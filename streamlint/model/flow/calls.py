@@ -668,6 +668,8 @@ class Calls:
     def activation(self, st: State, use: ApiUse) -> tuple[cst.BaseExpression | None, bool] | None:
         """(call-site expression, value for which the wrapper really switches), or None if unconditional.
         A None expression means a constant: ``positive`` then says whether the switch happens."""
+        if use.enabled is not None:  # a context factory with a null arm (model/ctxfactories.py)
+            return use.enabled
         if not use.wrappers:
             return None
         site = self.cfile.call_site(use.node)

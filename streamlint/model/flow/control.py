@@ -11,6 +11,7 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.captures import capture_kind
+from streamlint.model.ctxfactories import stream_condition
 from streamlint.model.file import string_value
 from streamlint.model.flow.calls import block_returns, node_mentions_ordering
 from streamlint.model.flow.coarse import branch_ends as _returns, coarse_choice
@@ -610,6 +611,10 @@ class ControlFlow:
                     activation = (choice.test, True)
                 elif contains(choice.orelse, stream_use.node):
                     activation = (choice.test, False)
+            if activation is None and stream_use.role is Role.NATIVE_STREAM_CONTEXT:
+                # `self.side = torch.cuda.Stream() if c else None`: `torch.cuda.stream(self.side)` switches only
+                # where `c` holds (correlated with forks / joins guarded by `c`: model/ctxfactories.py)
+                activation = stream_condition(self.project, self.cfile, self.cfn, stream_use.arg("stream"))
 
             forks = forks_on_entry(self.project, self.cfile, stream_use)  # the wrapper forks its stream first
 

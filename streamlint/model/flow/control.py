@@ -224,8 +224,8 @@ class ControlFlow:
                 if not isinstance(el, cst.StarredElement):
                     self.assign(st, el, item, value_node)
         elif isinstance(target, cst.Attribute):
-            if st.loose_uses:
-                self.unset_place(st, target, value_node)  # `p.grad = None`: the tensor the attribute held loses that owner
+            if st.loose_uses:  # `p.grad = None`: the tensor the attribute held loses that owner
+                self.unset_place(st, target, value_node)
             self.escape(st, v, into=target)
             key = self.render(st, target)
             self.note_event_field(st, target, v, key)  # `req.ready = Event()`: travels with req (escapes.py)
@@ -611,13 +611,10 @@ class ControlFlow:
                     activation = (choice.test, True)
                 elif contains(choice.orelse, stream_use.node):
                     activation = (choice.test, False)
-            if activation is None and stream_use.role is Role.NATIVE_STREAM_CONTEXT:
-                # `self.side = torch.cuda.Stream() if c else None`: `torch.cuda.stream(self.side)` switches only
-                # where `c` holds (correlated with forks / joins guarded by `c`: model/ctxfactories.py)
+            if activation is None and stream_use.role is Role.NATIVE_STREAM_CONTEXT:  # `self.side = Stream() if c
+                # else None`: `torch.cuda.stream(self.side)` switches only where `c` holds (model/ctxfactories.py)
                 activation = stream_condition(self.project, self.cfile, self.cfn, stream_use.arg("stream"))
-
             forks = forks_on_entry(self.project, self.cfile, stream_use)  # the wrapper forks its stream first
-
             joins = joins_on_exit(self.project, self.cfile, stream_use)  # ... and joins it back on exit
 
             caller = yields_caller_stream(self.project, self.cfile, stream_use) and item.asname is not None \

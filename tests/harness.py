@@ -87,7 +87,8 @@ def compare(root: Path, files: list[Path], single: bool) -> list[str]:
     for f in files:
         expected, mentioned = annotations(f)
         actual = Counter((x.span.start_line, x.code) for x in findings
-                         if os.path.abspath(x.path) == os.path.abspath(f) and x.code in mentioned)
+                         if os.path.abspath(x.path) == os.path.abspath(f)
+                         and (x.code in mentioned or x.code == "SL000"))  # a rule crashing on a fixture: always wrong
         rel = f.relative_to(FIXTURES)
         for key in sorted(set(expected) | set(actual)):
             if expected[key] != actual[key]:

@@ -281,7 +281,13 @@ def _partial_arm(project: Project, file: FileModel, fn: FunctionInfo | None, val
     if params:  # inside a maker: its parameters stand for the maker call's arguments
         bound = [a.with_changes(value=params.get(a.value.value, a.value)) if isinstance(a.value, cst.Name) else a
                  for a in bound]
-    call = cst.Call(func=target, args=[*bound, *site.node.args])
+    own = list(site.node.args)
+    if any(a.star for a in own):
+        return None
+    # a partial's keywords stay keywords: positional arguments first, as Python binds them (a call node with a
+    # positional argument after a keyword is not valid, and LibCST refuses to build it)
+    args = [a for a in [*bound, *own] if a.keyword is None] + [a for a in [*bound, *own] if a.keyword is not None]
+    call = cst.Call(func=target, args=[a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in args])
     qualname = file.resolve(target, fn)
     spec = apis.lookup(qualname)
     if spec is not None:
@@ -433,11 +439,20 @@ def _caller_test(file: FileModel, caller: FunctionInfo, owner: FunctionInfo | No
         return expr, positive
     if isinstance(expr, cst.Name) and (expr.value in owner.all_params or expr.value in owner.name_assigns):
         stored = _stored_as(owner, expr.value)
-        return (stored, positive) if stored is not None else None
-    if not _caller_writable(owner, expr):
+        return (stored, positive) if stored is not None and _set_once(file, caller, stored) else None
+    if not _caller_writable(owner, expr) or not _set_once(file, caller, expr):
         return None
     alias = _field_alias(file, caller, expr)
     return (alias if alias is not None else expr), positive
+
+
+def _set_once(file: FileModel, caller: FunctionInfo, expr: cst.BaseExpression) -> bool:
+    """Is a ``self.<field>`` test assigned at most once in its class? (A flag another method sets again
+    (``set_overlap(on)``) no longer says what the factory built from it switches.) Other tests: True."""
+    text = dotted(expr)
+    if text is None or not text.startswith("self.") or text.count(".") != 1 or not caller.class_name:
+        return True
+    return sum(a.target == text for f in _class_functions(file, caller.class_name) for a in f.assigns) <= 1
 
 
 def _caller_writable(owner: FunctionInfo, expr: cst.BaseExpression) -> bool:

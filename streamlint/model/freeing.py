@@ -40,9 +40,9 @@ def freed_names(project, file: FileModel, fn: FunctionInfo, _depth: int = 0) -> 
     names ``fn`` neither binds nor takes (a closure's captures)."""
     memo = derived(project, "freed_names")
     held = memo.get(id(fn))
-    if held is not None and held[0] is fn:
-        return held[1]
-    memo[id(fn)] = (fn, frozenset())  # (in progress: a cycle frees nothing more)
+    if held is not None and held[0] is fn and held[1] <= _depth:  # (an answer from deeper saw fewer helpers)
+        return held[2]
+    memo[id(fn)] = (fn, -1, frozenset())  # (in progress: a cycle frees nothing more)
     out: set[str] = set()
     for n in local_nodes(fn.node.body):
         if not isinstance(n, cst.Call):
@@ -66,8 +66,8 @@ def freed_names(project, file: FileModel, fn: FunctionInfo, _depth: int = 0) -> 
         if isinstance(n, cst.For) and isinstance(n.target, cst.Name) and n.target.value in out \
                 and isinstance(n.iter, cst.Name):
             out.add(n.iter.value)
-    memo[id(fn)] = (fn, frozenset(out))
-    return memo[id(fn)][1]
+    memo[id(fn)] = (fn, _depth, frozenset(out))
+    return memo[id(fn)][2]
 
 
 def helper_of(project, file: FileModel, fn: FunctionInfo, call: cst.Call) -> tuple[FunctionInfo, FileModel] | None:

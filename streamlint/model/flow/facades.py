@@ -71,7 +71,17 @@ def silent_facade_syncs(project: Project, file: FileModel) -> list[FunctionInfo]
 _JOINS = ("wait_stream", "wait_event", "synchronize")
 
 # a branch test naming a device back-end (``IS_NPU_AVAILABLE``, ``torch.cuda.is_available()``, ``device.type == "mlu"``)
-_DEVICE_TEST = re.compile(r"npu|cuda|xpu|mlu|mps|musa|hpu", re.IGNORECASE)
+# (a whole word or underscore-separated part: `inputs_on_host` names no npu, `timemps` no mps)
+_DEVICE_TEST = re.compile(r"(?<![A-Za-z0-9])(?:npu|cuda|xpu|mlu|mps|musa|hpu)(?![A-Za-z0-9])", re.IGNORECASE)
+
+
+def _names_device(file: FileModel, test: cst.BaseExpression) -> bool:
+    """Does a branch test select a device back-end (a device named outside any ``not``)?"""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return False  # `not torch.cuda.is_available()`: the host back-end
+    if isinstance(test, cst.BooleanOperation):
+        return _names_device(file, test.left) or _names_device(file, test.right)
+    return bool(_DEVICE_TEST.search(file.code(test)))
 
 
 def silent_device_branches(project: Project, file: FileModel) -> list[tuple[FunctionInfo, cst.CSTNode, str]]:
@@ -102,7 +112,7 @@ def silent_device_branches(project: Project, file: FileModel) -> list[tuple[Func
             if sum(_one_sync(body) for _, body in chain) < 2:
                 continue
             for test, body in chain:
-                if _nothing(body) and _DEVICE_TEST.search(file.code(test)):
+                if _nothing(body) and _names_device(file, test):
                     out.append((fn, body.body[0], file.code(test)))
     memo[id(file)] = out
     return out

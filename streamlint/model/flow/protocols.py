@@ -324,7 +324,7 @@ def unheld_events(project: Project, file: FileModel) -> list[UnheldEvent]:
             continue  # a nested function: the enclosing code that calls it may join after the call
         text = None
         for name, values in fn.name_assigns.items():
-            if name in fn.all_params or not values or not all(_fresh_event(v) for v in values):
+            if name in fn.all_params or not values or not all(_fresh_event(file, fn, v) for v in values):
                 continue
             records = [site for site in fn.calls if site.method == "record" and isinstance(site.node.func, cst.Attribute)
                        and isinstance(site.node.func.value, cst.Name) and site.node.func.value.value == name]
@@ -380,9 +380,13 @@ def _callee_name(v: cst.BaseExpression) -> str | None:
         else None
 
 
-def _fresh_event(v: cst.BaseExpression) -> bool:
-    """``torch.npu.Event()``, ``Event(enable_timing=False)``, ``stream.record_event()``: a new event object."""
-    return _callee_name(v) in ("Event", "record_event")
+def _fresh_event(file: FileModel, fn: FunctionInfo, v: cst.BaseExpression) -> bool:
+    """``torch.npu.Event()``, ``Event(enable_timing=False)`` (a device event of the API table, not a tracing
+    class of that name), ``stream.record_event()``: a new event object."""
+    if _callee_name(v) == "record_event":
+        return True
+    spec = apis.lookup(file.resolve(v.func, fn)) if isinstance(v, cst.Call) else None
+    return spec is not None and spec.role is apis.Role.EVENT_NEW
 
 
 def _passed_on(file: FileModel, fn: FunctionInfo, event: str, local: bool = False) -> bool:

@@ -125,6 +125,10 @@ class SyncMethods:
             # an element of a collection, an opaque result, an attribute place (`p.grad`: storage.unset_place)
             self.loose_record(st, holder, self.stream_key(st, self.ev(st, arg0), arg0))
             return True, None
+        if name == "record_stream" and arg0 is not None and isinstance(e.func.value, cst.Attribute) \
+                and (holder := dotted(e.func.value)) is not None:  # a tracked attribute place (`p.grad` after an
+            # in-place op): the record also holds when the attribute is rebound (storage.unset_place)
+            self.loose_record(st, holder, self.stream_key(st, self.ev(st, arg0), arg0))
         return False, None
 
     def _resolved(self, e: cst.Call) -> bool:

@@ -592,9 +592,7 @@ class ControlFlow:
         item = node.items[i]
         held = st.env.get(item.item.value) if isinstance(item.item, cst.Name) else None
         if isinstance(held, CtxVal):  # `ctx = torch.cuda.stream(s) if c else nullcontext()` ... `with ctx:`
-            runs = [(True, lambda s: self.stream_scope(node, i, s, held.key)), (False, lambda s: self.with_item(node, i + 1, s))]
-            return runs[0][1](st) if held.when is None else self.branch(  # (it switches only where its test holds)
-                st, held.when[0], [(entered == held.when[1], run) for entered, run in runs])
+            return self.stream_scope(node, i, st, held.key)
         site = self.cfile.scope_site(item)
         uses = self.project.scope_use(self.cfile, site).uses if site is not None and not (
             isinstance(item.item, cst.Name) and item.item.value in st.env) else ()  # (a context built before)

@@ -20,7 +20,7 @@ from streamlint.model.flow.rootranks import on_root_rank, root_expression
 from streamlint.model.flow.calls import kept_arguments, metadata_only, plain_container, returned_argument
 from streamlint.model.flow.metaonly import view_only
 from streamlint.model.flow.objeffects import method_effects, object_method
-from streamlint.model.flow.values import CtxVal, CVal, IVal, KVal, NONE, SVal, State, TVal, TupVal, known_truth
+from streamlint.model.flow.values import CVal, IVal, KVal, NONE, SVal, State, TVal, TupVal, known_truth
 from streamlint.model.streams import declared_globals, EVENT, MAIN, STREAM, current_stream_getter
 from streamlint.model.flow.leaves import closure_container
 from streamlint.model.syntax import target_names
@@ -167,11 +167,7 @@ class Expressions:
             if known is False:
                 return self.ev(st, e.orelse)
             body = self.ev(st, e.body)
-            orelse = self.ev(st, e.orelse)
-            if isinstance(body, CtxVal) and body.when is None and orelse is None:  # `... else nullcontext()`
-                return CtxVal(body.key, (e.test, True))
-            if isinstance(orelse, CtxVal) and orelse.when is None and body is None:
-                return CtxVal(orelse.key, (e.test, False))
+            self.ev(st, e.orelse)
             return body
         if isinstance(e, (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp)):
             return self.comprehension(st, e)

@@ -90,8 +90,6 @@ class CtxVal:
     it switches to stream ``key``."""
 
     key: str
-    # `ctx = torch.cuda.stream(s) if c else nullcontext()`: (c, True) -- it switches only where the test holds
-    when: "tuple[cst.BaseExpression, bool] | None" = None
 
 
 NONE = CVal(None)

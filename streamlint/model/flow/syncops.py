@@ -121,14 +121,14 @@ class SyncMethods:
             self.replay(st, e)  # a captured graph runs on this stream, reading its static inputs
             return True, None
         if name == "record_stream" and arg0 is not None and isinstance(e.func.value, (cst.Name, cst.Attribute)) \
-                and not self.tensors(st, recv) and (holder := dotted(e.func.value)) is not None:
-            # an element of a collection, an opaque result, an attribute place (`p.grad`: storage.unset_place)
-            self.loose_record(st, holder, self.stream_key(st, self.ev(st, arg0), arg0))
-            return True, None
-        if name == "record_stream" and arg0 is not None and isinstance(e.func.value, cst.Attribute) \
-                and (holder := dotted(e.func.value)) is not None:  # a tracked attribute place (`p.grad` after an
-            # in-place op): the record also holds when the attribute is rebound (storage.unset_place)
-            self.loose_record(st, holder, self.stream_key(st, self.ev(st, arg0), arg0))
+                and (holder := dotted(e.func.value)) is not None:
+            untracked = not self.tensors(st, recv)
+            if untracked or isinstance(e.func.value, cst.Attribute):
+                # an element of a collection, an opaque result, an attribute place (`p.grad`: storage.unset_place;
+                # also once an in-place op made it a tracked tensor: the record holds when the attribute is rebound)
+                self.loose_record(st, holder, self.stream_key(st, self.ev(st, arg0), arg0))
+            if untracked:
+                return True, None
         return False, None
 
     def _resolved(self, e: cst.Call) -> bool:

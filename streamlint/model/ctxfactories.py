@@ -41,7 +41,7 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.file import CallSite, FileModel, FunctionInfo, dotted
-from streamlint.model.syntax import is_none, local_nodes
+from streamlint.model.syntax import is_none, local_nodes, strip_not
 from streamlint.model.uses import ApiUse, bind_arguments
 
 if TYPE_CHECKING:
@@ -253,7 +253,7 @@ def _arms(project: Project, file: FileModel, fn: FunctionInfo | None, value: cst
         target = project.function(qualname, file) if qualname else None
         if target is None or not _own_function(fn, value, target[0]):
             return None
-        uses = tuple(u for u in project._wrapper_uses(file, dataclasses.replace(site, target=qualname))
+        uses = tuple(u for u in project.wrapper_uses(file, dataclasses.replace(site, target=qualname))
                      if u.role is Role.NATIVE_STREAM_CONTEXT)
         return [_Arm(uses, fn, file)] if uses else None
     return None
@@ -298,7 +298,7 @@ def _partial_arm(project: Project, file: FileModel, fn: FunctionInfo | None, val
     if found is None or not _own_function(fn, target, found[0]):
         return None
     synthetic = dataclasses.replace(site, node=call, target=qualname)
-    uses = tuple(dataclasses.replace(u, site=site) for u in project._wrapper_uses(file, synthetic)
+    uses = tuple(dataclasses.replace(u, site=site) for u in project.wrapper_uses(file, synthetic)
                  if u.role is Role.NATIVE_STREAM_CONTEXT)
     return [_Arm(uses, fn, file)] if uses else None
 
@@ -432,9 +432,8 @@ def _caller_test(file: FileModel, caller: FunctionInfo, owner: FunctionInfo | No
     constructor, whose locals are gone when the caller runs later), through ``self.*`` or module-level names,
     a constructor's local by the field it is stored in, a module-level expression by the field assigned it
     when the caller tests that field."""
-    expr, positive = test
-    while isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
-        expr, positive = expr.expression, not positive
+    expr, inner = strip_not(test[0])
+    positive = test[1] if inner else not test[1]
     if owner is None or not field and _binds_in(caller, owner):
         return expr, positive
     if isinstance(expr, cst.Name) and (expr.value in owner.all_params or expr.value in owner.name_assigns):

@@ -505,11 +505,11 @@ class Project:
         if spec is not None:
             uses: tuple[ApiUse, ...] = (ApiUse(spec, site, file, bind_arguments(spec.params, site.node)),)
         else:
-            uses = self._wrapper_uses(file, site) or accelerator_uses(self, file, site) or factory_uses(self, file, site)
+            uses = self.wrapper_uses(file, site) or accelerator_uses(self, file, site) or factory_uses(self, file, site)
         self._uses[key] = uses
         return uses
 
-    def _wrapper_uses(self, file: FileModel, site: CallSite) -> tuple[ApiUse, ...]:
+    def wrapper_uses(self, file: FileModel, site: CallSite) -> tuple[ApiUse, ...]:
         target = self.function(site.target, file) if site.target else local_def(file, site.function, site.node.func)
         if target is not None and target[0].node.name.value in ("forward", "__call__") \
                 and not (site.target or "").endswith(("." + target[0].node.name.value)):

@@ -67,6 +67,14 @@ def strip_not(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
     return test, positive
 
 
+def call_name(expr: cst.BaseExpression | None) -> str | None:
+    """The name a call is made by: ``f`` of ``f(...)``, ``m`` of ``obj.m(...)``; None for anything else."""
+    if not isinstance(expr, cst.Call):
+        return None
+    func = expr.func
+    return func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
+
+
 def is_none(expr: cst.BaseExpression | None) -> bool:
     """Is the expression the literal ``None``?"""
     return isinstance(expr, cst.Name) and expr.value == "None"

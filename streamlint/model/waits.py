@@ -168,11 +168,14 @@ def event_recorded_in_class(file: FileModel, fn: FunctionInfo, attr: str) -> boo
             stack: list[tuple[cst.CSTNode, cst.CSTNode | None]] = [(method.node.body, None)]
             while stack:
                 node, parent = stack.pop()
-                if isinstance(node, (cst.Assign, cst.AnnAssign)) and _records_event(node.value):
-                    # `self.done = stream.record_event()`: the stream's method records the event it returns
+                if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
+                    # `self.done = stream.record_event()` (the stream's method records the event it returns), or an
+                    # event this method recorded (`ev.record(s); self.done = ev`)
                     targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-                    used.update(t.attr.value for t in targets if isinstance(t, cst.Attribute)
-                                and isinstance(t.value, cst.Name) and t.value.value == "self")
+                    fields = [t.attr.value for t in targets if isinstance(t, cst.Attribute)
+                              and isinstance(t.value, cst.Name) and t.value.value == "self"]
+                    if fields and _recorded_event(method.node, node.value):
+                        used.update(fields)
                 if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
                     if not _wait_position(node, parent):
                         used.add(node.attr.value)
@@ -205,14 +208,6 @@ def event_recorded_elsewhere(project: Project, attr: str) -> bool:
 def _is_wait_call(call: cst.Call) -> bool:
     name = call.func.attr.value if isinstance(call.func, cst.Attribute) else getattr(call.func, "value", "")
     return isinstance(name, str) and "wait" in name
-
-
-def _records_event(value: cst.BaseExpression | None) -> bool:
-    """Does an assigned value record an event (``s.record_event()``, also in a conditional expression)?"""
-    if isinstance(value, cst.IfExp):
-        return _records_event(value.body) or _records_event(value.orelse)
-    return isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
-        and value.func.attr.value == "record_event"
 
 
 def _wait_position(node: cst.Attribute, parent: cst.CSTNode | None) -> bool:

@@ -51,12 +51,12 @@ def duck_method(project: Project, file: FileModel, fn: FunctionInfo,
     if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
         return None
     recv, name = func.value.value, func.attr.value
-    if recv in ("self", "cls") or recv not in fn.all_params or recv in fn.name_assigns or not _distinctive(name):
+    if recv in ("self", "cls") or recv not in fn.all_params or recv in fn.name_assigns or not distinctive(name):
         return None
     if any(p.name.value == recv and p.annotation is not None
            for p in (*fn.node.params.posonly_params, *fn.node.params.params, *fn.node.params.kwonly_params)):
         return None
-    found = _only_definition(project, name)
+    found = only_definition(project, name)
     if found is None:
         return None
     method, cls, mod = found
@@ -64,7 +64,7 @@ def duck_method(project: Project, file: FileModel, fn: FunctionInfo,
     key = (id(fn), recv, id(cls))
     held = memo.get(key)
     if held is None or held[0] is not fn or held[1] is not cls:  # (kept with the answer: ids never reused under it)
-        memo[key] = held = (fn, cls, _behaves_as(fn, recv, cls))
+        memo[key] = held = (fn, cls, behaves_as(fn, recv, cls))
     return (method, mod) if held[2] else None
 
 
@@ -79,12 +79,12 @@ def duck_calls(project: Project, file: FileModel, fn: FunctionInfo) -> str | Non
     return None
 
 
-def _distinctive(name: str) -> bool:
+def distinctive(name: str) -> bool:
     words = [w for w in name.split("_") if w]
     return not name.startswith("__") and len(words) >= 2 and name not in _API_NAMES and not tensor_method(name)
 
 
-def _only_definition(project: Project, name: str) -> tuple[FunctionInfo, ClassInfo, FileModel] | None:
+def only_definition(project: Project, name: str) -> tuple[FunctionInfo, ClassInfo, FileModel] | None:
     memo = derived(project, "duck_definitions")
     if name in memo:
         return memo[name]
@@ -107,7 +107,7 @@ def _only_definition(project: Project, name: str) -> tuple[FunctionInfo, ClassIn
     return memo[name]
 
 
-def _behaves_as(fn: FunctionInfo, recv: str, cls: ClassInfo) -> bool:
+def behaves_as(fn: FunctionInfo, recv: str, cls: ClassInfo) -> bool:
     members = set(cls.methods)
     for m in cls.methods.values():
         members |= {a.target[5:].split(".", 1)[0].split("[", 1)[0] for a in m.assigns if a.target.startswith("self.")}

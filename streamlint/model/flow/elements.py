@@ -27,7 +27,7 @@ from streamlint._lazy import cst
 from streamlint.model.flow.values import Access, EVal, IVal, KVal, SVal, State, TupVal, TVal
 from streamlint.model.streams import EVENT, EVENT_LIST, MAIN, STREAM, STREAM_LIST, attr_kind, kind_of_value
 from streamlint.model.tensoruse import element_tensor_annotation, tensor_only_method
-from streamlint.model.syntax import int_literal, slice_drop
+from streamlint.model.syntax import call_name, int_literal, slice_drop
 from streamlint.model.walk import children
 
 FIRST, MIDDLE, LAST = "0", "1", "-1"
@@ -36,15 +36,6 @@ ALL = (FIRST, MIDDLE, LAST)
 _STREAM_USES = frozenset({"wait_stream", "wait_event", "record_event"})
 _EVENT_USES = frozenset({"record", "query", "elapsed_time"})
 _LITERAL_INDEX = r"\[\s*(-?\d+)\s*\]"
-
-
-def _call_name(call: cst.Call) -> str | None:
-    func = call.func
-    if isinstance(func, cst.Name):
-        return func.value
-    if isinstance(func, cst.Attribute):
-        return func.attr.value
-    return None
 
 
 def _slice_positions(sl: cst.Slice) -> tuple[str, ...] | None:
@@ -88,7 +79,7 @@ def _element_use(body: cst.CSTNode, name: str) -> str | None:
     while stack:
         node = stack.pop()
         if isinstance(node, cst.Call):
-            method = _call_name(node)
+            method = call_name(node)
             receiver = node.func.value if isinstance(node.func, cst.Attribute) else None
             args = [a.value for a in node.args]
             if method in _STREAM_USES:
@@ -117,7 +108,7 @@ class Elements:
         or None when the loop is not one."""
         it = node.iter
         target = node.target
-        if isinstance(it, cst.Call) and _call_name(it) in ("list", "tuple") and isinstance(it.func, cst.Name) \
+        if isinstance(it, cst.Call) and call_name(it) in ("list", "tuple") and isinstance(it.func, cst.Name) \
                 and len(it.args) == 1:
             it = it.args[0].value
         positions: tuple[str, ...] = ALL
@@ -128,7 +119,7 @@ class Elements:
                 return None
             positions, it = sliced, it.value
             bounds = {ALL: (None, None), (MIDDLE, LAST): (1, None), (FIRST, MIDDLE): (None, -1)}[sliced]
-            if isinstance(it, cst.Call) and _call_name(it) in ("list", "tuple") and isinstance(it.func, cst.Name) \
+            if isinstance(it, cst.Call) and call_name(it) in ("list", "tuple") and isinstance(it.func, cst.Name) \
                     and len(it.args) == 1:
                 it = it.args[0].value
         if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "reversed" \

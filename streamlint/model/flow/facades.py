@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
 from streamlint.model.streams import derived
-from streamlint.model.syntax import local_nodes
+from streamlint.model.syntax import call_name, local_nodes
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -128,11 +128,9 @@ def _statements(body: cst.BaseSuite) -> list:
 def _one_sync(body: cst.BaseSuite) -> bool:
     """One statement, a call of a ``synchronize`` (``torch.npu.current_stream().synchronize()``)."""
     stmts = _statements(body)
-    if len(stmts) != 1 or not isinstance(stmts[0], cst.Expr) or not isinstance(stmts[0].value, cst.Call):
+    if len(stmts) != 1 or not isinstance(stmts[0], cst.Expr):
         return False
-    func = stmts[0].value.func
-    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-    return name.endswith("synchronize")
+    return (call_name(stmts[0].value) or "").endswith("synchronize")
 
 
 def _nothing(body: cst.BaseSuite) -> bool:

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.apis import COLLECTIVES
 from streamlint.model.file import ClassInfo, dotted
-from streamlint.model.flow.duckmethods import _behaves_as, _distinctive, _only_definition
+from streamlint.model.flow.duckmethods import behaves_as, distinctive, only_definition
 from streamlint.model.flow.elementsets import element_origins
 from streamlint.model.placement import host_placed
 from streamlint.model.streams import derived
@@ -282,13 +282,13 @@ def object_method(project: Project, file: FileModel, fn: FunctionInfo, func: cst
             found = _method_of(project, element[0], element[1], func.attr.value)
             return ObjectMethod(found[0], found[1], True) if found is not None else None
     name = func.attr.value
-    if not isinstance(func.value, cst.Name) or not _distinctive(name):
+    if not isinstance(func.value, cst.Name) or not distinctive(name):
         return None
-    only = _only_definition(project, name)
+    only = only_definition(project, name)
     if only is None:
         return None
     method, cls, mod = only
-    return ObjectMethod(method, mod, False) if _behaves_as(fn, func.value.value, cls) else None
+    return ObjectMethod(method, mod, False) if behaves_as(fn, func.value.value, cls) else None
 
 
 # ---- summaries

@@ -45,6 +45,7 @@ from streamlint.model import apis
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
 from streamlint.model.flow.values import Access, ordered_before
 from streamlint.model.streams import MAIN, derived
+from streamlint.model.syntax import call_name
 from streamlint.model.walk import children
 
 if TYPE_CHECKING:
@@ -328,7 +329,7 @@ def unheld_events(project: Project, file: FileModel) -> list[UnheldEvent]:
                 continue
             records = [site for site in fn.calls if site.method == "record" and isinstance(site.node.func, cst.Attribute)
                        and isinstance(site.node.func.value, cst.Name) and site.node.func.value.value == name]
-            made = [v for v in values if _callee_name(v) == "record_event"]
+            made = [v for v in values if call_name(v) == "record_event"]
             if not records and not made:
                 continue
             text = _names_in(fn.node) if text is None else text
@@ -373,17 +374,10 @@ def _names_in(node: cst.CSTNode) -> dict:
     return counts
 
 
-def _callee_name(v: cst.BaseExpression) -> str | None:
-    if not isinstance(v, cst.Call):
-        return None
-    return v.func.attr.value if isinstance(v.func, cst.Attribute) else v.func.value if isinstance(v.func, cst.Name) \
-        else None
-
-
 def _fresh_event(file: FileModel, fn: FunctionInfo, v: cst.BaseExpression) -> bool:
     """``torch.npu.Event()``, ``Event(enable_timing=False)`` (a device event of the API table, not a tracing
     class of that name), ``stream.record_event()``: a new event object."""
-    if _callee_name(v) == "record_event":
+    if call_name(v) == "record_event":
         return True
     spec = apis.lookup(file.resolve(v.func, fn)) if isinstance(v, cst.Call) else None
     return spec is not None and spec.role is apis.Role.EVENT_NEW

@@ -2,11 +2,12 @@ from __future__ import annotations
 
 from streamlint._lazy import cst
 
-from streamlint.finding import Confidence, Severity
+from streamlint.finding import Confidence, FixSafety, Severity
 from streamlint.model.apis import Role
 from streamlint.model.dataflow import wait_self_expr
 from streamlint.model.file import dotted
-from streamlint.model.streams import EVENT, attr_kind
+from streamlint.model.argkinds import argument_kind
+from streamlint.model.streams import EVENT, STREAM, attr_kind
 from streamlint.model.waits import (
     event_recorded_elsewhere,
     event_recorded_in_class,
@@ -18,6 +19,9 @@ from streamlint.model.waits import (
 from streamlint.rule import Invalid, Rule, RuleContext, Valid, first_line
 
 
+_SWAPPED = {"wait_event": (EVENT, "wait_stream"), "wait_stream": (STREAM, "wait_event")}
+
+
 class IneffectiveWait(Rule):
     """## What it does
     Flags waits that order nothing:
@@ -25,13 +29,19 @@ class IneffectiveWait(Rule):
       (`x.view(...)`) or `x` is not used after the call, or where `x` and `d` are the same tensor;
     - `torchair.ops.wait([...])` with no later op on that stream in the function;
     - `torchair.ops.record()` as the first statement of a stream scope (it marks no op);
-    - waiting on a `self.*` event (`event.wait()`, `stream.wait_event(event)`) that is never recorded.
+    - waiting on a `self.*` event (`event.wait()`, `stream.wait_event(event)`) that is never recorded;
+    - `stream.wait_event(other_stream)` / `stream.wait_stream(event)`: the other kind of object than the
+      method takes (it raises when it runs; fixable by calling the other method, an unsafe fix).
 
     ## Why is this bad?
     `npu_wait_tensor` rewires the *later* consumers of `x` to an Identity that depends on `d`'s
     producer; with no later consumer the node is dead-code-eliminated. `torchair.ops.wait` attaches to
     the next op on the stream, `record()` to the last one already emitted. A never-recorded event
     completes immediately. In all these cases the intended ordering silently does not exist.
+
+    ## Fix safety
+    Only the swapped kind is fixed (`wait_event(stream)` becomes `wait_stream(stream)` and the reverse). It
+    is unsafe: the call no longer raises and now orders the streams, which changes what runs.
 
     ## Example
     ```python
@@ -53,6 +63,7 @@ class IneffectiveWait(Rule):
     severity = Severity.WARNING
     confidence = Confidence.HIGH
     markers = (b"wait", b"record")
+    fix_safety = FixSafety.UNSAFE
 
     def check(self, ctx: RuleContext) -> None:
         project, file = ctx.project, ctx.file
@@ -75,8 +86,34 @@ class IneffectiveWait(Rule):
                                               "marks nothing",
                                    hint="move it after the op it should mark (it marks the last op already "
                                         "emitted on the stream)")
+                elif site.method in _SWAPPED and self._swapped(ctx, fn, site):
+                    continue
                 elif Role.TAGGED_EVENT_WAIT in roles or site.method in ("wait", "wait_event"):
                     self._event_wait(ctx, fn, site, uses)
+
+    def _swapped(self, ctx: RuleContext, fn, site) -> bool:
+        """`cur.wait_event(side_stream)` / `cur.wait_stream(done_event)`: the other kind of object than the
+        method takes. PyTorch's `Stream.wait_event(e)` calls `e.wait(self)` and `wait_stream(s)` calls
+        `s.record_event()`; neither exists on the other kind, so the call raises when its path runs and
+        orders nothing until then. Reported where the kind is certain (its constructor, or the function's own
+        use of the same expression as only that kind can be used)."""
+        args = [a.value for a in site.node.args if a.keyword is None]
+        if not args or not isinstance(site.node.func, cst.Attribute) or ctx.project.call_target(ctx.file, site):
+            return False  # (a project class's own `wait_event` takes what it likes)
+        given = argument_kind(ctx.project, ctx.file, fn, args[0], site.node)
+        wanted, right = _SWAPPED[site.method]
+        if given is None or given == wanted:
+            return False
+        code = ctx.file.code(args[0])
+        fix = ctx.fix(f"Call `{right}({code})`", ctx.replace(site.node.func.attr, right))
+        ctx.report(site.node, first_line(f"`{site.method}()` is given the {given} `{code}`: it raises and orders nothing",
+                                         f"`{site.method}()` is given a {given}: it raises and orders nothing; use "
+                                         f"`{right}()`"),
+                   severity=Severity.ERROR,
+                   hint=f"`{site.method}` takes {'an event' if wanted == EVENT else 'a stream'}; the later uses are "
+                        f"judged as if the intended `{right}` were there",
+                   fix=fix)
+        return True
 
     def _wait_tensor(self, ctx: RuleContext, fn, site, use) -> None:
         file = ctx.file
@@ -148,5 +185,26 @@ class IneffectiveWait(Rule):
                 return y
             """,
             line=5,
+        ),
+        Invalid(
+            """
+            import torch
+
+            def join(side, x):
+                with torch.cuda.stream(side):
+                    y = x * 2
+                torch.cuda.current_stream().wait_event(side)
+                return y
+            """,
+            line=6,
+            fixed="""
+            import torch
+
+            def join(side, x):
+                with torch.cuda.stream(side):
+                    y = x * 2
+                torch.cuda.current_stream().wait_stream(side)
+                return y
+            """,
         ),
     ]

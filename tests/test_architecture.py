@@ -171,7 +171,7 @@ LAYERS = {
         "placement"},
     2: {"project", "paths", "compile", "wrappers", "queries", "streams", "accelerators", "captures", "stepstate",
         "attrstreams", "devobjects", "devfields", "heldslots", "eventguards", "hostobjects", "hostresults",
-        "freeing", "ctxfactories"},
+        "freeing", "ctxfactories", "argkinds"},
     3: {"tensors", "tensoruse", "dataflow", "flow", "breaks", "waits", "families", "scopes", "environment",
         "recorders", "handoffs"},
 }

@@ -40,6 +40,8 @@ Layer 2 — the project
     ``ctxfactories`` which stream does ``with self.side_ctx():`` enter when the field holds a context factory
                     (``partial(torch.cuda.stream, s)``, a lambda, a method, ``... if c else nullcontext``), and
                     under which test does a stream that may be None exist (correlated guards)?
+    ``argkinds``    is what a join is handed certainly a stream or an event (``cur.wait_event(side_stream)``
+                    raises: reported once at the join, the later uses judged by the join meant)?
     ``devobjects``  which objects stand for the device module without a getter (a module-level
                     ``current_platform`` whose class forwards ``__getattr__`` to ``torch.<device>``, an
                     annotated parameter, an object imported from another package)?

@@ -679,3 +679,4 @@ __all__ = [
     "on_self",
     "returned_kind",
 ]
+

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from streamlint._lazy import cst
 from streamlint.model.file import dotted
-from streamlint.model.flow.values import EVal, State, TVal, merge_clock, ordered_before
+from streamlint.model.flow.values import EVal, State, SVal, TVal, merge_clock, ordered_before
+from streamlint.model.argkinds import argument_kind
 from streamlint.model.streams import EVENT, MAIN, STREAM
 from streamlint.model.tensors import ESCAPE_METHODS
 from streamlint.model.syntax import local_nodes
@@ -50,12 +51,24 @@ def collection_waited(fn, arg: cst.BaseExpression) -> bool | None:
 
 
 class SyncMethods:
+    def _given(self, st: State, waited: object, arg: cst.BaseExpression, at: cst.Call) -> str | None:
+        """The kind of what a ``wait_stream`` / ``wait_event`` is handed: what the function's own uses of the
+        expression say (:func:`~streamlint.model.streams.argument_kind`), else the value's."""
+        kind = argument_kind(self.project, self.cfile, self.cfn, arg, at)
+        if kind is None:
+            kind = STREAM if isinstance(waited, SVal) else EVENT if isinstance(waited, EVal) else None
+        return kind
+
     def sync_method(self, st: State, e: cst.Call, recv: object, name: str, kind: str | None,
                     arg0: cst.BaseExpression | None) -> tuple[bool, object]:
         """(handled, result) of a method call on a stream / event / graph / opaque value."""
         if name == "wait_stream" and arg0 is not None:
             waiter = self.stream_key(st, recv, e.func.value)
-            producer = self.stream_key(st, self.ev(st, arg0), arg0)
+            waited = self.ev(st, arg0)
+            if self._given(st, waited, arg0, e) == EVENT:
+                self.wait_event(st, waiter, self.event_key(st, waited, arg0))  # `s.wait_stream(ev)`: as above
+                return True, None
+            producer = self.stream_key(st, waited, arg0)
             self.wait_stream(st, waiter, producer)
             members = collection_waited(self.cfn, arg0)
             if members is not None:  # `for s in producer_streams: side.wait_stream(s)`: every member waited
@@ -63,7 +76,13 @@ class SyncMethods:
                 snap[MAIN] = max(snap.get(MAIN, -1), self.clock if members else self.entry_time)  # the caller's)
             return True, None
         if name == "wait_event" and arg0 is not None:
-            self.wait_event(st, self.stream_key(st, recv, e.func.value), self.event_key(st, self.ev(st, arg0), arg0))
+            waited = self.ev(st, arg0)
+            if self._given(st, waited, arg0, e) == STREAM:
+                # `cur.wait_event(side_stream)`: a stream where an event belongs raises when it runs (SL202
+                # reports it there); its intent, a join on that stream, is what the later uses are judged by
+                self.wait_stream(st, self.stream_key(st, recv, e.func.value), self.stream_key(st, waited, arg0))
+                return True, None
+            self.wait_event(st, self.stream_key(st, recv, e.func.value), self.event_key(st, waited, arg0))
             return True, None
         if name == "record_event":
             stream = self.stream_key(st, recv, e.func.value)

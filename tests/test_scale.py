@@ -899,3 +899,28 @@ def test_names_under_stream_withs_jumps_between_scopes_with_the_same_answer() ->
     assert sum(b"stream" in t for t in texts) > 50
     for text in texts:
         assert _names_under_stream_withs(text) == _names_under_stream_withs_by_line(text), text[:200]
+
+
+def test_compile_byte_test_skips_leaves_inside_one_line_strings() -> None:
+    """A compile leaf inside a string or comment opened on its own line is not read by the summary: the
+    byte test drops such a module, and keeps every form where the leaf may be code (a call after a closed
+    string, an f-string field, a string continued by a backslash, a triple quote on the line)."""
+    dropped = [
+        b"MSG = ('When you enable torch.compile or use the cache_compile feature, '\n       'pass it on.')\n",
+        b"x = \"it's not torch.compile(model)\"\n",
+        b"y = 'a' + \"b # torch.compile(m)\"\n",
+        b"def f():\n    '''Doc.\n\n    don't torch.compile(this)\n    '''\n",
+    ]
+    kept = [
+        b"import torch\nm = 'a' if c else torch.compile(model)\n",
+        b"import torch\nm = f'{torch.compile(model)}'\n",
+        b"import torch\ns = 'a \\\n' + torch.compile(model)\n",
+        b"import torch\ns = '''a''' + torch.compile(model)\n",
+        b"import torch\ns = \"x\"; m = torch.compile(model)\n",
+    ]
+    for data in dropped:
+        assert not may_compile_bytes(data), data
+        assert not summarize(data).may_compile("m")
+    for data in kept:
+        assert may_compile_bytes(data), data
+        assert summarize(data).may_compile("m"), data

@@ -89,9 +89,9 @@ DECORATED = (
 )
 
 
-@pytest.mark.parametrize("with_tree", [False, True])
+@pytest.mark.parametrize("with_tree", [False, True, "text"])
 @pytest.mark.parametrize("name", ["tricky", "projects", "rules"])
-def test_position_table_gives_the_same_ranges_in_any_order(name: str, with_tree: bool) -> None:
+def test_position_table_gives_the_same_ranges_in_any_order(name: str, with_tree: bool | str) -> None:
     """Asked in any order, the lazy table gives compute_positions' ranges: generating in order (no
     stdlib tree), or one statement alone from the stdlib tree's line (checked against the next one)."""
     import ast
@@ -101,7 +101,9 @@ def test_position_table_gives_the_same_ranges_in_any_order(name: str, with_tree:
 
     if name == "tricky":
         texts = [TRICKY, TRICKY.replace("\r\n", "\n"), DECORATED, DECORATED.replace("\n", "\r\n"),
-                 DECORATED.rstrip("\n"), "x = 1", "", "# only a comment\n\n"]
+                 DECORATED.rstrip("\n"), "x = 1", "", "# only a comment\n\n",
+                 DECORATED + "\n# a trailing comment\n\n", DECORATED.replace("\n", "\r\n") + "# footer",
+                 "class A:\n    def f(self):\n        return 1\n    # the end", "if x:\n    y = 1\r\n\r\n"]
     else:
         texts = [p.read_text(encoding="utf-8") for p in sorted((FIXTURES / name).rglob("*.py"))[:12]]
     for seed, text in enumerate(texts):
@@ -111,7 +113,8 @@ def test_position_table_gives_the_same_ranges_in_any_order(name: str, with_tree:
         random.Random(seed).shuffle(nodes)
 
         def table() -> PositionTable:
-            return PositionTable(module, ast.parse(text) if with_tree else None)
+            return PositionTable(module, ast.parse(text) if with_tree else None,
+                                 text if with_tree == "text" else None)
 
         every = table()
         assert {node: every.get(node) for node in nodes} == expected
@@ -126,3 +129,8 @@ def test_position_table_gives_the_same_ranges_in_any_order(name: str, with_tree:
             middle, one = module.body[len(module.body) // 2], table()
             assert one.get(middle) == expected[middle]
             assert one._starts is not None and not one._started
+        if with_tree == "text":  # the last statement alone too: checked against the source's line count
+            last, one = module.body[-1], table()
+            assert one.get(last) == expected[last]
+            if one._starts is not None:
+                assert not one._started

@@ -860,3 +860,67 @@ def test_a_planted_reach_record_is_a_miss_never_a_crash_nor_a_read_outside(tmp_p
         again = cli(args)
         assert again.exit_code == first.exit_code, (plant, again.output)
         assert json.loads(again.output) == json.loads(first.output), plant
+
+
+def _names_under_stream_withs_by_line(data: bytes) -> set[bytes]:
+    """The line-by-line reading ``sidecalls._names_under_stream_withs`` replaced (the reference)."""
+    from streamlint.model.flow.sidecalls import _CALLED
+
+    found: set[bytes] = set()
+    scope = -1
+    for line in data.split(b"\n"):
+        text = line.lstrip()
+        if not text or text.startswith(b"#"):
+            continue
+        level = len(line) - len(text)
+        if scope >= 0 and level <= scope:
+            scope = -1
+        if scope >= 0:
+            found.update(_CALLED.findall(text))
+        elif text.startswith((b"with ", b"async with ")) and b"stream" in text.lower():
+            scope = level
+            found.update(_CALLED.findall(text.partition(b":")[2]))
+    return found
+
+
+def test_names_under_stream_withs_jumps_between_scopes_with_the_same_answer() -> None:
+    """The caller side-stream byte pass walks only the lines under a stream ``with``: same names as the
+    line-by-line reading on every fixture and on nested, closing, commented, one-line and CRLF scopes."""
+    from streamlint.model.flow.sidecalls import _names_under_stream_withs
+
+    texts = [b"with stream(s): f(x)\n  g(y)\nh(z)",
+             b"    with torch.npu.stream(s):\n        a(b)\n\n        # c(d)\n        e(f)\n    g(h)\n    with x:\n"
+             b"  with Stream():\n   k()",
+             b"with STREAM:\r\n  f()\r\nwith y: stream(z)\n q()",
+             b"", b"with s", b"x = 'with stream'\n  f()\nwith stream:\n",
+             b"def f():\n    with a.stream(s):\n        with b.stream(t):\n            g(x)\n        h(y)\n    i(z)\n"
+             b"async with stream_ctx() as s:\n    j(w)\n"]
+    texts += [p.read_bytes() for p in (Path(__file__).resolve().parent.parent / "fixtures").rglob("*.py")]
+    assert sum(b"stream" in t for t in texts) > 50
+    for text in texts:
+        assert _names_under_stream_withs(text) == _names_under_stream_withs_by_line(text), text[:200]
+
+
+def test_compile_byte_test_skips_leaves_inside_one_line_strings() -> None:
+    """A compile leaf inside a string or comment opened on its own line is not read by the summary: the
+    byte test drops such a module, and keeps every form where the leaf may be code (a call after a closed
+    string, an f-string field, a string continued by a backslash, a triple quote on the line)."""
+    dropped = [
+        b"MSG = ('When you enable torch.compile or use the cache_compile feature, '\n       'pass it on.')\n",
+        b"x = \"it's not torch.compile(model)\"\n",
+        b"y = 'a' + \"b # torch.compile(m)\"\n",
+        b"def f():\n    '''Doc.\n\n    don't torch.compile(this)\n    '''\n",
+    ]
+    kept = [
+        b"import torch\nm = 'a' if c else torch.compile(model)\n",
+        b"import torch\nm = f'{torch.compile(model)}'\n",
+        b"import torch\ns = 'a \\\n' + torch.compile(model)\n",
+        b"import torch\ns = '''a''' + torch.compile(model)\n",
+        b"import torch\ns = \"x\"; m = torch.compile(model)\n",
+    ]
+    for data in dropped:
+        assert not may_compile_bytes(data), data
+        assert not summarize(data).may_compile("m")
+    for data in kept:
+        assert may_compile_bytes(data), data
+        assert summarize(data).may_compile("m"), data

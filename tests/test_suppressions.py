@@ -262,3 +262,45 @@ def test_own_line_ignore_inside_a_multiline_call_covers_only_that_statement(tmp_
         with torchair.scope.npu_stream_switch(3):
             pass
     """, tmp_path) == [(7, "SL105")]
+
+
+def test_comments_without_full_tokenize_match_tokenize() -> None:
+    """The suppression comments found without tokenizing the module (`_comments_fast`) are exactly the
+    tokenizer's, on strings that hold comment-like text, comments between concatenated string parts,
+    non-ASCII text before a comment, header comments and a file-level noqa after code."""
+    import ast
+
+    from streamlint.suppressions import _CANDIDATE_RE, _comments_fast, _comments_tokenized
+
+    texts = [
+        "# streamlint: noqa: SL201\n# a header line\nimport torch  # noqa: F401\n",
+        "x = '# noqa: SL301'  # noqa: SL201\ny = \"a#b\" + 'c'  # streamlint: ignore[SL1]\n",
+        "s = ('part one'  # noqa: SL201\n     'part two')\n",
+        "t = f'{x!r:>10}#'  # noqa\n",
+        "doc = '''\n# noqa: SL201 inside a docstring\n'''\nz = 1  # NOQA: SL301\n",
+        "é = 'ü'  # noqa: SL201\nclass A:\n    def f(self):\n        pass  # streamlint: noqa\n",
+        "import os\n# streamlint: noqa\n",
+        "b = b'#'; c = 2  # noqa:SL201,SL301\n",
+    ]
+    for text in texts:
+        tree = ast.parse(text)
+        fast = _comments_fast(text, tree)
+        want = [c for c in _comments_tokenized(text) if _CANDIDATE_RE.search(c[2])]
+        assert fast is None or fast == want, text
+    assert _comments_fast(texts[2], ast.parse(texts[2])) is None  # a comment inside a string's range: tokenize
+    assert _comments_fast(texts[1], ast.parse(texts[1])) is None  # a candidate inside a string literal
+    assert _comments_fast(texts[7], ast.parse(texts[7])) == [(1, 17, "# noqa:SL201,SL301", False)]
+    crlf = "x = 1  # noqa: SL201\r\n"
+    assert _comments_fast(crlf, ast.parse(crlf)) is None
+    for text in texts + [crlf]:  # the same suppressions either way
+        tree = ast.parse(text)
+        got = [(s.kind, s.codes, s.first_line, s.last_line, s.span) for s in parse_suppressions(text, tree)]
+        import streamlint.suppressions as sup
+
+        saved = sup._comments_fast
+        sup._comments_fast = lambda text, tree: None
+        try:
+            want2 = [(s.kind, s.codes, s.first_line, s.last_line, s.span) for s in parse_suppressions(text, tree)]
+        finally:
+            sup._comments_fast = saved
+        assert got == want2, text

@@ -56,6 +56,29 @@ _IMPORT_PATH = re.compile(rb"[ \t]*(?:import[ \t]|from[ \t]+([A-Za-z0-9_.]+)[ \t
 _CONTINUES = re.compile(rb"(?:[ \t]|\\\r?\n)*[.\[+\-*/%@<>!&|^~]")
 
 
+def _in_string_or_comment(data: bytes, line_start: int, before: bytes) -> bool:
+    """Is the text after ``before`` (from the start of its line) inside a string literal or a comment that
+    opened on this line? Decided only for a line that starts outside any string (not after a line ending
+    in a backslash), with no backslash, brace or triple quote before the leaf; anything else: False. (A
+    line that starts inside a triple-quoted string and has no triple quote before the leaf has it in that
+    string whatever this answers.)"""
+    if b"\\" in before or b"{" in before or b"'''" in before or b'"""' in before:
+        return False  # (escapes, f-string fields, a triple-quoted string opening or closing on the line)
+    previous = data[max(line_start - 3, 0):line_start].rstrip(b"\r\n")
+    if previous.endswith(b"\\"):
+        return False  # a string continued from the line before
+    quote = 0
+    for byte in before:
+        if quote:
+            if byte == quote:
+                quote = 0
+        elif byte in (34, 39):  # " '
+            quote = byte
+        elif byte == 35:  # #
+            return True
+    return quote != 0
+
+
 def _may_matter(data: bytes, start: int, end: int) -> bool:
     """May the compile leaf at ``data[start:end]`` be read by :func:`summarize`? Not when it is in a comment
     (a ``#`` and no quote before it on its line: a ``#`` inside a string means the line is in a string that
@@ -64,6 +87,8 @@ def _may_matter(data: bytes, start: int, end: int) -> bool:
     line_start = data.rfind(b"\n", 0, start) + 1
     before = data[line_start:start]
     if b"#" in before and b"'" not in before and b'"' not in before:
+        return False
+    if (b"'" in before or b'"' in before) and _in_string_or_comment(data, line_start, before):
         return False
     if _ENDS.match(data, end):
         return True

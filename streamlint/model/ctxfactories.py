@@ -117,7 +117,12 @@ class _Binding:
     value: cst.BaseExpression
     fn: FunctionInfo | None
     guards: tuple[Test, ...]
-    line: int
+    node: cst.CSTNode | None  # the assignment (a field's), whose line orders a default before its override
+
+    def line(self, file: FileModel) -> int:
+        """The assignment's first line, asked only when two bindings are ordered (a position costs the code
+        generation of the statement's whole top-level class)."""
+        return file.span(self.node).start_line if self.node is not None else 0
 
 
 def _choice(file: FileModel, real: list, null: list) -> Test | None:
@@ -150,10 +155,10 @@ def _statement_choice(file: FileModel, real: list[_Binding], null: list[_Binding
     if not guards:
         return None
     outer, (text, positive) = guards[:-1], guards[-1]  # (outer tests: both arms sit under them, e.g. a `raise`)
-    first = min(b.line for b in real)
+    first = min(b.line(file) for b in real)
     for b in null:
         mine = tuple((file.code(t), p) for t, p in b.guards)
-        if mine == outer and b.line < first:
+        if mine == outer and b.line(file) < first:
             continue  # a default the guarded assignment overrides
         if mine == (*outer, (text, not positive)):
             continue  # the `else` arm
@@ -177,7 +182,7 @@ def _bindings(file: FileModel, fn: FunctionInfo, func: cst.BaseExpression) -> li
         if owner is None or func.value in owner.all_params:
             return []
         values = owner.name_assigns.get(func.value, [])
-        return [_Binding(values[0], owner, (), 0)] if len(values) == 1 else []
+        return [_Binding(values[0], owner, (), None)] if len(values) == 1 else []
     if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
         cls = file.classes.get(fn.class_name or "")
         if cls is None or func.attr.value in cls.methods:
@@ -198,7 +203,7 @@ def _field_bindings(file: FileModel, class_name: str, key: str) -> list[_Binding
                 if a.value is not None and a.target.startswith("self.") and a.target.count(".") == 1:
                     guards = tuple((g.test, not g.negated) for g in a.guards)
                     index.setdefault((method.class_name, a.target), []).append(
-                        _Binding(a.value, method, guards, file.span(a.node).start_line))
+                        _Binding(a.value, method, guards, a.node))
     return index.get((class_name, key), [])
 
 

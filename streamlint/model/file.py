@@ -252,7 +252,7 @@ class FileModel:
 
         # the stdlib tree of the module, while the engine still holds it (see engine._lint_file): it lets
         # the table generate only the statement a node is in
-        return PositionTable(self.module, self.__dict__.get("_ast_tree"))
+        return PositionTable(self.module, self.__dict__.get("_ast_tree"), self.source.text)
 
     def span(self, node: cst.CSTNode) -> Span:
         pos = self._positions.get(node)

@@ -89,10 +89,11 @@ def _summarise(project, file: FileModel, cls: ClassInfo) -> dict[str, HeldField]
         records = any(site.method == "record_stream" for site in method.calls)
         joins = [file.span(site.node).start_line for site in method.calls if site.method in _JOIN_CALLS]
         for stmt in _statements(method.node.body):
-            line = file.span(stmt).start_line
             released = _released(stmt) if name not in _INIT_METHODS and name != "__del__" else None
             if released is not None:
-                joined = any(j < line for j in joins) or callers.get(name, (None, False))[1]
+                # (a position costs the code generation of the whole top-level class: asked only with a join)
+                joined = (bool(joins) and any(j < file.span(stmt).start_line for j in joins)) \
+                    or callers.get(name, (None, False))[1]
                 releases.setdefault(released, []).append(Release(name, stmt, joined))
                 continue
             for field in _read_fields(stmt):
@@ -189,9 +190,8 @@ def _class_call_streams(project, file: FileModel, cls: ClassInfo) -> dict[str, t
             func = site.node.func
             if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self" \
                     and func.attr.value in cls.methods and cls.methods[func.attr.value] is not method:
-                line = file.span(site.node).start_line
-                found.setdefault(func.attr.value, []).append(
-                    (_stream_at(project, file, method, site.node, MAIN), any(j < line for j in joins)))
+                joined = bool(joins) and any(j < file.span(site.node).start_line for j in joins)
+                found.setdefault(func.attr.value, []).append((_stream_at(project, file, method, site.node, MAIN), joined))
     out: dict[str, tuple[str | None, bool]] = {}
     for name, calls in found.items():
         streams = {s for s, _ in calls}
@@ -201,6 +201,8 @@ def _class_call_streams(project, file: FileModel, cls: ClassInfo) -> dict[str, t
 
 def _stream_at(project, file: FileModel, fn: FunctionInfo, node: cst.CSTNode, outside: str | None) -> str | None:
     """The stream current at ``node`` in ``fn``: the innermost stream scope around it, else ``outside``."""
+    if not fn.scopes:
+        return outside  # (no position asked: it costs the code generation of the node's top-level class)
     span = file.span(node)
     best = None
     for site in fn.scopes:

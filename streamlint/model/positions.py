@@ -108,8 +108,9 @@ class PositionTable:
     trailing newline). Every range is the one :func:`compute_positions` gives.
     """
 
-    def __init__(self, module: cst.Module, tree: object | None = None) -> None:
+    def __init__(self, module: cst.Module, tree: object | None = None, text: str | None = None) -> None:
         self.module = module
+        self._text = text  # the module's source: where the last statement's generation must end
         self.state = _PositionState(module.default_indent, module.default_newline)
         self._steps = self._run()
         self._started = False
@@ -141,12 +142,26 @@ class PositionTable:
         state = _PositionState(self.module.default_indent, self.module.default_newline)
         state.line = starts[index]
         self.module.body[index]._codegen(state)
-        if (state.line, state.column) != (starts[index + 1], 0):
+        if (state.line, state.column) != (self._end_line(index), 0):
             return False
         computed = self.state.computed
         for key, value in state.computed.items():
             computed.setdefault(key, value)
         return True
+
+    def _end_line(self, index: int) -> int | None:
+        """The line at which the generation of top-level statement ``index`` alone must end: where the next
+        one starts, or for the last one, where the module's footer (its trailing blank and comment lines)
+        starts, from the source's line count (None: unknown, no shortcut)."""
+        starts = self._starts
+        assert starts is not None
+        if index + 1 < len(starts):
+            return starts[index + 1]
+        if self._text is None:
+            return None
+        module = self.module
+        lines = len(_NEWLINE.findall(self._text)) + 1  # the line after the last newline
+        return lines - len(module.footer) + (0 if module.has_trailing_newline else 1)
 
     def _run(self):
         module, state = self.module, self.state
@@ -166,7 +181,8 @@ class PositionTable:
         found = computed.get(node)
         if found is None and self._starts is not None and not self._started:
             index = self._locate(node)
-            if index is not None and index + 1 < len(self.module.body) and index not in self._generated:
+            if index is not None and (index + 1 < len(self.module.body) or self._text is not None) \
+                    and index not in self._generated:
                 self._generated.add(index)
                 if self._generate_alone(index):
                     found = computed.get(node)

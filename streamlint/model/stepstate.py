@@ -51,6 +51,11 @@ def _path(file: FileModel, expr: cst.BaseExpression, aliases: dict[str, str]) ->
             and expr.func.attr.value in ("view", "view_as", "reshape", "narrow", "flatten", "detach", "chunk",
                                          "split", "select", "unflatten", "__getitem__"):
         expr = expr.func.value  # a view of the chain writes the chain
+    root = expr
+    while isinstance(root, (cst.Attribute, cst.Subscript)):
+        root = root.value
+    if not isinstance(root, cst.Name) or (root.value != "self" and root.value not in aliases):
+        return None  # (the text below can only match a chain on `self` or an alias: no code generated)
     code = file.code(expr).replace(" ", "")
     while True:
         new = _SUBSCRIPT.sub("\x00", code)

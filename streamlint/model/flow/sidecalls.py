@@ -80,22 +80,39 @@ def _called_in_stream_scope(project: Project, name: str) -> bool:
     return name in memo["names"]
 
 
+# a line that may open a stream `with` (checked as the line loop checks it; only the lines under a stream
+# `with` are walked one by one)
+_STREAM_WITH = re.compile(rb"with [^\n]*(?i:stream)")
+
+
 def _names_under_stream_withs(data: bytes) -> set[bytes]:
     found: set[bytes] = set()
-    scope = -1  # the indentation of the innermost open stream `with` (-1: none)
-    for line in data.split(b"\n"):
+    size = len(data)
+    pos = 0
+    while True:
+        m = _STREAM_WITH.search(data, pos)
+        if m is None:
+            return found
+        start = data.rfind(b"\n", 0, m.start()) + 1
+        end = data.find(b"\n", m.start())
+        end = size if end < 0 else end
+        line = data[start:end]
         text = line.lstrip()
-        if not text or text.startswith(b"#"):
+        pos = end + 1
+        if not (text.startswith((b"with ", b"async with ")) and b"stream" in text.lower()):
             continue
-        level = len(line) - len(text)
-        if scope >= 0 and level <= scope:
-            scope = -1
-        if scope >= 0:
-            found.update(_CALLED.findall(text))
-        elif text.startswith((b"with ", b"async with ")) and b"stream" in text.lower():
-            scope = level
-            found.update(_CALLED.findall(text.partition(b":")[2]))  # (`with s: f(x)` on one line)
-    return found
+        scope = len(line) - len(text)  # the indentation of the open stream `with`
+        found.update(_CALLED.findall(text.partition(b":")[2]))  # (`with s: f(x)` on one line)
+        while pos <= size:
+            end = data.find(b"\n", pos)
+            end = size if end < 0 else end
+            line = data[pos:end]
+            text = line.lstrip()
+            if text and not text.startswith(b"#"):
+                if len(line) - len(text) <= scope:
+                    break  # the scope closes: this line may open the next one
+                found.update(_CALLED.findall(text))
+            pos = end + 1
 
 
 def _side_entry(project: Project, file: FileModel, fn: FunctionInfo, depth: int) \

@@ -53,10 +53,12 @@ def bodies_read_caller_device(project: Project, file: FileModel, fn: FunctionInf
 
 
 def _forwards_body(caller: FunctionInfo, body: cst.CSTNode) -> bool:
-    """Does the body yield, in a ``@contextmanager`` caller? Then it runs the caller's own callers' with-bodies
-    (``with inner(ctx): yield ctx``: context managers composed), and what those read is read here."""
+    """Does the body yield, in a ``@contextmanager`` caller that orders no stream itself? Then it runs the
+    caller's own callers' with-bodies (``with inner(ctx): yield ctx``: context managers composed), and what those
+    read is read here. A wrapper that waits or records anything may have forked the stream before entering: not
+    followed (precision first)."""
     return any(d.rsplit(".", 1)[-1] == "contextmanager" for d in caller.decorators) \
-        and any(contains(body, y) for y in caller.yields)
+        and any(contains(body, y) for y in caller.yields) and not any(s.method in _ORDERING for s in caller.calls)
 
 
 def callers_cannot_fork(project: Project, file: FileModel, fn: FunctionInfo, param: str) -> bool:

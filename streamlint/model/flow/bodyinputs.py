@@ -27,6 +27,7 @@ from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.computed import computes_tensor
 from streamlint.model.streams import derived
 from streamlint.model.syntax import contains, local_nodes
+from streamlint.model.uses import bind_arguments
 from streamlint.model.tensors import (
     COPY_METHODS, HOST_VALUE_METHODS, META_METHODS, host_factory, host_target, param_kinds, tensor_method, torch_returns_tensor,
 )
@@ -51,6 +52,44 @@ def bodies_read_caller_device(project: Project, file: FileModel, fn: FunctionInf
     return memo[key]
 
 
+def _forwards_body(caller: FunctionInfo, body: cst.CSTNode) -> bool:
+    """Does the body yield, in a ``@contextmanager`` caller that orders no stream itself? Then it runs the
+    caller's own callers' with-bodies (``with inner(ctx): yield ctx``: context managers composed), and what those
+    read is read here. A wrapper that waits or records anything may have forked the stream before entering: not
+    followed (precision first)."""
+    return any(d.rsplit(".", 1)[-1] == "contextmanager" for d in caller.decorators) \
+        and any(contains(body, y) for y in caller.yields) and not any(s.method in _ORDERING for s in caller.calls)
+
+
+def callers_cannot_fork(project: Project, file: FileModel, fn: FunctionInfo, param: str) -> bool:
+    """``fn`` (a context manager) switches to a stream made from its parameter ``param``: can no caller have
+    forked that stream before entering? Yes when every call site is known and each caller orders no stream at
+    all (no wait, no synchronize, no event record: ``ctx = Context(torch.cuda.Stream())`` then ``with
+    group.capture(ctx): yield ctx``), and passes a value it made itself or nothing (a stream of its own parameter
+    is its callers' to fork). Precision first: otherwise the caller is assumed to fork it."""
+    sites = callers_of(project, file, fn)
+    if not sites:
+        return False
+    params = tuple(p for p in fn.params if p not in ("self", "cls"))
+    for _model, site in sites:
+        caller = site.function
+        if caller is None or any(s.method in _ORDERING for s in caller.calls):
+            return False
+        arg = bind_arguments(params, site.node, fn.kwonly).get(param)
+        if arg is None:
+            if any(a.star for a in site.node.args):
+                return False
+            continue  # the default: the context manager makes the stream itself
+        names = _free_names(arg)
+        if names & set(caller.all_params) - {"self", "cls"} or any(
+                isinstance(n, cst.Attribute) for n in local_nodes(arg)):
+            return False  # the caller's own parameter or object state: someone else may fork it
+    return True
+
+
+_ORDERING = frozenset({"wait_stream", "wait_event", "wait", "synchronize", "record", "record_event"})
+
+
 def _overridden(project: Project, file: FileModel, fn: FunctionInfo) -> list[tuple[FunctionInfo, FileModel]]:
     """The project base-class methods ``fn`` overrides (same name, up the first bases)."""
     cls = file.classes.get(fn.class_name or "") if fn.parent is None else None
@@ -68,6 +107,8 @@ def _site_reads_device(project: Project, model: FileModel, site) -> bool:
                  and any(item.item is site.node for item in n.items)), None)
     if body is None:
         return False  # not entered as a `with` here (a plain call, a nested helper): no body of this caller
+    if _forwards_body(caller, body) and bodies_read_caller_device(project, model, caller):
+        return True  # a wrapping context manager yielding in the body: its callers' with-bodies run there
     bound = _bound_in(body)
     kinds = param_kinds(project, model, caller)
     for name in _free_names(body) - bound:
@@ -251,4 +292,4 @@ def _device_call(project: Project, model: FileModel, caller: FunctionInfo, call:
     return found is not None and computes_tensor(project, found[1], found[0])
 
 
-__all__ = ["bodies_read_caller_device"]
+__all__ = ["bodies_read_caller_device", "callers_cannot_fork"]

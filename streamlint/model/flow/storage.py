@@ -13,7 +13,7 @@ import re
 from streamlint._lazy import cst
 from streamlint.model.attrstreams import foreign_stream, unseen_pair
 from streamlint.model.file import ClassInfo
-from streamlint.model.flow.bodyinputs import bodies_read_caller_device
+from streamlint.model.flow.bodyinputs import bodies_read_caller_device, callers_cannot_fork
 from streamlint.model.flow.entryctx import entry_of
 from streamlint.model.flow.escapes import events_in, handed_value, self_field
 from streamlint.model.flow.hostargs import host_by_callers, worker_thread_only
@@ -360,8 +360,9 @@ class Storages:
         params = [p for p in self.fn.all_params if p not in ("self", "cls")]
         if self.depth or self.anchor is None or not self.cfg.raw or self.cfg.args_exempt or st.cur == MAIN \
                 or st.cur in self.param_streams or st.cur.startswith("<") or foreign_stream(self, st.cur) \
-                or any(re.search(rf"(?<![\w.]){re.escape(p)}\b", st.cur) for p in params) \
-                or not any(d.rsplit(".", 1)[-1] == "contextmanager" for d in self.fn.decorators):
+                or not any(d.rsplit(".", 1)[-1] == "contextmanager" for d in self.fn.decorators) \
+                or not all(callers_cannot_fork(self.project, self.file, self.fn, p) for p in params
+                           if re.search(rf"(?<![\w.]){re.escape(p)}\b", st.cur)):
             return
         caller = Access(MAIN, 0, None, {})
         if not ordered_before(caller, st.know(st.cur)) and bodies_read_caller_device(self.project, self.file, self.fn):

@@ -400,10 +400,36 @@ _LEADING_NAME = re.compile(r"[A-Za-z_]\w*")
 _WAIT_METHODS = frozenset({"wait_stream", "wait_event"})
 
 
+_LITERAL_SUBSCRIPT = re.compile(r"-?\d+|'[^'\[\]]*'|\"[^\"\[\]]*\"")
+
+
 def stream_family(key: str) -> str:
-    """A stream key with its subscripts collapsed: the elements of one stream list (``streams[0]``,
-    ``streams[i]``) share one entry discipline."""
-    return _SUBSCRIPT.sub("[]", "".join(key.split()))
+    """A stream key with its computed subscripts collapsed: ``streams[i]`` (any element of one stream list)
+    becomes ``streams[]``; a literal element (``streams[0]``, ``streams["q"]``) keeps its index, so two
+    side streams taken from one list (``q, w = streams[0], streams[1]``) are two streams."""
+    def collapse(m: re.Match) -> str:
+        inner = m.group(0)[1:-1]
+        return m.group(0) if _LITERAL_SUBSCRIPT.fullmatch(inner) else "[]"
+
+    return _SUBSCRIPT.sub(collapse, "".join(key.split()))
+
+
+def _family_pattern(family: str) -> re.Pattern:
+    return re.compile(r"\[[^\[\]]*\]".join(re.escape(part) for part in family.split("[]")))
+
+
+def may_alias(a: str, b: str) -> bool:
+    """Whether two stream families can name one stream: equal, or equal but for a computed subscript of one
+    (``streams[]``) where the other has any element (``streams[0]``)."""
+    return a == b or bool(_family_pattern(a).fullmatch(b)) or bool(_family_pattern(b).fullmatch(a))
+
+
+def entry_verdicts(discipline: dict[str, bool], family: str) -> list[bool]:
+    """The :func:`entry_discipline` verdicts of every stream family that may be ``family``."""
+    if "[" not in family:
+        exact = discipline.get(family)
+        return [exact] if exact is not None else []
+    return [v for k, v in discipline.items() if may_alias(k, family)]
 
 
 def entry_discipline(project: Project, file: FileModel) -> dict[str, bool]:
@@ -438,12 +464,15 @@ def entry_discipline(project: Project, file: FileModel) -> dict[str, bool]:
             own[id(site.with_node)] = keys - {stream_family(file.code(expr))} if len(keys) > 1 else keys
     derived(project, "scope_entry_keys").update(own)
     verdicts: dict[str, bool] = {}
+    chained: dict[tuple[int, str], bool] = derived(project, "entry_chained")
     for site, keys in entries:
         use = next((u for u in project.scope_use(file, site).uses if u.role is Role.NATIVE_STREAM_CONTEXT), None)
         ok = _begins_with_wait(file, site.with_node) or _waited_before(file, site, keys, entries,
                                                                        _existence_tests(project, file, site, use))
         for key in keys:
-            verdicts[key] = verdicts.get(key, True) and ok
+            verdicts[key] = verdicts.get(key, True) and bool(ok)
+            if ok == "chained" and site.function is not None:
+                chained[(id(site.function.node), key)] = True
     for call in file.calls:
         if call.method == "set_stream" or (call.target or "").endswith(".set_stream"):
             for arg in call.node.args[:1]:
@@ -451,6 +480,16 @@ def entry_discipline(project: Project, file: FileModel) -> dict[str, bool]:
                     verdicts[key] = False
     cache[id(file)] = verdicts
     return verdicts
+
+
+def entry_chained(project: Project, file: FileModel, fn: FunctionInfo | None, family: str) -> bool:
+    """Whether ``fn`` enters a stream of ``family`` again after an entry, relying on a wait before the
+    first one (:func:`_waited_before` "chained"): the entry discipline covers only frees before that wait
+    or after the function."""
+    if fn is None:
+        return False
+    entry_discipline(project, file)
+    return any(node == id(fn.node) and may_alias(key, family) for node, key in derived(project, "entry_chained"))
 
 
 def scope_entry_keys(project: Project, file: FileModel, with_node: cst.With) -> set[str]:
@@ -565,8 +604,13 @@ def _existence_tests(project: Project, file: FileModel, site: ScopeSite,
     return {(file.code(test[0]), not test[1])} if test is not None else set()
 
 
-def _waited_before(file: FileModel, site: ScopeSite, keys: set[str],
-                   entries: list[tuple[ScopeSite, set[str]]], enabling: set[tuple[str, bool]] = frozenset()) -> bool:
+def _waited_before(file: FileModel, site: ScopeSite, keys: set[str], entries: list[tuple[ScopeSite, set[str]]],
+                   enabling: set[tuple[str, bool]] = frozenset()) -> bool | str:
+    """Whether a wait on the scope's stream comes first on the path to it: True when no other entry onto
+    the stream lies between the wait and the scope; "chained" when some do (the scope's work is still
+    ordered after what the current stream queued before the wait, but not after what it queued between
+    the entries: a free there is settled by the dataflow at the stream's next allocation,
+    :func:`entry_chained`)."""
     fn = site.function
     if fn is None:
         return False
@@ -576,9 +620,19 @@ def _waited_before(file: FileModel, site: ScopeSite, keys: set[str],
     # a wait under the flag that enables the scope (`if on: s.wait_stream(..)` / `switch(s, enabled=on)`)
     guards |= {(file.code(arg.value), False) for call in site.calls for arg in call.args}
     guards |= _enabling_tests(file, fn, site) | enabling
+    # a stream context made under a test before the `with` (`if overlap: s.wait_stream(cur); ctx = stream(s)
+    # else: ctx = nullcontext()`): the stream is entered only under the tests the context was made under
+    # (only the tests every context that switches a stream was made under)
+    made = {id(call) for call in site.calls if not _no_stream(file, call)}
+    under = [{(file.code(g.test), g.negated) for g in call.guards}
+             for call in fn.calls if id(call.node) in made and call.scope is None]
+    if under and len(under) == len(made):
+        guards |= set.intersection(*under)
     loops = _loops_around(fn.node.body, site.with_node)  # the same test twice counts as one
+    found: bool | str = False
     others = [(file.span(s.with_node).start_line, file.span(s.with_node).start_col)
-              for s, k in entries if s.function is fn and s.with_node is not site.with_node and k & keys]
+              for s, k in entries if s.function is fn and s.with_node is not site.with_node
+              and any(may_alias(a, b) for a in k for b in keys)]
     for call in fn.calls:
         if call.function is not fn or not isinstance(call.node.func, cst.Attribute):
             continue
@@ -594,10 +648,11 @@ def _waited_before(file: FileModel, site: ScopeSite, keys: set[str],
             continue
         span = file.span(call.node)
         pos = (span.start_line, span.start_col)
-        if pos < here and not any(pos < other < here for other in others) \
-                and not any(not contains(loop, call.node) for loop in loops):
-            return True
-    return False
+        if pos < here and not any(not contains(loop, call.node) for loop in loops):
+            if not any(pos < other < here for other in others):
+                return True
+            found = "chained"
+    return found
 
 
 def _enabling_tests(file: FileModel, fn: FunctionInfo, site: ScopeSite) -> set[tuple[str, bool]]:
@@ -673,6 +728,9 @@ __all__ = [
     "entry_discipline",
     "scope_entry_keys",
     "stream_family",
+    "may_alias",
+    "entry_verdicts",
+    "entry_chained",
     "kind_of_call",
     "kind_of_value",
     "local_kind",

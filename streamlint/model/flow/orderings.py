@@ -27,7 +27,9 @@ from streamlint.model.streams import (
     UNKNOWN_STREAM,
     attr_kind,
     local_kind,
+    entry_chained,
     entry_discipline,
+    entry_verdicts,
     scope_entry_keys,
     scope_stream_key,
     stream_family,
@@ -156,13 +158,18 @@ class Orderings:
             return False
         family = stream_family(stream)
         files = {id(f): f for f in (self.file, self.cfile)}.values()
-        verdicts = [v for v in (entry_discipline(self.project, f).get(family) for f in files) if v is not None]
+        verdicts = [v for f in files for v in entry_verdicts(entry_discipline(self.project, f), family)]
         if origin is not None:
             file, node = origin
             discipline = entry_discipline(self.project, file)
-            verdicts += [v for v in (discipline.get(k) for k in scope_entry_keys(self.project, file, node))
-                         if v is not None]
+            verdicts += [v for k in scope_entry_keys(self.project, file, node) for v in entry_verdicts(discipline, k)]
         return bool(verdicts) and all(verdicts)
+
+    def entry_chained(self, stream: str) -> bool:
+        """Whether the function (or the helper inlined now) enters ``stream`` again after an entry, on the
+        strength of one wait before the first (:func:`~streamlint.model.streams.entry_chained`)."""
+        family = stream_family(stream)
+        return any(entry_chained(self.project, f, fn, family) for f, fn in ((self.file, self.fn), (self.cfile, self.cfn)))
 
     def wait_stream(self, st: State, waiter: str, producer: str) -> None:
         if waiter == producer:

@@ -500,7 +500,12 @@ def scope_entry_keys(project: Project, file: FileModel, with_node: cst.With) -> 
 
 
 def _stream_texts(file: FileModel, fn: FunctionInfo | None, expr: cst.BaseExpression) -> set[str]:
-    text = file.code(expr)
+    return stream_text_keys(fn, file.code(expr), file)
+
+
+def stream_text_keys(fn: FunctionInfo | None, text: str, file: FileModel) -> set[str]:
+    """The stream families a stream written ``text`` in ``fn`` names: its own, and what the local aliases it
+    starts with were assigned (``q = streams[0]`` → ``streams[0]``)."""
     keys = {stream_family(text)}
     for _ in range(3):  # `attn = self.attn; streams = attn.aux_streams; with stream(streams[0])`
         match = _LEADING_NAME.match(text)
@@ -731,6 +736,7 @@ __all__ = [
     "may_alias",
     "entry_verdicts",
     "entry_chained",
+    "stream_text_keys",
     "kind_of_call",
     "kind_of_value",
     "local_kind",

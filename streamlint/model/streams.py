@@ -400,13 +400,14 @@ _LEADING_NAME = re.compile(r"[A-Za-z_]\w*")
 _WAIT_METHODS = frozenset({"wait_stream", "wait_event"})
 
 
-_LITERAL_SUBSCRIPT = re.compile(r"-?\d+|'[^'\[\]]*'|\"[^\"\[\]]*\"")
+_LITERAL_SUBSCRIPT = re.compile(r"\d+|'[^'\[\]]*'|\"[^\"\[\]]*\"")
 
 
 def stream_family(key: str) -> str:
     """A stream key with its computed subscripts collapsed: ``streams[i]`` (any element of one stream list)
     becomes ``streams[]``; a literal element (``streams[0]``, ``streams["q"]``) keeps its index, so two
-    side streams taken from one list (``q, w = streams[0], streams[1]``) are two streams."""
+    side streams taken from one list (``q, w = streams[0], streams[1]``) are two streams. A negative index
+    (``streams[-1]``, maybe ``streams[1]``) collapses like a computed one."""
     def collapse(m: re.Match) -> str:
         inner = m.group(0)[1:-1]
         return m.group(0) if _LITERAL_SUBSCRIPT.fullmatch(inner) else "[]"

@@ -484,9 +484,6 @@ class Storages:
         for u in S.uses:
             if u.stream == S.alloc or u.stream in S.recorded or know.get(u.stream, -1) >= u.time:
                 continue
-            if st.host.get(u.stream, -1) >= u.time:
-                continue  # the host itself saw the use done (a synchronize, a blocking read after it): no
-                # later allocation can overlap it
             if entry_covers is None:
                 entry_covers = self.next_entry_waits(st, S.alloc, S.origin)
             if entry_covers and (u.stream == MAIN or st.know(MAIN).get(u.stream, -1) >= u.time) \
@@ -530,8 +527,7 @@ class Storages:
                 keep.append((sid, uses, how, node, covers))
                 continue
             know = st.know(stream if stream is not None else MAIN if covers else S.alloc)
-            late = next((u for u in uses if know.get(u.stream, -1) < u.time and st.host.get(u.stream, -1) < u.time),
-                        None)
+            late = next((u for u in uses if know.get(u.stream, -1) < u.time), None)
             if late is not None:
                 self.report_lifetime(st, S, late, how, node)
         st.pending = keep

@@ -30,13 +30,15 @@ from streamlint.model.streams import (
     UNKNOWN_STREAM,
     attr_kind,
     local_kind,
+    scope_stream_key,
+)
+from streamlint.model.entries import (
     entry_chained,
     entry_discipline,
     entry_verdicts,
-    stream_text_keys,
     scope_entry_keys,
-    scope_stream_key,
     stream_family,
+    stream_text_keys,
 )
 
 if TYPE_CHECKING:
@@ -155,7 +157,7 @@ class Orderings:
     def next_entry_waits(self, st: State, stream: str, origin: tuple | None = None) -> bool:
         """Whether any work queued on side stream ``stream`` from now on is ordered after what the current
         stream queued up to now: the code is not inside a scope on ``stream`` and every entry onto it
-        begins with a wait (:func:`~streamlint.model.streams.entry_discipline`). ``origin``: the (file,
+        begins with a wait (:func:`~streamlint.model.entries.entry_discipline`). ``origin``: the (file,
         ``with``) the storage was allocated in, whose file and stream text are asked too (a scope in a
         helper of another module, a stream made in a getter)."""
         if stream == MAIN or stream in st.stack or (stream.startswith("<") and origin is None):
@@ -174,7 +176,7 @@ class Orderings:
 
     def entry_chained(self, stream: str) -> bool:
         """Whether the function (or the helper inlined now) enters ``stream`` again after an entry, on the
-        strength of one wait before the first (:func:`~streamlint.model.streams.entry_chained`)."""
+        strength of one wait before the first (:func:`~streamlint.model.entries.entry_chained`)."""
         family = stream_family(stream)
         return any(entry_chained(self.project, f, fn, family) for f, fn in ((self.file, self.fn), (self.cfile, self.cfn)))
 

@@ -20,7 +20,7 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.ctxfactories import stream_condition
-from streamlint.model.file import FileModel, FunctionInfo, ScopeSite
+from streamlint.model.file import FileModel, FunctionInfo, ScopeSite, dotted
 from streamlint.model.streams import derived
 from streamlint.model.syntax import contains, is_none
 from streamlint.model.walk import children

@@ -169,7 +169,7 @@ def test_tensor_typing_lives_in_one_module() -> None:
 LAYERS = {
     1: {"apis", "file", "uses", "syntax", "walk", "positions", "options", "lifetimes", "summary", "bytescan",
         "placement"},
-    2: {"project", "paths", "compile", "wrappers", "queries", "streams", "accelerators", "captures", "stepstate",
+    2: {"project", "paths", "compile", "wrappers", "queries", "streams", "entries", "accelerators", "captures", "stepstate",
         "attrstreams", "devobjects", "devfields", "heldslots", "eventguards", "hostobjects", "hostresults",
         "freeing", "ctxfactories", "argkinds"},
     3: {"tensors", "tensoruse", "dataflow", "flow", "breaks", "waits", "families", "scopes", "environment",

@@ -54,6 +54,9 @@ Layer 2 — the project
     ``queries``     what 2's modules may ask of ``project`` (a Protocol: no import back)
     ``streams``     which names hold streams or events, and which stream does a scope / tag denote
                     (``scope_stream_key``, ``tagged_stream_key``: the one stream-identity answer)
+    ``entries``     does every entry onto a side stream begin with a wait on the entering stream (the entry
+                    discipline, per stream family: ``streams[0]`` and ``streams[1]`` are two, ``streams[i]``
+                    may be either), and which functions enter it again behind one wait?
     ``heldslots``   which methods of a class use the tensors it keeps in a field (on which stream), and
                     which drop them, joined or not (SL301's class-level lifetimes)
     ``eventguards`` which fields of an object does an event it holds guard (written on a side stream

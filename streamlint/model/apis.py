@@ -191,6 +191,10 @@ TENSOR_SYNC_METHODS = {"item": ".item()", "tolist": ".tolist()"}
 # tensor (host computation) are host reads too (tensors.HOST_VALUE_METHODS; storage.op).
 # ``work.wait()`` of an ``async_op=True`` collective is no host synchronisation for device tensors (it makes
 # the current stream wait); only the host-blocking forms above cover a copy.
+# A host verdict (a bool, a raised assertion) on device tensors: the call returns once the current stream
+# computed it (a blocking transfer of its answer).
+HOST_VERDICTS = frozenset({"torch.equal", "torch.allclose", "torch.testing.assert_close",
+                           "torch.testing.assert_allclose"})
 HOST_CONSUMER_FUNCTIONS = frozenset({
     "print", "int", "float", "bool", "str", "repr", "format", "bytes", "bytearray", "memoryview",
     "torch.save", "pickle.dump", "pickle.dumps", "json.dump", "json.dumps", "numpy.array", "numpy.save",

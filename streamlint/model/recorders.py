@@ -424,7 +424,11 @@ def _held_tensors(fn: FunctionInfo, stream: str, protocol: bool) -> list[str]:
 def _delegates(fn: FunctionInfo, stream: str, held: list[str]) -> bool:
     """Does the function hand the recording on: a call to another recorder (a name with ``record``), or a
     call given the stream whose receiver or arguments hold a held tensor (``_apply(stream, t)``, a test
-    double's ``self.seen.append(stream)``)?"""
+    double's ``self.seen.append(stream)``), or a call handed a closure of the function that records its
+    argument on the stream, with a held tensor as receiver or argument (``self._apply(record)``, ``def
+    record(t): t.record_stream(stream)``: the container applies it to each of its tensors)?"""
+    body = fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else ()
+    recording = {stmt.name.value for stmt in body if isinstance(stmt, cst.FunctionDef) and _records_on(stmt, stream)}
     for site in fn.calls:
         func = site.node.func
         callee = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
@@ -434,7 +438,30 @@ def _delegates(fn: FunctionInfo, stream: str, held: list[str]) -> bool:
         receiver = [func.value] if isinstance(func, cst.Attribute) else []
         if any(mentions_name(a, stream) for a in args) and any(mentions_name(a, *held) for a in args + receiver):
             return True
+        if any(isinstance(a, cst.Name) and a.value in recording for a in args) \
+                and any(mentions_name(a, *held) for a in args + receiver):
+            return True
     return False
+
+
+def _records_on(closure: cst.FunctionDef, stream: str) -> bool:
+    """Does a nested function record its first parameter on ``stream`` (``t.record_stream(stream)``)?"""
+    params = closure.params.params
+    if not params:
+        return False
+    first = params[0].name.value
+    return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == PROTOCOL
+               and isinstance(n.func.value, cst.Name) and n.func.value.value == first
+               and any(mentions_name(a.value, stream) for a in n.args)
+               for n in _walk(closure.body))
+
+
+def _walk(node: cst.CSTNode):
+    stack = [node]
+    while stack:
+        cur = stack.pop()
+        yield cur
+        stack.extend(children(cur))
 
 
 def _dispatch_branches(project: Project, file: FileModel, fn: FunctionInfo) -> list[BrokenRecord]:

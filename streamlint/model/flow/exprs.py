@@ -26,7 +26,8 @@ from streamlint.model.flow.leaves import closure_container
 from streamlint.model.syntax import target_names
 from streamlint.model.waits import host_handshake, signaller_forks
 from streamlint.model.uses import bind_arguments
-from streamlint.model.apis import COLLECTIVE_PARAMS, COLLECTIVES
+from streamlint.model.apis import COLLECTIVE_PARAMS, COLLECTIVES, HOST_VERDICTS
+from streamlint.model.flow.hostreads import host_blocking_helper
 from streamlint.model.tensors import (
     BLOCKING_HOST_READS,
     COPY_METHODS,
@@ -63,9 +64,6 @@ _FLAG_SETTERS = frozenset({"requires_grad_", "share_memory_", "retain_grad_"})
 STREAM_ORDERING_METHODS = frozenset({"wait_stream", "wait_event", "record_event", "record_stream"})
 
 
-# A host verdict (a bool, a raised assertion) on device tensors: the call returns once the current stream computed it
-_HOST_VERDICTS = frozenset({"torch.equal", "torch.allclose", "torch.testing.assert_close",
-                            "torch.testing.assert_allclose"})
 
 
 # Methods of mappings and lists reading one slot, which no tensor has: the result is that element
@@ -382,6 +380,11 @@ class Expressions:
             out = None  # a setter / enqueue keeping every argument: it hands the tensors over, reads none
         else:
             out = self.dispatch_seeing_work(st, e, method, target, site)
+            found = self.project.call_target(self.cfile, site) if site is not None else None
+            if found is not None and host_blocking_helper(self.project, found[1], found[0]) \
+                    and any(not self.is_host(st, tv) for a in e.args if isinstance(a.value, cst.Name)
+                            for tv in self.tensors(st, st.env.get(a.value.value))):
+                self.blocking_copy(st, st.cur)  # a check helper the host waits in (`assert_close`, `.item()`)
         for expr in kept:
             self.escape(st, st.env.get(expr.value))  # the callee keeps it beyond the call
         self.callee_frees(st, e)  # `_free_storage(bucket)`, `release()`: a helper / closure freeing storage
@@ -504,7 +507,7 @@ class Expressions:
                 rs, ws = rs + ws, []  # `broadcast(t, src=s)` on rank s (rootranks.py): only reads `t`
             self.op(st, e, rs, ws, result=False)
             return None
-        if target in _HOST_VERDICTS:  # a Python bool / an exception computed from device data: the host waits
+        if target in HOST_VERDICTS:  # a Python bool / an exception computed from device data: the host waits
             _, reads, writes = self.call_args(st, e)
             self.op(st, e, reads, writes, result=False)
             if any(not self.is_host(st, tv) for v in reads for tv in self.tensors(st, v)):

@@ -28,12 +28,13 @@ waiters), not at the read.
 from __future__ import annotations
 
 from streamlint._lazy import cst
-from streamlint.model.apis import HOST_CONSUMER_FUNCTIONS, HOST_CONSUMER_METHODS
+from streamlint.model.apis import HOST_CONSUMER_FUNCTIONS, HOST_CONSUMER_METHODS, HOST_VERDICTS
+from streamlint.model.placement import BLOCKING_HOST_READS
 from streamlint.model.flow.results import EarlyRecord, HostRead
 from streamlint.model.flow.values import Access, EVal, KVal, State, TupVal, TVal
 from streamlint.model.walk import children
 from streamlint.model.file import dotted
-from streamlint.model.syntax import local_nodes, target_names
+from streamlint.model.syntax import local_nodes, mentions_name, target_names
 from streamlint.model.placement import copy_destination, host_source, pinned_source
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.apis import Role
@@ -544,3 +545,40 @@ def host_read_params(project, fn) -> frozenset[str]:
         found.update(n.value for x in exprs for n in data_names(x) if n.value in params)
     memo[id(fn)] = frozenset(found)
     return memo[id(fn)]
+
+
+def host_blocking_helper(project, file, fn) -> bool:
+    """Does a project function (not inlined: it orders no streams) block the host on the current stream's
+    work on every path past its guard clauses: a statement of its own body, not under a branch or a loop,
+    with a host verdict on device data (``torch.testing.assert_close``, ``torch.allclose``: the API table's
+    ``HOST_VERDICTS``) or a blocking read (``.item()``, ``.tolist()``, ``.cpu()``, ``.numpy()`` with no
+    argument) of what it was handed (a parameter)? A call of it returns only once the current stream ran what it
+    was handed (memoised)."""
+    memo = derived(project, "host_blocking_helper")
+    if id(fn) in memo:
+        return memo[id(fn)]
+    body = fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else ()
+    top = {id(stmt) for stmt in body if isinstance(stmt, cst.SimpleStatementLine)}
+    params = tuple(p for p in fn.all_params if p not in ("self", "cls"))
+    found = False
+    for site in fn.calls:
+        if site.function is not fn or site.in_loop or site.scope is not None:  # (guards: its guard clauses)
+            continue
+        stmt = next((s for s in body if id(s) in top and _contains(s, site.node)), None)
+        if stmt is None:
+            continue
+        if site.target in HOST_VERDICTS:
+            read = [a.value for a in site.node.args]
+        elif site.method in BLOCKING_HOST_READS and not site.node.args and site.receiver is not None:
+            read = [site.receiver]
+        else:
+            continue
+        if any(mentions_name(x, *params) for x in read):  # (of what it is handed: a host value's `.item()` waits on nothing)
+            found = True
+            break
+    memo[id(fn)] = found
+    return found
+
+
+def _contains(root: cst.CSTNode, node: cst.CSTNode) -> bool:
+    return any(n is node for n in local_nodes(root))

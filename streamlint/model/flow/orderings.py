@@ -7,16 +7,19 @@ interpreter tracks (a constant tag, a stream held in a local)."""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.file import string_value
 from streamlint.model.syntax import local_nodes
+from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.calls import event_field_waited
 from streamlint.model.flow.counters import NVal
 from streamlint.model.flow.devicework import callee_of, device_site, queues_device_work
 from streamlint.model.flow.escapes import field_made_outside, field_only_polled
 from streamlint.model.flow.values import CVal, EVal, IVal, KVal, NONE, SVal, State, merge_clock
+from streamlint.model.uses import bind_arguments
 from streamlint.model.streams import (
     EVENT,
     EVENT_LIST,
@@ -27,10 +30,15 @@ from streamlint.model.streams import (
     UNKNOWN_STREAM,
     attr_kind,
     local_kind,
-    entry_discipline,
-    scope_entry_keys,
     scope_stream_key,
+)
+from streamlint.model.entries import (
+    entry_chained,
+    entry_discipline,
+    entry_verdicts,
+    scope_entry_keys,
     stream_family,
+    stream_text_keys,
 )
 
 if TYPE_CHECKING:
@@ -149,20 +157,28 @@ class Orderings:
     def next_entry_waits(self, st: State, stream: str, origin: tuple | None = None) -> bool:
         """Whether any work queued on side stream ``stream`` from now on is ordered after what the current
         stream queued up to now: the code is not inside a scope on ``stream`` and every entry onto it
-        begins with a wait (:func:`~streamlint.model.streams.entry_discipline`). ``origin``: the (file,
+        begins with a wait (:func:`~streamlint.model.entries.entry_discipline`). ``origin``: the (file,
         ``with``) the storage was allocated in, whose file and stream text are asked too (a scope in a
         helper of another module, a stream made in a getter)."""
         if stream == MAIN or stream in st.stack or (stream.startswith("<") and origin is None):
             return False
         family = stream_family(stream)
         files = {id(f): f for f in (self.file, self.cfile)}.values()
-        verdicts = [v for v in (entry_discipline(self.project, f).get(family) for f in files) if v is not None]
+        verdicts = [v for f in files for v in entry_verdicts(entry_discipline(self.project, f), family)]
         if origin is not None:
             file, node = origin
             discipline = entry_discipline(self.project, file)
-            verdicts += [v for v in (discipline.get(k) for k in scope_entry_keys(self.project, file, node))
-                         if v is not None]
+            verdicts += [v for k in scope_entry_keys(self.project, file, node) for v in entry_verdicts(discipline, k)]
+        if verdicts and all(verdicts):  # a stream handed in: the callers' entries onto what they hand count too
+            verdicts += [v for f, fn in ((self.file, self.fn), (self.cfile, self.cfn))
+                         for v in caller_entry_verdicts(self.project, f, fn, family)]
         return bool(verdicts) and all(verdicts)
+
+    def entry_chained(self, stream: str) -> bool:
+        """Whether the function (or the helper inlined now) enters ``stream`` again after an entry, on the
+        strength of one wait before the first (:func:`~streamlint.model.entries.entry_chained`)."""
+        family = stream_family(stream)
+        return any(entry_chained(self.project, f, fn, family) for f, fn in ((self.file, self.fn), (self.cfile, self.cfn)))
 
     def wait_stream(self, st: State, waiter: str, producer: str) -> None:
         if waiter == producer:
@@ -280,6 +296,30 @@ class Orderings:
 
     def wait_everything(self, st: State, stream: str) -> None:
         merge_clock(st.vc.setdefault(stream, {}), {s: self.clock for s in (*st.last_op, MAIN) if s != stream})
+
+
+def caller_entry_verdicts(project, file, fn, family: str, _depth: int = 0) -> list[bool]:
+    """The entry-discipline verdicts, in the files of ``fn``'s callers, of the stream a parameter of ``fn``
+    holds (``family`` ``streams[0]``, ``streams`` a parameter): what each caller passes (``self.aux_streams``)
+    keyed in its own file, and, when that is a parameter of the caller, in its callers' files (two levels).
+    Empty when ``family`` does not start with a parameter or the callers cannot be seen."""
+    match = re.match(r"[A-Za-z_]\w*", family)
+    if fn is None or match is None or match.group(0) not in fn.all_params or match.group(0) in ("self", "cls"):
+        return []
+    callers = callers_of(project, file, fn) or ()
+    params = fn.params[1:] if fn.class_name and fn.params[:1] in (("self",), ("cls",)) else fn.params
+    verdicts: list[bool] = []
+    for model, site in callers:
+        expr = bind_arguments(params + fn.kwonly, site.node, kwonly=fn.kwonly).get(match.group(0))
+        if expr is None:
+            continue
+        text = model.code(expr) + family[match.end():]
+        discipline = entry_discipline(project, model)
+        for key in stream_text_keys(site.function, text, model):
+            verdicts += entry_verdicts(discipline, key)
+            if _depth < 1:
+                verdicts += caller_entry_verdicts(project, model, site.function, key, _depth + 1)
+    return verdicts
 
 
 def _target_names(target: cst.BaseExpression) -> list:

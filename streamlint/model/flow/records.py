@@ -4,7 +4,9 @@ The caching allocator keeps a block for the streams it was *recorded* on besides
 it. Recording on the allocating stream itself (for a tensor handed in: the caller's current stream) is a
 no-op, so a record there while the function uses the tensor on another stream protects nothing: when
 the owner drops it, the block can go to new work on the allocating stream while that other stream still
-reads it. The record is the author's statement that the free is not otherwise ordered after the other
+reads it -- unless that other stream is the current one (or one it joined) and every entry onto the
+allocating stream begins with a wait on the current stream (the entry discipline: its next work cannot
+start before the use, whoever drops the tensor). The record is the author's statement that the free is not otherwise ordered after the other
 stream's use (a join handed out, an event someone waits on later), so it is judged even for a tensor the
 caller owns and even when an event is handed out. Not when the function joins the allocating stream on
 that stream after the use (the record is then merely redundant), nor when the tensor is also recorded on
@@ -186,6 +188,9 @@ class Records:
             late = next((u for u in S.uses if u.stream != S.alloc and u.stream not in S.recorded
                          and know.get(u.stream, -1) < u.time and u.node is not None), None)
             key = (id(node), "noop-record")
+            if late is not None and (late.stream == MAIN or st.know(MAIN).get(late.stream, -1) >= late.time) \
+                    and self.next_entry_waits(st, S.alloc, S.origin):
+                continue  # whoever drops it: the allocating stream's next work first waits on the current stream
             if late is not None and key not in self.lifetimes and not self.travels_with(st, sid, late):
                 self.lifetimes[key] = Lifetime(node, label, S.alloc, late.stream, "", late.node, False,
                                                self.cfg.mode, kind="noop-record",

@@ -487,8 +487,10 @@ class Storages:
                 continue
             if entry_covers is None:
                 entry_covers = self.next_entry_waits(st, S.alloc, S.origin)
-            if entry_covers and (u.stream == MAIN or st.know(MAIN).get(u.stream, -1) >= u.time):
-                continue  # the allocating stream's next work starts with a wait on the current stream
+            if entry_covers and (u.stream == MAIN or st.know(MAIN).get(u.stream, -1) >= u.time) \
+                    and (how == "function end" or not self.entry_chained(S.alloc)):
+                continue  # the allocating stream's next work starts with a wait on the current stream (a free
+                # between two entries that share one wait is settled at the stream's next allocation instead)
             if u.node is None:
                 return
             if how != "function end":

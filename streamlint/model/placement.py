@@ -183,7 +183,7 @@ _FILL_METHODS = frozenset({"append", "extend", "insert", "setdefault", "update",
 
 def host_container_field(file, cls: ClassInfo | None, attr: str) -> bool:
     """Is ``self.<attr>`` a dict / list of host tensors: set only to an empty container (or ``None``), its elements
-    stored only as host memory (``self.host[name] = torch.empty_like(x, device="cpu", pin_memory=True)``, also in a
+    stored only as settled host memory (``self.host[name] = torch.empty_like(x, device="cpu", pin_memory=True)``, also in a
     helper nested in a method), and never filled otherwise (``.append(...)``, ``.update(...)``)? Its elements are
     page-locked or pageable host buffers: no stream produces them; a copy into one from a host source is host work
     (issue 16 §3, "Only device data races")."""
@@ -217,14 +217,17 @@ def _host_container_field(file, cls: ClassInfo, attr: str) -> bool:
                 made = True
                 continue
             return False
-        if "." in a.target[len(elements):] or not host_value(a.value):
+        if "." in a.target[len(elements):] or not settled_host_value(a.value):
             return False
         stored = True
     if not (made and stored):
         return False
     for site in file.calls:
         func = site.node.func
-        if isinstance(func, cst.Attribute) and func.attr.value in _FILL_METHODS and dotted(func.value) == whole \
-                and _of_class(file, site.function, cls):
+        if not isinstance(func, cst.Attribute) or not _of_class(file, site.function, cls):
+            continue
+        if func.attr.value in _FILL_METHODS and dotted(func.value) == whole:
             return False
+        if func.attr.value == "copy_" and non_blocking(site.node) and file.code(func.value).startswith(elements):
+            return False  # `self.host[k].copy_(x, non_blocking=True)`: an asynchronous copy may still fill it
     return True

@@ -353,8 +353,9 @@ def forks_for_callers(file: FileModel, fn: FunctionInfo, stream: str) -> bool:
         return False
     wanted = stream.replace('"', "'").replace(" ", "")
     for method in cls.methods.values():
-        if method is fn:
-            continue
+        if method is fn or any(wanted in file.code(scope.item).replace('"', "'").replace(" ", "")
+                               for scope in method.scopes):
+            continue  # (a method running work on the stream itself is no dedicated fork step)
         for site in method.calls:
             func = site.node.func
             if site.method != "wait_stream" or not isinstance(func, cst.Attribute) or not site.node.args \

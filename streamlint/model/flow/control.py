@@ -22,13 +22,12 @@ from streamlint.model.flow.results import Unjoined
 from streamlint.model.flow.reuse import settle_loop_frees
 from streamlint.model.flow.guards import known_none, null_context_choice, ordering_query, same_operator_operands, \
     stream_type_test
-from streamlint.model.flow.hostnames import host_object_names, host_scalar_names
+from streamlint.model.flow.hostnames import host_count, host_object_names
 from streamlint.model.flow.wrapperforks import forks_on_entry, joins_on_exit, yields_caller_stream
 from streamlint.model.flow.values import (AnalysisBudgetExceeded, CVal, CtxVal, EVal, KVal, LOOP_UNROLL, MAX_PATHS,
                                           MAX_STEPS, NONE, SVal, ScopeRun, State, TVal, TupVal)
 from streamlint.model.streams import declared_globals, MAIN, STREAM
 from streamlint.model.syntax import contains, endless, strip_not, target_names, walked_names
-from streamlint.model.tensors import tensor_method
 from streamlint.model.tensoruse import tensor_places
 from streamlint.model.wrappers import mode_of_test
 
@@ -186,22 +185,11 @@ class ControlFlow:
             st.flow = "continue"
         return [st]
 
-    def unresolved_call(self, call: cst.Call) -> bool:
-        """A call of nothing the analysis knows: no torch API, no tensor method, no project function (a method
-        of an object of another package, ``self.connector.start_load(...)``)."""
-        site = self.cfile.call_site(call)
-        if site is None or (site.target or "").startswith(("torch.", "torch_npu.")):
-            return False
-        if isinstance(call.func, cst.Attribute) and tensor_method(call.func.attr.value):
-            return False
-        return not self.project.call_targets(self.cfile, site)
-
     def assign(self, st: State, target: cst.BaseExpression, v: object, value_node: cst.BaseExpression) -> None:
         if isinstance(target, cst.Name):
             if isinstance(v, TVal) and target.value in host_object_names(self.project, self.cfn):
                 v = KVal(target.value, opaque=True)  # `results[0].outputs`: a host object (hostnames.py)
-            elif isinstance(v, TVal) and isinstance(value_node, cst.Call) and self.unresolved_call(value_node) \
-                    and target.value in host_scalar_names(self.project, self.cfn):
+            elif isinstance(v, TVal) and host_count(self.project, self.cfile, self.cfn, target.value, value_node):
                 v = KVal(target.value, opaque=True)  # `n = connector.load(...)` then `slots[n:]`: a count
             if isinstance(v, SVal) and v.key.startswith("<stream@") and value_node is not None \
                     and isinstance(value_node, cst.Call) and target.value not in st.env \

@@ -43,6 +43,20 @@ def host_scalar_names(project, fn: FunctionInfo) -> frozenset[str]:
     return memo[key]
 
 
+def host_count(project, file, fn: FunctionInfo, name: str, value: cst.BaseExpression) -> bool:
+    """``name = value`` binds a count: ``value`` calls nothing the analysis knows (no torch API, no tensor method,
+    no project function: a method of an object of another package, ``self.connector.start_load(...)``) and the
+    function uses ``name`` as a Python int (:func:`host_scalar_names`)."""
+    if not isinstance(value, cst.Call) or name not in host_scalar_names(project, fn):
+        return False
+    site = file.call_site(value)
+    if site is None or (site.target or "").startswith(("torch.", "torch_npu.")):
+        return False
+    if isinstance(value.func, cst.Attribute) and tensor_method(value.func.attr.value):
+        return False
+    return not project.call_targets(file, site)
+
+
 def _arith_names(e: cst.BaseExpression, depth: int = 0) -> set[str]:
     """The names an index expression is integer arithmetic of (``n``, ``n - pad``, ``(start + n) // 2``)."""
     if isinstance(e, cst.Name):
@@ -121,4 +135,4 @@ def _scan(fn: FunctionInfo) -> frozenset[str]:
     return frozenset(host - tensor)
 
 
-__all__ = ["host_object_names", "host_scalar_names"]
+__all__ = ["host_count", "host_object_names", "host_scalar_names"]

@@ -165,10 +165,14 @@ _DEVICE_SYNCS = frozenset({"torch.cuda.synchronize", "torch.npu.synchronize", "t
                            "torch_npu.npu.synchronize"})
 
 
+_GRAPHS = frozenset({"torch.cuda.graph", "torch.npu.graph"})
+
+
 def _settled_before_sync(body: cst.CSTNode) -> set[int]:
     """The statements of ``body`` (not inside a nested function) that come before a device-wide synchronize at
-    the top level of the body (``torch.npu.synchronize()``): the method finishes their device work itself before
-    it returns (a startup ``capture()`` filling static buffers, then synchronising before the graph capture)."""
+    the top level of the body (``torch.npu.synchronize()``, or entering ``torch.npu.graph(g)``, which synchronises):
+    the method finishes their device work itself before it returns (a startup ``capture()`` filling static
+    buffers, then synchronising before the graph capture)."""
     block = getattr(body, "body", None)
     block = getattr(block, "body", block)
     if not isinstance(block, (list, tuple)):
@@ -178,7 +182,10 @@ def _settled_before_sync(body: cst.CSTNode) -> set[int]:
         flat += list(stmt.body.body) if isinstance(stmt, cst.Try) else [stmt]
     last = -1
     for i, stmt in enumerate(flat):
-        if isinstance(stmt, cst.SimpleStatementLine) and any(
+        if isinstance(stmt, cst.With) and any(isinstance(it.item, cst.Call) and dotted(it.item.func) in _GRAPHS
+                                              for it in stmt.items):
+            last = i  # `with torch.cuda.graph(g):` synchronizes the device on entry
+        elif isinstance(stmt, cst.SimpleStatementLine) and any(
                 isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
                 and dotted(small.value.func) in _DEVICE_SYNCS for small in stmt.body):
             last = i

@@ -176,3 +176,58 @@ _DEST_VIEWS = frozenset({"view", "reshape", "narrow", "flatten", "select", "sque
 def non_blocking(call: cst.Call) -> bool:  # anything but an absent or literal False may be asynchronous
     arg = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "non_blocking"), None)
     return arg is not None and not (isinstance(arg, cst.Name) and arg.value == "False")
+
+
+_FILL_METHODS = frozenset({"append", "extend", "insert", "setdefault", "update", "add"})
+
+
+def host_container_field(file, cls: ClassInfo | None, attr: str) -> bool:
+    """Is ``self.<attr>`` a dict / list of host tensors: set only to an empty container (or ``None``), its elements
+    stored only as settled host memory (``self.host[name] = torch.empty_like(x, device="cpu", pin_memory=True)``, also in a
+    helper nested in a method), and never filled otherwise (``.append(...)``, ``.update(...)``)? Its elements are
+    page-locked or pageable host buffers: no stream produces them; a copy into one from a host source is host work
+    (issue 16 §3, "Only device data races")."""
+    if cls is None or not attr.isidentifier():
+        return False
+    memo = file.__dict__.setdefault("_host_containers", {})
+    key = (cls.name, attr)
+    if key not in memo:
+        memo[key] = _host_container_field(file, cls, attr)
+    return memo[key]
+
+
+def _of_class(file, fn: FunctionInfo | None, cls: ClassInfo) -> bool:
+    while fn is not None:
+        if fn.class_name == cls.name and fn.parent is None and cls.methods.get(fn.node.name.value) is fn:
+            return True
+        fn = fn.parent
+    return False
+
+
+def _host_container_field(file, cls: ClassInfo, attr: str) -> bool:
+    whole, elements = f"self.{attr}", f"self.{attr}["
+    made = stored = False
+    for a in file.assigns:
+        if not (a.target == whole or a.target.startswith(elements)) or not _of_class(file, a.function, cls):
+            continue
+        if a.target == whole:
+            v = a.value
+            if isinstance(v, cst.Name) and v.value == "None" or isinstance(v, (cst.Dict, cst.List)) and not v.elements \
+                    or isinstance(v, cst.Call) and dotted(v.func) in ("dict", "list") and not v.args:
+                made = True
+                continue
+            return False
+        if "." in a.target[len(elements):] or not settled_host_value(a.value):
+            return False
+        stored = True
+    if not (made and stored):
+        return False
+    for site in file.calls:
+        func = site.node.func
+        if not isinstance(func, cst.Attribute) or not _of_class(file, site.function, cls):
+            continue
+        if func.attr.value in _FILL_METHODS and dotted(func.value) == whole:
+            return False
+        if func.attr.value == "copy_" and non_blocking(site.node) and file.code(func.value).startswith(elements):
+            return False  # `self.host[k].copy_(x, non_blocking=True)`: an asynchronous copy may still fill it
+    return True

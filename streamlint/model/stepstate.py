@@ -123,11 +123,14 @@ def _writes(file: FileModel, body: cst.CSTNode) -> list[tuple[str, cst.CSTNode]]
             out.append((p, node))  # blocks the scheduler hands out disjointly, `self.kv[layer][block]`)
 
     lazy = _lazy_allocations(file, body)
+    settled = _settled_before_sync(body)
     stack = [body]
     while stack:
         n = stack.pop()
         if isinstance(n, cst.With) and any("stream" in file.code(item.item).lower() for item in n.items):
             continue  # a write queued on a side stream: a class protocol's (flow/protocols.py), not the step's
+        if id(n) in settled:
+            continue  # a write the method itself completes by synchronising the device after it
         if isinstance(n, (cst.Assign, cst.AnnAssign)) and n.value is not None and settled_host_value(n.value):
             pass  # `self.host_copy[k] = p.to("cpu")`: host memory the host finished writing, no stream work
         elif isinstance(n, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
@@ -159,6 +162,45 @@ def _writes(file: FileModel, body: cst.CSTNode) -> list[tuple[str, cst.CSTNode]]
             for arg in n.args:
                 if arg.keyword is not None and arg.keyword.value == "out":
                     add(arg.value, n)
+        stack.extend(children(n))
+    return out
+
+
+_DEVICE_SYNCS = frozenset({"torch.cuda.synchronize", "torch.npu.synchronize", "torch.accelerator.synchronize",
+                           "torch_npu.npu.synchronize"})
+
+
+_GRAPHS = frozenset({"torch.cuda.graph", "torch.npu.graph"})
+
+
+def _settled_before_sync(body: cst.CSTNode) -> set[int]:
+    """The statements of ``body`` (not inside a nested function) that come before a device-wide synchronize at
+    the top level of the body (``torch.npu.synchronize()``, or entering ``torch.npu.graph(g)``, which synchronises):
+    the method finishes their device work itself before it returns (a startup ``capture()`` filling static
+    buffers, then synchronising before the graph capture)."""
+    block = getattr(body, "body", None)
+    block = getattr(block, "body", block)
+    if not isinstance(block, (list, tuple)):
+        return set()
+    flat: list[cst.CSTNode] = []
+    for stmt in block:  # top-level statements, and those of a `try:` body at the top level
+        flat += list(stmt.body.body) if isinstance(stmt, cst.Try) else [stmt]
+    last = -1
+    for i, stmt in enumerate(flat):
+        if isinstance(stmt, cst.With) and any(isinstance(it.item, cst.Call) and dotted(it.item.func) in _GRAPHS
+                                              for it in stmt.items):
+            last = i  # `with torch.cuda.graph(g):` synchronizes the device on entry
+        elif isinstance(stmt, cst.SimpleStatementLine) and any(
+                isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
+                and dotted(small.value.func) in _DEVICE_SYNCS for small in stmt.body):
+            last = i
+    out: set[int] = set()
+    stack = list(flat[:max(last, 0)])
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.FunctionDef, cst.Lambda)):
+            continue
+        out.add(id(n))
         stack.extend(children(n))
     return out
 
@@ -222,13 +264,33 @@ def _nested_defs(node: cst.CSTNode) -> list[cst.CSTNode]:
     return out
 
 
+def _only_called(body: cst.CSTNode, d: cst.CSTNode) -> bool:
+    """A helper defined in a construction method and only called there (``def field(name, like): ...`` then
+    ``field("budget", x)``): part of the construction, not a hook handed out to run at every step."""
+    if not isinstance(d, cst.FunctionDef):
+        return False
+    name, called, refs = d.name.value, 0, 0
+    stack = list(children(body))
+    funcs: set[int] = {id(d.name)}
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == name:
+            called += 1
+            funcs.add(id(n.func))
+        elif isinstance(n, cst.Name) and n.value == name and id(n) not in funcs:
+            refs += 1
+        stack.extend(children(n))
+    return called > 0 and refs == 0
+
+
 def _class_writes(file: FileModel, cls: ClassInfo) -> dict[str, list[tuple[str, cst.CSTNode]]]:
     construction = _construction(cls)
     found: dict[str, list[tuple[str, cst.CSTNode]]] = {}
     for name, fn in cls.methods.items():
         if "staticmethod" in (d.rsplit(".", 1)[-1] for d in fn.decorators) or fn.params[:1] != ("self",):
             continue
-        bodies = _nested_defs(fn.node.body) if name in construction else [fn.node.body]
+        bodies = [d for d in _nested_defs(fn.node.body) if not _only_called(fn.node.body, d)] \
+            if name in construction else [fn.node.body]
         for body in bodies:
             for path, node in _writes(file, body):
                 found.setdefault(path, []).append((name, node))
@@ -292,4 +354,29 @@ def forked_elsewhere(file: FileModel, fn: FunctionInfo, stream: str) -> bool:
                for method in cls.methods.values() if method is not fn for site in method.calls)
 
 
-__all__ = ["forked_elsewhere", "step_writer", "step_writers"]
+def forks_for_callers(file: FileModel, fn: FunctionInfo, stream: str) -> bool:
+    """Another method of ``fn``'s class makes this ``self.*`` stream wait for the current stream
+    (``self._stream.wait_stream(torch.cuda.current_stream())``): a fork step the object's users run before
+    ``fn`` (``maybe_sync_shared_experts_stream()`` before ``forward()``), so what they produced on their current
+    stream before that call is ordered before the stream's work in ``fn``. The order of the calls is the
+    caller's, unseen here: an argument read on the stream is then no finding (precision first)."""
+    cls = file.classes.get(fn.class_name or "") if stream.startswith("self.") else None
+    if cls is None:
+        return False
+    wanted = stream.replace('"', "'").replace(" ", "")
+    for method in cls.methods.values():
+        if method is fn or any(wanted in file.code(scope.item).replace('"', "'").replace(" ", "")
+                               for scope in method.scopes):
+            continue  # (a method running work on the stream itself is no dedicated fork step)
+        for site in method.calls:
+            func = site.node.func
+            if site.method != "wait_stream" or not isinstance(func, cst.Attribute) or not site.node.args \
+                    or file.code(func.value).replace('"', "'").replace(" ", "") != wanted:
+                continue
+            arg = site.node.args[0].value
+            if isinstance(arg, cst.Call) and (dotted(arg.func) or "").rsplit(".", 1)[-1] == "current_stream":
+                return True
+    return False
+
+
+__all__ = ["forks_for_callers", "forked_elsewhere", "step_writer", "step_writers"]

@@ -31,6 +31,70 @@ def host_object_names(project, fn: FunctionInfo) -> frozenset[str]:
     return memo[key]
 
 
+def host_scalar_names(project, fn: FunctionInfo) -> frozenset[str]:
+    """Locals the function uses as Python ints: a bound of a slice (``slots[n:]``, ``xs[: n - pad]``) or an
+    argument of ``range(...)``, and never as a tensor (no tensor method or attribute of them). A 0-d tensor
+    would work there too, but only through a blocking host read; what an unresolved callee hands back and the
+    function indexes with is a count (a token count from a connector of another package), not device data."""
+    memo = derived(project, "host_scalar_names")
+    key = (id(fn.node), fn.qualname)
+    if key not in memo:
+        memo[key] = _scan_scalars(fn)
+    return memo[key]
+
+
+def host_count(project, file, fn: FunctionInfo, name: str, value: cst.BaseExpression) -> bool:
+    """``name = value`` binds a count: ``value`` calls nothing the analysis knows (no torch API, no tensor method,
+    no project function: a method of an object of another package, ``self.connector.start_load(...)``) and the
+    function uses ``name`` as a Python int (:func:`host_scalar_names`)."""
+    if not isinstance(value, cst.Call) or name not in host_scalar_names(project, fn):
+        return False
+    site = file.call_site(value)
+    if site is None or (site.target or "").startswith(("torch.", "torch_npu.")):
+        return False
+    if isinstance(value.func, cst.Attribute) and tensor_method(value.func.attr.value):
+        return False
+    return not project.call_targets(file, site)
+
+
+def _arith_names(e: cst.BaseExpression, depth: int = 0) -> set[str]:
+    """The names an index expression is integer arithmetic of (``n``, ``n - pad``, ``(start + n) // 2``)."""
+    if isinstance(e, cst.Name):
+        return {e.value}
+    if depth < 4 and isinstance(e, cst.BinaryOperation) and isinstance(
+            e.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)):
+        return _arith_names(e.left, depth + 1) | _arith_names(e.right, depth + 1)
+    if depth < 4 and isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Minus):
+        return _arith_names(e.expression, depth + 1)
+    return set()
+
+
+def _scan_scalars(fn: FunctionInfo) -> frozenset[str]:
+    ints: set[str] = set()
+    for node in local_nodes(fn.node):
+        if isinstance(node, cst.Slice):
+            for bound in (node.lower, node.upper, node.step):
+                if bound is not None:
+                    ints |= _arith_names(bound)
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "range":
+            for a in node.args:
+                ints |= _arith_names(a.value)
+    return frozenset(ints - _tensor_names(fn)) if ints else frozenset()
+
+
+def _tensor_names(fn: FunctionInfo) -> set[str]:
+    nodes = list(local_nodes(fn.node))
+    calls = {id(n.func) for n in nodes if isinstance(n, cst.Call)}
+    tensor: set[str] = set()
+    for node in nodes:
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+            attr = node.attr.value
+            if id(node) in calls and tensor_method(attr) or id(node) not in calls and (
+                    attr in _TENSOR_ATTRS or attr.startswith("_")):
+                tensor.add(node.value.value)
+    return tensor
+
+
 def _owner(e: cst.BaseExpression) -> str | None:
     """``x`` for ``x`` / ``x[i]`` / ``x[i][j]``."""
     while isinstance(e, cst.Subscript):
@@ -71,4 +135,4 @@ def _scan(fn: FunctionInfo) -> frozenset[str]:
     return frozenset(host - tensor)
 
 
-__all__ = ["host_object_names"]
+__all__ = ["host_count", "host_object_names", "host_scalar_names"]

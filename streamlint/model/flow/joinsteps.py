@@ -258,6 +258,14 @@ def _host_handle(file: FileModel, fn: FunctionInfo, value: cst.BaseExpression) -
         return True
     if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in _SCALAR_BUILTINS:
         return True  # `last_event_count = len(client.events)`: a Python number or string, no handle
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "getattr" \
+            and len(value.args) == 3 and (isinstance(value.args[2].value, (cst.Integer, cst.Float, cst.SimpleString))
+                                          or isinstance(value.args[2].value, cst.Name)
+                                          and value.args[2].value.value in ("True", "False")):
+        return True  # `is_stream = getattr(req, "stream", False)`: a request's flag (no stream defaults to False)
+    if isinstance(value, (cst.Comparison, cst.UnaryOperation)) and not isinstance(
+            getattr(value, "operator", None), (cst.Minus, cst.Plus, cst.BitInvert)):
+        return True  # `is_stream = not obj.stream`, `done = ev is None`: a Python bool
     if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
             and isinstance(value.func.value, cst.Name)):
         return False

@@ -19,6 +19,7 @@ from streamlint.model.flow.counters import NVal
 from streamlint.model.flow.devicework import callee_of, device_site, queues_device_work
 from streamlint.model.flow.escapes import field_made_outside, field_only_polled
 from streamlint.model.flow.values import CVal, EVal, IVal, KVal, NONE, SVal, State, merge_clock
+from streamlint.model.stepstate import forks_for_callers
 from streamlint.model.uses import bind_arguments
 from streamlint.model.streams import (
     EVENT,
@@ -162,6 +163,8 @@ class Orderings:
         helper of another module, a stream made in a getter)."""
         if stream == MAIN or stream in st.stack or (stream.startswith("<") and origin is None):
             return False
+        if forks_for_callers(self.cfile, self.cfn, stream):
+            return True  # a sibling method forks the stream from the current one for the object's users
         family = stream_family(stream)
         files = {id(f): f for f in (self.file, self.cfile)}.values()
         verdicts = [v for f in files for v in entry_verdicts(entry_discipline(self.project, f), family)]

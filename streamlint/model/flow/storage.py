@@ -37,6 +37,8 @@ from streamlint.model.syntax import contains
 from streamlint.model.flow.calls import event_waited_elsewhere
 from streamlint.model.lifetimes import module_constant, module_container
 from streamlint.model.flow.handedfields import forked_elsewhere, step_source
+from streamlint.model.stepstate import forks_for_callers
+from streamlint.model.placement import host_container_field
 from streamlint.model.tensors import META_ATTRS, host_attr
 
 
@@ -142,11 +144,18 @@ class Storages:
         module constant (``HEAD_DIM = 128``: :func:`~streamlint.model.lifetimes.module_constant`)."""
         if v.glob and v.key.isidentifier():
             return module_constant(self.cfile, v.key) or module_container(self.cfile, v.key)
-        if not v.key.startswith("self.") or v.key.count(".") != 1 or "[" in v.key:
+        if not v.key.startswith("self."):
             return False
         frame_file, frame_fn = next(((f, fn) for f, fn in reversed(self.frames) if fn.class_name),
                                     (self.file, self.fn))
+        if "[" in v.key and v.key.split("[", 1)[0].count(".") == 1:  # `self.host[name]`: an element
+            field = v.key[5:].split("[", 1)[0]
+            return host_container_field(frame_file, frame_file.classes.get(frame_fn.class_name or ""), field)
+        if v.key.count(".") != 1 or "[" in v.key:
+            return False
         cls, attr = frame_file.classes.get(frame_fn.class_name or ""), v.key[5:]
+        if host_container_field(frame_file, cls, attr):
+            return True
         found = self._field_host(cls, frame_file, attr)
         if found is None and cls is not None:
             # a mixin's field is set by the classes it is mixed into (`class Pool(GatherMixin, BasePool)`, the
@@ -290,8 +299,10 @@ class Storages:
             return  # the thread that woke this one forked ``s`` from the current stream before it signalled
         if S.kind == "arg" and earlier.time <= self.entry_time and S.name \
                 and (host_by_callers(self.project, self.file, self.fn, S.name)
-                     or worker_thread_only(self.project, self.file, self.fn)):
-            return  # a host tensor handed in (no stream produced it), or a caller on a worker thread
+                     or worker_thread_only(self.project, self.file, self.fn)
+                     or forks_for_callers(self.file, self.fn, s)):
+            return  # a host tensor handed in (no stream produced it), a caller on a worker thread, or a sibling
+            # method that forks the stream from the current one for the object's users (stepstate.py)
         protocol = self.protocol_sources.get(S.sid) if S.last_write is earlier else None
         if protocol is not None and (kind != "read" or replay):
             return  # a class protocol says who must join before a read, not what a later write may do

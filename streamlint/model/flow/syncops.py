@@ -52,12 +52,11 @@ def collection_waited(fn, arg: cst.BaseExpression) -> bool | None:
 
 class SyncMethods:
     def _given(self, st: State, waited: object, arg: cst.BaseExpression, at: cst.Call) -> str | None:
-        """The kind of what a ``wait_stream`` / ``wait_event`` is handed: what the function's own uses of the
-        expression say (:func:`~streamlint.model.streams.argument_kind`), else the value's."""
-        kind = argument_kind(self.project, self.cfile, self.cfn, arg, at)
-        if kind is None:
-            kind = STREAM if isinstance(waited, SVal) else EVENT if isinstance(waited, EVal) else None
-        return kind
+        """The kind of what a ``wait_stream`` / ``wait_event`` is handed: the value's, as the dataflow tracks it,
+        else what the function's own code says of the expression (:func:`~streamlint.model.argkinds.argument_kind`)."""
+        if isinstance(waited, (SVal, EVal)):
+            return STREAM if isinstance(waited, SVal) else EVENT
+        return argument_kind(self.project, self.cfile, self.cfn, arg, at)
 
     def sync_method(self, st: State, e: cst.Call, recv: object, name: str, kind: str | None,
                     arg0: cst.BaseExpression | None) -> tuple[bool, object]:

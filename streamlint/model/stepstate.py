@@ -359,10 +359,42 @@ def forks_for_callers(file: FileModel, fn: FunctionInfo, stream: str) -> bool:
     (``self._stream.wait_stream(torch.cuda.current_stream())``): a fork step the object's users run before
     ``fn`` (``maybe_sync_shared_experts_stream()`` before ``forward()``), so what they produced on their current
     stream before that call is ordered before the stream's work in ``fn``. The order of the calls is the
-    caller's, unseen here: an argument read on the stream is then no finding (precision first)."""
+    caller's, unseen here: an argument read on the stream is then no finding (precision first). Construction
+    methods (``__init__`` and what only they call) run once, not before every call: they fork nothing."""
     cls = file.classes.get(fn.class_name or "") if stream.startswith("self.") else None
     if cls is None:
         return False
+    steps = _fork_steps(file, cls)
+    wanted = _norm(stream)
+    return any(name != fn.node.name.value for name in steps.get(wanted, ()))
+
+
+def _norm(text: str) -> str:
+    return text.replace('"', "'").replace(" ", "")
+
+
+def _fork_steps(file: FileModel, cls: ClassInfo) -> dict[str, set[str]]:
+    """Per ``self.*`` stream text, the methods of ``cls`` that are its fork steps (computed once per class)."""
+    held = getattr(cls, "_fork_steps", None)
+    if held is not None:
+        return held
+    steps: dict[str, set[str]] = {}
+    construction = _construction(cls)
+    for name, method in cls.methods.items():
+        if name in construction:
+            continue
+        entered = {_norm(file.code(scope.item)) for scope in method.scopes}
+        for site in method.calls:
+            func = site.node.func
+            if site.method != "wait_stream" or not isinstance(func, cst.Attribute) or not site.node.args:
+                continue
+            arg = site.node.args[0].value
+            text = _norm(file.code(func.value))
+            if isinstance(arg, cst.Call) and (dotted(arg.func) or "").rsplit(".", 1)[-1] == "current_stream" \
+                    and not any(text in item for item in entered):  # (a method running work on the stream
+                steps.setdefault(text, set()).add(name)  # itself is no dedicated fork step)
+    cls._fork_steps = steps  # type: ignore[attr-defined]
+    return steps
     wanted = stream.replace('"', "'").replace(" ", "")
     for method in cls.methods.values():
         if method is fn or any(wanted in file.code(scope.item).replace('"', "'").replace(" ", "")

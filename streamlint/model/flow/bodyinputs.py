@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model import apis
-from streamlint.model.file import dotted
+from streamlint.model.file import FunctionInfo, dotted
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.computed import computes_tensor
 from streamlint.model.streams import derived
@@ -33,7 +33,7 @@ from streamlint.model.tensors import (
 )
 
 if TYPE_CHECKING:
-    from streamlint.model.file import FileModel, FunctionInfo
+    from streamlint.model.file import FileModel
     from streamlint.model.project import Project
 
 
@@ -84,7 +84,31 @@ def callers_cannot_fork(project: Project, file: FileModel, fn: FunctionInfo, par
         if names & set(caller.all_params) - {"self", "cls"} or any(
                 isinstance(n, cst.Attribute) for n in local_nodes(arg)):
             return False  # the caller's own parameter or object state: someone else may fork it
+        if _handed_to_orderer(project, _model, caller, site, fn, names):
+            return False  # `join_current(stream)`, `Lane(stream)` whose constructor waits: forked elsewhere
     return True
+
+
+def _handed_to_orderer(project: Project, model: FileModel, caller: FunctionInfo, site, fn: FunctionInfo,
+                       names: set[str]) -> bool:
+    """Does the caller hand what it passes (``names``) to another call that may order a stream: a project
+    function or constructor whose body waits, records or synchronises, or a callee it cannot see (not a torch
+    API, not a project class without a constructor of its own)?"""
+    for other in caller.calls:
+        if other.node is site.node or not any(isinstance(n, cst.Name) and n.value in names
+                                              for a in other.node.args for n in local_nodes(a.value)):
+            continue
+        found = project.call_target(model, other)
+        if found is None:
+            head = dotted(other.node.func) or ""
+            sym = project.symbol(head, model) if head and not head.startswith("torch.") else None
+            if head.startswith("torch.") or sym is not None and not isinstance(sym[0], FunctionInfo) \
+                    and "__init__" not in getattr(sym[0], "methods", {"__init__": None}):
+                continue
+            return True
+        if found[0] is not fn and any(c.method in _ORDERING for c in found[0].calls):
+            return True
+    return False
 
 
 _ORDERING = frozenset({"wait_stream", "wait_event", "wait", "synchronize", "record", "record_event"})

@@ -100,13 +100,16 @@ def entry_discipline(project: Project, file: FileModel) -> dict[str, bool]:
             own[id(site.with_node)] = keys - {stream_family(file.code(expr))} if len(keys) > 1 else keys
     derived(project, "scope_entry_keys").update(own)
     verdicts: dict[str, bool] = {}
+    by_class: dict[str, dict[str, bool]] = {}  # the same, per class of the entering function ("" for none)
     chained: dict[tuple[int, str], bool] = derived(project, "entry_chained")
     for site, keys in entries:
         use = next((u for u in project.scope_use(file, site).uses if u.role is Role.NATIVE_STREAM_CONTEXT), None)
         ok = _begins_with_wait(file, site.with_node) or _waited_before(file, site, keys, entries,
                                                                        _existence_tests(project, file, site, use))
+        own_class = by_class.setdefault(_class_of(site.function), {})
         for key in keys:
             verdicts[key] = verdicts.get(key, True) and bool(ok)
+            own_class[key] = own_class.get(key, True) and bool(ok)
             if ok == "chained" and site.function is not None:
                 chained[(id(site.function.node), key)] = True
     for call in file.calls:
@@ -114,8 +117,21 @@ def entry_discipline(project: Project, file: FileModel) -> dict[str, bool]:
             for arg in call.node.args[:1]:
                 for key in _stream_texts(file, call.function, arg.value):
                     verdicts[key] = False
+                    by_class.setdefault(_class_of(call.function), {})[key] = False
     cache[id(file)] = verdicts
+    derived(project, "entry_discipline_by_class")[id(file)] = by_class
     return verdicts
+
+
+def _class_of(fn: FunctionInfo | None) -> str:
+    return fn.class_name or "" if fn is not None else ""
+
+
+def class_entry_discipline(project: Project, file: FileModel, fn: FunctionInfo | None) -> dict[str, bool]:
+    """:func:`entry_discipline` counting only the entries made by methods of ``fn``'s class (by module-level
+    functions when ``fn`` is one): ``self.side`` of one class is not ``self.side`` of another in the file."""
+    entry_discipline(project, file)
+    return derived(project, "entry_discipline_by_class").get(id(file), {}).get(_class_of(fn), {})
 
 
 def entry_chained(project: Project, file: FileModel, fn: FunctionInfo | None, family: str) -> bool:

@@ -34,6 +34,7 @@ from streamlint.model.streams import (
     scope_stream_key,
 )
 from streamlint.model.entries import (
+    class_entry_discipline,
     entry_chained,
     entry_discipline,
     entry_verdicts,
@@ -317,7 +318,8 @@ def caller_entry_verdicts(project, file, fn, family: str, _depth: int = 0) -> li
         if expr is None:
             continue
         text = model.code(expr) + family[match.end():]
-        discipline = entry_discipline(project, model)
+        discipline = class_entry_discipline(project, model, site.function) if text.startswith("self.") \
+            else entry_discipline(project, model)  # (`self.side` of the caller's own class)
         for key in stream_text_keys(site.function, text, model):
             verdicts += entry_verdicts(discipline, key)
             if _depth < 1:

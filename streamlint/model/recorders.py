@@ -31,7 +31,7 @@ from streamlint.model.flow.callers import callers_of
 from streamlint.model.project import Project
 from streamlint.model.streams import STREAM, is_current_stream, local_kind
 from streamlint.model.uses import bind_arguments
-from streamlint.model.syntax import local_nodes, mentions_name, names_stream_class
+from streamlint.model.syntax import descendants, local_nodes, mentions_name, names_stream_class
 from streamlint.model.walk import children
 
 PROTOCOL = "record_stream"
@@ -453,15 +453,7 @@ def _records_on(closure: cst.FunctionDef, stream: str) -> bool:
     return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == PROTOCOL
                and isinstance(n.func.value, cst.Name) and n.func.value.value == first
                and any(mentions_name(a.value, stream) for a in n.args)
-               for n in _walk(closure.body))
-
-
-def _walk(node: cst.CSTNode):
-    stack = [node]
-    while stack:
-        cur = stack.pop()
-        yield cur
-        stack.extend(children(cur))
+               for n in descendants(closure.body))
 
 
 def _dispatch_branches(project: Project, file: FileModel, fn: FunctionInfo) -> list[BrokenRecord]:

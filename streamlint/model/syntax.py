@@ -91,6 +91,15 @@ def contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
     return False
 
 
+def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """``node`` and all its descendants, nested definitions included (:func:`local_nodes` stops at them)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(children(current))
+
+
 def mentions_name(node: cst.CSTNode, *names: str) -> bool:
     """Does a ``Name`` node spelled as one of ``names`` occur in ``node`` (nested definitions included)?"""
     stack = [node]

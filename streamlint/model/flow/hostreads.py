@@ -34,7 +34,7 @@ from streamlint.model.flow.results import EarlyRecord, HostRead
 from streamlint.model.flow.values import Access, EVal, KVal, State, TupVal, TVal
 from streamlint.model.walk import children
 from streamlint.model.file import dotted
-from streamlint.model.syntax import local_nodes, mentions_name, target_names
+from streamlint.model.syntax import contains, local_nodes, mentions_name, target_names
 from streamlint.model.placement import copy_destination, host_source, pinned_source
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.apis import Role
@@ -564,7 +564,7 @@ def host_blocking_helper(project, file, fn) -> bool:
     for site in fn.calls:
         if site.function is not fn or site.in_loop or site.scope is not None:  # (guards: its guard clauses)
             continue
-        stmt = next((s for s in body if id(s) in top and _contains(s, site.node)), None)
+        stmt = next((s for s in body if id(s) in top and contains(s, site.node)), None)
         if stmt is None:
             continue
         if site.target in HOST_VERDICTS:
@@ -580,5 +580,3 @@ def host_blocking_helper(project, file, fn) -> bool:
     return found
 
 
-def _contains(root: cst.CSTNode, node: cst.CSTNode) -> bool:
-    return any(n is node for n in local_nodes(root))

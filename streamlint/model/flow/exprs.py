@@ -64,8 +64,6 @@ _FLAG_SETTERS = frozenset({"requires_grad_", "share_memory_", "retain_grad_"})
 STREAM_ORDERING_METHODS = frozenset({"wait_stream", "wait_event", "record_event", "record_stream"})
 
 
-
-
 # Methods of mappings and lists reading one slot, which no tensor has: the result is that element
 _MAPPING_READS = frozenset({"get", "pop", "setdefault"})
 

@@ -85,14 +85,14 @@ def _scan_scalars(fn: FunctionInfo) -> frozenset[str]:
 def _tensor_names(fn: FunctionInfo) -> set[str]:
     nodes = list(local_nodes(fn.node))
     calls = {id(n.func) for n in nodes if isinstance(n, cst.Call)}
-    tensor: set[str] = set()
-    for node in nodes:
-        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
-            attr = node.attr.value
-            if id(node) in calls and tensor_method(attr) or id(node) not in calls and (
-                    attr in _TENSOR_ATTRS or attr.startswith("_")):
-                tensor.add(node.value.value)
-    return tensor
+    return {n.value.value for n in nodes if isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name)
+            and _tensor_evidence(n, calls)}
+
+
+def _tensor_evidence(node: cst.Attribute, calls: set[int]) -> bool:
+    """Does ``x.attr`` / ``x.m(...)`` show ``x`` is a tensor (a tensor method called, a tensor attribute read)?"""
+    attr = node.attr.value
+    return tensor_method(attr) if id(node) in calls else attr in _TENSOR_ATTRS or attr.startswith("_")
 
 
 def _owner(e: cst.BaseExpression) -> str | None:
@@ -122,13 +122,10 @@ def _scan(fn: FunctionInfo) -> frozenset[str]:
         name = _owner(node.value)
         if name is None or name == "self":
             continue
-        attr = node.attr.value
-        if id(node) in calls:
-            if tensor_method(attr):
-                tensor.add(name)
-            continue
-        if attr in _TENSOR_ATTRS or attr.startswith("_"):
+        if _tensor_evidence(node, calls):
             tensor.add(name)
+        elif id(node) in calls:
+            continue
         elif id(node) in stores or isinstance(node.value, cst.Subscript):
             # `opts.n = 1`, `results[0].outputs`; a bare read (`out.logits`) may be a model output's tensor
             host.add(name)

@@ -128,10 +128,44 @@ def _class_of(fn: FunctionInfo | None) -> str:
 
 
 def class_entry_discipline(project: Project, file: FileModel, fn: FunctionInfo | None) -> dict[str, bool]:
-    """:func:`entry_discipline` counting only the entries made by methods of ``fn``'s class (by module-level
-    functions when ``fn`` is one): ``self.side`` of one class is not ``self.side`` of another in the file."""
+    """:func:`entry_discipline` counting only the entries made by methods of ``fn``'s class and of the classes
+    of the file it inherits from or that inherit from it (by module-level functions when ``fn`` is one):
+    ``self.side`` of one class is not ``self.side`` of an unrelated class in the file."""
     entry_discipline(project, file)
-    return derived(project, "entry_discipline_by_class").get(id(file), {}).get(_class_of(fn), {})
+    by_class = derived(project, "entry_discipline_by_class").get(id(file), {})
+    merged: dict[str, bool] = {}
+    for name in _related_classes(file, _class_of(fn)):
+        for key, ok in by_class.get(name, {}).items():
+            merged[key] = merged.get(key, True) and ok
+    return merged
+
+
+def discipline_for(project: Project, file: FileModel, fn: FunctionInfo | None, family: str) -> dict[str, bool]:
+    """The entry discipline that judges stream ``family`` seen from ``fn``: per class for a ``self.`` field
+    (:func:`class_entry_discipline`), per file otherwise (:func:`entry_discipline`)."""
+    if family.startswith("self.") and fn is not None:
+        return class_entry_discipline(project, file, fn)
+    return entry_discipline(project, file)
+
+
+def _related_classes(file: FileModel, name: str) -> set[str]:
+    """``name`` and the classes of ``file`` linked to it by inheritance (either way, transitively; bases
+    named by their last component)."""
+    if not name:
+        return {""}
+    links: dict[str, set[str]] = {}
+    for cls in file.classes.values():
+        for base in cls.bases:
+            short = base.rsplit(".", 1)[-1]
+            links.setdefault(cls.name, set()).add(short)
+            links.setdefault(short, set()).add(cls.name)
+    seen, todo = {name}, [name]
+    while todo:
+        for other in links.get(todo.pop(), ()):
+            if other not in seen:
+                seen.add(other)
+                todo.append(other)
+    return seen
 
 
 def entry_chained(project: Project, file: FileModel, fn: FunctionInfo | None, family: str) -> bool:

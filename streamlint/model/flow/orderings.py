@@ -34,9 +34,8 @@ from streamlint.model.streams import (
     scope_stream_key,
 )
 from streamlint.model.entries import (
-    class_entry_discipline,
+    discipline_for,
     entry_chained,
-    entry_discipline,
     entry_verdicts,
     scope_entry_keys,
     stream_family,
@@ -167,12 +166,13 @@ class Orderings:
         if forks_for_callers(self.cfile, self.cfn, stream):
             return True  # a sibling method forks the stream from the current one for the object's users
         family = stream_family(stream)
-        files = {id(f): f for f in (self.file, self.cfile)}.values()
-        verdicts = [v for f in files for v in entry_verdicts(entry_discipline(self.project, f), family)]
+        pairs = {id(f): (f, fn) for f, fn in ((self.file, self.fn), (self.cfile, self.cfn))}.values()
+        verdicts = [v for f, fn in pairs for v in entry_verdicts(discipline_for(self.project, f, fn, family), family)]
         if origin is not None:
             file, node = origin
-            discipline = entry_discipline(self.project, file)
-            verdicts += [v for k in scope_entry_keys(self.project, file, node) for v in entry_verdicts(discipline, k)]
+            owner = file.function_of.get(id(node))
+            verdicts += [v for k in scope_entry_keys(self.project, file, node)
+                         for v in entry_verdicts(discipline_for(self.project, file, owner, k), k)]
         if verdicts and all(verdicts):  # a stream handed in: the callers' entries onto what they hand count too
             verdicts += [v for f, fn in ((self.file, self.fn), (self.cfile, self.cfn))
                          for v in caller_entry_verdicts(self.project, f, fn, family)]
@@ -318,8 +318,7 @@ def caller_entry_verdicts(project, file, fn, family: str, _depth: int = 0) -> li
         if expr is None:
             continue
         text = model.code(expr) + family[match.end():]
-        discipline = class_entry_discipline(project, model, site.function) if text.startswith("self.") \
-            else entry_discipline(project, model)  # (`self.side` of the caller's own class)
+        discipline = discipline_for(project, model, site.function, text)  # (`self.side` of the caller's own class)
         for key in stream_text_keys(site.function, text, model):
             verdicts += entry_verdicts(discipline, key)
             if _depth < 1:

@@ -333,7 +333,17 @@ def step_writer(project: Project, file: FileModel, fn: FunctionInfo, key: str, m
     if cls is None:
         return None
     own = fn.node.name.value
-    for path, where in step_writers(project, file, cls).items():
+    memo = derived(project, "step_writer")  # (asked per access of a field: a fact of the class, method and key)
+    mkey = (id(cls), own, key)
+    held = memo.get(mkey)
+    if held is None or held[0] is not cls:  # (the class is kept with its answer: an id is never reused under it)
+        memo[mkey] = held = (cls, _other_writer(step_writers(project, file, cls), key, own))
+    return held[1]
+
+
+def _other_writer(writers: dict[str, list[tuple[str, cst.CSTNode]]], key: str, own: str) -> str | None:
+    """The first method other than ``own`` among ``writers`` of ``key``, a part of it or a whole it is part of."""
+    for path, where in writers.items():
         if path == key or path.startswith((key + ".", key + "[")) or key.startswith((path + ".", path + "[")):
             method = next((m for m, _node in where if m != own), None)
             if method is not None:

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import re
 
-from collections.abc import Iterator
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator
+from typing import TypeVar
 
 from streamlint._lazy import cst
 from streamlint.model.walk import children
+
+T = TypeVar("T")
 
 
 def target_names(target: cst.BaseExpression, *, skip: frozenset[str] = frozenset()) -> list[str]:
@@ -132,9 +136,36 @@ def slice_drop(sl: cst.BaseSlice) -> str | None:
     return {(0, None): "none", (1, None): "first", (0, -1): "last"}.get((lower, upper))
 
 
-def local_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+_NODE_MEMO: "OrderedDict[tuple[str, int], tuple[cst.CSTNode, object]]" = OrderedDict()
+_NODE_MEMO_SIZE = 8192
+
+
+def node_memo(kind: str, node: cst.CSTNode, compute: Callable[[cst.CSTNode], T]) -> T:
+    """``compute(node)``, kept per (``kind``, node). For syntactic facts of one function that the analysis
+    asks hundreds of times: syntax trees are immutable, the memo holds a bounded number of answers (least
+    recently used dropped) and each with its node, so an id is never answered for another node."""
+    key = (kind, id(node))
+    held = _NODE_MEMO.get(key)
+    if held is not None and held[0] is node:
+        _NODE_MEMO.move_to_end(key)
+        return held[1]  # type: ignore[return-value]
+    found = compute(node)
+    _NODE_MEMO[key] = (node, found)
+    while len(_NODE_MEMO) > _NODE_MEMO_SIZE:
+        _NODE_MEMO.popitem(last=False)
+    return found
+
+
+def local_nodes(node: cst.CSTNode) -> Iterable[cst.CSTNode]:
     """``node`` and its descendants in lexical pre-order, without entering nested functions, classes
-    or lambdas (the nested definition itself is yielded, its body is not)."""
+    or lambdas (the nested definition itself is yielded, its body is not). A function or a function body
+    is walked once (:func:`node_memo`)."""
+    if isinstance(node, (cst.FunctionDef, cst.IndentedBlock)):
+        return node_memo("local_nodes", node, lambda n: tuple(_local_nodes(n)))
+    return _local_nodes(node)
+
+
+def _local_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     stack = [node]
     while stack:
         current = stack.pop()

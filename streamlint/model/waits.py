@@ -19,7 +19,7 @@ from streamlint.model.apis import Role
 from streamlint.model.flow.elementsets import FIRST_OUT, LAST_OUT, element_origins, origins
 from streamlint.model.file import CallSite, FileModel, FunctionInfo
 from streamlint.model.streams import MAIN, scope_stream_key
-from streamlint.model.syntax import local_nodes
+from streamlint.model.syntax import local_nodes, node_memo
 from streamlint.model.walk import children
 
 if TYPE_CHECKING:
@@ -378,16 +378,22 @@ def _recorded_event(fn_node: cst.CSTNode, value: cst.BaseExpression) -> bool:
     for e in exprs:
         if isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value == "record_event":
             return True
-        if isinstance(e, cst.Name):
-            stack: list[cst.CSTNode] = [fn_node]
-            while stack:
-                node = stack.pop()
-                if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
-                        and node.func.attr.value == "record" and isinstance(node.func.value, cst.Name) \
-                        and node.func.value.value == e.value:
-                    return True
-                stack.extend(children(node))
+        if isinstance(e, cst.Name) and e.value in node_memo("recorded_names", fn_node, _recorded_names):
+            return True
     return False
+
+
+def _recorded_names(fn_node: cst.CSTNode) -> frozenset[str]:
+    """The names ``e`` of every ``e.record(...)`` in ``fn_node`` (nested definitions included)."""
+    names: set[str] = set()
+    stack: list[cst.CSTNode] = [fn_node]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value == "record" and isinstance(node.func.value, cst.Name):
+            names.add(node.func.value.value)
+        stack.extend(children(node))
+    return frozenset(names)
 
 
 def _stores_in(fn_node: cst.FunctionDef, name: str, plain: bool) -> Iterator[cst.CSTNode]:

@@ -564,14 +564,13 @@ def host_blocking_helper(project, file, fn) -> bool:
     for site in fn.calls:
         if site.function is not fn or site.in_loop or site.scope is not None:  # (guards: its guard clauses)
             continue
-        stmt = next((s for s in body if id(s) in top and contains(s, site.node)), None)
-        if stmt is None:
-            continue
         if site.target in HOST_VERDICTS:
             read = [a.value for a in site.node.args]
         elif site.method in BLOCKING_HOST_READS and not site.node.args and site.receiver is not None:
             read = [site.receiver]
         else:
+            continue
+        if not any(id(s) in top and contains(s, site.node) for s in body):  # (a statement of its own body)
             continue
         if any(mentions_name(x, *params) for x in read):  # (of what it is handed: a host value's `.item()` waits on nothing)
             found = True

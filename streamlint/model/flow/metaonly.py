@@ -47,6 +47,14 @@ def view_only(fn: FunctionInfo, param: str) -> bool:
     """Does a helper touch parameter ``param`` only to describe it (``.dtype``, ``.numel()``) and to hand back a
     view of it (``return buf.view(torch.uint8)[:n].view(dtype)``)? Taking a view queues no kernel: the call
     reads no device memory of that argument, its result is the argument's own storage."""
+    memo = fn.__dict__.setdefault("_view_only", {})  # (asked at every call of the helper; lives with ``fn``)
+    found = memo.get(param)
+    if found is None:
+        found = memo[param] = _view_only(fn, param)
+    return found
+
+
+def _view_only(fn: FunctionInfo, param: str) -> bool:
     allowed: set[int] = set()
     for ret in fn.returns:
         e = ret.value

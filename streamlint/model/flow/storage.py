@@ -12,7 +12,7 @@ import re
 
 from streamlint._lazy import cst
 from streamlint.model.attrstreams import foreign_stream, unseen_pair
-from streamlint.model.file import ClassInfo
+from streamlint.model.file import ClassInfo, FunctionInfo
 from streamlint.model.flow.bodyinputs import bodies_read_caller_device, callers_cannot_fork
 from streamlint.model.flow.entryctx import entry_of
 from streamlint.model.flow.escapes import events_in, handed_value, self_field
@@ -32,7 +32,7 @@ from streamlint.model.flow.values import (
     merge_clock,
     ordered_before,
 )
-from streamlint.model.streams import MAIN
+from streamlint.model.streams import MAIN, derived
 from streamlint.model.syntax import contains
 from streamlint.model.flow.calls import event_waited_elsewhere
 from streamlint.model.lifetimes import module_constant, module_container
@@ -148,12 +148,21 @@ class Storages:
             return False
         frame_file, frame_fn = next(((f, fn) for f, fn in reversed(self.frames) if fn.class_name),
                                     (self.file, self.fn))
-        if "[" in v.key and v.key.split("[", 1)[0].count(".") == 1:  # `self.host[name]`: an element
-            field = v.key[5:].split("[", 1)[0]
+        memo = derived(self.project, "host_attribute")  # (a fact of the class and the key: asked per access)
+        mkey = (id(frame_file), frame_fn.class_name, v.key)
+        held = memo.get(mkey)
+        if held is None or held[0] is not frame_file:  # (the file is kept with its answer: an id is never reused under it)
+            held = memo[mkey] = (frame_file, self._host_field(frame_file, frame_fn, v.key))
+        return held[1]
+
+    def _host_field(self, frame_file, frame_fn: FunctionInfo, key: str) -> bool:
+        """:meth:`host_attribute` of a ``self.*`` key seen from a method of ``frame_fn``'s class."""
+        if "[" in key and key.split("[", 1)[0].count(".") == 1:  # `self.host[name]`: an element
+            field = key[5:].split("[", 1)[0]
             return host_container_field(frame_file, frame_file.classes.get(frame_fn.class_name or ""), field)
-        if v.key.count(".") != 1 or "[" in v.key:
+        if key.count(".") != 1 or "[" in key:
             return False
-        cls, attr = frame_file.classes.get(frame_fn.class_name or ""), v.key[5:]
+        cls, attr = frame_file.classes.get(frame_fn.class_name or ""), key[5:]
         if host_container_field(frame_file, cls, attr):
             return True
         found = self._field_host(cls, frame_file, attr)

@@ -13,7 +13,7 @@ from streamlint._lazy import cst
 from streamlint.model.file import dotted
 from streamlint.model.flow.values import EVal, State, SVal, TVal, merge_clock, ordered_before
 from streamlint.model.argkinds import argument_kind
-from streamlint.model.streams import EVENT, MAIN, STREAM
+from streamlint.model.streams import EVENT, MAIN, STREAM, derived
 from streamlint.model.tensors import ESCAPE_METHODS
 from streamlint.model.syntax import local_nodes
 from streamlint.model.walk import children
@@ -219,21 +219,11 @@ class SyncMethods:
         native library call handed one stream's raw handle queues its work on that stream, whatever stream
         is current on the host, on the memory of the tensors whose raw pointers it is handed (read, and
         maybe written: the signature is not known)."""
-        handles: list[cst.BaseExpression] = []
-        pointers: list[cst.BaseExpression] = []
-        stack: list[cst.CSTNode] = [a.value for a in e.args]
-        while stack:
-            n = stack.pop()
-            if isinstance(n, cst.Attribute) and n.attr.value in NATIVE_STREAM_HANDLES:
-                handles.append(n.value)
-                continue
-            if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "data_ptr" \
-                    and not n.args:
-                pointers.append(n.func.value)
-                continue
-            if isinstance(n, (cst.Lambda, cst.FunctionDef)):
-                continue
-            stack.extend(children(n))
+        memo = derived(self.project, "native_launch_parts")  # (syntactic; a call is evaluated many times)
+        held = memo.get(id(e))
+        if held is None or held[0] is not e:  # (the node is kept with its answer: an id is never reused under it)
+            held = memo[id(e)] = (e, *_launch_parts(e))
+        _node, handles, pointers = held
         if len(handles) != 1 or not pointers:
             return False
         handle = self.ev(st, handles[0])
@@ -249,6 +239,27 @@ class SyncMethods:
         finally:
             st.stack.pop()
         return True
+
+
+def _launch_parts(e: cst.Call) -> tuple[list[cst.BaseExpression], list[cst.BaseExpression]]:
+    """The raw stream handles (``s.npu_stream``) and the tensors of raw pointers (``x.data_ptr()``) among the
+    arguments of a call (not inside a lambda or a nested def)."""
+    handles: list[cst.BaseExpression] = []
+    pointers: list[cst.BaseExpression] = []
+    stack: list[cst.CSTNode] = [a.value for a in e.args]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Attribute) and n.attr.value in NATIVE_STREAM_HANDLES:
+            handles.append(n.value)
+            continue
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "data_ptr" \
+                and not n.args:
+            pointers.append(n.func.value)
+            continue
+        if isinstance(n, (cst.Lambda, cst.FunctionDef)):
+            continue
+        stack.extend(children(n))
+    return handles, pointers
 
 
 def _plain(e: cst.BaseExpression) -> bool:

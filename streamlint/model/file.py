@@ -198,6 +198,7 @@ class FileModel:
         self.module = module
         self.module_name = module_name
         self.is_package = is_package
+        self._code: dict[int, tuple[cst.CSTNode, str]] = {}
         self.names: dict[str, str] = {}
         self.star_imports: list[str] = []  # modules of `from m import *`
         self.functions: dict[str, FunctionInfo] = {}
@@ -281,7 +282,14 @@ class FileModel:
         return found[1]
 
     def code(self, node: cst.CSTNode) -> str:
-        return self.module.code_for_node(node)
+        """The source text of ``node`` (generated once per node: the analysis asks the same tests and
+        receivers again at every visit; the node is kept with its text, so an id never answers for another)."""
+        held = self._code.get(id(node))
+        if held is not None and held[0] is node:
+            return held[1]
+        text = self.module.code_for_node(node)
+        self._code[id(node)] = (node, text)
+        return text
 
     def resolve(self, expr: cst.BaseExpression, function: FunctionInfo | None) -> str | None:
         """Qualified name of a Name/Attribute chain, through imports and aliases."""

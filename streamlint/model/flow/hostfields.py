@@ -1,0 +1,67 @@
+"""Which ``self.*`` fields and module names hold host values (issue 16 §3, "Only device data races"): a field
+that holds a name, a port, a count or a container of pinned host buffers, a module constant — none of them is a
+device tensor of a stream. A mixin of the interpreter (:class:`~streamlint.model.flow.interp.Interp`); the answer
+is a fact of the class and the key, memoised per project."""
+
+from __future__ import annotations
+
+from streamlint.model.file import ClassInfo, FunctionInfo
+from streamlint.model.flow.values import KVal
+from streamlint.model.lifetimes import module_constant, module_container
+from streamlint.model.placement import host_container_field
+from streamlint.model.streams import derived
+from streamlint.model.tensors import host_attr
+
+
+class HostFields:
+    def host_attribute(self, v: KVal) -> bool:
+        """``self.<attr>`` holding a host value (a name, a port: :func:`~streamlint.model.tensors.host_attr`), a
+        module constant (``HEAD_DIM = 128``: :func:`~streamlint.model.lifetimes.module_constant`)."""
+        if v.glob and v.key.isidentifier():
+            return module_constant(self.cfile, v.key) or module_container(self.cfile, v.key)
+        if not v.key.startswith("self."):
+            return False
+        frame_file, frame_fn = next(((f, fn) for f, fn in reversed(self.frames) if fn.class_name),
+                                    (self.file, self.fn))
+        memo = derived(self.project, "host_attribute")  # (a fact of the class and the key: asked per access)
+        mkey = (id(frame_file), frame_fn.class_name, v.key)
+        held = memo.get(mkey)
+        if held is None or held[0] is not frame_file:  # (the file is kept with its answer: an id is never reused under it)
+            held = memo[mkey] = (frame_file, self._host_field(frame_file, frame_fn, v.key))
+        return held[1]
+
+    def _host_field(self, frame_file, frame_fn: FunctionInfo, key: str) -> bool:
+        """:meth:`host_attribute` of a ``self.*`` key seen from a method of ``frame_fn``'s class."""
+        if "[" in key and key.split("[", 1)[0].count(".") == 1:  # `self.host[name]`: an element
+            field = key[5:].split("[", 1)[0]
+            return host_container_field(frame_file, frame_file.classes.get(frame_fn.class_name or ""), field)
+        if key.count(".") != 1 or "[" in key:
+            return False
+        cls, attr = frame_file.classes.get(frame_fn.class_name or ""), key[5:]
+        if host_container_field(frame_file, cls, attr):
+            return True
+        found = self._field_host(cls, frame_file, attr)
+        if found is None and cls is not None:
+            # a mixin's field is set by the classes it is mixed into (`class Pool(GatherMixin, BasePool)`, the
+            # base setting `self.start_layer = start_layer or 0`): host when every one of this file setting it does
+            found_in = [self._field_host(sub, frame_file, attr) for sub in frame_file.classes.values()
+                        if sub is not cls and any(b.rsplit(".", 1)[-1] == cls.name for b in sub.bases)]
+            found_in = [f for f in found_in if f is not None]
+            found = bool(found_in) and all(found_in)
+        return bool(found)
+
+    def _field_host(self, cls: ClassInfo | None, file, attr: str, depth: int = 0) -> bool | None:
+        """Does the class (else its nearest base that sets it, every base in order) hold a host value in
+        ``self.<attr>``? None when neither it nor a base within three levels sets the field."""
+        if cls is None or depth > 3:
+            return None
+        if host_attr(self.project, file, cls, attr) \
+                or any(a.target == f"self.{attr}" for m in cls.methods.values() for a in m.assigns):
+            return host_attr(self.project, file, cls, attr)  # a field the class never sets is its base's
+        for b in cls.bases:
+            sym = self.project.symbol(b, file)
+            if sym is not None and isinstance(sym[0], ClassInfo):
+                found = self._field_host(sym[0], sym[1], attr, depth + 1)
+                if found is not None:
+                    return found
+        return None

@@ -211,3 +211,39 @@ def class_records_through_helpers(project: Project, file: FileModel, cls: ClassI
                     and recorded_through_call(project, file, m, site, text):
                 return True
     return False
+
+
+def syncs_device(project: Project, file: FileModel, fn: FunctionInfo, _depth: int = 0) -> bool:
+    """Does ``fn`` synchronise the whole device on every path (``torch.cuda.synchronize()`` as a statement of
+    its body under no condition, directly or through a project helper it calls that way: ``def sync(self):
+    self.disk.synchronize(); torch.cuda.synchronize()``)? Memoised per project."""
+    from streamlint.model import apis
+
+    memo = derived(project, "syncs_device")
+    found = memo.get(id(fn))
+    if found is not None and found[0] is fn:
+        return found[1]
+    memo[id(fn)] = (fn, False)
+    out = False
+    body = fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else ()
+    for stmt in body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)):
+                continue
+            site = file.call_site(small.value)
+            if site is None:
+                continue
+            if any(u.role is apis.Role.DEVICE_SYNCHRONIZE for u in project.api_uses(file, site)):
+                out = True
+            elif _depth < 2:
+                target = project.call_target(file, site)
+                out = target is not None and target[0] is not fn and syncs_device(project, target[1], target[0],
+                                                                                   _depth + 1)
+            if out:
+                break
+        if out:
+            break
+    memo[id(fn)] = (fn, out)
+    return out

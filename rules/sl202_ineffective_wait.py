@@ -6,7 +6,6 @@ from streamlint.finding import Confidence, FixSafety, Severity
 from streamlint.model.apis import Role
 from streamlint.model.dataflow import wait_self_expr
 from streamlint.model.file import dotted
-from streamlint.model.flow.effects import class_records_through_helpers
 from streamlint.model.argkinds import argument_kind
 from streamlint.model.streams import EVENT, STREAM, attr_kind
 from streamlint.model.waits import (
@@ -156,6 +155,8 @@ class IneffectiveWait(Rule):
         cls = ctx.file.classes.get(fn.class_name or "")
         if not uses and attr_kind(ctx.project, ctx.file, cls, attr) != EVENT:
             return
+        from streamlint.model.flow.effects import class_records_through_helpers  # (lazily: it parses)
+
         if not event_recorded_in_class(ctx.file, fn, attr) and not event_recorded_elsewhere(ctx.project, attr) \
                 and not (cls is not None and class_records_through_helpers(ctx.project, ctx.file, cls, attr)):
             ctx.report(call, first_line(f"`self.{attr}` is waited on but never recorded in this class: the wait "

@@ -325,10 +325,6 @@ def step_writers(project: Project, file: FileModel, cls: ClassInfo) -> dict[str,
     return out
 
 
-_DISPLAYS = (cst.List, cst.Tuple, cst.Dict, cst.Set)
-_COMPREHENSIONS = (cst.ListComp, cst.DictComp, cst.SetComp)
-
-
 def _container_rebind(project: Project, file: FileModel, cls: ClassInfo, method: str, node: cst.CSTNode) -> bool:
     """``self.read_buf = make_grid(n, Holder)``: a rebinding to what a project function builds as a container of
     host objects (every return a list / tuple / dict display or comprehension whose elements are constants or
@@ -356,10 +352,10 @@ def _container_rebind(project: Project, file: FileModel, cls: ClassInfo, method:
         if isinstance(e, (cst.Integer, cst.Float, cst.SimpleString)) or (
                 isinstance(e, cst.Name) and e.value in ("None", "True", "False")):
             return True
-        if isinstance(e, _DISPLAYS):
+        if isinstance(e, (cst.List, cst.Tuple, cst.Dict, cst.Set)):
             return depth < 4 and all(host_element(getattr(el, "value", el), depth + 1)
                                      for el in getattr(e, "elements", ()))
-        if isinstance(e, _COMPREHENSIONS):
+        if isinstance(e, (cst.ListComp, cst.DictComp, cst.SetComp)):
             inner = e.elt if not isinstance(e, cst.DictComp) else e.value
             return depth < 4 and host_element(inner, depth + 1)
         if isinstance(e, cst.Call) and isinstance(e.func, cst.Name) and not e.args:

@@ -155,7 +155,10 @@ class IneffectiveWait(Rule):
         cls = ctx.file.classes.get(fn.class_name or "")
         if not uses and attr_kind(ctx.project, ctx.file, cls, attr) != EVENT:
             return
-        if not event_recorded_in_class(ctx.file, fn, attr) and not event_recorded_elsewhere(ctx.project, attr):
+        from streamlint.model.flow.effects import class_records_through_helpers  # (lazily: it parses)
+
+        if not event_recorded_in_class(ctx.file, fn, attr) and not event_recorded_elsewhere(ctx.project, attr) \
+                and not (cls is not None and class_records_through_helpers(ctx.project, ctx.file, cls, attr)):
             ctx.report(call, first_line(f"`self.{attr}` is waited on but never recorded in this class: the wait "
                                         "orders nothing", "the event is waited on but never recorded"),
                        hint=f"record `self.{attr}` after the producer, or remove the wait: it completes immediately")

@@ -220,10 +220,11 @@ HOST_SIGNAL_RECEIVE_METHODS = frozenset({"wait", "is_set", "get", "get_nowait", 
 # streams: a parameter annotated ``threading.Event`` is a host flag (its ``set()`` a completion signal), not a
 # device event whose ``wait()`` / ``synchronize()`` would order streams.
 HOST_SYNC_MODULES = frozenset({"threading", "multiprocessing", "asyncio", "queue", "concurrent", "torch.multiprocessing"})
-# Modules whose objects are host handles only (I/O polling, sockets, processes): an "event" or "stream" such an
-# object hands back (``events = select.poll().poll(ms)``, an eventfd, a socket stream) is no device handle.
+# Modules whose objects are host handles only (I/O polling, sockets, processes, message queues): an "event" or
+# "stream" such an object hands back (``events = select.poll().poll(ms)``, ``zmq.Poller().poll(ms)``, an eventfd,
+# a socket stream) is no device handle.
 HOST_HANDLE_MODULES = HOST_SYNC_MODULES | frozenset({"select", "selectors", "socket", "os", "subprocess", "signal",
-                                                      "io", "mmap"})
+                                                      "io", "mmap", "zmq"})
 
 
 def in_modules(qualname: str, modules: frozenset[str]) -> bool:

@@ -98,7 +98,8 @@ def _check(project: Project, file: FileModel, fn: FunctionInfo) -> list[BrokenRe
         if isinstance(arg, cst.Name) and arg.value == stream and stream in fn.all_params \
                 and _defaulted_only(fn, stream):
             continue  # the given stream (the current one only when the caller gives none)
-        if is_current_stream(project, file, fn, arg) and not _callers_give_current(project, file, fn, stream):
+        if is_current_stream(project, file, fn, arg) and not _callers_give_current(project, file, fn, stream) \
+                and not _used_here_after(file, fn, site):
             out.append(BrokenRecord(site.node, "wrong-stream", stream, file.code(site.receiver)))
     out += _unrecorded_holder_fields(project, file, fn, stream)
     if protocol:
@@ -108,6 +109,21 @@ def _check(project: Project, file: FileModel, fn: FunctionInfo) -> list[BrokenRe
         out += [BrokenRecord(loop, "unrecorded-loop", stream, file.code(loop.target)) for loop in silent_loops]
         out += _silent_tensor_branches(file, fn, stream, holders, silent_loops)
     return out
+
+
+def _used_here_after(file: FileModel, fn: FunctionInfo, site) -> bool:
+    """Does ``fn`` itself hand the tensor it records on the current stream (a plain name) to a call after the
+    record (``indices.record_stream(current); out = self.prepare(indices, ...)``)? It records the tensor on the
+    stream where it then uses it (the caller may have made it on another one): that record protects this
+    function's own use, it is no forward of the tensor to the stream the function was given."""
+    receiver = site.receiver
+    if not isinstance(receiver, cst.Name):
+        return False
+    name = receiver.value
+    line = file.span(site.node).start_line
+    return any(other.method != PROTOCOL and file.span(other.node).start_line > line
+               and any(isinstance(a.value, cst.Name) and a.value.value == name for a in other.node.args)
+               for other in fn.calls)
 
 
 def _unrecorded_holder_fields(project: Project, file: FileModel, fn: FunctionInfo, stream: str) -> list[BrokenRecord]:

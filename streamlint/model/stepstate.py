@@ -313,7 +313,9 @@ def step_writers(project: Project, file: FileModel, cls: ClassInfo) -> dict[str,
             continue
         seen.add(id(c))
         for path, where in _class_writes(f, c).items():
-            out.setdefault(path, []).extend(where)
+            where = [(m, node) for m, node in where if not _container_rebind(project, f, c, m, node)]
+            if where:
+                out.setdefault(path, []).extend(where)
         if depth < 3:
             for b in c.bases:
                 sym = project.symbol(b, f)
@@ -321,6 +323,50 @@ def step_writers(project: Project, file: FileModel, cls: ClassInfo) -> dict[str,
                     todo.append((sym[0], sym[1], depth + 1))
     memo[id(cls)] = out
     return out
+
+
+def _container_rebind(project: Project, file: FileModel, cls: ClassInfo, method: str, node: cst.CSTNode) -> bool:
+    """``self.read_buf = make_grid(n, Holder)``: a rebinding to what a project function builds as a container of
+    host objects (every return a list / tuple / dict display or comprehension whose elements are constants or
+    objects made by calling a class, or a factory parameter the call binds to one): no tensor is written, the
+    field holds new host slots the step fills later (through their own methods)."""
+    if not (isinstance(node, (cst.Assign, cst.AnnAssign)) and isinstance(node.value, cst.Call)):
+        return False
+    fn = cls.methods.get(method)
+    site = file.call_site(node.value)
+    found = project.call_target(file, site) if site is not None and fn is not None else None
+    if found is None or found[0].class_name is not None:
+        return False
+    g, gmod = found
+    from streamlint.model.uses import bind_arguments
+
+    bound = bind_arguments(list(g.params) + list(g.kwonly), node.value, kwonly=g.kwonly)
+
+    def made_by_class(e: cst.BaseExpression | None) -> bool:
+        if e is None:
+            return False
+        sym = project.symbol(file.resolve(e, fn) or "", file) if isinstance(e, (cst.Name, cst.Attribute)) else None
+        return sym is not None and isinstance(sym[0], ClassInfo)
+
+    def host_element(e: cst.BaseExpression, depth: int = 0) -> bool:
+        if isinstance(e, (cst.Integer, cst.Float, cst.SimpleString)) or (
+                isinstance(e, cst.Name) and e.value in ("None", "True", "False")):
+            return True
+        if isinstance(e, (cst.List, cst.Tuple, cst.Dict, cst.Set)):
+            return depth < 4 and all(host_element(getattr(el, "value", el), depth + 1)
+                                     for el in getattr(e, "elements", ()))
+        if isinstance(e, (cst.ListComp, cst.DictComp, cst.SetComp)):
+            inner = e.elt if not isinstance(e, cst.DictComp) else e.value
+            return depth < 4 and host_element(inner, depth + 1)
+        if isinstance(e, cst.Call) and isinstance(e.func, cst.Name) and not e.args:
+            name = e.func.value
+            if name in g.all_params:
+                return made_by_class(bound.get(name))
+            return isinstance(gmod.classes.get(name), ClassInfo)
+        return False
+
+    values = [r.value for r in g.returns]
+    return bool(values) and all(v is not None and host_element(v) for v in values)
 
 
 def step_writer(project: Project, file: FileModel, fn: FunctionInfo, key: str, mode: str) -> str | None:

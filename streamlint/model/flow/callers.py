@@ -92,3 +92,191 @@ def calls_after(site) -> Iterator[tuple[cst.Call, str]]:
 def orders_after(name: str) -> bool:
     """Does a call of this last name wait or synchronise (``wait_stream``, ``ev.wait``, ``synchronize``)?"""
     return "wait" in name or "synchronize" in name
+
+
+# ---- steps that end with a device-wide synchronize
+
+def _blocks(stmt: cst.CSTNode) -> list[list]:
+    """The statement blocks a compound statement holds (its body, ``else``, handlers, ``finally``)."""
+    out = []
+
+    def add(suite) -> None:
+        if isinstance(suite, cst.IndentedBlock):
+            out.append(list(suite.body))
+
+    if isinstance(stmt, (cst.For, cst.While, cst.With, cst.Try, cst.If)):
+        add(stmt.body)
+    if isinstance(stmt, (cst.For, cst.While, cst.Try)) and stmt.orelse is not None:
+        add(stmt.orelse.body)
+    if isinstance(stmt, cst.If) and stmt.orelse is not None:
+        out += _blocks(stmt.orelse) if isinstance(stmt.orelse, cst.If) else []
+        if isinstance(stmt.orelse, cst.Else):
+            add(stmt.orelse.body)
+    if isinstance(stmt, cst.Try):
+        for h in stmt.handlers:
+            add(h.body)
+        if stmt.finalbody is not None:
+            add(stmt.finalbody.body)
+    return out
+
+
+def _contains(root: cst.CSTNode, target: cst.CSTNode) -> bool:
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n is target:
+            return True
+        stack.extend(children(n))
+    return False
+
+
+def _chain(block: list, target: cst.CSTNode, owner) -> list[tuple[list, int, object]] | None:
+    """The blocks from the function body down to the statement holding ``target``: (block, index, the compound
+    statement owning the block or None)."""
+    for i, stmt in enumerate(block):
+        if not _contains(stmt, target):
+            continue
+        for inner in _blocks(stmt):
+            found = _chain(inner, target, stmt)
+            if found is not None:
+                return [(block, i, owner), *found]
+        return [(block, i, owner)]
+    return None
+
+
+class _StepScan:
+    """Backward scan from a call to the writes and device synchronisations before it (:func:`steps_synced`)."""
+
+    def __init__(self, project: Project, model: FileModel, writers: frozenset[str]) -> None:
+        self.project, self.model, self.writers = project, model, writers
+
+    def effect(self, stmt: cst.CSTNode) -> str | None:
+        """``"write"`` (a call of a writer in it, on some path), ``"sync"`` (it ends synchronised on every path:
+        a device-wide synchronize as a statement of its own, directly or through a project helper), or None."""
+        if isinstance(stmt, cst.SimpleStatementLine):
+            if any(self.writes(n) for n in _calls_in(stmt)):
+                return "write"
+            if any(isinstance(s, cst.Expr) and isinstance(s.value, cst.Call) and self.syncs(s.value)
+                   for s in stmt.body):
+                return "sync"
+            return None
+        if isinstance(stmt, cst.If):
+            results = [self.scan(b, len(b)) for b in _blocks(stmt)]
+            last = stmt
+            while isinstance(last, cst.If) and isinstance(last.orelse, cst.If):
+                last = last.orelse
+            if not (isinstance(last, cst.If) and isinstance(last.orelse, cst.Else)):
+                results.append(None)  # (no else: the path around the bodies)
+            if "write" in results:
+                return "write"
+            return "sync" if all(r == "sync" for r in results) else None
+        blocks = _blocks(stmt)
+        if not blocks:
+            return "write" if any(self.writes(n) for n in _calls_in(stmt)) else None
+        r = self.scan(blocks[0], len(blocks[0]))  # a loop run once at least, a `with` / `try` body
+        if r is None and any(self.scan(b, len(b)) == "write" for b in blocks[1:]):
+            return "write"
+        return r
+
+    def scan(self, block: list, end: int) -> str | None:
+        for stmt in reversed(block[:end]):
+            r = self.effect(stmt)
+            if r is not None:
+                return r
+        return None
+
+    def writes(self, call: cst.Call) -> bool:
+        func = call.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        return name in self.writers
+
+    def syncs(self, call: cst.Call) -> bool:
+        from streamlint.model import apis
+        from streamlint.model.flow.effects import syncs_device
+
+        site = self.model.call_site(call)
+        if site is None:
+            return False
+        if any(u.role is apis.Role.DEVICE_SYNCHRONIZE for u in self.project.api_uses(self.model, site)):
+            return True
+        target = self.project.call_target(self.model, site)
+        return target is not None and syncs_device(self.project, target[1], target[0])
+
+
+def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
+    out, stack = [], [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.FunctionDef, cst.Lambda)):
+            continue
+        if isinstance(n, cst.Call):
+            out.append(n)
+        stack.extend(children(n))
+    return out
+
+
+def _before_call(scan: _StepScan, caller: FunctionInfo, call: cst.Call) -> str | None:
+    """What every path from the caller's entry (and, in a loop, from the previous round) to ``call`` meets last:
+    ``"write"`` when some path meets a writer first, ``"sync"`` when every path meets a synchronisation, None
+    when some path reaches the entry with neither."""
+    body = list(caller.node.body.body) if isinstance(caller.node.body, cst.IndentedBlock) else []
+    chain = _chain(body, call, None)
+    if chain is None:
+        return "write"
+    entry = False
+    for block, i, owner in reversed(chain):
+        r = scan.scan(block, i)
+        if r == "write":
+            return "write"
+        if r == "sync":
+            break  # every path from here back meets it (what lies before no longer matters)
+        if isinstance(owner, (cst.For, cst.While)):  # the previous round: the statements after this one
+            tail = scan.scan(block[i + 1:], len(block) - i - 1)
+            if tail == "write":
+                return "write"
+    else:
+        entry = True
+    return None if entry else "sync"
+
+
+def steps_synced(project: Project, file: FileModel, fn: FunctionInfo, writer: str, _depth: int = 0) -> bool:
+    """Does every visible caller run ``fn`` only after a device-wide synchronize that follows every call of the
+    method ``writer`` (which rewrites a field of the object every step), on every path to the call: each step
+    of its loop ends with ``torch.cuda.synchronize()`` or a helper doing it (``self.sync()``)? The writer's
+    device work is then finished before ``fn`` queues a side stream's reads of the field. A path from the
+    caller's entry is followed into its own callers (two levels); a caller that is the writer itself, or a
+    caller not visible, answers no."""
+    if _depth > 2 or fn.class_name is None:
+        return False
+    memo = project.derived("steps_synced")
+    key = (id(fn), writer, _depth)
+    if key in memo:
+        return memo[key]
+    memo[key] = False
+    sites = callers_of(project, file, fn)
+    if not sites:
+        return False
+    ok = True
+    for model, site in sites:
+        caller = site.function
+        if caller is None or caller is fn or caller.node.name.value == writer:
+            ok = False
+            break
+        writers = _writing_methods(model, caller, writer)
+        r = _before_call(_StepScan(project, model, writers), caller, site.node)
+        if r == "write" or r is None and not steps_synced(project, model, caller, writer, _depth + 1):
+            ok = False
+            break
+    memo[key] = ok
+    return ok
+
+
+def _writing_methods(model: FileModel, caller: FunctionInfo, writer: str) -> frozenset[str]:
+    """The writer and the methods of the caller's class that call it (``self.step()`` running
+    ``self.compute()``)."""
+    names = {writer}
+    cls = model.classes.get(caller.class_name or "")
+    for name, m in (cls.methods.items() if cls is not None else ()):
+        if any(site.method == writer for site in m.calls):
+            names.add(name)
+    return frozenset(names)

@@ -351,7 +351,7 @@ class ControlFlow:
                 if v == "?":
                     return None
                 is_none = v is NONE
-                if isinstance(v, EVal) and v.key == test.left.value in self.fn.all_params:
+                if isinstance(v, EVal) and v.key == test.left.value in self.fn.all_params and v.key not in self.given_events:
                     return None  # an event the caller hands in may be None (`cuda_graph_event` when not given)
                 if isinstance(v, (TVal, SVal, EVal)):
                     is_none = False

@@ -127,3 +127,123 @@ def inherited_modes(project: Project, file: FileModel, fn: FunctionInfo,
     if len(paths) == 1:
         return next(iter(paths))
     return frozenset()
+
+
+# ---- what a function does to each of its event / stream parameters
+
+_RECORD, _WAIT, _SYNC = "record", "wait", "sync"
+
+
+def param_effects(project: Project, file: FileModel, fn: FunctionInfo, _depth: int = 0) -> dict[str, frozenset[str]]:
+    """Per parameter of ``fn``: what it does to the event (or stream) it is handed, on some path: ``record``
+    (``s.record_event(p)``, ``p.record(s)``), ``wait`` (``s.wait_event(p)``, ``p.wait(s)``), ``sync``
+    (``p.synchronize()``), also through a project helper it hands the parameter to (two levels). The summary a
+    call site applies: ``self.ready`` handed as ``post_event=`` to a helper that records it is recorded there,
+    whatever the helper's name says. Memoised per project."""
+    memo = derived(project, "param_effects")
+    found = memo.get(id(fn))
+    if found is not None and found[0] is fn:
+        return found[1]
+    memo[id(fn)] = (fn, {})  # (a recursion sees nothing)
+    params = set(fn.all_params) - {"self", "cls"}
+    out: dict[str, set[str]] = {}
+
+    def note(expr: cst.BaseExpression | None, effect: str) -> None:
+        if isinstance(expr, cst.Name) and expr.value in params:
+            out.setdefault(expr.value, set()).add(effect)
+
+    for site in fn.calls:
+        node, method = site.node, site.method
+        positional = [a.value for a in node.args if a.keyword is None]
+        receiver = node.func.value if isinstance(node.func, cst.Attribute) else None
+        if method == "record_event" and positional:
+            note(positional[0], _RECORD)
+        elif method == "record" and receiver is not None:
+            note(receiver, _RECORD)
+        elif method == "wait_event" and positional:
+            note(positional[0], _WAIT)
+        elif method == "wait" and receiver is not None:
+            note(receiver, _WAIT)
+        elif method == "synchronize" and receiver is not None:
+            note(receiver, _SYNC)
+        if _depth >= 2 or not any(isinstance(a.value, cst.Name) and a.value.value in params for a in node.args):
+            continue
+        target = project.call_target(file, site)
+        if target is None or target[0] is fn:
+            continue
+        g, gmod = target
+        gparams = list(g.params[1:] if g.class_name is not None and g.params[:1] in (("self",), ("cls",))
+                       else g.params) + list(g.kwonly)
+        inner = param_effects(project, gmod, g, _depth + 1)
+        from streamlint.model.uses import bind_arguments
+
+        for q, e in bind_arguments(gparams, node, kwonly=g.kwonly).items():
+            if isinstance(e, cst.Name) and e.value in params and q in inner:
+                out.setdefault(e.value, set()).update(inner[q])
+    result = {p: frozenset(v) for p, v in out.items()}
+    memo[id(fn)] = (fn, result)
+    return result
+
+
+def recorded_through_call(project: Project, file: FileModel, fn: FunctionInfo, site, expr_text: str) -> bool:
+    """Does the call ``site`` (in ``fn``) hand ``expr_text`` (``self.ready``) to a parameter the project
+    callee records (:func:`param_effects`)?"""
+    from streamlint.model.uses import bind_arguments
+
+    target = project.call_target(file, site) or local_method(project, file, fn, site.node.func)
+    if target is None:
+        return False
+    g, gmod = target
+    gparams = list(g.params[1:] if g.class_name is not None and g.params[:1] in (("self",), ("cls",))
+                   else g.params) + list(g.kwonly)
+    effects = param_effects(project, gmod, g)
+    return any(e is not None and file.code(e) == expr_text and _RECORD in effects.get(q, ())
+               for q, e in bind_arguments(gparams, site.node, kwonly=g.kwonly).items())
+
+
+def class_records_through_helpers(project: Project, file: FileModel, cls: ClassInfo, attr: str) -> bool:
+    """Does a method of ``cls`` hand ``self.<attr>`` to a project helper that records the event it is given
+    (``self.stage(xs, stream, post_event=self.ready)`` with ``stream.record_event(post_event)`` inside)?"""
+    text = f"self.{attr}"
+    for m in cls.methods.values():
+        for site in m.calls:
+            if any(file.code(a.value) == text for a in site.node.args) \
+                    and recorded_through_call(project, file, m, site, text):
+                return True
+    return False
+
+
+def syncs_device(project: Project, file: FileModel, fn: FunctionInfo, _depth: int = 0) -> bool:
+    """Does ``fn`` synchronise the whole device on every path (``torch.cuda.synchronize()`` as a statement of
+    its body under no condition, directly or through a project helper it calls that way: ``def sync(self):
+    self.disk.synchronize(); torch.cuda.synchronize()``)? Memoised per project."""
+    from streamlint.model import apis
+
+    memo = derived(project, "syncs_device")
+    found = memo.get(id(fn))
+    if found is not None and found[0] is fn:
+        return found[1]
+    memo[id(fn)] = (fn, False)
+    out = False
+    body = fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else ()
+    for stmt in body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)):
+                continue
+            site = file.call_site(small.value)
+            if site is None:
+                continue
+            if any(u.role is apis.Role.DEVICE_SYNCHRONIZE for u in project.api_uses(file, site)):
+                out = True
+            elif _depth < 2:
+                target = project.call_target(file, site)
+                out = target is not None and target[0] is not fn and syncs_device(project, target[1], target[0],
+                                                                                   _depth + 1)
+            if out:
+                break
+        if out:
+            break
+    memo[id(fn)] = (fn, out)
+    return out

@@ -113,6 +113,8 @@ def site_facts(interp, st: State, fn, env: dict, inlined: bool = True) -> frozen
         snap = st.events.get(v.key)
         if not snap:
             continue
+        if _covers_arguments(st, env, snap, cur):
+            facts.add((p, "event", "current"))
         streams = tuple(sorted({rel(s) for s, t in snap.items() if know.get(s, -1) < t} - {MAIN}))
         if streams:
             covers = tuple(sorted(q for q, (s, t) in writes.items() if snap.get(s, -1) >= t))
@@ -122,6 +124,24 @@ def site_facts(interp, st: State, fn, env: dict, inlined: bool = True) -> frozen
         # (one finding there), unless an event handed with them says the callee waits (syncops.handoff)
         facts = {f for f in facts if not (f[1] == "tensor" and f[2] != MAIN and f[0] not in covered)}
     return frozenset(facts)
+
+
+def _covers_arguments(st: State, env: dict, snap: dict, cur: str) -> bool:
+    """Is the event (its record snapshot ``snap``) recorded on the caller's current stream after every write
+    there of the tensors it hands the callee (the pre-event protocol: ``cur.record_event(ev)`` right after
+    producing the arguments, then ``helper(rows, stream, pre_event=ev)`` waits ``ev`` before reading them)?
+    A tensor argument last written on another stream is judged by its own fact, not covered here."""
+    at = max((t for s, t in snap.items() if s == cur or st.same.get(s) == cur), default=-1)
+    if at < 0:
+        return False
+    for v in env.values():
+        if not isinstance(v, TVal):
+            continue
+        S = st.stores.get(v.sid)
+        lw = S.last_write if S is not None else None
+        if lw is not None and (lw.stream == cur or st.same.get(lw.stream) == cur) and lw.time > at:
+            return False  # produced after the record: the event does not cover it
+    return True
 
 
 _CALLED = re.compile(rb"(\w+)\s*\(")
@@ -298,9 +318,12 @@ def seed_entry(interp, st: State, kinds: dict) -> None:
     from streamlint.model.streams import STREAM
 
     by_param: dict[str, tuple] = {}
+    current: set[str] = set()
     for f in facts:
         if f == ("entry", "side"):
             interp.default_key = DEFAULT
+        elif f[1:] == ("event", "current"):
+            current.add(f[0])
         else:
             by_param[f[0]] = f[1:]
     params = set(interp.fn.all_params) - {"self"}
@@ -312,6 +335,13 @@ def seed_entry(interp, st: State, kinds: dict) -> None:
                 st.env[p] = SVal(MAIN)
             elif isinstance(st.env.get(p), SVal) and st.env[p].key == p:
                 interp.wait_stream(st, p, MAIN)
+    for p in sorted(current):
+        if p in params and p not in by_param and kinds.get(p) in (EVENT, None):
+            # every caller hands an event it recorded on its current stream after producing the arguments: not
+            # None here, and a wait on it orders this function's work after those productions
+            interp.given_events.add(p)
+            st.env[p] = EVal(p)
+            st.events[p] = {MAIN: 0}
     covered = {q for f in by_param.values() if f[0] == "event" for q in f[2]}
     seeded: dict[str, int] = {}
     for phase in (True, False):  # covered writes, then the events after them, then the writes after those

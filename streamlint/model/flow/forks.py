@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
+from streamlint.model import apis
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.options import MAX_CALLER_FILES
@@ -179,8 +180,10 @@ def _fork_nodes(project: Project, model: FileModel, caller: FunctionInfo, there:
         g, gmod = found
         own = g.class_name is not None and g.params[:1] == ("self",)
         gparams = (g.params[1:] if own else g.params) + g.kwonly
-        if any(e is not None and model.code(e) == there and _waits_on_current(project, gmod, g, p)
-               for p, e in bind_arguments(gparams, node, kwonly=g.kwonly).items()):
+        bound = bind_arguments(gparams, node, kwonly=g.kwonly)
+        current = {q for q, e in bound.items() if e is not None and is_current_stream(project, model, caller, e)}
+        if any(e is not None and model.code(e) == there and _waits_on_current(project, gmod, g, p, current)
+               for p, e in bound.items()):
             forks.append(node)
         elif own and isinstance(node.func, cst.Attribute):
             holder = model.code(node.func.value)
@@ -247,9 +250,77 @@ def _record_field_forked(project: Project, field: str) -> frozenset[str] | None:
     return memo[field]
 
 
-def _waits_on_current(project: Project, file: FileModel, fn: FunctionInfo, stream: str) -> bool:
+def _waits_on_current(project: Project, file: FileModel, fn: FunctionInfo, stream: str,
+                      current: set[str] | frozenset[str] = frozenset()) -> bool:
     """Does ``fn`` make the stream ``stream`` (its parameter, or ``self.x``) wait on the current stream
-    (``stream.wait_stream(cur)``)?"""
+    (``stream.wait_stream(cur)``), or on one of its parameters ``current`` the caller binds to its current
+    stream (``stage(xs, stream=side, stream_to_wait_on=current_stream)`` doing ``stream.wait_stream(
+    stream_to_wait_on)``)?"""
+    def waited(e: cst.BaseExpression) -> bool:
+        if isinstance(e, cst.Name) and e.value in current and e.value not in fn.name_assigns:
+            return True
+        return is_current_stream(project, file, fn, e)
+
     return any(site.method == "wait_stream" and isinstance(site.node.func, cst.Attribute)
                and file.code(site.node.func.value) == stream and site.node.args
-               and is_current_stream(project, file, fn, site.node.args[0].value) for site in fn.calls)
+               and waited(site.node.args[0].value) for site in fn.calls)
+
+
+def recorded_event_params(project: Project, file: FileModel, fn: FunctionInfo, candidates: set[str]) -> set[str]:
+    """Event parameters (among ``candidates``) every caller hands an event it recorded on its current stream
+    before the call, producing none of the other arguments after that record (the pre-event protocol:
+    ``cur.record_event(self.ev_ready); helper(rows, side, pre_event=self.ev_ready)``, the helper making its
+    stream wait on ``pre_event`` before reading ``rows``). Inside ``fn`` such an event is not None and covers
+    the arguments' production. The syntactic form of the entry fact (``entryctx``), for callers whose own
+    analysis gives up (a long step function)."""
+    out: set[str] = set()
+    method = fn.class_name is not None and fn.params[:1] == ("self",)
+    all_params = (fn.params[1:] if method else fn.params) + fn.kwonly
+    names = [p for p in all_params if p in candidates]
+    if not names:
+        return out
+    sites = callers_of(project, file, fn)
+    if not sites or len(sites) > MAX_CALLER_FILES:
+        return out
+    for name in names:
+        ok = True
+        for model, site in sites:
+            caller = site.function
+            bound = bind_arguments(all_params, site.node, kwonly=fn.kwonly)
+            expr = bound.get(name)
+            if caller is None or caller is fn or not isinstance(expr, (cst.Name, cst.Attribute)):
+                ok = False
+                break
+            there = model.code(expr)
+            late = None
+            for rec in _current_records(project, model, caller, there):
+                after = _written_after(model, caller, rec, site.node)
+                if after is not None and (late is None or len(after) < len(late)):
+                    late = after
+            if late is None or any(p != name and e is not None and _produced_in(model, e, late)
+                                   for p, e in bound.items()):
+                ok = False
+                break
+        if ok:
+            out.add(name)
+    return out
+
+
+def _current_records(project: Project, model: FileModel, caller: FunctionInfo, there: str) -> list[cst.Call]:
+    """The calls of ``caller`` recording the event ``there`` on its current stream: ``cur.record_event(E)``,
+    ``E.record()``, ``E.record(cur)`` (``cur`` the stream current outside every stream scope)."""
+    out = []
+    for site in caller.calls:
+        node = site.node
+        if not isinstance(node.func, cst.Attribute) or any(
+                use.roles() & apis.STREAM_SCOPE_ROLES for use in project.enclosing_scopes(model, site.scope)):
+            continue  # (inside a stream scope the current stream is that scope's)
+        positional = [a.value for a in node.args if a.keyword is None]
+        streams = [a.value for a in node.args if a.keyword is not None and a.keyword.value == "stream"]
+        if site.method == "record_event" and positional and model.code(positional[0]) == there \
+                and is_current_stream(project, model, caller, node.func.value):
+            out.append(node)
+        elif site.method == "record" and model.code(node.func.value) == there and (
+                not (positional or streams) or is_current_stream(project, model, caller, (positional or streams)[0])):
+            out.append(node)
+    return out

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.file import FileModel, FunctionInfo
 from streamlint.model.flow.calls import Calls, current_stream_params
-from streamlint.model.flow.forks import forked_self_streams, forked_stream_params
+from streamlint.model.flow.forks import forked_self_streams, forked_stream_params, recorded_event_params
 from streamlint.model.flow.control import ControlFlow
 from streamlint.model.flow.consumers import Consumers
 from streamlint.model.flow.counters import Counters
@@ -153,6 +153,7 @@ class Interp(Consumers, Orderings, Records, Storages, Unsets, Expressions, ApiCa
         self.index_loops: set[tuple[int, str]] = set()  # (id of a `for`, its integer index): control.loop_index
         self.slot_clock = 0  # stamps of list slots and name bindings (slots.py)
         self.entry_sources: dict[int, tuple] = {}  # argument storage -> (file model, call node) seeding it
+        self.given_events: set[str] = set()  # event parameters every caller hands (recorded): never None here
 
     @property
     def entry(self) -> bool:
@@ -205,6 +206,8 @@ class Interp(Consumers, Orderings, Records, Storages, Unsets, Expressions, ApiCa
         forked = forked_stream_params(self.project, self.file, self.fn, {
             name for name in self.fn.all_params if kinds.get(name) == STREAM and name not in current})
         own = forked_self_streams(self.project, self.file, self.fn)
+        self.given_events |= recorded_event_params(self.project, self.file, self.fn, {
+            name for name in self.fn.all_params if kinds.get(name) == EVENT})
         late = {p for names in (*forked.values(), *own.values()) for p in names}  # produced after the fork
         deferred: list[str] = []
         for p in (*self.fn.node.params.posonly_params, *self.fn.node.params.params,

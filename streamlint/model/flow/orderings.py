@@ -256,6 +256,9 @@ class Orderings:
     def waited_for(self, key: str) -> bool:
         if key in self.timing_events or self.kept_unwaited(key):
             return False
+        base = key.split("[", 1)[0]
+        if base.isidentifier() and timing_only(self.file, self.fn, base):
+            return False  # timing events (made with `enable_timing=True`, read by `elapsed_time`, never waited)
         if key in self.waited_events or key in self.handed_events:
             return True
         field = key.split("[", 1)[0].rsplit(".", 1)[-1] if "." in key.split("[", 1)[0] else None
@@ -332,3 +335,46 @@ def _target_names(target: cst.BaseExpression) -> list:
     if isinstance(target, (cst.Tuple, cst.List)):
         return [n for el in target.elements for n in _target_names(el.value)]
     return []
+
+
+def _timing_event(file, fn, value: cst.BaseExpression) -> bool:
+    """``torch.cuda.Event(enable_timing=True)`` (an event constructor of the API table), or a list / tuple of
+    them built by a comprehension or a display."""
+    if isinstance(value, (cst.ListComp, cst.GeneratorExp)):
+        return _timing_event(file, fn, value.elt)
+    if isinstance(value, (cst.List, cst.Tuple)):
+        return bool(value.elements) and all(_timing_event(file, fn, el.value) for el in value.elements)
+    if not isinstance(value, cst.Call):
+        return False
+    from streamlint.model import apis
+
+    spec = apis.lookup(file.resolve(value.func, fn))
+    return spec is not None and spec.role is apis.Role.EVENT_NEW and any(
+        a.keyword is not None and a.keyword.value == "enable_timing" and isinstance(a.value, cst.Name)
+        and a.value.value == "True" for a in value.args)
+
+
+def timing_only(file, fn, name: str) -> bool:
+    """Is the local ``name`` (in ``fn``) bound only to timing events (``enable_timing=True``; a list of them), read
+    by ``elapsed_time`` and never waited on (no ``wait`` / ``wait_event`` / ``synchronize`` call naming it, or a
+    loop variable over it)? Such events time work; they are not the join token of anything, so a record
+    before later work on their stream leaves nothing unordered."""
+    values = fn.name_assigns.get(name) if fn is not None else None
+    if not values or name in fn.all_params or not all(_timing_event(file, fn, v) for v in values):
+        return False
+    names = {name}
+    for node in local_nodes(fn.node):  # loop variables over the events (`for s, e in zip(starts, ends)`)
+        if isinstance(node, (cst.For, cst.CompFor)) and re.search(rf"\b{re.escape(name)}\b", file.code(node.iter)):
+            names |= {n.value for n in local_nodes(node.target) if isinstance(n, cst.Name)}
+    pattern = re.compile(rf"\b(?:{'|'.join(re.escape(n) for n in names)})\b")
+    timed = False
+    for site in fn.calls:
+        if site.method in ("wait", "wait_event", "synchronize", "query"):
+            texts = [file.code(a.value) for a in site.node.args]
+            if isinstance(site.node.func, cst.Attribute):
+                texts.append(file.code(site.node.func.value))
+            if any(pattern.search(t) for t in texts):
+                return False
+        elif site.method == "elapsed_time" and pattern.search(file.code(site.node)):
+            timed = True
+    return timed

@@ -104,7 +104,7 @@ def _receiver_specs(project: Project, file: FileModel, fn: FunctionInfo | None, 
             return set()
     if isinstance(recv, cst.Call):
         qualname = file.resolve(recv.func, fn)
-        if qualname == "torch.get_device_module":
+        if qualname in apis.DEVICE_MODULE_GETTERS:
             return {apis.SPECS[_generic(METHODS[method])]}
         target = project.function(qualname, file) if qualname else None
         if target is None:

@@ -147,6 +147,13 @@ _SPECS += [
     _spec("torch.accelerator.default_stream", Role.DEFAULT_STREAM, None, ("device",)),
 ]
 
+# Getters of the device module of a device type (``torch.cuda``, ``torch.npu`` ... chosen at run time): their
+# result stands for the device-generic module above (model/accelerators.py, model/devobjects.py).
+DEVICE_MODULE_GETTERS = frozenset({
+    "torch.get_device_module",
+    "torch.distributed.device_mesh._get_device_handle",  # what FSDP2 / DeviceMesh use: `handle.stream(s)`
+})
+
 # Graph breaks (domain.md §3.1/§3.2) that are plain calls of a qualified name.
 GRAPH_BREAK_CALLS: dict[str, str] = {
     "print": "print()",

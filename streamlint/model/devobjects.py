@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
+from streamlint.model import apis
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
 from streamlint.model.walk import children
 
@@ -234,7 +235,7 @@ def _holder_module(project: Project, file: FileModel, method: FunctionInfo, expr
             return None
         expr = values[0]
     if isinstance(expr, cst.Call) and isinstance(expr.func, (cst.Name, cst.Attribute)) \
-            and file.resolve(expr.func, method) == "torch.get_device_module":
+            and file.resolve(expr.func, method) in apis.DEVICE_MODULE_GETTERS:
         return GENERIC  # the device module chosen at run time
     if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self" \
             and method.class_name in file.classes and depth < 3:

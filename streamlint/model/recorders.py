@@ -28,6 +28,7 @@ from streamlint._lazy import cst
 from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
 from streamlint.model.flow.callers import callers_of
+from streamlint.model.flow.metaonly import metadata_only
 from streamlint.model.project import Project
 from streamlint.model.streams import STREAM, is_current_stream, local_kind
 from streamlint.model.uses import bind_arguments
@@ -99,7 +100,7 @@ def _check(project: Project, file: FileModel, fn: FunctionInfo) -> list[BrokenRe
                 and _defaulted_only(fn, stream):
             continue  # the given stream (the current one only when the caller gives none)
         if is_current_stream(project, file, fn, arg) and not _callers_give_current(project, file, fn, stream) \
-                and not _used_here_after(file, fn, site):
+                and not _used_here_after(project, file, fn, site):
             out.append(BrokenRecord(site.node, "wrong-stream", stream, file.code(site.receiver)))
     out += _unrecorded_holder_fields(project, file, fn, stream)
     if protocol:
@@ -111,7 +112,7 @@ def _check(project: Project, file: FileModel, fn: FunctionInfo) -> list[BrokenRe
     return out
 
 
-def _used_here_after(file: FileModel, fn: FunctionInfo, site) -> bool:
+def _used_here_after(project: Project, file: FileModel, fn: FunctionInfo, site) -> bool:
     """Does ``fn`` itself hand the tensor it records on the current stream (a plain name) to a call after the
     record (``indices.record_stream(current); out = self.prepare(indices, ...)``)? It records the tensor on the
     stream where it then uses it (the caller may have made it on another one): that record protects this
@@ -121,9 +122,18 @@ def _used_here_after(file: FileModel, fn: FunctionInfo, site) -> bool:
         return False
     name = receiver.value
     line = file.span(site.node).start_line
-    return any(other.method != PROTOCOL and file.span(other.node).start_line > line
-               and any(isinstance(a.value, cst.Name) and a.value.value == name for a in other.node.args)
-               for other in fn.calls)
+    for other in fn.calls:
+        if other.method == PROTOCOL or file.span(other.node).start_line <= line:
+            continue
+        at = next((i for i, a in enumerate(other.node.args) if isinstance(a.value, cst.Name) and a.value.value == name), None)
+        if at is None:
+            continue
+        target = project.call_target(file, other)
+        if target is not None and other.node.args[at].keyword is None \
+                and metadata_only(target[0], at + 1, target[1]):
+            continue  # a helper reading only the shapes (a host check) uses no device memory of it
+        return True
+    return False
 
 
 def _unrecorded_holder_fields(project: Project, file: FileModel, fn: FunctionInfo, stream: str) -> list[BrokenRecord]:

@@ -272,11 +272,16 @@ def steps_synced(project: Project, file: FileModel, fn: FunctionInfo, writer: st
 
 
 def _writing_methods(model: FileModel, caller: FunctionInfo, writer: str) -> frozenset[str]:
-    """The writer and the methods of the caller's class that call it (``self.step()`` running
-    ``self.compute()``)."""
+    """The writer and the methods of the caller's class that call it, directly or through one another
+    (``self.step()`` running ``self.layer()`` running ``self.compute()``)."""
     names = {writer}
     cls = model.classes.get(caller.class_name or "")
-    for name, m in (cls.methods.items() if cls is not None else ()):
-        if any(site.method == writer for site in m.calls):
-            names.add(name)
+    methods = list(cls.methods.items()) if cls is not None else []
+    grew = True
+    while grew:
+        grew = False
+        for name, m in methods:
+            if name not in names and any(site.method in names for site in m.calls):
+                names.add(name)
+                grew = True
     return frozenset(names)

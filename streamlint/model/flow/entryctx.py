@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.options import MAX_CALLER_FILES
-from streamlint.model.flow.values import EVal, KVal, SVal, TVal, ordered_before
+from streamlint.model.flow.values import CVal, EVal, KVal, SVal, TVal, ordered_before
 from streamlint.model.streams import EVENT, MAIN
 from streamlint.model.uses import bind_arguments
 
@@ -134,13 +134,19 @@ def _covers_arguments(st: State, env: dict, snap: dict, cur: str) -> bool:
     at = max((t for s, t in snap.items() if s == cur or st.same.get(s) == cur), default=-1)
     if at < 0:
         return False
-    for v in env.values():
+    for p, v in env.items():
+        if p == "self" or isinstance(v, (SVal, EVal, CVal)):
+            continue
         if not isinstance(v, TVal):
+            if v is None or isinstance(v, KVal) and v.opaque and not v.key.startswith("self.") and not v.glob:
+                return False  # a value of the caller the flow cannot date (an opaque call's result): not known covered
             continue
         S = st.stores.get(v.sid)
         lw = S.last_write if S is not None else None
         if lw is not None and (lw.stream == cur or st.same.get(lw.stream) == cur) and lw.time > at:
             return False  # produced after the record: the event does not cover it
+        if lw is None and S is not None and S.kind == "local":
+            return False  # made in the caller by a call the flow does not see into: when is not known
     return True
 
 

@@ -16,6 +16,7 @@ from streamlint.model.flow.callers import callers_of
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.streams import derived, is_current_stream
 from streamlint.model.uses import bind_arguments
+from streamlint.model.syntax import contains
 from streamlint.model.walk import children
 
 if TYPE_CHECKING:
@@ -294,6 +295,8 @@ def recorded_event_params(project: Project, file: FileModel, fn: FunctionInfo, c
             there = model.code(expr)
             late = None
             for rec in _current_records(project, model, caller, there):
+                if not _on_every_path(caller.node.body, rec, site.node):
+                    continue  # (recorded under a flag or in a loop the call is not in: not every time)
                 after = _written_after(model, caller, rec, site.node)
                 if after is not None and (late is None or len(after) < len(late)):
                     late = after
@@ -304,6 +307,21 @@ def recorded_event_params(project: Project, file: FileModel, fn: FunctionInfo, c
         if ok:
             out.add(name)
     return out
+
+
+def _on_every_path(body: cst.CSTNode, rec: cst.CSTNode, call: cst.CSTNode) -> bool:
+    """Does every branch or loop of ``body`` holding ``rec`` hold ``call`` too (``rec`` runs on every path that
+    reaches ``call``, when it comes first)?"""
+    node = body
+    while node is not rec:
+        inner = next((c for c in children(node) if contains(c, rec)), None)
+        if inner is None:
+            return False
+        if isinstance(inner, (cst.If, cst.Else, cst.For, cst.While, cst.Try, cst.ExceptHandler, cst.Finally,
+                              cst.IfExp, cst.BooleanOperation)) and not contains(inner, call):
+            return False
+        node = inner
+    return True
 
 
 def _current_records(project: Project, model: FileModel, caller: FunctionInfo, there: str) -> list[cst.Call]:

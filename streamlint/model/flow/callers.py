@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.file import FileModel, FunctionInfo, dotted
 from streamlint.model.options import MAX_CALLER_FILES
+from streamlint.model.syntax import contains
 from streamlint.model.walk import children
 
 if TYPE_CHECKING:
@@ -120,21 +121,11 @@ def _blocks(stmt: cst.CSTNode) -> list[list]:
     return out
 
 
-def _contains(root: cst.CSTNode, target: cst.CSTNode) -> bool:
-    stack = [root]
-    while stack:
-        n = stack.pop()
-        if n is target:
-            return True
-        stack.extend(children(n))
-    return False
-
-
 def _chain(block: list, target: cst.CSTNode, owner) -> list[tuple[list, int, object]] | None:
     """The blocks from the function body down to the statement holding ``target``: (block, index, the compound
     statement owning the block or None)."""
     for i, stmt in enumerate(block):
-        if not _contains(stmt, target):
+        if not contains(stmt, target):
             continue
         for inner in _blocks(stmt):
             found = _chain(inner, target, stmt)

@@ -144,7 +144,8 @@ def param_effects(project: Project, file: FileModel, fn: FunctionInfo, _depth: i
     found = memo.get(id(fn))
     if found is not None and found[0] is fn:
         return found[1]
-    memo[id(fn)] = (fn, {})  # (a recursion sees nothing)
+    if _depth == 0:  # (only a whole summary is kept: one cut short at the depth limit would answer for it later)
+        memo[id(fn)] = (fn, {})  # (a recursion sees nothing)
     params = set(fn.all_params) - {"self", "cls"}
     out: dict[str, set[str]] = {}
 
@@ -181,7 +182,8 @@ def param_effects(project: Project, file: FileModel, fn: FunctionInfo, _depth: i
             if isinstance(e, cst.Name) and e.value in params and q in inner:
                 out.setdefault(e.value, set()).update(inner[q])
     result = {p: frozenset(v) for p, v in out.items()}
-    memo[id(fn)] = (fn, result)
+    if _depth == 0:
+        memo[id(fn)] = (fn, result)
     return result
 
 
@@ -223,7 +225,8 @@ def syncs_device(project: Project, file: FileModel, fn: FunctionInfo, _depth: in
     found = memo.get(id(fn))
     if found is not None and found[0] is fn:
         return found[1]
-    memo[id(fn)] = (fn, False)
+    if _depth == 0:  # (only a whole answer is kept: one cut short at the depth limit would answer for it later)
+        memo[id(fn)] = (fn, False)
     out = False
     body = fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else ()
     for stmt in body:
@@ -245,5 +248,6 @@ def syncs_device(project: Project, file: FileModel, fn: FunctionInfo, _depth: in
                 break
         if out:
             break
-    memo[id(fn)] = (fn, out)
+    if _depth == 0:
+        memo[id(fn)] = (fn, out)
     return out

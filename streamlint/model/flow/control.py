@@ -96,12 +96,7 @@ class ControlFlow:
         if isinstance(node, cst.With):
             return self.with_item(node, 0, st)
         if isinstance(node, cst.Try):
-            states = self.block(node.body.body, [st])
-            if node.orelse is not None:
-                states = self.block(node.orelse.body.body, states)
-            if node.finalbody is not None:
-                states = self.block(node.finalbody.body.body, states)
-            return states
+            return self.try_(node, st)  # (flow/finals.py)
         return [st]
 
     def small(self, node: cst.CSTNode, st: State) -> list[State]:
@@ -163,11 +158,12 @@ class ControlFlow:
             if self.depth:
                 st.done, st.ret = True, v
                 return [st]
-            self.unjoined_escape(st, v, node)
-            self.pending_exit(st, v, node)
-            self.escape(st, v)
-            st.ret = v  # what the function hands out (a published event carries the join: storage.published_after)
-            self.finalize(st)
+            for st in self.run_finals(st):  # the enclosing `finally` blocks run before the caller goes on
+                self.unjoined_escape(st, v, node)
+                self.pending_exit(st, v, node)
+                self.escape(st, v)
+                st.ret = v  # what the function hands out (a published event carries the join: storage.published_after)
+                self.finalize(st)
             return []
         if isinstance(node, cst.Raise):
             return [] if not self.depth else [st]

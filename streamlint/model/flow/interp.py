@@ -30,6 +30,7 @@ from streamlint.model.flow.records import Records
 from streamlint.model.flow.replays import Replays
 from streamlint.model.flow.rounds import Rounds
 from streamlint.model.flow.storage import Storages
+from streamlint.model.flow.finals import Finals
 from streamlint.model.flow.unsets import Unsets
 from streamlint.model.flow.syncops import SyncMethods
 from streamlint.model.flow.values import AnalysisBudgetExceeded, Access, EVal, FlowConfig, KVal, SVal, State, flow_config
@@ -76,7 +77,7 @@ def _last_simple(body: list) -> cst.CSTNode | None:
 
 
 class Interp(Consumers, Orderings, Records, Storages, Unsets, Expressions, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes,
-             HostReads, HostSyncs, TransferSends, Counters, Promises, Slots, Replays, Rounds):
+             HostReads, HostSyncs, TransferSends, Counters, Promises, Slots, Replays, Rounds, Finals):
     """Path-sensitive abstract interpretation of one function body in program order."""
 
     protocol_seed = True  # seed the fields other methods of the class leave on a side stream (protocols.py)
@@ -93,6 +94,7 @@ class Interp(Consumers, Orderings, Records, Storages, Unsets, Expressions, ApiCa
         self.clock = 0
         self.next_id = 0
         self.depth = 0
+        self.finals: list[tuple] = []  # (depth, finally block, stack depth of its try) around the statement run now
         self.single = False
         self.coarse = False  # a branch that mentions no ordering runs one outcome (:func:`coarse_choice`)
         self.focus: cst.CSTNode | None = None  # single mode: the statement the one path must run through

@@ -2,7 +2,7 @@
 
 Branches fork paths (bounded by ``MAX_PATHS``); ``if`` tests are correlated by expression so
 ``if self.flag: fork ... if self.flag: join`` never yields the impossible mix; loops run twice; early
-returns end a path; ``try`` runs body/else/finally. A stream scope pushes its stream for the body and
+returns end a path (after the ``finally`` blocks around them: finals.py); ``try`` runs body/else/finally. A stream scope pushes its stream for the body and
 remembers the last op queued on it (for the join checks)."""
 
 from __future__ import annotations

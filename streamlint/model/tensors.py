@@ -368,6 +368,21 @@ _TENSOR_CLASSES = frozenset({"Tensor", "Parameter", "Buffer", "BoolTensor", "Flo
                              "IntTensor", "HalfTensor", "BFloat16Tensor"})
 
 
+def library_record(target: str | None) -> bool:
+    """Is ``target`` a class of another package, outside the project and outside torch (``StoreMetadata(...)``,
+    ``LoadMetadata(...)`` of a serving connector)? Building one keeps the tensors handed in (a record object
+    holding their storage), it queues no kernel of its own: its result is not a fresh tensor of the current
+    stream. (A project class is judged from its body, ``plain_container``; torch classes by the API table.)"""
+    if not target or "." not in target:
+        return False  # an undefined bare name: nothing known
+    parts = target.split(".")
+    last = parts[-1]
+    if parts[0] in ("torch", "torch_npu", "torchair", "triton", "numpy", "np") or apis.lookup(target):
+        return False
+    return last[:1].isupper() and any(c.islower() for c in last) and last not in _TENSOR_CLASSES \
+        and not last.endswith(("Tensor", "Parameter"))
+
+
 _NOT_BUILTIN_TENSORS = frozenset({"len", "isinstance", "int", "float", "bool", "str", "range", "type",
                                   "hasattr", "getattr", "callable", "id", "tuple", "list", "dict", "set"})
 

@@ -34,6 +34,7 @@ from streamlint.model.tensors import (
     EMPTY_FACTORIES,
     HOST_VALUE_METHODS,
     LIKE_FACTORIES,
+    library_record,
     META_ATTRS,
     META_METHODS,
     MULTI_VIEW_METHODS,
@@ -368,7 +369,8 @@ class Expressions:
         target = site.target if site is not None else None
         if site is not None and target is not None:
             sym = self.project.symbol(target, self.cfile)
-            if sym is not None and isinstance(sym[0], ClassInfo) and plain_container(sym[0]):
+            if (sym is not None and isinstance(sym[0], ClassInfo) and plain_container(sym[0])) \
+                    or (sym is None and library_record(target)):  # (a library's record class: tensors.py)
                 # a dataclass / NamedTuple / plain holder: it keeps the tensors handed in, touches no memory
                 return TupVal(tuple(self.ev(st, arg.value) for arg in e.args))
         kept = [expr for expr in kept_arguments(self.project, self.cfile, site)

@@ -456,6 +456,8 @@ def partial_joins(project: Project, file: FileModel, fn: FunctionInfo) -> list[P
     work is never waited for. A collection ``fn`` fills itself is the dataflow's business
     (:mod:`~streamlint.model.flow.elements`)."""
     found: list[PartialJoin] = []
+    if not any(type(n) is cst.For for n in local_nodes(fn.node.body)):
+        return found  # no loop (the walk below skips nested definitions too; a lambda holds no statement)
     text = None
     stack: list[cst.CSTNode] = [fn.node.body]
     while stack:

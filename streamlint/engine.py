@@ -407,13 +407,14 @@ class Engine:
             if "_positions" not in model.__dict__:
                 model.__dict__["_ast_tree"] = parsed.tree
         self.project.add(model)
-        own = os.path.abspath(path)
-        if parsed.tree is not None:  # its module summary, if a rule asks for it, is taken from this tree
-            self.project.own_trees[own] = (model.source.data, parsed.tree)
+        trees = self.project.summaries.trees  # its module summary, if a rule asks for it, is taken from this tree
+        own = hashlib.sha256(model.source.data).hexdigest() if parsed.tree is not None else None
+        if own is not None:
+            trees[own] = parsed.tree
         try:
             raw = self._run_rules(path, model)
         finally:
-            self.project.own_trees.pop(own, None)
+            trees.pop(own, None)
         tree = parsed.tree
         suppressions = parse_suppressions(model.source.text, tree)
         report.findings = self._finish(path, raw, suppressions)

@@ -11,7 +11,7 @@ import pytest
 
 from harness import FIXTURES, engine_for
 from streamlint.model.positions import PositionTable, compute_positions
-from streamlint.model.project import _lines_with
+from streamlint.model.bytescan import lines_with as _lines_with
 from streamlint.model.summary import summarize
 from streamlint.model.syntax import local_nodes, memoised
 from streamlint.model.walk import children
@@ -64,7 +64,7 @@ def test_linted_file_summary_is_the_one_a_later_run_computes(tmp_path) -> None:
     first = engine_for(project, files)
     for path in files:
         first.lint_file(path)
-    assert not first.project.own_trees
+    assert not first.project.summaries.trees
     second = engine_for(project, files)
     for path in files:
         assert first.project.summary(path) == second.project.summary(path)

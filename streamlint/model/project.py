@@ -24,7 +24,7 @@ from streamlint.model.apis import Role
 from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, ScopeSite, dotted
 from streamlint.model.options import ModelOptions
 from streamlint.model.paths import ExecutionPath, PathIndex
-from streamlint.model.bytescan import may_call_bytes as _may_call_bytes, may_compile_bytes
+from streamlint.model.bytescan import lines_with, may_call_bytes as _may_call_bytes, may_compile_bytes
 from streamlint.model.summary import ModuleSummary, SummaryStore
 from streamlint.model.uses import ApiUse, ScopeUse, bind_arguments
 from streamlint.model.wrappers import WrapperSpec, infer_wrapper, local_def
@@ -37,21 +37,6 @@ if TYPE_CHECKING:
 SCAN_BYTES_KEPT = 16 << 20  # file contents a project keeps for its byte searches (Project._scan_bytes)
 
 Loader = Callable[[str, str, bool], "FileModel | None"]  # (path, module name, is_package)
-
-
-def _lines_with(data: bytes, word: bytes) -> Iterator[bytes]:
-    """The lines of ``data`` (split at ``\\n`` only, a ``\\r`` kept) that contain ``word``, each once, in
-    order: a pattern whose matches never cross a newline finds the same matches in them as in ``data``."""
-    pos = data.find(word)
-    while pos >= 0:
-        start = data.rfind(b"\n", 0, pos) + 1
-        end = data.find(b"\n", pos)
-        if end < 0:
-            yield data[start:]
-            return
-        yield data[start:end]
-        pos = data.find(word, end + 1)
-
 
 
 @dataclass(eq=False)
@@ -76,8 +61,6 @@ class Project:
     _checkout_dirs: dict[str, tuple[str, ...]] = field(default_factory=dict)  # source root -> _checkouts()
     _symbols: dict[tuple[str, str | None], object] = field(default_factory=dict)  # symbol() answers
     _summary_digests: dict[str, tuple[bytes, str]] = field(default_factory=dict)  # path -> (bytes, sha256)
-    # path -> (bytes, their stdlib tree): the file being linted, whose summary needs no parse of its own
-    own_trees: dict[str, tuple[bytes, object]] = field(default_factory=dict)
     reader: "Callable[[str], bytes] | None" = None
     _paths: "PathIndex | None" = None
     wide_reads: int = 0  # reads of project-wide facts so far (note_wide_read)
@@ -333,12 +316,11 @@ class Project:
                 data = self._bytes(path)
                 if data is None or word not in data:  # a substring test first: most files never spell it
                     continue
-                for line in _lines_with(data, word):  # (a match lies on one line, and spells the word)
-                    for m in rename.finditer(line):
-                        alias = m.group(1) or m.group(2)
-                        if alias not in found:
-                            found.add(alias)
-                            stack.append(alias)
+                for m in (m for line in lines_with(data, word) for m in rename.finditer(line)):  # (on one line)
+                    alias = m.group(1) or m.group(2)
+                    if alias not in found:
+                        found.add(alias)
+                        stack.append(alias)
         known = self._renames[name] = frozenset(found)
         return known
 
@@ -354,9 +336,7 @@ class Project:
                 known = (data, hashlib.sha256(data).hexdigest())
                 if self._scan_bytes.get(key) is data:  # (a content not kept is not kept here either)
                     self._summary_digests[key] = known
-            held = self.own_trees.get(key)
-            tree = held[1] if held is not None and (held[0] is data or held[0] == data) else None
-            return self.summaries.get(known[1], data, tree)  # type: ignore[arg-type]
+            return self.summaries.get(known[1], data)
 
     def compiling_paths(self) -> list[tuple[str, ModuleSummary]]:
         """The project files that may hold a compile site, without parsing them: byte searches, then the

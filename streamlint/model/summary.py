@@ -578,15 +578,18 @@ class SummaryStore:
         self.computed = 0  # summaries made in this run (not found in the store)
         self.dirty = False
         self._new: list[str] = []  # digests computed since the last take_new()
+        # content sha256 -> its stdlib tree, parsed already (the file being linted: Engine._lint_file): the
+        # summary of that content, if asked for, is taken from it instead of a parse of its own
+        self.trees: dict[str, ast.Module] = {}
 
-    def get(self, digest: str, data: bytes, tree: ast.Module | None = None) -> ModuleSummary:
+    def get(self, digest: str, data: bytes) -> ModuleSummary:
         if self.source is not None:
             source, self.source = self.source, None
             self.merge(source())
         self.used.add(digest)
         found = self.entries.get(digest)
         if found is None:
-            found = self.entries[digest] = summarize(data, tree)
+            found = self.entries[digest] = summarize(data, self.trees.get(digest))
             self.computed += 1
             self.dirty = True
             self._new.append(digest)

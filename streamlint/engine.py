@@ -407,6 +407,26 @@ class Engine:
             if "_positions" not in model.__dict__:
                 model.__dict__["_ast_tree"] = parsed.tree
         self.project.add(model)
+        trees = self.project.summaries.trees  # its module summary, if a rule asks for it, is taken from this tree
+        own = hashlib.sha256(model.source.data).hexdigest() if parsed.tree is not None else None
+        if own is not None:
+            trees[own] = parsed.tree
+        try:
+            raw = self._run_rules(path, model)
+        finally:
+            trees.pop(own, None)
+        tree = parsed.tree
+        suppressions = parse_suppressions(model.source.text, tree)
+        report.findings = self._finish(path, raw, suppressions)
+        # the model stays for other files' questions; what only this file's report needed goes (memory):
+        # the stdlib tree (re-parsed if the file is linted again) and the position table (recomputed
+        # if another file's finding points here)
+        parsed.tree = None
+        for cached in ("_positions", "_lexical", "_local_nodes", "_ast_tree"):
+            model.__dict__.pop(cached, None)
+        return report
+
+    def _run_rules(self, path: str, model: FileModel) -> list[Finding]:
         raw: list[Finding] = []
         for rule_cls in self.rules:
             ctx = RuleContext(rule_cls(), model, self.project, {**rule_cls.default_options(),
@@ -424,16 +444,7 @@ class Engine:
                 ))
                 continue
             raw.extend(ctx.findings)
-        tree = parsed.tree
-        suppressions = parse_suppressions(model.source.text, tree)
-        report.findings = self._finish(path, raw, suppressions)
-        # the model stays for other files' questions; what only this file's report needed goes (memory):
-        # the stdlib tree (re-parsed if the file is linted again) and the position table (recomputed
-        # if another file's finding points here)
-        parsed.tree = None
-        for cached in ("_positions", "_lexical", "_local_nodes", "_ast_tree"):
-            model.__dict__.pop(cached, None)
-        return report
+        return raw
 
     def needs_analysis(self, data: bytes) -> bool:
         """The byte prefilter: does the file contain a marker of any enabled rule?"""

@@ -181,4 +181,18 @@ def may_call_bytes(data: bytes, name: bytes) -> bool:
     return False
 
 
-__all__ = ["COMPILE_LEAVES", "may_call_bytes", "may_compile_bytes"]
+__all__ = ["COMPILE_LEAVES", "lines_with", "may_call_bytes", "may_compile_bytes"]
+
+
+def lines_with(data: bytes, word: bytes) -> Iterator[bytes]:
+    """The lines of ``data`` (split at ``\\n`` only, a ``\\r`` kept) that contain ``word``, each once, in
+    order: a pattern whose matches never cross a newline finds the same matches in them as in ``data``."""
+    pos = data.find(word)
+    while pos >= 0:
+        start = data.rfind(b"\n", 0, pos) + 1
+        end = data.find(b"\n", pos)
+        if end < 0:
+            yield data[start:]
+            return
+        yield data[start:end]
+        pos = data.find(word, end + 1)

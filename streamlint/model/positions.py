@@ -120,19 +120,31 @@ class PositionTable:
         self._generated: set[int] = set()
 
     def _locate(self, node: cst.CSTNode) -> int | None:
+        from streamlint.model.syntax import memoised
         from streamlint.model.walk import children
 
         found = self._owner.get(id(node))
         body = self.module.body
+        owner = self._owner
         while found is None and self._walked < len(body):
             index = self._walked
             self._walked += 1
             stack: list[cst.CSTNode] = [body[index]]
             while stack:
                 current = stack.pop()
-                self._owner[id(current)] = index
+                owner[id(current)] = index
+                if type(current) in (cst.FunctionDef, cst.IndentedBlock):
+                    # a function or block the analysis walked already (``syntax.local_nodes``): its nodes without
+                    # a walk, the nested definitions (yielded, not entered there) walked on their own
+                    local = memoised("local_nodes", current)
+                    if isinstance(local, tuple):
+                        for n in local:
+                            owner[id(n)] = index
+                            if n is not current and type(n) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+                                stack.append(n)
+                        continue
                 stack.extend(children(current))
-            found = self._owner.get(id(node))
+            found = owner.get(id(node))
         return found
 
     def _generate_alone(self, index: int) -> bool:

@@ -24,7 +24,7 @@ from streamlint.model.apis import Role
 from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, ScopeSite, dotted
 from streamlint.model.options import ModelOptions
 from streamlint.model.paths import ExecutionPath, PathIndex
-from streamlint.model.bytescan import may_call_bytes as _may_call_bytes, may_compile_bytes
+from streamlint.model.bytescan import lines_with, may_call_bytes as _may_call_bytes, may_compile_bytes
 from streamlint.model.summary import ModuleSummary, SummaryStore
 from streamlint.model.uses import ApiUse, ScopeUse, bind_arguments
 from streamlint.model.wrappers import WrapperSpec, infer_wrapper, local_def
@@ -316,7 +316,7 @@ class Project:
                 data = self._bytes(path)
                 if data is None or word not in data:  # a substring test first: most files never spell it
                     continue
-                for m in rename.finditer(data):
+                for m in (m for line in lines_with(data, word) for m in rename.finditer(line)):  # (on one line)
                     alias = m.group(1) or m.group(2)
                     if alias not in found:
                         found.add(alias)

@@ -106,12 +106,15 @@ for _alias, _target in apis._EXACT_ALIASES.items():
         _RENAMES.setdefault(_a, set()).add(_t)
 
 
-def summarize(data: bytes) -> ModuleSummary:
-    """The summary of a module's content (never raises: content ``ast`` cannot parse keeps everything)."""
+def summarize(data: bytes, tree: ast.Module | None = None) -> ModuleSummary:
+    """The summary of a module's content (never raises: content ``ast`` cannot parse keeps everything).
+    ``tree``: the stdlib tree of exactly that content, parsed already (the linted file's own, from the
+    engine's ``ast`` guard: the same tree, so it is not parsed again)."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the linted code's own warnings (invalid escapes …)
-            tree = ast.parse(data)
+        if tree is None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the linted code's own warnings (invalid escapes …)
+                tree = ast.parse(data)
         nodes = _walk(tree)  # one walk, shared by the questions below
         calls = _called_names(nodes)
         compiles, names = _may_call_compile(tree) if calls & COMPILE_LEAVES else (False, frozenset())
@@ -575,6 +578,9 @@ class SummaryStore:
         self.computed = 0  # summaries made in this run (not found in the store)
         self.dirty = False
         self._new: list[str] = []  # digests computed since the last take_new()
+        # content sha256 -> its stdlib tree, parsed already (the file being linted: Engine._lint_file): the
+        # summary of that content, if asked for, is taken from it instead of a parse of its own
+        self.trees: dict[str, ast.Module] = {}
 
     def get(self, digest: str, data: bytes) -> ModuleSummary:
         if self.source is not None:
@@ -583,7 +589,7 @@ class SummaryStore:
         self.used.add(digest)
         found = self.entries.get(digest)
         if found is None:
-            found = self.entries[digest] = summarize(data)
+            found = self.entries[digest] = summarize(data, self.trees.get(digest))
             self.computed += 1
             self.dirty = True
             self._new.append(digest)

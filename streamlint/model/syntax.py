@@ -156,6 +156,12 @@ def node_memo(kind: str, node: cst.CSTNode, compute: Callable[[cst.CSTNode], T])
     return found
 
 
+def memoised(kind: str, node: cst.CSTNode) -> object | None:
+    """What :func:`node_memo` holds for (``kind``, node), without computing it (None: nothing held)."""
+    held = _NODE_MEMO.get((kind, id(node)))
+    return held[1] if held is not None and held[0] is node else None
+
+
 def local_nodes(node: cst.CSTNode) -> Iterable[cst.CSTNode]:
     """``node`` and its descendants in lexical pre-order, without entering nested functions, classes
     or lambdas (the nested definition itself is yielded, its body is not). A function or a function body

@@ -222,6 +222,29 @@ _TENSOR_POSITIONALS = {"torch.split": 1, "torch.chunk": 1, "torch.narrow": 1, "t
                        "torch.randperm": 0, "torch.arange": 0, "torch.empty_strided": 0, "torch.eye": 0}
 
 
+_EVENT_USE_METHODS = ("record", "wait", "query", "elapsed_time")  # on a receiver: an event (param_kinds)
+
+
+def may_have_event_params(fn: FunctionInfo) -> bool:
+    """May :func:`param_kinds` call a parameter of ``fn`` an EVENT? A syntactic superset of its three sources
+    (an annotation naming ``*Event``, the argument of ``.wait_event(p)``, the receiver of ``p.record()`` /
+    ``p.wait()`` / ``p.query()`` / ``p.elapsed_time()``), without the project questions param_kinds asks of
+    every call: a caller that only wants event parameters skips them for the functions that have none."""
+    params = (*fn.node.params.posonly_params, *fn.node.params.params, *fn.node.params.kwonly_params)
+    names = {p.name.value for p in params}
+    if any(p.annotation is not None and "Event" in cst.Module([]).code_for_node(p.annotation.annotation)
+           for p in params):
+        return True
+    for site in fn.calls:
+        func = site.node.func
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            if method == "wait_event" or method in _EVENT_USE_METHODS and isinstance(func.value, cst.Name) \
+                    and func.value.value in names:
+                return True
+    return False
+
+
 def param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict[str, str]:
     """What each parameter evidently is: STREAM, EVENT, "container", "tensor", or absent (unknown).
 

@@ -19,7 +19,7 @@ from streamlint.model.apis import Role
 from streamlint.model.flow.elementsets import FIRST_OUT, LAST_OUT, element_origins, origins
 from streamlint.model.file import CallSite, FileModel, FunctionInfo
 from streamlint.model.streams import MAIN, scope_stream_key
-from streamlint.model.syntax import local_nodes, node_memo
+from streamlint.model.syntax import local_nodes, memoised, node_memo
 from streamlint.model.walk import children
 
 if TYPE_CHECKING:
@@ -456,6 +456,9 @@ def partial_joins(project: Project, file: FileModel, fn: FunctionInfo) -> list[P
     work is never waited for. A collection ``fn`` fills itself is the dataflow's business
     (:mod:`~streamlint.model.flow.elements`)."""
     found: list[PartialJoin] = []
+    walked = memoised("local_nodes", fn.node.body)  # (the body's local walk, when the analysis made it)
+    if isinstance(walked, tuple) and not any(type(n) is cst.For for n in walked):
+        return found  # no loop (the walk below skips nested definitions too; a lambda holds no statement)
     text = None
     stack: list[cst.CSTNode] = [fn.node.body]
     while stack:

@@ -155,15 +155,23 @@ def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
 def _walk(node: cst.CSTNode, visitor: cst.CSTVisitor, keep: dict[type, bool], classify: Callable[[type], bool]) -> None:
     visit, leave = _dispatch(visitor, node)
     if visit is None or visit(visitor, node) is not False:
-        for name in _order(node):
+        for name in _ORDER.get(type(node)) or _order(node):
             value = getattr(node, name)
             kind = type(value)
-            if kind in _SEQUENCES:
+            if kind is list or kind is tuple:
                 for item in value:
-                    if keep.get(type(item)) or classify(type(item)):
+                    item_kind = type(item)
+                    wanted = keep.get(item_kind)
+                    if wanted is None:
+                        wanted = classify(item_kind)
+                    if wanted:
                         _walk(item, visitor, keep, classify)
-            elif keep.get(kind) or classify(kind):
-                _walk(value, visitor, keep, classify)
+            else:
+                wanted = keep.get(kind)
+                if wanted is None:
+                    wanted = classify(kind)
+                if wanted:
+                    _walk(value, visitor, keep, classify)
     if leave is not None:
         leave(visitor, node)
 
@@ -173,12 +181,23 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     rebuilds the node) and without trivia (whitespace, comments, punctuation, operator tokens): the
     children in lexical order."""
     found: list[cst.CSTNode] = []
+    add = found.append
     keep = _SUBSTANTIVE
-    for name in _order(node):
+    for name in _ORDER.get(type(node)) or _order(node):  # (the complete order of the type, once known)
         value = getattr(node, name)
         kind = type(value)
-        if kind in _SEQUENCES:
-            found.extend(item for item in value if keep.get(type(item)) or _is_substantive(type(item)))
-        elif keep.get(kind) or _is_substantive(kind):
-            found.append(value)
+        if kind is list or kind is tuple:
+            for item in value:
+                item_kind = type(item)
+                wanted = keep.get(item_kind)
+                if wanted is None:
+                    wanted = _is_substantive(item_kind)
+                if wanted:
+                    add(item)
+        else:
+            wanted = keep.get(kind)
+            if wanted is None:
+                wanted = _is_substantive(kind)
+            if wanted:
+                add(value)
     return found

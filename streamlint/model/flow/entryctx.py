@@ -196,12 +196,16 @@ def _called_near_streams(project, name: str) -> bool:
 
 
 def _takes_event(project, file, fn) -> bool:
-    from streamlint.model.tensors import param_kinds
+    from streamlint.model.tensors import may_have_event_params, param_kinds
 
-    kinds = param_kinds(project, file, fn)
     params = fn.node.params
-    return any(kinds.get(p.name.value) == EVENT or p.annotation is None and "event" in p.name.value.lower()
-               for p in (*params.posonly_params, *params.params, *params.kwonly_params))
+    every = (*params.posonly_params, *params.params, *params.kwonly_params)
+    if any(p.annotation is None and "event" in p.name.value.lower() for p in every):
+        return True
+    if not may_have_event_params(fn):  # (no parameter can be an EVENT: the parameter kinds need not be asked)
+        return False
+    kinds = param_kinds(project, file, fn)
+    return any(kinds.get(p.name.value) == EVENT for p in every)
 
 
 def _collect(project, model, caller, mode: str) -> dict | None:

@@ -87,7 +87,8 @@ class Expressions:
 
     # ---- expressions
     def ev(self, st: State, e: cst.BaseExpression) -> object:
-        if isinstance(e, cst.Name):
+        kind = type(e)  # (LibCST node classes are never subclassed: an identity test, not the ABC isinstance)
+        if kind is cst.Name:
             v = e.value
             if v in st.env:
                 return self.named(st, st.env[v])
@@ -103,12 +104,12 @@ class Expressions:
             if v == "self":
                 return KVal("self")
             return self.graph_output(st, v)  # (None: untyped)
-        if isinstance(e, (cst.Integer, cst.Float)):
+        if kind in (cst.Integer, cst.Float):
             return CVal(e.value)
-        if isinstance(e, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+        if kind in (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString):
             self.host_read(st, e, "an f-string")  # an f-string formats the tensors it names on the host
             return CVal(string_value(e) if not isinstance(e, cst.FormattedString) else None)
-        if isinstance(e, cst.Attribute):
+        if kind is cst.Attribute:
             attr = e.attr.value
             if attr in META_ATTRS:
                 return None
@@ -124,11 +125,11 @@ class Expressions:
                     return st.env[f"self.{attr}"]  # a field this call set to tracked tensors
                 return KVal(f"{base.key}.{attr}", base.glob, base.opaque)
             return None
-        if isinstance(e, cst.Subscript):
+        if kind is cst.Subscript:
             return self.subscript(st, e)
-        if isinstance(e, cst.Call):
+        if kind is cst.Call:
             return self.call(st, e)
-        if isinstance(e, cst.BinaryOperation):
+        if kind is cst.BinaryOperation:
             left, right = self.ev(st, e.left), self.ev(st, e.right)
             if isinstance(left, NVal) or isinstance(right, NVal):  # `i - 1` in a step of a counted loop
                 return self.counter_value(st, e)
@@ -141,22 +142,22 @@ class Expressions:
             if self.tensors(st, left) or self.tensors(st, right):
                 return self.op(st, e, [left, right])
             return None
-        if isinstance(e, cst.UnaryOperation):
+        if kind is cst.UnaryOperation:
             inner = self.ev(st, e.expression)
             if isinstance(e.operator, cst.Not):
                 return None
             return self.op(st, e, [inner]) if self.tensors(st, inner) else None
-        if isinstance(e, cst.BooleanOperation):
+        if kind is cst.BooleanOperation:
             return self.boolean_operation(st, e)
-        if isinstance(e, cst.Comparison):
+        if kind is cst.Comparison:
             if all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in e.comparisons):
                 return None
             vals = [self.ev(st, e.left)] + [self.ev(st, c.comparator) for c in e.comparisons]
             return self.op(st, e, vals) if any(self.tensors(st, v) for v in vals) else None
-        if isinstance(e, (cst.Tuple, cst.List)):
+        if kind in (cst.Tuple, cst.List):
             return TupVal(tuple(self.ev(st, el.value) if not isinstance(el, cst.StarredElement) else None
                                 for el in e.elements))
-        if isinstance(e, cst.IfExp):
+        if kind is cst.IfExp:
             self.host_test(st, e.test)
             known = self.decide(st, e.test)
             if known is True:
@@ -166,7 +167,7 @@ class Expressions:
             body = self.ev(st, e.body)
             self.ev(st, e.orelse)
             return body
-        if isinstance(e, (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp)):
+        if kind in (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp):
             return self.comprehension(st, e)
         if isinstance(e, cst.Dict):  # `{"values": x.to("cpu", non_blocking=True)}`: its values are computed here
             values = []
@@ -176,7 +177,7 @@ class Expressions:
                 values.append(self.ev(st, el.value))
             self.dict_values[id(e)] = TupVal(tuple(values))  # (what a name bound to it holds: hold_dict)
             return None
-        if isinstance(e, cst.Await):
+        if kind is cst.Await:
             return self.ev(st, e.expression)
         return None
 

@@ -181,6 +181,19 @@ class ControlFlow:
             st.flow = "continue"
         return [st]
 
+    def field_slot_put(self, st: State, target: cst.Subscript, v: object) -> None:
+        """``self.reloaded[key] = t`` in this call (or a helper run inline): the tensors the object's container
+        now holds, kept as ``self.reloaded[:]`` for what a sibling method's summary reads of its elements
+        (:meth:`~streamlint.model.flow.exprs.Expressions.own_state_effects`)."""
+        if not isinstance(v, (TVal, TupVal)) or not self.tensors(st, v):
+            return
+        place = self.render(st, target.value)
+        if not (place.startswith("self.") and place.count(".") == 1 and "[" not in place):
+            return
+        held = st.env.get(f"{place}[:]")
+        items = held.items if isinstance(held, TupVal) else (held,) if held is not None else ()
+        st.env[f"{place}[:]"] = TupVal((*items[-3:], v))  # (a few: a loop puts one per round)
+
     def assign(self, st: State, target: cst.BaseExpression, v: object, value_node: cst.BaseExpression) -> None:
         if isinstance(target, cst.Name):
             if isinstance(v, TVal) and target.value in host_object_names(self.project, self.cfn):
@@ -252,6 +265,7 @@ class ControlFlow:
             else:
                 self.escape(st, v, into=target)  # a container slot (dict / list of events, tensors, objects)
                 self.slot_put(st, target, v)
+                self.field_slot_put(st, target, v)
                 if isinstance(target.value, cst.Name) and (target.value.value in st.env
                                                            or closure_container(self.cfn, target.value.value)):
                     held = tuple(tv.sid for tv in self.tensors(st, v))

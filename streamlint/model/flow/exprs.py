@@ -263,6 +263,9 @@ class Expressions:
             # tensor this function last put in a slot (which slot an index names is not tracked)
             return self.new_tensor(st, st.held[e.value.value][-1])
         if isinstance(base, KVal):
+            filled = st.env.get(f"{base.key}[:]") if base.key.startswith("self.") and not base.glob else None
+            if isinstance(filled, TupVal):  # a slot of the object's container a call here filled: what it put there
+                return filled.items[0] if len(filled.items) == 1 else filled
             if len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index):
                 return KVal(f"{base.key}[{self.render(st, e.slice[0].slice.value)}]", base.glob, base.opaque)
             return KVal(f"{base.key}[:]", base.glob, base.opaque)

@@ -162,6 +162,7 @@ class Reducer:
             g = p.grad.flatten()
             self.grads[i] = g
             self.sizes[i] = len(self.params)
+            self.sizes[-i] = p.numel() * 2
 
     def reduce(self):
         for i in self.grads:

@@ -61,6 +61,8 @@ if TYPE_CHECKING:
     from streamlint.model.project import Project
 
 _MAX_DEPTH = 2
+_HOST_BUILTINS = frozenset({"len", "isinstance", "id", "type", "hasattr", "getattr", "setattr", "print", "str",
+                            "repr", "hash", "callable", "iter", "next", "sorted", "enumerate", "zip", "range"})
 PARAM_INDEX = re.compile(r"\[\$(\w+)\]")
 _FLAG_SETTERS = frozenset({"requires_grad_", "share_memory_", "retain_grad_", "record_stream"})
 _SEQUENCES = frozenset({"tuple", "list", "Tuple", "List", "Sequence", "Iterable", "MutableSequence"})
@@ -478,10 +480,11 @@ def _self_place(e: cst.BaseExpression, fn: FunctionInfo) -> str | None:
 
 
 def _device_value(fn: FunctionInfo, value: cst.BaseExpression | None, _depth: int = 0) -> bool:
-    """Is a stored value evidently a device tensor computed here: arithmetic, a tensor method, a ``torch``
-    function, or a local bound once to one (``self._grads[n] = pseudo`` after ``pseudo = a.to(d) - b``)?"""
+    """Is a stored value evidently a device tensor computed here: a tensor method, a ``torch`` function,
+    arithmetic on one, or a local bound once to one (``self._grads[n] = pseudo`` after ``pseudo = a.to(d) - b``)?
+    Arithmetic on host counts (``p.numel() * 2``) is none."""
     if isinstance(value, cst.BinaryOperation):
-        return True
+        return _device_value(fn, value.left, _depth) or _device_value(fn, value.right, _depth)
     if isinstance(value, cst.Call):
         name = dotted(value.func) or ""
         if name.startswith("torch.") and name.rsplit(".", 1)[-1] not in ("device", "Size", "dtype"):
@@ -540,6 +543,8 @@ def _field_effects(project: Project, file: FileModel, fn: FunctionInfo,
         if target.startswith(("torch.distributed.", "torch_npu.distributed.")) and last in COLLECTIVES:
             outs = set(COLLECTIVES[last][0])
         positional = 0
+        if isinstance(node.func, cst.Name) and node.func.value in _HOST_BUILTINS:
+            continue  # `len(self.buf)`, `isinstance(self.x, T)`: what describes the object, no device read
         for a in node.args:
             if a.keyword is not None and a.keyword.value == "out" or a.keyword is None and positional in outs:
                 add(writes, a.value)

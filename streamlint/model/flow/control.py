@@ -181,19 +181,6 @@ class ControlFlow:
             st.flow = "continue"
         return [st]
 
-    def field_slot_put(self, st: State, target: cst.Subscript, v: object) -> None:
-        """``self.reloaded[key] = t`` in this call (or a helper run inline): the tensors the object's container
-        now holds, kept as ``self.reloaded[:]`` for what a sibling method's summary reads of its elements
-        (:meth:`~streamlint.model.flow.exprs.Expressions.own_state_effects`)."""
-        if not isinstance(v, (TVal, TupVal)) or not self.tensors(st, v):
-            return
-        place = self.render(st, target.value)
-        if not (place.startswith("self.") and place.count(".") == 1 and "[" not in place):
-            return
-        held = st.env.get(f"{place}[:]")
-        items = held.items if isinstance(held, TupVal) else (held,) if held is not None else ()
-        st.env[f"{place}[:]"] = TupVal((*items[-3:], v))  # (a few: a loop puts one per round)
-
     def assign(self, st: State, target: cst.BaseExpression, v: object, value_node: cst.BaseExpression) -> None:
         if isinstance(target, cst.Name):
             if isinstance(v, TVal) and target.value in host_object_names(self.project, self.cfn):

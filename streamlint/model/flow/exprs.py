@@ -10,7 +10,7 @@ import re
 
 from streamlint._lazy import cst
 from streamlint.model.apis import Role
-from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, string_value
+from streamlint.model.file import ClassInfo, dotted, string_value
 from streamlint.model.flow.entryctx import note_call
 from streamlint.model.flow.computed import computes_tensor
 from streamlint.model.flow.counters import NVal, counter_part
@@ -19,8 +19,7 @@ from streamlint.model.flow.recursion import recursive_call
 from streamlint.model.flow.rootranks import on_root_rank, root_expression
 from streamlint.model.flow.calls import kept_arguments, metadata_only, plain_container, returned_argument
 from streamlint.model.flow.metaonly import view_only
-from streamlint.model.flow.effects import held_object
-from streamlint.model.flow.objeffects import PARAM_INDEX, method_effects, object_method
+from streamlint.model.flow.objeffects import method_effects, object_method
 from streamlint.model.flow.values import CVal, IVal, KVal, NONE, SVal, State, TVal, TupVal, known_truth
 from streamlint.model.streams import declared_globals, EVENT, MAIN, STREAM, current_stream_getter
 from streamlint.model.flow.leaves import closure_container
@@ -263,9 +262,8 @@ class Expressions:
             # tensor this function last put in a slot (which slot an index names is not tracked)
             return self.new_tensor(st, st.held[e.value.value][-1])
         if isinstance(base, KVal):
-            filled = st.env.get(f"{base.key}[:]") if base.key.startswith("self.") and not base.glob else None
-            if isinstance(filled, TupVal):  # a slot of the object's container a call here filled: what it put there
-                return filled.items[0] if len(filled.items) == 1 else filled
+            if (filled := self.filled_slot(st, base)) is not None:  # a slot a call here filled: what it put there
+                return filled
             if len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index):
                 return KVal(f"{base.key}[{self.render(st, e.slice[0].slice.value)}]", base.glob, base.opaque)
             return KVal(f"{base.key}[:]", base.glob, base.opaque)
@@ -434,44 +432,6 @@ class Expressions:
             return self._dispatch(st, e, method, target, found)
         finally:
             self.host_args, self.project_call = saved, saved_call
-
-    def own_state_effects(self, st: State, e: cst.Call, fn: FunctionInfo, mod: FileModel) -> None:
-        """``self._save_grads()`` / ``self.buckets.reduce()``: a project method of this object (or of an object it
-        holds) with no stream work of its own, run on the current stream: the places of the receiver's state it
-        writes and reads on the device (objeffects.py) are written and read here, so a sibling method reading
-        them under a side stream is ordered (or not) after this call like inline code would be."""
-        if not (isinstance(e.func, cst.Attribute) and fn.class_name is not None and fn.params[:1] == ("self",)):
-            return
-        recv = e.func.value
-        if not (isinstance(recv, cst.Name) and recv.value == "self" or held_object(recv)):
-            return
-        fx = method_effects(self.project, mod, fn)
-        if fx is None or not (fx.field_writes or fx.field_reads or fx.field_sets):
-            return
-        base = self.ev(st, recv)
-        if not isinstance(base, KVal) or base.opaque or base.glob or not base.key.startswith("self"):
-            return
-        bound = bind_arguments(fn.params[1:] + fn.kwonly, e, kwonly=fn.kwonly)
-
-        def element(m: re.Match) -> str:  # `self.kv_stage[j]` of the method's `j`: the element our argument names
-            arg = bound.get(m.group(1))
-            return f"[{self.render(st, arg)}]" if isinstance(arg, (cst.Name, cst.Integer, cst.Attribute)) else "[:]"
-
-        def place(k: str) -> object:  # (an element of a container this call filled: the tensors it put there)
-            head, bracket, rest = k.partition("[")
-            held = st.env.get(f"{base.key}.{head}[:]") if bracket and "." not in head else None
-            return held if held is not None and "." not in rest else KVal(f"{base.key}.{PARAM_INDEX.sub(element, k)}")
-
-        reads = [place(k) for k in sorted(fx.field_reads - fx.field_writes)]
-        writes = [place(k) for k in sorted(fx.field_writes)]
-        if any(self.tensors(st, v) for v in reads + writes):
-            self.op(st, e, reads, writes, result=False)
-        for field in sorted(fx.field_sets):  # new tensors in its slots, made on this stream by this call
-            made = self.op(st, e, [], result=True)
-            if isinstance(made, TVal) and made.sid in st.stores:
-                st.stores[made.sid].name = f"{base.key}.{field}"  # (named after the container in a finding)
-            self.escape(st, made)
-            st.env[f"{base.key}.{field}[:]"] = TupVal((made,))
 
     def object_effects(self, st: State, e: cst.Call) -> tuple[object] | None:
         """``group.pack_grads(buf)``, ``group`` an element of a container this object holds (or a loop name

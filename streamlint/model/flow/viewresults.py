@@ -130,3 +130,4 @@ def _bound(node: cst.CSTNode) -> list[str]:
         elif isinstance(t, cst.StarredElement):
             stack.append(t.value)
     return out
+

@@ -21,7 +21,7 @@ from streamlint.model.flow.calls import kept_arguments, metadata_only, plain_con
 from streamlint.model.flow.metaonly import view_only
 from streamlint.model.flow.objeffects import method_effects, object_method
 from streamlint.model.flow.values import CVal, IVal, KVal, NONE, SVal, State, TVal, TupVal, known_truth
-from streamlint.model.streams import declared_globals, EVENT, MAIN, STREAM, current_stream_getter
+from streamlint.model.streams import declared_globals, EVENT, MAIN, STREAM, current_stream_getter, installed_stream_getter
 from streamlint.model.flow.leaves import closure_container
 from streamlint.model.syntax import target_names
 from streamlint.model.waits import host_handshake, signaller_forks
@@ -349,6 +349,8 @@ class Expressions:
                 getter = typed.method, typed.module  # `context.current_stream()`, `context = self.context`
             if getter is not None and current_stream_getter(self.project, getter[1], getter[0]):
                 return SVal(st.cur)  # a project helper returning the current stream
+            if getter is not None and installed_stream_getter(self.project, getter[1], getter[0]):
+                return SVal(MAIN)  # a per-device stream the project installed as current (set_stream)
             target = self.inline_target(site)
             if target is not None:
                 if cached_stream_getter(target[0]):

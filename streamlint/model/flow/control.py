@@ -244,8 +244,7 @@ class ControlFlow:
             base = self.ev(st, target.value)
             keys = [self.ev(st, el.slice.value) for el in target.slice if isinstance(el.slice, cst.Index)]
             if len(target.slice) == len(keys) == 1 and isinstance(keys[0], CVal) and isinstance(keys[0].value, str):
-                # `meta["zero"] = ...`: that entry only (exprs.subscript, storage.long_tensor: one place per key)
-                if isinstance(base, TVal):
+                if isinstance(base, TVal):  # `meta["zero"] = ...`: that entry only (one place per constant key)
                     base = self.new_tensor(st, base.sid, base.vid)
                     base.part = f"[{keys[0].value!r}]"
                 elif isinstance(base, KVal):

@@ -256,10 +256,7 @@ class Expressions:
                     and isinstance(e.slice[0].slice.value, cst.Name):
                 view.part = self.index_part(st, e.slice[0].slice.value.value)
             elif len(idx_vals) == 1 and isinstance(idx_vals[0], CVal) and isinstance(idx_vals[0].value, str):
-                # `meta["zero"]` / `meta["scale_q"]`: a string key indexes a mapping (a tensor takes none), and
-                # entries under two different constant keys are two places (one stream's write of one entry
-                # does not race with another stream's use of the other)
-                view.part = f"[{idx_vals[0].value!r}]"
+                view.part = f"[{idx_vals[0].value!r}]"  # `meta["zero"]`: a mapping's entry, one place per key
             return view
         if base is None and isinstance(e.value, cst.Name) and st.held.get(e.value.value) \
                 and closure_container(self.cfn, e.value.value):

@@ -188,6 +188,95 @@ def current_stream_getter(project: Project, file: FileModel, fn: FunctionInfo) -
     return result
 
 
+def _global_qualname(file: FileModel, fn: FunctionInfo | None, expr: cst.BaseExpression) -> str | None:
+    """``pkg.mod.G`` for a name of a module global (this module's, or imported), else None (a local)."""
+    if not isinstance(expr, cst.Name):
+        return None
+    if fn is not None and expr.value in declared_globals(fn):
+        return f"{file.module_name}.{expr.value}"
+    return file.resolve(expr, fn)
+
+
+def _installing_loop(fn: FunctionInfo, call: cst.Call, name: str) -> cst.BaseExpression | None:
+    """The container a ``for`` loop of ``fn`` around ``call`` takes ``name`` from: ``G`` in ``for s in G``,
+    ``for s in G.values()``, ``for k, s in G.items()``; else None."""
+    from streamlint.model.syntax import contains, local_nodes
+
+    for node in local_nodes(fn.node.body):
+        if not isinstance(node, cst.For) or not contains(node.body, call):
+            continue
+        it, target = node.iter, node.target
+        if isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and not it.args \
+                and it.func.attr.value in ("items", "values"):
+            if it.func.attr.value == "items":
+                if not (isinstance(target, cst.Tuple) and len(target.elements) == 2):
+                    continue
+                target = target.elements[1].value
+            it = it.func.value
+        if isinstance(target, cst.Name) and target.value == name and isinstance(it, cst.Name):
+            return it
+    return None
+
+
+def installed_registries(project: Project) -> frozenset[str]:
+    """Module globals holding per-device streams that the project installs, every one of them, as the
+    thread's current stream: a function walks the container and hands each stream to ``set_stream``
+    (``for idx, s in streams.items(): with torch.cuda.device(idx): torch.cuda.set_stream(s)``) and sets
+    no other stream (no restore of a previous one: not a scope), nor is it a generator (a context
+    manager putting the old stream back after its ``yield``). After that call, work queued on one of
+    those streams is work on the current stream of its device."""
+    memo = derived(project, "installed_registries")
+    if "" in memo:
+        return memo[""]
+    memo[""] = frozenset()
+    found: set[str] = set()
+    for path in project.paths_containing((b"set_stream(",)):
+        model = project.file(path)
+        if model is None:
+            continue
+        for fn in model.functions.values():
+            args = [u.arg("stream") for site in fn.calls for u in project.api_uses(model, site)
+                    if u.role is Role.SET_STREAM]
+            if not args or fn.yields or len({model.code(a) if a is not None else "" for a in args}) != 1 \
+                    or not isinstance(args[0], cst.Name):
+                continue
+            for site in fn.calls:
+                if any(u.role is Role.SET_STREAM for u in project.api_uses(model, site)):
+                    container = _installing_loop(fn, site.node, args[0].value)
+                    qualname = _global_qualname(model, fn, container) if container is not None else None
+                    if qualname is not None:
+                        found.add(qualname)
+    memo[""] = frozenset(found)
+    return memo[""]
+
+
+def installed_stream_getter(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
+    """Does a project function hand back a stream of an installed registry (:func:`installed_registries`):
+    every value it returns is ``G.get(key)`` / ``G[key]`` of one? ``def device_stream(idx): return
+    _streams.get(idx)``: the stream the project made current on that device."""
+    memo = derived(project, "installed_stream_getter")
+    if id(fn) in memo:
+        return memo[id(fn)]
+    memo[id(fn)] = False
+    values = [r.value for r in fn.returns]
+    if not values or not project.paths_containing((b"set_stream(",)):
+        return False
+    registries = installed_registries(project)
+    result = bool(registries)
+    for v in values:
+        if isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value == "get" \
+                and len(v.args) == 1:
+            base = v.func.value
+        elif isinstance(v, cst.Subscript) and len(v.slice) == 1:
+            base = v.value
+        else:
+            return False
+        if _global_qualname(file, fn, base) not in registries:
+            return False
+    memo[id(fn)] = result
+    return result
+
+
 def is_current_stream(project: Project, file: FileModel, fn: FunctionInfo | None, expr: cst.BaseExpression,
                       _depth: int = 0) -> bool:
     """Is ``expr`` (in ``fn``) the stream current where it is evaluated, computed outside any stream scope
@@ -408,6 +497,8 @@ __all__ = [
     "EVENT",
     "EVENT_LIST",
     "MAIN_STREAM",
+    "installed_registries",
+    "installed_stream_getter",
     "STREAM",
     "STREAM_LIST",
     "annotation_kind",

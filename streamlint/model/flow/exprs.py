@@ -20,7 +20,7 @@ from streamlint.model.flow.rootranks import on_root_rank, root_expression
 from streamlint.model.flow.calls import kept_arguments, metadata_only, plain_container
 from streamlint.model.flow.objeffects import method_effects, object_method
 from streamlint.model.flow.values import CVal, IVal, KVal, NONE, SVal, State, TVal, TupVal, known_truth
-from streamlint.model.streams import declared_globals, EVENT, MAIN, STREAM, current_stream_getter
+from streamlint.model.streams import declared_globals, EVENT, MAIN, STREAM, current_stream_getter, installed_stream_getter
 from streamlint.model.flow.leaves import closure_container
 from streamlint.model.syntax import target_names
 from streamlint.model.waits import host_handshake, signaller_forks
@@ -256,6 +256,8 @@ class Expressions:
             elif len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index) \
                     and isinstance(e.slice[0].slice.value, cst.Name):
                 view.part = self.index_part(st, e.slice[0].slice.value.value)
+            elif len(idx_vals) == 1 and isinstance(idx_vals[0], CVal) and isinstance(idx_vals[0].value, str):
+                view.part = f"[{idx_vals[0].value!r}]"  # `meta["zero"]`: a mapping's entry, one place per key
             return view
         if base is None and isinstance(e.value, cst.Name) and st.held.get(e.value.value) \
                 and closure_container(self.cfn, e.value.value):
@@ -352,6 +354,8 @@ class Expressions:
                 getter = typed.method, typed.module  # `context.current_stream()`, `context = self.context`
             if getter is not None and current_stream_getter(self.project, getter[1], getter[0]):
                 return SVal(st.cur)  # a project helper returning the current stream
+            if getter is not None and installed_stream_getter(self.project, getter[1], getter[0]):
+                return SVal(MAIN)  # a per-device stream the project installed as current (set_stream)
             target = self.inline_target(site)
             if target is not None:
                 if cached_stream_getter(target[0]):

@@ -43,6 +43,36 @@ def host_scalar_names(project, fn: FunctionInfo) -> frozenset[str]:
     return memo[key]
 
 
+def string_compared_names(fn: FunctionInfo) -> frozenset[str]:
+    """Locals the function compares with a string literal (``kind == "ERROR"``, ``state in ("done", "failed")``):
+    Python strings, whatever their names say (``event_type``, ``stream_mode``); no tensor, stream nor event
+    compares equal to a string."""
+    cached = fn.__dict__.get("_string_compared")
+    if cached is None:
+        found: set[str] = set()
+        for node in local_nodes(fn.node.body):
+            if not isinstance(node, cst.Comparison):
+                continue
+            operands = [node.left, *(c.comparator for c in node.comparisons)]
+            ops = [c.operator for c in node.comparisons]
+            for i, op in enumerate(ops):
+                if not isinstance(op, (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)):
+                    continue
+                a, b = operands[i], operands[i + 1]
+                for x, y in ((a, b), (b, a)):
+                    if isinstance(x, cst.Name) and _string_literals(y):
+                        found.add(x.value)
+        cached = fn.__dict__["_string_compared"] = frozenset(found)
+    return cached
+
+
+def _string_literals(e: cst.BaseExpression) -> bool:
+    if isinstance(e, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+        return True
+    return isinstance(e, (cst.Tuple, cst.List, cst.Set)) and bool(e.elements) \
+        and all(isinstance(el.value, (cst.SimpleString, cst.ConcatenatedString)) for el in e.elements)
+
+
 def host_count(project, file, fn: FunctionInfo, name: str, value: cst.BaseExpression) -> bool:
     """``name = value`` binds a count: ``value`` calls nothing the analysis knows (no torch API, no tensor method,
     no project function: a method of an object of another package, ``self.connector.start_load(...)``) and the

@@ -11,6 +11,7 @@ from streamlint.model.file import FileModel, FunctionInfo
 from streamlint.model.flow.calls import Calls, current_stream_params
 from streamlint.model.flow.forks import forked_self_streams, forked_stream_params, recorded_event_params
 from streamlint.model.flow.control import ControlFlow
+from streamlint.model.flow.closures import closure_scope
 from streamlint.model.flow.consumers import Consumers
 from streamlint.model.flow.counters import Counters
 from streamlint.model.flow.promises import Promises
@@ -249,6 +250,7 @@ class Interp(Consumers, Orderings, Records, Storages, Unsets, Expressions, ApiCa
             seed_entry(self, st, kinds)
         if self.protocol_seed:
             seed(self, st, protocol_inputs(self.project, self.file, self.fn, self.cfg.mode, run_producer))
+        self.closure_entry(st)
         for stream in own:
             self.wait_stream(st, stream, MAIN)  # forked by every caller (or when it was parked on the object)
         if deferred:  # the caller produced these after its fork: the fork does not order them
@@ -265,6 +267,15 @@ class Interp(Consumers, Orderings, Records, Storages, Unsets, Expressions, ApiCa
                 self.pending_exit(s, None, last)
                 self.finalize(s)
         self.resolve_dropped()
+
+
+    def closure_entry(self, st: State) -> None:
+        """A local closure its enclosing function only calls inside one stream scope runs on that stream: the
+        scope's stream is its entry stream (flow/closures.py), under each name the closure can reach it by."""
+        for expr in closure_scope(self.project, self.file, self.fn):
+            key = self.stream_key(st, self.ev(st, expr), expr)
+            if key != MAIN and not key.startswith("<"):
+                st.same[key] = MAIN
 
 
 def run_producer(project: Project, file: FileModel, fn: FunctionInfo, mode: str) -> Interp | None:

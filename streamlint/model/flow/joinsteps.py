@@ -212,15 +212,18 @@ def _event_handles(file: FileModel, fn: FunctionInfo) -> list[SilentJoin]:
     events container, a local taken out of one (``ev = self.events_map.get(k)``), a local whose name says it
     is a handle (``ev, release, k = self.queue.pop(0)``, ``stream = current_stream()``). Reported at the loop,
     at the test of the handle, else at its binding."""
+    from streamlint.model.flow.hostnames import string_compared_names
+
     out: list[SilentJoin] = []
     bound: dict[str, cst.CSTNode] = {}
+    strings = string_compared_names(fn)  # (`event_type == "ERROR"`: a string, whatever its name says)
     for node in local_nodes(fn.node.body):
         if isinstance(node, cst.For) and isinstance(node.target, cst.Name) and _event_container(node.iter):
             if not handled(node.body, node.target.value):
                 out.append(SilentJoin(fn, node, "event", node.target.value))
         elif isinstance(node, cst.Assign):
             for name in (n for t in node.targets for n in _bound_names(t.target)):
-                if name not in fn.all_params and not _host_handle(file, fn, node.value) and (
+                if name not in fn.all_params and name not in strings and not _host_handle(file, fn, node.value) and (
                         _HANDLE_NAME.search(name) or _EVENT_NAME.search(name) or _event_container(node.value)):
                     bound.setdefault(name, node)
     for name, binding in bound.items():

@@ -42,6 +42,7 @@ from streamlint.model.tensors import META_ATTRS
 
 
 _ELEMENT = re.compile(r"[^\[]*\[\s*(-?\d+|[A-Za-z_]\w*)\s*\]")
+_ENTRY = re.compile(r"[^\[]*\[\s*('[^'\\]*')\s*\]")  # a constant string key, as rendered (repr)
 
 
 class Storages(HostFields):
@@ -101,6 +102,8 @@ class Storages(HostFields):
         element = _ELEMENT.match(key)  # `bufs[0]`, a representative element `grads[-1]`, `pieces[i]` in a round
         if element is not None:  # of a range / enumerate loop (rounds.py): that element's part
             tv.part = self.index_part(st, element.group(1)) if element.group(1).isidentifier() else element.group(1)
+        elif (entry := _ENTRY.match(key)) is not None:  # `self.meta["zero"]`: one entry of a mapping (a tensor
+            tv.part = f"[{entry.group(1)}]"  # takes no string key), another place than `self.meta["scale"]`
         return tv
 
     # ---- tensor accesses

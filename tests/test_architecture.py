@@ -173,7 +173,7 @@ LAYERS = {
         "attrstreams", "devobjects", "devfields", "heldslots", "eventguards", "hostobjects", "hostresults",
         "freeing", "ctxfactories", "argkinds"},
     3: {"tensors", "tensoruse", "dataflow", "flow", "breaks", "waits", "families", "scopes", "environment",
-        "recorders", "handoffs"},
+        "recorders", "handoffs", "hostattrs"},
 }
 
 

@@ -87,4 +87,6 @@ Layer 3 — one function's flow
                     recording a set of tensors on a stream parameter) record what it holds on that stream?
     ``handoffs``    does a pipeline stage that hands objects from a producer stream to its consumers
                     record each of them on every stream it records their siblings on?
+    ``hostattrs``   which fields of a class hold host values (literals, host-typed parameters, instances of
+                    non-tensor classes, declared host types such as ``Dict[str, str]``)?
 """

@@ -3,7 +3,7 @@
 ``_host_value`` answers for one expression (a literal, arithmetic of host values, ``len(...)`` / ``int(...)``, a
 host-annotated parameter); :func:`returns_host_values` for a helper without a return annotation, from what its
 ``return`` statements build (a layout policy of ints cached on a config dict is no tensor, so a caller's name bound
-to it is never produced on a stream). Shared by the tensor typing (``tensors.host_attr``) and the dataflow's
+to it is never produced on a stream). Shared by the tensor typing (``hostattrs.host_attr``) and the dataflow's
 project-call results (``flow/calls.py``)."""
 
 from __future__ import annotations

@@ -28,9 +28,8 @@ from streamlint.model.placement import (  # noqa: F401  (re-exported: the host-p
     BLOCKING_HOST_READS, HOST_COPY_METHODS, HOST_FACTORIES, device_like, host_factory, host_placed, host_target,
     non_blocking,
 )
-from streamlint.model.hostobjects import constructed_host_object
 from streamlint.model.hostresults import _host_value, returns_host_values  # noqa: F401  (re-exported)
-from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, host_annotation, host_param, string_value
+from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, host_annotation, string_value
 from streamlint.model.streams import EVENT, STREAM, annotation_kind, derived
 from streamlint.model.syntax import class_field_annotation, field_reads, target_names
 from streamlint.model.walk import children
@@ -168,56 +167,6 @@ def return_kind(file: FileModel, fn: FunctionInfo) -> str | None:
         return kind
     # `-> int`, `-> tuple[int, Group]`, not `-> tuple[Tensor, Tensor]` nor a bare class (it may hold tensors)
     return "other" if host_annotation(returns.annotation, bare_class=False) else None
-
-
-def host_attr(project: Project, file: FileModel, cls: ClassInfo | None, attr: str) -> bool:
-    """Does ``self.<attr>`` evidently hold a host value (a name, a port, a count)? Every assignment to it
-    in the class is a literal (number, string, bool, ``None``) or a parameter of its method annotated with
-    a host scalar (``world_name: str``), and at least one is not ``None``."""
-    if cls is None:
-        return False
-    memo = derived(project, "host_attrs").setdefault(id(cls), {})
-    prop = cls.methods.get(attr)
-    if prop is not None and any(dotted(d.decorator) in ("property", "functools.cached_property", "cached_property")
-                                for d in prop.node.decorators):
-        return return_kind(file, prop) == "other" or returns_host_values(prop)  # `@property def size(self) -> int`
-    if attr not in memo:
-        values = [(m, a.value) for m in cls.methods.values() for a in m.assigns if a.target == f"self.{attr}"]
-        values = [(m, v) for m, v in values if not (isinstance(v, cst.Name) and v.value == "None")]
-        memo[attr] = bool(values) and all(_host_value(m, v) or constructed_host_object(project, file, m, v)
-                                          or _declared_host(project, file, m, attr, v)
-                                          for m, v in values)  # (an instance of a non-tensor class: hostobjects.py)
-    return memo[attr]
-
-
-def _host_declaration(fn: FunctionInfo, target: str) -> bool:
-    """Is ``target`` (``self.names`` or a local name) annotated in ``fn`` with a type holding no tensor
-    (``self.aliases: Dict[str, Tuple[str, str]] = ...``, ``names: List[str] = []``; a parameter too)?"""
-    from streamlint.model.syntax import local_nodes
-
-    for node in local_nodes(fn.node.body):
-        if isinstance(node, cst.AnnAssign) and dotted(node.target) == target:
-            return host_annotation(node.annotation.annotation, bare_class=False)
-    params = fn.node.params
-    param = next((p for p in (*params.posonly_params, *params.params, *params.kwonly_params)
-                  if p.name.value == target), None)
-    return param is not None and param.annotation is not None \
-        and host_annotation(param.annotation.annotation, bare_class=False)
-
-
-def _declared_host(project: Project, file: FileModel, fn: FunctionInfo, attr: str, v: cst.BaseExpression) -> bool:
-    """A field value whose declared type holds no tensor: the field's own annotation at the assignment, a local
-    name or parameter annotated so (``self.outputs = names`` after ``names: List[str] = []``), or the result of
-    a project function whose return annotation is a host type (``-> List[str]``: binding names, not tensors)."""
-    if _host_declaration(fn, f"self.{attr}"):
-        return True
-    if isinstance(v, cst.Name):
-        return _host_declaration(fn, v.value)
-    if isinstance(v, cst.Call):
-        site = file.call_site(v)
-        found = project.call_target(file, site) if site is not None else None
-        return found is not None and return_kind(found[1], found[0]) == "other"
-    return False
 
 
 _CONTAINER_ANNOTATIONS = ("List", "list[", "Sequence", "Tuple", "tuple[", "Dict", "dict[", "Iterable", "Mapping",

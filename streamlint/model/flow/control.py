@@ -244,11 +244,7 @@ class ControlFlow:
             base = self.ev(st, target.value)
             keys = [self.ev(st, el.slice.value) for el in target.slice if isinstance(el.slice, cst.Index)]
             if len(target.slice) == len(keys) == 1 and isinstance(keys[0], CVal) and isinstance(keys[0].value, str):
-                if isinstance(base, TVal):  # `meta["zero"] = ...`: that entry only (one place per constant key)
-                    base = self.new_tensor(st, base.sid, base.vid)
-                    base.part = f"[{keys[0].value!r}]"
-                elif isinstance(base, KVal):
-                    base = KVal(f"{base.key}[{keys[0].value!r}]", base.glob, base.opaque)
+                base = self.keyed_entry(st, base, keys[0].value)  # `meta["zero"] = ...`: that entry only
             tensor_value = isinstance(v, (TVal, TupVal)) or (isinstance(v, CVal) and isinstance(v.value, str)
                                                               and v.value.replace(".", "").isdigit())
             if isinstance(base, TVal) or (isinstance(base, KVal) and tensor_value and self.tensors(st, base)):

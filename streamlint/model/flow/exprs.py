@@ -180,6 +180,17 @@ class Expressions:
             return self.ev(st, e.expression)
         return None
 
+    def keyed_entry(self, st: State, base: object, key: str) -> object:
+        """``meta["zero"]`` of a mapping held as a tensor or a place: that entry only, one place per constant key
+        (two streams each touching their own entries do not race)."""
+        if isinstance(base, TVal):
+            view = self.new_tensor(st, base.sid, base.vid)
+            view.part = f"[{key!r}]"
+            return view
+        if isinstance(base, KVal):
+            return KVal(f"{base.key}[{key!r}]", base.glob, base.opaque)
+        return base
+
     def boolean_operation(self, st: State, e: cst.BooleanOperation) -> object:
         """The value of ``a or b`` / ``a and b``: the operand Python hands back. A left operand of known
         truth decides alone (``None or current_stream()`` is the current stream, a stream object is true: the

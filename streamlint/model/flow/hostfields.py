@@ -10,12 +10,12 @@ from streamlint.model.flow.values import KVal
 from streamlint.model.lifetimes import module_constant, module_container
 from streamlint.model.placement import host_container_field
 from streamlint.model.streams import derived
-from streamlint.model.tensors import host_attr
+from streamlint.model.hostattrs import host_attr
 
 
 class HostFields:
     def host_attribute(self, v: KVal) -> bool:
-        """``self.<attr>`` holding a host value (a name, a port: :func:`~streamlint.model.tensors.host_attr`), a
+        """``self.<attr>`` holding a host value (a name, a port: :func:`~streamlint.model.hostattrs.host_attr`), a
         module constant (``HEAD_DIM = 128``: :func:`~streamlint.model.lifetimes.module_constant`)."""
         if v.glob and v.key.isidentifier():
             return module_constant(self.cfile, v.key) or module_container(self.cfile, v.key)

@@ -228,8 +228,9 @@ class ControlFlow:
             key = self.render(st, target)
             self.note_event_field(st, target, v, key)  # `req.ready = Event()`: travels with req (escapes.py)
             if key.startswith("self.") and key.count(".") == 1:
-                # read back in this call (`self.inputs = [...]; f(*self.inputs)`): the same tensors
-                if isinstance(v, (TVal, TupVal)):
+                # read back in this call (`self.inputs = [...]; f(*self.inputs)`): the same tensors; the same
+                # stream (`self._caller = current_stream(); ...; self._engine = self._caller`: the current one)
+                if isinstance(v, (TVal, TupVal)) or isinstance(v, SVal) and not v.key.startswith("<stream@"):
                     st.env[key] = v
                 else:
                     st.env.pop(key, None)

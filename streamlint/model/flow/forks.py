@@ -7,6 +7,7 @@ fork, so that the fork does not cover them."""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
@@ -16,7 +17,7 @@ from streamlint.model.flow.callers import callers_of
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.streams import derived, is_current_stream
 from streamlint.model.uses import bind_arguments
-from streamlint.model.syntax import contains
+from streamlint.model.syntax import contains, local_nodes
 from streamlint.model.walk import children
 
 if TYPE_CHECKING:
@@ -107,6 +108,8 @@ def _caller_forks(project: Project, file: FileModel, fn: FunctionInfo, code: str
             there = f"{model.code(func.value)}{code[4:]}" if isinstance(func, cst.Attribute) else None
         else:
             expr = bound.get(code)
+            if _none_stream(fn, code, expr):
+                continue  # `torch.cuda.stream(None)` switches nothing: its work runs on the caller's stream
             there = model.code(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
         after = _forked_before(project, model, site, there, depth) if there is not None else None
         if after is None:
@@ -115,6 +118,19 @@ def _caller_forks(project: Project, file: FileModel, fn: FunctionInfo, code: str
     if sites:
         memo[key] = frozenset(late)
     return memo[key]
+
+
+def _none_stream(fn: FunctionInfo, param: str, expr: cst.BaseExpression | None) -> bool:
+    """Is the stream parameter ``param`` of ``fn`` handed ``None`` at a call (literally, or left to its ``None``
+    default), with ``fn`` never rebinding it (``stream = stream or self.side`` would pick a side stream)?"""
+    if param in fn.name_assigns:
+        return False
+    if expr is None:
+        params = fn.node.params
+        declared = next((p for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+                         if p.name.value == param), None)
+        expr = declared.default if declared is not None else None
+    return isinstance(expr, cst.Name) and expr.value == "None"
 
 
 def _base(model: FileModel, expr: cst.BaseExpression) -> str | None:
@@ -163,16 +179,20 @@ def _written_after(model: FileModel, caller: FunctionInfo, start: cst.CSTNode | 
     return None
 
 
-def _fork_nodes(project: Project, model: FileModel, caller: FunctionInfo, there: str) -> list[cst.Call]:
+def _fork_nodes(project: Project, model: FileModel, caller: FunctionInfo, there: str,
+                events: bool = False) -> list[cst.Call]:
     """The calls of ``caller`` that make the stream ``there`` wait on its current stream: ``there.
     wait_stream(current)``, a helper doing that to the parameter it is handed (``fork(s)``), or a method of
     the object holding the stream doing it to its own attribute (``tier.fence_start()`` for
-    ``tier._stream``)."""
+    ``tier._stream``); with ``events``, also the calls making it wait on an event (:func:`_waits_event`)."""
     forks = []
     for other in caller.calls:
         node = other.node
         if other.method == "wait_stream" and model.code(node.func.value) == there and node.args \
                 and is_current_stream(project, model, caller, node.args[0].value):
+            forks.append(node)
+            continue
+        if events and _waits_event(model, other, there):
             forks.append(node)
             continue
         found = project.call_target(model, other)
@@ -193,6 +213,23 @@ def _fork_nodes(project: Project, model: FileModel, caller: FunctionInfo, there:
     return forks
 
 
+def _waits_event(model: FileModel, site, there: str) -> bool:
+    """Does the call make the stream ``there`` wait on an event: ``there.wait_event(ev)``, ``ev.wait(there)``,
+    ``ev.wait(stream=there)`` (a project event wrapper's ``wait(stream)`` too)? A caller ordering the stream it
+    hands on an event before the call follows an event protocol (the event recorded where the data was
+    produced, on another thread's stream perhaps): the callee's reads on it are ordered by the caller."""
+    node = site.node
+    if not isinstance(node.func, cst.Attribute):
+        return False
+    if site.method == "wait_event":
+        return model.code(node.func.value) == there and bool(node.args)
+    if site.method != "wait":
+        return False
+    positional = [a.value for a in node.args if a.keyword is None]
+    streams = [a.value for a in node.args if a.keyword is not None and a.keyword.value == "stream"]
+    return any(model.code(e) == there for e in (positional[:1] or streams))
+
+
 def _forked_before(project: Project, model: FileModel, site, there: str, depth: int) -> set[str] | None:
     """Does the caller fork the stream it knows as ``there`` before the call at ``site``? The variables it
     produces after the fork (every one it produces, when its own caller forked the stream before it
@@ -201,7 +238,7 @@ def _forked_before(project: Project, model: FileModel, site, there: str, depth: 
     if caller is None:
         return None
     best = None
-    for fork in _fork_nodes(project, model, caller, there):
+    for fork in _fork_nodes(project, model, caller, there, events=True):
         after = _written_after(model, caller, fork, site.node)
         if after is not None and (best is None or len(after) <= len(best)):
             best = after  # the last fork before the call
@@ -342,3 +379,143 @@ def _current_records(project: Project, model: FileModel, caller: FunctionInfo, t
                 not (positional or streams) or is_current_stream(project, model, caller, (positional or streams)[0])):
             out.append(node)
     return out
+
+
+# ---- callers already on the helper's own stream
+
+def caching_stream_getter(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
+    """A project function handing back one stream object per argument values, made on the first call: an
+    ``@lru_cache``'d factory, or a getter keeping the stream it makes in a table (``s = table.get(dev); if s is
+    None: s = torch.cuda.Stream(dev); table[dev] = s; return s``, a per-thread table included)."""
+    from streamlint.model.flow.places import memoised
+    from streamlint.model.streams import STREAM, returned_kind
+
+    if returned_kind(project, file, fn) != STREAM:
+        return False
+    if memoised(fn):
+        return True
+    names = {r.value.value for r in fn.returns if isinstance(r.value, cst.Name)}
+    if len(names) != 1 or len(fn.returns) != 1:
+        return False
+    (name,) = names
+    return any(isinstance(n, cst.Assign) and isinstance(n.value, cst.Name) and n.value.value == name
+               and any(isinstance(t.target, cst.Subscript) for t in n.targets) for n in local_nodes(fn.node.body))
+
+
+def _canon(project: Project, model: FileModel, fn: FunctionInfo, expr: cst.BaseExpression | None,
+           depth: int = 0) -> str | None:
+    """A text of ``expr`` in terms of ``fn``'s parameters (``$p``): its locals replaced by the one value
+    every assignment gives them (``devices = cfg["devices"]``), a closure's free names by the enclosing
+    function's, string keys by their value, a caching stream getter's call by its qualified name and its
+    arguments' texts. None for anything else (a call of another function, an expression, a loop variable)."""
+    if expr is None or depth > 6:
+        return None
+    if isinstance(expr, cst.Name):
+        name = expr.value
+        values = fn.name_assigns.get(name)
+        if values:
+            texts = {_canon(project, model, fn, v, depth + 1) for v in values}
+            return texts.pop() if len(texts) == 1 and None not in texts and name not in _loop_names(fn) else None
+        if name in fn.all_params:
+            return f"${name}" if fn.parent is None else f"<{fn.qualname}>.{name}"
+        if fn.parent is not None:
+            return _canon(project, model, fn.parent, expr, depth + 1)
+        return None
+    if isinstance(expr, cst.Attribute):
+        inner = _canon(project, model, fn, expr.value, depth + 1)
+        return f"{inner}.{expr.attr.value}" if inner is not None else None
+    if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+        inner = _canon(project, model, fn, expr.value, depth + 1)
+        key = _canon(project, model, fn, expr.slice[0].slice.value, depth + 1)
+        return f"{inner}[{key}]" if inner is not None and key is not None else None
+    if isinstance(expr, cst.Integer):
+        return repr(int(expr.value, 0))
+    if isinstance(expr, cst.SimpleString):
+        from streamlint.model.file import string_value
+
+        value = string_value(expr)
+        return repr(value) if value is not None else None
+    if isinstance(expr, cst.Call):
+        site = model.call_site(expr)
+        found = project.call_target(model, site) if site is not None else None
+        if found is None or not caching_stream_getter(project, found[1], found[0]):
+            return None
+        args = []
+        for a in expr.args:
+            text = _canon(project, model, fn, a.value, depth + 1)
+            if a.star or text is None:
+                return None
+            args.append(f"{a.keyword.value}={text}" if a.keyword is not None else text)
+        return f"{found[1].module_name}.{found[0].qualname}({', '.join(args)})"
+    return None
+
+
+def _loop_names(fn: FunctionInfo) -> frozenset[str]:
+    """The names ``fn`` binds as loop variables (each round rebinds them: no one value)."""
+    out: set[str] = set()
+    for n in local_nodes(fn.node.body):
+        if isinstance(n, (cst.For, cst.CompFor)):
+            out |= {t.value for t in local_nodes(n.target) if isinstance(t, cst.Name)}
+    return frozenset(out)
+
+
+def _current_at(project: Project, model: FileModel, caller: FunctionInfo, site, depth: int = 0) -> str | None:
+    """The text (:func:`_canon`, in ``caller``'s terms) of the stream current at the call ``site``: the
+    stream of the innermost stream scope around it; for a call outside every scope of a local closure
+    (not handed away), the stream current at every call of the closure in its enclosing function."""
+    for scope in project.enclosing_scopes(model, site.scope):
+        for use in scope.uses:
+            if use.role is apis.Role.NATIVE_STREAM_CONTEXT and not use.wrappers:
+                return _canon(project, model, caller, use.bind.get("stream"))
+        if scope.roles() & apis.STREAM_SCOPE_ROLES:
+            return None  # (a wrapper, a TorchAir switch: a stream the getter's text does not name)
+    parent = caller.parent
+    if parent is None or depth > 1:
+        return None
+    name = caller.node.name.value
+    named = sum(1 for n in local_nodes(parent.node.body) if isinstance(n, cst.Name) and n.value == name)
+    calls = [s for s in parent.calls if isinstance(s.node.func, cst.Name) and s.node.func.value == name]
+    if not calls or named != len(calls):
+        return None  # handed away (stored, returned, passed as a callback): its calls are not all seen
+    found = {_current_at(project, model, parent, s, depth + 1) for s in calls}
+    return found.pop() if len(found) == 1 and None not in found else None
+
+
+def callers_current_getters(project: Project, file: FileModel, fn: FunctionInfo) -> frozenset[int]:
+    """The calls of a caching stream getter in ``fn`` (``home = worker_stream(cfg["devices"][0])``) whose
+    stream every caller in the project already has current at the call: it calls ``fn`` inside ``with
+    torch.cuda.stream(worker_stream(cfg["devices"][0]))`` with ``fn``'s parameters bound to the same values
+    (a quantizer's inner search called only from loops running on the thread's cached stream). In ``fn``
+    that stream is the entry stream: the arguments were produced on it and the results are used on it,
+    with no fork or join. Ids of the call nodes; empty when some caller is not seen, or runs elsewhere."""
+    memo = derived(project, "callers_current_getters")
+    if id(fn) in memo:
+        return memo[id(fn)]
+    memo[id(fn)] = frozenset()
+    getters: dict[int, str] = {}
+    for site in fn.calls:
+        text = _canon(project, file, fn, site.node) if site.target is not None else None
+        if text is not None:
+            getters[id(site.node)] = text
+    sites = callers_of(project, file, fn) if getters else None
+    if not sites or len(sites) > MAX_CALLER_FILES:
+        return memo[id(fn)]
+    method = fn.class_name is not None and fn.params[:1] == ("self",)
+    all_params = (fn.params[1:] if method else fn.params) + fn.kwonly
+    for model, site in sites:
+        caller = site.function
+        if caller is None or caller is fn:
+            return memo[id(fn)]
+        current = _current_at(project, model, caller, site)
+        if current is None:
+            return memo[id(fn)]
+        bound = {p: _canon(project, model, caller, e) if e is not None else None
+                 for p, e in bind_arguments(all_params, site.node, kwonly=fn.kwonly).items()}
+        for key, text in list(getters.items()):
+            unbound = [p for p in re.findall(r"\$(\w+)", text) if bound.get(p) is None]
+            if unbound or re.sub(r"\$(\w+)", lambda m: bound[m.group(1)], text) != current:
+                del getters[key]
+        if not getters:
+            return memo[id(fn)]
+    memo[id(fn)] = frozenset(getters)
+    return memo[id(fn)]

@@ -22,7 +22,8 @@ order is unknown), and code that is not run eagerly (a captured or compiled regi
 time).
 
 An event recorded after side-stream work is that work's join handle: whoever goes on after the function
-synchronises it, waits on it, or receives it. When other paths of the function do so (the event is waited,
+synchronises it, waits on it, or receives it (an event kept in a field of ``self`` or of an object handed in
+stays with that object for a later method or the caller to wait). When other paths of the function do so (the event is waited,
 synchronised or handed on somewhere in it) and one path reaches the function's end without naming the event
 again after its record, with nothing else joining the stream on that path, the work that path queued is never
 joined: whatever it reports to its caller (a block marked done, a high-water mark raised) is reported before
@@ -96,8 +97,12 @@ class HostSyncs:
         if self.cfg.mode not in ("eager", "cuda") or self.depth != 0:
             return
         know = st.know(MAIN)
+        params = set(self.fn.all_params)
         for (key, stream, time), (node, label) in self.record_sites.items():
-            if stream == MAIN or key.startswith("self.") or key in st.used_events or key in self.timing_events \
+            # (an event in a field of self or of an object handed in is kept on an object that outlives the call:
+            # a later method or the caller waits it there, `slot.ready.record(s)` then `_finish(slot)` waiting it)
+            if stream == MAIN or "." in key and key.split(".", 1)[0] in params | {"self"} \
+                    or key in st.used_events or key in self.timing_events \
                     or st.events.get(key, {}).get(stream) != time:
                 continue
             work = st.work.get(stream, -1)

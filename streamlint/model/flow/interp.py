@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.file import FileModel, FunctionInfo
 from streamlint.model.flow.calls import Calls, current_stream_params
-from streamlint.model.flow.forks import forked_self_streams, forked_stream_params, recorded_event_params
+from streamlint.model.flow.forks import callers_current_getters, forked_self_streams, forked_stream_params, \
+    recorded_event_params
 from streamlint.model.flow.control import ControlFlow
 from streamlint.model.flow.closures import closure_scope
 from streamlint.model.flow.consumers import Consumers
@@ -160,6 +161,8 @@ class Interp(Consumers, Orderings, Records, Storages, Unsets, Expressions, ApiCa
         self.slot_clock = 0  # stamps of list slots and name bindings (slots.py)
         self.entry_sources: dict[int, tuple] = {}  # argument storage -> (file model, call node) seeding it
         self.given_events: set[str] = set()  # event parameters every caller hands (recorded): never None here
+        # calls of a caching stream getter whose stream every caller has current at the call (forks.py)
+        self.entry_getters: frozenset[int] = frozenset()
 
     @property
     def entry(self) -> bool:
@@ -215,6 +218,8 @@ class Interp(Consumers, Orderings, Records, Storages, Unsets, Expressions, ApiCa
         self.given_events |= recorded_event_params(self.project, self.file, self.fn, {
             name for name in self.fn.all_params if kinds.get(name) == EVENT})
         late = {p for names in (*forked.values(), *own.values()) for p in names}  # produced after the fork
+        if self.fn.scopes and self.fn.all_params:
+            self.entry_getters = callers_current_getters(self.project, self.file, self.fn)
         deferred: list[str] = []
         for p in (*self.fn.node.params.posonly_params, *self.fn.node.params.params,
                   *self.fn.node.params.kwonly_params):

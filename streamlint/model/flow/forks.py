@@ -108,8 +108,6 @@ def _caller_forks(project: Project, file: FileModel, fn: FunctionInfo, code: str
             there = f"{model.code(func.value)}{code[4:]}" if isinstance(func, cst.Attribute) else None
         else:
             expr = bound.get(code)
-            if _none_stream(fn, code, expr):
-                continue  # `torch.cuda.stream(None)` switches nothing: its work runs on the caller's stream
             there = model.code(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
         after = _forked_before(project, model, site, there, depth) if there is not None else None
         if after is None:
@@ -118,19 +116,6 @@ def _caller_forks(project: Project, file: FileModel, fn: FunctionInfo, code: str
     if sites:
         memo[key] = frozenset(late)
     return memo[key]
-
-
-def _none_stream(fn: FunctionInfo, param: str, expr: cst.BaseExpression | None) -> bool:
-    """Is the stream parameter ``param`` of ``fn`` handed ``None`` at a call (literally, or left to its ``None``
-    default), with ``fn`` never rebinding it (``stream = stream or self.side`` would pick a side stream)?"""
-    if param in fn.name_assigns:
-        return False
-    if expr is None:
-        params = fn.node.params
-        declared = next((p for p in (*params.posonly_params, *params.params, *params.kwonly_params)
-                         if p.name.value == param), None)
-        expr = declared.default if declared is not None else None
-    return isinstance(expr, cst.Name) and expr.value == "None"
 
 
 def _base(model: FileModel, expr: cst.BaseExpression) -> str | None:
@@ -179,20 +164,16 @@ def _written_after(model: FileModel, caller: FunctionInfo, start: cst.CSTNode | 
     return None
 
 
-def _fork_nodes(project: Project, model: FileModel, caller: FunctionInfo, there: str,
-                events: bool = False) -> list[cst.Call]:
+def _fork_nodes(project: Project, model: FileModel, caller: FunctionInfo, there: str) -> list[cst.Call]:
     """The calls of ``caller`` that make the stream ``there`` wait on its current stream: ``there.
     wait_stream(current)``, a helper doing that to the parameter it is handed (``fork(s)``), or a method of
     the object holding the stream doing it to its own attribute (``tier.fence_start()`` for
-    ``tier._stream``); with ``events``, also the calls making it wait on an event (:func:`_waits_event`)."""
+    ``tier._stream``)."""
     forks = []
     for other in caller.calls:
         node = other.node
         if other.method == "wait_stream" and model.code(node.func.value) == there and node.args \
                 and is_current_stream(project, model, caller, node.args[0].value):
-            forks.append(node)
-            continue
-        if events and _waits_event(model, other, there):
             forks.append(node)
             continue
         found = project.call_target(model, other)
@@ -213,23 +194,6 @@ def _fork_nodes(project: Project, model: FileModel, caller: FunctionInfo, there:
     return forks
 
 
-def _waits_event(model: FileModel, site, there: str) -> bool:
-    """Does the call make the stream ``there`` wait on an event: ``there.wait_event(ev)``, ``ev.wait(there)``,
-    ``ev.wait(stream=there)`` (a project event wrapper's ``wait(stream)`` too)? A caller ordering the stream it
-    hands on an event before the call follows an event protocol (the event recorded where the data was
-    produced, on another thread's stream perhaps): the callee's reads on it are ordered by the caller."""
-    node = site.node
-    if not isinstance(node.func, cst.Attribute):
-        return False
-    if site.method == "wait_event":
-        return model.code(node.func.value) == there and bool(node.args)
-    if site.method != "wait":
-        return False
-    positional = [a.value for a in node.args if a.keyword is None]
-    streams = [a.value for a in node.args if a.keyword is not None and a.keyword.value == "stream"]
-    return any(model.code(e) == there for e in (positional[:1] or streams))
-
-
 def _forked_before(project: Project, model: FileModel, site, there: str, depth: int) -> set[str] | None:
     """Does the caller fork the stream it knows as ``there`` before the call at ``site``? The variables it
     produces after the fork (every one it produces, when its own caller forked the stream before it
@@ -238,7 +202,7 @@ def _forked_before(project: Project, model: FileModel, site, there: str, depth: 
     if caller is None:
         return None
     best = None
-    for fork in _fork_nodes(project, model, caller, there, events=True):
+    for fork in _fork_nodes(project, model, caller, there):
         after = _written_after(model, caller, fork, site.node)
         if after is not None and (best is None or len(after) <= len(best)):
             best = after  # the last fork before the call

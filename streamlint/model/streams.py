@@ -218,6 +218,17 @@ def _installing_loop(fn: FunctionInfo, call: cst.Call, name: str) -> cst.BaseExp
     return None
 
 
+def _called_by_name(project: Project, name: str) -> bool:
+    """Is a function of this name called somewhere in the project (``init_streams()``), not only handed away
+    as a value (``Thread(target=init_streams)``: it then runs on another thread)?"""
+    for path in project.paths_containing((f"{name}(".encode(),)):
+        model = project.file(path) if project.may_call(path, name) else None
+        if model is not None and any((site.node.func.attr.value if isinstance(site.node.func, cst.Attribute) else
+                                      getattr(site.node.func, "value", None)) == name for site in model.calls):
+            return True
+    return False
+
+
 def installed_registries(project: Project) -> frozenset[str]:
     """Module globals holding per-device streams that the project installs, every one of them, as the
     thread's current stream: a function walks the container and hands each stream to ``set_stream``
@@ -238,8 +249,8 @@ def installed_registries(project: Project) -> frozenset[str]:
             args = [u.arg("stream") for site in fn.calls for u in project.api_uses(model, site)
                     if u.role is Role.SET_STREAM]
             if not args or fn.yields or len({model.code(a) if a is not None else "" for a in args}) != 1 \
-                    or not isinstance(args[0], cst.Name):
-                continue
+                    or not isinstance(args[0], cst.Name) or not _called_by_name(project, fn.node.name.value):
+                continue  # (an installer only handed away, a thread's target, installs on another thread)
             for site in fn.calls:
                 if any(u.role is Role.SET_STREAM for u in project.api_uses(model, site)):
                     container = _installing_loop(fn, site.node, args[0].value)

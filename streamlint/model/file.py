@@ -49,22 +49,27 @@ _HOST_WRAPPERS = frozenset({"Optional", "Union", "tuple", "Tuple", "list", "List
                             "frozenset", "FrozenSet", "Sequence", "Iterable", "Mapping"})
 
 
-def host_annotation(ann: cst.BaseExpression, bare_class: bool = True) -> bool:
+def host_annotation(ann: cst.BaseExpression, bare_class: bool = True, scalars_only: bool = False) -> bool:
     """Does a (return) annotation declare a value holding no tensor? A host scalar, a dtype or a device,
     ``None``, a class not named like a tensor, or a builtin container / ``Optional`` / union whose every
     element type is one (``tuple[int, int]``, ``Optional[Tuple[Group, int]]``); not ``tuple[Tensor, Tensor]``
-    nor ``Any`` / ``object`` (nor a string annotation). ``bare_class=False``: a class alone is not one."""
+    nor ``Any`` / ``object`` (nor a string annotation). ``bare_class=False``: a class alone is not one.
+    ``scalars_only``: host scalars and generics of them only (no bare ``list`` / ``dict``, no class anywhere)."""
     if isinstance(ann, cst.BinaryOperation) and isinstance(ann.operator, cst.BitOr):  # `int | None`
-        return host_annotation(ann.left, bare_class) and host_annotation(ann.right, bare_class)
+        return host_annotation(ann.left, bare_class, scalars_only) \
+            and host_annotation(ann.right, bare_class, scalars_only)
     if isinstance(ann, cst.Subscript):
         wrapper = (dotted(ann.value) or "").rsplit(".", 1)[-1]
         inner = bare_class if wrapper in ("Optional", "Union") else True  # `Optional[Meta]` is a bare class
         return wrapper in _HOST_WRAPPERS and all(isinstance(el.slice, cst.Index) and (isinstance(
-            el.slice.value, cst.Ellipsis) or host_annotation(el.slice.value, inner)) for el in ann.slice)
+            el.slice.value, cst.Ellipsis) or host_annotation(el.slice.value, inner and not scalars_only, scalars_only))
+            for el in ann.slice)
     name = dotted(ann) if isinstance(ann, (cst.Name, cst.Attribute)) else None
     if name is None:
         return False
     last = name.rsplit(".", 1)[-1]
+    if scalars_only:
+        return last in _HOST_NAMES and last not in _HOST_WRAPPERS
     return last in _HOST_NAMES or (bare_class and "Tensor" not in last and last not in ("Any", "object", "Parameter")
                                    and last[:1].isupper())
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
-from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
+from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, host_annotation
 from streamlint.model.hostobjects import constructed_host_object
 from streamlint.model.hostresults import _host_value, returns_host_values
 from streamlint.model.streams import derived
@@ -38,35 +38,17 @@ def host_attr(project: Project, file: FileModel, cls: ClassInfo | None, attr: st
     return memo[attr]
 
 
-_SCALARS = frozenset({"int", "float", "bool", "str", "bytes", "None"})
-_GENERICS = frozenset({"Optional", "Union", "tuple", "Tuple", "list", "List", "dict", "Dict", "set", "Set",
-                       "frozenset", "FrozenSet", "Sequence", "Iterable", "Mapping"})
-
-
-def _host_type(ann: cst.BaseExpression) -> bool:
-    """A declared type that evidently holds no tensor: a host scalar, or a generic container / ``Optional`` /
-    union of them (``List[str]``, ``Dict[str, Tuple[str, int]]``). A bare ``list`` / ``dict`` (its elements
-    undeclared) or a class may hold tensors: not one."""
-    if isinstance(ann, cst.BinaryOperation) and isinstance(ann.operator, cst.BitOr):
-        return _host_type(ann.left) and _host_type(ann.right)
-    if isinstance(ann, cst.Subscript):
-        return (dotted(ann.value) or "").rsplit(".", 1)[-1] in _GENERICS and all(
-            isinstance(el.slice, cst.Index) and (isinstance(el.slice.value, cst.Ellipsis) or _host_type(el.slice.value))
-            for el in ann.slice)
-    return isinstance(ann, cst.Name) and ann.value in _SCALARS
-
-
 def _host_declaration(fn: FunctionInfo, target: str) -> bool:
     """Is ``target`` (``self.names`` or a local name) annotated in ``fn`` with a type holding no tensor
     (``self.aliases: Dict[str, Tuple[str, str]] = ...``, ``names: List[str] = []``; a parameter too)?"""
     for node in local_nodes(fn.node.body):
         if isinstance(node, cst.AnnAssign) and dotted(node.target) == target:
-            return _host_type(node.annotation.annotation)
+            return host_annotation(node.annotation.annotation, bare_class=False, scalars_only=True)
     params = fn.node.params
     param = next((p for p in (*params.posonly_params, *params.params, *params.kwonly_params)
                   if p.name.value == target), None)
     return param is not None and param.annotation is not None \
-        and _host_type(param.annotation.annotation)
+        and host_annotation(param.annotation.annotation, bare_class=False, scalars_only=True)
 
 
 def _declared_host(project: Project, file: FileModel, fn: FunctionInfo, attr: str, v: cst.BaseExpression) -> bool:
@@ -81,5 +63,6 @@ def _declared_host(project: Project, file: FileModel, fn: FunctionInfo, attr: st
         site = file.call_site(v)
         found = project.call_target(file, site) if site is not None else None
         returns = found[0].node.returns if found is not None else None
-        return returns is not None and _host_type(returns.annotation)  # `-> List[str]`, not a bare `-> list`
+        # `-> List[str]`, not a bare `-> list`
+        return returns is not None and host_annotation(returns.annotation, bare_class=False, scalars_only=True)
     return False

@@ -70,22 +70,33 @@ def closure_scope(project: Project, file: FileModel, fn: FunctionInfo) -> tuple[
     return memo[id(fn)]
 
 
-def _closure_scope(project: Project, file: FileModel, fn: FunctionInfo) -> tuple[cst.BaseExpression, ...]:
+def closure_calls(fn: FunctionInfo) -> list | None:
+    """The call sites of a local closure in its enclosing function, when those are the only ways it can run:
+    defined once, undecorated, never rebound nor declared ``nonlocal`` / ``global``, and every mention of its
+    name a direct call by the enclosing function itself (not returned, stored, handed on as a callback, nor
+    called from another nested def). None otherwise (some run of it is not seen there)."""
     parent = fn.parent
     if parent is None or fn.node.decorators or not any(n is fn.node for n in local_nodes(parent.node.body)):
-        return ()
+        return None
     name = fn.node.name.value
     if name in parent.all_params or name in parent.name_assigns or _declared(parent.node, name):
-        return ()
+        return None
     if sum(1 for n in local_nodes(parent.node.body) if isinstance(n, cst.FunctionDef) and n.name.value == name) != 1:
-        return ()  # defined twice (one per branch): not one closure
+        return None  # defined twice (one per branch): not one closure
     sites = [s for s in parent.calls if isinstance(s.node.func, cst.Name) and s.node.func.value == name]
     called = {id(s.node.func) for s in sites}
     for n in descendants(parent.node.body):
         if isinstance(n, cst.Name) and n.value == name and id(n) not in called and n is not fn.node.name:
-            return ()  # mentioned otherwise (returned, stored, handed on, called from another nested def)
-    if not sites:
+            return None  # mentioned otherwise (returned, stored, handed on, called from another nested def)
+    return sites or None
+
+
+def _closure_scope(project: Project, file: FileModel, fn: FunctionInfo) -> tuple[cst.BaseExpression, ...]:
+    sites = closure_calls(fn)
+    if sites is None:
         return ()
+    parent = fn.parent
+    name = fn.node.name.value
     found = {_stream_scope(project, file, s) for s in sites}
     if len(found) != 1 or None in found:
         return ()
@@ -103,4 +114,4 @@ def _closure_scope(project: Project, file: FileModel, fn: FunctionInfo) -> tuple
     return (expr,)
 
 
-__all__ = ["closure_scope"]
+__all__ = ["closure_calls", "closure_scope"]

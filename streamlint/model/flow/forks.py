@@ -14,6 +14,8 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
 from streamlint.model.flow.callers import callers_of
+from streamlint.model.flow.closures import closure_calls
+from streamlint.model.flow.places import caching_stream_getter
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.streams import derived, is_current_stream
 from streamlint.model.uses import bind_arguments
@@ -347,25 +349,6 @@ def _current_records(project: Project, model: FileModel, caller: FunctionInfo, t
 
 # ---- callers already on the helper's own stream
 
-def caching_stream_getter(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
-    """A project function handing back one stream object per argument values, made on the first call: an
-    ``@lru_cache``'d factory, or a getter keeping the stream it makes in a table (``s = table.get(dev); if s is
-    None: s = torch.cuda.Stream(dev); table[dev] = s; return s``, a per-thread table included)."""
-    from streamlint.model.flow.places import memoised
-    from streamlint.model.streams import STREAM, returned_kind
-
-    if returned_kind(project, file, fn) != STREAM:
-        return False
-    if memoised(fn):
-        return True
-    names = {r.value.value for r in fn.returns if isinstance(r.value, cst.Name)}
-    if len(names) != 1 or len(fn.returns) != 1:
-        return False
-    (name,) = names
-    return any(isinstance(n, cst.Assign) and isinstance(n.value, cst.Name) and n.value.value == name
-               and any(isinstance(t.target, cst.Subscript) for t in n.targets) for n in local_nodes(fn.node.body))
-
-
 def _canon(project: Project, model: FileModel, fn: FunctionInfo, expr: cst.BaseExpression | None,
            depth: int = 0) -> str | None:
     """A text of ``expr`` in terms of ``fn``'s parameters (``$p``): its locals replaced by the one value
@@ -436,10 +419,8 @@ def _current_at(project: Project, model: FileModel, caller: FunctionInfo, site, 
     parent = caller.parent
     if parent is None or depth > 1:
         return None
-    name = caller.node.name.value
-    named = sum(1 for n in local_nodes(parent.node.body) if isinstance(n, cst.Name) and n.value == name)
-    calls = [s for s in parent.calls if isinstance(s.node.func, cst.Name) and s.node.func.value == name]
-    if not calls or named != len(calls):
+    calls = closure_calls(caller)
+    if calls is None:
         return None  # handed away (stored, returned, passed as a callback): its calls are not all seen
     found = {_current_at(project, model, parent, s, depth + 1) for s in calls}
     return found.pop() if len(found) == 1 and None not in found else None

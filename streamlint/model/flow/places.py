@@ -4,17 +4,25 @@ A module global declared ``global`` by a small setter / getter pair is a place: 
 (``set_share_stream(torch.npu.Stream())``) is the stream the getter returns to every later caller on the
 path (``get_share_stream().wait_stream(...)`` in another helper), whatever local names each helper gives
 it (:class:`~streamlint.model.flow.values.State` ``globs``). A getter that fills the global itself from a
-current-stream query (``cached_stream_getter``) is the stream current at its first call instead.
+current-stream query (``cached_stream_getter``) is the stream current at its first call instead; a factory
+handing back one stream object per argument values (``@lru_cache``: ``memoised``, or a table it fills on
+first use: ``caching_stream_getter``) is the same stream at every call with the same arguments.
 
 A project callee's parameter annotated with a host scalar (``dst_tp_rank: int``) receives a Python value:
 the argument bound to it is no tensor read of the call (:func:`host_arguments`)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from streamlint._lazy import cst
-from streamlint.model.file import FunctionInfo, dotted, host_param
-from streamlint.model.streams import declared_globals
+from streamlint.model.file import FileModel, FunctionInfo, dotted, host_param
+from streamlint.model.streams import STREAM, declared_globals, returned_kind
+from streamlint.model.syntax import local_nodes
 from streamlint.model.uses import bind_arguments
+
+if TYPE_CHECKING:
+    from streamlint.model.project import Project
 
 
 def cached_stream_getter(fn: FunctionInfo) -> bool:
@@ -41,6 +49,22 @@ def memoised(fn: FunctionInfo) -> bool:
     return any(d.split("(", 1)[0] in _MEMO_DECORATORS for d in fn.decorators) or any(
         (dotted(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "") in _MEMO_DECORATORS
         for d in fn.node.decorators)
+
+
+def caching_stream_getter(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
+    """A project function handing back one stream object per argument values, made on the first call: an
+    ``@lru_cache``'d factory, or a getter keeping the stream it makes in a table (``s = table.get(dev); if s is
+    None: s = torch.cuda.Stream(dev); table[dev] = s; return s``, a per-thread table included)."""
+    if returned_kind(project, file, fn) != STREAM:
+        return False
+    if memoised(fn):
+        return True
+    names = {r.value.value for r in fn.returns if isinstance(r.value, cst.Name)}
+    if len(names) != 1 or len(fn.returns) != 1:
+        return False
+    (name,) = names
+    return any(isinstance(n, cst.Assign) and isinstance(n.value, cst.Name) and n.value.value == name
+               and any(isinstance(t.target, cst.Subscript) for t in n.targets) for n in local_nodes(fn.node.body))
 
 
 def global_accessor(fn: FunctionInfo) -> bool:

@@ -64,6 +64,11 @@ EXIT_INTERRUPTED = 130
 
 
 def _interrupted() -> NoReturn:
+    import threading
+
+    # the worker pool's helper threads see their pipes close as the interrupted workers exit: what they raise
+    # now is the interrupt's echo, not news (the one line below is the whole report)
+    threading.excepthook = lambda args: None
     try:
         sys.stderr.write("streamlint: interrupted\n")
         sys.stderr.flush()

@@ -68,6 +68,24 @@ def test_the_entry_stream_is_named_as_the_code_names_it(tmp_path: Path) -> None:
     assert "  = fix: add `main_stream.wait_stream(self.side)` after line 13 and before line 14" in result.output
 
 
+SCALAR_DEFAULTS = """
+import torch
+
+
+def norm_keys(k, k_weight, alt_stream, eps=1e-6, *, flip=False, scale=-1.0):
+    with torch.cuda.stream(alt_stream):
+        k = torch.nn.functional.rms_norm(k, k.shape[-1:], k_weight, eps) * scale
+        if flip:
+            k = -k
+    return k
+"""
+
+
+def test_parameters_defaulting_to_a_scalar_literal_are_not_named_as_tensors(tmp_path: Path) -> None:
+    [f] = [f for f in lint_text(SCALAR_DEFAULTS, tmp=tmp_path) if f.code == "SL201"]
+    assert f.message == "arguments `k`, `k_weight` are used on `alt_stream` with no wait on the caller's stream [cuda]"
+
+
 def test_a_self_attribute_holding_the_current_stream_names_it(tmp_path: Path) -> None:
     code = NAMED_MAIN.replace("        self.side = torch.npu.Stream()\n",
                               "        self.side = torch.npu.Stream()\n"

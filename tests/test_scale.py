@@ -323,6 +323,55 @@ def test_same_findings_alone_in_the_tree_cold_warm_and_in_the_server(tmp_path: P
     assert _codes(cached.findings) == _codes(fresh.findings) == _codes(edited.findings) == alone
 
 
+NAMESPACE_HELPER = """
+import torch
+
+
+def device_stream():
+    return torch.cuda.current_stream()
+"""
+
+NAMESPACE_LAYER = """
+import torch
+
+from kvserve.runtime.streams import device_stream
+
+
+def apply_qk_norm(q, k, q_weight, k_weight, alt_stream):
+    current = device_stream()
+    alt_stream.wait_stream(current)
+    q = torch.nn.functional.rms_norm(q, q.shape[-1:], q_weight)
+    with torch.cuda.stream(alt_stream):
+        k = torch.nn.functional.rms_norm(k, k.shape[-1:], k_weight)
+    current.wait_stream(alt_stream)
+    return q, k
+
+
+def apply_unordered(q, k, k_weight, alt_stream):
+    with torch.cuda.stream(alt_stream):
+        k = torch.nn.functional.rms_norm(k, k.shape[-1:], k_weight)
+    return q, k
+"""
+
+
+def test_a_namespace_package_file_linted_from_outside_its_tree_resolves_its_package(tmp_path: Path, monkeypatch) -> None:
+    """No project marker, ``kvserve/runtime/`` without ``__init__.py``: linted by path from another folder,
+    the file's absolute import of its own package still resolves (the fork and join through the helper
+    that returns the current stream are seen), as when linted from the tree's top."""
+    tree = tmp_path / "tree"
+    write(tree, "kvserve/__init__.py", "")
+    write(tree, "kvserve/runtime/streams.py", NAMESPACE_HELPER)
+    layer = write(tree, "kvserve/runtime/layers/qk_norm.py", NAMESPACE_LAYER)
+    (tmp_path / "elsewhere").mkdir()
+    args = ["check", "--isolated", "--no-cache", "--output-format", "json", "--exit-zero", "-q"]
+    runs = {}
+    for cwd, target in ((tree, "kvserve/runtime/layers/qk_norm.py"), (tmp_path / "elsewhere", str(layer)),
+                        (tmp_path / "elsewhere", str(layer.parent))):
+        monkeypatch.chdir(cwd)
+        runs[(cwd.name, target)] = sorted((f["code"], f["start"]["line"]) for f in json.loads(cli([*args, target]).output))
+    assert set(map(tuple, runs.values())) == {(("SL201", 19),)}, runs  # only the unordered function
+
+
 def test_summaries_are_cached_by_content_and_reused_by_a_run_of_another_file(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     model = _project(tmp_path)

@@ -26,6 +26,8 @@ Layer 1 — one file, no knowledge of other files
     ``lifetimes``   which tensors live as long as the module (parameters, buffers, globals)
     ``options``     the user options the model reads (execution path, declared wrappers)
     ``placement``   which factory calls and copies give host (CPU) memory (``device="cpu"``, ``pin_memory``)
+    ``modpaths``    which file does a dotted module name lead to, seen from a file (``__init__.py`` chains,
+                    checkouts, ``src/``, a namespace package's top folder named like the import)
     ``summary``     what may this module call (compile APIs, names), from ``ast`` and bytes, without
                     LibCST: which files a project-wide question must parse (cached by content hash)
 

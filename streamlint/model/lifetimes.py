@@ -121,6 +121,19 @@ def _module_global(file: FileModel, name: str) -> bool:
     return False
 
 
+def module_variable(file: FileModel, name: str) -> bool:
+    """Is ``name`` a variable of the module: assigned by a statement at its top level (``_streams = {}``),
+    so that a function reading it without a local binding reads the module's object?"""
+    memo = file.__dict__.setdefault("_module_variables", None)
+    if memo is None:
+        memo = file.__dict__["_module_variables"] = frozenset(
+            t.value for stmt in file.module.body if isinstance(stmt, cst.SimpleStatementLine)
+            for small in stmt.body if isinstance(small, (cst.Assign, cst.AnnAssign))
+            for t in ([t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target])
+            if isinstance(t, cst.Name))
+    return name in memo
+
+
 def module_constant(file: FileModel, name: str) -> bool:
     """Is the module global ``name`` a host constant (``HEAD_DIM = 128``, ``ROWS = 2 * HEAD_DIM``)? Every
     module-level assignment to it is a literal or arithmetic of such constants."""

@@ -11,7 +11,6 @@ import hashlib
 import os
 import re
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
@@ -22,6 +21,7 @@ from streamlint.model.accelerators import accelerator_uses
 from streamlint.model.ctxfactories import factory_uses
 from streamlint.model.apis import Role
 from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, ScopeSite, dotted
+from streamlint.model.modpaths import ModulePaths
 from streamlint.model.options import ModelOptions
 from streamlint.model.paths import ExecutionPath, PathIndex
 from streamlint.model.bytescan import lines_with, may_call_bytes as _may_call_bytes, may_compile_bytes
@@ -40,7 +40,7 @@ Loader = Callable[[str, str, bool], "FileModel | None"]  # (path, module name, i
 
 
 @dataclass(eq=False)
-class Project:
+class Project(ModulePaths):
     root: Path
     loader: Loader
     scope: frozenset[str] | None = None  # when set, only these files belong to the project
@@ -58,6 +58,7 @@ class Project:
     _packages: dict[str, tuple[str, str]] = field(default_factory=dict)  # directory -> (package, root)
     _modules: dict[tuple[str, str], str | None] = field(default_factory=dict)  # (module, root) -> path
     _source_roots: dict[str, str] = field(default_factory=dict)  # file path -> its source root
+    _named_roots: dict[tuple[str, str], str | None] = field(default_factory=dict)  # (package, source root) -> (see _named_root)
     _checkout_dirs: dict[str, tuple[str, ...]] = field(default_factory=dict)  # source root -> _checkouts()
     _symbols: dict[tuple[str, str | None], object] = field(default_factory=dict)  # symbol() answers
     _summary_digests: dict[str, tuple[bytes, str]] = field(default_factory=dict)  # path -> (bytes, sha256)
@@ -135,34 +136,6 @@ class Project:
             self._keep_bytes(path, data)  # several project-wide scans share one read per file
         return any(m in data for m in markers)
 
-    # ---- modules
-    def module_name(self, path: str) -> tuple[str, bool, str]:
-        """(module name, is package, source root) of a file, from ``__init__.py`` chains."""
-        p = os.path.abspath(path)
-        directory, base = os.path.split(p)
-        is_package = base == "__init__.py"
-        package, root = self._package_of(directory)
-        stem = base.rsplit(".", 1)[0] if "." in base else base
-        if is_package:
-            name = package or stem
-        else:
-            name = f"{package}.{stem}" if package else stem
-        return name, is_package, root
-
-    def _package_of(self, directory: str) -> tuple[str, str]:
-        """(dotted package name, source root) of a directory: its ``__init__.py`` chain, cached."""
-        found = self._packages.get(directory)
-        if found is None:
-            parent = os.path.dirname(directory)
-            if parent != directory and os.path.isfile(os.path.join(directory, "__init__.py")):
-                above, root = self._package_of(parent)
-                name = os.path.basename(directory)
-                found = (f"{above}.{name}" if above else name, root)
-            else:
-                found = ("", directory)
-            self._packages[directory] = found
-        return found
-
     def file(self, path: str) -> FileModel | None:
         path = os.path.abspath(path)
         recent = self._recent
@@ -183,56 +156,6 @@ class Project:
 
     def in_project(self, path: str) -> bool:
         return self.scope is None or os.path.abspath(path) in self.scope
-
-    def find_module(self, module: str, context: FileModel | None) -> FileModel | None:
-        first = None
-        if context is not None:
-            first = self._source_roots.get(context.path)
-            if first is None:
-                first = self._source_roots[context.path] = self._package_of(
-                    os.path.dirname(os.path.abspath(context.path)))[1]
-        for root in (first, *self._checkouts(first), self._root_str, self._src_str):
-            if root is None:
-                continue
-            key = (module, root)
-            if key not in self._modules:
-                self._modules[key] = self._module_path(module, root)
-            path = self._modules[key]
-            if path is not None:
-                return self.file(path)
-        return None
-
-    def _checkouts(self, first: str | None) -> tuple[str, ...]:
-        """The directories between a file's source root and the project root, nearest first: a test or
-        benchmark directory without ``__init__.py`` imports its project's package from the checkout
-        above it (``repo/tests/v1/test_x.py`` importing ``pkg.utils`` of ``repo/pkg``), as it does once the
-        package is installed; the project root may be a directory holding several checkouts."""
-        if first is None:
-            return ()
-        found = self._checkout_dirs.get(first)
-        if found is None:
-            dirs: list[str] = []
-            d, below = os.path.dirname(first), first
-            while len(dirs) < 8 and d != below and d.startswith(self._root_str + os.sep):
-                dirs.append(d)
-                d, below = os.path.dirname(d), d
-            found = self._checkout_dirs[first] = tuple(dirs)
-        return found
-
-    def _module_path(self, module: str, root: str) -> str | None:
-        rel = module.replace(".", os.sep)
-        for candidate in (os.path.join(root, rel + ".py"), os.path.join(root, rel, "__init__.py")):
-            if os.path.isfile(candidate) and self.in_project(candidate):
-                return candidate
-        return None
-
-    @cached_property
-    def _root_str(self) -> str:
-        return os.fspath(self.root)
-
-    @cached_property
-    def _src_str(self) -> str:
-        return os.path.join(self.root, "src")
 
     def note_wide_read(self) -> None:
         """Count a read of a project-wide fact (file list, compile sites, environment settings…): an

@@ -25,6 +25,7 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, dotted, string_value
+from streamlint.model.lifetimes import module_variable
 from streamlint.model.syntax import class_field_annotation
 
 if TYPE_CHECKING:
@@ -194,7 +195,19 @@ def _global_qualname(file: FileModel, fn: FunctionInfo | None, expr: cst.BaseExp
         return None
     if fn is not None and expr.value in declared_globals(fn):
         return f"{file.module_name}.{expr.value}"
-    return file.resolve(expr, fn)
+    resolved = file.resolve(expr, fn)
+    if resolved is None and module_variable(file, expr.value) and not _bound_in(fn, expr.value):
+        return f"{file.module_name}.{expr.value}"  # read without `global`: the module's variable all the same
+    return resolved
+
+
+def _bound_in(fn: FunctionInfo | None, name: str) -> bool:
+    """Is ``name`` local to ``fn`` or to a function enclosing it (a parameter, an assignment, an alias)?"""
+    while fn is not None:
+        if name in fn.locals or name in fn.all_params or name in fn.local_aliases:
+            return True
+        fn = fn.parent
+    return False
 
 
 def _installing_loop(fn: FunctionInfo, call: cst.Call, name: str) -> cst.BaseExpression | None:

@@ -240,6 +240,10 @@ def param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict[str
     for p in (*fn.node.params.posonly_params, *fn.node.params.params, *fn.node.params.kwonly_params):
         ann = p.annotation
         if ann is None:
+            default = p.default.expression if isinstance(p.default, cst.UnaryOperation) else p.default
+            if isinstance(default, (cst.Integer, cst.Float, cst.SimpleString)) or (
+                    isinstance(default, cst.Name) and default.value in ("True", "False")):
+                kinds[p.name.value] = "other"  # `eps=1e-6`, `flip=False`: a host scalar by its default
             continue
         code = cst.Module([]).code_for_node(ann.annotation)
         resolved = file.resolve(ann.annotation, fn) if isinstance(ann.annotation, (cst.Name, cst.Attribute)) else None

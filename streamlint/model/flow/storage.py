@@ -312,6 +312,9 @@ class Storages(HostFields):
                     or isinstance(node, cst.Return) and sibling_consumer_waits(self.file, self.fn, node.value) \
                     or self.caller_may_join(lw.stream):
                 continue
+            inner = self._helper_return(S, node) if sid not in held else None
+            if inner is not None:  # the root cause is the helper's hand-back: reported there, with its scope
+                node, lw = inner[1], Access(lw.stream, lw.time, inner[0], lw.snap, lw.label, lw.part)
             saved, self.anchor = self.anchor, node
             try:
                 returned_name = handed.value if isinstance(handed := handed_value(node), cst.Name) else None
@@ -345,12 +348,37 @@ class Storages(HostFields):
         return any((not key.startswith("<") or key in self.handed_events) and snap.get(lw.stream, -1) >= lw.time
                    and not self.bundled_elsewhere(key, sid) for key, snap in st.events.items())
 
+    def _helper_return(self, S, node: cst.CSTNode) -> tuple[cst.With, cst.Return] | None:
+        """(scope, return) of a method of this class, run inline here (its end deferred to its same-class
+        callers: interp._called_by_own_class), that made ``S`` in its own side-stream scope and hands it back
+        with its only return after that scope, when this function hands back that call's result unchanged
+        (``return self._gather(x)``, or a name bound only to it): where the missing join belongs (one finding,
+        at its root cause, not at each caller's hand-back)."""
+        if S.origin is None or S.origin[0] is not self.file:
+            return None
+        scope = S.origin[1]
+        helper = self.file.function_of.get(id(scope))
+        if helper is None or helper is self.fn or helper.class_name is None or helper.class_name != self.fn.class_name:
+            return None
+        handed = handed_value(node)
+        if isinstance(handed, cst.Name) and len(bound := self.fn.name_assigns.get(handed.value, ())) == 1:
+            handed = bound[0]
+        if not (isinstance(handed, cst.Call) and isinstance(handed.func, cst.Attribute) and isinstance(
+                handed.func.value, cst.Name) and handed.func.value.value == "self"
+                and handed.func.attr.value == helper.node.name.value):
+            return None
+        end = self.file.span(scope).end_line
+        after = [r for r in helper.returns if r.value is not None and not contains(scope, r)
+                 and self.file.span(r).start_line > end]
+        return (scope, after[0]) if len(after) == 1 and len(helper.returns) == 1 else None
+
     def _hands_over(self, v: object) -> bool:
         """A returned tuple that carries something besides tensors and constants (an event, a collective's
         work handle, an object): the caller is handed what it needs to join."""
         if not isinstance(v, TupVal):
             return isinstance(v, EVal)
-        return any(self._hands_over(i) if isinstance(i, TupVal) else not isinstance(i, (TVal, CVal))
+        return any(self._hands_over(i) if isinstance(i, TupVal) else not isinstance(i, (TVal, CVal)) and not (
+            isinstance(i, KVal) and i.key in self.fn.all_params)  # what the caller passed in: no handle made here
                    for i in v.items)
 
     def caller_may_join(self, stream: str) -> bool:

@@ -276,6 +276,8 @@ class Expressions:
             # tensor this function last put in a slot (which slot an index names is not tracked)
             return self.new_tensor(st, st.held[e.value.value][-1])
         if isinstance(base, KVal):
+            if (filled := self.filled_slot(st, base)) is not None:  # a slot a call here filled: what it put there
+                return filled
             if len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index):
                 return KVal(f"{base.key}[{self.render(st, e.slice[0].slice.value)}]", base.glob, base.opaque)
             return KVal(f"{base.key}[:]", base.glob, base.opaque)
@@ -378,6 +380,8 @@ class Expressions:
                 return result
             if recursive_call(self, st, e, site):  # (a helper inlined calling itself: recursion.py)
                 return None
+            if getter is not None:
+                self.own_state_effects(st, e, *getter)  # (a method of this object not run inline: its summary)
             handed = self.handed_back(st, e, site)
             if handed is not None:
                 return handed

@@ -41,6 +41,7 @@ Memoised per project (``derived``), per function object (kept with the answer).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -52,13 +53,17 @@ from streamlint.model.flow.elementsets import element_origins
 from streamlint.model.placement import host_placed
 from streamlint.model.streams import derived
 from streamlint.model.syntax import local_nodes
-from streamlint.model.tensors import MULTI_VIEW_METHODS, VIEW_METHODS, tensor_method
+from streamlint.model.tensors import HOST_VALUE_METHODS, META_ATTRS, META_METHODS, MULTI_VIEW_METHODS, VIEW_METHODS, \
+    tensor_method
 
 if TYPE_CHECKING:
     from streamlint.model.file import FileModel, FunctionInfo
     from streamlint.model.project import Project
 
 _MAX_DEPTH = 2
+_HOST_BUILTINS = frozenset({"len", "isinstance", "id", "type", "hasattr", "getattr", "setattr", "print", "str",
+                            "repr", "hash", "callable", "iter", "next", "sorted", "enumerate", "zip", "range"})
+PARAM_INDEX = re.compile(r"\[\$(\w+)\]")
 _FLAG_SETTERS = frozenset({"requires_grad_", "share_memory_", "retain_grad_", "record_stream"})
 _SEQUENCES = frozenset({"tuple", "list", "Tuple", "List", "Sequence", "Iterable", "MutableSequence"})
 _WRAPPERS = frozenset({"tuple", "list", "ModuleList", "nn.ModuleList", "torch.nn.ModuleList"})
@@ -69,6 +74,14 @@ _FACTORIES = frozenset({"empty", "zeros", "ones", "full", "empty_strided", "rand
 class MethodEffects:
     writes: frozenset[str]  # the parameters whose memory the method writes (on the caller's current stream)
     fresh: bool  # every return hands back new device memory allocated on the caller's current stream
+    # the places of the receiver's own state it writes / reads on the device (on the caller's current stream), as
+    # key suffixes after ``self.``, a subscript as ``[:]`` (``_grads[:]`` for ``self._grads[name]``,
+    # ``buckets[:].data`` for ``self.buckets[k].data``: one storage per field of the elements, element_field_key)
+    field_writes: frozenset[str] = frozenset()
+    field_reads: frozenset[str] = frozenset()
+    # the containers whose slots it sets to a device tensor computed on the caller's current stream
+    # (``self._grads[name] = g - p``: ``_grads``): new tensors in the slots, no write of the old ones' memory
+    field_sets: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -377,8 +390,12 @@ def method_effects(project: Project, file: FileModel, fn: FunctionInfo, _depth: 
     memo[key] = (fn, None)  # (recursion guard)
     from streamlint.model.flow.calls import _relevant
 
-    out = None if _relevant(project, file, fn) else MethodEffects(
-        _writes(project, file, fn, _depth), _fresh(project, file, fn))
+    if _relevant(project, file, fn):
+        out = None
+    else:
+        field_writes, field_reads, field_sets = _field_effects(project, file, fn, _depth)
+        out = MethodEffects(_writes(project, file, fn, _depth), _fresh(project, file, fn), field_writes, field_reads,
+                            field_sets)
     memo[key] = (fn, out)
     return out
 
@@ -434,6 +451,143 @@ def _writes(project: Project, file: FileModel, fn: FunctionInfo, _depth: int) ->
     return frozenset(written)
 
 
+def _self_place(e: cst.BaseExpression, fn: FunctionInfo) -> str | None:
+    """The place of the object's own state an expression's memory is: ``self._grads[name]`` -> ``_grads[:]``,
+    ``self.buckets[k].data.view(-1)`` -> ``buckets[:].data`` (through attributes, subscripts and views; not
+    through a tensor method computing a new tensor, nor a metadata attribute). A subscript by a parameter of the
+    method is kept as ``[$j]`` (``self.kv_stage[j]`` -> ``kv_stage[$j]``): the caller's argument names the element."""
+    chain: list[str] = []
+    while True:
+        if isinstance(e, cst.Name):
+            if e.value != "self" or not chain:
+                return None
+            return "".join(reversed(chain))[1:]
+        if isinstance(e, cst.Attribute):
+            if e.attr.value in META_ATTRS:
+                return None
+            chain.append(f".{e.attr.value}")
+            e = e.value
+        elif isinstance(e, cst.Subscript):
+            index = e.slice[0].slice if len(e.slice) == 1 else None
+            param = index.value.value if isinstance(index, cst.Index) and isinstance(index.value, cst.Name) else None
+            chain.append(f"[${param}]" if param in fn.all_params and param not in fn.name_assigns else "[:]")
+            e = e.value
+        elif isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) \
+                and e.func.attr.value in VIEW_METHODS | MULTI_VIEW_METHODS:
+            e = e.func.value
+        else:
+            return None
+
+
+def _device_value(fn: FunctionInfo, value: cst.BaseExpression | None, _depth: int = 0) -> bool:
+    """Is a stored value evidently a device tensor computed here: a tensor method, a ``torch`` function,
+    arithmetic on one, or a local bound once to one (``self._grads[n] = pseudo`` after ``pseudo = a.to(d) - b``)?
+    Arithmetic on host counts (``p.numel() * 2``) is none."""
+    if isinstance(value, cst.BinaryOperation):
+        return _device_value(fn, value.left, _depth) or _device_value(fn, value.right, _depth)
+    if isinstance(value, cst.Call):
+        name = dotted(value.func) or ""
+        if name.startswith("torch.") and name.rsplit(".", 1)[-1] not in ("device", "Size", "dtype"):
+            return True
+        if isinstance(value.func, cst.Attribute):
+            method = value.func.attr.value
+            return tensor_method(method) and method not in META_METHODS and method not in HOST_VALUE_METHODS \
+                and method not in ("cpu", "tolist", "numpy")
+        return False
+    if isinstance(value, cst.Name) and _depth < 2 and value.value not in fn.all_params:
+        bound = fn.name_assigns.get(value.value, [])
+        return len(bound) == 1 and _device_value(fn, bound[0], _depth + 1)
+    return False
+
+
+def _handed(e: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """What an argument hands over: itself, the items of a literal list / tuple, a comprehension's element
+    (``torch.cat([self.reloaded[k] for k in keys])``)."""
+    if isinstance(e, (cst.List, cst.Tuple)):
+        return [el.value for el in e.elements]
+    if isinstance(e, (cst.ListComp, cst.GeneratorExp)):
+        return [e.elt]
+    return [e]
+
+
+def _field_effects(project: Project, file: FileModel, fn: FunctionInfo,
+                   _depth: int) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """The places of ``self`` a method without stream work writes, reads and sets on the device (on the stream
+    current at its entry), with those of the methods of ``self`` it calls (to :data:`_MAX_DEPTH`): written are
+    an in-place tensor method's receiver, ``out=`` and a collective's output position; read are places handed to
+    a call (also inside a literal list or a comprehension) or used in arithmetic (``dist.all_reduce(
+    self._grads[name])``, ``self.acc + x``) and a tensor method's receiver; set are the containers of ``self``
+    whose slot a device value computed here is stored in (``self._grads[name] = g - p``)."""
+    if fn.class_name is None or fn.params[:1] != ("self",):
+        return frozenset(), frozenset(), frozenset()
+    writes: set[str] = set()
+    reads: set[str] = set()
+    sets: set[str] = set()
+
+    def add(into: set[str], e: cst.BaseExpression | None) -> None:
+        place = _self_place(e, fn) if e is not None else None
+        if place is not None:
+            into.add(place)
+
+    for site in fn.calls:
+        node, method = site.node, site.method
+        if method is not None and isinstance(node.func, cst.Attribute):
+            if method.endswith("_") and not method.startswith("_") and method not in _FLAG_SETTERS:
+                add(writes, node.func.value)
+            elif tensor_method(method) and method not in META_METHODS and method not in VIEW_METHODS \
+                    and method not in MULTI_VIEW_METHODS and method not in _FLAG_SETTERS:
+                add(reads, node.func.value)
+        target = site.target or ""
+        last = target.rsplit(".", 1)[-1]
+        outs: set[int] = set()
+        if target.startswith(("torch.distributed.", "torch_npu.distributed.")) and last in COLLECTIVES:
+            outs = set(COLLECTIVES[last][0])
+        positional = 0
+        if isinstance(node.func, cst.Name) and node.func.value in _HOST_BUILTINS:
+            continue  # `len(self.buf)`, `isinstance(self.x, T)`: what describes the object, no device read
+        for a in node.args:
+            if a.keyword is not None and a.keyword.value == "out" or a.keyword is None and positional in outs:
+                add(writes, a.value)
+            for item in _handed(a.value):
+                add(reads, item)
+            positional += a.keyword is None
+        if _depth >= _MAX_DEPTH or not (isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name)
+                                         and node.func.value.value == "self"):
+            continue
+        found = project.call_target(file, site)
+        if found is None or found[0] is fn or found[0].class_name is None:
+            continue
+        inner = method_effects(project, found[1], found[0], _depth + 1)
+        if inner is not None and (inner.field_writes or inner.field_reads):
+            from streamlint.model.uses import bind_arguments
+
+            callee = found[0]
+            bound = bind_arguments(callee.params[1:] + callee.kwonly, node, kwonly=callee.kwonly)
+
+            def outer(m: re.Match) -> str:  # (the callee's parameter index: ours when we hand ours on)
+                arg = bound.get(m.group(1))
+                ok = isinstance(arg, cst.Name) and arg.value in fn.all_params and arg.value not in fn.name_assigns
+                return f"[${arg.value}]" if ok else "[:]"
+
+            writes |= {PARAM_INDEX.sub(outer, k) for k in inner.field_writes}
+            reads |= {PARAM_INDEX.sub(outer, k) for k in inner.field_reads}
+            sets |= inner.field_sets
+    for node in local_nodes(fn.node.body):
+        if isinstance(node, cst.BinaryOperation):
+            add(reads, node.left)
+            add(reads, node.right)
+        elif isinstance(node, (cst.Assign, cst.AugAssign)):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, cst.Subscript) and isinstance(node, cst.Assign) and _device_value(fn, node.value) \
+                        and isinstance(t.value, cst.Attribute) and isinstance(t.value.value, cst.Name) \
+                        and t.value.value.value == "self":
+                    sets.add(t.value.attr.value)
+                elif isinstance(t, cst.Subscript) and _device_value(fn, node.value):
+                    add(writes, t)  # `self.buf[i] += g`, `self.state[k][:n] = x`: into the slot's memory
+    return frozenset(writes), frozenset(reads), frozenset(sets)
+
+
 def guessed_calls(project: Project, file: FileModel, fn: FunctionInfo) -> str | None:
     """The name of the first method ``fn`` calls whose summary applies with a receiver resolved by the method's
     name only (not exact): findings resting on it assume the name resolution (medium)."""
@@ -449,4 +603,4 @@ def guessed_calls(project: Project, file: FileModel, fn: FunctionInfo) -> str | 
     return None
 
 
-__all__ = ["MethodEffects", "ObjectMethod", "element_class", "field_class", "guessed_calls", "method_effects", "object_method", "typed_receiver"]
+__all__ = ["PARAM_INDEX", "MethodEffects", "ObjectMethod", "element_class", "field_class", "guessed_calls", "method_effects", "object_method", "typed_receiver"]

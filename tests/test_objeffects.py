@@ -178,6 +178,11 @@ class Reducer:
     def gather(self):
         return torch.cat([self.grads[i] for i in self.grads])
 
+    def fetch(self, j, name):
+        self.grads[j + 1] = self.stage[j].to("cuda", non_blocking=True)
+        self.grads[name] = self.stage[0].mul(2)
+        self.grads["total"] = self.stage.sum()
+
     def ordered(self, s):
         s.wait_stream(torch.cuda.current_stream())
         dist.all_reduce(self.grads[0])
@@ -194,10 +199,14 @@ def test_own_state_summaries(tmp_path):
     def fx(name):
         return method_effects(project, file, methods[name])
 
-    assert fx("pack").field_sets == {"grads"}  # a device value stored in a slot; `len(...)` is a host int
+    # a device value stored in a slot a loop variable names: any slot; `len(...)` is a host int
+    assert fx("pack").field_sets == {"grads[?]"}
     assert not fx("pack").field_writes
-    assert fx("reduce").field_writes == {"grads[:]"} and "grads[:]" in fx("reduce").field_reads
+    assert fx("reduce").field_writes == {"grads[?]"} and "grads[?]" in fx("reduce").field_reads
     assert fx("refresh").field_writes == {"stage[$j]"}  # the element the caller's argument names
-    assert fx("refresh_all").field_writes == {"stage[$k]", "stage[:]"}  # handed on / a literal: any element
-    assert fx("gather").field_reads == {"grads[:]"}  # through a comprehension handed to a call
+    assert fx("refresh_all").field_writes == {"stage[$k]", "stage[3]"}  # handed on / a constant: that element
+    assert fx("gather").field_reads == {"grads[?]"}  # through a comprehension handed to a call
+    # slots keyed by their index: the caller's argument plus one, a parameter, a constant key
+    assert fx("fetch").field_sets == {"grads[$j + 1]", "grads[$name]", "grads['total']"}
+    assert fx("fetch").field_reads >= {"stage[$j]", "stage[0]"}
     assert fx("ordered") is None  # stream work of its own: run inline, no summary

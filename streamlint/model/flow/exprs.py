@@ -276,10 +276,11 @@ class Expressions:
             # tensor this function last put in a slot (which slot an index names is not tracked)
             return self.new_tensor(st, st.held[e.value.value][-1])
         if isinstance(base, KVal):
-            if (filled := self.filled_slot(st, base)) is not None:  # a slot a call here filled: what it put there
-                return filled
             if len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index):
-                return KVal(f"{base.key}[{self.render(st, e.slice[0].slice.value)}]", base.glob, base.opaque)
+                key = f"{base.key}[{self.render(st, e.slice[0].slice.value)}]"
+                if not base.glob and (filled := self.filled_slot(st, key)) is not None:
+                    return filled  # the slot a call here filled (ownstate.py): what it put there
+                return KVal(key, base.glob, base.opaque)
             return KVal(f"{base.key}[:]", base.glob, base.opaque)
         return None
 

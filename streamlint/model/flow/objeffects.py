@@ -43,14 +43,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from streamlint._lazy import cst
 from streamlint.model.apis import COLLECTIVES
-from streamlint.model.file import ClassInfo, dotted
+from streamlint.model.file import ClassInfo, dotted, string_value
 from streamlint.model.flow.duckmethods import behaves_as, distinctive, only_definition
 from streamlint.model.flow.elementsets import element_origins
 from streamlint.model.placement import host_placed
+from streamlint.model.stepstate import own_writes
 from streamlint.model.streams import derived
 from streamlint.model.syntax import local_nodes
 from streamlint.model.tensors import HOST_VALUE_METHODS, META_ATTRS, META_METHODS, MULTI_VIEW_METHODS, VIEW_METHODS, \
@@ -63,7 +64,9 @@ if TYPE_CHECKING:
 _MAX_DEPTH = 2
 _HOST_BUILTINS = frozenset({"len", "isinstance", "id", "type", "hasattr", "getattr", "setattr", "print", "str",
                             "repr", "hash", "callable", "iter", "next", "sorted", "enumerate", "zip", "range"})
-PARAM_INDEX = re.compile(r"\[\$(\w+)\]")
+ANY = "?"  # a slot key the caller cannot render: any slot of the container
+SLOT_KEY = re.compile(r"\[([^\[\]]*)\]")
+PARAM = re.compile(r"\$(\w+)")
 _FLAG_SETTERS = frozenset({"requires_grad_", "share_memory_", "retain_grad_", "record_stream"})
 _SEQUENCES = frozenset({"tuple", "list", "Tuple", "List", "Sequence", "Iterable", "MutableSequence"})
 _WRAPPERS = frozenset({"tuple", "list", "ModuleList", "nn.ModuleList", "torch.nn.ModuleList"})
@@ -75,12 +78,12 @@ class MethodEffects:
     writes: frozenset[str]  # the parameters whose memory the method writes (on the caller's current stream)
     fresh: bool  # every return hands back new device memory allocated on the caller's current stream
     # the places of the receiver's own state it writes / reads on the device (on the caller's current stream), as
-    # key suffixes after ``self.``, a subscript as ``[:]`` (``_grads[:]`` for ``self._grads[name]``,
-    # ``buckets[:].data`` for ``self.buckets[k].data``: one storage per field of the elements, element_field_key)
+    # key suffixes after ``self.``, each subscript keyed by _index (``_grads[$name]`` for ``self._grads[name]``
+    # of a parameter ``name``, ``buckets[?].data`` for ``self.buckets[k].data`` of a loop variable ``k``)
     field_writes: frozenset[str] = frozenset()
     field_reads: frozenset[str] = frozenset()
-    # the containers whose slots it sets to a device tensor computed on the caller's current stream
-    # (``self._grads[name] = g - p``: ``_grads``): new tensors in the slots, no write of the old ones' memory
+    # the slots it sets to a device tensor computed on the caller's current stream (``self._grads[name] = g - p``:
+    # ``_grads[$name]``): new tensors in the slots, no write of the old ones' memory
     field_sets: frozenset[str] = frozenset()
 
 
@@ -451,11 +454,37 @@ def _writes(project: Project, file: FileModel, fn: FunctionInfo, _depth: int) ->
     return frozenset(written)
 
 
+def _index(index: cst.BaseElement, fn: FunctionInfo) -> str:
+    """A subscript's index as a slot key the caller can name: a parameter of the method ``$j`` (the caller's
+    argument names the slot), ``$j + 1`` / ``$j - 1``, a constant; ``?`` (any index) for what the caller cannot
+    render (a local of the method, a slice, a computed key)."""
+    idx = index.slice if isinstance(index, cst.SubscriptElement) else None
+    if not isinstance(idx, cst.Index):
+        return ANY
+    v = idx.value
+
+    def param(e: cst.BaseExpression) -> str | None:
+        ok = isinstance(e, cst.Name) and e.value in fn.all_params and e.value not in fn.name_assigns
+        return f"${e.value}" if ok else None
+
+    if param(v) is not None:
+        return param(v)
+    if isinstance(v, cst.Integer):
+        return repr(int(v.value, 0))
+    if isinstance(v, cst.SimpleString) and (text := string_value(v)) is not None:
+        return repr(text)
+    if isinstance(v, cst.BinaryOperation) and isinstance(v.operator, (cst.Add, cst.Subtract)) \
+            and param(v.left) is not None and isinstance(v.right, cst.Integer):
+        return f"{param(v.left)} {'+' if isinstance(v.operator, cst.Add) else '-'} {int(v.right.value, 0)}"
+    return ANY
+
+
 def _self_place(e: cst.BaseExpression, fn: FunctionInfo) -> str | None:
-    """The place of the object's own state an expression's memory is: ``self._grads[name]`` -> ``_grads[:]``,
-    ``self.buckets[k].data.view(-1)`` -> ``buckets[:].data`` (through attributes, subscripts and views; not
-    through a tensor method computing a new tensor, nor a metadata attribute). A subscript by a parameter of the
-    method is kept as ``[$j]`` (``self.kv_stage[j]`` -> ``kv_stage[$j]``): the caller's argument names the element."""
+    """The place of the object's own state an expression's memory is, as a key suffix after ``self.``, each
+    subscript keyed by :func:`_index`: ``self._grads[name]`` (``name`` a parameter) -> ``_grads[$name]``,
+    ``self.full[j + 1]`` -> ``full[$j + 1]``, ``self.buckets[k].data.view(-1)`` with ``k`` a loop variable ->
+    ``buckets[?].data`` (through attributes, subscripts and views; not through a tensor method computing a new
+    tensor, nor a metadata attribute)."""
     chain: list[str] = []
     while True:
         if isinstance(e, cst.Name):
@@ -468,15 +497,40 @@ def _self_place(e: cst.BaseExpression, fn: FunctionInfo) -> str | None:
             chain.append(f".{e.attr.value}")
             e = e.value
         elif isinstance(e, cst.Subscript):
-            index = e.slice[0].slice if len(e.slice) == 1 else None
-            param = index.value.value if isinstance(index, cst.Index) and isinstance(index.value, cst.Name) else None
-            chain.append(f"[${param}]" if param in fn.all_params and param not in fn.name_assigns else "[:]")
+            chain.append(f"[{_index(e.slice[0], fn) if len(e.slice) == 1 else ANY}]")
             e = e.value
         elif isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) \
                 and e.func.attr.value in VIEW_METHODS | MULTI_VIEW_METHODS:
             e = e.func.value
         else:
             return None
+
+
+def _alias_place(path: str) -> str | None:
+    """The place of a write through a local alias (``buf = self.bufs[i]``; stepstate's normalised path
+    ``self.bufs[]``): every subscript any index (``bufs[?]``)."""
+    if not path.startswith("self."):
+        return None
+    return path[len("self."):].replace("[]", f"[{ANY}]")
+
+
+def rekey(place: str, index: Callable[[str], str | None]) -> str:
+    """``place`` with each parameter of the method in a slot key replaced by what ``index`` names it
+    (``$j`` -> the caller's rendering of its argument); a key naming a parameter ``index`` cannot name is any
+    index."""
+    def one(m: re.Match) -> str:
+        key = m.group(1)
+        if "$" not in key:
+            return m.group(0)
+        names = PARAM.findall(key)
+        values = [index(n) for n in names]
+        if any(v is None for v in values):
+            return f"[{ANY}]"
+        for n, v in zip(names, values):
+            key = key.replace(f"${n}", v)
+        return f"[{key}]"
+
+    return SLOT_KEY.sub(one, place)
 
 
 def _device_value(fn: FunctionInfo, value: cst.BaseExpression | None, _depth: int = 0) -> bool:
@@ -513,11 +567,13 @@ def _handed(e: cst.BaseExpression) -> list[cst.BaseExpression]:
 def _field_effects(project: Project, file: FileModel, fn: FunctionInfo,
                    _depth: int) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     """The places of ``self`` a method without stream work writes, reads and sets on the device (on the stream
-    current at its entry), with those of the methods of ``self`` it calls (to :data:`_MAX_DEPTH`): written are
-    an in-place tensor method's receiver, ``out=`` and a collective's output position; read are places handed to
-    a call (also inside a literal list or a comprehension) or used in arithmetic (``dist.all_reduce(
-    self._grads[name])``, ``self.acc + x``) and a tensor method's receiver; set are the containers of ``self``
-    whose slot a device value computed here is stored in (``self._grads[name] = g - p``)."""
+    current at its entry), with those of the methods of ``self`` it calls (to :data:`_MAX_DEPTH`), slots keyed by
+    :func:`_index`. Written are stepstate's writes (:func:`~streamlint.model.stepstate.own_writes`: an in-place
+    tensor method's receiver, ``out=``, a collective's output, a store into a slot's memory); set are the slots
+    of a container of ``self`` a device value computed here is stored in (``self._grads[name] = g - p``: new
+    tensors, no write of the old ones' memory); read are places handed to a call (also inside a literal list or
+    a comprehension) or used in arithmetic (``dist.all_reduce(self._grads[name])``, ``self.acc + x``) and a
+    tensor method's receiver."""
     if fn.class_name is None or fn.params[:1] != ("self",):
         return frozenset(), frozenset(), frozenset()
     writes: set[str] = set()
@@ -529,28 +585,32 @@ def _field_effects(project: Project, file: FileModel, fn: FunctionInfo,
         if place is not None:
             into.add(place)
 
+    for path, node, expr in own_writes(file, fn.node.body, nested=False, blocks=True):
+        if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+            if not isinstance(expr, cst.Subscript) or not _device_value(fn, node.value):
+                continue  # (a rebinding of a field, `.data = `, a host value stored: no slot of this call's)
+            if isinstance(node, cst.Assign) and isinstance(expr.value, cst.Attribute) \
+                    and isinstance(expr.value.value, cst.Name) and expr.value.value.value == "self":
+                add(sets, expr)  # `self._grads[name] = g - p`: a new tensor in the slot
+                continue
+        if path.count("[]") > 1 and not _sliced(expr):
+            continue  # a block of an element (paged storage handed out disjointly: `self.kv[layer][block]`)
+        place = _self_place(expr, fn)
+        if place is None and path.startswith("self.") and expr is not None:
+            place = _alias_place(path)
+        if place is not None:
+            writes.add(place)
     for site in fn.calls:
         node, method = site.node, site.method
-        if method is not None and isinstance(node.func, cst.Attribute):
-            if method.endswith("_") and not method.startswith("_") and method not in _FLAG_SETTERS:
-                add(writes, node.func.value)
-            elif tensor_method(method) and method not in META_METHODS and method not in VIEW_METHODS \
-                    and method not in MULTI_VIEW_METHODS and method not in _FLAG_SETTERS:
-                add(reads, node.func.value)
-        target = site.target or ""
-        last = target.rsplit(".", 1)[-1]
-        outs: set[int] = set()
-        if target.startswith(("torch.distributed.", "torch_npu.distributed.")) and last in COLLECTIVES:
-            outs = set(COLLECTIVES[last][0])
-        positional = 0
+        if method is not None and isinstance(node.func, cst.Attribute) and tensor_method(method) \
+                and method not in META_METHODS and method not in VIEW_METHODS and method not in MULTI_VIEW_METHODS \
+                and method not in _FLAG_SETTERS and not (method.endswith("_") and not method.startswith("_")):
+            add(reads, node.func.value)
         if isinstance(node.func, cst.Name) and node.func.value in _HOST_BUILTINS:
             continue  # `len(self.buf)`, `isinstance(self.x, T)`: what describes the object, no device read
         for a in node.args:
-            if a.keyword is not None and a.keyword.value == "out" or a.keyword is None and positional in outs:
-                add(writes, a.value)
             for item in _handed(a.value):
                 add(reads, item)
-            positional += a.keyword is None
         if _depth >= _MAX_DEPTH or not (isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name)
                                          and node.func.value.value == "self"):
             continue
@@ -558,34 +618,34 @@ def _field_effects(project: Project, file: FileModel, fn: FunctionInfo,
         if found is None or found[0] is fn or found[0].class_name is None:
             continue
         inner = method_effects(project, found[1], found[0], _depth + 1)
-        if inner is not None and (inner.field_writes or inner.field_reads):
+        if inner is not None and (inner.field_writes or inner.field_reads or inner.field_sets):
             from streamlint.model.uses import bind_arguments
 
             callee = found[0]
             bound = bind_arguments(callee.params[1:] + callee.kwonly, node, kwonly=callee.kwonly)
 
-            def outer(m: re.Match) -> str:  # (the callee's parameter index: ours when we hand ours on)
-                arg = bound.get(m.group(1))
-                ok = isinstance(arg, cst.Name) and arg.value in fn.all_params and arg.value not in fn.name_assigns
-                return f"[${arg.value}]" if ok else "[:]"
+            def ours(name: str) -> str | None:  # (the callee's parameter: ours when we hand ours on, a constant)
+                arg = bound.get(name)
+                if isinstance(arg, cst.Name) and arg.value in fn.all_params and arg.value not in fn.name_assigns:
+                    return f"${arg.value}"
+                return repr(int(arg.value, 0)) if isinstance(arg, cst.Integer) else None
 
-            writes |= {PARAM_INDEX.sub(outer, k) for k in inner.field_writes}
-            reads |= {PARAM_INDEX.sub(outer, k) for k in inner.field_reads}
-            sets |= inner.field_sets
+            writes |= {rekey(k, ours) for k in inner.field_writes}
+            reads |= {rekey(k, ours) for k in inner.field_reads}
+            sets |= {rekey(k, ours) for k in inner.field_sets}
     for node in local_nodes(fn.node.body):
         if isinstance(node, cst.BinaryOperation):
             add(reads, node.left)
             add(reads, node.right)
-        elif isinstance(node, (cst.Assign, cst.AugAssign)):
-            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-            for t in targets:
-                if isinstance(t, cst.Subscript) and isinstance(node, cst.Assign) and _device_value(fn, node.value) \
-                        and isinstance(t.value, cst.Attribute) and isinstance(t.value.value, cst.Name) \
-                        and t.value.value.value == "self":
-                    sets.add(t.value.attr.value)
-                elif isinstance(t, cst.Subscript) and _device_value(fn, node.value):
-                    add(writes, t)  # `self.buf[i] += g`, `self.state[k][:n] = x`: into the slot's memory
     return frozenset(writes), frozenset(reads), frozenset(sets)
+
+
+def _sliced(e: cst.BaseExpression | None) -> bool:
+    """Does the outermost subscript of a written chain (under views) take a range (``self.buckets[k][a:b]``: a
+    part of the element's flat memory), not one block?"""
+    while isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute):
+        e = e.func.value
+    return isinstance(e, cst.Subscript) and any(isinstance(el.slice, cst.Slice) for el in e.slice)
 
 
 def guessed_calls(project: Project, file: FileModel, fn: FunctionInfo) -> str | None:
@@ -603,4 +663,4 @@ def guessed_calls(project: Project, file: FileModel, fn: FunctionInfo) -> str | 
     return None
 
 
-__all__ = ["PARAM_INDEX", "MethodEffects", "ObjectMethod", "element_class", "field_class", "guessed_calls", "method_effects", "object_method", "typed_receiver"]
+__all__ = ["ANY", "rekey", "MethodEffects", "ObjectMethod", "element_class", "field_class", "guessed_calls", "method_effects", "object_method", "typed_receiver"]

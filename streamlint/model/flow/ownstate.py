@@ -19,12 +19,10 @@ Methods with stream work of their own (a scope, a wait, a record, events held in
 
 from __future__ import annotations
 
-import re
-
 from streamlint._lazy import cst
 from streamlint.model.file import FileModel, FunctionInfo
 from streamlint.model.flow.effects import held_object
-from streamlint.model.flow.objeffects import PARAM_INDEX, method_effects
+from streamlint.model.flow.objeffects import ANY, SLOT_KEY, method_effects, rekey
 from streamlint.model.flow.values import KVal, State, TVal, TupVal
 from streamlint.model.uses import bind_arguments
 
@@ -52,43 +50,51 @@ class OwnState:
             return
         bound = bind_arguments(fn.params[1:] + fn.kwonly, e, kwonly=fn.kwonly)
 
-        def element(m: re.Match) -> str:  # `self.kv_stage[j]` of the method's `j`: the element our argument names
-            arg = bound.get(m.group(1))
-            return f"[{self.render(st, arg)}]" if isinstance(arg, (cst.Name, cst.Integer, cst.Attribute)) else "[:]"
+        def index(name: str) -> str | None:  # `self.full[j + 1]` of the method's `j`: the slot our argument names
+            arg = bound.get(name)
+            ok = isinstance(arg, (cst.Name, cst.Integer, cst.SimpleString, cst.Attribute, cst.BinaryOperation))
+            return self.render(st, arg) if ok else None
 
-        def place(k: str) -> object:  # (an element of a container this call filled: the tensors it put there)
-            head, bracket, rest = k.partition("[")
-            held = st.env.get(f"{base.key}.{head}[:]") if bracket and "." not in head else None
-            return held if held is not None and "." not in rest else KVal(f"{base.key}.{PARAM_INDEX.sub(element, k)}")
-
-        reads = [place(k) for k in sorted(fx.field_reads - fx.field_writes)]
-        writes = [place(k) for k in sorted(fx.field_writes)]
-        if any(self.tensors(st, v) for v in reads + writes):
-            self.op(st, e, reads, writes, result=False)
-        for field in sorted(fx.field_sets):  # new tensors in its slots, made on this stream by this call
+        for k in sorted(fx.field_sets):  # new tensors in its slots, made on this stream by this call
             made = self.op(st, e, [], result=True)
             if isinstance(made, TVal) and made.sid in st.stores:
-                st.stores[made.sid].name = f"{base.key}.{field}"  # (named after the container in a finding)
+                st.stores[made.sid].name = f"{base.key}.{k.split('[', 1)[0]}"  # (named after the container)
             self.escape(st, made)
-            st.env[f"{base.key}.{field}[:]"] = TupVal((made,))
+            st.env[f"{base.key}.{rekey(k, index)}"] = made
+
+        def place(k: str) -> list[TVal]:  # (a slot this call or an earlier one filled: the tensor put there)
+            key = f"{base.key}.{rekey(k, index)}"
+            held = self.filled_slot(st, key)
+            if held is not None:
+                return self.tensors(st, held)
+            out = self.tensors(st, KVal(key))
+            slot = SLOT_KEY.search(key)
+            for tv in out:  # a slot keyed by what the element regex leaves whole (`i + 1`, any index `?`)
+                if tv.part is None and slot is not None and ("$" not in slot.group(1)):
+                    tv.part = slot.group(1) if slot.group(1) == ANY else f"[{slot.group(1)}]"
+            return out
+
+        reads = [tv for k in sorted(fx.field_reads - fx.field_writes) for tv in place(k)]
+        writes = [tv for k in sorted(fx.field_writes) for tv in place(k)]
+        if reads or writes:
+            self.op(st, e, reads, writes, result=False)
 
     def field_slot_put(self, st: State, target: cst.Subscript, v: object) -> None:
-        """``self.reloaded[key] = t`` in this call (or a helper run inline): the tensors the object's container
-        now holds, kept as ``self.reloaded[:]`` for what a sibling method's summary reads of its elements
-        (:meth:`own_state_effects`)."""
+        """``self.reloaded[key] = t`` in this call (or a helper run inline): the tensor the object's container
+        now holds in the slot the rendered key names (any slot ``[?]`` for a slice or several indices), for a
+        later subscript naming the same slot or a sibling method's summary reading it (:meth:`own_state_effects`)."""
         if not isinstance(v, (TVal, TupVal)) or not self.tensors(st, v):
             return
         place = self.render(st, target.value)
         if not (place.startswith("self.") and place.count(".") == 1 and "[" not in place):
             return
-        held = st.env.get(f"{place}[:]")
-        items = held.items if isinstance(held, TupVal) else (held,) if held is not None else ()
-        st.env[f"{place}[:]"] = TupVal((*items[-3:], v))  # (a few: a loop puts one per round)
+        single = len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index)
+        st.env[f"{place}[{self.render(st, target.slice[0].slice.value) if single else ANY}]"] = v
 
-    def filled_slot(self, st: State, base: KVal) -> object | None:
-        """``self.reloaded[k]`` read after a call here (or a helper run inline) put tensors in the container's
-        slots: those tensors (which slot a key names is not tracked); None when it filled none."""
-        filled = st.env.get(f"{base.key}[:]") if base.key.startswith("self.") and not base.glob else None
-        if not isinstance(filled, TupVal):
+    def filled_slot(self, st: State, key: str) -> object | None:
+        """The tensor a call here (or a helper run inline) put in the slot ``key`` names (``self.full[i + 1]``,
+        ``self._grads[?]``: the same rendered key, never another slot's); None when it filled none."""
+        if not key.startswith("self.") or "[" not in key:
             return None
-        return filled.items[0] if len(filled.items) == 1 else filled
+        held = st.env.get(key)
+        return held if isinstance(held, (TVal, TupVal)) else None

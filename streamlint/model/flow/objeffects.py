@@ -471,7 +471,8 @@ def _index(index: cst.BaseElement, fn: FunctionInfo) -> str:
         return param(v)
     if isinstance(v, cst.Integer):
         return repr(int(v.value, 0))
-    if isinstance(v, cst.SimpleString) and (text := string_value(v)) is not None:
+    if isinstance(v, cst.SimpleString) and (text := string_value(v)) is not None \
+            and not any(ch in text for ch in "$[]"):
         return repr(text)
     if isinstance(v, cst.BinaryOperation) and isinstance(v.operator, (cst.Add, cst.Subtract)) \
             and param(v.left) is not None and isinstance(v.right, cst.Integer):

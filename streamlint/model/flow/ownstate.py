@@ -9,11 +9,17 @@ collective under a side-stream scope of the caller was no producer / consumer pa
 its body and the methods of ``self`` it calls) is applied here on the caller's current stream, so the pair is
 ordered (or not) at the caller's call sites exactly as if both bodies were written there:
 
-* read and written places are accesses of the receiver's long-lived storages (``self._grads[:]``, an element a
-  parameter of the method names resolved to the caller's argument: ``self.stage[j]``);
-* a set container gets new tensors made on this stream by this call, kept as ``self._grads[:]`` (as are the
-  tensors a call here or a helper run inline puts in its slots: :meth:`OwnState.field_slot_put`), which a later
-  summary or subscript of the container reads back.
+Slots are keyed by their index as the caller renders it (objeffects' ``_index``): ``self._unshard(i + 1)`` of a
+method filling ``self.full[j]`` fills ``self.full[i + 1]``, a slot other than the ``self.full[i]`` the caller reads
+next; only an index the caller cannot name (a loop variable or a local of the method, a slice) is *any* slot,
+``self._grads[?]``.
+
+* read and written places are accesses of the receiver's long-lived storages, the slot's key its part (two
+  keyed slots are different places; an any-slot access conflicts with the whole container or another any-slot
+  access, never with a keyed slot: which slot it is is not known, precision first);
+* a set slot gets a new tensor made on this stream by this call, kept under its key (as are the tensors a call
+  here or a helper run inline puts in a slot: :meth:`OwnState.field_slot_put`), which a later summary or
+  subscript naming the same key reads back (never another key's tensor).
 
 Methods with stream work of their own (a scope, a wait, a record, events held in fields) keep running inline."""
 

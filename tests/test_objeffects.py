@@ -202,7 +202,8 @@ def test_own_state_summaries(tmp_path):
     # a device value stored in a slot a loop variable names: any slot; `len(...)` is a host int
     assert fx("pack").field_sets == {"grads[?]"}
     assert not fx("pack").field_writes
-    assert fx("reduce").field_writes == {"grads[?]"} and "grads[?]" in fx("reduce").field_reads
+    # a loop over the container's keys walks every slot
+    assert fx("reduce").field_writes == {"grads[*]"} and "grads[*]" in fx("reduce").field_reads
     assert fx("refresh").field_writes == {"stage[$j]"}  # the element the caller's argument names
     assert fx("refresh_all").field_writes == {"stage[$k]", "stage[3]"}  # handed on / a constant: that element
     assert fx("gather").field_reads == {"grads[?]"}  # through a comprehension handed to a call

@@ -278,7 +278,7 @@ class Expressions:
         if isinstance(base, KVal):
             if len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index):
                 key = f"{base.key}[{self.render(st, e.slice[0].slice.value)}]"
-                if not base.glob and (filled := self.filled_slot(st, key)) is not None:
+                if not base.glob and (filled := self.filled_slot(st, self.walked_slot(e, key))) is not None:
                     return filled  # the slot a call here filled (ownstate.py): what it put there
                 return KVal(key, base.glob, base.opaque)
             return KVal(f"{base.key}[:]", base.glob, base.opaque)

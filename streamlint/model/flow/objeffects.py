@@ -53,7 +53,7 @@ from streamlint.model.flow.elementsets import element_origins
 from streamlint.model.placement import host_placed
 from streamlint.model.stepstate import own_writes
 from streamlint.model.streams import derived
-from streamlint.model.syntax import local_nodes
+from streamlint.model.syntax import local_nodes, node_memo
 from streamlint.model.tensors import HOST_VALUE_METHODS, META_ATTRS, META_METHODS, MULTI_VIEW_METHODS, VIEW_METHODS, \
     tensor_method
 
@@ -65,6 +65,7 @@ _MAX_DEPTH = 2
 _HOST_BUILTINS = frozenset({"len", "isinstance", "id", "type", "hasattr", "getattr", "setattr", "print", "str",
                             "repr", "hash", "callable", "iter", "next", "sorted", "enumerate", "zip", "range"})
 ANY = "?"  # a slot key the caller cannot render: any slot of the container
+EVERY = "*"  # every slot of the container in turn (a loop over its keys)
 SLOT_KEY = re.compile(r"\[([^\[\]]*)\]")
 PARAM = re.compile(r"\$(\w+)")
 _FLAG_SETTERS = frozenset({"requires_grad_", "share_memory_", "retain_grad_", "record_stream"})
@@ -454,7 +455,35 @@ def _writes(project: Project, file: FileModel, fn: FunctionInfo, _depth: int) ->
     return frozenset(written)
 
 
-def _index(index: cst.BaseElement, fn: FunctionInfo) -> str:
+def slot_walkers(fn_node: cst.FunctionDef) -> dict[str, frozenset[str]]:
+    """The loop variables of ``fn_node`` that walk every slot of a ``self.*`` container, with the container's
+    code: ``for key in self.stash`` / ``self.stash.keys()`` / ``for key, _ in self.stash.items()`` /
+    ``for i in range(len(self.bufs))`` (``key`` -> ``{"self.stash"}``). ``self.stash[key]`` in such a loop is
+    every slot of the container in turn, not one unknown slot (memoised per function node)."""
+    def compute(node: cst.CSTNode) -> dict[str, frozenset[str]]:
+        out: dict[str, set[str]] = {}
+        for n in local_nodes(node):
+            if not isinstance(n, cst.For):
+                continue
+            it, target = n.iter, n.target
+            if isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and not it.args \
+                    and it.func.attr.value in ("keys", "items"):
+                if it.func.attr.value == "items":
+                    target = target.elements[0].value if isinstance(target, cst.Tuple) and target.elements else None
+                it = it.func.value
+            elif isinstance(it, cst.Call) and dotted(it.func) == "range" and len(it.args) == 1 \
+                    and isinstance(it.args[0].value, cst.Call) and dotted(it.args[0].value.func) == "len" \
+                    and len(it.args[0].value.args) == 1:
+                it = it.args[0].value.args[0].value
+            code = dotted(it)
+            if isinstance(target, cst.Name) and code is not None and code.startswith("self."):
+                out.setdefault(target.value, set()).add(code)
+        return {k: frozenset(v) for k, v in out.items()}
+
+    return node_memo("slot_walkers", fn_node, compute)
+
+
+def _index(index: cst.BaseElement, fn: FunctionInfo, container: cst.BaseExpression | None = None) -> str:
     """A subscript's index as a slot key the caller can name: a parameter of the method ``$j`` (the caller's
     argument names the slot), ``$j + 1`` / ``$j - 1``, a constant; ``?`` (any index) for what the caller cannot
     render (a local of the method, a slice, a computed key)."""
@@ -469,6 +498,9 @@ def _index(index: cst.BaseElement, fn: FunctionInfo) -> str:
 
     if param(v) is not None:
         return param(v)
+    if isinstance(v, cst.Name) and container is not None \
+            and dotted(container) in slot_walkers(fn.node).get(v.value, ()) and v.value not in fn.name_assigns:
+        return EVERY  # `for key in self.stash: ... self.stash[key]`: every slot in turn
     if isinstance(v, cst.Integer):
         return repr(int(v.value, 0))
     if isinstance(v, cst.SimpleString) and (text := string_value(v)) is not None \
@@ -498,7 +530,7 @@ def _self_place(e: cst.BaseExpression, fn: FunctionInfo) -> str | None:
             chain.append(f".{e.attr.value}")
             e = e.value
         elif isinstance(e, cst.Subscript):
-            chain.append(f"[{_index(e.slice[0], fn) if len(e.slice) == 1 else ANY}]")
+            chain.append(f"[{_index(e.slice[0], fn, e.value) if len(e.slice) == 1 else ANY}]")
             e = e.value
         elif isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) \
                 and e.func.attr.value in VIEW_METHODS | MULTI_VIEW_METHODS:
@@ -664,4 +696,4 @@ def guessed_calls(project: Project, file: FileModel, fn: FunctionInfo) -> str | 
     return None
 
 
-__all__ = ["ANY", "rekey", "MethodEffects", "ObjectMethod", "element_class", "field_class", "guessed_calls", "method_effects", "object_method", "typed_receiver"]
+__all__ = ["ANY", "EVERY", "slot_walkers", "rekey", "MethodEffects", "ObjectMethod", "element_class", "field_class", "guessed_calls", "method_effects", "object_method", "typed_receiver"]

@@ -26,9 +26,9 @@ Methods with stream work of their own (a scope, a wait, a record, events held in
 from __future__ import annotations
 
 from streamlint._lazy import cst
-from streamlint.model.file import FileModel, FunctionInfo
+from streamlint.model.file import FileModel, FunctionInfo, dotted
 from streamlint.model.flow.effects import held_object
-from streamlint.model.flow.objeffects import ANY, SLOT_KEY, method_effects, rekey
+from streamlint.model.flow.objeffects import ANY, EVERY, SLOT_KEY, method_effects, rekey, slot_walkers
 from streamlint.model.flow.values import KVal, State, TVal, TupVal
 from streamlint.model.uses import bind_arguments
 
@@ -76,7 +76,7 @@ class OwnState:
             out = self.tensors(st, KVal(key))
             slot = SLOT_KEY.search(key)
             for tv in out:  # a slot keyed by what the element regex leaves whole (`i + 1`, any index `?`)
-                if tv.part is None and slot is not None and ("$" not in slot.group(1)):
+                if tv.part is None and slot is not None and "$" not in slot.group(1) and slot.group(1) != EVERY:
                     tv.part = slot.group(1) if slot.group(1) == ANY else f"[{slot.group(1)}]"
             return out
 
@@ -99,8 +99,27 @@ class OwnState:
 
     def filled_slot(self, st: State, key: str) -> object | None:
         """The tensor a call here (or a helper run inline) put in the slot ``key`` names (``self.full[i + 1]``,
-        ``self._grads[?]``: the same rendered key, never another slot's); None when it filled none."""
+        ``self._grads[?]``: the same rendered key, never another slot's); for every slot of the container
+        (``self.stash[*]``, a loop over its keys) the tensors put in any of its slots; None when it filled none."""
         if not key.startswith("self.") or "[" not in key:
             return None
-        held = st.env.get(key)
-        return held if isinstance(held, (TVal, TupVal)) else None
+        if f"[{EVERY}]" not in key:
+            held = st.env.get(key)
+            return held if isinstance(held, (TVal, TupVal)) else None
+        head, _, rest = key.partition(f"[{EVERY}]")
+        if rest:
+            return None  # (a field of every element: not kept per slot)
+        found = [v for k, v in st.env.items() if k.startswith(head + "[") and "]" == k[-1] and "[" not in k[len(head) + 1:]
+                 and isinstance(v, (TVal, TupVal))]
+        return None if not found else found[0] if len(found) == 1 else TupVal(tuple(found[-4:]))
+
+    def walked_slot(self, e: cst.Subscript, key: str) -> str:
+        """``self.stash[key]`` inside ``for key in self.stash:`` of the function at hand: every slot
+        (``self.stash[*]``); else ``key`` as rendered."""
+        index = e.slice[0].slice.value if len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index) else None
+        if not (isinstance(index, cst.Name) and key.startswith("self.")):
+            return key
+        container = dotted(e.value)
+        if container is None or container not in slot_walkers(self.cfn.node).get(index.value, ()):
+            return key
+        return f"{key.rpartition('[')[0]}[{EVERY}]"

@@ -109,8 +109,8 @@ class OwnState:
         head, _, rest = key.partition(f"[{EVERY}]")
         if rest:
             return None  # (a field of every element: not kept per slot)
-        found = [v for k, v in st.env.items() if k.startswith(head + "[") and "]" == k[-1] and "[" not in k[len(head) + 1:]
-                 and isinstance(v, (TVal, TupVal))]
+        found = [v for k, v in st.env.items() if k.startswith(head + "[") and k.endswith("]")
+                 and "[" not in k[len(head) + 1:] and isinstance(v, (TVal, TupVal))]
         return None if not found else found[0] if len(found) == 1 else TupVal(tuple(found[-4:]))
 
     def walked_slot(self, e: cst.Subscript, key: str) -> str:

@@ -143,3 +143,71 @@ def test_name_resolved_receiver_is_medium(tmp_path):
     found = [f for f in lint_text(SHARDED, tmp=tmp_path) if f.code == "SL201"]
     assert found and all(f.confidence is Confidence.MEDIUM for f in found)
     assert "pack_into_flat" in found[0].hint
+
+
+OWN_STATE = '''
+import torch
+import torch.distributed as dist
+
+
+class Reducer:
+    def __init__(self, params):
+        self.params = params
+        self.grads = {}
+        self.sizes = {}
+        self.stage = torch.zeros(8, 16, device="cuda")
+
+    def pack(self):
+        for i, p in enumerate(self.params):
+            g = p.grad.flatten()
+            self.grads[i] = g
+            self.sizes[i] = len(self.params)
+            self.sizes[-i] = p.numel() * 2
+
+    def reduce(self):
+        for i in self.grads:
+            dist.all_reduce(self.grads[i])
+
+    def refresh(self, j):
+        self.stage[j].mul_(0.5)
+
+    def refresh_all(self, k):
+        self.refresh(k)
+        self.refresh(3)
+
+    def gather(self):
+        return torch.cat([self.grads[i] for i in self.grads])
+
+    def fetch(self, j, name):
+        self.grads[j + 1] = self.stage[j].to("cuda", non_blocking=True)
+        self.grads[name] = self.stage[0].mul(2)
+        self.grads["total"] = self.stage.sum()
+
+    def ordered(self, s):
+        s.wait_stream(torch.cuda.current_stream())
+        dist.all_reduce(self.grads[0])
+'''
+
+
+def test_own_state_summaries(tmp_path):
+    path = tmp_path / "own.py"
+    path.write_text(textwrap.dedent(OWN_STATE).lstrip("\n"), encoding="utf-8")
+    project = engine_for(tmp_path, [str(path)]).project
+    file = project.file(str(path))
+    methods = file.classes["Reducer"].methods
+
+    def fx(name):
+        return method_effects(project, file, methods[name])
+
+    # a device value stored in a slot a loop variable names: any slot; `len(...)` is a host int
+    assert fx("pack").field_sets == {"grads[?]"}
+    assert not fx("pack").field_writes
+    # a loop over the container's keys walks every slot
+    assert fx("reduce").field_writes == {"grads[*]"} and "grads[*]" in fx("reduce").field_reads
+    assert fx("refresh").field_writes == {"stage[$j]"}  # the element the caller's argument names
+    assert fx("refresh_all").field_writes == {"stage[$k]", "stage[3]"}  # handed on / a constant: that element
+    assert fx("gather").field_reads == {"grads[?]"}  # through a comprehension handed to a call
+    # slots keyed by their index: the caller's argument plus one, a parameter, a constant key
+    assert fx("fetch").field_sets == {"grads[$j + 1]", "grads[$name]", "grads['total']"}
+    assert fx("fetch").field_reads >= {"stage[$j]", "stage[0]"}
+    assert fx("ordered") is None  # stream work of its own: run inline, no summary

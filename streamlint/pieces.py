@@ -90,9 +90,9 @@ def _default_indent(text: str, tree: ast.Module) -> tuple[str, int] | None:
     start = next((_first_line(s) for s in tree.body if hasattr(s, "body")), None)
     if start is None:
         return "    ", -1
-    rest = iter(text.split("\n")[start - 1:])
+    rest = iter([line + "\n" for line in text.split("\n")[start - 1:]])
     try:
-        for tok in tokenize.generate_tokens(lambda: next(rest, "") + "\n"):
+        for tok in tokenize.generate_tokens(lambda: next(rest, "")):  # ("": the end)
             if tok.type == tokenize.INDENT:
                 return tok.string, start - 2 + tok.start[0]
             if tok.type == tokenize.ENDMARKER:

@@ -61,7 +61,8 @@ def test_random_modules_in_pieces_are_their_whole_parse() -> None:
     cut = 0
     for seed in range(60):
         rng = random.Random(seed)
-        head = rng.choice(["", "# header comment\n\n", '"""Docstring."""\n', "#!/usr/bin/env python\n# coding: utf-8\n"])
+        head = rng.choice(["", "# header comment\n\n", '"""Docstring."""\n',
+                           "#!/usr/bin/env python\n# coding: utf-8\n"])
         parts = [head]
         for n in range(rng.randrange(8, 40)):
             parts.append(rng.choice(GAPS))
@@ -86,6 +87,13 @@ def test_refused_where_a_cut_would_change_ownership() -> None:
     assert pieces.cut_lines(text, ast.parse(text), 1) == [1, 2]
     assert pieces.parse_in_pieces("x = 1\r\ny = 2\r\n" * 10, ast.parse("x = 1\ny = 2\n" * 10), _parse_unvalidated,
                                   piece=1) is None
+
+
+def test_module_without_an_indented_block() -> None:
+    """No INDENT anywhere (one-line suites only): the default indentation is LibCST's, the tokenizer ends."""
+    text = "".join(f"x{n} = {n}\ndef f{n}(): return {n}\nclass C{n}: pass\n" for n in range(50))
+    got = pieces.parse_in_pieces(text, ast.parse(text), _parse_unvalidated, piece=100)
+    assert got is not None and got.deep_equals(_parse_unvalidated(text))
 
 
 def test_findings_do_not_depend_on_pieces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,7 +14,7 @@ from typing import Iterable
 
 import pathspec
 
-from streamlint import _lazy
+from streamlint import _lazy, pieces
 from streamlint._lazy import cst
 from streamlint.config import Settings
 from streamlint.finding import Confidence, Finding, Severity, Span
@@ -129,7 +129,11 @@ def _parse_source(path: str, data: bytes, profiler: Profiler | None = None, prev
         if module is not None:
             return source, module, tree
     try:
-        module = _parse_unvalidated(source.text)
+        module = None
+        if tree is not None and len(source.text) > 2 * pieces.PIECE_CHARS:  # a large module: its parse's peak
+            module = pieces.parse_in_pieces(source.text, tree, _parse_unvalidated)  # memory is a piece's
+        if module is None:
+            module = _parse_unvalidated(source.text)
     except cst.ParserSyntaxError as exc:
         if ast_error is not None:
             return ParsedFile(source, None, None, ParseFailure(

@@ -98,11 +98,13 @@ def _implementations(project: Project, file: FileModel, cls: ClassInfo,
         return [(own, file)] if own is not None and not _stub(own) else []
     if own is None:
         return []
-    paths = project.paths_containing((f"def {name}(".encode(),))
-    if len(paths) > MAX_CALLER_FILES:  # a common name: too many files to parse; not followed
+    paths = set(project.paths_containing((f"def {name}(".encode(),)))
+    for other_name in cls.methods:  # an implementation defines every method of the protocol: files defining all
+        paths &= set(project.paths_containing((f"def {other_name}(".encode(),)))
+    if len(paths) > MAX_CALLER_FILES:  # common names: too many files to parse; not followed
         return []
     out = []
-    for path in paths:
+    for path in sorted(paths):
         model = project.file(path)
         for other in (model.classes.values() if model is not None else ()):
             if other is cls or name not in other.methods or not all(m in other.methods for m in cls.methods):

@@ -22,6 +22,7 @@ from streamlint._lazy import cst
 
 from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, ScopeSite
+from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.placement import host_source, host_target, non_blocking
 from streamlint.model.streams import derived
 from streamlint.model.syntax import local_nodes
@@ -39,6 +40,8 @@ def capture_kind(project: Project, file: FileModel, site: ScopeSite | None) -> s
         return None
     call = _constructor(site)
     cs = file.call_site(call) if call is not None else None
+    if cs is not None and cs.target is None:
+        return _annotated_capture(project, file, site.function, call)
     if cs is None or cs.target is None:
         return None
     found = project.symbol(cs.target, file)
@@ -52,6 +55,92 @@ def capture_kind(project: Project, file: FileModel, site: ScopeSite | None) -> s
         enter = cls.methods.get("__enter__")
         memo[key] = _enters_capture(project, mod, enter, 0) if enter is not None else None
     return memo[key]
+
+
+def _annotated_capture(project: Project, file: FileModel, fn: FunctionInfo | None, call: cst.Call) -> str | None:
+    """``"sync"`` when the with-item calls a method of a parameter annotated with a project class (``backend:
+    GraphBackend`` ... ``with backend.capture(stream=s):``) and every project method that call can run is a
+    ``@contextmanager`` entering ``torch.cuda.graph`` / ``torch.npu.graph`` (or a wrapper of it) before it
+    yields: the class's own method, or, for a ``typing.Protocol`` whose method is a stub, the method of every
+    project class providing all the protocol's methods (a device backend per platform). The capture API
+    synchronises the device at entry, whichever backend runs. None otherwise (no implementation seen, or one
+    that does something else)."""
+    func = call.func
+    if fn is None or not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+        return None
+    recv = func.value.value
+    if recv in ("self", "cls") or recv not in fn.all_params or recv in fn.name_assigns:
+        return None
+    params = (*fn.node.params.posonly_params, *fn.node.params.params, *fn.node.params.kwonly_params)
+    ann = next((p.annotation for p in params if p.name.value == recv), None)
+    if ann is None or not isinstance(ann.annotation, (cst.Name, cst.Attribute)):
+        return None
+    qual = file.resolve(ann.annotation, fn)
+    found = project.symbol(qual, file) if qual is not None else None
+    if found is None or not isinstance(found[0], ClassInfo):
+        return None
+    cls, mod = found
+    memo = derived(project, "annotated_capture")
+    key = (mod.path, cls.name, func.attr.value)
+    if key not in memo:
+        memo[key] = None  # (recursion guard)
+        impls = _implementations(project, mod, cls, func.attr.value)
+        memo[key] = "sync" if impls and all(_enters_graph_api(project, f, m) for m, f in impls) else None
+    return memo[key]
+
+
+def _implementations(project: Project, file: FileModel, cls: ClassInfo,
+                     name: str) -> list[tuple[FunctionInfo, FileModel]]:
+    """The project methods a call of ``name`` on a ``cls`` object can run: the class's own (not a stub), or,
+    for a protocol, those of every project class defining all its methods (empty past a few files)."""
+    own = cls.methods.get(name)
+    if not any(b.rsplit(".", 1)[-1] == "Protocol" for b in cls.bases):
+        return [(own, file)] if own is not None and not _stub(own) else []
+    if own is None:
+        return []
+    paths = set(project.paths_containing((f"def {name}(".encode(),)))
+    for other_name in cls.methods:  # an implementation defines every method of the protocol: files defining all
+        paths &= set(project.paths_containing((f"def {other_name}(".encode(),)))
+    if len(paths) > MAX_CALLER_FILES:  # common names: too many files to parse; not followed
+        return []
+    out = []
+    for path in sorted(paths):
+        model = project.file(path)
+        for other in (model.classes.values() if model is not None else ()):
+            if other is cls or name not in other.methods or not all(m in other.methods for m in cls.methods):
+                continue
+            if not _stub(other.methods[name]):
+                out.append((other.methods[name], model))
+    return out
+
+
+def _stub(fn: FunctionInfo) -> bool:
+    """A body of a docstring, ``...`` and ``pass`` only (a protocol's or an abstract method's)."""
+    body = fn.node.body
+    stmts = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    for stmt in stmts:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            return False
+        for small in stmt.body:
+            if isinstance(small, cst.Pass):
+                continue
+            if isinstance(small, cst.Expr) and isinstance(small.value, (cst.Ellipsis, cst.SimpleString,
+                                                                         cst.ConcatenatedString)):
+                continue
+            return False
+    return True
+
+
+def _enters_graph_api(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
+    """Is ``fn`` a ``@contextmanager`` calling the graph capture API (``torch.cuda.graph(...)``, directly in a
+    ``with`` or through ``stack.enter_context``) before its first ``yield``?"""
+    if not any(d.rsplit(".", 1)[-1] == "contextmanager" for d in fn.decorators):
+        return False
+    yields = [file.span(n).start_line for n in local_nodes(fn.node.body) if isinstance(n, cst.Yield)]
+    if len(yields) != 1:
+        return False
+    return any(file.span(site.node).start_line < yields[0]
+               and any(u.role is Role.GRAPH_CAPTURE for u in project.api_uses(file, site)) for site in fn.calls)
 
 
 def _constructor(site: ScopeSite) -> cst.Call | None:

@@ -110,6 +110,8 @@ def _caller_forks(project: Project, file: FileModel, fn: FunctionInfo, code: str
             there = f"{model.code(func.value)}{code[4:]}" if isinstance(func, cst.Attribute) else None
         else:
             expr = bound.get(code)
+            if _none_stream(fn, code, expr):
+                continue  # `torch.cuda.stream(None)` switches nothing: that caller's copies run on its own stream
             there = model.code(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
         after = _forked_before(project, model, site, there, depth) if there is not None else None
         if after is None:
@@ -118,6 +120,19 @@ def _caller_forks(project: Project, file: FileModel, fn: FunctionInfo, code: str
     if sites:
         memo[key] = frozenset(late)
     return memo[key]
+
+
+def _none_stream(fn: FunctionInfo, param: str, expr: cst.BaseExpression | None) -> bool:
+    """Is the stream parameter ``param`` of ``fn`` handed ``None`` at a call (literally, or left to its ``None``
+    default), with ``fn`` never rebinding it (``stream = stream or self.side`` would pick a side stream)?"""
+    if param in fn.name_assigns:
+        return False
+    if expr is None:
+        params = fn.node.params
+        declared = next((p for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+                         if p.name.value == param), None)
+        expr = declared.default if declared is not None else None
+    return isinstance(expr, cst.Name) and expr.value == "None"
 
 
 def _base(model: FileModel, expr: cst.BaseExpression) -> str | None:
@@ -144,6 +159,7 @@ def _written_after(model: FileModel, caller: FunctionInfo, start: cst.CSTNode | 
     entry when None) and before it reaches ``stop``; None when ``start`` is not met before ``stop``."""
     late: set[str] = set()
     seen = start is None
+    items: dict[str, str] = {}  # `for w in weights:` -> writing `w` in place writes `weights`
     stack: list = [caller.node.body]
     while stack:
         node = stack.pop()
@@ -157,11 +173,17 @@ def _written_after(model: FileModel, caller: FunctionInfo, start: cst.CSTNode | 
             seen, late = True, set()
         elif isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
             stack.append(tuple(t.target for t in node.targets) if isinstance(node, cst.Assign) else (node.target,))
+        elif isinstance(node, cst.For) and isinstance(node.target, cst.Name):
+            held = _base(model, node.iter)
+            if held is not None:
+                items[node.target.value] = held
         elif seen and isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
                 and node.func.attr.value.endswith("_") and not node.func.attr.value.startswith("_"):
             code = _base(model, node.func.value)
             if code is not None:
                 late.add(code)
+                if code in items:
+                    late.add(items[code])
         stack.extend(reversed(children(node)))
     return None
 
@@ -208,6 +230,8 @@ def _forked_before(project: Project, model: FileModel, site, there: str, depth: 
         after = _written_after(model, caller, fork, site.node)
         if after is not None and (best is None or len(after) <= len(best)):
             best = after  # the last fork before the call
+    if best is None:
+        best = _event_forked(project, model, caller, there, site.node)
     if best is not None:
         return best
     root = there.split(".")[0]
@@ -220,6 +244,171 @@ def _forked_before(project: Project, model: FileModel, site, there: str, depth: 
     if inherited is None:
         return None
     return set(inherited) | (_written_after(model, caller, None, site.node) or set())
+
+
+def _event_forked(project: Project, model: FileModel, caller: FunctionInfo, there: str,
+                  call: cst.Call) -> set[str] | None:
+    """Does ``caller`` make the stream ``there`` wait on an event before ``call``, the event covering the
+    caller's current stream? The variables that event does not cover (produced after its fork point), or None.
+
+    * The event recorded in ``caller`` itself: its last record before the wait is on the current stream
+      (``cur.record_event(ev)``, ``ev.record()``) on every path to the call; the record is the fork point:
+      what the caller produces after it (before or after the wait) is not ordered.
+    * The event recorded only elsewhere (``state.step_done``, another thread's signal: ``self.step_done.
+      record()`` after the serving step): every record of that field in the project is on its function's
+      current stream. When it ran relative to the caller's own producers is not known: only the arguments
+      the caller does not produce at all (state it reads) are covered.
+
+    An event recorded on the side stream itself, or before the producer, orders nothing (the fork point
+    says so); a wait through a project wrapper counts when the wrapper waits its own event on the stream
+    it is handed (``signal.wait(stream=s)`` doing ``self._event.wait(stream)``)."""
+    best = None
+    for wait, event in _event_waits(project, model, caller, there):
+        if _written_after(model, caller, wait, call) is None:
+            continue  # (not before the call)
+        records = _event_records(model, caller, event)
+        if records:
+            last = [r for r in records if _written_after(model, caller, r, wait) is not None]
+            last = last[-1:] if last else []
+            if not last or last[0] not in _current_records(project, model, caller, event) \
+                    or not _on_every_path(caller.node.body, last[0], call):
+                continue
+            after = _written_after(model, caller, last[0], call)
+        elif "." in event and _records_elsewhere_current(project, event.rsplit(".", 1)[1]):
+            after = _written_after(model, caller, None, call)
+        else:
+            continue
+        if after is not None and (best is None or len(after) <= len(best)):
+            best = after
+    return best
+
+
+def _event_waits(project: Project, model: FileModel, caller: FunctionInfo, there: str) -> list[tuple[cst.Call, str]]:
+    """The calls of ``caller`` making the stream ``there`` wait on an event, with the event's text:
+    ``there.wait_event(ev)``, ``ev.wait(there)`` / ``ev.wait(stream=there)`` (a torch event, or a project
+    wrapper waiting its own event on the stream it is handed)."""
+    out = []
+    for site in caller.calls:
+        node = site.node
+        if not isinstance(node.func, cst.Attribute):
+            continue
+        positional = [a.value for a in node.args if a.keyword is None]
+        if site.method == "wait_event" and positional and model.code(node.func.value) == there:
+            out.append((node, model.code(positional[0])))
+            continue
+        if site.method != "wait":
+            continue
+        streams = [a.value for a in node.args if a.keyword is not None and a.keyword.value == "stream"]
+        handed = (positional or streams)[:1]
+        if not handed or model.code(handed[0]) != there:
+            continue
+        found = project.call_target(model, site)
+        if found is not None and not _wrapper_waits(found[1], found[0]):
+            continue
+        out.append((node, model.code(node.func.value)))
+    return out
+
+
+def _stream_param(fn: FunctionInfo) -> str | None:
+    """The stream parameter of a method of an event wrapper (``wait(self, stream=None)``): its first one."""
+    params = fn.params[1:] if fn.params[:1] == ("self",) else fn.params
+    return params[0] if params else None
+
+
+def _wrapper_waits(file: FileModel, fn: FunctionInfo) -> bool:
+    """Does the project method ``fn`` (``wait(self, stream)``) make its stream parameter wait on an event of its
+    object (``self._event.wait(stream)``, ``stream.wait_event(self._event)``), never rebinding it?"""
+    param = _stream_param(fn)
+    if param is None or param in fn.name_assigns:
+        return False
+    for site in fn.calls:
+        node = site.node
+        if not isinstance(node.func, cst.Attribute):
+            continue
+        args = [a.value for a in node.args if a.keyword is None or a.keyword.value == "stream"]
+        if site.method == "wait" and file.code(node.func.value).startswith("self.") and args \
+                and file.code(args[0]) == param:
+            return True
+        if site.method == "wait_event" and file.code(node.func.value) == param and args \
+                and file.code(args[0]).startswith("self."):
+            return True
+    return False
+
+
+def _event_records(model: FileModel, caller: FunctionInfo, event: str) -> list[cst.Call]:
+    """Every call of ``caller`` recording the event ``event`` (on whichever stream), in source order."""
+    out = []
+    for site in caller.calls:
+        node = site.node
+        if not isinstance(node.func, cst.Attribute):
+            continue
+        positional = [a.value for a in node.args if a.keyword is None]
+        if site.method == "record" and model.code(node.func.value) == event or \
+                site.method == "record_event" and positional and model.code(positional[0]) == event:
+            out.append(node)
+    return sorted(out, key=lambda n: (model.span(n).start_line, model.span(n).start_col))
+
+
+def _records_elsewhere_current(project: Project, field: str) -> bool:
+    """Is every record in the project of an event held in the field ``field`` (``x.field.record(...)``,
+    ``s.record_event(x.field)``) on the current stream of its function, outside every stream scope, with one
+    at least? A project wrapper's ``record(stream=None)`` counts when it records its own event on the stream
+    it is handed (or on the current one) and the call hands none. Memoised per project and field."""
+    memo = derived(project, "event_field_records")
+    if field in memo:
+        return memo[field]
+    memo[field] = False
+    paths = project.paths_containing((f".{field}.record(".encode(), f".{field})".encode()))
+    if not paths or len(paths) > MAX_CALLER_FILES:
+        return False
+    found = 0
+    for path in paths:
+        model = project.file(path)
+        for site in (model.calls if model is not None else ()):
+            node = site.node
+            if not isinstance(node.func, cst.Attribute) or site.method not in ("record", "record_event"):
+                continue
+            positional = [a.value for a in node.args if a.keyword is None]
+            receiver = model.code(node.func.value)
+            named = receiver if site.method == "record" else (model.code(positional[0]) if positional else "")
+            if not named.endswith(f".{field}"):
+                continue
+            fn = site.function
+            if fn is None or any(use.roles() & apis.STREAM_SCOPE_ROLES
+                                 for use in project.enclosing_scopes(model, site.scope)):
+                return False
+            if site.method == "record_event":
+                if not is_current_stream(project, model, fn, node.func.value):
+                    return False
+            else:
+                streams = [a.value for a in node.args if a.keyword is not None and a.keyword.value == "stream"]
+                handed = (positional or streams)[:1]
+                if handed and not is_current_stream(project, model, fn, handed[0]):
+                    return False
+                target = project.call_target(model, site)
+                if target is not None and (handed or not _wrapper_records_handed(target[1], target[0])):
+                    return False
+            found += 1
+    memo[field] = found > 0
+    return memo[field]
+
+
+def _wrapper_records_handed(file: FileModel, fn: FunctionInfo) -> bool:
+    """Does the project method ``fn`` (``record(self, stream=None)``) record its object's events only on the
+    stream it is handed, with a ``None`` default (``self._event.record(stream)``), or on the current one?"""
+    param = _stream_param(fn)
+    if param is not None and (param in fn.name_assigns or not _none_stream(fn, param, None)):
+        return False
+    seen = False
+    for site in fn.calls:
+        node = site.node
+        if site.method not in ("record", "record_event") or not isinstance(node.func, cst.Attribute):
+            continue
+        args = [a.value for a in node.args if a.keyword is None or a.keyword.value == "stream"]
+        if site.method == "record_event" or (args and file.code(args[0]) != param):
+            return False
+        seen = True
+    return seen
 
 
 def _record_field_forked(project: Project, field: str) -> frozenset[str] | None:

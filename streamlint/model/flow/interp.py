@@ -214,6 +214,9 @@ class Interp(Consumers, Orderings, Records, Storages, Unsets, Expressions, ApiCa
                                         {name for name in self.fn.all_params if kinds.get(name) != "tensor"})
         forked = forked_stream_params(self.project, self.file, self.fn, {
             name for name in self.fn.all_params if kinds.get(name) == STREAM and name not in current})
+        # a list of tensors some caller fills after its fork (`for w in weights: w.mul_(s)`) has no storage to
+        # date as produced late (deferred below): the fork does not order that stream at all
+        forked = {k: names for k, names in forked.items() if not any(kinds.get(p) == "container" for p in names)}
         own = forked_self_streams(self.project, self.file, self.fn)
         self.given_events |= recorded_event_params(self.project, self.file, self.fn, {
             name for name in self.fn.all_params if kinds.get(name) == EVENT})

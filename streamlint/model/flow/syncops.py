@@ -161,9 +161,9 @@ class SyncMethods:
         if not e.args or not all(_plain(a.value) for a in e.args):
             return False
         values = [self.ev(st, a.value) for a in e.args]
-        snaps = [st.events.get(self.event_key(st, v, a.value)) for v, a in zip(values, e.args)
-                 if self.kind_of(st, v) == EVENT]
-        snaps = [snap for snap in snaps if snap is not None]
+        keyed = {key: st.events[key] for v, a in zip(values, e.args)
+                 if self.kind_of(st, v) == EVENT and (key := self.event_key(st, v, a.value)) in st.events}
+        snaps = list(keyed.values())
         tensors = [tv for v in values for tv in self.tensors(st, v)]
         if not snaps or not tensors:
             return False
@@ -175,6 +175,7 @@ class SyncMethods:
                 return False
         for v in values:
             self.escape(st, v)
+        st.handed_off.update((key, dict(snap)) for key, snap in keyed.items())  # (the records as handed)
         return True
 
     def library_stream_sync(self, st: State, e: cst.Call, site) -> bool:

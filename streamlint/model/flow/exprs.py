@@ -19,7 +19,7 @@ from streamlint.model.flow.recursion import recursive_call
 from streamlint.model.flow.rootranks import on_root_rank, root_expression
 from streamlint.model.flow.calls import kept_arguments, metadata_only, plain_container
 from streamlint.model.flow.objeffects import method_effects, object_method
-from streamlint.model.flow.values import CVal, IVal, KVal, NONE, SVal, State, TVal, TupVal, known_truth
+from streamlint.model.flow.values import CVal, IVal, KVal, NONE, RecordVal, SVal, State, TVal, TupVal, known_truth
 from streamlint.model.streams import declared_globals, EVENT, MAIN, STREAM, current_stream_getter, installed_stream_getter
 from streamlint.model.flow.leaves import closure_container
 from streamlint.model.syntax import target_names
@@ -353,6 +353,8 @@ class Expressions:
             note_call(self, st, e, site)  # a project callee: what this call hands it (entryctx.py)
         if not uses and self.handoff(st, e):
             return None
+        if not uses and site is not None and self.project.call_target(self.cfile, site) is None:
+            self.records_handed_out(st, e)
         if not uses and host_handshake(self.cfile, self.cfn, e):
             self.handshake_time = self.tick()  # another thread may order the streams before it signals
             self.handshake_forks = signaller_forks(self.cfile, e)
@@ -389,7 +391,8 @@ class Expressions:
             if (sym is not None and isinstance(sym[0], ClassInfo) and plain_container(sym[0])) \
                     or (sym is None and library_record(target)):  # (a library's record class: tensors.py)
                 # a dataclass / NamedTuple / plain holder: it keeps the tensors handed in, touches no memory
-                return TupVal(tuple(self.ev(st, arg.value) for arg in e.args))
+                items = tuple(self.ev(st, arg.value) for arg in e.args)
+                return TupVal(items) if sym is not None else RecordVal(items)
         kept = [expr for expr in kept_arguments(self.project, self.cfile, site)
                 if isinstance(expr, cst.Name)] if site is not None else []
         if kept and all(isinstance(a.value, (cst.Name, cst.Attribute)) for a in e.args) and all(
@@ -406,6 +409,22 @@ class Expressions:
             self.escape(st, st.env.get(expr.value))  # the callee keeps it beyond the call
         self.callee_frees(st, e)  # `_free_storage(bucket)`, `release()`: a helper / closure freeing storage
         return out
+
+    def records_handed_out(self, st: State, e: cst.Call) -> None:
+        """``connector.start_load_kv(LoadMetadata(slot_mapping=slots, ...))``: a record object of another package
+        (:func:`~streamlint.model.tensors.library_record`) handed to a call outside the project. Such a record is
+        the unit a library queues (a layerwise loader keeps it in the generator it stores for later rounds): the
+        tensors it holds may live on in the callee, so their local names dying frees nothing the flow can see
+        (they escape: a death at the return is reported only in strict mode)."""
+        for arg in e.args:
+            value = arg.value
+            if isinstance(value, cst.Name) and isinstance(st.env.get(value.value), RecordVal):
+                self.escape(st, st.env[value.value])
+            elif isinstance(value, cst.Call) and (inner := self.cfile.call_site(value)) is not None \
+                    and self.project.symbol(inner.target, self.cfile) is None and library_record(inner.target):
+                for item in value.args:
+                    if isinstance(item.value, cst.Name) and item.value.value in st.env:
+                        self.escape(st, st.env[item.value.value])
 
     def dispatch(self, st: State, e: cst.Call, method: str | None, target: str | None) -> object:
         site = self.cfile.call_site(e)

@@ -77,6 +77,12 @@ class TupVal:
 
 
 @dataclass(frozen=True)
+class RecordVal(TupVal):
+    """A record object of another package built from the values it holds (``LoadMetadata(slot_mapping=s)``):
+    handed to a call outside the project, its tensors may be kept there (exprs.records_handed_out)."""
+
+
+@dataclass(frozen=True)
 class IVal:
     """The index of a representative element of a collection (``"0"`` first, ``"1"`` middle, ``"-1"``
     last: :mod:`~streamlint.model.flow.elements`); ``xs[i]`` renders as ``xs[0]`` ... for it."""

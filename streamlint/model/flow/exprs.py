@@ -410,22 +410,6 @@ class Expressions:
         self.callee_frees(st, e)  # `_free_storage(bucket)`, `release()`: a helper / closure freeing storage
         return out
 
-    def records_handed_out(self, st: State, e: cst.Call) -> None:
-        """``connector.start_load_kv(LoadMetadata(slot_mapping=slots, ...))``: a record object of another package
-        (:func:`~streamlint.model.tensors.library_record`) handed to a call outside the project. Such a record is
-        the unit a library queues (a layerwise loader keeps it in the generator it stores for later rounds): the
-        tensors it holds may live on in the callee, so their local names dying frees nothing the flow can see
-        (they escape: a death at the return is reported only in strict mode)."""
-        for arg in e.args:
-            value = arg.value
-            if isinstance(value, cst.Name) and isinstance(st.env.get(value.value), RecordVal):
-                self.escape(st, st.env[value.value])
-            elif isinstance(value, cst.Call) and (inner := self.cfile.call_site(value)) is not None \
-                    and self.project.symbol(inner.target, self.cfile) is None and library_record(inner.target):
-                for item in value.args:
-                    if isinstance(item.value, cst.Name) and item.value.value in st.env:
-                        self.escape(st, st.env[item.value.value])
-
     def dispatch(self, st: State, e: cst.Call, method: str | None, target: str | None) -> object:
         site = self.cfile.call_site(e)
         found = self.project.call_target(self.cfile, site) if site is not None else None

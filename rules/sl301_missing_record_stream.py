@@ -32,6 +32,12 @@ class MissingRecordStream(Rule):
     allocation can hand it out again: a join of the allocating stream on the using stream after the free
     but before that stream allocates anything covers the free.
 
+    An event recorded on the using stream after the use and handed out (returned, or given to a receiver call
+    together with the tensors it guards: `self.attn(q, k, v, rel_bias=bias, rel_bias_event=ev)`) carries the
+    join: its waiter joins before its own work, and the death at the return is reported only with `strict`. So
+    is the death of tensors handed to a call outside the project inside another package's record object
+    (`connector.start_load(LoadRequest(slot_mapping=slots))`): the library may keep the record.
+
     A side stream whose every entry begins with a wait on the current stream (`side.wait_stream(main)`
     before each `with torch.npu.stream(side):`, or an event wait as the scope's first statement) cannot
     take a block back before the current stream's earlier reads: a side-stream tensor read on the current

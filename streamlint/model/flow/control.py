@@ -326,6 +326,8 @@ class ControlFlow:
             return (self.cfg.mode in parsed[1]) == parsed[2]
         if (first := self.first_round_test(st, test)) is not None:  # (before the bounds kept by the test's text)
             return first
+        if (bounded := self.bound_test(st, test)) is not None:  # `i <= n` once an earlier round learnt of n
+            return bounded
         counted = self.counter_test(st, test)
         if counted is not None:
             return counted
@@ -421,6 +423,7 @@ class ControlFlow:
                     self.constrain(s, test, outcome)
             self.device_test(s, test, outcome)
             self.counter_test(s, test, outcome)
+            self.note_bound(s, test, outcome)
             results.extend(runner(s))
         return results
 

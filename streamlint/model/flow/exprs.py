@@ -19,7 +19,7 @@ from streamlint.model.flow.recursion import recursive_call
 from streamlint.model.flow.rootranks import on_root_rank, root_expression
 from streamlint.model.flow.calls import kept_arguments, metadata_only, plain_container
 from streamlint.model.flow.objeffects import method_effects, object_method
-from streamlint.model.flow.values import CVal, IVal, KVal, NONE, SVal, State, TVal, TupVal, known_truth
+from streamlint.model.flow.values import CVal, IVal, KVal, NONE, RecordVal, SVal, State, TVal, TupVal, known_truth
 from streamlint.model.streams import declared_globals, EVENT, MAIN, STREAM, current_stream_getter, installed_stream_getter
 from streamlint.model.flow.leaves import closure_container
 from streamlint.model.syntax import target_names
@@ -356,6 +356,8 @@ class Expressions:
             note_call(self, st, e, site)  # a project callee: what this call hands it (entryctx.py)
         if not uses and self.handoff(st, e):
             return None
+        if not uses and site is not None and self.project.call_target(self.cfile, site) is None:
+            self.records_handed_out(st, e)
         if not uses and host_handshake(self.cfile, self.cfn, e):
             self.handshake_time = self.tick()  # another thread may order the streams before it signals
             self.handshake_forks = signaller_forks(self.cfile, e)
@@ -394,7 +396,8 @@ class Expressions:
             if (sym is not None and isinstance(sym[0], ClassInfo) and plain_container(sym[0])) \
                     or (sym is None and library_record(target)):  # (a library's record class: tensors.py)
                 # a dataclass / NamedTuple / plain holder: it keeps the tensors handed in, touches no memory
-                return TupVal(tuple(self.ev(st, arg.value) for arg in e.args))
+                items = tuple(self.ev(st, arg.value) for arg in e.args)
+                return TupVal(items) if sym is not None else RecordVal(items)
         kept = [expr for expr in kept_arguments(self.project, self.cfile, site)
                 if isinstance(expr, cst.Name)] if site is not None else []
         if kept and all(isinstance(a.value, (cst.Name, cst.Attribute)) for a in e.args) and all(

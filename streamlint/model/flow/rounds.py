@@ -12,7 +12,12 @@ enumerate(xs)`` (:func:`loop_index`):
   the first iteration is done on every path reaching a second one;
 * the first round binds the element variable to ``xs[0]``: an ``lru_cache``'d stream factory called with it gives
   the stream of ``factory(xs[0])`` (:meth:`Rounds.memo_key`): device 0's cached stream *is* the staging stream
-  made by the same call before the loop, so no cross-stream use is left in that iteration."""
+  made by the same call before the loop, so no cross-stream use is left in that iteration;
+* the index compared with a bound the loop does not know (``if layer < self.num_layers:``) tells the path about
+  the bound: round ``r`` is iteration ``start + r`` (the second round is the one right after the first), so a
+  path that took ``layer < n`` in the first round has ``n >= 1`` and decides ``0 < layer <= n`` in the second
+  (:meth:`Rounds.bound_test`, :meth:`Rounds.note_bound`): a layerwise generator that used a buffer on a side
+  stream in its first round and synchronises in the next one before it can end."""
 
 from __future__ import annotations
 
@@ -21,6 +26,8 @@ from streamlint.model.file import dotted
 from streamlint.model.flow.counters import _OPS
 from streamlint.model.flow.values import State
 from streamlint.model.syntax import int_literal, strip_not
+
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}  # `n > i` is `i < n`
 
 
 def loop_index(node: cst.For) -> str | None:
@@ -147,6 +154,67 @@ class Rounds:
         else:
             return None
         return held == positive
+
+    def index_value(self, st: State, name: str) -> int | None:
+        """The value of a range / enumerate loop's index in this round: round ``r`` is iteration ``start + r``
+        (the interpreter runs a second round only as the iteration right after the first)."""
+        bound = st.bound_at.get(name)
+        if bound is None or (bound[1], name) not in self.index_loops or bound[0] not in self.index_rounds:
+            return None
+        start, round_no = self.index_rounds[bound[0]]
+        return None if start is None else start + round_no
+
+    def index_bound(self, st: State, test: cst.BaseExpression) -> tuple[str, int, bool] | None:
+        """``i OP n`` with ``i`` a loop index of known value and ``n`` a name or attribute chain (the bound the
+        loop does not know): ``(n's text, m, positive)``, the test holding exactly when ``(n >= m) == positive``."""
+        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+            return None
+        op = _OPS.get(type(test.comparisons[0].operator).__name__)
+        left, right = test.left, test.comparisons[0].comparator
+        if op not in _FLIP:
+            return None
+        if not isinstance(left, cst.Name) or self.index_value(st, left.value) is None:
+            left, right, op = right, left, _FLIP[op]
+        if not isinstance(left, cst.Name) or not isinstance(right, (cst.Name, cst.Attribute)) \
+                or isinstance(right, cst.Name) and self.index_value(st, right.value) is not None:
+            return None
+        v = self.index_value(st, left.value)
+        if v is None:
+            return None
+        text = self.render(st, right)
+        return {"<": (text, v + 1, True), "<=": (text, v, True), ">": (text, v, False),
+                ">=": (text, v + 1, False)}[op]
+
+    def bound_test(self, st: State, test: cst.BaseExpression) -> bool | None:
+        """``i OP n`` decided by what the path learnt of ``n`` from earlier rounds' tests (:meth:`note_bound`)."""
+        test, positive = strip_not(test)
+        asked = self.index_bound(st, test)
+        if asked is None:
+            return None
+        text, m, sign = asked
+        prefix = f"<{text} >= "
+        for key, held in st.assume.items():
+            if not key.startswith(prefix):
+                continue
+            known = int(key[len(prefix):-1])
+            if held and known >= m or not held and known <= m:
+                return (held == sign) == positive
+        return None
+
+    def note_bound(self, st: State, test: cst.BaseExpression, outcome: bool) -> None:
+        """The path took ``test`` with ``outcome``: keep what it says of a bound compared with a loop index (each
+        operand of ``a and b`` taken, of ``a or b`` not taken)."""
+        test, positive = strip_not(test)
+        outcome = outcome == positive
+        if isinstance(test, cst.BooleanOperation):
+            if isinstance(test.operator, cst.And) == outcome:
+                self.note_bound(st, test.left, outcome)
+                self.note_bound(st, test.right, outcome)
+            return
+        asked = self.index_bound(st, test)
+        if asked is not None:
+            text, m, sign = asked
+            st.assume[f"<{text} >= {m}>"] = outcome == sign
 
 
 __all__ = ["Rounds", "first_element_of", "index_start", "loop_index"]

@@ -507,11 +507,14 @@ class Storages(HostFields):
 
     def report_lifetime(self, st: State, S: Storage, u: Access, how: str, node: cst.CSTNode | None) -> None:
         key = (id(u.node), S.name)
-        if key not in self.lifetimes and not unseen_pair(self, S.alloc, u.stream):
+        seen = self.lifetimes.get(key)
+        if (seen is None or seen.escaped) and not unseen_pair(self, S.alloc, u.stream):
             handed = how == "function end" and self.published_after(st, u)
             released = self.held_release(st, S) if S.escaped and how == "function end" and not handed else None
             how, node, escaped = (how, node, (S.escaped or handed) and how == "function end") if released is None \
                 else ("release", released, False)  # kept in a field another method drops unjoined
+            if seen is not None and escaped:
+                return  # (a path that hands the join out does not hide another path's unjoined free)
             self.lifetimes[key] = Lifetime(u.node, u.label or S.name or "tensor", S.alloc, u.stream, how, node,
                                            escaped, self.cfg.mode)
 
@@ -535,8 +538,12 @@ class Storages(HostFields):
         st.pending = keep
 
     def published_after(self, st: State, u: Access) -> bool:
-        """Was an event recorded on ``u``'s stream after ``u`` and handed out (the result, or ``self.done``
-        that every caller waits on right after the call)? Its waiter then carries the join."""
+        """Was an event recorded on ``u``'s stream after ``u`` and handed out (the result, ``self.done`` that every
+        caller waits on right after the call, or a receiver call given it with the tensors it guards on this path:
+        ``self.attn(q, k, v, rel_bias=bias, rel_bias_event=ev)``)? Its waiter then carries the join: the receiver
+        waits before its own work on the current stream, which orders every use of the stream before the record."""
+        if any(snap.get(u.stream, -1) >= u.time for snap in st.handed_off.values()):
+            return True
         handed = {ev.key for ev in _events_in(st.ret)}
         return any(snap.get(u.stream, -1) >= u.time and (key in handed or (
             key.startswith("self.") and key.count(".") == 1 and event_waited_elsewhere(self.project, self.file, self.fn, key[5:])))

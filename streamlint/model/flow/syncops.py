@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from streamlint._lazy import cst
 from streamlint.model.file import dotted
-from streamlint.model.flow.values import EVal, State, SVal, TVal, merge_clock, ordered_before
+from streamlint.model.flow.values import EVal, RecordVal, State, SVal, TVal, merge_clock, ordered_before
 from streamlint.model.argkinds import argument_kind
 from streamlint.model.streams import EVENT, MAIN, STREAM, derived
-from streamlint.model.tensors import ESCAPE_METHODS
+from streamlint.model.tensors import ESCAPE_METHODS, library_record
 from streamlint.model.syntax import local_nodes
 from streamlint.model.walk import children
 
@@ -161,9 +161,9 @@ class SyncMethods:
         if not e.args or not all(_plain(a.value) for a in e.args):
             return False
         values = [self.ev(st, a.value) for a in e.args]
-        snaps = [st.events.get(self.event_key(st, v, a.value)) for v, a in zip(values, e.args)
-                 if self.kind_of(st, v) == EVENT]
-        snaps = [snap for snap in snaps if snap is not None]
+        keyed = {key: st.events[key] for v, a in zip(values, e.args)
+                 if self.kind_of(st, v) == EVENT and (key := self.event_key(st, v, a.value)) in st.events}
+        snaps = list(keyed.values())
         tensors = [tv for v in values for tv in self.tensors(st, v)]
         if not snaps or not tensors:
             return False
@@ -175,7 +175,24 @@ class SyncMethods:
                 return False
         for v in values:
             self.escape(st, v)
+        st.handed_off.update((key, dict(snap)) for key, snap in keyed.items())  # (the records as handed)
         return True
+
+    def records_handed_out(self, st: State, e: cst.Call) -> None:
+        """``connector.start_load_kv(LoadMetadata(slot_mapping=slots, ...))``: a record object of another package
+        (:func:`~streamlint.model.tensors.library_record`) handed to a call outside the project. Such a record is
+        the unit a library queues (a layerwise loader keeps it in the generator it stores for later rounds): the
+        tensors it holds may live on in the callee, so their local names dying frees nothing the flow can see
+        (they escape: a death at the return is reported only in strict mode)."""
+        for arg in e.args:
+            value = arg.value
+            if isinstance(value, cst.Name) and isinstance(st.env.get(value.value), RecordVal):
+                self.escape(st, st.env[value.value])
+            elif isinstance(value, cst.Call) and (inner := self.cfile.call_site(value)) is not None \
+                    and library_record(inner.target) and self.project.symbol(inner.target, self.cfile) is None:
+                for item in value.args:
+                    if isinstance(item.value, cst.Name) and item.value.value in st.env:
+                        self.escape(st, st.env[item.value.value])
 
     def library_stream_sync(self, st: State, e: cst.Call, site) -> bool:
         """``tex.bulk_overlap_ag_with_external_gemm(ub, send_stream, recv_stream)``: a function of a library

@@ -77,6 +77,12 @@ class TupVal:
 
 
 @dataclass(frozen=True)
+class RecordVal(TupVal):
+    """A record object of another package built from the values it holds (``LoadMetadata(slot_mapping=s)``):
+    handed to a call outside the project, its tensors may be kept there (exprs.records_handed_out)."""
+
+
+@dataclass(frozen=True)
 class IVal:
     """The index of a representative element of a collection (``"0"`` first, ``"1"`` middle, ``"-1"``
     last: :mod:`~streamlint.model.flow.elements`); ``xs[i]`` renders as ``xs[0]`` ... for it."""
@@ -199,6 +205,9 @@ class State:
         # events this path named after their last record (waited, synchronised, handed on, stored...): an event
         # recorded here and never named again on the path is a dropped join handle (hostsync.py)
         self.used_events: set[str] = set()
+        # events this path handed to a receiver call together with the tensors they guard (syncops.handoff):
+        # the receiver waits on them, so side-stream work before their record is joined there (storage.published_after)
+        self.handed_off: dict[str, dict[str, int]] = {}
         # anonymous event key -> (stamp of the object's creation, stamp of its last hand-off to a container or a
         # field): a record after the hand-off is seen by the holder (orderings.record)
         self.event_stamps: dict[str, tuple[int, int]] = {}
@@ -237,6 +246,7 @@ class State:
         s.loose_rec, s.elem_of = dict(self.loose_rec), dict(self.elem_of)
         s.globs = dict(self.globs)
         s.used_events = set(self.used_events)
+        s.handed_off = dict(self.handed_off)
         s.event_stamps = dict(self.event_stamps)
         s.replayed = self.replayed
         return s

@@ -328,11 +328,9 @@ class ControlFlow:
             return first
         if (bounded := self.bound_test(st, test)) is not None:  # `i <= n` once an earlier round learnt of n
             return bounded
-        counted = self.counter_test(st, test)
-        if counted is not None:
+        if (counted := self.counter_test(st, test)) is not None:
             return counted
-        ordering = ordering_query(test)
-        if ordering is not None:
+        if (ordering := ordering_query(test)) is not None:
             return ordering
         key, positive = self.test_key(st, test)
         if key is not None and key in st.assume:

@@ -114,31 +114,19 @@ def _aliases(file: FileModel, body: cst.CSTNode) -> dict[str, str]:
 
 def _writes(file: FileModel, body: cst.CSTNode) -> list[tuple[str, cst.CSTNode]]:
     """(normalised ``self.*`` path, node) of every write to a ``self.*`` chain in ``body``."""
-    return [(p, node) for p, node, _expr in own_writes(file, body)]
-
-
-def own_writes(file: FileModel, body: cst.CSTNode, nested: bool = True,
-               blocks: bool = False) -> list[tuple[str, cst.CSTNode, cst.BaseExpression]]:
-    """(normalised ``self.*`` path, node, written expression) of every write to a ``self.*`` chain in ``body``
-    outside a stream scope (and, ``nested`` false, outside the functions defined in it; ``blocks``: also writes of a
-    block of an element, ``self.kv[layer][block]``, ``self.buckets[k][a:b]``): the one write extractor
-    of the step state and of the own-state summaries of methods (:mod:`~streamlint.model.flow.objeffects`, which
-    keys a slot by the written expression's index)."""
     aliases = _aliases(file, body)
-    out: list[tuple[str, cst.CSTNode, cst.BaseExpression]] = []
+    out: list[tuple[str, cst.CSTNode]] = []
 
     def add(expr: cst.BaseExpression, node: cst.CSTNode) -> None:
         p = _path(file, expr, aliases)
-        if p is not None and p != "self" and (blocks or "[][]" not in p):  # (a block of an element: paged
-            out.append((p, node, expr))  # storage whose blocks the scheduler hands out disjointly)
+        if p is not None and p != "self" and "[][]" not in p:  # (a block of an element: paged storage whose
+            out.append((p, node))  # blocks the scheduler hands out disjointly, `self.kv[layer][block]`)
 
     lazy = _lazy_allocations(file, body)
     settled = _settled_before_sync(body)
     stack = [body]
     while stack:
         n = stack.pop()
-        if not nested and isinstance(n, (cst.FunctionDef, cst.Lambda)) and n is not body:
-            continue  # (a hook defined here runs later, not in this call)
         if isinstance(n, cst.With) and any("stream" in file.code(item.item).lower() for item in n.items):
             continue  # a write queued on a side stream: a class protocol's (flow/protocols.py), not the step's
         if id(n) in settled:
@@ -479,4 +467,4 @@ def _fork_steps(file: FileModel, cls: ClassInfo) -> dict[str, set[str]]:
     return False
 
 
-__all__ = ["forks_for_callers", "forked_elsewhere", "own_writes", "step_writer", "step_writers"]
+__all__ = ["forks_for_callers", "forked_elsewhere", "step_writer", "step_writers"]

@@ -253,7 +253,6 @@ class ControlFlow:
             else:
                 self.escape(st, v, into=target)  # a container slot (dict / list of events, tensors, objects)
                 self.slot_put(st, target, v)
-                self.field_slot_put(st, target, v)
                 if isinstance(target.value, cst.Name) and (target.value.value in st.env
                                                            or closure_container(self.cfn, target.value.value)):
                     held = tuple(tv.sid for tv in self.tensors(st, v))

@@ -277,10 +277,7 @@ class Expressions:
             return self.new_tensor(st, st.held[e.value.value][-1])
         if isinstance(base, KVal):
             if len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index):
-                key = f"{base.key}[{self.render(st, e.slice[0].slice.value)}]"
-                if not base.glob and (filled := self.filled_slot(st, self.walked_slot(e, key))) is not None:
-                    return filled  # the slot a call here filled (ownstate.py): what it put there
-                return KVal(key, base.glob, base.opaque)
+                return KVal(f"{base.key}[{self.render(st, e.slice[0].slice.value)}]", base.glob, base.opaque)
             return KVal(f"{base.key}[:]", base.glob, base.opaque)
         return None
 
@@ -383,8 +380,6 @@ class Expressions:
                 return result
             if recursive_call(self, st, e, site):  # (a helper inlined calling itself: recursion.py)
                 return None
-            if getter is not None:
-                self.own_state_effects(st, e, *getter)  # (a method of this object not run inline: its summary)
             handed = self.handed_back(st, e, site)
             if handed is not None:
                 return handed

@@ -25,7 +25,6 @@ from streamlint.model.flow.xfer import TransferSends
 from streamlint.model.flow.apicalls import ApiCalls
 from streamlint.model.flow.exprs import Expressions
 from streamlint.model.flow.orderings import Orderings
-from streamlint.model.flow.ownstate import OwnState
 from streamlint.model.flow.handedback import HandedBack
 from streamlint.model.flow.protocols import protocol_inputs, seed
 from streamlint.model.flow.results import EarlyRecord, HostRead, Lifetime, Race, Unjoined, ViewEscape
@@ -81,7 +80,7 @@ def _last_simple(body: list) -> cst.CSTNode | None:
 
 
 class Interp(Consumers, Orderings, Records, Storages, Unsets, Expressions, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes,
-             HostReads, HostSyncs, TransferSends, Counters, Promises, Slots, Replays, Rounds, Finals, OwnState,
+             HostReads, HostSyncs, TransferSends, Counters, Promises, Slots, Replays, Rounds, Finals,
              HandedBack):
     """Path-sensitive abstract interpretation of one function body in program order."""
 

@@ -41,33 +41,24 @@ Memoised per project (``derived``), per function object (kept with the answer).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.apis import COLLECTIVES
-from streamlint.model.file import ClassInfo, dotted, string_value
+from streamlint.model.file import ClassInfo, dotted
 from streamlint.model.flow.duckmethods import behaves_as, distinctive, only_definition
 from streamlint.model.flow.elementsets import element_origins
 from streamlint.model.placement import host_placed
-from streamlint.model.stepstate import own_writes
 from streamlint.model.streams import derived
-from streamlint.model.syntax import local_nodes, node_memo
-from streamlint.model.tensors import HOST_VALUE_METHODS, META_ATTRS, META_METHODS, MULTI_VIEW_METHODS, VIEW_METHODS, \
-    tensor_method
+from streamlint.model.syntax import local_nodes
+from streamlint.model.tensors import MULTI_VIEW_METHODS, VIEW_METHODS, tensor_method
 
 if TYPE_CHECKING:
     from streamlint.model.file import FileModel, FunctionInfo
     from streamlint.model.project import Project
 
 _MAX_DEPTH = 2
-_HOST_BUILTINS = frozenset({"len", "isinstance", "id", "type", "hasattr", "getattr", "setattr", "print", "str",
-                            "repr", "hash", "callable", "iter", "next", "sorted", "enumerate", "zip", "range"})
-ANY = "?"  # a slot key the caller cannot render: any slot of the container
-EVERY = "*"  # every slot of the container in turn (a loop over its keys)
-SLOT_KEY = re.compile(r"\[([^\[\]]*)\]")
-PARAM = re.compile(r"\$(\w+)")
 _FLAG_SETTERS = frozenset({"requires_grad_", "share_memory_", "retain_grad_", "record_stream"})
 _SEQUENCES = frozenset({"tuple", "list", "Tuple", "List", "Sequence", "Iterable", "MutableSequence"})
 _WRAPPERS = frozenset({"tuple", "list", "ModuleList", "nn.ModuleList", "torch.nn.ModuleList"})
@@ -78,14 +69,6 @@ _FACTORIES = frozenset({"empty", "zeros", "ones", "full", "empty_strided", "rand
 class MethodEffects:
     writes: frozenset[str]  # the parameters whose memory the method writes (on the caller's current stream)
     fresh: bool  # every return hands back new device memory allocated on the caller's current stream
-    # the places of the receiver's own state it writes / reads on the device (on the caller's current stream), as
-    # key suffixes after ``self.``, each subscript keyed by _index (``_grads[$name]`` for ``self._grads[name]``
-    # of a parameter ``name``, ``buckets[?].data`` for ``self.buckets[k].data`` of a loop variable ``k``)
-    field_writes: frozenset[str] = frozenset()
-    field_reads: frozenset[str] = frozenset()
-    # the slots it sets to a device tensor computed on the caller's current stream (``self._grads[name] = g - p``:
-    # ``_grads[$name]``): new tensors in the slots, no write of the old ones' memory
-    field_sets: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -394,12 +377,8 @@ def method_effects(project: Project, file: FileModel, fn: FunctionInfo, _depth: 
     memo[key] = (fn, None)  # (recursion guard)
     from streamlint.model.flow.calls import _relevant
 
-    if _relevant(project, file, fn):
-        out = None
-    else:
-        field_writes, field_reads, field_sets = _field_effects(project, file, fn, _depth)
-        out = MethodEffects(_writes(project, file, fn, _depth), _fresh(project, file, fn), field_writes, field_reads,
-                            field_sets)
+    out = None if _relevant(project, file, fn) else MethodEffects(
+        _writes(project, file, fn, _depth), _fresh(project, file, fn))
     memo[key] = (fn, out)
     return out
 
@@ -455,232 +434,6 @@ def _writes(project: Project, file: FileModel, fn: FunctionInfo, _depth: int) ->
     return frozenset(written)
 
 
-def slot_walkers(fn_node: cst.FunctionDef) -> dict[str, frozenset[str]]:
-    """The loop variables of ``fn_node`` that walk every slot of a ``self.*`` container, with the container's
-    code: ``for key in self.stash`` / ``self.stash.keys()`` / ``for key, _ in self.stash.items()`` /
-    ``for i in range(len(self.bufs))`` (``key`` -> ``{"self.stash"}``). ``self.stash[key]`` in such a loop is
-    every slot of the container in turn, not one unknown slot (memoised per function node)."""
-    def compute(node: cst.CSTNode) -> dict[str, frozenset[str]]:
-        out: dict[str, set[str]] = {}
-        for n in local_nodes(node):
-            if not isinstance(n, cst.For):
-                continue
-            it, target = n.iter, n.target
-            if isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and not it.args \
-                    and it.func.attr.value in ("keys", "items"):
-                if it.func.attr.value == "items":
-                    target = target.elements[0].value if isinstance(target, cst.Tuple) and target.elements else None
-                it = it.func.value
-            elif isinstance(it, cst.Call) and dotted(it.func) == "range" and len(it.args) == 1 \
-                    and isinstance(it.args[0].value, cst.Call) and dotted(it.args[0].value.func) == "len" \
-                    and len(it.args[0].value.args) == 1:
-                it = it.args[0].value.args[0].value
-            code = dotted(it)
-            if isinstance(target, cst.Name) and code is not None and code.startswith("self."):
-                out.setdefault(target.value, set()).add(code)
-        return {k: frozenset(v) for k, v in out.items()}
-
-    return node_memo("slot_walkers", fn_node, compute)
-
-
-def _index(index: cst.BaseElement, fn: FunctionInfo, container: cst.BaseExpression | None = None) -> str:
-    """A subscript's index as a slot key the caller can name: a parameter of the method ``$j`` (the caller's
-    argument names the slot), ``$j + 1`` / ``$j - 1``, a constant; ``?`` (any index) for what the caller cannot
-    render (a local of the method, a slice, a computed key)."""
-    idx = index.slice if isinstance(index, cst.SubscriptElement) else None
-    if not isinstance(idx, cst.Index):
-        return ANY
-    v = idx.value
-
-    def param(e: cst.BaseExpression) -> str | None:
-        ok = isinstance(e, cst.Name) and e.value in fn.all_params and e.value not in fn.name_assigns
-        return f"${e.value}" if ok else None
-
-    if param(v) is not None:
-        return param(v)
-    if isinstance(v, cst.Name) and container is not None \
-            and dotted(container) in slot_walkers(fn.node).get(v.value, ()) and v.value not in fn.name_assigns:
-        return EVERY  # `for key in self.stash: ... self.stash[key]`: every slot in turn
-    if isinstance(v, cst.Integer):
-        return repr(int(v.value, 0))
-    if isinstance(v, cst.SimpleString) and (text := string_value(v)) is not None \
-            and not any(ch in text for ch in "$[]"):
-        return repr(text)
-    if isinstance(v, cst.BinaryOperation) and isinstance(v.operator, (cst.Add, cst.Subtract)) \
-            and param(v.left) is not None and isinstance(v.right, cst.Integer):
-        return f"{param(v.left)} {'+' if isinstance(v.operator, cst.Add) else '-'} {int(v.right.value, 0)}"
-    return ANY
-
-
-def _self_place(e: cst.BaseExpression, fn: FunctionInfo) -> str | None:
-    """The place of the object's own state an expression's memory is, as a key suffix after ``self.``, each
-    subscript keyed by :func:`_index`: ``self._grads[name]`` (``name`` a parameter) -> ``_grads[$name]``,
-    ``self.full[j + 1]`` -> ``full[$j + 1]``, ``self.buckets[k].data.view(-1)`` with ``k`` a loop variable ->
-    ``buckets[?].data`` (through attributes, subscripts and views; not through a tensor method computing a new
-    tensor, nor a metadata attribute)."""
-    chain: list[str] = []
-    while True:
-        if isinstance(e, cst.Name):
-            if e.value != "self" or not chain:
-                return None
-            return "".join(reversed(chain))[1:]
-        if isinstance(e, cst.Attribute):
-            if e.attr.value in META_ATTRS:
-                return None
-            chain.append(f".{e.attr.value}")
-            e = e.value
-        elif isinstance(e, cst.Subscript):
-            chain.append(f"[{_index(e.slice[0], fn, e.value) if len(e.slice) == 1 else ANY}]")
-            e = e.value
-        elif isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) \
-                and e.func.attr.value in VIEW_METHODS | MULTI_VIEW_METHODS:
-            e = e.func.value
-        else:
-            return None
-
-
-def _alias_place(path: str) -> str | None:
-    """The place of a write through a local alias (``buf = self.bufs[i]``; stepstate's normalised path
-    ``self.bufs[]``): every subscript any index (``bufs[?]``)."""
-    if not path.startswith("self."):
-        return None
-    return path[len("self."):].replace("[]", f"[{ANY}]")
-
-
-def rekey(place: str, index: Callable[[str], str | None]) -> str:
-    """``place`` with each parameter of the method in a slot key replaced by what ``index`` names it
-    (``$j`` -> the caller's rendering of its argument); a key naming a parameter ``index`` cannot name is any
-    index."""
-    def one(m: re.Match) -> str:
-        key = m.group(1)
-        if "$" not in key:
-            return m.group(0)
-        names = PARAM.findall(key)
-        values = [index(n) for n in names]
-        if any(v is None for v in values):
-            return f"[{ANY}]"
-        for n, v in zip(names, values):
-            key = key.replace(f"${n}", v)
-        return f"[{key}]"
-
-    return SLOT_KEY.sub(one, place)
-
-
-def _device_value(fn: FunctionInfo, value: cst.BaseExpression | None, _depth: int = 0) -> bool:
-    """Is a stored value evidently a device tensor computed here: a tensor method, a ``torch`` function,
-    arithmetic on one, or a local bound once to one (``self._grads[n] = pseudo`` after ``pseudo = a.to(d) - b``)?
-    Arithmetic on host counts (``p.numel() * 2``) is none."""
-    if isinstance(value, cst.BinaryOperation):
-        return _device_value(fn, value.left, _depth) or _device_value(fn, value.right, _depth)
-    if isinstance(value, cst.Call):
-        name = dotted(value.func) or ""
-        if name.startswith("torch.") and name.rsplit(".", 1)[-1] not in ("device", "Size", "dtype"):
-            return True
-        if isinstance(value.func, cst.Attribute):
-            method = value.func.attr.value
-            return tensor_method(method) and method not in META_METHODS and method not in HOST_VALUE_METHODS \
-                and method not in ("cpu", "tolist", "numpy")
-        return False
-    if isinstance(value, cst.Name) and _depth < 2 and value.value not in fn.all_params:
-        bound = fn.name_assigns.get(value.value, [])
-        return len(bound) == 1 and _device_value(fn, bound[0], _depth + 1)
-    return False
-
-
-def _handed(e: cst.BaseExpression) -> list[cst.BaseExpression]:
-    """What an argument hands over: itself, the items of a literal list / tuple, a comprehension's element
-    (``torch.cat([self.reloaded[k] for k in keys])``)."""
-    if isinstance(e, (cst.List, cst.Tuple)):
-        return [el.value for el in e.elements]
-    if isinstance(e, (cst.ListComp, cst.GeneratorExp)):
-        return [e.elt]
-    return [e]
-
-
-def _field_effects(project: Project, file: FileModel, fn: FunctionInfo,
-                   _depth: int) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
-    """The places of ``self`` a method without stream work writes, reads and sets on the device (on the stream
-    current at its entry), with those of the methods of ``self`` it calls (to :data:`_MAX_DEPTH`), slots keyed by
-    :func:`_index`. Written are stepstate's writes (:func:`~streamlint.model.stepstate.own_writes`: an in-place
-    tensor method's receiver, ``out=``, a collective's output, a store into a slot's memory); set are the slots
-    of a container of ``self`` a device value computed here is stored in (``self._grads[name] = g - p``: new
-    tensors, no write of the old ones' memory); read are places handed to a call (also inside a literal list or
-    a comprehension) or used in arithmetic (``dist.all_reduce(self._grads[name])``, ``self.acc + x``) and a
-    tensor method's receiver."""
-    if fn.class_name is None or fn.params[:1] != ("self",):
-        return frozenset(), frozenset(), frozenset()
-    writes: set[str] = set()
-    reads: set[str] = set()
-    sets: set[str] = set()
-
-    def add(into: set[str], e: cst.BaseExpression | None) -> None:
-        place = _self_place(e, fn) if e is not None else None
-        if place is not None:
-            into.add(place)
-
-    for path, node, expr in own_writes(file, fn.node.body, nested=False, blocks=True):
-        if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
-            if not isinstance(expr, cst.Subscript) or not _device_value(fn, node.value):
-                continue  # (a rebinding of a field, `.data = `, a host value stored: no slot of this call's)
-            if isinstance(node, cst.Assign) and isinstance(expr.value, cst.Attribute) \
-                    and isinstance(expr.value.value, cst.Name) and expr.value.value.value == "self":
-                add(sets, expr)  # `self._grads[name] = g - p`: a new tensor in the slot
-                continue
-        if path.count("[]") > 1 and not _sliced(expr):
-            continue  # a block of an element (paged storage handed out disjointly: `self.kv[layer][block]`)
-        place = _self_place(expr, fn)
-        if place is None and path.startswith("self.") and expr is not None:
-            place = _alias_place(path)
-        if place is not None:
-            writes.add(place)
-    for site in fn.calls:
-        node, method = site.node, site.method
-        if method is not None and isinstance(node.func, cst.Attribute) and tensor_method(method) \
-                and method not in META_METHODS and method not in VIEW_METHODS and method not in MULTI_VIEW_METHODS \
-                and method not in _FLAG_SETTERS and not (method.endswith("_") and not method.startswith("_")):
-            add(reads, node.func.value)
-        if isinstance(node.func, cst.Name) and node.func.value in _HOST_BUILTINS:
-            continue  # `len(self.buf)`, `isinstance(self.x, T)`: what describes the object, no device read
-        for a in node.args:
-            for item in _handed(a.value):
-                add(reads, item)
-        if _depth >= _MAX_DEPTH or not (isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name)
-                                         and node.func.value.value == "self"):
-            continue
-        found = project.call_target(file, site)
-        if found is None or found[0] is fn or found[0].class_name is None:
-            continue
-        inner = method_effects(project, found[1], found[0], _depth + 1)
-        if inner is not None and (inner.field_writes or inner.field_reads or inner.field_sets):
-            from streamlint.model.uses import bind_arguments
-
-            callee = found[0]
-            bound = bind_arguments(callee.params[1:] + callee.kwonly, node, kwonly=callee.kwonly)
-
-            def ours(name: str) -> str | None:  # (the callee's parameter: ours when we hand ours on, a constant)
-                arg = bound.get(name)
-                if isinstance(arg, cst.Name) and arg.value in fn.all_params and arg.value not in fn.name_assigns:
-                    return f"${arg.value}"
-                return repr(int(arg.value, 0)) if isinstance(arg, cst.Integer) else None
-
-            writes |= {rekey(k, ours) for k in inner.field_writes}
-            reads |= {rekey(k, ours) for k in inner.field_reads}
-            sets |= {rekey(k, ours) for k in inner.field_sets}
-    for node in local_nodes(fn.node.body):
-        if isinstance(node, cst.BinaryOperation):
-            add(reads, node.left)
-            add(reads, node.right)
-    return frozenset(writes), frozenset(reads), frozenset(sets)
-
-
-def _sliced(e: cst.BaseExpression | None) -> bool:
-    """Does the outermost subscript of a written chain (under views) take a range (``self.buckets[k][a:b]``: a
-    part of the element's flat memory), not one block?"""
-    while isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute):
-        e = e.func.value
-    return isinstance(e, cst.Subscript) and any(isinstance(el.slice, cst.Slice) for el in e.slice)
-
-
 def guessed_calls(project: Project, file: FileModel, fn: FunctionInfo) -> str | None:
     """The name of the first method ``fn`` calls whose summary applies with a receiver resolved by the method's
     name only (not exact): findings resting on it assume the name resolution (medium)."""
@@ -696,4 +449,4 @@ def guessed_calls(project: Project, file: FileModel, fn: FunctionInfo) -> str | 
     return None
 
 
-__all__ = ["ANY", "EVERY", "slot_walkers", "rekey", "MethodEffects", "ObjectMethod", "element_class", "field_class", "guessed_calls", "method_effects", "object_method", "typed_receiver"]
+__all__ = ["MethodEffects", "ObjectMethod", "element_class", "field_class", "guessed_calls", "method_effects", "object_method", "typed_receiver"]

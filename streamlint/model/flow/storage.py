@@ -416,9 +416,8 @@ class Storages(HostFields):
 
     def label(self, st: State, sid: int) -> str | None:
         """A variable bound to storage ``sid`` now, preferring one written in the current statement."""
-        names = [n.replace("[?]", "").replace("[*]", "") for n, v in st.env.items()
-                 if isinstance(v, TVal) and v.sid == sid]
-        if not names:  # (a slot of any / every index a method's summary filled, ownstate.py: named by its container)
+        names = [n for n, v in st.env.items() if isinstance(v, TVal) and v.sid == sid]
+        if not names:
             return None
         if len(names) > 1 and self.anchor is not None and self.depth == 0:
             code = self.file.code(self.anchor)

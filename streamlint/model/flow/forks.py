@@ -172,7 +172,9 @@ def _written_after(model: FileModel, caller: FunctionInfo, start: cst.CSTNode | 
         if node is start:
             seen, late = True, set()
         elif isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
-            stack.append(tuple(t.target for t in node.targets) if isinstance(node, cst.Assign) else (node.target,))
+            if not (isinstance(node, (cst.Assign, cst.AnnAssign)) and _empty_container(node.value)):  # `outs = []`:
+                stack.append(tuple(t.target for t in node.targets) if isinstance(node, cst.Assign) else (node.target,))
+            # a fresh empty container holds nothing produced after the fork (the callee fills it)
         elif isinstance(node, cst.For) and isinstance(node.target, cst.Name):
             held = _base(model, node.iter)
             if held is not None:
@@ -186,6 +188,14 @@ def _written_after(model: FileModel, caller: FunctionInfo, start: cst.CSTNode | 
                     late.add(items[code])
         stack.extend(reversed(children(node)))
     return None
+
+
+def _empty_container(value: cst.BaseExpression | None) -> bool:
+    """``[]``, ``{}``, ``()``, ``list()``, ``dict()``: a fresh container holding nothing yet."""
+    if isinstance(value, (cst.List, cst.Dict, cst.Tuple)):
+        return not value.elements
+    return isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Name) \
+        and value.func.value in ("list", "dict", "tuple")
 
 
 def _fork_nodes(project: Project, model: FileModel, caller: FunctionInfo, there: str) -> list[cst.Call]:
@@ -532,7 +542,9 @@ def _current_records(project: Project, model: FileModel, caller: FunctionInfo, t
             out.append(node)
         elif site.method == "record" and model.code(node.func.value) == there and (
                 not (positional or streams) or is_current_stream(project, model, caller, (positional or streams)[0])):
-            out.append(node)
+            target = project.call_target(model, site)  # a project wrapper: only one recording where it is told
+            if target is None or _wrapper_records_handed(target[1], target[0]):
+                out.append(node)
     return out
 
 

@@ -25,7 +25,7 @@ from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, ScopeSite
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.placement import host_source, host_target, non_blocking
 from streamlint.model.streams import derived
-from streamlint.model.syntax import local_nodes
+from streamlint.model.syntax import contains, local_nodes
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -132,15 +132,27 @@ def _stub(fn: FunctionInfo) -> bool:
 
 
 def _enters_graph_api(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
-    """Is ``fn`` a ``@contextmanager`` calling the graph capture API (``torch.cuda.graph(...)``, directly in a
-    ``with`` or through ``stack.enter_context``) before its first ``yield``?"""
+    """Is ``fn`` a ``@contextmanager`` whose only ``yield`` is inside ``with torch.cuda.graph(...):`` on every
+    path (the ``with`` a statement of its body, or of ``with`` / ``try`` blocks there: not ``nullcontext() if
+    eager else torch.cuda.graph(...)``, not under an ``if``)?"""
     if not any(d.rsplit(".", 1)[-1] == "contextmanager" for d in fn.decorators):
         return False
-    yields = [file.span(n).start_line for n in local_nodes(fn.node.body) if isinstance(n, cst.Yield)]
+    yields = [n for n in local_nodes(fn.node.body) if isinstance(n, cst.Yield)]
     if len(yields) != 1:
         return False
-    return any(file.span(site.node).start_line < yields[0]
-               and any(u.role is Role.GRAPH_CAPTURE for u in project.api_uses(file, site)) for site in fn.calls)
+    stack: list = list(fn.node.body.body)
+    while stack:
+        stmt = stack.pop()
+        if isinstance(stmt, cst.With):
+            for item in stmt.items:
+                site = file.call_site(item.item) if isinstance(item.item, cst.Call) else None
+                if site is not None and contains(stmt.body, yields[0]) and any(
+                        u.role is Role.GRAPH_CAPTURE for u in project.api_uses(file, site)):
+                    return True
+            stack.extend(stmt.body.body)
+        elif isinstance(stmt, cst.Try):
+            stack.extend(stmt.body.body)
+    return False
 
 
 def _constructor(site: ScopeSite) -> cst.Call | None:

@@ -524,3 +524,25 @@ class Mover:
     assert found("") == [(13, "low")]
     assert found("\n\ndef step(m, reqs):\n    m.move(reqs)\n    return reqs[0].tensor.sum()\n") == [(13, "medium")]
     assert found("\n\ndef step(m, reqs):\n    m.move(reqs)\n    torch.cuda.synchronize()\n") == []
+
+
+HOOKS_OVER_JOINED_RESULT = """
+import torch
+
+
+def run_hooks(x, hooks, side):
+    outs = []
+    with torch.cuda.stream(side):
+        y = x * 2
+    torch.cuda.current_stream().wait_stream(side)
+    for hook in hooks:
+        outs.append(hook(y))
+    return outs
+"""
+
+
+def test_an_unresolved_callee_inside_a_call_outside_the_project_is_no_crash(tmp_path) -> None:
+    """``outs.append(hook(y))``: a call of a parameter handed to a call outside the project (a list's
+    append) once crashed the record hand-off check (project.symbol(None)); the joined result is fine."""
+    findings = lint_text(HOOKS_OVER_JOINED_RESULT, tmp=tmp_path)
+    assert [f.code for f in findings if f.code in ("SL000", "SL201", "SL301")] == []

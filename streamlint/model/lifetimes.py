@@ -110,28 +110,29 @@ def _loop_over_parameters(file: FileModel, fn: FunctionInfo, name: str) -> str |
     return None
 
 
-def _module_global(file: FileModel, name: str) -> bool:
-    for stmt in file.module.body:
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for small in stmt.body:
+def _module_assignments(file: FileModel) -> dict[str, cst.BaseExpression | None]:
+    """Each name a top-level simple statement of the module assigns, with the value of its first assignment."""
+    found = file.__dict__.get("_module_assignments")
+    if found is None:
+        found = file.__dict__["_module_assignments"] = {}
+        for stmt in file.module.body:
+            for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
                 if isinstance(small, (cst.Assign, cst.AnnAssign)):
                     targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
-                    if any(isinstance(t, cst.Name) and t.value == name for t in targets):
-                        return isinstance(small.value, cst.Call)
-    return False
+                    for t in targets:
+                        if isinstance(t, cst.Name):
+                            found.setdefault(t.value, small.value)
+    return found
+
+
+def _module_global(file: FileModel, name: str) -> bool:
+    return isinstance(_module_assignments(file).get(name), cst.Call)
 
 
 def module_variable(file: FileModel, name: str) -> bool:
     """Is ``name`` a variable of the module: assigned by a statement at its top level (``_streams = {}``),
     so that a function reading it without a local binding reads the module's object?"""
-    memo = file.__dict__.setdefault("_module_variables", None)
-    if memo is None:
-        memo = file.__dict__["_module_variables"] = frozenset(
-            t.value for stmt in file.module.body if isinstance(stmt, cst.SimpleStatementLine)
-            for small in stmt.body if isinstance(small, (cst.Assign, cst.AnnAssign))
-            for t in ([t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target])
-            if isinstance(t, cst.Name))
-    return name in memo
+    return name in _module_assignments(file)
 
 
 def module_constant(file: FileModel, name: str) -> bool:

@@ -25,7 +25,7 @@ from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, ScopeSite
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.placement import host_source, host_target, non_blocking
 from streamlint.model.streams import derived
-from streamlint.model.syntax import contains, local_nodes
+from streamlint.model.syntax import contains, local_nodes, stub_body
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -95,7 +95,7 @@ def _implementations(project: Project, file: FileModel, cls: ClassInfo,
     for a protocol, those of every project class defining all its methods (empty past a few files)."""
     own = cls.methods.get(name)
     if not any(b.rsplit(".", 1)[-1] == "Protocol" for b in cls.bases):
-        return [(own, file)] if own is not None and not _stub(own) else []
+        return [(own, file)] if own is not None and not stub_body(own.node) else []
     if own is None:
         return []
     paths = set(project.paths_containing((f"def {name}(".encode(),)))
@@ -109,26 +109,9 @@ def _implementations(project: Project, file: FileModel, cls: ClassInfo,
         for other in (model.classes.values() if model is not None else ()):
             if other is cls or name not in other.methods or not all(m in other.methods for m in cls.methods):
                 continue
-            if not _stub(other.methods[name]):
+            if not stub_body(other.methods[name].node):
                 out.append((other.methods[name], model))
     return out
-
-
-def _stub(fn: FunctionInfo) -> bool:
-    """A body of a docstring, ``...`` and ``pass`` only (a protocol's or an abstract method's)."""
-    body = fn.node.body
-    stmts = body.body if isinstance(body, cst.IndentedBlock) else [body]
-    for stmt in stmts:
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            return False
-        for small in stmt.body:
-            if isinstance(small, cst.Pass):
-                continue
-            if isinstance(small, cst.Expr) and isinstance(small.value, (cst.Ellipsis, cst.SimpleString,
-                                                                         cst.ConcatenatedString)):
-                continue
-            return False
-    return True
 
 
 def _enters_graph_api(project: Project, file: FileModel, fn: FunctionInfo) -> bool:

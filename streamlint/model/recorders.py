@@ -32,7 +32,7 @@ from streamlint.model.flow.metaonly import metadata_only
 from streamlint.model.project import Project
 from streamlint.model.streams import STREAM, is_current_stream, local_kind
 from streamlint.model.uses import bind_arguments
-from streamlint.model.syntax import descendants, local_nodes, mentions_name, names_stream_class
+from streamlint.model.syntax import descendants, local_nodes, mentions_name, names_stream_class, stub_body
 from streamlint.model.walk import children
 
 PROTOCOL = "record_stream"
@@ -80,15 +80,15 @@ def _check(project: Project, file: FileModel, fn: FunctionInfo) -> list[BrokenRe
         return []
     protocol = fn.node.name.value == PROTOCOL and fn.class_name is not None
     out: list[BrokenRecord] = []
-    if protocol and _stub(fn.node):
+    if protocol and stub_body(fn.node):
         base = _base_recorder(project, file, fn)
         if base is not None:
             out.append(BrokenRecord(fn.node.name, "drops-base", stream, base))
         return out
-    if protocol and not mentions_name(fn.node.body, stream) and not _stub(fn.node, abstract=True) and not (
+    if protocol and not mentions_name(fn.node.body, stream) and not stub_body(fn.node, abstract=True) and not (
             _records_current(project, file, fn) and _callers_give_current(project, file, fn, stream)):
         return [BrokenRecord(fn.node.name, "ignores-stream", stream, "")]  # (not: on the current one, the same)
-    if _recorder_name(fn) and not _stub(fn.node, abstract=True) and not _records_anything(fn):
+    if _recorder_name(fn) and not stub_body(fn.node, abstract=True) and not _records_anything(fn):
         held = _held_tensors(fn, stream, protocol)
         if held and not _delegates(fn, stream, held):
             return [BrokenRecord(fn.node.name, "records-nothing", stream, held[0])]
@@ -647,25 +647,6 @@ def _loops(body: cst.CSTNode) -> list[cst.For]:
     return [n for n in local_nodes(body) if isinstance(n, cst.For)]
 
 
-def _stub(node: cst.FunctionDef, abstract: bool = False) -> bool:
-    """A body of only ``pass`` / ``...`` / a docstring (``abstract``: also ``raise`` / a bare ``return``)."""
-    body = node.body
-    simple = (cst.Pass, cst.Raise, cst.Return) if abstract else (cst.Pass,)
-    if not isinstance(body, cst.IndentedBlock):
-        return all(isinstance(s, (*simple, cst.Expr)) for s in body.body)
-    for stmt in body.body:
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            return False
-        for small in stmt.body:
-            if isinstance(small, simple) and not (isinstance(small, cst.Return) and small.value is not None):
-                continue
-            if isinstance(small, cst.Expr) and isinstance(small.value, (cst.Ellipsis, cst.SimpleString,
-                                                                        cst.ConcatenatedString)):
-                continue
-            return False
-    return True
-
-
 def _base_recorder(project: Project, file: FileModel, fn: FunctionInfo) -> str | None:
     """The base class whose non-empty ``record_stream`` this method overrides, if any."""
     cls = file.classes.get(fn.class_name or "")
@@ -679,7 +660,7 @@ def _base_recorder(project: Project, file: FileModel, fn: FunctionInfo) -> str |
                 continue
             seen.add(id(sym[0]))
             method = sym[0].methods.get(PROTOCOL)
-            if method is not None and not _stub(method.node) and _records_anything(method):
+            if method is not None and not stub_body(method.node) and _records_anything(method):
                 return sym[0].name
             todo.append(sym)
     return None

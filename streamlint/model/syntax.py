@@ -243,3 +243,22 @@ def walked_names(it: cst.BaseExpression) -> tuple[str, ...]:
             return (it.func.value.value,)
         return tuple(a.value.value for a in it.args if isinstance(a.value, cst.Name))
     return ()
+
+
+def stub_body(node: cst.FunctionDef, abstract: bool = False) -> bool:
+    """A body of only ``pass`` / ``...`` / a docstring (a protocol's or an abstract method's; ``abstract``:
+    also ``raise`` / a bare ``return``), indented or on the ``def`` line."""
+    body = node.body
+    simple = (cst.Pass, cst.Raise, cst.Return) if abstract else (cst.Pass,)
+    lines = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    for stmt in lines:
+        if not isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            return False
+        for small in stmt.body:
+            if isinstance(small, simple) and not (isinstance(small, cst.Return) and small.value is not None):
+                continue
+            if isinstance(small, cst.Expr) and isinstance(small.value, (cst.Ellipsis, cst.SimpleString,
+                                                                        cst.ConcatenatedString)):
+                continue
+            return False
+    return True

@@ -973,3 +973,38 @@ def test_compile_byte_test_skips_leaves_inside_one_line_strings() -> None:
     for data in kept:
         assert may_compile_bytes(data), data
         assert summarize(data).may_compile("m"), data
+
+
+STAR_USER = '''\
+import torch
+from zoo import side_scope
+
+
+def overlap_step(x: torch.Tensor, side):
+    with side_scope(side):
+        y = x * 2  # the wrapper switches to the side stream: x is read there with no wait
+    return y
+'''
+
+
+def test_a_name_looked_up_through_star_reexports_parses_only_modules_that_spell_it(tmp_path: Path) -> None:
+    """A package re-exporting every model package by star imports (``from .bert import *`` in ``models/__init__``,
+    ``from .modeling_bert import *`` in each) resolves a name by parsing only the modules that spell it or star-import
+    further: the modelling modules that do not spell it are not parsed, and the answer is the same."""
+    write(tmp_path, "zoo/__init__.py", "from .models import *\n")
+    names = [f"m{i:02d}" for i in range(12)]
+    write(tmp_path, "zoo/models/__init__.py", "".join(f"from .{n} import *\n" for n in names + ["scopes"]))
+    for n in names:
+        write(tmp_path, f"zoo/models/{n}/__init__.py", f"from .modeling_{n} import *\n")
+        write(tmp_path, f"zoo/models/{n}/modeling_{n}.py", f"import torch\n\n\nclass Block{n}(torch.nn.Module):\n"
+              "    def forward(self, x):\n        return torch.relu(x)\n")
+    write(tmp_path, "zoo/models/scopes/__init__.py", "from .streams import *\n")
+    write(tmp_path, "zoo/models/scopes/streams.py", "import torch\n\n\ndef side_scope(stream):\n"
+          "    return torch.npu.stream(stream)\n")
+    write(tmp_path, "run.py", STAR_USER)
+    engine = engine_for(tmp_path)
+    found = [(f.code, f.span.start_line) for f in engine.lint_file(str(tmp_path / "run.py")).findings]
+    assert ("SL201", 7) in found, found
+    parsed = {os.path.relpath(p, tmp_path) for p in engine._parsed}
+    assert "zoo/models/scopes/streams.py" in parsed
+    assert not {p for p in parsed if "modeling_" in p}, sorted(parsed)

@@ -154,6 +154,19 @@ def _words(data: bytes, name: bytes) -> Iterator[tuple[int, int]]:
         start = data.find(name, end)  # an occurrence starting inside this one follows a name byte
 
 
+def spells(data: bytes, name: str) -> bool:
+    """Does the module spell the identifier ``name`` as a whole word (anywhere, comments included)?"""
+    return next(_words(data, name.encode("utf-8")), None) is not None
+
+
+_STAR_IMPORT = re.compile(rb"\bimport\s*\*")
+
+
+def has_star_import(data: bytes) -> bool:
+    """A byte-level superset of ``from m import *`` (also inside brackets or strings)."""
+    return _STAR_IMPORT.search(data) is not None
+
+
 def may_call_bytes(data: bytes, name: bytes) -> bool:
     """Could the module's summary say it may call ``name`` (``ModuleSummary.may_call``)? A byte-level superset
     of ``summary._called_names``: the name called (``name(``, ``@name(``), imported under another name

@@ -59,6 +59,11 @@ class ModulePaths:
         return found
 
     def find_module(self, module: str, context: FileModel | None) -> FileModel | None:
+        path = self.module_path(module, context)
+        return self.file(path) if path is not None else None
+
+    def module_path(self, module: str, context: FileModel | None) -> str | None:
+        """The file ``module`` leads to from ``context`` (path tests only: nothing is read or parsed)."""
         first = None
         if context is not None:
             first = self._source_roots.get(context.path)
@@ -73,7 +78,7 @@ class ModulePaths:
                 self._modules[key] = self._module_path(module, root)
             path = self._modules[key]
             if path is not None:
-                return self.file(path)
+                return path
         return None
 
     def _checkouts(self, first: str | None) -> tuple[str, ...]:

@@ -24,6 +24,7 @@ from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, 
 from streamlint.model.modpaths import ModulePaths
 from streamlint.model.options import ModelOptions
 from streamlint.model.paths import ExecutionPath, PathIndex
+from streamlint.model import bytescan
 from streamlint.model.bytescan import lines_with, may_call_bytes as _may_call_bytes, may_compile_bytes
 from streamlint.model.summary import ModuleSummary, SummaryStore
 from streamlint.model.uses import ApiUse, ScopeUse, bind_arguments
@@ -358,12 +359,25 @@ class Project(ModulePaths):
             # `from .common import *` in a package __init__
             if rest[0] not in mod.names:
                 for star in getattr(mod, "star_imports", ()):
-                    if star != modname:
+                    if star != modname and self._star_may_bind(star, rest, mod):
                         found = self.symbol(".".join([star, *rest]), mod, _depth + 1)
                         if found is not None:
                             return found
             return None
         return None
+
+    def _star_may_bind(self, module: str, rest: list[str], context: FileModel) -> bool:
+        """Could ``from module import *`` give ``rest[0]``? A byte test before the module is parsed: a module
+        binds only names it spells (``_lookup_in_module``, ``FileModel.names``) or takes from a star import of
+        its own. A package re-exporting every model of a large tree by star imports (``from .bert import *``
+        in each model package) made one unresolved name parse every modelling file of the tree."""
+        if not rest[0].isascii() or (len(rest) > 1 and self.module_path(f"{module}.{rest[0]}", context)):
+            return True  # (``module.rest[0]`` is a submodule: found by path, whatever the package spells)
+        path = self.module_path(module, context)
+        data = self._bytes(os.path.abspath(path)) if path is not None else None
+        if data is None:
+            return path is not None  # (unreadable: as before, find_module decides)
+        return bytescan.spells(data, rest[0]) or bytescan.has_star_import(data)
 
     def function(self, qualname: str | None, context: FileModel | None) -> tuple[FunctionInfo, FileModel] | None:
         if qualname is None:

@@ -5,7 +5,7 @@ from streamlint._lazy import cst
 from streamlint.finding import Confidence, Edit, FixSafety, Location, Severity, Span
 from streamlint.model.apis import STREAM_MARKERS
 from streamlint.model.dataflow import file_flows, path_tag
-from streamlint.model.handoffs import unrecorded_siblings
+from streamlint.model.handoffs import unrecorded_siblings, unrecorded_stored_siblings
 from streamlint.model.recorders import broken_records
 from streamlint.model.streams import MAIN, entry_stream_name, stream_expr, stream_label
 from streamlint.rule import Invalid, Option, Rule, RuleContext, Valid, first_line
@@ -216,6 +216,19 @@ class MissingRecordStream(Rule):
             hint = (f"add `{miss.obj}.record_stream({miss.stream})` like `{miss.sibling}`: both come from the stream "
                     f"this function waits for, and `{miss.obj}`'s memory can otherwise be reused by that stream while "
                     f"`{miss.stream}` still uses it (its device contents are presumed from `{miss.sibling}`)")
+            ctx.report(miss.node, first, confidence=Confidence.MEDIUM, hint=hint)
+        for miss in unrecorded_stored_siblings(ctx.project, ctx.file):
+            tag = path_tag(ctx.project, ctx.file, miss.function)
+            elsewhere = " (only on another stream)" if miss.recorded_elsewhere else ""
+            first = first_line(f"`{miss.obj}` is stored with `{miss.sibling}`, recorded on `{miss.stream}` for the "
+                               f"field's reader, but is not recorded there{elsewhere} [{tag}]",
+                               f"`{miss.obj}` is stored with a tensor recorded on `{miss.stream}` but is not recorded "
+                               f"there [{tag}]",
+                               f"`{miss.obj}` is stored with a tensor recorded on a stream it is not [{tag}]")
+            hint = (f"add `{miss.obj}.record_stream({miss.stream})` like `{miss.sibling}`: this function uses "
+                    f"`{miss.stream}` only to record what it stores, so the method taking them out of the field "
+                    f"runs there, and `{miss.obj}`'s memory can otherwise go back to this stream's pool while "
+                    f"`{miss.stream}` still uses it")
             ctx.report(miss.node, first, confidence=Confidence.MEDIUM, hint=hint)
 
     @staticmethod

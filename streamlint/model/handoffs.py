@@ -166,7 +166,9 @@ def _records_by_name(project: Project, file: FileModel, fn: FunctionInfo) -> tup
                         note(name, sub.args[0].value)
         elif isinstance(node, cst.Call) and not (isinstance(node.func, cst.Attribute)
                                                  and node.func.attr.value == PROTOCOL):
-            given = [a.value for a in node.args if file.code(a.value) in streams]
+            # a call given the stream (also inside an argument: `tree_map(lambda t: t.record_stream(s), data)`)
+            given = [sub for a in node.args for sub in _walk(a.value)
+                     if isinstance(sub, (cst.Name, cst.Attribute)) and dotted(sub) in streams]
             for arg in node.args:
                 for name in _elements(fn, arg.value) if given else ():
                     for stream in given:
@@ -241,12 +243,12 @@ def _device_evidence(fn: FunctionInfo, name: str, recorded_any: set[str]) -> boo
 
 
 def _only_recorded_on(file: FileModel, fn: FunctionInfo, stream: str) -> bool:
-    """Does ``fn`` mention ``stream`` only as the argument of ``record_stream`` and in tests (``if stream:``,
-    ``if stream is not None:``)? Any other use (a stream scope, a wait, a call given it) is work of its own
-    there, which its records may be for."""
+    """Does ``fn`` (with the functions it defines) mention ``stream`` only as the argument of ``record_stream``
+    and in tests (``if stream:``, ``if stream is not None:``)? Any other use (a stream scope, a wait, a call
+    given it) is work of its own there, which its records may be for."""
     allowed: set[int] = set()
     mentions = []
-    for node in local_nodes(fn.node.body):
+    for node in _walk(fn.node.body):  # (nested functions too: a hook's use of the stream is a use)
         if isinstance(node, (cst.If, cst.While)):
             allowed.update(id(sub) for sub in _walk(node.test))
         elif isinstance(node, cst.IfExp):

@@ -95,6 +95,16 @@ class MissingRecordStream(Rule):
     device contents are presumed from a record on another stream, its making inside the producer's
     stream scope, or the declared type of the field it is taken from).
 
+    The producer side of such a hand-off between methods of one object: a method that stores tensors
+    together in one of the object's fields for a sibling method (`self.prefetched.append((locs, rows))`,
+    `self.ready[layer + 1] = (k, v)`) and records some of them on a stream it does nothing else with (only
+    `record_stream` and tests like `if forward_stream is not None:`: the stream the field's reader runs on)
+    must record each stored element that is evidently device memory (placed with `device=` / `.cuda()` /
+    `.to(dev)`, or recorded on some stream) there too. The store is reported (medium confidence: the
+    reader's stream is inferred from the records). Not when the element is given to a call together with
+    that stream (a record helper), when the record is on the current stream, nor when a function taking
+    the values out of the field records them itself.
+
     ## Example
     ```python
     probs = torch.softmax(logits, dim=-1)

@@ -19,6 +19,12 @@ presumed only on evidence: the function records it on another stream, it (or the
 is taken from) is made inside a stream scope (the producer's), or the field it is taken from is
 declared (``module_contexts: Dict[str, Multistreamable]``, a dataclass field of any project class with
 that name) to hold tensors or objects of a class implementing ``record_stream``.
+
+The producer side, between methods of one object (:func:`unrecorded_stored_siblings`): a method that makes
+tensors on its current stream and stores them together in a field for a sibling method (an embedding
+cache's prefetch appending ``(locations, rows)`` for ``forward`` to pop, a KV prefetch of the next layer)
+records them on the stream that reader runs on, a stream the method does nothing else with (a caller's
+``forward_stream``). An element stored with a recorded sibling but not recorded there is the same hole.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from streamlint._lazy import cst
 from streamlint.finding import Confidence, Edit, FixSafety, Location, Severity, Span
 from streamlint.model.apis import STREAM_MARKERS
 from streamlint.model.dataflow import file_flows, path_tag
-from streamlint.model.handoffs import unrecorded_siblings
+from streamlint.model.handoffs import unrecorded_siblings, unrecorded_stored_siblings
 from streamlint.model.recorders import broken_records
 from streamlint.model.streams import MAIN, entry_stream_name, stream_expr, stream_label
 from streamlint.rule import Invalid, Option, Rule, RuleContext, Valid, first_line
@@ -94,6 +94,16 @@ class MissingRecordStream(Rule):
     recorded sibling but not recorded on that stream is reported at the call (medium confidence: its
     device contents are presumed from a record on another stream, its making inside the producer's
     stream scope, or the declared type of the field it is taken from).
+
+    The producer side of such a hand-off between methods of one object: a method that stores tensors
+    together in one of the object's fields for a sibling method (`self.prefetched.append((locs, rows))`,
+    `self.ready[layer + 1] = (k, v)`) and records some of them on a stream it does nothing else with (only
+    `record_stream` and tests like `if forward_stream is not None:`: the stream the field's reader runs on)
+    must record each stored element that is evidently device memory (placed with `device=` / `.cuda()` /
+    `.to(dev)`, or recorded on some stream) there too. The store is reported (medium confidence: the
+    reader's stream is inferred from the records). Not when the element is given to a call together with
+    that stream (a record helper), when the record is on the current stream, nor when a function taking
+    the values out of the field records them itself.
 
     ## Example
     ```python
@@ -216,6 +226,19 @@ class MissingRecordStream(Rule):
             hint = (f"add `{miss.obj}.record_stream({miss.stream})` like `{miss.sibling}`: both come from the stream "
                     f"this function waits for, and `{miss.obj}`'s memory can otherwise be reused by that stream while "
                     f"`{miss.stream}` still uses it (its device contents are presumed from `{miss.sibling}`)")
+            ctx.report(miss.node, first, confidence=Confidence.MEDIUM, hint=hint)
+        for miss in unrecorded_stored_siblings(ctx.project, ctx.file):
+            tag = path_tag(ctx.project, ctx.file, miss.function)
+            elsewhere = " (only on another stream)" if miss.recorded_elsewhere else ""
+            first = first_line(f"`{miss.obj}` is stored with `{miss.sibling}`, recorded on `{miss.stream}` for the "
+                               f"field's reader, but is not recorded there{elsewhere} [{tag}]",
+                               f"`{miss.obj}` is stored with a tensor recorded on `{miss.stream}` but is not recorded "
+                               f"there [{tag}]",
+                               f"`{miss.obj}` is stored with a tensor recorded on a stream it is not [{tag}]")
+            hint = (f"add `{miss.obj}.record_stream({miss.stream})` like `{miss.sibling}`: this function uses "
+                    f"`{miss.stream}` only to record what it stores, so the method taking them out of the field "
+                    f"runs there, and `{miss.obj}`'s memory can otherwise go back to this stream's pool while "
+                    f"`{miss.stream}` still uses it")
             ctx.report(miss.node, first, confidence=Confidence.MEDIUM, hint=hint)
 
     @staticmethod

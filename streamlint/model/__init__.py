@@ -88,7 +88,8 @@ Layer 3 — one function's flow
     ``recorders``   does a ``record_stream`` forwarder (an object's ``record_stream(stream)``, a helper
                     recording a set of tensors on a stream parameter) record what it holds on that stream?
     ``handoffs``    does a pipeline stage that hands objects from a producer stream to its consumers
-                    record each of them on every stream it records their siblings on?
+                    record each of them on every stream it records their siblings on? Does a method
+                    storing tensors together in a field for a sibling method record each on the reader's?
     ``hostattrs``   which fields of a class hold host values (literals, host-typed parameters, instances of
                     non-tensor classes, declared host types such as ``Dict[str, str]``)?
 """

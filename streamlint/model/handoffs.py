@@ -19,6 +19,12 @@ presumed only on evidence: the function records it on another stream, it (or the
 is taken from) is made inside a stream scope (the producer's), or the field it is taken from is
 declared (``module_contexts: Dict[str, Multistreamable]``, a dataclass field of any project class with
 that name) to hold tensors or objects of a class implementing ``record_stream``.
+
+The producer side, between methods of one object (:func:`unrecorded_stored_siblings`): a method that makes
+tensors on its current stream and stores them together in a field for a sibling method (an embedding
+cache's prefetch appending ``(locations, rows)`` for ``forward`` to pop, a KV prefetch of the next layer)
+records them on the stream that reader runs on, a stream the method does nothing else with (a caller's
+``forward_stream``). An element stored with a recorded sibling but not recorded there is the same hole.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from streamlint._lazy import cst
 
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
 from streamlint.model.lifetimes import persistent_kind
+from streamlint.model.placement import device_like, host_value
 from streamlint.model.project import Project
 from streamlint.model.streams import MAIN_STREAM, STREAM, local_kind
 from streamlint.model.syntax import class_field_annotation, local_nodes
@@ -46,7 +53,7 @@ class UnrecordedSibling:
     """``obj`` is given to ``node`` (a consumer call) with ``sibling``, which the function records on
     ``stream``; ``obj`` is not recorded there."""
 
-    node: cst.Call
+    node: cst.CSTNode  # the consumer call; for a stored tuple (:func:`unrecorded_stored_siblings`), the store
     obj: str
     sibling: str
     stream: str
@@ -92,6 +99,199 @@ def unrecorded_siblings(project: Project, file: FileModel) -> list[UnrecordedSib
                         reported.add(obj)
                         break
     return out
+
+
+_STORES = {"append": 0, "appendleft": 0, "put": 0, "put_nowait": 0, "insert": 1}
+_CURRENT = re.compile(r"(current|default)_stream\(")
+_TO_DEVICE = frozenset({"cuda", "npu"})
+
+
+def unrecorded_stored_siblings(project: Project, file: FileModel) -> list[UnrecordedSibling]:
+    """Tensors a function stores together in a field of the object (``self.ready.append((locs, rows))``,
+    ``self.slots[k] = (k_buf, v_buf)``, a local tuple stored whole) for a sibling method, recording some of
+    them on a stream the function does nothing else with (only ``record_stream`` and tests like ``if stream
+    is not None``: the stream the field's reader runs on, a caller's ``forward_stream``), where another stored
+    element, evidently device memory, is not recorded on that stream. Not when the element is given to a call
+    together with the stream (a record helper), when the stream is the current one (the allocating stream:
+    no statement about a reader), nor when a function reading the field records what it takes out. Elements
+    are local names; slots and keys are not compared. One per store."""
+    out: list[UnrecordedSibling] = []
+    for fn in file.functions.values():
+        if not any(site.method == PROTOCOL for site in fn.calls):
+            continue
+        records, recorded_any = _records_by_name(project, file, fn)
+        if not records:
+            continue
+        verdicts: dict[str, bool] = {}
+        for node, field, names in _field_stores(file, fn):
+            streams = sorted(dict.fromkeys(s for n in names for s in records.get(n, ())),
+                             key=lambda s: s not in fn.all_params)  # (a caller's stream first: the reader's)
+            for stream in streams:
+                recorded = [n for n in names if stream in records.get(n, ())]
+                missing = [n for n in names if stream not in records.get(n, ())
+                           and _device_evidence(fn, n, recorded_any)]
+                if not recorded or not missing:
+                    continue
+                if stream not in verdicts:
+                    verdicts[stream] = _only_recorded_on(file, fn, stream)
+                if verdicts[stream] and not _reader_records(file, fn, field):
+                    out.append(UnrecordedSibling(node, missing[0], recorded[0], stream, fn,
+                                                 bool(records.get(missing[0]))))
+                    break
+    return out
+
+
+def _records_by_name(project: Project, file: FileModel, fn: FunctionInfo) -> tuple[dict[str, set[str]], set[str]]:
+    """Local name -> streams it is recorded on in ``fn`` (not the current stream), by ``x.record_stream(s)``,
+    a loop over a tuple recording each element, or a call given both (a record helper); and every name
+    recorded on any stream."""
+    records: dict[str, set[str]] = {}
+    recorded_any: set[str] = set()
+
+    def note(name: str, stream: cst.BaseExpression) -> None:
+        recorded_any.add(name)
+        text = file.code(stream)
+        if _CURRENT.search(text) or isinstance(stream, cst.Name) and \
+                local_kind(project, file, fn, stream.value) == MAIN_STREAM:
+            return
+        records.setdefault(name, set()).add(text)
+
+    for site in fn.calls:
+        if site.method == PROTOCOL and isinstance(site.receiver, cst.Name) and len(site.node.args) == 1:
+            note(site.receiver.value, site.node.args[0].value)
+    streams = {file.code(site.node.args[0].value) for site in fn.calls
+               if site.method == PROTOCOL and len(site.node.args) == 1}
+    for node in local_nodes(fn.node.body):
+        if isinstance(node, cst.For) and isinstance(node.target, cst.Name):
+            elements = _elements(fn, node.iter)
+            for sub in local_nodes(node.body):
+                if isinstance(sub, cst.Call) and isinstance(sub.func, cst.Attribute) \
+                        and sub.func.attr.value == PROTOCOL and isinstance(sub.func.value, cst.Name) \
+                        and sub.func.value.value == node.target.value and len(sub.args) == 1:
+                    for name in elements:
+                        note(name, sub.args[0].value)
+        elif isinstance(node, cst.Call) and not (isinstance(node.func, cst.Attribute)
+                                                 and node.func.attr.value == PROTOCOL):
+            # a call given the stream (also inside an argument: `tree_map(lambda t: t.record_stream(s), data)`)
+            given = [sub for a in node.args for sub in _walk(a.value)
+                     if isinstance(sub, (cst.Name, cst.Attribute)) and dotted(sub) in streams]
+            for arg in node.args:
+                for name in _elements(fn, arg.value) if given else ():
+                    for stream in given:
+                        note(name, stream)
+    return records, recorded_any
+
+
+def _elements(fn: FunctionInfo, expr: cst.BaseExpression) -> list[str]:
+    """The local names a stored / iterated expression holds: ``(a, b)``, ``[a, b]``, a local bound only to
+    such literals, or a single name."""
+    if isinstance(expr, (cst.Tuple, cst.List)):
+        return [e.value.value for e in expr.elements if isinstance(e.value, cst.Name)]
+    if isinstance(expr, cst.Name):
+        values = fn.name_assigns.get(expr.value, ())
+        if values and all(isinstance(v, (cst.Tuple, cst.List)) for v in values):
+            return list(dict.fromkeys(n for v in values for n in _elements(fn, v)))
+        return [expr.value]
+    return []
+
+
+def _self_root(expr: cst.BaseExpression) -> str | None:
+    """``self.ready`` for ``self.ready``, ``self.ready[k]``, ``self.slots[k].bufs``; else None."""
+    field = None
+    while isinstance(expr, (cst.Attribute, cst.Subscript)):
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            field = f"self.{expr.attr.value}"
+        expr = expr.value
+    return field if isinstance(expr, cst.Name) and expr.value == "self" else None
+
+
+def _field_stores(file: FileModel, fn: FunctionInfo) -> list[tuple[cst.CSTNode, str, list[str]]]:
+    """(statement or call, field, stored local names) for each store of two or more locals into a field."""
+    out = []
+    for node in local_nodes(fn.node.body):
+        field, value = None, None
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _STORES:
+            index = _STORES[node.func.attr.value]
+            positional = [a.value for a in node.args if a.keyword is None and not a.star]
+            if len(positional) == index + 1:
+                field, value = _self_root(node.func.value), positional[index]
+        elif isinstance(node, cst.Assign) and len(node.targets) == 1:
+            field, value = _self_root(node.targets[0].target), node.value
+        if field is None or value is None:
+            continue
+        names = list(dict.fromkeys(_elements(fn, value)))
+        if len(names) >= 2:
+            out.append((node, field, names))
+    return out
+
+
+def _device_evidence(fn: FunctionInfo, name: str, recorded_any: set[str]) -> bool:
+    """Is the local evidently device memory: recorded on some stream, or bound only to non-host values at
+    least one of which places it on a device (``device=self.device``, ``.cuda()``, ``.to(dev)``)?"""
+    if name in recorded_any:
+        return True
+    values = fn.name_assigns.get(name, ())
+    if not values or any(host_value(v) for v in values):
+        return False
+    for value in values:
+        node = value
+        while isinstance(node, cst.Call):
+            method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
+            if method in _TO_DEVICE or any(a.keyword is not None and a.keyword.value == "device"
+                                           and device_like(a.value) for a in node.args) \
+                    or method == "to" and any((a.keyword is None or a.keyword.value == "device")
+                                              and device_like(a.value) for a in node.args[:1]):
+                return True
+            node = node.func.value if isinstance(node.func, cst.Attribute) else None
+            while isinstance(node, (cst.Attribute, cst.Subscript)):
+                node = node.value
+    return False
+
+
+def _only_recorded_on(file: FileModel, fn: FunctionInfo, stream: str) -> bool:
+    """Does ``fn`` (with the functions it defines) mention ``stream`` only as the argument of ``record_stream``
+    and in tests (``if stream:``, ``if stream is not None:``)? Any other use (a stream scope, a wait, a call
+    given it) is work of its own there, which its records may be for."""
+    allowed: set[int] = set()
+    mentions = []
+    for node in _walk(fn.node.body):  # (nested functions too: a hook's use of the stream is a use)
+        if isinstance(node, (cst.If, cst.While)):
+            allowed.update(id(sub) for sub in _walk(node.test))
+        elif isinstance(node, cst.IfExp):
+            allowed.update(id(sub) for sub in _walk(node.test))
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value == PROTOCOL and len(node.args) == 1:
+            allowed.add(id(node.args[0].value))
+        elif isinstance(node, (cst.Name, cst.Attribute)) and dotted(node) == stream:
+            mentions.append(node)
+    return bool(mentions) and all(id(m) in allowed for m in mentions)
+
+
+def _reader_records(file: FileModel, fn: FunctionInfo, field: str) -> bool:
+    """Does another function of the file take values out of ``field`` (``a, b = self.ready.pop(0)``, ``for
+    t in self.ready``) and record one of them?"""
+    for other in file.functions.values():
+        if other is fn or not any(site.method == PROTOCOL for site in other.calls):
+            continue
+        taken: set[str] = set()
+        for node in local_nodes(other.node.body):
+            if isinstance(node, cst.Assign) and field in file.code(node.value):
+                for target in node.targets:
+                    taken.update(_target_names(target.target))
+            elif isinstance(node, cst.For) and field in file.code(node.iter):
+                taken.update(_target_names(node.target))
+        if any(site.method == PROTOCOL and isinstance(site.receiver, cst.Name) and site.receiver.value in taken
+               for site in other.calls):
+            return True
+    return False
+
+
+def _target_names(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _target_names(e.value)]
+    return []
 
 
 def _handed_over(project: Project, file: FileModel, fn: FunctionInfo, name: str) -> bool:
@@ -235,4 +435,4 @@ def _walk(root: cst.CSTNode) -> list[cst.CSTNode]:
     return out
 
 
-__all__ = ["UnrecordedSibling", "unrecorded_siblings"]
+__all__ = ["UnrecordedSibling", "unrecorded_siblings", "unrecorded_stored_siblings"]

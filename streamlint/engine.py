@@ -23,6 +23,7 @@ from streamlint.model.file import FileModel
 from streamlint.model.options import ModelOptions
 from streamlint.model.paths import PathIndex
 from streamlint.model.project import Project
+from streamlint.model.summary import ModuleSummary, summarize
 from streamlint.profile import Profiler, phase as _phase
 from streamlint.registry import Registry
 from streamlint.rule import Rule, RuleContext
@@ -45,9 +46,24 @@ class ParseFailure:
 class ParsedFile:
     source: SourceFile | None
     model: FileModel | None
-    tree: ast.Module | None  # the stdlib tree: statement extents for suppressions
+    # the stdlib tree: statement extents for suppressions, statement starts for positions; of a large module
+    # without suppression comments only its top level (pieces.skeleton: see _lighten), with ``summary``
+    tree: ast.Module | None
     failure: ParseFailure | None = None
     starts: list[int] | None = None  # where each top-level statement's code begins (reparse.splice)
+    summary: ModuleSummary | None = None  # the module summary, taken from the whole tree before it went
+
+
+def _lighten(text: str, data: bytes, tree: ast.Module | None) -> tuple[ast.Module | None, ModuleSummary | None]:
+    """A large module's stdlib tree (``pieces.large``: ~80 bytes per byte of source, 250 MB for torch-npu's
+    3.1 MB generated module) is let go as soon as what is read of it is taken: its module summary (the
+    one :class:`~streamlint.model.summary.SummaryStore` would compute from it) and its top level
+    (``pieces.skeleton``: the cuts of the piecewise parse and the position table's statement starts).
+    Not when the text has a suppression comment (``parse_suppressions`` reads every statement's extent):
+    then the whole tree stays, as for a smaller module."""
+    if tree is None or not pieces.large(text) or "noqa" in text or "streamlint:" in text:
+        return tree, None
+    return pieces.skeleton(tree), summarize(data, tree)
 
 
 def parse_source(path: str, data: bytes, module_name: str, is_package: bool,
@@ -64,7 +80,7 @@ def parse_source(path: str, data: bytes, module_name: str, is_package: bool,
         parsed = _parse_source(path, data, profiler, previous)
     if isinstance(parsed, ParsedFile):
         return parsed
-    source, module, tree = parsed
+    source, module, tree, summary = parsed
     starts = None
     if tree is not None and editable:
         from streamlint.model.positions import _statement_starts
@@ -79,7 +95,7 @@ def parse_source(path: str, data: bytes, module_name: str, is_package: bool,
         except Exception as exc:  # a model bug must not stop other files
             return ParsedFile(source, None, tree, ParseFailure(
                 f"building the semantic model crashed on this file: {type(exc).__name__}: {exc}", internal=True))
-    return ParsedFile(source, model, tree, starts=starts)
+    return ParsedFile(source, model, tree, starts=starts, summary=summary)
 
 
 def _no_validation(self: object) -> None:
@@ -100,7 +116,7 @@ def _parse_unvalidated(text: str) -> "cst.Module":
 
 
 def _parse_source(path: str, data: bytes, profiler: Profiler | None = None, previous: ParsedFile | None = None) \
-        -> "ParsedFile | tuple[SourceFile, cst.Module, ast.Module | None]":
+        -> "ParsedFile | tuple[SourceFile, cst.Module, ast.Module | None, ModuleSummary | None]":
     try:
         source = SourceFile.from_bytes(path, data)
     except UndecodableSource as exc:
@@ -120,6 +136,7 @@ def _parse_source(path: str, data: bytes, profiler: Profiler | None = None, prev
         return ParsedFile(source, None, None, ParseFailure("too deeply nested to analyse (recursion limit)"))
     except ValueError as exc:
         return ParsedFile(source, None, None, ParseFailure(f"cannot parse: {exc}"))
+    tree, summary = _lighten(source.text, data, tree)  # (before LibCST's parse: the two trees never coexist)
     if tree is not None and previous is not None and previous.source is not None and previous.model is not None:
         from streamlint.reparse import splice
 
@@ -127,10 +144,10 @@ def _parse_source(path: str, data: bytes, profiler: Profiler | None = None, prev
             module = splice(previous.source.text, previous.model.module, previous.starts, source.text,
                             _parse_unvalidated)
         if module is not None:
-            return source, module, tree
+            return source, module, tree, summary
     try:
         module = None
-        if tree is not None and len(source.text) > 2 * pieces.PIECE_CHARS:  # a large module: its parse's peak
+        if tree is not None and pieces.large(source.text):  # a large module: its parse's peak
             module = pieces.parse_in_pieces(source.text, tree, _parse_unvalidated)  # memory is a piece's
         if module is None:
             module = _parse_unvalidated(source.text)
@@ -145,7 +162,7 @@ def _parse_source(path: str, data: bytes, profiler: Profiler | None = None, prev
                                                           exc.raw_column))
     except (RecursionError, MemoryError):
         return ParsedFile(source, None, None, ParseFailure("too deeply nested to analyse (recursion limit)"))
-    return source, module, tree
+    return source, module, tree, summary
 
 
 @dataclass
@@ -335,8 +352,10 @@ class Engine:
         parsed = self.parse(path)
         # a module parsed for another file's question keeps its LibCST tree, not its stdlib one (a third of
         # what a parsed module holds): that one serves the suppressions and the position shortcut of the
-        # file's own report, and _lint_file parses it again if the module is linted later
-        parsed.tree = None
+        # file's own report, and _lint_file parses it again if the module is linted later (a large module
+        # keeps its skeleton and summary, which is all its own report reads: parsed once in a run)
+        if parsed.summary is None:
+            parsed.tree = None
         if parsed.model is not None:
             parsed.model.__dict__.pop("_ast_tree", None)
         return parsed.model
@@ -407,25 +426,30 @@ class Engine:
         model = parsed.model
         assert model is not None
         if parsed.tree is None:  # parsed earlier for another file's question (_load_model)
-            parsed.tree = _quiet_ast(model.source.text)
-            if "_positions" not in model.__dict__:
-                model.__dict__["_ast_tree"] = parsed.tree
+            parsed.tree, parsed.summary = _lighten(model.source.text, model.source.data,
+                                                   _quiet_ast(model.source.text))
+        if "_positions" not in model.__dict__:
+            model.__dict__["_ast_tree"] = parsed.tree
         self.project.add(model)
-        trees = self.project.summaries.trees  # its module summary, if a rule asks for it, is taken from this tree
+        store = self.project.summaries
         own = hashlib.sha256(model.source.data).hexdigest() if parsed.tree is not None else None
-        if own is not None:
-            trees[own] = parsed.tree
+        if own is not None:  # its module summary, if a rule asks for it, is taken from this tree (or was)
+            if parsed.summary is not None:
+                store.made[own] = parsed.summary
+            else:
+                store.trees[own] = parsed.tree
         try:
             raw = self._run_rules(path, model)
         finally:
-            trees.pop(own, None)
+            store.trees.pop(own, None)
+            store.made.pop(own, None)
         tree = parsed.tree
         suppressions = parse_suppressions(model.source.text, tree)
         report.findings = self._finish(path, raw, suppressions)
         # the model stays for other files' questions; what only this file's report needed goes (memory):
         # the stdlib tree (re-parsed if the file is linted again) and the position table (recomputed
         # if another file's finding points here)
-        parsed.tree = None
+        parsed.tree = parsed.summary = None
         for cached in ("_positions", "_lexical", "_local_nodes", "_ast_tree"):
             model.__dict__.pop(cached, None)
         return report

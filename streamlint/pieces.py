@@ -162,4 +162,31 @@ def parse_in_pieces(text: str, tree: ast.Module, parse: Callable[[str], "libcst.
     return None
 
 
-__all__ = ["PIECE_CHARS", "cut_lines", "parse_in_pieces"]
+def large(text: str) -> bool:
+    """Is ``text`` a module parsed in pieces (and kept with a :func:`skeleton` of its stdlib tree)?"""
+    return len(text) > 2 * PIECE_CHARS
+
+
+def skeleton(tree: ast.Module) -> ast.Module:
+    """The top level of ``tree`` without what lies below it: each top-level statement as a node of its own
+    type holding its extent (``lineno``, ``col_offset``, ``end_lineno``, ``end_col_offset``), its decorators'
+    lines and an empty ``body`` where it has one. That is all that :func:`parse_in_pieces` (cuts, default
+    indentation) and the position table (``positions._statement_starts``) read of a tree; the whole stdlib
+    tree of a large module takes ~80 bytes per byte of source (250 MB for a 3.1 MB module), the skeleton
+    a few hundred bytes per top-level statement."""
+    body: list[ast.stmt] = []
+    for stmt in tree.body:
+        node = type(stmt)()
+        for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
+            setattr(node, attr, getattr(stmt, attr, None))
+        if "body" in stmt._fields:
+            node.body = []  # type: ignore[attr-defined]
+        decorators = getattr(stmt, "decorator_list", None)
+        if decorators is not None:
+            node.decorator_list = [ast.expr(lineno=d.lineno, col_offset=d.col_offset)  # type: ignore[attr-defined]
+                                   for d in decorators]
+        body.append(node)
+    return ast.Module(body=body, type_ignores=[])
+
+
+__all__ = ["PIECE_CHARS", "cut_lines", "large", "parse_in_pieces", "skeleton"]

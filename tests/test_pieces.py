@@ -111,3 +111,74 @@ def test_findings_do_not_depend_on_pieces(tmp_path: Path, monkeypatch: pytest.Mo
     whole = lint(1 << 40)
     assert any(whole.values())
     assert lint(150) == whole
+
+
+def test_skeleton_serves_the_cuts_and_the_statement_starts() -> None:
+    """What the piecewise parse and the position table read of a stdlib tree is in its skeleton."""
+    from streamlint.model.positions import _statement_starts
+
+    compared = 0
+    for path in FIXTURES:
+        text = path.read_text(encoding="utf-8")
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        bones = pieces.skeleton(tree)
+        assert [type(s) for s in bones.body] == [type(s) for s in tree.body]
+        for piece in (120, 400):
+            assert pieces.cut_lines(text, bones, piece) == pieces.cut_lines(text, tree, piece), path
+        assert pieces._default_indent(text, bones) == pieces._default_indent(text, tree), path
+        module = _parse_unvalidated(text)
+        assert _statement_starts(module, bones) == _statement_starts(module, tree), path
+        compared += _statement_starts(module, tree) is not None
+    assert compared > len(FIXTURES) // 2
+
+
+def test_large_module_parsed_once_and_lightened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large module (pieces.large) keeps the skeleton of its stdlib tree and its summary, not the tree: when
+    it is parsed first for another file's question and linted after, it is parsed once (stdlib and LibCST), and
+    its findings, positions and summary are those of a small module's path; with a suppression comment the
+    whole tree stays (the suppressions read every statement)."""
+    from streamlint import engine as engine_mod
+    from streamlint.model.summary import summarize
+
+    registry = load_registry()
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("", encoding="utf-8")
+    body = "\n\n".join(f"def helper_{i}(x):\n    y = x + {i}\n    return y\n" for i in range(60))
+    fixture = (ROOT / "fixtures" / "rules" / "sl201_event_wrapper_own_stream.py").read_text(encoding="utf-8")
+    (pkg / "big.py").write_text(fixture + "\n\n" + body, encoding="utf-8")
+    (pkg / "user.py").write_text(
+        "import torch\nfrom pkg.big import helper_3\n\n\ndef f(x):\n    s = torch.npu.Stream()\n"
+        "    with torch.npu.stream(s):\n        return helper_3(x)\n", encoding="utf-8")
+    big_text = (pkg / "big.py").read_text(encoding="utf-8")
+
+    def lint(piece: int, order: list[str], count: list[str]) -> dict:
+        monkeypatch.setattr(pieces, "PIECE_CHARS", piece)
+        real = ast.parse
+
+        def counting(text, *args, **kwargs):
+            count.append(len(text))
+            return real(text, *args, **kwargs)
+
+        monkeypatch.setattr(engine_mod.ast, "parse", counting)
+        engine = Engine(Settings(), registry, project_root=str(tmp_path))
+        out = {name: [(f.code, f.span, f.message) for f in engine.lint_file(str(pkg / name)).findings]
+               for name in order}
+        monkeypatch.setattr(engine_mod.ast, "parse", real)
+        return out
+
+    whole = lint(1 << 40, ["user.py", "big.py"], [])
+    assert whole["big.py"]  # the fixture's findings (with their positions)
+    for order in (["user.py", "big.py"], ["big.py", "user.py"]):
+        parses: list[str] = []
+        assert lint(200, order, parses) == {k: whole[k] for k in order}
+        assert parses.count(len(big_text)) == 1, parses  # big.py's skeleton and summary served its own lint
+    data = (pkg / "big.py").read_bytes()
+    tree, summary = engine_mod._lighten(data.decode(), data, ast.parse(data))
+    assert summary == summarize(data) and tree is not None and all(not getattr(s, "body", []) for s in tree.body)
+    text = data.decode() + "\nz = 1  # noqa: SL201\n"
+    kept, none = engine_mod._lighten(text, text.encode(), ast.parse(text))
+    assert none is None and kept is not None and any(getattr(s, "body", []) for s in kept.body)

@@ -581,6 +581,9 @@ class SummaryStore:
         # content sha256 -> its stdlib tree, parsed already (the file being linted: Engine._lint_file): the
         # summary of that content, if asked for, is taken from it instead of a parse of its own
         self.trees: dict[str, ast.Module] = {}
+        # content sha256 -> its summary, taken already from such a tree before the tree went (a large module:
+        # Engine._lighten); used like ``trees``, so a run counts and saves it as one it computed
+        self.made: dict[str, ModuleSummary] = {}
 
     def get(self, digest: str, data: bytes) -> ModuleSummary:
         if self.source is not None:
@@ -589,7 +592,10 @@ class SummaryStore:
         self.used.add(digest)
         found = self.entries.get(digest)
         if found is None:
-            found = self.entries[digest] = summarize(data, self.trees.get(digest))
+            found = self.made.get(digest)
+            if found is None:
+                found = summarize(data, self.trees.get(digest))
+            self.entries[digest] = found
             self.computed += 1
             self.dirty = True
             self._new.append(digest)

@@ -34,12 +34,7 @@ def _word(name: bytes) -> "re.Pattern[bytes]":
 
 
 _SWITCH_ROLES = frozenset({Role.STREAM_SWITCH, Role.NATIVE_STREAM_CONTEXT, Role.SET_STREAM})
-_FAMILY_MODE = {
-    Family.TAGGED_EVENT: "reduce-overhead",
-    Family.GE_SCOPE: "ge",
-    Family.NATIVE_NPU: "eager",
-    Family.CUDA: "cuda",
-}
+_FAMILY_MODE = apis.FAMILY_MODE
 
 
 # A function's key in facts that outlive its parse (PathIndex.carried): its module's path and its qualified name.
@@ -303,7 +298,7 @@ def native_mode(file: FileModel, fn: FunctionInfo) -> str:
         targets = [site.target or "" for site in sites]
         if any(t.startswith(("torch.npu.", "torch_npu.", "torchair.")) for t in targets):
             return "eager"
-        if any(t.startswith("torch.cuda.") for t in targets):
+        if any(t.startswith(("torch.cuda.", "torch.xpu.")) for t in targets):
             return "cuda"
     return "eager"
 

@@ -111,9 +111,26 @@ def _implementations(project: Project, file: FileModel, cls: ClassInfo,
         for other in (model.classes.values() if model is not None else ()):
             if other is cls or name not in other.methods or not all(m in other.methods for m in cls.methods):
                 continue
-            if not stub_body(other.methods[name].node):
+            if not stub_body(other.methods[name].node) and _conforms(own, other.methods[name]):
                 out.append((other.methods[name], model))
     return out
+
+
+def _conforms(protocol: FunctionInfo, candidate: FunctionInfo) -> bool:
+    """Can ``candidate`` be called as the protocol method is declared: does the protocol name every parameter
+    the candidate requires (no default, past ``self``)? A class that merely shares the method names with other
+    parameters (``capture(self, model, static_input, *, stream)`` against ``capture(self, *, pool, stream)``)
+    is no implementation of the protocol, whatever its body does."""
+    declared = {p.name.value for p in _parameters(protocol.node)}
+    params = candidate.node.params
+    positional = [*params.posonly_params, *params.params][1:]  # past `self`
+    required = [p for p in (*positional, *params.kwonly_params) if p.default is None]
+    return all(p.name.value in declared for p in required)
+
+
+def _parameters(node: cst.FunctionDef) -> list[cst.Param]:
+    params = node.params
+    return [*params.posonly_params, *params.params, *params.kwonly_params]
 
 
 def _enters_graph_api(project: Project, file: FileModel, fn: FunctionInfo) -> bool:

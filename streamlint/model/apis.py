@@ -1,6 +1,6 @@
 """The API table: every stream-related name streamlint knows, mapped to its role.
 
-This is the one place where knowledge about TorchAir / torch_npu / npugraph_ex / CUDA spellings lives
+This is the one place where knowledge about TorchAir / torch_npu / npugraph_ex / CUDA / XPU spellings lives
 (domain.md §1.15). Rules ask the model for roles, never for spellings.
 """
 
@@ -62,6 +62,18 @@ class Family(enum.Enum):
     TAGGED_EVENT = "TorchAir tagged event"
     NATIVE_NPU = "native torch.npu stream/event"
     CUDA = "torch.cuda stream/event"
+    XPU = "torch.xpu stream/event"  # Intel GPUs: the CUDA stream model under another module (torch/xpu/streams.py)
+
+
+# The execution path each family's API belongs to (model/paths.py): XPU is a CUDA-like device, the same stream
+# model (``torch/xpu/streams.py`` mirrors ``torch/cuda/streams.py``), native and eager.
+FAMILY_MODE: dict[Family, str] = {
+    Family.TAGGED_EVENT: "reduce-overhead",
+    Family.GE_SCOPE: "ge",
+    Family.NATIVE_NPU: "eager",
+    Family.CUDA: "cuda",
+    Family.XPU: "cuda",
+}
 
 
 @dataclass(frozen=True)
@@ -112,7 +124,7 @@ _SPECS: list[ApiSpec] = [
     _spec("contextlib.nullcontext", Role.NULL_CONTEXT),
     _spec("contextlib.contextmanager", Role.CONTEXT_MANAGER_DECORATOR),
 ]
-for _dev, _fam in (("npu", Family.NATIVE_NPU), ("cuda", Family.CUDA)):
+for _dev, _fam in (("npu", Family.NATIVE_NPU), ("cuda", Family.CUDA), ("xpu", Family.XPU)):
     _SPECS += [
         _spec(f"torch.{_dev}.stream", Role.NATIVE_STREAM_CONTEXT, _fam, ("stream",)),
         _spec(f"torch.{_dev}.Stream", Role.STREAM_NEW, _fam, ("device", "priority")),
@@ -121,7 +133,7 @@ for _dev, _fam in (("npu", Family.NATIVE_NPU), ("cuda", Family.CUDA)):
         _spec(f"torch.{_dev}.default_stream", Role.DEFAULT_STREAM, _fam, ("device",)),
         _spec(f"torch.{_dev}.set_stream", Role.SET_STREAM, _fam, ("stream",)),
         _spec(f"torch.{_dev}.synchronize", Role.DEVICE_SYNCHRONIZE, _fam, ("device",)),
-        _spec(f"torch.{_dev}.graph", Role.GRAPH_CAPTURE, _fam, ("graph",)),
+        _spec(f"torch.{_dev}.graph", Role.GRAPH_CAPTURE, _fam, (f"{_dev}_graph", "pool", "stream")),
     ]
 _SPECS += [
     # an event a graph capture records as an external node: it may be waited before it is recorded
@@ -269,6 +281,8 @@ _PREFIX_ALIASES: dict[str, str] = {
     "npugraph_ex.scope": "torch.npu.npugraph_ex.scope",
     "torch_npu.dynamo.npugraph_ex.scope": "torch.npu.npugraph_ex.scope",
     "torch.cuda.streams": "torch.cuda",
+    "torch.xpu.streams": "torch.xpu",
+    "torch.xpu.graphs": "torch.xpu",
     "torchair.configs.compiler_config": "torchair",
     "torchair.npu_fx_compiler": "torchair",
     "torchair.scope._scope": "torchair.scope",

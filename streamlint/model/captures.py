@@ -16,12 +16,12 @@ graph is replayed (on the replaying stream).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 from streamlint._lazy import cst
 
-from streamlint.model.apis import Role
-from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, ScopeSite
+from streamlint.model.apis import SPECS, Role
+from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, ScopeSite, dotted
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.placement import host_source, host_target, non_blocking
 from streamlint.model.streams import derived
@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
 _CAPTURE_BEGIN = "capture_begin"  # torch.cuda.CUDAGraph.capture_begin / torch.npu.NPUGraph.capture_begin
 _MAX_DEPTH = 3
+# the graph parameter of the capture APIs (``torch.cuda.graph(cuda_graph, ...)``, ``torch.npu.graph(npu_graph, ...)``)
+_GRAPH_KEYWORDS = frozenset(p for spec in SPECS.values() if spec.role is Role.GRAPH_CAPTURE for p in spec.params[:1])
 
 
 def capture_kind(project: Project, file: FileModel, site: ScopeSite | None) -> str | None:
@@ -109,9 +111,26 @@ def _implementations(project: Project, file: FileModel, cls: ClassInfo,
         for other in (model.classes.values() if model is not None else ()):
             if other is cls or name not in other.methods or not all(m in other.methods for m in cls.methods):
                 continue
-            if not stub_body(other.methods[name].node):
+            if not stub_body(other.methods[name].node) and _conforms(own, other.methods[name]):
                 out.append((other.methods[name], model))
     return out
+
+
+def _conforms(protocol: FunctionInfo, candidate: FunctionInfo) -> bool:
+    """Can ``candidate`` be called as the protocol method is declared: does the protocol name every parameter
+    the candidate requires (no default, past ``self``)? A class that merely shares the method names with other
+    parameters (``capture(self, model, static_input, *, stream)`` against ``capture(self, *, pool, stream)``)
+    is no implementation of the protocol, whatever its body does."""
+    declared = {p.name.value for p in _parameters(protocol.node)}
+    params = candidate.node.params
+    positional = [*params.posonly_params, *params.params][1:]  # past `self`
+    required = [p for p in (*positional, *params.kwonly_params) if p.default is None]
+    return all(p.name.value in declared for p in required)
+
+
+def _parameters(node: cst.FunctionDef) -> list[cst.Param]:
+    params = node.params
+    return [*params.posonly_params, *params.params, *params.kwonly_params]
 
 
 def _enters_graph_api(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
@@ -127,15 +146,58 @@ def _enters_graph_api(project: Project, file: FileModel, fn: FunctionInfo) -> bo
     while stack:
         stmt = stack.pop()
         if isinstance(stmt, cst.With):
-            for item in stmt.items:
-                site = file.call_site(item.item) if isinstance(item.item, cst.Call) else None
-                if site is not None and contains(stmt.body, yields[0]) and any(
-                        u.role is Role.GRAPH_CAPTURE for u in project.api_uses(file, site)):
-                    return True
+            if contains(stmt.body, yields[0]) and any(
+                    _capture_value(project, file, fn, item.item) or _exit_stack_enters(project, file, fn, stmt, item,
+                                                                                     yields[0])
+                    for item in stmt.items):
+                return True
             stack.extend(stmt.body.body)
         elif isinstance(stmt, cst.Try):
             stack.extend(stmt.body.body)
     return False
+
+
+def _capture_value(project: Project, file: FileModel, fn: FunctionInfo, expr: cst.BaseExpression) -> bool:
+    """Is ``expr`` a graph capture context: ``torch.cuda.graph(g)`` itself, or a local bound once to one
+    (``capture = torch.npu.graph(npu_graph=g, **kwargs)`` ... ``with capture:``)?"""
+    if isinstance(expr, cst.Name):
+        values = fn.name_assigns.get(expr.value, [])
+        expr = values[0] if len(values) == 1 else expr
+    site = file.call_site(expr) if isinstance(expr, cst.Call) else None
+    return site is not None and any(u.role is Role.GRAPH_CAPTURE for u in project.api_uses(file, site))
+
+
+def _exit_stack_enters(project: Project, file: FileModel, fn: FunctionInfo, stmt: cst.With, item: cst.WithItem,
+                       yield_: cst.Yield) -> bool:
+    """``with ExitStack() as stack:`` around the yield whose body enters a capture context into the stack
+    (``stack.enter_context(capture)``) before the yield, unconditionally (a statement of its body or of ``with``
+    blocks there): the stack keeps the capture open until it exits, after the yield."""
+    call = item.item
+    if not (isinstance(call, cst.Call) and (dotted(call.func) or "").rsplit(".", 1)[-1] == "ExitStack"
+            and item.asname is not None and isinstance(item.asname.name, cst.Name)):
+        return False
+    name = item.asname.name.value
+
+    def before(stmts: Sequence[cst.CSTNode]) -> bool:
+        for s in stmts:
+            if isinstance(s, cst.With):
+                if before(s.body.body):
+                    return True
+                if contains(s, yield_):
+                    return False
+                continue
+            if contains(s, yield_):
+                return False
+            if isinstance(s, cst.SimpleStatementLine) and any(
+                    isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
+                    and isinstance(small.value.func, cst.Attribute) and small.value.func.attr.value == "enter_context"
+                    and isinstance(small.value.func.value, cst.Name) and small.value.func.value.value == name
+                    and small.value.args and _capture_value(project, file, fn, small.value.args[0].value)
+                    for small in s.body):
+                return True
+        return False
+
+    return before(stmt.body.body)
 
 
 def _constructor(site: ScopeSite) -> cst.Call | None:
@@ -207,7 +269,7 @@ def _capture_regions(project: Project, file: FileModel, fn: FunctionInfo, graph:
                                   or capture_kind(project, file, site) is not None):
                 continue
             named = [a.value for a in call.args if a.keyword is None][:1] + [
-                a.value for a in call.args if a.keyword is not None and a.keyword.value in ("graph", "cuda_graph")]
+                a.value for a in call.args if a.keyword is not None and a.keyword.value in _GRAPH_KEYWORDS]
             if any(file.code(x) == graph for x in named):
                 out.append(site.with_node.body)
     begins = [s.node for s in fn.calls if s.method == "capture_begin" and _receiver(file, s.node) == graph]

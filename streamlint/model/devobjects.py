@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 # Device-module methods whose name alone says "stream API" on an object from another package.
 UNAMBIGUOUS = frozenset({"Stream", "current_stream", "default_stream"})
 GENERIC = "torch.accelerator"  # the device chosen at run time
-_DEVICE_MODULES = frozenset({"torch.cuda", "torch.npu", "torch.accelerator", "torch_npu.npu"})
+_DEVICE_MODULES = frozenset({"torch.cuda", "torch.npu", "torch.xpu", "torch.accelerator", "torch_npu.npu"})
 # Packages with their own stream objects (not torch's): an object imported from them is not a torch device.
 _OTHER_RUNTIMES = frozenset({"cupy", "numba", "pycuda", "cuda", "paddle", "jax", "tensorflow", "mindspore",
                              "triton", "warp", "mlx", "threading", "asyncio", "multiprocessing", "concurrent"})

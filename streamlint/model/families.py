@@ -250,7 +250,7 @@ def _dispatching_tests(project: "Project", file: FileModel, fn: FunctionInfo) ->
 
 def _api_name(qualname: str) -> str:
     """`torchair.scope.npu_stream_switch` → `npu_stream_switch`; `torch.npu.stream` stays whole."""
-    return qualname if qualname.startswith(("torch.npu.", "torch.cuda.")) else qualname.rsplit(".", 1)[-1]
+    return qualname if qualname.startswith(("torch.npu.", "torch.cuda.", "torch.xpu.")) else qualname.rsplit(".", 1)[-1]
 
 
 __all__ = ["ALL_PATHS", "GE", "NATIVE", "TAGGED", "FamilyUse", "family_uses", "native_method", "receiver_kind",

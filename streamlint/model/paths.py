@@ -34,12 +34,7 @@ def _word(name: bytes) -> "re.Pattern[bytes]":
 
 
 _SWITCH_ROLES = frozenset({Role.STREAM_SWITCH, Role.NATIVE_STREAM_CONTEXT, Role.SET_STREAM})
-_FAMILY_MODE = {
-    Family.TAGGED_EVENT: "reduce-overhead",
-    Family.GE_SCOPE: "ge",
-    Family.NATIVE_NPU: "eager",
-    Family.CUDA: "cuda",
-}
+_FAMILY_MODE = apis.FAMILY_MODE
 
 
 # A function's key in facts that outlive its parse (PathIndex.carried): its module's path and its qualified name.
@@ -245,7 +240,7 @@ class PathIndex:
         modes = frozenset(_FAMILY_MODE[f] for f in families)
         if Family.TAGGED_EVENT in families:
             modes = frozenset({"reduce-overhead"})  # tagged events + npu_stream_switch: the documented combination
-        elif len(modes) > 1 and len(switching) == 1:
+        elif len(modes) > 1 and len({_FAMILY_MODE[f] for f in switching}) == 1:
             # the stream switch selects the path (rules.md: each path has its own switch); an ordering API of
             # another family inside it (`npu_wait_tensor` under `torch.npu.stream(s)`) is unsupported there
             # (SL502), not a second path
@@ -254,7 +249,8 @@ class PathIndex:
             return ExecutionPath(modes, "family")
         generic = self._generic_switch(file, fn) if not modes else set()
         if generic:  # one device behind every accelerator object: its native path, else the code's own
-            mode = _FAMILY_MODE[next(iter(generic))] if len(generic) == 1 and None not in generic \
+            mode = _FAMILY_MODE[next(iter(generic))] if None not in generic \
+                and len({_FAMILY_MODE[f] for f in generic if f is not None}) == 1 \
                 else native_mode(file, fn)
             return ExecutionPath(frozenset({mode}), DEVICE_GENERIC)
         return ExecutionPath(frozenset(), "unknown")
@@ -280,8 +276,10 @@ class PathIndex:
             if not switches:
                 continue
             families = {u.family for u in switches}
-            if len(families) == 1 and all(u.modes is None for u in switches):
-                return ExecutionPath(frozenset({_FAMILY_MODE[families.pop()]}), "the enclosing stream switch")
+            modes = {_FAMILY_MODE[f] for f in families if f is not None}
+            if len(modes) == 1 and all(u.modes is None for u in switches):
+                # one path: one family, or a device dispatch between families of one stream model (cuda / xpu)
+                return ExecutionPath(frozenset(modes), "the enclosing stream switch")
             break
         return ExecutionPath(frozenset(), "unknown")
 
@@ -303,7 +301,7 @@ def native_mode(file: FileModel, fn: FunctionInfo) -> str:
         targets = [site.target or "" for site in sites]
         if any(t.startswith(("torch.npu.", "torch_npu.", "torchair.")) for t in targets):
             return "eager"
-        if any(t.startswith("torch.cuda.") for t in targets):
+        if any(t.startswith(("torch.cuda.", "torch.xpu.")) for t in targets):
             return "cuda"
     return "eager"
 

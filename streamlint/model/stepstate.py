@@ -28,7 +28,7 @@ import re
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
-from streamlint.model.apis import COLLECTIVE_PARAMS, COLLECTIVES
+from streamlint.model.apis import COLLECTIVE_PARAMS, COLLECTIVES, Role, lookup
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
 from streamlint.model.placement import settled_host_value
 from streamlint.model.streams import derived
@@ -166,11 +166,10 @@ def _writes(file: FileModel, body: cst.CSTNode) -> list[tuple[str, cst.CSTNode]]
     return out
 
 
-_DEVICE_SYNCS = frozenset({"torch.cuda.synchronize", "torch.npu.synchronize", "torch.accelerator.synchronize",
-                           "torch_npu.npu.synchronize"})
-
-
-_GRAPHS = frozenset({"torch.cuda.graph", "torch.npu.graph"})
+def _is_role(func: cst.BaseExpression, role: Role) -> bool:
+    """Is ``func`` spelled as an API of the table with ``role`` (``torch.xpu.synchronize``, ``torch.npu.graph``)?"""
+    spec = lookup(dotted(func))
+    return spec is not None and spec.role is role
 
 
 def _settled_before_sync(body: cst.CSTNode) -> set[int]:
@@ -187,12 +186,12 @@ def _settled_before_sync(body: cst.CSTNode) -> set[int]:
         flat += list(stmt.body.body) if isinstance(stmt, cst.Try) else [stmt]
     last = -1
     for i, stmt in enumerate(flat):
-        if isinstance(stmt, cst.With) and any(isinstance(it.item, cst.Call) and dotted(it.item.func) in _GRAPHS
+        if isinstance(stmt, cst.With) and any(isinstance(it.item, cst.Call) and _is_role(it.item.func, Role.GRAPH_CAPTURE)
                                               for it in stmt.items):
             last = i  # `with torch.cuda.graph(g):` synchronizes the device on entry
         elif isinstance(stmt, cst.SimpleStatementLine) and any(
                 isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
-                and dotted(small.value.func) in _DEVICE_SYNCS for small in stmt.body):
+                and _is_role(small.value.func, Role.DEVICE_SYNCHRONIZE) for small in stmt.body):
             last = i
     out: set[int] = set()
     stack = list(flat[:max(last, 0)])

@@ -102,7 +102,7 @@ NON_TENSOR_BUILTINS = frozenset({"len", "range", "int", "float", "bool", "str", 
 _STREAM_OBJECT_METHODS = frozenset({"wait_stream", "wait_event", "record_event"})
 
 
-_NON_OP_TORCH_MODULES = frozenset({"distributed", "serialization", "cuda", "npu", "utils", "jit", "_dynamo", "compiler",
+_NON_OP_TORCH_MODULES = frozenset({"distributed", "serialization", "cuda", "npu", "xpu", "utils", "jit", "_dynamo", "compiler",
                                "autograd", "backends", "multiprocessing", "onnx", "profiler", "hub", "package",
                                "testing", "fx", "export", "_C", "library", "overrides", "random", "Stream", "Event",
                                "device", "dtype", "Size", "no_grad", "enable_grad", "inference_mode", "is_tensor",

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 
-from streamlint.model.apis import Role
+from streamlint.model.apis import FAMILY_MODE, Role
 from streamlint.model.file import FileModel, FunctionInfo, dotted
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.streams import is_current_stream
@@ -144,7 +144,7 @@ def _side_entry(project: Project, file: FileModel, fn: FunctionInfo, depth: int)
                 continue  # the innermost scope's stream decides; the caller's current one (or the device's
                 # default stream, the current one unless some caller switched) is no side stream
             text = model.code(stream)
-            modes.add("cuda" if use.spec.qualname.startswith("torch.cuda.") else "eager")
+            modes.add(FAMILY_MODE[use.spec.family] if use.spec.family is not None else "eager")
             names.add(next((p for p, e in bound.items() if e is not None and model.code(e) == text), ANONYMOUS))
             after = _joined_after(model, caller, scope.site.with_node)
             outer = None

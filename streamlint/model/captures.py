@@ -33,7 +33,9 @@ if TYPE_CHECKING:
 _CAPTURE_BEGIN = "capture_begin"  # torch.cuda.CUDAGraph.capture_begin / torch.npu.NPUGraph.capture_begin
 _MAX_DEPTH = 3
 # the graph parameter of the capture APIs (``torch.cuda.graph(cuda_graph, ...)``, ``torch.npu.graph(npu_graph, ...)``)
-_GRAPH_KEYWORDS = frozenset(p for spec in SPECS.values() if spec.role is Role.GRAPH_CAPTURE for p in spec.params[:1])
+# and the plain ``graph=`` a project's own capture helper takes (``with capture_into(graph=self.graph):``)
+_GRAPH_KEYWORDS = frozenset(p for spec in SPECS.values() if spec.role is Role.GRAPH_CAPTURE
+                            for p in spec.params[:1]) | {"graph"}
 
 
 def capture_kind(project: Project, file: FileModel, site: ScopeSite | None) -> str | None:
@@ -124,6 +126,9 @@ def _conforms(protocol: FunctionInfo, candidate: FunctionInfo) -> bool:
     declared = {p.name.value for p in _parameters(protocol.node)}
     params = candidate.node.params
     positional = [*params.posonly_params, *params.params][1:]  # past `self`
+    own = protocol.node.params
+    if isinstance(own.star_kwarg, cst.Param) or isinstance(own.star_arg, cst.Param):
+        return True  # (``capture(self, **options)``: the protocol takes any parameter the candidate requires)
     required = [p for p in (*positional, *params.kwonly_params) if p.default is None]
     return all(p.name.value in declared for p in required)
 

@@ -39,7 +39,7 @@ from streamlint.model.lifetimes import persistent_kind
 from streamlint.model.placement import device_like, host_value
 from streamlint.model.project import Project
 from streamlint.model.streams import MAIN_STREAM, STREAM, local_kind
-from streamlint.model.syntax import class_field_annotation, local_nodes
+from streamlint.model.syntax import class_field_annotation, local_nodes, target_names
 from streamlint.model.walk import children
 
 PROTOCOL = "record_stream"
@@ -123,18 +123,29 @@ def unrecorded_stored_siblings(project: Project, file: FileModel) -> list[Unreco
         if not records:
             continue
         verdicts: dict[str, bool] = {}
+
+        def reader_stream(stream: str) -> bool:  # (a stream fn does nothing else with: a reader's)
+            if stream not in verdicts:
+                verdicts[stream] = _only_recorded_on(file, fn, stream)
+            return verdicts[stream]
+
+        reported: set[tuple[str, str]] = set()  # (element, stream): one missing record is one finding
         for node, field, names in _field_stores(file, fn):
             streams = sorted(dict.fromkeys(s for n in names for s in records.get(n, ())),
                              key=lambda s: s not in fn.all_params)  # (a caller's stream first: the reader's)
             for stream in streams:
                 recorded = [n for n in names if stream in records.get(n, ())]
+                # an element recorded on another reader's stream (another stream parameter fn only records on) goes
+                # to that reader: an MoE stage storing the shared expert's input for one stream, the routed experts'
+                # for another
                 missing = [n for n in names if stream not in records.get(n, ())
-                           and _device_evidence(fn, n, recorded_any)]
+                           and _device_evidence(fn, n, recorded_any) and (n, stream) not in reported
+                           and not any(o != stream and o in fn.all_params and reader_stream(o)
+                                       for o in records.get(n, ()))]
                 if not recorded or not missing:
                     continue
-                if stream not in verdicts:
-                    verdicts[stream] = _only_recorded_on(file, fn, stream)
-                if verdicts[stream] and not _reader_records(file, fn, field):
+                if reader_stream(stream) and not _reader_records(file, fn, field):
+                    reported.add((missing[0], stream))
                     out.append(UnrecordedSibling(node, missing[0], recorded[0], stream, fn,
                                                  bool(records.get(missing[0]))))
                     break
@@ -271,27 +282,27 @@ def _reader_records(file: FileModel, fn: FunctionInfo, field: str) -> bool:
     """Does another function of the file take values out of ``field`` (``a, b = self.ready.pop(0)``, ``for
     t in self.ready``) and record one of them?"""
     for other in file.functions.values():
-        if other is fn or not any(site.method == PROTOCOL for site in other.calls):
+        if other is fn or other.class_name != fn.class_name or not any(site.method == PROTOCOL for site in other.calls):
             continue
         taken: set[str] = set()
-        for node in local_nodes(other.node.body):
-            if isinstance(node, cst.Assign) and field in file.code(node.value):
+        for node in local_nodes(other.node.body):  # (program order: a local taken out, then looped over)
+            if isinstance(node, cst.Assign) and _takes_from(node.value, field, taken):
                 for target in node.targets:
-                    taken.update(_target_names(target.target))
-            elif isinstance(node, cst.For) and field in file.code(node.iter):
-                taken.update(_target_names(node.target))
+                    taken.update(target_names(target.target))
+            elif isinstance(node, cst.For) and _takes_from(node.iter, field, taken):
+                taken.update(target_names(node.target))
         if any(site.method == PROTOCOL and isinstance(site.receiver, cst.Name) and site.receiver.value in taken
                for site in other.calls):
             return True
     return False
 
 
-def _target_names(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _target_names(e.value)]
-    return []
+def _takes_from(expr: cst.BaseExpression, field: str, taken: set[str]) -> bool:
+    """Does ``expr`` read the field itself (``self.ready.pop(0)``, not ``self.ready_meta``), or a local taken
+    out of it (``bufs`` after ``bufs = self.ready.pop(layer)``)?"""
+    if isinstance(expr, cst.Name):
+        return expr.value in taken
+    return any(isinstance(sub, (cst.Attribute, cst.Subscript)) and _self_root(sub) == field for sub in _walk(expr))
 
 
 def _handed_over(project: Project, file: FileModel, fn: FunctionInfo, name: str) -> bool:

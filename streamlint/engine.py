@@ -19,7 +19,9 @@ from streamlint._lazy import cst
 from streamlint.config import Settings
 from streamlint.finding import Confidence, Finding, Severity, Span
 from streamlint.model.apis import PatternMarker
+from streamlint.model import syntax
 from streamlint.model.file import FileModel
+from streamlint.model.flow import elementsets
 from streamlint.model.options import ModelOptions
 from streamlint.model.paths import PathIndex
 from streamlint.model.project import Project
@@ -304,6 +306,12 @@ class Engine:
         project.profiler = self._profiler
         self.project = project
         self._parsed = kept
+        # the module-level memos of syntactic facts hold their nodes: they keep only those of the kept trees
+        # (else every released tree stayed alive through them until thousands of answers later)
+        live = {id(node) for parsed in kept.values() if parsed.model is not None
+                for fn in parsed.model.functions.values() for node in (fn.node, fn.node.body)}
+        syntax.forget_nodes(live)
+        elementsets.forget_nodes(live)
         self._digests = {path: digest for path, digest in self._digests.items() if path in kept}
 
     def read(self, path: str) -> bytes:

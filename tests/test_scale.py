@@ -1013,7 +1013,7 @@ def test_a_name_looked_up_through_star_reexports_parses_only_modules_that_spell_
 def test_a_release_lets_the_node_memos_drop_the_released_trees(tmp_path: Path) -> None:
     """The module-level memos of syntactic facts (syntax.node_memo, elementsets) hold each answer with its
     node: after Engine.release_models they hold only nodes of the kept trees, else every released tree stayed
-    alive through them (issue 15: a whole-tree run of a large project grew ~1.6 MB per file)."""
+    alive through them (issue 15: a whole-tree run grew with the tree)."""
     from streamlint.model import syntax
     from streamlint.model.flow import elementsets
 

@@ -1036,3 +1036,25 @@ def test_a_release_lets_the_node_memos_drop_the_released_trees(tmp_path: Path) -
     engine.release_models(len(Path(utils).read_bytes()))
     assert list(engine._parsed) == [utils]
     assert held() <= nodes(utils)
+
+
+def test_a_release_frees_the_released_models(tmp_path: Path) -> None:
+    """A released model is garbage in reference cycles: the release collects it (issue 15: left to the
+    collector's oldest generation, a whole-tree run's memory grew with the tree)."""
+    import gc
+    import weakref
+
+    _project(tmp_path, noise=3)
+    engine = engine_for(tmp_path)
+    for path in sorted(tmp_path.rglob("*.py")):
+        engine.lint_file(str(path))
+    utils = str(tmp_path / "pkg" / "utils.py")
+    engine.project.file(utils)
+    released = [weakref.ref(p.model) for path, p in engine._parsed.items() if path != utils and p.model is not None]
+    assert released
+    gc.disable()  # (only the release may collect)
+    try:
+        engine.release_models(len(Path(utils).read_bytes()))
+    finally:
+        gc.enable()
+    assert all(ref() is None for ref in released)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import gc
 import hashlib
 import os
 import traceback
@@ -19,7 +20,9 @@ from streamlint._lazy import cst
 from streamlint.config import Settings
 from streamlint.finding import Confidence, Finding, Severity, Span
 from streamlint.model.apis import PatternMarker
+from streamlint.model import syntax
 from streamlint.model.file import FileModel
+from streamlint.model.flow import elementsets
 from streamlint.model.options import ModelOptions
 from streamlint.model.paths import PathIndex
 from streamlint.model.project import Project
@@ -202,6 +205,7 @@ class Engine:
         self._parsed: dict[str, ParsedFile] = {}
         self._previous: dict[str, ParsedFile] = {}  # an edited buffer's last parse (reparse.splice)
         self._digests: dict[str, str] = {}  # sha256 of the parsed bytes, computed on request
+        self._released = 0  # bytes of source of the trees let go since the last collection (release_models)
         self._profiler: Profiler | None = None  # set by --profile
         scope = frozenset(os.path.abspath(p) for p in project_scope) if project_scope is not None else None
         self.project = Project(
@@ -271,6 +275,17 @@ class Engine:
         files, up to ``keep`` bytes of source (the modules the next files most likely import: without them
         a large tree's run parsed its common modules again every few files). Answers do not change: the
         analysis of a file is the same whatever was analysed before it (tests/test_scale.py)."""
+        self._released += self._let_go(keep)
+        if self._released > keep:
+            # a released tree is garbage in reference cycles (models, their functions and facts): the
+            # collector's oldest generation, with millions of long-lived nodes, ran too seldom to free it
+            # (issue 15: RSS grew ~1.3 MB per file without this); once per ``keep`` bytes of source let go
+            self._released = 0
+            gc.collect()
+
+    def _let_go(self, keep: int) -> int:
+        """release_models without the collection (its locals, the old project among them, are gone once it
+        returns); the bytes of source of the trees let go."""
         old = self.project
         project = Project(self.root, self._load_model, scope=old.scope, options=old.options)
         carried = old._paths.carried() if old._paths is not None else None
@@ -302,8 +317,17 @@ class Engine:
         project._packages, project._modules = old._packages, old._modules
         project._source_roots, project._checkout_dirs = old._source_roots, old._checkout_dirs
         project.profiler = self._profiler
+        released = sum(len(parsed.source.data) for path, parsed in self._parsed.items()
+                       if path not in kept and parsed.source is not None)
         self.project = project
         self._parsed = kept
+        # the module-level memos of syntactic facts hold their nodes: they keep only those of the kept trees
+        # (else every released tree stayed alive through them until thousands of answers later)
+        live = {id(node) for parsed in kept.values() if parsed.model is not None
+                for fn in parsed.model.functions.values() for node in (fn.node, fn.node.body)}
+        syntax.forget_nodes(live)
+        elementsets.forget_nodes(live)
+        return released
         self._digests = {path: digest for path, digest in self._digests.items() if path in kept}
 
     def read(self, path: str) -> bytes:

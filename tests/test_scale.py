@@ -1008,3 +1008,53 @@ def test_a_name_looked_up_through_star_reexports_parses_only_modules_that_spell_
     parsed = {os.path.relpath(p, tmp_path) for p in engine._parsed}
     assert "zoo/models/scopes/streams.py" in parsed
     assert not {p for p in parsed if "modeling_" in p}, sorted(parsed)
+
+
+def test_a_release_lets_the_node_memos_drop_the_released_trees(tmp_path: Path) -> None:
+    """The module-level memos of syntactic facts (syntax.node_memo, elementsets) hold each answer with its
+    node: after Engine.release_models they hold only nodes of the kept trees, else every released tree stayed
+    alive through them (issue 15: a whole-tree run grew with the tree)."""
+    from streamlint.model import syntax
+    from streamlint.model.flow import elementsets
+
+    _project(tmp_path, noise=3)
+    engine = engine_for(tmp_path)
+    for path in sorted(tmp_path.rglob("*.py")):
+        engine.lint_file(str(path))
+    utils = str(tmp_path / "pkg" / "utils.py")
+    engine.project.file(utils)  # the most recently used model: the one a release keeps
+
+    def held() -> set[int]:
+        return {id(node) for node, *_ in list(syntax._NODE_MEMO.values()) + list(elementsets._MEMO.values())}
+
+    def nodes(path: str) -> set[int]:
+        model = engine._parsed[path].model
+        return {id(n) for fn in model.functions.values() for n in (fn.node, fn.node.body)}
+
+    released = set().union(*(nodes(p) for p in engine._parsed if p != utils))
+    assert held() & released  # (the memos did answer for the trees about to be released)
+    engine.release_models(len(Path(utils).read_bytes()))
+    assert list(engine._parsed) == [utils]
+    assert held() <= nodes(utils)
+
+
+def test_a_release_frees_the_released_models(tmp_path: Path) -> None:
+    """A released model is garbage in reference cycles: the release collects it (issue 15: left to the
+    collector's oldest generation, a whole-tree run's memory grew with the tree)."""
+    import gc
+    import weakref
+
+    _project(tmp_path, noise=3)
+    engine = engine_for(tmp_path)
+    for path in sorted(tmp_path.rglob("*.py")):
+        engine.lint_file(str(path))
+    utils = str(tmp_path / "pkg" / "utils.py")
+    engine.project.file(utils)
+    released = [weakref.ref(p.model) for path, p in engine._parsed.items() if path != utils and p.model is not None]
+    assert released
+    gc.disable()  # (only the release may collect)
+    try:
+        engine.release_models(len(Path(utils).read_bytes()))
+    finally:
+        gc.enable()
+    assert all(ref() is None for ref in released)

@@ -156,6 +156,14 @@ def node_memo(kind: str, node: cst.CSTNode, compute: Callable[[cst.CSTNode], T])
     return found
 
 
+def forget_nodes(live: "set[int]") -> None:
+    """Drop what the memo holds for every node but those whose id is in ``live``. Each answer holds its node
+    (and a ``local_nodes`` answer every node of the function): a tree the engine let go stayed alive here
+    until 8,192 answers later (issue 15: a whole-tree run grew with the tree)."""
+    for key in [key for key in _NODE_MEMO if key[1] not in live]:
+        del _NODE_MEMO[key]
+
+
 def memoised(kind: str, node: cst.CSTNode) -> object | None:
     """What :func:`node_memo` holds for (``kind``, node), without computing it (None: nothing held)."""
     held = _NODE_MEMO.get((kind, id(node)))

@@ -218,6 +218,13 @@ def _resolved(fn_node: cst.FunctionDef) -> tuple[dict[str, list[Origin]], dict[s
     return r.origins, r.aliases
 
 
+def forget_nodes(live: "set[int]") -> None:
+    """Drop the memo's answers but those for the functions whose node's id is in ``live`` (each holds its
+    node: a tree the engine let go must not stay alive here, issue 15)."""
+    for key in [key for key in _MEMO if key not in live]:
+        del _MEMO[key]
+
+
 def origins(fn_node: cst.FunctionDef) -> dict[str, list[Origin]]:
     """Per local name of the function, the container elements it is bound to (see the module docstring)."""
     return _resolved(fn_node)[0]

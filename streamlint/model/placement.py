@@ -25,12 +25,13 @@ HOST_COPY_METHODS = frozenset({"cpu", "pin_memory"})  # a host tensor results wh
 BLOCKING_HOST_READS = frozenset({"item", "tolist", "cpu", "numpy"})
 
 
-def _names_host(expr: cst.BaseExpression) -> bool:
+def names_host(expr: cst.BaseExpression) -> bool:
+    """``"cpu"``, ``"cpu:0"``, ``torch.device("cpu")``: an expression naming the host device."""
     sv = string_value(expr)
     if sv is not None:
         return sv == "cpu" or sv.startswith("cpu:")
     if isinstance(expr, cst.Call) and dotted(expr.func) in ("torch.device", "device") and expr.args:
-        return _names_host(expr.args[0].value)
+        return names_host(expr.args[0].value)
     return False
 
 
@@ -45,7 +46,7 @@ def host_factory(target: str | None, call: cst.Call) -> bool:
     if last in ("from_numpy", "frombuffer"):
         return True
     device = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"), None)
-    return device is None or _names_host(device)
+    return device is None or names_host(device)
 
 
 def host_placed(call: cst.Call) -> bool:
@@ -54,7 +55,7 @@ def host_placed(call: cst.Call) -> bool:
     for a in call.args:
         if a.keyword is None:
             continue
-        if a.keyword.value == "device" and _names_host(a.value):
+        if a.keyword.value == "device" and names_host(a.value):
             return True
     return _pin_keyword(call)
 
@@ -71,7 +72,7 @@ def host_target(call: cst.Call, method: str) -> bool:
         return True
     if method == "to":
         first = next((a.value for a in call.args if a.keyword is None or a.keyword.value == "device"), None)
-        return first is not None and _names_host(first)
+        return first is not None and names_host(first)
     return False
 
 

@@ -6,6 +6,7 @@ is a fact of the class and the key, memoised per project."""
 from __future__ import annotations
 
 from streamlint.model.file import ClassInfo, FunctionInfo
+from streamlint.model.flow.hostinstances import host_instance_field
 from streamlint.model.flow.values import KVal
 from streamlint.model.lifetimes import module_constant, module_container
 from streamlint.model.placement import host_container_field
@@ -28,7 +29,11 @@ class HostFields:
         held = memo.get(mkey)
         if held is None or held[0] is not frame_file:  # (the file is kept with its answer: an id is never reused under it)
             held = memo[mkey] = (frame_file, self._host_field(frame_file, frame_fn, v.key))
-        return held[1]
+        if held[1]:
+            return True
+        # a field allocated on the constructor's device, read in a method run only on host-built objects
+        return v.key.count(".") == 1 and "[" not in v.key and host_instance_field(
+            self.project, frame_file, frame_file.classes.get(frame_fn.class_name or ""), frame_fn, v.key[5:])
 
     def _host_field(self, frame_file, frame_fn: FunctionInfo, key: str) -> bool:
         """:meth:`host_attribute` of a ``self.*`` key seen from a method of ``frame_fn``'s class."""

@@ -8,9 +8,10 @@ on the side stream is a race only if the value has such a device producer. :func
 looks at every project ``with`` site of the context manager: what each body reads that it did not bind itself
 is the caller's parameters and locals, ``self`` and module names. Object state (weights loaded at
 construction, buffers of the object) and module names are no producer of the caller's current stream here;
-a parameter is one when it is a tensor (annotated or used as one) or a container of tensors; a local when
-one of its bindings before the ``with`` is device work (a torch op, a tensor method, a project function
-computing a tensor) or is built from such a parameter or local. Precision first: when no site is known (a
+a parameter is one when it is a tensor (annotated or used as one) or a container of tensors, and so is the
+caller's ``*inputs`` (interp.bind_star_args); a local when one of its bindings before the ``with`` is device
+work (a torch op, a tensor method, a project function computing a tensor) or is built from such a parameter or
+local (``values = tuple(inputs)``). Precision first: when no site is known (a
 context manager called in ways the project cannot see) the bodies are assumed to read such a tensor.
 """
 
@@ -136,6 +137,8 @@ def _site_reads_device(project: Project, model: FileModel, site) -> bool:
     bound = _bound_in(body)
     kinds = param_kinds(project, model, caller)
     for name in _free_names(body) - bound:
+        if name == _star_tensors(caller):
+            return True
         if name in caller.all_params and name not in ("self", "cls"):
             if _tensor_param(caller, name, kinds):
                 return True
@@ -254,6 +257,22 @@ def _tensor_param(caller: FunctionInfo, name: str, kinds: dict[str, str]) -> boo
     return False
 
 
+def _star_tensors(caller: FunctionInfo) -> str | None:
+    """The name of ``caller``'s ``*inputs`` when it carries the caller's tensors (interp.bind_star_args): annotated
+    with a tensor type, or not annotated and not forwarded to a callable parameter (a generic dispatcher)."""
+    star = caller.node.params.star_arg
+    if not isinstance(star, cst.Param):
+        return None
+    name = star.name.value
+    if star.annotation is not None:
+        return name if _holds_tensor(star.annotation.annotation, 0) else None
+    if any(isinstance(site.node.func, cst.Name) and site.node.func.value in caller.all_params
+           and any(a.star == "*" and isinstance(a.value, cst.Name) and a.value.value == name for a in site.node.args)
+           for site in caller.calls):
+        return None
+    return name
+
+
 def _holds_tensor(ann: cst.BaseExpression, depth: int) -> bool:
     """``Tensor``, ``Optional[Tensor]``, ``list[torch.Tensor]``, ``dict[str, Tensor]``: a tensor or a container
     of tensors; not a class merely parameterised by one (``list[Entry[Item, Tensor]]``)."""
@@ -291,6 +310,8 @@ def _device_expr(project: Project, model: FileModel, caller: FunctionInfo, e: cs
         if isinstance(n, cst.Call) and _device_call(project, model, caller, n):
             return True
     for name in _free_names(e):
+        if name == _star_tensors(caller):
+            return True  # `values = tuple(inputs)` from `*inputs: Tensor`
         if name in caller.all_params and name not in ("self", "cls"):
             if _tensor_param(caller, name, kinds):
                 return True

@@ -1141,3 +1141,35 @@ def test_a_helper_that_returns_no_registry_entry_never_scans_the_stream_installe
                if os.path.abspath(f.path) == str(model)]
     assert _codes(in_tree) == alone
 
+
+def test_the_caller_search_gives_the_same_answer_whatever_order_it_reads_the_summaries_in(tmp_path: Path) -> None:
+    """``Project.paths_calling`` reads the summaries of the modules that may call a name smallest first when more
+    may call it than ``limit``: the answer is the one of reading them in project order (None past the limit,
+    else the hits in project order)."""
+    import random
+
+    rng = random.Random(15)
+    for i in range(40):
+        pad = "\n".join(f"x{j} = {j}" for j in range(rng.randrange(1, 400)))
+        body = rng.choice(["def go(m):\n    return m.compile()\n",  # a call: kept by the summary
+                           "# m.compile() in a comment only\ndef go(m):\n    return m\n",
+                           "def go(m):\n    run = m.compile\n    return run()\n",  # an alias of it
+                           "def go(m):\n    return m\n"])
+        write(tmp_path, f"pkg/m{i:02}.py", f"{pad}\n{body}")
+    write(tmp_path, "pkg/__init__.py", "")
+    project = engine_for(tmp_path).project
+
+    def reference(limit):
+        paths = []
+        for path in project.paths_containing((b"compile",)):
+            summary = project.summary(path)
+            if summary is not None and summary.may_call("compile"):
+                paths.append(path)
+                if limit is not None and len(paths) > limit:
+                    return None
+        return paths
+
+    every = reference(None)
+    assert 5 < len(every) < 35, len(every)
+    for limit in (None, 0, 3, len(every) - 1, len(every), len(every) + 1, 39):
+        assert project.paths_calling("compile", limit) == reference(limit), limit

@@ -1058,3 +1058,118 @@ def test_a_release_frees_the_released_models(tmp_path: Path) -> None:
     finally:
         gc.enable()
     assert all(ref() is None for ref in released)
+
+
+INSTALLER = '''\
+import torch
+
+_streams = {}
+
+
+def install_streams_{i}():
+    for idx, stream in _streams.items():
+        with torch.cuda.device(idx):
+            torch.cuda.set_stream(stream)
+
+
+def start_{i}():
+    install_streams_{i}()
+'''
+
+INSTALLED = {
+    "pkg/__init__.py": "",
+    "pkg/helpers.py": '''\
+import torch
+
+_device_streams = {}
+
+
+def scaled(x):
+    return x * 2
+
+
+def device_stream(idx):
+    return _device_streams.get(idx)
+''',
+    "pkg/model.py": '''\
+import torch
+
+from pkg.helpers import device_stream, scaled
+
+
+def forward(x, side):
+    with torch.cuda.stream(side):
+        y = scaled(x)
+    return y + 1
+
+
+def forward_on_device(x, idx):
+    with torch.cuda.stream(device_stream(idx)):
+        y = x * 3
+    return y
+''',
+}
+
+
+def test_a_helper_that_returns_no_registry_entry_never_scans_the_stream_installers(tmp_path: Path) -> None:
+    """``streams.installed_stream_getter`` reads the returned values' shape (``G.get(k)`` / ``G[k]`` of a module
+    global) before the project-wide scan of functions calling ``set_stream``, which parses each of them: every
+    inlined project helper returning anything asked that scan (torch-npu's _graph_tree.py: 11 of its 17 parses)."""
+    for rel, text in INSTALLED.items():
+        write(tmp_path, rel, text)
+    write(tmp_path, "pkg/installers/__init__.py", "")
+    for i in range(6):
+        write(tmp_path, f"pkg/installers/i{i}.py", INSTALLER.replace("{i}", str(i)))
+    model = tmp_path / "pkg" / "model.py"
+    engine = engine_for(tmp_path)
+    file = engine.project.file(str(model))
+    from streamlint.model.streams import installed_stream_getter
+
+    helpers = engine.project.file(str(tmp_path / "pkg" / "helpers.py"))
+    assert not installed_stream_getter(engine.project, helpers, helpers.functions["scaled"])
+    parsed = {os.path.relpath(p, tmp_path) for p in engine._parsed}
+    assert not {p for p in parsed if "installers" in p}, sorted(parsed)
+    # a getter of a module global still asks the scan (its registry is installed by no function here)
+    assert not installed_stream_getter(engine.project, helpers, helpers.functions["device_stream"])
+    parsed = {os.path.relpath(p, tmp_path) for p in engine._parsed}
+    assert {p for p in parsed if "installers" in p}, sorted(parsed)
+    assert file is not None
+    # and the findings are those of a whole-tree run
+    alone = _codes(engine_for(tmp_path).lint_file(str(model)).findings)
+    whole = engine_for(tmp_path)
+    in_tree = [f for p in sorted(tmp_path.rglob("*.py")) for f in whole.lint_file(str(p)).findings
+               if os.path.abspath(f.path) == str(model)]
+    assert _codes(in_tree) == alone
+
+
+def test_the_caller_search_gives_the_same_answer_whatever_order_it_reads_the_summaries_in(tmp_path: Path) -> None:
+    """``Project.paths_calling`` reads the summaries of the modules that may call a name smallest first when more
+    may call it than ``limit``: the answer is the one of reading them in project order (None past the limit,
+    else the hits in project order)."""
+    import random
+
+    rng = random.Random(15)
+    for i in range(40):
+        pad = "\n".join(f"x{j} = {j}" for j in range(rng.randrange(1, 400)))
+        body = rng.choice(["def go(m):\n    return m.compile()\n",  # a call: kept by the summary
+                           "# m.compile() in a comment only\ndef go(m):\n    return m\n",
+                           "def go(m):\n    run = m.compile\n    return run()\n",  # an alias of it
+                           "def go(m):\n    return m\n"])
+        write(tmp_path, f"pkg/m{i:02}.py", f"{pad}\n{body}")
+    write(tmp_path, "pkg/__init__.py", "")
+    project = engine_for(tmp_path).project
+
+    def reference(limit):
+        paths = []
+        for path in project.paths_containing((b"compile",)):
+            summary = project.summary(path)
+            if summary is not None and summary.may_call("compile"):
+                paths.append(path)
+                if limit is not None and len(paths) > limit:
+                    return None
+        return paths
+
+    every = reference(None)
+    assert 5 < len(every) < 35, len(every)
+    for limit in (None, 0, 3, len(every) - 1, len(every), len(every) + 1, 39):
+        assert project.paths_calling("compile", limit) == reference(limit), limit

@@ -81,7 +81,8 @@ Layer 3 — one function's flow
     ``dataflow``    which hazards (races, lifetimes, unjoined streams, view escapes) does a function
                     have on each execution path? The interpreter is ``flow/``: ``values`` (lattice,
                     state), ``orderings`` (vector clocks), ``storage`` (accesses, lifetimes),
-                    ``exprs`` (evaluation), ``calls`` (inlining), ``control`` (branches, loops, scopes),
+                    ``exprs`` (evaluation), ``calls`` (inlining), ``control`` (branches, loops, scopes), ``polls``
+                    (what a branch on ``query()`` / ``is_cuda`` tells),
                     ``interp`` (the composition), ``results`` (what rules read)
     ``breaks``      where does a compiled region break the graph, and what reaches a no-break scope?
     ``waits``       syntactic facts around npu_wait_tensor / ops.record / event waits

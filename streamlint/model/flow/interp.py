@@ -36,6 +36,7 @@ from streamlint.model.flow.storage import Storages
 from streamlint.model.flow.finals import Finals
 from streamlint.model.flow.unsets import Unsets
 from streamlint.model.flow.syncops import SyncMethods
+from streamlint.model.flow.polls import Polls
 from streamlint.model.flow.values import AnalysisBudgetExceeded, Access, EVal, FlowConfig, KVal, SVal, State, flow_config
 from streamlint.model.streams import EVENT, MAIN, STREAM
 from streamlint.model.tensors import param_kinds
@@ -81,7 +82,7 @@ def _last_simple(body: list) -> cst.CSTNode | None:
 
 class Interp(Consumers, Orderings, Records, Storages, Unsets, Expressions, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes,
              HostReads, HostSyncs, TransferSends, Counters, Promises, Slots, Replays, Rounds, Finals,
-             HandedBack):
+             HandedBack, Polls):
     """Path-sensitive abstract interpretation of one function body in program order."""
 
     protocol_seed = True  # seed the fields other methods of the class leave on a side stream (protocols.py)

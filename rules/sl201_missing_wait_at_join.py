@@ -10,6 +10,7 @@ from streamlint.model.flow.handedfields import HANDED
 from streamlint.model.flow.joinsteps import SilentJoin, silent_joins, taken_events
 from streamlint.model.flow.protocols import DroppedEvent, UnheldEvent, dropped_events, unheld_events
 from streamlint.model.flow.results import FunctionFlow, one_per_cause
+from streamlint.model.devicenames import device_module, function_at
 from streamlint.model.streams import MAIN, entry_stream_name, stream_expr, stream_label
 from streamlint.model.waits import partial_joins
 from streamlint.rule import FIRST_LINE, Invalid, Option, Rule, RuleContext, Valid, first_line
@@ -89,7 +90,7 @@ class MissingWaitAtJoin(Rule):
             use_line = ctx.file.span(race.node).start_line
             producer_line = max((ctx.file.span(r.producer).end_line for r in (race, *also)
                                  if r.producer is not None), default=None)
-            hint = _hint(race, main, producer_line, use_line)
+            hint = _hint(race, main, producer_line, use_line, device_module(ctx.project, ctx.file, fn, race.mode))
             if race.task:
                 confidence = Confidence.MEDIUM
                 hint = (f"make {stream_label(race.dst, main)} wait, before the group begins, on the event the updater "
@@ -99,8 +100,9 @@ class MissingWaitAtJoin(Rule):
                         "updated before replays (the project calls `graph_task_update_begin`)")
             elif race.body:
                 confidence = Confidence.MEDIUM
-                hint = (f"fork before the yield: `{stream_expr(race.dst, main, race.mode) or 'side'}.wait_stream("
-                        f"{stream_expr(race.src, main, race.mode) or 'current'})` before the stream scope (or wait "
+                dev = device_module(ctx.project, ctx.file, fn, race.mode)
+                hint = (f"fork before the yield: `{stream_expr(race.dst, main, dev) or 'side'}.wait_stream("
+                        f"{stream_expr(race.src, main, dev) or 'current'})` before the stream scope (or wait "
                         "on an event recorded on the current stream); this assumes the with-body reads tensors "
                         "the caller produced on its current stream")
             elif race.replay:
@@ -258,6 +260,12 @@ class MissingWaitAtJoin(Rule):
     ]
 
 
+def _current(ctx: RuleContext, fn, tag: str) -> str:
+    """``<device>.current_stream()`` for code of ``fn`` on the paths of ``tag`` (``torch.xpu`` in Intel GPU code)."""
+    mode = "cuda" if "cuda" in tag.split("/") else tag.split("/")[0]
+    return f"{device_module(ctx.project, ctx.file, fn, mode)}.current_stream()"
+
+
 def _report_unguarded(ctx: RuleContext, read: UnguardedRead) -> None:
     """A field guarded by an event of its holder read with no wait on it (model: ``eventguards``)."""
     g = read.guard
@@ -279,7 +287,7 @@ def _report_unguarded(ctx: RuleContext, read: UnguardedRead) -> None:
                confidence=Confidence.MEDIUM,
                related=[Location(ctx.file.path, ctx.file.span(g.record), f"`{g.event}` recorded here, in "
                                                                           f"`{recorder}()`, after the write")],
-               hint=(f"`{'<side stream>' if on_current else 'torch.cuda.current_stream()'}.wait_event({event})` "
+               hint=(f"`{'<side stream>' if on_current else _current(ctx, read.function, tag)}.wait_event({event})` "
                      f"(or the device's equivalent) before the read: `{g.event}` is what orders `{g.field}` after "
                      f"the work on {where}; this assumes "
                      f"that work ran before this read, as the class's protocol implies"))
@@ -336,7 +344,7 @@ def _report_silent_join(ctx: RuleContext, silent: SilentJoin) -> None:
         message = first_line(f"`{name}()` is a join step given `{silent.handle}` but orders nothing after it (no "
                              f"wait, no record, not handed on): the caller's reads of that work are unordered [{tag}]",
                              f"join step `{name}()` orders nothing after `{silent.handle}` [{tag}]")
-        hint = f"`torch.cuda.current_stream().wait_stream({silent.handle})` (or wait on the event) before returning"
+        hint = f"`{_current(ctx, silent.function, tag)}.wait_stream({silent.handle})` (or wait on the event) before returning"
     elif silent.kind == "event":
         message = first_line(f"`{name}()` takes `{silent.handle}` and never waits on it (nor hands it on): the work "
                              f"it stands for is joined by nobody [{tag}]",
@@ -370,7 +378,8 @@ def _report_silent_join(ctx: RuleContext, silent: SilentJoin) -> None:
                              f"stream after `{silent.handle}`, on which `{producer}()` leaves work in flight [{tag}]",
                              f"join step `{name}()`: nothing joins `{silent.handle}` (`{producer}()` queues work "
                              f"there) [{tag}]")
-        hint = f"`torch.cuda.current_stream().wait_stream({silent.handle})` here (the caller reads that work's results)"
+        hint = (f"`{_current(ctx, silent.function, tag)}.wait_stream({silent.handle})` here (the caller reads that "
+                "work's results)")
         if silent.work is not None:
             related.append(Location(ctx.file.path, ctx.file.span(silent.work), f"queued on `{silent.handle}` here"))
     ctx.report(silent.node, message, confidence=Confidence.MEDIUM, related=related, hint=hint)
@@ -429,16 +438,17 @@ def _report_host_read(ctx: RuleContext, fn, read: HostRead) -> None:
         f"`{read.name}` is read on the host before its non-blocking device-to-host copy{at} is synchronised "
         f"[{read.mode}]",
         f"a host tensor is read before its non-blocking device-to-host copy is synchronised [{read.mode}]")
-    sync = _sync_call(read, main, stream)
+    sync = _sync_call(ctx, read, main, stream)
     hint = (f"a non-blocking copy to host memory returns before the data arrives: call {sync} (or synchronize an "
             f"event recorded after the copy) before the host reads `{read.name}`")
     related = _copy_related(ctx, read, "non-blocking copy queued here")
     ctx.report(read.node, message, related=related, hint=hint)
 
 
-def _sync_call(read: HostRead, main: str | None, stream: str) -> str:
+def _sync_call(ctx: RuleContext, read: HostRead, main: str | None, stream: str) -> str:
     """The host synchronisation of the read's stream, spelt as the code names it when it can be."""
-    obj = stream_expr(read.stream, main, read.mode)
+    obj = stream_expr(read.stream, main, device_module(ctx.project, ctx.file, function_at(ctx.file, read.node),
+                                                       read.mode))
     return f"`{obj}.synchronize()`" if obj is not None else f"a synchronisation of {stream}"
 
 
@@ -457,7 +467,7 @@ def _report_host_signal(ctx: RuleContext, read: HostRead, main: str | None, stre
         f"`{read.name}{read.consumer}` signals another thread while the work queued on {stream}{at} may still be "
         f"running: nothing synchronises it first [{read.mode}]",
         f"a completion signal is sent while side-stream work{at} may still be running [{read.mode}]")
-    sync = _sync_call(read, main, stream)
+    sync = _sync_call(ctx, read, main, stream)
     hint = (f"the receiver takes the signal as the work being done (reads the copies' results, frees or reuses "
             f"their sources): call {sync} before it, or send an event recorded after the work for the receiver "
             "to synchronise; this assumes the receiver acts on what the work produces")
@@ -475,7 +485,7 @@ def _report_returned_pending(ctx: RuleContext, read: HostRead, main: str | None,
         f"`{read.name}` is handed back before its device-to-host copy is synchronised; the caller reads it{at} "
         f"[{read.mode}]",
         f"a pending host tensor is handed back, then read on the host by the caller{at} [{read.mode}]")
-    sync = _sync_call(read, main, stream)
+    sync = _sync_call(ctx, read, main, stream)
     hint = (f"call {sync} (or synchronize an event recorded after the copies) before returning, or return an "
             "event for the caller to synchronise before it reads")
     related = _copy_related(ctx, read, "read on the host here")
@@ -495,7 +505,7 @@ def _report_pending_exit(ctx: RuleContext, read: HostRead, main: str | None, str
         f"{stream}; {who} [{read.mode}]",
         f"`{read.name}` leaves the function ({how}) before its non-blocking copy{at} is synchronised [{read.mode}]",
         f"pinned host memory leaves the function before its non-blocking copy is synchronised [{read.mode}]")
-    sync = _sync_call(read, main, stream)
+    sync = _sync_call(ctx, read, main, stream)
     hint = (f"call {sync} before it leaves the function, or record an event after the copy and hand it over for "
             "the reader to synchronise")
     related = _copy_related(ctx, read, "non-blocking copy queued here")
@@ -521,7 +531,7 @@ def _report_engine_send(ctx: RuleContext, read: HostRead, main: str | None, stre
             f"what it sends) may still be running [{read.mode}]",
             f"a transfer engine send with no host synchronisation before it on this path [{read.mode}]")
         related = []
-    sync = _sync_call(read, main, stream)
+    sync = _sync_call(ctx, read, main, stream)
     hint = (f"a transfer engine reads the addresses it is handed by DMA/RDMA, not in stream order: call {sync} (or "
             "synchronize an event recorded after the writes) before the send; this assumes the sent memory is "
             "written by that device work")
@@ -593,7 +603,7 @@ def _message(race: Race, names: list[str], main: str | None) -> str:
     return first_line(*candidates)
 
 
-def _hint(race: Race, main: str | None, producer_line: int | None, use_line: int) -> str:
+def _hint(race: Race, main: str | None, producer_line: int | None, use_line: int, dev: str) -> str:
     """Where the wait goes: on which stream, for which stream, between which lines."""
     src, dst = stream_label(race.src, main), stream_label(race.dst, main)
     after = f"after line {producer_line} and " if producer_line is not None else ""
@@ -605,7 +615,7 @@ def _hint(race: Race, main: str | None, producer_line: int | None, use_line: int
                 f"`npu_tagged_event_wait` it on {dst} before line {use_line}")
     if race.mode == "ge":
         return f"order them with `npu_wait_tensor` / `torchair.ops.wait` on {dst} {where}"
-    src_obj, dst_obj = stream_expr(race.src, main, race.mode), stream_expr(race.dst, main, race.mode)
+    src_obj, dst_obj = stream_expr(race.src, main, dev), stream_expr(race.dst, main, dev)
     if src_obj is None or dst_obj is None:
         return f"wait on {dst} for an event recorded on {src} {where}"
     return f"add `{dst_obj}.wait_stream({src_obj})` {where} (or wait on an event recorded on {src} there)"

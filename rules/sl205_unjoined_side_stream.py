@@ -1,6 +1,7 @@
 from streamlint.finding import Confidence, Severity
 from streamlint.model.apis import STREAM_MARKERS
 from streamlint.model.dataflow import file_flows
+from streamlint.model.devicenames import device_module
 from streamlint.model.streams import MAIN, entry_stream_name, stream_expr, stream_label
 from streamlint.rule import Invalid, Rule, RuleContext, Valid, first_line
 
@@ -59,9 +60,10 @@ class UnjoinedSideStream(Rule):
                 message = first_line(f"work queued on {side} here is never joined back before {where} ends "
                                      f"[{item.mode}]",
                                      f"side-stream work here is never joined back before {where} ends [{item.mode}]")
-                side_obj = stream_expr(item.stream, main, item.mode)
+                dev = device_module(ctx.project, ctx.file, fn, item.mode)
+                side_obj = stream_expr(item.stream, main, dev)
                 # inside a capture region the current stream is the capture stream, whatever the entry one is called
-                main_obj = stream_expr(MAIN, main if item.region != "capture" else None, item.mode)
+                main_obj = stream_expr(MAIN, main if item.region != "capture" else None, dev)
                 end = ctx.file.span(item.node).end_line
                 if side_obj:
                     hint = (f"add `{main_obj}.wait_stream({side_obj})` after line {end} (or wait on an event "

@@ -7,6 +7,7 @@ from streamlint.model.apis import STREAM_MARKERS
 from streamlint.model.dataflow import file_flows, path_tag
 from streamlint.model.handoffs import unrecorded_siblings, unrecorded_stored_siblings
 from streamlint.model.recorders import broken_records
+from streamlint.model.devicenames import device_module, function_at
 from streamlint.model.streams import MAIN, entry_stream_name, stream_expr, stream_label
 from streamlint.rule import Invalid, Option, Rule, RuleContext, Valid, first_line
 
@@ -204,8 +205,8 @@ class MissingRecordStream(Rule):
                 fix = None
                 if issue.mode != "reduce-overhead":
                     joins = _joins(ctx, issue, flow, span.end_line)
-                    alloc_obj = stream_expr(issue.alloc, main, issue.mode)
-                    use_obj = stream_expr(issue.use_stream, main, issue.mode)
+                    alloc_obj = stream_expr(issue.alloc, main, _dev(ctx, issue))
+                    use_obj = stream_expr(issue.use_stream, main, _dev(ctx, issue))
                     join = (f"`{alloc_obj}.wait_stream({use_obj})`" if alloc_obj and use_obj else "a join") \
                         + f" before line {joins}, which also clears the SL201 there" if joins else ""
                     forks = _forks(issue, flow, ctx, span.end_line) if issue.use_stream == MAIN else ""
@@ -249,7 +250,7 @@ class MissingRecordStream(Rule):
                            f"{use} (line {line}) [{issue.mode}]",
                            f"this record is on the stream the tensor's memory belongs to, not the one using it "
                            f"(line {line}) [{issue.mode}]")
-        target = _record_on_user(issue, main, use)
+        target = _record_on_user(ctx, issue, main, use)
         hint = (f"recording on {alloc} is a no-op for the allocator: use {target}, or the memory can be handed to new "
                 f"work on {alloc} while {use} still uses it")
         related = [Location(ctx.file.path, ctx.file.span(issue.free_node), "used here")]
@@ -280,7 +281,7 @@ class MissingRecordStream(Rule):
                                f"but it is not recorded on {use} [{issue.mode}]",
                                f"`{issue.name}` is allocated on a side stream and handed to {use} unrecorded "
                                f"[{issue.mode}]")
-        target = _record_on_user(issue, main, use)
+        target = _record_on_user(ctx, issue, main, use)
         hint = (f"add {target} before handing it over: the wait orders the read after the copy but does not "
                 f"protect the memory; once the consumer drops it, the block returns to {alloc}'s pool and its next "
                 f"allocation can overwrite it while {use} still reads it (or begin every entry onto {alloc} with a "
@@ -300,7 +301,7 @@ class MissingRecordStream(Rule):
                            f"without a join of {alloc} and not recorded on {use} [{issue.mode}]",
                            f"`{issue.name}` is kept on the object, used on another stream and dropped unjoined at line "
                            f"{line} [{issue.mode}]")
-        target = _record_on_user(issue, main, use)
+        target = _record_on_user(ctx, issue, main, use)
         hint = (f"add {target} before storing it, or join {alloc} on {use} before dropping it: otherwise its memory "
                 f"can be handed to new work on {alloc} while {use} still uses it")
         ctx.report(issue.node, first, confidence=Confidence.LOW,
@@ -315,7 +316,7 @@ class MissingRecordStream(Rule):
         first = first_line(f"`{issue.name}` is used here on {where} and is not recorded there [{issue.mode}]",
                            f"`{issue.name}` is used on the callers' side stream and not recorded there [{issue.mode}]")
         record = f"`{issue.name}.record_stream({issue.use_stream})`" if named else \
-            f"`{issue.name}.record_stream(torch.cuda.current_stream())` (the callers' side stream here)"
+            f"`{issue.name}.record_stream({_dev(ctx, issue)}.current_stream())` (the callers' side stream here)"
         hint = (f"`{issue.name}` is the caller's tensor, allocated on its own stream; some caller drops it without "
                 f"a join of that stream: add {record} after this use, or its memory can be reused while the side "
                 "stream still reads it")
@@ -375,11 +376,12 @@ class MissingRecordStream(Rule):
             record = f"`npu_record_tagged_stream({issue.name}, {tag})`" if tag else \
                 f"`npu_record_tagged_stream({issue.name}, <tag of {use}>)`"
         else:
-            expr = stream_expr(issue.use_stream, main, issue.mode)
+            expr = stream_expr(issue.use_stream, main, _dev(ctx, issue))
             record = f"`{issue.name}.record_stream({expr})`" if expr else f"`{issue.name}.record_stream(...)` for {use}"
         free = (f"the {_FREE_LABEL.get(issue.free, issue.free)} at line {ctx.file.span(issue.free_node).start_line}" if issue.free_node is not None
                 else "the return")
-        alloc_obj, use_obj = stream_expr(issue.alloc, main, issue.mode), stream_expr(issue.use_stream, main, issue.mode)
+        dev = _dev(ctx, issue)
+        alloc_obj, use_obj = stream_expr(issue.alloc, main, dev), stream_expr(issue.use_stream, main, dev)
         wait = (f"`{alloc_obj}.wait_stream({use_obj})`" if alloc_obj and use_obj and issue.mode != "reduce-overhead"
                 else f"a wait of {alloc} on {use}")
         if isinstance(issue.node, cst.Return):
@@ -403,7 +405,8 @@ class MissingRecordStream(Rule):
 
     def _fix(self, ctx: RuleContext, node: cst.CSTNode, name: str, stream: str, mode: str, main: str | None = None,
              join: str = ""):
-        stream_text = stream_expr(stream, main, mode)
+        dev = device_module(ctx.project, ctx.file, function_at(ctx.file, node), mode)
+        stream_text = stream_expr(stream, main, dev)
         if not name.isidentifier() or stream_text is None:
             return None
         if not isinstance(node, cst.BaseSmallStatement) or isinstance(
@@ -524,7 +527,12 @@ def _forks(issue, flow, ctx: RuleContext, line: int) -> str:
     return ", ".join(str(n) for n in lines[:3])
 
 
-def _record_on_user(issue, main: str | None, use: str) -> str:
+def _dev(ctx: RuleContext, issue) -> str:
+    """The device module the code of ``issue`` spells (``torch.xpu`` in Intel GPU code)."""
+    return device_module(ctx.project, ctx.file, function_at(ctx.file, issue.node), issue.mode)
+
+
+def _record_on_user(ctx: RuleContext, issue, main: str | None, use: str) -> str:
     """The record a hint asks for: on the stream that uses the tensor (its expression when it has one)."""
-    expr = stream_expr(issue.use_stream, main, issue.mode)
+    expr = stream_expr(issue.use_stream, main, _dev(ctx, issue))
     return f"`{issue.name}.record_stream({expr})`" if expr else f"a record on {use}"

@@ -80,6 +80,9 @@ class RuleContext:
         hint: str = "",
     ) -> None:
         rule = self.rule
+        if rule.mode_tagged:  # the path tag spelled for the device of the code (`[xpu]` on Intel GPUs)
+            from streamlint.model.devicenames import retag
+            message = retag(self.project, self.file, node, message)
         related = tuple(related)
         deps = set(depends_on) | {loc.path for loc in related}
         deps.discard(self.file.path)
@@ -152,7 +155,8 @@ because the right fix depends on it:
   `npu_record_tagged_stream`;
 - `[npugraph_ex]`: `torch.compile(backend="npugraph_ex")`: native streams, events, `record_stream`;
 - `[eager]`: torch_npu code that no compile reaches (or `force_eager`): native streams and events;
-- `[cuda]`: `torch.cuda` streams (eager or captured).
+- `[cuda]`: `torch.cuda` streams (eager or captured);
+- `[xpu]`: `torch.xpu` streams (Intel GPUs: the CUDA stream model under another module).
 
 Paths joined by `/` (`[ge/reduce-overhead]`) mean the code runs on each of them. The path comes from
 the compile sites that reach the function (a related location points at one); if it is wrong, set

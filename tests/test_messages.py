@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from harness import REGISTRY, cli, fixture_cases, lint_paths, lint_text
 
-PATHS = r"(ge|reduce-overhead|npugraph_ex|eager|cuda)(/(ge|reduce-overhead|npugraph_ex|eager|cuda))*"
+PATHS = r"(ge|reduce-overhead|npugraph_ex|eager|cuda|xpu)(/(ge|reduce-overhead|npugraph_ex|eager|cuda|xpu))*"
 TAGGED = sorted(code for code, rule in REGISTRY.rules.items() if rule.mode_tagged)
 
 
@@ -36,7 +36,7 @@ def test_tagged_rules_document_the_tag() -> None:
         assert result.exit_code == 0
         text = result.output
         assert "## Execution path tag" in text, code
-        for tag in ("[ge]", "[reduce-overhead]", "[npugraph_ex]", "[eager]", "[cuda]"):
+        for tag in ("[ge]", "[reduce-overhead]", "[npugraph_ex]", "[eager]", "[cuda]", "[xpu]"):
             assert tag in text, (code, tag)
 
 

@@ -128,3 +128,39 @@ def test_event_parameter_precheck_is_a_superset_of_param_kinds() -> None:
                     events += 1
                     assert may_have_event_params(fn), (path, fn.qualname)
     assert seen > 500 and events > 5  # (the fixtures do have event parameters: the test can fail)
+
+
+def test_thread_handoff_question_parses_only_files_that_may_hand_the_function(tmp_path, monkeypatch) -> None:
+    """``hostargs._handed_to_thread`` reads only the files where the function's name may be handed to a call
+    (``submit(self._push_batch, ...)``): a file that only calls it, defines it or names it in an attribute
+    is never parsed, and the answer is the same."""
+    from harness import engine_for
+
+    from streamlint.model.flow import hostargs
+
+    (tmp_path / "pusher.py").write_text(
+        "class Pusher:\n"
+        "    def _push_batch(self, batch):\n"
+        "        return batch\n")
+    (tmp_path / "pool.py").write_text(
+        "def run(executor, pusher, batches):\n"
+        "    for b in batches:\n"
+        "        executor.submit(pusher._push_batch, b)\n")
+    for i in range(3):
+        (tmp_path / f"caller{i}.py").write_text(
+            "def go(pusher, batch):\n"
+            "    name = pusher._push_batch.__name__\n"
+            f"    return pusher._push_batch(batch), name, {i}\n")
+    engine = engine_for(tmp_path)
+    project = engine.project
+    fn = project.file(str(tmp_path / "pusher.py")).functions["Pusher._push_batch"]
+    parsed: list[str] = []
+    real_file = type(project).file
+
+    def counting_file(self, path, *args, **kwargs):
+        parsed.append(path)
+        return real_file(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(type(project), "file", counting_file)
+    assert hostargs._handed_to_thread(project, fn) is True
+    assert not any("caller" in p for p in parsed), parsed

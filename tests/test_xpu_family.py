@@ -3,7 +3,7 @@ path is the native CUDA-like one, and a device dispatch between torch.cuda and t
 
 from pathlib import Path
 
-from harness import engine_for
+from harness import engine_for, lint_text
 
 from streamlint.model import apis
 from streamlint.model.apis import Family, Role
@@ -56,3 +56,66 @@ def xpu_only(x):
 """)
     assert paths["scale_on_side"] == frozenset({"cuda"})
     assert paths["xpu_only"] == frozenset({"cuda"})
+
+
+SPELLINGS = """
+import torch
+
+
+class XpuOffload:
+    def __init__(self):
+        self.copy_stream = torch.xpu.Stream()
+
+    def prefetch(self, cpu_kv):
+        staged = cpu_kv.to("xpu", non_blocking=True)
+        with torch.xpu.stream(self.copy_stream):
+            return staged * 2
+
+
+class CudaOffload:
+    def __init__(self):
+        self.copy_stream = torch.cuda.Stream()
+
+    def prefetch(self, cpu_kv):
+        staged = cpu_kv.to("cuda", non_blocking=True)
+        with torch.cuda.stream(self.copy_stream):
+            return staged * 2
+
+
+class NpuOffload:
+    def __init__(self):
+        self.copy_stream = torch.npu.Stream()
+
+    def prefetch(self, cpu_kv):
+        staged = cpu_kv.to("npu", non_blocking=True)
+        with torch.npu.stream(self.copy_stream):
+            return staged * 2
+
+
+class AnyDeviceOffload:
+    def __init__(self):
+        self.copy_stream = torch.accelerator.Stream()
+
+    def prefetch(self, cpu_kv, device):
+        staged = cpu_kv.to(device, non_blocking=True)
+        with torch.accelerator.stream(self.copy_stream):
+            return staged * 2
+"""
+
+
+def test_hints_and_tags_spell_the_device_of_the_function(tmp_path: Path) -> None:
+    """A function that never names its current stream gets a hint with its own device's API (torch.xpu code is
+    told ``torch.xpu.current_stream()``, device-generic code ``torch.accelerator``), and XPU findings say [xpu]."""
+    found = {f.span.start_line: f for f in lint_text(SPELLINGS, tmp=tmp_path) if f.code == "SL201"}
+    assert len(found) == 4, [f.message for f in found.values()]
+    expected = {"XpuOffload": ("torch.xpu", "[xpu]"), "CudaOffload": ("torch.cuda", "[cuda]"),
+                "NpuOffload": ("torch.npu", "[eager]"), "AnyDeviceOffload": ("torch.accelerator", None)}
+    lines = SPELLINGS.lstrip("\n").splitlines()
+    for line, f in found.items():
+        cls = next(text.split()[1].rstrip(":") for text in reversed(lines[:line]) if text.startswith("class "))
+        module, tag = expected[cls]
+        assert f"`self.copy_stream.wait_stream({module}.current_stream())`" in f.hint, (cls, f.hint)
+        for other in {"torch.xpu", "torch.cuda", "torch.npu", "torch.accelerator"} - {module}:
+            assert other not in f.hint, (cls, f.hint)
+        if tag is not None:
+            assert f.message.endswith(tag), (cls, f.message)

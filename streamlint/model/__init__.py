@@ -67,6 +67,9 @@ Layer 2 — the project
                     DecodeOptions(...)``: host state, never device data)?
     ``hostresults`` is an expression a host value of the function's own making, and does a helper without a
                     return annotation hand back only such values (a layout policy of ints cached on a dict)?
+    ``devicenames`` which device module does a function's code spell (``torch.xpu`` / ``torch.cuda`` /
+                    ``torch.npu``, ``torch.accelerator`` for device-generic code): the words of fix hints and
+                    the path tag (``[xpu]``) of its findings
     ``freeing``     which parameters (or, for a closure, captured names) does a function's body free with
                     ``resize_(0)``, itself or through a helper it hands them to (a free seen at the call)?
 
@@ -78,7 +81,8 @@ Layer 3 — one function's flow
     ``dataflow``    which hazards (races, lifetimes, unjoined streams, view escapes) does a function
                     have on each execution path? The interpreter is ``flow/``: ``values`` (lattice,
                     state), ``orderings`` (vector clocks), ``storage`` (accesses, lifetimes),
-                    ``exprs`` (evaluation), ``calls`` (inlining), ``control`` (branches, loops, scopes),
+                    ``exprs`` (evaluation), ``calls`` (inlining), ``control`` (branches, loops, scopes), ``polls``
+                    (what a branch on ``query()`` / ``is_cuda`` tells),
                     ``interp`` (the composition), ``results`` (what rules read)
     ``breaks``      where does a compiled region break the graph, and what reaches a no-break scope?
     ``waits``       syntactic facts around npu_wait_tensor / ops.record / event waits

@@ -159,6 +159,18 @@ def spells(data: bytes, name: str) -> bool:
     return next(_words(data, name.encode("utf-8")), None) is not None
 
 
+# after a name: a call of it or its definition (``fn(``), an attribute of it (``fn.__name__``): the name not handed on
+_NOT_HANDED = re.compile(rb"\s*[(.]")
+
+
+def may_hand_bytes(data: bytes, name: bytes) -> bool:
+    """Could a call of the module hand the callable ``name`` itself as an argument (``executor.submit(fn, x)``,
+    ``Thread(target=self.fn)``)? A byte-level superset: ``name`` as a whole word followed by neither ``(`` nor
+    ``.`` (blanks and line breaks between them skipped): a call of it, its ``def``, an attribute of it never
+    hand it."""
+    return any(not _NOT_HANDED.match(data, end) for _, end in _words(data, name))
+
+
 _STAR_IMPORT = re.compile(rb"\bimport\s*\*")
 
 
@@ -194,7 +206,7 @@ def may_call_bytes(data: bytes, name: bytes) -> bool:
     return False
 
 
-__all__ = ["COMPILE_LEAVES", "lines_with", "may_call_bytes", "may_compile_bytes"]
+__all__ = ["COMPILE_LEAVES", "lines_with", "may_call_bytes", "may_compile_bytes", "may_hand_bytes"]
 
 
 def lines_with(data: bytes, word: bytes) -> Iterator[bytes]:

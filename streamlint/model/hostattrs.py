@@ -32,10 +32,27 @@ def host_attr(project: Project, file: FileModel, cls: ClassInfo | None, attr: st
     if attr not in memo:
         values = [(m, a.value) for m in cls.methods.values() for a in m.assigns if a.target == f"self.{attr}"]
         values = [(m, v) for m, v in values if not (isinstance(v, cst.Name) and v.value == "None")]
-        memo[attr] = bool(values) and all(_host_value(m, v) or constructed_host_object(project, file, m, v)
+        memo[attr] = bool(values) and all(_host_value(m, v, file=file) or constructed_host_object(project, file, m, v)
                                           or _declared_host(project, file, m, attr, v)
                                           for m, v in values)  # (an instance of a non-tensor class: hostobjects.py)
     return memo[attr]
+
+
+def host_data_attr(project: Project, file: FileModel, cls: ClassInfo | None, attr: str) -> bool:
+    """Does ``self.<attr>`` hold host data whose elements are host values too (``self.snapshot_np =
+    snapshot.numpy()``, a list of ints)? Every assignment to it in the class (``None`` aside, one at least) is a
+    host value of its own making (``hostresults._host_value``), none an empty container or a container built
+    empty (``{}``, ``dict()``: its elements are stored elsewhere, device tensors maybe)."""
+    if cls is None:
+        return False
+    values = [(m, a.value) for m in cls.methods.values() for a in m.assigns if a.target == f"self.{attr}"]
+    values = [(m, v) for m, v in values if not (isinstance(v, cst.Name) and v.value == "None")]
+    return bool(values) and all(_host_value(m, v, file=file) and not _container(v) for m, v in values)
+
+
+def _container(v: cst.BaseExpression) -> bool:
+    return isinstance(v, (cst.Dict, cst.List, cst.Set)) and not v.elements or isinstance(v, cst.Call) and (
+        dotted(v.func) or "").rsplit(".", 1)[-1] in ("dict", "list", "set", "OrderedDict", "defaultdict")
 
 
 def _host_declaration(fn: FunctionInfo, target: str) -> bool:

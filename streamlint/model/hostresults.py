@@ -9,20 +9,32 @@ project-call results (``flow/calls.py``)."""
 from __future__ import annotations
 
 from streamlint._lazy import cst
-from streamlint.model.file import FunctionInfo, dotted, host_param, string_value
+from streamlint.model.file import FileModel, FunctionInfo, dotted, host_param, string_value
+from streamlint.model.placement import HOST_RESULT_METHODS, host_library
 from streamlint.model.syntax import local_nodes
 
 
-def _host_value(fn: FunctionInfo, v: cst.BaseExpression, depth: int = 0) -> bool:
+def _host_value(fn: FunctionInfo, v: cst.BaseExpression, depth: int = 0, file: FileModel | None = None) -> bool:
+    """Is ``v`` evidently a host value: a literal, host arithmetic, a builtin of host values, a host-annotated
+    parameter, host data a tensor hands out (``x.numpy()``, ``x.tolist()``, ``x.item()``), a function of a host
+    array library (``np.nonzero(mask)``, resolved in ``file`` when given), a tuple / list of such?"""
     if isinstance(v, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
         return True
+    if isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value in HOST_RESULT_METHODS \
+            and not v.args:
+        return True  # a numpy array / Python values: host memory, never a tensor of a stream
+    if file is not None and isinstance(v, cst.Call) and host_library(file.resolve(v.func, fn)):
+        return True
+    if depth < 4 and isinstance(v, (cst.Tuple, cst.List)) and v.elements:  # `[4, 8]`, `(n, feat)`
+        return all(not isinstance(el, cst.StarredElement) and _host_value(fn, el.value, depth + 1, file)
+                   for el in v.elements)
     if depth < 4 and isinstance(v, (cst.BinaryOperation, cst.UnaryOperation)):  # `cpu_size // gpu_size`
-        return all(_host_value(fn, x, depth + 1) for x in ((v.left, v.right) if isinstance(
+        return all(_host_value(fn, x, depth + 1, file) for x in ((v.left, v.right) if isinstance(
             v, cst.BinaryOperation) else (v.expression,)))
     if depth < 4 and isinstance(v, cst.IfExp):  # `start_layer if start_layer is not None else 0`
-        return _host_value(fn, v.body, depth + 1) and _host_value(fn, v.orelse, depth + 1)
+        return _host_value(fn, v.body, depth + 1, file) and _host_value(fn, v.orelse, depth + 1, file)
     if depth < 4 and isinstance(v, cst.BooleanOperation):  # `start_layer or 0`
-        return _host_value(fn, v.left, depth + 1) and _host_value(fn, v.right, depth + 1)
+        return _host_value(fn, v.left, depth + 1, file) and _host_value(fn, v.right, depth + 1, file)
     if isinstance(v, cst.Call) and (dotted(v.func) or "").rsplit(".", 1)[-1] in (
             "len", "int", "str", "bool", "dict", "list", "set", "OrderedDict", "defaultdict"):
         return True  # a builtin giving a host scalar, or a container (its slots are tracked by their own keys)

@@ -18,6 +18,16 @@ HOST_FACTORIES = frozenset({"tensor", "as_tensor", "asarray", "from_numpy", "fro
                             "full", "empty", "rand", "randn", "randint", "randperm", "linspace", "logspace", "eye",
                             "empty_strided"})
 HOST_COPY_METHODS = frozenset({"cpu", "pin_memory"})  # a host tensor results whatever the receiver is
+# Array libraries whose results live in host memory: ``np.nonzero(mask)``, ``numpy.diff(runs)`` give a numpy array
+# whatever they were handed (a tensor handed to one is read on the host), never a tensor of a stream.
+HOST_LIBRARIES = frozenset({"numpy"})
+# Methods whose result is host data whatever the receiver is: a numpy array (``x.numpy()``), Python values.
+HOST_RESULT_METHODS = frozenset({"numpy", "tolist", "item"})
+
+
+def host_library(target: str | None) -> bool:
+    """Is ``target`` (a qualified name) a function of a host array library (:data:`HOST_LIBRARIES`)?"""
+    return bool(target) and target.split(".", 1)[0] in HOST_LIBRARIES  # type: ignore[union-attr]
 
 
 # Methods that hand a tensor's data to the host: the host blocks until the stream has produced it

@@ -427,12 +427,13 @@ def stream_label(key: str, main: str | None = None) -> str:
     return f"`{key}`"
 
 
-def stream_expr(key: str, main: str | None = None, mode: str = "") -> str | None:
+def stream_expr(key: str, main: str | None = None, device: str = "torch.npu") -> str | None:
     """An expression for the stream of ``key`` that can be pasted into the function (for fix hints):
-    the key's own text, ``main`` or ``torch.npu.current_stream()`` (``torch.cuda`` in cuda code) for the
-    entry stream; None for a tag or a stream the code does not name."""
+    the key's own text, ``main`` or ``<device>.current_stream()`` for the entry stream (``device``: the
+    function's device module, :func:`~streamlint.model.devicenames.device_module`); None for a tag or a
+    stream the code does not name."""
     if key == MAIN:
-        return main or ("torch.cuda.current_stream()" if mode == "cuda" else "torch.npu.current_stream()")
+        return main or f"{device}.current_stream()"
     if key.startswith(("tag", "<")):
         return None
     return key

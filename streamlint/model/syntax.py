@@ -212,14 +212,19 @@ def lexical_index(root: cst.CSTNode) -> dict[int, tuple[int, int]]:
 __all__ = ["contains", "is_none", "lexical_index", "local_nodes"]
 
 
-def endless(loop: cst.CSTNode) -> bool:
-    """``while True:`` (or ``while 1:``) with no ``break`` of its own: an event / worker loop that only a
-    ``return`` or a ``raise`` leaves, so no path goes on after it."""
+def forever(loop: cst.CSTNode) -> bool:
+    """``while True:`` / ``while 1:``: a loop only a ``break``, a ``return`` or a ``raise`` leaves."""
     if not isinstance(loop, cst.While):
         return False
     test = loop.test
-    if not (isinstance(test, cst.Name) and test.value == "True"
-            or isinstance(test, cst.Integer) and int(test.value, 0) != 0):
+    return isinstance(test, cst.Name) and test.value == "True" \
+        or isinstance(test, cst.Integer) and int(test.value, 0) != 0
+
+
+def endless(loop: cst.CSTNode) -> bool:
+    """``while True:`` (or ``while 1:``) with no ``break`` of its own: an event / worker loop that only a
+    ``return`` or a ``raise`` leaves, so no path goes on after it."""
+    if not forever(loop):
         return False
     stack = list(children(loop.body))
     while stack:

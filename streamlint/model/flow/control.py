@@ -419,18 +419,11 @@ class ControlFlow:
                 if not self.single:
                     self.constrain(s, test, outcome)
             self.device_test(s, test, outcome)
+            self.poll_test(s, test, outcome)  # `if ev.query():` the host saw it complete (flow/polls.py)
             self.counter_test(s, test, outcome)
             self.note_bound(s, test, outcome)
             results.extend(runner(s))
         return results
-
-    def device_test(self, st: State, test: cst.BaseExpression, outcome: bool) -> None:
-        """``if x.is_cuda:`` false: ``x`` is a host tensor on this path (no stream produced it)."""
-        while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            test, outcome = test.expression, not outcome
-        if not outcome and isinstance(test, cst.Attribute) and test.attr.value in ("is_cuda", "is_npu") \
-                and isinstance(test.value, cst.Name) and isinstance(st.env.get(test.value.value), TVal):
-            st.env[test.value.value] = self.host_tensor(st)
 
     def stream_compare(self, st: State, expr: cst.BaseExpression) -> str | None:
         """``current_stream() != self.s``: a test key recording which two streams are compared."""
@@ -564,6 +557,7 @@ class ControlFlow:
                 else:
                     self.ev(s, node.test)
                     if self.decide(s, node.test) is False:
+                        self.poll_test(s, node.test, False)  # `while not ev.query():` left: it completed
                         finished.append(s)
                         continue
                 nxt.extend(self.block(node.body.body, [s]))
@@ -582,6 +576,7 @@ class ControlFlow:
             states = states[:MAX_PATHS]
         if endless(node):
             states = []  # `while True:` left by no break: only its returns (and raises) leave it
+        self.poll_exits(states, node)  # `while not ev.query():` left after the rounds run: it completed
         if node.orelse is not None:
             states = self.block(node.orelse.body.body, states)
         return (states + finished)[:MAX_PATHS]

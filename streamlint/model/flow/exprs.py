@@ -27,6 +27,7 @@ from streamlint.model.waits import host_handshake, signaller_forks
 from streamlint.model.uses import bind_arguments
 from streamlint.model.apis import COLLECTIVE_PARAMS, COLLECTIVES, HOST_VERDICTS
 from streamlint.model.flow.hostreads import host_blocking_helper
+from streamlint.model.placement import host_library
 from streamlint.model.tensors import (
     BLOCKING_HOST_READS,
     COPY_METHODS,
@@ -551,6 +552,9 @@ class Expressions:
         if writes:
             self.op(st, e, reads, writes, result=False)
             return writes[0] if len(writes) == 1 else None
+        if any(self.tensors(st, v) for v in reads) and host_library(target):
+            self.op(st, e, reads, result=False)  # `np.nonzero(mask)`: read on the host, a numpy array results
+            return None
         if any(self.tensors(st, v) for v in reads) or is_torch:
             return self.op(st, e, reads)
         return None

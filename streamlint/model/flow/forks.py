@@ -19,7 +19,7 @@ from streamlint.model.flow.places import caching_stream_getter
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.streams import derived, is_current_stream
 from streamlint.model.uses import bind_arguments
-from streamlint.model.syntax import contains, local_nodes
+from streamlint.model.syntax import contains, is_none, local_nodes
 from streamlint.model.walk import children
 
 if TYPE_CHECKING:
@@ -132,7 +132,7 @@ def _none_stream(fn: FunctionInfo, param: str, expr: cst.BaseExpression | None) 
         declared = next((p for p in (*params.posonly_params, *params.params, *params.kwonly_params)
                          if p.name.value == param), None)
         expr = declared.default if declared is not None else None
-    return isinstance(expr, cst.Name) and expr.value == "None"
+    return is_none(expr)
 
 
 def _base(model: FileModel, expr: cst.BaseExpression) -> str | None:
@@ -347,16 +347,18 @@ def _wrapper_waits(file: FileModel, fn: FunctionInfo) -> bool:
 
 def _event_records(model: FileModel, caller: FunctionInfo, event: str) -> list[cst.Call]:
     """Every call of ``caller`` recording the event ``event`` (on whichever stream), in source order."""
-    out = []
-    for site in caller.calls:
-        node = site.node
-        if not isinstance(node.func, cst.Attribute):
-            continue
-        positional = [a.value for a in node.args if a.keyword is None]
-        if site.method == "record" and model.code(node.func.value) == event or \
-                site.method == "record_event" and positional and model.code(positional[0]) == event:
-            out.append(node)
+    out = [site.node for site in caller.calls if _records_event(model, site, event)]
     return sorted(out, key=lambda n: (model.span(n).start_line, model.span(n).start_col))
+
+
+def _records_event(model: FileModel, site, event: str) -> bool:
+    """Does the call ``site`` record the event ``event``: ``event.record(...)``, ``s.record_event(event)``?"""
+    node = site.node
+    if not isinstance(node.func, cst.Attribute):
+        return False
+    positional = [a.value for a in node.args if a.keyword is None]
+    return site.method == "record" and model.code(node.func.value) == event or \
+        site.method == "record_event" and bool(positional) and model.code(positional[0]) == event
 
 
 def _records_elsewhere_current(project: Project, field: str) -> bool:
@@ -532,16 +534,15 @@ def _current_records(project: Project, model: FileModel, caller: FunctionInfo, t
     out = []
     for site in caller.calls:
         node = site.node
-        if not isinstance(node.func, cst.Attribute) or any(
+        if not _records_event(model, site, there) or any(
                 use.roles() & apis.STREAM_SCOPE_ROLES for use in project.enclosing_scopes(model, site.scope)):
             continue  # (inside a stream scope the current stream is that scope's)
         positional = [a.value for a in node.args if a.keyword is None]
         streams = [a.value for a in node.args if a.keyword is not None and a.keyword.value == "stream"]
-        if site.method == "record_event" and positional and model.code(positional[0]) == there \
-                and is_current_stream(project, model, caller, node.func.value):
-            out.append(node)
-        elif site.method == "record" and model.code(node.func.value) == there and (
-                not (positional or streams) or is_current_stream(project, model, caller, (positional or streams)[0])):
+        if site.method == "record_event":
+            if is_current_stream(project, model, caller, node.func.value):
+                out.append(node)
+        elif not (positional or streams) or is_current_stream(project, model, caller, (positional or streams)[0]):
             target = project.call_target(model, site)  # a project wrapper: only one recording where it is told
             if target is None or _wrapper_records_handed(target[1], target[0]):
                 out.append(node)

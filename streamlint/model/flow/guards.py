@@ -13,7 +13,7 @@ from __future__ import annotations
 from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.file import dotted
-from streamlint.model.syntax import local_nodes
+from streamlint.model.syntax import is_none, local_nodes
 
 
 def _null(expr: cst.BaseExpression) -> bool:
@@ -46,7 +46,7 @@ def known_none(interp, st, expr: cst.BaseExpression | None) -> bool:
     """``None``, or a stream expression the path has tested to be None (``if s is not None: s.wait_stream(cur)``
     false, ``if not self.side: return`` true): ``torch.cuda.stream(expr)`` then switches nothing, so the fork
     guarded by that test covers every path on which the scope really runs on the stream (correlated guards)."""
-    if isinstance(expr, cst.Name) and expr.value == "None":
+    if is_none(expr):
         return True
     if not isinstance(expr, (cst.Name, cst.Attribute)):
         return False

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
+from streamlint.model.bytescan import may_hand_bytes
 from streamlint.model.file import FileModel, FunctionInfo
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.options import MAX_CALLER_FILES
@@ -111,6 +112,8 @@ def _handed_to_thread(project: Project, fn: FunctionInfo) -> bool:
     if len(paths) > MAX_CALLER_FILES:  # a common name: not followed (precision first: no suppression)
         return False
     for path in paths:
+        if not may_hand_bytes(project.file_bytes(path) or b"", name.encode()):
+            continue  # (the name only called, defined or named in prose there: no call hands it; not parsed)
         model = project.file(path)
         for site in (model.calls if model is not None else ()):
             for i, arg in enumerate(site.node.args):

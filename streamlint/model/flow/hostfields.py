@@ -11,7 +11,7 @@ from streamlint.model.flow.values import KVal
 from streamlint.model.lifetimes import module_constant, module_container
 from streamlint.model.placement import host_container_field
 from streamlint.model.streams import derived
-from streamlint.model.hostattrs import host_attr
+from streamlint.model.hostattrs import host_attr, host_data_attr
 
 
 class HostFields:
@@ -37,9 +37,11 @@ class HostFields:
 
     def _host_field(self, frame_file, frame_fn: FunctionInfo, key: str) -> bool:
         """:meth:`host_attribute` of a ``self.*`` key seen from a method of ``frame_fn``'s class."""
-        if "[" in key and key.split("[", 1)[0].count(".") == 1:  # `self.host[name]`: an element
-            field = key[5:].split("[", 1)[0]
-            return host_container_field(frame_file, frame_file.classes.get(frame_fn.class_name or ""), field)
+        if "[" in key and key.split("[", 1)[0].count(".") == 1:  # `self.host[name]`: an element of a container of
+            field = key[5:].split("[", 1)[0]  # host buffers, or of a host value (`self.snapshot_np[layer]`)
+            cls = frame_file.classes.get(frame_fn.class_name or "")
+            return host_container_field(frame_file, cls, field) or bool(self._field_host(cls, frame_file, field,
+                                                                                        judge=host_data_attr))
         if key.count(".") != 1 or "[" in key:
             return False
         cls, attr = frame_file.classes.get(frame_fn.class_name or ""), key[5:]
@@ -55,18 +57,18 @@ class HostFields:
             found = bool(found_in) and all(found_in)
         return bool(found)
 
-    def _field_host(self, cls: ClassInfo | None, file, attr: str, depth: int = 0) -> bool | None:
+    def _field_host(self, cls: ClassInfo | None, file, attr: str, depth: int = 0, judge=host_attr) -> bool | None:
         """Does the class (else its nearest base that sets it, every base in order) hold a host value in
         ``self.<attr>``? None when neither it nor a base within three levels sets the field."""
         if cls is None or depth > 3:
             return None
         if host_attr(self.project, file, cls, attr) \
                 or any(a.target == f"self.{attr}" for m in cls.methods.values() for a in m.assigns):
-            return host_attr(self.project, file, cls, attr)  # a field the class never sets is its base's
+            return judge(self.project, file, cls, attr)  # a field the class never sets is its base's
         for b in cls.bases:
             sym = self.project.symbol(b, file)
             if sym is not None and isinstance(sym[0], ClassInfo):
-                found = self._field_host(sym[0], sym[1], attr, depth + 1)
+                found = self._field_host(sym[0], sym[1], attr, depth + 1, judge)
                 if found is not None:
                     return found
         return None

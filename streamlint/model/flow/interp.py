@@ -36,6 +36,7 @@ from streamlint.model.flow.storage import Storages
 from streamlint.model.flow.finals import Finals
 from streamlint.model.flow.unsets import Unsets
 from streamlint.model.flow.syncops import SyncMethods
+from streamlint.model.flow.polls import Polls
 from streamlint.model.flow.values import AnalysisBudgetExceeded, Access, EVal, FlowConfig, KVal, SVal, State, flow_config
 from streamlint.model.streams import EVENT, MAIN, STREAM
 from streamlint.model.tensors import param_kinds
@@ -81,7 +82,7 @@ def _last_simple(body: list) -> cst.CSTNode | None:
 
 class Interp(Consumers, Orderings, Records, Storages, Unsets, Expressions, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes,
              HostReads, HostSyncs, TransferSends, Counters, Promises, Slots, Replays, Rounds, Finals,
-             HandedBack):
+             HandedBack, Polls):
     """Path-sensitive abstract interpretation of one function body in program order."""
 
     protocol_seed = True  # seed the fields other methods of the class leave on a side stream (protocols.py)
@@ -288,22 +289,22 @@ class Interp(Consumers, Orderings, Records, Storages, Unsets, Expressions, ApiCa
 def run_producer(project: Project, file: FileModel, fn: FunctionInfo, mode: str) -> Interp | None:
     """Run a method on its own to read what it leaves on the object at its exits (a class protocol's
     producer, :mod:`~streamlint.model.flow.protocols`); None when the analysis gives up on it."""
-    interp = Interp(project, file, fn, flow_config(mode, False, False))
-    interp.protocol_seed = False
-    interp.entry_seed = False  # (what it leaves on the object; not asked of its callers: no order dependence)
-    try:
-        interp.run()
-    except (RecursionError, AnalysisBudgetExceeded):
-        return None
-    return interp
+    # (what it leaves on the object; not asked of its callers: no order dependence)
+    return _run_alone(Interp(project, file, fn, flow_config(mode, False, False)), protocol_seed=False)
 
 
 def run_collector(project: Project, file: FileModel, fn: FunctionInfo, mode: str) -> Interp | None:
     """Run a caller on its own (not seeded by its own callers) to read what each of its calls hands the
     callee (:mod:`~streamlint.model.flow.entryctx`); None when the analysis gives up on it."""
-    interp = Interp(project, file, fn, flow_config(mode, False, False))
-    interp.collect = {}
+    return _run_alone(Interp(project, file, fn, flow_config(mode, False, False)), collect={})
+
+
+def _run_alone(interp: Interp, **settings) -> Interp | None:
+    """Run ``interp`` not seeded by its function's callers, with ``settings`` set on it; None when the analysis
+    gives up."""
     interp.entry_seed = False
+    for name, value in settings.items():
+        setattr(interp, name, value)
     try:
         interp.run()
     except (RecursionError, AnalysisBudgetExceeded):

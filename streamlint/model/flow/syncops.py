@@ -103,11 +103,11 @@ class SyncMethods:
                     self.wait_event(st, stream, key)
                 else:
                     self.wait_everything(st, stream)  # a collective's work handle, or an event recorded elsewhere
-            elif known:  # synchronize() / query(): the host has seen the event complete
-                self.waited_events.add(key)
-                merge_clock(st.host, st.events.get(key, {MAIN: 0}))
-            else:  # an event recorded elsewhere (e.g. a field inherited from a library class): as for a
-                self.sync_all(st)  # known event, a query()/synchronize() the code goes on after is a host sync
+            elif known:  # synchronize() / query(): the host has seen the event complete (a query: where its
+                self.waited_events.add(key)  # result says so, flow/polls.py)
+                self.host_sees(st, e, name, dict(st.events.get(key, {MAIN: 0})), True)
+            else:  # an event recorded elsewhere (e.g. a field inherited from a library class): as for a known one
+                self.host_sees(st, e, name, {s: self.clock for s in (*st.last_op, *st.vc, MAIN)}, True)
             return True, None
         if "wait" in name and name not in ("wait", "wait_stream", "wait_event") and kind is None \
                 and not isinstance(recv, TVal) and not self._resolved(e):
@@ -117,8 +117,8 @@ class SyncMethods:
             self.wait_everything(st, st.cur)  # current stream (precision first)
             return True, None
         if kind == STREAM and name in ("synchronize", "query"):
-            if name == "synchronize":
-                self.sync_stream(st, self.stream_key(st, recv, e.func.value))
+            key = self.stream_key(st, recv, e.func.value)
+            self.host_sees(st, e, name, {**st.vc.get(key, {}), key: self.clock}, False)  # (a query: flow/polls.py)
             return True, None
         if name in ESCAPE_METHODS and not isinstance(recv, TVal):
             for arg in e.args:

@@ -214,6 +214,8 @@ class State:
         # the last ``graph.replay()`` on this path: the captured kernels write the graph's static outputs,
         # long-lived buffers this function had not written before it (storage.Storages.replay)
         self.replayed: Access | None = None
+        # a ``query()`` a branch decides on -> (the call, what the host has seen once it returned True): flow/polls.py
+        self.polls: dict[int, tuple[cst.Call, dict[str, int]]] = {}
 
     def clone(self) -> State:
         s = State.__new__(State)
@@ -249,6 +251,7 @@ class State:
         s.handed_off = dict(self.handed_off)
         s.event_stamps = dict(self.event_stamps)
         s.replayed = self.replayed
+        s.polls = dict(self.polls)
         return s
 
     @property

@@ -4,6 +4,7 @@ from streamlint.model.ctxfactories import uncorrelated_optional
 from streamlint.model.dataflow import EarlyRecord, HostRead, Race, file_flows, path_tag
 from streamlint.model.eventguards import CURRENT, UnguardedRead, unguarded_reads
 from streamlint.model.flow.duckmethods import duck_calls
+from streamlint.model.flow.entryevents import UnwaitedEntry, unwaited_entries
 from streamlint.model.flow.objeffects import guessed_calls
 from streamlint.model.flow.facades import silent_device_branches, silent_facade_syncs
 from streamlint.model.flow.handedfields import HANDED
@@ -28,7 +29,10 @@ class MissingWaitAtJoin(Rule):
     (`.tolist()`, a CPU op, a branch test, `torch.save`, a queue) before a host synchronisation covers the copy.
     When the consumer is the caller, the join step itself is flagged: a function named for joining
     (`wait_*`, `await_*`, `sync_*`, `finish_*`) that orders nothing after the stream or event it is handed, or the
-    class's join step when nothing in the project joins a stream another method leaves work on.
+    class's join step when nothing in the project joins a stream another method leaves work on. Across the
+    methods of a class: an event recorded before side-stream work it should cover (also when another method
+    joins that stream only for its own work or as a teardown), and a method handing out the tensors of a
+    container entry (`return item.state`) with no wait on the event stored with them after their copies.
 
     ## Why is this bad?
     Work on different streams runs concurrently. Without a wait the consumer can read memory before
@@ -208,6 +212,10 @@ class MissingWaitAtJoin(Rule):
             for drop in dropped_events(ctx.project, ctx.file, cls):
                 _report_dropped(ctx, drop)
                 dropping.add(id(drop.method))
+            for entry in unwaited_entries(ctx.project, ctx.file, cls):
+                if id(entry.node) not in reported:
+                    reported.add(id(entry.node))
+                    _report_unwaited_entry(ctx, entry)
         for fn, node, test in silent_device_branches(ctx.project, ctx.file):
             _report_silent_branch(ctx, fn, node, test)
         for unheld in unheld_events(ctx.project, ctx.file):
@@ -362,6 +370,13 @@ def _report_silent_join(ctx: RuleContext, silent: SilentJoin) -> None:
                              f"`{name}()` only tests `{silent.handle}`, never waits on it [{tag}]")
         hint = (f"`{silent.handle}.wait()` (or `current_stream().wait_event({silent.handle})`) when it is set; "
                 "this assumes the work it was recorded after produces what this step goes on to use")
+    elif silent.kind == "class-event" and silent.fenced is not None:
+        message = first_line(f"`{silent.handle}` is recorded on the current stream to fence `{silent.fenced}`, but "
+                             f"nothing in the project waits on it: that stream is not ordered after the current "
+                             f"stream's work [{tag}]",
+                             f"nothing waits on `{silent.handle}`, recorded here to fence `{silent.fenced}` [{tag}]")
+        hint = (f"`{silent.fenced}.wait_event({silent.handle})` right after the record, before queueing work on "
+                f"`{silent.fenced}` (this assumes its work reads or overwrites what the current stream still uses)")
     elif silent.kind == "class-event":
         recorder = silent.producer.node.name.value if silent.producer is not None else "another method"
         message = first_line(f"`{name}()` is the class's join step for `{silent.handle}`, which `{recorder}()` "
@@ -406,9 +421,33 @@ def _report_early(ctx: RuleContext, fn, early: EarlyRecord) -> None:
         confidence = Confidence.MEDIUM
         hint += (f"; `{early.event}` is made outside this project (its class is another package's): this assumes "
                  f"its owner there waits on it")
+    if early.guessed is not None:
+        confidence = Confidence.MEDIUM
+        hint += (f"; the work is a call of `{early.guessed}()` on an object of unknown class: every definition of that "
+                 "name in the project queues device work")
+    if early.aside is not None:
+        confidence = Confidence.MEDIUM
+        hint += (f"; `{early.aside}()` of the class also joins {stream}, but only after its own work there or as a "
+                 f"teardown synchronising every stream: this assumes the waiters of {event} rely on it for this work")
     related = [Location(ctx.file.path, ctx.file.span(early.work), "work the event does not cover")] \
         if early.work is not None else []
     ctx.report(early.node, message, confidence=confidence, related=related, hint=hint)
+
+
+def _report_unwaited_entry(ctx: RuleContext, entry: UnwaitedEntry) -> None:
+    """A method hands out tensors of a container entry another method copied on a side stream, without
+    waiting on the event stored with them (model: ``flow/entryevents.py``)."""
+    tag = path_tag(ctx.project, ctx.file, entry.method)
+    name, producer = entry.method.node.name.value, entry.producer.node.name.value
+    message = first_line(
+        f"`{name}()` hands out `{entry.handed}`, written on `{entry.stream}` by `{producer}()`, with no wait on "
+        f"`{entry.event}` (recorded there after that work) [{tag}]",
+        f"`{entry.handed}` is handed out with no wait on `{entry.event}` [{tag}]")
+    hint = (f"`torch.cuda.current_stream().wait_event({entry.event})` (or the consumer stream's) before returning it; "
+            f"this assumes `{producer}()` ran before this call and the caller reads it on its current stream, as the "
+            "class's protocol (the event stored with the entry) implies")
+    related = [Location(ctx.file.path, ctx.file.span(entry.record), f"`{entry.event.split('.')[-1]}` recorded here")]
+    ctx.report(entry.node, message, confidence=Confidence.MEDIUM, related=related, hint=hint)
 
 
 def _report_host_read(ctx: RuleContext, fn, read: HostRead) -> None:

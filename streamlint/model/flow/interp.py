@@ -124,6 +124,8 @@ class Interp(Consumers, Orderings, Records, Storages, Unsets, Expressions, ApiCa
         self.waited_events: set[str] = set()  # events waited (by a stream or the host) in this function
         self.timing_events: set[str] = set()  # events read by elapsed_time: they time work, they guard none
         self.presumed_waits: set[str] = set()  # event fields whose waiter is presumed (made by another package)
+        self.aside_joins: dict[str, str] = {}  # early-recorded event -> a method joining its stream aside from it
+        self.guessed_work: dict[int, str] = {}  # time -> the method name a helper's work was resolved by
         self.record_sites: dict[tuple[str, str, int], tuple[cst.CSTNode, str]] = {}  # (event, stream, time) ->
         # (the record statement, the event's text)
         self.op_sites: dict[str, list[tuple[int, cst.CSTNode]]] = {}  # stream -> (time, statement) of its work

@@ -70,6 +70,7 @@ class SilentJoin:
     handle: str  # the stream / event (its spelling)
     producer: FunctionInfo | None = None  # class-stream: the method queueing the work (class-event: recording)
     work: cst.CSTNode | None = None  # class-stream: that work (class-event: the record)
+    fenced: str | None = None  # class-event recorded on the current stream: the side stream the recorder fences
 
 
 def is_join_step(fn: FunctionInfo) -> bool:
@@ -313,8 +314,29 @@ def _class_events(project: Project, file: FileModel, fn: FunctionInfo) -> list[S
             continue
         if event_waited_elsewhere(project, field) or _reached_outside(project, file, cls, field):
             continue
+        fenced = _fenced_stream(file, recorder, node)
+        if fenced is not None:  # a fork handle: its wait belongs right after the record, in the recorder
+            return [SilentJoin(recorder, node, "class-event", f"self.{field}", recorder, node, fenced)]
         return [SilentJoin(fn, _end(fn), "class-event", f"self.{field}", recorder, node)]
     return []
+
+
+_SIDE_STREAM = re.compile(r"\bself\.(\w*stream\w*)\b(?!\s*\()")
+
+
+def _fenced_stream(file: FileModel, recorder: FunctionInfo, record: cst.CSTNode) -> str | None:
+    """``self.begin_event.record(torch.cuda.current_stream())`` (or ``.record()``, the current stream too) in a
+    method that also names a stream the object holds (``self.copy_stream``, the one it then queues work on):
+    the event fences that side stream after the current stream's work, a fork whose wait belongs right after
+    the record, in the recorder, rather than in a later join step."""
+    if not (isinstance(record, cst.Call) and isinstance(record.func, cst.Attribute)
+            and record.func.attr.value == "record"):
+        return None
+    if record.args and "current_stream(" not in file.code(record.args[0].value):
+        return None
+    names = {m.group(1) for m in _SIDE_STREAM.finditer(file.code(recorder.node.body))}
+    names.discard("current_stream")
+    return f"self.{sorted(names)[0]}" if len(names) == 1 else None
 
 
 def _recorded_fields(file: FileModel, cls: ClassInfo) -> list[tuple[FunctionInfo, str, cst.CSTNode]]:

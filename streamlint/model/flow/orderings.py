@@ -14,10 +14,12 @@ from streamlint._lazy import cst
 from streamlint.model.file import string_value
 from streamlint.model.syntax import local_nodes
 from streamlint.model.flow.callers import callers_of
+from streamlint.model.flow.asidejoins import aside_joins_only
 from streamlint.model.flow.calls import event_field_waited
 from streamlint.model.flow.counters import NVal
-from streamlint.model.flow.devicework import callee_of, device_site, queues_device_work
+from streamlint.model.flow.devicework import callee_of, device_site, every_method_queues_work, queues_device_work
 from streamlint.model.flow.escapes import field_made_outside, field_only_polled
+from streamlint.model.flow.protocols import holder_joins
 from streamlint.model.flow.values import CVal, EVal, IVal, KVal, NONE, SVal, State, merge_clock
 from streamlint.model.stepstate import forks_for_callers
 from streamlint.model.uses import bind_arguments
@@ -222,14 +224,19 @@ class Orderings:
         filling the object's buffers) the interpreter neither ran inline nor saw touch a tracked tensor, whose
         body queues device work (:func:`~streamlint.model.flow.devicework.queues_device_work`): work on the
         current stream, which an event recorded there before the call does not cover."""
+        guessed = False
         if not device_site(site):  # (an untyped receiver's in-place method / async transfer is work too)
             found = callee_of(self.project, self.cfile, self.cfn, site)
-            if found is None or not queues_device_work(self.project, found[1], found[0]):
+            guessed = found is None
+            if guessed and not every_method_queues_work(self.project, site.node.func) \
+                    or found is not None and not queues_device_work(self.project, found[1], found[0]):
                 return
         t = self.tick()
         st.work[st.cur] = t
         if st.cur != MAIN and self.depth == 0 and self.anchor is not None:
             self.op_sites.setdefault(st.cur, []).append((t, self.anchor))
+            if guessed:  # resolved by the method's name only (every definition queues work)
+                self.guessed_work[t] = site.node.func.attr.value
 
     def uncovered_records(self, st: State) -> list[tuple[str, str, int, int]]:
         """Events this function records on a side stream before work it then queues on that stream, at the
@@ -248,10 +255,27 @@ class Orderings:
                 continue
             early = [(snap[stream], key) for key, snap in st.events.items()
                      if (key, stream, snap.get(stream)) in self.record_sites and self.waited_for(key)]
-            if early and not self.joined_elsewhere(stream):
-                time, key = max(early)
+            if not early:
+                continue
+            time, key = max(early)
+            if not self.joined_elsewhere(stream):
+                found.append((key, stream, time, last))
+            elif (aside := self.joined_aside(stream, key)) is not None:
+                self.aside_joins[key] = aside  # reported at medium confidence (flow/asidejoins.py)
                 found.append((key, stream, time, last))
         return found
+
+    def joined_aside(self, stream: str, key: str) -> str | None:
+        """The other method of the class that joins this ``self.*`` stream, when every such join is aside
+        from the event protocol (:mod:`~streamlint.model.flow.asidejoins`) and some code of the project waits
+        on an event field of this name (the class's consumers rely on the event, not on those joins)."""
+        cls = self.file.classes.get(self.fn.class_name or "")
+        field = key.split("[", 1)[0].rsplit(".", 1)[-1]
+        if cls is None or not stream.startswith("self.") or key.startswith("<") or not field.isidentifier() \
+                or holder_joins(self.project, self.file, self.fn, stream) \
+                or not event_field_waited(self.project, field):
+            return None
+        return aside_joins_only(self.project, self.file, cls, stream.replace('"', "'").replace(" ", ""), self.fn)
 
     def waited_for(self, key: str) -> bool:
         if key in self.timing_events or self.kept_unwaited(key):

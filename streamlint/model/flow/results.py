@@ -87,6 +87,8 @@ class EarlyRecord:
     mode: str
     caller_may_join: bool  # the stream is the caller's (a parameter): it may join it after the call
     presumed_waiter: bool = False  # the event's waiter is presumed: a field made by another package
+    aside: str | None = None  # another method of the class joins the stream, aside from the event (asidejoins.py)
+    guessed: str | None = None  # the work is a call resolved by its method name only (every definition's work)
 
 
 @dataclass(frozen=True)

@@ -628,9 +628,10 @@ class Storages(HostFields):
         for key, stream, time, _last in self.uncovered_records(st):
             node, label = self.record_sites[(key, stream, time)]
             if id(node) not in self.early_records:
-                work = next((n for t, n in self.op_sites.get(stream, ()) if t > time), None)
-                self.early_records[id(node)] = EarlyRecord(node, label, stream, work, self.cfg.mode,
-                                                           self.caller_may_join(stream), key in self.presumed_waits)
+                first = next(((t, n) for t, n in self.op_sites.get(stream, ()) if t > time), (None, None))
+                self.early_records[id(node)] = EarlyRecord(node, label, stream, first[1], self.cfg.mode,
+                                                           self.caller_may_join(stream), key in self.presumed_waits,
+                                                           self.aside_joins.get(key), self.guessed_work.get(first[0]))
         for sid, S in list(st.stores.items()):
             if S.kind == "local" and not S.dead:
                 self.free(st, sid, "function end", None, force=True)

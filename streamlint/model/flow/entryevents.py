@@ -1,0 +1,257 @@
+"""Entries of a container field handed out without waiting on the event they carry (issue 16, "Across the
+methods of one class").
+
+Weight streamers and offload pools keep one entry per staged block in a container of the object
+(``self.live[index] = Resident(state, ready, ...)``): ``stage()`` copies the block to the device on a side
+stream (``with torch.cuda.stream(self.transfer_stream): state = {n: t.to(dev, non_blocking=True) ...}``,
+or hands a reader the buffer and the event), records an event on that stream after the copies and stores
+both in the entry. The method that hands the block to the forward (``acquire(index)``: ``item =
+self.live[index]`` ... ``return item.state``) is the protocol's join: it must make the consumer wait on
+``item.ready`` before the tensors leave the object. When it never names the event, never joins the stream
+and never synchronises, the caller's compute reads the block before its copies land.
+
+:func:`unwaited_entries` finds, per class, such a hand-out. The entry's tensor fields are those the producer
+binds to values made inside its side-stream scope (the copies, or a buffer allocated there that a reader
+fills); a field the hand-out method sets from one of them (``item.state = materialize(item.blob)``) counts
+too. The event field is one recorded on that stream after device work in the same scope (by the producer,
+or by a method of the class it hands the event to: ``self.readers.submit(self._read_and_copy, ..., ready)``);
+a timing event recorded before the work (``start``) is none. Silent when the hand-out names the event at
+all (a wait, a test, handing it on), joins the stream or synchronises, when another method of the class
+waits on that event field (a join step the caller may run first), or when another method joins the stream
+otherwise than aside (:mod:`~streamlint.model.flow.asidejoins`). Reported at medium confidence (SL201): the
+order of stage and hand-out is the class's protocol, assumed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from streamlint._lazy import cst
+from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
+from streamlint.model.streams import derived
+from streamlint.model.syntax import local_nodes
+
+if TYPE_CHECKING:
+    from streamlint.model.project import Project
+
+_WAITS = ("wait_event", "wait", "synchronize", "query")
+
+
+@dataclass(frozen=True)
+class UnwaitedEntry:
+    """A method handing out tensors of a container entry without waiting on the entry's event."""
+
+    method: FunctionInfo  # the hand-out (``acquire``)
+    node: cst.CSTNode  # its return statement
+    handed: str  # ``item.state``
+    event: str  # ``item.ready``
+    stream: str  # ``self.transfer_stream``
+    producer: FunctionInfo  # the method storing the entry (``stage``)
+    record: cst.CSTNode  # the event's record after the work
+
+
+def _norm(code: str) -> str:
+    return code.replace('"', "'").replace(" ", "")
+
+
+def _stream_scopes(file: FileModel, fn: FunctionInfo) -> list[tuple[cst.With, str]]:
+    """The ``with X.stream(self.S):`` scopes of ``fn`` on a stream the object holds, with ``self.S``."""
+    out = []
+    for site in fn.scopes:
+        for call in site.calls:
+            name = file.code(call.func).rsplit(".", 1)[-1]
+            if "stream" not in name.lower() or not call.args:
+                continue
+            arg = _norm(file.code(call.args[0].value))
+            if arg.startswith("self.") and arg.count(".") == 1:
+                out.append((site.with_node, arg))
+    return out
+
+
+def _within(node: cst.CSTNode, scope: cst.With) -> bool:
+    return any(n is node for n in local_nodes(scope.body))
+
+
+def _recorded_after_work(file: FileModel, fn: FunctionInfo, name: str) -> tuple[str, cst.CSTNode] | None:
+    """``name.record(...)`` in a side-stream scope of ``fn`` after a statement of device work there (not an
+    event made or recorded): (the stream, the record)."""
+    for scope, stream in _stream_scopes(file, fn):
+        seen_work = False
+        for stmt in scope.body.body:
+            text = file.code(stmt)
+            record = next((n for n in local_nodes(stmt) if isinstance(n, cst.Call)
+                           and isinstance(n.func, cst.Attribute) and n.func.attr.value == "record"
+                           and isinstance(n.func.value, cst.Name) and n.func.value.value == name), None)
+            if record is not None:
+                if seen_work:
+                    return stream, record
+                continue
+            if "Event(" not in text and ".record(" not in text and not isinstance(stmt, cst.Pass):
+                seen_work = True
+    return None
+
+
+def _handed_to_recorder(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInfo,
+                        name: str) -> tuple[str, cst.CSTNode, FunctionInfo] | None:
+    """``name`` handed to a method of the class that records it after work: ``self.m(a, name)`` or a call
+    taking the bound method first (``pool.submit(self.m, a, name)``)."""
+    for site in fn.calls:
+        args = list(site.node.args)
+        pos = next((i for i, a in enumerate(args) if isinstance(a.value, cst.Name) and a.value.value == name
+                    and a.keyword is None), None)
+        if pos is None:
+            continue
+        target, offset = None, 0
+        func = site.node.func
+        if isinstance(func, cst.Attribute) and _norm(file.code(func.value)) == "self" \
+                and func.attr.value in cls.methods:
+            target = cls.methods[func.attr.value]
+        else:
+            for i, a in enumerate(args[:pos]):
+                text = _norm(file.code(a.value))
+                if text.startswith("self.") and text[5:] in cls.methods:
+                    target, offset = cls.methods[text[5:]], i + 1
+        if target is None or target is fn:
+            continue
+        params = target.params[1:]
+        index = pos - offset
+        if 0 <= index < len(params):
+            found = _recorded_after_work(file, target, params[index])
+            if found is not None:
+                return found[0], found[1], target
+    return None
+
+
+def _entry_fields(project: Project, file: FileModel, call: cst.Call) -> dict[str, cst.BaseExpression]:
+    """The fields a constructor call sets: keywords, and positionals by the class's annotated fields."""
+    out = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    positional = [a.value for a in call.args if a.keyword is None and a.star == ""]
+    if positional:
+        name = file.code(call.func)
+        cls = file.classes.get(name)
+        if cls is None:
+            qualname = file.resolve(call.func, None)
+            sym = project.symbol(qualname, file) if qualname is not None else None
+            cls = sym[0] if sym is not None and isinstance(sym[0], ClassInfo) else None
+        if cls is None:
+            return out
+        fields = [s.body[0].target.value for s in cls.node.body.body if isinstance(s, cst.SimpleStatementLine)
+                  and isinstance(s.body[0], cst.AnnAssign) and isinstance(s.body[0].target, cst.Name)]
+        out.update(zip(fields, positional))
+    return out
+
+
+def _stored_entries(file: FileModel, fn: FunctionInfo):
+    """(container ``self.F``, the constructor call) for ``self.F[k] = C(...)`` or ``x = C(...); self.F[k] = x``."""
+    for node in local_nodes(fn.node.body):
+        if not (isinstance(node, cst.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0].target, cst.Subscript)):
+            continue
+        container = _norm(file.code(node.targets[0].target.value))
+        if not (container.startswith("self.") and container.count(".") == 1):
+            continue
+        value = node.value
+        if isinstance(value, cst.Name):
+            values = fn.name_assigns.get(value.value, ())
+            value = values[0] if len(values) == 1 else None
+        if isinstance(value, cst.Call):
+            yield container, value
+
+
+def _taken(file: FileModel, fn: FunctionInfo, container: str) -> list[str]:
+    """Local names bound to an entry of ``container``: ``item = self.live[index]`` / ``.get(k)``."""
+    out = []
+    for name, values in fn.name_assigns.items():
+        if len(values) == 1 and _norm(file.code(values[0])).startswith((container + "[", container + ".get(")):
+            out.append(name)
+    return out
+
+
+def _derived_from(file: FileModel, fn: FunctionInfo, value: cst.BaseExpression, refs: tuple[str, ...],
+                  depth: int = 0) -> bool:
+    text = _norm(file.code(value))
+    if any(r in text for r in refs):
+        return True
+    if depth < 3 and isinstance(value, cst.Name):
+        return any(_derived_from(file, fn, v, refs, depth + 1) for v in fn.name_assigns.get(value.value, ()))
+    return False
+
+
+def unwaited_entries(project: Project, file: FileModel, cls: ClassInfo) -> list[UnwaitedEntry]:
+    memo = derived(project, "unwaited_entries")
+    if id(cls) in memo:
+        return memo[id(cls)]
+    memo[id(cls)] = out = []
+    for producer in cls.methods.values():
+        if producer.params[:1] != ("self",) or producer.node.name.value == "__init__":
+            continue
+        scopes = _stream_scopes(file, producer)
+        if not scopes:
+            continue
+        for container, call in _stored_entries(file, producer):
+            fields = _entry_fields(project, file, call)
+            event = tensors = None
+            tensors = []
+            for field, value in fields.items():
+                if not isinstance(value, cst.Name):
+                    continue
+                found = _recorded_after_work(file, producer, value.value)
+                if found is not None:
+                    event = event or (field, *found, producer)
+                    continue
+                handed = _handed_to_recorder(project, file, cls, producer, value.value)
+                if handed is not None:
+                    event = event or (field, *handed)
+                    continue
+                made = producer.name_assigns.get(value.value, ())
+                if made and all(any(_within(v, scope) for scope, _ in scopes) for v in made) \
+                        and "Event(" not in file.code(made[0]):
+                    tensors.append(field)
+            if event is None or not tensors:
+                continue
+            out += _hand_outs(project, file, cls, producer, container, event, tensors)
+    return out
+
+
+def _hand_outs(project, file, cls, producer, container, event, tensors) -> list[UnwaitedEntry]:
+    from streamlint.model.flow.asidejoins import aside_joins_only
+    from streamlint.model.flow.protocols import _joined_keys, _syncs_device, class_joins
+    field, stream, record, recorder = event
+    out = []
+    if _field_waited_in_class(file, cls, field) \
+            or class_joins(project, file, cls, stream) and aside_joins_only(project, file, cls, stream, producer) is None:
+        return out
+    for method in cls.methods.values():
+        if method in (producer, recorder) or method.params[:1] != ("self",) or method.node.name.value == "__init__":
+            continue
+        for item in _taken(file, method, container):
+            body = _norm(file.code(method.node.body))
+            if f"{item}.{field}" in body or stream in _joined_keys(file, method) or _syncs_device(project, method, file):
+                continue
+            refs = tuple(f"{item}.{t}" for t in tensors)
+            set_here = {_norm(file.code(n.targets[0].target)): n.value for n in local_nodes(method.node.body)
+                        if isinstance(n, cst.Assign) and len(n.targets) == 1}
+            for ret in method.returns:
+                value = ret.value
+                text = _norm(file.code(value)) if value is not None else ""
+                if not text.startswith(item + ".") or not text[len(item) + 1:].isidentifier():
+                    continue
+                if text in refs or text in set_here and _derived_from(file, method, set_here[text], refs):
+                    out.append(UnwaitedEntry(method, ret, text, f"{item}.{field}", stream, producer, record))
+                    break
+    return out
+
+
+def _field_waited_in_class(file: FileModel, cls: ClassInfo, field: str) -> bool:
+    """A method of the class waits on (or synchronises, queries) an event field of that name of an entry."""
+    for method in cls.methods.values():
+        for site in method.calls:
+            node = site.node
+            if site.method not in _WAITS:
+                continue
+            held = node.args[0].value if site.method == "wait_event" and node.args else \
+                node.func.value if isinstance(node.func, cst.Attribute) and site.method != "wait_event" else None
+            if isinstance(held, cst.Attribute) and held.attr.value == field:
+                return True
+    return False

@@ -219,7 +219,7 @@ def _hand_outs(project, file, cls, producer, container, event, tensors) -> list[
     from streamlint.model.flow.protocols import _joined_keys, _syncs_device, class_joins
     field, stream, record, recorder = event
     out = []
-    if _field_waited_in_class(file, cls, field) \
+    if _field_waited_in_class(file, cls, field) or _field_read_elsewhere(cls, field, (producer, recorder)) \
             or class_joins(project, file, cls, stream) and aside_joins_only(project, file, cls, stream, producer) is None:
         return out
     for method in cls.methods.values():
@@ -254,4 +254,26 @@ def _field_waited_in_class(file: FileModel, cls: ClassInfo, field: str) -> bool:
                 node.func.value if isinstance(node.func, cst.Attribute) and site.method != "wait_event" else None
             if isinstance(held, cst.Attribute) and held.attr.value == field:
                 return True
+    return False
+
+
+def _field_read_elsewhere(cls: ClassInfo, field: str, skip: tuple) -> bool:
+    """Another method of the class reads the entry's event field (``ev = entry.ready`` handed to a helper that
+    waits, an accessor ``return self.live[i].ready`` the caller waits on): the event leaves the hand-out, so the
+    join may be elsewhere. Not a read: storing it, or timing with it (``start.elapsed_time(item.ready)``)."""
+    for method in cls.methods.values():
+        if method in skip:
+            continue
+        reads = [n for n in local_nodes(method.node.body) if isinstance(n, cst.Attribute) and n.attr.value == field]
+        if not reads:
+            continue
+        skipped: set[int] = set()
+        for n in local_nodes(method.node.body):
+            if isinstance(n, cst.Assign):
+                skipped.update(id(t.target) for t in n.targets)
+            elif isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "elapsed_time":
+                skipped.update(id(a.value) for a in n.args)
+                skipped.add(id(n.func.value))
+        if any(id(r) not in skipped for r in reads):
+            return True
     return False

@@ -334,6 +334,9 @@ def _fenced_stream(file: FileModel, recorder: FunctionInfo, record: cst.CSTNode)
         return None
     if record.args and "current_stream(" not in file.code(record.args[0].value):
         return None
+    site = next((c for c in recorder.calls if c.node is record), None)
+    if site is None or site.scope is not None:  # inside a `with` (a stream scope: not the current stream)
+        return None
     names = {m.group(1) for m in _SIDE_STREAM.finditer(file.code(recorder.node.body))}
     names.discard("current_stream")
     return f"self.{sorted(names)[0]}" if len(names) == 1 else None

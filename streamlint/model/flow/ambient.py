@@ -198,27 +198,88 @@ def _ambient(project: Project, file: FileModel, fn: FunctionInfo, depth: int) ->
     return found.pop() if found else None
 
 
-def steps_on(project: Project, file: FileModel, fn: FunctionInfo, key: str | None, stream: str,
-             same: dict[str, str]) -> bool:
-    """Do all the methods of ``fn``'s class that rewrite the field ``key`` every step (other than ``fn``:
-    :func:`~streamlint.model.stepstate.step_writers`) run on ``stream`` (their ambient stream is that
-    stream, under its name or one the state takes for it)? Their writes are then ordered before this
-    access on that same stream."""
+def _writers(project: Project, file: FileModel, fn: FunctionInfo, key: str | None) -> list[FunctionInfo] | None:
+    """The methods of ``fn``'s class other than ``fn`` that rewrite the field ``key`` every step
+    (:func:`~streamlint.model.stepstate.step_writers`); None when one is not a method of the class itself."""
     cls = file.classes.get(fn.class_name or "")
     if cls is None or not key:
-        return False
+        return None
     own = fn.node.name.value
-    methods = {m for path, where in step_writers(project, file, cls).items()
-               if path == key or path.startswith((key + ".", key + "[")) or key.startswith((path + ".", path + "["))
-               for m, _node in where if m != own}
+    names = {m for path, where in step_writers(project, file, cls).items()
+             if path == key or path.startswith((key + ".", key + "[")) or key.startswith((path + ".", path + "["))
+             for m, _node in where if m != own}
+    methods = [cls.methods.get(name) for name in sorted(names)]
+    return None if None in methods else methods  # (a base class's writer: not followed)
+
+
+def steps_on(project: Project, file: FileModel, fn: FunctionInfo, key: str | None, stream: str,
+             same: dict[str, str]) -> bool:
+    """Do all the methods of ``fn``'s class that rewrite the field ``key`` every step (other than ``fn``) run
+    on ``stream`` (their ambient stream is that stream, under its name or one the state takes for it)? Their
+    writes are then ordered before this access on that same stream."""
+    methods = _writers(project, file, fn, key)
     if not methods:
         return False
-    for name in methods:
-        method = cls.methods.get(name)
-        ambient = ambient_stream(project, file, method) if method is not None else None
+    for method in methods:
+        ambient = ambient_stream(project, file, method)
         if ambient is None or same.get(ambient, ambient) != stream:
             return False
     return True
 
 
-__all__ = ["ambient_stream", "field_alias", "steps_on"]
+def runs_under(project: Project, file: FileModel, fn: FunctionInfo, key: str, field: str | None = None) \
+        -> tuple | None:
+    """(file model, call node) of a project call of ``fn`` -- or, for a step's field ``field``, of a method of
+    its class rewriting it -- made with the ``self.*`` stream ``key`` (in ``fn``'s terms) current: evidence
+    that the code runs on that stream itself, when :func:`ambient_stream` cannot prove it for every call (a
+    race between the entry stream and ``key`` then rests on the calls not seen). None when no such call is
+    found, or when some call is seen to run it with another named stream current."""
+    if not _FIELD.fullmatch(key):
+        return None
+    targets = [fn] + ((_writers(project, file, fn, field) or []) if field else [])
+    found: tuple | None = None
+    for target in targets:
+        if target.class_name is None or target.params[:1] != ("self",) or target.parent is not None:
+            continue
+        sites = callers_of(project, file, target) or []
+        for model, site in sites[:MAX_SITES * 2]:
+            caller = site.function
+            if caller is None or caller is target:
+                continue
+            current = _scope_stream(project, model, site)
+            if current == "":
+                current = ambient_stream(project, model, caller)
+            if not current:
+                continue
+            if _translate(project, model, caller, site.receiver, file, target, current) == key:
+                found = found or (model, site.node)
+            elif _known_other(project, model, caller, site.receiver, key, current):
+                return None  # a call runs it with another stream current: no doubt it is a second stream there
+    return found
+
+
+def _known_other(project: Project, model: FileModel, caller: FunctionInfo, receiver, key: str, current: str) -> bool:
+    """Is the callee's stream ``key`` (``self.<attr>``) at this call a named stream of the caller other than the
+    one it has current (``current``): the same object's other field, or a held object's field built with another?"""
+    if isinstance(receiver, cst.Name) and receiver.value == "self":
+        return key != current
+    text = dotted(receiver) if receiver is not None else None
+    if text is None or not _FIELD.fullmatch(text) or caller.class_name is None:
+        return False
+    alias = field_alias(project, model, model.classes.get(caller.class_name), f"{text}.{key[5:]}")
+    return alias is not None and alias != current
+
+
+def ambient_evidence(interp, a: str, b: str, field: str | None) -> tuple | None:
+    """:func:`runs_under` for a race of the function ``interp`` runs (its streams named in that function's
+    terms, also inside an inlined helper) between its entry stream and a ``self.*`` stream (``a`` / ``b``;
+    ``field``: the step field the earlier side wrote)."""
+    from streamlint.model.streams import MAIN
+
+    other = b if a == MAIN else a if b == MAIN else None
+    if other is None:
+        return None
+    return runs_under(interp.project, interp.file, interp.fn, other, field)
+
+
+__all__ = ["ambient_evidence", "ambient_stream", "field_alias", "runs_under", "steps_on"]

@@ -198,6 +198,21 @@ def _ambient(project: Project, file: FileModel, fn: FunctionInfo, depth: int) ->
     return found.pop() if found else None
 
 
+def entry_ambient(project: Project, file: FileModel, fn: FunctionInfo) -> str | None:
+    """:func:`ambient_stream` for a function about to be interpreted, asked only when its entry stream can meet a
+    named stream: it opens a ``with`` itself, or calls a method of its own object that does (the callers are not
+    searched for every function of a project)."""
+    if fn.class_name is None:
+        return None
+    cls = file.classes.get(fn.class_name)
+    if not fn.scopes and not any(site.receiver is not None and isinstance(site.receiver, cst.Name)
+                                 and site.receiver.value == "self" and cls is not None
+                                 and (m := cls.methods.get(site.method or "")) is not None and m.scopes
+                                 for site in fn.calls):
+        return None
+    return ambient_stream(project, file, fn)
+
+
 def _writers(project: Project, file: FileModel, fn: FunctionInfo, key: str | None) -> list[FunctionInfo] | None:
     """The methods of ``fn``'s class other than ``fn`` that rewrite the field ``key`` every step
     (:func:`~streamlint.model.stepstate.step_writers`); None when one is not a method of the class itself."""
@@ -282,4 +297,4 @@ def ambient_evidence(interp, a: str, b: str, field: str | None) -> tuple | None:
     return runs_under(interp.project, interp.file, interp.fn, other, field)
 
 
-__all__ = ["ambient_evidence", "ambient_stream", "field_alias", "runs_under", "steps_on"]
+__all__ = ["ambient_evidence", "ambient_stream", "entry_ambient", "field_alias", "runs_under", "steps_on"]

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.file import FileModel, FunctionInfo
-from streamlint.model.flow.ambient import ambient_stream
+from streamlint.model.flow.ambient import entry_ambient
 from streamlint.model.flow.calls import Calls, current_stream_params
 from streamlint.model.flow.forks import callers_current_getters, forked_self_streams, forked_stream_params, \
     recorded_event_params
@@ -259,7 +259,7 @@ class Interp(Consumers, Orderings, Records, Storages, Unsets, Expressions, ApiCa
         if self.protocol_seed:
             seed(self, st, protocol_inputs(self.project, self.file, self.fn, self.cfg.mode, run_producer))
         self.closure_entry(st)
-        ambient = ambient_stream(self.project, self.file, self.fn)
+        ambient = entry_ambient(self.project, self.file, self.fn)
         if ambient is not None:  # every caller runs this method under that stream of the object (flow/ambient.py)
             st.same[ambient] = MAIN
         for stream in own:

@@ -118,6 +118,8 @@ def _scope_stream(project: Project, model: FileModel, site) -> str | None:
     for scope in project.enclosing_scopes(model, site.scope):
         use = next((u for u in scope.uses if u.role in apis.STREAM_SCOPE_ROLES), None)
         if use is None:
+            if scope.roles() & ({apis.Role.GRAPH_CAPTURE} | apis.NO_BREAK_SCOPE_ROLES):
+                return None  # (a capture runs the body on its own capture stream)
             continue  # (another context manager: a timer, no_grad, a lock)
         if use.role is not apis.Role.NATIVE_STREAM_CONTEXT or use.node is not scope.site.item.item:
             return None

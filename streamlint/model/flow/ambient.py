@@ -178,6 +178,10 @@ def ambient_stream(project: Project, file: FileModel, fn: FunctionInfo, _depth: 
 
 
 def _ambient(project: Project, file: FileModel, fn: FunctionInfo, depth: int) -> str | None:
+    from streamlint.model.flow.entryctx import _called_near_streams
+
+    if not _called_near_streams(project, fn.node.name.value):
+        return None  # (some caller's body names no stream: a byte-level test before any caller is parsed)
     sites = callers_of(project, file, fn)
     if not sites or len(sites) > MAX_SITES or _referenced(project, fn.node.name.value):
         return None

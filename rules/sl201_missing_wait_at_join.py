@@ -155,6 +155,11 @@ class MissingWaitAtJoin(Rule):
                 confidence = Confidence.MEDIUM
                 hint += ("; the access is inside the called helper, on the stream this function made current: "
                          "order that stream before the call")
+            if race.ambient is not None and not race.task and not race.body:
+                confidence = Confidence.LOW
+                hint += (f"; {stream_label(race.dst if race.src == MAIN else race.src, main)} may be the current stream "
+                         "itself: a call in the project runs this code on it, and its other calls are not all seen to "
+                         "run elsewhere")
             optional = next((k for k in (race.dst, race.src)
                              if uncorrelated_optional(ctx.project, ctx.file, fn, k)), None)
             if optional is not None and confidence in (None, Confidence.HIGH):
@@ -666,6 +671,9 @@ def _related(ctx: RuleContext, race: Race) -> list[Location]:
     if race.entry is not None:  # the producer is the callers' (flow/entryctx.py)
         model, call = race.entry[:2]
         inner.append(Location(model.path, model.span(call), "called here, with it written on that stream unjoined"))
+    if race.ambient is not None:  # a caller runs it on the other stream itself (flow/ambient.py)
+        model, call = race.ambient
+        inner.append(Location(model.path, model.span(call), "called here with that stream current"))
     if race.producer is None:
         return inner
     if race.held and race.caller is not None:

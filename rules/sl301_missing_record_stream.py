@@ -199,6 +199,13 @@ class MissingRecordStream(Rule):
                     confidence = Confidence.LOW
                     hint += "; this assumes the caller drops the escaped tensor"
                 related = []
+                ambient = _ambient_race(issue, flow)
+                if ambient is not None:  # SL201 on the same access is low for it (flow/ambient.py): so is this
+                    confidence = Confidence.LOW
+                    hint += ("; the two streams may be one: a call in the project runs this code with that stream "
+                             "current, and its other calls are not all seen to run elsewhere")
+                    related.append(Location(ambient[0].path, ambient[0].span(ambient[1]),
+                                            "called here with that stream current"))
                 if issue.free_node is not None:
                     related.append(Location(ctx.file.path, ctx.file.span(issue.free_node),
                                             f"freed here ({_FREE_LABEL.get(issue.free, issue.free)})"))
@@ -501,6 +508,16 @@ def _tag_expr(key: str) -> str | None:
         return f'"{key[4:]}"'
     if key.startswith("tag?:"):
         return key[5:]
+    return None
+
+
+def _ambient_race(issue, flow) -> tuple | None:
+    """The ambient evidence (flow/ambient.py) of the SL201 race on this very access between the same two
+    streams, which SL201 reports low: the two may be one stream."""
+    for race in flow.races:
+        if race.node is issue.node and race.ambient is not None and not race.task and not race.body \
+                and {race.src, race.dst} == {issue.alloc, issue.use_stream}:
+            return race.ambient
     return None
 
 

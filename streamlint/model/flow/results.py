@@ -39,6 +39,8 @@ class Race:
     # function (entryctx.py), shown at this call
     cause: tuple[int, int, int] = (-1, 0, 0)  # (what ``dst`` knew of ``src`` at the access, the earlier access's
     # time, this access's time): races whose one missing wait is the same root cause share the first entry
+    ambient: tuple | None = None  # (file model, call node) of a project call that runs the function (or the step's
+    # writer) on the other stream itself, when its other calls are not all seen so (flow/ambient.py)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ import re
 
 from streamlint._lazy import cst
 from streamlint.model.attrstreams import foreign_stream, unseen_pair
+from streamlint.model.flow.ambient import ambient_evidence, steps_on
 from streamlint.model.flow.callers import steps_synced
 from streamlint.model.flow.bodyinputs import bodies_read_caller_device, callers_cannot_fork
 from streamlint.model.flow.entryctx import entry_of
@@ -267,15 +268,18 @@ class Storages(HostFields):
             return  # a class protocol says who must join before a read, not what a later write may do
         step = self.step_sources.get(S.sid) if earlier.node is None and earlier.time == 0 else None
         if step is not None and (forked_elsewhere(self.file, self.fn, s) or set(st.know(s)) - {s}
-                                 or steps_synced(self.project, self.file, self.fn, step)):
-            return  # the class forks that stream in a step of its own, it waited here on a stream not named, or
-            # every caller synchronises the device after the writer's step before it calls this (flow/callers.py)
+                                 or steps_synced(self.project, self.file, self.fn, step)
+                                 or steps_on(self.project, self.file, self.fn, S.name, s, st.same)):
+            return  # the class forks that stream in a step of its own, it waited here on a stream not named,
+            # every caller synchronises the device after the writer's step before it calls this (flow/callers.py),
+            # or every writer runs on this very stream by its callers (flow/ambient.py)
         if key not in self.races:  # (cause: what ``s`` knew of the earlier stream, the two accesses' times)
             self.races[key] = Race(kind, self.anchor, name, earlier.stream, s, earlier.node,
                                    S.kind == "arg" and earlier.time <= self.entry_time, self.cfg.mode, escape, body,
                                    replay, earlier.time < self.handshake_time, self.caller_stream(earlier.stream, s),
                                    protocol, held, caller, step=step, inlined=self.inner if self.depth else None,
-                                   entry=entry_of(self, S, earlier, s), cause=(
+                                   entry=entry_of(self, S, earlier, s),
+                                   ambient=ambient_evidence(self, earlier.stream, s, step and S.name), cause=(
                                        st.know(s).get(earlier.stream, -1), earlier.time, self.clock))
 
     def caller_stream(self, a: str, b: str) -> str | None:

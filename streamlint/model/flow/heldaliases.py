@@ -62,7 +62,8 @@ def aliased_method(project: Project, file: FileModel, site) -> tuple[FunctionInf
 
 # ---- results a held object hands back from its own storage
 
-_HOST_LITERALS = (cst.Integer, cst.Float, cst.SimpleString, cst.Comparison, cst.BooleanOperation)
+def _host_literal(e: cst.BaseExpression) -> bool:  # (a function: LibCST is imported lazily)
+    return isinstance(e, (cst.Integer, cst.Float, cst.SimpleString, cst.Comparison, cst.BooleanOperation))
 
 
 def _root(e: cst.BaseExpression) -> cst.BaseExpression:
@@ -96,7 +97,7 @@ def _loop_names(fn: FunctionInfo) -> set[str]:
 
 def _own(e: cst.BaseExpression | None, roots: set[str], locals_: dict | None = None) -> bool:
     """``e`` is storage the object holds (``self.ids[:n]``, a loop name over its fields) or a host value."""
-    if e is None or isinstance(e, _HOST_LITERALS) or isinstance(e, (cst.Dict, cst.List, cst.Tuple)) \
+    if e is None or _host_literal(e) or isinstance(e, (cst.Dict, cst.List, cst.Tuple)) \
             and not getattr(e, "elements", ()):
         return True
     if isinstance(e, cst.Name):

@@ -17,7 +17,8 @@ from streamlint.model.flow.counters import NVal, counter_part
 from streamlint.model.flow.places import cached_stream_getter, host_arguments, memoised
 from streamlint.model.flow.recursion import recursive_call
 from streamlint.model.flow.rootranks import on_root_rank, root_expression
-from streamlint.model.flow.calls import kept_arguments, metadata_only, plain_container
+from streamlint.model.flow.calls import kept_arguments, metadata_only, plain_container, stored_params
+from streamlint.model.flow.heldaliases import held_after_call
 from streamlint.model.flow.objeffects import method_effects, object_method
 from streamlint.model.flow.values import CVal, IVal, KVal, NONE, RecordVal, SVal, State, TVal, TupVal, known_truth
 from streamlint.model.streams import declared_globals, EVENT, MAIN, STREAM, current_stream_getter, installed_stream_getter
@@ -401,6 +402,7 @@ class Expressions:
             out = None  # a setter / enqueue keeping every argument: it hands the tensors over, reads none
         else:
             out = self.dispatch_seeing_work(st, e, method, target, site)
+            held_after_call(self, st, e, out, site, stored_params)  # what a held object keeps: no free here
             found = self.project.call_target(self.cfile, site) if site is not None else None
             if found is not None and host_blocking_helper(self.project, found[1], found[0]) \
                     and any(not self.is_host(st, tv) for a in e.args if isinstance(a.value, cst.Name)

@@ -62,7 +62,7 @@ def _view_only(fn: FunctionInfo, param: str) -> bool:
             if isinstance(e, cst.Name):
                 allowed.add(id(e))
                 break
-            if isinstance(e, cst.Subscript) and all(_basic_index(el.slice) for el in e.slice):
+            if isinstance(e, cst.Subscript) and all(basic_index(el.slice) for el in e.slice):
                 e = e.value  # basic indexing is a view; an index tensor (``x[idx]``) is a gather kernel
             elif isinstance(e, cst.Attribute) and e.attr.value in VIEW_ATTRS:
                 e = e.value
@@ -78,7 +78,7 @@ def _view_only(fn: FunctionInfo, param: str) -> bool:
     return bool(uses) and all(id(n) in allowed for n in uses)
 
 
-def _basic_index(sl: cst.BaseSlice) -> bool:
+def basic_index(sl: cst.BaseSlice) -> bool:
     """A slice or a literal index (``x[:n]``, ``x[0]``, ``x[-1]``, ``x[None]``, ``x[...]``): a view, no kernel."""
     if isinstance(sl, cst.Slice):
         return True
@@ -88,4 +88,4 @@ def _basic_index(sl: cst.BaseSlice) -> bool:
     return isinstance(v, (cst.Integer, cst.Ellipsis)) or (isinstance(v, cst.Name) and v.value == "None")
 
 
-__all__ = ["metadata_only", "view_only"]
+__all__ = ["basic_index", "metadata_only", "view_only"]

@@ -14,10 +14,18 @@ from streamlint.model.streams import derived
 from streamlint.model.hostattrs import host_attr, host_data_attr
 
 
+# Attributes of a stream / event object that are host integers (its raw handle for a native launch, its id,
+# its device's index): reading one is no device access.
+STREAM_HANDLE_ATTRS = frozenset({"cuda_stream", "npu_stream", "xpu_stream", "stream_id", "device_index", "cuda_event",
+                                 "npu_event"})
+
+
 class HostFields:
     def host_attribute(self, v: KVal) -> bool:
         """``self.<attr>`` holding a host value (a name, a port: :func:`~streamlint.model.hostattrs.host_attr`), a
         module constant (``HEAD_DIM = 128``: :func:`~streamlint.model.lifetimes.module_constant`)."""
+        if "." in v.key and v.key.rsplit(".", 1)[1] in STREAM_HANDLE_ATTRS:
+            return True  # `self.side.cuda_stream`: a stream's raw handle (an integer), not a tensor
         if v.glob and v.key.isidentifier():
             return module_constant(self.cfile, v.key) or module_container(self.cfile, v.key)
         if not v.key.startswith("self."):

@@ -96,31 +96,16 @@ def every_method_queues_work(project: Project, func: cst.BaseExpression) -> bool
     (:func:`~streamlint.model.flow.duckmethods.distinctive`) and every ``def`` of it in the project (a few
     files at most, each a method of a class: a pinned staging buffer and its struct variant) queues device
     work: whichever of them runs, the call queues work on the current stream."""
-    from streamlint.model.flow.duckmethods import MAX_FILES, distinctive
+    from streamlint.model.flow.duckmethods import distinctive, method_definitions
 
     if not isinstance(func, cst.Attribute) or not distinctive(func.attr.value):
         return False
     name = func.attr.value
     memo = derived(project, "every_method_queues_work")
-    if name in memo:
-        return memo[name]
-    memo[name] = False
-    paths = project.paths_containing((f"def {name}(".encode(),))
-    if not paths or len(paths) > MAX_FILES:
-        return False
-    defs = []
-    for path in paths:
-        model = project.file(path)
-        if model is None:
-            return False
-        for f in model.functions.values():
-            if f.node.name.value != name:
-                continue
-            cls = model.classes.get(f.class_name or "") if f.parent is None else None
-            if cls is None or cls.methods.get(name) is not f or f.params[:1] != ("self",):
-                return False
-            defs.append((f, model))
-    memo[name] = bool(defs) and all(queues_device_work(project, model, f) for f, model in defs)
+    if name not in memo:
+        memo[name] = False
+        defs = method_definitions(project, name)
+        memo[name] = bool(defs) and all(queues_device_work(project, model, f) for f, _, model in defs)
     return memo[name]
 
 

@@ -84,7 +84,10 @@ def distinctive(name: str) -> bool:
     return not name.startswith("__") and len(words) >= 2 and name not in _API_NAMES and not tensor_method(name)
 
 
-def only_definition(project: Project, name: str) -> tuple[FunctionInfo, ClassInfo, FileModel] | None:
+def method_definitions(project: Project, name: str) -> list[tuple[FunctionInfo, ClassInfo, FileModel]] | None:
+    """Every ``def name(self, ...)`` of the project, each a method of one class (found by a byte search over at
+    most :data:`MAX_FILES` files); None when there is none, too many files, or a module function / nested def /
+    static method of that name (not one class's method)."""
     memo = derived(project, "duck_definitions")
     if name in memo:
         return memo[name]
@@ -103,8 +106,13 @@ def only_definition(project: Project, name: str) -> tuple[FunctionInfo, ClassInf
             if cls is None or cls.methods.get(name) is not f or f.params[:1] != ("self",):
                 return None  # a module function, a nested def, a static method: not one class's method
             found.append((f, cls, model))
-    memo[name] = found[0] if len(found) == 1 else None
+    memo[name] = found or None
     return memo[name]
+
+
+def only_definition(project: Project, name: str) -> tuple[FunctionInfo, ClassInfo, FileModel] | None:
+    found = method_definitions(project, name)
+    return found[0] if found is not None and len(found) == 1 else None
 
 
 def behaves_as(fn: FunctionInfo, recv: str, cls: ClassInfo) -> bool:

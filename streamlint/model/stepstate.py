@@ -28,6 +28,7 @@ import re
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
+from streamlint.model.syntax import normalized_code
 from streamlint.model.apis import COLLECTIVE_PARAMS, COLLECTIVES, Role, lookup
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
 from streamlint.model.placement import settled_host_value
@@ -424,8 +425,7 @@ def forks_for_callers(file: FileModel, fn: FunctionInfo, stream: str) -> bool:
     return any(name != fn.node.name.value for name in steps.get(wanted, ()))
 
 
-def _norm(text: str) -> str:
-    return text.replace('"', "'").replace(" ", "")
+_norm = normalized_code
 
 
 def _fork_steps(file: FileModel, cls: ClassInfo) -> dict[str, set[str]]:

@@ -275,3 +275,8 @@ def stub_body(node: cst.FunctionDef, abstract: bool = False) -> bool:
                 continue
             return False
     return True
+
+
+def normalized_code(code: str) -> str:
+    """Source text compared as text: without spaces, with one kind of quote (``x["a"]`` == ``x['a']``)."""
+    return code.replace('"', "'").replace(" ", "")

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
+from streamlint.model.syntax import normalized_code
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
 from streamlint.model.streams import derived
 
@@ -31,8 +32,7 @@ if TYPE_CHECKING:
     from streamlint.model.project import Project
 
 
-def _norm(code: str) -> str:
-    return code.replace('"', "'").replace(" ", "")
+_norm = normalized_code
 
 
 def _names(file: FileModel, method: FunctionInfo, expr: cst.BaseExpression, wanted: str) -> bool:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
 from streamlint.model.streams import derived
-from streamlint.model.syntax import local_nodes
+from streamlint.model.syntax import local_nodes, normalized_code
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -51,8 +51,7 @@ class UnwaitedEntry:
     record: cst.CSTNode  # the event's record after the work
 
 
-def _norm(code: str) -> str:
-    return code.replace('"', "'").replace(" ", "")
+_norm = normalized_code
 
 
 def _stream_scopes(file: FileModel, fn: FunctionInfo) -> list[tuple[cst.With, str]]:

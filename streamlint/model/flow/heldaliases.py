@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
+from streamlint.model.devobjects import annotation_classes
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
 from streamlint.model.flow.metaonly import basic_index
 from streamlint.model.flow.values import TVal
@@ -416,25 +417,7 @@ def _declared_classes(project: Project, file: FileModel, cls: ClassInfo, attr: s
     for stmt in cls.node.body.body:
         for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
             if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.target.value == attr:
-                names, stack = [], [small.annotation.annotation]
-                while stack:
-                    a = stack.pop()
-                    if isinstance(a, cst.BinaryOperation) and isinstance(a.operator, cst.BitOr):
-                        stack += [a.left, a.right]
-                    elif isinstance(a, cst.Subscript) and (getattr(a.value, "value", None) in ("Union", "Optional")
-                                                           or getattr(getattr(a.value, "attr", None), "value", None)
-                                                           in ("Union", "Optional")):
-                        stack += [el.slice.value for el in a.slice if isinstance(el.slice, cst.Index)]
-                    elif not is_none(a):
-                        names.append(a)
-                out = []
-                for a in names:
-                    qual = file.resolve(a, None) if isinstance(a, (cst.Name, cst.Attribute)) else None
-                    sym = project.symbol(qual, file) if qual else None
-                    if sym is None or not isinstance(sym[0], ClassInfo):
-                        return None
-                    out.append(sym)
-                return out or None
+                return annotation_classes(project, file, None, small.annotation.annotation) or None
     return None
 
 

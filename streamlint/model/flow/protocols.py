@@ -45,7 +45,7 @@ from streamlint.model import apis
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
 from streamlint.model.flow.values import Access, ordered_before
 from streamlint.model.streams import MAIN, derived
-from streamlint.model.syntax import call_name
+from streamlint.model.syntax import call_name, normalized_code
 from streamlint.model.walk import children
 
 if TYPE_CHECKING:
@@ -71,8 +71,7 @@ _JOINS = ("wait_stream", "wait_event", "wait", "synchronize", "query")
 _STREAM_CALLS = frozenset((*_JOINS, "record_event", "record", "stream", "use_stream", "StreamContext"))
 
 
-def _norm(code: str) -> str:
-    return code.replace('"', "'").replace(" ", "")
+_norm = normalized_code
 
 
 def _joined_keys(file: FileModel, fn: FunctionInfo) -> set[str]:

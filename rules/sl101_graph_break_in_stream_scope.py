@@ -1,6 +1,14 @@
+from __future__ import annotations
+
 from streamlint.finding import Confidence, Severity
-from streamlint.model.breaks import Reach, analysis, describe_scope
 from streamlint.rule import Invalid, Rule, RuleContext, Valid, first_line
+
+
+def _import_model() -> None:
+    """The model modules this rule uses, imported at its first check (a run that analyses no file
+    never loads them)."""
+    global Reach, analysis, describe_scope
+    from streamlint.model.breaks import Reach, analysis, describe_scope
 
 
 class GraphBreakInStreamScope(Rule):
@@ -58,6 +66,7 @@ class GraphBreakInStreamScope(Rule):
                b"SuperKernelScope", b"npugraph_ex")
 
     def check(self, ctx: RuleContext) -> None:
+        _import_model()
         an = analysis(ctx.project)
         file = ctx.file
         for fn in list(file.functions.values()):

@@ -5,18 +5,25 @@ import difflib
 from streamlint._lazy import cst
 
 from streamlint.finding import Confidence, Location, Severity
-from streamlint.model.breaks import describe_scope
 from streamlint.model.file import FileModel, FunctionInfo, ScopeSite
 from streamlint.model.project import Project
-from streamlint.model.scopes import (
-    SUPER_KERNEL_OPTION_KEYS,
-    enclosing_super_kernel,
-    is_stream_switch,
-    scope_factory_calls,
-    search_calls,
-    super_kernel_region,
-)
 from streamlint.rule import Invalid, Rule, RuleContext, Valid, first_line
+
+
+def _import_model() -> None:
+    """The model modules this rule uses, imported at its first check (a run that analyses no file
+    never loads them)."""
+    global describe_scope, SUPER_KERNEL_OPTION_KEYS, enclosing_super_kernel, is_stream_switch, scope_factory_calls, \
+        search_calls, super_kernel_region
+    from streamlint.model.breaks import describe_scope
+    from streamlint.model.scopes import (
+        SUPER_KERNEL_OPTION_KEYS,
+        enclosing_super_kernel,
+        is_stream_switch,
+        scope_factory_calls,
+        search_calls,
+        super_kernel_region,
+    )
 
 
 class MultistreamInSuperkernel(Rule):
@@ -64,6 +71,7 @@ class MultistreamInSuperkernel(Rule):
     markers = (b"super_kernel", b"SuperKernelScope")
 
     def check(self, ctx: RuleContext) -> None:
+        _import_model()
         project, file = ctx.project, ctx.file
         for fn in list(file.functions.values()):
             if not fn.scopes:

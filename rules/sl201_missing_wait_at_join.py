@@ -1,20 +1,32 @@
+from __future__ import annotations
+
 from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.apis import STREAM_MARKERS
 from streamlint.model.ctxfactories import uncorrelated_optional
-from streamlint.model.dataflow import EarlyRecord, HostRead, Race, file_flows, path_tag
-from streamlint.model.eventguards import CURRENT, UnguardedRead, unguarded_reads
-from streamlint.model.flow.duckmethods import duck_calls
-from streamlint.model.flow.entryevents import UnwaitedEntry, unwaited_entries
-from streamlint.model.flow.objeffects import guessed_calls
-from streamlint.model.flow.facades import silent_device_branches, silent_facade_syncs
-from streamlint.model.flow.handedfields import HANDED
-from streamlint.model.flow.joinsteps import SilentJoin, silent_joins, taken_events
-from streamlint.model.flow.protocols import DroppedEvent, UnheldEvent, dropped_events, unheld_events
-from streamlint.model.flow.results import FunctionFlow, one_per_cause
-from streamlint.model.devicenames import device_module, function_at
-from streamlint.model.streams import MAIN, entry_stream_name, stream_expr, stream_label
-from streamlint.model.waits import partial_joins
 from streamlint.rule import FIRST_LINE, Invalid, Option, Rule, RuleContext, Valid, first_line
+
+
+def _import_model() -> None:
+    """The model modules this rule uses, imported at its first check (a run that analyses no file
+    never loads them)."""
+    global EarlyRecord, HostRead, Race, file_flows, path_tag, CURRENT, UnguardedRead, unguarded_reads, duck_calls, \
+        UnwaitedEntry, unwaited_entries, guessed_calls, silent_device_branches, silent_facade_syncs, HANDED, \
+        SilentJoin, silent_joins, taken_events, DroppedEvent, UnheldEvent, dropped_events, unheld_events, \
+        FunctionFlow, one_per_cause, device_module, function_at, MAIN, entry_stream_name, stream_expr, stream_label, \
+        partial_joins
+    from streamlint.model.dataflow import EarlyRecord, HostRead, Race, file_flows, path_tag
+    from streamlint.model.eventguards import CURRENT, UnguardedRead, unguarded_reads
+    from streamlint.model.flow.duckmethods import duck_calls
+    from streamlint.model.flow.entryevents import UnwaitedEntry, unwaited_entries
+    from streamlint.model.flow.objeffects import guessed_calls
+    from streamlint.model.flow.facades import silent_device_branches, silent_facade_syncs
+    from streamlint.model.flow.handedfields import HANDED
+    from streamlint.model.flow.joinsteps import SilentJoin, silent_joins, taken_events
+    from streamlint.model.flow.protocols import DroppedEvent, UnheldEvent, dropped_events, unheld_events
+    from streamlint.model.flow.results import FunctionFlow, one_per_cause
+    from streamlint.model.devicenames import device_module, function_at
+    from streamlint.model.streams import MAIN, entry_stream_name, stream_expr, stream_label
+    from streamlint.model.waits import partial_joins
 
 
 class MissingWaitAtJoin(Rule):
@@ -73,6 +85,7 @@ class MissingWaitAtJoin(Rule):
     )
 
     def check(self, ctx: RuleContext) -> None:
+        _import_model()
         explicit = bool(ctx.options.get("ge-explicit-join-waits", False))
         groups: dict[tuple[int, str, str, str], list] = {}
         flows: dict[int, tuple] = {}

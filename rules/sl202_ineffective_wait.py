@@ -4,22 +4,27 @@ from streamlint._lazy import cst
 
 from streamlint.finding import Confidence, FixSafety, Severity
 from streamlint.model.apis import Role
-from streamlint.model.dataflow import wait_self_expr
 from streamlint.model.file import dotted
-from streamlint.model.argkinds import argument_kind
-from streamlint.model.streams import EVENT, STREAM, attr_kind
-from streamlint.model.waits import (
-    event_recorded_elsewhere,
-    event_recorded_in_class,
-    first_in_stream_scope,
-    later_op_on_stream,
-    loads_after,
-    result_discarded,
-)
 from streamlint.rule import Invalid, Rule, RuleContext, Valid, first_line
 
 
-_SWAPPED = {"wait_event": (EVENT, "wait_stream"), "wait_stream": (STREAM, "wait_event")}
+def _import_model() -> None:
+    """The model modules this rule uses, imported at its first check (a run that analyses no file
+    never loads them)."""
+    global wait_self_expr, argument_kind, EVENT, STREAM, attr_kind, event_recorded_elsewhere, \
+        event_recorded_in_class, first_in_stream_scope, later_op_on_stream, loads_after, result_discarded, _SWAPPED
+    from streamlint.model.dataflow import wait_self_expr
+    from streamlint.model.argkinds import argument_kind
+    from streamlint.model.streams import EVENT, STREAM, attr_kind
+    from streamlint.model.waits import (
+        event_recorded_elsewhere,
+        event_recorded_in_class,
+        first_in_stream_scope,
+        later_op_on_stream,
+        loads_after,
+        result_discarded,
+    )
+    _SWAPPED = {"wait_event": (EVENT, "wait_stream"), "wait_stream": (STREAM, "wait_event")}
 
 
 class IneffectiveWait(Rule):
@@ -66,6 +71,7 @@ class IneffectiveWait(Rule):
     fix_safety = FixSafety.UNSAFE
 
     def check(self, ctx: RuleContext) -> None:
+        _import_model()
         project, file = ctx.project, ctx.file
         for fn in file.functions.values():
             for site in fn.calls:

@@ -4,9 +4,15 @@ from streamlint._lazy import cst
 
 from streamlint.finding import Confidence, FixSafety, Severity
 from streamlint.model.apis import Role
-from streamlint.model.dataflow import wait_self_expr
-from streamlint.model.waits import statement_of
 from streamlint.rule import Invalid, Rule, RuleContext, Valid, first_line
+
+
+def _import_model() -> None:
+    """The model modules this rule uses, imported at its first check (a run that analyses no file
+    never loads them)."""
+    global wait_self_expr, statement_of
+    from streamlint.model.dataflow import wait_self_expr
+    from streamlint.model.waits import statement_of
 
 
 class WaitRebindsName(Rule):
@@ -42,6 +48,7 @@ class WaitRebindsName(Rule):
     fix_safety = FixSafety.UNSAFE
 
     def check(self, ctx: RuleContext) -> None:
+        _import_model()
         file = ctx.file
         for fn in file.functions.values():
             for site in fn.calls:

@@ -1,6 +1,14 @@
+from __future__ import annotations
+
 from streamlint.finding import Confidence, Location, Severity
-from streamlint.model.dataflow import file_flows
 from streamlint.rule import Invalid, Rule, RuleContext, Valid, first_line
+
+
+def _import_model() -> None:
+    """The model modules this rule uses, imported at its first check (a run that analyses no file
+    never loads them)."""
+    global file_flows
+    from streamlint.model.dataflow import file_flows
 
 
 class ViewEscapesWait(Rule):
@@ -35,6 +43,7 @@ class ViewEscapesWait(Rule):
     markers = (b"wait",)
 
     def check(self, ctx: RuleContext) -> None:
+        _import_model()
         seen: set[int] = set()
         for _fn, flow in file_flows(ctx.project, ctx.file):
             for esc in flow.view_escapes:

@@ -1,9 +1,17 @@
+from __future__ import annotations
+
 from streamlint.finding import Confidence, Severity
 from streamlint.model.apis import STREAM_MARKERS
-from streamlint.model.dataflow import file_flows
-from streamlint.model.devicenames import device_module
-from streamlint.model.streams import MAIN, entry_stream_name, stream_expr, stream_label
 from streamlint.rule import Invalid, Rule, RuleContext, Valid, first_line
+
+
+def _import_model() -> None:
+    """The model modules this rule uses, imported at its first check (a run that analyses no file
+    never loads them)."""
+    global file_flows, device_module, MAIN, entry_stream_name, stream_expr, stream_label
+    from streamlint.model.dataflow import file_flows
+    from streamlint.model.devicenames import device_module
+    from streamlint.model.streams import MAIN, entry_stream_name, stream_expr, stream_label
 
 
 class UnjoinedSideStream(Rule):
@@ -46,6 +54,7 @@ class UnjoinedSideStream(Rule):
     markers = STREAM_MARKERS
 
     def check(self, ctx: RuleContext) -> None:
+        _import_model()
         seen: set[int] = set()
         for fn, flow in file_flows(ctx.project, ctx.file):
             main = entry_stream_name(ctx.project, ctx.file, fn)

@@ -4,16 +4,23 @@ from streamlint._lazy import cst
 
 from streamlint.finding import Confidence, Edit, FixSafety, Location, Severity, Span
 from streamlint.model.apis import STREAM_MARKERS
-from streamlint.model.dataflow import file_flows, path_tag
-from streamlint.model.handoffs import unrecorded_siblings, unrecorded_stored_siblings
-from streamlint.model.recorders import broken_records
-from streamlint.model.devicenames import device_module, function_at
-from streamlint.model.streams import MAIN, entry_stream_name, stream_expr, stream_label
 from streamlint.rule import Invalid, Option, Rule, RuleContext, Valid, first_line
 
 
-
 _FREE_LABEL = {"unset": "attribute rebinding", "unset-shared": "attribute rebinding"}  # (storage.unset_place)
+
+
+def _import_model() -> None:
+    """The model modules this rule uses, imported at its first check (a run that analyses no file
+    never loads them)."""
+    global file_flows, path_tag, unrecorded_siblings, unrecorded_stored_siblings, broken_records, device_module, \
+        function_at, MAIN, entry_stream_name, stream_expr, stream_label
+    from streamlint.model.dataflow import file_flows, path_tag
+    from streamlint.model.handoffs import unrecorded_siblings, unrecorded_stored_siblings
+    from streamlint.model.recorders import broken_records
+    from streamlint.model.devicenames import device_module, function_at
+    from streamlint.model.streams import MAIN, entry_stream_name, stream_expr, stream_label
+
 
 class MissingRecordStream(Rule):
     """## What it does
@@ -150,6 +157,7 @@ class MissingRecordStream(Rule):
     options = (Option("strict", bool, False, "Also report tensors that escape the function (low confidence)."),)
 
     def check(self, ctx: RuleContext) -> None:
+        _import_model()
         strict = bool(ctx.options.get("strict", False))
         seen: set[int] = set()
         for fn, flow in file_flows(ctx.project, ctx.file):

@@ -1,7 +1,15 @@
+from __future__ import annotations
+
 from streamlint.finding import Confidence, Severity
 from streamlint.model.apis import Role
-from streamlint.model.lifetimes import persistent_kind
 from streamlint.rule import Invalid, Rule, RuleContext, Valid, first_line
+
+
+def _import_model() -> None:
+    """The model modules this rule uses, imported at its first check (a run that analyses no file
+    never loads them)."""
+    global persistent_kind
+    from streamlint.model.lifetimes import persistent_kind
 
 
 class UnneededRecordStream(Rule):
@@ -33,6 +41,7 @@ class UnneededRecordStream(Rule):
     markers = (b"record_stream", b"record_tagged_stream")
 
     def check(self, ctx: RuleContext) -> None:
+        _import_model()
         file = ctx.file
         for fn in file.functions.values():
             for site in fn.calls:

@@ -1,8 +1,16 @@
+from __future__ import annotations
+
 from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.apis import Role
 from streamlint.model.compile import compile_modes, reached_uses
-from streamlint.model.environment import DYNAMIC_SHAPE_MULTI_STREAM, sets_env
 from streamlint.rule import Invalid, Rule, RuleContext, Valid, first_line
+
+
+def _import_model() -> None:
+    """The model modules this rule uses, imported at its first check (a run that analyses no file
+    never loads them)."""
+    global DYNAMIC_SHAPE_MULTI_STREAM, sets_env
+    from streamlint.model.environment import DYNAMIC_SHAPE_MULTI_STREAM, sets_env
 
 
 class DynamicShapeSingleStream(Rule):
@@ -46,6 +54,7 @@ class DynamicShapeSingleStream(Rule):
     markers = (b"compile",)
 
     def check(self, ctx: RuleContext) -> None:
+        _import_model()
         sites = [cs for cs in ctx.project.path_index.sites_in(ctx.file)
                  if cs.dynamic is True and compile_modes(ctx.project, cs) == frozenset({"ge"})]
         if not sites or sets_env(ctx.project, DYNAMIC_SHAPE_MULTI_STREAM):

@@ -7,12 +7,18 @@ from streamlint._lazy import cst
 from streamlint.finding import Confidence, Severity
 from streamlint.model.apis import Role
 from streamlint.model.file import int_value, string_value
-from streamlint.model.scopes import parse_super_kernel_options, string_constant
 from streamlint.rule import Invalid, Rule, RuleContext, Valid, first_line
 
 _LIMIT_ROLES = frozenset({Role.LIMIT_CORE_NUM, Role.LIMIT_CORE_NUM_NPUGRAPH_EX})
 _AICORE_NUM = re.compile(r"^\s*\d+\s*\|\s*\d+\s*$")
 _DEBUG_KEYS = {"debug-aic-num": ("op_aicore_num", "AI cores"), "debug-aiv-num": ("op_vectorcore_num", "vector cores")}
+
+
+def _import_model() -> None:
+    """The model modules this rule uses, imported at its first check (a run that analyses no file
+    never loads them)."""
+    global parse_super_kernel_options, string_constant
+    from streamlint.model.scopes import parse_super_kernel_options, string_constant
 
 
 class InvalidCoreLimit(Rule):
@@ -60,6 +66,7 @@ class InvalidCoreLimit(Rule):
     markers = (b"limit_core_num", b"aicore_num", b"debug-ai")
 
     def check(self, ctx: RuleContext) -> None:
+        _import_model()
         for use in ctx.project.uses_in(ctx.file, _LIMIT_ROLES):
             problems = []
             aic, aiv = _count(use.arg("op_aicore_num")), _count(use.arg("op_vectorcore_num"))

@@ -5,15 +5,21 @@ from dataclasses import dataclass
 from streamlint._lazy import cst
 from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.apis import STREAM_WORD
-from streamlint.model.families import ALL_PATHS, GE, NATIVE, TAGGED, family_uses, run_time_flag, supported_modes
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, Guard, in_exclusive_branches
 from streamlint.model.wrappers import modes_under
 from streamlint.rule import Invalid, Rule, RuleContext, Valid, first_line
 
-# Families that must not meet in one path. npu_stream_switch + tagged events is the documented
-# reduce-overhead combination; GE scopes with tagged events is SL502's business (GE cannot convert them).
-_CONFLICTS = {NATIVE: (TAGGED, GE), TAGGED: (NATIVE,), GE: (NATIVE,)}
 _MAX_DEPTH = 6
+
+
+def _import_model() -> None:
+    """The model modules this rule uses, imported at its first check (a run that analyses no file
+    never loads them)."""
+    global ALL_PATHS, GE, NATIVE, TAGGED, family_uses, run_time_flag, supported_modes, _CONFLICTS
+    from streamlint.model.families import ALL_PATHS, GE, NATIVE, TAGGED, family_uses, run_time_flag, supported_modes
+    # Families that must not meet in one path. npu_stream_switch + tagged events is the documented
+    # reduce-overhead combination; GE scopes with tagged events is SL502's business (GE cannot convert them).
+    _CONFLICTS = {NATIVE: (TAGGED, GE), TAGGED: (NATIVE,), GE: (NATIVE,)}
 
 
 @dataclass(frozen=True)
@@ -86,6 +92,7 @@ class MixedStreamApiStyle(Rule):
     markers = (b"npu_stream_switch", b"npu_wait_tensor", b"tagged", STREAM_WORD, b"Event")
 
     def check(self, ctx: RuleContext) -> None:
+        _import_model()
         summaries: dict[int, dict[str, frozenset[str]]] = {}
         for fn in ctx.file.functions.values():
             if ctx.project.wrapper(fn, ctx.file) is not None:

@@ -1,12 +1,20 @@
+from __future__ import annotations
+
 from streamlint.finding import Confidence, Severity
 from streamlint.model.apis import Role
-from streamlint.model.families import ALL_PATHS, TAGGED, family_uses, unsupported
 from streamlint.model.file import CallSite, FunctionInfo
 from streamlint.model.paths import ExecutionPath
 from streamlint.model.wrappers import modes_under
 from streamlint.rule import Invalid, Rule, RuleContext, Valid
 
 _TORCHAIR_SCOPES = frozenset({Role.STREAM_SWITCH, Role.LIMIT_CORE_NUM, Role.SUPER_KERNEL})
+
+
+def _import_model() -> None:
+    """The model modules this rule uses, imported at its first check (a run that analyses no file
+    never loads them)."""
+    global ALL_PATHS, TAGGED, family_uses, unsupported
+    from streamlint.model.families import ALL_PATHS, TAGGED, family_uses, unsupported
 
 
 class ApiUnsupportedInMode(Rule):
@@ -69,6 +77,7 @@ class ApiUnsupportedInMode(Rule):
                b"npu_stream_switch", b"super_kernel", b"wait_event", b"record_event")
 
     def check(self, ctx: RuleContext) -> None:
+        _import_model()
         project, file = ctx.project, ctx.file
         forwarding: dict[int, frozenset[int] | None] = {}  # id(fn) -> ids of the calls it forwards
         for site in file.calls:

@@ -19,13 +19,13 @@ from streamlint.config import (OUTPUT_FORMATS, ConfigError, Settings, SettingsRe
 from streamlint.discovery import discover
 from streamlint.engine import Engine, FileReport
 
-if TYPE_CHECKING:  # parallel imports the cache and the pool machinery: loaded when linting
+if TYPE_CHECKING:  # parallel imports the cache and the pool machinery: loaded when linting; fixes with --fix
+    from streamlint.fixes import FixPolicy, FixResult
     from streamlint.parallel import RunStats
 from streamlint.baseline import BaselineError, load_baseline, write_baseline
 from streamlint.baseline import check_location as check_baseline_location
 from streamlint.finding import Finding, FixSafety
 from streamlint.fingerprint import fingerprints
-from streamlint.fixes import FixPolicy, FixResult, WriteRefused, add_noqa_file, fix_file, write_fixed
 from streamlint.profile import Profiler, phase
 from streamlint.registry import Registry, RegistryError, load_registry
 from streamlint.reporting import ReportContext, relative_to_root, render
@@ -353,12 +353,16 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
     policies: dict[int, FixPolicy] = {}
 
     def policy_of(s: Settings) -> FixPolicy:
+        from streamlint.fixes import FixPolicy  # (fixes and their imports: only for --fix / --diff)
+
         if id(s) not in policies:
             policies[id(s)] = FixPolicy.from_settings(s, registry, opts.get("unsafe_fixes"))
         return policies[id(s)]
 
     relpath = lambda p: display_path(p, cwd)  # noqa: E731
     if fix_mode:
+        from streamlint.fixes import fix_file
+
         if use_stdin:
             assert stdin_engine is not None and stdin_report is not None
             fix_results.append(fix_file(stdin_engine, stdin_report.path, policy_of(settings), restore=data))
@@ -544,6 +548,8 @@ def _apply_fix(res: FixResult, engine: Engine, relpath: Callable[[str], str], op
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
     elif res.changed:
+        from streamlint.fixes import WriteRefused, write_fixed
+
         assert res.source is not None
         try:
             write_fixed(res.path, res.source.data, res.new_bytes(), str(engine.root))
@@ -574,6 +580,8 @@ def _fix_summary(results: list[FixResult], relpath: Callable[[str], str], opts: 
 
 def _add_noqa(engines: dict[str, Engine], findings: list[Finding], relpath: Callable[[str], str],
               quiet: bool) -> int:
+    from streamlint.fixes import WriteRefused, add_noqa_file
+
     by_path: dict[str, list[Finding]] = {}
     for f in findings:
         by_path.setdefault(f.path, []).append(f)

@@ -16,15 +16,13 @@ order with findings sorted, so the output is identical for every ``jobs``.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
 import stat
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from streamlint.cache import ResultCache, SummaryCache, project_digest, sha256
 from streamlint.config import Settings
@@ -34,6 +32,9 @@ from streamlint.model.project import Project
 from streamlint.profile import ProfileData, Profiler, phase
 from streamlint.reachcache import install as install_reach
 from streamlint.registry import load_registry
+
+if TYPE_CHECKING:
+    import multiprocessing.context
 
 SLOW_FILE_SECONDS = 5.0
 SERIAL_BELOW = 30  # fewer files needing analysis than this: no pool
@@ -187,6 +188,8 @@ def _chunks(items: list[tuple[str, bytes]], jobs: int) -> list[list[tuple[str, b
 
 
 def _pool_context() -> multiprocessing.context.BaseContext:
+    import multiprocessing  # (with the pool only: a serial run does not import it)
+
     if sys.platform == "linux":
         return multiprocessing.get_context("fork")  # rules and libcst already imported: no start-up cost
     return multiprocessing.get_context()
@@ -312,7 +315,11 @@ def lint_files(
             # for them) instead of each recomputing them
             with phase(profiler, "project-facts"):
                 engine.project.path_index.prepare()
+            for rule in engine.rules:
+                rule.prepare()  # (the rules' model modules, imported once here: the workers inherit them)
             _WORKER["parent"] = engine
+        from concurrent.futures import ProcessPoolExecutor
+
         with ProcessPoolExecutor(stats.jobs, mp_context=context, initializer=_worker_init,
                                  initargs=(engine.settings, str(engine.root), engine.ignore_noqa,
                                            profiler is not None)) as pool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import sys
 import textwrap
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable
@@ -186,6 +187,15 @@ class Rule:
 
     def check(self, ctx: RuleContext) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
+
+    @classmethod
+    def prepare(cls) -> None:
+        """Import now what :meth:`check` needs. A rule module may import the model at its first check, from a
+        module-level ``_import_model()`` (a run that analyses no file then never loads it); the parent of a
+        forked pool prepares the enabled rules so that its workers inherit the modules."""
+        loader = getattr(sys.modules.get(cls.__module__), "_import_model", None)
+        if callable(loader):
+            loader()
 
     @classmethod
     def documentation(cls) -> str:

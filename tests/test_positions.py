@@ -134,3 +134,53 @@ def test_position_table_gives_the_same_ranges_in_any_order(name: str, with_tree:
             assert one.get(last) == expected[last]
             if one._starts is not None:
                 assert not one._started
+
+
+CLASSES = (
+    "import os\n\n\nclass A(Base):\n    '''doc'''\n    x = 1; y = 2\n\n    # about f\n    @staticmethod\n"
+    "    @other(1)\n    def f(a):\n        return g(a,\n                 2)\n\n    def h(self):\n        pass\n"
+    "        # indented comment at the end of the block\n\n\n# module comment\nclass B:\n\tdef k(self): return 1\n"
+    "\tz = 3\n\n\ny = A.f(1)\n"
+)
+
+
+@pytest.mark.parametrize("text", [CLASSES, CLASSES.replace("\n", "\r\n"), CLASSES + "class C:\n    a = 1\n    b = 2",
+                                  CLASSES + "class D:\n    a = 1\n    # last\n# footer\n",
+                                  "class E:\n    def f(self):\n        x = 1\n\n\n    def g(self):\n        y = 2\n"])
+def test_a_class_member_is_generated_alone(text: str) -> None:
+    """Asked for a node in a method of a top-level class, the table generates that method alone (from the
+    stdlib tree's line, checked against the next member's or the block's end) and gives compute_positions'
+    ranges; the class itself is not generated."""
+    import ast
+    import random
+
+    from streamlint.model.positions import PositionTable
+
+    module = cst.parse_module(text)
+    expected = compute_positions(module)
+    classes = [(i, s) for i, s in enumerate(module.body) if isinstance(s, cst.ClassDef)]
+    generated = 0
+    for index, cls in classes:
+        for k, member in enumerate(cls.body.body):
+            inner = [n for n in expected if isinstance(n, (cst.Name, cst.Call, cst.BaseSmallStatement, cst.Integer))
+                     and _within(member, n)] or [member]
+            table = PositionTable(module, ast.parse(text), text)
+            node = random.Random(k).choice(inner)
+            assert table.get(node) == expected[node]
+            if (index, k) in table._generated_members and not table._generated and not table._started:
+                generated += 1
+                assert cls not in table.state.computed
+            nodes = list(expected)
+            random.Random(index).shuffle(nodes)
+            assert {n: table.get(n) for n in nodes} == expected
+    assert generated >= sum(len(c.body.body) for _, c in classes) - 1
+
+
+def _within(root: cst.CSTNode, node: cst.CSTNode) -> bool:
+    stack = [root]
+    while stack:
+        current = stack.pop()
+        if current is node:
+            return True
+        stack.extend(current.children)
+    return False

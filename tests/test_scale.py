@@ -1173,3 +1173,31 @@ def test_the_caller_search_gives_the_same_answer_whatever_order_it_reads_the_sum
     assert 5 < len(every) < 35, len(every)
     for limit in (None, 0, 3, len(every) - 1, len(every), len(every) + 1, 39):
         assert project.paths_calling("compile", limit) == reference(limit), limit
+
+
+def test_a_run_that_analyses_nothing_imports_no_analysis(tmp_path: Path) -> None:
+    """Start-up floor: a lint whose files have no marker (or come from the cache) loads neither LibCST, nor
+    the rules' model modules (imported at a rule's first check, or before a forked pool), nor the fix and
+    pool machinery; one that analyses a file loads LibCST and the model."""
+    import subprocess
+    import sys
+
+    for rel, text in (("plain.py", "x = 1\n"), ("pkg/__init__.py", ""), ("pkg/utils.py", UTILS)):
+        write(tmp_path, rel, text)
+    probe = (
+        "import sys\n"
+        "from streamlint.cli import main\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        "heavy = ['libcst._nodes.base', 'streamlint.model.dataflow', 'streamlint.model.breaks', 'streamlint.fixes',\n"
+        "         'multiprocessing', 'concurrent.futures']\n"
+        "print(sorted(m for m in heavy if m in sys.modules), file=sys.stderr)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "STREAMLINT_CACHE_DIR"}
+
+    def loaded(*args: str) -> list[str]:
+        proc = subprocess.run([sys.executable, "-c", probe, "check", "--isolated", "--no-cache", "-q", "-j", "1", *args],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        return json.loads(proc.stderr.strip().splitlines()[-1].replace("'", '"'))
+
+    assert loaded("plain.py") == []
+    assert loaded("pkg/utils.py") == ["libcst._nodes.base", "streamlint.model.breaks", "streamlint.model.dataflow"]

@@ -506,11 +506,11 @@ def _fix(args: list[str]):
 
 
 def test_fix_does_not_overwrite_a_file_changed_after_it_was_read(project: Path, monkeypatch) -> None:
-    import streamlint.cli as cli_module
+    import streamlint.fixes as fixes_module  # (the command line imports fix_file from it when fixing)
 
     write(project, "a.py", BAD)
     write(project, "b.py", BAD)
-    real_fix_file = cli_module.fix_file
+    real_fix_file = fixes_module.fix_file
 
     def fix_then_edit(engine, path, policy, **kw):
         result = real_fix_file(engine, path, policy, **kw)
@@ -518,7 +518,7 @@ def test_fix_does_not_overwrite_a_file_changed_after_it_was_read(project: Path, 
             Path(path).write_text("# edited meanwhile\n" + BAD, encoding="utf-8")
         return result
 
-    monkeypatch.setattr(cli_module, "fix_file", fix_then_edit)
+    monkeypatch.setattr(fixes_module, "fix_file", fix_then_edit)
     result = _fix(["."])
     assert (project / "a.py").read_text(encoding="utf-8") == "# edited meanwhile\n" + BAD
     assert (project / "b.py").read_text(encoding="utf-8") == FIXED
@@ -528,11 +528,11 @@ def test_fix_does_not_overwrite_a_file_changed_after_it_was_read(project: Path, 
 
 
 def test_fix_writes_each_file_as_soon_as_it_is_fixed(project: Path, monkeypatch) -> None:
-    import streamlint.cli as cli_module
+    import streamlint.fixes as fixes_module  # (the command line imports fix_file from it when fixing)
 
     for name in ("a.py", "b.py", "c.py"):
         write(project, name, BAD)
-    real_fix_file = cli_module.fix_file
+    real_fix_file = fixes_module.fix_file
     on_disk: dict[str, list[str]] = {}
 
     def recording(engine, path, policy, **kw):
@@ -540,7 +540,7 @@ def test_fix_writes_each_file_as_soon_as_it_is_fixed(project: Path, monkeypatch)
             p.name for p in project.glob("*.py") if p.read_text(encoding="utf-8") == FIXED)
         return real_fix_file(engine, path, policy, **kw)
 
-    monkeypatch.setattr(cli_module, "fix_file", recording)
+    monkeypatch.setattr(fixes_module, "fix_file", recording)
     assert _fix(["."]).exit_code == 1
     assert on_disk == {"a.py": [], "b.py": ["a.py"], "c.py": ["a.py", "b.py"]}
 

@@ -102,7 +102,11 @@ class PositionTable:
     With the module's stdlib tree (``tree``), a node is found among the top-level statements by a walk
     (cheaper than code generation) and only its statement is generated, starting at the line the stdlib
     tree gives for it; the line where the generation ends must be where the next statement starts, or the
-    shortcut is abandoned for the module. Otherwise (no tree, the last statement, a node outside the
+    shortcut is abandoned for the module. A node inside a statement of a top-level class's body (a method
+    of a 2,000-line class) is generated one level deeper: that statement alone, with the block's
+    indentation, from its line in the stdlib tree, checked against the next statement of the body (for the
+    last one, where the block's footer ends before the next top-level statement); if the check fails, the
+    whole class is generated as above. Otherwise (no tree, the last statement, a node outside the
     body, a check that failed) the code generator runs one top-level statement at a time, in order,
     until the node has its range, with exactly the calls of ``Module._codegen`` (header, body, footer,
     trailing newline). Every range is the one :func:`compute_positions` gives.
@@ -116,36 +120,61 @@ class PositionTable:
         self._started = False
         self._starts = _statement_starts(module, tree) if tree is not None else None
         self._owner: dict[int, int] = {}  # id(node) -> index of its top-level statement (walked ones)
+        # id(node) -> index of its statement in the body of a top-level class or function (walked ones)
+        self._member: dict[int, int] = {}
+        self._member_starts: dict[int, list[int] | None] = {}  # top-level index -> its body's statement starts
+        self._tree = tree
         self._walked = 0
         self._generated: set[int] = set()
+        self._generated_members: set[tuple[int, int]] = set()
 
     def _locate(self, node: cst.CSTNode) -> int | None:
-        from streamlint.model.syntax import memoised
         from streamlint.model.walk import children
 
         found = self._owner.get(id(node))
         body = self.module.body
-        owner = self._owner
+        owner, member = self._owner, self._member
         while found is None and self._walked < len(body):
             index = self._walked
             self._walked += 1
-            stack: list[cst.CSTNode] = [body[index]]
-            while stack:
-                current = stack.pop()
-                owner[id(current)] = index
-                if type(current) in (cst.FunctionDef, cst.IndentedBlock):
-                    # a function or block the analysis walked already (``syntax.local_nodes``): its nodes without
-                    # a walk, the nested definitions (yielded, not entered there) walked on their own
-                    local = memoised("local_nodes", current)
-                    if isinstance(local, tuple):
-                        for n in local:
-                            owner[id(n)] = index
-                            if n is not current and type(n) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
-                                stack.append(n)
-                        continue
-                stack.extend(children(current))
+            top = body[index]
+            members = _members(top)
+            if members is None:
+                self._walk_into([top], index)
+            else:  # a class: each statement of its body walked on its own (its own generation, below)
+                block = top.body
+                owner[id(top)] = owner[id(block)] = index
+                self._walk_into([n for n in children(top) if n is not block], index)
+                self._walk_into([block.header, *block.footer], index)
+                for k, stmt in enumerate(members):
+                    self._walk_into([stmt], index, member, k)
             found = owner.get(id(node))
         return found
+
+    def _walk_into(self, stack: list[cst.CSTNode], index: int, member: dict[int, int] | None = None,
+                   k: int = -1) -> None:
+        from streamlint.model.syntax import memoised
+        from streamlint.model.walk import children
+
+        owner = self._owner
+        while stack:
+            current = stack.pop()
+            owner[id(current)] = index
+            if member is not None:
+                member[id(current)] = k
+            if type(current) in (cst.FunctionDef, cst.IndentedBlock):
+                # a function or block the analysis walked already (``syntax.local_nodes``): its nodes without
+                # a walk, the nested definitions (yielded, not entered there) walked on their own
+                local = memoised("local_nodes", current)
+                if isinstance(local, tuple):
+                    for n in local:
+                        owner[id(n)] = index
+                        if member is not None:
+                            member[id(n)] = k
+                        if n is not current and type(n) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+                            stack.append(n)
+                    continue
+            stack.extend(children(current))
 
     def _generate_alone(self, index: int) -> bool:
         """Positions of one top-level statement generated on its own, from its known first line."""
@@ -160,6 +189,40 @@ class PositionTable:
         for key, value in state.computed.items():
             computed.setdefault(key, value)
         return True
+
+    def _generate_member(self, index: int, k: int) -> bool:
+        """Positions of statement ``k`` of the body of top-level class ``index`` generated on its own (a method
+        of a 2,000-line class costs its own code generation, not the class's), from its first line in the
+        stdlib tree; the generation must end where the next statement of the body starts (for the last one:
+        where the block's footer starts, before the next top-level statement), else nothing is kept."""
+        if index not in self._member_starts:
+            self._member_starts[index] = self._body_starts(index)
+        starts = self._member_starts[index]
+        if starts is None:
+            return False
+        block = self.module.body[index].body  # type: ignore[attr-defined]
+        if k + 1 < len(starts):
+            end: int | None = starts[k + 1]
+        else:
+            following = self._end_line(index)
+            end = None if following is None else following - len(block.footer)
+        state = _PositionState(self.module.default_indent, self.module.default_newline)
+        state.increase_indent(self.module.default_indent if block.indent is None else block.indent)
+        state.line = starts[k]
+        block.body[k]._codegen(state)
+        if (state.line, state.column) != (end, 0):
+            return False
+        computed = self.state.computed
+        for key, value in state.computed.items():
+            computed.setdefault(key, value)
+        return True
+
+    def _body_starts(self, index: int) -> list[int] | None:
+        """The first line of each statement of top-level class ``index``'s body (leading lines included)."""
+        paired = _paired(self.module.body, getattr(self._tree, "body", None))
+        if paired is None or paired[index] is None:
+            return None
+        return _starts(self.module.body[index].body.body, getattr(paired[index], "body", None))  # type: ignore
 
     def _end_line(self, index: int) -> int | None:
         """The line at which the generation of top-level statement ``index`` alone must end: where the next
@@ -193,8 +256,14 @@ class PositionTable:
         found = computed.get(node)
         if found is None and self._starts is not None and not self._started:
             index = self._locate(node)
-            if index is not None and (index + 1 < len(self.module.body) or self._text is not None) \
-                    and index not in self._generated:
+            k = self._member.get(id(node))
+            if index is not None and k is not None and index not in self._generated \
+                    and (index, k) not in self._generated_members:
+                self._generated_members.add((index, k))
+                if self._generate_member(index, k):
+                    found = computed.get(node)
+            if found is None and index is not None \
+                    and (index + 1 < len(self.module.body) or self._text is not None) and index not in self._generated:
                 self._generated.add(index)
                 if self._generate_alone(index):
                     found = computed.get(node)
@@ -212,25 +281,58 @@ class PositionTable:
 def _statement_starts(module: cst.Module, tree: object) -> list[int] | None:
     """The line at which the code generation of each top-level statement begins (its leading blank and
     comment lines included), from the stdlib tree's line numbers; None if the two trees do not pair up."""
+    return _starts(module.body, getattr(tree, "body", None))
+
+
+def _members(stmt: cst.CSTNode) -> "tuple[cst.BaseStatement, ...] | None":
+    """The statements of a class's indented body (generated one by one for positions), else None."""
+    if type(stmt) is cst.ClassDef and type(stmt.body) is cst.IndentedBlock and stmt.body.body:
+        return tuple(stmt.body.body)
+    return None
+
+
+def _paired(body: "tuple[cst.BaseStatement, ...] | list", tree_body: object) -> list[object] | None:
+    """For each statement of a LibCST body, its compound stdlib statement (None for a simple line), or None
+    if the two bodies do not pair up."""
     import ast
 
-    body = getattr(tree, "body", None)
-    if not isinstance(body, list):
+    if not isinstance(tree_body, list):
+        return None
+    out: list[object] = []
+    k = 0
+    for stmt in body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            k += len(stmt.body)
+            out.append(None)
+        elif k < len(tree_body) and isinstance(tree_body[k], ast.stmt):
+            out.append(tree_body[k])
+            k += 1
+        else:
+            return None
+    return out if k == len(tree_body) else None
+
+
+def _starts(body: "tuple[cst.BaseStatement, ...] | list", tree_body: object) -> list[int] | None:
+    """The first line of each statement of a LibCST body (its leading lines included), from the line numbers
+    of the same body in the stdlib tree; None if the two do not pair up."""
+    import ast
+
+    if not isinstance(tree_body, list):
         return None
     starts: list[int] = []
     k = 0
-    for stmt in module.body:
+    for stmt in body:
         if isinstance(stmt, cst.SimpleStatementLine):
             count = len(stmt.body)
-            if count == 0 or k + count > len(body):
+            if count == 0 or k + count > len(tree_body):
                 return None
-            first = body[k].lineno
+            first = tree_body[k].lineno
             k += count
             starts.append(first - len(stmt.leading_lines))
             continue
-        if k >= len(body):
+        if k >= len(tree_body):
             return None
-        node = body[k]
+        node = tree_body[k]
         k += 1
         decorators = getattr(stmt, "decorators", ())
         if decorators:
@@ -243,4 +345,4 @@ def _statement_starts(module: cst.Module, tree: object) -> list[int] | None:
         else:
             first = node.lineno
         starts.append(first - len(stmt.leading_lines))
-    return starts if k == len(body) else None
+    return starts if k == len(tree_body) else None

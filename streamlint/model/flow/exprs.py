@@ -570,7 +570,7 @@ class Expressions:
         handled, result = self.sync_method(st, e, recv, name, kind, arg0)
         if handled:
             return result
-        if isinstance(recv, KVal) and recv.glob and name in _MAPPING_READS and args:
+        if isinstance(recv, KVal) and (recv.glob or self.family_receiver(st, recv)) and name in _MAPPING_READS and args:
             self.call_args(st, e)  # `_STREAMS.get(device.index)`: a slot of a container (no tensor has these methods)
             return KVal(f"{recv.key}[{self.render(st, args[0].value)}]", recv.glob, recv.opaque)
         tensors = self.tensors(st, recv)

@@ -46,7 +46,7 @@ class FieldFamilies:
     def family_seeded(self, key: str, sid: int | None) -> bool:
         """An event family seeded with a producer's pending entries: kept on the object for this consumer to
         wait on, not handed to its caller with what it returns."""
-        return sid is not None and sid in self.protocol_sources and key in self.seeded_families
+        return sid is not None and sid in self.family_sids and key in self.seeded_families
 
     def family_event_key(self, st, key: str) -> str:
         if key in st.events or not self.family_events:
@@ -64,8 +64,9 @@ def family(key: str) -> str | None:
 def family_pending(interp, st, lw_ok) -> dict[str, tuple]:
     """The container fields (``self.F``) a producer's run left holding a local whose last write is pending on
     a side stream at the exit state ``st``: field -> (last write, event families recorded after it).
-    ``lw_ok(S)`` gives the storage's last write when it is pending on a ``self.*`` side stream, else None
-    (the producer joined it: the field is then not pending)."""
+    ``lw_ok(S)`` gives the storage's last write when it is pending on a ``self.*`` side stream, ``()`` when it
+    was not written on a side stream on this path, else None (the producer joined it: the field is then not
+    pending)."""
     out: dict[str, tuple] = {}
     for (sid, field), _node in interp.__dict__.get("kept_at", {}).items():
         key = f"self.{field}"
@@ -75,6 +76,8 @@ def family_pending(interp, st, lw_ok) -> dict[str, tuple]:
         if S is None or S.kind == "host":
             continue
         lw = lw_ok(S)
+        if lw == ():
+            continue
         if lw is None:
             out[key] = None  # joined on this path
             continue

@@ -158,7 +158,8 @@ class Interp(Consumers, Orderings, Records, Storages, Unsets, Expressions, ApiCa
         self.field_writes: dict[str, list[int]] = {}  # `self.x = t`: the storages assigned to each field
         self.protocol_sources: dict[int, str] = {}  # storage -> the method that left it on a side stream
         self.family_events = False  # an event family of a class protocol is seeded (fieldfamilies.py)
-        self.seeded_families: set[str] = set()
+        self.seeded_families: set[str] = set()  # their event families, and the storages seeded for them
+        self.family_sids: set[int] = set()
         self.step_sources: dict[int, str] = {}  # storage -> the method rewriting it every step (stepstate.py)
         self.helper_writes: set[int] = set()  # storages last written by an inlined helper (leaves.py)
         self.index_rounds: dict[int, tuple[int | None, int]] = {}  # binding stamp -> (start, round): first_round_test

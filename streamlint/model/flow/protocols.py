@@ -70,8 +70,10 @@ class Pending:
 
 
 _JOINS = ("wait_stream", "wait_event", "wait", "synchronize", "query")
-# calls that take a stream or an event without handing it to anyone: joins, records, stream scopes
-_STREAM_CALLS = frozenset((*_JOINS, "record_event", "record", "stream", "use_stream", "StreamContext"))
+# calls that take a stream or an event without handing it to anyone: joins, records, stream scopes, and the
+# builtins that only inspect a value or a container (`len(self._events)`)
+_STREAM_CALLS = frozenset((*_JOINS, "record_event", "record", "stream", "use_stream", "StreamContext",
+                           "record_stream", "len", "bool", "id", "isinstance", "repr", "str"))
 
 
 _norm = normalized_code
@@ -166,10 +168,9 @@ def _producer_pending(project: Project, file: FileModel, fn: FunctionInfo, mode:
 
         def pending_write(S):
             lw = S.last_write
-            if lw is None or lw.stream == MAIN or lw.time == 0 or ordered_before(lw, know) \
-                    or not lw.stream.startswith("self."):
-                return None
-            return lw
+            if lw is None or lw.stream == MAIN or lw.time == 0:
+                return ()  # not written on a side stream on this path
+            return None if ordered_before(lw, know) or not lw.stream.startswith("self.") else lw
         for field, entry in family_pending(interp, st, pending_write).items():
             old = found.get(field, 0)
             if old is None or field in fields:
@@ -224,10 +225,10 @@ def protocol_inputs(project: Project, file: FileModel, fn: FunctionInfo, mode: s
 
 
 def family_consumer(project: Project, file: FileModel, fn: FunctionInfo, mode: str, runner: Runner) -> bool:
-    """A method with no stream scope of its own reading a container field a producer left pending, whose own
-    stream work is a join (``wait_event(self._events[k])``): it runs on the producer's native path, where the
-    join either covers the entries or does not (fieldfamilies.py)."""
-    return bool(_joined_keys(file, fn)) and any(p.family for p in protocol_inputs(project, file, fn, mode, runner))
+    """A method with stream work but no stream scope of its own (a join ``wait_event(self._events[k])``, a
+    fallback copy) reading a container field a producer left pending: it runs on the producer's native path,
+    where its join covers the entries or does not (fieldfamilies.py)."""
+    return any(p.family for p in protocol_inputs(project, file, fn, mode, runner))
 
 
 def _expected(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInfo, p: Pending) -> bool:
@@ -269,6 +270,7 @@ def seed(interp, st, pending: list[Pending]) -> None:
         if p.family:
             interp.family_events = True
             interp.seeded_families.update((*p.events, *p.early))
+            interp.family_sids.add(S.sid)
 
 
 @dataclass(frozen=True)

@@ -312,7 +312,8 @@ class Storages(HostFields):
             lw = S.last_write if S is not None and S.kind != "host" else None
             if lw is None or lw.stream == MAIN or lw.node is None or ordered_before(lw, know):
                 continue
-            if self.event_handed_over(st, lw, returned, sid) or sid not in held and self.joined_elsewhere(lw.stream) \
+            if self.event_handed_over(st, lw, returned, sid) or sid not in held and sid not in self.family_sids \
+                    and self.joined_elsewhere(lw.stream) \
                     or isinstance(node, cst.Return) and sibling_consumer_waits(self.file, self.fn, node.value) \
                     or self.caller_may_join(lw.stream):
                 continue

@@ -67,7 +67,7 @@ from streamlint.model.flow.calls import wait_self_expr
 from streamlint.model.flow.effects import calls_stream_work, inherited_modes
 from streamlint.model.flow.hostreads import async_host_copy_call
 from streamlint.model.flow.interp import Interp, run_producer
-from streamlint.model.flow.protocols import protocol_inputs
+from streamlint.model.flow.protocols import family_consumer, protocol_inputs
 from streamlint.model.flow.sidecalls import side_entry
 from streamlint.model.flow.entryctx import entry_context
 from streamlint.model.flow.results import EMPTY_FLOW, EarlyRecord, FunctionFlow, HostRead, Lifetime, Race, Unjoined, \
@@ -151,6 +151,8 @@ def function_flow(project: Project, file: FileModel, fn: FunctionInfo, *, explic
                           if protocol_inputs(project, file, fn, m, run_producer) or entry_context(project, file, fn, m, True))
         if not modes:  # (nor what every caller hands it: a side-stream write, an event, a stream: entryctx.py)
             return EMPTY_FLOW
+    if not modes and own_work and family_consumer(project, file, fn, native_mode(file, fn), run_producer):
+        modes = frozenset({native_mode(file, fn)})  # a join of a container field's entries: the producer's path
     if not modes and not own_work:  # only its helpers' stream work: their path is its path
         modes = inherited_modes(project, file, fn, _has_stream_work, function_modes)
     races: dict = {}

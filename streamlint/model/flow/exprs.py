@@ -539,9 +539,9 @@ class Expressions:
                 base = self.ev(st, e.args[0].value)
                 for arg in e.args[1:]:
                     self.ev(st, arg.value)
-                if isinstance(base, TVal):
-                    return self.new_tensor(st, base.sid, base.vid, multi="view" if name in MULTI_VIEW_METHODS else None)
-                return None
+                base = self.tensors(st, base)[0] if isinstance(base, KVal) and base.key.split("[", 1)[0] in st.long else base
+                return self.new_tensor(st, base.sid, base.vid, multi="view" if name in MULTI_VIEW_METHODS else None) \
+                    if isinstance(base, TVal) else None
         positional, reads, writes = self.call_args(st, e)
         if not writes and _ALL_REDUCE.search(last or "") and positional and self.tensors(st, positional[0]):
             self.op(st, e, reads, positional[:1], result=False)  # reduced in place (HCCL / NCCL): the
@@ -570,7 +570,7 @@ class Expressions:
         handled, result = self.sync_method(st, e, recv, name, kind, arg0)
         if handled:
             return result
-        if isinstance(recv, KVal) and recv.glob and name in _MAPPING_READS and args:
+        if isinstance(recv, KVal) and (recv.glob or self.family_receiver(st, recv)) and name in _MAPPING_READS and args:
             self.call_args(st, e)  # `_STREAMS.get(device.index)`: a slot of a container (no tensor has these methods)
             return KVal(f"{recv.key}[{self.render(st, args[0].value)}]", recv.glob, recv.opaque)
         tensors = self.tensors(st, recv)

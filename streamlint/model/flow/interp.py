@@ -20,6 +20,7 @@ from streamlint.model.flow.promises import Promises
 from streamlint.model.flow.elements import Elements
 from streamlint.model.flow.entryctx import register_runner, seed_entry
 from streamlint.model.flow.escapes import EventEscapes
+from streamlint.model.flow.fieldfamilies import FieldFamilies
 from streamlint.model.flow.hostreads import HostReads
 from streamlint.model.flow.hostsync import HostSyncs
 from streamlint.model.flow.xfer import TransferSends
@@ -83,7 +84,7 @@ def _last_simple(body: list) -> cst.CSTNode | None:
 
 class Interp(Consumers, Orderings, Records, Storages, Unsets, Expressions, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes,
              HostReads, HostSyncs, TransferSends, Counters, Promises, Slots, Replays, Rounds, Finals,
-             HandedBack, Polls):
+             HandedBack, Polls, FieldFamilies):
     """Path-sensitive abstract interpretation of one function body in program order."""
 
     protocol_seed = True  # seed the fields other methods of the class leave on a side stream (protocols.py)
@@ -156,6 +157,9 @@ class Interp(Consumers, Orderings, Records, Storages, Unsets, Expressions, ApiCa
         self.exits: list[State] = []  # the states at the function's exits (a class protocol's producer summary)
         self.field_writes: dict[str, list[int]] = {}  # `self.x = t`: the storages assigned to each field
         self.protocol_sources: dict[int, str] = {}  # storage -> the method that left it on a side stream
+        self.family_events = False  # an event family of a class protocol is seeded (fieldfamilies.py)
+        self.seeded_families: set[str] = set()  # their event families, and the storages seeded for them
+        self.family_sids: set[int] = set()
         self.step_sources: dict[int, str] = {}  # storage -> the method rewriting it every step (stepstate.py)
         self.helper_writes: set[int] = set()  # storages last written by an inlined helper (leaves.py)
         self.index_rounds: dict[int, tuple[int | None, int]] = {}  # binding stamp -> (start, round): first_round_test

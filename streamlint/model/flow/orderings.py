@@ -135,9 +135,8 @@ class Orderings:
         return self.render(st, e) if e is not None else UNKNOWN_STREAM
 
     def event_key(self, st: State, v: object, e: cst.BaseExpression | None) -> str:
-        if isinstance(v, (EVal, KVal)):
-            return v.key
-        return self.render(st, e) if e is not None else "<unknown event>"
+        key = v.key if isinstance(v, (EVal, KVal)) else self.render(st, e) if e is not None else "<unknown event>"
+        return self.family_event_key(st, key)  # an entry of a seeded event family (fieldfamilies.py)
 
     def scope_stream(self, st: State, use: ApiUse) -> str:
         def constant(expr: cst.BaseExpression) -> str | None:

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
+from streamlint.model.flow.fieldfamilies import family, family_pending, unresolved_waits, waits_on
 from streamlint.model.flow.values import Access, ordered_before
 from streamlint.model.streams import MAIN, derived
 from streamlint.model.syntax import call_name, normalized_code
@@ -64,11 +65,15 @@ class Pending:
     producer: FunctionInfo
     node: cst.CSTNode | None  # the write (a statement of the producer)
     events: tuple[str, ...]  # ``self.*`` events recorded after the write, on its stream
+    family: bool = False  # ``self.F`` holds it in an entry (``self.F[k] = t``: flow/fieldfamilies.py)
+    early: tuple[str, ...] = ()  # event families the producer records on the stream only before the write
 
 
 _JOINS = ("wait_stream", "wait_event", "wait", "synchronize", "query")
-# calls that take a stream or an event without handing it to anyone: joins, records, stream scopes
-_STREAM_CALLS = frozenset((*_JOINS, "record_event", "record", "stream", "use_stream", "StreamContext"))
+# calls that take a stream or an event without handing it to anyone: joins, records, stream scopes, and the
+# builtins that only inspect a value or a container (`len(self._events)`)
+_STREAM_CALLS = frozenset((*_JOINS, "record_event", "record", "stream", "use_stream", "StreamContext",
+                           "record_stream", "len", "bool", "id", "isinstance", "repr", "str"))
 
 
 _norm = normalized_code
@@ -160,6 +165,20 @@ def _producer_pending(project: Project, file: FileModel, fn: FunctionInfo, mode:
                 found[field] = None
                 continue
             found[field] = Pending(field, lw.stream, fn, lw.node, events)
+
+        def pending_write(S):
+            lw = S.last_write
+            if lw is None or lw.stream == MAIN or lw.time == 0:
+                return ()  # not written on a side stream on this path
+            return None if ordered_before(lw, know) or not lw.stream.startswith("self.") else lw
+        for field, entry in family_pending(interp, st, pending_write).items():
+            old = found.get(field, 0)
+            if old is None or field in fields:
+                continue
+            if entry is None or old and (old.stream != entry[0].stream or not old.family):
+                found[field] = None
+                continue
+            found[field] = Pending(field, entry[0].stream, fn, entry[0].node, entry[1], True, entry[2])
     return [p for p in found.values() if p]
 
 
@@ -195,18 +214,33 @@ def protocol_inputs(project: Project, file: FileModel, fn: FunctionInfo, mode: s
     pending = [p for p in class_pending(project, file, cls, mode, runner) if p.producer is not fn
                and _mentions(file, fn, p.field)]
     out = [p for p in pending if _expected(project, file, cls, fn, p)]
+    # a container field's entries (fieldfamilies.py): a wait on any entry of the event family that covers the
+    # writes is the join (on some path: `if ev is not None: ev.wait()`; keys are not compared across methods)
+    out = [p for p in out if not p.family or not waits_on(file, fn, p.events)]
+    families = {e for p in out if p.family for e in (*p.events, *p.early)}
+    if families and unresolved_waits(file, fn, families):  # a wait on an event it cannot place: silence
+        out = [p for p in out if not p.family]
     memo[key] = out
     return out
 
 
+def family_consumer(project: Project, file: FileModel, fn: FunctionInfo, mode: str, runner: Runner) -> bool:
+    """A method with stream work but no stream scope of its own (a join ``wait_event(self._events[k])``, a
+    fallback copy) reading a container field a producer left pending: it runs on the producer's native path,
+    where its join covers the entries or does not (fieldfamilies.py)."""
+    return any(p.family for p in protocol_inputs(project, file, fn, mode, runner))
+
+
 def _expected(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInfo, p: Pending) -> bool:
     """Does the class's protocol expect ``fn`` to join ``p`` before reading it?"""
-    keys = {_norm(p.stream), *(_norm(e) for e in p.events)}
-    evidence = bool(p.events)
+    keys = {_norm(p.stream), *(_norm(e) for e in p.events), *p.early}
+    evidence = bool(p.events) or bool(p.early) and waits_on(file, fn, p.early)
     for m in cls.methods.values():
         if m is fn or m is p.producer:
             continue
         joins = _joined_keys(file, m)
+        if p.family:  # a wait on an entry of an event family (``self.events[k]``, ``.pop(k)``) is on the family
+            joins |= {family(k) or k for k in joins}
         if not joins & keys and not _syncs_device(project, m, file):
             continue
         if not _mentions(file, m, p.field):
@@ -231,6 +265,12 @@ def seed(interp, st, pending: list[Pending]) -> None:
         st.last_op[p.stream] = max(st.last_op.get(p.stream, 0), t)
         for e in p.events:
             st.events[e] = {p.stream: t}
+        for e in p.early:  # recorded before the write: a wait on them does not cover it
+            st.events.setdefault(e, {p.stream: t - 1})
+        if p.family:
+            interp.family_events = True
+            interp.seeded_families.update((*p.events, *p.early))
+            interp.family_sids.add(S.sid)
 
 
 @dataclass(frozen=True)

@@ -312,7 +312,8 @@ class Storages(HostFields):
             lw = S.last_write if S is not None and S.kind != "host" else None
             if lw is None or lw.stream == MAIN or lw.node is None or ordered_before(lw, know):
                 continue
-            if self.event_handed_over(st, lw, returned, sid) or sid not in held and self.joined_elsewhere(lw.stream) \
+            if self.event_handed_over(st, lw, returned, sid) or sid not in held and sid not in self.family_sids \
+                    and self.joined_elsewhere(lw.stream) \
                     or isinstance(node, cst.Return) and sibling_consumer_waits(self.file, self.fn, node.value) \
                     or self.caller_may_join(lw.stream):
                 continue
@@ -350,7 +351,8 @@ class Storages(HostFields):
 
     def event_handed_over(self, st: State, lw: Access, returned: object, sid: int | None = None) -> bool:
         return any((not key.startswith("<") or key in self.handed_events) and snap.get(lw.stream, -1) >= lw.time
-                   and not self.bundled_elsewhere(key, sid) for key, snap in st.events.items())
+                   and not self.bundled_elsewhere(key, sid) and not self.family_seeded(key, sid)
+                   for key, snap in st.events.items())
 
     def _helper_return(self, S, node: cst.CSTNode) -> tuple[cst.With, cst.Return] | None:
         """(scope, return) of a method of this class, run inline here (its end deferred to its same-class

@@ -1,0 +1,201 @@
+"""Field families: a container field of ``self`` and its entries as one place of a class protocol (issue 16
+§3, "Across the methods of one class", "Tensors in containers and objects").
+
+Offloaders, prefetchers and KV-cache tiers hand device work between their methods through dict / list
+fields: ``prefetch(key)`` copies a weight on ``self.stream`` and keeps it as ``self._gpu_cache[key] = w``
+with ``self._events[key] = ev`` recorded after the copy; ``get(key)`` returns ``self._gpu_cache[key]``
+after ``current_stream().wait_event(self._events[key])``. The *family* of a field ``self.F`` is the field
+and every entry of it (``self.F[k]``, ``self.F.get(k)``, ``self.F.pop(k)``, ``self.F.setdefault(k, ..)``,
+loops over ``self.F.values()`` / ``items()``): one storage in the interpreter (``storage.element_field_key``).
+
+:func:`family_pending` extends a producer's summary (:mod:`~streamlint.model.flow.protocols`): a fresh
+local written on a side stream of the object and stored into an entry of ``self.F`` (the interpreter's
+``kept_at``), unjoined at the producer's exit, is a pending write of ``self.F``; the events recorded on that
+stream after it and stored into an entry of ``self.E`` (``field_events``, or ``self.E[k].record(s)``)
+make ``self.E`` its event family. The consumer is seeded with ``self.F`` pending and each event family
+recorded (:func:`seed_families`): a wait on *any* entry of ``self.E`` (by subscript, ``get`` / ``pop``, or
+a local bound from one) is the join, since keys cannot be compared across methods. A consumer that waits on
+something this cannot resolve to a family (a loop variable over another container, a parameter) is not
+analysed with the family pending (:func:`unresolved_waits`): silence rather than a guess.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from streamlint._lazy import cst
+from streamlint.model.syntax import normalized_code
+
+if TYPE_CHECKING:
+    from streamlint.model.file import FileModel, FunctionInfo
+
+_ENTRY = re.compile(r"^(self\.\w+)(?:\[.*\]|\.(?:get|pop|setdefault)\(.*\))$", re.S)
+_WAITS = ("wait_event", "wait", "synchronize", "query")
+
+
+class FieldFamilies:
+    """The consumer's side (mixin of :class:`~streamlint.model.flow.interp.Interp`): ``self.F.get(k)`` /
+    ``.pop(k)`` / ``.setdefault(k, d)`` of a seeded family reads the family's storage; a wait on an entry of a
+    seeded event family, or on a local bound from one, waits on the family."""
+
+    def family_receiver(self, st, recv) -> bool:
+        sid = st.long.get(recv.key) if recv.key.startswith("self.") else None
+        return sid is not None and sid in self.protocol_sources
+
+    def family_seeded(self, key: str, sid: int | None) -> bool:
+        """An event family seeded with a producer's pending entries: kept on the object for this consumer to
+        wait on, not handed to its caller with what it returns."""
+        return sid is not None and sid in self.family_sids and key in self.seeded_families
+
+    def family_event_key(self, st, key: str) -> str:
+        if key in st.events or not self.family_events:
+            return key
+        base = family(key)
+        return base if base in st.events else resolve_local_event(self, st, key)
+
+
+def family(key: str) -> str | None:
+    """``self.F[k]`` / ``self.F.get(k)`` / ``self.F.pop(k)`` / ``self.F.setdefault(k, d)`` -> ``self.F``."""
+    m = _ENTRY.match(key)
+    return m.group(1) if m is not None else None
+
+
+def family_pending(interp, st, lw_ok) -> dict[str, tuple]:
+    """The container fields (``self.F``) a producer's run left holding a local whose last write is pending on
+    a side stream at the exit state ``st``: field -> (last write, event families recorded after it).
+    ``lw_ok(S)`` gives the storage's last write when it is pending on a ``self.*`` side stream, ``()`` when it
+    was not written on a side stream on this path, else None (the producer joined it: the field is then not
+    pending)."""
+    out: dict[str, tuple] = {}
+    for (sid, field), _node in interp.__dict__.get("kept_at", {}).items():
+        key = f"self.{field}"
+        if key in interp.field_writes and any(s == sid for s in interp.field_writes[key]):
+            continue  # `self.F = t`: the plain field (protocols.py)
+        S = st.stores.get(sid)
+        if S is None or S.kind == "host":
+            continue
+        lw = lw_ok(S)
+        if lw == ():
+            continue
+        if lw is None:
+            out[key] = None  # joined on this path
+            continue
+        if key in out:
+            old = out[key]
+            if old is None or old[0].stream != lw.stream:
+                out[key] = None
+                continue
+            if old[0].time >= lw.time:
+                continue
+        out[key] = (lw, *event_families(interp, st, lw))
+    return out
+
+
+def event_families(interp, st, lw) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The ``self.*`` events and event families recorded on ``lw``'s stream after it at ``st``, and the event
+    families recorded on that stream only before it (``ev.record(s)`` moved above the copy: a consumer's wait
+    on them does not cover the write)."""
+    after: set[str] = set()
+    before: set[str] = set()
+    for k, snap in st.events.items():
+        if lw.stream not in snap or k in interp.timing_events:
+            continue
+        covers = snap[lw.stream] >= lw.time
+        names = {f"self.{field}" for field in interp.field_events.get(k, ()) if field}
+        if k.startswith("self."):
+            names.add(family(k) or k)
+        if not covers:
+            names = {n for n in names if n != k}  # (families only: a plain field's early record is records.py's)
+        (after if covers else before).update(names)
+    return tuple(sorted(after)), tuple(sorted(before - after))
+
+
+def waits_on(file: FileModel, fn: FunctionInfo, families: tuple[str, ...]) -> bool:
+    """Does ``fn`` wait on an entry of one of ``families`` (by subscript, ``get`` / ``pop``, a local bound
+    from one, a loop over its values)?"""
+    for site in fn.calls:
+        if site.method not in _WAITS:
+            continue
+        node = site.node
+        expr = node.args[0].value if site.method == "wait_event" and node.args else \
+            node.func.value if isinstance(node.func, cst.Attribute) and site.method != "wait_event" else None
+        if expr is None:
+            continue
+        text = normalized_code(file.code(expr))
+        if family(text) in families:
+            return True
+        if text.isidentifier():
+            sources = [normalized_code(file.code(v)) for v in fn.name_assigns.get(text, ())]
+            sources += [normalized_code(file.code(loop.iter)) for loop in _loops_binding(fn, text)]
+            if any(family(v) in families or any(f"{f}." in v for f in families) for v in sources):
+                return True
+    return False
+
+
+def resolve_local_event(interp, st, key: str) -> str:
+    """A local bound from an entry of an event family (``ev = self._events.pop(k)``, ``for ev in
+    self._events.values()``) waits on that family."""
+    if not key.isidentifier():
+        return key
+    fn = interp.cfn
+    for value in fn.name_assigns.get(key, ()):
+        text = normalized_code(interp.cfile.code(value))
+        base = family(text)
+        if base is not None and base in st.events:
+            return base
+    for loop in _loops_binding(fn, key):
+        text = normalized_code(interp.cfile.code(loop.iter))
+        m = re.match(r"^(?:list\()?(self\.\w+)\.(?:values|items)\(\)\)?(?:\[.*\])?$", text)
+        if m is not None and m.group(1) in st.events:
+            return m.group(1)
+    return key
+
+
+def _loops_binding(fn: FunctionInfo, name: str) -> list:
+    out = []
+    stack = [fn.node.body]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.For,)):
+            targets = [n.target] if not isinstance(n.target, (cst.Tuple, cst.List)) else [
+                el.value for el in n.target.elements]
+            if any(isinstance(t, cst.Name) and t.value == name for t in targets):
+                out.append(n)
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        stack.extend(n.children)
+    return out
+
+
+def unresolved_waits(file: FileModel, fn: FunctionInfo, families: set[str]) -> bool:
+    """Does ``fn`` wait on an event it names otherwise than as an entry of one of ``families`` or a
+    ``self.*`` field (a local bound elsewhere, a parameter, an attribute of another object)?"""
+    for site in fn.calls:
+        if site.method not in _WAITS:
+            continue
+        node = site.node
+        if site.method == "wait_event" and node.args:
+            expr = node.args[0].value
+        elif isinstance(node.func, cst.Attribute) and site.method != "wait_event":
+            expr = node.func.value
+        else:
+            continue
+        text = normalized_code(file.code(expr))
+        if text.startswith("self.") and text.count(".") == 1 and "[" not in text or family(text) in families:
+            continue
+        if site.method in ("synchronize", "query") and "stream" in text.lower():
+            continue  # a stream join: the interpreter follows it
+        if text.isidentifier():
+            values = [normalized_code(file.code(v)) for v in fn.name_assigns.get(text, ())]
+            loops = [normalized_code(file.code(loop.iter)) for loop in _loops_binding(fn, text)]
+            if values and all(family(v) in families for v in values) and not loops:
+                continue
+            if loops and not values and all(any(f"{fam}." in it for fam in families) for it in loops):
+                continue
+            if any("stream" in v.lower() for v in values):
+                continue
+        if "current_stream" in text or "stream" in text.lower() and site.method != "wait_event":
+            continue
+        return True
+    return False

@@ -18,7 +18,7 @@ from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.asidejoins import aside_joins_only, waiters_read
 from streamlint.model.flow.calls import event_field_waited
 from streamlint.model.flow.counters import NVal
-from streamlint.model.flow.devicework import callee_of, device_site, every_method_queues_work, queues_device_work
+from streamlint.model.flow.devicework import helper_site_work
 from streamlint.model.flow.escapes import field_made_outside, field_only_polled
 from streamlint.model.flow.protocols import holder_joins
 from streamlint.model.flow.values import CVal, EVal, IVal, KVal, NONE, SVal, State, merge_clock
@@ -230,13 +230,10 @@ class Orderings:
         filling the object's buffers) the interpreter neither ran inline nor saw touch a tracked tensor, whose
         body queues device work (:func:`~streamlint.model.flow.devicework.queues_device_work`): work on the
         current stream, which an event recorded there before the call does not cover."""
-        guessed = False
-        if not device_site(site):  # (an untyped receiver's in-place method / async transfer is work too)
-            found = callee_of(self.project, self.cfile, self.cfn, site)
-            guessed = found is None
-            if guessed and not every_method_queues_work(self.project, site.node.func) \
-                    or found is not None and not queues_device_work(self.project, found[1], found[0]):
-                return
+        name = helper_site_work(self.project, self.cfile, self.cfn, site)
+        if name is None:
+            return
+        guessed = name != ""
         t = self.tick()
         if guessed:  # resolved by the method's name only (every definition queues work): the certain work stays
             st.guessed[st.cur] = (self.sure_work(st, st.cur), t)
@@ -244,7 +241,7 @@ class Orderings:
         if st.cur != MAIN and self.anchor is not None:
             self.note_work(st.cur, t)
             if guessed and self.depth == 0:
-                self.guessed_work[t] = site.node.func.attr.value
+                self.guessed_work[t] = name
 
     def note_work(self, stream: str, t: int) -> None:
         """Work queued on side stream ``stream`` at ``t`` by the statement running now: this function's own

@@ -17,6 +17,16 @@ work a producer queues after its last record of the event. :func:`aside_joins_on
 check (:meth:`~streamlint.model.flow.orderings.Orderings.uncovered_records`) that every join of the stream
 by another method of the class is of these kinds; it then reports the record at medium confidence, and
 only for an event some code of the project waits on by a device wait (the class's consumers rely on it).
+
+Such a join still covers the work after the record for whoever reads its results after the join: a stream
+synchronize (or a wait on the stream) joins all the work queued there before it, whatever that work wrote
+(``read_stats()`` synchronises the copy stream, then reads the statistics a producer copied after its record).
+Only the event's waiters rely on the record. :func:`waiters_read` tells whether any of them may read what the
+uncovered work writes: the ``self.F`` fields its statements write with device work (eventguards' write
+shapes, through the class's own methods too), against the fields every function waiting on an event field of
+that name touches (and the methods of its class it calls on ``self``; for a waiting method, the functions
+calling it, which read after its wait). Work whose outputs are not all known
+fields (a guessed call on another object, a free helper, a local) counts as read: the finding stays.
 """
 
 from __future__ import annotations
@@ -26,7 +36,9 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.syntax import normalized_code
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
+from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.streams import derived
+from streamlint.model.syntax import local_nodes
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -136,3 +148,76 @@ def aside_joins_only(project: Project, file: FileModel, cls: ClassInfo, wanted: 
         found = found or inherited
     memo[key] = found if ok else None
     return memo[key]
+
+
+def _fields_touched(project: Project, file: FileModel, fn: FunctionInfo, depth: int = 0) -> set[str]:
+    """The attribute names ``fn`` names (``x.F``, ``self.F[i]``), and those of its class's methods it calls on
+    ``self`` (one level)."""
+    out = {n.attr.value for n in local_nodes(fn.node.body) if isinstance(n, cst.Attribute)}
+    cls = file.classes.get(fn.class_name or "") if depth == 0 else None
+    for site in fn.calls if cls is not None else ():
+        recv = site.receiver
+        method = cls.methods.get(site.method or "") if isinstance(recv, cst.Name) and recv.value == "self" else None
+        if method is not None and method is not fn:
+            out |= _fields_touched(project, file, method, depth + 1)
+    return out
+
+
+def _touched_by_callers(project: Project, method: str) -> set[str] | None:
+    """The fields the functions calling a method named ``method`` (``x.wait_layer(i)``) touch; None if too wide."""
+    paths = project.paths_containing((f".{method}(".encode(),))
+    if len(paths) > MAX_CALLER_FILES:
+        return None
+    out: set[str] = set()
+    for path in paths:
+        model = project.file(path)
+        for fn in model.iter_functions() if model is not None else ():
+            if any(site.method == method for site in fn.calls):
+                out |= _fields_touched(project, model, fn)
+    return out
+
+
+def _waiters_touch(project: Project, event_field: str) -> frozenset[str] | None:
+    """The fields the functions of the project waiting on an event field named ``event_field`` touch, and, for a
+    waiting method (``wait_layer()``), the functions calling it: they read after its wait (memoised per project);
+    None when the search is too wide to be sure."""
+    from streamlint.model.flow.calls import waited_expr
+    memo = derived(project, "aside_waiters_touch")
+    if event_field not in memo:
+        memo[event_field] = None
+        paths = project.paths_containing((event_field.encode(),))
+        if len(paths) > MAX_CALLER_FILES:
+            return None
+        out: set[str] = set()
+        for path in paths:
+            model = project.file(path)
+            for fn in model.iter_functions() if model is not None else ():
+                if any(isinstance(held := waited_expr(site), cst.Attribute) and held.attr.value == event_field
+                       for site in fn.calls):
+                    out |= _fields_touched(project, model, fn)
+                    callers = _touched_by_callers(project, fn.node.name.value) if fn.class_name else set()
+                    if callers is None:
+                        return None
+                    out |= callers
+        memo[event_field] = frozenset(out)
+    return memo[event_field]
+
+
+def waiters_read(project: Project, file: FileModel, cls: ClassInfo, event_field: str,
+                 statements: list[cst.CSTNode]) -> bool:
+    """May a waiter of the event field ``event_field`` read what ``statements`` (the work queued after its
+    record; see the module doc) write? False only when every statement writes known ``self`` fields with
+    device work and no waiter touches any of them."""
+    from streamlint.model.eventguards import _method_writes, _writes
+    written: set[str] = set()
+    for stmt in statements:
+        fields = _writes(stmt, "self")
+        for n in local_nodes(stmt):
+            if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and isinstance(n.func.value, cst.Name) \
+                    and n.func.value.value == "self":
+                fields |= _method_writes(project, file, cls, n.func.attr.value)
+        if not fields:
+            return True  # (what this work writes is unknown)
+        written |= fields
+    touched = _waiters_touch(project, event_field)
+    return not statements or touched is None or bool(written & touched)

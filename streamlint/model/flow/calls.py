@@ -17,7 +17,7 @@ from streamlint.model.flow.coarse import ends_in
 from streamlint.model.flow.duckmethods import duck_method
 from streamlint.model.flow.elementsets import element_origins
 from streamlint.model.flow.effects import held_object, local_method
-from streamlint.model.flow.heldaliases import aliased_method, reads_kept_on_host
+from streamlint.model.flow.heldaliases import held_method, held_receiver, reads_kept_on_host
 from streamlint.model.flow.heldresults import held_result
 from streamlint.model.flow.values import CVal, EVal, KVal, MAX_INLINE_DEPTH, NONE, State, SVal, TVal, TupVal
 from streamlint.model.flow.places import global_accessor
@@ -362,13 +362,13 @@ def _kept_arguments(project: Project, file: FileModel, site, _depth: int = 0) ->
         sym = project.symbol(site.target, file)
         if sym is not None and isinstance(sym[0], ClassInfo) and plain_container(sym[0]):
             return [a.value for a in site.node.args]
-    found = project.call_target(file, site)
-    aliased = found is None and (found := aliased_method(project, file, site)) is not None  # `q = self.q; q.push(x)`
+    held = held_receiver(file, site)  # `self.q.push(x)` / `q = self.q; q.push(x)`: a held object's method
+    found = held_method(project, file, site) if held else project.call_target(file, site)
     if found is None:
         return []
     fn, mod = found
     kept = stored_params(project, mod, fn, _depth)
-    kept = {p for p in kept if reads_kept_on_host(project, mod, fn, p)} if aliased else kept  # (may read it too)
+    kept = {p for p in kept if reads_kept_on_host(project, mod, fn, p)} if held else kept  # (may read it too)
     if not kept:
         return []
     params = fn.params[1:] if fn.class_name and fn.params[:1] == ("self",) else fn.params

@@ -18,7 +18,9 @@ A project function queues device work when its own body (or a project callee's, 
   ``torch.distributed`` collective, a ``torch.ops.*`` custom op;
 * a Triton launch (``kernel[grid](...)``).
 
-Memoised per project (``derived``), asked only at calls the interpreter neither inlined nor saw work for.
+Memoised per project (``derived``), asked only at calls the interpreter neither inlined nor saw work for: per
+function (:func:`queues_device_work`), per method name (:func:`every_method_queues_work`) and per call site
+(:func:`helper_site_work`: the interpreter meets one site on every path and every inlining of its function).
 """
 
 from __future__ import annotations
@@ -91,6 +93,23 @@ def queues_device_work(project: Project, file: FileModel, fn: FunctionInfo, _dep
     return result
 
 
+def helper_site_work(project: Project, file: FileModel, fn: FunctionInfo, site) -> str | None:
+    """Does the call ``site`` of ``fn`` queue device work the interpreter did not see (an untyped receiver's
+    in-place method or async transfer, a project helper that :func:`queues_device_work`, a method every
+    definition of which does: :func:`every_method_queues_work`)? ``""`` when it does for certain, the method name
+    when only by that name, None when it does not. Memoised per call site."""
+    memo = derived(project, "helper_site_work")
+    key = id(site.node)
+    if key not in memo:
+        if device_site(site):
+            memo[key] = ""
+        elif (found := callee_of(project, file, fn, site)) is not None:
+            memo[key] = "" if queues_device_work(project, found[1], found[0]) else None
+        else:
+            memo[key] = site.node.func.attr.value if every_method_queues_work(project, site.node.func) else None
+    return memo[key]
+
+
 def every_method_queues_work(project: Project, func: cst.BaseExpression) -> bool:
     """``recv.copy_to_gpu(n)`` on a receiver the call graph cannot type, where the method name is distinctive
     (:func:`~streamlint.model.flow.duckmethods.distinctive`) and every ``def`` of it in the project (a few
@@ -98,15 +117,15 @@ def every_method_queues_work(project: Project, func: cst.BaseExpression) -> bool
     work: whichever of them runs, the call queues work on the current stream."""
     from streamlint.model.flow.duckmethods import distinctive, method_definitions
 
-    if not isinstance(func, cst.Attribute) or not distinctive(func.attr.value):
+    if not isinstance(func, cst.Attribute):
         return False
     name = func.attr.value
     memo = derived(project, "every_method_queues_work")
-    if name not in memo:
+    if name not in memo:  # (per name: the distinctive-name test too)
         memo[name] = False
-        defs = method_definitions(project, name)
+        defs = method_definitions(project, name) if distinctive(name) else None
         memo[name] = bool(defs) and all(queues_device_work(project, model, f) for f, _, model in defs)
     return memo[name]
 
 
-__all__ = ["callee_of", "device_site", "every_method_queues_work", "queues_device_work"]
+__all__ = ["callee_of", "device_site", "every_method_queues_work", "helper_site_work", "queues_device_work"]

@@ -183,20 +183,38 @@ def _field_ctors(project: Project, file: FileModel, cls: ClassInfo, attr: str) -
     return list(dict.fromkeys(c for c in (cls.attr_types.get(attr), *cls.attr_alternatives.get(attr, ()), *sub) if c))
 
 
-def aliased_method(project: Project, file: FileModel, site) -> tuple[FunctionInfo, FileModel] | None:
-    """The project method ``name.m(...)`` runs, ``name`` a local alias of ``self.<attr>`` and the class (with
-    its project subclasses) constructing one project class for that field: the method of that class (or of a
-    project base class)."""
+def held_field(fn: FunctionInfo, recv: cst.BaseExpression) -> str | None:
+    """The field ``attr`` of ``self`` the receiver ``recv`` is: ``self.attr`` itself or a local alias of it
+    (:func:`aliased_field`)."""
+    if isinstance(recv, cst.Attribute) and isinstance(recv.value, cst.Name) and recv.value.value == "self":
+        return recv.attr.value
+    return aliased_field(fn, recv)
+
+
+def held_receiver(file: FileModel, site) -> bool:
+    """Is the call a method call on an object the class holds in a field (``self._queue.push(x)``, or through
+    a local alias ``q = self._queue; q.push(x)``)?"""
     fn, func = site.function, site.node.func
     if fn is None or not fn.class_name or not isinstance(func, cst.Attribute):
-        return None
-    attr = aliased_field(fn, func.value)
+        return False
+    attr = held_field(fn, func.value)
     cls = file.classes.get(fn.class_name) if attr is not None else None
-    if cls is None or attr in cls.methods:
+    return cls is not None and attr not in cls.methods
+
+
+def held_method(project: Project, file: FileModel, site) -> tuple[FunctionInfo, FileModel] | None:
+    """The project method a call on a held object (:func:`held_receiver`) runs, the direct form and the aliased
+    one alike: when the class (with its project subclasses) constructs one project class for the field, the
+    method of that class (or of a project base class); when it constructs none, what the call graph finds
+    (a declared field type); None when several classes may be there, or for any other call."""
+    if not held_receiver(file, site):
         return None
-    ctors = _field_ctors(project, file, cls, attr)
-    if ctors is None or len(ctors) != 1:
+    fn, func = site.function, site.node.func
+    ctors = _field_ctors(project, file, file.classes[fn.class_name], held_field(fn, func.value))
+    if ctors is None or len(ctors) > 1:
         return None
+    if not ctors:
+        return project.call_target(file, site)
     return _method_in(project, project.symbol(ctors[0], file), func.attr.value)
 
 
@@ -237,7 +255,7 @@ def _assign_targets(n) -> list:
 def _kept_and_read(project: Project, file: FileModel, site, stored_params) -> list[cst.BaseExpression]:
     """The arguments of ``alias.m(x)`` that the method keeps (stores, queues) but may also read on the device
     (not :func:`reads_kept_on_host`): a read on the current stream, and the caller's name dying frees nothing."""
-    found = aliased_method(project, file, site) if project.call_target(file, site) is None else None
+    found = held_method(project, file, site)
     if found is None:
         return []
     fn, mod = found
@@ -433,8 +451,7 @@ def held_call_result(project: Project, file: FileModel, fn: FunctionInfo, call: 
         # `return self.pairs[i].device.get_args(...)` in `get_args`: the same method of an object it holds
         others = [m for m in _definitions(project, func.attr.value) if m is not fn]
         return bool(others) and all(_hands_back_own(m, []) for m in others)
-    attr = recv.attr.value if isinstance(recv, cst.Attribute) and isinstance(recv.value, cst.Name) \
-        and recv.value.value == "self" else aliased_field(fn, recv)
+    attr = held_field(fn, recv)
     cls = file.classes.get(fn.class_name) if attr is not None else None
     if cls is None or attr in cls.methods:
         return False
@@ -471,4 +488,5 @@ def _delegate(fn: FunctionInfo, recv: cst.BaseExpression) -> bool:
     return isinstance(root, cst.Name) and root.value == "self"
 
 
-__all__ = ["aliased_field", "aliased_method", "held_call_result", "held_after_call", "reads_kept_on_host"]
+__all__ = ["aliased_field", "held_call_result", "held_after_call", "held_field", "held_method", "held_receiver",
+           "reads_kept_on_host"]

@@ -131,6 +131,8 @@ class Interp(Consumers, Orderings, Records, Storages, Unsets, Expressions, ApiCa
         self.record_sites: dict[tuple[str, str, int], tuple[cst.CSTNode, str]] = {}  # (event, stream, time) ->
         # (the record statement, the event's text)
         self.op_sites: dict[str, list[tuple[int, cst.CSTNode]]] = {}  # stream -> (time, statement) of its work
+        self.work_sites: dict[str, list[tuple[int, cst.CSTNode]]] = {}  # the same, with the work of inlined helpers
+        # (their statement is the call of this function that runs them: Orderings.note_work)
         self.early_records: dict[int, EarlyRecord] = {}
         self.counted_loops: list[cst.For] = []  # loops read step by step with their counter (counters.py)
         self.host_reads: dict[int, HostRead] = {}  # host reads of pending device-to-host copies (hostreads.py)

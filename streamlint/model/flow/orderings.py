@@ -15,10 +15,10 @@ from streamlint.model.file import string_value
 from streamlint.model.syntax import local_nodes
 from streamlint.model.flow.ambient import field_alias
 from streamlint.model.flow.callers import callers_of
-from streamlint.model.flow.asidejoins import aside_joins_only
+from streamlint.model.flow.asidejoins import aside_joins_only, waiters_read
 from streamlint.model.flow.calls import event_field_waited
 from streamlint.model.flow.counters import NVal
-from streamlint.model.flow.devicework import callee_of, device_site, every_method_queues_work, queues_device_work
+from streamlint.model.flow.devicework import helper_site_work
 from streamlint.model.flow.escapes import field_made_outside, field_only_polled
 from streamlint.model.flow.protocols import holder_joins
 from streamlint.model.flow.values import CVal, EVal, IVal, KVal, NONE, SVal, State, merge_clock
@@ -229,19 +229,44 @@ class Orderings:
         filling the object's buffers) the interpreter neither ran inline nor saw touch a tracked tensor, whose
         body queues device work (:func:`~streamlint.model.flow.devicework.queues_device_work`): work on the
         current stream, which an event recorded there before the call does not cover."""
-        guessed = False
-        if not device_site(site):  # (an untyped receiver's in-place method / async transfer is work too)
-            found = callee_of(self.project, self.cfile, self.cfn, site)
-            guessed = found is None
-            if guessed and not every_method_queues_work(self.project, site.node.func) \
-                    or found is not None and not queues_device_work(self.project, found[1], found[0]):
-                return
+        name = helper_site_work(self.project, self.cfile, self.cfn, site)
+        if name is None:
+            return
+        guessed = name != ""
         t = self.tick()
+        if guessed:  # resolved by the method's name only (every definition queues work): the certain work stays
+            st.guessed[st.cur] = (self.sure_work(st, st.cur), t)
         st.work[st.cur] = t
-        if st.cur != MAIN and self.depth == 0 and self.anchor is not None:
-            self.op_sites.setdefault(st.cur, []).append((t, self.anchor))
-            if guessed:  # resolved by the method's name only (every definition queues work)
-                self.guessed_work[t] = site.node.func.attr.value
+        if st.cur != MAIN and self.anchor is not None:
+            self.note_work(st.cur, t)
+            if guessed and self.depth == 0:
+                self.guessed_work[t] = name
+
+    def note_work(self, stream: str, t: int) -> None:
+        """Work queued on side stream ``stream`` at ``t`` by the statement running now: this function's own
+        (``op_sites``), or the call of this function that runs an inlined helper doing it (``work_sites`` has
+        both)."""
+        self.work_sites.setdefault(stream, []).append((t, self.anchor))
+        if self.depth == 0:
+            self.op_sites.setdefault(stream, []).append((t, self.anchor))
+
+    def sure_work(self, st: State, stream: str) -> int:
+        """The time of the last work on ``stream`` known for certain on this path: not a call resolved by its
+        method name only (:meth:`helper_work`)."""
+        last = st.work.get(stream, -1)
+        guess = st.guessed.get(stream)
+        return guess[0] if guess is not None and guess[1] == last else last
+
+    def uncovered_work(self, st: State, stream: str, time: int) -> tuple[cst.CSTNode | None, str | None]:
+        """The work on ``stream`` after an event recorded at ``time`` that an early-record finding names, and the
+        method name it was guessed by (None: certain). The finding follows the strongest uncovered work: when
+        any certain work follows the record, the first of it, however many guessed calls come before it."""
+        after = [(t, n) for t, n in self.op_sites.get(stream, ()) if t > time]
+        if self.sure_work(st, stream) > time:
+            sure = [(t, n) for t, n in after if t not in self.guessed_work]
+            return (sure or after or [(None, None)])[0][1], None
+        first = after[0] if after else (None, None)
+        return first[1], self.guessed_work.get(first[0])
 
     def uncovered_records(self, st: State) -> list[tuple[str, str, int, int]]:
         """Events this function records on a side stream before work it then queues on that stream, at the
@@ -265,10 +290,18 @@ class Orderings:
             time, key = max(early)
             if not self.joined_elsewhere(stream):
                 found.append((key, stream, time, last))
-            elif (aside := self.joined_aside(stream, key)) is not None:
+            elif (aside := self.joined_aside(stream, key)) is not None and self.aside_work_read(stream, key, time):
                 self.aside_joins[key] = aside  # reported at medium confidence (flow/asidejoins.py)
                 found.append((key, stream, time, last))
         return found
+
+    def aside_work_read(self, stream: str, key: str, time: int) -> bool:
+        """Whether the event's waiters may read what the work after its record (at ``time``) writes: the aside
+        join covers it for every other reader (:func:`~streamlint.model.flow.asidejoins.waiters_read`)."""
+        cls = self.file.classes.get(self.fn.class_name or "")
+        field = key.split("[", 1)[0].rsplit(".", 1)[-1]
+        statements = list({id(n): n for t, n in self.work_sites.get(stream, ()) if t > time}.values())
+        return cls is None or waiters_read(self.project, self.file, cls, field, statements)
 
     def joined_aside(self, stream: str, key: str) -> str | None:
         """The other method of the class that joins this ``self.*`` stream, when every such join is aside

@@ -51,8 +51,8 @@ class Replays:
                     and not self.is_global(S.name.split(".", 1)[0].split("[", 1)[0]):  # (not a module's)
                 S.last_write = st.replayed
         st.last_op[st.cur] = st.work[st.cur] = t
-        if st.cur != MAIN and self.depth == 0 and self.anchor is not None:
-            self.op_sites.setdefault(st.cur, []).append((t, self.anchor))
+        if st.cur != MAIN and self.anchor is not None:
+            self.note_work(st.cur, t)
 
     def replayed_host_outputs(self, st: State, graph: str) -> None:
         """The replay re-runs the captured device-to-host copies: their pinned destinations are pending on the
@@ -107,8 +107,8 @@ class Replays:
         if use.role is Role.GRAPH_TASK_UPDATE_END:
             t = self.tick()
             st.last_op[stream] = st.work[stream] = t
-            if stream != MAIN and self.depth == 0 and self.anchor is not None:
-                self.op_sites.setdefault(stream, []).append((t, self.anchor))
+            if stream != MAIN and self.anchor is not None:
+                self.note_work(stream, t)
         if use.role is Role.GRAPH_TASK_GROUP_BEGIN and expr is not None:
             self.unwaited_task_group(e, expr, stream)
         return None

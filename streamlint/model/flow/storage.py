@@ -172,8 +172,8 @@ class Storages(HostFields):
         host = self.host_depth or bool(rs) and not self.h2d and self.host_result(st, node, rs)
         if not host and not isinstance(self.anchor, (cst.If, cst.While, cst.For, cst.With)):  # (a host test's operand)
             st.work[s] = t
-            if s != MAIN and self.depth == 0 and self.anchor is not None:
-                self.op_sites.setdefault(s, []).append((t, self.anchor))
+            if s != MAIN and self.anchor is not None:
+                self.note_work(s, t)
         if not result:
             return None
         if host:
@@ -634,10 +634,10 @@ class Storages(HostFields):
         for key, stream, time, _last in self.uncovered_records(st):
             node, label = self.record_sites[(key, stream, time)]
             if id(node) not in self.early_records:
-                first = next(((t, n) for t, n in self.op_sites.get(stream, ()) if t > time), (None, None))
-                self.early_records[id(node)] = EarlyRecord(node, label, stream, first[1], self.cfg.mode,
+                work, guessed = self.uncovered_work(st, stream, time)
+                self.early_records[id(node)] = EarlyRecord(node, label, stream, work, self.cfg.mode,
                                                            self.caller_may_join(stream), key in self.presumed_waits,
-                                                           self.aside_joins.get(key), self.guessed_work.get(first[0]))
+                                                           self.aside_joins.get(key), guessed)
         for sid, S in list(st.stores.items()):
             if S.kind == "local" and not S.dead:
                 self.free(st, sid, "function end", None, force=True)

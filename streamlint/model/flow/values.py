@@ -182,6 +182,9 @@ class State:
         self.regions: list[tuple[int, str, str]] = []  # open graph captures: (clock, stream, kind)
         self.last_op: dict[str, int] = {}
         self.work: dict[str, int] = {}  # stream -> time of its last work outside a test (what an event can cover)
+        # stream -> (time of its last work known for certain, time of the guessed work after it): a call resolved
+        # by its method name only (devicework.every_method_queues_work; orderings.helper_work)
+        self.guessed: dict[str, tuple[int, int]] = {}
         self.long: dict[str, int] = {}
         self.held: dict[str, tuple[int, ...]] = {}  # local container -> storages put in its slots (`outs[i] = t`)
         # list slots (slots.py): `xs[i]` -> (value, stamp); `xs` -> (last appended value, stamp); the names
@@ -239,6 +242,7 @@ class State:
         s.regions = list(self.regions)
         s.last_op = dict(self.last_op)
         s.work = dict(self.work)
+        s.guessed = dict(self.guessed)
         s.long = dict(self.long)
         s.held = dict(self.held)
         s.slots, s.appended, s.slot_names = dict(self.slots), dict(self.appended), self.slot_names

@@ -106,6 +106,8 @@ def _only_held(project: Project, model: FileModel, holders: set[str], field: str
     paths = project.paths_containing((f".{field}".encode(),))
     if paths != [model.path]:
         return False  # (another file names a field of that name: it may hold the object too)
+    if project.paths_containing((f'"{field}"'.encode(), f"'{field}'".encode())):
+        return False  # (named in a string: `getattr(rt, "_detok")` reaches it unseen)
     data = model.code(model.module).encode()
     spans = [(model.code(c.node).encode(), c.name) for c in model.classes.values()]
     for code, owner in spans:

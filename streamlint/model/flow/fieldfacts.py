@@ -3,6 +3,8 @@
 
 - :func:`stable_field`: ``self.<attr>`` is one object for the object's life (assigned only while it is built, by
   no subclass, on no other receiver: :func:`_rebound_outside`);
+- :func:`mutated`: a container field changed in place somewhere (``.append``, ``x[i] = ...``, ``+=``);
+- :func:`_reflected_set` / :func:`_self_by_name`: a field set by name (``setattr``, ``__dict__``);
 - :func:`_referenced`: a method's name mentioned other than in a call (a callback, a hook table, a string);
 - :func:`_unseen_base`: a base class that may call the method unseen (``nn.Module.__call__`` runs ``forward``);
 - :func:`_deferred`: a call written in a lambda or a nested def (run later, by whoever is handed it)."""
@@ -60,7 +62,41 @@ def _rebound_outside(project: Project, attr: str) -> bool:
     if len(paths) > 4 * MAX_CALLER_FILES:  # (byte searches only, no parse)
         return True
     pat = re.compile(rb"\b(?!self\b)\w+(?:\.\w+)*\." + re.escape(attr).encode() + rb"\s*(?:=(?!=)|\+=)")
+    return any(pat.search(project.file_bytes(path) or b"") for path in paths) or _reflected_set(project, attr)
+
+
+def _reflected_set(project: Project, attr: str) -> bool:
+    """Is ``attr`` set by name somewhere: ``setattr(o, "attr", v)``, ``object.__setattr__(o, "attr", v)``,
+    ``o.__dict__["attr"] = v``? Byte level over the files quoting it; True when too many to read."""
+    quoted = tuple(q + attr.encode() + q for q in (b'"', b"'"))
+    paths = project.paths_containing(quoted)
+    if len(paths) > 4 * MAX_CALLER_FILES:
+        return True
+    name = re.escape(attr).encode()
+    pat = re.compile(rb"(?:setattr|__dict__|vars\s*\()[^\n]*?[\"']" + name + rb"[\"']")
     return any(pat.search(project.file_bytes(path) or b"") for path in paths)
+
+
+_MUTATE = rb"\.{attr}\s*(?:\.\s*(?:append|extend|insert|pop|remove|clear|update|setdefault|add|discard|sort|reverse|__setitem__)\s*\(|\[[^\]\n]*\]\s*(?:=(?!=)|[-+*/|&]=)|[-+*/|&]=)"
+
+
+def mutated(project: Project, attr: str) -> bool:
+    """Is a container held in the field ``attr`` changed in place anywhere in the project (``self.slots.append(s)``,
+    ``x.slots[0] = s``, ``self.slots += [s]``), or copied into a name that may change it (``slots = self.slots``)?
+    Its elements are then not the ones it was built with. Byte level; True when too many files to read."""
+    key = attr.encode()
+    paths = project.paths_containing((b"." + key,))
+    if len(paths) > 4 * MAX_CALLER_FILES:
+        return True
+    pat = re.compile(_MUTATE.replace(b"{attr}", re.escape(key)) + rb"|=[ \t]*\w+(?:\.\w+)*\." + re.escape(key)
+                     + rb"[ \t]*(?:#[^\n]*)?$", re.M)
+    return any(pat.search(project.file_bytes(path) or b"") for path in paths)
+
+
+def _self_by_name(file: FileModel, cls: ClassInfo) -> bool:
+    """Does the class set its own fields by name (``setattr(self, k, v)``, ``self.__dict__.update(kw)``,
+    ``vars(self)``)? Any of its fields may then be rebound unseen."""
+    return bool(re.search(r"\bsetattr\s*\(|__setattr__|__dict__|\bvars\s*\(", file.code(cls.node)))
 
 
 def stable_field(project: Project, file: FileModel, cls: ClassInfo | None, field: str, anywhere: bool = False) -> bool:
@@ -76,7 +112,7 @@ def stable_field(project: Project, file: FileModel, cls: ClassInfo | None, field
         own = _assigns(cls, field)
         memo[key] = (bool(own) and (anywhere or all(_construction(project, file, cls, m) for m, _ in own))
                      and not any(_assigns(sub, field) for sub, _ in _subclasses(project, file, cls))
-                     and not _rebound_outside(project, field[5:]))
+                     and not _rebound_outside(project, field[5:]) and not _self_by_name(file, cls))
     return memo[key]
 
 
@@ -141,4 +177,4 @@ def _walk(node):
         yield from _walk(child)
 
 
-__all__ = ["MAX_SITES", "stable_field"]
+__all__ = ["MAX_SITES", "mutated", "stable_field"]

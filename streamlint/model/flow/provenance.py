@@ -26,11 +26,15 @@ make_stream()``), a parameter, a local, an untyped attribute. :func:`same_stream
 are one object when their leaves are equal, or when both lead to parameters of the same function and every
 visible call (for a constructor: every construction of its class) binds them to paths that are one object in the
 caller (at most :data:`MAX_UP` callers up). It stays unknown (False) when a call or construction may be unseen:
-a class named other than in a call, an annotation or an import (handed as a factory: ``runtime=Runtime``), a
-class that builds itself (``cls(...)``) or has a project subclass, a method handed by reference or with a base
-that may call it, too many sites, a bound argument that is not a path. Paths through elements (``[i]``) are
+a class named other than in a call, an annotation or an import (handed as a factory: ``runtime=Runtime``,
+``partial(mod.C, ...)``), imported anywhere under another name (``C as D``), decorated other than as a dataclass,
+in a module handed on or reflected over (``getattr(vmod, kind)``), a class that builds itself (``cls(...)``) or
+has a project subclass, a method handed by reference or with a base that may call it, too many sites, a bound
+argument that is not a path; and when a field is rebound by name (``setattr``, ``__dict__``), a property's backing
+field is rebound, or a container's elements change after it is built (``.append``, ``x[i] = ...``). Paths through elements (``[i]``) are
 never a leaf of their own: ``self.slots[0].s`` and ``self.slots[1].s`` are one object only when every element
-is built with the same stream. All answers are memoised per project."""
+is built with the same stream. Answers are memoised per project, except those cut by :data:`MAX_UP`, the
+nesting guard or a cycle in progress (they depend on where the question was asked from)."""
 
 from __future__ import annotations
 
@@ -40,7 +44,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
 from streamlint.model.flow.fieldfacts import (
-    MAX_SITES, _assigns, _deferred, _rebound_outside, _referenced, _unseen_base, stable_field)
+    MAX_SITES, _assigns, _deferred, _rebound_outside, _referenced, _unseen_base, mutated, stable_field)
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.uses import bind_arguments
@@ -170,6 +174,8 @@ def rewrite(project: Project, frame: _Frame, path: Path) -> tuple[Leaf, _Frame] 
                 root, segs = prop[0], prop[1] + segs[1:]
                 continue
             fields = record_fields(frame.file, cls)
+            if segs[1:2] == ("[]",) and mutated(project, attr):
+                return ("unstable", id(cls), _text(root, segs)), frame  # (its elements change after it is built)
             if fields is not None and attr in fields and not _assigns(cls, f"self.{attr}") \
                     and not _rebound_outside(project, attr):
                 frame = _Frame(frame.file, None, cls)  # (a dataclass field: its constructor's parameter)
@@ -276,6 +282,7 @@ def _call_step(project: Project, frame: _Frame, call: cst.Call, rest: tuple[str,
     target, tfile = sym[0], sym[1]
     active = project.derived("provenance_active")
     if id(call) in active or len(active) > 8:
+        project.derived("provenance_cut")["cut"] = True
         return None  # (a construction inside its own construction, or too deep)
     active[id(call)] = True
     try:
@@ -336,9 +343,15 @@ def _leaf(project: Project, file: FileModel, fn: FunctionInfo | None, cls: Class
     memo = project.derived("provenance_leaf")
     key = (id(fn), id(cls), text)
     if key not in memo:
-        memo[key] = None
+        cut = project.derived("provenance_cut")
+        outer, cut["cut"] = cut.get("cut", False), False
         path = parse(text)
-        memo[key] = rewrite(project, _Frame(file, fn, cls), path) if path is not None else None
+        found = rewrite(project, _Frame(file, fn, cls), path) if path is not None else None
+        if cut["cut"]:
+            cut["cut"] = True
+            return found  # (cut by the nesting guard: not memoised)
+        cut["cut"] = outer
+        memo[key] = found
     return memo[key]
 
 
@@ -347,11 +360,27 @@ def same_stream(project: Project, file: FileModel, fn: FunctionInfo | None, a: s
     """Do the paths ``a`` and ``b``, written in ``fn`` (or in the dataclass ``cls``'s constructor), denote one
     object (see the module docstring)?"""
     memo = project.derived("provenance_same")
+    cut = project.derived("provenance_cut")
     key = (id(fn), id(cls), a, b)
-    if key not in memo:
-        memo[key] = False
-        memo[key] = _same(project, file, fn, cls, a, b, _depth)
-    return memo[key]
+    found = memo.get(key)
+    if found is _BUSY:
+        cut["cut"] = True  # (a cycle through the callers: unknown here, not for good)
+        return False
+    if found is not None:
+        return found
+    outer = cut.get("cut", False)
+    cut["cut"] = False
+    memo[key] = _BUSY
+    found = _same(project, file, fn, cls, a, b, _depth)
+    if cut["cut"]:
+        del memo[key]  # (cut by the depth bound or a cycle: the answer depends on where it was asked from)
+    else:
+        memo[key] = found
+    cut["cut"] = outer or cut["cut"]
+    return found
+
+
+_BUSY = object()
 
 
 def _same(project: Project, file: FileModel, fn, cls, a: str, b: str, depth: int) -> bool:
@@ -364,7 +393,10 @@ def _same(project: Project, file: FileModel, fn, cls, a: str, b: str, depth: int
         # (two elements of one container are two objects unless built alike; a rebound field is not one object)
         return "[]" not in ta and ka != "unstable" and all(
             _settled(project, attr) for attr in parse(ta)[1][1 if ta.startswith("self") else 0:] if attr != "[]")
-    if depth >= MAX_UP or "unstable" in (ka, kb):
+    if "unstable" in (ka, kb):
+        return False
+    if depth >= MAX_UP:
+        project.derived("provenance_cut")["cut"] = True
         return False
     if ka == kb == "param" and oa == ob and _same_up(project, frame, ta, tb, depth):
         return True  # (both handed to one constructor / function: one object at every call)
@@ -409,7 +441,7 @@ def _settled(project: Project, attr: str) -> bool:
     if attr not in memo:
         memo[attr] = False
         paths = project.paths_containing((f"self.{attr} =".encode(), f"self.{attr}=".encode()))
-        ok = not _rebound_outside(project, attr) and len(paths) <= MAX_CALLER_FILES
+        ok = not _rebound_outside(project, attr) and len(paths) <= MAX_CALLER_FILES and _backing_settled(project, attr)
         for path in paths if ok else ():
             model = project.file(path)
             ok = model is not None and all(
@@ -419,6 +451,28 @@ def _settled(project: Project, attr: str) -> bool:
                 break
         memo[attr] = ok
     return memo[attr]
+
+
+def _backing_settled(project: Project, attr: str) -> bool:
+    """Is every property ``attr`` of a project class a read of fields that are settled too (``compute_stream``
+    returning ``self._compute_stream``, which ``reset()`` may rebind)? A property returning anything else (a
+    stream it makes, a lookup) is not one object."""
+    paths = project.paths_containing((f"def {attr}(".encode(),))
+    if len(paths) > MAX_CALLER_FILES:
+        return False
+    for path in paths:
+        model = project.file(path)
+        if model is None:
+            return False
+        for c in model.classes.values():
+            m = c.methods.get(attr)
+            if m is None or not any(d.rsplit(".", 1)[-1] in ("property", "cached_property") for d in m.decorators):
+                continue
+            found = _property_path(c, attr)
+            if found is None or not found[1] or any(
+                    seg != "[]" and not _settled(project, seg) for seg in found[1] if seg != attr):
+                return False
+    return True
 
 
 def _call_sites(project: Project, frame: _Frame) -> list | None:
@@ -458,7 +512,8 @@ def _record_sites(project: Project, file: FileModel, cls: ClassInfo) -> list | N
     return sites or None
 
 
-_VALUE_USE = r"(?<![\w.]){name}\b(?!\s*[\(\.\w])"
+_VALUE_USE = r"(?<![\w]){name}\b(?![ \t]*[\(\.\w])"  # (`[ \t]`: a name at the end of a line is a value)
+_AS_IMPORT = r"(?<![\w.]){name}\s+as\s+\w"
 
 
 def _unseen_construction(project: Project, file: FileModel, cls: ClassInfo) -> bool:
@@ -475,9 +530,14 @@ def _unseen_construction(project: Project, file: FileModel, cls: ClassInfo) -> b
     code = file.code(cls.node)
     if re.search(r"\bcls\s*\(|type\(self\)\s*\(|self\.__class__\s*\(", code) or _subclasses(project, file, cls):
         return True
+    if any("dataclass" not in file.code(d.decorator) for d in cls.node.decorators):
+        return True  # (a class decorator may register it in a table, wrap it, replace it)
     paths = project.paths_containing((name.encode(),))
-    if len(paths) > MAX_CALLER_FILES:
+    if len(paths) > MAX_CALLER_FILES or _module_reflected(project, file):
         return True
+    alias = re.compile(_AS_IMPORT.format(name=re.escape(name)).encode())
+    if any(alias.search(project.file_bytes(path) or b"") for path in paths):
+        return True  # (imported under another name, `C as D`: its constructions `D(...)` are not seen as C's)
     if record_fields(file, cls) is not None and any(
             re.search(rb"(?<![\w.])replace\s*\(|dataclasses\.replace\s*\(", project.file_bytes(path) or b"") for path in paths):
         return True  # (`dataclasses.replace(slot, compute_stream=s)` builds one with other fields, unseen)
@@ -486,7 +546,7 @@ def _unseen_construction(project: Project, file: FileModel, cls: ClassInfo) -> b
         data = project.file_bytes(path) or b""
         for m in use.finditer(data):
             line_start = data.rfind(b"\n", 0, m.start()) + 1
-            before = data[line_start:m.start()]
+            before = re.sub(rb"(?:\w+\s*\.\s*)+$", b"", data[line_start:m.start()])  # (`mod.C`: from `mod`)
             line = data[line_start:data.find(b"\n", m.end()) if data.find(b"\n", m.end()) >= 0 else len(data)]
             stripped = before.rstrip()
             in_string = (before.count(b'"') - before.count(b'\\"')) % 2 or before.count(b"'") % 2
@@ -501,6 +561,40 @@ def _unseen_construction(project: Project, file: FileModel, cls: ClassInfo) -> b
             memo[id(cls)] = True
             return True
     memo[id(cls)] = False
+    return False
+
+
+def _module_reflected(project: Project, file: FileModel) -> bool:
+    """Is the class's module reached other than by ``mod.name`` / ``from mod import name``: the module object
+    handed on or reflected over (``getattr(vmod, kind)``, ``vars(mod)``, ``import_module``, ``globals()``), where
+    a construction of its classes is not seen? Byte level; True when too many files name the module."""
+    parts = file.path.replace("\\", "/").rsplit("/", 2)
+    mod = parts[-1][:-3] if parts[-1].endswith(".py") else parts[-1]
+    if mod == "__init__" and len(parts) > 1:
+        mod = parts[-2]
+    own = project.file_bytes(file.path) or b""
+    if re.search(rb"\bglobals\s*\(|\bsys\.modules\b|\bvars\s*\(\s*\)", own):
+        return True
+    paths = project.paths_containing((mod.encode(),))
+    if len(paths) > MAX_CALLER_FILES:
+        return True
+    esc = re.escape(mod).encode()
+    bind = re.compile(rb"^[ \t]*(?:import[ \t]+((?:\w+\.)*)" + esc + rb"\b(?:[ \t]+as[ \t]+(\w+))?"
+                      rb"|from[ \t]+[\w.]+[ \t]+import[ \t]+(?:\([^)]*?|[^\n]*?)(?<![\w.])" + esc
+                      + rb"\b(?![ \t]*\.)(?:[ \t]+as[ \t]+(\w+))?)", re.M)
+    for path in paths:
+        data = project.file_bytes(path) or b""
+        if re.search(rb"\bimport_module\s*\(|\b__import__\s*\(", data):
+            return True
+        for m in bind.finditer(data):
+            if m.group(1) is not None and m.group(2) is None:
+                use = re.escape(m.group(1)) + esc  # (`import pkg.mod`: used as `pkg.mod`)
+            else:
+                use = re.escape(m.group(2) or m.group(3) or mod.encode())
+            for u in re.finditer(rb"(?<![\w.])" + use + rb"\b(?![ \t]*\.)", data):
+                line = data[data.rfind(b"\n", 0, u.start()) + 1:u.start()]
+                if not line.lstrip().startswith((b"from ", b"import ", b"#")) and b"#" not in line:
+                    return True  # (the module itself as a value: `getattr(vmod, ...)`, `f(vmod)`)
     return False
 
 

@@ -90,3 +90,56 @@ def test_ambient_answers_do_not_depend_on_the_order_of_questions() -> None:
     assert answers[0] == answers[1]
     assert answers[0]["_embed"] == answers[0]["_norm"] == "self._compute_stream"  # three callers up at most
     assert answers[0]["_head"] is None  # four: past the bound, asked first or last
+
+
+PROVENANCE = FIXTURES / "projects" / "sl201_stream_provenance"
+
+
+def test_stream_provenance_across_objects() -> None:
+    from streamlint.model.flow.provenance import param_alias, parse, same_stream, self_alias
+
+    project = engine_for(PROVENANCE).project
+    pkg = PROVENANCE / "podserve"
+    sched = project.file(str(pkg / "scheduler.py"))
+    cls = sched.classes["Scheduler"]
+    finalize = cls.methods["_finalize"]
+    # the slot's stream: a dataclass field, filled by a factory, in a tuple built alike, of the runtime the
+    # engine hands the scheduler together with that runtime's compute stream (a property)
+    assert self_alias(project, sched, cls, "self.runtime.decode_slots[slot_id].compute_stream") == "self._compute_stream"
+    assert self_alias(project, sched, cls, "slot.compute_stream", finalize) == "self._compute_stream"
+    assert same_stream(project, sched, finalize, "slot.compute_stream", "self._compute_stream")
+    assert not same_stream(project, sched, finalize, "self._copy_stream", "self._compute_stream")
+    assert not same_stream(project, sched, finalize, "self.runtime.decode_slots[0]", "self.runtime.decode_slots[1]")
+    # a parameter: one caller binds it to the compute stream; two callers that disagree leave it unknown
+    assert param_alias(project, sched, cls.methods["_replay"], "stream") == "self._compute_stream"
+    assert param_alias(project, sched, cls.methods["_rescore"], "stream") is None
+    drafter = project.file(str(pkg / "drafter.py"))
+    verify = drafter.classes["Verifier"].methods["verify"]
+    propose = drafter.classes["Drafter"].methods["propose"]
+    assert same_stream(project, drafter, verify, "self.runtime.compute_stream", "self.stream")  # built once
+    assert not same_stream(project, drafter, propose, "self.runtime.compute_stream", "self.stream")  # built twice
+    stage = drafter.classes["Prefetcher"].methods["stage"]
+    assert not same_stream(project, drafter, stage, "self.runtime.compute_stream", "self.copy_stream")
+    assert parse("self.a[i[j]].b") == ("self", ("a", "[]", "b")) and parse("f(x).y") is None and parse("a[") is None
+    speculate = drafter.classes["Speculator"].methods["speculate"]  # also built by reference, from a registry
+    assert not same_stream(project, drafter, speculate, "self.runtime.compute_stream", "self.stream")
+    from streamlint.model.flow.confined import confined_callers
+
+    codec = project.file(str(pkg / "codec.py"))
+    detok = codec.classes["Detokenizer"].methods["run"]
+    sites = confined_callers(project, codec, detok)  # only ever held in the runtime's `_detok`
+    assert sites is not None and [s.function.node.name.value for _m, s in sites] == ["emit"]
+    assert ambient_stream(project, codec, detok) == "self.stream"
+    assert confined_callers(project, codec, codec.classes["Packer"].methods["run"]) is None  # handed to hooks
+
+
+def test_record_fields_skip_methods_and_compound_statements(tmp_path) -> None:
+    from streamlint.model.flow.provenance import record_fields
+
+    (tmp_path / "slots.py").write_text(
+        "from dataclasses import dataclass\n\n\n@dataclass\nclass Slot:\n    stream: object\n    if True:\n"
+        "        extra: int = 0\n    width: int = 4\n\n    def size(self) -> int:\n        return self.width\n\n\n"
+        "class Plain: pass\n", encoding="utf-8")
+    model = engine_for(tmp_path).project.file(str(tmp_path / "slots.py"))
+    assert record_fields(model, model.classes["Slot"]) == ("stream", "width")
+    assert record_fields(model, model.classes["Plain"]) is None

@@ -84,6 +84,11 @@ Layer 3 — one function's flow
                     ``exprs`` (evaluation), ``calls`` (inlining), ``control`` (branches, loops, scopes), ``polls``
                     (what a branch on ``query()`` / ``is_cuda`` tells), ``protocols`` / ``fieldfamilies`` (what
                     a class's methods leave for each other on a side stream in its fields and container fields),
+                    ``ambient`` / ``provenance`` (the stream a
+                    method's callers run it on; which object a stream path held through other objects denotes:
+                    constructor and factory arguments, field copies, properties, parameters at every call;
+                    ``confined``: the calls of a method whose instances only live in one field of their builder;
+                    ``fieldfacts``: a field that is one object for the object's life, callers that may be unseen),
                     ``interp`` (the composition), ``results`` (what rules read)
     ``breaks``      where does a compiled region break the graph, and what reaches a no-break scope?
     ``waits``       syntactic facts around npu_wait_tensor / ops.record / event waits

@@ -25,7 +25,11 @@ streams reports races between a stream and itself.
   is rebound after construction (not one stream), too many sites, a scope on anything but such a field, a
   conditional scope, or callers that disagree. Answers cut by the depth bound or by a cycle in progress are
   not memoised, and a memoised one is refused where its chain of callers would pass the bound (the result does
-  not depend on the order of the questions).
+  not depend on the order of the questions). Two names of one stream reached through other objects
+  (``self.runtime.decode_slots[i].compute_stream``, a scope on ``slot.compute_stream``, a held object's field made
+  from a constructor argument) are resolved by :mod:`~streamlint.model.flow.provenance`; a method whose name is
+  too common to search (``run``) has its calls read from the one field its instances are confined to
+  (:mod:`~streamlint.model.flow.confined`).
 
 The interpreter takes the ambient stream for the entry stream (``State.same``: one stream under two names)
 unless the object keeps the default stream in a field (the entry stream, MAIN, may then stand for that field,
@@ -43,7 +47,8 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
 from streamlint.model.flow.callers import callers_of
-from streamlint.model.options import MAX_CALLER_FILES
+from streamlint.model.flow.fieldfacts import (  # noqa: F401  (stable_field: part of this module's answers)
+    MAX_SITES, _assigns, _deferred, _rebound_outside, _referenced, _unseen_base, stable_field)
 from streamlint.model.stepstate import step_writers
 from streamlint.model.uses import bind_arguments
 
@@ -51,12 +56,7 @@ if TYPE_CHECKING:
     from streamlint.model.project import Project
 
 MAX_DEPTH = 3  # callers of callers followed for a call made outside every stream scope
-MAX_SITES = 12
 _FIELD = re.compile(r"self\.\w+")
-
-
-def _assigns(cls: ClassInfo, target: str) -> list[tuple[FunctionInfo, cst.BaseExpression]]:
-    return [(m, a.value) for m in cls.methods.values() for a in m.assigns if a.target == target]
 
 
 def _kept_params(cls: ClassInfo) -> dict[str, str]:
@@ -76,13 +76,16 @@ def _kept_params(cls: ClassInfo) -> dict[str, str]:
 def field_alias(project: Project, file: FileModel, cls: ClassInfo | None, chain: str) -> str | None:
     """``self.<field>`` of ``cls`` that the stream expression ``chain`` (``self.obj.attr``) provably denotes
     (see the module docstring), else None. Memoised per project and class."""
-    if cls is None or chain.count(".") != 2 or not chain.startswith("self.") or "[" in chain:
+    if cls is None or not chain.startswith("self.") or chain.count(".") < 2 and "[" not in chain:
         return None
     memo = project.derived("field_alias")
     key = (id(cls), chain)
     if key not in memo:
+        from streamlint.model.flow.provenance import self_alias
+
         memo[key] = None
-        memo[key] = _field_alias(project, file, cls, chain)
+        memo[key] = (_field_alias(project, file, cls, chain) if chain.count(".") == 2 and "[" not in chain else None) \
+            or self_alias(project, file, cls, chain)  # (held through other objects: flow/provenance.py)
     return memo[key]
 
 
@@ -136,114 +139,22 @@ def _scope_stream(project: Project, model: FileModel, site) -> str | None:
             return None
         expr = use.arg("stream")
         text = dotted(expr) if expr is not None else None
-        return text if text is not None and _FIELD.fullmatch(text) else None
+        if text is not None and _FIELD.fullmatch(text):
+            return text
+        return _held_field(project, model, site, expr) if expr is not None else None
     return ""
 
 
-_REF = r"(?<![\w]){name}\b(?!\s*\()"
+def _held_field(project: Project, model: FileModel, site, expr) -> str | None:
+    """The caller's ``self.<field>`` a scope on another path denotes (``slot.compute_stream``, the slot one of
+    ``self.runtime.decode_slots``): :mod:`~streamlint.model.flow.provenance`."""
+    from streamlint.model.flow.provenance import _text, expr_path, self_alias
 
-
-def _referenced(project: Project, name: str, home: str | None = None) -> bool:
-    """Is the method's name mentioned in the project other than followed by ``(`` (a call or its ``def``): a
-    callback handed by reference (``Thread(target=self._post)``, ``hooks.post = self._post``), a name in a
-    table, a string (``getattr(self, "_post")``)? Any such mention may be an unseen caller. Byte level over the
-    files naming it; a mention in a comment is none, and outside the defining file ``home`` only an attribute
-    (``.name``) or a quoted name can reach the method (a bare name there is another function's)."""
-    paths = project.paths_containing((name.encode(),))
-    if not paths or len(paths) > MAX_CALLER_FILES:
-        return True
-    ref = re.compile(_REF.format(name=re.escape(name)).encode())
-    for path in paths:
-        data = project.file_bytes(path) or b""
-        for m in ref.finditer(data):
-            before = data[data.rfind(b"\n", 0, m.start()) + 1:m.start()]
-            if b"#" in before:
-                continue
-            if path == home or before[-1:] in (b".", b"'", b'"'):
-                return True
-    return False
-
-
-def _rebound_outside(project: Project, attr: str) -> bool:
-    """Is ``<obj>.<attr>`` assigned somewhere in the project on a receiver other than ``self`` (``engine.stream
-    = s``, ``self._codec.stream = s``)? Byte level over the files naming it; True when too many to read."""
-    paths = project.paths_containing(tuple(f".{attr}{op}".encode() for op in (" =", "=", " +=")))
-    if len(paths) > 4 * MAX_CALLER_FILES:  # (byte searches only, no parse)
-        return True
-    pat = re.compile(rb"\b(?!self\b)\w+(?:\.\w+)*\." + re.escape(attr).encode() + rb"\s*(?:=(?!=)|\+=)")
-    return any(pat.search(project.file_bytes(path) or b"") for path in paths)
-
-
-def stable_field(project: Project, file: FileModel, cls: ClassInfo | None, field: str, anywhere: bool = False) -> bool:
-    """Is ``self.<attr>`` of ``cls`` one stream object for the object's life: assigned by the class only in its
-    ``__init__`` (``anywhere``: in any one method), by no subclass in the project, and on no other receiver?"""
-    if cls is None or not _FIELD.fullmatch(field):
-        return False
-    memo = project.derived("ambient_stable")
-    key = (id(cls), field, anywhere)
-    if key not in memo:
-        from streamlint.model.accelerators import _subclasses
-
-        own = _assigns(cls, field)
-        memo[key] = (bool(own) and (anywhere or all(_construction(project, file, cls, m) for m, _ in own))
-                     and not any(_assigns(sub, field) for sub, _ in _subclasses(project, file, cls))
-                     and not _rebound_outside(project, field[5:]))
-    return memo[key]
-
-
-def _construction(project: Project, file: FileModel, cls: ClassInfo, method: FunctionInfo) -> bool:
-    """Does ``method`` run only while the object is built: ``__init__``, or a method whose every call is
-    ``self.method()`` in that ``__init__`` (``self._initialize(...)``), never handed on?"""
-    name = method.node.name.value
-    if name == "__init__":
-        return True
-    if method.parent is not None or name.startswith("__") or _referenced(project, name, file.path):
-        return False
-    sites = callers_of(project, file, method)
-    return bool(sites) and all(
-        site.function is not None and site.function.node.name.value == "__init__" and site.function.parent is None
-        and site.function is cls.methods.get("__init__") and isinstance(site.receiver, cst.Name)
-        and site.receiver.value == "self" for _model, site in sites)
-
-
-def _unseen_base(project: Project, file: FileModel, cls: ClassInfo, name: str, depth: int = 0) -> bool:
-    """May a base class call the method ``name`` unseen: a base outside the project (``nn.Module.__call__`` runs
-    ``forward``), or a project base that names it (a template method calls the override)?"""
-    for base in cls.bases:
-        if not base or base in ("object", "builtins.object"):
-            continue
-        found = project.symbol(base, file)
-        if found is None or not isinstance(found[0], ClassInfo) or depth > MAX_DEPTH:
-            return True
-        base_cls, base_file = found[0], found[1]
-        if name.encode() in (project.file_bytes(base_file.path) or b"") \
-                or _unseen_base(project, base_file, base_cls, name, depth + 1):
-            return True
-    return False
-
-
-def _deferred_calls(fn: FunctionInfo) -> set[int]:
-    """ids of the calls written inside a lambda in ``fn`` (run later, by whoever is handed it)."""
-    found: set[int] = set()
-
-    class _V(cst.CSTVisitor):
-        def visit_Lambda(self, node) -> None:
-            for sub in _walk(node):
-                if isinstance(sub, cst.Call):
-                    found.add(id(sub))
-
-    fn.node.visit(_V())
-    return found
-
-
-def _deferred(project: Project, caller: FunctionInfo, site) -> bool:
-    """Is this call written in a nested def or a lambda of ``caller`` (run later, on whatever stream then)?"""
-    if caller.parent is not None:
-        return True
-    memo = project.derived("ambient_deferred")
-    if id(caller) not in memo:
-        memo[id(caller)] = _deferred_calls(caller)
-    return id(site.node) in memo[id(caller)]
+    caller = site.function
+    path = expr_path(expr)
+    if path is None or caller is None or caller.class_name is None:
+        return None
+    return self_alias(project, model, model.classes.get(caller.class_name), _text(*path), caller)
 
 
 def _unseen_caller(project: Project, file: FileModel, fn: FunctionInfo, key: str) -> bool:
@@ -268,12 +179,6 @@ def _default_field(project: Project, file: FileModel, cls: ClassInfo) -> bool:
     return any(attr_kind(project, file, cls, attr) == MAIN_STREAM for attr in sorted(fields))
 
 
-def _walk(node):
-    yield node
-    for child in node.children:
-        yield from _walk(child)
-
-
 def _translate(project: Project, model: FileModel, caller: FunctionInfo, receiver, file: FileModel,
                fn: FunctionInfo, key: str) -> str | None:
     """The caller's ``self.<field>`` stream ``key`` in the terms of ``fn`` called on ``receiver``."""
@@ -284,8 +189,9 @@ def _translate(project: Project, model: FileModel, caller: FunctionInfo, receive
         return None
     cls = model.classes.get(caller.class_name)
     held_cls = file.classes.get(fn.class_name or "")
-    matches = {f"self.{attr}" for attr in (_kept_params(held_cls) if held_cls is not None else {})
-               if field_alias(project, model, cls, f"{text}.{attr}") == key}
+    attrs = set(_kept_params(held_cls)) | {a.target[5:] for m in held_cls.methods.values() for a in m.assigns
+                                           if _FIELD.fullmatch(a.target)} if held_cls is not None else set()
+    matches = {f"self.{attr}" for attr in sorted(attrs) if field_alias(project, model, cls, f"{text}.{attr}") == key}
     return matches.pop() if len(matches) == 1 else None
 
 
@@ -331,14 +237,18 @@ def _lookup(project: Project, file: FileModel, fn: FunctionInfo, depth: int) -> 
 def _ambient(project: Project, file: FileModel, fn: FunctionInfo, depth: int) -> tuple[str | None, int]:
     from streamlint.model.flow.entryctx import _called_near_streams
 
+    from streamlint.model.flow.confined import confined_callers
+
     name = fn.node.name.value
-    if not _called_near_streams(project, name):
-        return None, 0  # (some caller's body names no stream: a byte-level test before any caller is parsed)
     cls = file.classes.get(fn.class_name or "")
     if cls is None or _unseen_base(project, file, cls, name):
         return None, 0  # (a base may call it: `nn.Module.__call__` runs `forward`)
-    sites = callers_of(project, file, fn)
+    sites = callers_of(project, file, fn) if _called_near_streams(project, name) else None
     if not sites or len(sites) > MAX_SITES or _referenced(project, name, file.path):
+        # (no caller, a caller whose body names no stream, too many, a mention by reference: unless every
+        # instance is held in one field of its builder, whose calls are then all of them, flow/confined.py)
+        sites = confined_callers(project, file, fn)
+    if not sites or len(sites) > MAX_SITES:
         return None, 0
     found: set[str] = set()
     height = 0

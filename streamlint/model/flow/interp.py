@@ -10,6 +10,7 @@ from streamlint._lazy import cst
 from streamlint.model.file import FileModel, FunctionInfo
 from streamlint.model.flow.ambient import entry_ambient
 from streamlint.model.flow.calls import Calls, current_stream_params
+from streamlint.model.flow.provenance import param_alias
 from streamlint.model.flow.forks import callers_current_getters, forked_self_streams, forked_stream_params, \
     recorded_event_params
 from streamlint.model.flow.control import ControlFlow
@@ -271,6 +272,9 @@ class Interp(Consumers, Orderings, Records, Storages, Unsets, Expressions, ApiCa
         ambient = entry_ambient(self.project, self.file, self.fn)
         if ambient is not None:  # every caller runs this method under that stream of the object (flow/ambient.py)
             st.same[ambient] = MAIN
+            for name in sorted(self.param_streams):  # a stream parameter every caller binds to that very stream
+                if param_alias(self.project, self.file, self.fn, name) == ambient:
+                    st.same[name] = MAIN
         for stream in own:
             self.wait_stream(st, stream, MAIN)  # forked by every caller (or when it was parked on the object)
         if deferred:  # the caller produced these after its fork: the fork does not order them

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.file import string_value
 from streamlint.model.syntax import local_nodes
+from streamlint.model.flow.provenance import held_alias
 from streamlint.model.flow.ambient import field_alias
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.asidejoins import aside_joins_only, waiters_read
@@ -126,9 +127,11 @@ class Orderings:
                 cls = frame_file.classes.get(frame_fn.class_name or "")
                 if attr_kind(self.project, frame_file, cls, v.key[5:]) == MAIN_STREAM:
                     return MAIN
-            elif v.key.startswith("self.") and v.key.count(".") == 2 and "[" not in v.key and self.fn.class_name:
-                # `self._codec.stream`, the codec built with `self._compute_stream`: one stream (flow/ambient.py)
-                alias = field_alias(self.project, self.file, self.file.classes.get(self.fn.class_name), v.key)
+            elif v.key.startswith("self.") and (v.key.count(".") >= 2 or "[" in v.key) and self.fn.class_name:
+                # `self._codec.stream`, the codec built with `self._compute_stream`: one stream (flow/ambient.py,
+                # flow/provenance.py: `self.runtime.slots[i].stream` too)
+                alias = field_alias(self.project, self.file, self.file.classes.get(self.fn.class_name), v.key) \
+                    or held_alias(self, v.key)
                 if alias is not None:
                     return alias
             return v.key

@@ -1,0 +1,180 @@
+"""Facts about an object's fields and a method's callers that stream identity rests on (shared by
+:mod:`~streamlint.model.flow.ambient` and :mod:`~streamlint.model.flow.provenance`).
+
+- :func:`stable_field`: ``self.<attr>`` is one object for the object's life (assigned only while it is built, by
+  no subclass, on no other receiver: :func:`_rebound_outside`);
+- :func:`mutated`: a container field changed in place somewhere (``.append``, ``x[i] = ...``, ``+=``);
+- :func:`_reflected_set` / :func:`_self_by_name`: a field set by name (``setattr``, ``__dict__``);
+- :func:`_referenced`: a method's name mentioned other than in a call (a callback, a hook table, a string);
+- :func:`_unseen_base`: a base class that may call the method unseen (``nn.Module.__call__`` runs ``forward``);
+- :func:`_deferred`: a call written in a lambda or a nested def (run later, by whoever is handed it)."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from streamlint._lazy import cst
+from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
+from streamlint.model.flow.callers import callers_of
+from streamlint.model.options import MAX_CALLER_FILES
+
+if TYPE_CHECKING:
+    from streamlint.model.project import Project
+
+MAX_DEPTH = 3  # project base classes followed up
+MAX_SITES = 12  # call sites of a method followed
+_FIELD = re.compile(r"self\.\w+")
+
+
+def _assigns(cls: ClassInfo, target: str) -> list[tuple[FunctionInfo, cst.BaseExpression]]:
+    return [(m, a.value) for m in cls.methods.values() for a in m.assigns if a.target == target]
+
+
+_REF = r"(?<![\w]){name}\b(?!\s*\()"
+
+
+def _referenced(project: Project, name: str, home: str | None = None) -> bool:
+    """Is the method's name mentioned in the project other than followed by ``(`` (a call or its ``def``): a
+    callback handed by reference (``Thread(target=self._post)``, ``hooks.post = self._post``), a name in a
+    table, a string (``getattr(self, "_post")``)? Any such mention may be an unseen caller. Byte level over the
+    files naming it; a mention in a comment is none, and outside the defining file ``home`` only an attribute
+    (``.name``) or a quoted name can reach the method (a bare name there is another function's)."""
+    paths = project.paths_containing((name.encode(),))
+    if not paths or len(paths) > MAX_CALLER_FILES:
+        return True
+    ref = re.compile(_REF.format(name=re.escape(name)).encode())
+    for path in paths:
+        data = project.file_bytes(path) or b""
+        for m in ref.finditer(data):
+            before = data[data.rfind(b"\n", 0, m.start()) + 1:m.start()]
+            if b"#" in before:
+                continue
+            if path == home or before[-1:] in (b".", b"'", b'"'):
+                return True
+    return False
+
+
+def _rebound_outside(project: Project, attr: str) -> bool:
+    """Is ``<obj>.<attr>`` assigned somewhere in the project on a receiver other than ``self`` (``engine.stream
+    = s``, ``self._codec.stream = s``)? Byte level over the files naming it; True when too many to read."""
+    paths = project.paths_containing(tuple(f".{attr}{op}".encode() for op in (" =", "=", " +=")))
+    if len(paths) > 4 * MAX_CALLER_FILES:  # (byte searches only, no parse)
+        return True
+    pat = re.compile(rb"\b(?!self\b)\w+(?:\.\w+)*\." + re.escape(attr).encode() + rb"\s*(?:=(?!=)|\+=)")
+    return any(pat.search(project.file_bytes(path) or b"") for path in paths) or _reflected_set(project, attr)
+
+
+def _reflected_set(project: Project, attr: str) -> bool:
+    """Is ``attr`` set by name somewhere: ``setattr(o, "attr", v)``, ``object.__setattr__(o, "attr", v)``,
+    ``o.__dict__["attr"] = v``? Byte level over the files quoting it; True when too many to read."""
+    quoted = tuple(q + attr.encode() + q for q in (b'"', b"'"))
+    paths = project.paths_containing(quoted)
+    if len(paths) > 4 * MAX_CALLER_FILES:
+        return True
+    name = re.escape(attr).encode()
+    pat = re.compile(rb"(?:setattr|__dict__|vars\s*\()[^\n]*?[\"']" + name + rb"[\"']")
+    return any(pat.search(project.file_bytes(path) or b"") for path in paths)
+
+
+_MUTATE = rb"\.{attr}\s*(?:\.\s*(?:append|extend|insert|pop|remove|clear|update|setdefault|add|discard|sort|reverse|__setitem__)\s*\(|\[[^\]\n]*\]\s*(?:=(?!=)|[-+*/|&]=)|[-+*/|&]=)"
+
+
+def mutated(project: Project, attr: str) -> bool:
+    """Is a container held in the field ``attr`` changed in place anywhere in the project (``self.slots.append(s)``,
+    ``x.slots[0] = s``, ``self.slots += [s]``), or copied into a name that may change it (``slots = self.slots``)?
+    Its elements are then not the ones it was built with. Byte level; True when too many files to read."""
+    key = attr.encode()
+    paths = project.paths_containing((b"." + key,))
+    if len(paths) > 4 * MAX_CALLER_FILES:
+        return True
+    pat = re.compile(_MUTATE.replace(b"{attr}", re.escape(key)) + rb"|=[ \t]*\w+(?:\.\w+)*\." + re.escape(key)
+                     + rb"[ \t]*(?:#[^\n]*)?$", re.M)
+    return any(pat.search(project.file_bytes(path) or b"") for path in paths)
+
+
+def _self_by_name(file: FileModel, cls: ClassInfo) -> bool:
+    """Does the class set its own fields by name (``setattr(self, k, v)``, ``self.__dict__.update(kw)``,
+    ``vars(self)``)? Any of its fields may then be rebound unseen."""
+    return bool(re.search(r"\bsetattr\s*\(|__setattr__|__dict__|\bvars\s*\(", file.code(cls.node)))
+
+
+def stable_field(project: Project, file: FileModel, cls: ClassInfo | None, field: str, anywhere: bool = False) -> bool:
+    """Is ``self.<attr>`` of ``cls`` one stream object for the object's life: assigned by the class only in its
+    ``__init__`` (``anywhere``: in any one method), by no subclass in the project, and on no other receiver?"""
+    if cls is None or not _FIELD.fullmatch(field):
+        return False
+    memo = project.derived("ambient_stable")
+    key = (id(cls), field, anywhere)
+    if key not in memo:
+        from streamlint.model.accelerators import _subclasses
+
+        own = _assigns(cls, field)
+        memo[key] = (bool(own) and (anywhere or all(_construction(project, file, cls, m) for m, _ in own))
+                     and not any(_assigns(sub, field) for sub, _ in _subclasses(project, file, cls))
+                     and not _rebound_outside(project, field[5:]) and not _self_by_name(file, cls))
+    return memo[key]
+
+
+def _construction(project: Project, file: FileModel, cls: ClassInfo, method: FunctionInfo) -> bool:
+    """Does ``method`` run only while the object is built: ``__init__``, or a method whose every call is
+    ``self.method()`` in that ``__init__`` (``self._initialize(...)``), never handed on?"""
+    name = method.node.name.value
+    if name == "__init__":
+        return True
+    if method.parent is not None or name.startswith("__") or _referenced(project, name, file.path):
+        return False
+    sites = callers_of(project, file, method)
+    return bool(sites) and all(
+        site.function is not None and site.function.node.name.value == "__init__" and site.function.parent is None
+        and site.function is cls.methods.get("__init__") and isinstance(site.receiver, cst.Name)
+        and site.receiver.value == "self" for _model, site in sites)
+
+
+def _unseen_base(project: Project, file: FileModel, cls: ClassInfo, name: str, depth: int = 0) -> bool:
+    """May a base class call the method ``name`` unseen: a base outside the project (``nn.Module.__call__`` runs
+    ``forward``), or a project base that names it (a template method calls the override)?"""
+    for base in cls.bases:
+        if not base or base in ("object", "builtins.object"):
+            continue
+        found = project.symbol(base, file)
+        if found is None or not isinstance(found[0], ClassInfo) or depth > MAX_DEPTH:
+            return True
+        base_cls, base_file = found[0], found[1]
+        if name.encode() in (project.file_bytes(base_file.path) or b"") \
+                or _unseen_base(project, base_file, base_cls, name, depth + 1):
+            return True
+    return False
+
+
+def _deferred_calls(fn: FunctionInfo) -> set[int]:
+    """ids of the calls written inside a lambda in ``fn`` (run later, by whoever is handed it)."""
+    found: set[int] = set()
+
+    class _V(cst.CSTVisitor):
+        def visit_Lambda(self, node) -> None:
+            for sub in _walk(node):
+                if isinstance(sub, cst.Call):
+                    found.add(id(sub))
+
+    fn.node.visit(_V())
+    return found
+
+
+def _deferred(project: Project, caller: FunctionInfo, site) -> bool:
+    """Is this call written in a nested def or a lambda of ``caller`` (run later, on whatever stream then)?"""
+    if caller.parent is not None:
+        return True
+    memo = project.derived("ambient_deferred")
+    if id(caller) not in memo:
+        memo[id(caller)] = _deferred_calls(caller)
+    return id(site.node) in memo[id(caller)]
+
+
+def _walk(node):
+    yield node
+    for child in node.children:
+        yield from _walk(child)
+
+
+__all__ = ["MAX_SITES", "mutated", "stable_field"]

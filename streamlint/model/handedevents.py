@@ -5,9 +5,14 @@ event by whoever constructs it: a dataclass / NamedTuple field with no default, 
 ``__init__`` parameter (:func:`~streamlint.model.attrstreams.attr_origin` says "handed"; "unseen" when a base
 class outside the project may define it). The constructor's caller then records it
 (``StepResult(done=stream.record_event())``, an event a helper returned after queuing its work), and the class
-not recording it is no evidence of anything. The wait stays ineffective only where the project shows every
-construction naming the field handing it a just-made ``Event()`` (and nothing records it through the object,
-which :func:`~streamlint.model.waits.event_recorded_elsewhere` asks)."""
+not recording it is no evidence of anything. Only constructions it can read count: arguments mapped to fields
+by keyword or by position (the ``__init__`` parameters, else the dataclass / NamedTuple fields in order); one it
+cannot map (``*args``, a positional past the known order) or does not see (``cls(...)``, ``_make``,
+``dataclasses.replace``, an alias) is no evidence of a hand-in. The field counts as handed in when some read
+construction gives it an event that may be recorded: anything but a just-made ``Event()`` or a local bound once
+to one and used nowhere else (not recorded, not given to anything else). With no construction seen in the
+project at all, the class is built outside it and the wait is its caller's business. Nothing recording the
+event through the object is asked by :func:`~streamlint.model.waits.event_recorded_elsewhere`."""
 
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.attrstreams import attr_origin
 from streamlint.model.file import ClassInfo, FileModel, dotted
+from streamlint.model.walk import children
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -23,7 +29,8 @@ if TYPE_CHECKING:
 
 def handed_at_construction(project: Project, file: FileModel, cls: ClassInfo | None, attr: str) -> bool:
     """Does ``self.<attr>`` of ``cls`` hold what the object's constructor was given (or what a base class
-    outside the project sets), with no construction in the project known to give it a fresh event?"""
+    outside the project sets), with some construction in the project giving it an event that may be recorded
+    (or none seen at all)?"""
     if cls is None:
         return False
     origin = attr_origin(project, file, cls, attr)
@@ -31,25 +38,113 @@ def handed_at_construction(project: Project, file: FileModel, cls: ClassInfo | N
         return True
     if origin != "handed":
         return False
-    values = list(_constructed_with(project, cls, attr))
-    return not values or not all(_fresh_event(v) for v in values)
+    constructions = _constructions(project, file, cls)
+    if not constructions:
+        return True  # (built only outside the project: its caller's to record)
+    return any(_may_be_recorded(fn, given.get(attr)) for fn, given in constructions if given is not None)
 
 
-def _constructed_with(project: Project, cls: ClassInfo, attr: str):
-    """The expressions the project's constructions of ``cls`` give the field ``attr`` by keyword; None for a
-    construction that may give it positionally or through ``**kwargs`` (its value unknown)."""
-    for model in project.files_containing((f"{cls.name}(".encode(),)):
-        for site in model.calls:
-            if site.target is None or site.target.rsplit(".", 1)[-1] != cls.name:
-                continue
-            found = project.symbol(site.target, model)
-            if found is None or found[0] is not cls:
-                continue
-            given = next((a.value for a in site.node.args if a.keyword is not None and a.keyword.value == attr), None)
-            if given is not None:
-                yield given
-            elif any(a.keyword is None for a in site.node.args):
-                yield None
+def _constructions(project: Project, file: FileModel, cls: ClassInfo) -> list:
+    """Every construction of ``cls`` the project shows (``Cls(...)`` through its name): (enclosing function or
+    None, {field: expression given}) -- the arguments mapped to the fields by keyword or by position (the
+    ``__init__`` parameters, else the dataclass / NamedTuple fields in order); None for a construction it cannot
+    read (``*args`` / ``**kwargs``, a positional argument past the known order, or no known order). A
+    construction it does not see at all (``cls(...)``, ``_make``, ``dataclasses.replace``, an alias) gives
+    nothing either way. Memoised per class."""
+    memo = project.path_index.derived.setdefault("handed_constructions", {})
+    if id(cls) not in memo:
+        memo[id(cls)] = []
+        order = _positional_order(project, file, cls)
+        out = []
+        for model in project.files_containing((f"{cls.name}(".encode(),)):
+            for fn, site in _sites(model):
+                if site.target is None or site.target.rsplit(".", 1)[-1] != cls.name:
+                    continue
+                found = project.symbol(site.target, model)
+                if found is None or found[0] is not cls:
+                    continue
+                out.append((fn, _mapped(site.node, order)))
+        memo[id(cls)] = out
+    return memo[id(cls)]
+
+
+def _sites(model: FileModel):
+    for fn in model.iter_functions():
+        for site in fn.calls:
+            yield fn, site
+    for site in model.module_calls:
+        yield None, site
+
+
+def _mapped(call: cst.Call, order: list[str] | None) -> dict | None:
+    given: dict = {}
+    for i, arg in enumerate(call.args):
+        if arg.star:
+            return None
+        if arg.keyword is not None:
+            given[arg.keyword.value] = arg.value
+        elif order is None or i >= len(order):
+            return None
+        else:
+            given[order[i]] = arg.value
+    return given
+
+
+def _positional_order(project: Project, file: FileModel, cls: ClassInfo) -> list[str] | None:
+    """The names positional arguments bind, in order: the class's own ``__init__`` parameters after ``self``,
+    else the bare and defaulted annotated fields of a dataclass / NamedTuple with no project base class (whose
+    fields would come first); None when unknown."""
+    init = cls.methods.get("__init__")
+    if init is not None:
+        return list(init.params[1:])
+    decorators = [file.code(d.decorator) for d in cls.node.decorators]
+    named_tuple = any(b.rsplit(".", 1)[-1] == "NamedTuple" for b in cls.bases)
+    if not named_tuple and not any("dataclass" in d and "kw_only" not in d for d in decorators):
+        return None
+    if any(b and project.symbol(b, file) is not None for b in cls.bases):
+        return None
+    out = []
+    for stmt in cls.node.body.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                    annotation = file.code(small.annotation.annotation)
+                    if "KW_ONLY" in annotation:
+                        return out  # (the fields after it are keyword-only)
+                    if "ClassVar" in annotation or \
+                            isinstance(small.value, cst.Call) and "init=False" in file.code(small.value):
+                        continue
+                    out.append(small.target.value)
+    return out
+
+
+def _may_be_recorded(fn, value: cst.BaseExpression | None) -> bool:
+    """Is the event a construction gives the field one that may have work recorded on it: anything but a
+    just-made ``Event()``, or a local bound once to one and used nowhere else in the function than in the
+    construction (never recorded, never handed to anything else)? A field not given at all is not."""
+    if value is None:
+        return False
+    if isinstance(value, cst.Name) and fn is not None and value.value not in fn.all_params:
+        bound = fn.name_assigns.get(value.value, ())
+        if len(bound) == 1 and _fresh_event(bound[0]) and _uses(fn.node, value.value) == 2:
+            return False
+        return True
+    return not _fresh_event(value)
+
+
+def _uses(node: cst.CSTNode, name: str) -> int:
+    count, stack = 0, [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Name) and n.value == name:
+            count += 1
+        elif isinstance(n, cst.Arg):
+            stack.append(n.value)  # (not its keyword)
+        elif isinstance(n, cst.Attribute):
+            stack.append(n.value)  # (not the attribute's name)
+        else:
+            stack.extend(children(n))
+    return count
 
 
 def _fresh_event(value: cst.BaseExpression | None) -> bool:

@@ -397,7 +397,7 @@ class Expressions:
                 items = tuple(self.ev(st, arg.value) for arg in e.args)
                 return TupVal(items) if sym is not None else RecordVal(items)
         kept = kept_names(kept_arguments(self.project, self.cfile, site)) if site is not None else []
-        if kept and enqueue_only(self, st, e, kept):
+        if kept and enqueue_only(self, st, e, kept, site):
             out = None  # a setter / enqueue keeping every argument: it hands the tensors over, reads none
         else:
             out = self.dispatch_seeing_work(st, e, method, target, site)

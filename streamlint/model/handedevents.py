@@ -41,14 +41,14 @@ def handed_at_construction(project: Project, file: FileModel, cls: ClassInfo | N
     constructions = _constructions(project, file, cls)
     if not constructions:
         return True  # (built only outside the project: its caller's to record)
-    return any(_may_be_recorded(fn, given.get(attr)) for fn, given in constructions if given is not None)
+    return any(_may_be_recorded(fn, given.get(attr)) for fn, given in constructions)
 
 
 def _constructions(project: Project, file: FileModel, cls: ClassInfo) -> list:
     """Every construction of ``cls`` the project shows (``Cls(...)`` through its name): (enclosing function or
     None, {field: expression given}) -- the arguments mapped to the fields by keyword or by position (the
-    ``__init__`` parameters, else the dataclass / NamedTuple fields in order); None for a construction it cannot
-    read (``*args`` / ``**kwargs``, a positional argument past the known order, or no known order). A
+    ``__init__`` parameters, else the dataclass / NamedTuple fields in order); a field a construction may give
+    unseen (``*args`` / ``**kwargs``, a positional past the known order, no known order) is absent from it. A
     construction it does not see at all (``cls(...)``, ``_make``, ``dataclasses.replace``, an alias) gives
     nothing either way. Memoised per class."""
     memo = project.path_index.derived.setdefault("handed_constructions", {})
@@ -76,16 +76,18 @@ def _sites(model: FileModel):
         yield None, site
 
 
-def _mapped(call: cst.Call, order: list[str] | None) -> dict | None:
+def _mapped(call: cst.Call, order: list[str] | None) -> dict:
+    """Field -> the expression a construction gives it: every explicit keyword (``**kwargs`` beside it cannot
+    give the same field again), and positional arguments by ``order`` up to the first ``*args``; a field it may
+    give unseen (past ``*args`` or an unknown order, through ``**kwargs``) is absent."""
     given: dict = {}
+    positional = order is not None
     for i, arg in enumerate(call.args):
         if arg.star:
-            return None
-        if arg.keyword is not None:
+            positional = False
+        elif arg.keyword is not None:
             given[arg.keyword.value] = arg.value
-        elif order is None or i >= len(order):
-            return None
-        else:
+        elif positional and i < len(order):
             given[order[i]] = arg.value
     return given
 

@@ -12,9 +12,11 @@ def _import_model() -> None:
     """The model modules this rule uses, imported at its first check (a run that analyses no file
     never loads them)."""
     global wait_self_expr, argument_kind, EVENT, STREAM, attr_kind, event_recorded_elsewhere, \
-        event_recorded_in_class, first_in_stream_scope, later_op_on_stream, loads_after, result_discarded, _SWAPPED
+        event_recorded_in_class, first_in_stream_scope, later_op_on_stream, loads_after, result_discarded, _SWAPPED, \
+        handed_at_construction
     from streamlint.model.dataflow import wait_self_expr
     from streamlint.model.argkinds import argument_kind
+    from streamlint.model.handedevents import handed_at_construction
     from streamlint.model.streams import EVENT, STREAM, attr_kind
     from streamlint.model.waits import (
         event_recorded_elsewhere,
@@ -34,7 +36,9 @@ class IneffectiveWait(Rule):
       (`x.view(...)`) or `x` is not used after the call, or where `x` and `d` are the same tensor;
     - `torchair.ops.wait([...])` with no later op on that stream in the function;
     - `torchair.ops.record()` as the first statement of a stream scope (it marks no op);
-    - waiting on a `self.*` event (`event.wait()`, `stream.wait_event(event)`) that is never recorded;
+    - waiting on a `self.*` event (`event.wait()`, `stream.wait_event(event)`) that is never recorded (an event
+      the object is handed at construction is its constructor caller's to record, unless the project
+      constructs it only with a fresh `Event()`);
     - `stream.wait_event(other_stream)` / `stream.wait_stream(event)`: the other kind of object than the
       method takes (it raises when it runs; fixable by calling the other method, an unsafe fix).
 
@@ -164,7 +168,8 @@ class IneffectiveWait(Rule):
         from streamlint.model.flow.effects import class_records_through_helpers  # (lazily: it parses)
 
         if not event_recorded_in_class(ctx.file, fn, attr) and not event_recorded_elsewhere(ctx.project, attr) \
-                and not (cls is not None and class_records_through_helpers(ctx.project, ctx.file, cls, attr)):
+                and not (cls is not None and class_records_through_helpers(ctx.project, ctx.file, cls, attr)) \
+                and not handed_at_construction(ctx.project, ctx.file, cls, attr):
             ctx.report(call, first_line(f"`self.{attr}` is waited on but never recorded in this class: the wait "
                                         "orders nothing", "the event is waited on but never recorded"),
                        hint=f"record `self.{attr}` after the producer, or remove the wait: it completes immediately")

@@ -70,6 +70,8 @@ Layer 2 — the project
     ``devicenames`` which device module does a function's code spell (``torch.xpu`` / ``torch.cuda`` /
                     ``torch.npu``, ``torch.accelerator`` for device-generic code): the words of fix hints and
                     the path tag (``[xpu]``) of its findings
+    ``handedevents`` is an event a class waits on (``self.done``) handed to it at construction (a record
+                    class's field, an ``__init__`` parameter) and so its constructor caller's to record?
     ``freeing``     which parameters (or, for a closure, captured names) does a function's body free with
                     ``resize_(0)``, itself or through a helper it hands them to (a free seen at the call)?
 

@@ -21,7 +21,7 @@ from streamlint.model.flow.heldaliases import held_method, held_receiver, reads_
 from streamlint.model.flow.heldresults import held_result
 from streamlint.model.flow.values import CVal, EVal, KVal, MAX_INLINE_DEPTH, NONE, State, SVal, TVal, TupVal
 from streamlint.model.flow.places import global_accessor
-from streamlint.model.flow.viewresults import returned_tuples, shared_result_groups
+from streamlint.model.flow.viewresults import field_view_getter, returned_tuples, shared_result_groups
 from streamlint.model.streams import (
     EVENT,
     MAIN,
@@ -560,8 +560,8 @@ class Calls:
                          and (func.value.value == "self" or self.annotated_method(func) is not None)
                          or held_object(func.value))):
                 return None
-        if not _relevant(self.project, mod, fn):
-            return None
+        if not _relevant(self.project, mod, fn) and not field_view_getter(fn):  # (a getter of field views: its
+            return None  # result is the field, not a fresh allocation)
         return fn, mod
 
     def annotated_method(self, func: cst.BaseExpression) -> tuple[FunctionInfo, FileModel] | None:

@@ -182,7 +182,7 @@ class Counters:
                 and int_literal(other.right) is not None:
             offset = int_literal(other.right) * (1 if isinstance(other.operator, cst.Add) else -1)
             other = other.left
-        if any(isinstance(st.env.get(n), NVal) for n in _names(other)):
+        if any(isinstance(st.env.get(n), NVal) for n in names_in(other)):
             return None  # `i < 2 * i - n`: no atom of its own
         atom = self.cfile.code(other)
         # v op atom + offset  <=>  atom flip(op) v - offset
@@ -208,7 +208,8 @@ def counter_part(e: cst.Subscript, index: NVal) -> str | None:
     return None if dim is None else str(index.n) if dim == 0 else f"dim{dim}:{index.n}"
 
 
-def _names(node: cst.CSTNode) -> list[str]:
+def names_in(node: cst.CSTNode) -> list[str]:
+    """Every name ``node`` mentions (attribute names and keywords included), in walk order."""
     out, stack = [], [node]
     while stack:
         n = stack.pop()
@@ -218,4 +219,4 @@ def _names(node: cst.CSTNode) -> list[str]:
     return out
 
 
-__all__ = ["COUNTER_ROUNDS", "Counters", "NVal", "counter_part"]
+__all__ = ["COUNTER_ROUNDS", "Counters", "NVal", "counter_part", "names_in"]

@@ -18,6 +18,7 @@ from streamlint.model.flow.places import cached_stream_getter, host_arguments, m
 from streamlint.model.flow.recursion import recursive_call
 from streamlint.model.flow.rootranks import on_root_rank, root_expression
 from streamlint.model.flow.calls import kept_arguments, metadata_only, plain_container, stored_params
+from streamlint.model.flow.enqueues import enqueue_only, kept_names
 from streamlint.model.flow.heldaliases import held_after_call
 from streamlint.model.flow.objeffects import method_effects, object_method
 from streamlint.model.flow.values import CVal, IVal, KVal, NONE, RecordVal, SVal, State, TVal, TupVal, known_truth
@@ -395,10 +396,8 @@ class Expressions:
                 # a dataclass / NamedTuple / plain holder: it keeps the tensors handed in, touches no memory
                 items = tuple(self.ev(st, arg.value) for arg in e.args)
                 return TupVal(items) if sym is not None else RecordVal(items)
-        kept = [expr for expr in kept_arguments(self.project, self.cfile, site)
-                if isinstance(expr, cst.Name)] if site is not None else []
-        if kept and all(isinstance(a.value, (cst.Name, cst.Attribute)) for a in e.args) and all(
-                any(a.value is k for k in kept) or not self.tensors(st, self.ev(st, a.value)) for a in e.args):
+        kept = kept_names(kept_arguments(self.project, self.cfile, site)) if site is not None else []
+        if kept and enqueue_only(self, st, e, kept, site):
             out = None  # a setter / enqueue keeping every argument: it hands the tensors over, reads none
         else:
             out = self.dispatch_seeing_work(st, e, method, target, site)

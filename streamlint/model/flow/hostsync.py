@@ -10,7 +10,8 @@ the side stream still runs (SL201 at the signal, the scope as the related locati
 
 Not reported: work the host synchronised (``st.host``) or the current stream already waits for (a later
 blocking transfer on it covers it too), an event recorded after the work and handed along with the signal
-(the receiver synchronises it: ``Expressions.handoff``), a stream some other function of the project
+(the receiver synchronises it: ``Expressions.handoff``; also an event of unknown origin, taken from a pool with
+the buffer, recorded here and sent back with it), a stream some other function of the project
 waits for or synchronises (the receiver joins it itself: ``leaves.stream_joined_elsewhere``) — a stream only
 *forked* elsewhere (``S.wait_stream(cur)``: S made to wait, nothing ordered after it) counts only while no
 receiver of the signal is known to ignore it: when every function that waits on the signal's channel
@@ -64,10 +65,13 @@ class HostSyncs:
         if any(isinstance(st.env.get(n.value), EVal) for arg in e.args for n in data_names(arg.value)):
             return  # an event handed along with the message: the receiver synchronises it
         know = st.know(MAIN)
+        named = {n.value for arg in e.args for n in data_names(arg.value)}
         for run in st.runs:
             if not run.top or run.stream == MAIN or run.last is None or run.stream in st.stack \
                     or know.get(run.stream, -1) >= run.last:
                 continue
+            if any(st.events.get(k, {}).get(run.stream, -1) >= run.last for k in named):
+                continue  # an event of unknown origin (taken from a pool) recorded after the work, sent along
             if any(snap.get(run.stream, -1) >= run.last for key, snap in st.events.items()
                    if key in self.handed_events):
                 continue  # an event recorded after the work, stored for its waiter

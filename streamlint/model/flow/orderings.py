@@ -291,6 +291,8 @@ class Orderings:
             if not early:
                 continue
             time, key = max(early)
+            if self.spares_waiters(st, key, stream, time, last):
+                continue  # the waiters seen here use only what the record already covers (guardedwork.py)
             if not self.joined_elsewhere(stream):
                 found.append((key, stream, time, last))
             elif (aside := self.joined_aside(stream, key)) is not None and self.aside_work_read(stream, key, time):

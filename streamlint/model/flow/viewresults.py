@@ -1,6 +1,8 @@
 """Which elements of a helper's tuple result are views of one storage (``q, k, v = qkv.split(...);
 return q, k, v``): a helper that is not inlined still hands back aliases of one block, and rebinding one of
-them while another is held frees nothing."""
+them while another is held frees nothing. And which helpers hand back only views of the object's own fields
+(``return [self.ring[slot][k, :n].view(p.shape) for k in range(3)]``): run inline, so that their result is
+that long-lived storage, not a fresh allocation whose death at the caller's return frees memory."""
 
 from __future__ import annotations
 
@@ -38,6 +40,27 @@ def _root(e: cst.BaseExpression, roots: dict[str, object]) -> object:
     if isinstance(e, cst.Call):
         return ("call", id(e))  # a fresh result of this call
     return None
+
+
+def field_view_getter(fn: FunctionInfo) -> bool:
+    """Does every return of the method ``fn`` hand back a ``self.*`` field or views of one (also a list / tuple
+    of them, or a list comprehension of them), at least one return being seen?"""
+    if fn.class_name is None or fn.params[:1] != ("self",):
+        return False
+    values = [r.value for r in fn.returns]
+    return bool(values) and all(v is not None and _field_view(v) for v in values)
+
+
+def _field_view(e: cst.BaseExpression) -> bool:
+    if isinstance(e, (cst.ListComp, cst.GeneratorExp)):
+        return _field_view(e.elt)
+    if isinstance(e, (cst.Tuple, cst.List)):
+        return bool(e.elements) and all(not isinstance(el, cst.StarredElement) and _field_view(el.value)
+                                        for el in e.elements)
+    base = _view_base(e, False)
+    while base is not None:
+        e, base = base, _view_base(base, False)
+    return isinstance(e, cst.Attribute) and (dotted(e) or "").startswith("self.")
 
 
 def shared_result_groups(fn: FunctionInfo) -> tuple[int | None, ...] | None:

@@ -1,0 +1,160 @@
+"""Is an event a class waits on handed to it at construction (issue 16, [constructor-field-event])?
+
+A wait on ``self.<attr>`` that nothing in the class records orders nothing -- unless the object is given the
+event by whoever constructs it: a dataclass / NamedTuple field with no default, or ``self.done = done`` from an
+``__init__`` parameter (:func:`~streamlint.model.attrstreams.attr_origin` says "handed"; "unseen" when a base
+class outside the project may define it). The constructor's caller then records it
+(``StepResult(done=stream.record_event())``, an event a helper returned after queuing its work), and the class
+not recording it is no evidence of anything. Only constructions it can read count: arguments mapped to fields
+by keyword or by position (the ``__init__`` parameters, else the dataclass / NamedTuple fields in order); one it
+cannot map (``*args``, a positional past the known order) or does not see (``cls(...)``, ``_make``,
+``dataclasses.replace``, an alias) is no evidence of a hand-in. The field counts as handed in when some read
+construction gives it an event that may be recorded: anything but a just-made ``Event()`` or a local bound once
+to one and used nowhere else (not recorded, not given to anything else). With no construction seen in the
+project at all, the class is built outside it and the wait is its caller's business. Nothing recording the
+event through the object is asked by :func:`~streamlint.model.waits.event_recorded_elsewhere`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from streamlint._lazy import cst
+from streamlint.model.attrstreams import attr_origin
+from streamlint.model.file import ClassInfo, FileModel, dotted
+from streamlint.model.walk import children
+
+if TYPE_CHECKING:
+    from streamlint.model.project import Project
+
+
+def handed_at_construction(project: Project, file: FileModel, cls: ClassInfo | None, attr: str) -> bool:
+    """Does ``self.<attr>`` of ``cls`` hold what the object's constructor was given (or what a base class
+    outside the project sets), with some construction in the project giving it an event that may be recorded
+    (or none seen at all)?"""
+    if cls is None:
+        return False
+    origin = attr_origin(project, file, cls, attr)
+    if origin == "unseen":
+        return True
+    if origin != "handed":
+        return False
+    constructions = _constructions(project, file, cls)
+    if not constructions:
+        return True  # (built only outside the project: its caller's to record)
+    return any(_may_be_recorded(fn, given.get(attr)) for fn, given in constructions)
+
+
+def _constructions(project: Project, file: FileModel, cls: ClassInfo) -> list:
+    """Every construction of ``cls`` the project shows (``Cls(...)`` through its name): (enclosing function or
+    None, {field: expression given}) -- the arguments mapped to the fields by keyword or by position (the
+    ``__init__`` parameters, else the dataclass / NamedTuple fields in order); a field a construction may give
+    unseen (``*args`` / ``**kwargs``, a positional past the known order, no known order) is absent from it. A
+    construction it does not see at all (``cls(...)``, ``_make``, ``dataclasses.replace``, an alias) gives
+    nothing either way. Memoised per class."""
+    memo = project.path_index.derived.setdefault("handed_constructions", {})
+    if id(cls) not in memo:
+        memo[id(cls)] = []
+        order = _positional_order(project, file, cls)
+        out = []
+        for model in project.files_containing((f"{cls.name}(".encode(),)):
+            for fn, site in _sites(model):
+                if site.target is None or site.target.rsplit(".", 1)[-1] != cls.name:
+                    continue
+                found = project.symbol(site.target, model)
+                if found is None or found[0] is not cls:
+                    continue
+                out.append((fn, _mapped(site.node, order)))
+        memo[id(cls)] = out
+    return memo[id(cls)]
+
+
+def _sites(model: FileModel):
+    for fn in model.iter_functions():
+        for site in fn.calls:
+            yield fn, site
+    for site in model.module_calls:
+        yield None, site
+
+
+def _mapped(call: cst.Call, order: list[str] | None) -> dict:
+    """Field -> the expression a construction gives it: every explicit keyword (``**kwargs`` beside it cannot
+    give the same field again), and positional arguments by ``order`` up to the first ``*args``; a field it may
+    give unseen (past ``*args`` or an unknown order, through ``**kwargs``) is absent."""
+    given: dict = {}
+    positional = order is not None
+    for i, arg in enumerate(call.args):
+        if arg.star:
+            positional = False
+        elif arg.keyword is not None:
+            given[arg.keyword.value] = arg.value
+        elif positional and i < len(order):
+            given[order[i]] = arg.value
+    return given
+
+
+def _positional_order(project: Project, file: FileModel, cls: ClassInfo) -> list[str] | None:
+    """The names positional arguments bind, in order: the class's own ``__init__`` parameters after ``self``,
+    else the bare and defaulted annotated fields of a dataclass / NamedTuple with no project base class (whose
+    fields would come first); None when unknown."""
+    init = cls.methods.get("__init__")
+    if init is not None:
+        return list(init.params[1:])
+    decorators = [file.code(d.decorator) for d in cls.node.decorators]
+    named_tuple = any(b.rsplit(".", 1)[-1] == "NamedTuple" for b in cls.bases)
+    if not named_tuple and not any("dataclass" in d and "kw_only" not in d for d in decorators):
+        return None
+    if any(b and project.symbol(b, file) is not None for b in cls.bases):
+        return None
+    out = []
+    for stmt in cls.node.body.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                    annotation = file.code(small.annotation.annotation)
+                    if "KW_ONLY" in annotation:
+                        return out  # (the fields after it are keyword-only)
+                    if "ClassVar" in annotation or \
+                            isinstance(small.value, cst.Call) and "init=False" in file.code(small.value):
+                        continue
+                    out.append(small.target.value)
+    return out
+
+
+def _may_be_recorded(fn, value: cst.BaseExpression | None) -> bool:
+    """Is the event a construction gives the field one that may have work recorded on it: anything but a
+    just-made ``Event()``, or a local bound once to one and used nowhere else in the function than in the
+    construction (never recorded, never handed to anything else)? A field not given at all is not."""
+    if value is None:
+        return False
+    if isinstance(value, cst.Name) and fn is not None and value.value not in fn.all_params:
+        bound = fn.name_assigns.get(value.value, ())
+        if len(bound) == 1 and _fresh_event(bound[0]) and _uses(fn.node, value.value) == 2:
+            return False
+        return True
+    return not _fresh_event(value)
+
+
+def _uses(node: cst.CSTNode, name: str) -> int:
+    count, stack = 0, [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Name) and n.value == name:
+            count += 1
+        elif isinstance(n, cst.Arg):
+            stack.append(n.value)  # (not its keyword)
+        elif isinstance(n, cst.Attribute):
+            stack.append(n.value)  # (not the attribute's name)
+        else:
+            stack.extend(children(n))
+    return count
+
+
+def _fresh_event(value: cst.BaseExpression | None) -> bool:
+    """``torch.cuda.Event()`` / ``Event(enable_timing=False)``: an event no work has been recorded on."""
+    if not isinstance(value, cst.Call):
+        return False
+    name = dotted(value.func)
+    return name is not None and name.rsplit(".", 1)[-1] == "Event"
+
+
+__all__ = ["handed_at_construction"]

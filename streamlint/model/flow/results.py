@@ -136,17 +136,20 @@ EMPTY_FLOW = FunctionFlow(frozenset(), (), (), (), ())
 
 
 def _flavour(race: Race) -> tuple:
-    """What makes two races' findings differ beyond their place: the assumptions behind their confidence."""
-    return (race.kind == "read", race.src, race.dst, race.cause[0], race.argument, race.escape, race.body,
-            race.replay, race.handshake, race.caller_stream, race.protocol, bool(race.held), race.task, race.step,
-            race.inlined is None)
+    """What makes two races need different waits: the pair of streams and what the waiting one knew of the
+    other (one ``dst.wait_stream(src)`` before the first use orders every later access of that pair, a read
+    or a write, whichever assumption stands behind each: a step writer, an argument, a hand-back). A graph
+    task group's update and a context manager's yield are orderings of their own."""
+    return (race.src, race.dst, race.cause[0], race.task, race.body)
 
 
 def one_per_cause(groups: dict, flows: dict) -> list[tuple[list, list]]:
     """One finding per missing wait: the races of one function on the same pair of streams, with nothing
     learnt by the accessing stream about the other in between (``Race.cause``), whose earlier accesses
     all precede the first one's use, are fixed by one wait before that first use: they are its finding
-    (the later uses as related locations), not findings of their own. ``groups``: the races of one access
+    (the later uses as related locations), not findings of their own, whatever their kinds (a read and a
+    write-after-write of one join) and the assumptions behind each (the rule gives the finding the
+    confidence of its surest race). ``groups``: the races of one access
     node each; ``flows``: node id -> (function, flow). Returns (races, later races) per finding, in the order
     of the interpreter's clock (the first use first)."""
     firsts: dict[tuple, tuple[list, list]] = {}

@@ -95,19 +95,24 @@ class MissingWaitAtJoin(Rule):
             names = list(dict.fromkeys(r.name for r in races))
             also = list({(id(o.node), o.name): o for o in also  # (a read and a write of one access: one use)
                          if not (o.node is race.node and o.name in names)}.values())
-            message = _message(race, names, main)
             use_line = ctx.file.span(race.node).start_line
             producer_line = max((ctx.file.span(r.producer).end_line for r in (race, *also)
                                  if r.producer is not None), default=None)
             confidence, hint = _judge(ctx, race, fn, flow, main, use_line, producer_line)
-            for other in also:  # (one missing wait: the finding is as sure as its surest race, and says why)
+            head = race  # (one missing wait: the finding names its surest race, is as sure, and says why)
+            for other in also:
                 judged = _judge(ctx, other, fn, flow, main, use_line, producer_line)
                 if _RANK[judged[0]] > _RANK[confidence]:
-                    confidence, hint = judged
-            related = _related(ctx, race) + [
+                    (confidence, hint), head = judged, other
+            if head is not race:  # (reported at that race's use; the first use, where the wait goes, is related)
+                rest = [*races, *(o for o in also if o is not head)]
+                names = list(dict.fromkeys([head.name] + [o.name for o in rest if o.node is head.node]))
+                also = [o for o in rest if o.node is not head.node]
+            message = _message(head, names, main)
+            related = _related(ctx, head) + [
                 Location(ctx.file.path, ctx.file.span(r.node), f"`{r.name}` also used here, before any wait")
                 for r in also]
-            ctx.report(race.node, message, confidence=confidence, related=related, hint=hint)
+            ctx.report(head.node, message, confidence=confidence, related=related, hint=hint)
         for fn, flow in file_flows(ctx.project, ctx.file, explicit_ge_joins=explicit):
             raced = {race.src for race in flow.races}  # the race found at the consumer is that root cause's finding
             for early in flow.early_records:

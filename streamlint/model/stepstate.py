@@ -28,7 +28,7 @@ import re
 from typing import TYPE_CHECKING, Callable
 
 from streamlint._lazy import cst
-from streamlint.model.syntax import normalized_code
+from streamlint.model.syntax import contains, dominates, normalized_code
 from streamlint.model.apis import COLLECTIVE_PARAMS, COLLECTIVES, Role, lookup
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
 from streamlint.model.placement import settled_host_value
@@ -391,12 +391,68 @@ def write_place(project: Project, node: cst.CSTNode) -> tuple[FileModel, ClassIn
     return (held[1], held[2]) if held is not None and held[0] is node else None
 
 
-def own_steps(file: FileModel, fn: FunctionInfo) -> frozenset[str]:
-    """The methods ``fn`` runs itself (``self._fill_inputs(obs)``): their writes are ``fn``'s own, made where it
-    calls them (on the stream current there, seen by the flow), not a step its caller ran before the call."""
-    return frozenset(site.node.func.attr.value for site in fn.calls
-                     if isinstance(site.node.func, cst.Attribute) and isinstance(site.node.func.value, cst.Name)
-                     and site.node.func.value.value == "self")
+def own_steps(file: FileModel, cls: ClassInfo, fn: FunctionInfo, key: str) -> frozenset[str]:
+    """The methods ``fn`` runs itself before any use of ``key`` (``self._fill_inputs(obs)`` then the launch that
+    reads the input): their writes are ``fn``'s own, made where it calls them (on the stream current there, seen
+    by the flow), not a step its caller ran before the call. All of it required, for a call ``self.m(...)``
+    that is a statement of its own: it is on every path to each mention of ``key`` (or of a field it is part
+    of) in ``fn`` (:func:`~streamlint.model.syntax.dominates`: an earlier straight-line statement of the
+    same block, or of a block around it); each other ``self`` method ``fn`` may call before it names no such
+    field and calls no ``self`` method; and no method of the class but ``fn`` and the construction calls ``m``
+    (else the caller's step may run it too)."""
+    parts = key.split("[", 1)[0].split(".")
+    fields = {".".join(parts[:i]) for i in range(2, len(parts) + 1)}  # `self.a.b`: `self.a`, `self.a.b`
+    mentions, calls = [], []
+    stack: list[cst.CSTNode] = [fn.node.body]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Attribute) and normalized_code(file.code(n)) in fields:
+            mentions.append(n)
+        elif isinstance(n, cst.SimpleStatementLine):
+            name = _self_call_statement(n)
+            if name is not None:
+                calls.append((name, n))
+        stack.extend(children(n))
+    out: set[str] = set()
+    for name, stmt in calls:
+        if name in out or any(contains(stmt, m) for m in mentions) \
+                or not all(dominates(fn.node, stmt, m) for m in mentions):
+            continue
+        before = [site.node for site in fn.calls if _self_method(site.node) not in (None, name)
+                  and not dominates(fn.node, stmt, site.node)]
+        if all(_quiet_helper(file, cls, _self_method(c), fields) for c in before):
+            out.add(name)
+    if not out:
+        return frozenset()
+    for m in set(cls.methods) - _construction(cls) - {fn.node.name.value}:
+        for site in cls.methods[m].calls:
+            out.discard(_self_method(site.node) or "")
+    return frozenset(out)
+
+
+def _self_method(call: cst.Call) -> str | None:
+    f = call.func
+    if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == "self":
+        return f.attr.value
+    return None
+
+
+def _self_call_statement(stmt: cst.SimpleStatementLine) -> str | None:
+    """``self.m(...)`` (or ``x = self.m(...)``) as a whole statement line: ``m``."""
+    if len(stmt.body) != 1:
+        return None
+    small = stmt.body[0]
+    value = small.value if isinstance(small, (cst.Expr, cst.Assign)) else None
+    return _self_method(value) if isinstance(value, cst.Call) else None
+
+
+def _quiet_helper(file: FileModel, cls: ClassInfo, name: str, fields: set[str]) -> bool:
+    """A method of the class (not a base's) whose body names none of ``fields`` and calls no ``self`` method."""
+    m = cls.methods.get(name)
+    if m is None:
+        return False
+    code = normalized_code(file.code(m.node))
+    return not any(re.search(rf"{re.escape(f)}\b", code) for f in fields) and all(_self_method(site.node) is None for site in m.calls)
 
 
 def step_writer(project: Project, file: FileModel, fn: FunctionInfo, key: str, mode: str,
@@ -417,7 +473,7 @@ def step_writer(project: Project, file: FileModel, fn: FunctionInfo, key: str, m
     mkey = (id(cls), own, key)
     held = memo.get(mkey)
     if held is None or held[0] is not cls:  # (the class is kept with its answer: an id is never reused under it)
-        mine = own_steps(file, fn) | {own}
+        mine = own_steps(file, cls, fn, key) | {own}
         memo[mkey] = held = (cls, _other_writer(step_writers(project, file, cls), key, mine, quiet))
     return held[1]
 

@@ -13,6 +13,7 @@ import re
 
 from streamlint._lazy import cst
 from streamlint.model.file import dotted
+from streamlint.model.flow.heldaliases import other_bindings
 from streamlint.model.flow.values import EVal, RecordVal, State, SVal, TVal, merge_clock, ordered_before
 from streamlint.model.argkinds import argument_kind
 from streamlint.model.streams import EVENT, MAIN, STREAM, derived
@@ -272,8 +273,8 @@ class SyncMethods:
 
 
 def _launch_parts(e: cst.Call, fn=None) -> tuple[list[cst.BaseExpression], list[cst.BaseExpression]]:
-    """The raw stream handles (``s.npu_stream``, or a local of ``fn`` only ever bound to one: ``stream_int =
-    s.cuda_stream``) and the tensors of raw pointers (``x.data_ptr()``) among the arguments of a call (not
+    """The raw stream handles (``s.npu_stream``, or a local of ``fn`` bound once, by a plain assignment, to one:
+    ``stream_int = s.cuda_stream``) and the tensors of raw pointers (``x.data_ptr()``) among the arguments of a call (not
     inside a lambda or a nested def)."""
     handles: list[cst.BaseExpression] = []
     pointers: list[cst.BaseExpression] = []
@@ -285,7 +286,8 @@ def _launch_parts(e: cst.Call, fn=None) -> tuple[list[cst.BaseExpression], list[
             continue
         if isinstance(n, cst.Name) and fn is not None and n.value not in fn.all_params:
             bound = fn.name_assigns.get(n.value, ())
-            if len(bound) == 1 and isinstance(bound[0], cst.Attribute) and bound[0].attr.value in NATIVE_STREAM_HANDLES:
+            if len(bound) == 1 and isinstance(bound[0], cst.Attribute) and bound[0].attr.value in NATIVE_STREAM_HANDLES \
+                    and n.value not in other_bindings(fn):  # (no loop / with / walrus / augmented / except target)
                 handles.append(bound[0].value)
             continue
         if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "data_ptr" \

@@ -29,6 +29,9 @@ def _import_model() -> None:
     from streamlint.model.waits import partial_joins
 
 
+_RANK = {None: 3, Confidence.HIGH: 3, Confidence.MEDIUM: 2, Confidence.LOW: 1}
+
+
 class MissingWaitAtJoin(Rule):
     """## What it does
     Flags a tensor produced on one stream and used on another without the execution path's ordering
@@ -103,92 +106,26 @@ class MissingWaitAtJoin(Rule):
             fn, flow = flows[id(race.node)]
             main = entry_stream_name(ctx.project, ctx.file, fn)
             names = list(dict.fromkeys(r.name for r in races))
-            message, confidence = _message(race, names, main), None
+            also = list({(id(o.node), o.name): o for o in also  # (a read and a write of one access: one use)
+                         if not (o.node is race.node and o.name in names)}.values())
             use_line = ctx.file.span(race.node).start_line
             producer_line = max((ctx.file.span(r.producer).end_line for r in (race, *also)
                                  if r.producer is not None), default=None)
-            hint = _hint(race, main, producer_line, use_line, device_module(ctx.project, ctx.file, fn, race.mode))
-            if race.task:
-                confidence = Confidence.MEDIUM
-                hint = (f"make {stream_label(race.dst, main)} wait, before the group begins, on the event the updater "
-                        "records after `graph_task_update_end` (`event = torch.npu.ExternalEvent()`, "
-                        "`event.wait(stream)`, `event.reset(stream)`, kept with the handle): without it the replay "
-                        "may run the task on stale or half-updated parameters; this assumes the kept handle is "
-                        "updated before replays (the project calls `graph_task_update_begin`)")
-            elif race.body:
-                confidence = Confidence.MEDIUM
-                dev = device_module(ctx.project, ctx.file, fn, race.mode)
-                hint = (f"fork before the yield: `{stream_expr(race.dst, main, dev) or 'side'}.wait_stream("
-                        f"{stream_expr(race.src, main, dev) or 'current'})` before the stream scope (or wait "
-                        "on an event recorded on the current stream); this assumes the with-body reads tensors "
-                        "the caller produced on its current stream")
-            elif race.replay:
-                confidence = Confidence.MEDIUM
-                hint += "; this assumes the replayed graph reads it (one of its static inputs)"
-            elif race.argument:
-                confidence = Confidence.MEDIUM
-                hint += "; this assumes the caller produced it on its current stream shortly before the call"
-            elif race.held:
-                confidence = Confidence.LOW if race.held == "unseen" else Confidence.MEDIUM
-                hint += ("; it outlives the call and nothing else in the project joins that stream: this assumes "
-                         "the caller reads it on its current stream after the call")
-            elif race.escape:
-                confidence = Confidence.MEDIUM
-                hint += "; it is handed back to the caller here: this assumes the caller uses it on its current stream"
-            elif race.caller_stream is not None:
-                confidence = Confidence.MEDIUM
-                hint += (f"; `{race.caller_stream}` is a parameter: this assumes the caller passes a stream other "
-                         "than its current one")
-            elif race.protocol is not None:
-                confidence = Confidence.MEDIUM
-                hint += (f"; it is written in `{race.protocol}()` of the same class, which leaves it on "
-                         f"{stream_label(race.src, main)} for a later reader: this assumes `{race.protocol}()` "
-                         "ran before this method, as the class's protocol (an event recorded after the write, a "
-                         "join in its other readers) implies")
-            elif race.step is not None and race.step.startswith(HANDED):
-                confidence = Confidence.MEDIUM
-                hint += (f"; `{race.name}` is not long-lived: the object holds the tensor its constructor was handed, "
-                         f"and only step code builds it (`{race.step[len(HANDED):]}()`, on its current stream, this "
-                         "assumes): order this stream after the caller's producer")
-            elif race.step is not None:
-                confidence = Confidence.MEDIUM
-                hint += (f"; `{race.name}` is not long-lived: `{race.step}()` of the class rewrites it every step "
-                         "(on the caller's current stream, this assumes): order this stream after that write")
-            elif race.handshake:
-                confidence = Confidence.MEDIUM
-                hint += ("; the host waits for another thread in between (a threading handshake): this assumes "
-                         "that thread does not order the streams before it signals")
-            if race.entry is not None:
-                confidence = Confidence.MEDIUM
-                if race.entry[2] is not None:
-                    hint = f"wait on `{race.entry[2]}` (the event the callers record after writing it) before line {use_line}"
-                hint += ("; its producer is in the caller: this assumes the callers shown (every call site in the "
-                         "project hands it so)")
-            if race.inlined is not None:
-                confidence = Confidence.MEDIUM
-                hint += ("; the access is inside the called helper, on the stream this function made current: "
-                         "order that stream before the call")
-            if race.ambient is not None and not race.task and not race.body:
-                confidence = Confidence.LOW
-                hint += (f"; {stream_label(race.dst if race.src == MAIN else race.src, main)} may be the current stream "
-                         "itself: a call in the project runs this code on it, and its other calls are not all seen to "
-                         "run elsewhere")
-            optional = next((k for k in (race.dst, race.src)
-                             if uncorrelated_optional(ctx.project, ctx.file, fn, k)), None)
-            if optional is not None and confidence in (None, Confidence.HIGH):
-                confidence = Confidence.MEDIUM
-                hint += (f"; `{optional}` may be None (then its scope switches nothing) and its orderings here are "
-                         "guarded by a test not known to match: this assumes it exists on this path")
-            duck = duck_calls(ctx.project, ctx.file, fn) or guessed_calls(ctx.project, ctx.file, fn)
-            if duck is not None:
-                confidence = confidence if confidence is Confidence.LOW else Confidence.MEDIUM
-                hint += (f"; this assumes `{duck}()` is the project's only method of that name (its receiver has "
-                         "no annotation)")
-            hint += _also_clears(ctx, race, flow, use_line, main)
-            related = _related(ctx, race) + [
+            confidence, hint = _judge(ctx, race, fn, flow, main, use_line, producer_line)
+            head = race  # (one missing wait: the finding names its surest race, is as sure, and says why)
+            for other in also:
+                judged = _judge(ctx, other, fn, flow, main, use_line, producer_line)
+                if _RANK[judged[0]] > _RANK[confidence]:
+                    (confidence, hint), head = judged, other
+            if head is not race:  # (reported at that race's use; the first use, where the wait goes, is related)
+                rest = [*races, *(o for o in also if o is not head)]
+                names = list(dict.fromkeys([head.name] + [o.name for o in rest if o.node is head.node]))
+                also = [o for o in rest if o.node is not head.node]
+            message = _message(head, names, main)
+            related = _related(ctx, head) + [
                 Location(ctx.file.path, ctx.file.span(r.node), f"`{r.name}` also used here, before any wait")
                 for r in also]
-            ctx.report(race.node, message, confidence=confidence, related=related, hint=hint)
+            ctx.report(head.node, message, confidence=confidence, related=related, hint=hint)
         for fn, flow in file_flows(ctx.project, ctx.file, explicit_ge_joins=explicit):
             raced = {race.src for race in flow.races}  # the race found at the consumer is that root cause's finding
             for early in flow.early_records:
@@ -500,6 +437,92 @@ def _report_host_read(ctx: RuleContext, fn, read: HostRead) -> None:
             f"event recorded after the copy) before the host reads `{read.name}`")
     related = _copy_related(ctx, read, "non-blocking copy queued here")
     ctx.report(read.node, message, related=related, hint=hint)
+
+
+def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | None, use_line: int,
+           producer_line: int | None) -> tuple[Confidence | None, str]:
+    """How sure the finding of ``race`` is (None: the rule's own, high) and its hint: where the wait goes, and
+    what the finding assumes."""
+    confidence = None
+    hint = _hint(race, main, producer_line, use_line, device_module(ctx.project, ctx.file, fn, race.mode))
+    if race.task:
+        confidence = Confidence.MEDIUM
+        hint = (f"make {stream_label(race.dst, main)} wait, before the group begins, on the event the updater "
+                "records after `graph_task_update_end` (`event = torch.npu.ExternalEvent()`, "
+                "`event.wait(stream)`, `event.reset(stream)`, kept with the handle): without it the replay "
+                "may run the task on stale or half-updated parameters; this assumes the kept handle is "
+                "updated before replays (the project calls `graph_task_update_begin`)")
+    elif race.body:
+        confidence = Confidence.MEDIUM
+        dev = device_module(ctx.project, ctx.file, fn, race.mode)
+        hint = (f"fork before the yield: `{stream_expr(race.dst, main, dev) or 'side'}.wait_stream("
+                f"{stream_expr(race.src, main, dev) or 'current'})` before the stream scope (or wait "
+                "on an event recorded on the current stream); this assumes the with-body reads tensors "
+                "the caller produced on its current stream")
+    elif race.replay:
+        confidence = Confidence.MEDIUM
+        hint += "; this assumes the replayed graph reads it (one of its static inputs)"
+    elif race.argument:
+        confidence = Confidence.MEDIUM
+        hint += "; this assumes the caller produced it on its current stream shortly before the call"
+    elif race.held:
+        confidence = Confidence.LOW if race.held == "unseen" else Confidence.MEDIUM
+        hint += ("; it outlives the call and nothing else in the project joins that stream: this assumes "
+                 "the caller reads it on its current stream after the call")
+    elif race.escape:
+        confidence = Confidence.MEDIUM
+        hint += "; it is handed back to the caller here: this assumes the caller uses it on its current stream"
+    elif race.caller_stream is not None:
+        confidence = Confidence.MEDIUM
+        hint += (f"; `{race.caller_stream}` is a parameter: this assumes the caller passes a stream other "
+                 "than its current one")
+    elif race.protocol is not None:
+        confidence = Confidence.MEDIUM
+        hint += (f"; it is written in `{race.protocol}()` of the same class, which leaves it on "
+                 f"{stream_label(race.src, main)} for a later reader: this assumes `{race.protocol}()` "
+                 "ran before this method, as the class's protocol (an event recorded after the write, a "
+                 "join in its other readers) implies")
+    elif race.step is not None and race.step.startswith(HANDED):
+        confidence = Confidence.MEDIUM
+        hint += (f"; `{race.name}` is not long-lived: the object holds the tensor its constructor was handed, "
+                 f"and only step code builds it (`{race.step[len(HANDED):]}()`, on its current stream, this "
+                 "assumes): order this stream after the caller's producer")
+    elif race.step is not None:
+        confidence = Confidence.MEDIUM
+        hint += (f"; `{race.name}` is not long-lived: `{race.step}()` of the class rewrites it every step "
+                 "(on the caller's current stream, this assumes): order this stream after that write")
+    elif race.handshake:
+        confidence = Confidence.MEDIUM
+        hint += ("; the host waits for another thread in between (a threading handshake): this assumes "
+                 "that thread does not order the streams before it signals")
+    if race.entry is not None:
+        confidence = Confidence.MEDIUM
+        if race.entry[2] is not None:
+            hint = f"wait on `{race.entry[2]}` (the event the callers record after writing it) before line {use_line}"
+        hint += ("; its producer is in the caller: this assumes the callers shown (every call site in the "
+                 "project hands it so)")
+    if race.inlined is not None:
+        confidence = Confidence.MEDIUM
+        hint += ("; the access is inside the called helper, on the stream this function made current: "
+                 "order that stream before the call")
+    if race.ambient is not None and not race.task and not race.body:
+        confidence = Confidence.LOW
+        hint += (f"; {stream_label(race.dst if race.src == MAIN else race.src, main)} may be the current stream "
+                 "itself: a call in the project runs this code on it, and its other calls are not all seen to "
+                 "run elsewhere")
+    optional = next((k for k in (race.dst, race.src)
+                     if uncorrelated_optional(ctx.project, ctx.file, fn, k)), None)
+    if optional is not None and confidence in (None, Confidence.HIGH):
+        confidence = Confidence.MEDIUM
+        hint += (f"; `{optional}` may be None (then its scope switches nothing) and its orderings here are "
+                 "guarded by a test not known to match: this assumes it exists on this path")
+    duck = duck_calls(ctx.project, ctx.file, fn) or guessed_calls(ctx.project, ctx.file, fn)
+    if duck is not None:
+        confidence = confidence if confidence is Confidence.LOW else Confidence.MEDIUM
+        hint += (f"; this assumes `{duck}()` is the project's only method of that name (its receiver has "
+                 "no annotation)")
+    hint += _also_clears(ctx, race, flow, use_line, main)
+    return confidence, hint
 
 
 def _sync_call(ctx: RuleContext, read: HostRead, main: str | None, stream: str) -> str:

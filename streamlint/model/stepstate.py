@@ -25,10 +25,10 @@ per storage key (:func:`step_writer`) in the key format of :func:`~streamlint.mo
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from streamlint._lazy import cst
-from streamlint.model.syntax import normalized_code
+from streamlint.model.syntax import contains, dominates, normalized_code
 from streamlint.model.apis import COLLECTIVE_PARAMS, COLLECTIVES, Role, lookup
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
 from streamlint.model.placement import settled_host_value
@@ -141,8 +141,9 @@ def _writes(file: FileModel, body: cst.CSTNode) -> list[tuple[str, cst.CSTNode]]
                     add(t, n)  # `self.buf[i] = v`, `self.buf += v`
                 elif isinstance(t, cst.Attribute) and t.attr.value in ("data", "grad"):
                     add(t, n)  # `self.buf.data = v`: the field now holds other contents
-                elif isinstance(t, cst.Attribute) and _tensor_value(n.value) and id(n) not in lazy:
-                    add(t, n)  # `self.buf = x.clone()`: a fresh tensor each call
+                elif isinstance(t, cst.Attribute) and _tensor_value(n.value) and id(n) not in lazy \
+                        and not _bare_allocation(n.value):
+                    add(t, n)  # `self.buf = x.clone()`: a fresh tensor each call (not `torch.empty(...)`)
         elif isinstance(n, cst.Call):
             func = n.func
             name = func.attr.value if isinstance(func, cst.Attribute) else dotted(func) or ""
@@ -203,6 +204,19 @@ def _settled_before_sync(body: cst.CSTNode) -> set[int]:
         out.add(id(n))
         stack.extend(children(n))
     return out
+
+
+_BARE_ALLOCATORS = frozenset({"empty", "empty_like", "new_empty", "empty_strided"})
+
+
+def _bare_allocation(value: cst.BaseExpression | None) -> bool:
+    """``torch.empty(n, device=d)``, ``x.new_empty(n)``: an allocation no kernel writes (its contents are
+    whatever the block held): a rebinding to it is no write of the field's data."""
+    if not isinstance(value, cst.Call):
+        return False
+    func = value.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else (dotted(func) or "").rsplit(".", 1)[-1]
+    return name in _BARE_ALLOCATORS
 
 
 def _tensor_value(value: cst.BaseExpression | None) -> bool:
@@ -305,6 +319,7 @@ def step_writers(project: Project, file: FileModel, cls: ClassInfo) -> dict[str,
         return memo[id(cls)]
     memo[id(cls)] = {}
     out: dict[str, list[tuple[str, cst.CSTNode]]] = {}
+    files = derived(project, "step_write_files")  # id(write node) -> (node, its file, its class)
     todo: list[tuple[ClassInfo, FileModel, int]] = [(cls, file, 0)]
     seen: set[int] = set()
     while todo:
@@ -316,6 +331,7 @@ def step_writers(project: Project, file: FileModel, cls: ClassInfo) -> dict[str,
             where = [(m, node) for m, node in where if not _container_rebind(project, f, c, m, node)]
             if where:
                 out.setdefault(path, []).extend(where)
+                files.update((id(node), (node, f, c)) for _m, node in where)
         if depth < 3:
             for b in c.bases:
                 sym = project.symbol(b, f)
@@ -369,10 +385,84 @@ def _container_rebind(project: Project, file: FileModel, cls: ClassInfo, method:
     return bool(values) and all(v is not None and host_element(v) for v in values)
 
 
-def step_writer(project: Project, file: FileModel, fn: FunctionInfo, key: str, mode: str) -> str | None:
+def write_place(project: Project, node: cst.CSTNode) -> tuple[FileModel, ClassInfo] | None:
+    """The file and class of a write :func:`step_writers` found (a base class's may be in another file)."""
+    held = derived(project, "step_write_files").get(id(node))
+    return (held[1], held[2]) if held is not None and held[0] is node else None
+
+
+def own_steps(file: FileModel, cls: ClassInfo, fn: FunctionInfo, key: str) -> frozenset[str]:
+    """The methods ``fn`` runs itself before any use of ``key`` (``self._fill_inputs(obs)`` then the launch that
+    reads the input): their writes are ``fn``'s own, made where it calls them (on the stream current there, seen
+    by the flow), not a step its caller ran before the call. All of it required, for a call ``self.m(...)``
+    that is a statement of its own: it is on every path to each mention of ``key`` (or of a field it is part
+    of) in ``fn`` (:func:`~streamlint.model.syntax.dominates`: an earlier straight-line statement of the
+    same block, or of a block around it); each other ``self`` method ``fn`` may call before it names no such
+    field and calls no ``self`` method; and no method of the class but ``fn`` and the construction calls ``m``
+    (else the caller's step may run it too)."""
+    parts = key.split("[", 1)[0].split(".")
+    fields = {".".join(parts[:i]) for i in range(2, len(parts) + 1)}  # `self.a.b`: `self.a`, `self.a.b`
+    mentions, calls = [], []
+    stack: list[cst.CSTNode] = [fn.node.body]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Attribute) and normalized_code(file.code(n)) in fields:
+            mentions.append(n)
+        elif isinstance(n, cst.SimpleStatementLine):
+            name = _self_call_statement(n)
+            if name is not None:
+                calls.append((name, n))
+        stack.extend(children(n))
+    out: set[str] = set()
+    for name, stmt in calls:
+        if name in out or any(contains(stmt, m) for m in mentions) \
+                or not all(dominates(fn.node, stmt, m) for m in mentions):
+            continue
+        before = [site.node for site in fn.calls if _self_method(site.node) not in (None, name)
+                  and not dominates(fn.node, stmt, site.node)]
+        if all(_quiet_helper(file, cls, _self_method(c), fields) for c in before):
+            out.add(name)
+    if not out:
+        return frozenset()
+    for m in set(cls.methods) - _construction(cls) - {fn.node.name.value}:
+        for site in cls.methods[m].calls:
+            out.discard(_self_method(site.node) or "")
+    return frozenset(out)
+
+
+def _self_method(call: cst.Call) -> str | None:
+    f = call.func
+    if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == "self":
+        return f.attr.value
+    return None
+
+
+def _self_call_statement(stmt: cst.SimpleStatementLine) -> str | None:
+    """``self.m(...)`` (or ``x = self.m(...)``) as a whole statement line: ``m``."""
+    if len(stmt.body) != 1:
+        return None
+    small = stmt.body[0]
+    value = small.value if isinstance(small, (cst.Expr, cst.Assign)) else None
+    return _self_method(value) if isinstance(value, cst.Call) else None
+
+
+def _quiet_helper(file: FileModel, cls: ClassInfo, name: str, fields: set[str]) -> bool:
+    """A method of the class (not a base's) whose body names none of ``fields`` and calls no ``self`` method."""
+    m = cls.methods.get(name)
+    if m is None:
+        return False
+    code = normalized_code(file.code(m.node))
+    return not any(re.search(rf"{re.escape(f)}\b", code) for f in fields) and all(_self_method(site.node) is None for site in m.calls)
+
+
+def step_writer(project: Project, file: FileModel, fn: FunctionInfo, key: str, mode: str,
+                quiet: Callable[[cst.CSTNode], bool] | None = None) -> str | None:
     """The method that rewrites the long-lived storage ``key`` (``self.flat``, ``self.buckets[].data``) every
-    step, when ``fn``'s class has one other than ``fn`` itself, in eager / CUDA code (the path ``mode``); None
-    when nothing says it changes."""
+    step, when ``fn``'s class has one other than ``fn`` itself and the methods ``fn`` calls itself
+    (:func:`own_steps`), in eager / CUDA code (the path ``mode``); None when nothing says it changes.
+    ``quiet(write)``: a write that leaves nothing on the caller's stream (``flow/quietwrites.py``: a rebinding to
+    an object whose construction queues no device work, a write its method waits for; the answer is memoised
+    with it, so always pass the same one)."""
     if mode not in ("eager", "cuda") or not key.startswith("self.") or fn.class_name is None:
         return None
     cls = file.classes.get(fn.class_name)
@@ -383,15 +473,19 @@ def step_writer(project: Project, file: FileModel, fn: FunctionInfo, key: str, m
     mkey = (id(cls), own, key)
     held = memo.get(mkey)
     if held is None or held[0] is not cls:  # (the class is kept with its answer: an id is never reused under it)
-        memo[mkey] = held = (cls, _other_writer(step_writers(project, file, cls), key, own))
+        mine = own_steps(file, cls, fn, key) | {own}
+        memo[mkey] = held = (cls, _other_writer(step_writers(project, file, cls), key, mine, quiet))
     return held[1]
 
 
-def _other_writer(writers: dict[str, list[tuple[str, cst.CSTNode]]], key: str, own: str) -> str | None:
-    """The first method other than ``own`` among ``writers`` of ``key``, a part of it or a whole it is part of."""
+def _other_writer(writers: dict[str, list[tuple[str, cst.CSTNode]]], key: str, mine: frozenset[str],
+                  quiet: Callable[[cst.CSTNode], bool] | None = None) -> str | None:
+    """The first method not in ``mine`` among ``writers`` of ``key``, a part of it or a whole it is part of (a
+    rebinding of a whole: ``self.engine = Engine(n)`` for ``self.engine.slot``), for a write ``quiet`` does not
+    clear."""
     for path, where in writers.items():
         if path == key or path.startswith((key + ".", key + "[")) or key.startswith((path + ".", path + "[")):
-            method = next((m for m, _node in where if m != own), None)
+            method = next((m for m, node in where if m not in mine and not (quiet is not None and quiet(node))), None)
             if method is not None:
                 return method
     return None
@@ -466,4 +560,4 @@ def _fork_steps(file: FileModel, cls: ClassInfo) -> dict[str, set[str]]:
     return False
 
 
-__all__ = ["forks_for_callers", "forked_elsewhere", "step_writer", "step_writers"]
+__all__ = ["forks_for_callers", "forked_elsewhere", "own_steps", "step_writer", "step_writers", "write_place"]

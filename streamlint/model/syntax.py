@@ -209,7 +209,7 @@ def lexical_index(root: cst.CSTNode) -> dict[int, tuple[int, int]]:
     return index
 
 
-__all__ = ["contains", "is_none", "lexical_index", "local_nodes"]
+__all__ = ["contains", "dominates", "is_none", "lexical_index", "local_nodes"]
 
 
 def forever(loop: cst.CSTNode) -> bool:
@@ -280,3 +280,52 @@ def stub_body(node: cst.FunctionDef, abstract: bool = False) -> bool:
 def normalized_code(code: str) -> str:
     """Source text compared as text: without spaces, with one kind of quote (``x["a"]`` == ``x['a']``)."""
     return code.replace('"', "'").replace(" ", "")
+
+
+# statements and expressions that may run a part of themselves on some paths only
+_BRANCHING = ("If", "For", "While", "Try", "TryStar", "Match", "IfExp", "BooleanOperation", "Lambda", "FunctionDef",
+              "ClassDef", "ListComp", "SetComp", "DictComp", "GeneratorExp", "Else", "ExceptHandler", "Finally")
+
+
+def dominates(root: cst.CSTNode, first: cst.CSTNode, later: cst.CSTNode) -> bool:
+    """Is every path from ``root``'s entry to ``later`` through ``first`` (syntactically: ``first`` is reached
+    unconditionally from the block that holds both, in a statement before ``later``'s, or in the same
+    statement)? False when either is not found."""
+    pa, pb = _ancestry(root, first), _ancestry(root, later)
+    if pa is None or pb is None:
+        return False
+    k = 0
+    while k < min(len(pa), len(pb)) and pa[k] is pb[k]:
+        k += 1
+    if k == 0:
+        return False
+    common = pa[k - 1]
+    if k < len(pa) and type(common).__name__ in _BRANCHING \
+            and not (pa[k] is getattr(common, "test", None) or pa[k] is getattr(common, "iter", None)):
+        return False  # (`first` in a branch or a loop body of the statement that holds both)
+    if any(type(n).__name__ in _BRANCHING for n in pa[k:]):
+        return False  # (`first` runs on some paths only from the common part)
+    body = getattr(common, "body", None)
+    if k < len(pa) and k < len(pb) and isinstance(body, (list, tuple)):
+        at = next((i for i, n in enumerate(body) if n is pa[k]), None)
+        bt = next((i for i, n in enumerate(body) if n is pb[k]), None)
+        if at is not None and bt is not None:
+            return at <= bt
+    return True  # (the same statement: the flow's clock already put `first` first)
+
+
+def _ancestry(root: cst.CSTNode, node: cst.CSTNode) -> list[cst.CSTNode] | None:
+    """The nodes from ``root`` down to ``node`` (both included), or None when ``node`` is not below ``root``."""
+    parent: dict[int, cst.CSTNode] = {}
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n is node:
+            path = [n]
+            while path[-1] is not root:
+                path.append(parent[id(path[-1])])
+            return path[::-1]
+        for c in children(n):
+            parent[id(c)] = n
+            stack.append(c)
+    return None

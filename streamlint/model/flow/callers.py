@@ -145,7 +145,7 @@ class _StepScan:
         """``"write"`` (a call of a writer in it, on some path), ``"sync"`` (it ends synchronised on every path:
         a device-wide synchronize as a statement of its own, directly or through a project helper), or None."""
         if isinstance(stmt, cst.SimpleStatementLine):
-            if any(self.writes(n) for n in _calls_in(stmt)):
+            if any(self.writes(n) for n in calls_in(stmt)):
                 return "write"
             if any(isinstance(s, cst.Expr) and isinstance(s.value, cst.Call) and self.syncs(s.value)
                    for s in stmt.body):
@@ -163,7 +163,7 @@ class _StepScan:
             return "sync" if all(r == "sync" for r in results) else None
         blocks = _blocks(stmt)
         if not blocks:
-            return "write" if any(self.writes(n) for n in _calls_in(stmt)) else None
+            return "write" if any(self.writes(n) for n in calls_in(stmt)) else None
         r = self.scan(blocks[0], len(blocks[0]))  # a loop run once at least, a `with` / `try` body
         if r is None and any(self.scan(b, len(b)) == "write" for b in blocks[1:]):
             return "write"
@@ -194,7 +194,7 @@ class _StepScan:
         return target is not None and syncs_device(self.project, target[1], target[0])
 
 
-def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
+def calls_in(node: cst.CSTNode) -> list[cst.Call]:
     out, stack = [], [node]
     while stack:
         n = stack.pop()

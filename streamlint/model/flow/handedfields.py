@@ -24,10 +24,12 @@ The answer (the first construction site's caller, for the message) is memoised p
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.flow.callers import callers_of
+from streamlint.model.flow.quietwrites import quiet_write
 from streamlint.model.placement import host_value
 from streamlint.model.stepstate import _CONSTRUCTION, forked_elsewhere, step_writer
 from streamlint.model.streams import derived
@@ -48,7 +50,8 @@ HANDED = "handed:"  # prefix of a step source naming the constructing function, 
 def step_source(project: Project, file: FileModel, fn: FunctionInfo, key: str, mode: str) -> str | None:
     """What says the long-lived storage ``key`` of ``fn``'s class is step data: the method rewriting it every
     step (:func:`~streamlint.model.stepstate.step_writer`), else ``HANDED + caller`` (:func:`handed_step_field`)."""
-    return step_writer(project, file, fn, key, mode) or handed_step_field(project, file, fn, key, mode)
+    return step_writer(project, file, fn, key, mode, quiet=partial(quiet_write, project)) \
+        or handed_step_field(project, file, fn, key, mode)
 
 
 def handed_step_field(project: Project, file: FileModel, fn: FunctionInfo, key: str, mode: str) -> str | None:

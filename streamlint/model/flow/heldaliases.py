@@ -40,7 +40,7 @@ def aliased_field(fn: FunctionInfo, recv: cst.BaseExpression) -> str | None:
     if not isinstance(recv, cst.Name) or recv.value in fn.all_params or recv.value == "self":
         return None
     values = fn.name_assigns.get(recv.value, [])
-    if len(values) != 1 or recv.value in _other_bindings(fn):
+    if len(values) != 1 or recv.value in other_bindings(fn):
         return None
     value = values[0]
     if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and value.value.value == "self":
@@ -56,7 +56,7 @@ def _target_names(t: cst.BaseExpression | None) -> set[str]:
     return _target_names(t.value) if isinstance(t, cst.StarredElement) else set()
 
 
-def _other_bindings(fn: FunctionInfo) -> set[str]:
+def other_bindings(fn: FunctionInfo) -> set[str]:
     """The names ``fn`` binds other than by ``name = value`` (``FunctionInfo.name_assigns``): loop, ``with``,
     walrus, unpacking, augmented, ``except`` / import / ``del`` / match targets, nested definitions, globals."""
     return {name for name, _node in _bindings(fn)}

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from streamlint._lazy import cst
+from streamlint.model.syntax import dominates
 
 
 @dataclass(frozen=True)
@@ -136,30 +137,37 @@ EMPTY_FLOW = FunctionFlow(frozenset(), (), (), (), ())
 
 
 def _flavour(race: Race) -> tuple:
-    """What makes two races' findings differ beyond their place: the assumptions behind their confidence."""
-    return (race.kind == "read", race.src, race.dst, race.cause[0], race.argument, race.escape, race.body,
-            race.replay, race.handshake, race.caller_stream, race.protocol, bool(race.held), race.task, race.step,
-            race.inlined is None)
+    """What makes two races need different waits: the pair of streams and what the waiting one knew of the
+    other (one ``dst.wait_stream(src)`` before the first use orders every later access of that pair, a read
+    or a write, whichever assumption stands behind each: a step writer, an argument, a hand-back). A graph
+    task group's update and a context manager's yield are orderings of their own."""
+    return (race.src, race.dst, race.cause[0], race.task, race.body)
 
 
 def one_per_cause(groups: dict, flows: dict) -> list[tuple[list, list]]:
     """One finding per missing wait: the races of one function on the same pair of streams, with nothing
     learnt by the accessing stream about the other in between (``Race.cause``), whose earlier accesses
-    all precede the first one's use, are fixed by one wait before that first use: they are its finding
-    (the later uses as related locations), not findings of their own. ``groups``: the races of one access
+    all precede the first one's use, are fixed by one wait before that first use when that use is on every
+    path to theirs (:func:`~streamlint.model.syntax.dominates`: a use in one branch does not fold the other branch's): they are its
+    finding (the later uses as related locations), not findings of their own, whatever their kinds (a read and
+    a write-after-write of one join) and the assumptions behind each (the rule gives the finding the
+    confidence of its surest race). ``groups``: the races of one access
     node each; ``flows``: node id -> (function, flow). Returns (races, later races) per finding, in the order
     of the interpreter's clock (the first use first)."""
-    firsts: dict[tuple, tuple[list, list]] = {}
+    firsts: dict[tuple, list[tuple[list, list]]] = {}
     order = sorted(groups.values(), key=lambda rs: rs[0].cause[2])
     out: list[tuple[list, list]] = []
     for races in order:
         race = races[0]
+        fn = flows[id(race.node)][0]
         key = (id(flows[id(race.node)][1]), _flavour(race))
-        first = firsts.get(key)
-        if first is not None and race.cause[2] and max(r.cause[1] for r in races) <= first[0][0].cause[2]:
+        first = next((f for f in firsts.get(key, ()) if race.cause[2]
+                      and max(r.cause[1] for r in races) <= f[0][0].cause[2]
+                      and dominates(fn.node, f[0][0].node, race.node)), None)
+        if first is not None:
             first[1].extend(races)
             continue
         entry = (races, [])
-        firsts[key] = entry
+        firsts.setdefault(key, []).append(entry)
         out.append(entry)
     return out

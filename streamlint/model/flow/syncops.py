@@ -9,8 +9,11 @@ A mixin of the interpreter (see interp.Interp), split from exprs.py."""
 
 from __future__ import annotations
 
+import re
+
 from streamlint._lazy import cst
 from streamlint.model.file import dotted
+from streamlint.model.flow.heldaliases import other_bindings
 from streamlint.model.flow.values import EVal, RecordVal, State, SVal, TVal, merge_clock, ordered_before
 from streamlint.model.argkinds import argument_kind
 from streamlint.model.streams import EVENT, MAIN, STREAM, derived
@@ -21,6 +24,8 @@ from streamlint.model.walk import children
 # A stream's raw runtime handle (``torch.npu.Stream.npu_stream``, ``torch.cuda.Stream.cuda_stream``), handed to
 # native libraries (ctypes / pybind collectives and kernels) to queue their work on that stream.
 NATIVE_STREAM_HANDLES = frozenset({"npu_stream", "cuda_stream"})
+# a runtime's host synchronisation with one stream, handed the stream's raw handle
+_NATIVE_STREAM_SYNC = re.compile(r"(?:^|\.)(?:cuda|hip|cu|musa)StreamSynchronize$|(?:^|\.)aclrtSynchronizeStream$")
 
 
 def collection_waited(fn, arg: cst.BaseExpression) -> bool | None:
@@ -239,8 +244,17 @@ class SyncMethods:
         memo = derived(self.project, "native_launch_parts")  # (syntactic; a call is evaluated many times)
         held = memo.get(id(e))
         if held is None or held[0] is not e:  # (the node is kept with its answer: an id is never reused under it)
-            held = memo[id(e)] = (e, *_launch_parts(e))
+            held = memo[id(e)] = (e, *_launch_parts(e, self.cfn))
         _node, handles, pointers = held
+        if len(handles) == 1 and not pointers and _NATIVE_STREAM_SYNC.search(dotted(e.func) or ""):
+            # `cudart.cudaStreamSynchronize(c_void_p(s.cuda_stream))`: the host waits for the stream, as
+            # `s.synchronize()` does (also `hipStreamSynchronize`, `aclrtSynchronizeStream`)
+            handle = self.ev(st, handles[0])
+            if self.kind_of(st, handle) not in (STREAM, None):
+                return False
+            key = self.stream_key(st, handle, handles[0])
+            self.host_sees(st, e, "synchronize", {**st.vc.get(key, {}), key: self.clock}, False)
+            return True
         if len(handles) != 1 or not pointers:
             return False
         handle = self.ev(st, handles[0])
@@ -258,9 +272,10 @@ class SyncMethods:
         return True
 
 
-def _launch_parts(e: cst.Call) -> tuple[list[cst.BaseExpression], list[cst.BaseExpression]]:
-    """The raw stream handles (``s.npu_stream``) and the tensors of raw pointers (``x.data_ptr()``) among the
-    arguments of a call (not inside a lambda or a nested def)."""
+def _launch_parts(e: cst.Call, fn=None) -> tuple[list[cst.BaseExpression], list[cst.BaseExpression]]:
+    """The raw stream handles (``s.npu_stream``, or a local of ``fn`` bound once, by a plain assignment, to one:
+    ``stream_int = s.cuda_stream``) and the tensors of raw pointers (``x.data_ptr()``) among the arguments of a call (not
+    inside a lambda or a nested def)."""
     handles: list[cst.BaseExpression] = []
     pointers: list[cst.BaseExpression] = []
     stack: list[cst.CSTNode] = [a.value for a in e.args]
@@ -268,6 +283,12 @@ def _launch_parts(e: cst.Call) -> tuple[list[cst.BaseExpression], list[cst.BaseE
         n = stack.pop()
         if isinstance(n, cst.Attribute) and n.attr.value in NATIVE_STREAM_HANDLES:
             handles.append(n.value)
+            continue
+        if isinstance(n, cst.Name) and fn is not None and n.value not in fn.all_params:
+            bound = fn.name_assigns.get(n.value, ())
+            if len(bound) == 1 and isinstance(bound[0], cst.Attribute) and bound[0].attr.value in NATIVE_STREAM_HANDLES \
+                    and n.value not in other_bindings(fn):  # (no loop / with / walrus / augmented / except target)
+                handles.append(bound[0].value)
             continue
         if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "data_ptr" \
                 and not n.args:

@@ -1,0 +1,320 @@
+"""Step writes that leave nothing on the caller's stream (stepstate.own_steps, flow/quietwrites.py), a runtime's
+stream synchronisation through the raw handle (flow/syncops.py), and one finding per missing wait whatever the
+kinds and assumptions of its races (flow/results.py one_per_cause)."""
+
+from harness import FIXTURES, engine_for, lint_text
+
+from streamlint.finding import Confidence
+from streamlint.model.flow.handedfields import step_source
+
+FRONTEND = FIXTURES / "rules" / "sl201_graph_stream_frontend.py"
+
+
+def test_step_sources_of_the_graph_frontend() -> None:
+    project = engine_for(FRONTEND.parent, [str(FRONTEND)]).project
+    model = project.file(str(FRONTEND))
+    methods = model.classes["GraphFrontend"].methods
+
+    def source(method: str, key: str) -> str | None:
+        return step_source(project, model, methods[method], key, "cuda")
+
+    assert source("infer", "self.engine.obs_slot") is None  # set_prompt() builds a DenoiseEngine: no device work
+    assert source("infer", "self._obs") == "_fill_obs"  # infer_staged() runs it too, on the current stream
+    assert source("infer_prompt", "self._prompt") is None  # _fill_prompt() is its own call, before each use
+    assert source("lookup", "self._table") == "refresh_table"
+    assert source("decode", "self.state.hidden") == "reset_state"  # DecodeState() fills a tensor: a write
+    assert source("replay_view", "self.view.data") == "set_view"  # SlotView(x * 2.0) hands it a tensor
+    assert source("replay_pairs", "self._pair_in") is None  # run_pairs_eager() ends with a blocking .cpu()
+    assert source("replay_scores", "self._scores") == "refresh_scores"  # its .item() comes before the write
+    assert source("infer_pairs", "self._obs_b2") is None  # enable_pairs() only allocates it (torch.empty)
+
+
+def test_native_stream_synchronize_joins_the_stream() -> None:
+    code = '''
+    import ctypes
+
+    import torch
+
+    _rt = ctypes.CDLL("libcudart.so")
+
+
+    class Runner:
+        def __init__(self) -> None:
+            self.side = torch.cuda.Stream()
+            self.buf = torch.zeros(8, device="cuda")
+
+        def run_synced(self) -> torch.Tensor:
+            with torch.cuda.stream(self.side):
+                out = self.buf * 2
+            handle = self.side.cuda_stream
+            _rt.cudaStreamSynchronize(ctypes.c_void_p(handle))
+            return out
+
+        def run_unsynced(self) -> torch.Tensor:
+            with torch.cuda.stream(self.side):
+                out = self.buf * 2
+            _rt.cudaMemGetInfo(ctypes.c_void_p(self.side.cuda_stream))
+            return out
+    '''
+    lines = sorted(f.span.start_line for f in lint_text(code) if f.code == "SL201")
+    assert lines == [24]  # only the return of run_unsynced: not a synchronisation by its name
+
+
+def test_one_finding_per_missing_wait_takes_its_surest_race() -> None:
+    code = '''
+    import torch
+
+    SIDE = torch.cuda.Stream()
+
+
+    def stage(x: torch.Tensor) -> torch.Tensor:
+        y = x * 2
+        with torch.cuda.stream(SIDE):
+            a = x + 1
+            y.zero_()
+        torch.cuda.current_stream().wait_stream(SIDE)
+        return a + y
+    '''
+    found = [f for f in lint_text(code) if f.code == "SL201"]
+    assert [f.span.start_line for f in found] == [10]  # the finding names the local's write (its surest race)
+    assert found[0].confidence is Confidence.HIGH  # the local's write-after-write assumes nothing
+    assert [r.span.start_line for r in found[0].related] == [7, 9]  # its producer, the argument's earlier read
+
+
+# Reviewer's reproducers (review of ftriage): each must keep its finding(s).
+
+
+def test_keeps_own_after() -> None:
+    """The refresh is infer's own call only AFTER the side-stream read: the previous step's write races."""
+    code = '''
+    import torch
+
+
+    class ExpertPrefetcher:
+        """Copies the next layer's expert weights on a side stream; the routing table is refreshed each step."""
+
+        def __init__(self, n_experts: int, dim: int):
+            self.copy_stream = torch.cuda.Stream()
+            self.route = torch.zeros(n_experts, dtype=torch.long, device="cuda")
+            self.weights = torch.zeros(n_experts, dim, device="cuda")
+            self.staged = torch.zeros(n_experts, dim, device="cuda")
+            self.logits = torch.zeros(n_experts, n_experts, device="cuda")
+
+        def _refresh_route(self) -> None:
+            self.route.copy_(self.logits.argmax(dim=-1))
+
+        def prefetch(self) -> torch.Tensor:
+            # the side stream reads self.route, which the previous call's _refresh_route wrote on the current stream
+            with torch.cuda.stream(self.copy_stream):
+                self.staged.copy_(self.weights.index_select(0, self.route), non_blocking=True)
+            # the refresh for the next step, on the current stream, AFTER the side-stream read
+            self._refresh_route()
+            torch.cuda.current_stream().wait_stream(self.copy_stream)
+            return self.staged
+    '''
+    lines = sorted(f.span.start_line for f in lint_text(code) if f.code == "SL201")
+    assert lines == [20]
+
+
+def test_keeps_own_cond() -> None:
+    """The own call is on one branch only; step() runs it too."""
+    code = '''
+    import torch
+
+
+    class DecodeLoop:
+        def __init__(self, slots: int, dim: int):
+            self.side = torch.cuda.Stream()
+            self.tokens = torch.zeros(slots, dtype=torch.long, device="cuda")
+            self.next_tokens = torch.zeros(slots, dtype=torch.long, device="cuda")
+            self.table = torch.zeros(1000, dim, device="cuda")
+            self.hidden = torch.zeros(slots, dim, device="cuda")
+            self.warm = False
+
+        def _fill_tokens(self) -> None:
+            self.tokens.copy_(self.next_tokens)
+
+        def step(self) -> None:
+            self._fill_tokens()  # every step: tokens written on the current stream
+
+        def embed(self) -> torch.Tensor:
+            if not self.warm:  # only the first call refills on its own
+                self._fill_tokens()
+                self.warm = True
+            with torch.cuda.stream(self.side):
+                self.hidden.copy_(self.table.index_select(0, self.tokens))
+            torch.cuda.current_stream().wait_stream(self.side)
+            return self.hidden
+    '''
+    lines = sorted(f.span.start_line for f in lint_text(code) if f.code == "SL201")
+    assert lines == [24]
+
+
+def test_keeps_cpu_loop() -> None:
+    """The blocking read is in a loop that may run no round."""
+    code = '''
+    import torch
+
+
+    class Sampler:
+        def __init__(self, vocab: int, slots: int):
+            self.side = torch.cuda.Stream()
+            self.probs = torch.zeros(slots, vocab, device="cuda")
+
+        def update(self, logits: torch.Tensor, finished: list) -> list:
+            self.probs.copy_(torch.softmax(logits, dim=-1))
+            done = []
+            for i in finished:  # may be empty: then nothing blocks
+                done.append(self.probs[i].argmax().cpu())
+            return done
+
+        def draft(self) -> torch.Tensor:
+            with torch.cuda.stream(self.side):
+                out = self.probs.topk(4, dim=-1).indices
+            torch.cuda.current_stream().wait_stream(self.side)
+            return out
+    '''
+    lines = sorted(f.span.start_line for f in lint_text(code) if f.code == "SL201")
+    assert lines == [18]
+
+
+def test_keeps_cpu_return() -> None:
+    """A return leaves before the blocking read."""
+    code = '''
+    import torch
+
+
+    class Sampler:
+        def __init__(self, vocab: int, slots: int):
+            self.side = torch.cuda.Stream()
+            self.probs = torch.zeros(slots, vocab, device="cuda")
+            self.trace = False
+
+        def update(self, logits: torch.Tensor) -> None:
+            self.probs.copy_(torch.softmax(logits, dim=-1))
+            if not self.trace:
+                return
+            print(self.probs.max().item())
+
+        def draft(self) -> torch.Tensor:
+            with torch.cuda.stream(self.side):
+                out = self.probs.topk(4, dim=-1).indices
+            torch.cuda.current_stream().wait_stream(self.side)
+            return out
+    '''
+    lines = sorted(f.span.start_line for f in lint_text(code) if f.code == "SL201")
+    assert lines == [18]
+
+
+def test_keeps_cpu_hosttensor() -> None:
+    """The blocking read is of a host tensor: it waits for nothing."""
+    code = '''
+    import torch
+
+
+    class Sampler:
+        def __init__(self, vocab: int, slots: int):
+            self.side = torch.cuda.Stream()
+            self.probs = torch.zeros(slots, vocab, device="cuda")
+
+        def update(self, logits: torch.Tensor, lengths: list) -> list:
+            self.probs.copy_(torch.softmax(logits, dim=-1))
+            host_lens = torch.tensor(lengths)  # a CPU tensor: .tolist() does not wait for the device
+            return host_lens.tolist()
+
+        def draft(self) -> torch.Tensor:
+            with torch.cuda.stream(self.side):
+                out = self.probs.topk(4, dim=-1).indices
+            torch.cuda.current_stream().wait_stream(self.side)
+            return out
+    '''
+    lines = sorted(f.span.start_line for f in lint_text(code) if f.code == "SL201")
+    assert lines == [16]
+
+
+def test_keeps_quiet_ctor() -> None:
+    """The constructor casts a device tensor it is handed inside a host object."""
+    code = '''
+    import torch
+
+
+    class RopeCache:
+        def __init__(self, spec):
+            # spec is a host config object holding a device tensor: the cast queues a kernel on the current stream
+            self.table = spec.base_table.to(spec.dtype)
+            self.length = spec.length
+
+
+    class Server:
+        def __init__(self, spec):
+            self.side = torch.cuda.Stream()
+            self.spec = spec
+            self.rope = RopeCache(spec)
+            self.positions = torch.arange(8, device="cuda")
+
+        def resize(self, length: int) -> None:
+            self.spec.length = length
+            self.rope = RopeCache(self.spec)
+
+        def prefetch(self) -> torch.Tensor:
+            with torch.cuda.stream(self.side):
+                out = self.rope.table.index_select(0, self.positions)
+            torch.cuda.current_stream().wait_stream(self.side)
+            return out
+    '''
+    lines = sorted(f.span.start_line for f in lint_text(code) if f.code == "SL201")
+    assert lines == [24]
+
+
+def test_keeps_raw_for() -> None:
+    """The handle local is rebound by a loop over other streams."""
+    code = '''
+    import ctypes
+
+    import torch
+
+    cudart = ctypes.CDLL("libcudart.so")
+
+
+    class GraphRunner:
+        def __init__(self, dim: int, n: int):
+            self.pool = [torch.cuda.Stream() for _ in range(n)]
+            self.graph_stream = torch.cuda.Stream()
+            self.out = torch.zeros(dim, device="cuda")
+
+        def run(self, x: torch.Tensor) -> torch.Tensor:
+            handle = self.graph_stream.cuda_stream
+            with torch.cuda.stream(self.graph_stream):
+                self.out.copy_(x * 2.0)
+            for handle in [s.cuda_stream for s in self.pool]:  # rebinds the local: pool streams only
+                cudart.cudaStreamSynchronize(ctypes.c_void_p(handle))
+            return self.out + 1.0
+    '''
+    lines = sorted(f.span.start_line for f in lint_text(code) if f.code == "SL201")
+    assert lines == [17, 20]
+
+
+def test_keeps_fold_branch() -> None:
+    """Uses in two branches need two waits."""
+    code = '''
+    import torch
+
+
+    class MoECombine:
+        def __init__(self):
+            self.comm = torch.cuda.Stream()
+
+        def combine(self, expert_out: torch.Tensor, weights: torch.Tensor, use_shared: bool) -> torch.Tensor:
+            shared = expert_out.mean(0)     # produced on the current stream here: certain
+            if use_shared:
+                with torch.cuda.stream(self.comm):
+                    weights.mul_(0.5)       # an argument (medium): needs a wait before it
+                torch.cuda.current_stream().wait_stream(self.comm)
+                return weights
+            with torch.cuda.stream(self.comm):
+                shared.mul_(0.5)            # other path: its own wait needed here, certain race
+            torch.cuda.current_stream().wait_stream(self.comm)
+            return shared
+    '''
+    lines = sorted(f.span.start_line for f in lint_text(code) if f.code == "SL201")
+    assert lines == [12, 16]

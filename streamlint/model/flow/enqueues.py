@@ -44,11 +44,11 @@ def enqueue_only(interp, st, e: cst.Call, kept: list[cst.Name], site) -> bool:
 
 def _only_kept(interp, site, display: cst.BaseExpression) -> bool:
     """Is the parameter the display binds one the project callee only keeps (puts, appends, stores)?"""
-    from streamlint.model.flow.heldaliases import aliased_method, reads_kept_on_host
+    from streamlint.model.flow.heldaliases import held_method, held_receiver, reads_kept_on_host
     from streamlint.model.uses import bind_arguments
 
     project, file = interp.project, interp.cfile
-    found = project.call_target(file, site) or aliased_method(project, file, site)
+    found = held_method(project, file, site) if held_receiver(file, site) else project.call_target(file, site)
     if found is None:
         return False
     fn, mod = found

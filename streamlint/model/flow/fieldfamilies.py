@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 
 _ENTRY = re.compile(r"^(self\.\w+)(?:\[.*\]|\.(?:get|pop|setdefault)\(.*\))$", re.S)
 _WAITS = ("wait_event", "wait", "synchronize", "query")
+_STREAMISH = re.compile(r"(?<![a-z])stream", re.I)  # `self.io_stream`, `current_stream()`; not `upstream_ready`
+_COPIES = ("to", "cuda", "npu")
+_DTYPE = re.compile(r"dtype|float|half|bfloat|\bu?int\d|bool|complex")  # `.to(torch.float16)`: a cast, a kernel
 
 
 class FieldFamilies:
@@ -81,6 +84,8 @@ def family_pending(interp, st, lw_ok) -> dict[str, tuple]:
         if lw is None:
             out[key] = None  # joined on this path
             continue
+        if blocking_copy(lw.node):
+            continue  # the host waited for the copy (a host source), or so we cannot tell: no pending write
         if key in out:
             old = out[key]
             if old is None or old[0].stream != lw.stream:
@@ -90,6 +95,50 @@ def family_pending(interp, st, lw_ok) -> dict[str, tuple]:
                 continue
         out[key] = (lw, *event_families(interp, st, lw))
     return out
+
+
+def blocking_copy(node) -> bool:
+    """The write statement copies with ``.to(device)`` / ``.cuda()`` and no ``non_blocking=True``: from host
+    memory the host waits for it; its source is not resolved here, so as the single-field protocol, no
+    pending write (precision first)."""
+    if node is None:
+        return False
+    found = False
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in _COPIES \
+                and not any(_DTYPE.search(cst.Module([]).code_for_node(a.value)) for a in n.args if a.keyword is None):
+            flag = next((a.value for a in n.args if a.keyword is not None and a.keyword.value == "non_blocking"),
+                        None)
+            if flag is not None and not (isinstance(flag, cst.Name) and flag.value == "False"):
+                return False  # non_blocking=True (or a flag we cannot read): asynchronous
+            found = True
+        stack.extend(n.children)
+    return found
+
+
+def _polls(fn: FunctionInfo, site) -> bool:
+    """``ev.query()`` outside a ``while`` test only polls (a metric, a fast path): it orders nothing; a spin
+    ``while not ev.query(): ...`` waits."""
+    if site.method != "query":
+        return False
+    stack = [fn.node.body]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.While):
+            inner = [n.test]
+            while inner:
+                m = inner.pop()
+                if m is site.node:
+                    return False
+                inner.extend(m.children)
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        stack.extend(n.children)
+    return True
 
 
 def event_families(interp, st, lw) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -115,7 +164,7 @@ def waits_on(file: FileModel, fn: FunctionInfo, families: tuple[str, ...]) -> bo
     """Does ``fn`` wait on an entry of one of ``families`` (by subscript, ``get`` / ``pop``, a local bound
     from one, a loop over its values)?"""
     for site in fn.calls:
-        if site.method not in _WAITS:
+        if site.method not in _WAITS or _polls(fn, site):
             continue
         node = site.node
         expr = node.args[0].value if site.method == "wait_event" and node.args else \
@@ -184,8 +233,9 @@ def unresolved_waits(file: FileModel, fn: FunctionInfo, families: set[str]) -> b
         text = normalized_code(file.code(expr))
         if text.startswith("self.") and text.count(".") == 1 and "[" not in text or family(text) in families:
             continue
-        if site.method in ("synchronize", "query") and "stream" in text.lower():
-            continue  # a stream join: the interpreter follows it
+        if site.method in ("synchronize", "query") and _STREAMISH.search(text):
+            continue  # a stream's synchronize / query (the interpreter follows it); `.wait()` / `wait_event(e)`
+            # always take an event, whatever its name (`upstream_ready.wait()`)
         if text.isidentifier():
             values = [normalized_code(file.code(v)) for v in fn.name_assigns.get(text, ())]
             loops = [normalized_code(file.code(loop.iter)) for loop in _loops_binding(fn, text)]
@@ -193,9 +243,34 @@ def unresolved_waits(file: FileModel, fn: FunctionInfo, families: set[str]) -> b
                 continue
             if loops and not values and all(any(f"{fam}." in it for fam in families) for it in loops):
                 continue
-            if any("stream" in v.lower() for v in values):
-                continue
-        if "current_stream" in text or "stream" in text.lower() and site.method != "wait_event":
+            if any(_STREAMISH.search(v) for v in values):
+                continue  # bound from a stream or an event recorded here: the interpreter follows it
+        if "current_stream" in text:
             continue
         return True
+    return False
+
+
+def callers_join(project, file: FileModel, fn: FunctionInfo, stream: str) -> bool:
+    """An entry of a family handed back by ``fn`` (``return self._w[k]``) while ``stream`` (``self.stream``)
+    may still write it: does a caller join that stream of the object it calls ``fn`` on
+    (``current_stream().wait_stream(self.store.stream)`` then ``self.store.get(k)``)? The caller owns the
+    join then (on some caller: silence rather than a guess)."""
+    from streamlint.model.flow.callers import callers_of
+
+    if not stream.startswith("self.") or stream.count(".") != 1:
+        return False
+    attr = stream[5:]
+    for model, site in callers_of(project, file, fn) or ():
+        caller, recv = getattr(site, "function", None), getattr(site, "receiver", None)
+        if caller is None or recv is None:
+            continue
+        wanted = normalized_code(f"{model.code(recv)}.{attr}")
+        for other in caller.calls:
+            node = other.node
+            arg = node.args[0].value if node.args else None
+            if other.method == "wait_stream" and arg is not None and normalized_code(model.code(arg)) == wanted \
+                    or other.method == "synchronize" and isinstance(node.func, cst.Attribute) \
+                    and normalized_code(model.code(node.func.value)) == wanted:
+                return True
     return False

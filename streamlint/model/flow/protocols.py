@@ -129,8 +129,7 @@ def _reached_outside(project: Project, file: FileModel, cls: ClassInfo, attr: st
             found = True
             break
     if not found:
-        module = cst.Module([])
-        body = module.code_for_node(cls.node)
+        body = file.code(cls.node)  # (rendered once per class: memoised per node by the file model)
         found = any(m.group(1) not in _STREAM_CALLS for m in own.finditer(body))
     memo[key] = found
     return found
@@ -216,7 +215,9 @@ def protocol_inputs(project: Project, file: FileModel, fn: FunctionInfo, mode: s
     out = [p for p in pending if _expected(project, file, cls, fn, p)]
     # a container field's entries (fieldfamilies.py): a wait on any entry of the event family that covers the
     # writes is the join (on some path: `if ev is not None: ev.wait()`; keys are not compared across methods)
-    out = [p for p in out if not p.family or not waits_on(file, fn, p.events)]
+    # a wait on an event family the producer records only *before* the write (``early``) would cover it had the
+    # record come after: the producer's early-record finding is the root cause, reported once, there
+    out = [p for p in out if not p.family or not waits_on(file, fn, (*p.events, *p.early))]
     families = {e for p in out if p.family for e in (*p.events, *p.early)}
     if families and unresolved_waits(file, fn, families):  # a wait on an event it cannot place: silence
         out = [p for p in out if not p.family]

@@ -17,6 +17,7 @@ from streamlint.model.flow.callers import steps_synced
 from streamlint.model.flow.bodyinputs import bodies_read_caller_device, callers_cannot_fork
 from streamlint.model.flow.entryctx import entry_of
 from streamlint.model.flow.escapes import events_in, handed_value, self_field
+from streamlint.model.flow.fieldfamilies import callers_join
 from streamlint.model.flow.hostfields import HostFields
 from streamlint.model.flow.hostargs import host_by_callers, worker_thread_only
 from streamlint.model.flow.protocols import class_joins, holder_joins, sibling_consumer_waits
@@ -312,8 +313,8 @@ class Storages(HostFields):
             lw = S.last_write if S is not None and S.kind != "host" else None
             if lw is None or lw.stream == MAIN or lw.node is None or ordered_before(lw, know):
                 continue
-            if self.event_handed_over(st, lw, returned, sid) or sid not in held and sid not in self.family_sids \
-                    and self.joined_elsewhere(lw.stream) \
+            if self.event_handed_over(st, lw, returned, sid) or sid not in held and self.joined_elsewhere(lw.stream, own=sid not in self.family_sids) \
+                    or sid in self.family_sids and callers_join(self.project, self.file, self.fn, lw.stream) \
                     or isinstance(node, cst.Return) and sibling_consumer_waits(self.file, self.fn, node.value) \
                     or self.caller_may_join(lw.stream):
                 continue
@@ -408,15 +409,17 @@ class Storages(HostFields):
         return any(m == "wait_stream" and recv == stream for m, recv, _ in calls) and any(
             m in ("wait_stream", "wait_event") and "current_stream" in recv for m, recv, _ in calls)
 
-    def joined_elsewhere(self, stream: str) -> bool:
+    def joined_elsewhere(self, stream: str, own: bool = True) -> bool:
         """Another method of the class, or of a project base class it inherits the protocol from, waits for
         (or synchronizes) this ``self.*`` stream, by name or through a local bound to it (``stream =
         self.reduction_stream if overlap else current_stream()`` ... ``current_stream().wait_stream(stream)``);
-        for a stream of an object it holds (``self.hc._gate_stream``), a method of that object's class."""
+        for a stream of an object it holds (``self.hc._gate_stream``), a method of that object's class.
+        ``own=False`` (an entry of a field family handed back): only a join by a holder of this object counts
+        (``current_stream().wait_stream(self.store.stream)`` in its caller), not another method of the class."""
         if not stream.startswith("self."):
             return False
         cls = self.file.classes.get(self.fn.class_name or "")
-        if cls is not None and class_joins(self.project, self.file, cls, stream.replace('"', "'"), self.fn):
+        if own and cls is not None and class_joins(self.project, self.file, cls, stream.replace('"', "'"), self.fn):
             return True
         return holder_joins(self.project, self.file, self.fn, stream)
 

@@ -318,3 +318,27 @@ def test_keeps_fold_branch() -> None:
     '''
     lines = sorted(f.span.start_line for f in lint_text(code) if f.code == "SL201")
     assert lines == [12, 16]
+
+
+def test_folds_branches_inside_one_scope() -> None:
+    """Uses in two branches of one side-stream scope: one fork before the ``with`` orders both, one finding."""
+    code = '''
+    import torch
+
+
+    class Dequant:
+        def __init__(self):
+            self.stream_zero = torch.cuda.Stream()
+
+        def run(self, packed: torch.Tensor, grouped: bool) -> torch.Tensor:
+            zero = packed.to("cuda", non_blocking=True)
+            with torch.cuda.stream(self.stream_zero):
+                if grouped:
+                    out = zero.float() * 2.0
+                else:
+                    out = zero.float() + 1.0
+            torch.cuda.current_stream().wait_stream(self.stream_zero)
+            return out
+    '''
+    lines = sorted(f.span.start_line for f in lint_text(code) if f.code == "SL201")
+    assert lines == [12]  # (one finding: the first use; the other branch's is related)

@@ -314,18 +314,44 @@ def dominates(root: cst.CSTNode, first: cst.CSTNode, later: cst.CSTNode) -> bool
     return True  # (the same statement: the flow's clock already put `first` first)
 
 
-def _ancestry(root: cst.CSTNode, node: cst.CSTNode) -> list[cst.CSTNode] | None:
-    """The nodes from ``root`` down to ``node`` (both included), or None when ``node`` is not below ``root``."""
+_PARENTS: dict[int, tuple[cst.CSTNode, dict[int, cst.CSTNode]]] = {}  # id(root) -> (root kept alive, parent map)
+
+
+def _parents(root: cst.CSTNode) -> dict[int, cst.CSTNode]:
+    """The parent of every node below ``root`` (by id), built once per root (the last few roots are kept: the
+    questions come function by function)."""
+    hit = _PARENTS.get(id(root))
+    if hit is not None and hit[0] is root:
+        return hit[1]
     parent: dict[int, cst.CSTNode] = {}
     stack = [root]
     while stack:
         n = stack.pop()
-        if n is node:
-            path = [n]
-            while path[-1] is not root:
-                path.append(parent[id(path[-1])])
-            return path[::-1]
         for c in children(n):
             parent[id(c)] = n
             stack.append(c)
-    return None
+    if len(_PARENTS) >= 16:
+        _PARENTS.pop(next(iter(_PARENTS)))
+    _PARENTS[id(root)] = (root, parent)
+    return parent
+
+
+def _ancestry(root: cst.CSTNode, node: cst.CSTNode) -> list[cst.CSTNode] | None:
+    """The nodes from ``root`` down to ``node`` (both included), or None when ``node`` is not below ``root``."""
+    parent = _parents(root)
+    path = [node]
+    while path[-1] is not root:
+        up = parent.get(id(path[-1]))
+        if up is None:
+            return None
+        path.append(up)
+    return path[::-1]
+
+
+def same_with(root: cst.CSTNode, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+    """Are ``a`` and ``b`` inside one ``with`` statement below ``root`` (the innermost ``with`` holding each is
+    the same; a wait before that statement orders both)?"""
+    pa, pb = _ancestry(root, a), _ancestry(root, b)
+    wa = next((n for n in reversed(pa or ()) if isinstance(n, cst.With)), None)
+    wb = next((n for n in reversed(pb or ()) if isinstance(n, cst.With)), None)
+    return wa is not None and wa is wb

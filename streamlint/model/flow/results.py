@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from streamlint._lazy import cst
-from streamlint.model.syntax import dominates
+from streamlint.model.syntax import dominates, same_with
 
 
 @dataclass(frozen=True)
@@ -148,7 +148,8 @@ def one_per_cause(groups: dict, flows: dict) -> list[tuple[list, list]]:
     """One finding per missing wait: the races of one function on the same pair of streams, with nothing
     learnt by the accessing stream about the other in between (``Race.cause``), whose earlier accesses
     all precede the first one's use, are fixed by one wait before that first use when that use is on every
-    path to theirs (:func:`~streamlint.model.syntax.dominates`: a use in one branch does not fold the other branch's): they are its
+    path to theirs (:func:`~streamlint.model.syntax.dominates`: a use in one branch does not fold the other branch's,
+    unless both are in one ``with`` statement, which one wait before it orders: :func:`~streamlint.model.syntax.same_with`): they are its
     finding (the later uses as related locations), not findings of their own, whatever their kinds (a read and
     a write-after-write of one join) and the assumptions behind each (the rule gives the finding the
     confidence of its surest race). ``groups``: the races of one access
@@ -163,7 +164,8 @@ def one_per_cause(groups: dict, flows: dict) -> list[tuple[list, list]]:
         key = (id(flows[id(race.node)][1]), _flavour(race))
         first = next((f for f in firsts.get(key, ()) if race.cause[2]
                       and max(r.cause[1] for r in races) <= f[0][0].cause[2]
-                      and dominates(fn.node, f[0][0].node, race.node)), None)
+                      and (dominates(fn.node, f[0][0].node, race.node)
+                           or same_with(fn.node, f[0][0].node, race.node))), None)
         if first is not None:
             first[1].extend(races)
             continue

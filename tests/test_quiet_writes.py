@@ -342,3 +342,22 @@ def test_folds_branches_inside_one_scope() -> None:
     '''
     lines = sorted(f.span.start_line for f in lint_text(code) if f.code == "SL201")
     assert lines == [12]  # (one finding: the first use; the other branch's is related)
+
+
+def test_field_view_getter_skips_objects() -> None:
+    """A method returning a held project object (``-> "Chunk"``) is not a view getter; one returning tensor views is."""
+    from types import SimpleNamespace
+
+    import libcst as cst
+
+    from streamlint.model.flow.viewresults import field_view_getter
+
+    def method(src: str) -> SimpleNamespace:
+        node = cst.parse_module(src).body[0]
+        rets = [s for line in node.body.body for s in getattr(line, "body", ()) if isinstance(s, cst.Return)]
+        return SimpleNamespace(class_name="Chunk", params=("self",), node=node, returns=rets)
+
+    assert not field_view_getter(method('def grad(self) -> "Chunk":\n    return self.grad_chunk\n'))
+    assert not field_view_getter(method("def grad(self) -> Chunk:\n    return self.grad_chunk\n"))
+    assert field_view_getter(method("def bufs(self) -> list[torch.Tensor]:\n    return [self.ring[0][:4], self.ring[1]]\n"))
+    assert field_view_getter(method("def buf(self):\n    return self.ring[0]\n"))

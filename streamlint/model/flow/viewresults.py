@@ -47,8 +47,22 @@ def field_view_getter(fn: FunctionInfo) -> bool:
     of them, or a list comprehension of them), at least one return being seen?"""
     if fn.class_name is None or fn.params[:1] != ("self",):
         return False
+    ann = fn.node.returns.annotation if fn.node.returns is not None else None
+    if ann is not None and _other_class(ann):
+        return False  # (`-> "Chunk"`: the field holds an object, not tensor storage)
     values = [r.value for r in fn.returns]
     return bool(values) and all(v is not None and _field_view(v) for v in values)
+
+
+def _other_class(ann: cst.BaseExpression) -> bool:
+    """Is the return annotation one class named by itself (``Chunk``, ``"Chunk"``, ``pkg.Chunk``) that is not a
+    tensor?"""
+    if isinstance(ann, cst.SimpleString):
+        text = ann.evaluated_value if isinstance(ann.evaluated_value, str) else ""
+    else:
+        text = dotted(ann) or ""
+    name = text.strip().rsplit(".", 1)[-1]
+    return name.isidentifier() and name not in ("Tensor", "Any", "object")
 
 
 def _field_view(e: cst.BaseExpression) -> bool:

@@ -516,7 +516,7 @@ def partial_joins(project: Project, file: FileModel, fn: FunctionInfo) -> list[P
     return found
 
 
-__all__ = ["PartialJoin", "partial_joins", "event_recorded_elsewhere", "event_recorded_in_class", "first_in_stream_scope", "later_op_on_stream", "loads_after",
+__all__ = ["PartialJoin", "consumes_event", "partial_joins", "event_recorded_elsewhere", "event_recorded_in_class", "first_in_stream_scope", "later_op_on_stream", "loads_after",
            "result_discarded", "signaller_forks", "statement_of", "stream_scope_key"]
 
 
@@ -607,3 +607,16 @@ def signaller_forks(file: FileModel, call: cst.Call) -> frozenset[str]:
             elif last == name and node is not call:
                 common = set(forked) if common is None else common & forked
     return frozenset(common or ())
+
+
+_EVENT_USES = ("wait_event", "wait", "synchronize", "query", "elapsed_time")
+
+
+def consumes_event(site, names) -> bool:
+    """Does the call ``site`` wait on (or otherwise consume) an event ``names(expr)`` recognises: the receiver of
+    ``wait_event`` / ``wait()`` / ``synchronize()`` / ``query()`` / ``elapsed_time()``, or an argument of any call
+    but a record (a helper that may wait it)?"""
+    func = site.node.func
+    if site.method in _EVENT_USES and isinstance(func, cst.Attribute) and names(func.value):
+        return True
+    return site.method not in ("record", "record_event") and any(names(a.value) for a in site.node.args)

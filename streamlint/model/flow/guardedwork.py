@@ -80,6 +80,7 @@ def event_waited_outside(project, fn, key: str) -> bool:
     or an argument of any call but a record (a helper that may wait it)? Its waiters are not seen here, so
     what they rely on is unknown. The variant of :func:`~streamlint.model.flow.joinsteps.event_waited_elsewhere`
     that leaves out the current function. Past the caller-file bound the answer is yes."""
+    from streamlint.model.waits import consumes_event
     from streamlint.model.options import MAX_CALLER_FILES
 
     attr = key.split("[", 1)[0].rsplit(".", 1)[-1].strip()
@@ -92,18 +93,9 @@ def event_waited_outside(project, fn, key: str) -> bool:
         for other in model.iter_functions():
             if other is fn or found:
                 continue
-            for site in other.calls:
-                func = site.node.func
-                if site.method in _EVENT_USES and isinstance(func, cst.Attribute) and _tail(func.value) == attr \
-                        or site.method not in ("record", "record_event") \
-                        and any(_tail(a.value) == attr for a in site.node.args):
-                    found = True
-                    break
+            found = any(consumes_event(site, lambda e: _tail(e) == attr) for site in other.calls)
     memo[(id(fn), attr)] = found
     return found
-
-
-_EVENT_USES = ("wait_event", "wait", "synchronize", "query", "elapsed_time")
 
 
 def _tail(expr: cst.BaseExpression) -> str | None:

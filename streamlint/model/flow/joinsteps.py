@@ -44,6 +44,7 @@ from streamlint.model import apis
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
 from streamlint.model.streams import EVENT, MAIN, STREAM, derived
 from streamlint.model.syntax import local_nodes, mentions_name
+from streamlint.model.waits import consumes_event
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -372,7 +373,6 @@ def _self_field(expr: cst.BaseExpression | None) -> str | None:
     return None
 
 
-_EVENT_USES = ("wait_event", "wait", "synchronize", "query", "elapsed_time")
 
 
 def event_waited_elsewhere(project: Project, name: str) -> bool:
@@ -392,15 +392,9 @@ def event_waited_elsewhere(project: Project, name: str) -> bool:
         return True
     for model in filter(None, map(project.file, paths)):
         for other in model.iter_functions():
-            for site in other.calls:
-                func = site.node.func
-                if site.method in _EVENT_USES and isinstance(func, cst.Attribute) and names_stream(func.value, name):
-                    memo[name] = True
-                    return True
-                if site.method not in ("record", "record_event") \
-                        and any(names_stream(a.value, name) for a in site.node.args):
-                    memo[name] = True
-                    return True
+            if any(consumes_event(site, lambda e: names_stream(e, name)) for site in other.calls):
+                memo[name] = True
+                return True
     return memo[name]
 
 

@@ -722,3 +722,21 @@ def test_linter_reports_a_crash_instead_of_no_findings(tmp_path, monkeypatch):
     monkeypatch.undo()
     (tmp_path / "work2").mkdir()
     assert harness.Linter(tree, tmp_path / "work2").lint("pkg/mod.py", None) == []
+
+
+def test_a_file_with_a_utf8_bom_gives_mutants_that_compile(tmp_path: Path) -> None:
+    """A source file saved with a UTF-8 byte-order mark (read as text it starts with U+FEFF, which
+    compile() of a str rejects though Python runs the file) still gives mutants, not 'does not compile'."""
+    import json
+
+    from bench.inject.__main__ import main
+
+    tree = tmp_path / "trees" / "synthetic-1.0" / "moe_pkg"
+    tree.mkdir(parents=True)
+    (tree / "__init__.py").write_text("")
+    (tree / "layers.py").write_bytes(b"\xef\xbb\xbf" + MOE.encode("utf-8"))
+    out = tmp_path / "out"
+    assert main(["--trees-dir", str(tmp_path / "trees"), "--cap", "6", "--seed", "5", "--sample-only",
+                 "--no-report", "--out", str(out), "--jobs", "1"]) == 0
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert rows and all(r["error"] == "" for r in rows)

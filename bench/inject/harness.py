@@ -504,7 +504,7 @@ def run_package(tree: TreeRef, *, cap: int, seed: int, kinds: set[str] | None, l
                    s.verdict, s.reason, s.key)
         try:
             m.source = s.apply()
-            compile(m.source, s.path, "exec")
+            compile(m.source.removeprefix("\ufeff"), s.path, "exec")  # a UTF-8 BOM read as text: fine in the file
         except (SyntaxError, ValueError) as exc:
             m.error = f"mutant does not compile: {exc}"
         scope_verdict(m, _line_of(tree.root / s.path, s.line), resolver)

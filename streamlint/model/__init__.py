@@ -92,6 +92,7 @@ Layer 3 — one function's flow
                     ``confined``: the calls of a method whose instances only live in one field of their builder;
                     ``fieldfacts``: a field that is one object for the object's life, callers that may be unseen),
                     ``calleerecords`` (an event a callee's scope re-records after the work it was handed),
+                    ``deadevents`` (an event nobody consumes on a stream joined otherwise),
                     ``interp`` (the composition), ``results`` (what rules read)
     ``breaks``      where does a compiled region break the graph, and what reaches a no-break scope?
     ``waits``       syntactic facts around npu_wait_tensor / ops.record / event waits

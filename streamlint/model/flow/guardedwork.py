@@ -80,16 +80,17 @@ def event_waited_outside(project, fn, key: str) -> bool:
     or an argument of any call but a record (a helper that may wait it)? Its waiters are not seen here, so
     what they rely on is unknown. The variant of :func:`~streamlint.model.flow.joinsteps.event_waited_elsewhere`
     that leaves out the current function. When ``key``'s holder has a known class here (``ring: _Ring``,
-    ``self`` of a method), a waiter whose holder is of another known class, unrelated by inheritance (``self.free``
-    in a method of another optimizer, ``pool.free[slot]`` for ``pool: _Pool``), reads another object's event and
-    does not count; nor does a local of the waiter's own that is no read of the field (``free, _ =
+    ``self`` of a method), a waiter whose holder -- the name directly in front of the field -- is of another
+    known class, unrelated by inheritance (``self.free`` in a method of another optimizer, ``pool.free[slot]``
+    for ``pool: _Pool``), reads another object's event and does not count (``self.ring.free[0]``: the holder
+    ``self.ring`` has no known class here, the waiter counts); nor does a local of the waiter's own that is no read of the field (``free, _ =
     mem_get_info()``). Past the caller-file bound the answer is yes."""
     from streamlint.model.waits import consumes_event
     from streamlint.model.options import MAX_CALLER_FILES
 
     attr = key.split("[", 1)[0].rsplit(".", 1)[-1].strip()
-    root = key.split("[", 1)[0].split(".", 1)[0].strip()
-    mine = _holder_class(fn, root) if "." in key.split("[", 1)[0] else None
+    chain = key.split("[", 1)[0].strip().split(".")
+    mine = _holder_class(fn, chain[0]) if len(chain) == 2 else None  # (`ring.free`; `self.ring.free`: unknown)
     memo = project.path_index.derived.setdefault("event_waited_outside", {})
     if (id(fn), attr, mine) in memo:
         return memo[(id(fn), attr, mine)]
@@ -106,7 +107,7 @@ def event_waited_outside(project, fn, key: str) -> bool:
                     return False
                 if _holder_root(e) is None and not _bound_to_field(other, e, attr):
                     return False  # (a local of its own, `free, _ = mem_get_info()`, is no object's event)
-                theirs = _holder_class(other, _holder_root(e)) if mine is not None else None
+                theirs = _holder_class(other, _direct_holder(e)) if mine is not None else None
                 return theirs is None or _related(project, mine, theirs)
 
             found = any(consumes_event(site, same) for site in other.calls)
@@ -125,6 +126,18 @@ def _holder_root(expr: cst.BaseExpression) -> str | None:
     while isinstance(expr, (cst.Attribute, cst.Subscript)):
         expr = expr.value
     return expr.value if isinstance(expr, cst.Name) else None
+
+
+def _direct_holder(expr: cst.BaseExpression) -> str | None:
+    """The name directly in front of an event field (``ring.free[slot]`` -> ring); None when the object holding
+    the field is reached through more (``self.ring.free[0]``: the type of ``self.ring`` is not known here, so
+    the waiter may read this very object's event)."""
+    from streamlint.model.flow.calls import container_of
+
+    expr = container_of(expr)
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
+        return expr.value.value
+    return None
 
 
 def _bound_to_field(fn, expr: cst.BaseExpression, attr: str) -> bool:

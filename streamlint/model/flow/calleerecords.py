@@ -9,9 +9,10 @@ the layers' output, yet the last record of that event is the one the last node m
 
 So a call this function makes that is handed an object taken from the event's holder (``f_layer =
 plan.get_layer(i)``; ``LayerPlan.run(f_layer, x)``, ``f_layer.attn.forward(x)``), not the holder itself (its own
-methods are followed, their records seen), re-records the holder's events of a field the project hands to such a
-recording scope (:func:`scope_recorded_fields`: a ``@contextmanager`` recording a parameter after its ``yield``,
-entered with ``X.F`` for that parameter). The re-record is taken on the current stream after the call: a wait on
+methods are followed, their records seen), and that runs project code entering such a recording scope for a
+field ``F`` (:func:`scope_recorded_fields`: a ``@contextmanager`` recording a parameter after its ``yield``,
+entered with ``X.F`` for that parameter; :func:`_enters_recording`), re-records the holder's event ``H.F``. A
+library call handed the holder's data (``torch.matmul(x, plan.weights[0])``) records nothing. The re-record is taken on the current stream after the call: a wait on
 ``holder.F`` then covers what the call produced. An event recorded in a callee *before* the work (the holder's own
 ``record_current_stream()`` ahead of a plain op) still leaves the work uncovered; so does work handed to no
 object of the holder."""
@@ -36,18 +37,21 @@ class CalleeRecords:
 
     def call(self, st: State, e: cst.Call) -> object:
         out = super().call(st, e)  # type: ignore[misc]
-        if not self.depth:  # type: ignore[attr-defined]
-            for key in callee_rerecorded(self.project, self.cfn, e):  # type: ignore[attr-defined]
+        if not self.depth and any("." in k and not k.startswith("<") for k in st.events):  # type: ignore[attr-defined]
+            for key in callee_rerecorded(self.project, self.cfn, e, self.cfile):  # type: ignore[attr-defined]
                 self.record(st, st.cur, key)  # type: ignore[attr-defined]
         return out
 
 
-def callee_rerecorded(project, fn, call: cst.Call) -> list[str]:
+def callee_rerecorded(project, fn, call: cst.Call, file=None) -> list[str]:
     """The event keys (``plan.event``) a call in ``fn`` may record after its work: for each name handed to it
     (an argument or the receiver) that is an object taken from a name ``H`` of ``fn`` (``H.get_layer(i)``,
     ``H.layers[i]``, or a name ``fn`` assigns from one: ``f_layer = H.get_layer(i)``, ``for f_layer in
-    H.layers``), ``H.F`` for every field ``F`` of :func:`scope_recorded_fields`. ``H`` itself handed (the
-    receiver of ``H.record_current_stream()``) does not count: the flow follows its methods."""
+    H.layers``), ``H.F`` for every field ``F`` of :func:`scope_recorded_fields` that the call itself may record:
+    it runs a project callable that enters, directly or through its own calls, a recording scope handed ``X.F``
+    (:func:`_enters_recording`; a library call, ``torch.matmul(x, H.weights[0])``, records nothing). ``H``
+    itself handed (the receiver of ``H.record_current_stream()``) does not count: the flow follows its
+    methods."""
     if fn is None:
         return []
     fields = scope_recorded_fields(project)
@@ -68,7 +72,56 @@ def callee_rerecorded(project, fn, call: cst.Call) -> list[str]:
         if root is not expr and root.value in scope and fetched:
             found.append(root.value)  # (`plan.get_layer(i)` handed on, `plan.nodes[0].forward(x)`)
         holders.extend(h for h in found if h is not None and h not in ("self", "cls") and h not in holders)
+    if not holders or file is None:
+        return []
+    site = file.call_site(call)
+    if site is None:
+        return []
+    fields = {f for f in fields if _enters_recording(project, fn, file, site, f)}
     return [f"{h}.{f}" for h in holders for f in sorted(fields)]
+
+
+def _enters_recording(project, fn, file, site, field: str) -> bool:
+    """Does the call ``site`` (in ``fn``) run a project callable that enters a recording scope handed ``X.field``
+    (:func:`scope_recorded_fields`), itself or through the calls it makes (four levels, 64 functions)? A call is
+    followed to its resolved project targets; a method called on an object the flow cannot type (a parameter or
+    local of the caller, ``f_layer.attn.forward(x)``) to the methods of that name in the files that enter the
+    recording scopes. A call on anything else (a module, ``torch.matmul``) runs no project code here."""
+    scan = _recording_scan(project)
+    enterers, by_name = scan["enterers"], scan["by_name"]
+    memo = project.path_index.derived.setdefault("callee_enters_recording", {})
+    mkey = (id(site.node), field)
+    if mkey in memo:
+        return memo[mkey]
+    memo[mkey] = False
+    frontier = [(t, m) for t, m in _targets(project, fn, file, site, by_name)]
+    seen: set[int] = set()
+    for _level in range(4):
+        nxt = []
+        for target, model in frontier:
+            if id(target) in seen or len(seen) >= 64:
+                continue
+            seen.add(id(target))
+            if field in enterers.get(id(target), ()):
+                memo[mkey] = True
+                return True
+            for inner in target.calls:
+                nxt.extend(_targets(project, target, model, inner, by_name))
+        frontier = nxt
+    return False
+
+
+def _targets(project, fn, file, site, by_name) -> list:
+    found = list(project.call_targets(file, site))
+    if found:
+        return found
+    func = site.node.func
+    if isinstance(func, cst.Attribute):
+        root = _root(func.value)
+        if isinstance(root, cst.Name) and root.value in (*fn.all_params, *fn.locals) \
+                and root.value not in ("self", "cls"):
+            return list(by_name.get(func.attr.value, ()))
+    return []
 
 
 def _root(expr: cst.BaseExpression) -> cst.BaseExpression:
@@ -113,9 +166,15 @@ def scope_recorded_fields(project) -> frozenset[str]:
     """Field names ``F`` the project hands, as ``X.F``, to a recording scope: a ``@contextmanager`` generator
     that records one of its parameters (``event.record(stream)``) after its ``yield`` (in a ``finally`` or
     after it). Memoised per project."""
+    return _recording_scan(project)["fields"]
+
+
+def _recording_scan(project) -> dict:
+    """The fields of :func:`scope_recorded_fields`; ``enterers``: per function (``id``) entering such a scope
+    the fields it hands it; ``by_name``: the methods (with their file) of the files that enter one, by name."""
     derived = project.path_index.derived
-    if "scope_recorded_fields" in derived:
-        return derived["scope_recorded_fields"]
+    if "scope_recorded_scan" in derived:
+        return derived["scope_recorded_scan"]
     recorders: dict[int, tuple[str, ...]] = {}
     names: set[str] = set()
     for model in project.files_containing((b"contextmanager",)):
@@ -126,9 +185,13 @@ def scope_recorded_fields(project) -> frozenset[str]:
                     recorders[id(fn)] = recorded
                     names.add(fn.node.name.value)
     fields: set[str] = set()
+    enterers: dict[int, set[str]] = {}
+    by_name: dict[str, list] = {}
     if recorders:
         for model in project.files_containing(tuple(n.encode() for n in sorted(names))):
             for fn in model.iter_functions():
+                if fn.class_name:
+                    by_name.setdefault(fn.node.name.value, []).append((fn, model))
                 for scope in fn.scopes:
                     for call in scope.calls:
                         site = model.call_site(call)
@@ -142,7 +205,8 @@ def scope_recorded_fields(project) -> frozenset[str]:
                             arg = bound.get(p)
                             if isinstance(arg, cst.Attribute):
                                 fields.add(arg.attr.value)
-    out = derived["scope_recorded_fields"] = frozenset(fields)
+                                enterers.setdefault(id(fn), set()).add(arg.attr.value)
+    out = derived["scope_recorded_scan"] = {"fields": frozenset(fields), "enterers": enterers, "by_name": by_name}
     return out
 
 

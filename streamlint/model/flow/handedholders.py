@@ -7,7 +7,10 @@ reads the host copy. Naming the event is a use of its last record (``State.used_
 holder on: a local ``H`` whose field event ``H.F`` this path recorded, given as an argument to a project class or
 function, or put in a container (``append`` / ``put`` / ``add`` ...), travels with its events, which its receiver
 waits. The dropped-event check (:meth:`~streamlint.model.flow.hostsync.HostSyncs.dropped_joins`) then sees the
-event handed on, not dropped. A holder only read or tested (``len(buffer)``, a library call) hands nothing on."""
+event handed on, not dropped -- provided another function of the project does consume an event of that field
+(``job.buffer.copy_done.synchronize()``: :func:`~streamlint.model.flow.escapes.field_stream_waited`); a holder
+handed to a helper that only reads its size, or kept in a history nobody waits from, still drops the event. A
+holder only read or tested (``len(buffer)``, a library call) hands nothing on."""
 
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from streamlint._lazy import cst
 if TYPE_CHECKING:
     from streamlint.model.flow.values import State
 
+_CONSUMING = ("wait_event", "wait", "synchronize", "query")
 _KEEPING = frozenset({"append", "appendleft", "extend", "insert", "add", "put", "put_nowait"})
 
 
@@ -31,8 +35,20 @@ class HandedHolders:
             for arg in e.args:
                 if isinstance(arg.value, cst.Name) and arg.value.value not in self.fn.all_params:  # type: ignore[attr-defined]
                     prefix = f"{arg.value.value}."
-                    st.used_events.update(k for k in st.events if k.startswith(prefix))
+                    st.used_events.update(k for k in st.events if k.startswith(prefix) and _waited_elsewhere(
+                        self.project, k[len(prefix):], self.fn))  # type: ignore[attr-defined]
         return out
+
+
+def _waited_elsewhere(project, field: str, fn) -> bool:
+    """Does another function of the project wait on, synchronise or query an event taken out of field
+    ``field`` (``job.buffer.copy_done.synchronize()``, a name bound from it): the receiver's side of the hand-on
+    (:func:`~streamlint.model.flow.escapes.field_stream_waited`)? A dotted field (``buffer.meta.done``) is
+    judged by its last name."""
+    from streamlint.model.flow.escapes import field_stream_waited
+
+    attr = field.split("[", 1)[0].rsplit(".", 1)[-1]
+    return attr.isidentifier() and field_stream_waited(project, attr, fn, _CONSUMING)
 
 
 def _hands_on(interp, e: cst.Call) -> bool:

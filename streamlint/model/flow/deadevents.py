@@ -5,7 +5,10 @@ code of the project waits on it, queries it, synchronises it or hands it on. The
 evidence (:mod:`~streamlint.model.flow.joinsteps`) takes that as a lost wait. It is one only when the work it
 marks is joined by nobody: when the stream the event is recorded on is joined after its work by other code of
 the class (``pending.stream.wait_stream(self._round_stream)``, ``self._round_stream.synchronize()``), the
-event is a leftover that guards nothing, and the missing wait on it is no race. The recording stream is the
+event is a leftover that guards nothing, and the missing wait on it is no race. "After" is a path: the join is
+below the record in the recorder, below the recorder's call in a method calling it, or in a method that picks
+up the work state such a caller leaves in the object (``self._pending``); a join in a method unrelated to
+the recording (a start-up ``reset()``) keeps the finding. The recording stream is the
 record's own argument (``self.done.record(self.copy_stream)``, ``self.copy_stream.record_event()``) or, for a
 record on the current stream, the stream scope around it: in the recorder, else around every call of the
 recorder in the class (``with torch.cuda.stream(self._round_stream): self._launch_chain(rows)``). Unknown
@@ -27,7 +30,8 @@ def recorded_on_joined_stream(project: Project, file: FileModel, cls: ClassInfo,
     """Is every stream the event of ``record`` (in method ``recorder`` of ``cls``) can be recorded on a named
     stream of the object that another method of the class joins after its work (:func:`stream_joined_after`)?"""
     streams = _record_streams(file, cls, recorder, record)
-    return bool(streams) and all(s is not None and stream_joined_after(project, file, cls, s) for s in streams)
+    return bool(streams) and all(s is not None and stream_joined_after(project, file, cls, s, recorder, record)
+                                 for s in streams)
 
 
 def _record_streams(file: FileModel, cls: ClassInfo, recorder: FunctionInfo, record: cst.CSTNode) -> list[str | None]:
@@ -74,16 +78,74 @@ def _field(expr: cst.BaseExpression) -> str | None:
     return None
 
 
-def stream_joined_after(project: Project, file: FileModel, cls: ClassInfo, name: str) -> bool:
+def stream_joined_after(project: Project, file: FileModel, cls: ClassInfo, name: str, recorder: FunctionInfo,
+                        record: cst.CSTNode) -> bool:
     """Does a method of ``cls`` order other work after its stream ``self.<name>`` (``X.wait_stream(self.name)``,
     ``self.name.synchronize()``, also through a local bound to it), other than a teardown quiescing every stream
-    (``asidejoins``)? A record on it or a fork of it is no join; a stream of that name another class holds is
-    another stream."""
+    (``asidejoins``), on a path that follows the record (:func:`_after_record`)? A record on it or a fork of it is
+    no join; a stream of that name another class holds is another stream."""
     from streamlint.model.flow.asidejoins import _joins, _quiesces
 
     wanted = f"self.{name}"
-    return any(site.method == "wait_stream" or not _quiesces(project, file, fn, wanted)
+    after = _after_record(file, cls, recorder, record)
+    return any((site.method == "wait_stream" or not _quiesces(project, file, fn, wanted)) and after(fn, site)
                for fn in cls.methods.values() for site in _joins(file, fn, wanted))
+
+
+def _after_record(file: FileModel, cls: ClassInfo, recorder: FunctionInfo, record: cst.CSTNode):
+    """Which joins follow the record: a join below it in the recorder, or below a call of the recorder in a
+    method calling it (``self._launch_chain(rows)``); or a join in a method that picks up the work state a caller
+    of the recorder leaves in the object (``self._pending = pending`` in ``finish_round``, read by
+    ``complete_round``, which joins: the class's protocol runs it after), also through a method picking up what
+    such a method leaves (three steps). A method that shares no such state with the recorder's callers -- a
+    start-up ``reset()`` joining the stream before any work -- is no join after the record."""
+    name = recorder.node.name.value
+    below: dict[int, int] = {id(recorder): file.span(record).start_line}
+    for m in cls.methods.values():
+        lines = [file.span(c.node).start_line for c in m.calls if c.method == name
+                 and isinstance(c.node.func, cst.Attribute) and isinstance(c.node.func.value, cst.Name)
+                 and c.node.func.value.value == "self"]
+        if lines and m is not recorder:
+            below[id(m)] = min(lines)
+    fields = {m: _self_fields(m) for m in cls.methods.values()}
+    left = {f for m in cls.methods.values() if id(m) in below and m is not recorder for f in fields[m][1]}
+    followers: set[int] = set()
+    for _step in range(3):
+        new = {id(m) for m in cls.methods.values() if id(m) not in below and id(m) not in followers
+               and m.node.name.value != "__init__" and fields[m][0] & left}
+        if not new:
+            break
+        followers |= new
+        left |= {f for m in cls.methods.values() if id(m) in new for f in fields[m][1]}
+
+    def after(fn: FunctionInfo, site) -> bool:
+        if id(fn) in followers:
+            return True
+        start = below.get(id(fn))
+        return start is not None and file.span(site.node).start_line > start
+
+    return after
+
+
+def _self_fields(fn: FunctionInfo) -> tuple[set[str], set[str]]:
+    """The fields of ``self`` a method reads and those it assigns (``self.f = ...``, ``self.f += ...``)."""
+    from streamlint.model.syntax import local_nodes
+
+    written: set[str] = set()
+    targets: set[int] = set()
+    for node in local_nodes(fn.node):
+        tgts = [t.target for t in node.targets] if isinstance(node, cst.Assign) else \
+            [node.target] if isinstance(node, (cst.AugAssign, cst.AnnAssign)) else []
+        for t in tgts:
+            for el in (t.elements if isinstance(t, cst.Tuple) else [t]):
+                el = el.value if isinstance(el, cst.Element) else el
+                f = _field(el)
+                if f is not None:
+                    written.add(f)
+                    targets.add(id(el))
+    read = {f for node in local_nodes(fn.node) if isinstance(node, cst.Attribute) and id(node) not in targets
+            for f in [_field(node)] if f is not None}
+    return read, written
 
 
 __all__ = ["recorded_on_joined_stream", "stream_joined_after"]

@@ -9,7 +9,13 @@ self._compute_stream.synchronize()`` after the block. The flow follows such a sc
 on a path where it were None there would be no side stream and nothing to order. So once a path has entered a
 scope of stream ``S``, it assumes ``S is None`` false (``State.assume``, the key
 :meth:`~streamlint.model.flow.control.ControlFlow.test_key` gives the test): the wait or synchronisation under
-``S is not None`` is on every path the race or lifetime needs. A test of another stream is not decided."""
+``S is not None`` is on every path the race or lifetime needs. A test of another stream is not decided.
+
+The assumption outlives the scope, until ``S`` is assigned (``ControlFlow.assign`` drops every assumption naming
+it): the flow ran the scope's work on ``S``, as only a path with a stream does; on a path without one, that work
+ran inline on the current stream and leaves nothing to order or join, so after the block ``if S is not None:
+S.synchronize()`` (or its ``wait_stream``) is taken, and work of the scope handed back after it is joined there
+(a "handed back with no join" on the None path would charge inline work to a stream that does not exist)."""
 
 from __future__ import annotations
 

@@ -91,7 +91,10 @@ Layer 3 — one function's flow
                     constructor and factory arguments, field copies, properties, parameters at every call;
                     ``confined``: the calls of a method whose instances only live in one field of their builder;
                     ``fieldfacts``: a field that is one object for the object's life, callers that may be unseen),
-                    ``interp`` (the composition), ``results`` (what rules read)
+                    ``calleerecords`` / ``handedholders`` (an event a callee's scope re-records after the work it
+                    was handed; an event handed on with its holder object), ``deadevents`` (an event nobody
+                    consumes on a stream joined otherwise), ``scopenone`` (a stream whose scope a path entered
+                    is not None there), ``interp`` (the composition), ``results`` (what rules read)
     ``breaks``      where does a compiled region break the graph, and what reaches a no-break scope?
     ``waits``       syntactic facts around npu_wait_tensor / ops.record / event waits
     ``families``    which API families does a function mix, and on which execution paths?

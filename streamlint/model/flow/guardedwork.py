@@ -79,23 +79,120 @@ def event_waited_outside(project, fn, key: str) -> bool:
     ``wait_event`` / ``elapsed_time`` argument, of the receiver of ``wait()`` / ``synchronize()`` / ``query()``,
     or an argument of any call but a record (a helper that may wait it)? Its waiters are not seen here, so
     what they rely on is unknown. The variant of :func:`~streamlint.model.flow.joinsteps.event_waited_elsewhere`
-    that leaves out the current function. Past the caller-file bound the answer is yes."""
+    that leaves out the current function. When ``key``'s holder has a known class here (``ring: _Ring``,
+    ``self`` of a method), a waiter whose holder -- the name directly in front of the field -- is of another
+    known class, unrelated by inheritance (``self.free`` in a method of another optimizer, ``pool.free[slot]``
+    for ``pool: _Pool``), reads another object's event and does not count (``self.ring.free[0]``: the holder
+    ``self.ring`` has no known class here, the waiter counts); nor does a local of the waiter's own that is no read of the field (``free, _ =
+    mem_get_info()``). Past the caller-file bound the answer is yes."""
     from streamlint.model.waits import consumes_event
     from streamlint.model.options import MAX_CALLER_FILES
 
     attr = key.split("[", 1)[0].rsplit(".", 1)[-1].strip()
+    chain = key.split("[", 1)[0].strip().split(".")
+    mine = _holder_class(fn, chain[0]) if len(chain) == 2 else None  # (`ring.free`; `self.ring.free`: unknown)
     memo = project.path_index.derived.setdefault("event_waited_outside", {})
-    if (id(fn), attr) in memo:
-        return memo[(id(fn), attr)]
-    paths = project.paths_containing((attr.encode(),))
+    if (id(fn), attr, mine) in memo:
+        return memo[(id(fn), attr, mine)]
+    # (bytes first: the field read `.free`, or a name indexed or called on like one, `free[slot]` / `free.wait`)
+    paths = project.paths_containing((f".{attr}".encode(), f"{attr}[".encode(), f"{attr}.".encode()))
     found = len(paths) > MAX_CALLER_FILES
     for model in filter(None, map(project.file, paths if not found else ())):
         for other in model.iter_functions():
             if other is fn or found:
                 continue
-            found = any(consumes_event(site, lambda e: _tail(e) == attr) for site in other.calls)
-    memo[(id(fn), attr)] = found
+
+            def same(e, other=other) -> bool:
+                if _tail(e) != attr:
+                    return False
+                if _holder_root(e) is None and not _bound_to_field(other, e, attr):
+                    return False  # (a local of its own, `free, _ = mem_get_info()`, is no object's event)
+                theirs = _holder_class(other, _direct_holder(e)) if mine is not None else None
+                return theirs is None or _related(project, mine, theirs)
+
+            found = any(consumes_event(site, same) for site in other.calls)
+    memo[(id(fn), attr, mine)] = found
     return found
+
+
+def _holder_root(expr: cst.BaseExpression) -> str | None:
+    """The name an event field expression is read from (``ring.free[slot]``, ``self.free.pop(k)`` -> ring,
+    self); None when it is a bare name or not read through a name."""
+    from streamlint.model.flow.calls import container_of
+
+    expr = container_of(expr)
+    if not isinstance(expr, cst.Attribute):
+        return None
+    while isinstance(expr, (cst.Attribute, cst.Subscript)):
+        expr = expr.value
+    return expr.value if isinstance(expr, cst.Name) else None
+
+
+def _direct_holder(expr: cst.BaseExpression) -> str | None:
+    """The name directly in front of an event field (``ring.free[slot]`` -> ring); None when the object holding
+    the field is reached through more (``self.ring.free[0]``: the type of ``self.ring`` is not known here, so
+    the waiter may read this very object's event)."""
+    from streamlint.model.flow.calls import container_of
+
+    expr = container_of(expr)
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
+        return expr.value.value
+    return None
+
+
+def _bound_to_field(fn, expr: cst.BaseExpression, attr: str) -> bool:
+    """For an event read through a bare name (``free[slot]``, ``ev``): is that name a parameter of ``fn`` (it
+    may be handed the field), or is every assignment of it in ``fn`` a read of the field ``attr``
+    (``free = ring.free``)? Anything but a bare name: yes."""
+    from streamlint.model.flow.calls import container_of
+
+    expr = container_of(expr)
+    if not isinstance(expr, cst.Name):
+        return True
+    if expr.value in fn.all_params:
+        return True
+    values = fn.name_assigns.get(expr.value, ())
+    return bool(values) and all(_tail(v) == attr for v in values)
+
+
+def _holder_class(fn, name: str | None) -> str | None:
+    """The class name of ``name`` in ``fn``: ``self`` of a method, or a parameter annotated with a plain class
+    name (``ring: "_Ring"``, ``pool: _Pool``); None when unknown."""
+    if name is None:
+        return None
+    if name == "self" and fn.class_name and fn.params[:1] == ("self",):
+        return fn.class_name.rsplit(".", 1)[-1]
+    params = fn.node.params
+    for p in (*params.posonly_params, *params.params, *params.kwonly_params):
+        if p.name.value == name and p.annotation is not None:
+            ann = p.annotation.annotation
+            if isinstance(ann, cst.SimpleString):
+                text = ann.evaluated_value if isinstance(ann.evaluated_value, str) else ""
+                return text if text.isidentifier() else None
+            return ann.value if isinstance(ann, cst.Name) else None
+    return None
+
+
+def _related(project, a: str, b: str) -> bool:
+    """Are classes named ``a`` and ``b`` the same or one a base of the other (by name, through the bases the
+    project declares, four levels)?"""
+    if a == b:
+        return True
+    return b in _bases(project, a) or a in _bases(project, b)
+
+
+def _bases(project, name: str, depth: int = 0) -> set[str]:
+    out: set[str] = set()
+    if depth > 4:
+        return out
+    for model in filter(None, map(project.file, project.paths_containing((f"class {name}".encode(),)))):
+        cls = model.classes.get(name)
+        if cls is None:
+            continue
+        for base in cls.bases:
+            short = base.rsplit(".", 1)[-1]
+            out |= {short} | _bases(project, short, depth + 1)
+    return out
 
 
 def _tail(expr: cst.BaseExpression) -> str | None:

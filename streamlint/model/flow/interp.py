@@ -17,6 +17,9 @@ from streamlint.model.flow.control import ControlFlow
 from streamlint.model.flow.closures import closure_scope
 from streamlint.model.flow.consumers import Consumers
 from streamlint.model.flow.guardedwork import GuardedWork
+from streamlint.model.flow.calleerecords import CalleeRecords
+from streamlint.model.flow.scopenone import ScopedNoneTests
+from streamlint.model.flow.handedholders import HandedHolders
 from streamlint.model.flow.counters import Counters
 from streamlint.model.flow.promises import Promises
 from streamlint.model.flow.elements import Elements
@@ -84,7 +87,7 @@ def _last_simple(body: list) -> cst.CSTNode | None:
     return node.body[-1] if node is not None and node.body else None
 
 
-class Interp(GuardedWork, Consumers, Orderings, Records, Storages, Unsets, Expressions, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes,
+class Interp(CalleeRecords, HandedHolders, ScopedNoneTests, GuardedWork, Consumers, Orderings, Records, Storages, Unsets, Expressions, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes,
              HostReads, HostSyncs, TransferSends, Counters, Promises, Slots, Replays, Rounds, Finals,
              HandedBack, Polls, FieldFamilies):
     """Path-sensitive abstract interpretation of one function body in program order."""

@@ -26,8 +26,10 @@ test taking the event.
 * ``class-event``: a method of a class where another method records an event the object holds
   (``self._done.record(stream)``) that no code of the project waits on, reaches from outside the object or
   hands on: the event protocol's wait is lost, and the class's join step for that recorder (``wait_done``
-  for ``record_done``) is where it belongs. This one is judged on stubs too (``def wait_done(self, stream):
-  pass``): the orphan event shows the class is not an interface whose subclasses do the waiting.
+  for ``record_done``) is where it belongs -- unless other code joins the stream it is recorded on after its
+  work (:mod:`~streamlint.model.flow.deadevents`: the event is a leftover guarding nothing). This one is
+  judged on stubs too (``def wait_done(self, stream): pass``): the orphan event shows the class is not an
+  interface whose subclasses do the waiting.
 
 Silent when the function synchronises the device, when every caller orders right after the call, and for
 stubs (an interface's ``pass`` / ``raise NotImplementedError`` body) but on the ``class-event`` evidence.
@@ -308,6 +310,7 @@ def _class_events(project: Project, file: FileModel, fn: FunctionInfo) -> list[S
     cls = file.classes.get(fn.class_name or "")
     if cls is None or cls.methods.get(fn.node.name.value) is not fn or fn.params[:1] != ("self",):
         return []
+    from streamlint.model.flow.deadevents import recorded_on_joined_stream
     from streamlint.model.flow.protocols import _reached_outside
 
     for recorder, field, node in _recorded_fields(file, cls):
@@ -315,6 +318,8 @@ def _class_events(project: Project, file: FileModel, fn: FunctionInfo) -> list[S
             continue
         if event_waited_elsewhere(project, field) or _reached_outside(project, file, cls, field):
             continue
+        if recorded_on_joined_stream(project, file, cls, recorder, node):
+            continue  # a leftover event: other code joins the stream it marks (deadevents.py)
         fenced = _fenced_stream(file, recorder, node)
         if fenced is not None:  # a fork handle: its wait belongs right after the record, in the recorder
             return [SilentJoin(recorder, node, "class-event", f"self.{field}", recorder, node, fenced)]

@@ -80,7 +80,11 @@ class MissingRecordStream(Rule):
     `acc.add(p.grad)`, a temporary argument `push(g * scale)`, a local deleted or dying at the caller's return)
     before joining, the use is reported in the function (medium confidence, the caller's drop as related
     location). Silent when every caller keeps the tensor (a field of its object, a view of a persistent buffer,
-    its own parameter that it returns), joins or records after the call, or when no caller is seen.
+    its own parameter that it returns), joins or records after the call, or when no caller is seen; when the
+    function stores the tensor itself or hands it to a torch.distributed collective; when the argument is a
+    host tensor; when a caller's local is dropped with nothing allocated after it before the caller joins or
+    returns (as for the function-local case). A function that returns an event recorded after the use escapes
+    like a returned tensor: reported only with `strict`, low.
 
     A tensor an object keeps in a field (`self.blocks[req] = t`, `self.ready.append((t, ev))`, `self.next_w =
     t`, or the result of a method its class's callers keep so) lives until another method drops it (`del`,
@@ -358,7 +362,9 @@ class MissingRecordStream(Rule):
                 f"tensor, its memory belongs to {alloc}; once the caller drops it the block can be handed to new work "
                 f"there while {use} still reads it; this assumes the caller shown")
         related = [Location(model.path, model.span(drop), f"{how}")]
-        ctx.report(issue.node, first, confidence=Confidence.MEDIUM, related=related, hint=hint)
+        # (a function that hands out an event recorded after the use escapes like a returned tensor: strict, low)
+        ctx.report(issue.node, first, confidence=Confidence.LOW if issue.escaped else Confidence.MEDIUM,
+                   related=related, hint=hint)
 
     @staticmethod
     def _caller_side(ctx: RuleContext, issue) -> None:

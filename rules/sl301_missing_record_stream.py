@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+
 from streamlint._lazy import cst
 
 from streamlint.finding import Confidence, Edit, FixSafety, Location, Severity, Span
@@ -14,8 +16,8 @@ def _import_model() -> None:
     """The model modules this rule uses, imported at its first check (a run that analyses no file
     never loads them)."""
     global file_flows, path_tag, unrecorded_siblings, unrecorded_stored_siblings, broken_records, device_module, \
-        function_at, MAIN, entry_stream_name, stream_expr, stream_label
-    from streamlint.model.dataflow import file_flows, path_tag
+        function_at, MAIN, entry_stream_name, stream_expr, stream_label, lifetime_reported_at
+    from streamlint.model.dataflow import file_flows, lifetime_reported_at, path_tag
     from streamlint.model.handoffs import unrecorded_siblings, unrecorded_stored_siblings
     from streamlint.model.recorders import broken_records
     from streamlint.model.devicenames import device_module, function_at
@@ -71,6 +73,18 @@ class MissingRecordStream(Rule):
     forwarding helpers) and hands it one of its own parameters that it neither keeps (on `self`), nor
     records, nor joins after the scope, the helper's use of that tensor is a use on the side stream: with no
     record in the helper, it is reported there (medium confidence).
+
+    A function that reads a tensor parameter in work it queues on a side stream and returns while that work
+    may still run (no join, no host synchronisation, no `record_stream` on that stream) leaves the argument's
+    memory to its callers: when a caller in the project drops it right after the call (`p.grad = None` after
+    `acc.add(p.grad)`, a temporary argument `push(g * scale)`, a local deleted or dying at the caller's return)
+    before joining, the use is reported in the function (medium confidence, the caller's drop as related
+    location). Silent when every caller keeps the tensor (a field of its object, a view of a persistent buffer,
+    its own parameter that it returns), joins or records after the call, or when no caller is seen; when the
+    function stores the tensor itself or hands it to a torch.distributed collective; when the argument is a
+    host tensor; when a caller's local is dropped with nothing allocated after it before the caller joins or
+    returns (as for the function-local case). A function that returns an event recorded after the use escapes
+    like a returned tensor: reported only with `strict`, low.
 
     A tensor an object keeps in a field (`self.blocks[req] = t`, `self.ready.append((t, ev))`, `self.next_w =
     t`, or the result of a method its class's callers keep so) lives until another method drops it (`del`,
@@ -179,6 +193,9 @@ class MissingRecordStream(Rule):
                     continue
                 if issue.free == "release" and not strict:  # the object's other methods are presumed (vLLM 0.33.0
                     continue  # gpu_model_runner: the drop follows a host sync of an event field): strict only
+                if issue.kind == "caller-free":  # (flow/argdrops.py)
+                    self._caller_free(ctx, issue, main, use, alloc)
+                    continue
                 if issue.kind == "caller-drop":
                     if strict:  # it rests on what callers do with their tensors: on real code mostly they join
                         self._caller_side(ctx, issue)  # inside a parallel-executor helper (off unless strict)
@@ -321,6 +338,33 @@ class MissingRecordStream(Rule):
                 f"can be handed to new work on {alloc} while {use} still uses it")
         ctx.report(issue.node, first, confidence=Confidence.LOW,
                    related=[Location(ctx.file.path, ctx.file.span(issue.free_node), "dropped here")], hint=hint)
+
+    @staticmethod
+    def _caller_free(ctx: RuleContext, issue, main: str | None, use: str, alloc: str) -> None:
+        """A tensor parameter still read by work this function left pending on a side stream at its return,
+        never recorded there, which a caller drops right after the call (flow/argdrops.py)."""
+        model, drop, call, caller = issue.entry
+        if lifetime_reported_at(ctx.project, model, caller, call):
+            return  # the caller's own analysis follows the call and reports its tensor's death there
+        how = {"call end": "a temporary argument, dropped when the call returns",
+               "unset": "dropped by the caller right after the call", "del": "deleted by the caller after the call",
+               "rebinding": "rebound by the caller after the call",
+               "function end": "dropped when the caller returns"}.get(issue.free, "dropped by the caller")
+        where = "" if model is ctx.file else f" in {os.path.basename(str(model.path))}"
+        line = model.span(drop).start_line
+        first = first_line(f"`{issue.name}` is still read on {use} when this returns, unrecorded, and a caller drops "
+                           f"it (line {line}{where}) [{issue.mode}]",
+                           f"`{issue.name}` is read on {use} past the return, unrecorded; a caller drops it "
+                           f"[{issue.mode}]",
+                           f"a parameter is read on a side stream past the return and a caller drops it [{issue.mode}]")
+        target = _record_on_user(ctx, issue, main, use)
+        hint = (f"add {target} after this use (or join {use} before returning): `{issue.name}` is the caller's "
+                f"tensor, its memory belongs to {alloc}; once the caller drops it the block can be handed to new work "
+                f"there while {use} still reads it; this assumes the caller shown")
+        related = [Location(model.path, model.span(drop), f"{how}")]
+        # (a function that hands out an event recorded after the use escapes like a returned tensor: strict, low)
+        ctx.report(issue.node, first, confidence=Confidence.LOW if issue.escaped else Confidence.MEDIUM,
+                   related=related, hint=hint)
 
     @staticmethod
     def _caller_side(ctx: RuleContext, issue) -> None:

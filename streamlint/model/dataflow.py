@@ -356,6 +356,15 @@ def file_flows(project: Project, file: FileModel, *, explicit_ge_joins: bool = F
             yield fn, flow
 
 
+def lifetime_reported_at(project: Project, file: FileModel, fn: FunctionInfo, node: cst.CSTNode) -> bool:
+    """Does the analysis of ``fn`` itself report an SL301 lifetime at the statement holding ``node`` (a caller
+    that inlines the helper it calls and sees its own tensor die)? One finding per cause."""
+    flow = function_flow(project, file, fn)
+    line = file.span(node).start_line
+    return any(file.span(x.node).start_line <= line <= file.span(x.node).end_line for x in flow.lifetimes
+               if x.mode != "ge")
+
+
 __all__ = [
     "EMPTY_FLOW",
     "EarlyRecord",
@@ -369,6 +378,7 @@ __all__ = [
     "file_flows",
     "function_flow",
     "function_modes",
+    "lifetime_reported_at",
     "path_tag",
     "stream_label",
     "wait_self_expr",

@@ -6,7 +6,8 @@ attribute rebound or a helper / closure that frees) → ``exprs`` (expression ev
 dispatch) → ``calls`` (inlining of project helpers) → ``control`` (statements, branches, loops, scopes)
 → ``interp`` (the mixins composed into :class:`~streamlint.model.flow.interp.Interp`; ``records``: records on
 the allocating stream, and the caller's tensors a helper uses on the side stream its callers run it on,
-summarised over its call sites by ``sidecalls``; ``ambient``: the ``self.*`` stream every caller runs a
+summarised over its call sites by ``sidecalls``; ``argdrops``: tensor parameters a function leaves in use on a
+side stream at its return, and whether a caller drops the argument right after the call; ``ambient``: the ``self.*`` stream every caller runs a
 method under, and two field names of one stream object). ``results`` holds
 what rules read. The public entry is :mod:`streamlint.model.dataflow`.
 """

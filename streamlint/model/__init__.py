@@ -74,8 +74,6 @@ Layer 2 — the project
                     the path tag (``[xpu]``) of its findings
     ``handedevents`` is an event a class waits on (``self.done``) handed to it at construction (a record
                     class's field, an ``__init__`` parameter) and so its constructor caller's to record?
-    ``hostmembers`` does a member of project objects hold host memory (``slot.shadow`` of a record every
-                    construction of which passes ``torch.empty(n, pin_memory=pin)``, ``self.master = torch.zeros(n)``)?
     ``freeing``     which parameters (or, for a closure, captured names) does a function's body free with
                     ``resize_(0)``, itself or through a helper it hands them to (a free seen at the call)?
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from streamlint.model.file import ClassInfo, FunctionInfo
 from streamlint.model.flow.hostinstances import host_instance_field
-from streamlint.model.hostmembers import host_place
 from streamlint.model.flow.values import KVal
 from streamlint.model.lifetimes import module_constant, module_container
 from streamlint.model.placement import host_container_field
@@ -43,19 +42,6 @@ class HostFields:
         # a field allocated on the constructor's device, read in a method run only on host-built objects
         return v.key.count(".") == 1 and "[" not in v.key and host_instance_field(
             self.project, frame_file, frame_file.classes.get(frame_fn.class_name or ""), frame_fn, v.key[5:])
-
-    def host_member_key(self, key: str) -> bool:
-        """Is the long-lived place ``key`` (``self.shadow``, ``slot.shadow``) a member of project objects built in
-        host memory (:func:`~streamlint.model.hostmembers.host_place`)? Its root name is resolved in the innermost
-        frame that binds it (a callee's parameter stands for the caller's value: the outer frames next)."""
-        if key.count(".") != 1 or "[" in key:
-            return False
-        root = key.split(".", 1)[0]
-        for frame_file, frame_fn in reversed(self.frames):
-            if root == "self" and frame_fn.class_name or root != "self" and (
-                    root in frame_fn.all_params or root in frame_fn.name_assigns):
-                return host_place(self.project, frame_file, frame_fn, key)
-        return False
 
     def _host_field(self, frame_file, frame_fn: FunctionInfo, key: str) -> bool:
         """:meth:`host_attribute` of a ``self.*`` key seen from a method of ``frame_fn``'s class."""

@@ -97,8 +97,7 @@ class Storages(HostFields):
             step = None if glob or st.replayed else step_source(self.project, self.file, self.fn, base_key,
                                                                       self.cfg.mode)
             write = Access(MAIN, 0, None, {}) if step else None if glob else st.replayed  # step: the caller's
-            host = not glob and self.host_member_key(base_key)  # a member built in host memory (hostmembers.py)
-            sid = self.new_storage(st, "host" if host else "long", MAIN, base_key, None if host else write).sid
+            sid = self.new_storage(st, "long", MAIN, base_key, write).sid  # step wrote it (stepstate.py)
             st.long[base_key] = sid
             self.step_sources.update({sid: step} if step else {})
         tv = self.new_tensor(st, sid)

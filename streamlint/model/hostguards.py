@@ -13,18 +13,17 @@ A weight store that maps host weights into device memory refuses anything else u
 Past the guard ``source`` is a host tensor: no stream of the caller produced it, so a side stream reading it
 needs no wait on the caller's stream. :func:`host_guarded` recognises, among the top-level statements of the
 body before any other statement naming the parameter, an ``if`` whose body raises (no ``else``) on a test
-saying the tensor is not on the host -- ``p.device.type != "cpu"``, ``not p.is_cpu``, ``p.is_cuda``, ``str(p.device)
-!= "cpu"``, ``not p.is_pinned()``, one operand of an ``or`` -- or an ``assert`` of the converse (one operand of an
-``and``). The parameter must not be rebound in the function. Syntax only."""
+saying the tensor is not on the host -- ``p.device.type != "cpu"``, ``not p.is_cpu``, ``str(p.device) != "cpu"``,
+one operand of an ``or`` -- or an ``assert`` of the converse (one operand of an ``and``). ``p.is_cuda`` or
+``p.device.type == "cuda"`` prove nothing (an NPU tensor passes them), nor does ``p.is_pinned()`` (a caller may still
+be filling the pinned tensor by a non-blocking device-to-host copy). The parameter must not be rebound in the
+function. Syntax only."""
 
 from __future__ import annotations
 
 from streamlint._lazy import cst
 from streamlint.model.file import FunctionInfo, dotted, string_value
 from streamlint.model.syntax import mentions_name
-
-_DEVICE_ATTRS = ("is_cuda", "is_npu", "is_xpu")
-
 
 def host_guarded(fn: FunctionInfo, param: str) -> bool:
     """Does ``fn`` raise, before anything else uses ``param``, unless ``param`` is a host tensor?"""
@@ -61,25 +60,18 @@ def _not_host(test: cst.BaseExpression, param: str) -> bool:
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         op = test.comparisons[0].operator
         right = test.comparisons[0].comparator
-        if _names_device(test.left, param) and isinstance(op, (cst.NotEqual, cst.IsNot)):
-            return _names_cpu(right)
-        if _names_device(test.left, param) and isinstance(op, (cst.Equal, cst.Is)):
-            return _names_accelerator(right)
-    return dotted(test) in {f"{param}.{a}" for a in _DEVICE_ATTRS}
+        return _names_device(test.left, param) and isinstance(op, (cst.NotEqual, cst.IsNot)) and _names_cpu(right)
+    return False
 
 
 def _host(test: cst.BaseExpression, param: str) -> bool:
     """Is ``test`` true only when ``param`` is a host tensor?"""
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         return _host(test.left, param) or _host(test.right, param)
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return dotted(test.expression) in {f"{param}.{a}" for a in _DEVICE_ATTRS}
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         op = test.comparisons[0].operator
         return _names_device(test.left, param) and isinstance(op, (cst.Equal, cst.Is)) \
             and _names_cpu(test.comparisons[0].comparator)
-    if isinstance(test, cst.Call) and not test.args and dotted(test.func) == f"{param}.is_pinned":
-        return True
     return dotted(test) == f"{param}.is_cpu"
 
 
@@ -96,11 +88,6 @@ def _names_cpu(e: cst.BaseExpression) -> bool:
         return sv == "cpu"
     return isinstance(e, cst.Call) and dotted(e.func) in ("torch.device", "device") and len(e.args) == 1 \
         and string_value(e.args[0].value) == "cpu"
-
-
-def _names_accelerator(e: cst.BaseExpression) -> bool:
-    sv = string_value(e)
-    return sv is not None and sv.split(":", 1)[0] in ("cuda", "npu", "xpu")
 
 
 __all__ = ["host_guarded"]

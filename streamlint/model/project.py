@@ -446,8 +446,8 @@ class Project(ModulePaths):
         if spec is not None:
             uses: tuple[ApiUse, ...] = (ApiUse(spec, site, file, bind_arguments(spec.params, site.node)),)
         else:
-            uses = guarded_method_uses(file, site, self.wrapper_uses(file, site)) or accelerator_uses(self, file, site) \
-                or factory_uses(self, file, site)
+            uses = guarded_method_uses(self, file, site, self.wrapper_uses(file, site)) \
+                or accelerator_uses(self, file, site) or factory_uses(self, file, site)
         self._uses[key] = uses
         return uses
 

@@ -40,7 +40,8 @@ from streamlint._lazy import cst
 
 from streamlint.model import apis
 from streamlint.model.apis import Role
-from streamlint.model.file import CallSite, FileModel, FunctionInfo, dotted
+from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, dotted
+from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.syntax import is_none, local_nodes, strip_not
 from streamlint.model.uses import ApiUse, bind_arguments
 
@@ -358,6 +359,54 @@ def _null_call(file: FileModel, fn: FunctionInfo | None, call: cst.Call) -> bool
     return _null_factory(file, fn, call.func)
 
 
+def guarded_method_uses(project: Project, file: FileModel, site: CallSite,
+                        uses: tuple[ApiUse, ...]) -> tuple[ApiUse, ...]:
+    """``with self._on_side():`` where the object's own method (no argument but ``self``) returns ``ctx if C else
+    nullcontext()`` at every return: the stream context the wrapper opens is entered only where C holds, C
+    evaluated at the call (``self.side``: correlated with a fork ``if self.side:`` before it). The uses carry C
+    (:attr:`ApiUse.enabled`) when the caller can test it; otherwise they are returned as they are. A project
+    subclass overriding the method (``AlwaysOverlap._on_side`` returning the stream context unconditionally) may
+    be what ``self`` is: then (or when the subclasses cannot be searched) the uses stay as they are."""
+    func, fn = site.node.func, site.function
+    if not uses or any(u.enabled is not None for u in uses) or site.node.args or fn is None \
+            or not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
+        return uses
+    cls = file.classes.get(fn.class_name or "")
+    method = cls.methods.get(func.attr.value) if cls is not None else None
+    if method is None or method.params != ("self",) or method.kwonly or not method.returns \
+            or _overridden(project, file, cls, func.attr.value):
+        return uses
+    tests = set()
+    for ret in method.returns:
+        v = ret.value
+        if not isinstance(v, cst.IfExp) or not isinstance(v.body, cst.Call) or not isinstance(v.orelse, cst.Call):
+            return uses
+        null_body, null_else = _null_call(file, method, v.body), _null_call(file, method, v.orelse)
+        if null_body == null_else:
+            return uses
+        tests.add((file.code(v.test), null_else))
+        chosen = (v.test, null_else)
+    if len(tests) != 1:
+        return uses
+    test = _caller_test(file, fn, method, chosen, True)
+    return tuple(dataclasses.replace(u, enabled=test) for u in uses) if test is not None else uses
+
+
+def _overridden(project: Project, file: FileModel, base: ClassInfo, method: str, depth: int = 0) -> bool:
+    """Does a project class deriving (transitively) from ``base`` define ``method``? True when unsure."""
+    paths = project.paths_containing((base.name.encode(),))
+    if depth > 4 or len(paths) > MAX_CALLER_FILES:
+        return True
+    for path in paths:
+        model = project.file(path)
+        for cls in (model.classes.values() if model is not None else ()):
+            if cls is base or not any(b and (project.symbol(b, model) or (None,))[0] is base for b in cls.bases):
+                continue
+            if method in cls.methods or _overridden(project, model, cls, method, depth + 1):
+                return True
+    return False
+
+
 def _translate_use(file: FileModel, caller: FunctionInfo, owner: FunctionInfo | None, use: ApiUse,
                    field: bool) -> ApiUse | None:
     """The use with its stream argument in the caller's terms (None: it names something the caller cannot)."""
@@ -602,4 +651,4 @@ def uncorrelated_optional(project: Project, file: FileModel, fn: FunctionInfo | 
     return False
 
 
-__all__ = ["factory_uses", "stream_condition", "uncorrelated_optional"]
+__all__ = ["factory_uses", "guarded_method_uses", "stream_condition", "uncorrelated_optional"]

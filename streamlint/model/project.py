@@ -18,7 +18,7 @@ from streamlint._lazy import cst
 
 from streamlint.model import apis
 from streamlint.model.accelerators import accelerator_uses
-from streamlint.model.ctxfactories import factory_uses
+from streamlint.model.ctxfactories import factory_uses, guarded_method_uses
 from streamlint.model.apis import Role
 from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, ScopeSite, dotted
 from streamlint.model.modpaths import ModulePaths
@@ -446,7 +446,8 @@ class Project(ModulePaths):
         if spec is not None:
             uses: tuple[ApiUse, ...] = (ApiUse(spec, site, file, bind_arguments(spec.params, site.node)),)
         else:
-            uses = self.wrapper_uses(file, site) or accelerator_uses(self, file, site) or factory_uses(self, file, site)
+            uses = guarded_method_uses(self, file, site, self.wrapper_uses(file, site)) \
+                or accelerator_uses(self, file, site) or factory_uses(self, file, site)
         self._uses[key] = uses
         return uses
 

@@ -17,6 +17,7 @@ from streamlint._lazy import cst
 from streamlint.model.bytescan import may_hand_bytes
 from streamlint.model.file import FileModel, FunctionInfo
 from streamlint.model.flow.callers import callers_of
+from streamlint.model.hostguards import host_guarded
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.streams import derived
 from streamlint.model.tensors import host_factory, host_target
@@ -27,7 +28,10 @@ if TYPE_CHECKING:
 
 
 def host_by_callers(project: Project, file: FileModel, fn: FunctionInfo, param: str) -> bool:
-    """Does every project call site of ``fn`` bind ``param`` to a host tensor (and is there one)?"""
+    """Does every project call site of ``fn`` bind ``param`` to a host tensor (and is there one), or does ``fn``
+    itself raise unless it is one (``if source.device.type != "cpu": raise ...``: :mod:`~streamlint.model.hostguards`)?"""
+    if host_guarded(fn, param):
+        return True
     memo = derived(project, "host_by_callers")
     key = (id(fn), param)
     if key not in memo:

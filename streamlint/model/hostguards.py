@@ -1,0 +1,93 @@
+"""Parameters a function's own guard makes host-resident (issue 16 §3, "Only device data races", "conditions
+that follow the call").
+
+A weight store that maps host weights into device memory refuses anything else up front::
+
+    def acquire(self, key, source, *, stream=None):
+        if source.device.type != "cpu":
+            raise ValueError("source weights must stay on CPU")
+        ...
+        with torch.cuda.stream(copy_stream):
+            typed.copy_(source, non_blocking=True)
+
+Past the guard ``source`` is a host tensor: no stream of the caller produced it, so a side stream reading it
+needs no wait on the caller's stream. :func:`host_guarded` recognises, among the top-level statements of the
+body before any other statement naming the parameter, an ``if`` whose body raises (no ``else``) on a test
+saying the tensor is not on the host -- ``p.device.type != "cpu"``, ``not p.is_cpu``, ``str(p.device) != "cpu"``,
+one operand of an ``or`` -- or an ``assert`` of the converse (one operand of an ``and``). ``p.is_cuda`` or
+``p.device.type == "cuda"`` prove nothing (an NPU tensor passes them), nor does ``p.is_pinned()`` (a caller may still
+be filling the pinned tensor by a non-blocking device-to-host copy). The parameter must not be rebound in the
+function. Syntax only."""
+
+from __future__ import annotations
+
+from streamlint._lazy import cst
+from streamlint.model.file import FunctionInfo, dotted, string_value
+from streamlint.model.syntax import mentions_name
+
+def host_guarded(fn: FunctionInfo, param: str) -> bool:
+    """Does ``fn`` raise, before anything else uses ``param``, unless ``param`` is a host tensor?"""
+    if param not in fn.all_params or param in fn.name_assigns:
+        return False
+    body = fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else ()
+    for stmt in body:
+        if _guard(stmt, param):
+            return True
+        if mentions_name(stmt, param):
+            return False
+    return False
+
+
+def _guard(stmt: cst.BaseStatement, param: str) -> bool:
+    if isinstance(stmt, cst.If) and stmt.orelse is None and isinstance(stmt.body, cst.IndentedBlock) \
+            and stmt.body.body and _raises(stmt.body.body[-1]):
+        return _not_host(stmt.test, param)
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assert):
+        return _host(stmt.body[0].test, param)
+    return False
+
+
+def _raises(stmt: cst.BaseStatement) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and any(isinstance(s, cst.Raise) for s in stmt.body)
+
+
+def _not_host(test: cst.BaseExpression, param: str) -> bool:
+    """Is ``test`` true whenever ``param`` is not a host tensor (so the ``raise`` it guards leaves only host)?"""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        return _not_host(test.left, param) or _not_host(test.right, param)
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _host(test.expression, param)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        op = test.comparisons[0].operator
+        right = test.comparisons[0].comparator
+        return _names_device(test.left, param) and isinstance(op, (cst.NotEqual, cst.IsNot)) and _names_cpu(right)
+    return False
+
+
+def _host(test: cst.BaseExpression, param: str) -> bool:
+    """Is ``test`` true only when ``param`` is a host tensor?"""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _host(test.left, param) or _host(test.right, param)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        op = test.comparisons[0].operator
+        return _names_device(test.left, param) and isinstance(op, (cst.Equal, cst.Is)) \
+            and _names_cpu(test.comparisons[0].comparator)
+    return dotted(test) == f"{param}.is_cpu"
+
+
+def _names_device(e: cst.BaseExpression, param: str) -> bool:
+    """``p.device.type``, ``p.device``, ``str(p.device)``."""
+    if isinstance(e, cst.Call) and dotted(e.func) == "str" and len(e.args) == 1:
+        e = e.args[0].value
+    return dotted(e) in (f"{param}.device.type", f"{param}.device")
+
+
+def _names_cpu(e: cst.BaseExpression) -> bool:
+    sv = string_value(e)
+    if sv is not None:
+        return sv == "cpu"
+    return isinstance(e, cst.Call) and dotted(e.func) in ("torch.device", "device") and len(e.args) == 1 \
+        and string_value(e.args[0].value) == "cpu"
+
+
+__all__ = ["host_guarded"]

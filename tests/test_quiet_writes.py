@@ -29,6 +29,138 @@ def test_step_sources_of_the_graph_frontend() -> None:
     assert source("infer_pairs", "self._obs_b2") is None  # enable_pairs() only allocates it (torch.empty)
 
 
+VLA = FIXTURES / "rules" / "sl201_vla_graph_pipeline.py"
+
+
+def test_step_sources_of_the_vla_policy_server() -> None:
+    project = engine_for(VLA.parent, [str(VLA)]).project
+    model = project.file(str(VLA))
+    methods = model.classes["PolicyServer"].methods
+
+    def source(method: str, key: str) -> str | None:
+        return step_source(project, model, methods[method], key, "cuda")
+
+    assert source("calibrate", "self.pipeline.image_slot") is None  # numpy rope table, cudaMalloc'd slots
+    assert source("replay_rope", "self.rope_pipeline.rope") == "set_rope_length"  # a torch copy to the device
+    assert source("infer_guided", "self._img_b2[]") is None  # infer_pair() reads back in `for b in range(PAIR)`
+    assert source("replay_many", "self._img_n[]") == "infer_many"  # `for b in range(active)` may run no round
+    assert source("calibrate_state", "self._state") is None  # infer() runs _fill_state() on the graph stream too
+    assert source("warmup_lang", "self._lang") == "_fill_lang"  # step_eager() runs it on the current stream
+    assert source("warmup_tokens", "self._tokens") == "_fill_tokens"  # prefetch_tokens(): on another stream
+    # its own call: the early `return self.infer_guided(obs)` runs nothing before it; `self._check` is a module function
+    assert source("infer_views", "self._views[]") is None
+
+
+def test_keeps_cpu_loop_with_break() -> None:
+    """A counted loop that may leave before its blocking read."""
+    code = '''
+    import torch
+
+    PAIR = 2
+
+
+    class Sampler:
+        def __init__(self, vocab: int):
+            self.side = torch.cuda.Stream()
+            self.probs = torch.zeros(PAIR, vocab, device="cuda")
+
+        def update(self, logits: torch.Tensor, skip: bool) -> list:
+            self.probs.copy_(torch.softmax(logits, dim=-1))
+            out = []
+            for b in range(PAIR):
+                if skip:
+                    break
+                out.append(self.probs[b].argmax().cpu())
+            return out
+
+        def draft(self) -> torch.Tensor:
+            with torch.cuda.stream(self.side):
+                out = self.probs.topk(4, dim=-1).indices
+            torch.cuda.current_stream().wait_stream(self.side)
+            return out
+    '''
+    lines = sorted(f.span.start_line for f in lint_text(code) if f.code == "SL201")
+    assert lines == [22]
+
+
+def test_counted_loop_read_back_settles() -> None:
+    """A loop over a positive module constant runs its first round: its blocking read settles the write."""
+    code = '''
+    import torch
+
+    PAIR = 2
+
+
+    class Sampler:
+        def __init__(self, vocab: int):
+            self.side = torch.cuda.Stream()
+            self.probs = torch.zeros(PAIR, vocab, device="cuda")
+
+        def update(self, logits: torch.Tensor) -> list:
+            self.probs.copy_(torch.softmax(logits, dim=-1))
+            out = []
+            for b in range(PAIR):
+                out.append(self.probs[b].argmax().cpu())
+            return out
+
+        def draft(self) -> torch.Tensor:
+            with torch.cuda.stream(self.side):
+                out = self.probs.topk(4, dim=-1).indices
+            torch.cuda.current_stream().wait_stream(self.side)
+            return out
+    '''
+    assert [f.span.start_line for f in lint_text(code) if f.code == "SL201"] == []
+    assert sorted(f.span.start_line for f in lint_text(code.replace("range(PAIR)", "range(0)"))
+                  if f.code == "SL201") == [20]
+
+
+def test_keeps_own_call_on_another_stream() -> None:
+    """The helper is the function's own call in its graph-stream scope, but another method runs it in the scope
+    of a different stream: its writes there are not ordered before the graph stream's read."""
+    code = '''
+    import torch
+
+
+    class Frontend:
+        def __init__(self):
+            self.graph_stream = torch.cuda.Stream()
+            self.aux_stream = torch.cuda.Stream()
+            self.state = torch.zeros(32, device="cuda")
+            self.out = torch.zeros(32, device="cuda")
+
+        def _fill(self, s: torch.Tensor) -> None:
+            self.state.copy_(s)
+
+        def prefetch(self, s: torch.Tensor) -> None:
+            with torch.cuda.stream(self.aux_stream):
+                self._fill(s)
+
+        def run(self, s: torch.Tensor) -> torch.Tensor:
+            with torch.cuda.stream(self.graph_stream):
+                self._fill(s)
+                self.out.copy_(self.state * 2.0)
+            torch.cuda.current_stream().wait_stream(self.graph_stream)
+            return self.out
+    '''
+    from streamlint.model.stepstate import own_steps
+    import tempfile
+    from pathlib import Path
+
+    import textwrap
+
+    d = Path(tempfile.mkdtemp())
+    path = d / "frontend.py"
+    path.write_text(textwrap.dedent(code).lstrip("\n"), encoding="utf-8")
+    model = engine_for(d, [str(path)]).project.file(str(path))
+    cls = model.classes["Frontend"]
+    assert own_steps(model, cls, cls.methods["run"], "self.state") == frozenset()
+    same = code.replace("with torch.cuda.stream(self.aux_stream):", "with torch.cuda.stream(self.graph_stream):")
+    path.write_text(textwrap.dedent(same).lstrip("\n"), encoding="utf-8")
+    model = engine_for(d, [str(path)]).project.file(str(path))
+    cls = model.classes["Frontend"]
+    assert own_steps(model, cls, cls.methods["run"], "self.state") == frozenset({"_fill"})
+
+
 def test_native_stream_synchronize_joins_the_stream() -> None:
     code = '''
     import ctypes

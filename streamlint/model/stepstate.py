@@ -28,7 +28,7 @@ import re
 from typing import TYPE_CHECKING, Callable
 
 from streamlint._lazy import cst
-from streamlint.model.syntax import contains, dominates, normalized_code
+from streamlint.model.syntax import contains, dominates, local_nodes, normalized_code
 from streamlint.model.apis import COLLECTIVE_PARAMS, COLLECTIVES, Role, lookup
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
 from streamlint.model.placement import settled_host_value
@@ -397,9 +397,13 @@ def own_steps(file: FileModel, cls: ClassInfo, fn: FunctionInfo, key: str) -> fr
     by the flow), not a step its caller ran before the call. All of it required, for a call ``self.m(...)``
     that is a statement of its own: it is on every path to each mention of ``key`` (or of a field it is part
     of) in ``fn`` (:func:`~streamlint.model.syntax.dominates`: an earlier straight-line statement of the
-    same block, or of a block around it); each other ``self`` method ``fn`` may call before it names no such
-    field and calls no ``self`` method; and no method of the class but ``fn`` and the construction calls ``m``
-    (else the caller's step may run it too)."""
+    same block, or of a block around it); each other ``self`` method ``fn`` may call before it (not one in a
+    ``return`` value: ``return self._infer_batched(obs)`` leaves) names no such field and calls no ``self`` method
+    but such helpers or a field holding a module function (``self._check = _check``); and no method of the class but ``fn`` and the construction calls ``m``
+    (else the caller's step may run it too), but inside a scope of the same ``self.*`` stream as ``fn``'s own
+    call: a call's writes follow the stream it is issued on (``infer()`` and ``calibrate()`` both run
+    ``self._fill_state(s)`` under ``with torch.cuda.stream(self.graph_stream):``: neither leaves a write on the
+    current stream)."""
     parts = key.split("[", 1)[0].split(".")
     fields = {".".join(parts[:i]) for i in range(2, len(parts) + 1)}  # `self.a.b`: `self.a`, `self.a.b`
     mentions, calls = [], []
@@ -414,20 +418,63 @@ def own_steps(file: FileModel, cls: ClassInfo, fn: FunctionInfo, key: str) -> fr
                 calls.append((name, n))
         stack.extend(children(n))
     out: set[str] = set()
+    returns = [n for n in local_nodes(fn.node.body) if isinstance(n, cst.Return) and n.value is not None]
     for name, stmt in calls:
         if name in out or any(contains(stmt, m) for m in mentions) \
                 or not all(dominates(fn.node, stmt, m) for m in mentions):
             continue
         before = [site.node for site in fn.calls if _self_method(site.node) not in (None, name)
-                  and not dominates(fn.node, stmt, site.node)]
+                  and not dominates(fn.node, stmt, site.node) and not _returned(returns, site.node)]
         if all(_quiet_helper(file, cls, _self_method(c), fields) for c in before):
             out.add(name)
     if not out:
         return frozenset()
+    scopes = {name: _call_stream(file, fn, stmt) for name, stmt in calls if name in out}
     for m in set(cls.methods) - _construction(cls) - {fn.node.name.value}:
         for site in cls.methods[m].calls:
-            out.discard(_self_method(site.node) or "")
+            name = _self_method(site.node) or ""
+            if name in out and (scopes.get(name) is None or _site_stream(file, site) != scopes[name]):
+                out.discard(name)
     return frozenset(out)
+
+
+def _site_stream(file: FileModel, site) -> str | None:
+    """The text of the ``self.*`` stream the innermost stream scope around a call enters
+    (``with torch.cuda.stream(self.graph_stream):`` -> ``self.graph_stream``), else None."""
+    scope = site.scope
+    while scope is not None:
+        item = scope.item.item
+        if isinstance(item, cst.Call) and "stream" in file.code(item.func).lower() and len(item.args) == 1:
+            text = normalized_code(file.code(item.args[0].value))
+            return text if text.startswith("self.") and re.fullmatch(r"[\w.]+", text) else None
+        if "stream" in file.code(item).lower():
+            return None
+        scope = scope.parent
+    return None
+
+
+def _call_stream(file: FileModel, fn: FunctionInfo, stmt: cst.CSTNode) -> str | None:
+    site = next((s for s in fn.calls if contains(stmt, s.node)), None)
+    return _site_stream(file, site) if site is not None else None
+
+
+def _plain_callable(cls: ClassInfo, name: str) -> bool:
+    """``self._check = _check``: a field every binding of which in the class is a function of a module (a name
+    or a dotted name not on ``self``, no lambda, no call): called, it is handed no ``self`` and can reach the
+    object's fields only through its arguments."""
+    values = [(a.value, m) for m in cls.methods.values() for a in m.assigns if a.target == f"self.{name}"]
+
+    def module_function(v: cst.BaseExpression, m: FunctionInfo) -> bool:
+        root = (dotted(v) or "self").split(".")[0] if isinstance(v, (cst.Name, cst.Attribute)) else "self"
+        return root not in ("self", "cls", "None") and root not in m.all_params and root not in m.name_assigns
+
+    return bool(values) and all(module_function(v, m) for v, m in values)
+
+
+def _returned(returns: list[cst.Return], call: cst.Call) -> bool:
+    """Is ``call`` in the value of a ``return`` of the function (``return self._infer_batched(obs)``): the
+    function leaves once it has run, no later statement follows it."""
+    return any(contains(r.value, call) for r in returns)
 
 
 def _self_method(call: cst.Call) -> str | None:
@@ -446,13 +493,16 @@ def _self_call_statement(stmt: cst.SimpleStatementLine) -> str | None:
     return _self_method(value) if isinstance(value, cst.Call) else None
 
 
-def _quiet_helper(file: FileModel, cls: ClassInfo, name: str, fields: set[str]) -> bool:
-    """A method of the class (not a base's) whose body names none of ``fields`` and calls no ``self`` method."""
+def _quiet_helper(file: FileModel, cls: ClassInfo, name: str, fields: set[str], depth: int = 0) -> bool:
+    """A method of the class (not a base's) whose body names none of ``fields`` and calls no ``self`` method but
+    such quiet helpers (two levels down: ``self._check(rc)`` on a native copy's return code)."""
     m = cls.methods.get(name)
     if m is None:
-        return False
+        return _plain_callable(cls, name)
     code = normalized_code(file.code(m.node))
-    return not any(re.search(rf"{re.escape(f)}\b", code) for f in fields) and all(_self_method(site.node) is None for site in m.calls)
+    return not any(re.search(rf"{re.escape(f)}\b", code) for f in fields) and all(
+        _self_method(site.node) is None or depth < 2 and _self_method(site.node) != name
+        and _quiet_helper(file, cls, _self_method(site.node) or "", fields, depth + 1) for site in m.calls)
 
 
 def step_writer(project: Project, file: FileModel, fn: FunctionInfo, key: str, mode: str,

@@ -151,14 +151,69 @@ def test_keeps_own_call_on_another_stream() -> None:
     d = Path(tempfile.mkdtemp())
     path = d / "frontend.py"
     path.write_text(textwrap.dedent(code).lstrip("\n"), encoding="utf-8")
-    model = engine_for(d, [str(path)]).project.file(str(path))
-    cls = model.classes["Frontend"]
-    assert own_steps(model, cls, cls.methods["run"], "self.state") == frozenset()
+    def steps(text: str) -> frozenset[str]:
+        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+        project = engine_for(d, [str(path)]).project
+        model = project.file(str(path))
+        cls = model.classes["Frontend"]
+        return own_steps(project, model, cls, cls.methods["run"], "self.state")
+
+    assert steps(code) == frozenset()
     same = code.replace("with torch.cuda.stream(self.aux_stream):", "with torch.cuda.stream(self.graph_stream):")
-    path.write_text(textwrap.dedent(same).lstrip("\n"), encoding="utf-8")
-    model = engine_for(d, [str(path)]).project.file(str(path))
-    cls = model.classes["Frontend"]
-    assert own_steps(model, cls, cls.methods["run"], "self.state") == frozenset({"_fill"})
+    assert steps(same) == frozenset({"_fill"})
+    same = textwrap.dedent(same)
+    # a context that only times the stream enters none: prefetch() then runs _fill() on the current stream
+    timed = same.replace("with torch.cuda.stream(self.graph_stream):\n            self._fill(s)",
+                         "with self._stream_timer(self.graph_stream):\n            self._fill(s)", 1)
+    assert timed != same and steps(timed) == frozenset()
+    # a stream field rebound in a step (rotating streams) is not one stream: no call under it is the same stream
+    rotated = same.replace("    def _fill(", "    def rotate(self) -> None:\n        self.graph_stream = self.aux_stream\n\n    def _fill(")
+    assert rotated != same and steps(rotated) == frozenset()
+    # a module function held in a field and handed the object itself may write any field before the own call
+    handed = same.replace("self.out = torch.zeros(32, device=\"cuda\")",
+                          "self.out = torch.zeros(32, device=\"cuda\")\n        self._hook = _stage_hook")
+    handed = "def _stage_hook(obj, s):\n    obj.state.mul_(0.5)\n\n" + handed
+    called = handed.replace("    def run(self, s: torch.Tensor) -> torch.Tensor:\n",
+                            "    def run(self, s: torch.Tensor) -> torch.Tensor:\n        self._hook(s, 1.0)\n")
+    assert called != handed and "_fill" in steps(called)
+    assert "_fill" not in steps(called.replace("self._hook(s, 1.0)", "self._hook(self, s)"))
+
+
+def test_certain_calls() -> None:
+    """Only the calls a statement line runs on every path count as its blocking reads."""
+    import libcst as cst
+
+    from streamlint.model.syntax import certain_calls
+
+    def names(src: str) -> set[str]:
+        return {cst.Module([]).code_for_node(c.func) for c in certain_calls(cst.parse_statement(src))}
+
+    assert names("rows.append(out.cpu() if debug else None)") == {"rows.append"}
+    assert names("flag = 'nan' if out.isnan().any().item() else 'ok'") == {"out.isnan().any().item", "out.isnan().any", "out.isnan"}
+    assert names("ok = check(a) and b.cpu()") == {"check"}
+    assert names("rows = [out[b].cpu() for b in range(n())]") == {"range", "n"}
+    assert names("f = lambda: out.cpu()") == set()
+    assert names("assert out.cpu().sum() > 0") == set()
+    assert names("x = out.float().cpu()") == {"out.float().cpu", "out.float"}
+
+
+STEPS = FIXTURES / "rules" / "sl201_vla_step_certainty.py"
+
+
+def test_step_sources_need_certain_facts() -> None:
+    project = engine_for(STEPS.parent, [str(STEPS)]).project
+    model = project.file(str(STEPS))
+
+    def source(cls: str, method: str, key: str) -> str | None:
+        return step_source(project, model, model.classes[cls].methods[method], key, "cuda")
+
+    assert source("DebugPairServer", "replay", "self._img_b2") == "stage_pair"  # `... if self.debug else None`
+    assert source("DebugFrameServer", "replay", "self._img") == "stage"  # `self.debug and self._out.cpu()`
+    assert source("CheckedFrameServer", "replay", "self._img") is None  # the conditional's test always runs
+    assert source("ActiveBatchServer", "replay", "self._img_n") == "stage_many"  # a comprehension over `active`
+    assert source("TimedStateServer", "infer", "self._state") == "_fill_state"  # the timer enters no stream
+    assert source("GraphStateServer", "infer", "self._state") is None  # every caller: the fixed graph stream
+    assert source("DoubleBufferedServer", "step", "self._state") == "_fill_state"  # `self.cur` rotates
 
 
 def test_native_stream_synchronize_joins_the_stream() -> None:

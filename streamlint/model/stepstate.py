@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Callable
 from streamlint._lazy import cst
 from streamlint.model.syntax import contains, dominates, local_nodes, normalized_code
 from streamlint.model.apis import COLLECTIVE_PARAMS, COLLECTIVES, Role, lookup
-from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
+from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, dotted
 from streamlint.model.placement import settled_host_value
-from streamlint.model.streams import derived
+from streamlint.model.streams import derived, scope_stream_key
 from streamlint.model.walk import children
 
 if TYPE_CHECKING:
@@ -391,7 +391,7 @@ def write_place(project: Project, node: cst.CSTNode) -> tuple[FileModel, ClassIn
     return (held[1], held[2]) if held is not None and held[0] is node else None
 
 
-def own_steps(file: FileModel, cls: ClassInfo, fn: FunctionInfo, key: str) -> frozenset[str]:
+def own_steps(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInfo, key: str) -> frozenset[str]:
     """The methods ``fn`` runs itself before any use of ``key`` (``self._fill_inputs(obs)`` then the launch that
     reads the input): their writes are ``fn``'s own, made where it calls them (on the stream current there, seen
     by the flow), not a step its caller ran before the call. All of it required, for a call ``self.m(...)``
@@ -403,7 +403,8 @@ def own_steps(file: FileModel, cls: ClassInfo, fn: FunctionInfo, key: str) -> fr
     (else the caller's step may run it too), but inside a scope of the same ``self.*`` stream as ``fn``'s own
     call: a call's writes follow the stream it is issued on (``infer()`` and ``calibrate()`` both run
     ``self._fill_state(s)`` under ``with torch.cuda.stream(self.graph_stream):``: neither leaves a write on the
-    current stream)."""
+    current stream; the stream a scope enters as the model classifies it, a field bound at construction only:
+    :func:`_site_stream`)."""
     parts = key.split("[", 1)[0].split(".")
     fields = {".".join(parts[:i]) for i in range(2, len(parts) + 1)}  # `self.a.b`: `self.a`, `self.a.b`
     mentions, calls = [], []
@@ -425,43 +426,52 @@ def own_steps(file: FileModel, cls: ClassInfo, fn: FunctionInfo, key: str) -> fr
             continue
         before = [site.node for site in fn.calls if _self_method(site.node) not in (None, name)
                   and not dominates(fn.node, stmt, site.node) and not _returned(returns, site.node)]
-        if all(_quiet_helper(file, cls, _self_method(c), fields) for c in before):
+        if all(_quiet_helper(file, cls, c, fields) for c in before):
             out.add(name)
     if not out:
         return frozenset()
-    scopes = {name: _call_stream(file, fn, stmt) for name, stmt in calls if name in out}
+    scopes = {name: _call_stream(project, file, cls, fn, stmt) for name, stmt in calls if name in out}
     for m in set(cls.methods) - _construction(cls) - {fn.node.name.value}:
         for site in cls.methods[m].calls:
             name = _self_method(site.node) or ""
-            if name in out and (scopes.get(name) is None or _site_stream(file, site) != scopes[name]):
+            if name in out and (scopes.get(name) is None or _site_stream(project, file, cls, site) != scopes[name]):
                 out.discard(name)
     return frozenset(out)
 
 
-def _site_stream(file: FileModel, site) -> str | None:
-    """The text of the ``self.*`` stream the innermost stream scope around a call enters
-    (``with torch.cuda.stream(self.graph_stream):`` -> ``self.graph_stream``), else None."""
-    scope = site.scope
-    while scope is not None:
-        item = scope.item.item
-        if isinstance(item, cst.Call) and "stream" in file.code(item.func).lower() and len(item.args) == 1:
-            text = normalized_code(file.code(item.args[0].value))
-            return text if text.startswith("self.") and re.fullmatch(r"[\w.]+", text) else None
-        if "stream" in file.code(item).lower():
-            return None
-        scope = scope.parent
+def _site_stream(project: Project, file: FileModel, cls: ClassInfo, site: CallSite | None) -> str | None:
+    """The ``self.*`` stream field the innermost stream scope around a call enters, as the model classifies the
+    scope (:func:`~streamlint.model.streams.scope_stream_key`: ``with torch.cuda.stream(self.graph_stream):`` ->
+    ``self.graph_stream``; ``with self._stream_timer(self.graph_stream):`` enters none), when that field is one
+    stream object for the object's life: bound in construction methods only, never rebound in a step (a field
+    that rotates, ``self.cur = self.streams[self.tick % 2]``, names another stream on each step); else None."""
+    for use in project.enclosing_scopes(file, site.scope if site is not None else None):
+        for api in use.uses:
+            if api.role in (Role.STREAM_SWITCH, Role.NATIVE_STREAM_CONTEXT):
+                key = normalized_code(scope_stream_key(file, api))
+                return key if re.fullmatch(r"self(\.\w+)+", key) and _fixed_field(cls, key) else None
     return None
 
 
-def _call_stream(file: FileModel, fn: FunctionInfo, stmt: cst.CSTNode) -> str | None:
+def _fixed_field(cls: ClassInfo, key: str) -> bool:
+    """Is every binding in the class of the field ``key`` (or of a field it is part of) made in a construction
+    method, and is there one?"""
+    construction = _construction(cls)
+    bound = [(m, a.target) for m, f in cls.methods.items() for a in f.assigns
+             if a.target == key or key.startswith(a.target + ".")]
+    return bool(bound) and all(m in construction for m, _ in bound) and any(t == key for _, t in bound)
+
+
+def _call_stream(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInfo, stmt: cst.CSTNode
+                 ) -> str | None:
     site = next((s for s in fn.calls if contains(stmt, s.node)), None)
-    return _site_stream(file, site) if site is not None else None
+    return _site_stream(project, file, cls, site)
 
 
 def _plain_callable(cls: ClassInfo, name: str) -> bool:
     """``self._check = _check``: a field every binding of which in the class is a function of a module (a name
-    or a dotted name not on ``self``, no lambda, no call): called, it is handed no ``self`` and can reach the
-    object's fields only through its arguments."""
+    or a dotted name not on ``self``, no lambda, no call): called, it is handed no ``self`` implicitly and can
+    reach the object's fields only through its arguments (:func:`_quiet_helper` requires that none is ``self``)."""
     values = [(a.value, m) for m in cls.methods.values() for a in m.assigns if a.target == f"self.{name}"]
 
     def module_function(v: cst.BaseExpression, m: FunctionInfo) -> bool:
@@ -493,16 +503,20 @@ def _self_call_statement(stmt: cst.SimpleStatementLine) -> str | None:
     return _self_method(value) if isinstance(value, cst.Call) else None
 
 
-def _quiet_helper(file: FileModel, cls: ClassInfo, name: str, fields: set[str], depth: int = 0) -> bool:
-    """A method of the class (not a base's) whose body names none of ``fields`` and calls no ``self`` method but
-    such quiet helpers (two levels down: ``self._check(rc)`` on a native copy's return code)."""
+def _quiet_helper(file: FileModel, cls: ClassInfo, call: cst.Call, fields: set[str], depth: int = 0) -> bool:
+    """The call ``self.m(...)`` runs a method of the class (not a base's) whose body names none of ``fields`` and
+    calls no ``self`` method but such quiet helpers (two levels down: ``self._check(rc)`` on a native copy's
+    return code), or a field holding a module function that is not handed the object itself
+    (``self._stage(self, obs)`` reaches every field)."""
+    name = _self_method(call) or ""
     m = cls.methods.get(name)
     if m is None:
-        return _plain_callable(cls, name)
+        return _plain_callable(cls, name) and not any(
+            isinstance(a.value, cst.Name) and a.value.value == "self" for a in call.args)
     code = normalized_code(file.code(m.node))
     return not any(re.search(rf"{re.escape(f)}\b", code) for f in fields) and all(
         _self_method(site.node) is None or depth < 2 and _self_method(site.node) != name
-        and _quiet_helper(file, cls, _self_method(site.node) or "", fields, depth + 1) for site in m.calls)
+        and _quiet_helper(file, cls, site.node, fields, depth + 1) for site in m.calls)
 
 
 def step_writer(project: Project, file: FileModel, fn: FunctionInfo, key: str, mode: str,
@@ -523,7 +537,7 @@ def step_writer(project: Project, file: FileModel, fn: FunctionInfo, key: str, m
     mkey = (id(cls), own, key)
     held = memo.get(mkey)
     if held is None or held[0] is not cls:  # (the class is kept with its answer: an id is never reused under it)
-        mine = own_steps(file, cls, fn, key) | {own}
+        mine = own_steps(project, file, cls, fn, key) | {own}
         memo[mkey] = held = (cls, _other_writer(step_writers(project, file, cls), key, mine, quiet))
     return held[1]
 

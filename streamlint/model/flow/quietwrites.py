@@ -32,7 +32,8 @@ transfer waits for the stream's earlier work) returns with that write complete: 
 caller's stream. The blocking read must be a statement at the top level of the method's body (not in a loop,
 which may run no round, unless a counted ``for b in range(N)`` whose count is a positive constant, a literal or
 a module constant such as an imported ``BATCH = 2``, with no ``break`` / ``continue``: its first round runs
-the body's statement lines), after the write's own top-level statement with no ``return`` / ``raise`` in between,
+the body's statement lines; and only a call the line certainly runs, :func:`~streamlint.model.syntax.certain_calls`:
+``rows.append(out.cpu() if debug else None)`` may skip it), after the write's own top-level statement with no ``return`` / ``raise`` in between,
 and its receiver known to be device memory: a local or a field every binding of which is made on a device
 (``device="cuda"``, ``.cuda()``, ``.to(self.device)``), not ``torch.tensor(host_list)``. (The device-wide
 ``synchronize()`` is the same fact, seen by stepstate itself: ``_settled_before_sync``.)
@@ -44,14 +45,14 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
-from streamlint.model.flow.callers import calls_in
 from streamlint.model.flow.devicework import callee_of, queues_device_work
 from streamlint.model.hostattrs import host_attr
 from streamlint.model.hostobjects import constructed_host_object
 from streamlint.model.placement import BLOCKING_HOST_READS, device_like, host_library, host_source, non_blocking
 from streamlint.model.stepstate import write_place
+from streamlint.model.scopes import module_int
 from streamlint.model.streams import derived
-from streamlint.model.syntax import contains
+from streamlint.model.syntax import certain_calls, contains
 from streamlint.model.tensors import META_METHODS, tensor_method
 from streamlint.model.walk import children
 
@@ -94,7 +95,7 @@ def _waited_for(project: Project, file: FileModel, cls: ClassInfo, method: Funct
         if any(isinstance(n, (cst.Return, cst.Raise)) for n in _local_nodes(stmt)):
             return False  # (a path leaves before the read)
         for line in _certain_lines(project, file, stmt):
-            for call in calls_in(line):
+            for call in certain_calls(line):
                 func = call.func
                 if isinstance(func, cst.Attribute) and func.attr.value in BLOCKING_HOST_READS \
                         and func.attr.value != "numpy" and not non_blocking(call) \
@@ -114,8 +115,6 @@ def _certain_lines(project: Project, file: FileModel, stmt: cst.CSTNode) -> list
             and dotted(stmt.iter.func) == "range" and len(stmt.iter.args) == 1
             and stmt.iter.args[0].keyword is None and isinstance(stmt.body, cst.IndentedBlock)):
         return []
-    from streamlint.model.scopes import module_int
-
     count = module_int(project, file, stmt.iter.args[0].value)
     if count is None or count <= 0 or any(isinstance(n, (cst.Break, cst.Continue)) for n in _local_nodes(stmt.body)):
         return []

@@ -214,6 +214,8 @@ def test_step_sources_need_certain_facts() -> None:
     assert source("TimedStateServer", "infer", "self._state") == "_fill_state"  # the timer enters no stream
     assert source("GraphStateServer", "infer", "self._state") is None  # every caller: the fixed graph stream
     assert source("DoubleBufferedServer", "step", "self._state") == "_fill_state"  # `self.cur` rotates
+    assert source("RecalibratedServer", "infer", "self._state") is None  # calibrate() synchronises its stream
+    assert source("UnsyncedRecalibratedServer", "infer", "self._state") == "_fill_state"  # and without the sync
 
 
 def test_native_stream_synchronize_joins_the_stream() -> None:

@@ -28,7 +28,7 @@ import re
 from typing import TYPE_CHECKING, Callable
 
 from streamlint._lazy import cst
-from streamlint.model.syntax import contains, dominates, local_nodes, normalized_code
+from streamlint.model.syntax import certain_calls, contains, dominates, local_nodes, normalized_code
 from streamlint.model.apis import COLLECTIVE_PARAMS, COLLECTIVES, Role, lookup
 from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, dotted
 from streamlint.model.placement import settled_host_value
@@ -404,7 +404,8 @@ def own_steps(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInf
     call: a call's writes follow the stream it is issued on (``infer()`` and ``calibrate()`` both run
     ``self._fill_state(s)`` under ``with torch.cuda.stream(self.graph_stream):``: neither leaves a write on the
     current stream; the stream a scope enters as the model classifies it, a field bound at construction only:
-    :func:`_site_stream`)."""
+    :func:`_site_stream`), or inside a stream scope whose stream that method synchronises after the call before
+    it returns (:func:`_synced_after`)."""
     parts = key.split("[", 1)[0].split(".")
     fields = {".".join(parts[:i]) for i in range(2, len(parts) + 1)}  # `self.a.b`: `self.a`, `self.a.b`
     mentions, calls = [], []
@@ -434,9 +435,67 @@ def own_steps(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInf
     for m in set(cls.methods) - _construction(cls) - {fn.node.name.value}:
         for site in cls.methods[m].calls:
             name = _self_method(site.node) or ""
-            if name in out and (scopes.get(name) is None or _site_stream(project, file, cls, site) != scopes[name]):
+            if name in out and (scopes.get(name) is None or _site_stream(project, file, cls, site) != scopes[name]) \
+                    and not _synced_after(project, file, cls.methods[m], site):
                 out.discard(name)
     return frozenset(out)
+
+
+# a runtime's host synchronisation with one stream, handed its raw handle (as flow/syncops.py reads it)
+_NATIVE_STREAM_SYNC = re.compile(r"(?:^|\.)(?:cuda|hip|cu|musa)StreamSynchronize$|(?:^|\.)aclrtSynchronizeStream$")
+
+
+def _synced_after(project: Project, file: FileModel, m: FunctionInfo, site: CallSite) -> bool:
+    """Does ``m`` finish the device work of the call ``site`` before it returns: on every path from the call to
+    the method's end, a later statement synchronises the stream of the ``self.*`` scope the call is issued in
+    (``cudaStreamSynchronize`` handed that field's ``cuda_stream``, directly or through a local bound to it, or
+    ``field.synchronize()``) or the device, the field not rebound in ``m`` but before the call, no ``return`` /
+    ``raise`` on the way. Its writes then leave nothing pending, on whatever stream the field held."""
+    key = None
+    for use in project.enclosing_scopes(file, site.scope):
+        api = next((u for u in use.uses if u.role in (Role.STREAM_SWITCH, Role.NATIVE_STREAM_CONTEXT)), None)
+        if api is not None:
+            key = normalized_code(scope_stream_key(file, api))
+            break
+    if key is None or not re.fullmatch(r"self(\.\w+)+", key) or any(
+            a.target == key and not dominates(m.node, a.node, site.node) for a in m.assigns):
+        return False
+    handles = {f"{key}.cuda_stream", f"{key}.npu_stream"}
+    names = {n for n, vs in m.name_assigns.items() if vs and all(normalized_code(file.code(v)) in handles for v in vs)}
+
+    def syncs(line: cst.CSTNode) -> bool:
+        for call in certain_calls(line):
+            func = dotted(call.func) or ""
+            if _is_role(call.func, Role.DEVICE_SYNCHRONIZE) or normalized_code(func) == f"{key}.synchronize":
+                return True
+            if _NATIVE_STREAM_SYNC.search(func) and any(
+                    normalized_code(file.code(x)) in handles or isinstance(x, cst.Name) and x.value in names
+                    for a in call.args for x in local_nodes(a.value)):
+                return True
+        return False
+
+    def walk(block: list[cst.CSTNode]) -> bool | None:  # True: synced; False: a path leaves first; None: not yet
+        at = next((i for i, st in enumerate(block) if contains(st, site.node)), None)
+        if at is None:
+            return False
+        inner = getattr(block[at], "body", None)
+        if isinstance(block[at], (cst.With, cst.For, cst.While)) and isinstance(inner, cst.IndentedBlock) \
+                and contains(inner, site.node):
+            found = walk(list(inner.body))
+            if found is not None:
+                return found
+        elif not isinstance(block[at], cst.SimpleStatementLine):
+            return False  # (a branch or a try: not followed)
+        for st in block[at + 1:]:
+            if any(isinstance(n, (cst.Return, cst.Raise)) for n in local_nodes(st)):
+                return False
+            if isinstance(st, cst.SimpleStatementLine) and syncs(st):
+                return True
+            if any(isinstance(n, (cst.Break, cst.Continue)) for n in local_nodes(st)):
+                return None
+        return None
+
+    return walk(list(getattr(m.node.body, "body", ()))) is True
 
 
 def _site_stream(project: Project, file: FileModel, cls: ClassInfo, site: CallSite | None) -> str | None:

@@ -29,6 +29,195 @@ def test_step_sources_of_the_graph_frontend() -> None:
     assert source("infer_pairs", "self._obs_b2") is None  # enable_pairs() only allocates it (torch.empty)
 
 
+VLA = FIXTURES / "rules" / "sl201_vla_graph_pipeline.py"
+
+
+def test_step_sources_of_the_vla_policy_server() -> None:
+    project = engine_for(VLA.parent, [str(VLA)]).project
+    model = project.file(str(VLA))
+    methods = model.classes["PolicyServer"].methods
+
+    def source(method: str, key: str) -> str | None:
+        return step_source(project, model, methods[method], key, "cuda")
+
+    assert source("calibrate", "self.pipeline.image_slot") is None  # numpy rope table, cudaMalloc'd slots
+    assert source("replay_rope", "self.rope_pipeline.rope") == "set_rope_length"  # a torch copy to the device
+    assert source("infer_guided", "self._img_b2[]") is None  # infer_pair() reads back in `for b in range(PAIR)`
+    assert source("replay_many", "self._img_n[]") == "infer_many"  # `for b in range(active)` may run no round
+    assert source("calibrate_state", "self._state") is None  # infer() runs _fill_state() on the graph stream too
+    assert source("warmup_lang", "self._lang") == "_fill_lang"  # step_eager() runs it on the current stream
+    assert source("warmup_tokens", "self._tokens") == "_fill_tokens"  # prefetch_tokens(): on another stream
+    # its own call: the early `return self.infer_guided(obs)` runs nothing before it; `self._check` is a module function
+    assert source("infer_views", "self._views[]") is None
+
+
+def test_keeps_cpu_loop_with_break() -> None:
+    """A counted loop that may leave before its blocking read."""
+    code = '''
+    import torch
+
+    PAIR = 2
+
+
+    class Sampler:
+        def __init__(self, vocab: int):
+            self.side = torch.cuda.Stream()
+            self.probs = torch.zeros(PAIR, vocab, device="cuda")
+
+        def update(self, logits: torch.Tensor, skip: bool) -> list:
+            self.probs.copy_(torch.softmax(logits, dim=-1))
+            out = []
+            for b in range(PAIR):
+                if skip:
+                    break
+                out.append(self.probs[b].argmax().cpu())
+            return out
+
+        def draft(self) -> torch.Tensor:
+            with torch.cuda.stream(self.side):
+                out = self.probs.topk(4, dim=-1).indices
+            torch.cuda.current_stream().wait_stream(self.side)
+            return out
+    '''
+    lines = sorted(f.span.start_line for f in lint_text(code) if f.code == "SL201")
+    assert lines == [22]
+
+
+def test_counted_loop_read_back_settles() -> None:
+    """A loop over a positive module constant runs its first round: its blocking read settles the write."""
+    code = '''
+    import torch
+
+    PAIR = 2
+
+
+    class Sampler:
+        def __init__(self, vocab: int):
+            self.side = torch.cuda.Stream()
+            self.probs = torch.zeros(PAIR, vocab, device="cuda")
+
+        def update(self, logits: torch.Tensor) -> list:
+            self.probs.copy_(torch.softmax(logits, dim=-1))
+            out = []
+            for b in range(PAIR):
+                out.append(self.probs[b].argmax().cpu())
+            return out
+
+        def draft(self) -> torch.Tensor:
+            with torch.cuda.stream(self.side):
+                out = self.probs.topk(4, dim=-1).indices
+            torch.cuda.current_stream().wait_stream(self.side)
+            return out
+    '''
+    assert [f.span.start_line for f in lint_text(code) if f.code == "SL201"] == []
+    assert sorted(f.span.start_line for f in lint_text(code.replace("range(PAIR)", "range(0)"))
+                  if f.code == "SL201") == [20]
+
+
+def test_keeps_own_call_on_another_stream() -> None:
+    """The helper is the function's own call in its graph-stream scope, but another method runs it in the scope
+    of a different stream: its writes there are not ordered before the graph stream's read."""
+    code = '''
+    import torch
+
+
+    class Frontend:
+        def __init__(self):
+            self.graph_stream = torch.cuda.Stream()
+            self.aux_stream = torch.cuda.Stream()
+            self.state = torch.zeros(32, device="cuda")
+            self.out = torch.zeros(32, device="cuda")
+
+        def _fill(self, s: torch.Tensor) -> None:
+            self.state.copy_(s)
+
+        def prefetch(self, s: torch.Tensor) -> None:
+            with torch.cuda.stream(self.aux_stream):
+                self._fill(s)
+
+        def run(self, s: torch.Tensor) -> torch.Tensor:
+            with torch.cuda.stream(self.graph_stream):
+                self._fill(s)
+                self.out.copy_(self.state * 2.0)
+            torch.cuda.current_stream().wait_stream(self.graph_stream)
+            return self.out
+    '''
+    from streamlint.model.stepstate import own_steps
+    import tempfile
+    from pathlib import Path
+
+    import textwrap
+
+    d = Path(tempfile.mkdtemp())
+    path = d / "frontend.py"
+    path.write_text(textwrap.dedent(code).lstrip("\n"), encoding="utf-8")
+    def steps(text: str) -> frozenset[str]:
+        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+        project = engine_for(d, [str(path)]).project
+        model = project.file(str(path))
+        cls = model.classes["Frontend"]
+        return own_steps(project, model, cls, cls.methods["run"], "self.state")
+
+    assert steps(code) == frozenset()
+    same = code.replace("with torch.cuda.stream(self.aux_stream):", "with torch.cuda.stream(self.graph_stream):")
+    assert steps(same) == frozenset({"_fill"})
+    same = textwrap.dedent(same)
+    # a context that only times the stream enters none: prefetch() then runs _fill() on the current stream
+    timed = same.replace("with torch.cuda.stream(self.graph_stream):\n            self._fill(s)",
+                         "with self._stream_timer(self.graph_stream):\n            self._fill(s)", 1)
+    assert timed != same and steps(timed) == frozenset()
+    # a stream field rebound in a step (rotating streams) is not one stream: no call under it is the same stream
+    rotated = same.replace("    def _fill(", "    def rotate(self) -> None:\n        self.graph_stream = self.aux_stream\n\n    def _fill(")
+    assert rotated != same and steps(rotated) == frozenset()
+    # a module function held in a field and handed the object itself may write any field before the own call
+    handed = same.replace("self.out = torch.zeros(32, device=\"cuda\")",
+                          "self.out = torch.zeros(32, device=\"cuda\")\n        self._hook = _stage_hook")
+    handed = "def _stage_hook(obj, s):\n    obj.state.mul_(0.5)\n\n" + handed
+    called = handed.replace("    def run(self, s: torch.Tensor) -> torch.Tensor:\n",
+                            "    def run(self, s: torch.Tensor) -> torch.Tensor:\n        self._hook(s, 1.0)\n")
+    assert called != handed and "_fill" in steps(called)
+    assert "_fill" not in steps(called.replace("self._hook(s, 1.0)", "self._hook(self, s)"))
+
+
+def test_certain_calls() -> None:
+    """Only the calls a statement line runs on every path count as its blocking reads."""
+    import libcst as cst
+
+    from streamlint.model.syntax import certain_calls
+
+    def names(src: str) -> set[str]:
+        return {cst.Module([]).code_for_node(c.func) for c in certain_calls(cst.parse_statement(src))}
+
+    assert names("rows.append(out.cpu() if debug else None)") == {"rows.append"}
+    assert names("flag = 'nan' if out.isnan().any().item() else 'ok'") == {"out.isnan().any().item", "out.isnan().any", "out.isnan"}
+    assert names("ok = check(a) and b.cpu()") == {"check"}
+    assert names("rows = [out[b].cpu() for b in range(n())]") == {"range", "n"}
+    assert names("f = lambda: out.cpu()") == set()
+    assert names("assert out.cpu().sum() > 0") == set()
+    assert names("x = out.float().cpu()") == {"out.float().cpu", "out.float"}
+
+
+STEPS = FIXTURES / "rules" / "sl201_vla_step_certainty.py"
+
+
+def test_step_sources_need_certain_facts() -> None:
+    project = engine_for(STEPS.parent, [str(STEPS)]).project
+    model = project.file(str(STEPS))
+
+    def source(cls: str, method: str, key: str) -> str | None:
+        return step_source(project, model, model.classes[cls].methods[method], key, "cuda")
+
+    assert source("DebugPairServer", "replay", "self._img_b2") == "stage_pair"  # `... if self.debug else None`
+    assert source("DebugFrameServer", "replay", "self._img") == "stage"  # `self.debug and self._out.cpu()`
+    assert source("CheckedFrameServer", "replay", "self._img") is None  # the conditional's test always runs
+    assert source("ActiveBatchServer", "replay", "self._img_n") == "stage_many"  # a comprehension over `active`
+    assert source("TimedStateServer", "infer", "self._state") == "_fill_state"  # the timer enters no stream
+    assert source("GraphStateServer", "infer", "self._state") is None  # every caller: the fixed graph stream
+    assert source("DoubleBufferedServer", "step", "self._state") == "_fill_state"  # `self.cur` rotates
+    assert source("RecalibratedServer", "infer", "self._state") is None  # calibrate() synchronises its stream
+    assert source("UnsyncedRecalibratedServer", "infer", "self._state") == "_fill_state"  # and without the sync
+
+
 def test_native_stream_synchronize_joins_the_stream() -> None:
     code = '''
     import ctypes

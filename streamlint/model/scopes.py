@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Callable, TypeVar
 from streamlint._lazy import cst
 
 from streamlint.model.apis import Role
-from streamlint.model.file import CallSite, FileModel, FunctionInfo, ScopeSite, string_value
+from streamlint.model.file import CallSite, FileModel, FunctionInfo, ScopeSite, int_value, string_value
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -88,6 +88,24 @@ def string_constant(project: "Project", file: FileModel, expr: cst.BaseExpressio
 
 def module_string(project: "Project", file: FileModel, name: str, _depth: int = 0) -> str | None:
     """A module-level ``NAME = "..."`` assigned exactly once (or imported from a project module)."""
+    value, where = _module_value(project, file, name, _depth)
+    return string_constant(project, where, value, None, _depth + 1) if value is not None else None
+
+
+def module_int(project: "Project", file: FileModel, expr: cst.BaseExpression | None, _depth: int = 0) -> int | None:
+    """The integer ``expr`` always is: a literal, or a module-level ``NAME = 2`` assigned exactly once (in this
+    module or a project module it is imported from: ``from .backend import BATCH_SIZE``)."""
+    value = int_value(expr)
+    if value is not None or not isinstance(expr, cst.Name) or _depth > 8:
+        return value
+    found, where = _module_value(project, file, expr.value, _depth)
+    return module_int(project, where, found, _depth + 1) if found is not None else None
+
+
+def _module_value(project: "Project", file: FileModel, name: str, _depth: int) -> tuple[cst.BaseExpression | None,
+                                                                                        FileModel]:
+    """The one value a module-level name is assigned in ``file`` (followed through a project import), and the
+    file it is written in; None when assigned more than once or unseen."""
     values: list[cst.BaseExpression] = []
     for stmt in file.module.body:
         if isinstance(stmt, cst.SimpleStatementLine):
@@ -99,16 +117,16 @@ def module_string(project: "Project", file: FileModel, name: str, _depth: int = 
                         and small.target.value == name and small.value is not None:
                     values.append(small.value)
     if len(values) == 1:
-        return string_constant(project, file, values[0], None, _depth + 1)
+        return values[0], file
     if values:
-        return None
+        return None, file
     imported = file.names.get(name)
     if imported and "." in imported and _depth < 8:
         module, _, attr = imported.rpartition(".")
         mod = project.find_module(module, file)
         if mod is not None and mod is not file:
-            return module_string(project, mod, attr, _depth + 1)
-    return None
+            return _module_value(project, mod, attr, _depth + 1)
+    return None, file
 
 
 @dataclass(frozen=True)
@@ -203,5 +221,5 @@ def scope_factory_calls(fn: FunctionInfo) -> set[int]:
 
 
 __all__ = ["SUPER_KERNEL_OPTION_KEYS", "SuperKernelOptions", "SuperKernelRegion", "enclosing_super_kernel",
-           "is_stream_switch", "module_string", "parse_super_kernel_options", "scope_factory_calls",
+           "is_stream_switch", "module_int", "module_string", "parse_super_kernel_options", "scope_factory_calls",
            "search_calls", "string_constant", "super_kernel_region"]

@@ -28,11 +28,11 @@ import re
 from typing import TYPE_CHECKING, Callable
 
 from streamlint._lazy import cst
-from streamlint.model.syntax import contains, dominates, normalized_code
+from streamlint.model.syntax import certain_calls, contains, dominates, local_nodes, normalized_code
 from streamlint.model.apis import COLLECTIVE_PARAMS, COLLECTIVES, Role, lookup
-from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
+from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, dotted
 from streamlint.model.placement import settled_host_value
-from streamlint.model.streams import derived
+from streamlint.model.streams import derived, scope_stream_key
 from streamlint.model.walk import children
 
 if TYPE_CHECKING:
@@ -391,15 +391,21 @@ def write_place(project: Project, node: cst.CSTNode) -> tuple[FileModel, ClassIn
     return (held[1], held[2]) if held is not None and held[0] is node else None
 
 
-def own_steps(file: FileModel, cls: ClassInfo, fn: FunctionInfo, key: str) -> frozenset[str]:
+def own_steps(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInfo, key: str) -> frozenset[str]:
     """The methods ``fn`` runs itself before any use of ``key`` (``self._fill_inputs(obs)`` then the launch that
     reads the input): their writes are ``fn``'s own, made where it calls them (on the stream current there, seen
     by the flow), not a step its caller ran before the call. All of it required, for a call ``self.m(...)``
     that is a statement of its own: it is on every path to each mention of ``key`` (or of a field it is part
     of) in ``fn`` (:func:`~streamlint.model.syntax.dominates`: an earlier straight-line statement of the
-    same block, or of a block around it); each other ``self`` method ``fn`` may call before it names no such
-    field and calls no ``self`` method; and no method of the class but ``fn`` and the construction calls ``m``
-    (else the caller's step may run it too)."""
+    same block, or of a block around it); each other ``self`` method ``fn`` may call before it (not one in a
+    ``return`` value: ``return self._infer_batched(obs)`` leaves) names no such field and calls no ``self`` method
+    but such helpers or a field holding a module function (``self._check = _check``); and no method of the class but ``fn`` and the construction calls ``m``
+    (else the caller's step may run it too), but inside a scope of the same ``self.*`` stream as ``fn``'s own
+    call: a call's writes follow the stream it is issued on (``infer()`` and ``calibrate()`` both run
+    ``self._fill_state(s)`` under ``with torch.cuda.stream(self.graph_stream):``: neither leaves a write on the
+    current stream; the stream a scope enters as the model classifies it, a field bound at construction only:
+    :func:`_site_stream`), or inside a stream scope whose stream that method synchronises after the call before
+    it returns (:func:`_synced_after`)."""
     parts = key.split("[", 1)[0].split(".")
     fields = {".".join(parts[:i]) for i in range(2, len(parts) + 1)}  # `self.a.b`: `self.a`, `self.a.b`
     mentions, calls = [], []
@@ -414,20 +420,130 @@ def own_steps(file: FileModel, cls: ClassInfo, fn: FunctionInfo, key: str) -> fr
                 calls.append((name, n))
         stack.extend(children(n))
     out: set[str] = set()
+    returns = [n for n in local_nodes(fn.node.body) if isinstance(n, cst.Return) and n.value is not None]
     for name, stmt in calls:
         if name in out or any(contains(stmt, m) for m in mentions) \
                 or not all(dominates(fn.node, stmt, m) for m in mentions):
             continue
         before = [site.node for site in fn.calls if _self_method(site.node) not in (None, name)
-                  and not dominates(fn.node, stmt, site.node)]
-        if all(_quiet_helper(file, cls, _self_method(c), fields) for c in before):
+                  and not dominates(fn.node, stmt, site.node) and not _returned(returns, site.node)]
+        if all(_quiet_helper(file, cls, c, fields) for c in before):
             out.add(name)
     if not out:
         return frozenset()
+    scopes = {name: _call_stream(project, file, cls, fn, stmt) for name, stmt in calls if name in out}
     for m in set(cls.methods) - _construction(cls) - {fn.node.name.value}:
         for site in cls.methods[m].calls:
-            out.discard(_self_method(site.node) or "")
+            name = _self_method(site.node) or ""
+            if name in out and (scopes.get(name) is None or _site_stream(project, file, cls, site) != scopes[name]) \
+                    and not _synced_after(project, file, cls.methods[m], site):
+                out.discard(name)
     return frozenset(out)
+
+
+# a runtime's host synchronisation with one stream, handed its raw handle (as flow/syncops.py reads it)
+_NATIVE_STREAM_SYNC = re.compile(r"(?:^|\.)(?:cuda|hip|cu|musa)StreamSynchronize$|(?:^|\.)aclrtSynchronizeStream$")
+
+
+def _synced_after(project: Project, file: FileModel, m: FunctionInfo, site: CallSite) -> bool:
+    """Does ``m`` finish the device work of the call ``site`` before it returns: on every path from the call to
+    the method's end, a later statement synchronises the stream of the ``self.*`` scope the call is issued in
+    (``cudaStreamSynchronize`` handed that field's ``cuda_stream``, directly or through a local bound to it, or
+    ``field.synchronize()``) or the device, the field not rebound in ``m`` but before the call, no ``return`` /
+    ``raise`` on the way. Its writes then leave nothing pending, on whatever stream the field held."""
+    key = None
+    for use in project.enclosing_scopes(file, site.scope):
+        api = next((u for u in use.uses if u.role in (Role.STREAM_SWITCH, Role.NATIVE_STREAM_CONTEXT)), None)
+        if api is not None:
+            key = normalized_code(scope_stream_key(file, api))
+            break
+    if key is None or not re.fullmatch(r"self(\.\w+)+", key) or any(
+            a.target == key and not dominates(m.node, a.node, site.node) for a in m.assigns):
+        return False
+    handles = {f"{key}.cuda_stream", f"{key}.npu_stream"}
+    names = {n for n, vs in m.name_assigns.items() if vs and all(normalized_code(file.code(v)) in handles for v in vs)}
+
+    def syncs(line: cst.CSTNode) -> bool:
+        for call in certain_calls(line):
+            func = dotted(call.func) or ""
+            if _is_role(call.func, Role.DEVICE_SYNCHRONIZE) or normalized_code(func) == f"{key}.synchronize":
+                return True
+            if _NATIVE_STREAM_SYNC.search(func) and any(
+                    normalized_code(file.code(x)) in handles or isinstance(x, cst.Name) and x.value in names
+                    for a in call.args for x in local_nodes(a.value)):
+                return True
+        return False
+
+    def walk(block: list[cst.CSTNode]) -> bool | None:  # True: synced; False: a path leaves first; None: not yet
+        at = next((i for i, st in enumerate(block) if contains(st, site.node)), None)
+        if at is None:
+            return False
+        inner = getattr(block[at], "body", None)
+        if isinstance(block[at], (cst.With, cst.For, cst.While)) and isinstance(inner, cst.IndentedBlock) \
+                and contains(inner, site.node):
+            found = walk(list(inner.body))
+            if found is not None:
+                return found
+        elif not isinstance(block[at], cst.SimpleStatementLine):
+            return False  # (a branch or a try: not followed)
+        for st in block[at + 1:]:
+            if any(isinstance(n, (cst.Return, cst.Raise)) for n in local_nodes(st)):
+                return False
+            if isinstance(st, cst.SimpleStatementLine) and syncs(st):
+                return True
+            if any(isinstance(n, (cst.Break, cst.Continue)) for n in local_nodes(st)):
+                return None
+        return None
+
+    return walk(list(getattr(m.node.body, "body", ()))) is True
+
+
+def _site_stream(project: Project, file: FileModel, cls: ClassInfo, site: CallSite | None) -> str | None:
+    """The ``self.*`` stream field the innermost stream scope around a call enters, as the model classifies the
+    scope (:func:`~streamlint.model.streams.scope_stream_key`: ``with torch.cuda.stream(self.graph_stream):`` ->
+    ``self.graph_stream``; ``with self._stream_timer(self.graph_stream):`` enters none), when that field is one
+    stream object for the object's life: bound in construction methods only, never rebound in a step (a field
+    that rotates, ``self.cur = self.streams[self.tick % 2]``, names another stream on each step); else None."""
+    for use in project.enclosing_scopes(file, site.scope if site is not None else None):
+        for api in use.uses:
+            if api.role in (Role.STREAM_SWITCH, Role.NATIVE_STREAM_CONTEXT):
+                key = normalized_code(scope_stream_key(file, api))
+                return key if re.fullmatch(r"self(\.\w+)+", key) and _fixed_field(cls, key) else None
+    return None
+
+
+def _fixed_field(cls: ClassInfo, key: str) -> bool:
+    """Is every binding in the class of the field ``key`` (or of a field it is part of) made in a construction
+    method, and is there one?"""
+    construction = _construction(cls)
+    bound = [(m, a.target) for m, f in cls.methods.items() for a in f.assigns
+             if a.target == key or key.startswith(a.target + ".")]
+    return bool(bound) and all(m in construction for m, _ in bound) and any(t == key for _, t in bound)
+
+
+def _call_stream(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInfo, stmt: cst.CSTNode
+                 ) -> str | None:
+    site = next((s for s in fn.calls if contains(stmt, s.node)), None)
+    return _site_stream(project, file, cls, site)
+
+
+def _plain_callable(cls: ClassInfo, name: str) -> bool:
+    """``self._check = _check``: a field every binding of which in the class is a function of a module (a name
+    or a dotted name not on ``self``, no lambda, no call): called, it is handed no ``self`` implicitly and can
+    reach the object's fields only through its arguments (:func:`_quiet_helper` requires that none is ``self``)."""
+    values = [(a.value, m) for m in cls.methods.values() for a in m.assigns if a.target == f"self.{name}"]
+
+    def module_function(v: cst.BaseExpression, m: FunctionInfo) -> bool:
+        root = (dotted(v) or "self").split(".")[0] if isinstance(v, (cst.Name, cst.Attribute)) else "self"
+        return root not in ("self", "cls", "None") and root not in m.all_params and root not in m.name_assigns
+
+    return bool(values) and all(module_function(v, m) for v, m in values)
+
+
+def _returned(returns: list[cst.Return], call: cst.Call) -> bool:
+    """Is ``call`` in the value of a ``return`` of the function (``return self._infer_batched(obs)``): the
+    function leaves once it has run, no later statement follows it."""
+    return any(contains(r.value, call) for r in returns)
 
 
 def _self_method(call: cst.Call) -> str | None:
@@ -446,13 +562,20 @@ def _self_call_statement(stmt: cst.SimpleStatementLine) -> str | None:
     return _self_method(value) if isinstance(value, cst.Call) else None
 
 
-def _quiet_helper(file: FileModel, cls: ClassInfo, name: str, fields: set[str]) -> bool:
-    """A method of the class (not a base's) whose body names none of ``fields`` and calls no ``self`` method."""
+def _quiet_helper(file: FileModel, cls: ClassInfo, call: cst.Call, fields: set[str], depth: int = 0) -> bool:
+    """The call ``self.m(...)`` runs a method of the class (not a base's) whose body names none of ``fields`` and
+    calls no ``self`` method but such quiet helpers (two levels down: ``self._check(rc)`` on a native copy's
+    return code), or a field holding a module function that is not handed the object itself
+    (``self._stage(self, obs)`` reaches every field)."""
+    name = _self_method(call) or ""
     m = cls.methods.get(name)
     if m is None:
-        return False
+        return _plain_callable(cls, name) and not any(
+            isinstance(a.value, cst.Name) and a.value.value == "self" for a in call.args)
     code = normalized_code(file.code(m.node))
-    return not any(re.search(rf"{re.escape(f)}\b", code) for f in fields) and all(_self_method(site.node) is None for site in m.calls)
+    return not any(re.search(rf"{re.escape(f)}\b", code) for f in fields) and all(
+        _self_method(site.node) is None or depth < 2 and _self_method(site.node) != name
+        and _quiet_helper(file, cls, site.node, fields, depth + 1) for site in m.calls)
 
 
 def step_writer(project: Project, file: FileModel, fn: FunctionInfo, key: str, mode: str,
@@ -473,7 +596,7 @@ def step_writer(project: Project, file: FileModel, fn: FunctionInfo, key: str, m
     mkey = (id(cls), own, key)
     held = memo.get(mkey)
     if held is None or held[0] is not cls:  # (the class is kept with its answer: an id is never reused under it)
-        mine = own_steps(file, cls, fn, key) | {own}
+        mine = own_steps(project, file, cls, fn, key) | {own}
         memo[mkey] = held = (cls, _other_writer(step_writers(project, file, cls), key, mine, quiet))
     return held[1]
 

@@ -209,7 +209,31 @@ def lexical_index(root: cst.CSTNode) -> dict[int, tuple[int, int]]:
     return index
 
 
-__all__ = ["contains", "dominates", "is_none", "lexical_index", "local_nodes"]
+__all__ = ["certain_calls", "contains", "dominates", "is_none", "lexical_index", "local_nodes"]
+
+
+def certain_calls(node: cst.CSTNode) -> list[cst.Call]:
+    """The calls of a statement line (or expression) that run whenever it runs to its end: not those in an arm
+    of ``a if c else b`` (its test runs), in an operand of ``and`` / ``or`` after the first, in a comprehension
+    (only its first iterable runs: the loop may run no round), a lambda, a nested definition or an ``assert``
+    (stripped under ``-O``)."""
+    out: list[cst.Call] = []
+    stack: list[cst.CSTNode] = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Assert)):
+            continue
+        if isinstance(n, cst.IfExp):
+            stack.append(n.test)
+        elif isinstance(n, cst.BooleanOperation):
+            stack.append(n.left)
+        elif isinstance(n, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+            stack.append(n.for_in.iter)
+        else:
+            if isinstance(n, cst.Call):
+                out.append(n)
+            stack.extend(children(n))
+    return out
 
 
 def forever(loop: cst.CSTNode) -> bool:

@@ -15,7 +15,9 @@ all of it required:
   (:func:`~streamlint.model.hostobjects.constructed_host_object`);
 - the class (or a project base, three levels) defines ``__init__`` and it queues no device work, itself or
   through its project callees (:func:`~streamlint.model.flow.devicework.queues_device_work`, and any tensor
-  method on a receiver not evidently host memory: ``spec.table.to(dtype)`` casts a device tensor it was handed);
+  method on a receiver not evidently host memory: ``spec.table.to(dtype)`` casts a device tensor it was handed;
+  not a function of a host array library nor a method of what one returns: ``np.cos(phase)``,
+  ``np.stack(rows).reshape(n, d)`` compute a rotary table on the host);
 - no argument of the call is evidently a tensor (:class:`~streamlint.model.tensors.TensorTyper`: a tensor
   local or parameter, a tensor field, a ``torch`` result), and no call in one reaches ``torch`` or a project
   function that queues device work (``weights=self._weight_pointers()``, ``**self._precision_flags()`` are
@@ -28,7 +30,10 @@ stays a write of the caller's step.
 stream (``out.cpu()``, ``.item()``, ``.tolist()`` of a device tensor, outside every stream scope: a blocking
 transfer waits for the stream's earlier work) returns with that write complete: nothing is left pending on the
 caller's stream. The blocking read must be a statement at the top level of the method's body (not in a loop,
-which may run no round), after the write's own top-level statement with no ``return`` / ``raise`` in between,
+which may run no round, unless a counted ``for b in range(N)`` whose count is a positive constant, a literal or
+a module constant such as an imported ``BATCH = 2``, with no ``break`` / ``continue``: its first round runs
+the body's statement lines; and only a call the line certainly runs, :func:`~streamlint.model.syntax.certain_calls`:
+``rows.append(out.cpu() if debug else None)`` may skip it), after the write's own top-level statement with no ``return`` / ``raise`` in between,
 and its receiver known to be device memory: a local or a field every binding of which is made on a device
 (``device="cuda"``, ``.cuda()``, ``.to(self.device)``), not ``torch.tensor(host_list)``. (The device-wide
 ``synchronize()`` is the same fact, seen by stepstate itself: ``_settled_before_sync``.)
@@ -40,14 +45,14 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
-from streamlint.model.flow.callers import calls_in
 from streamlint.model.flow.devicework import callee_of, queues_device_work
 from streamlint.model.hostattrs import host_attr
 from streamlint.model.hostobjects import constructed_host_object
-from streamlint.model.placement import BLOCKING_HOST_READS, device_like, host_source, non_blocking
+from streamlint.model.placement import BLOCKING_HOST_READS, device_like, host_library, host_source, non_blocking
 from streamlint.model.stepstate import write_place
+from streamlint.model.scopes import module_int
 from streamlint.model.streams import derived
-from streamlint.model.syntax import contains
+from streamlint.model.syntax import certain_calls, contains
 from streamlint.model.tensors import META_METHODS, tensor_method
 from streamlint.model.walk import children
 
@@ -89,15 +94,31 @@ def _waited_for(project: Project, file: FileModel, cls: ClassInfo, method: Funct
     for stmt in block[at + 1:]:
         if any(isinstance(n, (cst.Return, cst.Raise)) for n in _local_nodes(stmt)):
             return False  # (a path leaves before the read)
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            continue
-        for call in calls_in(stmt):
-            func = call.func
-            if isinstance(func, cst.Attribute) and func.attr.value in BLOCKING_HOST_READS \
-                    and func.attr.value != "numpy" and not non_blocking(call) \
-                    and _device_source(project, file, cls, method, func.value):
-                return True
+        for line in _certain_lines(project, file, stmt):
+            for call in certain_calls(line):
+                func = call.func
+                if isinstance(func, cst.Attribute) and func.attr.value in BLOCKING_HOST_READS \
+                        and func.attr.value != "numpy" and not non_blocking(call) \
+                        and _device_source(project, file, cls, method, func.value):
+                    return True
     return False
+
+
+def _certain_lines(project: Project, file: FileModel, stmt: cst.CSTNode) -> list[cst.SimpleStatementLine]:
+    """The statement lines of a top-level statement that certainly run when it does: the statement itself, or
+    the straight-line body of a counted loop ``for b in range(N)`` whose count is a positive constant (a literal,
+    a module constant such as an imported ``BATCH_SIZE = 2``) and whose body has no ``break`` / ``continue``:
+    its first round runs them all. (A loop over anything else may run no round.)"""
+    if isinstance(stmt, cst.SimpleStatementLine):
+        return [stmt]
+    if not (isinstance(stmt, cst.For) and stmt.orelse is None and isinstance(stmt.iter, cst.Call)
+            and dotted(stmt.iter.func) == "range" and len(stmt.iter.args) == 1
+            and stmt.iter.args[0].keyword is None and isinstance(stmt.body, cst.IndentedBlock)):
+        return []
+    count = module_int(project, file, stmt.iter.args[0].value)
+    if count is None or count <= 0 or any(isinstance(n, (cst.Break, cst.Continue)) for n in _local_nodes(stmt.body)):
+        return []
+    return [line for line in stmt.body.body if isinstance(line, cst.SimpleStatementLine)]
 
 
 def _local_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
@@ -178,7 +199,7 @@ def _construction_work(project: Project, file: FileModel, fn: FunctionInfo, dept
     answer = queues_device_work(project, file, fn) or any(
         site.method is not None and isinstance(site.node.func, cst.Attribute) and tensor_method(site.method)
         and site.method not in META_METHODS and not host_source(site.node.func.value, fn, None)
-        for site in fn.calls)
+        and not _host_library_chain(file, fn, site.node.func.value) for site in fn.calls)
     if not answer and depth < 2:
         for site in fn.calls:
             found = callee_of(project, file, fn, site)
@@ -187,6 +208,24 @@ def _construction_work(project: Project, file: FileModel, fn: FunctionInfo, dept
                 break
     memo[key] = (fn, answer)
     return answer
+
+
+def _host_library_chain(file: FileModel, fn: FunctionInfo, recv: cst.BaseExpression) -> bool:
+    """Is ``recv`` (the receiver of a method call) a host array library (``np`` in ``np.cos(phase)``: a module
+    function, no tensor method) or what a call of one returns (``np.stack(rows).reshape(n, d)``: a numpy
+    array, host memory), below views, elements and method calls?"""
+    node = recv
+    while True:
+        if isinstance(node, cst.Call):
+            if host_library(file.resolve(node.func, fn)):
+                return True
+            node = node.func
+        elif isinstance(node, (cst.Attribute, cst.Subscript)):
+            if isinstance(node, cst.Attribute) and host_library(file.resolve(node, fn)):
+                return True
+            node = node.value
+        else:
+            return isinstance(node, cst.Name) and host_library(file.resolve(node, fn))
 
 
 def _constructor(project: Project, cls: ClassInfo, file: FileModel, depth: int = 0

@@ -25,6 +25,7 @@ from streamlint._lazy import cst
 from streamlint.model.file import FunctionInfo, dotted, string_value
 from streamlint.model.syntax import mentions_name
 
+
 def host_guarded(fn: FunctionInfo, param: str) -> bool:
     """Does ``fn`` raise, before anything else uses ``param``, unless ``param`` is a host tensor?"""
     if param not in fn.all_params or param in fn.name_assigns:

@@ -42,6 +42,7 @@ from streamlint.model.flow.callers import callers_of, orders_after
 from streamlint.model.flow.effects import local_method, syncs_device
 from streamlint.model.flow.results import Lifetime
 from streamlint.model.options import MAX_CALLER_FILES
+from streamlint.model.tensors import COPY_METHODS, MULTI_VIEW_METHODS, VIEW_ATTRS, VIEW_METHODS
 from streamlint.model.uses import bind_arguments
 
 if TYPE_CHECKING:
@@ -51,11 +52,8 @@ if TYPE_CHECKING:
 _MAX_DEPTH = 3
 # methods that hand back the receiver's memory, or may (``x.float()`` is ``x`` when it is float already): the
 # argument then lives as long as the receiver does
-_VIEWS = frozenset({
-    "view", "view_as", "reshape", "reshape_as", "flatten", "unflatten", "detach", "narrow", "split", "chunk",
-    "unbind", "tensor_split", "squeeze", "unsqueeze", "t", "transpose", "permute", "expand", "expand_as",
-    "as_strided", "contiguous", "float", "half", "bfloat16", "to", "type", "select", "movedim", "swapaxes",
-    "diagonal", "view_as_real", "view_as_complex", "real", "imag", "hsplit", "vsplit", "squeeze_", "unsqueeze_"})
+_VIEWS = VIEW_METHODS | MULTI_VIEW_METHODS | VIEW_ATTRS | (COPY_METHODS - {"clone", "cpu", "pin_memory"}) | frozenset({
+    "type", "squeeze_", "unsqueeze_"})
 _HOST_FACTORIES = frozenset({"tensor", "as_tensor", "from_numpy", "asarray", "frombuffer", "Tensor", "empty_like",
                              "device", "Size", "Generator", "Stream", "Event"})
 

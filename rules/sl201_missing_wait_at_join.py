@@ -125,7 +125,9 @@ class MissingWaitAtJoin(Rule):
             related = _related(ctx, head) + [
                 Location(ctx.file.path, ctx.file.span(r.node), f"`{r.name}` also used here, before any wait")
                 for r in also]
-            ctx.report(head.node, message, confidence=confidence, related=related, hint=hint)
+            # (the SL301 findings the same wait clears are this root cause's: folded into it by the engine)
+            absorbs = [("SL301", i.node) for i in _cleared(ctx, head, flow, use_line)]
+            ctx.report(head.node, message, confidence=confidence, related=related, hint=hint, absorbs=absorbs)
         for fn, flow in file_flows(ctx.project, ctx.file, explicit_ge_joins=explicit):
             raced = {race.src for race in flow.races}  # the race found at the consumer is that root cause's finding
             for early in flow.early_records:
@@ -722,25 +724,20 @@ def _related(ctx: RuleContext, race: Race) -> list[Location]:
     return [Location(ctx.file.path, ctx.file.span(race.producer), label), *inner]
 
 
-def _also_clears(ctx: RuleContext, race: Race, flow: FunctionFlow, use_line: int, main: str | None) -> str:
-    """A join (``race.dst`` waits on ``race.src`` before this use) also protects the memory of tensors
-    allocated on ``race.dst`` and used earlier on ``race.src`` that are freed after this line: name the
-    SL301 findings the same wait clears."""
+def _cleared(ctx: RuleContext, race: Race, flow: FunctionFlow, use_line: int) -> list:
+    """The SL301 lifetime issues the join ``race`` asks for also clears: a join (``race.dst`` waits on
+    ``race.src`` before this use) also protects the memory of tensors allocated on ``race.dst`` and used earlier
+    on ``race.src`` that are freed after this line; a fork wait at every entry onto a side stream also protects
+    side-allocated tensors read later on the current stream (SL301's entry discipline)."""
     if race.kind != "read":
-        return ""
+        return []
     if race.src == MAIN and race.dst != MAIN and not race.dst.startswith(("tag", "<")) \
             and race.mode != "reduce-overhead":
-        # a fork wait at every entry onto the side stream also protects side-allocated tensors read later on
-        # the current stream (SL301's entry discipline)
-        later = [f"`{i.name}` (line {ctx.file.span(i.node).start_line})" for i in flow.lifetimes
-                 if i.kind == "free" and i.alloc == race.dst and i.use_stream == MAIN and i.mode != "ge" and not i.escaped
-                 and ctx.file.span(i.node).start_line > use_line]
-        if later:
-            return (f"; made at every entry onto {stream_label(race.dst, main)}, the same wait also clears SL301 "
-                    f"for {', '.join(dict.fromkeys(later))}")
-        return ""
+        return [i for i in flow.lifetimes
+                if i.kind == "free" and i.alloc == race.dst and i.use_stream == MAIN and i.mode != "ge" and not i.escaped
+                and ctx.file.span(i.node).start_line > use_line]
     if race.argument:
-        return ""
+        return []
     cleared = []
     for issue in flow.lifetimes:
         if issue.kind != "free" or issue.alloc != race.dst or issue.use_stream != race.src or issue.mode == "ge" \
@@ -749,7 +746,16 @@ def _also_clears(ctx: RuleContext, race: Race, flow: FunctionFlow, use_line: int
         line = ctx.file.span(issue.node).start_line
         free_line = ctx.file.span(issue.free_node).start_line if issue.free_node is not None else None
         if line < use_line and (free_line is None or free_line >= use_line):
-            cleared.append(f"`{issue.name}` (line {line})")
+            cleared.append(issue)
+    return cleared
+
+
+def _also_clears(ctx: RuleContext, race: Race, flow: FunctionFlow, use_line: int, main: str | None) -> str:
+    """The hint's note naming the SL301 findings the same wait clears (``_cleared``)."""
+    cleared = _cleared(ctx, race, flow, use_line)
     if not cleared:
         return ""
-    return f"; the same wait also clears SL301 for {', '.join(dict.fromkeys(cleared))}"
+    names = ", ".join(dict.fromkeys(f"`{i.name}` (line {ctx.file.span(i.node).start_line})" for i in cleared))
+    if race.src == MAIN:
+        return f"; made at every entry onto {stream_label(race.dst, main)}, the same wait also clears SL301 for {names}"
+    return f"; the same wait also clears SL301 for {names}"

@@ -18,7 +18,7 @@ import pathspec
 from streamlint import _lazy, pieces
 from streamlint._lazy import cst
 from streamlint.config import Settings
-from streamlint.finding import Confidence, Finding, Severity, Span
+from streamlint.finding import Confidence, Finding, Severity, Span, fold_root_causes
 from streamlint.model.apis import PatternMarker
 from streamlint.model import syntax
 from streamlint.model.file import FileModel
@@ -529,6 +529,7 @@ class Engine:
                     hit.used.add(finding.code)
                     continue
             kept.append(finding)
+        kept = fold_root_causes(kept)
         # a crashed rule's findings are missing: its suppressions cannot be judged unused
         crashed = any(f.code == "SL000" for f in raw)
         if not self.ignore_noqa:

@@ -75,6 +75,9 @@ class Finding:
     hint: str = ""
     # Files other than ``path`` whose content the finding depends on (cache invalidation).
     depends_on: tuple[str, ...] = field(default=(), compare=False)
+    # Other findings of this file (code, span) that the same remedy clears: one root cause, one finding. The
+    # engine folds each into this one's related locations once suppressions are applied (``fold_root_causes``).
+    absorbs: tuple[tuple[str, Span], ...] = field(default=(), compare=False)
 
     @property
     def sort_key(self) -> tuple:
@@ -82,3 +85,38 @@ class Finding:
 
     def with_changes(self, **changes) -> "Finding":
         return replace(self, **changes)
+
+
+_SURE = {Confidence.HIGH: 2, Confidence.MEDIUM: 1, Confidence.LOW: 0}
+
+
+def fold_root_causes(findings: list[Finding]) -> list[Finding]:
+    """One defect, one finding: a finding whose remedy also clears others of the same file (``absorbs``) takes
+    them as related locations, and they are not reported on their own. Not when the absorbed one is surer
+    (a low finding must not hide a high one) or is itself absorbing (no chains: each fold is one step)."""
+    if not any(f.absorbs for f in findings):
+        return findings
+    at = {(f.code, f.span): i for i, f in enumerate(findings)}
+    folded: dict[int, list[int]] = {}
+    gone: set[int] = set()
+    for i, f in enumerate(findings):
+        if i in gone:
+            continue
+        for key in f.absorbs:
+            j = at.get(key)
+            if j is None or j == i or j in gone or j in folded or findings[j].path != f.path \
+                    or findings[j].absorbs or _SURE[findings[j].confidence] > _SURE[f.confidence]:
+                continue
+            folded.setdefault(i, []).append(j)
+            gone.add(j)
+    out = []
+    for i, f in enumerate(findings):
+        if i in gone:
+            continue
+        if i in folded:
+            extra = tuple(Location(findings[j].path, findings[j].span,
+                                   f"{findings[j].code}: {findings[j].message} (the same remedy clears it)")
+                          for j in folded[i])
+            f = replace(f, related=f.related + extra, absorbs=())
+        out.append(f)
+    return out

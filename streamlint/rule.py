@@ -79,6 +79,7 @@ class RuleContext:
         fix: Fix | None = None,
         depends_on: Iterable[str] = (),
         hint: str = "",
+        absorbs: Iterable[tuple[str, cst.CSTNode]] = (),
     ) -> None:
         rule = self.rule
         if rule.mode_tagged:  # the path tag spelled for the device of the code (`[xpu]` on Intel GPUs)
@@ -100,6 +101,7 @@ class RuleContext:
                 fix=fix,
                 hint=hint,
                 depends_on=tuple(sorted(deps)),
+                absorbs=tuple((code, self.file.span(other)) for code, other in absorbs),
             )
         )
 

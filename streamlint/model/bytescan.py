@@ -146,7 +146,7 @@ _LONGEST_CHAIN = 4096  # bytes looked back from a name for the `=` of an assignm
 def _words(data: bytes, name: bytes) -> Iterator[tuple[int, int]]:
     """(start, end) of every occurrence of the identifier ``name`` as a whole word. A literal search: a
     pattern that starts with a look-behind is tried at every byte of the file (~30x slower)."""
-    start = data.find(name)
+    start = data.find(name) if name else -1  # (an empty name is no word: find would match everywhere)
     while start >= 0:
         end = start + len(name)
         if (start == 0 or data[start - 1] not in _NAME_BYTE) and (end == len(data) or data[end] not in _NAME_BYTE):

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from streamlint.profile import Profiler
 
 SCAN_BYTES_KEPT = 16 << 20  # file contents a project keeps for its byte searches (Project._scan_bytes)
+_SYMBOL_STEPS = 256  # names one symbol() question may follow through re-exports and star imports
 
 Loader = Callable[[str, str, bool], "FileModel | None"]  # (path, module name, is_package)
 
@@ -62,6 +63,7 @@ class Project(ModulePaths):
     _named_roots: dict[tuple[str, str], str | None] = field(default_factory=dict)  # (package, source root) -> (see _named_root)
     _checkout_dirs: dict[str, tuple[str, ...]] = field(default_factory=dict)  # source root -> _checkouts()
     _symbols: dict[tuple[str, str | None], object] = field(default_factory=dict)  # symbol() answers
+    _symbol_seen: set = field(default_factory=set)  # the names one symbol() question followed
     _summary_digests: dict[str, tuple[bytes, str]] = field(default_factory=dict)  # path -> (bytes, sha256)
     reader: "Callable[[str], bytes] | None" = None
     _paths: "PathIndex | None" = None
@@ -332,17 +334,26 @@ class Project(ModulePaths):
     # ---- symbols
     def symbol(self, qualname: str, context: FileModel | None, _depth: int = 0):
         """The project definition (FunctionInfo/ClassInfo with its FileModel) a qualified name denotes."""
+        key = (qualname, context.path if context is not None else None)
         if _depth == 0:
-            key = (qualname, context.path if context is not None else None)
             if key not in self._symbols:
+                self._symbol_seen = set()  # (one question: each (name, module) is followed once)
                 self._symbols[key] = self._symbol(qualname, context, 0)
             return self._symbols[key]
+        if key in self._symbols:
+            return self._symbols[key]
+        # re-exports and star imports branch: a package that re-exports a submodule's class under the
+        # submodule's own name (`from pkg.mod import mod` in pkg/__init__) made every cut of a longer name
+        # follow again, exponentially in the depth; a name followed once in this question is not again
+        if key in self._symbol_seen or len(self._symbol_seen) > _SYMBOL_STEPS:
+            return None
+        self._symbol_seen.add(key)
         return self._symbol(qualname, context, _depth)
 
     def _symbol(self, qualname: str, context: FileModel | None, _depth: int):
-        if _depth > 8:
-            return None
         parts = qualname.split(".")
+        if _depth > 8 or not all(parts):  # (`pkg.mod.`: no name)
+            return None
         for cut in range(len(parts) - 1, 0, -1):
             modname = ".".join(parts[:cut])
             if context is not None and modname == context.module_name:
@@ -415,9 +426,9 @@ class Project(ModulePaths):
     def reexported(self, qualname: str, context: FileModel | None, _depth: int = 0) -> str | None:
         """The outside name a project path stands for when a module re-exports an import
         (``from pkg.moe import torch`` makes ``pkg.moe.torch.npu.current_stream`` torch's), else None."""
-        if _depth > 8:
-            return None
         parts = qualname.split(".")
+        if _depth > 8 or not all(parts):  # (`pkg.mod.`: no name)
+            return None
         for cut in range(len(parts) - 1, 0, -1):
             modname = ".".join(parts[:cut])
             mod = context if context is not None and modname == context.module_name \

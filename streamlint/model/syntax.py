@@ -379,3 +379,21 @@ def same_with(root: cst.CSTNode, a: cst.CSTNode, b: cst.CSTNode) -> bool:
     wa = next((n for n in reversed(pa or ()) if isinstance(n, cst.With)), None)
     wb = next((n for n in reversed(pb or ()) if isinstance(n, cst.With)), None)
     return wa is not None and wa is wb
+
+def string_annotation(annotation: cst.BaseExpression) -> cst.BaseExpression:
+    """A forward reference (``handle: 'AsyncHandle'``, ``x: "pkg.mod.Cls"``, the form code uses for names
+    imported under ``TYPE_CHECKING``) as the dotted name it spells; any other annotation unchanged. Built
+    from the string's text, never evaluated; a string that is not a dotted name stays a string."""
+    if not isinstance(annotation, cst.SimpleString):
+        return annotation
+    try:
+        text = annotation.evaluated_value
+    except Exception:  # (a malformed literal: no name)
+        return annotation
+    parts = text.strip().split(".") if isinstance(text, str) else []
+    if not parts or not all(p.isidentifier() for p in parts):
+        return annotation
+    expr: cst.BaseExpression = cst.Name(parts[0])
+    for part in parts[1:]:
+        expr = cst.Attribute(value=expr, attr=cst.Name(part))
+    return expr

@@ -97,6 +97,9 @@ NON_TENSOR_BUILTINS = frozenset({"len", "range", "int", "float", "bool", "str", 
                                  "list", "tuple", "dict", "set", "print", "getattr", "hasattr", "setattr", "iter",
                                  "next", "id", "type", "super", "sorted", "reversed", "min", "max", "abs", "any",
                                  "all", "divmod", "round", "repr", "format", "callable", "map", "filter"})
+# pytree flattening and rebuilding: the same tensors, repacked on the host (no device memory is read)
+REPACKS = frozenset(f"{m}.{f}" for m in ("torch.utils._pytree", "torch.utils._cxx_pytree", "optree")
+                    for f in ("tree_flatten", "tree_unflatten", "tree_leaves", "tree_flatten_with_path"))
 
 
 _STREAM_OBJECT_METHODS = frozenset({"wait_stream", "wait_event", "record_event"})

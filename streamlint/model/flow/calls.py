@@ -31,7 +31,7 @@ from streamlint.model.streams import (
     on_self,
     outside_stream_scopes,
 )
-from streamlint.model.syntax import contains, local_nodes, strip_not
+from streamlint.model.syntax import contains, local_nodes, string_annotation, strip_not
 from streamlint.model.tensors import ESCAPE_METHODS, META_ATTRS, META_METHODS, VIEW_ATTRS, VIEW_METHODS, return_kind, \
     returns_host_values
 from streamlint.model.flow.hostreads import async_host_copy_call
@@ -573,10 +573,13 @@ class Calls:
         for p in (*fn.node.params.posonly_params, *fn.node.params.params, *fn.node.params.kwonly_params):
             if p.name.value != func.value.value or p.annotation is None:
                 continue
-            qualname = file.resolve(p.annotation.annotation, fn.parent) if isinstance(
-                p.annotation.annotation, (cst.Name, cst.Attribute)) else None
+            annotation = string_annotation(p.annotation.annotation)
+            qualname = file.resolve(annotation, fn.parent) if isinstance(annotation, (cst.Name, cst.Attribute)) \
+                else None
             if qualname is None:
-                qualname = f"{file.module_name}.{dotted(p.annotation.annotation) or ''}"
+                if dotted(annotation) is None:
+                    continue
+                qualname = f"{file.module_name}.{dotted(annotation)}"
             sym = self.project.symbol(qualname, file)
             if sym is not None and isinstance(sym[0], ClassInfo):
                 method = sym[0].methods.get(func.attr.value)

@@ -40,9 +40,8 @@ from streamlint.model.tensors import (
     META_ATTRS,
     META_METHODS,
     MULTI_VIEW_METHODS,
-    NON_TENSOR_BUILTINS,
-    NON_TENSOR_KWARGS,
-    OVERWRITE_METHODS,
+    NON_TENSOR_BUILTINS, NON_TENSOR_KWARGS,
+    OVERWRITE_METHODS, REPACKS,
     STORAGE_REBIND_METHODS,
     VIEW_ATTRS,
     VIEW_METHODS,
@@ -511,10 +510,11 @@ class Expressions:
             if any(not self.is_host(st, tv) for v in reads for tv in self.tensors(st, v)):
                 self.blocking_copy(st, st.cur)
             return None
-        if target in NON_TENSOR_BUILTINS or (target is None and isinstance(e.func, cst.Name)
-                                            and e.func.value in NON_TENSOR_BUILTINS):
+        if target in NON_TENSOR_BUILTINS or target in REPACKS or (target is None and isinstance(e.func, cst.Name)
+                                                                  and e.func.value in NON_TENSOR_BUILTINS):
             values = [self.ev(st, arg.value) for arg in e.args]
-            if dotted(e.func) in ("tuple", "list") and len(values) == 1 and isinstance(values[0], TVal) and not e.args[0].star:
+            if (dotted(e.func) in ("tuple", "list") and len(values) == 1 or target in REPACKS) and values \
+                    and isinstance(values[0], TVal) and not e.args[0].star:
                 return self.new_tensor(st, values[0].sid, values[0].vid)  # the same tensors (views), repacked
             return None
         if host_factory(target, e):

@@ -1201,3 +1201,105 @@ def test_a_run_that_analyses_nothing_imports_no_analysis(tmp_path: Path) -> None
 
     assert loaded("plain.py") == []
     assert loaded("pkg/utils.py") == ["libcst._nodes.base", "streamlint.model.breaks", "streamlint.model.dataflow"]
+
+
+# ---- what the compile sites reach, asked for one file: only the sites that may reach it (issue 15)
+
+OTHER_COMPILED = '''\
+import torch
+import torchair as tng
+from torch import nn
+from torchair.configs.compiler_config import CompilerConfig
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        return x
+
+
+def build():
+    config = CompilerConfig()
+    config.mode = "reduce-overhead"
+    return torch.compile(Net(), backend=tng.get_npu_backend(compiler_config=config))
+'''
+
+
+def _repo_with_unrelated_compile_sites(root: Path, sites: int = 20) -> Path:
+    model = _project(root, noise=3)
+    write(root, "pkg/others/__init__.py", "")
+    for i in range(sites):  # modules with moded compile sites of their own models: they reach nothing of pkg
+        write(root, f"pkg/others/o{i:02}.py", OTHER_COMPILED)
+    return model
+
+
+def _reach_answers(engine, path: Path) -> list:
+    file = engine.project.file(str(path))
+    answers = []
+    for qualname, fn in file.functions.items():
+        p = engine.project.execution_path(file, fn)
+        answers.append((qualname, sorted(p.modes), p.source, [(e.path, e.span, e.message) for e in p.evidence]))
+    return answers
+
+
+def test_one_file_parses_only_the_compile_sites_that_may_reach_it(tmp_path: Path) -> None:
+    """Counted, not timed: a one-file run of a repository with many moded compile sites parses the modules
+    whose sites may reach the file (the launcher that compiles its model, the compiler it calls), not the
+    others, and answers as the reach of every compile site does."""
+    model = _repo_with_unrelated_compile_sites(tmp_path)
+    lazy, full = engine_for(tmp_path), engine_for(tmp_path)
+    full.project.path_index.prepare()
+    assert _reach_answers(lazy, model) == _reach_answers(full, model)
+    assert lazy.project.path_index._reached is None  # (the whole reach was never computed)
+    parsed = {os.path.relpath(p, tmp_path) for p in lazy._parsed}
+    assert not {p for p in parsed if "others" in p}, sorted(parsed)
+    assert {"pkg/launcher.py", "pkg/compiler.py"} <= parsed
+    assert len({p for p in {os.path.relpath(p, tmp_path) for p in full._parsed} if "others" in p}) == 20
+    findings = lazy.lint_file(str(model)).findings
+    assert _codes(findings) == _codes(engine_for(tmp_path).lint_file(str(model)).findings)
+    assert ("SL502", 16) in _codes(findings)
+    assert not {p for p in {os.path.relpath(p, tmp_path) for p in lazy._parsed} if "others" in p}
+
+
+def test_a_compile_site_that_reaches_the_file_through_an_import_chain_is_found(tmp_path: Path) -> None:
+    """One of the unrelated modules compiles the model through a re-export and a relative import of a
+    package's ``__init__``: its site is found (parsed, its modes and evidence given), the others not."""
+    model = _repo_with_unrelated_compile_sites(tmp_path)
+    write(tmp_path, "pkg/others/__init__.py", "from pkg.model import Block as Blk  # re-exported, renamed\n")
+    write(tmp_path, "pkg/others/o07.py", OTHER_COMPILED.replace(
+        "    return torch.compile(Net()", "    from . import Blk\n    return torch.compile(Blk(True)"))
+    # a compiler of what its callers pass that never spells the model's module: its caller does
+    write(tmp_path, "pkg/others/o08.py", COMPILER.replace("whatever model", "whatever net").replace(
+        "compile_model(model, config)", "compile_it(net, cfg)")
+          .replace("torch.compile(model,", "torch.compile(net,").replace("compiler_config=config", "compiler_config=cfg"))
+    write(tmp_path, "pkg/run2.py", "from pkg import model\nfrom pkg.others.o08 import compile_it\n"
+          "from pkg.cfg2 import build_config\n\n\ndef go():\n    return compile_it(model.Block(True), build_config())\n")
+    write(tmp_path, "pkg/cfg2.py", CONFIG.format(mode="reduce-overhead").replace("build_config(mode)", "build_config()"))
+    assert b"model" not in (tmp_path / "pkg/others/o08.py").read_bytes()
+    lazy, full = engine_for(tmp_path), engine_for(tmp_path)
+    full.project.path_index.prepare()
+    answers = _reach_answers(lazy, model)
+    assert answers == _reach_answers(full, model)
+    forward = next(a for a in answers if a[0] == "Block.forward")
+    assert "reduce-overhead" in forward[1] and any(e[0].endswith("o08.py") for e in forward[3]), forward
+    parsed = {os.path.relpath(p, tmp_path) for p in lazy._parsed}
+    assert {"pkg/others/o07.py", "pkg/others/o08.py"} <= parsed
+    assert not {p for p in parsed if "others/o" in p and not p.endswith(("o07.py", "o08.py"))}, sorted(parsed)
+
+
+def test_every_fixture_file_alone_gets_the_execution_paths_of_every_compile_site() -> None:
+    """A fresh engine per fixture file (nothing asked before it): the execution path of each of its functions,
+    with its evidence, equals the answer from every compile site of the project; and the fixture projects
+    give the on-demand reach something to skip."""
+    compared = spared = 0
+    for project in _fixture_projects():
+        full = engine_for(project)
+        full.project.path_index.prepare()
+        for path in sorted(project.rglob("*.py")):
+            lazy = engine_for(project)
+            if lazy.project.file(str(path)) is None:
+                continue
+            assert _reach_answers(lazy, path) == _reach_answers(full, path), path
+            compared += 1
+            spared += lazy.project.path_index._reached is None and bool(lazy.project.path_index._partial_paths
+                                                                            or lazy.project.path_index._reaching)
+    assert compared > 300 and spared >= 5, (compared, spared)  # (most fixture projects have one or two sites)

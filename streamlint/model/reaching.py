@@ -12,6 +12,10 @@ the directory of ``H``, an ``__init__.py``. The modules that may reach ``H`` tra
 that relation backwards from ``H``: a superset (comments and strings count), never parsed, found by byte
 searches memoised by the project (``paths_containing``).
 
+Forwards (:func:`reached_from`, from those modules to the sites that compile what their callers pass) a step may
+also be a call found by name, not by path: the relation there accepts a module's dotted name too (its
+``__init__.py`` chain, whatever directories hold it).
+
 Used by ``PathIndex`` to compute what the compile sites reach only for the sites that may reach the asked
 function's module, instead of parsing every module that may compile and everything it reaches.
 """
@@ -125,14 +129,32 @@ _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 
 def reached_from(project: "ProjectQueries", starts: "set[str]", wanted: "set[str]",
                  byte_budget: int) -> "tuple[set[str] | None, int]":
-    """The files of ``wanted`` that the modules ``starts`` may reach by the relation above, forwards: a file
-    is reached when a reached module spells its module word, or imports relatively from under its directory
-    (an ``__init__.py``); with the bytes read. None past ``byte_budget`` bytes read."""
+    """The files of ``wanted`` that the modules ``starts`` may reach forwards, with the bytes read (None past
+    ``byte_budget`` bytes read). A module ``M`` reaches a file ``F`` when
+
+    - ``M`` spells ``F``'s module word and either the directory names of :func:`_path_words` (a call resolved
+      by path, as backwards) or the parts of ``F``'s dotted module name that are not parts of ``M``'s own
+      (:func:`_name_words`); or
+    - ``M`` has ``F``'s dotted module name (two flat directories with a ``utils.py`` each); or
+    - ``M`` imports relatively and ``F`` is the ``__init__.py`` of one of its packages.
+
+    A step forwards may be a call of a compile site's function found by name, not by path
+    (``compile.caller_arguments``: the caller's resolved dotted name equals ``FileModel.module_name`` + the
+    function), and a module name is the file's ``__init__.py`` chain: ``from npu_utils import compile_model``
+    reaches ``tools/npu_utils.py`` (``tools/`` without ``__init__.py``: its own source root) or
+    ``vendor/npu_utils/__init__.py`` without spelling ``tools`` or ``vendor``; a relative import
+    (``from .compiler import f``) names the caller's own packages without spelling them, and a module's own
+    functions are named with its own module name, which it need not spell."""
     found: set[str] = set()
     left = {os.path.abspath(p) for p in wanted}
     by_word: dict[bytes, list[str]] = {}
+    by_name: dict[str, list[str]] = {}
+    names: dict[str, list[str]] = {}
     for path in project.all_files():
-        by_word.setdefault(module_word(path).encode("utf-8", "surrogateescape"), []).append(os.path.abspath(path))
+        path = os.path.abspath(path)
+        by_word.setdefault(module_word(path).encode("utf-8", "surrogateescape"), []).append(path)
+        names[path] = project.module_name(path)[0].split(".")
+        by_name.setdefault(".".join(names[path]), []).append(path)
     root = os.path.abspath(project.root)
     seen = {os.path.abspath(p) for p in starts}
     stack = list(seen)
@@ -149,9 +171,11 @@ def reached_from(project: "ProjectQueries", starts: "set[str]", wanted: "set[str
         if read > byte_budget:
             return None, read
         spelt = set(_IDENTIFIER.findall(data))
+        own = names.get(path) or project.module_name(path)[0].split(".")
         reached = [other for word in spelt for other in by_word.get(word, ())
-                   if all(part.encode("utf-8", "surrogateescape") in spelt or not part.isascii()
-                          for part in _path_words(root, path, other) or ())]
+                   if _all_spelt(_path_words(root, path, other) or (), spelt)
+                   or _all_spelt(_name_words(own, names.get(other, ())), spelt)]
+        reached += by_name.get(".".join(own), ())
         if _relative_import(data):  # its ancestor packages
             directory = os.path.dirname(path)
             while True:
@@ -166,6 +190,20 @@ def reached_from(project: "ProjectQueries", starts: "set[str]", wanted: "set[str
                 stack.append(other)
     # (a module word that is not an ASCII identifier is never found by the tokens: given)
     return found | {p for p in left if not module_word(p).isascii()}, read
+
+
+def _name_words(own: "list[str]", theirs: "list[str]") -> "list[str]":
+    """The parts of dotted module name ``theirs`` (its last part, the module word, aside) that a module named
+    ``own`` must spell to write a dotted name starting with it: those after the parts the two share from the
+    start (a relative import names ``own``'s packages, and a module's own functions its own name, unspelled)."""
+    shared = 0
+    while shared < min(len(own), len(theirs) - 1) and own[shared] == theirs[shared]:
+        shared += 1
+    return theirs[shared:-1]
+
+
+def _all_spelt(parts, spelt: "set[bytes]") -> bool:
+    return all(part.encode("utf-8", "surrogateescape") in spelt or not part.isascii() for part in parts)
 
 
 __all__ = ["module_word", "reached_from", "reaching_paths"]

@@ -1458,3 +1458,120 @@ def test_every_fixture_file_alone_gets_the_execution_paths_of_every_compile_site
             spared += lazy.project.path_index._reached is None and bool(lazy.project.path_index._partial_paths
                                                                             or lazy.project.path_index._reaching)
     assert compared > 300 and spared >= 5, (compared, spared)  # (most fixture projects have one or two sites)
+
+
+
+_ENCODED = {
+    'pkg/modèle.py': '''\
+import torch
+import torchair as tng
+from torch import nn
+
+from pkg.utils import record, side_stream, wait
+
+
+class Block(nn.Module):
+    def __init__(self, flag):
+        super().__init__()
+        self.flag = flag
+        self.events = [tng.ops.npu_create_tagged_event("a"), tng.ops.npu_create_tagged_event("b")]
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x):
+        record(self.flag, self.events, 0)
+        with side_stream(self.flag, "s1"):
+            wait(self.flag, self.events, 0)
+            y = self.proj(x)
+            record(self.flag, self.events, 1)
+        wait(self.flag, self.events, 1)
+        return x + y
+''',
+    'pkg/cfg.py': '''\
+from torchair.configs.compiler_config import CompilerConfig
+
+
+def build_config():
+    config = CompilerConfig()
+    config.mode = 'reduce-overhead'
+    return config
+''',
+    'pkg/utils.py': '''\
+"""Stream helpers: a leading switch flag turns each helper into a no-op."""
+import torchair as tng
+
+from pkg import model  # import cycle: model imports utils
+
+
+class Nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def side_stream(flag: bool, tag: str):
+    if flag:
+        return tng.scope.npu_stream_switch(tag, 0)
+    return Nothing()
+
+
+def record(flag: bool, events, idx: int):
+    if flag:
+        tng.ops.npu_tagged_event_record(events[idx])
+
+
+def wait(flag: bool, events, idx: int):
+    if flag:
+        tng.ops.npu_tagged_event_wait(events[idx])
+''',
+    'others/o00.py': '''\
+import torch
+import torchair as tng
+from torch import nn
+from torchair.configs.compiler_config import CompilerConfig
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        return x
+
+
+def build():
+    config = CompilerConfig()
+    config.mode = "reduce-overhead"
+    return torch.compile(Net(), backend=tng.get_npu_backend(compiler_config=config))
+''',
+}
+
+
+def test_a_module_word_an_importer_spells_in_another_source_encoding_is_followed(tmp_path: Path) -> None:
+    """`from pkg.modèle import Block` in a latin-1 file is not the UTF-8 bytes of the module word: the byte
+    relation cannot tell, so the one-file run answers for the whole project (the reviewer's case: the compile
+    site in `app/serve.py` was lost, and the model's scope reported as eager)."""
+    for rel, text in _ENCODED.items():
+        write(tmp_path, rel, text)
+    for rel in ("pkg/__init__.py", "app/__init__.py", "others/__init__.py"):
+        write(tmp_path, rel, "")
+    for i in range(1, 4):
+        write(tmp_path, f"others/o{i:02}.py", _ENCODED["others/o00.py"])
+    (tmp_path / "app" / "serve.py").write_bytes(_SERVE.encode("latin-1"))
+    model = tmp_path / "pkg" / "modèle.py"
+    lazy, full = engine_for(tmp_path), engine_for(tmp_path)
+    full.project.path_index.prepare()
+    expected = _codes(full.lint_file(str(model)).findings)
+    assert "SL502" not in expected  # (the reduce-overhead compile site reaches it: no eager-path finding)
+    assert _codes(lazy.lint_file(str(model)).findings) == expected
+
+
+_SERVE = '''\
+# -*- coding: latin-1 -*-
+import torch
+import torchair as tng
+from pkg.cfg import build_config
+from pkg.modèle import Block
+
+
+def build():
+    return torch.compile(Block(True), backend=tng.get_npu_backend(compiler_config=build_config()))
+'''

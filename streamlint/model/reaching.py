@@ -73,6 +73,8 @@ def _path_words(root: str, importer: str, target: str) -> "list[str] | None":
 
 def _spells(data: "bytes | None", word: str) -> bool:
     """``word`` as a whole word in ``data`` (None: unreadable, it may; so may a word that is not text)."""
+    if not word.isascii():  # (a file in another source encoding spells it in other bytes: it may)
+        return True
     try:
         return data is None or bytescan.spells(data, word)
     except UnicodeEncodeError:
@@ -103,6 +105,8 @@ def reaching_paths(project: "ProjectQueries", path: str, budget: int,
     while stack:
         target = stack.pop()
         word = module_word(target)
+        if not word.isascii():
+            return None  # (its bytes depend on each importer's source encoding: the whole project answers)
         if word not in spelling:
             if len(spelling) >= budget:
                 return None

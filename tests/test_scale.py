@@ -1201,3 +1201,377 @@ def test_a_run_that_analyses_nothing_imports_no_analysis(tmp_path: Path) -> None
 
     assert loaded("plain.py") == []
     assert loaded("pkg/utils.py") == ["libcst._nodes.base", "streamlint.model.breaks", "streamlint.model.dataflow"]
+
+
+# ---- what the compile sites reach, asked for one file: only the sites that may reach it (issue 15)
+
+OTHER_COMPILED = '''\
+import torch
+import torchair as tng
+from torch import nn
+from torchair.configs.compiler_config import CompilerConfig
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        return x
+
+
+def build():
+    config = CompilerConfig()
+    config.mode = "reduce-overhead"
+    return torch.compile(Net(), backend=tng.get_npu_backend(compiler_config=config))
+'''
+
+
+def _repo_with_unrelated_compile_sites(root: Path, sites: int = 20) -> Path:
+    model = _project(root, noise=3)
+    write(root, "pkg/others/__init__.py", "")
+    for i in range(sites):  # modules with moded compile sites of their own models: they reach nothing of pkg
+        write(root, f"pkg/others/o{i:02}.py", OTHER_COMPILED)
+    return model
+
+
+def _reach_answers(engine, path: Path) -> list:
+    file = engine.project.file(str(path))
+    answers = []
+    for qualname, fn in file.functions.items():
+        p = engine.project.execution_path(file, fn)
+        answers.append((qualname, sorted(p.modes), p.source, [(e.path, e.span, e.message) for e in p.evidence]))
+    return answers
+
+
+def test_one_file_parses_only_the_compile_sites_that_may_reach_it(tmp_path: Path) -> None:
+    """Counted, not timed: a one-file run of a repository with many moded compile sites parses the modules
+    whose sites may reach the file (the launcher that compiles its model, the compiler it calls), not the
+    others, and answers as the reach of every compile site does."""
+    model = _repo_with_unrelated_compile_sites(tmp_path)
+    lazy, full = engine_for(tmp_path), engine_for(tmp_path)
+    full.project.path_index.prepare()
+    assert _reach_answers(lazy, model) == _reach_answers(full, model)
+    assert lazy.project.path_index._reached is None  # (the whole reach was never computed)
+    parsed = {os.path.relpath(p, tmp_path) for p in lazy._parsed}
+    assert not {p for p in parsed if "others" in p}, sorted(parsed)
+    assert {"pkg/launcher.py", "pkg/compiler.py"} <= parsed
+    assert len({p for p in {os.path.relpath(p, tmp_path) for p in full._parsed} if "others" in p}) == 20
+    findings = lazy.lint_file(str(model)).findings
+    assert _codes(findings) == _codes(engine_for(tmp_path).lint_file(str(model)).findings)
+    assert ("SL502", 16) in _codes(findings)
+    assert not {p for p in {os.path.relpath(p, tmp_path) for p in lazy._parsed} if "others" in p}
+
+
+def test_a_compile_site_that_reaches_the_file_through_an_import_chain_is_found(tmp_path: Path) -> None:
+    """One of the unrelated modules compiles the model through a re-export and a relative import of a
+    package's ``__init__``: its site is found (parsed, its modes and evidence given), the others not."""
+    model = _repo_with_unrelated_compile_sites(tmp_path)
+    write(tmp_path, "pkg/others/__init__.py", "from pkg.model import Block as Blk  # re-exported, renamed\n")
+    write(tmp_path, "pkg/others/o07.py", OTHER_COMPILED.replace(
+        "    return torch.compile(Net()", "    from . import Blk\n    return torch.compile(Blk(True)"))
+    # a compiler of what its callers pass that never spells the model's module: its caller does
+    write(tmp_path, "pkg/others/o08.py", COMPILER.replace("whatever model", "whatever net").replace(
+        "compile_model(model, config)", "compile_it(net, cfg)")
+          .replace("torch.compile(model,", "torch.compile(net,").replace("compiler_config=config", "compiler_config=cfg"))
+    write(tmp_path, "pkg/run2.py", "from pkg import model\nfrom pkg.others.o08 import compile_it\n"
+          "from pkg.cfg2 import build_config\n\n\ndef go():\n    return compile_it(model.Block(True), build_config())\n")
+    write(tmp_path, "pkg/cfg2.py", CONFIG.format(mode="reduce-overhead").replace("build_config(mode)", "build_config()"))
+    assert b"model" not in (tmp_path / "pkg/others/o08.py").read_bytes()
+    lazy, full = engine_for(tmp_path), engine_for(tmp_path)
+    full.project.path_index.prepare()
+    answers = _reach_answers(lazy, model)
+    assert answers == _reach_answers(full, model)
+    forward = next(a for a in answers if a[0] == "Block.forward")
+    assert "reduce-overhead" in forward[1] and any(e[0].endswith("o08.py") for e in forward[3]), forward
+    parsed = {os.path.relpath(p, tmp_path) for p in lazy._parsed}
+    assert {"pkg/others/o07.py", "pkg/others/o08.py"} <= parsed
+    assert not {p for p in parsed if "others/o" in p and not p.endswith(("o07.py", "o08.py"))}, sorted(parsed)
+
+
+MLA = '''\
+import torch
+import torchair
+from torch import nn
+
+
+class MLAPrefill(nn.Module):
+    """Overlaps the rope of the latent KV with the query projection."""
+
+    def __init__(self, dim):
+        super().__init__()
+        self.q_proj = nn.Linear(dim, dim)
+        self.kv_proj = nn.Linear(dim, dim)
+
+    def forward(self, x, cos, sin):
+        q = self.q_proj(x)
+        with torchair.scope.npu_stream_switch("kv_rope", 0, enable_inner_parallel=True):
+            kv = self.kv_proj(x) * cos + sin
+        return q, kv
+'''
+NET_COMPILER = COMPILER.replace("whatever model", "whatever net").replace("compile_model(model, config)", "compile_model(net, config)") \
+    .replace("torch.compile(model,", "torch.compile(net,")
+TRAIN = '''\
+from {module} import compile_model
+from pkg.cfg import build_config
+from pkg.mla import MLAPrefill
+
+
+def main():
+    model = MLAPrefill(1024)
+    return compile_model(model, build_config())
+'''
+
+
+@pytest.mark.parametrize("compiler, package_init, caller, module", [
+    # a flat directory without __init__.py: its own source root, the module is `npu_utils`
+    ("tools/npu_utils.py", None, "scripts/train.py", "npu_utils"),
+    ("tools/npu_utils.py", None, "pkg/train.py", "npu_utils"),
+    # a vendored package: the module name is its __init__.py chain, not its path from the root
+    ("vendor/npu_utils/compiling.py", "vendor/npu_utils/__init__.py", "pkg/train.py", "npu_utils.compiling"),
+    ("third_party/npu_utils/compiler.py", "third_party/npu_utils/__init__.py", "pkg/train.py", "npu_utils.compiler"),
+    ("libs/core/src/npu_utils/compiler.py", "libs/core/src/npu_utils/__init__.py", "pkg/train.py", "npu_utils.compiler"),
+    # the control: in the caller's package
+    ("pkg/npu_utils.py", None, "pkg/train.py", "pkg.npu_utils"),
+])
+def test_a_compiler_of_its_callers_arguments_outside_the_callers_packages_is_followed(
+        tmp_path: Path, compiler: str, package_init: "str | None", caller: str, module: str) -> None:
+    """The only compile site of the model compiles what its callers pass, from a module whose dotted name does
+    not spell the directories between it and its caller (`tools/`, `vendor/`, `third_party/`, `libs/core/src/`):
+    a caller found by that name makes the site reach the model, so the one-file run follows it (its path is
+    reduce-overhead: SL103 on the ignored `enable_inner_parallel=`, not SL502 on an eager scope) as the whole
+    reach does, and still skips the unrelated sites."""
+    write(tmp_path, "pkg/__init__.py", "")
+    write(tmp_path, "pkg/mla.py", MLA)
+    write(tmp_path, "pkg/cfg.py", CONFIG.format(mode="reduce-overhead").replace("build_config(mode)", "build_config()"))
+    write(tmp_path, "others/__init__.py", "")
+    for i in range(8):
+        write(tmp_path, f"others/o{i:02}.py", OTHER_COMPILED)
+    write(tmp_path, compiler, NET_COMPILER)
+    if package_init is not None:
+        write(tmp_path, package_init, "")
+    write(tmp_path, caller, TRAIN.format(module=module))
+    mla = tmp_path / "pkg" / "mla.py"
+    lazy, full = engine_for(tmp_path), engine_for(tmp_path)
+    full.project.path_index.prepare()
+    findings = _codes(lazy.lint_file(str(mla)).findings)
+    assert findings == _codes(full.lint_file(str(mla)).findings)
+    assert ("SL103", 16) in findings and not [f for f in findings if f[0] == "SL502"], findings
+    assert lazy.project.path_index._reached is None  # (answered from the sites that may reach the file)
+    parsed = {os.path.relpath(p, tmp_path) for p in lazy._parsed}
+    assert compiler in parsed and not {p for p in parsed if p.startswith("others/o")}, sorted(parsed)
+
+
+def test_a_caller_found_by_its_own_module_name_is_followed(tmp_path: Path) -> None:
+    """Two flat directories each hold an `npu_utils.py`: the one in `scripts/` calls a `compile_model` of its own
+    (never spelling `npu_utils`), and its call's dotted name is the compiler's in `tools/`, so the whole reach
+    takes its argument as what the compiler compiles; the one-file run answers the same."""
+    write(tmp_path, "pkg/__init__.py", "")
+    write(tmp_path, "pkg/mla.py", MLA)
+    write(tmp_path, "pkg/cfg.py", CONFIG.format(mode="reduce-overhead").replace("build_config(mode)", "build_config()"))
+    write(tmp_path, "others/__init__.py", "")
+    for i in range(8):
+        write(tmp_path, f"others/o{i:02}.py", OTHER_COMPILED)
+    write(tmp_path, "tools/npu_utils.py", NET_COMPILER)
+    write(tmp_path, "scripts/npu_utils.py", TRAIN.replace("from {module} import compile_model\n", "") + '''
+
+def compile_model(net, config):
+    return net
+''')
+    assert b"npu_utils" not in (tmp_path / "scripts/npu_utils.py").read_bytes()
+    mla = tmp_path / "pkg" / "mla.py"
+    lazy, full = engine_for(tmp_path), engine_for(tmp_path)
+    full.project.path_index.prepare()
+    assert _codes(lazy.lint_file(str(mla)).findings) == _codes(full.lint_file(str(mla)).findings)
+    assert lazy.project.path_index._reached is None
+
+
+RUN = '''\
+import torch
+import torchair as tng
+from torchair.configs.compiler_config import CompilerConfig
+{imports}
+
+
+def build():
+    config = CompilerConfig()
+    config.mode = "reduce-overhead"
+    return torch.compile({expr}, backend=tng.get_npu_backend(compiler_config=config))
+'''
+
+
+@pytest.mark.parametrize("model, inits, run, imports, expr", [
+    # a namespace package's sibling imports it from the directory above (a checkout): spells `models`
+    ("ns/models/model.py", "", "ns/serve/run.py", "from models.model import Block", "Block(True)"),
+    ("ns/models/model.py", "", "ns/serve/run.py", "from ns.models.model import Block", "Block(True)"),
+    # src layout, imported from a test directory without __init__.py (`src/` is not spelled)
+    ("src/pkg/model.py", "src/pkg", "tests/bench/test_run.py", "from pkg import model", "model.Block(True)"),
+    # a script directory inside a package, importing its neighbour by its bare name
+    ("pkg/model.py", "pkg", "pkg/tools/run.py", "from model import Block", "Block(True)"),
+    # relative imports of the target package's __init__.py from two levels below, and of a module
+    ("pkg/blocks/__init__.py", "pkg pkg/blocks/a pkg/blocks/a/b", "pkg/blocks/a/b/run.py", "from ... import Block",
+     "Block(True)"),
+    ("pkg/model.py", "pkg pkg/serve", "pkg/serve/run.py", "from .. import model", "model.Block(True)"),
+    # a dotted name across a line continuation; aliases of the module
+    ("pkg/model.py", "pkg", "app/run.py", "from pkg \\\n    . model import Block", "Block(True)"),
+    ("pkg/model.py", "pkg", "app/run.py", "import pkg.model as m", "m.Block(True)"),
+    ("pkg/model.py", "pkg", "app/run.py", "import pkg.model\n\nmod = pkg.model", "mod.Block(True)"),
+])
+def test_a_compile_site_reaching_the_file_by_any_import_form_is_followed(
+        tmp_path: Path, model: str, inits: str, run: str, imports: str, expr: str) -> None:
+    """The backward byte relation keeps a compile site whatever import form and directory layout leads it to the
+    file (the reviewer's layouts): the one-file answers equal the whole reach's, with the site's evidence."""
+    for package in inits.split():
+        write(tmp_path, f"{package}/__init__.py", "")
+    write(tmp_path, model, MODEL.replace("from pkg.utils import record, side_stream, wait\n", "")
+          .replace("record(self.flag, self.events, 0)", "tng.ops.npu_tagged_event_record(self.events[0])")
+          .replace("side_stream(self.flag, \"s1\")", "tng.scope.npu_stream_switch(\"s1\", 0)")
+          .replace("            wait(self.flag, self.events, 0)\n", "")
+          .replace("            record(self.flag, self.events, 1)\n", "")
+          .replace("        wait(self.flag, self.events, 1)\n", ""))
+    write(tmp_path, "others/__init__.py", "")
+    for i in range(8):
+        write(tmp_path, f"others/o{i:02}.py", OTHER_COMPILED)
+    write(tmp_path, run, RUN.format(imports=imports, expr=expr))
+    target = tmp_path / model
+    lazy, full = engine_for(tmp_path), engine_for(tmp_path)
+    full.project.path_index.prepare()
+    answers = _reach_answers(lazy, target)
+    assert answers == _reach_answers(full, target)
+    forward = next(a for a in answers if a[0] == "Block.forward")
+    assert forward[1] == ["reduce-overhead"] and any(e[0].endswith(run) for e in forward[3]), forward
+    assert lazy.project.path_index._reached is None
+    assert not {p for p in map(str, lazy._parsed) if "/others/o" in p}
+
+
+def test_every_fixture_file_alone_gets_the_execution_paths_of_every_compile_site() -> None:
+    """A fresh engine per fixture file (nothing asked before it): the execution path of each of its functions,
+    with its evidence, equals the answer from every compile site of the project; and the fixture projects
+    give the on-demand reach something to skip."""
+    compared = spared = 0
+    for project in _fixture_projects():
+        full = engine_for(project)
+        full.project.path_index.prepare()
+        for path in sorted(project.rglob("*.py")):
+            lazy = engine_for(project)
+            if lazy.project.file(str(path)) is None:
+                continue
+            assert _reach_answers(lazy, path) == _reach_answers(full, path), path
+            compared += 1
+            spared += lazy.project.path_index._reached is None and bool(lazy.project.path_index._partial_paths
+                                                                            or lazy.project.path_index._reaching)
+    assert compared > 300 and spared >= 5, (compared, spared)  # (most fixture projects have one or two sites)
+
+
+
+_ENCODED = {
+    'pkg/modèle.py': '''\
+import torch
+import torchair as tng
+from torch import nn
+
+from pkg.utils import record, side_stream, wait
+
+
+class Block(nn.Module):
+    def __init__(self, flag):
+        super().__init__()
+        self.flag = flag
+        self.events = [tng.ops.npu_create_tagged_event("a"), tng.ops.npu_create_tagged_event("b")]
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x):
+        record(self.flag, self.events, 0)
+        with side_stream(self.flag, "s1"):
+            wait(self.flag, self.events, 0)
+            y = self.proj(x)
+            record(self.flag, self.events, 1)
+        wait(self.flag, self.events, 1)
+        return x + y
+''',
+    'pkg/cfg.py': '''\
+from torchair.configs.compiler_config import CompilerConfig
+
+
+def build_config():
+    config = CompilerConfig()
+    config.mode = 'reduce-overhead'
+    return config
+''',
+    'pkg/utils.py': '''\
+"""Stream helpers: a leading switch flag turns each helper into a no-op."""
+import torchair as tng
+
+from pkg import model  # import cycle: model imports utils
+
+
+class Nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def side_stream(flag: bool, tag: str):
+    if flag:
+        return tng.scope.npu_stream_switch(tag, 0)
+    return Nothing()
+
+
+def record(flag: bool, events, idx: int):
+    if flag:
+        tng.ops.npu_tagged_event_record(events[idx])
+
+
+def wait(flag: bool, events, idx: int):
+    if flag:
+        tng.ops.npu_tagged_event_wait(events[idx])
+''',
+    'others/o00.py': '''\
+import torch
+import torchair as tng
+from torch import nn
+from torchair.configs.compiler_config import CompilerConfig
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        return x
+
+
+def build():
+    config = CompilerConfig()
+    config.mode = "reduce-overhead"
+    return torch.compile(Net(), backend=tng.get_npu_backend(compiler_config=config))
+''',
+}
+
+
+def test_a_module_word_an_importer_spells_in_another_source_encoding_is_followed(tmp_path: Path) -> None:
+    """`from pkg.modèle import Block` in a latin-1 file is not the UTF-8 bytes of the module word: the byte
+    relation cannot tell, so the one-file run answers for the whole project (the reviewer's case: the compile
+    site in `app/serve.py` was lost, and the model's scope reported as eager)."""
+    for rel, text in _ENCODED.items():
+        write(tmp_path, rel, text)
+    for rel in ("pkg/__init__.py", "app/__init__.py", "others/__init__.py"):
+        write(tmp_path, rel, "")
+    for i in range(1, 4):
+        write(tmp_path, f"others/o{i:02}.py", _ENCODED["others/o00.py"])
+    (tmp_path / "app" / "serve.py").write_bytes(_SERVE.encode("latin-1"))
+    model = tmp_path / "pkg" / "modèle.py"
+    lazy, full = engine_for(tmp_path), engine_for(tmp_path)
+    full.project.path_index.prepare()
+    expected = _codes(full.lint_file(str(model)).findings)
+    assert "SL502" not in expected  # (the reduce-overhead compile site reaches it: no eager-path finding)
+    assert _codes(lazy.lint_file(str(model)).findings) == expected
+
+
+_SERVE = '''\
+# -*- coding: latin-1 -*-
+import torch
+import torchair as tng
+from pkg.cfg import build_config
+from pkg.modèle import Block
+
+
+def build():
+    return torch.compile(Block(True), backend=tng.get_npu_backend(compiler_config=build_config()))
+'''

@@ -55,6 +55,8 @@ Layer 2 — the project
     ``compile``     where is code compiled, with which backend / config, reaching what?
     ``paths``       which execution path (ge / reduce-overhead / npugraph_ex / eager / cuda) does a
                     function run on?
+    ``reaching``    which modules may reach a file through calls (and which a set of modules may reach), from
+                    bytes only: the compile sites ``paths`` must follow for one file's functions
     ``queries``     what 2's modules may ask of ``project`` (a Protocol: no import back)
     ``streams``     which names hold streams or events, and which stream does a scope / tag denote
                     (``scope_stream_key``, ``tagged_stream_key``: the one stream-identity answer)

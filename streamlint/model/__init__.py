@@ -95,7 +95,9 @@ Layer 3 — one function's flow
                     ``fieldfacts``: a field that is one object for the object's life, callers that may be unseen),
                     ``calleerecords`` / ``handedholders`` (an event a callee's scope re-records after the work it
                     was handed; an event handed on with its holder object), ``deadevents`` (an event nobody
-                    consumes on a stream joined otherwise), ``scopenone`` (a stream whose scope a path entered
+                    consumes on a stream joined otherwise), ``handles`` (a collective's work handle or a future
+                    made from it: a host object whose ``wait()`` is the join, unless its done-callback queues
+                    stream work), ``scopenone`` (a stream whose scope a path entered
                     is not None there), ``interp`` (the composition), ``results`` (what rules read)
     ``breaks``      where does a compiled region break the graph, and what reaches a no-break scope?
     ``waits``       syntactic facts around npu_wait_tensor / ops.record / event waits

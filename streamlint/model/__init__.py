@@ -49,6 +49,9 @@ Layer 2 — the project
     ``devobjects``  which objects stand for the device module without a getter (a module-level
                     ``current_platform`` whose class forwards ``__getattr__`` to ``torch.<device>``, an
                     annotated parameter, an object imported from another package)?
+    ``modvalues``   which module does a value hold that a project loader returned (``self._torch =
+                    load_torch_npu()``, the loader importing ``torch`` inside and returning it on every path), and
+                    so which API does ``self._torch.npu.stream(s)`` call?
     ``devfields``   what does a member of a project object hold (``self.dev = torch.get_device_module(t)``
                     in any method, a property, ``cls(handle=...)`` keyword constructions), and which
                     project classes may a receiver be?

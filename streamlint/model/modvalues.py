@@ -64,12 +64,13 @@ def module_value(project: Project, file: FileModel, fn: FunctionInfo | None, exp
             return None
         return _agreed([module_value(project, file, owner, v, depth + 1)
                         for v in owner.name_assigns.get(expr.value, ())])
-    if _self_member(expr) and fn is not None and fn.class_name in file.classes:
+    method = _method(fn)  # (`self` of a closure is its enclosing method's)
+    if _self_member(expr) and method is not None and method.class_name in file.classes:
         memo = project.derived("module_members")
-        key = (file.path, fn.class_name, expr.attr.value)
+        key = (file.path, method.class_name, expr.attr.value)
         if key not in memo:
             memo[key] = None  # (a member bound from itself)
-            bound = devfields.member_values(project, file, file.classes[fn.class_name], expr.attr.value)
+            bound = devfields.member_values(project, file, file.classes[method.class_name], expr.attr.value)
             memo[key] = _agreed([module_value(project, m, f, v, depth + 1) for f, m, v in bound or ()])
         return memo[key]
     if isinstance(expr, cst.Call) and not expr.args:
@@ -113,6 +114,15 @@ def _ends_closed(fn: FunctionInfo) -> bool:
     body = fn.node.body
     last = body.body[-1] if isinstance(body, cst.IndentedBlock) and body.body else None
     return isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], (cst.Return, cst.Raise))
+
+
+def _method(fn: FunctionInfo | None) -> FunctionInfo | None:
+    """The method whose ``self`` ``fn`` sees: itself, or the method a closure is nested in (no rebinding between)."""
+    while fn is not None and not (fn.class_name and fn.params[:1] == ("self",)):
+        if "self" in fn.all_params or "self" in fn.locals:
+            return None
+        fn = fn.parent
+    return fn
 
 
 def _self_member(expr: cst.BaseExpression) -> bool:

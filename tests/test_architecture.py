@@ -171,7 +171,7 @@ LAYERS = {
         "placement", "modpaths", "hostguards"},
     2: {"project", "paths", "compile", "wrappers", "queries", "streams", "entries", "accelerators", "captures", "stepstate",
         "attrstreams", "devobjects", "devfields", "heldslots", "eventguards", "hostobjects", "hostresults",
-        "freeing", "ctxfactories", "argkinds", "devicenames", "handedevents", "reaching"},
+        "freeing", "ctxfactories", "argkinds", "devicenames", "handedevents", "reaching", "modvalues"},
     3: {"tensors", "tensoruse", "dataflow", "flow", "breaks", "waits", "families", "scopes", "environment",
         "recorders", "handoffs", "hostattrs"},
 }

@@ -49,6 +49,9 @@ Layer 2 — the project
     ``devobjects``  which objects stand for the device module without a getter (a module-level
                     ``current_platform`` whose class forwards ``__getattr__`` to ``torch.<device>``, an
                     annotated parameter, an object imported from another package)?
+    ``modvalues``   which module does a value hold that a project loader returned (``self._torch =
+                    load_torch_npu()``, the loader importing ``torch`` inside and returning it on every path), and
+                    so which API does ``self._torch.npu.stream(s)`` call?
     ``devfields``   what does a member of a project object hold (``self.dev = torch.get_device_module(t)``
                     in any method, a property, ``cls(handle=...)`` keyword constructions), and which
                     project classes may a receiver be?
@@ -97,7 +100,9 @@ Layer 3 — one function's flow
                     ``fieldfacts``: a field that is one object for the object's life, callers that may be unseen),
                     ``calleerecords`` / ``handedholders`` (an event a callee's scope re-records after the work it
                     was handed; an event handed on with its holder object), ``deadevents`` (an event nobody
-                    consumes on a stream joined otherwise), ``scopenone`` (a stream whose scope a path entered
+                    consumes on a stream joined otherwise), ``handles`` (a collective's work handle or a future
+                    made from it: a host object whose ``wait()`` is the join, unless its done-callback queues
+                    stream work), ``scopenone`` (a stream whose scope a path entered
                     is not None there), ``interp`` (the composition), ``results`` (what rules read)
     ``breaks``      where does a compiled region break the graph, and what reaches a no-break scope?
     ``waits``       syntactic facts around npu_wait_tensor / ops.record / event waits

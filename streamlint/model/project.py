@@ -22,6 +22,7 @@ from streamlint.model.ctxfactories import factory_uses, guarded_method_uses
 from streamlint.model.apis import Role
 from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, ScopeSite, dotted
 from streamlint.model.modpaths import ModulePaths
+from streamlint.model.modvalues import module_target
 from streamlint.model.options import ModelOptions
 from streamlint.model.paths import ExecutionPath, PathIndex
 from streamlint.model import bytescan
@@ -454,6 +455,8 @@ class Project(ModulePaths):
         spec = apis.lookup(site.target)
         if spec is None and site.target is not None and self.function(site.target, file) is None:
             spec = apis.lookup(self.reexported(site.target, file))
+        if spec is None:  # `self._torch.npu.stream(s)`, `self._torch = load_torch_npu()`: like the module itself
+            spec = apis.lookup(module_target(self, file, site))  # (modvalues.py)
         if spec is not None:
             uses: tuple[ApiUse, ...] = (ApiUse(spec, site, file, bind_arguments(spec.params, site.node)),)
         else:

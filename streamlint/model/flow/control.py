@@ -22,9 +22,10 @@ from streamlint.model.flow.results import Unjoined
 from streamlint.model.flow.reuse import settle_loop_frees
 from streamlint.model.flow.guards import known_none, null_context_choice, ordering_query, same_operator_operands, \
     stream_type_test
+from streamlint.model.flow.handles import handle_binding
 from streamlint.model.flow.hostnames import host_count, host_object_names
 from streamlint.model.flow.wrapperforks import forks_on_entry, joins_on_exit, yields_caller_stream
-from streamlint.model.flow.values import (AnalysisBudgetExceeded, CVal, CtxVal, EVal, KVal, LOOP_UNROLL, MAX_PATHS,
+from streamlint.model.flow.values import (AnalysisBudgetExceeded, CVal, CtxVal, EVal, HVal, KVal, LOOP_UNROLL, MAX_PATHS,
                                           MAX_STEPS, NONE, SVal, ScopeRun, State, TVal, TupVal)
 from streamlint.model.streams import declared_globals, MAIN, STREAM
 from streamlint.model.syntax import contains, endless, strip_not, target_names, walked_names
@@ -187,6 +188,8 @@ class ControlFlow:
                 v = KVal(target.value, opaque=True)  # `results[0].outputs`: a host object (hostnames.py)
             elif isinstance(v, TVal) and host_count(self.project, self.cfile, self.cfn, target.value, value_node):
                 v = KVal(target.value, opaque=True)  # `n = connector.load(...)` then `slots[n:]`: a count
+            elif isinstance(v, TVal) and handle_binding(self.project, self.cfile, self.cfn, target.value, value_node):
+                v = HVal(target.value)  # `work = original(*args, async_op=True)`, then `work.wait()` (handles.py)
             if isinstance(v, SVal) and v.key.startswith("<stream@") and value_node is not None \
                     and isinstance(value_node, cst.Call) and target.value not in st.env \
                     and v not in st.globs.values():  # (a stream a module global holds keeps its identity)

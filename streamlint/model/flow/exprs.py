@@ -14,7 +14,7 @@ from streamlint.model.file import ClassInfo, dotted, string_value
 from streamlint.model.flow.entryctx import note_call
 from streamlint.model.flow.computed import computes_tensor
 from streamlint.model.flow.counters import NVal, counter_part
-from streamlint.model.flow.places import cached_stream_getter, host_arguments, memoised
+from streamlint.model.flow.places import cached_stream_getter, host_arguments, memoised, module_receiver
 from streamlint.model.flow.recursion import recursive_call
 from streamlint.model.flow.rootranks import on_root_rank, root_expression
 from streamlint.model.flow.calls import kept_arguments, metadata_only, plain_container, stored_params
@@ -573,7 +573,8 @@ class Expressions:
             self.call_args(st, e)  # `_STREAMS.get(device.index)`: a slot of a container (no tensor has these methods)
             return KVal(f"{recv.key}[{self.render(st, args[0].value)}]", recv.glob, recv.opaque)
         tensors = self.tensors(st, recv)
-        if tensors and isinstance(recv, KVal) and not tensor_method(name):
+        if tensors and isinstance(recv, KVal) and (not tensor_method(name) or module_receiver(
+                self.project, self.cfile, self.cfn, e.func.value)):  # `self._torch.matmul(...)`: a module's
             tensors = []  # `self.dist_index.get_group()`: an object, not a tensor
         if not tensors and name in OVERWRITE_METHODS and (recv is None or isinstance(recv, KVal) and recv.opaque) \
                 and isinstance(e.func.value, (cst.Name, cst.Subscript)):
@@ -600,7 +601,7 @@ class Expressions:
                     and name.endswith("_") and not name.startswith("_") and name not in _FLAG_SETTERS:
                 # `p.data.copy_(src)` on an unknown value: in-place tensor work queued here; on a place reached
                 # from a parameter (`bucket.data.div_(n)`) it makes that place a tensor (Storages.place)
-                writes = [recv]
+                writes = reads[:1] if module_receiver(self.project, self.cfile, self.cfn, e.func.value) else [recv]
             if writes:
                 self.op(st, e, reads, writes, result=False)
                 return None

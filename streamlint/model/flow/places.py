@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.file import FileModel, FunctionInfo, dotted, host_param
+from streamlint.model.modvalues import module_value
 from streamlint.model.streams import STREAM, declared_globals, returned_kind
 from streamlint.model.syntax import local_nodes
 from streamlint.model.uses import bind_arguments
@@ -88,3 +89,9 @@ def host_arguments(fn: FunctionInfo, call: cst.Call) -> frozenset[int]:
     method = fn.class_name is not None and fn.params[:1] == ("self",)
     bound = bind_arguments((fn.params[1:] if method else fn.params) + fn.kwonly, call, kwonly=fn.kwonly)
     return frozenset(id(expr) for name, expr in bound.items() if name in host and expr is not None)
+
+
+def module_receiver(project, file: FileModel, fn: FunctionInfo, recv: cst.BaseExpression) -> bool:
+    """Does ``recv`` hold an imported module (``self._torch = load_torch_npu()``, modvalues.py)? ``recv.relu_(t)``
+    is then ``torch.relu_(t)``: it writes ``t``, and ``recv`` is no tensor place."""
+    return module_value(project, file, fn, recv) is not None

@@ -67,6 +67,14 @@ class KVal:
 
 
 @dataclass(frozen=True)
+class HVal(KVal):
+    """A completion handle (a collective's work handle, a future made from it: flow/handles.py): a host object,
+    never device data; its ``wait()`` orders the current stream after the work it stands for."""
+
+    opaque: bool = True
+
+
+@dataclass(frozen=True)
 class CVal:
     value: object
 

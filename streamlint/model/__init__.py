@@ -96,7 +96,9 @@ Layer 3 — one function's flow
                     ``calleerecords`` / ``handedholders`` (an event a callee's scope re-records after the work it
                     was handed; an event handed on with its holder object), ``deadevents`` (an event nobody
                     consumes on a stream joined otherwise), ``scopenone`` (a stream whose scope a path entered
-                    is not None there), ``interp`` (the composition), ``results`` (what rules read)
+                    is not None there), ``indexsets`` (a loop over every index of a collection picking streams
+                    from a list joins / forks every stream picked through it: family keys ``xs[I[*]]``),
+                    ``interp`` (the composition), ``results`` (what rules read)
     ``breaks``      where does a compiled region break the graph, and what reaches a no-break scope?
     ``waits``       syntactic facts around npu_wait_tensor / ops.record / event waits
     ``families``    which API families does a function mix, and on which execution paths?

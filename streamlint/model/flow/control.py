@@ -547,6 +547,7 @@ class ControlFlow:
                     items = self.ev(s, node.iter)
                     walked = walked_names(node.iter)
                     handed = self.argument_elements(s, node)  # the caller's tensors, element by element
+                    handed.update(self.covering_bindings(s, node))  # every index picking streams (indexsets.py)
                     for name in target_names(node.target):
                         self.bind(s, name, handed[name] if name in handed else self.placed_element(s, items)
                                   if isinstance(node.target, cst.Name) else None, node)

@@ -18,6 +18,10 @@ from streamlint.model.streams import MAIN
 
 MAX_PATHS = 48
 
+# The host's own timeline: a write the host made (``cpu_buf.fill_(v)``: flow/hostwrites.py) is done when any later
+# work is handed to a stream, so every stream is ordered after it (``ordered_before``)
+HOST = "<host>"
+
 
 # Statements interpreted per function analysis (all paths, inlined helpers included). Large branchy
 # functions (DeepSpeed's ZeRO reducers, vLLM schedulers) would otherwise take minutes; past the budget
@@ -306,7 +310,7 @@ def merge_clock(into: dict[str, int], other: dict[str, int]) -> bool:
 
 
 def ordered_before(acc: Access, know: dict[str, int]) -> bool:
-    return know.get(acc.stream, -1) >= acc.time
+    return acc.stream == HOST or know.get(acc.stream, -1) >= acc.time
 
 
 @dataclass(frozen=True)

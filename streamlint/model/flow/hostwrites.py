@@ -24,10 +24,10 @@ import os
 from streamlint._lazy import cst
 from streamlint.model.file import ClassInfo, FileModel, dotted
 from streamlint.model.flow.values import HOST, Access, State
-from streamlint.model.placement import host_factory, settled_host_value
+from streamlint.model.placement import host_factory, host_placed, host_target, settled_host_value
 from streamlint.model.streams import derived
 
-_DEFAULT_DEVICE = (b"set_default_device", b"with torch.device(", b"with device(")
+_DEFAULT_DEVICE = (b"set_default_device", b"with torch.device(", b"with device(", b", torch.device(", b", device(")
 _ASYNC_COPIES = frozenset({"copy_", "to", "cuda", "npu", "pin_memory"})
 
 
@@ -43,6 +43,33 @@ def _default_device_changed(project, file: FileModel) -> bool:
     if "v" not in memo:
         memo["v"] = bool(project.paths_containing(_DEFAULT_DEVICE))
     return memo["v"]
+
+
+_DEVICE_MOVES = frozenset({"to", "cuda", "npu", "xpu", "mlu", "type", "_to"})
+
+
+def _host_result(v: cst.BaseExpression) -> bool:
+    """A settled host value (placement.settled_host_value) whose outermost placement is the host: walking the
+    chain outside in, a host copy or maker comes before any move that may leave the host (``.to(device)``,
+    ``.cuda()``, ``.npu()``, a ``.to(...)`` naming no host device): ``torch.zeros(n, device="cpu").to(dev)`` is
+    device memory."""
+    if not settled_host_value(v):
+        return False
+    node = v
+    while isinstance(node, cst.Call):
+        if host_placed(node):
+            return True
+        if not isinstance(node.func, cst.Attribute):
+            return False
+        method = node.func.attr.value
+        if host_target(node, method):
+            return True
+        if method in _DEVICE_MOVES:
+            return False
+        node = node.func.value
+        while isinstance(node, cst.Attribute):
+            node = node.value
+    return False
 
 
 def _pinned_factory(project, file: FileModel, fn, v: cst.BaseExpression) -> bool:
@@ -67,7 +94,7 @@ def host_fields(project, file: FileModel, cls: ClassInfo) -> frozenset[str]:
             values.setdefault(a.target[5:], []).append((a.function, a.value))
     own = {attr for attr, vs in values.items()
            if any(fn is not None and fn.class_name == cls.name for fn, _v in vs)}
-    fields = {attr for attr in own if all(_none(v) or settled_host_value(v) or _pinned_factory(project, file, fn, v)
+    fields = {attr for attr in own if all(_none(v) or _host_result(v) or _pinned_factory(project, file, fn, v)
                                           or dotted(v) in {f"self.{o}" for o in own}
                                           for fn, v in values[attr])
               and any(not _none(v) for _fn, v in values[attr])}
@@ -81,8 +108,11 @@ def host_fields(project, file: FileModel, cls: ClassInfo) -> frozenset[str]:
                 changed = True
     here = os.path.realpath(file.path)
     for attr in list(fields):  # a subclass elsewhere may set it to anything (bytes only: no file is parsed)
-        markers = (f".{attr} =".encode(), f".{attr}=".encode(), f".{attr}, ".encode(), f".{attr})".encode())
-        if any(os.path.realpath(p) != here for p in project.paths_containing(markers)):
+        markers = (f".{attr} =".encode(), f".{attr}=".encode(), f".{attr}, ".encode(), f".{attr})".encode(),
+                   f".{attr}:".encode(), f".{attr} :".encode())
+        named = (f'"{attr}"'.encode(), f"'{attr}'".encode())  # setattr(obj, "attr", v), here too
+        if any(os.path.realpath(p) != here for p in project.paths_containing(markers)) \
+                or set(project.paths_containing(named)) & set(project.paths_containing((b"setattr(",))):
             fields.discard(attr)
     memo[key] = frozenset(fields)
     return memo[key]

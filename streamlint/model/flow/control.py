@@ -578,6 +578,7 @@ class ControlFlow:
         if endless(node):
             states = []  # `while True:` left by no break: only its returns (and raises) leave it
         self.poll_exits(states, node)  # `while not ev.query():` left after the rounds run: it completed
+        self.end_covers(states + finished, node)  # a covering loop's variable is one element again (indexsets.py)
         if node.orelse is not None:
             states = self.block(node.orelse.body.body, states)
         return (states + finished)[:MAX_PATHS]

@@ -27,6 +27,7 @@ from __future__ import annotations
 from streamlint._lazy import cst
 from streamlint.model.flow.values import KVal, State, family_match, merge_clock
 from streamlint.model.syntax import call_name
+from streamlint.model.syntax import local_nodes
 from streamlint.model.walk import children
 
 WILD = "*"
@@ -125,6 +126,114 @@ def _picks_stream(body: cst.CSTNode, name: str, coll: cst.BaseExpression | None)
     return False
 
 
+_SEQUENCE_BUILDERS = frozenset({"list", "tuple", "range", "sorted"})
+_MUTATORS = ("append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "sort", "reverse",
+             "popitem", "add", "discard", "__setitem__", "__delitem__")
+
+
+def _leaves(node: cst.For) -> bool:
+    """Can a round skip the rest of the body or end the walk early (a ``break`` / ``continue`` of this loop)?"""
+    stack: list[cst.CSTNode] = [node.body]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.Break, cst.Continue)):
+            return True
+        if not isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.For, cst.While)):
+            stack.extend(children(n))
+    return False
+
+
+def _sequence_value(v: cst.BaseExpression, values: bool) -> bool:
+    """A list / tuple display, a list comprehension or ``list(...)`` / ``tuple(...)`` / ``range`` / ``sorted``:
+    iterating it gives its elements (never the keys of a mapping); with ``values`` (the loop walks
+    ``.values()`` / ``.items()``) a mapping display or ``dict(...)`` too."""
+    if isinstance(v, (cst.List, cst.Tuple, cst.ListComp)) or values and isinstance(v, (cst.Dict, cst.DictComp)):
+        return True
+    return isinstance(v, cst.Call) and isinstance(v.func, cst.Name) and (
+        v.func.value in _SEQUENCE_BUILDERS or values and v.func.value in ("dict", "OrderedDict"))
+
+
+def _writes(file, fn) -> list[tuple[str, object, cst.BaseExpression | None]]:
+    """Every write of the file (``self.*`` targets) and of the function ``fn`` (any target): (target text, the
+    function, the assigned value or None for an augmented / unpacked / deleted / loop / with target)."""
+    code = file.module.code_for_node
+    out: list = []
+
+    def add(target: cst.BaseExpression, value, f) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                add(el.value, None, f)
+        elif isinstance(target, cst.StarredElement):
+            add(target.value, None, f)
+        else:
+            out.append((code(target), f, value))
+
+    for f in file.functions.values():
+        for n in local_nodes(f.node):
+            if isinstance(n, cst.Assign):
+                for t in n.targets:
+                    add(t.target, n.value if len(n.targets) == 1 else None, f)
+            elif isinstance(n, (cst.AnnAssign, cst.AugAssign)):
+                add(n.target, n.value if isinstance(n, cst.AnnAssign) else None, f)
+            elif isinstance(n, (cst.For, cst.CompFor)):
+                add(n.target, None, f)
+            elif isinstance(n, cst.WithItem) and n.asname is not None:
+                add(n.asname.name, None, f)
+            elif isinstance(n, cst.Del):
+                add(n.target, None, f)
+            elif isinstance(n, cst.NamedExpr):
+                add(n.target, None, f)
+            elif isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in _MUTATORS:
+                out.append((code(n.func.value) + "[]", f, None))  # (an element write)
+            elif isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value in ("setattr", "delattr"):
+                out.append(("self.<any>", f, None))
+    return [(t, f, v) for t, f, v in out if f is fn or t.startswith("self.")]
+
+
+def _reached(file, fn) -> set:
+    """``fn`` and every function of its file it may call, transitively (by the called name: ``self.m(...)``,
+    ``obj.m(...)`` or ``m(...)`` reaches every function of the file named ``m``)."""
+    by_name: dict[str, list] = {}
+    for f in file.functions.values():
+        by_name.setdefault(f.qualname.rsplit(".", 1)[-1], []).append(f)
+    seen, todo = {id(fn): fn}, [fn]
+    while todo:
+        for n in local_nodes(todo.pop().node):
+            if isinstance(n, cst.Call):
+                name = n.func.attr.value if isinstance(n.func, cst.Attribute) else \
+                    n.func.value if isinstance(n.func, cst.Name) else None
+                for f in by_name.get(name or "", ()):
+                    if id(f) not in seen:
+                        seen[id(f)] = f
+                        todo.append(f)
+    return set(seen)
+
+
+def _fixed_sequence(file, fn, coll: str, values: bool) -> bool:
+    """Is ``coll`` a sequence (never a mapping: iterating it gives its elements) that nothing rewrites while the
+    function runs: a local set once in ``fn`` to a sequence value, or a ``self.`` field every assignment of which
+    in the file is a sequence value and that ``fn`` and the functions of the file it may call (:func:`_reached`)
+    neither assign, element-assign nor mutate (``append``, ``sort`` ...), nor its root (``self.cfg`` of
+    ``self.cfg.ids``); no ``setattr`` in the file. Walking ``.values()`` / ``.items()``
+    (``values``), a mapping display or ``dict(...)`` will do too."""
+    if "[" in coll or not (coll.isidentifier() or coll.startswith("self.") and coll[5:].isidentifier()):
+        return False
+    if file is None or fn is None:
+        return False
+    writes, reached = _writes(file, fn), _reached(file, fn)
+    if any(t == "self.<any>" for t, _f, _v in writes):
+        return False
+    own = [(f, v) for t, f, v in writes if t == coll]
+    others = [(t, f) for t, f, _v in writes if t != coll and (t.startswith(coll + "[") or t.startswith(coll + ".")
+                                                              or coll.startswith(t + ".") or t == "self")]
+    if not own or not all(v is not None and _sequence_value(v, values) for _f, v in own) \
+            or any(id(f) in reached for _t, f in others):
+        return False
+    if coll.startswith("self."):  # built elsewhere (__init__, a setup method), never while fn runs
+        return not any(id(f) in reached for f, _v in own)
+    return len(own) == 1 and own[0][0] is fn
+
+
 class IndexSets:
     """Family keys of streams picked through a covered index collection (mixin of the interpreter).
 
@@ -134,8 +243,15 @@ class IndexSets:
         """The loop variables of a loop covering an index collection that picks streams: name -> the value
         whose rendering makes ``xs[name]`` (``xs[I[name]]``) the family key."""
         found: dict[str, object] = {}
+        if _leaves(node):
+            return found
+        it = _unwrap(node.iter)
+        values = isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) \
+            and it.func.attr.value in ("values", "items")  # (a mapping's values: a dict will do)
         for name, coll, how in covering_parts(node):
             if not _picks_stream(node.body, name, coll if how == "index" else None):
+                continue
+            if not _fixed_sequence(self.cfile, self.cfn, self.cfile.code(coll), values):
                 continue
             key = self.render(st, coll)
             if WILD in key or not key.replace("_", "a").replace(".", "a").replace("[", "a").replace("]", "a") \
@@ -143,7 +259,20 @@ class IndexSets:
                 continue
             found[name] = KVal(f"{key}[{WILD}]") if how == "element" else KVal(WILD)
             self.__dict__.setdefault("covers", set()).add(f"{key}[{WILD}]")
+            self.__dict__.setdefault("loop_covers", {}).setdefault(id(node), set()).add(key)
         return found
+
+    def end_covers(self, states: list[State], node: cst.CSTNode) -> None:
+        """After a covering loop, its variable (and any local bound through it) is one element, not the family:
+        ``xs[I[*]]`` becomes ``xs[I[-1]]`` (a member joined on its own), the index ``*`` becomes ``-1``."""
+        keys = self.__dict__.get("loop_covers", {}).get(id(node))
+        if not keys:
+            return
+        for s in states:
+            for name, v in list(s.env.items()):
+                if isinstance(v, KVal) and WILD in v.key and (v.key == WILD or any(f"{k}[{WILD}]" in v.key
+                                                                                     for k in keys)):
+                    s.env[name] = KVal(v.key.replace(WILD, "-1"), v.glob, v.opaque, None)
 
     def wait_stream(self, st: State, waiter: str, producer: str) -> None:
         covers = self.__dict__.get("covers", ())

@@ -9,10 +9,13 @@ write on the current stream was (a pinned staging buffer overwritten while the p
 still run, a pinned buffer a side-stream D2H fills overwritten unsynchronised: both still reported).
 
 Which tensors are certainly host memory: a storage the flow already knows as host (a local CPU factory,
-``.cpu()``), or a field of the class every assignment of which (in this file; no other project file assigns
-a field of that name) is ``None``, a settled host value (``torch.empty(n, device="cpu")``, ``pin_memory=True``,
-``x.cpu()``, ``torch.from_numpy(a)``), a torch factory with a ``pin_memory=`` argument and no ``device=``
-while the project never changes the default device (``torch.set_default_device``, ``with torch.device(...)``),
+``.cpu()``), or a field of the class every assignment of which (in this file; no other file of the project as
+discovered has a byte marker of assigning a field of that name: ``.f =``, ``.f:``, ``.f, ``, ``.f)``, and no file
+names it in quotes next to a ``setattr(``) is ``None``, a settled host value whose outermost placement is the host
+(``torch.empty(n, device="cpu")``, ``pin_memory=True``, ``x.cpu()``, ``torch.from_numpy(a)``; not
+``torch.zeros(n, device="cpu").to(device)``, ``.cuda()``, ``.npu()``: a move that may leave the host decides), a
+torch factory with a ``pin_memory=`` argument and no ``device=`` while the project never changes the default
+device (``torch.set_default_device``, ``with torch.device(...)`` as any with-item; bytes, comments included),
 or another such field (``self.a, self.b = self.b, self.a``). An op is a host write when every tensor it
 reads and writes is such host memory and it is not a possibly asynchronous copy (``non_blocking=``, a
 positional flag)."""
@@ -62,7 +65,7 @@ def _host_result(v: cst.BaseExpression) -> bool:
         if not isinstance(node.func, cst.Attribute):
             return False
         method = node.func.attr.value
-        if host_target(node, method):
+        if host_target(node, method) or method in ("from_numpy", "frombuffer"):
             return True
         if method in _DEVICE_MOVES:
             return False

@@ -15,7 +15,11 @@ A loop covers the index collection ``I`` when it walks ``I`` itself, ``set(I)`` 
 variable is every index of ``I``: ``I[i]`` is ``I[*]``), and its body uses ``xs[<variable>]`` (``xs[I[i]]``)
 as a stream (a join, a record, a stream scope, directly or through a local). A slice (``I[1:]``), a
 comprehension filtering it, ``range(1, len(I))`` or any other collection is no cover: the variable keeps the
-collapsed reading.
+collapsed reading. Nor is a loop that may ``break`` / ``continue``, nor a collection that may be a mapping (its
+plain iteration gives keys: every assignment of ``I`` must be a sequence display / builder; a mapping covers only
+through ``.values()`` / ``.items()``), nor one the function (or a function of the file it may call) assigns,
+element-assigns or mutates, or whose root it assigns (``_fixed_sequence``). After the loop its variable, and any
+local bound through it, is one member again (``xs[I[-1]]``: :meth:`IndexSets.end_covers`).
 
 A join naming a family key applies to every stream key of the family (``streams[self.expert_streams[e]]``
 for any index text ``e``, the family key itself included): waited on, each member the path has queued
@@ -26,8 +30,8 @@ from __future__ import annotations
 
 from streamlint._lazy import cst
 from streamlint.model.flow.values import KVal, State, family_match, merge_clock
-from streamlint.model.syntax import call_name
-from streamlint.model.syntax import local_nodes
+from streamlint.model.streams import derived
+from streamlint.model.syntax import call_name, local_nodes
 from streamlint.model.walk import children
 
 WILD = "*"
@@ -251,7 +255,11 @@ class IndexSets:
         for name, coll, how in covering_parts(node):
             if not _picks_stream(node.body, name, coll if how == "index" else None):
                 continue
-            if not _fixed_sequence(self.cfile, self.cfn, self.cfile.code(coll), values):
+            memo = derived(self.project, "fixed_index_collections")  # (each file walk once per loop and function)
+            mkey = (self.cfile.path, self.cfn.qualname, self.cfile.code(coll), values)
+            if mkey not in memo:
+                memo[mkey] = _fixed_sequence(self.cfile, self.cfn, mkey[2], values)
+            if not memo[mkey]:
                 continue
             key = self.render(st, coll)
             if WILD in key or not key.replace("_", "a").replace(".", "a").replace("[", "a").replace("]", "a") \

@@ -13,9 +13,12 @@ elements with ``==`` (``t in [a, b]`` reads them): it stays a read, as does anyt
 
 from __future__ import annotations
 
+import os
+
 from streamlint._lazy import cst
 from streamlint.model.file import dotted
 from streamlint.model.flow.values import State
+from streamlint.model.streams import derived
 from streamlint.model.syntax import local_nodes
 
 _BUILDERS = frozenset({"dict", "set", "frozenset", "defaultdict", "OrderedDict", "Counter"})
@@ -91,10 +94,13 @@ class Membership:
             if cls is None:
                 return False
             target = f"self.{e.attr.value}"
-            values = [a.value for m in cls.methods.values() for a in m.assigns if a.target == target]
-            if not all(hashed_builder(v) or _none(v) for v in values):
-                return False
-            return any(not _none(v) for v in values) or _declared(cls.methods.values(), target)
+            memo = derived(self.project, "hashed_fields")  # per class and field: every method is walked once
+            key = (os.path.realpath(file.path), cls.name, target)
+            if key not in memo:
+                values = [a.value for m in cls.methods.values() for a in m.assigns if a.target == target]
+                memo[key] = all(hashed_builder(v) or _none(v) for v in values) and (
+                    any(not _none(v) for v in values) or _declared(cls.methods.values(), target))
+            return memo[key]
         return False
 
 

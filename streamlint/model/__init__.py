@@ -103,7 +103,11 @@ Layer 3 — one function's flow
                     consumes on a stream joined otherwise), ``handles`` (a collective's work handle or a future
                     made from it: a host object whose ``wait()`` is the join, unless its done-callback queues
                     stream work), ``scopenone`` (a stream whose scope a path entered
-                    is not None there), ``interp`` (the composition), ``results`` (what rules read)
+                    is not None there), ``indexsets`` (a loop over every index of a collection picking streams
+                    from a list joins / forks every stream picked through it: family keys ``xs[I[*]]``),
+                    ``hostwrites`` (a host op writing certainly-host memory, pinned fields included, is on the host
+                    timeline: later stream work is ordered after it), ``membership`` (comparisons; ``k in d`` on a
+                    dict / set reads no tensor), ``interp`` (the composition), ``results`` (what rules read)
     ``breaks``      where does a compiled region break the graph, and what reaches a no-break scope?
     ``waits``       syntactic facts around npu_wait_tensor / ops.record / event waits
     ``families``    which API families does a function mix, and on which execution paths?

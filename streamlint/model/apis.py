@@ -135,6 +135,8 @@ for _dev, _fam in (("npu", Family.NATIVE_NPU), ("cuda", Family.CUDA), ("xpu", Fa
         _spec(f"torch.{_dev}.synchronize", Role.DEVICE_SYNCHRONIZE, _fam, ("device",)),
         _spec(f"torch.{_dev}.graph", Role.GRAPH_CAPTURE, _fam, (f"{_dev}_graph", "pool", "stream")),
     ]
+# Device contexts (``with torch.cuda.device(d):``): they switch the current device, not the stream.
+DEVICE_CONTEXTS = frozenset(f"torch.{_dev}.device" for _dev in ("npu", "cuda", "xpu"))
 _SPECS += [
     # an event a graph capture records as an external node: it may be waited before it is recorded
     _spec("torch.npu.ExternalEvent", Role.EVENT_NEW, Family.NATIVE_NPU),

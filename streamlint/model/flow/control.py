@@ -550,6 +550,7 @@ class ControlFlow:
                     items = self.ev(s, node.iter)
                     walked = walked_names(node.iter)
                     handed = self.argument_elements(s, node)  # the caller's tensors, element by element
+                    handed.update(self.covering_bindings(s, node))  # every index picking streams (indexsets.py)
                     for name in target_names(node.target):
                         self.bind(s, name, handed[name] if name in handed else self.placed_element(s, items)
                                   if isinstance(node.target, cst.Name) else None, node)
@@ -580,6 +581,7 @@ class ControlFlow:
         if endless(node):
             states = []  # `while True:` left by no break: only its returns (and raises) leave it
         self.poll_exits(states, node)  # `while not ev.query():` left after the rounds run: it completed
+        self.end_covers(states + finished, node)  # a covering loop's variable is one element again (indexsets.py)
         if node.orelse is not None:
             states = self.block(node.orelse.body.body, states)
         return (states + finished)[:MAX_PATHS]

@@ -151,10 +151,7 @@ class Expressions:
         if kind is cst.BooleanOperation:
             return self.boolean_operation(st, e)
         if kind is cst.Comparison:
-            if all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in e.comparisons):
-                return None
-            vals = [self.ev(st, e.left)] + [self.ev(st, c.comparator) for c in e.comparisons]
-            return self.op(st, e, vals) if any(self.tensors(st, v) for v in vals) else None
+            return self.comparison(st, e)  # (a membership test on a dict / set reads no tensor: membership.py)
         if kind in (cst.Tuple, cst.List):
             return TupVal(tuple(self.ev(st, el.value) if not isinstance(el, cst.StarredElement) else None
                                 for el in e.elements))

@@ -18,6 +18,9 @@ from streamlint.model.flow.closures import closure_scope
 from streamlint.model.flow.consumers import Consumers
 from streamlint.model.flow.argdrops import PendingArgs
 from streamlint.model.flow.guardedwork import GuardedWork
+from streamlint.model.flow.indexsets import IndexSets
+from streamlint.model.flow.membership import Membership
+from streamlint.model.flow.hostwrites import HostWrites
 from streamlint.model.flow.calleerecords import CalleeRecords
 from streamlint.model.flow.scopenone import ScopedNoneTests
 from streamlint.model.flow.handedholders import HandedHolders
@@ -88,7 +91,7 @@ def _last_simple(body: list) -> cst.CSTNode | None:
     return node.body[-1] if node is not None and node.body else None
 
 
-class Interp(CalleeRecords, HandedHolders, ScopedNoneTests, GuardedWork, Consumers, PendingArgs, Orderings, Records, Storages, Unsets, Expressions, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes,
+class Interp(CalleeRecords, HandedHolders, ScopedNoneTests, GuardedWork, IndexSets, Membership, HostWrites, Consumers, PendingArgs, Orderings, Records, Storages, Unsets, Expressions, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes,
              HostReads, HostSyncs, TransferSends, Counters, Promises, Slots, Replays, Rounds, Finals,
              HandedBack, Polls, FieldFamilies):
     """Path-sensitive abstract interpretation of one function body in program order."""

@@ -197,7 +197,7 @@ class Orderings:
     def wait_stream(self, st: State, waiter: str, producer: str) -> None:
         if waiter == producer:
             return
-        snap = dict(st.vc.get(producer, {}))
+        snap = st.clock_of(producer)
         snap[producer] = self.clock
         if producer in self.param_streams and producer not in st.last_op:
             snap[MAIN] = max(snap.get(MAIN, -1), self.clock)  # a stream handed in: usually the caller's current one
@@ -206,7 +206,7 @@ class Orderings:
     def record(self, st: State, stream: str, key: str, site: cst.BaseExpression | None = None) -> None:
         """Record event ``key`` on ``stream``: it covers what ``stream`` queued so far. ``site`` (the event
         expression of a record written in this function) keeps where that coverage ends."""
-        snap = dict(st.vc.get(stream, {}))
+        snap = st.clock_of(stream)
         snap[stream] = self.clock
         st.events[key] = snap
         born, handed = st.event_stamps.get(key, (0, -1))
@@ -356,7 +356,7 @@ class Orderings:
             st.host[s] = self.clock
 
     def sync_stream(self, st: State, stream: str) -> None:
-        snap = dict(st.vc.get(stream, {}))
+        snap = st.clock_of(stream)
         snap[stream] = self.clock
         merge_clock(st.host, snap)
 

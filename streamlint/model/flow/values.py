@@ -18,6 +18,10 @@ from streamlint.model.streams import MAIN
 
 MAX_PATHS = 48
 
+# The host's own timeline: a write the host made (``cpu_buf.fill_(v)``: flow/hostwrites.py) is done when any later
+# work is handed to a stream, so every stream is ordered after it (``ordered_before``)
+HOST = "<host>"
+
 
 # Statements interpreted per function analysis (all paths, inlined helpers included). Large branchy
 # functions (DeepSpeed's ZeRO reducers, vLLM schedulers) would otherwise take minutes; past the budget
@@ -227,6 +231,8 @@ class State:
         self.replayed: Access | None = None
         # a ``query()`` a branch decides on -> (the call, what the host has seen once it returned True): flow/polls.py
         self.polls: dict[int, tuple[cst.Call, dict[str, int]]] = {}
+        # family key (``streams[self.idx[*]]``, flow/indexsets.py) -> what every member of the family knows
+        self.families: dict[str, dict[str, int]] = {}
 
     def clone(self) -> State:
         s = State.__new__(State)
@@ -264,18 +270,42 @@ class State:
         s.event_stamps = dict(self.event_stamps)
         s.replayed = self.replayed
         s.polls = dict(self.polls)
+        s.families = {k: dict(v) for k, v in self.families.items()}
         return s
 
     @property
     def cur(self) -> str:
         return self.stack[-1]
 
-    def know(self, stream: str) -> dict[str, int]:
+    def clock_of(self, stream: str) -> dict[str, int]:
+        """A copy of ``stream``'s vector clock, with what every family it belongs to knows."""
         k = dict(self.vc.get(stream, {}))
+        for family, clock in self.families.items():
+            if family_match(family, stream):
+                merge_clock(k, clock)
+        return k
+
+    def know(self, stream: str) -> dict[str, int]:
+        k = self.clock_of(stream)
         for s, t in self.host.items():
             if k.get(s, -1) < t:
                 k[s] = t
         return k
+
+
+def family_match(family: str, key: str) -> bool:
+    """Is stream ``key`` a member of the family ``xs[I[*]]`` (``xs[I[e]]`` for any index text ``e``, the family
+    key itself included; flow/indexsets.py)?"""
+    head, _, tail = family.partition("*")
+    if not (key.startswith(head) and key.endswith(tail) and len(key) > len(head) + len(tail)):
+        return False
+    middle = key[len(head):len(key) - len(tail)]
+    depth = 0
+    for ch in middle:
+        depth += (ch in "[(") - (ch in "])")
+        if depth < 0:
+            return False
+    return depth == 0
 
 
 def merge_clock(into: dict[str, int], other: dict[str, int]) -> bool:
@@ -288,7 +318,7 @@ def merge_clock(into: dict[str, int], other: dict[str, int]) -> bool:
 
 
 def ordered_before(acc: Access, know: dict[str, int]) -> bool:
-    return know.get(acc.stream, -1) >= acc.time
+    return acc.stream == HOST or know.get(acc.stream, -1) >= acc.time
 
 
 @dataclass(frozen=True)

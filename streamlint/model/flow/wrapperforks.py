@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
-from streamlint.model.apis import Role
+from streamlint.model.apis import DEVICE_CONTEXTS, STREAM_SCOPE_ROLES, Role
 from streamlint.model.file import FileModel, FunctionInfo
 from streamlint.model.streams import derived, is_current_stream
 from streamlint.model.syntax import lexical_index, local_nodes
@@ -62,7 +62,7 @@ def _forks(project: Project, file: FileModel, fn: FunctionInfo) -> tuple[bool, b
     joins: dict[str, list] = {}  # stream text -> the calls making the current stream wait on it
     for s in fn.calls:
         if s.method != "wait_stream" or not isinstance(s.node.func, cst.Attribute) or len(s.node.args) != 1 \
-                or s.scope is not None:
+                or not _device_scopes_only(project, file, fn, s.scope):
             continue
         if is_current_stream(project, file, fn, s.node.args[0].value):
             waits.setdefault(file.code(s.node.func.value), []).append(s)
@@ -92,6 +92,20 @@ def _forks(project: Project, file: FileModel, fn: FunctionInfo) -> tuple[bool, b
                             and all((id(g.test), g.negated) in shared for g in j.guards)
                             for j in joins.get(file.code(arg), ()))
     return fork, join, caller
+
+
+def _device_scopes_only(project: Project, file: FileModel, fn: FunctionInfo, scope) -> bool:
+    """Is every ``with`` around a call (innermost first) a device context (resolved to ``torch.cuda.device(d)``,
+    ``torch.npu.device(d)``, ``torch.xpu.device(d)``: apis.DEVICE_CONTEXTS; a project's own ``.device(...)`` is
+    not): it switches the current device, not the stream, so a wait there on the current stream is still a fork from the stream current in that device? No enclosing ``with``: yes."""
+    while scope is not None:
+        item = scope.item.item
+        if not (isinstance(item, cst.Call) and isinstance(item.func, cst.Attribute)
+                and file.resolve(item.func, fn) in DEVICE_CONTEXTS) \
+                or any(u.role in STREAM_SCOPE_ROLES for u in project.scope_use(file, scope).uses):
+            return False
+        scope = scope.parent
+    return True
 
 
 def _guards_hold(file: FileModel, wait, shared: list) -> bool:

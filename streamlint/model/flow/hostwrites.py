@@ -1,0 +1,164 @@
+"""Host writes of host memory (mixin of :class:`~streamlint.model.flow.interp.Interp`).
+
+``self.batch_cpu.fill_(v)`` on a CPU (pinned) tensor runs on the host: when it returns the memory holds the
+new contents, so any work a stream is handed afterwards (the H2D ``dev.copy_(self.batch_cpu,
+non_blocking=True)`` on a copy stream) is ordered after it. No stream produces it, and a side stream reading
+it needs no wait on the current one. The write is recorded on the host timeline (``HOST``, ordered before
+any later stream work: ``values.ordered_before``); it is still checked against what streams did to that memory before, as a
+write on the current stream was (a pinned staging buffer overwritten while the previous H2D from it may
+still run, a pinned buffer a side-stream D2H fills overwritten unsynchronised: both still reported).
+
+Which tensors are certainly host memory: a storage the flow already knows as host (a local CPU factory,
+``.cpu()``), or a field of the class every assignment of which (in this file; no other file of the project as
+discovered has a byte marker of assigning a field of that name: ``.f =``, ``.f:``, ``.f, ``, ``.f)``, and no file
+names it in quotes next to a ``setattr(``) is ``None``, a settled host value whose outermost placement is the host
+(``torch.empty(n, device="cpu")``, ``pin_memory=True``, ``x.cpu()``, ``torch.from_numpy(a)``; not
+``torch.zeros(n, device="cpu").to(device)``, ``.cuda()``, ``.npu()``: a move that may leave the host decides), a
+torch factory with a ``pin_memory=`` argument and no ``device=`` while the project never changes the default
+device (``torch.set_default_device``, ``with torch.device(...)`` as any with-item; bytes, comments included),
+or another such field (``self.a, self.b = self.b, self.a``). An op is a host write when every tensor it
+reads and writes is such host memory and it is not a possibly asynchronous copy (``non_blocking=``, a
+positional flag)."""
+
+from __future__ import annotations
+
+import os
+
+from streamlint._lazy import cst
+from streamlint.model.file import ClassInfo, FileModel, dotted
+from streamlint.model.flow.values import HOST, Access, State
+from streamlint.model.placement import host_factory, host_placed, host_target, settled_host_value
+from streamlint.model.streams import derived
+
+_DEFAULT_DEVICE = (b"set_default_device", b"with torch.device(", b"with device(", b", torch.device(", b", device(")
+_ASYNC_COPIES = frozenset({"copy_", "to", "cuda", "npu", "pin_memory"})
+
+
+def _none(v: cst.BaseExpression) -> bool:
+    return isinstance(v, cst.Name) and v.value == "None"
+
+
+def _default_device_changed(project, file: FileModel) -> bool:
+    """Does any project file set the default device (``torch.set_default_device``) or build under a device
+    context (``with torch.device("cuda"):``)? Then a factory without ``device=`` may give device memory. (Bytes
+    only: no file is parsed.)"""
+    memo = derived(project, "default_device_changed")
+    if "v" not in memo:
+        memo["v"] = bool(project.paths_containing(_DEFAULT_DEVICE))
+    return memo["v"]
+
+
+_DEVICE_MOVES = frozenset({"to", "cuda", "npu", "xpu", "mlu", "type", "_to"})
+
+
+def _host_result(v: cst.BaseExpression) -> bool:
+    """A settled host value (placement.settled_host_value) whose outermost placement is the host: walking the
+    chain outside in, a host copy or maker comes before any move that may leave the host (``.to(device)``,
+    ``.cuda()``, ``.npu()``, a ``.to(...)`` naming no host device): ``torch.zeros(n, device="cpu").to(dev)`` is
+    device memory."""
+    if not settled_host_value(v):
+        return False
+    node = v
+    while isinstance(node, cst.Call):
+        if host_placed(node):
+            return True
+        if not isinstance(node.func, cst.Attribute):
+            return False
+        method = node.func.attr.value
+        if host_target(node, method) or method in ("from_numpy", "frombuffer"):
+            return True
+        if method in _DEVICE_MOVES:
+            return False
+        node = node.func.value
+        while isinstance(node, cst.Attribute):
+            node = node.value
+    return False
+
+
+def _pinned_factory(project, file: FileModel, fn, v: cst.BaseExpression) -> bool:
+    """``torch.empty(n, dtype=..., pin_memory=pin)``: a torch factory naming ``pin_memory`` and no ``device``."""
+    if not isinstance(v, cst.Call) or not any(a.keyword is not None and a.keyword.value == "pin_memory"
+                                              for a in v.args):
+        return False
+    target = file.resolve(v.func, fn) if isinstance(v.func, (cst.Name, cst.Attribute)) else None
+    return host_factory(target, v) and not any(a.keyword is not None and a.keyword.value == "device"
+                                               for a in v.args) and not _default_device_changed(project, file)
+
+
+def host_fields(project, file: FileModel, cls: ClassInfo) -> frozenset[str]:
+    """The fields of ``cls`` that certainly hold host memory (see the module docstring)."""
+    memo = derived(project, "host_write_fields")
+    key = (os.path.realpath(file.path), cls.name)
+    if key in memo:
+        return memo[key]
+    values: dict[str, list] = {}
+    for a in file.assigns:
+        if a.target.startswith("self.") and a.target.count(".") == 1 and a.target[5:].isidentifier():
+            values.setdefault(a.target[5:], []).append((a.function, a.value))
+    own = {attr for attr, vs in values.items()
+           if any(fn is not None and fn.class_name == cls.name for fn, _v in vs)}
+    fields = {attr for attr in own if all(_none(v) or _host_result(v) or _pinned_factory(project, file, fn, v)
+                                          or dotted(v) in {f"self.{o}" for o in own}
+                                          for fn, v in values[attr])
+              and any(not _none(v) for _fn, v in values[attr])}
+    changed = True
+    while changed:  # `self.a = self.b`: only fields of the set
+        changed = False
+        for attr in list(fields):
+            if any(not _none(v) and dotted(v) is not None and dotted(v).startswith("self.")
+                   and dotted(v)[5:] not in fields for _fn, v in values[attr]):
+                fields.discard(attr)
+                changed = True
+    here = os.path.realpath(file.path)
+    for attr in list(fields):  # a subclass elsewhere may set it to anything (bytes only: no file is parsed)
+        markers = (f".{attr} =".encode(), f".{attr}=".encode(), f".{attr}, ".encode(), f".{attr})".encode(),
+                   f".{attr}:".encode(), f".{attr} :".encode())
+        named = (f'"{attr}"'.encode(), f"'{attr}'".encode())  # setattr(obj, "attr", v), here too
+        if any(os.path.realpath(p) != here for p in project.paths_containing(markers)) \
+                or set(project.paths_containing(named)) & set(project.paths_containing((b"setattr(",))):
+            fields.discard(attr)
+    memo[key] = frozenset(fields)
+    return memo[key]
+
+
+class HostWrites:
+    """Host-timeline writes (mixin of the interpreter). Interp state it uses: ``clock``, ``frames``,
+    ``project``. It asks storage (op, tensors, place, is_host)."""
+
+    def op(self, st: State, node: cst.CSTNode, reads: list, writes: list = (), result: bool = True,
+           read_writes: bool = True):
+        host = self._host_write(st, node, reads, writes) if writes else ()
+        t0 = self.clock
+        out = super().op(st, node, reads, writes, result, read_writes)  # type: ignore[misc]
+        for sid in host:
+            S = st.stores.get(sid)
+            lw = S.last_write if S is not None else None
+            if lw is not None and lw.time == t0 + 1 and lw.stream == st.cur:
+                S.last_write = Access(HOST, lw.time, lw.node, lw.snap, lw.label, lw.part)
+        return out
+
+    def _host_write(self, st: State, node: cst.CSTNode, reads: list, writes: list) -> tuple[int, ...]:
+        """The storages an op writes on the host, or () when it is not certainly host work."""
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value in _ASYNC_COPIES and (len([a for a in node.args if a.keyword is None]) > 1
+                                                               or any(a.keyword is not None for a in node.args)):
+            return ()
+        ws = [tv for v in writes for tv in self.tensors(st, self.place(st, v))]
+        rs = [tv for v in reads for tv in self.tensors(st, v)]
+        if not ws or not all(self._host_memory(st, tv) for tv in ws + rs):
+            return ()
+        return tuple({tv.sid for tv in ws})
+
+    def _host_memory(self, st: State, tv) -> bool:
+        if self.is_host(st, tv):
+            return True
+        S = st.stores.get(tv.sid)
+        name = S.name if S is not None and S.kind == "long" else None
+        if not name or not name.startswith("self.") or not name[5:].isidentifier():
+            return False
+        file, fn = next(((f, fn) for f, fn in reversed(self.frames) if fn.class_name), (None, None))
+        cls = file.classes.get(fn.class_name or "") if file is not None else None
+        return cls is not None and name[5:] in host_fields(self.project, file, cls)
+
+
+__all__ = ["HostWrites", "host_fields"]

@@ -176,8 +176,10 @@ class MissingWaitAtJoin(Rule):
                     _report_unwaited_entry(ctx, entry)
             for element in unwaited_elements(ctx.project, ctx.file, cls):
                 line = ctx.file.span(element.record if element.early else element.node).start_line
-                if any(f.code == "SL201" and f.span.start_line == line for f in ctx.findings):
-                    continue  # (the flow already reports the read there: one finding per cause)
+                if any(f.code == "SL201" and f.span.start_line == line
+                       and (element.early or any(f"`{n}`" in f.message for n in (element.handed, element.data)))
+                       for f in ctx.findings):
+                    continue  # (the flow already reports that name there: one finding per cause)
                 if id(element.node) not in reported:
                     reported.add(id(element.node))
                     (_report_early_element if element.early else _report_unwaited_element)(ctx, element)

@@ -18,7 +18,7 @@ and the caller's current stream are the class's protocol, assumed).
 
 :func:`unwaited_elements` finds such hand-outs per class. A container field is one element kind: every store
 into it (``append`` / ``appendleft`` / ``insert`` / ``put`` / ``put_nowait`` / ``[k] =`` / ``setdefault``) in a
-method other than construction stores a name (or a tuple of names) the producer made inside its ``with
+method (one, no construction method) stores a name (or a tuple of names) the producer made inside its ``with
 X.stream(self.S):`` scope (data) or recorded on ``self.S`` after device work there (an event); a field filled
 anywhere else with another value (``extend``, ``update``, ``+=``, a store of an unclassified value, a rebinding to
 anything but an empty container) is no element container, and the class is left alone. The consumer's take of
@@ -27,7 +27,11 @@ the data element and of its event must be related: the same key text, or both in
 anywhere but its binding (a wait, a helper it is handed to, a store), takes an event element inside another
 expression (``self._events.pop(0).wait()``), joins the stream, synchronises (itself or through a ``self``
 method it calls), when another method of the class waits on an element of the event container, or when a
-method of the class joins the stream otherwise than aside (:mod:`~streamlint.model.flow.asidejoins`).
+method of the class joins the stream otherwise than aside (:mod:`~streamlint.model.flow.asidejoins`); silent too
+when the consumer uses the event field otherwise than by a take (a loop waiting every element, the field handed
+whole to a helper), when the producer synchronises or waits, or when code outside the class reaches the stream
+(a caller may join it). Products are device values only (no ``.tolist()`` / ``.item()`` / ``.cpu()`` / Python
+values); reads under the copy stream's own scope are ordered and no hand-out.
 """
 
 from __future__ import annotations
@@ -183,11 +187,33 @@ def _made_in(file: FileModel, fn: FunctionInfo, name: str, scopes, before: int) 
     last = max(made, key=lambda v: _line(file, v))
     if sum(1 for v in made if _line(file, v) == _line(file, last)) != 1:
         return None
+    if not _device_value(file, last):
+        return None
     for scope, s in scopes:
         for stmt in scope.body.body:
             if isinstance(stmt, cst.SimpleStatementLine) and any(n is last for n in local_nodes(stmt)):
                 return s
     return None
+
+
+_HOST_RESULTS = ("tolist", "item", "cpu", "numpy", "tobytes", "size", "dim", "numel", "data_ptr", "keys",
+                 "values", "items", "get", "pop", "split", "strip")
+_PY_CALLS = ("len", "int", "float", "bool", "str", "list", "dict", "tuple", "set", "sum", "max", "min", "sorted",
+             "range", "next", "iter", "enumerate", "zip", "map", "filter", "id", "hash", "repr", "round", "abs")
+
+
+def _device_value(file: FileModel, value: cst.CSTNode) -> bool:
+    """A binding whose value may be a device tensor (a call that is no host read-back / Python value):
+    ``x.to(dev, non_blocking=True)`` yes; ``x.tolist()``, ``x.item()``, ``x.cpu()``, ``len(x)``, literals no."""
+    if not isinstance(value, cst.Call):
+        return False
+    text = file.code(value)
+    if any(f".{m}()" in text for m in ("tolist", "item", "numpy", "cpu", "tobytes")):
+        return False
+    func = value.func
+    if isinstance(func, cst.Attribute):
+        return func.attr.value not in _HOST_RESULTS
+    return not (isinstance(func, cst.Name) and func.value in _PY_CALLS)
 
 
 def _kinds(file: FileModel, fn: FunctionInfo, value: cst.BaseExpression, scopes, store: cst.CSTNode):
@@ -307,6 +333,50 @@ def _joins(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInfo, 
     return False
 
 
+_BENIGN_CALLS = ("len", "bool", "isinstance", "id", "type")
+
+
+def _field_used(file: FileModel, fn: FunctionInfo, field: str) -> bool:
+    """``fn`` uses the event container ``field`` otherwise than by a take or a store: iterates it (``for ev in
+    self._events: ev.wait()``), hands it whole to a call (``wait_pending(self._pending, key)``), aliases it --
+    its elements may be waited there. (``len(...)``, a truth test, a method call on it are no such use.)"""
+    parents: dict[int, cst.CSTNode] = {}
+    hits = []
+    for node in local_nodes(fn.node.body):
+        for child in node.children:
+            parents[id(child)] = node
+        if isinstance(node, cst.Attribute) and _self_field(file, node) == field:
+            hits.append(node)
+    for node in hits:
+        parent = parents.get(id(node))
+        if isinstance(parent, cst.Attribute) and parent.value is node:
+            continue  # ``self._events.pop(0)``: a take / store / query (the takes are judged by the caller)
+        if isinstance(parent, (cst.UnaryOperation, cst.If, cst.While, cst.BooleanOperation, cst.Comparison,
+                               cst.ComparisonTarget)):
+            continue
+        if isinstance(parent, cst.Arg):
+            call = parents.get(id(parent))
+            if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in _BENIGN_CALLS:
+                continue
+        return True
+    return False
+
+
+def _producer_syncs(project: Project, file: FileModel, producer: FunctionInfo, stream: str) -> bool:
+    """The producer itself waits for its copy on the host: ``ev.synchronize()`` / ``S.synchronize()`` / a device
+    synchronisation (the event it stores is then kept for bookkeeping only)."""
+    from streamlint.model.flow.protocols import _syncs_device
+    if _syncs_device(project, producer, file):
+        return True
+    return any(site.method in ("synchronize", "wait") for site in producer.calls) \
+        or stream in _joined_keys_of(file, producer)
+
+
+def _joined_keys_of(file: FileModel, fn: FunctionInfo) -> set[str]:
+    from streamlint.model.flow.protocols import _joined_keys
+    return _joined_keys(file, fn)
+
+
 def _waited_elsewhere(file: FileModel, cls: ClassInfo, events: str, skip: FunctionInfo) -> bool:
     """Another method takes or iterates an element of ``events`` and names it in anything but its binding."""
     for method in cls.methods.values():
@@ -327,9 +397,11 @@ def _waited_elsewhere(file: FileModel, cls: ClassInfo, events: str, skip: Functi
 
 def unwaited_elements(project: Project, file: FileModel, cls: ClassInfo) -> list[UnwaitedElement]:
     memo = derived(project, "unwaited_elements")
-    if id(cls) in memo:
-        return memo[id(cls)]
-    memo[id(cls)] = out = []
+    hit = memo.get(id(cls))
+    if hit is not None and hit[0] is cls:  # (the class object is kept with its answer: its id stays unique)
+        return hit[1]
+    out: list[UnwaitedElement] = []
+    memo[id(cls)] = (cls, out)
     containers = _containers(file, cls)
     seen: set[int] = set()
     events = {f: v for f, v in containers.items() if any(k in ("event", "early") for k, _, _ in v[2])}
@@ -347,7 +419,7 @@ def unwaited_elements(project: Project, file: FileModel, cls: ClassInfo) -> list
 
 def _consumer(project, file, cls, method, containers, events) -> UnwaitedElement | None:
     from streamlint.model.flow.asidejoins import aside_joins_only
-    from streamlint.model.flow.protocols import class_joins
+    from streamlint.model.flow.protocols import _reached_outside, class_joins
     for data, (producer, dkey, dkinds) in containers.items():
         if producer is method:
             continue
@@ -366,12 +438,14 @@ def _consumer(project, file, cls, method, containers, events) -> UnwaitedElement
             if pair is None:
                 continue
             evfield, evname, record, kind = pair
-            if _joins(project, file, cls, method, stream) \
+            if _field_used(file, method, evfield) or _producer_syncs(project, file, producer, stream) \
+                    or stream.startswith("self.") and _reached_outside(project, file, cls, stream[5:]) \
+                    or _joins(project, file, cls, method, stream) \
                     or kind == "event" and _waited_elsewhere(file, cls, evfield, method) \
                     or class_joins(project, file, cls, stream) \
                     and aside_joins_only(project, file, cls, stream, producer) is None:
                 continue
-            ret = _hand_out(file, method, handed)
+            ret = _hand_out(file, method, handed, stream)
             if ret is not None:
                 return UnwaitedElement(method, ret[0], ret[1], data, evfield, evname, stream, producer, record,
                                        kind == "early")
@@ -405,7 +479,7 @@ def _event_for(file, method, data, key, dkinds, names, node, events, producer, s
     return None
 
 
-def _hand_out(file: FileModel, method: FunctionInfo, handed: list[str]):
+def _hand_out(file: FileModel, method: FunctionInfo, handed: list[str], stream: str):
     """The first hand-out or current-stream read of a handed name: ``return x`` / ``yield x`` (also inside a
     tuple), a tensor-only method on it (``x.view(...)``, ``x.add_(...)``), or ``torch.f(..., x, ...)``."""
     from streamlint.model.tensoruse import tensor_only_method
@@ -413,7 +487,10 @@ def _hand_out(file: FileModel, method: FunctionInfo, handed: list[str]):
     def named(expr) -> str | None:
         return expr.value if isinstance(expr, cst.Name) and expr.value in handed else None
 
+    ordered = {id(n) for scope, s in _scopes(file, method) if s == stream for n in local_nodes(scope.body)}
     for node in local_nodes(method.node.body):
+        if id(node) in ordered:
+            continue  # (read on the copy's own stream: ordered after it)
         if isinstance(node, (cst.Return, cst.Yield)) and node.value is not None:
             value = node.value
             parts = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]

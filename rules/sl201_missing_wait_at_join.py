@@ -10,13 +10,14 @@ def _import_model() -> None:
     """The model modules this rule uses, imported at its first check (a run that analyses no file
     never loads them)."""
     global EarlyRecord, HostRead, Race, file_flows, path_tag, CURRENT, UnguardedRead, unguarded_reads, duck_calls, \
-        UnwaitedEntry, unwaited_entries, guessed_calls, silent_device_branches, silent_facade_syncs, HANDED, \
+        UnwaitedEntry, unwaited_entries, UnwaitedElement, unwaited_elements, guessed_calls, silent_device_branches, silent_facade_syncs, HANDED, \
         SilentJoin, silent_joins, taken_events, DroppedEvent, UnheldEvent, dropped_events, unheld_events, \
         FunctionFlow, one_per_cause, device_module, function_at, MAIN, entry_stream_name, stream_expr, stream_label, \
         partial_joins
     from streamlint.model.dataflow import EarlyRecord, HostRead, Race, file_flows, path_tag
     from streamlint.model.eventguards import CURRENT, UnguardedRead, unguarded_reads
     from streamlint.model.flow.duckmethods import duck_calls
+    from streamlint.model.flow.elementevents import UnwaitedElement, unwaited_elements
     from streamlint.model.flow.entryevents import UnwaitedEntry, unwaited_entries
     from streamlint.model.flow.objeffects import guessed_calls
     from streamlint.model.flow.facades import silent_device_branches, silent_facade_syncs
@@ -47,7 +48,9 @@ class MissingWaitAtJoin(Rule):
     class's join step when nothing in the project joins a stream another method leaves work on. Across the
     methods of a class: an event recorded before side-stream work it should cover (also when another method
     joins that stream only for its own work or as a teardown), and a method handing out the tensors of a
-    container entry (`return item.state`) with no wait on the event stored with them after their copies.
+    container entry (`return item.state`) with no wait on the event stored with them after their copies, or a
+    batch taken from a container field (`batch = self._batches.pop(0)`) whose event, taken from its container
+    with it, is dropped unwaited.
 
     ## Why is this bad?
     Work on different streams runs concurrently. Without a wait the consumer can read memory before
@@ -173,6 +176,15 @@ class MissingWaitAtJoin(Rule):
                 if id(entry.node) not in reported:
                     reported.add(id(entry.node))
                     _report_unwaited_entry(ctx, entry)
+            for element in unwaited_elements(ctx.project, ctx.file, cls):
+                line = ctx.file.span(element.record if element.early else element.node).start_line
+                if any(f.code == "SL201" and f.span.start_line == line
+                       and (element.early or any(f"`{n}`" in f.message for n in (element.handed, element.data)))
+                       for f in ctx.findings):
+                    continue  # (the flow already reports that name there: one finding per cause)
+                if id(element.node) not in reported:
+                    reported.add(id(element.node))
+                    (_report_early_element if element.early else _report_unwaited_element)(ctx, element)
         for fn, node, test in silent_device_branches(ctx.project, ctx.file):
             _report_silent_branch(ctx, fn, node, test)
         for unheld in unheld_events(ctx.project, ctx.file):
@@ -405,6 +417,38 @@ def _report_unwaited_entry(ctx: RuleContext, entry: UnwaitedEntry) -> None:
             "class's protocol (the event stored with the entry) implies")
     related = [Location(ctx.file.path, ctx.file.span(entry.record), f"`{entry.event.split('.')[-1]}` recorded here")]
     ctx.report(entry.node, message, confidence=Confidence.MEDIUM, related=related, hint=hint)
+
+
+def _report_unwaited_element(ctx: RuleContext, element: UnwaitedElement) -> None:
+    """A method hands out a side-stream product taken from a container field and drops, unwaited, the event
+    taken with it (model: ``flow/elementevents.py``)."""
+    tag = path_tag(ctx.project, ctx.file, element.method)
+    name, producer = element.method.node.name.value, element.producer.node.name.value
+    verb, short = ("hands out", "handed out") if element.handed_out else ("reads", "read")
+    message = first_line(
+        f"`{name}()` {verb} `{element.handed}` (taken from `{element.data}`, written on `{element.stream}` by "
+        f"`{producer}()`) with no wait on `{element.event}`, the event taken from `{element.events}` with it [{tag}]",
+        f"`{element.handed}` is {short} with no wait on `{element.event}` [{tag}]")
+    hint = (f"`{element.event}.wait()` (or `torch.cuda.current_stream().wait_event({element.event})`) before "
+            f"{'handing it out' if element.handed_out else 'reading it'}; this assumes `{producer}()` stored it first and the caller reads it on its current "
+            "stream, as the event stored with it implies")
+    related = [Location(ctx.file.path, ctx.file.span(element.record), f"`{element.event}` recorded here")]
+    ctx.report(element.node, message, confidence=Confidence.MEDIUM, related=related, hint=hint)
+
+
+def _report_early_element(ctx: RuleContext, element: UnwaitedElement) -> None:
+    """An event stored as an element of a container field is recorded before the copy of the element stored
+    with it, which a sibling method hands out after waiting on that event (model: ``flow/elementevents.py``)."""
+    tag = path_tag(ctx.project, ctx.file, element.method)
+    name, producer = element.method.node.name.value, element.producer.node.name.value
+    message = first_line(
+        f"`{element.event}` is recorded on `{element.stream}` before the copy of `{element.handed}` it is stored "
+        f"with (`{element.data}`), which `{name}()` takes after waiting on it [{tag}]",
+        f"the event stored with `{element.handed}` is recorded before its copy on `{element.stream}` [{tag}]")
+    hint = (f"record the event after the copy in `{producer}()`: a wait on it orders only what `{element.stream}` "
+            "queued before the record")
+    related = [Location(ctx.file.path, ctx.file.span(element.node), f"`{element.handed}` used here after the wait")]
+    ctx.report(element.record, message, confidence=Confidence.MEDIUM, related=related, hint=hint)
 
 
 def _report_host_read(ctx: RuleContext, fn, read: HostRead) -> None:

@@ -1495,36 +1495,7 @@ def build_config():
     config.mode = 'reduce-overhead'
     return config
 ''',
-    'pkg/utils.py': '''\
-"""Stream helpers: a leading switch flag turns each helper into a no-op."""
-import torchair as tng
-
-from pkg import model  # import cycle: model imports utils
-
-
-class Nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-def side_stream(flag: bool, tag: str):
-    if flag:
-        return tng.scope.npu_stream_switch(tag, 0)
-    return Nothing()
-
-
-def record(flag: bool, events, idx: int):
-    if flag:
-        tng.ops.npu_tagged_event_record(events[idx])
-
-
-def wait(flag: bool, events, idx: int):
-    if flag:
-        tng.ops.npu_tagged_event_wait(events[idx])
-''',
+    'pkg/utils.py': UTILS,
     'others/o00.py': '''\
 import torch
 import torchair as tng

@@ -10,7 +10,8 @@ def _import_model() -> None:
     """The model modules this rule uses, imported at its first check (a run that analyses no file
     never loads them)."""
     global EarlyRecord, HostRead, Race, file_flows, path_tag, CURRENT, UnguardedRead, unguarded_reads, duck_calls, \
-        UnwaitedEntry, unwaited_entries, UnwaitedElement, unwaited_elements, guessed_calls, silent_device_branches, silent_facade_syncs, HANDED, \
+        UnwaitedEntry, unwaited_entries, UnwaitedElement, unwaited_elements, guessed_calls, silent_device_branches, \
+        silent_facade_syncs, HANDED, \
         SilentJoin, silent_joins, taken_events, DroppedEvent, UnheldEvent, dropped_events, unheld_events, \
         FunctionFlow, one_per_cause, device_module, function_at, MAIN, entry_stream_name, stream_expr, stream_label, \
         partial_joins
@@ -430,8 +431,8 @@ def _report_unwaited_element(ctx: RuleContext, element: UnwaitedElement) -> None
         f"`{producer}()`) with no wait on `{element.event}`, the event taken from `{element.events}` with it [{tag}]",
         f"`{element.handed}` is {short} with no wait on `{element.event}` [{tag}]")
     hint = (f"`{element.event}.wait()` (or `torch.cuda.current_stream().wait_event({element.event})`) before "
-            f"{'handing it out' if element.handed_out else 'reading it'}; this assumes `{producer}()` stored it first and the caller reads it on its current "
-            "stream, as the event stored with it implies")
+            f"{'handing it out' if element.handed_out else 'reading it'}; this assumes `{producer}()` stored it first "
+            "and the caller reads it on its current stream, as the event stored with it implies")
     related = [Location(ctx.file.path, ctx.file.span(element.record), f"`{element.event}` recorded here")]
     ctx.report(element.node, message, confidence=Confidence.MEDIUM, related=related, hint=hint)
 

@@ -1462,30 +1462,7 @@ def test_every_fixture_file_alone_gets_the_execution_paths_of_every_compile_site
 
 
 _ENCODED = {
-    'pkg/modèle.py': '''\
-import torch
-import torchair as tng
-from torch import nn
-
-from pkg.utils import record, side_stream, wait
-
-
-class Block(nn.Module):
-    def __init__(self, flag):
-        super().__init__()
-        self.flag = flag
-        self.events = [tng.ops.npu_create_tagged_event("a"), tng.ops.npu_create_tagged_event("b")]
-        self.proj = nn.Linear(8, 8)
-
-    def forward(self, x):
-        record(self.flag, self.events, 0)
-        with side_stream(self.flag, "s1"):
-            wait(self.flag, self.events, 0)
-            y = self.proj(x)
-            record(self.flag, self.events, 1)
-        wait(self.flag, self.events, 1)
-        return x + y
-''',
+    'pkg/modèle.py': MODEL,
     'pkg/cfg.py': '''\
 from torchair.configs.compiler_config import CompilerConfig
 

@@ -87,16 +87,23 @@ def host_target(call: cst.Call, method: str) -> bool:
 
 
 _HOST_MAKERS = frozenset({"from_numpy", "frombuffer", "as_tensor"})
+# methods that may move a tensor off the host (a ``.to(...)`` naming the host is ``host_target``'s)
+DEVICE_MOVES = frozenset({"to", "cuda", "npu", "xpu", "mlu", "type", "_to"})
 
 
 def host_value(e: cst.BaseExpression) -> bool:
     """A call evidently giving host memory: ``torch.from_numpy(a)``, ``torch.empty(n, device="cpu")``,
-    ``x.cpu()``, ``x.pin_memory()``; a method of one (``torch.from_numpy(a).long()``) too."""
+    ``x.cpu()``, ``x.pin_memory()``; a method of one (``torch.from_numpy(a).long()``) too, unless that method
+    may move it off the host (``torch.zeros(n, device="cpu").to(dev)``, ``.cuda()``: device memory) or the maker
+    names another device (``torch.as_tensor(a, device=dev)``)."""
     if not isinstance(e, cst.Call):
         return False
     method = e.func.attr.value if isinstance(e.func, cst.Attribute) else None
-    if host_placed(e) or method is not None and (host_target(e, method) or method in _HOST_MAKERS):
+    if host_placed(e) or method is not None and (host_target(e, method) or method in _HOST_MAKERS and not any(
+            a.keyword is not None and a.keyword.value == "device" and not names_host(a.value) for a in e.args)):
         return True
+    if method in DEVICE_MOVES:
+        return False
     return isinstance(e.func, cst.Attribute) and host_value(e.func.value)
 
 

@@ -27,7 +27,7 @@ import os
 from streamlint._lazy import cst
 from streamlint.model.file import ClassInfo, FileModel, dotted
 from streamlint.model.flow.values import HOST, Access, State
-from streamlint.model.placement import host_factory, host_placed, host_target, settled_host_value
+from streamlint.model.placement import host_factory, settled_host_value
 from streamlint.model.streams import derived
 
 _DEFAULT_DEVICE = (b"set_default_device", b"with torch.device(", b"with device(", b", torch.device(", b", device(")
@@ -46,33 +46,6 @@ def _default_device_changed(project, file: FileModel) -> bool:
     if "v" not in memo:
         memo["v"] = bool(project.paths_containing(_DEFAULT_DEVICE))
     return memo["v"]
-
-
-_DEVICE_MOVES = frozenset({"to", "cuda", "npu", "xpu", "mlu", "type", "_to"})
-
-
-def _host_result(v: cst.BaseExpression) -> bool:
-    """A settled host value (placement.settled_host_value) whose outermost placement is the host: walking the
-    chain outside in, a host copy or maker comes before any move that may leave the host (``.to(device)``,
-    ``.cuda()``, ``.npu()``, a ``.to(...)`` naming no host device): ``torch.zeros(n, device="cpu").to(dev)`` is
-    device memory."""
-    if not settled_host_value(v):
-        return False
-    node = v
-    while isinstance(node, cst.Call):
-        if host_placed(node):
-            return True
-        if not isinstance(node.func, cst.Attribute):
-            return False
-        method = node.func.attr.value
-        if host_target(node, method) or method in ("from_numpy", "frombuffer"):
-            return True
-        if method in _DEVICE_MOVES:
-            return False
-        node = node.func.value
-        while isinstance(node, cst.Attribute):
-            node = node.value
-    return False
 
 
 def _pinned_factory(project, file: FileModel, fn, v: cst.BaseExpression) -> bool:
@@ -97,7 +70,7 @@ def host_fields(project, file: FileModel, cls: ClassInfo) -> frozenset[str]:
             values.setdefault(a.target[5:], []).append((a.function, a.value))
     own = {attr for attr, vs in values.items()
            if any(fn is not None and fn.class_name == cls.name for fn, _v in vs)}
-    fields = {attr for attr in own if all(_none(v) or _host_result(v) or _pinned_factory(project, file, fn, v)
+    fields = {attr for attr in own if all(_none(v) or settled_host_value(v) or _pinned_factory(project, file, fn, v)
                                           or dotted(v) in {f"self.{o}" for o in own}
                                           for fn, v in values[attr])
               and any(not _none(v) for _fn, v in values[attr])}

@@ -105,14 +105,7 @@ def _picks_stream(body: cst.CSTNode, name: str, coll: cst.BaseExpression | None)
             and index_ok(e.slice[0].slice.value)
 
     aliases: set[str] = set()
-    nodes: list[cst.CSTNode] = []
-    stack: list[cst.CSTNode] = [body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        nodes.append(node)
-        stack.extend(children(node))
+    nodes = list(local_nodes(body))
     for node in nodes:
         if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) \
                 and picked(node.value):

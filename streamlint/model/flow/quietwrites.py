@@ -52,7 +52,7 @@ from streamlint.model.placement import BLOCKING_HOST_READS, device_like, host_li
 from streamlint.model.stepstate import write_place
 from streamlint.model.scopes import module_int
 from streamlint.model.streams import derived
-from streamlint.model.syntax import certain_calls, contains
+from streamlint.model.syntax import certain_calls, contains, local_nodes
 from streamlint.model.tensors import META_METHODS, tensor_method
 from streamlint.model.walk import children
 
@@ -92,7 +92,7 @@ def _waited_for(project: Project, file: FileModel, cls: ClassInfo, method: Funct
     if at is None:
         return False
     for stmt in block[at + 1:]:
-        if any(isinstance(n, (cst.Return, cst.Raise)) for n in _local_nodes(stmt)):
+        if any(isinstance(n, (cst.Return, cst.Raise)) for n in local_nodes(stmt)):
             return False  # (a path leaves before the read)
         for line in _certain_lines(project, file, stmt):
             for call in certain_calls(line):
@@ -116,20 +116,10 @@ def _certain_lines(project: Project, file: FileModel, stmt: cst.CSTNode) -> list
             and stmt.iter.args[0].keyword is None and isinstance(stmt.body, cst.IndentedBlock)):
         return []
     count = module_int(project, file, stmt.iter.args[0].value)
-    if count is None or count <= 0 or any(isinstance(n, (cst.Break, cst.Continue)) for n in _local_nodes(stmt.body)):
+    if count is None or count <= 0 or any(isinstance(n, (cst.Break, cst.Continue)) for n in local_nodes(stmt.body)):
         return []
     return [line for line in stmt.body.body if isinstance(line, cst.SimpleStatementLine)]
 
-
-def _local_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
-    out, stack = [], [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
-            continue
-        out.append(n)
-        stack.extend(children(n))
-    return out
 
 
 def _device_source(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInfo,

@@ -102,6 +102,7 @@ class MissingWaitAtJoin(Rule):
                 groups.setdefault((id(race.node), kind, race.src, race.dst), []).append(race)
                 flows.setdefault(id(race.node), (fn, flow))
         reported: set[int] = set()
+        named: dict[int, set[str]] = {}  # line -> the names the flow's findings there are about
         for races, also in one_per_cause(groups, flows):
             race = races[0]
             if id(race.node) in reported:
@@ -132,6 +133,7 @@ class MissingWaitAtJoin(Rule):
             # (the SL301 findings the same wait clears are this root cause's: folded into it by the engine)
             absorbs = [("SL301", i.node) for i in _cleared(ctx, head, flow, use_line)]
             ctx.report(head.node, message, confidence=confidence, related=related, hint=hint, absorbs=absorbs)
+            named.setdefault(ctx.file.span(head.node).start_line, set()).update(names)
         for fn, flow in file_flows(ctx.project, ctx.file, explicit_ge_joins=explicit):
             raced = {race.src for race in flow.races}  # the race found at the consumer is that root cause's finding
             for early in flow.early_records:
@@ -179,9 +181,8 @@ class MissingWaitAtJoin(Rule):
                     _report_unwaited_entry(ctx, entry)
             for element in unwaited_elements(ctx.project, ctx.file, cls):
                 line = ctx.file.span(element.record if element.early else element.node).start_line
-                if any(f.code == "SL201" and f.span.start_line == line
-                       and (element.early or any(f"`{n}`" in f.message for n in (element.handed, element.data)))
-                       for f in ctx.findings):
+                if element.early and any(f.code == "SL201" and f.span.start_line == line for f in ctx.findings) \
+                        or not element.early and named.get(line, set()) & {element.handed, element.data}:
                     continue  # (the flow already reports that name there: one finding per cause)
                 if id(element.node) not in reported:
                     reported.add(id(element.node))

@@ -90,8 +90,8 @@ def _own_work_before(file: FileModel, method: FunctionInfo, wanted: str, line: i
 def _quiesces(project: Project, file: FileModel, method: FunctionInfo, wanted: str) -> bool:
     """``method`` host-synchronises ``wanted`` together with another stream of the object (or the current
     stream), or the whole device: a teardown draining everything, not a step of the hand-off."""
-    from streamlint.model.flow.protocols import _syncs_device
-    if _syncs_device(project, method, file):
+    from streamlint.model.flow.protocols import synchronizes_device
+    if synchronizes_device(project, file, method):
         return True
     for site in method.calls:
         func = site.node.func

@@ -41,6 +41,8 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
+from streamlint.model.flow.entryevents import held_stream_scopes
+from streamlint.model.flow.protocols import class_joins, joined_keys, reached_outside, synchronizes_device
 from streamlint.model.streams import derived
 from streamlint.model.syntax import local_nodes, normalized_code
 
@@ -127,11 +129,6 @@ def _filled_otherwise(file: FileModel, cls: ClassInfo, field: str) -> bool:
                                                or callee in ("list", "dict") and not value.args):
                     return True
     return False
-
-
-def _scopes(file: FileModel, fn: FunctionInfo) -> list[tuple[cst.With, str]]:
-    from streamlint.model.flow.entryevents import _stream_scopes
-    return _stream_scopes(file, fn)
 
 
 def _line(file: FileModel, node: cst.CSTNode) -> int:
@@ -242,7 +239,7 @@ def _containers(file: FileModel, cls: ClassInfo):
     for method in cls.methods.values():
         if method.params[:1] != ("self",):
             continue
-        scopes = _scopes(file, method)
+        scopes = held_stream_scopes(file, method)
         for field, value, key, node in _stores(file, method):
             kinds = _kinds(file, method, value, scopes, node) if scopes else None
             if kinds is None or method.node.name.value in _CONSTRUCTION:
@@ -319,8 +316,7 @@ def _names_used(file: FileModel, fn: FunctionInfo, name: str | None, binding: cs
 
 
 def _joins(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInfo, stream: str, depth: int = 0) -> bool:
-    from streamlint.model.flow.protocols import _joined_keys, _syncs_device
-    if stream in _joined_keys(file, fn) or _syncs_device(project, fn, file):
+    if stream in joined_keys(file, fn) or synchronizes_device(project, file, fn):
         return True
     if depth >= 2:
         return False
@@ -365,16 +361,10 @@ def _field_used(file: FileModel, fn: FunctionInfo, field: str) -> bool:
 def _producer_syncs(project: Project, file: FileModel, producer: FunctionInfo, stream: str) -> bool:
     """The producer itself waits for its copy on the host: ``ev.synchronize()`` / ``S.synchronize()`` / a device
     synchronisation (the event it stores is then kept for bookkeeping only)."""
-    from streamlint.model.flow.protocols import _syncs_device
-    if _syncs_device(project, producer, file):
+    if synchronizes_device(project, file, producer):
         return True
     return any(site.method in ("synchronize", "wait") for site in producer.calls) \
-        or stream in _joined_keys_of(file, producer)
-
-
-def _joined_keys_of(file: FileModel, fn: FunctionInfo) -> set[str]:
-    from streamlint.model.flow.protocols import _joined_keys
-    return _joined_keys(file, fn)
+        or stream in joined_keys(file, producer)
 
 
 def _waited_elsewhere(file: FileModel, cls: ClassInfo, events: str, skip: FunctionInfo) -> bool:
@@ -419,7 +409,6 @@ def unwaited_elements(project: Project, file: FileModel, cls: ClassInfo) -> list
 
 def _consumer(project, file, cls, method, containers, events) -> UnwaitedElement | None:
     from streamlint.model.flow.asidejoins import aside_joins_only
-    from streamlint.model.flow.protocols import _reached_outside, class_joins
     for data, (producer, dkey, dkinds) in containers.items():
         if producer is method:
             continue
@@ -439,7 +428,7 @@ def _consumer(project, file, cls, method, containers, events) -> UnwaitedElement
                 continue
             evfield, evname, record, kind = pair
             if _field_used(file, method, evfield) or _producer_syncs(project, file, producer, stream) \
-                    or stream.startswith("self.") and _reached_outside(project, file, cls, stream[5:]) \
+                    or stream.startswith("self.") and reached_outside(project, file, cls, stream[5:]) \
                     or _joins(project, file, cls, method, stream) \
                     or kind == "event" and _waited_elsewhere(file, cls, evfield, method) \
                     or class_joins(project, file, cls, stream) \
@@ -455,12 +444,11 @@ def _consumer(project, file, cls, method, containers, events) -> UnwaitedElement
 def _event_for(file, method, data, key, dkinds, names, node, events, producer, stream):
     """The event taken with the data element: (its field, its name, its record, "early" or "event") when it
     is an event recorded after the copy and dropped here, or one recorded before the copy and waited here."""
-    from streamlint.model.flow.protocols import _joined_keys
 
     def fits(kind: str, name: str | None, binding) -> bool:
         if kind == "event":
             return not _names_used(file, method, name, binding)
-        return kind == "early" and name is not None and name in _joined_keys(file, method)
+        return kind == "early" and name is not None and name in joined_keys(file, method)
 
     for (kind, s, record), name in zip(dkinds, names):  # one tuple element holding both
         if kind in ("event", "early") and s == stream:
@@ -487,7 +475,8 @@ def _hand_out(file: FileModel, method: FunctionInfo, handed: list[str], stream: 
     def named(expr) -> str | None:
         return expr.value if isinstance(expr, cst.Name) and expr.value in handed else None
 
-    ordered = {id(n) for scope, s in _scopes(file, method) if s == stream for n in local_nodes(scope.body)}
+    ordered = {id(n) for scope, s in held_stream_scopes(file, method) if s == stream
+               for n in local_nodes(scope.body)}
     for node in local_nodes(method.node.body):
         if id(node) in ordered:
             continue  # (read on the copy's own stream: ordered after it)

@@ -54,7 +54,7 @@ class UnwaitedEntry:
 _norm = normalized_code
 
 
-def _stream_scopes(file: FileModel, fn: FunctionInfo) -> list[tuple[cst.With, str]]:
+def held_stream_scopes(file: FileModel, fn: FunctionInfo) -> list[tuple[cst.With, str]]:
     """The ``with X.stream(self.S):`` scopes of ``fn`` on a stream the object holds, with ``self.S``."""
     out = []
     for site in fn.scopes:
@@ -75,7 +75,7 @@ def _within(node: cst.CSTNode, scope: cst.With) -> bool:
 def _recorded_after_work(file: FileModel, fn: FunctionInfo, name: str) -> tuple[str, cst.CSTNode] | None:
     """``name.record(...)`` in a side-stream scope of ``fn`` after a statement of device work there (not an
     event made or recorded): (the stream, the record)."""
-    for scope, stream in _stream_scopes(file, fn):
+    for scope, stream in held_stream_scopes(file, fn):
         seen_work = False
         for stmt in scope.body.body:
             text = file.code(stmt)
@@ -185,7 +185,7 @@ def unwaited_entries(project: Project, file: FileModel, cls: ClassInfo) -> list[
     for producer in cls.methods.values():
         if producer.params[:1] != ("self",) or producer.node.name.value == "__init__":
             continue
-        scopes = _stream_scopes(file, producer)
+        scopes = held_stream_scopes(file, producer)
         if not scopes:
             continue
         for container, call in _stored_entries(file, producer):
@@ -215,7 +215,7 @@ def unwaited_entries(project: Project, file: FileModel, cls: ClassInfo) -> list[
 
 def _hand_outs(project, file, cls, producer, container, event, tensors) -> list[UnwaitedEntry]:
     from streamlint.model.flow.asidejoins import aside_joins_only
-    from streamlint.model.flow.protocols import _joined_keys, _syncs_device, class_joins
+    from streamlint.model.flow.protocols import class_joins, joined_keys, synchronizes_device
     field, stream, record, recorder = event
     out = []
     if _field_waited_in_class(file, cls, field) or _field_read_elsewhere(cls, field, (producer, recorder)) \
@@ -226,7 +226,8 @@ def _hand_outs(project, file, cls, producer, container, event, tensors) -> list[
             continue
         for item in _taken(file, method, container):
             body = _norm(file.code(method.node.body))
-            if f"{item}.{field}" in body or stream in _joined_keys(file, method) or _syncs_device(project, method, file):
+            if f"{item}.{field}" in body or stream in joined_keys(file, method) \
+                    or synchronizes_device(project, file, method):
                 continue
             refs = tuple(f"{item}.{t}" for t in tensors)
             set_here = {_norm(file.code(n.targets[0].target)): n.value for n in local_nodes(method.node.body)

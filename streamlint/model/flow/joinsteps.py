@@ -134,20 +134,17 @@ def _stub(fn: FunctionInfo) -> bool:
     return True
 
 
-def _syncs_device(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
-    return any(use.role is apis.Role.DEVICE_SYNCHRONIZE
-               for site in fn.calls if site.method == "synchronize" for use in project.api_uses(file, site))
-
-
 def silent_joins(project: Project, file: FileModel) -> list[SilentJoin]:
     """Every join step of the file that joins nothing of what it was handed (see the module docstring)."""
+    from streamlint.model.flow.protocols import synchronizes_device
+
     memo = derived(project, "silent_joins")
     if id(file) in memo:
         return memo[id(file)]
     memo[id(file)] = []
     out: list[SilentJoin] = []
     for fn in file.iter_functions():
-        if not is_join_step(fn) or _syncs_device(project, file, fn):
+        if not is_join_step(fn) or synchronizes_device(project, file, fn):
             continue
         if _stub(fn):  # an interface's join step: judged only on the class's own evidence (an orphan event)
             found = _class_events(project, file, fn)
@@ -288,14 +285,14 @@ def _class_streams(project: Project, file: FileModel, fn: FunctionInfo) -> list[
     if cls is None or cls.methods.get(fn.node.name.value) is not fn or fn.params[:1] != ("self",):
         return []
     from streamlint.model.flow.leaves import stream_joined_elsewhere, stream_name
-    from streamlint.model.flow.protocols import _reached_outside
+    from streamlint.model.flow.protocols import reached_outside
 
     for producer, stream, work in _left_in_flight(project, file, cls):
         if producer is fn or fn is not _join_step_for(cls, producer):
             continue
         name = stream_name(stream)
         if name is None or stream_joined_elsewhere(project, name, forks=False) \
-                or _reached_outside(project, file, cls, name):
+                or reached_outside(project, file, cls, name):
             continue
         return [SilentJoin(fn, _end(fn), "class-stream", stream, producer, work)]
     return []
@@ -311,12 +308,12 @@ def _class_events(project: Project, file: FileModel, fn: FunctionInfo) -> list[S
     if cls is None or cls.methods.get(fn.node.name.value) is not fn or fn.params[:1] != ("self",):
         return []
     from streamlint.model.flow.deadevents import recorded_on_joined_stream
-    from streamlint.model.flow.protocols import _reached_outside
+    from streamlint.model.flow.protocols import reached_outside
 
     for recorder, field, node in _recorded_fields(file, cls):
         if recorder is fn or fn is not _join_step_for(cls, recorder):
             continue
-        if event_waited_elsewhere(project, field) or _reached_outside(project, file, cls, field):
+        if event_waited_elsewhere(project, field) or reached_outside(project, file, cls, field):
             continue
         if recorded_on_joined_stream(project, file, cls, recorder, node):
             continue  # a leftover event: other code joins the stream it marks (deadevents.py)

@@ -79,7 +79,7 @@ _STREAM_CALLS = frozenset((*_JOINS, "record_event", "record", "stream", "use_str
 _norm = normalized_code
 
 
-def _joined_keys(file: FileModel, fn: FunctionInfo) -> set[str]:
+def joined_keys(file: FileModel, fn: FunctionInfo) -> set[str]:
     """The streams and events ``fn`` joins by their text: ``x.wait_stream(S)``, ``x.wait_event(E)``,
     ``E.wait()`` / ``E.synchronize()`` / ``E.query()``, ``S.synchronize()``."""
     out: set[str] = set()
@@ -94,7 +94,7 @@ def _joined_keys(file: FileModel, fn: FunctionInfo) -> set[str]:
     return out
 
 
-def _syncs_device(project: Project, fn: FunctionInfo, file: FileModel) -> bool:
+def synchronizes_device(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
     """A device-wide host synchronisation in ``fn`` (the API table's ``synchronize()`` role, however it is
     reached: ``torch.npu.synchronize()``, an alias, an accelerator object's ``synchronize()``)."""
     return any(use.role is apis.Role.DEVICE_SYNCHRONIZE
@@ -105,7 +105,7 @@ def _mentions(file: FileModel, fn: FunctionInfo, field: str) -> bool:
     return re.search(rf"{re.escape(field)}\b(?!\s*=[^=])", file.code(fn.node.body)) is not None
 
 
-def _reached_outside(project: Project, file: FileModel, cls: ClassInfo, attr: str) -> bool:
+def reached_outside(project: Project, file: FileModel, cls: ClassInfo, attr: str) -> bool:
     """Does code outside ``self`` reach the attribute ``attr`` (``obj.attr``, ``h.attr[i]``), anywhere in the
     project, or does a method of the class return it or pass it on?"""
     memo = derived(project, "protocol_reached_outside")
@@ -239,10 +239,10 @@ def _expected(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInf
     for m in cls.methods.values():
         if m is fn or m is p.producer:
             continue
-        joins = _joined_keys(file, m)
+        joins = joined_keys(file, m)
         if p.family:  # a wait on an entry of an event family (``self.events[k]``, ``.pop(k)``) is on the family
             joins |= {family(k) or k for k in joins}
-        if not joins & keys and not _syncs_device(project, m, file):
+        if not joins & keys and not synchronizes_device(project, file, m):
             continue
         if not _mentions(file, m, p.field):
             return False  # a join step that reads nothing: the caller orders the calls
@@ -250,7 +250,7 @@ def _expected(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInf
     if not evidence:
         return False
     for key in keys:
-        if key.startswith("self.") and key.count(".") == 1 and _reached_outside(project, file, cls, key[5:]):
+        if key.startswith("self.") and key.count(".") == 1 and reached_outside(project, file, cls, key[5:]):
             return False
     return True
 
@@ -326,11 +326,11 @@ def dropped_events(project: Project, file: FileModel, cls: ClassInfo) -> list[Dr
                 continue
             if not any(event in _norm(file.code(g.test)) for g in a.guards) or _records(file, m, event) is not None:
                 continue  # not a test-then-drop of a handle (a reset), or it records the event itself
-            if event in _joined_keys(file, m) or _syncs_device(project, m, file) or _passed_on(file, m, event):
+            if event in joined_keys(file, m) or synchronizes_device(project, file, m) or _passed_on(file, m, event):
                 continue
             recorder = next(((r, node) for r in cls.methods.values() if r is not m
                              for node in [_records(file, r, event)] if node is not None), None)
-            if recorder is None or _reached_outside(project, file, cls, event[5:]):
+            if recorder is None or reached_outside(project, file, cls, event[5:]):
                 continue
             out.append(DroppedEvent(m, a.node, event, event, recorder[0], recorder[1]))
     memo[id(cls)] = out
@@ -450,7 +450,7 @@ def _dropped_slots(project: Project, file: FileModel, cls: ClassInfo, m: Functio
         names = [n for n, values in m.name_assigns.items() if n not in m.all_params and values and all(
             _norm(file.code(v)).startswith((container + ".get(", container + "[")) for v in values)]
         ev = next((n for n in names if any(re.search(rf"\b{n}\b", file.code(g.test)) for g in a.guards)), None)
-        if ev is None or ev in _joined_keys(file, m) or _syncs_device(project, m, file) \
+        if ev is None or ev in joined_keys(file, m) or synchronizes_device(project, file, m) \
                 or _passed_on(file, m, ev, local=True):
             continue
         attr = container.split(".", 1)[1]
@@ -459,7 +459,7 @@ def _dropped_slots(project: Project, file: FileModel, cls: ClassInfo, m: Functio
                          and x.target.split("[", 1)[0] in (f"self.{attr}", f"cls.{attr}", f"{cls.name}.{attr}")
                          and (x.target.startswith(f"{cls.name}.") or x.function.class_name == cls.name)
                          and "record_event(" in file.code(x.value)), None)
-        if recorder is None or _reached_outside(project, file, cls, attr):
+        if recorder is None or reached_outside(project, file, cls, attr):
             continue
         out.append(DroppedEvent(m, a.node, file.code(target), ev, recorder[0], recorder[1]))
     return out

@@ -575,11 +575,23 @@ def _syntax_check(text: str, path: str) -> tuple[ast.Module | None, ParseFailure
         line, col = exc.lineno or 1, max((exc.offset or 1) - 1, 0)
         if "too many nested" in str(exc.msg):
             return None, ParseFailure(f"too deeply nested to analyse: {exc.msg}", line, col)
+        if _newer_grammar(text):
+            return None, None
         return None, ParseFailure(f"syntax error: {exc.msg}", line, col)
     except ValueError as exc:
         return None, ParseFailure(f"cannot parse: {exc}")
     except (RecursionError, MemoryError):
         return None, None
+
+
+def _newer_grammar(text: str) -> bool:
+    """Does LibCST accept what this interpreter's ``ast`` rejects (the grammar of a newer Python: PEP 695 type
+    parameters, ``type`` aliases), as the analysed path does? Then the file is not a syntax error."""
+    try:
+        _parse_unvalidated(text)
+    except (cst.ParserSyntaxError, RecursionError, MemoryError, ValueError):
+        return False
+    return True
 
 
 def _quiet_ast(text: str) -> ast.Module | None:

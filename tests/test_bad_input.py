@@ -169,6 +169,20 @@ def test_engine_reports_read_errors_as_sl001(tmp_path: Path) -> None:
         assert findings[0].message.startswith("cannot read file: ")
 
 
+def test_newer_grammar_is_no_syntax_error(tmp_path: Path) -> None:
+    """A Python 3.12 module (PEP 695 type parameters, a ``type`` alias) is valid code the 3.11 ``ast`` rejects:
+    LibCST's grammar decides, with or without a stream marker; a real syntax error is still SL001."""
+    generic = "from abc import ABC\n\n\nclass Handler[T](ABC):\n    def run(self, item: T) -> T:\n" \
+              "        return item\n\n\ntype Items = list[int]\n"
+    (tmp_path / "plain.py").write_text(generic)
+    (tmp_path / "marked.py").write_text("import torch\n" + generic + "\n\ns = torch.cuda.Stream()\n")
+    (tmp_path / "broken.py").write_text("class Handler[T](ABC:\n    pass\n")
+    engine = Engine(Settings(project_root=str(tmp_path)), REGISTRY)
+    found = {name: [f.code for f in engine.lint_file(str(tmp_path / name)).findings]
+             for name in ("plain.py", "marked.py", "broken.py")}
+    assert found == {"plain.py": [], "marked.py": [], "broken.py": ["SL001"]}
+
+
 def test_source_lines_match_the_parser() -> None:
     text = "a = 1\x0c\nb = '\u2028'\r\nc = 3\rd = 4\n"
     source = SourceFile.from_bytes("x.py", text.encode())

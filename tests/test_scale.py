@@ -1586,14 +1586,19 @@ def test_paths_containing_gives_the_same_files_joined_or_file_by_file(tmp_path: 
             raise OSError("unreadable")
         return reader(path)
 
+    monkeypatch.setattr(project_module, "JOIN_AFTER", 0)
     engine.project.reader = read
     joined = [engine.project.paths_containing(m) for m in markers]
-    assert engine.project._blob is not None
+    assert engine.project._blob is not None and engine.project._blob[1] is not None
     monkeypatch.setattr(project_module, "JOINED_BYTES", 10)
+    joins: list[int] = []
+    join_contents = project_module.bytescan.join_contents
+    monkeypatch.setattr(project_module.bytescan, "join_contents", lambda *a: joins.append(1) or join_contents(*a))
     fresh = engine_for(tmp_path)
     fresh.project.reader = read
     each = [fresh.project.paths_containing(m) for m in markers]
-    assert fresh.project._blob is None
+    assert fresh.project._blob is not None and fresh.project._blob[1] is None
+    assert joins == [1]  # (a tree over the limit is tried once, then tested file by file)
     assert joined == each
     assert [sorted(os.path.relpath(p, tmp_path) for p in found) for found in joined] == [
         ["pkg/a.py", "pkg/b.py"], ["pkg/a.py"], ["pkg/a.py", "pkg/b.py"], ["pkg/a.py"]]

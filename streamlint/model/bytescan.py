@@ -232,7 +232,7 @@ class JoinedTree:
     for torch-npu's 15 MB, where each search read the whole tree: ~10 ms a marker, ~70 searches for one large
     file), then tests the markers in those files only; other markers are found in the joined contents."""
 
-    def __init__(self, blob: bytes, starts: list[int], paths: list[str]) -> None:
+    def __init__(self, blob: bytes | bytearray, starts: list[int], paths: list[str]) -> None:
         self.blob, self.starts, self.paths = blob, starts, paths
         self._indexes: dict[str, dict[bytes, list[int]]] = {}
 
@@ -294,23 +294,24 @@ def _indexed(markers: tuple[bytes, ...]) -> tuple[str, bytes]:
 
 
 def join_contents(paths: list[str], read: "Callable[[str], bytes]", limit: int) -> "JoinedTree | None":
-    """The contents of ``paths`` joined by NUL bytes (an unreadable file is left out); None past ``limit`` bytes."""
-    parts: list[bytes] = []
+    """The contents of ``paths`` joined by NUL bytes (an unreadable file is left out); None past ``limit`` bytes.
+    Written into one growing buffer: no list of the parts next to their join (the peak is the tree once)."""
+    blob = bytearray()
     starts: list[int] = []
     kept: list[str] = []
-    size = 0
     for path in paths:
         try:
             data = read(path)
         except OSError:
             continue
-        starts.append(size)
-        kept.append(path)
-        parts.append(data)
-        size += len(data) + 1
-        if size > limit:
+        if starts:
+            blob += b"\0"
+        if len(blob) + len(data) > limit:
             return None
-    return JoinedTree(b"\0".join(parts), starts, kept)
+        starts.append(len(blob))
+        kept.append(path)
+        blob += data
+    return JoinedTree(blob, starts, kept)
 
 
 def _shared(markers: tuple[bytes, ...]) -> bytes:

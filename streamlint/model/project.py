@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     from streamlint.model.compile import CompileSite
     from streamlint.profile import Profiler
 
-JOINED_BYTES = 64 << 20  # past this, paths_containing tests each file (Project._joined)
+JOINED_BYTES = 32 << 20  # past this, paths_containing tests each file (Project._joined)
+JOIN_AFTER = 8  # distinct marker searches answered file by file before the tree is joined
 SCAN_BYTES_KEPT = 16 << 20  # file contents a project keeps for its byte searches (Project._scan_bytes)
 _SYMBOL_STEPS = 256  # names one symbol() question may follow through re-exports and star imports
 
@@ -79,7 +80,7 @@ class Project(ModulePaths):
     _renames: dict[str, frozenset[bytes]] = field(default_factory=dict)  # renames()
     _marker_paths: dict[tuple[bytes, ...], list[str]] = field(default_factory=dict)  # paths_containing()
     # (the all_files() list it was built from, their contents joined): paths_containing's searches (_joined)
-    _blob: "tuple[list[str], bytescan.JoinedTree] | None" = None
+    _blob: "tuple[list[str], bytescan.JoinedTree | None] | None" = None
 
     # ---- execution paths (streamlint.model.paths)
     @property
@@ -203,11 +204,11 @@ class Project(ModulePaths):
         if self.reader is None:
             return None
         if self._blob is None or self._blob[0] is not files:
-            joined = bytescan.join_contents(files, lambda p: self._scan_bytes.get(p) or self.reader(p), JOINED_BYTES)
-            if joined is None:
+            if len(self._marker_paths) < JOIN_AFTER:  # (a run asking few searches reads the files as before)
                 return None
-            self._blob = (files, joined)
-        return self._blob
+            joined = bytescan.join_contents(files, lambda p: self._scan_bytes.get(p) or self.reader(p), JOINED_BYTES)
+            self._blob = (files, joined)  # (None: over the limit, remembered until the file list changes)
+        return self._blob if self._blob[1] is not None else None
 
     def files_containing(self, markers: tuple[bytes, ...], report_progress: bool = False) -> Iterator[FileModel]:
         """The parsed project files whose bytes contain one of ``markers`` (a byte search first, so

@@ -312,6 +312,7 @@ class Engine:
         project._all_files = old._all_files
         project._compiling = old._compiling  # from bytes and summaries only
         project._marker_paths = old._marker_paths  # from bytes only
+        project._blob = old._blob
         project._renames = old._renames  # from bytes only
         # module resolution: from the file system only (an edit on disk clears it, set_override)
         project._packages, project._modules = old._packages, old._modules

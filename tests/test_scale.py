@@ -1523,3 +1523,82 @@ from pkg.modèle import Block
 def build():
     return torch.compile(Block(True), backend=tng.get_npu_backend(compiler_config=build_config()))
 '''
+
+
+# ---- the marker searches of project-wide scans over the joined contents (bytescan.JoinedTree)
+
+
+def test_the_joined_marker_search_answers_as_a_test_of_each_file() -> None:
+    """Every marker tuple gets the files a test of each file gives (any marker a substring), in order: markers
+    answered by the dotted / quoted word indexes, by a shared substring, one by one; at file boundaries, next to
+    NUL bytes and non-ASCII bytes, overlapping quotes (``'a'b'`` holds ``'b'``), an empty file."""
+    import random
+
+    from streamlint.model.bytescan import join_contents
+
+    contents = {
+        "a.py": b"self.stream = s\nx.side=t\nengine.stream += 1\n",
+        "b.py": b"",
+        "c.py": b"name = 'a'b'\nq = \"side\"\n",
+        "d.py": b".stream",  # ends with the word: the next file starts after a NUL
+        "e.py": b"=x.stream_pool = 1\n\x00.side =\n",
+        "f.py": "x.côté = 1\nx.c\u00f4t = 2\ny.streamer=3\n".encode(),
+        "g.py": b"setattr(o, 'stream', v)\nd[\"stream'] = 1\n",
+    }
+    order = sorted(contents)
+    joined = join_contents(order, lambda p: contents[p], 1 << 20)
+    assert joined is not None
+    words = [b"stream", b"side", b"a", b"b", b"c", b"stream_pool", b"streamer", b"x", b"self", b"c\xc3\xb4t"]
+    cases: list[tuple[bytes, ...]] = [(b"'b'",), (b"'a'",), (b"=x",), (b"\n",), (b"1\n",)]
+    for w in words:
+        cases += [tuple(b"." + w + op for op in (b" =", b"=", b" +=")), (b'"' + w + b'"', b"'" + w + b"'"),
+                  (b"." + w,), (w,), (w + b" =", b"(" + w)]
+    rng = random.Random(7)
+    blob = b"".join(contents.values())
+    for _ in range(300):
+        at = rng.randrange(len(blob))
+        part = blob[at:at + rng.randint(1, 6)].replace(b"\x00", b"")
+        if part:
+            cases.append((part,))
+    for markers in cases:
+        expected = [p for p in order if any(m in contents[p] for m in markers)]
+        assert joined.hits(markers) == expected, markers
+
+
+def test_paths_containing_gives_the_same_files_joined_or_file_by_file(tmp_path: Path, monkeypatch) -> None:
+    """Project.paths_containing over the joined contents and, past JOINED_BYTES, file by file: the same files,
+    an unreadable one left out by both."""
+    from streamlint.model import project as project_module
+
+    write(tmp_path, "pkg/__init__.py", "")
+    write(tmp_path, "pkg/a.py", "def f(o, s):\n    o.stream = s\n    setattr(o, 'side', s)\n")
+    write(tmp_path, "pkg/b.py", "class A:\n    def g(self, s):\n        self.stream=s\n")
+    write(tmp_path, "pkg/c.py", "x = 'side'\n")
+    markers = [tuple(f".stream{op}".encode() for op in (" =", "=", " +=")), (b"'side'", b'"side"'), (b"stream",),
+               (b"side", b"zzz")]
+    engine = engine_for(tmp_path)
+    reader = engine.project.reader
+    assert reader is not None
+    hidden = str(tmp_path / "pkg" / "c.py")
+
+    def read(path: str) -> bytes:
+        if os.path.abspath(path) == hidden:
+            raise OSError("unreadable")
+        return reader(path)
+
+    monkeypatch.setattr(project_module, "JOIN_AFTER", 0)
+    engine.project.reader = read
+    joined = [engine.project.paths_containing(m) for m in markers]
+    assert engine.project._blob is not None and engine.project._blob[1] is not None
+    monkeypatch.setattr(project_module, "JOINED_BYTES", 10)
+    joins: list[int] = []
+    join_contents = project_module.bytescan.join_contents
+    monkeypatch.setattr(project_module.bytescan, "join_contents", lambda *a: joins.append(1) or join_contents(*a))
+    fresh = engine_for(tmp_path)
+    fresh.project.reader = read
+    each = [fresh.project.paths_containing(m) for m in markers]
+    assert fresh.project._blob is not None and fresh.project._blob[1] is None
+    assert joins == [1]  # (a tree over the limit is tried once, then tested file by file)
+    assert joined == each
+    assert [sorted(os.path.relpath(p, tmp_path) for p in found) for found in joined] == [
+        ["pkg/a.py", "pkg/b.py"], ["pkg/a.py"], ["pkg/a.py", "pkg/b.py"], ["pkg/a.py"]]

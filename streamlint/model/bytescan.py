@@ -12,8 +12,9 @@ before a match in Python: a pattern that starts with a look-behind is tried at e
 
 from __future__ import annotations
 
+import bisect
 import re
-from typing import Iterator
+from typing import Callable, Iterator
 
 from streamlint.model import apis
 from streamlint.model.apis import Role
@@ -221,3 +222,106 @@ def lines_with(data: bytes, word: bytes) -> Iterator[bytes]:
             return
         yield data[start:end]
         pos = data.find(word, end + 1)
+
+
+class JoinedTree:
+    """The contents of a project's files joined by NUL bytes (:func:`join_contents`), for its marker searches
+    (``Project.paths_containing``): a marker without NUL matches inside one file only. A search of markers that
+    all spell one attribute word (``.attr =``, ``.attr=``, ``.attr +=``) or one quoted word (``"attr"``,
+    ``'attr'``) reads an index of the files spelling that dotted / quoted word, built once over the tree (~0.05 s
+    for torch-npu's 15 MB, where each search read the whole tree: ~10 ms a marker, ~70 searches for one large
+    file), then tests the markers in those files only; other markers are found in the joined contents."""
+
+    def __init__(self, blob: bytes | bytearray, starts: list[int], paths: list[str]) -> None:
+        self.blob, self.starts, self.paths = blob, starts, paths
+        self._indexes: dict[str, dict[bytes, list[int]]] = {}
+
+    def _end(self, k: int) -> int:
+        return self.starts[k + 1] - 1 if k + 1 < len(self.starts) else len(self.blob)
+
+    def _index(self, kind: str) -> dict[bytes, list[int]]:
+        index = self._indexes.get(kind)
+        if index is None:
+            index = self._indexes[kind] = {}
+            pattern = _DOT_WORD if kind == "." else _QUOTED_WORD
+            for k in range(len(self.starts)):
+                for word in set(pattern.findall(self.blob, self.starts[k], self._end(k))):
+                    index.setdefault(word, []).append(k)
+        return index
+
+    def hits(self, markers: tuple[bytes, ...]) -> list[str]:
+        """The paths whose content holds one of ``markers`` (none empty or holding NUL), in their order."""
+        blob, starts = self.blob, self.starts
+        kind, word = _indexed(markers)
+        if kind:
+            return [self.paths[k] for k in self._index(kind).get(word, ())
+                    if any(blob.find(m, starts[k], self._end(k)) >= 0 for m in markers)]
+        common = _shared(markers)
+        found: set[int] = set()
+        for marker in (common,) if common else markers:
+            at = blob.find(marker)
+            while at >= 0:
+                k = bisect.bisect_right(starts, at) - 1
+                end = self._end(k)
+                if not common or any(blob.find(m, starts[k], end) >= 0 for m in markers):
+                    found.add(k)
+                at = blob.find(marker, end) if k + 1 < len(starts) else -1
+        return [self.paths[k] for k in sorted(found)]
+
+
+# an occurrence of ``.attr`` + a non-word byte, or of a quoted word, is a match of these with that word (the
+# closing quote is not consumed: ``'a'b'`` holds ``'b'``); so the index holds every file that may match
+_DOT_WORD = re.compile(rb"\.(\w+)")
+_QUOTED_WORD = re.compile(rb"[\"'](\w+)(?=[\"'])")
+_DOT_MARKER = re.compile(rb"\.(\w+)(?!\w)")
+_QUOTED_MARKER = re.compile(rb"[\"'](\w+)[\"']")
+
+
+def _indexed(markers: tuple[bytes, ...]) -> tuple[str, bytes]:
+    """("." or "'", the word) when every marker is ``.word`` + a non-word byte (+ anything), or every marker is a
+    quoted word, all the same word; else ("", b"")."""
+    words: set[bytes] = set()
+    dotted = all((m := _DOT_MARKER.match(marker)) is not None and m.end() < len(marker) and not words.add(m.group(1))
+                 for marker in markers)
+    if dotted and len(words) == 1:
+        return ".", words.pop()
+    words = set()
+    quoted = all((m := _QUOTED_MARKER.fullmatch(marker)) is not None and marker[0] == marker[-1]
+                 and not words.add(m.group(1)) for marker in markers)
+    if quoted and len(words) == 1:
+        return "'", words.pop()
+    return "", b""
+
+
+def join_contents(paths: list[str], read: "Callable[[str], bytes]", limit: int) -> "JoinedTree | None":
+    """The contents of ``paths`` joined by NUL bytes (an unreadable file is left out); None past ``limit`` bytes.
+    Written into one growing buffer: no list of the parts next to their join (the peak is the tree once)."""
+    blob = bytearray()
+    starts: list[int] = []
+    kept: list[str] = []
+    for path in paths:
+        try:
+            data = read(path)
+        except OSError:
+            continue
+        if starts:
+            blob += b"\0"
+        if len(blob) + len(data) > limit:
+            return None
+        starts.append(len(blob))
+        kept.append(path)
+        blob += data
+    return JoinedTree(blob, starts, kept)
+
+
+def _shared(markers: tuple[bytes, ...]) -> bytes:
+    """The longest substring (3 bytes or more) of every marker, when there are several; else b""."""
+    if len(markers) < 2:
+        return b""
+    short = min(markers, key=len)
+    for size in range(len(short), 2, -1):
+        for i in range(len(short) - size + 1):
+            part = short[i:i + size]
+            if all(part in m for m in markers):
+                return part
+    return b""

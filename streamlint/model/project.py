@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from streamlint.model.compile import CompileSite
     from streamlint.profile import Profiler
 
+JOINED_BYTES = 32 << 20  # past this, paths_containing tests each file (Project._joined)
+JOIN_AFTER = 8  # distinct marker searches answered file by file before the tree is joined
 SCAN_BYTES_KEPT = 16 << 20  # file contents a project keeps for its byte searches (Project._scan_bytes)
 _SYMBOL_STEPS = 256  # names one symbol() question may follow through re-exports and star imports
 
@@ -77,6 +79,8 @@ class Project(ModulePaths):
     _compiling: "list[tuple[str, ModuleSummary]] | None" = None  # compiling_paths()
     _renames: dict[str, frozenset[bytes]] = field(default_factory=dict)  # renames()
     _marker_paths: dict[tuple[bytes, ...], list[str]] = field(default_factory=dict)  # paths_containing()
+    # (the all_files() list it was built from, their contents joined): paths_containing's searches (_joined)
+    _blob: "tuple[list[str], bytescan.JoinedTree | None] | None" = None
 
     # ---- execution paths (streamlint.model.paths)
     @property
@@ -126,6 +130,7 @@ class Project(ModulePaths):
 
     def forget_bytes(self, path: str) -> None:
         self._scan_kept -= len(self._scan_bytes.pop(os.path.abspath(path), b""))
+        self._blob = None
 
     def may_contain(self, path: str, markers: tuple[bytes, ...]) -> bool:
         """Cheap byte search used before parsing a file for project-wide facts."""
@@ -186,8 +191,24 @@ class Project(ModulePaths):
         files = self.all_files()
         found = self._marker_paths.get(markers)
         if found is None:
-            found = self._marker_paths[markers] = [path for path in files if self.may_contain(path, markers)]
+            joined = self._joined(files) if markers and all(m and b"\0" not in m for m in markers) else None
+            found = [path for path in files if self.may_contain(path, markers)] if joined is None \
+                else joined[1].hits(markers)
+            self._marker_paths[markers] = found
         return found
+
+    def _joined(self, files: list[str]) -> "tuple[list[str], bytescan.JoinedTree] | None":
+        """Every project file's content joined by NUL bytes, read once (``bytescan.join_contents``; None: no
+        reader, or a tree over JOINED_BYTES). A tree's distinct marker searches (a large file asks ~70: field
+        names, quoted names) were each a test of every file, ~1,700 in torch-npu."""
+        if self.reader is None:
+            return None
+        if self._blob is None or self._blob[0] is not files:
+            if len(self._marker_paths) < JOIN_AFTER:  # (a run asking few searches reads the files as before)
+                return None
+            joined = bytescan.join_contents(files, lambda p: self._scan_bytes.get(p) or self.reader(p), JOINED_BYTES)
+            self._blob = (files, joined)  # (None: over the limit, remembered until the file list changes)
+        return self._blob if self._blob[1] is not None else None
 
     def files_containing(self, markers: tuple[bytes, ...], report_progress: bool = False) -> Iterator[FileModel]:
         """The parsed project files whose bytes contain one of ``markers`` (a byte search first, so

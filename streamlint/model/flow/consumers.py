@@ -39,7 +39,7 @@ from streamlint.model.file import dotted
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.escapes import self_field
 from streamlint.model.flow.results import Lifetime
-from streamlint.model.heldslots import held_fields
+from streamlint.model.heldslots import _INIT_METHODS, held_fields
 from streamlint.model.streams import MAIN, derived
 from streamlint.model.syntax import local_nodes
 
@@ -208,12 +208,16 @@ class Consumers:
         return knew is not None and knew[0].get(consumer, -1) >= knew[1].get(consumer, 0)
 
     def _dropped_unrecorded(self, field: str) -> bool:
-        """Does some method of the class drop what field ``field`` holds (``pop``, ``del``, ``clear``, ``= None``,
-        a rebinding outside the constructor), while no method reading it records what it reads?"""
-        held = held_fields(self.project, self.file, self.fn.class_name).get(field)
-        if held is None or held.recorders:
-            return False
-        return bool(held.releases) or _taken_out(self.file.classes.get(self.fn.class_name or ""), field)
+        return field_dropped_unrecorded(self.project, self.file, self.fn.class_name, field)
+
+
+def field_dropped_unrecorded(project, file, class_name: str | None, field: str) -> bool:
+    """Does some method of class ``class_name`` of ``file`` drop what field ``field`` holds (``pop``, ``del``,
+    ``clear``, ``= None``, a rebinding outside the constructor), while no method reading it records what it reads?"""
+    held = held_fields(project, file, class_name).get(field)
+    if held is None or held.recorders:
+        return False
+    return bool(held.releases) or _taken_out(file.classes.get(class_name or ""), field)
 
 
 def _fresh_stream(fn, stream: str) -> bool:
@@ -301,19 +305,23 @@ def callers_keep(project, file, fn) -> bool:
 
 
 def _callers_keep(project, file, fn) -> bool:
-    from streamlint.model.flow.argdrops import _path_to, _self_rooted
+    from streamlint.model.flow.argdrops import _path_to
 
     sites = [(model, site) for model, site in callers_of(project, file, fn) or ()
              if (project.call_target(model, site) or (None,))[0] is fn]
     for model, site in sites:
         path = _path_to(site.function.node, site.node) if site.function is not None else None
         parent = path[1] if path is not None and len(path) > 1 else None
-        if isinstance(parent, cst.Assign) and parent.value is site.node \
-                and all(_self_rooted(t.target) and not isinstance(t.target, cst.Name) for t in parent.targets):
-            continue
-        if isinstance(parent, cst.Arg) and len(path) > 2 and isinstance(path[2], cst.Call) \
-                and isinstance(path[2].func, cst.Attribute) and path[2].func.attr.value in ("append", "extend", "insert") \
-                and _self_rooted(path[2].func.value) and not isinstance(path[2].func.value, cst.Name):
-            continue
+        fields: list[str | None] = []
+        if isinstance(parent, cst.Assign) and parent.value is site.node:
+            fields = [None if isinstance(t.target, cst.Attribute) and site.function.node.name.value not in _INIT_METHODS
+                      else self_field(t.target) for t in parent.targets]  # (`self.kv = f()` in a step: the previous
+            # result is dropped at each call, a rebinding; only a constructor's store builds a lasting one)
+        elif isinstance(parent, cst.Arg) and len(path) > 2 and isinstance(path[2], cst.Call) \
+                and isinstance(path[2].func, cst.Attribute) and path[2].func.attr.value in ("append", "extend", "insert"):
+            fields = [self_field(path[2].func.value)]
+        if fields and all(f is not None and not field_dropped_unrecorded(project, model, site.function.class_name, f)
+                          for f in fields):
+            continue  # kept in a field its class never drops (a rebinding, a pop, ``= None`` is a drop)
         return False
     return bool(sites)

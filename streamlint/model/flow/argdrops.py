@@ -524,6 +524,8 @@ def _kept(model: FileModel, fn: FunctionInfo, name: str, call: cst.Call | None) 
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
             if any(_stores(t) for t in targets) and node.value is not None and _mentions(node.value, name):
                 return True  # `self.x = g`, `d[k] = (g, ev)`
+            if isinstance(node.value, cst.Name) and node.value.value == name:
+                return True  # `kept = grads`: an alias holds it (wherever that one goes)
         elif isinstance(node, cst.Return) and node.value is not None and _mentions(node.value, name):
             return True
         elif isinstance(node, (cst.FunctionDef, cst.Lambda)) and _mentions(node, name):

@@ -166,8 +166,8 @@ class Consumers:
             if consumer != MAIN and self._forked_from(sid, consumer):
                 continue  # the allocating stream had waited on all the consumer's work before the allocation
             if consumer == MAIN and (sid in self.__dict__.get("forked", ())
-                                     or S.alloc in self.__dict__.get("fork_streams", ())) \
-                    or self.next_entry_waits(st, S.alloc, S.origin):
+                                     or S.alloc in self.__dict__.get("fork_streams", ())
+                                     or self.next_entry_waits(st, S.alloc, S.origin)):
                 continue  # each entry onto the allocating stream waits on the current one first; or this function
                 # forks it from the current stream (the author follows the fork discipline: the next entry onto
                 # it, the first of some function, is presumed to wait too)
@@ -176,6 +176,10 @@ class Consumers:
                 # fork wait it asks for, at every entry, also protects this memory (one finding per cause)
             if dest == "<return>" and callers_record(self.project, self.file, self.fn):
                 continue  # a caller records what it is handed
+            if dest == "<return>" and consumer != MAIN \
+                    and callers_order(self.project, self.file, self.fn, S.alloc, consumer):
+                continue  # every caller forks the allocating stream from the consumer before the call, or
+                # synchronises the consumer (or the device) after it: the consumer's reads end before a drop
             if dest == "<return>" and callers_keep(self.project, self.file, self.fn):
                 continue  # every caller keeps what it is handed in a field of its object (never dropped here)
             if any(u.stream != S.alloc for u in S.uses):
@@ -324,4 +328,41 @@ def _callers_keep(project, file, fn) -> bool:
                           for f in fields):
             continue  # kept in a field its class never drops (a rebinding, a pop, ``= None`` is a drop)
         return False
+    return bool(sites)
+
+
+_DEVICE_SYNCS = frozenset({"torch.cuda.synchronize", "torch.npu.synchronize", "torch.accelerator.synchronize"})
+
+
+def callers_order(project, file, fn, alloc: str, consumer: str) -> bool:
+    """Does every call site the project resolves to ``fn`` (there is one), passing it both streams (parameters
+    ``alloc`` and ``consumer``), make the allocating stream wait on the consumer before the call
+    (``copy.wait_stream(compute)``: the caller's entry discipline) or synchronise the consumer or the device
+    after it (``compute.synchronize()``)? Then the consumer's reads are over before anything drops the result."""
+    from streamlint.model.flow.argdrops import _params
+    from streamlint.model.uses import bind_arguments
+
+    if alloc not in _params(fn) or consumer not in _params(fn):
+        return False
+    sites = [(model, site) for model, site in callers_of(project, file, fn) or ()
+             if site.function is not None and (project.call_target(model, site) or (None,))[0] is fn]
+    for model, site in sites:
+        bound = bind_arguments(_params(fn), site.node, kwonly=fn.kwonly)
+        a, c = bound.get(alloc), bound.get(consumer)
+        if a is None or c is None:
+            return False
+        a, c = model.code(a), model.code(c)
+        start, end = model.span(site.node).start_line, model.span(site.node).end_line
+        ordered = False
+        for other in site.function.calls:
+            line = model.span(other.node).start_line
+            receiver = model.code(other.receiver) if other.receiver is not None else None
+            if other.method == "wait_stream" and line < start and receiver == a and other.node.args \
+                    and model.code(other.node.args[0].value) == c:
+                ordered = True  # the caller's fork of the allocating stream from the consumer
+            elif other.method == "synchronize" and line > end \
+                    and (receiver == c or dotted(other.node.func) in _DEVICE_SYNCS):
+                ordered = True  # the consumer's work (or the device's) is over after the call
+        if not ordered:
+            return False
     return bool(sites)

@@ -151,7 +151,7 @@ class Storage:
         self.d2h: Access | None = None  # host memory: the asynchronous device-to-host copy that fills it
         self.born: Access | None = None  # ``torch.empty*`` on a stream: the allocation, before any write
         self.exit: cst.CSTNode | None = None  # the return of the inlined helper that handed it back still pending
-        self.handed: tuple | None = None  # (statement, destination): its first hand-over after a join (consumers.py)
+        self.handed: tuple | None = None  # (statement, destination, consumer): its first hand-over after a join (consumers.py)
         self.container: str | None = None  # an element of a collection parameter: the parameter (elements.py)
 
     def clone(self) -> Storage:

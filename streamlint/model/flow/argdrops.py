@@ -26,6 +26,11 @@ Two questions, one per side of the call:
   current stream leaves nothing pending. A caller that hands its own parameter on unchanged is a
   forwarder: its callers are asked in turn (a few levels up).
 
+The elements of a collection parameter the function walks (``for g in grads``, ``zip(grads, bufs)``:
+``Storage.container``) are pending like a parameter (not when the function keeps or returns the element); a
+caller drops them with a list / tuple display holding a dropped element (``f((a * s, b * s))``) or a local list
+of fresh device tensors (``grads = [p.grad * s for p in ps]``) it deletes or rebinds before allocating.
+
 The finding is the callee's (the missing ``record_stream`` is its root cause), at its first pending use,
 with the first dropping caller as related location; it depends on a caller, so it is never ``high``; a
 function that returns an event recorded after the use escapes (``escaped``: strict only).
@@ -68,7 +73,8 @@ class PendingArgs:
         if self.depth or self.anchor is None:  # type: ignore[attr-defined]
             return
         S = st.stores.get(tv.sid)
-        if S is not None and S.kind == "arg" and S.name and s != S.alloc and not s.startswith(("<", "tag")):
+        if S is not None and S.kind == "arg" and (S.name or S.container) and s != S.alloc \
+                and not s.startswith(("<", "tag")):
             self.__dict__.setdefault("arg_side_uses", []).append((tv.sid, s, t, self.anchor))  # type: ignore
 
     def finalize(self, st: State) -> None:
@@ -81,22 +87,26 @@ class PendingArgs:
         recorded_somewhere: set[int] = self.side_recorded  # type: ignore[attr-defined]
         for sid, s, t, node in self.__dict__["arg_side_uses"]:
             S = st.stores.get(sid)
-            if S is None or S.name not in fn.all_params or sid in recorded_somewhere or s in S.recorded \
+            param = (S.container or S.name) if S is not None else None
+            if S is None or param not in fn.all_params or sid in recorded_somewhere or s in S.recorded \
                     or st.know(S.alloc).get(s, -1) >= t or any(st.loose_rec.values()):
                 continue  # recorded (on some path, or values of untracked type recorded here), joined, synced
+            elements = S.container is not None  # an element of a collection parameter (`for t in tensors`)
+            if elements and (S.escaped or S.name and _kept(self.file, fn, S.name, None)):  # type: ignore
+                continue  # the function keeps or hands back the element itself (or what may be it: `t.to(dev)`)
             key = ("caller-free", sid)
             if key in self.lifetimes:  # type: ignore[attr-defined]
                 continue  # (the first pending use of this parameter is the one reported)
             if _collective_in(self.file, fn, node):  # type: ignore[attr-defined]
                 continue  # c10d keeps the tensors of a collective alive until its work is done
-            if _kept(self.file, fn, S.name, None):  # type: ignore[attr-defined]
+            if _kept(self.file, fn, param, None):  # type: ignore[attr-defined]
                 continue  # the function itself stores the parameter (`self.inflight.append((grad, ev))`)
             stream = s if s in _params(fn) else None
-            drop = caller_drop(self.project, self.file, fn, S.name, stream)  # type: ignore[attr-defined]
+            drop = caller_drop(self.project, self.file, fn, param, stream, elements=elements)  # type: ignore
             if drop is None:
                 continue
             handed = _hands_out_event(fn)  # an event recorded after the use, returned: its waiter joins (strict)
-            self.lifetimes[key] = Lifetime(node, S.name, S.alloc, s, drop[2], None, handed,  # type: ignore
+            self.lifetimes[key] = Lifetime(node, S.name or param, S.alloc, s, drop[2], None, handed,  # type: ignore
                                            self.cfg.mode, kind="caller-free",  # type: ignore[attr-defined]
                                            entry=drop[:2] + drop[3:])
 
@@ -107,24 +117,24 @@ def _params(fn: FunctionInfo) -> tuple[str, ...]:
 
 
 def caller_drop(project: Project, file: FileModel, fn: FunctionInfo, param: str, stream: str | None = None,
-                _depth: int = 0) -> tuple | None:
+                _depth: int = 0, elements: bool = False) -> tuple | None:
     """(the caller's file, the statement that drops it, how, the call, the caller) for the first call site of ``fn`` in the project
     that drops what it binds to ``param`` right after the call with no join before; None when every caller
     keeps it, joins first, or the callers are not seen. Memoised per project."""
     if _depth > _MAX_DEPTH:
         return None  # (not memoised: the same question asked nearer the callee goes further up)
     memo = project.derived("caller_drop")
-    key = (id(fn), param, stream)
+    key = (id(fn), param, stream, elements)
     if key in memo:
         return memo[key]
     memo[key] = None  # (a cycle adds nothing)
-    found = _caller_drop(project, file, fn, param, stream, _depth)
+    found = _caller_drop(project, file, fn, param, stream, _depth, elements)
     memo[key] = found
     return found
 
 
 def _caller_drop(project: Project, file: FileModel, fn: FunctionInfo, param: str, stream: str | None,
-                 depth: int) -> tuple | None:
+                 depth: int, elements: bool = False) -> tuple | None:
     if param not in _params(fn):
         return None
     for model, site in _call_sites(project, file, fn):
@@ -138,7 +148,7 @@ def _caller_drop(project: Project, file: FileModel, fn: FunctionInfo, param: str
         expr = bound.get(param)
         if expr is None or (stream is not None and _current_stream(model, caller, bound.get(stream))):
             continue  # (the work runs on the caller's current stream: nothing is left pending elsewhere)
-        found = _dropped(project, model, caller, site, expr, depth)
+        found = _dropped(project, model, caller, site, expr, depth, elements)
         if found is not None:
             return found if len(found) > 3 else (*found, site.node, caller)
     return None
@@ -169,10 +179,14 @@ def _call_sites(project: Project, file: FileModel, fn: FunctionInfo) -> list[tup
 
 
 def _dropped(project: Project, model: FileModel, caller: FunctionInfo, site, expr: cst.BaseExpression,
-             depth: int) -> tuple | None:
+             depth: int, elements: bool = False) -> tuple | None:
     """Does ``caller`` drop the argument ``expr`` of the call ``site`` right after the call, and may it allocate
     on its stream before joining (the in-function SL301's condition: a free followed by nothing that allocates
-    before the return or a join frees a block nobody takes in time)?"""
+    before the return or a join frees a block nobody takes in time)? ``elements``: the function reads the elements
+    of the collection ``expr``: a list display's elements are each an argument (``f([a * s, b])``), a local list
+    of fresh tensors (``outs = [x * s for x in xs]``) is dropped as a fresh local is."""
+    if elements:
+        return _elements_dropped(project, model, caller, site, expr, depth)
     base = _base(expr)
     call_end = model.span(site.node).end_line
     joins = _join_lines(project, model, caller, call_end)
@@ -208,6 +222,44 @@ def _dropped(project: Project, model: FileModel, caller: FunctionInfo, site, exp
     end = _name_dropped_after(model, caller, site.node, name, first_join)
     # (a local dying at the caller's return, nothing allocated after it there: silent, as in the function itself)
     return None if end is None else _reused(model, caller, end[1], first_join, end)
+
+
+def _elements_dropped(project: Project, model: FileModel, caller: FunctionInfo, site, expr: cst.BaseExpression,
+                      depth: int) -> tuple | None:
+    """:func:`_dropped` for a collection argument whose elements the function reads."""
+    if isinstance(expr, (cst.List, cst.Tuple)):  # `f([a * s, b])`: each element is an argument
+        for el in expr.elements:
+            if isinstance(el, cst.Element):
+                found = _dropped(project, model, caller, site, el.value, depth)
+                if found is not None:
+                    return found
+        return None
+    if not isinstance(expr, cst.Name) or _kept(model, caller, expr.value, site.node):
+        return None
+    name = expr.value
+    call_end = model.span(site.node).end_line
+    joins = _join_lines(project, model, caller, call_end)
+    if name in caller.all_params:
+        if joins or name == "self":
+            return None
+        return caller_drop(project, model, caller, name, None, depth + 1, elements=True)
+    value = _binding(model, caller, name, call_end)
+    if not _fresh_elements(value):
+        return None
+    first_join = min(joins, default=None)
+    end = _name_dropped_after(model, caller, site.node, name, first_join)
+    # (a local list dying at the caller's return, nothing allocated after it there: silent, as for a tensor)
+    return None if end is None else _reused(model, caller, end[1], first_join, end)
+
+
+def _fresh_elements(value: cst.BaseExpression | None) -> bool:
+    """Is ``value`` a list / tuple display or comprehension whose elements are fresh device tensors nobody else
+    holds (``[h * s for h in hs]``, ``[x.clone(), y + 1]``)?"""
+    if isinstance(value, (cst.ListComp, cst.GeneratorExp)):
+        return _fresh(_base(value.elt))
+    if isinstance(value, (cst.List, cst.Tuple)):
+        return any(isinstance(el, cst.Element) and _fresh(_base(el.value)) for el in value.elements)
+    return False
 
 
 def _reused(model: FileModel, caller: FunctionInfo, drop: cst.CSTNode, first_join: int | None,
@@ -472,6 +524,8 @@ def _kept(model: FileModel, fn: FunctionInfo, name: str, call: cst.Call | None) 
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
             if any(_stores(t) for t in targets) and node.value is not None and _mentions(node.value, name):
                 return True  # `self.x = g`, `d[k] = (g, ev)`
+            if isinstance(node.value, cst.Name) and node.value.value == name:
+                return True  # `kept = grads`: an alias holds it (wherever that one goes)
         elif isinstance(node, cst.Return) and node.value is not None and _mentions(node.value, name):
             return True
         elif isinstance(node, (cst.FunctionDef, cst.Lambda)) and _mentions(node, name):

@@ -14,14 +14,19 @@ evidence that the consumer is the current stream C and reports only then:
 
 - the function itself joins S into C after the allocation (``C.wait_stream(S)``, ``C.wait_event(ev)`` of an
   event recorded on S): the author's own statement that C uses it (medium confidence: the use is inferred);
+- or joins S into a stream it names (``compute.wait_stream(S)``, ``compute`` a parameter or field: a transfer
+  helper handed both streams), which is then the consumer: only ``t.record_stream(compute)`` protects the block (a
+  record on S itself is a no-op), unless S had waited on all of ``compute``'s work before the allocation;
 
 and stays silent when the memory is safe: the tensor is recorded on a stream other than its own, here or by
-a caller of the function; every entry onto S begins with a wait on the current stream (the entry discipline:
+a caller of the function (or every caller the project resolves keeps the returned result in a field of its
+object); every entry onto S begins with a wait on the current stream (the entry discipline:
 S cannot hand the block out before C's earlier reads); the field it is kept in is never dropped (a persistent
 buffer, cache or workspace, reused rather than freed); it goes elsewhere (a callee, a container handed in).
 
 Reported once per storage at the hand-over statement (the ``return`` / ``yield`` / the store), where the
-record belongs: the consumer's use is not in this function.
+record belongs: the consumer's use is not in this function. A local list the tensors were appended to and that
+the function returns hands them over at the ``return``.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from streamlint.model.file import dotted
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.escapes import self_field
 from streamlint.model.flow.results import Lifetime
-from streamlint.model.heldslots import held_fields
+from streamlint.model.heldslots import _INIT_METHODS, held_fields
 from streamlint.model.streams import MAIN, derived
 from streamlint.model.syntax import local_nodes
 
@@ -54,6 +59,7 @@ class Consumers:
         S = super().new_storage(st, kind, stream, name, write)  # type: ignore[misc]
         if kind == "local" and stream != MAIN:
             self.__dict__.setdefault("made_at", {})[S.sid] = self.clock
+            self.__dict__.setdefault("made_knew", {})[S.sid] = (dict(st.know(stream)), dict(st.last_op))
             if self.depth:  # made by an inlined helper: which one (a join there is that helper's own)
                 self.__dict__.setdefault("made_in", {})[S.sid] = id(self.frames[-1][1].node)
             if st.know(stream).get(MAIN, -1) >= st.last_op.get(MAIN, 0):  # this entry onto the stream began with
@@ -66,6 +72,9 @@ class Consumers:
             self._joined(producer, self.clock)
         elif producer == MAIN and waiter != MAIN:
             self.__dict__.setdefault("fork_streams", set()).add(waiter)
+        elif waiter != producer and not self.depth and not waiter.startswith(("<", "tag")):
+            joins = self.__dict__.setdefault("named_joins", {})  # `compute.wait_stream(upload)`: a stream the
+            joins[(waiter, producer)] = self.clock  # function is handed (not its current one) takes the products
 
     def wait_event(self, st: State, stream: str, key: str) -> None:
         super().wait_event(st, stream, key)  # type: ignore[misc]
@@ -103,14 +112,30 @@ class Consumers:
         super().note_kept(st, S, into)  # type: ignore[misc]
         if self.depth or S.kind != "local" or S.alloc == MAIN or self.anchor is None:
             return
-        dest = _destination(self.anchor, into)
+        self._hand(st, S, _destination(self.anchor, into))
+
+    def escape(self, st: State, v: object, into: cst.BaseExpression | None = None) -> None:
+        super().escape(st, v, into)  # type: ignore[misc]
+        if into is None and not self.depth and isinstance(self.anchor, cst.Return) and self.anchor.value is not None:
+            for name in _returned_names(self.anchor.value):  # `out.append(dev)` ... `return out`: a local list
+                for sid in st.held.get(name, ()):  # handed back hands back what it holds
+                    S = st.stores.get(sid)
+                    if S is not None and S.kind == "local" and S.alloc != MAIN:
+                        self._hand(st, S, "<return>")
+
+    def _hand(self, st: State, S, dest: str | None) -> None:
+        """``S`` is handed over to ``dest`` now: note the first such hand-over after a stream joined its allocating
+        one (the current stream; or a stream the function names, `compute.wait_stream(upload)`: its consumer)."""
         made = self.__dict__.get("made_at", {}).get(S.sid)
-        if dest is None or made is None:
+        if dest is None or made is None or S.handed is not None:
             return
         joined = st.vc.get(MAIN, {}).get(S.alloc, -1) >= made \
             and self.__dict__.get("explicit_joins", {}).get(S.alloc, -1) >= made
-        if joined and S.handed is None:  # the current stream joined the allocating one before the hand-over
-            S.handed = (self.anchor, dest)  # (the first such one on this path)
+        consumer = MAIN if joined else next(
+            (w for (w, p), t in self.__dict__.get("named_joins", {}).items()
+             if p == S.alloc and t >= made and st.vc.get(w, {}).get(S.alloc, -1) >= made), None)
+        if consumer is not None:  # the consumer joined the allocating stream before the hand-over
+            S.handed = (self.anchor, dest, consumer)  # (the first such one on this path)
             self.__dict__["handoffs"] = True
 
     def finalize(self, st: State) -> None:
@@ -128,7 +153,7 @@ class Consumers:
             made = made_at.get(sid)
             if S.handed is None or S.kind != "local" or made is None or S.alloc.startswith(("tag", "<")):
                 continue
-            node, dest = S.handed
+            node, dest, consumer = S.handed
             if _fresh_stream(self.fn, S.alloc):
                 continue  # a stream this call makes for itself (`upload = torch.cuda.Stream()`): no later allocation
                 # of this code can take the block back from it
@@ -138,8 +163,11 @@ class Consumers:
             if dest.startswith("self.") and not self._dropped_unrecorded(dest[5:]):
                 continue  # a field never dropped (a persistent buffer / cache, reused rather than freed), or one
                 # whose readers record what they take
-            if sid in self.__dict__.get("forked", ()) or S.alloc in self.__dict__.get("fork_streams", ()) \
-                    or self.next_entry_waits(st, S.alloc, S.origin):
+            if consumer != MAIN and self._forked_from(sid, consumer):
+                continue  # the allocating stream had waited on all the consumer's work before the allocation
+            if consumer == MAIN and (sid in self.__dict__.get("forked", ())
+                                     or S.alloc in self.__dict__.get("fork_streams", ())
+                                     or self.next_entry_waits(st, S.alloc, S.origin)):
                 continue  # each entry onto the allocating stream waits on the current one first; or this function
                 # forks it from the current stream (the author follows the fork discipline: the next entry onto
                 # it, the first of some function, is presumed to wait too)
@@ -148,12 +176,19 @@ class Consumers:
                 # fork wait it asks for, at every entry, also protects this memory (one finding per cause)
             if dest == "<return>" and callers_record(self.project, self.file, self.fn):
                 continue  # a caller records what it is handed
+            if dest == "<return>" and consumer != MAIN \
+                    and callers_order(self.project, self.file, self.fn, S.alloc, consumer):
+                continue  # every caller forks the allocating stream from the consumer before the call, or
+                # synchronises the consumer (or the device) after it: the consumer's reads end before a drop
+            if dest == "<return>" and callers_keep(self.project, self.file, self.fn):
+                continue  # every caller keeps what it is handed in a field of its object (never dropped here)
             if any(u.stream != S.alloc for u in S.uses):
-                self._seen_consumer(S, dest, node)  # used here on another stream: the free-based analysis
+                if consumer == MAIN:
+                    self._seen_consumer(S, dest, node)  # used here on another stream: the free-based analysis
                 continue  # judged it (storage.py); after the join, its escape is no excuse
             key = (id(node), "handoff")
             if key not in self.lifetimes:
-                self.lifetimes[key] = Lifetime(node, S.name or "tensor", S.alloc, MAIN, dest, None, False,
+                self.lifetimes[key] = Lifetime(node, S.name or "tensor", S.alloc, consumer, dest, None, False,
                                                self.cfg.mode, kind="handoff")
 
     def _seen_consumer(self, S, dest: str, node: cst.CSTNode) -> None:
@@ -170,13 +205,23 @@ class Consumers:
                     kind="handoff"))
                 return
 
+    def _forked_from(self, sid: int, consumer: str) -> bool:
+        """Had the allocating stream, when ``sid`` was allocated, waited on all the work ``consumer`` had queued in
+        this function so far (a fork from the consumer: its earlier reads are ordered before the allocation)?"""
+        knew = self.__dict__.get("made_knew", {}).get(sid)
+        return knew is not None and knew[0].get(consumer, -1) >= knew[1].get(consumer, 0)
+
     def _dropped_unrecorded(self, field: str) -> bool:
-        """Does some method of the class drop what field ``field`` holds (``pop``, ``del``, ``clear``, ``= None``,
-        a rebinding outside the constructor), while no method reading it records what it reads?"""
-        held = held_fields(self.project, self.file, self.fn.class_name).get(field)
-        if held is None or held.recorders:
-            return False
-        return bool(held.releases) or _taken_out(self.file.classes.get(self.fn.class_name or ""), field)
+        return field_dropped_unrecorded(self.project, self.file, self.fn.class_name, field)
+
+
+def field_dropped_unrecorded(project, file, class_name: str | None, field: str) -> bool:
+    """Does some method of class ``class_name`` of ``file`` drop what field ``field`` holds (``pop``, ``del``,
+    ``clear``, ``= None``, a rebinding outside the constructor), while no method reading it records what it reads?"""
+    held = held_fields(project, file, class_name).get(field)
+    if held is None or held.recorders:
+        return False
+    return bool(held.releases) or _taken_out(file.classes.get(class_name or ""), field)
 
 
 def _fresh_stream(fn, stream: str) -> bool:
@@ -200,6 +245,15 @@ def _destination(anchor: cst.CSTNode, into: cst.BaseExpression | None) -> str | 
     if isinstance(into, cst.Attribute) and into.attr.value == "data":
         return "<data>"
     return None
+
+
+def _returned_names(value: cst.BaseExpression) -> list[str]:
+    """The local names a ``return`` hands back whole: ``return out``, ``return outs, spec``."""
+    if isinstance(value, cst.Name):
+        return [value.value]
+    if isinstance(value, cst.Tuple):
+        return [el.value.value for el in value.elements if isinstance(el.value, cst.Name)]
+    return []
 
 
 def _taken_out(cls, field: str) -> bool:
@@ -241,3 +295,74 @@ def _callers_record(project, file, fn) -> bool:
                     and any(site.method == "record_stream" for site in other.calls):
                 return True
     return False
+
+
+def callers_keep(project, file, fn) -> bool:
+    """Does every call site the project resolves to ``fn`` (there is one) keep the result in a field of its object
+    (``self.cache[k] = f(...)``, ``self.bufs = f(...)``, ``self.bufs.append(f(...))``)? Such a block outlives
+    the consumer's reads: nothing here drops it."""
+    memo = derived(project, "handoff_callers_keep")
+    held = memo.get(id(fn))
+    if held is None or held[0] is not fn:
+        memo[id(fn)] = (fn, _callers_keep(project, file, fn))
+    return memo[id(fn)][1]
+
+
+def _callers_keep(project, file, fn) -> bool:
+    from streamlint.model.flow.argdrops import _path_to
+
+    sites = [(model, site) for model, site in callers_of(project, file, fn) or ()
+             if (project.call_target(model, site) or (None,))[0] is fn]
+    for model, site in sites:
+        path = _path_to(site.function.node, site.node) if site.function is not None else None
+        parent = path[1] if path is not None and len(path) > 1 else None
+        fields: list[str | None] = []
+        if isinstance(parent, cst.Assign) and parent.value is site.node:
+            fields = [None if isinstance(t.target, cst.Attribute) and site.function.node.name.value not in _INIT_METHODS
+                      else self_field(t.target) for t in parent.targets]  # (`self.kv = f()` in a step: the previous
+            # result is dropped at each call, a rebinding; only a constructor's store builds a lasting one)
+        elif isinstance(parent, cst.Arg) and len(path) > 2 and isinstance(path[2], cst.Call) \
+                and isinstance(path[2].func, cst.Attribute) and path[2].func.attr.value in ("append", "extend", "insert"):
+            fields = [self_field(path[2].func.value)]
+        if fields and all(f is not None and not field_dropped_unrecorded(project, model, site.function.class_name, f)
+                          for f in fields):
+            continue  # kept in a field its class never drops (a rebinding, a pop, ``= None`` is a drop)
+        return False
+    return bool(sites)
+
+
+_DEVICE_SYNCS = frozenset({"torch.cuda.synchronize", "torch.npu.synchronize", "torch.accelerator.synchronize"})
+
+
+def callers_order(project, file, fn, alloc: str, consumer: str) -> bool:
+    """Does every call site the project resolves to ``fn`` (there is one), passing it both streams (parameters
+    ``alloc`` and ``consumer``), make the allocating stream wait on the consumer before the call
+    (``copy.wait_stream(compute)``: the caller's entry discipline) or synchronise the consumer or the device
+    after it (``compute.synchronize()``)? Then the consumer's reads are over before anything drops the result."""
+    from streamlint.model.flow.argdrops import _params
+    from streamlint.model.uses import bind_arguments
+
+    if alloc not in _params(fn) or consumer not in _params(fn):
+        return False
+    sites = [(model, site) for model, site in callers_of(project, file, fn) or ()
+             if site.function is not None and (project.call_target(model, site) or (None,))[0] is fn]
+    for model, site in sites:
+        bound = bind_arguments(_params(fn), site.node, kwonly=fn.kwonly)
+        a, c = bound.get(alloc), bound.get(consumer)
+        if a is None or c is None:
+            return False
+        a, c = model.code(a), model.code(c)
+        start, end = model.span(site.node).start_line, model.span(site.node).end_line
+        ordered = False
+        for other in site.function.calls:
+            line = model.span(other.node).start_line
+            receiver = model.code(other.receiver) if other.receiver is not None else None
+            if other.method == "wait_stream" and line < start and receiver == a and other.node.args \
+                    and model.code(other.node.args[0].value) == c:
+                ordered = True  # the caller's fork of the allocating stream from the consumer
+            elif other.method == "synchronize" and line > end \
+                    and (receiver == c or dotted(other.node.func) in _DEVICE_SYNCS):
+                ordered = True  # the consumer's work (or the device's) is over after the call
+        if not ordered:
+            return False
+    return bool(sites)

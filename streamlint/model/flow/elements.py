@@ -284,6 +284,7 @@ class Elements:
                     or self._tensor_used(node.body, tnode.value)):
                 continue
             S = self.new_storage(st, "arg", MAIN, None, Access(MAIN, 0, None, {}))
+            S.container = coll.value  # (its lifetime is the caller's list's: flow/argdrops.py)
             found[tnode.value] = self.new_tensor(st, S.sid)
         if isinstance(target, (cst.Tuple, cst.List)) and isinstance(it, cst.Name) and it.value in params \
                 and len(self.frames) == 1 and not self.cfg.args_exempt:
@@ -303,6 +304,7 @@ class Elements:
         for elt, field in zip(elts or (), fields or ()):
             if isinstance(elt, cst.Name) and "Tensor" in field or isinstance(elt, cst.Name) and "Parameter" in field:
                 S = self.new_storage(st, "arg", MAIN, None, Access(MAIN, 0, None, {}))
+                S.container = param.name.value
                 found[elt.value] = self.new_tensor(st, S.sid)
         return found
 

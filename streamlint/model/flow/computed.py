@@ -12,6 +12,12 @@ torch_npu op (not a factory: an empty or host buffer has no producer), of anothe
 local bound only to those, an output of one (``op(...)[0]``), or arithmetic on one of them. A getter returning a field (``return self.buf``), a
 parameter or a view of one, a host copy (``x.cpu()``) or a container is not one: its result was produced
 elsewhere (precision first). The answer is memoised per function in the project.
+
+:func:`device_factory` answers the factory case apart: a helper whose every ``return`` builds a tensor with a torch
+factory naming a device that is not the host (``return torch.tensor([total], device=device)``, a local bound only to
+one) hands back a fresh device tensor, as the factory written in the caller would: its result is the caller's
+allocation (``torch.empty``) or write (a filled factory) on the current stream, not an opaque value. So a blocking
+``.item()`` of it later orders the host after everything queued on that stream (issue 16, [item-sync]).
 """
 
 from __future__ import annotations
@@ -44,6 +50,52 @@ def computes_tensor(project: Project, file: FileModel, fn: FunctionInfo) -> bool
     memo[key] = bool(values) and not fn.yields and all(
         v is not None and _computed(project, file, fn, v, 0) for v in values)
     return memo[key]
+
+
+def device_factory(file: FileModel, fn: FunctionInfo) -> str | None:
+    """``"empty"`` / ``"filled"`` when every ``return`` of ``fn`` builds a tensor with a torch factory given a
+    ``device=`` that is not the host (directly or through a local bound only to such a call); else None."""
+    kinds = set()
+    values = [r.value for r in fn.returns]
+    if not values or fn.yields:
+        return None
+    for v in values:
+        if isinstance(v, cst.Name) and v.value not in fn.all_params:
+            bound = fn.name_assigns.get(v.value) or []
+            v = bound[0] if len(bound) == 1 else None
+        kind = _factory_kind(file, fn, v)
+        if kind is None:
+            return None
+        kinds.add(kind)
+    return "filled" if "filled" in kinds else "empty"
+
+
+def _factory_kind(file: FileModel, fn: FunctionInfo, v: cst.BaseExpression | None) -> str | None:
+    if not isinstance(v, cst.Call):
+        return None
+    target = file.resolve(v.func, fn)
+    target = apis.canonical(target) if target is not None else None
+    if not target or not target.startswith("torch.") or target.count(".") != 1:
+        return None
+    last = target.rsplit(".", 1)[-1]
+    if last not in _FACTORY_NAMES and last not in EMPTY_FACTORIES or last in ("from_numpy", "frombuffer"):
+        return None
+    device = next((a.value for a in v.args if a.keyword is not None and a.keyword.value == "device"), None)
+    if device is None or host_factory(target, v) or any(a.keyword is not None and a.keyword.value == "pin_memory"
+                                                        for a in v.args) or _none_default(fn, device):
+        return None
+    return "empty" if last in EMPTY_FACTORIES else "filled"
+
+
+def _none_default(fn: FunctionInfo, device: cst.BaseExpression) -> bool:
+    """``device=device`` naming a parameter that defaults to ``None`` (the host, when the caller leaves it)."""
+    if not isinstance(device, cst.Name) or device.value not in fn.all_params:
+        return False
+    params = fn.node.params
+    param = next((p for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+                  if p.name.value == device.value), None)
+    return param is None or param.default is not None and isinstance(param.default, cst.Name) \
+        and param.default.value == "None"
 
 
 def _computed(project: Project, file: FileModel, fn: FunctionInfo, e: cst.BaseExpression, depth: int) -> bool:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from streamlint.model.file import ClassInfo, FunctionInfo
 from streamlint.model.flow.hostinstances import host_instance_field
-from streamlint.model.flow.recordfields import host_record_field
 from streamlint.model.flow.values import KVal
 from streamlint.model.lifetimes import module_constant, module_container
 from streamlint.model.placement import host_container_field
@@ -30,7 +29,7 @@ class HostFields:
         if v.glob and v.key.isidentifier():
             return module_constant(self.cfile, v.key) or module_container(self.cfile, v.key)
         if not v.key.startswith("self."):
-            return self.record_host(v)
+            return False
         frame_file, frame_fn = next(((f, fn) for f, fn in reversed(self.frames) if fn.class_name),
                                     (self.file, self.fn))
         memo = derived(self.project, "host_attribute")  # (a fact of the class and the key: asked per access)
@@ -43,12 +42,6 @@ class HostFields:
         # a field allocated on the constructor's device, read in a method run only on host-built objects
         return v.key.count(".") == 1 and "[" not in v.key and host_instance_field(
             self.project, frame_file, frame_file.classes.get(frame_fn.class_name or ""), frame_fn, v.key[5:])
-
-    def record_host(self, v: KVal) -> bool:
-        """``lane.shadow``: a host buffer of a parameter typed with a project record class (recordfields.py)."""
-        head, _, attr = v.key.partition(".")
-        return bool(attr) and attr.isidentifier() and not v.glob and any(
-            host_record_field(self.project, f, fn, head, attr) for f, fn in ((self.cfile, self.cfn), (self.file, self.fn)))
 
     def _host_field(self, frame_file, frame_fn: FunctionInfo, key: str) -> bool:
         """:meth:`host_attribute` of a ``self.*`` key seen from a method of ``frame_fn``'s class."""

@@ -139,8 +139,7 @@ class Storages(HostFields):
         ``p.grad.copy_(...)``, ``torch.add(a, b, out=buffers[i])``) is a tensor: from then on the place (the
         attribute / element chain it was reached by) is a long-lived storage like a ``self.*`` tensor, so a
         side-stream write of it orders (and races with) its later uses whatever object holds it."""
-        if isinstance(v, KVal) and v.opaque and not v.key.startswith("<") and self.kind_of(st, v) is None \
-                and not self.record_host(v):  # (a record's host buffer: host memory, no stream's)
+        if isinstance(v, KVal) and v.opaque and not v.key.startswith("<") and self.kind_of(st, v) is None:
             return self.long_tensor(st, v.key)
         return v
 

@@ -592,7 +592,8 @@ class Project(ModulePaths):
     def _star_target(self, file: FileModel, site: CallSite) -> tuple[FunctionInfo, FileModel] | None:
         """``async_h2d(...)`` in a module that takes it from ``from pkg.transfer import *``: a name (or a
         ``name.attr`` chain) no scope of the call binds (no local, parameter, alias, module name or builtin) is
-        looked up in each module the file star-imports, in order (the project follows their own star imports)."""
+        looked up in the last module the file star-imports that may bind it (the project follows their own star
+        imports): when that module binds it to something other than a function, the name stays unknown."""
         name = dotted(site.node.func) if file.star_imports else None
         head = name.partition(".")[0] if name is not None else ""
         if not head or head in _PY_BUILTINS or head in file.names:
@@ -604,9 +605,7 @@ class Project(ModulePaths):
             fn = fn.parent
         for star in reversed(file.star_imports):  # (a later star import rebinds the name)
             if star != file.module_name and self._star_may_bind(star, name.split("."), file):
-                found = self.function(f"{star}.{name}", file)
-                if found is not None:
-                    return found
+                return self.function(f"{star}.{name}", file)  # (not a function there: unknown, not an earlier one)
         return None
 
     def instance_method(self, file: FileModel, site: CallSite) -> tuple[FunctionInfo, FileModel] | None:

@@ -469,7 +469,8 @@ class Expressions:
         result = self.dispatch_call(st, e, method, target)
         if result is None and found is not None and computes_tensor(self.project, found[1], found[0]):
             result = self.op(st, e, [])  # a helper computing its result from values of unknown type (computed.py)
-        elif result is None and found is not None and (kind := device_factory(found[1], found[0])) is not None:
+        elif result is None and found is not None \
+                and (kind := device_factory(found[1], found[0], e, self.cfile, self.cfn)) is not None:
             result = self.alloc(st, e) if kind == "empty" else self.op(st, e, [])  # a device factory's tensor
         return self.declared_result(st, found[0], result, found[1]) if found is not None else result
 

@@ -7,6 +7,7 @@ demand through a loader, so linting one file parses only the modules its questio
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import os
 import re
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 JOINED_BYTES = 32 << 20  # past this, paths_containing tests each file (Project._joined)
 JOIN_AFTER = 8  # distinct marker searches answered file by file before the tree is joined
 SCAN_BYTES_KEPT = 16 << 20  # file contents a project keeps for its byte searches (Project._scan_bytes)
+_PY_BUILTINS = frozenset(dir(builtins))
 _SYMBOL_STEPS = 256  # names one symbol() question may follow through re-exports and star imports
 
 Loader = Callable[[str, str, bool], "FileModel | None"]  # (path, module name, is_package)
@@ -580,7 +582,7 @@ class Project(ModulePaths):
 
     def call_target(self, file: FileModel, site: CallSite) -> tuple[FunctionInfo, FileModel] | None:
         if site.target is None:
-            return None
+            return self._star_target(file, site)
         found = self.function(site.target, file)
         if found is not None:
             return found
@@ -606,6 +608,25 @@ class Project(ModulePaths):
                     sym = self.symbol(base, file)
                     if sym is not None and isinstance(sym[0], ClassInfo) and head in sym[0].methods and not method:
                         return sym[0].methods[head], sym[1]
+        return None
+
+    def _star_target(self, file: FileModel, site: CallSite) -> tuple[FunctionInfo, FileModel] | None:
+        """``async_h2d(...)`` in a module that takes it from ``from pkg.transfer import *``: a name (or a
+        ``name.attr`` chain) no scope of the call binds (no local, parameter, alias, module name or builtin) is
+        looked up in the last module the file star-imports that may bind it (the project follows their own star
+        imports): when that module binds it to something other than a function, the name stays unknown."""
+        name = dotted(site.node.func) if file.star_imports else None
+        head = name.partition(".")[0] if name is not None else ""
+        if not head or head in _PY_BUILTINS or head in file.names:
+            return None
+        fn = site.function
+        while fn is not None:
+            if head in fn.local_aliases or head in fn.locals or head in fn.all_params or head in ("self", "cls"):
+                return None
+            fn = fn.parent
+        for star in reversed(file.star_imports):  # (a later star import rebinds the name)
+            if star != file.module_name and self._star_may_bind(star, name.split("."), file):
+                return self.function(f"{star}.{name}", file)  # (not a function there: unknown, not an earlier one)
         return None
 
     def instance_method(self, file: FileModel, site: CallSite) -> tuple[FunctionInfo, FileModel] | None:

@@ -12,6 +12,15 @@ torch_npu op (not a factory: an empty or host buffer has no producer), of anothe
 local bound only to those, an output of one (``op(...)[0]``), or arithmetic on one of them. A getter returning a field (``return self.buf``), a
 parameter or a view of one, a host copy (``x.cpu()``) or a container is not one: its result was produced
 elsewhere (precision first). The answer is memoised per function in the project.
+
+:func:`device_factory` answers the factory case apart: a helper whose every ``return`` builds a tensor with a torch
+factory (``return torch.tensor([total], device=device)``, a local bound only to one) whose device is known at the
+call not to be the host (the call's argument bound to the ``device`` parameter, else its default: ``"cuda"``,
+``torch.device("npu", rank)``, ``torch.cuda.current_device()``, a local bound only to one) hands back a fresh device
+tensor, as the factory written in the caller would: its result is the caller's allocation (``torch.empty``) or write
+(a filled factory) on the current stream, not an opaque value. So a blocking ``.item()`` of it later orders the host
+after everything queued on that stream (issue 16, [item-sync]). A device the call leaves unknown (a parameter passed
+through, a tensor's ``.device``, ``None``) or the host (``token_count(b, "cpu")``) keeps the result opaque.
 """
 
 from __future__ import annotations
@@ -20,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model import apis
-from streamlint.model.file import ClassInfo
+from streamlint.model.file import ClassInfo, string_value
 from streamlint.model.placement import host_factory
 from streamlint.model.streams import derived
 from streamlint.model.tensors import EMPTY_FACTORIES, LIKE_FACTORIES, torch_returns_tensor
@@ -44,6 +53,88 @@ def computes_tensor(project: Project, file: FileModel, fn: FunctionInfo) -> bool
     memo[key] = bool(values) and not fn.yields and all(
         v is not None and _computed(project, file, fn, v, 0) for v in values)
     return memo[key]
+
+
+def device_factory(file: FileModel, fn: FunctionInfo, call: cst.Call, cfile: FileModel,
+                   caller: FunctionInfo) -> str | None:
+    """``"empty"`` / ``"filled"`` when every ``return`` of ``fn`` (called by ``call`` in ``caller``) builds a tensor
+    with a torch factory whose ``device=`` is known not to be the host, the call's arguments bound to ``fn``'s
+    parameters (``token_count(batches, "cuda")``); else None (a device the call leaves unknown, or the host)."""
+    kinds = set()
+    values = [r.value for r in fn.returns]
+    if not values or fn.yields or any(a.star for a in call.args):
+        return None
+    for v in values:
+        if isinstance(v, cst.Name) and v.value not in fn.all_params:
+            bound = fn.name_assigns.get(v.value) or []
+            v = bound[0] if len(bound) == 1 else None
+        kind = _factory_kind(file, fn, v)
+        if kind is None or not _known_device(*_bound_device(file, fn, v, call, cfile, caller), 0):
+            return None
+        kinds.add(kind)
+    return "filled" if "filled" in kinds else "empty"
+
+
+def _factory_kind(file: FileModel, fn: FunctionInfo, v: cst.BaseExpression | None) -> str | None:
+    if not isinstance(v, cst.Call):
+        return None
+    target = file.resolve(v.func, fn)
+    target = apis.canonical(target) if target is not None else None
+    if not target or not target.startswith("torch.") or target.count(".") != 1:
+        return None
+    last = target.rsplit(".", 1)[-1]
+    if last not in _FACTORY_NAMES and last not in EMPTY_FACTORIES or last in _MAY_ALIAS:
+        return None
+    if host_factory(target, v) or any(a.keyword is not None and a.keyword.value == "pin_memory" for a in v.args):
+        return None
+    return "empty" if last in EMPTY_FACTORIES else "filled"
+
+
+def _bound_device(file: FileModel, fn: FunctionInfo, factory: cst.Call, call: cst.Call, cfile: FileModel,
+                  caller: FunctionInfo) -> tuple:
+    """The expression the factory's ``device=`` has at this call, with the file and function it is read in: a
+    parameter of ``fn`` is bound to the call's argument (by keyword, else by position), else to its default."""
+    device = next((a.value for a in factory.args if a.keyword is not None and a.keyword.value == "device"), None)
+    if not isinstance(device, cst.Name) or device.value not in fn.all_params:
+        return device, file, fn
+    name = device.value
+    arg = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
+    if arg is not None:
+        return arg, cfile, caller
+    params = fn.node.params
+    positional = [p.name.value for p in (*params.posonly_params, *params.params)]
+    if positional and positional[0] in ("self", "cls") and isinstance(call.func, cst.Attribute):
+        positional = positional[1:]
+    given = [a.value for a in call.args if a.keyword is None]
+    if name in positional and positional.index(name) < len(given):
+        return given[positional.index(name)], cfile, caller
+    param = next((p for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+                  if p.name.value == name), None)
+    return (param.default if param is not None else None), file, fn
+
+
+# Factories that may hand back existing memory rather than a fresh tensor: ``torch.as_tensor(owner, device="cuda")``
+# of an object exposing ``__cuda_array_interface__`` (or of a tensor already there) is a zero-copy view.
+_MAY_ALIAS = frozenset({"as_tensor", "asarray", "from_numpy", "frombuffer"})
+_DEVICE_GETTERS = frozenset({"torch.cuda.current_device", "torch.npu.current_device", "torch_npu.npu.current_device"})
+
+
+def _known_device(e: cst.BaseExpression | None, file: FileModel, fn: FunctionInfo, depth: int) -> bool:
+    """Is ``e`` (read in ``fn``) known to name an accelerator, not the host: ``"cuda"``, ``"npu:0"``,
+    ``torch.device("cuda", rank)``, ``torch.cuda.current_device()``, a local bound only to one of those?"""
+    sv = string_value(e) if e is not None else None
+    if sv is not None:
+        return sv.split(":")[0] in ("cuda", "npu")
+    if isinstance(e, cst.Call):
+        target = file.resolve(e.func, fn)
+        if target in _DEVICE_GETTERS:
+            return True
+        return target == "torch.device" and bool(e.args) and e.args[0].keyword is None \
+            and _known_device(e.args[0].value, file, fn, depth + 1)
+    if isinstance(e, cst.Name) and e.value not in fn.all_params and depth < 3:
+        bound = fn.name_assigns.get(e.value) or []
+        return len(bound) == 1 and _known_device(bound[0], file, fn, depth + 1)
+    return False
 
 
 def _computed(project: Project, file: FileModel, fn: FunctionInfo, e: cst.BaseExpression, depth: int) -> bool:

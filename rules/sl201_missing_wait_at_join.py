@@ -154,7 +154,8 @@ class MissingWaitAtJoin(Rule):
                     _report_host_read(ctx, fn, read)
         for fn in ctx.file.functions.values():
             joins = partial_joins(ctx.project, ctx.file, fn)
-            if not joins and not _may_param_join(fn):
+            params = partial_param_joins(ctx.project, ctx.file, fn) if _may_param_join(fn) else []
+            if not joins and not params:
                 continue
             tag = path_tag(ctx.project, ctx.file, fn)
             for join in joins:
@@ -171,7 +172,7 @@ class MissingWaitAtJoin(Rule):
                                  else f"the elements of `{join.collection}` each carry `{join.field}`, an event "
                                       "recorded after their device work")
                            + ": iterate over every element (the left-out event's work is otherwise never joined)")
-            for join in partial_param_joins(ctx.project, ctx.file, fn):  # (model/paramjoins.py)
+            for join in params:  # (model/paramjoins.py)
                 model, read = join.evidence
                 ctx.report(join.loop,
                            first_line(f"this join loop leaves out the {join.dropped} element of the events parameter "
@@ -203,9 +204,10 @@ class MissingWaitAtJoin(Rule):
                        confidence=Confidence.MEDIUM,
                        related=[Location(ctx.file.path, ctx.file.span(slot.record), "the write's event is recorded here")],
                        hint=(f"wait the slot's element of `{slot.events}` on the current stream before handing "
-                             f"`{slot.buffer}` out (recorded at line {line}): nothing in the project waits it, so the "
-                             "caller's stream can read the slot before the copy into it finished (the slot and the "
-                             "event are paired by the writer's stream scope only)"))
+                             f"`{slot.buffer}` out (recorded at line {line}): no code of this file waits it or joins the "
+                             "writer's stream and no other module names either, so the caller's stream can read the "
+                             "slot before the copy into it finished (the slot and the event are paired by the "
+                             "writer's stream scope only)"))
         dropping: set[int] = set()
         for cls in ctx.file.classes.values():
             for drop in dropped_events(ctx.project, ctx.file, cls):

@@ -12,10 +12,13 @@ upload can take it while the compute stream still reads the layer. So each such 
 allocation>`` bindings of a parameter / buffer (a loop variable over ``m.parameters()`` / ``m.buffers()`` and
 their ``named_`` forms, or ``self.<field>``) are recorded on no stream other than S, when
 
-- the same function records some tensor on a stream T other than S (the evidence of the stream that uses
-  what it uploads: its siblings are recorded there), and
+- the same function records a sibling (another object bound in its scopes, or an attribute of one) on a
+  stream T other than S (the evidence of the stream that uses what it uploads), and
 - another function of the file or its package rebinds ``.data`` of the same kind of object (a loop over the
-  same ``parameters`` / ``buffers`` method, or the same field of the same class): the swap-back that frees it.
+  same ``parameters`` / ``buffers`` method, or the same field of the same class) with no synchronisation or
+  wait before it: the swap-back that frees it.
+
+The allocation needs device evidence: ``.to(x)`` counts only when ``x`` names a device.
 
 A binding never recorded is reported at the binding; one recorded only on S (a no-op: its memory already
 belongs to S) at the record. Medium confidence: the reader's stream is inferred from the sibling records.
@@ -28,12 +31,12 @@ from dataclasses import dataclass
 
 from streamlint._lazy import cst
 
-from streamlint.model.apis import Role
 from streamlint.model.file import FileModel, FunctionInfo
+from streamlint.model.slotevents import scope_stream
 
 _HOLDERS = {"parameters": "parameters", "named_parameters": "parameters", "buffers": "buffers",
             "named_buffers": "buffers"}
-_MOVES = frozenset({"to", "cuda", "npu", "xpu", "clone", "contiguous"})
+_MOVES = frozenset({"to", "cuda", "npu", "xpu"})
 _FACTORIES = frozenset({"empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like",
                         "empty_strided"})
 _MAX_SIBLING_FILES = 40
@@ -70,23 +73,25 @@ def _function_swaps(project, file: FileModel, fn: FunctionInfo, cache) -> list[D
     for site in fn.scopes:
         if site.function is not fn:
             continue
-        use = next((u for u in project.scope_use(file, site).uses if u.role is Role.NATIVE_STREAM_CONTEXT), None)
-        stream = use.arg("stream") if use is not None else None
-        if stream is None:
+        code = scope_stream(project, file, site)
+        if code is None:
             continue
-        code = file.code(stream)
         if "current_stream" in code or "default_stream" in code:
             continue
         scopes.append((site.with_node, code))
     if not scopes:
         return []
     records = _records(file, fn.node.body, scopes)
+    bound = {with_node: _bindings(file, with_node.body) for with_node, _ in scopes}
+    bases = {file.code(target) for found in bound.values() for _, target, _ in found}
+    siblings = [(b, r, n) for b, r, n in records if b.split(".")[0].split("[")[0] in bases or
+                any(b == base or b.startswith(base + ".") for base in bases)]
     out: list[DataSwap] = []
     for with_node, alloc in scopes:
-        others = sorted({r for _, r, _ in records if r != alloc})
+        others = sorted({r for _, r, _ in siblings if r != alloc})
         if not others:
             continue
-        for assign, target, kind in _bindings(file, with_node.body):
+        for assign, target, kind in bound[with_node]:
             base = file.code(target)
             mine = [(r, node) for b, r, node in records if b in (base, f"{base}.data")]
             if any(r != alloc for r, _ in mine):
@@ -128,10 +133,9 @@ def _records(file: FileModel, body, scopes) -> list[tuple[str, str, cst.CSTNode]
     return out
 
 
-def _bindings(file: FileModel, body) -> list[tuple[cst.CSTNode, cst.BaseExpression, object]]:
-    """(assignment, target object, kind) of ``x.data = <device allocation>`` in ``body``, where x is a loop
-    variable over a module's parameters / buffers (kind: the method family) or ``self.<field>`` (kind: the
-    field's name with the class)."""
+def _data_assigns(body) -> list[tuple[cst.Assign, cst.BaseExpression, dict[str, str]]]:
+    """(assignment, object, holder loops in scope) of every ``x.data = ...`` in ``body``, with the loop
+    variables over a module's parameters / buffers around it (variable -> method family)."""
     out = []
 
     def visit(node, loops: dict[str, str]) -> None:
@@ -145,18 +149,29 @@ def _bindings(file: FileModel, body) -> list[tuple[cst.CSTNode, cst.BaseExpressi
             for child in node.children:
                 visit(child, inner)
             return
-        if isinstance(node, cst.Assign) and len(node.targets) == 1 and _allocates(node.value):
+        if isinstance(node, cst.Assign) and len(node.targets) == 1:
             t = node.targets[0].target
             if isinstance(t, cst.Attribute) and t.attr.value == "data":
-                obj = t.value
-                if isinstance(obj, cst.Name) and obj.value in loops:
-                    out.append((node, obj, ("loop", loops[obj.value])))
-                elif _self_field(obj) is not None:
-                    out.append((node, obj, ("field", _self_field(obj))))
+                out.append((node, t.value, loops))
         for child in node.children:
             visit(child, loops)
 
     visit(body, {})
+    return out
+
+
+def _bindings(file: FileModel, body) -> list[tuple[cst.CSTNode, cst.BaseExpression, object]]:
+    """(assignment, target object, kind) of ``x.data = <device allocation>`` in ``body``, where x is a loop
+    variable over a module's parameters / buffers (kind: the method family) or ``self.<field>`` (kind: the
+    field's name with the class)."""
+    out = []
+    for node, obj, loops in _data_assigns(body):
+        if not _allocates(node.value):
+            continue
+        if isinstance(obj, cst.Name) and obj.value in loops:
+            out.append((node, obj, ("loop", loops[obj.value])))
+        elif _self_field(obj) is not None:
+            out.append((node, obj, ("field", _self_field(obj))))
     return out
 
 
@@ -193,10 +208,17 @@ def _allocates(value) -> bool:
         return True
     if name not in _MOVES:
         return False
-    for arg in value.args:
-        if isinstance(arg.value, (cst.SimpleString, cst.Call)) and "cpu" in _text(arg.value):
+    if name != "to":
+        return True
+    for arg in value.args:  # `.to(x)`: a device only when x says so (`"cuda"`, `stream.device`, `self.device`)
+        if arg.keyword is not None and arg.keyword.value != "device":
+            continue
+        text = _text(arg.value).lower()
+        if "cpu" in text or "host" in text:
             return False
-    return True
+        if any(w in text for w in ("cuda", "npu", "xpu", "device")):
+            return True
+    return False
 
 
 def _text(node) -> str:
@@ -231,37 +253,32 @@ def _swap_back(project, file: FileModel, fn: FunctionInfo, kind) -> tuple[FileMo
             if kind[0] == "field" and (model is not file or other.class_name != fn.class_name):
                 continue
             for node in _rebindings(other.node.body, kind):
-                return model, node
+                if not _synchronised_before(model, other, node):
+                    return model, node
     return None
+
+
+_SYNCS = frozenset({"synchronize", "wait_stream", "wait_event", "wait"})
+
+
+def _synchronised_before(model: FileModel, fn: FunctionInfo, node: cst.CSTNode) -> bool:
+    """Does ``fn`` synchronise (the device, a stream or an event) or wait before the rebinding ``node``?
+    Then no stream still reads the storage it drops."""
+    try:
+        line = model.span(node).start_line
+        return any(site.method in _SYNCS and model.span(site.node).start_line <= line for site in fn.calls)
+    except Exception:  # noqa: BLE001 -- positions unavailable: assume it may synchronise (precision first)
+        return True
 
 
 def _rebindings(body, kind) -> list[cst.CSTNode]:
     """``x.data = ...`` of the kind's objects in ``body`` (any value: the old storage loses its owner)."""
     out = []
-
-    def visit(node, loops: dict[str, str]) -> None:
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            return
-        if isinstance(node, cst.For):
-            holder = _holder_loop(node)
-            inner = dict(loops)
-            if holder is not None:
-                inner[holder[0]] = holder[1]
-            for child in node.children:
-                visit(child, inner)
-            return
-        if isinstance(node, cst.Assign) and len(node.targets) == 1:
-            t = node.targets[0].target
-            if isinstance(t, cst.Attribute) and t.attr.value == "data":
-                obj = t.value
-                if kind[0] == "loop" and isinstance(obj, cst.Name) and loops.get(obj.value) == kind[1]:
-                    out.append(node)
-                elif kind[0] == "field" and _self_field(obj) == kind[1]:
-                    out.append(node)
-        for child in node.children:
-            visit(child, loops)
-
-    visit(body, {})
+    for node, obj, loops in _data_assigns(body):
+        if kind[0] == "loop" and isinstance(obj, cst.Name) and loops.get(obj.value) == kind[1]:
+            out.append(node)
+        elif kind[0] == "field" and _self_field(obj) == kind[1]:
+            out.append(node)
     return out
 
 

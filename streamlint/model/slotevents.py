@@ -11,20 +11,23 @@ element on to a call), the views are handed out unordered.
 :func:`unwaited_slot_reads` answers per class: the methods that return a call on, or an element of, a buffer
 field ``B`` (``return self.B.views(k)`` / ``return self.B[k]``) such that
 
+- the class binds ``self.B`` to device memory (a call with a device argument, a ``.cuda()`` result);
 - another method of the class writes through ``B`` (a call on ``self.B`` or on one of its elements) inside a
   stream scope, and records an element of a list event field ``E`` of the object later in the same scope
   (the pairing is by the scope only: medium confidence);
-- ``self.E`` is used nowhere in the class but for those records, its construction and ``len``; no other module
-  of the project names the field;
-- the stream it is recorded on is joined by no code of the class (``wait_stream`` of it, its
-  ``synchronize()``, a device synchronisation; also
-  :func:`~streamlint.model.flow.deadevents.recorded_on_joined_stream`).
+- ``self.E`` is used nowhere in the class but for those records, its construction and ``len``; no code of the
+  file outside the class names ``.E`` otherwise, and no other module of the project names it (byte search);
+- the stream it is recorded on is joined by no code of the class (``wait_stream`` of it or of a local alias of
+  it, its ``synchronize()``, a device synchronisation; also
+  :func:`~streamlint.model.flow.deadevents.recorded_on_joined_stream`), by no function of the file outside it,
+  and no other module names its field next to a ``wait_stream`` / ``synchronize`` (byte search).
 
 A reader that waits the event itself, or whose caller waits an element (handed on: a use), is not reported.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from streamlint._lazy import cst
@@ -61,7 +64,7 @@ def _class_reads(project, file: FileModel, cls: ClassInfo) -> list[UnwaitedSlotR
     pairs = []  # (buffer field, event field, writer, record)
     for method in cls.methods.values():
         for site in method.scopes:
-            stream = _scope_stream(project, file, site) if site.function is method else None
+            stream = scope_stream(project, file, site) if site.function is method else None
             if stream is None:
                 continue
             pairs.extend((b, e, method, rec, stream) for b, e, rec in _writes_then_records(site.with_node.body))
@@ -71,9 +74,11 @@ def _class_reads(project, file: FileModel, cls: ClassInfo) -> list[UnwaitedSlotR
     dead: dict[str, bool] = {}
     joined = _joined_streams(file, cls)
     for buffer, events, writer, record, stream in pairs:
+        if not _device_field(cls, buffer):
+            continue
         if events not in dead:
             dead[events] = _unconsumed(project, file, cls, events)
-        if not dead[events] or joined is None or stream in joined \
+        if not dead[events] or joined is None or stream in joined or _joined_elsewhere(project, file, cls, stream) \
                 or recorded_on_joined_stream(project, file, cls, writer, record):
             continue
         for reader in cls.methods.values():
@@ -85,8 +90,9 @@ def _class_reads(project, file: FileModel, cls: ClassInfo) -> list[UnwaitedSlotR
     return out
 
 
-def _scope_stream(project, file: FileModel, site) -> str | None:
-    """The code of the stream a native stream scope switches to (``self.copy_stream``)."""
+def scope_stream(project, file: FileModel, site) -> str | None:
+    """The code of the stream a native stream scope switches to (``self.copy_stream``); also used by
+    :mod:`~streamlint.model.dataswaps`."""
     use = next((u for u in project.scope_use(file, site).uses if u.role is Role.NATIVE_STREAM_CONTEXT), None)
     stream = use.arg("stream") if use is not None else None
     return file.code(stream) if stream is not None else None
@@ -97,9 +103,12 @@ def _joined_streams(file: FileModel, cls: ClassInfo) -> set[str] | None:
     None when one synchronises the device (every stream is joined)."""
     out: set[str] = set()
     for method in cls.methods.values():
+        aliases = _local_aliases(file, method)
         for site in method.calls:
             if site.method == "wait_stream" and site.node.args:
-                out.add(file.code(site.node.args[0].value))
+                code = file.code(site.node.args[0].value)
+                out.add(code)
+                out.update(aliases.get(code, ()))
             elif site.method == "synchronize":
                 if site.receiver is None or file.code(site.receiver).endswith(("cuda", "npu", "xpu", "accelerator")):
                     return None
@@ -171,12 +180,140 @@ def _unconsumed(project, file: FileModel, cls: ClassInfo, events: str) -> bool:
                 continue
             if not _inert_use(cur, parents):
                 return False
-    needle = events.encode()
+    if _named_outside(file, cls, events):
+        return False
+    return not _other_paths(project, file, events.encode())
+
+
+def _other_paths(project, file: FileModel, needle: bytes) -> list[str]:
+    """The other project files whose bytes contain ``needle`` (a byte search: nothing is parsed)."""
+    own = os.path.abspath(file.path)
     try:
-        others = [m for m in project.files_containing((needle,)) if m is not file]
+        return [p for p in project.paths_containing((needle,)) if os.path.abspath(p) != own]
     except Exception:  # noqa: BLE001 -- a project without a file index: this file only
-        others = []
-    return not others
+        return []
+
+
+def _named_outside(file: FileModel, cls: ClassInfo, events: str) -> bool:
+    """Does code of the file outside ``cls``'s own ``self.<events>`` uses name the field other than to build,
+    record or measure it (``pf.layer_ready[i]`` waited by a module function)? ``self.<events>`` in another
+    class is that class's own field."""
+    stack: list[tuple[cst.CSTNode, cst.ClassDef | None]] = [(file.module, None)]
+    parents: dict[int, cst.CSTNode] = {}
+    while stack:
+        cur, owner = stack.pop()
+        inner = cur if isinstance(cur, cst.ClassDef) else owner
+        for child in cur.children:
+            parents[id(child)] = cur
+            stack.append((child, inner))
+        if not (isinstance(cur, cst.Attribute) and cur.attr.value == events):
+            continue
+        if isinstance(cur.value, cst.Name) and cur.value.value == "self":
+            continue  # the class's own uses are checked above; another class's self is another object
+        if not _inert_use(cur, parents):
+            return True
+    return False
+
+
+def _local_aliases(file: FileModel, method: FunctionInfo) -> dict[str, set[str]]:
+    """``side = self.h2d`` in a method: local name -> the codes it is bound to."""
+    out: dict[str, set[str]] = {}
+    stack: list[cst.CSTNode] = [method.node.body]
+    while stack:
+        cur = stack.pop()
+        if isinstance(cur, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(cur, cst.Assign) and len(cur.targets) == 1 and isinstance(cur.targets[0].target, cst.Name):
+            out.setdefault(cur.targets[0].target.value, set()).add(file.code(cur.value))
+        stack.extend(cur.children)
+    return out
+
+
+def _joined_elsewhere(project, file: FileModel, cls: ClassInfo, stream: str) -> bool:
+    """Is the stream ``self.<S>`` joined by code outside the class: a ``wait_stream(x.S)`` /
+    ``x.S.synchronize()`` in the file, or another project file naming ``S`` with a ``wait_stream`` /
+    ``synchronize`` (a byte search: a caller may join it)?"""
+    name = stream.rpartition(".")[2]
+    if not name.isidentifier():
+        return True
+    for fn in file.functions.values():
+        if fn.class_name == cls.name:
+            continue
+        aliases = None
+        for site in fn.calls:
+            if site.method == "wait_stream" and site.node.args:
+                target = site.node.args[0].value
+            elif site.method == "synchronize" and site.receiver is not None:
+                target = site.receiver
+            else:
+                continue
+            codes = [file.code(target)]
+            if isinstance(target, cst.Name):
+                aliases = _local_aliases(file, fn) if aliases is None else aliases
+                codes = sorted(aliases.get(target.value, ()))
+                if not codes:  # a parameter or a name we do not follow: it may be this stream
+                    return True
+            for code in codes:
+                if code.startswith("self.") and fn.class_name:
+                    continue  # another class's own stream
+                if code.rpartition(".")[2] == name or "." not in code:
+                    return True
+    for path in _other_paths(project, file, name.encode()):
+        data = project.file_bytes(path) or b""
+        if b"wait_stream" in data or b"synchronize" in data:
+            return True
+    return False
+
+
+_DEVICE_WORDS = ("device", "cuda", "npu", "xpu")
+_DEVICE_MOVES = frozenset({"cuda", "npu", "xpu"})
+
+
+def _device_field(cls: ClassInfo, buffer: str) -> bool:
+    """Does some method of the class bind ``self.<buffer>`` to device memory: a ``.to(dev)`` / ``.cuda()``
+    result, or a call (a factory, an arena's constructor) with a device argument (``device=dev``,
+    ``"cuda"``), directly or as the elements of a list? A host list popped for a slot number is not."""
+    for method in cls.methods.values():
+        stack: list[cst.CSTNode] = [method.node.body]
+        while stack:
+            cur = stack.pop()
+            if isinstance(cur, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                continue
+            stack.extend(cur.children)
+            if isinstance(cur, (cst.Assign, cst.AnnAssign)) and cur.value is not None:
+                targets = [t.target for t in cur.targets] if isinstance(cur, cst.Assign) else [cur.target]
+                if any(_self_attr(t) == buffer and not isinstance(t, cst.Subscript) for t in targets) \
+                        and _device_value(cur.value):
+                    return True
+    return False
+
+
+def _device_value(value) -> bool:
+    if isinstance(value, (cst.ListComp, cst.GeneratorExp)):
+        return _device_value(value.elt)
+    if isinstance(value, (cst.List, cst.Tuple)):
+        return bool(value.elements) and all(_device_value(e.value) for e in value.elements)
+    if not isinstance(value, cst.Call):
+        return False
+    func = value.func
+    if isinstance(func, cst.Attribute) and func.attr.value in _DEVICE_MOVES:
+        return True
+    for arg in value.args:
+        text = _text(arg.value).lower()
+        if arg.keyword is not None and arg.keyword.value != "device":
+            continue
+        if "cpu" in text or "host" in text or "pin" in text:
+            continue
+        if any(w in text for w in _DEVICE_WORDS):
+            return True
+    return False
+
+
+def _text(node) -> str:
+    try:
+        return cst.Module(body=[]).code_for_node(node)
+    except Exception:  # noqa: BLE001 -- a node the printer refuses: no evidence
+        return ""
 
 
 def _inert_use(attr: cst.Attribute, parents: dict[int, cst.CSTNode]) -> bool:
@@ -209,4 +346,4 @@ def _hands_out(value, buffer: str) -> bool:
     return False
 
 
-__all__ = ["UnwaitedSlotRead", "unwaited_slot_reads"]
+__all__ = ["UnwaitedSlotRead", "scope_stream", "unwaited_slot_reads"]

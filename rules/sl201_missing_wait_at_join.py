@@ -14,7 +14,7 @@ def _import_model() -> None:
         silent_facade_syncs, HANDED, \
         SilentJoin, silent_joins, taken_events, DroppedEvent, UnheldEvent, dropped_events, unheld_events, \
         FunctionFlow, one_per_cause, device_module, function_at, MAIN, entry_stream_name, stream_expr, stream_label, \
-        partial_joins
+        partial_joins, partial_param_joins, unwaited_slot_reads
     from streamlint.model.dataflow import EarlyRecord, HostRead, Race, file_flows, path_tag
     from streamlint.model.eventguards import CURRENT, UnguardedRead, unguarded_reads
     from streamlint.model.flow.duckmethods import duck_calls
@@ -29,6 +29,13 @@ def _import_model() -> None:
     from streamlint.model.devicenames import device_module, function_at
     from streamlint.model.streams import MAIN, entry_stream_name, stream_expr, stream_label
     from streamlint.model.waits import partial_joins
+    from streamlint.model.paramjoins import partial_param_joins
+    from streamlint.model.slotevents import unwaited_slot_reads
+
+
+def _may_param_join(fn) -> bool:
+    """A function with two parameters besides ``self`` and a loop (cheap filter before model/paramjoins.py)."""
+    return fn.has_loop and len([p for p in fn.all_params if p not in ("self", "cls")]) >= 2
 
 
 _RANK = {None: 3, Confidence.HIGH: 3, Confidence.MEDIUM: 2, Confidence.LOW: 1}
@@ -51,7 +58,10 @@ class MissingWaitAtJoin(Rule):
     joins that stream only for its own work or as a teardown), and a method handing out the tensors of a
     container entry (`return item.state`) with no wait on the event stored with them after their copies, or a
     batch taken from a container field (`batch = self._batches.pop(0)`) whose event, taken from its container
-    with it, is dropped unwaited.
+    with it, is dropped unwaited. A slot arena's hand-out (`return self.arena.views(slot)`) whose per-slot events
+    (`self.layer_ready[i].record(self.copy)` after another method's write through `self.arena` in that stream's
+    scope) nobody waits, and a join loop over an events parameter that leaves out its first or last element while
+    the inputs it guards (another parameter) are read whole, are reported at medium confidence.
 
     ## Why is this bad?
     Work on different streams runs concurrently. Without a wait the consumer can read memory before
@@ -146,7 +156,8 @@ class MissingWaitAtJoin(Rule):
                     _report_host_read(ctx, fn, read)
         for fn in ctx.file.functions.values():
             joins = partial_joins(ctx.project, ctx.file, fn)
-            if not joins:
+            params = partial_param_joins(ctx.project, ctx.file, fn) if _may_param_join(fn) else []
+            if not joins and not params:
                 continue
             tag = path_tag(ctx.project, ctx.file, fn)
             for join in joins:
@@ -163,6 +174,18 @@ class MissingWaitAtJoin(Rule):
                                  else f"the elements of `{join.collection}` each carry `{join.field}`, an event "
                                       "recorded after their device work")
                            + ": iterate over every element (the left-out event's work is otherwise never joined)")
+            for join in params:  # (model/paramjoins.py)
+                model, read = join.evidence
+                ctx.report(join.loop,
+                           first_line(f"this join loop leaves out the {join.dropped} element of the events parameter "
+                                      f"`{join.collection}` while the inputs it guards are read whole [{tag}]",
+                                      f"this join loop leaves out the {join.dropped} element of `{join.collection}` "
+                                      f"[{tag}]"),
+                           confidence=Confidence.MEDIUM,
+                           related=[Location(model.path, model.span(read), "the guarded inputs are all read here")],
+                           hint=(f"`{join.collection}` is waited element by element before every input is read (the "
+                                 "events are paired with the inputs by the signature only): iterate over every "
+                                 "event, or the left-out producer's work is never joined"))
 
         lines = {ctx.file.span(race.node).start_line for flow in {id(f): f for _, f in flows.values()}.values()
                  for race in flow.races}
@@ -170,6 +193,23 @@ class MissingWaitAtJoin(Rule):
             if id(read.node) not in reported and ctx.file.span(read.node).start_line not in lines:
                 reported.add(id(read.node))
                 _report_unguarded(ctx, read)
+        for slot in unwaited_slot_reads(ctx.project, ctx.file):  # (model/slotevents.py)
+            if id(slot.node) in reported:
+                continue
+            reported.add(id(slot.node))
+            tag = path_tag(ctx.project, ctx.file, slot.reader)
+            line = ctx.file.span(slot.record).start_line
+            ctx.report(slot.node,
+                       first_line(f"`{slot.buffer}` is handed out here with no wait on `{slot.events}`, recorded after "
+                                  f"`{slot.writer.node.name.value}` writes it on its stream [{tag}]",
+                                  f"`{slot.buffer}` is handed out with no wait on the events of its writes [{tag}]"),
+                       confidence=Confidence.MEDIUM,
+                       related=[Location(ctx.file.path, ctx.file.span(slot.record), "the write's event is recorded here")],
+                       hint=(f"wait the slot's element of `{slot.events}` on the current stream before handing "
+                             f"`{slot.buffer}` out (recorded at line {line}): no code of this file waits it or joins the "
+                             "writer's stream and no other module names either, so the caller's stream can read the "
+                             "slot before the copy into it finished (the slot and the event are paired by the "
+                             "writer's stream scope only)"))
         dropping: set[int] = set()
         for cls in ctx.file.classes.values():
             for drop in dropped_events(ctx.project, ctx.file, cls):

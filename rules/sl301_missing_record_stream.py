@@ -15,11 +15,12 @@ _FREE_LABEL = {"unset": "attribute rebinding", "unset-shared": "attribute rebind
 def _import_model() -> None:
     """The model modules this rule uses, imported at its first check (a run that analyses no file
     never loads them)."""
-    global file_flows, path_tag, unrecorded_siblings, unrecorded_stored_siblings, broken_records, device_module, \
+    global file_flows, path_tag, unrecorded_siblings, unrecorded_data_swaps, unrecorded_stored_siblings, broken_records, device_module, \
         function_at, MAIN, entry_stream_name, stream_expr, stream_label, lifetime_reported_at
     from streamlint.model.dataflow import file_flows, lifetime_reported_at, path_tag
     from streamlint.model.handoffs import unrecorded_siblings, unrecorded_stored_siblings
     from streamlint.model.recorders import broken_records
+    from streamlint.model.dataswaps import unrecorded_data_swaps
     from streamlint.model.devicenames import device_module, function_at
     from streamlint.model.streams import MAIN, entry_stream_name, stream_expr, stream_label
 
@@ -126,6 +127,13 @@ class MissingRecordStream(Rule):
     reader's stream is inferred from the records). Not when the element is given to a call together with
     that stream (a record helper), when the record is on the current stream, nor when a function taking
     the values out of the field records them itself.
+
+    A layer offloader that binds a parameter's or buffer's `.data` to a device copy made on a side stream
+    (`with torch.cuda.stream(up): p.data = p.data_cpu.to(dev, non_blocking=True)`) makes a storage the
+    parameter does not keep: when another function of the package swaps `.data` back (`p.data = p.data_cpu`), the
+    block returns to the side stream's pool. A binding recorded on no stream other than the side stream, in a
+    function that records its siblings on another stream (the one that runs the layer), is reported at the binding,
+    or at its record on the side stream (a no-op) (medium confidence).
 
     ## Example
     ```python
@@ -273,6 +281,25 @@ class MissingRecordStream(Rule):
                     f"runs there, and `{miss.obj}`'s memory can otherwise go back to this stream's pool while "
                     f"`{miss.stream}` still uses it")
             ctx.report(miss.node, first, confidence=Confidence.MEDIUM, hint=hint)
+        for swap in unrecorded_data_swaps(ctx.project, ctx.file):  # (model/dataswaps.py)
+            fn = function_at(ctx.file, swap.node)
+            tag = path_tag(ctx.project, ctx.file, fn) if fn is not None else "eager"
+            back = swap.swap_file.span(swap.swap_node).start_line
+            where = "" if swap.swap_file is ctx.file else f" of {os.path.basename(swap.swap_file.path)}"
+            if swap.noop:
+                first = first_line(f"`{swap.name}` is recorded only on `{swap.alloc}`, the stream it is allocated on, "
+                                   f"not on `{swap.other}` [{tag}]",
+                                   f"`{swap.name}` is recorded only on the stream it is allocated on [{tag}]")
+            else:
+                first = first_line(f"`{swap.name}` is allocated on `{swap.alloc}` and recorded on no other stream, "
+                                   f"unlike its siblings recorded on `{swap.other}` [{tag}]",
+                                   f"`{swap.name}` is allocated on a side stream and recorded on no other stream [{tag}]")
+            hint = (f"add `{swap.name}.record_stream({swap.other})`: the parameter is long-lived but this storage is "
+                    f"not; the `.data` rebinding at line {back}{where} drops it, and its block can go back to "
+                    f"`{swap.alloc}`'s next allocation while `{swap.other}` still reads it (the reader's stream is "
+                    "inferred from the records of its siblings)")
+            related = [Location(swap.swap_file.path, swap.swap_file.span(swap.swap_node), "the storage is dropped here")]
+            ctx.report(swap.node, first, confidence=Confidence.MEDIUM, related=related, hint=hint)
 
     @staticmethod
     def _noop_record(ctx: RuleContext, issue, main: str | None, use: str, alloc: str) -> None:

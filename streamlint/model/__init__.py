@@ -120,4 +120,11 @@ Layer 3 — one function's flow
                     storing tensors together in a field for a sibling method record each on the reader's?
     ``hostattrs``   which fields of a class hold host values (literals, host-typed parameters, instances of
                     non-tensor classes, declared host types such as ``Dict[str, str]``)?
+    ``dataswaps``   which parameter / buffer storages bound on a side stream (``p.data = host.to(dev)``,
+                    swapped back by another function of the package) are recorded on no stream their
+                    siblings are recorded on?
+    ``paramjoins``  which join loops over an events parameter leave out its first or last element while
+                    another parameter (the inputs the events guard) is iterated whole after the loop?
+    ``slotevents``  which methods hand out a buffer field's contents that another method writes on a
+                    stream and marks with an element of a list event field nobody waits?
 """

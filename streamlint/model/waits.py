@@ -230,7 +230,7 @@ class PartialJoin:
     field: str | None = None  # the elements are objects, each waited through this event field
 
 
-def _loop_collection(fn_node: cst.FunctionDef, loop: cst.For) \
+def loop_collection(fn_node: cst.FunctionDef, loop: cst.For) \
         -> tuple[cst.BaseExpression, str, list[str], str | None] | None:
     """(collection, dropped element, names bound to its elements, the field of each element they take) of a
     loop reaching every element of a container but its first or last: ``for e in xs[1:]``,
@@ -303,7 +303,7 @@ def _holder_name(e: cst.BaseExpression) -> str | None:
     return None
 
 
-def _waits_on(body: cst.CSTNode, names: list[str]) -> bool:
+def waits_on(body: cst.CSTNode, names: list[str]) -> bool:
     """Does the loop body wait on a loop element (``s.wait_event(e)``, ``e.wait()``, ``e.synchronize()``,
     ``s.wait_stream(e)``)?"""
     stack: list[cst.CSTNode] = [body]
@@ -337,7 +337,7 @@ def _waited_field(body: cst.CSTNode, names: list[str]) -> str | None:
 _JOIN_CALLS = frozenset({"wait_event", "wait", "synchronize", "wait_stream", "current_stream"})
 
 
-def _only_joins(body: cst.CSTNode) -> bool:
+def only_joins(body: cst.CSTNode) -> bool:
     """A loop body that only joins (its calls wait; the rest is host bookkeeping): leaving out one element
     leaves out only its join, not its work too."""
     stack: list[cst.CSTNode] = [body]
@@ -434,7 +434,7 @@ def _root(e: cst.BaseExpression) -> cst.BaseExpression:
     return e
 
 
-def _element_taken(fn_node: cst.FunctionDef, code: str, dropped: str, text: str) -> bool:
+def element_taken(fn_node: cst.FunctionDef, code: str, dropped: str, text: str) -> bool:
     """Does ``fn`` take the element the loop leaves out by its index, from the container or a local alias of it
     (``self.events[0]``; ``evs = self.events`` then ``evs[0]``)? Then it may wait on it outside the loop."""
     names = {code.replace(" ", "")}
@@ -468,7 +468,7 @@ def partial_joins(project: Project, file: FileModel, fn: FunctionInfo) -> list[P
         stack.extend(children(node))
         if not isinstance(node, cst.For):
             continue
-        parsed = _loop_collection(fn.node, node)
+        parsed = loop_collection(fn.node, node)
         if parsed is None or _joined_otherwise(file, fn, node):
             continue
         coll, dropped, names, field = parsed
@@ -476,23 +476,23 @@ def partial_joins(project: Project, file: FileModel, fn: FunctionInfo) -> list[P
         if name is None:
             continue
         if field is not None:  # `for e in [r.ready for r in reqs][1:]`: the elements' event field
-            if _waits_on(node.body, names) and _only_joins(node.body):
+            if waits_on(node.body, names) and only_joins(node.body):
                 evidence = _field_record(project, file, field)
                 if evidence is not None:
                     found.append(PartialJoin(node, file.code(coll), dropped, evidence, field))
             continue
-        if not _waits_on(node.body, names):
+        if not waits_on(node.body, names):
             attr = _waited_field(node.body, names)
-            if attr is not None and _only_joins(node.body):
+            if attr is not None and only_joins(node.body):
                 evidence = _field_record(project, file, attr)
                 code = file.code(coll)
                 text = text if text is not None else file.code(fn.node)
-                if evidence is not None and not _element_taken(fn.node, code, dropped, text):
+                if evidence is not None and not element_taken(fn.node, code, dropped, text):
                     found.append(PartialJoin(node, code, dropped, evidence, attr))
             continue
         text = text if text is not None else file.code(fn.node)
         code = file.code(coll)
-        if _element_taken(fn.node, code, dropped, text):
+        if element_taken(fn.node, code, dropped, text):
             continue
         plain = isinstance(_root(coll), cst.Name)
         if next(_stores_in(fn.node, name, plain), None) is not None:
@@ -517,7 +517,8 @@ def partial_joins(project: Project, file: FileModel, fn: FunctionInfo) -> list[P
 
 
 __all__ = ["PartialJoin", "consumes_event", "partial_joins", "event_recorded_elsewhere", "event_recorded_in_class", "first_in_stream_scope", "later_op_on_stream", "loads_after",
-           "result_discarded", "signaller_forks", "statement_of", "stream_scope_key"]
+           "result_discarded", "signaller_forks", "statement_of", "stream_scope_key", "loop_collection", "element_taken",
+           "only_joins", "waits_on"]
 
 
 # host synchronisation objects shared between threads: class -> the methods that block until another

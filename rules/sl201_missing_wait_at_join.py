@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from streamlint.finding import Confidence, Location, Severity
-from streamlint.model.apis import STREAM_MARKERS
+from streamlint.model.apis import NON_BLOCKING_MARKER, STREAM_MARKERS
 from streamlint.model.ctxfactories import uncorrelated_optional
 from streamlint.rule import FIRST_LINE, Invalid, Option, Rule, RuleContext, Valid, first_line
 
@@ -85,7 +85,7 @@ class MissingWaitAtJoin(Rule):
     severity = Severity.ERROR
     confidence = Confidence.HIGH
     mode_tagged = True
-    markers = STREAM_MARKERS
+    markers = STREAM_MARKERS + (NON_BLOCKING_MARKER,)
     options = (
         Option("ge-explicit-join-waits", bool, False,
                "In ge, report every cross-stream data join without an explicit wait."),
@@ -483,7 +483,7 @@ def _report_host_read(ctx: RuleContext, fn, read: HostRead) -> None:
     hint = (f"a non-blocking copy to host memory returns before the data arrives: call {sync} (or synchronize an "
             f"event recorded after the copy) before the host reads `{read.name}`")
     related = _copy_related(ctx, read, "non-blocking copy queued here")
-    ctx.report(read.node, message, related=related, hint=hint)
+    ctx.report(read.node, message, confidence=None if read.placed else Confidence.MEDIUM, related=related, hint=hint)
 
 
 def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | None, use_line: int,
@@ -636,8 +636,8 @@ def _report_pending_exit(ctx: RuleContext, read: HostRead, main: str | None, str
     hint = (f"call {sync} before it leaves the function, or record an event after the copy and hand it over for "
             "the reader to synchronise")
     related = _copy_related(ctx, read, "non-blocking copy queued here")
-    ctx.report(read.node, message, confidence=Confidence.HIGH if reader else Confidence.MEDIUM, related=related,
-               hint=hint)
+    ctx.report(read.node, message, confidence=Confidence.HIGH if reader and read.placed else Confidence.MEDIUM,
+               related=related, hint=hint)
 
 
 def _report_engine_send(ctx: RuleContext, read: HostRead, main: str | None, stream: str) -> None:

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from streamlint.finding import Confidence, Location, Severity
-from streamlint.model.apis import NON_BLOCKING_MARKER, STREAM_MARKERS
+from streamlint.model.apis import STREAM_MARKERS
 from streamlint.model.ctxfactories import uncorrelated_optional
 from streamlint.rule import FIRST_LINE, Invalid, Option, Rule, RuleContext, Valid, first_line
 
@@ -85,7 +85,7 @@ class MissingWaitAtJoin(Rule):
     severity = Severity.ERROR
     confidence = Confidence.HIGH
     mode_tagged = True
-    markers = STREAM_MARKERS + (NON_BLOCKING_MARKER,)
+    markers = STREAM_MARKERS
     options = (
         Option("ge-explicit-join-waits", bool, False,
                "In ge, report every cross-stream data join without an explicit wait."),

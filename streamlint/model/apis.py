@@ -390,10 +390,6 @@ STREAM_MARKERS: tuple[bytes | PatternMarker, ...] = (
     b"tagged_event", b"limit_core_num", b"super_kernel", b"npu_prefetch", b"CompilerConfig",
 )
 
-# A non-blocking copy (``x.to("cpu", non_blocking=True)``, ``pinned.copy_(g, non_blocking=True)``): a file with no
-# stream or event still queues asynchronous device-to-host copies the host may read before they finish (SL201)
-NON_BLOCKING_MARKER = PatternMarker(b"non_blocking", rb"non_blocking\s*=\s*True")
-
 
 # torch.distributed functions: (indices written, indices read)
 COLLECTIVES: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {

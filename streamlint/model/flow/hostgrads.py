@@ -11,7 +11,9 @@ arrive before the update reads them.
 The copy's source is of unknown placement (a parameter's gradient handed in by the optimizer's
 ``param_groups``): a host source makes it a synchronous no-op, so its reads are reported less sure
 (``HostReads.unplaced_host_copy``). The reader is a ``step()`` of a receiver every assignment of which (in the
-function for a local, in the class for ``self.<f>``) constructs a ``torch.optim`` optimizer. A blocking copy
+function for a local, in the class for ``self.<f>``) constructs a ``torch.optim`` optimizer over the ``.grad``'s
+owners: over what the owner's loop iterates, or over a local collection of a method that makes pinned host
+tensors; an optimizer over a module's (device) parameters reads device gradients only. A blocking copy
 (no ``non_blocking``), a ``.grad`` the function does not pin, or a step of anything else is not considered.
 """
 
@@ -21,6 +23,7 @@ from streamlint._lazy import cst
 from streamlint.model.file import dotted
 from streamlint.model.flow.values import State, TVal
 from streamlint.model.placement import host_source, non_blocking, pinned_value
+from streamlint.model.walk import children
 
 _GRADS = "<host .grad>"  # the key in ``State.held`` of the pending host gradients this function made
 
@@ -36,10 +39,10 @@ class HostGradients:
             return
         if e.func.attr.value == "copy_" and non_blocking(e):
             self._grad_copy(st, e, e.func.value)
-        elif e.func.attr.value == "step" and st.held.get(_GRADS) and self._host_optimizer(e.func.value):
+        elif e.func.attr.value == "step" and st.held.get(_GRADS):
             for sid in st.held[_GRADS]:
                 S = st.stores.get(sid)
-                if S is not None and S.d2h is not None:
+                if S is not None and S.d2h is not None and self._host_optimizer(e.func.value, self.host_grads.get(sid)):
                     self._consume(st, S.d2h, self.host_grads.get(sid, "grad"), f"`{self.cfile.code(e.func)}()`")
 
     def grad_slot(self, st: State, out: TVal) -> None:
@@ -71,17 +74,32 @@ class HostGradients:
             self.host_grads[out.sid] = name
             st.held[_GRADS] = tuple(dict.fromkeys(st.held.get(_GRADS, ()) + (out.sid,)))
 
-    def _host_optimizer(self, recv: cst.BaseExpression) -> bool:
-        """Is ``recv`` (``self.inner``, ``opt``) a ``torch.optim`` optimizer wherever it is set?"""
+    def _host_optimizer(self, recv: cst.BaseExpression, grad: str | None) -> bool:
+        """Is ``recv`` (``self.inner``, ``opt``) a ``torch.optim`` optimizer over the owners of ``grad``
+        (``master.grad``) wherever it is set? Over a module's parameters it reads device gradients only: it must
+        be built over what the owner's loop iterates (``SGD(model.parameters())``, ``for p in
+        self.model.parameters(): p.grad = p.grad.to("cpu", non_blocking=True)``), or over a local collection of
+        the method that builds the optimizer, which makes page-locked host tensors (the masters)."""
         if isinstance(recv, cst.Name):
-            values = self.fn.name_assigns.get(recv.value, [])
+            values = [(v, self.fn) for v in self.fn.name_assigns.get(recv.value, [])]
         elif isinstance(recv, cst.Attribute) and isinstance(recv.value, cst.Name) and recv.value.value == "self":
             cls = self.cfile.classes.get(self.fn.class_name or "") if self.fn.class_name else None
-            values = [a.value for m in (cls.methods.values() if cls else ()) for a in m.assigns
+            values = [(a.value, m) for m in (cls.methods.values() if cls else ()) for a in m.assigns
                       if a.target == f"self.{recv.attr.value}"]
         else:
             return False
-        return bool(values) and all(isinstance(v, cst.Call) and self._optim_class(v) for v in values)
+        owner = grad[:-len(".grad")] if grad and grad.endswith(".grad") else None
+        iters = _loop_sources(self.fn.node, owner) if owner else set()
+        return bool(values) and all(isinstance(v, cst.Call) and self._optim_class(v)
+                                    and self._over_owners(v, m, iters) for v, m in values)
+
+    def _over_owners(self, call: cst.Call, m, iters: set[str]) -> bool:
+        arg = next((a.value for a in call.args if a.keyword is None or a.keyword.value == "params"), None)
+        if arg is None:
+            return False
+        if _unself(self.cfile.code(arg)) in iters:
+            return True
+        return isinstance(arg, cst.Name) and arg.value in m.name_assigns and _makes_pinned(m.node)
 
     def _optim_class(self, call: cst.Call) -> bool:
         site = self.cfile.call_site(call)
@@ -97,3 +115,31 @@ def _pinning_factory(v: cst.BaseExpression) -> bool:
     pin = next((a.value for a in v.args if a.keyword is not None and a.keyword.value == "pin_memory"), None)
     return pin is not None and not (isinstance(pin, cst.Name) and pin.value == "False") \
         and not any(a.keyword is not None and a.keyword.value == "device" for a in v.args)
+
+
+def _unself(code: str) -> str:
+    return code[5:] if code.startswith("self.") else code
+
+
+def _loop_sources(fn: cst.FunctionDef, owner: str) -> set[str]:
+    """The iterables (``self.`` dropped) of the loops of ``fn`` binding ``owner`` alone (``for p in X``)."""
+    out: set[str] = set()
+    stack: list[cst.CSTNode] = [fn.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.For) and isinstance(node.target, cst.Name) and node.target.value == owner:
+            out.add(_unself(cst.Module([]).code_for_node(node.iter)))
+        if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) or node is fn:
+            stack.extend(children(node))
+    return out
+
+
+def _makes_pinned(fn: cst.FunctionDef) -> bool:
+    """Does ``fn`` make page-locked host memory (a ``pin_memory=`` factory with no ``device=``)?"""
+    stack: list[cst.CSTNode] = [fn.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call) and _pinning_factory(node):
+            return True
+        stack.extend(children(node))
+    return False

@@ -19,14 +19,12 @@ returned True (:meth:`Polls.poll_test`, called by flow/control.py)."""
 from __future__ import annotations
 
 from streamlint._lazy import cst
-from streamlint.model.file import dotted
 from streamlint.model.flow.values import State, TVal, merge_clock
 from streamlint.model.streams import MAIN
 from streamlint.model.syntax import forever, local_nodes, node_memo
 from streamlint.model.walk import children
 
 GATE, DISCARD = "gate", "discard"
-_NO_DEVICE_TESTS = frozenset(f"torch.{d}.is_available" for d in ("cuda", "npu", "xpu", "mlu", "musa"))
 
 
 def is_poll(node: cst.CSTNode) -> bool:
@@ -105,15 +103,9 @@ class Polls:
             merge_clock(st.host, seen)
 
     def device_test(self, st: State, test: cst.BaseExpression, outcome: bool) -> None:
-        """``if x.is_cuda:`` false: ``x`` is a host tensor on this path (no stream produced it). ``if
-        torch.cuda.is_available():`` false: there is no device on this path, so no copy from it is pending
-        (``if torch.cuda.is_available(): torch.cuda.synchronize()`` synchronises every copy there is)."""
+        """``if x.is_cuda:`` false: ``x`` is a host tensor on this path (no stream produced it)."""
         while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             test, outcome = test.expression, not outcome
-        if not outcome and isinstance(test, cst.Call) and not test.args and dotted(test.func) in _NO_DEVICE_TESTS:
-            for S in st.stores.values():
-                if S.d2h is not None and st.host.get(S.d2h.stream, -1) < S.d2h.time:
-                    st.host[S.d2h.stream] = S.d2h.time
         if not outcome and isinstance(test, cst.Attribute) and test.attr.value in ("is_cuda", "is_npu") \
                 and isinstance(test.value, cst.Name) and isinstance(st.env.get(test.value.value), TVal):
             st.env[test.value.value] = self.host_tensor(st)

@@ -106,8 +106,9 @@ Layer 3 — one function's flow
                     is not None there), ``indexsets`` (a loop over every index of a collection picking streams
                     from a list joins / forks every stream picked through it: family keys ``xs[I[*]]``),
                     ``hostwrites`` (a host op writing certainly-host memory, pinned fields included, is on the host
-                    timeline: later stream work is ordered after it), ``membership`` (comparisons; ``k in d`` on a
-                    dict / set reads no tensor), ``interp`` (the composition), ``results`` (what rules read)
+                    timeline: later stream work is ordered after it), ``hostgrads`` (a host optimizer's ``step()``
+                    reads the pinned ``.grad`` slots a non-blocking copy still fills), ``membership``
+                    (comparisons; ``k in d`` on a dict / set reads no tensor), ``interp`` (the composition), ``results`` (what rules read)
     ``breaks``      where does a compiled region break the graph, and what reaches a no-break scope?
     ``waits``       syntactic facts around npu_wait_tensor / ops.record / event waits
     ``families``    which API families does a function mix, and on which execution paths?

@@ -335,7 +335,8 @@ class Expressions:
         uses = tuple(u for u in (self.project.api_uses(self.cfile, site) if site is not None else ())
                      if u.wrappers or u.modes is None or self.cfg.mode in u.modes)  # (not on this path)
         direct = [u for u in uses if not u.wrappers]
-        if direct:
+        if direct:  # (`torch.save(state, f)` / `print(x)`, graph breaks too, read what they are handed on the host)
+            self.host_consumer_call(st, e, site.target if site is not None else None)
             return self.api(st, e, direct[0])
         waits = [u for u in uses if u.role is Role.WAIT_TENSOR]
         if waits:
@@ -584,6 +585,7 @@ class Expressions:
             self.call_args(st, e)
             if name != "pin_memory" and non_blocking(e) and not isinstance(recv, KVal):
                 self.op(st, e, [], result=False)  # an asynchronous D2H copy of an unknown tensor: work queued here
+                return self.unplaced_host_copy(st, self.host_tensor(st))
             return self.host_tensor(st)  # `batch.cpu()`, `buf.pin_memory()`: host memory whatever the receiver
         if not tensors and isinstance(recv, KVal) and recv.opaque and name in COPY_METHODS:
             _, reads, _ = self.call_args(st, e)

@@ -126,6 +126,20 @@ class HostReads:
             if pinned and not st.regions:  # page-locked: it runs after the call returns (pending_exit); not
                 # a captured copy (it runs at replay: captures.py)
                 self.pinned_copies.add(id(self.anchor))
+                self.grad_slot(st, out)
+        return out
+
+    def unplaced_host_copy(self, st: State, out: TVal) -> TVal:
+        """``p.to("cpu", non_blocking=True)`` of a value the flow does not place (a module's parameter, an element
+        of a collection handed in): only a device tensor copies asynchronously (a host one is returned as it is),
+        so ``out`` is the pinned result of a copy queued on the current stream, pending until a host
+        synchronisation; its host reads are reported less sure (``HostRead.placed`` False: medium)."""
+        S = st.stores.get(out.sid)
+        if S is not None and self.anchor is not None and not st.regions:
+            S.d2h = Access(st.cur, self.clock, self.anchor, {})
+            self.pinned_copies.add(id(self.anchor))
+            self.unplaced_copies.add(id(self.anchor))
+            self.grad_slot(st, out)  # (`p.grad = p.grad.to("cpu", non_blocking=True)`: hostgrads.py)
         return out
 
     def host_read(self, st: State, expr: cst.CSTNode, consumer: str = "a host read") -> None:
@@ -228,7 +242,8 @@ class HostReads:
             name = holder or self.label(st, sid) or S.name or "tensor"
             how = "returned" if sid in sids else "a field"
             self.host_reads[id(node)] = HostRead(node, name, copy.stream, copy.node,
-                                                 f"{how}:{reader}" if reader else how, self.cfg.mode, "exit")
+                                                 f"{how}:{reader}" if reader else how, self.cfg.mode, "exit",
+                                                 placed=id(copy.node) not in self.unplaced_copies)
             return
 
     def _class_synchronises(self) -> bool:
@@ -334,6 +349,7 @@ class HostReads:
         """``torch.save(buf, f)``, ``q.put(buf)``, ``writer.write_record(name, buf, n)``: a call of the API
         table's host consumers reads the host tensors it is handed. An event handed along with them is a
         hand-off (the receiver synchronises it before reading: ``Expressions.handoff``)."""
+        self.host_gradients(st, e)  # (a copy into a pinned ``.grad``, a host optimizer's step: hostgrads.py)
         func = e.func
         if isinstance(func, cst.Attribute):
             if func.attr.value not in HOST_CONSUMER_METHODS and target not in HOST_CONSUMER_FUNCTIONS:
@@ -467,10 +483,10 @@ class HostReads:
             return
         if id(self.anchor) not in self.host_reads:
             self.host_reads[id(self.anchor)] = HostRead(self.anchor, name, copy.stream, copy.node, consumer,
-                                                        self.cfg.mode)
+                                                        self.cfg.mode, placed=id(copy.node) not in self.unplaced_copies)
         if exit is not None and id(exit) not in self.host_reads:  # the helper that handed it back unsynchronised
             self.host_reads[id(exit)] = HostRead(exit, name, copy.stream, self.anchor, consumer, self.cfg.mode,
-                                                 "returned")
+                                                 "returned", placed=id(copy.node) not in self.unplaced_copies)
 
     def mark_exit(self, st: State, fn, mod, ret: object) -> dict:
         """An inlined helper of this module hands back host tensors its copies still fill, with no host

@@ -31,6 +31,7 @@ from streamlint.model.flow.entryctx import register_runner, seed_entry
 from streamlint.model.flow.escapes import EventEscapes
 from streamlint.model.flow.fieldfamilies import FieldFamilies
 from streamlint.model.flow.hostreads import HostReads
+from streamlint.model.flow.hostgrads import HostGradients
 from streamlint.model.flow.hostsync import HostSyncs
 from streamlint.model.flow.xfer import TransferSends
 from streamlint.model.flow.apicalls import ApiCalls
@@ -93,7 +94,7 @@ def _last_simple(body: list) -> cst.CSTNode | None:
 
 class Interp(CalleeRecords, HandedHolders, ScopedNoneTests, GuardedWork, IndexSets, Membership, HostWrites, Consumers, PendingArgs, Orderings, Records, Storages, Unsets, Expressions, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes,
              HostReads, HostSyncs, TransferSends, Counters, Promises, Slots, Replays, Rounds, Finals,
-             HandedBack, Polls, FieldFamilies):
+             HandedBack, Polls, FieldFamilies, HostGradients):
     """Path-sensitive abstract interpretation of one function body in program order."""
 
     protocol_seed = True  # seed the fields other methods of the class leave on a side stream (protocols.py)
@@ -147,6 +148,8 @@ class Interp(CalleeRecords, HandedHolders, ScopedNoneTests, GuardedWork, IndexSe
         self.host_reads: dict[int, HostRead] = {}  # host reads of pending device-to-host copies (hostreads.py)
         self.dict_values: dict[int, object] = {}  # dict literal -> TupVal of its values (exprs.py)
         self.pinned_copies: set[int] = set()  # asynchronous copies into page-locked host memory (hostreads.py)
+        self.unplaced_copies: set[int] = set()  # ... of a tensor of unknown placement (hostreads.py: medium)
+        self.host_grads: dict[int, str] = {}  # pending host ``.grad`` storages: their place (hostgrads.py)
         self.dropped: dict[int, tuple] = {}  # records whose event a path drops (hostsync.py): id -> (key, finding)
         self._anonymous: dict[int, int] = {}  # creation node -> index in program order
         self.steps = 0

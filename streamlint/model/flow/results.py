@@ -110,6 +110,7 @@ class HostRead:
     # done (``.put()``, ``.set()``) while side-stream work this function queued (``copy``: its scope) still runs;
     # "dropped": ``node`` records event ``name`` after the work ``copy``, and a path drops the event (hostsync.py)
     kind: str = "copy"
+    placed: bool = True  # False: the copy's source is of unknown placement (only a device tensor copies asynchronously)
 
 
 @dataclass(frozen=True)

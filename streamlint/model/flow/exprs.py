@@ -31,26 +31,10 @@ from streamlint.model.apis import COLLECTIVE_PARAMS, COLLECTIVES, HOST_VERDICTS
 from streamlint.model.flow.hostreads import host_blocking_helper
 from streamlint.model.placement import host_library
 from streamlint.model.tensors import (
-    BLOCKING_HOST_READS,
-    COPY_METHODS,
-    EMPTY_FACTORIES,
-    HOST_VALUE_METHODS,
-    LIKE_FACTORIES,
-    library_record,
-    META_ATTRS,
-    META_METHODS,
-    MULTI_VIEW_METHODS,
-    NON_TENSOR_BUILTINS, NON_TENSOR_KWARGS,
-    OVERWRITE_METHODS, REPACKS,
-    STORAGE_REBIND_METHODS,
-    VIEW_ATTRS,
-    VIEW_METHODS,
-    device_like,
-    host_factory, host_placed, host_target,
-    non_blocking,
-    return_kind,
-    tensor_method,
-    torch_returns_tensor,
+    BLOCKING_HOST_READS, COPY_METHODS, EMPTY_FACTORIES, HOST_VALUE_METHODS, LIKE_FACTORIES, library_record,
+    META_ATTRS, META_METHODS, MULTI_VIEW_METHODS, NON_TENSOR_BUILTINS, NON_TENSOR_KWARGS, OVERWRITE_METHODS,
+    REPACKS, STORAGE_REBIND_METHODS, VIEW_ATTRS, VIEW_METHODS, device_like, host_factory, host_placed, host_target,
+    non_blocking, return_kind, tensor_method, torch_returns_tensor,
 )
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from streamlint._lazy import cst
 
 from streamlint.model.file import FileModel, FunctionInfo
+from streamlint.model.syntax import local_nodes
 from streamlint.model.waits import PartialJoin, element_taken, loop_collection, only_joins, waits_on
 
 
@@ -34,7 +35,7 @@ def partial_param_joins(project, file: FileModel, fn: FunctionInfo) -> list[Part
     params.pop("cls", None)
     if len(params) < 2:
         return []
-    loops = [n for n in _local_fors(fn.node.body)]
+    loops = [n for n in local_nodes(fn.node.body) if isinstance(n, cst.For)]
     found: list[PartialJoin] = []
     text = None
     for loop in loops:
@@ -68,19 +69,6 @@ def partial_param_joins(project, file: FileModel, fn: FunctionInfo) -> list[Part
             continue
         found.append(PartialJoin(loop, coll.value, dropped, (file, paired)))
     return found
-
-
-def _local_fors(body: cst.CSTNode) -> list[cst.For]:
-    out: list[cst.For] = []
-    stack: list[cst.CSTNode] = [body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        if isinstance(node, cst.For):
-            out.append(node)
-        stack.extend(node.children)
-    return out
 
 
 _DEVICE_EVENT_MODULES = ("torch.cuda.", "torch.npu.", "torch_npu.npu.", "torch_npu.", "torch.xpu.", "torch.")

@@ -35,6 +35,7 @@ from streamlint._lazy import cst
 from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
 from streamlint.model.flow.deadevents import recorded_on_joined_stream
+from streamlint.model.syntax import local_nodes
 
 
 _ORDERING = frozenset({"wait_stream", "wait_event", "record_event", "synchronize", "query", "record"})
@@ -152,16 +153,10 @@ def _writes_then_records(body) -> list[tuple[str, str, cst.CSTNode]]:
 
 
 def _calls(node) -> list[cst.Call]:
-    out = []
-    stack = [node]
-    while stack:
-        cur = stack.pop()
-        if isinstance(cur, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        if isinstance(cur, cst.Call):
-            out.append(cur)
-        stack.extend(reversed(cur.children))
-    return out
+    """The calls of a statement in lexical order, not inside a nested definition (nor a nested one itself)."""
+    if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        return []
+    return [n for n in local_nodes(node) if isinstance(n, cst.Call)]
 
 
 def _unconsumed(project, file: FileModel, cls: ClassInfo, events: str) -> bool:

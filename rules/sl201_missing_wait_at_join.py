@@ -33,11 +33,6 @@ def _import_model() -> None:
     from streamlint.model.slotevents import unwaited_slot_reads
 
 
-def _may_param_join(fn) -> bool:
-    """A function with two parameters besides ``self`` and a loop (cheap filter before model/paramjoins.py)."""
-    return fn.has_loop and len([p for p in fn.all_params if p not in ("self", "cls")]) >= 2
-
-
 _RANK = {None: 3, Confidence.HIGH: 3, Confidence.MEDIUM: 2, Confidence.LOW: 1}
 
 
@@ -156,7 +151,7 @@ class MissingWaitAtJoin(Rule):
                     _report_host_read(ctx, fn, read)
         for fn in ctx.file.functions.values():
             joins = partial_joins(ctx.project, ctx.file, fn)
-            params = partial_param_joins(ctx.project, ctx.file, fn) if _may_param_join(fn) else []
+            params = partial_param_joins(ctx.project, ctx.file, fn)
             if not joins and not params:
                 continue
             tag = path_tag(ctx.project, ctx.file, fn)

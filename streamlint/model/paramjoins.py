@@ -29,6 +29,10 @@ from streamlint.model.waits import PartialJoin, element_taken, loop_collection, 
 
 
 def partial_param_joins(project, file: FileModel, fn: FunctionInfo) -> list[PartialJoin]:
+    """The join loops of ``fn`` over an events parameter that leave out its first / last element while another
+    parameter, the inputs they guard, is iterated whole after them (see the module docstring)."""
+    if not fn.has_loop:
+        return []
     params = {p.name.value: p for p in (*fn.node.params.posonly_params, *fn.node.params.params,
                                          *fn.node.params.kwonly_params)}
     params.pop("self", None)

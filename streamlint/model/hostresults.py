@@ -23,6 +23,10 @@ def _host_value(fn: FunctionInfo, v: cst.BaseExpression, depth: int = 0, file: F
     if isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value in HOST_RESULT_METHODS \
             and not v.args:
         return True  # a numpy array / Python values: host memory, never a tensor of a stream
+    if isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value in HOST_SCALAR_METHODS:
+        return True  # `x.size(0)`, `group.rank()`: a Python int / torch.Size / bool whatever `x` is
+    if isinstance(v, cst.Call) and (dotted(v.func) or "").rsplit(".", 1)[-1] in ("get_rank", "get_world_size"):
+        return True  # `dist.get_rank(group)`: the process's rank, a Python int
     if file is not None and isinstance(v, cst.Call) and host_library(file.resolve(v.func, fn)):
         return True
     if depth < 4 and isinstance(v, (cst.Tuple, cst.List)) and v.elements:  # `[4, 8]`, `(n, feat)`
@@ -47,6 +51,12 @@ def _host_value(fn: FunctionInfo, v: cst.BaseExpression, depth: int = 0, file: F
                   if p.name.value == v.value), None)
     return v.value in ("True", "False") or (param is not None and host_param(param))
 
+
+# Methods whose result is a host scalar / tuple whatever their receiver: a tensor's metadata (``x.size(0)``,
+# ``x.numel()``, ``x.data_ptr()``: no device read) and a process group's ``rank()`` / ``size()``.
+HOST_SCALAR_METHODS = frozenset({"size", "dim", "ndimension", "numel", "nelement", "element_size", "stride",
+                                 "storage_offset", "data_ptr", "get_device", "is_contiguous", "is_pinned",
+                                 "is_floating_point", "is_complex", "rank", "get_rank", "get_world_size"})
 
 # Builtins whose result is a host value whatever their arguments (a tensor argument gives a Python bool / int /
 # str): ``any(g for g in plan)``, ``isinstance(x, int)``, ``len(xs)``. Not ``min`` / ``max`` / ``sum`` / ``abs``

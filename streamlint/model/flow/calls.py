@@ -21,7 +21,8 @@ from streamlint.model.flow.heldaliases import held_method, held_receiver, reads_
 from streamlint.model.flow.heldresults import held_result
 from streamlint.model.flow.values import CVal, EVal, KVal, MAX_INLINE_DEPTH, NONE, State, SVal, TVal, TupVal
 from streamlint.model.flow.places import global_accessor
-from streamlint.model.flow.viewresults import field_view_getter, returned_tuples, shared_result_groups
+from streamlint.model.flow.viewresults import declared_non_tensors, field_view_getter, returned_tuples, \
+    shared_result_groups
 from streamlint.model.streams import (
     EVENT,
     MAIN,
@@ -393,23 +394,6 @@ def returned_argument(project: Project, fn: FunctionInfo) -> str | None:
             param = None
         memo[id(fn)] = param if param is not None and param not in fn.name_assigns and param not in fn.locals else None
     return memo[id(fn)]
-
-
-def declared_non_tensors(fn: FunctionInfo) -> tuple[bool, ...] | None:
-    """For a helper annotated ``-> Optional[Tuple[torch.Tensor, torch.Tensor, BatchInfo]]``: which elements
-    of its tuple result are declared as something other than a tensor (a class, a host scalar)."""
-    ann = fn.node.returns.annotation if fn.node.returns is not None else None
-    if isinstance(ann, cst.Subscript) and (dotted(ann.value) or "").rsplit(".", 1)[-1] == "Optional" \
-            and len(ann.slice) == 1 and isinstance(ann.slice[0].slice, cst.Index):
-        ann = ann.slice[0].slice.value
-    if not isinstance(ann, cst.Subscript) or (dotted(ann.value) or "").rsplit(".", 1)[-1] not in ("Tuple", "tuple"):
-        return None
-    out = []
-    for el in ann.slice:
-        value = el.slice.value if isinstance(el.slice, cst.Index) else None
-        name = dotted(value) if isinstance(value, (cst.Name, cst.Attribute)) else None
-        out.append(name is not None and "Tensor" not in name and name.rsplit(".", 1)[-1] not in ("Any", "object"))
-    return tuple(out)
 
 
 def held_elements(fn: FunctionInfo) -> tuple[bool, ...] | None:

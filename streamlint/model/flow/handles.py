@@ -9,7 +9,8 @@ it does not track as a tensor), and handing it back hands the caller its join.
 
 A call outside the project gives a handle when its producer proves it (:func:`_produces_handle`): asked for
 ``async_op=True`` in the call or in a ``**kw`` dict the function put ``async_op=True`` into, or exactly
-``torch.futures.Future()`` / ``torch.futures.collect_all(...)`` (``wait_all`` gives the values). Otherwise the
+``torch.futures.Future()`` / ``torch.futures.collect_all(...)`` (``wait_all`` gives the values), or a point-to-point
+``dist.isend`` / ``dist.irecv`` / ``dist.batch_isend_irecv`` (a Work or a list of Works, asynchronous by definition). Otherwise the
 flow cannot always tell a handle from a tensor by its producer (an opaque call computed from tensor arguments
 gives a tensor), so the function's own code decides, and one name checked across the body decides every binding
 of it: a local bound only to call results, that the function calls a completion method on (``.wait()``,
@@ -106,14 +107,17 @@ def _dict_async(e: cst.BaseExpression) -> bool:
     return False
 
 
-_FUTURE_CALLS = ("torch.futures.Future", "torch.futures.collect_all")
+_FUTURE_CALLS = ("torch.futures.Future", "torch.futures.collect_all",
+                 # point-to-point calls that are asynchronous by definition: a Work, or a list of them
+                 "torch.distributed.isend", "torch.distributed.irecv", "torch.distributed.batch_isend_irecv")
 
 
 def _produces_handle(fn: FunctionInfo, site, value: cst.Call) -> bool:
     """A call outside the project that certainly hands back a handle: one asked for ``async_op=True`` (``pg.
     allreduce(..., async_op=True)``, or handed ``**kw`` after the function put ``async_op=True`` into ``kw``: a
     wrapped collective), ``torch.futures.Future()`` or ``torch.futures.collect_all(...)`` (exactly these two: not
-    ``wait_all``, it hands back the futures' values)."""
+    ``wait_all``, it hands back the futures' values), ``dist.isend`` / ``dist.irecv`` / ``dist.batch_isend_irecv``
+    (asynchronous whatever their arguments: a Work, a list of Works)."""
     for a in value.args:
         if a.keyword is not None and a.keyword.value == "async_op" and dotted(a.value) == "True":
             return True

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from streamlint._lazy import cst
 
-from streamlint.model.file import FunctionInfo, dotted
+from streamlint.model.file import FunctionInfo, dotted, host_annotation
 from streamlint.model.tensors import MULTI_VIEW_METHODS, VIEW_ATTRS, VIEW_METHODS
 from streamlint.model.walk import children
 
@@ -168,3 +168,21 @@ def _bound(node: cst.CSTNode) -> list[str]:
             stack.append(t.value)
     return out
 
+
+def declared_non_tensors(fn: FunctionInfo) -> tuple[bool, ...] | None:
+    """For a helper annotated ``-> Optional[Tuple[torch.Tensor, torch.Tensor, BatchInfo]]``: which elements
+    of its tuple result are declared as something other than a tensor (a class, a host scalar, a container of
+    them: ``list[dist.Work]``, not ``list[Tensor]``)."""
+    ann = fn.node.returns.annotation if fn.node.returns is not None else None
+    if isinstance(ann, cst.Subscript) and (dotted(ann.value) or "").rsplit(".", 1)[-1] == "Optional" \
+            and len(ann.slice) == 1 and isinstance(ann.slice[0].slice, cst.Index):
+        ann = ann.slice[0].slice.value
+    if not isinstance(ann, cst.Subscript) or (dotted(ann.value) or "").rsplit(".", 1)[-1] not in ("Tuple", "tuple"):
+        return None
+    out = []
+    for el in ann.slice:
+        value = el.slice.value if isinstance(el.slice, cst.Index) else None
+        name = dotted(value) if isinstance(value, (cst.Name, cst.Attribute)) else None
+        out.append(name is not None and "Tensor" not in name and name.rsplit(".", 1)[-1] not in ("Any", "object")
+                   or isinstance(value, cst.Subscript) and host_annotation(value))  # `list[dist.Work]`, `tuple[int, int]`
+    return tuple(out)

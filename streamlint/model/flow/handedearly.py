@@ -1,0 +1,162 @@
+"""Events recorded before the writes they leave the function with (issue 16, [cross-method] record-event-early).
+
+An event is a promise about the work queued before it on its stream. When a function records it on a side
+stream, then queues more work there that writes tensors (itself, or through an inlined helper or closure), and
+hands the event out together with those tensors, whoever waits on the event reads the tensors before the writes
+land -- whatever else joins the stream (a ``barrier()`` / ``drain()`` method of the class joining it aside does
+not order the event's waiter)::
+
+    with torch.cuda.stream(self.io_stream):
+        event.record(self.io_stream)               # SL201: recorded before the copy it is handed out with
+        weights = {n: w.to(dev, non_blocking=True) for n, w in cpu.items()}
+    self._gpu_weights[expert_id] = weights
+    self._ready[expert_id] = event
+
+"Together" is one hand-over the interpreter sees (:meth:`HandedEarly.escape`): one value holding both (a tuple
+returned or stored, ``self.pending.append((buf, ev))``, a record object ``StepOut(ids=buf, ready=ev)``); the same
+subscript text in two fields of one owner (``self.bufs[k] = buf; self.events[k] = ev``); or two attributes of one
+object other than ``self`` (``req.buf = buf; req.ready = ev``). The finding is at the record, on a path where the
+record is still the event's latest on that stream, the tensor's last write is on that stream after it, and
+neither a later record of another event handed out with that tensor, nor a host synchronisation / current-stream
+join in the function, covers that write. Reads after the record (a release event, recorded after the reads of
+a buffer for its next writer), work on another stream and records on the current stream are left alone.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from streamlint._lazy import cst
+from streamlint.model.flow.escapes import events_in
+from streamlint.model.flow.results import EarlyRecord
+from streamlint.model.flow.values import KVal, TupVal
+from streamlint.model.streams import MAIN
+
+if TYPE_CHECKING:
+    from streamlint.model.flow.values import State
+
+
+def _owner_field(file, target: cst.BaseExpression) -> tuple[str, str] | None:
+    """``self.bufs`` -> (``self``, ``bufs``); ``self.cache.bufs`` -> (``self.cache``, ``bufs``)."""
+    if isinstance(target, cst.Attribute):
+        return file.code(target.value), target.attr.value
+    return None
+
+
+def _places(v: object, events: dict) -> set[str]:
+    """The named places in ``v`` holding an event recorded on this path (``self.loaded[slot]``)."""
+    if isinstance(v, KVal):
+        return {v.key} if v.key in events else set()
+    return {k for item in v.items for k in _places(item, events)} if isinstance(v, TupVal) else set()
+
+
+class HandedEarly:
+    """Early records of events handed out with the tensors written after them (mixin of the interpreter).
+
+    Interp state it uses: ``record_sites``, ``early_records``, ``work_sites``, ``cfg``, ``cfile``; its own:
+    ``handovers`` (event -> tensors kept with it), ``keyed`` ((owner, slot text) -> field -> (events, tensors)),
+    ``members`` (object name -> (events, tensors) stored in its attributes)."""
+
+    def comprehension(self, st: State, e: cst.CSTNode) -> object:
+        """``{n: w.to(dev, non_blocking=True) for n, w in cpu.items()}``: the fresh tensors it builds, kept per
+        node (the interpreter gives the collection no value): a name bound to it hands them over."""
+        before = set(st.stores)
+        out = super().comprehension(st, e)  # type: ignore[misc]
+        made = frozenset(sid for sid in set(st.stores) - before
+                         if st.stores[sid].kind == "local" and st.stores[sid].last_write is not None)
+        if out is None and made:
+            self.__dict__.setdefault("built", {})[id(e)] = made
+        return out
+
+    def assign(self, st: State, target: cst.BaseExpression, v: object, value_node: cst.BaseExpression) -> None:
+        built = self.__dict__.get("built", {})
+        if isinstance(target, cst.Name):  # `weights = {... for ...}`: the name holds the comprehension's tensors
+            names = self.__dict__.setdefault("built_names", {})
+            names.pop(target.value, None)
+            if id(value_node) in built:
+                names[target.value] = built[id(value_node)]
+        if isinstance(target, cst.Subscript):  # `self.bufs[k] = buf` may be taken as a write into a tensor field
+            held = self.__dict__.get("built_names", {}).get(value_node.value) \
+                if isinstance(value_node, cst.Name) and v is None else None
+            self.note_handover(st, v, target, held or frozenset())
+        super().assign(st, target, v, value_node)  # type: ignore[misc]
+
+    def escape(self, st: State, v: object, into: cst.BaseExpression | None = None) -> None:
+        super().escape(st, v, into)  # type: ignore[misc]
+        self.note_handover(st, v, into)
+
+    def note_handover(self, st: State, v: object, into: cst.BaseExpression | None,
+                      held: frozenset[int] = frozenset()) -> None:
+        """``v`` leaves the function (kept in ``into``: None for a return or a callee keeping it)."""
+        events = {e.key for e in events_in(v)} | _places(v, st.events)
+        sids = {tv.sid for tv in self.tensors(st, v)} | held  # type: ignore[attr-defined]
+        if not events and not sids:
+            return
+        d = self.__dict__
+        if events and sids and isinstance(v, TupVal):
+            for key in events:
+                d.setdefault("handovers", {}).setdefault(key, set()).update(sids)
+        if isinstance(into, cst.Subscript) and len(into.slice) == 1 and isinstance(into.slice[0].slice, cst.Index):
+            owned = _owner_field(self.cfile, into.value)  # type: ignore[attr-defined]
+            if owned is not None:
+                slot = self.cfile.code(into.slice[0].slice.value)  # type: ignore[attr-defined]
+                entry = d.setdefault("keyed", {}).setdefault((owned[0], slot), {}).setdefault(owned[1], (set(), set()))
+                entry[0].update(events)
+                entry[1].update(sids)
+        elif isinstance(into, cst.Attribute) and isinstance(into.value, cst.Name) and into.value.value not in (
+                "self", "cls"):
+            entry = d.setdefault("members", {}).setdefault(into.value.value, (set(), set()))
+            entry[0].update(events)
+            entry[1].update(sids)
+
+    def handed_with(self, key: str, st: State | None = None, first: bool = False) -> set[int]:
+        """The tensors event ``key`` is handed out with in this function (so far). With ``st`` and ``first`` (the
+        record covers no work of this function on its stream: no release after reads), for an event handed in (a
+        parameter), also the tensors handed in with it (``def _read_and_copy(self, dst, ready)``)."""
+        d = self.__dict__
+        out = set(d.get("handovers", {}).get(key, ()))
+        params = [p for p in self.fn.all_params if p not in ("self", "cls")]  # type: ignore[attr-defined]
+        if st is not None and first and key in params and self.fn is self.cfn:  # type: ignore[attr-defined]
+            out.update(sid for sid, S in st.stores.items() if S.kind == "arg" and S.name is not None
+                       and S.name.split(".")[0].split("[")[0] in params)
+        for fields in d.get("keyed", {}).values():
+            with_event = [f for f, (events, _) in fields.items() if key in events]
+            if with_event:
+                out.update(sid for f, (_, sids) in fields.items() if f not in with_event for sid in sids)
+        for events, sids in d.get("members", {}).values():
+            if key in events:
+                out.update(sids)
+        return out
+
+    def finalize(self, st: State) -> None:
+        self.handed_early(st)
+        super().finalize(st)  # type: ignore[misc]
+
+    def handed_early(self, st: State) -> None:
+        know = st.know(MAIN)
+        for (key, stream, time), (node, label) in list(self.record_sites.items()):  # type: ignore[attr-defined]
+            if stream == MAIN or stream.startswith("<") or id(node) in self.early_records:  # type: ignore[attr-defined]
+                continue
+            snap = st.events.get(key)
+            if snap is None or snap.get(stream) != time:
+                continue  # not this path's record, or recorded again since (the later record wins)
+            first = not any(t <= time for t, _ in self.work_sites.get(stream, ()))  # type: ignore[attr-defined]
+            for sid in sorted(self.handed_with(key, st, first)):
+                S = st.stores.get(sid)
+                lw = S.last_write if S is not None else None
+                if lw is None or lw.stream != stream or lw.time <= time:
+                    continue
+                if st.host.get(stream, -1) >= lw.time or know.get(stream, -1) >= lw.time:
+                    continue  # synchronised / joined by the current stream here
+                if any(k != key and s.get(stream, -1) >= lw.time and sid in self.handed_with(k, st)
+                       for k, s in st.events.items()):
+                    continue  # the write is covered by the event handed out with it
+                sites = [n for t, n in self.work_sites.get(stream, ()) if time < t <= lw.time]  # type: ignore[attr-defined]
+                work = sites[-1] if sites else None
+                self.early_records[id(node)] = EarlyRecord(  # type: ignore[attr-defined]
+                    node, label, stream, work, self.cfg.mode, self.caller_may_join(stream),  # type: ignore[attr-defined]
+                    handed=S.name or "")
+                break
+
+
+__all__ = ["HandedEarly"]

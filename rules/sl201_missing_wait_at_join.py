@@ -413,6 +413,9 @@ def _report_early(ctx: RuleContext, fn, early: EarlyRecord) -> None:
     event = f"the event of `{early.event}`" if early.event.endswith(")") else f"`{early.event}`"
     work_line = ctx.file.span(early.work).start_line if early.work is not None else None
     at = f" (line {work_line})" if work_line is not None else ""
+    if early.handed is not None:
+        _report_handed_early(ctx, early, event, stream, work_line)
+        return
     message = first_line(
         f"{event} is recorded on {stream} before the work it should guard{at} [{early.mode}]",
         f"{event} is recorded before the work it should guard{at} [{early.mode}]",
@@ -438,6 +441,24 @@ def _report_early(ctx: RuleContext, fn, early: EarlyRecord) -> None:
     related = [Location(ctx.file.path, ctx.file.span(early.work), "work the event does not cover")] \
         if early.work is not None else []
     ctx.report(early.node, message, confidence=confidence, related=related, hint=hint)
+
+
+def _report_handed_early(ctx: RuleContext, early: EarlyRecord, event: str, stream: str, line: int | None) -> None:
+    """An event recorded before a write of a tensor it leaves the function with (model: ``flow/handedearly.py``)."""
+    at = f" at line {line}" if line is not None else ""
+    what = f"`{early.handed}`" if early.handed else "a tensor"
+    message = first_line(
+        f"{event} is recorded on {stream} before the write of {what}{at} that it is handed out with "
+        f"[{early.mode}]",
+        f"{event} is recorded before the write of {what}{at} that it is handed out with [{early.mode}]",
+        f"an event is recorded before the work it should guard [{early.mode}]")
+    hint = (f"whoever waits on {event} reads {what} with it, but the wait orders only what {stream} "
+            "queued before the record: record the event after that write")
+    if early.caller_may_join:
+        hint += "; the stream is handed in: the caller may also join it, but the event's waiter relies on the event"
+    related = [Location(ctx.file.path, ctx.file.span(early.work), f"write of {what} the event does not cover")] \
+        if early.work is not None else []
+    ctx.report(early.node, message, confidence=Confidence.MEDIUM, related=related, hint=hint)
 
 
 def _report_unwaited_entry(ctx: RuleContext, entry: UnwaitedEntry) -> None:

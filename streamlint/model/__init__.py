@@ -99,7 +99,8 @@ Layer 3 — one function's flow
                     ``confined``: the calls of a method whose instances only live in one field of their builder;
                     ``fieldfacts``: a field that is one object for the object's life, callers that may be unseen),
                     ``calleerecords`` / ``handedholders`` (an event a callee's scope re-records after the work it
-                    was handed; an event handed on with its holder object), ``deadevents`` (an event nobody
+                    was handed; an event handed on with its holder object), ``handedearly`` (an event recorded
+                    before writes of the tensors it is handed out with), ``deadevents`` (an event nobody
                     consumes on a stream joined otherwise), ``handles`` (a collective's work handle or a future
                     made from it: a host object whose ``wait()`` is the join, unless its done-callback queues
                     stream work), ``scopenone`` (a stream whose scope a path entered

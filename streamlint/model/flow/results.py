@@ -92,6 +92,7 @@ class EarlyRecord:
     presumed_waiter: bool = False  # the event's waiter is presumed: a field made by another package
     aside: str | None = None  # another method of the class joins the stream, aside from the event (asidejoins.py)
     guessed: str | None = None  # the work is a call resolved by its method name only (every definition's work)
+    handed: str | None = None  # the tensor the work writes, handed out with the event (flow/handedearly.py)
 
 
 @dataclass(frozen=True)

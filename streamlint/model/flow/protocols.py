@@ -44,6 +44,7 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
 from streamlint.model.flow.fieldfamilies import family, family_pending, unresolved_waits, waits_on
+from streamlint.model.flow.joinhelpers import join_helper_keys, join_helper_names
 from streamlint.model.flow.values import Access, ordered_before
 from streamlint.model.streams import MAIN, derived
 from streamlint.model.syntax import call_name, normalized_code
@@ -130,7 +131,15 @@ def reached_outside(project: Project, file: FileModel, cls: ClassInfo, attr: str
             break
     if not found:
         body = file.code(cls.node)  # (rendered once per class: memoised per node by the file model)
-        found = any(m.group(1) not in _STREAM_CALLS for m in own.finditer(body))
+        helpers: set[str] | None = None
+        for m in own.finditer(body):
+            if m.group(1) in _STREAM_CALLS:
+                continue
+            if m.group(1) is not None and helpers is None:  # handed to a helper that only joins it: kept
+                helpers = join_helper_names(project, file, cls, attr)
+            if m.group(1) is None or m.group(1) not in (helpers or ()):
+                found = True
+                break
     memo[key] = found
     return found
 
@@ -239,7 +248,7 @@ def _expected(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInf
     for m in cls.methods.values():
         if m is fn or m is p.producer:
             continue
-        joins = joined_keys(file, m)
+        joins = joined_keys(file, m) | join_helper_keys(project, file, m)
         if p.family:  # a wait on an entry of an event family (``self.events[k]``, ``.pop(k)``) is on the family
             joins |= {family(k) or k for k in joins}
         if not joins & keys and not synchronizes_device(project, file, m):
@@ -253,6 +262,21 @@ def _expected(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInf
         if key.startswith("self.") and key.count(".") == 1 and reached_outside(project, file, cls, key[5:]):
             return False
     return True
+
+
+def callback_read(interp, anchor) -> bool:
+    """The protocol's read at ``anchor`` is only an argument of a callable the object holds (``self.release_fn(t)``,
+    not a method of the class, not resolved in the project): what it does with the tensor (read it, drop a
+    reference, nothing) is unknown, so the class protocol reports no read there (precision first)."""
+    stmt = anchor.body[0] if isinstance(anchor, cst.SimpleStatementLine) and len(anchor.body) == 1 else anchor
+    call = stmt.value if isinstance(stmt, cst.Expr) else None
+    if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name)
+            and call.func.value.value == "self"):
+        return False
+    cls = interp.cfile.classes.get(interp.cfn.class_name or "")
+    site = interp.cfile.call_site(call)
+    return cls is not None and call.func.attr.value not in cls.methods and site is not None \
+        and interp.project.call_target(interp.cfile, site) is None
 
 
 def seed(interp, st, pending: list[Pending]) -> None:

@@ -6,7 +6,9 @@ fields: ``prefetch(key)`` copies a weight on ``self.stream`` and keeps it as ``s
 with ``self._events[key] = ev`` recorded after the copy; ``get(key)`` returns ``self._gpu_cache[key]``
 after ``current_stream().wait_event(self._events[key])``. The *family* of a field ``self.F`` is the field
 and every entry of it (``self.F[k]``, ``self.F.get(k)``, ``self.F.pop(k)``, ``self.F.setdefault(k, ..)``,
-loops over ``self.F.values()`` / ``items()``): one storage in the interpreter (``storage.element_field_key``).
+loops over ``self.F.values()`` / ``items()``; for a list / deque / queue filled by ``append`` / ``put``, its
+takes ``pop()`` / ``pop(0)`` / ``popleft()`` / ``get()``, and each part of a tuple unpacked from one, ``kv, ev =
+self.pending.popleft()``): one storage in the interpreter (``storage.element_field_key``).
 
 :func:`family_pending` extends a producer's summary (:mod:`~streamlint.model.flow.protocols`): a fresh
 local written on a side stream of the object and stored into an entry of ``self.F`` (the interpreter's
@@ -25,12 +27,13 @@ import re
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
+from streamlint.model.flow.values import KVal
 from streamlint.model.syntax import normalized_code
 
 if TYPE_CHECKING:
     from streamlint.model.file import FileModel, FunctionInfo
 
-_ENTRY = re.compile(r"^(self\.\w+)(?:\[.*\]|\.(?:get|pop|setdefault)\(.*\))$", re.S)
+_ENTRY = re.compile(r"^(self\.\w+)(?:\[.*\]|\.(?:get|pop|setdefault|popleft|get_nowait)\(.*\))$", re.S)
 _WAITS = ("wait_event", "wait", "synchronize", "query")
 _STREAMISH = re.compile(r"(?<![a-z])stream", re.I)  # `self.io_stream`, `current_stream()`; not `upstream_ready`
 _COPIES = ("to", "cuda", "npu")
@@ -47,9 +50,19 @@ class FieldFamilies:
         return sid is not None and sid in self.protocol_sources
 
     def family_seeded(self, key: str, sid: int | None) -> bool:
-        """An event family seeded with a producer's pending entries: kept on the object for this consumer to
-        wait on, not handed to its caller with what it returns."""
-        return sid is not None and sid in self.family_sids and key in self.seeded_families
+        """An event family seeded with a producer's pending entries (or an event recorded here and kept only in
+        such families: ``self._fetch_next()`` queuing the next batch after the take): kept on the object for this
+        consumer to wait on, not handed to its caller with what it returns."""
+        if sid is None or sid not in self.family_sids:
+            return False
+        fields = self.field_events.get(key)  # (one recorded here for a later element, kept in that family only)
+        return key in self.seeded_families or bool(fields) and all(f"self.{f}" in self.seeded_families for f in fields)
+
+    def family_element(self, st, v) -> bool:
+        """``v`` names an element taken from a seeded family (``self.pending[0]`` from ``self.pending.popleft()``):
+        each part of a tuple unpacked from it (``t, ev = ...``) is that family's place (its tensors, its events)."""
+        base = family(v.key) if isinstance(v, KVal) else None
+        return base is not None and v.key != base and self.family_receiver(st, KVal(base))
 
     def family_event_key(self, st, key: str) -> str:
         if key in st.events or not self.family_events:

@@ -47,7 +47,7 @@ from streamlint.model.flow.fieldfamilies import family, family_pending, unresolv
 from streamlint.model.flow.joinhelpers import join_helper_keys, join_helper_names
 from streamlint.model.flow.values import Access, ordered_before
 from streamlint.model.streams import MAIN, derived
-from streamlint.model.syntax import call_name, normalized_code
+from streamlint.model.syntax import call_name, local_nodes, normalized_code
 from streamlint.model.walk import children
 
 if TYPE_CHECKING:
@@ -115,7 +115,8 @@ def reached_outside(project: Project, file: FileModel, cls: ClassInfo, attr: str
         return memo[key]
     pattern = re.compile(rf"(?<![\w.])(?!(?:self|cls)\b)[A-Za-z_]\w*(?:\[[^\]]*\])?\.{re.escape(attr)}\b"
                          rf"(?!\s*\()(?!(?:\[[^\]]*\])?\s*=(?!=))")  # a store from outside is one more producer
-    own = re.compile(rf"(?:return|yield)\b[^\n]*\bself\.{re.escape(attr)}\b|(\w+)\(\s*self\.{re.escape(attr)}\s*[,)]")
+    own = re.compile(rf"(?:return|yield)\b[^\n]*(?<!len\()(?<!bool\()\bself\.{re.escape(attr)}\b"  # (not `len(self.q)`)
+                     rf"|(\w+)\(\s*self\.{re.escape(attr)}\s*[,)]")
     found = False
     marker = (f".{attr}".encode(),)
     naming = set(project.paths_containing((cls.name.encode(),)))
@@ -228,10 +229,27 @@ def protocol_inputs(project: Project, file: FileModel, fn: FunctionInfo, mode: s
     # record come after: the producer's early-record finding is the root cause, reported once, there
     out = [p for p in out if not p.family or not waits_on(file, fn, (*p.events, *p.early))]
     families = {e for p in out if p.family for e in (*p.events, *p.early)}
-    if families and unresolved_waits(file, fn, families):  # a wait on an event it cannot place: silence
-        out = [p for p in out if not p.family]
+    if families and (unresolved_waits(file, fn, families) or _family_event_handed_on(file, fn, families)):
+        out = [p for p in out if not p.family]  # a wait on an event it cannot place, or a taken event handed to a
+        # callee (`self._block_on(done)`, which may wait it): silence
     memo[key] = out
     return out
+
+
+def _family_event_handed_on(file: FileModel, fn: FunctionInfo, families: set[str]) -> bool:
+    """Does ``fn`` hand a local bound from an entry of one of ``families`` (``done = self._ready.popleft()``,
+    ``kv, ready = self.pending.popleft()``) to a call other than a join or a record, return it or store it?"""
+    names = {n for n, values in fn.name_assigns.items() if any(family(_norm(file.code(v))) in families for v in values)}
+    if any(_passed_on(file, fn, name, local=True) for name in names):
+        return True
+    parts: set[str] = set()  # the names of a tuple taken from the family (its data and its event alike): only a
+    for node in local_nodes(fn.node.body):  # method of the object they are handed to may be the join
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) \
+                and family(_norm(file.code(node.value))) in families:
+            parts |= {el.value.value for t in node.targets if isinstance(t.target, (cst.Tuple, cst.List))
+                      for el in t.target.elements if isinstance(el.value, cst.Name)}
+    text = file.code(fn.node.body)
+    return any(re.search(rf"\bself\.\w+\([^()]*\b{re.escape(n)}\b", text) for n in parts)
 
 
 def family_consumer(project: Project, file: FileModel, fn: FunctionInfo, mode: str, runner: Runner) -> bool:

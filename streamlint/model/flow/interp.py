@@ -38,6 +38,7 @@ from streamlint.model.flow.apicalls import ApiCalls
 from streamlint.model.flow.exprs import Expressions
 from streamlint.model.flow.orderings import Orderings
 from streamlint.model.flow.handedback import HandedBack
+from streamlint.model.flow.elementevents import element_rooted
 from streamlint.model.flow.protocols import protocol_inputs, seed
 from streamlint.model.flow.results import EarlyRecord, HostRead, Lifetime, Race, Unjoined, ViewEscape
 from streamlint.model.flow.slots import Slots
@@ -278,7 +279,8 @@ class Interp(CalleeRecords, HandedHolders, ScopedNoneTests, GuardedWork, IndexSe
         if self.entry_seed:
             seed_entry(self, st, kinds)
         if self.protocol_seed:
-            seed(self, st, protocol_inputs(self.project, self.file, self.fn, self.cfg.mode, run_producer))
+            seed(self, st, element_rooted(self.project, self.file, self.fn,
+                                          protocol_inputs(self.project, self.file, self.fn, self.cfg.mode, run_producer)))
         self.closure_entry(st)
         ambient = entry_ambient(self.project, self.file, self.fn)
         if ambient is not None:  # every caller runs this method under that stream of the object (flow/ambient.py)

@@ -58,11 +58,16 @@ class FieldFamilies:
         fields = self.field_events.get(key)  # (one recorded here for a later element, kept in that family only)
         return key in self.seeded_families or bool(fields) and all(f"self.{f}" in self.seeded_families for f in fields)
 
-    def family_element(self, st, v) -> bool:
+    def family_parts(self, st, v, n: int) -> list:
         """``v`` names an element taken from a seeded family (``self.pending[0]`` from ``self.pending.popleft()``):
-        each part of a tuple unpacked from it (``t, ev = ...``) is that family's place (its tensors, its events)."""
+        a part of a tuple unpacked from it (``t, ev = ...``) is that family's place (``v``) where a producer's
+        appended tuple holds a side-stream tensor or an event (:func:`tuple_parts`), else unknown (``None``)."""
         base = family(v.key) if isinstance(v, KVal) else None
-        return base is not None and v.key != base and self.family_receiver(st, KVal(base))
+        if base is None or v.key == base or not self.family_receiver(st, KVal(base)):
+            return [None] * n
+        cls = self.cfile.classes.get(self.cfn.class_name or "") if self.cfn is not None else None
+        mask = tuple_parts(self.cfile, cls, base, n) if cls is not None else ()
+        return [v if i < len(mask) and mask[i] else None for i in range(n)]
 
     def family_event_key(self, st, key: str) -> str:
         if key in st.events or not self.family_events:
@@ -287,3 +292,61 @@ def callers_join(project, file: FileModel, fn: FunctionInfo, stream: str) -> boo
                     and normalized_code(model.code(node.func.value)) == wanted:
                 return True
     return False
+
+
+_PUTS = ("append", "appendleft", "put", "put_nowait")
+_EVENTISH = re.compile(r"\brecord_event\(|\bEvent\(")
+
+
+def tuple_parts(file: FileModel, cls, field: str, n: int) -> tuple[bool, ...]:
+    """For each position of an ``n``-tuple a method of ``cls`` appends / puts into ``field``
+    (``self.q.append((blk, ev, nbytes))``): does some producer put a side-stream tensor or an event there (a
+    name bound under a stream scope of that method, or from ``record_event()`` / ``Event()``)? Host parts
+    (``nbytes``, sizes) are not the family's place. ``()`` when no such tuple is visible."""
+    memo = file.__dict__.setdefault("_tuple_parts", {})
+    key = (id(cls), field, n)
+    if key in memo:
+        return memo[key]
+    out = [False] * n
+    seen = False
+    for m in cls.methods.values():
+        side = _side_names(file, m)
+        for site in m.calls:
+            func = site.node.func
+            if site.method not in _PUTS or not isinstance(func, cst.Attribute) \
+                    or normalized_code(file.code(func.value)) != field or len(site.node.args) != 1:
+                continue
+            item = site.node.args[0].value
+            if not (isinstance(item, cst.Tuple) and len(item.elements) == n):
+                continue
+            seen = True
+            for i, el in enumerate(item.elements):
+                e = el.value
+                out[i] |= isinstance(e, cst.Name) and e.value in side or bool(_EVENTISH.search(file.code(e)))
+    memo[key] = tuple(out) if seen else ()
+    return memo[key]
+
+
+def _side_names(file: FileModel, fn: FunctionInfo) -> set[str]:
+    """Names ``fn`` binds under a stream scope (``with torch.cuda.stream(self.s): kv = ...``) or from an event."""
+    out: set[str] = set()
+    stack: list = [(fn.node.body, False)]
+    while stack:
+        n, under = stack.pop()
+        if isinstance(n, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            continue
+        if isinstance(n, cst.With):
+            under = under or any(_STREAMISH.search(file.code(it.item)) for it in n.items)
+        if isinstance(n, cst.Assign):
+            if under or _EVENTISH.search(file.code(n.value)):
+                out |= {x.value for t in n.targets for x in _flat(t.target)}
+        stack.extend((c, under) for c in n.children)
+    return out
+
+
+def _flat(t) -> list:
+    if isinstance(t, cst.Name):
+        return [t]
+    if isinstance(t, (cst.Tuple, cst.List)):
+        return [x for el in t.elements for x in _flat(el.value)]
+    return []

@@ -16,9 +16,10 @@ synchronize()`` written once for the package: a join by that method (a join step
 consumer joining before its reads), not a hand-out of the stream to unknown code.
 
 :func:`join_helper_keys` gives the ``self.*`` streams and events a method joins through such helpers. A helper
-qualifies when the project resolves the call, the argument binds a plain positional parameter, and every
+qualifies when the project resolves the call, the argument binds a plain parameter (by position or keyword), and every
 mention of that parameter in the helper's body is a join on it (``p.synchronize()``, ``p.wait()``,
-``p.query()``, ``x.wait_stream(p)``, ``x.wait_event(p)``); any other use (stored, returned, handed on,
+``cur.wait_stream(p)`` / ``cur.wait_event(p)`` on a stream the helper names itself: ``current_stream()``, a
+parameter or a local; not ``p.query()``, which only polls); any other use (stored, returned, handed on,
 recorded, a scope) and it is an unknown hand-out, as before.
 """
 
@@ -57,8 +58,8 @@ def only_joins(project: Project, file: FileModel, fn: FunctionInfo, param: str) 
                 if attr in _RECEIVER_JOINS and isinstance(recv, cst.Name) and recv.value == param and not n.args:
                     joins += 1
                 elif attr in _ARG_JOINS and len(n.args) == 1 and isinstance(n.args[0].value, cst.Name) \
-                        and n.args[0].value.value == param:
-                    joins += 1
+                        and n.args[0].value.value == param and _own_stream(fn, recv):
+                    joins += 1  # (not `_COMM.wait_stream(p)`: a global side stream joins, the current one does not)
             if isinstance(n, cst.Attribute):
                 stack.append(n.value)  # (``x.stream``: an attribute, not the name)
                 continue
@@ -68,6 +69,13 @@ def only_joins(project: Project, file: FileModel, fn: FunctionInfo, param: str) 
             stack.extend(n.children)
         memo[key] = joins > 0 and joins == mentions
     return memo[key]
+
+
+def _own_stream(fn: FunctionInfo, recv) -> bool:
+    """The receiver of a ``wait_stream`` / ``wait_event`` in a helper: a call (``torch.cuda.current_stream()``),
+    a parameter or a local of the helper; not a module global."""
+    return isinstance(recv, cst.Call) or isinstance(recv, cst.Name) and (
+        recv.value in (*fn.params, *fn.kwonly) or recv.value in fn.locals)
 
 
 def join_helper_keys(project: Project | None, file: FileModel, fn: FunctionInfo, only=None) -> set[str]:
@@ -80,10 +88,9 @@ def join_helper_keys(project: Project | None, file: FileModel, fn: FunctionInfo,
         if only is not None and site is not only:
             continue
         node = site.node
-        args = [a for a in node.args if a.keyword is None and a.star == ""]
-        if not args or len(args) != len(node.args) or site.method in ("wait_stream", "wait_event"):
+        if not node.args or any(a.star for a in node.args) or site.method in ("wait_stream", "wait_event"):
             continue
-        texts = [normalized_code(file.code(a.value)) for a in args]
+        texts = [normalized_code(file.code(a.value)) for a in node.args]
         wanted = [i for i, t in enumerate(texts) if t.startswith("self.") and t.count(".") == 1 and "[" not in t]
         if not wanted:
             continue
@@ -94,8 +101,10 @@ def join_helper_keys(project: Project | None, file: FileModel, fn: FunctionInfo,
         params = list(callee.params)
         if params[:1] in (["self"], ["cls"]) and isinstance(node.func, cst.Attribute):
             params = params[1:]  # a method: the receiver binds the first parameter
-        for i in wanted:
-            if i < len(params) and only_joins(project, model, callee, params[i]):
+        for i in wanted:  # (a keyword argument binds its parameter by name: `join(self.s, blocking=True)`)
+            kw = node.args[i].keyword
+            p = kw.value if kw is not None else params[i] if i < len(params) else None
+            if p is not None and p in (*callee.params, *callee.kwonly) and only_joins(project, model, callee, p):
                 out.add(texts[i])
     return out
 
@@ -121,3 +130,68 @@ def join_helper_names(project: Project | None, file: FileModel, cls, attr: str) 
             if key not in helpers:
                 out.add(f"!{name}")  # (the same name also hands it elsewhere: not a helper's)
     return {n for n in out if not n.startswith("!") and f"!{n}" not in out}
+
+
+def waits_param(project: Project, file: FileModel, fn: FunctionInfo, param: str) -> bool:
+    """Does ``fn`` join what ``param`` is handed (a wait on it, or on a name unpacked / indexed from it:
+    ``_, ev = item; ev.wait()``)? Other uses may come along: it only has to be able to be the join."""
+    memo = derived(project, "waits_param")
+    key = (id(fn), param)
+    if key not in memo:
+        names = {param}
+        for node in _walk(fn.node.body):  # `t, ev = param` / `ev = param[1]`: one level of parts
+            if isinstance(node, cst.Assign) and param in _names_in(node.value):
+                for t in node.targets:
+                    names |= _names_in(t.target)
+        found = False
+        for node in _walk(fn.node.body):
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+                recv, attr = node.func.value, node.func.attr.value
+                if attr in (*_RECEIVER_JOINS, "query") and isinstance(recv, cst.Name) and recv.value in names:
+                    found = True
+                elif attr in _ARG_JOINS and node.args and names & _names_in(node.args[0].value):
+                    found = True
+        memo[key] = found
+    return memo[key]
+
+
+def handed_to_join(project: Project | None, file: FileModel, fn: FunctionInfo, name: str) -> bool:
+    """Is the local ``name`` (an event or element taken from a container field) an argument of a project
+    function / method of ``fn`` that can join it (:func:`waits_param` on the parameter it binds)? A container
+    method (``self._free.append(ev)``), a logger, ``print``, an unresolved callee or one that only reads the
+    data part is no join."""
+    if project is None:
+        return False
+    for site in fn.calls:
+        node = site.node
+        hit = [i for i, a in enumerate(node.args) if isinstance(a.value, cst.Name) and a.value.value == name]
+        if not hit:
+            continue
+        found = project.call_target(file, site)
+        if found is None:
+            continue
+        callee, model = found
+        params = list(callee.params)
+        if params[:1] in (["self"], ["cls"]) and isinstance(node.func, cst.Attribute):
+            params = params[1:]
+        for i in hit:
+            a = node.args[i]
+            if a.star:
+                continue
+            p = a.keyword.value if a.keyword is not None else params[i] if i < len(params) else None
+            if p is not None and waits_param(project, model, callee, p):
+                return True
+    return False
+
+
+def _walk(root):
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        yield n
+        if not isinstance(n, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            stack.extend(n.children)
+
+
+def _names_in(e) -> set[str]:
+    return {n.value for n in _walk(e) if isinstance(n, cst.Name)}

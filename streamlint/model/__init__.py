@@ -92,7 +92,8 @@ Layer 3 — one function's flow
                     state), ``orderings`` (vector clocks), ``storage`` (accesses, lifetimes),
                     ``exprs`` (evaluation), ``calls`` (inlining), ``control`` (branches, loops, scopes), ``polls``
                     (what a branch on ``query()`` / ``is_cuda`` tells), ``protocols`` / ``fieldfamilies`` (what
-                    a class's methods leave for each other on a side stream in its fields and container fields),
+                    a class's methods leave for each other on a side stream in its fields and container fields;
+                    ``joinhelpers``: a package helper that only joins the stream / event it is handed),
                     ``ambient`` / ``provenance`` (the stream a
                     method's callers run it on; which object a stream path held through other objects denotes:
                     constructor and factory arguments, field copies, properties, parameters at every call;

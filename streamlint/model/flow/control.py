@@ -319,7 +319,7 @@ class ControlFlow:
                 st.stores[clone.sid] = clone
                 out.append(self.new_tensor(st, clone.sid))
             return out
-        return [None] * n
+        return self.family_parts(st, v, n)  # (`t, ev = self.q.popleft()`: its tensor / event parts)
 
     # ---- control flow
     def decide(self, st: State, test: cst.BaseExpression) -> bool | None:

@@ -385,6 +385,17 @@ def _waited_elsewhere(file: FileModel, cls: ClassInfo, events: str, skip: Functi
     return False
 
 
+def element_rooted(project: Project, file: FileModel, fn: FunctionInfo, pending: list) -> list:
+    """A consumer's class-protocol inputs (:func:`~streamlint.model.flow.protocols.protocol_inputs`) without the
+    container families when it takes an element's event and drops it: that is the root cause, reported here at
+    the same hand-out, naming the event."""
+    cls = file.classes.get(fn.class_name or "")
+    if cls is None or not any(p.family for p in pending) \
+            or not any(u.method is fn for u in unwaited_elements(project, file, cls)):
+        return pending
+    return [p for p in pending if not p.family]
+
+
 def unwaited_elements(project: Project, file: FileModel, cls: ClassInfo) -> list[UnwaitedElement]:
     memo = derived(project, "unwaited_elements")
     hit = memo.get(id(cls))

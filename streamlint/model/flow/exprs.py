@@ -52,6 +52,7 @@ STREAM_ORDERING_METHODS = frozenset({"wait_stream", "wait_event", "record_event"
 
 # Methods of mappings and lists reading one slot, which no tensor has: the result is that element
 _MAPPING_READS = frozenset({"get", "pop", "setdefault"})
+_QUEUE_TAKES = frozenset({"pop", "popleft", "get", "get_nowait"})  # an element of a seeded list / deque / queue
 
 
 class Expressions:
@@ -557,6 +558,8 @@ class Expressions:
         if isinstance(recv, KVal) and (recv.glob or self.family_receiver(st, recv)) and name in _MAPPING_READS and args:
             self.call_args(st, e)  # `_STREAMS.get(device.index)`: a slot of a container (no tensor has these methods)
             return KVal(f"{recv.key}[{self.render(st, args[0].value)}]", recv.glob, recv.opaque)
+        if isinstance(recv, KVal) and self.family_receiver(st, recv) and name in _QUEUE_TAKES and not args:
+            return KVal(f"{recv.key}[0]", recv.glob, recv.opaque)  # `self._batches.popleft()`: an element
         tensors = self.tensors(st, recv)
         if tensors and isinstance(recv, KVal) and (not tensor_method(name) or module_receiver(
                 self.project, self.cfile, self.cfn, e.func.value)):  # `self._torch.matmul(...)`: a module's

@@ -6,7 +6,9 @@ fields: ``prefetch(key)`` copies a weight on ``self.stream`` and keeps it as ``s
 with ``self._events[key] = ev`` recorded after the copy; ``get(key)`` returns ``self._gpu_cache[key]``
 after ``current_stream().wait_event(self._events[key])``. The *family* of a field ``self.F`` is the field
 and every entry of it (``self.F[k]``, ``self.F.get(k)``, ``self.F.pop(k)``, ``self.F.setdefault(k, ..)``,
-loops over ``self.F.values()`` / ``items()``): one storage in the interpreter (``storage.element_field_key``).
+loops over ``self.F.values()`` / ``items()``; for a list / deque / queue filled by ``append`` / ``put``, its
+takes ``pop()`` / ``pop(0)`` / ``popleft()`` / ``get()``, and each part of a tuple unpacked from one, ``kv, ev =
+self.pending.popleft()``): one storage in the interpreter (``storage.element_field_key``).
 
 :func:`family_pending` extends a producer's summary (:mod:`~streamlint.model.flow.protocols`): a fresh
 local written on a side stream of the object and stored into an entry of ``self.F`` (the interpreter's
@@ -25,12 +27,13 @@ import re
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
+from streamlint.model.flow.values import KVal
 from streamlint.model.syntax import normalized_code
 
 if TYPE_CHECKING:
     from streamlint.model.file import FileModel, FunctionInfo
 
-_ENTRY = re.compile(r"^(self\.\w+)(?:\[.*\]|\.(?:get|pop|setdefault)\(.*\))$", re.S)
+_ENTRY = re.compile(r"^(self\.\w+)(?:\[.*\]|\.(?:get|pop|setdefault|popleft|get_nowait)\(.*\))$", re.S)
 _WAITS = ("wait_event", "wait", "synchronize", "query")
 _STREAMISH = re.compile(r"(?<![a-z])stream", re.I)  # `self.io_stream`, `current_stream()`; not `upstream_ready`
 _COPIES = ("to", "cuda", "npu")
@@ -47,9 +50,24 @@ class FieldFamilies:
         return sid is not None and sid in self.protocol_sources
 
     def family_seeded(self, key: str, sid: int | None) -> bool:
-        """An event family seeded with a producer's pending entries: kept on the object for this consumer to
-        wait on, not handed to its caller with what it returns."""
-        return sid is not None and sid in self.family_sids and key in self.seeded_families
+        """An event family seeded with a producer's pending entries (or an event recorded here and kept only in
+        such families: ``self._fetch_next()`` queuing the next batch after the take): kept on the object for this
+        consumer to wait on, not handed to its caller with what it returns."""
+        if sid is None or sid not in self.family_sids:
+            return False
+        fields = self.field_events.get(key)  # (one recorded here for a later element, kept in that family only)
+        return key in self.seeded_families or bool(fields) and all(f"self.{f}" in self.seeded_families for f in fields)
+
+    def family_parts(self, st, v, n: int) -> list:
+        """``v`` names an element taken from a seeded family (``self.pending[0]`` from ``self.pending.popleft()``):
+        a part of a tuple unpacked from it (``t, ev = ...``) is that family's place (``v``) where a producer's
+        appended tuple holds a side-stream tensor or an event (:func:`tuple_parts`), else unknown (``None``)."""
+        base = family(v.key) if isinstance(v, KVal) else None
+        if base is None or v.key == base or not self.family_receiver(st, KVal(base)):
+            return [None] * n
+        cls = self.cfile.classes.get(self.cfn.class_name or "") if self.cfn is not None else None
+        mask = tuple_parts(self.cfile, cls, base, n) if cls is not None else ()
+        return [v if i < len(mask) and mask[i] else None for i in range(n)]
 
     def family_event_key(self, st, key: str) -> str:
         if key in st.events or not self.family_events:
@@ -274,3 +292,61 @@ def callers_join(project, file: FileModel, fn: FunctionInfo, stream: str) -> boo
                     and normalized_code(model.code(node.func.value)) == wanted:
                 return True
     return False
+
+
+_PUTS = ("append", "appendleft", "put", "put_nowait")
+_EVENTISH = re.compile(r"\brecord_event\(|\bEvent\(")
+
+
+def tuple_parts(file: FileModel, cls, field: str, n: int) -> tuple[bool, ...]:
+    """For each position of an ``n``-tuple a method of ``cls`` appends / puts into ``field``
+    (``self.q.append((blk, ev, nbytes))``): does some producer put a side-stream tensor or an event there (a
+    name bound under a stream scope of that method, or from ``record_event()`` / ``Event()``)? Host parts
+    (``nbytes``, sizes) are not the family's place. ``()`` when no such tuple is visible."""
+    memo = file.__dict__.setdefault("_tuple_parts", {})
+    key = (id(cls), field, n)
+    if key in memo:
+        return memo[key]
+    out = [False] * n
+    seen = False
+    for m in cls.methods.values():
+        side = _side_names(file, m)
+        for site in m.calls:
+            func = site.node.func
+            if site.method not in _PUTS or not isinstance(func, cst.Attribute) \
+                    or normalized_code(file.code(func.value)) != field or len(site.node.args) != 1:
+                continue
+            item = site.node.args[0].value
+            if not (isinstance(item, cst.Tuple) and len(item.elements) == n):
+                continue
+            seen = True
+            for i, el in enumerate(item.elements):
+                e = el.value
+                out[i] |= isinstance(e, cst.Name) and e.value in side or bool(_EVENTISH.search(file.code(e)))
+    memo[key] = tuple(out) if seen else ()
+    return memo[key]
+
+
+def _side_names(file: FileModel, fn: FunctionInfo) -> set[str]:
+    """Names ``fn`` binds under a stream scope (``with torch.cuda.stream(self.s): kv = ...``) or from an event."""
+    out: set[str] = set()
+    stack: list = [(fn.node.body, False)]
+    while stack:
+        n, under = stack.pop()
+        if isinstance(n, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            continue
+        if isinstance(n, cst.With):
+            under = under or any(_STREAMISH.search(file.code(it.item)) for it in n.items)
+        if isinstance(n, cst.Assign):
+            if under or _EVENTISH.search(file.code(n.value)):
+                out |= {x.value for t in n.targets for x in _flat(t.target)}
+        stack.extend((c, under) for c in n.children)
+    return out
+
+
+def _flat(t) -> list:
+    if isinstance(t, cst.Name):
+        return [t]
+    if isinstance(t, (cst.Tuple, cst.List)):
+        return [x for el in t.elements for x in _flat(el.value)]
+    return []

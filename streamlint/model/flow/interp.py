@@ -39,6 +39,7 @@ from streamlint.model.flow.exprs import Expressions
 from streamlint.model.flow.orderings import Orderings
 from streamlint.model.flow.handedback import HandedBack
 from streamlint.model.flow.handedearly import HandedEarly
+from streamlint.model.flow.elementevents import element_rooted
 from streamlint.model.flow.protocols import protocol_inputs, seed
 from streamlint.model.flow.results import EarlyRecord, HostRead, Lifetime, Race, Unjoined, ViewEscape
 from streamlint.model.flow.slots import Slots
@@ -279,7 +280,8 @@ class Interp(HandedEarly, CalleeRecords, HandedHolders, ScopedNoneTests, Guarded
         if self.entry_seed:
             seed_entry(self, st, kinds)
         if self.protocol_seed:
-            seed(self, st, protocol_inputs(self.project, self.file, self.fn, self.cfg.mode, run_producer))
+            seed(self, st, element_rooted(self.project, self.file, self.fn,
+                                          protocol_inputs(self.project, self.file, self.fn, self.cfg.mode, run_producer)))
         self.closure_entry(st)
         ambient = entry_ambient(self.project, self.file, self.fn)
         if ambient is not None:  # every caller runs this method under that stream of the object (flow/ambient.py)

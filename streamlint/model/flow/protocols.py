@@ -44,9 +44,10 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
 from streamlint.model.flow.fieldfamilies import family, family_pending, unresolved_waits, waits_on
+from streamlint.model.flow.joinhelpers import handed_to_join, join_helper_keys, join_helper_names
 from streamlint.model.flow.values import Access, ordered_before
 from streamlint.model.streams import MAIN, derived
-from streamlint.model.syntax import call_name, normalized_code
+from streamlint.model.syntax import call_name, local_nodes, normalized_code
 from streamlint.model.walk import children
 
 if TYPE_CHECKING:
@@ -114,7 +115,8 @@ def reached_outside(project: Project, file: FileModel, cls: ClassInfo, attr: str
         return memo[key]
     pattern = re.compile(rf"(?<![\w.])(?!(?:self|cls)\b)[A-Za-z_]\w*(?:\[[^\]]*\])?\.{re.escape(attr)}\b"
                          rf"(?!\s*\()(?!(?:\[[^\]]*\])?\s*=(?!=))")  # a store from outside is one more producer
-    own = re.compile(rf"(?:return|yield)\b[^\n]*\bself\.{re.escape(attr)}\b|(\w+)\(\s*self\.{re.escape(attr)}\s*[,)]")
+    own = re.compile(rf"(?:return|yield)\b[^\n]*(?<!len\()(?<!bool\()\bself\.{re.escape(attr)}\b"  # (not `len(self.q)`)
+                     rf"|(\w+)\(\s*self\.{re.escape(attr)}\s*[,)]")
     found = False
     marker = (f".{attr}".encode(),)
     naming = set(project.paths_containing((cls.name.encode(),)))
@@ -130,7 +132,15 @@ def reached_outside(project: Project, file: FileModel, cls: ClassInfo, attr: str
             break
     if not found:
         body = file.code(cls.node)  # (rendered once per class: memoised per node by the file model)
-        found = any(m.group(1) not in _STREAM_CALLS for m in own.finditer(body))
+        helpers: set[str] | None = None
+        for m in own.finditer(body):
+            if m.group(1) in _STREAM_CALLS:
+                continue
+            if m.group(1) is not None and helpers is None:  # handed to a helper that only joins it: kept
+                helpers = join_helper_names(project, file, cls, attr)
+            if m.group(1) is None or m.group(1) not in (helpers or ()):
+                found = True
+                break
     memo[key] = found
     return found
 
@@ -219,10 +229,32 @@ def protocol_inputs(project: Project, file: FileModel, fn: FunctionInfo, mode: s
     # record come after: the producer's early-record finding is the root cause, reported once, there
     out = [p for p in out if not p.family or not waits_on(file, fn, (*p.events, *p.early))]
     families = {e for p in out if p.family for e in (*p.events, *p.early)}
-    if families and unresolved_waits(file, fn, families):  # a wait on an event it cannot place: silence
-        out = [p for p in out if not p.family]
+    if families and (unresolved_waits(file, fn, families) or _family_event_handed_on(project, file, fn, families)):
+        out = [p for p in out if not p.family]  # a wait on an event it cannot place, or a taken event handed to a
+        # callee (`self._block_on(done)`, which may wait it): silence
     memo[key] = out
     return out
+
+
+def _family_event_handed_on(project: Project, file: FileModel, fn: FunctionInfo, families: set[str]) -> bool:
+    """Does ``fn`` hand a local bound from an entry of one of ``families`` (``done = self._ready.popleft()``,
+    ``kv, ready = self.pending.popleft()``) to a callee that can join it (``self._block_on(done)`` waiting its
+    parameter: :func:`~streamlint.model.flow.joinhelpers.handed_to_join`), or return / store the taken event?
+    Recycling it (``self._free.append(ev)``), logging it, or handing only the data part on is no join."""
+    names = {n for n, values in fn.name_assigns.items() if any(family(_norm(file.code(v))) in families for v in values)}
+    text = file.code(fn.node.body)
+    for name in names:
+        ref = rf"\b{re.escape(name)}"
+        if re.search(rf"(?:return|yield)\b[^\n]*{ref}\b", text) \
+                or re.search(rf"=\s*{ref}\b(?!\s*(?:is|==|!=|\.|\[))", text):
+            return True
+    parts: set[str] = set(names)  # the names of a tuple taken from the family (its data and its event alike)
+    for node in local_nodes(fn.node.body):
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) \
+                and family(_norm(file.code(node.value))) in families:
+            parts |= {el.value.value for t in node.targets if isinstance(t.target, (cst.Tuple, cst.List))
+                      for el in t.target.elements if isinstance(el.value, cst.Name)}
+    return any(handed_to_join(project, file, fn, n) for n in parts)
 
 
 def family_consumer(project: Project, file: FileModel, fn: FunctionInfo, mode: str, runner: Runner) -> bool:
@@ -239,12 +271,13 @@ def _expected(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInf
     for m in cls.methods.values():
         if m is fn or m is p.producer:
             continue
-        joins = joined_keys(file, m)
+        joins = joined_keys(file, m) | join_helper_keys(project, file, m)
+        looped = _loop_joins(file, m, joins) if p.family else {}
         if p.family:  # a wait on an entry of an event family (``self.events[k]``, ``.pop(k)``) is on the family
-            joins |= {family(k) or k for k in joins}
+            joins |= {family(k) or k for k in joins} | set(looped)
         if not joins & keys and not synchronizes_device(project, file, m):
             continue
-        if not _mentions(file, m, p.field):
+        if not _mentions(file, m, p.field) or looped.get(p.field):
             return False  # a join step that reads nothing: the caller orders the calls
         evidence = True  # another consumer joins before its read
     if not evidence:
@@ -253,6 +286,62 @@ def _expected(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInf
         if key.startswith("self.") and key.count(".") == 1 and reached_outside(project, file, cls, key[5:]):
             return False
     return True
+
+
+def _loop_joins(file: FileModel, fn: FunctionInfo, joins: set[str]) -> dict[str, bool]:
+    """The container fields ``fn`` joins by waiting the events of its elements in a loop (``for _, ev in self.q:
+    current_stream().wait_event(ev)``): field -> the loop only waits (its other names are unused, a join step)."""
+    out: dict[str, bool] = {}
+    for node in local_nodes(fn.node.body):
+        if not isinstance(node, cst.For):
+            continue
+        it = node.iter
+        if isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) \
+                and it.func.attr.value in ("values", "copy") and not it.args:
+            it = it.func.value  # (`self.q.copy()`, `self.events.values()`)
+        elif isinstance(it, cst.Call) and call_name(it) in ("list", "tuple") and len(it.args) == 1:
+            it = it.args[0].value
+        field = _norm(file.code(it))
+        names = [n for n in local_nodes(node.target) if isinstance(n, cst.Name)]
+        if not field.startswith("self.") or field.count(".") != 1 or not any(n.value in joins for n in names):
+            continue
+        body = file.code(node.body)
+        rest = [n.value for n in names if n.value not in joins and n.value != "_"]
+        out[field] = out.get(field, True) and not any(re.search(rf"\b{re.escape(r)}\b", body) for r in rest)
+    return out
+
+
+def callback_read(interp, anchor) -> bool:
+    """The protocol's read at ``anchor`` is only an argument of a callable the object holds (``self.release_fn(t)``,
+    not a method of the class, not resolved in the project): what it does with the tensor (read it, drop a
+    reference, nothing) is unknown, so the class protocol reports no read there (precision first)."""
+    stmt = anchor.body[0] if isinstance(anchor, cst.SimpleStatementLine) and len(anchor.body) == 1 else anchor
+    call = stmt.value if isinstance(stmt, cst.Expr) else None
+    if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name)
+            and call.func.value.value == "self"):
+        return False
+    cls = interp.cfile.classes.get(interp.cfn.class_name or "")
+    site = interp.cfile.call_site(call)
+    return cls is not None and call.func.attr.value not in cls.methods and site is not None \
+        and interp.project.call_target(interp.cfile, site) is None \
+        and _ctor_callable(interp.cfile, cls, call.func.attr.value)
+
+
+def _ctor_callable(file: FileModel, cls: ClassInfo, attr: str) -> bool:
+    """``self.attr`` is bound only from a constructor parameter (``self.release_fn = release_fn`` in
+    ``__init__``, or ``None``): a callable the object's user supplies, not a kernel / op / module attribute."""
+    found = False
+    for a in file.assigns:
+        if a.target != f"self.{attr}" or a.function is None or a.function.class_name != cls.name:
+            continue
+        v = a.value
+        if isinstance(v, cst.Name) and v.value == "None":
+            continue
+        if not (a.function.node.name.value == "__init__" and isinstance(v, cst.Name)
+                and v.value in (*a.function.params, *a.function.kwonly)):
+            return False
+        found = True
+    return found
 
 
 def seed(interp, st, pending: list[Pending]) -> None:

@@ -20,7 +20,7 @@ from streamlint.model.flow.escapes import events_in, handed_value, self_field
 from streamlint.model.flow.fieldfamilies import callers_join
 from streamlint.model.flow.hostfields import HostFields
 from streamlint.model.flow.hostargs import host_by_callers, worker_thread_only
-from streamlint.model.flow.protocols import class_joins, holder_joins, sibling_consumer_waits
+from streamlint.model.flow.protocols import callback_read, class_joins, holder_joins, sibling_consumer_waits
 from streamlint.model.flow.leaves import callers_view, left_on_side_streams, unordered_caller
 from streamlint.model.flow.results import EarlyRecord, Lifetime, Race, Unjoined, ViewEscape
 from streamlint.model.flow.values import (
@@ -265,7 +265,7 @@ class Storages(HostFields):
             return  # a host tensor handed in (no stream produced it), a caller on a worker thread, or a sibling
             # method that forks the stream from the current one for the object's users (stepstate.py)
         protocol = self.protocol_sources.get(S.sid) if S.last_write is earlier else None
-        if protocol is not None and (kind != "read" or replay):
+        if protocol is not None and (kind != "read" or replay or callback_read(self, self.anchor)):
             return  # a class protocol says who must join before a read, not what a later write may do
         step = self.step_sources.get(S.sid) if earlier.node is None and earlier.time == 0 else None
         if step is not None and (forked_elsewhere(self.file, self.fn, s) or set(st.know(s)) - {s}

@@ -110,7 +110,9 @@ Layer 3 — one function's flow
                     ``hostwrites`` (a host op writing certainly-host memory, pinned fields included, is on the host
                     timeline: later stream work is ordered after it), ``hostgrads`` (a host optimizer's ``step()``
                     reads the pinned ``.grad`` slots a non-blocking copy still fills), ``membership``
-                    (comparisons; ``k in d`` on a dict / set reads no tensor), ``interp`` (the composition), ``results`` (what rules read)
+                    (comparisons; ``k in d`` on a dict / set reads no tensor), ``frames`` (a local container's
+                    name is its frame's own: an inlined helper's ``staged`` is not its caller's, nor another
+                    helper's), ``interp`` (the composition), ``results`` (what rules read)
     ``breaks``      where does a compiled region break the graph, and what reaches a no-break scope?
     ``waits``       syntactic facts around npu_wait_tensor / ops.record / event waits
     ``families``    which API families does a function mix, and on which execution paths?

@@ -47,7 +47,8 @@ META_ATTRS = frozenset({
 
 META_METHODS = frozenset({"size", "dim", "numel", "element_size", "is_contiguous", "stride", "storage_offset",
                           "data_ptr", "get_device", "nelement", "type", "is_floating_point", "is_complex",
-                          "untyped_storage", "storage", "__len__"})
+                          "untyped_storage", "storage", "__len__",
+                          "is_pinned", "is_shared"})  # (host bookkeeping of the storage: no kernel, no wait)
 
 
 # ``t.set_(src.untyped_storage(), ...)``: metadata only, no kernel; afterwards ``t`` aliases ``src``.

@@ -16,6 +16,7 @@ from streamlint.model.flow.callers import callers_of, calls_after, orders_after
 from streamlint.model.flow.coarse import ends_in
 from streamlint.model.flow.duckmethods import duck_method
 from streamlint.model.flow.elementsets import element_origins
+from streamlint.model.flow.frames import frame_containers
 from streamlint.model.flow.effects import held_object, local_method
 from streamlint.model.flow.heldaliases import held_method, held_receiver, reads_kept_on_host
 from streamlint.model.flow.heldresults import held_result
@@ -511,7 +512,6 @@ class Calls:
                      else item for item, g in zip(items, groups)]
         return TupVal(tuple(None if other else item for item, other in zip(items, skip or [False] * len(items))))
 
-    # ---- inlining helpers
     def caller_context(self, S, earlier, s: str) -> str | None:
         """A race seen inside an inlined helper that its own analysis cannot see: the helper accesses, on
         the side stream its caller made current (it did not switch), what was accessed before the call.
@@ -560,10 +560,9 @@ class Calls:
             annotation = string_annotation(p.annotation.annotation)
             qualname = file.resolve(annotation, fn.parent) if isinstance(annotation, (cst.Name, cst.Attribute)) \
                 else None
-            if qualname is None:
-                if dotted(annotation) is None:
-                    continue
-                qualname = f"{file.module_name}.{dotted(annotation)}"
+            if qualname is None and dotted(annotation) is None:
+                continue
+            qualname = qualname or f"{file.module_name}.{dotted(annotation)}"
             sym = self.project.symbol(qualname, file)
             if sym is not None and isinstance(sym[0], ClassInfo):
                 method = sym[0].methods.get(func.attr.value)
@@ -609,8 +608,8 @@ class Calls:
                 elif isinstance(d, (cst.SimpleString, cst.Integer)):
                     env[name] = CVal(string_value(d) if isinstance(d, cst.SimpleString) else d.value)
         self._bind_rest(st, e, fn, params, env)
-        saved_env, saved_stack, saved_single = st.env, list(st.stack), self.single
-        saved_anchor = self.anchor
+        handed = frame_containers(st, bound, env, fn.node)  # the helper's own names for containers (frames.py)
+        saved_env, saved_stack, saved_single, saved_anchor = st.env, list(st.stack), self.single, self.anchor
         first_id = self.next_id
         if not self.depth:
             self.inline_floor = first_id  # storages numbered above it are the inlined helpers' own
@@ -635,6 +634,7 @@ class Calls:
             st.__dict__.update(result_state.__dict__)
         pending = self.mark_exit(st, fn, mod, ret)  # host tensors handed back still pending (hostreads.py)
         st.env, st.stack, st.done, st.ret, st.flow = saved_env, saved_stack, False, None, None
+        st.held = handed.leave(st.held)
         st.env.update(pending)
         self.anchor = saved_anchor
         declared = return_kind(mod, fn)  # `-> torch.cuda.Stream`, `-> int`: the helper's declared result

@@ -94,13 +94,10 @@ def join_helper_keys(project: Project | None, file: FileModel, fn: FunctionInfo,
         wanted = [i for i, t in enumerate(texts) if t.startswith("self.") and t.count(".") == 1 and "[" not in t]
         if not wanted:
             continue
-        found = project.call_target(file, site)
+        found = _callee_params(project, file, site)
         if found is None:
             continue
-        callee, model = found
-        params = list(callee.params)
-        if params[:1] in (["self"], ["cls"]) and isinstance(node.func, cst.Attribute):
-            params = params[1:]  # a method: the receiver binds the first parameter
+        callee, model, params = found
         for i in wanted:  # (a keyword argument binds its parameter by name: `join(self.s, blocking=True)`)
             kw = node.args[i].keyword
             p = kw.value if kw is not None else params[i] if i < len(params) else None
@@ -167,13 +164,10 @@ def handed_to_join(project: Project | None, file: FileModel, fn: FunctionInfo, n
         hit = [i for i, a in enumerate(node.args) if isinstance(a.value, cst.Name) and a.value.value == name]
         if not hit:
             continue
-        found = project.call_target(file, site)
+        found = _callee_params(project, file, site)
         if found is None:
             continue
-        callee, model = found
-        params = list(callee.params)
-        if params[:1] in (["self"], ["cls"]) and isinstance(node.func, cst.Attribute):
-            params = params[1:]
+        callee, model, params = found
         for i in hit:
             a = node.args[i]
             if a.star:
@@ -195,3 +189,16 @@ def _walk(root):
 
 def _names_in(e) -> set[str]:
     return {n.value for n in _walk(e) if isinstance(n, cst.Name)}
+
+
+def _callee_params(project, file, site):
+    """The project function a call resolves to, its module, and the parameters its arguments bind (a method
+    called on a receiver: the receiver binds the first one)."""
+    found = project.call_target(file, site)
+    if found is None:
+        return None
+    callee, model = found
+    params = list(callee.params)
+    if params[:1] in (["self"], ["cls"]) and isinstance(site.node.func, cst.Attribute):
+        params = params[1:]
+    return callee, model, params

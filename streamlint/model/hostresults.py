@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from streamlint._lazy import cst
 from streamlint.model.file import FileModel, FunctionInfo, dotted, host_param, string_value
-from streamlint.model.placement import HOST_RESULT_METHODS, host_library
+from streamlint.model.placement import HOST_RESULT_METHODS, META_METHODS, host_library
 from streamlint.model.syntax import local_nodes
 
 
@@ -54,9 +54,8 @@ def _host_value(fn: FunctionInfo, v: cst.BaseExpression, depth: int = 0, file: F
 
 # Methods whose result is a host scalar / tuple whatever their receiver: a tensor's metadata (``x.size(0)``,
 # ``x.numel()``, ``x.data_ptr()``: no device read) and a process group's ``rank()`` / ``size()``.
-HOST_SCALAR_METHODS = frozenset({"size", "dim", "ndimension", "numel", "nelement", "element_size", "stride",
-                                 "storage_offset", "data_ptr", "get_device", "is_contiguous", "is_pinned",
-                                 "is_floating_point", "is_complex", "rank", "get_rank", "get_world_size"})
+HOST_SCALAR_METHODS = (META_METHODS - {"type", "untyped_storage", "storage"}) \
+    | frozenset({"ndimension", "rank", "get_rank", "get_world_size"})  # (a storage is device memory: not one)
 
 # Builtins whose result is a host value whatever their arguments (a tensor argument gives a Python bool / int /
 # str): ``any(g for g in plan)``, ``isinstance(x, int)``, ``len(xs)``. Not ``min`` / ``max`` / ``sum`` / ``abs``

@@ -25,6 +25,13 @@ HOST_LIBRARIES = frozenset({"numpy"})
 HOST_RESULT_METHODS = frozenset({"numpy", "tolist", "item"})
 
 
+# Tensor methods that read metadata only (no kernel, no wait): ``x.size(0)``, ``x.data_ptr()``, ``x.is_pinned()``
+META_METHODS = frozenset({"size", "dim", "numel", "element_size", "is_contiguous", "stride", "storage_offset",
+                          "data_ptr", "get_device", "nelement", "type", "is_floating_point", "is_complex",
+                          "untyped_storage", "storage", "__len__",
+                          "is_pinned", "is_shared"})  # (host bookkeeping of the storage: no kernel, no wait)
+
+
 def host_library(target: str | None) -> bool:
     """Is ``target`` (a qualified name) a function of a host array library (:data:`HOST_LIBRARIES`)?"""
     return bool(target) and target.split(".", 1)[0] in HOST_LIBRARIES  # type: ignore[union-attr]

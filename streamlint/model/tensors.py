@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
+from streamlint.model.placement import META_METHODS  # noqa: F401  (re-exported: metadata calls)
 from streamlint.model.placement import (  # noqa: F401  (re-exported: the host-placement helpers)
     BLOCKING_HOST_READS, HOST_COPY_METHODS, HOST_FACTORIES, device_like, host_factory, host_placed, host_target,
     non_blocking,
@@ -43,12 +44,6 @@ META_ATTRS = frozenset({
     "shape", "dtype", "device", "ndim", "layout", "names", "requires_grad", "is_leaf", "grad_fn",
     "itemsize", "nbytes", "is_cuda", "is_npu", "is_sparse", "is_quantized", "is_meta", "output_nr",
 })
-
-
-META_METHODS = frozenset({"size", "dim", "numel", "element_size", "is_contiguous", "stride", "storage_offset",
-                          "data_ptr", "get_device", "nelement", "type", "is_floating_point", "is_complex",
-                          "untyped_storage", "storage", "__len__",
-                          "is_pinned", "is_shared"})  # (host bookkeeping of the storage: no kernel, no wait)
 
 
 # ``t.set_(src.untyped_storage(), ...)``: metadata only, no kernel; afterwards ``t`` aliases ``src``.

@@ -6,6 +6,7 @@ import ast
 import gc
 import hashlib
 import os
+import stat
 import traceback
 import warnings
 from time import perf_counter as _perf_counter
@@ -220,6 +221,7 @@ class Engine:
             ),
         )
         self.project.reader = self.read
+        self.project.word_stamp = self.word_stamp
         # selectors (codes, prefixes, names, ALL) expanded to the codes they match
         self._per_file_ignores = [
             (pathspec.GitIgnoreSpec.from_lines([pattern]),
@@ -306,6 +308,8 @@ class Engine:
             project._recent[path] = None
         project.reader = old.reader
         project.summaries = old.summaries
+        project.word_source, project.word_stamp = old.word_source, old.word_stamp
+        project.words, project._words_for = old.words, old._words_for
         project.index_progress = old.index_progress
         project._scan_bytes, project._scan_kept = old._scan_bytes, old._scan_kept
         project._summary_digests = old._summary_digests
@@ -330,6 +334,17 @@ class Engine:
         elementsets.forget_nodes(live)
         return released
         self._digests = {path: digest for path, digest in self._digests.items() if path in kept}
+
+    def word_stamp(self, path: str) -> tuple[int, int] | None:
+        """A file's content stamp for the word index (size, mtime): None for an unsaved buffer or a file
+        that is not a regular one (read every time)."""
+        if os.path.abspath(path) in self._overrides:
+            return None
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            return None
+        return (st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
 
     def read(self, path: str) -> bytes:
         key = os.path.abspath(path)

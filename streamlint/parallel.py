@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 from streamlint.cache import ResultCache, SummaryCache, project_digest, sha256
+from streamlint.wordcache import WordCache
 from streamlint.config import Settings
 from streamlint.engine import Engine, FileReport
 from streamlint.finding import Finding
@@ -243,6 +244,9 @@ def lint_files(
     summaries = SummaryCache(cache.directory) if cache is not None else None
     if summaries is not None and engine.project.summaries.source is None and not engine.project.summaries.entries:
         engine.project.summaries.source = summaries.load
+    words = WordCache(cache.directory) if cache is not None else None
+    if words is not None and engine.project.word_source is None:
+        engine.project.word_source = words.load
 
     project_state: list[str] = []
     light: list[tuple[str, bytes]] = []  # files without a marker, to be syntax-checked only
@@ -355,4 +359,6 @@ def lint_files(
             cache.save()
             if summaries is not None:
                 summaries.save(engine.project.summaries)
+            if words is not None and engine.project.words is not None:
+                words.save(engine.project.words)
     return [reports[path] for path in files], stats

@@ -1,0 +1,203 @@
+"""A persistent word index of a project's files, for its marker searches (``Project.paths_containing``).
+
+Per file, keyed by its content stamp (size and modification time, as the result cache trusts them), the set of
+its *words*: the maximal runs of ``[A-Za-z0-9_]`` bytes (comments and strings included). They are merged into a
+word -> files posting table kept in the project cache (:mod:`streamlint.wordcache`) and updated for changed
+files only, so a warm run answers a marker search without reading the tree:
+
+- a word of the marker with a non-word byte of the marker on each side (``attr`` in ``.attr =``): an occurrence
+  of the marker is an occurrence of that very word in the file (exact lookup);
+- one with a non-word byte before it only (``name`` at the end of ``"name``): a word of the file starts with it
+  (a prefix range of the sorted vocabulary); after it only: a word of the file ends with it; neither (the
+  marker is one word): a word of the file contains it (a search of the vocabulary's bytes);
+- a marker without a word: no answer (the caller scans as before).
+
+The files so found are candidates only: the caller confirms the marker with a byte search in each, so the
+answer is the scan's exactly. The index never holds file contents. File ids are never reused within an index:
+a changed file gets a new id and its old one is dead (filtered out), its new words go to an overlay of the
+postings; :meth:`WordIndex.compact` folds both in when they grow.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from array import array
+from typing import Callable, Iterable
+
+WORD = re.compile(rb"[A-Za-z0-9_]+")
+_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+Stamp = tuple[int, int]  # (size, mtime_ns)
+
+
+def words_of(data: bytes) -> set[bytes]:
+    """The words of ``data`` (maximal runs of ``[A-Za-z0-9_]``)."""
+    return set(WORD.findall(data))
+
+
+def is_word(marker: bytes) -> bool:
+    """Is ``marker`` one word? A file holding a word that contains it holds it: no confirmation needed."""
+    return WORD.fullmatch(marker) is not None
+
+
+def marker_words(marker: bytes) -> list[tuple[bytes, bool, bool]]:
+    """(word, a non-word byte of the marker before it, one after it) for each word of ``marker``."""
+    return [(m.group(), m.start() > 0, m.end() < len(marker)) for m in WORD.finditer(marker)]
+
+
+class WordIndex:
+    """Files (by path, with their stamp) and the words each holds, as postings word -> file ids.
+
+    ``vocab`` (sorted, without the overlay's new words) and ``base`` / ``offsets`` (the postings of ``vocab[i]``
+    are ``base[offsets[i]:offsets[i + 1]]``) are what the cache stores compactly; ``overlay`` holds the words of
+    files indexed since (word -> their ids); ``files`` maps a path to (its id, its stamp or None: not to be
+    trusted next run); ids not in ``files`` are dead."""
+
+    def __init__(self, vocab: list[bytes] | None = None, base: "array | None" = None,
+                 offsets: "array | None" = None, files: dict[str, tuple[int, Stamp | None]] | None = None,
+                 next_id: int = 0, overlay: dict[bytes, list[int]] | None = None) -> None:
+        self.vocab = vocab or []
+        self.base = base if base is not None else array("I")
+        self.offsets = offsets if offsets is not None else array("I", [0])
+        self.files = files or {}
+        self.next_id = next_id
+        self.overlay = overlay or {}
+        self.dirty = False
+        self._blob: bytes | None = None  # b"\n".join(vocab) with a leading b"\n" (suffix / inner searches)
+        self._starts: list[int] = []  # where each word of vocab starts in _blob
+        self._live: frozenset[int] | None = None
+        self._paths: dict[int, str] | None = None  # live id -> its path
+
+    # ---- keeping it current
+    def refresh(self, paths: Iterable[str], stamp: Callable[[str], "Stamp | None"],
+                read: Callable[[str], bytes], trusted: Callable[[Stamp], bool], prune: bool) -> None:
+        """Re-index every path whose stamp is not the recorded one (or was not trusted); an unreadable file
+        holds no word (the scan finds nothing in it either). ``prune``: drop files not in ``paths``."""
+        seen = set()
+        for path in paths:
+            seen.add(path)
+            now = stamp(path)
+            known = self.files.get(path)
+            if known is not None and known[1] is not None and known[1] == now:
+                continue
+            try:
+                words = words_of(read(path))
+            except OSError:
+                words, now = set(), None
+            self._put(path, words, now if now is not None and trusted(now) else None)
+        if prune:
+            for path in [p for p in self.files if p not in seen]:
+                del self.files[path]
+                self.dirty = True
+                self._live = self._paths = None
+
+    def _put(self, path: str, words: set[bytes], stamp: "Stamp | None") -> None:
+        ident = self.next_id
+        self.next_id += 1
+        self.files[path] = (ident, stamp)
+        for word in words:
+            self.overlay.setdefault(word, []).append(ident)
+        self.dirty = True
+        self._live = self._paths = None
+
+    def live(self) -> frozenset[int]:
+        if self._live is None:
+            self._live = frozenset(ident for ident, _ in self.files.values())
+        return self._live
+
+    def compact(self) -> None:
+        """Fold the overlay into the base postings and drop dead ids (renumbered densely)."""
+        live = self.live()
+        ids = sorted(live)
+        renumber = {old: new for new, old in enumerate(ids)}
+        merged: dict[bytes, list[int]] = {}
+        base, offsets = self.base, self.offsets
+        for i, word in enumerate(self.vocab):
+            kept = [renumber[k] for k in base[offsets[i]:offsets[i + 1]] if k in renumber]
+            if kept:
+                merged[word] = kept
+        for word, extra in self.overlay.items():
+            kept = [renumber[k] for k in extra if k in renumber]
+            if kept:
+                merged.setdefault(word, []).extend(kept)
+        self.vocab = sorted(merged)
+        self.base, self.offsets = array("I"), array("I", [0])
+        for word in self.vocab:
+            self.base.extend(sorted(merged[word]))
+            self.offsets.append(len(self.base))
+        self.files = {path: (renumber[ident], stamp) for path, (ident, stamp) in self.files.items()}
+        self.next_id = len(ids)
+        self.overlay = {}
+        self._blob = None
+        self._live = self._paths = None
+
+    def wants_compaction(self) -> bool:
+        return sum(map(len, self.overlay.values())) > max(len(self.base) // 4, 20_000) \
+            or self.next_id > 2 * len(self.files) + 64
+
+    # ---- questions
+    def _ids(self, i: int) -> "array":
+        return self.base[self.offsets[i]:self.offsets[i + 1]]
+
+    def _with(self, word: bytes, left: bool, right: bool) -> set[int]:
+        """Ids (live or dead) of the files holding a word that starts with ``word`` (``left``), ends with it
+        (``right``), both (exactly it) or contains it."""
+        found: set[int] = set()
+        vocab = self.vocab
+        if left and right:
+            i = bisect.bisect_left(vocab, word)
+            if i < len(vocab) and vocab[i] == word:
+                found.update(self._ids(i))
+            found.update(self.overlay.get(word, ()))
+            return found
+        if left:
+            i = bisect.bisect_left(vocab, word)
+            while i < len(vocab) and vocab[i].startswith(word):
+                found.update(self._ids(i))
+                i += 1
+            for other, ids in self.overlay.items():
+                if other.startswith(word):
+                    found.update(ids)
+            return found
+        if self._blob is None:
+            self._blob = b"\n" + b"\n".join(vocab) + b"\n"
+            self._starts, at = [], 1
+            for other in vocab:
+                self._starts.append(at)
+                at += len(other) + 1
+        blob, starts = self._blob, self._starts
+        at = blob.find(word)
+        while at >= 0:
+            start = blob.rfind(b"\n", 0, at) + 1
+            end = blob.find(b"\n", at)
+            if end < 0:
+                break  # (a word holds no newline: never)
+            if not right or at + len(word) == end:
+                found.update(self._ids(bisect.bisect_right(starts, start) - 1))
+                at = blob.find(word, end)  # (this word's postings are in: the next one)
+            else:
+                at = blob.find(word, at + 1)
+        for other, ids in self.overlay.items():
+            if other.endswith(word) if right else word in other:
+                found.update(ids)
+        return found
+
+    def candidates(self, markers: tuple[bytes, ...]) -> set[str] | None:
+        """The paths that may contain one of ``markers`` (a superset of the scan's answer); None: a marker
+        without a word (no answer from the index)."""
+        ids: set[int] = set()
+        for marker in markers:
+            words = marker_words(marker)
+            if not words:
+                return None
+            # the most constrained word of the marker (both sides bounded, then one, then the longest)
+            word, left, right = max(words, key=lambda w: (w[1] + w[2], w[1], len(w[0])))
+            ids |= self._with(word, left, right)
+        if self._paths is None:
+            self._paths = {ident: path for path, (ident, _) in self.files.items()}
+        paths = self._paths
+        return {paths[ident] for ident in ids if ident in paths}
+
+
+__all__ = ["WORD", "WordIndex", "is_word", "marker_words", "words_of"]

@@ -31,9 +31,12 @@ _WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 Stamp = tuple[int, int]  # (size, mtime_ns)
 
 
+_BLANKS = bytes(c if c in _WORD_BYTES else 32 for c in range(256))  # every non-word byte -> a space
+
+
 def words_of(data: bytes) -> set[bytes]:
-    """The words of ``data`` (maximal runs of ``[A-Za-z0-9_]``)."""
-    return set(WORD.findall(data))
+    """The words of ``data`` (maximal runs of ``[A-Za-z0-9_]``; as ``set(WORD.findall(data))``, ~2x faster)."""
+    return set(data.translate(_BLANKS).split())
 
 
 def is_word(marker: bytes) -> bool:
@@ -107,26 +110,32 @@ class WordIndex:
         return self._live
 
     def compact(self) -> None:
-        """Fold the overlay into the base postings and drop dead ids (renumbered densely)."""
-        live = self.live()
-        ids = sorted(live)
-        renumber = {old: new for new, old in enumerate(ids)}
-        merged: dict[bytes, list[int]] = {}
+        """Fold the overlay into the base postings and drop dead ids (renumbered densely, in order). Every
+        posting list stays sorted: ids grow, the overlay's are above the base's, renumbering keeps the order."""
+        ids = sorted(self.live())
+        dense = len(ids) == self.next_id  # (no dead id: nothing to renumber; the first build of a tree)
+        renumber = None if dense else {old: new for new, old in enumerate(ids)}
+        merged: dict[bytes, "array | list[int]"] = {}
         base, offsets = self.base, self.offsets
         for i, word in enumerate(self.vocab):
-            kept = [renumber[k] for k in base[offsets[i]:offsets[i + 1]] if k in renumber]
+            kept = base[offsets[i]:offsets[i + 1]]
+            if renumber is not None:
+                kept = [renumber[k] for k in kept if k in renumber]
             if kept:
                 merged[word] = kept
         for word, extra in self.overlay.items():
-            kept = [renumber[k] for k in extra if k in renumber]
+            kept = extra if renumber is None else [renumber[k] for k in extra if k in renumber]
             if kept:
-                merged.setdefault(word, []).extend(kept)
+                known = merged.get(word)
+                merged[word] = kept if known is None else [*known, *kept]
         self.vocab = sorted(merged)
         self.base, self.offsets = array("I"), array("I", [0])
+        extend, append, base = self.base.extend, self.offsets.append, self.base
         for word in self.vocab:
-            self.base.extend(sorted(merged[word]))
-            self.offsets.append(len(self.base))
-        self.files = {path: (renumber[ident], stamp) for path, (ident, stamp) in self.files.items()}
+            extend(merged[word])
+            append(len(base))
+        if renumber is not None:
+            self.files = {path: (renumber[ident], stamp) for path, (ident, stamp) in self.files.items()}
         self.next_id = len(ids)
         self.overlay = {}
         self._blob = None

@@ -218,36 +218,42 @@ class Project(ModulePaths):
         if self.word_source is None or self.reader is None or not markers:
             return None
         with _phase(self.profiler, "word-index"):
-            if self.words is None:
-                self.words = self.word_source()
-            if self._words_for is not files:
-                self._refresh_words(files)
-                self._words_for = files
-            candidates = self.words.candidates(markers)
+            candidates = self.word_index(files).candidates(markers)
         if candidates is None:
             return None
         if all(map(is_word, markers)):  # (a word of the file contains the marker: it holds it)
             return [path for path in files if path in candidates]
         return [path for path in files if path in candidates and self.may_contain(path, markers)]
 
-    def _refresh_words(self, files: list[str]) -> None:
+    def word_index(self, files: list[str] | None = None, keep: bool = True) -> "WordIndex":
+        """The project cache's word index, loaded (``word_source``) and brought up to date for ``files`` (default:
+        :meth:`all_files`): a file whose content stamp is not the recorded one is read again. ``keep``: the
+        contents read are kept for the byte searches (``_keep_bytes``), as a search would keep them."""
         import time
 
-        assert self.words is not None and self.reader is not None
-        stamp = self.word_stamp or (lambda path: None)
-        recent = time.time_ns() - 2_000_000_000  # (as the result cache: a file modified since is read again)
-        read = self.reader
+        assert self.word_source is not None and self.reader is not None
+        if files is None:
+            files = self.all_files()
+        if self.words is None:
+            self.words = self.word_source()
+        if self._words_for is not files:
+            stamp = self.word_stamp or (lambda path: None)
+            recent = time.time_ns() - 2_000_000_000  # (as the result cache: a file modified since is read again)
+            read = self.reader
 
-        def reread(path: str) -> bytes:
-            data = self._scan_bytes.get(path)
-            if data is None:
-                data = read(path)
-                self._keep_bytes(path, data)
-            return data
+            def reread(path: str) -> bytes:
+                data = self._scan_bytes.get(path)
+                if data is None:
+                    data = read(path)
+                    if keep:
+                        self._keep_bytes(path, data)
+                return data
 
-        self.words.refresh(files, stamp, reread, lambda st: st[1] < recent, prune=self.scope is None)
-        if self.words.wants_compaction():
-            self.words.compact()
+            self.words.refresh(files, stamp, reread, lambda st: st[1] < recent, prune=self.scope is None)
+            if self.words.wants_compaction():
+                self.words.compact()
+            self._words_for = files
+        return self.words
 
     def _joined(self, files: list[str]) -> "tuple[list[str], bytescan.JoinedTree] | None":
         """Every project file's content joined by NUL bytes, read once (``bytescan.join_contents``; None: no

@@ -18,11 +18,12 @@ from pathlib import Path
 
 from streamlint import __version__
 from streamlint.cache import CACHE_FORMAT, prepare_directory, write_atomic
-from streamlint.model.wordindex import WORD, WordIndex
+from streamlint.model.wordindex import WordIndex
 
 MAGIC = b"streamlint-words 1\n"
 _SIZE = struct.Struct("<Q")
-_WORDS = re.compile(rb"[A-Za-z0-9_]+(?:\n[A-Za-z0-9_]+)*")
+_TOKEN = re.compile(rb"[.']?[A-Za-z0-9_]+")  # a word, ``.word`` or ``'word`` (streamlint.model.wordindex.words_of)
+_WORDS = re.compile(rb"[.']?[A-Za-z0-9_]+(?:\n[.']?[A-Za-z0-9_]+)*")
 
 
 def _ids(raw: bytes) -> "array | None":
@@ -132,7 +133,7 @@ def decode(data: bytes) -> WordIndex | None:
         files[entry[0]] = (entry[1], (entry[2], entry[3]) if len(entry) == 4 else None)
     overlay: dict[bytes, list[int]] = {}
     for word, ids in head["overlay"].items():
-        if not WORD.fullmatch(raw := word.encode("ascii", "replace")) or not isinstance(ids, list) \
+        if not _TOKEN.fullmatch(raw := word.encode("ascii", "replace")) or not isinstance(ids, list) \
                 or not all(_int(i) and i < next_id for i in ids):
             return None
         overlay[raw] = ids

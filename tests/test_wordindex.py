@@ -35,7 +35,8 @@ def _markers(rng: random.Random) -> list[tuple[bytes, ...]]:
              (b"class Event",), (b"Event(",), (b"(",), (b" = ",), (b"a",), (b"k",), (b"x1.",), (b".record(",),
              (b".event)",), (b"event:",), (b"__dict__",), (b"setattr(",), (b"compile",), (b".a", b"a[", b"a."),
              (b"stream", b"event"), (b"\xc3\xa9",), (b"\\",), (b"graph_task_update_begin",), (b"_x",), (b"1",),
-             (b"npu.stream",), (b"streamsX",), (b"tream(",), (b" stream",)]
+             (b"npu.stream",), (b"streamsX",), (b"tream(",), (b" stream",), (b"\"ab'",), (b".a.b",),
+             (b"'x1'",), (b"'self.",), (b".k\"",)]
     for _ in range(200):
         n = rng.randrange(1, 3)
         fixed.append(tuple(_text(rng)[: rng.randrange(1, 12)] or b"a" for _ in range(n)))

@@ -34,9 +34,22 @@ Stamp = tuple[int, int]  # (size, mtime_ns)
 _BLANKS = bytes(c if c in _WORD_BYTES else 32 for c in range(256))  # every non-word byte -> a space
 
 
+# ``.word`` (a word right after a dot) and ``'word`` (a word between two quotes, either kind; the closing quote
+# not consumed: ``'a'b'`` holds both), kept as tokens of their own next to the plain words: ``.attr =`` and ``"attr"``
+# are far rarer than ``attr``, and their candidate files are all read to confirm the marker
+_DOTTED = re.compile(rb"\.([A-Za-z0-9_]+)")
+_QUOTED = re.compile(rb"[\"']([A-Za-z0-9_]+)(?=[\"'])")
+_QUOTES = frozenset(b"'\"")
+
+
 def words_of(data: bytes) -> set[bytes]:
-    """The words of ``data`` (maximal runs of ``[A-Za-z0-9_]``; as ``set(WORD.findall(data))``, ~2x faster)."""
-    return set(data.translate(_BLANKS).split())
+    """The words of ``data`` (maximal runs of ``[A-Za-z0-9_]``; as ``set(WORD.findall(data))``, ~2x faster), with
+    the tokens ``.word`` and ``'word`` (see ``_DOTTED``, ``_QUOTED``)."""
+    words = set(data.translate(_BLANKS).split())
+    words.update(b"." + w for w in set(_DOTTED.findall(data)))
+    if b"'" in data or b'"' in data:
+        words.update(b"'" + w for w in set(_QUOTED.findall(data)))
+    return words
 
 
 def is_word(marker: bytes) -> bool:
@@ -47,6 +60,22 @@ def is_word(marker: bytes) -> bool:
 def marker_words(marker: bytes) -> list[tuple[bytes, bool, bool]]:
     """(word, a non-word byte of the marker before it, one after it) for each word of ``marker``."""
     return [(m.group(), m.start() > 0, m.end() < len(marker)) for m in WORD.finditer(marker)]
+
+
+def _keys(marker: bytes) -> list[tuple[tuple[int, int, int, int], bytes, bool, bool]]:
+    """(rank, token, left, right) for each word of ``marker`` (see :meth:`WordIndex._with`): a file holding
+    the marker holds such a token."""
+    keys = []
+    for m in WORD.finditer(marker):
+        word, start, end = m.group(), m.start(), m.end()
+        left, right = start > 0, end < len(marker)
+        kind = 0
+        if left and right and marker[start - 1] in _QUOTES and marker[end] in _QUOTES:
+            word, kind = b"'" + word, 2
+        elif left and marker[start - 1] == 46:  # .
+            word, kind = b"." + word, 1
+        keys.append(((left + right, kind, left, len(word)), word, left, right))
+    return keys
 
 
 class WordIndex:
@@ -197,11 +226,12 @@ class WordIndex:
         without a word (no answer from the index)."""
         ids: set[int] = set()
         for marker in markers:
-            words = marker_words(marker)
-            if not words:
+            keys = _keys(marker)
+            if not keys:
                 return None
-            # the most constrained word of the marker (both sides bounded, then one, then the longest)
-            word, left, right = max(words, key=lambda w: (w[1] + w[2], w[1], len(w[0])))
+            # the most selective: both sides bounded (a quoted word, then a dotted one, then a word), then a
+            # dotted prefix, a prefix, a suffix, the longest
+            _, word, left, right = max(keys)
             ids |= self._with(word, left, right)
         if self._paths is None:
             self._paths = {ident: path for path, (ident, _) in self.files.items()}

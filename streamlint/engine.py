@@ -221,7 +221,6 @@ class Engine:
             ),
         )
         self.project.reader = self.read
-        self.project.word_stamp = self.word_stamp
         # selectors (codes, prefixes, names, ALL) expanded to the codes they match
         self._per_file_ignores = [
             (pathspec.GitIgnoreSpec.from_lines([pattern]),
@@ -252,6 +251,8 @@ class Engine:
             self._previous[key] = last  # the next parse of this buffer reuses what the edit left alone
         self.project._files.pop(key, None)
         self.project.forget_bytes(key)
+        if self.project.words is not None:
+            self.project.words.files_for = None  # (the word index checks every stamp again at the next search)
         self.project._uses.clear()
         self.project._symbols.clear()
         self.project._wrappers.clear()
@@ -308,8 +309,7 @@ class Engine:
             project._recent[path] = None
         project.reader = old.reader
         project.summaries = old.summaries
-        project.word_source, project.word_stamp = old.word_source, old.word_stamp
-        project.words, project._words_for = old.words, old._words_for
+        project.words = old.words
         project.index_progress = old.index_progress
         project._scan_bytes, project._scan_kept = old._scan_bytes, old._scan_kept
         project._summary_digests = old._summary_digests

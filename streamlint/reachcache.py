@@ -252,12 +252,11 @@ def _compute(engine: "Engine") -> dict[str, Any] | None:
     fresh._scan_bytes, fresh._scan_kept = real._scan_bytes, real._scan_kept  # (bytes: no answer in them)
     fresh._summary_digests = real._summary_digests
     # the word index (its answers are the scan's: recorded the same)
-    fresh.word_source, fresh.word_stamp, fresh.words = real.word_source, real.word_stamp, real.words
+    fresh.words = real.words
     index = fresh.path_index
     index._reach()
     facts = index.carried()
     real._scan_kept = fresh._scan_kept
-    real.words = fresh.words
     if facts is None or index.derived.get("env_settings"):
         return None
     return {"format": FORMAT, "files": fresh.files,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from streamlint.model.project import Project
-from streamlint.model.wordindex import WordIndex, marker_words
+from streamlint.model.wordindex import WordIndex, WordSearch, marker_words
 from streamlint.wordcache import WordCache, decode, encode
 
 WORDS = ["stream", "streams", "record_stream", "wait_stream", "set_stream", "compile", "recompile", "self",
@@ -69,7 +69,7 @@ def _project(root: Path, index: WordIndex | None) -> Project:
 
     project = Project(root, lambda *a: None, reader=read)
     if index is not None:
-        project.word_source, project.word_stamp = (lambda: index), stamp
+        project.words = WordSearch(lambda: index, stamp)
     return project
 
 

@@ -29,14 +29,13 @@ from streamlint.model.paths import ExecutionPath, PathIndex
 from streamlint.model import bytescan
 from streamlint.model.bytescan import lines_with, may_call_bytes as _may_call_bytes, may_compile_bytes
 from streamlint.model.summary import ModuleSummary, SummaryStore
-from streamlint.model.wordindex import is_word
 from streamlint.model.uses import ApiUse, ScopeUse, bind_arguments
 from streamlint.model.wrappers import WrapperSpec, infer_wrapper, local_def
 from streamlint.profile import phase as _phase
 
 if TYPE_CHECKING:
     from streamlint.model.compile import CompileSite
-    from streamlint.model.wordindex import WordIndex
+    from streamlint.model.wordindex import WordSearch
     from streamlint.profile import Profiler
 
 JOINED_BYTES = 32 << 20  # past this, paths_containing tests each file (Project._joined)
@@ -85,13 +84,7 @@ class Project(ModulePaths):
     _marker_paths: dict[tuple[bytes, ...], list[str]] = field(default_factory=dict)  # paths_containing()
     # (the all_files() list it was built from, their contents joined): paths_containing's searches (_joined)
     _blob: "tuple[list[str], bytescan.JoinedTree | None] | None" = None
-    # the project cache's word index (streamlint.model.wordindex; None: no cache, searches scan the files):
-    # word_source loads it on the first search, word_stamp gives a file's content stamp (None: not to trust,
-    # e.g. an editor buffer); _words_for is the all_files() list it was last brought up to date for
-    word_source: "Callable[[], WordIndex] | None" = None
-    word_stamp: "Callable[[str], tuple[int, int] | None] | None" = None
-    words: "WordIndex | None" = None
-    _words_for: "list[str] | None" = None
+    words: "WordSearch | None" = None  # the project cache's word index (model/wordindex.py; None: files scanned)
 
     # ---- execution paths (streamlint.model.paths)
     @property
@@ -142,7 +135,6 @@ class Project(ModulePaths):
     def forget_bytes(self, path: str) -> None:
         self._scan_kept -= len(self._scan_bytes.pop(os.path.abspath(path), b""))
         self._blob = None
-        self._words_for = None  # (its stamp is checked again at the next search)
 
     def may_contain(self, path: str, markers: tuple[bytes, ...]) -> bool:
         """Cheap byte search used before parsing a file for project-wide facts."""
@@ -196,69 +188,21 @@ class Project(ModulePaths):
         return self._all_files
 
     def paths_containing(self, markers: tuple[bytes, ...]) -> list[str]:
-        """The project files whose bytes contain one of ``markers`` (:meth:`may_contain`), in :meth:`all_files`
-        order. Memoised per marker (past SCAN_BYTES_KEPT each search of a large tree read most files again,
-        and the protocols ask for the same names per argument, race and stream); bytes only: a release
-        keeps it, an edit forgets it (Engine.set_override)."""
+        """The project files whose bytes contain one of ``markers`` (:meth:`may_contain`), in :meth:`all_files` order,
+        from the word index if any; memoised per marker: a release keeps it, an edit forgets it (Engine.set_override)."""
         files = self.all_files()
         found = self._marker_paths.get(markers)
         if found is None:
-            found = self._indexed(files, markers)
+            found = self.words.paths(self, files, markers) if self.words is not None else None
+            joined = self._joined(files) if found is None and markers and all(m and b"\0" not in m for m in markers) else None
             if found is None:
-                joined = self._joined(files) if markers and all(m and b"\0" not in m for m in markers) else None
-                found = [path for path in files if self.may_contain(path, markers)] if joined is None \
-                    else joined[1].hits(markers)
+                found = [p for p in files if self.may_contain(p, markers)] if joined is None else joined[1].hits(markers)
             self._marker_paths[markers] = found
         return found
 
-    def _indexed(self, files: list[str], markers: tuple[bytes, ...]) -> list[str] | None:
-        """paths_containing's answer from the project cache's word index (streamlint.model.wordindex): the
-        files holding a word each marker implies, then the marker confirmed in those only. None: no index, or
-        a marker without a word (the caller scans)."""
-        if self.word_source is None or self.reader is None or not markers:
-            return None
-        with _phase(self.profiler, "word-index"):
-            candidates = self.word_index(files).candidates(markers)
-        if candidates is None:
-            return None
-        if all(map(is_word, markers)):  # (a word of the file contains the marker: it holds it)
-            return [path for path in files if path in candidates]
-        return [path for path in files if path in candidates and self.may_contain(path, markers)]
-
-    def word_index(self, files: list[str] | None = None, keep: bool = True) -> "WordIndex":
-        """The project cache's word index, loaded (``word_source``) and brought up to date for ``files`` (default:
-        :meth:`all_files`): a file whose content stamp is not the recorded one is read again. ``keep``: the
-        contents read are kept for the byte searches (``_keep_bytes``), as a search would keep them."""
-        import time
-
-        assert self.word_source is not None and self.reader is not None
-        if files is None:
-            files = self.all_files()
-        if self.words is None:
-            self.words = self.word_source()
-        if self._words_for is not files:
-            stamp = self.word_stamp or (lambda path: None)
-            recent = time.time_ns() - 2_000_000_000  # (as the result cache: a file modified since is read again)
-            read = self.reader
-
-            def reread(path: str) -> bytes:
-                data = self._scan_bytes.get(path)
-                if data is None:
-                    data = read(path)
-                    if keep:
-                        self._keep_bytes(path, data)
-                return data
-
-            self.words.refresh(files, stamp, reread, lambda st: st[1] < recent, prune=self.scope is None)
-            if self.words.wants_compaction():
-                self.words.compact()
-            self._words_for = files
-        return self.words
-
     def _joined(self, files: list[str]) -> "tuple[list[str], bytescan.JoinedTree] | None":
-        """Every project file's content joined by NUL bytes, read once (``bytescan.join_contents``; None: no
-        reader, or a tree over JOINED_BYTES). A tree's distinct marker searches (a large file asks ~70: field
-        names, quoted names) were each a test of every file, ~1,700 in torch-npu."""
+        """Every project file's content joined by NUL bytes, read once (``bytescan.join_contents``; None: no reader,
+        or a tree over JOINED_BYTES), for a large file's ~70 marker searches without the word index."""
         if self.reader is None:
             return None
         if self._blob is None or self._blob[0] is not files:
@@ -352,14 +296,12 @@ class Project(ModulePaths):
             found: list[tuple[str, ModuleSummary]] = []
             files = self.all_files()
             report = self.index_progress
-            # (with the word index: the files spelling it, none read; else each file's bytes tested here)
-            spelling = set(self.paths_containing((b"compile",))) if self.word_source is not None else None
+            spelling = set(self.paths_containing((b"compile",))) if self.words is not None else None  # (none read)
             for done, path in enumerate(files, 1):
                 if report is not None:
                     report(done, len(files))
-                if spelling is not None and path not in spelling:
-                    continue
-                data = self._bytes(path) if self.may_contain(path, (b"compile",)) else None
+                spells = self.may_contain(path, (b"compile",)) if spelling is None else path in spelling
+                data = self._bytes(path) if spells else None
                 if data is None or not may_compile_bytes(data):
                     continue
                 summary = self.summary(path)

@@ -22,8 +22,11 @@ from __future__ import annotations
 
 import bisect
 import re
+import time
 from array import array
 from typing import Callable, Iterable
+
+from streamlint.profile import phase as _phase
 
 WORD = re.compile(rb"[A-Za-z0-9_]+")
 _WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
@@ -239,4 +242,53 @@ class WordIndex:
         return {paths[ident] for ident in ids if ident in paths}
 
 
-__all__ = ["WORD", "WordIndex", "is_word", "marker_words", "words_of"]
+class WordSearch:
+    """The word index as a project uses it (``Project.words``): loaded on the first search (``source``: the
+    project cache's, :mod:`streamlint.wordcache`), brought up to date for the project's file list once (``stamp``:
+    a file's content stamp, None when not to be trusted, e.g. an editor buffer). The project is duck-typed (this
+    layer does not know it): ``reader``, ``scope``, ``profiler``, ``_scan_bytes``, ``_keep_bytes``, ``may_contain``."""
+
+    def __init__(self, source: Callable[[], WordIndex], stamp: Callable[[str], "Stamp | None"]) -> None:
+        self.source, self.stamp = source, stamp
+        self.index: WordIndex | None = None
+        self.files_for: list[str] | None = None  # the file list the index was last brought up to date for
+
+    def current(self, project, files: list[str], keep: bool = True) -> WordIndex:
+        """The index, every file of ``files`` whose stamp is not the recorded one read again (``keep``: its
+        content kept for the byte searches, as a search would keep it)."""
+        if self.index is None:
+            self.index = self.source()
+        if self.files_for is not files:
+            recent = time.time_ns() - 2_000_000_000  # (as the result cache: a file modified since is read again)
+            read = project.reader
+
+            def reread(path: str) -> bytes:
+                data = project._scan_bytes.get(path)
+                if data is None:
+                    data = read(path)
+                    if keep:
+                        project._keep_bytes(path, data)
+                return data
+
+            self.index.refresh(files, self.stamp, reread, lambda st: st[1] < recent, prune=project.scope is None)
+            if self.index.wants_compaction():
+                self.index.compact()
+            self.files_for = files
+        return self.index
+
+    def paths(self, project, files: list[str], markers: tuple[bytes, ...]) -> list[str] | None:
+        """``Project.paths_containing``'s answer: the files holding a token each marker implies, the marker
+        confirmed in those only (a one-word marker needs no confirmation: a word containing it spells it).
+        None: a marker without a word, or no reader (the caller scans)."""
+        if project.reader is None or not markers:
+            return None
+        with _phase(project.profiler, "word-index"):
+            candidates = self.current(project, files).candidates(markers)
+        if candidates is None:
+            return None
+        if all(map(is_word, markers)):
+            return [path for path in files if path in candidates]
+        return [path for path in files if path in candidates and project.may_contain(path, markers)]
+
+
+__all__ = ["WORD", "WordIndex", "WordSearch", "is_word", "marker_words", "words_of"]

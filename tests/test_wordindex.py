@@ -179,3 +179,19 @@ def test_index_holds_no_contents(tmp_path: Path) -> None:
     _project(root, index).paths_containing((b"unique_marker_text here",))
     assert b"unique_marker_text here" not in encode(index)
     assert not any(isinstance(v, bytes) and len(v) > 100 for v in vars(index).values())
+
+
+def test_unreadable_and_binary_files_as_the_scan(tmp_path: Path) -> None:
+    """A file the reader cannot read holds no marker for either; binary bytes are searched as bytes by both."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "a.py").write_bytes(b"x.attr = 1 'attr'\n")
+    (root / "b.py").write_bytes(b"\x00\xff.attr =\x00stream\x89PNG")
+    scope = frozenset({str(root / "a.py"), str(root / "b.py"), str(root / "gone.py")})  # gone.py: unreadable
+    markers = [(b".attr =",), (b"'attr'",), (b"stream",), (b"PNG",), (b"\x00stream",), (b"gone",)]
+    index = WordIndex()
+    for m in markers:
+        indexed, scanned = _project(root, index), _project(root, None)
+        indexed.scope = scanned.scope = scope
+        assert indexed.paths_containing(m) == scanned.paths_containing(m) == _brute(scanned, m), m
+    assert str(root / "gone.py") in index.files and index.files[str(root / "gone.py")][1] is None  # read again

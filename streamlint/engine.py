@@ -9,7 +9,7 @@ import os
 import stat
 import traceback
 import warnings
-from time import perf_counter as _perf_counter
+from time import perf_counter as _perf_counter, time_ns as _time_ns
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -203,6 +203,7 @@ class Engine:
         self._last_prefilter: tuple[bytes, bool] | None = None
         self.root = Path(project_root or settings.project_root).absolute()
         self._overrides: dict[str, bytes] = {}
+        self._read_stamps: dict[str, tuple[int, int] | None] = {}  # path -> stamp before its first read (read_stamp)
         self._parsed: dict[str, ParsedFile] = {}
         self._previous: dict[str, ParsedFile] = {}  # an edited buffer's last parse (reparse.splice)
         self._digests: dict[str, str] = {}  # sha256 of the parsed bytes, computed on request
@@ -251,6 +252,7 @@ class Engine:
             self._previous[key] = last  # the next parse of this buffer reuses what the edit left alone
         self.project._files.pop(key, None)
         self.project.forget_bytes(key)
+        self._read_stamps.pop(key, None)
         if self.project.words is not None:
             self.project.words.files_for = None  # (the word index checks every stamp again at the next search)
         self.project._uses.clear()
@@ -351,7 +353,21 @@ class Engine:
         if key in self._overrides:
             return self._overrides[key]
         with open(path, "rb") as fh:
+            if key not in self._read_stamps:  # (the first read's: any bytes kept of this file are as new or newer)
+                try:
+                    st = os.fstat(fh.fileno())
+                    trusted = stat.S_ISREG(st.st_mode) and st.st_mtime_ns < _time_ns() - 2_000_000_000
+                    self._read_stamps[key] = (st.st_size, st.st_mtime_ns) if trusted else None
+                except (OSError, ValueError):
+                    self._read_stamps[key] = None
             return fh.read()
+
+    def read_stamp(self, path: str) -> tuple[int, int] | None:
+        """The content stamp (size, mtime) taken before this engine first read ``path`` (None: not read by it,
+        an editor buffer, not a regular file, or modified within 2 s of that read: not to be trusted), for the
+        word index of bytes the project kept from an earlier read (model/wordindex.WordSearch)."""
+        key = os.path.abspath(path)
+        return None if key in self._overrides else self._read_stamps.get(key)
 
     def parse(self, path: str, data: bytes | None = None) -> ParsedFile:
         """The parsed file; ``data``: the bytes the caller read (and hashed) — parsed instead of a second

@@ -176,7 +176,7 @@ class StreamlintServer(LanguageServer):
             try:  # the module summaries the command line cached (read only, like its results)
                 cached[0].project.summaries.source = SummaryCache(check_cache_directory(settings)).load
                 cached[0].project.words = WordSearch(WordCache(check_cache_directory(settings)).load,
-                                                     cached[0].word_stamp)
+                                                     cached[0].word_stamp, cached[0].read_stamp)
             except OSError:
                 pass
             self.engines[key] = cached

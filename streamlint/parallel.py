@@ -247,7 +247,7 @@ def lint_files(
         engine.project.summaries.source = summaries.load
     words = WordCache(cache.directory) if cache is not None else None
     if words is not None and engine.project.words is None:
-        engine.project.words = WordSearch(words.load, engine.word_stamp)
+        engine.project.words = WordSearch(words.load, engine.word_stamp, engine.read_stamp)
 
     project_state: list[str] = []
     light: list[tuple[str, bytes]] = []  # files without a marker, to be syntax-checked only

@@ -195,3 +195,103 @@ def test_unreadable_and_binary_files_as_the_scan(tmp_path: Path) -> None:
         indexed.scope = scanned.scope = scope
         assert indexed.paths_containing(m) == scanned.paths_containing(m) == _brute(scanned, m), m
     assert str(root / "gone.py") in index.files and index.files[str(root / "gone.py")][1] is None  # read again
+
+
+def _aged(path: Path, data: bytes, seconds: int) -> None:
+    path.write_bytes(data)
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - seconds * 1_000_000_000))
+
+
+def test_bytes_read_before_a_save_are_not_stored_with_the_later_stamp(tmp_path: Path) -> None:
+    """A file read early in a run (its bytes kept for the searches) and saved before the index is brought up to
+    date must not be stored with its new stamp and its old words: the next run would trust that stamp and never
+    find the markers of its new content (review of perf5, problem 1)."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    _aged(root / "a.py", b"x = 1\n", 100)
+    _aged(root / "b.py", b"stream = 2\n", 100)
+    for read_stamp in (None, "before"):
+        _aged(root / "a.py", b"x = 1\n", 100)
+        index = WordIndex()
+        project = _project(root, index)
+        before = (os.stat(root / "a.py").st_size, os.stat(root / "a.py").st_mtime_ns)
+        project.remember_bytes(str(root / "a.py"), (root / "a.py").read_bytes())  # read by the run
+        _aged(root / "a.py", b"y = torch.npu.stream()\n", 50)  # saved by the user, then the first search
+        if read_stamp is not None:
+            project.words.read_stamp = lambda path: before if path == str(root / "a.py") else None
+        assert project.paths_containing((b"stream",)) == [str(root / "b.py")]  # (the bytes the run holds)
+        stored = index.files[str(root / "a.py")][1]
+        assert stored == (before if read_stamp is not None else None)
+        # the next run: a.py is read again, its new content found
+        assert _project(root, decode(encode(index))).paths_containing((b"stream",)) == [str(root / "a.py"),
+                                                                                        str(root / "b.py")]
+
+
+def test_engine_read_stamp_is_taken_before_the_first_read(tmp_path: Path) -> None:
+    from harness import REGISTRY
+    from streamlint.config import Settings
+    from streamlint.engine import Engine
+
+    path = tmp_path / "a.py"
+    _aged(path, b"x = 1\n", 100)
+    engine = Engine(Settings(project_root=str(tmp_path)), REGISTRY, project_root=str(tmp_path))
+    first = (path.stat().st_size, path.stat().st_mtime_ns)
+    assert engine.read_stamp(str(path)) is None  # not read yet
+    assert engine.read(str(path)) == b"x = 1\n"
+    _aged(path, b"x = 22\n", 50)
+    assert engine.read(str(path)) == b"x = 22\n"
+    assert engine.read_stamp(str(path)) == first  # the first read's: kept bytes are as new or newer
+    fresh = tmp_path / "b.py"
+    fresh.write_bytes(b"y = 1\n")  # modified just now: not to be trusted
+    engine.read(str(fresh))
+    assert engine.read_stamp(str(fresh)) is None
+
+
+def _lint(root: Path, files: list[str], cache_dir: Path, read=None):
+    from harness import REGISTRY
+    from streamlint.cache import ResultCache
+    from streamlint.config import Settings
+    from streamlint.engine import Engine
+    from streamlint.parallel import lint_files
+
+    s = Settings(select=("SL",), project_root=str(root), cache_dir=str(cache_dir))
+    engine = Engine(s, REGISTRY, project_root=str(root))
+    if read is not None:
+        engine.read = read.__get__(engine)
+    reports, _ = lint_files(engine, files, jobs=1, cache=ResultCache.for_settings(s, REGISTRY))
+    return sorted((os.path.relpath(f.path, root), f.span.start_line, f.code) for r in reports for f in r.findings)
+
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "projects"
+
+
+def test_a_file_saved_during_a_cached_run_loses_no_finding_next_run(tmp_path: Path) -> None:
+    """The review's save race end to end: drafter.py is read blank, then saved with its real content (old
+    enough to be trusted) during the run; the next cached run finds what a run without the cache finds."""
+    import shutil
+
+    from streamlint.engine import Engine
+
+    root = tmp_path / "p"
+    shutil.copytree(FIXTURES / "sl201_caller_entry_context", root)
+    for path in root.rglob("*.py"):
+        _aged(path, path.read_bytes(), 100)
+    files = sorted(str(p) for p in root.rglob("*.py"))
+    target = root / "draftkit" / "drafter.py"
+    real = target.read_bytes()
+    expected = _lint(root, files, root / ".cache-a")
+    assert ("draftkit/decoder.py", 14, "SL201") in expected
+    _aged(target, b"\n", 100)
+    saved = []
+
+    def read(self, path: str) -> bytes:
+        data = Engine.read(self, path)
+        if os.path.abspath(path) == str(target) and not saved:
+            saved.append(1)
+            _aged(target, real, 50)  # the user saves while the run goes on
+        return data
+
+    _lint(root, files, root / ".cache-b", read)
+    assert saved
+    assert _lint(root, files, root / ".cache-b") == expected

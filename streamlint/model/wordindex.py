@@ -106,9 +106,13 @@ class WordIndex:
 
     # ---- keeping it current
     def refresh(self, paths: Iterable[str], stamp: Callable[[str], "Stamp | None"],
-                read: Callable[[str], bytes], trusted: Callable[[Stamp], bool], prune: bool) -> None:
+                read: Callable[[str, "Stamp | None"], "tuple[bytes, Stamp | None]"], trusted: Callable[[Stamp], bool],
+                prune: bool) -> None:
         """Re-index every path whose stamp is not the recorded one (or was not trusted); an unreadable file
-        holds no word (the scan finds nothing in it either). ``prune``: drop files not in ``paths``."""
+        holds no word (the scan finds nothing in it either). ``read(path, now)``: the file's bytes and the stamp
+        taken BEFORE they were read (``now`` when it reads them itself; None when unknown: a file saved between
+        an earlier read and ``now`` must not be stored with its new stamp and its old words). ``prune``: drop
+        files not in ``paths``."""
         seen = set()
         for path in paths:
             seen.add(path)
@@ -117,10 +121,11 @@ class WordIndex:
             if known is not None and known[1] is not None and known[1] == now:
                 continue
             try:
-                words = words_of(read(path))
+                data, before = read(path, now)
+                words = words_of(data)
             except OSError:
-                words, now = set(), None
-            self._put(path, words, now if now is not None and trusted(now) else None)
+                words, before = set(), None
+            self._put(path, words, before if before is not None and trusted(before) else None)
         if prune:
             for path in [p for p in self.files if p not in seen]:
                 del self.files[path]
@@ -248,8 +253,11 @@ class WordSearch:
     a file's content stamp, None when not to be trusted, e.g. an editor buffer). The project is duck-typed (this
     layer does not know it): ``reader``, ``scope``, ``profiler``, ``_scan_bytes``, ``_keep_bytes``, ``may_contain``."""
 
-    def __init__(self, source: Callable[[], WordIndex], stamp: Callable[[str], "Stamp | None"]) -> None:
-        self.source, self.stamp = source, stamp
+    def __init__(self, source: Callable[[], WordIndex], stamp: Callable[[str], "Stamp | None"],
+                 read_stamp: Callable[[str], "Stamp | None"] | None = None) -> None:
+        # read_stamp: the stamp taken before the reader's first read of a file this run (Engine.read_stamp), for
+        # the bytes the project holds already; None: those bytes' words are stored untrusted (read again next run)
+        self.source, self.stamp, self.read_stamp = source, stamp, read_stamp
         self.index: WordIndex | None = None
         self.files_for: list[str] | None = None  # the file list the index was last brought up to date for
 
@@ -262,13 +270,14 @@ class WordSearch:
             recent = time.time_ns() - 2_000_000_000  # (as the result cache: a file modified since is read again)
             read = project.reader
 
-            def reread(path: str) -> bytes:
+            def reread(path: str, now: "Stamp | None") -> "tuple[bytes, Stamp | None]":
                 data = project._scan_bytes.get(path)
-                if data is None:
-                    data = read(path)
-                    if keep:
-                        project._keep_bytes(path, data)
-                return data
+                if data is not None:  # read earlier in the run: the stamp taken before that read, if known
+                    return data, self.read_stamp(path) if self.read_stamp is not None else None
+                data = read(path)
+                if keep:
+                    project._keep_bytes(path, data)
+                return data, now
 
             self.index.refresh(files, self.stamp, reread, lambda st: st[1] < recent, prune=project.scope is None)
             if self.index.wants_compaction():

@@ -175,7 +175,7 @@ class StreamlintServer(LanguageServer):
             cached = (Engine(settings, registry), settings)
             try:  # the module summaries the command line cached (read only, like its results)
                 cached[0].project.summaries.source = SummaryCache(check_cache_directory(settings)).load
-                cached[0].project.words = WordSearch(WordCache(check_cache_directory(settings)).load,
+                cached[0].project.words = WordSearch(WordCache(check_cache_directory(settings), cached[0].root).load,
                                                      cached[0].word_stamp, cached[0].read_stamp)
             except OSError:
                 pass

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import operator
+import os
 import re
 import struct
 import sys
@@ -43,10 +44,13 @@ def _raw(ids: "array") -> bytes:
     return ids.tobytes()
 
 
-def word_key() -> str:
+def word_key(root: "str | Path | None" = None) -> str:
+    """The index file's key: streamlint's version, the index code and the project root (one index per project:
+    projects sharing a cache directory do not replace each other's)."""
     from streamlint.model import wordindex
 
-    h = hashlib.sha256(f"{__version__}\0".encode())
+    h = hashlib.sha256(f"{__version__}\0{os.path.abspath(root) if root is not None else ''}\0".encode(
+        "utf-8", "surrogateescape"))
     try:
         with open(wordindex.__file__ or "", "rb") as fh:
             h.update(fh.read())
@@ -56,9 +60,9 @@ def word_key() -> str:
 
 
 class WordCache:
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, root: "str | Path | None" = None) -> None:
         self.directory = directory
-        self.file = directory / f"v{CACHE_FORMAT}" / f"words-{word_key()}.bin"
+        self.file = directory / f"v{CACHE_FORMAT}" / f"words-{word_key(root)}.bin"
 
     def load(self) -> WordIndex:
         try:

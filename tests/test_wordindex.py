@@ -295,3 +295,23 @@ def test_a_file_saved_during_a_cached_run_loses_no_finding_next_run(tmp_path: Pa
     _lint(root, files, root / ".cache-b", read)
     assert saved
     assert _lint(root, files, root / ".cache-b") == expected
+
+
+def test_one_index_per_project_in_a_shared_cache_directory(tmp_path: Path) -> None:
+    shared = tmp_path / "cache"
+    roots = []
+    for name in ("A", "B"):
+        root = tmp_path / name
+        root.mkdir()
+        _tree(root, random.Random(len(name) + ord(name)), 8)
+        _age(root)
+        roots.append(root)
+    caches = [WordCache(shared, root) for root in roots]
+    assert caches[0].file != caches[1].file
+    for cache, root in zip(caches, roots):
+        index = cache.load()
+        _project(root, index).paths_containing((b"stream",))
+        cache.save(index)
+    for cache, root in zip(caches, roots):  # each run finds its own project's index, warm
+        files = cache.load().files
+        assert files and all(path.startswith(str(root) + os.sep) for path in files)

@@ -315,3 +315,27 @@ def test_one_index_per_project_in_a_shared_cache_directory(tmp_path: Path) -> No
     for cache, root in zip(caches, roots):  # each run finds its own project's index, warm
         files = cache.load().files
         assert files and all(path.startswith(str(root) + os.sep) for path in files)
+
+
+def test_a_run_of_few_files_does_not_read_the_tree_to_index_it(tmp_path: Path) -> None:
+    """Without a marker search, the index is built at the end of a run only when the run read most files."""
+    from harness import REGISTRY
+    from streamlint.config import Settings
+    from streamlint.engine import Engine
+    from streamlint.parallel import mostly_read
+
+    root = tmp_path / "p"
+    (root / "pkg").mkdir(parents=True)
+    for i in range(6):
+        _aged(root / "pkg" / f"m{i}.py", b"import torch\n\ndef f%d(x):\n    s = torch.npu.Stream()\n"
+               b"    with torch.npu.stream(s):\n        y = x * 2\n    return y\n" % i, 100)
+    files = sorted(str(p) for p in root.rglob("*.py"))
+    engine = Engine(Settings(project_root=str(root)), REGISTRY, project_root=str(root))
+    engine.read(files[0])
+    assert not mostly_read(engine)
+    for path in files[1:3]:
+        engine.read(path)
+    assert mostly_read(engine)
+    whole = root / ".cache-whole"
+    _lint(root, files, whole)
+    assert len(list(whole.rglob("words-*.bin"))) == 1

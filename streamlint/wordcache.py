@@ -12,6 +12,7 @@ import json
 import operator
 import os
 import re
+import stat
 import struct
 import sys
 from array import array
@@ -68,7 +69,11 @@ class WordCache:
         try:
             if self.file.parent.is_symlink():
                 return WordIndex()
-            with open(self.file, "rb") as fh:
+            # (non-blocking, and a regular file only: a FIFO or device planted under that name is a damaged cache)
+            fd = os.open(self.file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+            with open(fd, "rb") as fh:
+                if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                    return WordIndex()
                 data = fh.read()
             return decode(data) or WordIndex()
         except (OSError, ValueError, RecursionError, MemoryError):

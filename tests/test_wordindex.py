@@ -339,3 +339,12 @@ def test_a_run_of_few_files_does_not_read_the_tree_to_index_it(tmp_path: Path) -
     whole = root / ".cache-whole"
     _lint(root, files, whole)
     assert len(list(whole.rglob("words-*.bin"))) == 1
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs")
+def test_a_planted_fifo_is_a_damaged_cache(tmp_path: Path) -> None:
+    cache = WordCache(tmp_path / "cache", tmp_path)
+    cache.file.parent.mkdir(parents=True)
+    os.mkfifo(cache.file)
+    loaded = cache.load()  # (would block on open without O_NONBLOCK)
+    assert isinstance(loaded, WordIndex) and not loaded.files

@@ -20,9 +20,9 @@ from pathlib import Path
 
 from streamlint import __version__
 from streamlint.cache import CACHE_FORMAT, prepare_directory, write_atomic
-from streamlint.model.wordindex import WordIndex
+from streamlint.model.wordindex import Stamp, WordIndex
 
-MAGIC = b"streamlint-words 1\n"
+MAGIC = b"streamlint-words 2\n"  # (2: stamps of size, mtime, inode and ctime)
 _SIZE = struct.Struct("<Q")
 _TOKEN = re.compile(rb"[.']?[A-Za-z0-9_]+")  # a word, ``.word`` or ``'word`` (streamlint.model.wordindex.words_of)
 _WORDS = re.compile(rb"[.']?[A-Za-z0-9_]+(?:\n[.']?[A-Za-z0-9_]+)*")
@@ -132,14 +132,14 @@ def decode(data: bytes) -> WordIndex | None:
     if not isinstance(head, dict) or not _int(head.get("next")):
         return None
     next_id = head["next"]
-    files: dict[str, tuple[int, tuple[int, int] | None]] = {}
+    files: dict[str, tuple[int, Stamp | None]] = {}
     if not isinstance(head.get("files"), list) or not isinstance(head.get("overlay"), dict):
         return None
     for entry in head["files"]:
-        if not isinstance(entry, list) or len(entry) not in (2, 4) or not isinstance(entry[0], str) \
+        if not isinstance(entry, list) or len(entry) not in (2, 6) or not isinstance(entry[0], str) \
                 or not all(_int(v) for v in entry[1:]) or entry[1] >= next_id:
             return None
-        files[entry[0]] = (entry[1], (entry[2], entry[3]) if len(entry) == 4 else None)
+        files[entry[0]] = (entry[1], (entry[2], entry[3], entry[4], entry[5]) if len(entry) == 6 else None)
     overlay: dict[bytes, list[int]] = {}
     for word, ids in head["overlay"].items():
         if not _TOKEN.fullmatch(raw := word.encode("ascii", "replace")) or not isinstance(ids, list) \

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from streamlint.model.project import Project
-from streamlint.model.wordindex import WordIndex, WordSearch, marker_words
+from streamlint.model.wordindex import WordIndex, WordSearch, marker_words, stamp_of
 from streamlint.wordcache import WordCache, decode, encode
 
 WORDS = ["stream", "streams", "record_stream", "wait_stream", "set_stream", "compile", "recompile", "self",
@@ -65,7 +65,7 @@ def _project(root: Path, index: WordIndex | None) -> Project:
             st = os.stat(path)
         except OSError:
             return None
-        return st.st_size, st.st_mtime_ns
+        return stamp_of(st)
 
     project = Project(root, lambda *a: None, reader=read)
     if index is not None:
@@ -203,10 +203,25 @@ def _aged(path: Path, data: bytes, seconds: int) -> None:
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - seconds * 1_000_000_000))
 
 
-def test_bytes_read_before_a_save_are_not_stored_with_the_later_stamp(tmp_path: Path) -> None:
+def _clock_ahead(monkeypatch, seconds: int = 10) -> None:
+    """The index's and the engine's clock ``seconds`` ahead: the files written by a test (whose ctime cannot be
+    set back) are old enough for their stamps to be trusted."""
+    import time
+    import types
+
+    import streamlint.engine
+    import streamlint.model.wordindex
+
+    now = lambda: time.time_ns() + seconds * 1_000_000_000  # noqa: E731
+    monkeypatch.setattr(streamlint.model.wordindex, "time", types.SimpleNamespace(time_ns=now))
+    monkeypatch.setattr(streamlint.engine, "_time_ns", now)
+
+
+def test_bytes_read_before_a_save_are_not_stored_with_the_later_stamp(tmp_path: Path, monkeypatch) -> None:
     """A file read early in a run (its bytes kept for the searches) and saved before the index is brought up to
     date must not be stored with its new stamp and its old words: the next run would trust that stamp and never
     find the markers of its new content (review of perf5, problem 1)."""
+    _clock_ahead(monkeypatch)
     root = tmp_path / "proj"
     root.mkdir()
     _aged(root / "a.py", b"x = 1\n", 100)
@@ -215,7 +230,7 @@ def test_bytes_read_before_a_save_are_not_stored_with_the_later_stamp(tmp_path: 
         _aged(root / "a.py", b"x = 1\n", 100)
         index = WordIndex()
         project = _project(root, index)
-        before = (os.stat(root / "a.py").st_size, os.stat(root / "a.py").st_mtime_ns)
+        before = stamp_of(os.stat(root / "a.py"))
         project.remember_bytes(str(root / "a.py"), (root / "a.py").read_bytes())  # read by the run
         _aged(root / "a.py", b"y = torch.npu.stream()\n", 50)  # saved by the user, then the first search
         if read_stamp is not None:
@@ -228,22 +243,28 @@ def test_bytes_read_before_a_save_are_not_stored_with_the_later_stamp(tmp_path: 
                                                                                         str(root / "b.py")]
 
 
-def test_engine_read_stamp_is_taken_before_the_first_read(tmp_path: Path) -> None:
+def test_engine_read_stamp_is_taken_before_the_first_read(tmp_path: Path, monkeypatch) -> None:
     from harness import REGISTRY
     from streamlint.config import Settings
     from streamlint.engine import Engine
+    import time
 
     path = tmp_path / "a.py"
     _aged(path, b"x = 1\n", 100)
     engine = Engine(Settings(project_root=str(tmp_path)), REGISTRY, project_root=str(tmp_path))
-    first = (path.stat().st_size, path.stat().st_mtime_ns)
+    engine.read(str(path))
+    assert engine.read_stamp(str(path)) is None  # its mtime is old, its ctime is not (just replaced): not trusted
+    _clock_ahead(monkeypatch)
+    engine = Engine(Settings(project_root=str(tmp_path)), REGISTRY, project_root=str(tmp_path))
+    first = stamp_of(path.stat())
     assert engine.read_stamp(str(path)) is None  # not read yet
     assert engine.read(str(path)) == b"x = 1\n"
     _aged(path, b"x = 22\n", 50)
     assert engine.read(str(path)) == b"x = 22\n"
     assert engine.read_stamp(str(path)) == first  # the first read's: kept bytes are as new or newer
     fresh = tmp_path / "b.py"
-    fresh.write_bytes(b"y = 1\n")  # modified just now: not to be trusted
+    fresh.write_bytes(b"y = 1\n")
+    os.utime(fresh, ns=(time.time_ns() + 10_000_000_000,) * 2)  # modified "just now" on the clock ahead
     engine.read(str(fresh))
     assert engine.read_stamp(str(fresh)) is None
 
@@ -348,3 +369,57 @@ def test_a_planted_fifo_is_a_damaged_cache(tmp_path: Path) -> None:
     os.mkfifo(cache.file)
     loaded = cache.load()  # (would block on open without O_NONBLOCK)
     assert isinstance(loaded, WordIndex) and not loaded.files
+
+
+def test_a_replacement_of_the_same_size_and_mtime_is_read_again(tmp_path: Path) -> None:
+    """A file replaced by one of the same size and mtime (``cp -p``, ``rsync -t``, ``tar x``, ``touch -r``: by a
+    rename, or written in place then its mtime set back) is read again: the stamp holds its inode and ctime,
+    which neither can keep (review of perf5fix, problem 1)."""
+    import time
+
+    from harness import REGISTRY
+    from streamlint.config import Settings
+    from streamlint.engine import Engine
+
+    engine = Engine(Settings(project_root=str(tmp_path)), REGISTRY, project_root=str(tmp_path))
+    path = tmp_path / "records.py"
+    old, new = b"#" + b"x" * 21 + b"\n", b"s = torch.npu.stream()\n"
+    assert len(old) == len(new)
+
+    def read(p: str, now):
+        return Path(p).read_bytes(), now
+
+    for how in ("rename", "in place"):
+        _aged(path, old, 100)
+        mtime = path.stat().st_mtime_ns
+        index = WordIndex()
+        index.refresh([str(path)], engine.word_stamp, read, lambda st: True, prune=True)
+        assert index.candidates((b"stream",)) == set()
+        time.sleep(0.05)  # (past the ctime clock's tick)
+        if how == "rename":
+            (tmp_path / "tmp").write_bytes(new)
+            os.replace(tmp_path / "tmp", path)
+        else:
+            path.write_bytes(new)
+        os.utime(path, ns=(mtime, mtime))
+        assert (path.stat().st_size, path.stat().st_mtime_ns) == (len(old), mtime)
+        index.refresh([str(path)], engine.word_stamp, read, lambda st: True, prune=True)
+        assert index.candidates((b"stream",)) == {str(path)}, how
+
+
+def test_a_second_equal_file_list_is_not_statted_again(tmp_path: Path) -> None:
+    """The reach cache's fresh project lists the files itself: the real project's equal list after it does not
+    stat every file again (review of perf5fix, note 4)."""
+    _tree(tmp_path, random.Random(5), 12)
+    _age(tmp_path)
+    project = _project(tmp_path, WordIndex())
+    stats: list[str] = []
+    stamp = project.words.stamp
+    project.words.stamp = lambda path: stats.append(path) or stamp(path)
+    files = project.all_files()
+    project.words.current(project, files)
+    assert len(stats) == len(files)
+    project.words.current(project, list(files))
+    assert len(stats) == len(files)
+    project.words.current(project, files[1:])  # another list: checked
+    assert len(stats) == 2 * len(files) - 1

@@ -1,6 +1,6 @@
 """A persistent word index of a project's files, for its marker searches (``Project.paths_containing``).
 
-Per file, keyed by its content stamp (size and modification time, as the result cache trusts them), the set of
+Per file, keyed by its content stamp (size, mtime, inode and ctime: :func:`stamp_of`), the set of
 its *words*: the maximal runs of ``[A-Za-z0-9_]`` bytes (comments and strings included). They are merged into a
 word -> files posting table kept in the project cache (:mod:`streamlint.wordcache`) and updated for changed
 files only, so a warm run answers a marker search without reading the tree:
@@ -31,7 +31,20 @@ from streamlint.profile import phase as _phase
 WORD = re.compile(rb"[A-Za-z0-9_]+")
 _WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 
-Stamp = tuple[int, int]  # (size, mtime_ns)
+Stamp = tuple[int, int, int, int]  # (size, mtime_ns, inode, ctime_ns)
+
+
+def stamp_of(st) -> Stamp:
+    """A file's content stamp from its ``os.stat_result``: size and mtime (the result cache's), plus its inode and
+    ctime, which a replacement by a file of the same size and mtime (``cp -p``, ``rsync -t``, ``tar x``,
+    ``touch -r``: a rename, or a write in place then the mtime set back) cannot keep."""
+    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+
+
+def stamp_settled(stamp: Stamp, before_ns: int) -> bool:
+    """Was the file last modified or replaced (mtime and ctime) before ``before_ns``? (a later change within
+    the clock's granularity could keep the very same stamp: such a stamp is not trusted)"""
+    return max(stamp[1], stamp[3]) < before_ns
 
 
 _BLANKS = bytes(c if c in _WORD_BYTES else 32 for c in range(256))  # every non-word byte -> a space
@@ -259,15 +272,16 @@ class WordSearch:
         # the bytes the project holds already; None: those bytes' words are stored untrusted (read again next run)
         self.source, self.stamp, self.read_stamp = source, stamp, read_stamp
         self.index: WordIndex | None = None
-        self.files_for: list[str] | None = None  # the file list the index was last brought up to date for
+        # the file list the index was last brought up to date for (None: check every stamp at the next search)
+        self.files_for: list[str] | None = None
 
     def current(self, project, files: list[str], keep: bool = True) -> WordIndex:
         """The index, every file of ``files`` whose stamp is not the recorded one read again (``keep``: its
         content kept for the byte searches, as a search would keep it)."""
         if self.index is None:
             self.index = self.source()
-        if self.files_for is not files:
-            recent = time.time_ns() - 2_000_000_000  # (as the result cache: a file modified since is read again)
+        if self.files_for is not files and self.files_for != files:  # (an equal list: the reach cache's project's)
+            recent = time.time_ns() - 2_000_000_000  # (a file modified or replaced since is read again)
             read = project.reader
 
             def reread(path: str, now: "Stamp | None") -> "tuple[bytes, Stamp | None]":
@@ -279,7 +293,8 @@ class WordSearch:
                     project._keep_bytes(path, data)
                 return data, now
 
-            self.index.refresh(files, self.stamp, reread, lambda st: st[1] < recent, prune=project.scope is None)
+            self.index.refresh(files, self.stamp, reread, lambda st: stamp_settled(st, recent),
+                               prune=project.scope is None)
             if self.index.wants_compaction():
                 self.index.compact()
             self.files_for = files
@@ -300,4 +315,4 @@ class WordSearch:
         return [path for path in files if path in candidates and project.may_contain(path, markers)]
 
 
-__all__ = ["WORD", "WordIndex", "WordSearch", "is_word", "marker_words", "words_of"]
+__all__ = ["WORD", "WordIndex", "WordSearch", "is_word", "marker_words", "stamp_of", "stamp_settled", "words_of"]

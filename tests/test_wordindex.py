@@ -338,8 +338,10 @@ def test_one_index_per_project_in_a_shared_cache_directory(tmp_path: Path) -> No
         assert files and all(path.startswith(str(root) + os.sep) for path in files)
 
 
-def test_a_run_of_few_files_does_not_read_the_tree_to_index_it(tmp_path: Path) -> None:
-    """Without a marker search, the index is built at the end of a run only when the run read most files."""
+def test_a_run_of_few_files_does_not_read_the_tree_to_index_it(tmp_path: Path, monkeypatch) -> None:
+    """Without a marker search, the index is built at the end of a run only when the run read most files: a run
+    of two files of six leaves no ``words-*.bin`` and reads those two only; a run of all six builds it."""
+    import streamlint.parallel
     from harness import REGISTRY
     from streamlint.config import Settings
     from streamlint.engine import Engine
@@ -348,8 +350,8 @@ def test_a_run_of_few_files_does_not_read_the_tree_to_index_it(tmp_path: Path) -
     root = tmp_path / "p"
     (root / "pkg").mkdir(parents=True)
     for i in range(6):
-        _aged(root / "pkg" / f"m{i}.py", b"import torch\n\ndef f%d(x):\n    s = torch.npu.Stream()\n"
-               b"    with torch.npu.stream(s):\n        y = x * 2\n    return y\n" % i, 100)
+        _aged(root / "pkg" / f"m{i}.py", b"import torch\n# %d\ns = torch.npu.Stream()\nwith torch.npu.stream(s):\n"
+               b"    y = torch.ones(2)\nprint(y)\n" % i, 100)
     files = sorted(str(p) for p in root.rglob("*.py"))
     engine = Engine(Settings(project_root=str(root)), REGISTRY, project_root=str(root))
     engine.read(files[0])
@@ -357,9 +359,26 @@ def test_a_run_of_few_files_does_not_read_the_tree_to_index_it(tmp_path: Path) -
     for path in files[1:3]:
         engine.read(path)
     assert mostly_read(engine)
+    # (checking the stored reach facts asks a marker search itself, which indexes the tree as the scan it
+    # replaces reads it: without them, these module-level files ask none, so only the end-of-run build can)
+    monkeypatch.setattr(streamlint.parallel, "install_reach", lambda *args: None)
+    asked: list[tuple[bytes, ...]] = []
+    search = Project.paths_containing
+    monkeypatch.setattr(Project, "paths_containing",
+                        lambda self, markers: asked.append(markers) or search(self, markers))
+    read_by_run: list[str] = []
+    monkeypatch.setattr(Engine, "read",
+                        lambda self, path, read=Engine.read: read_by_run.append(path) or read(self, path))
+    few = root / ".cache-few"
+    _lint(root, files[:2], few)
+    assert not asked
+    assert sorted(set(read_by_run)) == files[:2]
+    assert not list(few.rglob("words-*.bin"))
     whole = root / ".cache-whole"
     _lint(root, files, whole)
-    assert len(list(whole.rglob("words-*.bin"))) == 1
+    assert not asked
+    built = list(whole.rglob("words-*.bin"))
+    assert len(built) == 1 and sorted(decode(built[0].read_bytes()).files) == files
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs")

@@ -6,9 +6,10 @@ import ast
 import gc
 import hashlib
 import os
+import stat
 import traceback
 import warnings
-from time import perf_counter as _perf_counter
+from time import perf_counter as _perf_counter, time_ns as _time_ns
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -27,6 +28,7 @@ from streamlint.model.options import ModelOptions
 from streamlint.model.paths import PathIndex
 from streamlint.model.project import Project
 from streamlint.model.summary import ModuleSummary, summarize
+from streamlint.model.wordindex import Stamp, stamp_of, stamp_settled
 from streamlint.profile import Profiler, phase as _phase
 from streamlint.registry import Registry
 from streamlint.rule import Rule, RuleContext
@@ -202,6 +204,7 @@ class Engine:
         self._last_prefilter: tuple[bytes, bool] | None = None
         self.root = Path(project_root or settings.project_root).absolute()
         self._overrides: dict[str, bytes] = {}
+        self._read_stamps: dict[str, Stamp | None] = {}  # path -> stamp before its first read (read_stamp)
         self._parsed: dict[str, ParsedFile] = {}
         self._previous: dict[str, ParsedFile] = {}  # an edited buffer's last parse (reparse.splice)
         self._digests: dict[str, str] = {}  # sha256 of the parsed bytes, computed on request
@@ -250,6 +253,9 @@ class Engine:
             self._previous[key] = last  # the next parse of this buffer reuses what the edit left alone
         self.project._files.pop(key, None)
         self.project.forget_bytes(key)
+        self._read_stamps.pop(key, None)
+        if self.project.words is not None:
+            self.project.words.files_for = None  # (the word index checks every stamp again at the next search)
         self.project._uses.clear()
         self.project._symbols.clear()
         self.project._wrappers.clear()
@@ -306,6 +312,7 @@ class Engine:
             project._recent[path] = None
         project.reader = old.reader
         project.summaries = old.summaries
+        project.words = old.words
         project.index_progress = old.index_progress
         project._scan_bytes, project._scan_kept = old._scan_bytes, old._scan_kept
         project._summary_digests = old._summary_digests
@@ -331,12 +338,38 @@ class Engine:
         return released
         self._digests = {path: digest for path, digest in self._digests.items() if path in kept}
 
+    def word_stamp(self, path: str) -> Stamp | None:
+        """A file's content stamp for the word index (size, mtime, inode, ctime: wordindex.stamp_of): None for
+        an unsaved buffer or a file that is not a regular one (read every time)."""
+        if os.path.abspath(path) in self._overrides:
+            return None
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            return None
+        return stamp_of(st) if stat.S_ISREG(st.st_mode) else None
+
     def read(self, path: str) -> bytes:
         key = os.path.abspath(path)
         if key in self._overrides:
             return self._overrides[key]
         with open(path, "rb") as fh:
+            if key not in self._read_stamps:  # (the first read's: any bytes kept of this file are as new or newer)
+                try:
+                    st = os.fstat(fh.fileno())
+                    stamp = stamp_of(st)
+                    trusted = stat.S_ISREG(st.st_mode) and stamp_settled(stamp, _time_ns() - 2_000_000_000)
+                    self._read_stamps[key] = stamp if trusted else None
+                except (OSError, ValueError):
+                    self._read_stamps[key] = None
             return fh.read()
+
+    def read_stamp(self, path: str) -> Stamp | None:
+        """The content stamp (wordindex.stamp_of) taken before this engine first read ``path`` (None: not read by
+        it, an editor buffer, not a regular file, or modified or replaced within 2 s of that read: not to be
+        trusted), for the word index of bytes the project kept from an earlier read (model/wordindex.WordSearch)."""
+        key = os.path.abspath(path)
+        return None if key in self._overrides else self._read_stamps.get(key)
 
     def parse(self, path: str, data: bytes | None = None) -> ParsedFile:
         """The parsed file; ``data``: the bytes the caller read (and hashed) — parsed instead of a second

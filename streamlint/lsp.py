@@ -39,6 +39,8 @@ from pygls.uris import from_fs_path, to_fs_path
 from streamlint import __version__
 from streamlint.config import CONFIG_FILES, ConfigError, Settings, load_settings
 from streamlint.cache import ResultCache, SummaryCache, check_cache_directory, project_digest, sha256
+from streamlint.model.wordindex import WordSearch
+from streamlint.wordcache import WordCache
 from streamlint.discovery import discover
 from streamlint.engine import Engine
 from streamlint.finding import Finding, FixSafety, Severity, Span
@@ -173,6 +175,8 @@ class StreamlintServer(LanguageServer):
             cached = (Engine(settings, registry), settings)
             try:  # the module summaries the command line cached (read only, like its results)
                 cached[0].project.summaries.source = SummaryCache(check_cache_directory(settings)).load
+                cached[0].project.words = WordSearch(WordCache(check_cache_directory(settings), cached[0].root).load,
+                                                     cached[0].word_stamp, cached[0].read_stamp)
             except OSError:
                 pass
             self.engines[key] = cached

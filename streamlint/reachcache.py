@@ -251,6 +251,8 @@ def _compute(engine: "Engine") -> dict[str, Any] | None:
     fresh.reader, fresh.summaries, fresh.profiler = real.reader, real.summaries, real.profiler
     fresh._scan_bytes, fresh._scan_kept = real._scan_bytes, real._scan_kept  # (bytes: no answer in them)
     fresh._summary_digests = real._summary_digests
+    # the word index (its answers are the scan's: recorded the same)
+    fresh.words = real.words
     index = fresh.path_index
     index._reach()
     facts = index.carried()

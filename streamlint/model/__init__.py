@@ -32,6 +32,8 @@ Layer 1 — one file, no knowledge of other files
                     checkouts, ``src/``, a namespace package's top folder named like the import)
     ``summary``     what may this module call (compile APIs, names), from ``ast`` and bytes, without
                     LibCST: which files a project-wide question must parse (cached by content hash)
+    ``wordindex``   which files may contain this marker, from the words of each file (a persistent index in
+                    the project cache, by content stamp) instead of a scan of the tree's bytes
 
 Layer 2 — the project
     ``project``     where does a name lead (modules, symbols), which API does a call reach through

@@ -35,6 +35,7 @@ from streamlint.profile import phase as _phase
 
 if TYPE_CHECKING:
     from streamlint.model.compile import CompileSite
+    from streamlint.model.wordindex import WordSearch
     from streamlint.profile import Profiler
 
 JOINED_BYTES = 32 << 20  # past this, paths_containing tests each file (Project._joined)
@@ -83,6 +84,7 @@ class Project(ModulePaths):
     _marker_paths: dict[tuple[bytes, ...], list[str]] = field(default_factory=dict)  # paths_containing()
     # (the all_files() list it was built from, their contents joined): paths_containing's searches (_joined)
     _blob: "tuple[list[str], bytescan.JoinedTree | None] | None" = None
+    words: "WordSearch | None" = None  # the project cache's word index (model/wordindex.py; None: files scanned)
 
     # ---- execution paths (streamlint.model.paths)
     @property
@@ -186,23 +188,21 @@ class Project(ModulePaths):
         return self._all_files
 
     def paths_containing(self, markers: tuple[bytes, ...]) -> list[str]:
-        """The project files whose bytes contain one of ``markers`` (:meth:`may_contain`), in :meth:`all_files`
-        order. Memoised per marker (past SCAN_BYTES_KEPT each search of a large tree read most files again,
-        and the protocols ask for the same names per argument, race and stream); bytes only: a release
-        keeps it, an edit forgets it (Engine.set_override)."""
+        """The project files whose bytes contain one of ``markers`` (:meth:`may_contain`), in :meth:`all_files` order,
+        from the word index if any; memoised per marker: a release keeps it, an edit forgets it (Engine.set_override)."""
         files = self.all_files()
         found = self._marker_paths.get(markers)
         if found is None:
-            joined = self._joined(files) if markers and all(m and b"\0" not in m for m in markers) else None
-            found = [path for path in files if self.may_contain(path, markers)] if joined is None \
-                else joined[1].hits(markers)
+            found = self.words.paths(self, files, markers) if self.words is not None else None
+            joined = self._joined(files) if found is None and markers and all(m and b"\0" not in m for m in markers) else None
+            if found is None:
+                found = [p for p in files if self.may_contain(p, markers)] if joined is None else joined[1].hits(markers)
             self._marker_paths[markers] = found
         return found
 
     def _joined(self, files: list[str]) -> "tuple[list[str], bytescan.JoinedTree] | None":
-        """Every project file's content joined by NUL bytes, read once (``bytescan.join_contents``; None: no
-        reader, or a tree over JOINED_BYTES). A tree's distinct marker searches (a large file asks ~70: field
-        names, quoted names) were each a test of every file, ~1,700 in torch-npu."""
+        """Every project file's content joined by NUL bytes, read once (``bytescan.join_contents``; None: no reader,
+        or a tree over JOINED_BYTES), for a large file's ~70 marker searches without the word index."""
         if self.reader is None:
             return None
         if self._blob is None or self._blob[0] is not files:
@@ -296,10 +296,12 @@ class Project(ModulePaths):
             found: list[tuple[str, ModuleSummary]] = []
             files = self.all_files()
             report = self.index_progress
+            spelling = set(self.paths_containing((b"compile",))) if self.words is not None else None  # (none read)
             for done, path in enumerate(files, 1):
                 if report is not None:
                     report(done, len(files))
-                data = self._bytes(path) if self.may_contain(path, (b"compile",)) else None
+                spells = self.may_contain(path, (b"compile",)) if spelling is None else path in spelling
+                data = self._bytes(path) if spells else None
                 if data is None or not may_compile_bytes(data):
                     continue
                 summary = self.summary(path)

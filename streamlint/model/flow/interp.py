@@ -55,6 +55,7 @@ from streamlint.model.flow.polls import Polls
 from streamlint.model.flow.values import AnalysisBudgetExceeded, Access, EVal, FlowConfig, KVal, SVal, State, flow_config
 from streamlint.model.streams import EVENT, MAIN, STREAM
 from streamlint.model.tensors import param_kinds
+from streamlint.model.tensoruse import tensor_annotation
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -215,7 +216,7 @@ class Interp(HandedEarly, CalleeRecords, HandedHolders, ScopedNoneTests, Guarded
         star = self.fn.node.params.star_arg
         if not isinstance(star, cst.Param) or self.cfg.args_exempt:
             return
-        if star.annotation is not None and "Tensor" not in cst.Module([]).code_for_node(star.annotation.annotation):
+        if star.annotation is not None and not tensor_annotation(star.annotation.annotation):
             return
         name = star.name.value
         if star.annotation is None and any(isinstance(site.node.func, cst.Name) and site.node.func.value in self.fn.all_params

@@ -24,8 +24,10 @@ What a local container holds is ``State.held`` (its name -> the storages put in 
   (``Race.unknown``), and a comprehension calling a method of such an element (``[f.result() for f in futs]``)
   does not read it.
 
-Only device storages count: a held host tensor (a pending device-to-host copy, hostreads.py) keeps its own
-reading. Nor an element made on a loop variable's stream that elements.py reads collapsed (a collection it does
+Only a list of device storages: one holding a host tensor too (a pending device-to-host copy, hostreads.py)
+keeps the former reading, which reads every element on the host. Not after a join through a collection of
+events (``for ev in events: main.wait_event(ev)``, :func:`_event_list_join`): which round's stream each event
+was recorded on is not followed element by element, so the read stays silent. Nor an element made on a loop variable's stream that elements.py reads collapsed (a collection it does
 not know element by element, ``[main] + [torch.cuda.Stream() for _ in range(n - 1)]``): which element a join loop
 over a slice of it covers is not known there, so the read stays silent. Nothing else changes: ``len(outs)``, a loop statement over the list, or handing the list to another
 call keep the former reading (a loop over the list is no read of its elements by itself)."""
@@ -39,6 +41,7 @@ from streamlint.model.hostresults import returns_host_values
 from streamlint.model.streams import MAIN
 from streamlint.model.syntax import local_nodes, node_memo, target_names
 from streamlint.model.tensors import return_kind, tensor_method
+from streamlint.model.tensoruse import tensor_annotation
 
 SEQUENCE_OPS = frozenset({"stack", "cat", "concat", "concatenate", "hstack", "vstack", "dstack"})
 _MAX_ELEMENTS = 8  # (a comprehension is evaluated once per element: bounded)
@@ -70,6 +73,25 @@ def _loop_names(fn_node: cst.CSTNode) -> frozenset[str]:
         name for m in local_nodes(n) if isinstance(m, cst.For) for name in target_names(m.target)))
 
 
+def _event_list_join(fn_node: cst.CSTNode) -> bool:
+    """Does the function join through events held in a collection: a ``for`` loop waiting its own target
+    (``for ev in events: main.wait_event(ev)`` / ``ev.wait(main)`` / ``ev.synchronize()``, or
+    ``events[i]`` with ``i`` the target)? Which round's stream each event was recorded on is not followed
+    element by element, so a whole-list read after such a join cannot tell a missing wait."""
+    def waited(x: cst.BaseExpression, names: set[str]) -> bool:
+        return isinstance(x, cst.Name) and x.value in names or isinstance(x, cst.Subscript) and any(
+            isinstance(el.slice, cst.Index) and isinstance(el.slice.value, cst.Name) and el.slice.value.value in names
+            for el in x.slice)
+
+    def joins(loop: cst.For) -> bool:
+        names = set(target_names(loop.target))
+        return any(isinstance(c, cst.Call) and isinstance(c.func, cst.Attribute) and (
+            c.func.attr.value == "wait_event" and any(waited(a.value, names) for a in c.args)
+            or c.func.attr.value in ("wait", "synchronize") and waited(c.func.value, names))
+            for c in local_nodes(loop.body))
+    return any(isinstance(m, cst.For) and joins(m) for m in local_nodes(fn_node))
+
+
 def _whole_reads(fn_node: cst.CSTNode) -> frozenset[str]:
     """The local names the function reads whole as tensors: handed to a sequence op (``torch.stack(outs)``,
     ``torch.cat([o[0] for o in outs])``, the comprehension a selection of its elements)."""
@@ -88,10 +110,12 @@ class ListReads:
     """Interp state it uses: ``cfile``, ``cfn``, ``project``, ``default_key``, ``unknown_results``. It asks
     storage (new_tensor, is_host, op, tensors) and expressions (ev)."""
 
-    def held_elements(self, st: State, e: cst.BaseExpression) -> list[TVal]:
-        """The device tensors the local list named by ``e`` holds (one value per storage put in it), else []."""
-        if not isinstance(e, cst.Name) or isinstance(st.env.get(e.value), TVal) or e.value not in st.env:
-            return []
+    def held_elements(self, st: State, e: cst.BaseExpression) -> list[TVal] | None:
+        """The device tensors the local list named by ``e`` holds (one value per storage put in it), else [];
+        None when it holds a host tensor too (a pending device-to-host copy: the former reading reads it)."""
+        if not isinstance(e, cst.Name) or isinstance(st.env.get(e.value), TVal) or e.value not in st.env \
+                or node_memo("event_list_join", self.cfn.node, _event_list_join):
+            return []  # (joined through a list of events: which element each event covers is not followed)
         out = []
         for sid in st.held.get(e.value, ())[-_MAX_ELEMENTS:]:
             S = st.stores.get(sid)
@@ -101,8 +125,9 @@ class ListReads:
             if S.name is None:
                 S.name = f"{e.value}[...]"  # (named after its list in a finding)
             tv = self.new_tensor(st, sid)
-            if not self.is_host(st, tv):
-                out.append(tv)
+            if self.is_host(st, tv):
+                return None
+            out.append(tv)
         return out
 
     def unknown_element(self, st: State, into: cst.BaseExpression, expr: cst.BaseExpression, v: object) -> object:
@@ -130,7 +155,7 @@ class ListReads:
             fn, module = found
             returns = fn.node.returns
             if return_kind(module, fn) is not None or fn.yields or (returns is None and returns_host_values(fn)) \
-                    or returns is not None and "Tensor" not in cst.Module([]).code_for_node(returns.annotation):
+                    or returns is not None and not tensor_annotation(returns.annotation):
                 return v
         elif (dotted(expr.func) or "").split(".", 1)[0] not in self.cfn.all_params:
             return v  # (a library call or a builtin: nothing says it makes device data)
@@ -145,7 +170,7 @@ class ListReads:
         if name not in SEQUENCE_OPS or not e.args or e.args[0].keyword is not None or e.args[0].star:
             return None
         held = self.held_elements(st, e.args[0].value)
-        return TupVal(tuple(held)) if held else None
+        return TupVal(tuple(held)) if held else None  # (a host tensor in it: no device sequence op)
 
     def comprehension_over_held(self, st: State, e) -> TupVal | None:
         """``[o[0] for o in outs]`` over a local list holding device tensors: the element expression's value
@@ -157,6 +182,8 @@ class ListReads:
         if not _tensor_element(e.elt):
             return None  # (`[f.result() for f in futures]`: a method of another object, not a tensor read)
         held = self.held_elements(st, f.iter)
+        if held is None:
+            return None  # a held host copy: the former comprehension path reads every element (hostreads.py)
         if not _selection(e.elt):  # (a call on an element of unknown type is not assumed a tensor op)
             held = [tv for tv in held if tv.sid not in self.unknown_results]
         if not held:

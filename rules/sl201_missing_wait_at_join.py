@@ -605,6 +605,10 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
             hint = f"wait on `{race.entry[2]}` (the event the callers record after writing it) before line {use_line}"
         hint += ("; its producer is in the caller: this assumes the callers shown (every call site in the "
                  "project hands it so)")
+    if race.unknown:
+        confidence = Confidence.MEDIUM if confidence in (None, Confidence.HIGH) else confidence
+        hint += ("; it was made by a call whose result's type is not known (collected in a side-stream scope): "
+                 "this assumes the call hands back device data made on that stream")
     if race.inlined is not None:
         confidence = Confidence.MEDIUM
         hint += ("; the access is inside the called helper, on the stream this function made current: "

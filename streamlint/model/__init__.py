@@ -114,7 +114,9 @@ Layer 3 — one function's flow
                     reads the pinned ``.grad`` slots a non-blocking copy still fills), ``membership``
                     (comparisons; ``k in d`` on a dict / set reads no tensor), ``frames`` (a local container's
                     name is its frame's own: an inlined helper's ``staged`` is not its caller's, nor another
-                    helper's), ``interp`` (the composition), ``results`` (what rules read)
+                    helper's), ``listreads`` (``torch.stack(outs)`` / ``[o[0] for o in outs]`` read every device
+                    tensor a local list was handed, each with the stream of its own fork-loop round),
+                    ``interp`` (the composition), ``results`` (what rules read)
     ``breaks``      where does a compiled region break the graph, and what reaches a no-break scope?
     ``waits``       syntactic facts around npu_wait_tensor / ops.record / event waits
     ``families``    which API families does a function mix, and on which execution paths?

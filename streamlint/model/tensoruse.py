@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model import apis
-from streamlint.model.file import FileModel, FunctionInfo
+from streamlint.model.file import FileModel, FunctionInfo, dotted
 from streamlint.model.streams import derived
 from streamlint.model.tensors import _TENSOR_METHODS, MULTI_VIEW_METHODS, VIEW_METHODS, torch_returns_tensor
 
@@ -33,6 +33,28 @@ def element_tensor_annotation(annotation: cst.BaseExpression | None) -> bool:
     head, _, inner = code.partition("[")
     return head.rsplit(".", 1)[-1] in ("List", "list", "Sequence", "Tuple", "tuple", "Iterable") \
         and inner.rstrip("]").replace("torch.", "").replace(" ", "").split(",")[0] == "Tensor"
+
+
+_TENSOR_WRAPPERS = frozenset({"Optional", "Union", "Sequence", "List", "list", "Tuple", "tuple", "Iterable"})
+
+
+def tensor_annotation(annotation: cst.BaseExpression | None) -> bool:
+    """Does an annotation name a tensor: ``Tensor`` / ``torch.Tensor``, optionally inside ``Optional`` /
+    ``Union`` / ``X | None`` / ``Sequence`` / ``List`` / ``Tuple`` (a forward reference read from its text, never
+    evaluated)? Not a class whose name merely contains the word (``TensorSpec``, ``TensorDict``)."""
+    if isinstance(annotation, cst.SimpleString):
+        try:
+            text = annotation.evaluated_value
+            annotation = cst.parse_expression(text) if isinstance(text, str) else None
+        except Exception:  # noqa: BLE001 - a malformed forward reference names nothing
+            return False
+    if isinstance(annotation, cst.Subscript):
+        head = (dotted(annotation.value) or "").replace("typing.", "")
+        return head in _TENSOR_WRAPPERS and any(
+            isinstance(el.slice, cst.Index) and tensor_annotation(el.slice.value) for el in annotation.slice)
+    if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+        return tensor_annotation(annotation.left) or tensor_annotation(annotation.right)
+    return annotation is not None and dotted(annotation) in ("Tensor", "torch.Tensor")
 
 
 def tensor_places(project: Project, file: FileModel, fn: FunctionInfo) -> frozenset[str]:

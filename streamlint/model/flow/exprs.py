@@ -198,6 +198,8 @@ class Expressions:
         selection of an untracked collection's own elements is that collection (:meth:`selection`)."""
         if (selected := self.selection(st, e)) is not None:
             return selected
+        if (each := self.comprehension_over_held(st, e)) is not None:
+            return each  # `[o[0] for o in outs]`, `outs` a local list of device tensors (listreads.py)
         saved, saved_held = dict(st.env), dict(st.held)
         f = e.for_in
         walked: set[int] = set()
@@ -528,6 +530,8 @@ class Expressions:
                 return self.new_tensor(st, base.sid, base.vid, multi="view" if name in MULTI_VIEW_METHODS else None) \
                     if isinstance(base, TVal) else None
         positional, reads, writes = self.call_args(st, e)
+        if (held := self.sequence_op_reads(st, e, name)) is not None:
+            reads = reads + [held]  # `torch.stack(outs)`: every element of the local list (listreads.py)
         if not writes and _ALL_REDUCE.search(last or "") and positional and self.tensors(st, positional[0]):
             self.op(st, e, reads, positional[:1], result=False)  # reduced in place (HCCL / NCCL): the
             return positional[0]  # wrapper of a serving framework hands that tensor back

@@ -32,6 +32,7 @@ from streamlint.model.flow.escapes import EventEscapes
 from streamlint.model.flow.fieldfamilies import FieldFamilies
 from streamlint.model.flow.hostreads import HostReads
 from streamlint.model.flow.hostgrads import HostGradients
+from streamlint.model.flow.listreads import ListReads
 from streamlint.model.flow.hostsync import HostSyncs
 from streamlint.model.flow.xfer import TransferSends
 from streamlint.model.flow.apicalls import ApiCalls
@@ -54,6 +55,7 @@ from streamlint.model.flow.polls import Polls
 from streamlint.model.flow.values import AnalysisBudgetExceeded, Access, EVal, FlowConfig, KVal, SVal, State, flow_config
 from streamlint.model.streams import EVENT, MAIN, STREAM
 from streamlint.model.tensors import param_kinds
+from streamlint.model.tensoruse import tensor_annotation
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -96,7 +98,7 @@ def _last_simple(body: list) -> cst.CSTNode | None:
 
 class Interp(HandedEarly, CalleeRecords, HandedHolders, ScopedNoneTests, GuardedWork, IndexSets, Membership, HostWrites, Consumers, PendingArgs, Orderings, Records, Storages, Unsets, Expressions, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes,
              HostReads, HostSyncs, TransferSends, Counters, Promises, Slots, Replays, Rounds, Finals,
-             HandedBack, Polls, FieldFamilies, HostGradients):
+             HandedBack, Polls, FieldFamilies, HostGradients, ListReads):
     """Path-sensitive abstract interpretation of one function body in program order."""
 
     protocol_seed = True  # seed the fields other methods of the class leave on a side stream (protocols.py)
@@ -151,6 +153,7 @@ class Interp(HandedEarly, CalleeRecords, HandedHolders, ScopedNoneTests, Guarded
         self.dict_values: dict[int, object] = {}  # dict literal -> TupVal of its values (exprs.py)
         self.pinned_copies: set[int] = set()  # asynchronous copies into page-locked host memory (hostreads.py)
         self.unplaced_copies: set[int] = set()  # ... of a tensor of unknown placement (hostreads.py: medium)
+        self.unknown_results: set[int] = set()  # storages of call results of unknown type (listreads.py: medium)
         self.host_grads: dict[int, str] = {}  # pending host ``.grad`` storages: their place (hostgrads.py)
         self.dropped: dict[int, tuple] = {}  # records whose event a path drops (hostsync.py): id -> (key, finding)
         self._anonymous: dict[int, int] = {}  # creation node -> index in program order
@@ -207,15 +210,16 @@ class Interp(HandedEarly, CalleeRecords, HandedHolders, ScopedNoneTests, Guarded
     def bind_star_args(self, st: State) -> None:
         """``*inputs``: the positional arguments a wrapper forwards (``self.module(*inputs)``) are, like an
         unannotated tensor parameter read by a call, the caller's tensors produced on its current stream;
-        one argument storage stands for all of them. Not when annotated with a non-tensor type, nor when
-        they are forwarded to a callable parameter (a dispatcher)."""
+        one argument storage stands for all of them. Not when annotated with a non-tensor type, nor, unannotated,
+        when they are forwarded to a callable parameter (a dispatcher); annotated ``*inputs: Tensor``, they are the
+        caller's tensors whatever callable reads them (``fn(*inputs)`` under a side-stream scope reads them there)."""
         star = self.fn.node.params.star_arg
         if not isinstance(star, cst.Param) or self.cfg.args_exempt:
             return
-        if star.annotation is not None and "Tensor" not in cst.Module([]).code_for_node(star.annotation.annotation):
+        if star.annotation is not None and not tensor_annotation(star.annotation.annotation):
             return
         name = star.name.value
-        if any(isinstance(site.node.func, cst.Name) and site.node.func.value in self.fn.all_params
+        if star.annotation is None and any(isinstance(site.node.func, cst.Name) and site.node.func.value in self.fn.all_params
                and any(a.star == "*" and isinstance(a.value, cst.Name) and a.value.value == name
                        for a in site.node.args) for site in self.fn.calls):
             return  # `func(*args)` with `func` handed in: a generic dispatcher, the arguments are anything

@@ -42,6 +42,8 @@ class Race:
     # time, this access's time): races whose one missing wait is the same root cause share the first entry
     ambient: tuple | None = None  # (file model, call node) of a project call that runs the function (or the step's
     # writer) on the other stream itself, when its other calls are not all seen so (flow/ambient.py)
+    unknown: bool = False  # the earlier access made a value of unknown type: a call's result taken as device data
+    # because it was collected in a side-stream scope (flow/listreads.py)
 
 
 @dataclass(frozen=True)

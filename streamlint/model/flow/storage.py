@@ -279,6 +279,7 @@ class Storages(HostFields):
                                    S.kind == "arg" and earlier.time <= self.entry_time, self.cfg.mode, escape, body,
                                    replay, earlier.time < self.handshake_time, self.caller_stream(earlier.stream, s),
                                    protocol, held, caller, step=step, inlined=self.inner if self.depth else None,
+                                   unknown=S.sid in self.unknown_results,
                                    entry=entry_of(self, S, earlier, s),
                                    ambient=ambient_evidence(self, earlier.stream, s, step and S.name), cause=(
                                        st.know(s).get(earlier.stream, -1), earlier.time, self.clock))

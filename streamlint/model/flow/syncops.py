@@ -128,6 +128,8 @@ class SyncMethods:
         if name in ESCAPE_METHODS and not isinstance(recv, TVal):
             for arg in e.args:
                 v = self.ev(st, arg.value)
+                if name == "append" and len(e.args) == 1:  # a side-stream call's result of unknown type (listreads.py)
+                    v = self.unknown_element(st, e.func.value, arg.value, v)
                 self.escape(st, v, into=e.func.value)
                 if name == "append" and len(e.args) == 1:
                     self.slot_append(st, e.func.value, v)  # `outs.append(y)` ... `outs[i]` (slots.py)

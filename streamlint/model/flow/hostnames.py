@@ -14,7 +14,8 @@ from streamlint._lazy import cst
 from streamlint.model.file import FunctionInfo
 from streamlint.model.streams import derived
 from streamlint.model.syntax import local_nodes
-from streamlint.model.tensors import META_ATTRS, tensor_method
+from streamlint.model.tensornames import TENSOR_NAMES
+from streamlint.model.tensors import META_ATTRS, tensor_method, torch_returns_tensor
 
 # attributes of a torch.Tensor read without a call (besides the metadata ones)
 _TENSOR_ATTRS = META_ATTRS | frozenset({
@@ -29,6 +30,65 @@ def host_object_names(project, fn: FunctionInfo) -> frozenset[str]:
     if key not in memo:
         memo[key] = _scan(fn)
     return memo[key]
+
+
+# methods of the containers that hold tensors (dicts, lists, TensorDict-like batches): no evidence either way
+_CONTAINER_METHODS = frozenset({
+    "items", "keys", "values", "get", "pop", "popitem", "update", "setdefault", "append", "extend", "insert",
+    "remove", "clear", "copy", "index", "count", "apply", "named_apply", "select", "exclude", "to_dict",
+    "as_dict", "asdict", "replace", "unflatten_keys", "flatten_keys", "to_tensordict",
+})
+
+
+def host_method_names(project, fn: FunctionInfo) -> frozenset[str]:
+    """Locals the function calls a method of that no ``torch.Tensor`` has (``symm_mem.get_buffer(...)``,
+    ``handle.put_signal(...)``, ``runner.finish()``; the full list of tensor names is ``tensornames.py``), and
+    that it never uses as a tensor: an object of another package or a host handle, whatever an opaque call
+    returned it. Container methods (``items``, ``get``, ``append``), private and ``npu`` names are no evidence."""
+    memo = derived(project, "host_method_names")
+    key = (id(fn.node), fn.qualname)
+    if key not in memo:
+        memo[key] = _scan_methods(fn)
+    return memo[key]
+
+
+def host_object(project, file, fn: FunctionInfo, name: str, value: cst.BaseExpression | None) -> bool:
+    """Does ``name = value`` bind a host object the flow would otherwise take for a tensor: a name the
+    function shows to hold host objects (:func:`host_object_names`), or an opaque call's result whose methods
+    no tensor has (:func:`host_method_names`)?"""
+    return name in host_object_names(project, fn) or (
+        name in host_method_names(project, fn) and value is not None and opaque_result(project, file, value))
+
+
+def opaque_result(project, file, value: cst.BaseExpression) -> bool:
+    """Is ``value`` a call whose result the analysis takes for a tensor only by default: not a torch op
+    returning one, not a tensor method, not a project function (its own return is analysed)?"""
+    if not isinstance(value, cst.Call):
+        return False
+    if isinstance(value.func, cst.Attribute) and tensor_method(value.func.attr.value):
+        return False
+    site = file.call_site(value)
+    if site is None:
+        return False
+    target = site.target or ""
+    if target.startswith(("torch.", "torch_npu.")):
+        return not torch_returns_tensor(target)
+    return not project.call_targets(file, site)
+
+
+def _scan_methods(fn: FunctionInfo) -> frozenset[str]:
+    host: set[str] = set()
+    nodes = list(local_nodes(fn.node))
+    calls = {id(n.func) for n in nodes if isinstance(n, cst.Call)}
+    for node in nodes:
+        if not isinstance(node, cst.Attribute) or id(node) not in calls or not isinstance(node.value, cst.Name):
+            continue
+        attr = node.attr.value
+        if attr.startswith("_") or attr in TENSOR_NAMES or attr in _CONTAINER_METHODS or "npu" in attr \
+                or node.value.value == "self":
+            continue
+        host.add(node.value.value)
+    return frozenset(host - _tensor_names(fn)) if host else frozenset()
 
 
 def host_scalar_names(project, fn: FunctionInfo) -> frozenset[str]:
@@ -162,4 +222,4 @@ def _scan(fn: FunctionInfo) -> frozenset[str]:
     return frozenset(host - tensor)
 
 
-__all__ = ["host_count", "host_object_names", "host_scalar_names"]
+__all__ = ["host_count", "host_method_names", "host_object", "host_object_names", "host_scalar_names", "opaque_result"]

@@ -54,19 +54,28 @@ def host_method_names(project, fn: FunctionInfo) -> frozenset[str]:
 
 def host_object(project, file, fn: FunctionInfo, name: str, value: cst.BaseExpression | None) -> bool:
     """Does ``name = value`` bind a host object the flow would otherwise take for a tensor: a name the
-    function shows to hold host objects (:func:`host_object_names`), or an opaque call's result whose methods
-    no tensor has (:func:`host_method_names`)?"""
-    return name in host_object_names(project, fn) or (
-        name in host_method_names(project, fn) and value is not None and opaque_result(project, file, value))
+    function shows to hold host objects (:func:`host_object_names`) or a count (:func:`host_count`)?"""
+    return name in host_object_names(project, fn) or (value is not None and host_count(project, file, fn, name, value))
+
+
+def host_handle(project, file, fn: FunctionInfo, name: str, value: cst.BaseExpression | None) -> bool:
+    """An opaque call's result whose methods no tensor has (:func:`host_method_names`): a host handle (asked
+    after the completion handles of ``flow/handles.py``, which have their own kind)."""
+    return name in host_method_names(project, fn) and value is not None and opaque_result(project, file, value)
 
 
 def opaque_result(project, file, value: cst.BaseExpression) -> bool:
-    """Is ``value`` a call whose result the analysis takes for a tensor only by default: not a torch op
-    returning one, not a tensor method, not a project function (its own return is analysed)?"""
+    """Is ``value`` a call of an imported function whose result the analysis takes for a tensor only by default:
+    not a torch op returning one, not a project function (its own return is analysed)?"""
     if not isinstance(value, cst.Call):
         return False
     if isinstance(value.func, cst.Attribute) and tensor_method(value.func.attr.value):
         return False
+    root = value.func
+    while isinstance(root, cst.Attribute):
+        root = root.value
+    if not isinstance(root, cst.Name) or root.value not in file.names:
+        return False  # only an imported function: a method of a local (`work.get_future()`) has its own kind
     site = file.call_site(value)
     if site is None:
         return False
@@ -222,4 +231,5 @@ def _scan(fn: FunctionInfo) -> frozenset[str]:
     return frozenset(host - tensor)
 
 
-__all__ = ["host_count", "host_method_names", "host_object", "host_object_names", "host_scalar_names", "opaque_result"]
+__all__ = ["host_count", "host_handle", "host_method_names", "host_object", "host_object_names", "host_scalar_names",
+           "opaque_result"]

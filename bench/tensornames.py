@@ -48,7 +48,15 @@ def class_names(source: str, cls: str) -> set[str]:
     names: set[str] = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ClassDef) and node.name == cls:
-            for item in node.body:
+            body, items = list(node.body), []
+            while body:  # members defined under `if TYPE_CHECKING:` / `try:` in the class body count too
+                item = body.pop()
+                if isinstance(item, (ast.If, ast.Try)):
+                    body += item.body + item.orelse + getattr(item, "finalbody", [])
+                    body += [s for h in getattr(item, "handlers", []) for s in h.body]
+                else:
+                    items.append(item)
+            for item in items:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     names.add(item.name)
                 elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
@@ -60,6 +68,8 @@ def class_names(source: str, cls: str) -> set[str]:
 
 def main(argv: list[str]) -> int:
     wheel = Path(argv[0]) if argv else _fetch()
+    if not wheel.is_file():
+        sys.exit(f"bench.tensornames: {wheel}: no such file")
     if sha256_of(wheel) != SHA256:
         sys.exit(f"bench.tensornames: {wheel}: sha256 does not match the pinned {SHA256}")
     names: set[str] = set()

@@ -41,15 +41,14 @@ _CONTAINER_METHODS = frozenset({
 
 
 def host_method_names(project, fn: FunctionInfo) -> frozenset[str]:
-    """Locals the function calls a method of that no ``torch.Tensor`` has (``symm_mem.get_buffer(...)``,
-    ``handle.put_signal(...)``, ``runner.finish()``; the full list of tensor names is ``tensornames.py``), and
-    that it never uses as a tensor: an object of another package or a host handle, whatever an opaque call
-    returned it. Container methods (``items``, ``get``, ``append``), private and ``npu`` names are no evidence."""
-    memo = derived(project, "host_method_names")
-    key = (id(fn.node), fn.qualname)
-    if key not in memo:
-        memo[key] = _scan_methods(fn)
-    return memo[key]
+    """Locals bound once in the function and used only as the receiver of methods (``symm_mem.get_buffer(...)``,
+    ``symm_mem.put_signal(...)``), one of which no ``torch.Tensor`` has (the full list of tensor names is
+    ``tensornames.py``): never handed to a call, never an operand, a subscript or a return value. Container
+    methods (``items``, ``get``, ``append``), private and ``npu`` names are no evidence."""
+    cached = fn.__dict__.get("_host_method_names")
+    if cached is None:
+        cached = fn.__dict__["_host_method_names"] = _scan_methods(fn)
+    return cached
 
 
 def host_object(project, file, fn: FunctionInfo, name: str, value: cst.BaseExpression | None) -> bool:
@@ -65,39 +64,36 @@ def host_handle(project, file, fn: FunctionInfo, name: str, value: cst.BaseExpre
 
 
 def opaque_result(project, file, value: cst.BaseExpression) -> bool:
-    """Is ``value`` a call of an imported function whose result the analysis takes for a tensor only by default:
-    not a torch op returning one, not a project function (its own return is analysed)?"""
+    """Is ``value`` a call of a torch / torch_npu function that returns no tensor (``torch.distributed``'s
+    ``get_symm_mem_workspace``, a runtime or compiler helper), which the flow takes for a tensor only because an
+    argument is one? A function of another package may well return a tensor-like object of its own
+    (``KeyedJaggedTensor``, a quantized weight): those stay as they are."""
     if not isinstance(value, cst.Call):
         return False
-    if isinstance(value.func, cst.Attribute) and tensor_method(value.func.attr.value):
-        return False
-    root = value.func
-    while isinstance(root, cst.Attribute):
-        root = root.value
-    if not isinstance(root, cst.Name) or root.value not in file.names:
-        return False  # only an imported function: a method of a local (`work.get_future()`) has its own kind
     site = file.call_site(value)
-    if site is None:
-        return False
-    target = site.target or ""
-    if target.startswith(("torch.", "torch_npu.")):
-        return not torch_returns_tensor(target)
-    return not project.call_targets(file, site)
+    target = site.target if site is not None else None
+    return bool(target) and target.startswith(("torch.", "torch_npu.")) and not torch_returns_tensor(target)
 
 
 def _scan_methods(fn: FunctionInfo) -> frozenset[str]:
-    host: set[str] = set()
+    receivers: dict[str, bool] = {}  # name -> some method no tensor has; any other use of it is in `other`
     nodes = list(local_nodes(fn.node))
     calls = {id(n.func) for n in nodes if isinstance(n, cst.Call)}
+    received = set()
     for node in nodes:
-        if not isinstance(node, cst.Attribute) or id(node) not in calls or not isinstance(node.value, cst.Name):
-            continue
-        attr = node.attr.value
-        if attr.startswith("_") or attr in TENSOR_NAMES or attr in _CONTAINER_METHODS or "npu" in attr \
-                or node.value.value == "self":
-            continue
-        host.add(node.value.value)
-    return frozenset(host - _tensor_names(fn)) if host else frozenset()
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and id(node) in calls:
+            received.add(id(node.value))
+            attr = node.attr.value
+            foreign = not (attr.startswith(("_", "npu")) or attr in TENSOR_NAMES or attr in _CONTAINER_METHODS)
+            receivers[node.value.value] = receivers.get(node.value.value, False) or foreign
+    bindings: dict[str, int] = {}
+    for node in nodes:
+        if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Name):
+            bindings[node.target.value] = bindings.get(node.target.value, 0) + 1
+            received.add(id(node.target))  # `x = ...`: the one binding, not a use
+    other = {n.value for n in nodes if isinstance(n, cst.Name) and n.value in receivers and id(n) not in received}
+    return frozenset(n for n, foreign in receivers.items()
+                     if foreign and n != "self" and n not in other and bindings.get(n, 0) <= 1)
 
 
 def host_scalar_names(project, fn: FunctionInfo) -> frozenset[str]:

@@ -26,6 +26,8 @@ Layer 1 — one file, no knowledge of other files
     ``lifetimes``   which tensors live as long as the module (parameters, buffers, globals)
     ``options``     the user options the model reads (execution path, declared wrappers)
     ``placement``   which factory calls and copies give host (CPU) memory (``device="cpu"``, ``pin_memory``)
+    ``tensornames`` every public attribute name of ``torch.Tensor`` (generated from torch's stubs by
+                    ``bench/tensornames.py``): a method outside it shows its receiver is no tensor
     ``hostguards``  which parameters does a function's own guard make host tensors (``if src.device.type != "cpu":
                     raise``, ``assert src.is_cpu`` before any other use)?
     ``modpaths``    which file does a dotted module name lead to, seen from a file (``__init__.py`` chains,

@@ -23,7 +23,7 @@ from streamlint.model.flow.reuse import settle_loop_frees
 from streamlint.model.flow.guards import known_none, null_context_choice, ordering_query, same_operator_operands, \
     stream_type_test
 from streamlint.model.flow.handles import handle_binding
-from streamlint.model.flow.hostnames import host_count, host_object_names
+from streamlint.model.flow.hostnames import host_handle, host_object
 from streamlint.model.flow.wrapperforks import forks_on_entry, joins_on_exit, yields_caller_stream
 from streamlint.model.flow.values import (AnalysisBudgetExceeded, CVal, CtxVal, EVal, HVal, KVal, LOOP_UNROLL, MAX_PATHS,
                                           MAX_STEPS, NONE, SVal, ScopeRun, State, TVal, TupVal)
@@ -184,12 +184,12 @@ class ControlFlow:
 
     def assign(self, st: State, target: cst.BaseExpression, v: object, value_node: cst.BaseExpression) -> None:
         if isinstance(target, cst.Name):
-            if isinstance(v, TVal) and target.value in host_object_names(self.project, self.cfn):
-                v = KVal(target.value, opaque=True)  # `results[0].outputs`: a host object (hostnames.py)
-            elif isinstance(v, TVal) and host_count(self.project, self.cfile, self.cfn, target.value, value_node):
-                v = KVal(target.value, opaque=True)  # `n = connector.load(...)` then `slots[n:]`: a count
+            if isinstance(v, TVal) and host_object(self.project, self.cfile, self.cfn, target.value, value_node):
+                v = KVal(target.value, opaque=True)  # `results[0].outputs`, `n = conn.load()`; `slots[n:]`: hostnames
             elif isinstance(v, TVal) and handle_binding(self.project, self.cfile, self.cfn, target.value, value_node):
                 v = HVal(target.value)  # `work = original(*args, async_op=True)`, then `work.wait()` (handles.py)
+            elif isinstance(v, TVal) and host_handle(self.project, self.cfile, self.cfn, target.value, value_node):
+                v = KVal(target.value, opaque=True)  # `mem = get_workspace(...)`, `mem.put_signal()`: no tensor
             if isinstance(v, SVal) and v.key.startswith("<stream@") and value_node is not None \
                     and isinstance(value_node, cst.Call) and target.value not in st.env \
                     and v not in st.globs.values():  # (a stream a module global holds keeps its identity)

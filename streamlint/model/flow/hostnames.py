@@ -14,7 +14,8 @@ from streamlint._lazy import cst
 from streamlint.model.file import FunctionInfo
 from streamlint.model.streams import derived
 from streamlint.model.syntax import local_nodes
-from streamlint.model.tensors import META_ATTRS, tensor_method
+from streamlint.model.tensornames import TENSOR_NAMES
+from streamlint.model.tensors import META_ATTRS, tensor_method, torch_returns_tensor
 
 # attributes of a torch.Tensor read without a call (besides the metadata ones)
 _TENSOR_ATTRS = META_ATTRS | frozenset({
@@ -29,6 +30,70 @@ def host_object_names(project, fn: FunctionInfo) -> frozenset[str]:
     if key not in memo:
         memo[key] = _scan(fn)
     return memo[key]
+
+
+# methods of the containers that hold tensors (dicts, lists, TensorDict-like batches): no evidence either way
+_CONTAINER_METHODS = frozenset({
+    "items", "keys", "values", "get", "pop", "popitem", "update", "setdefault", "append", "extend", "insert",
+    "remove", "clear", "copy", "index", "count", "apply", "named_apply", "select", "exclude", "to_dict",
+    "as_dict", "asdict", "replace", "unflatten_keys", "flatten_keys", "to_tensordict",
+})
+
+
+def host_method_names(project, fn: FunctionInfo) -> frozenset[str]:
+    """Locals bound once in the function and used only as the receiver of methods (``symm_mem.get_buffer(...)``,
+    ``symm_mem.put_signal(...)``), one of which no ``torch.Tensor`` has (the full list of tensor names is
+    ``tensornames.py``): never handed to a call, never an operand, a subscript or a return value. Container
+    methods (``items``, ``get``, ``append``), private and ``npu`` names are no evidence."""
+    cached = fn.__dict__.get("_host_method_names")
+    if cached is None:
+        cached = fn.__dict__["_host_method_names"] = _scan_methods(fn)
+    return cached
+
+
+def host_object(project, file, fn: FunctionInfo, name: str, value: cst.BaseExpression | None) -> bool:
+    """Does ``name = value`` bind a host object the flow would otherwise take for a tensor: a name the
+    function shows to hold host objects (:func:`host_object_names`) or a count (:func:`host_count`)?"""
+    return name in host_object_names(project, fn) or (value is not None and host_count(project, file, fn, name, value))
+
+
+def host_handle(project, file, fn: FunctionInfo, name: str, value: cst.BaseExpression | None) -> bool:
+    """An opaque call's result whose methods no tensor has (:func:`host_method_names`): a host handle (asked
+    after the completion handles of ``flow/handles.py``, which have their own kind)."""
+    return name in host_method_names(project, fn) and value is not None and opaque_result(project, file, value)
+
+
+def opaque_result(project, file, value: cst.BaseExpression) -> bool:
+    """Is ``value`` a call of a torch / torch_npu function that returns no tensor (``torch.distributed``'s
+    ``get_symm_mem_workspace``, a runtime or compiler helper), which the flow takes for a tensor only because an
+    argument is one? A function of another package may well return a tensor-like object of its own
+    (``KeyedJaggedTensor``, a quantized weight): those stay as they are."""
+    if not isinstance(value, cst.Call):
+        return False
+    site = file.call_site(value)
+    target = site.target if site is not None else None
+    return bool(target) and target.startswith(("torch.", "torch_npu.")) and not torch_returns_tensor(target)
+
+
+def _scan_methods(fn: FunctionInfo) -> frozenset[str]:
+    receivers: dict[str, bool] = {}  # name -> some method no tensor has; any other use of it is in `other`
+    nodes = list(local_nodes(fn.node))
+    calls = {id(n.func) for n in nodes if isinstance(n, cst.Call)}
+    received = set()
+    for node in nodes:
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and id(node) in calls:
+            received.add(id(node.value))
+            attr = node.attr.value
+            foreign = not (attr.startswith(("_", "npu")) or attr in TENSOR_NAMES or attr in _CONTAINER_METHODS)
+            receivers[node.value.value] = receivers.get(node.value.value, False) or foreign
+    bindings: dict[str, int] = {}
+    for node in nodes:
+        if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Name):
+            bindings[node.target.value] = bindings.get(node.target.value, 0) + 1
+            received.add(id(node.target))  # `x = ...`: the one binding, not a use
+    other = {n.value for n in nodes if isinstance(n, cst.Name) and n.value in receivers and id(n) not in received}
+    return frozenset(n for n, foreign in receivers.items()
+                     if foreign and n != "self" and n not in other and bindings.get(n, 0) <= 1)
 
 
 def host_scalar_names(project, fn: FunctionInfo) -> frozenset[str]:
@@ -162,4 +227,5 @@ def _scan(fn: FunctionInfo) -> frozenset[str]:
     return frozenset(host - tensor)
 
 
-__all__ = ["host_count", "host_object_names", "host_scalar_names"]
+__all__ = ["host_count", "host_handle", "host_method_names", "host_object", "host_object_names", "host_scalar_names",
+           "opaque_result"]

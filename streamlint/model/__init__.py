@@ -94,7 +94,8 @@ Layer 3 — one function's flow
     ``dataflow``    which hazards (races, lifetimes, unjoined streams, view escapes) does a function
                     have on each execution path? The interpreter is ``flow/``: ``values`` (lattice,
                     state), ``orderings`` (vector clocks), ``storage`` (accesses, lifetimes),
-                    ``exprs`` (evaluation), ``calls`` (inlining), ``control`` (branches, loops, scopes), ``polls``
+                    ``exprs`` (evaluation), ``calls`` (inlining), ``control`` (branches, loops, scopes),
+                    ``choices`` (``s = [a, b][i]``: one path per listed stream), ``polls``
                     (what a branch on ``query()`` / ``is_cuda`` tells), ``protocols`` / ``fieldfamilies`` (what
                     a class's methods leave for each other on a side stream in its fields and container fields;
                     ``joinhelpers``: a package helper that only joins the stream / event it is handed),

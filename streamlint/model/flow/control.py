@@ -109,19 +109,10 @@ class ControlFlow:
                 return [st]
             self.ev(st, v)
             return [st]
-        if isinstance(node, cst.Assign) and isinstance(node.value, cst.IfExp) and len(node.targets) == 1 \
-                and all(isinstance(arm, (cst.Tuple, cst.List)) for arm in (node.value.body, node.value.orelse)) \
-                and self.decide(st, node.value.test) is None:
-            # `tensors = (a, b) if flag else (b, c)`: each path binds its own collection, correlated with `flag`
-            choice, target = node.value, node.targets[0].target
-            self.ev(st, choice.test)
-
-            def arm(expr: cst.BaseExpression):
-                def run(s: State) -> list[State]:
-                    self.assign(s, target, self.ev(s, expr), expr)
-                    return [s]
-                return run
-            return self.branch(st, choice.test, [(True, arm(choice.body)), (False, arm(choice.orelse))])
+        if isinstance(node, cst.Assign):
+            chosen = self.choice_assign(node, st)  # `xs = (a, b) if f else (c,)`, `s = [a, b][i]`: choices.py
+            if chosen is not None:
+                return chosen
         if isinstance(node, cst.Assign):
             v = self.ev(st, node.value)
             for t in node.targets:

@@ -13,6 +13,7 @@ from streamlint.model.flow.calls import Calls, current_stream_params
 from streamlint.model.flow.provenance import param_alias
 from streamlint.model.flow.forks import callers_current_getters, forked_self_streams, forked_stream_params, \
     recorded_event_params
+from streamlint.model.flow.choices import Choices
 from streamlint.model.flow.control import ControlFlow
 from streamlint.model.flow.closures import closure_scope
 from streamlint.model.flow.consumers import Consumers
@@ -98,7 +99,7 @@ def _last_simple(body: list) -> cst.CSTNode | None:
 
 class Interp(HandedEarly, CalleeRecords, HandedHolders, ScopedNoneTests, GuardedWork, IndexSets, Membership, HostWrites, Consumers, PendingArgs, Orderings, Records, Storages, Unsets, Expressions, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes,
              HostReads, HostSyncs, TransferSends, Counters, Promises, Slots, Replays, Rounds, Finals,
-             HandedBack, Polls, FieldFamilies, HostGradients, ListReads):
+             HandedBack, Polls, FieldFamilies, HostGradients, ListReads, Choices):
     """Path-sensitive abstract interpretation of one function body in program order."""
 
     protocol_seed = True  # seed the fields other methods of the class leave on a side stream (protocols.py)

@@ -1,0 +1,91 @@
+"""Assignments that choose one of several values (mixin of :class:`~streamlint.model.flow.interp.Interp`).
+
+``tensors = (a, b) if flag else (b, c)``: each path binds its own collection, correlated with ``flag``.
+``final = [current, self.second_stream][step % 2]``: a stream picked from a literal list by an index the
+analysis does not know is one of the listed streams, each on a path of its own (2 to 4 plain names or attribute
+chains, every one a stream): work in a scope on the pick is then ordered by the joins of each listed stream
+(``current.wait_stream(self.second_stream)`` covers both paths), instead of being charged to a stream nobody
+joins. A constant index, a list with calls or starred items, or any non-stream element keeps the former reading."""
+
+from __future__ import annotations
+
+from streamlint._lazy import cst
+from streamlint.model.flow.values import KVal, State, SVal
+from streamlint.model.syntax import local_nodes
+
+_MAX_PICKS = 4
+
+
+def _literal_pick(value: cst.BaseExpression) -> tuple[cst.BaseExpression, ...] | None:
+    """The elements of ``[a, b][i]`` / ``(a, b)[i]`` with ``i`` no literal, each a name or an attribute chain."""
+    if not isinstance(value, cst.Subscript) or not isinstance(value.value, (cst.List, cst.Tuple)) \
+            or len(value.slice) != 1 or not isinstance(value.slice[0].slice, cst.Index):
+        return None
+    index = value.slice[0].slice.value
+    if isinstance(index, cst.UnaryOperation):
+        index = index.expression
+    if isinstance(index, cst.Integer):
+        return None
+    elements = value.value.elements
+    if not 2 <= len(elements) <= _MAX_PICKS or any(isinstance(el, cst.StarredElement) for el in elements):
+        return None
+    if not all(isinstance(el.value, (cst.Name, cst.Attribute)) for el in elements):
+        return None
+    return tuple(el.value for el in elements)
+
+
+_STREAM_METHODS = frozenset({"wait_stream", "wait_event", "record_event", "synchronize", "query"})
+
+
+def _used_as_stream(fn_node: cst.CSTNode, name: str) -> bool:
+    """Is ``name`` entered as a stream (``torch.cuda.stream(name)``, ``stream_context(name)``) or used through a
+    stream method (``name.wait_stream(...)``) in the function?"""
+    for n in local_nodes(fn_node):
+        if not isinstance(n, cst.Call):
+            continue
+        func = n.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == name \
+                and func.attr.value in _STREAM_METHODS:
+            return True
+        last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if "stream" in last.lower() and n.args and isinstance(n.args[0].value, cst.Name) \
+                and n.args[0].value.value == name:
+            return True
+    return False
+
+
+class Choices:
+    """Interp state it uses: ``single``. It asks control flow (assign, branch, decide) and expressions (ev)."""
+
+    def choice_assign(self, node: cst.Assign, st: State) -> list[State] | None:
+        if len(node.targets) != 1:
+            return None
+        value, target = node.value, node.targets[0].target
+        if isinstance(value, cst.IfExp) and all(isinstance(arm, (cst.Tuple, cst.List)) for arm in (value.body, value.orelse)) \
+                and self.decide(st, value.test) is None:
+            self.ev(st, value.test)
+
+            def arm(expr: cst.BaseExpression):
+                def run(s: State) -> list[State]:
+                    self.assign(s, target, self.ev(s, expr), expr)
+                    return [s]
+                return run
+            return self.branch(st, value.test, [(True, arm(value.body)), (False, arm(value.orelse))])
+        picks = _literal_pick(value) if isinstance(target, cst.Name) and not self.single else None
+        if picks is None:
+            return None
+        values = [self.ev(st, el) for el in picks]
+        if not any(isinstance(v, SVal) for v in values) or not all(
+                isinstance(v, SVal) or isinstance(v, KVal) and not v.opaque and v.key.startswith("self.")
+                for v in values) or len({v.key for v in values}) < 2 or not _used_as_stream(self.cfn.node, target.value):
+            return None  # (a stream and stream fields, the pick used as a stream: a scope, a wait, a record)
+        self.ev(st, value.slice[0].slice.value)  # (the index: a host value)
+        out = []
+        for i, (el, v) in enumerate(zip(picks, values)):
+            s = st if i == len(picks) - 1 else st.clone()
+            self.assign(s, target, v, el)
+            out.append(s)
+        return out
+
+
+__all__ = ["Choices"]

@@ -10,8 +10,8 @@ joins. A constant index, a list with calls or starred items, or any non-stream e
 from __future__ import annotations
 
 from streamlint._lazy import cst
+from streamlint.model import apis
 from streamlint.model.flow.values import KVal, State, SVal
-from streamlint.model.syntax import local_nodes
 
 _MAX_PICKS = 4
 
@@ -34,28 +34,22 @@ def _literal_pick(value: cst.BaseExpression) -> tuple[cst.BaseExpression, ...] |
     return tuple(el.value for el in elements)
 
 
-_STREAM_METHODS = frozenset({"wait_stream", "wait_event", "record_event", "synchronize", "query"})
-
-
-def _used_as_stream(fn_node: cst.CSTNode, name: str) -> bool:
-    """Is ``name`` entered as a stream (``torch.cuda.stream(name)``, ``stream_context(name)``) or used through a
-    stream method (``name.wait_stream(...)``) in the function?"""
-    for n in local_nodes(fn_node):
-        if not isinstance(n, cst.Call):
-            continue
-        func = n.func
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == name \
-                and func.attr.value in _STREAM_METHODS:
+def _used_as_stream(project, file, fn, name: str) -> bool:
+    """Is ``name`` entered as a stream in the function (a ``with`` item the project classifies as a stream scope
+    on it: ``torch.cuda.stream(name)``, a project wrapper) or used through a stream method
+    (``name.wait_stream(...)``)?"""
+    for site in fn.calls:
+        if site.method in apis.STREAM_METHODS and isinstance(site.receiver, cst.Name) and site.receiver.value == name:
             return True
-        last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-        if "stream" in last.lower() and n.args and isinstance(n.args[0].value, cst.Name) \
-                and n.args[0].value.value == name:
+    for scope in file.scopes:
+        if scope.function is fn and any(isinstance(u.arg("stream"), cst.Name) and u.arg("stream").value == name
+                                        for u in project.scope_use(file, scope).uses):
             return True
     return False
 
 
 class Choices:
-    """Interp state it uses: ``single``. It asks control flow (assign, branch, decide) and expressions (ev)."""
+    """Interp state it uses: ``single``, ``project``, ``cfile``, ``cfn``. It asks control flow (assign, branch, decide) and expressions (ev)."""
 
     def choice_assign(self, node: cst.Assign, st: State) -> list[State] | None:
         if len(node.targets) != 1:
@@ -77,7 +71,7 @@ class Choices:
         values = [self.ev(st, el) for el in picks]
         if not any(isinstance(v, SVal) for v in values) or not all(
                 isinstance(v, SVal) or isinstance(v, KVal) and not v.opaque and v.key.startswith("self.")
-                for v in values) or len({v.key for v in values}) < 2 or not _used_as_stream(self.cfn.node, target.value):
+                for v in values) or len({v.key for v in values}) < 2 or not _used_as_stream(self.project, self.cfile, self.cfn, target.value):
             return None  # (a stream and stream fields, the pick used as a stream: a scope, a wait, a record)
         self.ev(st, value.slice[0].slice.value)  # (the index: a host value)
         out = []

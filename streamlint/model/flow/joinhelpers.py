@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.streams import derived
-from streamlint.model.syntax import normalized_code
+from streamlint.model.syntax import local_nodes, normalized_code
 
 if TYPE_CHECKING:
     from streamlint.model.file import FileModel, FunctionInfo
@@ -99,8 +99,7 @@ def join_helper_keys(project: Project | None, file: FileModel, fn: FunctionInfo,
             continue
         callee, model, params = found
         for i in wanted:  # (a keyword argument binds its parameter by name: `join(self.s, blocking=True)`)
-            kw = node.args[i].keyword
-            p = kw.value if kw is not None else params[i] if i < len(params) else None
+            p = _bound_param(node.args[i], i, params)
             if p is not None and p in (*callee.params, *callee.kwonly) and only_joins(project, model, callee, p):
                 out.add(texts[i])
     return out
@@ -136,12 +135,12 @@ def waits_param(project: Project, file: FileModel, fn: FunctionInfo, param: str)
     key = (id(fn), param)
     if key not in memo:
         names = {param}
-        for node in _walk(fn.node.body):  # `t, ev = param` / `ev = param[1]`: one level of parts
+        for node in local_nodes(fn.node.body):  # `t, ev = param` / `ev = param[1]`: one level of parts
             if isinstance(node, cst.Assign) and param in _names_in(node.value):
                 for t in node.targets:
                     names |= _names_in(t.target)
         found = False
-        for node in _walk(fn.node.body):
+        for node in local_nodes(fn.node.body):
             if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
                 recv, attr = node.func.value, node.func.attr.value
                 if attr in (*_RECEIVER_JOINS, "query") and isinstance(recv, cst.Name) and recv.value in names:
@@ -172,23 +171,19 @@ def handed_to_join(project: Project | None, file: FileModel, fn: FunctionInfo, n
             a = node.args[i]
             if a.star:
                 continue
-            p = a.keyword.value if a.keyword is not None else params[i] if i < len(params) else None
+            p = _bound_param(a, i, params)
             if p is not None and waits_param(project, model, callee, p):
                 return True
     return False
 
 
-def _walk(root):
-    stack = [root]
-    while stack:
-        n = stack.pop()
-        yield n
-        if not isinstance(n, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            stack.extend(n.children)
-
-
 def _names_in(e) -> set[str]:
-    return {n.value for n in _walk(e) if isinstance(n, cst.Name)}
+    return {n.value for n in local_nodes(e) if isinstance(n, cst.Name)}
+
+
+def _bound_param(arg: cst.Arg, i: int, params) -> str | None:
+    """The parameter the ``i``-th argument of a call binds: its keyword, else the ``i``-th positional one."""
+    return arg.keyword.value if arg.keyword is not None else params[i] if i < len(params) else None
 
 
 def _callee_params(project, file, site):

@@ -136,6 +136,9 @@ def main() -> None:
 @click.option("--mode", type=click.Choice(["auto", "ge", "reduce-overhead", "npugraph_ex", "eager", "cuda"]), default=None,
               help="Execution path to assume for every file (default: `mode` from the configuration, else auto: "
                    "inferred from compile sites and API families).")
+@click.option("--min-confidence", "min_confidence", type=click.Choice(["high", "medium", "low"]), default=None,
+              help="Report only findings at least this sure (default: `min-confidence` from the configuration, "
+                   "else low: every finding).")
 @click.option("--fix/--no-fix", default=False, help="Apply fixes (safe ones unless --unsafe-fixes).")
 @click.option("--fix-only", is_flag=True,
               help="Apply fixes, but do not report (or exit non-zero for) the findings that remain.")
@@ -236,6 +239,8 @@ def _overrides(opts: dict[str, Any]) -> dict[str, Any]:
             overrides[key.replace("_", "-")] = _split(opts[key])
     if opts.get("mode"):
         overrides["mode"] = opts["mode"]
+    if opts.get("min_confidence"):
+        overrides["min-confidence"] = opts["min_confidence"]
     if opts.get("cache_dir"):
         overrides["cache-dir"] = os.path.abspath(opts["cache_dir"])
     return overrides
@@ -678,7 +683,7 @@ def _show_settings(settings: Settings, registry: Registry, target: str) -> None:
     click.echo(f"config file: {settings.config_path or '(none)'}")
     click.echo(f"project root: {settings.project_root}")
     for key in ("select", "extend_select", "ignore", "exclude", "extend_exclude", "respect_gitignore", "mode",
-                "fixable", "unfixable", "unsafe_fixes", "output_format", "baseline", "cache_dir", "plugins",
+                "min_confidence", "fixable", "unfixable", "unsafe_fixes", "output_format", "baseline", "cache_dir", "plugins",
                 "stream_switch_wrappers", "wait_wrappers", "per_file_ignores", "per_path_mode", "rule_options"):
         click.echo(f"{key.replace('_', '-')}: {getattr(settings, key)!r}")
     click.echo("rules:")

@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # parallel imports the cache and the pool machinery: loaded w
     from streamlint.parallel import RunStats
 from streamlint.baseline import BaselineError, load_baseline, write_baseline
 from streamlint.baseline import check_location as check_baseline_location
-from streamlint.finding import Finding, FixSafety
+from streamlint.finding import Finding, FixSafety, sure_enough
 from streamlint.fingerprint import fingerprints
 from streamlint.profile import Profiler, phase
 from streamlint.registry import Registry, RegistryError, load_registry
@@ -457,17 +457,20 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
     ctx.source_root = repository_root(cwd)
     ctx.quiet = bool(opts.get("quiet"))
 
+    def _settings_of(f: Finding) -> Settings:
+        """The settings governing the file of ``f``."""
+        engine = path_engine.get(f.path)
+        if engine is not None:
+            return engine.settings
+        try:
+            return settings if f.path == "-" else resolver.settings_for_file(f.path)
+        except ConfigError:
+            return settings
+
     def fix_state(f: Finding) -> str | None:
         if f.fix is None or not f.fix.edits:
             return None
-        engine = path_engine.get(f.path)
-        if engine is not None:
-            policy = policy_of(engine.settings)
-        else:
-            try:
-                policy = policy_of(settings if f.path == "-" else resolver.settings_for_file(f.path))
-            except ConfigError:
-                policy = policy_of(settings)
+        policy = policy_of(_settings_of(f))
         if f.code not in policy.codes:
             return None
         return "applicable" if policy.unsafe or policy.safety(f, registry) is FixSafety.SAFE else "hidden"
@@ -495,6 +498,13 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
         ctx.findings = findings
         if dropped and opts.get("verbose"):
             click.echo(f"streamlint: {dropped} finding{'s' if dropped != 1 else ''} in the baseline", err=True)
+    # `min-confidence` hides what is less sure, after the fingerprints and the baseline saw every finding (an
+    # occurrence index counts the hidden ones too: a baseline is the same whatever the threshold)
+    shown = [f for f in findings if sure_enough(f, _settings_of(f).min_confidence)]
+    if len(shown) < len(findings) and opts.get("verbose"):
+        hidden = len(findings) - len(shown)
+        click.echo(f"streamlint: {hidden} finding{'s' if hidden != 1 else ''} below min-confidence", err=True)
+    findings = ctx.findings = shown
     if opts.get("add_noqa"):
         return _add_noqa(path_engine, findings, relpath, bool(opts.get("quiet")))
     if opts.get("diff"):

@@ -19,7 +19,7 @@ import pathspec
 from streamlint import _lazy, pieces
 from streamlint._lazy import cst
 from streamlint.config import Settings
-from streamlint.finding import SURE, Confidence, Finding, Severity, Span, fold_root_causes
+from streamlint.finding import Confidence, Finding, Severity, Span, fold_root_causes
 from streamlint.model.apis import PatternMarker
 from streamlint.model import syntax
 from streamlint.model.file import FileModel
@@ -223,7 +223,6 @@ class Engine:
             ),
         )
         self.project.reader = self.read
-        self._min_sure = SURE[Confidence(settings.min_confidence)]
         # selectors (codes, prefixes, names, ALL) expanded to the codes they match
         self._per_file_ignores = [
             (pathspec.GitIgnoreSpec.from_lines([pattern]),
@@ -565,8 +564,6 @@ class Engine:
                     continue
             kept.append(finding)
         kept = fold_root_causes(kept)
-        if self._min_sure:  # below the threshold: not reported (its suppression still counts as used above)
-            kept = [f for f in kept if f.code.startswith("SL0") or SURE[f.confidence] >= self._min_sure]
         # a crashed rule's findings are missing: its suppressions cannot be judged unused
         crashed = any(f.code == "SL000" for f in raw)
         if not self.ignore_noqa:

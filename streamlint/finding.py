@@ -90,6 +90,12 @@ class Finding:
 SURE = {Confidence.HIGH: 2, Confidence.MEDIUM: 1, Confidence.LOW: 0}  # how sure, as a rank
 
 
+def sure_enough(finding: "Finding", threshold: str) -> bool:
+    """Is ``finding`` reported under the ``min-confidence`` setting ``threshold``? SL0xx (crashes, syntax errors,
+    suppression problems) always are."""
+    return finding.code.startswith("SL0") or SURE[finding.confidence] >= SURE[Confidence(threshold)]
+
+
 def fold_root_causes(findings: list[Finding]) -> list[Finding]:
     """One defect, one finding: a finding whose remedy also clears others of the same file (``absorbs``) takes
     them as related locations, and they are not reported on their own. Not when the absorbed one is surer

@@ -355,3 +355,50 @@ def test_min_confidence_is_validated(root: Path) -> None:
     assert settings_for(root / "a.py").min_confidence == "low"
     err = error_for(root, "min-confidence = 'certain'\n")
     assert err.key == "min-confidence" and "expected one of high, medium, low" in str(err)
+
+
+def test_min_confidence_baseline_is_the_same_at_any_threshold(root: Path) -> None:
+    # one code on two lines of the same text (their fingerprints differ only by occurrence), one finding medium
+    # (it assumes what the caller did), one high: a baseline written at one threshold holds at the other
+    write(root, "moe.py", """
+        import torch
+
+
+        class SharedExpert:
+            def __init__(self):
+                self.side = torch.cuda.Stream()
+
+            def scale_input(self, h: torch.Tensor):
+                with torch.cuda.stream(self.side):
+                    out = h * 2
+                torch.cuda.current_stream().wait_stream(self.side)
+                return out
+
+            def scale_residual(self, x: torch.Tensor):
+                h = x + 1
+                with torch.cuda.stream(self.side):
+                    out = h * 2
+                torch.cuda.current_stream().wait_stream(self.side)
+                return out
+    """)
+    every = _confidences(root)
+    assert [c for _, _, c in every] == ["medium", "high"], every
+    for written, read in (("high", "low"), ("low", "high"), ("medium", "low")):
+        base = str(root / f"baseline-{written}.json")
+        result = CliRunner().invoke(main, ["check", "--no-cache", "--min-confidence", written, "--write-baseline",
+                                           base, str(root / "moe.py")])
+        assert result.exit_code == 0, result.output
+        assert _confidences(root, "--baseline", base, "--min-confidence", read) == [], (written, read)
+
+
+def test_min_confidence_hidden_findings_are_not_fixed() -> None:
+    from streamlint.finding import Confidence, Edit, Finding, Fix, FixSafety, Severity, Span
+    from streamlint.fixes import FixPolicy
+
+    span = Span(3, 4, 3, 9)
+    fix = Fix("record it", FixSafety.SAFE, (Edit(span, "t.record_stream(s)"),))
+    medium = Finding("SL301", "missing-record-stream", "m", Severity.ERROR, Confidence.MEDIUM, "a.py", span, fix=fix)
+    high = Finding("SL301", "missing-record-stream", "m", Severity.ERROR, Confidence.HIGH, "a.py", span, fix=fix)
+    assert FixPolicy(frozenset({"SL301"})).allows(medium)
+    assert not FixPolicy(frozenset({"SL301"}), min_confidence="high").allows(medium)
+    assert FixPolicy(frozenset({"SL301"}), min_confidence="high").allows(high)

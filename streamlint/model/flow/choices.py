@@ -7,8 +7,9 @@ chains, at least one a stream the analysis knows or every one a ``self.`` field 
 stream or a ``self.`` field of no known kind, the picked name used as a stream in the function): work in a scope on the pick is then ordered by the joins of each listed stream
 (``current.wait_stream(self.second_stream)`` covers both paths), instead of being charged to a stream nobody
 joins. A constant index, a list with calls or starred items, or any non-stream element keeps the former reading,
-as does a pick that would make a path into more than ``PICK_PATHS`` paths (picks in a loop multiply: three 4-lane
-picks per round are 64 paths, more than the interpreter keeps, and the paths it drops lose their findings)."""
+as does a pick that would make a path into more than ``PICK_PATHS`` paths within one loop (picks in a loop multiply:
+three 4-lane picks per round are 64 paths, more than the interpreter keeps, and the paths it drops lose their
+findings; a loop's exit gives its paths back the count they entered with, so picks in successive loops each fork)."""
 
 from __future__ import annotations
 

@@ -63,7 +63,7 @@ CACHEDIR_TAG = (
 # Settings fields that do not change what is found in a file.
 OUTPUT_ONLY = frozenset({"output_format", "provenance", "cache_dir", "baseline", "fixable",
                          "unfixable", "unsafe_fixes", "exclude", "extend_exclude", "respect_gitignore",
-                         "force_exclude"})
+                         "force_exclude", "min_confidence"})
 
 
 def sha256(data: bytes) -> str:

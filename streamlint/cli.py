@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # parallel imports the cache and the pool machinery: loaded w
     from streamlint.parallel import RunStats
 from streamlint.baseline import BaselineError, load_baseline, write_baseline
 from streamlint.baseline import check_location as check_baseline_location
-from streamlint.finding import Finding, FixSafety
+from streamlint.finding import Finding, FixSafety, sure_enough
 from streamlint.fingerprint import fingerprints
 from streamlint.profile import Profiler, phase
 from streamlint.registry import Registry, RegistryError, load_registry
@@ -136,6 +136,9 @@ def main() -> None:
 @click.option("--mode", type=click.Choice(["auto", "ge", "reduce-overhead", "npugraph_ex", "eager", "cuda"]), default=None,
               help="Execution path to assume for every file (default: `mode` from the configuration, else auto: "
                    "inferred from compile sites and API families).")
+@click.option("--min-confidence", "min_confidence", type=click.Choice(["high", "medium", "low"]), default=None,
+              help="Report only findings at least this sure (default: `min-confidence` from the configuration, "
+                   "else low: every finding).")
 @click.option("--fix/--no-fix", default=False, help="Apply fixes (safe ones unless --unsafe-fixes).")
 @click.option("--fix-only", is_flag=True,
               help="Apply fixes, but do not report (or exit non-zero for) the findings that remain.")
@@ -236,6 +239,8 @@ def _overrides(opts: dict[str, Any]) -> dict[str, Any]:
             overrides[key.replace("_", "-")] = _split(opts[key])
     if opts.get("mode"):
         overrides["mode"] = opts["mode"]
+    if opts.get("min_confidence"):
+        overrides["min-confidence"] = opts["min_confidence"]
     if opts.get("cache_dir"):
         overrides["cache-dir"] = os.path.abspath(opts["cache_dir"])
     return overrides
@@ -452,17 +457,20 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
     ctx.source_root = repository_root(cwd)
     ctx.quiet = bool(opts.get("quiet"))
 
+    def _settings_of(f: Finding) -> Settings:
+        """The settings governing the file of ``f``."""
+        engine = path_engine.get(f.path)
+        if engine is not None:
+            return engine.settings
+        try:
+            return settings if f.path == "-" else resolver.settings_for_file(f.path)
+        except ConfigError:
+            return settings
+
     def fix_state(f: Finding) -> str | None:
         if f.fix is None or not f.fix.edits:
             return None
-        engine = path_engine.get(f.path)
-        if engine is not None:
-            policy = policy_of(engine.settings)
-        else:
-            try:
-                policy = policy_of(settings if f.path == "-" else resolver.settings_for_file(f.path))
-            except ConfigError:
-                policy = policy_of(settings)
+        policy = policy_of(_settings_of(f))
         if f.code not in policy.codes:
             return None
         return "applicable" if policy.unsafe or policy.safety(f, registry) is FixSafety.SAFE else "hidden"
@@ -490,6 +498,13 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
         ctx.findings = findings
         if dropped and opts.get("verbose"):
             click.echo(f"streamlint: {dropped} finding{'s' if dropped != 1 else ''} in the baseline", err=True)
+    # `min-confidence` hides what is less sure, after the fingerprints and the baseline saw every finding (an
+    # occurrence index counts the hidden ones too: a baseline is the same whatever the threshold)
+    shown = [f for f in findings if sure_enough(f, _settings_of(f).min_confidence)]
+    if len(shown) < len(findings) and opts.get("verbose"):
+        hidden = len(findings) - len(shown)
+        click.echo(f"streamlint: {hidden} finding{'s' if hidden != 1 else ''} below min-confidence", err=True)
+    findings = ctx.findings = shown
     if opts.get("add_noqa"):
         return _add_noqa(path_engine, findings, relpath, bool(opts.get("quiet")))
     if opts.get("diff"):
@@ -678,7 +693,7 @@ def _show_settings(settings: Settings, registry: Registry, target: str) -> None:
     click.echo(f"config file: {settings.config_path or '(none)'}")
     click.echo(f"project root: {settings.project_root}")
     for key in ("select", "extend_select", "ignore", "exclude", "extend_exclude", "respect_gitignore", "mode",
-                "fixable", "unfixable", "unsafe_fixes", "output_format", "baseline", "cache_dir", "plugins",
+                "min_confidence", "fixable", "unfixable", "unsafe_fixes", "output_format", "baseline", "cache_dir", "plugins",
                 "stream_switch_wrappers", "wait_wrappers", "per_file_ignores", "per_path_mode", "rule_options"):
         click.echo(f"{key.replace('_', '-')}: {getattr(settings, key)!r}")
     click.echo("rules:")

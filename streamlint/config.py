@@ -47,6 +47,7 @@ class Settings:
     respect_gitignore: bool = True
     force_exclude: bool = False
     mode: str = "auto"
+    min_confidence: str = "low"
     fixable: tuple[str, ...] = ("ALL",)
     unfixable: tuple[str, ...] = ()
     unsafe_fixes: bool = False
@@ -100,7 +101,8 @@ _LIST_KEYS = {
     "stream-switch-wrappers", "wait-wrappers",
 }
 _BOOL_KEYS = {"respect-gitignore", "unsafe-fixes", "force-exclude"}
-_STR_KEYS = {"mode", "output-format", "baseline", "cache-dir", "extend"}
+_STR_KEYS = {"mode", "min-confidence", "output-format", "baseline", "cache-dir", "extend"}
+CONFIDENCES = ("high", "medium", "low")
 _TABLE_KEYS = {"per-file-ignores", "per-path-mode", "rules"}
 KNOWN_KEYS = _LIST_KEYS | _BOOL_KEYS | _STR_KEYS | _TABLE_KEYS
 
@@ -359,6 +361,8 @@ def _apply_key(settings: Settings, source: str, key: str, value: Any, registry: 
             raise ConfigError(source, key, "expected a string")
         if key == "mode" and value not in MODES:
             raise ConfigError(source, key, f"expected one of {', '.join(MODES)}, got {value!r}")
+        if key == "min-confidence" and value not in CONFIDENCES:
+            raise ConfigError(source, key, f"expected one of {', '.join(CONFIDENCES)}, got {value!r}")
         if key == "output-format" and value not in OUTPUT_FORMATS:
             raise ConfigError(source, key, f"expected one of {', '.join(OUTPUT_FORMATS)}, got {value!r}")
         if key in ("baseline", "cache-dir") and value:

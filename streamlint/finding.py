@@ -87,7 +87,13 @@ class Finding:
         return replace(self, **changes)
 
 
-_SURE = {Confidence.HIGH: 2, Confidence.MEDIUM: 1, Confidence.LOW: 0}
+SURE = {Confidence.HIGH: 2, Confidence.MEDIUM: 1, Confidence.LOW: 0}  # how sure, as a rank
+
+
+def sure_enough(finding: "Finding", threshold: str) -> bool:
+    """Is ``finding`` reported under the ``min-confidence`` setting ``threshold``? SL0xx (crashes, syntax errors,
+    suppression problems) always are."""
+    return finding.code.startswith("SL0") or SURE[finding.confidence] >= SURE[Confidence(threshold)]
 
 
 def fold_root_causes(findings: list[Finding]) -> list[Finding]:
@@ -105,7 +111,7 @@ def fold_root_causes(findings: list[Finding]) -> list[Finding]:
         for key in f.absorbs:
             j = at.get(key)
             if j is None or j == i or j in gone or j in folded or findings[j].path != f.path \
-                    or findings[j].absorbs or _SURE[findings[j].confidence] > _SURE[f.confidence]:
+                    or findings[j].absorbs or SURE[findings[j].confidence] > SURE[f.confidence]:
                 continue
             folded.setdefault(i, []).append(j)
             gone.add(j)

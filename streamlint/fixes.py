@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from streamlint._lazy import cst
 
-from streamlint.finding import Finding, FixSafety
+from streamlint.finding import Finding, FixSafety, sure_enough
 from streamlint.source import SourceFile, UndecodableSource
 
 if TYPE_CHECKING:
@@ -46,12 +46,13 @@ class FixPolicy:
 
     codes: frozenset[str]
     unsafe: bool = False
+    min_confidence: str = "low"  # a finding `min-confidence` hides is not fixed either
 
     @classmethod
     def from_settings(cls, settings: "Settings", registry: "Registry", unsafe: bool | None = None) -> "FixPolicy":
         codes = {r.code for sel in settings.fixable for r in registry.lookup(sel)}
         codes -= {r.code for sel in settings.unfixable for r in registry.lookup(sel)}
-        return cls(frozenset(codes), settings.unsafe_fixes if unsafe is None else unsafe)
+        return cls(frozenset(codes), settings.unsafe_fixes if unsafe is None else unsafe, settings.min_confidence)
 
     def safety(self, finding: Finding, registry: "Registry | None" = None) -> FixSafety | None:
         """The effective safety of a finding's fix: unsafe when either the fix or its rule says so."""
@@ -65,6 +66,8 @@ class FixPolicy:
     def allows(self, finding: Finding, registry: "Registry | None" = None) -> bool:
         safety = self.safety(finding, registry)
         if safety is None or not finding.fix.edits or finding.code not in self.codes:  # type: ignore[union-attr]
+            return False
+        if not sure_enough(finding, self.min_confidence):
             return False
         return self.unsafe or safety is FixSafety.SAFE
 

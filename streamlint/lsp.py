@@ -43,7 +43,7 @@ from streamlint.model.wordindex import WordSearch
 from streamlint.wordcache import WordCache
 from streamlint.discovery import discover
 from streamlint.engine import Engine
-from streamlint.finding import Finding, FixSafety, Severity, Span
+from streamlint.finding import Finding, FixSafety, Severity, Span, sure_enough
 from streamlint.fixes import FixPolicy, fix_file, noqa_edits
 from streamlint.registry import Registry, RegistryError, load_registry
 from streamlint.source import SourceFile, UndecodableSource
@@ -197,7 +197,8 @@ class StreamlintServer(LanguageServer):
         cached = self.from_cache(engine, settings, path, buffer)
         if cached is None:
             cached = engine.lint_file(path).findings
-        findings = [f for f in cached if os.path.abspath(f.path) == os.path.abspath(path)]
+        findings = [f for f in cached if os.path.abspath(f.path) == os.path.abspath(path)
+                    and sure_enough(f, settings.min_confidence)]
         result = LintResult(version, text, findings, engine)
         result.diagnostics = self.diagnostics(result)  # here: it may read other files for related locations
         return result

@@ -302,3 +302,103 @@ def test_rule_options_validated_and_stored(root: Path) -> None:
 def test_rule_option_errors(root: Path, line: str, key: str, message: str) -> None:
     err = error_for(root, f"[rules.XO001]\n{line}\n", registry=OPTION_REGISTRY)
     assert err.key == key and message in str(err)
+
+
+# ---------------------------------------------------------------- min-confidence
+UNSURE = """
+import torch
+
+side = torch.cuda.Stream()
+
+
+def shared_expert(x, w):
+    with torch.cuda.stream(side):
+        h = torch.matmul(x, w)  # noqa: SL201 (the caller joins)
+    return h
+
+
+def gate(x, w):
+    y = torch.matmul(x, w)
+    with torch.cuda.stream(side):
+        z = y * 2
+    return z
+"""
+
+
+def _confidences(root: Path, *args: str) -> list[tuple[str, int, str]]:
+    import json
+    result = CliRunner().invoke(main, ["check", "--no-cache", "--output-format", "json", *args, str(root / "moe.py")])
+    assert result.exit_code in (0, 1), result.output
+    return sorted((f["code"], f["start"]["line"], f["confidence"]) for f in json.loads(result.stdout))
+
+
+def test_min_confidence_hides_less_sure_findings_only(root: Path) -> None:
+    write(root, "moe.py", UNSURE)
+    every = _confidences(root)
+    assert {c for _, _, c in every} >= {"high", "medium"}, every  # the program has both kinds
+    assert _confidences(root, "--min-confidence", "low") == every
+    assert _confidences(root, "--min-confidence", "high") == [f for f in every if f[2] == "high"]
+    # the configured threshold; the command line overrides it
+    write(root, "streamlint.toml", "min-confidence = 'high'\n")
+    assert _confidences(root) == [f for f in every if f[2] == "high"]
+    assert _confidences(root, "--min-confidence", "medium") == every
+
+
+def test_min_confidence_keeps_suppressions_used(root: Path) -> None:
+    # the noqa on a medium finding still suppresses it: no SL002 when the threshold hides that finding
+    write(root, "moe.py", UNSURE)
+    codes = [c for c, _, _ in _confidences(root, "--min-confidence", "high")]
+    assert "SL002" not in codes and codes
+
+
+def test_min_confidence_is_validated(root: Path) -> None:
+    assert settings_for(root / "a.py").min_confidence == "low"
+    err = error_for(root, "min-confidence = 'certain'\n")
+    assert err.key == "min-confidence" and "expected one of high, medium, low" in str(err)
+
+
+def test_min_confidence_baseline_is_the_same_at_any_threshold(root: Path) -> None:
+    # one code on two lines of the same text (their fingerprints differ only by occurrence), one finding medium
+    # (it assumes what the caller did), one high: a baseline written at one threshold holds at the other
+    write(root, "moe.py", """
+        import torch
+
+
+        class SharedExpert:
+            def __init__(self):
+                self.side = torch.cuda.Stream()
+
+            def scale_input(self, h: torch.Tensor):
+                with torch.cuda.stream(self.side):
+                    out = h * 2
+                torch.cuda.current_stream().wait_stream(self.side)
+                return out
+
+            def scale_residual(self, x: torch.Tensor):
+                h = x + 1
+                with torch.cuda.stream(self.side):
+                    out = h * 2
+                torch.cuda.current_stream().wait_stream(self.side)
+                return out
+    """)
+    every = _confidences(root)
+    assert [c for _, _, c in every] == ["medium", "high"], every
+    for written, read in (("high", "low"), ("low", "high"), ("medium", "low")):
+        base = str(root / f"baseline-{written}.json")
+        result = CliRunner().invoke(main, ["check", "--no-cache", "--min-confidence", written, "--write-baseline",
+                                           base, str(root / "moe.py")])
+        assert result.exit_code == 0, result.output
+        assert _confidences(root, "--baseline", base, "--min-confidence", read) == [], (written, read)
+
+
+def test_min_confidence_hidden_findings_are_not_fixed() -> None:
+    from streamlint.finding import Confidence, Edit, Finding, Fix, FixSafety, Severity, Span
+    from streamlint.fixes import FixPolicy
+
+    span = Span(3, 4, 3, 9)
+    fix = Fix("record it", FixSafety.SAFE, (Edit(span, "t.record_stream(s)"),))
+    medium = Finding("SL301", "missing-record-stream", "m", Severity.ERROR, Confidence.MEDIUM, "a.py", span, fix=fix)
+    high = Finding("SL301", "missing-record-stream", "m", Severity.ERROR, Confidence.HIGH, "a.py", span, fix=fix)
+    assert FixPolicy(frozenset({"SL301"})).allows(medium)
+    assert not FixPolicy(frozenset({"SL301"}), min_confidence="high").allows(medium)
+    assert FixPolicy(frozenset({"SL301"}), min_confidence="high").allows(high)

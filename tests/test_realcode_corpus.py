@@ -235,9 +235,9 @@ def test_stream_using_function_count(tmp_path):
 def test_current_precision_judges_this_runs_findings_by_the_triage():
     from bench.realcode.report import PackageResult, current_precision
 
-    def finding(code: str, where: str) -> dict:
+    def finding(code: str, where: str, sure: str = "high") -> dict:
         filename, line = where.split(":")
-        return {"code": code, "filename": filename, "start": {"line": int(line)}}
+        return {"code": code, "filename": filename, "start": {"line": int(line)}, "confidence": sure}
 
     triage = [
         {"package": "p", "version": "1", "rule": "SL301", "location": "a.py:10", "verdict": "bug", "reason": "r"},
@@ -246,10 +246,15 @@ def test_current_precision_judges_this_runs_findings_by_the_triage():
         {"package": "p", "version": "1", "rule": "SL201", "location": "b.py:5", "verdict": "bug", "reason": "r"},
         {"package": "q", "version": "2", "rule": "SL201", "location": "c.py:1", "verdict": "bug", "reason": "r"},
     ]
-    res = PackageResult("p", "1", findings=[finding("SL301", "a.py:10"), finding("SL301", "a.py:20"),
+    res = PackageResult("p", "1", findings=[finding("SL301", "a.py:10"), finding("SL301", "a.py:20", "medium"),
                                             finding("SL201", "b.py:9"), finding("SL001", "z.py:1")])
     lines = current_precision([res], triage, [])
-    rows = {line.split(" | ")[0].lstrip("| "): line for line in lines if line.startswith("| ")}
+    tiers = lines.index("By confidence (what `--min-confidence` keeps):")
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in lines[:tiers] if line.startswith("| ")}
+    by_tier = {tuple(line.split(" | ")[:2]): line.split(" | ")[2:] for line in lines[tiers:] if line.startswith("| ")}
+    # per confidence: the high SL301 is the bug, the medium one the false positive
+    assert by_tier[("| lifetimes SL3xx", "high")] == ["1", "0", "0", "0", "1.00 |"]
+    assert by_tier[("| lifetimes SL3xx", "medium")] == ["0", "1", "0", "0", "0.00 |"]
     # lifetimes: one bug, one false positive; joins: the triaged bug moved lines, so it is a new finding
     assert rows["lifetimes SL3xx"].split(" | ")[1:8] == ["2", "1", "1", "0", "0", "0.50", "0.50 |"]
     assert rows["joins and waits SL2xx"].split(" | ")[1:8] == ["1", "0", "0", "0", "1", "n/a", "0.00 |"]

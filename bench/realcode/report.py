@@ -242,6 +242,9 @@ def precision_table(rows: list[dict]) -> list[str]:
     return lines
 
 
+_TIERS = ("high", "medium", "low")
+
+
 def current_precision(results: list["PackageResult"], triage: list[dict], misses: list[dict]) -> list[str]:
     """Precision and recall of this run's findings, judged by the triage: a finding takes the verdict of
     its triage line (package, version, rule, file:line); one with no line is `untriaged` (a new finding,
@@ -250,6 +253,7 @@ def current_precision(results: list["PackageResult"], triage: list[dict], misses
     verdicts = {(r["package"], r["version"], r["rule"], r["location"]): r["verdict"] for r in triage}
     ran = {(res.name, res.version) for res in results if res.status.startswith("ok") or ": ok" in res.status}
     fam: dict[str, Counter] = defaultdict(Counter)
+    tiers: dict[tuple[str, str], Counter] = defaultdict(Counter)  # (family, confidence) -> verdicts
     found_bugs = set()
     for res in results:
         for f in res.findings:
@@ -258,6 +262,7 @@ def current_precision(results: list["PackageResult"], triage: list[dict], misses
             key = (res.name, res.version, f["code"], f"{f['filename']}:{f['start']['line']}")
             verdict = verdicts.get(key, "untriaged")
             fam[f["code"][:3]][verdict] += 1
+            tiers[(f["code"][:3], str(f.get("confidence", "?")))][verdict] += 1
             if verdict == "bug":
                 found_bugs.add(key)
     lines = ["| family | findings | bug | false-positive | unsure | untriaged | precision (bug / (bug+fp)) | "
@@ -269,6 +274,14 @@ def current_precision(results: list["PackageResult"], triage: list[dict], misses
         low = f"{c['bug'] / (decided + c['untriaged']):.2f}" if decided + c["untriaged"] else "n/a"
         lines.append(f"| {FAMILIES.get(key, key)} | {sum(c.values())} | {c['bug']} | {c['false-positive']} | "
                      f"{c['unsure']} | {c['untriaged']} | {prec} | {low} |")
+    lines += ["", "By confidence (what `--min-confidence` keeps):", "",
+              "| family | confidence | bug | false-positive | unsure | untriaged | precision (bug / (bug+fp)) |",
+              "|---|---|---:|---:|---:|---:|---:|"]
+    for (family, sure), c in sorted(tiers.items(), key=lambda kv: (kv[0][0], _TIERS.index(kv[0][1]) if kv[0][1] in _TIERS else 3)):
+        decided = c["bug"] + c["false-positive"]
+        prec = f"{c['bug'] / decided:.2f}" if decided else "n/a"
+        lines.append(f"| {FAMILIES.get(family, family)} | {sure} | {c['bug']} | {c['false-positive']} | "
+                     f"{c['unsure']} | {c['untriaged']} | {prec} |")
     known = [r for r in triage if r["verdict"] == "bug" and (r["package"], r["version"]) in ran]
     missed = [r for r in misses if (r["package"], r["version"]) in ran]
     lines += ["", f"Triaged bugs of these packages still reported: {len(found_bugs)} of {len(known)}; "

@@ -49,6 +49,7 @@ from streamlint.model.flow.results import Lifetime
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.tensors import COPY_METHODS, MULTI_VIEW_METHODS, VIEW_ATTRS, VIEW_METHODS
 from streamlint.model.uses import bind_arguments
+from streamlint.model.syntax import node_memo
 
 if TYPE_CHECKING:
     from streamlint.model.flow.values import State, TVal
@@ -518,7 +519,16 @@ def _binds_in(node: cst.For | cst.With, name: str) -> bool:
 def _kept(model: FileModel, fn: FunctionInfo, name: str, call: cst.Call | None) -> bool:
     """Does ``fn`` keep what ``name`` (a local, a parameter or an attribute like ``p.grad``) holds past the call
     (or, with no call, past its own return): stored on an object or in a container, recorded on a stream,
-    returned or yielded, captured by a nested function? (Its size or dtype stored is not it.)"""
+    returned or yielded, captured by a nested function? (Its size or dtype stored is not it.) Asked once per
+    pending parameter on every path: memoised with the function's tree (the call is a node of it)."""
+    answers: dict = node_memo("argdrops.kept", fn.node, lambda _: {})
+    key = (name, id(call) if call is not None else None)
+    if key not in answers:
+        answers[key] = _keeps(fn, name, call)
+    return answers[key]
+
+
+def _keeps(fn: FunctionInfo, name: str, call: cst.Call | None) -> bool:
     for node in _statements(fn.node.body):
         if isinstance(node, (cst.Assign, cst.AnnAssign)):
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
@@ -571,7 +581,16 @@ def _mentions(node: cst.CSTNode, name: str) -> bool:
 
 def _collective_in(file: FileModel, fn: FunctionInfo, node: cst.CSTNode) -> bool:
     """Does the statement ``node`` run a torch.distributed collective (c10d keeps its tensors alive until its
-    work is done: its caching-allocator record or stash covers the inputs)?"""
+    work is done: its caching-allocator record or stash covers the inputs)? Memoised with ``fn``'s tree (each
+    answer holds its node: the node may be an inlined callee's)."""
+    answers: dict = node_memo("argdrops.collective", fn.node, lambda _: {})
+    held = answers.get(id(node))
+    if held is None or held[0] is not node:
+        held = answers[id(node)] = (node, _runs_collective(file, fn, node))
+    return held[1]
+
+
+def _runs_collective(file: FileModel, fn: FunctionInfo, node: cst.CSTNode) -> bool:
     for n in _walk(node):
         if isinstance(n, cst.Call):
             qual = file.resolve(n.func, fn) or dotted(n.func) or ""

@@ -508,6 +508,7 @@ class ControlFlow:
         """A ``for`` / ``while`` loop, its body run ``LOOP_UNROLL`` times (once in single mode); a ``for``
         over a literal tuple holding tensors (``for t in (x, mix, sqr): t.record_stream(s)``, or a name
         bound to one) runs once per element, with the loop variable bound to that element."""
+        entry_fanout = st.fanout  # (stream picks bound the paths they make per loop: flow/choices.py)
         elements = None
         if isinstance(node, cst.For) and isinstance(node.target, cst.Name):
             items = self.ev(st, node.iter)
@@ -575,6 +576,8 @@ class ControlFlow:
         self.end_covers(states + finished, node)  # a covering loop's variable is one element again (indexsets.py)
         if node.orelse is not None:
             states = self.block(node.orelse.body.body, states)
+        for s in states + finished:
+            s.fanout = entry_fanout
         return (states + finished)[:MAX_PATHS]
 
     def with_item(self, node: cst.With, i: int, st: State) -> list[State]:

@@ -235,6 +235,7 @@ class State:
         self.polls: dict[int, tuple[cst.Call, dict[str, int]]] = {}
         # family key (``streams[self.idx[*]]``, flow/indexsets.py) -> what every member of the family knows
         self.families: dict[str, dict[str, int]] = {}
+        self.fanout = 1  # how many paths the stream picks of this path made of it (flow/choices.py bounds it)
 
     def clone(self) -> State:
         s = State.__new__(State)
@@ -273,6 +274,7 @@ class State:
         s.replayed = self.replayed
         s.polls = dict(self.polls)
         s.families = {k: dict(v) for k, v in self.families.items()}
+        s.fanout = self.fanout
         return s
 
     @property

@@ -87,11 +87,12 @@ def _summarise(project, file: FileModel, cls: ClassInfo) -> dict[str, HeldField]
     callers = _class_call_streams(project, file, cls)
     for name, method in cls.methods.items():
         records = any(site.method == "record_stream" for site in method.calls)
-        joins = [file.span(site.node).start_line for site in method.calls if site.method in _JOIN_CALLS]
+        joins = None
         for stmt in _statements(method.node.body):
             released = _released(stmt) if name not in _INIT_METHODS and name != "__del__" else None
             if released is not None:
-                # (a position costs the code generation of the whole top-level class: asked only with a join)
+                # (a position costs the code generation of the statement: asked only for a release after a join)
+                joins = _join_lines(file, method) if joins is None else joins
                 joined = (bool(joins) and any(j < file.span(stmt).start_line for j in joins)) \
                     or callers.get(name, (None, False))[1]
                 releases.setdefault(released, []).append(Release(name, stmt, joined))
@@ -185,11 +186,12 @@ def _class_call_streams(project, file: FileModel, cls: ClassInfo) -> dict[str, t
     else None; whether every such call comes after a join in the calling method)."""
     found: dict[str, list[tuple[str | None, bool]]] = {}
     for method in cls.methods.values():
-        joins = [file.span(s.node).start_line for s in method.calls if s.method in _JOIN_CALLS]
+        joins = None
         for site in method.calls:
             func = site.node.func
             if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self" \
                     and func.attr.value in cls.methods and cls.methods[func.attr.value] is not method:
+                joins = _join_lines(file, method) if joins is None else joins
                 joined = bool(joins) and any(j < file.span(site.node).start_line for j in joins)
                 found.setdefault(func.attr.value, []).append((_stream_at(project, file, method, site.node, MAIN), joined))
     out: dict[str, tuple[str | None, bool]] = {}
@@ -197,6 +199,12 @@ def _class_call_streams(project, file: FileModel, cls: ClassInfo) -> dict[str, t
         streams = {s for s, _ in calls}
         out[name] = (streams.pop() if len(streams) == 1 else None, all(j for _, j in calls))
     return out
+
+
+def _join_lines(file: FileModel, method: FunctionInfo) -> list[int]:
+    """The lines of the method's joins (synchronise, waits), taken only when a release or a ``self`` call of the
+    method asks: a position costs the code generation of its statement."""
+    return [file.span(site.node).start_line for site in method.calls if site.method in _JOIN_CALLS]
 
 
 def _stream_at(project, file: FileModel, fn: FunctionInfo, node: cst.CSTNode, outside: str | None) -> str | None:

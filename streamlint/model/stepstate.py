@@ -408,11 +408,12 @@ def own_steps(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInf
     it returns (:func:`_synced_after`)."""
     parts = key.split("[", 1)[0].split(".")
     fields = {".".join(parts[:i]) for i in range(2, len(parts) + 1)}  # `self.a.b`: `self.a`, `self.a.b`
+    lasts = set(parts[1:])  # (a chain whose text is a field ends with the field's last name: no text made else)
     mentions, calls = [], []
     stack: list[cst.CSTNode] = [fn.node.body]
     while stack:
         n = stack.pop()
-        if isinstance(n, cst.Attribute) and normalized_code(file.code(n)) in fields:
+        if isinstance(n, cst.Attribute) and n.attr.value in lasts and normalized_code(file.code(n)) in fields:
             mentions.append(n)
         elif isinstance(n, cst.SimpleStatementLine):
             name = _self_call_statement(n)

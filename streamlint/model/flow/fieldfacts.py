@@ -61,6 +61,8 @@ def _rebound_outside(project: Project, attr: str) -> bool:
     paths = project.paths_containing(tuple(f".{attr}{op}".encode() for op in (" =", "=", " +=")))
     if len(paths) > 4 * MAX_CALLER_FILES:  # (byte searches only, no parse)
         return True
+    if not paths:
+        return _reflected_set(project, attr)
     tail = re.compile(rb"\." + re.escape(attr).encode() + rb"\s*(?:=(?!=)|\+=)")
     return any(_other_receiver(project.file_bytes(path) or b"", tail) for path in paths) \
         or _reflected_set(project, attr)
@@ -96,6 +98,8 @@ def _reflected_set(project: Project, attr: str) -> bool:
     paths = project.paths_containing(quoted)
     if len(paths) > 4 * MAX_CALLER_FILES:
         return True
+    if not paths:
+        return False  # (no pattern compiled for nothing to search)
     name = re.escape(attr).encode()
     pat = re.compile(rb"(?:setattr|__dict__|vars\s*\()[^\n]*?[\"']" + name + rb"[\"']")
     return any(pat.search(project.file_bytes(path) or b"") for path in paths)

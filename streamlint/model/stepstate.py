@@ -232,12 +232,13 @@ def _lazy_allocations(file: FileModel, body: cst.CSTNode) -> set[int]:
     while stack:
         n = stack.pop()
         if isinstance(n, cst.If):
-            test = file.code(n.test).replace(" ", "")
+            test = None  # (the test's text generated only for an If whose block assigns)
             for stmt in n.body.body if isinstance(n.body, cst.IndentedBlock) else []:
                 if not isinstance(stmt, cst.SimpleStatementLine):
                     continue
                 for small in stmt.body:
                     if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                        test = file.code(n.test).replace(" ", "") if test is None else test
                         t = file.code(small.targets[0].target).replace(" ", "")
                         field = t.split(".", 1)[-1]
                         if f"{t}isNone" in test or f"not{t}" in test or f"hasattr(self,'{field}')" in \

@@ -209,17 +209,18 @@ def _join_lines(file: FileModel, method: FunctionInfo) -> list[int]:
 
 def _stream_at(project, file: FileModel, fn: FunctionInfo, node: cst.CSTNode, outside: str | None) -> str | None:
     """The stream current at ``node`` in ``fn``: the innermost stream scope around it, else ``outside``."""
-    if not fn.scopes:
-        return outside  # (no position asked: it costs the code generation of the node's top-level class)
+    # (positions asked only with a stream scope in the method: each costs the code generation of its statement)
+    sites = [site for site in fn.scopes if any(u.role in (Role.NATIVE_STREAM_CONTEXT, Role.STREAM_SWITCH)
+                                               for u in project.scope_use(file, site).uses)]
+    if not sites:
+        return outside
     span = file.span(node)
     best = None
-    for site in fn.scopes:
+    for site in sites:
         ws = file.span(site.with_node)
         if ws.start_line <= span.start_line and span.end_line <= ws.end_line and (
                 best is None or file.span(best.with_node).start_line <= ws.start_line):
-            use = project.scope_use(file, site)
-            if any(u.role in (Role.NATIVE_STREAM_CONTEXT, Role.STREAM_SWITCH) for u in use.uses):
-                best = site
+            best = site
     if best is None:
         return outside
     use = next(u for u in project.scope_use(file, best).uses

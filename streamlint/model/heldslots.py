@@ -85,20 +85,22 @@ def _summarise(project, file: FileModel, cls: ClassInfo) -> dict[str, HeldField]
     releases: dict[str, list[Release]] = {}
     recorders: dict[str, set[str]] = {}
     callers = _class_call_streams(project, file, cls)
+    join_lines: dict[str, list[int]] = {}  # qualname -> the method's join lines, taken when a release asks
     for name, method in cls.methods.items():
         records = any(site.method == "record_stream" for site in method.calls)
-        joins = None
         for stmt in _statements(method.node.body):
             released = _released(stmt) if name not in _INIT_METHODS and name != "__del__" else None
             if released is not None:
-                # (a position costs the code generation of the statement: asked only for a release after a join)
-                joins = _join_lines(file, method) if joins is None else joins
+                # (a position costs the code generation of the statement: asked only for a release)
+                joins = join_lines.get(method.qualname)
+                if joins is None:
+                    joins = join_lines[method.qualname] = _join_lines(file, method)
                 joined = (bool(joins) and any(j < file.span(stmt).start_line for j in joins)) \
-                    or callers.get(name, (None, False))[1]
+                    or (name in callers and _after_joins(file, callers[name][1], join_lines))
                 releases.setdefault(released, []).append(Release(name, stmt, joined))
                 continue
             for field in _read_fields(stmt):
-                stream = _stream_at(project, file, method, stmt, callers.get(name, (MAIN, False))[0])
+                stream = _stream_at(project, file, method, stmt, callers.get(name, (MAIN, None))[0])
                 reads.setdefault(field, []).append(SlotRead(name, stmt, stream))
                 if records:
                     recorders.setdefault(field, set()).add(name)
@@ -181,24 +183,34 @@ def _read_fields(stmt: cst.CSTNode) -> list[str]:
     return out
 
 
-def _class_call_streams(project, file: FileModel, cls: ClassInfo) -> dict[str, tuple[str | None, bool]]:
+def _class_call_streams(project, file: FileModel, cls: ClassInfo) -> dict[str, tuple[str | None, list]]:
     """For each method the class calls as ``self.m(...)``: (the stream current at those calls, when all agree,
-    else None; whether every such call comes after a join in the calling method)."""
-    found: dict[str, list[tuple[str | None, bool]]] = {}
+    else None; those calls as (calling method, site), for :func:`_after_joins`)."""
+    found: dict[str, list[tuple[str | None, FunctionInfo, object]]] = {}
     for method in cls.methods.values():
-        joins = None
         for site in method.calls:
             func = site.node.func
             if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self" \
                     and func.attr.value in cls.methods and cls.methods[func.attr.value] is not method:
-                joins = _join_lines(file, method) if joins is None else joins
-                joined = bool(joins) and any(j < file.span(site.node).start_line for j in joins)
-                found.setdefault(func.attr.value, []).append((_stream_at(project, file, method, site.node, MAIN), joined))
-    out: dict[str, tuple[str | None, bool]] = {}
+                found.setdefault(func.attr.value, []).append(
+                    (_stream_at(project, file, method, site.node, MAIN), method, site))
+    out: dict[str, tuple[str | None, list]] = {}
     for name, calls in found.items():
-        streams = {s for s, _ in calls}
-        out[name] = (streams.pop() if len(streams) == 1 else None, all(j for _, j in calls))
+        streams = {s for s, _, _ in calls}
+        out[name] = (streams.pop() if len(streams) == 1 else None, [(m, site) for _, m, site in calls])
     return out
+
+
+def _after_joins(file: FileModel, calls: list, joins: dict[str, list[int]]) -> bool:
+    """Does every one of the ``self.m(...)`` calls come after a join in its calling method? (Asked for a releasing
+    method only: a position costs the code generation of its statement. ``joins``: the join lines per method.)"""
+    for method, site in calls:
+        lines = joins.get(method.qualname)
+        if lines is None:
+            lines = joins[method.qualname] = _join_lines(file, method)
+        if not (lines and any(j < file.span(site.node).start_line for j in lines)):
+            return False
+    return True
 
 
 def _join_lines(file: FileModel, method: FunctionInfo) -> list[int]:

@@ -85,19 +85,22 @@ def _summarise(project, file: FileModel, cls: ClassInfo) -> dict[str, HeldField]
     releases: dict[str, list[Release]] = {}
     recorders: dict[str, set[str]] = {}
     callers = _class_call_streams(project, file, cls)
+    join_lines: dict[str, list[int]] = {}  # qualname -> the method's join lines, taken when a release asks
     for name, method in cls.methods.items():
         records = any(site.method == "record_stream" for site in method.calls)
-        joins = [file.span(site.node).start_line for site in method.calls if site.method in _JOIN_CALLS]
         for stmt in _statements(method.node.body):
             released = _released(stmt) if name not in _INIT_METHODS and name != "__del__" else None
             if released is not None:
-                # (a position costs the code generation of the whole top-level class: asked only with a join)
+                # (a position costs the code generation of the statement: asked only for a release)
+                joins = join_lines.get(method.qualname)
+                if joins is None:
+                    joins = join_lines[method.qualname] = _join_lines(file, method)
                 joined = (bool(joins) and any(j < file.span(stmt).start_line for j in joins)) \
-                    or callers.get(name, (None, False))[1]
+                    or (name in callers and _after_joins(file, callers[name][1], join_lines))
                 releases.setdefault(released, []).append(Release(name, stmt, joined))
                 continue
             for field in _read_fields(stmt):
-                stream = _stream_at(project, file, method, stmt, callers.get(name, (MAIN, False))[0])
+                stream = _stream_at(project, file, method, stmt, callers.get(name, (MAIN, None))[0])
                 reads.setdefault(field, []).append(SlotRead(name, stmt, stream))
                 if records:
                     recorders.setdefault(field, set()).add(name)
@@ -180,38 +183,56 @@ def _read_fields(stmt: cst.CSTNode) -> list[str]:
     return out
 
 
-def _class_call_streams(project, file: FileModel, cls: ClassInfo) -> dict[str, tuple[str | None, bool]]:
+def _class_call_streams(project, file: FileModel, cls: ClassInfo) -> dict[str, tuple[str | None, list]]:
     """For each method the class calls as ``self.m(...)``: (the stream current at those calls, when all agree,
-    else None; whether every such call comes after a join in the calling method)."""
-    found: dict[str, list[tuple[str | None, bool]]] = {}
+    else None; those calls as (calling method, site), for :func:`_after_joins`)."""
+    found: dict[str, list[tuple[str | None, FunctionInfo, object]]] = {}
     for method in cls.methods.values():
-        joins = [file.span(s.node).start_line for s in method.calls if s.method in _JOIN_CALLS]
         for site in method.calls:
             func = site.node.func
             if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self" \
                     and func.attr.value in cls.methods and cls.methods[func.attr.value] is not method:
-                joined = bool(joins) and any(j < file.span(site.node).start_line for j in joins)
-                found.setdefault(func.attr.value, []).append((_stream_at(project, file, method, site.node, MAIN), joined))
-    out: dict[str, tuple[str | None, bool]] = {}
+                found.setdefault(func.attr.value, []).append(
+                    (_stream_at(project, file, method, site.node, MAIN), method, site))
+    out: dict[str, tuple[str | None, list]] = {}
     for name, calls in found.items():
-        streams = {s for s, _ in calls}
-        out[name] = (streams.pop() if len(streams) == 1 else None, all(j for _, j in calls))
+        streams = {s for s, _, _ in calls}
+        out[name] = (streams.pop() if len(streams) == 1 else None, [(m, site) for _, m, site in calls])
     return out
+
+
+def _after_joins(file: FileModel, calls: list, joins: dict[str, list[int]]) -> bool:
+    """Does every one of the ``self.m(...)`` calls come after a join in its calling method? (Asked for a releasing
+    method only: a position costs the code generation of its statement. ``joins``: the join lines per method.)"""
+    for method, site in calls:
+        lines = joins.get(method.qualname)
+        if lines is None:
+            lines = joins[method.qualname] = _join_lines(file, method)
+        if not (lines and any(j < file.span(site.node).start_line for j in lines)):
+            return False
+    return True
+
+
+def _join_lines(file: FileModel, method: FunctionInfo) -> list[int]:
+    """The lines of the method's joins (synchronise, waits), taken only when a release or a ``self`` call of the
+    method asks: a position costs the code generation of its statement."""
+    return [file.span(site.node).start_line for site in method.calls if site.method in _JOIN_CALLS]
 
 
 def _stream_at(project, file: FileModel, fn: FunctionInfo, node: cst.CSTNode, outside: str | None) -> str | None:
     """The stream current at ``node`` in ``fn``: the innermost stream scope around it, else ``outside``."""
-    if not fn.scopes:
-        return outside  # (no position asked: it costs the code generation of the node's top-level class)
+    # (positions asked only with a stream scope in the method: each costs the code generation of its statement)
+    sites = [site for site in fn.scopes if any(u.role in (Role.NATIVE_STREAM_CONTEXT, Role.STREAM_SWITCH)
+                                               for u in project.scope_use(file, site).uses)]
+    if not sites:
+        return outside
     span = file.span(node)
     best = None
-    for site in fn.scopes:
+    for site in sites:
         ws = file.span(site.with_node)
         if ws.start_line <= span.start_line and span.end_line <= ws.end_line and (
                 best is None or file.span(best.with_node).start_line <= ws.start_line):
-            use = project.scope_use(file, site)
-            if any(u.role in (Role.NATIVE_STREAM_CONTEXT, Role.STREAM_SWITCH) for u in use.uses):
-                best = site
+            best = site
     if best is None:
         return outside
     use = next(u for u in project.scope_use(file, best).uses

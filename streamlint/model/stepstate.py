@@ -232,12 +232,13 @@ def _lazy_allocations(file: FileModel, body: cst.CSTNode) -> set[int]:
     while stack:
         n = stack.pop()
         if isinstance(n, cst.If):
-            test = file.code(n.test).replace(" ", "")
+            test = None  # (the test's text generated only for an If whose block assigns)
             for stmt in n.body.body if isinstance(n.body, cst.IndentedBlock) else []:
                 if not isinstance(stmt, cst.SimpleStatementLine):
                     continue
                 for small in stmt.body:
                     if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                        test = file.code(n.test).replace(" ", "") if test is None else test
                         t = file.code(small.targets[0].target).replace(" ", "")
                         field = t.split(".", 1)[-1]
                         if f"{t}isNone" in test or f"not{t}" in test or f"hasattr(self,'{field}')" in \
@@ -408,11 +409,12 @@ def own_steps(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInf
     it returns (:func:`_synced_after`)."""
     parts = key.split("[", 1)[0].split(".")
     fields = {".".join(parts[:i]) for i in range(2, len(parts) + 1)}  # `self.a.b`: `self.a`, `self.a.b`
+    lasts = set(parts[1:])  # (a chain whose text is a field ends with the field's last name: no text made else)
     mentions, calls = [], []
     stack: list[cst.CSTNode] = [fn.node.body]
     while stack:
         n = stack.pop()
-        if isinstance(n, cst.Attribute) and normalized_code(file.code(n)) in fields:
+        if isinstance(n, cst.Attribute) and n.attr.value in lasts and normalized_code(file.code(n)) in fields:
             mentions.append(n)
         elif isinstance(n, cst.SimpleStatementLine):
             name = _self_call_statement(n)

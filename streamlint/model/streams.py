@@ -27,6 +27,7 @@ from streamlint.model.apis import Role
 from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, dotted, string_value
 from streamlint.model.lifetimes import module_variable
 from streamlint.model.syntax import class_field_annotation
+from streamlint.model.walk import children
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -129,6 +130,7 @@ def _current_stream_call(project: Project, file: FileModel, fn: FunctionInfo, ex
 
 
 def _global_names(fn: FunctionInfo) -> set[str]:
+    # (walk.children: LibCST's ``children`` rebuilds every node it lists; trivia never holds a ``global``)
     names: set[str] = set()
     stack: list[cst.CSTNode] = [fn.node.body]
     while stack:
@@ -136,7 +138,7 @@ def _global_names(fn: FunctionInfo) -> set[str]:
         if isinstance(node, cst.Global):
             names.update(n.name.value for n in node.names)
         elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.BaseExpression)):
-            stack.extend(node.children)
+            stack.extend(children(node))
     return names
 
 
@@ -167,7 +169,7 @@ def current_stream_getter(project: Project, file: FileModel, fn: FunctionInfo) -
         return memo[id(fn)]
     memo[id(fn)] = False
     values: list[cst.BaseExpression] = []
-    cached = _global_names(fn)
+    cached = declared_globals(fn)
     for ret in fn.returns:
         if ret.value is None:
             continue

@@ -61,8 +61,34 @@ def _rebound_outside(project: Project, attr: str) -> bool:
     paths = project.paths_containing(tuple(f".{attr}{op}".encode() for op in (" =", "=", " +=")))
     if len(paths) > 4 * MAX_CALLER_FILES:  # (byte searches only, no parse)
         return True
-    pat = re.compile(rb"\b(?!self\b)\w+(?:\.\w+)*\." + re.escape(attr).encode() + rb"\s*(?:=(?!=)|\+=)")
-    return any(pat.search(project.file_bytes(path) or b"") for path in paths) or _reflected_set(project, attr)
+    if not paths:
+        return _reflected_set(project, attr)
+    tail = re.compile(rb"\." + re.escape(attr).encode() + rb"\s*(?:=(?!=)|\+=)")
+    return any(_other_receiver(project.file_bytes(path) or b"", tail) for path in paths) \
+        or _reflected_set(project, attr)
+
+
+_WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def _other_receiver(data: bytes, tail: re.Pattern) -> bool:
+    """Does ``<w1>.<w2>...<wk>`` + ``tail`` (``.attr =``) occur with some ``wi`` other than ``self``? The same
+    answer as searching ``\\b(?!self\\b)\\w+(?:\\.\\w+)*`` + ``tail`` (a match may start at any word of the dotted
+    chain), found from the literal ``.attr`` instead of trying that pattern at every word of the file."""
+    for m in tail.finditer(data):
+        end = m.start()
+        while True:
+            start = end
+            while start > 0 and data[start - 1] in _WORD:
+                start -= 1
+            if start == end:
+                break  # no word right before the dot
+            if data[start:end] != b"self":
+                return True
+            if start == 0 or data[start - 1] != 0x2E:  # (a '.': the chain goes on to the left)
+                break
+            end = start - 1
+    return False
 
 
 def _reflected_set(project: Project, attr: str) -> bool:
@@ -72,6 +98,8 @@ def _reflected_set(project: Project, attr: str) -> bool:
     paths = project.paths_containing(quoted)
     if len(paths) > 4 * MAX_CALLER_FILES:
         return True
+    if not paths:
+        return False  # (no pattern compiled for nothing to search)
     name = re.escape(attr).encode()
     pat = re.compile(rb"(?:setattr|__dict__|vars\s*\()[^\n]*?[\"']" + name + rb"[\"']")
     return any(pat.search(project.file_bytes(path) or b"") for path in paths)
@@ -93,10 +121,20 @@ def mutated(project: Project, attr: str) -> bool:
     return any(pat.search(project.file_bytes(path) or b"") for path in paths)
 
 
+_BY_NAME = re.compile(r"\bsetattr\s*\(|__setattr__|__dict__|\bvars\s*\(")
+
+
 def _self_by_name(file: FileModel, cls: ClassInfo) -> bool:
     """Does the class set its own fields by name (``setattr(self, k, v)``, ``self.__dict__.update(kw)``,
-    ``vars(self)``)? Any of its fields may then be rebound unseen."""
-    return bool(re.search(r"\bsetattr\s*\(|__setattr__|__dict__|\bvars\s*\(", file.code(cls.node)))
+    ``vars(self)``)? Any of its fields may then be rebound unseen. Kept on the class; a module whose text has no
+    such spelling has none in its classes (their text is a part of it, at most less indented): no generation
+    of the class's code then."""
+    found = cls.__dict__.get("_self_by_name")
+    if found is None:
+        found = cls.__dict__["_self_by_name"] = not (file.classes.get(cls.name) is cls
+                                                     and not _BY_NAME.search(file.source.text)) \
+            and bool(_BY_NAME.search(file.code(cls.node)))
+    return found
 
 
 def stable_field(project: Project, file: FileModel, cls: ClassInfo | None, field: str, anywhere: bool = False) -> bool:

@@ -512,6 +512,7 @@ def _record_sites(project: Project, file: FileModel, cls: ClassInfo) -> list | N
     return sites or None
 
 
+_SELF_BUILT = re.compile(r"\bcls\s*\(|type\(self\)\s*\(|self\.__class__\s*\(")
 _VALUE_USE = r"(?<![\w]){name}\b(?![ \t]*[\(\.\w])"  # (`[ \t]`: a name at the end of a line is a value)
 _AS_IMPORT = r"(?<![\w.]){name}\s+as\s+\w"
 
@@ -527,8 +528,10 @@ def _unseen_construction(project: Project, file: FileModel, cls: ClassInfo) -> b
         return memo[id(cls)]
     memo[id(cls)] = True
     name = cls.name
-    code = file.code(cls.node)
-    if re.search(r"\bcls\s*\(|type\(self\)\s*\(|self\.__class__\s*\(", code) or _subclasses(project, file, cls):
+    # (a module whose text has no such spelling has none in its classes, their text a part of it at most less
+    # indented: no generation of the class's code then)
+    if (file.classes.get(name) is not cls or _SELF_BUILT.search(file.source.text)) \
+            and _SELF_BUILT.search(file.code(cls.node)) or _subclasses(project, file, cls):
         return True
     if any("dataclass" not in file.code(d.decorator) for d in cls.node.decorators):
         return True  # (a class decorator may register it in a table, wrap it, replace it)

@@ -92,6 +92,32 @@ def _mapped(call: cst.Call, order: list[str] | None) -> dict:
     return given
 
 
+def construction_fields(project: Project, file: FileModel, cls: ClassInfo, call: cst.Call) -> dict:
+    """Field -> the expression one construction ``Cls(...)`` gives it (:func:`_mapped` by
+    :func:`_positional_order`), an ``__init__`` parameter named by the field it is stored into
+    (``self.tensors = tensors``, or ``self.ready = event``: one ``self`` field bound to the bare parameter)."""
+    given = _mapped(call, _positional_order(project, file, cls))
+    init = cls.methods.get("__init__")
+    if init is None:
+        return given
+    stored: dict[str, set[str]] = {}
+    for stmt in init.node.body.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.value, cst.Name):
+                    target = dotted(small.targets[0].target)
+                    if target is not None and target.startswith("self.") and target.count(".") == 1:
+                        stored.setdefault(small.value.value, set()).add(target[5:])
+    out = {}
+    for param, value in given.items():
+        fields = stored.get(param, set())
+        if len(fields) == 1:
+            out[next(iter(fields))] = value
+        elif param not in out:
+            out[param] = value
+    return out
+
+
 def _positional_order(project: Project, file: FileModel, cls: ClassInfo) -> list[str] | None:
     """The names positional arguments bind, in order: the class's own ``__init__`` parameters after ``self``,
     else the bare and defaulted annotated fields of a dataclass / NamedTuple with no project base class (whose

@@ -25,7 +25,8 @@ class (in any module; fields mapped by keyword or position,
 :func:`~streamlint.model.handedevents.construction_fields`) whose event field is a local recorded in a stream
 scope of the producer after device work there (``entryevents._recorded_after_work``, any stream), and whose
 tensor fields are locals bound in that scope before the record; the producer neither joins that stream nor
-synchronises. The handle is tied to its producer by the call, not by field names: a consumer's local every
+waits on or synchronises that event (``done.synchronize()``, ``current_stream().wait_event(done)``) nor the
+device. The handle is tied to its producer by the call, not by field names: a consumer's local every
 binding of which is ``self.<producer>(...)``, ``None``, a conditional of those, or another such local (``cur =
 nxt``). The consumer reading a tensor field of such a local (``cur.on_device``, outside any stream scope) is
 reported (SL201, medium: the read is assumed to run on the current stream; metadata -- ``.shape``, ``.dtype``,
@@ -99,7 +100,11 @@ def _producer_handle(project: Project, file: FileModel, fn: FunctionInfo):
         return None
     field, stream, record = event
     scope = next((sc for sc, _ in scopes if _within(record, sc)), None)
-    if scope is None or stream in joined_keys(file, fn) or synchronizes_device(project, file, fn):
+    # the producer joining the stream, or waiting / synchronising its own event (``done.synchronize()``,
+    # ``current_stream().wait_event(done)``), hands back a finished copy
+    local = record.func.value.value
+    joined = joined_keys(file, fn)
+    if scope is None or stream in joined or local in joined or synchronizes_device(project, file, fn):
         return None
     line = file.span(record).start_line
     tensors = []

@@ -33,7 +33,8 @@ reported (SL201, medium: the read is assumed to run on the current stream; metad
 ``.device``, ``.size()``, a ``record_stream`` -- is no read) unless it names the event field of
 any of those locals otherwise than by a presence test (a wait, handing it on), calls a method of one or hands
 one to a call / returns / yields / stores it (the join may be elsewhere), joins any stream or event
-(``wait_stream`` / ``wait_event`` / ``synchronize``) or synchronises the device.
+(``wait_stream`` / ``wait_event`` / ``synchronize``) or synchronises the device, itself or through a method of
+the class it calls (``self._join_copies()``, two levels deep).
 """
 
 from __future__ import annotations
@@ -201,20 +202,43 @@ def unwaited_handles(project: Project, file: FileModel, cls: ClassInfo) -> list[
             continue
         for method in cls.methods.values():
             if method is not producer:
-                hit = _unwaited_read(project, file, method, producer, found)
+                hit = _unwaited_read(project, file, cls, method, producer, found)
                 if hit is not None:
                     out.append(hit)
     return out
 
 
-def _unwaited_read(project, file, method, producer, found) -> UnwaitedHandle | None:
+def _joins_via_self(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInfo, depth: int = 0,
+                    seen: set[int] | None = None) -> bool:
+    """``fn`` calls a method of the class (``self._join_copies()``, two levels deep) that joins a stream or an
+    event or synchronises the device: the class's own join step (the producer, in ``seen``, is none: its joins
+    before the copy order the copy after the caller's work)."""
+    seen = set() if seen is None else seen
+    seen.add(id(fn))
+    from streamlint.model.flow.protocols import synchronizes_device
+    for site in fn.calls:
+        func = site.node.func
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
+            continue
+        callee = cls.methods.get(func.attr.value)
+        if callee is None or id(callee) in seen:
+            continue
+        seen.add(id(callee))
+        if any(s.method in _JOINS for s in callee.calls) or synchronizes_device(project, file, callee) \
+                or depth < 1 and _joins_via_self(project, file, cls, callee, depth + 1, seen):
+            return True
+    return False
+
+
+def _unwaited_read(project, file, cls, method, producer, found) -> UnwaitedHandle | None:
     from streamlint.model.flow.entryevents import _names_event, _within, held_stream_scopes
     from streamlint.model.flow.protocols import synchronizes_device
     tensors, field, stream, record = found
     names = _handle_locals(file, method, producer.node.name.value)
     if not names or _other_bindings(method, names) or _handle_escapes(method, names) \
             or any(_names_event(file, method, n, field) for n in names) \
-            or any(site.method in _JOINS for site in method.calls) or synchronizes_device(project, file, method):
+            or any(site.method in _JOINS for site in method.calls) or synchronizes_device(project, file, method) \
+            or _joins_via_self(project, file, cls, method, seen={id(producer)}):
         return None
     stores = {id(t.target) for n in local_nodes(method.node.body) if isinstance(n, cst.Assign) for t in n.targets}
     scopes = [w for w, _ in held_stream_scopes(file, method, any_stream=True)]

@@ -24,7 +24,8 @@ The producer is a method of the class every ``return`` of which gives ``None`` o
 class (in any module; fields mapped by keyword or position,
 :func:`~streamlint.model.handedevents.construction_fields`) whose event field is a local recorded in a stream
 scope of the producer after device work there (``entryevents._recorded_after_work``, any stream), and whose
-tensor fields are locals bound in that scope before the record; the producer neither joins that stream nor
+tensor fields are locals bound in that scope before the record to device values (not a host value made there:
+``.tolist()``, ``.item()``, a blocking ``.cpu()``, ``int(...)``, a literal; ``hostresults``, ``placement``); the producer neither joins that stream nor
 waits on or synchronises that event (``done.synchronize()``, ``current_stream().wait_event(done)``) nor the
 device. The handle is tied to its producer by the call, not by field names: a consumer's local every
 binding of which is ``self.<producer>(...)``, ``None``, a conditional of those, or another such local (``cur =
@@ -75,6 +76,8 @@ def _producer_handle(project: Project, file: FileModel, fn: FunctionInfo):
     """(tensor fields, event field, stream, record) of the record ``fn`` returns, or None."""
     from streamlint.model.flow.entryevents import _entry_fields, _recorded_after_work, _within, held_stream_scopes
     from streamlint.model.flow.protocols import joined_keys, synchronizes_device
+    from streamlint.model.hostresults import _host_value
+    from streamlint.model.placement import settled_host_value
     calls = []
     for ret in fn.returns:
         value = ret.value
@@ -113,8 +116,11 @@ def _producer_handle(project: Project, file: FileModel, fn: FunctionInfo):
         if name == field or not isinstance(value, cst.Name):
             continue
         bound = fn.name_assigns.get(value.value, ())
-        if any(_within(v, scope) and file.span(v).start_line < line for v in bound) \
-                and not any("Event(" in file.code(v) for v in bound):
+        made = [v for v in bound if _within(v, scope) and file.span(v).start_line < line]
+        # a host value made there (``.tolist()``, ``.item()``, a blocking ``.cpu()``, ``int(...)``, a literal) is
+        # ready when the producer returns: only device values wait on the event
+        if made and not any("Event(" in file.code(v) for v in bound) \
+                and not all(_host_value(fn, v, file=file) or settled_host_value(v) for v in made):
             tensors.append(name)
     return (tensors, field, stream, record) if tensors else None
 

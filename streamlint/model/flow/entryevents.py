@@ -9,7 +9,8 @@ both in the entry. The method that hands the block to the forward (``acquire(ind
 self.live[index]`` ... ``return item.state``) is the protocol's join: it must make the consumer wait on
 ``item.ready`` before the tensors leave the object. When it never names the event (but to test it for
 presence: ``if item.ready is not None:``), never calls a method of the entry or hands the entry to a call
-(``item.wait()``, ``self._wait(item)``: the wait may be there), never joins the stream and never synchronises,
+that may wait (``item.wait()``, ``self._wait(item)``; not a builtin, logging, or project code that neither names
+the event field nor waits: ``item.touch()``), never joins the stream and never synchronises,
 the caller's compute reads the block before its copies land.
 
 :func:`unwaited_entries` finds, per class, such a hand-out. The entry's tensor fields are those the producer
@@ -31,6 +32,7 @@ order of stage and hand-out is the class's protocol, assumed.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -220,7 +222,8 @@ def unwaited_entries(project: Project, file: FileModel, cls: ClassInfo) -> list[
                        or _made_before_record(file, producer, inside, event)]
             if not tensors:
                 continue
-            out += _hand_outs(project, file, cls, producer, container, event, tensors)
+            out += _hand_outs(project, file, cls, producer, container, event, tensors,
+                              entry_class(project, file, call))
     return out
 
 
@@ -235,7 +238,7 @@ def _made_before_record(file: FileModel, producer: FunctionInfo, inside: list, e
     return scope is not None and any(_within(v, scope) and file.span(v).start_line < line for v in inside)
 
 
-def _hand_outs(project, file, cls, producer, container, event, tensors) -> list[UnwaitedEntry]:
+def _hand_outs(project, file, cls, producer, container, event, tensors, entry=None) -> list[UnwaitedEntry]:
     from streamlint.model.flow.asidejoins import aside_joins_only
     from streamlint.model.flow.protocols import class_joins, joined_keys, synchronizes_device
     field, stream, record, recorder = event
@@ -247,7 +250,7 @@ def _hand_outs(project, file, cls, producer, container, event, tensors) -> list[
         if method in (producer, recorder) or method.params[:1] != ("self",) or method.node.name.value == "__init__":
             continue
         for item in _taken(file, method, container):
-            if _names_event(file, method, item, field) or _handed_on(method, item) \
+            if _names_event(file, method, item, field) or _handed_on(project, file, method, item, field, entry) \
                     or stream in joined_keys(file, method) \
                     or synchronizes_device(project, file, method):
                 continue
@@ -265,16 +268,80 @@ def _hand_outs(project, file, cls, producer, container, event, tensors) -> list[
     return out
 
 
-def _handed_on(method: FunctionInfo, item: str) -> bool:
+# calls that take the entry and cannot wait on it: host builtins and logging
+_INERT_BUILTINS = frozenset({"len", "isinstance", "print", "id", "repr", "str", "hash", "type", "bool", "hasattr",
+                             "format"})
+_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
+
+
+def entry_class(project: Project, file: FileModel, call: cst.Call) -> tuple[ClassInfo, FileModel] | None:
+    """The project class a construction builds, with its module."""
+    cls = file.classes.get(file.code(call.func))
+    if cls is not None:
+        return cls, file
+    qualname = file.resolve(call.func, None)
+    sym = project.symbol(qualname, file) if qualname is not None else None
+    return (sym[0], sym[1]) if sym is not None and isinstance(sym[0], ClassInfo) else None
+
+
+def _inert_call(file: FileModel, call: cst.Call) -> bool:
+    func = call.func
+    if isinstance(func, cst.Name):
+        return func.value in _INERT_BUILTINS
+    if isinstance(func, cst.Attribute) and func.attr.value in _LOG_METHODS:
+        receiver = _norm(file.code(func.value)).rsplit(".", 1)[-1].lower()
+        return "log" in receiver or _norm(file.code(func)) == "warnings.warn"
+    return False
+
+
+def _may_wait(project: Project, fn: FunctionInfo, file: FileModel, field: str) -> bool:
+    """A callee the entry is handed to may wait on it: it names the event field, waits, joins or synchronises,
+    or hands a parameter on to another call."""
+    from streamlint.model.flow.protocols import synchronizes_device
+    if re.search(rf"\.{re.escape(field)}\b", file.code(fn.node.body)) \
+            or any(s.method in (*_WAITS, "wait_stream") for s in fn.calls) or synchronizes_device(project, file, fn):
+        return True
+    params = set(fn.params) - {"self", "cls"}
+    return any(isinstance(a.value, cst.Name) and a.value.value in params
+               for s in fn.calls for a in s.node.args)
+
+
+def _entry_method(project: Project, entry, name: str):
+    """``(method, module)`` of the entry's class (or a project base, one level up), or None when unknown."""
+    if entry is None:
+        return None
+    cls, module = entry
+    if name in cls.methods:
+        return cls.methods[name], module
+    for base in cls.bases:
+        sym = project.symbol(base, module)
+        if sym is not None and isinstance(sym[0], ClassInfo) and name in sym[0].methods:
+            return sym[0].methods[name], sym[1]
+    return None
+
+
+def _handed_on(project: Project, file: FileModel, method: FunctionInfo, item: str, field: str,
+               entry=None) -> bool:
     """The hand-out calls a method of the entry (``item.wait()``) or hands the entry itself to a call
-    (``self._wait(item)``): the wait may be there."""
+    (``self._wait(item)``) that may wait on it: unknown, or project code naming the event field, waiting,
+    joining or synchronising (:func:`_may_wait`). Host builtins (``len``, ``isinstance``), logging and project
+    code that does none of it (``item.touch()`` stamping a time) are no hand-on."""
     for node in local_nodes(method.node.body):
-        if isinstance(node, cst.Call):
-            if isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name) \
-                    and node.func.value.value == item:
+        if not isinstance(node, cst.Call):
+            continue
+        func = node.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == item:
+            target = _entry_method(project, entry, func.attr.value)
+            if target is None or _may_wait(project, target[0], target[1], field):
                 return True
-            if any(isinstance(a.value, cst.Name) and a.value.value == item for a in node.args):
-                return True
+            continue
+        if not any(isinstance(a.value, cst.Name) and a.value.value == item for a in node.args) \
+                or _inert_call(file, node):
+            continue
+        site = file.call_site(node)
+        targets = project.call_targets(file, site) if site is not None else []
+        if not targets or any(_may_wait(project, fn, module, field) for fn, module in targets):
+            return True
     return False
 
 

@@ -122,7 +122,8 @@ def _producer_handle(project: Project, file: FileModel, fn: FunctionInfo):
         if made and not any("Event(" in file.code(v) for v in bound) \
                 and not all(_host_value(fn, v, file=file) or settled_host_value(v) for v in made):
             tensors.append(name)
-    return (tensors, field, stream, record) if tensors else None
+    from streamlint.model.flow.entryevents import entry_class
+    return (tensors, field, stream, record, entry_class(project, file, calls[0])) if tensors else None
 
 
 def _handle_locals(file: FileModel, fn: FunctionInfo, producer: str) -> set[str]:
@@ -168,11 +169,11 @@ def _other_bindings(fn: FunctionInfo, names: set[str]) -> bool:
     return False
 
 
-def _handle_escapes(fn: FunctionInfo, names: set[str]) -> bool:
+def _handle_escapes(project, file, fn: FunctionInfo, names: set[str], field: str, entry) -> bool:
     """A handle local used bare otherwise than as an attribute's base, an assignment target, the value of an
     alias among ``names`` or a presence test: returned, yielded, stored, handed to a call, a method called."""
     from streamlint.model.flow.entryevents import _handed_on
-    if any(_handed_on(fn, n) for n in names):
+    if any(_handed_on(project, file, fn, n, field, entry) for n in names):
         return True
     allowed: set[int] = set()
     for node in local_nodes(fn.node.body):
@@ -239,9 +240,9 @@ def _joins_via_self(project: Project, file: FileModel, cls: ClassInfo, fn: Funct
 def _unwaited_read(project, file, cls, method, producer, found) -> UnwaitedHandle | None:
     from streamlint.model.flow.entryevents import _names_event, _within, held_stream_scopes
     from streamlint.model.flow.protocols import synchronizes_device
-    tensors, field, stream, record = found
+    tensors, field, stream, record, entry = found
     names = _handle_locals(file, method, producer.node.name.value)
-    if not names or _other_bindings(method, names) or _handle_escapes(method, names) \
+    if not names or _other_bindings(method, names) or _handle_escapes(project, file, method, names, field, entry) \
             or any(_names_event(file, method, n, field) for n in names) \
             or any(site.method in _JOINS for site in method.calls) or synchronizes_device(project, file, method) \
             or _joins_via_self(project, file, cls, method, seen={id(producer)}):

@@ -23,7 +23,8 @@ its completion event back in one record::
 The producer is a method of the class every ``return`` of which gives ``None`` or one construction of a project
 class (in any module; fields mapped by keyword or position,
 :func:`~streamlint.model.handedevents.construction_fields`) whose event field is a local recorded in a stream
-scope of the producer after device work there (``entryevents._recorded_after_work``, any stream), and whose
+scope of the producer after device work there (``entryevents._recorded_after_work``, any stream but the current / default one),
+and whose
 tensor fields are locals bound in that scope before the record to device values (not a host value made there:
 ``.tolist()``, ``.item()``, a blocking ``.cpu()``, ``int(...)``, a literal; ``hostresults``, ``placement``); the producer neither joins that stream nor
 waits on or synchronises that event (``done.synchronize()``, ``current_stream().wait_event(done)``) nor the
@@ -108,7 +109,8 @@ def _producer_handle(project: Project, file: FileModel, fn: FunctionInfo):
     # ``current_stream().wait_event(done)``), hands back a finished copy
     local = record.func.value.value
     joined = joined_keys(file, fn)
-    if scope is None or stream in joined or local in joined or synchronizes_device(project, file, fn):
+    if scope is None or _main_stream(project, file, fn, scope) or stream in joined or local in joined \
+            or synchronizes_device(project, file, fn):
         return None
     line = file.span(record).start_line
     tensors = []
@@ -124,6 +126,21 @@ def _producer_handle(project: Project, file: FileModel, fn: FunctionInfo):
             tensors.append(name)
     from streamlint.model.flow.entryevents import entry_class
     return (tensors, field, stream, record, entry_class(project, file, calls[0])) if tensors else None
+
+
+def _main_stream(project: Project, file: FileModel, fn: FunctionInfo, scope: cst.With) -> bool:
+    """The scope's stream is the current or default stream (``streams.kind_of_call`` MAIN_STREAM), given
+    directly or as a local bound only to it (``stream = torch.cuda.current_stream(dev)``): no side stream."""
+    from streamlint.model.streams import MAIN_STREAM, kind_of_call
+    for item in scope.items:
+        call = item.item
+        if not isinstance(call, cst.Call) or not call.args:
+            continue
+        arg = call.args[0].value
+        values = fn.name_assigns.get(arg.value, ()) if isinstance(arg, cst.Name) else (arg,)
+        if values and all(isinstance(v, cst.Call) and kind_of_call(project, file, v) == MAIN_STREAM for v in values):
+            return True
+    return False
 
 
 def _handle_locals(file: FileModel, fn: FunctionInfo, producer: str) -> set[str]:

@@ -23,20 +23,20 @@ its completion event back in one record::
 The producer is a method of the class every ``return`` of which gives ``None`` or one construction of a project
 class (in any module; fields mapped by keyword or position,
 :func:`~streamlint.model.handedevents.construction_fields`) whose event field is a local recorded in a stream
-scope of the producer after device work there (``entryevents._recorded_after_work``, any stream but the current / default one),
-and whose
-tensor fields are locals bound in that scope before the record to device values (not a host value made there:
-``.tolist()``, ``.item()``, a blocking ``.cpu()``, ``int(...)``, a literal; ``hostresults``, ``placement``); the producer neither joins that stream nor
-waits on or synchronises that event (``done.synchronize()``, ``current_stream().wait_event(done)``) nor the
+scope of the producer after device work there (``entryevents._recorded_after_work``, any stream but the
+current / default one, by its stream kind), and whose tensor fields are locals bound in that scope before the
+record to device values (not a host value made there: ``.tolist()``, ``.item()``, a blocking ``.cpu()``,
+``int(...)``, a literal; ``hostresults``, ``placement``); the producer neither joins that stream nor waits on or
+synchronises that event (``done.synchronize()``, ``current_stream().wait_event(done)``) nor the
 device. The handle is tied to its producer by the call, not by field names: a consumer's local every
 binding of which is ``self.<producer>(...)``, ``None``, a conditional of those, or another such local (``cur =
 nxt``). The consumer reading a tensor field of such a local (``cur.on_device``, outside any stream scope) is
 reported (SL201, medium: the read is assumed to run on the current stream; metadata -- ``.shape``, ``.dtype``,
 ``.device``, ``.size()``, a ``record_stream`` -- is no read) unless it names the event field of
-any of those locals otherwise than by a presence test (a wait, handing it on), calls a method of one or hands
-one to a call / returns / yields / stores it (the join may be elsewhere), joins any stream or event
-(``wait_stream`` / ``wait_event`` / ``synchronize``) or synchronises the device, itself or through a method of
-the class it calls (``self._join_copies()``, two levels deep).
+any of those locals otherwise than by a presence test (a wait, handing it on), calls a method of one that may
+wait (``entryevents._handed_on``) or hands one to any call / returns / yields / stores it (the join may be
+elsewhere), joins any stream or event (``wait_stream`` / ``wait_event`` / ``synchronize``) or synchronises the
+device, itself or through a method of the class it calls (``self._join_copies()``, two levels deep).
 """
 
 from __future__ import annotations
@@ -74,7 +74,8 @@ class UnwaitedHandle:
 
 
 def _producer_handle(project: Project, file: FileModel, fn: FunctionInfo):
-    """(tensor fields, event field, stream, record) of the record ``fn`` returns, or None."""
+    """(tensor fields, event field, stream, record, the record's class and module or None) of the record ``fn``
+    returns, or None."""
     from streamlint.model.flow.entryevents import _entry_fields, _recorded_after_work, _within, held_stream_scopes
     from streamlint.model.flow.protocols import joined_keys, synchronizes_device
     from streamlint.model.hostresults import _host_value

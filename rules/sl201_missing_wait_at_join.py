@@ -14,12 +14,13 @@ def _import_model() -> None:
         silent_facade_syncs, HANDED, \
         SilentJoin, silent_joins, taken_events, DroppedEvent, UnheldEvent, dropped_events, unheld_events, \
         FunctionFlow, one_per_cause, device_module, function_at, MAIN, entry_stream_name, stream_expr, stream_label, \
-        partial_joins, partial_param_joins, unwaited_slot_reads
+        partial_joins, partial_param_joins, unwaited_slot_reads, UnwaitedHandle, unwaited_handles
     from streamlint.model.dataflow import EarlyRecord, HostRead, Race, file_flows, path_tag
     from streamlint.model.eventguards import CURRENT, UnguardedRead, unguarded_reads
     from streamlint.model.flow.duckmethods import duck_calls
     from streamlint.model.flow.elementevents import UnwaitedElement, unwaited_elements
     from streamlint.model.flow.entryevents import UnwaitedEntry, unwaited_entries
+    from streamlint.model.flow.returnedhandles import UnwaitedHandle, unwaited_handles
     from streamlint.model.flow.objeffects import guessed_calls
     from streamlint.model.flow.facades import silent_device_branches, silent_facade_syncs
     from streamlint.model.flow.handedfields import HANDED
@@ -51,7 +52,9 @@ class MissingWaitAtJoin(Rule):
     class's join step when nothing in the project joins a stream another method leaves work on. Across the
     methods of a class: an event recorded before side-stream work it should cover (also when another method
     joins that stream only for its own work or as a teardown), and a method handing out the tensors of a
-    container entry (`return item.state`) with no wait on the event stored with them after their copies, or a
+    container entry (`return item.state`) with no wait on the event stored with them after their copies, a method
+    reading a tensor field of the record a producer method returned (`cur = self._prefetch(i)` ... `cur.on_device`)
+    with no wait on the event that producer recorded after copying it, or a
     batch taken from a container field (`batch = self._batches.pop(0)`) whose event, taken from its container
     with it, is dropped unwaited. A slot arena's hand-out (`return self.arena.views(slot)`) whose per-slot events
     (`self.layer_ready[i].record(self.copy)` after another method's write through `self.arena` in that stream's
@@ -214,6 +217,12 @@ class MissingWaitAtJoin(Rule):
                 if id(entry.node) not in reported:
                     reported.add(id(entry.node))
                     _report_unwaited_entry(ctx, entry)
+            for handle in unwaited_handles(ctx.project, ctx.file, cls):
+                if id(handle.node) not in reported and not any(
+                        f.code == "SL201" and f.span.start_line == ctx.file.span(handle.node).start_line
+                        for f in ctx.findings):
+                    reported.add(id(handle.node))
+                    _report_unwaited_handle(ctx, handle)
             for element in unwaited_elements(ctx.project, ctx.file, cls):
                 line = ctx.file.span(element.record if element.early else element.node).start_line
                 if element.early and any(f.code == "SL201" and f.span.start_line == line for f in ctx.findings) \
@@ -475,6 +484,23 @@ def _report_unwaited_entry(ctx: RuleContext, entry: UnwaitedEntry) -> None:
             "class's protocol (the event stored with the entry) implies")
     related = [Location(ctx.file.path, ctx.file.span(entry.record), f"`{entry.event.split('.')[-1]}` recorded here")]
     ctx.report(entry.node, message, confidence=Confidence.MEDIUM, related=related, hint=hint)
+
+
+def _report_unwaited_handle(ctx: RuleContext, handle: UnwaitedHandle) -> None:
+    """A method reads a tensor field of the record a producer method returned (copied there on a side stream,
+    its event recorded after the copy) with no wait on that event (model: ``flow/returnedhandles.py``)."""
+    tag = path_tag(ctx.project, ctx.file, handle.method)
+    producer = handle.producer.node.name.value
+    message = first_line(
+        f"`{handle.read}` is read with no wait on `{handle.event}`: `{producer}()` copies it on `{handle.stream}` "
+        f"and records that event after the copy [{tag}]",
+        f"`{handle.read}` is read with no wait on `{handle.event}` [{tag}]")
+    hint = (f"`torch.cuda.current_stream().wait_event({handle.event})` (or the reading stream's) before the first "
+            f"read; this assumes the read runs on the current stream, and ties `{handle.read.split('.')[0]}` to "
+            f"`{producer}()` by the call that returned it")
+    related = [Location(ctx.file.path, ctx.file.span(handle.record), f"`{handle.event.split('.')[-1]}` recorded "
+                        f"here by `{producer}()`")]
+    ctx.report(handle.node, message, confidence=Confidence.MEDIUM, related=related, hint=hint)
 
 
 def _report_unwaited_element(ctx: RuleContext, element: UnwaitedElement) -> None:

@@ -92,10 +92,36 @@ def _mapped(call: cst.Call, order: list[str] | None) -> dict:
     return given
 
 
+def construction_fields(project: Project, file: FileModel, cls: ClassInfo, call: cst.Call) -> dict:
+    """Field -> the expression one construction ``Cls(...)`` gives it (:func:`_mapped` by
+    :func:`_positional_order`), an ``__init__`` parameter named by the field it is stored into
+    (``self.tensors = tensors``, or ``self.ready = event``: one ``self`` field bound to the bare parameter)."""
+    given = _mapped(call, _positional_order(project, file, cls))
+    init = cls.methods.get("__init__")
+    if init is None:
+        return given
+    stored: dict[str, set[str]] = {}
+    for stmt in init.node.body.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.value, cst.Name):
+                    target = dotted(small.targets[0].target)
+                    if target is not None and target.startswith("self.") and target.count(".") == 1:
+                        stored.setdefault(small.value.value, set()).add(target[5:])
+    out = {}
+    for param, value in given.items():
+        fields = stored.get(param, set())
+        if len(fields) == 1:
+            out[next(iter(fields))] = value
+        elif param not in out:
+            out[param] = value
+    return out
+
+
 def _positional_order(project: Project, file: FileModel, cls: ClassInfo) -> list[str] | None:
     """The names positional arguments bind, in order: the class's own ``__init__`` parameters after ``self``,
-    else the bare and defaulted annotated fields of a dataclass / NamedTuple with no project base class (whose
-    fields would come first); None when unknown."""
+    else the bare and defaulted annotated fields of a dataclass / NamedTuple whose project base classes add no
+    fields (a mixin of methods; a base's fields would come first); None when unknown."""
     init = cls.methods.get("__init__")
     if init is not None:
         return list(init.params[1:])
@@ -103,7 +129,7 @@ def _positional_order(project: Project, file: FileModel, cls: ClassInfo) -> list
     named_tuple = any(b.rsplit(".", 1)[-1] == "NamedTuple" for b in cls.bases)
     if not named_tuple and not any("dataclass" in d and "kw_only" not in d for d in decorators):
         return None
-    if any(b and project.symbol(b, file) is not None for b in cls.bases):
+    if any(b and not _fieldless_base(project, file, b) for b in cls.bases):
         return None
     out = []
     for stmt in cls.node.body.body:
@@ -118,6 +144,22 @@ def _positional_order(project: Project, file: FileModel, cls: ClassInfo) -> list
                         continue
                     out.append(small.target.value)
     return out
+
+
+def _fieldless_base(project: Project, file: FileModel, base: str, depth: int = 0) -> bool:
+    """A base class that adds no dataclass field: not in the project, or a project class that is no dataclass,
+    annotates no field and whose own bases add none (three levels up)."""
+    sym = project.symbol(base, file)
+    if sym is None:
+        return True
+    cls, module = sym
+    if not isinstance(cls, ClassInfo) or depth >= 3 \
+            or any("dataclass" in module.code(d.decorator) for d in cls.node.decorators):
+        return False
+    for stmt in cls.node.body.body:
+        if isinstance(stmt, cst.SimpleStatementLine) and any(isinstance(x, cst.AnnAssign) for x in stmt.body):
+            return False
+    return all(not b or _fieldless_base(project, module, b, depth + 1) for b in cls.bases)
 
 
 def _may_be_recorded(fn, value: cst.BaseExpression | None) -> bool:

@@ -244,12 +244,22 @@ def _ambient(project: Project, file: FileModel, fn: FunctionInfo, depth: int) ->
     if cls is None or _unseen_base(project, file, cls, name):
         return None, 0  # (a base may call it: `nn.Module.__call__` runs `forward`)
     sites = callers_of(project, file, fn) if _called_near_streams(project, name) else None
-    if not sites or len(sites) > MAX_SITES or _referenced(project, name, file.path):
-        # (no caller, a caller whose body names no stream, too many, a mention by reference: unless every
-        # instance is held in one field of its builder, whose calls are then all of them, flow/confined.py)
-        sites = confined_callers(project, file, fn)
+    if sites and len(sites) <= MAX_SITES and not _referenced(project, name, file.path):
+        found = _agreed(project, file, fn, cls, sites, depth)
+        if found[0] is not None:
+            return found
+    # (no caller, a caller whose body names no stream, too many, a mention by reference, callers that disagree
+    # -- a common name's calls on other objects --: unless every instance is held in one field of its builder,
+    # whose calls are then all of them, flow/confined.py)
+    sites = confined_callers(project, file, fn)
     if not sites or len(sites) > MAX_SITES:
         return None, 0
+    return _agreed(project, file, fn, cls, sites, depth)
+
+
+def _agreed(project: Project, file: FileModel, fn: FunctionInfo, cls: ClassInfo, sites: list, depth: int) \
+        -> tuple[str | None, int]:
+    """(the one ``self.*`` stream of ``fn``'s object current at every call of ``sites``, height) else (None, 0)."""
     found: set[str] = set()
     height = 0
     for model, site in sites:

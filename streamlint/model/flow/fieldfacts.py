@@ -38,7 +38,7 @@ def _referenced(project: Project, name: str, home: str | None = None) -> bool:
     """Is the method's name mentioned in the project other than followed by ``(`` (a call or its ``def``): a
     callback handed by reference (``Thread(target=self._post)``, ``hooks.post = self._post``), a name in a
     table, a string (``getattr(self, "_post")``)? Any such mention may be an unseen caller. Byte level over the
-    files naming it; a mention in a comment is none, and outside the defining file ``home`` only an attribute
+    files naming it; a mention in a comment or a triple-quoted string (a docstring's prose) is none, and outside the defining file ``home`` only an attribute
     (``.name``) or a quoted name can reach the method (a bare name there is another function's)."""
     paths = project.paths_containing((name.encode(),))
     if not paths or len(paths) > MAX_CALLER_FILES:
@@ -48,11 +48,16 @@ def _referenced(project: Project, name: str, home: str | None = None) -> bool:
         data = project.file_bytes(path) or b""
         for m in ref.finditer(data):
             before = data[data.rfind(b"\n", 0, m.start()) + 1:m.start()]
-            if b"#" in before:
-                continue
+            if b"#" in before or _in_long_string(data, m.start()):
+                continue  # (a comment, or prose in a docstring: "Use this when calling from outside advance()")
             if path == home or before[-1:] in (b".", b"'", b'"'):
                 return True
     return False
+
+
+def _in_long_string(data: bytes, at: int) -> bool:
+    """Is the offset ``at`` inside a triple-quoted string (an odd number of its quotes before it)?"""
+    return any(data.count(q, 0, at) % 2 for q in (b'"""', b"'''"))
 
 
 def _rebound_outside(project: Project, attr: str) -> bool:

@@ -26,13 +26,31 @@ def test_caller_scopes_answers() -> None:
 def test_confidence_follows_the_callers_scopes() -> None:
     files = [str(f) for f in discover([str(PROJECT)], PROJECT).files]
     found = {(Path(f.path).name, f.span.start_line, f.code): f for f in lint_paths(PROJECT, files)}
-    for line in (21, 23):  # every call runs it inside the scheduler's scope, on a stream that may be this one
+    for line in (22, 24):  # every call runs it inside the scheduler's scope, on a stream that may be this one
         finding = found[("runtime.py", line, "SL201")]
         assert finding.confidence.value == "low"
         assert "inside its caller's scope on `self._compute_stream`" in (finding.hint or "")
         assert any("inside a scope on" in r.message for r in finding.related)
-    for line in (28, 29, 34, 35):  # a caller outside every scope / in a scope on a stream it made: real races
+    for line in (29, 30, 35, 36):  # a caller outside every scope / in a scope on a stream it made: real races
         assert found[("runtime.py", line, "SL201")].confidence.value == "medium"
+
+
+def test_streams_made_by_constructors_are_distinct() -> None:
+    """A caller's scope on a stream made by a constructor (a field, inline, an element of a list of them, another
+    field of the same object) is another stream than the callee's own constructed one; a wrapper that may run
+    its block inline is no scope on its argument: every such race stays medium."""
+    project = engine_for(PROJECT).project
+    lanes = project.file(str(PKG / "lanes.py"))
+    methods = lanes.classes["LaneKernels"].methods
+    for name in ("gather_rows", "rescore_rows", "project_rows", "mix_rows"):
+        assert caller_scopes(project, lanes, methods[name], "self._compute_stream") is None, name
+    pool = lanes.classes["ExpertPool"].methods["_combine"]
+    assert caller_scopes(project, lanes, pool, "self._compute_stream") is None
+    files = [str(f) for f in discover([str(PROJECT)], PROJECT).files]
+    for finding in lint_paths(PROJECT, files):
+        assert "<stream>" not in (finding.hint or "") + "".join(r.message for r in finding.related)
+        if Path(finding.path).name == "lanes.py":
+            assert finding.confidence.value != "low", finding
 
 
 def test_a_stream_argument_that_is_the_entered_place_is_the_current_stream() -> None:

@@ -16,14 +16,18 @@ around the call, and what it is to the callee's ``self.<attr>`` stream ``key``:
 
 - ``same``: the same field of the same object, or a held object's field provably built with it
   (:func:`~streamlint.model.flow.ambient.field_alias`);
-- ``distinct``: another field of the same object, a held object's field built with another stream, or a stream
-  the caller made itself (``side = torch.cuda.Stream()``): a real second stream;
-- ``unknown``: any other stream (another object's field, a parameter, a slot's stream): may be ``key``.
+- ``distinct``: both made only by stream constructor calls, different ones (:func:`_births`: a field of the
+  caller's object, an element of a list field of fresh streams ``self._lanes[i]``, and the callee's own field);
+  a stream the caller made itself (a local, or inline in the ``with``); another field of the same object or an
+  element of one; a held object's field built with another stream: a real second stream;
+- ``unknown``: any other stream (another object's field with no construction seen, a parameter, a getter's
+  result): may be ``key``.
 
 The answer is the first call site whose scope is ``same`` or ``unknown`` when EVERY site is one of them and no
 site is ``distinct``; None when a call is made outside every scope by a caller with no such callers of its own
 (the entry stream may then be the device's default stream, a real second stream), a scope is not a plain
-stream scope (a graph capture, a conditional one), a caller may be unseen (no call site, the name handed by
+stream scope (a graph capture, a project wrapper that may run its block on the current stream:
+:func:`~streamlint.model.flow.ambient.plain_scope`), a caller may be unseen (no call site, the name handed by
 reference, a base class that may call it, a call in a lambda or nested def, a default stream kept in a field of
 the object: the entry stream may be that one), or too many sites. A race between the entry stream and ``key``
 is then not reported medium or high: whether it is a race depends on a stream identity the analysis cannot
@@ -37,7 +41,8 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.file import FileModel, FunctionInfo, dotted
-from streamlint.model.flow.ambient import _default_field, _writers, ambient_evidence, field_alias
+from streamlint.model.syntax import descendants
+from streamlint.model.flow.ambient import _default_field, _writers, ambient_evidence, field_alias, plain_scope
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.fieldfacts import MAX_SITES, _deferred, _referenced, _unseen_base
 
@@ -49,46 +54,100 @@ _FIELD = re.compile(r"self\.\w+")
 _BUSY = object()
 
 
-def _scope_expr(project: Project, model: FileModel, site) -> tuple[str, object] | None:
-    """(text, expression) of the stream in the innermost plain stream scope around a call site; ("", None)
-    outside every stream scope; None for any other scope (a graph capture, a wrapper choosing its scope)."""
-    for scope in project.enclosing_scopes(model, site.scope):
-        use = next((u for u in scope.uses if u.role in apis.STREAM_SCOPE_ROLES), None)
-        if use is None:
-            if scope.roles() & ({apis.Role.GRAPH_CAPTURE} | apis.NO_BREAK_SCOPE_ROLES):
-                return None
-            continue
-        if use.role is not apis.Role.NATIVE_STREAM_CONTEXT:
-            return None
-        expr = use.arg("stream") if use.node is scope.site.item.item else _wrapper_arg(scope, use)
-        if expr is None:
-            return None
-        return dotted(expr) or "", expr
-    return "", None
+def _scope_expr(project: Project, model: FileModel, site) -> tuple[str, object, bool] | None:
+    """(source text, expression, whether a wrapper may run the block on the current stream instead) of the stream
+    in the innermost stream scope around a call site (:func:`~streamlint.model.flow.ambient.plain_scope`);
+    ("", None, False) outside every stream scope or in a scope on the current stream; None for any other scope."""
+    found = plain_scope(project, model, site)
+    if not found:
+        return None if found is None else ("", None, False)
+    expr, inline = found
+    if site.function is not None and _current(project, model, site.function, expr):
+        return "", None, False
+    return dotted(expr) or cst.Module([]).code_for_node(expr), expr, inline
 
 
-def _wrapper_arg(scope, use) -> object | None:
-    """The stream a project wrapper of the stream scope is entered with (``with stream_context(s):``): the
-    wrapper's one positional argument, when the wrapper's own scope is on its parameter (``use.arg``: that
-    parameter's name)."""
-    call = scope.site.item.item
-    inner = use.arg("stream")
-    if not isinstance(call, cst.Call) or not isinstance(inner, cst.Name) or len(call.args) != 1 \
-            or call.args[0].keyword is not None and call.args[0].keyword.value != inner.value:
+def _new(model: FileModel, fn: FunctionInfo, value) -> bool:
+    """Is ``value`` a call of a stream constructor (``torch.cuda.Stream(device=d)``)?"""
+    spec = apis.lookup(model.resolve(value.func, fn)) if isinstance(value, cst.Call) else None
+    return spec is not None and spec.role is apis.Role.STREAM_NEW
+
+
+def _made(model: FileModel, fn: FunctionInfo, value, element: bool) -> frozenset | None:
+    """The constructor calls ``value`` (or, ``element``, each element of the list it builds) comes from, else None."""
+    if not element:
+        return frozenset((value,)) if _new(model, fn, value) else None
+    if isinstance(value, (cst.List, cst.Tuple)) and value.elements and all(
+            isinstance(e, cst.Element) and _new(model, fn, e.value) for e in value.elements):
+        return frozenset(e.value for e in value.elements)
+    if isinstance(value, cst.ListComp) and _new(model, fn, value.elt):
+        return frozenset((value.elt,))
+    return None
+
+
+_MUTATORS = frozenset({"append", "extend", "insert", "__setitem__"})
+
+
+def _field_births(project: Project, model: FileModel, cls, field: str, element: bool) -> frozenset | None:
+    """The constructor calls every value of ``self.<field>`` of ``cls`` comes from (``element``: of each element
+    of the list it holds), when it is only ever bound to fresh streams, in the class, never in a subclass or on
+    another receiver, and the list is never changed in place; else None."""
+    from streamlint.model.accelerators import _subclasses
+    from streamlint.model.flow.fieldfacts import _assigns, _rebound_outside
+
+    built = _assigns(cls, field) if cls is not None else None
+    if not built or _rebound_outside(project, field[5:]) or any(
+            _assigns(sub, field) for sub, _ in _subclasses(project, model, cls)):
         return None
-    return call.args[0].value
+    found: frozenset = frozenset()
+    for method, value in built:
+        made = _made(model, method, value, element)
+        if made is None:
+            return None
+        found |= made
+    if element and _changed(cls.node, field):
+        return None
+    return found
 
 
-def _fresh(project: Project, model: FileModel, caller: FunctionInfo, text: str) -> bool:
-    """Is ``text`` a local of the caller bound only to streams it makes itself (``side = torch.cuda.Stream()``)?"""
-    values = caller.name_assigns.get(text) if text.isidentifier() else None
-    if not values:
-        return False
-    for value in values:
-        spec = apis.lookup(model.resolve(value.func, caller)) if isinstance(value, cst.Call) else None
-        if spec is None or spec.role is not apis.Role.STREAM_NEW:
-            return False
-    return True
+def _changed(node, field: str) -> bool:
+    """Is the list ``self.<field>`` changed in place in ``node`` (``append``, an item assigned)?"""
+    for sub in descendants(node):
+        if isinstance(sub, cst.Call) and isinstance(sub.func, cst.Attribute) and sub.func.attr.value in _MUTATORS \
+                and dotted(sub.func.value) == field:
+            return True
+        targets = [t.target for t in sub.targets] if isinstance(sub, cst.Assign) else \
+            [sub.target] if isinstance(sub, (cst.AugAssign, cst.AnnAssign)) else []
+        if any(isinstance(t, cst.Subscript) and dotted(t.value) == field for t in targets):
+            return True
+    return False
+
+
+def _births(project: Project, model: FileModel, caller: FunctionInfo, expr) -> frozenset | None:
+    """The stream constructor calls the caller's scope stream ``expr`` comes from: made inline
+    (``with stream(torch.cuda.Stream()):``), a local bound only to such calls, a field of the caller's object
+    only ever bound to them or an element of a list field of them (``self._lanes[i]``); None when unknown (a
+    parameter, a getter's result, another object's field)."""
+    if expr is None:
+        return None
+    if isinstance(expr, cst.Call):
+        return _made(model, caller, expr, False)
+    if isinstance(expr, cst.Name):
+        values = caller.name_assigns.get(expr.value)
+        if not values or expr.value in caller.all_params:
+            return None
+        found: frozenset = frozenset()
+        for value in values:
+            made = _made(model, caller, value, False)
+            if made is None:
+                return None
+            found |= made
+        return found
+    element = isinstance(expr, cst.Subscript)
+    text = dotted(expr.value if element else expr)
+    if text is None or not _FIELD.fullmatch(text) or caller.class_name is None:
+        return None
+    return _field_births(project, model, model.classes.get(caller.class_name), text, element)
 
 
 def _current(project: Project, model: FileModel, caller: FunctionInfo, expr) -> bool:
@@ -100,17 +159,25 @@ def _current(project: Project, model: FileModel, caller: FunctionInfo, expr) -> 
         return False
 
 
-def _relation(project: Project, model: FileModel, caller: FunctionInfo, key: str | None, text: str) -> str:
-    """What the caller's scope stream ``text`` is to the callee's stream, named ``key`` in the caller's terms
-    (a ``self.*`` chain; None when the caller cannot name it)."""
-    if _fresh(project, model, caller, text):
-        return "distinct"
-    if key is None or not _FIELD.fullmatch(text):
-        return "unknown"
-    if key == text:
+def _relation(project: Project, model: FileModel, caller: FunctionInfo, key: str | None, text: str, expr,
+              births: frozenset | None) -> str:
+    """What the caller's scope stream ``expr`` (source ``text``) is to the callee's stream, named ``key`` in the
+    caller's terms (a ``self.*`` chain; None when the caller cannot name it) and made by the constructor calls
+    ``births`` (None when unknown)."""
+    if key is not None and key == text:
         return "same"
-    if _FIELD.fullmatch(key):
-        return "distinct"  # (two fields of one object: two streams, as flow/ambient.py takes them)
+    made = _births(project, model, caller, expr)
+    if made is not None and (births is not None and not made & births or not isinstance(expr, cst.Attribute)
+                             and not isinstance(expr, cst.Subscript)):
+        return "distinct"  # (two streams from different constructor calls; a stream the caller made itself)
+    if key is None:
+        return "unknown"
+    base = dotted(expr.value) if isinstance(expr, cst.Subscript) else text
+    if base is not None and _FIELD.fullmatch(base) and _FIELD.fullmatch(key):
+        return "distinct"  # (two fields of one object, or an element of another field: two streams, as
+        # flow/ambient.py takes them)
+    if not _FIELD.fullmatch(text):
+        return "unknown"
     alias = field_alias(project, model, model.classes.get(caller.class_name or ""), key)
     if alias is None:
         return "unknown"
@@ -138,14 +205,15 @@ def _unseen(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
     return fn.class_name is not None and (cls is None or _unseen_base(project, file, cls, name))
 
 
-def _sites(project: Project, file: FileModel, fn: FunctionInfo, key: str | None, depth: int) -> tuple | None:
+def _sites(project: Project, file: FileModel, fn: FunctionInfo, key: str | None, depth: int,
+           births: frozenset | None) -> tuple | None:
     """(first call site, its scope text) when every call of ``fn`` runs inside a scope that is ``key`` or may be
     (see the module docstring), else None."""
     if depth > MAX_DEPTH or _unseen(project, file, fn):
         return None
     memo = project.derived("caller_scopes")
     cut = project.derived("caller_scopes_cut")
-    mkey = (id(fn), key, depth)
+    mkey = (id(fn), key, depth, births)
     if mkey in memo:
         found = memo[mkey]
         if found is _BUSY:
@@ -155,7 +223,7 @@ def _sites(project: Project, file: FileModel, fn: FunctionInfo, key: str | None,
     outer = cut.get("cut", False)
     cut["cut"] = False
     memo[mkey] = _BUSY
-    found = _compute(project, file, fn, key, depth)
+    found = _compute(project, file, fn, key, depth, births)
     if cut["cut"]:
         del memo[mkey]  # (an answer cut by a cycle in progress is not kept: the order of the questions does not
         # change the answers)
@@ -165,7 +233,8 @@ def _sites(project: Project, file: FileModel, fn: FunctionInfo, key: str | None,
     return found
 
 
-def _compute(project: Project, file: FileModel, fn: FunctionInfo, key: str | None, depth: int) -> tuple | None:
+def _compute(project: Project, file: FileModel, fn: FunctionInfo, key: str | None, depth: int,
+             births: frozenset | None) -> tuple | None:
     sites = callers_of(project, file, fn)
     if not sites or len(sites) > MAX_SITES:
         return None
@@ -178,17 +247,17 @@ def _compute(project: Project, file: FileModel, fn: FunctionInfo, key: str | Non
         scope = _scope_expr(project, model, site)
         if scope is None:
             return None
-        text, expr = scope
-        if text == "" and expr is not None and not _current(project, model, caller, expr):
-            text = "<stream>"  # (a scope on an expression with no dotted name: a call's result)
+        text, expr, inline = scope
         if text == "":
-            up = _sites(project, model, caller, here, depth + 1)
+            up = _sites(project, model, caller, here, depth + 1, births)
             if up is None:
                 return None  # (outside every scope of a caller run where no scope is seen: the default stream)
             first = first or up
             continue
-        if _relation(project, model, caller, here, text) == "distinct":
-            return None
+        relation = _relation(project, model, caller, here, text, expr, births)
+        if relation == "distinct" or inline and relation != "same":
+            return None  # (a wrapper running the block inline, `if stream is None: yield`, leaves the caller's
+            # current stream: another stream unless the scope is the very field, None for both then)
         first = first or (model, site.node, text)
     return first
 
@@ -205,7 +274,8 @@ def caller_scopes(project: Project, file: FileModel, fn: FunctionInfo, key: str)
         # callers entered and the one used here need not be one stream, and are seen to change)
     if _default_field(project, file, cls):
         return None  # (the object keeps the default stream in a field: the entry stream may stand for it)
-    return _sites(project, file, fn, key, 0)
+    births = _field_births(project, file, cls, key, False) if _FIELD.fullmatch(key) else None
+    return _sites(project, file, fn, key, 0, births)
 
 
 def _rebound(project: Project, file: FileModel, cls, key: str) -> bool:

@@ -64,3 +64,14 @@ def test_a_stream_argument_that_is_the_entered_place_is_the_current_stream() -> 
     assert found is not None and ("stream", "stream", "current") in found[0]  # `with stream(s): f(x, s)`, s = streams[i]
     found = entry_context(project, model, methods["_gather"], "cuda")
     assert found is None or ("stream", "stream", "current") not in found[0]  # one call hands a stream not entered
+
+
+def test_only_docstrings_hide_a_mention() -> None:
+    """A quoted name after prose with ''' in the module docstring, and a name in a triple-quoted data string,
+    are references (an unseen caller may dispatch by them); a name in a docstring's prose is none."""
+    files = [str(f) for f in discover([str(PROJECT)], PROJECT).files]
+    found = {(Path(f.path).name, f.span.start_line, f.code): f for f in lint_paths(PROJECT, files)}
+    for line in (21, 27):  # refresh_pages (getattr by a quoted name), evict_pages (named in HOOKS)
+        assert found[("kvhooks.py", line, "SL201")].confidence.value == "medium"
+    for line in (32, 33):  # compact_pages: named only in the class docstring
+        assert found[("kvhooks.py", line, "SL201")].confidence.value == "low"

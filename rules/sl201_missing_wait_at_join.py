@@ -641,9 +641,11 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
                  "order that stream before the call")
     if race.ambient is not None and not race.task and not race.body:
         confidence = Confidence.LOW
-        hint += (f"; {stream_label(race.dst if race.src == MAIN else race.src, main)} may be the current stream "
-                 "itself: a call in the project runs this code on it, and its other calls are not all seen to "
-                 "run elsewhere")
+        other = stream_label(race.dst if race.src == MAIN else race.src, main)
+        hint += (f"; {other} may be the current stream itself: a call in the project runs this code on it, and its "
+                 "other calls are not all seen to run elsewhere" if len(race.ambient) == 2 else
+                 f"; {other} may be the current stream itself: every call in the project runs this code inside its "
+                 f"caller's scope on `{race.ambient[2]}`, which may be that very stream: this assumes they differ")
     optional = next((k for k in (race.dst, race.src)
                      if uncorrelated_optional(ctx.project, ctx.file, fn, k)), None)
     if optional is not None and confidence in (None, Confidence.HIGH):
@@ -842,8 +844,9 @@ def _related(ctx: RuleContext, race: Race) -> list[Location]:
         model, call = race.entry[:2]
         inner.append(Location(model.path, model.span(call), "called here, with it written on that stream unjoined"))
     if race.ambient is not None:  # a caller runs it on the other stream itself (flow/ambient.py)
-        model, call = race.ambient
-        inner.append(Location(model.path, model.span(call), "called here with that stream current"))
+        model, call = race.ambient[:2]
+        inner.append(Location(model.path, model.span(call), "called here with that stream current" if len(
+            race.ambient) == 2 else f"called here inside a scope on `{race.ambient[2]}`"))
     if race.producer is None:
         return inner
     if race.held and race.caller is not None:

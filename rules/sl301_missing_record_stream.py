@@ -236,9 +236,12 @@ class MissingRecordStream(Rule):
                 if ambient is not None:  # SL201 on the same access is low for it (flow/ambient.py): so is this
                     confidence = Confidence.LOW
                     hint += ("; the two streams may be one: a call in the project runs this code with that stream "
-                             "current, and its other calls are not all seen to run elsewhere")
-                    related.append(Location(ambient[0].path, ambient[0].span(ambient[1]),
-                                            "called here with that stream current"))
+                             "current, and its other calls are not all seen to run elsewhere" if len(ambient) == 2 else
+                             f"; the two streams may be one: every call in the project runs this code inside its "
+                             f"caller's scope on `{ambient[2]}`, which may be that very stream")
+                    related.append(Location(ambient[0].path, ambient[0].span(ambient[1]), "called here with that "
+                                            "stream current" if len(ambient) == 2 else
+                                            f"called here inside a scope on `{ambient[2]}`"))
                 if issue.free_node is not None:
                     related.append(Location(ctx.file.path, ctx.file.span(issue.free_node),
                                             f"freed here ({_FREE_LABEL.get(issue.free, issue.free)})"))

@@ -126,9 +126,12 @@ def _field_alias(project: Project, file: FileModel, cls: ClassInfo, chain: str) 
     return field
 
 
-def _scope_stream(project: Project, model: FileModel, site) -> str | None:
-    """``self.<field>`` of the innermost stream scope around a call site; "" outside every stream scope;
-    None for a scope on anything else (a parameter, a local, a tag, a conditional scope)."""
+def plain_scope(project: Project, model: FileModel, site) -> tuple | None:
+    """The innermost stream scope around a call site: ``()`` outside every stream scope, ``(stream expression,
+    inline)`` for a scope on one stream (``with torch.cuda.stream(e):``, or a project wrapper of it), ``inline``
+    when a wrapper may run the block on the current stream instead (``if stream is None: yield``); None for any
+    other (a graph capture, a scope choosing among streams). Shared with
+    :mod:`~streamlint.model.flow.callerscopes`."""
     for scope in project.enclosing_scopes(model, site.scope):
         use = next((u for u in scope.uses if u.role in apis.STREAM_SCOPE_ROLES), None)
         if use is None:
@@ -138,11 +141,43 @@ def _scope_stream(project: Project, model: FileModel, site) -> str | None:
         if use.role is not apis.Role.NATIVE_STREAM_CONTEXT or use.node is not scope.site.item.item:
             return None
         expr = use.arg("stream")
-        text = dotted(expr) if expr is not None else None
-        if text is not None and _FIELD.fullmatch(text):
-            return text
-        return _held_field(project, model, site, expr) if expr is not None else None
-    return ""
+        return None if expr is None else (expr, _may_run_inline(project, use))
+    return ()
+
+
+def _may_run_inline(project: Project, use) -> bool:
+    """May the project wrappers a stream scope goes through run the block without entering the stream: a null
+    arm (``nullcontext()``), an enabling flag, a guarded forwarding call, a ``yield`` outside the wrapper's
+    stream scope (``if stream is None: yield``)?"""
+    from streamlint.model.syntax import contains
+
+    if use.enabled is not None:
+        return True
+    for name in use.wrappers:
+        found = project.function(name, use.file)
+        spec = project.wrapper(*found) if found is not None else None
+        if spec is None or spec.enable_params:
+            return True
+        fn = found[0]
+        calls = {id(v.call) for v in spec.variants if v.call is not None}
+        if any(site.guards for site in fn.calls if id(site.node) in calls) or any(
+                not any(contains(s.with_node, y) for s in fn.scopes) for y in fn.yields):
+            return True
+    return False
+
+
+def _scope_stream(project: Project, model: FileModel, site) -> str | None:
+    """``self.<field>`` of the innermost stream scope around a call site; "" outside every stream scope;
+    None for a scope on anything else (a parameter, a local, a tag, a conditional scope). A wrapper that runs
+    the block inline when the field is None is a scope on it all the same: the method's own scope on that
+    same field is then a no-op, and its entry stream is still the one it uses."""
+    found = plain_scope(project, model, site)
+    if not found:
+        return None if found is None else ""
+    text = dotted(found[0])
+    if text is not None and _FIELD.fullmatch(text):
+        return text
+    return _held_field(project, model, site, found[0])
 
 
 def _held_field(project: Project, model: FileModel, site, expr) -> str | None:
@@ -244,12 +279,22 @@ def _ambient(project: Project, file: FileModel, fn: FunctionInfo, depth: int) ->
     if cls is None or _unseen_base(project, file, cls, name):
         return None, 0  # (a base may call it: `nn.Module.__call__` runs `forward`)
     sites = callers_of(project, file, fn) if _called_near_streams(project, name) else None
-    if not sites or len(sites) > MAX_SITES or _referenced(project, name, file.path):
-        # (no caller, a caller whose body names no stream, too many, a mention by reference: unless every
-        # instance is held in one field of its builder, whose calls are then all of them, flow/confined.py)
-        sites = confined_callers(project, file, fn)
+    if sites and len(sites) <= MAX_SITES and not _referenced(project, name, file.path):
+        found = _agreed(project, file, fn, cls, sites, depth)
+        if found[0] is not None:
+            return found
+    # (no caller, a caller whose body names no stream, too many, a mention by reference, callers that disagree
+    # -- a common name's calls on other objects --: unless every instance is held in one field of its builder,
+    # whose calls are then all of them, flow/confined.py)
+    sites = confined_callers(project, file, fn)
     if not sites or len(sites) > MAX_SITES:
         return None, 0
+    return _agreed(project, file, fn, cls, sites, depth)
+
+
+def _agreed(project: Project, file: FileModel, fn: FunctionInfo, cls: ClassInfo, sites: list, depth: int) \
+        -> tuple[str | None, int]:
+    """(the one ``self.*`` stream of ``fn``'s object current at every call of ``sites``, height) else (None, 0)."""
     found: set[str] = set()
     height = 0
     for model, site in sites:

@@ -60,7 +60,8 @@ def site_facts(interp, st: State, fn, env: dict, inlined: bool = True) -> frozen
     """What the caller hands ``fn`` at this call (state ``st`` after its arguments were evaluated, ``env``
     the callee's parameters bound to them), in the callee's terms. Facts:
     ``("entry", "side")`` the caller's current stream is a side stream of its own;
-    ``(p, "stream", "current")`` / ``(p, "stream", "forked")`` a stream argument that is the current stream /
+    ``(p, "stream", "current")`` / ``(p, "stream", "forked")`` a stream argument that is the current stream (also
+    the very place the caller's scope entered, ``with stream(streams[i]): f(x, streams[i])``) /
     a side stream that has waited for everything the current stream did;
     ``(p, "event", streams, covers)`` an event recorded on those (callee-named) streams after work the
     current stream has not joined, covering the writes of the tensor parameters ``covers``;
@@ -89,7 +90,9 @@ def site_facts(interp, st: State, fn, env: dict, inlined: bool = True) -> frozen
     covered: set[str] = set()
     writes: dict[str, tuple] = {}  # tensor parameter -> (stream, time) of its unjoined write
     for p, v in env.items():
-        if isinstance(v, SVal):
+        if isinstance(v, KVal) and p != "self" and v.key == cur and cur != MAIN:
+            facts.add((p, "stream", "current"))  # the place the caller's scope entered (`streams[i]`), passed on
+        elif isinstance(v, SVal):
             if rel(v.key) == MAIN:
                 facts.add((p, "stream", "current"))
             elif st.know(v.key).get(cur, -1) >= max(st.last_op.get(cur, 0), 1):

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from typing import TYPE_CHECKING
 
@@ -38,8 +39,9 @@ def _referenced(project: Project, name: str, home: str | None = None) -> bool:
     """Is the method's name mentioned in the project other than followed by ``(`` (a call or its ``def``): a
     callback handed by reference (``Thread(target=self._post)``, ``hooks.post = self._post``), a name in a
     table, a string (``getattr(self, "_post")``)? Any such mention may be an unseen caller. Byte level over the
-    files naming it; a mention in a comment is none, and outside the defining file ``home`` only an attribute
-    (``.name``) or a quoted name can reach the method (a bare name there is another function's)."""
+    files naming it; a mention in a comment or in a docstring's prose is none, and outside the defining file
+    ``home`` only an attribute (``.name``) or a quoted name can reach the method (a bare name there is another
+    function's)."""
     paths = project.paths_containing((name.encode(),))
     if not paths or len(paths) > MAX_CALLER_FILES:
         return True
@@ -48,11 +50,45 @@ def _referenced(project: Project, name: str, home: str | None = None) -> bool:
         data = project.file_bytes(path) or b""
         for m in ref.finditer(data):
             before = data[data.rfind(b"\n", 0, m.start()) + 1:m.start()]
-            if b"#" in before:
-                continue
-            if path == home or before[-1:] in (b".", b"'", b'"'):
+            if b"#" in before or _in_docstring(project, path, data, m.start()):
+                continue  # (a comment, or prose in a docstring: "Use this when calling from outside advance()")
+            if home is not None and os.path.abspath(path) == os.path.abspath(home) \
+                    or before[-1:] in (b".", b"'", b'"'):  # (`./mod.py` and the absolute path are one file)
                 return True
     return False
+
+
+def _in_docstring(project: Project, path: str, data: bytes, at: int) -> bool:
+    """Is the offset ``at`` of the file ``path`` inside a docstring: the string that is the first statement of
+    the module, a class or a function? A triple-quoted string that is data (``HOOKS = \"\"\"on_evict: ...\"\"\"``)
+    is none. Found with the syntax tree of the file (only files naming a method are read); none when it does
+    not parse."""
+    memo = project.derived("docstring_spans")
+    if path not in memo:
+        memo[path] = _docstring_spans(data)
+    return any(start <= at < end for start, end in memo[path])
+
+
+def _docstring_spans(data: bytes) -> tuple[tuple[int, int], ...]:
+    import ast
+
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ()
+    starts = [0]
+    for line in data.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    spans = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                    and isinstance(first.value.value, str) and first.end_lineno is not None \
+                    and first.end_col_offset is not None and first.end_lineno < len(starts):
+                spans.append((starts[first.lineno - 1] + first.col_offset,
+                              starts[first.end_lineno - 1] + first.end_col_offset))
+    return tuple(spans)
 
 
 def _rebound_outside(project: Project, attr: str) -> bool:

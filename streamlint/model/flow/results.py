@@ -41,7 +41,9 @@ class Race:
     cause: tuple[int, int, int] = (-1, 0, 0)  # (what ``dst`` knew of ``src`` at the access, the earlier access's
     # time, this access's time): races whose one missing wait is the same root cause share the first entry
     ambient: tuple | None = None  # (file model, call node) of a project call that runs the function (or the step's
-    # writer) on the other stream itself, when its other calls are not all seen so (flow/ambient.py)
+    # writer) on the other stream itself, when its other calls are not all seen so (flow/ambient.py); with a third
+    # element, the caller's scope stream, when every call runs it inside a caller's scope that may be the other
+    # stream (flow/callerscopes.py)
     unknown: bool = False  # the earlier access made a value of unknown type: a call's result taken as device data
     # because it was collected in a side-stream scope (flow/listreads.py)
 

@@ -12,7 +12,8 @@ import re
 
 from streamlint._lazy import cst
 from streamlint.model.attrstreams import foreign_stream, unseen_pair
-from streamlint.model.flow.ambient import ambient_evidence, steps_on
+from streamlint.model.flow.ambient import steps_on
+from streamlint.model.flow.callerscopes import race_evidence
 from streamlint.model.flow.callers import steps_synced
 from streamlint.model.flow.bodyinputs import bodies_read_caller_device, callers_cannot_fork
 from streamlint.model.flow.entryctx import entry_of
@@ -281,7 +282,7 @@ class Storages(HostFields):
                                    protocol, held, caller, step=step, inlined=self.inner if self.depth else None,
                                    unknown=S.sid in self.unknown_results,
                                    entry=entry_of(self, S, earlier, s),
-                                   ambient=ambient_evidence(self, earlier.stream, s, step and S.name), cause=(
+                                   ambient=race_evidence(self, earlier.stream, s, step and S.name), cause=(
                                        st.know(s).get(earlier.stream, -1), earlier.time, self.clock))
 
     def caller_stream(self, a: str, b: str) -> str | None:

@@ -1,0 +1,77 @@
+"""The stream scopes every project caller enters around a call (flow/callerscopes.py)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness import FIXTURES, engine_for, lint_paths
+from streamlint.discovery import discover
+from streamlint.model.flow.callerscopes import caller_scopes
+
+PROJECT = FIXTURES / "projects" / "sl201_caller_scope_streams"
+PKG = PROJECT / "batchserve"
+
+
+def test_caller_scopes_answers() -> None:
+    project = engine_for(PROJECT).project
+    runtime = project.file(str(PKG / "runtime.py"))
+    methods = runtime.classes["DecodeRuntime"].methods
+    found = caller_scopes(project, runtime, methods["launch_batch"], "self._compute_stream")
+    assert found is not None and found[2] == "self._compute_stream"  # the scheduler's, two callers up
+    assert Path(found[0].path).name == "scheduler.py"
+    assert caller_scopes(project, runtime, methods["prefill_batch"], "self._compute_stream") is None  # outside a scope
+    assert caller_scopes(project, runtime, methods["score_batch"], "self._compute_stream") is None  # a fresh stream
+    assert caller_scopes(project, runtime, methods["launch_batch"], "compute") is None  # not a field
+
+
+def test_confidence_follows_the_callers_scopes() -> None:
+    files = [str(f) for f in discover([str(PROJECT)], PROJECT).files]
+    found = {(Path(f.path).name, f.span.start_line, f.code): f for f in lint_paths(PROJECT, files)}
+    for line in (22, 24):  # every call runs it inside the scheduler's scope, on a stream that may be this one
+        finding = found[("runtime.py", line, "SL201")]
+        assert finding.confidence.value == "low"
+        assert "inside its caller's scope on `self._compute_stream`" in (finding.hint or "")
+        assert any("inside a scope on" in r.message for r in finding.related)
+    for line in (29, 30, 35, 36):  # a caller outside every scope / in a scope on a stream it made: real races
+        assert found[("runtime.py", line, "SL201")].confidence.value == "medium"
+
+
+def test_streams_made_by_constructors_are_distinct() -> None:
+    """A caller's scope on a stream made by a constructor (a field, inline, an element of a list of them, another
+    field of the same object) is another stream than the callee's own constructed one; a wrapper that may run
+    its block inline is no scope on its argument: every such race stays medium."""
+    project = engine_for(PROJECT).project
+    lanes = project.file(str(PKG / "lanes.py"))
+    methods = lanes.classes["LaneKernels"].methods
+    for name in ("gather_rows", "rescore_rows", "project_rows", "mix_rows"):
+        assert caller_scopes(project, lanes, methods[name], "self._compute_stream") is None, name
+    pool = lanes.classes["ExpertPool"].methods["_combine"]
+    assert caller_scopes(project, lanes, pool, "self._compute_stream") is None
+    files = [str(f) for f in discover([str(PROJECT)], PROJECT).files]
+    for finding in lint_paths(PROJECT, files):
+        assert "<stream>" not in (finding.hint or "") + "".join(r.message for r in finding.related)
+        if Path(finding.path).name == "lanes.py":
+            assert finding.confidence.value != "low", finding
+
+
+def test_a_stream_argument_that_is_the_entered_place_is_the_current_stream() -> None:
+    import streamlint.model.flow.interp  # noqa: F401  (registers the callers' collecting run)
+    from streamlint.model.flow.entryctx import entry_context
+
+    project = engine_for(PROJECT).project
+    model = project.file(str(PKG / "collectives.py"))
+    methods = model.classes["OverlappedReducer"].methods
+    found = entry_context(project, model, methods["_reduce"], "cuda")
+    assert found is not None and ("stream", "stream", "current") in found[0]  # `with stream(s): f(x, s)`, s = streams[i]
+    found = entry_context(project, model, methods["_gather"], "cuda")
+    assert found is None or ("stream", "stream", "current") not in found[0]  # one call hands a stream not entered
+
+
+def test_only_docstrings_hide_a_mention() -> None:
+    """A quoted name after prose with ''' in the module docstring, and a name in a triple-quoted data string,
+    are references (an unseen caller may dispatch by them); a name in a docstring's prose is none."""
+    files = [str(f) for f in discover([str(PROJECT)], PROJECT).files]
+    found = {(Path(f.path).name, f.span.start_line, f.code): f for f in lint_paths(PROJECT, files)}
+    for line in (21, 27):  # refresh_pages (getattr by a quoted name), evict_pages (named in HOOKS)
+        assert found[("kvhooks.py", line, "SL201")].confidence.value == "medium"
+    for line in (32, 33):  # compact_pages: named only in the class docstring
+        assert found[("kvhooks.py", line, "SL201")].confidence.value == "low"

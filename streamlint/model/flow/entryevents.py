@@ -244,7 +244,7 @@ def _hand_outs(project, file, cls, producer, container, event, tensors, entry=No
     field, stream, record, recorder = event
     out = []
     if _field_waited_in_class(file, cls, field) or _field_read_elsewhere(file, cls, field, (producer, recorder)) \
-            or class_joins(project, file, cls, stream) and aside_joins_only(project, file, cls, stream, producer) is None:
+            or _cleared_after_wait(cls, field) or class_joins(project, file, cls, stream) and aside_joins_only(project, file, cls, stream, producer) is None:
         return out
     for method in cls.methods.values():
         if method in (producer, recorder) or method.params[:1] != ("self",) or method.node.name.value == "__init__":
@@ -378,6 +378,20 @@ def _field_waited_in_class(file: FileModel, cls: ClassInfo, field: str) -> bool:
             held = node.args[0].value if site.method == "wait_event" and node.args else \
                 node.func.value if isinstance(node.func, cst.Attribute) and site.method != "wait_event" else None
             if isinstance(held, cst.Attribute) and held.attr.value == field:
+                return True
+    return False
+
+
+def _cleared_after_wait(cls: ClassInfo, field: str) -> bool:
+    """A method of the class waits (synchronises, queries) and sets an entry's event field to None
+    (``ev.synchronize(); self.live[i].ready = None``): the field's presence is the completion protocol, so a
+    hand-out that only tests it for presence (``while item.ready is not None: cv.wait()``) is the wait."""
+    for method in cls.methods.values():
+        if not any(site.method in _WAITS for site in method.calls):
+            continue
+        for node in local_nodes(method.node.body):
+            if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value == "None" \
+                    and any(isinstance(t.target, cst.Attribute) and t.target.attr.value == field for t in node.targets):
                 return True
     return False
 

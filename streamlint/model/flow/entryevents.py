@@ -78,11 +78,11 @@ def held_stream_scopes(file: FileModel, fn: FunctionInfo, any_stream: bool = Fal
     return out
 
 
-def _within(node: cst.CSTNode, scope: cst.With) -> bool:
+def within(node: cst.CSTNode, scope: cst.With) -> bool:
     return any(n is node for n in local_nodes(scope.body))
 
 
-def _recorded_after_work(file: FileModel, fn: FunctionInfo, name: str,
+def recorded_after_work(file: FileModel, fn: FunctionInfo, name: str,
                          any_stream: bool = False) -> tuple[str, cst.CSTNode] | None:
     """``name.record(...)`` in a side-stream scope of ``fn`` after a statement of device work there (not an
     event made or recorded): (the stream, the record)."""
@@ -127,13 +127,13 @@ def _handed_to_recorder(project: Project, file: FileModel, cls: ClassInfo, fn: F
         params = target.params[1:]
         index = pos - offset
         if 0 <= index < len(params):
-            found = _recorded_after_work(file, target, params[index])
+            found = recorded_after_work(file, target, params[index])
             if found is not None:
                 return found[0], found[1], target
     return None
 
 
-def _entry_fields(project: Project, file: FileModel, call: cst.Call) -> dict[str, cst.BaseExpression]:
+def entry_fields(project: Project, file: FileModel, call: cst.Call) -> dict[str, cst.BaseExpression]:
     """The fields a constructor call sets: keywords, and positionals by the class's ``__init__`` parameters
     (named by the fields they are stored into) or its annotated fields
     (:func:`~streamlint.model.handedevents.construction_fields`); keywords only for a class not in the project."""
@@ -197,13 +197,13 @@ def unwaited_entries(project: Project, file: FileModel, cls: ClassInfo) -> list[
         if not scopes:
             continue
         for container, call in _stored_entries(file, producer):
-            fields = _entry_fields(project, file, call)
+            fields = entry_fields(project, file, call)
             event = tensors = None
             tensors = []
             for field, value in fields.items():
                 if not isinstance(value, cst.Name):
                     continue
-                found = _recorded_after_work(file, producer, value.value)
+                found = recorded_after_work(file, producer, value.value)
                 if found is not None:
                     event = event or (field, *found, producer)
                     continue
@@ -212,7 +212,7 @@ def unwaited_entries(project: Project, file: FileModel, cls: ClassInfo) -> list[
                     event = event or (field, *handed)
                     continue
                 made = producer.name_assigns.get(value.value, ())
-                inside = [v for v in made if any(_within(v, scope) for scope, _ in scopes)]
+                inside = [v for v in made if any(within(v, scope) for scope, _ in scopes)]
                 if inside and "Event(" not in file.code(made[0]):
                     tensors.append((field, inside))
             if event is None:
@@ -234,8 +234,8 @@ def _made_before_record(file: FileModel, producer: FunctionInfo, inside: list, e
     if recorder is not producer:
         return False
     line = file.span(record).start_line
-    scope = next((sc for sc, _ in held_stream_scopes(file, producer) if _within(record, sc)), None)
-    return scope is not None and any(_within(v, scope) and file.span(v).start_line < line for v in inside)
+    scope = next((sc for sc, _ in held_stream_scopes(file, producer) if within(record, sc)), None)
+    return scope is not None and any(within(v, scope) and file.span(v).start_line < line for v in inside)
 
 
 def _hand_outs(project, file, cls, producer, container, event, tensors, entry=None) -> list[UnwaitedEntry]:
@@ -250,7 +250,7 @@ def _hand_outs(project, file, cls, producer, container, event, tensors, entry=No
         if method in (producer, recorder) or method.params[:1] != ("self",) or method.node.name.value == "__init__":
             continue
         for item in _taken(file, method, container):
-            if _names_event(file, method, item, field) or _handed_on(project, file, method, item, field, entry) \
+            if names_event(file, method, item, field) or handed_on(project, file, method, item, field, entry) \
                     or stream in joined_keys(file, method) \
                     or synchronizes_device(project, file, method):
                 continue
@@ -320,7 +320,7 @@ def _entry_method(project: Project, entry, name: str):
     return None
 
 
-def _handed_on(project: Project, file: FileModel, method: FunctionInfo, item: str, field: str,
+def handed_on(project: Project, file: FileModel, method: FunctionInfo, item: str, field: str,
                entry=None) -> bool:
     """The hand-out calls a method of the entry (``item.wait()``) or hands the entry itself to a call
     (``self._wait(item)``) that may wait on it: unknown, or project code naming the event field, waiting,
@@ -345,7 +345,7 @@ def _handed_on(project: Project, file: FileModel, method: FunctionInfo, item: st
     return False
 
 
-def _presence_tests(file: FileModel, method: FunctionInfo) -> set[int]:
+def presence_tests(file: FileModel, method: FunctionInfo) -> set[int]:
     """The expressions ``method`` only tests for presence (``x is None`` / ``is not None``, ``if x:``, ``not x``)."""
     tests: set[int] = set()
     for node in local_nodes(method.node.body):
@@ -360,10 +360,10 @@ def _presence_tests(file: FileModel, method: FunctionInfo) -> set[int]:
     return tests
 
 
-def _names_event(file: FileModel, method: FunctionInfo, item: str, field: str) -> bool:
+def names_event(file: FileModel, method: FunctionInfo, item: str, field: str) -> bool:
     """The hand-out names ``item.field`` otherwise than testing it for presence (``if item.ready is not None:``,
     ``if item.ready:``): a wait, a query, handing it on."""
-    tests = _presence_tests(file, method)
+    tests = presence_tests(file, method)
     return any(isinstance(n, cst.Attribute) and n.attr.value == field and isinstance(n.value, cst.Name)
                and n.value.value == item and id(n) not in tests for n in local_nodes(method.node.body))
 
@@ -407,7 +407,7 @@ def _field_read_elsewhere(file: FileModel, cls: ClassInfo, field: str, skip: tup
         reads = [n for n in local_nodes(method.node.body) if isinstance(n, cst.Attribute) and n.attr.value == field]
         if not reads:
             continue
-        skipped = _presence_tests(file, method)
+        skipped = presence_tests(file, method)
         for n in local_nodes(method.node.body):
             if isinstance(n, cst.Assign):
                 skipped.update(id(t.target) for t in n.targets)

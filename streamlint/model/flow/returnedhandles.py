@@ -23,7 +23,7 @@ its completion event back in one record::
 The producer is a method of the class every ``return`` of which gives ``None`` or one construction of a project
 class (in any module; fields mapped by keyword or position,
 :func:`~streamlint.model.handedevents.construction_fields`) whose event field is a local recorded in a stream
-scope of the producer after device work there (``entryevents._recorded_after_work``, any stream but the
+scope of the producer after device work there (``entryevents.recorded_after_work``, any stream but the
 current / default one, by its stream kind), and whose tensor fields are locals bound in that scope before the
 record to device values (not a host value made there: ``.tolist()``, ``.item()``, a blocking ``.cpu()``,
 ``int(...)``, a literal; ``hostresults``, ``placement``); the producer neither joins that stream nor waits on or
@@ -34,7 +34,7 @@ nxt``). The consumer reading a tensor field of such a local (``cur.on_device``, 
 reported (SL201, medium: the read is assumed to run on the current stream; metadata -- ``.shape``, ``.dtype``,
 ``.device``, ``.size()``, a ``record_stream`` -- is no read) unless it names the event field of
 any of those locals otherwise than by a presence test (a wait, handing it on), calls a method of one that may
-wait (``entryevents._handed_on``) or hands one to any call / returns / yields / stores it (the join may be
+wait (``entryevents.handed_on``) or hands one to any call / returns / yields / stores it (the join may be
 elsewhere), joins any stream or event (``wait_stream`` / ``wait_event`` / ``synchronize``) or synchronises the
 device, itself or through a method of the class it calls (``self._join_copies()``, two levels deep).
 """
@@ -76,7 +76,7 @@ class UnwaitedHandle:
 def _producer_handle(project: Project, file: FileModel, fn: FunctionInfo):
     """(tensor fields, event field, stream, record, the record's class and module or None) of the record ``fn``
     returns, or None."""
-    from streamlint.model.flow.entryevents import _entry_fields, _recorded_after_work, _within, held_stream_scopes
+    from streamlint.model.flow.entryevents import entry_fields, recorded_after_work, within, held_stream_scopes
     from streamlint.model.flow.protocols import joined_keys, synchronizes_device
     from streamlint.model.hostresults import _host_value
     from streamlint.model.placement import settled_host_value
@@ -93,19 +93,19 @@ def _producer_handle(project: Project, file: FileModel, fn: FunctionInfo):
         calls.append(value)
     if len(calls) != 1:
         return None
-    fields = _entry_fields(project, file, calls[0])
+    fields = entry_fields(project, file, calls[0])
     scopes = held_stream_scopes(file, fn, any_stream=True)
     event = None
     for field, value in fields.items():
         if isinstance(value, cst.Name):
-            found = _recorded_after_work(file, fn, value.value, any_stream=True)
+            found = recorded_after_work(file, fn, value.value, any_stream=True)
             if found is not None:
                 event = (field, *found)
                 break
     if event is None:
         return None
     field, stream, record = event
-    scope = next((sc for sc, _ in scopes if _within(record, sc)), None)
+    scope = next((sc for sc, _ in scopes if within(record, sc)), None)
     # the producer joining the stream, or waiting / synchronising its own event (``done.synchronize()``,
     # ``current_stream().wait_event(done)``), hands back a finished copy
     local = record.func.value.value
@@ -119,7 +119,7 @@ def _producer_handle(project: Project, file: FileModel, fn: FunctionInfo):
         if name == field or not isinstance(value, cst.Name):
             continue
         bound = fn.name_assigns.get(value.value, ())
-        made = [v for v in bound if _within(v, scope) and file.span(v).start_line < line]
+        made = [v for v in bound if within(v, scope) and file.span(v).start_line < line]
         # a host value made there (``.tolist()``, ``.item()``, a blocking ``.cpu()``, ``int(...)``, a literal) is
         # ready when the producer returns: only device values wait on the event
         if made and not any("Event(" in file.code(v) for v in bound) \
@@ -190,10 +190,10 @@ def _other_bindings(fn: FunctionInfo, names: set[str]) -> bool:
 def _handle_escapes(project, file, fn: FunctionInfo, names: set[str], field: str, entry) -> bool:
     """A handle local used bare otherwise than as an attribute's base, an assignment target, the value of an
     alias among ``names`` or a presence test: returned, yielded, stored, handed to a call, a method called."""
-    from streamlint.model.flow.entryevents import _handed_on
-    if any(_handed_on(project, file, fn, n, field, entry) for n in names):
+    from streamlint.model.flow.entryevents import handed_on, presence_tests
+    if any(handed_on(project, file, fn, n, field, entry) for n in names):
         return True
-    allowed: set[int] = set()
+    allowed = presence_tests(file, fn)  # (`if h:`, `while h is not None:`, `not h`)
     for node in local_nodes(fn.node.body):
         if isinstance(node, cst.Attribute):
             allowed.add(id(node.value))
@@ -204,11 +204,7 @@ def _handle_escapes(project, file, fn: FunctionInfo, names: set[str], field: str
                 if isinstance(node.value, cst.IfExp):
                     allowed.update((id(node.value.body), id(node.value.orelse)))
         elif isinstance(node, cst.Comparison):
-            allowed.add(id(node.left))
-        elif isinstance(node, (cst.If, cst.While)):
-            allowed.add(id(node.test))
-        elif isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
-            allowed.add(id(node.expression))
+            allowed.add(id(node.left))  # (any comparison's left side: `h == last` compares, it keeps nothing)
     return any(isinstance(n, cst.Name) and n.value in names and id(n) not in allowed
                for n in local_nodes(fn.node.body))
 
@@ -256,12 +252,12 @@ def _joins_via_self(project: Project, file: FileModel, cls: ClassInfo, fn: Funct
 
 
 def _unwaited_read(project, file, cls, method, producer, found) -> UnwaitedHandle | None:
-    from streamlint.model.flow.entryevents import _names_event, _within, held_stream_scopes
+    from streamlint.model.flow.entryevents import names_event, within, held_stream_scopes
     from streamlint.model.flow.protocols import synchronizes_device
     tensors, field, stream, record, entry = found
     names = _handle_locals(file, method, producer.node.name.value)
     if not names or _other_bindings(method, names) or _handle_escapes(project, file, method, names, field, entry) \
-            or any(_names_event(file, method, n, field) for n in names) \
+            or any(names_event(file, method, n, field) for n in names) \
             or any(site.method in _JOINS for site in method.calls) or synchronizes_device(project, file, method) \
             or _joins_via_self(project, file, cls, method, seen={id(producer)}):
         return None
@@ -272,7 +268,7 @@ def _unwaited_read(project, file, cls, method, producer, found) -> UnwaitedHandl
     reads = [n for n in local_nodes(method.node.body)
              if isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name) and n.value.value in names
              and n.attr.value in tensors and id(n) not in stores and id(n) not in meta
-             and not any(_within(n, w) for w in scopes)]
+             and not any(within(n, w) for w in scopes)]
     if not reads:
         return None
     first = min(reads, key=lambda n: (file.span(n).start_line, file.span(n).start_col))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import hashlib
 import io
 import tarfile
@@ -273,3 +274,50 @@ def test_normalise_strips_the_tree_root_also_when_the_cache_is_a_link(tmp_path):
     root = link / "pkg-1"  # streamlint run with cwd=root prints the resolved path
     found = normalise([{"filename": f"{real}/a/b.py"}, {"filename": f"{root}/c.py"}, {"filename": "/x/d.py"}], root)
     assert [f["filename"] for f in found] == ["a/b.py", "c.py", "/x/d.py"]
+
+
+def _finding(code, where, line, confidence="high"):
+    return {"code": code, "filename": where, "start": {"line": line}, "confidence": confidence, "message": "m"}
+
+
+def test_compare_runs_judges_both_runs_by_the_triage(tmp_path):
+    """`python -m bench.realcode compare A B`: per family and confidence counts, and every changed finding
+    with its verdict; a bug reported only by the first run is called out as lost."""
+    from bench.realcode.compare import load_run, render
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    (a / "pkg-1.0.json").write_text(json.dumps({"findings": [
+        _finding("SL201", "m.py", 3), _finding("SL201", "m.py", 9, "medium"), _finding("SL001", "bad.py", 1)]}))
+    (b / "pkg-1.0.json").write_text(json.dumps({"findings": [
+        _finding("SL201", "m.py", 9, "low"), _finding("SL301", "n.py", 4)]}))
+    (b / "other-2.0.json").write_text(json.dumps({"findings": [_finding("SL201", "x.py", 1)]}))
+    triage = [{"package": "pkg", "version": "1.0", "rule": "SL201", "location": "m.py:3", "verdict": "bug",
+               "reason": "side stream read unwaited"},
+              {"package": "pkg", "version": "1.0", "rule": "SL201", "location": "m.py:9",
+               "verdict": "false-positive", "reason": "[caller-protocol-wait] waited by the caller"}]
+    text = render(load_run(a), load_run(b), triage)
+    assert text.startswith("1 releases in both runs")          # other-2.0 is only in B
+    assert "| joins and waits SL2xx | 1 / 1 / 0 / 0 (0.50) | 0 / 1 / 0 / 0 (0.00) |" in text
+    assert "- pkg-1.0 SL201 m.py:3 [high] bug: side stream read unwaited" in text
+    assert "+ pkg-1.0 SL301 n.py:4 [high] untriaged" in text
+    assert "~ pkg-1.0 SL201 m.py:9 [medium -> low] false-positive" in text
+    assert "LOST BUGS: 1" in text
+    assert "bad.py" not in text                                   # SL0xx bookkeeping is left out
+
+
+def test_inject_compare_reports_gained_and_lost_defects(tmp_path):
+    from bench.inject.report import compare_runs
+
+    def row(key, verdict, caught, extras=()):
+        return json.dumps({"key": key, "package": "p", "verdict": verdict, "caught_rule": caught,
+                           "extras": [list(e) for e in extras], "error": ""})
+    before, after = tmp_path / "before.jsonl", tmp_path / "after.jsonl"
+    before.write_text("\n".join([row("k1", "defect", False), row("k2", "defect", True),
+                                 row("k3", "equivalent", False)]))
+    after.write_text("\n".join([row("k1", "defect", True), row("k2", "defect", False),
+                                row("k3", "equivalent", False, [("SL201", 4)])]))
+    text = compare_runs(before, after)
+    assert "1 / 2 -> 1 / 2" in text
+    assert "GAINED p k1" in text and "LOST p k2" in text
+    assert "equivalent k3: [] -> [('SL201', 4)]" in text

@@ -52,11 +52,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sample-only", action="store_true",
                     help="only sample and classify (no lint): the raw results carry the verdicts, no findings; "
                          "lint them later with --rerun")
+    ap.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"),
+                    help="compare two runs' raw results (JSON lines): recall per key, new findings on every mutant")
     ap.add_argument("--show", metavar="KEY", nargs="+",
                     help="print the diff of these mutants (keys from the raw results) and exit")
     args = ap.parse_args(argv)
     if args.show:
         return _show(args.show, args.trees_dir)
+    if args.compare:
+        from bench.inject.report import compare_runs
+        print(compare_runs(*args.compare))
+        return 0
     command = "python -m bench.inject " + shlex.join(argv if argv is not None else sys.argv[1:])
     if args.report_from is not None:
         rows = [json.loads(line) for line in args.report_from.read_text(encoding="utf-8").splitlines() if line]

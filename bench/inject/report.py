@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 from collections import Counter, defaultdict
 from typing import Callable, Iterable
 
@@ -130,3 +132,32 @@ def undecided_tsv(mutants: list[Mutant]) -> str:
             rows.append("\t".join([m.package, m.version, m.file, m.qualname, m.kind, m.detail, str(m.line),
                                    "yes" if m.caught_rule else "no", m.reason.replace("\t", " ")]))
     return "\n".join(rows) + "\n"
+
+
+def compare_runs(before: Path, after: Path) -> str:
+    """Two runs of the same mutants (e.g. a sample and its `--rerun` at a branch): defects caught in one run
+    only, and every mutant whose extra findings (findings off the expected line, which count against
+    precision) changed. Mutants present in one run only are counted apart."""
+    def load(path: Path) -> dict[str, dict]:
+        rows = (json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+        return {r["key"]: r for r in rows if "key" in r}
+
+    a, b = load(before), load(after)
+    common = sorted(set(a) & set(b))
+    defects = [k for k in common if b[k]["verdict"] == "defect"]
+    caught_a = sum(bool(a[k].get("caught_rule")) for k in defects)
+    caught_b = sum(bool(b[k].get("caught_rule")) for k in defects)
+    lines = [f"{len(common)} mutants in both runs ({len(set(a) - set(b))} only in {before.name}, "
+             f"{len(set(b) - set(a))} only in {after.name}); defects caught at the expected line (rule): "
+             f"{caught_a} / {len(defects)} -> {caught_b} / {len(defects)}"]
+    for k in defects:
+        was, now = bool(a[k].get("caught_rule")), bool(b[k].get("caught_rule"))
+        if was != now:
+            lines.append(f"  {'GAINED' if now else 'LOST'} {b[k]['package']} {k}")
+    extras = lambda r: sorted(tuple(x) for x in r.get("extras") or [])  # noqa: E731
+    changed = [k for k in common if extras(a[k]) != extras(b[k]) or bool(a[k].get("error")) != bool(b[k].get("error"))]
+    lines.append(f"mutants whose extra findings or errors changed: {len(changed)}")
+    for k in changed:
+        lines.append(f"  {b[k]['verdict']:10} {k}: {extras(a[k])} -> {extras(b[k])}"
+                     + (f" error: {b[k]['error'][:80]}" if b[k].get("error") else ""))
+    return "\n".join(lines)

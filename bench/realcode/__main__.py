@@ -69,6 +69,11 @@ def _pending(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compare(args: argparse.Namespace) -> int:
+    from .compare import main as compare
+    return compare(args.before, args.after, args.triage)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.realcode")
     parser.add_argument("--manifest", default=None, help="manifest file (default: the pinned one)")
@@ -97,7 +102,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reuse", action="store_true",
                    help="reuse a package's previous complete lint result from the cache (cache/reports/)")
     p.add_argument("--triage", default=None, help="triage file (default: triage.tsv here)")
+    p.add_argument("--triaged", action="store_true",
+                   help="add every release with a line in triage.tsv / misses.tsv to NAMES (the judged set)")
     p.set_defaults(func=lambda a: __import__("bench.realcode.report", fromlist=["run"]).run(a))
+
+    p = sub.add_parser("compare", help="compare two runs' raw results (cache/reports dirs) by the triage")
+    p.add_argument("before", help="directory of raw results (KEY.json), e.g. CACHE/reports of a run at main")
+    p.add_argument("after", help="directory of raw results of the other run")
+    p.add_argument("--triage", default=None, help="triage file (default: triage.tsv here)")
+    p.set_defaults(func=_compare)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

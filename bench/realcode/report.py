@@ -363,6 +363,9 @@ def _load_raw(path: Path) -> dict | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "triaged", False):
+        from .compare import triaged_releases
+        args.names = list(args.names or []) + [n for n in triaged_releases() if n not in (args.names or [])]
     releases = select(load_manifest(args.manifest), args.names or None)
     results: list[PackageResult] = []
     raw_dir = cache_dir() / "reports"

@@ -75,3 +75,31 @@ def test_only_docstrings_hide_a_mention() -> None:
         assert found[("kvhooks.py", line, "SL201")].confidence.value == "medium"
     for line in (32, 33):  # compact_pages: named only in the class docstring
         assert found[("kvhooks.py", line, "SL201")].confidence.value == "low"
+
+
+def test_a_wrapper_inline_only_without_a_stream_is_a_scope_that_may_be_the_callee_stream() -> None:
+    """``stream_scope(s)`` runs its block inline only where ``s`` is None: when the callee's stream may be None
+    too (a field handed in), the two may be one object, None together, and the race is a guess (low). A wrapper
+    that runs inline on a flag, or a callee stream that is never None (made by ``Stream()``), keeps medium."""
+    from streamlint.model.flow.ambient import plain_scope
+    from streamlint.model.flow.inlinewrappers import NONE_ONLY
+
+    project = engine_for(PROJECT).project
+    drafting = project.file(str(PKG / "drafting.py"))
+    draft = drafting.classes["DraftModel"].methods
+    found = caller_scopes(project, drafting, draft["propose_drafts"], "self._stream")
+    assert found is not None and found[2] == "self._stream"
+    assert caller_scopes(project, drafting, draft["rescore_drafts"], "self._stream") is None  # a flag decides
+    pinned = drafting.classes["PinnedDraftModel"].methods["propose_pinned"]
+    assert caller_scopes(project, drafting, pinned, "self._stream") is None  # never None: another stream then
+    kinds = {}
+    for name in ("step", "rescore_step"):
+        site = next(s for s in drafting.classes["Verifier"].methods[name].calls if s.method in (
+            "propose_drafts", "rescore_drafts"))
+        kinds[name] = plain_scope(project, drafting, site)[1]
+    assert kinds == {"step": NONE_ONLY, "rescore_step": True}, kinds
+    files = [str(f) for f in discover([str(PROJECT)], PROJECT).files]
+    found = {(Path(f.path).name, f.span.start_line, f.code): f.confidence.value for f in lint_paths(PROJECT, files)}
+    assert found[("drafting.py", 33, "SL201")] == found[("drafting.py", 34, "SL201")] == "low"
+    for line in (40, 41, 54, 55):
+        assert found[("drafting.py", line, "SL201")] == "medium", line

@@ -105,7 +105,11 @@ Layer 3 — one function's flow
                     ``confined``: the calls of a method whose instances only live in one field of their builder;
                     ``fieldfacts``: a field that is one object for the object's life, callers that may be unseen;
                     ``callerscopes``: the stream scopes every caller enters around a call, and whether they may
-                    be the callee's own stream -- a race resting on the two differing is then low),
+                    be the callee's own stream -- a race resting on the two differing is then low;
+                    ``inlinewrappers``: a scope wrapper that runs its block inline only where its stream is None,
+                    and whether the callee's stream may be None too;
+                    ``handlestreams``: a stream wrapped from a handle the caller passes, the caller's stream as a
+                    stream parameter is),
                     ``calleerecords`` / ``handedholders`` (an event a callee's scope re-records after the work it
                     was handed; an event handed on with its holder object), ``handedearly`` (an event recorded
                     before writes of the tensors it is handed out with), ``deadevents`` (an event nobody

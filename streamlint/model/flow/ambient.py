@@ -145,14 +145,19 @@ def plain_scope(project: Project, model: FileModel, site) -> tuple | None:
     return ()
 
 
-def _may_run_inline(project: Project, use) -> bool:
+def _may_run_inline(project: Project, use) -> bool | str:
     """May the project wrappers a stream scope goes through run the block without entering the stream: a null
     arm (``nullcontext()``), an enabling flag, a guarded forwarding call, a ``yield`` outside the wrapper's
-    stream scope (``if stream is None: yield``)?"""
+    stream scope? ``NONE_ONLY`` when the one wrapper does so only where its stream argument is None
+    (``if stream is None: yield`` / ``else: with torch.cuda.stream(stream): yield``,
+    :func:`~streamlint.model.flow.inlinewrappers.none_only`): the block then runs on the current stream exactly
+    when there is no stream to enter, as ``torch.cuda.stream(None)`` does."""
+    from streamlint.model.flow.inlinewrappers import NONE_ONLY, none_only
     from streamlint.model.syntax import contains
 
     if use.enabled is not None:
         return True
+    guarded = False
     for name in use.wrappers:
         found = project.function(name, use.file)
         spec = project.wrapper(*found) if found is not None else None
@@ -162,8 +167,10 @@ def _may_run_inline(project: Project, use) -> bool:
         calls = {id(v.call) for v in spec.variants if v.call is not None}
         if any(site.guards for site in fn.calls if id(site.node) in calls) or any(
                 not any(contains(s.with_node, y) for s in fn.scopes) for y in fn.yields):
-            return True
-    return False
+            if len(use.wrappers) != 1 or not none_only(fn, spec, calls):
+                return True
+            guarded = True
+    return NONE_ONLY if guarded else False
 
 
 def _scope_stream(project: Project, model: FileModel, site) -> str | None:

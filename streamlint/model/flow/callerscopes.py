@@ -45,6 +45,7 @@ from streamlint.model.syntax import descendants
 from streamlint.model.flow.ambient import _default_field, _writers, ambient_evidence, field_alias, plain_scope
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.fieldfacts import MAX_SITES, _deferred, _referenced, _unseen_base
+from streamlint.model.flow.inlinewrappers import NONE_ONLY, may_hold_none
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -206,14 +207,14 @@ def _unseen(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
 
 
 def _sites(project: Project, file: FileModel, fn: FunctionInfo, key: str | None, depth: int,
-           births: frozenset | None) -> tuple | None:
+           births: frozenset | None, nullable: bool = False) -> tuple | None:
     """(first call site, its scope text) when every call of ``fn`` runs inside a scope that is ``key`` or may be
     (see the module docstring), else None."""
     if depth > MAX_DEPTH or _unseen(project, file, fn):
         return None
     memo = project.derived("caller_scopes")
     cut = project.derived("caller_scopes_cut")
-    mkey = (id(fn), key, depth, births)
+    mkey = (id(fn), key, depth, births, nullable)
     if mkey in memo:
         found = memo[mkey]
         if found is _BUSY:
@@ -223,7 +224,7 @@ def _sites(project: Project, file: FileModel, fn: FunctionInfo, key: str | None,
     outer = cut.get("cut", False)
     cut["cut"] = False
     memo[mkey] = _BUSY
-    found = _compute(project, file, fn, key, depth, births)
+    found = _compute(project, file, fn, key, depth, births, nullable)
     if cut["cut"]:
         del memo[mkey]  # (an answer cut by a cycle in progress is not kept: the order of the questions does not
         # change the answers)
@@ -234,7 +235,7 @@ def _sites(project: Project, file: FileModel, fn: FunctionInfo, key: str | None,
 
 
 def _compute(project: Project, file: FileModel, fn: FunctionInfo, key: str | None, depth: int,
-             births: frozenset | None) -> tuple | None:
+             births: frozenset | None, nullable: bool) -> tuple | None:
     sites = callers_of(project, file, fn)
     if not sites or len(sites) > MAX_SITES:
         return None
@@ -249,15 +250,18 @@ def _compute(project: Project, file: FileModel, fn: FunctionInfo, key: str | Non
             return None
         text, expr, inline = scope
         if text == "":
-            up = _sites(project, model, caller, here, depth + 1, births)
+            up = _sites(project, model, caller, here, depth + 1, births, nullable)
             if up is None:
                 return None  # (outside every scope of a caller run where no scope is seen: the default stream)
             first = first or up
             continue
         relation = _relation(project, model, caller, here, text, expr, births)
-        if relation == "distinct" or inline and relation != "same":
-            return None  # (a wrapper running the block inline, `if stream is None: yield`, leaves the caller's
-            # current stream: another stream unless the scope is the very field, None for both then)
+        if relation == "distinct" or inline and relation != "same" and not (
+                inline == NONE_ONLY and relation == "unknown" and nullable):
+            return None  # (a wrapper that may run the block inline leaves the caller's current stream: another
+            # stream unless the scope is the very field, None for both then; or unless it runs inline only where
+            # its argument is None and the callee's stream may be None too: if the two are one object, both are
+            # None together, flow/inlinewrappers.py)
         first = first or (model, site.node, text)
     return first
 
@@ -275,7 +279,7 @@ def caller_scopes(project: Project, file: FileModel, fn: FunctionInfo, key: str)
     if _default_field(project, file, cls):
         return None  # (the object keeps the default stream in a field: the entry stream may stand for it)
     births = _field_births(project, file, cls, key, False) if _FIELD.fullmatch(key) else None
-    return _sites(project, file, fn, key, 0, births)
+    return _sites(project, file, fn, key, 0, births, may_hold_none(project, file, cls, key))
 
 
 def _rebound(project: Project, file: FileModel, cls, key: str) -> bool:

@@ -177,8 +177,7 @@ class EventEscapes:
 
     def own_guard(self, key: str) -> bool:
         """An event kept in a field of ``self`` (``self.done[slot].record()`` after the side-stream work on the
-        tensor handed back) that is no join handle for the caller: nobody in the project waits on that field,
-        or every wait on it is ``self.<s>.wait_event(...)`` by a side stream the class makes (``self.s =
+        tensor handed back) that is no join handle for the caller: every wait on it is ``self.<s>.wait_event(...)`` by a side stream the class makes (``self.s =
         torch.cuda.Stream()``) and nothing joins into the current stream (a slot-reuse guard of the object's own
         copy stream: ``self.copy_stream.wait_event(self.done[slot])`` before it refills the slot). A wait through
         a name bound from the field, ``.wait()`` or ``.synchronize()`` may be anyone's: a handle."""
@@ -187,7 +186,7 @@ class EventEscapes:
             return False
         attr = found.group(1)
         if not field_waited(self.project, attr):
-            return not field_made_outside(self.project, attr)
+            return False  # (an event nobody waits on is a defect of its own: reported by the join-step checks)
         memo = derived(self.project, "event_field_own_waiters")
         if attr not in memo:
             waiters: set[str] | None = set()

@@ -41,8 +41,9 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, dotted
+from streamlint.model.modvalues import module_value
 from streamlint.model.options import MAX_CALLER_FILES
-from streamlint.model.syntax import is_none, local_nodes, strip_not
+from streamlint.model.syntax import guarded_assigns, is_none, local_nodes, strip_not
 from streamlint.model.uses import ApiUse, bind_arguments
 
 if TYPE_CHECKING:
@@ -183,7 +184,10 @@ def _bindings(file: FileModel, fn: FunctionInfo, func: cst.BaseExpression) -> li
         if owner is None or func.value in owner.all_params:
             return []
         values = owner.name_assigns.get(func.value, [])
-        return [_Binding(values[0], owner, (), None)] if len(values) == 1 else []
+        if len(values) == 1:
+            return [_Binding(values[0], owner, (), None)]
+        found = [_Binding(value, owner, guards, node) for value, guards, node in guarded_assigns(owner.node, func.value)]
+        return found if len(found) == len(values) else []  # (a binding not found by the walk: not decidable)
     if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
         cls = file.classes.get(fn.class_name or "")
         if cls is None or func.attr.value in cls.methods:
@@ -294,7 +298,7 @@ def _partial_arm(project: Project, file: FileModel, fn: FunctionInfo | None, val
     # positional argument after a keyword is not valid, and LibCST refuses to build it)
     args = [a for a in [*bound, *own] if a.keyword is None] + [a for a in [*bound, *own] if a.keyword is not None]
     call = cst.Call(func=target, args=[a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in args])
-    qualname = file.resolve(target, fn)
+    qualname = file.resolve(target, fn) or _through_module(project, file, fn, target)
     spec = apis.lookup(qualname)
     if spec is not None:
         if spec.role is not Role.NATIVE_STREAM_CONTEXT:
@@ -307,6 +311,15 @@ def _partial_arm(project: Project, file: FileModel, fn: FunctionInfo | None, val
     uses = tuple(dataclasses.replace(u, site=site) for u in project.wrapper_uses(file, synthetic)
                  if u.role is Role.NATIVE_STREAM_CONTEXT)
     return [_Arm(uses, fn, file)] if uses else None
+
+
+def _through_module(project: Project, file: FileModel, fn: FunctionInfo | None,
+                    target: cst.BaseExpression) -> str | None:
+    """``device_mod.stream`` where the local ``device_mod`` holds ``torch.cuda`` (modvalues.py): ``torch.cuda.stream``."""
+    if not isinstance(target, cst.Attribute):
+        return None
+    module = module_value(project, file, fn, target.value)
+    return f"{module}.{target.attr.value}" if module is not None else None
 
 
 def _maker_arms(project: Project, file: FileModel, fn: FunctionInfo | None, value: cst.Call, site: CallSite,
@@ -348,9 +361,12 @@ def _none_test_on(test: cst.BaseExpression, args: dict[str, cst.BaseExpression |
 
 
 def _null_factory(file: FileModel, fn: FunctionInfo | None, value: cst.BaseExpression) -> bool:
-    """``contextlib.nullcontext`` (the class itself, called later)."""
+    """``contextlib.nullcontext`` (the class itself, called later); ``contextlib.suppress`` too (with or without
+    exception types, it switches no stream: the ``else`` arm of a device-optional loader)."""
     if not isinstance(value, (cst.Name, cst.Attribute)):
         return False
+    if file.resolve(value, fn) == "contextlib.suppress":
+        return True
     spec = apis.lookup(file.resolve(value, fn))
     return spec is not None and spec.role is Role.NULL_CONTEXT
 

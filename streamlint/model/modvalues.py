@@ -13,7 +13,10 @@ An expression holds module ``M`` (:func:`module_value`) when it is
   stream API the linter knows, never an arbitrary symbol);
 - a call of a project function every return of which holds ``M`` (and whose body cannot fall off its end
   returning None): the loader, in any module;
-- a local every binding of which holds ``M`` (not a parameter);
+- a local every binding of which holds ``M`` (not a parameter; ``None`` bindings aside: the expression is
+  always a receiver, and a path on which the local is ``None`` never gets past the attribute); bindings to
+  the device modules ``torch.cuda`` / ``torch.npu`` on different branches (device-generic code) hold the
+  first one;
 - a member of ``self`` every binding of which in the class, its project bases, properties and keyword
   constructions (:func:`~streamlint.model.devfields.member_values`) holds ``M``.
 
@@ -27,6 +30,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model import apis, devfields, devobjects
 from streamlint.model.file import CallSite, FileModel, FunctionInfo
+from streamlint.model.syntax import is_none
 
 if TYPE_CHECKING:
     from streamlint.model.queries import ProjectQueries as Project
@@ -62,8 +66,12 @@ def module_value(project: Project, file: FileModel, fn: FunctionInfo | None, exp
         owner = devobjects.binder(fn, expr.value)
         if owner is None or expr.value in owner.all_params:
             return None
-        return _agreed([module_value(project, file, owner, v, depth + 1)
-                        for v in owner.name_assigns.get(expr.value, ())])
+        # (a ``None`` binding is dropped: the expression is a receiver, ``device_mod.stream(s)``, and no path
+        # on which the local is still ``None`` gets past the attribute; ``device_mod = None`` then
+        # ``if is_cuda: device_mod = torch.cuda``)
+        found = [module_value(project, file, owner, v, depth + 1)
+                 for v in owner.name_assigns.get(expr.value, ()) if not is_none(v)]
+        return _agreed(found) or _one_device(found)
     method = _method(fn)  # (`self` of a closure is its enclosing method's)
     if _self_member(expr) and method is not None and method.class_name in file.classes:
         memo = project.derived("module_members")
@@ -92,6 +100,18 @@ def module_value(project: Project, file: FileModel, fn: FunctionInfo | None, exp
 
 def _agreed(found: list[str | None]) -> str | None:
     return found[0] if found and found[0] is not None and all(f == found[0] for f in found) else None
+
+
+_DEVICE_MODULES = frozenset({"torch.cuda", "torch.npu"})
+
+
+def _one_device(found: list[str | None]) -> str | None:
+    """``device_mod = torch.cuda`` / ``elif npu: device_mod = torch.npu``: device-generic code, one device per
+    run, the same stream API under either name. The first binding's module stands for both (each run takes
+    one arm; what the code does with the module is the same on either)."""
+    if len(found) > 1 and all(f is not None and apis.canonical(f) in _DEVICE_MODULES for f in found):
+        return found[0]
+    return None
 
 
 def _namespace(qualname: str) -> bool:

@@ -209,7 +209,7 @@ def lexical_index(root: cst.CSTNode) -> dict[int, tuple[int, int]]:
     return index
 
 
-__all__ = ["certain_calls", "contains", "dominates", "is_none", "lexical_index", "local_nodes"]
+__all__ = ["certain_calls", "contains", "dominates", "guarded_assigns", "is_none", "lexical_index", "local_nodes"]
 
 
 def certain_calls(node: cst.CSTNode) -> list[cst.Call]:
@@ -397,3 +397,50 @@ def string_annotation(annotation: cst.BaseExpression) -> cst.BaseExpression:
     for part in parts[1:]:
         expr = cst.Attribute(value=expr, attr=cst.Name(part))
     return expr
+
+
+def guarded_assigns(fn: cst.FunctionDef, name: str) -> list[tuple[cst.BaseExpression, tuple, cst.Assign]]:
+    """Every plain ``name = value`` statement of ``fn``'s own body (not of a nested def / class): (value, the
+    ``if`` tests around it as (test, holds) pairs, the statement). ``if C: ctx = partial(torch.cuda.stream, s)``
+    / ``else: ctx = suppress``: the ``else`` arm's test is (C, False). A binding inside a loop, ``with`` or
+    ``try`` keeps the ``if`` tests around it only."""
+    out: list[tuple[cst.BaseExpression, tuple, cst.Assign]] = []
+
+    def walk(stmts, guards: tuple) -> None:
+        for stmt in stmts:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                out.extend((small.value, guards, small) for small in stmt.body if isinstance(small, cst.Assign)
+                           and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
+                           and small.targets[0].target.value == name)
+            elif isinstance(stmt, cst.If):
+                walk_if(stmt, guards)
+            elif not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                for block in _blocks(stmt):
+                    walk(block, guards)
+
+    def walk_if(node: cst.If, guards: tuple) -> None:
+        walk(_stmts(node.body), (*guards, (node.test, True)))
+        if isinstance(node.orelse, cst.If):
+            walk_if(node.orelse, (*guards, (node.test, False)))
+        elif isinstance(node.orelse, cst.Else):
+            walk(_stmts(node.orelse.body), (*guards, (node.test, False)))
+
+    walk(_stmts(fn.body), ())
+    return out
+
+
+def _stmts(suite: cst.BaseSuite) -> list:
+    return list(suite.body) if isinstance(suite, cst.IndentedBlock) else []
+
+
+def _blocks(stmt: cst.CSTNode) -> list[list]:
+    """The statement lists of a compound statement (``for`` / ``while`` / ``with`` / ``try`` and their
+    ``else`` / ``except`` / ``finally`` blocks)."""
+    out = []
+    for part in (getattr(stmt, "body", None), getattr(stmt, "orelse", None), getattr(stmt, "finalbody", None)):
+        if isinstance(part, cst.BaseSuite):
+            out.append(_stmts(part))
+        elif isinstance(part, (cst.Else, cst.Finally)):
+            out.append(_stmts(part.body))
+    out.extend(_stmts(handler.body) for handler in getattr(stmt, "handlers", ()) or ())
+    return out

@@ -206,6 +206,7 @@ class ControlFlow:
             if v is None and isinstance(value_node, (cst.Name, cst.Attribute)) and not isinstance(v, TVal):
                 rendered = self.render(st, value_node)
                 v = KVal(rendered) if rendered.startswith("self.") else None
+            v = self.unknown_handed(st, target.value, value_node, v)  # `out = fn(*inputs)` returned (listreads.py)
             self.bind(st, target.value, v, value_node)
             self.hold_dict(st, target.value, value_node)  # `staged = {"values": pinned}`: the dict holds them
             if isinstance(value_node, cst.Call) and any(a.keyword is not None for a in value_node.args):

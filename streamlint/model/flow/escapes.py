@@ -16,11 +16,13 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.flow.calls import event_field_waited, waited_expr
-from streamlint.model.flow.values import EVal, TupVal
+from streamlint.model.flow.values import EVal, State, TupVal
+from streamlint.model.file import dotted
 from streamlint.model.streams import derived
-from streamlint.model.syntax import local_nodes, target_names
+from streamlint.model.syntax import is_none, local_nodes, target_names
 
 if TYPE_CHECKING:
+    from streamlint.model.file import FunctionInfo
     from streamlint.model.project import Project
 
 
@@ -43,6 +45,24 @@ def handed_value(node: cst.CSTNode | None) -> cst.BaseExpression | None:
         value = node.value.value
         return value.item if isinstance(value, cst.From) else value
     return None
+
+
+def tensor_boxes(st: State, fn: FunctionInfo, node: cst.CSTNode | None) -> tuple[int, ...]:
+    """The positions of a handed-out literal tuple (``return batch, target``) that name a local container whose
+    slots this function filled with tensors (``State.held``), or a local every binding of which but ``None`` is
+    such a container (``prev = batch`` in a prefetch loop that yields the previous batch)."""
+    value = handed_value(node)
+    if not isinstance(value, cst.Tuple):
+        return ()
+
+    def box(name: str) -> bool:
+        if st.held.get(name):
+            return True
+        bound = [v for v in fn.name_assigns.get(name, ()) if not is_none(v)]
+        return bool(bound) and all(isinstance(v, cst.Name) and v.value != name and st.held.get(v.value)
+                                   for v in bound)
+
+    return tuple(k for k, el in enumerate(value.elements) if isinstance(el.value, cst.Name) and box(el.value.value))
 
 
 def self_field(expr: cst.BaseExpression) -> str | None:
@@ -154,6 +174,47 @@ class EventEscapes:
             return
         self.unjoined_escape(st, value, node)
         self.escape(st, value)
+
+    def own_guard(self, key: str) -> bool:
+        """An event kept in a field of ``self`` (``self.done[slot].record()`` after the side-stream work on the
+        tensor handed back) that is no join handle for the caller: every wait on it is ``self.<s>.wait_event(...)`` by a side stream the class makes (``self.s =
+        torch.cuda.Stream()``) and nothing joins into the current stream (a slot-reuse guard of the object's own
+        copy stream: ``self.copy_stream.wait_event(self.done[slot])`` before it refills the slot). A wait through
+        a name bound from the field, ``.wait()`` or ``.synchronize()`` may be anyone's: a handle."""
+        found = re.match(r"self\.(\w+)", key)
+        if found is None or self.depth or self.fn.class_name is None:
+            return False
+        attr = found.group(1)
+        if not field_waited(self.project, attr):
+            return False  # (an event nobody waits on is a defect of its own: reported by the join-step checks)
+        memo = derived(self.project, "event_field_own_waiters")
+        if attr not in memo:
+            waiters: set[str] | None = set()
+            for model in self.project.files_containing((attr.encode(),)):
+                for fn in model.iter_functions():
+                    if _bound_and_waited(fn, attr):
+                        waiters = None
+                    for site in fn.calls if waiters is not None else ():
+                        held = waited_expr(site)
+                        if not (isinstance(held, cst.Attribute) and held.attr.value == attr):
+                            continue
+                        recv = site.node.func.value if isinstance(site.node.func, cst.Attribute) else None
+                        stream = dotted(recv) if site.method == "wait_event" and recv is not None else None
+                        if stream is None or not stream.startswith("self.") or stream.count(".") != 1 \
+                                or model is not self.file:
+                            waiters = None
+                        else:
+                            waiters.add(stream)
+            memo[attr] = waiters
+        waiters = memo[attr]
+        return bool(waiters) and all(self._made_stream(w) and not self.joined_elsewhere(w) for w in waiters)
+
+    def _made_stream(self, field: str) -> bool:
+        """Is ``self.<field>`` assigned in this class only from a stream constructor (``torch.cuda.Stream()``)?"""
+        values = [a.value for f in self.file.functions.values() if f.class_name == self.fn.class_name
+                  for a in f.assigns if a.target == field]
+        return bool(values) and all(isinstance(v, cst.Call) and (dotted(v.func) or "").endswith(".Stream")
+                                    for v in values)
 
     def kept_unwaited(self, key: str) -> bool:
         """An event created here whose only escapes are into fields of ``self`` nobody waits on (one handed in

@@ -106,6 +106,14 @@ def _whole_reads(fn_node: cst.CSTNode) -> frozenset[str]:
     return frozenset(out)
 
 
+def _tensor_params(fn) -> frozenset[str]:
+    """The parameters of ``fn`` annotated as tensors (``x: torch.Tensor``, ``*inputs: torch.Tensor``)."""
+    p = fn.node.params
+    star = [p.star_arg] if isinstance(p.star_arg, cst.Param) else []
+    return frozenset(q.name.value for q in (*p.posonly_params, *p.params, *p.kwonly_params, *star)
+                     if q.annotation is not None and tensor_annotation(q.annotation.annotation))
+
+
 class ListReads:
     """Interp state it uses: ``cfile``, ``cfn``, ``project``, ``default_key``, ``unknown_results``. It asks
     storage (new_tensor, is_host, op, tensors) and expressions (ev)."""
@@ -159,6 +167,27 @@ class ListReads:
                 return v
         elif (dotted(expr.func) or "").split(".", 1)[0] not in self.cfn.all_params:
             return v  # (a library call or a builtin: nothing says it makes device data)
+        tv = self.op(st, expr, [])
+        if tv is not None:
+            self.unknown_results.add(tv.sid)
+            return tv
+        return v
+
+    def unknown_handed(self, st: State, name: str, expr: cst.BaseExpression, v: object) -> object:
+        """``output = fn(*inputs)`` inside a side-stream scope, ``fn`` a parameter of the function (a callback) handed
+        tracked or tensor-annotated tensors, ``output`` a bare name the function returns or yields: the callback's
+        result is taken as device data made on that stream at the call (its findings are medium, ``Race.unknown``),
+        so handing it back unjoined is a join escape (``Storages.unjoined_escape``)."""
+        if not isinstance(expr, cst.Call) or st.cur in (MAIN, self.default_key) or len(st.stack) < 2 \
+                or not (v is None or isinstance(v, KVal) and v.opaque) or self.tensors(st, v) \
+                or not isinstance(expr.func, cst.Name) or expr.func.value not in self.cfn.all_params \
+                or not any(isinstance(a.value, cst.Name) and (self.tensors(st, st.env.get(a.value.value))
+                                                               or a.value.value in _tensor_params(self.cfn))
+                           for a in expr.args):
+            return v
+        handed = [r.value for r in self.cfn.returns] + [y.value for y in self.cfn.yields]
+        if not any(isinstance(h, cst.Name) and h.value == name for h in handed):
+            return v
         tv = self.op(st, expr, [])
         if tv is not None:
             self.unknown_results.add(tv.sid)

@@ -17,7 +17,7 @@ from streamlint.model.flow.callerscopes import race_evidence
 from streamlint.model.flow.callers import steps_synced
 from streamlint.model.flow.bodyinputs import bodies_read_caller_device, callers_cannot_fork
 from streamlint.model.flow.entryctx import entry_of
-from streamlint.model.flow.escapes import events_in, handed_value, self_field
+from streamlint.model.flow.escapes import events_in, handed_value, self_field, tensor_boxes
 from streamlint.model.flow.fieldfamilies import callers_join
 from streamlint.model.flow.hostfields import HostFields
 from streamlint.model.flow.hostargs import host_by_callers, worker_thread_only
@@ -301,7 +301,7 @@ class Storages(HostFields):
         that stream (a caller protocol). Long-lived tensors written here on a side stream leave the same way
         (:mod:`~streamlint.model.flow.leaves`: ``held``)."""
         if self.depth or self.cfg.mode not in ("eager", "cuda") or self.deferred_end or node is None \
-                or st.cur != MAIN or self._hands_over(returned):
+                or st.cur != MAIN or self._hands_over(returned, tensor_boxes(st, self.fn, node)):
             return  # (captured graphs join their outputs; a return inside a scope is a wrapper's)
         know = st.know(MAIN)
         candidates = [tv.sid for tv in self.tensors(st, returned)]
@@ -353,9 +353,9 @@ class Storages(HostFields):
             self.race(st, "read", S, caller, st.cur, "the with-body", body=True)
 
     def event_handed_over(self, st: State, lw: Access, returned: object, sid: int | None = None) -> bool:
-        return any((not key.startswith("<") or key in self.handed_events) and snap.get(lw.stream, -1) >= lw.time
-                   and not self.bundled_elsewhere(key, sid) and not self.family_seeded(key, sid)
-                   for key, snap in st.events.items())
+        return any((not key.startswith("<") and not self.own_guard(key) or key in self.handed_events)
+                   and snap.get(lw.stream, -1) >= lw.time and not self.bundled_elsewhere(key, sid)
+                   and not self.family_seeded(key, sid) for key, snap in st.events.items())
 
     def _helper_return(self, S, node: cst.CSTNode) -> tuple[cst.With, cst.Return] | None:
         """(scope, return) of a method of this class, run inline here (its end deferred to its same-class
@@ -381,14 +381,14 @@ class Storages(HostFields):
                  and self.file.span(r).start_line > end]
         return (scope, after[0]) if len(after) == 1 and len(helper.returns) == 1 else None
 
-    def _hands_over(self, v: object) -> bool:
-        """A returned tuple that carries something besides tensors and constants (an event, a collective's
-        work handle, an object): the caller is handed what it needs to join."""
+    def _hands_over(self, v: object, boxes: tuple[int, ...] = ()) -> bool:
+        """A returned tuple that carries more than tensors, constants and ``boxes`` of tensors (escapes.py): an event,
+        a collective's work handle, an object: the caller is handed what it needs to join."""
         if not isinstance(v, TupVal):
             return isinstance(v, EVal)
         return any(self._hands_over(i) if isinstance(i, TupVal) else not isinstance(i, (TVal, CVal)) and not (
             isinstance(i, KVal) and i.key in self.fn.all_params)  # what the caller passed in: no handle made here
-                   for i in v.items)
+                   and k not in boxes for k, i in enumerate(v.items))
 
     def caller_may_join(self, stream: str) -> bool:
         """A stream handed in as a parameter: the caller owns it and may join it after the call. Only a
@@ -697,3 +697,4 @@ def element_field_key(key: str) -> str:
     meta = next((i for i, f in enumerate(fields) if f in META_ATTRS), len(fields))
     chain = "".join(f".{f}" for f in fields[:meta])
     return f"{head}[]{chain}" if chain else head
+

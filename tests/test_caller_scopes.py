@@ -103,3 +103,21 @@ def test_a_wrapper_inline_only_without_a_stream_is_a_scope_that_may_be_the_calle
     assert found[("drafting.py", 33, "SL201")] == found[("drafting.py", 34, "SL201")] == "low"
     for line in (40, 41, 54, 55):
         assert found[("drafting.py", line, "SL201")] == "medium", line
+
+
+def test_a_field_chosen_among_made_streams_is_never_none() -> None:
+    """``Stream(priority=-1) if fast else Stream()`` and ``stream or Stream()`` are never None: a caller whose
+    wrapper runs inline (its stream None) runs the call on another stream, a real race that keeps medium."""
+    from streamlint.model.flow.inlinewrappers import may_hold_none
+
+    project = engine_for(PROJECT).project
+    drafting = project.file(str(PKG / "drafting.py"))
+    for cls in ("EagerDraftModel", "BorrowingDraftModel"):
+        assert not may_hold_none(project, drafting, drafting.classes[cls], "self._stream"), cls
+    assert may_hold_none(project, drafting, drafting.classes["DraftModel"], "self._stream")
+    eager = drafting.classes["EagerDraftModel"].methods["propose_eager"]
+    assert caller_scopes(project, drafting, eager, "self._stream") is None
+    files = [str(f) for f in discover([str(PROJECT)], PROJECT).files]
+    found = {(Path(f.path).name, f.span.start_line, f.code): f.confidence.value for f in lint_paths(PROJECT, files)}
+    for line in (97, 98, 112, 113):
+        assert found[("drafting.py", line, "SL201")] == "medium", line

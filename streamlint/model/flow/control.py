@@ -24,7 +24,7 @@ from streamlint.model.flow.guards import known_none, null_context_choice, orderi
     stream_type_test
 from streamlint.model.flow.handles import handle_binding
 from streamlint.model.flow.hostnames import host_handle, host_object
-from streamlint.model.flow.handlestreams import handle_param
+from streamlint.model.flow.handlestreams import handle_stream
 from streamlint.model.flow.wrapperforks import forks_on_entry, joins_on_exit, yields_caller_stream
 from streamlint.model.flow.values import (AnalysisBudgetExceeded, CVal, CtxVal, EVal, HVal, KVal, LOOP_UNROLL, MAX_PATHS,
                                           MAX_STEPS, NONE, SVal, ScopeRun, State, TVal, TupVal)
@@ -186,10 +186,7 @@ class ControlFlow:
                     and isinstance(value_node, cst.Call) and target.value not in st.env \
                     and v not in st.globs.values():  # (a stream a module global holds keeps its identity)
                 v = SVal(target.value)  # a stream created here: name it after its variable
-            if self.cfn is self.fn and value_node is not None and target.value not in st.env \
-                    and handle_param(self.cfile, self.cfn, value_node) is not None:
-                v = SVal(target.value)  # `s = torch.cuda.ExternalStream(handle)`: the caller's stream, as a
-                self.param_streams.add(target.value)  # stream parameter is (flow/handlestreams.py)
+            v = handle_stream(self, st, target.value, value_node) or v  # `s = ExternalStream(handle)`: handlestreams
             compared = self.stream_compare(st, value_node)
             if compared is not None:
                 v = KVal(target.value, opaque=True, test=compared)

@@ -12,21 +12,90 @@ assumes the caller passes a stream other than its current one, and is judged as 
 (:meth:`~streamlint.model.flow.storage.Storages.caller_stream`: medium, the hint saying what it assumes), not as
 one with a stream the function made itself. :func:`handle_param` recognises the binding: an ``ExternalStream``
 of a parameter the function never rebinds (its first argument or ``stream_ptr=``), or a conditional choosing
-between that parameter itself and such a wrap of it."""
+between that parameter itself and such a wrap of it. "Never rebinds" counts every way a name is bound (an
+assignment, a ``for`` / ``with ... as`` / ``except ... as`` target, ``:=``, ``+=``, ``import``, ``del``, a nested
+function's ``nonlocal``), and the parameter has no default other than None (``h=torch.cuda.Stream().cuda_stream``:
+a caller that leaves it out gets the function's own stream). :func:`handle_stream` is the interpreter's hook: a
+local is the caller's stream only when every binding of it wraps the same such parameter, so a name bound to
+``torch.cuda.Stream()`` on another path stays a stream the function made."""
 
 from __future__ import annotations
 
 from streamlint._lazy import cst
 from streamlint.model.file import FileModel, FunctionInfo
+from streamlint.model.flow.values import SVal
+from streamlint.model.syntax import descendants, is_none, local_nodes, node_memo
 
 _WRAPS = frozenset({"torch.cuda.ExternalStream", "torch.npu.ExternalStream", "torch.xpu.ExternalStream",
                     "torch_npu.npu.ExternalStream"})
 
 
+def _binds(n, fn_node) -> list[str]:
+    """The names one node of the function binds: assignments of any shape, ``for`` / ``with`` / ``except`` /
+    ``import`` targets, ``:=``, augmented assignments, ``del``, and the names a nested function declares
+    ``nonlocal`` (it may rebind them). Comprehension targets bind in their own scope: not counted."""
+    if isinstance(n, cst.Assign):
+        targets = [t.target for t in n.targets]
+    elif isinstance(n, (cst.AugAssign, cst.For, cst.NamedExpr)) or isinstance(n, cst.AnnAssign) and n.value:
+        targets = [n.target]
+    elif isinstance(n, cst.AsName):
+        targets = [n.name]
+    elif isinstance(n, cst.ImportAlias) and n.asname is None and isinstance(n.name, cst.Name):
+        targets = [n.name]
+    elif isinstance(n, cst.Del):
+        targets = [n.target]
+    elif isinstance(n, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) and n is not fn_node:
+        return [d.name.value for x in descendants(n) if isinstance(x, cst.Nonlocal) for d in x.names]
+    else:
+        return []
+    names, stack = [], targets
+    while stack:  # (starred and nested targets; attribute and subscript targets bind no name)
+        t = stack.pop()
+        if isinstance(t, cst.StarredElement):
+            stack.append(t.value)
+        elif isinstance(t, (cst.Tuple, cst.List)):
+            stack += [el.value for el in t.elements]
+        elif isinstance(t, cst.Name):
+            names.append(t.value)
+    return names
+
+
+def _bound(fn_node) -> tuple[frozenset[str], frozenset[str]]:
+    """(every name the function binds, those bound by anything but a plain ``name = value``)."""
+    every: set[str] = set()
+    other: set[str] = set()
+    for n in local_nodes(fn_node):
+        if n is fn_node:
+            continue
+        names = _binds(n, fn_node)
+        every.update(names)
+        plain = isinstance(n, cst.Assign) and all(isinstance(t.target, cst.Name) for t in n.targets) \
+            or isinstance(n, cst.AnnAssign) and isinstance(n.target, cst.Name)
+        if not plain:
+            other.update(names)
+    return frozenset(every), frozenset(other)
+
+
+def _rebound(fn: FunctionInfo, *, plain: bool = True) -> frozenset[str]:
+    """The names ``fn`` binds (with ``plain=False``: only those bound otherwise than by ``name = value``)."""
+    return node_memo("handlestreams.bound", fn.node, _bound)[0 if plain else 1]
+
+
+def _default(fn: FunctionInfo, name: str):
+    params = fn.node.params
+    param = next((p for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+                  if p.name.value == name), None)
+    return None if param is None else param.default
+
+
 def _param(fn: FunctionInfo, expr) -> str | None:
+    """The parameter ``expr`` names, when it still holds what the caller passed (never rebound, no default
+    other than None)."""
     name = expr.value if isinstance(expr, cst.Name) else None
-    return name if name is not None and name in fn.all_params and name != "self" \
-        and name not in fn.name_assigns else None
+    if name is None or name not in fn.all_params or name == "self" or name in _rebound(fn):
+        return None
+    default = _default(fn, name)
+    return name if default is None or is_none(default) else None
 
 
 def _wrapped(model: FileModel, fn: FunctionInfo, value) -> str | None:
@@ -48,4 +117,20 @@ def handle_param(model: FileModel, fn: FunctionInfo, value) -> str | None:
     return _wrapped(model, fn, value)
 
 
-__all__ = ["handle_param"]
+def handle_stream(interp, st, name: str, value) -> SVal | None:
+    """The interpreter's hook for ``name = value``: the stream value of a local that is the caller's stream
+    wrapped from its handle (noted in ``interp.param_streams``, judged as a stream parameter), else None. Only
+    for the function analysed itself (not a callee inlined into it), at the name's first binding on the path,
+    and only when every binding of the name in the function wraps the same parameter: ``s = Stream()`` on
+    another path is the function's own stream under the same name."""
+    fn = interp.cfn
+    if fn is not interp.fn or value is None or name in st.env or name in _rebound(fn, plain=False):
+        return None
+    params = {handle_param(interp.cfile, fn, v) for v in fn.name_assigns.get(name, ())}
+    if len(params) != 1 or None in params or handle_param(interp.cfile, fn, value) is None:
+        return None
+    interp.param_streams.add(name)
+    return SVal(name)
+
+
+__all__ = ["handle_param", "handle_stream"]

@@ -104,7 +104,8 @@ def none_only(fn: FunctionInfo, spec: WrapperSpec, calls: set[int]) -> bool:
 
 def may_hold_none(project: Project, file: FileModel, cls, key: str) -> bool:
     """May the callee's stream ``key`` be None (or is it unknown)? Not when it is a field of ``cls`` every binding
-    of which is a stream constructor, ``current_stream()`` or ``default_stream()`` call."""
+    of which is a stream constructor, ``current_stream()`` or ``default_stream()`` call, or a choice among those
+    (:func:`_never_none`)."""
     from streamlint.model.flow.fieldfacts import _assigns
 
     if cls is None or not _FIELD.fullmatch(key):
@@ -112,11 +113,19 @@ def may_hold_none(project: Project, file: FileModel, cls, key: str) -> bool:
     built = _assigns(cls, key)
     if not built:
         return True
-    for method, value in built:
-        spec = apis.lookup(file.resolve(value.func, method)) if isinstance(value, cst.Call) else None
-        if spec is None or spec.role not in _NEVER_NONE:
-            return True
-    return False
+    return not all(_never_none(file, method, value) for method, value in built)
+
+
+def _never_none(file: FileModel, method: FunctionInfo, value) -> bool:
+    """Is ``value`` a stream constructor / ``current_stream()`` / ``default_stream()`` call, or a choice that can
+    only give one: both arms of ``x if c else y``, the last operand of ``a or b`` (an earlier one is taken only
+    when truthy, and None is not)?"""
+    if isinstance(value, cst.IfExp):
+        return _never_none(file, method, value.body) and _never_none(file, method, value.orelse)
+    if isinstance(value, cst.BooleanOperation) and isinstance(value.operator, cst.Or):
+        return _never_none(file, method, value.right)
+    spec = apis.lookup(file.resolve(value.func, method)) if isinstance(value, cst.Call) else None
+    return spec is not None and spec.role in _NEVER_NONE
 
 
 __all__ = ["NONE_ONLY", "may_hold_none", "none_only"]

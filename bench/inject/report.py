@@ -143,12 +143,14 @@ def compare_runs(before: Path, after: Path) -> str:
         return {r["key"]: r for r in rows if "key" in r}
 
     a, b = load(before), load(after)
+    name_a, name_b = ((before.name, after.name) if before.name != after.name
+                      else (str(before.parent.name + "/" + before.name), str(after.parent.name + "/" + after.name)))
     common = sorted(set(a) & set(b))
     defects = [k for k in common if b[k]["verdict"] == "defect"]
     caught_a = sum(bool(a[k].get("caught_rule")) for k in defects)
     caught_b = sum(bool(b[k].get("caught_rule")) for k in defects)
-    lines = [f"{len(common)} mutants in both runs ({len(set(a) - set(b))} only in {before.name}, "
-             f"{len(set(b) - set(a))} only in {after.name}); defects caught at the expected line (rule): "
+    lines = [f"{len(common)} mutants in both runs ({len(set(a) - set(b))} only in {name_a}, "
+             f"{len(set(b) - set(a))} only in {name_b}); defects caught at the expected line (rule): "
              f"{caught_a} / {len(defects)} -> {caught_b} / {len(defects)}"]
     for k in defects:
         was, now = bool(a[k].get("caught_rule")), bool(b[k].get("caught_rule"))

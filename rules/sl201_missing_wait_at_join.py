@@ -447,6 +447,10 @@ def _report_early(ctx: RuleContext, fn, early: EarlyRecord) -> None:
         confidence = Confidence.MEDIUM
         hint += (f"; `{early.aside}()` of the class also joins {stream}, but only after its own work there or as a "
                  f"teardown synchronising every stream: this assumes the waiters of {event} rely on it for this work")
+    if early.release is not None:
+        confidence = Confidence.MEDIUM
+        hint += (f"; `{early.release}` recorded after that work is kept only with other values (a release of its "
+                 f"source): this assumes the readers of what the work writes wait on {event}")
     related = [Location(ctx.file.path, ctx.file.span(early.work), "work the event does not cover")] \
         if early.work is not None else []
     ctx.report(early.node, message, confidence=confidence, related=related, hint=hint)

@@ -22,6 +22,7 @@ from streamlint.model.flow.counters import NVal
 from streamlint.model.flow.devicework import helper_site_work
 from streamlint.model.flow.escapes import field_made_outside, field_only_polled
 from streamlint.model.flow.protocols import holder_joins
+from streamlint.model.flow.releaseguards import release_only
 from streamlint.model.flow.values import CVal, EVal, IVal, KVal, NONE, SVal, State, merge_clock
 from streamlint.model.stepstate import forks_for_callers
 from streamlint.model.uses import bind_arguments
@@ -282,15 +283,20 @@ class Orderings:
         found = []
         know = st.know(MAIN)
         for stream, last in st.work.items():
-            if stream == MAIN or stream.startswith("<") \
-                    or know.get(stream, -1) >= last \
-                    or any(snap.get(stream, -1) >= last for snap in st.events.values()):
+            if stream == MAIN or stream.startswith("<") or know.get(stream, -1) >= last:
                 continue
+            covers = [key for key, snap in st.events.items() if snap.get(stream, -1) >= last]
             early = [(snap[stream], key) for key, snap in st.events.items()
-                     if (key, stream, snap.get(stream)) in self.record_sites and self.waited_for(key)]
+                     if key not in covers and (key, stream, snap.get(stream)) in self.record_sites
+                     and (not covers or key.startswith("self.")) and self.waited_for(key)]
             if not early:
                 continue
             time, key = max(early)
+            if covers:  # a later record covers the work, unless it only guards other values (releaseguards.py)
+                release = release_only(self, st, covers, stream, time, last)
+                if release is None:
+                    continue
+                self.release_covers[key] = release
             if self.spares_waiters(st, key, stream, time, last):
                 continue  # the waiters seen here use only what the record already covers (guardedwork.py)
             if not self.joined_elsewhere(stream):

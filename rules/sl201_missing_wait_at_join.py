@@ -447,6 +447,11 @@ def _report_early(ctx: RuleContext, fn, early: EarlyRecord) -> None:
         confidence = Confidence.MEDIUM
         hint += (f"; `{early.aside}()` of the class also joins {stream}, but only after its own work there or as a "
                  f"teardown synchronising every stream: this assumes the waiters of {event} rely on it for this work")
+    if early.thread is not None:
+        confidence = Confidence.MEDIUM
+        hint = (f"a wait on {event} orders only what {stream} queued before the record, and `{early.thread}()`, "
+                f"which waits on it, runs on a thread of its own: the joins of {stream} after the record here do not "
+                "order it. Record the event after that work (this assumes the thread waits while this work runs)")
     if early.release is not None:
         confidence = Confidence.MEDIUM
         hint += (f"; `{early.release}` recorded after that work is kept only with other values (a release of its "

@@ -110,7 +110,9 @@ Layer 3 — one function's flow
                     was handed; an event handed on with its holder object), ``handedearly`` (an event recorded
                     before writes of the tensors it is handed out with), ``releaseguards`` (an event recorded after the
                     work but kept only with other values, a release of its source, covers no write of that work
-                    for the readers of a field event recorded before it), ``deadevents`` (an event nobody
+                    for the readers of a field event recorded before it), ``threadwaiters`` (a field event waited by a
+                    method the class runs as a thread target: no join after the record orders that waiter),
+                    ``deadevents`` (an event nobody
                     consumes on a stream joined otherwise), ``handles`` (a collective's work handle or a future
                     made from it: a host object whose ``wait()`` is the join, unless its done-callback queues
                     stream work), ``scopenone`` (a stream whose scope a path entered

@@ -23,6 +23,7 @@ from streamlint.model.flow.devicework import helper_site_work
 from streamlint.model.flow.escapes import field_made_outside, field_only_polled
 from streamlint.model.flow.protocols import holder_joins
 from streamlint.model.flow.releaseguards import release_only
+from streamlint.model.flow.threadwaiters import thread_waiter
 from streamlint.model.flow.values import CVal, EVal, IVal, KVal, NONE, SVal, State, merge_clock
 from streamlint.model.stepstate import forks_for_callers
 from streamlint.model.uses import bind_arguments
@@ -283,16 +284,22 @@ class Orderings:
         found = []
         know = st.know(MAIN)
         for stream, last in st.work.items():
-            if stream == MAIN or stream.startswith("<") or know.get(stream, -1) >= last:
+            if stream == MAIN or stream.startswith("<"):
                 continue
+            joined = know.get(stream, -1) >= last
             covers = [key for key, snap in st.events.items() if snap.get(stream, -1) >= last]
             early = [(snap[stream], key) for key, snap in st.events.items()
                      if key not in covers and (key, stream, snap.get(stream)) in self.record_sites
-                     and (not covers or key.startswith("self.")) and self.waited_for(key)]
+                     and (not (joined or covers) or key.startswith("self.")) and self.waited_for(key)]
             if not early:
                 continue
             time, key = max(early)
-            if covers:  # a later record covers the work, unless it only guards other values (releaseguards.py)
+            threaded = thread_waiter(self.project, self.file, self.fn, key) if joined or covers else None
+            if threaded is not None:  # its waiter runs on a thread of its own: no join here orders it
+                self.thread_waiters[key] = threaded
+            elif joined:
+                continue
+            elif covers:  # a later record covers the work, unless it only guards other values (releaseguards.py)
                 release = release_only(self, st, covers, stream, time, last)
                 if release is None:
                     continue

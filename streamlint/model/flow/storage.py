@@ -642,9 +642,8 @@ class Storages(HostFields):
                 work, guessed = self.uncovered_work(st, stream, time)
                 self.early_records[id(node)] = EarlyRecord(node, label, stream, work, self.cfg.mode,
                                                            self.caller_may_join(stream), key in self.presumed_waits,
-                                                           self.aside_joins.get(key), guessed,
-                                                           release=self.release_covers.get(key),
-                                                           thread=self.thread_waiters.get(key))
+                                                           self.aside_joins.get(key), guessed, release=self.release_covers.get(
+                                                               key), thread=self.thread_waiters.get(key))
         for sid, S in list(st.stores.items()):
             if S.kind == "local" and not S.dead:
                 self.free(st, sid, "function end", None, force=True)

@@ -294,7 +294,10 @@ class Orderings:
             if not early:
                 continue
             time, key = max(early)
-            threaded = thread_waiter(self.project, self.file, self.fn, key) if joined or covers else None
+            field = key.split("[", 1)[0]
+            threaded = thread_waiter(self.project, self.file, self.fn, key) \
+                if (joined or covers) and st.host.get(stream, -1) < last \
+                and not any(k.split("[", 1)[0] == field for k in covers) else None
             if threaded is not None:  # its waiter runs on a thread of its own: no join here orders it
                 self.thread_waiters[key] = threaded
             elif joined:

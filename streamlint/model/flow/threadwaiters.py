@@ -19,7 +19,9 @@ none of those joins orders it, only the event does::
 stream (``s.wait_event(self.done[i])``, ``self.done[i].wait()``) is a method of this class that the class itself
 starts as a thread target (``Thread(target=self._upload)``; also through a module alias of ``threading``). The
 finding is medium: that the thread waits while this function runs is presumed from the thread start, not from an
-ordering the analysis follows.
+ordering the analysis follows. Not when the host synchronised the stream after the work (the thread may be handed
+its turn only after that, by a queue put) or when a later record of the same field covers the work (the thread may
+wait on that element).
 """
 
 from __future__ import annotations

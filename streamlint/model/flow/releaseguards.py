@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
-from streamlint.model.syntax import local_nodes
+from streamlint.model.syntax import local_nodes, node_memo
 
 if TYPE_CHECKING:
     from streamlint.model.flow.values import State
@@ -55,12 +55,25 @@ def kept_with(fn_node: cst.CSTNode, name: str) -> set[str] | None:
     """The names event ``name`` is kept with when every mention of it in the function (``fn_node``) other than its
     own methods (``name.record()``, ``name.synchronize()``) and its bindings (a ``for`` / assignment target) is an
     element of a tuple / list display of two or more items (``pool.put((host, name))``); None otherwise (it is
-    handed alone, passed as an argument, waited on by a stream, or never handed)."""
-    parents: dict[int, cst.CSTNode] = {}
-    nodes = list(local_nodes(fn_node))
-    for n in nodes:
-        for c in n.children:
-            parents[id(c)] = n
+    handed alone, passed as an argument, waited on by a stream, or never handed). Memoised per function and
+    name: the early-record check asks it at every path end."""
+    return node_memo(f"kept_with:{name}", fn_node, lambda node: _kept_with(node, name))
+
+
+def _parents(fn_node: cst.CSTNode) -> tuple[list[cst.CSTNode], dict[int, cst.CSTNode]]:
+    """The function's own nodes and the parent of each (memoised per function)."""
+    def compute(node: cst.CSTNode) -> tuple[list[cst.CSTNode], dict[int, cst.CSTNode]]:
+        nodes = list(local_nodes(node))
+        parents: dict[int, cst.CSTNode] = {}
+        for n in nodes:
+            for c in n.children:
+                parents[id(c)] = n
+        return nodes, parents
+    return node_memo("kept_with_parents", fn_node, compute)
+
+
+def _kept_with(fn_node: cst.CSTNode, name: str) -> set[str] | None:
+    nodes, parents = _parents(fn_node)
     others: set[str] = set()
     handed = False
     for n in nodes:

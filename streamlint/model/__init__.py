@@ -112,6 +112,8 @@ Layer 3 — one function's flow
                     work but kept only with other values, a release of its source, covers no write of that work
                     for the readers of a field event recorded before it), ``threadwaiters`` (a field event waited by a
                     method the class runs as a thread target: no join after the record orders that waiter),
+                    ``waitertouch`` (those two report only when the work after the record reads a field the
+                    waiters write or writes one they name; a local never stored away is invisible to them),
                     ``deadevents`` (an event nobody
                     consumes on a stream joined otherwise), ``handles`` (a collective's work handle or a future
                     made from it: a host object whose ``wait()`` is the join, unless its done-callback queues

@@ -24,6 +24,7 @@ from streamlint.model.flow.escapes import field_made_outside, field_only_polled
 from streamlint.model.flow.protocols import holder_joins
 from streamlint.model.flow.releaseguards import release_only
 from streamlint.model.flow.threadwaiters import thread_waiter
+from streamlint.model.flow.waitertouch import work_meets_waiters
 from streamlint.model.flow.values import CVal, EVal, IVal, KVal, NONE, SVal, State, merge_clock
 from streamlint.model.stepstate import forks_for_callers
 from streamlint.model.uses import bind_arguments
@@ -298,13 +299,15 @@ class Orderings:
             threaded = thread_waiter(self.project, self.file, self.fn, key) \
                 if (joined or covers) and st.host.get(stream, -1) < last \
                 and not any(k.split("[", 1)[0] == field for k in covers) else None
+            if threaded is not None and not work_meets_waiters(self, st, key, stream, time, last, threaded):
+                threaded = None  # the work after the record touches nothing its thread touches (waitertouch.py)
             if threaded is not None:  # its waiter runs on a thread of its own: no join here orders it
                 self.thread_waiters[key] = threaded
             elif joined:
                 continue
             elif covers:  # a later record covers the work, unless it only guards other values (releaseguards.py)
                 release = release_only(self, st, covers, stream, time, last)
-                if release is None:
+                if release is None or not work_meets_waiters(self, st, key, stream, time, last):
                     continue
                 self.release_covers[key] = release
             if self.spares_waiters(st, key, stream, time, last):

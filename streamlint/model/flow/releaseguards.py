@@ -1,27 +1,28 @@
 """Release events do not cover the writes of the work they follow (issue 16, [cross-method] record-event-early).
 
-A staging loop often records two events on its transfer stream for one copy: a field event its consumer method
-waits before reading the destination (``self.loaded[layer]``, waited in ``run()`` by the compute stream), and a
-release event of the source handed back with it to the pool it came from (``self.host_pool.put((host,
-host_done))``: the host refills ``host`` once ``host_done`` completes)::
+A swap-in path often records two events on its transfer stream for one copy: a field event the consumer method
+waits before reading the destination (``self.block_ready[req]``, waited in ``attend()``), and a release event of
+the source handed back with it to the free list it came from (``self.bounce_free.append((bounce, released))``:
+the next swap refills ``bounce`` once ``released`` completes)::
 
-    with torch.cuda.stream(self.transfer_stream):
-        self.loaded[layer].record()              # SL201: recorded before the copy its waiter relies on
-        dev.copy_(host, non_blocking=True)
-        host_done.record()                       # guards `host` only: its waiter refills the source
-    self.host_pool.put((host, host_done))
-    self._emit((layer, slot, dev), self.ready_q)
+    with torch.cuda.stream(self.swap_stream):
+        self.block_ready[req].record()              # SL201: recorded before the copy its waiter relies on
+        self.kv_blocks[req].copy_(bounce, non_blocking=True)
+        released.record()                           # guards `bounce` only: its waiter refills the source
+    self.bounce_free.append((bounce, released))
 
 The early-record check (:meth:`~streamlint.model.flow.orderings.Orderings.uncovered_records`) takes any event
 recorded after the last work on the stream as the join of that work: its waiters order everything before it.
 That holds for whoever waits on it. A release event kept only in records with other values (every hand-over of
-it in this function is a tuple, none holding the written tensor: the pool's ``(host, host_done)``) is waited
+it in this function is a tuple, none holding the written tensor: the free list's ``(bounce, released)``) is waited
 by the owner of those values, not by the readers of what the work writes. :func:`release_only` tells the check
 so when every event recorded after the work is of that kind and the work writes a tensor none of them is kept
 with, a tensor that outlives the function (handed out, kept in a field or handed in): the field event recorded
 before the write is then the only handle its readers have, and the record is reported at medium confidence
 (the readers are in another method or thread; the pairing of the field event with the written tensor is
-presumed from the class's protocol, not seen).
+presumed from the class's protocol, not seen). Only when that work touches what the field's waiters touch
+(:mod:`~streamlint.model.flow.waitertouch`). An index or key item in the tuple (``(slot, released)``) is taken
+as a value like any other: the check rests on the waiters reading what the work writes, not on the pairing.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Event fields waited on by a method the class runs on a thread of its own (issue 16, [cross-method]).
 
-A pipelined class often splits its loop over threads: ``run()`` computes on the compute stream and records
-``self.done[slot]`` when it is through with a slot; ``_upload()``, started in ``run()`` as
-``threading.Thread(target=self._upload)``, makes the transfer stream wait on ``self.done[slot]`` before it
+A pipelined class often splits its loop over threads: ``step()`` updates on the update stream and records
+``self.slot_free[k]`` when it is through with a slot; ``_refill()``, started as
+``threading.Thread(target=self._refill)``, makes the upload stream wait on ``self.slot_free[k]`` before it
 overwrites that slot. The early-record check
 (:meth:`~streamlint.model.flow.orderings.Orderings.uncovered_records`) takes a join of the side stream after
 the record (the current stream's ``wait_stream`` at the end of ``run()``, a host synchronisation, a later event)
@@ -10,14 +10,15 @@ as ordering the work after the record for the event's waiters: they are presumed
 its current stream or after its caller's join. A waiter on another thread runs while this function still does:
 none of those joins orders it, only the event does::
 
-    with torch.cuda.stream(self.compute_stream):
-        self.done[slot].record()              # SL201: the uploader overwrites the slot while `layer_fn` reads it
-        x = layer_fn(x, weights)
-    torch.cuda.current_stream().wait_stream(self.compute_stream)
+    with torch.cuda.stream(self.update_stream):
+        self.slot_free[k].record()            # SL201: the refill thread overwrites the moments read below
+        param.addcdiv_(grad, self.moment_slots[k].sqrt(), value=-lr)
+    self.step_done.record(self.update_stream)
+    torch.cuda.current_stream().wait_event(self.step_done)
 
 :func:`thread_waiter` names the waiter when every function of the project waiting on the field's events with a
-stream (``s.wait_event(self.done[i])``, ``self.done[i].wait()``) is a method of this class that the class itself
-starts as a thread target (``Thread(target=self._upload)``; also through a module alias of ``threading``). The
+stream (``s.wait_event(self.slot_free[k])``, ``self.slot_free[k].wait()``) is a method of this class that the class itself
+starts as a thread target (``Thread(target=self._refill)``; also through a module alias of ``threading``). The
 finding is medium: that the thread waits while this function runs is presumed from the thread start, not from an
 ordering the analysis follows. Not when the host synchronised the stream after the work (the thread may be handed
 its turn only after that, by a queue put) or when a later record of the same field covers the work (the thread may
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 
 
 def thread_targets(project: Project, cls: ClassInfo) -> frozenset[str]:
-    """The methods of ``cls`` it starts as thread targets (``threading.Thread(target=self._upload)``)."""
+    """The methods of ``cls`` it starts as thread targets (``threading.Thread(target=self._refill)``)."""
     memo = derived(project, "class_thread_targets")
     if id(cls.node) not in memo:
         found: set[str] = set()

@@ -22,6 +22,7 @@ from streamlint.model.flow.counters import NVal
 from streamlint.model.flow.devicework import helper_site_work
 from streamlint.model.flow.escapes import field_made_outside, field_only_polled
 from streamlint.model.flow.protocols import holder_joins
+from streamlint.model.flow.results import EarlyRecord
 from streamlint.model.flow.releaseguards import release_only
 from streamlint.model.flow.threadwaiters import thread_waiter
 from streamlint.model.flow.waitertouch import work_meets_waiters
@@ -318,6 +319,17 @@ class Orderings:
                 self.aside_joins[key] = aside  # reported at medium confidence (flow/asidejoins.py)
                 found.append((key, stream, time, last))
         return found
+
+    def early_record(self, st: State, key: str, stream: str, time: int) -> EarlyRecord:
+        """The finding for the record of ``key`` on ``stream`` at ``time`` that :meth:`uncovered_records` found
+        early: the work it leaves out and what the report presumes (a caller's join, an aside join, a release
+        event, a threaded waiter)."""
+        node, label = self.record_sites[(key, stream, time)]
+        work, guessed = self.uncovered_work(st, stream, time)  # type: ignore[attr-defined]
+        joins = self.caller_may_join(stream)  # type: ignore[attr-defined]
+        return EarlyRecord(node, label, stream, work, self.cfg.mode, joins,
+                           key in self.presumed_waits, self.aside_joins.get(key), guessed,
+                           release=self.release_covers.get(key), thread=self.thread_waiters.get(key))
 
     def aside_work_read(self, stream: str, key: str, time: int) -> bool:
         """Whether the event's waiters may read what the work after its record (at ``time``) writes: the aside

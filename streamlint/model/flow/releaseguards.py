@@ -87,7 +87,8 @@ def _kept_with(fn_node: cst.CSTNode, name: str) -> set[str] | None:
             display = parents.get(id(up))
             holder = parents.get(id(display))
             if isinstance(display, (cst.Tuple, cst.List)) and len(display.elements) >= 2:
-                if isinstance(holder, (cst.For, cst.AssignTarget, cst.CompFor)) and getattr(holder, "target", None) is display:
+                if isinstance(holder, (cst.For, cst.AssignTarget, cst.CompFor)) \
+                        and getattr(holder, "target", None) is display:
                     continue  # `for host, name in ...`: a binding
                 handed = True
                 others.update(r for el in display.elements if el.value is not n and (r := _root(el.value)))

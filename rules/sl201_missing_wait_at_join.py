@@ -429,8 +429,10 @@ def _report_early(ctx: RuleContext, fn, early: EarlyRecord) -> None:
         f"{event} is recorded on {stream} before the work it should guard{at} [{early.mode}]",
         f"{event} is recorded before the work it should guard{at} [{early.mode}]",
         f"an event is recorded before the work it should guard [{early.mode}]")
-    hint = (f"a wait on {event} orders only what {stream} queued before the record, and nothing else joins "
-            f"the work after it: record the event after that work")
+    joins = (f"`{early.thread}()`, which waits on it, runs on a thread of its own: the joins of {stream} after the "
+             "record here do not order it") if early.thread is not None else "nothing else joins the work after it"
+    hint = (f"a wait on {event} orders only what {stream} queued before the record, and {joins}: record the event "
+            "after that work")
     confidence = None
     if early.caller_may_join:
         confidence = Confidence.MEDIUM
@@ -447,6 +449,13 @@ def _report_early(ctx: RuleContext, fn, early: EarlyRecord) -> None:
         confidence = Confidence.MEDIUM
         hint += (f"; `{early.aside}()` of the class also joins {stream}, but only after its own work there or as a "
                  f"teardown synchronising every stream: this assumes the waiters of {event} rely on it for this work")
+    if early.thread is not None:
+        confidence = Confidence.MEDIUM
+        hint += "; this assumes the thread waits while this work runs"
+    if early.release is not None:
+        confidence = Confidence.MEDIUM
+        hint += (f"; `{early.release}` recorded after that work is kept only with other values (a release of its "
+                 f"source): this assumes the readers of what the work writes wait on {event}")
     related = [Location(ctx.file.path, ctx.file.span(early.work), "work the event does not cover")] \
         if early.work is not None else []
     ctx.report(early.node, message, confidence=confidence, related=related, hint=hint)

@@ -112,7 +112,13 @@ Layer 3 — one function's flow
                     stream parameter is),
                     ``calleerecords`` / ``handedholders`` (an event a callee's scope re-records after the work it
                     was handed; an event handed on with its holder object), ``handedearly`` (an event recorded
-                    before writes of the tensors it is handed out with), ``deadevents`` (an event nobody
+                    before writes of the tensors it is handed out with), ``releaseguards`` (an event recorded after the
+                    work but kept only with other values, a release of its source, covers no write of that work
+                    for the readers of a field event recorded before it), ``threadwaiters`` (a field event waited by a
+                    method the class runs as a thread target: no join after the record orders that waiter),
+                    ``waitertouch`` (those two report only when the work after the record reads a field the
+                    waiters write or writes one they name; a local never stored away is invisible to them),
+                    ``deadevents`` (an event nobody
                     consumes on a stream joined otherwise), ``handles`` (a collective's work handle or a future
                     made from it: a host object whose ``wait()`` is the join, unless its done-callback queues
                     stream work), ``scopenone`` (a stream whose scope a path entered

@@ -142,6 +142,8 @@ class Interp(HandedEarly, CalleeRecords, HandedHolders, ScopedNoneTests, Guarded
         self.timing_events: set[str] = set()  # events read by elapsed_time: they time work, they guard none
         self.presumed_waits: set[str] = set()  # event fields whose waiter is presumed (made by another package)
         self.aside_joins: dict[str, str] = {}  # early-recorded event -> a method joining its stream aside from it
+        self.release_covers: dict[str, str] = {}  # early-recorded event -> a later release event of other values
+        self.thread_waiters: dict[str, str] = {}  # early-recorded event -> its waiter method on a thread of its own
         self.guessed_work: dict[int, str] = {}  # time -> the method name a helper's work was resolved by
         self.record_sites: dict[tuple[str, str, int], tuple[cst.CSTNode, str]] = {}  # (event, stream, time) ->
         # (the record statement, the event's text)

@@ -22,6 +22,10 @@ from streamlint.model.flow.counters import NVal
 from streamlint.model.flow.devicework import helper_site_work
 from streamlint.model.flow.escapes import field_made_outside, field_only_polled
 from streamlint.model.flow.protocols import holder_joins
+from streamlint.model.flow.results import EarlyRecord
+from streamlint.model.flow.releaseguards import release_only
+from streamlint.model.flow.threadwaiters import thread_waiter
+from streamlint.model.flow.waitertouch import work_meets_waiters
 from streamlint.model.flow.values import CVal, EVal, IVal, KVal, NONE, SVal, State, merge_clock
 from streamlint.model.stepstate import forks_for_callers
 from streamlint.model.uses import bind_arguments
@@ -282,15 +286,31 @@ class Orderings:
         found = []
         know = st.know(MAIN)
         for stream, last in st.work.items():
-            if stream == MAIN or stream.startswith("<") \
-                    or know.get(stream, -1) >= last \
-                    or any(snap.get(stream, -1) >= last for snap in st.events.values()):
+            if stream == MAIN or stream.startswith("<"):
                 continue
+            joined = know.get(stream, -1) >= last
+            covers = [key for key, snap in st.events.items() if snap.get(stream, -1) >= last]
             early = [(snap[stream], key) for key, snap in st.events.items()
-                     if (key, stream, snap.get(stream)) in self.record_sites and self.waited_for(key)]
+                     if key not in covers and (key, stream, snap.get(stream)) in self.record_sites
+                     and (not (joined or covers) or key.startswith("self.")) and self.waited_for(key)]
             if not early:
                 continue
             time, key = max(early)
+            field = key.split("[", 1)[0]
+            threaded = thread_waiter(self.project, self.file, self.fn, key) \
+                if (joined or covers) and st.host.get(stream, -1) < last \
+                and not any(k.split("[", 1)[0] == field for k in covers) else None
+            if threaded is not None and not work_meets_waiters(self, st, key, stream, time, last, threaded):
+                threaded = None  # the work after the record touches nothing its thread touches (waitertouch.py)
+            if threaded is not None:  # its waiter runs on a thread of its own: no join here orders it
+                self.thread_waiters[key] = threaded
+            elif joined:
+                continue
+            elif covers:  # a later record covers the work, unless it only guards other values (releaseguards.py)
+                release = release_only(self, st, covers, stream, time, last)
+                if release is None or not work_meets_waiters(self, st, key, stream, time, last):
+                    continue
+                self.release_covers[key] = release
             if self.spares_waiters(st, key, stream, time, last):
                 continue  # the waiters seen here use only what the record already covers (guardedwork.py)
             if not self.joined_elsewhere(stream):
@@ -299,6 +319,17 @@ class Orderings:
                 self.aside_joins[key] = aside  # reported at medium confidence (flow/asidejoins.py)
                 found.append((key, stream, time, last))
         return found
+
+    def early_record(self, st: State, key: str, stream: str, time: int) -> EarlyRecord:
+        """The finding for the record of ``key`` on ``stream`` at ``time`` that :meth:`uncovered_records` found
+        early: the work it leaves out and what the report presumes (a caller's join, an aside join, a release
+        event, a threaded waiter)."""
+        node, label = self.record_sites[(key, stream, time)]
+        work, guessed = self.uncovered_work(st, stream, time)  # type: ignore[attr-defined]
+        joins = self.caller_may_join(stream)  # type: ignore[attr-defined]
+        return EarlyRecord(node, label, stream, work, self.cfg.mode, joins,
+                           key in self.presumed_waits, self.aside_joins.get(key), guessed,
+                           release=self.release_covers.get(key), thread=self.thread_waiters.get(key))
 
     def aside_work_read(self, stream: str, key: str, time: int) -> bool:
         """Whether the event's waiters may read what the work after its record (at ``time``) writes: the aside

@@ -97,6 +97,8 @@ class EarlyRecord:
     aside: str | None = None  # another method of the class joins the stream, aside from the event (asidejoins.py)
     guessed: str | None = None  # the work is a call resolved by its method name only (every definition's work)
     handed: str | None = None  # the tensor the work writes, handed out with the event (flow/handedearly.py)
+    release: str | None = None  # a later event covers the work only as a release of other values (releaseguards.py)
+    thread: str | None = None  # the event's waiter, a method the class runs on a thread of its own (threadwaiters.py)
 
 
 @dataclass(frozen=True)

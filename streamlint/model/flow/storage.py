@@ -23,7 +23,7 @@ from streamlint.model.flow.hostfields import HostFields
 from streamlint.model.flow.hostargs import host_by_callers, worker_thread_only
 from streamlint.model.flow.protocols import callback_read, class_joins, holder_joins, sibling_consumer_waits
 from streamlint.model.flow.leaves import callers_view, left_on_side_streams, unordered_caller
-from streamlint.model.flow.results import EarlyRecord, Lifetime, Race, Unjoined, ViewEscape
+from streamlint.model.flow.results import Lifetime, Race, Unjoined, ViewEscape
 from streamlint.model.flow.values import (
     Access,
     CVal,
@@ -637,12 +637,9 @@ class Storages(HostFields):
     def finalize(self, st: State) -> None:
         self.dropped_joins(st)
         for key, stream, time, _last in self.uncovered_records(st):
-            node, label = self.record_sites[(key, stream, time)]
+            node, _label = self.record_sites[(key, stream, time)]
             if id(node) not in self.early_records:
-                work, guessed = self.uncovered_work(st, stream, time)
-                self.early_records[id(node)] = EarlyRecord(node, label, stream, work, self.cfg.mode,
-                                                           self.caller_may_join(stream), key in self.presumed_waits,
-                                                           self.aside_joins.get(key), guessed)
+                self.early_records[id(node)] = self.early_record(st, key, stream, time)
         for sid, S in list(st.stores.items()):
             if S.kind == "local" and not S.dead:
                 self.free(st, sid, "function end", None, force=True)

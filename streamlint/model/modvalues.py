@@ -108,7 +108,10 @@ _DEVICE_MODULES = frozenset({"torch.cuda", "torch.npu"})
 def _one_device(found: list[str | None]) -> str | None:
     """``device_mod = torch.cuda`` / ``elif npu: device_mod = torch.npu``: device-generic code, one device per
     run, the same stream API under either name. The first binding's module stands for both (each run takes
-    one arm; what the code does with the module is the same on either)."""
+    one arm; what the code does with the module is the same on either). This, and setting ``None`` bindings
+    aside, hold because every caller of ``module_value`` today reads the local as a receiver (``places.
+    module_receiver``, ``ctxfactories._through_module``, ``receiver_qualname``); a new caller asking about any
+    other use of the local must not get these answers."""
     if len(found) > 1 and all(f is not None and apis.canonical(f) in _DEVICE_MODULES for f in found):
         return found[0]
     return None

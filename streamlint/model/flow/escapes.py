@@ -11,6 +11,7 @@ An event kept only in fields nobody waits on guards nothing anyone relies on (:c
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import TYPE_CHECKING
 
@@ -52,8 +53,8 @@ def tensor_boxes(st: State, fn: FunctionInfo, node: cst.CSTNode | None) -> tuple
     slots this function filled with tensors (``State.held``), or a local every binding of which but ``None`` is
     such a container (``prev = batch`` in a prefetch loop that yields the previous batch)."""
     value = handed_value(node)
-    if not isinstance(value, cst.Tuple):
-        return ()
+    if not isinstance(value, cst.Tuple) or any(isinstance(el, cst.StarredElement) for el in value.elements):
+        return ()  # (``return *outs, box``: the positions need not line up with the tuple value's items)
 
     def box(name: str) -> bool:
         if st.held.get(name):
@@ -154,6 +155,43 @@ def _bound_and_waited(fn, attr: str) -> bool:
     return False
 
 
+def class_lineage(model, name: str | None) -> frozenset[str]:
+    """``name`` and the names of its base classes, followed through the classes of its own file."""
+    seen: set[str] = set()
+    todo = [name] if name else []
+    while todo:
+        cur = todo.pop()
+        if cur in seen:
+            continue
+        seen.add(cur)
+        info = model.classes.get(cur)
+        todo.extend(b.rsplit(".", 1)[-1] for b in (info.bases if info is not None else ()))
+    return frozenset(seen)
+
+
+def file_wait_sites(model, attr: str) -> tuple[tuple[str | None, frozenset[str], str | None], ...] | None:
+    """Every direct wait of one file on an event field named ``attr``, as (the waiting method's class, that class
+    and its bases, waiting stream): the stream is ``self.s`` for ``self.s.wait_event(self.attr...)``; it is ``""``
+    for another wait on ``self.attr`` (another receiver, ``.wait()`` / ``.synchronize()``), and None for a wait on
+    the field of another holder (``self.peer.attr``, ``other.attr``). None when a function waits on a name bound
+    from the field (anyone's wait). A fact of the file alone: the same whichever file asks, in any run or split."""
+    sites: list[tuple[str | None, frozenset[str], str | None]] = []
+    for fn in model.iter_functions():
+        if _bound_and_waited(fn, attr):
+            return None
+        for site in fn.calls:
+            held = waited_expr(site)
+            if not (isinstance(held, cst.Attribute) and held.attr.value == attr):
+                continue
+            recv = site.node.func.value if isinstance(site.node.func, cst.Attribute) else None
+            stream = dotted(recv) if site.method == "wait_event" and recv is not None else None
+            on_self = isinstance(held.value, cst.Name) and held.value.value == "self" and fn.class_name
+            own = on_self and stream is not None and stream.startswith("self.") and stream.count(".") == 1
+            sites.append((fn.class_name, class_lineage(model, fn.class_name) if on_self else frozenset(),
+                          stream if own else "" if on_self else None))
+    return tuple(sites)
+
+
 class EventEscapes:
     """Whether an event handed over from the function has a waiter (mixin of the interpreter).
 
@@ -177,44 +215,59 @@ class EventEscapes:
 
     def own_guard(self, key: str) -> bool:
         """An event kept in a field of ``self`` (``self.done[slot].record()`` after the side-stream work on the
-        tensor handed back) that is no join handle for the caller: every wait on it is ``self.<s>.wait_event(...)`` by a side stream the class makes (``self.s =
-        torch.cuda.Stream()``) and nothing joins into the current stream (a slot-reuse guard of the object's own
-        copy stream: ``self.copy_stream.wait_event(self.done[slot])`` before it refills the slot). A wait through
-        a name bound from the field, ``.wait()`` or ``.synchronize()`` may be anyone's: a handle."""
+        tensor handed back) that is no join handle for the caller: every wait on it is ``self.<s>.wait_event(
+        self.<attr>...)`` in a method of this very class, by a side stream the class makes (``self.s =
+        torch.cuda.Stream()``), and nothing joins that stream into the current stream (a slot-reuse guard of the
+        object's own copy stream: ``self.copy_stream.wait_event(self.done[slot])`` before it refills the slot).
+        Any other wait on a field of that name (``other.done``, ``self.peer.done``, in another class, through a
+        name bound from the field, ``.wait()`` / ``.synchronize()``) may be anyone's: a handle. The project-wide
+        wait sites are collected once per file and field name, the same for whichever file asks (:func:`file_wait_sites`);
+        this file is read first and the scan stops at the first wait that settles the answer."""
         found = re.match(r"self\.(\w+)", key)
         if found is None or self.depth or self.fn.class_name is None:
             return False
         attr = found.group(1)
-        if not field_waited(self.project, attr):
-            return False  # (an event nobody waits on is a defect of its own: reported by the join-step checks)
-        memo = derived(self.project, "event_field_own_waiters")
-        if attr not in memo:
-            waiters: set[str] | None = set()
-            for model in self.project.files_containing((attr.encode(),)):
-                for fn in model.iter_functions():
-                    if _bound_and_waited(fn, attr):
-                        waiters = None
-                    for site in fn.calls if waiters is not None else ():
-                        held = waited_expr(site)
-                        if not (isinstance(held, cst.Attribute) and held.attr.value == attr):
-                            continue
-                        recv = site.node.func.value if isinstance(site.node.func, cst.Attribute) else None
-                        stream = dotted(recv) if site.method == "wait_event" and recv is not None else None
-                        if stream is None or not stream.startswith("self.") or stream.count(".") != 1 \
-                                or model is not self.file:
-                            waiters = None
-                        else:
-                            waiters.add(stream)
-            memo[attr] = waiters
-        waiters = memo[attr]
-        return bool(waiters) and all(self._made_stream(w) and not self.joined_elsewhere(w) for w in waiters)
+        asked = derived(self.project, "event_field_own_waiters")  # (file path, class, attr) -> streams | None
+        if (self.file.path, self.fn.class_name, attr) not in asked:
+            asked[self.file.path, self.fn.class_name, attr] = self._own_waiters(attr)
+        waiters = asked[self.file.path, self.fn.class_name, attr]
+        return waiters is not None and all(self._made_stream(w) and not self.joined_elsewhere(w) for w in waiters)
+
+    def _own_waiters(self, attr: str) -> frozenset[str] | None:
+        """The ``self.<s>`` streams of this class waiting on its field ``attr``, None when any wait of the project
+        may be on this object's field by someone else (or this class never waits on it)."""
+        memo = derived(self.project, "event_field_wait_sites")  # (file path, attr) -> file_wait_sites
+        mine = class_lineage(self.file, self.fn.class_name)
+        waiters: set[str] = set()
+        others = (m for m in self.project.files_containing((attr.encode(),)) if m.path != self.file.path)
+        for model in itertools.chain((self.file,), others):  # (this file first: most fields stop there)
+            if (model.path, attr) not in memo:
+                memo[model.path, attr] = file_wait_sites(model, attr)
+            sites = memo[model.path, attr]
+            if sites is None:
+                return None
+            for cls, lineage, stream in sites:
+                if stream is None:
+                    return None  # (a wait on the field of another holder: the caller's join may be that one)
+                if cls not in mine and self.fn.class_name not in lineage:
+                    continue  # (a wait of an unrelated class on its own field of that name: not on this object)
+                if not stream or model is not self.file:
+                    return None  # (another wait on it, or one of a related class elsewhere: may be the caller's)
+                waiters.add(stream)
+            if not waiters:  # (this class never waits on it itself: no guard of its own; and an event nobody
+                return None  # waits on is a defect of its own, reported by the join-step checks)
+        return frozenset(waiters)
 
     def _made_stream(self, field: str) -> bool:
         """Is ``self.<field>`` assigned in this class only from a stream constructor (``torch.cuda.Stream()``)?"""
-        values = [a.value for f in self.file.functions.values() if f.class_name == self.fn.class_name
-                  for a in f.assigns if a.target == field]
-        return bool(values) and all(isinstance(v, cst.Call) and (dotted(v.func) or "").endswith(".Stream")
-                                    for v in values)
+        memo = derived(self.project, "class_made_streams")
+        mkey = (self.file.path, self.fn.class_name, field)
+        if mkey not in memo:
+            values = [a.value for f in self.file.functions.values() if f.class_name == self.fn.class_name
+                      for a in f.assigns if a.target == field]
+            memo[mkey] = bool(values) and all(isinstance(v, cst.Call) and (dotted(v.func) or "").endswith(".Stream")
+                                              for v in values)
+        return memo[mkey]
 
     def kept_unwaited(self, key: str) -> bool:
         """An event created here whose only escapes are into fields of ``self`` nobody waits on (one handed in

@@ -694,4 +694,3 @@ def element_field_key(key: str) -> str:
     meta = next((i for i, f in enumerate(fields) if f in META_ATTRS), len(fields))
     chain = "".join(f".{f}" for f in fields[:meta])
     return f"{head}[]{chain}" if chain else head
-

@@ -96,13 +96,21 @@ def render(a: dict[str, list[dict]], b: dict[str, list[dict]], triage: list[dict
     return "\n".join(lines)
 
 
+def _names(a: Path, b: Path) -> tuple[str, str]:
+    """Short column names: the first ancestor directory name (from the closest) where the two paths differ."""
+    for pa, pb in zip((a, *a.parents), (b, *b.parents)):
+        if pa.name != pb.name:
+            return pa.name or str(a), pb.name or str(b)
+    return str(a), str(b)
+
+
 def main(a_dir: str, b_dir: str, triage: str | None = None) -> int:
     a, b = load_run(Path(a_dir)), load_run(Path(b_dir))
     if not a or not b:
         print(f"no raw results in {a_dir if not a else b_dir}")
         return 2
     rows = read_triage(Path(triage) if triage else TRIAGE)
-    print(render(a, b, rows, names=(Path(a_dir).parent.name or a_dir, Path(b_dir).parent.name or b_dir)))
+    print(render(a, b, rows, names=_names(Path(a_dir), Path(b_dir))))
     return 0
 
 

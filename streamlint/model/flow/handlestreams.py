@@ -24,7 +24,7 @@ from __future__ import annotations
 from streamlint._lazy import cst
 from streamlint.model.file import FileModel, FunctionInfo
 from streamlint.model.flow.values import SVal
-from streamlint.model.syntax import descendants, is_none, local_nodes, node_memo
+from streamlint.model.syntax import descendants, is_none, local_nodes, node_memo, target_names
 
 _WRAPS = frozenset({"torch.cuda.ExternalStream", "torch.npu.ExternalStream", "torch.xpu.ExternalStream",
                     "torch_npu.npu.ExternalStream"})
@@ -48,16 +48,7 @@ def _binds(n, fn_node) -> list[str]:
         return [d.name.value for x in descendants(n) if isinstance(x, cst.Nonlocal) for d in x.names]
     else:
         return []
-    names, stack = [], targets
-    while stack:  # (starred and nested targets; attribute and subscript targets bind no name)
-        t = stack.pop()
-        if isinstance(t, cst.StarredElement):
-            stack.append(t.value)
-        elif isinstance(t, (cst.Tuple, cst.List)):
-            stack += [el.value for el in t.elements]
-        elif isinstance(t, cst.Name):
-            names.append(t.value)
-    return names
+    return [name for t in targets for name in target_names(t)]  # (attribute / subscript targets bind no name)
 
 
 def _bound(fn_node) -> tuple[frozenset[str], frozenset[str]]:

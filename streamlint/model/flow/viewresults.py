@@ -11,6 +11,7 @@ from streamlint._lazy import cst
 from streamlint.model.file import FunctionInfo, dotted, host_annotation
 from streamlint.model.tensors import MULTI_VIEW_METHODS, VIEW_ATTRS, VIEW_METHODS
 from streamlint.model.walk import children
+from streamlint.model.syntax import target_names
 
 
 def _view_base(e: cst.BaseExpression, multi: bool) -> cst.BaseExpression | None:
@@ -157,16 +158,7 @@ def _bound(node: cst.CSTNode) -> list[str]:
         targets = [node.target]
     elif isinstance(node, cst.WithItem) and node.asname is not None:
         targets = [node.asname.name]
-    out, stack = [], targets
-    while stack:
-        t = stack.pop()
-        if isinstance(t, cst.Name):
-            out.append(t.value)
-        elif isinstance(t, (cst.Tuple, cst.List)):
-            stack += [el.value for el in t.elements]
-        elif isinstance(t, cst.StarredElement):
-            stack.append(t.value)
-    return out
+    return [name for t in targets for name in target_names(t)]
 
 
 def declared_non_tensors(fn: FunctionInfo) -> tuple[bool, ...] | None:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.flow.escapes import field_stream_waited
 from streamlint.model.streams import derived
-from streamlint.model.syntax import local_nodes
+from streamlint.model.syntax import local_nodes, node_memo
 
 if TYPE_CHECKING:
     from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
@@ -40,25 +40,28 @@ if TYPE_CHECKING:
 
 
 def thread_targets(project: Project, cls: ClassInfo) -> frozenset[str]:
-    """The methods of ``cls`` it starts as thread targets (``threading.Thread(target=self._refill)``)."""
-    memo = derived(project, "class_thread_targets")
-    if id(cls.node) not in memo:
-        found: set[str] = set()
-        for m in cls.methods.values():
-            for n in local_nodes(m.node.body):
-                if not isinstance(n, cst.Call):
-                    continue
-                name = n.func.attr.value if isinstance(n.func, cst.Attribute) else \
-                    n.func.value if isinstance(n.func, cst.Name) else ""
-                if name != "Thread":
-                    continue
-                for a in n.args:
-                    v = a.value
-                    if a.keyword is not None and a.keyword.value == "target" and isinstance(v, cst.Attribute) \
-                            and isinstance(v.value, cst.Name) and v.value.value == "self":
-                        found.add(v.attr.value)
-        memo[id(cls.node)] = frozenset(found)
-    return memo[id(cls.node)]
+    """The methods of ``cls`` it starts as thread targets (``threading.Thread(target=self._refill)``): a fact of
+    the class's own syntax, kept per class node (:func:`~streamlint.model.syntax.node_memo` holds the node, so an
+    id is never answered for another class)."""
+    return node_memo("class_thread_targets", cls.node, lambda _node: _thread_targets(cls))
+
+
+def _thread_targets(cls: ClassInfo) -> frozenset[str]:
+    found: set[str] = set()
+    for m in cls.methods.values():
+        for n in local_nodes(m.node.body):
+            if not isinstance(n, cst.Call):
+                continue
+            name = n.func.attr.value if isinstance(n.func, cst.Attribute) else \
+                n.func.value if isinstance(n.func, cst.Name) else ""
+            if name != "Thread":
+                continue
+            for a in n.args:
+                v = a.value
+                if a.keyword is not None and a.keyword.value == "target" and isinstance(v, cst.Attribute) \
+                        and isinstance(v.value, cst.Name) and v.value.value == "self":
+                    found.add(v.attr.value)
+    return frozenset(found)
 
 
 def thread_waiter(project: Project, file: FileModel, fn: FunctionInfo, key: str) -> str | None:

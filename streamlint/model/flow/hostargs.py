@@ -124,7 +124,7 @@ def _handed_to_thread(project: Project, fn: FunctionInfo) -> bool:
                 if not _names_function(arg.value, name):
                     continue
                 refs += 1
-                if not (_thread_slot(site.node, i) or _helper_threads(project, model, site, i)):
+                if not (thread_slot(site.node, i) or _helper_threads(project, model, site, i)):
                     return False
     return refs > 0
 
@@ -133,8 +133,9 @@ def _names_function(e: cst.BaseExpression, name: str) -> bool:
     return isinstance(e, cst.Name) and e.value == name or isinstance(e, cst.Attribute) and e.attr.value == name
 
 
-def _thread_slot(call: cst.Call, i: int) -> bool:
-    """``executor.submit(fn, ...)`` (first argument), ``Thread(target=fn)``."""
+def thread_slot(call: cst.Call, i: int) -> bool:
+    """Does argument ``i`` of ``call`` hand a callable to a thread: ``executor.submit(fn, ...)`` (first argument),
+    ``Thread(target=fn)``?"""
     func, arg = call.func, call.args[i]
     method = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
     if method == "submit":
@@ -153,5 +154,5 @@ def _helper_threads(project: Project, model: FileModel, site, i: int) -> bool:
     bound = bind_arguments(params, site.node, kwonly=helper.kwonly)
     param = next((p for p, e in bound.items() if e is site.node.args[i].value), None)
     return param is not None and any(
-        _thread_slot(inner.node, j) for inner in helper.calls for j, a in enumerate(inner.node.args)
+        thread_slot(inner.node, j) for inner in helper.calls for j, a in enumerate(inner.node.args)
         if isinstance(a.value, cst.Name) and a.value.value == param)

@@ -18,7 +18,7 @@ none of those joins orders it, only the event does::
 
 :func:`thread_waiter` names the waiter when every function of the project waiting on the field's events with a
 stream (``s.wait_event(self.slot_free[k])``, ``self.slot_free[k].wait()``) is a method of this class that the class itself
-starts as a thread target (``Thread(target=self._refill)``; also through a module alias of ``threading``). The
+starts as a thread target (``Thread(target=self._refill)``, ``pool.submit(self._refill)``; also through a module alias of ``threading``). The
 finding is medium: that the thread waits while this function runs is presumed from the thread start, not from an
 ordering the analysis follows. Not when the host synchronised the stream after the work (the thread may be handed
 its turn only after that, by a queue put) or when a later record of the same field covers the work (the thread may
@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.flow.escapes import field_stream_waited
+from streamlint.model.flow.hostargs import thread_slot
 from streamlint.model.streams import derived
 from streamlint.model.syntax import local_nodes, node_memo
 
@@ -40,7 +41,8 @@ if TYPE_CHECKING:
 
 
 def thread_targets(project: Project, cls: ClassInfo) -> frozenset[str]:
-    """The methods of ``cls`` it starts as thread targets (``threading.Thread(target=self._refill)``): a fact of
+    """The methods of ``cls`` it starts as thread targets (``threading.Thread(target=self._refill)``,
+    ``executor.submit(self._refill)``: :func:`~streamlint.model.flow.hostargs.thread_slot`): a fact of
     the class's own syntax, kept per class node (:func:`~streamlint.model.syntax.node_memo` holds the node, so an
     id is never answered for another class)."""
     return node_memo("class_thread_targets", cls.node, lambda _node: _thread_targets(cls))
@@ -50,17 +52,10 @@ def _thread_targets(cls: ClassInfo) -> frozenset[str]:
     found: set[str] = set()
     for m in cls.methods.values():
         for n in local_nodes(m.node.body):
-            if not isinstance(n, cst.Call):
-                continue
-            name = n.func.attr.value if isinstance(n.func, cst.Attribute) else \
-                n.func.value if isinstance(n.func, cst.Name) else ""
-            if name != "Thread":
-                continue
-            for a in n.args:
-                v = a.value
-                if a.keyword is not None and a.keyword.value == "target" and isinstance(v, cst.Attribute) \
-                        and isinstance(v.value, cst.Name) and v.value.value == "self":
-                    found.add(v.attr.value)
+            if isinstance(n, cst.Call):
+                found.update(a.value.attr.value for i, a in enumerate(n.args)
+                             if isinstance(a.value, cst.Attribute) and isinstance(a.value.value, cst.Name)
+                             and a.value.value.value == "self" and thread_slot(n, i))
     return frozenset(found)
 
 

@@ -64,11 +64,9 @@ EXIT_INTERRUPTED = 130
 
 
 def _interrupted() -> NoReturn:
-    import threading
+    from .parallel import silence_thread_errors
 
-    # the worker pool's helper threads see their pipes close as the interrupted workers exit: what they raise
-    # now is the interrupt's echo, not news (the one line below is the whole report)
-    threading.excepthook = lambda args: None
+    silence_thread_errors()
     try:
         sys.stderr.write("streamlint: interrupted\n")
         sys.stderr.flush()

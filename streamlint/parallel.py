@@ -189,6 +189,15 @@ def _chunks(items: list[tuple[str, bytes]], jobs: int) -> list[list[tuple[str, b
     return sorted(chunks, key=lambda c: -sum(len(d) for _, d in c))
 
 
+def silence_thread_errors() -> None:
+    """After an interrupt, the worker pool's helper threads see their pipes close as the workers exit: what
+    they raise then is the interrupt's echo, not news (the CLI's one line is the whole report). Installed
+    before the workers are stopped, so no thread can start printing a traceback first."""
+    import threading
+
+    threading.excepthook = lambda args: None
+
+
 def _pool_context() -> multiprocessing.context.BaseContext:
     import multiprocessing  # (with the pool only: a serial run does not import it)
 
@@ -343,6 +352,7 @@ def lint_files(
                         profiler.merge(snapshot)
                     advance(len(chunk_results))
             except KeyboardInterrupt:  # the workers ignore Ctrl-C: stop them now rather than wait for them
+                silence_thread_errors()  # before the pool's manager thread sees its workers die
                 for process in list(getattr(pool, "_processes", {}).values()):
                     process.terminate()
                 pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,51 @@
+"""Parameter kinds through project callees: an unannotated parameter whose own function says nothing of it
+(``def save_kv(self, name, kv_layer, meta)``) but hands it as is to a project function that takes that
+parameter for a tensor by its own code or annotation (``gather_rows(kv_layer, rows)`` with
+``def gather_rows(cache, rows): n = cache.shape[1] ...``) is a tensor too: it is the caller's device data,
+read where the callee reads it (on a side stream when the call is made under one).
+
+One level only (the callee's own evidence, :func:`~streamlint.model.tensors.own_param_kinds`), and only for a
+name the function never rebinds and hands positionally or by keyword (not through ``*args`` / ``**kw``); a
+callee's ``self`` is the receiver, not an argument. The evidence is the callee's, so a host parameter of the
+caller (an int, a list, a config) stays what its own code says it is: only parameters with no kind at all are
+filled in."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+from streamlint._lazy import cst
+
+from streamlint.model.uses import bind_arguments
+
+if TYPE_CHECKING:
+    from streamlint.model.file import FileModel, FunctionInfo
+    from streamlint.model.project import Project
+
+
+def callee_tensor_params(project: Project, file: FileModel, fn: FunctionInfo, kinds: dict[str, str],
+                         own_kinds: Callable[[Project, FileModel, FunctionInfo], dict[str, str]]) -> dict[str, str]:
+    """The parameters of ``fn`` with no kind in ``kinds`` that ``fn`` hands to a project function taking that
+    parameter for a tensor (``own_kinds`` of the callee): name -> "tensor"."""
+    unknown = {p for p in fn.all_params if p != "self" and p not in kinds and p not in fn.name_assigns}
+    if not unknown:
+        return {}
+    found: dict[str, str] = {}
+    for site in fn.calls:
+        call = site.node
+        handed = [a for a in call.args if isinstance(a.value, cst.Name) and a.value.value in unknown
+                  and a.value.value not in found and not a.star]
+        if not handed:
+            continue
+        target = project.call_target(file, site)
+        if target is None or target[0] is fn:
+            continue
+        callee, cfile = target
+        bound_method = callee.class_name is not None and callee.params[:1] == ("self",) \
+            and isinstance(call.func, cst.Attribute)
+        params = callee.params[1:] if bound_method else callee.params
+        theirs = own_kinds(project, cfile, callee)
+        for name, expr in bind_arguments(params + callee.kwonly, call, kwonly=callee.kwonly).items():
+            if isinstance(expr, cst.Name) and expr.value in unknown and theirs.get(name) == "tensor":
+                found[expr.value] = "tensor"
+    return found

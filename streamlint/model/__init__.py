@@ -89,6 +89,8 @@ Layer 2 — the project
 Layer 3 — one function's flow
     ``tensors``     is this value a tensor? (``TensorTyper`` for expressions, ``param_kinds`` for
                     parameters: the one tensor-typing module)
+    ``calleekinds`` its companion for parameters: an unannotated one handed as is to a project function
+                    whose own code takes it for a tensor is a tensor
     ``tensoruse``   its companion for values the flow does not track yet: loop elements of a collection
                     handed in, places (``bucket.grad_data``) a function uses as tensors
     ``dataflow``    which hazards (races, lifetimes, unjoined streams, view escapes) does a function

@@ -4,7 +4,9 @@ parameter for a tensor by its own code or annotation (``gather_rows(kv_layer, ro
 ``def gather_rows(cache, rows): n = cache.shape[1] ...``) is a tensor too: it is the caller's device data,
 read where the callee reads it (on a side stream when the call is made under one).
 
-One level only (the callee's own evidence, :func:`~streamlint.model.tensors.own_param_kinds`), and only for a
+One level only (the callee's own evidence, :func:`~streamlint.model.tensors.own_param_kinds`, when it is an
+annotation, tensor metadata or a tensor-only method: a positional argument of ``torch.as_tensor(state)`` may be a
+host list), and only for a
 name the function never rebinds and hands positionally or by keyword (not through ``*args`` / ``**kw``); a
 callee's ``self`` is the receiver, not an argument. The evidence is the callee's, so a host parameter of the
 caller (an int, a list, a config) stays what its own code says it is: only parameters with no kind at all are
@@ -16,6 +18,7 @@ from typing import TYPE_CHECKING, Callable
 
 from streamlint._lazy import cst
 
+from streamlint.model.syntax import local_nodes
 from streamlint.model.uses import bind_arguments
 
 if TYPE_CHECKING:
@@ -24,7 +27,8 @@ if TYPE_CHECKING:
 
 
 def callee_tensor_params(project: Project, file: FileModel, fn: FunctionInfo, kinds: dict[str, str],
-                         own_kinds: Callable[[Project, FileModel, FunctionInfo], dict[str, str]]) -> dict[str, str]:
+                         own_kinds: Callable[[Project, FileModel, FunctionInfo], dict[str, str]],
+                         attrs: frozenset[str], methods: frozenset[str]) -> dict[str, str]:
     """The parameters of ``fn`` with no kind in ``kinds`` that ``fn`` hands to a project function taking that
     parameter for a tensor (``own_kinds`` of the callee): name -> "tensor"."""
     unknown = {p for p in fn.all_params if p != "self" and p not in kinds and p not in fn.name_assigns}
@@ -46,6 +50,34 @@ def callee_tensor_params(project: Project, file: FileModel, fn: FunctionInfo, ki
         params = callee.params[1:] if bound_method else callee.params
         theirs = own_kinds(project, cfile, callee)
         for name, expr in bind_arguments(params + callee.kwonly, call, kwonly=callee.kwonly).items():
-            if isinstance(expr, cst.Name) and expr.value in unknown and theirs.get(name) == "tensor":
+            if isinstance(expr, cst.Name) and expr.value in unknown and theirs.get(name) == "tensor" \
+                    and _strong(callee, name, attrs, methods):
                 found[expr.value] = "tensor"
     return found
+
+
+def _strong(callee: FunctionInfo, param: str, attrs: frozenset[str], methods: frozenset[str]) -> bool:
+    """Is the callee's evidence more than a positional argument of a torch call (``torch.as_tensor(state)``
+    takes host lists and arrays too): an annotation, tensor metadata (``p.shape``), a tensor-only method reading
+    it (``p.view(-1)``, not ``p.copy_(src)``)?"""
+    p = next((p for p in (*callee.node.params.posonly_params, *callee.node.params.params,
+                          *callee.node.params.kwonly_params) if p.name.value == param), None)
+    if p is None or param in callee.name_assigns:
+        return False
+    if p.annotation is not None:
+        return True
+    for node in local_nodes(callee.node.body):
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == param \
+                and node.attr.value in attrs:
+            return True
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and isinstance(node.func.value, cst.Name) and node.func.value.value == param \
+                and _tensor_only(node.func.attr.value, methods):
+            return True
+    return False
+
+
+def _tensor_only(name: str, methods: frozenset[str]) -> bool:
+    """A tensor-only method that reads its receiver: not an in-place one (``dst.copy_(src)``: the destination
+    of a copy may well be a pinned host buffer, written, not read, by the callee)."""
+    return name in methods and not name.endswith("_")

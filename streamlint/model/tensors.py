@@ -237,7 +237,8 @@ def param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict[str
     if id(fn) in memo:
         return memo[id(fn)]
     kinds = dict(own_param_kinds(project, file, fn))
-    kinds.update(callee_tensor_params(project, file, fn, kinds, own_param_kinds))
+    kinds.update(callee_tensor_params(project, file, fn, kinds, own_param_kinds, META_ATTRS | VIEW_ATTRS,
+                                      _TENSOR_METHODS | VIEW_METHODS | MULTI_VIEW_METHODS))
     memo[id(fn)] = kinds
     return kinds
 

@@ -265,8 +265,9 @@ class Storages(HostFields):
                      or forks_for_callers(self.file, self.fn, s)):
             return  # a host tensor handed in (no stream produced it), a caller on a worker thread, or a sibling
             # method that forks the stream from the current one for the object's users (stepstate.py)
-        if S.kind == "arg" and earlier.stream == MAIN and any(k not in (s, MAIN) and k[:1] != "<" for k in st.know(s)):
-            return  # it ordered ``s`` after another stream it names (`s.wait_stream(dev.compute)`): the producer it means
+        if S.kind == "arg" and earlier.stream == MAIN and not body and any(k not in (s, MAIN) and k.split(".")[0] in
+                                                                           {*self.fn.all_params} - {"self"} for k in st.know(s)):
+            return  # ``s`` waited on a stream the caller hands in (`dev.compute`): the producer it means, maybe its current
         protocol = self.protocol_sources.get(S.sid) if S.last_write is earlier else None
         if protocol is not None and (kind != "read" or replay or callback_read(self, self.anchor)):
             return  # a class protocol says who must join before a read, not what a later write may do

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from streamlint._lazy import cst
 from streamlint.model.file import FunctionInfo, dotted
+from streamlint.model.hostguards import host_test
 from streamlint.model.syntax import local_nodes
 
 _COPIES = frozenset({"copy.copy", "list", "tuple", "copy"})
@@ -94,9 +95,10 @@ def _code(node: cst.CSTNode) -> str:
 
 def tensor_narrowed(body: cst.CSTNode, name: str) -> bool:
     """Does ``body`` test ``isinstance(name, torch.Tensor)`` (or a tuple of tensor types only) in an ``if``
-    whose branch then uses ``name``?"""
+    whose branch then uses ``name``, the same test not also saying it is a host tensor (``and item.is_cpu``,
+    ``and item.device.type == "cpu"``: no stream of the caller made those)?"""
     for node in local_nodes(body):
-        if isinstance(node, cst.If) and _narrows(node.test, name):
+        if isinstance(node, cst.If) and _narrows(node.test, name) and not host_test(node.test, name):
             return True
     return False
 

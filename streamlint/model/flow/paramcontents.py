@@ -95,12 +95,12 @@ def _code(node: cst.CSTNode) -> str:
 
 def tensor_narrowed(body: cst.CSTNode, name: str) -> bool:
     """Does ``body`` test ``isinstance(name, torch.Tensor)`` (or a tuple of tensor types only) in an ``if``
-    whose branch then uses ``name``, the same test not also saying it is a host tensor (``and item.is_cpu``,
-    ``and item.device.type == "cpu"``: no stream of the caller made those)?"""
-    for node in local_nodes(body):
-        if isinstance(node, cst.If) and _narrows(node.test, name) and not host_test(node.test, name):
-            return True
-    return False
+    whose branch then uses ``name``, and no test of the body saying it is a host tensor (``and item.is_cpu``, a
+    nested ``if item.device.type == "cpu":``: no stream of the caller made those)?"""
+    ifs = [node for node in local_nodes(body) if isinstance(node, cst.If)]
+    if any(host_test(node.test, name) for node in ifs):
+        return False  # (also a nested ``if item.is_cpu:``: the loop expects host tensors there)
+    return any(_narrows(node.test, name) for node in ifs)
 
 
 def _narrows(test: cst.BaseExpression, name: str) -> bool:

@@ -26,7 +26,7 @@ import re
 from streamlint._lazy import cst
 from streamlint.model.flow.paramcontents import param_root, tensor_narrowed
 from streamlint.model.flow.values import Access, EVal, IVal, KVal, SVal, State, TupVal, TVal
-from streamlint.model.streams import EVENT, EVENT_LIST, MAIN, STREAM, STREAM_LIST, attr_kind, kind_of_value
+from streamlint.model.streams import EVENT, EVENT_LIST, MAIN, STREAM, STREAM_LIST, attr_kind, derived, kind_of_value
 from streamlint.model.tensoruse import element_tensor_annotation, tensor_only_method
 from streamlint.model.syntax import call_name, int_literal, slice_drop
 from streamlint.model.walk import children
@@ -277,7 +277,14 @@ class Elements:
             if len(self.frames) != 1 or self.cfg.args_exempt:
                 continue
             direct = isinstance(coll, cst.Name) and coll.value in params
-            root = coll.value if direct else param_root(self.fn, coll, node)  # (`batch.args[i]`: its contents)
+            if direct:
+                root = coll.value
+            else:  # (`batch.args[i]`: its contents; the flow visits a loop many times: once per loop)
+                memo = derived(self.project, "param_root")
+                key = (id(node), id(coll))
+                if key not in memo:
+                    memo[key] = param_root(self.fn, coll, node)
+                root = memo[key]
             v = st.env.get(root) if root is not None else None
             if not (isinstance(v, KVal) and v.opaque and v.key == root):
                 continue

@@ -45,7 +45,7 @@ def callee_tensor_params(project: Project, file: FileModel, fn: FunctionInfo, ki
         if target is None or target[0] is fn:
             continue
         callee, cfile = target
-        bound_method = callee.class_name is not None and callee.params[:1] == ("self",) \
+        bound_method = callee.class_name is not None and callee.params[:1] in (("self",), ("cls",)) \
             and isinstance(call.func, cst.Attribute)
         params = callee.params[1:] if bound_method else callee.params
         theirs = own_kinds(project, cfile, callee)

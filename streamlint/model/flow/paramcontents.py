@@ -95,11 +95,14 @@ def _code(node: cst.CSTNode) -> str:
 
 def tensor_narrowed(body: cst.CSTNode, name: str) -> bool:
     """Does ``body`` test ``isinstance(name, torch.Tensor)`` (or a tuple of tensor types only) in an ``if``
-    whose branch then uses ``name``, and no test of the body saying it is a host tensor (``and item.is_cpu``, a
-    nested ``if item.device.type == "cpu":``: no stream of the caller made those)?"""
-    ifs = [node for node in local_nodes(body) if isinstance(node, cst.If)]
-    if any(host_test(node.test, name) for node in ifs):
-        return False  # (also a nested ``if item.is_cpu:``: the loop expects host tensors there)
+    whose branch then uses ``name``, and nothing in the body saying it is a host tensor (``and item.is_cpu``, a
+    nested ``if item.device.type == "cpu":``, ``item.pin_memory()``, ``item.numpy()``: no stream of the caller
+    made those)?"""
+    nodes = list(local_nodes(body))
+    ifs = [node for node in nodes if isinstance(node, cst.If)]
+    if any(host_test(node.test, name) for node in ifs) or any(
+            isinstance(n, cst.Call) and dotted(n.func) in (f"{name}.pin_memory", f"{name}.numpy") for n in nodes):
+        return False  # (also a nested ``if item.is_cpu:``, ``item.pin_memory()``: the loop expects host tensors)
     return any(_narrows(node.test, name) for node in ifs)
 
 

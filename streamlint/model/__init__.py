@@ -133,7 +133,7 @@ Layer 3 — one function's flow
                     name is its frame's own: an inlined helper's ``staged`` is not its caller's, nor another
                     helper's), ``listreads`` (``torch.stack(outs)`` / ``[o[0] for o in outs]`` read every device
                     tensor a local list was handed, each with the stream of its own fork-loop round),
-                    ``paramcontents`` (a loop over a parameter's contents, ``batch.flat_args[k]``, narrowed by
+                    ``paramcontents`` (a loop over a parameter's contents, ``req.blocks[tier]``, narrowed by
                     ``isinstance(item, torch.Tensor)``: the caller's tensors), ``interp`` (the composition), ``results`` (what rules read)
     ``breaks``      where does a compiled region break the graph, and what reaches a no-break scope?
     ``waits``       syntactic facts around npu_wait_tensor / ops.record / event waits

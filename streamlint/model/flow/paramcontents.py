@@ -1,18 +1,17 @@
 """The contents of a parameter: collections a function walks that are the caller's, reached through the
 parameter's attributes and items (syntax only; used by :meth:`~streamlint.model.flow.elements.Elements.argument_elements`).
 
-A pipeline stage hands a whole batch object and the function walks one of its lists::
+A scheduler hands a whole request and the function walks one of its lists::
 
-    def save_inputs(self, layer, batch, dev):
-        self.saved[layer] = copy.copy(batch.flat_args[self.mb])
-        dev.fence(dev.down, dev.compute)
-        with torch.cuda.stream(dev.down):
-            for i, item in enumerate(self.saved[layer]):
-                if isinstance(item, torch.Tensor) and item.device.type != "cpu":
-                    self.saved[layer][i] = item.to("cpu", non_blocking=True)
+    def park(self, rid, req, dev):
+        self.parked[rid] = list(req.blocks[self.tier])
+        with torch.cuda.stream(dev.swap_stream):
+            for j, blk in enumerate(self.parked[rid]):
+                if isinstance(blk, torch.Tensor):
+                    self.parked[rid][j] = blk.to("cpu", non_blocking=True)
 
 :func:`param_root` follows the walked collection back to the parameter whose contents it holds: an attribute /
-item chain on the parameter (``batch.flat_args[self.mb]``), a shallow copy of one (``copy.copy`` / ``list`` /
+item chain on the parameter (``req.blocks[self.tier]``), a shallow copy of one (``copy.copy`` / ``list`` /
 ``tuple``), or a name or ``self.*`` place the function binds exactly once, before the loop, to such a value.
 :func:`tensor_narrowed` says the loop body treats the element as a tensor by an ``isinstance(item,
 torch.Tensor)`` test (alone, or in a conjunction, guarding the body's uses): the caller's device data when it

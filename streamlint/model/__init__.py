@@ -89,6 +89,8 @@ Layer 2 — the project
 Layer 3 — one function's flow
     ``tensors``     is this value a tensor? (``TensorTyper`` for expressions, ``param_kinds`` for
                     parameters: the one tensor-typing module)
+    ``calleekinds`` its companion for parameters: an unannotated one handed as is to a project function
+                    whose own code takes it for a tensor is a tensor
     ``tensoruse``   its companion for values the flow does not track yet: loop elements of a collection
                     handed in, places (``bucket.grad_data``) a function uses as tensors
     ``dataflow``    which hazards (races, lifetimes, unjoined streams, view escapes) does a function
@@ -131,7 +133,8 @@ Layer 3 — one function's flow
                     name is its frame's own: an inlined helper's ``staged`` is not its caller's, nor another
                     helper's), ``listreads`` (``torch.stack(outs)`` / ``[o[0] for o in outs]`` read every device
                     tensor a local list was handed, each with the stream of its own fork-loop round),
-                    ``interp`` (the composition), ``results`` (what rules read)
+                    ``paramcontents`` (a loop over a parameter's contents, ``req.blocks[tier]``, narrowed by
+                    ``isinstance(item, torch.Tensor)``: the caller's tensors), ``interp`` (the composition), ``results`` (what rules read)
     ``breaks``      where does a compiled region break the graph, and what reaches a no-break scope?
     ``waits``       syntactic facts around npu_wait_tensor / ops.record / event waits
     ``families``    which API families does a function mix, and on which execution paths?

@@ -252,8 +252,7 @@ class FileModel:
 
     @cached_property
     def _positions(self) -> PositionTable:
-        # the same ranges as LibCST's PositionProvider, several times cheaper and computed only as far
-        # as a node is asked for (see model/positions.py)
+        # LibCST's PositionProvider ranges, several times cheaper, computed as far as asked (model/positions.py)
         from streamlint.model.positions import PositionTable  # LibCST internals: on first use
 
         # the stdlib tree of the module, while the engine still holds it (see engine._lint_file): it lets
@@ -596,8 +595,9 @@ class _Collector:
                     fn.locals.add(name)
             elif resolved is not None:
                 self.m.names[name] = resolved
-            else:
-                self.m.names.pop(name, None) if name in self.m.names and not self.try_depth else None
+            elif name in self.m.names and not self.try_depth and not (isinstance(value, cst.Call) and (dotted(
+                    value.func) or "").endswith("TypeAliasType")):  # (a runtime stand-in: keeps a TYPE_CHECKING import)
+                self.m.names.pop(name, None)
         elif isinstance(target, (cst.Tuple, cst.List)):
             if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements) \
                     and not any(isinstance(el, cst.StarredElement) for el in (*target.elements, *value.elements)):

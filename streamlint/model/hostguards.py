@@ -76,6 +76,12 @@ def _host(test: cst.BaseExpression, param: str) -> bool:
     return dotted(test) == f"{param}.is_cpu"
 
 
+def host_test(test: cst.BaseExpression, name: str) -> bool:
+    """Is ``test`` true only when ``name`` is a host tensor (``x.is_cpu``, ``x.device.type == "cpu"``, one operand
+    of an ``and``)?"""
+    return _host(test, name)
+
+
 def _names_device(e: cst.BaseExpression, param: str) -> bool:
     """``p.device.type``, ``p.device``, ``str(p.device)``."""
     if isinstance(e, cst.Call) and dotted(e.func) == "str" and len(e.args) == 1:
@@ -91,4 +97,4 @@ def _names_cpu(e: cst.BaseExpression) -> bool:
         and string_value(e.args[0].value) == "cpu"
 
 
-__all__ = ["host_guarded"]
+__all__ = ["host_guarded", "host_test"]

@@ -32,6 +32,7 @@ from streamlint.model.placement import (  # noqa: F401  (re-exported: the host-p
 from streamlint.model.hostresults import _host_value, returns_host_values  # noqa: F401  (re-exported)
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, host_annotation, string_value
 from streamlint.model.streams import EVENT, STREAM, annotation_kind, derived
+from streamlint.model.calleekinds import callee_tensor_params
 from streamlint.model.syntax import class_field_annotation, field_reads, target_names
 from streamlint.model.walk import children
 
@@ -230,8 +231,21 @@ def param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict[str
     From annotations, then from use: passed to ``torch.npu.stream(p)`` / ``wait_stream(p)`` / ``.record(p)``
     (a stream); receiver of ``.record()`` / ``.wait()`` or argument of ``wait_event(p)`` (an event); receiver of
     a tensor method, ``.shape``-style metadata, or a positional argument of a torch call or a submodule
-    (a tensor). Parameters with none of these (ints, configs, contexts) are not treated as tensors."""
+    (a tensor); else handed as is to a project function whose own code takes that parameter for a tensor
+    (``model/calleekinds.py``). Parameters with none of these (ints, configs, contexts) are not treated as tensors."""
     memo = derived(project, "param_kinds")
+    if id(fn) in memo:
+        return memo[id(fn)]
+    kinds = dict(own_param_kinds(project, file, fn))
+    kinds.update(callee_tensor_params(project, file, fn, kinds, own_param_kinds, META_ATTRS | VIEW_ATTRS,
+                                      _TENSOR_METHODS | VIEW_METHODS | MULTI_VIEW_METHODS))
+    memo[id(fn)] = kinds
+    return kinds
+
+
+def own_param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict[str, str]:
+    """:func:`param_kinds` from the function's own annotations and code only."""
+    memo = derived(project, "own_param_kinds")
     if id(fn) in memo:
         return memo[id(fn)]
     kinds: dict[str, str] = {}

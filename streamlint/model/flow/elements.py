@@ -24,8 +24,9 @@ from __future__ import annotations
 import re
 
 from streamlint._lazy import cst
+from streamlint.model.flow.paramcontents import param_root, tensor_narrowed
 from streamlint.model.flow.values import Access, EVal, IVal, KVal, SVal, State, TupVal, TVal
-from streamlint.model.streams import EVENT, EVENT_LIST, MAIN, STREAM, STREAM_LIST, attr_kind, kind_of_value
+from streamlint.model.streams import EVENT, EVENT_LIST, MAIN, STREAM, STREAM_LIST, attr_kind, derived, kind_of_value
 from streamlint.model.tensoruse import element_tensor_annotation, tensor_only_method
 from streamlint.model.syntax import call_name, int_literal, slice_drop
 from streamlint.model.walk import children
@@ -273,18 +274,26 @@ class Elements:
                 placed = self.placed_element(st, self.ev(st, coll))
                 if placed is not None:
                     found[tnode.value] = placed
-            if len(self.frames) != 1 or self.cfg.args_exempt or not isinstance(coll, cst.Name) \
-                    or coll.value not in params:
+            if len(self.frames) != 1 or self.cfg.args_exempt:
                 continue
-            v = st.env.get(coll.value)
-            if not (isinstance(v, KVal) and v.opaque and v.key == coll.value):
+            direct = isinstance(coll, cst.Name) and coll.value in params
+            if direct:
+                root = coll.value
+            else:  # (`batch.args[i]`: its contents; the flow visits a loop many times: once per loop)
+                memo = derived(self.project, "param_root")
+                key = (id(node), id(coll))
+                if key not in memo:
+                    memo[key] = param_root(self.fn, coll, node)
+                root = memo[key]
+            v = st.env.get(root) if root is not None else None
+            if not (isinstance(v, KVal) and v.opaque and v.key == root):
                 continue
-            ann = params[coll.value].annotation
+            ann = params[root].annotation if direct else None
             if not (element_tensor_annotation(ann.annotation if ann is not None else None)
-                    or self._tensor_used(node.body, tnode.value)):
+                    or self._tensor_used(node.body, tnode.value) or tensor_narrowed(node.body, tnode.value)):
                 continue
             S = self.new_storage(st, "arg", MAIN, None, Access(MAIN, 0, None, {}))
-            S.container = coll.value  # (its lifetime is the caller's list's: flow/argdrops.py)
+            S.container = coll.value if direct else None  # (its lifetime is the caller's list's: flow/argdrops.py)
             found[tnode.value] = self.new_tensor(st, S.sid)
         if isinstance(target, (cst.Tuple, cst.List)) and isinstance(it, cst.Name) and it.value in params \
                 and len(self.frames) == 1 and not self.cfg.args_exempt:

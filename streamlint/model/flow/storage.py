@@ -265,6 +265,9 @@ class Storages(HostFields):
                      or forks_for_callers(self.file, self.fn, s)):
             return  # a host tensor handed in (no stream produced it), a caller on a worker thread, or a sibling
             # method that forks the stream from the current one for the object's users (stepstate.py)
+        if S.kind == "arg" and earlier.time <= self.entry_time and earlier.stream == MAIN and any(
+                k not in (s, MAIN) and k.split(".", 1)[0] in set(self.fn.all_params) - {"self"} for k in st.know(s)):
+            return  # `s` waited here on a stream the caller hands in (a parameter, a field of one), maybe its own
         protocol = self.protocol_sources.get(S.sid) if S.last_write is earlier else None
         if protocol is not None and (kind != "read" or replay or callback_read(self, self.anchor)):
             return  # a class protocol says who must join before a read, not what a later write may do

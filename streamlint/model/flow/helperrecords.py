@@ -352,8 +352,12 @@ class HelperRecords:
         out = super().call(st, e)  # type: ignore[misc]
         if not e.args:
             return out
-        site = self.cfile.call_site(e)  # type: ignore[attr-defined]
-        for arg, streams in helper_records(self.project, self.cfile, self.cfn, site):  # type: ignore[attr-defined]
+        memo = derived(self.project, "helper_records_at")  # type: ignore[attr-defined]
+        held = memo.get(id(e))
+        if held is None or held[0] is not e:  # (a call is met on every path through it: answered once)
+            site = self.cfile.call_site(e)  # type: ignore[attr-defined]
+            held = memo[id(e)] = (e, helper_records(self.project, self.cfile, self.cfn, site))  # type: ignore
+        for arg, streams in held[1]:
             if not isinstance(arg, (cst.Name, cst.Attribute, cst.Subscript)):
                 continue  # (a temporary: evaluating it again would run its work twice)
             held = self.tensors(st, self.ev(st, arg))  # type: ignore[attr-defined]

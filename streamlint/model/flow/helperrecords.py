@@ -9,9 +9,12 @@ project's own wait releases it. Either way the call is the caller's ``record_str
 the stream arguments: deleting it is the same lifetime defect as deleting torch's record.
 
 Per function, :func:`recorded_params` says which tensor parameter it records on which stream parameter: ``p.record_stream(s)``
-(``s`` a parameter), a storage tracker's keep (the parameter, or its ``untyped_storage()`` / ``storage()``
-bound to a local, stored in a ``self.*`` field or container in the same statement as the stream parameters:
-``self.in_use[key] = [a, b]``, ``self.in_use[key].append(b)``, ``self.queue.append((t, s))``), and through a
+(``s`` a parameter), a storage tracker's keep (the parameter's ``untyped_storage()`` / ``storage()``, maybe
+bound to a local, stored in a ``self.*`` field or container in the same statement as the stream parameters, or
+the parameter or its storage as the key of a ``self.*`` place the streams are stored in:
+``self.in_use[storage] = [a, b]``, ``self.in_use[t].append(b)``, ``self.held.append((t.untyped_storage(), s))``;
+the tensor object itself stored next to a stream, ``self.pending.append((t, s))``, is a debug trace or a work
+queue as often, and popping it frees the block unrecorded: no keep), and through a
 project function it hands both to (two levels), including a method of an object of a project class reached
 through a field chain (``device.mem_manager.track(...)`` with ``device: DeviceManager`` and
 ``self.mem_manager = MemManager(...)`` in its ``__init__``). A tracker that only logs what it is handed
@@ -73,11 +76,14 @@ def _recorded_params(project: Project, file: FileModel, fn: FunctionInfo, depth:
         return out
     storages = _storage_locals(fn, params)  # `storage = tensor.untyped_storage()` -> "tensor"
 
-    def tensor_of(expr: cst.BaseExpression) -> str | None:
+    def tensor_of(expr: cst.BaseExpression) -> str | None:  # (a key: the tensor or its storage)
+        if isinstance(expr, cst.Name) and expr.value in params:
+            return None if _stream_param(fn, expr.value) else expr.value
+        return storage_of(expr)
+
+    def storage_of(expr: cst.BaseExpression) -> str | None:  # (a value kept: only the tensor's storage)
         if isinstance(expr, cst.Name):
-            if expr.value in params:
-                return None if _stream_param(fn, expr.value) else expr.value
-            return storages.get(expr.value)
+            return None if expr.value in params else storages.get(expr.value)
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
                 and expr.func.attr.value in _STORAGE_GETTERS and isinstance(expr.func.value, cst.Name) \
                 and expr.func.value.value in params and not expr.args:
@@ -94,7 +100,7 @@ def _recorded_params(project: Project, file: FileModel, fn: FunctionInfo, depth:
                 out.setdefault(func.value.value, set()).add(first.value)
             continue
         if site.method in _KEEPING and isinstance(func, cst.Attribute) and _self_place(func.value):
-            kept = _names_in(node, params, tensor_of) + _keys(func.value, tensor_of)  # (`self.d[t].append(s)`)
+            kept = _names_in(node, params, storage_of) + _keys(func.value, tensor_of)  # (`self.d[t].append(s)`)
             streams = {n for n in _plain_names(node) if n in params and _stream_param(fn, n)} - set(kept)
             for t in kept:
                 if streams:
@@ -124,7 +130,7 @@ def _recorded_params(project: Project, file: FileModel, fn: FunctionInfo, depth:
         for target in targets:
             if not (isinstance(target, cst.Subscript) and _self_place(target.value)):
                 continue
-            held = _keys(target, tensor_of) + _names_in(node.value, params, tensor_of)
+            held = _keys(target, tensor_of) + _names_in(node.value, params, storage_of)
             streams = {n for n in _plain_names(node.value) if n in params and _stream_param(fn, n)} - set(held)
             for t in held:
                 if streams:
@@ -173,7 +179,9 @@ def _plain_names(node: cst.CSTNode) -> list[str]:
 
 
 def _names_in(node: cst.CSTNode, params: set[str], tensor_of) -> list[str]:
-    """The tensor parameters ``node`` keeps: the parameter itself or its storage, as a value."""
+    """The tensor parameters whose storage ``node`` keeps as a value (``tensor_of``: the storage getter). The
+    tensor object itself kept next to a stream is no lifetime protocol: a debug trace or a queue of work items
+    (``self.pending.append((t, stream))``) holds the same pair, and popping it frees the block unrecorded."""
     out: list[str] = []
     stack: list[cst.CSTNode] = [node]
     while stack:

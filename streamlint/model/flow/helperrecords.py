@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
 from streamlint.model.streams import derived
-from streamlint.model.syntax import local_nodes, string_annotation
+from streamlint.model.syntax import descendants, local_nodes, string_annotation
 from streamlint.model.uses import bind_arguments
 
 if TYPE_CHECKING:
@@ -351,6 +351,14 @@ def records_through_helper(project: Project, file: FileModel, fn: FunctionInfo |
     return any(name is None or file.code(arg) == name for arg, _ in found)
 
 
+def _place(expr: cst.BaseExpression) -> bool:
+    """A name, field or item chain with no call, walrus, yield or await anywhere in it (``bufs[i].data``): reading
+    it again has no effect."""
+    if not isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript)):
+        return False
+    return not any(isinstance(n, (cst.Call, cst.NamedExpr, cst.Yield, cst.Await)) for n in descendants(expr))
+
+
 class HelperRecords:
     """Mixin of :class:`~streamlint.model.flow.interp.Interp`: a call of a project helper that records a tensor
     argument on stream arguments (:func:`helper_records`) records it there, as ``t.record_stream(s)`` would.
@@ -366,14 +374,14 @@ class HelperRecords:
             site = self.cfile.call_site(e)  # type: ignore[attr-defined]
             held = memo[id(e)] = (e, helper_records(self.project, self.cfile, self.cfn, site))  # type: ignore
         for arg, streams in held[1]:
-            if not isinstance(arg, (cst.Name, cst.Attribute, cst.Subscript)):
-                continue  # (a temporary: evaluating it again would run its work twice)
-            held = self.tensors(st, self.ev(st, arg))  # type: ignore[attr-defined]
-            if not held:
+            if not _place(arg):
+                continue  # (a temporary, or a place indexed by a call: evaluating it again would run its work twice)
+            tensors = self.tensors(st, self.ev(st, arg))  # type: ignore[attr-defined]
+            if not tensors:
                 continue
             for s in streams:
-                if not isinstance(s, (cst.Name, cst.Attribute)):
+                if not _place(s) or isinstance(s, cst.Subscript):
                     continue
                 key = self.stream_key(st, self.ev(st, s), s)  # type: ignore[attr-defined]
-                self.note_record(st, held, key, self.cfile.code(arg))  # type: ignore[attr-defined]
+                self.note_record(st, tensors, key, self.cfile.code(arg))  # type: ignore[attr-defined]
         return out

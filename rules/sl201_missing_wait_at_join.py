@@ -655,6 +655,10 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
                  "other calls are not all seen to run elsewhere" if len(race.ambient) == 2 else
                  f"; {other} may be the current stream itself: every call in the project runs this code inside its "
                  f"caller's scope on `{race.ambient[2]}`, which may be that very stream: this assumes they differ")
+    if race.handed_wait is not None and race.argument:
+        confidence = Confidence.LOW
+        hint += (f"; {stream_label(race.dst, main)} waits on `{race.handed_wait}`, a stream the caller hands in: "
+                 "this assumes that is not the stream the caller produced it on")
     optional = next((k for k in (race.dst, race.src)
                      if uncorrelated_optional(ctx.project, ctx.file, fn, k)), None)
     if optional is not None and confidence in (None, Confidence.HIGH):

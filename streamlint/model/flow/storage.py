@@ -265,9 +265,9 @@ class Storages(HostFields):
                      or forks_for_callers(self.file, self.fn, s)):
             return  # a host tensor handed in (no stream produced it), a caller on a worker thread, or a sibling
             # method that forks the stream from the current one for the object's users (stepstate.py)
-        if S.kind == "arg" and earlier.time <= self.entry_time and earlier.stream == MAIN and any(
-                k not in (s, MAIN) and k.split(".", 1)[0] in set(self.fn.all_params) - {"self"} for k in st.know(s)):
-            return  # `s` waited here on a stream the caller hands in (a parameter, a field of one), maybe its own
+        handed = next((k for k in st.know(s) if k not in (s, MAIN) and k.split(".")[0] in {*self.fn.all_params} - {"self"}),
+                      None) if S.kind == "arg" and earlier.stream == MAIN and earlier.time <= self.entry_time and not body \
+            else None  # ``s`` waited on a stream the caller hands in (`dev.compute`): maybe its current one (low then)
         protocol = self.protocol_sources.get(S.sid) if S.last_write is earlier else None
         if protocol is not None and (kind != "read" or replay or callback_read(self, self.anchor)):
             return  # a class protocol says who must join before a read, not what a later write may do
@@ -285,7 +285,8 @@ class Storages(HostFields):
                                    protocol, held, caller, step=step, inlined=self.inner if self.depth else None,
                                    unknown=S.sid in self.unknown_results,
                                    entry=entry_of(self, S, earlier, s),
-                                   ambient=race_evidence(self, earlier.stream, s, step and S.name), cause=(
+                                   ambient=race_evidence(self, earlier.stream, s, step and S.name),
+                                   handed_wait=handed, cause=(
                                        st.know(s).get(earlier.stream, -1), earlier.time, self.clock))
 
     def caller_stream(self, a: str, b: str) -> str | None:

@@ -15,21 +15,21 @@ def _findings() -> dict:
 
 
 def _line(name: str, text: str) -> int:
-    lines = (PROJECT / "pipeline" / name).read_text().splitlines()
+    lines = (PROJECT / "kvswap" / name).read_text().splitlines()
     return next(i for i, line in enumerate(lines, 1) if text in line)
 
 
 def test_fork_from_a_handed_stream_is_low() -> None:
     found = _findings()
-    line = _line("batches.py", "total = grad.sum()  # expect: SL201 -- low")
-    assert found[("batches.py", line, "SL201")].confidence.value == "low"
-    line = _line("batches.py", "total = grad.sum()  # expect: SL201 -- no fork at all")
-    assert found[("batches.py", line, "SL201")].confidence.value != "low"
+    line = _line("swapout.py", "n = page.norm()  # expect: SL201 -- low")
+    assert found[("swapout.py", line, "SL201")].confidence.value == "low"
+    line = _line("swapout.py", "n = page.norm()  # expect: SL201 -- nothing orders")
+    assert found[("swapout.py", line, "SL201")].confidence.value != "low"
 
 
 def test_a_kept_pair_is_no_record() -> None:
     found = _findings()
-    for text in ("return out  # expect: SL301 -- a (tensor, stream) pair", "return out  # expect: SL301 -- the trace-only"):
-        finding = found[("transfer.py", _line("transfer.py", text), "SL301")]
+    for text in ("return pages  # expect: SL301 -- a (page, stream) pair", "return pages  # expect: SL301 -- the metrics"):
+        finding = found[("swapin.py", _line("swapin.py", text), "SL301")]
         assert finding.confidence.value != "low", finding
-    assert ("transfer.py", _line("transfer.py", "return out  # ok: SL301 -- the device's tracker"), "SL301") not in found
+    assert ("swapin.py", _line("swapin.py", "return pages  # ok: SL301 -- the worker's ledger"), "SL301") not in found

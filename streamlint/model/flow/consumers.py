@@ -305,7 +305,7 @@ def _callers_record(project, file, fn) -> bool:
 
 def _records_result(project, model, site) -> bool:
     """Does the caller hand what the call returns (a name bound from it, or from an expression of such a name)
-    to a project helper that records it on a stream (``mem.track(t, from_stream, use_stream)``,
+    to a project helper that records it on a stream (``ledger.pin(t, src_stream, dst_stream)``,
     :mod:`~streamlint.model.flow.helperrecords`)? A tracker call recording some other tensor of the caller is no
     record of this result."""
     from streamlint.model.flow.helperrecords import helper_records

@@ -3,8 +3,8 @@
 Torch's ``t.record_stream(s)`` is one way to keep a block from going back to its allocating stream's pool while
 ``s`` still uses it. A project may wrap it (``def mark_used(t, stream): t.record_stream(stream)``) or keep its
 own storage tracker: an object whose method is handed the tensor and the streams it crosses
-(``mem.track(t, from_stream=compute, use_stream=side)``) and keeps the tensor's storage in a field of the object
-together with those streams (``self.in_use[t.untyped_storage()] = [from_stream, use_stream]``) until the
+(``ledger.pin(t, src_stream=compute, dst_stream=side)``) and keeps the tensor's storage in a field of the object
+together with those streams (``self.pinned[t.untyped_storage()] = [src_stream, dst_stream]``) until the
 project's own wait releases it. Either way the call is the caller's ``record_stream`` of the tensor argument on
 the stream arguments: deleting it is the same lifetime defect as deleting torch's record.
 
@@ -16,8 +16,8 @@ the parameter or its storage as the key of a ``self.*`` place the streams are st
 the tensor object itself stored next to a stream, ``self.pending.append((t, s))``, is a debug trace or a work
 queue as often, and popping it frees the block unrecorded: no keep), and through a
 project function it hands both to (two levels), including a method of an object of a project class reached
-through a field chain (``device.mem_manager.track(...)`` with ``device: DeviceManager`` and
-``self.mem_manager = MemManager(...)`` in its ``__init__``). A tracker that only logs what it is handed
+through a field chain (``worker.ledger.pin(...)`` with ``worker: Worker`` and
+``self.ledger = BlockLedger()`` in its ``__init__``). A tracker that only logs what it is handed
 (keeps neither the tensor nor its storage) records nothing; a helper recording on the stream the tensor was
 made on records there (a no-op, judged like ``t.record_stream(alloc_stream)``).
 
@@ -226,7 +226,7 @@ def _stream_param(fn: FunctionInfo, name: str) -> bool:
 def call_target(project: Project, file: FileModel, fn: FunctionInfo, site) -> tuple[FunctionInfo, FileModel] | None:
     """The project function a call runs: :meth:`Project.call_target`, a method of a local object built from a
     project class, or a method of an object of a project class reached from ``self`` or an annotated parameter
-    through fields whose class the holder's ``__init__`` constructs (``device.mem_manager.track(...)``)."""
+    through fields whose class the holder's ``__init__`` constructs (``worker.ledger.pin(...)``)."""
     from streamlint.model.flow.effects import local_method
 
     found = project.call_target(file, site) or local_method(project, file, fn, site.node.func)
@@ -291,7 +291,7 @@ def _param_class(project: Project, file: FileModel, fn: FunctionInfo, name: str)
 
 
 def checking_import(file: FileModel, name: str) -> str | None:
-    """``X`` imported under a module-level ``if TYPE_CHECKING:`` (``from .device import DeviceManager``) whose
+    """``X`` imported under a module-level ``if TYPE_CHECKING:`` (``from .worker import Worker``) whose
     run-time binding in the ``else`` arm is a placeholder (a string alias): the annotation's class."""
     for stmt in file.module.body:
         if not (isinstance(stmt, cst.If) and (dotted(stmt.test) or "").rsplit(".", 1)[-1] == "TYPE_CHECKING"):

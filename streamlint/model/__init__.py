@@ -113,7 +113,9 @@ Layer 3 — one function's flow
                     ``handlestreams``: a stream wrapped from a handle the caller passes, the caller's stream as a
                     stream parameter is),
                     ``calleerecords`` / ``handedholders`` (an event a callee's scope re-records after the work it
-                    was handed; an event handed on with its holder object), ``handedearly`` (an event recorded
+                    was handed; an event handed on with its holder object), ``helperrecords`` (a project helper or
+                    storage tracker that records a tensor argument on stream arguments: the caller's record_stream),
+                    ``handedearly`` (an event recorded
                     before writes of the tensors it is handed out with), ``releaseguards`` (an event recorded after the
                     work but kept only with other values, a release of its source, covers no write of that work
                     for the readers of a field event recorded before it), ``threadwaiters`` (a field event waited by a

@@ -196,6 +196,9 @@ def _dropped(project: Project, model: FileModel, caller: FunctionInfo, site, exp
         return None  # (a view of) a field of the caller's object: long-lived
     if _fresh(base):
         return _reused(model, caller, site.node, first_join, (model, site.node, "call end"))
+    rebound = _rebound_by_result(model, caller, site.node, expr)
+    if rebound is not None:
+        return rebound
     if isinstance(base, cst.Attribute) and isinstance(base.value, cst.Name):
         if _kept(model, caller, model.code(base), site.node):
             return None  # `self.pending.append((ev, p.grad))` before `p.grad = None`
@@ -235,6 +238,9 @@ def _elements_dropped(project: Project, model: FileModel, caller: FunctionInfo, 
                 if found is not None:
                     return found
         return None
+    rebound = _rebound_by_result(model, caller, site.node, expr)
+    if rebound is not None:
+        return rebound
     if not isinstance(expr, cst.Name) or _kept(model, caller, expr.value, site.node):
         return None
     name = expr.value
@@ -414,6 +420,29 @@ def _joins(project: Project, model: FileModel, fn: FunctionInfo, site, depth: in
     return syncs_device(project, gmod, g) or any(_joins(project, gmod, g, s, depth + 1) for s in g.calls)
 
 
+def _rebound_by_result(model: FileModel, caller: FunctionInfo, call: cst.Call,
+                       expr: cst.BaseExpression) -> tuple | None:
+    """``batch.states[i] = move(dev, batch.states[i])``: the statement holding the call rebinds the very place
+    (an attribute or an item of another object, not of ``self``: a field is the held-field analysis's) it hands
+    as the argument to the call's own result: the caller's reference is dropped as the call returns, as by
+    ``p.grad = None`` after it (reported as that rebinding is)."""
+    if not isinstance(expr, (cst.Attribute, cst.Subscript)) or _self_rooted(expr):
+        return None
+    root = expr
+    while isinstance(root, (cst.Attribute, cst.Subscript)):
+        root = root.value
+    if not isinstance(root, cst.Name):
+        return None
+    path = _path_to(caller.node.body, call) or []
+    stmt = next((n for n in path if isinstance(n, cst.Assign)), None)
+    if stmt is None or stmt.value is not call:
+        return None
+    text = model.code(expr)
+    if not any(model.code(t.target) == text for t in stmt.targets):
+        return None
+    return model, stmt, "unset"
+
+
 def _unset_after(model: FileModel, caller: FunctionInfo, call: cst.Call, place: cst.Attribute,
                  first_join: int | None) -> tuple | None:
     """``p.grad = <new>`` (not made from the old value) or ``del p.grad`` after the call on its path (in its block
@@ -529,7 +558,10 @@ def _kept(model: FileModel, fn: FunctionInfo, name: str, call: cst.Call | None) 
 
 
 def _keeps(fn: FunctionInfo, name: str, call: cst.Call | None) -> bool:
+    untensored = _non_tensor_arms(fn, name)
     for node in _statements(fn.node.body):
+        if id(node) in untensored:
+            continue  # (`else: out.append(x)` after `if isinstance(x, torch.Tensor):` keeps no tensor)
         if isinstance(node, (cst.Assign, cst.AnnAssign)):
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
             if any(_stores(t) for t in targets) and node.value is not None and _mentions(node.value, name):
@@ -541,7 +573,7 @@ def _keeps(fn: FunctionInfo, name: str, call: cst.Call | None) -> bool:
         elif isinstance(node, (cst.FunctionDef, cst.Lambda)) and _mentions(node, name):
             return True
     for site in fn.calls:
-        if site.node is call:
+        if site.node is call or id(site.node) in untensored:
             continue
         if site.method in ("record_stream", "append", "extend", "insert", "put", "put_nowait", "add", "update",
                            "setdefault", "appendleft") and any(_mentions(a.value, name) for a in site.node.args):
@@ -549,6 +581,18 @@ def _keeps(fn: FunctionInfo, name: str, call: cst.Call | None) -> bool:
         if site.method == "record_stream" and site.receiver is not None and _mentions(site.receiver, name):
             return True
     return any(isinstance(n, (cst.Yield, cst.Lambda)) and _mentions(n, name) for n in _walk(fn.node.body))
+
+
+def _non_tensor_arms(fn: FunctionInfo, name: str) -> frozenset[int]:
+    """The nodes of the ``else`` arms of ``if isinstance(name, torch.Tensor):`` tests in ``fn``: there ``name`` is
+    no tensor, so what they keep of it is no tensor's storage."""
+    from streamlint.model.flow.elements import tensor_test
+
+    out: set[int] = set()
+    for node in _walk(fn.node.body):
+        if isinstance(node, cst.If) and isinstance(node.orelse, cst.Else) and tensor_test(node.test, name):
+            out.update(id(n) for n in _walk(node.orelse))
+    return frozenset(out)
 
 
 def _stores(target: cst.BaseExpression) -> bool:

@@ -37,6 +37,7 @@ from streamlint.model.syntax import contains, local_nodes, string_annotation, st
 from streamlint.model.tensors import ESCAPE_METHODS, META_ATTRS, META_METHODS, VIEW_ATTRS, VIEW_METHODS, return_kind, \
     returns_host_values
 from streamlint.model.flow.hostreads import async_host_copy_call
+from streamlint.model.flow.helperrecords import checking_import
 from streamlint.model.flow.metaonly import metadata_only  # noqa: F401 - (re-exported for exprs)
 from streamlint.model.uses import bind_arguments
 from streamlint.model.walk import children
@@ -562,6 +563,7 @@ class Calls:
                 else None
             if qualname is None and dotted(annotation) is None:
                 continue
+            qualname = qualname or checking_import(file, dotted(annotation) or "")  # (`if TYPE_CHECKING:` only)
             qualname = qualname or f"{file.module_name}.{dotted(annotation)}"
             sym = self.project.symbol(qualname, file)
             if sym is not None and isinstance(sym[0], ClassInfo):

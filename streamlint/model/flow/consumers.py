@@ -72,9 +72,11 @@ class Consumers:
             self._joined(producer, self.clock)
         elif producer == MAIN and waiter != MAIN:
             self.__dict__.setdefault("fork_streams", set()).add(waiter)
-        elif waiter != producer and not self.depth and not waiter.startswith(("<", "tag")):
-            joins = self.__dict__.setdefault("named_joins", {})  # `compute.wait_stream(upload)`: a stream the
-            joins[(waiter, producer)] = self.clock  # function is handed (not its current one) takes the products
+        elif waiter != producer and not waiter.startswith(("<", "tag")):
+            joins = self.__dict__.setdefault("helper_named_joins" if self.depth else "named_joins", {})
+            joins[(waiter, producer)] = self.clock  # `compute.wait_stream(upload)`: a stream the function is handed
+            # (not its current one) takes the products; in a helper it inlines (a project `wait_stream(waiter,
+            # wait_for)`), only for what the function itself made
 
     def wait_event(self, st: State, stream: str, key: str) -> None:
         super().wait_event(st, stream, key)  # type: ignore[misc]
@@ -131,8 +133,11 @@ class Consumers:
             return
         joined = st.vc.get(MAIN, {}).get(S.alloc, -1) >= made \
             and self.__dict__.get("explicit_joins", {}).get(S.alloc, -1) >= made
+        named = dict(self.__dict__.get("named_joins", {}))
+        if S.sid not in self.__dict__.get("made_in", {}):
+            named.update(self.__dict__.get("helper_named_joins", {}))
         consumer = MAIN if joined else next(
-            (w for (w, p), t in self.__dict__.get("named_joins", {}).items()
+            (w for (w, p), t in named.items()
              if p == S.alloc and t >= made and st.vc.get(w, {}).get(S.alloc, -1) >= made), None)
         if consumer is not None:  # the consumer joined the allocating stream before the hand-over
             S.handed = (self.anchor, dest, consumer)  # (the first such one on this path)
@@ -285,8 +290,9 @@ def _callers_record(project, file, fn) -> bool:
     name = fn.node.name.value
     sites = callers_of(project, file, fn)
     if sites:  # the call sites the project resolves to it
-        return any(site.function is None or any(s.method == "record_stream" for s in site.function.calls)
-                   for _, site in sites)
+        return any(site.function is None or any(s.method == "record_stream" and len(s.node.args) <= 1
+                                                for s in site.function.calls)
+                   or _records_result(project, model, site) for model, site in sites)
     for path in project.paths_containing((b"record_stream",)):  # (few files: then the name's callers there)
         model = project.file(path) if project.may_contain(path, (f"{name}(".encode(),)) else None
         for other in (model.iter_functions() if model is not None else ()):
@@ -294,6 +300,49 @@ def _callers_record(project, file, fn) -> bool:
                                                  and site.node.func.value == name for site in other.calls) \
                     and any(site.method == "record_stream" for site in other.calls):
                 return True
+    return False
+
+
+def _records_result(project, model, site) -> bool:
+    """Does the caller hand what the call returns (a name bound from it, or from an expression of such a name)
+    to a project helper that records it on a stream (``ledger.pin(t, src_stream, dst_stream)``,
+    :mod:`~streamlint.model.flow.helperrecords`)? A tracker call recording some other tensor of the caller is no
+    record of this result."""
+    from streamlint.model.flow.helperrecords import helper_records
+
+    caller = site.function
+    names: set[str] = set()
+    for name, values in caller.name_assigns.items():
+        if any(v is site.node for v in values):
+            names.add(name)
+    for _ in range(2):  # the same tensors under another name: `label = tree_unflatten(flat, spec)`, `x = flat[0]`
+        for name, values in caller.name_assigns.items():
+            if any(_same_tensors(model, caller, v, names) for v in values):
+                names.add(name)
+    if not names:
+        return False
+    for s in caller.calls:
+        for arg, _ in helper_records(project, model, caller, s) if s.node.args else ():
+            root = arg
+            while isinstance(root, (cst.Attribute, cst.Subscript)):
+                root = root.value
+            if isinstance(root, cst.Name) and root.value in names:
+                return True
+    return False
+
+
+def _same_tensors(model, caller, value, names: set[str]) -> bool:
+    """Does ``value`` hand on the tensors a name of ``names`` holds (the name, an item or field of it, a list /
+    tuple of it, or a pytree repack of it), not new ones computed from them (``loss_fn(out, label)``)?"""
+    from streamlint.model.tensors import REPACKS
+
+    while isinstance(value, (cst.Subscript, cst.Attribute)):
+        value = value.value
+    if isinstance(value, cst.Name):
+        return value.value in names
+    if isinstance(value, cst.Call) and value.args and (
+            (dotted(value.func) or "") in ("list", "tuple") or model.resolve(value.func, caller) in REPACKS):
+        return _same_tensors(model, caller, value.args[0].value, names)
     return False
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 
 from streamlint._lazy import cst
+from streamlint.model.file import dotted
 from streamlint.model.flow.paramcontents import param_root, tensor_narrowed
 from streamlint.model.flow.values import Access, EVal, IVal, KVal, SVal, State, TupVal, TVal
 from streamlint.model.streams import EVENT, EVENT_LIST, MAIN, STREAM, STREAM_LIST, attr_kind, derived, kind_of_value
@@ -318,13 +319,17 @@ class Elements:
         return found
 
     def _tensor_used(self, body: cst.CSTNode, name: str) -> bool:
-        """Does ``body`` apply a tensor-only method to ``name`` (not one a class of the module defines)?"""
+        """Does ``body`` apply a tensor-only method to ``name`` (not one a class of the module defines), or test
+        it as a tensor (``if isinstance(name, torch.Tensor):``) and copy it to the host (``name.to("cpu",
+        non_blocking=True)``, ``name.cpu()``: device memory, not a host batch being uploaded)?"""
         own = {m for cls in self.cfile.classes.values() for m in cls.methods}
         stack: list[cst.CSTNode] = [body]
         while stack:
             n = stack.pop()
             if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
                 continue
+            if isinstance(n, cst.If) and tensor_test(n.test, name) and _copied_to_host(n.body, name):
+                return True
             if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and isinstance(n.func.value, cst.Name) \
                     and n.func.value.value == name and tensor_only_method(n.func.attr.value) \
                     and n.func.attr.value not in own:
@@ -364,6 +369,35 @@ class Elements:
         if isinstance(v, KVal) and not v.key.startswith("<"):
             return KVal(f"{v.key}[{pos}]", v.glob, v.opaque)
         return None
+
+
+def tensor_test(test: cst.BaseExpression, name: str) -> bool:
+    """``isinstance(name, torch.Tensor)`` (or ``Tensor``, or a tuple of classes naming it): the test holds only
+    for a tensor."""
+    if not (isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value == "isinstance"
+            and len(test.args) == 2 and isinstance(test.args[0].value, cst.Name) and test.args[0].value.value == name):
+        return False
+    classes = test.args[1].value
+    items = [el.value for el in classes.elements] if isinstance(classes, cst.Tuple) else [classes]
+    return any((dotted(c) or "") in ("torch.Tensor", "Tensor") for c in items)
+
+
+def _copied_to_host(body: cst.CSTNode, name: str) -> bool:
+    """``name.cpu()`` / ``name.to("cpu", ...)`` / ``name.to(torch.device("cpu"), ...)`` in ``body``."""
+    stack: list[cst.CSTNode] = [body]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and isinstance(n.func.value, cst.Name) \
+                and n.func.value.value == name:
+            if n.func.attr.value == "cpu":
+                return True
+            first = n.args[0].value if n.func.attr.value == "to" and n.args else None
+            if isinstance(first, cst.Call) and (dotted(first.func) or "").endswith("device") and first.args:
+                first = first.args[0].value
+            if isinstance(first, cst.SimpleString) and first.evaluated_value.split(":")[0] == "cpu":
+                return True
+        stack.extend(children(n))
+    return False
 
 
 def tuple_fields(annotation: cst.BaseExpression) -> list[str] | None:

@@ -23,6 +23,7 @@ from streamlint.model.flow.indexsets import IndexSets
 from streamlint.model.flow.membership import Membership
 from streamlint.model.flow.hostwrites import HostWrites
 from streamlint.model.flow.calleerecords import CalleeRecords
+from streamlint.model.flow.helperrecords import HelperRecords
 from streamlint.model.flow.scopenone import ScopedNoneTests
 from streamlint.model.flow.handedholders import HandedHolders
 from streamlint.model.flow.counters import Counters
@@ -97,7 +98,7 @@ def _last_simple(body: list) -> cst.CSTNode | None:
     return node.body[-1] if node is not None and node.body else None
 
 
-class Interp(HandedEarly, CalleeRecords, HandedHolders, ScopedNoneTests, GuardedWork, IndexSets, Membership, HostWrites, Consumers, PendingArgs, Orderings, Records, Storages, Unsets, Expressions, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes,
+class Interp(HandedEarly, CalleeRecords, HelperRecords, HandedHolders, ScopedNoneTests, GuardedWork, IndexSets, Membership, HostWrites, Consumers, PendingArgs, Orderings, Records, Storages, Unsets, Expressions, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes,
              HostReads, HostSyncs, TransferSends, Counters, Promises, Slots, Replays, Rounds, Finals,
              HandedBack, Polls, FieldFamilies, HostGradients, ListReads, Choices):
     """Path-sensitive abstract interpretation of one function body in program order."""

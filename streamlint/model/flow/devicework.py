@@ -18,6 +18,11 @@ A project function queues device work when its own body (or a project callee's, 
   ``torch.distributed`` collective, a ``torch.ops.*`` custom op;
 * a Triton launch (``kernel[grid](...)``).
 
+The converse, :func:`host_bookkeeping`: a helper that queues no device work in any call and stores in place only
+into locals or host fields of its class (a ``[0] * n`` counter bumped under a lock) is host bookkeeping; handed
+no tracked tensor, its call (``self._mark_done(slot) -> None`` after a slot's release record) is no work on the
+stream.
+
 Memoised per project (``derived``), asked only at calls the interpreter neither inlined nor saw work for: per
 function (:func:`queues_device_work`), per method name (:func:`every_method_queues_work`) and per call site
 (:func:`helper_site_work`: the interpreter meets one site on every path and every inlining of its function).
@@ -128,4 +133,37 @@ def every_method_queues_work(project: Project, func: cst.BaseExpression) -> bool
     return memo[name]
 
 
-__all__ = ["callee_of", "device_site", "every_method_queues_work", "helper_site_work", "queues_device_work"]
+def host_bookkeeping(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
+    """Is ``fn`` host bookkeeping, no device work at all: it :func:`queues_device_work` in no call (itself or its
+    project callees), and every in-place store of its body (``x += 1``, ``x[i] = v``) goes to a local name or to a
+    field of its class that certainly holds host memory (``self._done[slot] += 1`` on a ``[0] * n`` list under a
+    lock: :func:`~streamlint.model.flow.hostwrites.host_fields`). A helper declared to return a host value and
+    handed no tracked tensor (``self._mark_done(slot) -> None``) then queues nothing on the caller's stream."""
+    from streamlint.model.flow.hostwrites import host_fields
+    from streamlint.model.syntax import local_nodes
+
+    memo = derived(project, "host_bookkeeping")
+    if id(fn) not in memo:
+        cls = file.classes.get(fn.class_name or "")
+        fields = host_fields(project, file, cls) if cls is not None else frozenset()
+        memo[id(fn)] = not queues_device_work(project, file, fn) and all(
+            _host_store(t, fields) for n in local_nodes(fn.node)
+            for t in ([n.target] if isinstance(n, cst.AugAssign) else
+                      [x.target for x in n.targets if isinstance(x.target, cst.Subscript)] if isinstance(n, cst.Assign)
+                      else [n.target] if isinstance(n, cst.AnnAssign) and isinstance(n.target, cst.Subscript)
+                      else []))
+    return memo[id(fn)]
+
+
+def _host_store(target: cst.BaseExpression, fields: frozenset[str]) -> bool:
+    """An in-place store's target is a local name (rebinding it) or an element of a host field of ``self``."""
+    if isinstance(target, cst.Name):
+        return True
+    while isinstance(target, cst.Subscript):
+        target = target.value
+    return isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self" \
+        and target.attr.value in fields
+
+
+__all__ = ["callee_of", "device_site", "every_method_queues_work", "helper_site_work", "host_bookkeeping",
+           "queues_device_work"]

@@ -1,0 +1,82 @@
+"""Races that rest wholly on a stream an unseen caller chooses (issue 16 §3, caller protocols).
+
+A function handed its side stream by its caller (a stream parameter, a handle it wraps, a factory it calls,
+an attribute of a parameter)::
+
+    def stage(inputs, stream_factory):          # a callback: handed by reference, never called here
+        with torch.cuda.stream(stream_factory()):
+            torch.mm(inputs[0], w, out=buf)
+
+races with its current stream only if the caller passes a stream other than its current one, and does not
+order it after its own earlier work first. Both halves of that live in the caller. When the project shows no
+call of the function at all (a public API, a callback handed on by reference, a dunder the runtime invokes, a
+nested function its parent only hands on), nothing can tell whether they hold: the race is reported ``low``,
+the hint saying what it assumes. A function with a call in the project keeps its confidence: the callers seen
+are evidence (the caller protocols of :mod:`~streamlint.model.flow.forks` and ``current_stream_params`` already
+settle those that pass their current stream or fork it first).
+
+:func:`chosen_stream` names the parameter a race's other stream comes from (:func:`chosen_by_caller`: the one a
+stream key comes from, for work left unjoined on such a stream); :func:`callers_unseen` says whether
+the project shows no call of the function."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from streamlint._lazy import cst
+from streamlint.model.file import FileModel, FunctionInfo
+from streamlint.model.flow.callers import callers_of
+from streamlint.model.streams import MAIN
+from streamlint.model.syntax import descendants
+
+if TYPE_CHECKING:
+    from streamlint.model.flow.results import Race
+    from streamlint.model.project import Project
+
+_ROOT = re.compile(r"[A-Za-z_]\w*")
+
+
+def chosen_stream(fn: FunctionInfo, race: Race) -> str | None:
+    """The parameter the caller chooses the race's other stream with, when its one side is the current stream at
+    entry: a stream parameter or a handle wrapped as one (``race.caller_stream``), or a stream reached from a
+    parameter (:func:`chosen_by_caller`). None otherwise (a stream the function makes or takes from ``self``)."""
+    if race.caller_stream is not None:
+        return race.caller_stream
+    if MAIN not in (race.src, race.dst) or race.src == race.dst:
+        return None
+    return chosen_by_caller(fn, race.dst if race.src == MAIN else race.src)
+
+
+def chosen_by_caller(fn: FunctionInfo, stream: str) -> str | None:
+    """The parameter of ``fn`` the stream key ``stream`` is reached from (``stream``, ``stream_factory()``,
+    ``args.stream``, ``streams[i]``), else None (``self.*``, a local, the current stream)."""
+    root = _ROOT.match(stream)
+    params = set(fn.all_params) - {"self", "cls"}
+    return root.group(0) if root is not None and root.group(0) in params else None
+
+
+def callers_unseen(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
+    """Does the project show no call of ``fn``? A nested function counts as called when its parent calls it by
+    name (``work(x, s)``), not when it only hands it on (``run(work)``), a method of a class made in a function
+    when that function calls it on some object (``mode.offload(...)``); any other function when
+    :func:`~streamlint.model.flow.callers.callers_of` finds a call site (it finds none for a dunder, a name too
+    common to follow, or a function with no call)."""
+    memo = project.derived("callers_unseen")
+    found = memo.get(id(fn))
+    if found is None:
+        found = memo[id(fn)] = _unseen(project, file, fn)
+    return found
+
+
+def _unseen(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
+    if fn.parent is not None:  # (a method of a class made in a function too: called on its instances there)
+        name = fn.node.name.value
+        return not any(isinstance(n, cst.Call) and (
+            isinstance(n.func, cst.Name) and n.func.value == name and fn.class_name is None
+            or isinstance(n.func, cst.Attribute) and n.func.attr.value == name and fn.class_name is not None)
+            for n in descendants(fn.parent.node))
+    return callers_of(project, file, fn) is None
+
+
+__all__ = ["callers_unseen", "chosen_by_caller", "chosen_stream"]

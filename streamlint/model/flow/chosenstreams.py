@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.file import FileModel, FunctionInfo
 from streamlint.model.flow.callers import callers_of
+from streamlint.model.flow.handlestreams import rebound
 from streamlint.model.streams import MAIN
 from streamlint.model.syntax import descendants
 
@@ -41,8 +42,9 @@ def chosen_stream(fn: FunctionInfo, race: Race) -> str | None:
     """The parameter the caller chooses the race's other stream with, when its one side is the current stream at
     entry: a stream parameter or a handle wrapped as one (``race.caller_stream``), or a stream reached from a
     parameter (:func:`chosen_by_caller`). None otherwise (a stream the function makes or takes from ``self``)."""
-    if race.caller_stream is not None:
-        return race.caller_stream
+    if race.caller_stream is not None:  # (a handle's wrap is a local: judged by handlestreams already)
+        return None if race.caller_stream in fn.all_params and race.caller_stream in rebound(fn) \
+            else race.caller_stream
     if MAIN not in (race.src, race.dst) or race.src == race.dst:
         return None
     return chosen_by_caller(fn, race.dst if race.src == MAIN else race.src)
@@ -50,10 +52,13 @@ def chosen_stream(fn: FunctionInfo, race: Race) -> str | None:
 
 def chosen_by_caller(fn: FunctionInfo, stream: str) -> str | None:
     """The parameter of ``fn`` the stream key ``stream`` is reached from (``stream``, ``stream_factory()``,
-    ``args.stream``, ``streams[i]``), else None (``self.*``, a local, the current stream)."""
+    ``args.stream``, ``streams[i]``), else None (``self.*``, a local, the current stream, a parameter the function
+    rebinds anywhere: ``stream = stream or torch.cuda.Stream()`` may be its own)."""
     root = _ROOT.match(stream)
-    params = set(fn.all_params) - {"self", "cls"}
-    return root.group(0) if root is not None and root.group(0) in params else None
+    name = root.group(0) if root is not None else None
+    if name is None or name not in set(fn.all_params) - {"self", "cls"}:
+        return None
+    return None if name in rebound(fn) else name  # (a parameter rebound anywhere may name the function's own)
 
 
 def callers_unseen(project: Project, file: FileModel, fn: FunctionInfo) -> bool:

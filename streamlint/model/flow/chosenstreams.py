@@ -52,13 +52,22 @@ def chosen_stream(fn: FunctionInfo, race: Race) -> str | None:
 
 def chosen_by_caller(fn: FunctionInfo, stream: str) -> str | None:
     """The parameter of ``fn`` the stream key ``stream`` is reached from (``stream``, ``stream_factory()``,
-    ``args.stream``, ``streams[i]``), else None (``self.*``, a local, the current stream, a parameter the function
+    ``args.stream``, ``streams[i]``; for a closure also a parameter of a function enclosing it, which the closure
+    does not bind: ``copy_stream`` of ``offload(x, copy_stream)`` in ``def _to_host(t):`` handed to ``tree_map``),
+    else None (``self.*``, a local, the current stream, a parameter the function
     rebinds anywhere: ``stream = stream or torch.cuda.Stream()`` may be its own)."""
     root = _ROOT.match(stream)
     name = root.group(0) if root is not None else None
-    if name is None or name not in set(fn.all_params) - {"self", "cls"}:
+    if name is None or name in ("self", "cls"):
         return None
-    return None if name in rebound(fn) else name  # (a parameter rebound anywhere may name the function's own)
+    scope: FunctionInfo | None = fn
+    while scope is not None:  # (a closure's free name: a parameter of the function enclosing it)
+        if name in scope.all_params:
+            return None if name in rebound(scope) else name  # (rebound anywhere: may name the function's own)
+        if name in rebound(scope) or name in scope.locals:
+            return None
+        scope = scope.parent
+    return None
 
 
 def callers_unseen(project: Project, file: FileModel, fn: FunctionInfo) -> bool:

@@ -15,10 +15,10 @@ def _import_model() -> None:
         SilentJoin, silent_joins, taken_events, DroppedEvent, UnheldEvent, dropped_events, unheld_events, \
         FunctionFlow, one_per_cause, device_module, function_at, MAIN, entry_stream_name, stream_expr, stream_label, \
         partial_joins, partial_param_joins, unwaited_slot_reads, UnwaitedHandle, unwaited_handles, chosen_stream, \
-        callers_unseen, chosen_by_caller
+        rests_on_unseen_caller, chosen_by_caller
     from streamlint.model.dataflow import EarlyRecord, HostRead, Race, file_flows, path_tag
     from streamlint.model.eventguards import CURRENT, UnguardedRead, unguarded_reads
-    from streamlint.model.flow.chosenstreams import callers_unseen, chosen_by_caller, chosen_stream
+    from streamlint.model.flow.chosenstreams import chosen_by_caller, chosen_stream, rests_on_unseen_caller
     from streamlint.model.flow.duckmethods import duck_calls
     from streamlint.model.flow.elementevents import UnwaitedElement, unwaited_elements
     from streamlint.model.flow.entryevents import UnwaitedEntry, unwaited_entries
@@ -658,7 +658,7 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
                  f"; {other} may be the current stream itself: every call in the project runs this code inside its "
                  f"caller's scope on `{race.ambient[2]}`, which may be that very stream: this assumes they differ")
     chosen = chosen_stream(fn, race) if not race.task and not race.body else None
-    if chosen is not None and callers_unseen(ctx.project, ctx.file, fn):
+    if chosen is not None and rests_on_unseen_caller(ctx.project, ctx.file, fn, chosen):
         confidence = Confidence.LOW
         hint += (f"; its stream comes from `{chosen}`, which the caller chooses, and no call of "
                  f"`{fn.node.name.value}` is seen in the project: this assumes a caller passes a stream other than "
@@ -781,7 +781,7 @@ def _report_dropped_path(ctx: RuleContext, fn, read: HostRead, main: str | None,
             "this assumes the function's caller acts on the work being done")
     confidence = Confidence.MEDIUM
     chosen = chosen_by_caller(fn, read.stream)
-    if chosen is not None and callers_unseen(ctx.project, ctx.file, fn):
+    if chosen is not None and rests_on_unseen_caller(ctx.project, ctx.file, fn, chosen):
         confidence = Confidence.LOW  # (the caller that chose the stream may join it: none is seen)
         hint += (f"; the work runs on a stream that comes from `{chosen}`, which the caller chooses, and no call of "
                  f"`{fn.node.name.value}` is seen in the project: this assumes that caller does not join it")

@@ -28,6 +28,7 @@ from streamlint._lazy import cst
 from streamlint.model.file import FileModel, FunctionInfo
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.handlestreams import rebound
+from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.streams import MAIN
 from streamlint.model.syntax import descendants
 
@@ -83,14 +84,34 @@ def callers_unseen(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
     return found
 
 
+def rests_on_unseen_caller(project: Project, file: FileModel, fn: FunctionInfo, chosen: str) -> bool:
+    """Does the choice of the parameter ``chosen`` rest wholly on unseen callers: no call of ``fn`` is seen, nor
+    of the function whose parameter ``chosen`` is (a closure's enclosing function: ``offload(acts,
+    torch.cuda.Stream())`` seen in the project shows the stream its ``tree_map`` closure uses)?"""
+    if not callers_unseen(project, file, fn):
+        return False
+    scope: FunctionInfo | None = fn
+    while scope is not None and chosen not in scope.all_params:
+        scope = scope.parent
+    return scope is None or scope is fn or callers_unseen(project, file, scope)
+
+
 def _unseen(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
-    if fn.parent is not None:  # (a method of a class made in a function too: called on its instances there)
-        name = fn.node.name.value
+    name = fn.node.name.value
+    if fn.parent is not None:  # (a nested function, or a method of a class made in a function: called there by
+        # name or on an instance; the parent's class name is the nested function's too, so either counts)
         return not any(isinstance(n, cst.Call) and (
-            isinstance(n.func, cst.Name) and n.func.value == name and fn.class_name is None
-            or isinstance(n.func, cst.Attribute) and n.func.attr.value == name and fn.class_name is not None)
+            isinstance(n.func, cst.Name) and n.func.value == name
+            or isinstance(n.func, cst.Attribute) and n.func.attr.value == name)
             for n in descendants(fn.parent.node))
+    if name.startswith("__") or name == "forward":
+        return False  # (called by syntax callers_of cannot follow: `module(x)`, `with`, operators: not unseen)
+    if len(project.paths_containing((f"{name}(".encode(),))) > MAX_CALLER_FILES:
+        return False  # (a name too common to follow: its callers are unknown, not unseen)
+    if project.paths_containing((f"partial({name}".encode(),)) \
+            or project.paths_containing((f"partial(self.{name}".encode(),)):
+        return False  # (bound by `functools.partial(stage, stream=...)`: called through the partial)
     return callers_of(project, file, fn) is None
 
 
-__all__ = ["callers_unseen", "chosen_by_caller", "chosen_stream"]
+__all__ = ["callers_unseen", "chosen_by_caller", "chosen_stream", "rests_on_unseen_caller"]

@@ -33,6 +33,11 @@ def test_a_race_on_an_unseen_callers_stream_is_low() -> None:
     for line in (40, 52, 63, 74, 96):  # a caller is seen; the function's own stream; a nested worker its parent
         # calls; a parameter the function rebinds to a stream of its own; a closure on its parent's own stream
         assert found[(line, "SL201")].confidence.value == "medium", line
+    for line in (112, 125, 140):  # a nested worker its method calls by name; a closure on its parent's parameter,
+        # the parent called with a fresh stream; a forward run through the module's __call__
+        finding = found[(line, "SL201")]
+        assert finding.confidence.value == "medium", line
+        assert "which the caller chooses" not in (finding.hint or ""), line
 
 
 def test_host_bookkeeping_after_a_release_is_no_work() -> None:

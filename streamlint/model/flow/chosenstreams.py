@@ -9,8 +9,10 @@ an attribute of a parameter)::
 
 races with its current stream only if the caller passes a stream other than its current one, and does not
 order it after its own earlier work first. Both halves of that live in the caller. When the project shows no
-call of the function at all (a public API, a callback handed on by reference, a dunder the runtime invokes, a
-nested function its parent only hands on), nothing can tell whether they hold: the race is reported ``low``,
+call of the function at all (a public API, a callback handed on by reference, a
+nested function its parent only hands on), nothing can tell whether they hold: the race is reported ``low``
+(not for a ``forward`` or dunder, run by syntax the call graph cannot follow, nor a name too common to follow,
+nor a closure whose enclosing function has a seen call: callers unknown are not callers unseen),
 the hint saying what it assumes. A function with a call in the project keeps its confidence: the callers seen
 are evidence (the caller protocols of :mod:`~streamlint.model.flow.forks` and ``current_stream_params`` already
 settle those that pass their current stream or fork it first).
@@ -75,8 +77,9 @@ def callers_unseen(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
     """Does the project show no call of ``fn``? A nested function counts as called when its parent calls it by
     name (``work(x, s)``), not when it only hands it on (``run(work)``), a method of a class made in a function
     when that function calls it on some object (``mode.offload(...)``); any other function when
-    :func:`~streamlint.model.flow.callers.callers_of` finds a call site (it finds none for a dunder, a name too
-    common to follow, or a function with no call)."""
+    :func:`~streamlint.model.flow.callers.callers_of` finds a call site. Callers unknown are not unseen: a dunder or
+    a ``forward`` (run by ``module(x)``, ``with``, operators), a name in more than ``MAX_CALLER_FILES`` files, a
+    function bound by ``functools.partial`` count as called."""
     memo = project.derived("callers_unseen")
     found = memo.get(id(fn))
     if found is None:

@@ -14,9 +14,11 @@ def _import_model() -> None:
         silent_facade_syncs, HANDED, \
         SilentJoin, silent_joins, taken_events, DroppedEvent, UnheldEvent, dropped_events, unheld_events, \
         FunctionFlow, one_per_cause, device_module, function_at, MAIN, entry_stream_name, stream_expr, stream_label, \
-        partial_joins, partial_param_joins, unwaited_slot_reads, UnwaitedHandle, unwaited_handles
+        partial_joins, partial_param_joins, unwaited_slot_reads, UnwaitedHandle, unwaited_handles, chosen_stream, \
+        rests_on_unseen_caller, chosen_by_caller
     from streamlint.model.dataflow import EarlyRecord, HostRead, Race, file_flows, path_tag
     from streamlint.model.eventguards import CURRENT, UnguardedRead, unguarded_reads
+    from streamlint.model.flow.chosenstreams import chosen_by_caller, chosen_stream, rests_on_unseen_caller
     from streamlint.model.flow.duckmethods import duck_calls
     from streamlint.model.flow.elementevents import UnwaitedElement, unwaited_elements
     from streamlint.model.flow.entryevents import UnwaitedEntry, unwaited_entries
@@ -553,7 +555,7 @@ def _report_host_read(ctx: RuleContext, fn, read: HostRead) -> None:
         _report_host_signal(ctx, read, main, stream)
         return
     if read.kind == "dropped":
-        _report_dropped_path(ctx, read, main, stream)
+        _report_dropped_path(ctx, fn, read, main, stream)
         return
     if read.kind == "engine":
         _report_engine_send(ctx, read, main, stream)
@@ -655,10 +657,16 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
                  "other calls are not all seen to run elsewhere" if len(race.ambient) == 2 else
                  f"; {other} may be the current stream itself: every call in the project runs this code inside its "
                  f"caller's scope on `{race.ambient[2]}`, which may be that very stream: this assumes they differ")
+    chosen = chosen_stream(fn, race) if not race.task and not race.body else None
     if race.handed_wait is not None and race.argument:
         confidence = Confidence.LOW
         hint += (f"; {stream_label(race.dst, main)} waits on `{race.handed_wait}`, a stream the caller hands in: "
                  "this assumes that is not the stream the caller produced it on")
+    elif chosen is not None and rests_on_unseen_caller(ctx.project, ctx.file, fn, chosen):
+        confidence = Confidence.LOW
+        hint += (f"; its stream comes from `{chosen}`, which the caller chooses, and no call of "
+                 f"`{fn.node.name.value}` is seen in the project: this assumes a caller passes a stream other than "
+                 "its current one without ordering it first")
     optional = next((k for k in (race.dst, race.src)
                      if uncorrelated_optional(ctx.project, ctx.file, fn, k)), None)
     if optional is not None and confidence in (None, Confidence.HIGH):
@@ -767,7 +775,7 @@ def _report_engine_send(ctx: RuleContext, read: HostRead, main: str | None, stre
     ctx.report(read.node, message, confidence=Confidence.MEDIUM, related=related, hint=hint)
 
 
-def _report_dropped_path(ctx: RuleContext, read: HostRead, main: str | None, stream: str) -> None:
+def _report_dropped_path(ctx: RuleContext, fn, read: HostRead, main: str | None, stream: str) -> None:
     message = first_line(
         f"the event `{read.name}` recorded here after the work on {stream} is dropped on a path to the function's "
         f"end (not waited, synchronised or handed on there): that work is never joined [{read.mode}]",
@@ -775,8 +783,14 @@ def _report_dropped_path(ctx: RuleContext, read: HostRead, main: str | None, str
     hint = (f"the other paths of the function use `{read.name}` as the join handle of this work: on this path too, "
             f"synchronise it (`{read.name}.synchronize()`), make the consumer's stream wait on it, or hand it on; "
             "this assumes the function's caller acts on the work being done")
+    confidence = Confidence.MEDIUM
+    chosen = chosen_by_caller(fn, read.stream)
+    if chosen is not None and rests_on_unseen_caller(ctx.project, ctx.file, fn, chosen):
+        confidence = Confidence.LOW  # (the caller that chose the stream may join it: none is seen)
+        hint += (f"; the work runs on a stream that comes from `{chosen}`, which the caller chooses, and no call of "
+                 f"`{fn.node.name.value}` is seen in the project: this assumes that caller does not join it")
     related = _copy_related(ctx, read, "side-stream work it covers")
-    ctx.report(read.node, message, confidence=Confidence.MEDIUM, related=related, hint=hint)
+    ctx.report(read.node, message, confidence=confidence, related=related, hint=hint)
 
 
 def _listed(names: list[str], limit: int = 3) -> str:

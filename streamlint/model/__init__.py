@@ -111,7 +111,8 @@ Layer 3 — one function's flow
                     ``inlinewrappers``: a scope wrapper that runs its block inline only where its stream is None,
                     and whether the callee's stream may be None too;
                     ``handlestreams``: a stream wrapped from a handle the caller passes, the caller's stream as a
-                    stream parameter is),
+                    stream parameter is; ``chosenstreams``: a race whose other stream the caller chooses, in a
+                    function no seen code calls, rests wholly on that unseen caller -- low),
                     ``calleerecords`` / ``handedholders`` (an event a callee's scope re-records after the work it
                     was handed; an event handed on with its holder object), ``helperrecords`` (a project helper or
                     storage tracker that records a tensor argument on stream arguments: the caller's record_stream),

@@ -18,6 +18,11 @@ A project function queues device work when its own body (or a project callee's, 
   ``torch.distributed`` collective, a ``torch.ops.*`` custom op;
 * a Triton launch (``kernel[grid](...)``).
 
+The converse, :func:`host_bookkeeping`: a helper that queues no device work in any call and stores in place only
+into locals or host fields of its class (a ``[0] * n`` counter bumped under a lock) is host bookkeeping; handed
+no tracked tensor, its call (``self._mark_done(slot) -> None`` after a slot's release record) is no work on the
+stream.
+
 Memoised per project (``derived``), asked only at calls the interpreter neither inlined nor saw work for: per
 function (:func:`queues_device_work`), per method name (:func:`every_method_queues_work`) and per call site
 (:func:`helper_site_work`: the interpreter meets one site on every path and every inlining of its function).
@@ -29,7 +34,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.apis import COLLECTIVES
-from streamlint.model.file import FileModel, FunctionInfo
+from streamlint.model.file import FileModel, FunctionInfo, dotted
 from streamlint.model.flow.hostreads import async_host_copy_call
 from streamlint.model.placement import host_factory, host_placed, non_blocking
 from streamlint.model.streams import derived
@@ -128,4 +133,84 @@ def every_method_queues_work(project: Project, func: cst.BaseExpression) -> bool
     return memo[name]
 
 
-__all__ = ["callee_of", "device_site", "every_method_queues_work", "helper_site_work", "queues_device_work"]
+def host_bookkeeping(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
+    """Is ``fn`` host bookkeeping, no device work at all: it :func:`queues_device_work` in no call (itself or its
+    project callees), and every in-place store of its body (``x += 1``, ``x[i] = v``) goes to a local name or to a
+    field of its class that certainly holds host memory (``self._done[slot] += 1`` on a ``[0] * n`` list under a
+    lock: :func:`~streamlint.model.flow.hostwrites.host_fields`). A helper declared to return a host value and
+    handed no tracked tensor (``self._mark_done(slot) -> None``) then queues nothing on the caller's stream."""
+    from streamlint.model.flow.hostwrites import host_fields
+    from streamlint.model.syntax import local_nodes
+
+    memo = derived(project, "host_bookkeeping")
+    if id(fn) not in memo:
+        cls = file.classes.get(fn.class_name or "")
+        fields = host_fields(project, file, cls) if cls is not None else frozenset()
+        nodes = local_nodes(fn.node)
+        known = fields | _sync_fields(file, fn.class_name)
+        memo[id(fn)] = not queues_device_work(project, file, fn) and all(
+            _host_store(t, fields) for n in nodes
+            for t in ([n.target] if isinstance(n, cst.AugAssign) else
+                      [x.target for x in n.targets if isinstance(x.target, cst.Subscript)] if isinstance(n, cst.Assign)
+                      else [n.target] if isinstance(n, cst.AnnAssign) and isinstance(n.target, cst.Subscript)
+                      else [])) and all(_host_only(n, known) for n in nodes if n is not fn.node)
+    return memo[id(fn)]
+
+
+_HOST_CALLS = frozenset({"len", "int", "float", "bool", "str", "min", "max", "sum", "range", "enumerate", "isinstance",
+                         "any", "all", "print"})
+_HOST_ROOTS = frozenset({"logger", "logging", "log", "time", "warnings"})
+_SYNC_MODULES = ("threading.", "queue.", "multiprocessing.", "asyncio.")
+
+
+def _sync_fields(file: FileModel, class_name: str | None) -> frozenset[str]:
+    """Fields of ``self`` every assignment of which in the file builds a host synchronisation object
+    (``threading.Condition()``, ``queue.Queue()``) or is None."""
+    if class_name is None:
+        return frozenset()
+    values: dict[str, list] = {}
+    for a in file.assigns:
+        if a.target.startswith("self.") and a.target.count(".") == 1:
+            values.setdefault(a.target[5:], []).append(a.value)
+    return frozenset(f for f, vs in values.items() if all(
+        isinstance(v, cst.Name) and v.value == "None" or isinstance(v, cst.Call)
+        and (dotted(v.func) or "").startswith(_SYNC_MODULES) for v in vs) and any(isinstance(v, cst.Call) for v in vs))
+
+
+def _host_only(node: cst.CSTNode, known: frozenset[str]) -> bool:
+    """No node of a host-bookkeeping helper reaches device state the effect summary cannot see: it mentions only
+    host fields and synchronisation objects of ``self`` (not ``self.comm`` / ``self.model`` / ``self.buf``, whose
+    calls or operators may queue work: ``self.comm.all_reduce(self.buf)``, ``self.a @ self.b``), calls only
+    builtins, a logger, or methods of those fields (``self.cv.notify_all()``), and defines no nested function."""
+    if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+        return False
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+        return node.attr.value in known
+    if isinstance(node, cst.Call):
+        func = node.func
+        if isinstance(func, cst.Name):
+            return func.value in _HOST_CALLS
+        root = func
+        while isinstance(root, (cst.Attribute, cst.Subscript)):
+            root = root.value
+        if not isinstance(root, cst.Name):
+            return False
+        if root.value in _HOST_ROOTS:
+            return True
+        return root.value == "self" and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Attribute) \
+            and func.value.attr.value in known  # (`self.cv.notify_all()`; not `self._helper()`)
+    return True
+
+
+def _host_store(target: cst.BaseExpression, fields: frozenset[str]) -> bool:
+    """An in-place store's target is a local name (rebinding it) or an element of a host field of ``self``."""
+    if isinstance(target, cst.Name):
+        return True
+    while isinstance(target, cst.Subscript):
+        target = target.value
+    return isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self" \
+        and target.attr.value in fields
+
+
+__all__ = ["callee_of", "device_site", "every_method_queues_work", "helper_site_work", "host_bookkeeping",
+           "queues_device_work"]

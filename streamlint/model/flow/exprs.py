@@ -29,6 +29,7 @@ from streamlint.model.waits import host_handshake, signaller_forks
 from streamlint.model.uses import bind_arguments
 from streamlint.model.apis import COLLECTIVE_PARAMS, COLLECTIVES, HOST_VERDICTS
 from streamlint.model.flow.hostreads import host_blocking_helper
+from streamlint.model.flow.devicework import host_bookkeeping
 from streamlint.model.placement import host_library
 from streamlint.model.tensors import (
     BLOCKING_HOST_READS, COPY_METHODS, EMPTY_FACTORIES, HOST_VALUE_METHODS, LIKE_FACTORIES, library_record,
@@ -452,7 +453,9 @@ class Expressions:
             if isinstance(e.func, cst.Attribute):
                 self.ev(st, e.func.value)
             _, reads, writes = self.call_args(st, e)
-            self.op(st, e, reads, writes, result=False)
+            if any(self.tensors(st, v) for v in reads + writes) or not host_bookkeeping(self.project, found[1],
+                                                                                          found[0]):
+                self.op(st, e, reads, writes, result=False)  # (host bookkeeping handed no tensor queues nothing)
             return None
         result = self.dispatch_call(st, e, method, target)
         if result is None and found is not None and computes_tensor(self.project, found[1], found[0]):

@@ -124,4 +124,10 @@ def handle_stream(interp, st, name: str, value) -> SVal | None:
     return SVal(name)
 
 
-__all__ = ["handle_param", "handle_stream"]
+def rebound(fn: FunctionInfo) -> frozenset[str]:
+    """Every name ``fn`` binds anywhere in its body (see :func:`_binds`): a parameter among them may no longer hold
+    what the caller passed."""
+    return _rebound(fn)
+
+
+__all__ = ["handle_param", "handle_stream", "rebound"]

@@ -16,7 +16,8 @@ names it in quotes next to a ``setattr(``) is ``None``, a settled host value who
 ``torch.zeros(n, device="cpu").to(device)``, ``.cuda()``, ``.npu()``: a move that may leave the host decides), a
 torch factory with a ``pin_memory=`` argument and no ``device=`` while the project never changes the default
 device (``torch.set_default_device``, ``with torch.device(...)`` as any with-item; bytes, comments included),
-or another such field (``self.a, self.b = self.b, self.a``). An op is a host write when every tensor it
+or another such field (``self.a, self.b = self.b, self.a``), or a Python list of numbers (``[0] * n``, ``[0, 0]``,
+``[0 for _ in range(n)]``, ``[]`` declared ``list[int]``: host bookkeeping such as per-slot counters). An op is a host write when every tensor it
 reads and writes is such host memory and it is not a possibly asynchronous copy (``non_blocking=``, a
 positional flag)."""
 
@@ -58,6 +59,32 @@ def _pinned_factory(project, file: FileModel, fn, v: cst.BaseExpression) -> bool
                                                for a in v.args) and not _default_device_changed(project, file)
 
 
+_SCALARS = frozenset({"int", "float", "bool"})
+
+
+def _number(e: cst.BaseExpression) -> bool:
+    if isinstance(e, cst.UnaryOperation):
+        e = e.expression
+    return isinstance(e, (cst.Integer, cst.Float)) or isinstance(e, cst.Name) and e.value in ("True", "False")
+
+
+def _scalar_list(node: cst.CSTNode, v: cst.BaseExpression) -> bool:
+    """A Python list of numbers, host bookkeeping no stream touches: ``[0] * n``, ``[0, 0]``, ``[0 for _ in
+    range(n)]``, or ``[]`` declared ``list[int]`` (an empty list alone may be filled with tensors later)."""
+    if isinstance(v, cst.BinaryOperation) and isinstance(v.operator, cst.Multiply):
+        v = v.left if isinstance(v.left, cst.List) else v.right
+    if isinstance(v, cst.ListComp):
+        return _number(v.elt)
+    if not isinstance(v, cst.List):
+        return False
+    if v.elements:
+        return all(isinstance(el, cst.Element) and _number(el.value) for el in v.elements)
+    ann = node.annotation.annotation if isinstance(node, cst.AnnAssign) else None
+    return isinstance(ann, cst.Subscript) and (dotted(ann.value) or "").rsplit(".", 1)[-1] in ("list", "List") \
+        and len(ann.slice) == 1 and isinstance(ann.slice[0].slice, cst.Index) \
+        and dotted(ann.slice[0].slice.value) in _SCALARS
+
+
 def host_fields(project, file: FileModel, cls: ClassInfo) -> frozenset[str]:
     """The fields of ``cls`` that certainly hold host memory (see the module docstring)."""
     memo = derived(project, "host_write_fields")
@@ -67,19 +94,19 @@ def host_fields(project, file: FileModel, cls: ClassInfo) -> frozenset[str]:
     values: dict[str, list] = {}
     for a in file.assigns:
         if a.target.startswith("self.") and a.target.count(".") == 1 and a.target[5:].isidentifier():
-            values.setdefault(a.target[5:], []).append((a.function, a.value))
+            values.setdefault(a.target[5:], []).append((a.function, a.value, a.node))
     own = {attr for attr, vs in values.items()
-           if any(fn is not None and fn.class_name == cls.name for fn, _v in vs)}
+           if any(fn is not None and fn.class_name == cls.name for fn, _v, _n in vs)}
     fields = {attr for attr in own if all(_none(v) or settled_host_value(v) or _pinned_factory(project, file, fn, v)
-                                          or dotted(v) in {f"self.{o}" for o in own}
-                                          for fn, v in values[attr])
-              and any(not _none(v) for _fn, v in values[attr])}
+                                          or _scalar_list(node, v) or dotted(v) in {f"self.{o}" for o in own}
+                                          for fn, v, node in values[attr])
+              and any(not _none(v) for _fn, v, _n in values[attr])}
     changed = True
     while changed:  # `self.a = self.b`: only fields of the set
         changed = False
         for attr in list(fields):
             if any(not _none(v) and dotted(v) is not None and dotted(v).startswith("self.")
-                   and dotted(v)[5:] not in fields for _fn, v in values[attr]):
+                   and dotted(v)[5:] not in fields for _fn, v, _n in values[attr]):
                 fields.discard(attr)
                 changed = True
     here = os.path.realpath(file.path)

@@ -1,0 +1,120 @@
+"""Races that rest wholly on a stream an unseen caller chooses (issue 16 §3, caller protocols).
+
+A function handed its side stream by its caller (a stream parameter, a handle it wraps, a factory it calls,
+an attribute of a parameter)::
+
+    def stage(inputs, stream_factory):          # a callback: handed by reference, never called here
+        with torch.cuda.stream(stream_factory()):
+            torch.mm(inputs[0], w, out=buf)
+
+races with its current stream only if the caller passes a stream other than its current one, and does not
+order it after its own earlier work first. Both halves of that live in the caller. When the project shows no
+call of the function at all (a public API, a callback handed on by reference, a
+nested function its parent only hands on), nothing can tell whether they hold: the race is reported ``low``
+(not for a ``forward`` or dunder, run by syntax the call graph cannot follow, nor a name too common to follow,
+nor a closure whose enclosing function has a seen call: callers unknown are not callers unseen),
+the hint saying what it assumes. A function with a call in the project keeps its confidence: the callers seen
+are evidence (the caller protocols of :mod:`~streamlint.model.flow.forks` and ``current_stream_params`` already
+settle those that pass their current stream or fork it first).
+
+:func:`chosen_stream` names the parameter a race's other stream comes from (:func:`chosen_by_caller`: the one a
+stream key comes from, for work left unjoined on such a stream); :func:`callers_unseen` says whether
+the project shows no call of the function."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from streamlint._lazy import cst
+from streamlint.model.file import FileModel, FunctionInfo
+from streamlint.model.flow.callers import callers_of
+from streamlint.model.flow.handlestreams import rebound
+from streamlint.model.options import MAX_CALLER_FILES
+from streamlint.model.streams import MAIN
+from streamlint.model.syntax import descendants
+
+if TYPE_CHECKING:
+    from streamlint.model.flow.results import Race
+    from streamlint.model.project import Project
+
+_ROOT = re.compile(r"[A-Za-z_]\w*")
+
+
+def chosen_stream(fn: FunctionInfo, race: Race) -> str | None:
+    """The parameter the caller chooses the race's other stream with, when its one side is the current stream at
+    entry: a stream parameter or a handle wrapped as one (``race.caller_stream``), or a stream reached from a
+    parameter (:func:`chosen_by_caller`). None otherwise (a stream the function makes or takes from ``self``)."""
+    if race.caller_stream is not None:  # (a handle's wrap is a local: judged by handlestreams already)
+        return None if race.caller_stream in fn.all_params and race.caller_stream in rebound(fn) \
+            else race.caller_stream
+    if MAIN not in (race.src, race.dst) or race.src == race.dst:
+        return None
+    return chosen_by_caller(fn, race.dst if race.src == MAIN else race.src)
+
+
+def chosen_by_caller(fn: FunctionInfo, stream: str) -> str | None:
+    """The parameter of ``fn`` the stream key ``stream`` is reached from (``stream``, ``stream_factory()``,
+    ``args.stream``, ``streams[i]``; for a closure also a parameter of a function enclosing it, which the closure
+    does not bind: ``copy_stream`` of ``offload(x, copy_stream)`` in ``def _to_host(t):`` handed to ``tree_map``),
+    else None (``self.*``, a local, the current stream, a parameter the function
+    rebinds anywhere: ``stream = stream or torch.cuda.Stream()`` may be its own)."""
+    root = _ROOT.match(stream)
+    name = root.group(0) if root is not None else None
+    if name is None or name in ("self", "cls"):
+        return None
+    scope: FunctionInfo | None = fn
+    while scope is not None:  # (a closure's free name: a parameter of the function enclosing it)
+        if name in scope.all_params:
+            return None if name in rebound(scope) else name  # (rebound anywhere: may name the function's own)
+        if name in rebound(scope) or name in scope.locals:
+            return None
+        scope = scope.parent
+    return None
+
+
+def callers_unseen(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
+    """Does the project show no call of ``fn``? A nested function counts as called when its parent calls it by
+    name (``work(x, s)``), not when it only hands it on (``run(work)``), a method of a class made in a function
+    when that function calls it on some object (``mode.offload(...)``); any other function when
+    :func:`~streamlint.model.flow.callers.callers_of` finds a call site. Callers unknown are not unseen: a dunder or
+    a ``forward`` (run by ``module(x)``, ``with``, operators), a name in more than ``MAX_CALLER_FILES`` files, a
+    function bound by ``functools.partial`` count as called."""
+    memo = project.derived("callers_unseen")
+    found = memo.get(id(fn))
+    if found is None:
+        found = memo[id(fn)] = _unseen(project, file, fn)
+    return found
+
+
+def rests_on_unseen_caller(project: Project, file: FileModel, fn: FunctionInfo, chosen: str) -> bool:
+    """Does the choice of the parameter ``chosen`` rest wholly on unseen callers: no call of ``fn`` is seen, nor
+    of the function whose parameter ``chosen`` is (a closure's enclosing function: ``offload(acts,
+    torch.cuda.Stream())`` seen in the project shows the stream its ``tree_map`` closure uses)?"""
+    if not callers_unseen(project, file, fn):
+        return False
+    scope: FunctionInfo | None = fn
+    while scope is not None and chosen not in scope.all_params:
+        scope = scope.parent
+    return scope is None or scope is fn or callers_unseen(project, file, scope)
+
+
+def _unseen(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
+    name = fn.node.name.value
+    if fn.parent is not None:  # (a nested function, or a method of a class made in a function: called there by
+        # name or on an instance; the parent's class name is the nested function's too, so either counts)
+        return not any(isinstance(n, cst.Call) and (
+            isinstance(n.func, cst.Name) and n.func.value == name
+            or isinstance(n.func, cst.Attribute) and n.func.attr.value == name)
+            for n in descendants(fn.parent.node))
+    if name.startswith("__") or name == "forward":
+        return False  # (called by syntax callers_of cannot follow: `module(x)`, `with`, operators: not unseen)
+    if len(project.paths_containing((f"{name}(".encode(),))) > MAX_CALLER_FILES:
+        return False  # (a name too common to follow: its callers are unknown, not unseen)
+    if project.paths_containing((f"partial({name}".encode(),)) \
+            or project.paths_containing((f"partial(self.{name}".encode(),)):
+        return False  # (bound by `functools.partial(stage, stream=...)`: called through the partial)
+    return callers_of(project, file, fn) is None
+
+
+__all__ = ["callers_unseen", "chosen_by_caller", "chosen_stream", "rests_on_unseen_caller"]

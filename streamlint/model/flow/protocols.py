@@ -152,7 +152,7 @@ def _producer_pending(project: Project, file: FileModel, fn: FunctionInfo, mode:
     if interp is None:
         return []
     found: dict[str, Pending | None] = {}
-    for st in interp.exits:
+    for st in (*interp.exits, *interp.returned):  # falling off the end or at a `return` (`return payload`)
         know = st.know(MAIN)
         fields = {k: sid for k, sids in interp.field_writes.items()
                   for sid in [next((i for i in reversed(sids) if i in st.stores), None)] if sid is not None}
@@ -200,12 +200,27 @@ def class_pending(project: Project, file: FileModel, cls: ClassInfo, mode: str, 
     memo[key] = []
     out: list[Pending] = []
     for m in cls.methods.values():
-        if m.params[:1] != ("self",) or not any(
-                project.scope_use(file, site).roles() & apis.STREAM_SCOPE_ROLES for site in m.scopes):
+        if m.params[:1] != ("self",) or not _scoped(project, file, cls, m):
             continue  # no side-stream scope of its own
         out += _producer_pending(project, file, m, mode, runner)
     memo[key] = out
     return out
+
+
+def _own_scope(project, file, m) -> bool:
+    return any(project.scope_use(file, site).roles() & apis.STREAM_SCOPE_ROLES for site in m.scopes)
+
+
+def _scoped(project, file, cls, m) -> bool:  # EXPERIMENT
+    if _own_scope(project, file, m):
+        return True
+    for site in m.calls:
+        f = site.node.func
+        if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == "self":
+            h = cls.methods.get(f.attr.value)
+            if h is not None and h is not m and _own_scope(project, file, h):
+                return True
+    return False
 
 
 def protocol_inputs(project: Project, file: FileModel, fn: FunctionInfo, mode: str, runner: Runner) -> list[Pending]:

@@ -21,7 +21,7 @@ from streamlint.model.flow.calls import kept_arguments, metadata_only, plain_con
 from streamlint.model.flow.enqueues import enqueue_only, kept_names
 from streamlint.model.flow.heldaliases import held_after_call
 from streamlint.model.flow.objeffects import method_effects, object_method
-from streamlint.model.flow.values import CVal, EVal, IVal, KVal, NONE, RecordVal, SVal, State, TVal, TupVal, known_truth
+from streamlint.model.flow.values import CVal, IVal, KVal, NONE, RecordVal, SVal, State, TVal, TupVal, known_truth
 from streamlint.model.streams import declared_globals, EVENT, MAIN, STREAM, current_stream_getter, installed_stream_getter
 from streamlint.model.flow.leaves import closure_container
 from streamlint.model.syntax import target_names
@@ -182,10 +182,7 @@ class Expressions:
         self._compute()`` where ``s`` is None or already that stream on every path), else unknown."""
         left = self.ev(st, e.left)
         truth = known_truth(left)
-        if truth is None and isinstance(left, (SVal, KVal)) and isinstance(e.operator, cst.Or):
-            key = self.render(st, e.left)  # `self.side or current_stream()` after this path entered the scope of
-            if st.assume.get(f"{key} is None") is False and (self.kind_of(st, left) == STREAM or key in st.vc):
-                truth = True  # `self.side` (scopenone.py): a stream object is true
+        truth = self.scoped_truth(st, e, left) if truth is None else truth  # (`self.side or ...`: scopenone.py)
         is_or = isinstance(e.operator, cst.Or)
         if truth is is_or:
             return left  # `stream or ...` / `None and ...`: short-circuits to the left operand
@@ -560,13 +557,8 @@ class Expressions:
         # the stream / event a stream or event method names, also by keyword (`event.record(stream=s)`)
         arg0 = args[0].value if args else next((a.value for a in e.args if a.keyword is not None
                                                 and a.keyword.value in ("stream", "event")), None)
-        if name == "setdefault" and len(args) == 2 and isinstance(recv, KVal) and recv.key.startswith("self.") \
-                and recv.key.count(".") == 1 and "[" not in recv.key and not self.family_receiver(st, recv):
-            kept = self.ev(st, args[1].value)
-            if isinstance(kept, EVal):  # `self.events.setdefault(k, ev).record(s)`: an entry of the family
-                self.ev(st, args[0].value)
-                self.escape(st, kept, into=e.func.value)
-                return kept
+        if name == "setdefault" and (kept := self.event_setdefault(st, e, recv, args)) is not None:
+            return kept  # `self.events.setdefault(k, ev).record(s)` (fieldfamilies.py)
         handled, result = self.sync_method(st, e, recv, name, kind, arg0)
         if handled:
             return result

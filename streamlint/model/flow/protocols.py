@@ -8,7 +8,9 @@ after ``current_stream().wait_stream(self.stream)`` or a wait on ``self.event``.
 calls is the caller's, so neither method alone shows the race.
 
 This module summarises, per class, what each method leaves on a side stream for the others: it runs the
-interpreter on every method with a side-stream scope (the *producer*) and keeps, at its exit, the
+interpreter on every method with a side-stream scope (the *producer*; also one whose scope is in a helper
+method of the class it calls, ``pack()`` running ``self._spill(host, act)`` and keeping ``host``) and keeps,
+at its exits (the end of its body and each ``return``), the
 ``self.*`` fields whose last write is queued on a stream the current stream has not joined (with the
 ``self.*`` events recorded after that write). A *consumer* method reading such a field is then analysed
 with the producer's write pending at its entry (:meth:`Interp.run` seeds it): a read with no join on that
@@ -207,18 +209,22 @@ def class_pending(project: Project, file: FileModel, cls: ClassInfo, mode: str, 
     return out
 
 
-def _own_scope(project, file, m) -> bool:
+def _own_scope(project: Project, file: FileModel, m: FunctionInfo) -> bool:
     return any(project.scope_use(file, site).roles() & apis.STREAM_SCOPE_ROLES for site in m.scopes)
 
 
-def _scoped(project, file, cls, m) -> bool:  # EXPERIMENT
+def _scoped(project: Project, file: FileModel, cls: ClassInfo, m: FunctionInfo) -> bool:
+    """A producer candidate: ``m`` opens a side-stream scope itself, or calls a method of its own class that
+    does (``self._spill(host, act)`` copying into ``host`` on ``self.d2h``, which ``m`` then keeps in a field:
+    the helper runs inline in ``m``'s run, so what it leaves on the object is ``m``'s)."""
     if _own_scope(project, file, m):
         return True
     for site in m.calls:
         f = site.node.func
         if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == "self":
-            h = cls.methods.get(f.attr.value)
-            if h is not None and h is not m and _own_scope(project, file, h):
+            helper = cls.methods.get(f.attr.value)
+            if helper is not None and helper is not m and helper.params[:1] == ("self",) \
+                    and _own_scope(project, file, helper):
                 return True
     return False
 

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
+from streamlint.model.flow.escapes import events_in
 from streamlint.model.flow.fieldfamilies import family, family_pending, unresolved_waits, waits_on
 from streamlint.model.flow.joinhelpers import handed_to_join, join_helper_keys, join_helper_names
 from streamlint.model.flow.values import Access, ordered_before
@@ -156,6 +157,7 @@ def _producer_pending(project: Project, file: FileModel, fn: FunctionInfo, mode:
     found: dict[str, Pending | None] = {}
     for st in (*interp.exits, *interp.returned):  # falling off the end or at a `return` (`return payload`)
         know = st.know(MAIN)
+        handed = _handed_back(interp, st) if st in interp.returned else None
         fields = {k: sid for k, sids in interp.field_writes.items()
                   for sid in [next((i for i in reversed(sids) if i in st.stores), None)] if sid is not None}
         fields.update({k: sid for k, sid in st.long.items() if k.startswith("self.") and k not in fields})
@@ -164,8 +166,9 @@ def _producer_pending(project: Project, file: FileModel, fn: FunctionInfo, mode:
             lw = S.last_write if S is not None and S.kind != "host" else None
             if lw is None or lw.stream == MAIN or lw.time == 0 or "." not in field:
                 continue
-            if ordered_before(lw, know) or not lw.stream.startswith("self.") or "[" in field:
-                found[field] = None  # joined on this path (or not a stream of the object's)
+            if ordered_before(lw, know) or not lw.stream.startswith("self.") or "[" in field \
+                    or handed is not None and _handed_join(st, handed, sid, lw):
+                found[field] = None  # joined on this path (or not a stream of the object's, or handed back)
                 continue
             events = tuple(sorted(k for k, snap in st.events.items()
                                   if k.startswith("self.") and snap.get(lw.stream, -1) >= lw.time))
@@ -181,7 +184,8 @@ def _producer_pending(project: Project, file: FileModel, fn: FunctionInfo, mode:
             lw = S.last_write
             if lw is None or lw.stream == MAIN or lw.time == 0:
                 return ()  # not written on a side stream on this path
-            return None if ordered_before(lw, know) or not lw.stream.startswith("self.") else lw
+            return None if ordered_before(lw, know) or not lw.stream.startswith("self.") \
+                or handed is not None and _handed_join(st, handed, S.sid, lw) else lw
         for field, entry in family_pending(interp, st, pending_write).items():
             old = found.get(field, 0)
             if old is None or field in fields:
@@ -191,6 +195,19 @@ def _producer_pending(project: Project, file: FileModel, fn: FunctionInfo, mode:
                 continue
             found[field] = Pending(field, entry[0].stream, fn, entry[0].node, entry[1], True, entry[2])
     return [p for p in found.values() if p]
+
+
+def _handed_back(interp, st) -> tuple[set[str], set[int]]:
+    """The events and the storages of what a producer returns at ``st`` (``return ready``, ``return buf,
+    ev``): its caller holds them."""
+    return {e.key for e in events_in(st.ret)}, {tv.sid for tv in interp.tensors(st, st.ret)}
+
+
+def _handed_join(st, handed: tuple[set[str], set[int]], sid: int, lw) -> bool:
+    """The producer hands its caller the pending tensor itself or an event recorded after its write: the
+    caller may join it before any other method reads the field (the order is the caller's: no protocol)."""
+    events, sids = handed
+    return sid in sids or any(st.events.get(k, {}).get(lw.stream, -1) >= lw.time for k in events)
 
 
 def class_pending(project: Project, file: FileModel, cls: ClassInfo, mode: str, runner: Runner) -> list[Pending]:

@@ -258,8 +258,11 @@ def protocol_inputs(project: Project, file: FileModel, fn: FunctionInfo, mode: s
     if key in memo:
         return memo[key]
     memo[key] = []
-    pending = [p for p in class_pending(project, file, cls, mode, runner) if p.producer is not fn
-               and _mentions(file, fn, p.field)]
+    name = fn.node.name.value  # (nor a method the producer runs itself: `forward()` calling `self._launch()` in
+    pending = [p for p in class_pending(project, file, cls, mode, runner) if p.producer is not fn  # its scope is
+               and _mentions(file, fn, p.field) and not any(  # part of its run, not a later reader)
+                   site.method == name and isinstance(site.receiver, cst.Name) and site.receiver.value == "self"
+                   for site in p.producer.calls)]
     out = [p for p in pending if _expected(project, file, cls, fn, p)]
     # a container field's entries (fieldfamilies.py): a wait on any entry of the event family that covers the
     # writes is the join (on some path: `if ev is not None: ev.wait()`; keys are not compared across methods)

@@ -24,7 +24,8 @@ Only when the class's own protocol says the join is expected in the consumer (pr
   step, ``wait()``, that the caller runs between the two: the order is then the caller's, unknowable
   here), and no code outside the class reaches the stream or the event (``obj.event.wait()``,
   ``return self.event``: the join is handed out);
-* the consumer is not the producer itself, nor ``__init__``.
+* the consumer is not the producer itself, nor ``__init__``, nor a method the class only ever calls inside a
+  side-stream scope of the producer's (part of the producer's work on that stream: :func:`_run_inside_scopes`).
 
 The join step itself is checked too (:func:`dropped_events`): a method that tests the object's event (or
 an event taken from the object's container, ``ev = self.events.get(k)``) and then drops it (``self.event
@@ -246,6 +247,31 @@ def _scoped(project: Project, file: FileModel, cls: ClassInfo, m: FunctionInfo) 
     return False
 
 
+def _self_calls(fn: FunctionInfo, name: str) -> list:
+    return [s for s in fn.calls if s.method == name and isinstance(s.receiver, cst.Name) and s.receiver.value == "self"]
+
+
+def _in_side_scope(project: Project, file: FileModel, site) -> bool:
+    scope = site.scope
+    while scope is not None:
+        if project.scope_use(file, scope).roles() & apis.STREAM_SCOPE_ROLES:
+            return True
+        scope = scope.parent
+    return False
+
+
+def _run_inside_scopes(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInfo) -> set[FunctionInfo]:
+    """The methods of ``cls`` that run ``fn`` inside a side-stream scope of their own (``forward()`` calling
+    ``self._launch()`` under ``self.side``) when every ``self.fn(...)`` of the class is in such a scope: ``fn`` is
+    then part of that method's work on the side stream, not a later reader of what an earlier run left there
+    (empty when ``fn`` is also called outside a side-stream scope: a reader its caller may run unjoined)."""
+    name = fn.node.name.value
+    callers = {m: sites for m in cls.methods.values() if (sites := _self_calls(m, name))}
+    if any(not _in_side_scope(project, file, site) for sites in callers.values() for site in sites):
+        return set()
+    return set(callers)
+
+
 def protocol_inputs(project: Project, file: FileModel, fn: FunctionInfo, mode: str, runner: Runner) -> list[Pending]:
     """The producers' pending writes ``fn`` reads while the class's protocol expects it to join them.
     ``runner`` runs the interpreter on a producer method with no seeding of its own (None: it gave up)."""
@@ -258,11 +284,9 @@ def protocol_inputs(project: Project, file: FileModel, fn: FunctionInfo, mode: s
     if key in memo:
         return memo[key]
     memo[key] = []
-    name = fn.node.name.value  # (nor a method the producer runs itself: `forward()` calling `self._launch()` in
-    pending = [p for p in class_pending(project, file, cls, mode, runner) if p.producer is not fn  # its scope is
-               and _mentions(file, fn, p.field) and not any(  # part of its run, not a later reader)
-                   site.method == name and isinstance(site.receiver, cst.Name) and site.receiver.value == "self"
-                   for site in p.producer.calls)]
+    inside = _run_inside_scopes(project, file, cls, fn)  # (nor a method the producers run in their scope)
+    pending = [p for p in class_pending(project, file, cls, mode, runner) if p.producer is not fn
+               and _mentions(file, fn, p.field) and p.producer not in inside]
     out = [p for p in pending if _expected(project, file, cls, fn, p)]
     # a container field's entries (fieldfamilies.py): a wait on any entry of the event family that covers the
     # writes is the join (on some path: `if ev is not None: ev.wait()`; keys are not compared across methods)

@@ -152,6 +152,7 @@ class ControlFlow:
                 st.done, st.ret = True, v
                 return [st]
             for st in self.run_finals(st):  # the enclosing `finally` blocks run before the caller goes on
+                self.returned.append(st)  # (a class protocol's producer summary reads these too: protocols.py)
                 self.unjoined_escape(st, v, node)
                 self.pending_exit(st, v, node)
                 self.escape(st, v)

@@ -249,6 +249,9 @@ class Elements:
         track (stream / event collections are walked by :meth:`element_rounds` first). A loop variable
         walking a zipped / enumerated collection of untracked type is its place (:meth:`placed_element`)."""
         it, target = node.iter, node.target
+        if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value in ("list", "tuple") \
+                and len(it.args) == 1 and it.args[0].keyword is None and not it.args[0].star:
+            it = it.args[0].value  # `for k, b in list(self.staged.items())`: a copy of the same elements
         pairs: list[tuple[cst.BaseExpression, cst.BaseExpression]] = []
         if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value in ("zip", "enumerate") \
                 and it.args and not any(a.keyword is not None or a.star for a in it.args):

@@ -183,6 +183,7 @@ class Expressions:
         self._compute()`` where ``s`` is None or already that stream on every path), else unknown."""
         left = self.ev(st, e.left)
         truth = known_truth(left)
+        truth = self.scoped_truth(st, e, left) if truth is None else truth  # (`self.side or ...`: scopenone.py)
         is_or = isinstance(e.operator, cst.Or)
         if truth is is_or:
             return left  # `stream or ...` / `None and ...`: short-circuits to the left operand
@@ -559,6 +560,8 @@ class Expressions:
         # the stream / event a stream or event method names, also by keyword (`event.record(stream=s)`)
         arg0 = args[0].value if args else next((a.value for a in e.args if a.keyword is not None
                                                 and a.keyword.value in ("stream", "event")), None)
+        if name == "setdefault" and (kept := self.event_setdefault(st, e, recv, args)) is not None:
+            return kept  # `self.events.setdefault(k, ev).record(s)` (fieldfamilies.py)
         handled, result = self.sync_method(st, e, recv, name, kind, arg0)
         if handled:
             return result

@@ -178,6 +178,7 @@ class Interp(HandedEarly, CalleeRecords, HelperRecords, HandedHolders, ScopedNon
         self.handshake_forks: frozenset[str] = frozenset()  # streams its signallers fork before they signal
         self.own_withs = _class_withs(file, fn)
         self.exits: list[State] = []  # the states at the function's exits (a class protocol's producer summary)
+        self.returned: list[State] = []  # the states at its `return` statements (top level only)
         self.field_writes: dict[str, list[int]] = {}  # `self.x = t`: the storages assigned to each field
         self.protocol_sources: dict[int, str] = {}  # storage -> the method that left it on a side stream
         self.family_events = False  # an event family of a class protocol is seeded (fieldfamilies.py)

@@ -8,7 +8,9 @@ after ``current_stream().wait_stream(self.stream)`` or a wait on ``self.event``.
 calls is the caller's, so neither method alone shows the race.
 
 This module summarises, per class, what each method leaves on a side stream for the others: it runs the
-interpreter on every method with a side-stream scope (the *producer*) and keeps, at its exit, the
+interpreter on every method with a side-stream scope (the *producer*; also one whose scope is in a helper
+method of the class it calls, ``pack()`` running ``self._spill(host, act)`` and keeping ``host``) and keeps,
+at its exits (the end of its body and each ``return``), the
 ``self.*`` fields whose last write is queued on a stream the current stream has not joined (with the
 ``self.*`` events recorded after that write). A *consumer* method reading such a field is then analysed
 with the producer's write pending at its entry (:meth:`Interp.run` seeds it): a read with no join on that
@@ -22,7 +24,8 @@ Only when the class's own protocol says the join is expected in the consumer (pr
   step, ``wait()``, that the caller runs between the two: the order is then the caller's, unknowable
   here), and no code outside the class reaches the stream or the event (``obj.event.wait()``,
   ``return self.event``: the join is handed out);
-* the consumer is not the producer itself, nor ``__init__``.
+* the consumer is not the producer itself, nor ``__init__``, nor a method the class only ever calls inside a
+  side-stream scope of the producer's (part of the producer's work on that stream: :func:`_run_inside_scopes`).
 
 The join step itself is checked too (:func:`dropped_events`): a method that tests the object's event (or
 an event taken from the object's container, ``ev = self.events.get(k)``) and then drops it (``self.event
@@ -43,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
+from streamlint.model.flow.escapes import events_in
 from streamlint.model.flow.fieldfamilies import family, family_pending, unresolved_waits, waits_on
 from streamlint.model.flow.joinhelpers import handed_to_join, join_helper_keys, join_helper_names
 from streamlint.model.flow.values import Access, ordered_before
@@ -152,8 +156,9 @@ def _producer_pending(project: Project, file: FileModel, fn: FunctionInfo, mode:
     if interp is None:
         return []
     found: dict[str, Pending | None] = {}
-    for st in interp.exits:
+    for st in (*interp.exits, *interp.returned):  # falling off the end or at a `return` (`return payload`)
         know = st.know(MAIN)
+        handed = _handed_back(interp, st) if st in interp.returned else None
         fields = {k: sid for k, sids in interp.field_writes.items()
                   for sid in [next((i for i in reversed(sids) if i in st.stores), None)] if sid is not None}
         fields.update({k: sid for k, sid in st.long.items() if k.startswith("self.") and k not in fields})
@@ -162,8 +167,9 @@ def _producer_pending(project: Project, file: FileModel, fn: FunctionInfo, mode:
             lw = S.last_write if S is not None and S.kind != "host" else None
             if lw is None or lw.stream == MAIN or lw.time == 0 or "." not in field:
                 continue
-            if ordered_before(lw, know) or not lw.stream.startswith("self.") or "[" in field:
-                found[field] = None  # joined on this path (or not a stream of the object's)
+            if ordered_before(lw, know) or not lw.stream.startswith("self.") or "[" in field \
+                    or handed is not None and _handed_join(st, handed, sid, lw):
+                found[field] = None  # joined on this path (or not a stream of the object's, or handed back)
                 continue
             events = tuple(sorted(k for k, snap in st.events.items()
                                   if k.startswith("self.") and snap.get(lw.stream, -1) >= lw.time))
@@ -179,7 +185,8 @@ def _producer_pending(project: Project, file: FileModel, fn: FunctionInfo, mode:
             lw = S.last_write
             if lw is None or lw.stream == MAIN or lw.time == 0:
                 return ()  # not written on a side stream on this path
-            return None if ordered_before(lw, know) or not lw.stream.startswith("self.") else lw
+            return None if ordered_before(lw, know) or not lw.stream.startswith("self.") \
+                or handed is not None and _handed_join(st, handed, S.sid, lw) else lw
         for field, entry in family_pending(interp, st, pending_write).items():
             old = found.get(field, 0)
             if old is None or field in fields:
@@ -191,6 +198,19 @@ def _producer_pending(project: Project, file: FileModel, fn: FunctionInfo, mode:
     return [p for p in found.values() if p]
 
 
+def _handed_back(interp, st) -> tuple[set[str], set[int]]:
+    """The events and the storages of what a producer returns at ``st`` (``return ready``, ``return buf,
+    ev``): its caller holds them."""
+    return {e.key for e in events_in(st.ret)}, {tv.sid for tv in interp.tensors(st, st.ret)}
+
+
+def _handed_join(st, handed: tuple[set[str], set[int]], sid: int, lw) -> bool:
+    """The producer hands its caller the pending tensor itself or an event recorded after its write: the
+    caller may join it before any other method reads the field (the order is the caller's: no protocol)."""
+    events, sids = handed
+    return sid in sids or any(st.events.get(k, {}).get(lw.stream, -1) >= lw.time for k in events)
+
+
 def class_pending(project: Project, file: FileModel, cls: ClassInfo, mode: str, runner: Runner) -> list[Pending]:
     """Every field some method of ``cls`` leaves written on a side stream of the object, unjoined."""
     memo = derived(project, "class_pending")
@@ -200,12 +220,56 @@ def class_pending(project: Project, file: FileModel, cls: ClassInfo, mode: str, 
     memo[key] = []
     out: list[Pending] = []
     for m in cls.methods.values():
-        if m.params[:1] != ("self",) or not any(
-                project.scope_use(file, site).roles() & apis.STREAM_SCOPE_ROLES for site in m.scopes):
+        if m.params[:1] != ("self",) or not _scoped(project, file, cls, m):
             continue  # no side-stream scope of its own
         out += _producer_pending(project, file, m, mode, runner)
     memo[key] = out
     return out
+
+
+def _own_scope(project: Project, file: FileModel, m: FunctionInfo) -> bool:
+    return any(project.scope_use(file, site).roles() & apis.STREAM_SCOPE_ROLES for site in m.scopes)
+
+
+def _scoped(project: Project, file: FileModel, cls: ClassInfo, m: FunctionInfo) -> bool:
+    """A producer candidate: ``m`` opens a side-stream scope itself, or calls a method of its own class that
+    does (``self._spill(host, act)`` copying into ``host`` on ``self.d2h``, which ``m`` then keeps in a field:
+    the helper runs inline in ``m``'s run, so what it leaves on the object is ``m``'s)."""
+    if _own_scope(project, file, m):
+        return True
+    for site in m.calls:
+        f = site.node.func
+        if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == "self":
+            helper = cls.methods.get(f.attr.value)
+            if helper is not None and helper is not m and helper.params[:1] == ("self",) \
+                    and _own_scope(project, file, helper):
+                return True
+    return False
+
+
+def _self_calls(fn: FunctionInfo, name: str) -> list:
+    return [s for s in fn.calls if s.method == name and isinstance(s.receiver, cst.Name) and s.receiver.value == "self"]
+
+
+def _in_side_scope(project: Project, file: FileModel, site) -> bool:
+    scope = site.scope
+    while scope is not None:
+        if project.scope_use(file, scope).roles() & apis.STREAM_SCOPE_ROLES:
+            return True
+        scope = scope.parent
+    return False
+
+
+def _run_inside_scopes(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInfo) -> set[FunctionInfo]:
+    """The methods of ``cls`` that run ``fn`` inside a side-stream scope of their own (``forward()`` calling
+    ``self._launch()`` under ``self.side``) when every ``self.fn(...)`` of the class is in such a scope: ``fn`` is
+    then part of that method's work on the side stream, not a later reader of what an earlier run left there
+    (empty when ``fn`` is also called outside a side-stream scope: a reader its caller may run unjoined)."""
+    name = fn.node.name.value
+    callers = {m: sites for m in cls.methods.values() if (sites := _self_calls(m, name))}
+    if any(not _in_side_scope(project, file, site) for sites in callers.values() for site in sites):
+        return set()
+    return set(callers)
 
 
 def protocol_inputs(project: Project, file: FileModel, fn: FunctionInfo, mode: str, runner: Runner) -> list[Pending]:
@@ -220,8 +284,9 @@ def protocol_inputs(project: Project, file: FileModel, fn: FunctionInfo, mode: s
     if key in memo:
         return memo[key]
     memo[key] = []
+    inside = _run_inside_scopes(project, file, cls, fn)  # (nor a method the producers run in their scope)
     pending = [p for p in class_pending(project, file, cls, mode, runner) if p.producer is not fn
-               and _mentions(file, fn, p.field)]
+               and _mentions(file, fn, p.field) and p.producer not in inside]
     out = [p for p in pending if _expected(project, file, cls, fn, p)]
     # a container field's entries (fieldfamilies.py): a wait on any entry of the event family that covers the
     # writes is the join (on some path: `if ev is not None: ev.wait()`; keys are not compared across methods)

@@ -21,15 +21,28 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from streamlint.model.streams import MAIN
+from streamlint._lazy import cst
+from streamlint.model.flow.values import KVal, SVal
+from streamlint.model.streams import MAIN, STREAM
 
 if TYPE_CHECKING:
-    from streamlint._lazy import cst
     from streamlint.model.flow.values import State
 
 
 class ScopedNoneTests:
     """Mixin of :class:`~streamlint.model.flow.interp.Interp` (over ``ControlFlow.stream_scope``)."""
+
+    def scoped_truth(self, st: State, e: cst.BooleanOperation, left: object) -> bool | None:
+        """``self.side or current_stream()`` on a path that entered ``self.side``'s scope: the left operand is a
+        stream there (not None, and a stream object is true), so the ``or`` is ``self.side`` (an event recorded
+        on it after the scope's copy covers that copy). None (unknown) otherwise."""
+        if not (isinstance(left, (SVal, KVal)) and isinstance(e.operator, cst.Or)):
+            return None
+        key = self.render(st, e.left)  # type: ignore[attr-defined]
+        if st.assume.get(f"{key} is None") is False \
+                and (self.kind_of(st, left) == STREAM or key in st.vc):  # type: ignore[attr-defined]
+            return True
+        return None
 
     def stream_scope(self, node: cst.With, i: int, s: State, key: str) -> list[State]:
         if key != MAIN and not key.startswith("<"):

@@ -560,8 +560,6 @@ class Expressions:
         # the stream / event a stream or event method names, also by keyword (`event.record(stream=s)`)
         arg0 = args[0].value if args else next((a.value for a in e.args if a.keyword is not None
                                                 and a.keyword.value in ("stream", "event")), None)
-        if name == "setdefault" and (kept := self.event_setdefault(st, e, recv, args)) is not None:
-            return kept  # `self.events.setdefault(k, ev).record(s)` (fieldfamilies.py)
         handled, result = self.sync_method(st, e, recv, name, kind, arg0)
         if handled:
             return result

@@ -27,7 +27,7 @@ import re
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
-from streamlint.model.flow.values import EVal, KVal
+from streamlint.model.flow.values import KVal
 from streamlint.model.syntax import normalized_code
 
 if TYPE_CHECKING:
@@ -68,20 +68,6 @@ class FieldFamilies:
         cls = self.cfile.classes.get(self.cfn.class_name or "") if self.cfn is not None else None
         mask = tuple_parts(self.cfile, cls, base, n) if cls is not None else ()
         return [v if i < len(mask) and mask[i] else None for i in range(n)]
-
-    def event_setdefault(self, st, e, recv, args) -> object:
-        """``self.E.setdefault(k, ev)`` with ``ev`` an event (``self.E.setdefault(k, ev).record(s)``, a producer
-        keeping one event per key): ``ev`` is kept in the family ``self.E`` and the call is that entry (``ev``,
-        or the one already kept under ``k``: either way an entry of ``self.E``). None when it is not that."""
-        if not (len(args) == 2 and isinstance(recv, KVal) and recv.key.startswith("self.")
-                and recv.key.count(".") == 1 and "[" not in recv.key and not self.family_receiver(st, recv)):
-            return None
-        kept = self.ev(st, args[1].value)
-        if not isinstance(kept, EVal):
-            return None
-        self.ev(st, args[0].value)
-        self.escape(st, kept, into=e.func.value)  # (field_events: the family its records mark)
-        return kept
 
     def family_event_key(self, st, key: str) -> str:
         if key in st.events or not self.family_events:

@@ -321,3 +321,15 @@ def test_inject_compare_reports_gained_and_lost_defects(tmp_path):
     assert "1 / 2 -> 1 / 2" in text
     assert "GAINED p k1" in text and "LOST p k2" in text
     assert "equivalent k3: [] -> [('SL201', 4)]" in text
+
+
+def test_inject_compare_names_a_missing_results_file(tmp_path, capsys):
+    """A run that never finished (or its directory given for its results.jsonl): one clear line, status 2,
+    no traceback."""
+    from bench.inject.__main__ import main
+
+    present = tmp_path / "after.jsonl"
+    present.write_text("")
+    assert main(["--compare", str(tmp_path / "run"), str(present)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"bench.inject: no results file: {tmp_path / 'run'}\n"

@@ -61,6 +61,10 @@ def main(argv: list[str] | None = None) -> int:
         return _show(args.show, args.trees_dir)
     if args.compare:
         from bench.inject.report import compare_runs
+        missing = [str(p) for p in args.compare if not p.is_file()]
+        if missing:  # (a run that never finished, or a results.jsonl's directory given instead of the file)
+            print(f"bench.inject: no results file: {', '.join(missing)}", file=sys.stderr)
+            return 2
         print(compare_runs(*args.compare))
         return 0
     command = "python -m bench.inject " + shlex.join(argv if argv is not None else sys.argv[1:])

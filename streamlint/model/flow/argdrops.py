@@ -586,7 +586,7 @@ def _keeps(fn: FunctionInfo, name: str, call: cst.Call | None) -> bool:
 def _non_tensor_arms(fn: FunctionInfo, name: str) -> frozenset[int]:
     """The nodes of the ``else`` arms of ``if isinstance(name, torch.Tensor):`` tests in ``fn``: there ``name`` is
     no tensor, so what they keep of it is no tensor's storage."""
-    from streamlint.model.flow.elements import tensor_test
+    from streamlint.model.flow.paramcontents import tensor_test
 
     out: set[int] = set()
     for node in _walk(fn.node.body):

@@ -24,10 +24,10 @@ from __future__ import annotations
 import re
 
 from streamlint._lazy import cst
-from streamlint.model.file import dotted
-from streamlint.model.flow.paramcontents import param_root, tensor_narrowed
+from streamlint.model.flow.paramcontents import param_root, tensor_narrowed, tensor_test
 from streamlint.model.flow.values import Access, EVal, IVal, KVal, SVal, State, TupVal, TVal
 from streamlint.model.streams import EVENT, EVENT_LIST, MAIN, STREAM, STREAM_LIST, attr_kind, derived, kind_of_value
+from streamlint.model.placement import host_target
 from streamlint.model.tensoruse import element_tensor_annotation, tensor_only_method
 from streamlint.model.syntax import call_name, int_literal, slice_drop
 from streamlint.model.walk import children
@@ -374,31 +374,16 @@ class Elements:
         return None
 
 
-def tensor_test(test: cst.BaseExpression, name: str) -> bool:
-    """``isinstance(name, torch.Tensor)`` (or ``Tensor``, or a tuple of classes naming it): the test holds only
-    for a tensor."""
-    if not (isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value == "isinstance"
-            and len(test.args) == 2 and isinstance(test.args[0].value, cst.Name) and test.args[0].value.value == name):
-        return False
-    classes = test.args[1].value
-    items = [el.value for el in classes.elements] if isinstance(classes, cst.Tuple) else [classes]
-    return any((dotted(c) or "") in ("torch.Tensor", "Tensor") for c in items)
-
-
 def _copied_to_host(body: cst.CSTNode, name: str) -> bool:
-    """``name.cpu()`` / ``name.to("cpu", ...)`` / ``name.to(torch.device("cpu"), ...)`` in ``body``."""
+    """``name.cpu()`` / ``name.to("cpu", ...)`` / ``name.to(torch.device("cpu"), ...)`` in ``body``
+    (placement.host_target; not ``pin_memory()``, which only a host tensor takes)."""
     stack: list[cst.CSTNode] = [body]
     while stack:
         n = stack.pop()
         if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and isinstance(n.func.value, cst.Name) \
-                and n.func.value.value == name:
-            if n.func.attr.value == "cpu":
-                return True
-            first = n.args[0].value if n.func.attr.value == "to" and n.args else None
-            if isinstance(first, cst.Call) and (dotted(first.func) or "").endswith("device") and first.args:
-                first = first.args[0].value
-            if isinstance(first, cst.SimpleString) and first.evaluated_value.split(":")[0] == "cpu":
-                return True
+                and n.func.value.value == name and n.func.attr.value != "pin_memory" \
+                and host_target(n, n.func.attr.value):
+            return True
         stack.extend(children(n))
     return False
 

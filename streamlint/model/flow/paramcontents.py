@@ -106,12 +106,25 @@ def tensor_narrowed(body: cst.CSTNode, name: str) -> bool:
 
 
 def _narrows(test: cst.BaseExpression, name: str) -> bool:
+    """The test (or one operand of an ``and``) holds only for a tensor: ``isinstance(name, <tensor types only>)``."""
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         return _narrows(test.left, name) or _narrows(test.right, name)
+    kinds = _isinstance_kinds(test, name)
+    return bool(kinds) and all(k in _TENSOR_TYPES for k in kinds)
+
+
+def tensor_test(test: cst.BaseExpression, name: str) -> bool:
+    """``isinstance(name, torch.Tensor)`` (or ``Tensor``, or a tuple of classes naming it), alone: its ``else``
+    arm holds only for what is no tensor at all."""
+    return any(k in ("torch.Tensor", "Tensor") for k in _isinstance_kinds(test, name))
+
+
+def _isinstance_kinds(test: cst.BaseExpression, name: str) -> list[str]:
+    """The dotted classes of ``isinstance(name, C)`` / ``isinstance(name, (C1, C2))``; [] for any other test."""
     if not (isinstance(test, cst.Call) and dotted(test.func) == "isinstance" and len(test.args) == 2):
-        return False
+        return []
     subject, kind = test.args[0].value, test.args[1].value
     if not (isinstance(subject, cst.Name) and subject.value == name):
-        return False
-    kinds = [el.value for el in kind.elements] if isinstance(kind, cst.Tuple) else [kind]
-    return bool(kinds) and all(dotted(k) in _TENSOR_TYPES for k in kinds)
+        return []
+    return [dotted(k) or "" for k in (el.value for el in kind.elements)] if isinstance(kind, cst.Tuple) \
+        else [dotted(kind) or ""]

@@ -499,9 +499,10 @@ def run_check(paths: list[str], opts: dict[str, Any]) -> int:
     # `min-confidence` hides what is less sure, after the fingerprints and the baseline saw every finding (an
     # occurrence index counts the hidden ones too: a baseline is the same whatever the threshold)
     shown = [f for f in findings if sure_enough(f, _settings_of(f).min_confidence)]
-    if len(shown) < len(findings) and opts.get("verbose"):
+    if len(shown) < len(findings) and not opts.get("quiet"):  # said, as ruff says what it hides
         hidden = len(findings) - len(shown)
-        click.echo(f"streamlint: {hidden} finding{'s' if hidden != 1 else ''} below min-confidence", err=True)
+        click.echo(f"streamlint: {hidden} less sure finding{'s' if hidden != 1 else ''} hidden by min-confidence "
+                   "(`--min-confidence low` shows them)", err=True)
     findings = ctx.findings = shown
     if opts.get("add_noqa"):
         return _add_noqa(path_engine, findings, relpath, bool(opts.get("quiet")))

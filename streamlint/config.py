@@ -47,7 +47,7 @@ class Settings:
     respect_gitignore: bool = True
     force_exclude: bool = False
     mode: str = "auto"
-    min_confidence: str = "low"
+    min_confidence: str = "medium"  # low findings (unseen callers, ownership escapes) only on request
     fixable: tuple[str, ...] = ("ALL",)
     unfixable: tuple[str, ...] = ()
     unsafe_fixes: bool = False

@@ -270,6 +270,7 @@ class Mutant:
     caught_rule: bool = False
     caught_family: bool = False
     caught_in_file: bool = False
+    caught_confidence: str = ""  # the confidence of the finding that caught it (what `--min-confidence` keeps)
     extras: list[tuple[str, int]] = field(default_factory=list)
     error: str = ""
     source: str = field(default="", repr=False)
@@ -348,7 +349,9 @@ class Linter:
         try:
             if text is not None:
                 target.write_text(text, encoding="utf-8")
-            cmd = [sys.executable, "-m", "streamlint", "--no-cache", "--output-format", "json", rel]
+            # every confidence, whatever the default: the score records each catch's own (`caught_confidence`)
+            cmd = [sys.executable, "-m", "streamlint", "--no-cache", "--min-confidence", "low", "--output-format",
+                   "json", rel]
             proc = subprocess.run(cmd, cwd=scratch, capture_output=True, text=True, timeout=self.timeout,
                                   env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
         finally:
@@ -392,6 +395,7 @@ def score(m: Mutant, site: Site, original_text: str, original: list[dict], mutat
     m.window = (lo - TOLERANCE, hi + TOLERANCE)
     pool = [(f["code"], mapping.get(f["start"]["line"]), _norm(f.get("message", ""))) for f in original]
     new: list[tuple[str, int]] = []
+    sureness: dict[tuple[str, int], str] = {}
     for f in mutated:
         code, line, msg = f["code"], f["start"]["line"], _norm(f.get("message", ""))
         hit = next((p for p in pool if p[0] == code and p[1] == line), None) or \
@@ -400,12 +404,14 @@ def score(m: Mutant, site: Site, original_text: str, original: list[dict], mutat
             pool.remove(hit)
             continue
         new.append((code, line))
+        sureness.setdefault((code, line), str(f.get("confidence", "")))
     m.new = new
     fams = {c[:3] for c in codes}
     inside = [(c, ln) for c, ln in new if m.window[0] <= ln <= m.window[1]]
     rule_hit = next(((c, ln) for c, ln in inside if c in codes), None)
     fam_hit = rule_hit or next(((c, ln) for c, ln in inside if c[:3] in fams), None)
     m.caught_rule = rule_hit is not None
+    m.caught_confidence = sureness.get(rule_hit, "") if rule_hit is not None else ""
     m.caught_family = fam_hit is not None
     m.caught_in_file = any(c in codes for c, _ in new)
     extras = list(new)

@@ -152,6 +152,10 @@ def compare_runs(before: Path, after: Path) -> str:
     lines = [f"{len(common)} mutants in both runs ({len(set(a) - set(b))} only in {name_a}, "
              f"{len(set(b) - set(a))} only in {name_b}); defects caught at the expected line (rule): "
              f"{caught_a} / {len(defects)} -> {caught_b} / {len(defects)}"]
+    for name, run in ((name_a, a), (name_b, b)):  # what each `--min-confidence` keeps (runs that recorded it)
+        tiers = Counter(run[k].get("caught_confidence") for k in defects if run[k].get("caught_rule"))
+        if any(tiers):
+            lines.append(f"  {name}: caught at high {tiers['high']}, medium {tiers['medium']}, low {tiers['low']}")
     for k in defects:
         was, now = bool(a[k].get("caught_rule")), bool(b[k].get("caught_rule"))
         if was != now:

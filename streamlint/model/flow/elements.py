@@ -226,6 +226,57 @@ class Elements:
             return None
         return {STREAM_LIST: STREAM, EVENT_LIST: EVENT}.get(kind or "", False)
 
+    def spliced(self, st: State, whole: cst.BinaryOperation, left: object, right: object) -> TupVal:
+        """``a + b`` with a literal list or tuple on one side: the longer tuple. A side that is a collection of
+        streams / events of unknown length (``[torch.cuda.Stream() for _ in range(n - 1)]``, ``self.side_streams``)
+        adds its representative first and last elements, so ``streams = [main] + [Stream() for ...]`` walked by a
+        loop is the current stream then side streams (``streams[1]`` ... ``streams[-1]``, named after the list the
+        function binds; a named collection keeps its own keys, ``self.side_streams[0]``), and a join over
+        ``streams[1:]`` is told from one over ``streams[2:]``; any other side is one unknown item."""
+        items: list = []
+        for node, v in ((whole.left, left), (whole.right, right)):
+            if isinstance(v, TupVal):
+                items.extend(v.items)
+                continue
+            kind = self._run_kind(st, node)
+            if kind is None:
+                items.append(None)
+                continue
+            make = SVal if kind == STREAM else EVal
+            name = next((n for n, vals in self.cfn.name_assigns.items() if any(x is whole for x in vals)), None) \
+                if isinstance(node, (cst.ListComp, cst.GeneratorExp)) else None
+            last = node is whole.right
+            if name is None:
+                key = self.render(st, node)
+                items.extend((make(f"{key}[0]"), make(f"{key}[-1]")))
+            else:
+                k = len(items)
+                items.extend((make(f"{name}[{k}]"), make(f"{name}[-1]" if last else f"{name}[{k + 1}]")))
+        return TupVal(tuple(items))
+
+    def _run_kind(self, st: State, node: cst.BaseExpression) -> str | None:
+        """STREAM / EVENT when ``node`` is a collection of them of unknown length, else None."""
+        if isinstance(node, (cst.ListComp, cst.GeneratorExp)):
+            kind = kind_of_value(self.project, self.cfile, node)
+        elif isinstance(node, (cst.Name, cst.Attribute)):
+            declared = self._declared_kind(st, node, self.render(st, node))
+            kind = {STREAM: STREAM_LIST, EVENT: EVENT_LIST}.get(declared) if isinstance(declared, str) else None
+        else:
+            return None
+        return {STREAM_LIST: STREAM, EVENT_LIST: EVENT}.get(kind or "")
+
+    @staticmethod
+    def stream_slice(base: TupVal, e: cst.Subscript) -> TupVal | None:
+        """``streams[1:]`` of a literal collection of streams / events (literal bounds, no step): its items."""
+        if len(e.slice) != 1 or not isinstance(e.slice[0].slice, cst.Slice) or e.slice[0].slice.step is not None \
+                or not base.items or not all(isinstance(i, (SVal, EVal)) for i in base.items):
+            return None
+        sl = e.slice[0].slice
+        bounds = [None if b is None else int_literal(b) for b in (sl.lower, sl.upper)]
+        if any(b is None and x is not None for b, x in zip(bounds, (sl.lower, sl.upper))):
+            return None
+        return TupVal(base.items[bounds[0]:bounds[1]])
+
     def selection(self, st: State, e: cst.BaseExpression) -> KVal | None:
         """A comprehension selecting elements of a collection of untracked type themselves (``[op for op in
         self.recv_ops if op.src_rank == rank]``, ``{op.task_id: op for op in ops}``: the values) holds the same

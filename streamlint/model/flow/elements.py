@@ -229,7 +229,7 @@ class Elements:
     def spliced(self, st: State, whole: cst.BinaryOperation, left: object, right: object) -> TupVal:
         """``a + b`` with a literal list or tuple on one side: the longer tuple. A side that is a collection of
         streams / events of unknown length (``[torch.cuda.Stream() for _ in range(n - 1)]``, ``self.side_streams``)
-        adds its representative first and last elements, so ``streams = [main] + [Stream() for ...]`` walked by a
+        or made by a project helper returning one, adds its representative first and last elements, so ``streams = [main] + [Stream() for ...]`` walked by a
         loop is the current stream then side streams (``streams[1]`` ... ``streams[-1]``, named after the list the
         function binds; a named collection keeps its own keys, ``self.side_streams[0]``), and a join over
         ``streams[1:]`` is told from one over ``streams[2:]``; any other side is one unknown item."""
@@ -244,7 +244,7 @@ class Elements:
                 continue
             make = SVal if kind == STREAM else EVal
             name = next((n for n, vals in self.cfn.name_assigns.items() if any(x is whole for x in vals)), None) \
-                if isinstance(node, (cst.ListComp, cst.GeneratorExp)) else None
+                if isinstance(node, (cst.ListComp, cst.GeneratorExp, cst.Call)) else None
             last = node is whole.right
             if name is None:
                 key = self.render(st, node)
@@ -258,6 +258,17 @@ class Elements:
         """STREAM / EVENT when ``node`` is a collection of them of unknown length, else None."""
         if isinstance(node, (cst.ListComp, cst.GeneratorExp)):
             kind = kind_of_value(self.project, self.cfile, node)
+        elif isinstance(node, cst.Call):  # a project helper every non-empty return of which is such a list
+            site = self.cfile.call_site(node)
+            target = self.project.call_target(self.cfile, site) if site is not None else None
+            if target is None:
+                return None
+            fn, tfile = target
+            values = [v for r in fn.returns if r.value is not None for v in
+                      (fn.name_assigns.get(r.value.value, [r.value]) if isinstance(r.value, cst.Name) else [r.value])]
+            kinds = {kind_of_value(self.project, tfile, v) for v in values
+                     if not (isinstance(v, (cst.List, cst.Tuple)) and not v.elements)}
+            kind = kinds.pop() if len(kinds) == 1 else None
         elif isinstance(node, (cst.Name, cst.Attribute)):
             declared = self._declared_kind(st, node, self.render(st, node))
             kind = {STREAM: STREAM_LIST, EVENT: EVENT_LIST}.get(declared) if isinstance(declared, str) else None

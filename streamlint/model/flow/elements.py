@@ -366,6 +366,26 @@ class Elements:
             found.update(self._record_elements(st, target, params[it.value]))
         return found
 
+    def starred_item(self, st: State, e: cst.BaseExpression) -> object:
+        """``*inputs`` in a tuple / list display (``for t in (idx, *inputs): t.record_stream(s)``): a tracked
+        tensor value standing for the tensors handed in (its elements share its storage); for a parameter
+        annotated as a sequence of tensors (``inputs: Iterable[torch.Tensor]``), the caller's tensors, like
+        :meth:`argument_elements`' elements; else nothing known."""
+        v = self.ev(st, e)
+        if isinstance(v, TVal):
+            return None if self.is_host(st, v) else v
+        params = {p.name.value: p for p in (*self.fn.node.params.posonly_params, *self.fn.node.params.params,
+                                              *self.fn.node.params.kwonly_params)}
+        if not (isinstance(e, cst.Name) and isinstance(v, KVal) and v.opaque and v.key == e.value
+                and e.value in params) or len(self.frames) != 1 or self.cfg.args_exempt:
+            return None
+        ann = params[e.value].annotation
+        if not element_tensor_annotation(ann.annotation if ann is not None else None):
+            return None
+        S = self.new_storage(st, "arg", MAIN, e.value, Access(MAIN, 0, None, {}))
+        S.container = e.value  # (its lifetime is the caller's collection's: flow/argdrops.py)
+        return self.new_tensor(st, S.sid)
+
     def _record_elements(self, st: State, target: cst.BaseExpression, param: cst.Param) -> dict[str, object]:
         """``for name, tensor in named_tensors`` over a parameter annotated as a sequence of tuples
         (``list[tuple[str, torch.Tensor]]``): the loop variables at the tensor positions are the caller's

@@ -138,8 +138,8 @@ class Expressions:
         if kind is cst.Comparison:
             return self.comparison(st, e)  # (a membership test on a dict / set reads no tensor: membership.py)
         if kind in (cst.Tuple, cst.List):
-            return TupVal(tuple(self.ev(st, el.value) if not isinstance(el, cst.StarredElement) else None
-                                for el in e.elements))
+            return TupVal(tuple(self.ev(st, el.value) if not isinstance(el, cst.StarredElement) else
+                                self.starred_item(st, el.value) for el in e.elements))
         if kind is cst.IfExp:
             self.host_test(st, e.test)
             known = self.decide(st, e.test)

@@ -57,8 +57,27 @@ class Records:
             if S.kind == "arg":  # recorded on some path: the function takes care of its lifetime (others: host values)
                 self.side_recorded.add(S.sid)
                 self.lifetimes.pop(("side-entry", S.sid), None)
+                if stream not in (MAIN, st.cur) and not self.depth:
+                    self.__dict__.setdefault("recorded_for", {}).setdefault(stream, {})[S.sid] = tv
             if stream == S.alloc and S.kind in ("arg", "local") and not self.depth and self.anchor is not None:
                 self.noop_records.setdefault(S.sid, (self.anchor, label))
+
+    def recorded_use(self, st: State, e: cst.Call, site) -> None:
+        """A call of a callable handed in (``extend()``, ``fn(batch)``, ``self._dep.forward(ios)`` of a field the
+        project never resolves) inside a scope of a side stream the function recorded argument tensors on
+        (``for t in (idx, *inputs): t.record_stream(stream)``): the record says that stream uses them, and the
+        opaque call is the only work there that can, so it reads them on that stream (a missing fork from the
+        caller's stream is then reported like any argument read there)."""
+        recorded = self.__dict__.get("recorded_for", {}).get(st.cur)
+        if not recorded or self.depth or site is None or self.project.call_target(self.cfile, site) is not None:
+            return
+        root = e.func
+        while isinstance(root, (cst.Attribute, cst.Call, cst.Subscript)):
+            root = root.func if isinstance(root, cst.Call) else root.value
+        if not isinstance(root, cst.Name) or root.value not in self.cfn.all_params \
+                or any(True for _ in self.project.api_uses(self.cfile, site)):
+            return
+        self.op(st, e, [tv for sid, tv in recorded.items() if sid in st.stores], result=False)  # type: ignore
 
     def new_storage(self, st: State, kind: str, stream: str, name: str | None, write: Access | None):
         S = super().new_storage(st, kind, stream, name, write)  # type: ignore[misc]

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
+from streamlint.model.entries import host_call
 from streamlint.model.file import FunctionInfo, dotted
 from streamlint.model.placement import BLOCKING_HOST_READS
 from streamlint.model.syntax import local_nodes, mentions_name
@@ -67,14 +68,14 @@ class Records:
         project never resolves) inside a scope of a side stream the function recorded argument tensors on
         (``for t in (idx, *inputs): t.record_stream(stream)``): the record says that stream uses them, and the
         opaque call is the only work there that can, so it reads them on that stream (a missing fork from the
-        caller's stream is then reported like any argument read there)."""
+        caller's stream is then reported like any argument read there). Not a host-only call (``self.logger.info``)."""
         recorded = self.__dict__.get("recorded_for", {}).get(st.cur)
         if not recorded or self.depth or site is None or self.project.call_target(self.cfile, site) is not None:
             return
         root = e.func
         while isinstance(root, (cst.Attribute, cst.Call, cst.Subscript)):
             root = root.func if isinstance(root, cst.Call) else root.value
-        if not isinstance(root, cst.Name) or root.value not in self.cfn.all_params \
+        if not isinstance(root, cst.Name) or root.value not in self.cfn.all_params or host_call(e) \
                 or any(True for _ in self.project.api_uses(self.cfile, site)):
             return
         self.op(st, e, [tv for sid, tv in recorded.items() if sid in st.stores], result=False)  # type: ignore

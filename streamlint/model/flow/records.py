@@ -39,6 +39,11 @@ if TYPE_CHECKING:
 _UNKNOWN = object()
 
 
+def _names(S) -> tuple[str, ...]:
+    """The parameter names a storage of the caller's is known by: its own, the collection it came from."""
+    return tuple(n for n in (S.name, S.container) if n)
+
+
 class Records:
     """Records on the allocating stream (mixin of :class:`~streamlint.model.flow.interp.Interp`).
 
@@ -64,11 +69,15 @@ class Records:
                 self.noop_records.setdefault(S.sid, (self.anchor, label))
 
     def recorded_use(self, st: State, e: cst.Call, site) -> None:
-        """A call of a callable handed in (``extend()``, ``fn(batch)``, ``self._dep.forward(ios)`` of a field the
-        project never resolves) inside a scope of a side stream the function recorded argument tensors on
-        (``for t in (idx, *inputs): t.record_stream(stream)``): the record says that stream uses them, and the
-        opaque call is the only work there that can, so it reads them on that stream (a missing fork from the
-        caller's stream is then reported like any argument read there). Not a host-only call (``self.logger.info``)."""
+        """A call of a callable handed in inside a scope of a side stream the function recorded argument tensors on
+        (``for t in (idx, *inputs): t.record_stream(stream)``) on this path: the record says that stream uses them,
+        and the opaque call is the only work there that can, so it reads them on that stream (a missing fork from
+        the caller's stream is then reported like any argument read there). The callable is a parameter called
+        directly (``extend()``, ``step(*static)``: it may close over them; not one handed only literals, a message
+        sink like ``log("warm-up")``), or a method reached from a parameter / ``self`` that the project never
+        resolves handed the recorded tensors or the collection they came from (``self._dep.forward(ios)``): not
+        ``self.alloc(n)`` or ``self.timer.start()``, which may serve a later method the record is made for. Not a
+        host-only call (``self.logger.info``), nor a torch API."""
         recorded = self.__dict__.get("recorded_for", {}).get(st.cur)
         if not recorded or self.depth or site is None or self.project.call_target(self.cfile, site) is not None:
             return
@@ -78,7 +87,15 @@ class Records:
         if not isinstance(root, cst.Name) or root.value not in self.cfn.all_params or host_call(e) \
                 or any(True for _ in self.project.api_uses(self.cfile, site)):
             return
-        self.op(st, e, [tv for sid, tv in recorded.items() if sid in st.stores], result=False)  # type: ignore
+        held = [tv for sid, tv in recorded.items() if sid in st.stores and st.cur in st.stores[sid].recorded]
+        if isinstance(e.func, cst.Name) and root.value not in ("self", "cls"):
+            if e.args and all(isinstance(a.value, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString,
+                                                   cst.Integer, cst.Float)) for a in e.args):
+                return  # (`log("warming up")`: handed only literals)
+        else:  # a method of an object: only when handed the recorded tensors (or their collection)
+            held = [tv for tv in held if any(mentions_name(a.value, *_names(st.stores[tv.sid])) for a in e.args)]
+        if held:
+            self.op(st, e, held, result=False)  # type: ignore[attr-defined]
 
     def new_storage(self, st: State, kind: str, stream: str, name: str | None, write: Access | None):
         S = super().new_storage(st, kind, stream, name, write)  # type: ignore[misc]

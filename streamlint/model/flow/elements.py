@@ -435,6 +435,9 @@ class Elements:
             items = v.items[bounds[0]:bounds[1]]
             if not items:
                 return None
+            if pos == MIDDLE and bounds != (None, None):  # the whole list's second item, if the slice keeps it
+                mid = 1 - (bounds[0] or 0)  # (`[s0, s1, main][:-1]`: s1; `[main, s1, s2, s3][1:]`: s1)
+                return items[mid] if 0 <= mid < len(items) else items[0]
             return items[0] if pos == FIRST or (pos == MIDDLE and len(items) <= 2) else \
                 items[-1] if pos == LAST else items[1]
         if kind == VALUE:

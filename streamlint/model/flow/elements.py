@@ -117,10 +117,12 @@ class Elements:
         bounds: tuple[int | None, int | None] = (None, None)
         if isinstance(it, cst.Subscript) and len(it.slice) == 1 and isinstance(it.slice[0].slice, cst.Slice):
             sliced = _slice_positions(it.slice[0].slice)
-            if sliced is None:
-                return None
-            positions, it = sliced, it.value
-            bounds = {ALL: (None, None), (MIDDLE, LAST): (1, None), (FIRST, MIDDLE): (None, -1)}[sliced]
+            if sliced is None and not (isinstance(it.value, (cst.Name, cst.Attribute))
+                                       and isinstance(self.ev(st, it), TupVal)):
+                return None  # (a literal list's other slices, `streams[2:]`: the items stream_slice keeps)
+            if sliced is not None:
+                positions, it = sliced, it.value
+                bounds = {ALL: (None, None), (MIDDLE, LAST): (1, None), (FIRST, MIDDLE): (None, -1)}[sliced]
             if isinstance(it, cst.Call) and call_name(it) in ("list", "tuple") and isinstance(it.func, cst.Name) \
                     and len(it.args) == 1:
                 it = it.args[0].value
@@ -278,14 +280,14 @@ class Elements:
 
     @staticmethod
     def stream_slice(base: TupVal, e: cst.Subscript) -> TupVal | None:
-        """``streams[1:]`` of a literal collection of streams / events (literal bounds, no step): its items."""
+        """``streams[1:]`` of a literal collection of streams / events (no step): its items. A bound that is no
+        literal is taken at its widest (``streams[1:n]`` as ``streams[1:]``, ``streams[k:]`` as all of it): a join
+        over it may cover every element, so it is not taken to leave one out."""
         if len(e.slice) != 1 or not isinstance(e.slice[0].slice, cst.Slice) or e.slice[0].slice.step is not None \
                 or not base.items or not all(isinstance(i, (SVal, EVal)) for i in base.items):
             return None
         sl = e.slice[0].slice
         bounds = [None if b is None else int_literal(b) for b in (sl.lower, sl.upper)]
-        if any(b is None and x is not None for b, x in zip(bounds, (sl.lower, sl.upper))):
-            return None
         return TupVal(base.items[bounds[0]:bounds[1]])
 
     def selection(self, st: State, e: cst.BaseExpression) -> KVal | None:

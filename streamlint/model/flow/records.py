@@ -52,6 +52,7 @@ class Records:
 
     side: object = _UNKNOWN  # side_entry() of the function, asked once
     side_recorded: set[int]  # argument storages recorded on some path
+    recorded_for: dict[str, dict[int, object]]  # side stream -> argument storages recorded on it (recorded_use)
 
     def note_record(self, st: State, held: list[TVal], stream: str, label: str) -> None:
         """``t.record_stream(stream)`` on each storage of ``held``."""
@@ -64,7 +65,7 @@ class Records:
                 self.side_recorded.add(S.sid)
                 self.lifetimes.pop(("side-entry", S.sid), None)
                 if stream not in (MAIN, st.cur) and not self.depth:
-                    self.__dict__.setdefault("recorded_for", {}).setdefault(stream, {})[S.sid] = tv
+                    self.recorded_for.setdefault(stream, {})[S.sid] = tv
             if stream == S.alloc and S.kind in ("arg", "local") and not self.depth and self.anchor is not None:
                 self.noop_records.setdefault(S.sid, (self.anchor, label))
 
@@ -78,7 +79,7 @@ class Records:
         resolves handed the recorded tensors or the collection they came from (``self._dep.forward(ios)``): not
         ``self.alloc(n)`` or ``self.timer.start()``, which may serve a later method the record is made for. Not a
         host-only call (``self.logger.info``), nor a torch API."""
-        recorded = self.__dict__.get("recorded_for", {}).get(st.cur)
+        recorded = self.recorded_for.get(st.cur)
         if not recorded or self.depth or site is None or self.project.call_target(self.cfile, site) is not None:
             return
         root = e.func

@@ -263,13 +263,13 @@ def _host_only(node: cst.CSTNode) -> bool:
     stack = [node]
     while stack:
         cur = stack.pop()
-        if isinstance(cur, cst.Call) and not _host_call(cur):
+        if isinstance(cur, cst.Call) and not host_call(cur):
             return False
         stack.extend(children(cur))
     return True
 
 
-def _host_call(call: cst.Call) -> bool:
+def host_call(call: cst.Call) -> bool:
     """A call that queues no device work: a host builtin, printing, timing, a warning or a logger method
     (``logger.debug(...)`` on a conventionally named logger, ``logging.info(...)``)."""
     func = call.func

@@ -117,10 +117,12 @@ class Elements:
         bounds: tuple[int | None, int | None] = (None, None)
         if isinstance(it, cst.Subscript) and len(it.slice) == 1 and isinstance(it.slice[0].slice, cst.Slice):
             sliced = _slice_positions(it.slice[0].slice)
-            if sliced is None:
-                return None
-            positions, it = sliced, it.value
-            bounds = {ALL: (None, None), (MIDDLE, LAST): (1, None), (FIRST, MIDDLE): (None, -1)}[sliced]
+            if sliced is None and not (isinstance(it.value, (cst.Name, cst.Attribute))
+                                       and isinstance(self.ev(st, it), TupVal)):
+                return None  # (a literal list's other slices, `streams[2:]`: the items stream_slice keeps)
+            if sliced is not None:
+                positions, it = sliced, it.value
+                bounds = {ALL: (None, None), (MIDDLE, LAST): (1, None), (FIRST, MIDDLE): (None, -1)}[sliced]
             if isinstance(it, cst.Call) and call_name(it) in ("list", "tuple") and isinstance(it.func, cst.Name) \
                     and len(it.args) == 1:
                 it = it.args[0].value
@@ -226,6 +228,68 @@ class Elements:
             return None
         return {STREAM_LIST: STREAM, EVENT_LIST: EVENT}.get(kind or "", False)
 
+    def spliced(self, st: State, whole: cst.BinaryOperation, left: object, right: object) -> TupVal:
+        """``a + b`` with a literal list or tuple on one side: the longer tuple. A side that is a collection of
+        streams / events of unknown length (``[torch.cuda.Stream() for _ in range(n - 1)]``, ``self.side_streams``)
+        or made by a project helper returning one, adds its representative first and last elements, so ``streams = [main] + [Stream() for ...]`` walked by a
+        loop is the current stream then side streams (``streams[1]`` ... ``streams[-1]``, named after the list the
+        function binds; a named collection keeps its own keys, ``self.side_streams[0]``), and a join over
+        ``streams[1:]`` is told from one over ``streams[2:]``; any other side is one unknown item."""
+        items: list = []
+        for node, v in ((whole.left, left), (whole.right, right)):
+            if isinstance(v, TupVal):
+                items.extend(v.items)
+                continue
+            kind = self._run_kind(st, node)
+            if kind is None:
+                items.append(None)
+                continue
+            make = SVal if kind == STREAM else EVal
+            name = next((n for n, vals in self.cfn.name_assigns.items() if any(x is whole for x in vals)), None) \
+                if isinstance(node, (cst.ListComp, cst.GeneratorExp, cst.Call)) else None
+            last = node is whole.right
+            if name is None:
+                key = self.render(st, node)
+                items.extend((make(f"{key}[0]"), make(f"{key}[-1]")))
+            else:
+                k = len(items)
+                items.extend((make(f"{name}[{k}]"), make(f"{name}[-1]" if last else f"{name}[{k + 1}]")))
+        return TupVal(tuple(items))
+
+    def _run_kind(self, st: State, node: cst.BaseExpression) -> str | None:
+        """STREAM / EVENT when ``node`` is a collection of them of unknown length, else None."""
+        if isinstance(node, (cst.ListComp, cst.GeneratorExp)):
+            kind = kind_of_value(self.project, self.cfile, node)
+        elif isinstance(node, cst.Call):  # a project helper every non-empty return of which is such a list
+            site = self.cfile.call_site(node)
+            target = self.project.call_target(self.cfile, site) if site is not None else None
+            if target is None:
+                return None
+            fn, tfile = target
+            values = [v for r in fn.returns if r.value is not None for v in
+                      (fn.name_assigns.get(r.value.value, [r.value]) if isinstance(r.value, cst.Name) else [r.value])]
+            kinds = {kind_of_value(self.project, tfile, v) for v in values
+                     if not (isinstance(v, (cst.List, cst.Tuple)) and not v.elements)}
+            kind = kinds.pop() if len(kinds) == 1 else None
+        elif isinstance(node, (cst.Name, cst.Attribute)):
+            declared = self._declared_kind(st, node, self.render(st, node))
+            kind = {STREAM: STREAM_LIST, EVENT: EVENT_LIST}.get(declared) if isinstance(declared, str) else None
+        else:
+            return None
+        return {STREAM_LIST: STREAM, EVENT_LIST: EVENT}.get(kind or "")
+
+    @staticmethod
+    def stream_slice(base: TupVal, e: cst.Subscript) -> TupVal | None:
+        """``streams[1:]`` of a literal collection of streams / events (no step): its items. A bound that is no
+        literal is taken at its widest (``streams[1:n]`` as ``streams[1:]``, ``streams[k:]`` as all of it): a join
+        over it may cover every element, so it is not taken to leave one out."""
+        if len(e.slice) != 1 or not isinstance(e.slice[0].slice, cst.Slice) or e.slice[0].slice.step is not None \
+                or not base.items or not all(isinstance(i, (SVal, EVal)) for i in base.items):
+            return None
+        sl = e.slice[0].slice
+        bounds = [None if b is None else int_literal(b) for b in (sl.lower, sl.upper)]
+        return TupVal(base.items[bounds[0]:bounds[1]])
+
     def selection(self, st: State, e: cst.BaseExpression) -> KVal | None:
         """A comprehension selecting elements of a collection of untracked type themselves (``[op for op in
         self.recv_ops if op.src_rank == rank]``, ``{op.task_id: op for op in ops}``: the values) holds the same
@@ -304,6 +368,26 @@ class Elements:
             found.update(self._record_elements(st, target, params[it.value]))
         return found
 
+    def starred_item(self, st: State, e: cst.BaseExpression) -> object:
+        """``*inputs`` in a tuple / list display (``for t in (idx, *inputs): t.record_stream(s)``): a tracked
+        tensor value standing for the tensors handed in (its elements share its storage); for a parameter
+        annotated as a sequence of tensors (``inputs: Iterable[torch.Tensor]``), the caller's tensors, like
+        :meth:`argument_elements`' elements; else nothing known."""
+        v = self.ev(st, e)
+        if isinstance(v, TVal):
+            return None if self.is_host(st, v) else v
+        params = {p.name.value: p for p in (*self.fn.node.params.posonly_params, *self.fn.node.params.params,
+                                              *self.fn.node.params.kwonly_params)}
+        if not (isinstance(e, cst.Name) and isinstance(v, KVal) and v.opaque and v.key == e.value
+                and e.value in params) or len(self.frames) != 1 or self.cfg.args_exempt:
+            return None
+        ann = params[e.value].annotation
+        if not element_tensor_annotation(ann.annotation if ann is not None else None):
+            return None
+        S = self.new_storage(st, "arg", MAIN, e.value, Access(MAIN, 0, None, {}))
+        S.container = e.value  # (its lifetime is the caller's collection's: flow/argdrops.py)
+        return self.new_tensor(st, S.sid)
+
     def _record_elements(self, st: State, target: cst.BaseExpression, param: cst.Param) -> dict[str, object]:
         """``for name, tensor in named_tensors`` over a parameter annotated as a sequence of tuples
         (``list[tuple[str, torch.Tensor]]``): the loop variables at the tensor positions are the caller's
@@ -353,6 +437,9 @@ class Elements:
             items = v.items[bounds[0]:bounds[1]]
             if not items:
                 return None
+            if pos == MIDDLE and bounds != (None, None):  # the whole list's second item, if the slice keeps it
+                mid = 1 - (bounds[0] or 0)  # (`[s0, s1, main][:-1]`: s1; `[main, s1, s2, s3][1:]`: s1)
+                return items[mid] if 0 <= mid < len(items) else items[0]
             return items[0] if pos == FIRST or (pos == MIDDLE and len(items) <= 2) else \
                 items[-1] if pos == LAST else items[1]
         if kind == VALUE:

@@ -123,9 +123,8 @@ class Expressions:
             if isinstance(e.left, (cst.List, cst.Tuple)) and isinstance(e.operator, cst.Multiply):
                 return None  # `[None] * n`: a Python list of n slots (slots.py), whatever `n` is
             if isinstance(e.operator, cst.Add) and (isinstance(left, TupVal) or isinstance(right, TupVal)):
-                # `(pinned[k:k + 1],) + sampled[1:]`: a longer tuple, no tensor op
-                return TupVal((left.items if isinstance(left, TupVal) else (None,))
-                              + (right.items if isinstance(right, TupVal) else (None,)))
+                # `(pinned[k:k + 1],) + sampled[1:]`: a longer tuple, no tensor op (`[main] + side`: elements.py)
+                return self.spliced(st, e, left, right)
             if self.tensors(st, left) or self.tensors(st, right):
                 return self.op(st, e, [left, right])
             return None
@@ -139,8 +138,8 @@ class Expressions:
         if kind is cst.Comparison:
             return self.comparison(st, e)  # (a membership test on a dict / set reads no tensor: membership.py)
         if kind in (cst.Tuple, cst.List):
-            return TupVal(tuple(self.ev(st, el.value) if not isinstance(el, cst.StarredElement) else None
-                                for el in e.elements))
+            return TupVal(tuple(self.ev(st, el.value) if not isinstance(el, cst.StarredElement) else
+                                self.starred_item(st, el.value) for el in e.elements))
         if kind is cst.IfExp:
             self.host_test(st, e.test)
             known = self.decide(st, e.test)
@@ -232,6 +231,8 @@ class Expressions:
                 idx_vals.append(self.ev(st, el.slice.value))
         if not isinstance(base, TVal) and (slot := self.slot_get(st, e)) is not None:
             return slot  # a list's element the function put there, or the caller's (slots.py)
+        if isinstance(base, TupVal) and (part := self.stream_slice(base, e)) is not None:
+            return part  # `streams[1:]` of a literal list of streams: its real items
         if isinstance(base, TupVal) and len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index):
             iv = e.slice[0].slice.value
             if isinstance(iv, cst.Integer):

@@ -128,6 +128,7 @@ class Interp(HandedEarly, CalleeRecords, HelperRecords, HandedHolders, ScopedNon
         self.noop_records: dict[int, tuple] = {}  # storage -> (statement, text) of a record on its own stream
         self.entry_uses: dict[int, Access] = {}  # argument storage -> its latest use on the entry stream
         self.side_recorded: set[int] = set()  # argument storages recorded on some path (records.py)
+        self.recorded_for: dict[str, dict[int, object]] = {}  # side stream -> argument storages recorded on it
         self.unjoined: dict[tuple, Unjoined] = {}
         self.view_escapes: dict[tuple, ViewEscape] = {}
         self.inline_stack: list[int] = []

@@ -227,6 +227,7 @@ class Orderings:
         """``dispatch`` (exprs), then :meth:`helper_work` when the call showed no work on the current stream."""
         before = st.work.get(st.cur)
         out = self.dispatch(st, e, method, target)
+        self.recorded_use(st, e, site)  # (a callable handed in, on a stream arguments were recorded on: records.py)
         if site is not None and st.work.get(st.cur) == before:
             self.helper_work(st, site)
         return out

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
+from streamlint.model.entries import host_call
 from streamlint.model.file import FunctionInfo, dotted
 from streamlint.model.placement import BLOCKING_HOST_READS
 from streamlint.model.syntax import local_nodes, mentions_name
@@ -38,6 +39,11 @@ if TYPE_CHECKING:
 _UNKNOWN = object()
 
 
+def _names(S) -> tuple[str, ...]:
+    """The parameter names a storage of the caller's is known by: its own, the collection it came from."""
+    return tuple(n for n in (S.name, S.container) if n)
+
+
 class Records:
     """Records on the allocating stream (mixin of :class:`~streamlint.model.flow.interp.Interp`).
 
@@ -46,6 +52,7 @@ class Records:
 
     side: object = _UNKNOWN  # side_entry() of the function, asked once
     side_recorded: set[int]  # argument storages recorded on some path
+    recorded_for: dict[str, dict[int, object]]  # side stream -> argument storages recorded on it (recorded_use)
 
     def note_record(self, st: State, held: list[TVal], stream: str, label: str) -> None:
         """``t.record_stream(stream)`` on each storage of ``held``."""
@@ -57,8 +64,39 @@ class Records:
             if S.kind == "arg":  # recorded on some path: the function takes care of its lifetime (others: host values)
                 self.side_recorded.add(S.sid)
                 self.lifetimes.pop(("side-entry", S.sid), None)
+                if stream not in (MAIN, st.cur) and not self.depth:
+                    self.recorded_for.setdefault(stream, {})[S.sid] = tv
             if stream == S.alloc and S.kind in ("arg", "local") and not self.depth and self.anchor is not None:
                 self.noop_records.setdefault(S.sid, (self.anchor, label))
+
+    def recorded_use(self, st: State, e: cst.Call, site) -> None:
+        """A call of a callable handed in inside a scope of a side stream the function recorded argument tensors on
+        (``for t in (idx, *inputs): t.record_stream(stream)``) on this path: the record says that stream uses them,
+        and the opaque call is the only work there that can, so it reads them on that stream (a missing fork from
+        the caller's stream is then reported like any argument read there). The callable is a parameter called
+        directly (``extend()``, ``step(*static)``: it may close over them; not one handed only literals, a message
+        sink like ``log("warm-up")``), or a method reached from a parameter / ``self`` that the project never
+        resolves handed the recorded tensors or the collection they came from (``self._dep.forward(ios)``): not
+        ``self.alloc(n)`` or ``self.timer.start()``, which may serve a later method the record is made for. Not a
+        host-only call (``self.logger.info``), nor a torch API."""
+        recorded = self.recorded_for.get(st.cur)
+        if not recorded or self.depth or site is None or self.project.call_target(self.cfile, site) is not None:
+            return
+        root = e.func
+        while isinstance(root, (cst.Attribute, cst.Call, cst.Subscript)):
+            root = root.func if isinstance(root, cst.Call) else root.value
+        if not isinstance(root, cst.Name) or root.value not in self.cfn.all_params or host_call(e) \
+                or any(True for _ in self.project.api_uses(self.cfile, site)):
+            return
+        held = [tv for sid, tv in recorded.items() if sid in st.stores and st.cur in st.stores[sid].recorded]
+        if isinstance(e.func, cst.Name) and root.value not in ("self", "cls"):
+            if e.args and all(isinstance(a.value, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString,
+                                                   cst.Integer, cst.Float)) for a in e.args):
+                return  # (`log("warming up")`: handed only literals)
+        else:  # a method of an object: only when handed the recorded tensors (or their collection)
+            held = [tv for tv in held if any(mentions_name(a.value, *_names(st.stores[tv.sid])) for a in e.args)]
+        if held:
+            self.op(st, e, held, result=False)  # type: ignore[attr-defined]
 
     def new_storage(self, st: State, kind: str, stream: str, name: str | None, write: Access | None):
         S = super().new_storage(st, kind, stream, name, write)  # type: ignore[misc]

@@ -26,9 +26,9 @@ from streamlint.model.file import FileModel
 from streamlint.model.flow import elementsets
 from streamlint.model.options import ModelOptions
 from streamlint.model.paths import PathIndex
-from streamlint.model.project import Project
+from streamlint.model.project import JOIN_AFTER, Project
 from streamlint.model.summary import ModuleSummary, summarize
-from streamlint.model.wordindex import Stamp, stamp_of, stamp_settled
+from streamlint.model.wordindex import Stamp, WordIndex, WordSearch, stamp_of, stamp_settled
 from streamlint.profile import Profiler, phase as _phase
 from streamlint.registry import Registry
 from streamlint.rule import Rule, RuleContext
@@ -223,6 +223,9 @@ class Engine:
             ),
         )
         self.project.reader = self.read
+        # a word index built in memory, for the marker searches of a large tree without the project cache (which
+        # replaces it with its own: parallel.py, lsp.py): each file read once for all of them, not once per marker
+        self.project.words = WordSearch(WordIndex, self.word_stamp, self.read_stamp, after=JOIN_AFTER)
         # selectors (codes, prefixes, names, ALL) expanded to the codes they match
         self._per_file_ignores = [
             (pathspec.GitIgnoreSpec.from_lines([pattern]),

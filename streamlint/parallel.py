@@ -261,7 +261,7 @@ def lint_files(
     if summaries is not None and engine.project.summaries.source is None and not engine.project.summaries.entries:
         engine.project.summaries.source = summaries.load
     words = WordCache(cache.directory, engine.root) if cache is not None else None
-    if words is not None and engine.project.words is None:
+    if words is not None and (engine.project.words is None or engine.project.words.after):
         engine.project.words = WordSearch(words.load, engine.word_stamp, engine.read_stamp)
 
     project_state: list[str] = []

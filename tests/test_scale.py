@@ -783,6 +783,28 @@ def test_a_release_keeps_what_the_compile_sites_reach_and_the_recent_models(tmp_
     assert "pkg/compiler.py" not in parsed and "pkg/launcher.py" not in parsed, sorted(parsed)
 
 
+def test_a_release_keeps_the_module_most_files_ask_before_the_last_file_s_own(tmp_path: Path) -> None:
+    """A release keeps first what the files of the last releases asked most often (Engine._keep_order: a module
+    every file reaches), then the most recently asked: a file's own module asked last does not push out the one the
+    next file will ask again (only recency did, and a tree whose files reach more than the budget parsed its
+    common modules again for every file)."""
+    _project(tmp_path, noise=3)
+    engine = engine_for(tmp_path)
+    common, size = str(tmp_path / "pkg" / "utils.py"), len((tmp_path / "pkg" / "utils.py").read_bytes())
+    for i in range(3):  # three files, each releasing after it: each asks the common module, then its own
+        engine.project.file(common)
+        engine.project.file(str(tmp_path / "pkg" / "noise" / f"n{i:03}.py"))
+        engine.release_models(size)
+        # (the first release knows no history: the last asked, the smaller own module, is kept)
+        assert list(engine._parsed) == [common] if i else [str(tmp_path / "pkg" / "noise" / "n000.py")], i
+    engine.project.file(str(tmp_path / "pkg" / "cfg.py"))  # a file that does not ask it: it stays, being hot
+    engine.release_models(size)
+    assert list(engine._parsed) == [common]
+    engine.project.file(str(tmp_path / "pkg" / "compiler.py"))
+    engine.release_models(1 << 20)  # room for all: every parsed file kept, the hottest first
+    assert list(engine._parsed)[0] == common and len(engine._parsed) == 2
+
+
 def test_a_release_does_not_carry_compile_facts_of_a_function_defined_twice(tmp_path: Path) -> None:
     """A reached function that is not its module's entry for its name (an earlier ``def`` of the same name)
     has no key that survives a release: then the compile facts are computed again, as before."""

@@ -281,9 +281,9 @@ class Engine:
         """Let the parsed files and every project fact go (a long run's memory bound): the next
         questions parse again what they need. What depends on bytes only stays: the module summaries,
         the file list and the contents kept for byte searches; so do what the compile sites reach
-        (``PathIndex.carried``: plain data, keyed by path and name) and the most recently used parsed
-        files, up to ``keep`` bytes of source (the modules the next files most likely import: without them
-        a large tree's run parsed its common modules again every few files). Answers do not change: the
+        (``PathIndex.carried``: plain data, keyed by path and name) and the parsed files the last files asked
+        most often, then most recently (:meth:`_keep_order`), up to ``keep`` bytes of source (the modules the next
+        files most likely import: without them a large tree's run parsed its common modules again every few files). Answers do not change: the
         analysis of a file is the same whatever was analysed before it (tests/test_scale.py)."""
         self._released += self._let_go(keep)
         if self._released > keep:

@@ -264,7 +264,8 @@ class WordSearch:
     """The word index as a project uses it (``Project.words``): loaded on the first search (``source``: the
     project cache's, :mod:`streamlint.wordcache`), brought up to date for the project's file list once (``stamp``:
     a file's content stamp, None when not to be trusted, e.g. an editor buffer). The project is duck-typed (this
-    layer does not know it): ``reader``, ``scope``, ``profiler``, ``_scan_bytes``, ``_keep_bytes``, ``may_contain``."""
+    layer does not know it): ``reader``, ``scope``, ``profiler``, ``_scan_bytes``, ``_keep_bytes``, ``may_contain``;
+    for an in-memory index (``after``) also ``_marker_paths``, ``_joined``, ``all_files``."""
 
     def __init__(self, source: Callable[[], WordIndex], stamp: Callable[[str], "Stamp | None"],
                  read_stamp: Callable[[str], "Stamp | None"] | None = None, after: int = 0) -> None:

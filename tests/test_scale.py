@@ -4,6 +4,7 @@ a changed dependency invalidates what it must (issue 15)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -798,11 +799,18 @@ def test_a_release_keeps_the_module_most_files_ask_before_the_last_file_s_own(tm
         # (the first release knows no history: the last asked, the smaller own module, is kept)
         assert list(engine._parsed) == [common] if i else [str(tmp_path / "pkg" / "noise" / "n000.py")], i
     engine.project.file(str(tmp_path / "pkg" / "cfg.py"))  # a file that does not ask it: it stays, being hot
+    cfg = str(tmp_path / "pkg" / "cfg.py")
+    digest = engine.content_digest(cfg)
+    assert digest == hashlib.sha256((tmp_path / "pkg" / "cfg.py").read_bytes()).hexdigest()
     engine.release_models(size)
     assert list(engine._parsed) == [common]
+    # the content digests go with the parsed files they were taken of (Engine._let_go), and come back the same
+    assert cfg not in engine._digests and engine.content_digest(cfg) is None
     engine.project.file(str(tmp_path / "pkg" / "compiler.py"))
     engine.release_models(1 << 20)  # room for all: every parsed file kept, the hottest first
     assert list(engine._parsed)[0] == common and len(engine._parsed) == 2
+    engine.project.file(cfg)  # parsed again: the digest of the same bytes
+    assert engine.content_digest(cfg) == digest
 
 
 def test_a_release_does_not_carry_compile_facts_of_a_function_defined_twice(tmp_path: Path) -> None:

@@ -128,8 +128,8 @@ def dependencies(project: Project, path: str) -> tuple[str, ...]:
 def _bounded(engine: Engine) -> None:
     """Bound a long run's memory: the engine lets its trees go once they pass MODEL_BYTES_KEPT."""
     if engine.parsed_bytes() > MODEL_BYTES_KEPT:
-        # a release keeps the most recently used models up to the bound (consecutive files of a package
-        # import the same modules, which a release of everything made the next file parse again, with the
+        # a release keeps the most often, then most recently used models up to the bound (Engine._keep_order;
+        # consecutive files of a package import the same modules, which a release of everything made the next file parse again, with the
         # compile index that a release now keeps too: the sglang 0.5.23 slice went from 189 s past 1500 s
         # at 6 MB). What a run holds between files stays within the bound; past it, a release per file
         # costs less than the parses it saves (sglang slice files 81-140, -j 1: CPU 121 -> 101 s keeping
@@ -261,7 +261,7 @@ def lint_files(
     if summaries is not None and engine.project.summaries.source is None and not engine.project.summaries.entries:
         engine.project.summaries.source = summaries.load
     words = WordCache(cache.directory, engine.root) if cache is not None else None
-    if words is not None and engine.project.words is None:
+    if words is not None and (engine.project.words is None or engine.project.words.after):
         engine.project.words = WordSearch(words.load, engine.word_stamp, engine.read_stamp)
 
     project_state: list[str] = []

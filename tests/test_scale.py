@@ -4,6 +4,7 @@ a changed dependency invalidates what it must (issue 15)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -781,6 +782,35 @@ def test_a_release_keeps_what_the_compile_sites_reach_and_the_recent_models(tmp_
     assert again is not file and paths(again) == before
     parsed = {os.path.relpath(p, tmp_path) for p in engine._parsed}
     assert "pkg/compiler.py" not in parsed and "pkg/launcher.py" not in parsed, sorted(parsed)
+
+
+def test_a_release_keeps_the_module_most_files_ask_before_the_last_file_s_own(tmp_path: Path) -> None:
+    """A release keeps first what the files of the last releases asked most often (Engine._keep_order: a module
+    every file reaches), then the most recently asked: a file's own module asked last does not push out the one the
+    next file will ask again (only recency did, and a tree whose files reach more than the budget parsed its
+    common modules again for every file)."""
+    _project(tmp_path, noise=3)
+    engine = engine_for(tmp_path)
+    common, size = str(tmp_path / "pkg" / "utils.py"), len((tmp_path / "pkg" / "utils.py").read_bytes())
+    for i in range(3):  # three files, each releasing after it: each asks the common module, then its own
+        engine.project.file(common)
+        engine.project.file(str(tmp_path / "pkg" / "noise" / f"n{i:03}.py"))
+        engine.release_models(size)
+        # (the first release knows no history: the last asked, the smaller own module, is kept)
+        assert list(engine._parsed) == [common] if i else [str(tmp_path / "pkg" / "noise" / "n000.py")], i
+    engine.project.file(str(tmp_path / "pkg" / "cfg.py"))  # a file that does not ask it: it stays, being hot
+    cfg = str(tmp_path / "pkg" / "cfg.py")
+    digest = engine.content_digest(cfg)
+    assert digest == hashlib.sha256((tmp_path / "pkg" / "cfg.py").read_bytes()).hexdigest()
+    engine.release_models(size)
+    assert list(engine._parsed) == [common]
+    # the content digests go with the parsed files they were taken of (Engine._let_go), and come back the same
+    assert cfg not in engine._digests and engine.content_digest(cfg) is None
+    engine.project.file(str(tmp_path / "pkg" / "compiler.py"))
+    engine.release_models(1 << 20)  # room for all: every parsed file kept, the hottest first
+    assert list(engine._parsed)[0] == common and len(engine._parsed) == 2
+    engine.project.file(cfg)  # parsed again: the digest of the same bytes
+    assert engine.content_digest(cfg) == digest
 
 
 def test_a_release_does_not_carry_compile_facts_of_a_function_defined_twice(tmp_path: Path) -> None:

@@ -442,3 +442,37 @@ def test_a_second_equal_file_list_is_not_statted_again(tmp_path: Path) -> None:
     assert len(stats) == len(files)
     project.words.current(project, files[1:])  # another list: checked
     assert len(stats) == 2 * len(files) - 1
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+@pytest.mark.parametrize("joined", [100, 1 << 30])
+def test_a_run_without_the_cache_answers_as_the_scan(tmp_path: Path, monkeypatch, seed: int, joined: int) -> None:
+    """The index an engine builds in memory when it has no project cache (Engine: ``WordSearch(after=JOIN_AFTER)``)
+    answers every search exactly as the scan (same files, same order): for a tree too large to be joined it is
+    built at the JOIN_AFTER-th search and answers from then on; for a smaller one it never answers (the joined
+    contents do), and a run asking fewer searches never builds it (each file read as before)."""
+    import streamlint.model.project as project_module
+    from streamlint.model.project import JOIN_AFTER
+
+    monkeypatch.setattr(project_module, "JOINED_BYTES", joined)
+    rng = random.Random(seed)
+    root = tmp_path / "proj"
+    root.mkdir()
+    _tree(root, rng, n=80)
+    _age(root)
+    markers = list(dict.fromkeys(_markers(rng)))
+    scanned = _project(root, None)
+    indexed = _project(root, None)
+    indexed.words = WordSearch(WordIndex, _stamp, after=JOIN_AFTER)
+    for i, m in enumerate(markers):
+        assert indexed.paths_containing(m) == _brute(scanned, m), m
+        built = indexed.words.index is not None
+        assert built == (joined == 100 and i + 1 > JOIN_AFTER), (i, m)
+    assert indexed.words.ready(indexed) == (joined == 100)
+
+
+def _stamp(path: str):
+    try:
+        return stamp_of(os.stat(path))
+    except OSError:
+        return None

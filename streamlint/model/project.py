@@ -296,7 +296,7 @@ class Project(ModulePaths):
             found: list[tuple[str, ModuleSummary]] = []
             files = self.all_files()
             report = self.index_progress
-            spelling = set(self.paths_containing((b"compile",))) if self.words is not None else None  # (none read)
+            spelling = set(self.paths_containing((b"compile",))) if self.words is not None and self.words.ready(self) else None  # (none read)
             for done, path in enumerate(files, 1):
                 if report is not None:
                     report(done, len(files))

@@ -264,13 +264,19 @@ class WordSearch:
     """The word index as a project uses it (``Project.words``): loaded on the first search (``source``: the
     project cache's, :mod:`streamlint.wordcache`), brought up to date for the project's file list once (``stamp``:
     a file's content stamp, None when not to be trusted, e.g. an editor buffer). The project is duck-typed (this
-    layer does not know it): ``reader``, ``scope``, ``profiler``, ``_scan_bytes``, ``_keep_bytes``, ``may_contain``."""
+    layer does not know it): ``reader``, ``scope``, ``profiler``, ``_scan_bytes``, ``_keep_bytes``, ``may_contain``;
+    for an in-memory index (``after``) also ``_marker_paths``, ``_joined``, ``all_files``."""
 
     def __init__(self, source: Callable[[], WordIndex], stamp: Callable[[str], "Stamp | None"],
-                 read_stamp: Callable[[str], "Stamp | None"] | None = None) -> None:
+                 read_stamp: Callable[[str], "Stamp | None"] | None = None, after: int = 0) -> None:
         # read_stamp: the stamp taken before the reader's first read of a file this run (Engine.read_stamp), for
         # the bytes the project holds already; None: those bytes' words are stored untrusted (read again next run)
         self.source, self.stamp, self.read_stamp = source, stamp, read_stamp
+        # after: an index of a run without the project cache (built in memory, never stored: Engine), which answers
+        # only once the project asked this many distinct searches and its files are too large to be joined
+        # (Project._joined): before that, or for a smaller tree, the project scans as it did without an index
+        # (a run of one file reads no more than it did; a large tree's run reads each file once, not per marker)
+        self.after = after
         self.index: WordIndex | None = None
         # the file list the index was last brought up to date for (None: check every stamp at the next search)
         self.files_for: list[str] | None = None
@@ -300,11 +306,17 @@ class WordSearch:
             self.files_for = files
         return self.index
 
+    def ready(self, project, files: list[str] | None = None) -> bool:
+        """Does this index answer the project's searches? (always, but an in-memory one: see ``after``)"""
+        if not self.after or self.index is not None:
+            return True
+        return len(project._marker_paths) >= self.after and project._joined(files or project.all_files()) is None
+
     def paths(self, project, files: list[str], markers: tuple[bytes, ...]) -> list[str] | None:
         """``Project.paths_containing``'s answer: the files holding a token each marker implies, the marker
         confirmed in those only (a one-word marker needs no confirmation: a word containing it spells it).
         None: a marker without a word, or no reader (the caller scans)."""
-        if project.reader is None or not markers:
+        if project.reader is None or not markers or not self.ready(project, files):
             return None
         with _phase(project.profiler, "word-index"):
             candidates = self.current(project, files).candidates(markers)

@@ -662,6 +662,10 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
         confidence = Confidence.LOW
         hint += (f"; {stream_label(race.dst, main)} waits on `{race.handed_wait}`, a stream the caller hands in: "
                  "this assumes that is not the stream the caller produced it on")
+    elif race.handed_wait is not None and race.escape:
+        confidence = Confidence.LOW
+        hint += (f"; `{race.handed_wait}`, a stream the caller hands in, waits on {stream_label(race.src, main)} "
+                 "before the hand-back: this assumes that is not the caller's current stream")
     elif chosen is not None and rests_on_unseen_caller(ctx.project, ctx.file, fn, chosen):
         confidence = Confidence.LOW
         hint += (f"; its stream comes from `{chosen}`, which the caller chooses, and no call of "

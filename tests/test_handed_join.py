@@ -1,6 +1,8 @@
 """A side stream ordered after, or joined onto, a stream the caller hands in through a closure's enclosing function
 (flow/chosenstreams.handed_wait): the race rests on that stream being another than the caller's current one (low);
-no ordering, one before the work, or a stream the method may pick itself keep medium."""
+no ordering, one before the work, or a stream the method may pick itself keep medium. A race on a stream parameter
+that a caller read binds to its current stream, no caller read binding another, is low too
+(flow/entryctx.current_at_some_site)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -32,3 +34,19 @@ def test_a_closure_ordered_after_its_parents_stream_parameter_is_low() -> None:
     assert len(medium) == 4
     for line in medium:
         assert found[line].confidence.value == "medium", line
+
+
+SOME = FIXTURES / "projects" / "sl201_some_caller_current"
+
+
+def test_a_race_on_a_stream_parameter_some_caller_binds_to_its_current_stream_is_low() -> None:
+    files = [str(f) for f in discover([str(SOME)], SOME).files]
+    found = {f.span.start_line: f for f in lint_paths(SOME, files) if f.code == "SL201" and f.path.endswith("launcher.py")}
+    launcher = SOME / "decoding" / "launcher.py"
+    text = launcher.read_text().splitlines()
+    low = next(i for i, t in enumerate(text, 1) if "# expect: SL201 -- low" in t)
+    medium = next(i for i, t in enumerate(text, 1) if "# expect: SL201 -- medium" in t)
+    assert found[low].confidence.value == "low"  # one caller read enters the stream it passes; the other hands on
+    # its own caller's choice, and no call of that one is seen
+    assert "passes its current stream as `stream`" in (found[low].hint or "")
+    assert found[medium].confidence.value == "medium"  # a caller read passes a stream it did not enter nor order

@@ -34,7 +34,7 @@ from streamlint._lazy import cst
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.flow.values import CVal, EVal, KVal, SVal, TVal, ordered_before
-from streamlint.model.streams import EVENT, MAIN
+from streamlint.model.streams import EVENT, MAIN, STREAM
 from streamlint.model.uses import bind_arguments
 
 if TYPE_CHECKING:
@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 CALLERS = "<caller's stream>"  # a stream of the caller the callee cannot name
 DEFAULT = "<default stream>"  # the device's default stream when every caller runs the callee on a side stream
 MAX_SITES = 8
+MAX_DEPTH = 3  # callers handing on a stream parameter of their own, followed up (current_at_some_site)
+_CONTRADICTED = ("contradicted",)
 _FAILED = object()
 _RUNNING = object()
 
@@ -92,11 +94,16 @@ def site_facts(interp, st: State, fn, env: dict, inlined: bool = True) -> frozen
     for p, v in env.items():
         if isinstance(v, KVal) and p != "self" and v.key == cur and cur != MAIN:
             facts.add((p, "stream", "current"))  # the place the caller's scope entered (`streams[i]`), passed on
+        elif isinstance(v, KVal) and p != "self" and cur not in (v.key, st.same.get(v.key)) \
+                and interp.kind_of(st, v) == STREAM:
+            facts.add((p, "stream-other"))  # (a stream field not entered here: taken for another stream)
         elif isinstance(v, SVal):
             if rel(v.key) == MAIN:
                 facts.add((p, "stream", "current"))
             elif st.know(v.key).get(cur, -1) >= max(st.last_op.get(cur, 0), 1):
                 facts.add((p, "stream", "forked"))
+            else:  # another stream, not ordered after the current one (no seed: only read by current_at_some_site)
+                facts.add((p, "stream-other"))
         elif isinstance(v, TVal):
             S = st.stores.get(v.sid)
             if S is None or S.kind not in ("arg", "local", "long"):
@@ -267,12 +274,83 @@ def entry_context(project, file, fn, mode: str, plain: bool = False) -> tuple[fr
             return None
         if facts is None:
             return None  # a call its caller's analysis did not reach (or could not run inline)
+        facts = frozenset(f for f in facts if f[1] != "stream-other")
         meet = facts if meet is None else meet & facts
         if not meet:
             return None
     found = (meet, sites[0]) if meet else None
     memo[key] = found
     return found
+
+
+def _passed_through(fn, site, caller, param: str) -> str | None:
+    """The caller's own stream parameter the call hands on as ``param`` unchanged (``self.launch(xs,
+    stream=stream)``), else None: its collecting run names it a stream of its own, which is its callers' choice."""
+    from streamlint.model.flow.handlestreams import rebound
+
+    method = fn.class_name is not None and fn.params[:1] == ("self",)
+    bound = bind_arguments((fn.params[1:] if method else fn.params) + fn.kwonly, site.node, kwonly=fn.kwonly)
+    expr = bound.get(param)
+    if isinstance(expr, cst.Name) and expr.value in caller.all_params and expr.value not in rebound(caller):
+        return expr.value
+    return None
+
+
+def current_at_some_site(project, file, fn, mode: str, param: str, _depth: int = 0) -> tuple | None:
+    """(file model, call node) of a seen call of ``fn`` that passes its current stream as the stream parameter
+    ``param`` (``with self.decode_ctx(): self.launch(plans, stream=self.decode_stream)``), when no call whose
+    caller's analysis is read passes a stream neither current nor ordered after it there; None otherwise (no such
+    call, a contradicting one, too many sites, a module-level call). A race between the entry stream and ``param``
+    is then one on the paths of the callers not read (unseen, not run inline, not reached) only: low, not silent."""
+    if mode not in ("eager", "cuda"):
+        return None
+    memo = project.derived("current_at_some_site")
+    key = (id(fn), mode, param, _depth)  # (the depth too: an answer cut by the bound is not one for a caller nearer)
+    if key in memo:
+        found = memo[key]
+        return found if _depth or found is not _CONTRADICTED else None
+    memo[key] = None
+    sites = callers_of(project, file, fn)
+    if not sites or len(sites) > MAX_SITES:
+        return None
+    from streamlint.model.flow.calls import _relevant
+
+    found = None
+    for model, site in sites:
+        caller = site.function
+        through = _passed_through(fn, site, caller, param) if caller is not None else None
+        if caller is fn and through == param:
+            continue  # (a recursive call handing on the same stream: its callers' choice, asked here)
+        if caller is None or caller is fn:
+            return None
+        if through is not None:  # (the caller's callers choose it: asked of them, up to MAX_DEPTH callers)
+            up = current_at_some_site(project, model, caller, mode, through, _depth + 1) \
+                if _depth < MAX_DEPTH else None
+            if up is _CONTRADICTED:
+                return _settle(memo, key, _CONTRADICTED, _depth)
+            found = found or up
+            continue
+        if not _relevant(project, model, caller):
+            continue  # (a caller doing no stream work of its own: read as unknown, not as a contradiction)
+        try:
+            facts = (_collect(project, model, caller, mode) or {}).get(id(site.node))
+        except _InCycle:
+            del memo[key]
+            return None
+        if facts is None:
+            continue
+        if (param, "stream-other") in facts:
+            return _settle(memo, key, _CONTRADICTED, _depth)  # (a seen caller passes another stream unordered:
+            # its race is real, keep it)
+        if found is None and (param, "stream", "current") in facts:
+            found = (model, site.node)
+    return _settle(memo, key, found, _depth)
+
+
+def _settle(memo: dict, key: tuple, found, depth: int):
+    """Keep an answer; the callers' caller asking (``depth`` > 0) is told of a contradiction, the rule is not."""
+    memo[key] = found
+    return found if depth or found is not _CONTRADICTED else None
 
 
 def note_site(interp, st: State, e, fn, env: dict, inlined: bool = True) -> None:
@@ -380,4 +458,4 @@ def seed_entry(interp, st: State, kinds: dict) -> None:
             interp.entry_sources[S.sid] = (model, site.node, handle)
 
 
-__all__ = ["CALLERS", "DEFAULT", "entry_context", "entry_of", "note_call", "note_site", "seed_entry", "site_facts"]
+__all__ = ["CALLERS", "DEFAULT", "current_at_some_site", "entry_context", "entry_of", "note_call", "note_site", "seed_entry", "site_facts"]

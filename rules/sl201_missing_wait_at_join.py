@@ -15,12 +15,12 @@ def _import_model() -> None:
         SilentJoin, silent_joins, taken_events, DroppedEvent, UnheldEvent, dropped_events, unheld_events, \
         FunctionFlow, one_per_cause, device_module, function_at, MAIN, entry_stream_name, stream_expr, stream_label, \
         partial_joins, partial_param_joins, unwaited_slot_reads, UnwaitedHandle, unwaited_handles, chosen_stream, \
-        rests_on_unseen_caller, chosen_by_caller, current_at_some_site
+        rests_on_unseen_caller, chosen_by_caller, current_at_some_site, handed_elsewhere
     from streamlint.model.dataflow import EarlyRecord, HostRead, Race, file_flows, path_tag
     from streamlint.model.eventguards import CURRENT, UnguardedRead, unguarded_reads
     from streamlint.model.flow.chosenstreams import chosen_by_caller, chosen_stream, rests_on_unseen_caller
     from streamlint.model.flow.duckmethods import duck_calls
-    from streamlint.model.flow.entryctx import current_at_some_site
+    from streamlint.model.flow.entryctx import current_at_some_site, handed_elsewhere
     from streamlint.model.flow.elementevents import UnwaitedElement, unwaited_elements
     from streamlint.model.flow.entryevents import UnwaitedEntry, unwaited_entries
     from streamlint.model.flow.returnedhandles import UnwaitedHandle, unwaited_handles
@@ -659,11 +659,13 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
                  f"; {other} may be the current stream itself: every call in the project runs this code inside its "
                  f"caller's scope on `{race.ambient[2]}`, which may be that very stream: this assumes they differ")
     chosen = chosen_stream(fn, race) if not race.task and not race.body else None
-    if race.handed_wait is not None and race.argument:
+    handed = race.handed_wait is not None and not handed_elsewhere(
+        ctx.project, ctx.file, fn, race.mode, race.handed_wait, race.escape)  # (a caller read hands another: real)
+    if handed and race.argument:
         confidence = Confidence.LOW
         hint += (f"; {stream_label(race.dst, main)} waits on `{race.handed_wait}`, a stream the caller hands in: "
                  "this assumes that is not the stream the caller produced it on")
-    elif race.handed_wait is not None and race.escape:
+    elif handed and race.escape:
         confidence = Confidence.LOW
         hint += (f"; `{race.handed_wait}`, a stream the caller hands in, waits on {stream_label(race.src, main)} "
                  "before the hand-back: this assumes that is not the caller's current stream")

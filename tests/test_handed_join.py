@@ -31,7 +31,7 @@ def test_a_closure_ordered_after_its_parents_stream_parameter_is_low() -> None:
         assert found[line].confidence.value == "low", line
         assert "a stream the caller hands in" in (found[line].hint or ""), line
     medium = _lines("# expect: SL201 -- medium")
-    assert len(medium) == 4
+    assert len(medium) == 6  # (two: the batch scheduler, a caller read, hands in a stream it never entered)
     for line in medium:
         assert found[line].confidence.value == "medium", line
 
@@ -45,8 +45,11 @@ def test_a_race_on_a_stream_parameter_some_caller_binds_to_its_current_stream_is
     launcher = SOME / "decoding" / "launcher.py"
     text = launcher.read_text().splitlines()
     low = next(i for i, t in enumerate(text, 1) if "# expect: SL201 -- low" in t)
-    medium = next(i for i, t in enumerate(text, 1) if "# expect: SL201 -- medium" in t)
+    medium = [i for i, t in enumerate(text, 1) if "# expect: SL201 -- medium" in t]
     assert found[low].confidence.value == "low"  # one caller read enters the stream it passes; the other hands on
     # its own caller's choice, and no call of that one is seen
     assert "passes its current stream as `stream`" in (found[low].hint or "")
-    assert found[medium].confidence.value == "medium"  # a caller read passes a stream it did not enter nor order
+    assert len(medium) == 2  # a caller read passes a stream it did not enter nor order; so does one without
+    # stream work of its own, in another module, through an untyped receiver (offline.py): read, not skipped
+    for line in medium:
+        assert found[line].confidence.value == "medium", line

@@ -363,8 +363,10 @@ def _caller_streams(project, file, fn, mode: str, param: str, depth: int) -> tup
         from streamlint.model.flow.chosenstreams import callers_unseen
 
         return (_UNSEEN, None) if callers_unseen(project, file, fn) else (_UNREAD, None)
-    if len(sites) > MAX_SITES:
-        return (_UNREAD, None)
+    name = fn.node.name.value
+    if len(sites) > MAX_SITES or project.paths_containing((f"partial({name}".encode(),)) \
+            or project.paths_containing((f"partial(self.{name}".encode(),)):
+        return (_UNREAD, None)  # (also called through `functools.partial(launch, stream=...)`: a call not read)
     worst: tuple[str, tuple | None] = (_UNSEEN, None)
     for model, site in sites:
         caller = site.function

@@ -15,11 +15,12 @@ def _import_model() -> None:
         SilentJoin, silent_joins, taken_events, DroppedEvent, UnheldEvent, dropped_events, unheld_events, \
         FunctionFlow, one_per_cause, device_module, function_at, MAIN, entry_stream_name, stream_expr, stream_label, \
         partial_joins, partial_param_joins, unwaited_slot_reads, UnwaitedHandle, unwaited_handles, chosen_stream, \
-        rests_on_unseen_caller, chosen_by_caller
+        rests_on_unseen_caller, chosen_by_caller, current_at_some_site, handed_elsewhere
     from streamlint.model.dataflow import EarlyRecord, HostRead, Race, file_flows, path_tag
     from streamlint.model.eventguards import CURRENT, UnguardedRead, unguarded_reads
     from streamlint.model.flow.chosenstreams import chosen_by_caller, chosen_stream, rests_on_unseen_caller
     from streamlint.model.flow.duckmethods import duck_calls
+    from streamlint.model.flow.entryctx import current_at_some_site, handed_elsewhere
     from streamlint.model.flow.elementevents import UnwaitedElement, unwaited_elements
     from streamlint.model.flow.entryevents import UnwaitedEntry, unwaited_entries
     from streamlint.model.flow.returnedhandles import UnwaitedHandle, unwaited_handles
@@ -658,15 +659,27 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
                  f"; {other} may be the current stream itself: every call in the project runs this code inside its "
                  f"caller's scope on `{race.ambient[2]}`, which may be that very stream: this assumes they differ")
     chosen = chosen_stream(fn, race) if not race.task and not race.body else None
-    if race.handed_wait is not None and race.argument:
+    handed = race.handed_wait is not None and not handed_elsewhere(
+        ctx.project, ctx.file, fn, race.mode, race.handed_wait, race.escape)  # (a caller read hands another: real)
+    if handed and race.argument:
         confidence = Confidence.LOW
         hint += (f"; {stream_label(race.dst, main)} waits on `{race.handed_wait}`, a stream the caller hands in: "
                  "this assumes that is not the stream the caller produced it on")
+    elif handed and race.escape:
+        confidence = Confidence.LOW
+        hint += (f"; `{race.handed_wait}`, a stream the caller hands in, waits on {stream_label(race.src, main)} "
+                 "before the hand-back: this assumes that is not the caller's current stream")
     elif chosen is not None and rests_on_unseen_caller(ctx.project, ctx.file, fn, chosen):
         confidence = Confidence.LOW
         hint += (f"; its stream comes from `{chosen}`, which the caller chooses, and no call of "
                  f"`{fn.node.name.value}` is seen in the project: this assumes a caller passes a stream other than "
                  "its current one without ordering it first")
+    elif race.caller_stream is not None and (
+            passed := current_at_some_site(ctx.project, ctx.file, fn, race.mode, race.caller_stream)) is not None:
+        confidence = Confidence.LOW  # (flow/entryctx.py: a seen caller passes its current stream, none another)
+        hint += (f"; the call at {passed[0].path.rsplit('/', 1)[-1]}:{passed[0].span(passed[1]).start_line} passes "
+                 f"its current stream as `{race.caller_stream}`, and no call read passes another: this assumes a "
+                 "caller not read does")
     optional = next((k for k in (race.dst, race.src)
                      if uncorrelated_optional(ctx.project, ctx.file, fn, k)), None)
     if optional is not None and confidence in (None, Confidence.HIGH):

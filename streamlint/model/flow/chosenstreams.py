@@ -117,4 +117,26 @@ def _unseen(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
     return callers_of(project, file, fn) is None
 
 
-__all__ = ["callers_unseen", "chosen_by_caller", "chosen_stream", "rests_on_unseen_caller"]
+def handed_wait(fn: FunctionInfo, st, src: str, dst: str, at: int, argument: bool, escape: bool) -> str | None:
+    """The stream the caller hands in (a parameter, or one of a function enclosing a closure: ``offload(x,
+    current_stream, copy_stream)`` whose ``tree_map`` closure orders ``copy_stream`` after ``current_stream``) that
+    orders a race's two sides in the function's own terms, when that stream may be the caller's current one:
+
+    - ``argument``: a tensor the caller produced before the call (on its current stream, ``src`` is the entry stream)
+      is used on ``dst``, which waited on the handed stream: the producer the wait means, maybe the current stream;
+    - ``escape``: work on ``src`` is handed back to the caller (``dst`` is the entry stream) after the handed stream
+      waited on it (``current_stream.wait_stream(copy_stream)`` after the copy, at or after time ``at``): the join
+      the function makes, onto the stream its caller says is current.
+
+    None otherwise: then the race does not rest on which stream the caller hands in."""
+    params = set(fn.all_params) - {"self"}
+    if argument and src == MAIN:
+        return next((k for k in st.know(dst) if k not in (dst, MAIN) and (
+            k.split(".")[0] in params or chosen_by_caller(fn, k) is not None)), None)
+    if escape and dst == MAIN and src != MAIN:
+        return next((k for k in sorted(st.vc) if k not in (src, MAIN) and st.know(k).get(src, -1) >= at
+                     and chosen_by_caller(fn, k) is not None), None)
+    return None
+
+
+__all__ = ["callers_unseen", "chosen_by_caller", "chosen_stream", "handed_wait", "rests_on_unseen_caller"]

@@ -34,7 +34,7 @@ from streamlint._lazy import cst
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.flow.values import CVal, EVal, KVal, SVal, TVal, ordered_before
-from streamlint.model.streams import EVENT, MAIN
+from streamlint.model.streams import EVENT, MAIN, STREAM
 from streamlint.model.uses import bind_arguments
 
 if TYPE_CHECKING:
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 CALLERS = "<caller's stream>"  # a stream of the caller the callee cannot name
 DEFAULT = "<default stream>"  # the device's default stream when every caller runs the callee on a side stream
 MAX_SITES = 8
+MAX_DEPTH = 3  # callers handing on a stream parameter of their own, followed up (current_at_some_site)
 _FAILED = object()
 _RUNNING = object()
 
@@ -92,11 +93,16 @@ def site_facts(interp, st: State, fn, env: dict, inlined: bool = True) -> frozen
     for p, v in env.items():
         if isinstance(v, KVal) and p != "self" and v.key == cur and cur != MAIN:
             facts.add((p, "stream", "current"))  # the place the caller's scope entered (`streams[i]`), passed on
+        elif isinstance(v, KVal) and p != "self" and cur not in (v.key, st.same.get(v.key)) \
+                and interp.kind_of(st, v) == STREAM:
+            facts.add((p, "stream-other"))  # (a stream field not entered here: taken for another stream)
         elif isinstance(v, SVal):
             if rel(v.key) == MAIN:
                 facts.add((p, "stream", "current"))
             elif st.know(v.key).get(cur, -1) >= max(st.last_op.get(cur, 0), 1):
                 facts.add((p, "stream", "forked"))
+            else:  # another stream, not ordered after the current one (no seed: only read by current_at_some_site)
+                facts.add((p, "stream-other"))
         elif isinstance(v, TVal):
             S = st.stores.get(v.sid)
             if S is None or S.kind not in ("arg", "local", "long"):
@@ -267,12 +273,128 @@ def entry_context(project, file, fn, mode: str, plain: bool = False) -> tuple[fr
             return None
         if facts is None:
             return None  # a call its caller's analysis did not reach (or could not run inline)
+        facts = frozenset(f for f in facts if f[1] != "stream-other")
         meet = facts if meet is None else meet & facts
         if not meet:
             return None
     found = (meet, sites[0]) if meet else None
     memo[key] = found
     return found
+
+
+def _passed_through(fn, site, caller, param: str) -> str | None:
+    """The caller's own stream parameter the call hands on as ``param`` unchanged (``self.launch(xs,
+    stream=stream)``), else None: its collecting run names it a stream of its own, which is its callers' choice."""
+    from streamlint.model.flow.handlestreams import rebound
+
+    method = fn.class_name is not None and fn.params[:1] == ("self",)
+    bound = bind_arguments((fn.params[1:] if method else fn.params) + fn.kwonly, site.node, kwonly=fn.kwonly)
+    expr = bound.get(param)
+    if isinstance(expr, cst.Name) and expr.value in caller.all_params and expr.value not in rebound(caller):
+        return expr.value
+    return None
+
+
+_OTHER, _UNREAD, _UNSEEN, _CURRENT = "other", "unread", "unseen", "current"
+_RANK = {_UNSEEN: 0, _CURRENT: 1, _UNREAD: 2, _OTHER: 3}
+
+
+def current_at_some_site(project, file, fn, mode: str, param: str) -> tuple | None:
+    """(file model, call node) of a seen call of ``fn`` that passes its current stream as the stream parameter
+    ``param`` (``with self.decode_ctx(): self.launch(plans, stream=self.decode_stream)``), when every other seen
+    call is read too and passes its current stream, one ordered after it, or hands on a stream parameter of its own
+    whose callers do so or are not seen at all (a public API: :func:`caller_streams`); None otherwise. A race
+    between the entry stream and ``param`` is then one on the paths of unseen callers only: low, not silent."""
+    status, site = caller_streams(project, file, fn, mode, param)
+    return site if status == _CURRENT else None
+
+
+def passed_another(project, file, fn, mode: str, param: str) -> bool:
+    """Does a seen call of ``fn`` that the analysis reads pass, as the stream parameter ``param``, a stream that is
+    neither its current one nor ordered after it (``self.parker.unpark(self.compute, self.copy)`` on the default
+    stream)? Then a race that assumes ``param`` is the caller's current stream is real on that path."""
+    return caller_streams(project, file, fn, mode, param)[0] == _OTHER
+
+
+def handed_elsewhere(project, file, fn, mode: str, stream: str, escape: bool) -> bool:
+    """Does a seen caller, read by the analysis, hand in as the stream ``chosenstreams.handed_wait`` found
+    (``stream``) one that is neither its current stream nor ordered after it (``swapper.swap_in(seq, self.prefill,
+    self.swap)`` run on the default stream: the join onto ``serve_stream`` is not one onto the caller's stream)?
+    Then the race is real on that path and keeps its confidence. Asked for a hand-back, and for a stream parameter of
+    a function enclosing a closure (its callers cannot see the closure's race); a plain parameter's argument race is
+    judged in the caller that runs the function inline."""
+    name = re.match(r"[A-Za-z_]\w*", stream)
+    name = name.group(0) if name is not None else None
+    scope = fn
+    while scope is not None and name not in scope.all_params:
+        scope = scope.parent
+    if name is None or scope is None or scope is fn and not escape:
+        return False
+    return passed_another(project, file, scope, mode, name)
+
+
+def caller_streams(project, file, fn, mode: str, param: str, _depth: int = 0) -> tuple[str, tuple | None]:
+    """What the seen calls of ``fn`` pass as its stream parameter ``param``, callers handing on a stream parameter
+    of their own followed up ``MAX_DEPTH`` callers: ``("other", None)`` a call read passes another stream, unordered;
+    else ``("unread", None)`` a seen call is not read (its caller's analysis did not reach or resolve it, or gave
+    up; a module-level call; too many sites; a caller past the depth bound; callers that cannot be followed);
+    else ``("current", (file model, call node))`` a call passes its current stream; else ``("unseen", None)`` no
+    call is seen (a public API, also up a pass-through chain). Memoised per function, parameter, mode and depth."""
+    if mode not in ("eager", "cuda"):
+        return (_UNREAD, None)
+    memo = project.derived("caller_streams")
+    key = (id(fn), mode, param, _depth)  # (the depth too: an answer cut by the bound is not one for a caller nearer)
+    if key in memo:
+        return memo[key]
+    memo[key] = (_UNREAD, None)  # (recursion guard)
+    try:
+        found = memo[key] = _caller_streams(project, file, fn, mode, param, _depth)
+    except _InCycle:  # asked while a caller is being collected: unknown now, asked again later
+        del memo[key]
+        if _depth:
+            raise
+        return (_UNREAD, None)
+    return found
+
+
+def _caller_streams(project, file, fn, mode: str, param: str, depth: int) -> tuple[str, tuple | None]:
+    sites = callers_of(project, file, fn)
+    if not sites:
+        from streamlint.model.flow.chosenstreams import callers_unseen
+
+        return (_UNSEEN, None) if callers_unseen(project, file, fn) else (_UNREAD, None)
+    name = fn.node.name.value
+    if len(sites) > MAX_SITES or project.paths_containing((f"partial({name}".encode(),)) \
+            or project.paths_containing((f"partial(self.{name}".encode(),)):
+        return (_UNREAD, None)  # (also called through `functools.partial(launch, stream=...)`: a call not read)
+    worst: tuple[str, tuple | None] = (_UNSEEN, None)
+    for model, site in sites:
+        caller = site.function
+        through = _passed_through(fn, site, caller, param) if caller is not None else None
+        if caller is fn and through == param:
+            continue  # (a recursive call handing on the same stream: its callers' choice, asked here)
+        if caller is None or caller is fn:
+            verdict = (_UNREAD, None)
+        elif through is not None:  # (the caller's callers choose it: asked of them, up to MAX_DEPTH callers)
+            verdict = caller_streams(project, model, caller, mode, through, depth + 1) if depth < MAX_DEPTH \
+                else (_UNREAD, None)
+        else:  # (collected even without stream work of its own: `launcher.launch(x, SIDE)` is read, not skipped)
+            facts = (_collect(project, model, caller, mode) or {}).get(id(site.node))
+            if facts is None:
+                verdict = (_UNREAD, None)
+            elif (param, "stream-other") in facts:
+                verdict = (_OTHER, None)
+            elif (param, "stream", "current") in facts:
+                verdict = (_CURRENT, (model, site.node))
+            elif (param, "stream", "forked") in facts:
+                continue  # (ordered after its current stream: no race on this path, no evidence either)
+            else:
+                verdict = (_UNREAD, None)  # (a stream the analysis could not name: unknown)
+        if verdict[0] == _OTHER:
+            return verdict
+        if _RANK[verdict[0]] > _RANK[worst[0]]:
+            worst = verdict
+    return worst
 
 
 def note_site(interp, st: State, e, fn, env: dict, inlined: bool = True) -> None:
@@ -282,7 +404,8 @@ def note_site(interp, st: State, e, fn, env: dict, inlined: bool = True) -> None
         return
     facts = site_facts(interp, st, fn, env, inlined)
     old = interp.collect.get(id(e))
-    interp.collect[id(e)] = facts if old is None else old & facts
+    interp.collect[id(e)] = facts if old is None else old & facts | {
+        f for f in old | facts if f[1] == "stream-other"}  # (another stream on one visit is one on that path)
 
 
 def entry_of(interp, S, earlier, stream: str) -> tuple | None:
@@ -380,4 +503,4 @@ def seed_entry(interp, st: State, kinds: dict) -> None:
             interp.entry_sources[S.sid] = (model, site.node, handle)
 
 
-__all__ = ["CALLERS", "DEFAULT", "entry_context", "entry_of", "note_call", "note_site", "seed_entry", "site_facts"]
+__all__ = ["CALLERS", "DEFAULT", "caller_streams", "current_at_some_site", "entry_context", "entry_of", "note_call", "note_site", "handed_elsewhere", "passed_another", "seed_entry", "site_facts"]

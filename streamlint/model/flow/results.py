@@ -45,7 +45,8 @@ class Race:
     # element, the caller's scope stream, when every call runs it inside a caller's scope that may be the other
     # stream (flow/callerscopes.py)
     handed_wait: str | None = None  # an argument race whose ``dst`` waited on a stream the caller hands in
-    # (``dev.compute_stream``): the producer it means, maybe the caller's current stream (storage.py)
+    # (``dev.compute_stream``): the producer it means, maybe the caller's current stream; or a hand-back whose
+    # producer stream that handed-in stream waited on: the caller's join, maybe (chosenstreams.handed_wait)
     unknown: bool = False  # the earlier access made a value of unknown type: a call's result taken as device data
     # because it was collected in a side-stream scope (flow/listreads.py)
 

@@ -15,6 +15,7 @@ from streamlint.model.attrstreams import foreign_stream, unseen_pair
 from streamlint.model.flow.ambient import steps_on
 from streamlint.model.flow.callerscopes import race_evidence
 from streamlint.model.flow.callers import steps_synced
+from streamlint.model.flow.chosenstreams import handed_wait
 from streamlint.model.flow.bodyinputs import bodies_read_caller_device, callers_cannot_fork
 from streamlint.model.flow.entryctx import entry_of
 from streamlint.model.flow.escapes import events_in, handed_value, self_field, tensor_boxes
@@ -265,9 +266,8 @@ class Storages(HostFields):
                      or forks_for_callers(self.file, self.fn, s)):
             return  # a host tensor handed in (no stream produced it), a caller on a worker thread, or a sibling
             # method that forks the stream from the current one for the object's users (stepstate.py)
-        handed = next((k for k in st.know(s) if k not in (s, MAIN) and k.split(".")[0] in {*self.fn.all_params} - {"self"}),
-                      None) if S.kind == "arg" and earlier.stream == MAIN and earlier.time <= self.entry_time and not body \
-            else None  # ``s`` waited on a stream the caller hands in (`dev.compute`): maybe its current one (low then)
+        handed = handed_wait(self.fn, st, earlier.stream, s, earlier.time, S.kind == "arg" and earlier.time
+                             <= self.entry_time and not body, escape)  # a stream the caller hands in orders it (low)
         protocol = self.protocol_sources.get(S.sid) if S.last_write is earlier else None
         if protocol is not None and (kind != "read" or replay or callback_read(self, self.anchor)):
             return  # a class protocol says who must join before a read, not what a later write may do

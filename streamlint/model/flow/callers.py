@@ -67,7 +67,15 @@ def _callers_of(project: Project, file: FileModel, fn: FunctionInfo) -> list[tup
     return sites or None
 
 
-__all__ = ["callers_of"]
+def bound_by_partial(project: Project, fn: FunctionInfo) -> bool:
+    """Is ``fn`` bound somewhere by ``functools.partial(name, ...)`` / ``partial(self.name, ...)``? Then it is
+    also called through the partial, with arguments no call site of :func:`callers_of` shows."""
+    name = fn.node.name.value
+    return bool(project.paths_containing((f"partial({name}".encode(),))
+                or project.paths_containing((f"partial(self.{name}".encode(),)))
+
+
+__all__ = ["bound_by_partial", "callers_of"]
 
 
 def calls_after(site) -> Iterator[tuple[cst.Call, str]]:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.file import FileModel, FunctionInfo
-from streamlint.model.flow.callers import callers_of
+from streamlint.model.flow.callers import bound_by_partial, callers_of
 from streamlint.model.flow.handlestreams import rebound
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.streams import MAIN
@@ -93,10 +93,19 @@ def rests_on_unseen_caller(project: Project, file: FileModel, fn: FunctionInfo, 
     torch.cuda.Stream())`` seen in the project shows the stream its ``tree_map`` closure uses)?"""
     if not callers_unseen(project, file, fn):
         return False
-    scope: FunctionInfo | None = fn
-    while scope is not None and chosen not in scope.all_params:
-        scope = scope.parent
+    scope = param_owner(fn, chosen)
     return scope is None or scope is fn or callers_unseen(project, file, scope)
+
+
+def param_owner(fn: FunctionInfo, stream: str) -> FunctionInfo | None:
+    """The function whose parameter the stream expression ``stream`` is rooted at (``copy_stream``,
+    ``streams[i]``): ``fn`` itself, or a function enclosing the closure ``fn``; None when no enclosing function
+    has such a parameter."""
+    root = _ROOT.match(stream)
+    scope: FunctionInfo | None = fn if root is not None else None
+    while scope is not None and root.group(0) not in scope.all_params:
+        scope = scope.parent
+    return scope
 
 
 def _unseen(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
@@ -111,8 +120,7 @@ def _unseen(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
         return False  # (called by syntax callers_of cannot follow: `module(x)`, `with`, operators: not unseen)
     if len(project.paths_containing((f"{name}(".encode(),))) > MAX_CALLER_FILES:
         return False  # (a name too common to follow: its callers are unknown, not unseen)
-    if project.paths_containing((f"partial({name}".encode(),)) \
-            or project.paths_containing((f"partial(self.{name}".encode(),)):
+    if bound_by_partial(project, fn):
         return False  # (bound by `functools.partial(stage, stream=...)`: called through the partial)
     return callers_of(project, file, fn) is None
 
@@ -139,4 +147,4 @@ def handed_wait(fn: FunctionInfo, st, src: str, dst: str, at: int, argument: boo
     return None
 
 
-__all__ = ["callers_unseen", "chosen_by_caller", "chosen_stream", "handed_wait", "rests_on_unseen_caller"]
+__all__ = ["callers_unseen", "chosen_by_caller", "chosen_stream", "handed_wait", "param_owner", "rests_on_unseen_caller"]

@@ -31,7 +31,7 @@ import re
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
-from streamlint.model.flow.callers import callers_of
+from streamlint.model.flow.callers import bound_by_partial, callers_of
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.flow.values import CVal, EVal, KVal, SVal, TVal, ordered_before
 from streamlint.model.streams import EVENT, MAIN, STREAM
@@ -323,14 +323,12 @@ def handed_elsewhere(project, file, fn, mode: str, stream: str, escape: bool) ->
     Then the race is real on that path and keeps its confidence. Asked for a hand-back, and for a stream parameter of
     a function enclosing a closure (its callers cannot see the closure's race); a plain parameter's argument race is
     judged in the caller that runs the function inline."""
-    name = re.match(r"[A-Za-z_]\w*", stream)
-    name = name.group(0) if name is not None else None
-    scope = fn
-    while scope is not None and name not in scope.all_params:
-        scope = scope.parent
-    if name is None or scope is None or scope is fn and not escape:
+    from streamlint.model.flow.chosenstreams import param_owner
+
+    scope = param_owner(fn, stream)
+    if scope is None or scope is fn and not escape:
         return False
-    return passed_another(project, file, scope, mode, name)
+    return passed_another(project, file, scope, mode, re.match(r"[A-Za-z_]\w*", stream).group(0))
 
 
 def caller_streams(project, file, fn, mode: str, param: str, _depth: int = 0) -> tuple[str, tuple | None]:
@@ -363,9 +361,7 @@ def _caller_streams(project, file, fn, mode: str, param: str, depth: int) -> tup
         from streamlint.model.flow.chosenstreams import callers_unseen
 
         return (_UNSEEN, None) if callers_unseen(project, file, fn) else (_UNREAD, None)
-    name = fn.node.name.value
-    if len(sites) > MAX_SITES or project.paths_containing((f"partial({name}".encode(),)) \
-            or project.paths_containing((f"partial(self.{name}".encode(),)):
+    if len(sites) > MAX_SITES or bound_by_partial(project, fn):
         return (_UNREAD, None)  # (also called through `functools.partial(launch, stream=...)`: a call not read)
     worst: tuple[str, tuple | None] = (_UNSEEN, None)
     for model, site in sites:

@@ -323,6 +323,8 @@ class ControlFlow:
             return (self.cfg.mode in parsed[1]) == parsed[2]
         if (first := self.first_round_test(st, test)) is not None:  # (before the bounds kept by the test's text)
             return first
+        if (rounded := self.round_test(st, test)) is not None:  # a collection walk's round: its index, its stream
+            return rounded
         if (bounded := self.bound_test(st, test)) is not None:  # `i <= n` once an earlier round learnt of n
             return bounded
         if (counted := self.counter_test(st, test)) is not None:

@@ -206,6 +206,7 @@ class ControlFlow:
                 v = KVal(rendered) if rendered.startswith("self.") else None
             v = self.unknown_handed(st, target.value, value_node, v)  # `out = fn(*inputs)` returned (listreads.py)
             self.bind(st, target.value, v, value_node)
+            self.note_not_none(st, target, v, value_node)  # `work = works_k + works_v`: never None (notnone.py)
             self.hold_dict(st, target.value, value_node)  # `staged = {"values": pinned}`: the dict holds them
             if isinstance(value_node, cst.Call) and any(a.keyword is not None for a in value_node.args):
                 self.record_object(st, target.value, value_node)
@@ -576,6 +577,7 @@ class ControlFlow:
                     if elements is None and counts is None:  # another round may follow: its allocations come first
                         settle_loop_frees(self, s, node)
             states = states[:MAX_PATHS]
+        states = self.leave_rounds(states, node, len(rounds)) if bindings is None and counts is None else states
         if endless(node):
             states = []  # `while True:` left by no break: only its returns (and raises) leave it
         self.poll_exits(states, node)  # `while not ev.query():` left after the rounds run: it completed

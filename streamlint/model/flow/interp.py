@@ -50,6 +50,7 @@ from streamlint.model.flow.records import Records
 from streamlint.model.flow.replays import Replays
 from streamlint.model.flow.rounds import Rounds
 from streamlint.model.flow.roundtests import RoundTests
+from streamlint.model.flow.notnone import NotNone
 from streamlint.model.flow.storage import Storages
 from streamlint.model.flow.finals import Finals
 from streamlint.model.flow.unsets import Unsets
@@ -100,7 +101,7 @@ def _last_simple(body: list) -> cst.CSTNode | None:
 
 
 class Interp(HandedEarly, CalleeRecords, HelperRecords, HandedHolders, ScopedNoneTests, GuardedWork, IndexSets, Membership, HostWrites, Consumers, PendingArgs, Orderings, Records, Storages, Unsets, Expressions, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes,
-             HostReads, HostSyncs, TransferSends, Counters, Promises, Slots, Replays, Rounds, RoundTests, Finals,
+             HostReads, HostSyncs, TransferSends, Counters, Promises, Slots, Replays, Rounds, RoundTests, NotNone, Finals,
              HandedBack, Polls, FieldFamilies, HostGradients, ListReads, Choices):
     """Path-sensitive abstract interpretation of one function body in program order."""
 

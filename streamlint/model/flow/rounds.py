@@ -17,7 +17,10 @@ enumerate(xs)`` (:func:`loop_index`):
   the bound: round ``r`` is iteration ``start + r`` (the second round is the one right after the first), so a
   path that took ``layer < n`` in the first round has ``n >= 1`` and decides ``0 < layer <= n`` in the second
   (:meth:`Rounds.bound_test`, :meth:`Rounds.note_bound`): a layerwise generator that used a buffer on a side
-  stream in its first round and synchronises in the next one before it can end."""
+  stream in its first round and synchronises in the next one before it can end. A literal offset is read too
+  (``if i < n - 1:``), and a path leaving ``for i in range(n)`` after its last round ran ``i == n - 1`` there: one
+  whose rounds took ``i < n - 1`` in that round (another iteration follows) is not a way out of the loop
+  (:meth:`Rounds.leave_rounds`)."""
 
 from __future__ import annotations
 
@@ -175,6 +178,11 @@ class Rounds:
             return None
         if not isinstance(left, cst.Name) or self.index_value(st, left.value) is None:
             left, right, op = right, left, _FLIP[op]
+        c = 0  # `i < n - 1`: the bound with a literal offset
+        if isinstance(right, cst.BinaryOperation) and isinstance(right.operator, (cst.Add, cst.Subtract)) \
+                and int_literal(right.right) is not None:
+            c = int_literal(right.right) * (1 if isinstance(right.operator, cst.Add) else -1)
+            right = right.left
         if not isinstance(left, cst.Name) or not isinstance(right, (cst.Name, cst.Attribute)) \
                 or isinstance(right, cst.Name) and self.index_value(st, right.value) is not None:
             return None
@@ -182,8 +190,29 @@ class Rounds:
         if v is None:
             return None
         text = self.render(st, right)
-        return {"<": (text, v + 1, True), "<=": (text, v, True), ">": (text, v, False),
-                ">=": (text, v + 1, False)}[op]
+        return {"<": (text, v + 1 - c, True), "<=": (text, v - c, True), ">": (text, v - c, False),
+                ">=": (text, v + 1 - c, False)}[op]
+
+    def leave_rounds(self, states: list[State], node, rounds: int) -> list[State]:
+        """The paths leaving ``for i in range(n)`` / ``range(start, n)`` after its last round (not by a break): that
+        round was the last iteration, ``i == n - 1``, so ``n`` is ``start + rounds``. A path whose rounds took a test
+        of ``n`` that says otherwise (``if i < n - 1: send(...)`` taken in the last round: another iteration would
+        follow) cannot leave here and is dropped (unless every path is such: then nothing is learnt)."""
+        if self.single or not isinstance(node, cst.For) or loop_index(node) is None or node.iter.func.value != "range" \
+                or not isinstance(node.iter.args[-1].value, (cst.Name, cst.Attribute)):
+            return states
+        start = index_start(node)
+        if start is None or not states:
+            return states
+        n = start + rounds
+
+        def feasible(st: State) -> bool:
+            prefix = f"<{self.render(st, node.iter.args[-1].value)} >= "
+            return all((n >= int(key[len(prefix):-1])) == held for key, held in st.assume.items()
+                       if key.startswith(prefix))
+
+        kept = [st for st in states if feasible(st)]
+        return kept or states
 
     def bound_test(self, st: State, test: cst.BaseExpression) -> bool | None:
         """``i OP n`` decided by what the path learnt of ``n`` from earlier rounds' tests (:meth:`note_bound`)."""

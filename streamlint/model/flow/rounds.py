@@ -27,7 +27,7 @@ from __future__ import annotations
 from streamlint._lazy import cst
 from streamlint.model.file import dotted
 from streamlint.model.flow.counters import _OPS
-from streamlint.model.flow.values import State
+from streamlint.model.flow.values import LOOP_UNROLL, State
 from streamlint.model.syntax import int_literal, strip_not
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}  # `n > i` is `i < n`
@@ -195,9 +195,9 @@ class Rounds:
 
     def leave_rounds(self, states: list[State], node, rounds: int) -> list[State]:
         """The paths leaving ``for i in range(n)`` / ``range(start, n)`` after its last round (not by a break): that
-        round was the last iteration, ``i == n - 1``, so ``n`` is ``start + rounds``. A path whose rounds took a test
-        of ``n`` that says otherwise (``if i < n - 1: send(...)`` taken in the last round: another iteration would
-        follow) cannot leave here and is dropped (unless every path is such: then nothing is learnt)."""
+        round was the last iteration, ``i == n - 1``, so ``n`` is ``start + rounds``. A path whose last round took a
+        test of ``n`` that says otherwise (``if i < n - 1: send(...)`` taken there: another iteration would follow)
+        cannot leave here and is dropped (unless every path is such: then nothing is learnt)."""
         if self.single or not isinstance(node, cst.For) or loop_index(node) is None or node.iter.func.value != "range" \
                 or not isinstance(node.iter.args[-1].value, (cst.Name, cst.Attribute)):
             return states
@@ -206,8 +206,9 @@ class Rounds:
             return states
         n = start + rounds
 
-        def feasible(st: State) -> bool:
-            prefix = f"<{self.render(st, node.iter.args[-1].value)} >= "
+        def feasible(st: State) -> bool:  # (only what the last round learnt: an earlier round's `i < n - 2` taken
+            # says the loop runs longer than the rounds walked, not that this way out does not exist)
+            prefix = f"<last@{id(node)} {self.render(st, node.iter.args[-1].value)} >= "
             return all((n >= int(key[len(prefix):-1])) == held for key, held in st.assume.items()
                        if key.startswith(prefix))
 
@@ -244,6 +245,11 @@ class Rounds:
         if asked is not None:
             text, m, sign = asked
             st.assume[f"<{text} >= {m}>"] = outcome == sign
+            names = [e.value for e in (test.left, test.comparisons[0].comparator)
+                     if isinstance(e, cst.Name) and self.index_value(st, e.value) is not None]
+            bound = st.bound_at.get(names[0]) if names else None
+            if bound is not None and not self.single and self.index_rounds[bound[0]][1] == LOOP_UNROLL - 1:
+                st.assume[f"<last@{bound[1]} {text} >= {m}>"] = outcome == sign  # (leave_rounds)
 
 
 __all__ = ["Rounds", "first_element_of", "index_start", "loop_index"]

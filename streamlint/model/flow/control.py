@@ -414,7 +414,7 @@ class ControlFlow:
             if key is not None and key in self.stream_tests:
                 a, b, equal_when_true = self.stream_tests[key]
                 if (outcome == positive) == equal_when_true:
-                    s.same[b if b != MAIN else a] = a if b != MAIN else b  # one stream under two names
+                    self.same_stream(s, a, b)  # one stream under two names (roundtests.py)
             if key is not None and (not self.single or key.startswith("self.") or "()" in key):
                 s.assume[key] = outcome == positive
                 if not self.single:

@@ -21,18 +21,35 @@ with side streams (``streams = [main] + self.side_streams``, ``[main] + [torch.c
   caller's: the test stays open and both outcomes are walked, as before.
 
 So the join the code skips only for the caller's own stream is done in every side round, and a join skipped for a
-real side stream (``if i > 1:``, ``if s is main:``) still leaves that round's work unordered."""
+real side stream (``if i > 1:``, ``if s is main:``) still leaves that round's work unordered.
+
+A path that takes two stream names for one stream (an open identity test taken ``is`` / ``==``, or ``is not`` /
+``!=`` not taken) knows from there on that the work queued under either name is that one stream's, in its order
+(:meth:`RoundTests.same_stream`): a join skipped only where the element *is* the current stream skips nothing
+(streams of unknown origin, handed in by the caller, included)."""
 
 from __future__ import annotations
 
 from streamlint._lazy import cst
 from streamlint.model import apis
+from streamlint.model.file import dotted
 from streamlint.model.flow.counters import _OPS
 from streamlint.model.flow.values import IVal, SVal, State, TupVal
 from streamlint.model.streams import MAIN
 from streamlint.model.syntax import int_literal, strip_not
 
 _FIRST, _MIDDLE, _LAST = "0", "1", "-1"
+
+
+def _plain(e: cst.BaseExpression) -> bool:
+    """A name, an attribute chain, a subscript of one by a literal or a name, or a ``current_stream()`` call: an
+    operand whose evaluation queues nothing."""
+    if isinstance(e, cst.Call):
+        return not e.args and (dotted(e.func) or "").rsplit(".", 1)[-1] in ("current_stream", "default_stream")
+    if isinstance(e, cst.Subscript):
+        return len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index) \
+            and isinstance(e.slice[0].slice.value, (cst.Name, cst.Integer, cst.UnaryOperation)) and _plain(e.value)
+    return isinstance(e, cst.Name) or isinstance(e, cst.Attribute) and _plain(e.value)
 
 
 class RoundTests:
@@ -101,7 +118,10 @@ class RoundTests:
         op = test.comparisons[0].operator
         if not isinstance(op, (cst.Equal, cst.NotEqual, cst.Is, cst.IsNot)):
             return None
-        sides = [self.ev(st, e) for e in (test.left, test.comparisons[0].comparator)]
+        operands = (test.left, test.comparisons[0].comparator)
+        if not all(_plain(e) for e in operands):
+            return None  # (`a.sum() == 0`: evaluating it here would queue its work twice)
+        sides = [self.ev(st, e) for e in operands]
         if not all(isinstance(v, SVal) for v in sides):
             return None
         a, b = (self.stream_key(st, v, None) for v in sides)
@@ -111,6 +131,15 @@ class RoundTests:
         if not (fresh_a and fresh_b or fresh_a and b == MAIN or fresh_b and a == MAIN):
             return None
         return isinstance(op, (cst.NotEqual, cst.IsNot))
+
+    def same_stream(self, st: State, a: str, b: str) -> None:
+        """The path takes streams ``a`` and ``b`` for one stream (``if s is main:`` taken, ``if s is not main:``
+        not): one name stands for the other from here on, and the work queued so far under either name is the
+        same stream's, in its order, so each knows all of the other's (``for s in streams: if s is not main:
+        main.wait_stream(s)`` skips the join only where there is nothing to join)."""
+        st.same[b if b != MAIN else a] = a if b != MAIN else b
+        self.wait_stream(st, a, b)
+        self.wait_stream(st, b, a)
 
     def fresh_stream(self, key: str) -> bool:
         """Is the stream the walk names ``key`` made by a constructor call of its own: an element of a spliced run

@@ -28,7 +28,7 @@ from streamlint._lazy import cst
 from streamlint.model.file import dotted
 from streamlint.model.flow.counters import _OPS
 from streamlint.model.flow.values import LOOP_UNROLL, State
-from streamlint.model.syntax import int_literal, strip_not
+from streamlint.model.syntax import int_literal, local_nodes, strip_not
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}  # `n > i` is `i < n`
 
@@ -71,6 +71,19 @@ def index_start(node: cst.For) -> int | None:
         return int_literal(args[0]) if len(args) == 2 else 0
     start = args[1] if len(args) == 2 else start
     return 0 if start is None else int_literal(start)
+
+
+def _rebound(node: cst.For, names: tuple) -> bool:
+    """Is one of ``names`` (the loop index, the range's bound) assigned in the body of ``node``?"""
+    for sub in local_nodes(node.body):
+        targets = [t.target for t in sub.targets] if isinstance(sub, cst.Assign) else \
+            [sub.target] if isinstance(sub, (cst.AugAssign, cst.AnnAssign, cst.NamedExpr, cst.For)) else []
+        if any(dotted(t) in names for t in targets if isinstance(t, (cst.Name, cst.Attribute))) or any(
+                isinstance(t, (cst.Tuple, cst.List)) and any(dotted(e.value) in names for e in t.elements
+                                                            if isinstance(e.value, (cst.Name, cst.Attribute)))
+                for t in targets):
+            return True
+    return False
 
 
 class Rounds:
@@ -202,8 +215,8 @@ class Rounds:
                 or not isinstance(node.iter.args[-1].value, (cst.Name, cst.Attribute)):
             return states
         start = index_start(node)
-        if start is None or not states:
-            return states
+        if start is None or not states or _rebound(node, (loop_index(node), dotted(node.iter.args[-1].value))):
+            return states  # (`n += 1` in the body: the test's `n` is no longer the range's bound)
         n = start + rounds
 
         def feasible(st: State) -> bool:  # (only what the last round learnt: an earlier round's `i < n - 2` taken

@@ -127,7 +127,10 @@ Layer 3 — one function's flow
                     consumes on a stream joined otherwise), ``handles`` (a collective's work handle or a future
                     made from it: a host object whose ``wait()`` is the join, unless its done-callback queues
                     stream work), ``scopenone`` (a stream whose scope a path entered
-                    is not None there), ``indexsets`` (a loop over every index of a collection picking streams
+                    is not None there), ``notnone`` (a name bound to ``a + b``, a display or a comprehension is
+                    not None), ``roundtests`` (a stream-list walk's round decides ``if i > 0:`` / ``if s is not
+                    main:``: its index, and new streams are never the entry stream; two stream names a path
+                    takes for one stream know each other's work), ``indexsets`` (a loop over every index of a collection picking streams
                     from a list joins / forks every stream picked through it: family keys ``xs[I[*]]``),
                     ``hostwrites`` (a host op writing certainly-host memory, pinned fields included, is on the host
                     timeline: later stream work is ordered after it), ``hostgrads`` (a host optimizer's ``step()``

@@ -206,6 +206,7 @@ class ControlFlow:
                 v = KVal(rendered) if rendered.startswith("self.") else None
             v = self.unknown_handed(st, target.value, value_node, v)  # `out = fn(*inputs)` returned (listreads.py)
             self.bind(st, target.value, v, value_node)
+            self.note_not_none(st, target, v, value_node)  # `work = works_k + works_v`: never None (notnone.py)
             self.hold_dict(st, target.value, value_node)  # `staged = {"values": pinned}`: the dict holds them
             if isinstance(value_node, cst.Call) and any(a.keyword is not None for a in value_node.args):
                 self.record_object(st, target.value, value_node)
@@ -323,6 +324,8 @@ class ControlFlow:
             return (self.cfg.mode in parsed[1]) == parsed[2]
         if (first := self.first_round_test(st, test)) is not None:  # (before the bounds kept by the test's text)
             return first
+        if (rounded := self.round_test(st, test)) is not None:  # a collection walk's round: its index, its stream
+            return rounded
         if (bounded := self.bound_test(st, test)) is not None:  # `i <= n` once an earlier round learnt of n
             return bounded
         if (counted := self.counter_test(st, test)) is not None:
@@ -411,7 +414,7 @@ class ControlFlow:
             if key is not None and key in self.stream_tests:
                 a, b, equal_when_true = self.stream_tests[key]
                 if (outcome == positive) == equal_when_true:
-                    s.same[b if b != MAIN else a] = a if b != MAIN else b  # one stream under two names
+                    self.same_stream(s, a, b)  # one stream under two names (roundtests.py)
             if key is not None and (not self.single or key.startswith("self.") or "()" in key):
                 s.assume[key] = outcome == positive
                 if not self.single:
@@ -574,6 +577,7 @@ class ControlFlow:
                     if elements is None and counts is None:  # another round may follow: its allocations come first
                         settle_loop_frees(self, s, node)
             states = states[:MAX_PATHS]
+        states = self.leave_rounds(states, node, len(rounds)) if bindings is None and counts is None else states
         if endless(node):
             states = []  # `while True:` left by no break: only its returns (and raises) leave it
         self.poll_exits(states, node)  # `while not ev.query():` left after the rounds run: it completed

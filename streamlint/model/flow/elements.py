@@ -135,10 +135,16 @@ class Elements:
                 return None
             if _element_use(node.body, target.value) is None:
                 return None
+            self.note_round_indexes(node, index, None, False)  # `if i > 0:` in a round (roundtests.py)
             return [[(target, IVal(p))] for p in index]
         parts = self._element_parts(st, it, target, node)
         if parts is None:
             return None
+        indexed = next((coll for _t, coll, k in parts if coll is not None and k not in (VALUE, "index")), None)
+        if any(k == "index" for _t, _c, k in parts) and indexed is not None:
+            items = self.ev(st, indexed)
+            self.note_round_indexes(node, positions, items if isinstance(items, TupVal) else None,
+                                    bounds != (None, None))
         rounds = []
         for p in positions:
             binding = []
@@ -250,10 +256,13 @@ class Elements:
             last = node is whole.right
             if name is None:
                 key = self.render(st, node)
-                items.extend((make(f"{key}[0]"), make(f"{key}[-1]")))
+                keys = (f"{key}[0]", f"{key}[-1]")
             else:
                 k = len(items)
-                items.extend((make(f"{name}[{k}]"), make(f"{name}[-1]" if last else f"{name}[{k + 1}]")))
+                keys = (f"{name}[{k}]", f"{name}[-1]" if last else f"{name}[{k + 1}]")
+            items.extend(make(k) for k in keys)
+            if kind == STREAM:
+                self.note_fresh_run(keys, node)  # a run of new streams (roundtests.py)
         return TupVal(tuple(items))
 
     def _run_kind(self, st: State, node: cst.BaseExpression) -> str | None:

@@ -593,6 +593,8 @@ class Expressions:
         if not tensors and name in VIEW_METHODS | MULTI_VIEW_METHODS:
             self.call_args(st, e)  # a view of a value of unknown storage allocates nothing: no storage of this call
             return None
+        if not tensors and name in ("item", "tolist") and not e.args:
+            self.maybe_synced(st)  # `count.item()`: a wait for this stream if `count` is device data (hostreads.py)
         if not tensors:
             _, reads, writes = self.call_args(st, e)
             if (recv is None or isinstance(recv, KVal) and recv.opaque) and not writes \

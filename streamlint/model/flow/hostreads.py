@@ -129,6 +129,19 @@ class HostReads:
                 self.grad_slot(st, out)
         return out
 
+    def maybe_synced(self, st: State) -> None:
+        """The host reads a value of unknown placement as a Python value (``token_count.item()``, ``x.tolist()``;
+        a tracked tensor's read is ``blocking_copy``): if it is device data, the host waited for everything queued
+        on the current stream so far, copies included; if it is host data (a NumPy array, a CPU tensor) it waited
+        for nothing. A pending copy's host read after it is then reported less sure (``HostRead.placed``)."""
+        if self.cfg.mode in ("eager", "cuda"):
+            st.maybe_syncs[st.cur] = self.clock
+
+    def placed_copy(self, st: State, copy: Access) -> bool:
+        """Is the copy's pending state certain: its source placed, and no host read of a value of unknown
+        placement on its stream since (:meth:`maybe_synced`)?"""
+        return id(copy.node) not in self.unplaced_copies and st.maybe_syncs.get(copy.stream, -1) < copy.time
+
     def unplaced_host_copy(self, st: State, out: TVal) -> TVal:
         """``p.to("cpu", non_blocking=True)`` of a value the flow does not place (a module's parameter, an element
         of a collection handed in): only a device tensor copies asynchronously (a host one is returned as it is),
@@ -243,7 +256,7 @@ class HostReads:
             how = "returned" if sid in sids else "a field"
             self.host_reads[id(node)] = HostRead(node, name, copy.stream, copy.node,
                                                  f"{how}:{reader}" if reader else how, self.cfg.mode, "exit",
-                                                 placed=id(copy.node) not in self.unplaced_copies)
+                                                 placed=self.placed_copy(st, copy))
             return
 
     def _class_synchronises(self) -> bool:
@@ -483,10 +496,10 @@ class HostReads:
             return
         if id(self.anchor) not in self.host_reads:
             self.host_reads[id(self.anchor)] = HostRead(self.anchor, name, copy.stream, copy.node, consumer,
-                                                        self.cfg.mode, placed=id(copy.node) not in self.unplaced_copies)
+                                                        self.cfg.mode, placed=self.placed_copy(st, copy))
         if exit is not None and id(exit) not in self.host_reads:  # the helper that handed it back unsynchronised
             self.host_reads[id(exit)] = HostRead(exit, name, copy.stream, self.anchor, consumer, self.cfg.mode,
-                                                 "returned", placed=id(copy.node) not in self.unplaced_copies)
+                                                 "returned", placed=self.placed_copy(st, copy))
 
     def mark_exit(self, st: State, fn, mod, ret: object) -> dict:
         """An inlined helper of this module hands back host tensors its copies still fill, with no host

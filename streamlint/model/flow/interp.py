@@ -49,6 +49,8 @@ from streamlint.model.flow.slots import Slots
 from streamlint.model.flow.records import Records
 from streamlint.model.flow.replays import Replays
 from streamlint.model.flow.rounds import Rounds
+from streamlint.model.flow.roundtests import RoundTests
+from streamlint.model.flow.notnone import NotNone
 from streamlint.model.flow.storage import Storages
 from streamlint.model.flow.finals import Finals
 from streamlint.model.flow.unsets import Unsets
@@ -99,7 +101,7 @@ def _last_simple(body: list) -> cst.CSTNode | None:
 
 
 class Interp(HandedEarly, CalleeRecords, HelperRecords, HandedHolders, ScopedNoneTests, GuardedWork, IndexSets, Membership, HostWrites, Consumers, PendingArgs, Orderings, Records, Storages, Unsets, Expressions, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes,
-             HostReads, HostSyncs, TransferSends, Counters, Promises, Slots, Replays, Rounds, Finals,
+             HostReads, HostSyncs, TransferSends, Counters, Promises, Slots, Replays, Rounds, RoundTests, NotNone, Finals,
              HandedBack, Polls, FieldFamilies, HostGradients, ListReads, Choices):
     """Path-sensitive abstract interpretation of one function body in program order."""
 
@@ -190,6 +192,8 @@ class Interp(HandedEarly, CalleeRecords, HelperRecords, HandedHolders, ScopedNon
         self.index_rounds: dict[int, tuple[int | None, int]] = {}  # binding stamp -> (start, round): first_round_test
         self.first_elements: dict[int, str] = {}  # binding stamp of a loop variable's first round -> `xs[0]`
         self.index_loops: set[tuple[int, str]] = set()  # (id of a `for`, its integer index): control.loop_index
+        self.round_indexes: dict[tuple[int, str], tuple] = {}  # (id of a collection walk, round) -> its index
+        self.fresh_keys: set[str] = set()  # stream keys of spliced runs of new streams (roundtests.py)
         self.slot_clock = 0  # stamps of list slots and name bindings (slots.py)
         self.entry_sources: dict[int, tuple] = {}  # argument storage -> (file model, call node) seeding it
         self.given_events: set[str] = set()  # event parameters every caller hands (recorded): never None here

@@ -120,7 +120,9 @@ class HostRead:
     # done (``.put()``, ``.set()``) while side-stream work this function queued (``copy``: its scope) still runs;
     # "dropped": ``node`` records event ``name`` after the work ``copy``, and a path drops the event (hostsync.py)
     kind: str = "copy"
-    placed: bool = True  # False: the copy's source is of unknown placement (only a device tensor copies asynchronously)
+    # False: the copy's source is of unknown placement (only a device tensor copies asynchronously), or the host
+    # read a value of unknown placement on the copy's stream after it (``n.item()``: a wait, if it is device data)
+    placed: bool = True
 
 
 @dataclass(frozen=True)

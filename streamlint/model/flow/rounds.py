@@ -17,15 +17,18 @@ enumerate(xs)`` (:func:`loop_index`):
   the bound: round ``r`` is iteration ``start + r`` (the second round is the one right after the first), so a
   path that took ``layer < n`` in the first round has ``n >= 1`` and decides ``0 < layer <= n`` in the second
   (:meth:`Rounds.bound_test`, :meth:`Rounds.note_bound`): a layerwise generator that used a buffer on a side
-  stream in its first round and synchronises in the next one before it can end."""
+  stream in its first round and synchronises in the next one before it can end. A literal offset is read too
+  (``if i < n - 1:``), and a path leaving ``for i in range(n)`` after its last round ran ``i == n - 1`` there: one
+  whose rounds took ``i < n - 1`` in that round (another iteration follows) is not a way out of the loop
+  (:meth:`Rounds.leave_rounds`)."""
 
 from __future__ import annotations
 
 from streamlint._lazy import cst
 from streamlint.model.file import dotted
 from streamlint.model.flow.counters import _OPS
-from streamlint.model.flow.values import State
-from streamlint.model.syntax import int_literal, strip_not
+from streamlint.model.flow.values import LOOP_UNROLL, State
+from streamlint.model.syntax import int_literal, local_nodes, strip_not
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}  # `n > i` is `i < n`
 
@@ -68,6 +71,19 @@ def index_start(node: cst.For) -> int | None:
         return int_literal(args[0]) if len(args) == 2 else 0
     start = args[1] if len(args) == 2 else start
     return 0 if start is None else int_literal(start)
+
+
+def _rebound(node: cst.For, names: tuple) -> bool:
+    """Is one of ``names`` (the loop index, the range's bound) assigned in the body of ``node``?"""
+    for sub in local_nodes(node.body):
+        targets = [t.target for t in sub.targets] if isinstance(sub, cst.Assign) else \
+            [sub.target] if isinstance(sub, (cst.AugAssign, cst.AnnAssign, cst.NamedExpr, cst.For)) else []
+        if any(dotted(t) in names for t in targets if isinstance(t, (cst.Name, cst.Attribute))) or any(
+                isinstance(t, (cst.Tuple, cst.List)) and any(dotted(e.value) in names for e in t.elements
+                                                            if isinstance(e.value, (cst.Name, cst.Attribute)))
+                for t in targets):
+            return True
+    return False
 
 
 class Rounds:
@@ -175,6 +191,11 @@ class Rounds:
             return None
         if not isinstance(left, cst.Name) or self.index_value(st, left.value) is None:
             left, right, op = right, left, _FLIP[op]
+        c = 0  # `i < n - 1`: the bound with a literal offset
+        if isinstance(right, cst.BinaryOperation) and isinstance(right.operator, (cst.Add, cst.Subtract)) \
+                and int_literal(right.right) is not None:
+            c = int_literal(right.right) * (1 if isinstance(right.operator, cst.Add) else -1)
+            right = right.left
         if not isinstance(left, cst.Name) or not isinstance(right, (cst.Name, cst.Attribute)) \
                 or isinstance(right, cst.Name) and self.index_value(st, right.value) is not None:
             return None
@@ -182,8 +203,30 @@ class Rounds:
         if v is None:
             return None
         text = self.render(st, right)
-        return {"<": (text, v + 1, True), "<=": (text, v, True), ">": (text, v, False),
-                ">=": (text, v + 1, False)}[op]
+        return {"<": (text, v + 1 - c, True), "<=": (text, v - c, True), ">": (text, v - c, False),
+                ">=": (text, v + 1 - c, False)}[op]
+
+    def leave_rounds(self, states: list[State], node, rounds: int) -> list[State]:
+        """The paths leaving ``for i in range(n)`` / ``range(start, n)`` after its last round (not by a break): that
+        round was the last iteration, ``i == n - 1``, so ``n`` is ``start + rounds``. A path whose last round took a
+        test of ``n`` that says otherwise (``if i < n - 1: send(...)`` taken there: another iteration would follow)
+        cannot leave here and is dropped (unless every path is such: then nothing is learnt)."""
+        if self.single or not isinstance(node, cst.For) or loop_index(node) is None or node.iter.func.value != "range" \
+                or not isinstance(node.iter.args[-1].value, (cst.Name, cst.Attribute)):
+            return states
+        start = index_start(node)
+        if start is None or not states or _rebound(node, (loop_index(node), dotted(node.iter.args[-1].value))):
+            return states  # (`n += 1` in the body: the test's `n` is no longer the range's bound)
+        n = start + rounds
+
+        def feasible(st: State) -> bool:  # (only what the last round learnt: an earlier round's `i < n - 2` taken
+            # says the loop runs longer than the rounds walked, not that this way out does not exist)
+            prefix = f"<last@{id(node)} {self.render(st, node.iter.args[-1].value)} >= "
+            return all((n >= int(key[len(prefix):-1])) == held for key, held in st.assume.items()
+                       if key.startswith(prefix))
+
+        kept = [st for st in states if feasible(st)]
+        return kept or states
 
     def bound_test(self, st: State, test: cst.BaseExpression) -> bool | None:
         """``i OP n`` decided by what the path learnt of ``n`` from earlier rounds' tests (:meth:`note_bound`)."""
@@ -215,6 +258,11 @@ class Rounds:
         if asked is not None:
             text, m, sign = asked
             st.assume[f"<{text} >= {m}>"] = outcome == sign
+            names = [e.value for e in (test.left, test.comparisons[0].comparator)
+                     if isinstance(e, cst.Name) and self.index_value(st, e.value) is not None]
+            bound = st.bound_at.get(names[0]) if names else None
+            if bound is not None and not self.single and self.index_rounds[bound[0]][1] == LOOP_UNROLL - 1:
+                st.assume[f"<last@{bound[1]} {text} >= {m}>"] = outcome == sign  # (leave_rounds)
 
 
 __all__ = ["Rounds", "first_element_of", "index_start", "loop_index"]

@@ -183,6 +183,7 @@ class State:
         self.vc: dict[str, dict[str, int]] = {}
         self.host: dict[str, int] = {}
         self.shape_syncs: dict[str, int] = {}  # stream -> last data-dependent-shape op on it (hostreads.py)
+        self.maybe_syncs: dict[str, int] = {}  # stream -> last `.item()` of a value of unknown placement on it
         self.events: dict[str, dict[str, int]] = {}
         self.stack: list[str] = [MAIN]
         self.assume: dict[str, bool] = {}
@@ -247,6 +248,7 @@ class State:
         s.vc = {k: dict(v) for k, v in self.vc.items()}
         s.host = dict(self.host)
         s.shape_syncs = dict(self.shape_syncs)
+        s.maybe_syncs = dict(self.maybe_syncs)
         s.events = {k: dict(v) for k, v in self.events.items()}
         s.stack = list(self.stack)
         s.assume = dict(self.assume)

@@ -137,7 +137,9 @@ Layer 3 — one function's flow
                     helper's), ``listreads`` (``torch.stack(outs)`` / ``[o[0] for o in outs]`` read every device
                     tensor a local list was handed, each with the stream of its own fork-loop round),
                     ``paramcontents`` (a loop over a parameter's contents, ``req.blocks[tier]``, narrowed by
-                    ``isinstance(item, torch.Tensor)``: the caller's tensors), ``interp`` (the composition), ``results`` (what rules read)
+                    ``isinstance(item, torch.Tensor)``: the caller's tensors), ``flagjoins`` (a free unjoined only where a
+                    caller's flag, ``sync``, turned the function's join off: SL301 medium), ``interp`` (the
+                    composition), ``results`` (what rules read)
     ``breaks``      where does a compiled region break the graph, and what reaches a no-break scope?
     ``waits``       syntactic facts around npu_wait_tensor / ops.record / event waits
     ``families``    which API families does a function mix, and on which execution paths?

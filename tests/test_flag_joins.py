@@ -1,4 +1,5 @@
-"""Confidence of SL301 on a join a caller's flag turns off (model/flow/flagjoins.py) and of the other owners of a
+"""Confidence of SL301 on a join a caller's flag turns off (model/flow/flagjoins.py), on a value made only from a place
+of unknown type (flow/guessedresults.py) and on the other owners of a
 rebound attribute (flow/unsets.storage_owners): fixtures/rules/sl301_caller_flag_joins.py and
 sl301_owner_keeps_storage.py say where the findings are; this says how sure they are."""
 
@@ -36,3 +37,11 @@ def test_a_local_owner_never_recorded_stays_high(tmp_path):
     assert found[_line(name, "`before` dies at the return, never recorded")] is Confidence.HIGH
     assert found[_line(name, "a record on the allocating stream protects nothing")] is Confidence.HIGH
     assert found[_line(name, "handed back, not recorded")] is Confidence.MEDIUM
+
+
+def test_a_value_made_only_from_a_place_of_unknown_type_is_low(tmp_path):
+    found = _confidences("sl301_guessed_place_results.py", tmp_path)
+    name = "sl301_guessed_place_results.py"
+    assert found[_line(name, "low: a tensor only if `self.loader.graph` is one")] is Confidence.LOW
+    assert found[_line(name, "high: made from the index tensor handed in")] is Confidence.HIGH
+    assert found[_line(name, "high: `self.features` was used as a tensor above")] is Confidence.HIGH

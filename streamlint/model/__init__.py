@@ -138,7 +138,9 @@ Layer 3 — one function's flow
                     tensor a local list was handed, each with the stream of its own fork-loop round),
                     ``paramcontents`` (a loop over a parameter's contents, ``req.blocks[tier]``, narrowed by
                     ``isinstance(item, torch.Tensor)``: the caller's tensors), ``flagjoins`` (a free unjoined only where a
-                    caller's flag, ``sync``, turned the function's join off: SL301 medium), ``interp`` (the
+                    caller's flag, ``sync``, turned the function's join off: SL301 medium), ``guessedresults`` (a
+                    call's result taken for a tensor only because a ``self.*`` place of unknown type was handed
+                    to it: its free is SL301 low), ``interp`` (the
                     composition), ``results`` (what rules read)
     ``breaks``      where does a compiled region break the graph, and what reaches a no-break scope?
     ``waits``       syntactic facts around npu_wait_tensor / ops.record / event waits

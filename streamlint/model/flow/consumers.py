@@ -39,6 +39,7 @@ from streamlint.model.file import dotted
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.escapes import self_field
 from streamlint.model.flow.flagjoins import merge_flag, skipped_join_flag
+from streamlint.model.flow.guessedresults import guess_of
 from streamlint.model.flow.results import Lifetime
 from streamlint.model.heldslots import _INIT_METHODS, held_fields
 from streamlint.model.streams import MAIN, derived
@@ -115,6 +116,8 @@ class Consumers:
         if self.lifetimes.get(key) is not None and not self.depth:  # a join a caller's flag skipped (flagjoins.py)
             flag = skipped_join_flag(self.fn.node, st)
             self.lifetimes[key] = merge_flag(before, self.lifetimes[key], flag)
+            if self.lifetimes[key] is not before and (place := guess_of(self, S.sid)) is not None:
+                self.lifetimes[key] = replace(self.lifetimes[key], guess=place)
 
     def note_kept(self, st: State, S, into: cst.BaseExpression | None) -> None:
         super().note_kept(st, S, into)  # type: ignore[misc]

@@ -71,7 +71,8 @@ Layer 2 — the project
                     discipline, per stream family: ``streams[0]`` and ``streams[1]`` are two, ``streams[i]``
                     may be either), and which functions enter it again behind one wait?
     ``heldslots``   which methods of a class use the tensors it keeps in a field (on which stream), and
-                    which drop them, joined or not (SL301's class-level lifetimes)
+                    which drop them, joined or not (SL301's class-level lifetimes); a hook closure a method defines
+                    (`def release(...)` in ``__init__``) recording what it reads of a field is one of its recorders
     ``eventguards`` which fields of an object does an event it holds guard (written on a side stream
                     before the record), and which readers of them skip the wait (guarded-by inference)
     ``hostobjects`` is a value an instance of a class that is no tensor type (``self.opts =

@@ -104,9 +104,27 @@ def _summarise(project, file: FileModel, cls: ClassInfo) -> dict[str, HeldField]
                 reads.setdefault(field, []).append(SlotRead(name, stmt, stream))
                 if records:
                     recorders.setdefault(field, set()).add(name)
+    for closure in _closures(file, cls):  # a hook a method defines (`def hook(...)` in `__init__`), registered for
+        if any(site.method == "record_stream" for site in closure.calls):  # autograd: it records what it reads
+            for stmt in _statements(closure.node.body):
+                for field in _read_fields(stmt):
+                    recorders.setdefault(field, set()).add(closure.qualname)
     fields = set(reads) | set(releases)
     return {f: HeldField(tuple(reads.get(f, ())), tuple(releases.get(f, ())), frozenset(recorders.get(f, ())))
             for f in fields}
+
+
+def _closures(file: FileModel, cls: ClassInfo) -> list:
+    """The functions nested in the class's methods (at any depth), whose ``self`` is the method's."""
+    methods = {id(m) for m in cls.methods.values()}
+    out = []
+    for fn in file.functions.values():
+        outer = fn.parent
+        while outer is not None and id(outer) not in methods:
+            outer = outer.parent
+        if outer is not None and "self" not in fn.all_params:
+            out.append(fn)
+    return out
 
 
 def _statements(body: cst.CSTNode):

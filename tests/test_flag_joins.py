@@ -28,6 +28,7 @@ def test_a_join_only_the_callers_flag_skips_is_medium(tmp_path):
     name = "sl301_caller_flag_joins.py"
     assert found[_line(name, "medium: only when the caller passes sync=False")] is Confidence.MEDIUM
     assert found[_line(name, "non_blocking=True))  # expect: SL301 -- medium")] is Confidence.MEDIUM  # `if not sync: return`
+    assert found[_line(name, "medium, nested")] is Confidence.MEDIUM  # (an `if sync:` in an `else:` block)
     assert sorted(c.value for c in found.values()).count("high") == 3  # verbose flag, another stream, own flag
 
 

@@ -51,19 +51,21 @@ def skipped_join_flag(fn: cst.FunctionDef, st: State) -> str | None:
     return None
 
 
-def _ifs(block: cst.CSTNode):
+def _ifs(node: cst.CSTNode):
     """Each ``if`` statement of the function (not in nested functions) with the statements after it in its block."""
-    body = getattr(block, "body", None)
-    if isinstance(block, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) or body is None:
+    if isinstance(node, cst.IndentedBlock):
+        stmts = list(node.body)
+        for i, stmt in enumerate(stmts):
+            if isinstance(stmt, cst.If):
+                yield stmt, stmts[i + 1:]
+            yield from _ifs(stmt)
         return
-    stmts = list(body) if isinstance(body, (list, tuple)) else [body]
-    for i, stmt in enumerate(stmts):
-        if isinstance(stmt, cst.If):
-            yield stmt, stmts[i + 1:]
-        for child in stmt.children if isinstance(stmt, cst.CSTNode) else ():
-            if isinstance(child, (cst.IndentedBlock, cst.If, cst.Else, cst.For, cst.While, cst.With, cst.Try,
-                                  cst.ExceptHandler, cst.Finally)):
-                yield from _ifs(child)
+    if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        return
+    for child in node.children:
+        if isinstance(child, (cst.IndentedBlock, cst.If, cst.Else, cst.For, cst.While, cst.With, cst.Try,
+                              cst.ExceptHandler, cst.Finally)):
+            yield from _ifs(child)
 
 
 def _leaves(arm: cst.CSTNode | None) -> bool:

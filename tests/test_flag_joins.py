@@ -46,3 +46,8 @@ def test_a_value_made_only_from_a_place_of_unknown_type_is_low(tmp_path):
     assert found[_line(name, "low: a tensor only if `self.loader.graph` is one")] is Confidence.LOW
     assert found[_line(name, "high: made from the index tensor handed in")] is Confidence.HIGH
     assert found[_line(name, "high: `self.features` was used as a tensor above")] is Confidence.HIGH
+
+
+def test_a_flag_whose_else_arm_is_taken_does_not_crash(tmp_path):
+    code = (FIXTURES / "sl301_caller_flag_joins.py").read_text()
+    assert [f.message for f in lint_text(code, tmp=tmp_path) if f.code == "SL000"] == []

@@ -70,8 +70,11 @@ def _ifs(node: cst.CSTNode):
 
 def _leaves(arm: cst.CSTNode | None) -> bool:
     """Does the arm end by leaving the function (its last statement a ``return`` / ``raise``)?"""
-    stmts = list(getattr(arm, "body", ())) if arm is not None else []
-    last = stmts[-1] if stmts else None
+    if isinstance(arm, cst.Else):
+        arm = arm.body
+    if not isinstance(arm, cst.IndentedBlock):
+        return False  # (no arm, or an `elif`)
+    last = arm.body[-1] if arm.body else None
     if isinstance(last, cst.SimpleStatementLine):
         return any(isinstance(s, (cst.Return, cst.Raise)) for s in last.body)
     return False

@@ -133,10 +133,15 @@ def storage_owners(file, fn: cst.FunctionDef, key: str, line: int) -> list[str]:
     """Locals that keep the tensor of the place ``key`` alive past its rebinding at ``line``: a name the function
     binds once, before that line, to the place or to a view sharing its storage (``orig = p.grad.data``,
     ``g = p.grad.detach()``), and never hands on (returned, stored, put in a container: another owner then,
-    judged as before). Only a rebinding or ``del`` of the last owner frees the block."""
+    judged as before), nor binds in a loop around the rebinding (the next round's binding lets go of the block, before
+anything after the loop). Only a rebinding or ``del`` of the last owner frees the block."""
     bound: dict[str, int] = {}
     candidates: list[str] = []
+    looped = {id(m) for loop in local_nodes(fn.body) if isinstance(loop, (cst.For, cst.While))
+              and file.span(loop).start_line <= line <= file.span(loop).end_line for m in local_nodes(loop.body)}
     for n in local_nodes(fn.body):
+        if id(n) in looped:
+            continue  # (bound again by the next round, which frees the block inside the loop: no owner to the end)
         for name in _bound_names(n):
             bound[name] = bound.get(name, 0) + 1
         if isinstance(n, cst.Assign) and len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name) \

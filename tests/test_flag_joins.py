@@ -51,3 +51,11 @@ def test_a_value_made_only_from_a_place_of_unknown_type_is_low(tmp_path):
 def test_a_flag_whose_else_arm_is_taken_does_not_crash(tmp_path):
     code = (FIXTURES / "sl301_caller_flag_joins.py").read_text()
     assert [f.message for f in lint_text(code, tmp=tmp_path) if f.code == "SL000"] == []
+
+
+def test_a_field_the_class_fills_on_the_device_is_no_guess(tmp_path):
+    found = _confidences("sl301_lifetime_evidence_edges.py", tmp_path)
+    name = "sl301_lifetime_evidence_edges.py"
+    assert found[_line(name, "high: the class filled `self.features` on the device")] is Confidence.HIGH
+    assert found[_line(name, "high: used as a tensor after the call")] is Confidence.HIGH
+    assert found[_line(name, "is rebound next round")] is Confidence.HIGH

@@ -51,6 +51,13 @@ def _evident_tensor(interp, key: str) -> bool:
     file, fn = interp.cfile, interp.cfn
     if not isinstance(key, str) or not key.startswith("self.") or fn is None:
         return False
+    memo = interp.__dict__.setdefault("evident_tensors", {})
+    if (id(fn), key) not in memo:
+        memo[(id(fn), key)] = _evident(file, fn, key)
+    return memo[(id(fn), key)]
+
+
+def _evident(file, fn, key: str) -> bool:
     for other in file.functions.values() if fn.class_name is not None else ():
         if other.class_name != fn.class_name:
             continue

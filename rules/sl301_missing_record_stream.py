@@ -63,6 +63,14 @@ class MissingRecordStream(Rule):
     (`if isinstance(value, torch.Tensor):`) and records nothing while sibling branches still record, is
     reported where it happens (medium confidence: the caller's use of the stream is not seen).
 
+    A free left unjoined only where a flag the caller passes turns the function's join off (`if sync:
+    current.wait_stream(load_stream)`, `if not sync: return` before it) is reported at medium confidence: the
+    caller passing the flag clear takes the join on itself, later, where this function cannot see it. A local
+    that shares a rebound attribute's storage (`orig = p.grad.data`) keeps it alive: the free is judged when
+    that local dies, against its own records (`orig.record_stream(side)`). A value the analysis takes for a
+    device tensor only because a call was handed a `self.*` place of unknown type (`batch = attach(batch,
+    self.loader.graph)`: perhaps a sampler's host batch) is reported at low confidence when it is freed.
+
     A record on the stream the tensor's memory already belongs to (the stream it was allocated on; for a
     tensor handed in, the caller's current stream) is a no-op: when the tensor is also used on another
     stream that is neither recorded nor joined back before the function returns, the record is reported
@@ -228,6 +236,14 @@ class MissingRecordStream(Rule):
                 if issue.free == "unset-shared":
                     confidence = Confidence.MEDIUM  # (the function keeps it in a local / returns it too)
                     hint += "; this assumes no other owner outlives the rebinding"
+                if issue.flag and confidence is None:
+                    confidence = Confidence.MEDIUM  # (flow/flagjoins.py)
+                    hint += (f"; this assumes a caller passes `{issue.flag}` so that the join is skipped and joins "
+                             "too late itself")
+                if issue.guess:
+                    confidence = Confidence.LOW  # (flow/guessedresults.py)
+                    hint += (f"; this assumes the value is a device tensor, which rests only on `{issue.guess}` (of "
+                             "unknown type) being one")
                 if issue.escaped:
                     confidence = Confidence.LOW
                     hint += "; this assumes the caller drops the escaped tensor"

@@ -71,7 +71,8 @@ Layer 2 — the project
                     discipline, per stream family: ``streams[0]`` and ``streams[1]`` are two, ``streams[i]``
                     may be either), and which functions enter it again behind one wait?
     ``heldslots``   which methods of a class use the tensors it keeps in a field (on which stream), and
-                    which drop them, joined or not (SL301's class-level lifetimes)
+                    which drop them, joined or not (SL301's class-level lifetimes); a hook closure a method defines
+                    (`def release(...)` in ``__init__``) recording what it reads of a field is one of its recorders
     ``eventguards`` which fields of an object does an event it holds guard (written on a side stream
                     before the record), and which readers of them skip the wait (guarded-by inference)
     ``hostobjects`` is a value an instance of a class that is no tensor type (``self.opts =
@@ -140,7 +141,11 @@ Layer 3 — one function's flow
                     helper's), ``listreads`` (``torch.stack(outs)`` / ``[o[0] for o in outs]`` read every device
                     tensor a local list was handed, each with the stream of its own fork-loop round),
                     ``paramcontents`` (a loop over a parameter's contents, ``req.blocks[tier]``, narrowed by
-                    ``isinstance(item, torch.Tensor)``: the caller's tensors), ``interp`` (the composition), ``results`` (what rules read)
+                    ``isinstance(item, torch.Tensor)``: the caller's tensors), ``flagjoins`` (a free unjoined only where a
+                    caller's flag, ``sync``, turned the function's join off: SL301 medium), ``guessedresults`` (a
+                    call's result taken for a tensor only because a ``self.*`` place of unknown type was handed
+                    to it: its free is SL301 low), ``interp`` (the
+                    composition), ``results`` (what rules read)
     ``breaks``      where does a compiled region break the graph, and what reaches a no-break scope?
     ``waits``       syntactic facts around npu_wait_tensor / ops.record / event waits
     ``families``    which API families does a function mix, and on which execution paths?

@@ -104,9 +104,50 @@ def _summarise(project, file: FileModel, cls: ClassInfo) -> dict[str, HeldField]
                 reads.setdefault(field, []).append(SlotRead(name, stmt, stream))
                 if records:
                     recorders.setdefault(field, set()).add(name)
+    for closure in _closures(file, cls):  # a hook a method defines (`def hook(...)` in `__init__`), registered for
+        for field in _recorded_fields(closure):  # autograd: it records what it reads of a field
+            recorders.setdefault(field, set()).add(closure.qualname)
     fields = set(reads) | set(releases)
     return {f: HeldField(tuple(reads.get(f, ())), tuple(releases.get(f, ())), frozenset(recorders.get(f, ())))
             for f in fields}
+
+
+def _recorded_fields(closure: FunctionInfo) -> set[str]:
+    """The fields whose contents the closure records: ``self.kept[k].record_stream(s)``, or the record of a local
+    it bound from a read of the field (``held = self.kept[k]``; ``held.record_stream(s)``). A record of another
+    value (the hook's ``output``) covers nothing the field holds."""
+    bound: dict[str, set[str]] = {}
+    for stmt in _statements(closure.node.body):
+        if isinstance(stmt, cst.Assign):
+            for t in stmt.targets:
+                for name in (t.target, *(el.value for el in getattr(t.target, "elements", ()))):
+                    if isinstance(name, cst.Name):
+                        bound.setdefault(name.value, set()).update(_read_fields(stmt))
+    out: set[str] = set()
+    for site in closure.calls:
+        if site.method != "record_stream" or not isinstance(site.node.func, cst.Attribute):
+            continue
+        recv = site.node.func.value
+        while isinstance(recv, (cst.Subscript, cst.Attribute)) and _self_field(recv) is None:
+            recv = recv.value  # (`self.kept[k].data`: the field's)
+        if _self_field(recv) is not None:
+            out.add(_self_field(recv))
+        elif isinstance(recv, cst.Name):
+            out |= bound.get(recv.value, set())
+    return out
+
+
+def _closures(file: FileModel, cls: ClassInfo) -> list:
+    """The functions nested in the class's methods (at any depth), whose ``self`` is the method's."""
+    methods = {id(m) for m in cls.methods.values()}
+    out = []
+    for fn in file.functions.values():
+        outer = fn.parent
+        while outer is not None and id(outer) not in methods:
+            outer = outer.parent
+        if outer is not None and "self" not in fn.all_params:
+            out.append(fn)
+    return out
 
 
 def _statements(body: cst.CSTNode):

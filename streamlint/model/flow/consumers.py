@@ -38,6 +38,8 @@ from streamlint._lazy import cst
 from streamlint.model.file import dotted
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.escapes import self_field
+from streamlint.model.flow.flagjoins import merge_flag, skipped_join_flag
+from streamlint.model.flow.guessedresults import guess_of
 from streamlint.model.flow.results import Lifetime
 from streamlint.model.heldslots import _INIT_METHODS, held_fields
 from streamlint.model.streams import MAIN, derived
@@ -108,7 +110,14 @@ class Consumers:
                 and self.__dict__.get("helper_joins", {}).get((S.alloc, helper), -1) >= made \
                 and not self.next_entry_waits(st, S.alloc, S.origin):
             return  # (the same helper made it and joined its stream: it hands it back, and reports that)
+        key = (id(u.node), S.name)
+        before = self.lifetimes.get(key)
         super().report_lifetime(st, S, u, how, node)  # type: ignore[misc]
+        if self.lifetimes.get(key) is not None and not self.depth:  # a join a caller's flag skipped (flagjoins.py)
+            flag = skipped_join_flag(self.fn.node, st)
+            self.lifetimes[key] = merge_flag(before, self.lifetimes[key], flag)
+            if self.lifetimes[key] is not before and (place := guess_of(self, S.sid)) is not None:
+                self.lifetimes[key] = replace(self.lifetimes[key], guess=place)
 
     def note_kept(self, st: State, S, into: cst.BaseExpression | None) -> None:
         super().note_kept(st, S, into)  # type: ignore[misc]

@@ -19,7 +19,7 @@ from streamlint.model.flow.counters import NVal
 from streamlint.model.flow.leaves import closure_container
 from streamlint.model.flow.promises import carried, record_fields
 from streamlint.model.flow.results import Unjoined
-from streamlint.model.flow.reuse import settle_loop_frees
+from streamlint.model.flow.reuse import round_streams, settle_loop_frees
 from streamlint.model.flow.guards import known_none, null_context_choice, ordering_query, same_operator_operands, \
     stream_type_test
 from streamlint.model.flow.handles import handle_binding
@@ -531,6 +531,7 @@ class ControlFlow:
         finished: list[State] = []
         for round_no, element in enumerate(rounds):
             nxt: list[State] = []
+            start = (self.next_id, self.clock)  # (what this round allocates and queues: reuse.settle_loop_frees)
             for s in states:
                 if counts is not None:  # an alternating-streams loop read with its counter's values
                     self.ev(s, node.iter)
@@ -565,6 +566,7 @@ class ControlFlow:
                         continue
                 nxt.extend(self.block(node.body.body, [s]))
             states = []
+            busy = round_streams(nxt, *start)
             for s in nxt:
                 if s.flow == "break":
                     s.flow = None
@@ -575,7 +577,7 @@ class ControlFlow:
                     s.flow = None
                     states.append(s)
                     if elements is None and counts is None:  # another round may follow: its allocations come first
-                        settle_loop_frees(self, s, node)
+                        settle_loop_frees(self, s, node, busy)
             states = states[:MAX_PATHS]
         states = self.leave_rounds(states, node, len(rounds)) if bindings is None and counts is None else states
         if endless(node):

@@ -14,6 +14,7 @@ from streamlint.model.file import ClassInfo, dotted, string_value
 from streamlint.model.flow.entryctx import note_call
 from streamlint.model.flow.computed import computes_tensor, device_factory
 from streamlint.model.flow.counters import NVal, counter_part
+from streamlint.model.flow.guessedresults import guessed_result
 from streamlint.model.flow.places import cached_stream_getter, host_arguments, memoised, module_receiver
 from streamlint.model.flow.recursion import recursive_call
 from streamlint.model.flow.rootranks import on_root_rank, root_expression
@@ -551,8 +552,8 @@ class Expressions:
         if any(self.tensors(st, v) for v in reads) and host_library(target):
             self.op(st, e, reads, result=False)  # `np.nonzero(mask)`: read on the host, a numpy array results
             return None
-        if any(self.tensors(st, v) for v in reads) or is_torch:
-            return self.op(st, e, reads)
+        if any(self.tensors(st, v) for v in reads) or is_torch:  # (a place of unknown type only: guessedresults.py)
+            return self.op(st, e, reads) if is_torch else guessed_result(self, st, reads, self.op(st, e, reads))
         return None
 
     def method(self, st: State, e: cst.Call, recv: object, name: str) -> object:

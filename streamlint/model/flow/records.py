@@ -187,6 +187,8 @@ class Records:
 
     def finalize(self, st: State) -> None:
         super().finalize(st)  # type: ignore[misc]
+        if st.kept_frees:
+            self.owners_end(st)  # type: ignore[attr-defined]  (unsets.py)
         self.check_noop_records(st)
         if self.fn.class_name is not None and self.__dict__.get("kept_at"):
             self.check_held(st)

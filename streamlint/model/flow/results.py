@@ -72,6 +72,8 @@ class Lifetime:
     # its stream into the current one, never recorded there (flow/consumers.py; ``node``: the hand-over)
     entry: tuple | None = None  # (file model, call node): the allocating stream is what every caller hands
     # the function (entryctx.py), shown at this call
+    flag: str | None = None  # the caller's flag whose arm skipped a join the other arm makes (flagjoins.py)
+    guess: str | None = None  # the place of unknown type the freed value's tensor-ness rests on (guessedresults.py)
 
 
 @dataclass(frozen=True)

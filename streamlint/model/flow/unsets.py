@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.file import dotted
+from streamlint.model.flow.results import Lifetime
 from streamlint.model.flow.values import Access, KVal, TupVal, TVal
 from streamlint.model.freeing import bound_arguments, closure_captures_freed, freed_names, helper_of
 from streamlint.model.streams import MAIN
@@ -98,11 +99,118 @@ class Unsets:
                 value, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString))):
             return  # (made from the old value; or a host literal: `bucket.elements = 0` held a count)
         kept = kept_elsewhere(self.fn.node, key)
-        if kept is not True:
+        owners = () if kept is True or self.depth else tuple(
+            n for n in storage_owners(self.cfile, self.fn.node, key, self.cfile.span(target).start_line) if n in st.env)
+        if owners:  # a local sharing the storage keeps it: the free comes when the last of them dies (at the end)
+            st.kept_frees.append((key, tuple(st.loose_uses.get(key, ())), owners, st.loose_rec.get(key, frozenset())))
+        elif kept is not True:
             self.free_untracked(st, key, "unset-shared" if kept else "unset")
         for name in [n for n in st.loose_uses if n == key or n.startswith(key + ".")]:
             st.loose_uses.pop(name, None)  # (the attribute holds a new object from here)
             st.loose_rec.pop(name, None)
+
+
+    def owners_end(self, st: State) -> None:
+        """At a function exit: the attributes rebound while a local shared their storage
+        (:func:`storage_owners`) free it now, when those locals die. A use on another stream that is neither
+        recorded there (on the attribute before the rebinding, on a local after it: ``orig.record_stream(s)``)
+        nor joined by the current stream since is the lifetime hazard, reported under the last owner's name."""
+        know = st.know(MAIN)
+        for key, uses, owners, recorded in st.kept_frees:
+            for name in owners:
+                recorded |= st.loose_rec.get(name, frozenset()) | st.loose_rec.get(f"{name}.data", frozenset())
+                held = st.env.get(name)
+                for tv in self.tensors(st, held) if isinstance(held, (TVal, TupVal)) else ():
+                    recorded |= st.stores[tv.sid].recorded if tv.sid in st.stores else set()
+            late = next((u for u in sorted(uses, key=lambda a: a.time) if u.node is not None and u.stream != MAIN
+                         and u.stream not in recorded and know.get(u.stream, -1) < u.time), None)
+            if late is not None and (id(late.node), key) not in self.lifetimes:
+                self.lifetimes[(id(late.node), key)] = Lifetime(late.node, owners[-1], MAIN, late.stream,
+                                                                "function end", None, False, self.cfg.mode)
+
+
+def storage_owners(file, fn: cst.FunctionDef, key: str, line: int) -> list[str]:
+    """Locals that keep the tensor of the place ``key`` alive past its rebinding at ``line``: a name the function
+    binds once, before that line, to the place or to a view sharing its storage (``orig = p.grad.data``,
+    ``g = p.grad.detach()``), and never hands on (returned, stored, put in a container: another owner then,
+    judged as before), nor binds in a loop around the rebinding (the next round's binding lets go of the block, before
+anything after the loop). Only a rebinding or ``del`` of the last owner frees the block."""
+    bound: dict[str, int] = {}
+    candidates: list[str] = []
+    looped = {id(m) for loop in local_nodes(fn.body) if isinstance(loop, (cst.For, cst.While))
+              and file.span(loop).start_line <= line <= file.span(loop).end_line for m in local_nodes(loop.body)}
+    for n in local_nodes(fn.body):
+        if id(n) in looped:
+            continue  # (bound again by the next round, which frees the block inside the loop: no owner to the end)
+        for name in _bound_names(n):
+            bound[name] = bound.get(name, 0) + 1
+        if isinstance(n, cst.Assign) and len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name) \
+                and _shares_storage(n.value, key) and file.span(n).start_line < line:
+            candidates.append(n.targets[0].target.value)
+    return [c for c in dict.fromkeys(candidates) if bound.get(c) == 1 and not _handed_on(fn, c)]
+
+
+_SHARING_METHODS = frozenset({"detach", "view", "view_as"})
+
+
+def _shares_storage(expr: cst.BaseExpression, key: str) -> bool:
+    """Is ``expr`` the place ``key`` or a view of it (``.data``, ``.detach()``, ``.view(...)``)?"""
+    while dotted_chain(expr) != key:
+        if isinstance(expr, cst.Attribute) and expr.attr.value == "data":
+            expr = expr.value
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+                and expr.func.attr.value in _SHARING_METHODS:
+            expr = expr.func.value
+        else:
+            return False
+    return True
+
+
+def _bound_names(n: cst.CSTNode) -> list[str]:
+    targets: list[cst.BaseExpression] = []
+    if isinstance(n, cst.Assign):
+        targets = [t.target for t in n.targets]
+    elif isinstance(n, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr)):
+        targets = [n.target]
+    elif isinstance(n, (cst.For, cst.CompFor)):
+        targets = [n.target]
+    elif isinstance(n, cst.AsName):
+        targets = [n.name]
+    elif isinstance(n, cst.Del):
+        targets = [n.target]
+    out: list[str] = []
+    while targets:
+        t = targets.pop()
+        if isinstance(t, cst.Name):
+            out.append(t.value)
+        elif isinstance(t, (cst.Tuple, cst.List)):
+            targets += [el.value for el in t.elements]
+        elif isinstance(t, cst.StarredElement):
+            targets.append(t.value)
+    return out
+
+
+def _handed_on(fn: cst.FunctionDef, name: str) -> bool:
+    """Does the function return / yield the local, store it in a place or a container, or pass it to a call
+    other than a tensor method of its own (``orig.record_stream(s)``)?"""
+    for n in local_nodes(fn.body):
+        if isinstance(n, cst.Call) and any(_names(a.value, name) for a in n.args):
+            return True
+        if isinstance(n, (cst.Return, cst.Yield)) and n.value is not None and _names(n.value, name):
+            return True
+        if isinstance(n, cst.Assign) and _names(n.value, name):
+            return True  # (another name or a place holds it too)
+    return False
+
+
+def _names(expr: cst.CSTNode, name: str) -> bool:
+    if isinstance(expr, cst.Name):
+        return expr.value == name
+    if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+        return any(_names(el.value, name) for el in expr.elements)
+    if isinstance(expr, cst.Dict):
+        return any(isinstance(el, cst.DictElement) and _names(el.value, name) for el in expr.elements)
+    return False
 
 
 def tensor_chains(file, node: cst.CSTNode) -> list[str]:

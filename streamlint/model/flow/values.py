@@ -217,6 +217,8 @@ class State:
         self.loose_uses: dict[str, list[Access]] = {}
         self.loose_rec: dict[str, frozenset[str]] = {}
         self.elem_of: dict[str, tuple[str, ...]] = {}
+        # attributes rebound while a local shared their storage: (place, its side uses, the locals, its records)
+        self.kept_frees: list[tuple] = []
         # module globals a function declared `global` assigned on this path, by (module, name): a stream
         # stored by a setter is the one a getter of that module returns later (a place, not a local)
         self.globs: dict[tuple[str, str], object] = {}
@@ -268,7 +270,7 @@ class State:
         s.bound_at = dict(self.bound_at)
         s.done, s.ret, s.flow = self.done, self.ret, self.flow
         s.loose_uses = {k: list(v) for k, v in self.loose_uses.items()}
-        s.loose_rec, s.elem_of = dict(self.loose_rec), dict(self.elem_of)
+        s.loose_rec, s.elem_of, s.kept_frees = dict(self.loose_rec), dict(self.elem_of), list(self.kept_frees)
         s.globs = dict(self.globs)
         s.used_events = set(self.used_events)
         s.handed_off = dict(self.handed_off)

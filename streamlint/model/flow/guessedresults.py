@@ -1,0 +1,81 @@
+"""Results taken for device tensors on the strength of a guess: a call handed a long-lived place of unknown type.
+
+A ``self.*`` place the function never used as a tensor (``self.dataloader.graph``) stands for a long-lived tensor
+when an expression reads it (:meth:`~streamlint.model.flow.storage.Storages.tensors`); a call given one, and no
+tensor the function knows of, then makes a new tensor on the current stream (the generic call rule of
+:mod:`~streamlint.model.flow.exprs`). For races that reading is the cautious one. For lifetimes it is not: such a
+result is as likely a host object (a sampler's batch of graphs and ids, a config, a list) as a device tensor, and
+its death frees no block the analysis knows of. :func:`guessed_result` marks the storage; an SL301 on its free
+rests on that guess and is reported at low confidence (``Lifetime.guess``: the place it rests on).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from streamlint._lazy import cst
+from streamlint.model.file import dotted
+from streamlint.model.flow.values import KVal, TVal
+from streamlint.model.syntax import local_nodes
+from streamlint.model.tensors import tensor_method
+
+if TYPE_CHECKING:
+    from streamlint.model.flow.values import State
+
+
+def guessed_result(interp, st: State, reads: list, result: TVal | None) -> TVal | None:
+    """``result`` of a non-torch call over ``reads``: remember it as a guess when every tensor it was made from is a
+    long-lived place no access of this path made a tensor yet (no read, write or use of its storage before)."""
+    if result is None:
+        return None
+    places = [v for v in reads if isinstance(v, KVal) and interp.tensors(st, v)]
+    if not places or any(interp.tensors(st, v) for v in reads if not isinstance(v, KVal)):
+        return result
+    for v in places:
+        if _evident_tensor(interp, v.key):
+            return result  # (the class stores a tensor there, or the function uses it as one later)
+        for tv in interp.tensors(st, v):
+            S = st.stores.get(tv.sid)
+            if S is None or S.kind != "long" or len(S.uses) > 1 or len(S.reads) > 1 or S.parts:
+                return result  # (the call's own read is there already)
+            if S.last_write is not None and S.last_write.node is not None:
+                return result
+    interp.__dict__.setdefault("guessed_sids", {})[result.sid] = places[0].key
+    return result
+
+
+def _evident_tensor(interp, key: str) -> bool:
+    """Is the place evidently a tensor for reasons the path so far does not show: a method of its class assigns
+    it a torch call's result or a copy to a device (``self.features = torch.randn(..., device=dev)``, ``.cuda()``),
+    or the function uses it as a tensor somewhere (``self.features.mul_(0.5)`` after the call)?"""
+    file, fn = interp.cfile, interp.cfn
+    if not isinstance(key, str) or not key.startswith("self.") or fn is None:
+        return False
+    memo = interp.__dict__.setdefault("evident_tensors", {})
+    if (id(fn), key) not in memo:
+        memo[(id(fn), key)] = _evident(file, fn, key)
+    return memo[(id(fn), key)]
+
+
+def _evident(file, fn, key: str) -> bool:
+    for other in file.functions.values() if fn.class_name is not None else ():
+        if other.class_name != fn.class_name:
+            continue
+        for a in other.assigns:
+            if a.target == key and isinstance(a.value, cst.Call) and _tensor_call(file, a.value):
+                return True
+    return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and dotted(n.func.value) == key
+               and tensor_method(n.func.attr.value) for n in local_nodes(fn.node.body))
+
+
+def _tensor_call(file, call: cst.Call) -> bool:
+    site = file.call_site(call)
+    target = site.target if site is not None else None
+    if target and target.split(".", 1)[0] in ("torch", "torch_npu"):
+        return True
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value in ("to", "cuda", "npu", "clone", "contiguous")
+
+
+def guess_of(interp, sid: int) -> str | None:
+    """The place a storage's tensor-ness rests on, when it is such a guess."""
+    return interp.__dict__.get("guessed_sids", {}).get(sid)

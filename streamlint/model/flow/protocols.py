@@ -32,9 +32,8 @@ an event taken from the object's container, ``ev = self.events.get(k)``) and the
 = None``, ``self.events[k] = None``) with no wait, no host synchronisation and without handing it on,
 while another method records that event after its work, leaves that work joined by nobody.
 
-Not done: module-global buffers (module-global streams stored by a setter are places on the analysed path:
-:mod:`~streamlint.model.flow.places`), fields of another object (``self.tier.buf``), values a
-method returns from a side stream to its caller (the caller's side of the protocol).
+A consumer that returns the field to its caller, on a stream nothing in the project joins, is expected to join
+too (:mod:`~streamlint.model.flow.handbacks`). Not done: module-global buffers, fields of another object.
 """
 
 from __future__ import annotations
@@ -48,6 +47,7 @@ from streamlint.model import apis
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
 from streamlint.model.flow.escapes import events_in
 from streamlint.model.flow.fieldfamilies import family, family_pending, unresolved_waits, waits_on
+from streamlint.model.flow.handbacks import unjoined_hand_back
 from streamlint.model.flow.joinhelpers import handed_to_join, join_helper_keys, join_helper_names
 from streamlint.model.flow.values import Access, ordered_before
 from streamlint.model.streams import MAIN, derived
@@ -345,8 +345,8 @@ def _expected(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInf
         if not _mentions(file, m, p.field) or looped.get(p.field):
             return False  # a join step that reads nothing: the caller orders the calls
         evidence = True  # another consumer joins before its read
-    if not evidence:
-        return False
+    if not (evidence or unjoined_hand_back(project, file, cls, fn, p.field, p.stream)):
+        return False  # (or it hands the field back to its caller on a stream nobody joins: handbacks.py)
     for key in keys:
         if key.startswith("self.") and key.count(".") == 1 and reached_outside(project, file, cls, key[5:]):
             return False

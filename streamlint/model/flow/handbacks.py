@@ -140,6 +140,18 @@ class HandBacks:
         if not isinstance(handed, cst.Name) or len(self.fn.name_assigns.get(handed.value, ())) != 1:  # type: ignore[attr-defined]
             return S.last_write
         bound = self.__dict__.get("entry_binds", {}).get(handed.value)
-        if bound is None or S.kind != "long" or S.name != bound[0] or bound[1] not in (None, S.sid):
+        if bound is None or S.kind != "long" or S.name != bound[0] or bound[1] not in (None, S.sid) \
+                or _written_through(self.file, self.fn, handed.value, S.last_write):  # type: ignore[attr-defined]
             return S.last_write
         return bound[2]
+
+
+def _written_through(file: FileModel, fn: FunctionInfo, name: str, lw) -> bool:
+    """Does the function write the entry through the name itself (``buf.copy_(src)``, ``buf[:n] = x``,
+    ``out=buf``, ``buf += x``), or does its last write's statement name it (``fill(buf)``)? Then the write after
+    the binding may be a write of the very tensor handed back: no stale entry."""
+    ref = rf"(?<![\w.]){re.escape(name)}"
+    if lw is not None and lw.node is not None and re.search(rf"{ref}\b", file.code(lw.node)):
+        return True
+    return re.search(rf"{ref}(?:\.\w+_\(|\[[^\]]*\]\s*=(?!=)|\s*[-+*/]=)|\bout\s*=\s*{re.escape(name)}\b",
+                     file.code(fn.node.body)) is not None

@@ -6,7 +6,7 @@ from pathlib import Path
 from harness import engine_for, lint_paths
 
 from streamlint.finding import Confidence
-from streamlint.model.flow.devicecopies import device_copy
+from streamlint.model.flow.devicecopies import device_copy, device_copy_at
 
 PROJECT = Path(__file__).parent.parent / "fixtures/projects/sl201_handed_back_fields"
 
@@ -54,7 +54,15 @@ def on_accel(batch, target):
 
 
 def cuda_all(xs):
+    return [x.cuda(non_blocking=True) for x in xs]
+
+
+def cuda_blocking(xs):
     return [x.cuda() for x in xs]
+
+
+def to_blocking(obj, target):
+    return obj.to(target)
 
 
 def cast(obj):
@@ -72,5 +80,39 @@ def passthrough(obj, target):
 def scaled(obj, target):
     return obj.to(target) * 2
 ''')
-    assert answers == {"to_accel": True, "on_accel": True, "cuda_all": True, "cast": False, "to_host": False,
-                       "passthrough": False, "scaled": False}
+    assert answers == {"to_accel": True, "on_accel": True, "cuda_all": True, "cuda_blocking": False,
+                       "to_blocking": False, "cast": False, "to_host": False, "passthrough": False, "scaled": False}
+
+
+def test_device_copy_at_a_call_needs_the_non_blocking_flag(tmp_path):
+    """A helper taking ``non_blocking`` copies asynchronously only where the call passes a true value (from
+    host memory a blocking copy is waited for by the host: no pending device value)."""
+    path = tmp_path / "helpers.py"
+    path.write_text('''
+import torch
+
+
+def to_accel(obj, target, non_blocking=False):
+    if isinstance(obj, torch.Tensor):
+        return obj.to(target, non_blocking=non_blocking)
+    return [to_accel(x, target, non_blocking) for x in obj]
+
+
+def move_kw(obj, target, **kw):
+    return obj.to(target, **kw)
+
+
+def use(batch, dev, flag):
+    a = to_accel(batch, dev)
+    b = to_accel(batch, dev, non_blocking=True)
+    c = to_accel(batch, dev, False)
+    d = move_kw(batch, dev)
+    e = move_kw(batch, dev, non_blocking=True)
+    f = to_accel(batch, dev, flag)
+''')
+    project = engine_for(tmp_path).project
+    model = project.file(str(path))
+    fns = {fn.node.name.value: fn for fn in model.iter_functions()}
+    calls = {name: value for name, values in fns["use"].name_assigns.items() for value in values}
+    got = {name: device_copy_at(project, model, fns[call.func.value], call) for name, call in calls.items()}
+    assert got == {"a": False, "b": True, "c": False, "d": False, "e": True, "f": True}

@@ -15,6 +15,11 @@ comprehension, a local bound only to one), or a parameter itself (a leaf it leav
 ``return`` copies. Its result at a call is then a device value the call produces on the current stream (like a
 helper computing a tensor, :mod:`~streamlint.model.flow.computed`). A ``.to(torch.float16)`` is a cast (a kernel on
 whatever device the data is), not a copy; a helper with a host target (``.to("cpu")``, ``.cpu()``) is no device copy.
+A blocking copy (no ``non_blocking``, or ``non_blocking=False``) is none either: from host memory the host waits for
+it, and its source is not resolved (as :func:`~streamlint.model.flow.fieldfamilies.blocking_copy` for a copy
+written in place). A ``non_blocking`` the helper takes as a parameter (or through ``**kw``) must be passed at the
+call (:func:`device_copy_at`): ``to_accel(batch, dev)`` with its default ``non_blocking=False`` copies nothing
+asynchronously.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from streamlint._lazy import cst
 from streamlint.model.file import ClassInfo, string_value
 from streamlint.model.streams import derived
 from streamlint.model.syntax import local_nodes
+from streamlint.model.uses import bind_arguments
 
 if TYPE_CHECKING:
     from streamlint.model.file import FileModel, FunctionInfo
@@ -45,22 +51,86 @@ def device_copy(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
     if id(fn) in memo:
         return memo[id(fn)]
     memo[id(fn)] = False  # (a guard: a cycle through another helper is no evidence)
+    derived(project, "device_copy_flags")[id(fn)] = set()
     values = [r.value for r in fn.returns]
     kinds = [_kind(project, file, fn, v, 0) for v in values] if values and not fn.yields else []
     memo[id(fn)] = bool(kinds) and None not in kinds and "copy" in kinds
     return memo[id(fn)]
 
 
+def device_copy_at(project: Project, file: FileModel, fn: FunctionInfo, call: cst.Call) -> bool:
+    """:func:`device_copy`, and ``call`` makes its copies non-blocking: every parameter carrying the helper's
+    ``non_blocking`` is bound to something other than ``False`` / ``None`` / ``0``, or defaults to a true value."""
+    if not device_copy(project, file, fn):
+        return False
+    flags = derived(project, "device_copy_flags").get(id(fn), set())
+    bound = bind_arguments(fn.params + fn.kwonly, call, kwonly=fn.kwonly)
+    defaults = {p.name.value: p.default for p in (*fn.node.params.params, *fn.node.params.kwonly_params)}
+    for flag in flags:
+        value = _keyword(call, "non_blocking") if flag.startswith("**") else bound.get(flag) or defaults.get(flag)
+        if value is None or _false(value):
+            return False
+    return True
+
+
+def _keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
+    return next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
+
+
+def _false(e: cst.BaseExpression) -> bool:
+    return isinstance(e, cst.Name) and e.value in ("False", "None") or isinstance(e, cst.Integer) and e.value == "0"
+
+
+def _async(fn: FunctionInfo, call: cst.Call, flags: set[str]) -> bool:
+    """The copy ``call`` is non-blocking: ``non_blocking=`` a true literal or expression, or a parameter of ``fn``
+    (added to ``flags``: the call site must pass it), or ``**kw`` of ``fn`` passed through."""
+    value = _keyword(call, "non_blocking")
+    if value is None:
+        star = next((a.value for a in call.args if a.star == "**"), None)
+        if isinstance(star, cst.Name) and fn.node.params.star_kwarg is not None \
+                and fn.node.params.star_kwarg.name.value == star.value:
+            flags.add(f"**{star.value}")
+            return True
+        return False
+    if _false(value):
+        return False
+    if isinstance(value, cst.Name) and value.value in _params(fn):
+        flags.add(value.value)
+    return True
+
+
+def _passes_flags(project: Project, fn: FunctionInfo, callee: FunctionInfo, call: cst.Call) -> bool:
+    """A nested copy helper's call (or ``fn``'s own, recursive) hands on what its ``non_blocking`` parameters
+    need: a true value, or a parameter of ``fn`` (then ``fn``'s call sites must pass it)."""
+    flags = derived(project, "device_copy_flags")
+    mine = flags.setdefault(id(fn), set())
+    bound = bind_arguments(callee.params + callee.kwonly, call, kwonly=callee.kwonly)
+    for flag in set(flags.get(id(callee), ())):
+        value = _keyword(call, "non_blocking") if flag.startswith("**") else bound.get(flag)
+        if value is None and flag.startswith("**"):
+            star = next((a.value for a in call.args if a.star == "**"), None)
+            if isinstance(star, cst.Name):
+                mine.add(f"**{star.value}")
+                continue
+        if value is None or _false(value):
+            return False
+        if isinstance(value, cst.Name) and value.value in _params(fn):
+            mine.add(value.value)
+    return True
+
+
 def _params(fn: FunctionInfo) -> set[str]:
     return {p for p in fn.all_params if p not in ("self", "cls")}
 
 
-def _copy_call(file: FileModel, fn: FunctionInfo, e: cst.Call) -> bool:
+def _copy_call(project: Project, file: FileModel, fn: FunctionInfo, e: cst.Call) -> bool:
     """``p.to(device, ...)`` / ``p.cuda()`` on a parameter ``p`` (also a loop name of the structure being rebuilt:
     a comprehension's target), not a cast nor a host copy."""
     func = e.func
     if not (isinstance(func, cst.Attribute) and func.attr.value in _COPY_METHODS and isinstance(func.value, cst.Name)):
         return False
+    if not _async(fn, e, derived(project, "device_copy_flags").setdefault(id(fn), set())):
+        return False  # a blocking copy: the host waits for it (from host memory)
     if func.attr.value != "to":
         return True
     first = next((a.value for a in e.args if a.keyword is None or a.keyword.value == "device"), None)
@@ -85,7 +155,7 @@ def _kind(project: Project, file: FileModel, fn: FunctionInfo, e: cst.BaseExpres
         kinds = [_kind(project, file, fn, v, depth + 1) for v in bound]
         return "copy" if kinds and all(k == "copy" for k in kinds) else None
     if isinstance(e, cst.Call):
-        if _copy_call(file, fn, e):
+        if _copy_call(project, file, fn, e):
             return "copy" if e.func.value.value in _params(fn) or _loop_name(e, fn) else None
         if _helper_copy(project, file, fn, e):
             return "copy"
@@ -109,7 +179,7 @@ def _helper_copy(project: Project, file: FileModel, fn: FunctionInfo, e: cst.Cal
     sym = project.symbol(site.target, file) if site.target else None
     if sym is not None and isinstance(sym[0], ClassInfo):
         return False  # constructing a project object
-    return found[0] is fn or device_copy(project, found[1], found[0])
+    return (found[0] is fn or device_copy(project, found[1], found[0])) and _passes_flags(project, fn, found[0], e)
 
 
 def _structure(project: Project, file: FileModel, fn: FunctionInfo, e: cst.BaseExpression) -> bool:
@@ -122,7 +192,7 @@ def _structure(project: Project, file: FileModel, fn: FunctionInfo, e: cst.BaseE
     for node in local_nodes(e):
         if not isinstance(node, cst.Call):
             continue
-        if _copy_call(file, fn, node) or _helper_copy(project, file, fn, node):
+        if _copy_call(project, file, fn, node) or _helper_copy(project, file, fn, node):
             copies += 1
             continue
         func = node.func

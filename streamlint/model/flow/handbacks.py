@@ -20,6 +20,9 @@ where nobody can join the producing stream in between:
 * no code of the project orders anything after that stream (:func:`~streamlint.model.flow.leaves.
   stream_joined_elsewhere` with ``forks=False``: a wait on it, an event recorded on it, its ``synchronize()`` or
   ``query()``; another class's own stream of the same name, one it constructs itself, does not count);
+* no caller of the consumer synchronises the device (``synchronizes``: ``torch.cuda.synchronize()`` between the
+  producer's call and the take is a device-wide join that names no stream);
+* the producer records no event on that stream (:func:`records_on`: an event is a join handle, whoever waits it);
 * the protocol's other conditions still hold (``protocols._expected``: no method of the class that does not read
   the field joins the stream or synchronises the device, no code outside the class reaches the stream).
 
@@ -29,10 +32,11 @@ The finding is the hand-back's (SL201, medium at most: the calls' order is assum
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from streamlint._lazy import cst
 from streamlint.model.file import dotted
+from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.escapes import handed_value
 from streamlint.model.flow.fieldfamilies import family
 from streamlint.model.flow.leaves import stream_joined_elsewhere, stream_name
@@ -103,15 +107,26 @@ def _own_stream(cls: ClassInfo, name: str) -> bool:
     return bool(values) and all(fresh(v) for v in values)
 
 
+def records_on(interp, st, stream: str) -> bool:
+    """Does the producer's run hold, at its exit ``st``, an event whose record covers some of ``stream``'s work (an
+    event of the object, a local kept in a container field or handed on, ``ev.record()`` under the stream's scope
+    naming no stream, an event recorded after a wait on the stream), before or after the write? That event is a join handle: its waiter orders the stream (a record before the write is the
+    producer's early-record finding, the root cause, :mod:`~streamlint.model.flow.records`), so the hand-back is
+    no evidence that nobody joins. Events only timing work (``elapsed_time``) are no handle."""
+    return any(stream in snap for k, snap in st.events.items() if k not in interp.timing_events)
+
+
 def unjoined_hand_back(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInfo, field: str,
-                       stream: str) -> bool:
+                       stream: str, synchronizes: Callable) -> bool:
     """``fn`` hands ``field`` back to its caller and nothing in the project orders anything after ``stream`` (the
     stream the producer left the field pending on): the hand-back is the protocol's join point."""
     name = stream_name(stream)
     if name is None or not stream.startswith("self.") or stream.count(".") != 1 or not hands_back(file, fn, field):
         return False
     owner = cls.name if _own_stream(cls, name) else None
-    return not stream_joined_elsewhere(project, name, forks=False, owner=owner)
+    return not stream_joined_elsewhere(project, name, forks=False, owner=owner) \
+        and not any(site.function is not None and synchronizes(project, model, site.function)
+                    for model, site in callers_of(project, file, fn) or ())  # (see the module)
 
 
 class HandBacks:

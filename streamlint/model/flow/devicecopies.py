@@ -29,9 +29,10 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.file import ClassInfo, string_value
+from streamlint.model.flow.fieldfamilies import blocking_copy
 from streamlint.model.streams import derived
 from streamlint.model.syntax import local_nodes
-from streamlint.model.uses import bind_arguments
+from streamlint.model.freeing import bound_arguments
 
 if TYPE_CHECKING:
     from streamlint.model.file import FileModel, FunctionInfo
@@ -64,7 +65,7 @@ def device_copy_at(project: Project, file: FileModel, fn: FunctionInfo, call: cs
     if not device_copy(project, file, fn):
         return False
     flags = derived(project, "device_copy_flags").get(id(fn), set())
-    bound = bind_arguments(fn.params + fn.kwonly, call, kwonly=fn.kwonly)
+    bound = bound_arguments(fn, call)  # (``self`` skipped for a method)
     defaults = {p.name.value: p.default for p in (*fn.node.params.params, *fn.node.params.kwonly_params)}
     for flag in flags:
         value = _keyword(call, "non_blocking") if flag.startswith("**") else bound.get(flag) or defaults.get(flag)
@@ -104,7 +105,7 @@ def _passes_flags(project: Project, fn: FunctionInfo, callee: FunctionInfo, call
     need: a true value, or a parameter of ``fn`` (then ``fn``'s call sites must pass it)."""
     flags = derived(project, "device_copy_flags")
     mine = flags.setdefault(id(fn), set())
-    bound = bind_arguments(callee.params + callee.kwonly, call, kwonly=callee.kwonly)
+    bound = bound_arguments(callee, call)
     for flag in set(flags.get(id(callee), ())):
         value = _keyword(call, "non_blocking") if flag.startswith("**") else bound.get(flag)
         if value is None and flag.startswith("**"):
@@ -203,3 +204,28 @@ def _structure(project: Project, file: FileModel, fn: FunctionInfo, e: cst.BaseE
         if name not in _STRUCTURE_CALLS:
             return False
     return copies > 0
+
+
+def blocking_write(project: Project, file: FileModel, node: cst.CSTNode | None) -> bool:
+    """Does the write statement ``node`` copy to the device blocking, written in place
+    (:func:`~streamlint.model.flow.fieldfamilies.blocking_copy`) or through a project helper: a copy helper whose
+    ``non_blocking`` the call leaves false (``to_accel(batch, dev)``), or a helper that copies (``.to(`` /
+    ``.cuda(``) and never passes ``non_blocking`` (``return obj.to(target)``)? From host memory the host waits for
+    such a copy: nothing is left in flight (its source is not resolved, as for the in-place test)."""
+    if node is None:
+        return False
+    if blocking_copy(node):
+        return True
+    for call in local_nodes(node):
+        if not isinstance(call, cst.Call) or _keyword(call, "non_blocking") is not None:
+            continue
+        site = file.call_site(call)
+        found = project.call_target(file, site) if site is not None else None
+        if found is None:
+            continue
+        fn, hfile = found
+        text = hfile.code(fn.node)
+        if device_copy(project, hfile, fn) and not device_copy_at(project, hfile, fn, call) \
+                or re.search(r"\.(?:to|cuda|npu)\(", text) and "non_blocking" not in text:
+            return True
+    return False

@@ -22,6 +22,7 @@ where nobody can join the producing stream in between:
   ``query()``; another class's own stream of the same name, one it constructs itself, does not count);
 * no caller of the consumer synchronises the device (``synchronizes``: ``torch.cuda.synchronize()`` between the
   producer's call and the take is a device-wide join that names no stream);
+* the write is no blocking copy (:func:`~streamlint.model.flow.devicecopies.blocking_write`);
 * the producer records no event on that stream (:func:`records_on`: an event is a join handle, whoever waits it);
 * the protocol's other conditions still hold (``protocols._expected``: no method of the class that does not read
   the field joins the stream or synchronises the device, no code outside the class reaches the stream).
@@ -37,6 +38,7 @@ from typing import TYPE_CHECKING, Callable
 from streamlint._lazy import cst
 from streamlint.model.file import dotted
 from streamlint.model.flow.callers import callers_of
+from streamlint.model.flow.devicecopies import blocking_write
 from streamlint.model.flow.escapes import handed_value
 from streamlint.model.flow.fieldfamilies import family
 from streamlint.model.flow.leaves import stream_joined_elsewhere, stream_name
@@ -116,13 +118,16 @@ def records_on(interp, st, stream: str) -> bool:
     return any(stream in snap for k, snap in st.events.items() if k not in interp.timing_events)
 
 
-def unjoined_hand_back(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInfo, field: str,
-                       stream: str, synchronizes: Callable) -> bool:
-    """``fn`` hands ``field`` back to its caller and nothing in the project orders anything after ``stream`` (the
-    stream the producer left the field pending on): the hand-back is the protocol's join point."""
+def unjoined_hand_back(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInfo, p, synchronizes: Callable
+                       ) -> bool:
+    """``fn`` hands the pending field ``p`` (a ``protocols.Pending``) back to its caller and nothing in the project
+    orders anything after its stream (see the module): the hand-back is the protocol's join point."""
+    field, stream = p.field, p.stream
     name = stream_name(stream)
     if name is None or not stream.startswith("self.") or stream.count(".") != 1 or not hands_back(file, fn, field):
         return False
+    if p.handles or blocking_write(project, file, p.node):  # (the producer is a method of the same class)
+        return False  # an event on the stream is a join handle; a blocking copy leaves nothing in flight
     owner = cls.name if _own_stream(cls, name) else None
     return not stream_joined_elsewhere(project, name, forks=False, owner=owner) \
         and not any(site.function is not None and synchronizes(project, model, site.function)

@@ -344,8 +344,7 @@ def _expected(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInf
         if not _mentions(file, m, p.field) or looped.get(p.field):
             return False  # a join step that reads nothing: the caller orders the calls
         evidence = True  # another consumer joins before its read
-    if not (evidence or not p.handles
-            and unjoined_hand_back(project, file, cls, fn, p.field, p.stream, synchronizes_device)):
+    if not (evidence or unjoined_hand_back(project, file, cls, fn, p, synchronizes_device)):
         return False  # (or it hands the field back to its caller on a stream nobody joins: handbacks.py)
     for key in keys:
         if key.startswith("self.") and key.count(".") == 1 and reached_outside(project, file, cls, key[5:]):

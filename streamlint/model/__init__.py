@@ -101,7 +101,9 @@ Layer 3 — one function's flow
                     ``choices`` (``s = [a, b][i]``: one path per listed stream), ``polls``
                     (what a branch on ``query()`` / ``is_cuda`` tells), ``protocols`` / ``fieldfamilies`` (what
                     a class's methods leave for each other on a side stream in its fields and container fields;
-                    ``joinhelpers``: a package helper that only joins the stream / event it is handed),
+                    ``joinhelpers``: a package helper that only joins the stream / event it is handed;
+                    ``handbacks``: a consumer handing the pending field back to its caller, on a stream nothing in
+                    the project joins, is where the join belongs),
                     ``ambient`` / ``provenance`` (the stream a
                     method's callers run it on; which object a stream path held through other objects denotes:
                     constructor and factory arguments, field copies, properties, parameters at every call;
@@ -140,6 +142,8 @@ Layer 3 — one function's flow
                     name is its frame's own: an inlined helper's ``staged`` is not its caller's, nor another
                     helper's), ``listreads`` (``torch.stack(outs)`` / ``[o[0] for o in outs]`` read every device
                     tensor a local list was handed, each with the stream of its own fork-loop round),
+                    ``devicecopies`` (a project helper copying what it is handed to a device,
+                    ``to_accel(batch, dev, non_blocking=True)``: its result is a device value made at the call),
                     ``paramcontents`` (a loop over a parameter's contents, ``req.blocks[tier]``, narrowed by
                     ``isinstance(item, torch.Tensor)``: the caller's tensors), ``flagjoins`` (a free unjoined only where a
                     caller's flag, ``sync``, turned the function's join off: SL301 medium), ``guessedresults`` (a

@@ -13,6 +13,7 @@ from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, dotted, string_value
 from streamlint.model.flow.entryctx import note_call
 from streamlint.model.flow.computed import computes_tensor, device_factory
+from streamlint.model.flow.devicecopies import device_copy_at
 from streamlint.model.flow.counters import NVal, counter_part
 from streamlint.model.flow.guessedresults import guessed_result
 from streamlint.model.flow.places import cached_stream_getter, host_arguments, memoised, module_receiver
@@ -461,8 +462,9 @@ class Expressions:
                 self.op(st, e, reads, writes, result=False)  # (host bookkeeping handed no tensor queues nothing)
             return None
         result = self.dispatch_call(st, e, method, target)
-        if result is None and found is not None and computes_tensor(self.project, found[1], found[0]):
-            result = self.op(st, e, [])  # a helper computing its result from values of unknown type (computed.py)
+        if result is None and found is not None and (computes_tensor(self.project, found[1], found[0])
+                                                     or device_copy_at(self.project, found[1], found[0], e)):
+            result = self.op(st, e, [])  # a helper computing its result (computed.py) or copying to a device
         elif result is None and found is not None \
                 and (kind := device_factory(found[1], found[0], e, self.cfile, self.cfn)) is not None:
             result = self.alloc(st, e) if kind == "empty" else self.op(st, e, [])  # a device factory's tensor

@@ -43,6 +43,7 @@ from streamlint.model.flow.orderings import Orderings
 from streamlint.model.flow.handedback import HandedBack
 from streamlint.model.flow.handedearly import HandedEarly
 from streamlint.model.flow.elementevents import element_rooted
+from streamlint.model.flow.handbacks import HandBacks
 from streamlint.model.flow.protocols import protocol_inputs, seed
 from streamlint.model.flow.results import EarlyRecord, HostRead, Lifetime, Race, Unjoined, ViewEscape
 from streamlint.model.flow.slots import Slots
@@ -100,7 +101,7 @@ def _last_simple(body: list) -> cst.CSTNode | None:
     return node.body[-1] if node is not None and node.body else None
 
 
-class Interp(HandedEarly, CalleeRecords, HelperRecords, HandedHolders, ScopedNoneTests, GuardedWork, IndexSets, Membership, HostWrites, Consumers, PendingArgs, Orderings, Records, Storages, Unsets, Expressions, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes,
+class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders, ScopedNoneTests, GuardedWork, IndexSets, Membership, HostWrites, Consumers, PendingArgs, Orderings, Records, Storages, Unsets, Expressions, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes,
              HostReads, HostSyncs, TransferSends, Counters, Promises, Slots, Replays, Rounds, RoundTests, NotNone, Finals,
              HandedBack, Polls, FieldFamilies, HostGradients, ListReads, Choices):
     """Path-sensitive abstract interpretation of one function body in program order."""

@@ -30,11 +30,9 @@ Only when the class's own protocol says the join is expected in the consumer (pr
 The join step itself is checked too (:func:`dropped_events`): a method that tests the object's event (or
 an event taken from the object's container, ``ev = self.events.get(k)``) and then drops it (``self.event
 = None``, ``self.events[k] = None``) with no wait, no host synchronisation and without handing it on,
-while another method records that event after its work, leaves that work joined by nobody.
-
-Not done: module-global buffers (module-global streams stored by a setter are places on the analysed path:
-:mod:`~streamlint.model.flow.places`), fields of another object (``self.tier.buf``), values a
-method returns from a side stream to its caller (the caller's side of the protocol).
+while another method records that event after its work, leaves that work joined by nobody. A consumer returning
+the field on a stream nobody joins must join too (:mod:`~streamlint.model.flow.handbacks`). Not done:
+module-global buffers, fields of another object.
 """
 
 from __future__ import annotations
@@ -48,6 +46,7 @@ from streamlint.model import apis
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
 from streamlint.model.flow.escapes import events_in
 from streamlint.model.flow.fieldfamilies import family, family_pending, unresolved_waits, waits_on
+from streamlint.model.flow.handbacks import records_on, unjoined_hand_back
 from streamlint.model.flow.joinhelpers import handed_to_join, join_helper_keys, join_helper_names
 from streamlint.model.flow.values import Access, ordered_before
 from streamlint.model.streams import MAIN, derived
@@ -72,6 +71,7 @@ class Pending:
     events: tuple[str, ...]  # ``self.*`` events recorded after the write, on its stream
     family: bool = False  # ``self.F`` holds it in an entry (``self.F[k] = t``: flow/fieldfamilies.py)
     early: tuple[str, ...] = ()  # event families the producer records on the stream only before the write
+    handles: bool = False  # the producer records some event on that stream (a join handle: handbacks.py)
 
 
 _JOINS = ("wait_stream", "wait_event", "wait", "synchronize", "query")
@@ -79,8 +79,6 @@ _JOINS = ("wait_stream", "wait_event", "wait", "synchronize", "query")
 # builtins that only inspect a value or a container (`len(self._events)`)
 _STREAM_CALLS = frozenset((*_JOINS, "record_event", "record", "stream", "use_stream", "StreamContext",
                            "record_stream", "len", "bool", "id", "isinstance", "repr", "str"))
-
-
 _norm = normalized_code
 
 
@@ -179,7 +177,7 @@ def _producer_pending(project: Project, file: FileModel, fn: FunctionInfo, mode:
             if old and (old.stream != lw.stream):
                 found[field] = None
                 continue
-            found[field] = Pending(field, lw.stream, fn, lw.node, events)
+            found[field] = Pending(field, lw.stream, fn, lw.node, events, handles=records_on(interp, st, lw.stream))
 
         def pending_write(S):
             lw = S.last_write
@@ -194,7 +192,8 @@ def _producer_pending(project: Project, file: FileModel, fn: FunctionInfo, mode:
             if entry is None or old and (old.stream != entry[0].stream or not old.family):
                 found[field] = None
                 continue
-            found[field] = Pending(field, entry[0].stream, fn, entry[0].node, entry[1], True, entry[2])
+            found[field] = Pending(field, entry[0].stream, fn, entry[0].node, entry[1], True, entry[2],
+                                   records_on(interp, st, entry[0].stream))
     return [p for p in found.values() if p]
 
 
@@ -345,8 +344,8 @@ def _expected(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInf
         if not _mentions(file, m, p.field) or looped.get(p.field):
             return False  # a join step that reads nothing: the caller orders the calls
         evidence = True  # another consumer joins before its read
-    if not evidence:
-        return False
+    if not (evidence or unjoined_hand_back(project, file, cls, fn, p, synchronizes_device)):
+        return False  # (or it hands the field back to its caller on a stream nobody joins: handbacks.py)
     for key in keys:
         if key.startswith("self.") and key.count(".") == 1 and reached_outside(project, file, cls, key[5:]):
             return False

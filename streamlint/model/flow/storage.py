@@ -316,7 +316,7 @@ class Storages(HostFields):
         # side stream (leaves.py): their stream's joins are looked for project-wide there
         for sid in dict.fromkeys(candidates + sorted(held)):
             S = st.stores.get(sid)
-            lw = S.last_write if S is not None and S.kind != "host" else None
+            lw = self.handed_write(S, node) if S is not None and S.kind != "host" else None
             if lw is None or lw.stream == MAIN or lw.node is None or ordered_before(lw, know):
                 continue
             if self.event_handed_over(st, lw, returned, sid) or sid not in held and self.joined_elsewhere(lw.stream, own=sid not in self.family_sids) \

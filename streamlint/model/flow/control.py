@@ -426,28 +426,6 @@ class ControlFlow:
             results.extend(runner(s))
         return results
 
-    def stream_compare(self, st: State, expr: cst.BaseExpression) -> str | None:
-        """``current_stream() != self.s``: a test key recording which two streams are compared."""
-        if not (isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1):
-            return None
-        op = expr.comparisons[0].operator
-        if not isinstance(op, (cst.Equal, cst.NotEqual, cst.Is, cst.IsNot)):
-            return None
-        sides, known = [], 0
-        for side in (expr.left, expr.comparisons[0].comparator):
-            v = self.ev(st, side)
-            if isinstance(v, SVal) or self.kind_of(st, v) == STREAM:
-                known += 1
-            elif not isinstance(side, (cst.Name, cst.Attribute)) or isinstance(v, (CVal, TVal, EVal)):
-                return None  # a constant, a tensor, an event: not a stream identity test
-            sides.append(self.stream_key(st, v, side))
-        if not known:
-            return None  # one known stream is enough: a stream compares equal only to a stream
-        equal_when_true = isinstance(op, (cst.Equal, cst.Is))
-        key = f"<same-stream:{sides[0]}|{sides[1]}>"
-        self.stream_tests[key] = (sides[0], sides[1], equal_when_true)
-        return key
-
     def constrain(self, st: State, test: cst.BaseExpression, outcome: bool) -> None:
         """Facts about the operands of ``a or b`` / ``a and b`` once the test's outcome is known."""
         negate = False

@@ -34,8 +34,8 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.file import dotted
 from streamlint.model.flow.counters import _OPS
-from streamlint.model.flow.values import IVal, SVal, State, TupVal
-from streamlint.model.streams import MAIN
+from streamlint.model.flow.values import CVal, EVal, IVal, SVal, State, TupVal, TVal
+from streamlint.model.streams import MAIN, STREAM
 from streamlint.model.syntax import int_literal, strip_not
 
 _FIRST, _MIDDLE, _LAST = "0", "1", "-1"
@@ -126,7 +126,7 @@ class RoundTests:
             return None
         a, b = (self.stream_key(st, v, None) for v in sides)
         if a == b:
-            return None  # (the same stream: control.stream_compare decides it)
+            return None  # (the same stream: stream_compare decides it)
         fresh_a, fresh_b = self.fresh_stream(a), self.fresh_stream(b)
         if not (fresh_a and fresh_b or fresh_a and b == MAIN or fresh_b and a == MAIN):
             return None
@@ -163,6 +163,28 @@ class RoundTests:
     def _constructed(self, value: cst.BaseExpression) -> bool:
         spec = apis.lookup(self.cfile.resolve(value.func, self.cfn)) if isinstance(value, cst.Call) else None
         return spec is not None and spec.role is apis.Role.STREAM_NEW
+
+    def stream_compare(self, st: State, expr: cst.BaseExpression) -> str | None:
+        """``current_stream() != self.s``: a test key recording which two streams are compared."""
+        if not (isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1):
+            return None
+        op = expr.comparisons[0].operator
+        if not isinstance(op, (cst.Equal, cst.NotEqual, cst.Is, cst.IsNot)):
+            return None
+        sides, known = [], 0
+        for side in (expr.left, expr.comparisons[0].comparator):
+            v = self.ev(st, side)
+            if isinstance(v, SVal) or self.kind_of(st, v) == STREAM:
+                known += 1
+            elif not isinstance(side, (cst.Name, cst.Attribute)) or isinstance(v, (CVal, TVal, EVal)):
+                return None  # a constant, a tensor, an event: not a stream identity test
+            sides.append(self.stream_key(st, v, side))
+        if not known:
+            return None  # one known stream is enough: a stream compares equal only to a stream
+        equal_when_true = isinstance(op, (cst.Equal, cst.Is))
+        key = f"<same-stream:{sides[0]}|{sides[1]}>"
+        self.stream_tests[key] = (sides[0], sides[1], equal_when_true)
+        return key
 
 
 __all__ = ["RoundTests"]

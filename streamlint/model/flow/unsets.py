@@ -128,6 +128,28 @@ class Unsets:
                 self.lifetimes[(id(late.node), key)] = Lifetime(late.node, owners[-1], MAIN, late.stream,
                                                                 "function end", None, False, self.cfg.mode)
 
+    def rebind_storage(self, st: State, e: cst.Call, tv: TVal) -> TVal:
+        """``t.set_(src.untyped_storage(), ...)`` / ``t.set_(src)``: no kernel runs, no data is read or
+        written; the names bound to ``t`` now denote a view of ``src`` (or, for an unknown source, memory
+        no tracked stream produced)."""
+        source = next((a.value for a in e.args if a.keyword is None or a.keyword.value == "source"), None)
+        for arg in e.args:
+            if arg.value is not source:
+                self.ev(st, arg.value)
+        if isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute) \
+                and source.func.attr.value in ("untyped_storage", "storage"):
+            source = source.func.value
+        src = self.ev(st, source) if source is not None else None
+        if isinstance(src, TVal):
+            new = self.new_tensor(st, src.sid, src.vid)
+        else:
+            self.tick()
+            new = self.new_tensor(st, self.new_storage(st, "long", st.cur, None, None).sid)
+        for name, v in list(st.env.items()):
+            if v is tv:
+                st.env[name] = new
+        return new
+
 
 def storage_owners(file, fn: cst.FunctionDef, key: str, line: int) -> list[str]:
     """Locals that keep the tensor of the place ``key`` alive past its rebinding at ``line``: a name the function
@@ -294,4 +316,3 @@ def _argument_names(node: cst.CSTNode) -> list[str]:
         elif isinstance(n, cst.CompFor) and isinstance(n.iter, cst.Name):
             out.append(n.iter.value)
     return list(dict.fromkeys(out))
-

@@ -103,6 +103,11 @@ def site_facts(interp, st: State, fn, env: dict, inlined: bool = True) -> frozen
                 facts.add((p, "stream", "forked"))
             else:  # another stream, not ordered after the current one (no seed: only read by current_at_some_site)
                 facts.add((p, "stream-other"))
+        elif isinstance(v, KVal) and p != "self" and v.key.startswith("self.") and not v.opaque:
+            held = interp.tensors(st, v)  # a field of the object read as a tensor (`self.layer_weights[i]`)
+            S = st.stores.get(held[0].sid) if len(held) == 1 else None
+            if S is not None and settled(S):
+                facts.add((p, "settled"))
         elif isinstance(v, TVal):
             S = st.stores.get(v.sid)
             if S is None or S.kind not in ("arg", "local", "long"):
@@ -116,6 +121,8 @@ def site_facts(interp, st: State, fn, env: dict, inlined: bool = True) -> frozen
             allocated = rel(S.alloc) if S.kind == "local" else MAIN
             if written != MAIN or allocated != MAIN:
                 facts.add((p, "tensor", written, allocated))
+            elif settled(S):
+                facts.add((p, "settled"))  # long-lived storage no step writes (setup-time weights): no producer
     for p, v in env.items():
         if not isinstance(v, EVal):
             continue
@@ -133,6 +140,14 @@ def site_facts(interp, st: State, fn, env: dict, inlined: bool = True) -> frozen
         # (one finding there), unless an event handed with them says the callee waits (syncops.handoff)
         facts = {f for f in facts if not (f[1] == "tensor" and f[2] != MAIN and f[0] not in covered)}
     return frozenset(facts)
+
+
+def settled(S) -> bool:
+    """Is storage ``S`` long-lived memory nothing has written in the step so far: a field or module global no
+    method of the class rewrites outside construction (:func:`~streamlint.model.stepstate.step_source` found none,
+    so its first read carries no write) and no write in the caller's flow? A callee reading it on a side stream
+    then has no producer on the caller's current stream to wait for."""
+    return S.kind == "long" and S.last_write is None and bool(S.name) and not S.name.startswith("<")
 
 
 def _covers_arguments(st: State, env: dict, snap: dict, cur: str) -> bool:
@@ -415,10 +430,31 @@ def entry_of(interp, S, earlier, stream: str) -> tuple | None:
     return None
 
 
+def _plain(expr) -> bool:
+    """Is ``expr`` evaluated without effects: a name, an attribute chain, an element of one at a plain index
+    (``self.layer_weights[i + 1]``)?"""
+    if isinstance(expr, cst.Name):
+        return True
+    if isinstance(expr, cst.Attribute):
+        return _plain(expr.value)
+    if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+        return _plain(expr.value) and _index(expr.slice[0].slice.value)
+    return False
+
+
+def _index(expr) -> bool:
+    if isinstance(expr, (cst.Name, cst.Integer, cst.SimpleString)):
+        return True
+    if isinstance(expr, cst.UnaryOperation):
+        return _index(expr.expression)
+    return isinstance(expr, cst.BinaryOperation) and _index(expr.left) and _index(expr.right)
+
+
 def note_call(interp, st: State, e, site) -> None:
     """In a collecting run, at a call of a project function it does not run inline (no stream work of its
     own): the facts its plain arguments (names, attribute chains: evaluated without effects) carry."""
-    found = interp.project.call_target(interp.cfile, site) or interp.annotated_method(e.func)
+    found = interp.project.call_target(interp.cfile, site) or interp.annotated_method(e.func) \
+        or interp.inline_target(site)  # (`self.comm.gather(...)`, a held object's method it runs inline)
     if found is None:
         return
     fn = found[0]
@@ -429,7 +465,7 @@ def note_call(interp, st: State, e, site) -> None:
         receiver = e.func.value if isinstance(e.func, cst.Attribute) else None
         env["self"] = KVal("self" if isinstance(receiver, cst.Name) and receiver.value == "self" else "<object>")
     for name, expr in bind_arguments(params + fn.kwonly, e, kwonly=fn.kwonly).items():
-        if isinstance(expr, (cst.Name, cst.Attribute)):
+        if _plain(expr):
             v = interp.ev(st, expr)
             if not isinstance(v, EVal) and interp.kind_of(st, v) == EVENT:  # (`self.ready`: an event field)
                 v = EVal(interp.event_key(st, v, expr))
@@ -451,11 +487,14 @@ def seed_entry(interp, st: State, kinds: dict) -> None:
 
     by_param: dict[str, tuple] = {}
     current: set[str] = set()
+    settled_params: set[str] = set()
     for f in facts:
         if f == ("entry", "side"):
             interp.default_key = DEFAULT
         elif f[1:] == ("event", "current"):
             current.add(f[0])
+        elif f[1:] == ("settled",):
+            settled_params.add(f[0])
         else:
             by_param[f[0]] = f[1:]
     params = set(interp.fn.all_params) - {"self"}
@@ -467,6 +506,10 @@ def seed_entry(interp, st: State, kinds: dict) -> None:
                 st.env[p] = SVal(MAIN)
             elif isinstance(st.env.get(p), SVal) and st.env[p].key == p:
                 interp.wait_stream(st, p, MAIN)
+    for p in sorted(settled_params):
+        if p in params and p not in by_param and kinds.get(p) in ("tensor", None) and isinstance(st.env.get(p), TVal):
+            # every caller hands long-lived memory no step wrote (a setup-time weight): no producer to wait for
+            st.env[p] = interp.new_tensor(st, interp.new_storage(st, "long", MAIN, p, None).sid)
     for p in sorted(current):
         if p in params and p not in by_param and kinds.get(p) in (EVENT, None):
             # every caller hands an event it recorded on its current stream after producing the arguments: not
@@ -499,4 +542,4 @@ def seed_entry(interp, st: State, kinds: dict) -> None:
             interp.entry_sources[S.sid] = (model, site.node, handle)
 
 
-__all__ = ["CALLERS", "DEFAULT", "caller_streams", "current_at_some_site", "entry_context", "entry_of", "note_call", "note_site", "handed_elsewhere", "passed_another", "seed_entry", "site_facts"]
+__all__ = ["CALLERS", "DEFAULT", "caller_streams", "current_at_some_site", "entry_context", "entry_of", "note_call", "note_site", "handed_elsewhere", "passed_another", "seed_entry", "settled", "site_facts"]

@@ -67,7 +67,9 @@ def site_facts(interp, st: State, fn, env: dict, inlined: bool = True) -> frozen
     ``(p, "event", streams, covers)`` an event recorded on those (callee-named) streams after work the
     current stream has not joined, covering the writes of the tensor parameters ``covers``;
     ``(p, "tensor", written, allocated)`` a tensor last written on stream ``written`` unjoined into the
-    current stream, and / or allocated on stream ``allocated`` (``MAIN`` when not)."""
+    current stream, and / or allocated on stream ``allocated`` (``MAIN`` when not);
+    ``(p, "settled")`` long-lived memory nothing in the step wrote (:func:`settled`: a setup-time weight, also a
+    ``self.*`` field or an element of one at a plain index): the callee has no producer to wait for."""
     cur = st.cur
     know = st.know(cur)
     same_object = env.get("self") is not None and getattr(env.get("self"), "key", None) == "self"

@@ -584,6 +584,13 @@ def seed_entry(interp, st: State, kinds: dict) -> None:
                 st.env[p] = SVal(MAIN)
             elif isinstance(st.env.get(p), SVal) and st.env[p].key == p:
                 interp.wait_stream(st, p, MAIN)
+    if settled_params:
+        from streamlint.model.flow.fieldfacts import _referenced
+
+        name = interp.fn.node.name.value
+        if _referenced(interp.project, name, interp.file.path):
+            settled_params = set()  # (also handed on by reference, `hooks = {"tokens": self.on_tokens}`: a caller
+            # not seen may hand it anything)
     for p in sorted(settled_params):
         if p in params and p not in by_param and kinds.get(p) in ("tensor", None) and isinstance(st.env.get(p), TVal):
             # every caller hands long-lived memory no step wrote (a setup-time weight): no producer to wait for

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.flow.callers import bound_by_partial, callers_of
+from streamlint.model.flow.settledargs import kept_to_itself, settled
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.flow.values import CVal, EVal, KVal, SVal, TVal, ordered_before
 from streamlint.model.streams import EVENT, MAIN, STREAM
@@ -108,7 +109,7 @@ def site_facts(interp, st: State, fn, env: dict, inlined: bool = True) -> frozen
         elif isinstance(v, KVal) and p != "self" and v.key.startswith("self.") and not v.opaque:
             held = interp.tensors(st, v)  # a field of the object read as a tensor (`self.layer_weights[i]`)
             S = st.stores.get(held[0].sid) if len(held) == 1 else None
-            if S is not None and settled(S):
+            if S is not None and settled(S) and kept_to_itself(interp, S.name, fn):
                 facts.add((p, "settled"))
         elif isinstance(v, TVal):
             S = st.stores.get(v.sid)
@@ -123,7 +124,7 @@ def site_facts(interp, st: State, fn, env: dict, inlined: bool = True) -> frozen
             allocated = rel(S.alloc) if S.kind == "local" else MAIN
             if written != MAIN or allocated != MAIN:
                 facts.add((p, "tensor", written, allocated))
-            elif settled(S):
+            elif settled(S) and kept_to_itself(interp, S.name, fn):
                 facts.add((p, "settled"))  # long-lived storage no step writes (setup-time weights): no producer
     for p, v in env.items():
         if not isinstance(v, EVal):
@@ -142,14 +143,6 @@ def site_facts(interp, st: State, fn, env: dict, inlined: bool = True) -> frozen
         # (one finding there), unless an event handed with them says the callee waits (syncops.handoff)
         facts = {f for f in facts if not (f[1] == "tensor" and f[2] != MAIN and f[0] not in covered)}
     return frozenset(facts)
-
-
-def settled(S) -> bool:
-    """Is storage ``S`` long-lived memory nothing has written in the step so far: a field or module global no
-    method of the class rewrites outside construction (:func:`~streamlint.model.stepstate.step_source` found none,
-    so its first read carries no write) and no write in the caller's flow? A callee reading it on a side stream
-    then has no producer on the caller's current stream to wait for."""
-    return S.kind == "long" and S.last_write is None and bool(S.name) and not S.name.startswith("<")
 
 
 def _covers_arguments(st: State, env: dict, snap: dict, cur: str) -> bool:

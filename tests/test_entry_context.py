@@ -35,3 +35,23 @@ def test_seeded_finding_names_the_call_site() -> None:
         assert f.confidence.name == "MEDIUM"
         assert any(str(r.path).endswith("drafter.py") and "called here" in r.message for r in f.related)
         assert "assumes the callers shown" in (f.hint or "")
+
+
+SETTLED = FIXTURES / "projects" / "sl201_settled_caller_args"
+
+
+def test_settled_arguments_alone_or_with_their_callers() -> None:
+    """Every caller of `gather_shard` hands a weight shard built at construction: no finding there, whichever file
+    is linted first; the callees some caller hands a fresh gradient, a step buffer or a field it just rewrote keep
+    theirs at medium."""
+    callee, caller = "shardsim/comm.py", "shardsim/stack.py"
+    alone = _found(SETTLED, callee, None)
+    both = sorted((f.span.start_line, f.code, f.message) for f in lint_paths(
+        SETTLED, [str(SETTLED / caller), str(SETTLED / callee)], None) if str(f.path).endswith(callee)
+        and f.code in ("SL201", "SL301"))
+    assert alone == both
+    text = (SETTLED / callee).read_text().splitlines()
+    assert [line for line, _, _ in alone] == [i for i, t in enumerate(text, 1) if "# expect: SL201" in t]
+    for f in lint_paths(SETTLED, [str(SETTLED / callee)], None):
+        if f.code == "SL201":
+            assert f.confidence.name == "MEDIUM"

@@ -53,3 +53,21 @@ def test_a_race_on_a_stream_parameter_some_caller_binds_to_its_current_stream_is
     # stream work of its own, in another module, through an untyped receiver (offline.py): read, not skipped
     for line in medium:
         assert found[line].confidence.value == "medium", line
+
+
+DEFAULTED = FIXTURES / "projects" / "sl201_defaulted_stream_params"
+
+
+def test_a_stream_parameter_defaulted_to_the_current_stream_by_a_wrapper_is_low() -> None:
+    """`stream=stream or torch.cuda.current_stream()` in the wrapper: its callers that leave the stream out (through
+    an untyped receiver; a call that cannot bind to the raw transport's signature is not one of its sites) or name
+    the current stream pass the current one; a wrapper caller handing a bulk stream it never ordered keeps medium."""
+    files = [str(f) for f in discover([str(DEFAULTED)], DEFAULTED).files]
+    found = {f.span.start_line: f for f in lint_paths(DEFAULTED, files)
+             if f.code == "SL201" and f.path.endswith("transport.py")}
+    text = (DEFAULTED / "relay" / "transport.py").read_text().splitlines()
+    low = next(i for i, t in enumerate(text, 1) if "# expect: SL201 -- low" in t)
+    medium = next(i for i, t in enumerate(text, 1) if "# expect: SL201 -- medium" in t)
+    assert found[low].confidence.value == "low"
+    assert "passes its current stream as `stream`" in (found[low].hint or "")
+    assert found[medium].confidence.value == "medium"

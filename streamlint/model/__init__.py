@@ -109,6 +109,8 @@ Layer 3 — one function's flow
                     constructor and factory arguments, field copies, properties, parameters at every call;
                     ``confined``: the calls of a method whose instances only live in one field of their builder;
                     ``fieldfacts``: a field that is one object for the object's life, callers that may be unseen;
+                    ``settledargs``: a setup-time field a caller hands a callee that nothing in the step or out
+                    of the class may rewrite (no producer for the callee's side-stream read to wait for);
                     ``callerscopes``: the stream scopes every caller enters around a call, and whether they may
                     be the callee's own stream -- a race resting on the two differing is then low;
                     ``inlinewrappers``: a scope wrapper that runs its block inline only where its stream is None,

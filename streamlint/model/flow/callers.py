@@ -62,9 +62,32 @@ def _callers_of(project: Project, file: FileModel, fn: FunctionInfo) -> list[tup
                 if target[0] is fn or (target[0].qualname == fn.qualname
                                        and target[1].module_name == file.module_name):
                     sites.append((model, site))
-            elif fn.class_name is not None and isinstance(func, cst.Attribute):
-                sites.append((model, site))  # a method called on an object the project cannot type
+            elif fn.class_name is not None and isinstance(func, cst.Attribute) and may_bind(fn, site.node):
+                sites.append((model, site))  # a method called on an object the project cannot type (one whose
+                # arguments cannot bind to its parameters, a required one missing, is another class's method)
     return sites or None
+
+
+def may_bind(fn: FunctionInfo, call: cst.Call) -> bool:
+    """Could ``call`` run ``fn`` (a method; its ``self`` bound by the receiver) without a TypeError: every required
+    parameter given, no positional argument past its positional ones, no keyword it lacks? Starred arguments may
+    supply anything."""
+    if any(a.star for a in call.args):
+        return True
+    ps = fn.node.params
+    positional = [*ps.posonly_params, *ps.params]
+    if positional and positional[0].name.value in ("self", "cls"):
+        positional = positional[1:]
+    given = sum(1 for a in call.args if a.keyword is None)
+    keywords = {a.keyword.value for a in call.args if a.keyword is not None}
+    if given > len(positional) and not isinstance(ps.star_arg, cst.Param):
+        return False
+    names = {p.name.value for p in (*positional, *ps.kwonly_params)}
+    if keywords - names and ps.star_kwarg is None:
+        return False
+    required = [p.name.value for p in positional[given:] if p.default is None]
+    required += [p.name.value for p in ps.kwonly_params if p.default is None]
+    return all(name in keywords for name in required)
 
 
 def bound_by_partial(project: Project, fn: FunctionInfo) -> bool:
@@ -75,7 +98,7 @@ def bound_by_partial(project: Project, fn: FunctionInfo) -> bool:
                 or project.paths_containing((f"partial(self.{name}".encode(),)))
 
 
-__all__ = ["bound_by_partial", "callers_of"]
+__all__ = ["bound_by_partial", "callers_of", "may_bind"]
 
 
 def calls_after(site) -> Iterator[tuple[cst.Call, str]]:

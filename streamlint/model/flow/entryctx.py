@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.flow.callers import bound_by_partial, callers_of
+from streamlint.model.flow.settledargs import kept_to_itself, settled
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.flow.values import CVal, EVal, KVal, SVal, TVal, ordered_before
 from streamlint.model.streams import EVENT, MAIN, STREAM
@@ -67,7 +68,9 @@ def site_facts(interp, st: State, fn, env: dict, inlined: bool = True) -> frozen
     ``(p, "event", streams, covers)`` an event recorded on those (callee-named) streams after work the
     current stream has not joined, covering the writes of the tensor parameters ``covers``;
     ``(p, "tensor", written, allocated)`` a tensor last written on stream ``written`` unjoined into the
-    current stream, and / or allocated on stream ``allocated`` (``MAIN`` when not)."""
+    current stream, and / or allocated on stream ``allocated`` (``MAIN`` when not);
+    ``(p, "settled")`` long-lived memory nothing in the step wrote (:func:`settled`: a setup-time weight, also a
+    ``self.*`` field or an element of one at a plain index): the callee has no producer to wait for."""
     cur = st.cur
     know = st.know(cur)
     same_object = env.get("self") is not None and getattr(env.get("self"), "key", None) == "self"
@@ -103,6 +106,11 @@ def site_facts(interp, st: State, fn, env: dict, inlined: bool = True) -> frozen
                 facts.add((p, "stream", "forked"))
             else:  # another stream, not ordered after the current one (no seed: only read by current_at_some_site)
                 facts.add((p, "stream-other"))
+        elif isinstance(v, KVal) and p != "self" and v.key.startswith("self.") and not v.opaque:
+            held = interp.tensors(st, v)  # a field of the object read as a tensor (`self.layer_weights[i]`)
+            S = st.stores.get(held[0].sid) if len(held) == 1 else None
+            if S is not None and settled(S) and kept_to_itself(interp, S.name, fn):
+                facts.add((p, "settled"))
         elif isinstance(v, TVal):
             S = st.stores.get(v.sid)
             if S is None or S.kind not in ("arg", "local", "long"):
@@ -116,6 +124,8 @@ def site_facts(interp, st: State, fn, env: dict, inlined: bool = True) -> frozen
             allocated = rel(S.alloc) if S.kind == "local" else MAIN
             if written != MAIN or allocated != MAIN:
                 facts.add((p, "tensor", written, allocated))
+            elif settled(S) and kept_to_itself(interp, S.name, fn):
+                facts.add((p, "settled"))  # long-lived storage no step writes (setup-time weights): no producer
     for p, v in env.items():
         if not isinstance(v, EVal):
             continue
@@ -218,7 +228,7 @@ def _takes_event(project, file, fn) -> bool:
 
 
 def _collect(project, model, caller, mode: str) -> dict | None:
-    """The facts of every call site a caller's interpretation reached (call node id -> the meet over the
+    """The facts of every call site a caller's interpretation reached ((call node id, callee id) -> the meet over the
     visits), from a run of its own (memoised per project and mode); None when the analysis gave up."""
     memo = project.derived("entry_sites")
     key = (id(caller), mode)
@@ -267,7 +277,7 @@ def entry_context(project, file, fn, mode: str, plain: bool = False) -> tuple[fr
             return None  # a module-level call, a recursion, a caller without stream work: nothing to agree on
     for model, site in sites:
         try:
-            facts = (_collect(project, model, site.function, mode) or {}).get(id(site.node))
+            facts = (_collect(project, model, site.function, mode) or {}).get((id(site.node), id(fn)))
         except _InCycle:  # asked while one of its callers is being collected: unknown now, asked again later
             del memo[key]
             return None
@@ -293,6 +303,54 @@ def _passed_through(fn, site, caller, param: str) -> str | None:
     if isinstance(expr, cst.Name) and expr.value in caller.all_params and expr.value not in rebound(caller):
         return expr.value
     return None
+
+
+def _current_call(expr) -> bool:
+    """Is ``expr`` a call of a ``current_stream`` getter (``torch.cuda.current_stream(self.device)``,
+    ``get_accelerator().current_stream()``)?"""
+    return isinstance(expr, cst.Call) and isinstance(expr.func, (cst.Attribute, cst.Name)) and (
+        expr.func.attr.value if isinstance(expr.func, cst.Attribute) else expr.func.value) == "current_stream"
+
+
+def _none_test(test, name: str) -> bool | None:
+    """``name is None`` -> True, ``name is not None`` -> False, else None."""
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name) \
+            and test.left.value == name:
+        c = test.comparisons[0]
+        if isinstance(c.comparator, cst.Name) and c.comparator.value == "None":
+            return True if isinstance(c.operator, cst.Is) else False if isinstance(c.operator, cst.IsNot) else None
+    return None
+
+
+def _defaulted_through(fn, site, caller, param: str) -> str | None:
+    """The caller's own stream parameter, defaulting to None, that the call hands on as ``param`` or, when it is
+    None, the caller's current stream (``stream=stream or torch.cuda.current_stream()``, ``current_stream() if
+    stream is None else stream``), else None: the callers of the caller choose the stream, and one that omits it
+    passes its current stream."""
+    from streamlint.model.flow.handlestreams import rebound
+
+    expr = _bound(fn, site).get(param)
+    name = None
+    if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.Or) \
+            and isinstance(expr.left, cst.Name) and _current_call(expr.right):
+        name = expr.left.value
+    elif isinstance(expr, cst.IfExp) and isinstance(expr.test, cst.Comparison) \
+            and isinstance(expr.test.left, cst.Name):
+        n = expr.test.left.value
+        is_none = _none_test(expr.test, n)
+        kept, other = (expr.orelse, expr.body) if is_none else (expr.body, expr.orelse)
+        if is_none is not None and isinstance(kept, cst.Name) and kept.value == n and _current_call(other):
+            name = n
+    if name is None or name not in caller.all_params or name in rebound(caller):
+        return None
+    return name if _none_default(caller, name) else None
+
+
+def _none_default(fn, name: str) -> bool:
+    """Does ``fn``'s parameter ``name`` default to None?"""
+    ps = fn.node.params
+    own = next((p for p in (*ps.posonly_params, *ps.params, *ps.kwonly_params) if p.name.value == name), None)
+    return own is not None and isinstance(own.default, cst.Name) and own.default.value == "None"
 
 
 _OTHER, _UNREAD, _UNSEEN, _CURRENT = "other", "unread", "unseen", "current"
@@ -331,22 +389,26 @@ def handed_elsewhere(project, file, fn, mode: str, stream: str, escape: bool) ->
     return passed_another(project, file, scope, mode, re.match(r"[A-Za-z_]\w*", stream).group(0))
 
 
-def caller_streams(project, file, fn, mode: str, param: str, _depth: int = 0) -> tuple[str, tuple | None]:
+def caller_streams(project, file, fn, mode: str, param: str, _depth: int = 0,
+                   _defaulted: bool = False) -> tuple[str, tuple | None]:
     """What the seen calls of ``fn`` pass as its stream parameter ``param``, callers handing on a stream parameter
     of their own followed up ``MAX_DEPTH`` callers: ``("other", None)`` a call read passes another stream, unordered;
     else ``("unread", None)`` a seen call is not read (its caller's analysis did not reach or resolve it, or gave
     up; a module-level call; too many sites; a caller past the depth bound; callers that cannot be followed);
     else ``("current", (file model, call node))`` a call passes its current stream; else ``("unseen", None)`` no
-    call is seen (a public API, also up a pass-through chain). Memoised per function, parameter, mode and depth."""
+    call is seen (a public API, also up a pass-through chain). A caller handing on its own None-defaulted stream
+    parameter or its current stream (:func:`_defaulted_through`) is asked of its callers with ``_defaulted``: a
+    call leaving that parameter out passes its current stream, and a wrapper no call is seen of is a current one. Memoised per function, parameter, mode and depth."""
     if mode not in ("eager", "cuda"):
         return (_UNREAD, None)
     memo = project.derived("caller_streams")
-    key = (id(fn), mode, param, _depth)  # (the depth too: an answer cut by the bound is not one for a caller nearer)
+    key = (id(fn), mode, param, _depth, _defaulted)  # (the depth too: an answer cut by the bound is not one for a
+    # caller nearer)
     if key in memo:
         return memo[key]
     memo[key] = (_UNREAD, None)  # (recursion guard)
     try:
-        found = memo[key] = _caller_streams(project, file, fn, mode, param, _depth)
+        found = memo[key] = _caller_streams(project, file, fn, mode, param, _depth, _defaulted)
     except _InCycle:  # asked while a caller is being collected: unknown now, asked again later
         del memo[key]
         if _depth:
@@ -355,7 +417,8 @@ def caller_streams(project, file, fn, mode: str, param: str, _depth: int = 0) ->
     return found
 
 
-def _caller_streams(project, file, fn, mode: str, param: str, depth: int) -> tuple[str, tuple | None]:
+def _caller_streams(project, file, fn, mode: str, param: str, depth: int,
+                    defaulted: bool = False) -> tuple[str, tuple | None]:
     sites = callers_of(project, file, fn)
     if not sites:
         from streamlint.model.flow.chosenstreams import callers_unseen
@@ -369,13 +432,25 @@ def _caller_streams(project, file, fn, mode: str, param: str, depth: int) -> tup
         through = _passed_through(fn, site, caller, param) if caller is not None else None
         if caller is fn and through == param:
             continue  # (a recursive call handing on the same stream: its callers' choice, asked here)
-        if caller is None or caller is fn:
+        onward = _defaulted_through(fn, site, caller, param) if caller is not None and through is None else None
+        if defaulted and caller is not None and _omits(fn, site, param):
+            verdict = (_CURRENT, (model, site.node))  # (the parameter left None: the function's current stream)
+        elif caller is None or caller is fn:
             verdict = (_UNREAD, None)
-        elif through is not None:  # (the caller's callers choose it: asked of them, up to MAX_DEPTH callers)
-            verdict = caller_streams(project, model, caller, mode, through, depth + 1) if depth < MAX_DEPTH \
+        elif onward is not None:  # `stream or current_stream()`: its callers' stream, or its current one
+            verdict = caller_streams(project, model, caller, mode, onward, depth + 1, True) if depth < MAX_DEPTH \
                 else (_UNREAD, None)
+            if verdict[0] == _UNSEEN:
+                verdict = (_CURRENT, (model, site.node))
+        elif through is not None:  # (the caller's callers choose it: asked of them, up to MAX_DEPTH callers)
+            verdict = caller_streams(project, model, caller, mode, through, depth + 1,
+                                     defaulted and _none_default(caller, through)) if depth < MAX_DEPTH \
+                else (_UNREAD, None)  # (a None handed on unchanged is still the current stream down there)
+        elif _current_call(_bound(fn, site).get(param)):
+            verdict = (_CURRENT, (model, site.node))  # (`stream=torch.cuda.current_stream(dev)`: its current one,
+            # read from the call's text: also when the caller's analysis resolves the receiver to another class)
         else:  # (collected even without stream work of its own: `launcher.launch(x, SIDE)` is read, not skipped)
-            facts = (_collect(project, model, caller, mode) or {}).get(id(site.node))
+            facts = (_collect(project, model, caller, mode) or {}).get((id(site.node), id(fn)))
             if facts is None:
                 verdict = (_UNREAD, None)
             elif (param, "stream-other") in facts:
@@ -393,14 +468,25 @@ def _caller_streams(project, file, fn, mode: str, param: str, depth: int) -> tup
     return worst
 
 
+def _bound(fn, site) -> dict:
+    """The call's argument expressions by ``fn``'s parameter names (``self`` bound by the receiver)."""
+    method = fn.class_name is not None and fn.params[:1] == ("self",)
+    return bind_arguments((fn.params[1:] if method else fn.params) + fn.kwonly, site.node, kwonly=fn.kwonly)
+
+
+def _omits(fn, site, param: str) -> bool:
+    """Does the call leave ``param`` to its default (no starred argument could supply it)?"""
+    return param not in _bound(fn, site) and not any(a.star for a in site.node.args)
+
+
 def note_site(interp, st: State, e, fn, env: dict, inlined: bool = True) -> None:
     """In a collecting run, at a call the caller makes itself (not inside an inlined helper): meet this
     visit's facts with the earlier visits' of the same call."""
     if interp.collect is None or interp.depth:
         return
     facts = site_facts(interp, st, fn, env, inlined)
-    old = interp.collect.get(id(e))
-    interp.collect[id(e)] = facts if old is None else old & facts | {
+    old = interp.collect.get((id(e), id(fn)))
+    interp.collect[(id(e), id(fn))] = facts if old is None else old & facts | {
         f for f in old | facts if f[1] == "stream-other"}  # (another stream on one visit is one on that path)
 
 
@@ -415,10 +501,31 @@ def entry_of(interp, S, earlier, stream: str) -> tuple | None:
     return None
 
 
+def _plain(expr) -> bool:
+    """Is ``expr`` evaluated without effects: a name, an attribute chain, an element of one at a plain index
+    (``self.layer_weights[i + 1]``), the current stream (``torch.cuda.current_stream(t.device)``)?"""
+    if isinstance(expr, cst.Name):
+        return True
+    if isinstance(expr, cst.Attribute):
+        return _plain(expr.value)
+    if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+        return _plain(expr.value) and _index(expr.slice[0].slice.value)
+    return _current_call(expr) and all(not a.star and _plain(a.value) for a in expr.args)  # (no effects)
+
+
+def _index(expr) -> bool:
+    if isinstance(expr, (cst.Name, cst.Integer, cst.SimpleString)):
+        return True
+    if isinstance(expr, cst.UnaryOperation):
+        return _index(expr.expression)
+    return isinstance(expr, cst.BinaryOperation) and _index(expr.left) and _index(expr.right)
+
+
 def note_call(interp, st: State, e, site) -> None:
     """In a collecting run, at a call of a project function it does not run inline (no stream work of its
     own): the facts its plain arguments (names, attribute chains: evaluated without effects) carry."""
-    found = interp.project.call_target(interp.cfile, site) or interp.annotated_method(e.func)
+    found = interp.project.call_target(interp.cfile, site) or interp.annotated_method(e.func) \
+        or interp.inline_target(site)  # (`self.comm.gather(...)`, a held object's method it runs inline)
     if found is None:
         return
     fn = found[0]
@@ -429,7 +536,7 @@ def note_call(interp, st: State, e, site) -> None:
         receiver = e.func.value if isinstance(e.func, cst.Attribute) else None
         env["self"] = KVal("self" if isinstance(receiver, cst.Name) and receiver.value == "self" else "<object>")
     for name, expr in bind_arguments(params + fn.kwonly, e, kwonly=fn.kwonly).items():
-        if isinstance(expr, (cst.Name, cst.Attribute)):
+        if _plain(expr):
             v = interp.ev(st, expr)
             if not isinstance(v, EVal) and interp.kind_of(st, v) == EVENT:  # (`self.ready`: an event field)
                 v = EVal(interp.event_key(st, v, expr))
@@ -451,11 +558,14 @@ def seed_entry(interp, st: State, kinds: dict) -> None:
 
     by_param: dict[str, tuple] = {}
     current: set[str] = set()
+    settled_params: set[str] = set()
     for f in facts:
         if f == ("entry", "side"):
             interp.default_key = DEFAULT
         elif f[1:] == ("event", "current"):
             current.add(f[0])
+        elif f[1:] == ("settled",):
+            settled_params.add(f[0])
         else:
             by_param[f[0]] = f[1:]
     params = set(interp.fn.all_params) - {"self"}
@@ -467,6 +577,17 @@ def seed_entry(interp, st: State, kinds: dict) -> None:
                 st.env[p] = SVal(MAIN)
             elif isinstance(st.env.get(p), SVal) and st.env[p].key == p:
                 interp.wait_stream(st, p, MAIN)
+    if settled_params:
+        from streamlint.model.flow.fieldfacts import _referenced
+
+        name = interp.fn.node.name.value
+        if _referenced(interp.project, name, interp.file.path):
+            settled_params = set()  # (also handed on by reference, `hooks = {"tokens": self.on_tokens}`: a caller
+            # not seen may hand it anything)
+    for p in sorted(settled_params):
+        if p in params and p not in by_param and kinds.get(p) in ("tensor", None) and isinstance(st.env.get(p), TVal):
+            # every caller hands long-lived memory no step wrote (a setup-time weight): no producer to wait for
+            st.env[p] = interp.new_tensor(st, interp.new_storage(st, "long", MAIN, p, None).sid)
     for p in sorted(current):
         if p in params and p not in by_param and kinds.get(p) in (EVENT, None):
             # every caller hands an event it recorded on its current stream after producing the arguments: not
@@ -499,4 +620,4 @@ def seed_entry(interp, st: State, kinds: dict) -> None:
             interp.entry_sources[S.sid] = (model, site.node, handle)
 
 
-__all__ = ["CALLERS", "DEFAULT", "caller_streams", "current_at_some_site", "entry_context", "entry_of", "note_call", "note_site", "handed_elsewhere", "passed_another", "seed_entry", "site_facts"]
+__all__ = ["CALLERS", "DEFAULT", "caller_streams", "current_at_some_site", "entry_context", "entry_of", "note_call", "note_site", "handed_elsewhere", "passed_another", "seed_entry", "settled", "site_facts"]

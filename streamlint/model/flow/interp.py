@@ -108,7 +108,7 @@ class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders
 
     protocol_seed = True  # seed the fields other methods of the class leave on a side stream (protocols.py)
     entry_seed = True  # seed the entry with what every caller hands the function (entryctx.py)
-    collect: dict | None = None  # a collecting run: call node id -> the facts handed there (entryctx.py)
+    collect: dict | None = None  # a collecting run: (call node id, callee id) -> the facts handed there (entryctx.py)
     entry_site: tuple | None = None  # (file model, call node) of a caller whose facts seeded the entry
     default_key = MAIN  # the device's default stream (another one when every caller runs this on a side stream)
 

@@ -27,6 +27,7 @@ from streamlint.model.flow import elementsets
 from streamlint.model.options import ModelOptions
 from streamlint.model.paths import PathIndex
 from streamlint.model.project import JOIN_AFTER, Project
+from streamlint.model.release import release
 from streamlint.model.summary import ModuleSummary, summarize
 from streamlint.model.wordindex import Stamp, WordIndex, WordSearch, stamp_of, stamp_settled
 from streamlint.profile import Profiler, phase as _phase
@@ -328,6 +329,7 @@ class Engine:
         released = sum(len(parsed.source.data) for path, parsed in self._parsed.items()
                        if path not in kept and parsed.source is not None)
         self.project = project
+        dropped = [parsed for path, parsed in self._parsed.items() if path not in kept]
         self._parsed = kept
         # the module-level memos of syntactic facts hold their nodes: they keep only those of the kept trees
         # (else every released tree stayed alive through them until thousands of answers later)
@@ -336,6 +338,12 @@ class Engine:
         syntax.forget_nodes(live)
         elementsets.forget_nodes(live)
         self._digests = {path: digest for path, digest in self._digests.items() if path in kept}
+        # the old project and the models let go are emptied (their reference cycles broken): refcounting frees
+        # their trees now, not at the next collection (model/release.py)
+        kept_models = {id(parsed.model) for parsed in kept.values()}
+        gone = {id(m): m for m in old._files.values() if m is not None and id(m) not in kept_models}
+        gone.update((id(p.model), p.model) for p in dropped if p.model is not None and id(p.model) not in kept_models)
+        release(old, gone.values())
         return released
 
     def _keep_order(self, old: Project) -> list[str]:

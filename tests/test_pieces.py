@@ -214,3 +214,18 @@ def test_the_engine_s_parse_shares_whitespace_leaves_and_is_libcst_s_tree() -> N
         assert len({id(n) for n in leaves}) == len({(type(n), n.value) for n in leaves}), path
         shared += len(leaves) - len({id(n) for n in leaves})
     assert shared > 100 * len(FIXTURES)  # (most leaves are shared)
+    # LibCST's native parser looks the classes up at each parse (no cached factory): a plain parse after ours
+    # builds its own leaves, and the next of ours shares nothing with the last one (its memo died with it)
+    text = "a = 1\nb = 2\n\nc = 3\n"
+    ours, plain, again = _parse_unvalidated(text), cst.parse_module(text), _parse_unvalidated(text)
+
+    def leaf_ids(tree: "cst.Module") -> list[int]:
+        found, stack = [], [tree]
+        while stack:
+            node = stack.pop()
+            stack.extend(node.children)
+            if isinstance(node, (cst.SimpleWhitespace, cst.Newline)):
+                found.append(id(node))
+        return found
+    assert len(set(leaf_ids(plain))) == len(leaf_ids(plain))
+    assert len(set(leaf_ids(ours))) < len(leaf_ids(ours)) and not set(leaf_ids(ours)) & set(leaf_ids(again))

@@ -182,3 +182,50 @@ def test_large_module_parsed_once_and_lightened(tmp_path: Path, monkeypatch: pyt
     text = data.decode() + "\nz = 1  # noqa: SL201\n"
     kept, none = engine_mod._lighten(text, text.encode(), ast.parse(text))
     assert none is None and kept is not None and any(getattr(s, "body", []) for s in kept.body)
+
+
+def test_the_engine_s_parse_shares_whitespace_leaves_and_is_libcst_s_tree() -> None:
+    """_parse_unvalidated builds each whitespace leaf (SimpleWhitespace, Newline) once per value within a tree
+    (issue 15: a third of a tree's nodes): the tree is LibCST's own parse (deep_equals, same code) over every
+    fixture; the package's node classes are restored after each parse, also one that fails."""
+    import libcst as cst
+
+    classes = (cst.SimpleWhitespace, cst.Newline)
+    shared = 0
+    for path in FIXTURES:
+        text = path.read_text(encoding="utf-8")
+        try:
+            plain = cst.parse_module(text)
+        except cst.ParserSyntaxError:
+            with pytest.raises(cst.ParserSyntaxError):
+                _parse_unvalidated(text)
+            assert (cst.SimpleWhitespace, cst.Newline) == classes
+            continue
+        tree = _parse_unvalidated(text)
+        assert (cst.SimpleWhitespace, cst.Newline) == classes
+        assert tree.deep_equals(plain) and tree.code == text, path
+        leaves, stack = [], [tree]
+        while stack:
+            node = stack.pop()
+            stack.extend(node.children)
+            if isinstance(node, (cst.SimpleWhitespace, cst.Newline)):
+                leaves.append(node)
+        # one object per (class, value) in the tree, however many places hold it
+        assert len({id(n) for n in leaves}) == len({(type(n), n.value) for n in leaves}), path
+        shared += len(leaves) - len({id(n) for n in leaves})
+    assert shared > 100 * len(FIXTURES)  # (most leaves are shared)
+    # LibCST's native parser looks the classes up at each parse (no cached factory): a plain parse after ours
+    # builds its own leaves, and the next of ours shares nothing with the last one (its memo died with it)
+    text = "a = 1\nb = 2\n\nc = 3\n"
+    ours, plain, again = _parse_unvalidated(text), cst.parse_module(text), _parse_unvalidated(text)
+
+    def leaf_ids(tree: "cst.Module") -> list[int]:
+        found, stack = [], [tree]
+        while stack:
+            node = stack.pop()
+            stack.extend(node.children)
+            if isinstance(node, (cst.SimpleWhitespace, cst.Newline)):
+                found.append(id(node))
+        return found
+    assert len(set(leaf_ids(plain))) == len(leaf_ids(plain))
+    assert len(set(leaf_ids(ours))) < len(leaf_ids(ours)) and not set(leaf_ids(ours)) & set(leaf_ids(again))

@@ -785,6 +785,53 @@ def test_a_release_keeps_what_the_compile_sites_reach_and_the_recent_models(tmp_
     assert "pkg/compiler.py" not in parsed and "pkg/launcher.py" not in parsed, sorted(parsed)
 
 
+def test_a_release_frees_its_trees_without_a_collection_and_a_released_object_refuses_questions(tmp_path: Path) -> None:
+    """The project a release replaces and the models it lets go are emptied (model/release.py): reference counting
+    frees them at once (before, their reference cycles, a function and its call sites, a project and its memoised
+    analyses, kept every released tree until the engine's next gc.collect), while a kept model is untouched and
+    answers as before. An object of a released tree raises when asked, also through ``getattr`` with a default
+    (never an empty answer); the findings of every file linted after the release are those of a fresh engine."""
+    import gc
+    import weakref
+
+    from streamlint.model.file import FileModel, FunctionInfo
+    from streamlint.model.release import ReleasedError
+
+    _project(tmp_path, noise=3)
+    files = sorted(str(p) for p in tmp_path.rglob("*.py"))
+    alone = [_codes(engine_for(tmp_path).lint_file(p).findings) for p in files]
+    engine = engine_for(tmp_path)
+    assert [_codes(engine.lint_file(p).findings) for p in files] == alone
+    utils = str(tmp_path / "pkg" / "utils.py")
+    size = len(Path(utils).read_bytes())
+    engine.project.file(utils)  # the most recently asked: the one kept
+    kept = engine._parsed[utils].model
+    kept_state = dict(kept.__dict__)
+    refs = {path: weakref.ref(p.model) for path, p in engine._parsed.items() if p.model is not None}
+    model = engine._parsed[str(tmp_path / "pkg" / "model.py")].model
+    function = next(iter(model.functions.values()))
+    assert function.calls or function.scopes or function.assigns  # (a cycle to break)
+    old = weakref.ref(engine.project)
+    del model
+    assert len(refs) > 5
+    gc.disable()
+    try:
+        engine._let_go(size)  # (release_models without its collection)
+        alive = sorted(os.path.relpath(path, tmp_path) for path, ref in refs.items() if ref() is not None)
+        assert alive == ["pkg/utils.py"] and old() is None
+    finally:
+        gc.enable()
+    assert engine._parsed[utils].model is kept and kept.__dict__ == kept_state
+    assert isinstance(function, FunctionInfo) and not isinstance(function, FileModel)
+    with pytest.raises(ReleasedError):
+        function.calls
+    with pytest.raises(ReleasedError):
+        getattr(function, "node", None)
+    with pytest.raises(ReleasedError):
+        function.qualname = "x"
+    assert [_codes(engine.lint_file(p).findings) for p in files] == alone
+
+
 def test_a_release_keeps_the_module_most_files_ask_before_the_last_file_s_own(tmp_path: Path) -> None:
     """A release keeps first what the files of the last releases asked most often (Engine._keep_order: a module
     every file reaches), then the most recently asked: a file's own module asked last does not push out the one the

@@ -36,6 +36,8 @@ Layer 1 — one file, no knowledge of other files
                     LibCST: which files a project-wide question must parse (cached by content hash)
     ``wordindex``   which files may contain this marker, from the words of each file (a persistent index in
                     the project cache, by content stamp) instead of a scan of the tree's bytes
+    ``release``     what does a released tree let go at once (its reference cycles broken, its objects turned
+                    into stand-ins that raise when asked): ``Engine.release_models`` frees without a collection
 
 Layer 2 — the project
     ``project``     where does a name lead (modules, symbols), which API does a call reach through

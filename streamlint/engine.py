@@ -129,7 +129,8 @@ def _parse_unvalidated(text: str) -> "cst.Module":
     (``SimpleWhitespace``, ``Newline``: immutable, a string each, a third of a tree's nodes) are built once per
     value and shared within the tree (issue 15: a tree ~21 -> ~15 bytes per byte of source); nothing asks a
     leaf's identity (walks and positions skip trivia, no transformer runs on parsed trees), so the tree is the
-    same (``deep_equals``, same code)."""
+    same (``deep_equals``, same code). The patch holds for the whole process while the parse runs: parses must
+    stay on one thread (the LSP server parses on its one worker; ``-j`` uses processes)."""
     node = cst.CSTNode
     validate = node.__dict__["__post_init__"]
     leaves = {name: getattr(cst, name) for name in ("SimpleWhitespace", "Newline")}

@@ -158,14 +158,19 @@ def _computed(project: Project, file: FileModel, fn: FunctionInfo, e: cst.BaseEx
             last = target.rsplit(".", 1)[-1]
             return torch_returns_tensor(target) and not host_factory(target, e) \
                 and last not in _FACTORY_NAMES and last not in EMPTY_FACTORIES and last not in LIKE_FACTORIES
+    found = called_function(project, file, e)
+    return found is not None and computes_tensor(project, found[1], found[0])
+
+
+def called_function(project: Project, file: FileModel, e: cst.Call) -> tuple | None:
+    """The project function a call runs (``(module, function)``, as ``Project.call_target``), or None for an
+    unresolved call and for a project class's construction."""
     site = file.call_site(e)
     found = project.call_target(file, site) if site is not None else None
     if found is None:
-        return False
+        return None
     sym = project.symbol(site.target, file) if site.target else None
-    if sym is not None and isinstance(sym[0], ClassInfo):
-        return False  # constructing an object
-    return computes_tensor(project, found[1], found[0])
+    return None if sym is not None and isinstance(sym[0], ClassInfo) else found
 
 
 def _rebound(fn: FunctionInfo, name: str) -> bool:

@@ -28,7 +28,8 @@ import re
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
-from streamlint.model.file import ClassInfo, string_value
+from streamlint.model.file import string_value
+from streamlint.model.flow.computed import called_function
 from streamlint.model.flow.fieldfamilies import blocking_copy
 from streamlint.model.streams import derived
 from streamlint.model.syntax import local_nodes
@@ -173,13 +174,9 @@ def _loop_name(e: cst.Call, fn: FunctionInfo) -> bool:
 
 def _helper_copy(project: Project, file: FileModel, fn: FunctionInfo, e: cst.Call) -> bool:
     """A call of ``fn`` itself or of another device-copy helper of the project."""
-    site = file.call_site(e)
-    found = project.call_target(file, site) if site is not None else None
+    found = called_function(project, file, e)  # (None for a project object's construction)
     if found is None:
         return False
-    sym = project.symbol(site.target, file) if site.target else None
-    if sym is not None and isinstance(sym[0], ClassInfo):
-        return False  # constructing a project object
     return (found[0] is fn or device_copy(project, found[1], found[0])) and _passes_flags(project, fn, found[0], e)
 
 

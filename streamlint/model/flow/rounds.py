@@ -33,6 +33,23 @@ from streamlint.model.syntax import int_literal, local_nodes, strip_not
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}  # `n > i` is `i < n`
 
 
+def index_comparison(test: cst.BaseExpression) -> tuple[str, str, int] | None:
+    """``i`` / ``i OP literal`` (a test with ``not`` stripped) as ``(name, op, value)``: ``if i:`` is ``i != 0``."""
+    if isinstance(test, cst.Name):
+        return test.value, "!=", 0
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name):
+        comp = test.comparisons[0]
+        op, value = _OPS.get(type(comp.operator).__name__), int_literal(comp.comparator)
+        if op is not None and value is not None:
+            return test.left.value, op, value
+    return None
+
+
+def compare(a: int, op: str, b: int) -> bool:
+    """``a OP b`` for the comparison operators :func:`index_comparison` reads."""
+    return {"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
+
+
 def loop_index(node: cst.For) -> str | None:
     """The integer a ``for`` binds anew in every iteration, distinct from the other iterations' values: ``i`` of
     ``for i in range(...)`` (a step-less range) or of ``for i, x in enumerate(xs)``. Two iterations' ``x[i]``
@@ -145,15 +162,9 @@ class Rounds:
         So a fork or join the code skips only in the first iteration (``if i > 0: s.wait_event(ready)``) is done
         on every path that runs a second iteration."""
         test, positive = strip_not(test)
-        name, op, value = None, None, None
-        if isinstance(test, cst.Name):
-            name, op, value = test.value, "!=", 0
-        elif isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name):
-            comp = test.comparisons[0]
-            op = _OPS.get(type(comp.operator).__name__)
-            name, value = test.left.value, int_literal(comp.comparator)
-        if name is None or op is None or value is None:
+        if (parsed := index_comparison(test)) is None:
             return None
+        name, op, value = parsed
         bound = st.bound_at.get(name)
         if bound is None or (bound[1], name) not in self.index_loops or bound[0] not in self.index_rounds:
             return None
@@ -161,8 +172,7 @@ class Rounds:
         if start is None:
             return None
         if round_no == 0:
-            held = {"==": start == value, "!=": start != value, "<": start < value, "<=": start <= value,
-                    ">": start > value, ">=": start >= value}[op]
+            held = compare(start, op, value)
         elif op in (">", ">=") and value <= start + (1 if op == ">=" else 0) or op == "!=" and value == start:
             held = True  # every later round is past the start: `i > start`, `i >= start + 1`, `i != start`
         elif op in ("<", "<=") and value <= start + (1 if op == "<" else 0) or op == "==" and value == start:

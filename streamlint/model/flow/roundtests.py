@@ -33,10 +33,10 @@ from __future__ import annotations
 from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.file import dotted
-from streamlint.model.flow.counters import _OPS
+from streamlint.model.flow.rounds import compare, index_comparison
 from streamlint.model.flow.values import CVal, EVal, IVal, SVal, State, TupVal, TVal
 from streamlint.model.streams import MAIN, STREAM
-from streamlint.model.syntax import int_literal, strip_not
+from streamlint.model.syntax import strip_not
 
 _FIRST, _MIDDLE, _LAST = "0", "1", "-1"
 
@@ -88,23 +88,16 @@ class RoundTests:
         return None if held is None else held == positive
 
     def _index_test(self, st: State, test: cst.BaseExpression) -> bool | None:
-        if isinstance(test, cst.Name):
-            name, op, value = test.value, "!=", 0
-        elif isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name):
-            comp = test.comparisons[0]
-            name, op, value = test.left.value, _OPS.get(type(comp.operator).__name__), int_literal(comp.comparator)
-        else:
+        if (parsed := index_comparison(test)) is None or not isinstance(st.env.get(parsed[0]), IVal):
             return None
-        if op is None or value is None or not isinstance(st.env.get(name), IVal):
-            return None
+        name, op, value = parsed
         bound = st.bound_at.get(name)
         fact = self.round_indexes.get((bound[1], st.env[name].pos)) if bound is not None else None
         if fact is None:
             return None
         exact, least = fact
         if exact is not None:
-            return {"==": exact == value, "!=": exact != value, "<": exact < value, "<=": exact <= value,
-                    ">": exact > value, ">=": exact >= value}[op]
+            return compare(exact, op, value)
         if op in (">", "!=") and value < least or op == ">=" and value <= least:
             return True  # (the last element is past the first: `i > 0`, `i != 0`, `i >= 1`)
         if op in ("<=", "==") and value < least or op == "<" and value <= least:

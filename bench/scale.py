@@ -93,6 +93,10 @@ def rows_for_tree(tree: Path, file: str | None, imported: str | None, whole: boo
     work = Path(tempfile.mkdtemp(prefix="sl-scale-"))
     root = work / tree.name
     shutil.copytree(tree, root, symlinks=True)
+    # a file changed (here: created, its ctime) within 2 s of a run is not trusted by its stamp (wordindex.stamp_settled,
+    # the result cache's _RACY_NS): without this wait the run of "another file" stored the words of the last files
+    # copied untrusted, and the warm row read them again (up to the whole tree: word-index 0.3 s of a ~1 s row)
+    time.sleep(2.1)
     try:
         files = _stream_files(root, 11)
         target = root / file if file else files[0]

@@ -1680,3 +1680,96 @@ def test_paths_containing_gives_the_same_files_joined_or_file_by_file(tmp_path: 
     assert joined == each
     assert [sorted(os.path.relpath(p, tmp_path) for p in found) for found in joined] == [
         ["pkg/a.py", "pkg/b.py"], ["pkg/a.py"], ["pkg/a.py", "pkg/b.py"], ["pkg/a.py"]]
+
+
+# ---- the recordable-field search (handoffs._field_recordable): module summaries list the annotated class fields
+
+
+@pytest.mark.parametrize(("source", "fields"), [
+    ("class A:\n    buf: int\n    n: int = 0\n    m = 1\n", {"buf", "n"}),
+    ("def f(buf: int) -> dict:\n    return {buf: 1, 'x': buf[buf:]}\n", set()),  # spells `buf:`, declares nothing
+    ("def f():\n    class Inner:\n        class Deeper:\n            buf: int\n    return Inner\n", {"buf"}),
+    ("class A:\n    def m(self):\n        self.buf: int = 0\n        local: int = 1\n", set()),  # not class-level
+    ("class A:\n    (buf): int\n", {"buf"}),
+])
+def test_the_summary_lists_the_annotated_class_fields(source: str, fields: set[str]) -> None:
+    summary = summarize(source.encode())
+    assert summary.class_fields == fields
+    assert all(summary.may_annotate_field(f) for f in fields) and not summary.may_annotate_field("other")
+
+
+def test_an_unparsable_module_may_annotate_any_field() -> None:
+    assert summarize(b"class A:\n    buf: int\n  def (:\n").may_annotate_field("anything")
+
+
+def test_the_summary_keeps_every_class_field_annotation_the_model_reads() -> None:
+    """Superset check against the model, over every fixture: each field of each class that
+    ``syntax.class_field_annotation`` finds is in the module summary's ``class_fields``; and the list survives
+    the cache's JSON."""
+    import libcst as cst
+
+    from streamlint.engine import parse_source
+    from streamlint.model.summary import ModuleSummary
+    from streamlint.model.syntax import class_field_annotation
+
+    root = Path(__file__).resolve().parent.parent / "fixtures"
+    checked = 0
+    for path in sorted(root.rglob("*.py")):
+        data = path.read_bytes()
+        parsed = parse_source(str(path), data, path.stem, False)
+        if parsed.model is None:
+            continue
+        summary = summarize(data)
+        assert ModuleSummary.from_json(json.loads(json.dumps(summary.to_json()))) == summary
+        for cls in parsed.model.classes.values():
+            for stmt in cls.node.body.body:
+                for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+                    target = getattr(small, "target", None)
+                    name = getattr(target, "value", None)
+                    if isinstance(name, str) and class_field_annotation(cls.node, name) is not None:
+                        checked += 1
+                        assert summary.may_annotate_field(name), (path, cls.node.name.value, name)
+    assert checked > 50
+
+
+_SIGNATURES = "def merge(contexts: list, n: int) -> int:\n    return len(contexts[n:])\n"
+
+
+def test_the_recordable_field_search_parses_only_modules_that_may_declare_it_and_sees_a_new_one(
+        tmp_path: Path, monkeypatch) -> None:
+    """SL301's question "does every project class that declares field F hold recordable objects?" (a byte
+    search for ``F:``) parses only the modules whose summary may annotate F, not the ones that spell ``F:`` in a
+    signature or a slice; a module edited to declare F with another type changes the answer, on a warm run of
+    the command line (its summary is by content) and in an engine given the edit (the language server)."""
+    import shutil
+
+    from streamlint.model.handoffs import _field_recordable
+
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(Path(__file__).resolve().parent.parent / "fixtures" / "projects" / "sl301_handoff_siblings",
+                    tmp_path, dirs_exist_ok=True)
+    for i in range(12):
+        write(tmp_path, f"trainer/merge{i:02}.py", _SIGNATURES)
+    stages = tmp_path / "trainer" / "stages.py"
+    engine = engine_for(tmp_path)
+    before = _codes(engine.lint_file(str(stages)).findings)
+    assert ("SL301", 75) in before
+    assert _field_recordable(engine.project, "contexts")
+    parsed = {os.path.relpath(p, tmp_path) for p in engine._parsed}
+    assert not {p for p in parsed if "merge" in p}, sorted(parsed)
+
+    args = ["check", "--isolated", "--output-format", "json", "--exit-zero", "-q", "--select", "SL301", str(stages)]
+    cold = json.loads(cli(args).output)
+    assert ("SL301", 75) in [(f["code"], f["start"]["line"]) for f in cold]
+    declares = _SIGNATURES + "\n\nclass Cursor:\n    contexts: int = 0\n"
+    edited = write(tmp_path, "trainer/merge07.py", declares)
+    warm = json.loads(cli(args).output)
+    assert ("SL301", 75) not in [(f["code"], f["start"]["line"]) for f in warm]
+    fresh = engine_for(tmp_path)
+    assert sorted((f["code"], f["start"]["line"]) for f in warm) == \
+        [c for c in _codes(fresh.lint_file(str(stages)).findings) if c[0] == "SL301"]
+    assert not _field_recordable(fresh.project, "contexts")
+
+    engine.set_override(str(edited), declares.encode())
+    assert not _field_recordable(engine.project, "contexts")
+    assert ("SL301", 75) not in _codes(engine.lint_file(str(stages)).findings)

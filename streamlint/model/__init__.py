@@ -32,8 +32,9 @@ Layer 1 — one file, no knowledge of other files
                     raise``, ``assert src.is_cpu`` before any other use)?
     ``modpaths``    which file does a dotted module name lead to, seen from a file (``__init__.py`` chains,
                     checkouts, ``src/``, a namespace package's top folder named like the import)
-    ``summary``     what may this module call (compile APIs, names), from ``ast`` and bytes, without
-                    LibCST: which files a project-wide question must parse (cached by content hash)
+    ``summary``     what may this module call (compile APIs, names), which class fields does it annotate,
+                    from ``ast`` and bytes, without LibCST: which files a project-wide question must parse
+                    (cached by content hash)
     ``wordindex``   which files may contain this marker, from the words of each file (a persistent index in
                     the project cache, by content stamp) instead of a scan of the tree's bytes
     ``release``     what does a released tree let go at once (its reference cycles broken, its objects turned

@@ -36,7 +36,7 @@ from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.bytescan import COMPILE_LEAVES, may_call_bytes, may_compile_bytes
 
-SUMMARY_FORMAT = 3  # bump when what a summary holds or how it is computed changes
+SUMMARY_FORMAT = 4  # bump when what a summary holds or how it is computed changes
 
 
 @dataclass(frozen=True)
@@ -58,9 +58,17 @@ class ModuleSummary:
     # parameters (``def compile_model(model): torch.compile(model)``): what is compiled is found in the
     # callers' modules (``compile.caller_arguments``), not named in this one (``PathIndex.is_graph_entry``)
     compiles_callers_args: bool = True
+    # the names of every class-level annotated field (``name: T`` or ``name: T = v`` in a class body, any class of
+    # the module, nested ones too): a superset of the fields ``syntax.class_field_annotation`` finds in it
+    class_fields: frozenset[str] = frozenset()
 
     def may_call(self, leaf: str) -> bool:
         return self.calls is None or leaf in self.calls
+
+    def may_annotate_field(self, name: str) -> bool:
+        """May a class of the module annotate a class-level field ``name``? (``handoffs._field_recordable``
+        asks before parsing a module that only spells ``name:``, as any signature or dict literal does)"""
+        return self.calls is None or name in self.class_fields
 
     def may_compile(self, module_name: str, is_package: bool = False) -> bool:
         """May the module, under that name, hold a compile site?"""
@@ -74,20 +82,20 @@ class ModuleSummary:
 
     def to_json(self) -> list:
         return [None if self.calls is None else sorted(self.calls), int(self.compiles), sorted(self.compile_names),
-                int(self.moded), int(self.compiles_callers_args)]
+                int(self.moded), int(self.compiles_callers_args), sorted(self.class_fields)]
 
     @classmethod
     def from_json(cls, value: object) -> "ModuleSummary | None":
-        if not (isinstance(value, list) and len(value) == 5 and all(value[i] in (0, 1) for i in (1, 3, 4))):
+        if not (isinstance(value, list) and len(value) == 6 and all(value[i] in (0, 1) for i in (1, 3, 4))):
             return None
-        calls, names, flags = value[0], value[2], (bool(value[3]), bool(value[4]))
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        calls, names, flags, fields = value[0], value[2], (bool(value[3]), bool(value[4])), value[5]
+        if not all(isinstance(v, list) and all(isinstance(n, str) for n in v) for v in (names, fields)):
             return None
         if calls is None:
-            return cls(None, bool(value[1]), frozenset(names), *flags)
+            return cls(None, bool(value[1]), frozenset(names), *flags, frozenset(fields))
         if not isinstance(calls, list) or not all(isinstance(c, str) for c in calls):
             return None
-        return cls(frozenset(calls), bool(value[1]), frozenset(names), *flags)
+        return cls(frozenset(calls), bool(value[1]), frozenset(names), *flags, frozenset(fields))
 
 
 def _leaf(expr: ast.expr | None) -> str | None:
@@ -121,9 +129,11 @@ def summarize(data: bytes, tree: ast.Module | None = None) -> ModuleSummary:
         bound = _aliases(nodes) if compiles or names else {}
         moded = (compiles or bool(names)) and _may_have_modes(nodes, bound)
         from_callers = (compiles or bool(names)) and _compiles_parameters(nodes, bound)
+        fields = frozenset(stmt.target.id for node in nodes if isinstance(node, ast.ClassDef) for stmt in node.body
+                           if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ModuleSummary(None, True)
-    return ModuleSummary(calls, compiles, names, moded, from_callers)
+    return ModuleSummary(calls, compiles, names, moded, from_callers, fields)
 
 
 _AST = ast.AST

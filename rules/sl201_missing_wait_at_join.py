@@ -384,10 +384,11 @@ def _report_silent_join(ctx: RuleContext, silent: SilentJoin) -> None:
                              f"`{silent.function.qualname}()` does nothing: every caller's `{name}` is lost [{tag}]")
         hint = f"do the device's `{name}` here (the callers' consumers rely on it)"
     elif silent.kind == "taken-event":
-        how = "only tests it" if isinstance(silent.node, (cst.If, cst.While)) else "drops it"  # (popped, unused)
+        tested = isinstance(silent.node, (cst.If, cst.While))  # (else popped and never named again)
+        how, short = ("only tests it", "only tests") if tested else ("drops it", "drops")
         message = first_line(f"`{name}()` takes `{silent.handle}` out of its events container and {how}: "
                              f"nothing waits on the work recorded into it, before this step goes on [{tag}]",
-                             f"`{name}()` {how} `{silent.handle}`, never waits on it [{tag}]")
+                             f"`{name}()` {short} `{silent.handle}`, never waits on it [{tag}]")
         hint = (f"`{silent.handle}.wait()` (or `current_stream().wait_event({silent.handle})`) when it is set; "
                 "this assumes the work it was recorded after produces what this step goes on to use")
     elif silent.kind == "class-event" and silent.fenced is not None:

@@ -483,7 +483,8 @@ def _taken_event(project: Project, fn: FunctionInfo) -> list[SilentJoin]:
 
     for block, index, name, field in _event_takes(fn.node.body):
         rest = _until_rebound(block[index + 1:], name)
-        popped = _pops(block[index])
+        popped = _pops(block[index]) and _only_removes(fn, field) and not any(
+            site.method in _PRIMITIVES for site in fn.calls)  # (a walk waiting every entry first: it joined this one)
         covered = [other for other in (*field_stream_waiters(project, field, ("wait_event", "wait", "synchronize")),
                                        *_takers(project, field))
                    if other.node is not fn.node and not (popped and _only_removes(other, field))]
@@ -598,10 +599,12 @@ def _recorded_into(project: Project, field: str) -> bool:
 
 
 def _returns_recorded(project: Project, model: FileModel, value: cst.BaseExpression | None) -> bool:
-    """``value`` calls a project function every ``return`` of which hands back an event it recorded (``ev =
-    torch.cuda.Event(); ev.record(stream); return ev``, ``return stream.record_event()``)."""
+    """``value`` is ``s.record_event()``, or calls a project function every ``return`` of which hands back an event
+    it recorded (``ev = torch.cuda.Event(); ev.record(stream); return ev``, ``return stream.record_event()``)."""
     site = model.call_site(value) if isinstance(value, cst.Call) else None
     found = project.call_target(model, site) if site is not None else None
+    if isinstance(value, cst.Call) and _callee(value) == "record_event":
+        return True  # (``ev = side.record_event()``)
     if found is None or not found[0].returns:
         return False
     callee = found[0]

@@ -601,10 +601,10 @@ def _recorded_into(project: Project, field: str) -> bool:
 def _returns_recorded(project: Project, model: FileModel, value: cst.BaseExpression | None) -> bool:
     """``value`` is ``s.record_event()``, or calls a project function every ``return`` of which hands back an event
     it recorded (``ev = torch.cuda.Event(); ev.record(stream); return ev``, ``return stream.record_event()``)."""
-    site = model.call_site(value) if isinstance(value, cst.Call) else None
-    found = project.call_target(model, site) if site is not None else None
     if isinstance(value, cst.Call) and _callee(value) == "record_event":
         return True  # (``ev = side.record_event()``)
+    site = model.call_site(value) if isinstance(value, cst.Call) else None
+    found = project.call_target(model, site) if site is not None else None
     if found is None or not found[0].returns:
         return False
     callee = found[0]

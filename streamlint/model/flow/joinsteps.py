@@ -470,11 +470,11 @@ def taken_events(project: Project, file: FileModel) -> list[SilentJoin]:
     memo = derived(project, "taken_events")
     if id(file) not in memo:
         memo[id(file)] = [found for fn in file.iter_functions() if not is_join_step(fn)
-                          for found in _taken_event(project, fn)[:1]]
+                          for found in _taken_event(project, file, fn)[:1]]
     return memo[id(file)]
 
 
-def _taken_event(project: Project, fn: FunctionInfo) -> list[SilentJoin]:
+def _taken_event(project: Project, file: FileModel, fn: FunctionInfo) -> list[SilentJoin]:
     """The first event ``fn`` takes and only tests (see :func:`taken_events`). An event *popped* out of the container
     (``ev = self.ready.pop(k)``) is gone from it: the waits of other code that also only pops from it reached other
     entries, not this one, so they cover nothing here; and a popped event the function never names again (no test
@@ -483,8 +483,8 @@ def _taken_event(project: Project, fn: FunctionInfo) -> list[SilentJoin]:
 
     for block, index, name, field in _event_takes(fn.node.body):
         rest = _until_rebound(block[index + 1:], name)
-        popped = _pops(block[index]) and _only_removes(fn, field) and not any(
-            site.method in _PRIMITIVES for site in fn.calls)  # (a walk waiting every entry first: it joined this one)
+        popped = _pops(block[index]) and _only_removes(fn, field) and not _joins_itself(project, file, fn)
+        # (a walk waiting every entry first, or a helper draining the stream: it joined this one)
         covered = [other for other in (*field_stream_waiters(project, field, ("wait_event", "wait", "synchronize")),
                                        *_takers(project, field))
                    if other.node is not fn.node and not (popped and _only_removes(other, field))]
@@ -494,7 +494,8 @@ def _taken_event(project: Project, fn: FunctionInfo) -> list[SilentJoin]:
                      and mentions_name(n.test, name)), None)
         if test is not None:
             return [SilentJoin(fn, test, "taken-event", name)]
-        if popped and sum(isinstance(n, cst.Name) and n.value == name for n in local_nodes(fn.node.body)) == 1:
+        if popped and sum(isinstance(n, cst.Name) and n.value == name for n in local_nodes(fn.node.body)) == 1 \
+                and not _evicts(fn, block[index]):
             return [SilentJoin(fn, block[index], "taken-event", name)]  # popped, and never named again
     return []
 
@@ -503,6 +504,36 @@ def _pops(stmt: cst.CSTNode) -> bool:
     """The take statement ``name = X.<field>.pop(k)``."""
     value = stmt.body[0].value if isinstance(stmt, cst.SimpleStatementLine) else None
     return isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "pop"
+
+
+def _joins_itself(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
+    """``fn`` calls a join primitive, or a project function that does (one level: ``self._drain()`` running
+    ``current_stream().wait_stream(self.side)``), or one named for joining."""
+    for site in fn.calls:
+        if site.method in _PRIMITIVES:
+            return True
+        found = project.call_target(file, site)
+        if found is not None and (is_join_step(found[0]) or any(s.method in _PRIMITIVES for s in found[0].calls)):
+            return True
+    return False
+
+
+def _evicts(fn: FunctionInfo, take: cst.CSTNode) -> bool:
+    """``fn`` also throws away, under the same key, the entry of another container the event guards (``self.bufs.pop(k,
+    None)`` as a statement, ``del self.bufs[k]``): an eviction dropping the data with its event, no step going on."""
+    call = take.body[0].value
+    key = cst.Module(body=[]).code_for_node(call.args[0].value) if call.args else None
+    for node in local_nodes(fn.node.body):
+        if isinstance(node, cst.Expr) and isinstance(node.value, cst.Call) and node.value is not call \
+                and isinstance(node.value.func, cst.Attribute) and node.value.func.attr.value == "pop":
+            args = node.value.args
+        elif isinstance(node, cst.Del) and isinstance(node.target, cst.Subscript):
+            args = [node.target.slice[0].slice] if isinstance(node.target.slice[0].slice, cst.Index) else []
+        else:
+            continue
+        if args and key is not None and cst.Module(body=[]).code_for_node(args[0].value) == key:
+            return True
+    return False
 
 
 def _only_removes(fn: FunctionInfo, field: str) -> bool:

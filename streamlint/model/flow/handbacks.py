@@ -155,9 +155,9 @@ class HandBacks:
             self.__dict__.setdefault("entry_binds", {})[name] = (base, sid, S.last_write if S is not None else None)
 
     def seeded_hand_back(self, st, returned: object) -> bool:
-        """A method its own class runs inline (``self._device_copy(pid)`` from ``_tensor``: its end is judged in
-        those callers) that returns a class protocol's pending field (seeded at its entry: ``t =
-        self._prefetched.pop(pid)``), while no method calling it names that field: the callers run it inline unseeded
+        """A method its own class runs inline (``self._shard(sid)`` from ``lookup``: its end is judged in
+        those callers) that returns a class protocol's pending field (seeded at its entry: ``shard =
+        self.warm_shards.pop(sid)``), while no method calling it names that field: the callers run it inline unseeded
         (the protocol seeds only a method that reads the field itself), so the hand-back is judged here or nowhere."""
         sids = {tv.sid for tv in self.tensors(st, returned)} & set(self.protocol_sources)  # type: ignore[attr-defined]
         fields = {st.stores[sid].name for sid in sids if sid in st.stores}

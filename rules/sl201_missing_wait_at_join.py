@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from streamlint._lazy import cst
 from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.apis import STREAM_MARKERS
 from streamlint.model.ctxfactories import uncorrelated_optional
@@ -383,9 +384,11 @@ def _report_silent_join(ctx: RuleContext, silent: SilentJoin) -> None:
                              f"`{silent.function.qualname}()` does nothing: every caller's `{name}` is lost [{tag}]")
         hint = f"do the device's `{name}` here (the callers' consumers rely on it)"
     elif silent.kind == "taken-event":
-        message = first_line(f"`{name}()` takes `{silent.handle}` out of its events container and only tests it: "
+        tested = isinstance(silent.node, (cst.If, cst.While))  # (else popped and never named again)
+        how, short = ("only tests it", "only tests") if tested else ("drops it", "drops")
+        message = first_line(f"`{name}()` takes `{silent.handle}` out of its events container and {how}: "
                              f"nothing waits on the work recorded into it, before this step goes on [{tag}]",
-                             f"`{name}()` only tests `{silent.handle}`, never waits on it [{tag}]")
+                             f"`{name}()` {short} `{silent.handle}`, never waits on it [{tag}]")
         hint = (f"`{silent.handle}.wait()` (or `current_stream().wait_event({silent.handle})`) when it is set; "
                 "this assumes the work it was recorded after produces what this step goes on to use")
     elif silent.kind == "class-event" and silent.fenced is not None:

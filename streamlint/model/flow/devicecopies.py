@@ -9,7 +9,9 @@ under ``with torch.cuda.stream(self._copy):`` and handed on (kept in a field for
 never seen as work of that stream.
 
 :func:`device_copy` reads that from the helper's code: every ``return`` of it is a copy of a parameter to a device
-(``p.to(...)`` with something other than a dtype, ``p.cuda()`` / ``p.npu()``), a call of another such helper (or of
+(``p.to(...)`` with something other than a dtype, ``p.cuda()`` / ``p.npu()``) or of host memory the helper makes
+itself (``torch.frombuffer(pinned, ...).view(shape).to(dev, non_blocking=nb)``: a weight streamer reading a mapped
+or pinned runtime buffer), a call of another such helper (or of
 itself) on a parameter, a structure built only from such calls (a call, a dict / list / tuple display or
 comprehension, a local bound only to one), or a parameter itself (a leaf it leaves alone); and at least one
 ``return`` copies. Its result at a call is then a device value the call produces on the current stream (like a
@@ -34,6 +36,7 @@ from streamlint.model.flow.fieldfamilies import blocking_copy
 from streamlint.model.streams import derived
 from streamlint.model.syntax import local_nodes
 from streamlint.model.freeing import bound_arguments
+from streamlint.model.placement import host_value
 
 if TYPE_CHECKING:
     from streamlint.model.file import FileModel, FunctionInfo
@@ -158,7 +161,8 @@ def _kind(project: Project, file: FileModel, fn: FunctionInfo, e: cst.BaseExpres
         return "copy" if kinds and all(k == "copy" for k in kinds) else None
     if isinstance(e, cst.Call):
         if _copy_call(project, file, fn, e):
-            return "copy" if e.func.value.value in _params(fn) or _loop_name(e, fn) else None
+            name = e.func.value.value
+            return "copy" if name in _params(fn) or _loop_name(e, fn) or _host_local(fn, name) else None
         if _helper_copy(project, file, fn, e):
             return "copy"
     return "copy" if _structure(project, file, fn, e) else None
@@ -170,6 +174,15 @@ def _loop_name(e: cst.Call, fn: FunctionInfo) -> bool:
     return name not in fn.name_assigns and any(
         isinstance(n, cst.CompFor) and isinstance(n.target, cst.Name) and n.target.value == name
         for n in local_nodes(fn.node.body))
+
+
+def _host_local(fn: FunctionInfo, name: str) -> bool:
+    """``name`` is a local every binding of which is evidently host memory the helper makes itself
+    (``host = torch.frombuffer(pin, dtype=dt).view(shape)``, ``torch.from_numpy(arr)``, ``x.pin_memory()``:
+    :func:`~streamlint.model.placement.host_value`): its ``.to(device, non_blocking=True)`` is a new device copy,
+    a host-to-device transfer the call queues on its current stream."""
+    bound = fn.name_assigns.get(name) or []
+    return bool(bound) and name not in fn.all_params and all(host_value(v) for v in bound)
 
 
 def _helper_copy(project: Project, file: FileModel, fn: FunctionInfo, e: cst.Call) -> bool:

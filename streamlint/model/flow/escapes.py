@@ -327,11 +327,16 @@ def field_stream_waited(project: Project, attr: str, fn, methods: tuple[str, ...
     """Does a function of the project other than ``fn`` wait with a stream (``s.wait_event(ev)``, ``ev.wait()``)
     on an event taken out of field ``attr``: ``x.attr`` itself, a name bound from it, or a loop target over
     it or over a local alias of it (``pending = self.pending`` ... ``for k, buf, ev in pending``)?"""
+    return any(other.node is not fn.node for other in field_stream_waiters(project, attr, methods))
+
+
+def field_stream_waiters(project: Project, attr: str, methods: tuple[str, ...] = ("wait_event", "wait")) -> list:
+    """The functions of the project :func:`field_stream_waited` counts (memoised per project)."""
     memo = derived(project, "event_field_stream_waiters")
     if (attr, methods) not in memo:
         memo[attr, methods] = [other for model in project.files_containing((attr.encode(),))
                                for other in model.iter_functions() if _stream_waits_field(other, attr, methods)]
-    return any(other.node is not fn.node for other in memo[attr, methods])
+    return memo[attr, methods]
 
 
 def _stream_waits_field(fn, attr: str, methods: tuple[str, ...]) -> bool:

@@ -154,6 +154,22 @@ class HandBacks:
         if S is None or S.kind == "long" and S.name == base:
             self.__dict__.setdefault("entry_binds", {})[name] = (base, sid, S.last_write if S is not None else None)
 
+    def seeded_hand_back(self, st, returned: object) -> bool:
+        """A method its own class runs inline (``self._shard(sid)`` from ``lookup``: its end is judged in
+        those callers) that returns a class protocol's pending field (seeded at its entry: ``shard =
+        self.warm_shards.pop(sid)``), while no method calling it names that field: the callers run it inline unseeded
+        (the protocol seeds only a method that reads the field itself), so the hand-back is judged here or nowhere."""
+        sids = {tv.sid for tv in self.tensors(st, returned)} & set(self.protocol_sources)  # type: ignore[attr-defined]
+        fields = {st.stores[sid].name for sid in sids if sid in st.stores}
+        if not fields:
+            return False
+        cls = self.file.classes.get(self.fn.class_name or "")  # type: ignore[attr-defined]
+        name = self.fn.node.name.value  # type: ignore[attr-defined]
+        callers = [m for m in (cls.methods.values() if cls is not None else ()) if m is not self.fn  # type: ignore[attr-defined]
+                   and any(s.method == name and isinstance(s.receiver, cst.Name) and s.receiver.value == "self"
+                           for s in m.calls)]
+        return not any(_mentions(self.file.code(m.node.body), f) for m in callers for f in fields)  # type: ignore[attr-defined]
+
     def handed_write(self, S, node) -> object:
         """The write of ``S`` a hand-back at ``node`` hands the caller (see the class)."""
         handed = handed_value(node)

@@ -470,24 +470,77 @@ def taken_events(project: Project, file: FileModel) -> list[SilentJoin]:
     memo = derived(project, "taken_events")
     if id(file) not in memo:
         memo[id(file)] = [found for fn in file.iter_functions() if not is_join_step(fn)
-                          for found in _taken_event(project, fn)[:1]]
+                          for found in _taken_event(project, file, fn)[:1]]
     return memo[id(file)]
 
 
-def _taken_event(project: Project, fn: FunctionInfo) -> list[SilentJoin]:
-    from streamlint.model.flow.escapes import field_stream_waited
+def _taken_event(project: Project, file: FileModel, fn: FunctionInfo) -> list[SilentJoin]:
+    """The first event ``fn`` takes and only tests (see :func:`taken_events`). An event *popped* out of the container
+    (``ev = self.ready.pop(k)``) is gone from it: the waits of other code that also only pops from it reached other
+    entries, not this one, so they cover nothing here; and a popped event the function never names again (no test
+    either) is dropped at the pop."""
+    from streamlint.model.flow.escapes import field_stream_waiters
 
     for block, index, name, field in _event_takes(fn.node.body):
         rest = _until_rebound(block[index + 1:], name)
-        if any(handled(stmt, name) for stmt in rest) or not _recorded_into(project, field) \
-                or field_stream_waited(project, field, fn, ("wait_event", "wait", "synchronize")) \
-                or any(other.node is not fn.node for other in _takers(project, field)):
+        popped = _pops(block[index]) and _only_removes(fn, field) and not _joins_itself(project, file, fn)
+        # (a walk waiting every entry first, or a helper draining the stream: it joined this one)
+        covered = [other for other in (*field_stream_waiters(project, field, ("wait_event", "wait", "synchronize")),
+                                       *_takers(project, field))
+                   if other.node is not fn.node and not (popped and _only_removes(other, field))]
+        if any(handled(stmt, name) for stmt in rest) or covered or not _recorded_into(project, field):
             continue
         test = next((n for stmt in rest for n in local_nodes(stmt) if isinstance(n, (cst.If, cst.While))
                      and mentions_name(n.test, name)), None)
         if test is not None:
             return [SilentJoin(fn, test, "taken-event", name)]
+        if popped and sum(isinstance(n, cst.Name) and n.value == name for n in local_nodes(fn.node.body)) == 1 \
+                and not _evicts(fn, block[index]):
+            return [SilentJoin(fn, block[index], "taken-event", name)]  # popped, and never named again
     return []
+
+
+def _pops(stmt: cst.CSTNode) -> bool:
+    """The take statement ``name = X.<field>.pop(k)``."""
+    value = stmt.body[0].value if isinstance(stmt, cst.SimpleStatementLine) else None
+    return isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "pop"
+
+
+def _joins_itself(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
+    """``fn`` calls a join primitive, or a project function that does (one level: ``self._drain()`` running
+    ``current_stream().wait_stream(self.side)``), or one named for joining."""
+    for site in fn.calls:
+        if site.method in _PRIMITIVES:
+            return True
+        found = project.call_target(file, site)
+        if found is not None and (is_join_step(found[0]) or any(s.method in _PRIMITIVES for s in found[0].calls)):
+            return True
+    return False
+
+
+def _evicts(fn: FunctionInfo, take: cst.CSTNode) -> bool:
+    """``fn`` also throws away, under the same key, the entry of another container the event guards (``self.bufs.pop(k,
+    None)`` as a statement, ``del self.bufs[k]``): an eviction dropping the data with its event, no step going on."""
+    call = take.body[0].value
+    key = cst.Module(body=[]).code_for_node(call.args[0].value) if call.args else None
+    for node in local_nodes(fn.node.body):
+        if isinstance(node, cst.Expr) and isinstance(node.value, cst.Call) and node.value is not call \
+                and isinstance(node.value.func, cst.Attribute) and node.value.func.attr.value == "pop":
+            args = node.value.args
+        elif isinstance(node, cst.Del) and isinstance(node.target, cst.Subscript):
+            args = [node.target.slice[0].slice] if isinstance(node.target.slice[0].slice, cst.Index) else []
+        else:
+            continue
+        if args and key is not None and cst.Module(body=[]).code_for_node(args[0].value) == key:
+            return True
+    return False
+
+
+def _only_removes(fn: FunctionInfo, field: str) -> bool:
+    """Every mention of ``.<field>`` in ``fn`` pops an entry, clears the container or stores one: it reaches no entry
+    it leaves in place (no ``.get(k)``, no ``[k]`` read, no walk, no ``k in`` test)."""
+    code = cst.Module(body=[]).code_for_node(fn.node.body)
+    return not re.search(rf"\.{re.escape(field)}\b(?!\s*\.(?:pop|clear|setdefault)\()(?!\s*\[[^\]]*\]\s*=[^=])", code)
 
 
 def _takers(project: Project, field: str) -> list[FunctionInfo]:
@@ -548,7 +601,9 @@ def _recorded_into(project: Project, field: str) -> bool:
     from streamlint.model.flow.leaves import names_stream
 
     """Does code of the project store an event it records into container ``field`` (``X.<field>[k] = ev``
-    after ``ev.record(...)``, or of ``s.record_event()``)?"""
+    after ``ev.record(...)``, or of ``s.record_event()``, or of a project function returning an event it records:
+    ``ev = self.arena.mark_upload(key, stream)``), or record the entry it stores (``X.<field>.setdefault(k,
+    ev).record(stream)``)?"""
     memo = derived(project, "events_recorded_into")
     if field not in memo:
         memo[field] = False
@@ -556,15 +611,38 @@ def _recorded_into(project: Project, field: str) -> bool:
             for fn in model.iter_functions():
                 recorded = {dotted(site.node.func.value) for site in fn.calls
                             if site.method == "record" and isinstance(site.node.func, cst.Attribute)}
+                if any(site.method == "record" and isinstance(site.node.func, cst.Attribute)
+                       and isinstance(site.node.func.value, cst.Call) and _callee(site.node.func.value) == "setdefault"
+                       and names_stream(site.node.func.value.func.value, field) for site in fn.calls):
+                    memo[field] = True
+                    return True
                 for node in local_nodes(fn.node):
                     if isinstance(node, cst.Assign) and any(
                             isinstance(t.target, cst.Subscript) and names_stream(t.target.value, field)
                             for t in node.targets) and (
-                            isinstance(node.value, cst.Name) and node.value.value in recorded
+                            isinstance(node.value, cst.Name) and (node.value.value in recorded or all(
+                                _returns_recorded(project, model, v) for v in fn.name_assigns.get(node.value.value)
+                                or [None]))
                             or isinstance(node.value, cst.Call) and _callee(node.value) == "record_event"):
                         memo[field] = True
                         return True
     return memo[field]
+
+
+def _returns_recorded(project: Project, model: FileModel, value: cst.BaseExpression | None) -> bool:
+    """``value`` is ``s.record_event()``, or calls a project function every ``return`` of which hands back an event
+    it recorded (``ev = torch.cuda.Event(); ev.record(stream); return ev``, ``return stream.record_event()``)."""
+    if isinstance(value, cst.Call) and _callee(value) == "record_event":
+        return True  # (``ev = side.record_event()``)
+    site = model.call_site(value) if isinstance(value, cst.Call) else None
+    found = project.call_target(model, site) if site is not None else None
+    if found is None or not found[0].returns:
+        return False
+    callee = found[0]
+    recorded = {site.node.func.value.value for site in callee.calls if site.method == "record"
+                and isinstance(site.node.func, cst.Attribute) and isinstance(site.node.func.value, cst.Name)}
+    return all(isinstance(r.value, cst.Name) and r.value.value in recorded
+               or isinstance(r.value, cst.Call) and _callee(r.value) == "record_event" for r in callee.returns)
 
 
 __all__ = ["SilentJoin", "handled", "is_join_step", "silent_joins", "taken_events"]

@@ -304,7 +304,7 @@ class Storages(HostFields):
         over too (kept on ``self``, returned, a parameter's), nor when another method of the class joins
         that stream (a caller protocol). Long-lived tensors written here on a side stream leave the same way
         (:mod:`~streamlint.model.flow.leaves`: ``held``)."""
-        if self.depth or self.cfg.mode not in ("eager", "cuda") or self.deferred_end or node is None \
+        if self.depth or self.cfg.mode not in ("eager", "cuda") or self.deferred_end and not self.seeded_hand_back(st, returned) or node is None \
                 or st.cur != MAIN or self._hands_over(returned, tensor_boxes(st, self.fn, node)):
             return  # (captured graphs join their outputs; a return inside a scope is a wrapper's)
         know = st.know(MAIN)

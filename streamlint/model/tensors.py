@@ -245,6 +245,7 @@ def param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict[str
 
 def own_param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict[str, str]:
     """:func:`param_kinds` from the function's own annotations and code only."""
+    from streamlint.model.tensoruse import opaque_param as _opaque_param
     memo = derived(project, "own_param_kinds")
     if id(fn) in memo:
         return memo[id(fn)]
@@ -272,8 +273,8 @@ def own_param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict
             kinds[p.name.value] = EVENT
         elif "Tensor" in code or "tensor" in code:
             kinds[p.name.value] = "tensor"
-        else:
-            kinds[p.name.value] = "other"
+        else:  # (`kv: Any` used as only a tensor is, a project alias of Tensor: tensoruse.opaque_param)
+            kinds[p.name.value] = _opaque_param(project, file, fn, p) or "other"
 
     def note(name: str, kind: str) -> None:
         if name in params and name not in kinds:

@@ -649,7 +649,7 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
                  "this assumes the call hands back device data made on that stream")
     if race.guessed:
         confidence = Confidence.MEDIUM if confidence in (None, Confidence.HIGH) else confidence
-        hint += (f"; `{race.guessed}` is annotated with no tensor type: this assumes its use here (a tensor method) "
+        hint += (f"; `{race.guessed}` is annotated with no tensor type: this assumes its use here (one only a torch tensor has) "
                  "means device memory")
     if race.inlined is not None:
         confidence = Confidence.MEDIUM

@@ -32,7 +32,8 @@ _TORCH_ONLY_METHODS = frozenset({
     "index_add", "index_put", "tensor_split", "split_with_sizes", "unbind", "numel", "nelement", "storage_offset",
     "is_contiguous", "to_dense", "repeat_interleave", "index_fill", "scatter_add", "bmm",
 })
-_TORCH_ONLY_ATTRS = frozenset({"is_cuda", "is_npu", "grad_fn", "is_leaf", "requires_grad", "output_nr"})
+# (not ``is_cuda`` / ``requires_grad``: a platform object has ``is_cuda()``, a parameter spec ``requires_grad``)
+_TORCH_ONLY_ATTRS = frozenset({"grad_fn", "output_nr"})
 # a host value, whatever else the function does with it: ``x.is_cpu``, ``x.numpy()``, ``x.pin_memory()``
 _HOST_ATTRS = frozenset({"is_cpu"})
 _HOST_METHODS = frozenset({"numpy", "pin_memory", "is_pinned", "share_memory_"})
@@ -42,7 +43,16 @@ _NOT_ONE_TENSOR = frozenset({
     "broadcast_tensors", "block_diag", "cartesian_prod", "meshgrid", "tensor", "as_tensor", "asarray", "from_numpy",
     "frombuffer", "from_dlpack", "empty", "zeros", "ones", "full", "rand", "randn", "randint", "randperm",
     "arange", "eye", "empty_strided", "is_tensor", "numel", "save", "load", "manual_seed", "device", "Size",
+    "autocast", "vmap", "cond", "while_loop", "set_printoptions", "use_deterministic_algorithms", "from_file",
 })
+
+
+def _tensor_op(target: str, vocab: Vocabulary) -> bool:
+    """``torch.<op>``, ``torch.nn.functional.<op>``, ``torch_npu.npu_<op>``: a tensor op whose positional operands are
+    tensors (not ``torch.func.functional_call(model, ...)``, ``torch.nn.utils.clip_grad_norm_(params)``)."""
+    parts = target.split(".")
+    return vocab[0](target) and parts[-1] not in _NOT_ONE_TENSOR and (
+        len(parts) == 2 or target.startswith("torch.nn.functional.") and len(parts) == 4)
 
 
 def opaque_annotation(project: Project, file: FileModel, fn: FunctionInfo, annotation: cst.BaseExpression,
@@ -137,8 +147,7 @@ def opaque_param_use(project: Project, file: FileModel, fn: FunctionInfo, param:
             target = (site.target if site is not None else None) or ""
             if target.split(".")[0] in ("numpy", "np"):
                 return None
-            if target.split(".")[0] in ("torch", "torch_npu") and vocab[0](target) \
-                    and target.rsplit(".", 1)[-1] not in _NOT_ONE_TENSOR:
+            if _tensor_op(target, vocab):
                 found = found or "use"
     memo[key] = found
     return found

@@ -26,7 +26,7 @@ _OPAQUE_NAMES = frozenset({"Any", "object", "typing.Any", "builtins.object"})
 # an ``nn.Module`` has them; not ``view`` / ``reshape`` / ``sum``: numpy has them; not ``add`` / ``split`` /
 # ``gather``: sets, strings and asyncio have them; not in-place ops: the destination may be a pinned host buffer)
 _TORCH_ONLY_METHODS = frozenset({
-    "detach", "contiguous", "clone", "record_stream", "index_select", "masked_fill", "masked_select", "masked_scatter",
+    "detach", "contiguous", "record_stream", "index_select", "masked_fill", "masked_select", "masked_scatter",
     "view_as", "reshape_as", "expand_as", "narrow", "unsqueeze", "permute", "movedim", "unflatten", "untyped_storage",
     "data_ptr", "element_size", "new_empty", "new_zeros", "new_ones", "new_full", "new_tensor", "type_as",
     "index_add", "index_put", "tensor_split", "split_with_sizes", "unbind", "numel", "nelement", "storage_offset",
@@ -49,17 +49,18 @@ _NOT_ONE_TENSOR = frozenset({
 
 def _tensor_op(target: str, vocab: Vocabulary) -> bool:
     """``torch.<op>``, ``torch.nn.functional.<op>``, ``torch_npu.npu_<op>``: a tensor op whose positional operands are
-    tensors (not ``torch.func.functional_call(model, ...)``, ``torch.nn.utils.clip_grad_norm_(params)``)."""
+    tensors (not ``torch.func.functional_call(model, ...)``, ``torch.nn.utils.clip_grad_norm_(params)``, nor a tensor
+    class built from host data: ``torch.LongTensor(token_ids)``, ``torch.Tensor(values)`` take lists)."""
     parts = target.split(".")
-    return vocab[0](target) and parts[-1] not in _NOT_ONE_TENSOR and (
+    return vocab[0](target) and parts[-1] not in _NOT_ONE_TENSOR and not parts[-1][:1].isupper() and (
         len(parts) == 2 or target.startswith("torch.nn.functional.") and len(parts) == 4)
 
 
 def opaque_annotation(project: Project, file: FileModel, fn: FunctionInfo, annotation: cst.BaseExpression,
                       depth: int = 0) -> bool:
     """Does ``annotation`` say nothing of what the value is: ``Any`` / ``object`` (optionally ``Optional`` / ``| None``),
-    a string of one, or a project type alias whose value is one, a ``TypeVar`` or a union (a name the project binds at
-    module level to no class)? A class, a protocol, ``Callable``, a container are something."""
+    a string of one, or a project type alias whose value is one or an unbound ``TypeVar`` (a name the project binds at
+    module level to no class)? A class, a protocol, ``Callable``, a container, a ``Union`` of types are something."""
     if depth > 3:
         return False
     if isinstance(annotation, cst.SimpleString):
@@ -112,7 +113,7 @@ def opaque_param_use(project: Project, file: FileModel, fn: FunctionInfo, param:
     """How ``fn`` itself shows that ``param`` (of an opaque annotation, :func:`opaque_annotation`) holds a torch
     tensor: "record" when the function records it (or a view of it bound once) on a stream (``record_stream``:
     device memory an allocator hands out), "use" for another use only a tensor has (``kv.detach()``,
-    ``kv.index_select(0, rows)``, ``kv.is_cuda``, ``dst.copy_(kv)``, ``torch.flatten(kv)``), None when there is
+    ``kv.index_select(0, rows)``, ``kv.grad_fn``, ``dst.copy_(kv)``, ``torch.flatten(kv)``), None when there is
     none, when the function rebinds the name, or when it also uses it as host memory (``kv.is_cpu``,
     ``kv.numpy()``, ``kv.pin_memory()``, a numpy function taking it). ``vocab``: (does a torch call give a tensor,
     the view methods), from ``model/tensors.py``."""

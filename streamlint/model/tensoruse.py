@@ -86,4 +86,3 @@ def tensor_places(project: Project, file: FileModel, fn: FunctionInfo) -> frozen
                       and isinstance(a.value, cst.Attribute) and a.keyword.value in apis.COLLECTIVE_PARAMS[last]}
     memo[id(fn)] = frozenset(found)
     return memo[id(fn)]
-

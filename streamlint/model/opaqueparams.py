@@ -130,7 +130,8 @@ def opaque_param_use(project: Project, file: FileModel, fn: FunctionInfo, param:
         if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == param:
             if node.attr.value in _HOST_ATTRS or node.attr.value in _HOST_METHODS:
                 return None
-            if node.attr.value in _TORCH_ONLY_ATTRS or node.attr.value in _TORCH_ONLY_METHODS:
+            if node.attr.value in _TORCH_ONLY_ATTRS or node.attr.value in _TORCH_ONLY_METHODS \
+                    and not _project_defines(project, node.attr.value):
                 found = found or "use"
         if not isinstance(node, cst.Call):
             continue
@@ -152,6 +153,16 @@ def opaque_param_use(project: Project, file: FileModel, fn: FunctionInfo, param:
                 found = found or "use"
     memo[key] = found
     return found
+
+
+def _project_defines(project: Project, method: str) -> bool:
+    """Does a project class define ``method`` (``BlockTable.detach``, a tensor-like wrapper's ``numel``)? Then the
+    opaque value may be one of its objects: the method is no evidence of a torch tensor (one marker search a name)."""
+    memo = derived(project, "opaque_project_methods")
+    if method not in memo:
+        memo[method] = any(method in cls.methods for model in project.files_containing((f"def {method}(".encode(),))
+                           for cls in model.classes.values())
+    return memo[method]
 
 
 def _view_of(value: cst.BaseExpression, param: str, views: Collection[str]) -> bool:

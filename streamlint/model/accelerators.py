@@ -145,15 +145,22 @@ def _receiver_specs(project: Project, file: FileModel, fn: FunctionInfo | None, 
 def _own_method(project: Project, file: FileModel, fn: FunctionInfo | None, func: cst.BaseExpression,
                 method: FunctionInfo) -> bool:
     """Is ``func`` (``self._device``) a method of the class of ``fn`` taking nothing but ``self``, returning a value
-    at every return, that no direct project subclass overrides (``self`` may be one, whose override may return
-    another object)?"""
+    at every return, that no project subclass overrides, direct or through up to three levels (``self`` may be one,
+    whose override may return another object)?"""
     if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
             and fn is not None and fn.class_name == method.class_name and method.params == ("self",)
             and not method.node.params.kwonly_params and not isinstance(method.node.params.star_arg, cst.Param)):
         return False
     cls = file.classes.get(method.class_name or "")
-    return cls is not None and bool(method.returns) and all(r.value is not None for r in method.returns) \
-        and not any(func.attr.value in sub.methods for sub, _ in _subclasses(project, file, cls))
+    if cls is None or not method.returns or any(r.value is None for r in method.returns):
+        return False
+    level, seen = [(cls, file)], {(file.path, cls.name)}
+    for _ in range(4):  # (bounded: a deep or cyclic hierarchy stops here)
+        level = [(sub, mod) for c, m in level for sub, mod in _subclasses(project, m, c)
+                 if (mod.path, sub.name) not in seen and not seen.add((mod.path, sub.name))]
+        if any(func.attr.value in sub.methods for sub, _ in level):
+            return False
+    return True
 
 
 def _bound_specs(project: Project, file: FileModel, cls: ClassInfo, attr: str, method: str, depth: int,

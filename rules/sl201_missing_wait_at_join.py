@@ -650,6 +650,10 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
         confidence = Confidence.MEDIUM if confidence in (None, Confidence.HIGH) else confidence
         hint += ("; it was made by a call whose result's type is not known (collected in a side-stream scope): "
                  "this assumes the call hands back device data made on that stream")
+    if race.guessed and race.argument:  # (not a race with the function's own write: `kv.mul_(...)`)
+        confidence = Confidence.MEDIUM if confidence in (None, Confidence.HIGH) else confidence
+        hint += (f"; `{race.guessed}` is annotated with no tensor type: this assumes its use here (one only a torch tensor has) "
+                 "means device memory")
     if race.inlined is not None:
         confidence = Confidence.MEDIUM
         hint += ("; the access is inside the called helper, on the stream this function made current: "

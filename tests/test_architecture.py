@@ -173,7 +173,7 @@ LAYERS = {
         "attrstreams", "devobjects", "devfields", "heldslots", "eventguards", "hostobjects", "hostresults",
         "freeing", "ctxfactories", "argkinds", "devicenames", "handedevents", "reaching", "modvalues"},
     3: {"tensors", "tensoruse", "dataflow", "flow", "breaks", "waits", "families", "scopes", "environment",
-        "recorders", "handoffs", "hostattrs", "dataswaps", "paramjoins", "slotevents", "calleekinds"},
+        "recorders", "handoffs", "hostattrs", "dataswaps", "paramjoins", "slotevents", "calleekinds", "opaqueparams"},
 }
 
 

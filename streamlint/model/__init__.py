@@ -95,6 +95,9 @@ Layer 3 — one function's flow
                     parameters: the one tensor-typing module)
     ``calleekinds`` its companion for parameters: an unannotated one handed as is to a project function
                     whose own code takes it for a tensor is a tensor
+    ``opaqueparams`` its companion for parameters annotated with no type (``kv: Any``, an opaque project alias):
+                    a tensor when the function uses it as only a torch tensor is used (``kv.detach()``); medium
+                    evidence (``guessed_params``) unless it records it on a stream
     ``tensoruse``   its companion for values the flow does not track yet: loop elements of a collection
                     handed in, places (``bucket.grad_data``) a function uses as tensors
     ``dataflow``    which hazards (races, lifetimes, unjoined streams, view escapes) does a function

@@ -111,6 +111,9 @@ def _receiver_specs(project: Project, file: FileModel, fn: FunctionInfo | None, 
             built = devfields.constructed_class(project, file, fn, recv)
             if built is not None:  # `Backend(dev)`: an object of a project device class
                 return _class_specs(project, built[1], built[0], method)
+        if target is not None and target[0].class_name is not None and not recv.args \
+                and _own_method(project, target[1], fn, recv.func, target[0]):  # `self._device()`: its own getter
+            return _returned_specs(project, target[1], target[0], method, depth, via)
         if target is None or target[0].class_name is not None:
             return set()
         return _getter_specs(project, target[1], target[0], method) \
@@ -137,6 +140,27 @@ def _receiver_specs(project: Project, file: FileModel, fn: FunctionInfo | None, 
             and fn is not None and fn.class_name in file.classes:
         return _bound_specs(project, file, file.classes[fn.class_name], recv.attr.value, method, depth, via)
     return set()
+
+
+def _own_method(project: Project, file: FileModel, fn: FunctionInfo | None, func: cst.BaseExpression,
+                method: FunctionInfo) -> bool:
+    """Is ``func`` (``self._device``) a method of the class of ``fn`` taking nothing but ``self``, returning a value
+    at every return, that no project subclass overrides, direct or through up to three levels (``self`` may be one,
+    whose override may return another object)?"""
+    if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
+            and fn is not None and fn.class_name == method.class_name and method.params == ("self",)
+            and not method.node.params.kwonly_params and not isinstance(method.node.params.star_arg, cst.Param)):
+        return False
+    cls = file.classes.get(method.class_name or "")
+    if cls is None or not method.returns or any(r.value is None for r in method.returns):
+        return False
+    level, seen = [(cls, file)], {(file.path, cls.name)}
+    for _ in range(4):  # (bounded: a deep or cyclic hierarchy stops here)
+        level = [(sub, mod) for c, m in level for sub, mod in _subclasses(project, m, c)
+                 if (mod.path, sub.name) not in seen and not seen.add((mod.path, sub.name))]
+        if any(func.attr.value in sub.methods for sub, _ in level):
+            return False
+    return True
 
 
 def _bound_specs(project: Project, file: FileModel, cls: ClassInfo, attr: str, method: str, depth: int,

@@ -125,6 +125,11 @@ def _module_assignments(file: FileModel) -> dict[str, cst.BaseExpression | None]
     return found
 
 
+def module_assignment(file: FileModel, name: str) -> cst.BaseExpression | None:
+    """The value of the first top-level assignment of ``name`` in the module (``KVCache = Any``), else None."""
+    return _module_assignments(file).get(name)
+
+
 def _module_global(file: FileModel, name: str) -> bool:
     return isinstance(_module_assignments(file).get(name), cst.Call)
 

@@ -33,6 +33,7 @@ from streamlint.model.hostresults import _host_value, returns_host_values  # noq
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, host_annotation, string_value
 from streamlint.model.streams import EVENT, STREAM, annotation_kind, derived
 from streamlint.model.calleekinds import callee_tensor_params
+from streamlint.model.opaqueparams import opaque_param
 from streamlint.model.syntax import class_field_annotation, field_reads, target_names
 from streamlint.model.walk import children
 
@@ -272,8 +273,8 @@ def own_param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict
             kinds[p.name.value] = EVENT
         elif "Tensor" in code or "tensor" in code:
             kinds[p.name.value] = "tensor"
-        else:
-            kinds[p.name.value] = "other"
+        else:  # (`kv: Any` used as only a tensor is, a project alias of Tensor: opaqueparams.py)
+            kinds[p.name.value] = opaque_param(project, file, fn, p, (torch_returns_tensor, VIEW_METHODS)) or "other"
 
     def note(name: str, kind: str) -> None:
         if name in params and name not in kinds:

@@ -59,8 +59,9 @@ from streamlint.model.flow.syncops import SyncMethods
 from streamlint.model.flow.polls import Polls
 from streamlint.model.flow.values import AnalysisBudgetExceeded, Access, EVal, FlowConfig, KVal, SVal, State, flow_config
 from streamlint.model.streams import EVENT, MAIN, STREAM
-from streamlint.model.tensors import param_kinds
+from streamlint.model.tensors import VIEW_METHODS, param_kinds, torch_returns_tensor
 from streamlint.model.tensoruse import tensor_annotation
+from streamlint.model.opaqueparams import guessed_params
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -162,6 +163,7 @@ class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders
         self.pinned_copies: set[int] = set()  # asynchronous copies into page-locked host memory (hostreads.py)
         self.unplaced_copies: set[int] = set()  # ... of a tensor of unknown placement (hostreads.py: medium)
         self.unknown_results: set[int] = set()  # storages of call results of unknown type (listreads.py: medium)
+        self.guessed_args: dict[int, str] = {}  # storages of parameters typed by their use (opaqueparams.py)
         self.host_grads: dict[int, str] = {}  # pending host ``.grad`` storages: their place (hostgrads.py)
         self.dropped: dict[int, tuple] = {}  # records whose event a path drops (hostsync.py): id -> (key, finding)
         self._anonymous: dict[int, int] = {}  # creation node -> index in program order
@@ -259,6 +261,7 @@ class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders
         self.given_events |= recorded_event_params(self.project, self.file, self.fn, {
             name for name in self.fn.all_params if kinds.get(name) == EVENT})
         late = {p for names in (*forked.values(), *own.values()) for p in names}  # produced after the fork
+        guessed = guessed_params(self.project, self.file, self.fn, (torch_returns_tensor, VIEW_METHODS))
         if self.fn.scopes and self.fn.all_params:
             self.entry_getters = callers_current_getters(self.project, self.file, self.fn)
         deferred: list[str] = []
@@ -290,6 +293,8 @@ class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders
                 continue
             else:
                 S = self.new_storage(st, "arg", MAIN, name, Access(MAIN, 0, None, {}))
+            if name in guessed:
+                self.guessed_args[S.sid] = name
             st.env[name] = self.new_tensor(st, S.sid)
         self.bind_star_args(st)
         if self.entry_seed:

@@ -647,6 +647,10 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
         confidence = Confidence.MEDIUM if confidence in (None, Confidence.HIGH) else confidence
         hint += ("; it was made by a call whose result's type is not known (collected in a side-stream scope): "
                  "this assumes the call hands back device data made on that stream")
+    if race.host_handed and confidence in (None, Confidence.HIGH):
+        confidence = Confidence.MEDIUM
+        hint += (f"; `{race.name}` holds host memory and is handed to a call of code not seen here: this assumes "
+                 "that call reads its data, not only its address and size (a transfer descriptor)")
     if race.inlined is not None:
         confidence = Confidence.MEDIUM
         hint += ("; the access is inside the called helper, on the stream this function made current: "

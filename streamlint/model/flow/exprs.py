@@ -555,7 +555,8 @@ class Expressions:
             self.op(st, e, reads, result=False)  # `np.nonzero(mask)`: read on the host, a numpy array results
             return None
         if any(self.tensors(st, v) for v in reads) or is_torch:  # (a place of unknown type only: guessedresults.py)
-            return self.op(st, e, reads) if is_torch else guessed_result(self, st, reads, self.op(st, e, reads))
+            return self.op(st, e, reads) if is_torch else guessed_result(self, st, reads,
+                                                                          self.unseen_call_op(st, e, reads))
         return None
 
     def method(self, st: State, e: cst.Call, recv: object, name: str) -> object:
@@ -609,7 +610,7 @@ class Expressions:
                 self.op(st, e, reads, writes, result=False)
                 return None
             if any(self.tensors(st, v) for v in reads):
-                return self.op(st, e, reads)
+                return self.unseen_call_op(st, e, reads)
             return None
         tv = tensors[0]
         if name == "record_stream" and arg0 is not None:

@@ -162,6 +162,9 @@ class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders
         self.pinned_copies: set[int] = set()  # asynchronous copies into page-locked host memory (hostreads.py)
         self.unplaced_copies: set[int] = set()  # ... of a tensor of unknown placement (hostreads.py: medium)
         self.unknown_results: set[int] = set()  # storages of call results of unknown type (listreads.py: medium)
+        self.unseen_call = False  # the op at hand is a call of code not seen (hostwrites.unseen_call_op)
+        self.host_handed_now: frozenset[int] = frozenset()  # host-field storages that call is handed
+        self.host_handed_reads: set[tuple[int, int]] = set()  # (storage, time) of such reads (Race.host_handed)
         self.host_grads: dict[int, str] = {}  # pending host ``.grad`` storages: their place (hostgrads.py)
         self.dropped: dict[int, tuple] = {}  # records whose event a path drops (hostsync.py): id -> (key, finding)
         self._anonymous: dict[int, int] = {}  # creation node -> index in program order

@@ -49,6 +49,8 @@ class Race:
     # producer stream that handed-in stream waited on: the caller's join, maybe (chosenstreams.handed_wait)
     unknown: bool = False  # the earlier access made a value of unknown type: a call's result taken as device data
     # because it was collected in a side-stream scope (flow/listreads.py)
+    host_handed: bool = False  # one of the two accesses is a call of code not seen handed a field that certainly
+    # holds host memory (a pinned pool): it may only describe it, or read it on the host (flow/hostwrites.py)
 
 
 @dataclass(frozen=True)

@@ -283,7 +283,7 @@ class Storages(HostFields):
                                    S.kind == "arg" and earlier.time <= self.entry_time, self.cfg.mode, escape, body,
                                    replay, earlier.time < self.handshake_time, self.caller_stream(earlier.stream, s),
                                    protocol, held, caller, step=step, inlined=self.inner if self.depth else None,
-                                   unknown=S.sid in self.unknown_results,
+                                   unknown=S.sid in self.unknown_results, host_handed=self.handed_host(S.sid, earlier.time),
                                    entry=entry_of(self, S, earlier, s),
                                    ambient=race_evidence(self, earlier.stream, s, step and S.name),
                                    handed_wait=handed, cause=(

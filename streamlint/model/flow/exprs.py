@@ -598,7 +598,7 @@ class Expressions:
             self.call_args(st, e)  # a view of a value of unknown storage allocates nothing: no storage of this call
             return None
         if not tensors and name in ("item", "tolist") and not e.args:
-            self.maybe_synced(st)  # `count.item()`: a wait for this stream if `count` is device data (hostreads.py)
+            self.maybe_synced(st, e.func.value, recv)  # `count.item()`: a wait for this stream if `count` is device data (hostreads.py)
         if not tensors:
             _, reads, writes = self.call_args(st, e)
             if (recv is None or isinstance(recv, KVal) and recv.opaque) and not writes \
@@ -639,7 +639,7 @@ class Expressions:
                 self.blocking_copy(st, st.cur)  # an H2D copy the host waits for
             return result
         if name in HOST_VALUE_METHODS:
-            host = self.is_host(st, tv) or (tv.sid in st.stores and st.stores[tv.sid].d2h is not None)
+            host = self.is_host(st, tv) or (tv.sid in st.stores and st.stores[tv.sid].d2h is not None) or self._host_memory(st, tv)
             if host and name != "numpy":  # (a numpy view of the same memory: no read yet)
                 self.host_read(st, e.func.value, f".{name}()")
             self.op(st, e, [tv], result=False)

@@ -31,5 +31,5 @@ def test_a_pinned_pool_handed_to_an_unseen_call_is_medium(tmp_path):
 def test_stream_and_host_reads_of_the_pool_and_device_fields_stay_high(tmp_path):
     found = _confidences(tmp_path)
     high = _lines("# expect: SL201 -- high")
-    assert len(high) == 3
+    assert len(high) == 4  # (torch.save of the pool: torch is seen, it reads the bytes)
     assert all(found[line] in (None, Confidence.HIGH) for line in high)

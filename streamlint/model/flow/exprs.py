@@ -555,8 +555,9 @@ class Expressions:
             self.op(st, e, reads, result=False)  # `np.nonzero(mask)`: read on the host, a numpy array results
             return None
         if any(self.tensors(st, v) for v in reads) or is_torch:  # (a place of unknown type only: guessedresults.py)
-            return self.op(st, e, reads) if is_torch else guessed_result(self, st, reads,
-                                                                          self.unseen_call_op(st, e, reads))
+            seen = is_torch or (target or "").split(".", 1)[0] in ("torch", "torch_npu")  # (`torch.save(buf, f)` reads it)
+            return self.op(st, e, reads) if is_torch else guessed_result(
+                self, st, reads, self.op(st, e, reads) if seen else self.unseen_call_op(st, e, reads))
         return None
 
     def method(self, st: State, e: cst.Call, recv: object, name: str) -> object:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.flow.counters import names_in
+from streamlint.model.syntax import local_nodes, mentions_name
 
 if TYPE_CHECKING:
     from streamlint.model.flow.values import State, TVal
@@ -88,7 +89,16 @@ class GuardedWork:
         if not waits or not after or max(waits) >= min(after) or key.startswith("self.") \
                 or key in self.handed_events or key in self.field_events:  # type: ignore[attr-defined]
             return False
+        names = [n for n, v in st.env.items() if getattr(v, "key", None) == key] + [key] * key.isidentifier()
+        if not names or _closed_over(self.fn.node, *names):  # type: ignore[attr-defined]  (the locals bound to it)
+            return False  # (a nested function may wait on it later: `def finish(): copy.wait_event(queued)`)
         return not event_waited_outside(self.project, self.fn, key)  # type: ignore[attr-defined]
+
+
+def _closed_over(fn: cst.FunctionDef, *names: str) -> bool:
+    """Does a function or lambda nested in ``fn`` mention one of ``names`` (the event may be waited on when it runs)?"""
+    return any(isinstance(n, (cst.FunctionDef, cst.Lambda)) and n is not fn and mentions_name(n, *names)
+               for n in local_nodes(fn))
 
 
 def _reachable(S) -> bool:

@@ -31,6 +31,7 @@ def test_a_join_only_the_callers_flag_skips_is_medium(tmp_path):
     assert found[_line(name, "medium, nested")] is Confidence.MEDIUM  # (an `if sync:` in an `else:` block)
     assert found[_line(name, "medium: blocking=False")] is Confidence.MEDIUM  # a device-wide synchronize joins too
     assert found[_line(name, "high: debug")] is Confidence.HIGH  # ... not in an arm of host I/O only
+    assert found[_line(name, "medium: logged")] is Confidence.MEDIUM  # ... unless the flag's default takes that arm
     assert found[_line(name, "high: prefetch only")] is Confidence.HIGH  # a synchronize of another stream
     assert sorted(c.value for c in found.values()).count("high") == 5  # verbose flag, another stream, own flag, debug
 

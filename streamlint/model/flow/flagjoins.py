@@ -50,7 +50,10 @@ def skipped_join_flag(fn: cst.FunctionDef, st: State, stream: str | None = None)
         taken, other = (n.body, n.orelse) if value == positive else (n.orelse, n.body)
         if _joins(taken, names):
             continue
-        if _joins(other, names) or _leaves(taken) and any(_joins(r, names) for r in rest):
+        # an arm of host I/O besides a device-wide synchronize is a debugging aid only when the caller opts in to
+        # it: not when the parameter's default takes it (`blocking: bool = True`: the caller's protocol)
+        opt_in = _default(fn, name) == value
+        if _joins(other, names, opt_in) or _leaves(taken) and any(_joins(r, names, opt_in) for r in rest):
             return name  # (`if not sync: return` before the join: the rest of the block is the other arm)
     return None
 
@@ -111,11 +114,21 @@ def _params(fn: cst.FunctionDef) -> frozenset[str]:
     return frozenset(a.name.value for a in named) - {"self", "cls"}
 
 
-def _joins(arm: cst.CSTNode | None, names: frozenset[str] | None = None) -> bool:
+def _default(fn: cst.FunctionDef, name: str) -> bool | None:
+    """The literal ``True`` / ``False`` default of parameter ``name``, if it has one."""
+    p = fn.params
+    for a in (*p.posonly_params, *p.params, *p.kwonly_params):
+        if a.name.value == name and isinstance(a.default, cst.Name) and a.default.value in ("True", "False"):
+            return a.default.value == "True"
+    return None
+
+
+def _joins(arm: cst.CSTNode | None, names: frozenset[str] | None = None, opt_in: bool = True) -> bool:
     """Does the arm join? With ``names`` (the texts the hazard's stream goes by), only a join of that stream counts:
     ``x.wait_stream(s)`` / ``s.synchronize()`` naming it, a wait on an event or its ``synchronize()`` (recorded where, not
     asked), or a device-wide ``synchronize()`` unless the arm does nothing else but host I/O (``if debug:
-    torch.cuda.synchronize(); print(...)`` is a debugging aid, no caller protocol: review of life32)."""
+    torch.cuda.synchronize(); print(...)`` is a debugging aid, no caller protocol: review of life32) and the caller
+    opts in to it (``opt_in``: the flag's default does not take that arm; ``blocking: bool = True`` is a protocol)."""
     if arm is None:
         return False
     calls = [n for n in local_nodes(arm) if isinstance(n, cst.Call)]
@@ -129,7 +142,7 @@ def _joins(arm: cst.CSTNode | None, names: frozenset[str] | None = None) -> bool
                 or attr == "wait_stream" and c.args and dotted(c.args[0].value) in names:
             return True  # (`done.synchronize()`: an event's, recorded where not asked)
         others = [d for d in calls if d is not c]
-        if attr == "synchronize" and device and not (others and all(
+        if attr == "synchronize" and device and not (opt_in and others and all(
                 (dotted(d.func) or "").split(".", 1)[0] in _HOST_IO for d in others)):
             return True
     return False

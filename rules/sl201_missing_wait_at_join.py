@@ -654,6 +654,10 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
         confidence = Confidence.MEDIUM if confidence in (None, Confidence.HIGH) else confidence
         hint += (f"; `{race.guessed}` is annotated with no tensor type: this assumes its use here (one only a torch tensor has) "
                  "means device memory")
+    if race.host_handed and confidence in (None, Confidence.HIGH):
+        confidence = Confidence.MEDIUM
+        hint += (f"; `{race.name}` holds host memory and is handed to a call of code not seen here: this assumes "
+                 "that call reads its data, not only its address and size (a transfer descriptor)")
     if race.inlined is not None:
         confidence = Confidence.MEDIUM
         hint += ("; the access is inside the called helper, on the stream this function made current: "

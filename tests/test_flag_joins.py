@@ -29,7 +29,11 @@ def test_a_join_only_the_callers_flag_skips_is_medium(tmp_path):
     assert found[_line(name, "medium: only when the caller passes sync=False")] is Confidence.MEDIUM
     assert found[_line(name, "non_blocking=True))  # expect: SL301 -- medium")] is Confidence.MEDIUM  # `if not sync: return`
     assert found[_line(name, "medium, nested")] is Confidence.MEDIUM  # (an `if sync:` in an `else:` block)
-    assert sorted(c.value for c in found.values()).count("high") == 3  # verbose flag, another stream, own flag
+    assert found[_line(name, "medium: blocking=False")] is Confidence.MEDIUM  # a device-wide synchronize joins too
+    assert found[_line(name, "high: debug")] is Confidence.HIGH  # ... not in an arm of host I/O only
+    assert found[_line(name, "medium: logged")] is Confidence.MEDIUM  # ... unless the flag's default takes that arm
+    assert found[_line(name, "high: prefetch only")] is Confidence.HIGH  # a synchronize of another stream
+    assert sorted(c.value for c in found.values()).count("high") == 5  # verbose flag, another stream, own flag, debug
 
 
 def test_a_local_owner_never_recorded_stays_high(tmp_path):

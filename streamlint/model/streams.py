@@ -126,7 +126,14 @@ def _current_stream_call(project: Project, file: FileModel, fn: FunctionInfo, ex
                                 for u in project.api_uses(file, site)):
         return True
     func = expr.func
-    return isinstance(func, cst.Attribute) and func.attr.value == "current_stream" and _torch_rooted(file, fn, func.value)
+    if not isinstance(func, cst.Attribute) or func.attr.value != "current_stream":
+        return False
+    if _torch_rooted(file, fn, func.value):
+        return True
+    # a library's torch interop module (`cutlass.torch.current_stream()`): torch's current stream, handed as that
+    # library's stream type; not a project function of that name
+    module = file.resolve(func.value, fn) or ""
+    return "torch" in module.split(".")[1:] and project.function(f"{module}.current_stream", file) is None
 
 
 def _global_names(fn: FunctionInfo) -> set[str]:

@@ -114,7 +114,7 @@ class Consumers:
         before = self.lifetimes.get(key)
         super().report_lifetime(st, S, u, how, node)  # type: ignore[misc]
         if self.lifetimes.get(key) is not None and not self.depth:  # a join a caller's flag skipped (flagjoins.py)
-            flag = skipped_join_flag(self.fn.node, st)
+            flag = skipped_join_flag(self.fn.node, st, u.stream)
             self.lifetimes[key] = merge_flag(before, self.lifetimes[key], flag)
             if self.lifetimes[key] is not before and (place := guess_of(self, S.sid)) is not None:
                 self.lifetimes[key] = replace(self.lifetimes[key], guess=place)

@@ -555,7 +555,9 @@ class Expressions:
             self.op(st, e, reads, result=False)  # `np.nonzero(mask)`: read on the host, a numpy array results
             return None
         if any(self.tensors(st, v) for v in reads) or is_torch:  # (a place of unknown type only: guessedresults.py)
-            return self.op(st, e, reads) if is_torch else guessed_result(self, st, reads, self.op(st, e, reads))
+            seen = is_torch or (target or "").split(".", 1)[0] in ("torch", "torch_npu")  # (`torch.save(buf, f)` reads it)
+            return self.op(st, e, reads) if is_torch else guessed_result(
+                self, st, reads, self.op(st, e, reads) if seen else self.unseen_call_op(st, e, reads))
         return None
 
     def method(self, st: State, e: cst.Call, recv: object, name: str) -> object:
@@ -597,7 +599,7 @@ class Expressions:
             self.call_args(st, e)  # a view of a value of unknown storage allocates nothing: no storage of this call
             return None
         if not tensors and name in ("item", "tolist") and not e.args:
-            self.maybe_synced(st)  # `count.item()`: a wait for this stream if `count` is device data (hostreads.py)
+            self.maybe_synced(st, e.func.value, recv)  # `count.item()`: a wait for this stream if `count` is device data (hostreads.py)
         if not tensors:
             _, reads, writes = self.call_args(st, e)
             if (recv is None or isinstance(recv, KVal) and recv.opaque) and not writes \
@@ -609,7 +611,7 @@ class Expressions:
                 self.op(st, e, reads, writes, result=False)
                 return None
             if any(self.tensors(st, v) for v in reads):
-                return self.op(st, e, reads)
+                return self.unseen_call_op(st, e, reads)
             return None
         tv = tensors[0]
         if name == "record_stream" and arg0 is not None:
@@ -638,7 +640,7 @@ class Expressions:
                 self.blocking_copy(st, st.cur)  # an H2D copy the host waits for
             return result
         if name in HOST_VALUE_METHODS:
-            host = self.is_host(st, tv) or (tv.sid in st.stores and st.stores[tv.sid].d2h is not None)
+            host = self.is_host(st, tv) or (tv.sid in st.stores and st.stores[tv.sid].d2h is not None) or self._host_memory(st, tv)
             if host and name != "numpy":  # (a numpy view of the same memory: no read yet)
                 self.host_read(st, e.func.value, f".{name}()")
             self.op(st, e, [tv], result=False)

@@ -9,8 +9,9 @@ it is medium, not high (issue 16: never report at high what depends on an unseen
 
 :func:`skipped_join_flag` names such a flag for the path a lifetime hazard is found on: a caller-supplied value
 (a parameter, or a local the function binds once from a parameter's entry or field, ``sync = kwargs["sync"]``,
-``kwargs.get("sync", True)``, ``opts.sync``) that this path took one arm of, whose other arm joins a stream
-(``wait_stream`` / ``wait_event`` / ``synchronize``) while this path's arm does not. A hazard also found on a path
+``kwargs.get("sync", True)``, ``opts.sync``) that this path took one arm of, whose other arm joins the stream the
+hazard's use ran on (``wait_stream`` of it, its ``synchronize()``, an event's wait, a device-wide ``synchronize()``
+unless the arm does nothing else but host I/O: a debugging aid) while this path's arm does not. A hazard also found on a path
 that rests on no such flag keeps its confidence (:func:`merge_flag`).
 """
 
@@ -30,11 +31,14 @@ if TYPE_CHECKING:
 _JOINS = frozenset({"wait_stream", "wait_event", "synchronize"})
 
 
-def skipped_join_flag(fn: cst.FunctionDef, st: State) -> str | None:
-    """The caller-supplied flag whose arm this path took skips a join the other arm makes, if any."""
+def skipped_join_flag(fn: cst.FunctionDef, st: State, stream: str | None = None) -> str | None:
+    """The caller-supplied flag whose arm this path took skips a join the other arm makes, if any. With ``stream``
+    (the stream key the hazard's use ran on, not the entry stream) the join must be one of that stream
+    (:func:`_stream_names`)."""
     if not st.assume:
         return None
     params = _params(fn)
+    names = _stream_names(fn, stream) if stream is not None and not stream.startswith("<") else None
     for n, rest in _ifs(fn.body):
         name, positive = _tested_name(n.test)
         if name is None or (keys := _caller_supplied(fn, params, name)) is None:
@@ -44,9 +48,12 @@ def skipped_join_flag(fn: cst.FunctionDef, st: State) -> str | None:
         if value is None:
             continue
         taken, other = (n.body, n.orelse) if value == positive else (n.orelse, n.body)
-        if _joins(taken):
+        if _joins(taken, names):
             continue
-        if _joins(other) or _leaves(taken) and any(_joins(r) for r in rest):
+        # an arm of host I/O besides a device-wide synchronize is a debugging aid only when the caller opts in to
+        # it: not when the parameter's default takes it (`blocking: bool = True`: the caller's protocol)
+        opt_in = _default(fn, name) == value
+        if _joins(other, names, opt_in) or _leaves(taken) and any(_joins(r, names, opt_in) for r in rest):
             return name  # (`if not sync: return` before the join: the rest of the block is the other arm)
     return None
 
@@ -107,11 +114,53 @@ def _params(fn: cst.FunctionDef) -> frozenset[str]:
     return frozenset(a.name.value for a in named) - {"self", "cls"}
 
 
-def _joins(arm: cst.CSTNode | None) -> bool:
+def _default(fn: cst.FunctionDef, name: str) -> bool | None:
+    """The literal ``True`` / ``False`` default of parameter ``name``, if it has one."""
+    p = fn.params
+    for a in (*p.posonly_params, *p.params, *p.kwonly_params):
+        if a.name.value == name and isinstance(a.default, cst.Name) and a.default.value in ("True", "False"):
+            return a.default.value == "True"
+    return None
+
+
+def _joins(arm: cst.CSTNode | None, names: frozenset[str] | None = None, opt_in: bool = True) -> bool:
+    """Does the arm join? With ``names`` (the texts the hazard's stream goes by), only a join of that stream counts:
+    ``x.wait_stream(s)`` / ``s.synchronize()`` naming it, a wait on an event or its ``synchronize()`` (recorded where, not
+    asked), or a device-wide ``synchronize()`` unless the arm does nothing else but host I/O (``if debug:
+    torch.cuda.synchronize(); print(...)`` is a debugging aid, no caller protocol: review of life32) and the caller
+    opts in to it (``opt_in``: the flag's default does not take that arm; ``blocking: bool = True`` is a protocol)."""
     if arm is None:
         return False
-    return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in _JOINS
-               for n in local_nodes(arm))
+    calls = [n for n in local_nodes(arm) if isinstance(n, cst.Call)]
+    joins = [c for c in calls if isinstance(c.func, cst.Attribute) and c.func.attr.value in _JOINS]
+    if names is None:
+        return bool(joins)
+    for c in joins:
+        attr, recv = c.func.attr.value, dotted(c.func.value) or ""
+        device = recv.rsplit(".", 1)[-1] in _DEVICE_MODULES
+        if attr == "wait_event" or attr == "synchronize" and (recv in names or not device and "stream" not in recv.lower()) \
+                or attr == "wait_stream" and c.args and dotted(c.args[0].value) in names:
+            return True  # (`done.synchronize()`: an event's, recorded where not asked)
+        others = [d for d in calls if d is not c]
+        if attr == "synchronize" and device and not (opt_in and others and all(
+                (dotted(d.func) or "").split(".", 1)[0] in _HOST_IO for d in others)):
+            return True
+    return False
+
+
+_DEVICE_MODULES = frozenset({"cuda", "npu", "xpu", "accelerator", "torch"})
+_HOST_IO = frozenset({"print", "logger", "logging", "log", "time", "warnings", "len", "str", "repr", "int", "float",
+                      "round"})  # (a call's head name: host I/O and what formats its arguments)
+
+
+def _stream_names(fn: cst.FunctionDef, stream: str) -> frozenset[str]:
+    """The texts the stream keyed ``stream`` goes by in the function: the key, and locals bound to exactly it."""
+    names = {stream}
+    for n in local_nodes(fn.body):
+        if isinstance(n, cst.Assign) and len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name) \
+                and dotted(n.value) == stream:
+            names.add(n.targets[0].target.value)
+    return frozenset(names)
 
 
 def _caller_supplied(fn: cst.FunctionDef, params: frozenset[str], name: str) -> tuple[str, ...] | None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.flow.counters import names_in
+from streamlint.model.syntax import local_nodes, mentions_name
 
 if TYPE_CHECKING:
     from streamlint.model.flow.values import State, TVal
@@ -36,6 +37,9 @@ class GuardedWork:
     def wait_event(self, st: State, stream: str, key: str) -> None:
         super().wait_event(st, stream, key)  # type: ignore[misc]
         self.__dict__.setdefault("event_waits", {}).setdefault(key, []).append((stream, self.clock))
+        snap = st.events.get(key)
+        if snap is not None:  # (the record this path's wait sees: its key and snapshot, shared by the paths after it)
+            self.__dict__.setdefault("record_waits", {}).setdefault((key, frozenset(snap.items())), []).append(self.clock)
 
     def helper_work(self, st: State, site) -> None:
         before = st.work.get(st.cur)
@@ -66,6 +70,35 @@ class GuardedWork:
                     return False
         known = after | {t for t, _n, _e in helpers}
         return last in known and all(t in known for t, _ in self.op_sites.get(stream, ()) if time < t <= last)
+
+    def waits_precede_work(self, st: State, key: str, stream: str, time: int) -> bool:
+        """Is every wait on ``key`` after its record (at ``time``) issued before any work ``stream`` queues after
+        that record, the event being the function's own (made here, never stored on an object, put in a container
+        or handed to a call, and no other function of the project waits on one of its name)? A wait orders the
+        waiter after what the record covers, and no waiter of it is left to come after the later work: moving
+        the record later cannot cover that work (the wait would then run first), so the record is not early
+        (a staging loop recording ``queued`` on the compute stream and waiting on it at once, then queueing the
+        next element's copy on the compute stream in a later round). A wait at the same time as the work or after
+        it, a path's waits interleaved with another path's work (the clock counts every path: a wait of one path
+        after a work of another keeps the finding), an event kept or handed: early as before."""
+        snap = st.events.get(key)
+        if snap is None or snap.get(stream) != time:
+            return False
+        waits = self.__dict__.get("record_waits", {}).get((key, frozenset(snap.items())), ())  # (of every path)
+        after = [t for t, _n in self.work_sites.get(stream, ()) if t > time]  # type: ignore[attr-defined]
+        if not waits or not after or max(waits) >= min(after) or key.startswith("self.") \
+                or key in self.handed_events or key in self.field_events:  # type: ignore[attr-defined]
+            return False
+        names = [n for n, v in st.env.items() if getattr(v, "key", None) == key] + [key] * key.isidentifier()
+        if not names or _closed_over(self.fn.node, *names):  # type: ignore[attr-defined]  (the locals bound to it)
+            return False  # (a nested function may wait on it later: `def finish(): copy.wait_event(queued)`)
+        return not event_waited_outside(self.project, self.fn, key)  # type: ignore[attr-defined]
+
+
+def _closed_over(fn: cst.FunctionDef, *names: str) -> bool:
+    """Does a function or lambda nested in ``fn`` mention one of ``names`` (the event may be waited on when it runs)?"""
+    return any(isinstance(n, (cst.FunctionDef, cst.Lambda)) and n is not fn and mentions_name(n, *names)
+               for n in local_nodes(fn))
 
 
 def _reachable(S) -> bool:

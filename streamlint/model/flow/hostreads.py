@@ -31,11 +31,11 @@ from streamlint._lazy import cst
 from streamlint.model.apis import HOST_CONSUMER_FUNCTIONS, HOST_CONSUMER_METHODS, HOST_VERDICTS
 from streamlint.model.placement import BLOCKING_HOST_READS
 from streamlint.model.flow.results import EarlyRecord, HostRead
-from streamlint.model.flow.values import Access, EVal, KVal, State, TupVal, TVal
+from streamlint.model.flow.values import Access, CVal, EVal, KVal, State, TupVal, TVal
 from streamlint.model.walk import children
 from streamlint.model.file import dotted
 from streamlint.model.syntax import contains, local_nodes, mentions_name, target_names
-from streamlint.model.placement import copy_destination, host_source, pinned_source
+from streamlint.model.placement import DEVICE_MOVES, copy_destination, host_library, host_source, host_value, pinned_source
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.apis import Role
 from streamlint.model.captures import capture_kind
@@ -129,13 +129,36 @@ class HostReads:
                 self.grad_slot(st, out)
         return out
 
-    def maybe_synced(self, st: State) -> None:
+    def maybe_synced(self, st: State, receiver: cst.BaseExpression | None = None, value: object = None) -> None:
         """The host reads a value of unknown placement as a Python value (``token_count.item()``, ``x.tolist()``;
         a tracked tensor's read is ``blocking_copy``): if it is device data, the host waited for everything queued
         on the current stream so far, copies included; if it is host data (a NumPy array, a CPU tensor) it waited
-        for nothing. A pending copy's host read after it is then reported less sure (``HostRead.placed``)."""
-        if self.cfg.mode in ("eager", "cuda"):
+        for nothing. A pending copy's host read after it is then reported less sure (``HostRead.placed``). A value
+        evidently on the host (:meth:`evidently_host`) waits for nothing: no effect."""
+        if self.cfg.mode in ("eager", "cuda") and not self.evidently_host(receiver, value):
             st.maybe_syncs[st.cur] = self.clock
+
+    def evidently_host(self, receiver: cst.BaseExpression | None, value: object) -> bool:
+        """Is the receiver of an ``.item()`` / ``.tolist()`` host data: a constant, a field holding a host value
+        (:meth:`~streamlint.model.flow.hostfields.HostFields.host_attribute`), a host array library's result
+        (``np.asarray(lens).sum()``), or a local / ``self.*`` field every binding of which gives host memory
+        (``stats = hist.cpu()``, ``self.lens = torch.from_numpy(arr)``: :func:`~streamlint.model.placement.host_source`)?"""
+        if isinstance(value, CVal) or isinstance(value, KVal) and self.host_attribute(value):
+            return True
+        if receiver is None:
+            return False
+        cls = self.cfile.classes.get(self.cfn.class_name or "")
+        return host_source(receiver, self.cfn, cls, value=lambda v: host_value(v) or self._library_result(v))
+
+    def _library_result(self, e: cst.BaseExpression) -> bool:
+        """A call of a host array library, or a method chain on one that does not move it (``np.stack(rows).sum()``)."""
+        while isinstance(e, cst.Call):
+            if host_library(self.cfile.resolve(e.func, self.cfn)):
+                return True
+            if not isinstance(e.func, cst.Attribute) or e.func.attr.value in DEVICE_MOVES:
+                return False
+            e = e.func.value
+        return False
 
     def placed_copy(self, st: State, copy: Access) -> bool:
         """Is the copy's pending state certain: its source placed, and no host read of a value of unknown

@@ -129,13 +129,37 @@ class HostWrites:
            read_writes: bool = True):
         host = self._host_write(st, node, reads, writes) if writes else ()
         t0 = self.clock
-        out = super().op(st, node, reads, writes, result, read_writes)  # type: ignore[misc]
+        handed = frozenset(tv.sid for v in reads for tv in self.tensors(st, v) if not self.is_host(st, tv)
+                           and self._host_memory(st, tv)) if self.unseen_call and not writes else frozenset()
+        saved, self.host_handed_now = self.host_handed_now, handed
+        try:
+            out = super().op(st, node, reads, writes, result, read_writes)  # type: ignore[misc]
+        finally:
+            self.host_handed_now = saved
+        self.host_handed_reads |= {(sid, t0 + 1) for sid in handed}
         for sid in host:
             S = st.stores.get(sid)
             lw = S.last_write if S is not None else None
             if lw is not None and lw.time == t0 + 1 and lw.stream == st.cur:
                 S.last_write = Access(HOST, lw.time, lw.node, lw.snap, lw.label, lw.part)
         return out
+
+    def unseen_call_op(self, st: State, node: cst.Call, reads: list) -> object:
+        """The generic reading of a call of code the analysis does not see (a method of an object of unknown
+        class, a library function) handed tensors: they are read on the current stream at the call, and a
+        result is made there. When one of them is a field that certainly holds host memory (:func:`host_fields`:
+        a pinned staging pool), the call may only describe it (its address and size for a transfer engine) or
+        read it on the host: no evidence of a stream read (``Race.host_handed``: medium)."""
+        saved, self.unseen_call = self.unseen_call, True
+        try:
+            return self.op(st, node, reads)
+        finally:
+            self.unseen_call = saved
+
+    def handed_host(self, sid: int, earlier: int) -> bool:
+        """Is the access at hand, or the earlier one (at time ``earlier``) it races with, a call of code not seen
+        handed storage ``sid``, a field certainly in host memory (:meth:`unseen_call_op`)?"""
+        return sid in self.host_handed_now or (sid, earlier) in self.host_handed_reads
 
     def _host_write(self, st: State, node: cst.CSTNode, reads: list, writes: list) -> tuple[int, ...]:
         """The storages an op writes on the host, or () when it is not certainly host work."""

@@ -164,6 +164,9 @@ class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders
         self.unplaced_copies: set[int] = set()  # ... of a tensor of unknown placement (hostreads.py: medium)
         self.unknown_results: set[int] = set()  # storages of call results of unknown type (listreads.py: medium)
         self.guessed_args: dict[int, str] = {}  # storages of parameters typed by their use (opaqueparams.py)
+        self.unseen_call = False  # the op at hand is a call of code not seen (hostwrites.unseen_call_op)
+        self.host_handed_now: frozenset[int] = frozenset()  # host-field storages that call is handed
+        self.host_handed_reads: set[tuple[int, int]] = set()  # (storage, time) of such reads (Race.host_handed)
         self.host_grads: dict[int, str] = {}  # pending host ``.grad`` storages: their place (hostgrads.py)
         self.dropped: dict[int, tuple] = {}  # records whose event a path drops (hostsync.py): id -> (key, finding)
         self._anonymous: dict[int, int] = {}  # creation node -> index in program order

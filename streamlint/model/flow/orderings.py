@@ -312,8 +312,9 @@ class Orderings:
                 if release is None or not work_meets_waiters(self, st, key, stream, time, last):
                     continue
                 self.release_covers[key] = release
-            if self.spares_waiters(st, key, stream, time, last):
-                continue  # the waiters seen here use only what the record already covers (guardedwork.py)
+            if self.spares_waiters(st, key, stream, time, last) or self.waits_precede_work(st, key, stream, time):
+                continue  # the waiters seen here use only what the record already covers, or all waited before
+                # the later work was queued (guardedwork.py)
             if not self.joined_elsewhere(stream):
                 found.append((key, stream, time, last))
             elif (aside := self.joined_aside(stream, key)) is not None and self.aside_work_read(stream, key, time):

@@ -284,7 +284,7 @@ class Storages(HostFields):
                                    replay, earlier.time < self.handshake_time, self.caller_stream(earlier.stream, s),
                                    protocol, held, caller, step=step, inlined=self.inner if self.depth else None,
                                    unknown=S.sid in self.unknown_results, guessed=self.guessed_args.get(S.sid, ""),
-                                   entry=entry_of(self, S, earlier, s),
+                                   host_handed=self.handed_host(S.sid, earlier.time), entry=entry_of(self, S, earlier, s),
                                    ambient=race_evidence(self, earlier.stream, s, step and S.name),
                                    handed_wait=handed, cause=(
                                        st.know(s).get(earlier.stream, -1), earlier.time, self.clock))

@@ -35,7 +35,8 @@ from streamlint.model.flow.callers import bound_by_partial, callers_of
 from streamlint.model.flow.settledargs import kept_to_itself, settled
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.flow.values import CVal, EVal, KVal, SVal, TVal, ordered_before
-from streamlint.model.streams import EVENT, MAIN, STREAM
+from streamlint.model.streams import EVENT, MAIN, STREAM, outside_stream_scopes
+from streamlint.model.syntax import contains, descendants, dominates, local_nodes
 from streamlint.model.uses import bind_arguments
 
 if TYPE_CHECKING:
@@ -346,6 +347,92 @@ def _defaulted_through(fn, site, caller, param: str) -> str | None:
     return name if _none_default(caller, name) else None
 
 
+def _field_defaulted(fn, site, caller, param: str) -> tuple[str, str] | None:
+    """(the caller's parameter, the field) when the call hands on, as ``param``, a field of what that parameter holds
+    or, when it is None, the caller's current stream (``stream=args.stream or torch.cuda.current_stream(t.device)``,
+    ``current_stream() if opts.stream is None else opts.stream``; ``args`` the parameter, or a local bound once from
+    it alone: ``args = Args(**kw) if isinstance(kw, dict) else kw``), else None. The stream is then chosen by
+    whoever built that argument: the caller's callers."""
+    expr = _bound(fn, site).get(param)
+    field = None
+    if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.Or) and _current_call(expr.right):
+        field = expr.left
+    elif isinstance(expr, cst.IfExp) and isinstance(expr.test, cst.Comparison) and len(expr.test.comparisons) == 1 \
+            and isinstance(expr.test.left, cst.Attribute) and _is_none(expr.test.comparisons[0].comparator):
+        op = expr.test.comparisons[0].operator
+        is_none = True if isinstance(op, cst.Is) else False if isinstance(op, cst.IsNot) else None
+        kept, other = (expr.orelse, expr.body) if is_none else (expr.body, expr.orelse)
+        if is_none is not None and _current_call(other) and _same_expr(kept, expr.test.left):
+            field = kept
+    if not isinstance(field, cst.Attribute) or not isinstance(field.value, cst.Name) or field.value.value == "self":
+        return None
+    if any(isinstance(n, cst.Assign) and any(_same_expr(t.target, field) for t in n.targets)
+           or isinstance(n, (cst.AugAssign, cst.AnnAssign)) and _same_expr(n.target, field)
+           for n in local_nodes(caller.node)):
+        return None  # (the caller sets the field itself)
+    owner = _handed_param(caller, field.value.value)
+    return (owner, field.attr.value) if owner is not None else None
+
+
+def _handed_param(caller, name: str) -> str | None:
+    """The caller's parameter ``name`` holds what was handed in: ``name`` itself when it is a parameter the function
+    never rebinds, or the one parameter a local bound once by a plain ``name = value`` is made from, the value's other
+    names being ones the function does not bind (a class, a builtin: ``args = Args(**kw) if isinstance(kw, dict)
+    else kw``); else None."""
+    from streamlint.model.flow.handlestreams import rebound
+
+    bound = rebound(caller)
+    if name in caller.all_params:
+        return name if name not in bound else None
+    sites = [n for n in local_nodes(caller.node) if isinstance(n, cst.Assign) and len(n.targets) == 1
+             and isinstance(n.targets[0].target, cst.Name) and n.targets[0].target.value == name]
+    if len(sites) != 1 or name in rebound(caller, plain=False):
+        return None
+    leaves = {n.value for n in descendants(sites[0].value) if isinstance(n, cst.Name)}
+    params = leaves & set(caller.all_params)
+    return next(iter(params)) if len(params) == 1 and not leaves & bound else None
+
+
+def _fields_left_out(project, model, caller, owner: str, attr: str) -> tuple[str, tuple | None]:
+    """What the callers of ``caller`` hand as its parameter ``owner``'s field ``attr`` (a stream that, when None,
+    makes the call pass the current stream): ``current`` when every seen call leaves the field out (a dict display
+    without the key, a call with keywords only, none of them ``attr``: ``send_weights(it, {"group": g})``), ``unseen``
+    when no call is seen at all (a public API); ``unread`` otherwise (a call that may set it, hands on a value of its
+    own, too many or partial calls)."""
+    from streamlint.model.flow.chosenstreams import callers_unseen
+
+    sites = callers_of(project, model, caller)
+    if not sites:
+        return (_UNSEEN, None) if callers_unseen(project, model, caller) else (_UNREAD, None)
+    if len(sites) > MAX_SITES or bound_by_partial(project, caller):
+        return (_UNREAD, None)
+    for _, site in sites:
+        expr = _bound(caller, site).get(owner)
+        if isinstance(expr, cst.Dict):
+            if not all(isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString)
+                       and el.key.evaluated_value != attr for el in expr.elements):
+                return (_UNREAD, None)
+        elif isinstance(expr, cst.Call):
+            if not all(a.keyword is not None and a.keyword.value != attr and not a.star for a in expr.args):
+                return (_UNREAD, None)
+        else:
+            return (_UNREAD, None)
+    return (_CURRENT, (sites[0][0], sites[0][1].node))
+
+
+def _is_none(expr) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "None"
+
+
+def _same_expr(a, b) -> bool:
+    """Are two attribute chains the same text (``args.stream``)?"""
+    while isinstance(a, cst.Attribute) and isinstance(b, cst.Attribute):
+        if a.attr.value != b.attr.value:
+            return False
+        a, b = a.value, b.value
+    return isinstance(a, cst.Name) and isinstance(b, cst.Name) and a.value == b.value
+
+
 def _none_default(fn, name: str) -> bool:
     """Does ``fn``'s parameter ``name`` default to None?"""
     ps = fn.node.params
@@ -433,8 +520,11 @@ def _caller_streams(project, file, fn, mode: str, param: str, depth: int,
         if caller is fn and through == param:
             continue  # (a recursive call handing on the same stream: its callers' choice, asked here)
         onward = _defaulted_through(fn, site, caller, param) if caller is not None and through is None else None
+        outside = caller is not None and outside_stream_scopes(project, model, site)
         if defaulted and caller is not None and _omits(fn, site, param):
-            verdict = (_CURRENT, (model, site.node))  # (the parameter left None: the function's current stream)
+            # (the parameter left None: the function's current stream; under a stream scope of the caller that is
+            # the scope's stream, not the one its arguments were made on: unknown)
+            verdict = (_CURRENT, (model, site.node)) if outside else _in_scope(project, model, caller, site, fn, mode)
         elif caller is None or caller is fn:
             verdict = (_UNREAD, None)
         elif onward is not None:  # `stream or current_stream()`: its callers' stream, or its current one
@@ -447,8 +537,15 @@ def _caller_streams(project, file, fn, mode: str, param: str, depth: int,
                                      defaulted and _none_default(caller, through)) if depth < MAX_DEPTH \
                 else (_UNREAD, None)  # (a None handed on unchanged is still the current stream down there)
         elif _current_call(_bound(fn, site).get(param)):
-            verdict = (_CURRENT, (model, site.node))  # (`stream=torch.cuda.current_stream(dev)`: its current one,
-            # read from the call's text: also when the caller's analysis resolves the receiver to another class)
+            verdict = (_CURRENT, (model, site.node)) if outside else _in_scope(project, model, caller, site, fn, mode)
+            # (`stream=torch.cuda.current_stream(dev)`: its current one, read from the call's text: also when the
+            # caller's analysis resolves the receiver to another class; under a stream scope, the scope's stream)
+        elif onward is None and through is None and (field := _field_defaulted(fn, site, caller, param)):
+            # (`args.stream or current_stream()`: the stream whoever built `args` chose, else its current one:
+            # current when every seen caller leaves that field out, or none is seen, as a wrapper's own parameter)
+            verdict = _fields_left_out(project, model, caller, *field) if outside else (_UNREAD, None)
+            if verdict[0] == _UNSEEN:
+                verdict = (_CURRENT, (model, site.node))
         else:  # (collected even without stream work of its own: `launcher.launch(x, SIDE)` is read, not skipped)
             facts = (_collect(project, model, caller, mode) or {}).get((id(site.node), id(fn)))
             if facts is None:
@@ -466,6 +563,47 @@ def _caller_streams(project, file, fn, mode: str, param: str, depth: int,
         if _RANK[verdict[0]] > _RANK[worst[0]]:
             worst = verdict
     return worst
+
+
+def _in_scope(project, model, caller, site, fn, mode: str) -> tuple[str, tuple | None]:
+    """The verdict on a call inside a stream scope of its caller that passes its current stream by text (the stream
+    parameter left to its None default, or ``current_stream()``): that stream is the scope's, so the call hands the
+    stream its tensor arguments were made on only when the caller's collecting run saw each of them written and
+    allocated there (no ``tensor`` fact: ``with stream(s): buf = torch.cat(parts); group.send(buf)``); one made
+    before the scope, on the stream the caller entered with, is not ordered by it (``other``: the race is real on
+    that path)."""
+    facts = (_collect(project, model, caller, mode) or {}).get((id(site.node), id(fn)))
+    if facts is None:  # (the caller's run did not resolve the call: `group: Any; group.send(buf)`): from the text
+        return (_CURRENT, (model, site.node)) if _made_in_scope(project, model, caller, site, fn) else (_UNREAD, None)
+    if any(f[1] == "tensor" for f in facts):
+        return (_OTHER, None)
+    return (_CURRENT, (model, site.node))
+
+
+def _made_in_scope(project, model, caller, site, fn) -> bool:
+    """Is every tensor argument of the call (a parameter of ``fn`` its code takes for a tensor) a name or an item
+    assigned the result of a call in the body of the innermost ``with`` around the call, unconditionally before it
+    (``with stream(s): bufs[i] = torch.cat(parts); group.send(bufs[i])``)? Then it was made on the scope's stream."""
+    from streamlint.model.tensors import param_kinds
+
+    withs = [n for n in local_nodes(caller.node) if isinstance(n, cst.With) and contains(n.body, site.node)]
+    inner = next((w for w in withs if not any(v is not w and contains(w.body, v) for v in withs)), None)
+    if inner is None:
+        return False
+    code = cst.Module([]).code_for_node
+    made = [n for n in local_nodes(inner.body) if isinstance(n, cst.Assign) and isinstance(n.value, cst.Call)]
+    kinds = param_kinds(project, model, fn)
+    tensors = [e for p, e in _bound(fn, site).items() if kinds.get(p) == "tensor"]
+    if not tensors:
+        return False
+    for e in tensors:
+        if not isinstance(e, (cst.Name, cst.Subscript)):
+            return False
+        text = code(e)
+        if not any(any(code(t.target) == text for t in a.targets) and dominates(inner.body, a, site.node)
+                   for a in made):
+            return False
+    return True
 
 
 def _bound(fn, site) -> dict:

@@ -2,7 +2,7 @@
 (flow/chosenstreams.handed_wait): the race rests on that stream being another than the caller's current one (low);
 no ordering, one before the work, or a stream the method may pick itself keep medium. A race on a stream parameter
 that a caller read binds to its current stream, no caller read binding another, is low too
-(flow/entryctx.current_at_some_site)."""
+(flow/callerstreams.current_at_some_site)."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -15,7 +15,7 @@ import re
 from streamlint._lazy import cst
 from streamlint.model.flow.callers import bound_by_partial, callers_of
 from streamlint.model.flow.entryctx import MAX_SITES, InCycle, collected, current_call
-from streamlint.model.streams import outside_stream_scopes
+from streamlint.model.streams import MAIN, outside_stream_scopes
 from streamlint.model.syntax import contains, descendants, dominates, local_nodes
 from streamlint.model.uses import bind_arguments
 
@@ -69,12 +69,13 @@ def _defaulted_through(fn, site, caller, param: str) -> str | None:
     return name if _none_default(caller, name) else None
 
 
-def _field_defaulted(fn, site, caller, param: str) -> tuple[str, str] | None:
+def _field_defaulted(project, model, fn, site, caller, param: str) -> tuple | None:
     """(the caller's parameter, the field) when the call hands on, as ``param``, a field of what that parameter holds
     or, when it is None, the caller's current stream (``stream=args.stream or torch.cuda.current_stream(t.device)``,
     ``current_stream() if opts.stream is None else opts.stream``; ``args`` the parameter, or a local bound once from
     it alone: ``args = Args(**kw) if isinstance(kw, dict) else kw``), else None. The stream is then chosen by
-    whoever built that argument: the caller's callers."""
+    whoever built that argument: the caller's callers (with the record class the caller converts it to or annotates
+    it with, when known)."""
     expr = _bound(fn, site).get(param)
     field = None
     if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.Or) and current_call(expr.right):
@@ -92,50 +93,111 @@ def _field_defaulted(fn, site, caller, param: str) -> tuple[str, str] | None:
            or isinstance(n, (cst.AugAssign, cst.AnnAssign)) and _same_expr(n.target, field)
            for n in local_nodes(caller.node)):
         return None  # (the caller sets the field itself)
-    owner = _handed_param(caller, field.value.value)
-    return (owner, field.attr.value) if owner is not None else None
+    handed = _handed_param(project, model, caller, field.value.value)
+    return (handed[0], field.attr.value, handed[1]) if handed is not None else None
 
 
-def _handed_param(caller, name: str) -> str | None:
-    """The caller's parameter ``name`` holds what was handed in: ``name`` itself when it is a parameter the function
-    never rebinds, or the one parameter a local bound once by a plain ``name = value`` is made from, the value's other
-    names being ones the function does not bind (a class, a builtin: ``args = Args(**kw) if isinstance(kw, dict)
-    else kw``); else None."""
+def _handed_param(project, model, caller, name: str) -> tuple[str, tuple | None] | None:
+    """(the caller's parameter that ``name`` holds as it was handed in, the record class it is converted to or
+    annotated with as (class, file), or None): ``name`` itself when it is a parameter the function never rebinds, or
+    a local bound once by a plain ``name = value`` that is that parameter converted whole (``args = Args(**kw) if
+    isinstance(kw, dict) else kw``, ``args = Args(**kw)``); else None. A local built otherwise (``opts =
+    Opts(link=link, stream=torch.cuda.Stream())``) holds a record the function made itself, not its callers'."""
     from streamlint.model.flow.handlestreams import rebound
 
     bound = rebound(caller)
     if name in caller.all_params:
-        return name if name not in bound else None
+        if name in bound:
+            return None
+        from streamlint.model.devobjects import annotation_classes, param_annotation
+
+        ann = param_annotation(caller, name)
+        found = annotation_classes(project, model, caller, ann) if ann is not None else None
+        return (name, found[0] if found and len(found) == 1 else None)
     sites = [n for n in local_nodes(caller.node) if isinstance(n, cst.Assign) and len(n.targets) == 1
              and isinstance(n.targets[0].target, cst.Name) and n.targets[0].target.value == name]
     if len(sites) != 1 or name in rebound(caller, plain=False):
         return None
-    leaves = {n.value for n in descendants(sites[0].value) if isinstance(n, cst.Name)}
-    params = leaves & set(caller.all_params)
-    return next(iter(params)) if len(params) == 1 and not leaves & bound else None
+    value = sites[0].value
+    branches = [value.body, value.orelse] if isinstance(value, cst.IfExp) else [value]
+    params, classes = set(), []
+    for b in branches:  # (each a parameter, or a class called with that parameter unpacked: `Args(**kw)`)
+        if isinstance(b, cst.Name):
+            params.add(b.value)
+        elif isinstance(b, cst.Call) and len(b.args) == 1 and b.args[0].star == "**" \
+                and isinstance(b.args[0].value, cst.Name):
+            params.add(b.args[0].value.value)
+            classes.append(_record_class(project, model, caller, b.func))
+        else:
+            return None
+    if len(params) != 1 or not params <= set(caller.all_params) or params & bound:
+        return None
+    if isinstance(value, cst.IfExp) and not {n.value for n in descendants(value.test) if isinstance(n, cst.Name)} \
+            <= params | {"isinstance", "dict", "Mapping", "None"}:
+        return None
+    return (next(iter(params)), classes[0] if len(classes) == 1 else None)
 
 
-def _fields_left_out(project, model, caller, owner: str, attr: str) -> tuple[str, tuple | None]:
+def _record_class(project, model, caller, func) -> tuple | None:
+    """(class, file) of the project class ``func`` names, else None."""
+    from streamlint.model.file import ClassInfo
+
+    qualname = model.resolve(func, caller)
+    found = project.symbol(qualname, model) if qualname else None
+    return found if found is not None and isinstance(found[0], ClassInfo) else None
+
+
+def _defaults_none(project, record: tuple | None, attr: str) -> bool:
+    """Does the record class leave its field ``attr`` None when it is not given: a class-level ``attr: T = None``
+    (a dataclass, a pydantic model) no method assigns, or an ``__init__`` that stores its own None-defaulted
+    parameter as it is (``self.stream = stream``)? Not one that picks a stream of its own then (``self.stream =
+    stream or torch.cuda.Stream()``); an unknown class says nothing (False)."""
+    from streamlint.model.devobjects import class_chain
+    from streamlint.model.syntax import class_field
+
+    if record is None:
+        return False
+    stores, field = [], None
+    for cls, _ in class_chain(project, record[1], record[0]):
+        field = field or class_field(cls.node, attr)
+        for meth in cls.methods.values():
+            for n in local_nodes(meth.node):
+                targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else \
+                    [n.target] if isinstance(n, (cst.AugAssign, cst.AnnAssign)) else []
+                if any(isinstance(t, cst.Attribute) and t.attr.value == attr for t in targets):
+                    stores.append((meth, n))
+    if not stores:
+        return field is not None and getattr(field, "value", None) is not None and _is_none(field.value)
+    return all(meth.node.name.value == "__init__" and isinstance(n, cst.Assign) and isinstance(n.value, cst.Name)
+               and n.value.value in meth.all_params and _none_default(meth, n.value.value) for meth, n in stores)
+
+
+def _fields_left_out(project, model, caller, owner: str, attr: str, record: tuple | None) -> tuple[str, tuple | None]:
     """What the callers of ``caller`` hand as its parameter ``owner``'s field ``attr`` (a stream that, when None,
-    makes the call pass the current stream): ``current`` when every seen call leaves the field out (a dict display
-    without the key, a call with keywords only, none of them ``attr``: ``send_weights(it, {"group": g})``), ``unseen``
-    when no call is seen at all (a public API); ``unread`` otherwise (a call that may set it, hands on a value of its
-    own, too many or partial calls)."""
+    makes the call pass the current stream): ``current`` when every seen call leaves the field out of a record whose
+    class leaves it None then (:func:`_defaults_none`: a dict display without the key, converted by the caller to
+    ``record``; a call of such a class with keywords only, none of them ``attr``: ``send_weights(it, {"group":
+    g})``), ``unseen`` when no call is seen at all (a public API) and ``record`` leaves the field None; ``unread``
+    otherwise (a call that may set it, hands on a value of its own, a class that picks a stream of its own or is not
+    known, too many or partial calls)."""
     from streamlint.model.flow.chosenstreams import callers_unseen
 
     sites = callers_of(project, model, caller)
     if not sites:
-        return (_UNSEEN, None) if callers_unseen(project, model, caller) else (_UNREAD, None)
+        unseen = callers_unseen(project, model, caller) and _defaults_none(project, record, attr)
+        return (_UNSEEN, None) if unseen else (_UNREAD, None)
     if len(sites) > MAX_SITES or bound_by_partial(project, caller):
         return (_UNREAD, None)
-    for _, site in sites:
+    for m, site in sites:
         expr = _bound(caller, site).get(owner)
         if isinstance(expr, cst.Dict):
-            if not all(isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString)
-                       and el.key.evaluated_value != attr for el in expr.elements):
+            if not _defaults_none(project, record, attr) or not all(
+                    isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString)
+                    and el.key.evaluated_value != attr for el in expr.elements):
                 return (_UNREAD, None)
         elif isinstance(expr, cst.Call):
-            if not all(a.keyword is not None and a.keyword.value != attr and not a.star for a in expr.args):
+            if not _defaults_none(project, _record_class(project, m, site.function, expr.func), attr) or not all(
+                    a.keyword is not None and a.keyword.value != attr and not a.star for a in expr.args):
                 return (_UNREAD, None)
         else:
             return (_UNREAD, None)
@@ -262,7 +324,7 @@ def _caller_streams(project, file, fn, mode: str, param: str, depth: int,
             verdict = (_CURRENT, (model, site.node)) if outside else _in_scope(project, model, caller, site, fn, mode)
             # (`stream=torch.cuda.current_stream(dev)`: its current one, read from the call's text: also when the
             # caller's analysis resolves the receiver to another class; under a stream scope, the scope's stream)
-        elif onward is None and through is None and (field := _field_defaulted(fn, site, caller, param)):
+        elif onward is None and through is None and (field := _field_defaulted(project, model, fn, site, caller, param)):
             # (`args.stream or current_stream()`: the stream whoever built `args` chose, else its current one:
             # current when every seen caller leaves that field out, or none is seen, as a wrapper's own parameter)
             verdict = _fields_left_out(project, model, caller, *field) if outside else (_UNREAD, None)
@@ -290,14 +352,15 @@ def _caller_streams(project, file, fn, mode: str, param: str, depth: int,
 def _in_scope(project, model, caller, site, fn, mode: str) -> tuple[str, tuple | None]:
     """The verdict on a call inside a stream scope of its caller that passes its current stream by text (the stream
     parameter left to its None default, or ``current_stream()``): that stream is the scope's, so the call hands the
-    stream its tensor arguments were made on only when the caller's collecting run saw each of them written and
-    allocated there (no ``tensor`` fact: ``with stream(s): buf = torch.cat(parts); group.send(buf)``); one made
-    before the scope, on the stream the caller entered with, is not ordered by it (``other``: the race is real on
-    that path)."""
+    stream its tensor arguments were made on only when the caller's collecting run saw each of them last written there
+    or ordered onto it (no ``tensor`` fact with an unjoined write: ``with stream(s): buf = torch.cat(parts);
+    group.send(buf)``); one made before the scope, on the stream the caller entered with, and not ordered onto it
+    (no ``s.wait_stream(current_stream())`` first) is another stream's (``other``: the race is real on that path)."""
     facts = (collected(project, model, caller, mode) or {}).get((id(site.node), id(fn)))
     if facts is None:  # (the caller's run did not resolve the call: `group: Any; group.send(buf)`): from the text
         return (_CURRENT, (model, site.node)) if _made_in_scope(project, model, caller, site, fn) else (_UNREAD, None)
-    if any(f[1] == "tensor" for f in facts):
+    if any(f[1] == "tensor" and f[2] != MAIN for f in facts):  # (a write the scope's stream has not joined; one
+        # allocated before the scope but ordered onto it, `side.wait_stream(current_stream())`, is no race)
         return (_OTHER, None)
     return (_CURRENT, (model, site.node))
 
@@ -313,6 +376,8 @@ def _made_in_scope(project, model, caller, site, fn) -> bool:
     if inner is None:
         return False
     code = cst.Module([]).code_for_node
+    if _ordered_before(caller, inner, code):
+        return True  # (everything the caller made before the block is ordered onto its stream)
     made = [n for n in local_nodes(inner.body) if isinstance(n, cst.Assign) and isinstance(n.value, cst.Call)]
     kinds = param_kinds(project, model, fn)
     tensors = [e for p, e in _bound(fn, site).items() if kinds.get(p) == "tensor"]
@@ -326,6 +391,18 @@ def _made_in_scope(project, model, caller, site, fn) -> bool:
                    for a in made):
             return False
     return True
+
+
+def _ordered_before(caller, block, code) -> bool:
+    """Does the caller order the stream ``block`` enters (``with torch.cuda.stream(side):``) after its current stream
+    unconditionally before the block (``side.wait_stream(torch.cuda.current_stream())``)?"""
+    item = block.items[0].item if len(block.items) == 1 else None
+    if not isinstance(item, cst.Call) or len(item.args) != 1:
+        return False
+    stream = code(item.args[0].value)
+    return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "wait_stream"
+               and code(n.func.value) == stream and len(n.args) == 1 and current_call(n.args[0].value)
+               and dominates(caller.node.body, n, block) for n in local_nodes(caller.node))
 
 
 def _bound(fn, site) -> dict:

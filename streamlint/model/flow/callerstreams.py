@@ -162,8 +162,7 @@ def _defaults_none(project, record: tuple | None, attr: str) -> bool:
         field = field or class_field(cls.node, attr)
         for meth in cls.methods.values():
             for n in local_nodes(meth.node):
-                targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else \
-                    [n.target] if isinstance(n, (cst.AugAssign, cst.AnnAssign)) else []
+                targets = _targets(n) if isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign)) else []
                 if any(isinstance(t, cst.Attribute) and t.attr.value == attr for t in targets):
                     stores.append((meth, n))
     if not stores:
@@ -367,7 +366,7 @@ def _in_scope(project, model, caller, site, fn, mode: str) -> tuple[str, tuple |
 
 def _made_in_scope(project, model, caller, site, fn) -> bool:
     """Is every tensor argument of the call (a parameter of ``fn`` its code takes for a tensor) a name or an item
-    assigned the result of a call in the body of the innermost ``with`` around the call, unconditionally before it
+    assigned once in the body of the innermost ``with`` around the call, the result of a call, unconditionally before it
     (``with stream(s): bufs[i] = torch.cat(parts); group.send(bufs[i])``)? Then it was made on the scope's stream."""
     from streamlint.model.tensors import param_kinds
 
@@ -378,7 +377,7 @@ def _made_in_scope(project, model, caller, site, fn) -> bool:
     code = cst.Module([]).code_for_node
     if _ordered_before(caller, inner, code):
         return True  # (everything the caller made before the block is ordered onto its stream)
-    made = [n for n in local_nodes(inner.body) if isinstance(n, cst.Assign) and isinstance(n.value, cst.Call)]
+    binds = [n for n in local_nodes(inner.body) if isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign))]
     kinds = param_kinds(project, model, fn)
     tensors = [e for p, e in _bound(fn, site).items() if kinds.get(p) == "tensor"]
     if not tensors:
@@ -387,10 +386,17 @@ def _made_in_scope(project, model, caller, site, fn) -> bool:
         if not isinstance(e, (cst.Name, cst.Subscript)):
             return False
         text = code(e)
-        if not any(any(code(t.target) == text for t in a.targets) and dominates(inner.body, a, site.node)
-                   for a in made):
-            return False
+        mine = [a for a in binds if any(code(t) == text for t in _targets(a))]
+        if len(mine) != 1 or not isinstance(mine[0], cst.Assign) or not isinstance(mine[0].value, cst.Call) \
+                or not dominates(inner.body, mine[0], site.node):
+            return False  # (bound once in the block, to a call's result, before the call: not rebound to a
+            # tensor made elsewhere, `buf = cache`)
     return True
+
+
+def _targets(node) -> list:
+    """The targets an assignment statement binds."""
+    return [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
 
 
 def _ordered_before(caller, block, code) -> bool:

@@ -366,7 +366,7 @@ def _in_scope(project, model, caller, site, fn, mode: str) -> tuple[str, tuple |
 
 def _made_in_scope(project, model, caller, site, fn) -> bool:
     """Is every tensor argument of the call (a parameter of ``fn`` its code takes for a tensor) a name or an item
-    assigned once in the body of the innermost ``with`` around the call, the result of a call, unconditionally before it
+    last assigned, in the body of the innermost ``with`` around the call, the result of a call, unconditionally before it
     (``with stream(s): bufs[i] = torch.cat(parts); group.send(bufs[i])``)? Then it was made on the scope's stream."""
     from streamlint.model.tensors import param_kinds
 
@@ -377,7 +377,9 @@ def _made_in_scope(project, model, caller, site, fn) -> bool:
     code = cst.Module([]).code_for_node
     if _ordered_before(caller, inner, code):
         return True  # (everything the caller made before the block is ordered onto its stream)
-    binds = [n for n in local_nodes(inner.body) if isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign))]
+    walk = list(local_nodes(inner.body))  # (lexical pre-order: the binds written before the call)
+    at = next((i for i, n in enumerate(walk) if n is site.node), len(walk))
+    binds = [n for n in walk[:at] if isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign))]
     kinds = param_kinds(project, model, fn)
     tensors = [e for p, e in _bound(fn, site).items() if kinds.get(p) == "tensor"]
     if not tensors:
@@ -387,10 +389,10 @@ def _made_in_scope(project, model, caller, site, fn) -> bool:
             return False
         text = code(e)
         mine = [a for a in binds if any(code(t) == text for t in _targets(a))]
-        if len(mine) != 1 or not isinstance(mine[0], cst.Assign) or not isinstance(mine[0].value, cst.Call) \
-                or not dominates(inner.body, mine[0], site.node):
-            return False  # (bound once in the block, to a call's result, before the call: not rebound to a
-            # tensor made elsewhere, `buf = cache`)
+        if not mine or not isinstance(mine[-1], cst.Assign) or not isinstance(mine[-1].value, cst.Call) \
+                or not dominates(inner.body, mine[-1], site.node):
+            return False  # (the last bind written before the call, to a call's result, on every path to it: not
+            # rebound to a tensor made elsewhere, `if warm: buf = cache`)
     return True
 
 

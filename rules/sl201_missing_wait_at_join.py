@@ -19,9 +19,9 @@ def _import_model() -> None:
         rests_on_unseen_caller, chosen_by_caller, current_at_some_site, handed_elsewhere
     from streamlint.model.dataflow import EarlyRecord, HostRead, Race, file_flows, path_tag
     from streamlint.model.eventguards import CURRENT, UnguardedRead, unguarded_reads
+    from streamlint.model.flow.callerstreams import current_at_some_site, handed_elsewhere
     from streamlint.model.flow.chosenstreams import chosen_by_caller, chosen_stream, rests_on_unseen_caller
     from streamlint.model.flow.duckmethods import duck_calls
-    from streamlint.model.flow.entryctx import current_at_some_site, handed_elsewhere
     from streamlint.model.flow.elementevents import UnwaitedElement, unwaited_elements
     from streamlint.model.flow.entryevents import UnwaitedEntry, unwaited_entries
     from streamlint.model.flow.returnedhandles import UnwaitedHandle, unwaited_handles

@@ -2,7 +2,7 @@
 (flow/chosenstreams.handed_wait): the race rests on that stream being another than the caller's current one (low);
 no ordering, one before the work, or a stream the method may pick itself keep medium. A race on a stream parameter
 that a caller read binds to its current stream, no caller read binding another, is low too
-(flow/entryctx.current_at_some_site)."""
+(flow/callerstreams.current_at_some_site)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -71,3 +71,24 @@ def test_a_stream_parameter_defaulted_to_the_current_stream_by_a_wrapper_is_low(
     assert found[low].confidence.value == "low"
     assert "passes its current stream as `stream`" in (found[low].hint or "")
     assert found[medium].confidence.value == "medium"
+
+
+SCOPED = FIXTURES / "projects" / "sl201_scoped_default_streams"
+
+
+def test_a_defaulted_stream_under_a_callers_side_block_or_through_an_options_field() -> None:
+    """`stream or current_stream()` left out (or `current_stream()` named) inside a caller's side-stream block hands
+    the block's stream: low only when the caller made the tensor inside that block (read from the text when the
+    caller's run does not resolve an untyped receiver), else medium; `opts.stream or current_stream()` is the stream
+    whoever built `opts` chose: low when every seen caller builds it without one, medium when one sets it."""
+    files = [str(f) for f in discover([str(SCOPED)], SCOPED).files]
+    found = {f.span.start_line: f for f in lint_paths(SCOPED, files) if f.code == "SL201" and f.path.endswith("raw.py")}
+    text = (SCOPED / "gradsync" / "raw.py").read_text().splitlines()
+    low = [i for i, t in enumerate(text, 1) if "# expect: SL201 -- low" in t]
+    medium = [i for i, t in enumerate(text, 1) if "# expect: SL201 -- medium" in t]
+    assert len(low) == 3 and len(medium) == 8
+    for line in low:
+        assert found[line].confidence.value == "low", line
+        assert "passes its current stream as `stream`" in (found[line].hint or ""), line
+    for line in medium:
+        assert found[line].confidence.value == "medium", line

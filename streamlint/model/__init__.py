@@ -117,6 +117,9 @@ Layer 3 — one function's flow
                     ``fieldfacts``: a field that is one object for the object's life, callers that may be unseen;
                     ``settledargs``: a setup-time field a caller hands a callee that nothing in the step or out
                     of the class may rewrite (no producer for the callee's side-stream read to wait for);
+                    ``callerstreams``: what the seen callers pass as a stream parameter (the current stream,
+                    also one left to a wrapper's None default or to an options field its callers never set;
+                    under a side-stream block of the caller, that block's stream) -- a race resting on it is low;
                     ``callerscopes``: the stream scopes every caller enters around a call, and whether they may
                     be the callee's own stream -- a race resting on the two differing is then low;
                     ``inlinewrappers``: a scope wrapper that runs its block inline only where its stream is None,

@@ -44,13 +44,14 @@ if TYPE_CHECKING:
 CALLERS = "<caller's stream>"  # a stream of the caller the callee cannot name
 DEFAULT = "<default stream>"  # the device's default stream when every caller runs the callee on a side stream
 MAX_SITES = 8
-MAX_DEPTH = 3  # callers handing on a stream parameter of their own, followed up (current_at_some_site)
 _FAILED = object()
 _RUNNING = object()
 
 
-class _InCycle(Exception):
+class InCycle(Exception):
     """A caller's collection asked, through its own analysis, for what its callers hand a callee."""
+
+
 _RUNNER: list = []  # the collecting run of a caller (registered by flow/interp.py: no import cycle)
 
 
@@ -227,14 +228,14 @@ def _takes_event(project, file, fn) -> bool:
     return any(kinds.get(p.name.value) == EVENT for p in every)
 
 
-def _collect(project, model, caller, mode: str) -> dict | None:
+def collected(project, model, caller, mode: str) -> dict | None:
     """The facts of every call site a caller's interpretation reached ((call node id, callee id) -> the meet over the
     visits), from a run of its own (memoised per project and mode); None when the analysis gave up."""
     memo = project.derived("entry_sites")
     key = (id(caller), mode)
     found = memo.get(key)
     if found is _RUNNING:
-        raise _InCycle  # the caller is being collected: no answer yet (never memoised, see entry_context)
+        raise InCycle  # the caller is being collected: no answer yet (never memoised, see entry_context)
     if found is None:
         memo[key] = _RUNNING
         try:
@@ -277,8 +278,8 @@ def entry_context(project, file, fn, mode: str, plain: bool = False) -> tuple[fr
             return None  # a module-level call, a recursion, a caller without stream work: nothing to agree on
     for model, site in sites:
         try:
-            facts = (_collect(project, model, site.function, mode) or {}).get((id(site.node), id(fn)))
-        except _InCycle:  # asked while one of its callers is being collected: unknown now, asked again later
+            facts = (collected(project, model, site.function, mode) or {}).get((id(site.node), id(fn)))
+        except InCycle:  # asked while one of its callers is being collected: unknown now, asked again later
             del memo[key]
             return None
         if facts is None:
@@ -290,193 +291,6 @@ def entry_context(project, file, fn, mode: str, plain: bool = False) -> tuple[fr
     found = (meet, sites[0]) if meet else None
     memo[key] = found
     return found
-
-
-def _passed_through(fn, site, caller, param: str) -> str | None:
-    """The caller's own stream parameter the call hands on as ``param`` unchanged (``self.launch(xs,
-    stream=stream)``), else None: its collecting run names it a stream of its own, which is its callers' choice."""
-    from streamlint.model.flow.handlestreams import rebound
-
-    method = fn.class_name is not None and fn.params[:1] == ("self",)
-    bound = bind_arguments((fn.params[1:] if method else fn.params) + fn.kwonly, site.node, kwonly=fn.kwonly)
-    expr = bound.get(param)
-    if isinstance(expr, cst.Name) and expr.value in caller.all_params and expr.value not in rebound(caller):
-        return expr.value
-    return None
-
-
-def _current_call(expr) -> bool:
-    """Is ``expr`` a call of a ``current_stream`` getter (``torch.cuda.current_stream(self.device)``,
-    ``get_accelerator().current_stream()``)?"""
-    return isinstance(expr, cst.Call) and isinstance(expr.func, (cst.Attribute, cst.Name)) and (
-        expr.func.attr.value if isinstance(expr.func, cst.Attribute) else expr.func.value) == "current_stream"
-
-
-def _none_test(test, name: str) -> bool | None:
-    """``name is None`` -> True, ``name is not None`` -> False, else None."""
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name) \
-            and test.left.value == name:
-        c = test.comparisons[0]
-        if isinstance(c.comparator, cst.Name) and c.comparator.value == "None":
-            return True if isinstance(c.operator, cst.Is) else False if isinstance(c.operator, cst.IsNot) else None
-    return None
-
-
-def _defaulted_through(fn, site, caller, param: str) -> str | None:
-    """The caller's own stream parameter, defaulting to None, that the call hands on as ``param`` or, when it is
-    None, the caller's current stream (``stream=stream or torch.cuda.current_stream()``, ``current_stream() if
-    stream is None else stream``), else None: the callers of the caller choose the stream, and one that omits it
-    passes its current stream."""
-    from streamlint.model.flow.handlestreams import rebound
-
-    expr = _bound(fn, site).get(param)
-    name = None
-    if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.Or) \
-            and isinstance(expr.left, cst.Name) and _current_call(expr.right):
-        name = expr.left.value
-    elif isinstance(expr, cst.IfExp) and isinstance(expr.test, cst.Comparison) \
-            and isinstance(expr.test.left, cst.Name):
-        n = expr.test.left.value
-        is_none = _none_test(expr.test, n)
-        kept, other = (expr.orelse, expr.body) if is_none else (expr.body, expr.orelse)
-        if is_none is not None and isinstance(kept, cst.Name) and kept.value == n and _current_call(other):
-            name = n
-    if name is None or name not in caller.all_params or name in rebound(caller):
-        return None
-    return name if _none_default(caller, name) else None
-
-
-def _none_default(fn, name: str) -> bool:
-    """Does ``fn``'s parameter ``name`` default to None?"""
-    ps = fn.node.params
-    own = next((p for p in (*ps.posonly_params, *ps.params, *ps.kwonly_params) if p.name.value == name), None)
-    return own is not None and isinstance(own.default, cst.Name) and own.default.value == "None"
-
-
-_OTHER, _UNREAD, _UNSEEN, _CURRENT = "other", "unread", "unseen", "current"
-_RANK = {_UNSEEN: 0, _CURRENT: 1, _UNREAD: 2, _OTHER: 3}
-
-
-def current_at_some_site(project, file, fn, mode: str, param: str) -> tuple | None:
-    """(file model, call node) of a seen call of ``fn`` that passes its current stream as the stream parameter
-    ``param`` (``with self.decode_ctx(): self.launch(plans, stream=self.decode_stream)``), when every other seen
-    call is read too and passes its current stream, one ordered after it, or hands on a stream parameter of its own
-    whose callers do so or are not seen at all (a public API: :func:`caller_streams`); None otherwise. A race
-    between the entry stream and ``param`` is then one on the paths of unseen callers only: low, not silent."""
-    status, site = caller_streams(project, file, fn, mode, param)
-    return site if status == _CURRENT else None
-
-
-def passed_another(project, file, fn, mode: str, param: str) -> bool:
-    """Does a seen call of ``fn`` that the analysis reads pass, as the stream parameter ``param``, a stream that is
-    neither its current one nor ordered after it (``self.parker.unpark(self.compute, self.copy)`` on the default
-    stream)? Then a race that assumes ``param`` is the caller's current stream is real on that path."""
-    return caller_streams(project, file, fn, mode, param)[0] == _OTHER
-
-
-def handed_elsewhere(project, file, fn, mode: str, stream: str, escape: bool) -> bool:
-    """Does a seen caller, read by the analysis, hand in as the stream ``chosenstreams.handed_wait`` found
-    (``stream``) one that is neither its current stream nor ordered after it (``swapper.swap_in(seq, self.prefill,
-    self.swap)`` run on the default stream: the join onto ``serve_stream`` is not one onto the caller's stream)?
-    Then the race is real on that path and keeps its confidence. Asked for a hand-back, and for a stream parameter of
-    a function enclosing a closure (its callers cannot see the closure's race); a plain parameter's argument race is
-    judged in the caller that runs the function inline."""
-    from streamlint.model.flow.chosenstreams import param_owner
-
-    scope = param_owner(fn, stream)
-    if scope is None or scope is fn and not escape:
-        return False
-    return passed_another(project, file, scope, mode, re.match(r"[A-Za-z_]\w*", stream).group(0))
-
-
-def caller_streams(project, file, fn, mode: str, param: str, _depth: int = 0,
-                   _defaulted: bool = False) -> tuple[str, tuple | None]:
-    """What the seen calls of ``fn`` pass as its stream parameter ``param``, callers handing on a stream parameter
-    of their own followed up ``MAX_DEPTH`` callers: ``("other", None)`` a call read passes another stream, unordered;
-    else ``("unread", None)`` a seen call is not read (its caller's analysis did not reach or resolve it, or gave
-    up; a module-level call; too many sites; a caller past the depth bound; callers that cannot be followed);
-    else ``("current", (file model, call node))`` a call passes its current stream; else ``("unseen", None)`` no
-    call is seen (a public API, also up a pass-through chain). A caller handing on its own None-defaulted stream
-    parameter or its current stream (:func:`_defaulted_through`) is asked of its callers with ``_defaulted``: a
-    call leaving that parameter out passes its current stream, and a wrapper no call is seen of is a current one. Memoised per function, parameter, mode and depth."""
-    if mode not in ("eager", "cuda"):
-        return (_UNREAD, None)
-    memo = project.derived("caller_streams")
-    key = (id(fn), mode, param, _depth, _defaulted)  # (the depth too: an answer cut by the bound is not one for a
-    # caller nearer)
-    if key in memo:
-        return memo[key]
-    memo[key] = (_UNREAD, None)  # (recursion guard)
-    try:
-        found = memo[key] = _caller_streams(project, file, fn, mode, param, _depth, _defaulted)
-    except _InCycle:  # asked while a caller is being collected: unknown now, asked again later
-        del memo[key]
-        if _depth:
-            raise
-        return (_UNREAD, None)
-    return found
-
-
-def _caller_streams(project, file, fn, mode: str, param: str, depth: int,
-                    defaulted: bool = False) -> tuple[str, tuple | None]:
-    sites = callers_of(project, file, fn)
-    if not sites:
-        from streamlint.model.flow.chosenstreams import callers_unseen
-
-        return (_UNSEEN, None) if callers_unseen(project, file, fn) else (_UNREAD, None)
-    if len(sites) > MAX_SITES or bound_by_partial(project, fn):
-        return (_UNREAD, None)  # (also called through `functools.partial(launch, stream=...)`: a call not read)
-    worst: tuple[str, tuple | None] = (_UNSEEN, None)
-    for model, site in sites:
-        caller = site.function
-        through = _passed_through(fn, site, caller, param) if caller is not None else None
-        if caller is fn and through == param:
-            continue  # (a recursive call handing on the same stream: its callers' choice, asked here)
-        onward = _defaulted_through(fn, site, caller, param) if caller is not None and through is None else None
-        if defaulted and caller is not None and _omits(fn, site, param):
-            verdict = (_CURRENT, (model, site.node))  # (the parameter left None: the function's current stream)
-        elif caller is None or caller is fn:
-            verdict = (_UNREAD, None)
-        elif onward is not None:  # `stream or current_stream()`: its callers' stream, or its current one
-            verdict = caller_streams(project, model, caller, mode, onward, depth + 1, True) if depth < MAX_DEPTH \
-                else (_UNREAD, None)
-            if verdict[0] == _UNSEEN:
-                verdict = (_CURRENT, (model, site.node))
-        elif through is not None:  # (the caller's callers choose it: asked of them, up to MAX_DEPTH callers)
-            verdict = caller_streams(project, model, caller, mode, through, depth + 1,
-                                     defaulted and _none_default(caller, through)) if depth < MAX_DEPTH \
-                else (_UNREAD, None)  # (a None handed on unchanged is still the current stream down there)
-        elif _current_call(_bound(fn, site).get(param)):
-            verdict = (_CURRENT, (model, site.node))  # (`stream=torch.cuda.current_stream(dev)`: its current one,
-            # read from the call's text: also when the caller's analysis resolves the receiver to another class)
-        else:  # (collected even without stream work of its own: `launcher.launch(x, SIDE)` is read, not skipped)
-            facts = (_collect(project, model, caller, mode) or {}).get((id(site.node), id(fn)))
-            if facts is None:
-                verdict = (_UNREAD, None)
-            elif (param, "stream-other") in facts:
-                verdict = (_OTHER, None)
-            elif (param, "stream", "current") in facts:
-                verdict = (_CURRENT, (model, site.node))
-            elif (param, "stream", "forked") in facts:
-                continue  # (ordered after its current stream: no race on this path, no evidence either)
-            else:
-                verdict = (_UNREAD, None)  # (a stream the analysis could not name: unknown)
-        if verdict[0] == _OTHER:
-            return verdict
-        if _RANK[verdict[0]] > _RANK[worst[0]]:
-            worst = verdict
-    return worst
-
-
-def _bound(fn, site) -> dict:
-    """The call's argument expressions by ``fn``'s parameter names (``self`` bound by the receiver)."""
-    method = fn.class_name is not None and fn.params[:1] == ("self",)
-    return bind_arguments((fn.params[1:] if method else fn.params) + fn.kwonly, site.node, kwonly=fn.kwonly)
-
-
-def _omits(fn, site, param: str) -> bool:
-    """Does the call leave ``param`` to its default (no starred argument could supply it)?"""
-    return param not in _bound(fn, site) and not any(a.star for a in site.node.args)
 
 
 def note_site(interp, st: State, e, fn, env: dict, inlined: bool = True) -> None:
@@ -501,6 +315,13 @@ def entry_of(interp, S, earlier, stream: str) -> tuple | None:
     return None
 
 
+def current_call(expr) -> bool:
+    """Is ``expr`` a call of a ``current_stream`` getter (``torch.cuda.current_stream(self.device)``,
+    ``get_accelerator().current_stream()``)?"""
+    return isinstance(expr, cst.Call) and isinstance(expr.func, (cst.Attribute, cst.Name)) and (
+        expr.func.attr.value if isinstance(expr.func, cst.Attribute) else expr.func.value) == "current_stream"
+
+
 def _plain(expr) -> bool:
     """Is ``expr`` evaluated without effects: a name, an attribute chain, an element of one at a plain index
     (``self.layer_weights[i + 1]``), the current stream (``torch.cuda.current_stream(t.device)``)?"""
@@ -510,7 +331,7 @@ def _plain(expr) -> bool:
         return _plain(expr.value)
     if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
         return _plain(expr.value) and _index(expr.slice[0].slice.value)
-    return _current_call(expr) and all(not a.star and _plain(a.value) for a in expr.args)  # (no effects)
+    return current_call(expr) and all(not a.star and _plain(a.value) for a in expr.args)  # (no effects)
 
 
 def _index(expr) -> bool:
@@ -620,4 +441,5 @@ def seed_entry(interp, st: State, kinds: dict) -> None:
             interp.entry_sources[S.sid] = (model, site.node, handle)
 
 
-__all__ = ["CALLERS", "DEFAULT", "caller_streams", "current_at_some_site", "entry_context", "entry_of", "note_call", "note_site", "handed_elsewhere", "passed_another", "seed_entry", "settled", "site_facts"]
+__all__ = ["CALLERS", "DEFAULT", "MAX_SITES", "InCycle", "collected", "current_call", "entry_context", "entry_of", "note_call", "note_site",
+           "seed_entry", "settled", "site_facts"]

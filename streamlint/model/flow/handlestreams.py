@@ -124,10 +124,10 @@ def handle_stream(interp, st, name: str, value) -> SVal | None:
     return SVal(name)
 
 
-def rebound(fn: FunctionInfo) -> frozenset[str]:
+def rebound(fn: FunctionInfo, *, plain: bool = True) -> frozenset[str]:
     """Every name ``fn`` binds anywhere in its body (see :func:`_binds`): a parameter among them may no longer hold
-    what the caller passed."""
-    return _rebound(fn)
+    what the caller passed (``plain=False``: only the names bound otherwise than by ``name = value``)."""
+    return _rebound(fn, plain=plain)
 
 
 __all__ = ["handle_param", "handle_stream", "rebound"]

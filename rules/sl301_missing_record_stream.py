@@ -240,6 +240,10 @@ class MissingRecordStream(Rule):
                     confidence = Confidence.MEDIUM  # (flow/flagjoins.py)
                     hint += (f"; this assumes a caller passes `{issue.flag}` so that the join is skipped and joins "
                              "too late itself")
+                if issue.kept_event and confidence is None:
+                    confidence = Confidence.MEDIUM  # (the receiver's code is read, its later use of the event not)
+                    hint += (f"; `{issue.kept_event}` is handed on with the results, but the receiver only keeps it: "
+                             "nothing waits on it on the current stream before the free")
                 if issue.guess:
                     confidence = Confidence.LOW  # (flow/guessedresults.py)
                     hint += (f"; this assumes the value is a device tensor, which rests only on `{issue.guess}` (of "

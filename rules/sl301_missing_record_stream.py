@@ -45,7 +45,9 @@ class MissingRecordStream(Rule):
 
     An event recorded on the using stream after the use and handed out (returned, or given to a receiver call
     together with the tensors it guards: `self.attn(q, k, v, rel_bias=bias, rel_bias_event=ev)`) carries the
-    join: its waiter joins before its own work, and the death at the return is reported only with `strict`. So
+    join: its waiter joins before its own work, and the death at the return is reported only with `strict`; not when
+    the receiver is a project function whose code only keeps the event (`self.inflight[key] = (host, ready)` for a
+    writer thread) and waits on it nowhere: the free at the return is then reported, medium. So
     is the death of tensors handed to a call outside the project inside another package's record object
     (`connector.start_load(LoadRequest(slot_mapping=slots))`): the library may keep the record.
 

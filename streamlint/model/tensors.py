@@ -173,16 +173,6 @@ _CONTAINER_ANNOTATIONS = ("List", "list[", "Sequence", "Tuple", "tuple[", "Dict"
                           "Set[", "set[")
 
 
-def _says_nothing(code: str) -> bool:
-    """Is a parameter annotation one that names no type (``Any``, ``Optional[Any]``, ``object``)?"""
-    bare = code.replace(" ", "").replace("typing.", "")
-    for wrap in ("Optional[", "Union[None,"):
-        if bare.startswith(wrap) and bare.endswith("]"):
-            bare = bare[len(wrap):-1]
-    bare = bare.removesuffix("|None").removeprefix("None|").removesuffix(",None")
-    return bare in ("Any", "object")
-
-
 _NON_TENSOR_RECEIVER_METHODS = frozenset({"get", "items", "keys", "values", "append", "extend", "insert", "pop", "update",
                                  "setdefault", "index", "count", "join", "format", "startswith", "endswith", "strip",
                                  "lower", "upper", "replace", "copy", "clear", "remove", "popitem", "encode",
@@ -269,8 +259,8 @@ def own_param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict
                 kinds[p.name.value] = "other"  # `eps=1e-6`, `flip=False`: a host scalar by its default
             continue
         code = cst.Module([]).code_for_node(ann.annotation)
-        if _says_nothing(code):
-            continue  # `kv: Any`: no kind from the annotation, the code decides (`kv.detach()`)
+        if re.fullmatch(r"(Optional\[)?(Any|object)(\]|\|None)?", code.replace(" ", "").replace("typing.", "")):
+            continue  # `kv: Any`, `Optional[Any]`: no kind from the annotation, the code decides (`kv.detach()`)
         resolved = file.resolve(ann.annotation, fn) if isinstance(ann.annotation, (cst.Name, cst.Attribute)) else None
         if resolved is not None and _host_sync_class(resolved):
             kinds[p.name.value] = "other"  # `flag: threading.Event`: a host thread's flag, no device event

@@ -529,9 +529,8 @@ class Storages(HostFields):
                 else ("release", released, False)  # kept in a field another method drops unjoined
             if seen is not None and escaped:
                 return  # (a path that hands the join out does not hide another path's unjoined free)
-            kept = kept_handoff(st, u) if how == "function end" and not escaped else None  # (syncops.py)
-            self.lifetimes[key] = Lifetime(u.node, u.label or S.name or "tensor", S.alloc, u.stream, how, node,
-                                           escaped, self.cfg.mode, kept_event=kept)
+            self.lifetimes[key] = Lifetime(u.node, u.label or S.name or "tensor", S.alloc, u.stream, how, node, escaped,
+                                           self.cfg.mode, kept_event=kept_handoff(st, u, how == "function end" and not escaped))
 
     def check_pending(self, st: State, stream: str | None) -> None:
         """Frees with a use on another stream the allocating stream had not joined yet: the block returns to
@@ -555,8 +554,8 @@ class Storages(HostFields):
     def published_after(self, st: State, u: Access) -> bool:
         """Was an event recorded on ``u``'s stream after ``u`` and handed out (the result, ``self.done`` that every
         caller waits on right after the call, or a receiver call given it with the tensors it guards on this path:
-        ``self.attn(q, k, v, rel_bias=bias, rel_bias_event=ev)``, not one whose code only keeps it)? Its waiter carries
-        the join: it waits before its own work on the current stream, ordering every use of the stream before the record."""
+        ``self.attn(q, k, v, rel_bias=bias, rel_bias_event=ev)``, not one whose code only keeps it)? Its waiter
+        carries the join: it waits before its own work on the current stream, ordering the stream's earlier uses."""
         if any(snap.get(u.stream, -1) >= u.time for key, snap in st.handed_off.items() if key[:1] != "~"):
             return True
         handed = {ev.key for ev in _events_in(st.ret)}

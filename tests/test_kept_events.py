@@ -1,0 +1,33 @@
+"""Confidence of SL301 where the caller's tensor dies at the return after an event recorded past the side-stream use
+was handed to a project receiver that only keeps it (flow/syncops.receiver_joins): medium, the receiver's later use
+of the event unseen; a receiver that waits on it carries the join (strict only). The fixture project
+fixtures/projects/sl301_caller_returns says where the findings are; this says how sure they are."""
+
+import os
+from pathlib import Path
+
+from harness import lint_paths
+
+from streamlint.finding import Confidence
+
+ROOT = Path(__file__).resolve().parent.parent / "fixtures" / "projects" / "sl301_caller_returns"
+
+
+def _confidences(monkeypatch) -> dict[tuple[str, int], Confidence]:
+    monkeypatch.chdir(ROOT)
+    files = sorted(str(p.relative_to(ROOT)) for p in ROOT.rglob("*.py"))
+    return {(os.path.basename(f.path), f.span.start_line): f.confidence
+            for f in lint_paths(ROOT, files, min_confidence="low") if f.code == "SL301"}
+
+
+def _line(rel: str, marker: str) -> int:
+    lines = (ROOT / rel).read_text().splitlines()
+    return next(i for i, text in enumerate(lines, 1) if marker in text)
+
+
+def test_an_event_the_receiver_only_keeps_is_no_join(monkeypatch):
+    found = _confidences(monkeypatch)
+    conn = "kvhost/connector.py"
+    assert found[("connector.py", _line(conn, "`kv` dies at return, `ready` only kept"))] is Confidence.MEDIUM
+    assert found[("connector.py", _line(conn, "the local dies at this return"))] is Confidence.HIGH
+    assert ("connector.py", _line(conn, "the receiver waits on `ready`")) not in found  # (strict only)

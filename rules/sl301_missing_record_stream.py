@@ -16,8 +16,9 @@ def _import_model() -> None:
     """The model modules this rule uses, imported at its first check (a run that analyses no file
     never loads them)."""
     global file_flows, path_tag, unrecorded_siblings, unrecorded_data_swaps, unrecorded_stored_siblings, broken_records, device_module, \
-        function_at, MAIN, entry_stream_name, stream_expr, stream_label, lifetime_reported_at
+        function_at, MAIN, entry_stream_name, stream_expr, stream_label, lifetime_reported_at, taken_over
     from streamlint.model.dataflow import file_flows, lifetime_reported_at, path_tag
+    from streamlint.model.flow.callerfrees import taken_over
     from streamlint.model.handoffs import unrecorded_siblings, unrecorded_stored_siblings
     from streamlint.model.recorders import broken_records
     from streamlint.model.dataswaps import unrecorded_data_swaps
@@ -214,6 +215,8 @@ class MissingRecordStream(Rule):
                 if issue.kind == "caller-free":  # (flow/argdrops.py)
                     self._caller_free(ctx, issue, main, use, alloc)
                     continue
+                if taken_over(ctx.project, ctx.file, fn, issue):
+                    continue  # the function called here reports it, at its own unrecorded use (flow/callerfrees.py)
                 if issue.kind == "caller-drop":
                     if strict:  # it rests on what callers do with their tensors: on real code mostly they join
                         self._caller_side(ctx, issue)  # inside a parallel-executor helper (off unless strict)
@@ -396,9 +399,12 @@ class MissingRecordStream(Rule):
         """A tensor parameter still read by work this function left pending on a side stream at its return,
         never recorded there, which a caller drops right after the call (flow/argdrops.py)."""
         model, drop, call, caller = issue.entry
-        if lifetime_reported_at(ctx.project, model, caller, call):
+        if not issue.free.startswith("caller ") and lifetime_reported_at(ctx.project, model, caller, call):
             return  # the caller's own analysis follows the call and reports its tensor's death there
         how = {"call end": "a temporary argument, dropped when the call returns",
+               "caller call end": "a temporary argument, dropped when the call returns",
+               "caller function end": "dropped when the caller returns", "caller del": "deleted by the caller",
+               "caller rebinding": "rebound by the caller after the call",
                "unset": "dropped by the caller right after the call", "del": "deleted by the caller after the call",
                "rebinding": "rebound by the caller after the call",
                "function end": "dropped when the caller returns"}.get(issue.free, "dropped by the caller")

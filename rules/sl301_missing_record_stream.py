@@ -91,7 +91,9 @@ class MissingRecordStream(Rule):
     memory to its callers: when a caller in the project drops it right after the call (`p.grad = None` after
     `acc.add(p.grad)`, a temporary argument `push(g * scale)`, a local deleted or dying at the caller's return)
     before joining, the use is reported in the function (medium confidence, the caller's drop as related
-    location). Silent when every caller keeps the tensor (a field of its object, a view of a persistent buffer,
+    location); so is a death a caller's own analysis sees right after its call (a temporary, a local at its return,
+    a `del`), which would otherwise be reported at that call: the missing record is the function's. Silent when
+    every caller keeps the tensor (a field of its object, a view of a persistent buffer,
     its own parameter that it returns), joins or records after the call, or when no caller is seen; when the
     function stores the tensor itself or hands it to a torch.distributed collective; when the argument is a
     host tensor; when a caller's local is dropped with nothing allocated after it before the caller joins or

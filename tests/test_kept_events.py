@@ -1,6 +1,7 @@
 """Confidence of SL301 where the caller's tensor dies at the return after an event recorded past the side-stream use
 was handed to a project receiver that only keeps it (flow/syncops.receiver_joins): reported, where a receiver that
-waits on it carries the join (strict only); the finding is the copier's (flow/callerfrees.py), medium. The fixture project
+waits on it carries the join (strict only); the finding is the copier's (flow/callerfrees.py), at the caller's
+confidence. The fixture project
 fixtures/projects/sl301_caller_returns says where the findings are; this says how sure they are."""
 
 import os
@@ -28,8 +29,10 @@ def _line(rel: str, marker: str) -> int:
 def test_an_event_the_receiver_only_keeps_is_no_join(monkeypatch):
     found = _confidences(monkeypatch)
     conn, copier = "kvhost/connector.py", "kvhost/copier.py"
-    # the death is the caller's, the missing record the copier's: one finding, at the copy, medium (it rests on the
-    # caller shown), the caller's own finding at its call yields to it (flow/callerfrees.py)
+    # the death is the caller's, the missing record the copier's: one finding, at the copy, as sure as the caller's
+    # own finding at its call was, which yields to it (flow/callerfrees.py): medium where `ready` is only kept (the
+    # receiver's later use of it is not followed), high where the caller's local dies at its return with no join on
+    # any path (the caller's analysis saw both: the take-over must not lower it)
     assert found[("copier.py", _line(copier, "gathered KV dies when _capture returns"))] is Confidence.MEDIUM
-    assert found[("copier.py", _line(copier, "export's local dies at its return"))] is Confidence.MEDIUM
+    assert found[("copier.py", _line(copier, "export's local dies at its return"))] is Confidence.HIGH
     assert not any(where[0] == "connector.py" for where in found)  # (`ready` waited on: strict only)

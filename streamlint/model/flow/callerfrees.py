@@ -8,8 +8,9 @@ A caller whose own analysis inlines the call sees its tensor die right after (a 
 its return: the function-local SL301) and, until now, reported it at its call. The missing ``record_stream``
 belongs to the function, though: it switched streams, it read the argument there, it did not protect it (a
 copier that records its source is fine whoever calls it). So such a death is reported once, in the function, at
-its first pending use, with the caller's call as related location (medium: it rests on the caller shown), and
-the caller's own finding at that call yields to it.
+its first pending use, with the caller's call as related location, at the confidence the caller's finding had
+(high when the caller's analysis saw the death and no join on every path: the facts are the same), and the
+caller's own finding at that call yields to it.
 
 Two questions, asked from both sides with the same facts:
 
@@ -44,9 +45,10 @@ def register_flow(function_flow) -> None:
 
 
 def caller_reported_free(project: Project, file: FileModel, fn: FunctionInfo, param: str) -> tuple | None:
-    """(the caller's file, its call, "caller <free>", the call, the caller) for the first call site of ``fn`` whose
-    caller's own analysis reports the death of what it binds to ``param`` at that call; None when none does.
-    Memoised per project."""
+    """(the caller's file, its call, "caller <free>", the call, the caller, the caller's own lifetime) for the first
+    call site of ``fn`` whose caller's own analysis reports the death of what it binds to ``param`` at that call; None
+    when none does. The function's finding takes the confidence that lifetime had at the caller. Memoised per
+    project."""
     memo = project.derived("caller_reported_free")
     key = (id(fn), param)
     if key not in memo:
@@ -82,7 +84,7 @@ def _first_reported(project: Project, file: FileModel, fn: FunctionInfo, param: 
             if not span.start_line <= line <= span.end_line:
                 continue
             if x.name == name or name is None and x.free == "call end":
-                return model, site.node, f"caller {x.free}", site.node, caller
+                return model, site.node, f"caller {x.free}", site.node, caller, x
     return None
 
 

@@ -205,9 +205,15 @@ class SyncMethods:
         method = callee.class_name is not None and callee.params[:1] in (("self",), ("cls",)) \
             and isinstance(e.func, cst.Attribute)
         effects = param_effects(self.project, cfile, callee)
-        bound = bind_arguments((callee.params[1:] if method else callee.params) + callee.kwonly, e,
-                               kwonly=callee.kwonly)
-        return {id(expr) for name, expr in bound.items() if effects.get(name, frozenset()) & {"wait", "sync"}}
+        named = (callee.params[1:] if method else callee.params) + callee.kwonly
+        bound = bind_arguments(named, e, kwonly=callee.kwonly)
+        onward = _handed_on(self.project, cfile, callee)
+        kept = {id(expr) for name, expr in bound.items() if name in named and name not in onward
+                and not effects.get(name, frozenset()) & {"wait", "sync"}}
+        # (an argument the receiver takes in `**kwargs` / `*args`, or hands on to a call the analysis cannot follow,
+        # `forward_batch.attn_backend.forward(q, k, v, **kwargs)` reaching a backend's `rel_bias_event.wait()`:
+        # its waiter is assumed, as for a receiver the analysis cannot read)
+        return {id(a.value) for a in e.args if id(a.value) not in kept}
 
     def records_handed_out(self, st: State, e: cst.Call) -> None:
         """``connector.start_load_kv(LoadMetadata(slot_mapping=slots, ...))``: a record object of another package
@@ -324,6 +330,18 @@ def _launch_parts(e: cst.Call, fn=None) -> tuple[list[cst.BaseExpression], list[
             continue
         stack.extend(children(n))
     return handles, pointers
+
+
+def _handed_on(project, file, fn) -> set[str]:
+    """The parameters of ``fn`` it passes as such (``p``, ``*p``, ``**p``) to a call outside the project's code it
+    can follow (no project target): what happens to them there is unseen."""
+    params = set(fn.all_params)
+    out: set[str] = set()
+    for site in fn.calls:
+        names = {a.value.value for a in site.node.args if isinstance(a.value, cst.Name) and a.value.value in params}
+        if names - out and project.call_target(file, site) is None:
+            out |= names
+    return out
 
 
 def _plain(e: cst.BaseExpression) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from streamlint._lazy import cst
-from streamlint.model.file import dotted
+from streamlint.model.file import ClassInfo, dotted
 from streamlint.model.flow.effects import param_effects
 from streamlint.model.flow.heldaliases import other_bindings
 from streamlint.model.flow.values import EVal, RecordVal, State, SVal, TVal, merge_clock, ordered_before
@@ -333,13 +333,17 @@ def _launch_parts(e: cst.Call, fn=None) -> tuple[list[cst.BaseExpression], list[
 
 
 def _handed_on(project, file, fn) -> set[str]:
-    """The parameters of ``fn`` it passes as such (``p``, ``*p``, ``**p``) to a call outside the project's code it
-    can follow (no project target): what happens to them there is unseen."""
+    """The parameters of ``fn`` it passes as such (``p``, ``*p``, ``**p``) to a call whose code the analysis cannot
+    follow (no project function): what happens to them there is unseen. Building a project class's record
+    (``WriteJob(payload=host, ready=ready)`` queued for a writer thread) only keeps them."""
     params = set(fn.all_params)
     out: set[str] = set()
     for site in fn.calls:
         names = {a.value.value for a in site.node.args if isinstance(a.value, cst.Name) and a.value.value in params}
-        if names - out and project.call_target(file, site) is None:
+        if not names - out or project.call_target(file, site) is not None:
+            continue
+        sym = project.symbol(site.target, file) if site.target is not None else None
+        if sym is None or not isinstance(sym[0], ClassInfo):
             out |= names
     return out
 

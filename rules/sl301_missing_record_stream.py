@@ -16,8 +16,9 @@ def _import_model() -> None:
     """The model modules this rule uses, imported at its first check (a run that analyses no file
     never loads them)."""
     global file_flows, path_tag, unrecorded_siblings, unrecorded_data_swaps, unrecorded_stored_siblings, broken_records, device_module, \
-        function_at, MAIN, entry_stream_name, stream_expr, stream_label, lifetime_reported_at
-    from streamlint.model.dataflow import file_flows, lifetime_reported_at, path_tag
+        function_at, MAIN, entry_stream_name, stream_expr, stream_label, lifetime_reported_at, taken_over, function_flow
+    from streamlint.model.dataflow import file_flows, function_flow, lifetime_reported_at, path_tag
+    from streamlint.model.flow.callerfrees import taken_over
     from streamlint.model.handoffs import unrecorded_siblings, unrecorded_stored_siblings
     from streamlint.model.recorders import broken_records
     from streamlint.model.dataswaps import unrecorded_data_swaps
@@ -45,7 +46,9 @@ class MissingRecordStream(Rule):
 
     An event recorded on the using stream after the use and handed out (returned, or given to a receiver call
     together with the tensors it guards: `self.attn(q, k, v, rel_bias=bias, rel_bias_event=ev)`) carries the
-    join: its waiter joins before its own work, and the death at the return is reported only with `strict`. So
+    join: its waiter joins before its own work, and the death at the return is reported only with `strict`; not when
+    the receiver is a project function whose code only keeps the event (`self.inflight[key] = (host, ready)` for a
+    writer thread) and waits on it nowhere: the free at the return is then reported, medium. So
     is the death of tensors handed to a call outside the project inside another package's record object
     (`connector.start_load(LoadRequest(slot_mapping=slots))`): the library may keep the record.
 
@@ -88,7 +91,10 @@ class MissingRecordStream(Rule):
     memory to its callers: when a caller in the project drops it right after the call (`p.grad = None` after
     `acc.add(p.grad)`, a temporary argument `push(g * scale)`, a local deleted or dying at the caller's return)
     before joining, the use is reported in the function (medium confidence, the caller's drop as related
-    location). Silent when every caller keeps the tensor (a field of its object, a view of a persistent buffer,
+    location); so is a death a caller's own analysis sees right after its call (a temporary, a local at its return,
+    a `del`), which would otherwise be reported at that call: the missing record is the function's, reported at the
+    confidence the caller's finding had (high when it saw the death and no join on every path). Silent when
+    every caller keeps the tensor (a field of its object, a view of a persistent buffer,
     its own parameter that it returns), joins or records after the call, or when no caller is seen; when the
     function stores the tensor itself or hands it to a torch.distributed collective; when the argument is a
     host tensor; when a caller's local is dropped with nothing allocated after it before the caller joins or
@@ -212,6 +218,8 @@ class MissingRecordStream(Rule):
                 if issue.kind == "caller-free":  # (flow/argdrops.py)
                     self._caller_free(ctx, issue, main, use, alloc)
                     continue
+                if taken_over(ctx.project, ctx.file, fn, issue):
+                    continue  # the function called here reports it, at its own unrecorded use (flow/callerfrees.py)
                 if issue.kind == "caller-drop":
                     if strict:  # it rests on what callers do with their tensors: on real code mostly they join
                         self._caller_side(ctx, issue)  # inside a parallel-executor helper (off unless strict)
@@ -240,6 +248,10 @@ class MissingRecordStream(Rule):
                     confidence = Confidence.MEDIUM  # (flow/flagjoins.py)
                     hint += (f"; this assumes a caller passes `{issue.flag}` so that the join is skipped and joins "
                              "too late itself")
+                if issue.kept_event and confidence is None:
+                    confidence = Confidence.MEDIUM  # (the receiver's code is read, its later use of the event not)
+                    hint += (f"; `{issue.kept_event}` is handed on with the results, but the receiver only keeps it: "
+                             "nothing waits on it on the current stream before the free")
                 if issue.guess:
                     confidence = Confidence.LOW  # (flow/guessedresults.py)
                     hint += (f"; this assumes the value is a device tensor, which rests only on `{issue.guess}` (of "
@@ -389,10 +401,13 @@ class MissingRecordStream(Rule):
     def _caller_free(ctx: RuleContext, issue, main: str | None, use: str, alloc: str) -> None:
         """A tensor parameter still read by work this function left pending on a side stream at its return,
         never recorded there, which a caller drops right after the call (flow/argdrops.py)."""
-        model, drop, call, caller = issue.entry
-        if lifetime_reported_at(ctx.project, model, caller, call):
+        model, drop, call, caller = issue.entry[:4]
+        if not issue.free.startswith("caller ") and lifetime_reported_at(ctx.project, model, caller, call):
             return  # the caller's own analysis follows the call and reports its tensor's death there
         how = {"call end": "a temporary argument, dropped when the call returns",
+               "caller call end": "a temporary argument, dropped when the call returns",
+               "caller function end": "dropped when the caller returns", "caller del": "deleted by the caller",
+               "caller rebinding": "rebound by the caller after the call",
                "unset": "dropped by the caller right after the call", "del": "deleted by the caller after the call",
                "rebinding": "rebound by the caller after the call",
                "function end": "dropped when the caller returns"}.get(issue.free, "dropped by the caller")
@@ -409,8 +424,10 @@ class MissingRecordStream(Rule):
                 f"there while {use} still reads it; this assumes the caller shown")
         related = [Location(model.path, model.span(drop), f"{how}")]
         # (a function that hands out an event recorded after the use escapes like a returned tensor: strict, low)
-        ctx.report(issue.node, first, confidence=Confidence.LOW if issue.escaped else Confidence.MEDIUM,
-                   related=related, hint=hint)
+        confidence = Confidence.LOW if issue.escaped else Confidence.MEDIUM
+        if len(issue.entry) > 4 and not issue.escaped:  # a death the caller's own analysis saw at its call
+            confidence = _taken_confidence(ctx, issue.entry[4], model, caller)  # (flow/callerfrees.py): as sure
+        ctx.report(issue.node, first, confidence=confidence, related=related, hint=hint)
 
     @staticmethod
     def _caller_side(ctx: RuleContext, issue) -> None:
@@ -607,6 +624,17 @@ def _tag_expr(key: str) -> str | None:
     if key.startswith("tag?:"):
         return key[5:]
     return None
+
+
+def _taken_confidence(ctx: RuleContext, lifetime, model, caller) -> Confidence:
+    """The confidence the caller's own finding for ``lifetime`` (a death at its call) would have had, which the
+    called function's finding takes over (flow/callerfrees.py): high when the caller's analysis saw the free and no
+    join on every path, lowered by the same evidence as in :meth:`MissingRecordStream.check`."""
+    if lifetime.guess or lifetime.escaped or _ambient_race(lifetime, function_flow(ctx.project, model, caller)):
+        return Confidence.LOW
+    if lifetime.flag or lifetime.kept_event:
+        return Confidence.MEDIUM
+    return Confidence.HIGH
 
 
 def _ambient_race(issue, flow) -> tuple | None:

@@ -64,6 +64,7 @@ from streamlint.model.captures import captured_host_outputs
 from streamlint.model.file import FileModel, FunctionInfo
 from streamlint.model.paths import native_mode
 from streamlint.model.flow.calls import wait_self_expr
+from streamlint.model.flow.callerfrees import register_flow
 from streamlint.model.flow.effects import calls_stream_work, inherited_modes
 from streamlint.model.flow.hostreads import async_host_copy_call
 from streamlint.model.flow.interp import Interp, run_producer
@@ -354,6 +355,9 @@ def file_flows(project: Project, file: FileModel, *, explicit_ge_joins: bool = F
         flow = function_flow(project, file, fn, explicit_ge_joins=explicit_ge_joins)
         if flow is not EMPTY_FLOW:
             yield fn, flow
+
+
+register_flow(function_flow)  # (flow/callerfrees.py asks the callers' flows: no import cycle)
 
 
 def lifetime_reported_at(project: Project, file: FileModel, fn: FunctionInfo, node: cst.CSTNode) -> bool:

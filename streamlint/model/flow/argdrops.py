@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.file import FileModel, FunctionInfo, dotted
 from streamlint.model.apis import COLLECTIVES
+from streamlint.model.flow.callerfrees import caller_reported_free
 from streamlint.model.flow.callers import callers_of, orders_after
 from streamlint.model.flow.effects import local_method, syncs_device
 from streamlint.model.flow.results import Lifetime
@@ -104,9 +105,10 @@ class PendingArgs:
                 continue  # the function itself stores the parameter (`self.inflight.append((grad, ev))`)
             stream = s if s in _params(fn) else None
             drop = caller_drop(self.project, self.file, fn, param, stream, elements=elements)  # type: ignore
-            if drop is None:
+            drop = drop or (None if elements else caller_reported_free(self.project, self.file, fn, param))  # type: ignore
+            if drop is None:  # (callerfrees: a caller's analysis reports the death at its call, this reports it)
                 continue
-            handed = _hands_out_event(fn)  # an event recorded after the use, returned: its waiter joins (strict)
+            handed = drop[2][:7] != "caller " and _hands_out_event(fn)  # a returned event's waiter joins (strict)
             self.lifetimes[key] = Lifetime(node, S.name or param, S.alloc, s, drop[2], None, handed,  # type: ignore
                                            self.cfg.mode, kind="caller-free",  # type: ignore[attr-defined]
                                            entry=drop[:2] + drop[3:])

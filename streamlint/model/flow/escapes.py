@@ -369,3 +369,11 @@ def _stream_waits_field(fn, attr: str, methods: tuple[str, ...]) -> bool:
             return True
         aliases |= names
     return False
+
+
+def kept_handoff(st: State, u, asked: bool = True) -> str | None:
+    """The event recorded after the use ``u`` that this path handed to a project receiver which only keeps it
+    (:meth:`~streamlint.model.flow.syncops.SyncMethods.receiver_joins`): a free at the return is then unjoined, as
+    that receiver's code says. None when not ``asked`` (a free before the return, an escaped tensor)."""
+    return None if not asked else next((k[1:] for k, snap in st.handed_off.items() if k[:1] == "~" and snap.get(u.stream, -1) >= u.time),
+                None)

@@ -266,6 +266,8 @@ class Expressions:
             # `out = blocks[0]` after `blocks[i % 2] = attn(...)`, ``blocks`` the enclosing function's list: the
             # tensor this function last put in a slot (which slot an index names is not tracked)
             return self.new_tensor(st, st.held[e.value.value][-1])
+        if base is None and len(e.slice) > 1 and any(isinstance(v, TVal) and not self.is_host(st, v) for v in idx_vals):
+            return self.op(st, e, idx_vals)  # `kv[pages, offsets]`: advanced indexing by device tensors, a new tensor
         if isinstance(base, KVal):
             if len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index):
                 return KVal(f"{base.key}[{self.render(st, e.slice[0].slice.value)}]", base.glob, base.opaque)

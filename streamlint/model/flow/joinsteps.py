@@ -179,8 +179,8 @@ def _param_handles(project: Project, file: FileModel, fn: FunctionInfo) -> list[
         if name in ("self", "cls"):
             continue
         kind = kinds.get(name)
-        if kind not in (STREAM, EVENT) and not (kind is None and _HANDLE_NAME.search(name)) \
-                or _host_annotated(file, fn, name):
+        named = kind is None and _HANDLE_NAME.search(name) and not _annotated(fn, name)  # (`stream: Any`: no evidence)
+        if kind not in (STREAM, EVENT) and not named or _host_annotated(file, fn, name):
             continue
         if not handled(fn.node.body, name):
             out.append(SilentJoin(fn, _end(fn), "stream-param", name))
@@ -234,6 +234,11 @@ def _event_handles(file: FileModel, fn: FunctionInfo) -> list[SilentJoin]:
                      and mentions_name(n.test, name)), None)
         out.append(SilentJoin(fn, test or binding, "event", name))
     return out[:1]
+
+
+def _annotated(fn: FunctionInfo, name: str) -> bool:
+    return any(p.name.value == name and p.annotation is not None
+               for p in (*fn.node.params.posonly_params, *fn.node.params.params, *fn.node.params.kwonly_params))
 
 
 def _host_annotated(file: FileModel, fn: FunctionInfo, name: str) -> bool:

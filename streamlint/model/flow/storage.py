@@ -18,7 +18,7 @@ from streamlint.model.flow.callers import steps_synced
 from streamlint.model.flow.chosenstreams import handed_wait
 from streamlint.model.flow.bodyinputs import bodies_read_caller_device, callers_cannot_fork
 from streamlint.model.flow.entryctx import entry_of
-from streamlint.model.flow.escapes import events_in, handed_value, self_field, tensor_boxes
+from streamlint.model.flow.escapes import events_in, handed_value, kept_handoff, self_field, tensor_boxes
 from streamlint.model.flow.fieldfamilies import callers_join
 from streamlint.model.flow.hostfields import HostFields
 from streamlint.model.flow.hostargs import host_by_callers, worker_thread_only
@@ -529,8 +529,8 @@ class Storages(HostFields):
                 else ("release", released, False)  # kept in a field another method drops unjoined
             if seen is not None and escaped:
                 return  # (a path that hands the join out does not hide another path's unjoined free)
-            self.lifetimes[key] = Lifetime(u.node, u.label or S.name or "tensor", S.alloc, u.stream, how, node,
-                                           escaped, self.cfg.mode)
+            self.lifetimes[key] = Lifetime(u.node, u.label or S.name or "tensor", S.alloc, u.stream, how, node, escaped,
+                                           self.cfg.mode, kept_event=kept_handoff(st, u, how == "function end" and not escaped))
 
     def check_pending(self, st: State, stream: str | None) -> None:
         """Frees with a use on another stream the allocating stream had not joined yet: the block returns to
@@ -554,9 +554,9 @@ class Storages(HostFields):
     def published_after(self, st: State, u: Access) -> bool:
         """Was an event recorded on ``u``'s stream after ``u`` and handed out (the result, ``self.done`` that every
         caller waits on right after the call, or a receiver call given it with the tensors it guards on this path:
-        ``self.attn(q, k, v, rel_bias=bias, rel_bias_event=ev)``)? Its waiter then carries the join: the receiver
-        waits before its own work on the current stream, which orders every use of the stream before the record."""
-        if any(snap.get(u.stream, -1) >= u.time for snap in st.handed_off.values()):
+        ``self.attn(q, k, v, rel_bias=bias, rel_bias_event=ev)``, not one whose code only keeps it)? Its waiter
+        carries the join: it waits before its own work on the current stream, ordering the stream's earlier uses."""
+        if any(snap.get(u.stream, -1) >= u.time for key, snap in st.handed_off.items() if key[:1] != "~"):
             return True
         handed = {ev.key for ev in _events_in(st.ret)}
         return any(snap.get(u.stream, -1) >= u.time and (key in handed or (

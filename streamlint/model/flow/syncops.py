@@ -12,13 +12,15 @@ from __future__ import annotations
 import re
 
 from streamlint._lazy import cst
-from streamlint.model.file import dotted
+from streamlint.model.file import ClassInfo, dotted
+from streamlint.model.flow.effects import param_effects
 from streamlint.model.flow.heldaliases import other_bindings
 from streamlint.model.flow.values import EVal, RecordVal, State, SVal, TVal, merge_clock, ordered_before
 from streamlint.model.argkinds import argument_kind
 from streamlint.model.streams import EVENT, MAIN, STREAM, derived
 from streamlint.model.tensors import ESCAPE_METHODS, library_record
 from streamlint.model.syntax import local_nodes
+from streamlint.model.uses import bind_arguments
 from streamlint.model.walk import children
 
 # A stream's raw runtime handle (``torch.npu.Stream.npu_stream``, ``torch.cuda.Stream.cuda_stream``), handed to
@@ -170,6 +172,9 @@ class SyncMethods:
         values = [self.ev(st, a.value) for a in e.args]
         keyed = {key: st.events[key] for v, a in zip(values, e.args)
                  if self.kind_of(st, v) == EVENT and (key := self.event_key(st, v, a.value)) in st.events}
+        joined = self.receiver_joins(e)  # (a project receiver that only keeps the event joins nothing now)
+        waited = {key for v, a in zip(values, e.args) if (key := self.event_key(st, v, a.value)) in keyed
+                  and (joined is None or id(a.value) in joined)}
         snaps = list(keyed.values())
         tensors = [tv for v in values for tv in self.tensors(st, v)]
         if not snaps or not tensors:
@@ -182,8 +187,33 @@ class SyncMethods:
                 return False
         for v in values:
             self.escape(st, v)
-        st.handed_off.update((key, dict(snap)) for key, snap in keyed.items())  # (the records as handed)
+        # (the records as handed; "~": to a project receiver that keeps the event and waits on it nowhere)
+        st.handed_off.update((key if key in waited else f"~{key}", dict(snap)) for key, snap in keyed.items())
         return True
+
+    def receiver_joins(self, e: cst.Call) -> set[int] | None:
+        """The argument expressions of ``e`` whose event the receiver waits on or synchronises (on some path, also
+        through its helpers: :func:`~streamlint.model.flow.effects.param_effects`) when ``e`` runs a project
+        function; None when it runs code the analysis cannot read (its waiter is assumed). A receiver that only
+        keeps the event (``self.inflight[key] = ready``, a queue for a writer thread) leaves the current stream
+        unordered after the record: its later allocations may still take a block the side stream reads."""
+        site = self.cfile.call_site(e)
+        target = self.project.call_target(self.cfile, site) if site is not None else None
+        if target is None:
+            return None
+        callee, cfile = target
+        method = callee.class_name is not None and callee.params[:1] in (("self",), ("cls",)) \
+            and isinstance(e.func, cst.Attribute)
+        effects = param_effects(self.project, cfile, callee)
+        named = (callee.params[1:] if method else callee.params) + callee.kwonly
+        bound = bind_arguments(named, e, kwonly=callee.kwonly)
+        onward = _handed_on(self.project, cfile, callee)
+        kept = {id(expr) for name, expr in bound.items() if name in named and name not in onward
+                and not effects.get(name, frozenset()) & {"wait", "sync"}}
+        # (an argument the receiver takes in `**kwargs` / `*args`, or hands on to a call the analysis cannot follow,
+        # `forward_batch.attn_backend.forward(q, k, v, **kwargs)` reaching a backend's `rel_bias_event.wait()`:
+        # its waiter is assumed, as for a receiver the analysis cannot read)
+        return {id(a.value) for a in e.args if id(a.value) not in kept}
 
     def records_handed_out(self, st: State, e: cst.Call) -> None:
         """``connector.start_load_kv(LoadMetadata(slot_mapping=slots, ...))``: a record object of another package
@@ -302,8 +332,25 @@ def _launch_parts(e: cst.Call, fn=None) -> tuple[list[cst.BaseExpression], list[
     return handles, pointers
 
 
+def _handed_on(project, file, fn) -> set[str]:
+    """The parameters of ``fn`` it passes as such (``p``, ``*p``, ``**p``) to a call whose code the analysis cannot
+    follow (no project function): what happens to them there is unseen. Building a project class's record
+    (``WriteJob(payload=host, ready=ready)`` queued for a writer thread) only keeps them."""
+    params = set(fn.all_params)
+    out: set[str] = set()
+    for site in fn.calls:
+        names = {a.value.value for a in site.node.args if isinstance(a.value, cst.Name) and a.value.value in params}
+        if not names - out or project.call_target(file, site) is not None:
+            continue
+        sym = project.symbol(site.target, file) if site.target is not None else None
+        if sym is None or not isinstance(sym[0], ClassInfo):
+            out |= names
+    return out
+
+
 def _plain(e: cst.BaseExpression) -> bool:
     """An argument evaluated without running anything (a name, an attribute, a literal, a negated flag)."""
     if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Not):
         return _plain(e.expression)
     return isinstance(e, (cst.Name, cst.Attribute, cst.Integer, cst.Float, cst.SimpleString))
+

@@ -260,8 +260,6 @@ def own_param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict
                 kinds[p.name.value] = "other"  # `eps=1e-6`, `flip=False`: a host scalar by its default
             continue
         code = cst.Module([]).code_for_node(ann.annotation)
-        if re.fullmatch(r"(Optional\[)?(Any|object)(\]|\|None)?", code.replace(" ", "").replace("typing.", "")):
-            continue  # `kv: Any`, `Optional[Any]`: no kind from the annotation, the code decides (`kv.detach()`)
         resolved = file.resolve(ann.annotation, fn) if isinstance(ann.annotation, (cst.Name, cst.Attribute)) else None
         if resolved is not None and _host_sync_class(resolved):
             kinds[p.name.value] = "other"  # `flag: threading.Event`: a host thread's flag, no device event

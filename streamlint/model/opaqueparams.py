@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Callable, Collection
 from streamlint._lazy import cst
 from streamlint.model.file import FileModel, FunctionInfo, dotted
 from streamlint.model.streams import derived
-from streamlint.model.syntax import local_nodes
+from streamlint.model.syntax import forward_reference, local_nodes
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -63,14 +63,9 @@ def opaque_annotation(project: Project, file: FileModel, fn: FunctionInfo, annot
     module level to no class)? A class, a protocol, ``Callable``, a container, a ``Union`` of types are something."""
     if depth > 3:
         return False
-    if isinstance(annotation, cst.SimpleString):
-        try:
-            text = annotation.evaluated_value
-            annotation = cst.parse_expression(text) if isinstance(text, str) else None
-        except Exception:  # noqa: BLE001 - a malformed forward reference names nothing
-            return False
-        if annotation is None:
-            return False
+    annotation = forward_reference(annotation)
+    if annotation is None:
+        return False
     if isinstance(annotation, cst.Subscript):
         head = (dotted(annotation.value) or "").replace("typing.", "")
         items = [el.slice.value for el in annotation.slice if isinstance(el.slice, cst.Index)]

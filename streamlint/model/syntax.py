@@ -56,6 +56,18 @@ def class_field(cls: cst.ClassDef, attr: str) -> "cst.AnnAssign | cst.Assign | N
     return None
 
 
+def forward_reference(annotation: cst.BaseExpression | None) -> cst.BaseExpression | None:
+    """The annotation itself, or the expression a string annotation (a forward reference) spells, read from its text
+    and never evaluated; None for a malformed one (it names nothing)."""
+    if not isinstance(annotation, cst.SimpleString):
+        return annotation
+    try:
+        text = annotation.evaluated_value
+        return cst.parse_expression(text) if isinstance(text, str) else None
+    except Exception:  # noqa: BLE001 - a malformed forward reference names nothing
+        return None
+
+
 def class_field_annotation(cls: cst.ClassDef, attr: str) -> cst.BaseExpression | None:
     """The annotation of a class-level field (dataclass style: ``ready_event: torch.npu.Event``)."""
     field = class_field(cls, attr)

@@ -11,6 +11,7 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.file import FileModel, FunctionInfo, dotted
 from streamlint.model.streams import derived
+from streamlint.model.syntax import forward_reference
 from streamlint.model.tensors import _TENSOR_METHODS, MULTI_VIEW_METHODS, VIEW_METHODS, torch_returns_tensor
 
 if TYPE_CHECKING:
@@ -42,12 +43,7 @@ def tensor_annotation(annotation: cst.BaseExpression | None) -> bool:
     """Does an annotation name a tensor: ``Tensor`` / ``torch.Tensor``, optionally inside ``Optional`` /
     ``Union`` / ``X | None`` / ``Sequence`` / ``List`` / ``Tuple`` (a forward reference read from its text, never
     evaluated)? Not a class whose name merely contains the word (``TensorSpec``, ``TensorDict``)."""
-    if isinstance(annotation, cst.SimpleString):
-        try:
-            text = annotation.evaluated_value
-            annotation = cst.parse_expression(text) if isinstance(text, str) else None
-        except Exception:  # noqa: BLE001 - a malformed forward reference names nothing
-            return False
+    annotation = forward_reference(annotation)
     if isinstance(annotation, cst.Subscript):
         head = (dotted(annotation.value) or "").replace("typing.", "")
         return head in _TENSOR_WRAPPERS and any(

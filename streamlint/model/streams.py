@@ -554,4 +554,3 @@ __all__ = [
     "on_self",
     "returned_kind",
 ]
-

@@ -629,5 +629,3 @@ def host_blocking_helper(project, file, fn) -> bool:
             break
     memo[id(fn)] = found
     return found
-
-

@@ -353,4 +353,3 @@ def _plain(e: cst.BaseExpression) -> bool:
     if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Not):
         return _plain(e.expression)
     return isinstance(e, (cst.Name, cst.Attribute, cst.Integer, cst.Float, cst.SimpleString))
-

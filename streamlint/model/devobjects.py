@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
+from streamlint.model.syntax import param_named
 from streamlint.model.walk import children
 
 if TYPE_CHECKING:
@@ -132,9 +133,7 @@ def _bound_locally(fn: FunctionInfo | None, name: str) -> bool:
 
 def param_annotation(fn: FunctionInfo, name: str) -> cst.BaseExpression | None:
     """The annotation of ``fn``'s parameter ``name``."""
-    params = fn.node.params
-    param = next((p for p in (*params.posonly_params, *params.params, *params.kwonly_params)
-                  if p.name.value == name), None)
+    param = param_named(fn.node, name)
     return param.annotation.annotation if param is not None and param.annotation is not None else None
 
 

@@ -11,7 +11,7 @@ from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, ho
 from streamlint.model.hostobjects import constructed_host_object
 from streamlint.model.hostresults import _host_value, returns_host_values
 from streamlint.model.streams import derived
-from streamlint.model.syntax import local_nodes
+from streamlint.model.syntax import local_nodes, param_named
 from streamlint.model.tensors import return_kind
 
 if TYPE_CHECKING:
@@ -61,9 +61,7 @@ def _host_declaration(fn: FunctionInfo, target: str) -> bool:
     for node in local_nodes(fn.node.body):
         if isinstance(node, cst.AnnAssign) and dotted(node.target) == target:
             return host_annotation(node.annotation.annotation, bare_class=False, scalars_only=True)
-    params = fn.node.params
-    param = next((p for p in (*params.posonly_params, *params.params, *params.kwonly_params)
-                  if p.name.value == target), None)
+    param = param_named(fn.node, target)
     return param is not None and param.annotation is not None \
         and host_annotation(param.annotation.annotation, bare_class=False, scalars_only=True)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from streamlint._lazy import cst
 from streamlint.model.file import FileModel, FunctionInfo, dotted, host_param, string_value
 from streamlint.model.placement import HOST_RESULT_METHODS, META_METHODS, host_library
-from streamlint.model.syntax import local_nodes
+from streamlint.model.syntax import local_nodes, param_named
 
 
 def _host_value(fn: FunctionInfo, v: cst.BaseExpression, depth: int = 0, file: FileModel | None = None) -> bool:
@@ -46,9 +46,7 @@ def _host_value(fn: FunctionInfo, v: cst.BaseExpression, depth: int = 0, file: F
         return True
     if not isinstance(v, cst.Name):
         return False
-    params = fn.node.params
-    param = next((p for p in (*params.posonly_params, *params.params, *params.kwonly_params)
-                  if p.name.value == v.value), None)
+    param = param_named(fn.node, v.value)
     return v.value in ("True", "False") or (param is not None and host_param(param))
 
 

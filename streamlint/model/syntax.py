@@ -56,6 +56,13 @@ def class_field(cls: cst.ClassDef, attr: str) -> "cst.AnnAssign | cst.Assign | N
     return None
 
 
+def param_named(fn: cst.FunctionDef, name: str) -> cst.Param | None:
+    """``fn``'s parameter ``name`` (positional-only, positional or keyword-only; not ``*args`` / ``**kwargs``)."""
+    params = fn.params
+    return next((p for p in (*params.posonly_params, *params.params, *params.kwonly_params) if p.name.value == name),
+                None)
+
+
 def forward_reference(annotation: cst.BaseExpression | None) -> cst.BaseExpression | None:
     """The annotation itself, or the expression a string annotation (a forward reference) spells, read from its text
     and never evaluated; None for a malformed one (it names nothing)."""

@@ -16,7 +16,7 @@ from streamlint._lazy import cst
 from streamlint.model.flow.callers import bound_by_partial, callers_of
 from streamlint.model.flow.entryctx import MAX_SITES, InCycle, collected, current_call
 from streamlint.model.streams import MAIN, outside_stream_scopes
-from streamlint.model.syntax import contains, descendants, dominates, local_nodes
+from streamlint.model.syntax import contains, descendants, dominates, local_nodes, param_named
 from streamlint.model.uses import bind_arguments
 
 MAX_DEPTH = 3  # callers handing on a stream parameter of their own, followed up (current_at_some_site)
@@ -218,8 +218,7 @@ def _same_expr(a, b) -> bool:
 
 def _none_default(fn, name: str) -> bool:
     """Does ``fn``'s parameter ``name`` default to None?"""
-    ps = fn.node.params
-    own = next((p for p in (*ps.posonly_params, *ps.params, *ps.kwonly_params) if p.name.value == name), None)
+    own = param_named(fn.node, name)
     return own is not None and isinstance(own.default, cst.Name) and own.default.value == "None"
 
 

@@ -32,6 +32,7 @@ from streamlint.model import apis
 from streamlint.model.file import ClassInfo, string_value
 from streamlint.model.placement import host_factory
 from streamlint.model.streams import derived
+from streamlint.model.syntax import param_named
 from streamlint.model.tensors import EMPTY_FACTORIES, LIKE_FACTORIES, torch_returns_tensor
 
 if TYPE_CHECKING:
@@ -108,8 +109,7 @@ def _bound_device(file: FileModel, fn: FunctionInfo, factory: cst.Call, call: cs
     given = [a.value for a in call.args if a.keyword is None]
     if name in positional and positional.index(name) < len(given):
         return given[positional.index(name)], cfile, caller
-    param = next((p for p in (*params.posonly_params, *params.params, *params.kwonly_params)
-                  if p.name.value == name), None)
+    param = param_named(fn.node, name)
     return (param.default if param is not None else None), file, fn
 
 

@@ -157,9 +157,9 @@ def host_bookkeeping(project: Project, file: FileModel, fn: FunctionInfo) -> boo
     return memo[id(fn)]
 
 
-_HOST_CALLS = frozenset({"len", "int", "float", "bool", "str", "min", "max", "sum", "range", "enumerate", "isinstance",
-                         "any", "all", "print"})
-_HOST_ROOTS = frozenset({"logger", "logging", "log", "time", "warnings"})
+HOST_CALLS = frozenset({"len", "int", "float", "bool", "str", "min", "max", "sum", "range", "enumerate", "isinstance",
+                        "any", "all", "print"})
+HOST_ROOTS = frozenset({"logger", "logging", "log", "time", "warnings"})
 _SYNC_MODULES = ("threading.", "queue.", "multiprocessing.", "asyncio.")
 
 
@@ -189,13 +189,13 @@ def _host_only(node: cst.CSTNode, known: frozenset[str]) -> bool:
     if isinstance(node, cst.Call):
         func = node.func
         if isinstance(func, cst.Name):
-            return func.value in _HOST_CALLS
+            return func.value in HOST_CALLS
         root = func
         while isinstance(root, (cst.Attribute, cst.Subscript)):
             root = root.value
         if not isinstance(root, cst.Name):
             return False
-        if root.value in _HOST_ROOTS:
+        if root.value in HOST_ROOTS:
             return True
         return root.value == "self" and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Attribute) \
             and func.value.attr.value in known  # (`self.cv.notify_all()`; not `self._helper()`)

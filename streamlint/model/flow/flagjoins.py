@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.file import dotted
-from streamlint.model.syntax import local_nodes
+from streamlint.model.flow.devicework import HOST_CALLS, HOST_ROOTS
+from streamlint.model.syntax import local_nodes, param_named
 
 if TYPE_CHECKING:
     from streamlint.model.flow.results import Lifetime
@@ -116,10 +117,9 @@ def _params(fn: cst.FunctionDef) -> frozenset[str]:
 
 def _default(fn: cst.FunctionDef, name: str) -> bool | None:
     """The literal ``True`` / ``False`` default of parameter ``name``, if it has one."""
-    p = fn.params
-    for a in (*p.posonly_params, *p.params, *p.kwonly_params):
-        if a.name.value == name and isinstance(a.default, cst.Name) and a.default.value in ("True", "False"):
-            return a.default.value == "True"
+    a = param_named(fn, name)
+    if a is not None and isinstance(a.default, cst.Name) and a.default.value in ("True", "False"):
+        return a.default.value == "True"
     return None
 
 
@@ -149,8 +149,7 @@ def _joins(arm: cst.CSTNode | None, names: frozenset[str] | None = None, opt_in:
 
 
 _DEVICE_MODULES = frozenset({"cuda", "npu", "xpu", "accelerator", "torch"})
-_HOST_IO = frozenset({"print", "logger", "logging", "log", "time", "warnings", "len", "str", "repr", "int", "float",
-                      "round"})  # (a call's head name: host I/O and what formats its arguments)
+_HOST_IO = HOST_CALLS | HOST_ROOTS | {"repr", "round"}  # (a call's head name: host I/O, what formats its arguments)
 
 
 def _stream_names(fn: cst.FunctionDef, stream: str) -> frozenset[str]:

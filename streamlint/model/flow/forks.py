@@ -19,7 +19,7 @@ from streamlint.model.flow.places import caching_stream_getter
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.streams import derived, is_current_stream
 from streamlint.model.uses import bind_arguments
-from streamlint.model.syntax import contains, is_none, local_nodes
+from streamlint.model.syntax import contains, is_none, local_nodes, param_named
 from streamlint.model.walk import children
 
 if TYPE_CHECKING:
@@ -128,9 +128,7 @@ def _none_stream(fn: FunctionInfo, param: str, expr: cst.BaseExpression | None) 
     if param in fn.name_assigns:
         return False
     if expr is None:
-        params = fn.node.params
-        declared = next((p for p in (*params.posonly_params, *params.params, *params.kwonly_params)
-                         if p.name.value == param), None)
+        declared = param_named(fn.node, param)
         expr = declared.default if declared is not None else None
     return is_none(expr)
 

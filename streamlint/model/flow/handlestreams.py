@@ -24,7 +24,7 @@ from __future__ import annotations
 from streamlint._lazy import cst
 from streamlint.model.file import FileModel, FunctionInfo
 from streamlint.model.flow.values import SVal
-from streamlint.model.syntax import descendants, is_none, local_nodes, node_memo, target_names
+from streamlint.model.syntax import descendants, is_none, local_nodes, node_memo, param_named, target_names
 
 _WRAPS = frozenset({"torch.cuda.ExternalStream", "torch.npu.ExternalStream", "torch.xpu.ExternalStream",
                     "torch_npu.npu.ExternalStream"})
@@ -73,9 +73,7 @@ def _rebound(fn: FunctionInfo, *, plain: bool = True) -> frozenset[str]:
 
 
 def _default(fn: FunctionInfo, name: str):
-    params = fn.node.params
-    param = next((p for p in (*params.posonly_params, *params.params, *params.kwonly_params)
-                  if p.name.value == name), None)
+    param = param_named(fn.node, name)
     return None if param is None else param.default
 
 

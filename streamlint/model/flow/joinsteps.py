@@ -45,6 +45,7 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
 from streamlint.model.streams import EVENT, MAIN, STREAM, derived
+from streamlint.model.devobjects import param_annotation
 from streamlint.model.syntax import local_nodes, mentions_name
 from streamlint.model.waits import consumes_event
 
@@ -179,7 +180,7 @@ def _param_handles(project: Project, file: FileModel, fn: FunctionInfo) -> list[
         if name in ("self", "cls"):
             continue
         kind = kinds.get(name)
-        named = kind is None and _HANDLE_NAME.search(name) and not _annotated(fn, name)  # (`stream: Any`: no evidence)
+        named = kind is None and _HANDLE_NAME.search(name) and param_annotation(fn, name) is None  # (`stream: Any`: no evidence)
         if kind not in (STREAM, EVENT) and not named or _host_annotated(file, fn, name):
             continue
         if not handled(fn.node.body, name):
@@ -234,11 +235,6 @@ def _event_handles(file: FileModel, fn: FunctionInfo) -> list[SilentJoin]:
                      and mentions_name(n.test, name)), None)
         out.append(SilentJoin(fn, test or binding, "event", name))
     return out[:1]
-
-
-def _annotated(fn: FunctionInfo, name: str) -> bool:
-    return any(p.name.value == name and p.annotation is not None
-               for p in (*fn.node.params.posonly_params, *fn.node.params.params, *fn.node.params.kwonly_params))
 
 
 def _host_annotated(file: FileModel, fn: FunctionInfo, name: str) -> bool:

@@ -125,22 +125,16 @@ def dependencies(project: Project, path: str) -> tuple[str, ...]:
     return tuple(sorted(seen))
 
 
-def _bounded(engine: Engine, path: str | None = None, data: bytes | None = None) -> None:
-    """Bound a long run's memory: the engine lets its trees go once they pass MODEL_BYTES_KEPT, counting the
-    file about to be analysed (``path``, its bytes ``data``; not one the prefilter skips) when it is not held
-    parsed already: its own tree is held with the kept ones while it is analysed (torch-npu's 3.1 MB generated
-    module came after 6 MB of kept trees, and a whole-tree run's peak RSS was the sum of both)."""
-    budget = MODEL_BYTES_KEPT
-    if path is not None and data is not None and not engine.holds_parsed(path) and engine.needs_analysis(data):
-        budget = max(0, budget - len(data))
-    if engine.parsed_bytes() > budget:
+def _bounded(engine: Engine) -> None:
+    """Bound a long run's memory: the engine lets its trees go once they pass MODEL_BYTES_KEPT."""
+    if engine.parsed_bytes() > MODEL_BYTES_KEPT:
         # a release keeps the most often, then most recently used models up to the bound (Engine._keep_order;
         # consecutive files of a package import the same modules, which a release of everything made the next file parse again, with the
         # compile index that a release now keeps too: the sglang 0.5.23 slice went from 189 s past 1500 s
         # at 6 MB). What a run holds between files stays within the bound; past it, a release per file
         # costs less than the parses it saves (sglang slice files 81-140, -j 1: CPU 121 -> 101 s keeping
         # half, less again keeping all of it, same peak RSS)
-        engine.release_models(budget)
+        engine.release_models(MODEL_BYTES_KEPT)
 
 
 def _result(engine: Engine, path: str, data: bytes | None) -> Result:
@@ -180,7 +174,7 @@ def _worker_run(chunk: list[tuple[str, bytes]]) -> tuple[list[Result], ProfileDa
         engine.profiler = Profiler()  # one snapshot per chunk: the parent sums them
     results = []
     for path, data in chunk:
-        _bounded(engine, path, data)
+        _bounded(engine)
         results.append(_result(engine, path, data))
     # the module summaries made here go back to the parent, which saves them in the project cache
     return results, engine.profiler.snapshot() if engine.profiler is not None else None, \
@@ -330,7 +324,7 @@ def lint_files(
     if jobs == 1 or len(pending) + len(light) < 2 or (len(pending) < max(SERIAL_BELOW, 2)
                                                       and len(light) < max(LIGHT_SERIAL_BELOW, 1)):
         for path, data in [*light, *pending]:
-            _bounded(engine, path, data)
+            _bounded(engine)
             results.append(_result(engine, path, data))
             advance(1)
     else:

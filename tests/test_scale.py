@@ -449,45 +449,6 @@ def test_an_engine_that_lets_its_trees_go_gives_the_same_findings(tmp_path: Path
     assert len(released_engine._parsed) < len(kept_engine._parsed)
 
 
-def test_the_kept_budget_counts_the_file_about_to_be_analysed(tmp_path: Path, monkeypatch) -> None:
-    """Between two files the engine keeps at most MODEL_BYTES_KEPT of parsed source, less the size of the next file
-    when it is to be analysed and not held parsed already (its tree is held with the kept ones while it is analysed:
-    a large module after a full budget made a run's peak the sum of both). Same findings as keeping everything."""
-    from streamlint import parallel
-
-    _project(tmp_path, noise=3)
-    engine = engine_for(tmp_path)
-    held = [str(tmp_path / "pkg" / name) for name in ("utils.py", "cfg.py", "compiler.py")]
-    for path in held:
-        engine.project.file(path)
-    full = engine.parsed_bytes()
-    monkeypatch.setattr(parallel, "MODEL_BYTES_KEPT", full)
-    parallel._bounded(engine)  # (no next file: within the budget, nothing let go)
-    assert engine.parsed_bytes() == full
-    quiet = str(tmp_path / "pkg" / "noise" / "n000.py")
-    no_marker = b"x = 1\n" * 40
-    assert not engine.needs_analysis(no_marker)
-    parallel._bounded(engine, quiet, no_marker)  # a file the prefilter skips is not parsed: it does not count
-    assert engine.parsed_bytes() == full
-    parallel._bounded(engine, held[0], Path(held[0]).read_bytes())  # held already: counted once
-    assert engine.parsed_bytes() == full
-    model = tmp_path / "pkg" / "model.py"
-    data = model.read_bytes()
-    assert engine.needs_analysis(data) and not engine.holds_parsed(str(model))
-    parallel._bounded(engine, str(model), data)
-    assert 0 < full - engine.parsed_bytes() and engine.parsed_bytes() <= full - len(data)
-
-    files = sorted(str(p) for p in tmp_path.rglob("*.py"))
-
-    def run(kept: int):
-        monkeypatch.setattr(parallel, "MODEL_BYTES_KEPT", kept)
-        reports, _ = parallel.lint_files(engine_for(tmp_path), files, jobs=1)
-        return [(r.path, _codes(r.findings)) for r in reports]
-
-    keep_all = run(1 << 30)
-    assert any(codes for _, codes in keep_all) and run(full) == keep_all and run(len(data) + 1) == keep_all
-
-
 def test_what_an_engine_holds_is_bounded_and_gives_the_same_findings(tmp_path: Path, monkeypatch) -> None:
     """Memory that must not grow with the tree (issue 15): a module parsed for another file's question
     keeps no stdlib tree (the file's own report parses it again when it is linted), and the contents kept

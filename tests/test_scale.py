@@ -1773,3 +1773,18 @@ def test_the_recordable_field_search_parses_only_modules_that_may_declare_it_and
     engine.set_override(str(edited), declares.encode())
     assert not _field_recordable(engine.project, "contexts")
     assert ("SL301", 75) not in _codes(engine.lint_file(str(stages)).findings)
+
+
+def test_the_recordable_field_search_sees_a_declaration_spelled_with_a_space(tmp_path: Path, monkeypatch) -> None:
+    """``contexts : int = 0`` declares the field as ``contexts: int = 0`` does: the byte search looks for both
+    spellings, so a class declaring it with another type is seen and SL301's hand-off question changes."""
+    import shutil
+
+    from streamlint.model.handoffs import _field_recordable
+
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(Path(__file__).resolve().parent.parent / "fixtures" / "projects" / "sl301_handoff_siblings",
+                    tmp_path, dirs_exist_ok=True)
+    assert _field_recordable(engine_for(tmp_path).project, "contexts")
+    write(tmp_path, "trainer/cursor.py", "class Cursor:\n    contexts : int = 0\n")
+    assert not _field_recordable(engine_for(tmp_path).project, "contexts")

@@ -103,6 +103,7 @@ Layer 3 — one function's flow
     ``dataflow``    which hazards (races, lifetimes, unjoined streams, view escapes) does a function
                     have on each execution path? The interpreter is ``flow/``: ``values`` (lattice,
                     state), ``orderings`` (vector clocks), ``storage`` (accesses, lifetimes),
+                    ``handouts`` (tensors handed back to the caller on an unjoined side stream),
                     ``exprs`` (evaluation), ``calls`` (inlining), ``control`` (branches, loops, scopes),
                     ``choices`` (``s = [a, b][i]``: one path per listed stream), ``polls``
                     (what a branch on ``query()`` / ``is_cuda`` tells), ``protocols`` / ``fieldfamilies`` (what

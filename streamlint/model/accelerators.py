@@ -172,15 +172,10 @@ def _bound_specs(project: Project, file: FileModel, cls: ClassInfo, attr: str, m
     return set().union(*found) if found and all(found) else set()
 
 
-# The device modules whose stream API the linter knows (another device's module, ``torch.mps``, is not one:
-# a layer that may return it is not resolved).
-_DEVICE_MODULES = frozenset({"torch.cuda", "torch.npu", "torch.xpu", "torch.accelerator"})
-
-
 def _device_module(qualname: str | None) -> str | None:
     """``torch.cuda`` / ``torch.npu`` / ``torch.xpu`` / ``torch.accelerator`` for a name of that module, else None."""
     canon = apis.canonical(qualname) if qualname is not None else None
-    return canon if canon in _DEVICE_MODULES else None
+    return canon if canon in apis.STREAM_DEVICE_MODULES else None
 
 
 def _module_spec(module: str, method: str) -> set[ApiSpec]:

@@ -161,6 +161,13 @@ _SPECS += [
     _spec("torch.accelerator.default_stream", Role.DEFAULT_STREAM, None, ("device",)),
 ]
 
+# The device modules whose stream API the linter knows, by their canonical names (``torch_npu.npu`` is spelled so
+# too): model/accelerators.py, model/devobjects.py, flow/flagjoins.py. Another device's module (``torch.mps``) is not
+# one: a layer that may return it is not resolved.
+STREAM_DEVICE_MODULES = frozenset({"torch.cuda", "torch.npu", "torch.xpu", "torch.accelerator"})
+# Every device module a project facade may forward to by name (flow/facades.py), those of other backends included.
+DEVICE_MODULE_SPELLINGS = STREAM_DEVICE_MODULES | frozenset({"torch_npu.npu", "torch.mps", "torch.musa"})
+
 # Getters of the device module of a device type (``torch.cuda``, ``torch.npu`` ... chosen at run time): their
 # result stands for the device-generic module above (model/accelerators.py, model/devobjects.py).
 DEVICE_MODULE_GETTERS = frozenset({

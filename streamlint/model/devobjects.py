@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 # Device-module methods whose name alone says "stream API" on an object from another package.
 UNAMBIGUOUS = frozenset({"Stream", "current_stream", "default_stream"})
 GENERIC = "torch.accelerator"  # the device chosen at run time
-_DEVICE_MODULES = frozenset({"torch.cuda", "torch.npu", "torch.xpu", "torch.accelerator", "torch_npu.npu"})
 # Packages with their own stream objects (not torch's): an object imported from them is not a torch device.
 _OTHER_RUNTIMES = frozenset({"cupy", "numba", "pycuda", "cuda", "paddle", "jax", "tensorflow", "mindspore",
                              "triton", "warp", "mlx", "threading", "asyncio", "multiprocessing", "concurrent"})
@@ -251,8 +250,10 @@ def _holder_module(project: Project, file: FileModel, method: FunctionInfo, expr
         return None
     if isinstance(expr, (cst.Name, cst.Attribute)):
         qualname = file.resolve(expr, method)
-        if qualname in _DEVICE_MODULES:
-            return "torch.npu" if qualname == "torch_npu.npu" else qualname
+        if qualname == "torch_npu.npu":
+            return "torch.npu"
+        if qualname in apis.STREAM_DEVICE_MODULES:
+            return qualname
         return None
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and dotted(expr.func.value) == "self":
         # `platform = self._ensure_initialized()`: an object of the class the method's annotation names

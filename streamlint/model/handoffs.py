@@ -396,7 +396,7 @@ def _field_recordable(project: Project, field: str) -> bool:
         found = []
         # a byte search, then the module summary (``ast``, cached by content): a module that only spells ``field:``
         # (a signature, a dict literal, a slice) is not parsed (sglang 0.5.23: one file's question parsed 343)
-        for path in project.paths_containing((f"{field}:".encode(),)):
+        for path in project.paths_containing((f"{field}:".encode(), f"{field} :".encode())):  # (`slots : T` too)
             summary = project.summary(path)
             model = project.file(path) if summary is None or summary.may_annotate_field(field) else None
             for cls in model.classes.values() if model is not None else ():

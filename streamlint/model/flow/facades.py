@@ -21,6 +21,7 @@ import re
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
+from streamlint.model import apis
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
 from streamlint.model.streams import derived
 from streamlint.model.syntax import call_name, local_nodes
@@ -30,13 +31,12 @@ if TYPE_CHECKING:
 
 _FORWARDED = 3  # methods forwarding to the device module's same-named function
 _STREAM_API = ("current_stream", "default_stream", "Stream", "Event", "stream", "set_stream")
-_DEVICE_MODULES = ("torch.cuda.", "torch.npu.", "torch.xpu.", "torch.mps.", "torch_npu.npu.", "torch.musa.")
 
 
 def forwards(fn: FunctionInfo) -> bool:
     """Does the method call the device module's function of its own name (``torch.npu.<name>(...)``)?"""
     name = fn.node.name.value
-    return any((dotted(site.node.func) or "") in {m + name for m in _DEVICE_MODULES} for site in fn.calls)
+    return any((dotted(site.node.func) or "") in {f"{m}.{name}" for m in apis.DEVICE_MODULE_SPELLINGS} for site in fn.calls)
 
 
 def device_facade(cls: ClassInfo) -> bool:

@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
+from streamlint.model import apis
 from streamlint.model.file import dotted
 from streamlint.model.flow.devicework import HOST_CALLS, HOST_ROOTS
 from streamlint.model.syntax import local_nodes, param_named
@@ -148,7 +149,7 @@ def _joins(arm: cst.CSTNode | None, names: frozenset[str] | None = None, opt_in:
     return False
 
 
-_DEVICE_MODULES = frozenset({"cuda", "npu", "xpu", "accelerator", "torch"})
+_DEVICE_MODULES = frozenset({m.rsplit(".", 1)[-1] for m in apis.STREAM_DEVICE_MODULES} | {"torch"})  # receivers' last names
 _HOST_IO = HOST_CALLS | HOST_ROOTS | {"repr", "round"}  # (a call's head name: host I/O, what formats its arguments)
 
 

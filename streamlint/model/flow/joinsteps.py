@@ -46,7 +46,7 @@ from streamlint.model import apis
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
 from streamlint.model.streams import EVENT, MAIN, STREAM, derived
 from streamlint.model.devobjects import param_annotation
-from streamlint.model.syntax import local_nodes, mentions_name
+from streamlint.model.syntax import descendants, local_nodes, mentions_name
 from streamlint.model.waits import consumes_event
 
 if TYPE_CHECKING:
@@ -325,6 +325,7 @@ def _class_events(project: Project, file: FileModel, fn: FunctionInfo) -> list[S
     return []
 
 
+_REMOVALS = ("pop", "clear", "setdefault")  # container calls that take an entry out or store one
 _SIDE_STREAM = re.compile(r"\bself\.(\w*stream\w*)\b(?!\s*\()")
 
 
@@ -539,9 +540,16 @@ def _evicts(fn: FunctionInfo, take: cst.CSTNode) -> bool:
 
 def _only_removes(fn: FunctionInfo, field: str) -> bool:
     """Every mention of ``.<field>`` in ``fn`` pops an entry, clears the container or stores one: it reaches no entry
-    it leaves in place (no ``.get(k)``, no ``[k]`` read, no walk, no ``k in`` test)."""
-    code = cst.Module(body=[]).code_for_node(fn.node.body)
-    return not re.search(rf"\.{re.escape(field)}\b(?!\s*\.(?:pop|clear|setdefault)\()(?!\s*\[[^\]]*\]\s*=[^=])", code)
+    it leaves in place (no ``.get(k)``, no ``[k]`` read, no walk, no ``k in`` test). Nested definitions count;
+    strings and comments do not."""
+    nodes = list(descendants(fn.node.body))
+    removing: set[int] = set()  # the `.<field>` nodes in a removing or storing position
+    for n in nodes:
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in _REMOVALS:
+            removing.add(id(n.func.value))  # `X.<field>.pop(k)`, `.clear()`, `.setdefault(k, ev)`
+        elif isinstance(n, cst.AssignTarget) and isinstance(n.target, cst.Subscript):
+            removing.add(id(n.target.value))  # `X.<field>[k] = ev`
+    return all(id(n) in removing for n in nodes if isinstance(n, cst.Attribute) and n.attr.value == field)
 
 
 def _takers(project: Project, field: str) -> list[FunctionInfo]:

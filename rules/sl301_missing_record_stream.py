@@ -218,6 +218,9 @@ class MissingRecordStream(Rule):
                 if issue.kind == "caller-free":  # (flow/argdrops.py)
                     self._caller_free(ctx, issue, main, use, alloc)
                     continue
+                if issue.kind == "field-drop":  # (flow/fielddrops.py)
+                    self._field_drop(ctx, issue, main, use, alloc)
+                    continue
                 if taken_over(ctx.project, ctx.file, fn, issue):
                     continue  # the function called here reports it, at its own unrecorded use (flow/callerfrees.py)
                 if issue.kind == "caller-drop":
@@ -428,6 +431,23 @@ class MissingRecordStream(Rule):
         if len(issue.entry) > 4 and not issue.escaped:  # a death the caller's own analysis saw at its call
             confidence = _taken_confidence(ctx, issue.entry[4], model, caller)  # (flow/callerfrees.py): as sure
         ctx.report(issue.node, first, confidence=confidence, related=related, hint=hint)
+
+    @staticmethod
+    def _field_drop(ctx: RuleContext, issue, main: str | None, use: str, alloc: str) -> None:
+        """A field's tensor read on a side stream, pending at the return, unrecorded there, which another method
+        of the object drops with no join first (flow/fielddrops.py)."""
+        line = ctx.file.span(issue.free_node).start_line
+        first = first_line(f"`{issue.name}` is still read on {use} when this returns, unrecorded, and the object "
+                           f"drops it unjoined (line {line}) [{issue.mode}]",
+                           f"`{issue.name}` is read on {use} past the return, unrecorded; the object drops it "
+                           f"unjoined [{issue.mode}]",
+                           f"a field is read on a side stream past the return and dropped unjoined [{issue.mode}]")
+        target = _record_on_user(ctx, issue, main, use)
+        hint = (f"add {target} after this use (or join {use} before `{issue.name}` is rebound): its memory belongs "
+                f"to {alloc}; once the field is rebound the block can be handed to new work there while {use} "
+                "still reads it; this assumes the drop may follow this call before the side stream is done")
+        related = [Location(ctx.file.path, ctx.file.span(issue.free_node), "the field is dropped here, unjoined")]
+        ctx.report(issue.node, first, confidence=Confidence.MEDIUM, related=related, hint=hint)
 
     @staticmethod
     def _caller_side(ctx: RuleContext, issue) -> None:

@@ -1,0 +1,273 @@
+"""A field's tensor read on a side stream, left pending at the return, which another method of the object drops.
+
+A tensor the object keeps in a plain field (``self._plan``: the step's block plan a metadata builder hands in,
+a prefetched batch, a double-buffered activation) lives as long as the field holds it. A method that reads it
+(or a local alias of it, ``blocks = self._plan``) in work it queues on a side stream and returns with that work
+pending -- no ``record_stream`` on that stream, no join of it into the allocating stream, no host
+synchronisation -- leaves the block to whoever rebinds the field next: when another method of the class
+(``plan()`` replacing it, ``disarm()`` setting it to ``None``, ``del self._plan``) drops the last reference with
+no join first, the caching allocator hands the block back to the allocating stream's pool while the side stream
+may still read it. The missing ``record_stream`` is the reading method's: the finding is at its first pending
+side-stream use, the unjoined drop as related location, at medium confidence (the order of the two methods'
+calls is not seen).
+
+Silent (precision first) when:
+
+- some method that drops the field first joins or synchronises (a wait or a host synchronisation before the
+  drop in that method, or every ``self`` call of it after one): only drops with no join count, and at least
+  one must exist outside construction (``__init__``, ``setup``, ``build``, ...);
+- a value the field is bound to is long-lived storage or a view of it (``self._plan = self._table[:n]``),
+  evidently host memory (``.cpu()``, ``pin_memory``), or also kept elsewhere by the method that binds it
+  (``self._history.append(blocks)``; a container or another field); a value handed in as a parameter is
+  judged at the setter's callers in the project: each must hand a value of its own (a local or a temporary it
+  does not keep, not one of its object's fields), and at least one must be seen;
+- the reading method itself keeps the value elsewhere (an in-flight list, another field);
+- the field is a container or an element's field (``self.bufs[k]``, ``self.x.y``): their lifetimes are
+  :mod:`~streamlint.model.heldslots`'s.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from streamlint._lazy import cst
+from streamlint.model.file import FileModel, FunctionInfo
+from streamlint.model.flow.callers import callers_of
+from streamlint.model.flow.results import Lifetime
+from streamlint.model.heldslots import _INIT_METHODS, _after_joins, _class_call_streams, _join_lines, _self_field, \
+    _statements
+from streamlint.model.stepstate import _construction
+from streamlint.model.syntax import local_nodes
+from streamlint.model.tensors import VIEW_ATTRS, VIEW_METHODS
+from streamlint.model.uses import bind_arguments
+
+if TYPE_CHECKING:
+    from streamlint.model.flow.values import State, TVal
+    from streamlint.model.project import Project
+
+_PLAIN = re.compile(r"self\.(\w+)$")
+_KEEPS = frozenset({"append", "extend", "insert", "appendleft", "add", "put", "put_nowait", "setdefault", "update"})
+_HOST = frozenset({"cpu", "pin_memory", "numpy", "tolist", "item"})
+_MAX_CALLERS = 8
+
+
+class FieldDrops:
+    """Fields read on a side stream and left pending at the return (mixin of
+    :class:`~streamlint.model.flow.interp.Interp`). Interp state it uses: ``depth``, ``anchor``, ``lifetimes``,
+    ``cfg``, ``project``, ``file``, ``fn``."""
+
+    def access(self, st: State, tv: TVal, s: str, t: int, know: dict[str, int], write: bool) -> None:
+        super().access(st, tv, s, t, know, write)  # type: ignore[misc]
+        if self.depth or self.anchor is None or self.fn.class_name is None:  # type: ignore[attr-defined]
+            return
+        S = st.stores.get(tv.sid)
+        if S is not None and S.kind == "long" and S.name and _PLAIN.match(S.name) and s != S.alloc \
+                and not s.startswith(("<", "tag")):
+            self.__dict__.setdefault("field_side_uses", []).append((tv.sid, s, t, self.anchor))  # type: ignore
+
+    def finalize(self, st: State) -> None:
+        super().finalize(st)  # type: ignore[misc]
+        if self.__dict__.get("field_side_uses") and not self.depth:  # type: ignore[attr-defined]
+            self.check_field_drops(st)
+
+    def check_field_drops(self, st: State) -> None:
+        fn: FunctionInfo = self.fn  # type: ignore[attr-defined]
+        for sid, s, t, node in self.__dict__["field_side_uses"]:
+            S = st.stores.get(sid)
+            if S is None or s in S.recorded or st.know(S.alloc).get(s, -1) >= t or any(st.loose_rec.values()):
+                continue  # recorded on the side stream, joined back, host-synchronised
+            key = ("field-drop", S.name)
+            if key in self.lifetimes or any(  # type: ignore[attr-defined]
+                    x.node is node for x in self.lifetimes.values()):  # type: ignore[attr-defined]
+                continue  # (the first pending use is the one reported; one finding per statement)
+            field = _PLAIN.match(S.name).group(1)  # type: ignore[union-attr]
+            drop = field_drop(self.project, self.file, fn, field)  # type: ignore[attr-defined]
+            if drop is None:
+                continue
+            self.lifetimes[key] = Lifetime(node, S.name, S.alloc, s, "field-drop", drop,  # type: ignore
+                                           False, self.cfg.mode, kind="field-drop")  # type: ignore[attr-defined]
+
+
+def field_drop(project: Project, file: FileModel, fn: FunctionInfo, field: str) -> cst.CSTNode | None:
+    """The statement of another method of ``fn``'s class (or of ``fn`` before its first mention of the field) that
+    drops what ``self.<field>`` holds with no join first, when the value dropped is the object's own (see the
+    module docstring); None otherwise. Memoised per project."""
+    memo = project.derived("field_drop")
+    key = (id(fn), field)
+    if key not in memo:
+        memo[key] = None
+        memo[key] = _field_drop(project, file, fn, field)
+    return memo[key]
+
+
+def _field_drop(project: Project, file: FileModel, fn: FunctionInfo, field: str) -> cst.CSTNode | None:
+    cls = file.classes.get(fn.class_name or "")
+    if cls is None or fn.node.name.value in _INIT_METHODS or _keeps_alias(fn, field):
+        return None
+    drops: list[tuple[FunctionInfo, cst.CSTNode]] = []
+    construction = _construction(cls) | set(_INIT_METHODS) | {"__del__"}
+    for name, method in cls.methods.items():
+        for stmt in _statements(method.node.body):
+            value = _binding(stmt, field)
+            if value is _NOT:
+                continue
+            if value is not None and not _own_value(project, file, method, value, field):
+                return None  # a value that is long-lived, host memory, or kept elsewhere too
+            if name in construction:
+                continue
+            if method is fn and _mentioned_before(file, fn, stmt, field):
+                continue  # (a rebinding after the use in the same call: the function's own flow judges it)
+            drops.append((method, stmt))
+    if not drops:
+        return None
+    joins: dict[str, list[int]] = {}
+    callers = None
+    for method, stmt in drops:
+        lines = joins.get(method.qualname)
+        if lines is None:
+            lines = joins[method.qualname] = _join_lines(file, method)
+        if lines and any(j < file.span(stmt).start_line for j in lines):
+            continue
+        if callers is None:
+            callers = _class_call_streams(project, file, cls)
+        name = method.node.name.value
+        if name in callers and _after_joins(file, callers[name][1], joins):
+            continue
+        return stmt
+    return None
+
+
+_NOT = object()
+
+
+def _binding(stmt: cst.CSTNode, field: str):
+    """The value ``stmt`` binds to ``self.<field>`` (None for a ``del`` or a binding to ``None``); ``_NOT`` when it
+    binds nothing to it."""
+    if isinstance(stmt, cst.Del):
+        targets = stmt.target.elements if isinstance(stmt.target, cst.Tuple) else [stmt.target]
+        return None if any(_self_field(getattr(t, "value", t)) == field for t in targets) else _NOT
+    if isinstance(stmt, (cst.Assign, cst.AnnAssign)) and stmt.value is not None:
+        targets = [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else [stmt.target]
+        for target in targets:
+            names = target.elements if isinstance(target, (cst.Tuple, cst.List)) else None
+            if names is not None:
+                for i, el in enumerate(names):
+                    if _self_field(el.value) != field:
+                        continue
+                    values = stmt.value.elements if isinstance(stmt.value, (cst.Tuple, cst.List)) else None
+                    if values is None or len(values) != len(names) or isinstance(values[i], cst.StarredElement):
+                        return stmt.value  # (`self.a, self.b = pair`: judged as a whole value)
+                    value = values[i].value
+                    return None if isinstance(value, cst.Name) and value.value == "None" else value
+            elif _self_field(target) == field:
+                value = stmt.value
+                return None if isinstance(value, cst.Name) and value.value == "None" else value
+    return _NOT
+
+
+def _root(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """The object a chain of views, subscripts and attributes starts from (``self._table[:n].view(-1)``:
+    ``self``)."""
+    while True:
+        if isinstance(expr, cst.Subscript):
+            expr = expr.value
+        elif isinstance(expr, cst.Attribute):
+            expr = expr.value
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+                and expr.func.attr.value in VIEW_METHODS | VIEW_ATTRS:
+            expr = expr.func.value
+        else:
+            return expr
+
+
+def _own_value(project: Project, file: FileModel, method: FunctionInfo, value: cst.BaseExpression,
+               field: str) -> bool:
+    """Is the value bound to the field the object's own, which the field's rebinding frees: not a view of
+    long-lived storage (a field, a global), not host memory, not kept elsewhere by the binding method; a
+    parameter only when every seen caller of the method hands one of its own."""
+    if any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in _HOST
+           for n in local_nodes(value)) or any(isinstance(n, cst.Arg) and n.keyword is not None
+                                               and n.keyword.value == "pin_memory" for n in local_nodes(value)):
+        return False
+    root = _root(value)
+    if isinstance(root, cst.Name) and root.value == "self" and not isinstance(value, cst.Call):
+        return False  # a field, or a view of one
+    if isinstance(root, cst.Name) and root.value == "self" and isinstance(value, cst.Call) \
+            and _root(value) is not value:
+        return False  # (`self.table[:n].view(-1)`)
+    if not isinstance(value, cst.Name):
+        return True  # a call's result, an expression: a new tensor (or what the analysis takes for one)
+    name = value.value
+    if _stored_elsewhere(method, name, field):
+        return False
+    if name in method.all_params:
+        return _callers_hand_own(project, file, method, name)
+    values = method.name_assigns.get(name, [])
+    return bool(values) and all(v is not None and _own_value(project, file, method, v, field) for v in values)
+
+
+def _stored_elsewhere(method: FunctionInfo, name: str, field: str) -> bool:
+    """Does ``method`` also keep what ``name`` holds somewhere else than ``self.<field>`` (another field, a
+    container, an alias)?"""
+    for stmt in _statements(method.node.body):
+        if isinstance(stmt, (cst.Assign, cst.AnnAssign)) and stmt.value is not None:
+            targets = [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else [stmt.target]
+            if all(_self_field(t) == field for t in targets):
+                continue
+            if any(isinstance(n, cst.Name) and n.value == name for n in local_nodes(stmt.value)) \
+                    and any(isinstance(t, (cst.Attribute, cst.Subscript)) for t in targets):
+                return True
+    for site in method.calls:
+        if site.method in _KEEPS and any(isinstance(n, cst.Name) and n.value == name
+                                         for a in site.node.args for n in local_nodes(a.value)):
+            return True
+    return False
+
+
+def _callers_hand_own(project: Project, file: FileModel, method: FunctionInfo, param: str) -> bool:
+    """Does every seen caller of the setter hand, for ``param``, a value of its own that it keeps nowhere (a local
+    or a temporary, not a field of its object or a view of one), and is at least one seen?"""
+    params = (method.params[1:] if method.params[:1] == ("self",) else method.params) + method.kwonly
+    sites = callers_of(project, file, method) or ()
+    seen = 0
+    for _model, site in sites:
+        if site.function is None or seen >= _MAX_CALLERS:
+            return False
+        expr = bind_arguments(params, site.node, kwonly=method.kwonly).get(param)
+        if expr is None:
+            return False
+        root = _root(expr)
+        if isinstance(root, cst.Name) and (root.value in ("self", "cls") or root.value in site.function.all_params):
+            return False  # its object's field, or what its own caller handed it
+        if isinstance(expr, cst.Name) and _stored_elsewhere(site.function, expr.value, ""):
+            return False
+        seen += 1
+    return seen > 0
+
+
+def _keeps_alias(fn: FunctionInfo, field: str) -> bool:
+    """Does the reading function keep what the field holds elsewhere (``self._inflight.append(blocks)`` with
+    ``blocks = self._plan``, ``self._last = self._plan``)?"""
+    aliases = {name for name, values in fn.name_assigns.items()
+               if values and all(v is not None and _self_field(v) == field for v in values)}
+    for stmt in _statements(fn.node.body):
+        if isinstance(stmt, (cst.Assign, cst.AnnAssign)) and stmt.value is not None:
+            targets = [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else [stmt.target]
+            if any(isinstance(t, (cst.Attribute, cst.Subscript)) and _self_field(t) != field for t in targets) \
+                    and (_self_field(stmt.value) == field
+                         or isinstance(stmt.value, cst.Name) and stmt.value.value in aliases):
+                return True
+    for site in fn.calls:
+        if site.method in _KEEPS and any(_self_field(a.value) == field or isinstance(a.value, cst.Name)
+                                         and a.value.value in aliases for a in site.node.args):
+            return True
+    return False
+
+
+def _mentioned_before(file: FileModel, fn: FunctionInfo, stmt: cst.CSTNode, field: str) -> bool:
+    line = file.span(stmt).start_line
+    return any(_self_field(n) == field and file.span(n).start_line < line for n in local_nodes(fn.node.body))
+
+
+__all__ = ["FieldDrops", "field_drop"]

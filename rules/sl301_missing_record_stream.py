@@ -16,9 +16,10 @@ def _import_model() -> None:
     """The model modules this rule uses, imported at its first check (a run that analyses no file
     never loads them)."""
     global file_flows, path_tag, unrecorded_siblings, unrecorded_data_swaps, unrecorded_stored_siblings, broken_records, device_module, \
-        function_at, MAIN, entry_stream_name, stream_expr, stream_label, lifetime_reported_at, taken_over, function_flow
+        function_at, MAIN, entry_stream_name, stream_expr, stream_label, lifetime_reported_at, taken_over, function_flow, \
+        noop_taken
     from streamlint.model.dataflow import file_flows, function_flow, lifetime_reported_at, path_tag
-    from streamlint.model.flow.callerfrees import taken_over
+    from streamlint.model.flow.callerfrees import noop_taken, taken_over
     from streamlint.model.handoffs import unrecorded_siblings, unrecorded_stored_siblings
     from streamlint.model.recorders import broken_records
     from streamlint.model.dataswaps import unrecorded_data_swaps
@@ -204,7 +205,7 @@ class MissingRecordStream(Rule):
                 seen.add(id(issue.node))
                 use, alloc = stream_label(issue.use_stream, main), stream_label(issue.alloc, main)
                 if issue.kind == "noop-record":
-                    self._noop_record(ctx, issue, main, use, alloc)
+                    self._noop_record(ctx, issue, main, use, alloc, noop_taken(ctx.project, ctx.file, fn, issue))
                     continue
                 if issue.kind == "handoff":  # (flow/consumers.py)
                     self._handoff(ctx, issue, main, use, alloc)
@@ -336,8 +337,10 @@ class MissingRecordStream(Rule):
             ctx.report(swap.node, first, confidence=Confidence.MEDIUM, related=related, hint=hint)
 
     @staticmethod
-    def _noop_record(ctx: RuleContext, issue, main: str | None, use: str, alloc: str) -> None:
-        """A record on the stream the tensor's memory belongs to, while it is used on another one."""
+    def _noop_record(ctx: RuleContext, issue, main: str | None, use: str, alloc: str, taken=None) -> None:
+        """A record on the stream the tensor's memory belongs to, while it is used on another one. ``taken``: the
+        callers' deaths of the argument at their calls this finding takes over (flow/callerfrees.py), shown as
+        related locations, as sure as the surest of them."""
         line = ctx.file.span(issue.free_node).start_line
         first = first_line(f"`{issue.name}` is recorded on {alloc}, the stream its memory belongs to, but is used on "
                            f"{use} (line {line}) [{issue.mode}]",
@@ -351,7 +354,11 @@ class MissingRecordStream(Rule):
             model, call = issue.entry[:2]
             related.append(Location(model.path, model.span(call), "called here (every call site of the project hands it so)"))
             hint += "; this assumes the callers shown (every call site in the project hands it so)"
-        ctx.report(issue.node, first, confidence=Confidence.MEDIUM, related=related, hint=hint)
+        confidence = Confidence.MEDIUM
+        if taken is not None:  # the callers' own findings at their calls yield to this one: one defect, one finding
+            confidence = _taken_sites(ctx, taken[6], related, shown=0)
+            hint += "; a caller drops the tensor right after the call"
+        ctx.report(issue.node, first, confidence=confidence, related=related, hint=hint)
 
     @staticmethod
     def _handoff(ctx: RuleContext, issue, main: str | None, use: str, alloc: str) -> None:
@@ -428,8 +435,8 @@ class MissingRecordStream(Rule):
         related = [Location(model.path, model.span(drop), f"{how}")]
         # (a function that hands out an event recorded after the use escapes like a returned tensor: strict, low)
         confidence = Confidence.LOW if issue.escaped else Confidence.MEDIUM
-        if len(issue.entry) > 4 and not issue.escaped:  # a death the caller's own analysis saw at its call
-            confidence = _taken_confidence(ctx, issue.entry[4], model, caller)  # (flow/callerfrees.py): as sure
+        if len(issue.entry) > 5 and not issue.escaped:  # deaths the callers' own analyses saw at their calls
+            confidence = _taken_sites(ctx, issue.entry[5], related)  # (flow/callerfrees.py): as sure, every caller
         ctx.report(issue.node, first, confidence=confidence, related=related, hint=hint)
 
     @staticmethod
@@ -644,6 +651,20 @@ def _tag_expr(key: str) -> str | None:
     if key.startswith("tag?:"):
         return key[5:]
     return None
+
+
+def _taken_sites(ctx: RuleContext, sites, related: list, shown: int = 1) -> Confidence:
+    """The confidence of a finding that takes over the callers' findings at ``sites`` ((file, call, caller,
+    lifetime), flow/callerfrees.py): the surest of theirs; each call after the first ``shown`` is added to
+    ``related``."""
+    order = (Confidence.LOW, Confidence.MEDIUM, Confidence.HIGH)
+    best = Confidence.LOW
+    for k, (model, call, caller, lifetime) in enumerate(sites):
+        c = _taken_confidence(ctx, lifetime, model, caller)
+        best = max(best, c, key=order.index)
+        if k >= shown and len(related) < 6:
+            related.append(Location(model.path, model.span(call), "a caller drops it right after this call"))
+    return best
 
 
 def _taken_confidence(ctx: RuleContext, lifetime, model, caller) -> Confidence:

@@ -1,30 +1,32 @@
 """A field's tensor read on a side stream, left pending at the return, which another method of the object drops.
 
-A tensor the object keeps in a plain field (``self._plan``: the step's block plan a metadata builder hands in,
-a prefetched batch, a double-buffered activation) lives as long as the field holds it. A method that reads it
-(or a local alias of it, ``blocks = self._plan``) in work it queues on a side stream and returns with that work
-pending -- no ``record_stream`` on that stream, no join of it into the allocating stream, no host
-synchronisation -- leaves the block to whoever rebinds the field next: when another method of the class
-(``plan()`` replacing it, ``disarm()`` setting it to ``None``, ``del self._plan``) drops the last reference with
-no join first, the caching allocator hands the block back to the allocating stream's pool while the side stream
-may still read it. The missing ``record_stream`` is the reading method's: the finding is at its first pending
-side-stream use, the unjoined drop as related location, at medium confidence (the order of the two methods'
-calls is not seen).
+A tensor the object keeps in a field (``self._plan``: the step's block plan a metadata builder hands in, an
+element of ``self._staged[rid]``, a double-buffered activation) lives as long as the field holds it. A method that
+reads it (or a local alias of it, ``blocks = self._plan``) in work it queues on a side stream and returns with that
+work pending -- no ``record_stream`` on that stream, no join of it into the allocating stream, no host
+synchronisation -- leaves the block to whoever drops the field next: when another method of the class
+(``plan()`` replacing it, ``disarm()`` setting it to ``None``, ``del self._plan``, ``self._staged.pop(rid)``) drops
+the last reference with no join first, the caching allocator hands the block back to the allocating stream's pool
+while the side stream may still read it. The missing ``record_stream`` is the reading method's: the finding is at
+its first pending side-stream use of the field, the unjoined drop as related location, at medium confidence (the
+order of the two methods' calls is not seen).
 
 Silent (precision first) when:
 
-- some method that drops the field first joins or synchronises (a wait or a host synchronisation before the
-  drop in that method, or every ``self`` call of it after one): only drops with no join count, and at least
-  one must exist outside construction (``__init__``, ``setup``, ``build``, ...);
-- a value the field is bound to is long-lived storage or a view of it (``self._plan = self._table[:n]``),
-  evidently host memory (``.cpu()``, ``pin_memory``), or also kept elsewhere by the method that binds it
-  (``self._history.append(blocks)``; a container or another field); a value handed in as a parameter is
-  judged at the setter's callers in the project: each must hand a value of its own (a local or a temporary it
-  does not keep, not one of its object's fields), and at least one must be seen;
-- the reading method itself keeps the value elsewhere (an in-flight list, another field);
-- the field is a container or an element's field (``self.bufs[k]``, ``self.x.y``): their lifetimes are
-  :mod:`~streamlint.model.heldslots`'s.
-"""
+- every method that drops the field first joins or synchronises (a wait or a host synchronisation before the
+  drop in that method, or every ``self`` call of it after one); at least one drop outside construction
+  (``__init__``, ``setup*``, ``build*``, ``load*``, ... and the methods only they call) must exist; storing an
+  element (``self.f[k] = v``, ``self.f.append(v)``) is no drop;
+- a value the field is bound to (or an element stored into it) is long-lived storage or a view of it
+  (``self._plan = self._table[:n]``), evidently host memory (``.cpu()``, ``pin_memory``), made inside a stream
+  scope (its memory is that stream's), or also kept elsewhere by the method that binds it
+  (``self._history.append(blocks)``); a value handed in as a parameter is judged at the setter's callers in the
+  project: each must hand a value of its own (not a field of its object, a view of one or its own parameter, nor
+  one it keeps elsewhere), and at least one must be seen;
+- the reading method binds the field itself (its own flow follows what the field holds), or keeps what it
+  reads elsewhere (an in-flight list, another field);
+- an element's field (``self.x[k].buf``, ``self.x.y``): its own storage, not the object's.
+""""""
 
 from __future__ import annotations
 
@@ -36,7 +38,8 @@ from streamlint.model.file import FileModel, FunctionInfo
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.results import Lifetime
 from streamlint.model.heldslots import _INIT_METHODS, _after_joins, _class_call_streams, _join_lines, _self_field, \
-    _statements
+    _statements, _stream_at
+from streamlint.model.streams import MAIN
 from streamlint.model.stepstate import _construction
 from streamlint.model.syntax import local_nodes
 from streamlint.model.tensors import VIEW_ATTRS, VIEW_METHODS
@@ -47,6 +50,7 @@ if TYPE_CHECKING:
     from streamlint.model.project import Project
 
 _PLAIN = re.compile(r"self\.(\w+)$")
+_RELEASES = frozenset({"pop", "popitem", "popleft", "clear", "remove"})
 _KEEPS = frozenset({"append", "extend", "insert", "appendleft", "add", "put", "put_nowait", "setdefault", "update"})
 _HOST = frozenset({"cpu", "pin_memory", "numpy", "tolist", "item"})
 _MAX_CALLERS = 8
@@ -112,13 +116,14 @@ def _field_drop(project: Project, file: FileModel, fn: FunctionInfo, field: str)
             value = _binding(stmt, field)
             if value is _NOT:
                 continue
-            if value is not None and not _own_value(project, file, method, value, field):
-                return None  # a value that is long-lived, host memory, or kept elsewhere too
-            if name in construction:
-                continue
-            if method is fn and _mentioned_before(file, fn, stmt, field):
-                continue  # (a rebinding after the use in the same call: the function's own flow judges it)
-            drops.append((method, stmt))
+            if method is fn:
+                return None  # (the function binds the field itself: its own flow follows what the field holds)
+            stored = isinstance(value, _Stored)
+            value = value.value if stored else value
+            if value is not None and not _own_value(project, file, method, value, field, stmt):
+                return None  # a value that is long-lived, host memory, kept elsewhere too, or made on a side stream
+            if name not in construction and not stored:
+                drops.append((method, stmt))
     if not drops:
         return None
     joins: dict[str, list[int]] = {}
@@ -142,11 +147,24 @@ _NOT = object()
 
 
 def _binding(stmt: cst.CSTNode, field: str):
-    """The value ``stmt`` binds to ``self.<field>`` (None for a ``del`` or a binding to ``None``); ``_NOT`` when it
-    binds nothing to it."""
+    """The value ``stmt`` binds to ``self.<field>`` or stores into it (``self.f[k] = v``, ``self.f.append(v)``); None
+    for a drop of what it holds (``del``, a binding to ``None``, ``self.f.pop(k)``, ``self.f.clear()``); ``_NOT``
+    when it does neither."""
     if isinstance(stmt, cst.Del):
         targets = stmt.target.elements if isinstance(stmt.target, cst.Tuple) else [stmt.target]
-        return None if any(_self_field(getattr(t, "value", t)) == field for t in targets) else _NOT
+        for t in targets:
+            t = t.value if isinstance(t, cst.Element) else t
+            if _self_field(t.value if isinstance(t, cst.Subscript) else t) == field:
+                return None
+        return _NOT
+    if isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call) and isinstance(stmt.value.func, cst.Attribute) \
+            and _self_field(stmt.value.func.value) == field:
+        method = stmt.value.func.attr.value
+        if method in _RELEASES:
+            return None
+        if method in _KEEPS and stmt.value.args:
+            return _Stored(stmt.value.args[-1].value)
+        return _NOT
     if isinstance(stmt, (cst.Assign, cst.AnnAssign)) and stmt.value is not None:
         targets = [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else [stmt.target]
         for target in targets:
@@ -163,7 +181,19 @@ def _binding(stmt: cst.CSTNode, field: str):
             elif _self_field(target) == field:
                 value = stmt.value
                 return None if isinstance(value, cst.Name) and value.value == "None" else value
+            elif isinstance(target, cst.Subscript) and _self_field(target.value) == field:
+                value = stmt.value
+                return None if isinstance(value, cst.Name) and value.value == "None" else _Stored(value)
     return _NOT
+
+
+class _Stored:
+    """A value stored into a container field (an element, not a rebinding of the field: no drop)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: cst.BaseExpression) -> None:
+        self.value = value
 
 
 def _root(expr: cst.BaseExpression) -> cst.BaseExpression:
@@ -182,10 +212,13 @@ def _root(expr: cst.BaseExpression) -> cst.BaseExpression:
 
 
 def _own_value(project: Project, file: FileModel, method: FunctionInfo, value: cst.BaseExpression,
-               field: str) -> bool:
+               field: str, stmt: cst.CSTNode | None = None) -> bool:
     """Is the value bound to the field the object's own, which the field's rebinding frees: not a view of
     long-lived storage (a field, a global), not host memory, not kept elsewhere by the binding method; a
-    parameter only when every seen caller of the method hands one of its own."""
+    parameter only when every seen caller of the method hands one of its own; made on the current stream (not in
+    a stream scope of the method: its memory would belong to that stream)."""
+    if _stream_at(project, file, method, stmt if stmt is not None else value, MAIN) != MAIN:
+        return False
     if any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in _HOST
            for n in local_nodes(value)) or any(isinstance(n, cst.Arg) and n.keyword is not None
                                                and n.keyword.value == "pin_memory" for n in local_nodes(value)):
@@ -204,7 +237,7 @@ def _own_value(project: Project, file: FileModel, method: FunctionInfo, value: c
     if name in method.all_params:
         return _callers_hand_own(project, file, method, name)
     values = method.name_assigns.get(name, [])
-    return bool(values) and all(v is not None and _own_value(project, file, method, v, field) for v in values)
+    return bool(values) and all(v is not None and _own_value(project, file, method, v, field, v) for v in values)
 
 
 def _stored_elsewhere(method: FunctionInfo, name: str, field: str) -> bool:
@@ -263,11 +296,6 @@ def _keeps_alias(fn: FunctionInfo, field: str) -> bool:
                                          and a.value.value in aliases for a in site.node.args):
             return True
     return False
-
-
-def _mentioned_before(file: FileModel, fn: FunctionInfo, stmt: cst.CSTNode, field: str) -> bool:
-    line = file.span(stmt).start_line
-    return any(_self_field(n) == field and file.span(n).start_line < line for n in local_nodes(fn.node.body))
 
 
 __all__ = ["FieldDrops", "field_drop"]

@@ -101,6 +101,18 @@ class MissingRecordStream(Rule):
     host tensor; when a caller's local is dropped with nothing allocated after it before the caller joins or
     returns (as for the function-local case). A function that returns an event recorded after the use escapes
     like a returned tensor: reported only with `strict`, low.
+    Every caller whose own analysis sees the death at its call is a related location of that one finding, matched
+    by what the call binds to the parameter; a record of the parameter on the stream its memory belongs to (a
+    no-op) is then the one finding, at the confidence of the surest caller's.
+
+    A method that reads what a field of its object holds (`self._plan`, an element `self._staged[rid]`, through
+    a local alias too) in work it queues on a side stream, and returns with that work pending and unrecorded
+    there, is reported at that use (medium confidence, the drop as related location) when another method of
+    the class drops the field's value with no join first (`self._plan = blocks` in `plan()`, `= None`, `del`,
+    `.pop(rid)`). Silent when every drop follows a wait or a synchronisation; when a value bound to the field
+    is long-lived storage or a view of it, host memory, made inside a stream scope or kept elsewhere too; when
+    a setter's argument is, at some seen caller, a field or a parameter of that caller (or no caller is seen);
+    when the reading method binds the field itself or keeps what it reads.
 
     A tensor an object keeps in a field (`self.blocks[req] = t`, `self.ready.append((t, ev))`, `self.next_w =
     t`, or the result of a method its class's callers keep so) lives until another method drops it (`del`,

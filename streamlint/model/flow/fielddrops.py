@@ -26,7 +26,7 @@ Silent (precision first) when:
 - the reading method binds the field itself (its own flow follows what the field holds), or keeps what it
   reads elsewhere (an in-flight list, another field);
 - an element's field (``self.x[k].buf``, ``self.x.y``): its own storage, not the object's.
-""""""
+"""
 
 from __future__ import annotations
 

@@ -118,6 +118,8 @@ def _field_drop(project: Project, file: FileModel, fn: FunctionInfo, field: str)
                 continue
             if method is fn:
                 return None  # (the function binds the field itself: its own flow follows what the field holds)
+            if value is _UNKNOWN:
+                return None  # an item unpacked from a call's result: not evidently the object's own tensor
             stored = isinstance(value, _Stored)
             value = value.value if stored else value
             if value is not None and not _own_value(project, file, method, value, field, stmt):
@@ -144,6 +146,7 @@ def _field_drop(project: Project, file: FileModel, fn: FunctionInfo, field: str)
 
 
 _NOT = object()
+_UNKNOWN = object()
 
 
 def _binding(stmt: cst.CSTNode, field: str):
@@ -175,7 +178,7 @@ def _binding(stmt: cst.CSTNode, field: str):
                         continue
                     values = stmt.value.elements if isinstance(stmt.value, (cst.Tuple, cst.List)) else None
                     if values is None or len(values) != len(names) or isinstance(values[i], cst.StarredElement):
-                        return stmt.value  # (`self.a, self.b = pair`: judged as a whole value)
+                        return _UNKNOWN  # (`self.fmt, caches = discover(...)`: which item, of what type, is not seen)
                     value = values[i].value
                     return None if isinstance(value, cst.Name) and value.value == "None" else value
             elif _self_field(target) == field:

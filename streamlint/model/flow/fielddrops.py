@@ -41,7 +41,10 @@ from streamlint.model.heldslots import _INIT_METHODS, _after_joins, _class_call_
     _statements, _stream_at
 from streamlint.model.streams import MAIN
 from streamlint.model.stepstate import _construction
-from streamlint.model.syntax import local_nodes
+from streamlint.model.file import dotted
+from streamlint.model.syntax import local_nodes, param_named
+from streamlint.model.tensors import _NON_TENSOR_RECEIVER_METHODS, tensor_method, torch_returns_tensor
+from streamlint.model.tensoruse import tensor_annotation, tensor_only_method
 from streamlint.model.tensors import VIEW_ATTRS, VIEW_METHODS
 from streamlint.model.uses import bind_arguments
 
@@ -124,6 +127,8 @@ def _field_drop(project: Project, file: FileModel, fn: FunctionInfo, field: str)
             value = value.value if stored else value
             if value is not None and not _own_value(project, file, method, value, field, stmt):
                 return None  # a value that is long-lived, host memory, kept elsewhere too, or made on a side stream
+            if value is not None and not _tensor_value(project, file, method, value):
+                return None  # (a meta object, a format tag: what a value of unknown type is, is not seen)
             if name not in construction and not stored:
                 drops.append((method, stmt))
     if not drops:
@@ -183,11 +188,19 @@ def _binding(stmt: cst.CSTNode, field: str):
                     return None if isinstance(value, cst.Name) and value.value == "None" else value
             elif _self_field(target) == field:
                 value = stmt.value
-                return None if isinstance(value, cst.Name) and value.value == "None" else value
+                return None if _empty(value) else value
             elif isinstance(target, cst.Subscript) and _self_field(target.value) == field:
                 value = stmt.value
                 return None if isinstance(value, cst.Name) and value.value == "None" else _Stored(value)
     return _NOT
+
+
+def _empty(value: cst.BaseExpression) -> bool:
+    """``None``, an empty dict / list / tuple display, ``dict()`` / ``list()``: nothing the field then holds."""
+    return (isinstance(value, cst.Name) and value.value == "None") or (
+        isinstance(value, (cst.Dict, cst.List, cst.Tuple)) and not value.elements) or (
+        isinstance(value, cst.Call) and isinstance(value.func, cst.Name)
+        and value.func.value in ("dict", "list", "OrderedDict", "deque") and not value.args)
 
 
 class _Stored:
@@ -241,6 +254,61 @@ def _own_value(project: Project, file: FileModel, method: FunctionInfo, value: c
         return _callers_hand_own(project, file, method, name)
     values = method.name_assigns.get(name, [])
     return bool(values) and all(v is not None and _own_value(project, file, method, v, field, v) for v in values)
+
+
+def _tensor_value(project: Project, file: FileModel, fn: FunctionInfo, value: cst.BaseExpression,
+                  depth: int = 0) -> bool:
+    """Is ``value`` (an expression of ``fn``) evidently a device tensor: a torch op's result, a method only a tensor
+    has (``.index_select``, ``.flatten()``; ``.to(torch.int64)``), an item of one, a local bound only so, a parameter
+    annotated as a tensor or that every seen caller hands such a value, a module function of the file whose every
+    return is one?"""
+    if depth > 3:
+        return False
+    if isinstance(value, cst.Subscript):
+        return _tensor_value(project, file, fn, value.value, depth + 1)
+    if isinstance(value, cst.Call):
+        func = value.func
+        target = file.resolve(func, fn) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        if target and target.split(".")[0] in ("torch", "torch_npu"):
+            return torch_returns_tensor(target)
+        if isinstance(func, cst.Attribute):
+            name = func.attr.value
+            if tensor_only_method(name):
+                return True
+            if tensor_method(name) and name not in _NON_TENSOR_RECEIVER_METHODS \
+                    and _tensor_value(project, file, fn, func.value, depth + 1):
+                return True  # (`torch.as_tensor(ids, device=dev).long()`: a method of a tensor)
+            if name == "to" and any((dotted(a.value) or "").startswith("torch.") and dotted(a.value) != "torch.device"
+                                    for a in value.args):
+                return True  # (`.to(torch.int64)`: a dtype cast; a module is moved to a device)
+            return False
+        if isinstance(func, cst.Name):
+            callee = file.functions.get(func.value)
+            if callee is None or callee.class_name is not None:
+                return False
+            returns = [n.value for n in local_nodes(callee.node.body) if isinstance(n, cst.Return)]
+            return bool(returns) and all(r is not None and _tensor_value(project, file, callee, r, depth + 1)
+                                         for r in returns)
+        return False
+    if isinstance(value, cst.Name):
+        if value.value in fn.all_params:
+            param = param_named(fn.node, value.value)
+            if param is not None and param.annotation is not None:
+                return tensor_annotation(param.annotation.annotation)
+            return _callers_hand_tensor(project, file, fn, value.value, depth)
+        values = fn.name_assigns.get(value.value, [])
+        return bool(values) and all(v is not None and _tensor_value(project, file, fn, v, depth + 1) for v in values)
+    return False
+
+
+def _callers_hand_tensor(project: Project, file: FileModel, fn: FunctionInfo, param: str, depth: int) -> bool:
+    params = (fn.params[1:] if fn.params[:1] == ("self",) else fn.params) + fn.kwonly
+    sites = list(callers_of(project, file, fn) or ())[:_MAX_CALLERS]
+    for model, site in sites:
+        expr = bind_arguments(params, site.node, kwonly=fn.kwonly).get(param)
+        if expr is None or site.function is None or not _tensor_value(project, model, site.function, expr, depth + 1):
+            return False
+    return bool(sites)
 
 
 def _stored_elsewhere(method: FunctionInfo, name: str, field: str) -> bool:

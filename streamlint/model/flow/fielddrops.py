@@ -40,7 +40,7 @@ from streamlint.model.flow.results import Lifetime
 from streamlint.model.heldslots import _INIT_METHODS, _after_joins, _class_call_streams, _join_lines, _self_field, \
     _statements, _stream_at
 from streamlint.model.streams import MAIN
-from streamlint.model.stepstate import _construction
+from streamlint.model.stepstate import _bare_allocation, _construction
 from streamlint.model.file import dotted
 from streamlint.model.syntax import local_nodes, param_named
 from streamlint.model.tensors import _NON_TENSOR_RECEIVER_METHODS, tensor_method, torch_returns_tensor
@@ -129,8 +129,8 @@ def _field_drop(project: Project, file: FileModel, fn: FunctionInfo, field: str)
                 return None  # a value that is long-lived, host memory, kept elsewhere too, or made on a side stream
             if value is not None and not _tensor_value(project, file, method, value):
                 return None  # (a meta object, a format tag: what a value of unknown type is, is not seen)
-            if name not in construction and not stored:
-                drops.append((method, stmt))
+            if name not in construction and not stored and not _bare_allocation(value):
+                drops.append((method, stmt))  # (a bare allocation is a lazy first one or a resize, not the step's)
     if not drops:
         return None
     joins: dict[str, list[int]] = {}
@@ -286,9 +286,9 @@ def _tensor_value(project: Project, file: FileModel, fn: FunctionInfo, value: cs
             callee = file.functions.get(func.value)
             if callee is None or callee.class_name is not None:
                 return False
-            returns = [n.value for n in local_nodes(callee.node.body) if isinstance(n, cst.Return)]
-            return bool(returns) and all(r is not None and _tensor_value(project, file, callee, r, depth + 1)
-                                         for r in returns)
+            returns = [n.value for n in local_nodes(callee.node.body) if isinstance(n, cst.Return)
+                       and n.value is not None and not _empty(n.value)]  # (`return None`: no value to keep)
+            return bool(returns) and all(_tensor_value(project, file, callee, r, depth + 1) for r in returns)
         return False
     if isinstance(value, cst.Name):
         if value.value in fn.all_params:
@@ -296,7 +296,7 @@ def _tensor_value(project: Project, file: FileModel, fn: FunctionInfo, value: cs
             if param is not None and param.annotation is not None:
                 return tensor_annotation(param.annotation.annotation)
             return _callers_hand_tensor(project, file, fn, value.value, depth)
-        values = fn.name_assigns.get(value.value, [])
+        values = [v for v in fn.name_assigns.get(value.value, []) if v is None or not _empty(v)]
         return bool(values) and all(v is not None and _tensor_value(project, file, fn, v, depth + 1) for v in values)
     return False
 

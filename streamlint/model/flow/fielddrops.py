@@ -114,6 +114,7 @@ def _field_drop(project: Project, file: FileModel, fn: FunctionInfo, field: str)
         return None
     drops: list[tuple[FunctionInfo, cst.CSTNode]] = []
     construction = _construction(cls) | set(_INIT_METHODS) | {"__del__"}
+    stepped = False  # some binding is a computed value (not a bare allocation)
     for name, method in cls.methods.items():
         for stmt in _statements(method.node.body):
             value = _binding(stmt, field)
@@ -129,10 +130,12 @@ def _field_drop(project: Project, file: FileModel, fn: FunctionInfo, field: str)
                 return None  # a value that is long-lived, host memory, kept elsewhere too, or made on a side stream
             if value is not None and not _tensor_value(project, file, method, value):
                 return None  # (a meta object, a format tag: what a value of unknown type is, is not seen)
+            if value is not None and not _bare_allocation(value):
+                stepped = True
             if name not in construction and not stored and not _bare_allocation(value):
                 drops.append((method, stmt))  # (a bare allocation is a lazy first one or a resize, not the step's)
-    if not drops:
-        return None
+    if not drops or not stepped:
+        return None  # (only bare allocations bound: a scratch buffer the object keeps, freed at teardown)
     joins: dict[str, list[int]] = {}
     callers = None
     for method, stmt in drops:

@@ -136,7 +136,7 @@ def _field_drop(project: Project, file: FileModel, fn: FunctionInfo, field: str)
                 drops.append((method, stmt))  # (a bare allocation is a lazy first one or a resize, not the step's)
     if not drops or not stepped:
         return None  # (only bare allocations bound: a scratch buffer the object keeps, freed at teardown)
-    joins: dict[str, list[int]] = {}
+    joins = _joins_through_helpers(file, cls)
     callers = None
     for method, stmt in drops:
         lines = joins.get(method.qualname)
@@ -151,6 +151,23 @@ def _field_drop(project: Project, file: FileModel, fn: FunctionInfo, field: str)
             continue
         return stmt
     return None
+
+
+def _joins_through_helpers(file: FileModel, cls) -> dict[str, list[int]]:
+    """The join lines of each method of the class: its own joins (a wait, a synchronisation) and its ``self``
+    calls of a method that joins itself (``self.fence()`` before ``self.plan(...)``)."""
+    own = {m.qualname: _join_lines(file, m) for m in cls.methods.values()}
+    out: dict[str, list[int]] = {}
+    for method in cls.methods.values():
+        lines = list(own[method.qualname])
+        for site in method.calls:
+            func = site.node.func
+            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self" \
+                    and func.attr.value in cls.methods and cls.methods[func.attr.value] is not method \
+                    and own[cls.methods[func.attr.value].qualname]:
+                lines.append(file.span(site.node).start_line)
+        out[method.qualname] = lines
+    return out
 
 
 _NOT = object()
@@ -231,11 +248,14 @@ def _root(expr: cst.BaseExpression) -> cst.BaseExpression:
 
 
 def _own_value(project: Project, file: FileModel, method: FunctionInfo, value: cst.BaseExpression,
-               field: str, stmt: cst.CSTNode | None = None) -> bool:
+               field: str, stmt: cst.CSTNode | None = None, depth: int = 0) -> bool:
     """Is the value bound to the field the object's own, which the field's rebinding frees: not a view of
     long-lived storage (a field, a global), not host memory, not kept elsewhere by the binding method; a
     parameter only when every seen caller of the method hands one of its own; made on the current stream (not in
-    a stream scope of the method: its memory would belong to that stream)."""
+    a stream scope of the method: its memory would belong to that stream). Locals that alias each other in a
+    cycle (``b = a; a = b``) are followed a few steps only: past that, not evidently the object's own."""
+    if depth > 3:
+        return False
     if _stream_at(project, file, method, stmt if stmt is not None else value, MAIN) != MAIN:
         return False
     if any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in _HOST
@@ -256,7 +276,8 @@ def _own_value(project: Project, file: FileModel, method: FunctionInfo, value: c
     if name in method.all_params:
         return _callers_hand_own(project, file, method, name)
     values = method.name_assigns.get(name, [])
-    return bool(values) and all(v is not None and _own_value(project, file, method, v, field, v) for v in values)
+    return bool(values) and all(v is not None and _own_value(project, file, method, v, field, v, depth + 1)
+                                for v in values)
 
 
 def _tensor_value(project: Project, file: FileModel, fn: FunctionInfo, value: cst.BaseExpression,

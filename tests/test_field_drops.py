@@ -41,3 +41,5 @@ def test_field_drops_are_medium_and_bounded(monkeypatch):
     assert found[("tally.py", _line(tally, "the record below is on the compute stream"))] is Confidence.MEDIUM
     assert ("tally.py", _line(tally, "step() settles before route() rebinds")) not in found
     assert ("tally.py", _line(tally, "a cycle of aliases is not followed")) not in found
+    assert ("tally.py", _line(tally, "step() joins right after the call")) not in found
+    assert ("tally.py", _line(tally, "every drop waits on the event first")) not in found

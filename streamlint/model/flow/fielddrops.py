@@ -112,6 +112,8 @@ def _field_drop(project: Project, file: FileModel, fn: FunctionInfo, field: str)
     cls = file.classes.get(fn.class_name or "")
     if cls is None or fn.node.name.value in _INIT_METHODS or _keeps_alias(fn, field):
         return None
+    if _callers_join_after(project, file, fn):
+        return None  # (every seen caller joins the side stream right after the call: nothing is left pending)
     drops: list[tuple[FunctionInfo, cst.CSTNode]] = []
     construction = _construction(cls) | set(_INIT_METHODS) | {"__del__"}
     stepped = False  # some binding is a computed value (not a bare allocation)
@@ -153,10 +155,33 @@ def _field_drop(project: Project, file: FileModel, fn: FunctionInfo, field: str)
     return None
 
 
+def _own_joins(file: FileModel, method: FunctionInfo) -> list[int]:
+    """The lines of the method's joins: a synchronisation, a stream or event wait, and an event's own ``.wait()``
+    (``self.done.wait()``: the current stream waits for it; a thread event's wait is taken for one too, which
+    only silences)."""
+    return _join_lines(file, method) + [file.span(site.node).start_line for site in method.calls
+                                        if site.method == "wait"]
+
+
+def _callers_join_after(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
+    """Is the reading method called at least once in the project, and does every seen caller join (wait,
+    synchronise) after its call, before it returns?"""
+    sites = list(callers_of(project, file, fn) or ())
+    if not sites or len(sites) > _MAX_CALLERS:
+        return False
+    for model, site in sites:
+        if site.function is None:
+            return False
+        line = model.span(site.node).start_line
+        if not any(j >= line for j in _own_joins(model, site.function)):
+            return False
+    return True
+
+
 def _joins_through_helpers(file: FileModel, cls) -> dict[str, list[int]]:
     """The join lines of each method of the class: its own joins (a wait, a synchronisation) and its ``self``
     calls of a method that joins itself (``self.fence()`` before ``self.plan(...)``)."""
-    own = {m.qualname: _join_lines(file, m) for m in cls.methods.values()}
+    own = {m.qualname: _own_joins(file, m) for m in cls.methods.values()}
     out: dict[str, list[int]] = {}
     for method in cls.methods.values():
         lines = list(own[method.qualname])

@@ -13,8 +13,9 @@ order of the two methods' calls is not seen).
 
 Silent (precision first) when:
 
-- every method that drops the field first joins or synchronises (a wait or a host synchronisation before the
-  drop in that method, or every ``self`` call of it after one); at least one drop outside construction
+- every method that drops the field first joins or synchronises (a wait -- an event's own ``.wait()`` too -- a
+  host synchronisation, or a ``self`` call of a method that joins, before the drop in that method, or every
+  ``self`` call of it after one); every seen caller of the reading method joins after its call; at least one drop outside construction
   (``__init__``, ``setup*``, ``build*``, ``load*``, ... and the methods only they call) must exist; storing an
   element (``self.f[k] = v``, ``self.f.append(v)``) is no drop;
 - a value the field is bound to (or an element stored into it) is long-lived storage or a view of it

@@ -352,7 +352,7 @@ class MissingRecordStream(Rule):
     def _noop_record(ctx: RuleContext, issue, main: str | None, use: str, alloc: str, taken=None) -> None:
         """A record on the stream the tensor's memory belongs to, while it is used on another one. ``taken``: the
         callers' deaths of the argument at their calls this finding takes over (flow/callerfrees.py), shown as
-        related locations, as sure as the surest of them."""
+        related locations, as sure as the surest of them (medium at least, as without them)."""
         line = ctx.file.span(issue.free_node).start_line
         first = first_line(f"`{issue.name}` is recorded on {alloc}, the stream its memory belongs to, but is used on "
                            f"{use} (line {line}) [{issue.mode}]",
@@ -368,7 +368,9 @@ class MissingRecordStream(Rule):
             hint += "; this assumes the callers shown (every call site in the project hands it so)"
         confidence = Confidence.MEDIUM
         if taken is not None:  # the callers' own findings at their calls yield to this one: one defect, one finding
-            confidence = _taken_sites(ctx, taken[6], related, shown=0)
+            # (never below medium: the record on the wrong stream is a defect of its own, whatever the callers)
+            confidence = max(Confidence.MEDIUM, _taken_sites(ctx, taken[6], related, shown=0),
+                             key=(Confidence.LOW, Confidence.MEDIUM, Confidence.HIGH).index)
             hint += "; a caller drops the tensor right after the call"
         ctx.report(issue.node, first, confidence=confidence, related=related, hint=hint)
 

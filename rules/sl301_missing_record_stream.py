@@ -16,9 +16,10 @@ def _import_model() -> None:
     """The model modules this rule uses, imported at its first check (a run that analyses no file
     never loads them)."""
     global file_flows, path_tag, unrecorded_siblings, unrecorded_data_swaps, unrecorded_stored_siblings, broken_records, device_module, \
-        function_at, MAIN, entry_stream_name, stream_expr, stream_label, lifetime_reported_at, taken_over, function_flow
+        function_at, MAIN, entry_stream_name, stream_expr, stream_label, lifetime_reported_at, taken_over, function_flow, \
+        noop_taken
     from streamlint.model.dataflow import file_flows, function_flow, lifetime_reported_at, path_tag
-    from streamlint.model.flow.callerfrees import taken_over
+    from streamlint.model.flow.callerfrees import noop_taken, taken_over
     from streamlint.model.handoffs import unrecorded_siblings, unrecorded_stored_siblings
     from streamlint.model.recorders import broken_records
     from streamlint.model.dataswaps import unrecorded_data_swaps
@@ -100,6 +101,18 @@ class MissingRecordStream(Rule):
     host tensor; when a caller's local is dropped with nothing allocated after it before the caller joins or
     returns (as for the function-local case). A function that returns an event recorded after the use escapes
     like a returned tensor: reported only with `strict`, low.
+    Every caller whose own analysis sees the death at its call is a related location of that one finding, matched
+    by what the call binds to the parameter; a record of the parameter on the stream its memory belongs to (a
+    no-op) is then the one finding, at the confidence of the surest caller's.
+
+    A method that reads what a field of its object holds (`self._plan`, an element `self._staged[rid]`, through
+    a local alias too) in work it queues on a side stream, and returns with that work pending and unrecorded
+    there, is reported at that use (medium confidence, the drop as related location) when another method of
+    the class drops the field's value with no join first (`self._plan = blocks` in `plan()`, `= None`, `del`,
+    `.pop(rid)`). Silent when every drop follows a wait or a synchronisation; when a value bound to the field
+    is long-lived storage or a view of it, host memory, made inside a stream scope or kept elsewhere too; when
+    a setter's argument is, at some seen caller, a field or a parameter of that caller (or no caller is seen);
+    when the reading method binds the field itself or keeps what it reads.
 
     A tensor an object keeps in a field (`self.blocks[req] = t`, `self.ready.append((t, ev))`, `self.next_w =
     t`, or the result of a method its class's callers keep so) lives until another method drops it (`del`,
@@ -204,7 +217,7 @@ class MissingRecordStream(Rule):
                 seen.add(id(issue.node))
                 use, alloc = stream_label(issue.use_stream, main), stream_label(issue.alloc, main)
                 if issue.kind == "noop-record":
-                    self._noop_record(ctx, issue, main, use, alloc)
+                    self._noop_record(ctx, issue, main, use, alloc, noop_taken(ctx.project, ctx.file, fn, issue))
                     continue
                 if issue.kind == "handoff":  # (flow/consumers.py)
                     self._handoff(ctx, issue, main, use, alloc)
@@ -217,6 +230,9 @@ class MissingRecordStream(Rule):
                     continue  # gpu_model_runner: the drop follows a host sync of an event field): strict only
                 if issue.kind == "caller-free":  # (flow/argdrops.py)
                     self._caller_free(ctx, issue, main, use, alloc)
+                    continue
+                if issue.kind == "field-drop":  # (flow/fielddrops.py)
+                    self._field_drop(ctx, issue, main, use, alloc)
                     continue
                 if taken_over(ctx.project, ctx.file, fn, issue):
                     continue  # the function called here reports it, at its own unrecorded use (flow/callerfrees.py)
@@ -333,8 +349,10 @@ class MissingRecordStream(Rule):
             ctx.report(swap.node, first, confidence=Confidence.MEDIUM, related=related, hint=hint)
 
     @staticmethod
-    def _noop_record(ctx: RuleContext, issue, main: str | None, use: str, alloc: str) -> None:
-        """A record on the stream the tensor's memory belongs to, while it is used on another one."""
+    def _noop_record(ctx: RuleContext, issue, main: str | None, use: str, alloc: str, taken=None) -> None:
+        """A record on the stream the tensor's memory belongs to, while it is used on another one. ``taken``: the
+        callers' deaths of the argument at their calls this finding takes over (flow/callerfrees.py), shown as
+        related locations, as sure as the surest of them (medium at least, as without them)."""
         line = ctx.file.span(issue.free_node).start_line
         first = first_line(f"`{issue.name}` is recorded on {alloc}, the stream its memory belongs to, but is used on "
                            f"{use} (line {line}) [{issue.mode}]",
@@ -348,7 +366,13 @@ class MissingRecordStream(Rule):
             model, call = issue.entry[:2]
             related.append(Location(model.path, model.span(call), "called here (every call site of the project hands it so)"))
             hint += "; this assumes the callers shown (every call site in the project hands it so)"
-        ctx.report(issue.node, first, confidence=Confidence.MEDIUM, related=related, hint=hint)
+        confidence = Confidence.MEDIUM
+        if taken is not None:  # the callers' own findings at their calls yield to this one: one defect, one finding
+            # (never below medium: the record on the wrong stream is a defect of its own, whatever the callers)
+            confidence = max(Confidence.MEDIUM, _taken_sites(ctx, taken[6], related, shown=0),
+                             key=(Confidence.LOW, Confidence.MEDIUM, Confidence.HIGH).index)
+            hint += "; a caller drops the tensor right after the call"
+        ctx.report(issue.node, first, confidence=confidence, related=related, hint=hint)
 
     @staticmethod
     def _handoff(ctx: RuleContext, issue, main: str | None, use: str, alloc: str) -> None:
@@ -425,9 +449,26 @@ class MissingRecordStream(Rule):
         related = [Location(model.path, model.span(drop), f"{how}")]
         # (a function that hands out an event recorded after the use escapes like a returned tensor: strict, low)
         confidence = Confidence.LOW if issue.escaped else Confidence.MEDIUM
-        if len(issue.entry) > 4 and not issue.escaped:  # a death the caller's own analysis saw at its call
-            confidence = _taken_confidence(ctx, issue.entry[4], model, caller)  # (flow/callerfrees.py): as sure
+        if len(issue.entry) > 5 and not issue.escaped:  # deaths the callers' own analyses saw at their calls
+            confidence = _taken_sites(ctx, issue.entry[5], related)  # (flow/callerfrees.py): as sure, every caller
         ctx.report(issue.node, first, confidence=confidence, related=related, hint=hint)
+
+    @staticmethod
+    def _field_drop(ctx: RuleContext, issue, main: str | None, use: str, alloc: str) -> None:
+        """A field's tensor read on a side stream, pending at the return, unrecorded there, which another method
+        of the object drops with no join first (flow/fielddrops.py)."""
+        line = ctx.file.span(issue.free_node).start_line
+        first = first_line(f"`{issue.name}` is still read on {use} when this returns, unrecorded, and the object "
+                           f"drops it unjoined (line {line}) [{issue.mode}]",
+                           f"`{issue.name}` is read on {use} past the return, unrecorded; the object drops it "
+                           f"unjoined [{issue.mode}]",
+                           f"a field is read on a side stream past the return and dropped unjoined [{issue.mode}]")
+        target = _record_on_user(ctx, issue, main, use)
+        hint = (f"add {target} after this use (or join {use} before `{issue.name}` is rebound): its memory belongs "
+                f"to {alloc}; once the field is rebound the block can be handed to new work there while {use} "
+                "still reads it; this assumes the drop may follow this call before the side stream is done")
+        related = [Location(ctx.file.path, ctx.file.span(issue.free_node), "the field is dropped here, unjoined")]
+        ctx.report(issue.node, first, confidence=Confidence.MEDIUM, related=related, hint=hint)
 
     @staticmethod
     def _caller_side(ctx: RuleContext, issue) -> None:
@@ -624,6 +665,20 @@ def _tag_expr(key: str) -> str | None:
     if key.startswith("tag?:"):
         return key[5:]
     return None
+
+
+def _taken_sites(ctx: RuleContext, sites, related: list, shown: int = 1) -> Confidence:
+    """The confidence of a finding that takes over the callers' findings at ``sites`` ((file, call, caller,
+    lifetime), flow/callerfrees.py): the surest of theirs; each call after the first ``shown`` is added to
+    ``related``."""
+    order = (Confidence.LOW, Confidence.MEDIUM, Confidence.HIGH)
+    best = Confidence.LOW
+    for k, (model, call, caller, lifetime) in enumerate(sites):
+        c = _taken_confidence(ctx, lifetime, model, caller)
+        best = max(best, c, key=order.index)
+        if k >= shown and len(related) < 6:
+            related.append(Location(model.path, model.span(call), "a caller drops it right after this call"))
+    return best
 
 
 def _taken_confidence(ctx: RuleContext, lifetime, model, caller) -> Confidence:

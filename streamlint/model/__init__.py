@@ -128,6 +128,8 @@ Layer 3 — one function's flow
                     ``handlestreams``: a stream wrapped from a handle the caller passes, the caller's stream as a
                     stream parameter is; ``chosenstreams``: a race whose other stream the caller chooses, in a
                     function no seen code calls, rests wholly on that unseen caller -- low),
+                    ``fielddrops`` (a plain field's tensor read on a side stream, pending and unrecorded at the
+                    return, which another method of the class rebinds or drops with no join first),
                     ``calleerecords`` / ``handedholders`` (an event a callee's scope re-records after the work it
                     was handed; an event handed on with its holder object), ``helperrecords`` (a project helper or
                     storage tracker that records a tensor argument on stream arguments: the caller's record_stream),

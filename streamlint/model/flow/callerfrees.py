@@ -45,26 +45,36 @@ def register_flow(function_flow) -> None:
 
 
 def caller_reported_free(project: Project, file: FileModel, fn: FunctionInfo, param: str) -> tuple | None:
-    """(the caller's file, its call, "caller <free>", the call, the caller, the caller's own lifetime) for the first
-    call site of ``fn`` whose caller's own analysis reports the death of what it binds to ``param`` at that call; None
-    when none does. The function's finding takes the confidence that lifetime had at the caller. Memoised per
-    project."""
+    """(the caller's file, its call, "caller <free>", the call, the caller, the caller's own lifetime, every such
+    site) for the first call site of ``fn`` whose caller's own analysis reports the death of what it binds to
+    ``param`` at that call; the last item lists every call site so reported, as (the caller's file, its call, the
+    caller, its lifetime). None when no caller's does. The function's finding takes the confidence that lifetime
+    had at the caller. Memoised per project."""
     memo = project.derived("caller_reported_free")
     key = (id(fn), param)
     if key not in memo:
         memo[key] = None  # (a cycle adds nothing)
-        memo[key] = _first_reported(project, file, fn, param)
+        found = _reported(project, file, fn, param)
+        memo[key] = (*found[0][:2], f"caller {found[0][3].free}", found[0][1], found[0][2], found[0][3],
+                     tuple(found)) if found else None
     return memo[key]
 
 
-def _first_reported(project: Project, file: FileModel, fn: FunctionInfo, param: str) -> tuple | None:
-    if not _FLOW:
-        return None
-    function_flow = _FLOW[0]
+def _method_params(fn: FunctionInfo) -> tuple[str, ...]:
     method = fn.class_name is not None and fn.params[:1] in (("self",), ("cls",))
-    params = (fn.params[1:] if method else fn.params) + fn.kwonly
+    return (fn.params[1:] if method else fn.params) + fn.kwonly
+
+
+def _reported(project: Project, file: FileModel, fn: FunctionInfo, param: str) -> list[tuple]:
+    """(the caller's file, its call, the caller, its lifetime) for each call site of ``fn`` whose caller's analysis
+    reports the death, at that call, of the value bound to ``param`` there (by position or keyword)."""
+    if not _FLOW:
+        return []
+    function_flow = _FLOW[0]
+    params = _method_params(fn)
     if param not in params:
-        return None
+        return []
+    out: list[tuple] = []
     for model, site in callers_of(project, file, fn) or ():
         caller = site.function
         if caller is None or caller is fn:
@@ -72,26 +82,41 @@ def _first_reported(project: Project, file: FileModel, fn: FunctionInfo, param: 
         target = project.call_target(model, site) or local_method(project, model, caller, site.node.func)
         if target is None or target[0] is not fn:
             continue
-        expr = bind_arguments(params, site.node, kwonly=fn.kwonly).get(param)
-        if expr is None:
+        x = _death_at(function_flow(project, model, caller).lifetimes, model, site.node, params, param, fn.kwonly)
+        if x is not None:
+            out.append((model, site.node, caller, x))
+    return out
+
+
+def _death_at(lifetimes, model: FileModel, call: cst.Call, params: tuple[str, ...], param: str,
+              kwonly: tuple[str, ...]) -> Lifetime | None:
+    """The caller's lifetime at ``call`` for the value it binds to ``param``: the inlined call labels that storage with
+    the parameter's name (a temporary, or a local whose first side-stream use is the call); a local used on the
+    side stream before keeps the caller's own name."""
+    expr = bind_arguments(params, call, kwonly=kwonly).get(param)
+    if expr is None:
+        return None
+    name = expr.value if isinstance(expr, cst.Name) else None
+    line = model.span(call).start_line
+    for x in lifetimes:
+        if x.kind != "free" or x.mode == "ge" or x.free not in _DROPS or x.escaped:
             continue
-        name = expr.value if isinstance(expr, cst.Name) else None
-        line = model.span(site.node).start_line
-        for x in function_flow(project, model, caller).lifetimes:
-            if x.kind != "free" or x.mode == "ge" or x.free not in _DROPS or x.escaped:
-                continue
-            span = model.span(x.node)
-            if not span.start_line <= line <= span.end_line:
-                continue
-            if x.name == name or name is None and x.free == "call end":
-                return model, site.node, f"caller {x.free}", site.node, caller, x
+        if not (x.name == param or name is not None and x.name == name):
+            continue
+        if name is None and x.free != "call end":
+            continue  # (a temporary dies when the call returns)
+        span = model.span(x.node)
+        if span.start_line <= line <= span.end_line:
+            return x
     return None
 
 
 def taken_over(project: Project, file: FileModel, fn: FunctionInfo, issue: Lifetime) -> bool:
     """Does the project function called at ``issue`` (a lifetime the analysis of ``fn`` reports at that call)
-    report that death itself, at its own pending use of the argument (:func:`caller_reported_free`)?"""
-    if issue.kind != "free" or issue.free not in _DROPS:
+    report that death itself, at its own pending use of the argument (:func:`caller_reported_free`, which lists
+    every call site so reported), or at its record of that argument on the stream its memory belongs to (a no-op
+    record: the wrong stream is the one cause)?"""
+    if issue.kind != "free" or issue.free not in _DROPS or not _FLOW:
         return False
     span = file.span(issue.node)
     for site in fn.calls:
@@ -101,10 +126,22 @@ def taken_over(project: Project, file: FileModel, fn: FunctionInfo, issue: Lifet
         if target is None or target[0] is fn:
             continue
         callee, cfile = target
-        if _FLOW and any(y.kind == "caller-free" and y.free.startswith("caller ") and y.entry is not None
-                         and y.entry[2] is site.node for y in _FLOW[0](project, cfile, callee).lifetimes):
-            return True
+        for y in _FLOW[0](project, cfile, callee).lifetimes:
+            if y.kind == "caller-free" and y.free.startswith("caller ") and y.entry is not None \
+                    and any(c is site.node for _m, c, _f, _x in y.entry[5]):
+                return True
+            if y.kind == "noop-record" and y.name in _method_params(callee) \
+                    and _death_at((issue,), file, site.node, _method_params(callee), y.name, callee.kwonly):
+                return True
     return False
 
 
-__all__ = ["caller_reported_free", "register_flow", "taken_over"]
+def noop_taken(project: Project, file: FileModel, fn: FunctionInfo, issue: Lifetime) -> tuple | None:
+    """For a no-op record of a parameter (``issue``, kind "noop-record"): the callers' deaths it takes over
+    (:func:`caller_reported_free`), whose confidence it takes; None when no caller's analysis reports one."""
+    if issue.kind != "noop-record" or issue.name not in _method_params(fn):
+        return None
+    return caller_reported_free(project, file, fn, issue.name)
+
+
+__all__ = ["caller_reported_free", "noop_taken", "register_flow", "taken_over"]

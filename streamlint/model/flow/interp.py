@@ -18,6 +18,7 @@ from streamlint.model.flow.control import ControlFlow
 from streamlint.model.flow.closures import closure_scope
 from streamlint.model.flow.consumers import Consumers
 from streamlint.model.flow.argdrops import PendingArgs
+from streamlint.model.flow.fielddrops import FieldDrops
 from streamlint.model.flow.guardedwork import GuardedWork
 from streamlint.model.flow.indexsets import IndexSets
 from streamlint.model.flow.membership import Membership
@@ -102,7 +103,7 @@ def _last_simple(body: list) -> cst.CSTNode | None:
     return node.body[-1] if node is not None and node.body else None
 
 
-class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders, ScopedNoneTests, GuardedWork, IndexSets, Membership, HostWrites, Consumers, PendingArgs, Orderings, Records, Storages, Unsets, Expressions, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes,
+class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders, ScopedNoneTests, GuardedWork, IndexSets, Membership, HostWrites, Consumers, PendingArgs, FieldDrops, Orderings, Records, Storages, Unsets, Expressions, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes,
              HostReads, HostSyncs, TransferSends, Counters, Promises, Slots, Replays, Rounds, RoundTests, NotNone, Finals,
              HandedBack, Polls, FieldFamilies, HostGradients, ListReads, Choices):
     """Path-sensitive abstract interpretation of one function body in program order."""

@@ -38,9 +38,9 @@ def _binds(node: cst.CSTNode) -> set[str]:
     return set()
 
 
-def _guards(fn: cst.FunctionDef, node: cst.CSTNode) -> list[cst.BaseExpression]:
-    """The tests of the ``if`` statements (of ``fn``'s own body) one of whose arms contains ``node`` while the other
-    arm re-produces nothing ``node`` makes: it binds none of the names ``node`` binds (``else: key = key * 2``
+def _guards(fn: cst.FunctionDef, node: cst.CSTNode, producer: bool = False) -> list[cst.BaseExpression]:
+    """The tests of the ``if`` statements (of ``fn``'s own body) one of whose arms contains ``node``; for a
+    ``producer``, only those whose other arm re-produces nothing ``node`` makes: it binds none of the names ``node`` binds (``else: key = key * 2``
     re-produces it on that arm too: the test does not decide the race), or, for a node that is no assignment (an
     in-place write), names none of the names ``node`` names."""
     ifs = node_memo("batchguards_ifs", fn, lambda f: tuple(n for n in local_nodes(f) if isinstance(n, cst.If)))
@@ -53,7 +53,7 @@ def _guards(fn: cst.FunctionDef, node: cst.CSTNode) -> list[cst.BaseExpression]:
         if mine is None:
             continue
         other = arms[1 - mine]
-        if other is not None and any(bound & _binds(b) or isinstance(b, cst.Name) and b.value in named
+        if producer and other is not None and any(bound & _binds(b) or isinstance(b, cst.Name) and b.value in named
                                      for b in local_nodes(other)):
             continue
         found.append(n.test)
@@ -98,7 +98,7 @@ def batch_guard(interp, earlier: Access) -> str | None:
         return None
     code = cst.Module([]).code_for_node
     theirs = _params(owner)
-    for test in _guards(owner, producer):
+    for test in _guards(owner, producer, producer=True):
         for name in _read_names(test, theirs):
             if any(name in names and code(t) != code(test) for t, names in reader):
                 return name

@@ -182,11 +182,10 @@ class Storages(HostFields):
             return None
         if host:
             return self.new_tensor(st, self.new_storage(st, "host", s, None, None).sid)  # a CPU op on host data
-        snap = dict(know)
-        snap[s] = t
+        snap = dict(know) | {s: t}
         # a tensor made during a graph capture lives in the graph's private pool, not in the stream's
-        storage = self.new_storage(st, "pool" if st.regions else "local", s, None, Access(s, t, self.anchor, snap,
-                                                                                          inner=inner_statement(self)))
+        made = Access(s, t, self.anchor, snap, inner=inner_statement(self))
+        storage = self.new_storage(st, "pool" if st.regions else "local", s, None, made)
         return self.new_tensor(st, storage.sid)
 
     def host_result(self, st: State, node: cst.CSTNode, rs: list[TVal]) -> bool:

@@ -21,6 +21,14 @@ def test_a_race_under_two_tests_of_one_batch_is_medium() -> None:
         assert found[(line, "SL201")].confidence.value == "high", line
 
 
+def test_tests_of_another_object_or_of_its_presence_keep_the_race_high() -> None:
+    found = _found(GUARDS)
+    lines = GUARDS.read_text().splitlines()
+    for marker in ("not this `batch`", "implies `meta is not None`"):
+        line = next(i for i, text in enumerate(lines, 1) if marker in text)
+        assert found[(line, "SL201")].confidence.value == "high", marker
+
+
 def test_an_opaque_stream_parameter_is_the_callers_stream() -> None:
     found = _found(OPAQUE)
     assert found[(17, "SL201")].confidence.value == "medium"

@@ -11,7 +11,10 @@ elsewhere. Such a race is reported at medium, not high (its hint says what it as
 its configuration, and the interpreter already follows them) when the race's producer lies in an arm of an ``if``
 whose test reads it, and the race's reader in an arm of another ``if`` whose test reads it too, the two tests
 spelt differently (one test twice is one condition: the interpreter decides the second from the first, so the
-race it still finds is on a path where it holds). A producer in no such arm, or a reader in none, races on every
+race it still finds is on a path where it holds). A test reads the object's contents (``batch.mode``, ``f(batch)``):
+one asking only whether a value is there (``meta is not None``, ``meta.cp is not None`` beside ``meta.cp.rank``) holds
+wherever the other does, and is no independent condition. A producer in a helper counts only when the reader's
+statement calls that helper handing it the reader's own parameter of that name (not ``self._keys(h, shared_meta)``). A producer in no such arm, or a reader in none, races on every
 path that reaches them: the confidence stands. Races are kept one per use and name: :func:`race_guard` lets a path
 whose producer is under no such test, or is another statement (the test's other arm), replace a race recorded on a
 path whose producer was under one (the same race then exists whatever the batch says).
@@ -66,8 +69,63 @@ def _params(fn: cst.FunctionDef) -> set[str]:
 
 
 def _read_names(test: cst.BaseExpression, names: set[str]) -> set[str]:
-    """The names of ``names`` the test reads (as a value, an attribute chain's root or an argument)."""
-    return {n.value for n in local_nodes(test) if isinstance(n, cst.Name) and n.value in names}
+    """The names of ``names`` whose contents the test reads (an attribute chain's root, a subscript's value, a call's
+    argument): ``batch is not None`` or ``if batch:`` tests the object's presence, which any read of a field implies."""
+    found = set()
+    for n in local_nodes(test):
+        inner = n.value if isinstance(n, (cst.Attribute, cst.Subscript, cst.Arg)) else None
+        if isinstance(inner, cst.Name) and inner.value in names:
+            found.add(inner.value)
+    return found
+
+
+def _presence(test: cst.BaseExpression) -> str | None:
+    """The code of ``E`` when the test only asks whether ``E`` is there (``E is not None``, ``E is None``, ``E``,
+    ``not E``, ``E`` a name or an attribute chain)."""
+    code = cst.Module([]).code_for_node
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test = test.expression
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
+            and isinstance(test.comparisons[0].operator, (cst.Is, cst.IsNot)) \
+            and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None":
+        test = test.left
+    return code(test) if isinstance(test, (cst.Name, cst.Attribute)) else None
+
+
+def _implied(a: cst.BaseExpression, b: cst.BaseExpression) -> bool:
+    """One test only asks whether a value is there whose contents the other reads (``meta.cp is not None`` and
+    ``meta.cp.rank == 0``): where the second holds the first does, so the two are no independent conditions."""
+    code = cst.Module([]).code_for_node
+    for x, y in ((a, b), (b, a)):
+        subject, other = _presence(x), code(y)
+        if subject is not None and any(f"{subject}{c}" in other for c in ".[("):
+            return True
+    return False
+
+
+def _bound(call: cst.Call, owner: cst.FunctionDef, name: str) -> cst.BaseExpression | None:
+    """The expression ``call`` passes for ``owner``'s parameter ``name`` (None when not seen syntactically)."""
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value == name:
+            return a.value
+    positional = [p.name.value for p in (*owner.params.posonly_params, *owner.params.params)]
+    if positional[:1] in (["self"], ["cls"]) and isinstance(call.func, cst.Attribute):
+        positional = positional[1:]
+    args = [a for a in call.args if a.keyword is None]
+    if name not in positional or any(a.star for a in args[:positional.index(name) + 1]):
+        return None
+    i = positional.index(name)
+    return args[i].value if i < len(args) else None
+
+
+def _same_object(site: cst.CSTNode | None, owner: cst.FunctionDef, name: str) -> bool:
+    """Every call of ``owner`` (by its name) at ``site``, the reader's statement that inlined it, hands it the
+    reader's own parameter ``name`` as its ``name``: the two tests then read one object. A helper reached through
+    another helper, or handed another object (``self._keys(hidden, shared_meta)``), is not."""
+    calls = [n for n in local_nodes(site) if isinstance(n, cst.Call) and (
+        isinstance(n.func, cst.Attribute) and n.func.attr.value == owner.name.value
+        or isinstance(n.func, cst.Name) and n.func.value == owner.name.value)] if site is not None else []
+    return bool(calls) and all(isinstance(b := _bound(c, owner, name), cst.Name) and b.value == name for c in calls)
 
 
 def _owner(interp, node: cst.CSTNode) -> cst.FunctionDef | None:
@@ -100,7 +158,8 @@ def batch_guard(interp, earlier: Access) -> str | None:
     theirs = _params(owner)
     for test in _guards(owner, producer, producer=True):
         for name in _read_names(test, theirs):
-            if any(name in names and code(t) != code(test) for t, names in reader):
+            if (owner is top or _same_object(earlier.node, owner, name)) and any(
+                    name in names and code(t) != code(test) and not _implied(t, test) for t, names in reader):
                 return name
     return None
 

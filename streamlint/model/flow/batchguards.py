@@ -131,12 +131,11 @@ def _same_object(site: cst.CSTNode | None, owner: cst.FunctionDef, name: str) ->
 def _owner(interp, node: cst.CSTNode) -> cst.FunctionDef | None:
     """The function of the files in play (the analysed one's, those of the helpers inlined now) whose own body
     holds ``node``: the innermost one."""
-    found = None
     for model in dict.fromkeys([interp.file, *(f[0] for f in interp.frames)]):
-        for fn in model.iter_functions():
-            if contains(fn.node, node) and (found is None or contains(found, fn.node)):
-                found = fn.node
-    return found
+        for fn in model.iter_functions():  # (a function's own nodes, its nested definitions' bodies not: the innermost)
+            if id(node) in node_memo("batchguards_own", fn.node, lambda f: frozenset(map(id, local_nodes(f)))):
+                return fn.node
+    return None
 
 
 def batch_guard(interp, earlier: Access) -> str | None:

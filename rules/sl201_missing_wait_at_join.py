@@ -654,6 +654,10 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
         confidence = Confidence.MEDIUM if confidence in (None, Confidence.HIGH) else confidence
         hint += (f"; `{race.guessed}` is annotated with no tensor type: this assumes its use here (one only a torch tensor has) "
                  "means device memory")
+    if race.batch_guard is not None and confidence in (None, Confidence.HIGH):
+        confidence = Confidence.MEDIUM
+        hint += (f"; the producer and this use each run under a different test of `{race.batch_guard[0]}`: this "
+                 "assumes both can hold at once (flow/batchguards.py)")
     if race.host_handed and confidence in (None, Confidence.HIGH):
         confidence = Confidence.MEDIUM
         hint += (f"; `{race.name}` holds host memory and is handed to a call of code not seen here: this assumes "

@@ -160,7 +160,9 @@ Layer 3 — one function's flow
                     ``to_accel(batch, dev, non_blocking=True)``: its result is a device value made at the call),
                     ``paramcontents`` (a loop over a parameter's contents, ``req.blocks[tier]``, narrowed by
                     ``isinstance(item, torch.Tensor)``: the caller's tensors), ``flagjoins`` (a free unjoined only where a
-                    caller's flag, ``sync``, turned the function's join off: SL301 medium), ``guessedresults`` (a
+                    caller's flag, ``sync``, turned the function's join off: SL301 medium), ``batchguards`` (a
+                    race whose producer and use each run under a different test of one caller-given object,
+                    ``batch.gather_meta`` / ``batch.mode``: both must hold, SL201 medium), ``guessedresults`` (a
                     call's result taken for a tensor only because a ``self.*`` place of unknown type was handed
                     to it: its free is SL301 low), ``interp`` (the
                     composition), ``results`` (what rules read)

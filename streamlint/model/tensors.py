@@ -33,7 +33,7 @@ from streamlint.model.hostresults import _host_value, returns_host_values  # noq
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, host_annotation, string_value
 from streamlint.model.streams import EVENT, STREAM, annotation_kind, derived
 from streamlint.model.calleekinds import callee_tensor_params
-from streamlint.model.opaqueparams import opaque_param
+from streamlint.model.opaqueparams import opaque_annotation, opaque_param
 from streamlint.model.syntax import class_field_annotation, field_reads, target_names
 from streamlint.model.walk import children
 
@@ -250,6 +250,7 @@ def own_param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict
     if id(fn) in memo:
         return memo[id(fn)]
     kinds: dict[str, str] = {}
+    opaque: set[str] = set()  # parameters of an opaque annotation (`Any`) not typed by a tensor's use
     params = set(fn.all_params) - {"self"}
     for p in (*fn.node.params.posonly_params, *fn.node.params.params, *fn.node.params.kwonly_params):
         ann = p.annotation
@@ -275,10 +276,13 @@ def own_param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict
             kinds[p.name.value] = "tensor"
         else:  # (`kv: Any` used as only a tensor is, a project alias of Tensor: opaqueparams.py)
             kinds[p.name.value] = opaque_param(project, file, fn, p, (torch_returns_tensor, VIEW_METHODS)) or "other"
+            if kinds[p.name.value] == "other" and opaque_annotation(project, file, fn, ann.annotation):
+                opaque.add(p.name.value)  # (`stream: Any` entered as a stream scope: a stream, below)
 
-    def note(name: str, kind: str) -> None:
-        if name in params and name not in kinds:
-            kinds[name] = kind
+    def note(name: str, kind: str, stream_use: bool = False) -> None:
+        if name in params and (name not in kinds or stream_use and name in opaque and kinds[name] != STREAM):
+            kinds[name] = kind  # (an opaque annotation says nothing: a stream scope's argument is a stream; not
+            # `cond.wait(timeout)`'s argument, which a host condition takes too)
 
     # `flag.set()`, `flag.is_set()`, `flag.wait(); flag.clear()`: a host event (``threading.Event``), no device one
     bare = {(f.value.value, f.attr.value) for f in (s.node.func for s in fn.calls)
@@ -297,7 +301,7 @@ def own_param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict
         if roles & {Role.NATIVE_STREAM_CONTEXT, Role.SET_STREAM}:
             for arg in positional[:1]:
                 if isinstance(arg, cst.Name):
-                    note(arg.value, STREAM)
+                    note(arg.value, STREAM, True)
             continue
         method = func.attr.value if isinstance(func, cst.Attribute) else None
         receiver = func.value if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) else None
@@ -305,12 +309,12 @@ def own_param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict
                 and isinstance(positional[0], cst.Name) and method != "record_stream" or method == "record_stream":
             for arg in positional[:1]:
                 if isinstance(arg, cst.Name):
-                    note(arg.value, STREAM)
+                    note(arg.value, STREAM, method != "wait")
         if method == "wait_event" and positional and isinstance(positional[0], cst.Name):
             note(positional[0].value, EVENT)
         if receiver is not None:
             if method in _STREAM_OBJECT_METHODS:
-                note(receiver.value, STREAM)
+                note(receiver.value, STREAM, True)
             elif method in ("record", "wait", "query", "elapsed_time"):
                 note(receiver.value, EVENT)
             elif method in project_methods and not tensor_method(method):

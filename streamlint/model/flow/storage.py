@@ -14,6 +14,7 @@ from streamlint._lazy import cst
 from streamlint.model.attrstreams import unseen_pair
 from streamlint.model.flow.ambient import steps_on
 from streamlint.model.flow.callerscopes import race_evidence
+from streamlint.model.flow.batchguards import KEEP, inner_statement, race_guard
 from streamlint.model.flow.callers import steps_synced
 from streamlint.model.flow.chosenstreams import handed_wait
 from streamlint.model.flow.entryctx import entry_of
@@ -176,10 +177,10 @@ class Storages(HandOuts):
             return None
         if host:
             return self.new_tensor(st, self.new_storage(st, "host", s, None, None).sid)  # a CPU op on host data
-        snap = dict(know)
-        snap[s] = t
+        snap = dict(know) | {s: t}
         # a tensor made during a graph capture lives in the graph's private pool, not in the stream's
-        storage = self.new_storage(st, "pool" if st.regions else "local", s, None, Access(s, t, self.anchor, snap))
+        made = Access(s, t, self.anchor, snap, inner=inner_statement(self))
+        storage = self.new_storage(st, "pool" if st.regions else "local", s, None, made)
         return self.new_tensor(st, storage.sid)
 
     def host_result(self, st: State, node: cst.CSTNode, rs: list[TVal]) -> bool:
@@ -238,7 +239,7 @@ class Storages(HandOuts):
                 and prev.part != part else []
             snap = dict(know)
             snap[s] = t
-            S.last_write = Access(s, t, self.anchor, snap, part=part)
+            S.last_write = Access(s, t, self.anchor, snap, part=part, inner=inner_statement(self))
             (self.helper_writes.add if self.depth else self.helper_writes.discard)(S.sid)
             S.reads = [r for r in S.reads if part is not None and r.part is not None and r.part != part]
         if S.kind in ("local", "arg") and s != S.alloc:  # (an argument dies only by resize_(0))
@@ -251,8 +252,7 @@ class Storages(HandOuts):
         if self.anchor is None or self.depth and outer is None or unseen_pair(self, earlier.stream, s):
             return
         self.relied_on(st, earlier, s)
-        name = outer or label or S.name or "tensor"
-        key = (id(self.anchor), name, kind)
+        key = (id(self.anchor), (name := outer or label or S.name or "tensor"), kind)
         if earlier.time < self.handshake_time and earlier.stream == MAIN and s.rsplit(".", 1)[-1] in self.handshake_forks:
             return  # the thread that woke this one forked ``s`` from the current stream before it signalled
         if S.kind == "arg" and earlier.time <= self.entry_time and S.name \
@@ -273,7 +273,7 @@ class Storages(HandOuts):
             return  # the class forks that stream in a step of its own, it waited here on a stream not named,
             # every caller synchronises the device after the writer's step before it calls this (flow/callers.py),
             # or every writer runs on this very stream by its callers (flow/ambient.py)
-        if key not in self.races:  # (cause: what ``s`` knew of the earlier stream, the two accesses' times)
+        if (guard := race_guard(self, self.races.get(key), earlier)) is not KEEP:
             self.races[key] = Race(kind, self.anchor, name, earlier.stream, s, earlier.node,
                                    S.kind == "arg" and earlier.time <= self.entry_time, self.cfg.mode, escape, body,
                                    replay, earlier.time < self.handshake_time, self.caller_stream(earlier.stream, s),
@@ -281,7 +281,7 @@ class Storages(HandOuts):
                                    unknown=S.sid in self.unknown_results, guessed=self.guessed_args.get(S.sid, ""),
                                    host_handed=self.handed_host(S.sid, earlier.time), entry=entry_of(self, S, earlier, s),
                                    ambient=race_evidence(self, earlier.stream, s, step and S.name),
-                                   handed_wait=handed, cause=(
+                                   handed_wait=handed, batch_guard=guard, cause=(
                                        st.know(s).get(earlier.stream, -1), earlier.time, self.clock))
 
     def caller_stream(self, a: str, b: str) -> str | None:

@@ -132,6 +132,7 @@ class Access:
     snap: dict | None = None
     label: str | None = None  # the variable naming the tensor at this access
     part: str | None = None  # the element's part (``TVal.part``); accesses to two parts never conflict
+    inner: cst.CSTNode | None = None  # a write's statement inside the helper inlined at ``node`` (batchguards.py)
 
 
 class Storage:

@@ -25,7 +25,8 @@ copy with a host side before it returns: a device source is read on the current 
 A field of a record handed in (``lane.shadow`` where ``lane: _Lane``, :func:`host_record_field`) is host memory
 when the record is a project dataclass (no project base) whose every construction the project shows binds the
 field, positionally or by keyword, to such host memory (a local bound only to ``torch.empty(n, pin_memory=pin)``,
-``x.to("cpu")``), and no file assigns the field otherwise (``.shadow =``, ``setattr``; bytes only)."""
+``x.to("cpu")``), and no file assigns the field otherwise (``.shadow =``, ``setattr``, ``replace(lane, shadow=...)``;
+bytes only) nor derives a class from the record (a subclass is built with its own arguments)."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ from streamlint.model.placement import host_factory, settled_host_value
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.streams import derived
 
-_DEFAULT_DEVICE = (b"set_default_device", b"with torch.device(", b"with device(", b", torch.device(", b", device(")
+_DEFAULT_DEVICE = (b"set_default_device", b"torch.device(", b"with device(", b", device(", b"(device(")
 _ASYNC_COPIES = frozenset({"copy_", "to", "cuda", "npu", "pin_memory"})
 
 
@@ -60,20 +61,21 @@ def _default_device_changed(project, file: FileModel) -> bool:
 
 
 _NO_MEMORY_DEVICE = re.compile(rb"""device\(\s*["'](meta|cpu)["']\s*\)""")
+_DEVICE_CALL = re.compile(rb"(?<![\w.])(?:torch\.)?device\(")
 
 
 def _changes_default(data: bytes) -> bool:
     """Does a line of the file set the default device, or enter a device context (a ``with`` line naming
-    ``torch.device(``, a line opening with it) other than ``"meta"`` (no memory, no stream work) or ``"cpu"``
-    (host memory)? A ``torch.device(...)`` handed to a call is no context."""
+    ``torch.device(`` anywhere in its items, ``with torch.device("meta") if m else torch.device(d):`` included, or a
+    line opening with it) other than ``"meta"`` (no memory, no stream work) or ``"cpu"`` (host memory)? A
+    ``torch.device(...)`` handed to a call on another line is no context."""
     for line in data.splitlines():
         if b"set_default_device" in line:
             return True
-        if line.lstrip().startswith((b"torch.device(", b"device(")) and not _NO_MEMORY_DEVICE.search(line):
-            return True  # (an item of a parenthesised ``with (...)`` on its own line; also a bare expression)
-        if line.lstrip().startswith((b"with ", b"async with ")) and sum(line.count(m) for m in _DEFAULT_DEVICE[1:]) \
-                > len(_NO_MEMORY_DEVICE.findall(line)):
-            return True
+        text = line.lstrip().lstrip(b"(").lstrip()
+        if (text.startswith((b"with ", b"async with ", b"torch.device(", b"device(")) and
+                len(_DEVICE_CALL.findall(line)) > len(_NO_MEMORY_DEVICE.findall(line))):
+            return True  # (an item of a parenthesised ``with (...)`` on its own line counts as well)
     return False
 
 
@@ -159,6 +161,17 @@ def _reassigned_elsewhere(project, here: str, attr: str) -> bool:
         or bool(set(project.paths_containing(named)) & set(project.paths_containing((b"setattr(",))))
 
 
+def _copied_or_derived(project, file: FileModel, cls: ClassInfo, attr: str) -> bool:
+    """Can a record typed ``cls`` hold ``attr`` bound elsewhere than in a construction of ``cls`` itself: a project
+    subclass (``class GpuLane(Lane)``, built with its own arguments), or a copy that rebinds the field by keyword
+    (``dataclasses.replace(lane, shadow=...)``)? Unsure (too many files name the class) counts as yes."""
+    from streamlint.model.accelerators import _subclasses
+
+    if len(project.paths_containing((cls.name.encode(),))) > MAX_CALLER_FILES or _subclasses(project, file, cls):
+        return True
+    return bool(set(project.paths_containing((b"replace(",))) & set(project.paths_containing((f"{attr}=".encode(),))))
+
+
 def _dataclass_fields(cls: ClassInfo) -> list[str] | None:
     """The ``__init__`` fields of a ``@dataclass`` with no base, in order; None for any other class."""
     if cls.bases or not any((dotted(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "")
@@ -191,7 +204,7 @@ def host_record_field(project, file: FileModel, cls: ClassInfo, attr: str) -> bo
         fields = _dataclass_fields(cls)
         if fields is None or attr not in fields or attr in cls.methods \
                 or any(a.target.endswith(f".{attr}") for a in file.assigns) \
-                or _reassigned_elsewhere(project, key[0], attr):
+                or _reassigned_elsewhere(project, key[0], attr) or _copied_or_derived(project, file, cls, attr):
             return False
         paths = project.paths_containing((f"{cls.name}(".encode(),))
         if len(paths) > MAX_CALLER_FILES:

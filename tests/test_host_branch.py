@@ -20,7 +20,5 @@ def test_races_beside_the_host_branch_keep_their_confidence(tmp_path):
              if f.code == "SL201"}
     assert not any(line in found for line in _lines("# ok: SL201"))
     expected = _lines("# expect: SL201")
-    assert len(expected) == 6
-    high = _lines("rebound: the test is no proof")
-    assert all(found[line] is Confidence.HIGH for line in high)
-    assert all(found[line] is Confidence.MEDIUM for line in expected if line not in high)
+    assert len(expected) == 6 and len(_lines("# ok: SL201")) == 3
+    assert all(found.get(line) is Confidence.MEDIUM for line in expected)

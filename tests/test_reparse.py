@@ -60,7 +60,12 @@ def test_splice_is_the_full_parse(path: Path) -> None:
         pytest.skip("not analysable")
     rng = random.Random(str(path.name))
     spliced = 0
-    for new_text in _edits(text, rng, 25):
+    # 25 random edits, and more (up to 200) while none could be spliced: in a short file most random edits touch a
+    # statement the splice declines (it then reparses the whole file), so a file that happens to draw only those
+    # must not fail the test; a file where no edit of 200 splices still does.
+    for tried, new_text in enumerate(_edits(text, rng, 200)):
+        if tried >= 25 and spliced:
+            break
         try:
             full = _parse_unvalidated(new_text)
         except Exception:  # noqa: BLE001 - an edit that breaks the syntax: the engine never splices then

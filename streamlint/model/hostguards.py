@@ -17,13 +17,18 @@ saying the tensor is not on the host -- ``p.device.type != "cpu"``, ``not p.is_c
 one operand of an ``or`` -- or an ``assert`` of the converse (one operand of an ``and``). ``p.is_cuda`` or
 ``p.device.type == "cuda"`` prove nothing (an NPU tensor passes them), nor does ``p.is_pinned()`` (a caller may still
 be filling the pinned tensor by a non-blocking device-to-host copy). The parameter must not be rebound in the
-function. Syntax only."""
+function. Syntax only.
+
+A branch says the same for the uses it holds (:func:`host_branch`): a tree walk moving what it finds back to the
+device (``if isinstance(x, torch.Tensor) and x.device.type == "cpu": ... x.to(dev, non_blocking=True)`` on a copy
+stream) reads ``x`` there only when it is a host tensor; a use outside that branch, or in its ``else``, is not
+covered, nor is a parameter the function rebinds."""
 
 from __future__ import annotations
 
 from streamlint._lazy import cst
 from streamlint.model.file import FunctionInfo, dotted, string_value
-from streamlint.model.syntax import mentions_name
+from streamlint.model.syntax import ancestry, mentions_name
 
 
 def host_guarded(fn: FunctionInfo, param: str) -> bool:
@@ -37,6 +42,16 @@ def host_guarded(fn: FunctionInfo, param: str) -> bool:
         if mentions_name(stmt, param):
             return False
     return False
+
+
+def host_branch(fn: FunctionInfo, param: str, at: cst.CSTNode | None) -> bool:
+    """Is ``at`` (a use of ``param``) inside the body of an ``if`` of ``fn`` whose test holds only when
+    ``param`` is a host tensor (:func:`host_test`), with ``param`` never rebound in ``fn``?"""
+    if at is None or param not in fn.all_params or param in fn.name_assigns:
+        return False
+    path = ancestry(fn.node, at) or []
+    return any(isinstance(node, cst.If) and below is node.body and _host(node.test, param)
+               for node, below in zip(path, path[1:]))
 
 
 def _guard(stmt: cst.BaseStatement, param: str) -> bool:
@@ -97,4 +112,4 @@ def _names_cpu(e: cst.BaseExpression) -> bool:
         and string_value(e.args[0].value) == "cpu"
 
 
-__all__ = ["host_guarded", "host_test"]
+__all__ = ["host_branch", "host_guarded", "host_test"]

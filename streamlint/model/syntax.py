@@ -334,7 +334,7 @@ def dominates(root: cst.CSTNode, first: cst.CSTNode, later: cst.CSTNode) -> bool
     """Is every path from ``root``'s entry to ``later`` through ``first`` (syntactically: ``first`` is reached
     unconditionally from the block that holds both, in a statement before ``later``'s, or in the same
     statement)? False when either is not found."""
-    pa, pb = _ancestry(root, first), _ancestry(root, later)
+    pa, pb = ancestry(root, first), ancestry(root, later)
     if pa is None or pb is None:
         return False
     k = 0
@@ -379,7 +379,7 @@ def _parents(root: cst.CSTNode) -> dict[int, cst.CSTNode]:
     return parent
 
 
-def _ancestry(root: cst.CSTNode, node: cst.CSTNode) -> list[cst.CSTNode] | None:
+def ancestry(root: cst.CSTNode, node: cst.CSTNode) -> list[cst.CSTNode] | None:
     """The nodes from ``root`` down to ``node`` (both included), or None when ``node`` is not below ``root``."""
     parent = _parents(root)
     path = [node]
@@ -394,7 +394,7 @@ def _ancestry(root: cst.CSTNode, node: cst.CSTNode) -> list[cst.CSTNode] | None:
 def same_with(root: cst.CSTNode, a: cst.CSTNode, b: cst.CSTNode) -> bool:
     """Are ``a`` and ``b`` inside one ``with`` statement below ``root`` (the innermost ``with`` holding each is
     the same; a wait before that statement orders both)?"""
-    pa, pb = _ancestry(root, a), _ancestry(root, b)
+    pa, pb = ancestry(root, a), ancestry(root, b)
     wa = next((n for n in reversed(pa or ()) if isinstance(n, cst.With)), None)
     wb = next((n for n in reversed(pb or ()) if isinstance(n, cst.With)), None)
     return wa is not None and wa is wb

@@ -17,7 +17,7 @@ from streamlint._lazy import cst
 from streamlint.model.bytescan import may_hand_bytes
 from streamlint.model.file import FileModel, FunctionInfo
 from streamlint.model.flow.callers import callers_of
-from streamlint.model.hostguards import host_guarded
+from streamlint.model.hostguards import host_branch, host_guarded
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.streams import derived
 from streamlint.model.tensors import host_factory, host_target
@@ -27,10 +27,12 @@ if TYPE_CHECKING:
     from streamlint.model.project import Project
 
 
-def host_by_callers(project: Project, file: FileModel, fn: FunctionInfo, param: str) -> bool:
+def host_by_callers(project: Project, file: FileModel, fn: FunctionInfo, param: str,
+                    at: cst.CSTNode | None = None) -> bool:
     """Does every project call site of ``fn`` bind ``param`` to a host tensor (and is there one), or does ``fn``
-    itself raise unless it is one (``if source.device.type != "cpu": raise ...``: :mod:`~streamlint.model.hostguards`)?"""
-    if host_guarded(fn, param):
+    itself raise unless it is one (``if source.device.type != "cpu": raise ...``: :mod:`~streamlint.model.hostguards`),
+    or is the use ``at`` inside a branch taken only for a host tensor (``if x.device.type == "cpu":``)?"""
+    if host_guarded(fn, param) or host_branch(fn, param, at):
         return True
     memo = derived(project, "host_by_callers")
     key = (id(fn), param)

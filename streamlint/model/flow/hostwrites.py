@@ -19,19 +19,29 @@ device (``torch.set_default_device``, ``with torch.device(...)`` as any with-ite
 or another such field (``self.a, self.b = self.b, self.a``), or a Python list of numbers (``[0] * n``, ``[0, 0]``,
 ``[0 for _ in range(n)]``, ``[]`` declared ``list[int]``: host bookkeeping such as per-slot counters). An op is a host write when every tensor it
 reads and writes is such host memory and it is not a possibly asynchronous copy (``non_blocking=``, a
-positional flag)."""
+positional flag); a blocking ``dst.copy_(src)`` into such host memory is one whatever ``src`` is (torch finishes a
+copy with a host side before it returns: a device source is read on the current stream and waited for).
+
+A field of a record handed in (``lane.shadow`` where ``lane: _Lane``, :func:`host_record_field`) is host memory
+when the record is a project dataclass (no project base) whose every construction the project shows binds the
+field, positionally or by keyword, to such host memory (a local bound only to ``torch.empty(n, pin_memory=pin)``,
+``x.to("cpu")``), and no file assigns the field otherwise (``.shadow =``, ``setattr``, ``replace(lane, shadow=...)``;
+bytes only) nor derives a class from the record (a subclass is built with its own arguments)."""
 
 from __future__ import annotations
 
 import os
+import re
 
 from streamlint._lazy import cst
-from streamlint.model.file import ClassInfo, FileModel, dotted
+from streamlint.model.devobjects import object_classes
+from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
 from streamlint.model.flow.values import HOST, Access, State
 from streamlint.model.placement import host_factory, settled_host_value
+from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.streams import derived
 
-_DEFAULT_DEVICE = (b"set_default_device", b"with torch.device(", b"with device(", b", torch.device(", b", device(")
+_DEFAULT_DEVICE = (b"set_default_device", b"torch.device(", b"with device(", b", device(", b"(device(")
 _ASYNC_COPIES = frozenset({"copy_", "to", "cuda", "npu", "pin_memory"})
 
 
@@ -45,8 +55,28 @@ def _default_device_changed(project, file: FileModel) -> bool:
     only: no file is parsed.)"""
     memo = derived(project, "default_device_changed")
     if "v" not in memo:
-        memo["v"] = bool(project.paths_containing(_DEFAULT_DEVICE))
+        memo["v"] = any(_changes_default(project.file_bytes(p) or b"")
+                        for p in project.paths_containing(_DEFAULT_DEVICE))
     return memo["v"]
+
+
+_NO_MEMORY_DEVICE = re.compile(rb"""device\(\s*["'](meta|cpu)["']\s*\)""")
+_DEVICE_CALL = re.compile(rb"(?<![\w.])(?:torch\.)?device\(")
+
+
+def _changes_default(data: bytes) -> bool:
+    """Does a line of the file set the default device, or enter a device context (a ``with`` line naming
+    ``torch.device(`` anywhere in its items, ``with torch.device("meta") if m else torch.device(d):`` included, or a
+    line opening with it) other than ``"meta"`` (no memory, no stream work) or ``"cpu"`` (host memory)? A
+    ``torch.device(...)`` handed to a call on another line is no context."""
+    for line in data.splitlines():
+        if b"set_default_device" in line:
+            return True
+        text = line.lstrip().lstrip(b"(").lstrip()
+        if (text.startswith((b"with ", b"async with ", b"torch.device(", b"device(")) and
+                len(_DEVICE_CALL.findall(line)) > len(_NO_MEMORY_DEVICE.findall(line))):
+            return True  # (an item of a parenthesised ``with (...)`` on its own line counts as well)
+    return False
 
 
 def _pinned_factory(project, file: FileModel, fn, v: cst.BaseExpression) -> bool:
@@ -121,6 +151,83 @@ def host_fields(project, file: FileModel, cls: ClassInfo) -> frozenset[str]:
     return memo[key]
 
 
+def _reassigned_elsewhere(project, here: str, attr: str) -> bool:
+    """Does a project file other than ``here`` bind a field named ``attr`` (``.attr =``, a tuple target), or does
+    any file set it by name next to a ``setattr(``? (Bytes only: no file is parsed.)"""
+    markers = (f".{attr} =".encode(), f".{attr}=".encode(), f".{attr}, ".encode(), f".{attr})".encode(),
+               f".{attr}:".encode(), f".{attr} :".encode())
+    named = (f'"{attr}"'.encode(), f"'{attr}'".encode())
+    return any(os.path.realpath(p) != here for p in project.paths_containing(markers)) \
+        or bool(set(project.paths_containing(named)) & set(project.paths_containing((b"setattr(",))))
+
+
+def _copied_or_derived(project, file: FileModel, cls: ClassInfo, attr: str) -> bool:
+    """Can a record typed ``cls`` hold ``attr`` bound elsewhere than in a construction of ``cls`` itself: a project
+    subclass (``class GpuLane(Lane)``, built with its own arguments), or a copy that rebinds the field by keyword
+    (``dataclasses.replace(lane, shadow=...)``)? Unsure (too many files name the class) counts as yes."""
+    from streamlint.model.accelerators import _subclasses
+
+    if len(project.paths_containing((cls.name.encode(),))) > MAX_CALLER_FILES or _subclasses(project, file, cls):
+        return True
+    return bool(set(project.paths_containing((b"replace(",))) & set(project.paths_containing((f"{attr}=".encode(),))))
+
+
+def _dataclass_fields(cls: ClassInfo) -> list[str] | None:
+    """The ``__init__`` fields of a ``@dataclass`` with no base, in order; None for any other class."""
+    if cls.bases or not any((dotted(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "")
+                            .rsplit(".", 1)[-1] == "dataclass" for d in cls.node.decorators):
+        return None
+    body = cls.node.body.body if isinstance(cls.node.body, cst.IndentedBlock) else ()
+    return [st.body[0].target.value for st in body if isinstance(st, cst.SimpleStatementLine)
+            and len(st.body) == 1 and isinstance(st.body[0], cst.AnnAssign) and isinstance(st.body[0].target, cst.Name)
+            and "ClassVar" not in cst.Module([]).code_for_node(st.body[0].annotation.annotation)]
+
+
+def _host_local(project, file: FileModel, fn: FunctionInfo | None, v: cst.BaseExpression) -> bool:
+    """``v`` is host memory when it returns: a settled host value, a pinned factory, or a local of ``fn`` bound
+    only to such values."""
+    if settled_host_value(v) or _pinned_factory(project, file, fn, v):
+        return True
+    if not isinstance(v, cst.Name) or fn is None or v.value in fn.all_params:
+        return False
+    values = fn.name_assigns.get(v.value) or []
+    return bool(values) and all(settled_host_value(x) or _pinned_factory(project, file, fn, x) for x in values)
+
+
+def host_record_field(project, file: FileModel, cls: ClassInfo, attr: str) -> bool:
+    """Does every construction of the dataclass ``cls`` the project shows bind ``attr`` to host memory (see the
+    module docstring)?"""
+    memo = derived(project, "host_record_field")
+    key = (os.path.realpath(file.path), cls.name, attr)
+    if key not in memo:
+        memo[key] = False
+        fields = _dataclass_fields(cls)
+        if fields is None or attr not in fields or attr in cls.methods \
+                or any(a.target.endswith(f".{attr}") for a in file.assigns) \
+                or _reassigned_elsewhere(project, key[0], attr) or _copied_or_derived(project, file, cls, attr):
+            return False
+        paths = project.paths_containing((f"{cls.name}(".encode(),))
+        if len(paths) > MAX_CALLER_FILES:
+            return False
+        found = []
+        for path in paths:
+            model = project.file(path)
+            for site in model.calls if model is not None else ():
+                sym = project.symbol(site.target, model) if site.target is not None else None
+                if sym is None or sym[0] is not cls:
+                    continue
+                args = site.node.args
+                if any(a.star for a in args):
+                    return False
+                bound = [a.value for a in args if a.keyword is not None and a.keyword.value == attr]
+                positional = [a.value for a in args if a.keyword is None]
+                if fields.index(attr) < len(positional):
+                    bound.append(positional[fields.index(attr)])
+                found.append(len(bound) == 1 and _host_local(project, model, site.function, bound[0]))
+        memo[key] = bool(found) and all(found)
+    return memo[key]
+
+
 class HostWrites:
     """Host-timeline writes (mixin of the interpreter). Interp state it uses: ``clock``, ``frames``,
     ``project``. It asks storage (op, tensors, place, is_host)."""
@@ -169,6 +276,8 @@ class HostWrites:
             return ()
         ws = [tv for v in writes for tv in self.tensors(st, self.place(st, v))]
         rs = [tv for v in reads for tv in self.tensors(st, v)]
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "copy_":
+            rs = []  # a blocking copy into host memory: done when it returns, whatever its source (docstring)
         if not ws or not all(self._host_memory(st, tv) for tv in ws + rs):
             return ()
         return tuple({tv.sid for tv in ws})
@@ -178,6 +287,9 @@ class HostWrites:
             return True
         S = st.stores.get(tv.sid)
         name = S.name if S is not None and S.kind == "long" else None
+        recv, _, attr = (name or "").partition(".")
+        if recv != "self" and recv.isidentifier() and attr.isidentifier():
+            return self._host_record(recv, attr)
         if not name or not name.startswith("self.") or not name[5:].isidentifier():
             return False
         file, fn = next(((f, fn) for f, fn in reversed(self.frames) if fn.class_name), (None, None))
@@ -185,4 +297,14 @@ class HostWrites:
         return cls is not None and name[5:] in host_fields(self.project, file, cls)
 
 
-__all__ = ["HostWrites", "host_fields"]
+    def _host_record(self, recv: str, attr: str) -> bool:
+        """``recv.attr`` where ``recv`` is a parameter of the innermost function naming it, annotated with project
+        dataclasses each of which holds host memory in ``attr`` (:func:`host_record_field`)."""
+        for file, fn in reversed(self.frames):
+            if recv in fn.all_params or recv in fn.name_assigns:
+                classes = object_classes(self.project, file, fn, cst.Name(recv))
+                return bool(classes) and all(host_record_field(self.project, mod, cls, attr) for cls, mod in classes)
+        return False
+
+
+__all__ = ["HostWrites", "host_fields", "host_record_field"]

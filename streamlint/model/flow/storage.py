@@ -256,7 +256,7 @@ class Storages(HandOuts):
         if earlier.time < self.handshake_time and earlier.stream == MAIN and s.rsplit(".", 1)[-1] in self.handshake_forks:
             return  # the thread that woke this one forked ``s`` from the current stream before it signalled
         if S.kind == "arg" and earlier.time <= self.entry_time and S.name \
-                and (host_by_callers(self.project, self.file, self.fn, S.name)
+                and (host_by_callers(self.project, self.file, self.fn, S.name, self.anchor)
                      or worker_thread_only(self.project, self.file, self.fn)
                      or forks_for_callers(self.file, self.fn, s)):
             return  # a host tensor handed in (no stream produced it), a caller on a worker thread, or a sibling

@@ -164,6 +164,9 @@ class MissingWaitAtJoin(Rule):
             tag = path_tag(ctx.project, ctx.file, fn)
             for join in joins:
                 model, store = join.evidence
+                if join.stream:  # (model/streamjoins.py)
+                    _report_stream_join(ctx, join, tag)
+                    continue
                 ctx.report(join.loop,
                            first_line(f"this join loop leaves out the {join.dropped} element of `{join.collection}`: "
                                       f"its work is never waited for [{tag}]",
@@ -419,6 +422,21 @@ def _report_silent_join(ctx: RuleContext, silent: SilentJoin) -> None:
         if silent.work is not None:
             related.append(Location(ctx.file.path, ctx.file.span(silent.work), f"queued on `{silent.handle}` here"))
     ctx.report(silent.node, message, confidence=Confidence.MEDIUM, related=related, hint=hint)
+
+
+def _report_stream_join(ctx, join, tag: str) -> None:
+    """A join loop over the side streams an object made that leaves one out (``model/streamjoins.py``)."""
+    model, store = join.evidence
+    what = f"`{join.collection}`" if join.field is None else f"the `{join.field}` streams of `{join.collection}`"
+    ctx.report(join.loop,
+               first_line(f"this join loop leaves out the {join.dropped} element of {what}: the work issued on that "
+                          f"side stream is never joined [{tag}]",
+                          f"this join loop leaves out the {join.dropped} side stream of `{join.collection}` [{tag}]"),
+               confidence=Confidence.MEDIUM,
+               related=[Location(model.path, model.span(store), "side stream created and kept here")],
+               hint=(f"`{join.collection}` holds side streams the object issues work on" if join.field is None
+                     else f"the elements of `{join.collection}` each carry `{join.field}`, a side stream of their own")
+               + ": wait for every one of them (what the left-out stream writes is otherwise read unordered)")
 
 
 def _report_early(ctx: RuleContext, fn, early: EarlyRecord) -> None:

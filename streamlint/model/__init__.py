@@ -180,4 +180,6 @@ Layer 3 — one function's flow
                     another parameter (the inputs the events guard) is iterated whole after the loop?
     ``slotevents``  which methods hand out a buffer field's contents that another method writes on a
                     stream and marks with an element of a list event field nobody waits?
+    ``streamjoins`` which container fields (or fields of the records they hold) keep side streams the
+                    project made, so a join loop over them that leaves one out leaves its work unjoined?
 """

@@ -16,7 +16,8 @@ def _import_model() -> None:
         SilentJoin, silent_joins, taken_events, DroppedEvent, UnheldEvent, dropped_events, unheld_events, \
         FunctionFlow, one_per_cause, device_module, function_at, MAIN, entry_stream_name, stream_expr, stream_label, \
         partial_joins, partial_param_joins, unwaited_slot_reads, UnwaitedHandle, unwaited_handles, chosen_stream, \
-        rests_on_unseen_caller, chosen_by_caller, current_at_some_site, handed_elsewhere
+        rests_on_unseen_caller, chosen_by_caller, current_at_some_site, handed_elsewhere, unjoined_flag_clears, \
+        idle_stream_loops
     from streamlint.model.dataflow import EarlyRecord, HostRead, Race, file_flows, path_tag
     from streamlint.model.eventguards import CURRENT, UnguardedRead, unguarded_reads
     from streamlint.model.flow.callerstreams import current_at_some_site, handed_elsewhere
@@ -36,6 +37,7 @@ def _import_model() -> None:
     from streamlint.model.waits import partial_joins
     from streamlint.model.paramjoins import partial_param_joins
     from streamlint.model.slotevents import unwaited_slot_reads
+    from streamlint.model.flow.lostjoins import idle_stream_loops, unjoined_flag_clears
 
 
 _RANK = {None: 3, Confidence.HIGH: 3, Confidence.MEDIUM: 2, Confidence.LOW: 1}
@@ -215,6 +217,24 @@ class MissingWaitAtJoin(Rule):
                              "writer's stream and no other module names either, so the caller's stream can read the "
                              "slot before the copy into it finished (the slot and the event are paired by the "
                              "writer's stream scope only)"))
+        for fn in ctx.file.functions.values():  # (flow/lostjoins.py)
+            for loop, coll, (model, store) in idle_stream_loops(ctx.project, ctx.file, fn):
+                if id(loop) in reported:
+                    continue
+                reported.add(id(loop))
+                ctx.report(loop,
+                           first_line(f"this loop walks the side streams of `{coll}` and joins none of them "
+                                      f"[{path_tag(ctx.project, ctx.file, fn)}]",
+                                      f"this loop over `{coll}` joins none of its side streams"),
+                           confidence=Confidence.MEDIUM,
+                           related=[Location(model.path, model.span(store), "side stream created and kept here")],
+                           hint=f"`{coll}` holds side streams the object issues work on: make the current stream wait "
+                                "for each (`torch.cuda.current_stream().wait_stream(s)`) before their results are read")
+        for clear in unjoined_flag_clears(ctx.project, ctx.file):
+            if id(clear.node) not in reported and not any(
+                    f.code == "SL201" and f.span.start_line == ctx.file.span(clear.node).start_line for f in ctx.findings):
+                reported.add(id(clear.node))
+                _report_flag_clear(ctx, clear)
         dropping: set[int] = set()
         for cls in ctx.file.classes.values():
             for drop in dropped_events(ctx.project, ctx.file, cls):
@@ -422,6 +442,20 @@ def _report_silent_join(ctx: RuleContext, silent: SilentJoin) -> None:
         if silent.work is not None:
             related.append(Location(ctx.file.path, ctx.file.span(silent.work), f"queued on `{silent.handle}` here"))
     ctx.report(silent.node, message, confidence=Confidence.MEDIUM, related=related, hint=hint)
+
+
+def _report_flag_clear(ctx, clear) -> None:
+    """A method clearing the pending flag its producer raised after side-stream work, joining nothing."""
+    tag = path_tag(ctx.project, ctx.file, clear.method)
+    name, producer = clear.method.node.name.value, clear.producer.node.name.value
+    ctx.report(clear.node,
+               first_line(f"`{name}()` clears `{clear.flag}`, raised by `{producer}()` after its side-stream work "
+                          f"(`{clear.handle}`), without joining that work [{tag}]",
+                          f"`{clear.flag}` is cleared with no join of the work it marks pending [{tag}]"),
+               confidence=Confidence.MEDIUM,
+               related=[Location(ctx.file.path, ctx.file.span(clear.work), "the pending work is marked here")],
+               hint=(f"`{name}()` is where the class consumes the pending state: make the current stream wait for "
+                     f"`{clear.handle}` there (the code running after it reads what `{producer}()` wrote)"))
 
 
 def _report_stream_join(ctx, join, tag: str) -> None:

@@ -1,0 +1,234 @@
+"""Join methods that lost their join: a pending flag cleared with no join, a loop over side streams joining none.
+
+Two shapes of one question, "where does the class join the side-stream work its other methods queued, and does
+that method still join it": the join method is known by what it consumes (the pending flag; the container of
+side streams it walks), not by its name.
+
+Pending flags (:func:`unjoined_flag_clears`).
+
+An overlap helper queues work on a side stream of the object in one method (a per-layer hook, a prefetch), records
+an event the object holds after it, and raises a flag field (``self._pending = True``); a fence / flush method
+called before the results are read tests the flag, clears it (``self._pending = False``) and makes the current
+stream wait for the work (``current_stream().wait_event(self._event)``). The flag says where the class's join is:
+the method that consumes it. When that method clears the flag and orders nothing after the side stream, every
+reader after it runs unordered after the work the flag marked, and the reader is in the caller (another class,
+another call path), out of reach of the dataflow of one function. :func:`unjoined_flag_clears` reports the clear
+(SL201, medium: the reader is not seen).
+
+A *pending flag* is a ``self.F`` field whose every ``= True`` outside the construction methods follows, in the same
+method, a record of an event the object holds (``self.E.record(...)``, ``self.E[i].record(...)``, ``s.record_event(
+self.E)``) or a stream scope (``with torch.cuda.stream(self.S):``). A *clear* is ``self.F = False`` in another
+method (not a construction method) that also tests the flag (``if not self.F: return``): the method decides on it.
+
+Idle stream loops (:func:`idle_stream_loops`). A loop over a container field of side streams the project made
+(:func:`~streamlint.model.streamjoins.stream_container_store`: ``self.reduce_streams.append(torch.cuda.Stream())``)
+whose body never uses the element (``for s in self.reduce_streams: pass``, the ``cur.wait_stream(s)`` gone) joins
+none of them: SL201 medium at the loop. Using the element in any way (a call argument or receiver, stored, returned,
+a ``with`` item, captured) is a use; a bare test (``if s is None``) is not. Silent in a function that enters a
+stream scope itself (its own work is the dataflow's) or synchronises the device.
+
+Silent when the clearing method joins anything (a call of ``wait_event`` / ``wait_stream`` / ``synchronize`` /
+``wait`` / ``query`` on any receiver, a device synchronisation), hands the event or stream field to any call, or
+calls a method of the object that does one of these (one level down): the analysis does not compare which stream
+it joins, only that the method joins at all (precision first).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from streamlint._lazy import cst
+from streamlint.model import apis
+from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
+from streamlint.model.streams import derived
+from streamlint.model.syntax import local_nodes
+
+if TYPE_CHECKING:
+    from streamlint.model.project import Project
+
+_JOINS = frozenset({"wait_event", "wait_stream", "synchronize", "wait", "query", "stream_synchronize",
+                    "event_synchronize", "device_synchronize"})
+
+
+@dataclass(frozen=True)
+class FlagClear:
+    """``method`` clears the pending flag ``flag`` that ``producer`` raises after its side-stream work ``work``
+    (the record or the scope), and joins nothing."""
+
+    method: FunctionInfo
+    node: cst.CSTNode  # the clearing assignment
+    flag: str  # ``self._pending``
+    producer: FunctionInfo
+    work: cst.CSTNode
+    handle: str  # the event or stream field the producer marks its work with (``self._event``)
+
+
+def _self_field(expr: cst.BaseExpression | None) -> str | None:
+    """``self.x`` / ``self.x[i]`` -> ``x``."""
+    while isinstance(expr, cst.Subscript):
+        expr = expr.value
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        return expr.attr.value
+    return None
+
+
+def _bool_assigns(fn: FunctionInfo, value: str) -> list[tuple[str, cst.CSTNode]]:
+    """(field, assignment) of each ``self.F = True`` / ``False`` of ``fn``."""
+    return [(a.target[5:], a.node) for a in fn.assigns if a.target.startswith("self.") and a.target[5:].isidentifier()
+            and isinstance(a.value, cst.Name) and a.value.value == value]
+
+
+def _work_before(project: Project, file: FileModel, fn: FunctionInfo, node: cst.CSTNode) \
+        -> tuple[cst.CSTNode, str] | None:
+    """The last side-stream mark of ``fn`` before ``node`` (program order): a record of an event the object holds,
+    or a stream scope entered on a stream the object holds; with that field."""
+    order = file.lexical_index(fn.node)
+    if id(node) not in order:
+        return None
+    at = order[id(node)][0]
+    found: tuple[int, cst.CSTNode, str] | None = None
+    for site in fn.calls:
+        call = site.node
+        target = call.func.value if site.method == "record" and isinstance(call.func, cst.Attribute) else \
+            call.args[0].value if site.method == "record_event" and call.args else None
+        field = _self_field(target)
+        if field is not None and id(call) in order and order[id(call)][0] < at:
+            if found is None or order[id(call)][0] > found[0]:
+                found = (order[id(call)][0], call, f"self.{field}")
+    for scope in fn.scopes:
+        if not project.scope_use(file, scope).roles() & apis.STREAM_SCOPE_ROLES:
+            continue
+        for call in scope.calls:
+            field = next((_self_field(a.value) for a in call.args if _self_field(a.value)), None)
+            if field is not None and id(call) in order and order[id(call)][0] < at:
+                if found is None or order[id(call)][0] > found[0]:
+                    found = (order[id(call)][0], call, f"self.{field}")
+    return None if found is None else (found[1], found[2])
+
+
+def _tests(fn: FunctionInfo, field: str) -> bool:
+    """Does ``fn`` test ``self.<field>`` (an ``if`` / ``while`` test, a boolean operand of one)?"""
+    for node in local_nodes(fn.node.body):
+        if isinstance(node, (cst.If, cst.While)):
+            for n in local_nodes(node.test) if not isinstance(node.test, cst.Attribute) else (node.test,):
+                if isinstance(n, cst.Attribute) and _self_field(n) == field:
+                    return True
+    return False
+
+
+def _joins(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInfo, handle: str, depth: int = 0) -> bool:
+    """Does ``fn`` join anything, hand the producer's handle on, or call a method of the object that does?"""
+    from streamlint.model.flow.protocols import synchronizes_device
+
+    if synchronizes_device(project, file, fn):
+        return True
+    field = handle[5:]
+    for site in fn.calls:
+        call = site.node
+        if site.method in _JOINS:
+            return True
+        if any(_self_field(a.value) == field for a in call.args):
+            return True
+        func = call.func
+        if depth == 0 and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
+                and func.value.value == "self" and func.attr.value in cls.methods:
+            callee = cls.methods[func.attr.value]
+            if callee is not fn and _joins(project, file, cls, callee, handle, depth + 1):
+                return True
+    return False
+
+
+def unjoined_flag_clears(project: Project, file: FileModel) -> list[FlagClear]:
+    """Every method of the file's classes that clears a pending flag and joins nothing (module docstring)."""
+    from streamlint.model.stepstate import _construction
+
+    memo = derived(project, "unjoined_flag_clears")
+    if id(file) in memo:
+        return memo[id(file)]
+    memo[id(file)] = []
+    out: list[FlagClear] = []
+    for cls in file.classes.values():
+        construction = _construction(cls)
+        raised: dict[str, list[tuple[FunctionInfo, cst.CSTNode]]] = {}
+        for name, m in cls.methods.items():
+            if name in construction or m.params[:1] != ("self",):
+                continue
+            for field, node in _bool_assigns(m, "True"):
+                raised.setdefault(field, []).append((m, node))
+        for field, raises in raised.items():
+            marks = [(m, _work_before(project, file, m, node)) for m, node in raises]
+            if not all(mark is not None for _, mark in marks):
+                continue  # a raise with no side-stream work before it: the flag means something else
+            producer, (work, handle) = marks[0][0], marks[0][1]
+            if len({mark[1] for _, mark in marks}) != 1:
+                continue
+            for name, m in cls.methods.items():
+                if name in construction or m in {p for p, _ in marks} or m.params[:1] != ("self",):
+                    continue
+                clears = _bool_assigns(m, "False")
+                clear = next((node for f, node in clears if f == field), None)
+                if clear is None or not _tests(m, field) or _joins(project, file, cls, m, handle):
+                    continue
+                out.append(FlagClear(m, clear, f"self.{field}", producer, work, handle))
+    memo[id(file)] = out
+    return out
+
+
+def _iterated_field(loop: cst.For) -> tuple[str, list[str]] | None:
+    """(``F``, element names) of ``for x in self.F`` -- also through ``list(...)`` / ``tuple(...)`` / a slice /
+    ``.values()`` / ``.items()`` / ``enumerate(...)`` (the names bound to the values, not the keys or indices)."""
+    expr, keyed = loop.iter, False
+    while True:
+        if isinstance(expr, cst.Subscript):
+            expr = expr.value
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in ("list", "tuple") \
+                and len(expr.args) == 1:
+            expr = expr.args[0].value
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "enumerate" \
+                and expr.args:
+            expr, keyed = expr.args[0].value, True
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and not expr.args \
+                and expr.func.attr.value in ("values", "items"):
+            keyed = keyed or expr.func.attr.value == "items"
+            expr = expr.func.value
+        else:
+            break
+    field = _self_field(expr) if isinstance(expr, cst.Attribute) else None
+    if field is None:
+        return None
+    target = loop.target
+    if isinstance(target, cst.Name) and not keyed:
+        return field, [target.value]
+    if isinstance(target, cst.Tuple) and keyed and len(target.elements) == 2 \
+            and isinstance(target.elements[1].value, cst.Name):
+        return field, [target.elements[1].value.value]
+    return None
+
+
+def idle_stream_loops(project: Project, file: FileModel, fn: FunctionInfo) \
+        -> list[tuple[cst.For, str, tuple[FileModel, cst.CSTNode]]]:
+    """(loop, ``self.F``, where a side stream is stored into ``F``) for each loop of ``fn`` over a container
+    field of side streams that never uses its element (module docstring)."""
+    from streamlint.model.flow.joinsteps import handled
+    from streamlint.model.flow.protocols import synchronizes_device
+    from streamlint.model.streamjoins import issues_stream_work, stream_container_store
+
+    if not fn.has_loop or fn.class_name is None:
+        return []
+    out = []
+    for node in local_nodes(fn.node.body):
+        if not isinstance(node, cst.For):
+            continue
+        parsed = _iterated_field(node)
+        if parsed is None or any(handled(node.body, n) for n in parsed[1]):
+            continue
+        if issues_stream_work(fn) or synchronizes_device(project, file, fn):
+            break
+        evidence = stream_container_store(project, file, fn, parsed[0], fn.class_name)
+        if evidence is not None:
+            out.append((node, f"self.{parsed[0]}", evidence))
+    return out
+
+
+__all__ = ["FlagClear", "idle_stream_loops", "unjoined_flag_clears"]

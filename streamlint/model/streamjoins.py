@@ -11,9 +11,10 @@ streams it is the answer here:
 
 - :func:`stream_container_store` -- a store of a *new* stream into a container named ``name``: an
   ``append`` / subscript store / a display or comprehension of constructions bound to the field, the stored
-  value a stream construction or a local every binding of which is one. A stream captured from the current
-  stream (``current_stream(dev)``) is no side stream: a loop leaving one out may leave out the caller's own
-  stream, where the wait is redundant.
+  value a stream construction or a local every binding of which is one; and no store of anything else into it
+  (``self.streams = [current_stream()]`` then ``append(Stream())``: the first element is the caller's own).
+  A stream captured from the current stream (``current_stream(dev)``) is no side stream: a loop leaving one out
+  may leave out the caller's own stream, where the wait is redundant.
 - :func:`stream_field_store` -- a field ``attr`` of the elements set to a new stream in a method of a project
   class (``self.update = torch.cuda.Stream(dev)``): each element carries its own side stream.
 
@@ -72,22 +73,31 @@ def _element(value: cst.BaseExpression) -> cst.BaseExpression | None:
     return None
 
 
-def _stores(fn: FunctionInfo, name: str) -> Iterator[cst.CSTNode]:
-    """Stores of a new stream into an attribute container ``name`` in the body of ``fn``."""
+def _stores(fn: FunctionInfo, name: str) -> Iterator[tuple[cst.CSTNode, bool]]:
+    """Stores into an attribute container ``name`` in the body of ``fn``: (the store, whether it stores new
+    streams). A rebinding to an empty display or ``None`` stores nothing; ``extend`` / ``+=`` / a rebinding to
+    anything but a display or comprehension of one kind stores something else."""
     for node in local_nodes(fn.node.body):
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
-                and node.func.attr.value in ("append", "insert", "setdefault") and node.args \
-                and _holder(node.func.value) == name and _new_stream(fn, node.args[-1].value):
-            yield node
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and _holder(node.func.value) == name:
+            method = node.func.attr.value
+            if method in ("append", "insert", "setdefault") and node.args:
+                yield node, _new_stream(fn, node.args[-1].value)
+            elif method in ("extend", "update", "__setitem__"):
+                yield node, False
+        elif isinstance(node, cst.AugAssign) and _holder(node.target) == name:
+            yield node, False
         elif isinstance(node, cst.Assign):
             for t in node.targets:
                 target = t.target
-                if isinstance(target, cst.Subscript) and _holder(target) == name and _new_stream(fn, node.value):
-                    yield node
+                if isinstance(target, cst.Subscript) and _holder(target) == name:
+                    yield node, _new_stream(fn, node.value)
                 elif isinstance(target, cst.Attribute) and target.attr.value == name:
-                    element = _element(node.value)
-                    if element is not None and _new_stream(fn, element):
-                        yield node
+                    value = node.value
+                    if isinstance(value, cst.Name) and value.value == "None" or isinstance(
+                            value, (cst.List, cst.Tuple, cst.Dict)) and not value.elements:
+                        continue
+                    element = _element(value)
+                    yield node, element is not None and _new_stream(fn, element)
 
 
 def stream_container_store(project: "Project", file: FileModel, fn: FunctionInfo, name: str,
@@ -96,14 +106,17 @@ def stream_container_store(project: "Project", file: FileModel, fn: FunctionInfo
     in a function of the project but ``fn``; with ``owner``, only the methods of that class in ``file``."""
     models = (file,) if owner is not None else itertools.chain(
         (file,), (m for m in project.files_containing((name.encode(),)) if m is not file))
+    found: tuple[FileModel, cst.CSTNode] | None = None
     for model in models:
         for other in model.iter_functions():
-            if other.node is fn.node or owner is not None and other.class_name != owner:
+            if owner is not None and other.class_name != owner:
                 continue
-            store = next(_stores(other, name), None)
-            if store is not None:
-                return model, store
-    return None
+            for store, new in _stores(other, name):
+                if not new:
+                    return None  # the container also holds other values (the current stream, a stream handed in)
+                if found is None and other.node is not fn.node:
+                    found = (model, store)
+    return found
 
 
 def issues_stream_work(fn: FunctionInfo) -> bool:

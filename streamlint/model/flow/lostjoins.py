@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from streamlint.model.project import Project
 
 _JOINS = frozenset({"wait_event", "wait_stream", "synchronize", "wait", "query", "stream_synchronize",
-                    "event_synchronize", "device_synchronize"})
+                    "event_synchronize", "device_synchronize", "elapsed_time"})
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,8 @@ def _work_before(project: Project, file: FileModel, fn: FunctionInfo, node: cst.
         target = call.func.value if site.method == "record" and isinstance(call.func, cst.Attribute) else \
             call.args[0].value if site.method == "record_event" and call.args else None
         field = _self_field(target)
+        if field is not None and not _side_record(file, site):
+            continue  # a mark on the current stream (a timer's start): no side-stream work behind it
         if field is not None and id(call) in order and order[id(call)][0] < at:
             if found is None or order[id(call)][0] > found[0]:
                 found = (order[id(call)][0], call, f"self.{field}")
@@ -105,6 +107,20 @@ def _work_before(project: Project, file: FileModel, fn: FunctionInfo, node: cst.
                 if found is None or order[id(call)][0] > found[0]:
                     found = (order[id(call)][0], call, f"self.{field}")
     return None if found is None else (found[1], found[2])
+
+
+def _side_record(file: FileModel, site) -> bool:
+    """A record on a side stream: inside a ``with`` (a stream scope), ``ev.record(side)`` handed a stream that is
+    not the current / default one, or ``side.record_event(ev)`` on a receiver that is not one."""
+    if site.scope is not None:
+        return True
+    call = site.node
+    stream = call.args[0].value if site.method == "record" and call.args else \
+        call.func.value if site.method == "record_event" and isinstance(call.func, cst.Attribute) else None
+    if stream is None:
+        return False
+    text = file.code(stream)
+    return "current_stream" not in text and "default_stream" not in text
 
 
 def _tests(fn: FunctionInfo, field: str) -> bool:
@@ -124,6 +140,9 @@ def _joins(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInfo, 
     if synchronizes_device(project, file, fn):
         return True
     field = handle[5:]
+    if any(r.value is not None and any(_self_field(n) == field for n in local_nodes(r.value)
+                                       if isinstance(n, cst.Attribute)) for r in fn.returns):
+        return True  # the handle goes back to the caller, whose join it is
     for site in fn.calls:
         call = site.node
         if site.method in _JOINS:

@@ -19,7 +19,8 @@ streams it is the answer here:
   class (``self.update = torch.cuda.Stream(dev)``): each element carries its own side stream.
 
 A stream construction is a call whose last name is ``Stream`` (``torch.cuda.Stream(dev)``, ``torch.npu.Stream()``,
-``self.dm.Stream(dev)`` on an accelerator module): only a stream class has that name.
+``self.dm.Stream(dev)`` on an accelerator module) that does not resolve to a class of another package that is no
+stream API (``from rtsp import Stream``: a camera feed).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 
+from streamlint.model import apis
 from streamlint.model.file import FileModel, FunctionInfo
 from streamlint.model.syntax import local_nodes
 
@@ -37,20 +39,35 @@ if TYPE_CHECKING:
     from streamlint.model.project import Project
 
 
-def _new_stream(fn: FunctionInfo, value: cst.BaseExpression, _depth: int = 0) -> bool:
+def _new_stream(project: "Project", file: FileModel, fn: FunctionInfo, value: cst.BaseExpression,
+                _depth: int = 0) -> bool:
     """Is ``value`` a stream construction, or a local of ``fn`` every binding of which is one (also through
     ``a if c else b`` with both arms constructions)?"""
     if isinstance(value, cst.IfExp):
-        return _new_stream(fn, value.body, _depth) and _new_stream(fn, value.orelse, _depth)
+        return _new_stream(project, file, fn, value.body, _depth) and _new_stream(project, file, fn, value.orelse,
+                                                                                  _depth)
     if isinstance(value, cst.Call):
         func = value.func
         last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) \
             else None
-        return last == "Stream"
+        return last == "Stream" and _stream_class(project, file, fn, func)
     if isinstance(value, cst.Name) and _depth < 2:
         bound = fn.name_assigns.get(value.value)
-        return bool(bound) and all(_new_stream(fn, v, _depth + 1) for v in bound)
+        return bool(bound) and all(_new_stream(project, file, fn, v, _depth + 1) for v in bound)
     return False
+
+
+def _stream_class(project: "Project", file: FileModel, fn: FunctionInfo, func: cst.BaseExpression) -> bool:
+    """Can ``func`` (named ``...Stream``) be a device stream class? A known stream API is; a name imported from
+    a module outside the project that is no stream API (``from rtsp import Stream``: a camera feed) is not; an
+    accelerator object's method (``self.dm.Stream``), a project class or a name left unresolved may be."""
+    resolved = file.resolve(func, fn)
+    if resolved is None or resolved.startswith(f"{file.module_name}."):
+        return True
+    spec = apis.lookup(resolved)
+    if spec is not None:
+        return spec.role is apis.Role.STREAM_NEW
+    return "." in resolved and project.module_path(resolved.rsplit(".", 1)[0], file) is not None
 
 
 def _holder(e: cst.BaseExpression) -> str | None:
@@ -73,7 +90,7 @@ def _element(value: cst.BaseExpression) -> cst.BaseExpression | None:
     return None
 
 
-def _stores(fn: FunctionInfo, name: str) -> Iterator[tuple[cst.CSTNode, bool]]:
+def _stores(project: "Project", file: FileModel, fn: FunctionInfo, name: str) -> Iterator[tuple[cst.CSTNode, bool]]:
     """Stores into an attribute container ``name`` in the body of ``fn``: (the store, whether it stores new
     streams). A rebinding to an empty display or ``None`` stores nothing; ``extend`` / ``+=`` / a rebinding to
     anything but a display or comprehension of one kind stores something else."""
@@ -81,7 +98,7 @@ def _stores(fn: FunctionInfo, name: str) -> Iterator[tuple[cst.CSTNode, bool]]:
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and _holder(node.func.value) == name:
             method = node.func.attr.value
             if method in ("append", "insert", "setdefault") and node.args:
-                yield node, _new_stream(fn, node.args[-1].value)
+                yield node, _new_stream(project, file, fn, node.args[-1].value)
             elif method in ("extend", "update", "__setitem__"):
                 yield node, False
         elif isinstance(node, cst.AugAssign) and _holder(node.target) == name:
@@ -90,14 +107,14 @@ def _stores(fn: FunctionInfo, name: str) -> Iterator[tuple[cst.CSTNode, bool]]:
             for t in node.targets:
                 target = t.target
                 if isinstance(target, cst.Subscript) and _holder(target) == name:
-                    yield node, _new_stream(fn, node.value)
+                    yield node, _new_stream(project, file, fn, node.value)
                 elif isinstance(target, cst.Attribute) and target.attr.value == name:
                     value = node.value
                     if isinstance(value, cst.Name) and value.value == "None" or isinstance(
                             value, (cst.List, cst.Tuple, cst.Dict)) and not value.elements:
                         continue
                     element = _element(value)
-                    yield node, element is not None and _new_stream(fn, element)
+                    yield node, element is not None and _new_stream(project, file, fn, element)
 
 
 def stream_container_store(project: "Project", file: FileModel, fn: FunctionInfo, name: str,
@@ -111,12 +128,23 @@ def stream_container_store(project: "Project", file: FileModel, fn: FunctionInfo
         for other in model.iter_functions():
             if owner is not None and other.class_name != owner:
                 continue
-            for store, new in _stores(other, name):
+            for store, new in _stores(project, model, other, name):
                 if not new:
                     return None  # the container also holds other values (the current stream, a stream handed in)
                 if found is None and other.node is not fn.node:
                     found = (model, store)
     return found
+
+
+def role_of_left_out(file: FileModel, fn: FunctionInfo, name: str, dropped: str) -> bool:
+    """Does a method of ``fn``'s class name the element a join loop over ``self.<name>`` leaves out by its index
+    (``self.streams[0]``: made the current stream, recorded into an event joined elsewhere, the leader the others
+    wait on)? Then that element has a role of its own and its join may be elsewhere: no left-out side stream."""
+    cls = file.classes.get(fn.class_name) if fn.class_name is not None else None
+    if cls is None:
+        return False
+    index = "0" if dropped == "first" else "-1"
+    return f"self.{name}[{index}]" in file.code(cls.node).replace(" ", "")
 
 
 def issues_stream_work(fn: FunctionInfo) -> bool:
@@ -143,9 +171,9 @@ def stream_field_store(project: "Project", file: FileModel, attr: str) -> tuple[
             if fn.class_name is None:
                 continue
             for assign in fn.assigns:
-                if assign.target == target and _new_stream(fn, assign.value):
+                if assign.target == target and _new_stream(project, model, fn, assign.value):
                     return model, assign.node
     return None
 
 
-__all__ = ["issues_stream_work", "stream_container_store", "stream_field_store"]
+__all__ = ["issues_stream_work", "role_of_left_out", "stream_container_store", "stream_field_store"]

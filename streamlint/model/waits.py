@@ -18,7 +18,8 @@ from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.flow.elementsets import FIRST_OUT, LAST_OUT, element_origins, origins
 from streamlint.model.file import CallSite, FileModel, FunctionInfo
-from streamlint.model.streamjoins import issues_stream_work, stream_container_store, stream_field_store
+from streamlint.model.streamjoins import issues_stream_work, role_of_left_out, stream_container_store, \
+    stream_field_store
 from streamlint.model.streams import MAIN, scope_stream_key
 from streamlint.model.syntax import local_nodes, memoised, node_memo
 from streamlint.model.walk import children
@@ -516,8 +517,9 @@ def partial_joins(project: Project, file: FileModel, fn: FunctionInfo) -> list[P
                     None)
                 if evidence is not None:
                     break
-            if evidence is None and only_joins(node.body) and not issues_stream_work(fn):  # the side streams
-                evidence = stream_container_store(project, file, fn, name, owner)  # the object made (streamjoins)
+            if evidence is None and only_joins(node.body) and not issues_stream_work(fn) \
+                    and not role_of_left_out(file, fn, name, dropped):  # the side streams the object made
+                evidence = stream_container_store(project, file, fn, name, owner)  # (streamjoins)
                 if evidence is not None:
                     found.append(PartialJoin(node, code, dropped, evidence, stream=True))
                 continue

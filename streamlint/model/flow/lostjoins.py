@@ -24,13 +24,16 @@ Idle stream loops (:func:`idle_stream_loops`). A loop over a container field of 
 (:func:`~streamlint.model.streamjoins.stream_container_store`: ``self.reduce_streams.append(torch.cuda.Stream())``)
 whose body never uses the element (``for s in self.reduce_streams: pass``, the ``cur.wait_stream(s)`` gone) joins
 none of them: SL201 medium at the loop. Using the element in any way (a call argument or receiver, stored, returned,
-a ``with`` item, captured) is a use; a bare test (``if s is None``) is not. Silent in a function that enters a
-stream scope itself (its own work is the dataflow's) or synchronises the device.
+a ``with`` item, captured) is a use; a bare test (``if s is None``) is not. The body must do nothing else either
+(only ``pass`` / ``...`` / ``continue`` / ``break`` / ``if`` tests with such branches): a loop that counts the
+streams, logs or resets a per-stream counter walks the container for another purpose. Silent in a function that
+enters a stream scope itself (its own work is the dataflow's) or synchronises the device.
 
-Silent when the clearing method joins anything (a call of ``wait_event`` / ``wait_stream`` / ``synchronize`` /
-``wait`` / ``query`` on any receiver, a device synchronisation), hands the event or stream field to any call, or
-calls a method of the object that does one of these (one level down): the analysis does not compare which stream
-it joins, only that the method joins at all (precision first).
+Silent when the clearing method drops what the producer made (``self.buf = None``: the work is abandoned), or
+joins anything (a call of ``wait_event`` / ``wait_stream`` / ``synchronize`` / ``wait`` / ``query`` on any
+receiver, a device synchronisation), hands the event or stream field (or ``self``) to any call, or calls a method
+of the object that does one of these (one level down): the analysis does not compare which stream it joins, only
+that the method joins at all (precision first).
 """
 
 from __future__ import annotations
@@ -147,8 +150,9 @@ def _joins(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInfo, 
         call = site.node
         if site.method in _JOINS:
             return True
-        if any(_self_field(a.value) == field for a in call.args):
-            return True
+        if any(_self_field(a.value) == field or isinstance(a.value, cst.Name) and a.value.value == "self"
+               for a in call.args):
+            return True  # the handle, or the whole object (``_wait_side(self)``), handed to a helper that may join
         func = call.func
         if depth == 0 and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
                 and func.value.value == "self" and func.attr.value in cls.methods:
@@ -156,6 +160,13 @@ def _joins(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInfo, 
             if callee is not fn and _joins(project, file, cls, callee, handle, depth + 1):
                 return True
     return False
+
+
+def _discards(fn: FunctionInfo, producers: list[FunctionInfo], flag: str) -> bool:
+    """Does ``fn`` drop what a producer made (``self.buf = None`` for a ``self.buf`` a producer assigns)? Then it
+    abandons the pending work (a cancel, a teardown): nobody reads its result, no join is owed."""
+    made = {a.target for p in producers for a in p.assigns if a.target != f"self.{flag}"}
+    return any(a.target in made and isinstance(a.value, cst.Name) and a.value.value == "None" for a in fn.assigns)
 
 
 def unjoined_flag_clears(project: Project, file: FileModel) -> list[FlagClear]:
@@ -187,7 +198,8 @@ def unjoined_flag_clears(project: Project, file: FileModel) -> list[FlagClear]:
                     continue
                 clears = _bool_assigns(m, "False")
                 clear = next((node for f, node in clears if f == field), None)
-                if clear is None or not _tests(m, field) or _joins(project, file, cls, m, handle):
+                if clear is None or not _tests(m, field) or _joins(project, file, cls, m, handle) \
+                        or _discards(m, [p for p, _ in marks], field):
                     continue
                 out.append(FlagClear(m, clear, f"self.{field}", producer, work, handle))
     memo[id(file)] = out
@@ -225,6 +237,19 @@ def _iterated_field(loop: cst.For) -> tuple[str, list[str]] | None:
     return None
 
 
+def _inert(body: cst.CSTNode) -> bool:
+    """Does a loop body do nothing at all (``pass``, ``...``, ``continue`` / ``break``, and ``if`` tests whose
+    branches do nothing)? Only such a body is a join whose wait was lost; a body counting the streams, logging
+    or resetting a per-stream counter walks the container for another purpose."""
+    for node in local_nodes(body):
+        if isinstance(node, cst.Call) or isinstance(node, cst.BaseCompoundStatement) and not isinstance(node, cst.If):
+            return False
+        if isinstance(node, cst.BaseSmallStatement) and not isinstance(node, (cst.Pass, cst.Continue, cst.Break)) \
+                and not (isinstance(node, cst.Expr) and isinstance(node.value, (cst.Ellipsis, cst.SimpleString))):
+            return False
+    return True
+
+
 def idle_stream_loops(project: Project, file: FileModel, fn: FunctionInfo) \
         -> list[tuple[cst.For, str, tuple[FileModel, cst.CSTNode]]]:
     """(loop, ``self.F``, where a side stream is stored into ``F``) for each loop of ``fn`` over a container
@@ -240,8 +265,8 @@ def idle_stream_loops(project: Project, file: FileModel, fn: FunctionInfo) \
         if not isinstance(node, cst.For):
             continue
         parsed = _iterated_field(node)
-        if parsed is None or any(handled(node.body, n) for n in parsed[1]):
-            continue
+        if parsed is None or any(handled(node.body, n) for n in parsed[1]) or not _inert(node.body):
+            continue  # (a body that counts, logs or resets state walks the streams for something else)
         if issues_stream_work(fn) or synchronizes_device(project, file, fn):
             break
         evidence = stream_container_store(project, file, fn, parsed[0], fn.class_name)

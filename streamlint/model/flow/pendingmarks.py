@@ -1,0 +1,244 @@
+"""Pending marks: the flag or slot a recorder leaves with its event, and the code that clears it (issue 16,
+[cross-method] events handed between methods and objects).
+
+An event protocol split across methods leaves, besides the event, a *mark* saying that work is in flight: a flag
+the recorder raises next to the record (``self._event.record(side); self._pending = True``), or a slot holding the
+event itself for whoever comes next (``self._zev_pending = zev`` after ``zev.record(tr)``). The code that clears
+the mark takes the work over -- it says "joined" -- so it is where the join belongs, whatever its name:
+
+* ``mark_joins``: a method of the class that tests the recorder's flag and lowers it (``if not self._pending:
+  return ... self._pending = False``), a *fence*. When no code of the project waits on the event, reaches it from
+  outside the object or hands it on, and the fence joins nothing itself (no join primitive, no project helper
+  doing one, no device synchronisation), the recorded work is joined by nobody: the fence is the class's join
+  step, reported like a named one (:mod:`~streamlint.model.flow.joinsteps`, ``class-event`` evidence) -- once the
+  flag is down, no other method gated on it (a teardown ``drain()``) joins that work either. Silent when other
+  code of the class joins the recording stream after the record (:mod:`~streamlint.model.flow.deadevents`), or
+  every caller joins right after the call.
+* ``cleared_slots``: a function that takes an event out of a field of some object (``zp = getattr(svc,
+  "_zev_pending", None)``, ``ev = plan.ready``), only tests it (``if zp is not None:``) and clears the slot
+  (``svc._zev_pending = None``) with no wait, no hand-on, no join of its own: the slot is the protocol's one
+  handle on the recorded work, and it is dropped. The field must be a slot of recorded events: project code
+  stores into it (``X.<field> = ev``) an event it records in that function (``ev.record(s)``, ``ev =
+  s.record_event()``); and no other code of the project waits on that field or takes it and hands it on.
+
+Both are SL201 medium: the reader of the recorded work (the fence's caller, the next step) is not seen.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from streamlint._lazy import cst
+from streamlint.model.file import dotted
+from streamlint.model.streams import derived
+from streamlint.model.syntax import local_nodes, mentions_name
+
+if TYPE_CHECKING:
+    from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
+    from streamlint.model.flow.joinsteps import SilentJoin
+    from streamlint.model.project import Project
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(node)
+
+
+def _self_flag_sets(fn: FunctionInfo, value: str) -> set[str]:
+    """The fields ``fn`` sets to the literal ``value`` (``self._pending = True``)."""
+    out: set[str] = set()
+    for node in local_nodes(fn.node.body):
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value == value:
+            for t in node.targets:
+                tgt = t.target
+                if isinstance(tgt, cst.Attribute) and isinstance(tgt.value, cst.Name) and tgt.value.value == "self":
+                    out.add(tgt.attr.value)
+    return out
+
+
+def _tests_field(fn: FunctionInfo, field: str) -> bool:
+    """Does an ``if`` / ``while`` test (or a conditional expression) of ``fn`` read ``self.<field>``?"""
+    return any(isinstance(node, (cst.If, cst.While, cst.IfExp)) and f"self.{field}" in _code(node.test)
+               for node in local_nodes(fn.node.body))
+
+
+def _fences(cls: ClassInfo, recorder: FunctionInfo) -> list[tuple[FunctionInfo, str]]:
+    """(method, flag) for each other method of the class that tests a flag ``recorder`` raises and lowers it."""
+    raised = _self_flag_sets(recorder, "True")
+    out = []
+    for m in cls.methods.values():
+        if m is recorder or m.params[:1] != ("self",) or m.node.name.value.startswith("__"):
+            continue
+        for flag in sorted(raised & _self_flag_sets(m, "False")):
+            if flag not in _self_flag_sets(m, "True") and _tests_field(m, flag):
+                out.append((m, flag))
+                break
+    return out
+
+
+_ORDERING = frozenset({"record", "record_event", "query", "wait_event", "wait_stream", "synchronize", "wait", "join"})
+
+
+def _joins_anything(project: Project, file: FileModel, fn: FunctionInfo, skip: frozenset[int] = frozenset()) -> bool:
+    """Does ``fn`` (but the call nodes in ``skip``) order anything: a join / record / query primitive, a device
+    synchronisation, a project function doing one (one level down) or named for joining?"""
+    from streamlint.model.flow.joinsteps import is_join_step
+
+    for site in fn.calls:
+        if id(site.node) in skip:
+            continue
+        if site.method in _ORDERING:
+            return True
+        found = project.call_target(file, site)
+        if found is not None and (is_join_step(found[0]) or any(s.method in _ORDERING for s in found[0].calls)):
+            return True
+    return False
+
+
+def _other_arms(fn: FunctionInfo, stmt: cst.CSTNode) -> frozenset[int]:
+    """The nodes of the ``else`` arms of the tests whose body holds ``stmt``: they never run with it."""
+    out: set[int] = set()
+    for node in local_nodes(fn.node.body):
+        if isinstance(node, cst.If) and node.orelse is not None and any(n is stmt for n in local_nodes(node.body)):
+            out.update(id(n) for n in local_nodes(node.orelse))
+    return frozenset(out)
+
+
+def mark_joins(project: Project, file: FileModel) -> list[SilentJoin]:
+    """Fences (see the module docstring) that join nothing of the orphan event their recorder marks pending."""
+    memo = derived(project, "pending_mark_joins")
+    if id(file) in memo:
+        return memo[id(file)]
+    from streamlint.model.flow.deadevents import recorded_on_joined_stream
+    from streamlint.model.flow.joinsteps import (SilentJoin, _callers_join, _end, _join_step_for, _recorded_fields,
+                                                 event_waited_elsewhere)
+    from streamlint.model.flow.protocols import reached_outside
+
+    out: list[SilentJoin] = []
+    memo[id(file)] = out
+    for cls in file.classes.values():
+        done: set[int] = set()
+        for recorder, field, node in _recorded_fields(file, cls):
+            for fence, flag in _fences(cls, recorder):
+                if id(fence) in done or _join_step_for(cls, recorder) is fence \
+                        or _joins_anything(project, file, fence):
+                    continue  # (the join step joinsteps names for the recorder is judged there)
+                if mentions_name(fence.node.body, field) or event_waited_elsewhere(project, field) \
+                        or reached_outside(project, file, cls, field) \
+                        or recorded_on_joined_stream(project, file, cls, recorder, node) \
+                        or _callers_join(project, file, fence):
+                    continue
+                done.add(id(fence))
+                out.append(SilentJoin(fence, _end(fence), "mark-event", f"self.{field}", recorder, node,
+                                      f"self.{flag}"))
+    return out
+
+
+def _slot_take(stmt: cst.CSTNode) -> tuple[str, str, str] | None:
+    """``name = X.<field>`` / ``name = getattr(X, "<field>", None)``: (name, X's text, field)."""
+    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+    if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)):
+        return None
+    name, value = small.targets[0].target.value, small.value
+    if isinstance(value, cst.Attribute) and not (isinstance(value.value, cst.Name) and value.value.value in (
+            "self", "cls")):
+        return name, _code(value.value), value.attr.value
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "getattr" \
+            and len(value.args) == 3 and isinstance(value.args[1].value, cst.SimpleString) \
+            and _code(value.args[2].value) == "None":
+        field = value.args[1].value.evaluated_value
+        holder = _code(value.args[0].value)
+        if isinstance(field, str) and field.isidentifier() and holder not in ("self", "cls"):
+            return name, holder, field
+    return None
+
+
+def _clears(body: cst.CSTNode, holder: str, field: str) -> bool:
+    """``<holder>.<field> = None`` somewhere in ``body``."""
+    return any(isinstance(node, cst.Assign) and _code(node.value) == "None" and any(
+        isinstance(t.target, cst.Attribute) and t.target.attr.value == field and _code(t.target.value) == holder
+        for t in node.targets) for node in local_nodes(body))
+
+
+def _recorded_slot(project: Project, field: str) -> bool:
+    """Does code of the project store into ``X.<field>`` an event the storing function records (``ev.record(s)``
+    then ``X.<field> = ev``, or ``ev = s.record_event()``)?"""
+    memo = derived(project, "pending_recorded_slots")
+    if field in memo:
+        return memo[field]
+    memo[field] = False
+    for model in project.files_containing((field.encode(),)):
+        for fn in model.iter_functions():
+            recorded = {dotted(site.node.func.value) for site in fn.calls
+                        if site.method == "record" and isinstance(site.node.func, cst.Attribute)}
+            recorded |= {name for name, values in fn.name_assigns.items() if any(
+                isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value == "record_event"
+                for v in values)}
+            for node in local_nodes(fn.node):
+                if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) \
+                        and node.value.value in recorded and any(
+                        isinstance(t.target, cst.Attribute) and t.target.attr.value == field for t in node.targets):
+                    memo[field] = True
+                    return True
+    return False
+
+
+def _slot_handled_elsewhere(project: Project, field: str, fn: FunctionInfo) -> bool:
+    """Does other code of the project wait on ``X.<field>`` or take it and hand it on?"""
+    from streamlint.model.flow.joinsteps import _until_rebound, event_waited_elsewhere, handled
+
+    if event_waited_elsewhere(project, field):
+        return True
+    for model in project.files_containing((field.encode(),)):
+        for other in model.iter_functions():
+            if other.node is fn.node:
+                continue
+            for node in local_nodes(other.node.body):
+                if isinstance(node, cst.IndentedBlock):
+                    block = list(node.body)
+                    for i, stmt in enumerate(block):
+                        take = _slot_take(stmt)
+                        if take is not None and take[2] == field and any(
+                                handled(s, take[0]) for s in _until_rebound(block[i + 1:], take[0])):
+                            return True
+    return False
+
+
+def cleared_slots(project: Project, file: FileModel) -> list[SilentJoin]:
+    """Functions that take a recorded event out of an object's slot, only test it and clear the slot."""
+    memo = derived(project, "pending_cleared_slots")
+    if id(file) in memo:
+        return memo[id(file)]
+    from streamlint.model.flow.joinsteps import SilentJoin, _until_rebound, handled
+
+    out: list[SilentJoin] = []
+    memo[id(file)] = out
+    for fn in file.iter_functions():
+        for node in local_nodes(fn.node.body):
+            if not isinstance(node, cst.IndentedBlock):
+                continue
+            block = list(node.body)
+            found = None
+            for i, stmt in enumerate(block):
+                take = _slot_take(stmt)
+                if take is None:
+                    continue
+                name, holder, field = take
+                rest = _until_rebound(block[i + 1:], name)
+                if not rest or any(handled(s, name) for s in rest) \
+                        or not any(_clears(s, holder, field) for s in rest):
+                    continue
+                test = next((n for s in rest for n in local_nodes(s) if isinstance(n, (cst.If, cst.While))
+                             and mentions_name(n.test, name)), None)
+                if test is None or _joins_anything(project, file, fn, _other_arms(fn, stmt)) \
+                        or not _recorded_slot(project, field) \
+                        or _slot_handled_elsewhere(project, field, fn):
+                    continue
+                found = SilentJoin(fn, test, "cleared-slot", f"{holder}.{field}", None, None, name)
+                break
+            if found is not None:
+                out.append(found)
+                break
+    return out
+
+
+__all__ = ["cleared_slots", "mark_joins"]

@@ -94,12 +94,19 @@ def _joins_anything(project: Project, file: FileModel, fn: FunctionInfo, skip: f
     return False
 
 
-def _other_arms(fn: FunctionInfo, stmt: cst.CSTNode) -> frozenset[int]:
-    """The nodes of the ``else`` arms of the tests whose body holds ``stmt``: they never run with it."""
+def _uncertain(fn: FunctionInfo, stmt: cst.CSTNode) -> frozenset[int]:
+    """The nodes of ``fn`` that may not run when ``stmt`` runs: the ``else`` arms of the tests whose body holds
+    ``stmt`` (they never run with it), and the bodies of tests, loops and ``except`` handlers that do not hold it
+    (``if _ASSERT: self.check()``: a join there covers only the paths taking it)."""
     out: set[int] = set()
     for node in local_nodes(fn.node.body):
-        if isinstance(node, cst.If) and node.orelse is not None and any(n is stmt for n in local_nodes(node.body)):
-            out.update(id(n) for n in local_nodes(node.orelse))
+        if isinstance(node, (cst.If, cst.While, cst.For, cst.ExceptHandler)):
+            if not any(n is stmt for n in local_nodes(node)):
+                out.update(id(n) for n in local_nodes(node.body))
+                out.update(id(n) for n in local_nodes(node.orelse)) if getattr(node, "orelse", None) else None
+            elif isinstance(node, cst.If) and node.orelse is not None:
+                held = any(n is stmt for n in local_nodes(node.body))
+                out.update(id(n) for n in local_nodes(node.orelse if held else node.body))
     return frozenset(out)
 
 
@@ -229,7 +236,7 @@ def cleared_slots(project: Project, file: FileModel) -> list[SilentJoin]:
                     continue
                 test = next((n for s in rest for n in local_nodes(s) if isinstance(n, (cst.If, cst.While))
                              and mentions_name(n.test, name)), None)
-                if test is None or _joins_anything(project, file, fn, _other_arms(fn, stmt)) \
+                if test is None or _joins_anything(project, file, fn, _uncertain(fn, stmt)) \
                         or not _recorded_slot(project, field) \
                         or _slot_handled_elsewhere(project, field, fn):
                     continue

@@ -248,4 +248,59 @@ def cleared_slots(project: Project, file: FileModel) -> list[SilentJoin]:
     return out
 
 
-__all__ = ["cleared_slots", "mark_joins"]
+def _waits_field(fn: FunctionInfo, field: str) -> bool:
+    """``X.wait_event(self.<field>)``, ``self.<field>.wait()`` / ``.synchronize()`` in ``fn``."""
+    for site in fn.calls:
+        node = site.node
+        if site.method == "wait_event" and node.args and _code(node.args[0].value) == f"self.{field}":
+            return True
+        if site.method in ("wait", "synchronize") and isinstance(node.func, cst.Attribute) \
+                and _code(node.func.value) == f"self.{field}":
+            return True
+    return False
+
+
+def _marks_gating(fn: FunctionInfo, node: cst.CSTNode) -> set[str]:
+    """The ``self`` flags a test gates ``node`` on in ``fn``: an ``if`` holding it whose test reads ``self.F`` (not
+    ``not self.F``), or an earlier statement of the body ``if not self.F: return``."""
+    out: set[str] = set()
+    body = fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else []
+    for stmt in local_nodes(fn.node.body):
+        if isinstance(stmt, cst.If) and any(n is node for n in local_nodes(stmt.body)):
+            test = _code(stmt.test)
+            out |= {a.attr.value for a in local_nodes(stmt.test) if isinstance(a, cst.Attribute)
+                    and isinstance(a.value, cst.Name) and a.value.value == "self"
+                    and f"not self.{a.attr.value}" not in test}
+    for stmt in body:
+        if any(n is node for n in local_nodes(stmt)):
+            break
+        if isinstance(stmt, cst.If) and isinstance(stmt.test, cst.UnaryOperation) \
+                and isinstance(stmt.test.operator, cst.Not) and isinstance(stmt.test.expression, cst.Attribute) \
+                and _code(stmt.test.expression.value) == "self" and any(
+                isinstance(n, cst.Return) for n in local_nodes(stmt.body)):
+            out.add(stmt.test.expression.attr.value)
+    return out
+
+
+def gated_by_mark(file: FileModel, method: FunctionInfo, site) -> bool:
+    """Is the join ``site`` of ``method`` gated on a pending flag that ``method`` lowers and that another method of
+    the class -- the waiter of an event field whose recorder raises that flag -- tests and lowers too? The two are
+    alternatives (``drain()`` synchronising the stream, ``fence()`` waiting on the event): whichever runs first
+    lowers the flag and the other skips, so the join is no step between the recorder and the waiter's readers
+    (:mod:`~streamlint.model.flow.asidejoins`)."""
+    from streamlint.model.flow.joinsteps import _recorded_fields
+
+    cls = file.classes.get(method.class_name or "")
+    if cls is None:
+        return False
+    flags = _marks_gating(method, site.node) & _self_flag_sets(method, "False")
+    if not flags:
+        return False
+    for recorder, field, _node in _recorded_fields(file, cls):
+        for fence, flag in _fences(cls, recorder):
+            if fence is not method and flag in flags and _waits_field(fence, field):
+                return True
+    return False
+
+
+__all__ = ["cleared_slots", "gated_by_mark", "mark_joins"]

@@ -14,6 +14,10 @@ the mark takes the work over -- it says "joined" -- so it is where the join belo
   flag is down, no other method gated on it (a teardown ``drain()``) joins that work either. Silent when other
   code of the class joins the recording stream after the record (:mod:`~streamlint.model.flow.deadevents`), or
   every caller joins right after the call.
+* ``module_mark_joins``: the same between module functions over global dicts: one records an entry of a global
+  events dict on a side stream and raises an entry of a global marks dict (``_mark[l] = step``); another tests the
+  marks and lowers the entry (``_mark[l] = -1``). When no function but the recorders names the events dict
+  anywhere in the project and the consumer joins nothing, it is reported at its end.
 * ``cleared_slots``: a function that takes an event out of a field of some object (``zp = getattr(svc,
   "_zev_pending", None)``, ``ev = plan.ready``), only tests it (``if zp is not None:``) and clears the slot
   (``svc._zev_pending = None``) with no wait, no hand-on, no join of its own: the slot is the protocol's one
@@ -303,4 +307,105 @@ def gated_by_mark(file: FileModel, method: FunctionInfo, site) -> bool:
     return False
 
 
-__all__ = ["cleared_slots", "gated_by_mark", "mark_joins"]
+_FALSY = frozenset({"-1", "0", "None", "False"})
+
+
+def _module_dicts(file: FileModel) -> set[str]:
+    """The module's globals bound to an empty dict at its top level (``_qf2_ev: dict = {}``)."""
+    out: set[str] = set()
+    for stmt in file.module.body:
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+            target, value = small.targets[0].target.value, small.value
+        elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value is not None:
+            target, value = small.target.value, small.value
+        else:
+            continue
+        if isinstance(value, cst.Dict) and not value.elements or _code(value) == "dict()":
+            out.add(target)
+    return out
+
+
+def _entry_stores(fn: FunctionInfo, name: str) -> tuple[bool, bool]:
+    """(raises, lowers): does ``fn`` store a truthy value into an entry of global dict ``name`` (``M[k] = step``),
+    and does it lower one (``M[k] = -1`` / ``None`` / ``False`` / ``0``, ``M.pop(k)``, ``del M[k]``)?"""
+    raises = lowers = False
+    for node in local_nodes(fn.node.body):
+        if isinstance(node, cst.Assign) and any(isinstance(t.target, cst.Subscript) and isinstance(
+                t.target.value, cst.Name) and t.target.value.value == name for t in node.targets):
+            if _code(node.value) in _FALSY:
+                lowers = True
+            else:
+                raises = True
+        elif isinstance(node, cst.Del) and isinstance(node.target, cst.Subscript) \
+                and isinstance(node.target.value, cst.Name) and node.target.value.value == name:
+            lowers = True
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "pop" \
+                and isinstance(node.func.value, cst.Name) and node.func.value.value == name:
+            lowers = True
+    return raises, lowers
+
+
+def _side_recorded_entries(fn: FunctionInfo, name: str) -> cst.CSTNode | None:
+    """The record, in ``fn``, of an entry of global dict ``name`` on a stream other than the current one
+    (``ev = E.setdefault(k, Event()); ... ev.record(side)``, ``E[k].record(side)``) that ``fn`` itself never waits on
+    nor synchronises: its join is left to other code."""
+    entries = {n for n, values in fn.name_assigns.items() if values and all(
+        name in {x.value for x in local_nodes(v) if isinstance(x, cst.Name)} for v in values)}
+    waited = {_code(site.node.args[0].value) for site in fn.calls if site.method == "wait_event" and site.node.args}
+    waited |= {_code(site.node.func.value) for site in fn.calls if site.method in ("wait", "synchronize", "query")
+               and isinstance(site.node.func, cst.Attribute)}
+    for site in fn.calls:
+        node = site.node
+        if site.method != "record" or not isinstance(node.func, cst.Attribute) or not node.args \
+                or "current_stream" in _code(node.args[0].value):
+            continue
+        target = node.func.value
+        held = isinstance(target, cst.Name) and target.value in entries or isinstance(target, cst.Subscript) \
+            and isinstance(target.value, cst.Name) and target.value.value == name
+        if held and _code(target) not in waited:
+            return node
+    return None
+
+
+def module_mark_joins(project: Project, file: FileModel) -> list[SilentJoin]:
+    """The module-level form of :func:`mark_joins`: a function records an entry of a global events dict on a side
+    stream (``ev_d = _ev.setdefault(("d", l), Event()); ... ev_d.record(side)``) and raises an entry of a global
+    marks dict (``_mark[l] = step``); another module function tests that dict and lowers the entry (``if
+    _mark.get(l) != step: return False; _mark[l] = -1``), a consumer taking the work over. When no function but
+    the recorders names the events dict (no waiter anywhere: the name is searched in the whole project) and the
+    consumer joins nothing itself, the recorded work is joined by nobody (SL201 medium, at the consumer's end)."""
+    memo = derived(project, "pending_module_marks")
+    if id(file) in memo:
+        return memo[id(file)]
+    from streamlint.model.flow.joinsteps import SilentJoin, _end
+
+    out: list[SilentJoin] = []
+    memo[id(file)] = out
+    dicts = _module_dicts(file)
+    if len(dicts) < 2:
+        return out
+    fns = [fn for fn in file.iter_functions() if fn.class_name is None and "." not in fn.qualname]
+    for events in sorted(dicts):
+        recorders = {id(fn): rec for fn in fns if (rec := _side_recorded_entries(fn, events)) is not None}
+        if not recorders:
+            continue
+        namers = [fn for fn in fns if mentions_name(fn.node.body, events)]
+        if any(id(fn) not in recorders for fn in namers) or len(list(project.files_containing((events.encode(),)))) > 1:
+            continue  # some other code may wait on its entries
+        for marks in sorted(dicts - {events}):
+            raisers = [fn for fn in fns if id(fn) in recorders and _entry_stores(fn, marks)[0]]
+            if not raisers:
+                continue
+            for fn in fns:
+                if id(fn) in recorders or not _entry_stores(fn, marks)[1] or _entry_stores(fn, marks)[0]:
+                    continue
+                tested = any(isinstance(n, (cst.If, cst.While, cst.IfExp)) and mentions_name(n.test, marks)
+                             for n in local_nodes(fn.node.body))
+                if tested and not _joins_anything(project, file, fn):
+                    out.append(SilentJoin(fn, _end(fn), "mark-event", events, raisers[0],
+                                          recorders[id(raisers[0])], marks))
+    return out
+
+
+__all__ = ["cleared_slots", "gated_by_mark", "mark_joins", "module_mark_joins"]

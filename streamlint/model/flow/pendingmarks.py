@@ -163,11 +163,11 @@ def _slot_take(stmt: cst.CSTNode) -> tuple[str, str, str] | None:
     return None
 
 
-def _clears(body: cst.CSTNode, holder: str, field: str) -> bool:
-    """``<holder>.<field> = None`` somewhere in ``body``."""
-    return any(isinstance(node, cst.Assign) and _code(node.value) == "None" and any(
-        isinstance(t.target, cst.Attribute) and t.target.attr.value == field and _code(t.target.value) == holder
-        for t in node.targets) for node in local_nodes(body))
+def _clears(body: cst.CSTNode, holder: str, field: str) -> cst.CSTNode | None:
+    """The first ``<holder>.<field> = None`` in ``body``."""
+    return next((node for node in local_nodes(body) if isinstance(node, cst.Assign) and _code(node.value) == "None"
+                 and any(isinstance(t.target, cst.Attribute) and t.target.attr.value == field
+                         and _code(t.target.value) == holder for t in node.targets)), None)
 
 
 def _recorded_slot(project: Project, field: str) -> bool:
@@ -235,8 +235,8 @@ def cleared_slots(project: Project, file: FileModel) -> list[SilentJoin]:
                     continue
                 name, holder, field = take
                 rest = _until_rebound(block[i + 1:], name)
-                if not rest or any(handled(s, name) for s in rest) \
-                        or not any(_clears(s, holder, field) for s in rest):
+                clear = next((c for s in rest if (c := _clears(s, holder, field)) is not None), None)
+                if clear is None or any(handled(s, name) for s in rest):
                     continue
                 test = next((n for s in rest for n in local_nodes(s) if isinstance(n, (cst.If, cst.While))
                              and mentions_name(n.test, name)), None)
@@ -244,7 +244,8 @@ def cleared_slots(project: Project, file: FileModel) -> list[SilentJoin]:
                         or not _recorded_slot(project, field) \
                         or _slot_handled_elsewhere(project, field, fn):
                     continue
-                found = SilentJoin(fn, test, "cleared-slot", f"{holder}.{field}", None, None, name)
+                found = SilentJoin(fn, clear, "cleared-slot", f"{holder}.{field}", None, None, name)  # (where the
+                # wait belongs: before the slot is cleared)
                 break
             if found is not None:
                 out.append(found)

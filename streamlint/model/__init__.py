@@ -139,8 +139,9 @@ Layer 3 — one function's flow
                     waiters write or writes one they name; a local never stored away is invisible to them),
                     ``deadevents`` (an event nobody
                     consumes on a stream joined otherwise), ``pendingmarks`` (the flag a recorder raises with its
-                    event, lowered by a fence that waits on nothing; an event slot of another object taken, only
-                    tested and cleared), ``handles`` (a collective's work handle or a future
+                    event, lowered by a fence that waits on nothing, also over module-global dicts; an event slot
+                    of another object taken, only tested and cleared), ``pendingflags`` (those flags' fences; a
+                    join gated on one is an alternative to the event's waiter, aside from the protocol), ``handles`` (a collective's work handle or a future
                     made from it: a host object whose ``wait()`` is the join, unless its done-callback queues
                     stream work), ``scopenone`` (a stream whose scope a path entered
                     is not None there), ``notnone`` (a name bound to ``a + b``, a display or a comprehension is

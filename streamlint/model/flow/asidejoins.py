@@ -15,7 +15,7 @@ stream wait on ``self.ready[i]``) often joins that stream elsewhere too, for rea
 * an alternative to the event's waiter: a method joining the stream only while a pending flag the producer raises
   is up, and lowering it (``drain()``: ``if self._pending: self.side.synchronize(); self._pending = False``), where
   the event's waiter tests and lowers the same flag (``fence()``): whichever runs first lowers it and the other
-  skips (:func:`~streamlint.model.flow.pendingmarks.gated_by_mark`).
+  skips (:func:`~streamlint.model.flow.pendingflags.gated_by_mark`).
 
 None is a join step a caller runs between the producer and the event's waiters, so neither covers the
 work a producer queues after its last record of the event. :func:`aside_joins_only` tells the early-record
@@ -109,7 +109,7 @@ def _quiesces(project: Project, file: FileModel, method: FunctionInfo, wanted: s
 
 
 def _aside(project: Project, file: FileModel, method: FunctionInfo, wanted: str) -> bool:
-    from streamlint.model.flow.pendingmarks import gated_by_mark
+    from streamlint.model.flow.pendingflags import gated_by_mark
 
     for site in _joins(file, method, wanted):
         line = file.span(site.node).start_line

@@ -51,20 +51,76 @@ def _code(node: cst.CSTNode) -> str:
 _ORDERING = frozenset({"record", "record_event", "query", "wait_event", "wait_stream", "synchronize", "wait", "join"})
 
 
-def _joins_anything(project: Project, file: FileModel, fn: FunctionInfo, skip: frozenset[int] = frozenset()) -> bool:
+_HELPER_DEPTH = 3  # (project helpers followed below the function: `fence()` -> `_join_side()` -> `_order_after()`)
+
+
+def _joins_anything(project: Project, file: FileModel, fn: FunctionInfo, skip: frozenset[int] = frozenset(),
+                    depth: int = _HELPER_DEPTH, seen: set[int] | None = None) -> bool:
     """Does ``fn`` (but the call nodes in ``skip``) order anything: a join / record / query primitive, a device
-    synchronisation, a project function doing one (one level down) or named for joining?"""
+    synchronisation, a project function doing one (up to ``_HELPER_DEPTH`` levels down) or named for joining?"""
     from streamlint.model.flow.joinsteps import is_join_step
 
+    seen = set() if seen is None else seen
+    seen.add(id(fn))
     for site in fn.calls:
         if id(site.node) in skip:
             continue
         if site.method in _ORDERING:
             return True
         found = project.call_target(file, site)
-        if found is not None and (is_join_step(found[0]) or any(s.method in _ORDERING for s in found[0].calls)):
+        if found is None or id(found[0]) in seen:
+            continue
+        if is_join_step(found[0]) or depth > 1 and _joins_anything(project, found[1], found[0], frozenset(),
+                                                                     depth - 1, seen):
             return True
     return False
+
+
+def _on_current_stream(fn: FunctionInfo, record: cst.CSTNode) -> bool:
+    """Is ``record`` (``ev.record()``, ``ev.record(cur)``, ``cur.record_event()``) made on the current stream --
+    a marker or a timer, no side-stream work to join?"""
+    call = record.value if isinstance(record, cst.Assign) else record
+    if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute):
+        return False
+    if call.func.attr.value == "record":
+        if not call.args:
+            return True
+        stream = call.args[0].value
+    else:
+        stream = call.func.value
+    if "current_stream" in _code(stream):
+        return True
+    return isinstance(stream, cst.Name) and any(
+        "current_stream" in _code(v) for v in fn.name_assigns.get(stream.value, ()))
+
+
+def _field_used_elsewhere(cls, field: str, *users: FunctionInfo) -> bool:
+    """Does a method of the class but ``users`` and the constructor name ``self.<field>`` (a waiter through an alias,
+    ``e = self._done; s.wait_event(e)``, or a getter handing it on)?"""
+    return any(m not in users and m.node.name.value != "__init__" and f"self.{field}" in _code(m.node.body)
+               for m in cls.methods.values())
+
+
+def _ordered_around_calls(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
+    """Does every caller of ``fn`` order right around the call: a wait / synchronisation as the call just before it
+    (``torch.cuda.synchronize(); self.reset()``) or just after it?"""
+    from streamlint.model.flow.callers import callers_of, orders_after
+    from streamlint.model.flow.joinsteps import _callers_join
+
+    sites = callers_of(project, file, fn)
+    if not sites:
+        return False
+    if _callers_join(project, file, fn):
+        return True
+    for model, site in sites:
+        caller = site.function
+        if caller is None:
+            return False
+        at = model.span(site.node).start_line
+        before = [(model.span(s.node).start_line, s) for s in caller.calls if model.span(s.node).start_line < at]
+        if not before or not orders_after(max(before, key=lambda t: t[0])[1].method or ""):
+            return False
+    return True
 
 
 def _uncertain(fn: FunctionInfo, stmt: cst.CSTNode) -> frozenset[int]:
@@ -103,6 +159,7 @@ def mark_joins(project: Project, file: FileModel) -> list[SilentJoin]:
                         or _joins_anything(project, file, fence):
                     continue  # (the join step joinsteps names for the recorder is judged there)
                 if mentions_name(fence.node.body, field) or event_waited_elsewhere(project, field) \
+                        or _on_current_stream(recorder, node) or _field_used_elsewhere(cls, field, recorder, fence) \
                         or reached_outside(project, file, cls, field) \
                         or recorded_on_joined_stream(project, file, cls, recorder, node) \
                         or _callers_join(project, file, fence):
@@ -211,7 +268,8 @@ def cleared_slots(project: Project, file: FileModel) -> list[SilentJoin]:
                              and mentions_name(n.test, name)), None)
                 if test is None or _joins_anything(project, file, fn, _uncertain(fn, stmt)) \
                         or not _recorded_slot(project, field) \
-                        or _slot_handled_elsewhere(project, field, fn):
+                        or _slot_handled_elsewhere(project, field, fn) \
+                        or _ordered_around_calls(project, file, fn):
                     continue
                 found = SilentJoin(fn, clear, "cleared-slot", f"{holder}.{field}", None, None, name)  # (where the
                 # wait belongs: before the slot is cleared)

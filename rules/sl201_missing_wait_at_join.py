@@ -13,7 +13,8 @@ def _import_model() -> None:
     global EarlyRecord, HostRead, Race, file_flows, path_tag, CURRENT, UnguardedRead, unguarded_reads, duck_calls, \
         UnwaitedEntry, unwaited_entries, UnwaitedElement, unwaited_elements, guessed_calls, silent_device_branches, \
         silent_facade_syncs, HANDED, \
-        SilentJoin, silent_joins, taken_events, DroppedEvent, UnheldEvent, dropped_events, unheld_events, \
+        SilentJoin, silent_joins, taken_events, mark_joins, module_mark_joins, cleared_slots, DroppedEvent, UnheldEvent, \
+        dropped_events, unheld_events, \
         FunctionFlow, one_per_cause, device_module, function_at, MAIN, entry_stream_name, stream_expr, stream_label, \
         partial_joins, partial_param_joins, unwaited_slot_reads, UnwaitedHandle, unwaited_handles, chosen_stream, \
         rests_on_unseen_caller, chosen_by_caller, current_at_some_site, handed_elsewhere, unjoined_flag_clears, \
@@ -30,6 +31,7 @@ def _import_model() -> None:
     from streamlint.model.flow.facades import silent_device_branches, silent_facade_syncs
     from streamlint.model.flow.handedfields import HANDED
     from streamlint.model.flow.joinsteps import SilentJoin, silent_joins, taken_events
+    from streamlint.model.flow.pendingmarks import cleared_slots, mark_joins, module_mark_joins
     from streamlint.model.flow.protocols import DroppedEvent, UnheldEvent, dropped_events, unheld_events
     from streamlint.model.flow.results import FunctionFlow, one_per_cause
     from streamlint.model.devicenames import device_module, function_at
@@ -266,7 +268,9 @@ class MissingWaitAtJoin(Rule):
                 _report_unheld(ctx, unheld)  # (a finding of the function already names the unjoined work)
         for fn in silent_facade_syncs(ctx.project, ctx.file):
             _report_silent_join(ctx, SilentJoin(fn, fn.node.body.body[-1], "facade-sync", fn.node.name.value))
-        for silent in silent_joins(ctx.project, ctx.file) + taken_events(ctx.project, ctx.file):
+        for silent in silent_joins(ctx.project, ctx.file) + taken_events(ctx.project, ctx.file) \
+                + mark_joins(ctx.project, ctx.file) + module_mark_joins(ctx.project, ctx.file) \
+                + cleared_slots(ctx.project, ctx.file):
             if id(silent.function) not in dropping:  # (the dropped event is that join step's finding)
                 _report_silent_join(ctx, silent)
 
@@ -414,6 +418,26 @@ def _report_silent_join(ctx: RuleContext, silent: SilentJoin) -> None:
                              f"`{name}()` {short} `{silent.handle}`, never waits on it [{tag}]")
         hint = (f"`{silent.handle}.wait()` (or `current_stream().wait_event({silent.handle})`) when it is set; "
                 "this assumes the work it was recorded after produces what this step goes on to use")
+    elif silent.kind == "mark-event":
+        recorder = silent.producer.node.name.value if silent.producer is not None else "another method"
+        message = first_line(f"`{name}()` lowers `{silent.fenced}`, the mark `{recorder}()` raises with "
+                             f"`{silent.handle}`, without waiting on that event (nothing else in the project "
+                             f"waits on it): the recorded work is joined by nobody [{tag}]",
+                             f"`{name}()` lowers `{silent.fenced}` but never waits on `{silent.handle}` [{tag}]")
+        cur = _current(ctx, silent.function, tag)
+        wait = f"`{cur}.wait_event({silent.handle})`" if silent.handle.startswith("self.") \
+            else f"`{cur}.wait_event(...)` on the entry of `{silent.handle}` it takes over"
+        hint = (f"{wait} here, before returning "
+                "(this assumes the callers read the recorded work after the call)")
+        if silent.work is not None:
+            related.append(Location(ctx.file.path, ctx.file.span(silent.work), f"`{silent.handle}` recorded here"))
+    elif silent.kind == "cleared-slot":
+        message = first_line(f"`{name}()` takes the event in `{silent.handle}` and clears the slot, only testing "
+                             f"`{silent.fenced}`: nothing waits on the work recorded into it before this step goes "
+                             f"on [{tag}]",
+                             f"`{name}()` clears `{silent.handle}` without waiting on it [{tag}]")
+        hint = (f"`{_current(ctx, silent.function, tag)}.wait_event({silent.fenced})` when it is set, before "
+                "clearing the slot (this assumes the recorded work produces what the step goes on to use)")
     elif silent.kind == "class-event" and silent.fenced is not None:
         message = first_line(f"`{silent.handle}` is recorded on the current stream to fence `{silent.fenced}`, but "
                              f"nothing in the project waits on it: that stream is not ordered after the current "

@@ -140,7 +140,10 @@ Layer 3 — one function's flow
                     ``deadevents`` (an event nobody
                     consumes on a stream joined otherwise), ``lostjoins`` (the join method a class knows by what it
                     consumes -- the pending flag its producer raised after side-stream work, the container of side
-                    streams it walks -- that no longer joins), ``handles`` (a collective's work handle or a future
+                    streams it walks -- that no longer joins), ``pendingmarks`` (the flag a recorder raises with its
+                    event, lowered by a fence that waits on nothing, also over module-global dicts; an event slot
+                    of another object taken, only tested and cleared), ``pendingflags`` (those flags' fences; a
+                    join gated on one is an alternative to the event's waiter, aside from the protocol), ``handles`` (a collective's work handle or a future
                     made from it: a host object whose ``wait()`` is the join, unless its done-callback queues
                     stream work), ``scopenone`` (a stream whose scope a path entered
                     is not None there), ``notnone`` (a name bound to ``a + b``, a display or a comprehension is

@@ -13,7 +13,7 @@ def _import_model() -> None:
     global EarlyRecord, HostRead, Race, file_flows, path_tag, CURRENT, UnguardedRead, unguarded_reads, duck_calls, \
         UnwaitedEntry, unwaited_entries, UnwaitedElement, unwaited_elements, guessed_calls, silent_device_branches, \
         silent_facade_syncs, HANDED, \
-        SilentJoin, silent_joins, taken_events, mark_joins, module_mark_joins, cleared_slots, DroppedEvent, UnheldEvent, \
+        SilentJoin, silent_joins, taken_events, module_mark_joins, cleared_slots, DroppedEvent, UnheldEvent, \
         dropped_events, unheld_events, \
         FunctionFlow, one_per_cause, device_module, function_at, MAIN, entry_stream_name, stream_expr, stream_label, \
         partial_joins, partial_param_joins, unwaited_slot_reads, UnwaitedHandle, unwaited_handles, chosen_stream, \
@@ -31,7 +31,7 @@ def _import_model() -> None:
     from streamlint.model.flow.facades import silent_device_branches, silent_facade_syncs
     from streamlint.model.flow.handedfields import HANDED
     from streamlint.model.flow.joinsteps import SilentJoin, silent_joins, taken_events
-    from streamlint.model.flow.pendingmarks import cleared_slots, mark_joins, module_mark_joins
+    from streamlint.model.flow.pendingmarks import cleared_slots, module_mark_joins
     from streamlint.model.flow.protocols import DroppedEvent, UnheldEvent, dropped_events, unheld_events
     from streamlint.model.flow.results import FunctionFlow, one_per_cause
     from streamlint.model.devicenames import device_module, function_at
@@ -269,7 +269,7 @@ class MissingWaitAtJoin(Rule):
         for fn in silent_facade_syncs(ctx.project, ctx.file):
             _report_silent_join(ctx, SilentJoin(fn, fn.node.body.body[-1], "facade-sync", fn.node.name.value))
         for silent in silent_joins(ctx.project, ctx.file) + taken_events(ctx.project, ctx.file) \
-                + mark_joins(ctx.project, ctx.file) + module_mark_joins(ctx.project, ctx.file) \
+                + module_mark_joins(ctx.project, ctx.file) \
                 + cleared_slots(ctx.project, ctx.file):
             if id(silent.function) not in dropping:  # (the dropped event is that join step's finding)
                 _report_silent_join(ctx, silent)

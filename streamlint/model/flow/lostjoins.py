@@ -76,12 +76,6 @@ def _self_field(expr: cst.BaseExpression | None) -> str | None:
     return None
 
 
-def _bool_assigns(fn: FunctionInfo, value: str) -> list[tuple[str, cst.CSTNode]]:
-    """(field, assignment) of each ``self.F = True`` / ``False`` of ``fn``."""
-    return [(a.target[5:], a.node) for a in fn.assigns if a.target.startswith("self.") and a.target[5:].isidentifier()
-            and isinstance(a.value, cst.Name) and a.value.value == value]
-
-
 def _work_before(project: Project, file: FileModel, fn: FunctionInfo, node: cst.CSTNode) \
         -> tuple[cst.CSTNode, str] | None:
     """The last side-stream mark of ``fn`` before ``node`` (program order): a record of an event the object holds,
@@ -126,21 +120,18 @@ def _side_record(file: FileModel, site) -> bool:
     return "current_stream" not in text and "default_stream" not in text
 
 
-def _tests(fn: FunctionInfo, field: str) -> bool:
-    """Does ``fn`` test ``self.<field>`` (an ``if`` / ``while`` test, a boolean operand of one)?"""
-    for node in local_nodes(fn.node.body):
-        if isinstance(node, (cst.If, cst.While)):
-            for n in local_nodes(node.test) if not isinstance(node.test, cst.Attribute) else (node.test,):
-                if isinstance(n, cst.Attribute) and _self_field(n) == field:
-                    return True
-    return False
-
-
-def _joins(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInfo, handle: str, depth: int = 0) -> bool:
-    """Does ``fn`` join anything, hand the producer's handle on, or call a method of the object that does?"""
+def _joins(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInfo, handle: str, depth: int = 0,
+           seen: set[int] | None = None) -> bool:
+    """Does ``fn`` join anything (a join primitive, a device synchronisation, a project function doing one up to
+    ``_HELPER_DEPTH`` levels down: :func:`~streamlint.model.flow.pendingmarks._joins_anything`), hand the
+    producer's handle or ``self`` on, return the handle, or call a method of the object that does (up to
+    ``_HELPER_DEPTH`` levels down, each method once)?"""
+    from streamlint.model.flow.pendingmarks import _HELPER_DEPTH, _joins_anything
     from streamlint.model.flow.protocols import synchronizes_device
 
-    if synchronizes_device(project, file, fn):
+    seen = set() if seen is None else seen
+    seen.add(id(fn))
+    if synchronizes_device(project, file, fn) or depth == 0 and _joins_anything(project, file, fn):
         return True
     field = handle[5:]
     if any(r.value is not None and any(_self_field(n) == field for n in local_nodes(r.value)
@@ -154,10 +145,10 @@ def _joins(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInfo, 
                for a in call.args):
             return True  # the handle, or the whole object (``_wait_side(self)``), handed to a helper that may join
         func = call.func
-        if depth == 0 and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
+        if depth + 1 < _HELPER_DEPTH and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
                 and func.value.value == "self" and func.attr.value in cls.methods:
             callee = cls.methods[func.attr.value]
-            if callee is not fn and _joins(project, file, cls, callee, handle, depth + 1):
+            if id(callee) not in seen and _joins(project, file, cls, callee, handle, depth + 1, seen):
                 return True
     return False
 
@@ -169,8 +160,98 @@ def _discards(fn: FunctionInfo, producers: list[FunctionInfo], flag: str) -> boo
     return any(a.target in made and isinstance(a.value, cst.Name) and a.value.value == "None" for a in fn.assigns)
 
 
+def _consumes_field(fn: FunctionInfo, field: str, event: bool) -> bool:
+    """Does ``fn`` take ``self.<field>`` over: for an event, any mention of it (a wait, a getter, a local alias
+    handed on); for a stream, a join or query of it, a return of it or a hand-on to a call that is neither a
+    stream scope nor a record (``stream(self.S)`` issues more work on it, it joins nothing)."""
+    from streamlint.model.flow.protocols import _STREAM_CALLS
+
+    mentions = [n for n in local_nodes(fn.node.body) if isinstance(n, cst.Attribute) and _self_field(n) == field]
+    if event or not mentions:
+        return bool(mentions)
+    held = {id(n) for n in mentions}
+    if any(r.value is not None and any(id(n) in held for n in local_nodes(r.value)) for r in fn.returns):
+        return True
+    for site in fn.calls:
+        call = site.node
+        if site.method in _JOINS and (isinstance(call.func, cst.Attribute) and id(call.func.value) in held
+                                      or any(id(a.value) in held for a in call.args)):
+            return True
+        if site.method not in _STREAM_CALLS and site.method != "record_stream" \
+                and any(id(a.value) in held for a in call.args):
+            return True
+    return False
+
+
+def _self_calls(fn: FunctionInfo, cls: ClassInfo, before: int | None = None, order=None) -> list[FunctionInfo]:
+    """The methods of the class ``fn`` calls as ``self.m(...)`` (only those before lexical position ``before``)."""
+    out = []
+    for site in fn.calls:
+        func = site.node.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self" \
+                and func.attr.value in cls.methods and (before is None or id(site.node) in order
+                                                        and order[id(site.node)][0] < before):
+            out.append(cls.methods[func.attr.value])
+    return out
+
+
+def _settled_elsewhere(project: Project, file: FileModel, cls: ClassInfo, handle: str, producers: list[FunctionInfo],
+                       marks: list[tuple[FunctionInfo, cst.CSTNode]], drains: list[FunctionInfo],
+                       construction: set[str]) -> bool:
+    """Does code other than the flag's protocol take the producer's handle over -- so the flag is bookkeeping and
+    the join is elsewhere? A method of the class naming the event (waiting on it, through a local too; handing it
+    out) or joining the stream, code outside the class waiting on a field of that name, or reaching it on the
+    object. Not evidence: the drains themselves (every method testing and lowering the flag: alternatives of one
+    join, a lost wait in one is not made up by another) and the helpers only they call, nor a method the producer
+    calls before its work (it waits on the previous round, not on this one)."""
+    from streamlint.model.flow.leaves import names_stream
+    from streamlint.model.flow.protocols import reached_outside
+    from streamlint.model.options import MAX_CALLER_FILES
+    from streamlint.model.waits import consumes_event
+
+    field, event = handle[5:], not any(isinstance(work, cst.Call) and not _is_record(work) for _, work in marks)
+    own = {id(m) for m in drains}
+    callers: dict[int, set[int]] = {}
+    for m in cls.methods.values():
+        for callee in _self_calls(m, cls):
+            callers.setdefault(id(callee), set()).add(id(m))
+    grown = True
+    while grown:
+        grown = False
+        for m in cls.methods.values():
+            if id(m) not in own and callers.get(id(m)) and callers[id(m)] <= own:
+                own.add(id(m))
+                grown = True
+    for producer, work in marks:
+        order = file.lexical_index(producer.node)
+        if id(work) in order:
+            own |= {id(m) for m in _self_calls(producer, cls, order[id(work)][0], order)}
+    for name, m in cls.methods.items():
+        if name in construction or m in producers or id(m) in own:
+            continue
+        if _consumes_field(m, field, event):
+            return True
+    paths = project.paths_containing((field.encode(),))
+    if len(paths) > MAX_CALLER_FILES:
+        return True
+    for model in filter(None, map(project.file, paths)):
+        for other in model.iter_functions():
+            if model is file and other.class_name == cls.name:
+                continue
+            if any(consumes_event(site, lambda e: names_stream(e, field)) for site in other.calls):
+                return True
+    return reached_outside(project, file, cls, field)
+
+
+def _is_record(call: cst.Call) -> bool:
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value in ("record", "record_event")
+
+
 def unjoined_flag_clears(project: Project, file: FileModel) -> list[FlagClear]:
     """Every method of the file's classes that clears a pending flag and joins nothing (module docstring)."""
+    from streamlint.model.flow.joinsteps import _callers_join, _join_step_for
+    from streamlint.model.flow.pendingflags import flag_assigns, tests_field
+    from streamlint.model.flow.pendingmarks import _on_current_stream
     from streamlint.model.stepstate import _construction
 
     memo = derived(project, "unjoined_flag_clears")
@@ -180,27 +261,29 @@ def unjoined_flag_clears(project: Project, file: FileModel) -> list[FlagClear]:
     out: list[FlagClear] = []
     for cls in file.classes.values():
         construction = _construction(cls)
+        methods = [m for name, m in cls.methods.items() if name not in construction and m.params[:1] == ("self",)]
         raised: dict[str, list[tuple[FunctionInfo, cst.CSTNode]]] = {}
-        for name, m in cls.methods.items():
-            if name in construction or m.params[:1] != ("self",):
-                continue
-            for field, node in _bool_assigns(m, "True"):
+        for m in methods:
+            for field, node in flag_assigns(m, "True"):
                 raised.setdefault(field, []).append((m, node))
         for field, raises in raised.items():
-            marks = [(m, _work_before(project, file, m, node)) for m, node in raises]
-            if not all(mark is not None for _, mark in marks):
+            found = [(m, _work_before(project, file, m, node)) for m, node in raises]
+            if not all(mark is not None for _, mark in found) or len({mark[1] for _, mark in found}) != 1:
                 continue  # a raise with no side-stream work before it: the flag means something else
-            producer, (work, handle) = marks[0][0], marks[0][1]
-            if len({mark[1] for _, mark in marks}) != 1:
+            marks = [(m, mark[0]) for m, mark in found]
+            producers = [m for m, _ in marks]
+            producer, work, handle = producers[0], marks[0][1], found[0][1][1]
+            if any(_is_record(w) and _on_current_stream(p, w) for p, w in marks):
+                continue  # a marker / timer on the current stream: no side-stream work behind the flag
+            drains = [m for m in methods if m not in producers and tests_field(m, field)
+                      and any(f == field for f, _ in flag_assigns(m, "False"))]
+            if not drains or _settled_elsewhere(project, file, cls, handle, producers, marks, drains, construction):
                 continue
-            for name, m in cls.methods.items():
-                if name in construction or m in {p for p, _ in marks} or m.params[:1] != ("self",):
-                    continue
-                clears = _bool_assigns(m, "False")
-                clear = next((node for f, node in clears if f == field), None)
-                if clear is None or not _tests(m, field) or _joins(project, file, cls, m, handle) \
-                        or _discards(m, [p for p, _ in marks], field):
-                    continue
+            for m in drains:
+                clear = next(node for f, node in flag_assigns(m, "False") if f == field)
+                if _join_step_for(cls, producer) is m or _joins(project, file, cls, m, handle) \
+                        or _discards(m, producers, field) or _callers_join(project, file, m):
+                    continue  # (the join step joinsteps names for the producer is judged there)
                 out.append(FlagClear(m, clear, f"self.{field}", producer, work, handle))
     memo[id(file)] = out
     return out

@@ -57,21 +57,29 @@ def recorded_fields(cls: ClassInfo, skip: Callable[[FunctionInfo], bool] | None 
     return out
 
 
-def _self_flag_sets(fn: FunctionInfo, value: str) -> set[str]:
-    """The fields ``fn`` sets to the literal ``value`` (``self._pending = True``)."""
-    out: set[str] = set()
+def flag_assigns(fn: FunctionInfo, value: str) -> list[tuple[str, cst.Assign]]:
+    """(field, assignment) for each ``self.<field> = <value>`` of ``fn`` (``self._pending = True``): the target
+    is compared as a CST ``Attribute`` of ``self``, never as text."""
+    out: list[tuple[str, cst.Assign]] = []
     for node in local_nodes(fn.node.body):
         if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value == value:
-            for t in node.targets:
-                tgt = t.target
-                if isinstance(tgt, cst.Attribute) and isinstance(tgt.value, cst.Name) and tgt.value.value == "self":
-                    out.add(tgt.attr.value)
+            out.extend((field, node) for t in node.targets if (field := self_field(t.target)) is not None)
     return out
 
 
-def _tests_field(fn: FunctionInfo, field: str) -> bool:
+def _self_flag_sets(fn: FunctionInfo, value: str) -> set[str]:
+    """The fields ``fn`` sets to the literal ``value`` (``self._pending = True``)."""
+    return {field for field, _ in flag_assigns(fn, value)}
+
+
+def _reads(expr: cst.CSTNode, field: str) -> bool:
+    """Does ``expr`` read ``self.<field>`` (an ``Attribute`` node: ``self.busy_count`` is not ``self.busy``)?"""
+    return any(isinstance(n, cst.Attribute) and self_field(n) == field for n in local_nodes(expr))
+
+
+def tests_field(fn: FunctionInfo, field: str) -> bool:
     """Does an ``if`` / ``while`` test (or a conditional expression) of ``fn`` read ``self.<field>``?"""
-    return any(isinstance(node, (cst.If, cst.While, cst.IfExp)) and f"self.{field}" in _code(node.test)
+    return any(isinstance(node, (cst.If, cst.While, cst.IfExp)) and _reads(node.test, field)
                for node in local_nodes(fn.node.body))
 
 
@@ -83,7 +91,7 @@ def fences(cls: ClassInfo, recorder: FunctionInfo) -> list[tuple[FunctionInfo, s
         if m is recorder or m.params[:1] != ("self",) or m.node.name.value.startswith("__"):
             continue
         for flag in sorted(raised & _self_flag_sets(m, "False")):
-            if flag not in _self_flag_sets(m, "True") and _tests_field(m, flag):
+            if flag not in _self_flag_sets(m, "True") and tests_field(m, flag):
                 out.append((m, flag))
                 break
     return out
@@ -108,16 +116,15 @@ def _marks_gating(fn: FunctionInfo, node: cst.CSTNode) -> set[str]:
     body = fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else []
     for stmt in local_nodes(fn.node.body):
         if isinstance(stmt, cst.If) and any(n is node for n in local_nodes(stmt.body)):
-            test = _code(stmt.test)
-            out |= {a.attr.value for a in local_nodes(stmt.test) if isinstance(a, cst.Attribute)
-                    and isinstance(a.value, cst.Name) and a.value.value == "self"
-                    and f"not self.{a.attr.value}" not in test}
+            negated = {id(n.expression) for n in local_nodes(stmt.test)
+                       if isinstance(n, cst.UnaryOperation) and isinstance(n.operator, cst.Not)}
+            out |= {field for a in local_nodes(stmt.test) if isinstance(a, cst.Attribute)
+                    and id(a) not in negated and (field := self_field(a)) is not None}
     for stmt in body:
         if any(n is node for n in local_nodes(stmt)):
             break
         if isinstance(stmt, cst.If) and isinstance(stmt.test, cst.UnaryOperation) \
-                and isinstance(stmt.test.operator, cst.Not) and isinstance(stmt.test.expression, cst.Attribute) \
-                and _code(stmt.test.expression.value) == "self" and any(
+                and isinstance(stmt.test.operator, cst.Not) and self_field(stmt.test.expression) is not None and any(
                 isinstance(n, cst.Return) for n in local_nodes(stmt.body)):
             out.add(stmt.test.expression.attr.value)
     return out
@@ -142,4 +149,4 @@ def gated_by_mark(file: FileModel, method: FunctionInfo, site) -> bool:
     return False
 
 
-__all__ = ["fences", "gated_by_mark", "recorded_fields", "self_field"]
+__all__ = ["fences", "flag_assigns", "gated_by_mark", "recorded_fields", "self_field", "tests_field"]

@@ -6,15 +6,10 @@ the recorder raises next to the record (``self._event.record(side); self._pendin
 event itself for whoever comes next (``self._zev_pending = zev`` after ``zev.record(tr)``). The code that clears
 the mark takes the work over -- it says "joined" -- so it is where the join belongs, whatever its name:
 
-* ``mark_joins``: a method of the class that tests the recorder's flag and lowers it (``if not self._pending:
-  return ... self._pending = False``), a *fence*. When no code of the project waits on the event, reaches it from
-  outside the object or hands it on, and the fence joins nothing itself (no join primitive, no project helper
-  doing one, no device synchronisation), the recorded work is joined by nobody: the fence is the class's join
-  step, reported like a named one (:mod:`~streamlint.model.flow.joinsteps`, ``class-event`` evidence) -- once the
-  flag is down, no other method gated on it (a teardown ``drain()``) joins that work either. Silent when other
-  code of the class joins the recording stream after the record (:mod:`~streamlint.model.flow.deadevents`), or
-  every caller joins right after the call.
-* ``module_mark_joins``: the same between module functions over global dicts: one records an entry of a global
+* The class form -- a method of the class testing the recorder's flag and lowering it (``if not self._pending:
+  return ... self._pending = False``), a *fence*, that joins nothing -- is
+  :func:`~streamlint.model.flow.lostjoins.unjoined_flag_clears` (one mechanism, reported at the clear).
+* ``module_mark_joins``: the same protocol between module functions over global dicts: one records an entry of a global
   events dict on a side stream and raises an entry of a global marks dict (``_mark[l] = step``); another tests the
   marks and lowers the entry (``_mark[l] = -1``). When no function but the recorders names the events dict
   anywhere in the project and the consumer joins nothing, it is reported at its end.
@@ -25,7 +20,7 @@ the mark takes the work over -- it says "joined" -- so it is where the join belo
   stores into it (``X.<field> = ev``) an event it records in that function (``ev.record(s)``, ``ev =
   s.record_event()``); and no other code of the project waits on that field or takes it and hands it on.
 
-Both are SL201 medium: the reader of the recorded work (the fence's caller, the next step) is not seen.
+All are SL201 medium: the reader of the recorded work (the fence's caller, the next step) is not seen.
 """
 
 from __future__ import annotations
@@ -34,7 +29,6 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.file import dotted
-from streamlint.model.flow.pendingflags import fences as _fences
 from streamlint.model.streams import derived
 from streamlint.model.syntax import local_nodes, mentions_name
 
@@ -94,13 +88,6 @@ def _on_current_stream(fn: FunctionInfo, record: cst.CSTNode) -> bool:
         "current_stream" in _code(v) for v in fn.name_assigns.get(stream.value, ()))
 
 
-def _field_used_elsewhere(cls, field: str, *users: FunctionInfo) -> bool:
-    """Does a method of the class but ``users`` and the constructor name ``self.<field>`` (a waiter through an alias,
-    ``e = self._done; s.wait_event(e)``, or a getter handing it on)?"""
-    return any(m not in users and m.node.name.value != "__init__" and f"self.{field}" in _code(m.node.body)
-               for m in cls.methods.values())
-
-
 def _ordered_around_calls(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
     """Does every caller of ``fn`` order right around the call: a wait / synchronisation as the call just before it
     (``torch.cuda.synchronize(); self.reset()``) or just after it?"""
@@ -137,37 +124,6 @@ def _uncertain(fn: FunctionInfo, stmt: cst.CSTNode) -> frozenset[int]:
                 held = any(n is stmt for n in local_nodes(node.body))
                 out.update(id(n) for n in local_nodes(node.orelse if held else node.body))
     return frozenset(out)
-
-
-def mark_joins(project: Project, file: FileModel) -> list[SilentJoin]:
-    """Fences (see the module docstring) that join nothing of the orphan event their recorder marks pending."""
-    memo = derived(project, "pending_mark_joins")
-    if id(file) in memo:
-        return memo[id(file)]
-    from streamlint.model.flow.deadevents import recorded_on_joined_stream
-    from streamlint.model.flow.joinsteps import (SilentJoin, _callers_join, _end, _join_step_for, _recorded_fields,
-                                                 event_waited_elsewhere)
-    from streamlint.model.flow.protocols import reached_outside
-
-    out: list[SilentJoin] = []
-    memo[id(file)] = out
-    for cls in file.classes.values():
-        done: set[int] = set()
-        for recorder, field, node in _recorded_fields(file, cls):
-            for fence, flag in _fences(cls, recorder):
-                if id(fence) in done or _join_step_for(cls, recorder) is fence \
-                        or _joins_anything(project, file, fence):
-                    continue  # (the join step joinsteps names for the recorder is judged there)
-                if mentions_name(fence.node.body, field) or event_waited_elsewhere(project, field) \
-                        or _on_current_stream(recorder, node) or _field_used_elsewhere(cls, field, recorder, fence) \
-                        or reached_outside(project, file, cls, field) \
-                        or recorded_on_joined_stream(project, file, cls, recorder, node) \
-                        or _callers_join(project, file, fence):
-                    continue
-                done.add(id(fence))
-                out.append(SilentJoin(fence, _end(fence), "mark-event", f"self.{field}", recorder, node,
-                                      f"self.{flag}"))
-    return out
 
 
 def _slot_take(stmt: cst.CSTNode) -> tuple[str, str, str] | None:
@@ -381,4 +337,4 @@ def module_mark_joins(project: Project, file: FileModel) -> list[SilentJoin]:
     return out
 
 
-__all__ = ["cleared_slots", "mark_joins", "module_mark_joins"]
+__all__ = ["cleared_slots", "module_mark_joins"]

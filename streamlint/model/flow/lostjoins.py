@@ -31,9 +31,17 @@ enters a stream scope itself (its own work is the dataflow's) or synchronises th
 
 Silent when the clearing method drops what the producer made (``self.buf = None``: the work is abandoned), or
 joins anything (a call of ``wait_event`` / ``wait_stream`` / ``synchronize`` / ``wait`` / ``query`` on any
-receiver, a device synchronisation), hands the event or stream field (or ``self``) to any call, or calls a method
-of the object that does one of these (one level down): the analysis does not compare which stream it joins, only
-that the method joins at all (precision first).
+receiver, a device synchronisation, a project helper doing one up to ``_HELPER_DEPTH`` calls down), hands the event
+or stream field (or ``self``) to any call, returns it, or calls a method of the object that does one of these (up to
+``_HELPER_DEPTH`` levels, each method once): the analysis does not compare which stream it joins, only that the
+method joins at all (precision first). Silent too (the one class-form mechanism for issue 16's pending-flag fences,
+with :mod:`~streamlint.model.flow.pendingmarks`' safeguards) when the producer's record is on the current stream (a
+marker, a timer), every caller of the clearing method joins right after the call, the clearing method is the
+producer's named join step (judged by :mod:`~streamlint.model.flow.joinsteps`), or the join is elsewhere: another
+method of the class names the event (a waiter through a local, a getter) or joins / hands on the stream, code
+outside the class waits on a field of that name or reaches it on the object. Not such evidence: another method
+testing and clearing the same flag (alternatives of one join: one waiting does not make up for another clearing
+with no wait), a helper only those call, a method the producer calls before its work (a wait on the previous round).
 """
 
 from __future__ import annotations

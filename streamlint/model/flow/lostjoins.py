@@ -36,10 +36,12 @@ or stream field (or ``self``) to any call, returns it, or calls a method of the 
 ``_HELPER_DEPTH`` levels, each method once): the analysis does not compare which stream it joins, only that the
 method joins at all (precision first). Silent too (the one class-form mechanism for issue 16's pending-flag fences,
 with :mod:`~streamlint.model.flow.pendingmarks`' safeguards) when the producer's record is on the current stream (a
-marker, a timer), every caller of the clearing method joins right after the call, the clearing method is the
-producer's named join step (judged by :mod:`~streamlint.model.flow.joinsteps`), or the join is elsewhere: another
-method of the class names the event (a waiter through a local, a getter) or joins / hands on the stream, code
-outside the class waits on a field of that name or reaches it on the object. Not such evidence: another method
+marker, a timer) or on a stream another method of the class joins after the work
+(:mod:`~streamlint.model.flow.deadevents`), every caller of the clearing method joins right after the call, the
+clearing method is the producer's named join step (judged by :mod:`~streamlint.model.flow.joinsteps`), or the
+join is elsewhere: another method of the class names the event (a waiter through a local, a getter) or joins /
+hands on the stream, code outside the class waits on a field of that name or reaches it on the object. Not such
+evidence: another method
 testing and clearing the same flag (alternatives of one join: one waiting does not make up for another clearing
 with no wait), a helper only those call, a method the producer calls before its work (a wait on the previous round).
 """
@@ -257,6 +259,7 @@ def _is_record(call: cst.Call) -> bool:
 
 def unjoined_flag_clears(project: Project, file: FileModel) -> list[FlagClear]:
     """Every method of the file's classes that clears a pending flag and joins nothing (module docstring)."""
+    from streamlint.model.flow.deadevents import recorded_on_joined_stream
     from streamlint.model.flow.joinsteps import _callers_join, _join_step_for
     from streamlint.model.flow.pendingflags import flag_assigns, tests_field
     from streamlint.model.flow.pendingmarks import _on_current_stream
@@ -281,8 +284,9 @@ def unjoined_flag_clears(project: Project, file: FileModel) -> list[FlagClear]:
             marks = [(m, mark[0]) for m, mark in found]
             producers = [m for m, _ in marks]
             producer, work, handle = producers[0], marks[0][1], found[0][1][1]
-            if any(_is_record(w) and _on_current_stream(p, w) for p, w in marks):
-                continue  # a marker / timer on the current stream: no side-stream work behind the flag
+            if any(_is_record(w) and (_on_current_stream(p, w) or recorded_on_joined_stream(project, file, cls, p, w))
+                   for p, w in marks):
+                continue  # a marker / timer on the current stream, or a stream other code of the class joins after
             drains = [m for m in methods if m not in producers and tests_field(m, field)
                       and any(f == field for f, _ in flag_assigns(m, "False"))]
             if not drains or _settled_elsewhere(project, file, cls, handle, producers, marks, drains, construction):

@@ -13,10 +13,12 @@ def _import_model() -> None:
     global EarlyRecord, HostRead, Race, file_flows, path_tag, CURRENT, UnguardedRead, unguarded_reads, duck_calls, \
         UnwaitedEntry, unwaited_entries, UnwaitedElement, unwaited_elements, guessed_calls, silent_device_branches, \
         silent_facade_syncs, HANDED, \
-        SilentJoin, silent_joins, taken_events, DroppedEvent, UnheldEvent, dropped_events, unheld_events, \
+        SilentJoin, silent_joins, taken_events, module_mark_joins, cleared_slots, DroppedEvent, UnheldEvent, \
+        dropped_events, unheld_events, \
         FunctionFlow, one_per_cause, device_module, function_at, MAIN, entry_stream_name, stream_expr, stream_label, \
         partial_joins, partial_param_joins, unwaited_slot_reads, UnwaitedHandle, unwaited_handles, chosen_stream, \
-        rests_on_unseen_caller, chosen_by_caller, current_at_some_site, handed_elsewhere
+        rests_on_unseen_caller, chosen_by_caller, current_at_some_site, handed_elsewhere, unjoined_flag_clears, \
+        idle_stream_loops
     from streamlint.model.dataflow import EarlyRecord, HostRead, Race, file_flows, path_tag
     from streamlint.model.eventguards import CURRENT, UnguardedRead, unguarded_reads
     from streamlint.model.flow.callerstreams import current_at_some_site, handed_elsewhere
@@ -29,6 +31,7 @@ def _import_model() -> None:
     from streamlint.model.flow.facades import silent_device_branches, silent_facade_syncs
     from streamlint.model.flow.handedfields import HANDED
     from streamlint.model.flow.joinsteps import SilentJoin, silent_joins, taken_events
+    from streamlint.model.flow.pendingmarks import cleared_slots, module_mark_joins
     from streamlint.model.flow.protocols import DroppedEvent, UnheldEvent, dropped_events, unheld_events
     from streamlint.model.flow.results import FunctionFlow, one_per_cause
     from streamlint.model.devicenames import device_module, function_at
@@ -36,6 +39,7 @@ def _import_model() -> None:
     from streamlint.model.waits import partial_joins
     from streamlint.model.paramjoins import partial_param_joins
     from streamlint.model.slotevents import unwaited_slot_reads
+    from streamlint.model.flow.lostjoins import idle_stream_loops, unjoined_flag_clears
 
 
 _RANK = {None: 3, Confidence.HIGH: 3, Confidence.MEDIUM: 2, Confidence.LOW: 1}
@@ -164,6 +168,9 @@ class MissingWaitAtJoin(Rule):
             tag = path_tag(ctx.project, ctx.file, fn)
             for join in joins:
                 model, store = join.evidence
+                if join.stream:  # (model/streamjoins.py)
+                    _report_stream_join(ctx, join, tag)
+                    continue
                 ctx.report(join.loop,
                            first_line(f"this join loop leaves out the {join.dropped} element of `{join.collection}`: "
                                       f"its work is never waited for [{tag}]",
@@ -212,6 +219,24 @@ class MissingWaitAtJoin(Rule):
                              "writer's stream and no other module names either, so the caller's stream can read the "
                              "slot before the copy into it finished (the slot and the event are paired by the "
                              "writer's stream scope only)"))
+        for fn in ctx.file.functions.values():  # (flow/lostjoins.py)
+            for loop, coll, (model, store) in idle_stream_loops(ctx.project, ctx.file, fn):
+                if id(loop) in reported:
+                    continue
+                reported.add(id(loop))
+                ctx.report(loop,
+                           first_line(f"this loop walks the side streams of `{coll}` and joins none of them "
+                                      f"[{path_tag(ctx.project, ctx.file, fn)}]",
+                                      f"this loop over `{coll}` joins none of its side streams"),
+                           confidence=Confidence.MEDIUM,
+                           related=[Location(model.path, model.span(store), "side stream created and kept here")],
+                           hint=f"`{coll}` holds side streams the object issues work on: make the current stream wait "
+                                "for each (`torch.cuda.current_stream().wait_stream(s)`) before their results are read")
+        for clear in unjoined_flag_clears(ctx.project, ctx.file):
+            if id(clear.node) not in reported and not any(
+                    f.code == "SL201" and f.span.start_line == ctx.file.span(clear.node).start_line for f in ctx.findings):
+                reported.add(id(clear.node))
+                _report_flag_clear(ctx, clear)
         dropping: set[int] = set()
         for cls in ctx.file.classes.values():
             for drop in dropped_events(ctx.project, ctx.file, cls):
@@ -243,7 +268,9 @@ class MissingWaitAtJoin(Rule):
                 _report_unheld(ctx, unheld)  # (a finding of the function already names the unjoined work)
         for fn in silent_facade_syncs(ctx.project, ctx.file):
             _report_silent_join(ctx, SilentJoin(fn, fn.node.body.body[-1], "facade-sync", fn.node.name.value))
-        for silent in silent_joins(ctx.project, ctx.file) + taken_events(ctx.project, ctx.file):
+        for silent in silent_joins(ctx.project, ctx.file) + taken_events(ctx.project, ctx.file) \
+                + module_mark_joins(ctx.project, ctx.file) \
+                + cleared_slots(ctx.project, ctx.file):
             if id(silent.function) not in dropping:  # (the dropped event is that join step's finding)
                 _report_silent_join(ctx, silent)
 
@@ -391,6 +418,26 @@ def _report_silent_join(ctx: RuleContext, silent: SilentJoin) -> None:
                              f"`{name}()` {short} `{silent.handle}`, never waits on it [{tag}]")
         hint = (f"`{silent.handle}.wait()` (or `current_stream().wait_event({silent.handle})`) when it is set; "
                 "this assumes the work it was recorded after produces what this step goes on to use")
+    elif silent.kind == "mark-event":
+        recorder = silent.producer.node.name.value if silent.producer is not None else "another method"
+        message = first_line(f"`{name}()` lowers `{silent.fenced}`, the mark `{recorder}()` raises with "
+                             f"`{silent.handle}`, without waiting on that event (nothing else in the project "
+                             f"waits on it): the recorded work is joined by nobody [{tag}]",
+                             f"`{name}()` lowers `{silent.fenced}` but never waits on `{silent.handle}` [{tag}]")
+        cur = _current(ctx, silent.function, tag)
+        wait = f"`{cur}.wait_event({silent.handle})`" if silent.handle.startswith("self.") \
+            else f"`{cur}.wait_event(...)` on the entry of `{silent.handle}` it takes over"
+        hint = (f"{wait} here, before returning "
+                "(this assumes the callers read the recorded work after the call)")
+        if silent.work is not None:
+            related.append(Location(ctx.file.path, ctx.file.span(silent.work), f"`{silent.handle}` recorded here"))
+    elif silent.kind == "cleared-slot":
+        message = first_line(f"`{name}()` takes the event in `{silent.handle}` and clears the slot, only testing "
+                             f"`{silent.fenced}`: nothing waits on the work recorded into it before this step goes "
+                             f"on [{tag}]",
+                             f"`{name}()` clears `{silent.handle}` without waiting on it [{tag}]")
+        hint = (f"`{_current(ctx, silent.function, tag)}.wait_event({silent.fenced})` when it is set, before "
+                "clearing the slot (this assumes the recorded work produces what the step goes on to use)")
     elif silent.kind == "class-event" and silent.fenced is not None:
         message = first_line(f"`{silent.handle}` is recorded on the current stream to fence `{silent.fenced}`, but "
                              f"nothing in the project waits on it: that stream is not ordered after the current "
@@ -419,6 +466,35 @@ def _report_silent_join(ctx: RuleContext, silent: SilentJoin) -> None:
         if silent.work is not None:
             related.append(Location(ctx.file.path, ctx.file.span(silent.work), f"queued on `{silent.handle}` here"))
     ctx.report(silent.node, message, confidence=Confidence.MEDIUM, related=related, hint=hint)
+
+
+def _report_flag_clear(ctx, clear) -> None:
+    """A method clearing the pending flag its producer raised after side-stream work, joining nothing."""
+    tag = path_tag(ctx.project, ctx.file, clear.method)
+    name, producer = clear.method.node.name.value, clear.producer.node.name.value
+    ctx.report(clear.node,
+               first_line(f"`{name}()` clears `{clear.flag}`, raised by `{producer}()` after its side-stream work "
+                          f"(`{clear.handle}`), without joining that work [{tag}]",
+                          f"`{clear.flag}` is cleared with no join of the work it marks pending [{tag}]"),
+               confidence=Confidence.MEDIUM,
+               related=[Location(ctx.file.path, ctx.file.span(clear.work), "the pending work is marked here")],
+               hint=(f"`{name}()` is where the class consumes the pending state: make the current stream wait for "
+                     f"`{clear.handle}` there (the code running after it reads what `{producer}()` wrote)"))
+
+
+def _report_stream_join(ctx, join, tag: str) -> None:
+    """A join loop over the side streams an object made that leaves one out (``model/streamjoins.py``)."""
+    model, store = join.evidence
+    what = f"`{join.collection}`" if join.field is None else f"the `{join.field}` streams of `{join.collection}`"
+    ctx.report(join.loop,
+               first_line(f"this join loop leaves out the {join.dropped} element of {what}: the work issued on that "
+                          f"side stream is never joined [{tag}]",
+                          f"this join loop leaves out the {join.dropped} side stream of `{join.collection}` [{tag}]"),
+               confidence=Confidence.MEDIUM,
+               related=[Location(model.path, model.span(store), "side stream created and kept here")],
+               hint=(f"`{join.collection}` holds side streams the object issues work on" if join.field is None
+                     else f"the elements of `{join.collection}` each carry `{join.field}`, a side stream of their own")
+               + ": wait for every one of them (what the left-out stream writes is otherwise read unordered)")
 
 
 def _report_early(ctx: RuleContext, fn, early: EarlyRecord) -> None:

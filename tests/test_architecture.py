@@ -171,7 +171,8 @@ LAYERS = {
         "placement", "modpaths", "hostguards", "wordindex", "tensornames", "release"},
     2: {"project", "paths", "compile", "wrappers", "queries", "streams", "entries", "accelerators", "captures", "stepstate",
         "attrstreams", "devobjects", "devfields", "heldslots", "eventguards", "hostobjects", "hostresults",
-        "freeing", "ctxfactories", "argkinds", "devicenames", "handedevents", "reaching", "modvalues"},
+        "freeing", "ctxfactories", "argkinds", "devicenames", "handedevents", "reaching", "modvalues",
+        "streamjoins"},
     3: {"tensors", "tensoruse", "dataflow", "flow", "breaks", "waits", "families", "scopes", "environment",
         "recorders", "handoffs", "hostattrs", "dataswaps", "paramjoins", "slotevents", "calleekinds", "opaqueparams"},
 }

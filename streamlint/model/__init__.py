@@ -141,7 +141,12 @@ Layer 3 — one function's flow
                     ``waitertouch`` (those two report only when the work after the record reads a field the
                     waiters write or writes one they name; a local never stored away is invisible to them),
                     ``deadevents`` (an event nobody
-                    consumes on a stream joined otherwise), ``handles`` (a collective's work handle or a future
+                    consumes on a stream joined otherwise), ``lostjoins`` (the join method a class knows by what it
+                    consumes -- the pending flag its producer raised after side-stream work, the container of side
+                    streams it walks -- that no longer joins), ``pendingmarks`` (the flag a recorder raises with its
+                    event, lowered by a fence that waits on nothing, also over module-global dicts; an event slot
+                    of another object taken, only tested and cleared), ``pendingflags`` (those flags' fences; a
+                    join gated on one is an alternative to the event's waiter, aside from the protocol), ``handles`` (a collective's work handle or a future
                     made from it: a host object whose ``wait()`` is the join, unless its done-callback queues
                     stream work), ``scopenone`` (a stream whose scope a path entered
                     is not None there), ``notnone`` (a name bound to ``a + b``, a display or a comprehension is
@@ -185,4 +190,6 @@ Layer 3 — one function's flow
                     another parameter (the inputs the events guard) is iterated whole after the loop?
     ``slotevents``  which methods hand out a buffer field's contents that another method writes on a
                     stream and marks with an element of a list event field nobody waits?
+    ``streamjoins`` which container fields (or fields of the records they hold) keep side streams the
+                    project made, so a join loop over them that leaves one out leaves its work unjoined?
 """

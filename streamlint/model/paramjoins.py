@@ -120,8 +120,9 @@ def _callers_own_element(project, file: FileModel, fn: FunctionInfo, param: str)
         if arg is None and index is not None:
             positional = [a for a in site.node.args if a.keyword is None and not a.star]
             arg = positional[index] if 0 <= index < len(positional) else None
-        if arg is not None and isinstance(arg.value, (cst.List, cst.BinaryOperation, cst.Tuple)):
-            return True
+        if arg is not None and isinstance(arg.value, (cst.List, cst.BinaryOperation, cst.Tuple)) \
+                and not (isinstance(arg.value, (cst.List, cst.Tuple)) and not arg.value.elements):
+            return True  # (an empty display holds no element of the caller's own)
     return False
 
 

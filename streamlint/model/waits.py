@@ -18,6 +18,8 @@ from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.flow.elementsets import FIRST_OUT, LAST_OUT, element_origins, origins
 from streamlint.model.file import CallSite, FileModel, FunctionInfo
+from streamlint.model.streamjoins import issues_stream_work, role_of_left_out, stream_container_store, \
+    stream_field_store
 from streamlint.model.streams import MAIN, scope_stream_key
 from streamlint.model.syntax import local_nodes, memoised, node_memo
 from streamlint.model.walk import children
@@ -228,6 +230,7 @@ class PartialJoin:
     dropped: str
     evidence: tuple[FileModel, cst.CSTNode]
     field: str | None = None  # the elements are objects, each waited through this event field
+    stream: bool = False  # the elements (or their ``field``) are side streams the project made, not events
 
 
 def loop_collection(fn_node: cst.FunctionDef, loop: cst.For) \
@@ -322,12 +325,13 @@ def waits_on(body: cst.CSTNode, names: list[str]) -> bool:
 
 
 def _waited_field(body: cst.CSTNode, names: list[str]) -> str | None:
-    """The event field of a loop element the loop body waits on (``s.wait_event(o.done)``, ``o.done.wait()``,
-    ``o.done.synchronize()``): a collection of objects that each carry the event of their own work."""
+    """The event (or stream) field of a loop element the loop body waits on (``s.wait_event(o.done)``,
+    ``o.done.wait()``, ``o.done.synchronize()``, ``cur.wait_stream(o.update)``): a collection of objects that
+    each carry the event or the side stream of their own work."""
     for node in local_nodes(body):
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
             method, receiver = node.func.attr.value, node.func.value
-            held = node.args[0].value if method == "wait_event" and node.args else \
+            held = node.args[0].value if method in ("wait_event", "wait_stream") and node.args else \
                 receiver if method in ("wait", "synchronize") else None
             if isinstance(held, cst.Attribute) and isinstance(held.value, cst.Name) and held.value.value in names:
                 return held.attr.value
@@ -484,11 +488,13 @@ def partial_joins(project: Project, file: FileModel, fn: FunctionInfo) -> list[P
         if not waits_on(node.body, names):
             attr = _waited_field(node.body, names)
             if attr is not None and only_joins(node.body):
-                evidence = _field_record(project, file, attr)
+                evidence, stream = _field_record(project, file, attr), False
+                if evidence is None and not issues_stream_work(fn):  # each element carries a side stream of its
+                    evidence, stream = stream_field_store(project, file, attr), True  # own (model/streamjoins.py)
                 code = file.code(coll)
                 text = text if text is not None else file.code(fn.node)
                 if evidence is not None and not element_taken(fn.node, code, dropped, text):
-                    found.append(PartialJoin(node, code, dropped, evidence, attr))
+                    found.append(PartialJoin(node, code, dropped, evidence, attr, stream))
             continue
         text = text if text is not None else file.code(fn.node)
         code = file.code(coll)
@@ -511,6 +517,12 @@ def partial_joins(project: Project, file: FileModel, fn: FunctionInfo) -> list[P
                     None)
                 if evidence is not None:
                     break
+            if evidence is None and only_joins(node.body) and not issues_stream_work(fn) \
+                    and not role_of_left_out(file, fn, name, dropped):  # the side streams the object made
+                evidence = stream_container_store(project, file, fn, name, owner)  # (streamjoins)
+                if evidence is not None:
+                    found.append(PartialJoin(node, code, dropped, evidence, stream=True))
+                continue
         if evidence is not None:
             found.append(PartialJoin(node, code, dropped, evidence))
     return found

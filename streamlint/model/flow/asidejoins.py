@@ -12,7 +12,12 @@ stream wait on ``self.ready[i]``) often joins that stream elsewhere too, for rea
   ``self.transfer_stream.synchronize(); self.compute_stream.synchronize()``, or a device-wide
   ``torch.cuda.synchronize()`` next to the stream's), not between one producer and its consumer.
 
-Neither is a join step a caller runs between the producer and the event's waiters, so neither covers the
+* an alternative to the event's waiter: a method joining the stream only while a pending flag the producer raises
+  is up, and lowering it (``drain()``: ``if self._pending: self.side.synchronize(); self._pending = False``), where
+  the event's waiter tests and lowers the same flag (``fence()``): whichever runs first lowers it and the other
+  skips (:func:`~streamlint.model.flow.pendingflags.gated_by_mark`).
+
+None is a join step a caller runs between the producer and the event's waiters, so neither covers the
 work a producer queues after its last record of the event. :func:`aside_joins_only` tells the early-record
 check (:meth:`~streamlint.model.flow.orderings.Orderings.uncovered_records`) that every join of the stream
 by another method of the class is of these kinds; it then reports the record at medium confidence, and
@@ -104,12 +109,16 @@ def _quiesces(project: Project, file: FileModel, method: FunctionInfo, wanted: s
 
 
 def _aside(project: Project, file: FileModel, method: FunctionInfo, wanted: str) -> bool:
+    from streamlint.model.flow.pendingflags import gated_by_mark
+
     for site in _joins(file, method, wanted):
         line = file.span(site.node).start_line
         if _own_work_before(file, method, wanted, line):
             continue
         if site.method == "synchronize" and _quiesces(project, file, method, wanted):
             continue
+        if gated_by_mark(file, method, site):
+            continue  # an alternative to the event's waiter, both lowering one pending flag (pendingmarks.py)
         return False
     return True
 

@@ -349,34 +349,10 @@ def _fenced_stream(file: FileModel, recorder: FunctionInfo, record: cst.CSTNode)
 
 def _recorded_fields(file: FileModel, cls: ClassInfo) -> list[tuple[FunctionInfo, str, cst.CSTNode]]:
     """(method, field, the record) for each ``self.<field>`` event a method of the class (not a join step, not
-    the constructor) records on a stream."""
-    out: list[tuple[FunctionInfo, str, cst.CSTNode]] = []
-    for m in cls.methods.values():
-        if m.params[:1] != ("self",) or is_join_step(m) or m.node.name.value == "__init__":
-            continue
-        for site in m.calls:
-            node, target = site.node, None
-            if site.method == "record" and isinstance(node.func, cst.Attribute):
-                target = node.func.value
-            elif site.method == "record_event" and node.args:
-                target = node.args[0].value
-            field = _self_field(target)
-            if field is not None:
-                out.append((m, field, node))
-        for a in m.assigns:
-            field = a.target[5:] if a.target.startswith("self.") else None
-            if field and field.isidentifier() and isinstance(a.value, cst.Call) \
-                    and isinstance(a.value.func, cst.Attribute) and a.value.func.attr.value == "record_event":
-                out.append((m, field, a.node))
-    return out
+    the constructor) records on a stream (:func:`~streamlint.model.flow.pendingflags.recorded_fields`)."""
+    from streamlint.model.flow.pendingflags import recorded_fields
 
-
-def _self_field(expr: cst.BaseExpression | None) -> str | None:
-    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
-        return expr.attr.value
-    return None
-
-
+    return recorded_fields(cls, is_join_step)
 
 
 def event_waited_elsewhere(project: Project, name: str) -> bool:

@@ -83,7 +83,9 @@ class FieldDrops:
         fn: FunctionInfo = self.fn  # type: ignore[attr-defined]
         for sid, s, t, node in self.__dict__["field_side_uses"]:
             S = st.stores.get(sid)
-            if S is None or s in S.recorded or st.know(S.alloc).get(s, -1) >= t or any(st.loose_rec.values()):
+            if S is None or not _on_path(S, s, t):
+                continue  # (the use is on another path: this one never queued it)
+            if s in S.recorded or st.know(S.alloc).get(s, -1) >= t or any(st.loose_rec.values()):
                 continue  # recorded on the side stream, joined back, host-synchronised
             key = ("field-drop", S.name)
             if key in self.lifetimes or any(  # type: ignore[attr-defined]
@@ -95,6 +97,14 @@ class FieldDrops:
                 continue
             self.lifetimes[key] = Lifetime(node, S.name, S.alloc, s, "field-drop", drop,  # type: ignore
                                            False, self.cfg.mode, kind="field-drop")  # type: ignore[attr-defined]
+
+
+def _on_path(S, s: str, t: int) -> bool:
+    """Did this path's copy of storage ``S`` see the use on ``s`` at ``t`` (a read it still lists, or its last write)?
+    The uses are gathered over every path; a path that never entered the side-stream scope must not be judged on
+    them (a warm-up under ``if capture:`` synchronised inside its scope, the other arm doing nothing)."""
+    w = S.last_write
+    return any(r.stream == s and r.time == t for r in S.reads) or w is not None and w.stream == s and w.time == t
 
 
 def field_drop(project: Project, file: FileModel, fn: FunctionInfo, field: str) -> cst.CSTNode | None:

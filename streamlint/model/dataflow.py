@@ -254,7 +254,7 @@ def _native_methods(fn: FunctionInfo) -> bool:
 
 def _race_keys(interp: Interp, runs: list[Interp], native: bool) -> set:
     """The races of one path's run; a hand-back to the caller (``Race.escape``) is looked for on the native
-    paths only (``Storages.unjoined_escape``: captured graphs join their outputs), so on another path it counts
+    paths only (``HandOuts.unjoined_escape``: captured graphs join their outputs), so on another path it counts
     as found when a native run found it. Code ordering native stream objects does not run on the GE path: its
     GE run says nothing about races (its run still bounds the lifetimes kept)."""
     if native and interp.cfg.mode == "ge":

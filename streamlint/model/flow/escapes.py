@@ -200,7 +200,7 @@ class EventEscapes:
 
     def yielded(self, st, node: cst.Expr) -> None:
         """``yield v`` / ``yield from xs``: the generator hands ``v`` to its consumer, which goes on on its current
-        stream as a caller does after a return: the same join escape (``Storages.unjoined_escape``: SL201 at the
+        stream as a caller does after a return: the same join escape (``HandOuts.unjoined_escape``: SL201 at the
         yield when ``v`` was produced on a side stream that nothing joined, unless an event goes with it). A
         ``yield from`` a call delegates to another generator (its own yields are checked there): only a collection
         of values counts."""

@@ -14,7 +14,7 @@ class's protocol says that consumer must join (an event recorded after the write
 stream before its read): the order of the calls is the caller's, and a class whose join step is elsewhere must
 stay silent. A consumer that *returns* the field (or a name bound from it, a part of a tuple taken from it) is the
 object's hand-out point: its caller goes on with the value on its current stream, exactly as with a side-stream
-local returned unjoined (the hand-back check of ``Storages.unjoined_escape``). That is evidence of its own, but only
+local returned unjoined (the hand-back check of ``HandOuts.unjoined_escape``). That is evidence of its own, but only
 where nobody can join the producing stream in between:
 
 * no code of the project orders anything after that stream (:func:`~streamlint.model.flow.leaves.

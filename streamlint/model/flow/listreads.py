@@ -177,7 +177,7 @@ class ListReads:
         """``output = fn(*inputs)`` inside a side-stream scope, ``fn`` a parameter of the function (a callback) handed
         tracked or tensor-annotated tensors, ``output`` a bare name the function returns or yields: the callback's
         result is taken as device data made on that stream at the call (its findings are medium, ``Race.unknown``),
-        so handing it back unjoined is a join escape (``Storages.unjoined_escape``)."""
+        so handing it back unjoined is a join escape (``HandOuts.unjoined_escape``)."""
         if not isinstance(expr, cst.Call) or st.cur in (MAIN, self.default_key) or len(st.stack) < 2 \
                 or not (v is None or isinstance(v, KVal) and v.opaque) or self.tensors(st, v) \
                 or not isinstance(expr.func, cst.Name) or expr.func.value not in self.cfn.all_params \

@@ -23,7 +23,7 @@ from streamlint._lazy import cst
 from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
 from streamlint.model.streams import MAIN, derived, is_current_stream
-from streamlint.model.syntax import local_nodes
+from streamlint.model.syntax import local_nodes, self_attribute
 
 # methods that build the object's state once: a field set there is not released there
 _INIT_METHODS = ("__init__", "__post_init__", "setup", "build")
@@ -74,12 +74,6 @@ def held_fields(project, file: FileModel, class_name: str | None) -> dict[str, H
     return memo[key]
 
 
-def _self_field(node: cst.CSTNode) -> str | None:
-    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
-        return node.attr.value
-    return None
-
-
 def _summarise(project, file: FileModel, cls: ClassInfo) -> dict[str, HeldField]:
     reads: dict[str, list[SlotRead]] = {}
     releases: dict[str, list[Release]] = {}
@@ -128,10 +122,10 @@ def _recorded_fields(closure: FunctionInfo) -> set[str]:
         if site.method != "record_stream" or not isinstance(site.node.func, cst.Attribute):
             continue
         recv = site.node.func.value
-        while isinstance(recv, (cst.Subscript, cst.Attribute)) and _self_field(recv) is None:
+        while isinstance(recv, (cst.Subscript, cst.Attribute)) and self_attribute(recv) is None:
             recv = recv.value  # (`self.kept[k].data`: the field's)
-        if _self_field(recv) is not None:
-            out.add(_self_field(recv))
+        if self_attribute(recv) is not None:
+            out.add(self_attribute(recv))
         elif isinstance(recv, cst.Name):
             out |= bound.get(recv.value, set())
     return out
@@ -164,15 +158,15 @@ def _released(stmt: cst.CSTNode) -> str | None:
         targets = stmt.target.elements if isinstance(stmt.target, cst.Tuple) else [stmt.target]
         for t in targets:
             t = t.value if isinstance(t, cst.Element) else t
-            if isinstance(t, cst.Subscript) and _self_field(t.value):
-                return _self_field(t.value)
-            if _self_field(t):
-                return _self_field(t)
+            if isinstance(t, cst.Subscript) and self_attribute(t.value):
+                return self_attribute(t.value)
+            if self_attribute(t):
+                return self_attribute(t)
         return None
     if isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call):
         func = stmt.value.func
-        if isinstance(func, cst.Attribute) and func.attr.value in _RELEASE_CALLS and _self_field(func.value):
-            return _self_field(func.value)  # (a discarded pop: the value is dropped)
+        if isinstance(func, cst.Attribute) and func.attr.value in _RELEASE_CALLS and self_attribute(func.value):
+            return self_attribute(func.value)  # (a discarded pop: the value is dropped)
         return None
     if isinstance(stmt, cst.Assign):
         value = stmt.value
@@ -182,11 +176,11 @@ def _released(stmt: cst.CSTNode) -> str | None:
             and not value.args)
         for t in stmt.targets:
             target = t.target
-            if isinstance(target, cst.Subscript) and _self_field(target.value) and isinstance(value, cst.Name) \
+            if isinstance(target, cst.Subscript) and self_attribute(target.value) and isinstance(value, cst.Name) \
                     and value.value == "None":
-                return _self_field(target.value)
-            if _self_field(target) and empty:
-                return _self_field(target)
+                return self_attribute(target.value)
+            if self_attribute(target) and empty:
+                return self_attribute(target)
     return None
 
 
@@ -215,10 +209,10 @@ def _read_fields(stmt: cst.CSTNode) -> list[str]:
             elif isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in ("len", "id"):
                 skip |= {id(n) for n in local_nodes(node)}
             elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
-                    and node.func.attr.value in _HOST_ONLY | _WRITE_CALLS and _self_field(node.func.value):
+                    and node.func.attr.value in _HOST_ONLY | _WRITE_CALLS and self_attribute(node.func.value):
                 skip |= {id(n) for n in local_nodes(node.func)}
             else:
-                field = _self_field(node)
+                field = self_attribute(node)
                 if field is not None and field not in out:
                     out.append(field)
     return out
@@ -327,14 +321,14 @@ def _stored_fields(method: FunctionInfo, names: set[str]) -> frozenset[str]:
             if any(isinstance(n, cst.Name) and n.value in names for n in local_nodes(stmt.value)):
                 for t in stmt.targets:
                     target = t.target.value if isinstance(t.target, cst.Subscript) else t.target
-                    if _self_field(target):
-                        out.add(_self_field(target))
+                    if self_attribute(target):
+                        out.add(self_attribute(target))
         elif isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call):
             func = stmt.value.func
-            if isinstance(func, cst.Attribute) and func.attr.value in _WRITE_CALLS and _self_field(func.value) \
+            if isinstance(func, cst.Attribute) and func.attr.value in _WRITE_CALLS and self_attribute(func.value) \
                     and any(isinstance(n, cst.Name) and n.value in names
                             for a in stmt.value.args for n in local_nodes(a.value)):
-                out.add(_self_field(func.value))
+                out.add(self_attribute(func.value))
     return frozenset(out)
 
 
@@ -349,7 +343,7 @@ def stream_text(project, file: FileModel, fn: FunctionInfo, expr: cst.BaseExpres
         if len(values) == 1 and values[0] is not None and _depth < 4:  # (bounded: `a, b = b, a`)
             return stream_text(project, file, fn, values[0], _depth + 1)
         return None
-    if _self_field(expr):
+    if self_attribute(expr):
         return file.code(expr)
     return None
 

@@ -56,6 +56,18 @@ def class_field(cls: cst.ClassDef, attr: str) -> "cst.AnnAssign | cst.Assign | N
     return None
 
 
+def self_attribute(expr: cst.CSTNode | None) -> str | None:
+    """``self.x`` -> ``x``; None for anything else (``self.x[i]``, ``self.x.y``, ``other.x``)."""
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        return expr.attr.value
+    return None
+
+
+def node_code(node: cst.CSTNode) -> str:
+    """A node's source text rendered on its own (no file needed: a comparison key such as ``self.ev`` or ``None``)."""
+    return cst.Module(body=[]).code_for_node(node)
+
+
 def param_named(fn: cst.FunctionDef, name: str) -> cst.Param | None:
     """``fn``'s parameter ``name`` (positional-only, positional or keyword-only; not ``*args`` / ``**kwargs``)."""
     params = fn.params

@@ -38,12 +38,12 @@ from streamlint._lazy import cst
 from streamlint.model.file import FileModel, FunctionInfo
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.results import Lifetime
-from streamlint.model.heldslots import _INIT_METHODS, _after_joins, _class_call_streams, _join_lines, _self_field, \
+from streamlint.model.heldslots import _INIT_METHODS, _after_joins, _class_call_streams, _join_lines, \
     _statements, _stream_at
 from streamlint.model.streams import MAIN
 from streamlint.model.stepstate import _bare_allocation, _construction
 from streamlint.model.file import dotted
-from streamlint.model.syntax import local_nodes, param_named
+from streamlint.model.syntax import local_nodes, param_named, self_attribute
 from streamlint.model.tensors import _NON_TENSOR_RECEIVER_METHODS, tensor_method, torch_returns_tensor
 from streamlint.model.tensoruse import tensor_annotation, tensor_only_method
 from streamlint.model.tensors import VIEW_ATTRS, VIEW_METHODS
@@ -218,11 +218,11 @@ def _binding(stmt: cst.CSTNode, field: str):
         targets = stmt.target.elements if isinstance(stmt.target, cst.Tuple) else [stmt.target]
         for t in targets:
             t = t.value if isinstance(t, cst.Element) else t
-            if _self_field(t.value if isinstance(t, cst.Subscript) else t) == field:
+            if self_attribute(t.value if isinstance(t, cst.Subscript) else t) == field:
                 return None
         return _NOT
     if isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call) and isinstance(stmt.value.func, cst.Attribute) \
-            and _self_field(stmt.value.func.value) == field:
+            and self_attribute(stmt.value.func.value) == field:
         method = stmt.value.func.attr.value
         if method in _RELEASES:
             return None
@@ -235,17 +235,17 @@ def _binding(stmt: cst.CSTNode, field: str):
             names = target.elements if isinstance(target, (cst.Tuple, cst.List)) else None
             if names is not None:
                 for i, el in enumerate(names):
-                    if _self_field(el.value) != field:
+                    if self_attribute(el.value) != field:
                         continue
                     values = stmt.value.elements if isinstance(stmt.value, (cst.Tuple, cst.List)) else None
                     if values is None or len(values) != len(names) or isinstance(values[i], cst.StarredElement):
                         return _UNKNOWN  # (`self.fmt, caches = discover(...)`: which item, of what type, is not seen)
                     value = values[i].value
                     return None if isinstance(value, cst.Name) and value.value == "None" else value
-            elif _self_field(target) == field:
+            elif self_attribute(target) == field:
                 value = stmt.value
                 return None if _empty(value) else value
-            elif isinstance(target, cst.Subscript) and _self_field(target.value) == field:
+            elif isinstance(target, cst.Subscript) and self_attribute(target.value) == field:
                 value = stmt.value
                 return None if isinstance(value, cst.Name) and value.value == "None" else _Stored(value)
     return _NOT
@@ -377,7 +377,7 @@ def _stored_elsewhere(method: FunctionInfo, name: str, field: str) -> bool:
     for stmt in _statements(method.node.body):
         if isinstance(stmt, (cst.Assign, cst.AnnAssign)) and stmt.value is not None:
             targets = [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else [stmt.target]
-            if all(_self_field(t) == field for t in targets):
+            if all(self_attribute(t) == field for t in targets):
                 continue
             if any(isinstance(n, cst.Name) and n.value == name for n in local_nodes(stmt.value)) \
                     and any(isinstance(t, (cst.Attribute, cst.Subscript)) for t in targets):
@@ -414,16 +414,16 @@ def _keeps_alias(fn: FunctionInfo, field: str) -> bool:
     """Does the reading function keep what the field holds elsewhere (``self._inflight.append(blocks)`` with
     ``blocks = self._plan``, ``self._last = self._plan``)?"""
     aliases = {name for name, values in fn.name_assigns.items()
-               if values and all(v is not None and _self_field(v) == field for v in values)}
+               if values and all(v is not None and self_attribute(v) == field for v in values)}
     for stmt in _statements(fn.node.body):
         if isinstance(stmt, (cst.Assign, cst.AnnAssign)) and stmt.value is not None:
             targets = [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else [stmt.target]
-            if any(isinstance(t, (cst.Attribute, cst.Subscript)) and _self_field(t) != field for t in targets) \
-                    and (_self_field(stmt.value) == field
+            if any(isinstance(t, (cst.Attribute, cst.Subscript)) and self_attribute(t) != field for t in targets) \
+                    and (self_attribute(stmt.value) == field
                          or isinstance(stmt.value, cst.Name) and stmt.value.value in aliases):
                 return True
     for site in fn.calls:
-        if site.method in _KEEPS and any(_self_field(a.value) == field or isinstance(a.value, cst.Name)
+        if site.method in _KEEPS and any(self_attribute(a.value) == field or isinstance(a.value, cst.Name)
                                          and a.value.value in aliases for a in site.node.args):
             return True
     return False

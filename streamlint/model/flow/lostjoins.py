@@ -55,7 +55,7 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
 from streamlint.model.streams import derived
-from streamlint.model.syntax import local_nodes
+from streamlint.model.syntax import local_nodes, self_attribute
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -81,9 +81,7 @@ def _self_field(expr: cst.BaseExpression | None) -> str | None:
     """``self.x`` / ``self.x[i]`` -> ``x``."""
     while isinstance(expr, cst.Subscript):
         expr = expr.value
-    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
-        return expr.attr.value
-    return None
+    return self_attribute(expr)
 
 
 def _work_before(project: Project, file: FileModel, fn: FunctionInfo, node: cst.CSTNode) \

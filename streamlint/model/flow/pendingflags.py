@@ -14,21 +14,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 from streamlint._lazy import cst
-from streamlint.model.syntax import local_nodes
+from streamlint.model.syntax import local_nodes, node_code, self_attribute
 
 if TYPE_CHECKING:
     from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
-
-
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module(body=[]).code_for_node(node)
-
-
-def self_field(expr: cst.BaseExpression | None) -> str | None:
-    """``self.F`` -> ``F``."""
-    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
-        return expr.attr.value
-    return None
 
 
 def recorded_fields(cls: ClassInfo, skip: Callable[[FunctionInfo], bool] | None = None) \
@@ -46,7 +35,7 @@ def recorded_fields(cls: ClassInfo, skip: Callable[[FunctionInfo], bool] | None 
                 target = node.func.value
             elif site.method == "record_event" and node.args:
                 target = node.args[0].value
-            field = self_field(target)
+            field = self_attribute(target)
             if field is not None:
                 out.append((m, field, node))
         for a in m.assigns:
@@ -63,7 +52,7 @@ def flag_assigns(fn: FunctionInfo, value: str) -> list[tuple[str, cst.Assign]]:
     out: list[tuple[str, cst.Assign]] = []
     for node in local_nodes(fn.node.body):
         if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value == value:
-            out.extend((field, node) for t in node.targets if (field := self_field(t.target)) is not None)
+            out.extend((field, node) for t in node.targets if (field := self_attribute(t.target)) is not None)
     return out
 
 
@@ -74,7 +63,7 @@ def _self_flag_sets(fn: FunctionInfo, value: str) -> set[str]:
 
 def _reads(expr: cst.CSTNode, field: str) -> bool:
     """Does ``expr`` read ``self.<field>`` (an ``Attribute`` node: ``self.busy_count`` is not ``self.busy``)?"""
-    return any(isinstance(n, cst.Attribute) and self_field(n) == field for n in local_nodes(expr))
+    return any(isinstance(n, cst.Attribute) and self_attribute(n) == field for n in local_nodes(expr))
 
 
 def tests_field(fn: FunctionInfo, field: str) -> bool:
@@ -101,10 +90,10 @@ def _waits_field(fn: FunctionInfo, field: str) -> bool:
     """``X.wait_event(self.<field>)``, ``self.<field>.wait()`` / ``.synchronize()`` in ``fn``."""
     for site in fn.calls:
         node = site.node
-        if site.method == "wait_event" and node.args and _code(node.args[0].value) == f"self.{field}":
+        if site.method == "wait_event" and node.args and node_code(node.args[0].value) == f"self.{field}":
             return True
         if site.method in ("wait", "synchronize") and isinstance(node.func, cst.Attribute) \
-                and _code(node.func.value) == f"self.{field}":
+                and node_code(node.func.value) == f"self.{field}":
             return True
     return False
 
@@ -119,12 +108,12 @@ def _marks_gating(fn: FunctionInfo, node: cst.CSTNode) -> set[str]:
             negated = {id(n.expression) for n in local_nodes(stmt.test)
                        if isinstance(n, cst.UnaryOperation) and isinstance(n.operator, cst.Not)}
             out |= {field for a in local_nodes(stmt.test) if isinstance(a, cst.Attribute)
-                    and id(a) not in negated and (field := self_field(a)) is not None}
+                    and id(a) not in negated and (field := self_attribute(a)) is not None}
     for stmt in body:
         if any(n is node for n in local_nodes(stmt)):
             break
         if isinstance(stmt, cst.If) and isinstance(stmt.test, cst.UnaryOperation) \
-                and isinstance(stmt.test.operator, cst.Not) and self_field(stmt.test.expression) is not None and any(
+                and isinstance(stmt.test.operator, cst.Not) and self_attribute(stmt.test.expression) is not None and any(
                 isinstance(n, cst.Return) for n in local_nodes(stmt.body)):
             out.add(stmt.test.expression.attr.value)
     return out
@@ -149,4 +138,4 @@ def gated_by_mark(file: FileModel, method: FunctionInfo, site) -> bool:
     return False
 
 
-__all__ = ["fences", "flag_assigns", "gated_by_mark", "recorded_fields", "self_field", "tests_field"]
+__all__ = ["fences", "flag_assigns", "gated_by_mark", "recorded_fields", "tests_field"]

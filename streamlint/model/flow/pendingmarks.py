@@ -30,16 +30,12 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.file import dotted
 from streamlint.model.streams import derived
-from streamlint.model.syntax import local_nodes, mentions_name
+from streamlint.model.syntax import local_nodes, mentions_name, node_code
 
 if TYPE_CHECKING:
     from streamlint.model.file import FileModel, FunctionInfo
     from streamlint.model.flow.joinsteps import SilentJoin
     from streamlint.model.project import Project
-
-
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module(body=[]).code_for_node(node)
 
 
 _ORDERING = frozenset({"record", "record_event", "query", "wait_event", "wait_stream", "synchronize", "wait", "join"})
@@ -82,10 +78,10 @@ def _on_current_stream(fn: FunctionInfo, record: cst.CSTNode) -> bool:
         stream = call.args[0].value
     else:
         stream = call.func.value
-    if "current_stream" in _code(stream):
+    if "current_stream" in node_code(stream):
         return True
     return isinstance(stream, cst.Name) and any(
-        "current_stream" in _code(v) for v in fn.name_assigns.get(stream.value, ()))
+        "current_stream" in node_code(v) for v in fn.name_assigns.get(stream.value, ()))
 
 
 def _ordered_around_calls(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
@@ -134,12 +130,12 @@ def _slot_take(stmt: cst.CSTNode) -> tuple[str, str, str] | None:
     name, value = small.targets[0].target.value, small.value
     if isinstance(value, cst.Attribute) and not (isinstance(value.value, cst.Name) and value.value.value in (
             "self", "cls")):
-        return name, _code(value.value), value.attr.value
+        return name, node_code(value.value), value.attr.value
     if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "getattr" \
             and len(value.args) == 3 and isinstance(value.args[1].value, cst.SimpleString) \
-            and _code(value.args[2].value) == "None":
+            and node_code(value.args[2].value) == "None":
         field = value.args[1].value.evaluated_value
-        holder = _code(value.args[0].value)
+        holder = node_code(value.args[0].value)
         if isinstance(field, str) and field.isidentifier() and holder not in ("self", "cls"):
             return name, holder, field
     return None
@@ -147,9 +143,9 @@ def _slot_take(stmt: cst.CSTNode) -> tuple[str, str, str] | None:
 
 def _clears(body: cst.CSTNode, holder: str, field: str) -> cst.CSTNode | None:
     """The first ``<holder>.<field> = None`` in ``body``."""
-    return next((node for node in local_nodes(body) if isinstance(node, cst.Assign) and _code(node.value) == "None"
+    return next((node for node in local_nodes(body) if isinstance(node, cst.Assign) and node_code(node.value) == "None"
                  and any(isinstance(t.target, cst.Attribute) and t.target.attr.value == field
-                         and _code(t.target.value) == holder for t in node.targets)), None)
+                         and node_code(t.target.value) == holder for t in node.targets)), None)
 
 
 def _recorded_slot(project: Project, field: str) -> bool:
@@ -250,7 +246,7 @@ def _module_dicts(file: FileModel) -> set[str]:
             target, value = small.target.value, small.value
         else:
             continue
-        if isinstance(value, cst.Dict) and not value.elements or _code(value) == "dict()":
+        if isinstance(value, cst.Dict) and not value.elements or node_code(value) == "dict()":
             out.add(target)
     return out
 
@@ -262,7 +258,7 @@ def _entry_stores(fn: FunctionInfo, name: str) -> tuple[bool, bool]:
     for node in local_nodes(fn.node.body):
         if isinstance(node, cst.Assign) and any(isinstance(t.target, cst.Subscript) and isinstance(
                 t.target.value, cst.Name) and t.target.value.value == name for t in node.targets):
-            if _code(node.value) in _FALSY:
+            if node_code(node.value) in _FALSY:
                 lowers = True
             else:
                 raises = True
@@ -281,18 +277,18 @@ def _side_recorded_entries(fn: FunctionInfo, name: str) -> cst.CSTNode | None:
     nor synchronises: its join is left to other code."""
     entries = {n for n, values in fn.name_assigns.items() if values and all(
         name in {x.value for x in local_nodes(v) if isinstance(x, cst.Name)} for v in values)}
-    waited = {_code(site.node.args[0].value) for site in fn.calls if site.method == "wait_event" and site.node.args}
-    waited |= {_code(site.node.func.value) for site in fn.calls if site.method in ("wait", "synchronize", "query")
+    waited = {node_code(site.node.args[0].value) for site in fn.calls if site.method == "wait_event" and site.node.args}
+    waited |= {node_code(site.node.func.value) for site in fn.calls if site.method in ("wait", "synchronize", "query")
                and isinstance(site.node.func, cst.Attribute)}
     for site in fn.calls:
         node = site.node
         if site.method != "record" or not isinstance(node.func, cst.Attribute) or not node.args \
-                or "current_stream" in _code(node.args[0].value):
+                or "current_stream" in node_code(node.args[0].value):
             continue
         target = node.func.value
         held = isinstance(target, cst.Name) and target.value in entries or isinstance(target, cst.Subscript) \
             and isinstance(target.value, cst.Name) and target.value.value == name
-        if held and _code(target) not in waited:
+        if held and node_code(target) not in waited:
             return node
     return None
 

@@ -224,8 +224,9 @@ class Expressions:
         st.env, st.held = saved, saved_held
         if isinstance(e, (cst.ListComp, cst.GeneratorExp)) and isinstance(v, TVal) and v.sid in walked:
             return self.new_tensor(st, v.sid, v.vid)
-        if isinstance(v, TVal) and v.sid not in before and not self.is_host(st, v) \
+        if isinstance(v, TVal) and v.sid in st.stores and v.sid not in before and not self.is_host(st, v) \
                 and async_copy_element(e.value if isinstance(e, cst.DictComp) else e.elt):
+            st.stores[v.sid].copies = True  # (a loop over it walks its copies: storage.placed_element)
             return self.new_tensor(st, v.sid, v.vid)  # `{k: t.to(dev, non_blocking=True) for ...}`: one transfer
         return None
 

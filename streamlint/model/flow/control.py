@@ -530,8 +530,9 @@ class ControlFlow:
                     handed = self.argument_elements(s, node)  # the caller's tensors, element by element
                     handed.update(self.covering_bindings(s, node))  # every index picking streams (indexsets.py)
                     for name in target_names(node.target):
-                        self.bind(s, name, handed[name] if name in handed else self.placed_element(s, items)
-                                  if isinstance(node.target, cst.Name) else None, node)
+                        self.bind(s, name, handed[name] if name in handed else self.copies_value(s, node, name)
+                                  or (self.placed_element(s, items) if isinstance(node.target, cst.Name) else None),
+                                  node)
                         if walked:
                             s.elem_of[name] = walked
                     self.hold_elements(s, node.iter, node.target)  # a local list of pending host copies

@@ -78,6 +78,16 @@ def device_copy_at(project: Project, file: FileModel, fn: FunctionInfo, call: cs
     return True
 
 
+def async_copy_element(e: cst.BaseExpression) -> bool:
+    """Is ``e`` (a comprehension's element) a non-blocking device copy, ``t.to(dev, non_blocking=True)`` /
+    ``t.cuda(non_blocking=True)``: a collection of such copies is one transfer, made together on one stream
+    (``{k: t.to(dev, non_blocking=True) for k, t in host.items()}``), not a set of slots used apart."""
+    if not (isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value in _COPY_METHODS):
+        return False
+    flag = _keyword(e, "non_blocking")
+    return flag is not None and not _false(flag)
+
+
 def _keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
     return next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
 

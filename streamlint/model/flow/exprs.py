@@ -13,7 +13,7 @@ from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, dotted, string_value
 from streamlint.model.flow.entryctx import note_call
 from streamlint.model.flow.computed import computes_tensor, device_factory
-from streamlint.model.flow.devicecopies import device_copy_at
+from streamlint.model.flow.devicecopies import async_copy_element, device_copy_at
 from streamlint.model.flow.counters import NVal, counter_part
 from streamlint.model.flow.guessedresults import guessed_result
 from streamlint.model.flow.places import cached_stream_getter, host_arguments, memoised, module_receiver
@@ -219,10 +219,15 @@ class Expressions:
                 st.held.pop(n, None)
             self.hold_elements(st, f.iter, f.target)  # a local list of pending host copies
             f = f.inner_for_in
+        before = set(st.stores)
         v = self.ev(st, e.value if isinstance(e, cst.DictComp) else e.elt)
         st.env, st.held = saved, saved_held
         if isinstance(e, (cst.ListComp, cst.GeneratorExp)) and isinstance(v, TVal) and v.sid in walked:
             return self.new_tensor(st, v.sid, v.vid)
+        if isinstance(v, TVal) and v.sid in st.stores and v.sid not in before and not self.is_host(st, v) \
+                and async_copy_element(e.value if isinstance(e, cst.DictComp) else e.elt):
+            st.stores[v.sid].copies = True  # (a loop over it walks its copies: storage.placed_element)
+            return self.new_tensor(st, v.sid, v.vid)  # `{k: t.to(dev, non_blocking=True) for ...}`: one transfer
         return None
 
     def subscript(self, st: State, e: cst.Subscript) -> object:

@@ -125,12 +125,31 @@ class Storages(HandOuts):
     def placed_element(self, st: State, v: object) -> KVal | None:
         """An element of a collection of untracked type whose elements a tensor op wrote (``for g in grads``
         after ``dist.all_reduce(grads[0])``): a place of the same storage; an element of a long-lived tensor
-        collection (the static buffers of a replayed graph): a view of it; else nothing known."""
-        if isinstance(v, TVal) and v.sid in st.stores and st.stores[v.sid].kind == "long":
+        collection (the static buffers of a replayed graph) or of a comprehension of device copies (``for b in
+        blocks: b.record_stream(cur)``): a view of it; else nothing known."""
+        if isinstance(v, TVal) and v.sid in st.stores and (st.stores[v.sid].kind == "long" or st.stores[v.sid].copies):
             return self.new_tensor(st, v.sid, v.vid)
         if isinstance(v, KVal) and (v.opaque and v.key.split("[", 1)[0] in st.long or v.key.startswith("self.")):
             return KVal(f"{v.key}[:]", v.glob, True)
         return None
+
+    def copies_value(self, st: State, node: cst.For, name: str) -> TVal | None:
+        """``for v in dev.values()`` / ``for k, v in dev.items()`` over a comprehension of device copies
+        (``dev = {k: h.to(d, non_blocking=True) for ...}``): ``v`` is a view of the copies (``v.record_stream(cur)``
+        records them); None for any other loop or target."""
+        it, target = node.iter, node.target
+        if not (isinstance(it, cst.Call) and not it.args and isinstance(it.func, cst.Attribute)
+                and it.func.attr.value in ("values", "items")):
+            return None
+        if it.func.attr.value == "values" and not (isinstance(target, cst.Name) and target.value == name):
+            return None
+        if it.func.attr.value == "items" and not (isinstance(target, cst.Tuple) and len(target.elements) == 2
+                                                  and isinstance(target.elements[1].value, cst.Name)
+                                                  and target.elements[1].value.value == name):
+            return None
+        v = self.ev(st, it.func.value)
+        S = st.stores.get(v.sid) if isinstance(v, TVal) else None
+        return self.new_tensor(st, v.sid, v.vid) if S is not None and S.copies else None
 
     def place(self, st: State, v: object) -> object:
         """A value of untracked type that a tensor op writes (``dist.all_reduce(bucket.data)``,

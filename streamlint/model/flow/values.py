@@ -136,8 +136,8 @@ class Access:
 
 
 class Storage:
-    __slots__ = ("alloc", "born", "container", "d2h", "dead", "escaped", "exit", "handed", "kind", "last_write",
-                 "name", "origin", "parts", "reads", "recorded", "sid", "uses")
+    __slots__ = ("alloc", "born", "copies", "container", "d2h", "dead", "escaped", "exit", "handed", "kind",
+                 "last_write", "name", "origin", "parts", "reads", "recorded", "sid", "uses")
 
     def __init__(self, sid: int, name: str | None, kind: str, alloc: str, last_write: Access | None) -> None:
         self.sid, self.name, self.kind, self.alloc = sid, name, kind, alloc
@@ -154,11 +154,12 @@ class Storage:
         self.exit: cst.CSTNode | None = None  # the return of the inlined helper that handed it back still pending
         self.handed: tuple | None = None  # (statement, destination, consumer): its first hand-over after a join (consumers.py)
         self.container: str | None = None  # an element of a collection parameter: the parameter (elements.py)
+        self.copies = False  # a comprehension of device copies (``[b.to(d, non_blocking=True) for b in bs]``)
 
     def clone(self) -> Storage:
         s = Storage(self.sid, self.name, self.kind, self.alloc, self.last_write)
         s.origin, s.d2h, s.born, s.exit, s.handed = self.origin, self.d2h, self.born, self.exit, self.handed
-        s.container = self.container
+        s.container, s.copies = self.container, self.copies
         s.reads, s.uses, s.recorded = list(self.reads), list(self.uses), set(self.recorded)
         s.parts = list(self.parts)
         s.escaped, s.dead = self.escaped, self.dead

@@ -738,6 +738,10 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
         confidence = Confidence.MEDIUM
         hint += (f"; `{race.name}` holds host memory and is handed to a call of code not seen here: this assumes "
                  "that call reads its data, not only its address and size (a transfer descriptor)")
+    if race.host_handed and race.gated:
+        confidence = Confidence.LOW
+        hint += ("; an event recorded after the write goes on with what that call made, kept for its consumer to "
+                 "wait: this assumes the call itself reads the data before that wait")
     if race.inlined is not None:
         confidence = Confidence.MEDIUM
         hint += ("; the access is inside the called helper, on the stream this function made current: "

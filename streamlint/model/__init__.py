@@ -150,7 +150,9 @@ Layer 3 — one function's flow
                     made from it: a host object whose ``wait()`` is the join, unless its done-callback queues
                     stream work), ``scopenone`` (a stream whose scope a path entered
                     is not None there), ``notnone`` (a name bound to ``a + b``, a display or a comprehension is
-                    not None), ``roundtests`` (a stream-list walk's round decides ``if i > 0:`` / ``if s is not
+                    not None), ``absentevents`` (``if rec.ev is not None: s.wait_event(rec.ev)``: on the arm where a
+                    record's event of unknown origin is None, no work is pending on the record; that arm is ordered
+                    as the waiting one), ``roundtests`` (a stream-list walk's round decides ``if i > 0:`` / ``if s is not
                     main:``: its index, and new streams are never the entry stream; two stream names a path
                     takes for one stream know each other's work), ``indexsets`` (a loop over every index of a collection picking streams
                     from a list joins / forks every stream picked through it: family keys ``xs[I[*]]``),

@@ -16,11 +16,12 @@ elsewhere (precision first). The answer is memoised per function in the project.
 :func:`device_factory` answers the factory case apart: a helper whose every ``return`` builds a tensor with a torch
 factory (``return torch.tensor([total], device=device)``, a local bound only to one) whose device is known at the
 call not to be the host (the call's argument bound to the ``device`` parameter, else its default: ``"cuda"``,
-``torch.device("npu", rank)``, ``torch.cuda.current_device()``, a local bound only to one) hands back a fresh device
+``torch.device("npu", rank)``, ``torch.cuda.current_device()``, the device of a model's parameters
+``next(model.parameters()).device``, a local bound only to one) hands back a fresh device
 tensor, as the factory written in the caller would: its result is the caller's allocation (``torch.empty``) or write
 (a filled factory) on the current stream, not an opaque value. So a blocking ``.item()`` of it later orders the host
 after everything queued on that stream (issue 16, [item-sync]). A device the call leaves unknown (a parameter passed
-through, a tensor's ``.device``, ``None``) or the host (``token_count(b, "cpu")``) keeps the result opaque.
+through, another tensor's ``.device``, ``None``) or the host (``token_count(b, "cpu")``) keeps the result opaque.
 """
 
 from __future__ import annotations
@@ -134,7 +135,24 @@ def _known_device(e: cst.BaseExpression | None, file: FileModel, fn: FunctionInf
     if isinstance(e, cst.Name) and e.value not in fn.all_params and depth < 3:
         bound = fn.name_assigns.get(e.value) or []
         return len(bound) == 1 and _known_device(bound[0], file, fn, depth + 1)
-    return False
+    return _module_device(e)
+
+
+def _module_device(e: cst.BaseExpression | None) -> bool:
+    """``next(model.parameters()).device`` / ``next(iter(model.buffers())).device``: the device the model computes
+    on. The interpreter takes the model's outputs for device tensors of the current stream (an unseen call's
+    result); a tensor the step makes beside them on that device is as much device memory, as a factory written
+    in the caller with that ``device=`` already is (``host_factory``): a helper building it is read the same way.
+    Not any tensor's ``.device`` (a pinned staging buffer's is the host)."""
+    if not (isinstance(e, cst.Attribute) and e.attr.value == "device" and isinstance(e.value, cst.Call)
+            and isinstance(e.value.func, cst.Name) and e.value.func.value == "next" and len(e.value.args) == 1):
+        return False
+    inner = e.value.args[0].value
+    if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Name) and inner.func.value == "iter" \
+            and len(inner.args) == 1:
+        inner = inner.args[0].value
+    return isinstance(inner, cst.Call) and not inner.args and isinstance(inner.func, cst.Attribute) \
+        and inner.func.attr.value in ("parameters", "buffers")
 
 
 def _computed(project: Project, file: FileModel, fn: FunctionInfo, e: cst.BaseExpression, depth: int) -> bool:

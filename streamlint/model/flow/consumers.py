@@ -64,8 +64,10 @@ class Consumers:
             self.__dict__.setdefault("made_knew", {})[S.sid] = (dict(st.know(stream)), dict(st.last_op))
             if self.depth:  # made by an inlined helper: which one (a join there is that helper's own)
                 self.__dict__.setdefault("made_in", {})[S.sid] = id(self.frames[-1][1].node)
-            if st.know(stream).get(MAIN, -1) >= st.last_op.get(MAIN, 0):  # this entry onto the stream began with
-                self.__dict__.setdefault("forked", set()).add(S.sid)  # a wait on the current stream's work so far
+            if st.know(stream).get(MAIN, -1) >= st.last_op.get(MAIN, 0) \
+                    and stream not in self.__dict__.get("absent_waited", ()):  # (not a record's absent token's wait)
+                self.__dict__.setdefault("forked", set()).add(S.sid)  # this entry onto the stream began with a wait
+                # on the current stream's work so far
         return S
 
     def wait_stream(self, st: State, waiter: str, producer: str) -> None:

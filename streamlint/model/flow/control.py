@@ -223,7 +223,7 @@ class ControlFlow:
         elif isinstance(target, cst.Attribute):
             if st.loose_uses:  # `p.grad = None`: the tensor the attribute held loses that owner
                 self.unset_place(st, target, value_node)
-            self.escape(st, v, into=target)
+            self.escape(st, self.displayed(v, value_node), into=target)  # (a dict display: its values are kept)
             key = self.render(st, target)
             self.note_event_field(st, target, v, key)  # `req.ready = Event()`: travels with req (escapes.py)
             if key.startswith("self.") and key.count(".") == 1:
@@ -250,7 +250,8 @@ class ControlFlow:
             if isinstance(base, TVal) or (isinstance(base, KVal) and tensor_value and self.tensors(st, base)):
                 self.op(st, target, [v], [base], result=False, read_writes=False)
             else:
-                self.escape(st, v, into=target)  # a container slot (dict / list of events, tensors, objects)
+                self.escape(st, self.displayed(v, value_node), into=target)  # a container slot (dict / list of
+                # events, tensors, objects; a dict display's values: `self._pending[k] = {"buf": b, "ready": ev}`)
                 self.slot_put(st, target, v)
                 if isinstance(target.value, cst.Name) and (target.value.value in st.env
                                                            or closure_container(self.cfn, target.value.value)):
@@ -478,6 +479,7 @@ class ControlFlow:
 
         def other(s: State) -> list[State]:
             if node.orelse is None:
+                self.absent_event_waits(s, node)  # `if rec.ev is not None: s.wait_event(rec.ev)`: absentevents.py
                 return [s]
             if isinstance(node.orelse, cst.If):
                 return self.stmt(node.orelse, s)

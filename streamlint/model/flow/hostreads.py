@@ -482,6 +482,13 @@ class HostReads:
         if held:
             st.held[root.value] = tuple(dict.fromkeys(st.held.get(root.value, ()) + held))
 
+    def displayed(self, v: object, value_node: cst.BaseExpression | None) -> object:
+        """The value stored by an assignment: for a dict display (which evaluates to no value of its own), the
+        values it was built from (``dict_values``), so that storing it in a field or a slot keeps them."""
+        if v is None and isinstance(value_node, cst.Dict):
+            return self.dict_values.get(id(value_node))
+        return v
+
     def hold_dict(self, st: State, name: str, value_node: cst.BaseExpression | None) -> None:
         """``staged = {"values": pinned, ...}``: the local dict holds the tensors its literal's values are."""
         held = tuple(tv.sid for tv in self.tensors(st, self.dict_values.get(id(value_node))))

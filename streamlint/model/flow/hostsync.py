@@ -12,7 +12,9 @@ Not reported: work the host synchronised (``st.host``) or the current stream alr
 blocking transfer on it covers it too), an event recorded after the work and handed along with the signal
 (the receiver synchronises it: ``Expressions.handoff``; also an event of unknown origin, taken from a pool with
 the buffer, recorded here and sent back with it), a stream some other function of the project
-waits for or synchronises (the receiver joins it itself: ``leaves.stream_joined_elsewhere``) — a stream only
+waits for or synchronises (the receiver joins it itself: ``leaves.stream_joined_elsewhere``; a stream taken from a
+list of them, ``self.streams[i]``, when a function joins every element of that list, ``for s in self.streams:
+s.synchronize()``: a fork of the list's streams does not count there) — a stream only
 *forked* elsewhere (``S.wait_stream(cur)``: S made to wait, nothing ordered after it) counts only while no
 receiver of the signal is known to ignore it: when every function that waits on the signal's channel
 (``flag.wait()``, ``q.get()``) reads on without running on that stream or joining it, the fork protects
@@ -36,7 +38,8 @@ from __future__ import annotations
 from streamlint._lazy import cst
 from streamlint.model.apis import HOST_SIGNAL_BARE_METHODS, HOST_SIGNAL_METHODS, HOST_SIGNAL_RECEIVE_METHODS
 from streamlint.model.flow.hostreads import data_names
-from streamlint.model.flow.leaves import JOIN_METHODS, names_stream, stream_joined_elsewhere, stream_name
+from streamlint.model.flow.leaves import JOIN_METHODS, container_name, names_stream, stream_joined_elsewhere, \
+    stream_name
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.flow.results import HostRead
 from streamlint.model.flow.values import EVal, State, TVal, TupVal
@@ -80,6 +83,9 @@ class HostSyncs:
                     not stream_joined_elsewhere(self.project, name, forks=False)
                     and receivers_continue(self.project, signal_name(recv), name) is False):
                 continue  # the receiver (or another method) synchronises that stream itself
+            box = container_name(run.stream) if name is None else None  # `self.streams[i]`: an element of a list
+            if box is not None and stream_joined_elsewhere(self.project, box, forks=False):
+                continue  # a join of that list's elements (`for s in self.streams: s.synchronize()`), not a fork
             if id(self.anchor) not in self.host_reads:
                 self.host_reads[id(self.anchor)] = HostRead(self.anchor, self.cfile.code(recv), run.stream,
                                                             run.node, f".{name}()", self.cfg.mode, "signal")

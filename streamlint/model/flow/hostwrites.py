@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import replace
 
 from streamlint._lazy import cst
 from streamlint.model.devobjects import object_classes
@@ -238,11 +239,13 @@ class HostWrites:
         t0 = self.clock
         handed = frozenset(tv.sid for v in reads for tv in self.tensors(st, v) if not self.is_host(st, tv)
                            and self._host_memory(st, tv)) if self.unseen_call and not writes else frozenset()
-        saved, self.host_handed_now = self.host_handed_now, handed
+        gates = self.note_handed_gates(st, handed, t0 + 1)
+        saved, self.host_handed_now = (self.host_handed_now, self.gates_now), handed
+        self.gates_now = gates
         try:
             out = super().op(st, node, reads, writes, result, read_writes)  # type: ignore[misc]
         finally:
-            self.host_handed_now = saved
+            self.host_handed_now, self.gates_now = saved
         self.host_handed_reads |= {(sid, t0 + 1) for sid in handed}
         for sid in host:
             S = st.stores.get(sid)
@@ -262,6 +265,38 @@ class HostWrites:
             return self.op(st, node, reads)
         finally:
             self.unseen_call = saved
+
+    def note_handed_gates(self, st: State, handed: frozenset[int], time: int) -> dict[int, frozenset[str]]:
+        """The events recorded, on the stream that last wrote each host storage ``handed`` to a call of code not seen,
+        after that write (``ev.record(copy_stream)`` after the D2H into the pinned slot, then
+        ``agent.describe(slot_view)``): the write's join tokens existing when the call is handed the memory."""
+        found: dict[int, frozenset[str]] = {}
+        for sid in handed:
+            S = st.stores.get(sid)
+            lw = S.last_write if S is not None else None
+            if lw is None or lw.stream in (st.cur, HOST):
+                continue
+            keys = frozenset(k for k, snap in st.events.items() if snap.get(lw.stream, -1) >= lw.time)
+            if keys:
+                self.handed_gates[(sid, time)] = found[sid] = keys
+        return found
+
+    def mark_gated(self) -> None:
+        """At the end of the run: a race one access of which is a call of code not seen handed host memory
+        (``Race.host_handed``) after the memory's last write on another stream was covered by an event this function
+        then hands on (kept on an object or in a record for its consumer: ``handed_events``) is a gated hand-off
+        (``Race.gated``): the call is given the memory with the join token of its write, which travels to whoever reads
+        the data (a transfer engine's descriptor built from the slot's address, the event stored beside it); the
+        finding rests on that call reading the data itself (low). An early record only such a race found goes."""
+        self.races = {k: replace(r, gated=True) if r.host_handed and r.gates & self.handed_events else r
+                      for k, r in self.races.items()}
+        for ident, gates in self.early_gates.items():
+            if gates & self.handed_events:
+                self.early_records.pop(ident, None)
+
+    def race_gates(self, sid: int, earlier: int) -> frozenset[str]:
+        """The gates (:meth:`note_handed_gates`) of the access at hand, or of the earlier one at time ``earlier``."""
+        return self.gates_now.get(sid, frozenset()) | self.handed_gates.get((sid, earlier), frozenset())
 
     def handed_host(self, sid: int, earlier: int) -> bool:
         """Is the access at hand, or the earlier one (at time ``earlier``) it races with, a call of code not seen

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.file import FileModel, FunctionInfo
+from streamlint.model.flow.absentevents import AbsentEvents
 from streamlint.model.flow.ambient import entry_ambient
 from streamlint.model.flow.calls import Calls, current_stream_params
 from streamlint.model.flow.provenance import param_alias
@@ -105,7 +106,7 @@ def _last_simple(body: list) -> cst.CSTNode | None:
 
 class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders, ScopedNoneTests, GuardedWork, IndexSets, Membership, HostWrites, Consumers, PendingArgs, FieldDrops, Orderings, Records, Storages, Unsets, Expressions, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes,
              HostReads, HostSyncs, TransferSends, Counters, Promises, Slots, Replays, Rounds, RoundTests, NotNone, Finals,
-             HandedBack, Polls, FieldFamilies, HostGradients, ListReads, Choices):
+             HandedBack, Polls, FieldFamilies, HostGradients, ListReads, Choices, AbsentEvents):
     """Path-sensitive abstract interpretation of one function body in program order."""
 
     protocol_seed = True  # seed the fields other methods of the class leave on a side stream (protocols.py)
@@ -168,6 +169,10 @@ class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders
         self.unseen_call = False  # the op at hand is a call of code not seen (hostwrites.unseen_call_op)
         self.host_handed_now: frozenset[int] = frozenset()  # host-field storages that call is handed
         self.host_handed_reads: set[tuple[int, int]] = set()  # (storage, time) of such reads (Race.host_handed)
+        self.handed_gates: dict[tuple[int, int], frozenset[str]] = {}  # (storage, time) -> events covering its
+        # last write when such a call was handed it (hostwrites.py)
+        self.gates_now: dict[int, frozenset[str]] = {}  # ... of the call at hand, by storage
+        self.early_gates: dict[int, frozenset[str]] = {}  # early records found by such a race (promises.py)
         self.host_grads: dict[int, str] = {}  # pending host ``.grad`` storages: their place (hostgrads.py)
         self.dropped: dict[int, tuple] = {}  # records whose event a path drops (hostsync.py): id -> (key, finding)
         self._anonymous: dict[int, int] = {}  # creation node -> index in program order
@@ -329,6 +334,7 @@ class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders
                 self.pending_exit(s, None, last)
                 self.finalize(s)
         self.resolve_dropped()
+        self.mark_gated()
 
 
     def closure_entry(self, st: State) -> None:

@@ -32,7 +32,7 @@ from streamlint.model.file import dotted
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.flow.values import State, ordered_before
 from streamlint.model.streams import MAIN, derived
-from streamlint.model.syntax import contains
+from streamlint.model.syntax import contains, local_nodes
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -47,6 +47,24 @@ def stream_name(stream: str) -> str | None:
     if stream.startswith("<") or not stream.replace(".", "").replace("_", "").isalnum():
         return None
     return stream.rsplit(".", 1)[-1]
+
+
+def container_name(stream: str) -> str | None:
+    """The identifier of the container an element stream key is taken from: ``self.streams[index]`` -> ``streams``
+    (a join of every element elsewhere, ``for s in self.streams: s.synchronize()``, joins that one too)."""
+    found = re.fullmatch(r"(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*)\[[^\[\]]*\]", stream)
+    return found.group(1) if found is not None else None
+
+
+def _element_names(fn, name: str) -> dict[str, cst.BaseExpression]:
+    """The loop variables of ``fn`` walking a container named ``name`` (``for s in self.streams:``), with the
+    container expression: ordering the loop variable in the body orders every element of it."""
+    return {n.target.value: n.iter for n in _for_loops(fn.node)
+            if isinstance(n.target, cst.Name) and names_stream(n.iter, name)}
+
+
+def _for_loops(node: cst.CSTNode) -> list:
+    return [n for n in local_nodes(node) if isinstance(n, cst.For)]
 
 
 def names_stream(node: cst.CSTNode | None, name: str) -> bool:
@@ -117,6 +135,7 @@ def stream_joined_elsewhere(project: Project, name: str, forks: bool = True, own
             return True
         for model in filter(None, map(project.file, paths)):
             for other in model.iter_functions():
+                walked = None
                 for site in other.calls:
                     if site.method not in _JOINS:
                         continue
@@ -125,6 +144,9 @@ def stream_joined_elsewhere(project: Project, name: str, forks: bool = True, own
                     receiver = forks or site.method not in ("wait_stream", "wait_event")
                     hits = [func.value] if receiver and isinstance(func, cst.Attribute) \
                         and names_stream(func.value, name) else []
+                    if receiver and not hits and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+                        walked = _element_names(other, name) if walked is None else walked
+                        hits = [walked[func.value.value]] if func.value.value in walked else []
                     hits += [a for a in args if names_stream(a, name)]
                     if any(not _own_fresh_stream(model, other, h, name, owner) for h in hits):
                         memo[key] = True

@@ -62,10 +62,11 @@ class Promises:
     Interp state it uses: ``cfg``, ``early_records``, ``record_sites``, ``waited_events``. It asks orderings
     (caller_may_join)."""
 
-    def relied_on(self, st: State, earlier: Access, s: str) -> None:
+    def relied_on(self, st: State, earlier: Access, s: str, gates: frozenset = frozenset()) -> None:
         """A race where stream ``s`` uses what ``earlier`` did on another stream, ``s`` being ordered after
         that stream only by waiting on an event recorded there before ``earlier``: the waiter evidently
-        relies on work queued after the record, so the record is early (SL201 at the record)."""
+        relies on work queued after the record, so the record is early (SL201 at the record). ``gates``: the
+        race's (``Race.gates``), kept to drop the record with the race (``HostWrites.gated_handoff``)."""
         S = earlier.stream
         if earlier.node is None or S == s:
             return
@@ -80,6 +81,10 @@ class Promises:
             if id(node) not in self.early_records:
                 self.early_records[id(node)] = EarlyRecord(node, label, S, earlier.node, self.cfg.mode,
                                                            self.caller_may_join(S))
+                if gates:
+                    self.early_gates[id(node)] = gates
+            elif not gates:
+                self.early_gates.pop(id(node), None)  # (also found by a race no hand-off gates)
             return
 
 

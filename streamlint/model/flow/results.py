@@ -54,6 +54,9 @@ class Race:
     # (the caller's production): a race with the function's own write (``kv.mul_``) rests on that write
     host_handed: bool = False  # one of the two accesses is a call of code not seen handed a field that certainly
     # holds host memory (a pinned pool): it may only describe it, or read it on the host (flow/hostwrites.py)
+    gates: frozenset = frozenset()  # the events covering the memory's last write when that call was handed it
+    # (``HostWrites.note_handed_gates``)
+    gated: bool = False  # one of them is handed on by the function: a gated hand-off (``HostWrites.mark_gated``: low)
     batch_guard: tuple | None = None  # (name, producer statement): the caller-given object two different tests of
     # which the producer and the use each rest on: the race needs both to hold (flow/batchguards.py)
 

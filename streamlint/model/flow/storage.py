@@ -249,10 +249,10 @@ class Storages(HandOuts):
             if self.cfg.waw and lw is not None and conflicts(lw):
                 self.race(st, "write-after-write", S, lw, s, self.label(st, tv.sid))
             elif self.cfg.war:
-                for r in S.reads:
-                    if conflicts(r):
-                        self.race(st, "write-after-read", S, r, s, self.label(st, tv.sid))
-                        break
+                hits = [r for r in S.reads if conflicts(r)]  # (the first, but one a gated hand-off is not before it)
+                r = next((r for r in hits if (S.sid, r.time) not in self.handed_gates), hits[0] if hits else None)
+                if r is not None:
+                    self.race(st, "write-after-read", S, r, s, self.label(st, tv.sid))
             prev = S.last_write
             S.parts = [*S.parts, prev] if part is not None and prev is not None and prev.part is not None \
                 and prev.part != part else []
@@ -270,7 +270,8 @@ class Storages(HandOuts):
         outer = self.caller_context(S, earlier, s) if self.depth else None  # the caller's name for it
         if self.anchor is None or self.depth and outer is None or unseen_pair(self, earlier.stream, s):
             return
-        self.relied_on(st, earlier, s)
+        gates = self.race_gates(S.sid, earlier.time)
+        self.relied_on(st, earlier, s, gates)
         key = (id(self.anchor), (name := outer or label or S.name or "tensor"), kind)
         if earlier.time < self.handshake_time and earlier.stream == MAIN and s.rsplit(".", 1)[-1] in self.handshake_forks:
             return  # the thread that woke this one forked ``s`` from the current stream before it signalled
@@ -292,13 +293,17 @@ class Storages(HandOuts):
             return  # the class forks that stream in a step of its own, it waited here on a stream not named,
             # every caller synchronises the device after the writer's step before it calls this (flow/callers.py),
             # or every writer runs on this very stream by its callers (flow/ambient.py)
-        if (guard := race_guard(self, self.races.get(key), earlier)) is not KEEP:
+        kept = self.races.get(key)
+        if kept is not None and kept.gates and not gates:
+            kept = None  # (a hand-off the function may gate: a race no hand-off gates takes its place)
+        if (guard := race_guard(self, kept, earlier)) is not KEEP:
             self.races[key] = Race(kind, self.anchor, name, earlier.stream, s, earlier.node,
                                    S.kind == "arg" and earlier.time <= self.entry_time, self.cfg.mode, escape, body,
                                    replay, earlier.time < self.handshake_time, self.caller_stream(earlier.stream, s),
                                    protocol, held, caller, step=step, inlined=self.inner if self.depth else None,
                                    unknown=S.sid in self.unknown_results, guessed=self.guessed_args.get(S.sid, ""),
                                    host_handed=self.handed_host(S.sid, earlier.time), entry=entry_of(self, S, earlier, s),
+                                   gates=gates,
                                    ambient=race_evidence(self, earlier.stream, s, step and S.name),
                                    handed_wait=handed, batch_guard=guard, cause=(
                                        st.know(s).get(earlier.stream, -1), earlier.time, self.clock))

@@ -1,0 +1,104 @@
+"""An object whose results leave it only through a method that waits its event first.
+
+A future-like class records an event after the work that fills its result (``self._ev.record(s)`` in its
+constructor) and hands the result out through an accessor that makes the reader's stream wait that event
+before returning it (``def result(self): cur.wait_event(self._ev); return self._out``). Dropping the event in
+another method (``self._ev = None`` in a cleanup) then loses no join: no reader of the result gets it without
+passing the accessor's wait, and the cleanup runs on a future nobody can read any more, or after the wait.
+
+:func:`served_joined` says so only when the class shows it: at least one method hands a field out (returns it,
+other than the event), EVERY method handing a field out waits the event (``x.wait_event(self.ev)``,
+``self.ev.wait()``, ``self.ev.synchronize()``) before the ``return`` -- unguarded, or guarded only by a
+"not yet waited" flag of the object that the guarded block sets (``if not self._done: self._done = True;
+cur.wait_event(...)``) --, and no code outside the class names the handed-out field (``fut._out`` read
+directly skips the wait). A class with an accessor that returns the result unjoined (``peek()``), one whose
+wait sits under some other test (``if block:``), or whose result is read from outside keeps the finding."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from streamlint._lazy import cst
+from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
+
+if TYPE_CHECKING:
+    from streamlint.model.project import Project
+
+_SELF_FIELD = re.compile(r"\bself\.(\w+)\b(?!\s*\()")
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def _wait_line(file: FileModel, fn: FunctionInfo, event: str) -> int | None:
+    """The first line of ``fn`` waiting ``event`` (``self.ev``) with no guard but a "not yet waited" flag the
+    guarded block sets, else None."""
+    best = None
+    for site in fn.calls:
+        node = site.node
+        if site.method == "wait_event" and node.args:
+            waited = _norm(file.code(node.args[0].value))
+        elif site.method in ("wait", "synchronize") and isinstance(node.func, cst.Attribute):
+            waited = _norm(file.code(node.func.value))
+        else:
+            continue
+        if waited != event or not all(_once_flag(file, fn, g) for g in site.guards):
+            continue
+        line = file.span(node).start_line
+        best = line if best is None else min(best, line)
+    return best
+
+
+def _once_flag(file: FileModel, fn: FunctionInfo, guard) -> bool:
+    """``if not self.flag:`` whose block sets ``self.flag = True`` (the wait runs once, the first time)."""
+    test = guard.test
+    if guard.negated or not (isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)):
+        return False
+    flag = _norm(file.code(test.expression))
+    if not re.fullmatch(r"self\.\w+", flag):
+        return False
+    return any(a.target == flag and isinstance(a.value, cst.Name) and a.value.value == "True"
+               and any(g.test is test for g in a.guards) for a in fn.assigns)
+
+
+def _handed(file: FileModel, node, event: str) -> set[str]:
+    """The ``self.*`` fields a ``return`` / ``yield`` node hands out (the event itself excepted)."""
+    value = getattr(node, "value", None)
+    if value is None:
+        return set()
+    return {m.group(1) for m in _SELF_FIELD.finditer(file.code(value))} - {event[5:]}
+
+
+def _named_outside(project: Project, file: FileModel, cls: ClassInfo, attr: str) -> bool:
+    """Does code other than ``self`` name ``.attr`` in the class's module or a module naming the class?"""
+    pattern = re.compile(rf"(?<![\w.])(?!(?:self|cls)\b)[A-Za-z_]\w*(?:\[[^\]]*\])?\.{re.escape(attr)}\b")
+    naming = set(project.paths_containing((cls.name.encode(),)))
+    for path in project.paths_containing((f".{attr}".encode(),)):
+        if path != file.path and path not in naming:
+            continue
+        data = project.file_bytes(path)
+        if data is None or pattern.search(data.decode("utf-8", "replace")):
+            return True
+    return False
+
+
+def served_joined(project: Project, file: FileModel, cls: ClassInfo, event: str) -> bool:
+    """Does every method of ``cls`` handing out one of its fields wait ``event`` (``self.ev``) first, with at least
+    one such method and no code outside the class naming those fields (module docstring)?"""
+    handed: set[str] = set()
+    for m in cls.methods.values():
+        if m.params[:1] != ("self",) or m.parent is not None:
+            continue
+        ends = [(file.span(n).start_line, fields) for n in [*m.returns, *m.yields] if (fields := _handed(file, n, event))]
+        if not ends:
+            continue
+        line = _wait_line(file, m, event)
+        if line is None or any(end < line for end, _fields in ends):
+            return False  # (an accessor handing a field out before, or without, the wait)
+        handed.update(*(fields for _end, fields in ends))
+    return bool(handed) and not any(_named_outside(project, file, cls, attr) for attr in sorted(handed))
+
+
+__all__ = ["served_joined"]

@@ -45,6 +45,7 @@ from streamlint.model.syntax import descendants
 from streamlint.model.flow.ambient import _default_field, _writers, ambient_evidence, field_alias, plain_scope
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.fieldfacts import MAX_SITES, _deferred, _referenced, _unseen_base
+from streamlint.model.flow.hookfields import hook_sites
 from streamlint.model.flow.inlinewrappers import NONE_ONLY, may_hold_none
 
 if TYPE_CHECKING:
@@ -200,8 +201,10 @@ def _in_caller(caller: FunctionInfo, receiver, key: str | None) -> str | None:
 def _unseen(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
     """May ``fn`` be run by a caller the project does not show?"""
     name = fn.node.name.value
-    if name.startswith("__") or fn.parent is not None or _referenced(project, name, file.path):
+    if name.startswith("__") or fn.parent is not None:
         return True
+    if _referenced(project, name, file.path) and hook_sites(project, file, fn) is None:
+        return True  # (handed by reference, and not only into project hook records whose calls are all seen)
     cls = file.classes.get(fn.class_name or "")
     return fn.class_name is not None and (cls is None or _unseen_base(project, file, cls, name))
 
@@ -236,7 +239,8 @@ def _sites(project: Project, file: FileModel, fn: FunctionInfo, key: str | None,
 
 def _compute(project: Project, file: FileModel, fn: FunctionInfo, key: str | None, depth: int,
              births: frozenset | None, nullable: bool) -> tuple | None:
-    sites = callers_of(project, file, fn)
+    hooked = hook_sites(project, file, fn) or []
+    sites = (callers_of(project, file, fn) or []) + hooked
     if not sites or len(sites) > MAX_SITES:
         return None
     first = None
@@ -244,7 +248,8 @@ def _compute(project: Project, file: FileModel, fn: FunctionInfo, key: str | Non
         caller = site.function
         if caller is None or caller is fn or _deferred(project, caller, site):
             return None
-        here = _in_caller(caller, site.receiver, key)
+        here = None if any(site is s for _m, s in hooked) else _in_caller(caller, site.receiver, key)
+        # (a call through a hook record: its receiver is the record, the callee's streams have no name there)
         scope = _scope_expr(project, model, site)
         if scope is None:
             return None

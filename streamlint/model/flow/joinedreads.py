@@ -16,6 +16,7 @@ wait sits under some other test (``if block:``), or whose result is read from ou
 
 from __future__ import annotations
 
+import os
 import re
 from typing import TYPE_CHECKING
 
@@ -76,7 +77,7 @@ def _named_outside(project: Project, file: FileModel, cls: ClassInfo, attr: str)
     pattern = re.compile(rf"(?<![\w.])(?!(?:self|cls)\b)[A-Za-z_]\w*(?:\[[^\]]*\])?\.{re.escape(attr)}\b")
     naming = set(project.paths_containing((cls.name.encode(),)))
     for path in project.paths_containing((f".{attr}".encode(),)):
-        if path != file.path and path not in naming:
+        if os.path.abspath(path) != os.path.abspath(file.path) and path not in naming:
             continue
         data = project.file_bytes(path)
         if data is None or pattern.search(data.decode("utf-8", "replace")):

@@ -1,0 +1,43 @@
+"""Calls of a method handed into a project record of hooks (flow/hookfields.py) and of an object whose results
+leave it only through a joining accessor (flow/joinedreads.py)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness import FIXTURES, engine_for, lint_paths
+from streamlint.discovery import discover
+from streamlint.model.flow.callerscopes import caller_scopes
+from streamlint.model.flow.hookfields import hook_sites
+
+PROJECT = FIXTURES / "projects" / "sl201_hook_record_callers"
+PKG = PROJECT / "moeserve"
+
+
+def test_hook_sites() -> None:
+    project = engine_for(PROJECT).project
+    experts = project.file(str(PKG / "experts.py"))
+    methods = experts.classes["ExpertRuntime"].methods
+    flush = hook_sites(project, experts, methods["_flush"])
+    assert flush is not None and [site.function.node.name.value for _m, site in flush] == ["step"]
+    assert len(hook_sites(project, experts, methods["_rebalance"]) or []) == 2  # step and shutdown
+    assert hook_sites(project, experts, methods["_trace"]) is None  # read into a name first: calls unseen
+    assert hook_sites(project, experts, methods["__init__"]) is None
+    found = caller_scopes(project, experts, methods["_flush"], "self._stream")
+    assert found is not None and found[2] == "self._compute"
+    for name in ("_rebalance", "_trace", "_compact"):  # outside every scope / unseen / a stream the loop made
+        assert caller_scopes(project, experts, methods[name], "self._stream") is None, name
+
+
+def test_hook_confidences() -> None:
+    files = [str(f) for f in discover([str(PROJECT)], PROJECT).files]
+    found = {(Path(f.path).name, f.span.start_line): f.confidence.value for f in lint_paths(PROJECT, files)
+             if f.code == "SL201"}
+    assert found == {("experts.py", 28): "low", ("experts.py", 34): "high", ("experts.py", 40): "high",
+                     ("experts.py", 46): "high"}
+
+
+def test_joined_accessor_drops() -> None:
+    path = FIXTURES / "rules" / "sl201_joined_result_accessor.py"
+    found = {f.span.start_line: f.confidence.value for f in lint_paths(path.parent, [str(path)], [str(path)])
+             if f.code == "SL201"}
+    assert found == {73: "medium", 93: "medium", 112: "medium", 132: "medium"}

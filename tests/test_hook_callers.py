@@ -1,5 +1,6 @@
-"""Calls of a method handed into a project record of hooks (flow/hookfields.py) and of an object whose results
-leave it only through a joining accessor (flow/joinedreads.py)."""
+"""Calls of a method handed into a project record of hooks (flow/hookfields.py), calls on a parameter only ever
+bound to another class (flow/receivers.py), and an object whose results leave it only through a joining accessor
+(flow/joinedreads.py)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -32,12 +33,20 @@ def test_hook_confidences() -> None:
     files = [str(f) for f in discover([str(PROJECT)], PROJECT).files]
     found = {(Path(f.path).name, f.span.start_line): f.confidence.value for f in lint_paths(PROJECT, files)
              if f.code == "SL201"}
-    assert found == {("experts.py", 28): "low", ("experts.py", 34): "high", ("experts.py", 40): "high",
-                     ("experts.py", 46): "high"}
+    assert found == {("experts.py", 31): "low", ("experts.py", 37): "high", ("experts.py", 43): "high",
+                     ("experts.py", 49): "high",  # the hooks
+                     ("experts.py", 56): "low",  # the warm-up probe only ever handed a DenseScorer is no caller
+                     ("experts.py", 62): "medium", ("experts.py", 68): "medium"}  # handed this runtime / a subclass
 
 
-def test_joined_accessor_drops() -> None:
-    path = FIXTURES / "rules" / "sl201_joined_result_accessor.py"
-    found = {f.span.start_line: f.confidence.value for f in lint_paths(path.parent, [str(path)], [str(path)])
-             if f.code == "SL201"}
-    assert found == {73: "medium", 93: "medium", 112: "medium", 132: "medium"}
+def test_foreign_receivers() -> None:
+    from streamlint.model.flow.callers import callers_of
+    from streamlint.model.flow.receivers import foreign_receiver
+
+    project = engine_for(PROJECT).project
+    experts = project.file(str(PKG / "experts.py"))
+    methods = experts.classes["ExpertRuntime"].methods
+    callers = {name: sorted(site.function.node.name.value for m, site in callers_of(project, experts, methods[name])
+                            if not foreign_receiver(project, m, site, methods[name]))
+               for name in ("score", "route", "shard")}
+    assert callers == {"score": ["step"], "route": ["probe_routes", "step"], "shard": ["probe_shard", "step"]}

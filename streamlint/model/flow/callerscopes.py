@@ -47,6 +47,7 @@ from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.fieldfacts import MAX_SITES, _deferred, _referenced, _unseen_base
 from streamlint.model.flow.hookfields import hook_sites
 from streamlint.model.flow.inlinewrappers import NONE_ONLY, may_hold_none
+from streamlint.model.flow.receivers import foreign_receiver
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -240,7 +241,8 @@ def _sites(project: Project, file: FileModel, fn: FunctionInfo, key: str | None,
 def _compute(project: Project, file: FileModel, fn: FunctionInfo, key: str | None, depth: int,
              births: frozenset | None, nullable: bool) -> tuple | None:
     hooked = hook_sites(project, file, fn) or []
-    sites = (callers_of(project, file, fn) or []) + hooked
+    sites = [(model, site) for model, site in callers_of(project, file, fn) or []
+             if not foreign_receiver(project, model, site, fn)] + hooked  # (flow/receivers.py)
     if not sites or len(sites) > MAX_SITES:
         return None
     first = None

@@ -1,0 +1,75 @@
+"""A call on an untyped parameter whose every binding the project shows is an object of another class.
+
+The callers of a method are searched by name: ``runtime.launch(batch)`` on a receiver the project cannot type
+counts as a call of every project method ``launch`` its arguments can bind to (:func:`~streamlint.model.flow.
+callers.may_bind`). A module-level helper taking ``runtime: Any`` is then a caller of each model's runtime, even
+when every call of the helper hands it ``self`` of one runtime class (a warm-up probe of one model), and a fact
+every real caller shares (the stream scope around the call) is lost to it. The stream scopes of the callers
+(:mod:`~streamlint.model.flow.callerscopes`) leave such calls out.
+
+:func:`foreign_receiver` says the call cannot run a method of class ``C`` when the receiver is a parameter of the
+calling function, never rebound there, and every project call of that function (a module-level function, not
+nested, not handed by reference: :func:`~streamlint.model.flow.fieldfacts._referenced`) binds it to ``self`` of a
+class that is neither ``C`` nor a base nor a subclass of it (by the bases the project declares), or to a parameter
+of its own caller that is so in turn (three callers up). Any other binding (a default, a starred argument, another
+expression, a related class, a caller that may be unseen) keeps the call."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from streamlint._lazy import cst
+from streamlint.model.file import FileModel, FunctionInfo
+from streamlint.model.flow.callers import callers_of
+from streamlint.model.flow.fieldfacts import _referenced
+from streamlint.model.flow.guardedwork import _related
+from streamlint.model.uses import bind_arguments
+
+if TYPE_CHECKING:
+    from streamlint.model.project import Project
+
+MAX_DEPTH = 3
+MAX_BINDINGS = 12
+
+
+def foreign_receiver(project: Project, model: FileModel, site, fn: FunctionInfo) -> bool:
+    """Is the receiver of ``site`` (a call of a method named as ``fn``) an object that cannot be of ``fn``'s class
+    (module docstring)?"""
+    receiver = site.receiver
+    if fn.class_name is None or not isinstance(receiver, cst.Name) or site.function is None:
+        return False
+    return _bound_elsewhere(project, model, site.function, receiver.value, fn.class_name, 0)
+
+
+def _bound_elsewhere(project: Project, model: FileModel, caller: FunctionInfo, param: str, cls: str,
+                     depth: int) -> bool:
+    if depth > MAX_DEPTH or caller.class_name is not None or caller.parent is not None \
+            or param not in caller.all_params or param in caller.name_assigns:
+        return False
+    memo = project.derived("foreign_receivers")
+    key = (id(caller), param, cls)
+    if key in memo:
+        return memo[key]
+    memo[key] = False  # (a cycle through the callers: not shown)
+    found = False
+    sites = None if _referenced(project, caller.node.name.value, model.path) else callers_of(project, model, caller)
+    if sites and len(sites) <= MAX_BINDINGS:
+        found = True
+        for m2, s2 in sites:
+            arg = bind_arguments(caller.params, s2.node, caller.kwonly).get(param)
+            outer = s2.function
+            while outer is not None and outer.parent is not None and "self" not in outer.all_params:
+                outer = outer.parent  # (`self` of the method a nested def or a lambda closes over)
+            if isinstance(arg, cst.Name) and arg.value == "self" and outer is not None and outer.class_name:
+                if _related(project, outer.class_name, cls):
+                    found = False
+            elif not (isinstance(arg, cst.Name) and s2.function is not None
+                      and _bound_elsewhere(project, m2, s2.function, arg.value, cls, depth + 1)):
+                found = False
+            if not found:
+                break
+    memo[key] = found
+    return found
+
+
+__all__ = ["foreign_receiver"]

@@ -10,7 +10,8 @@ passing the accessor's wait, and the cleanup runs on a future nobody can read an
 other than the event), EVERY method handing a field out waits the event (``x.wait_event(self.ev)``,
 ``self.ev.wait()``, ``self.ev.synchronize()``) before the ``return`` -- unguarded, or guarded only by a
 "not yet waited" flag of the object that the guarded block sets (``if not self._done: self._done = True;
-cur.wait_event(...)``) --, and no code outside the class names the handed-out field (``fut._out`` read
+cur.wait_event(...)``) --, no other method but the one recording the event names a handed-out field before such a
+wait (``self.weight.copy_(self._out)`` in an ``apply()``), and no code outside the class names it (``fut._out`` read
 directly skips the wait). A class with an accessor that returns the result unjoined (``peek()``), one whose
 wait sits under some other test (``if block:``), or whose result is read from outside keeps the finding."""
 
@@ -99,7 +100,31 @@ def served_joined(project: Project, file: FileModel, cls: ClassInfo, event: str)
         if line is None or any(end < line for end, _fields in ends):
             return False  # (an accessor handing a field out before, or without, the wait)
         handed.update(*(fields for _end, fields in ends))
-    return bool(handed) and not any(_named_outside(project, file, cls, attr) for attr in sorted(handed))
+    return bool(handed) and not any(_named_outside(project, file, cls, attr) or _read_unjoined(file, cls, attr, event)
+                                    for attr in sorted(handed))
+
+
+def _read_unjoined(file: FileModel, cls: ClassInfo, attr: str, event: str) -> bool:
+    """Does a method of the class other than one recording ``event`` (the producer) name ``self.attr`` before any
+    wait of the event in it (``self.weight.copy_(self._out)`` in an ``apply()``: a reader inside the class)?"""
+    ref = re.compile(rf"\bself\.{re.escape(attr)}\b")
+    for m in cls.methods.values():
+        if m.parent is not None or _records_event(file, m, event):
+            continue
+        text = file.code(m.node)
+        found = ref.search(text)
+        if found is None:
+            continue
+        line = file.span(m.node).start_line + text.count("\n", 0, found.start())
+        wait = _wait_line(file, m, event)
+        if wait is None or wait > line:
+            return True
+    return False
+
+
+def _records_event(file: FileModel, fn: FunctionInfo, event: str) -> bool:
+    return any(site.method == "record" and isinstance(site.node.func, cst.Attribute)
+               and _norm(file.code(site.node.func.value)) == event for site in fn.calls)
 
 
 __all__ = ["served_joined"]

@@ -31,7 +31,10 @@ stream scope (a graph capture, a project wrapper that may run its block on the c
 reference, a base class that may call it, a call in a lambda or nested def, a default stream kept in a field of
 the object: the entry stream may be that one), or too many sites. A race between the entry stream and ``key``
 is then not reported medium or high: whether it is a race depends on a stream identity the analysis cannot
-establish (SL201 / SL301 report it ``low`` and say what they assume)."""
+establish (SL201 / SL301 report it ``low`` and say what they assume). The calls read are the project's calls by
+name, less those on a parameter every caller binds to another class (:mod:`~streamlint.model.flow.receivers`), plus
+the calls through a hook record the method was handed into (:mod:`~streamlint.model.flow.hookfields`; the record is
+their receiver, so the callee's stream has no name there: a scope may be it, never the very field)."""
 
 from __future__ import annotations
 

@@ -7,11 +7,12 @@ another method (``self._ev = None`` in a cleanup) then loses no join: no reader 
 passing the accessor's wait, and the cleanup runs on a future nobody can read any more, or after the wait.
 
 :func:`served_joined` says so only when the class shows it: at least one method hands a field out (returns it,
-other than the event), EVERY method handing a field out waits the event (``x.wait_event(self.ev)``,
-``self.ev.wait()``, ``self.ev.synchronize()``) before the ``return`` -- unguarded, or guarded only by a
-"not yet waited" flag of the object that the guarded block sets (``if not self._done: self._done = True;
-cur.wait_event(...)``) --, no other method but the one recording the event names a handed-out field before such a
-wait (``self.weight.copy_(self._out)`` in an ``apply()``), and no code outside the class names it (``fut._out`` read
+other than the event), EVERY method handing a field out has the reader's stream or the host wait the event
+(``current_stream().wait_event(self.ev)``, ``self.ev.wait()``, ``self.ev.synchronize()``; not another stream's
+``self._post.wait_event(...)``) before the ``return`` -- unguarded, or guarded only by a "not yet waited" flag of
+the object that the guarded block sets (``if not self._done: self._done = True; cur.wait_event(...)``) --, no other
+method but the one recording the event, in the class or a subclass, names a handed-out field before such a wait
+(``self.weight.copy_(self._out)`` in an ``apply()``), and no code outside the class names it (``fut._out`` read
 directly skips the wait). A class with an accessor that returns the result unjoined (``peek()``), one whose
 wait sits under some other test (``if block:``), or whose result is read from outside keeps the finding."""
 
@@ -34,15 +35,20 @@ def _norm(text: str) -> str:
     return re.sub(r"\s+", "", text)
 
 
-def _wait_line(file: FileModel, fn: FunctionInfo, event: str) -> int | None:
-    """The first line of ``fn`` waiting ``event`` (``self.ev``) with no guard but a "not yet waited" flag the
-    guarded block sets, else None."""
+def _wait_line(project: Project, file: FileModel, fn: FunctionInfo, event: str) -> int | None:
+    """The first line of ``fn`` where the stream current there (the reader's: ``current_stream().wait_event(ev)``,
+    ``ev.wait()``) or the host (``ev.synchronize()``) waits ``event`` (``self.ev``), with no guard but a "not yet
+    waited" flag the guarded block sets, else None. A wait by another stream (``self._post.wait_event(ev)``) joins
+    that stream, not the reader's."""
     best = None
     for site in fn.calls:
         node = site.node
-        if site.method == "wait_event" and node.args:
+        if not isinstance(node.func, cst.Attribute):
+            continue
+        if site.method == "wait_event" and node.args and _current(project, file, fn, node.func.value):
             waited = _norm(file.code(node.args[0].value))
-        elif site.method in ("wait", "synchronize") and isinstance(node.func, cst.Attribute):
+        elif site.method == "wait" and (not node.args or _current(project, file, fn, node.args[0].value)) \
+                or site.method == "synchronize" and not node.args:
             waited = _norm(file.code(node.func.value))
         else:
             continue
@@ -51,6 +57,15 @@ def _wait_line(file: FileModel, fn: FunctionInfo, event: str) -> int | None:
         line = file.span(node).start_line
         best = line if best is None else min(best, line)
     return best
+
+
+def _current(project: Project, file: FileModel, fn: FunctionInfo, expr) -> bool:
+    from streamlint.model.streams import is_current_stream
+
+    try:
+        return bool(is_current_stream(project, file, fn, expr))
+    except Exception:  # (a shape the classifier does not expect: not known current)
+        return False
 
 
 def _once_flag(file: FileModel, fn: FunctionInfo, guard) -> bool:
@@ -96,17 +111,33 @@ def served_joined(project: Project, file: FileModel, cls: ClassInfo, event: str)
         ends = [(file.span(n).start_line, fields) for n in [*m.returns, *m.yields] if (fields := _handed(file, n, event))]
         if not ends:
             continue
-        line = _wait_line(file, m, event)
+        line = _wait_line(project, file, m, event)
         if line is None or any(end < line for end, _fields in ends):
             return False  # (an accessor handing a field out before, or without, the wait)
         handed.update(*(fields for _end, fields in ends))
-    return bool(handed) and not any(_named_outside(project, file, cls, attr) or _read_unjoined(file, cls, attr, event)
+    readers = [(file, cls), *_subclasses_of(project, file, cls)]
+    return bool(handed) and not any(_named_outside(project, file, cls, attr)
+                                    or any(_read_unjoined(project, f, c, attr, event) for f, c in readers)
                                     for attr in sorted(handed))
 
 
-def _read_unjoined(file: FileModel, cls: ClassInfo, attr: str, event: str) -> bool:
-    """Does a method of the class other than one recording ``event`` (the producer) name ``self.attr`` before any
-    wait of the event in it (``self.weight.copy_(self._out)`` in an ``apply()``: a reader inside the class)?"""
+def _subclasses_of(project: Project, file: FileModel, cls: ClassInfo, depth: int = 0) -> list:
+    """(file, class) of the project classes deriving from ``cls`` (three levels): their methods read its fields
+    as ``self.attr`` too."""
+    from streamlint.model.accelerators import _subclasses
+
+    if depth > 2:
+        return []
+    out = []
+    for sub, model in _subclasses(project, file, cls):
+        out += [(model, sub), *_subclasses_of(project, model, sub, depth + 1)]
+    return out
+
+
+def _read_unjoined(project: Project, file: FileModel, cls: ClassInfo, attr: str, event: str) -> bool:
+    """Does a method of the class (or of a subclass) other than one recording ``event`` (the producer) name
+    ``self.attr`` before any wait of the event in it (``self.weight.copy_(self._out)`` in an ``apply()``: a reader
+    inside the class)?"""
     ref = re.compile(rf"\bself\.{re.escape(attr)}\b")
     for m in cls.methods.values():
         if m.parent is not None or _records_event(file, m, event):
@@ -116,7 +147,7 @@ def _read_unjoined(file: FileModel, cls: ClassInfo, attr: str, event: str) -> bo
         if found is None:
             continue
         line = file.span(m.node).start_line + text.count("\n", 0, found.start())
-        wait = _wait_line(file, m, event)
+        wait = _wait_line(project, file, m, event)
         if wait is None or wait > line:
             return True
     return False

@@ -13,10 +13,11 @@ than a call or its ``def`` is the value of a keyword argument ``k=self.<name>`` 
 another registration), and none is a quoted name (``getattr(hooks, "k")``); bare names ``k`` are other functions,
 parameters, keywords or prose. A field handed on (``fn = hooks.k``, ``run(hooks.k)``), a record
 built by a library call (``Thread(target=self._run)``), a mention in another file's code, or too many files: None
-(unseen callers remain). The sites are every ``x.k(...)`` call of the project: possibly also other objects' hooks
-of that field (a superset, as the callers' searches by name are); their receiver is the record, not the method's
-object, so a caller cannot name the method's streams (:mod:`~streamlint.model.flow.callerscopes` takes their scopes
-for streams that may be the method's, never for the very field)."""
+(unseen callers remain). The sites are every ``x.k(...)`` call of the project (``self.k(...)`` in the record
+class included): possibly also other objects' hooks of that field (a superset, as the callers' searches by name
+are); their receiver is the record, not the method's object, so a caller cannot name the method's streams
+(:mod:`~streamlint.model.flow.callerscopes` takes their scopes for streams that may be the method's, never for the
+very field)."""
 
 from __future__ import annotations
 
@@ -133,8 +134,9 @@ def _hook_sites(project: Project, file: FileModel, fn: FunctionInfo) -> list[tup
             if model is None:
                 return None
             sites += [(model, site) for site in model.calls if site.method == k
-                      and isinstance(site.node.func, cst.Attribute) and site.receiver is not None
-                      and not (isinstance(site.receiver, cst.Name) and site.receiver.value == "self")]
+                      and isinstance(site.node.func, cst.Attribute) and site.receiver is not None]
+            # (`self.k()` too: the record class calling its own field, `def fire(self): self.on_drain()`, is a
+            # caller of the hook; on an object with a method `k` it is one more site, as the searches by name)
     if not sites or len(sites) > MAX_HOOK_SITES:
         return None
     return sites

@@ -36,7 +36,17 @@ def test_hook_confidences() -> None:
     assert found == {("experts.py", 31): "low", ("experts.py", 37): "high", ("experts.py", 43): "high",
                      ("experts.py", 49): "high",  # the hooks
                      ("experts.py", 56): "low",  # the warm-up probe only ever handed a DenseScorer is no caller
-                     ("experts.py", 62): "medium", ("experts.py", 68): "medium"}  # handed this runtime / a subclass
+                     ("experts.py", 62): "medium", ("experts.py", 68): "medium",  # handed this runtime / a subclass
+                     ("kvspill.py", 20): "high",  # the record calls the hook itself (self.on_evict()) at shutdown
+                     ("forwarding.py", 18): "medium"}  # the probe handed a wrapper forwarding by __getattr__
+
+
+def test_record_calls_its_own_hook() -> None:
+    project = engine_for(PROJECT).project
+    kv = project.file(str(PKG / "kvspill.py"))
+    sites = hook_sites(project, kv, kv.classes["PagedKV"].methods["_evict"])
+    assert sites is not None and sorted(site.function.node.name.value for _m, site in sites) == ["run_evictions",
+                                                                                                  "step"]
 
 
 def test_foreign_receivers() -> None:
@@ -50,3 +60,7 @@ def test_foreign_receivers() -> None:
                             if not foreign_receiver(project, m, site, methods[name]))
                for name in ("score", "route", "shard")}
     assert callers == {"score": ["step"], "route": ["probe_routes", "step"], "shard": ["probe_shard", "step"]}
+    sampler = project.file(str(PKG / "forwarding.py"))
+    sample = sampler.classes["TopKSampler"].methods["sample"]
+    assert sorted(site.function.node.name.value for m, site in callers_of(project, sampler, sample)
+                  if not foreign_receiver(project, m, site, sample)) == ["probe_sample", "step"]

@@ -12,7 +12,8 @@ calling function, never rebound there, and every project call of that function (
 nested, not handed by reference: :func:`~streamlint.model.flow.fieldfacts._referenced`) binds it to ``self`` of a
 class that is neither ``C`` nor a base nor a subclass of it (by the bases the project declares), or to a parameter
 of its own caller that is so in turn (three callers up). Any other binding (a default, a starred argument, another
-expression, a related class, a caller that may be unseen) keeps the call."""
+expression, a related class, a class forwarding its attributes with ``__getattr__``, a caller that may be unseen)
+keeps the call."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from streamlint._lazy import cst
 from streamlint.model.file import FileModel, FunctionInfo
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.fieldfacts import _referenced
-from streamlint.model.flow.guardedwork import _related
+from streamlint.model.flow.guardedwork import _bases, _related
 from streamlint.model.uses import bind_arguments
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ def _bound_elsewhere(project: Project, model: FileModel, caller: FunctionInfo, p
             while outer is not None and outer.parent is not None and "self" not in outer.all_params:
                 outer = outer.parent  # (`self` of the method a nested def or a lambda closes over)
             if isinstance(arg, cst.Name) and arg.value == "self" and outer is not None and outer.class_name:
-                if _related(project, outer.class_name, cls):
+                if _related(project, outer.class_name, cls) or _forwards(project, outer.class_name):
                     found = False
             elif not (isinstance(arg, cst.Name) and s2.function is not None
                       and _bound_elsewhere(project, m2, s2.function, arg.value, cls, depth + 1)):
@@ -70,6 +71,22 @@ def _bound_elsewhere(project: Project, model: FileModel, caller: FunctionInfo, p
                 break
     memo[key] = found
     return found
+
+
+def _forwards(project: Project, name: str) -> bool:
+    """May an object of the class named ``name`` answer for another one: does it, or a base the project declares,
+    define ``__getattr__`` / ``__getattribute__`` (a wrapper forwarding its attributes to the runtime it holds), or
+    is the class not found?"""
+    found = False
+    for cname in {name} | _bases(project, name):
+        for model in filter(None, map(project.file, project.paths_containing((f"class {cname}".encode(),)))):
+            klass = model.classes.get(cname)
+            if klass is None:
+                continue
+            found = found or cname == name
+            if "__getattr__" in klass.methods or "__getattribute__" in klass.methods:
+                return True
+    return not found
 
 
 __all__ = ["foreign_receiver"]

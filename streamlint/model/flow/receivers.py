@@ -9,7 +9,7 @@ every real caller shares (the stream scope around the call) is lost to it. The s
 
 :func:`foreign_receiver` says the call cannot run a method of class ``C`` when the receiver is a parameter of the
 calling function, never rebound there, and every project call of that function (a module-level function, not
-nested, not handed by reference: :func:`~streamlint.model.flow.fieldfacts._referenced`) binds it to ``self`` of a
+nested, not handed by reference, ``partial(probe, self)`` in another module included: :func:`_handed_by_name`) binds it to ``self`` of a
 class that is neither ``C`` nor a base nor a subclass of it (by the bases the project declares), or to a parameter
 of its own caller that is so in turn (three callers up). Any other binding (a default, a starred argument, another
 expression, a related class, a class forwarding its attributes with ``__getattr__``, a caller that may be unseen)
@@ -17,6 +17,7 @@ keeps the call."""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
@@ -24,6 +25,7 @@ from streamlint.model.file import FileModel, FunctionInfo
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.fieldfacts import _referenced
 from streamlint.model.flow.guardedwork import _bases, _related
+from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.uses import bind_arguments
 
 if TYPE_CHECKING:
@@ -53,7 +55,9 @@ def _bound_elsewhere(project: Project, model: FileModel, caller: FunctionInfo, p
         return memo[key]
     memo[key] = False  # (a cycle through the callers: not shown)
     found = False
-    sites = None if _referenced(project, caller.node.name.value, model.path) else callers_of(project, model, caller)
+    name = caller.node.name.value
+    sites = None if _referenced(project, name, model.path) or _handed_by_name(project, name) \
+        else callers_of(project, model, caller)
     if sites and len(sites) <= MAX_BINDINGS:
         found = True
         for m2, s2 in sites:
@@ -71,6 +75,28 @@ def _bound_elsewhere(project: Project, model: FileModel, caller: FunctionInfo, p
                 break
     memo[key] = found
     return found
+
+
+def _handed_by_name(project: Project, name: str) -> bool:
+    """Is the module-level function ``name`` mentioned in some file other than called, defined or imported on one
+    line (``partial(probe, self)``, ``pool.submit(probe, rt)``, a table of probes)? Its callers are then unseen.
+    (:func:`~streamlint.model.flow.fieldfacts._referenced` asks this of a method, and counts only attribute
+    mentions outside the defining file: a function imported by name is handed on as a bare name.)"""
+    from streamlint.model.flow.hookfields import _mentions
+
+    paths = project.paths_containing((name.encode(),))
+    if not paths or len(paths) > MAX_CALLER_FILES:
+        return True
+    for path in paths:
+        found = _mentions(project, path, name)
+        if found is None:
+            return True
+        for before, after in found:
+            if re.match(rb"\s*\(", after) or re.match(rb"\s*(?:from\s+[\w.]+\s+)?import\s[^(]*$", before) \
+                    and re.match(rb"\s*(?:,|as\b|$)", after):
+                continue  # (a call or its def; a one-line import)
+            return True
+    return False
 
 
 def _forwards(project: Project, name: str) -> bool:

@@ -39,7 +39,8 @@ def test_hook_confidences() -> None:
                      ("experts.py", 62): "medium", ("experts.py", 68): "medium",  # handed this runtime / a subclass
                      ("kvspill.py", 20): "high",  # the record calls the hook itself (self.on_evict()) at shutdown
                      ("forwarding.py", 18): "medium",  # the probe handed a wrapper forwarding by __getattr__
-                     ("beams.py", 21): "medium"}  # the probe queued through functools.partial in another module
+                     ("beams.py", 21): "medium",  # the probe queued through functools.partial in another module
+                     ("prefill.py", 33): "high"}  # the record's hooks fired by reflection (astuple) at shutdown
 
 
 def test_record_calls_its_own_hook() -> None:

@@ -12,7 +12,9 @@ than a call or its ``def`` is the value of a keyword argument ``k=self.<name>`` 
 (``x.k(...)``), a test (``x.k is not None``, ``if x.k:``), an assignment target or an annotation (``self.k = k``,
 another registration), and none is a quoted name (``getattr(hooks, "k")``); bare names ``k`` are other functions,
 parameters, keywords or prose. A field handed on (``fn = hooks.k``, ``run(hooks.k)``), a record
-built by a library call (``Thread(target=self._run)``), a mention in another file's code, or too many files: None
+built by a library call (``Thread(target=self._run)``), a record class whose fields a file naming it may read by
+reflection (``astuple(hooks)``, ``vars(cb)``, ``getattr(cb, name)``), a mention in another file's code, or too many
+files: None
 (unseen callers remain). The sites are every ``x.k(...)`` call of the project (``self.k(...)`` in the record
 class included): possibly also other objects' hooks of that field (a superset, as the callers' searches by name
 are); their receiver is the record, not the method's object, so a caller cannot name the method's streams
@@ -94,10 +96,20 @@ def _built_class(project: Project, file: FileModel, fn: FunctionInfo, keyword: s
         if arg is None:
             continue
         sym = project.symbol(site.target, file) if site.target is not None else None
-        if sym is None or not isinstance(sym[0], ClassInfo):
+        if sym is None or not isinstance(sym[0], ClassInfo) or _reflected(project, sym[0].name):
             return False
         seen = True
     return seen
+
+
+_REFLECT = re.compile(rb"\b(?:astuple|asdict|vars|fields)\s*\(|__dict__|\bgetattr\s*\([^,()]+,\s*(?!['\"])")
+
+
+def _reflected(project: Project, record: str) -> bool:
+    """May the record's fields be read by reflection (``for hook in astuple(hooks): hook()``, ``vars(cb)``,
+    ``getattr(cb, name)``) in a file naming its class? Those calls of the hooks are not seen."""
+    paths = project.paths_containing((record.encode(),))
+    return len(paths) > MAX_CALLER_FILES or any(_REFLECT.search(project.file_bytes(p) or b"") for p in paths)
 
 
 def hook_sites(project: Project, file: FileModel, fn: FunctionInfo) -> list[tuple[FileModel, object]] | None:

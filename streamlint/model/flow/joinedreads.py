@@ -59,9 +59,19 @@ def _wait_line(project: Project, file: FileModel, fn: FunctionInfo, event: str) 
     return best
 
 
-def _current(project: Project, file: FileModel, fn: FunctionInfo, expr) -> bool:
+def _current(project: Project, file: FileModel, fn: FunctionInfo, expr, depth: int = 0) -> bool:
+    """Is ``expr`` the stream current in ``fn``: as :func:`~streamlint.model.streams.is_current_stream` knows it, or
+    a call of a method named ``current_stream`` (``AcceleratorContext.get().current_stream()``, a backend
+    wrapper's getter), or a local assigned only from those?"""
     from streamlint.model.streams import is_current_stream
 
+    if isinstance(expr, cst.Call) and isinstance(expr.func, (cst.Attribute, cst.Name)) \
+            and (expr.func.attr.value if isinstance(expr.func, cst.Attribute) else expr.func.value) == "current_stream":
+        return True
+    if isinstance(expr, cst.Name) and depth < 2:
+        values = fn.name_assigns.get(expr.value)
+        if values and all(_current(project, file, fn, v, depth + 1) for v in values):
+            return True
     try:
         return bool(is_current_stream(project, file, fn, expr))
     except Exception:  # (a shape the classifier does not expect: not known current)

@@ -102,12 +102,14 @@ def _built_class(project: Project, file: FileModel, fn: FunctionInfo, keyword: s
     return seen
 
 
-_REFLECT = re.compile(rb"\b(?:astuple|asdict|vars|fields)\s*\(|__dict__|\bgetattr\s*\([^,()]+,\s*(?!['\"])")
+_REFLECT = re.compile(rb"\b(?:astuple|asdict|vars|fields)\s*\(\s*(?!(?:self|cls)\s*\))|(?<!self)(?<!cls)\.__dict__"
+                      rb"|\bgetattr\s*\(\s*(?!(?:self|cls)\s*,)[^,()]+,(?!\s*['\"])")
 
 
 def _reflected(project: Project, record: str) -> bool:
     """May the record's fields be read by reflection (``for hook in astuple(hooks): hook()``, ``vars(cb)``,
-    ``getattr(cb, name)``) in a file naming its class? Those calls of the hooks are not seen."""
+    ``getattr(cb, name)``, ``cb.__dict__``; not of ``self`` / ``cls``) in a file naming its class? Those calls of
+    the hooks are not seen."""
     paths = project.paths_containing((record.encode(),))
     return len(paths) > MAX_CALLER_FILES or any(_REFLECT.search(project.file_bytes(p) or b"") for p in paths)
 

@@ -109,6 +109,11 @@ Layer 3 — one function's flow
                     (what a branch on ``query()`` / ``is_cuda`` tells), ``protocols`` / ``fieldfamilies`` (what
                     a class's methods leave for each other on a side stream in its fields and container fields;
                     ``joinhelpers``: a package helper that only joins the stream / event it is handed;
+                    ``joinedreads``: an object whose results leave it only through a method that waits its
+                    event first, so a drop of that event loses no join;
+                    ``hookfields``: the calls of a method handed into a project record of hooks, made through
+                    the record's field; ``receivers``: a call on a parameter every caller binds to another class
+                    is no call of a method found by name;
                     ``handbacks``: a consumer handing the pending field back to its caller, on a stream nothing in
                     the project joins, is where the join belongs),
                     ``ambient`` / ``provenance`` (the stream a

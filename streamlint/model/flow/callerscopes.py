@@ -31,7 +31,10 @@ stream scope (a graph capture, a project wrapper that may run its block on the c
 reference, a base class that may call it, a call in a lambda or nested def, a default stream kept in a field of
 the object: the entry stream may be that one), or too many sites. A race between the entry stream and ``key``
 is then not reported medium or high: whether it is a race depends on a stream identity the analysis cannot
-establish (SL201 / SL301 report it ``low`` and say what they assume)."""
+establish (SL201 / SL301 report it ``low`` and say what they assume). The calls read are the project's calls by
+name, less those on a parameter every caller binds to another class (:mod:`~streamlint.model.flow.receivers`), plus
+the calls through a hook record the method was handed into (:mod:`~streamlint.model.flow.hookfields`; the record is
+their receiver, so the callee's stream has no name there: a scope may be it, never the very field)."""
 
 from __future__ import annotations
 
@@ -45,7 +48,9 @@ from streamlint.model.syntax import descendants
 from streamlint.model.flow.ambient import _default_field, _writers, ambient_evidence, field_alias, plain_scope
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.fieldfacts import MAX_SITES, _deferred, _referenced, _unseen_base
+from streamlint.model.flow.hookfields import hook_sites
 from streamlint.model.flow.inlinewrappers import NONE_ONLY, may_hold_none
+from streamlint.model.flow.receivers import foreign_receiver
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -200,8 +205,10 @@ def _in_caller(caller: FunctionInfo, receiver, key: str | None) -> str | None:
 def _unseen(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
     """May ``fn`` be run by a caller the project does not show?"""
     name = fn.node.name.value
-    if name.startswith("__") or fn.parent is not None or _referenced(project, name, file.path):
+    if name.startswith("__") or fn.parent is not None:
         return True
+    if _referenced(project, name, file.path) and hook_sites(project, file, fn) is None:
+        return True  # (handed by reference, and not only into project hook records whose calls are all seen)
     cls = file.classes.get(fn.class_name or "")
     return fn.class_name is not None and (cls is None or _unseen_base(project, file, cls, name))
 
@@ -236,7 +243,9 @@ def _sites(project: Project, file: FileModel, fn: FunctionInfo, key: str | None,
 
 def _compute(project: Project, file: FileModel, fn: FunctionInfo, key: str | None, depth: int,
              births: frozenset | None, nullable: bool) -> tuple | None:
-    sites = callers_of(project, file, fn)
+    hooked = hook_sites(project, file, fn) or []
+    sites = [(model, site) for model, site in callers_of(project, file, fn) or []
+             if not foreign_receiver(project, model, site, fn)] + hooked  # (flow/receivers.py)
     if not sites or len(sites) > MAX_SITES:
         return None
     first = None
@@ -244,7 +253,8 @@ def _compute(project: Project, file: FileModel, fn: FunctionInfo, key: str | Non
         caller = site.function
         if caller is None or caller is fn or _deferred(project, caller, site):
             return None
-        here = _in_caller(caller, site.receiver, key)
+        here = None if any(site is s for _m, s in hooked) else _in_caller(caller, site.receiver, key)
+        # (a call through a hook record: its receiver is the record, the callee's streams have no name there)
         scope = _scope_expr(project, model, site)
         if scope is None:
             return None

@@ -27,13 +27,11 @@ Only when the class's own protocol says the join is expected in the consumer (pr
 * the consumer is not the producer itself, nor ``__init__``, nor a method the class only ever calls inside a
   side-stream scope of the producer's (part of the producer's work on that stream: :func:`_run_inside_scopes`).
 
-The join step itself is checked too (:func:`dropped_events`): a method that tests the object's event (or
-an event taken from the object's container, ``ev = self.events.get(k)``) and then drops it (``self.event
-= None``, ``self.events[k] = None``) with no wait, no host synchronisation and without handing it on,
-while another method records that event after its work, leaves that work joined by nobody. A consumer returning
-the field on a stream nobody joins must join too (:mod:`~streamlint.model.flow.handbacks`). Not done:
-module-global buffers, fields of another object.
-"""
+The join step itself is checked too (:func:`dropped_events`): a method that tests the object's event (or one
+taken from its container, ``ev = self.events.get(k)``) and drops it (``self.event = None``, ``self.events[k] =
+None``) with no wait, no host sync, not handing it on, while another method records it after its work, leaves that
+work joined by nobody, unless every method handing the results out waits it first (:mod:`.joinedreads`). A consumer
+returning the field on a stream nobody joins must join too (:mod:`.handbacks`). Not done: globals, other objects."""
 
 from __future__ import annotations
 
@@ -47,6 +45,7 @@ from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
 from streamlint.model.flow.escapes import events_in
 from streamlint.model.flow.fieldfamilies import family, family_pending, unresolved_waits, waits_on
 from streamlint.model.flow.handbacks import records_on, unjoined_hand_back
+from streamlint.model.flow.joinedreads import served_joined
 from streamlint.model.flow.joinhelpers import handed_to_join, join_helper_keys, join_helper_names
 from streamlint.model.flow.values import Access, ordered_before
 from streamlint.model.streams import MAIN, derived
@@ -483,7 +482,8 @@ def dropped_events(project: Project, file: FileModel, cls: ClassInfo) -> list[Dr
                 continue
             recorder = next(((r, node) for r in cls.methods.values() if r is not m
                              for node in [_records(file, r, event)] if node is not None), None)
-            if recorder is None or reached_outside(project, file, cls, event[5:]):
+            if recorder is None or reached_outside(project, file, cls, event[5:]) \
+                    or served_joined(project, file, cls, event):  # (every reader of the results waits it first)
                 continue
             out.append(DroppedEvent(m, a.node, event, event, recorder[0], recorder[1]))
     memo[id(cls)] = out

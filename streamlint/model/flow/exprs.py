@@ -16,6 +16,7 @@ from streamlint.model.flow.computed import computes_tensor, device_factory
 from streamlint.model.flow.devicecopies import device_copy_at
 from streamlint.model.flow.counters import NVal, counter_part
 from streamlint.model.flow.guessedresults import guessed_result
+from streamlint.model.flow.recordresults import record_field, record_result
 from streamlint.model.flow.places import cached_stream_getter, host_arguments, memoised, module_receiver
 from streamlint.model.flow.recursion import recursive_call
 from streamlint.model.flow.rootranks import on_root_rank, root_expression
@@ -106,7 +107,7 @@ class Expressions:
                 return st.fields[e.value.value][attr]  # a record object's field: what it was built with
             base = self.ev(st, e.value)
             if isinstance(base, TVal):
-                if attr in VIEW_ATTRS:
+                if attr in VIEW_ATTRS or record_field(self, base):  # (a record's field: recordresults.py)
                     return self.new_tensor(st, base.sid, base.vid)
                 return None
             if isinstance(base, KVal):
@@ -411,6 +412,8 @@ class Expressions:
             returns = found[0].node.returns if found is not None else None
             if returns is not None and "Tensor" in cst.Module([]).code_for_node(returns.annotation):
                 found = None  # (`-> tuple[Tensor, Tensor]` is no host result)
+        if site is not None and (made := record_result(self, st, e, found)) is not None:
+            return made  # a record of device data the callee makes (recordresults.py)
         if site is not None and (applied := self.object_effects(st, e)) is not None:
             return applied[0]
         saved, self.host_args = self.host_args, host_arguments(found[0], e) if found is not None else frozenset()

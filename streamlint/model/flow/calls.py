@@ -39,7 +39,6 @@ from streamlint.model.tensors import ESCAPE_METHODS, META_ATTRS, META_METHODS, V
 from streamlint.model.flow.hostreads import async_host_copy_call
 from streamlint.model.flow.helperrecords import checking_import
 from streamlint.model.flow.metaonly import metadata_only  # noqa: F401 - (re-exported for exprs)
-from streamlint.model.flow.recordresults import device_record
 from streamlint.model.uses import bind_arguments
 from streamlint.model.walk import children
 
@@ -546,8 +545,6 @@ class Calls:
                          and (func.value.value == "self" or self.annotated_method(func) is not None)
                          or held_object(func.value))):
                 return None
-        if device_record(self.project, mod, fn) is not None:
-            return None  # a record of device data it makes: its result at the call (recordresults.py)
         if not _relevant(self.project, mod, fn) and not field_view_getter(fn):  # (a getter of field views: its
             return None  # result is the field, not a fresh allocation)
         return fn, mod

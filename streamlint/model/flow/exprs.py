@@ -16,7 +16,7 @@ from streamlint.model.flow.computed import computes_tensor, device_factory
 from streamlint.model.flow.devicecopies import device_copy_at
 from streamlint.model.flow.counters import NVal, counter_part
 from streamlint.model.flow.guessedresults import guessed_result
-from streamlint.model.flow.recordresults import record_field, record_result
+from streamlint.model.flow.recordresults import device_record, record_field, record_result
 from streamlint.model.flow.places import cached_stream_getter, host_arguments, memoised, module_receiver
 from streamlint.model.flow.recursion import recursive_call
 from streamlint.model.flow.rootranks import on_root_rank, root_expression
@@ -365,6 +365,7 @@ class Expressions:
             if getter is not None and installed_stream_getter(self.project, getter[1], getter[0]):
                 return SVal(MAIN)  # a per-device stream the project installed as current (set_stream)
             target = self.inline_target(site)
+            target = None if target is not None and device_record(self.project, target[1], target[0]) else target
             if target is not None:
                 if cached_stream_getter(target[0]):
                     return SVal(MAIN)  # caches the stream current at its first call: the default stream

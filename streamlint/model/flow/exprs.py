@@ -24,7 +24,7 @@ from streamlint.model.flow.calls import kept_arguments, metadata_only, plain_con
 from streamlint.model.flow.enqueues import enqueue_only, kept_names
 from streamlint.model.flow.heldaliases import held_after_call
 from streamlint.model.flow.objeffects import method_effects, object_method
-from streamlint.model.flow.values import CVal, IVal, KVal, NONE, RecordVal, SVal, State, TVal, TupVal, known_truth
+from streamlint.model.flow.values import CVal, FieldsVal, IVal, KVal, NONE, RecordVal, SVal, State, TVal, TupVal, known_truth
 from streamlint.model.streams import declared_globals, EVENT, MAIN, STREAM, current_stream_getter, installed_stream_getter
 from streamlint.model.flow.leaves import closure_container
 from streamlint.model.syntax import target_names
@@ -106,8 +106,10 @@ class Expressions:
             if isinstance(e.value, cst.Name) and attr in st.fields.get(e.value.value, ()):
                 return st.fields[e.value.value][attr]  # a record object's field: what it was built with
             base = self.ev(st, e.value)
+            if isinstance(base, FieldsVal):
+                return record_field(base, attr)  # a field of a project call's record (recordresults.py)
             if isinstance(base, TVal):
-                if attr in VIEW_ATTRS or record_field(self, base):  # (a record's field: recordresults.py)
+                if attr in VIEW_ATTRS:
                     return self.new_tensor(st, base.sid, base.vid)
                 return None
             if isinstance(base, KVal):
@@ -212,7 +214,8 @@ class Expressions:
             if isinstance(it, KVal) and it.opaque:  # a collection whose elements a tensor op wrote (`grads`)
                 it = next(iter(self.tensors(st, it)), it)
             element = self.new_tensor(st, it.sid, it.vid) if isinstance(it, TVal) and f.inner_for_in is None \
-                and isinstance(f.target, cst.Name) and not self.is_host(st, it) else None
+                and isinstance(f.target, cst.Name) and not self.is_host(st, it) else it if isinstance(
+                    it, FieldsVal) and isinstance(f.target, cst.Name) else None  # (a record of a list of them)
             if element is not None:
                 walked.add(element.sid)
             for n in target_names(f.target):
@@ -232,6 +235,8 @@ class Expressions:
         for el in e.slice:
             if isinstance(el.slice, cst.Index):
                 idx_vals.append(self.ev(st, el.slice.value))
+        if isinstance(base, FieldsVal):
+            return base  # an element of a list of records a project call handed back (recordresults.py)
         if not isinstance(base, TVal) and (slot := self.slot_get(st, e)) is not None:
             return slot  # a list's element the function put there, or the caller's (slots.py)
         if isinstance(base, TupVal) and (part := self.stream_slice(base, e)) is not None:

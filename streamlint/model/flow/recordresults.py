@@ -25,18 +25,19 @@ medium (``Race.unknown``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.devobjects import annotation_classes, param_annotation
-from streamlint.model.file import ClassInfo, dotted, string_value
+from streamlint.model.file import ClassInfo, FileModel, dotted, string_value
+from streamlint.model.flow.values import FieldsVal
 from streamlint.model.placement import host_placed
 from streamlint.model.streams import derived
 from streamlint.model.syntax import local_nodes
 
 if TYPE_CHECKING:
-    from streamlint.model.file import FileModel, FunctionInfo
+    from streamlint.model.file import FunctionInfo
     from streamlint.model.project import Project
 
 _MAX_DEPTH = 3
@@ -54,6 +55,8 @@ _HOSTISH = ("cpu", "meta", "dtype", "float", "half", "bfloat", "int8", "int16", 
 class RecordSummary:
     cls: str  # the record class's name
     fields: frozenset[str]  # its fields given device data the function makes
+    cls_info: ClassInfo | None = field(default=None, compare=False)
+    module: FileModel | None = field(default=None, compare=False)
 
 
 def device_record(project: Project, file: FileModel, fn: FunctionInfo) -> RecordSummary | None:
@@ -68,7 +71,8 @@ def device_record(project: Project, file: FileModel, fn: FunctionInfo) -> Record
     found = [_value(project, file, fn, v, 0) for v in values]
     if None in found:
         return None
-    summary = RecordSummary(found[0].cls, frozenset().union(*(s.fields for s in found)))
+    summary = RecordSummary(found[0].cls, frozenset().union(*(s.fields for s in found)), found[0].cls_info,
+                            found[0].module)
     memo[id(fn)] = (summary, fn)
     return summary
 
@@ -97,7 +101,8 @@ def _value(project: Project, file: FileModel, fn: FunctionInfo, v: cst.BaseExpre
     if isinstance(v, (cst.List, cst.Tuple)) and v.elements:
         items = [_value(project, file, fn, el.value, depth + 1) if not isinstance(el, cst.StarredElement) else None
                  for el in v.elements]
-        return None if None in items else RecordSummary(items[0].cls, frozenset().union(*(s.fields for s in items)))
+        return None if None in items else RecordSummary(items[0].cls, frozenset().union(*(s.fields for s in items)),
+                                                        items[0].cls_info, items[0].module)
     if not isinstance(v, cst.Call):
         return None
     if dotted(v.func) in ("list", "tuple") and len(v.args) == 1 and not v.args[0].star:
@@ -105,7 +110,7 @@ def _value(project: Project, file: FileModel, fn: FunctionInfo, v: cst.BaseExpre
     site = file.call_site(v)
     sym = project.symbol(site.target, file) if site is not None and site.target else None
     if sym is not None and isinstance(sym[0], ClassInfo):
-        return _construction(project, file, fn, sym[0], v)
+        return _construction(project, file, fn, sym, v)
     callee = callee_of(project, file, fn, v)
     if callee is None or callee[0] is fn:
         return None
@@ -130,11 +135,12 @@ def callee_of(project: Project, file: FileModel, fn: FunctionInfo,
     return None
 
 
-def _construction(project: Project, file: FileModel, fn: FunctionInfo, cls: ClassInfo,
+def _construction(project: Project, file: FileModel, fn: FunctionInfo, sym: tuple,
                   call: cst.Call) -> RecordSummary | None:
     """``Record(a, b, n)`` of a plain record class: the fields given device data ``fn`` makes (None: none)."""
     from streamlint.model.flow.calls import plain_container  # (calls imports the interpreter's helpers)
 
+    cls = sym[0]
     if not plain_container(cls) or any(a.star for a in call.args):
         return None
     order = _field_order(cls)
@@ -143,7 +149,7 @@ def _construction(project: Project, file: FileModel, fn: FunctionInfo, cls: Clas
         name = a.keyword.value if a.keyword is not None else order[i] if i < len(order) else None
         if name is not None and _fresh(file, fn, a.value, 0):
             fields.add(name)
-    return RecordSummary(cls.name, frozenset(fields)) if fields else None
+    return RecordSummary(cls.name, frozenset(fields), cls, sym[1]) if fields else None
 
 
 def _field_order(cls: ClassInfo) -> list[str]:
@@ -186,36 +192,75 @@ def _fresh(file: FileModel, fn: FunctionInfo, e: cst.BaseExpression, depth: int)
 
 def record_result(interp, st, e: cst.Call, found) -> object | None:
     """The result of ``e`` when the project function it runs hands back a record of device data: one new storage
-    produced on the current stream at the call (its arguments read there); None otherwise. ``found``: the callee
-    the dispatcher resolved (else a method of an annotated parameter, an element or loop name of a container the
-    object holds, or a method only one project class defines: then the result's type is assumed)."""
+    per field it fills, produced on the current stream at the call (its arguments read there); a method called on
+    such a record (:func:`_record_method`); None otherwise. ``found``: the callee the dispatcher resolved (else a
+    method of an annotated parameter, an element or loop name of a container the object holds, or a method only
+    one project class defines: then the result's type is assumed, ``Race.unknown``)."""
     from streamlint.model.flow.objeffects import object_method
 
+    func = e.func
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
+            and isinstance(held := st.env.get(func.value.value), FieldsVal):
+        return _record_method(interp, st, e, held)
     project, file, fn = interp.project, interp.cfile, interp.cfn
     certain = found is not None
     if found is None and fn is not None:
         found = callee_of(project, file, fn, e)
         certain = found is not None
     if found is None and fn is not None:
-        typed = object_method(project, file, fn, e.func)
+        typed = object_method(project, file, fn, func)
         if typed is not None:
             found, certain = (typed.method, typed.module), typed.exact
-    if found is None or device_record(project, found[1], found[0]) is None:
+    summary = device_record(project, found[1], found[0]) if found is not None else None
+    if summary is None:
         return None
-    if isinstance(e.func, cst.Attribute):
-        interp.ev(st, e.func.value)
+    if isinstance(func, cst.Attribute):
+        interp.ev(st, func.value)
     _, reads, _ = interp.call_args(st, e)
-    result = interp.op(st, e, reads)
-    interp.__dict__.setdefault("record_sids", set()).add(result.sid)
+    names = tuple(sorted(summary.fields))
+    items = tuple(interp.op(st, e, reads if i == 0 else []) for i in range(len(names)))
     if not certain:
-        interp.unknown_results.add(result.sid)  # (the callee resolved by its method name only: medium)
-    return result
+        interp.unknown_results.update(tv.sid for tv in items)  # (resolved by its method name only: medium)
+        interp.__dict__.setdefault("assumed_records", set()).update(tv.sid for tv in items)
+    return FieldsVal(items, names, owner=(summary.cls_info, summary.module))
 
 
-def record_field(interp, base) -> bool:
-    """Is ``base`` (a tracked tensor value) a record of device data a project call handed back (its fields are
-    its storage)?"""
-    return base.sid in interp.__dict__.get("record_sids", ())
+def _record_method(interp, st, e: cst.Call, rec: FieldsVal) -> object:
+    """``rec.method(...)``: a method of the record class recording its fields (``self.keys.record_stream(s)``, ``s``
+    a parameter) records them on the stream handed in; any other method reads every field on the current stream
+    (a new tensor results)."""
+    from streamlint.model.uses import bind_arguments
+
+    owner = rec.owner[0] if rec.owner is not None else None
+    method = owner.methods.get(e.func.attr.value) if owner is not None else None
+    recorded = _recorded_fields(method) if method is not None else {}
+    _, reads, _ = interp.call_args(st, e)
+    if not recorded:
+        return interp.op(st, e, [rec] + reads)
+    bound = bind_arguments(method.params[1:] + method.kwonly, e, kwonly=method.kwonly)
+    for name, param in recorded.items():
+        arg = bound.get(param)
+        if arg is not None and name in rec.names:
+            stream = interp.stream_key(st, interp.ev(st, arg), arg)
+            interp.note_record(st, [rec.items[rec.names.index(name)]], stream, f"{e.func.value.value}.{name}")
+    return None
+
+
+def _recorded_fields(method: FunctionInfo) -> dict[str, str]:
+    """``{field: parameter}`` for each ``self.<field>.record_stream(<parameter>)`` of the method."""
+    out = {}
+    for node in local_nodes(method.node.body):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "record_stream" \
+                and isinstance(node.func.value, cst.Attribute) and dotted(node.func.value.value) == "self" \
+                and len(node.args) == 1 and isinstance(node.args[0].value, cst.Name) \
+                and node.args[0].value.value in method.all_params:
+            out[node.func.value.attr.value] = node.args[0].value.value
+    return out
+
+
+def record_field(rec: FieldsVal, attr: str) -> object:
+    """The storage of the field ``attr`` of a record (None: a field holding no device data the call made)."""
+    return rec.items[rec.names.index(attr)] if attr in rec.names else None
 
 
 __all__ = ["RecordSummary", "callee_of", "device_record", "record_field", "record_result"]

@@ -15,7 +15,6 @@ from streamlint.model.attrstreams import unseen_pair
 from streamlint.model.flow.ambient import steps_on
 from streamlint.model.flow.callerscopes import race_evidence
 from streamlint.model.flow.batchguards import KEEP, inner_statement, race_guard
-from streamlint.model.flow.recordresults import record_field
 from streamlint.model.flow.callers import steps_synced
 from streamlint.model.flow.chosenstreams import handed_wait
 from streamlint.model.flow.entryctx import entry_of
@@ -27,6 +26,7 @@ from streamlint.model.flow.results import Lifetime, Race, Unjoined, ViewEscape
 from streamlint.model.flow.values import (
     Access,
     EVal,
+    FieldsVal,
     KVal,
     State,
     Storage,
@@ -127,8 +127,10 @@ class Storages(HandOuts):
         """An element of a collection of untracked type whose elements a tensor op wrote (``for g in grads``
         after ``dist.all_reduce(grads[0])``): a place of the same storage; an element of a long-lived tensor
         collection (the static buffers of a replayed graph): a view of it; else nothing known."""
-        if isinstance(v, TVal) and v.sid in st.stores and (st.stores[v.sid].kind == "long" or record_field(self, v)):
-            return self.new_tensor(st, v.sid, v.vid)  # (or a record of a project call's device data: recordresults.py)
+        if isinstance(v, FieldsVal):
+            return v  # a list of records a project call handed back: each element is such a record (recordresults.py)
+        if isinstance(v, TVal) and v.sid in st.stores and st.stores[v.sid].kind == "long":
+            return self.new_tensor(st, v.sid, v.vid)
         if isinstance(v, KVal) and (v.opaque and v.key.split("[", 1)[0] in st.long or v.key.startswith("self.")):
             return KVal(f"{v.key}[:]", v.glob, True)
         return None
@@ -484,6 +486,10 @@ class Storages(HandOuts):
             S = st.stores.get(v.sid)
             if S is not None and S.name is None:
                 S.name = name
+        for tv, attr in zip(v.items, v.names) if isinstance(v, FieldsVal) else ():
+            S = st.stores.get(tv.sid)  # a record's fields (recordresults.py): `pages.keys`
+            if S is not None and S.name is None:
+                S.name = f"{name}.{attr}"
         if old is not None and old is not v:
             self.unbind(st, old, "rebinding", node)
 

@@ -296,6 +296,8 @@ class ControlFlow:
                 st.clauses.append(((flag, not positive), (key, sign)))
 
     def unpack(self, st: State, v: object, n: int) -> list[object]:
+        if isinstance(v, FieldsVal):
+            return [v] * n  # a record (or a list of records) of a project call: each part stands for it all
         if isinstance(v, TupVal) and len(v.items) == n:
             return list(v.items)
         if isinstance(v, TVal):

@@ -217,7 +217,8 @@ def record_result(interp, st, e: cst.Call, found) -> object | None:
     if isinstance(func, cst.Attribute):
         interp.ev(st, func.value)
     _, reads, _ = interp.call_args(st, e)
-    names = tuple(sorted(summary.fields))
+    order = _field_order(summary.cls_info) if summary.cls_info is not None else []
+    names = tuple(sorted(summary.fields, key=lambda f: (order.index(f) if f in order else len(order), f)))
     items = tuple(interp.op(st, e, reads if i == 0 else []) for i in range(len(names)))
     if not certain:
         interp.unknown_results.update(tv.sid for tv in items)  # (resolved by its method name only: medium)

@@ -270,7 +270,8 @@ class MissingRecordStream(Rule):
                              "nothing waits on it on the current stream before the free")
                 if issue.assumed and confidence is None:
                     confidence = Confidence.MEDIUM  # (flow/recordresults.py)
-                    hint += "; this assumes the call runs the only project method of its name, which hands back this record"
+                    hint += ("; this assumes the call runs the only project method of its name, which hands back "
+                             "this record")
                 if issue.guess:
                     confidence = Confidence.LOW  # (flow/guessedresults.py)
                     hint += (f"; this assumes the value is a device tensor, which rests only on `{issue.guess}` (of "

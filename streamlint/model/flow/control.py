@@ -499,7 +499,8 @@ class ControlFlow:
         elements = None
         if isinstance(node, cst.For) and isinstance(node.target, cst.Name):
             items = self.ev(st, node.iter)
-            if isinstance(items, TupVal) and not isinstance(items, FieldsVal) and 0 < len(items.items) <= MAX_TUPLE_ITER \
+            if isinstance(items, TupVal) and not isinstance(items, FieldsVal) \
+                    and 0 < len(items.items) <= MAX_TUPLE_ITER \
                     and any(self.tensors(st, v) for v in items.items):
                 elements = items.items
         bindings = self.element_rounds(st, node) if elements is None and isinstance(node, cst.For) else None

@@ -24,7 +24,8 @@ from streamlint.model.flow.calls import kept_arguments, metadata_only, plain_con
 from streamlint.model.flow.enqueues import enqueue_only, kept_names
 from streamlint.model.flow.heldaliases import held_after_call
 from streamlint.model.flow.objeffects import method_effects, object_method
-from streamlint.model.flow.values import CVal, FieldsVal, IVal, KVal, NONE, RecordVal, SVal, State, TVal, TupVal, known_truth
+from streamlint.model.flow.values import (CVal, FieldsVal, IVal, KVal, NONE, RecordVal, SVal, State, TVal, TupVal,
+                                          known_truth)
 from streamlint.model.streams import declared_globals, EVENT, MAIN, STREAM, current_stream_getter, installed_stream_getter
 from streamlint.model.flow.leaves import closure_container
 from streamlint.model.syntax import target_names

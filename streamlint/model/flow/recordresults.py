@@ -251,7 +251,8 @@ def _recorded_fields(method: FunctionInfo) -> dict[str, str]:
     """``{field: parameter}`` for each ``self.<field>.record_stream(<parameter>)`` of the method."""
     out = {}
     for node in local_nodes(method.node.body):
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "record_stream" \
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value == "record_stream" \
                 and isinstance(node.func.value, cst.Attribute) and dotted(node.func.value.value) == "self" \
                 and len(node.args) == 1 and isinstance(node.args[0].value, cst.Name) \
                 and node.args[0].value.value in method.all_params:

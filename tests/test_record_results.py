@@ -27,6 +27,12 @@ class Pair(NamedTuple):
     right: torch.Tensor
 
 
+class Held:
+    def __init__(self, keys, vals):
+        self.k = keys
+        self.v = vals
+
+
 class Source:
     def __init__(self, data, scale):
         self.data = data
@@ -34,6 +40,9 @@ class Source:
 
     def upload(self, dev) -> Slab:
         return Slab(self.data.to(dev, non_blocking=True), self.scale.to(dev, non_blocking=True), 4)
+
+    def upload_held(self, dev):
+        return Held(self.data.to(dev, non_blocking=True), vals=self.scale.to(dev, non_blocking=True))
 
     def upload_data_only(self, dev):
         data = self.data.to(dev, non_blocking=True)
@@ -92,6 +101,7 @@ def test_summaries(tmp_path):
         return found.fields if found is not None else None
 
     assert fields("upload") == {"data", "scale"}
+    assert fields("upload_held") == {"k", "v"}  # stored as `self.k` / `self.v` (`vals=` names the parameter)
     assert fields("upload_data_only") == {"data"}  # (a local bound once to the copy; `scale` is handed as is)
     assert fields("upload_blocking") is None  # the host waits for a blocking copy
     assert fields("to_host") is None  # host memory

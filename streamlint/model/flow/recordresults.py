@@ -144,19 +144,25 @@ def _construction(project: Project, file: FileModel, fn: FunctionInfo, sym: tupl
     if not plain_container(cls) or any(a.star for a in call.args):
         return None
     order = _field_order(cls)
+    init = cls.methods.get("__init__")
+    params = list(init.params[1:]) if init is not None else order  # (a keyword names the parameter)
     fields = set()
     for i, a in enumerate(call.args):
-        name = a.keyword.value if a.keyword is not None else order[i] if i < len(order) else None
+        name = order[params.index(a.keyword.value)] if a.keyword is not None and a.keyword.value in params \
+            else None if a.keyword is not None else order[i] if i < len(order) else None
         if name is not None and _fresh(file, fn, a.value, 0):
             fields.add(name)
     return RecordSummary(cls.name, frozenset(fields), cls, sym[1]) if fields else None
 
 
 def _field_order(cls: ClassInfo) -> list[str]:
-    """The positional order of a record class's fields: its ``__init__`` parameters, else its annotated fields."""
+    """The positional order of a record class's fields: its ``__init__`` parameters (each named after the attribute
+    it is stored in, ``self.k = keys``), else its annotated fields."""
     init = cls.methods.get("__init__")
     if init is not None:
-        return list(init.params[1:])
+        stored = {a.value.value: a.target[len("self."):] for a in init.assigns
+                  if isinstance(a.value, cst.Name) and a.target.startswith("self.") and a.target.count(".") == 1}
+        return [stored.get(p, p) for p in init.params[1:]]
     body = cls.node.body.body if isinstance(cls.node.body, cst.IndentedBlock) else ()
     return [small.target.value for stmt in body if isinstance(stmt, cst.SimpleStatementLine) for small in stmt.body
             if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name)
@@ -261,8 +267,12 @@ def _recorded_fields(method: FunctionInfo) -> dict[str, str]:
 
 
 def record_field(rec: FieldsVal, attr: str) -> object:
-    """The storage of the field ``attr`` of a record (None: a field holding no device data the call made)."""
-    return rec.items[rec.names.index(attr)] if attr in rec.names else None
+    """The storage of the field ``attr`` of a record; None for a field holding no device data the call made; the
+    whole record for a property or another member the class computes (it may hand back any field)."""
+    if attr in rec.names:
+        return rec.items[rec.names.index(attr)]
+    cls = rec.owner[0] if rec.owner is not None else None
+    return rec if cls is not None and attr in cls.methods else None
 
 
 __all__ = ["RecordSummary", "callee_of", "device_record", "record_field", "record_result"]

@@ -119,20 +119,57 @@ def _value(project: Project, file: FileModel, fn: FunctionInfo, v: cst.BaseExpre
 
 def callee_of(project: Project, file: FileModel, fn: FunctionInfo,
               call: cst.Call) -> tuple[FunctionInfo, FileModel] | None:
-    """The project function ``call`` runs: :meth:`Project.call_target`, or a method of a parameter (or ``self``
-    field read through it: not followed) annotated with one project class that defines it."""
+    """The project function ``call`` runs: :meth:`Project.call_target`, or a method of a parameter annotated with
+    one project class that defines it, or of a ``self`` field every binding of which is such a parameter of the
+    binding method (``self.stash = stash`` in ``__init__(self, stash: Stash)``)."""
     site = file.call_site(call)
     found = project.call_target(file, site) if site is not None else None
     if found is not None:
         return found
     func = call.func
-    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in fn.all_params \
-            and func.value.value not in fn.name_assigns:
-        annotation = param_annotation(fn, func.value.value)
-        classes = annotation_classes(project, file, fn, annotation) if annotation is not None else None
-        if classes is not None and len(classes) == 1 and func.attr.value in classes[0][0].methods:
-            return classes[0][0].methods[func.attr.value], classes[0][1]
+    if not isinstance(func, cst.Attribute):
+        return None
+    classes = None
+    if isinstance(func.value, cst.Name) and func.value.value in fn.all_params and func.value.value not in fn.name_assigns:
+        classes = _param_classes(project, file, fn, func.value.value)
+    elif isinstance(func.value, cst.Attribute) and dotted(func.value.value) == "self" and fn.class_name is not None:
+        classes = _stored_classes(project, file, fn.class_name, func.value.attr.value)
+    if classes is not None and len(classes) == 1 and func.attr.value in classes[0][0].methods:
+        return classes[0][0].methods[func.attr.value], classes[0][1]
     return None
+
+
+def _param_classes(project: Project, file: FileModel, fn: FunctionInfo, name: str) -> list | None:
+    annotation = param_annotation(fn, name)
+    return annotation_classes(project, file, fn, annotation) if annotation is not None else None
+
+
+def _stored_classes(project: Project, file: FileModel, class_name: str, attr: str) -> list | None:
+    """The project classes of ``self.<attr>`` when every method of the class binding it stores there a parameter
+    of its own annotated with them (None: any other binding, or none). Memoised per project."""
+    memo = derived(project, "record_stored_classes")
+    key = (file.path, class_name, attr)
+    if key not in memo:
+        memo[key] = _stored(project, file, class_name, attr)
+    return memo[key]
+
+
+def _stored(project: Project, file: FileModel, class_name: str, attr: str) -> list | None:
+    found: list = []
+    for method in file.functions.values():
+        if method.class_name != class_name:
+            continue
+        for a in method.assigns:
+            if a.target != f"self.{attr}":
+                continue
+            if not (isinstance(a.value, cst.Name) and a.value.value in method.all_params
+                    and a.value.value not in method.name_assigns):
+                return None
+            classes = _param_classes(project, file, method, a.value.value)
+            if classes is None:
+                return None
+            found += [c for c in classes if all(c[0] is not k[0] for k in found)]
+    return found or None
 
 
 def _construction(project: Project, file: FileModel, fn: FunctionInfo, sym: tuple,

@@ -66,7 +66,7 @@ def device_record(project: Project, file: FileModel, fn: FunctionInfo) -> Record
         return memo[id(fn)][0]
     memo[id(fn)] = (None, fn)  # (a guard: a cycle is no evidence; the function is kept with its answer)
     values = [r.value for r in fn.returns]
-    if not values or fn.yields or _orders(fn):
+    if not values or fn.yields or _orders(fn) or _other_effects(file, fn):
         return None
     found = [_value(project, file, fn, v, 0) for v in values]
     if None in found:
@@ -84,6 +84,28 @@ def _orders(fn: FunctionInfo) -> bool:
             name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) \
                 else None
             if name in _ORDERING or name == "Event":
+                return True
+    return False
+
+
+def _other_effects(file: FileModel, fn: FunctionInfo) -> bool:
+    """Work the summary would drop (the call is no longer inlined): a call whose result is discarded
+    (``buf.copy_(src, non_blocking=True)`` into the caller's ``buf``, ``self._fill(buf)``), an ``out=`` argument,
+    an item assignment (``buf[i] = x``). Logging, warnings and a method of a device buffer the function allocates
+    itself (``out = torch.empty(..., device=d); out.copy_(src, non_blocking=True)``) are no such work."""
+    for node in local_nodes(fn.node.body):
+        if isinstance(node, cst.Expr) and isinstance(node.value, cst.Call):
+            func = node.value.func
+            root = (dotted(func) or "").split(".", 1)[0].lower()
+            own = isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
+                and _fresh(file, fn, func.value, 0)
+            if not (own or root in ("print", "warnings", "logging") or "log" in root):
+                return True
+        elif isinstance(node, cst.Call) and any(a.keyword is not None and a.keyword.value == "out" for a in node.args):
+            return True
+        elif isinstance(node, (cst.Assign, cst.AugAssign)):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            if any(isinstance(t, cst.Subscript) for t in targets):
                 return True
     return False
 

@@ -74,6 +74,15 @@ class Source:
     def through(self, dev):
         return self.upload(dev)
 
+    def upload_mirrored(self, dev, mirror):
+        mirror.copy_(self.data, non_blocking=True)
+        return Slab(self.data.to(dev, non_blocking=True), self.scale.to(dev, non_blocking=True), 4)
+
+    def upload_staged(self, dev):
+        staged = torch.empty(self.data.shape, device=dev)
+        staged.copy_(self.data, non_blocking=True)
+        return Slab(staged, self.scale.to(dev, non_blocking=True), 4)
+
     def either(self, dev, flag: bool):
         if flag:
             return self.upload(dev)
@@ -111,6 +120,8 @@ def test_summaries(tmp_path):
     assert fields("pinned_scratch") is None
     assert fields("many") == {"data", "scale"}  # a list of records
     assert fields("through") == {"data", "scale"}  # another method's record
+    assert fields("upload_mirrored") is None  # also writes the caller's buffer: stays inlined
+    assert fields("upload_staged") == {"data", "scale"}  # a copy into a buffer it allocates itself
     assert fields("either") is None  # `None` on one path: not every return is a record
     fn = file.functions["upload_source"]
     assert device_record(project, file, fn).fields == {"data", "scale"}  # a method of an annotated parameter

@@ -91,8 +91,9 @@ def _orders(fn: FunctionInfo) -> bool:
 def _other_effects(file: FileModel, fn: FunctionInfo) -> bool:
     """Work the summary would drop (the call is no longer inlined): a call whose result is discarded
     (``buf.copy_(src, non_blocking=True)`` into the caller's ``buf``, ``self._fill(buf)``), an ``out=`` argument,
-    an item assignment (``buf[i] = x``). Logging, warnings and a method of a device buffer the function allocates
-    itself (``out = torch.empty(..., device=d); out.copy_(src, non_blocking=True)``) are no such work."""
+    an item or attribute assignment (``buf[i] = x``; ``self.last = rec``: the object keeps the record, so the
+    caller's drop frees nothing). Logging, warnings and a method of a device buffer the function allocates itself
+    (``out = torch.empty(..., device=d); out.copy_(src, non_blocking=True)``) are no such work."""
     for node in local_nodes(fn.node.body):
         if isinstance(node, cst.Expr) and isinstance(node.value, cst.Call):
             func = node.value.func
@@ -103,9 +104,9 @@ def _other_effects(file: FileModel, fn: FunctionInfo) -> bool:
                 return True
         elif isinstance(node, cst.Call) and any(a.keyword is not None and a.keyword.value == "out" for a in node.args):
             return True
-        elif isinstance(node, (cst.Assign, cst.AugAssign)):
+        elif isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-            if any(isinstance(t, cst.Subscript) for t in targets):
+            if any(isinstance(t, (cst.Subscript, cst.Attribute)) for t in targets):
                 return True
     return False
 

@@ -9,6 +9,7 @@ from streamlint.finding import Confidence
 from streamlint.model.flow.recordresults import device_record
 
 CODE = '''
+import functools
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -83,6 +84,15 @@ class Source:
         staged.copy_(self.data, non_blocking=True)
         return Slab(staged, self.scale.to(dev, non_blocking=True), 4)
 
+    @functools.lru_cache(maxsize=2)
+    def upload_cached(self, dev) -> Slab:
+        return Slab(self.data.to(dev, non_blocking=True), self.scale.to(dev, non_blocking=True), 4)
+
+    def upload_remembered(self, dev) -> Slab:
+        slab = Slab(self.data.to(dev, non_blocking=True), self.scale.to(dev, non_blocking=True), 4)
+        self.latest = slab
+        return slab
+
     def either(self, dev, flag: bool):
         if flag:
             return self.upload(dev)
@@ -122,6 +132,8 @@ def test_summaries(tmp_path):
     assert fields("through") == {"data", "scale"}  # another method's record
     assert fields("upload_mirrored") is None  # also writes the caller's buffer: stays inlined
     assert fields("upload_staged") == {"data", "scale"}  # a copy into a buffer it allocates itself
+    assert fields("upload_cached") is None  # a shared, memoised record
+    assert fields("upload_remembered") is None  # the object keeps it
     assert fields("either") is None  # `None` on one path: not every return is a record
     fn = file.functions["upload_source"]
     assert device_record(project, file, fn).fields == {"data", "scale"}  # a method of an annotated parameter

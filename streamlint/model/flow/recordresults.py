@@ -66,7 +66,7 @@ def device_record(project: Project, file: FileModel, fn: FunctionInfo) -> Record
         return memo[id(fn)][0]
     memo[id(fn)] = (None, fn)  # (a guard: a cycle is no evidence; the function is kept with its answer)
     values = [r.value for r in fn.returns]
-    if not values or fn.yields or _orders(fn) or _other_effects(file, fn):
+    if not values or fn.yields or _orders(fn) or _other_effects(file, fn) or _cached(fn):
         return None
     found = [_value(project, file, fn, v, 0) for v in values]
     if None in found:
@@ -86,6 +86,12 @@ def _orders(fn: FunctionInfo) -> bool:
             if name in _ORDERING or name == "Event":
                 return True
     return False
+
+
+def _cached(fn: FunctionInfo) -> bool:
+    """A memoising decorator (``functools.lru_cache``, ``cache``, ``cached_property``): the record is shared."""
+    return any("cache" in (dotted(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "").lower()
+               for d in fn.node.decorators)
 
 
 def _other_effects(file: FileModel, fn: FunctionInfo) -> bool:

@@ -268,6 +268,10 @@ class MissingRecordStream(Rule):
                     confidence = Confidence.MEDIUM  # (the receiver's code is read, its later use of the event not)
                     hint += (f"; `{issue.kept_event}` is handed on with the results, but the receiver only keeps it: "
                              "nothing waits on it on the current stream before the free")
+                if issue.assumed and confidence is None:
+                    confidence = Confidence.MEDIUM  # (flow/recordresults.py)
+                    hint += ("; this assumes the call runs the only project method of its name, which hands back "
+                             "this record")
                 if issue.guess:
                     confidence = Confidence.LOW  # (flow/guessedresults.py)
                     hint += (f"; this assumes the value is a device tensor, which rests only on `{issue.guess}` (of "
@@ -687,7 +691,7 @@ def _taken_confidence(ctx: RuleContext, lifetime, model, caller) -> Confidence:
     join on every path, lowered by the same evidence as in :meth:`MissingRecordStream.check`."""
     if lifetime.guess or lifetime.escaped or _ambient_race(lifetime, function_flow(ctx.project, model, caller)):
         return Confidence.LOW
-    if lifetime.flag or lifetime.kept_event:
+    if lifetime.flag or lifetime.kept_event or lifetime.assumed:
         return Confidence.MEDIUM
     return Confidence.HIGH
 

@@ -170,6 +170,9 @@ Layer 3 — one function's flow
                     tensor a local list was handed, each with the stream of its own fork-loop round),
                     ``devicecopies`` (a project helper copying what it is handed to a device,
                     ``to_accel(batch, dev, non_blocking=True)``: its result is a device value made at the call),
+                    ``recordresults`` (a project call handing back a record, or a list of records, of device data
+                    it makes, ``pages = tier.promote(dev)`` building ``DevicePages(k.to(dev, non_blocking=True), ...)``:
+                    one storage produced at the call, its fields and methods reads of it),
                     ``paramcontents`` (a loop over a parameter's contents, ``req.blocks[tier]``, narrowed by
                     ``isinstance(item, torch.Tensor)``: the caller's tensors), ``flagjoins`` (a free unjoined only where a
                     caller's flag, ``sync``, turned the function's join off: SL301 medium), ``batchguards`` (a

@@ -120,6 +120,8 @@ class Consumers:
             self.lifetimes[key] = merge_flag(before, self.lifetimes[key], flag)
             if self.lifetimes[key] is not before and (place := guess_of(self, S.sid)) is not None:
                 self.lifetimes[key] = replace(self.lifetimes[key], guess=place)
+            if self.lifetimes[key] is not before and S.sid in self.__dict__.get("assumed_records", ()):
+                self.lifetimes[key] = replace(self.lifetimes[key], assumed=True)  # (recordresults.py)
 
     def note_kept(self, st: State, S, into: cst.BaseExpression | None) -> None:
         super().note_kept(st, S, into)  # type: ignore[misc]

@@ -27,7 +27,7 @@ from streamlint.model.flow.hostnames import host_handle, host_object
 from streamlint.model.flow.handlestreams import handle_stream
 from streamlint.model.flow.wrapperforks import forks_on_entry, joins_on_exit, yields_caller_stream
 from streamlint.model.flow.values import (AnalysisBudgetExceeded, CVal, CtxVal, EVal, HVal, KVal, LOOP_UNROLL, MAX_PATHS,
-                                          MAX_STEPS, NONE, SVal, ScopeRun, State, TVal, TupVal)
+                                          MAX_STEPS, NONE, SVal, ScopeRun, State, TVal, TupVal, FieldsVal)
 from streamlint.model.streams import declared_globals, MAIN, STREAM
 from streamlint.model.syntax import contains, endless, strip_not, target_names, walked_names
 from streamlint.model.tensoruse import tensor_places
@@ -297,6 +297,8 @@ class ControlFlow:
                 st.clauses.append(((flag, not positive), (key, sign)))
 
     def unpack(self, st: State, v: object, n: int) -> list[object]:
+        if isinstance(v, FieldsVal):
+            return [v] * n  # a record (or a list of records) of a project call: each part stands for it all
         if isinstance(v, TupVal) and len(v.items) == n:
             return list(v.items)
         if isinstance(v, TVal):
@@ -499,7 +501,8 @@ class ControlFlow:
         elements = None
         if isinstance(node, cst.For) and isinstance(node.target, cst.Name):
             items = self.ev(st, node.iter)
-            if isinstance(items, TupVal) and 0 < len(items.items) <= MAX_TUPLE_ITER \
+            if isinstance(items, TupVal) and not isinstance(items, FieldsVal) \
+                    and 0 < len(items.items) <= MAX_TUPLE_ITER \
                     and any(self.tensors(st, v) for v in items.items):
                 elements = items.items
         bindings = self.element_rounds(st, node) if elements is None and isinstance(node, cst.For) else None

@@ -327,8 +327,9 @@ class Elements:
             it = it.args[0].value  # `for k, b in list(self.staged.items())`: a copy of the same elements
         pairs: list[tuple[cst.BaseExpression, cst.BaseExpression]] = []
         if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value in ("zip", "enumerate") \
-                and it.args and not any(a.keyword is not None or a.star for a in it.args):
-            args = [a.value for a in it.args]
+                and it.args and not any(a.keyword is not None and a.keyword.value != "strict" or a.star
+                                        for a in it.args):
+            args = [a.value for a in it.args if a.keyword is None]  # (`zip(a, b, strict=True)`: the same pairs)
             elts = _unpacked(target, 2 if it.func.value == "enumerate" else len(args))
             if elts is None or (it.func.value == "enumerate" and len(args) != 1):
                 return {}

@@ -16,6 +16,7 @@ from streamlint.model.flow.computed import computes_tensor, device_factory
 from streamlint.model.flow.devicecopies import async_copy_element, device_copy_at
 from streamlint.model.flow.counters import NVal, counter_part
 from streamlint.model.flow.guessedresults import guessed_result
+from streamlint.model.flow.recordresults import device_record, record_field, record_result
 from streamlint.model.flow.places import cached_stream_getter, host_arguments, memoised, module_receiver
 from streamlint.model.flow.recursion import recursive_call
 from streamlint.model.flow.rootranks import on_root_rank, root_expression
@@ -23,7 +24,8 @@ from streamlint.model.flow.calls import kept_arguments, metadata_only, plain_con
 from streamlint.model.flow.enqueues import enqueue_only, kept_names
 from streamlint.model.flow.heldaliases import held_after_call
 from streamlint.model.flow.objeffects import method_effects, object_method
-from streamlint.model.flow.values import CVal, IVal, KVal, NONE, RecordVal, SVal, State, TVal, TupVal, known_truth
+from streamlint.model.flow.values import (CVal, FieldsVal, IVal, KVal, NONE, RecordVal, SVal, State, TVal, TupVal,
+                                          known_truth)
 from streamlint.model.streams import declared_globals, EVENT, MAIN, STREAM, current_stream_getter, installed_stream_getter
 from streamlint.model.flow.leaves import closure_container
 from streamlint.model.syntax import target_names
@@ -105,6 +107,8 @@ class Expressions:
             if isinstance(e.value, cst.Name) and attr in st.fields.get(e.value.value, ()):
                 return st.fields[e.value.value][attr]  # a record object's field: what it was built with
             base = self.ev(st, e.value)
+            if isinstance(base, FieldsVal):
+                return record_field(base, attr)  # a field of a project call's record (recordresults.py)
             if isinstance(base, TVal):
                 if attr in VIEW_ATTRS:
                     return self.new_tensor(st, base.sid, base.vid)
@@ -211,7 +215,8 @@ class Expressions:
             if isinstance(it, KVal) and it.opaque:  # a collection whose elements a tensor op wrote (`grads`)
                 it = next(iter(self.tensors(st, it)), it)
             element = self.new_tensor(st, it.sid, it.vid) if isinstance(it, TVal) and f.inner_for_in is None \
-                and isinstance(f.target, cst.Name) and not self.is_host(st, it) else None
+                and isinstance(f.target, cst.Name) and not self.is_host(st, it) else it if isinstance(
+                    it, FieldsVal) and isinstance(f.target, cst.Name) else None  # (a record of a list of them)
             if element is not None:
                 walked.add(element.sid)
             for n in target_names(f.target):
@@ -236,6 +241,8 @@ class Expressions:
         for el in e.slice:
             if isinstance(el.slice, cst.Index):
                 idx_vals.append(self.ev(st, el.slice.value))
+        if isinstance(base, FieldsVal):
+            return base  # an element of a list of records a project call handed back (recordresults.py)
         if not isinstance(base, TVal) and (slot := self.slot_get(st, e)) is not None:
             return slot  # a list's element the function put there, or the caller's (slots.py)
         if isinstance(base, TupVal) and (part := self.stream_slice(base, e)) is not None:
@@ -369,6 +376,7 @@ class Expressions:
             if getter is not None and installed_stream_getter(self.project, getter[1], getter[0]):
                 return SVal(MAIN)  # a per-device stream the project installed as current (set_stream)
             target = self.inline_target(site)
+            target = None if target is not None and device_record(self.project, target[1], target[0]) else target
             if target is not None:
                 if cached_stream_getter(target[0]):
                     return SVal(MAIN)  # caches the stream current at its first call: the default stream
@@ -416,6 +424,8 @@ class Expressions:
             returns = found[0].node.returns if found is not None else None
             if returns is not None and "Tensor" in cst.Module([]).code_for_node(returns.annotation):
                 found = None  # (`-> tuple[Tensor, Tensor]` is no host result)
+        if site is not None and (made := record_result(self, st, e, found)) is not None:
+            return made  # a record of device data the callee makes (recordresults.py)
         if site is not None and (applied := self.object_effects(st, e)) is not None:
             return applied[0]
         saved, self.host_args = self.host_args, host_arguments(found[0], e) if found is not None else frozenset()

@@ -26,6 +26,7 @@ from streamlint.model.flow.results import Lifetime, Race, Unjoined, ViewEscape
 from streamlint.model.flow.values import (
     Access,
     EVal,
+    FieldsVal,
     KVal,
     State,
     Storage,
@@ -127,6 +128,8 @@ class Storages(HandOuts):
         after ``dist.all_reduce(grads[0])``): a place of the same storage; an element of a long-lived tensor
         collection (the static buffers of a replayed graph) or of a comprehension of device copies (``for b in
         blocks: b.record_stream(cur)``): a view of it; else nothing known."""
+        if isinstance(v, FieldsVal):
+            return v  # a list of records a project call handed back: each element is such a record (recordresults.py)
         if isinstance(v, TVal) and v.sid in st.stores and (st.stores[v.sid].kind == "long" or st.stores[v.sid].copies):
             return self.new_tensor(st, v.sid, v.vid)
         if isinstance(v, KVal) and (v.opaque and v.key.split("[", 1)[0] in st.long or v.key.startswith("self.")):
@@ -507,6 +510,10 @@ class Storages(HandOuts):
             S = st.stores.get(v.sid)
             if S is not None and S.name is None:
                 S.name = name
+        for tv, attr in zip(v.items, v.names) if isinstance(v, FieldsVal) else ():
+            S = st.stores.get(tv.sid)  # a record's fields (recordresults.py): `pages.keys`
+            if S is not None and S.name is None:
+                S.name = f"{name}.{attr}"
         if old is not None and old is not v:
             self.unbind(st, old, "rebinding", node)
 

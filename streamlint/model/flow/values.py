@@ -10,7 +10,7 @@ inlining depth, loop unrolling) and the per-mode configuration live here too."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from streamlint._lazy import cst
 from streamlint.model.streams import MAIN
@@ -86,6 +86,15 @@ class CVal:
 @dataclass(frozen=True)
 class TupVal:
     items: tuple
+
+
+@dataclass(frozen=True)
+class FieldsVal(TupVal):
+    """A record object of device data a project call handed back (:mod:`~streamlint.model.flow.recordresults`):
+    ``items`` the storages of its fields ``names``; it stands for every element of a list of such records too."""
+
+    names: tuple = ()
+    owner: object = field(default=None, compare=False)  # (the record class and its module)
 
 
 @dataclass(frozen=True)

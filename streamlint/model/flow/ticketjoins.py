@@ -310,4 +310,62 @@ def _consumed_in(root: cst.CSTNode, field: str) -> bool:
     return False
 
 
-__all__ = ["field_consumed", "record_model", "ticket_fields", "ticket_joins"]
+def branch_joins(project: Project, file: FileModel) -> list[SilentJoin]:
+    """Join steps that join a handle parameter on an early-return branch only: ``if pair is None:
+    handle.wait(); return`` and then, on the path that falls through to the end, never name ``handle`` again
+    (no wait, no hand-on) nor join anything else. The branch says what the step is for (its caller reads the
+    work the handle stands for after the call); the path that skips it leaves that work unjoined. Not a branch
+    testing the handle itself (``if handle is None: return``), and silent when the step synchronises the device
+    or every seen caller makes a real join right after the call."""
+    from streamlint.model.flow.joinsteps import SilentJoin, _end, handled, is_join_step
+    from streamlint.model.flow.protocols import synchronizes_device
+
+    memo = derived(project, "branch_joins")
+    if id(file) in memo:
+        return memo[id(file)]
+    out: list[SilentJoin] = []
+    for fn in file.iter_functions():
+        body = list(fn.node.body.body) if isinstance(fn.node.body, cst.IndentedBlock) else []
+        if not is_join_step(fn) or not body or synchronizes_device(project, file, fn):
+            continue
+        for param in fn.params:
+            if param in ("self", "cls"):
+                continue
+            cut = max((i for i, stmt in enumerate(body) if _joining_exit(stmt, param)), default=None)
+            rest = body[cut + 1:] if cut is not None else []
+            if cut is None or not rest or any(handled(stmt, param) or _joins_any(stmt) for stmt in rest) \
+                    or any(isinstance(n, (cst.Return, cst.Raise)) for stmt in rest for n in _walk(stmt)):
+                continue
+            if not _callers_order(project, file, fn):
+                out.append(SilentJoin(fn, _end(fn), "branch-handle", param, None, body[cut]))
+            break
+    memo[id(file)] = out
+    return out
+
+
+def _joining_exit(stmt: cst.CSTNode, param: str) -> bool:
+    """``if <test not naming param>: ...; param.wait(); return``: a branch that joins ``param`` (a wait /
+    synchronisation call on it, or it handed to ``wait_event`` / ``wait_stream``) and leaves."""
+    if not isinstance(stmt, cst.If) or stmt.orelse is not None or any(_is(n, param) for n in _walk(stmt.test)):
+        return False
+    inner = list(stmt.body.body) if isinstance(stmt.body, cst.IndentedBlock) else []
+    last = inner[-1] if inner else None
+    if not (isinstance(last, cst.SimpleStatementLine) and any(isinstance(s, cst.Return) for s in last.body)):
+        return False
+    for n in _walk(stmt.body):
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute):
+            method = n.func.attr.value
+            if method in _JOIN_CALLS - {"query"} and _is(n.func.value, param):
+                return True
+            if method in ("wait_event", "wait_stream") and any(_is(a.value, param) for a in n.args):
+                return True
+    return False
+
+
+def _joins_any(stmt: cst.CSTNode) -> bool:
+    """Does the statement make any join call (a wait, a synchronisation, a call named for one)?"""
+    return any(isinstance(n, cst.Call) and ((call_name(n) or "") in _JOIN_CALLS or "wait" in (call_name(n) or "")
+                                            or "sync" in (call_name(n) or "")) for n in _walk(stmt))
+
+
+__all__ = ["branch_joins", "field_consumed", "record_model", "ticket_fields", "ticket_joins"]

@@ -23,7 +23,10 @@ or a local bound to one, or a local event ``ev`` with ``ev.record(s)``), and tha
 event again after the record (a wait, a synchronisation, a hand-on) nor joins anything after it (a ``wait*`` /
 ``sync*`` call: it may cover the work). Silent when the recording stream is joined after the work by other code
 of the class (:mod:`~streamlint.model.flow.deadevents`: the event is a leftover), when every caller of the
-join step orders right after the call, and when the join step synchronises the device."""
+join step orders right after the call, and when the join step synchronises the device.
+
+The same module judges a join step that joins a handle parameter on an early-return branch only
+(:func:`branch_joins`)."""
 
 from __future__ import annotations
 

@@ -400,7 +400,7 @@ def _join_step_for(cls: ClassInfo, producer: FunctionInfo, sole: bool = False) -
     if len(top) == 1 and best > 0:
         return top[0]
     # no word in common: for a recorded event, the class's only join step, when it joins nothing at all, is the one
-    # its callers have for the work (``sync_compute_with_transfer`` for ``async_prefetch``'s event); several, or
+    # its callers have for the work (``sync_before_backward`` for ``prefetch_activations``'s event); several, or
     # bare stream work: none
     # one that joins something else (other streams) is not the event's either
     if sole and len(steps) == 1 and not calling and not any(

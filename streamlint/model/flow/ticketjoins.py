@@ -25,8 +25,12 @@ event again after the record (a wait, a synchronisation, a hand-on) nor joins an
 of the class (:mod:`~streamlint.model.flow.deadevents`: the event is a leftover), when every caller of the
 join step orders right after the call, and when the join step synchronises the device.
 
+A tuple record (a ``NamedTuple``) is no ticket for the join-step finding: its holders may unpack it
+(``row, ev = lease``) and wait on the event without naming the field.
+
 The same module judges a join step that joins a handle parameter on an early-return branch only
-(:func:`branch_joins`)."""
+(:func:`branch_joins`; not in a file importing no torch, not for a host primitive such as ``threading.Event``,
+not when the main path calls a helper of the class or file that joins)."""
 
 from __future__ import annotations
 
@@ -35,6 +39,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.devobjects import annotation_classes, param_annotation
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
+from streamlint.model.handedevents import _uses  # (a name's mentions, not as a keyword or attribute name)
 from streamlint.model.streams import derived
 from streamlint.model.syntax import call_name, local_nodes
 from streamlint.model.walk import children
@@ -44,6 +49,8 @@ if TYPE_CHECKING:
     from streamlint.model.project import Project
 
 _JOIN_CALLS = frozenset({"wait_stream", "wait_event", "wait", "synchronize", "query"})
+_TORCH_ROOTS = frozenset({"torch", "torch_npu", "torchair"})
+_HOST_ROOTS = frozenset({"threading", "asyncio", "multiprocessing", "concurrent", "queue", "subprocess"})
 # calls that only look at a value (a test, a message), never order it or hand it on
 _LOOKS = frozenset({"isinstance", "hasattr", "callable", "len", "bool", "id", "type", "print", "repr", "str",
                     "hash", "format"})
@@ -69,6 +76,8 @@ def ticket_joins(project: Project, file: FileModel) -> list[SilentJoin]:
             if not classes or _handed_on(fn, param):
                 continue
             for cls, module in classes:
+                if _positional(cls):
+                    continue  # (a tuple record: its holders may unpack it, ``slot, ev = lease``, unseen by field)
                 for field, (producer, record) in sorted(ticket_fields(project, module, cls).items()):
                     if _names_field(fn, param, field) or field_consumed(project, field):
                         continue
@@ -83,6 +92,13 @@ def ticket_joins(project: Project, file: FileModel) -> list[SilentJoin]:
             out.append(found)
     memo[id(file)] = out
     return out
+
+
+def _positional(cls: ClassInfo) -> bool:
+    """Is the record class a tuple (a ``NamedTuple``, a ``namedtuple(...)`` base, ``tuple``), whose fields its
+    holders may read by unpacking or indexing rather than by name?"""
+    return any(base.rsplit(".", 1)[-1] in ("NamedTuple", "namedtuple", "tuple") or "namedtuple" in base
+               for base in cls.bases)
 
 
 def _callers_order(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
@@ -179,21 +195,6 @@ def _statement_record(fn: FunctionInfo, record: cst.CSTNode) -> cst.CSTNode | No
         if a.value is record:
             return a.node
     return record if isinstance(record, cst.Call) else None
-
-
-def _uses(node: cst.CSTNode, name: str) -> int:
-    count, stack = 0, [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, cst.Name) and n.value == name:
-            count += 1
-        elif isinstance(n, cst.Arg):
-            stack.append(n.value)
-        elif isinstance(n, cst.Attribute):
-            stack.append(n.value)
-        else:
-            stack.extend(children(n))
-    return count
 
 
 def _handed_on(fn: FunctionInfo, param: str) -> bool:
@@ -327,16 +328,20 @@ def branch_joins(project: Project, file: FileModel) -> list[SilentJoin]:
     if id(file) in memo:
         return memo[id(file)]
     out: list[SilentJoin] = []
+    if not any(q.split(".", 1)[0] in _TORCH_ROOTS for q in file.names.values()):
+        memo[id(file)] = out
+        return out  # (no torch import: ``ev.wait()`` is a thread's / a process's, not a device join)
     for fn in file.iter_functions():
         body = list(fn.node.body.body) if isinstance(fn.node.body, cst.IndentedBlock) else []
         if not is_join_step(fn) or not body or synchronizes_device(project, file, fn):
             continue
         for param in fn.params:
-            if param in ("self", "cls"):
+            if param in ("self", "cls") or _host_primitive(file, fn, param):
                 continue
             cut = max((i for i, stmt in enumerate(body) if _joining_exit(stmt, param)), default=None)
             rest = body[cut + 1:] if cut is not None else []
-            if cut is None or not rest or any(handled(stmt, param) or _joins_any(stmt) for stmt in rest) \
+            if cut is None or not rest or any(handled(stmt, param) or _joins_any(stmt) or _calls_joining(file, fn, stmt)
+                                              for stmt in rest) \
                     or any(isinstance(n, (cst.Return, cst.Raise)) for stmt in rest for n in _walk(stmt)):
                 continue
             if not _callers_order(project, file, fn):
@@ -362,6 +367,32 @@ def _joining_exit(stmt: cst.CSTNode, param: str) -> bool:
                 return True
             if method in ("wait_event", "wait_stream") and any(_is(a.value, param) for a in n.args):
                 return True
+    return False
+
+
+def _host_primitive(file: FileModel, fn: FunctionInfo, param: str) -> bool:
+    """Is ``param`` annotated with a host concurrency type (``threading.Event``, an ``asyncio`` / process /
+    ``concurrent.futures`` object): its ``wait()`` blocks the host, it stands for no device work."""
+    annotation = param_annotation(fn, param)
+    qual = (file.resolve(annotation, fn) or "") if annotation is not None else ""
+    return qual.split(".", 1)[0] in _HOST_ROOTS
+
+
+def _calls_joining(file: FileModel, fn: FunctionInfo, stmt: cst.CSTNode) -> bool:
+    """Does the statement call a method of ``fn``'s class (``self._drain()``) or a function of the file that
+    makes a join call itself (it may join the handle with the rest of the pending work)?"""
+    cls = file.classes.get(fn.class_name or "")
+    for n in _walk(stmt):
+        if not isinstance(n, cst.Call):
+            continue
+        callee = None
+        if isinstance(n.func, cst.Attribute) and _is(n.func.value, "self") and cls is not None:
+            callee = cls.methods.get(n.func.attr.value)
+        elif isinstance(n.func, cst.Name):
+            callee = next((f for f in file.iter_functions() if f.class_name is None
+                           and f.node.name.value == n.func.value), None)
+        if callee is not None and callee is not fn and _joins_any(callee.node.body):
+            return True
     return False
 
 

@@ -102,14 +102,21 @@ def _positional(cls: ClassInfo) -> bool:
 
 
 def _callers_order(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
-    """Does every seen caller of the join step order its stream right after the call: is its next call a stream
-    / event / device join itself (``wait_stream``, ``wait_event``, ``wait``, ``synchronize``), not merely a call
-    named for waiting (``policy.on_wait(label)``, a timing hook)?"""
+    """Does every seen caller of the join step order its stream: is its next call a stream / event / device join
+    itself (``wait_stream``, ``wait_event``, ``wait``, ``synchronize``), not merely a call named for waiting
+    (``policy.on_wait(label)``, a timing hook), or does the caller join a whole stream or the device anywhere?"""
     from streamlint.model.flow.callers import callers_of, calls_after
 
+    def orders(site) -> bool:
+        if (next(calls_after(site), (None, ""))[1] or "") in _JOIN_CALLS - {"query"}:
+            return True
+        # a caller joining the whole stream or device anywhere (``wait_stream(loader.side)`` before a loop of
+        # bookkeeping join steps) needs no event join from the step
+        return site.function is not None and any(s.method in ("wait_stream", "synchronize")
+                                                 for s in site.function.calls)
+
     sites = callers_of(project, file, fn)
-    return bool(sites) and all((next(calls_after(site), (None, ""))[1] or "") in _JOIN_CALLS - {"query"}
-                               for _, site in sites)
+    return bool(sites) and all(orders(site) for _, site in sites)
 
 
 def ticket_fields(project: Project, file: FileModel, cls: ClassInfo) -> dict[str, tuple[FunctionInfo, cst.CSTNode]]:

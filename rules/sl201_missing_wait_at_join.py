@@ -14,7 +14,7 @@ def _import_model() -> None:
         UnwaitedEntry, unwaited_entries, UnwaitedElement, unwaited_elements, guessed_calls, silent_device_branches, \
         silent_facade_syncs, HANDED, \
         SilentJoin, silent_joins, taken_events, module_mark_joins, cleared_slots, DroppedEvent, UnheldEvent, \
-        dropped_events, unheld_events, \
+        ticket_joins, branch_joins, dropped_events, unheld_events, \
         FunctionFlow, one_per_cause, device_module, function_at, MAIN, entry_stream_name, stream_expr, stream_label, \
         partial_joins, partial_param_joins, unwaited_slot_reads, UnwaitedHandle, unwaited_handles, chosen_stream, \
         rests_on_unseen_caller, chosen_by_caller, current_at_some_site, handed_elsewhere, unjoined_flag_clears, \
@@ -32,6 +32,7 @@ def _import_model() -> None:
     from streamlint.model.flow.handedfields import HANDED
     from streamlint.model.flow.joinsteps import SilentJoin, silent_joins, taken_events
     from streamlint.model.flow.pendingmarks import cleared_slots, module_mark_joins
+    from streamlint.model.flow.ticketjoins import branch_joins, ticket_joins
     from streamlint.model.flow.protocols import DroppedEvent, UnheldEvent, dropped_events, unheld_events
     from streamlint.model.flow.results import FunctionFlow, one_per_cause
     from streamlint.model.devicenames import device_module, function_at
@@ -270,7 +271,8 @@ class MissingWaitAtJoin(Rule):
             _report_silent_join(ctx, SilentJoin(fn, fn.node.body.body[-1], "facade-sync", fn.node.name.value))
         for silent in silent_joins(ctx.project, ctx.file) + taken_events(ctx.project, ctx.file) \
                 + module_mark_joins(ctx.project, ctx.file) \
-                + cleared_slots(ctx.project, ctx.file):
+                + cleared_slots(ctx.project, ctx.file) + ticket_joins(ctx.project, ctx.file) \
+                + branch_joins(ctx.project, ctx.file):
             if id(silent.function) not in dropping:  # (the dropped event is that join step's finding)
                 _report_silent_join(ctx, silent)
 
@@ -438,6 +440,30 @@ def _report_silent_join(ctx: RuleContext, silent: SilentJoin) -> None:
                              f"`{name}()` clears `{silent.handle}` without waiting on it [{tag}]")
         hint = (f"`{_current(ctx, silent.function, tag)}.wait_event({silent.fenced})` when it is set, before "
                 "clearing the slot (this assumes the recorded work produces what the step goes on to use)")
+    elif silent.kind == "branch-handle":
+        line = ctx.file.span(silent.work).start_line if silent.work is not None else 0
+        message = first_line(f"`{name}()` joins `{silent.handle}` on the branch at line {line} but falls through to "
+                             f"its end without waiting on it or handing it on: the caller's reads after this call "
+                             f"are unordered on that path [{tag}]",
+                             f"join step `{name}()` skips the join of `{silent.handle}` on its main path [{tag}]")
+        hint = (f"join `{silent.handle}` here too, as the branch at line {line} does (this assumes the callers read "
+                "the work it stands for after the call)")
+        if silent.work is not None:
+            related.append(Location(ctx.file.path, ctx.file.span(silent.work), f"`{silent.handle}` joined here"))
+    elif silent.kind == "ticket-event":
+        producer = silent.producer.node.name.value if silent.producer is not None else "its producer"
+        message = first_line(f"`{name}()` is a join step handed a `{silent.fenced}` but never waits on "
+                             f"`{silent.handle}`, the event `{producer}()` records after its side-stream work, and "
+                             f"nothing else in the project waits on it: the caller's reads after this call are "
+                             f"unordered [{tag}]",
+                             f"join step `{name}()` never waits on `{silent.handle}` (recorded in "
+                             f"`{producer}()`) [{tag}]")
+        hint = (f"`{_current(ctx, silent.function, tag)}.wait_event({silent.handle})` here, before returning "
+                "(this assumes the callers read the recorded work after the call)")
+        from streamlint.model.flow.ticketjoins import record_model
+        model = record_model(ctx.project, silent.work) if silent.work is not None else None
+        if model is not None:
+            related.append(Location(model.path, model.span(silent.work), f"`{silent.handle}` recorded here"))
     elif silent.kind == "class-event" and silent.fenced is not None:
         message = first_line(f"`{silent.handle}` is recorded on the current stream to fence `{silent.fenced}`, but "
                              f"nothing in the project waits on it: that stream is not ordered after the current "

@@ -146,7 +146,11 @@ Layer 3 — one function's flow
                     ``waitertouch`` (those two report only when the work after the record reads a field the
                     waiters write or writes one they name; a local never stored away is invisible to them),
                     ``deadevents`` (an event nobody
-                    consumes on a stream joined otherwise), ``lostjoins`` (the join method a class knows by what it
+                    consumes on a stream joined otherwise), ``ticketjoins`` (a record a producer hands back with
+                    the event it recorded after its side-stream work, ``Receipt(slot, done)``: the caller's
+                    ``receipt.done`` is that event, and a join step handed such a record that never waits on the
+                    field, when nothing in the project does, is where the lost wait belongs; a join step joining
+                    its handle parameter on an early-return branch only, falling through without it), ``lostjoins`` (the join method a class knows by what it
                     consumes -- the pending flag its producer raised after side-stream work, the container of side
                     streams it walks -- that no longer joins), ``pendingmarks`` (the flag a recorder raises with its
                     event, lowered by a fence that waits on nothing, also over module-global dicts; an event slot

@@ -24,8 +24,8 @@ from streamlint.model.flow.calls import kept_arguments, metadata_only, plain_con
 from streamlint.model.flow.enqueues import enqueue_only, kept_names
 from streamlint.model.flow.heldaliases import held_after_call
 from streamlint.model.flow.objeffects import method_effects, object_method
-from streamlint.model.flow.values import (CVal, FieldsVal, IVal, KVal, NONE, RecordVal, SVal, State, TVal, TupVal,
-                                          known_truth)
+from streamlint.model.flow.values import (CVal, EventRecordVal, FieldsVal, IVal, KVal, NONE, RecordVal, SVal, State,
+                                          TVal, TupVal, known_truth, record_value)
 from streamlint.model.streams import declared_globals, EVENT, MAIN, STREAM, current_stream_getter, installed_stream_getter
 from streamlint.model.flow.leaves import closure_container
 from streamlint.model.syntax import target_names
@@ -107,8 +107,8 @@ class Expressions:
             if isinstance(e.value, cst.Name) and attr in st.fields.get(e.value.value, ()):
                 return st.fields[e.value.value][attr]  # a record object's field: what it was built with
             base = self.ev(st, e.value)
-            if isinstance(base, FieldsVal):
-                return record_field(base, attr)  # a field of a project call's record (recordresults.py)
+            if isinstance(base, (FieldsVal, EventRecordVal)):  # a project call's record (recordresults.py); a record
+                return record_field(base, attr) if isinstance(base, FieldsVal) else base.field(attr)  # built here
             if isinstance(base, TVal):
                 if attr in VIEW_ATTRS:
                     return self.new_tensor(st, base.sid, base.vid)
@@ -399,7 +399,7 @@ class Expressions:
                     or (sym is None and library_record(target)):  # (a library's record class: tensors.py)
                 # a dataclass / NamedTuple / plain holder: it keeps the tensors handed in, touches no memory
                 items = tuple(self.ev(st, arg.value) for arg in e.args)
-                return TupVal(items) if sym is not None else RecordVal(items)
+                return record_value(self.project, sym[1], sym[0], e, items) if sym is not None else RecordVal(items)
         kept = kept_names(kept_arguments(self.project, self.cfile, site)) if site is not None else []
         if kept and enqueue_only(self, st, e, kept, site):
             out = None  # a setter / enqueue keeping every argument: it hands the tensors over, reads none

@@ -312,7 +312,7 @@ def _class_events(project: Project, file: FileModel, fn: FunctionInfo) -> list[S
     from streamlint.model.flow.protocols import reached_outside
 
     for recorder, field, node in _recorded_fields(file, cls):
-        if recorder is fn or fn is not _join_step_for(cls, recorder):
+        if recorder is fn or fn is not _join_step_for(cls, recorder, sole=True):
             continue
         if event_waited_elsewhere(project, field) or reached_outside(project, file, cls, field):
             continue
@@ -378,9 +378,10 @@ def event_waited_elsewhere(project: Project, name: str) -> bool:
     return memo[name]
 
 
-def _join_step_for(cls: ClassInfo, producer: FunctionInfo) -> FunctionInfo | None:
+def _join_step_for(cls: ClassInfo, producer: FunctionInfo, sole: bool = False) -> FunctionInfo | None:
     """The class's join step for ``producer``'s work: the one join step that calls it, else the one whose name
-    shares the most words with it (``finish_grad_sync`` for ``start_grad_sync``); None when that is not one."""
+    shares the most words with it (``finish_grad_sync`` for ``start_grad_sync``), else (``sole``: for an event the
+    producer records, which names the protocol) the class's only join step; None when that is not one."""
     steps = [m for m in cls.methods.values() if m is not producer and is_join_step(m) and m.params[:1] == ("self",)]
     calling = [m for m in steps if any(
         site.method == producer.node.name.value and isinstance(site.node.func, cst.Attribute)
@@ -396,7 +397,16 @@ def _join_step_for(cls: ClassInfo, producer: FunctionInfo) -> FunctionInfo | Non
 
     best = max((shared(m) for m in steps), default=0)
     top = [m for m in steps if shared(m) == best]
-    return top[0] if len(top) == 1 and best > 0 else None  # (no word in common: not its join step)
+    if len(top) == 1 and best > 0:
+        return top[0]
+    # no word in common: for a recorded event, the class's only join step, when it joins nothing at all, is the one
+    # its callers have for the work (``sync_before_backward`` for ``prefetch_activations``'s event); several, or
+    # bare stream work: none
+    # one that joins something else (other streams) is not the event's either
+    if sole and len(steps) == 1 and not calling and not any(
+            site.method in _PRIMITIVES or "wait" in (site.method or "") for site in steps[0].calls):
+        return steps[0]
+    return None
 
 
 def _left_in_flight(project: Project, file: FileModel, cls: ClassInfo) -> list[tuple[FunctionInfo, str, cst.CSTNode]]:

@@ -98,6 +98,36 @@ class FieldsVal(TupVal):
 
 
 @dataclass(frozen=True)
+class EventRecordVal(TupVal):
+    """(The sibling of :class:`FieldsVal` for a record the function builds itself, not one a summarised call hands
+    back.) A project record built from the values it holds (``Receipt(slot, done)``, a dataclass / NamedTuple / plain
+    holder), with the field each item was given to: ``receipt.done`` is that item, also after the record is
+    handed back by a helper the caller inlined (:func:`record_value`); only
+    event fields are read so (the hand-back of a join handle)."""
+
+    names: tuple = ()  # (field, index into items)
+
+    def field(self, name: str) -> object:
+        """The event the field was given (other values keep their old reading: the record's field unknown)."""
+        value = next((self.items[i] for f, i in self.names if f == name), None)
+        return value if isinstance(value, EVal) else None
+
+
+def record_value(project, file, cls, call, items: tuple) -> object:
+    """The value of a construction of a project record (``Receipt(slot, done)``): its items, one per argument,
+    named by the field each is given to (``handedevents.construction_fields``, by keyword or position), so that
+    ``receipt.done`` is the event the record was built with, in the function that built it and in a caller the
+    record is handed back to (the caller's wait on it is the join of the work recorded before it)."""
+    from streamlint.model.handedevents import construction_fields
+
+    if not any(isinstance(item, EVal) for item in items):
+        return TupVal(items)  # (only event fields are read through the record)
+    index = {id(arg.value): i for i, arg in enumerate(call.args)}
+    names = tuple((f, index[id(v)]) for f, v in construction_fields(project, file, cls, call).items() if id(v) in index)
+    return EventRecordVal(items, names)
+
+
+@dataclass(frozen=True)
 class RecordVal(TupVal):
     """A record object of another package built from the values it holds (``LoadMetadata(slot_mapping=s)``):
     handed to a call outside the project, its tensors may be kept there (exprs.records_handed_out)."""

@@ -31,6 +31,7 @@ from streamlint.finding import Location
 from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.file import CallSite, FileModel, FunctionInfo, ScopeSite, dotted
+from streamlint.model.syntax import node_code
 from streamlint.model.tensors import TensorTyper
 from streamlint.model.uses import bind_arguments
 from streamlint.model.walk import walk
@@ -394,7 +395,7 @@ def describe_scope(scope: "ScopeUse") -> str:
 
 def _code(node: cst.CSTNode) -> str:
     try:
-        return cst.Module([]).code_for_node(node)
+        return node_code(node)
     except Exception:  # noqa: BLE001 - best effort for messages
         return "…"
 

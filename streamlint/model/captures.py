@@ -25,7 +25,7 @@ from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, ScopeSite,
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.placement import host_source, host_target, non_blocking
 from streamlint.model.streams import derived
-from streamlint.model.syntax import contains, local_nodes, stub_body
+from streamlint.model.syntax import contains, local_nodes, node_code, stub_body
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -318,12 +318,12 @@ def _host_copy_destination(node: cst.CSTNode, fn: FunctionInfo, cls: ClassInfo |
     y.to("cpu", non_blocking=True)``: the destination's code."""
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "copy_" \
             and non_blocking(node) and host_source(node.func.value, fn, cls):
-        return cst.Module([]).code_for_node(node.func.value)
+        return node_code(node.func.value)
     if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.value, cst.Call) \
             and isinstance(node.value.func, cst.Attribute) and non_blocking(node.value) \
             and host_target(node.value, node.value.func.attr.value):
         target = node.targets[0].target
         if isinstance(target, (cst.Name, cst.Attribute)):
-            return cst.Module([]).code_for_node(target)
+            return node_code(target)
     return None
 

@@ -33,6 +33,7 @@ from streamlint._lazy import cst
 
 from streamlint.model.file import FileModel, FunctionInfo
 from streamlint.model.slotevents import scope_stream
+from streamlint.model.syntax import node_code, self_attribute
 
 _HOLDERS = {"parameters": "parameters", "named_parameters": "parameters", "buffers": "buffers",
             "named_buffers": "buffers"}
@@ -170,8 +171,8 @@ def _bindings(file: FileModel, body) -> list[tuple[cst.CSTNode, cst.BaseExpressi
             continue
         if isinstance(obj, cst.Name) and obj.value in loops:
             out.append((node, obj, ("loop", loops[obj.value])))
-        elif _self_field(obj) is not None:
-            out.append((node, obj, ("field", _self_field(obj))))
+        elif self_attribute(obj) is not None:
+            out.append((node, obj, ("field", self_attribute(obj))))
     return out
 
 
@@ -189,12 +190,6 @@ def _holder_loop(node: cst.For) -> tuple[str, str] | None:
         else:
             return None
     return (target.value, _HOLDERS[method]) if isinstance(target, cst.Name) else None
-
-
-def _self_field(obj) -> str | None:
-    if isinstance(obj, cst.Attribute) and isinstance(obj.value, cst.Name) and obj.value.value == "self":
-        return obj.attr.value
-    return None
 
 
 def _allocates(value) -> bool:
@@ -223,7 +218,7 @@ def _allocates(value) -> bool:
 
 def _text(node) -> str:
     try:
-        return cst.Module(body=[]).code_for_node(node)
+        return node_code(node)
     except Exception:  # noqa: BLE001 -- a node the printer refuses: not a host move we can see
         return ""
 
@@ -277,7 +272,7 @@ def _rebindings(body, kind) -> list[cst.CSTNode]:
     for node, obj, loops in _data_assigns(body):
         if kind[0] == "loop" and isinstance(obj, cst.Name) and loops.get(obj.value) == kind[1]:
             out.append(node)
-        elif kind[0] == "field" and _self_field(obj) == kind[1]:
+        elif kind[0] == "field" and self_attribute(obj) == kind[1]:
             out.append(node)
     return out
 

@@ -32,7 +32,7 @@ from streamlint.model.flow.metaonly import metadata_only
 from streamlint.model.project import Project
 from streamlint.model.streams import STREAM, is_current_stream, local_kind
 from streamlint.model.uses import bind_arguments
-from streamlint.model.syntax import descendants, local_nodes, mentions_name, names_stream_class, stub_body
+from streamlint.model.syntax import descendants, local_nodes, mentions_name, names_stream_class, node_code, stub_body
 from streamlint.model.walk import children
 
 PROTOCOL = "record_stream"
@@ -573,8 +573,8 @@ def _stream_loop_targets(fn: FunctionInfo) -> list[str]:
     star = params.star_arg if isinstance(params.star_arg, cst.Param) else None
     given = [p for p in (*params.params, *params.kwonly_params, *([star] if star is not None else []))
              if p.name.value not in ("self", "cls") and (_STREAMS_NAME.search(p.name.value) or (
-                 p.annotation is not None and names_stream_class(cst.Module([]).code_for_node(p.annotation.annotation))
-                 and (p is star or any(w in cst.Module([]).code_for_node(p.annotation.annotation)
+                 p.annotation is not None and names_stream_class(node_code(p.annotation.annotation))
+                 and (p is star or any(w in node_code(p.annotation.annotation)
                                        for w in ("Sequence", "List", "list", "Tuple", "tuple", "Iterable")))))]
     names = {p.name.value for p in given}
     return list(dict.fromkeys(loop.target.value for loop in _loops(fn.node.body)

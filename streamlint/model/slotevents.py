@@ -35,7 +35,7 @@ from streamlint._lazy import cst
 from streamlint.model.apis import Role
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
 from streamlint.model.flow.deadevents import recorded_on_joined_stream
-from streamlint.model.syntax import local_nodes
+from streamlint.model.syntax import local_nodes, node_code
 
 
 _ORDERING = frozenset({"wait_stream", "wait_event", "record_event", "synchronize", "query", "record"})
@@ -306,7 +306,7 @@ def _device_value(value) -> bool:
 
 def _text(node) -> str:
     try:
-        return cst.Module(body=[]).code_for_node(node)
+        return node_code(node)
     except Exception:  # noqa: BLE001 -- a node the printer refuses: no evidence
         return ""
 

@@ -34,7 +34,7 @@ from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, ho
 from streamlint.model.streams import EVENT, STREAM, annotation_kind, derived
 from streamlint.model.calleekinds import callee_tensor_params
 from streamlint.model.opaqueparams import opaque_annotation, opaque_param
-from streamlint.model.syntax import class_field_annotation, field_reads, target_names
+from streamlint.model.syntax import class_field_annotation, field_reads, node_code, target_names
 from streamlint.model.walk import children
 
 if TYPE_CHECKING:
@@ -213,7 +213,7 @@ def may_have_event_params(fn: FunctionInfo) -> bool:
     every call: a caller that only wants event parameters skips them for the functions that have none."""
     params = (*fn.node.params.posonly_params, *fn.node.params.params, *fn.node.params.kwonly_params)
     names = {p.name.value for p in params}
-    if any(p.annotation is not None and "Event" in cst.Module([]).code_for_node(p.annotation.annotation)
+    if any(p.annotation is not None and "Event" in node_code(p.annotation.annotation)
            for p in params):
         return True
     for site in fn.calls:
@@ -260,7 +260,7 @@ def own_param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict
                     isinstance(default, cst.Name) and default.value in ("True", "False")):
                 kinds[p.name.value] = "other"  # `eps=1e-6`, `flip=False`: a host scalar by its default
             continue
-        code = cst.Module([]).code_for_node(ann.annotation)
+        code = node_code(ann.annotation)
         resolved = file.resolve(ann.annotation, fn) if isinstance(ann.annotation, (cst.Name, cst.Attribute)) else None
         if resolved is not None and _host_sync_class(resolved):
             kinds[p.name.value] = "other"  # `flag: threading.Event`: a host thread's flag, no device event

@@ -11,7 +11,7 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.file import FileModel, FunctionInfo, dotted
 from streamlint.model.streams import derived
-from streamlint.model.syntax import forward_reference
+from streamlint.model.syntax import forward_reference, node_code
 from streamlint.model.tensors import _TENSOR_METHODS, MULTI_VIEW_METHODS, VIEW_METHODS, torch_returns_tensor
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ def element_tensor_annotation(annotation: cst.BaseExpression | None) -> bool:
     are tensors (not a mapping: iterating it gives its keys)."""
     if annotation is None:
         return False
-    code = cst.Module([]).code_for_node(annotation).replace("typing.", "")
+    code = node_code(annotation).replace("typing.", "")
     head, _, inner = code.partition("[")
     return head.rsplit(".", 1)[-1] in ("List", "list", "Sequence", "Tuple", "tuple", "Iterable") \
         and inner.rstrip("]").replace("torch.", "").replace(" ", "").split(",")[0] == "Tensor"

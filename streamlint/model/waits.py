@@ -21,7 +21,7 @@ from streamlint.model.file import CallSite, FileModel, FunctionInfo
 from streamlint.model.streamjoins import issues_stream_work, role_of_left_out, stream_container_store, \
     stream_field_store
 from streamlint.model.streams import MAIN, scope_stream_key
-from streamlint.model.syntax import local_nodes, memoised, node_memo
+from streamlint.model.syntax import local_nodes, memoised, node_code, node_memo
 from streamlint.model.walk import children
 
 if TYPE_CHECKING:
@@ -444,8 +444,8 @@ def element_taken(fn_node: cst.FunctionDef, code: str, dropped: str, text: str) 
     names = {code.replace(" ", "")}
     for n in local_nodes(fn_node.body):  # aliases: `evs = self.events`, `pending = list(self.events.values())`
         if isinstance(n, cst.Assign) and isinstance(n.value, (cst.Name, cst.Attribute, cst.Call)) \
-                and any(name in cst.Module([]).code_for_node(n.value).replace(" ", "") for name in names):
-            names.update(cst.Module([]).code_for_node(t.target) for t in n.targets if isinstance(t.target, cst.Name))
+                and any(name in node_code(n.value).replace(" ", "") for name in names):
+            names.update(node_code(t.target) for t in n.targets if isinstance(t.target, cst.Name))
     flat = text.replace(" ", "")
     index = "0" if dropped == "first" else "-1"
     return any(f"{name}[{index}]" in flat for name in names)

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
-from streamlint.model.syntax import contains, local_nodes, node_memo, target_names
+from streamlint.model.syntax import contains, local_nodes, node_code, node_memo, target_names
 
 if TYPE_CHECKING:
     from streamlint.model.flow.results import Race
@@ -82,7 +82,7 @@ def _read_names(test: cst.BaseExpression, names: set[str]) -> set[str]:
 def _presence(test: cst.BaseExpression) -> str | None:
     """The code of ``E`` when the test only asks whether ``E`` is there (``E is not None``, ``E is None``, ``E``,
     ``not E``, ``E`` a name or an attribute chain)."""
-    code = cst.Module([]).code_for_node
+    code = node_code
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         test = test.expression
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
@@ -95,7 +95,7 @@ def _presence(test: cst.BaseExpression) -> str | None:
 def _implied(a: cst.BaseExpression, b: cst.BaseExpression) -> bool:
     """One test only asks whether a value is there whose contents the other reads (``meta.cp is not None`` and
     ``meta.cp.rank == 0``): where the second holds the first does, so the two are no independent conditions."""
-    code = cst.Module([]).code_for_node
+    code = node_code
     for x, y in ((a, b), (b, a)):
         subject, other = _presence(x), code(y)
         if subject is not None and any(f"{subject}{c}" in other for c in ".[("):
@@ -153,7 +153,7 @@ def batch_guard(interp, earlier: Access) -> str | None:
     owner = _owner(interp, producer)
     if owner is None:
         return None
-    code = cst.Module([]).code_for_node
+    code = node_code
     theirs = _params(owner)
     for test in _guards(owner, producer, producer=True):
         for name in _read_names(test, theirs):

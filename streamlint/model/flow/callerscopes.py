@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.file import FileModel, FunctionInfo, dotted
-from streamlint.model.syntax import descendants
+from streamlint.model.syntax import descendants, node_code
 from streamlint.model.flow.ambient import _default_field, _writers, ambient_evidence, field_alias, plain_scope
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.fieldfacts import MAX_SITES, _deferred, _referenced, _unseen_base
@@ -70,7 +70,7 @@ def _scope_expr(project: Project, model: FileModel, site) -> tuple[str, object, 
     expr, inline = found
     if site.function is not None and _current(project, model, site.function, expr):
         return "", None, False
-    return dotted(expr) or cst.Module([]).code_for_node(expr), expr, inline
+    return dotted(expr) or node_code(expr), expr, inline
 
 
 def _new(model: FileModel, fn: FunctionInfo, value) -> bool:

@@ -16,7 +16,7 @@ from streamlint._lazy import cst
 from streamlint.model.flow.callers import bound_by_partial, callers_of
 from streamlint.model.flow.entryctx import MAX_SITES, InCycle, collected, current_call
 from streamlint.model.streams import MAIN, outside_stream_scopes
-from streamlint.model.syntax import contains, descendants, dominates, local_nodes, param_named
+from streamlint.model.syntax import contains, descendants, dominates, local_nodes, node_code, param_named
 from streamlint.model.uses import bind_arguments
 
 MAX_DEPTH = 3  # callers handing on a stream parameter of their own, followed up (current_at_some_site)
@@ -373,7 +373,7 @@ def _made_in_scope(project, model, caller, site, fn) -> bool:
     inner = next((w for w in withs if not any(v is not w and contains(w.body, v) for v in withs)), None)
     if inner is None:
         return False
-    code = cst.Module([]).code_for_node
+    code = node_code
     if _ordered_before(caller, inner, code):
         return True  # (everything the caller made before the block is ordered onto its stream)
     walk = list(local_nodes(inner.body))  # (lexical pre-order: the binds written before the call)

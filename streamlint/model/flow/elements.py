@@ -29,7 +29,7 @@ from streamlint.model.flow.values import Access, EVal, IVal, KVal, SVal, State, 
 from streamlint.model.streams import EVENT, EVENT_LIST, MAIN, STREAM, STREAM_LIST, attr_kind, derived, kind_of_value
 from streamlint.model.placement import host_target
 from streamlint.model.tensoruse import element_tensor_annotation, tensor_only_method
-from streamlint.model.syntax import call_name, int_literal, slice_drop
+from streamlint.model.syntax import call_name, int_literal, node_code, slice_drop
 from streamlint.model.walk import children
 
 FIRST, MIDDLE, LAST = "0", "1", "-1"
@@ -488,7 +488,7 @@ def _copied_to_host(body: cst.CSTNode, name: str) -> bool:
 def tuple_fields(annotation: cst.BaseExpression) -> list[str] | None:
     """The field annotations (as code) of a sequence-of-tuples annotation: ``list[tuple[str, Tensor]]`` ->
     ``["str", "Tensor"]``; None for any other annotation."""
-    code = cst.Module([]).code_for_node
+    code = node_code
     if not (isinstance(annotation, cst.Subscript) and len(annotation.slice) == 1
             and code(annotation.value).rsplit(".", 1)[-1] in ("List", "list", "Sequence", "Iterable", "Tuple", "tuple")):
         return None

@@ -28,7 +28,7 @@ from streamlint.model.flow.values import (CVal, EventRecordVal, FieldsVal, IVal,
                                           TVal, TupVal, known_truth, record_value)
 from streamlint.model.streams import declared_globals, EVENT, MAIN, STREAM, current_stream_getter, installed_stream_getter
 from streamlint.model.flow.leaves import closure_container
-from streamlint.model.syntax import target_names
+from streamlint.model.syntax import node_code, target_names
 from streamlint.model.waits import host_handshake, signaller_forks
 from streamlint.model.uses import bind_arguments
 from streamlint.model.apis import COLLECTIVE_PARAMS, COLLECTIVES, HOST_VERDICTS
@@ -422,7 +422,7 @@ class Expressions:
         if found is None and site is not None:  # `group, i = builder.register(...)`, builder a local instance
             found = self.project.instance_method(self.cfile, site)
             returns = found[0].node.returns if found is not None else None
-            if returns is not None and "Tensor" in cst.Module([]).code_for_node(returns.annotation):
+            if returns is not None and "Tensor" in node_code(returns.annotation):
                 found = None  # (`-> tuple[Tensor, Tensor]` is no host result)
         if site is not None and (made := record_result(self, st, e, found)) is not None:
             return made  # a record of device data the callee makes (recordresults.py)

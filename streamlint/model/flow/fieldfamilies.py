@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.flow.values import KVal
-from streamlint.model.syntax import normalized_code
+from streamlint.model.syntax import node_code, normalized_code
 
 if TYPE_CHECKING:
     from streamlint.model.file import FileModel, FunctionInfo
@@ -128,7 +128,7 @@ def blocking_copy(node) -> bool:
         if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
         if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in _COPIES \
-                and not any(_DTYPE.search(cst.Module([]).code_for_node(a.value)) for a in n.args if a.keyword is None):
+                and not any(_DTYPE.search(node_code(a.value)) for a in n.args if a.keyword is None):
             flag = next((a.value for a in n.args if a.keyword is not None and a.keyword.value == "non_blocking"),
                         None)
             if flag is not None and not (isinstance(flag, cst.Name) and flag.value == "False"):

@@ -24,7 +24,7 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.file import dotted
 from streamlint.model.flow.devicework import HOST_CALLS, HOST_ROOTS
-from streamlint.model.syntax import local_nodes, param_named
+from streamlint.model.syntax import local_nodes, node_code, param_named
 
 if TYPE_CHECKING:
     from streamlint.model.flow.results import Lifetime
@@ -179,9 +179,9 @@ def _caller_supplied(fn: cst.FunctionDef, params: frozenset[str], name: str) -> 
     head = dotted(root) if root is not None else None
     if head is None or head.split(".", 1)[0] not in params:
         return None
-    keys = [name, _canonical(cst.Module([]).code_for_node(v))]
+    keys = [name, _canonical(node_code(v))]
     if isinstance(v, cst.Call) and v.args:  # `kwargs.get("sync", True)`: tested as `kwargs['sync']`
-        keys.append(_canonical(f"{cst.Module([]).code_for_node(root)}[{cst.Module([]).code_for_node(v.args[0].value)}]"))
+        keys.append(_canonical(f"{node_code(root)}[{node_code(v.args[0].value)}]"))
     return tuple(keys)
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from streamlint._lazy import cst
 from streamlint.model.file import ClassInfo, FunctionInfo
 from streamlint.model.placement import host_source
+from streamlint.model.syntax import node_code
 from streamlint.model.tensors import non_blocking
 
 def _held_expr(e: cst.BaseExpression, fn: FunctionInfo) -> bool:
@@ -41,7 +42,7 @@ def _in_order(node: cst.CSTNode):
 
 
 def held_result(fn: FunctionInfo, cls: ClassInfo | None = None) -> str | None:
-    code = cst.Module([]).code_for_node
+    code = node_code
 
     def key(e: cst.BaseExpression) -> str:  # a write to ``self.buf[:n]`` or ``self.tables[d]`` writes the held value
         while isinstance(e, cst.Subscript):

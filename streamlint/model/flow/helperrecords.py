@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
 from streamlint.model.streams import derived
-from streamlint.model.syntax import descendants, local_nodes, string_annotation
+from streamlint.model.syntax import descendants, local_nodes, node_code, string_annotation
 from streamlint.model.uses import bind_arguments
 
 if TYPE_CHECKING:
@@ -216,7 +216,7 @@ def _stream_param(fn: FunctionInfo, name: str) -> bool:
     for p in (*fn.node.params.posonly_params, *fn.node.params.params, *fn.node.params.kwonly_params):
         if p.name.value == name:
             if p.annotation is not None:
-                return "Stream" in cst.Module([]).code_for_node(p.annotation.annotation)
+                return "Stream" in node_code(p.annotation.annotation)
             return bool(_STREAM_NAME.search(name))
     return False
 

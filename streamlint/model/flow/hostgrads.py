@@ -23,6 +23,7 @@ from streamlint._lazy import cst
 from streamlint.model.file import dotted
 from streamlint.model.flow.values import State, TVal
 from streamlint.model.placement import host_source, non_blocking, pinned_value
+from streamlint.model.syntax import node_code
 from streamlint.model.walk import children
 
 _GRADS = "<host .grad>"  # the key in ``State.held`` of the pending host gradients this function made
@@ -128,7 +129,7 @@ def _loop_sources(fn: cst.FunctionDef, owner: str) -> set[str]:
     while stack:
         node = stack.pop()
         if isinstance(node, cst.For) and isinstance(node.target, cst.Name) and node.target.value == owner:
-            out.add(_unself(cst.Module([]).code_for_node(node.iter)))
+            out.add(_unself(node_code(node.iter)))
         if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) or node is fn:
             stack.extend(children(node))
     return out

@@ -41,6 +41,7 @@ from streamlint.model.flow.values import HOST, Access, State
 from streamlint.model.placement import host_factory, settled_host_value
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.streams import derived
+from streamlint.model.syntax import node_code
 
 _DEFAULT_DEVICE = (b"set_default_device", b"torch.device(", b"with device(", b", device(", b"(device(")
 _ASYNC_COPIES = frozenset({"copy_", "to", "cuda", "npu", "pin_memory"})
@@ -181,7 +182,7 @@ def _dataclass_fields(cls: ClassInfo) -> list[str] | None:
     body = cls.node.body.body if isinstance(cls.node.body, cst.IndentedBlock) else ()
     return [st.body[0].target.value for st in body if isinstance(st, cst.SimpleStatementLine)
             and len(st.body) == 1 and isinstance(st.body[0], cst.AnnAssign) and isinstance(st.body[0].target, cst.Name)
-            and "ClassVar" not in cst.Module([]).code_for_node(st.body[0].annotation.annotation)]
+            and "ClassVar" not in node_code(st.body[0].annotation.annotation)]
 
 
 def _host_local(project, file: FileModel, fn: FunctionInfo | None, v: cst.BaseExpression) -> bool:

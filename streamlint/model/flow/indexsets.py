@@ -31,7 +31,7 @@ from __future__ import annotations
 from streamlint._lazy import cst
 from streamlint.model.flow.values import KVal, State, family_match, merge_clock
 from streamlint.model.streams import derived
-from streamlint.model.syntax import call_name, local_nodes
+from streamlint.model.syntax import call_name, local_nodes, node_code
 from streamlint.model.walk import children
 
 WILD = "*"
@@ -88,7 +88,7 @@ def covering_parts(node: cst.For) -> list[tuple[str, cst.BaseExpression, str]]:
 def _picks_stream(body: cst.CSTNode, name: str, coll: cst.BaseExpression | None) -> bool:
     """Does the loop body use ``xs[name]`` (``coll`` given: ``xs[coll[name]]``) as a stream, directly or
     through a local bound to it?"""
-    code = cst.Module([]).code_for_node
+    code = node_code
     wanted = code(coll) if coll is not None else None
 
     def index_ok(e: cst.BaseExpression) -> bool:

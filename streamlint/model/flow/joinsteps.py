@@ -46,7 +46,7 @@ from streamlint.model import apis
 from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
 from streamlint.model.streams import EVENT, MAIN, STREAM, derived
 from streamlint.model.devobjects import param_annotation
-from streamlint.model.syntax import descendants, local_nodes, mentions_name
+from streamlint.model.syntax import descendants, local_nodes, mentions_name, node_code
 from streamlint.model.waits import consumes_event
 
 if TYPE_CHECKING:
@@ -510,7 +510,7 @@ def _evicts(fn: FunctionInfo, take: cst.CSTNode) -> bool:
     """``fn`` also throws away, under the same key, the entry of another container the event guards (``self.bufs.pop(k,
     None)`` as a statement, ``del self.bufs[k]``): an eviction dropping the data with its event, no step going on."""
     call = take.body[0].value
-    key = cst.Module(body=[]).code_for_node(call.args[0].value) if call.args else None
+    key = node_code(call.args[0].value) if call.args else None
     for node in local_nodes(fn.node.body):
         if isinstance(node, cst.Expr) and isinstance(node.value, cst.Call) and node.value is not call \
                 and isinstance(node.value.func, cst.Attribute) and node.value.func.attr.value == "pop":
@@ -519,7 +519,7 @@ def _evicts(fn: FunctionInfo, take: cst.CSTNode) -> bool:
             args = [node.target.slice[0].slice] if isinstance(node.target.slice[0].slice, cst.Index) else []
         else:
             continue
-        if args and key is not None and cst.Module(body=[]).code_for_node(args[0].value) == key:
+        if args and key is not None and node_code(args[0].value) == key:
             return True
     return False
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from streamlint._lazy import cst
 from streamlint.model.file import FunctionInfo, dotted
 from streamlint.model.hostguards import host_test
-from streamlint.model.syntax import local_nodes
+from streamlint.model.syntax import local_nodes, node_code
 
 _COPIES = frozenset({"copy.copy", "list", "tuple", "copy"})
 _TENSOR_TYPES = frozenset({"torch.Tensor", "Tensor", "torch.nn.Parameter", "nn.Parameter"})
@@ -62,20 +62,20 @@ def _self_place(e: cst.BaseExpression) -> bool:
 def _single_binding(fn: FunctionInfo, target: cst.BaseExpression, before: cst.CSTNode) -> cst.BaseExpression | None:
     """The value of the one plain assignment of ``target`` (same text) in ``fn``, made before ``before``;
     None when it is bound in any other way too (a loop target, an augmented assignment, a second binding)."""
-    text = _code(target)
+    text = node_code(target)
     found: list[cst.BaseExpression] = []
     seen_loop = False
     for node in local_nodes(fn.node):
         if node is before:
             seen_loop = True
         if isinstance(node, cst.Assign):
-            if any(_code(t.target) == text for t in node.targets):
+            if any(node_code(t.target) == text for t in node.targets):
                 if seen_loop or len(node.targets) != 1:
                     return None
                 found.append(node.value)
-            elif any(text in _code(t.target) for t in node.targets if isinstance(t.target, (cst.Tuple, cst.List))):
+            elif any(text in node_code(t.target) for t in node.targets if isinstance(t.target, (cst.Tuple, cst.List))):
                 return None
-        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)) and _code(node.target) == text:
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)) and node_code(node.target) == text:
             return None
         elif isinstance(node, (cst.For, cst.CompFor)) and text in _names(node.target):
             return None
@@ -85,11 +85,7 @@ def _single_binding(fn: FunctionInfo, target: cst.BaseExpression, before: cst.CS
 
 
 def _names(target: cst.CSTNode) -> set[str]:
-    return {_code(n) for n in local_nodes(target) if isinstance(n, (cst.Name, cst.Attribute, cst.Subscript))}
-
-
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
+    return {node_code(n) for n in local_nodes(target) if isinstance(n, (cst.Name, cst.Attribute, cst.Subscript))}
 
 
 def tensor_narrowed(body: cst.CSTNode, name: str) -> bool:

@@ -28,7 +28,7 @@ from streamlint.model.options import ModelOptions
 from streamlint.model.paths import PathIndex
 from streamlint.model.project import JOIN_AFTER, Project
 from streamlint.model.release import release
-from streamlint.model.summary import ModuleSummary, SummaryParts, summarize
+from streamlint.model.summary import MayCompile, ModuleSummary, SummaryParts, summarize
 from streamlint.model.wordindex import Stamp, WordIndex, WordSearch, stamp_of, stamp_settled
 from streamlint.profile import Profiler, phase as _phase
 from streamlint.registry import Registry
@@ -83,7 +83,10 @@ def _lean_guard(text: str, profiler: Profiler | None) -> tuple[ast.Module | None
         return None, None
     parts = SummaryParts()
     with _phase(profiler, "guard-ast"):
-        skeleton = pieces.stdlib_skeleton(text, parts.add)
+        try:
+            skeleton = pieces.stdlib_skeleton(text, parts.add)
+        except MayCompile:
+            return None, None
     summary = parts.summary() if skeleton is not None else None
     return (skeleton, summary) if summary is not None else (None, None)
 

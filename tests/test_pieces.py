@@ -240,10 +240,13 @@ def _bones(tree: ast.Module) -> list:
 
 
 def _stdlib_in_pieces(text: str, piece: int):
-    from streamlint.model.summary import SummaryParts
+    from streamlint.model.summary import MayCompile, SummaryParts
 
     parts = SummaryParts()
-    bones = pieces.stdlib_skeleton(text, parts.add, piece=piece)
+    try:
+        bones = pieces.stdlib_skeleton(text, parts.add, piece=piece)
+    except MayCompile:  # (the whole tree answers: the skeleton is checked without a summary)
+        return pieces.stdlib_skeleton(text, lambda tree: None, piece=piece), None
     return bones, (parts.summary() if bones is not None else None)
 
 

@@ -157,7 +157,14 @@ def _summarize_in_parts(data: bytes) -> ModuleSummary | None:
     except UnicodeDecodeError:
         return None
     parts = SummaryParts()
-    return parts.summary() if pieces.stdlib_skeleton(text, parts.add) is not None else None
+    try:
+        return parts.summary() if pieces.stdlib_skeleton(text, parts.add) is not None else None
+    except MayCompile:
+        return None
+
+
+class MayCompile(Exception):
+    """Raised by :meth:`SummaryParts.add`: the module may call a compile API (its summary needs the whole tree)."""
 
 
 class SummaryParts:
@@ -173,9 +180,13 @@ class SummaryParts:
         self.fields: set[str] = set()
 
     def add(self, tree: ast.Module) -> None:
+        """Take one part's facts; :class:`MayCompile` once a call names a compile leaf itself (no summary then:
+        the caller stops parsing parts and parses the whole text)."""
         nodes = _walk(tree)
         _call_facts(nodes, self.called, self.bindings)
         self.fields.update(_class_fields(nodes))
+        if self.called & COMPILE_LEAVES:
+            raise MayCompile
 
     def summary(self) -> ModuleSummary | None:
         calls = _closed(set(self.called), self.bindings)
@@ -688,4 +699,4 @@ class SummaryStore:
             self.used.add(digest)
 
 
-__all__ = ["COMPILE_LEAVES", "ModuleSummary", "SummaryParts", "SummaryStore", "may_call_bytes", "may_compile_bytes", "summarize"]
+__all__ = ["COMPILE_LEAVES", "ModuleSummary", "MayCompile", "SummaryParts", "SummaryStore", "may_call_bytes", "may_compile_bytes", "summarize"]

@@ -168,11 +168,10 @@ class MayCompile(Exception):
 
 
 class SummaryParts:
-    """:func:`summarize` of a module given as the stdlib trees of its top-level statements, one part after the other
-    (``pieces.stdlib_skeleton``: a large module's whole stdlib tree is never held). Every fact of the summary is
-    each node's own (a call's callee, an alias's binding, a class's annotated fields) and adds up over the parts,
-    except what a module that may call a compile API asks of the whole tree (scopes, aliases, the compiled
-    arguments): :meth:`summary` is None for such a module, whose whole tree the caller parses (rare in a large module)."""
+    """:func:`summarize` of a module given as the stdlib trees of its top-level statements, part after part
+    (``pieces.stdlib_skeleton``: a large module's whole stdlib tree is never held). Every fact of the summary is a
+    node's own (a callee, an alias's binding, a class's annotated fields) and adds up over the parts, except what a
+    module that may call a compile API asks of the whole tree: None for such a module (the caller parses it whole)."""
 
     def __init__(self) -> None:
         self.called: set[str] = set()
@@ -180,8 +179,7 @@ class SummaryParts:
         self.fields: set[str] = set()
 
     def add(self, tree: ast.Module) -> None:
-        """Take one part's facts; :class:`MayCompile` once a call names a compile leaf itself (no summary then:
-        the caller stops parsing parts and parses the whole text)."""
+        """Take one part's facts; :class:`MayCompile` once a call names a compile leaf (the caller parses it whole)."""
         nodes = _walk(tree)
         _call_facts(nodes, self.called, self.bindings)
         self.fields.update(_class_fields(nodes))

@@ -28,7 +28,7 @@ from streamlint.model.options import ModelOptions
 from streamlint.model.paths import PathIndex
 from streamlint.model.project import JOIN_AFTER, Project
 from streamlint.model.release import release
-from streamlint.model.summary import ModuleSummary, summarize
+from streamlint.model.summary import MayCompile, ModuleSummary, SummaryParts, summarize
 from streamlint.model.wordindex import Stamp, WordIndex, WordSearch, stamp_of, stamp_settled
 from streamlint.profile import Profiler, phase as _phase
 from streamlint.registry import Registry
@@ -70,6 +70,25 @@ def _lighten(text: str, data: bytes, tree: ast.Module | None) -> tuple[ast.Modul
     if tree is None or not pieces.large(text) or "noqa" in text or "streamlint:" in text:
         return tree, None
     return pieces.skeleton(tree), summarize(data, tree)
+
+
+def _lean_guard(text: str, profiler: Profiler | None) -> tuple[ast.Module | None, ModuleSummary | None]:
+    """What :func:`_lighten` keeps of a large module's stdlib tree (its skeleton and its summary), taken without
+    ever holding that tree: parsed in pieces (``pieces.stdlib_skeleton``, ``SummaryParts``), so the ~80 bytes
+    per byte of source of the whole tree are never allocated (the peak of a whole-tree run, issue 15). (None,
+    None) when that is not done: not a large module, a suppression comment (the suppressions read every
+    statement's extent), a text not cut or a piece that does not parse, a module that may call a compile API
+    (the summary's compile questions read the whole tree): the whole text is parsed, as before."""
+    if not pieces.large(text) or "noqa" in text or "streamlint:" in text:
+        return None, None
+    parts = SummaryParts()
+    with _phase(profiler, "guard-ast"):
+        try:
+            skeleton = pieces.stdlib_skeleton(text, parts.add)
+        except MayCompile:
+            return None, None
+    summary = parts.summary() if skeleton is not None else None
+    return (skeleton, summary) if summary is not None else (None, None)
 
 
 def parse_source(path: str, data: bytes, module_name: str, is_package: bool,
@@ -152,22 +171,23 @@ def _parse_source(path: str, data: bytes, profiler: Profiler | None = None, prev
         source = SourceFile.from_bytes(path, data)
     except UndecodableSource as exc:
         return ParsedFile(None, None, None, ParseFailure(str(exc), exc.line, exc.col))
-    tree = None
+    tree, summary = _lean_guard(source.text, profiler)
     ast_error: SyntaxError | None = None
-    try:
-        with _phase(profiler, "guard-ast"), warnings.catch_warnings():  # LibCST's native parser crashes on
-            warnings.simplefilter("ignore")  # some inputs ast rejects; the linted code's own warnings
-            tree = ast.parse(source.text, filename=path)  # (SyntaxWarning, invalid escapes) are not ours
-    except SyntaxError as exc:
-        if "too many nested" in str(exc.msg):
-            return ParsedFile(source, None, None, ParseFailure(f"too deeply nested to analyse: {exc.msg}",
-                                                                exc.lineno or 1, max((exc.offset or 1) - 1, 0)))
-        ast_error = exc
-    except (RecursionError, MemoryError):
-        return ParsedFile(source, None, None, ParseFailure("too deeply nested to analyse (recursion limit)"))
-    except ValueError as exc:
-        return ParsedFile(source, None, None, ParseFailure(f"cannot parse: {exc}"))
-    tree, summary = _lighten(source.text, data, tree)  # (before LibCST's parse: the two trees never coexist)
+    if tree is None:
+        try:
+            with _phase(profiler, "guard-ast"), warnings.catch_warnings():  # LibCST's native parser crashes on
+                warnings.simplefilter("ignore")  # some inputs ast rejects; the linted code's own warnings
+                tree = ast.parse(source.text, filename=path)  # (SyntaxWarning, invalid escapes) are not ours
+        except SyntaxError as exc:
+            if "too many nested" in str(exc.msg):
+                return ParsedFile(source, None, None, ParseFailure(f"too deeply nested to analyse: {exc.msg}",
+                                                                    exc.lineno or 1, max((exc.offset or 1) - 1, 0)))
+            ast_error = exc
+        except (RecursionError, MemoryError):
+            return ParsedFile(source, None, None, ParseFailure("too deeply nested to analyse (recursion limit)"))
+        except ValueError as exc:
+            return ParsedFile(source, None, None, ParseFailure(f"cannot parse: {exc}"))
+        tree, summary = _lighten(source.text, data, tree)  # (before LibCST's parse: the two trees never coexist)
     if tree is not None and previous is not None and previous.source is not None and previous.model is not None:
         from streamlint.reparse import splice
 
@@ -653,7 +673,11 @@ class Engine:
 def _syntax_check(text: str, path: str) -> tuple[ast.Module | None, ParseFailure | None]:
     """The stdlib parse of a file that is not analysed: (tree, None), or (None, why it is not Python)
     with the messages of the full parse. A recursion or memory limit says nothing about the file: no
-    failure."""
+    failure. A large module without suppression comments, whose tree nobody reads then, is parsed in pieces
+    (``pieces.stdlib_skeleton``: valid exactly when the whole text is; no tree returned)."""
+    if pieces.large(text) and "noqa" not in text and "streamlint:" not in text \
+            and pieces.stdlib_skeleton(text, _ignore) is not None:
+        return None, None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the linted code's own warnings are not ours
@@ -669,6 +693,10 @@ def _syntax_check(text: str, path: str) -> tuple[ast.Module | None, ParseFailure
         return None, ParseFailure(f"cannot parse: {exc}")
     except (RecursionError, MemoryError):
         return None, None
+
+
+def _ignore(tree: ast.Module) -> None:
+    return None
 
 
 def _newer_grammar(text: str) -> bool:

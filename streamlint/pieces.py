@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import ast
 import io
+import re
 import tokenize
+import warnings
 from typing import TYPE_CHECKING, Callable
 
 from streamlint._lazy import cst
@@ -162,31 +164,120 @@ def parse_in_pieces(text: str, tree: ast.Module, parse: Callable[[str], "libcst.
     return None
 
 
+# a line where a piece of the stdlib parse may start: at column 0, not blank, not a comment, not a closing
+# bracket, not a clause that continues the statement before it (the piece's own parse rejects any other
+# wrong cut: see stdlib_skeleton)
+_STDLIB_CUT = re.compile(r"\n(?!(?:else|elif|except|finally)\b)(?=[^\s#)\]}])")
+_STDLIB_RETRIES = 8  # parses of a piece that does not parse (ended sooner or made longer) before the whole text
+
+
+def stdlib_skeleton(text: str, consume: Callable[[ast.Module], None], piece: int | None = None) -> ast.Module | None:
+    """The :func:`skeleton` of ``ast.parse(text)`` without ever holding the stdlib tree of the whole text (~80 bytes
+    per byte of source: 250 MB for torch-npu's 3.1 MB generated module, the peak of a whole-tree run): the text is
+    parsed with Python's own parser in pieces of about ``piece`` characters cut before a line at column 0, and
+    each piece's tree is handed to ``consume`` (what the caller reads of the whole tree: the module summary's
+    facts) before it goes. A piece that does not parse (cut in a string or brackets) ends instead before the line
+    where the error says the string or bracket opens, or else is made twice as long. None when the text is not cut
+    (short, ``\\r`` or form feeds), or a piece still does not parse after a few tries: then the caller parses the whole text, whose errors are the
+    ones reported (``consume`` has seen some pieces then: the caller drops what it gathered).
+
+    Exact: when every piece parses, so does the whole text, into the pieces' top-level statements in order (the
+    skeleton's lines are shifted by the piece's first line). Each piece ends on a newline and parsed, so the
+    tokenizer is at that point of the whole text in no string, bracket or line continuation; the next line starts
+    at column 0, which closes every indented block, so the whole text's tokens from there on are the next piece's
+    own; and a module is a sequence of statements, which a clause continuing the statement before the cut
+    (``else`` / ``except`` ..., which the cut pattern avoids) or a decorator before it would break: such a piece
+    does not parse. Python's parser checks nothing at module level that depends on another statement
+    (``from __future__`` placement, ``return`` outside a function: the compiler's checks, not ``ast.parse``'s).
+    tests/test_pieces.py compares the skeletons with whole parses."""
+    piece = PIECE_CHARS if piece is None else piece  # (read when called: tests make it small)
+    if len(text) <= 2 * piece or "\r" in text or "\f" in text:
+        return None
+    body: list[ast.stmt] = []
+    start, line = 0, 0  # the piece's first character and its 0-based line in the text
+    while start < len(text):
+        end = _stdlib_end(text, start + piece, piece)
+        tries = 0
+        while True:
+            back = None
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # the linted code's own warnings are not ours
+                    part = ast.parse(text[start:end])
+                break
+            except SyntaxError as exc:  # (an unterminated string or bracket: where it opens)
+                back = _cut_before(text, start, end, exc.lineno)
+            except Exception:  # noqa: BLE001 - whatever a piece says, the whole parse decides
+                pass
+            tries += 1
+            if tries > _STDLIB_RETRIES:
+                return None
+            if back is not None:
+                end = back  # the piece ends before the statement the string or bracket is in
+            elif end == len(text):
+                return None
+            else:
+                end = _stdlib_end(text, max(end, start + (piece << tries)), piece)  # (doubled at each retry)
+        consume(part)
+        body.extend(skeleton(part, line).body)
+        del part
+        line += text.count("\n", start, end)
+        start = end
+    return ast.Module(body=body, type_ignores=[])
+
+
+def _stdlib_end(text: str, at: int, piece: int) -> int:
+    """The end of a piece of the stdlib parse: the first cut line after ``at``, or the end of the text (also when
+    less than half a piece would be left)."""
+    found = _STDLIB_CUT.search(text, at)
+    return found.end() if found is not None and len(text) - found.end() > piece // 2 else len(text)
+
+
+def _cut_before(text: str, start: int, end: int, lineno: int | None) -> int | None:
+    """The last cut line of ``text[start:end]`` at or before its line ``lineno`` (1-based; where the parse of that
+    piece failed: the line an unterminated string or bracket opens on), if after ``start``."""
+    if not lineno or lineno < 2:
+        return None
+    at = start
+    for _ in range(lineno - 1):
+        at = text.find("\n", at, end) + 1
+        if at <= 0:
+            return None
+    last = None
+    for found in _STDLIB_CUT.finditer(text, start, at + 1):
+        last = found.end()
+    return last if last is not None and start < last < end else None
+
+
 def large(text: str) -> bool:
     """Is ``text`` a module parsed in pieces (and kept with a :func:`skeleton` of its stdlib tree)?"""
     return len(text) > 2 * PIECE_CHARS
 
 
-def skeleton(tree: ast.Module) -> ast.Module:
+def skeleton(tree: ast.Module, lines: int = 0) -> ast.Module:
     """The top level of ``tree`` without what lies below it: each top-level statement as a node of its own
     type holding its extent (``lineno``, ``col_offset``, ``end_lineno``, ``end_col_offset``), its decorators'
     lines and an empty ``body`` where it has one. That is all that :func:`parse_in_pieces` (cuts, default
     indentation) and the position table (``positions._statement_starts``) read of a tree; the whole stdlib
     tree of a large module takes ~80 bytes per byte of source (250 MB for a 3.1 MB module), the skeleton
-    a few hundred bytes per top-level statement."""
+    a few hundred bytes per top-level statement. ``lines``: added to every line number (a piece of a text)."""
     body: list[ast.stmt] = []
     for stmt in tree.body:
         node = type(stmt)()
         for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
             setattr(node, attr, getattr(stmt, attr, None))
+        if lines:
+            node.lineno += lines
+            if node.end_lineno is not None:
+                node.end_lineno += lines
         if "body" in stmt._fields:
             node.body = []  # type: ignore[attr-defined]
         decorators = getattr(stmt, "decorator_list", None)
         if decorators is not None:
-            node.decorator_list = [ast.expr(lineno=d.lineno, col_offset=d.col_offset)  # type: ignore[attr-defined]
+            node.decorator_list = [ast.expr(lineno=d.lineno + lines, col_offset=d.col_offset)  # type: ignore[attr-defined]
                                    for d in decorators]
         body.append(node)
     return ast.Module(body=body, type_ignores=[])
 
 
-__all__ = ["PIECE_CHARS", "cut_lines", "large", "parse_in_pieces", "skeleton"]
+__all__ = ["PIECE_CHARS", "cut_lines", "large", "parse_in_pieces", "skeleton", "stdlib_skeleton"]

@@ -118,6 +118,10 @@ def summarize(data: bytes, tree: ast.Module | None = None) -> ModuleSummary:
     """The summary of a module's content (never raises: content ``ast`` cannot parse keeps everything).
     ``tree``: the stdlib tree of exactly that content, parsed already (the linted file's own, from the
     engine's ``ast`` guard: the same tree, so it is not parsed again)."""
+    if tree is None:
+        found = _summarize_in_parts(data)
+        if found is not None:
+            return found
     try:
         if tree is None:
             with warnings.catch_warnings():
@@ -129,11 +133,64 @@ def summarize(data: bytes, tree: ast.Module | None = None) -> ModuleSummary:
         bound = _aliases(nodes) if compiles or names else {}
         moded = (compiles or bool(names)) and _may_have_modes(nodes, bound)
         from_callers = (compiles or bool(names)) and _compiles_parameters(nodes, bound)
-        fields = frozenset(stmt.target.id for node in nodes if isinstance(node, ast.ClassDef) for stmt in node.body
-                           if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name))
+        fields = _class_fields(nodes)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ModuleSummary(None, True)
     return ModuleSummary(calls, compiles, names, moded, from_callers, fields)
+
+
+def _class_fields(nodes: list[ast.AST]) -> frozenset[str]:
+    return frozenset(stmt.target.id for node in nodes if isinstance(node, ast.ClassDef) for stmt in node.body
+                     if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name))
+
+
+def _summarize_in_parts(data: bytes) -> ModuleSummary | None:
+    """:func:`summarize` of a large module without its whole stdlib tree (see :class:`SummaryParts`); None when not
+    done: a small module, a text that ``ast.parse(data)`` might decode otherwise (a byte order mark or an encoding
+    declaration: the parts are parsed from the UTF-8 text), not cut, or a module that may compile."""
+    from streamlint import pieces
+
+    if len(data) <= 2 * pieces.PIECE_CHARS or data.startswith(b"\xef\xbb\xbf") or b"coding" in b"\n".join(data.split(b"\n", 2)[:2]):
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    parts = SummaryParts()
+    try:
+        return parts.summary() if pieces.stdlib_skeleton(text, parts.add) is not None else None
+    except MayCompile:
+        return None
+
+
+class MayCompile(Exception):
+    """Raised by :meth:`SummaryParts.add`: the module may call a compile API (its summary needs the whole tree)."""
+
+
+class SummaryParts:
+    """:func:`summarize` of a module given as the stdlib trees of its top-level statements, part after part
+    (``pieces.stdlib_skeleton``: a large module's whole stdlib tree is never held). Every fact of the summary is a
+    node's own (a callee, an alias's binding, a class's annotated fields) and adds up over the parts, except what a
+    module that may call a compile API asks of the whole tree: None for such a module (the caller parses it whole)."""
+
+    def __init__(self) -> None:
+        self.called: set[str] = set()
+        self.bindings: dict[str, set[str]] = {}
+        self.fields: set[str] = set()
+
+    def add(self, tree: ast.Module) -> None:
+        """Take one part's facts; :class:`MayCompile` once a call names a compile leaf (the caller parses it whole)."""
+        nodes = _walk(tree)
+        _call_facts(nodes, self.called, self.bindings)
+        self.fields.update(_class_fields(nodes))
+        if self.called & COMPILE_LEAVES:
+            raise MayCompile
+
+    def summary(self) -> ModuleSummary | None:
+        calls = _closed(set(self.called), self.bindings)
+        if calls & COMPILE_LEAVES:
+            return None
+        return ModuleSummary(calls, False, frozenset(), False, False, frozenset(self.fields))
 
 
 _AST = ast.AST
@@ -539,6 +596,12 @@ def _called_names(nodes: list[ast.AST]) -> frozenset[str]:
     over attributes) the last part of what the alias is bound to, transitively."""
     bindings: dict[str, set[str]] = {}  # bound name -> last parts of what it may be bound to
     called: set[str] = set()
+    _call_facts(nodes, called, bindings)
+    return _closed(called, bindings)
+
+
+def _call_facts(nodes: list[ast.AST], called: set[str], bindings: dict[str, set[str]]) -> None:
+    """What :func:`_called_names` reads of each node (each node's own: the facts of a module's parts add up)."""
     interesting = _CALLED_KINDS
     for node in nodes:
         kind = node.__class__
@@ -565,6 +628,9 @@ def _called_names(nodes: list[ast.AST]) -> frozenset[str]:
             for target in _walk(node.target):
                 if isinstance(target, ast.Name):
                     bindings.setdefault(target.id, set()).update(sources)
+
+
+def _closed(called: set[str], bindings: dict[str, set[str]]) -> frozenset[str]:
     stack = list(called)
     while stack:  # aliases of aliases (`c = torch.compile; cc = c`), in any order
         for source in bindings.get(stack.pop(), ()):
@@ -631,4 +697,4 @@ class SummaryStore:
             self.used.add(digest)
 
 
-__all__ = ["COMPILE_LEAVES", "ModuleSummary", "SummaryStore", "may_call_bytes", "may_compile_bytes", "summarize"]
+__all__ = ["COMPILE_LEAVES", "ModuleSummary", "MayCompile", "SummaryParts", "SummaryStore", "may_call_bytes", "may_compile_bytes", "summarize"]

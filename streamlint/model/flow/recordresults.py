@@ -32,6 +32,7 @@ from streamlint._lazy import cst
 from streamlint.model.devobjects import annotation_classes, param_annotation
 from streamlint.model.file import ClassInfo, FileModel, dotted, string_value
 from streamlint.model.flow.values import FieldsVal
+from streamlint.model.handedevents import construction_fields
 from streamlint.model.placement import host_placed
 from streamlint.model.streams import derived
 from streamlint.model.syntax import local_nodes
@@ -206,23 +207,17 @@ def _construction(project: Project, file: FileModel, fn: FunctionInfo, sym: tupl
     """``Record(a, b, n)`` of a plain record class: the fields given device data ``fn`` makes (None: none)."""
     from streamlint.model.flow.calls import plain_container  # (calls imports the interpreter's helpers)
 
-    cls = sym[0]
+    cls, module = sym
     if not plain_container(cls) or any(a.star for a in call.args):
         return None
-    order = _field_order(cls)
-    init = cls.methods.get("__init__")
-    params = list(init.params[1:]) if init is not None else order  # (a keyword names the parameter)
-    fields = set()
-    for i, a in enumerate(call.args):
-        name = order[params.index(a.keyword.value)] if a.keyword is not None and a.keyword.value in params \
-            else None if a.keyword is not None else order[i] if i < len(order) else None
-        if name is not None and _fresh(file, fn, a.value, 0):
-            fields.add(name)
-    return RecordSummary(cls.name, frozenset(fields), cls, sym[1]) if fields else None
+    fields = {name for name, value in construction_fields(project, module, cls, call).items()
+              if _fresh(file, fn, value, 0)}
+    return RecordSummary(cls.name, frozenset(fields), cls, module) if fields else None
 
 
 def _field_order(cls: ClassInfo) -> list[str]:
-    """The positional order of a record class's fields: its ``__init__`` parameters (each named after the attribute
+    """The order the fields of a handed-back record are listed in (messages; which argument gives which field is
+    ``handedevents.construction_fields``): its ``__init__`` parameters (each named after the attribute
     it is stored in, ``self.k = keys``), else its annotated fields."""
     init = cls.methods.get("__init__")
     if init is not None:

@@ -37,6 +37,7 @@ from streamlint.model.syntax import contains, local_nodes, string_annotation, st
 from streamlint.model.tensors import ESCAPE_METHODS, META_ATTRS, META_METHODS, VIEW_ATTRS, VIEW_METHODS, return_kind, \
     returns_host_values
 from streamlint.model.flow.hostreads import async_host_copy_call
+from streamlint.model.flow.hosthelpers import returns_host_memory
 from streamlint.model.flow.helperrecords import checking_import
 from streamlint.model.flow.metaonly import metadata_only  # noqa: F401 - (re-exported for exprs)
 from streamlint.model.uses import bind_arguments
@@ -490,6 +491,8 @@ class Calls:
             return result
         if returns_host_values(fn):
             return None  # every `return` builds host values (a layout policy of ints, a flag): no tensor
+        if mod is not None and returns_host_memory(self.project, mod, fn):
+            return self.host_tensor(st)  # a staged host buffer, a `torch.frombuffer` of file bytes (hosthelpers.py)
         memo = derived(self.project, "held_result")
         if id(fn) not in memo:
             memo[id(fn)] = held_result(fn, mod.classes.get(fn.class_name or "") if mod is not None else None)

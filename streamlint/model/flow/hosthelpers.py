@@ -1,0 +1,153 @@
+"""Project helpers whose result is host memory (issue 16 §3, "Only device data races"; [host-tensor-write]).
+
+A weight streamer stages a weight's bytes with a helper of its own before it copies them to the device on an upload
+stream: ``host = self._host_bytes(ref)`` where the helper reads the file into a ``bytearray`` and hands back
+``torch.frombuffer(raw, dtype=torch.uint8)``, or hands back a slot of a pinned slab the class allocated
+(``return self._slab[start:stop]``, ``self._slab = torch.empty(n, pin_memory=True)``). Such a helper orders and
+switches nothing, so the interpreter does not run it inline, and a call handed a tensor made its result a new tensor
+of the current stream (the generic call rule): the H2D copy of it on the upload stream was then reported as racing
+with a producer that does not exist, at high confidence.
+
+:func:`returns_host_memory` reads that from the helper's code: every ``return`` (``None`` aside, at least one other)
+gives settled host memory, or a view / slice of it (``.view(dtype)``, ``[a:b]``, ``.narrow``, ``.reshape``):
+
+- a host-giving call whose chain queues no asynchronous copy (``placement.settled_host_value``: ``x.cpu()``,
+  ``torch.from_numpy(a)``, ``torch.frombuffer(raw)``, ``torch.empty(n, pin_memory=True)``), or a torch factory
+  placing its tensor on the host (``torch.empty(n, dtype=torch.uint8)``, no ``device``; not ``torch.tensor`` /
+  ``torch.as_tensor``, whose data may be a device tensor they keep on its device);
+- a local every binding of which is one (and bound by nothing else: a ``for`` / ``with`` target, a tuple unpack or a
+  walrus makes it unknown), a ``self.*`` field every assignment of which in the class is one (``None`` aside);
+- a call of another such project helper (depth-limited; a recursive helper is not one), also a method of an object
+  the class holds in a field whose project class the class body declares (``self._slab.take(n)``,
+  ``_slab: PinnedSlab``).
+
+Not a parameter (the caller's value, whatever it holds), nor anything of unknown type (``self._reader.stage(...)``:
+code not seen may hand back device memory), nor an asynchronous copy to the host (``x.to("cpu", non_blocking=True)``:
+its contents are still pending on the stream). The call's result is then a host tensor: no stream produces or owns it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from streamlint._lazy import cst
+from streamlint.model.file import ClassInfo, dotted
+from streamlint.model.flow.computed import called_function
+from streamlint.model.placement import copy_destination, host_factory, host_source, settled_host_value
+from streamlint.model.streams import derived
+from streamlint.model.syntax import local_nodes
+
+if TYPE_CHECKING:
+    from streamlint.model.file import FileModel, FunctionInfo
+    from streamlint.model.project import Project
+
+_DATA_FACTORIES = frozenset({"tensor", "as_tensor", "asarray"})  # (may keep a device tensor's device)
+_MAX_DEPTH = 3
+
+
+def returns_host_memory(project: Project, file: FileModel, fn: FunctionInfo, _depth: int = 0) -> bool:
+    """Does every ``return`` of the project helper ``fn`` hand back settled host memory (module docstring)?"""
+    memo = derived(project, "host_memory_returns")
+    key = id(fn)
+    if key in memo:
+        return memo[key]
+    memo[key] = False  # (a recursive helper: not known)
+    values = [r.value for r in fn.returns]
+    given = [v for v in values if v is not None and not (isinstance(v, cst.Name) and v.value == "None")]
+    cls = file.classes.get(fn.class_name or "") if fn.class_name else None
+    memo[key] = bool(given) and not fn.yields and fn.node.asynchronous is None \
+        and all(_host(project, file, fn, cls, v, _depth) for v in given)
+    return memo[key]
+
+
+def _host(project: Project, file: FileModel, fn: FunctionInfo, cls: ClassInfo | None, v: cst.BaseExpression,
+          depth: int) -> bool:
+    v = copy_destination(v)  # (a view or a slice of host memory is that memory)
+    if isinstance(v, cst.IfExp):
+        return _host(project, file, fn, cls, v.body, depth) and _host(project, file, fn, cls, v.orelse, depth)
+    if _host_call(file, fn, v):
+        return True
+    if isinstance(v, cst.Name):
+        if v.value in fn.all_params or _bound_otherwise(fn, v.value):
+            return False
+        values = fn.name_assigns.get(v.value, [])
+        return bool(values) and depth < _MAX_DEPTH and all(
+            v2 is not v and _host(project, file, fn, cls, v2, depth + 1) for v2 in values)
+    if isinstance(v, cst.Attribute) and isinstance(v.value, cst.Name) and v.value.value == "self":
+        return cls is not None and host_source(v, fn, cls, value=lambda e: _host_call(file, fn, e))
+    if isinstance(v, cst.Call) and depth < _MAX_DEPTH:
+        found = called_function(project, file, v)
+        found = found or _declared_field_method(project, file, cls, v.func)  # `self._slab.take(n)`
+        return found is not None and found[0] is not fn and returns_host_memory(project, found[1], found[0],
+                                                                                 depth + 1)
+    return False
+
+
+def _declared_field_method(project: Project, file: FileModel, cls: ClassInfo | None,
+                           func: cst.BaseExpression) -> tuple[FunctionInfo, FileModel] | None:
+    """The project method ``self.<attr>.<name>(...)`` runs when the class body declares the field's class
+    (``_slab: PinnedSlab``, ``Optional[PinnedSlab]``, ``PinnedSlab | None``)."""
+    if cls is None or not isinstance(func, cst.Attribute) or not isinstance(func.value, cst.Attribute) \
+            or dotted(func.value.value) != "self":
+        return None
+    attr = func.value.attr.value
+    for stmt in cls.node.body.body:
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.target.value == attr:
+                ann = small.annotation.annotation
+                if isinstance(ann, cst.BinaryOperation) and dotted(ann.right) == "None":
+                    ann = ann.left
+                elif isinstance(ann, cst.Subscript) and dotted(ann.value) in ("Optional", "typing.Optional") \
+                        and len(ann.slice) == 1 and isinstance(ann.slice[0].slice, cst.Index):
+                    ann = ann.slice[0].slice.value
+                name = dotted(ann) if isinstance(ann, (cst.Name, cst.Attribute)) else None
+                sym = project.symbol(file.resolve_dotted(name, None) or f"{file.module_name}.{name}", file) \
+                    if name else None
+                method = sym[0].methods.get(func.attr.value) if sym is not None and isinstance(sym[0], ClassInfo) \
+                    else None
+                return (method, sym[1]) if method is not None else None
+    return None
+
+
+def _host_call(file: FileModel, fn: FunctionInfo, e: cst.BaseExpression) -> bool:
+    """A call giving settled host memory: :func:`~streamlint.model.placement.settled_host_value`, or a torch factory
+    with no device (or the host's) that builds no copy of a tensor handed to it."""
+    if settled_host_value(e):
+        return True
+    if not isinstance(e, cst.Call):
+        return False
+    target = file.resolve(e.func, fn) if isinstance(e.func, (cst.Name, cst.Attribute)) else None
+    return host_factory(target, e) and target.rsplit(".", 1)[-1] not in _DATA_FACTORIES  # type: ignore[union-attr]
+
+
+def _bound_otherwise(fn: FunctionInfo, name: str) -> bool:
+    """Is the local ``name`` bound by anything but a plain assignment (a loop / ``with`` target, an unpacking, a
+    walrus, an augmented assignment)?"""
+    memo = fn.__dict__.setdefault("_host_bound_otherwise", {})
+    if name not in memo:
+        memo[name] = any(_binds(node, name) for node in local_nodes(fn.node.body))
+    return memo[name]
+
+
+def _binds(node: cst.CSTNode, name: str) -> bool:
+    if isinstance(node, (cst.For, cst.CompFor)):
+        return _names(node.target, name)
+    if isinstance(node, cst.WithItem):
+        return node.asname is not None and _names(node.asname.name, name)
+    if isinstance(node, cst.Assign):
+        return any(not isinstance(t.target, cst.Name) and _names(t.target, name) for t in node.targets)
+    if isinstance(node, cst.NamedExpr):
+        return _names(node.target, name)
+    if isinstance(node, cst.AugAssign):
+        return _names(node.target, name)
+    return False
+
+
+def _names(target: cst.BaseExpression, name: str) -> bool:
+    if isinstance(target, cst.Name):
+        return target.value == name
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return any(_names(el.value, name) for el in target.elements)
+    if isinstance(target, cst.StarredElement):
+        return _names(target.value, name)
+    return False

@@ -37,7 +37,7 @@ from streamlint.model.syntax import contains, local_nodes, string_annotation, st
 from streamlint.model.tensors import ESCAPE_METHODS, META_ATTRS, META_METHODS, VIEW_ATTRS, VIEW_METHODS, return_kind, \
     returns_host_values
 from streamlint.model.flow.hostreads import async_host_copy_call
-from streamlint.model.flow.hosthelpers import returns_host_memory
+from streamlint.model.flow.hosthelpers import note_guessed_helper, returns_host_memory
 from streamlint.model.flow.helperrecords import checking_import
 from streamlint.model.flow.metaonly import metadata_only  # noqa: F401 - (re-exported for exprs)
 from streamlint.model.uses import bind_arguments
@@ -482,6 +482,12 @@ class Calls:
     Interp state it uses: ``anchor``, ``depth``, ``fn``, ``frames``, ``inline_stack``, ``next_id``, ``project``,
     ``single``. It asks control (block, unpack); exprs (ev); orderings (render); storage (referenced, tensors).
     """
+
+    def helper_call(self, st: State, e: cst.Call, method: str | None, target: str | None, found) -> object:
+        """:meth:`dispatch_call` of a call that may run the project helper ``found``; a new tensor the generic call
+        rule made of it with no evidence in the helper's code is a guess (:func:`.hosthelpers.note_guessed_helper`)."""
+        first_id = self.next_id
+        return note_guessed_helper(self, st, e, found, self.dispatch_call(st, e, method, target), first_id)
 
     def declared_result(self, st: State, fn: FunctionInfo, result: object, mod: FileModel | None = None) -> object:
         """The result of a project helper that was not inlined, shaped by what its code says: declared

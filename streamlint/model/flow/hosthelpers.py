@@ -24,6 +24,16 @@ gives settled host memory, or a view / slice of it (``.view(dtype)``, ``[a:b]``,
 Not a parameter (the caller's value, whatever it holds), nor anything of unknown type (``self._reader.stage(...)``:
 code not seen may hand back device memory), nor an asynchronous copy to the host (``x.to("cpu", non_blocking=True)``:
 its contents are still pending on the stream). The call's result is then a host tensor: no stream produces or owns it.
+
+:func:`note_guessed_helper` covers what is left unknown: a helper call the generic call rule read as making a new
+tensor on the current stream (it was handed a tensor) although the helper's code shows no tensor it computes
+(:func:`~streamlint.model.flow.computed.computes_tensor`), copies to a device
+(:func:`~streamlint.model.flow.devicecopies.device_copy_at`) or allocates on one
+(:func:`~streamlint.model.flow.computed.device_factory`) (a record of device data it builds is
+:mod:`~streamlint.model.flow.recordresults`' before this rule), and every ``return`` of it hands back what code not
+seen gives (:func:`opaque_returns`): ``return self._reader.stage(ref.path, n)``, ``return ref.source``. A helper
+computing on what it is handed (``return x * scale``, ``return x.float()``) queues that kernel itself: no guess. A race whose producer is that guess is at most medium (``Race.helper_guess``): an
+unknown source is no evidence of a device producer on the current stream.
 """
 
 from __future__ import annotations
@@ -32,7 +42,10 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.file import ClassInfo, dotted
-from streamlint.model.flow.computed import called_function
+from streamlint.model.flow.computed import called_function, computes_tensor, device_factory
+from streamlint.model.flow.devicecopies import device_copy_at
+from streamlint.model.flow.values import TVal
+from streamlint.model.tensors import tensor_method
 from streamlint.model.placement import copy_destination, host_factory, host_source, settled_host_value
 from streamlint.model.streams import derived
 from streamlint.model.syntax import local_nodes
@@ -83,6 +96,59 @@ def _host(project: Project, file: FileModel, fn: FunctionInfo, cls: ClassInfo | 
     return False
 
 
+def note_guessed_helper(interp, st, e: cst.Call, found: tuple | None, result: object, first_id: int) -> object:
+    """Remember ``result`` of the project helper call ``e`` (``found``: the helper and its module) as a guess when the
+    generic call rule made it (a storage newer than ``first_id``) and the helper hands back only what code not seen
+    gives (:func:`opaque_returns`); ``result`` unchanged."""
+    if found is None or not isinstance(result, TVal) or result.sid <= first_id:
+        return result
+    S = st.stores.get(result.sid)
+    fn, mod = found
+    if S is None or S.kind not in ("local", "pool") or not opaque_returns(interp.project, mod, fn) \
+            or computes_tensor(interp.project, mod, fn) or device_copy_at(interp.project, mod, fn, e) \
+            or device_factory(mod, fn, e, interp.cfile, interp.cfn) is not None:
+        return result
+    interp.__dict__.setdefault("helper_guesses", {})[result.sid] = fn.node.name.value
+    return result
+
+
+def opaque_returns(project: Project, file: FileModel, fn: FunctionInfo, _depth: int = 0) -> bool:
+    """Does every ``return`` of ``fn`` (``None`` aside, at least one other) hand back what code not seen gives: a
+    call of a method no tensor has on an object of unknown class (``self._reader.stage(path, n)``), of a function
+    outside the project and outside torch, a field read (``ref.source``, ``self._cached``), another such helper's
+    result, a local bound only to those? Not arithmetic, a tensor method, a torch op (a kernel on the current stream
+    the helper queues itself)."""
+    memo = derived(project, "opaque_returns")
+    if id(fn) not in memo:
+        memo[id(fn)] = False  # (a recursive helper: not known)
+        given = [r.value for r in fn.returns if r.value is not None
+                 and not (isinstance(r.value, cst.Name) and r.value.value == "None")]
+        memo[id(fn)] = bool(given) and not fn.yields and all(_opaque(project, file, fn, v, _depth) for v in given)
+    return memo[id(fn)]
+
+
+def _opaque(project: Project, file: FileModel, fn: FunctionInfo, v: cst.BaseExpression, depth: int) -> bool:
+    if isinstance(v, cst.IfExp):
+        return _opaque(project, file, fn, v.body, depth) and _opaque(project, file, fn, v.orelse, depth)
+    if isinstance(v, cst.Attribute):
+        return dotted(v) is not None  # a field of an object (`ref.source`, `self._cached`)
+    if isinstance(v, cst.Name):
+        values = fn.name_assigns.get(v.value, [])
+        return v.value not in fn.all_params and not _bound_otherwise(fn, v.value) and bool(values) \
+            and depth < _MAX_DEPTH and all(x is not v and _opaque(project, file, fn, x, depth + 1) for x in values)
+    if not isinstance(v, cst.Call):
+        return False
+    found = called_function(project, file, v)
+    if found is not None:
+        return found[0] is not fn and depth < _MAX_DEPTH and opaque_returns(project, found[1], found[0], depth + 1)
+    target = file.resolve(v.func, fn) if isinstance(v.func, (cst.Name, cst.Attribute)) else None
+    if target is not None and target.split(".", 1)[0] in ("torch", "torch_npu", "triton", "numpy"):
+        return False
+    if isinstance(v.func, cst.Attribute):  # a method of an object of unknown class, not one only a tensor has
+        return not tensor_method(v.func.attr.value) and dotted(v.func.value) is not None
+    return target is not None and target.split(".", 1)[0] != file.module_name.split(".", 1)[0]
+
+
 def _declared_field_method(project: Project, file: FileModel, cls: ClassInfo | None,
                            func: cst.BaseExpression) -> tuple[FunctionInfo, FileModel] | None:
     """The project method ``self.<attr>.<name>(...)`` runs when the class body declares the field's class
@@ -112,10 +178,15 @@ def _declared_field_method(project: Project, file: FileModel, cls: ClassInfo | N
 def _host_call(file: FileModel, fn: FunctionInfo, e: cst.BaseExpression) -> bool:
     """A call giving settled host memory: :func:`~streamlint.model.placement.settled_host_value`, or a torch factory
     with no device (or the host's) that builds no copy of a tensor handed to it."""
-    if settled_host_value(e):
-        return True
     if not isinstance(e, cst.Call):
         return False
+    node = e
+    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        if node.func.attr.value in _DATA_FACTORIES:
+            return False  # `torch.as_tensor(x)`: `x` itself when it is a tensor, wherever it lives
+        node = node.func.value
+    if settled_host_value(e):
+        return True
     target = file.resolve(e.func, fn) if isinstance(e.func, (cst.Name, cst.Attribute)) else None
     return host_factory(target, e) and target.rsplit(".", 1)[-1] not in _DATA_FACTORIES  # type: ignore[union-attr]
 

@@ -7,6 +7,7 @@ from harness import engine_for, lint_paths
 
 from streamlint.finding import Confidence
 from streamlint.model.flow.hosthelpers import opaque_returns, returns_host_memory
+from streamlint.model.tensors import param_kinds
 
 PROJECT = Path(__file__).parent.parent / "fixtures/projects/sl201_staged_shard_uploads"
 
@@ -124,3 +125,49 @@ class Fetch:
         return x
 ''', opaque_returns)
     assert {k for k, v in answers.items() if v} == {"remote", "field", "through"}, answers
+
+
+def test_record_annotations(tmp_path):
+    path = tmp_path / "records.py"
+    path.write_text('''
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import torch
+
+
+@dataclass
+class ShardTensorRef:
+    path: str
+    offset: int
+    view: Any
+
+
+@dataclass
+class BoundaryTensors:
+    hidden: torch.Tensor
+
+
+class TensorBox:
+    def __init__(self, data: torch.Tensor):
+        self.data = data
+
+
+class LazyTensor:
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+class PackedTensor(torch.Tensor):
+    pass
+
+
+def use(a: ShardTensorRef, b: Optional[ShardTensorRef], c: BoundaryTensors, d: TensorBox, e: LazyTensor,
+        f: PackedTensor, g: torch.Tensor, h: "ShardTensorRef", i: ShardTensorRef | torch.Tensor):
+    return a, b, c, d, e, f, g, h, i
+''')
+    project = engine_for(tmp_path).project
+    model = project.file(str(path))
+    fn = next(f for f in model.iter_functions() if f.node.name.value == "use")
+    kinds = param_kinds(project, model, fn)
+    assert {p for p in "abcdefghi" if kinds.get(p) == "tensor"} == set("cdefghi"), kinds

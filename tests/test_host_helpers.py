@@ -123,6 +123,9 @@ class Fetch:
 
     def param(self, x):
         return x
+
+    def module(self, x):
+        return self.proj(x)
 ''', opaque_returns)
     assert {k for k, v in answers.items() if v} == {"remote", "field", "through"}, answers
 

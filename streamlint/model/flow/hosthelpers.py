@@ -144,8 +144,9 @@ def _opaque(project: Project, file: FileModel, fn: FunctionInfo, v: cst.BaseExpr
     target = file.resolve(v.func, fn) if isinstance(v.func, (cst.Name, cst.Attribute)) else None
     if target is not None and target.split(".", 1)[0] in ("torch", "torch_npu", "triton", "numpy"):
         return False
-    if isinstance(v.func, cst.Attribute):  # a method of an object of unknown class, not one only a tensor has
-        return not tensor_method(v.func.attr.value) and dotted(v.func.value) is not None
+    if isinstance(v.func, cst.Attribute):  # a method of an object of unknown class, not one only a tensor has (nor
+        # `self.down(x)`, unresolved on `self`: a submodule or a callable field, whose call computes)
+        return not tensor_method(v.func.attr.value) and dotted(v.func.value) not in (None, "self")
     return target is not None and target.split(".", 1)[0] != file.module_name.split(".", 1)[0]
 
 

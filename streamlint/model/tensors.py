@@ -25,11 +25,12 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
-from streamlint.model.hostobjects import record_annotation
+from streamlint.model.placement import META_METHODS  # noqa: F401  (re-exported: metadata calls)
 from streamlint.model.placement import (  # noqa: F401  (re-exported: the host-placement helpers)
     BLOCKING_HOST_READS, HOST_COPY_METHODS, HOST_FACTORIES, device_like, host_factory, host_placed, host_target,
-    non_blocking, META_METHODS,
+    non_blocking,
 )
+from streamlint.model.hostobjects import record_annotation
 from streamlint.model.hostresults import _host_value, returns_host_values  # noqa: F401  (re-exported)
 from streamlint.model.file import FileModel, dotted, string_value
 from streamlint.model.hostannotations import host_annotation

@@ -41,7 +41,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
-from streamlint.model.file import ClassInfo, dotted
+from streamlint.model.file import dotted
+from streamlint.model.filefacts import ClassInfo
 from streamlint.model.flow.computed import called_function, computes_tensor, device_factory
 from streamlint.model.flow.devicecopies import device_copy_at
 from streamlint.model.flow.values import TVal

@@ -752,6 +752,10 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
         confidence = Confidence.MEDIUM if confidence in (None, Confidence.HIGH) else confidence
         hint += ("; it was made by a call whose result's type is not known (collected in a side-stream scope): "
                  "this assumes the call hands back device data made on that stream")
+    if race.helper_guess and not race.argument and confidence in (None, Confidence.HIGH):
+        confidence = Confidence.MEDIUM
+        hint += (f"; `{race.name}` is the result of `{race.helper_guess}()`, whose code shows no device tensor it makes "
+                 "(it hands back what code not seen here gives): this assumes it is device data made on the current stream")
     if race.guessed and race.argument:  # (not a race with the function's own write: `kv.mul_(...)`)
         confidence = Confidence.MEDIUM if confidence in (None, Confidence.HIGH) else confidence
         hint += (f"; `{race.guessed}` is annotated with no tensor type: this assumes its use here (one only a torch tensor has) "

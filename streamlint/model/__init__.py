@@ -84,7 +84,8 @@ Layer 2 — the project
     ``eventguards`` which fields of an object does an event it holds guard (written on a side stream
                     before the record), and which readers of them skip the wait (guarded-by inference)
     ``hostobjects`` is a value an instance of a class that is no tensor type (``self.opts =
-                    DecodeOptions(...)``: host state, never device data)?
+                    DecodeOptions(...)``: host state, never device data)? does a parameter annotation name a
+                    tensor only through a project record's name (``ref: ShardTensorRef``)?
     ``hostresults`` is an expression a host value of the function's own making, and does a helper without a
                     return annotation hand back only such values (a layout policy of ints cached on a dict)?
     ``devicenames`` which device module does a function's code spell (``torch.xpu`` / ``torch.cuda`` /
@@ -185,6 +186,8 @@ Layer 3 — one function's flow
                     tensor a local list was handed, each with the stream of its own fork-loop round),
                     ``devicecopies`` (a project helper copying what it is handed to a device,
                     ``to_accel(batch, dev, non_blocking=True)``: its result is a device value made at the call),
+                    ``hosthelpers`` (a project helper handing back only settled host memory, a ``torch.frombuffer``
+                    of file bytes or a slot of a pinned slab the class allocated: its result is a host tensor),
                     ``recordresults`` (a project call handing back a record, or a list of records, of device data
                     it makes, ``pages = tier.promote(dev)`` building ``DevicePages(k.to(dev, non_blocking=True), ...)``:
                     one storage produced at the call, its fields and methods reads of it),

@@ -48,6 +48,54 @@ def constructed_host_object(project: Project, file: FileModel, fn: FunctionInfo,
     return not _tensor_subclass(project, sym[0], sym[1], depth)
 
 
+# methods only a tensor (or a class standing in for one) defines: a project class with one is tensor-like
+_TENSOR_FIELD = re.compile(r"\b(Tensor|Parameter)\b")  # `torch.Tensor`, `list[Tensor]`, `nn.Parameter`
+_TENSOR_LIKE_METHODS = frozenset({"__torch_function__", "__torch_dispatch__", "__tensor_flatten__", "record_stream",
+                                  "data_ptr", "untyped_storage", "copy_", "to", "cuda", "npu", "view", "contiguous"})
+
+
+def record_annotation(project: Project, file: FileModel, fn: FunctionInfo | None, ann: cst.BaseExpression) -> bool:
+    """Does ``ann`` (a parameter annotation whose text mentions ``Tensor``) name a tensor only through the name of a
+    project class that is no tensor type (``_TensorBinding``, ``Optional[TensorMeta]``)? Each name in it spelling
+    ``tensor`` must resolve to a project class that neither derives from a tensor type nor is tensor-like
+    (:data:`_TENSOR_LIKE_METHODS`); ``torch.Tensor``, an unresolved name, a string annotation: no."""
+    names = [n for n in _annotation_names(ann) if "tensor" in n.lower()]
+    for name in names:
+        target = file.resolve_dotted(name, fn) or name
+        sym = project.symbol(target, file) if target.split(".", 1)[0] not in _TENSOR_MODULES else None
+        if sym is None or not isinstance(sym[0], ClassInfo) or _tensor_subclass(project, sym[0], sym[1], 0) \
+                or _TENSOR_LIKE_METHODS & set(sym[0].methods) or _declares_tensors(sym[0]):
+            return False
+    return bool(names)
+
+
+def _declares_tensors(cls: ClassInfo) -> bool:
+    """Does the class declare a field, or take a constructor argument, annotated with a tensor type (``tensors:
+    dict[str, torch.Tensor]``, ``def __init__(self, hidden: Tensor)``)? Such a record carries device tensors the
+    analysis follows through the parameter as one: it stays a tensor parameter."""
+    anns = [small.annotation.annotation for stmt in cls.node.body.body
+            for small in (stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ())
+            if isinstance(small, cst.AnnAssign)]
+    init = cls.methods.get("__init__")
+    if init is not None:
+        anns += [p.annotation.annotation for p in (*init.node.params.params, *init.node.params.kwonly_params)
+                 if p.annotation is not None]
+    return any(_TENSOR_FIELD.search(cst.Module([]).code_for_node(a)) for a in anns)
+
+
+def _annotation_names(ann: cst.BaseExpression) -> list[str]:
+    """The dotted names an annotation is made of (``Optional[a.B]`` gives ``Optional``, ``a.B``)."""
+    name = dotted(ann) if isinstance(ann, (cst.Name, cst.Attribute)) else None
+    if name is not None:
+        return [name]
+    if isinstance(ann, cst.Subscript):
+        return _annotation_names(ann.value) + [n for el in ann.slice if isinstance(el.slice, cst.Index)
+                                               for n in _annotation_names(el.slice.value)]
+    if isinstance(ann, cst.BinaryOperation):
+        return _annotation_names(ann.left) + _annotation_names(ann.right)
+    return ["?tensor"] if isinstance(ann, cst.SimpleString) else []  # (a string: not read here, never a record)
+
+
 def _tensor_subclass(project: Project, cls: ClassInfo, file: FileModel, depth: int) -> bool:
     for base in cls.bases:
         last = base.rsplit(".", 1)[-1]

@@ -30,6 +30,7 @@ from streamlint.model.placement import (  # noqa: F401  (re-exported: the host-p
     BLOCKING_HOST_READS, HOST_COPY_METHODS, HOST_FACTORIES, device_like, host_factory, host_placed, host_target,
     non_blocking,
 )
+from streamlint.model.hostobjects import record_annotation
 from streamlint.model.hostresults import _host_value, returns_host_values  # noqa: F401  (re-exported)
 from streamlint.model.file import FileModel, dotted, string_value
 from streamlint.model.hostannotations import host_annotation
@@ -168,7 +169,7 @@ def own_param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict
             kinds[p.name.value] = STREAM
         elif _names_type(code, "Event"):
             kinds[p.name.value] = EVENT
-        elif "Tensor" in code or "tensor" in code:
+        elif ("Tensor" in code or "tensor" in code) and not record_annotation(project, file, fn, ann.annotation):
             kinds[p.name.value] = "tensor"
         else:  # (`kv: Any` used as only a tensor is, a project alias of Tensor: opaqueparams.py)
             kinds[p.name.value] = opaque_param(project, file, fn, p, (torch_returns_tensor, VIEW_METHODS)) or "other"

@@ -39,6 +39,7 @@ from streamlint.model.syntax import contains, local_nodes, string_annotation, st
 from streamlint.model.tensors import META_METHODS, return_kind, returns_host_values
 from streamlint.model.tensorvocab import ESCAPE_METHODS, META_ATTRS, VIEW_ATTRS, VIEW_METHODS
 from streamlint.model.flow.hostreads import async_host_copy_call
+from streamlint.model.flow.hosthelpers import note_guessed_helper, returns_host_memory
 from streamlint.model.flow.helperrecords import checking_import
 from streamlint.model.flow.metaonly import metadata_only  # noqa: F401 - (re-exported for exprs)
 from streamlint.model.uses import bind_arguments
@@ -484,6 +485,12 @@ class Calls:
     ``single``. It asks control (block, unpack); exprs (ev); orderings (render); storage (referenced, tensors).
     """
 
+    def helper_call(self, st: State, e: cst.Call, method: str | None, target: str | None, found) -> object:
+        """:meth:`dispatch_call` of a call that may run the project helper ``found``; a new tensor the generic call
+        rule made of it with no evidence in the helper's code is a guess (:func:`.hosthelpers.note_guessed_helper`)."""
+        first_id = self.next_id
+        return note_guessed_helper(self, st, e, found, self.dispatch_call(st, e, method, target), first_id)
+
     def declared_result(self, st: State, fn: FunctionInfo, result: object, mod: FileModel | None = None) -> object:
         """The result of a project helper that was not inlined, shaped by what its code says: declared
         non-tensors and the object's own tensors (:func:`declared_non_tensors`, :func:`held_elements`,
@@ -492,6 +499,8 @@ class Calls:
             return result
         if returns_host_values(fn):
             return None  # every `return` builds host values (a layout policy of ints, a flag): no tensor
+        if mod is not None and returns_host_memory(self.project, mod, fn):
+            return self.host_tensor(st)  # a staged host buffer, a `torch.frombuffer` of file bytes (hosthelpers.py)
         memo = derived(self.project, "held_result")
         if id(fn) not in memo:
             memo[id(fn)] = held_result(fn, mod.classes.get(fn.class_name or "") if mod is not None else None)

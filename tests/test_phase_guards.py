@@ -1,6 +1,7 @@
 """A race whose producer and use run under tests naming two different phases of one batch (prefill, decode) is
-low (flow/phaseguards.py); one phase on both sides, a mixed batch, a test naming no phase or a negated one keep
-the batch-guard race medium (flow/batchguards.py)."""
+low (flow/phaseguards.py); one phase on both sides, a mixed batch, a test naming no phase or a negated one, or
+two tests of the row sets a batch carries (no test of its mode) keep the batch-guard race medium
+(flow/batchguards.py)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -33,7 +34,8 @@ def test_prefill_producer_and_decode_reader_are_low() -> None:
 def test_same_phase_mixed_unnamed_or_negated_stay_medium() -> None:
     found = _found()
     for marker in ("medium: a sharded prefill step races", "medium: a mixed step holds prefill rows",
-                   "medium: the shard test names no phase", "medium: a negated test pins no phase"):
+                   "medium: the shard test names no phase", "medium: a negated test pins no phase",
+                   "medium: a mixed step has both row sets"):
         finding = found[_line(marker)]
         assert finding.confidence.value == "medium", marker
         assert "different test of `step`" in (finding.hint or ""), marker

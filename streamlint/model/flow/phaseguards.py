@@ -13,7 +13,9 @@ the batch the analysis does not see, and one serving code keeps by construction.
 ``else``) holds it: each conjunct of the test (``a and b``) that the body needs to hold names the phases whose words
 its identifiers and strings carry (``prefill`` / ``extend`` -> prefill, ``decode`` -> decode, ``mixed`` -> both).
 A conjunct that may be negated (``not``, ``!=``, ``not in``, ``is not`` anything but None) names none: the body
-runs where it fails. A conjunct calling a project function (``cp_active(batch)``) names the phases that function
+runs where it fails. One side at least must ask which phase the batch IS in (a mode test: ``mode.is_decode()``,
+``phase == Phase.PREFILL``): tests of the parts a batch carries (``meta.prefill_rows is not None`` beside
+``meta.decode_rows is not None``) both hold for a mixed batch, which carries prefill and decode rows at once. A conjunct calling a project function (``cp_active(batch)``) names the phases that function
 needs to return at all: the negated conditions of its early ``return False`` (``if mode is None or not
 mode.is_prefill_cp(): return False``: the condition follows the call). The sides are exclusive when each names a
 phase and no phase is named by both; a side under no phase test, or under a test naming both phases (a mixed
@@ -72,20 +74,35 @@ def _named(node: cst.CSTNode) -> frozenset:
     return frozenset(found)
 
 
-def _callee_phases(project: Project, model, call: cst.Call, depth: int) -> frozenset:
-    """The phases a project function called in a test needs to return a true value: the conditions its early
-    ``return False`` / ``return None`` statements leave out (``if mode is None or not mode.is_extend(): return
-    False`` needs ``mode.is_extend()``)."""
+def _mode_test(conj: cst.BaseExpression) -> bool:
+    """Does ``conj`` ask which phase the batch is in (``mode.is_decode()``, ``step.phase == Phase.PREFILL``,
+    ``stage in ("decode", "idle")``), not whether it carries a part of one (``meta.prefill_rows is not None``: a mixed
+    batch carries both)?"""
+    if isinstance(conj, cst.Call):
+        name = conj.func.attr.value if isinstance(conj.func, cst.Attribute) else \
+            conj.func.value if isinstance(conj.func, cst.Name) else ""
+        return name.startswith("is_") and bool(_named(conj.func))
+    if isinstance(conj, cst.Comparison) and len(conj.comparisons) == 1 \
+            and isinstance(conj.comparisons[0].operator, (cst.Equal, cst.Is, cst.In)):
+        return bool(_named(conj.comparisons[0].comparator)) or bool(_named(conj.left))
+    return False
+
+
+def _callee_phases(project: Project, model, call: cst.Call, depth: int) -> tuple[frozenset, bool]:
+    """The phases a project function called in a test needs to return a true value, and whether one of them is
+    a mode test: the conditions its early ``return False`` / ``return None`` statements leave out (``if mode is
+    None or not mode.is_extend(): return False`` needs ``mode.is_extend()``)."""
     if depth > 1 or model is None:
-        return frozenset()
+        return frozenset(), False
     try:
         found = project.function(model.resolve(call.func, None), model)
     except Exception:  # (a shape the resolver does not expect: no callee)
-        return frozenset()
+        return frozenset(), False
     if found is None:
-        return frozenset()
+        return frozenset(), False
     fn, home = found
     out: set[str] = set()
+    mode = False
     for node in local_nodes(fn.node):
         if not isinstance(node, cst.If) or node.orelse is not None or len(node.body.body) != 1:
             continue
@@ -97,36 +114,46 @@ def _callee_phases(project: Project, model, call: cst.Call, depth: int) -> froze
         for part in _disjuncts(node.test):  # (each part is false where the function goes on)
             if isinstance(part, cst.UnaryOperation) and isinstance(part.operator, cst.Not) \
                     and not _negating(part.expression):
-                out |= _conjunct_phases(project, home, part.expression, depth + 1)
-    return frozenset(out)
+                phases, is_mode = _conjunct_phases(project, home, part.expression, depth + 1)
+                out |= phases
+                mode = mode or is_mode and bool(phases)
+    return frozenset(out), mode
 
 
-def _conjunct_phases(project: Project, model, conj: cst.BaseExpression, depth: int = 0) -> frozenset:
+def _conjunct_phases(project: Project, model, conj: cst.BaseExpression, depth: int = 0) -> tuple[frozenset, bool]:
+    """The phases one conjunct of a test names, and whether it is a mode test naming one (:func:`_mode_test`)."""
     if _negating(conj):
-        return frozenset()
+        return frozenset(), False
     found = set(_named(conj))
+    mode = _mode_test(conj)
     for n in local_nodes(conj):
         if isinstance(n, cst.Call):
-            found |= _callee_phases(project, model, n, depth)
-    return frozenset(found)
+            phases, is_mode = _callee_phases(project, model, n, depth)
+            found |= phases
+            mode = mode or is_mode
+    return frozenset(found), mode
 
 
-def _phases(project: Project, model, fn: cst.FunctionDef, node: cst.CSTNode) -> frozenset:
-    """The phases the ``if`` tests of ``fn`` whose body holds ``node`` need (module docstring)."""
+def _phases(project: Project, model, fn: cst.FunctionDef, node: cst.CSTNode) -> tuple[frozenset, bool]:
+    """The phases the ``if`` tests of ``fn`` whose body holds ``node`` need, and whether one is a mode test
+    (module docstring)."""
     ifs = node_memo("phaseguards_ifs", fn, lambda f: tuple(n for n in local_nodes(f) if isinstance(n, cst.If)))
     found: set[str] = set()
+    mode = False
     for n in ifs:
         if contains(n.body, node):
             for conj in _conjuncts(n.test):
-                found |= _conjunct_phases(project, model, conj)
-    return frozenset(found)
+                phases, is_mode = _conjunct_phases(project, model, conj)
+                found |= phases
+                mode = mode or is_mode
+    return frozenset(found), mode
 
 
 def exclusive_phases(project: Project, producer: tuple, reader: tuple) -> bool:
     """Do the two sides, each (file model, function node, node), run in two different phases of the batch: each
-    under a test naming a phase, none named by both?"""
-    mine, theirs = (_phases(project, *side) for side in (producer, reader))
-    return bool(mine) and bool(theirs) and not mine & theirs
+    under a test naming a phase, none named by both, one side's a test of the batch's mode?"""
+    (mine, mode_a), (theirs, mode_b) = (_phases(project, *side) for side in (producer, reader))
+    return bool(mine) and bool(theirs) and not mine & theirs and (mode_a or mode_b)
 
 
 __all__ = ["exclusive_phases"]

@@ -17,7 +17,9 @@ wherever the other does, and is no independent condition. A producer in a helper
 statement calls that helper handing it the reader's own parameter of that name (not ``self._keys(h, shared_meta)``). A producer in no such arm, or a reader in none, races on every
 path that reaches them: the confidence stands. Races are kept one per use and name: :func:`race_guard` lets a path
 whose producer is under no such test, or is another statement (the test's other arm), replace a race recorded on a
-path whose producer was under one (the same race then exists whatever the batch says).
+path whose producer was under one (the same race then exists whatever the batch says). When the two tests also name
+two different phases of the batch, one of them asking which phase it is in (a prefill-only gather, a decode-only
+reader), the race is low (:mod:`~streamlint.model.flow.phaseguards`).
 """
 
 from __future__ import annotations

@@ -760,7 +760,7 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
         confidence = Confidence.MEDIUM if confidence in (None, Confidence.HIGH) else confidence
         hint += (f"; `{race.guessed}` is annotated with no tensor type: this assumes its use here (one only a torch tensor has) "
                  "means device memory")
-    if race.batch_guard is not None and confidence in (None, Confidence.HIGH):
+    if race.batch_guard is not None and not race.batch_guard[2] and confidence in (None, Confidence.HIGH):
         confidence = Confidence.MEDIUM
         hint += (f"; the producer and this use each run under a different test of `{race.batch_guard[0]}`: this "
                  "assumes both can hold at once (flow/batchguards.py)")
@@ -776,6 +776,10 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
         confidence = Confidence.MEDIUM
         hint += ("; the access is inside the called helper, on the stream this function made current: "
                  "order that stream before the call")
+    if race.batch_guard is not None and race.batch_guard[2]:
+        confidence = Confidence.LOW
+        hint += (f"; the producer runs only in one phase of `{race.batch_guard[0]}` (prefill / decode) and this use "
+                 "only in the other: this assumes one batch can be in both (flow/phaseguards.py)")
     if race.ambient is not None and not race.task and not race.body:
         confidence = Confidence.LOW
         other = stream_label(race.dst if race.src == MAIN else race.src, main)

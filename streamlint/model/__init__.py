@@ -195,7 +195,8 @@ Layer 3 — one function's flow
                     ``isinstance(item, torch.Tensor)``: the caller's tensors), ``flagjoins`` (a free unjoined only where a
                     caller's flag, ``sync``, turned the function's join off: SL301 medium), ``batchguards`` (a
                     race whose producer and use each run under a different test of one caller-given object,
-                    ``batch.gather_meta`` / ``batch.mode``: both must hold, SL201 medium), ``guessedresults`` (a
+                    ``batch.gather_meta`` / ``batch.mode``: both must hold, SL201 medium), ``phaseguards`` (those
+                    two tests name two phases of the batch, prefill and decode: SL201 low), ``guessedresults`` (a
                     call's result taken for a tensor only because a ``self.*`` place of unknown type was handed
                     to it: its free is SL301 low), ``interp`` (the
                     composition), ``results`` (what rules read)

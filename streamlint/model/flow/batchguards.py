@@ -17,7 +17,9 @@ wherever the other does, and is no independent condition. A producer in a helper
 statement calls that helper handing it the reader's own parameter of that name (not ``self._keys(h, shared_meta)``). A producer in no such arm, or a reader in none, races on every
 path that reaches them: the confidence stands. Races are kept one per use and name: :func:`race_guard` lets a path
 whose producer is under no such test, or is another statement (the test's other arm), replace a race recorded on a
-path whose producer was under one (the same race then exists whatever the batch says).
+path whose producer was under one (the same race then exists whatever the batch says). When the two tests also name
+two different phases of the batch, one of them asking which phase it is in (a prefill-only gather, a decode-only
+reader), the race is low (:mod:`~streamlint.model.flow.phaseguards`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
+from streamlint.model.flow.phaseguards import exclusive_phases
 from streamlint.model.syntax import contains, local_nodes, node_code, node_memo, target_names
 
 if TYPE_CHECKING:
@@ -128,20 +131,21 @@ def _same_object(site: cst.CSTNode | None, owner: cst.FunctionDef, name: str) ->
     return bool(calls) and all(isinstance(b := _bound(c, owner, name), cst.Name) and b.value == name for c in calls)
 
 
-def _owner(interp, node: cst.CSTNode) -> cst.FunctionDef | None:
+def _owner(interp, node: cst.CSTNode) -> tuple[cst.FunctionDef, object] | None:
     """The function of the files in play (the analysed one's, those of the helpers inlined now) whose own body
-    holds ``node``: the innermost one."""
+    holds ``node``: the innermost one, with its file model."""
     for model in dict.fromkeys([interp.file, *(f[0] for f in interp.frames)]):
         for fn in model.iter_functions():  # (a function's own nodes, its nested definitions' bodies not: the innermost)
             if id(node) in node_memo("batchguards_own", fn.node, lambda f: frozenset(map(id, local_nodes(f)))):
-                return fn.node
+                return fn.node, model
     return None
 
 
-def batch_guard(interp, earlier: Access) -> str | None:
+def batch_guard(interp, earlier: Access) -> tuple[str, bool] | None:
     """The caller-given object whose two different tests the race between the ``earlier`` write (its statement in
     an inlined helper, else its own node) and the interpreter's current access (``interp.anchor``, in
-    ``interp.fn``) each rest on, if any (see the module docstring)."""
+    ``interp.fn``) each rest on, if any (see the module docstring), and whether the two sides run in two different
+    phases of the batch (:func:`~streamlint.model.flow.phaseguards.exclusive_phases`)."""
     anchor, top, producer = interp.anchor, interp.fn.node, earlier.inner or earlier.node
     if producer is None or anchor is None or interp.cfg.mode not in ("eager", "cuda"):
         return None
@@ -150,16 +154,17 @@ def batch_guard(interp, earlier: Access) -> str | None:
     reader = [(t, names) for t, names in reader if names]
     if not reader:
         return None
-    owner = _owner(interp, producer)
-    if owner is None:
+    found = _owner(interp, producer)
+    if found is None:
         return None
+    owner, model = found
     code = node_code
     theirs = _params(owner)
     for test in _guards(owner, producer, producer=True):
         for name in _read_names(test, theirs):
             if (owner is top or _same_object(earlier.node, owner, name)) and any(
                     name in names and code(t) != code(test) and not _implied(t, test) for t, names in reader):
-                return name
+                return name, exclusive_phases(interp.project, (model, owner, producer), (interp.file, top, anchor))
     return None
 
 
@@ -176,14 +181,17 @@ def race_guard(interp, kept: Race | None, earlier: Access):
     found at the same use and name: :data:`KEEP` to leave that one; else the ``Race.batch_guard`` of a race to
     record (in its place): (object, producer statement) or None. A path whose producer rests on no batch test,
     or on one in another statement than the kept race's (the other arm of the test: ``else: key = key * 2``), shows
-    the race on more paths than one test's: it is recorded with none."""
+    the race on more paths than one test's: it is recorded with none. The ``Race.batch_guard`` is
+    (object, producer statement, whether the two sides run in different phases of the batch)."""
     if kept is not None and kept.batch_guard is None:
         return KEEP
-    name = batch_guard(interp, earlier)
+    found = batch_guard(interp, earlier)
     producer = earlier.inner or earlier.node
     if kept is None:
-        return (name, producer) if name is not None else None
-    return KEEP if name is not None and kept.batch_guard[1] is producer else None
+        return (found[0], producer, found[1]) if found is not None else None
+    if found is None or kept.batch_guard[1] is not producer:
+        return None
+    return KEEP
 
 
 __all__ = ["KEEP", "batch_guard", "inner_statement", "race_guard"]

@@ -59,8 +59,9 @@ class Race:
     gates: frozenset = frozenset()  # the events covering the memory's last write when that call was handed it
     # (``HostWrites.note_handed_gates``)
     gated: bool = False  # one of them is handed on by the function: a gated hand-off (``HostWrites.mark_gated``: low)
-    batch_guard: tuple | None = None  # (name, producer statement): the caller-given object two different tests of
-    # which the producer and the use each rest on: the race needs both to hold (flow/batchguards.py)
+    batch_guard: tuple | None = None  # (name, producer statement, exclusive phases): the caller-given object two
+    # different tests of which the producer and the use each rest on: the race needs both to hold
+    # (flow/batchguards.py); whether the two tests name two phases of the batch, prefill and decode (flow/phaseguards.py)
 
 
 @dataclass(frozen=True)

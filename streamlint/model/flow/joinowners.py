@@ -14,9 +14,11 @@ the class whose field it is, and says which orderings can reach that owner's str
   elsewhere reach it solely through an object of the owner;
 * an ordering's receiver (:func:`may_reach`) reaches the owner's object when it is ``self`` / ``cls`` in the owner,
   a base or a subclass (the bases the project declares), a parameter annotated with such a class or with no
-  project class, a local or a field the code cannot type; it does not when it is ``self`` of an unrelated class, a
-  parameter annotated only with unrelated project classes, a field or local every assignment of which constructs an
-  unrelated project class, or a bare name (a local / parameter: a private stream is handed to no function);
+  project class, a local or a field the code cannot type (precision first: an untyped receiver counts); it does
+  not when it is ``self`` of an unrelated class, a parameter annotated only with unrelated project classes or one
+  that every call binds to ``self`` of unrelated classes (:mod:`~streamlint.model.flow.receivers`), a field or
+  local every assignment of which constructs an unrelated project class, or a bare name that is a parameter (a
+  private stream is handed to no function; a local bound from ``self.<name>`` is followed to it);
 * past the caller-file bound, the files searched are first narrowed to those naming the owner or one of its bases
   (a subclass names its base; a function handed the object is in a file that names the class, or is reached
   from the owner handing ``self`` out: then the narrowed search is not enough and the answer stays the silent
@@ -285,8 +287,7 @@ def may_reach(project: Project, model: FileModel, fn: FunctionInfo, node: cst.CS
             names = _annotation_names(ann) if ann is not None else None
             if names is not None:
                 return not _unrelated_classes(project, names, owner)
-            bound = _param_binding(project, model, fn, recv.value, owner)
-            return bound == "related" or bound == "unknown" and _untyped_counts(project, model, name, owner)
+            return not _bound_unrelated(project, model, fn, recv.value, owner)
         return _by_values(project, model, list(fn.name_assigns.get(recv.value, ())), name, owner)
     if isinstance(recv, cst.Attribute) and isinstance(recv.value, cst.Name) and recv.value.value == "self" \
             and fn.class_name is not None:
@@ -309,15 +310,10 @@ def _by_values(project: Project, model: FileModel, values: list, name: str, owne
 
 
 def _untyped_counts(project: Project, model: FileModel, name: str, owner: str) -> bool:
-    """Does an ordering through a receiver the analysis cannot type count as the owner's join? When its file names
-    the owner class (or a base: it may hold one), or when the field name is rare (:func:`rare_field`)."""
-    from streamlint.model.flow.guardedwork import _bases
-
-    code = model.code(model.module)
-    if any(re.search(rf"\b{re.escape(n)}\b", code) for n in {owner} | _bases(project, owner)):
-        return True
-    found = owner_class(project, owner)
-    return found is not None and rare_field(project, found[0], name)
+    """Does an ordering through a receiver the analysis cannot type count as the owner's join? Yes (precision
+    first): such a receiver is only searched where the name is rare enough (within the caller-file bound) or in a
+    file naming the owner class (past it: :func:`narrowed_paths`)."""
+    return True
 
 
 def narrowed_paths(project: Project, model: FileModel, cls: ClassInfo, paths: list[str]) -> list[str] | None:
@@ -336,33 +332,9 @@ def owner_class(project: Project, owner: str) -> tuple[FileModel, ClassInfo] | N
     return found[0] if len(found) == 1 else None
 
 
-def _param_binding(project: Project, model: FileModel, fn: FunctionInfo, param: str, owner: str) -> str:
-    """How the project's calls of ``fn`` bind its unannotated parameter ``param``: ``"related"`` (some call hands it
-    ``self`` of the owner, a base or a subclass), ``"unrelated"`` (every call hands it ``self`` of another class:
-    :func:`~streamlint.model.flow.receivers._bound_elsewhere`), else ``"unknown"``."""
-    from streamlint.model.flow.callers import callers_of
+def _bound_unrelated(project: Project, model: FileModel, fn: FunctionInfo, param: str, owner: str) -> bool:
+    """Does every project call of the module function ``fn`` hand its unannotated parameter ``param`` ``self`` of a
+    class unrelated to ``owner`` (:func:`~streamlint.model.flow.receivers._bound_elsewhere`)?"""
     from streamlint.model.flow.receivers import _bound_elsewhere
-    from streamlint.model.uses import bind_arguments
 
-    if fn.class_name is None and fn.parent is None and param not in fn.name_assigns:
-        if _bound_elsewhere(project, model, fn, param, owner, 0):
-            return "unrelated"
-        for _, site in (callers_of(project, model, fn) or ())[:12]:
-            arg = bind_arguments(fn.params, site.node, fn.kwonly).get(param)
-            outer = site.function
-            while outer is not None and outer.parent is not None and "self" not in outer.all_params:
-                outer = outer.parent
-            if isinstance(arg, cst.Name) and arg.value == "self" and outer is not None and outer.class_name \
-                    and related(project, outer.class_name, owner):
-                return "related"
-    return "unknown"
-
-
-def rare_field(project: Project, model: FileModel, name: str) -> bool:
-    """Is ``<name>`` a field only the owner's module stores (``.<name> =`` in no other file)? An ordering through a
-    receiver the analysis cannot type then reaches the owner's stream, if any."""
-    import os
-
-    here = os.path.realpath(model.path)
-    return all(os.path.realpath(p) == here
-               for p in project.paths_containing((f".{name} =".encode(), f".{name}=".encode())))
+    return _bound_elsewhere(project, model, fn, param, owner, 0)

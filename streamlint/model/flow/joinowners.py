@@ -42,7 +42,8 @@ from streamlint.model.file import dotted
 from streamlint.model.streams import derived
 
 if TYPE_CHECKING:
-    from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
+    from streamlint.model.file import FileModel
+    from streamlint.model.filefacts import ClassInfo, FunctionInfo
     from streamlint.model.project import Project
 
 # calls that take a stream without keeping it or handing it to other code

@@ -276,3 +276,25 @@ def closure_container(fn, name: str) -> bool:
             return True
         outer = outer.parent
     return False
+
+
+def loop_joined(fn, lw) -> bool:
+    """Is the write ``lw`` inside a loop of ``fn`` whose body also synchronises the device or orders a stream
+    (``torch.cuda.synchronize()`` at the top of the next iteration, ``s.synchronize()``)? The next iteration joins it;
+    whether the last one leaves it in flight is a question of the loop's bounds the analysis cannot answer, so the
+    hand-over finding is low (it assumes the last iteration writes)."""
+    if lw is None or lw.node is None:
+        return False
+    for loop in (n for n in local_nodes(fn.node) if isinstance(n, (cst.For, cst.While))):
+        if contains(loop.body, lw.node) and any(_device_join(n) for n in local_nodes(loop.body)):
+            return True
+    return False
+
+
+def _device_join(node: cst.CSTNode) -> bool:
+    """A ``synchronize()`` (device, stream or event), or a wait of the current stream (``current_stream().wait_*``)."""
+    if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+        return False
+    method, recv = node.func.attr.value, node.func.value
+    return method == "synchronize" or method in ("wait_stream", "wait_event") and isinstance(recv, cst.Call) \
+        and (dotted(recv.func) or "").endswith("current_stream")

@@ -127,7 +127,10 @@ Layer 3 — one function's flow
                     the record's field; ``receivers``: a call on a parameter every caller binds to another class
                     is no call of a method found by name;
                     ``handbacks``: a consumer handing the pending field back to its caller, on a stream nothing in
-                    the project joins, is where the join belongs),
+                    the project joins, is where the join belongs;
+                    ``joinowners``: which orderings found by a stream's name can reach its owner's stream (a class's
+                    own stream it never hands out: only through its objects; past the caller-file bound, the files
+                    naming the class), and field mentions with comments stripped),
                     ``ambient`` / ``provenance`` (the stream a
                     method's callers run it on; which object a stream path held through other objects denotes:
                     constructor and factory arguments, field copies, properties, parameters at every call;

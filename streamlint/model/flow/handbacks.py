@@ -130,7 +130,7 @@ def unjoined_hand_back(project: Project, file: FileModel, cls: ClassInfo, fn: Fu
     if p.handles or blocking_write(project, file, p.node):  # (the producer is a method of the same class)
         return False  # an event on the stream is a join handle; a blocking copy leaves nothing in flight
     owner = cls.name if _own_stream(cls, name) else None
-    return not stream_joined_elsewhere(project, name, forks=False, owner=owner) \
+    return not stream_joined_elsewhere(project, name, forks=False, owner=owner, field_of=cls.name) \
         and not any(site.function is not None and synchronizes(project, model, site.function)
                     for model, site in callers_of(project, file, fn) or ())  # (see the module)
 
@@ -169,7 +169,10 @@ class HandBacks:
         callers = [m for m in (cls.methods.values() if cls is not None else ()) if m is not self.fn  # type: ignore[attr-defined]
                    and any(s.method == name and isinstance(s.receiver, cst.Name) and s.receiver.value == "self"
                            for s in m.calls)]
-        return not any(_mentions(self.file.code(m.node.body), f) for m in callers for f in fields)  # type: ignore[attr-defined]
+        from streamlint.model.flow.joinowners import code_without_comments  # (a comment naming it is no mention)
+
+        return not any(_mentions(code_without_comments(self.file.code(m.node.body)), f)  # type: ignore[attr-defined]
+                       for m in callers for f in fields)
 
     def handed_write(self, S, node) -> object:
         """The write of ``S`` a hand-back at ``node`` hands the caller (see the class)."""

@@ -13,7 +13,7 @@ from streamlint.model.flow.bodyinputs import bodies_read_caller_device, callers_
 from streamlint.model.flow.escapes import handed_value, tensor_boxes
 from streamlint.model.flow.fieldfamilies import callers_join
 from streamlint.model.flow.hostfields import HostFields
-from streamlint.model.flow.leaves import callers_view, left_on_side_streams, unordered_caller
+from streamlint.model.flow.leaves import callers_view, left_on_side_streams, loop_joined, unordered_caller
 from streamlint.model.flow.protocols import class_joins, holder_joins, sibling_consumer_waits
 from streamlint.model.flow.values import Access, CVal, EVal, KVal, State, Storage, TVal, TupVal, ordered_before
 from streamlint.model.streams import MAIN
@@ -60,7 +60,8 @@ class HandOuts(HostFields):
                 holder = next((name for name, sids in holders.items() if sid in sids), None)
                 self.race(st, "read", S, lw, MAIN, self.label(st, sid) or holder or returned_name,
                           escape=True,
-                          held=(callers_view(self.project, self.file, self.fn) if sid in held else ""),
+                          held=("unseen" if loop_joined(self.fn, lw) else callers_view(self.project, self.file, self.fn))
+                          if sid in held else "",
                           caller=unordered_caller(self.project, self.file, self.fn) if sid in held else None)
             finally:
                 self.anchor = saved

@@ -38,7 +38,7 @@ from __future__ import annotations
 from streamlint._lazy import cst
 from streamlint.model.apis import HOST_SIGNAL_BARE_METHODS, HOST_SIGNAL_METHODS, HOST_SIGNAL_RECEIVE_METHODS
 from streamlint.model.flow.hostreads import data_names
-from streamlint.model.flow.leaves import JOIN_METHODS, container_name, names_stream, stream_joined_elsewhere, \
+from streamlint.model.flow.leaves import JOIN_METHODS, container_name, field_owner, names_stream, stream_joined_elsewhere, \
     stream_name
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.flow.results import HostRead
@@ -79,8 +79,9 @@ class HostSyncs:
                    if key in self.handed_events):
                 continue  # an event recorded after the work, stored for its waiter
             name = stream_name(run.stream)
-            if name is not None and stream_joined_elsewhere(self.project, name) and not (
-                    not stream_joined_elsewhere(self.project, name, forks=False)
+            of = field_owner(self.file, self.fn, run.stream)
+            if name is not None and stream_joined_elsewhere(self.project, name, field_of=of) and not (
+                    not stream_joined_elsewhere(self.project, name, forks=False, field_of=of)
                     and receivers_continue(self.project, signal_name(recv), name) is False):
                 continue  # the receiver (or another method) synchronises that stream itself
             box = container_name(run.stream) if name is None else None  # `self.streams[i]`: an element of a list

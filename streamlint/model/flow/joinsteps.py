@@ -286,14 +286,14 @@ def _class_streams(project: Project, file: FileModel, fn: FunctionInfo) -> list[
     cls = file.classes.get(fn.class_name or "")
     if cls is None or cls.methods.get(fn.node.name.value) is not fn or fn.params[:1] != ("self",):
         return []
-    from streamlint.model.flow.leaves import stream_joined_elsewhere, stream_name
+    from streamlint.model.flow.leaves import field_owner, stream_joined_elsewhere, stream_name
     from streamlint.model.flow.protocols import reached_outside
 
     for producer, stream, work in _left_in_flight(project, file, cls):
         if producer is fn or fn is not _join_step_for(cls, producer):
             continue
         name = stream_name(stream)
-        if name is None or stream_joined_elsewhere(project, name, forks=False) \
+        if name is None or stream_joined_elsewhere(project, name, forks=False, field_of=field_owner(file, fn, stream)) \
                 or reached_outside(project, file, cls, name):
             continue
         return [SilentJoin(fn, _end(fn), "class-stream", stream, producer, work)]

@@ -84,6 +84,16 @@ def fresh_stream_field(cls, name: str) -> bool:
                                 for v in values)
 
 
+def field_owner(file, fn, stream: str) -> str | None:
+    """The class whose field ``self.<name>`` the stream is (``fn``'s class), for :func:`stream_joined_elsewhere`'s
+    ``field_of``; else None."""
+    name = stream_name(stream)
+    if name is None or not stream.startswith("self.") or stream.count(".") != 1 \
+            or file.classes.get(fn.class_name or "") is None:
+        return None
+    return fn.class_name
+
+
 def stream_owner(project: Project, file, fn, stream: str) -> str | None:
     """The class whose own stream ``self.<name>`` is (constructed by it, never reached as ``obj.<name>``
     anywhere in the project: not shared with other objects), for :func:`stream_joined_elsewhere`; else None."""
@@ -114,50 +124,73 @@ def _own_fresh_stream(model, fn, node: cst.CSTNode | None, name: str, owner: str
     return fresh_stream_field(cls, name)
 
 
-def stream_joined_elsewhere(project: Project, name: str, forks: bool = True, owner: str | None = None) -> bool:
+def stream_joined_elsewhere(project: Project, name: str, forks: bool = True, owner: str | None = None,
+                            field_of: str | None = None) -> bool:
     """Does any function of the project order a stream called ``name`` (waits for it, synchronizes it, records
     an event on it or queries it)? Then a protocol joins it after the call, whatever its shape: another method
     (``finish()``), a thread draining it, or ``fn`` itself on its next call (a rolling prefetch that joins the
     previous call's work before it queues the next). ``forks``: a fork of the stream (``S.wait_stream(cur)``,
     ``S.wait_event(e)``: S made to wait) counts too, as evidence that a protocol manages it; with False only
     what orders something *after* the stream counts (the join itself). ``owner``: the class whose
-    ``self.<name>`` the stream is; another class's ``self.<name>`` that it constructs itself does not count."""
+    ``self.<name>`` the stream is; another class's ``self.<name>`` that it constructs itself does not count.
+    ``field_of``: the class whose field ``self.<name>`` is: when that class makes the stream for itself and never
+    hands it out, only orderings whose receiver can be its object count, and past the caller-file bound the files
+    naming that class are searched (:mod:`~streamlint.model.flow.joinowners`)."""
     memo = derived(project, "stream_joined_elsewhere")
-    key = (name, forks, owner)
+    key = (name, forks, owner, field_of)
     if key not in memo:
-        memo[key] = False
-        # bytes first: only files naming the stream and a join method are parsed; past the caller-file bound
-        # the name is too common to tell, and the answer is the silent one
-        joining = set(project.paths_containing(_JOIN_MARKERS))
-        paths = [path for path in project.paths_containing((name.encode(),)) if path in joining]
-        if len(paths) > MAX_CALLER_FILES:
-            memo[key] = True
-            return True
-        for model in filter(None, map(project.file, paths)):
-            for other in model.iter_functions():
-                walked = None
-                for site in other.calls:
-                    if site.method not in _JOINS:
-                        continue
-                    func = site.node.func
-                    args = [a.value for a in site.node.args]
-                    receiver = forks or site.method not in ("wait_stream", "wait_event")
-                    hits = [func.value] if receiver and isinstance(func, cst.Attribute) \
-                        and names_stream(func.value, name) else []
-                    if receiver and not hits and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
-                        walked = _element_names(other, name) if walked is None else walked
-                        hits = [walked[func.value.value]] if func.value.value in walked else []
-                    hits += [a for a in args if names_stream(a, name)]
-                    if any(not _own_fresh_stream(model, other, h, name, owner) for h in hits):
-                        memo[key] = True
-                        return True
+        memo[key] = _joined_elsewhere(project, name, forks, owner, field_of)
     return memo[key]
+
+
+def _joined_elsewhere(project: Project, name: str, forks: bool, owner: str | None, field_of: str | None) -> bool:
+    from streamlint.model.flow.joinowners import may_reach, narrowed_paths, owner_class, private_stream
+
+    # bytes first: only files naming the stream and a join method are parsed
+    joining = set(project.paths_containing(_JOIN_MARKERS))
+    paths = [path for path in project.paths_containing((name.encode(),)) if path in joining]
+    # the owner's stream, when it is its own and never leaves it: only orderings through its objects count
+    found = owner_class(project, field_of) if field_of is not None else None
+    private = found if found is not None and private_stream(project, found[0], found[1], name) else None
+    if len(paths) > MAX_CALLER_FILES:
+        # past the caller-file bound: the files naming the owner class; if even those are too many (or the owner
+        # hands itself to code anywhere), the name is too common to tell and the answer is the silent one
+        narrowed = narrowed_paths(project, private[0], private[1], paths) if private is not None else None
+        if narrowed is None or len(narrowed) > MAX_CALLER_FILES:
+            return True
+        paths = narrowed
+    for model in filter(None, map(project.file, paths)):
+        for other in model.iter_functions():
+            walked = None
+            for site in other.calls:
+                if site.method not in _JOINS:
+                    continue
+                func = site.node.func
+                args = [a.value for a in site.node.args]
+                receiver = forks or site.method not in ("wait_stream", "wait_event")
+                hits = [func.value] if receiver and isinstance(func, cst.Attribute) \
+                    and names_stream(func.value, name) else []
+                if receiver and not hits and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+                    walked = _element_names(other, name) if walked is None else walked
+                    hits = [walked[func.value.value]] if func.value.value in walked else []
+                hits += [a for a in args if names_stream(a, name)]
+                if private is not None:  # (a local bound from the stream names it too: `s = self.copy_stream`)
+                    hits += [v for n in ([func.value] if receiver and isinstance(func, cst.Attribute) else []) + args
+                             if isinstance(n, cst.Name) for v in other.name_assigns.get(n.value, ())
+                             if names_stream(v, name)]
+                    if any(may_reach(project, model, other, h, name, private[1].name) for h in hits):
+                        return True
+                elif any(not _own_fresh_stream(model, other, h, name, owner) for h in hits):
+                    return True
+    return False
 
 
 def _field_read_elsewhere(interp, field: str) -> bool:
     """A field of ``self`` another method of the class reads: a class protocol's hand-over (its reader
     is analysed with the write pending). Bookkeeping of a container does not read its elements: adding to
     it (``self.recv_ops.append(op)``, the submit side of a queue), clearing or rebinding it, its length."""
+    from streamlint.model.flow.joinowners import code_without_comments
+
     cls = interp.file.classes.get(interp.fn.class_name or "")
     if cls is None:
         return False
@@ -168,7 +201,7 @@ def _field_read_elsewhere(interp, field: str) -> bool:
     for method in cls.methods.values():
         if method is interp.fn or method.node.name.value == "__init__":
             continue
-        text = interp.file.code(method.node)
+        text = code_without_comments(interp.file.code(method.node))  # (a comment naming it reads nothing)
         if len(mention.findall(text)) > len(keeping.findall(text)):
             return True
     return False
@@ -222,7 +255,8 @@ def left_on_side_streams(interp, st: State) -> list[int]:
             if _field_read_elsewhere(interp, field):
                 continue
         owner = stream_owner(interp.project, interp.file, interp.fn, lw.stream)
-        if stream_joined_elsewhere(interp.project, name, owner=owner):
+        if stream_joined_elsewhere(interp.project, name, owner=owner,
+                                   field_of=field_owner(interp.file, interp.fn, lw.stream)):
             continue
         out.append(sid)
     if out and callers_view(interp.project, interp.file, interp.fn) == "joined":
@@ -242,3 +276,25 @@ def closure_container(fn, name: str) -> bool:
             return True
         outer = outer.parent
     return False
+
+
+def loop_joined(fn, lw) -> bool:
+    """Is the write ``lw`` inside a loop of ``fn`` whose body also synchronises the device or orders a stream
+    (``torch.cuda.synchronize()`` at the top of the next iteration, ``s.synchronize()``)? The next iteration joins it;
+    whether the last one leaves it in flight is a question of the loop's bounds the analysis cannot answer, so the
+    hand-over finding is low (it assumes the last iteration writes)."""
+    if lw is None or lw.node is None:
+        return False
+    for loop in (n for n in local_nodes(fn.node) if isinstance(n, (cst.For, cst.While))):
+        if contains(loop.body, lw.node) and any(_device_join(n) for n in local_nodes(loop.body)):
+            return True
+    return False
+
+
+def _device_join(node: cst.CSTNode) -> bool:
+    """A ``synchronize()`` (device, stream or event), or a wait of the current stream (``current_stream().wait_*``)."""
+    if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+        return False
+    method, recv = node.func.attr.value, node.func.value
+    return method == "synchronize" or method in ("wait_stream", "wait_event") and isinstance(recv, cst.Call) \
+        and (dotted(recv.func) or "").endswith("current_stream")

@@ -103,7 +103,8 @@ def synchronizes_device(project: Project, file: FileModel, fn: FunctionInfo) -> 
 
 
 def _mentions(file: FileModel, fn: FunctionInfo, field: str) -> bool:
-    return re.search(rf"{re.escape(field)}\b(?!\s*=[^=])", file.code(fn.node.body)) is not None
+    from streamlint.model.flow.joinowners import code_without_comments  # (a comment naming it is no mention)
+    return re.search(rf"{re.escape(field)}\b(?!\s*=[^=])", code_without_comments(file.code(fn.node.body))) is not None
 
 
 def reached_outside(project: Project, file: FileModel, cls: ClassInfo, attr: str) -> bool:

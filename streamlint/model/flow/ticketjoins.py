@@ -80,7 +80,7 @@ def ticket_joins(project: Project, file: FileModel) -> list[SilentJoin]:
                 if _positional(cls):
                     continue  # (a tuple record: its holders may unpack it, ``slot, ev = lease``, unseen by field)
                 for field, (producer, record) in sorted(ticket_fields(project, module, cls).items()):
-                    if _names_field(fn, param, field) or field_consumed(project, field):
+                    if _names_field(fn, param, field) or field_consumed(project, field, cls.name):
                         continue
                     found = SilentJoin(fn, _end(fn), "ticket-event", f"{param}.{field}", producer, record,
                                        cls.name)
@@ -265,34 +265,49 @@ def _names_field(fn: FunctionInfo, param: str, field: str) -> bool:
     return False
 
 
-def field_consumed(project: Project, field: str) -> bool:
+def field_consumed(project: Project, field: str, owner: str | None = None) -> bool:
     """Does any code of the project mention ``<x>.<field>`` otherwise than storing into it (an assignment target),
     recording on it (``x.field.record(s)``) or testing it (``if x.field is None``, ``if x.field:``)? Any other
-    mention (a wait, a synchronisation, a query, an alias, a hand-on, a return) may consume the event. Past the
-    caller-file bound the answer is yes."""
+    mention (a wait, a synchronisation, a query, an alias, a hand-on, a return) may consume the event. ``owner``:
+    the record class; a mention whose receiver cannot be its object (``self`` of an unrelated class, a parameter
+    typed or bound as one: :func:`~streamlint.model.flow.joinowners.may_reach`) does not count, and past the
+    caller-file bound the files naming the class are searched. Past the bound (of those) the answer is yes."""
+    from streamlint.model.flow.joinowners import may_reach, owner_class
     from streamlint.model.options import MAX_CALLER_FILES
 
     memo = derived(project, "ticket_field_consumed")
-    if field in memo:
-        return memo[field]
-    memo[field] = False
+    key = (field, owner)
+    if key in memo:
+        return memo[key]
+    memo[key] = False
     paths = project.paths_containing((f".{field}".encode(),))
+    found = owner_class(project, owner) if owner is not None else None
+    if len(paths) > MAX_CALLER_FILES and found is not None:
+        naming = set(project.paths_containing((owner.encode(),)))  # type: ignore[union-attr]
+        paths = [p for p in paths if p in naming]
     if len(paths) > MAX_CALLER_FILES:
-        memo[field] = True
+        memo[key] = True
         return True
     for model in filter(None, map(project.file, paths)):
-        if _consumed_in(model.module, field):
-            memo[field] = True
+        if found is None:
+            consumed = _consumed_in(model.module, field)
+        else:
+            consumed = any(_consumed_in(s, field) for s in model.module.body
+                           if not isinstance(s, (cst.FunctionDef, cst.ClassDef))) \
+                or any(_consumed_in(fn.node.body, field, lambda n, fn=fn, m=model: may_reach(
+                    project, m, fn, n, field, owner)) for fn in model.iter_functions())  # type: ignore[arg-type]
+        if consumed:
+            memo[key] = True
             return True
     return False
 
 
-def _consumed_in(root: cst.CSTNode, field: str) -> bool:
+def _consumed_in(root: cst.CSTNode, field: str, reach=None) -> bool:
     stack: list[tuple[cst.CSTNode, str]] = [(root, "")]
     while stack:
         n, role = stack.pop()
         if isinstance(n, cst.Attribute) and n.attr.value == field:
-            if role not in ("store", "test", "record"):
+            if role not in ("store", "test", "record") and (reach is None or reach(n)):
                 return True
             continue
         if isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign)):

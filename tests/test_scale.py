@@ -1788,3 +1788,63 @@ def test_the_recordable_field_search_sees_a_declaration_spelled_with_a_space(tmp
     assert _field_recordable(engine_for(tmp_path).project, "contexts")
     write(tmp_path, "trainer/cursor.py", "class Cursor:\n    contexts : int = 0\n")
     assert not _field_recordable(engine_for(tmp_path).project, "contexts")
+
+
+def test_the_recording_scope_scan_parses_only_modules_spelling_its_three_words(tmp_path: Path) -> None:
+    """``calleerecords.scope_recorded_fields``: a recording scope is a ``@contextmanager`` generator recording a
+    parameter after its ``yield``; only modules that spell ``contextmanager``, ``yield`` and ``record`` are parsed
+    for it (a module with context managers that record nothing is not), and the answer is the same."""
+    from streamlint.model.flow.calleerecords import scope_recorded_fields
+
+    write(tmp_path, "sched/__init__.py", "")
+    write(tmp_path, "sched/guards.py", '''\
+from contextlib import contextmanager
+
+import torch
+
+
+@contextmanager
+def lane(stream, done):
+    with torch.cuda.stream(stream):
+        try:
+            yield
+        finally:
+            done.record(stream)
+''')
+    write(tmp_path, "sched/stage.py", '''\
+from sched.guards import lane
+
+
+class Stage:
+    def run(self, x):
+        with lane(self.stream, self.finished):
+            return x * 2
+''')
+    for i in range(6):  # context managers that yield but record nothing: never parsed for the question
+        write(tmp_path, f"sched/timer{i}.py", f'''\
+import contextlib
+import time
+
+
+@contextlib.contextmanager
+def timed_{i}(label):
+    start = time.perf_counter()
+    yield
+    print(label, time.perf_counter() - start)
+''')
+    write(tmp_path, "sched/pinned.py", '''\
+from contextlib import contextmanager
+
+import torch
+
+
+@contextmanager
+def keep_alive(tensor, stream):
+    yield tensor
+    tensor.record_stream(stream)  # (record_stream, not a call of `record`: not a recording scope)
+''')
+    engine = engine_for(tmp_path)
+    assert scope_recorded_fields(engine.project) == frozenset({"finished"})
+    parsed = {os.path.relpath(p, tmp_path) for p in engine._parsed}
+    assert not {p for p in parsed if "timer" in p or "pinned" in p}, sorted(parsed)
+    assert "sched/guards.py" in parsed and "sched/stage.py" in parsed

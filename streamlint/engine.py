@@ -320,6 +320,10 @@ class Engine:
             self.project._source_roots.clear()
             self.project._all_files = None
 
+    def holds_parsed(self, path: str) -> bool:
+        """Does the engine hold ``path`` parsed (for an earlier file's question)?"""
+        return os.path.abspath(path) in self._parsed
+
     def parsed_bytes(self) -> int:
         """Source bytes of the files this engine holds parsed (their trees: what its memory grows with)."""
         return sum(len(p.source.data) for p in self._parsed.values() if p.source is not None)

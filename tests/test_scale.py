@@ -1848,3 +1848,45 @@ def keep_alive(tensor, stream):
     parsed = {os.path.relpath(p, tmp_path) for p in engine._parsed}
     assert not {p for p in parsed if "timer" in p or "pinned" in p}, sorted(parsed)
     assert "sched/guards.py" in parsed and "sched/stage.py" in parsed
+
+
+def test_the_kept_budget_counts_a_large_module_the_next_file_reaches_through_a_star_import(
+        tmp_path: Path, monkeypatch) -> None:
+    """Before a file is analysed, the kept trees are let go down to the budget less the large modules its imports lead
+    to (here through a package that star-imports a generated module) and the engine does not hold: the file parses
+    them on top of the kept trees. A module it does not reach, or one already held, is not counted; the findings
+    are those of an engine that keeps everything."""
+    from streamlint import parallel
+
+    model = _project(tmp_path, noise=4)
+    ops = "".join(f"def op_{i}(x, stream=None):\n    return x.clone()\n\n\n" for i in range(40))
+    write(tmp_path, "pkg/gen/__init__.py", "")
+    write(tmp_path, "pkg/gen/raw_ops.py", ops)
+    write(tmp_path, "pkg/gen/api.py", "from pkg.gen.raw_ops import *  # noqa: F403\n")
+    user = write(tmp_path, "pkg/custom_op.py", '''\
+        import torch
+        from pkg.gen import api as g
+
+
+        def run(x):
+            s = torch.npu.Stream()
+            with torch.npu.stream(s):
+                y = g.op_3(x)
+            return y
+        ''')
+    big = len((tmp_path / "pkg" / "gen" / "raw_ops.py").read_bytes())
+    monkeypatch.setattr(parallel, "LARGE_REACH", big - 1)
+    engine = engine_for(tmp_path)
+    data = user.read_bytes()
+    assert parallel._large_reach(engine, str(user), data) == big
+    assert parallel._large_reach(engine, str(model), model.read_bytes()) == 0  # (reaches no large module)
+    engine.lint_file(str(model))
+    held = engine.parsed_bytes()
+    monkeypatch.setattr(parallel, "MODEL_BYTES_KEPT", held + big // 2)
+    parallel._bounded(engine, str(user), data)
+    assert engine.parsed_bytes() <= held - big // 2  # let go down to the budget less the large module
+    found = _codes(engine.lint_file(str(user)).findings)
+    assert engine.holds_parsed(str(tmp_path / "pkg" / "gen" / "raw_ops.py"))
+    assert parallel._large_reach(engine, str(user), data) == 0  # (held now: not counted again)
+    monkeypatch.setattr(parallel, "MODEL_BYTES_KEPT", 1 << 30)
+    assert _codes(engine_for(tmp_path).lint_file(str(user)).findings) == found

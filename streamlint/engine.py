@@ -29,6 +29,7 @@ from streamlint.model.paths import PathIndex
 from streamlint.model.project import Project
 from streamlint.model.projectscans import JOIN_AFTER
 from streamlint.model.release import release
+from streamlint.model.bytescan import may_compile_bytes
 from streamlint.model.summary import MayCompile, ModuleSummary, SummaryParts, summarize
 from streamlint.model.wordindex import Stamp, WordIndex, WordSearch, stamp_of, stamp_settled
 from streamlint.profile import Profiler, phase as _phase
@@ -73,15 +74,15 @@ def _lighten(text: str, data: bytes, tree: ast.Module | None) -> tuple[ast.Modul
     return pieces.skeleton(tree), summarize(data, tree)
 
 
-def _lean_guard(text: str, profiler: Profiler | None) -> tuple[ast.Module | None, ModuleSummary | None]:
+def _lean_guard(text: str, data: bytes, profiler: Profiler | None) -> tuple[ast.Module | None, ModuleSummary | None]:
     """What :func:`_lighten` keeps of a large module's stdlib tree (its skeleton and its summary), taken without
     ever holding that tree: parsed in pieces (``pieces.stdlib_skeleton``, ``SummaryParts``), so the ~80 bytes
     per byte of source of the whole tree are never allocated (the peak of a whole-tree run, issue 15). (None,
     None) when that is not done: not a large module, a suppression comment (the suppressions read every
     statement's extent), a text not cut or a piece that does not parse, a module that may call a compile API
     (the summary's compile questions read the whole tree): the whole text is parsed, as before."""
-    if not pieces.large(text) or "noqa" in text or "streamlint:" in text:
-        return None, None
+    if not pieces.large(text) or "noqa" in text or "streamlint:" in text or may_compile_bytes(data):
+        return None, None  # (may compile: the pieces would stop at the compile call, then the whole text parsed)
     parts = SummaryParts()
     with _phase(profiler, "guard-ast"):
         try:
@@ -172,7 +173,7 @@ def _parse_source(path: str, data: bytes, profiler: Profiler | None = None, prev
         source = SourceFile.from_bytes(path, data)
     except UndecodableSource as exc:
         return ParsedFile(None, None, None, ParseFailure(str(exc), exc.line, exc.col))
-    tree, summary = _lean_guard(source.text, profiler)
+    tree, summary = _lean_guard(source.text, source.data, profiler)
     ast_error: SyntaxError | None = None
     if tree is None:
         try:
@@ -319,6 +320,10 @@ class Engine:
             self.project._packages.clear()
             self.project._source_roots.clear()
             self.project._all_files = None
+
+    def holds_parsed(self, path: str) -> bool:
+        """Does the engine hold ``path`` parsed (for an earlier file's question)?"""
+        return os.path.abspath(path) in self._parsed
 
     def parsed_bytes(self) -> int:
         """Source bytes of the files this engine holds parsed (their trees: what its memory grows with)."""

@@ -17,6 +17,7 @@ order with findings sorted, so the output is identical for every ``jobs``.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import stat
 import sys
@@ -125,16 +126,92 @@ def dependencies(project: Project, path: str) -> tuple[str, ...]:
     return tuple(sorted(seen))
 
 
-def _bounded(engine: Engine) -> None:
-    """Bound a long run's memory: the engine lets its trees go once they pass MODEL_BYTES_KEPT."""
-    if engine.parsed_bytes() > MODEL_BYTES_KEPT:
+# a module this large that a file reaches through its imports is counted in the kept budget before the file is analysed
+LARGE_REACH = 1 << 20
+_IMPORT = re.compile(rb"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+\(?([\w., \t*]*)|import[ \t]+([\w., \t]+))", re.M)
+
+
+def _imports(data: bytes, module: str, is_package: bool) -> tuple[tuple[str, bool], ...]:
+    """The modules the import statements of ``data`` (module ``module``) may load, each with whether a star import
+    names it: ``from M import a`` names ``M`` and ``M.a`` (a submodule?), ``import a.b as c`` names ``a.b``. A byte
+    scan (no parse): a line it misreads only changes what the kept budget counts, never an answer."""
+    out: list[tuple[str, bool]] = []
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    for found in _IMPORT.finditer(data):
+        dots, base, names, plain = (g.decode("ascii", "replace") if g is not None else None for g in found.groups())
+        if plain is not None:
+            out.extend((part.split()[0], False) for part in plain.split(",") if part.split())
+            continue
+        if dots:
+            base = ".".join([*package[:len(package) - len(dots) + 1], *([base] if base else [])])
+        if not base:
+            continue
+        listed = [part.split()[0] for part in (names or "").split(",") if part.split()]
+        out.append((base, "*" in listed))
+        out.extend((f"{base}.{name}", False) for name in listed if name != "*")
+    return tuple(out)
+
+
+def _large_reach(engine: Engine, path: str, data: bytes) -> int:
+    """Bytes of source of the modules over :data:`LARGE_REACH` that the file's imports lead to and the engine does
+    not hold parsed: analysed, the file parses them on top of the kept trees (torch-npu's 3 KB custom op files reach
+    its 3.1 MB generated module through ``ge_apis``' star import: +70 MB on a full budget). Followed: the modules its
+    import statements name, then their star imports, two steps (a star import makes every name of the module
+    reachable); not the plain imports of a module further on (counted for most of a tree's files, a budget cut
+    for modules few of them parse). The imports of a module are memoised by path (from its bytes)."""
+    project = engine.project
+    memo = engine.__dict__.setdefault("_import_memo", {})
+    name, is_package, _ = project.module_name(path)
+    counted: set[str] = set()
+    seen: set[str] = set()
+    frontier = [(m, path) for m, _star in _imports(data, name, is_package)]
+    for step in range(3):
+        nxt = []
+        for module, origin in frontier:
+            found = project.module_path(module, _Context(origin))
+            if found is None or found in seen:
+                continue
+            seen.add(found)
+            try:
+                size = os.path.getsize(found)
+            except OSError:
+                continue
+            if size > LARGE_REACH:
+                if not engine.holds_parsed(found):
+                    counted.add(found)
+                continue
+            if step == 2:
+                continue
+            imports = memo.get(found)
+            if imports is None:
+                raw = project.file_bytes(found) or b""
+                sub, sub_pkg, _ = project.module_name(found)
+                imports = memo[found] = tuple(m for m, star in _imports(raw, sub, sub_pkg) if star)
+            nxt.extend((m, found) for m in imports)
+        frontier = nxt
+    return sum(os.path.getsize(p) for p in counted)
+
+
+@dataclass(frozen=True)
+class _Context:
+    path: str  # (what module resolution reads of a FileModel: ModulePaths.module_path)
+
+
+def _bounded(engine: Engine, path: str | None = None, data: bytes | None = None) -> None:
+    """Bound a long run's memory: the engine lets its trees go once they pass MODEL_BYTES_KEPT, less the large modules
+    the file about to be analysed (``path``, its bytes ``data``) reaches and the engine does not hold
+    (:func:`_large_reach`): their trees come on top of the kept ones while it is analysed."""
+    budget = MODEL_BYTES_KEPT
+    if path is not None and data is not None and engine.needs_analysis(data):
+        budget = max(0, budget - _large_reach(engine, path, data))
+    if engine.parsed_bytes() > budget:
         # a release keeps the most often, then most recently used models up to the bound (Engine._keep_order;
         # consecutive files of a package import the same modules, which a release of everything made the next file parse again, with the
         # compile index that a release now keeps too: the sglang 0.5.23 slice went from 189 s past 1500 s
         # at 6 MB). What a run holds between files stays within the bound; past it, a release per file
         # costs less than the parses it saves (sglang slice files 81-140, -j 1: CPU 121 -> 101 s keeping
         # half, less again keeping all of it, same peak RSS)
-        engine.release_models(MODEL_BYTES_KEPT)
+        engine.release_models(budget)
 
 
 def _result(engine: Engine, path: str, data: bytes | None) -> Result:
@@ -174,7 +251,7 @@ def _worker_run(chunk: list[tuple[str, bytes]]) -> tuple[list[Result], ProfileDa
         engine.profiler = Profiler()  # one snapshot per chunk: the parent sums them
     results = []
     for path, data in chunk:
-        _bounded(engine)
+        _bounded(engine, path, data)
         results.append(_result(engine, path, data))
     # the module summaries made here go back to the parent, which saves them in the project cache
     return results, engine.profiler.snapshot() if engine.profiler is not None else None, \
@@ -324,7 +401,7 @@ def lint_files(
     if jobs == 1 or len(pending) + len(light) < 2 or (len(pending) < max(SERIAL_BELOW, 2)
                                                       and len(light) < max(LIGHT_SERIAL_BELOW, 1)):
         for path, data in [*light, *pending]:
-            _bounded(engine)
+            _bounded(engine, path, data)
             results.append(_result(engine, path, data))
             advance(1)
     else:

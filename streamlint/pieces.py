@@ -111,10 +111,12 @@ def _plain_pass(stmt: object) -> bool:
 
 
 def parse_in_pieces(text: str, tree: ast.Module, parse: Callable[[str], "libcst.Module"],
-                    piece: int = PIECE_CHARS) -> "libcst.Module | None":
+                    piece: int | None = None) -> "libcst.Module | None":
     """The LibCST tree of ``text`` (``tree``: its stdlib tree), parsed with ``parse`` in pieces of about
-    ``piece`` characters; None when it is not cut (short, no safe cut, ``\\r`` or form feeds) or a piece
-    does not come back as it must (the caller parses the whole text)."""
+    ``piece`` characters (default :data:`PIECE_CHARS`, read when called: tests make it small); None when it
+    is not cut (short, no safe cut, ``\\r`` or form feeds) or a piece does not come back as it must (the
+    caller parses the whole text)."""
+    piece = PIECE_CHARS if piece is None else piece
     if len(text) <= 2 * piece or "\r" in text or "\f" in text:
         return None
     found = _default_indent(text, tree)
@@ -169,6 +171,9 @@ def parse_in_pieces(text: str, tree: ast.Module, parse: Callable[[str], "libcst.
 # wrong cut: see stdlib_skeleton)
 _STDLIB_CUT = re.compile(r"\n(?!(?:else|elif|except|finally)\b)(?=[^\s#)\]}])")
 _STDLIB_RETRIES = 8  # parses of a piece that does not parse (ended sooner or made longer) before the whole text
+# a piece made longer at a retry grows to this many times the piece size at most (its stdlib tree takes ~80 bytes per
+# byte of text: 16 pieces of 64 KB, ~80 MB); a statement that still does not fit is left to the whole parse
+_STDLIB_GROWTH = 16
 
 
 def stdlib_skeleton(text: str, consume: Callable[[ast.Module], None], piece: int | None = None) -> ast.Module | None:
@@ -217,7 +222,10 @@ def stdlib_skeleton(text: str, consume: Callable[[ast.Module], None], piece: int
             elif end == len(text):
                 return None
             else:
-                end = _stdlib_end(text, max(end, start + (piece << tries)), piece)  # (doubled at each retry)
+                if end - start >= piece * _STDLIB_GROWTH:
+                    return None  # (at the cap already: the whole parse decides)
+                grown = start + piece * min(1 << tries, _STDLIB_GROWTH)  # (doubled at each retry, up to the cap)
+                end = _stdlib_end(text, max(end, grown), piece)
         consume(part)
         body.extend(skeleton(part, line).body)
         del part

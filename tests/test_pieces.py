@@ -381,3 +381,35 @@ def test_a_large_module_s_summary_is_taken_in_pieces(monkeypatch: pytest.MonkeyP
     assert taken > len(FIXTURES[::3]) // 2
     declared = b"# -*- coding: latin-1 -*-\n" + FIXTURES[0].read_bytes()
     assert summary_mod._summarize_in_parts(declared) is None
+
+
+def test_the_piecewise_parse_reads_the_piece_size_when_called(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``parse_in_pieces`` without a ``piece`` uses :data:`pieces.PIECE_CHARS` as it is when called (a test that
+    makes it small splits the LibCST parse too), and the tree is the whole parse's."""
+    text = next(p.read_text(encoding="utf-8") for p in FIXTURES if p.stat().st_size > 3000)
+    tree = ast.parse(text)
+    assert pieces.parse_in_pieces(text, tree, _parse_unvalidated) is None  # (small for the default size)
+    monkeypatch.setattr(pieces, "PIECE_CHARS", 300)
+    got = pieces.parse_in_pieces(text, tree, _parse_unvalidated)
+    assert got is not None and got.deep_equals(_parse_unvalidated(text))
+
+
+def test_a_stdlib_piece_grows_to_a_bounded_size_then_the_whole_text_decides(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A piece that does not parse and cannot be ended sooner (a string opened on its first line) is made longer at
+    each retry, up to ``_STDLIB_GROWTH`` pieces; past that the text is left to the whole parse (None)."""
+    piece = 200
+    lines = "".join(f"row {i} of a long literal\n" for i in range(400))  # ~10,000 characters at column 0
+    text = "head = 1\n" * 40 + 'BLOB = """\n' + lines + '"""\n' + "tail = 2\n" * 40
+    seen: list[int] = []
+    parse = ast.parse
+
+    def counting(source, *args, **kwargs):
+        seen.append(len(source))
+        return parse(source, *args, **kwargs)
+
+    monkeypatch.setattr(pieces.ast, "parse", counting)
+    assert pieces.stdlib_skeleton(text, lambda tree: None, piece=piece) is None
+    assert max(seen) < piece * (pieces._STDLIB_GROWTH + 2)  # (a cut line past the capped end, at most)
+    seen.clear()
+    monkeypatch.setattr(pieces, "_STDLIB_GROWTH", 1 << 10)  # no cap: the piece grows until the string fits
+    assert pieces.stdlib_skeleton(text, lambda tree: None, piece=piece) is not None

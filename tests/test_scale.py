@@ -1789,3 +1789,105 @@ def test_the_recordable_field_search_sees_a_declaration_spelled_with_a_space(tmp
     assert _field_recordable(engine_for(tmp_path).project, "contexts")
     write(tmp_path, "trainer/cursor.py", "class Cursor:\n    contexts : int = 0\n")
     assert not _field_recordable(engine_for(tmp_path).project, "contexts")
+
+
+def test_the_recording_scope_scan_parses_only_modules_spelling_its_three_words(tmp_path: Path) -> None:
+    """``calleerecords.scope_recorded_fields``: a recording scope is a ``@contextmanager`` generator recording a
+    parameter after its ``yield``; only modules that spell ``contextmanager``, ``yield`` and ``record`` are parsed
+    for it (a module with context managers that record nothing is not), and the answer is the same."""
+    from streamlint.model.flow.calleerecords import scope_recorded_fields
+
+    write(tmp_path, "sched/__init__.py", "")
+    write(tmp_path, "sched/guards.py", '''\
+from contextlib import contextmanager
+
+import torch
+
+
+@contextmanager
+def lane(stream, done):
+    with torch.cuda.stream(stream):
+        try:
+            yield
+        finally:
+            done.record(stream)
+''')
+    write(tmp_path, "sched/stage.py", '''\
+from sched.guards import lane
+
+
+class Stage:
+    def run(self, x):
+        with lane(self.stream, self.finished):
+            return x * 2
+''')
+    for i in range(6):  # context managers that yield but record nothing: never parsed for the question
+        write(tmp_path, f"sched/timer{i}.py", f'''\
+import contextlib
+import time
+
+
+@contextlib.contextmanager
+def timed_{i}(label):
+    start = time.perf_counter()
+    yield
+    print(label, time.perf_counter() - start)
+''')
+    write(tmp_path, "sched/pinned.py", '''\
+from contextlib import contextmanager
+
+import torch
+
+
+@contextmanager
+def keep_alive(tensor, stream):
+    yield tensor
+    tensor.record_stream(stream)  # (record_stream, not a call of `record`: not a recording scope)
+''')
+    engine = engine_for(tmp_path)
+    assert scope_recorded_fields(engine.project) == frozenset({"finished"})
+    parsed = {os.path.relpath(p, tmp_path) for p in engine._parsed}
+    assert not {p for p in parsed if "timer" in p or "pinned" in p}, sorted(parsed)
+    assert "sched/guards.py" in parsed and "sched/stage.py" in parsed
+
+
+def test_the_kept_budget_counts_a_large_module_the_next_file_reaches_through_a_star_import(
+        tmp_path: Path, monkeypatch) -> None:
+    """Before a file is analysed, the kept trees are let go down to the budget less the large modules its imports lead
+    to (here through a package that star-imports a generated module) and the engine does not hold: the file parses
+    them on top of the kept trees. A module it does not reach, or one already held, is not counted; the findings
+    are those of an engine that keeps everything."""
+    from streamlint import parallel
+
+    model = _project(tmp_path, noise=4)
+    ops = "".join(f"def op_{i}(x, stream=None):\n    return x.clone()\n\n\n" for i in range(40))
+    write(tmp_path, "pkg/gen/__init__.py", "")
+    write(tmp_path, "pkg/gen/raw_ops.py", ops)
+    write(tmp_path, "pkg/gen/api.py", "from pkg.gen.raw_ops import *  # noqa: F403\n")
+    user = write(tmp_path, "pkg/custom_op.py", '''\
+        import torch
+        from pkg.gen import api as g
+
+
+        def run(x):
+            s = torch.npu.Stream()
+            with torch.npu.stream(s):
+                y = g.op_3(x)
+            return y
+        ''')
+    big = len((tmp_path / "pkg" / "gen" / "raw_ops.py").read_bytes())
+    monkeypatch.setattr(parallel, "LARGE_REACH", big - 1)
+    engine = engine_for(tmp_path)
+    data = user.read_bytes()
+    assert parallel._large_reach(engine, str(user), data) == big
+    assert parallel._large_reach(engine, str(model), model.read_bytes()) == 0  # (reaches no large module)
+    engine.lint_file(str(model))
+    held = engine.parsed_bytes()
+    monkeypatch.setattr(parallel, "MODEL_BYTES_KEPT", held + big // 2)
+    parallel._bounded(engine, str(user), data)
+    assert engine.parsed_bytes() <= held - big // 2  # let go down to the budget less the large module
+    found = _codes(engine.lint_file(str(user)).findings)
+    assert engine.holds_parsed(str(tmp_path / "pkg" / "gen" / "raw_ops.py"))
+    assert parallel._large_reach(engine, str(user), data) == 0  # (held now: not counted again)
+    monkeypatch.setattr(parallel, "MODEL_BYTES_KEPT", 1 << 30)
+    assert _codes(engine_for(tmp_path).lint_file(str(user)).findings) == found

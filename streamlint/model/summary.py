@@ -149,7 +149,8 @@ def _summarize_in_parts(data: bytes) -> ModuleSummary | None:
     declaration: the parts are parsed from the UTF-8 text), not cut, or a module that may compile."""
     from streamlint import pieces
 
-    if len(data) <= 2 * pieces.PIECE_CHARS or data.startswith(b"\xef\xbb\xbf") or b"coding" in b"\n".join(data.split(b"\n", 2)[:2]):
+    if len(data) <= 2 * pieces.PIECE_CHARS or data.startswith(b"\xef\xbb\xbf") or b"coding" in b"\n".join(data.split(b"\n", 2)[:2]) \
+            or may_compile_bytes(data):  # (would stop at its compile call: whole)
         return None
     try:
         text = data.decode("utf-8")

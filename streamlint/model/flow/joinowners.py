@@ -243,10 +243,13 @@ def _annotation_names(ann: cst.BaseExpression) -> set[str] | None:
 
 
 def _unrelated_classes(project: Project, names: set[str], owner: str) -> bool:
-    """Do the names hold at least one project class and no class related to ``owner`` or that the project does not
-    define (``Any``, ``object``, a library class)?"""
+    """Do the names hold at least one project class and no class related to ``owner``, no structural type (a
+    ``typing.Protocol``: any object with the field matches it) and no class the project does not define (``Any``,
+    ``object``, a library class)?"""
+    from streamlint.model.flow.guardedwork import _bases
+
     known = {n for n in names if n[:1].isupper() and _class(project, n)}
-    if not known or any(related(project, n, owner) for n in known):
+    if not known or any(related(project, n, owner) or "Protocol" in _bases(project, n) for n in known):
         return False
     unknown = {n for n in names if n[:1].isupper() and n not in known}
     return not (unknown - {"Optional", "Union", "List", "Dict", "Tuple", "Sequence", "Iterable", "None"})

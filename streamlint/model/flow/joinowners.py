@@ -19,10 +19,8 @@ the class whose field it is, and says which orderings can reach that owner's str
   that every call binds to ``self`` of unrelated classes (:mod:`~streamlint.model.flow.receivers`), a field or
   local every assignment of which constructs an unrelated project class, or a bare name that is a parameter (a
   private stream is handed to no function; a local bound from ``self.<name>`` is followed to it);
-* past the caller-file bound, the files searched are first narrowed to those naming the owner or one of its bases
-  (a subclass names its base; a function handed the object is in a file that names the class, or is reached
-  from the owner handing ``self`` out: then the narrowed search is not enough and the answer stays the silent
-  one, :func:`hands_out_self`).
+* past the caller-file bound the search stays the silent one: narrowing it to the files naming the owner class
+  would miss an untyped helper handed the object (``drain(pf)``, ``pf = build(...)``) in a file that never names it.
 
 A stream that is not private (handed in by a creator that may join it under another name, handed out) keeps the
 name-based answer: precision first. All decisions read the syntax tree (comments and strings never count as
@@ -207,29 +205,6 @@ def private_stream(project: Project, model: FileModel, cls: ClassInfo | None, na
     return bool(values) and all(_fresh(v) for v in values) and not hands_out(project, model, cls, name)
 
 
-def hands_out_self(project: Project, model: FileModel, cls: ClassInfo) -> bool:
-    """Does a method of the class hand ``self`` to other code (an argument, a return, a store elsewhere)? A
-    function handed the object may then order its stream from a file that never names the class."""
-    memo = derived(project, "joinowners_hands_self")
-    if id(cls) not in memo:
-        found = False
-        for m in cls.methods.values():
-            parents = _parents(m.node.body)
-            for n in _walk(m.node.body):
-                if isinstance(n, cst.Name) and n.value == "self":
-                    p = parents.get(id(n))
-                    if isinstance(p, cst.Attribute) and p.value is n:
-                        continue
-                    if isinstance(p, (cst.Comparison, cst.ComparisonTarget)):
-                        continue
-                    found = True
-                    break
-            if found:
-                break
-        memo[id(cls)] = found
-    return memo[id(cls)]
-
-
 def _annotation_names(ann: cst.BaseExpression) -> set[str] | None:
     """The class names an annotation names (``Optional["Loader"]`` -> {Loader}); None for one it cannot read."""
     out: set[str] = set()
@@ -243,10 +218,13 @@ def _annotation_names(ann: cst.BaseExpression) -> set[str] | None:
 
 
 def _unrelated_classes(project: Project, names: set[str], owner: str) -> bool:
-    """Do the names hold at least one project class and no class related to ``owner`` or that the project does not
-    define (``Any``, ``object``, a library class)?"""
+    """Do the names hold at least one project class and no class related to ``owner``, no structural type (a
+    ``typing.Protocol``: any object with the field matches it) and no class the project does not define (``Any``,
+    ``object``, a library class)?"""
+    from streamlint.model.flow.guardedwork import _bases
+
     known = {n for n in names if n[:1].isupper() and _class(project, n)}
-    if not known or any(related(project, n, owner) for n in known):
+    if not known or any(related(project, n, owner) or "Protocol" in _bases(project, n) for n in known):
         return False
     unknown = {n for n in names if n[:1].isupper() and n not in known}
     return not (unknown - {"Optional", "Union", "List", "Dict", "Tuple", "Sequence", "Iterable", "None"})
@@ -312,19 +290,8 @@ def _by_values(project: Project, model: FileModel, values: list, name: str, owne
 
 def _untyped_counts(project: Project, model: FileModel, name: str, owner: str) -> bool:
     """Does an ordering through a receiver the analysis cannot type count as the owner's join? Yes (precision
-    first): such a receiver is only searched where the name is rare enough (within the caller-file bound) or in a
-    file naming the owner class (past it: :func:`narrowed_paths`)."""
+    first): such a receiver is only searched where the name is rare enough (within the caller-file bound)."""
     return True
-
-
-def narrowed_paths(project: Project, model: FileModel, cls: ClassInfo, paths: list[str]) -> list[str] | None:
-    """Past the caller-file bound: the files among ``paths`` that name the owner class or one of its bases (module
-    docstring); None when the owner hands ``self`` out (a helper handed it may sit in any file)."""
-    if hands_out_self(project, model, cls):
-        return None
-    names = {cls.name} | {c.name for _, c in _classes_of(project, model, cls)}
-    naming = set(project.paths_containing(tuple(n.encode() for n in names)))
-    return [p for p in paths if p in naming]
 
 
 def owner_class(project: Project, owner: str) -> tuple[FileModel, ClassInfo] | None:

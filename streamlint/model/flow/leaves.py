@@ -134,8 +134,8 @@ def stream_joined_elsewhere(project: Project, name: str, forks: bool = True, own
     what orders something *after* the stream counts (the join itself). ``owner``: the class whose
     ``self.<name>`` the stream is; another class's ``self.<name>`` that it constructs itself does not count.
     ``field_of``: the class whose field ``self.<name>`` is: when that class makes the stream for itself and never
-    hands it out, only orderings whose receiver can be its object count, and past the caller-file bound the files
-    naming that class are searched (:mod:`~streamlint.model.flow.joinowners`)."""
+    hands it out, only orderings whose receiver can be its object count (:mod:`~streamlint.model.flow.joinowners`);
+    past the caller-file bound the answer stays the silent one."""
     memo = derived(project, "stream_joined_elsewhere")
     key = (name, forks, owner, field_of)
     if key not in memo:
@@ -144,7 +144,7 @@ def stream_joined_elsewhere(project: Project, name: str, forks: bool = True, own
 
 
 def _joined_elsewhere(project: Project, name: str, forks: bool, owner: str | None, field_of: str | None) -> bool:
-    from streamlint.model.flow.joinowners import may_reach, narrowed_paths, owner_class, private_stream
+    from streamlint.model.flow.joinowners import may_reach, owner_class, private_stream
 
     # bytes first: only files naming the stream and a join method are parsed
     joining = set(project.paths_containing(_JOIN_MARKERS))
@@ -153,12 +153,9 @@ def _joined_elsewhere(project: Project, name: str, forks: bool, owner: str | Non
     found = owner_class(project, field_of) if field_of is not None else None
     private = found if found is not None and private_stream(project, found[0], found[1], name) else None
     if len(paths) > MAX_CALLER_FILES:
-        # past the caller-file bound: the files naming the owner class; if even those are too many (or the owner
-        # hands itself to code anywhere), the name is too common to tell and the answer is the silent one
-        narrowed = narrowed_paths(project, private[0], private[1], paths) if private is not None else None
-        if narrowed is None or len(narrowed) > MAX_CALLER_FILES:
-            return True
-        paths = narrowed
+        # past the caller-file bound the name is too common to tell: the silent answer (the files naming the owner
+        # class are not enough: its object reaches untyped helpers in files that never name it, `drain(pf)`)
+        return True
     for model in filter(None, map(project.file, paths)):
         for other in model.iter_functions():
             walked = None

@@ -270,8 +270,8 @@ def field_consumed(project: Project, field: str, owner: str | None = None) -> bo
     recording on it (``x.field.record(s)``) or testing it (``if x.field is None``, ``if x.field:``)? Any other
     mention (a wait, a synchronisation, a query, an alias, a hand-on, a return) may consume the event. ``owner``:
     the record class; a mention whose receiver cannot be its object (``self`` of an unrelated class, a parameter
-    typed or bound as one: :func:`~streamlint.model.flow.joinowners.may_reach`) does not count, and past the
-    caller-file bound the files naming the class are searched. Past the bound (of those) the answer is yes."""
+    typed or bound as one: :func:`~streamlint.model.flow.joinowners.may_reach`) does not count. Past the
+    caller-file bound the answer is yes (the record is handed back: files that never name its class hold it)."""
     from streamlint.model.flow.joinowners import may_reach, owner_class
     from streamlint.model.options import MAX_CALLER_FILES
 
@@ -282,9 +282,8 @@ def field_consumed(project: Project, field: str, owner: str | None = None) -> bo
     memo[key] = False
     paths = project.paths_containing((f".{field}".encode(),))
     found = owner_class(project, owner) if owner is not None else None
-    if len(paths) > MAX_CALLER_FILES and found is not None:
-        naming = set(project.paths_containing((owner.encode(),)))  # type: ignore[union-attr]
-        paths = [p for p in paths if p in naming]
+    # (no narrowing to the files naming the record class past the bound: a ticket is handed back by construction,
+    # and its holders wait on it from files that never name its class, `t = cache.fetch(..)` then a helper)
     if len(paths) > MAX_CALLER_FILES:
         memo[key] = True
         return True

@@ -30,6 +30,7 @@ from streamlint._lazy import cst
 from streamlint.model.flow.callers import callers_of, calls_after, orders_after
 from streamlint.model.file import dotted
 from streamlint.model.options import MAX_CALLER_FILES
+from streamlint.model.flow.selfjoins import caller_joins_after, joins_own_work
 from streamlint.model.flow.values import State, ordered_before
 from streamlint.model.streams import MAIN, derived
 from streamlint.model.syntax import contains, local_nodes
@@ -217,12 +218,16 @@ def left_on_side_streams(interp, st: State) -> list[int]:
         name = stream_name(lw.stream)
         if name is None or name in interp.fn.all_params:
             continue
-        if S.name and S.name.startswith("self."):
+        # a class whose other methods each join their own work on this stream: its protocol is "nothing left in
+        # flight", so neither a reader elsewhere nor their joins take this method's writes over (selfjoins.py)
+        convention = joins_own_work(interp.project, interp.file, interp.fn, lw.stream) \
+            and not caller_joins_after(interp.project, interp.file, interp.fn)
+        if S.name and S.name.startswith("self.") and not convention:
             field = S.name[5:].split(".", 1)[0].split("[", 1)[0]
             if _field_read_elsewhere(interp, field):
                 continue
         owner = stream_owner(interp.project, interp.file, interp.fn, lw.stream)
-        if stream_joined_elsewhere(interp.project, name, owner=owner):
+        if not convention and stream_joined_elsewhere(interp.project, name, owner=owner):
             continue
         out.append(sid)
     if out and callers_view(interp.project, interp.file, interp.fn) == "joined":

@@ -12,7 +12,7 @@ it), take a returned call as complete. A method of that class that returns with 
 object's storage unjoined breaks that protocol: its writes race with whatever reads the storage next.
 
 :func:`joins_own_work` answers the class half (is ``stream`` such a stream of ``fn``'s class, ``fn`` aside?);
-:func:`caller_joins_after` whether some seen caller of ``fn`` joins after its call (a synchronisation kept on the
+:func:`caller_joins_after` whether every seen caller of ``fn`` joins after its call (a synchronisation kept on the
 caller's path: the work is joined there). :mod:`~streamlint.model.flow.leaves` then reports the write where it leaves
 the function (SL201 medium: which method the caller runs next is not seen), instead of deferring to a class protocol
 (:mod:`~streamlint.model.flow.protocols`), which reports only where a join is expected in the reader.
@@ -34,7 +34,7 @@ from streamlint.model.file import FileModel, FunctionInfo, dotted
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.heldslots import stream_text
 from streamlint.model.streams import derived
-from streamlint.model.syntax import is_none
+from streamlint.model.syntax import is_none, param_named
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -136,21 +136,33 @@ def _joins_own_work(project: Project, file: FileModel, fn: FunctionInfo, stream:
     return convention > 0
 
 
+def _other_class_receiver(site, cls: str | None) -> bool:
+    """``store.unpark(p)`` where ``store`` is a parameter of the calling function annotated with another class
+    (``store: SlabStore``): a call of that class's method of the same name, not of ``cls``'s."""
+    func = site.node.func
+    if cls is None or site.function is None or not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+        return False
+    param = param_named(site.function.node, func.value.value)
+    ann = param.annotation.annotation if param is not None and param.annotation is not None else None
+    name = (dotted(ann) or "").rsplit(".", 1)[-1] if isinstance(ann, (cst.Name, cst.Attribute)) else ""
+    return bool(name) and name != cls
+
+
 def caller_joins_after(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
-    """Does some seen caller of ``fn`` synchronise or wait after its call, in the calling function (the
-    synchronisation kept on the caller's path)? Unknown callers (too many) count as joining."""
+    """Does every seen caller of ``fn`` (one at least) synchronise or wait after its call, in the calling function
+    (the synchronisation kept on the caller's path)? Too many callers to tell count as joining."""
     sites = list(callers_of(project, file, fn) or ())
     if len(sites) > _MAX_CALLERS:
         return True
+    sites = [(model, site) for model, site in sites if not _other_class_receiver(site, fn.class_name)]
     for model, site in sites:
         if site.function is None:
-            continue
+            return False
         line = model.span(site.node).start_line
-        for other in site.function.calls:
-            if other.method in ("synchronize", "wait_stream", "wait_event", "wait") \
-                    and model.span(other.node).start_line > line:
-                return True
-    return False
+        if not any(other.method in ("synchronize", "wait_stream", "wait_event", "wait")
+                   and model.span(other.node).start_line > line for other in site.function.calls):
+            return False
+    return bool(sites)
 
 
 __all__ = ["caller_joins_after", "joins_own_work"]

@@ -5,7 +5,8 @@ import difflib
 from streamlint._lazy import cst
 
 from streamlint.finding import Confidence, Location, Severity
-from streamlint.model.file import FileModel, FunctionInfo, ScopeSite
+from streamlint.model.file import FileModel
+from streamlint.model.filefacts import FunctionInfo, ScopeSite
 from streamlint.model.project import Project
 from streamlint.rule import Invalid, Rule, RuleContext, Valid, first_line
 

@@ -33,7 +33,7 @@ def _import_model() -> None:
     from streamlint.model.flow.joinsteps import SilentJoin, silent_joins, taken_events
     from streamlint.model.flow.pendingmarks import cleared_slots, module_mark_joins
     from streamlint.model.flow.ticketjoins import branch_joins, ticket_joins
-    from streamlint.model.flow.protocols import DroppedEvent, UnheldEvent, dropped_events, unheld_events
+    from streamlint.model.flow.droppedevents import DroppedEvent, UnheldEvent, dropped_events, unheld_events
     from streamlint.model.flow.results import FunctionFlow, one_per_cause
     from streamlint.model.devicenames import device_module, function_at
     from streamlint.model.streams import MAIN, entry_stream_name, stream_expr, stream_label
@@ -350,7 +350,7 @@ def _report_unguarded(ctx: RuleContext, read: UnguardedRead) -> None:
 
 
 def _report_dropped(ctx: RuleContext, drop: DroppedEvent) -> None:
-    """An event of the object tested and dropped with no wait (model: ``protocols.dropped_events``)."""
+    """An event of the object tested and dropped with no wait (model: ``droppedevents.dropped_events``)."""
     tag = path_tag(ctx.project, ctx.file, drop.method)
     recorder = drop.recorder.node.name.value
     ctx.report(drop.node,
@@ -378,7 +378,7 @@ def _report_silent_branch(ctx: RuleContext, fn, node, test: str) -> None:
 
 
 def _report_unheld(ctx: RuleContext, unheld: UnheldEvent) -> None:
-    """An event a function makes and records and never names again (model: ``protocols.unheld_events``)."""
+    """An event a function makes and records and never names again (model: ``droppedevents.unheld_events``)."""
     tag = path_tag(ctx.project, ctx.file, unheld.function)
     name = unheld.function.node.name.value
     ctx.report(unheld.node,

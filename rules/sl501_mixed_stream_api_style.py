@@ -5,7 +5,8 @@ from dataclasses import dataclass
 from streamlint._lazy import cst
 from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.apis import STREAM_WORD
-from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, Guard, in_exclusive_branches
+from streamlint.model.file import FileModel
+from streamlint.model.filefacts import ClassInfo, FunctionInfo, Guard, in_exclusive_branches
 from streamlint.model.wrappers import modes_under
 from streamlint.rule import Invalid, Rule, RuleContext, Valid, first_line
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from streamlint.finding import Confidence, Severity
 from streamlint.model.apis import Role
-from streamlint.model.file import CallSite, FunctionInfo
+from streamlint.model.filefacts import CallSite, FunctionInfo
 from streamlint.model.paths import ExecutionPath
 from streamlint.model.wrappers import modes_under
 from streamlint.rule import Invalid, Rule, RuleContext, Valid

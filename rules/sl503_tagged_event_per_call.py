@@ -1,6 +1,7 @@
 from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.apis import Role
-from streamlint.model.file import CallSite, FunctionInfo, in_exclusive_branches, string_value
+from streamlint.model.file import string_value
+from streamlint.model.filefacts import CallSite, FunctionInfo, in_exclusive_branches
 from streamlint.rule import Invalid, Rule, RuleContext, Valid, first_line
 
 # Decorators that make a factory return the same object for the same arguments.

@@ -26,7 +26,8 @@ from streamlint.model.file import FileModel
 from streamlint.model.flow import elementsets
 from streamlint.model.options import ModelOptions
 from streamlint.model.paths import PathIndex
-from streamlint.model.project import JOIN_AFTER, Project
+from streamlint.model.project import Project
+from streamlint.model.projectscans import JOIN_AFTER
 from streamlint.model.release import release
 from streamlint.model.summary import MayCompile, ModuleSummary, SummaryParts, summarize
 from streamlint.model.wordindex import Stamp, WordIndex, WordSearch, stamp_of, stamp_settled

@@ -22,7 +22,8 @@ from streamlint.finding import Finding
 from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.breaks import describe_scope
-from streamlint.model.file import FileModel, FunctionInfo, dotted
+from streamlint.model.file import FileModel, dotted
+from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.project import Project
 from streamlint.model.syntax import local_nodes
 from streamlint.model.walk import children

@@ -303,7 +303,7 @@ def lint_files(
                 stats.cached += 1
                 advance(1)
                 continue
-        engine.project.remember_bytes(path, data)  # (kept up to project.SCAN_BYTES_KEPT in all)
+        engine.project.remember_bytes(path, data)  # (kept up to projectscans.SCAN_BYTES_KEPT in all)
         if engine.needs_analysis(data):
             contents[path] = data
             pending.append((path, data))

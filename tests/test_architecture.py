@@ -168,12 +168,13 @@ def test_tensor_typing_lives_in_one_module() -> None:
 # and the layers below, never one above.
 LAYERS = {
     1: {"apis", "file", "uses", "syntax", "walk", "positions", "options", "lifetimes", "summary", "bytescan",
-        "placement", "modpaths", "hostguards", "wordindex", "tensornames", "release"},
-    2: {"project", "paths", "compile", "wrappers", "queries", "streams", "entries", "accelerators", "captures", "stepstate",
+        "placement", "modpaths", "hostguards", "wordindex", "tensornames", "release", "compilecalls", "filefacts",
+        "hostannotations"},
+    2: {"project", "projectscans", "paths", "compile", "wrappers", "queries", "streams", "entries", "accelerators", "captures", "stepstate",
         "attrstreams", "devobjects", "devfields", "heldslots", "eventguards", "hostobjects", "hostresults",
         "freeing", "ctxfactories", "argkinds", "devicenames", "handedevents", "reaching", "modvalues",
         "streamjoins"},
-    3: {"tensors", "tensoruse", "dataflow", "flow", "breaks", "waits", "families", "scopes", "environment",
+    3: {"tensors", "tensorvocab", "tensoruse", "dataflow", "flow", "breaks", "waits", "families", "scopes", "environment",
         "recorders", "handoffs", "hostattrs", "dataswaps", "paramjoins", "slotevents", "calleekinds", "opaqueparams"},
 }
 

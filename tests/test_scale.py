@@ -238,12 +238,12 @@ def test_every_compile_site_of_the_fixtures_is_kept_by_its_summary() -> None:
 
 
 def test_the_summary_walk_visits_what_ast_walk_visits() -> None:
-    """The summary's own traversal (``summary._walk``, ``_children``) yields the nodes of ``ast.walk`` /
+    """The summary's own traversal (``compilecalls._walk``, ``_children``) yields the nodes of ``ast.walk`` /
     ``ast.iter_child_nodes`` in the same order, less the Load / Store / Del markers, on every fixture module
     and on the shapes whose fields hold lists with None (dict unpacking, defaults of keyword-only args)."""
     import ast
 
-    from streamlint.model import summary as summary_module
+    from streamlint.model import compilecalls as summary_module
 
     root = Path(__file__).resolve().parent.parent / "fixtures"
     sources = [path.read_bytes() for path in sorted(root.rglob("*.py"))]
@@ -456,7 +456,7 @@ def test_what_an_engine_holds_is_bounded_and_gives_the_same_findings(tmp_path: P
     each file linted alone by a fresh engine, in an order where every module is parsed as a dependency
     before it is linted."""
     from streamlint import parallel
-    from streamlint.model import project as project_module
+    from streamlint.model import projectscans as scans_module
 
     _project(tmp_path, noise=3)
     files = sorted((str(p) for p in tmp_path.rglob("*.py")), key=lambda p: ("utils" in p, "model" in p, p),
@@ -465,7 +465,7 @@ def test_what_an_engine_holds_is_bounded_and_gives_the_same_findings(tmp_path: P
     assert any(codes for _, codes in alone)
 
     budget = 600  # bytes: a few of the files
-    monkeypatch.setattr(project_module, "SCAN_BYTES_KEPT", budget)
+    monkeypatch.setattr(scans_module, "SCAN_BYTES_KEPT", budget)
     monkeypatch.setattr(parallel, "MODEL_BYTES_KEPT", 1 << 30)
     engine = engine_for(tmp_path)
     reads: list[str] = []
@@ -643,7 +643,7 @@ def test_the_byte_test_of_the_caller_search_keeps_every_module_whose_summary_may
     of ``ModuleSummary.may_call``, checked on every fixture module for every name the fixtures call or define."""
     import ast as stdlib_ast
 
-    from streamlint.model.project import _may_call_bytes
+    from streamlint.model.projectscans import _may_call_bytes
 
     root = Path(__file__).resolve().parent.parent / "fixtures"
     modules = [p.read_bytes() for p in sorted(root.rglob("*.py"))]
@@ -794,7 +794,8 @@ def test_a_release_frees_its_trees_without_a_collection_and_a_released_object_re
     import gc
     import weakref
 
-    from streamlint.model.file import FileModel, FunctionInfo
+    from streamlint.model.file import FileModel
+    from streamlint.model.filefacts import FunctionInfo
     from streamlint.model.release import ReleasedError
 
     _project(tmp_path, noise=3)
@@ -1646,7 +1647,7 @@ def test_the_joined_marker_search_answers_as_a_test_of_each_file() -> None:
 def test_paths_containing_gives_the_same_files_joined_or_file_by_file(tmp_path: Path, monkeypatch) -> None:
     """Project.paths_containing over the joined contents and, past JOINED_BYTES, file by file: the same files,
     an unreadable one left out by both."""
-    from streamlint.model import project as project_module
+    from streamlint.model import projectscans as scans_module
 
     write(tmp_path, "pkg/__init__.py", "")
     write(tmp_path, "pkg/a.py", "def f(o, s):\n    o.stream = s\n    setattr(o, 'side', s)\n")
@@ -1664,14 +1665,14 @@ def test_paths_containing_gives_the_same_files_joined_or_file_by_file(tmp_path: 
             raise OSError("unreadable")
         return reader(path)
 
-    monkeypatch.setattr(project_module, "JOIN_AFTER", 0)
+    monkeypatch.setattr(scans_module, "JOIN_AFTER", 0)
     engine.project.reader = read
     joined = [engine.project.paths_containing(m) for m in markers]
     assert engine.project._blob is not None and engine.project._blob[1] is not None
-    monkeypatch.setattr(project_module, "JOINED_BYTES", 10)
+    monkeypatch.setattr(scans_module, "JOINED_BYTES", 10)
     joins: list[int] = []
-    join_contents = project_module.bytescan.join_contents
-    monkeypatch.setattr(project_module.bytescan, "join_contents", lambda *a: joins.append(1) or join_contents(*a))
+    join_contents = scans_module.bytescan.join_contents
+    monkeypatch.setattr(scans_module.bytescan, "join_contents", lambda *a: joins.append(1) or join_contents(*a))
     fresh = engine_for(tmp_path)
     fresh.project.reader = read
     each = [fresh.project.paths_containing(m) for m in markers]

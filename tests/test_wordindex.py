@@ -451,10 +451,10 @@ def test_a_run_without_the_cache_answers_as_the_scan(tmp_path: Path, monkeypatch
     answers every search exactly as the scan (same files, same order): for a tree too large to be joined it is
     built at the JOIN_AFTER-th search and answers from then on; for a smaller one it never answers (the joined
     contents do), and a run asking fewer searches never builds it (each file read as before)."""
-    import streamlint.model.project as project_module
-    from streamlint.model.project import JOIN_AFTER
+    import streamlint.model.projectscans as scans_module
+    from streamlint.model.projectscans import JOIN_AFTER
 
-    monkeypatch.setattr(project_module, "JOINED_BYTES", joined)
+    monkeypatch.setattr(scans_module, "JOINED_BYTES", joined)
     rng = random.Random(seed)
     root = tmp_path / "proj"
     root.mkdir()

@@ -20,6 +20,8 @@ Which question each module answers (where a fix belongs):
 Layer 1 — one file, no knowledge of other files
     ``apis``        which known API is this qualified name (role, family, parameters, modes)?
     ``file``        what does this file define, import, call, assign; which ``with`` is around a call?
+    ``filefacts``   the records ``file`` fills (FunctionInfo, ClassInfo, CallSite, ScopeSite, AttrAssign, Guard)
+    ``hostannotations`` does a parameter's or a return annotation declare a host value (no tensor)?
     ``uses``        what does a call site bind (``bind_arguments``); ApiUse / ScopeUse values
     ``syntax``      node containment, local nodes, names bound by a target
     ``walk`` / ``positions``   traversal and source positions over LibCST
@@ -35,6 +37,7 @@ Layer 1 — one file, no knowledge of other files
     ``summary``     what may this module call (compile APIs, names), which class fields does it annotate,
                     from ``ast`` and bytes, without LibCST: which files a project-wide question must parse
                     (cached by content hash)
+    ``compilecalls`` which calls of a module's ``ast`` may resolve to a compile API (``summary``'s step 3)
     ``wordindex``   which files may contain this marker, from the words of each file (a persistent index in
                     the project cache, by content stamp) instead of a scan of the tree's bytes
     ``release``     what does a released tree let go at once (its reference cycles broken, its objects turned
@@ -43,6 +46,8 @@ Layer 1 — one file, no knowledge of other files
 Layer 2 — the project
     ``project``     where does a name lead (modules, symbols), which API does a call reach through
                     wrappers, what does a function call (call graph)?
+    ``projectscans`` which project files may contain a marker, compile, or call a name, without parsing them
+                    (byte searches, module summaries: a mixin of ``Project``)
     ``wrappers``    is this project function a stream wrapper, and of which API?
     ``captures``    does ``with obj:`` enter a graph capture through the class's own ``__enter__``
                     (``torch.cuda.graph`` inside: synchronising; ``capture_begin()``: deferred)?
@@ -93,6 +98,8 @@ Layer 2 — the project
 Layer 3 — one function's flow
     ``tensors``     is this value a tensor? (``TensorTyper`` for expressions, ``param_kinds`` for
                     parameters: the one tensor-typing module)
+    ``tensorvocab`` the name tables ``tensors`` decides with (tensor methods, views, copies, factories,
+                    metadata, non-tensor builtins and torch calls): names only, no decision
     ``calleekinds`` its companion for parameters: an unannotated one handed as is to a project function
                     whose own code takes it for a tensor is a tensor
     ``opaqueparams`` its companion for parameters annotated with no type (``kv: Any``, an opaque project alias):
@@ -104,13 +111,17 @@ Layer 3 — one function's flow
                     have on each execution path? The interpreter is ``flow/``: ``values`` (lattice,
                     state), ``orderings`` (vector clocks), ``storage`` (accesses, lifetimes),
                     ``handouts`` (tensors handed back to the caller on an unjoined side stream),
-                    ``exprs`` (evaluation), ``calls`` (inlining), ``control`` (branches, loops, scopes),
+                    ``argdrops`` (tensor parameters left in use on a side stream that a caller drops; ``argkeeps``:
+                    what a function does with an argument that keeps it alive or joins it),
+                    ``exprs`` (evaluation; ``outsidecalls``: the calls it does not inline, a function outside the
+                    project or a method of a value), ``calls`` (inlining), ``control`` (branches, loops, scopes),
                     ``choices`` (``s = [a, b][i]``: one path per listed stream), ``polls``
                     (what a branch on ``query()`` / ``is_cuda`` tells), ``protocols`` / ``fieldfamilies`` (what
                     a class's methods leave for each other on a side stream in its fields and container fields;
                     ``joinhelpers``: a package helper that only joins the stream / event it is handed;
                     ``joinedreads``: an object whose results leave it only through a method that waits its
-                    event first, so a drop of that event loses no join;
+                    event first, so a drop of that event loses no join; ``droppedevents``: an event of the object
+                    tested and dropped with no wait, an event recorded and never named again;
                     ``hookfields``: the calls of a method handed into a project record of hooks, made through
                     the record's field; ``receivers``: a call on a parameter every caller binds to another class
                     is no call of a method found by name;

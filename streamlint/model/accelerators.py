@@ -25,7 +25,8 @@ from streamlint._lazy import cst
 
 from streamlint.model import apis, devfields, devobjects
 from streamlint.model.apis import ApiSpec, Role
-from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, dotted
+from streamlint.model.file import FileModel, dotted
+from streamlint.model.filefacts import CallSite, ClassInfo, FunctionInfo
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.syntax import class_field_annotation, is_none, names_stream_class
 from streamlint.model.uses import ApiUse, bind_arguments

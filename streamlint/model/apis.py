@@ -216,7 +216,7 @@ TENSOR_SYNC_METHODS = {"item": ".item()", "tolist": ".tolist()"}
 # storing it (its holder may synchronise an event recorded after the copy before reading: vLLM-style async
 # outputs), a copy back to the device (ordered by the stream).
 # Tensor methods that give host values (``.item()`` / ``.tolist()``) and CPU ops on the
-# tensor (host computation) are host reads too (tensors.HOST_VALUE_METHODS; storage.op).
+# tensor (host computation) are host reads too (tensorvocab.HOST_VALUE_METHODS; storage.op).
 # ``work.wait()`` of an ``async_op=True`` collective is no host synchronisation for device tensors (it makes
 # the current stream wait); only the host-blocking forms above cover a copy.
 # A host verdict (a bool, a raised assertion) on device tensors: the call returns once the current stream

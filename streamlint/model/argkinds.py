@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 
 from streamlint.model.apis import Role
-from streamlint.model.file import FileModel, FunctionInfo, dotted
+from streamlint.model.file import FileModel, dotted
+from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.streams import EVENT, MAIN_STREAM, STREAM, attr_kind, derived, kind_of_call, local_kind
 from streamlint.model.syntax import local_nodes
 

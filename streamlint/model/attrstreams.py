@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 
-from streamlint.model.file import ClassInfo, FileModel
+from streamlint.model.file import FileModel
+from streamlint.model.filefacts import ClassInfo
 from streamlint.model.syntax import class_field
 
 if TYPE_CHECKING:

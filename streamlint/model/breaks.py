@@ -30,7 +30,8 @@ from streamlint._lazy import cst
 from streamlint.finding import Location
 from streamlint.model import apis
 from streamlint.model.apis import Role
-from streamlint.model.file import CallSite, FileModel, FunctionInfo, ScopeSite, dotted
+from streamlint.model.file import FileModel, dotted
+from streamlint.model.filefacts import CallSite, FunctionInfo, ScopeSite
 from streamlint.model.syntax import node_code
 from streamlint.model.tensors import TensorTyper
 from streamlint.model.uses import bind_arguments

@@ -22,7 +22,8 @@ from streamlint.model.syntax import local_nodes
 from streamlint.model.uses import bind_arguments
 
 if TYPE_CHECKING:
-    from streamlint.model.file import FileModel, FunctionInfo
+    from streamlint.model.file import FileModel
+    from streamlint.model.filefacts import FunctionInfo
     from streamlint.model.project import Project
 
 

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Sequence
 from streamlint._lazy import cst
 
 from streamlint.model.apis import SPECS, Role
-from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, ScopeSite, dotted
+from streamlint.model.file import FileModel, dotted
+from streamlint.model.filefacts import ClassInfo, FunctionInfo, ScopeSite
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.placement import host_source, host_target, non_blocking
 from streamlint.model.streams import derived

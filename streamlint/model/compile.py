@@ -18,7 +18,8 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.options import MAX_CALLER_FILES
-from streamlint.model.file import AttrAssign, CallSite, ClassInfo, FileModel, FunctionInfo, Guard, dotted, string_value
+from streamlint.model.file import FileModel, dotted, string_value
+from streamlint.model.filefacts import AttrAssign, CallSite, ClassInfo, FunctionInfo, Guard
 from streamlint.model.wrappers import modes_under
 
 from streamlint.model.uses import bind_arguments

@@ -40,7 +40,8 @@ from streamlint._lazy import cst
 
 from streamlint.model import apis
 from streamlint.model.apis import Role
-from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, dotted
+from streamlint.model.file import FileModel, dotted
+from streamlint.model.filefacts import CallSite, ClassInfo, FunctionInfo
 from streamlint.model.modvalues import module_value
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.syntax import guarded_assigns, is_none, local_nodes, strip_not

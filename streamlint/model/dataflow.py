@@ -61,7 +61,8 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.captures import captured_host_outputs
-from streamlint.model.file import FileModel, FunctionInfo
+from streamlint.model.file import FileModel
+from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.paths import native_mode
 from streamlint.model.flow.calls import wait_self_expr
 from streamlint.model.flow.callerfrees import register_flow

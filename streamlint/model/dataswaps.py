@@ -31,7 +31,8 @@ from dataclasses import dataclass
 
 from streamlint._lazy import cst
 
-from streamlint.model.file import FileModel, FunctionInfo
+from streamlint.model.file import FileModel
+from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.slotevents import scope_stream
 from streamlint.model.syntax import node_code, self_attribute
 

@@ -18,7 +18,8 @@ from streamlint._lazy import cst
 
 from streamlint.model.accelerators import METHODS, device_generic
 from streamlint.model.apis import Family
-from streamlint.model.file import FileModel, FunctionInfo
+from streamlint.model.file import FileModel
+from streamlint.model.filefacts import FunctionInfo
 
 if TYPE_CHECKING:
     from streamlint.model.queries import ProjectQueries as Project

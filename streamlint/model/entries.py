@@ -20,7 +20,8 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.ctxfactories import stream_condition
-from streamlint.model.file import FileModel, FunctionInfo, ScopeSite, dotted
+from streamlint.model.file import FileModel, dotted
+from streamlint.model.filefacts import FunctionInfo, ScopeSite
 from streamlint.model.streams import derived
 from streamlint.model.syntax import contains, is_none
 from streamlint.model.walk import children

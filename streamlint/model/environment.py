@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Iterator
 from streamlint._lazy import cst
 
 from streamlint.finding import Location, Span
-from streamlint.model.file import FileModel, FunctionInfo, string_value
+from streamlint.model.file import FileModel, string_value
+from streamlint.model.filefacts import FunctionInfo
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project

@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.devobjects import annotation_classes, param_annotation
-from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
+from streamlint.model.file import FileModel
+from streamlint.model.filefacts import ClassInfo, FunctionInfo
 from streamlint.model.streams import EVENT, attr_kind, derived, local_kind
 from streamlint.model.syntax import local_nodes
 

@@ -22,7 +22,8 @@ from streamlint._lazy import cst
 
 from streamlint.finding import Location
 from streamlint.model.apis import EXECUTION_PATHS, Role
-from streamlint.model.file import CallSite, FileModel, FunctionInfo, dotted
+from streamlint.model.file import FileModel, dotted
+from streamlint.model.filefacts import CallSite, FunctionInfo
 from streamlint.model.streams import (
     EVENT,
     EVENT_LIST,

@@ -1,12 +1,12 @@
 """One traversal of one module: names, definitions, calls, `with` scopes and guards.
 
 The collector resolves names with its own light import/alias table (no LibCST scope or
-qualified-name providers); everything cross-module is answered later by :mod:`project`.
+qualified-name providers); everything cross-module is answered later by :mod:`project`. The records it
+fills (functions, classes, calls, ``with`` items, assignments, guards) are :mod:`.filefacts`'.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -14,6 +14,7 @@ from streamlint._lazy import cst
 
 from streamlint.finding import Span
 from streamlint.model import apis
+from streamlint.model.filefacts import AttrAssign, CallSite, ClassInfo, FunctionInfo, Guard, ScopeSite
 from streamlint.model.syntax import contains
 from streamlint.model.walk import walk
 from streamlint.source import SourceFile
@@ -34,46 +35,6 @@ def dotted(expr: cst.BaseExpression) -> str | None:
     return None
 
 
-def host_param(p: cst.Param) -> bool:
-    """A parameter annotated with a host scalar, a dtype or a device (``Optional[...]`` of one): no tensor."""
-    ann = p.annotation.annotation if p.annotation is not None else None
-    if isinstance(ann, cst.Subscript) and dotted(ann.value) in ("Optional", "typing.Optional") and ann.slice:
-        ann = ann.slice[0].slice.value if isinstance(ann.slice[0].slice, cst.Index) else None
-    return ann is not None and (dotted(ann) or "").rsplit(".", 1)[-1] in (
-        "int", "float", "bool", "str", "bytes", "dtype", "device")
-
-
-_HOST_NAMES = frozenset({"int", "float", "bool", "str", "bytes", "None", "dtype", "device", "dict", "list", "tuple",
-                         "set", "frozenset", "Dict", "List", "Tuple", "Set", "FrozenSet"})
-_HOST_WRAPPERS = frozenset({"Optional", "Union", "tuple", "Tuple", "list", "List", "dict", "Dict", "set", "Set",
-                            "frozenset", "FrozenSet", "Sequence", "Iterable", "Mapping"})
-
-
-def host_annotation(ann: cst.BaseExpression, bare_class: bool = True, scalars_only: bool = False) -> bool:
-    """Does a (return) annotation declare a value holding no tensor? A host scalar, a dtype or a device,
-    ``None``, a class not named like a tensor, or a builtin container / ``Optional`` / union whose every
-    element type is one (``tuple[int, int]``, ``Optional[Tuple[Group, int]]``); not ``tuple[Tensor, Tensor]``
-    nor ``Any`` / ``object`` (nor a string annotation). ``bare_class=False``: a class alone is not one.
-    ``scalars_only``: host scalars and generics of them only (no bare ``list`` / ``dict``, no class anywhere)."""
-    if isinstance(ann, cst.BinaryOperation) and isinstance(ann.operator, cst.BitOr):  # `int | None`
-        return host_annotation(ann.left, bare_class, scalars_only) \
-            and host_annotation(ann.right, bare_class, scalars_only)
-    if isinstance(ann, cst.Subscript):
-        wrapper = (dotted(ann.value) or "").rsplit(".", 1)[-1]
-        inner = bare_class if wrapper in ("Optional", "Union") else True  # `Optional[Meta]` is a bare class
-        return wrapper in _HOST_WRAPPERS and all(isinstance(el.slice, cst.Index) and (isinstance(
-            el.slice.value, cst.Ellipsis) or host_annotation(el.slice.value, inner and not scalars_only, scalars_only))
-            for el in ann.slice)
-    name = dotted(ann) if isinstance(ann, (cst.Name, cst.Attribute)) else None
-    if name is None:
-        return False
-    last = name.rsplit(".", 1)[-1]
-    if scalars_only:
-        return last in _HOST_NAMES and last not in _HOST_WRAPPERS
-    return last in _HOST_NAMES or (bare_class and "Tensor" not in last and last not in ("Any", "object", "Parameter")
-                                   and last[:1].isupper())
-
-
 def string_value(expr: cst.BaseExpression | None) -> str | None:
     """The value of a plain (non f-) string literal, concatenations included."""
     if isinstance(expr, cst.SimpleString):
@@ -91,107 +52,6 @@ def int_value(expr: cst.BaseExpression | None) -> int | None:
         inner = int_value(expr.expression)
         return -inner if inner is not None else None
     return None
-
-
-@dataclass(frozen=True)
-class Guard:
-    """An enclosing `if` test; ``negated`` for the else branch."""
-
-    test: cst.BaseExpression
-    negated: bool
-
-    def conditions(self) -> list[tuple[cst.BaseExpression, bool]]:
-        """The (test, negated) conditions that all hold under this guard: ``not`` pushed inwards, the
-        operands of ``a and b`` in the true branch, of ``a or b`` in the else branch (De Morgan)."""
-        return _conditions(self.test, self.negated)
-
-
-def _conditions(test: cst.BaseExpression, negated: bool) -> list[tuple[cst.BaseExpression, bool]]:
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return _conditions(test.expression, not negated)
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or if negated else cst.And):
-        return _conditions(test.left, negated) + _conditions(test.right, negated)
-    return [(test, negated)]
-
-
-def in_exclusive_branches(a: "tuple[Guard, ...]", b: "tuple[Guard, ...]") -> bool:
-    """True when code under guards ``a`` and code under guards ``b`` sit in opposite branches of the
-    same `if` (``if torchair_graph_enabled: … else: …``), so they never run together."""
-    return any(ga.test is gb.test and ga.negated != gb.negated for ga in a for gb in b)
-
-
-@dataclass(eq=False)
-class ScopeSite:
-    """One item of a `with` statement (any context manager; classified by the project)."""
-
-    item: cst.WithItem
-    with_node: cst.With
-    calls: tuple[cst.Call, ...]  # candidate factory calls (both arms of `a if c else b`)
-    function: "FunctionInfo | None"
-    parent: "ScopeSite | None"
-    guards: tuple[Guard, ...]
-
-
-@dataclass(eq=False)
-class CallSite:
-    node: cst.Call
-    target: str | None  # resolved dotted name (absolute, or "<module>.<Class>.attr" for self.attr)
-    function: "FunctionInfo | None"
-    scope: ScopeSite | None  # innermost enclosing `with` item in the same function
-    guards: tuple[Guard, ...]
-    in_loop: bool
-    receiver: cst.BaseExpression | None  # for method calls: the object the method is called on
-    method: str | None
-
-
-@dataclass(frozen=True)
-class AttrAssign:
-    """``target = value`` where target is an attribute chain or a subscript with a literal key."""
-
-    target: str  # e.g. "config.ge_config.enable_single_stream" or "os.environ[KEY]"
-    node: cst.CSTNode
-    value: cst.BaseExpression
-    function: "FunctionInfo | None"
-    guards: tuple[Guard, ...]
-
-
-@dataclass(eq=False)
-class FunctionInfo:
-    qualname: str  # module-relative, e.g. "MoE.forward"
-    node: cst.FunctionDef
-    class_name: str | None
-    params: tuple[str, ...]  # positional (incl. self)
-    kwonly: tuple[str, ...]
-    decorators: tuple[str, ...]
-    parent: "FunctionInfo | None"
-    local_aliases: dict[str, str] = field(default_factory=dict)
-    locals: set[str] = field(default_factory=set)
-    calls: list[CallSite] = field(default_factory=list)
-    scopes: list[ScopeSite] = field(default_factory=list)
-    returns: list[cst.Return] = field(default_factory=list)
-    yields: list[cst.Yield] = field(default_factory=list)
-    assigns: list[AttrAssign] = field(default_factory=list)
-    name_assigns: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)
-    statement_count: int = 0
-    has_loop: bool = False
-
-    @property
-    def all_params(self) -> tuple[str, ...]:
-        return self.params + self.kwonly
-
-
-@dataclass(eq=False)
-class ClassInfo:
-    name: str
-    node: cst.ClassDef
-    bases: tuple[str, ...]
-    methods: dict[str, FunctionInfo] = field(default_factory=dict)
-    # self.attr = Factory(...) / nn.ModuleList([Factory(...) ...]): attribute -> constructor target
-    attr_types: dict[str, str] = field(default_factory=dict)
-    raw_attr_types: dict[str, tuple] = field(default_factory=dict)
-    # every class an attribute may hold (``A(...) if c else B(...)``, ``ModuleList(A() if c else B() for ..)``)
-    attr_alternatives: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    raw_attr_alternatives: dict[str, tuple] = field(default_factory=dict)
 
 
 class FileModel:

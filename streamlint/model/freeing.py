@@ -15,7 +15,8 @@ container slot in a helper is no evidence that the tensor loses its last owner.
 from __future__ import annotations
 
 from streamlint._lazy import cst
-from streamlint.model.file import FileModel, FunctionInfo
+from streamlint.model.file import FileModel
+from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.streams import derived
 from streamlint.model.syntax import local_nodes
 from streamlint.model.uses import bind_arguments

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.attrstreams import attr_origin
-from streamlint.model.file import ClassInfo, FileModel, dotted
+from streamlint.model.file import FileModel, dotted
+from streamlint.model.filefacts import ClassInfo
 from streamlint.model.walk import children
 
 if TYPE_CHECKING:

@@ -34,7 +34,8 @@ from dataclasses import dataclass
 
 from streamlint._lazy import cst
 
-from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
+from streamlint.model.file import FileModel, dotted
+from streamlint.model.filefacts import ClassInfo, FunctionInfo
 from streamlint.model.lifetimes import persistent_kind
 from streamlint.model.placement import device_like, host_value
 from streamlint.model.project import Project

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from streamlint._lazy import cst
 
 from streamlint.model.apis import Role
-from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
+from streamlint.model.file import FileModel
+from streamlint.model.filefacts import ClassInfo, FunctionInfo
 from streamlint.model.streams import MAIN, derived, is_current_stream
 from streamlint.model.syntax import local_nodes, self_attribute
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
-from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, host_annotation
+from streamlint.model.file import FileModel, dotted
+from streamlint.model.hostannotations import host_annotation
+from streamlint.model.filefacts import ClassInfo, FunctionInfo
 from streamlint.model.hostobjects import constructed_host_object
 from streamlint.model.hostresults import _host_value, returns_host_values
 from streamlint.model.streams import derived

@@ -27,7 +27,8 @@ covered, nor is a parameter the function rebinds."""
 from __future__ import annotations
 
 from streamlint._lazy import cst
-from streamlint.model.file import FunctionInfo, dotted, string_value
+from streamlint.model.file import dotted, string_value
+from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.syntax import ancestry, mentions_name
 
 

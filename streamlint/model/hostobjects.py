@@ -13,7 +13,8 @@ import re
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
-from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
+from streamlint.model.file import FileModel, dotted
+from streamlint.model.filefacts import ClassInfo, FunctionInfo
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project

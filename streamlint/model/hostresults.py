@@ -9,7 +9,9 @@ project-call results (``flow/calls.py``)."""
 from __future__ import annotations
 
 from streamlint._lazy import cst
-from streamlint.model.file import FileModel, FunctionInfo, dotted, host_param, string_value
+from streamlint.model.file import FileModel, dotted, string_value
+from streamlint.model.hostannotations import host_param
+from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.placement import HOST_RESULT_METHODS, META_METHODS, host_library
 from streamlint.model.syntax import local_nodes, param_named
 

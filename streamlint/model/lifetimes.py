@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from streamlint._lazy import cst
 
-from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, string_value
+from streamlint.model.file import FileModel, dotted, string_value
+from streamlint.model.filefacts import ClassInfo, FunctionInfo
 from streamlint.model.walk import children
 
 # Methods that build a module's state once (assignments there are not per-call).

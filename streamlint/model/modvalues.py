@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model import apis, devfields, devobjects
-from streamlint.model.file import CallSite, FileModel, FunctionInfo
+from streamlint.model.file import FileModel
+from streamlint.model.filefacts import CallSite, FunctionInfo
 from streamlint.model.syntax import is_none
 
 if TYPE_CHECKING:

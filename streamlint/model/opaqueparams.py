@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, Collection
 
 from streamlint._lazy import cst
-from streamlint.model.file import FileModel, FunctionInfo, dotted
+from streamlint.model.file import FileModel, dotted
+from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.streams import derived
 from streamlint.model.syntax import forward_reference, local_nodes
 

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from streamlint._lazy import cst
 
-from streamlint.model.file import FileModel, FunctionInfo
+from streamlint.model.file import FileModel
+from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.syntax import local_nodes
 from streamlint.model.waits import PartialJoin, element_taken, loop_collection, only_joins, waits_on
 

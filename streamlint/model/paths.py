@@ -18,7 +18,8 @@ from streamlint.model import apis
 from streamlint.model.apis import Family, Role
 from streamlint.model.accelerators import device_generic
 from streamlint.model.compile import CompileSite, compile_site
-from streamlint.model.file import CallSite, FileModel, FunctionInfo
+from streamlint.model.file import FileModel
+from streamlint.model.filefacts import CallSite, FunctionInfo
 from streamlint.model.reaching import reached_from, reaching_paths
 from streamlint.model.wrappers import modes_under
 

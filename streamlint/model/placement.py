@@ -8,7 +8,8 @@ synchronises (:mod:`streamlint.model.flow.hostreads`).
 from __future__ import annotations
 
 from streamlint._lazy import cst
-from streamlint.model.file import ClassInfo, FunctionInfo, dotted, string_value
+from streamlint.model.file import dotted, string_value
+from streamlint.model.filefacts import ClassInfo, FunctionInfo
 
 
 # Host (CPU) tensors: device data races and allocator reuse concern device memory only (issue 16 §3,

@@ -15,7 +15,8 @@ from streamlint.finding import Location
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from streamlint.model.file import CallSite, FileModel, FunctionInfo, ScopeSite
+    from streamlint.model.file import FileModel
+    from streamlint.model.filefacts import CallSite, FunctionInfo, ScopeSite
     from streamlint.model.options import ModelOptions
     from streamlint.model.uses import ApiUse, ScopeUse
 

@@ -26,7 +26,8 @@ from dataclasses import dataclass, replace
 from streamlint._lazy import cst
 
 from streamlint.model.apis import Role
-from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
+from streamlint.model.file import FileModel
+from streamlint.model.filefacts import ClassInfo, FunctionInfo
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.metaonly import metadata_only
 from streamlint.model.project import Project

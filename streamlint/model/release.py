@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from streamlint.model.file import FileModel, FunctionInfo
+from streamlint.model.file import FileModel
+from streamlint.model.filefacts import FunctionInfo
 
 
 class ReleasedError(RuntimeError):

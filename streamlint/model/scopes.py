@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Callable, TypeVar
 from streamlint._lazy import cst
 
 from streamlint.model.apis import Role
-from streamlint.model.file import CallSite, FileModel, FunctionInfo, ScopeSite, int_value, string_value
+from streamlint.model.file import FileModel, int_value, string_value
+from streamlint.model.filefacts import CallSite, FunctionInfo, ScopeSite
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project

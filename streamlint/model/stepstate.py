@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Callable
 from streamlint._lazy import cst
 from streamlint.model.syntax import certain_calls, contains, dominates, local_nodes, normalized_code
 from streamlint.model.apis import COLLECTIVE_PARAMS, COLLECTIVES, Role, lookup
-from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, dotted
+from streamlint.model.file import FileModel, dotted
+from streamlint.model.filefacts import CallSite, ClassInfo, FunctionInfo
 from streamlint.model.placement import settled_host_value
 from streamlint.model.streams import derived, scope_stream_key
 from streamlint.model.walk import children

@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 
 from streamlint.model import apis
-from streamlint.model.file import FileModel, FunctionInfo
+from streamlint.model.file import FileModel
+from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.syntax import local_nodes
 
 if TYPE_CHECKING:

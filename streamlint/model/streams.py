@@ -24,7 +24,8 @@ from streamlint._lazy import cst
 
 from streamlint.model import apis
 from streamlint.model.apis import Role
-from streamlint.model.file import CallSite, ClassInfo, FileModel, FunctionInfo, dotted, string_value
+from streamlint.model.file import FileModel, dotted, string_value
+from streamlint.model.filefacts import CallSite, ClassInfo, FunctionInfo
 from streamlint.model.lifetimes import module_variable
 from streamlint.model.syntax import class_field_annotation
 from streamlint.model.walk import children

@@ -9,10 +9,12 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model import apis
-from streamlint.model.file import FileModel, FunctionInfo, dotted
+from streamlint.model.file import FileModel, dotted
+from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.streams import derived
 from streamlint.model.syntax import forward_reference, node_code
-from streamlint.model.tensors import _TENSOR_METHODS, MULTI_VIEW_METHODS, VIEW_METHODS, torch_returns_tensor
+from streamlint.model.tensors import torch_returns_tensor
+from streamlint.model.tensorvocab import _TENSOR_METHODS, MULTI_VIEW_METHODS, VIEW_METHODS
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project

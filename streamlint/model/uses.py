@@ -12,7 +12,8 @@ from streamlint._lazy import cst
 
 from streamlint.model import apis
 from streamlint.model.apis import ApiSpec, Role
-from streamlint.model.file import CallSite, FileModel, ScopeSite
+from streamlint.model.file import FileModel
+from streamlint.model.filefacts import CallSite, ScopeSite
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
 from streamlint.model.flow.elementsets import FIRST_OUT, LAST_OUT, element_origins, origins
-from streamlint.model.file import CallSite, FileModel, FunctionInfo
+from streamlint.model.file import FileModel
+from streamlint.model.filefacts import CallSite, FunctionInfo
 from streamlint.model.streamjoins import issues_stream_work, role_of_left_out, stream_container_store, \
     stream_field_store
 from streamlint.model.streams import MAIN, scope_stream_key

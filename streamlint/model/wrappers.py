@@ -15,7 +15,8 @@ from streamlint._lazy import cst
 
 from streamlint.model import apis
 from streamlint.model.apis import ApiSpec, Role
-from streamlint.model.file import FileModel, FunctionInfo, Guard, dotted, string_value
+from streamlint.model.file import FileModel, dotted, string_value
+from streamlint.model.filefacts import FunctionInfo, Guard
 from streamlint.model.syntax import contains
 from streamlint.model.walk import children
 

@@ -45,7 +45,8 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model import apis
-from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
+from streamlint.model.file import FileModel, dotted
+from streamlint.model.filefacts import ClassInfo, FunctionInfo
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.fieldfacts import (  # noqa: F401  (stable_field: part of this module's answers)
     MAX_SITES, _assigns, _deferred, _rebound_outside, _referenced, _unseen_base, stable_field)

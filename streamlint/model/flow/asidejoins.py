@@ -40,7 +40,8 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.syntax import normalized_code
-from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
+from streamlint.model.file import FileModel
+from streamlint.model.filefacts import ClassInfo, FunctionInfo
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.streams import derived
 from streamlint.model.syntax import local_nodes

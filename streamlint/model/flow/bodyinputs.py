@@ -23,15 +23,16 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model import apis
-from streamlint.model.file import FunctionInfo, dotted
+from streamlint.model.file import dotted
+from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.computed import computes_tensor
 from streamlint.model.streams import derived
 from streamlint.model.syntax import contains, local_nodes
 from streamlint.model.uses import bind_arguments
-from streamlint.model.tensors import (
-    COPY_METHODS, HOST_VALUE_METHODS, META_METHODS, host_factory, host_target, param_kinds, tensor_method, torch_returns_tensor,
-)
+from streamlint.model.tensors import (META_METHODS, host_factory, host_target, param_kinds, tensor_method,
+                                      torch_returns_tensor)
+from streamlint.model.tensorvocab import COPY_METHODS, HOST_VALUE_METHODS
 
 if TYPE_CHECKING:
     from streamlint.model.file import FileModel

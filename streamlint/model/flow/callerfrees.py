@@ -31,7 +31,8 @@ from streamlint.model.flow.effects import local_method
 from streamlint.model.uses import bind_arguments
 
 if TYPE_CHECKING:
-    from streamlint.model.file import FileModel, FunctionInfo
+    from streamlint.model.file import FileModel
+    from streamlint.model.filefacts import FunctionInfo
     from streamlint.model.flow.results import Lifetime
     from streamlint.model.project import Project
 

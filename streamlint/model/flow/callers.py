@@ -8,7 +8,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
-from streamlint.model.file import FileModel, FunctionInfo, dotted
+from streamlint.model.file import FileModel, dotted
+from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.syntax import contains
 from streamlint.model.walk import children

@@ -43,7 +43,8 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model import apis
-from streamlint.model.file import FileModel, FunctionInfo, dotted
+from streamlint.model.file import FileModel, dotted
+from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.syntax import descendants, node_code
 from streamlint.model.flow.ambient import _default_field, _writers, ambient_evidence, field_alias, plain_scope
 from streamlint.model.flow.callers import callers_of

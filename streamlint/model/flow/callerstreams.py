@@ -140,7 +140,7 @@ def _handed_param(project, model, caller, name: str) -> tuple[str, tuple | None]
 
 def _record_class(project, model, caller, func) -> tuple | None:
     """(class, file) of the project class ``func`` names, else None."""
-    from streamlint.model.file import ClassInfo
+    from streamlint.model.filefacts import ClassInfo
 
     qualname = model.resolve(func, caller)
     found = project.symbol(qualname, model) if qualname else None

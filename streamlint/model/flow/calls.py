@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
-from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted, host_param, string_value
+from streamlint.model.file import FileModel, dotted, string_value
+from streamlint.model.hostannotations import host_param
+from streamlint.model.filefacts import ClassInfo, FunctionInfo
 from streamlint.model.flow.callers import callers_of, calls_after, orders_after
 from streamlint.model.flow.coarse import ends_in
 from streamlint.model.flow.duckmethods import duck_method
@@ -34,8 +36,8 @@ from streamlint.model.streams import (
     outside_stream_scopes,
 )
 from streamlint.model.syntax import contains, local_nodes, string_annotation, strip_not
-from streamlint.model.tensors import ESCAPE_METHODS, META_ATTRS, META_METHODS, VIEW_ATTRS, VIEW_METHODS, return_kind, \
-    returns_host_values
+from streamlint.model.tensors import META_METHODS, return_kind, returns_host_values
+from streamlint.model.tensorvocab import ESCAPE_METHODS, META_ATTRS, VIEW_ATTRS, VIEW_METHODS
 from streamlint.model.flow.hostreads import async_host_copy_call
 from streamlint.model.flow.helperrecords import checking_import
 from streamlint.model.flow.metaonly import metadata_only  # noqa: F401 - (re-exported for exprs)

@@ -27,7 +27,8 @@ import re
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
-from streamlint.model.file import FileModel, FunctionInfo
+from streamlint.model.file import FileModel
+from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.flow.callers import bound_by_partial, callers_of
 from streamlint.model.flow.handlestreams import rebound
 from streamlint.model.options import MAX_CALLER_FILES

@@ -20,7 +20,8 @@ from streamlint.model import apis
 from streamlint.model.syntax import descendants, local_nodes
 
 if TYPE_CHECKING:
-    from streamlint.model.file import FileModel, FunctionInfo
+    from streamlint.model.file import FileModel
+    from streamlint.model.filefacts import FunctionInfo
     from streamlint.model.project import Project
 
 

@@ -30,14 +30,17 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model import apis
-from streamlint.model.file import ClassInfo, string_value
+from streamlint.model.file import string_value
+from streamlint.model.filefacts import ClassInfo
 from streamlint.model.placement import host_factory
 from streamlint.model.streams import derived
 from streamlint.model.syntax import param_named
-from streamlint.model.tensors import EMPTY_FACTORIES, LIKE_FACTORIES, torch_returns_tensor
+from streamlint.model.tensors import torch_returns_tensor
+from streamlint.model.tensorvocab import EMPTY_FACTORIES, LIKE_FACTORIES
 
 if TYPE_CHECKING:
-    from streamlint.model.file import FileModel, FunctionInfo
+    from streamlint.model.file import FileModel
+    from streamlint.model.filefacts import FunctionInfo
     from streamlint.model.project import Project
 
 _FACTORY_NAMES = frozenset({"empty", "zeros", "ones", "full", "rand", "randn", "randint", "arange", "tensor",

@@ -22,7 +22,8 @@ import re
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
-from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
+from streamlint.model.file import FileModel, dotted
+from streamlint.model.filefacts import ClassInfo, FunctionInfo
 from streamlint.model.flow.fieldfacts import MAX_SITES
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.provenance import _unseen_construction

@@ -347,7 +347,7 @@ def _records_result(project, model, site) -> bool:
 def _same_tensors(model, caller, value, names: set[str]) -> bool:
     """Does ``value`` hand on the tensors a name of ``names`` holds (the name, an item or field of it, a list /
     tuple of it, or a pytree repack of it), not new ones computed from them (``loss_fn(out, label)``)?"""
-    from streamlint.model.tensors import REPACKS
+    from streamlint.model.tensorvocab import REPACKS
 
     while isinstance(value, (cst.Subscript, cst.Attribute)):
         value = value.value

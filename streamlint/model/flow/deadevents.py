@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 
 if TYPE_CHECKING:
-    from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
+    from streamlint.model.file import FileModel
+    from streamlint.model.filefacts import ClassInfo, FunctionInfo
     from streamlint.model.project import Project
 
 

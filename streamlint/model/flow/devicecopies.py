@@ -39,7 +39,8 @@ from streamlint.model.freeing import bound_arguments
 from streamlint.model.placement import host_value
 
 if TYPE_CHECKING:
-    from streamlint.model.file import FileModel, FunctionInfo
+    from streamlint.model.file import FileModel
+    from streamlint.model.filefacts import FunctionInfo
     from streamlint.model.project import Project
 
 _COPY_METHODS = frozenset({"to", "cuda", "npu", "xpu"})

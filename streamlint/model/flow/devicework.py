@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.apis import COLLECTIVES
-from streamlint.model.file import FileModel, FunctionInfo, dotted
+from streamlint.model.file import FileModel, dotted
+from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.flow.hostreads import async_host_copy_call
 from streamlint.model.placement import host_factory, host_placed, non_blocking
 from streamlint.model.streams import derived

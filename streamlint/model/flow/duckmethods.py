@@ -33,7 +33,8 @@ from streamlint.model.syntax import local_nodes
 from streamlint.model.tensors import tensor_method
 
 if TYPE_CHECKING:
-    from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
+    from streamlint.model.file import FileModel
+    from streamlint.model.filefacts import ClassInfo, FunctionInfo
     from streamlint.model.project import Project
 
 MAX_FILES = 3

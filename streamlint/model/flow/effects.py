@@ -25,7 +25,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 from streamlint._lazy import cst
-from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
+from streamlint.model.file import FileModel
+from streamlint.model.filefacts import ClassInfo, FunctionInfo
 from streamlint.model.streams import derived
 
 if TYPE_CHECKING:

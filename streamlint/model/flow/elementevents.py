@@ -40,7 +40,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
-from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
+from streamlint.model.file import FileModel
+from streamlint.model.filefacts import ClassInfo, FunctionInfo
 from streamlint.model.flow.entryevents import held_stream_scopes
 from streamlint.model.flow.protocols import class_joins, joined_keys, reached_outside, synchronizes_device
 from streamlint.model.streams import derived

@@ -23,7 +23,7 @@ from streamlint.model.streams import derived
 from streamlint.model.syntax import is_none, local_nodes, target_names
 
 if TYPE_CHECKING:
-    from streamlint.model.file import FunctionInfo
+    from streamlint.model.filefacts import FunctionInfo
     from streamlint.model.project import Project
 
 

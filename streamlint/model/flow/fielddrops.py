@@ -35,7 +35,8 @@ import re
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
-from streamlint.model.file import FileModel, FunctionInfo
+from streamlint.model.file import FileModel
+from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.results import Lifetime
 from streamlint.model.heldslots import _INIT_METHODS, _after_joins, _class_call_streams, _join_lines, \
@@ -44,9 +45,10 @@ from streamlint.model.streams import MAIN
 from streamlint.model.stepstate import _bare_allocation, _construction
 from streamlint.model.file import dotted
 from streamlint.model.syntax import local_nodes, param_named, self_attribute
-from streamlint.model.tensors import _NON_TENSOR_RECEIVER_METHODS, tensor_method, torch_returns_tensor
+from streamlint.model.tensors import tensor_method, torch_returns_tensor
+from streamlint.model.tensorvocab import _NON_TENSOR_RECEIVER_METHODS
 from streamlint.model.tensoruse import tensor_annotation, tensor_only_method
-from streamlint.model.tensors import VIEW_ATTRS, VIEW_METHODS
+from streamlint.model.tensorvocab import VIEW_ATTRS, VIEW_METHODS
 from streamlint.model.uses import bind_arguments
 
 if TYPE_CHECKING:

@@ -16,7 +16,8 @@ import re
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
-from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
+from streamlint.model.file import FileModel
+from streamlint.model.filefacts import ClassInfo, FunctionInfo
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.options import MAX_CALLER_FILES
 

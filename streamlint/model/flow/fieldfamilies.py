@@ -31,7 +31,8 @@ from streamlint.model.flow.values import KVal
 from streamlint.model.syntax import node_code, normalized_code
 
 if TYPE_CHECKING:
-    from streamlint.model.file import FileModel, FunctionInfo
+    from streamlint.model.file import FileModel
+    from streamlint.model.filefacts import FunctionInfo
 
 _ENTRY = re.compile(r"^(self\.\w+)(?:\[.*\]|\.(?:get|pop|setdefault|popleft|get_nowait)\(.*\))$", re.S)
 _WAITS = ("wait_event", "wait", "synchronize", "query")

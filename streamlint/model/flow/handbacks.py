@@ -46,7 +46,8 @@ from streamlint.model.flow.values import KVal, TVal
 from streamlint.model.syntax import local_nodes, normalized_code
 
 if TYPE_CHECKING:
-    from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
+    from streamlint.model.file import FileModel
+    from streamlint.model.filefacts import ClassInfo, FunctionInfo
     from streamlint.model.project import Project
 
 _HOST = re.compile(r"\b(?:len|bool|id|isinstance|repr|str|int|float|type)\(\s*$")

@@ -39,7 +39,8 @@ from streamlint.model.uses import bind_arguments
 _BUILDERS = re.compile(r"_*(make|wrap|convert|quantize|prepare|shard|offload_model|to_)")
 
 if TYPE_CHECKING:
-    from streamlint.model.file import FileModel, FunctionInfo
+    from streamlint.model.file import FileModel
+    from streamlint.model.filefacts import FunctionInfo
     from streamlint.model.project import Project
 
 MAX_SITES = 8

@@ -33,7 +33,8 @@ issued), so a caller waiting it on its own stream is still told it reads the cal
 from __future__ import annotations
 
 from streamlint._lazy import cst
-from streamlint.model.file import FunctionInfo, dotted
+from streamlint.model.file import dotted
+from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.streams import derived
 
 # methods of a c10d Work / a torch.futures.Future (``wait`` is also an event's, but an event is no call result

@@ -22,7 +22,8 @@ local is the caller's stream only when every binding of it wraps the same such p
 from __future__ import annotations
 
 from streamlint._lazy import cst
-from streamlint.model.file import FileModel, FunctionInfo
+from streamlint.model.file import FileModel
+from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.flow.values import SVal
 from streamlint.model.syntax import descendants, is_none, local_nodes, node_memo, param_named, target_names
 

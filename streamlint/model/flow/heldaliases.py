@@ -21,13 +21,14 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.devobjects import annotation_classes
-from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
+from streamlint.model.file import FileModel, dotted
+from streamlint.model.filefacts import ClassInfo, FunctionInfo
 from streamlint.model.flow.metaonly import basic_index
 from streamlint.model.flow.values import TVal
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.streams import derived
 from streamlint.model.syntax import is_none, local_nodes
-from streamlint.model.tensors import ESCAPE_METHODS, VIEW_METHODS
+from streamlint.model.tensorvocab import ESCAPE_METHODS, VIEW_METHODS
 from streamlint.model.uses import bind_arguments
 
 if TYPE_CHECKING:

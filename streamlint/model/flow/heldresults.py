@@ -18,7 +18,7 @@ the data was written either before the call (a cache hit: nothing is produced no
 from __future__ import annotations
 
 from streamlint._lazy import cst
-from streamlint.model.file import ClassInfo, FunctionInfo
+from streamlint.model.filefacts import ClassInfo, FunctionInfo
 from streamlint.model.placement import host_source
 from streamlint.model.syntax import node_code
 from streamlint.model.tensors import non_blocking

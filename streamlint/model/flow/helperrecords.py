@@ -33,7 +33,8 @@ import re
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
-from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
+from streamlint.model.file import FileModel, dotted
+from streamlint.model.filefacts import ClassInfo, FunctionInfo
 from streamlint.model.streams import derived
 from streamlint.model.syntax import descendants, local_nodes, node_code, string_annotation
 from streamlint.model.uses import bind_arguments

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.bytescan import may_hand_bytes
-from streamlint.model.file import FileModel, FunctionInfo
+from streamlint.model.file import FileModel
+from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.hostguards import host_branch, host_guarded
 from streamlint.model.options import MAX_CALLER_FILES

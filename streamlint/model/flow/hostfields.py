@@ -5,7 +5,7 @@ is a fact of the class and the key, memoised per project."""
 
 from __future__ import annotations
 
-from streamlint.model.file import ClassInfo, FunctionInfo
+from streamlint.model.filefacts import ClassInfo, FunctionInfo
 from streamlint.model.flow.hostinstances import host_instance_field
 from streamlint.model.flow.values import KVal
 from streamlint.model.lifetimes import module_constant, module_container

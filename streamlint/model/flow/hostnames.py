@@ -11,11 +11,12 @@ neither produced nor read by a stream."""
 from __future__ import annotations
 
 from streamlint._lazy import cst
-from streamlint.model.file import FunctionInfo
+from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.streams import derived
 from streamlint.model.syntax import local_nodes
 from streamlint.model.tensornames import TENSOR_NAMES
-from streamlint.model.tensors import META_ATTRS, tensor_method, torch_returns_tensor
+from streamlint.model.tensors import tensor_method, torch_returns_tensor
+from streamlint.model.tensorvocab import META_ATTRS
 
 # attributes of a torch.Tensor read without a call (besides the metadata ones)
 _TENSOR_ATTRS = META_ATTRS | frozenset({

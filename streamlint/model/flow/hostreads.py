@@ -41,7 +41,8 @@ from streamlint.model.apis import Role
 from streamlint.model.captures import capture_kind
 from streamlint.model.streams import derived
 from streamlint.model.uses import bind_arguments
-from streamlint.model.tensors import META_ATTRS, META_METHODS, MULTI_VIEW_METHODS, VIEW_METHODS, host_target, non_blocking
+from streamlint.model.tensors import META_METHODS, host_target, non_blocking
+from streamlint.model.tensorvocab import META_ATTRS, MULTI_VIEW_METHODS, VIEW_METHODS
 
 # builtins that look at an object, not at a tensor's data
 _NO_DATA_CALLS = frozenset({"isinstance", "len", "type", "id", "hasattr", "getattr", "callable", "issubclass"})

@@ -36,7 +36,8 @@ from dataclasses import replace
 
 from streamlint._lazy import cst
 from streamlint.model.devobjects import object_classes
-from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
+from streamlint.model.file import FileModel, dotted
+from streamlint.model.filefacts import ClassInfo, FunctionInfo
 from streamlint.model.flow.values import HOST, Access, State
 from streamlint.model.placement import host_factory, settled_host_value
 from streamlint.model.options import MAX_CALLER_FILES

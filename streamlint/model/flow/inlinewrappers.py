@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model import apis
-from streamlint.model.file import FileModel, FunctionInfo, Guard
+from streamlint.model.file import FileModel
+from streamlint.model.filefacts import FunctionInfo, Guard
 from streamlint.model.syntax import contains, is_none
 from streamlint.model.walk import children
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
-from streamlint.model.file import FileModel, FunctionInfo
+from streamlint.model.file import FileModel
+from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.flow.absentevents import AbsentEvents
 from streamlint.model.flow.ambient import entry_ambient
 from streamlint.model.flow.calls import Calls, current_stream_params
@@ -41,6 +42,7 @@ from streamlint.model.flow.hostsync import HostSyncs
 from streamlint.model.flow.xfer import TransferSends
 from streamlint.model.flow.apicalls import ApiCalls
 from streamlint.model.flow.exprs import Expressions
+from streamlint.model.flow.outsidecalls import OutsideCalls
 from streamlint.model.flow.orderings import Orderings
 from streamlint.model.flow.handedback import HandedBack
 from streamlint.model.flow.handedearly import HandedEarly
@@ -61,7 +63,8 @@ from streamlint.model.flow.syncops import SyncMethods
 from streamlint.model.flow.polls import Polls
 from streamlint.model.flow.values import AnalysisBudgetExceeded, Access, EVal, FlowConfig, KVal, SVal, State, flow_config
 from streamlint.model.streams import EVENT, MAIN, STREAM
-from streamlint.model.tensors import VIEW_METHODS, param_kinds, torch_returns_tensor
+from streamlint.model.tensors import param_kinds, torch_returns_tensor
+from streamlint.model.tensorvocab import VIEW_METHODS
 from streamlint.model.tensoruse import tensor_annotation
 from streamlint.model.opaqueparams import guessed_params
 
@@ -104,7 +107,7 @@ def _last_simple(body: list) -> cst.CSTNode | None:
     return node.body[-1] if node is not None and node.body else None
 
 
-class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders, ScopedNoneTests, GuardedWork, IndexSets, Membership, HostWrites, Consumers, PendingArgs, FieldDrops, Orderings, Records, Storages, Unsets, Expressions, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes,
+class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders, ScopedNoneTests, GuardedWork, IndexSets, Membership, HostWrites, Consumers, PendingArgs, FieldDrops, Orderings, Records, Storages, Unsets, Expressions, OutsideCalls, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes,
              HostReads, HostSyncs, TransferSends, Counters, Promises, Slots, Replays, Rounds, RoundTests, NotNone, Finals,
              HandedBack, Polls, FieldFamilies, HostGradients, ListReads, Choices, AbsentEvents):
     """Path-sensitive abstract interpretation of one function body in program order."""

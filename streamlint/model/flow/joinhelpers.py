@@ -33,7 +33,8 @@ from streamlint.model.streams import derived
 from streamlint.model.syntax import local_nodes, normalized_code
 
 if TYPE_CHECKING:
-    from streamlint.model.file import FileModel, FunctionInfo
+    from streamlint.model.file import FileModel
+    from streamlint.model.filefacts import FunctionInfo
     from streamlint.model.project import Project
 
 _RECEIVER_JOINS = ("synchronize", "wait")

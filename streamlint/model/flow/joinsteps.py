@@ -43,7 +43,8 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model import apis
-from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
+from streamlint.model.file import FileModel, dotted
+from streamlint.model.filefacts import ClassInfo, FunctionInfo
 from streamlint.model.streams import EVENT, MAIN, STREAM, derived
 from streamlint.model.devobjects import param_annotation
 from streamlint.model.syntax import descendants, local_nodes, mentions_name, node_code

@@ -7,7 +7,7 @@ list is not a tensor, so without this the read after the join names no storage, 
 a stream out (``streams[2:]`` for ``streams[1:]``), or a deleted join, goes unseen. The work is often done by
 a callable the analysis cannot see into (a classmethod through ``cls``, a callback parameter): an unresolved
 call handed tensors already reads them and produces its result on the stream current at the call
-(exprs.generic), so each appended element carries the stream of its own loop round (elements.py runs a loop
+(outsidecalls.generic), so each appended element carries the stream of its own loop round (elements.py runs a loop
 over a stream collection once per representative element).
 
 What a local container holds is ``State.held`` (its name -> the storages put in it: ``outs.append(y)``,

@@ -53,7 +53,8 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model import apis
-from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
+from streamlint.model.file import FileModel
+from streamlint.model.filefacts import ClassInfo, FunctionInfo
 from streamlint.model.streams import derived
 from streamlint.model.syntax import local_nodes, self_attribute
 

@@ -4,9 +4,11 @@ describes them (``.shape``, ``len``) or rebind storage on the host (``p.data = q
 from __future__ import annotations
 
 from streamlint._lazy import cst
-from streamlint.model.file import FileModel, FunctionInfo, dotted
+from streamlint.model.file import FileModel, dotted
+from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.syntax import local_nodes
-from streamlint.model.tensors import META_ATTRS, META_METHODS, VIEW_ATTRS, VIEW_METHODS
+from streamlint.model.tensors import META_METHODS
+from streamlint.model.tensorvocab import META_ATTRS, VIEW_ATTRS, VIEW_METHODS
 
 
 def metadata_only(fn: FunctionInfo, count: int, file: FileModel | None = None, _depth: int = 0) -> bool:

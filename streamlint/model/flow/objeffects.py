@@ -46,16 +46,19 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.apis import COLLECTIVES
-from streamlint.model.file import ClassInfo, dotted
+from streamlint.model.file import dotted
+from streamlint.model.filefacts import ClassInfo
 from streamlint.model.flow.duckmethods import behaves_as, distinctive, only_definition
 from streamlint.model.flow.elementsets import element_origins
 from streamlint.model.placement import host_placed
 from streamlint.model.streams import derived
 from streamlint.model.syntax import local_nodes
-from streamlint.model.tensors import MULTI_VIEW_METHODS, VIEW_METHODS, tensor_method
+from streamlint.model.tensors import tensor_method
+from streamlint.model.tensorvocab import MULTI_VIEW_METHODS, VIEW_METHODS
 
 if TYPE_CHECKING:
-    from streamlint.model.file import FileModel, FunctionInfo
+    from streamlint.model.file import FileModel
+    from streamlint.model.filefacts import FunctionInfo
     from streamlint.model.project import Project
 
 _MAX_DEPTH = 2

@@ -20,7 +20,8 @@ is not also tested to be on the host (the flow's own guards judge ``.device`` te
 from __future__ import annotations
 
 from streamlint._lazy import cst
-from streamlint.model.file import FunctionInfo, dotted
+from streamlint.model.file import dotted
+from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.hostguards import host_test
 from streamlint.model.syntax import local_nodes, node_code
 

@@ -17,7 +17,8 @@ from streamlint._lazy import cst
 from streamlint.model.syntax import local_nodes, node_code, self_attribute
 
 if TYPE_CHECKING:
-    from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
+    from streamlint.model.file import FileModel
+    from streamlint.model.filefacts import ClassInfo, FunctionInfo
 
 
 def recorded_fields(cls: ClassInfo, skip: Callable[[FunctionInfo], bool] | None = None) \

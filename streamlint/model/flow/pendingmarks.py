@@ -33,7 +33,8 @@ from streamlint.model.streams import derived
 from streamlint.model.syntax import local_nodes, mentions_name, node_code
 
 if TYPE_CHECKING:
-    from streamlint.model.file import FileModel, FunctionInfo
+    from streamlint.model.file import FileModel
+    from streamlint.model.filefacts import FunctionInfo
     from streamlint.model.flow.joinsteps import SilentJoin
     from streamlint.model.project import Project
 

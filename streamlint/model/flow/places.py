@@ -16,7 +16,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
-from streamlint.model.file import FileModel, FunctionInfo, dotted, host_param
+from streamlint.model.file import FileModel, dotted
+from streamlint.model.hostannotations import host_param
+from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.modvalues import module_value
 from streamlint.model.streams import STREAM, declared_globals, returned_kind
 from streamlint.model.syntax import local_nodes

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
-from streamlint.model.file import ClassInfo, FileModel
+from streamlint.model.file import FileModel
+from streamlint.model.filefacts import ClassInfo
 from streamlint.model.flow.results import EarlyRecord
 from streamlint.model.flow.values import Access, EVal, KVal, State, SVal
 

@@ -44,7 +44,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
-from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
+from streamlint.model.file import FileModel, dotted
+from streamlint.model.filefacts import ClassInfo, FunctionInfo
 from streamlint.model.flow.devicework import callee_of, queues_device_work
 from streamlint.model.hostattrs import host_attr
 from streamlint.model.hostobjects import constructed_host_object

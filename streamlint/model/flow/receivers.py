@@ -21,7 +21,8 @@ import re
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
-from streamlint.model.file import FileModel, FunctionInfo
+from streamlint.model.file import FileModel
+from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.fieldfacts import _referenced
 from streamlint.model.flow.guardedwork import _bases, _related

@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.devobjects import annotation_classes, param_annotation
-from streamlint.model.file import ClassInfo, FileModel, dotted, string_value
+from streamlint.model.file import FileModel, dotted, string_value
+from streamlint.model.filefacts import ClassInfo
 from streamlint.model.flow.values import FieldsVal
 from streamlint.model.handedevents import construction_fields
 from streamlint.model.placement import host_placed
@@ -38,7 +39,7 @@ from streamlint.model.streams import derived
 from streamlint.model.syntax import local_nodes
 
 if TYPE_CHECKING:
-    from streamlint.model.file import FunctionInfo
+    from streamlint.model.filefacts import FunctionInfo
     from streamlint.model.project import Project
 
 _MAX_DEPTH = 3

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.entries import host_call
-from streamlint.model.file import FunctionInfo, dotted
+from streamlint.model.file import dotted
+from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.placement import BLOCKING_HOST_READS
 from streamlint.model.syntax import local_nodes, mentions_name
 from streamlint.model.flow.entryctx import entry_of

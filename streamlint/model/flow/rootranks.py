@@ -14,7 +14,8 @@ for ``src=self.last_rank``). Anything else (no such condition, a negated one) ke
 from __future__ import annotations
 
 from streamlint._lazy import cst
-from streamlint.model.file import FileModel, FunctionInfo, Guard
+from streamlint.model.file import FileModel
+from streamlint.model.filefacts import FunctionInfo, Guard
 from streamlint.model.syntax import contains
 
 # Rooted collectives whose one tensor the root only reads: the keyword of the root, its position

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 
 from streamlint.model.apis import FAMILY_MODE, Role
-from streamlint.model.file import FileModel, FunctionInfo, dotted
+from streamlint.model.file import FileModel, dotted
+from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.streams import is_current_stream
 from streamlint.model.syntax import mentions_name

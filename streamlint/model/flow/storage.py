@@ -39,7 +39,7 @@ from streamlint.model.streams import MAIN
 from streamlint.model.flow.calls import event_waited_elsewhere
 from streamlint.model.flow.handedfields import forked_elsewhere, step_source
 from streamlint.model.stepstate import forks_for_callers
-from streamlint.model.tensors import META_ATTRS
+from streamlint.model.tensorvocab import META_ATTRS
 
 
 _ELEMENT = re.compile(r"[^\[]*\[\s*(-?\d+|[A-Za-z_]\w*)\s*\]")

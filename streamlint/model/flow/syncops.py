@@ -12,13 +12,15 @@ from __future__ import annotations
 import re
 
 from streamlint._lazy import cst
-from streamlint.model.file import ClassInfo, dotted
+from streamlint.model.file import dotted
+from streamlint.model.filefacts import ClassInfo
 from streamlint.model.flow.effects import param_effects
 from streamlint.model.flow.heldaliases import other_bindings
 from streamlint.model.flow.values import EVal, RecordVal, State, SVal, TVal, merge_clock, ordered_before
 from streamlint.model.argkinds import argument_kind
 from streamlint.model.streams import EVENT, MAIN, STREAM, derived
-from streamlint.model.tensors import ESCAPE_METHODS, library_record
+from streamlint.model.tensors import library_record
+from streamlint.model.tensorvocab import ESCAPE_METHODS
 from streamlint.model.syntax import local_nodes
 from streamlint.model.uses import bind_arguments
 from streamlint.model.walk import children

@@ -36,7 +36,8 @@ from streamlint.model.streams import derived
 from streamlint.model.syntax import local_nodes, node_memo
 
 if TYPE_CHECKING:
-    from streamlint.model.file import ClassInfo, FileModel, FunctionInfo
+    from streamlint.model.file import FileModel
+    from streamlint.model.filefacts import ClassInfo, FunctionInfo
     from streamlint.model.project import Project
 
 

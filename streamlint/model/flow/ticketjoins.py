@@ -38,7 +38,8 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.devobjects import annotation_classes, param_annotation
-from streamlint.model.file import ClassInfo, FileModel, FunctionInfo, dotted
+from streamlint.model.file import FileModel, dotted
+from streamlint.model.filefacts import ClassInfo, FunctionInfo
 from streamlint.model.handedevents import _uses  # (a name's mentions, not as a keyword or attribute name)
 from streamlint.model.streams import derived
 from streamlint.model.syntax import call_name, local_nodes

@@ -19,7 +19,8 @@ from streamlint.model.flow.values import Access, KVal, TupVal, TVal
 from streamlint.model.freeing import bound_arguments, closure_captures_freed, freed_names, helper_of
 from streamlint.model.streams import MAIN
 from streamlint.model.syntax import local_nodes
-from streamlint.model.tensors import META_ATTRS, torch_returns_tensor
+from streamlint.model.tensors import torch_returns_tensor
+from streamlint.model.tensorvocab import META_ATTRS
 from streamlint.model.tensoruse import tensor_only_method
 
 if TYPE_CHECKING:

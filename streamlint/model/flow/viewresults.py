@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from streamlint._lazy import cst
 
-from streamlint.model.file import FunctionInfo, dotted, host_annotation
-from streamlint.model.tensors import MULTI_VIEW_METHODS, VIEW_ATTRS, VIEW_METHODS
+from streamlint.model.file import dotted
+from streamlint.model.hostannotations import host_annotation
+from streamlint.model.filefacts import FunctionInfo
+from streamlint.model.tensorvocab import MULTI_VIEW_METHODS, VIEW_ATTRS, VIEW_METHODS
 from streamlint.model.walk import children
 from streamlint.model.syntax import target_names
 

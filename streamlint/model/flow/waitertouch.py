@@ -32,7 +32,7 @@ from streamlint.model.streams import derived
 from streamlint.model.syntax import node_memo
 
 if TYPE_CHECKING:
-    from streamlint.model.file import FunctionInfo
+    from streamlint.model.filefacts import FunctionInfo
     from streamlint.model.flow.values import State
 
 

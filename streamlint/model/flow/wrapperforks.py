@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.apis import DEVICE_CONTEXTS, STREAM_SCOPE_ROLES, Role
-from streamlint.model.file import FileModel, FunctionInfo
+from streamlint.model.file import FileModel
+from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.streams import derived, is_current_stream
 from streamlint.model.syntax import lexical_index, local_nodes
 

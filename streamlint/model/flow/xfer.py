@@ -36,7 +36,8 @@ from streamlint.model.streams import MAIN, derived
 from streamlint.model.syntax import local_nodes
 
 if TYPE_CHECKING:
-    from streamlint.model.file import FileModel, FunctionInfo
+    from streamlint.model.file import FileModel
+    from streamlint.model.filefacts import FunctionInfo
     from streamlint.model.project import Project
 
 

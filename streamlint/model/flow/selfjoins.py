@@ -17,8 +17,9 @@ caller's path: the work is joined there). :mod:`~streamlint.model.flow.leaves` t
 the function (SL201 medium: which method the caller runs next is not seen), instead of deferring to a class protocol
 (:mod:`~streamlint.model.flow.protocols`), which reports only where a join is expected in the reader.
 
-Silent (precision first) when: the stream is not a plain field of ``self`` the class makes itself; code outside the
-class reaches it (``obj._copy_stream``, returned, handed to a helper); ``fn`` joins it before its own scope (a
+Silent (precision first) when: the stream is not a plain field of ``self`` the class makes itself; the class returns it
+or hands it to a helper (``self._launch(self._copy)``), or code outside the class reaches a field of that name
+(``obj._copy_stream``: ``leaves.stream_exposed``); ``fn`` joins it before its own scope (a
 rolling prefetch joining the previous call's work); some other method records an event on it, joins it without
 entering it, or enters it without joining after (the class then has a protocol of another shape); no other method
 enters it at all (nothing shows the class's convention).
@@ -34,7 +35,7 @@ from streamlint.model.file import FileModel, FunctionInfo, dotted
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.heldslots import stream_text
 from streamlint.model.streams import derived
-from streamlint.model.syntax import is_none, param_named
+from streamlint.model.syntax import call_name, is_none, local_nodes, param_named, self_attribute
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -93,6 +94,25 @@ def _own_stream_field(cls, attr: str) -> bool:
     return bool(made) and all(isinstance(v, cst.Call) and (dotted(v.func) or "").endswith("Stream") for v in made)
 
 
+_STREAM_USES = frozenset({"stream", "StreamContext", "use_stream", "wait_stream", "wait_event", "record",
+                          "record_event", "record_stream", "synchronize", "len", "bool", "isinstance", "id"})
+
+
+def _handed_on(file: FileModel, cls, attr: str) -> bool:
+    """Does a method of the class return ``self.<attr>`` or hand it to a call other than a stream scope or ordering
+    (``self._launch(self._copy)``: that code may join it)?"""
+    for method in cls.methods.values():
+        for ret in method.returns:
+            if ret.value is not None and any(self_attribute(n) == attr for n in local_nodes(ret.value)):
+                return True
+        for site in method.calls:
+            if site.method in _STREAM_USES or call_name(site.node) in _STREAM_USES:
+                continue
+            if any(self_attribute(a.value) == attr for a in site.node.args):
+                return True
+    return False
+
+
 def joins_own_work(project: Project, file: FileModel, fn: FunctionInfo, stream: str) -> bool:
     """Is ``stream`` (a ``self.<field>`` key) a stream of ``fn``'s class whose other methods each join the work they
     queue on it, none joining it for the others (see the module docstring)?"""
@@ -105,13 +125,11 @@ def joins_own_work(project: Project, file: FileModel, fn: FunctionInfo, stream: 
 
 
 def _joins_own_work(project: Project, file: FileModel, fn: FunctionInfo, stream: str) -> bool:
-    from streamlint.model.flow.protocols import reached_outside
-
     cls = file.classes.get(fn.class_name or "")
     if cls is None or not stream.startswith("self.") or stream.count(".") != 1:
         return False
     attr = stream[5:]
-    if not attr.isidentifier() or not _own_stream_field(cls, attr) or reached_outside(project, file, cls, attr):
+    if not attr.isidentifier() or not _own_stream_field(cls, attr) or _handed_on(file, cls, attr):
         return False
     own_scopes = _scope_lines(project, file, fn, stream)
     own_joins, own_records = _orderings(project, file, fn, stream)

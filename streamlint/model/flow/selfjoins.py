@@ -66,7 +66,7 @@ def _device_module(expr: cst.BaseExpression) -> bool:
 
 def _orderings(project: Project, file: FileModel, fn: FunctionInfo, stream: str) -> tuple[list[int], bool]:
     """(lines of ``fn``'s joins of ``stream``: its ``synchronize()``, a ``wait_stream`` of it, a device
-    synchronisation; does ``fn`` record an event on ``stream``?)"""
+    synchronisation; does ``fn`` record any event?)"""
     joins: list[int] = []
     records = False
     for site in fn.calls:
@@ -79,10 +79,9 @@ def _orderings(project: Project, file: FileModel, fn: FunctionInfo, stream: str)
             joins.append(file.span(site.node).start_line)
         elif site.method == "wait_stream" and args and stream_text(project, file, fn, args[0]) == stream:
             joins.append(file.span(site.node).start_line)
-        elif site.method in _RECORDS and (
-                site.method == "record_event" and stream_text(project, file, fn, recv) == stream
-                or site.method == "record" and args and stream_text(project, file, fn, args[0]) == stream):
-            records = True
+        elif site.method in _RECORDS:
+            records = True  # (an event recorded in the method, on this stream or on the scope's current one: a
+            # join handle handed around; `ev.record()` inside the scope records on it)
     return joins, records
 
 

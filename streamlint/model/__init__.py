@@ -150,6 +150,9 @@ Layer 3 — one function's flow
                     function no seen code calls, rests wholly on that unseen caller -- low),
                     ``fielddrops`` (a plain field's tensor read on a side stream, pending and unrecorded at the
                     return, which another method of the class rebinds or drops with no join first),
+                    ``selfjoins`` (a class whose other methods each join the work they queue on its own stream:
+                    a method returning with its writes into the object's storage unjoined breaks that protocol,
+                    reported where the work leaves, by ``leaves``, unless every seen caller joins after the call),
                     ``calleerecords`` / ``handedholders`` (an event a callee's scope re-records after the work it
                     was handed; an event handed on with its holder object), ``helperrecords`` (a project helper or
                     storage tracker that records a tensor argument on stream arguments: the caller's record_stream),

@@ -56,7 +56,8 @@ class HandOuts(HostFields):
                 node, lw = inner[1], Access(lw.stream, lw.time, inner[0], lw.snap, lw.label, lw.part)
             saved, self.anchor = self.anchor, node
             try:
-                returned_name = handed.value if isinstance(handed := handed_value(node), cst.Name) else None
+                returned_name = handed.value if isinstance(handed := handed_value(node), cst.Name) \
+                    and handed.value not in ("True", "False", "None") else None
                 holder = next((name for name, sids in holders.items() if sid in sids), None)
                 self.race(st, "read", S, lw, MAIN, self.label(st, sid) or holder or returned_name,
                           escape=True,

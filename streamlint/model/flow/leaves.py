@@ -30,6 +30,7 @@ from streamlint._lazy import cst
 from streamlint.model.flow.callers import callers_of, calls_after, orders_after
 from streamlint.model.file import dotted
 from streamlint.model.options import MAX_CALLER_FILES
+from streamlint.model.flow.selfjoins import caller_joins_after, joins_own_work
 from streamlint.model.flow.values import State, ordered_before
 from streamlint.model.streams import MAIN, derived
 from streamlint.model.syntax import contains, local_nodes
@@ -101,12 +102,18 @@ def stream_owner(project: Project, file, fn, stream: str) -> str | None:
     if name is None or not stream.startswith("self.") or stream.count(".") != 1 \
             or not fresh_stream_field(file.classes.get(fn.class_name or ""), name):
         return None
+    return None if stream_exposed(project, name) else fn.class_name
+
+
+def stream_exposed(project: Project, name: str) -> bool:
+    """Does any code of the project reach a field called ``name`` of an object other than ``self``
+    (``engine._copy_stream``, ``f()._copy_stream``)?"""
     memo = derived(project, "stream_field_exposed")
     if name not in memo:
         pattern = re.compile(rf"(?:\b(?!self\b|cls\b)[A-Za-z_]\w*|[)\]])\.{re.escape(name)}\b")
         memo[name] = any(pattern.search((project._bytes(path) or b"").decode("utf-8", "replace"))
                          for path in project.paths_containing((f".{name}".encode(),)))
-    return None if memo[name] else fn.class_name
+    return memo[name]
 
 
 def _own_fresh_stream(model, fn, node: cst.CSTNode | None, name: str, owner: str | None) -> bool:
@@ -247,13 +254,21 @@ def left_on_side_streams(interp, st: State) -> list[int]:
         name = stream_name(lw.stream)
         if name is None or name in interp.fn.all_params:
             continue
-        if S.name and S.name.startswith("self."):
+        # a class whose other methods each join their own work on this stream: its protocol is "nothing left in
+        # flight", so neither a reader elsewhere nor their joins take this method's writes over (selfjoins.py)
+        convention = not stream_exposed(interp.project, name) \
+            and joins_own_work(interp.project, interp.file, interp.fn, lw.stream) \
+            and not caller_joins_after(interp.project, interp.file, interp.fn) \
+            and not any(r.src == lw.stream and not r.escape for r in interp.races.values()) \
+            and not any(h.stream == lw.stream for h in interp.host_reads.values())  # (one finding: a reader of
+        # that stream's work here, on a stream or the host, is already reported)
+        if S.name and S.name.startswith("self.") and not convention:
             field = S.name[5:].split(".", 1)[0].split("[", 1)[0]
             if _field_read_elsewhere(interp, field):
                 continue
         owner = stream_owner(interp.project, interp.file, interp.fn, lw.stream)
-        if stream_joined_elsewhere(interp.project, name, owner=owner,
-                                   field_of=field_owner(interp.file, interp.fn, lw.stream)):
+        if not convention and stream_joined_elsewhere(interp.project, name, owner=owner,
+                                                      field_of=field_owner(interp.file, interp.fn, lw.stream)):
             continue
         out.append(sid)
     if out and callers_view(interp.project, interp.file, interp.fn) == "joined":

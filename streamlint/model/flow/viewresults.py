@@ -54,7 +54,18 @@ def field_view_getter(fn: FunctionInfo) -> bool:
     if ann is not None and _other_class(ann):
         return False  # (`-> "Chunk"`: the field holds an object, not tensor storage)
     values = [r.value for r in fn.returns]
-    return bool(values) and all(v is not None and _field_view(v) for v in values)
+    host = declared_non_tensors(fn) or ()
+    return bool(values) and all(v is not None and (_field_view(v) or _field_view_with_host(v, host)) for v in values)
+
+
+def _field_view_with_host(e: cst.BaseExpression, host: tuple[bool, ...]) -> bool:
+    """A tuple display whose elements are field views (at least one) or declared host values by the method's
+    annotation (``-> tuple[torch.Tensor, int]`` returning ``self.pools[i], block - start``: a lookup of the
+    object's storage with an offset)."""
+    if not isinstance(e, cst.Tuple) or len(e.elements) != len(host) or not any(host) or all(host):
+        return False
+    return all(not isinstance(el, cst.StarredElement) and (h or _field_view(el.value))
+               for el, h in zip(e.elements, host))
 
 
 def _other_class(ann: cst.BaseExpression) -> bool:

@@ -164,7 +164,8 @@ def batch_guard(interp, earlier: Access) -> tuple[str, bool] | None:
         for name in _read_names(test, theirs):
             if (owner is top or _same_object(earlier.node, owner, name)) and any(
                     name in names and code(t) != code(test) and not _implied(t, test) for t, names in reader):
-                return name, exclusive_phases(interp.project, (model, owner, producer), (interp.file, top, anchor))
+                site = producer if owner is top else earlier.node
+                return name, exclusive_phases(interp.project, (model, owner, producer), (interp.file, top, anchor), site)
     return None
 
 

@@ -33,7 +33,7 @@ from streamlint.model.walk import children
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from streamlint.model.project import Project
+    from streamlint.model.queries import ProjectQueries as Project
     from streamlint.model.uses import ApiUse
 
 MAIN = "<main>"  # the stream current at function entry

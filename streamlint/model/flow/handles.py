@@ -64,15 +64,11 @@ def _queued_names(project, fn: FunctionInfo, path: str) -> frozenset[str]:
 def handle_binding(project, file, fn: FunctionInfo, name: str, value: cst.BaseExpression | None) -> bool:
     """``name = value`` binds a completion handle: ``value`` calls no project function (a project callee's own code
     says what it hands back: the work a callee returns may carry its done-callback's stream work, as above) and
-    either the call proves it (:func:`_produces_handle`) or ``name`` is one of :func:`handle_names`; or, whatever
-    the call, ``name`` is handed to a project holder that waits it (:func:`~streamlint.model.flow.heldhandles.
-    held_handle`)."""
+    either the call proves it (:func:`_produces_handle`) or ``name`` is one of :func:`handle_names` (whatever the
+    call, a name handed to a project holder that waits it is one too: ``flow/heldhandles.py``, asked by the
+    interpreter)."""
     if not isinstance(value, cst.Call):
         return False
-    from streamlint.model.flow.heldhandles import held_handle
-
-    if held_handle(project, file, fn, name):  # handed to a project holder that waits it (heldhandles.py)
-        return True
     site = file.call_site(value)
     if site is not None and project.call_targets(file, site):
         return False

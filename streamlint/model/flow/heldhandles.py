@@ -27,8 +27,11 @@ from streamlint.model.flow.handles import COMPLETION_METHODS, HANDLE_METHODS, _c
 from streamlint.model.streams import derived
 
 
-def held_handle(project, file, fn: FunctionInfo, name: str) -> bool:
-    """Is the local ``name`` of ``fn`` a completion handle, on the strength of a project holder it is handed to?"""
+def held_handle(project, file, fn: FunctionInfo, name: str, value: cst.BaseExpression | None = None) -> bool:
+    """Is the local ``name`` of ``fn``, bound here to the call ``value``, a completion handle, on the strength of
+    a project holder it is handed to?"""
+    if not isinstance(value, cst.Call):
+        return False
     memo = derived(project, "held_handles")
     key = (str(getattr(file, "path", "")), fn.qualname, fn.node.name.value, name)
     if key not in memo:

@@ -175,7 +175,9 @@ Layer 3 — one function's flow
                     of another object taken, only tested and cleared), ``pendingflags`` (those flags' fences; a
                     join gated on one is an alternative to the event's waiter, aside from the protocol), ``handles`` (a collective's work handle or a future
                     made from it: a host object whose ``wait()`` is the join, unless its done-callback queues
-                    stream work), ``scopenone`` (a stream whose scope a path entered
+                    stream work), ``heldhandles`` (a local handed to a project holder that waits it -- a
+                    function or class whose parameter / field is used only as a handle -- is such a handle,
+                    whatever produced it), ``scopenone`` (a stream whose scope a path entered
                     is not None there), ``notnone`` (a name bound to ``a + b``, a display or a comprehension is
                     not None), ``absentevents`` (``if rec.ev is not None: s.wait_event(rec.ev)``: on the arm where a
                     record's event of unknown origin is None, no work is pending on the record; that arm is ordered

@@ -316,6 +316,7 @@ class Project(ProjectScans, ModulePaths):
             bind: dict[str, cst.BaseExpression | None] = {}
             constants: dict[str, cst.BaseExpression] = {}
             own: dict[str, cst.BaseExpression] = {}
+            current = tuple(p for p, src in variant.param_map.items() if src.current)
             for api_param, source in variant.param_map.items():
                 if source.param is not None:
                     if wrapper_bind.get(source.param) is not None:
@@ -328,7 +329,7 @@ class Project(ProjectScans, ModulePaths):
                     own[api_param] = source.receiver
             uses.append(
                 ApiUse(variant.spec, site, file, bind, (f"{mod.module_name}.{fn.qualname}",) + variant.via,
-                       variant.modes, constants, own)
+                       variant.modes, constants, own, at_current=current)
             )
         return tuple(uses)
 

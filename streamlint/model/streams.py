@@ -33,7 +33,7 @@ from streamlint.model.walk import children
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from streamlint.model.project import Project
+    from streamlint.model.queries import ProjectQueries as Project
     from streamlint.model.uses import ApiUse
 
 MAIN = "<main>"  # the stream current at function entry
@@ -495,14 +495,17 @@ def tagged_stream_key(tag: str) -> str:
 
 def scope_stream_key(file: FileModel, use: ApiUse, *,
                      constant: Callable[[cst.BaseExpression], str | None] | None = None,
-                     stream: Callable[[cst.BaseExpression], str] | None = None) -> str:
+                     stream: Callable[[cst.BaseExpression], str] | None = None,
+                     current: Callable[[], str] | None = None) -> str:
     """The key of the stream a stream scope switches to: ``npu_stream_switch(tag)`` (directly or through
     a wrapper, which may fix the tag) → :func:`tagged_stream_key`, or ``tag?:<code>`` when the tag is not
     a literal; ``torch.npu.stream(s)`` → the key of ``s``.
 
     Without hooks the answer is syntactic (the source text of ``s``). The dataflow passes what it knows
     about values: ``constant(expr)`` — the string a non-literal tag written at the call holds, if any;
-    ``stream(expr)`` — the key of the stream object ``s`` evaluates to."""
+    ``stream(expr)`` — the key of the stream object ``s`` evaluates to; ``current()`` — the stream current
+    where the scope is entered, for a wrapper that opens its scope on the current stream (the entry stream
+    without the hook: no switch either way)."""
     if use.role is Role.STREAM_SWITCH:
         expr = use.value("stream_tag")
         tag = string_value(expr) if expr is not None else None
@@ -512,6 +515,8 @@ def scope_stream_key(file: FileModel, use: ApiUse, *,
             return tagged_stream_key(tag)
         return f"tag?:{file.code(expr)}" if expr is not None else "tag?:<unknown>"
     expr = use.arg("stream")
+    if expr is None and "stream" in use.at_current:
+        return current() if current is not None else MAIN
     if expr is None:
         inner = use.receiver_attrs.get("stream")
         if inner is not None and on_self(use) and (dotted(inner) or "").startswith("self."):

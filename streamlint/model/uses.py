@@ -32,6 +32,9 @@ class ApiUse:
     # a context factory value with a null arm (``partial(torch.cuda.stream, s) if c else nullcontext``): the
     # test, in the caller's terms, and the outcome under which the call really switches (model/ctxfactories.py)
     enabled: "tuple[cst.BaseExpression, bool] | None" = None
+    # API parameters whose value, inside the wrapper, is the stream current at this call (model/wrappers.py):
+    # a stream scope on it switches nothing
+    at_current: tuple[str, ...] = ()
 
     @property
     def role(self) -> Role:

@@ -40,6 +40,9 @@ class ParamSource:
     param: str | None
     constant: cst.BaseExpression | None = None
     receiver: cst.BaseExpression | None = None  # an attribute of the wrapper's own object (``self._stream``)
+    # the stream current where the wrapper is called (``torch.cuda.stream(torch.cuda.current_stream(dev))``
+    # inside it, outside any stream scope of its own): a scope on it switches nothing
+    current: bool = False
 
 
 @dataclass(frozen=True)
@@ -99,12 +102,15 @@ def infer_wrapper(project: "ProjectQueries", fn: FunctionInfo, file: FileModel, 
                 switch = _scope_spec(use.spec)
                 if switch is None:
                     continue
-            mapping = {}
+            mapping = {p: ParamSource(None, current=True) for p in use.at_current}
             for api_param, expr in use.bind.items():
                 if expr is None:
                     continue
                 base = _base_name(expr)
-                if base is not None and base in params and base != receiver and base in fn.name_assigns:
+                if use.role is Role.NATIVE_STREAM_CONTEXT and api_param == "stream" \
+                        and _current_here(project, file, fn, expr, params):
+                    mapping[api_param] = ParamSource(None, current=True)
+                elif base is not None and base in params and base != receiver and base in fn.name_assigns:
                     mapping[api_param] = ParamSource(None, None)  # rebound inside: not the caller's value
                 elif base is not None and base in params and base != receiver:
                     mapping[api_param] = ParamSource(base)
@@ -231,6 +237,18 @@ def _flag_name(test: cst.BaseExpression) -> str | None:
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         return _flag_name(test.expression)
     return test.value if isinstance(test, cst.Name) else None
+
+
+def _current_here(project: "ProjectQueries", file: FileModel, fn: FunctionInfo, expr: cst.BaseExpression,
+                  params: tuple[str, ...]) -> bool:
+    """Is a scope's stream, inside a wrapper, the stream current where the wrapper is called: the current
+    stream (of any device) taken in the wrapper outside its own stream scopes, directly or through a local
+    assigned only from one (never a parameter: the caller's value, bound as such)."""
+    from streamlint.model.streams import is_current_stream
+
+    if isinstance(expr, cst.Name) and expr.value in params:
+        return False
+    return is_current_stream(project, file, fn, expr)
 
 
 def _base_name(expr: cst.BaseExpression) -> str | None:

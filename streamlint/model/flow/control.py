@@ -23,6 +23,7 @@ from streamlint.model.flow.reuse import round_streams, settle_loop_frees
 from streamlint.model.flow.guards import known_none, null_context_choice, ordering_query, same_operator_operands, \
     stream_type_test
 from streamlint.model.flow.handles import handle_binding
+from streamlint.model.flow.heldhandles import held_handle
 from streamlint.model.flow.hostnames import host_handle, host_object
 from streamlint.model.flow.handlestreams import handle_stream
 from streamlint.model.flow.wrapperforks import forks_on_entry, joins_on_exit, yields_caller_stream
@@ -190,7 +191,8 @@ class ControlFlow:
         if isinstance(target, cst.Name):
             if isinstance(v, TVal) and host_object(self.project, self.cfile, self.cfn, target.value, value_node):
                 v = KVal(target.value, opaque=True)  # `results[0].outputs`, `n = conn.load()`; `slots[n:]`: hostnames
-            elif isinstance(v, TVal) and handle_binding(self.project, self.cfile, self.cfn, target.value, value_node):
+            elif isinstance(v, TVal) and (handle_binding(self.project, self.cfile, self.cfn, target.value, value_node)
+                                          or held_handle(self.project, self.cfile, self.cfn, target.value, value_node)):
                 v = HVal(target.value)  # `work = original(*args, async_op=True)`, then `work.wait()` (handles.py)
             elif isinstance(v, TVal) and host_handle(self.project, self.cfile, self.cfn, target.value, value_node):
                 v = KVal(target.value, opaque=True)  # `mem = get_workspace(...)`, `mem.put_signal()`: no tensor

@@ -64,7 +64,9 @@ def _queued_names(project, fn: FunctionInfo, path: str) -> frozenset[str]:
 def handle_binding(project, file, fn: FunctionInfo, name: str, value: cst.BaseExpression | None) -> bool:
     """``name = value`` binds a completion handle: ``value`` calls no project function (a project callee's own code
     says what it hands back: the work a callee returns may carry its done-callback's stream work, as above) and
-    either the call proves it (:func:`_produces_handle`) or ``name`` is one of :func:`handle_names`."""
+    either the call proves it (:func:`_produces_handle`) or ``name`` is one of :func:`handle_names` (whatever the
+    call, a name handed to a project holder that waits it is one too: ``flow/heldhandles.py``, asked by the
+    interpreter)."""
     if not isinstance(value, cst.Call):
         return False
     site = file.call_site(value)

@@ -151,7 +151,8 @@ class Orderings:
             return v.value if isinstance(v, CVal) and isinstance(v.value, str) else None
 
         key = scope_stream_key(self.cfile, use, constant=constant,
-                               stream=lambda expr: self.stream_key(st, self.ev(st, expr), expr))
+                               stream=lambda expr: self.stream_key(st, self.ev(st, expr), expr),
+                               current=lambda: st.cur)
         owner = self.stream_owner(key)
         if owner is not None and owner in self.handed_owners:  # ordered by the library it was handed to
             merge_clock(st.vc.setdefault(key, {}), self.handed_owners[owner])

@@ -51,7 +51,7 @@ from streamlint.model.uses import bind_arguments
 from streamlint.model.tensors import tensor_method
 from streamlint.model.placement import copy_destination, host_factory, host_source, settled_host_value
 from streamlint.model.streams import derived
-from streamlint.model.syntax import local_nodes
+from streamlint.model.syntax import local_nodes, target_names
 
 if TYPE_CHECKING:
     from streamlint.model.file import FileModel, FunctionInfo
@@ -239,23 +239,17 @@ def _bound_otherwise(fn: FunctionInfo, name: str) -> bool:
 
 def _binds(node: cst.CSTNode, name: str) -> bool:
     if isinstance(node, (cst.For, cst.CompFor)):
-        return _names(node.target, name)
+        return _target_binds(node.target, name)
     if isinstance(node, cst.WithItem):
-        return node.asname is not None and _names(node.asname.name, name)
+        return node.asname is not None and _target_binds(node.asname.name, name)
     if isinstance(node, cst.Assign):
-        return any(not isinstance(t.target, cst.Name) and _names(t.target, name) for t in node.targets)
+        return any(not isinstance(t.target, cst.Name) and _target_binds(t.target, name) for t in node.targets)
     if isinstance(node, cst.NamedExpr):
-        return _names(node.target, name)
+        return _target_binds(node.target, name)
     if isinstance(node, cst.AugAssign):
-        return _names(node.target, name)
+        return _target_binds(node.target, name)
     return False
 
 
-def _names(target: cst.BaseExpression, name: str) -> bool:
-    if isinstance(target, cst.Name):
-        return target.value == name
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return any(_names(el.value, name) for el in target.elements)
-    if isinstance(target, cst.StarredElement):
-        return _names(target.value, name)
-    return False
+def _target_binds(target: cst.BaseExpression, name: str) -> bool:
+    return name in target_names(target.value if isinstance(target, cst.StarredElement) else target)

@@ -64,7 +64,7 @@ def record_annotation(project: Project, file: FileModel, fn: FunctionInfo | None
         target = file.resolve_dotted(name, fn) or name
         sym = project.symbol(target, file) if target.split(".", 1)[0] not in _TENSOR_MODULES else None
         if sym is None or not isinstance(sym[0], ClassInfo) or _tensor_subclass(project, sym[0], sym[1], 0) \
-                or _TENSOR_LIKE_METHODS & set(sym[0].methods) or _declares_tensors(sym[0]):
+                or _TENSOR_LIKE_METHODS & set(sym[0].methods) or _declares_tensors(sym[0]) or not _described(sym[0]):
             return False
     return bool(names)
 
@@ -81,6 +81,20 @@ def _declares_tensors(cls: ClassInfo) -> bool:
         anns += [p.annotation.annotation for p in (*init.node.params.params, *init.node.params.kwonly_params)
                  if p.annotation is not None]
     return any(_TENSOR_FIELD.search(cst.Module([]).code_for_node(a)) for a in anns)
+
+
+def _described(cls: ClassInfo) -> bool:
+    """Does the class say what it holds: annotated fields in its body (a dataclass, a NamedTuple), or an ``__init__``
+    every parameter of which is annotated? A class taking unannotated data (``QuantTensor(qdata, scale)``,
+    ``**parts`` set with ``setattr``) may well carry device tensors: not known to be a host record."""
+    init = cls.methods.get("__init__")
+    if init is not None:
+        params = init.node.params
+        if isinstance(params.star_arg, cst.Param) or params.star_kwarg is not None:
+            return False
+        return all(p.annotation is not None for p in (*params.params[1:], *params.kwonly_params))
+    return any(isinstance(small, cst.AnnAssign) for stmt in cls.node.body.body
+               for small in (stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ()))
 
 
 def _annotation_names(ann: cst.BaseExpression) -> list[str]:

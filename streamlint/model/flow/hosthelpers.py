@@ -46,10 +46,12 @@ from streamlint.model.filefacts import ClassInfo
 from streamlint.model.flow.computed import called_function, computes_tensor, device_factory
 from streamlint.model.flow.devicecopies import device_copy_at
 from streamlint.model.flow.values import TVal
+from streamlint.model.devobjects import param_annotation
+from streamlint.model.uses import bind_arguments
 from streamlint.model.tensors import tensor_method
 from streamlint.model.placement import copy_destination, host_factory, host_source, settled_host_value
 from streamlint.model.streams import derived
-from streamlint.model.syntax import local_nodes
+from streamlint.model.syntax import local_nodes, target_names
 
 if TYPE_CHECKING:
     from streamlint.model.file import FileModel, FunctionInfo
@@ -107,7 +109,7 @@ def note_guessed_helper(interp, st, e: cst.Call, found: tuple | None, result: ob
     fn, mod = found
     if S is None or S.kind not in ("local", "pool") or not opaque_returns(interp.project, mod, fn) \
             or computes_tensor(interp.project, mod, fn) or device_copy_at(interp.project, mod, fn, e) \
-            or device_factory(mod, fn, e, interp.cfile, interp.cfn) is not None:
+            or device_factory(mod, fn, e, interp.cfile, interp.cfn) is not None or _forwards_handed_tensor(fn, e, st):
         return result
     interp.__dict__.setdefault("helper_guesses", {})[result.sid] = fn.node.name.value
     return result
@@ -147,8 +149,41 @@ def _opaque(project: Project, file: FileModel, fn: FunctionInfo, v: cst.BaseExpr
         return False
     if isinstance(v.func, cst.Attribute):  # a method of an object of unknown class, not one only a tensor has (nor
         # `self.down(x)`, unresolved on `self`: a submodule or a callable field, whose call computes)
-        return not tensor_method(v.func.attr.value) and dotted(v.func.value) not in (None, "self")
-    return target is not None and target.split(".", 1)[0] != file.module_name.split(".", 1)[0]
+        return not tensor_method(v.func.attr.value) and dotted(v.func.value) not in (None, "self") \
+            and not _hands_data(fn, v)
+    return target is not None and target.split(".", 1)[0] != file.module_name.split(".", 1)[0] \
+        and not _hands_data(fn, v)
+
+
+def _hands_data(fn: FunctionInfo, call: cst.Call, handed: frozenset[str] = frozenset()) -> bool:
+    """Is the unseen call handed a tensor parameter of the helper itself, as is (``self.quant_method.apply(self, x,
+    topk)``, ``self.router.forward(x)``): one annotated with a tensor type, or one of ``handed`` (bound to a tensor at
+    the call being judged)? Such a call computes on what it is handed, as the generic call rule assumes of the same
+    call written inline (high there): no guess. A tensor's metadata (``like.shape``) or a ``name: str`` hands none."""
+    for arg in call.args:
+        value = arg.value
+        if not isinstance(value, cst.Name) or value.value not in fn.all_params or value.value in ("self", "cls"):
+            continue
+        ann = param_annotation(fn, value.value)
+        if value.value in handed or ann is not None and "Tensor" in cst.Module([]).code_for_node(ann):
+            return True
+    return False
+
+
+def _forwards_handed_tensor(fn: FunctionInfo, e: cst.Call, st) -> bool:
+    """Does a ``return`` of ``fn`` call unseen code with a parameter the call ``e`` binds to a tensor it was handed
+    (a local of the caller holding a tensor value), directly or through a local it returns?"""
+    params = tuple(p.name.value for p in fn.node.params.params)
+    params = params[1:] if fn.class_name and params and params[0] in ("self", "cls") else params
+    kwonly = tuple(p.name.value for p in fn.node.params.kwonly_params)
+    bound = bind_arguments(params + kwonly, e, kwonly)
+    handed = frozenset(name for name, arg in bound.items() if isinstance(arg, cst.Name)
+                       and isinstance(st.env.get(arg.value), TVal))
+    if not handed:
+        return False
+    given = [r.value for r in fn.returns if r.value is not None]
+    given += [v for g in given if isinstance(g, cst.Name) for v in fn.name_assigns.get(g.value, [])]  # (`return out`)
+    return any(isinstance(v, cst.Call) and _hands_data(fn, v, handed) for v in given)
 
 
 def _declared_field_method(project: Project, file: FileModel, cls: ClassInfo | None,
@@ -204,23 +239,17 @@ def _bound_otherwise(fn: FunctionInfo, name: str) -> bool:
 
 def _binds(node: cst.CSTNode, name: str) -> bool:
     if isinstance(node, (cst.For, cst.CompFor)):
-        return _names(node.target, name)
+        return _target_binds(node.target, name)
     if isinstance(node, cst.WithItem):
-        return node.asname is not None and _names(node.asname.name, name)
+        return node.asname is not None and _target_binds(node.asname.name, name)
     if isinstance(node, cst.Assign):
-        return any(not isinstance(t.target, cst.Name) and _names(t.target, name) for t in node.targets)
+        return any(not isinstance(t.target, cst.Name) and _target_binds(t.target, name) for t in node.targets)
     if isinstance(node, cst.NamedExpr):
-        return _names(node.target, name)
+        return _target_binds(node.target, name)
     if isinstance(node, cst.AugAssign):
-        return _names(node.target, name)
+        return _target_binds(node.target, name)
     return False
 
 
-def _names(target: cst.BaseExpression, name: str) -> bool:
-    if isinstance(target, cst.Name):
-        return target.value == name
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return any(_names(el.value, name) for el in target.elements)
-    if isinstance(target, cst.StarredElement):
-        return _names(target.value, name)
-    return False
+def _target_binds(target: cst.BaseExpression, name: str) -> bool:
+    return name in target_names(target.value if isinstance(target, cst.StarredElement) else target)

@@ -35,7 +35,7 @@ from streamlint.model.file import FileModel, FunctionInfo, dotted
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.heldslots import stream_text
 from streamlint.model.streams import derived
-from streamlint.model.syntax import call_name, is_none, local_nodes, param_named, self_attribute
+from streamlint.model.syntax import call_name, descendants, is_none, local_nodes, param_named, self_attribute
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -112,6 +112,13 @@ def _handed_on(file: FileModel, cls, attr: str) -> bool:
     return False
 
 
+def _nested_reach(fn: FunctionInfo, attr: str) -> bool:
+    """Does a function or lambda nested in ``fn`` reach ``self.<attr>`` (``def finish(): self._copy.synchronize()``
+    called after the scope: a join :func:`_orderings` does not see)?"""
+    return any(isinstance(n, (cst.FunctionDef, cst.Lambda)) and n is not fn.node
+               and any(self_attribute(d) == attr for d in descendants(n)) for n in local_nodes(fn.node))
+
+
 def joins_own_work(project: Project, file: FileModel, fn: FunctionInfo, stream: str) -> bool:
     """Is ``stream`` (a ``self.<field>`` key) a stream of ``fn``'s class whose other methods each join the work they
     queue on it, none joining it for the others (see the module docstring)?"""
@@ -128,8 +135,9 @@ def _joins_own_work(project: Project, file: FileModel, fn: FunctionInfo, stream:
     if cls is None or not stream.startswith("self.") or stream.count(".") != 1:
         return False
     attr = stream[5:]
-    if not attr.isidentifier() or not _own_stream_field(cls, attr) or _handed_on(file, cls, attr):
-        return False
+    if not attr.isidentifier() or not _own_stream_field(cls, attr) or _handed_on(file, cls, attr) \
+            or any(_nested_reach(m, attr) for m in cls.methods.values()):
+        return False  # (a nested function reaching the stream may join it: not seen)
     own_scopes = _scope_lines(project, file, fn, stream)
     own_joins, own_records = _orderings(project, file, fn, stream)
     if not own_scopes or own_records or any(j < min(s for s, _ in own_scopes) for j in own_joins):

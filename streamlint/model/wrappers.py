@@ -102,7 +102,8 @@ def infer_wrapper(project: "ProjectQueries", fn: FunctionInfo, file: FileModel, 
                 switch = _scope_spec(use.spec)
                 if switch is None:
                     continue
-            mapping = {p: ParamSource(None, current=True) for p in use.at_current}
+            at_current = () if _sets_stream(project, file, fn) else use.at_current
+            mapping = {p: ParamSource(None, current=True) for p in at_current}
             for api_param, expr in use.bind.items():
                 if expr is None:
                     continue
@@ -248,7 +249,14 @@ def _current_here(project: "ProjectQueries", file: FileModel, fn: FunctionInfo, 
 
     if isinstance(expr, cst.Name) and expr.value in params:
         return False
+    if _sets_stream(project, file, fn):
+        return False
     return is_current_stream(project, file, fn, expr)
+
+
+def _sets_stream(project: "ProjectQueries", file: FileModel, fn: FunctionInfo) -> bool:
+    """The wrapper calls ``torch.cuda.set_stream(...)``: the stream current after it need not be its caller's."""
+    return any(u.role is Role.SET_STREAM for site in fn.calls for u in project.api_uses(file, site))
 
 
 def _base_name(expr: cst.BaseExpression) -> str | None:

@@ -257,3 +257,14 @@ def _host_container_field(file, cls: ClassInfo, attr: str) -> bool:
         if func.attr.value == "copy_" and non_blocking(site.node) and file.code(func.value).startswith(elements):
             return False  # `self.host[k].copy_(x, non_blocking=True)`: an asynchronous copy may still fill it
     return True
+
+
+HOST_META = frozenset({"dtype", "shape", "ndim", "itemsize", "nbytes", "layout"})  # host metadata of a tensor
+
+
+def device_copy_call(node: cst.CSTNode | None) -> bool:
+    """``x.to(<device>)`` / ``x.cuda()`` / ``x.npu()``: a device tensor, whatever ``x`` is (a module's ``.to``
+    returns the module, which no tensor slot takes)."""
+    func = node.func if isinstance(node, cst.Call) else None
+    return isinstance(func, cst.Attribute) and (func.attr.value in ("cuda", "npu") or func.attr.value == "to" and bool(
+        node.args) and node.args[0].keyword is None and device_like(node.args[0].value))

@@ -32,18 +32,8 @@ from streamlint.model.flow.values import (AnalysisBudgetExceeded, CVal, CtxVal, 
 from streamlint.model.streams import declared_globals, MAIN, STREAM
 from streamlint.model.syntax import contains, endless, strip_not, target_names, walked_names
 from streamlint.model.tensoruse import tensor_places
-from streamlint.model.placement import device_like
+from streamlint.model.placement import HOST_META, device_copy_call
 from streamlint.model.wrappers import mode_of_test
-
-_HOST_META = frozenset({"dtype", "shape", "ndim", "itemsize", "nbytes", "layout"})
-
-
-def _device_copy(node: cst.CSTNode | None) -> bool:
-    """``x.to(<device>)`` / ``x.cuda()`` / ``x.npu()``: a device tensor, whatever ``x`` is (a module's ``.to``
-    returns the module, which no tensor slot takes)."""
-    func = node.func if isinstance(node, cst.Call) else None
-    return isinstance(func, cst.Attribute) and (func.attr.value in ("cuda", "npu") or func.attr.value == "to" and bool(
-        node.args) and node.args[0].keyword is None and device_like(node.args[0].value))
 
 
 MAX_TUPLE_ITER = 8  # a loop over a literal tuple of at most this many elements runs once per element
@@ -215,7 +205,7 @@ class ControlFlow:
                 if not getter.startswith(("torch.", "torch_npu.")):
                     v = KVal(target.value, opaque=True, test=getter)  # e.g. ctx = get_comm_context()
             if v is None and isinstance(value_node, (cst.Name, cst.Attribute)) and not isinstance(v, TVal) \
-                    and not (isinstance(value_node, cst.Attribute) and value_node.attr.value in _HOST_META):
+                    and not (isinstance(value_node, cst.Attribute) and value_node.attr.value in HOST_META):
                 rendered = self.render(st, value_node)  # (`dt = pool.dtype`: host metadata, no place of a tensor)
                 v = KVal(rendered) if rendered.startswith("self.") else None
             v = self.unknown_handed(st, target.value, value_node, v)  # `out = fn(*inputs)` returned (listreads.py)
@@ -261,7 +251,7 @@ class ControlFlow:
                 base = self.keyed_entry(st, base, keys[0].value)  # `meta["zero"] = ...`: that entry only
             tensor_value = isinstance(v, (TVal, TupVal)) or (isinstance(v, CVal) and isinstance(v.value, str)
                                                               and v.value.replace(".", "").isdigit()) \
-                or _device_copy(value_node)  # (`pool[i] = host.to(self.device)`: a tensor, whatever `host` is)
+                or device_copy_call(value_node)  # (`pool[i] = host.to(self.device)`: a tensor, whatever `host` is)
             if isinstance(base, TVal) or (isinstance(base, KVal) and tensor_value and self.tensors(st, base)):
                 self.op(st, target, [v], [base], result=False, read_writes=False)
             else:

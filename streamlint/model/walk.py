@@ -201,3 +201,13 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
             if wanted:
                 add(value)
     return found
+
+def descendants(node: cst.CSTNode):
+    """``node`` and every node under it (depth first, no trivia: :func:`children`); for "is there any"
+    and "collect all" questions, where the order does not matter."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(children(n))
+

@@ -44,7 +44,8 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.file import FileModel, dotted
 from streamlint.model.filefacts import FunctionInfo
-from streamlint.model.flow.argkeeps import _collective_in, _hands_out_event, _kept, _statements, _walk
+from streamlint.model.flow.argkeeps import _collective_in, _hands_out_event, _kept, _statements
+from streamlint.model.walk import descendants
 from streamlint.model.flow.callerfrees import caller_reported_free
 from streamlint.model.flow.callers import callers_of, orders_after
 from streamlint.model.flow.effects import local_method, syncs_device
@@ -308,7 +309,7 @@ _NO_ALLOC = frozenset({"len", "print", "range", "enumerate", "zip", "isinstance"
 def _allocates(node: cst.CSTNode | None) -> bool:
     """May ``node`` allocate on the current stream: a call (other than a join, a record or a builtin of host
     values), arithmetic on something other than literals?"""
-    for n in _walk(node) if node is not None else ():
+    for n in descendants(node) if node is not None else ():
         if isinstance(n, cst.Call):
             name = (n.func.attr.value if isinstance(n.func, cst.Attribute) else dotted(n.func) or "").rsplit(".")[-1]
             if name not in _NO_ALLOC:
@@ -380,7 +381,7 @@ def _fresh(expr: cst.BaseExpression) -> bool:
 def _host_made(expr: cst.BaseExpression) -> bool:
     """Does ``expr`` build on a host tensor (``torch.from_numpy``, ``.cpu()``, ``pin_memory=True``, a torch
     factory with no device)?"""
-    for n in _walk(expr):
+    for n in descendants(expr):
         if isinstance(n, cst.Call):
             last = (n.func.attr.value if isinstance(n.func, cst.Attribute) else dotted(n.func) or "").rsplit(".")[-1]
             if last in _HOST_MAKERS or any(a.keyword is not None and a.keyword.value == "pin_memory"

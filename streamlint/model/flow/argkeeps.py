@@ -15,6 +15,7 @@ from streamlint.model.file import FileModel, dotted
 from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.apis import COLLECTIVES
 from streamlint.model.syntax import node_memo
+from streamlint.model.walk import descendants
 
 
 def _kept(model: FileModel, fn: FunctionInfo, name: str, call: cst.Call | None) -> bool:
@@ -52,7 +53,7 @@ def _keeps(fn: FunctionInfo, name: str, call: cst.Call | None) -> bool:
             return True
         if site.method == "record_stream" and site.receiver is not None and _mentions(site.receiver, name):
             return True
-    return any(isinstance(n, (cst.Yield, cst.Lambda)) and _mentions(n, name) for n in _walk(fn.node.body))
+    return any(isinstance(n, (cst.Yield, cst.Lambda)) and _mentions(n, name) for n in descendants(fn.node.body))
 
 
 def _non_tensor_arms(fn: FunctionInfo, name: str) -> frozenset[int]:
@@ -61,9 +62,9 @@ def _non_tensor_arms(fn: FunctionInfo, name: str) -> frozenset[int]:
     from streamlint.model.flow.paramcontents import tensor_test
 
     out: set[int] = set()
-    for node in _walk(fn.node.body):
+    for node in descendants(fn.node.body):
         if isinstance(node, cst.If) and isinstance(node.orelse, cst.Else) and tensor_test(node.test, name):
-            out.update(id(n) for n in _walk(node.orelse))
+            out.update(id(n) for n in descendants(node.orelse))
     return frozenset(out)
 
 
@@ -107,7 +108,7 @@ def _collective_in(file: FileModel, fn: FunctionInfo, node: cst.CSTNode) -> bool
 
 
 def _runs_collective(file: FileModel, fn: FunctionInfo, node: cst.CSTNode) -> bool:
-    for n in _walk(node):
+    for n in descendants(node):
         if isinstance(n, cst.Call):
             qual = file.resolve(n.func, fn) or dotted(n.func) or ""
             last = qual.rsplit(".", 1)[-1]
@@ -128,13 +129,6 @@ def _hands_out_event(fn: FunctionInfo) -> bool:
         isinstance(r.value, cst.Call) and isinstance(r.value.func, cst.Attribute)
         and r.value.func.attr.value == "record_event" for r in returns)
 
-
-def _walk(node: cst.CSTNode):
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        stack.extend(n.children)
 
 
 def _statements(body: cst.CSTNode):

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.file import dotted
 from streamlint.model.streams import derived
+from streamlint.model.walk import descendants
 
 if TYPE_CHECKING:
     from streamlint.model.file import FileModel
@@ -146,7 +147,7 @@ def _method_hands_out(method: FunctionInfo, name: str) -> bool:
     """Does the method let ``self.<name>`` leave the object (through a local alias too: its uses judged alike)?"""
     parents = _parents(method.node)
     aliases: set[str] = set()
-    for n in _walk(method.node):
+    for n in descendants(method.node):
         if _is_self_field(n, name):
             alias = _alias(n, parents)
             if alias is not None:
@@ -155,7 +156,7 @@ def _method_hands_out(method: FunctionInfo, name: str) -> bool:
                 return True
     if not aliases:
         return False
-    for n in _walk(method.node):
+    for n in descendants(method.node):
         if isinstance(n, cst.Name) and n.value in aliases and not isinstance(parents.get(id(n)), cst.AssignTarget) \
                 and not _kept_in_place(n, parents):
             return True
@@ -188,13 +189,6 @@ def hands_out(project: Project, model: FileModel, cls: ClassInfo, name: str) -> 
     return memo[key]
 
 
-def _walk(node: cst.CSTNode):
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        stack.extend(n.children)
-
 
 def private_stream(project: Project, model: FileModel, cls: ClassInfo | None, name: str) -> bool:
     """Is ``self.<name>`` a stream the class makes for itself and never hands out (module docstring)?"""
@@ -208,7 +202,7 @@ def private_stream(project: Project, model: FileModel, cls: ClassInfo | None, na
 def _annotation_names(ann: cst.BaseExpression) -> set[str] | None:
     """The class names an annotation names (``Optional["Loader"]`` -> {Loader}); None for one it cannot read."""
     out: set[str] = set()
-    for n in _walk(ann):
+    for n in descendants(ann):
         if isinstance(n, cst.SimpleString):
             text = n.evaluated_value if isinstance(n.evaluated_value, str) else ""
             out |= set(re.findall(r"[A-Za-z_]\w*", text))

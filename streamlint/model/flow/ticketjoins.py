@@ -43,7 +43,7 @@ from streamlint.model.filefacts import ClassInfo, FunctionInfo
 from streamlint.model.handedevents import _uses  # (a name's mentions, not as a keyword or attribute name)
 from streamlint.model.streams import derived
 from streamlint.model.syntax import call_name, local_nodes
-from streamlint.model.walk import children
+from streamlint.model.walk import children, descendants
 
 if TYPE_CHECKING:
     from streamlint.model.flow.joinsteps import SilentJoin
@@ -243,21 +243,14 @@ def _bare(node: cst.CSTNode, name: str) -> bool:
     if isinstance(node, (cst.StarredElement, cst.Arg)):
         return _bare(node.value, name)
     if isinstance(node, (cst.FunctionDef, cst.Lambda)):
-        return any(_is(n, name) for n in _walk(node))
+        return any(_is(n, name) for n in descendants(node))
     return False
 
-
-def _walk(node: cst.CSTNode):
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        stack.extend(children(n))
 
 
 def _names_field(fn: FunctionInfo, param: str, field: str) -> bool:
     """Does ``fn`` name ``param.<field>`` (or take it with ``getattr``) anywhere?"""
-    for n in _walk(fn.node.body):
+    for n in descendants(fn.node.body):
         if isinstance(n, cst.Attribute) and n.attr.value == field and _is(n.value, param):
             return True
         if isinstance(n, cst.Call) and call_name(n) == "getattr" and n.args and _is(n.args[0].value, param):
@@ -364,7 +357,7 @@ def branch_joins(project: Project, file: FileModel) -> list[SilentJoin]:
             rest = body[cut + 1:] if cut is not None else []
             if cut is None or not rest or any(handled(stmt, param) or _joins_any(stmt) or _calls_joining(file, fn, stmt)
                                               for stmt in rest) \
-                    or any(isinstance(n, (cst.Return, cst.Raise)) for stmt in rest for n in _walk(stmt)):
+                    or any(isinstance(n, (cst.Return, cst.Raise)) for stmt in rest for n in descendants(stmt)):
                 continue
             if not _callers_order(project, file, fn):
                 out.append(SilentJoin(fn, _end(fn), "branch-handle", param, None, body[cut]))
@@ -376,13 +369,13 @@ def branch_joins(project: Project, file: FileModel) -> list[SilentJoin]:
 def _joining_exit(stmt: cst.CSTNode, param: str) -> bool:
     """``if <test not naming param>: ...; param.wait(); return``: a branch that joins ``param`` (a wait /
     synchronisation call on it, or it handed to ``wait_event`` / ``wait_stream``) and leaves."""
-    if not isinstance(stmt, cst.If) or stmt.orelse is not None or any(_is(n, param) for n in _walk(stmt.test)):
+    if not isinstance(stmt, cst.If) or stmt.orelse is not None or any(_is(n, param) for n in descendants(stmt.test)):
         return False
     inner = list(stmt.body.body) if isinstance(stmt.body, cst.IndentedBlock) else []
     last = inner[-1] if inner else None
     if not (isinstance(last, cst.SimpleStatementLine) and any(isinstance(s, cst.Return) for s in last.body)):
         return False
-    for n in _walk(stmt.body):
+    for n in descendants(stmt.body):
         if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute):
             method = n.func.attr.value
             if method in _JOIN_CALLS - {"query"} and _is(n.func.value, param):
@@ -404,7 +397,7 @@ def _calls_joining(file: FileModel, fn: FunctionInfo, stmt: cst.CSTNode) -> bool
     """Does the statement call a method of ``fn``'s class (``self._drain()``) or a function of the file that
     makes a join call itself (it may join the handle with the rest of the pending work)?"""
     cls = file.classes.get(fn.class_name or "")
-    for n in _walk(stmt):
+    for n in descendants(stmt):
         if not isinstance(n, cst.Call):
             continue
         callee = None
@@ -421,7 +414,7 @@ def _calls_joining(file: FileModel, fn: FunctionInfo, stmt: cst.CSTNode) -> bool
 def _joins_any(stmt: cst.CSTNode) -> bool:
     """Does the statement make any join call (a wait, a synchronisation, a call named for one)?"""
     return any(isinstance(n, cst.Call) and ((call_name(n) or "") in _JOIN_CALLS or "wait" in (call_name(n) or "")
-                                            or "sync" in (call_name(n) or "")) for n in _walk(stmt))
+                                            or "sync" in (call_name(n) or "")) for n in descendants(stmt))
 
 
 __all__ = ["branch_joins", "field_consumed", "record_model", "ticket_fields", "ticket_joins"]

@@ -12,6 +12,7 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass, field
+from typing import Iterator
 
 from streamlint.finding import Span
 from streamlint.source import split_lines
@@ -147,7 +148,7 @@ def _comments_fast(text: str, tree: ast.Module | None) -> list[tuple[int, int, s
     ranges: list[tuple[int, int, int, int]] = []
     first = min(candidates)
     last = max(candidates)
-    for node in ast.walk(tree):
+    for node in _nodes_on_lines(tree, first, last):
         if isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes))):
             end_line = getattr(node, "end_lineno", None)
             end_col = getattr(node, "end_col_offset", None)
@@ -191,12 +192,43 @@ def _comments_fast(text: str, tree: ast.Module | None) -> list[tuple[int, int, s
 def _statement_ranges(tree: ast.Module | None) -> list[tuple[int, int]]:
     if tree is None:
         return []
-    ranges = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.stmt):
-            ranges.append((node.lineno, getattr(node, "end_lineno", node.lineno) or node.lineno))
+    ranges = [(node.lineno, getattr(node, "end_lineno", node.lineno) or node.lineno) for node in _statements(tree)]
     ranges.sort()
     return ranges
+
+
+# the fields that hold statements (a statement is never inside an expression): ``ast.walk`` without the
+# expressions, which are most of a module's nodes
+_SUITES = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _statements(tree: ast.AST) -> Iterator[ast.stmt]:
+    """Every statement of ``tree`` (the ``ast.stmt`` nodes ``ast.walk`` yields, in another order)."""
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        for name in _SUITES:
+            suite = getattr(node, name, None)
+            if type(suite) is list:
+                for child in suite:
+                    if isinstance(child, ast.stmt):
+                        yield child
+                    stack.append(child)  # (an except handler or a match case holds statements too)
+
+
+def _nodes_on_lines(tree: ast.AST, first: int, last: int) -> Iterator[ast.AST]:
+    """The nodes of ``ast.walk(tree)`` but those inside a statement that lies wholly before line ``first`` or
+    after line ``last`` (its decorators included): every node of a statement lies within its lines."""
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.stmt):
+            start = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+            end = getattr(node, "end_lineno", None)
+            if end is not None and (end < first or start > last):
+                continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
 
 
 def _simple_statement_around(tree: ast.Module | None, line: int) -> tuple[int, int] | None:

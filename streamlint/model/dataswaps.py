@@ -35,6 +35,7 @@ from streamlint.model.file import FileModel
 from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.slotevents import scope_stream
 from streamlint.model.syntax import node_code, self_attribute
+from streamlint.model.walk import children
 
 _HOLDERS = {"parameters": "parameters", "named_parameters": "parameters", "buffers": "buffers",
             "named_buffers": "buffers"}
@@ -119,7 +120,7 @@ def _records(file: FileModel, body, scopes) -> list[tuple[str, str, cst.CSTNode]
             return
         if isinstance(node, cst.With):
             inner = next((c for w, c in scopes if w is node), scope)
-            for child in node.children:
+            for child in children(node):
                 visit(child, inner)
             return
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
@@ -128,7 +129,7 @@ def _records(file: FileModel, body, scopes) -> list[tuple[str, str, cst.CSTNode]
             if "current_stream" in stream and scope is not None:
                 stream = scope
             out.append((file.code(node.func.value), stream, node))
-        for child in node.children:
+        for child in children(node):
             visit(child, scope)
 
     visit(body, None)
@@ -148,14 +149,14 @@ def _data_assigns(body) -> list[tuple[cst.Assign, cst.BaseExpression, dict[str, 
             inner = dict(loops)
             if holder is not None:
                 inner[holder[0]] = holder[1]
-            for child in node.children:
+            for child in children(node):
                 visit(child, inner)
             return
         if isinstance(node, cst.Assign) and len(node.targets) == 1:
             t = node.targets[0].target
             if isinstance(t, cst.Attribute) and t.attr.value == "data":
                 out.append((node, t.value, loops))
-        for child in node.children:
+        for child in children(node):
             visit(child, loops)
 
     visit(body, {})

@@ -36,6 +36,7 @@ from streamlint._lazy import cst
 from streamlint.model.file import dotted
 from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.streams import derived
+from streamlint.model.walk import children
 
 # methods of a c10d Work / a torch.futures.Future (``wait`` is also an event's, but an event is no call result
 # the flow takes for a tensor: the interpreter converts only values it would track as tensors)
@@ -154,7 +155,7 @@ def _scope_locals(node: cst.CSTNode) -> set[str]:
             bound.add(cur.name.value)
         if isinstance(cur, _SCOPES):
             continue  # its own names are its own
-        stack.extend(cur.children)
+        stack.extend(children(cur))
     return bound - declared
 
 
@@ -169,12 +170,12 @@ def _params(params: cst.Parameters) -> list[cst.Param]:
 def _walk(root: cst.CSTNode) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
     """(node, parent) in source order under ``root``, not entering nested defs / lambdas / classes."""
     out: list[tuple[cst.CSTNode, cst.CSTNode]] = []
-    stack = [(c, root) for c in reversed(root.children)]
+    stack = [(c, root) for c in reversed(children(root))]
     while stack:
         cur, up = stack.pop()
         out.append((cur, up))
         if not isinstance(cur, _SCOPES):
-            stack.extend((c, cur) for c in reversed(cur.children))
+            stack.extend((c, cur) for c in reversed(children(cur)))
     return out
 
 
@@ -182,7 +183,7 @@ def _children(node: cst.CSTNode) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
     out, stack = [], [node]
     while stack:
         current = stack.pop()
-        for child in current.children:
+        for child in children(current):
             out.append((child, current))
             stack.append(child)
     return out
@@ -193,14 +194,14 @@ def _scoped(fn: FunctionInfo) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
     itself (not ``nonlocal``) is left out: ``out = dist.all_reduce(g, async_op=True)`` in a hook is not the
     enclosing function's ``out``."""
     out: list[tuple[cst.CSTNode, cst.CSTNode]] = []
-    stack = [(c, fn.node, frozenset()) for c in reversed(fn.node.children)]
+    stack = [(c, fn.node, frozenset()) for c in reversed(children(fn.node))]
     while stack:
         cur, up, shadow = stack.pop()
         if isinstance(cur, cst.Name) and cur.value in shadow:
             continue
         out.append((cur, up))
         inner = shadow | _scope_locals(cur) if isinstance(cur, _SCOPES) else shadow
-        stack.extend((c, cur, inner) for c in reversed(cur.children))
+        stack.extend((c, cur, inner) for c in reversed(children(cur)))
     return out
 
 

@@ -30,6 +30,7 @@ from streamlint.model.streams import derived
 from streamlint.model.syntax import is_none, local_nodes
 from streamlint.model.tensorvocab import ESCAPE_METHODS, VIEW_METHODS
 from streamlint.model.uses import bind_arguments
+from streamlint.model.walk import children
 
 if TYPE_CHECKING:
     from streamlint.model.queries import ProjectQueries as Project
@@ -68,7 +69,7 @@ def _bindings(fn: FunctionInfo) -> list[tuple[str, cst.CSTNode]]:
     if memo:
         return memo[0]
     out: list[tuple[str, cst.CSTNode]] = []
-    stack = list(fn.node.body.children)
+    stack = list(children(fn.node.body))
     while stack:
         n = stack.pop()
         if isinstance(n, (cst.FunctionDef, cst.ClassDef)):
@@ -99,7 +100,7 @@ def _bindings(fn: FunctionInfo) -> list[tuple[str, cst.CSTNode]]:
         elif isinstance(n, cst.MatchMapping) and n.rest is not None:
             names = {n.rest.value}
         out += [(name, n) for name in names]
-        stack.extend(n.children)
+        stack.extend(children(n))
     memo.append(out)
     return out
 
@@ -341,7 +342,7 @@ def _name_in(e: cst.BaseExpression | None, names: frozenset) -> bool:
 def _loop_names(fn: FunctionInfo) -> set[str]:
     """Loop names of ``fn`` bound to the elements of something ``self`` holds (``for k, t in self.d.items()``)."""
     out: set[str] = set()
-    stack = list(fn.node.body.children)
+    stack = list(children(fn.node.body))
     while stack:
         n = stack.pop()
         if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
@@ -350,7 +351,7 @@ def _loop_names(fn: FunctionInfo) -> set[str]:
             targets = [n.target] if isinstance(n.target, cst.Name) else [
                 el.value for el in getattr(n.target, "elements", ())]
             out |= {t.value for t in targets if isinstance(t, cst.Name)}
-        stack.extend(n.children)
+        stack.extend(children(n))
     return out
 
 
@@ -380,7 +381,7 @@ def _own_container(fn: FunctionInfo, name: str) -> bool:
     items = [el.value for el in built.elements] if isinstance(built, cst.Dict) else [a.value for a in built.args]
     if isinstance(built, cst.Call) and not all(a.keyword is not None for a in built.args):
         return False
-    stack, stored = list(fn.node.body.children), list(items)
+    stack, stored = list(children(fn.node.body)), list(items)
 
     def at(e: cst.BaseExpression | None) -> bool:  # (``name``, or a part reached from it)
         return e is not None and _name_in(_root(e, True), frozenset({name}))
@@ -405,7 +406,7 @@ def _own_container(fn: FunctionInfo, name: str) -> bool:
                 return False  # `kwargs.setdefault(k, fresh)`, `kwargs["l"].extend(...)`: stores it does not follow
         if isinstance(n, cst.Call) and any(at(a.value) for a in n.args):
             return False  # handed to a callee, which may fill it (`fill_cu_lens(kwargs, lens)`)
-        stack.extend(n.children)
+        stack.extend(children(n))
     return all(_own(v, roots, fn.name_assigns, _key_names(fn)) for v in stored)
 
 

@@ -1891,3 +1891,89 @@ def test_the_kept_budget_counts_a_large_module_the_next_file_reaches_through_a_s
     assert parallel._large_reach(engine, str(user), data) == 0  # (held now: not counted again)
     monkeypatch.setattr(parallel, "MODEL_BYTES_KEPT", 1 << 30)
     assert _codes(engine_for(tmp_path).lint_file(str(user)).findings) == found
+
+
+def test_the_summary_lists_only_the_functions_a_module_defines_at_its_top_level() -> None:
+    """``ModuleSummary.module_functions``: ``def`` / ``async def`` directly in the module body, decorated or not;
+    not a method, a nested function, or a def under ``if`` / ``try`` (not asserted to be one); unparsable content
+    defines nothing for certain; the names survive the cache's JSON."""
+    from streamlint.model.summary import ModuleSummary
+
+    summary = summarize(b'''\
+import functools
+
+
+@functools.lru_cache(maxsize=None)
+def bucket_sizes(n):
+    def inner(k):
+        return k
+    return [inner(i) for i in range(n)]
+
+
+async def drain_completions(queue):
+    return await queue.get()
+
+
+class StagingRing:
+    def refill_slots(self, stream):
+        return stream
+
+
+if HAS_NPU:
+    def pick_device():
+        return "npu"
+''')
+    assert summary.module_functions == frozenset({"bucket_sizes", "drain_completions"})
+    assert summary.defines_function("drain_completions")
+    assert not summary.defines_function("refill_slots") and not summary.defines_function("pick_device")
+    assert not summary.defines_function("inner")
+    assert ModuleSummary.from_json(json.loads(json.dumps(summary.to_json()))) == summary
+    assert not summarize(b"def refill_slots(:\n").defines_function("refill_slots")
+
+
+_RING = '''\
+import torch
+
+
+class PinnedRing:
+    def __init__(self, host, dev):
+        self.host, self.dev = host, dev
+
+    def upload_slot_block(self, stream):
+        with torch.npu.stream(stream):
+            self.dev.copy_(self.host, non_blocking=True)
+'''
+
+_SHIM = '''\
+def upload_slot_block(buffers, stream):
+    """A module function of the same name (a compatibility shim): the name is not one class's method."""
+    for buf in buffers:
+        buf.upload(stream)
+'''
+
+
+def test_a_module_function_of_a_duck_method_name_is_known_from_the_summary_without_a_parse(tmp_path: Path) -> None:
+    """``duckmethods.method_definitions``: a module whose summary shows a top-level ``def name`` makes the answer
+    None (not one class's method) without parsing it, as its model would; without it the class method is found;
+    a module edited from the function to a method changes the answer (summary by content)."""
+    from streamlint.model.flow.duckmethods import method_definitions
+    from streamlint.model.flow.devicework import every_method_queues_work
+
+    write(tmp_path, "serve/__init__.py", "")
+    write(tmp_path, "serve/ring.py", _RING)
+    shim = write(tmp_path, "serve/compat.py", _SHIM)
+    engine = engine_for(tmp_path)
+    assert method_definitions(engine.project, "upload_slot_block") is None
+    assert not {os.path.relpath(p, tmp_path) for p in engine._parsed}, sorted(engine._parsed)
+
+    shim.write_text("def upload_other(buffers, stream):\n    pass\n", encoding="utf-8")
+    engine = engine_for(tmp_path)
+    found = method_definitions(engine.project, "upload_slot_block")
+    assert found is not None and [(f.node.name.value, cls.name) for f, cls, _ in found] == \
+        [("upload_slot_block", "PinnedRing")]
+    import libcst as cst
+
+    assert every_method_queues_work(engine.project, cst.parse_expression("ring.upload_slot_block(s)").func)
+
+    engine.set_override(str(shim), _SHIM.encode())  # (an editor buffer: the language server's engine)
+    assert method_definitions(engine.project, "upload_slot_block") is None

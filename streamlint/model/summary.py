@@ -35,7 +35,7 @@ from streamlint.model import apis
 from streamlint.model.bytescan import COMPILE_LEAVES, may_call_bytes, may_compile_bytes
 from streamlint.model.compilecalls import _may_call_compile, _walk, is_compile_api
 
-SUMMARY_FORMAT = 4  # bump when what a summary holds or how it is computed changes
+SUMMARY_FORMAT = 5  # bump when what a summary holds or how it is computed changes
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,10 @@ class ModuleSummary:
     # the names of every class-level annotated field (``name: T`` or ``name: T = v`` in a class body, any class of
     # the module, nested ones too): a superset of the fields ``syntax.class_field_annotation`` finds in it
     class_fields: frozenset[str] = frozenset()
+    # the names of the functions the module defines at its top level (``def name(...)`` directly in the module
+    # body, decorated or not, async or not): each one is a module function of the model (``FunctionInfo`` without
+    # class or parent), whatever else the module defines under that name
+    module_functions: frozenset[str] = frozenset()
 
     def may_call(self, leaf: str) -> bool:
         return self.calls is None or leaf in self.calls
@@ -68,6 +72,11 @@ class ModuleSummary:
         """May a class of the module annotate a class-level field ``name``? (``handoffs._field_recordable``
         asks before parsing a module that only spells ``name:``, as any signature or dict literal does)"""
         return self.calls is None or name in self.class_fields
+
+    def defines_function(self, name: str) -> bool:
+        """Does the module certainly define a module function ``name`` (``duckmethods.method_definitions`` asks
+        before parsing a module whose bytes spell ``def name(``: one that does is not one class's method)?"""
+        return self.calls is not None and name in self.module_functions
 
     def may_compile(self, module_name: str, is_package: bool = False) -> bool:
         """May the module, under that name, hold a compile site?"""
@@ -81,20 +90,22 @@ class ModuleSummary:
 
     def to_json(self) -> list:
         return [None if self.calls is None else sorted(self.calls), int(self.compiles), sorted(self.compile_names),
-                int(self.moded), int(self.compiles_callers_args), sorted(self.class_fields)]
+                int(self.moded), int(self.compiles_callers_args), sorted(self.class_fields),
+                sorted(self.module_functions)]
 
     @classmethod
     def from_json(cls, value: object) -> "ModuleSummary | None":
-        if not (isinstance(value, list) and len(value) == 6 and all(value[i] in (0, 1) for i in (1, 3, 4))):
+        if not (isinstance(value, list) and len(value) == 7 and all(value[i] in (0, 1) for i in (1, 3, 4))):
             return None
-        calls, names, flags, fields = value[0], value[2], (bool(value[3]), bool(value[4])), value[5]
-        if not all(isinstance(v, list) and all(isinstance(n, str) for n in v) for v in (names, fields)):
+        calls, names, fields, functions = value[0], value[2], value[5], value[6]
+        flags = (bool(value[3]), bool(value[4]))
+        if not all(isinstance(v, list) and all(isinstance(n, str) for n in v) for v in (names, fields, functions)):
             return None
         if calls is None:
-            return cls(None, bool(value[1]), frozenset(names), *flags, frozenset(fields))
+            return cls(None, bool(value[1]), frozenset(names), *flags, frozenset(fields), frozenset(functions))
         if not isinstance(calls, list) or not all(isinstance(c, str) for c in calls):
             return None
-        return cls(frozenset(calls), bool(value[1]), frozenset(names), *flags, frozenset(fields))
+        return cls(frozenset(calls), bool(value[1]), frozenset(names), *flags, frozenset(fields), frozenset(functions))
 
 
 def _leaf(expr: ast.expr | None) -> str | None:
@@ -135,12 +146,16 @@ def summarize(data: bytes, tree: ast.Module | None = None) -> ModuleSummary:
         fields = _class_fields(nodes)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ModuleSummary(None, True)
-    return ModuleSummary(calls, compiles, names, moded, from_callers, fields)
+    return ModuleSummary(calls, compiles, names, moded, from_callers, fields, _module_functions(tree))
 
 
 def _class_fields(nodes: list[ast.AST]) -> frozenset[str]:
     return frozenset(stmt.target.id for node in nodes if isinstance(node, ast.ClassDef) for stmt in node.body
                      if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name))
+
+
+def _module_functions(tree: ast.Module) -> frozenset[str]:
+    return frozenset(node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
 
 
 def _summarize_in_parts(data: bytes) -> ModuleSummary | None:
@@ -177,12 +192,14 @@ class SummaryParts:
         self.called: set[str] = set()
         self.bindings: dict[str, set[str]] = {}
         self.fields: set[str] = set()
+        self.functions: set[str] = set()
 
     def add(self, tree: ast.Module) -> None:
         """Take one part's facts; :class:`MayCompile` once a call names a compile leaf (the caller parses it whole)."""
         nodes = _walk(tree)
         _call_facts(nodes, self.called, self.bindings)
         self.fields.update(_class_fields(nodes))
+        self.functions.update(_module_functions(tree))  # (a part's body: top-level statements of the module)
         if self.called & COMPILE_LEAVES:
             raise MayCompile
 
@@ -190,7 +207,7 @@ class SummaryParts:
         calls = _closed(set(self.called), self.bindings)
         if calls & COMPILE_LEAVES:
             return None
-        return ModuleSummary(calls, False, frozenset(), False, False, frozenset(self.fields))
+        return ModuleSummary(calls, False, frozenset(), False, False, frozenset(self.fields), frozenset(self.functions))
 
 
 def _names_in(node: ast.AST | None) -> set[str]:

@@ -88,7 +88,8 @@ def distinctive(name: str) -> bool:
 def method_definitions(project: Project, name: str) -> list[tuple[FunctionInfo, ClassInfo, FileModel]] | None:
     """Every ``def name(self, ...)`` of the project, each a method of one class (found by a byte search over at
     most :data:`MAX_FILES` files); None when there is none, too many files, or a module function / nested def /
-    static method of that name (not one class's method)."""
+    static method of that name (not one class's method). A module whose summary (``ast``, cached by content) shows
+    a top-level ``def name`` answers None without being parsed: its model would hold that module function."""
     memo = derived(project, "duck_definitions")
     if name in memo:
         return memo[name]
@@ -96,6 +97,8 @@ def method_definitions(project: Project, name: str) -> list[tuple[FunctionInfo, 
     paths = project.paths_containing((f"def {name}(".encode(),))
     if not paths or len(paths) > MAX_FILES:
         return None
+    if any((summary := project.summary(path)) is not None and summary.defines_function(name) for path in paths):
+        return None  # a module function of that name (below: not one class's method), known without a parse
     found = []
     for path in paths:
         model = project.file(path)

@@ -218,13 +218,22 @@ def _orders_right_after(site) -> bool:
     return first is not None and orders_after(first[1])
 
 
+def _callers(project: Project, file, fn) -> list:
+    """The seen call sites of ``fn`` but those whose receiver cannot be an object of its class (another class's
+    method of the same name: :func:`~streamlint.model.flow.receivers.unrelated_receiver`)."""
+    from streamlint.model.flow.receivers import unrelated_receiver
+
+    return [(model, site) for model, site in callers_of(project, file, fn) or ()
+            if fn.class_name is None or not unrelated_receiver(project, model, site, fn.class_name)]
+
+
 def callers_view(project: Project, file, fn) -> str:
     """How the callers of ``fn`` take what it leaves on a side stream: ``"joined"`` (every call is followed
     right away by a wait / synchronisation), ``"unseen"`` (no call site the project shows: a callback, an
     entry point, a common name) or ``"caller"`` (callers that go on without an ordering)."""
     memo = derived(project, "leaves_callers")
     if id(fn) not in memo:
-        sites = callers_of(project, file, fn)
+        sites = _callers(project, file, fn)
         memo[id(fn)] = "unseen" if not sites else \
             "joined" if all(_orders_right_after(site) for _, site in sites) else "caller"
     return memo[id(fn)]
@@ -233,7 +242,7 @@ def callers_view(project: Project, file, fn) -> str:
 def unordered_caller(project: Project, file, fn) -> tuple | None:
     """(file, call node) of the first call of ``fn`` that its caller follows with no ordering: where the
     caller goes on to use what ``fn`` left in flight (the finding's related location)."""
-    for model, site in callers_of(project, file, fn) or ():
+    for model, site in _callers(project, file, fn):
         if not _orders_right_after(site):
             return model, site.node
     return None

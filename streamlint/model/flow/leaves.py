@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.flow.callers import callers_of, calls_after, orders_after
+from streamlint.model.apis import DEVICE_MODULE_SPELLINGS
 from streamlint.model.file import dotted
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.flow.selfjoins import caller_joins_after, joins_own_work
@@ -107,13 +108,23 @@ def stream_owner(project: Project, file, fn, stream: str) -> str | None:
 
 def stream_exposed(project: Project, name: str) -> bool:
     """Does any code of the project reach a field called ``name`` of an object other than ``self``
-    (``engine._copy_stream``, ``f()._copy_stream``)?"""
+    (``engine._copy_stream``, ``f()._copy_stream``)? A call of a function or method of that name is no read of the
+    field (``torch.cuda.stream(s)``, ``ctx.stream()``), nor is a device module's attribute (``torch.npu.stream``)."""
     memo = derived(project, "stream_field_exposed")
     if name not in memo:
-        pattern = re.compile(rf"(?:\b(?!self\b|cls\b)[A-Za-z_]\w*|[)\]])\.{re.escape(name)}\b")
-        memo[name] = any(pattern.search((project._bytes(path) or b"").decode("utf-8", "replace"))
+        pattern = re.compile(rf"(?:\b(?!self\b|cls\b)[A-Za-z_]\w*|[)\]])\.{re.escape(name)}\b(?!\s*\()")
+        memo[name] = any(_reads_field(pattern, (project._bytes(path) or b"").decode("utf-8", "replace"), name)
                          for path in project.paths_containing((f".{name}".encode(),)))
     return memo[name]
+
+
+_DEVICE_MODULES = tuple(f"{m}." for m in DEVICE_MODULE_SPELLINGS)
+
+
+def _reads_field(pattern: re.Pattern, text: str, name: str) -> bool:
+    """Does ``pattern`` (``<receiver>.<name>`` not called) match with a receiver that is no device module?"""
+    return any(not text[max(0, m.end() - len(name) - 24):m.end() - len(name)].endswith(_DEVICE_MODULES)
+               for m in pattern.finditer(text))
 
 
 def _own_fresh_stream(model, fn, node: cst.CSTNode | None, name: str, owner: str | None) -> bool:

@@ -311,22 +311,60 @@ def closure_container(fn, name: str) -> bool:
 
 
 def loop_joined(fn, lw) -> bool:
-    """Is the write ``lw`` inside a loop of ``fn`` whose body also synchronises the device or orders a stream
-    (``torch.cuda.synchronize()`` at the top of the next iteration, ``s.synchronize()``)? The next iteration joins it;
-    whether the last one leaves it in flight is a question of the loop's bounds the analysis cannot answer, so the
-    hand-over finding is low (it assumes the last iteration writes)."""
+    """Is the write ``lw`` inside a loop of ``fn`` whose body also orders its stream: synchronises the device
+    (``torch.cuda.synchronize()`` at the top of the next iteration), that stream (``s.synchronize()``, the current
+    stream waiting for it) or an event recorded on it? The next iteration joins it; whether the last one leaves it
+    in flight is a question of the loop's bounds the analysis cannot answer, so the hand-over finding is low (it
+    assumes the last iteration writes). An ordering of another stream or event joins nothing of it."""
     if lw is None or lw.node is None:
         return False
+    name = stream_name(lw.stream)
+    events = _events_on(fn, name) if name is not None else set()
     for loop in (n for n in local_nodes(fn.node) if isinstance(n, (cst.For, cst.While))):
-        if contains(loop.body, lw.node) and any(_device_join(n) for n in local_nodes(loop.body)):
+        if contains(loop.body, lw.node) and any(_joins_stream(n, name, events) for n in local_nodes(loop.body)):
             return True
     return False
 
 
-def _device_join(node: cst.CSTNode) -> bool:
-    """A ``synchronize()`` (device, stream or event), or a wait of the current stream (``current_stream().wait_*``)."""
+def _events_on(fn, name: str) -> set[str]:
+    """The events ``fn`` records on the stream called ``name``: ``e = s.record_event()``, ``e.record(s)``, ``e.record()``
+    in a scope entering it (as dotted texts: ``ev``, ``self.done``)."""
+    out: set[str] = set()
+    for n in local_nodes(fn.node):
+        if isinstance(n, cst.Assign) and isinstance(n.value, cst.Call) and isinstance(n.value.func, cst.Attribute) \
+                and n.value.func.attr.value == "record_event" and names_stream(n.value.func.value, name):
+            out.update(t for t in (dotted(t.target) for t in n.targets) if t is not None)
+        elif isinstance(n, cst.With) and any(isinstance(i.item, cst.Call) and any(
+                names_stream(a.value, name) for a in i.item.args) for i in n.items):
+            out.update(e for c in local_nodes(n.body) if (e := _recorded_event(c, None)) is not None)
+        elif (e := _recorded_event(n, name)) is not None:
+            out.add(e)
+    return out
+
+
+def _recorded_event(node: cst.CSTNode, name: str | None) -> str | None:
+    """``e.record(<stream called name>)`` (``name`` None: ``e.record()``, on the current stream) -> ``e``."""
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "record"):
+        return None
+    args = [a.value for a in node.args]
+    if (not args) if name is None else not (args and names_stream(args[0], name)):
+        return None
+    return dotted(node.func.value)
+
+
+def _joins_stream(node: cst.CSTNode, name: str | None, events: set[str]) -> bool:
+    """Does ``node`` order the stream called ``name`` before what follows: a device synchronisation, its
+    ``synchronize()``, the current stream waiting for it, or such an ordering of an event recorded on it?"""
     if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
         return False
     method, recv = node.func.attr.value, node.func.value
-    return method == "synchronize" or method in ("wait_stream", "wait_event") and isinstance(recv, cst.Call) \
-        and (dotted(recv.func) or "").endswith("current_stream")
+    args = [a.value for a in node.args]
+    if method == "synchronize":
+        return (dotted(recv) or "") in DEVICE_MODULE_SPELLINGS or name is not None and names_stream(recv, name) \
+            or dotted(recv) in events
+    current = isinstance(recv, cst.Call) and (dotted(recv.func) or "").endswith("current_stream")
+    if method == "wait_stream":
+        return current and name is not None and bool(args) and names_stream(args[0], name)
+    if method == "wait_event":
+        return current and bool(args) and dotted(args[0]) in events
+    return False

@@ -1,6 +1,6 @@
 """A method's callers are searched by name: a call of another class's method of the same name is no caller of it
 (selfjoins.caller_joins_after, leaves.callers_view; review of session 36). Its receiver is resolved as
-receivers.unrelated_receiver does: a parameter every call binds to ``self`` of an unrelated class, an annotated
+joinowners.unrelated_receiver does: a parameter every call binds to ``self`` of an unrelated class, an annotated
 parameter, a local or a field constructing an unrelated class."""
 
 from __future__ import annotations

@@ -301,6 +301,33 @@ def owner_class(project: Project, owner: str) -> tuple[FileModel, ClassInfo] | N
     return found[0] if len(found) == 1 else None
 
 
+def unrelated_receiver(project: Project, model: FileModel, site, cls: str) -> bool:
+    """Is the receiver of the method call ``site`` an object that cannot be of class ``cls``, a base or a subclass of
+    it: a parameter annotated only with unrelated project classes, or one every call binds to ``self`` of such a class
+    (:mod:`~streamlint.model.flow.receivers`); a local or a field of ``self`` every assignment of which constructs an
+    unrelated project class? ``self`` and anything the analysis cannot type keep the call (False): a class calling a
+    method it does not define may be a mixin of ``cls``."""
+    from streamlint.model.devobjects import param_annotation
+
+    recv, fn = site.receiver, site.function
+    if fn is None or not isinstance(site.node.func, cst.Attribute):
+        return False
+    if isinstance(recv, cst.Name) and recv.value not in ("self", "cls"):
+        if recv.value in fn.all_params and recv.value not in fn.name_assigns:
+            ann = param_annotation(fn, recv.value)
+            names = _annotation_names(ann) if ann is not None else None
+            if names is not None:
+                return _unrelated_classes(project, names, cls)
+            return _bound_unrelated(project, model, fn, recv.value, cls)
+        return recv.value not in fn.all_params \
+            and _constructs_unrelated(project, list(fn.name_assigns.get(recv.value, ())), cls)
+    if isinstance(recv, cst.Attribute) and isinstance(recv.value, cst.Name) and recv.value.value == "self" \
+            and fn.class_name is not None and (klass := model.classes.get(fn.class_name)) is not None:
+        values = [a.value for m in klass.methods.values() for a in m.assigns if a.target == f"self.{recv.attr.value}"]
+        return _constructs_unrelated(project, values, cls)
+    return False
+
+
 def _bound_unrelated(project: Project, model: FileModel, fn: FunctionInfo, param: str, owner: str) -> bool:
     """Does every project call of the module function ``fn`` hand its unannotated parameter ``param`` ``self`` of a
     class unrelated to ``owner`` (:func:`~streamlint.model.flow.receivers._bound_elsewhere`)?"""

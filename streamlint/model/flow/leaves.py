@@ -231,8 +231,8 @@ def _orders_right_after(site) -> bool:
 
 def _callers(project: Project, file, fn) -> list:
     """The seen call sites of ``fn`` but those whose receiver cannot be an object of its class (another class's
-    method of the same name: :func:`~streamlint.model.flow.receivers.unrelated_receiver`)."""
-    from streamlint.model.flow.receivers import unrelated_receiver
+    method of the same name: :func:`~streamlint.model.flow.joinowners.unrelated_receiver`)."""
+    from streamlint.model.flow.joinowners import unrelated_receiver
 
     return [(model, site) for model, site in callers_of(project, file, fn) or ()
             if fn.class_name is None or not unrelated_receiver(project, model, site, fn.class_name)]

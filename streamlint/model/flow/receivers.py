@@ -13,11 +13,7 @@ nested, not handed by reference, ``partial(probe, self)`` in another module incl
 class that is neither ``C`` nor a base nor a subclass of it (by the bases the project declares), or to a parameter
 of its own caller that is so in turn (three callers up). Any other binding (a default, a starred argument, another
 expression, a related class, a class forwarding its attributes with ``__getattr__``, a caller that may be unseen)
-keeps the call.
-
-:func:`unrelated_receiver` asks the same of any call site by its receiver: a parameter annotated only with unrelated
-project classes, or bound as above; a local or a field of ``self`` every assignment of which constructs an unrelated
-project class. ``self`` is kept (a class calling a method it does not define may be a mixin of the callee's class)."""
+keeps the call."""
 
 from __future__ import annotations
 
@@ -47,31 +43,6 @@ def foreign_receiver(project: Project, model: FileModel, site, fn: FunctionInfo)
     if fn.class_name is None or not isinstance(receiver, cst.Name) or site.function is None:
         return False
     return _bound_elsewhere(project, model, site.function, receiver.value, fn.class_name, 0)
-
-
-def unrelated_receiver(project: Project, model: FileModel, site, cls: str) -> bool:
-    """Is the receiver of the method call ``site`` an object that cannot be of class ``cls``, a base or a subclass of
-    it (module docstring)? Anything the analysis cannot type keeps the call (False)."""
-    from streamlint.model.devobjects import param_annotation
-    from streamlint.model.flow.joinowners import _annotation_names, _constructs_unrelated, _unrelated_classes
-
-    recv, fn = site.receiver, site.function
-    if fn is None or not isinstance(site.node.func, cst.Attribute):
-        return False
-    if isinstance(recv, cst.Name) and recv.value not in ("self", "cls"):
-        if recv.value in fn.all_params and recv.value not in fn.name_assigns:
-            ann = param_annotation(fn, recv.value)
-            names = _annotation_names(ann) if ann is not None else None
-            if names is not None:
-                return _unrelated_classes(project, names, cls)
-            return _bound_elsewhere(project, model, fn, recv.value, cls, 0)
-        return recv.value not in fn.all_params \
-            and _constructs_unrelated(project, list(fn.name_assigns.get(recv.value, ())), cls)
-    if isinstance(recv, cst.Attribute) and isinstance(recv.value, cst.Name) and recv.value.value == "self" \
-            and fn.class_name is not None and (klass := model.classes.get(fn.class_name)) is not None:
-        values = [a.value for m in klass.methods.values() for a in m.assigns if a.target == f"self.{recv.attr.value}"]
-        return _constructs_unrelated(project, values, cls)
-    return False
 
 
 def _bound_elsewhere(project: Project, model: FileModel, caller: FunctionInfo, param: str, cls: str,
@@ -145,4 +116,4 @@ def _forwards(project: Project, name: str) -> bool:
     return not found
 
 
-__all__ = ["foreign_receiver", "unrelated_receiver"]
+__all__ = ["foreign_receiver"]

@@ -164,9 +164,9 @@ def _joins_own_work(project: Project, file: FileModel, fn: FunctionInfo, stream:
 def caller_joins_after(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
     """Does every seen caller of ``fn`` (one at least) synchronise or wait after its call, in the calling function
     (the synchronisation kept on the caller's path)? Too many callers to tell count as joining; a call whose receiver
-    cannot be an object of ``fn``'s class (:func:`~streamlint.model.flow.receivers.unrelated_receiver`: another class's
+    cannot be an object of ``fn``'s class (:func:`~streamlint.model.flow.joinowners.unrelated_receiver`: another class's
     method of the same name) is no caller."""
-    from streamlint.model.flow.receivers import unrelated_receiver
+    from streamlint.model.flow.joinowners import unrelated_receiver
 
     sites = list(callers_of(project, file, fn) or ())
     if len(sites) > _MAX_CALLERS:

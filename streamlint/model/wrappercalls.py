@@ -26,7 +26,7 @@ from streamlint.model.wrappers import MAX_WRAPPER_STATEMENTS
 if TYPE_CHECKING:
     from streamlint.model.project import Project
 
-_DEF = re.compile(rb"^([ \t]*)(?:async[ \t]+)?def[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]*\(", re.M)
+_DEF = re.compile(rb"([ \t]*)(?:async[ \t]+)?def[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]*\(")
 _LOOP = re.compile(rb"^[ \t]*(?:async[ \t]+)?(?:for|while)[ \t(]", re.M)
 _NOT_WRAPPERS = frozenset({b"forward", b"__call__", b"__init__"})  # (wrappers.infer_wrapper: never a wrapper)
 MAX_BODY_LINES = 4 * MAX_WRAPPER_STATEMENTS  # (a docstring and continued lines besides the statements)
@@ -35,15 +35,20 @@ LEVELS = 3
 
 def _bodies(data: bytes) -> list[tuple[bytes, bytes]]:
     """(name, body) of every ``def`` in the module's bytes whose body is short (:data:`MAX_BODY_LINES`): the lines
-    after its header (which ends at the first line closing its brackets with ``:``) indented deeper than the ``def``
-    (blank and comment lines included)."""
+    after its header (which ends at the first line closing its brackets) indented deeper than the ``def`` (blank and
+    comment lines included); a one-line ``def`` is its own body."""
+    if b"def" not in data:
+        return []
+    lines = data.splitlines(keepends=True)
     out = []
-    for m in _DEF.finditer(data):
+    for at, line in enumerate(lines):
+        m = _DEF.match(line)
+        if m is None:
+            continue
         indent = _indent(m.group(1))
-        lines = data[m.start():].splitlines(keepends=True)
         depth, first = 0, None
-        for i, line in enumerate(lines[:MAX_BODY_LINES]):
-            code = line.split(b"#", 1)[0]
+        for i in range(at, min(at + MAX_BODY_LINES, len(lines))):
+            code = lines[i].split(b"#", 1)[0]
             depth += code.count(b"(") + code.count(b"[") - code.count(b")") - code.count(b"]")
             if depth <= 0:
                 first = i + 1
@@ -53,14 +58,15 @@ def _bodies(data: bytes) -> list[tuple[bytes, bytes]]:
         if not lines[first - 1].split(b"#", 1)[0].rstrip().endswith(b":"):  # `def side(s): return stream(s)`
             out.append((m.group(2), lines[first - 1]))
             continue
-        body = []
-        for line in lines[first:first + MAX_BODY_LINES + 1]:
+        end = first
+        while end < len(lines) and end - first <= MAX_BODY_LINES:
+            line = lines[end]
             text = line.strip()
             if text and not text.startswith(b"#") and _indent(line[:len(line) - len(line.lstrip())]) <= indent:
                 break
-            body.append(line)
-        if len(body) <= MAX_BODY_LINES:
-            out.append((m.group(2), b"".join(body)))
+            end += 1
+        if end - first <= MAX_BODY_LINES:
+            out.append((m.group(2), b"".join(lines[first:end])))
     return out
 
 

@@ -41,7 +41,7 @@ from streamlint.model.placement import device_like, host_value
 from streamlint.model.project import Project
 from streamlint.model.streams import MAIN_STREAM, STREAM, local_kind
 from streamlint.model.syntax import class_field_annotation, local_nodes, target_names
-from streamlint.model.walk import children
+from streamlint.model.walk import descendants
 
 PROTOCOL = "record_stream"
 _JOINS = frozenset({"wait_stream", "wait_event"})
@@ -185,7 +185,7 @@ def _records_by_name(project: Project, file: FileModel, fn: FunctionInfo) -> tup
         elif isinstance(node, cst.Call) and not (isinstance(node.func, cst.Attribute)
                                                  and node.func.attr.value == PROTOCOL):
             # a call given the stream (also inside an argument: `tree_map(lambda t: t.record_stream(s), data)`)
-            given = [sub for a in node.args for sub in _walk(a.value)
+            given = [sub for a in node.args for sub in descendants(a.value)
                      if isinstance(sub, (cst.Name, cst.Attribute)) and dotted(sub) in streams]
             for arg in node.args:
                 for name in _elements(fn, arg.value) if given else ():
@@ -266,11 +266,11 @@ def _only_recorded_on(file: FileModel, fn: FunctionInfo, stream: str) -> bool:
     given it) is work of its own there, which its records may be for."""
     allowed: set[int] = set()
     mentions = []
-    for node in _walk(fn.node.body):  # (nested functions too: a hook's use of the stream is a use)
+    for node in descendants(fn.node.body):  # (nested functions too: a hook's use of the stream is a use)
         if isinstance(node, (cst.If, cst.While)):
-            allowed.update(id(sub) for sub in _walk(node.test))
+            allowed.update(id(sub) for sub in descendants(node.test))
         elif isinstance(node, cst.IfExp):
-            allowed.update(id(sub) for sub in _walk(node.test))
+            allowed.update(id(sub) for sub in descendants(node.test))
         elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
                 and node.func.attr.value == PROTOCOL and len(node.args) == 1:
             allowed.add(id(node.args[0].value))
@@ -303,7 +303,7 @@ def _takes_from(expr: cst.BaseExpression, field: str, taken: set[str]) -> bool:
     out of it (``bufs`` after ``bufs = self.ready.pop(layer)``)?"""
     if isinstance(expr, cst.Name):
         return expr.value in taken
-    return any(isinstance(sub, (cst.Attribute, cst.Subscript)) and _self_root(sub) == field for sub in _walk(expr))
+    return any(isinstance(sub, (cst.Attribute, cst.Subscript)) and _self_root(sub) == field for sub in descendants(expr))
 
 
 def _handed_over(project: Project, file: FileModel, fn: FunctionInfo, name: str) -> bool:
@@ -328,7 +328,7 @@ def _produced_in_scope(project: Project, file: FileModel, fn: FunctionInfo, name
     for node in local_nodes(fn.node.body):
         if not isinstance(node, cst.With) or not any(_given_stream(project, file, fn, item.item) for item in node.items):
             continue
-        for sub in _walk(node.body):
+        for sub in descendants(node.body):
             targets = [t.target for t in sub.targets] if isinstance(sub, cst.Assign) else (
                 [sub.target] if isinstance(sub, (cst.AnnAssign, cst.AugAssign)) else [])
             for target in targets:
@@ -411,7 +411,7 @@ def _field_recordable(project: Project, field: str) -> bool:
 def _holds_recordable(project: Project, model: FileModel, annotation: cst.BaseExpression) -> bool:
     """Does a field annotation name a tensor or a project class with a ``record_stream`` method (itself
     or a base), as an element type (``Dict[str, Multistreamable]``, ``List[torch.Tensor]``)?"""
-    for node in _walk(annotation):
+    for node in descendants(annotation):
         if not isinstance(node, (cst.Name, cst.Attribute)):
             continue
         text = dotted(node)
@@ -440,15 +440,6 @@ def _implements_protocol(project: Project, cls: ClassInfo, model: FileModel) -> 
             if sym is not None and isinstance(sym[0], ClassInfo):
                 todo.append(sym)
     return False
-
-
-def _walk(root: cst.CSTNode) -> list[cst.CSTNode]:
-    out, stack = [], [root]
-    while stack:
-        node = stack.pop()
-        out.append(node)
-        stack.extend(children(node))
-    return out
 
 
 __all__ = ["UnrecordedSibling", "unrecorded_siblings", "unrecorded_stored_siblings"]

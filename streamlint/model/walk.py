@@ -202,12 +202,13 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
                 add(value)
     return found
 
-def descendants(node: cst.CSTNode):
+def descendants(node: cst.CSTNode, in_order: bool = False):
     """``node`` and every node under it (depth first, no trivia: :func:`children`); for "is there any"
-    and "collect all" questions, where the order does not matter."""
+    and "collect all" questions, where the order does not matter. ``in_order``: in lexical pre-order, for
+    a walk where what a node means depends on the nodes before it (a local bound earlier, then used)."""
     stack = [node]
     while stack:
         n = stack.pop()
         yield n
-        stack.extend(children(n))
+        stack.extend(reversed(children(n)) if in_order else children(n))
 

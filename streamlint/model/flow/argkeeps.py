@@ -5,7 +5,7 @@ side of :mod:`.argdrops`).
 returns or yields it, or captures it in a nested function (its metadata does not count: :func:`_mentions`);
 :func:`_collective_in`: a statement runs a torch.distributed collective (c10d keeps its tensors alive);
 :func:`_hands_out_event`: the function returns an event it records after the use. With the statement and
-node walks they share (:func:`_statements`, :func:`_walk`).
+node walks they share (:func:`_statements`, :func:`~streamlint.model.walk.descendants`).
 """
 
 from __future__ import annotations

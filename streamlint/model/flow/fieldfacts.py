@@ -20,6 +20,7 @@ from streamlint.model.file import FileModel
 from streamlint.model.filefacts import ClassInfo, FunctionInfo
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.options import MAX_CALLER_FILES
+from streamlint.model.walk import descendants
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -228,7 +229,7 @@ def _deferred_calls(fn: FunctionInfo) -> set[int]:
 
     class _V(cst.CSTVisitor):
         def visit_Lambda(self, node) -> None:
-            for sub in _walk(node):
+            for sub in descendants(node):
                 if isinstance(sub, cst.Call):
                     found.add(id(sub))
 
@@ -244,12 +245,6 @@ def _deferred(project: Project, caller: FunctionInfo, site) -> bool:
     if id(caller) not in memo:
         memo[id(caller)] = _deferred_calls(caller)
     return id(site.node) in memo[id(caller)]
-
-
-def _walk(node):
-    yield node
-    for child in node.children:
-        yield from _walk(child)
 
 
 __all__ = ["MAX_SITES", "mutated", "stable_field"]

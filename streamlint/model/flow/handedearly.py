@@ -35,6 +35,7 @@ from streamlint.model.flow.escapes import events_in
 from streamlint.model.flow.results import EarlyRecord
 from streamlint.model.flow.values import KVal, TupVal
 from streamlint.model.streams import MAIN
+from streamlint.model.walk import descendants
 
 if TYPE_CHECKING:
     from streamlint.model.flow.values import State
@@ -110,7 +111,7 @@ def _waiter_pairs(file, cls) -> set[tuple[str, str]]:
             e.visit(_F())
             return got
 
-        for node in _walk(m.node):
+        for node in descendants(m.node, in_order=True):
             if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
                 names[node.targets[0].target.value] = _fields(node.value)
             elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
@@ -126,13 +127,6 @@ def _waiter_pairs(file, cls) -> set[tuple[str, str]]:
         if waited and not other_join:
             pairs.update((e, t) for e in waited for t in fields - waited)
     return pairs
-
-
-def _walk(node: cst.CSTNode):
-    """Every node under ``node`` in source order."""
-    yield node
-    for child in node.children:
-        yield from _walk(child)
 
 
 def _places(v: object, events: dict) -> set[str]:

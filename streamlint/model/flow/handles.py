@@ -36,6 +36,7 @@ from streamlint._lazy import cst
 from streamlint.model.file import dotted
 from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.streams import derived
+from streamlint.model.syntax import local_nodes
 from streamlint.model.walk import children
 
 # methods of a c10d Work / a torch.futures.Future (``wait`` is also an event's, but an event is no call result
@@ -86,7 +87,7 @@ def _is_true_async_op(key: cst.BaseExpression | None, v: cst.BaseExpression) -> 
 def _kwargs_async(fn: FunctionInfo, kw: str) -> bool:
     """``fn`` puts ``async_op=True`` in the dict ``kw`` (``kw["async_op"] = True``, ``kw.update(async_op=True)``,
     ``kw = {"async_op": True, ...}`` / ``dict(..., async_op=True)``)."""
-    for node, _ in _walk(fn.node):
+    for node in local_nodes(fn.node):  # (not nested defs / lambdas / classes: their own calls)
         if isinstance(node, cst.Assign):
             for t in node.targets:
                 tt = t.target
@@ -164,18 +165,6 @@ def _params(params: cst.Parameters) -> list[cst.Param]:
     for p in (params.star_arg, params.star_kwarg):
         if isinstance(p, cst.Param):
             out.append(p)
-    return out
-
-
-def _walk(root: cst.CSTNode) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
-    """(node, parent) in source order under ``root``, not entering nested defs / lambdas / classes."""
-    out: list[tuple[cst.CSTNode, cst.CSTNode]] = []
-    stack = [(c, root) for c in reversed(children(root))]
-    while stack:
-        cur, up = stack.pop()
-        out.append((cur, up))
-        if not isinstance(cur, _SCOPES):
-            stack.extend((c, cur) for c in reversed(children(cur)))
     return out
 
 

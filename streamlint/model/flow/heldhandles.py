@@ -23,7 +23,7 @@ from __future__ import annotations
 from streamlint._lazy import cst
 from streamlint.model.file import dotted
 from streamlint.model.filefacts import ClassInfo, FunctionInfo
-from streamlint.model.flow.handles import COMPLETION_METHODS, HANDLE_METHODS, _children, _scoped
+from streamlint.model.flow.handles import COMPLETION_METHODS, HANDLE_METHODS, _children, _queued_names, _scoped
 from streamlint.model.streams import derived
 
 
@@ -33,9 +33,12 @@ def held_handle(project, file, fn: FunctionInfo, name: str, value: cst.BaseExpre
     if not isinstance(value, cst.Call):
         return False
     memo = derived(project, "held_handles")
-    key = (str(getattr(file, "path", "")), fn.qualname, fn.node.name.value, name)
-    if key not in memo:
-        memo[key] = name not in fn.all_params and _judge(project, file, fn, name)
+    path = str(getattr(file, "path", ""))
+    key = (path, fn.qualname, fn.node.name.value, name)
+    if key not in memo:  # (a handle whose future gets a done-callback queuing stream work is never a plain one:
+        # its waiter reads what the callback writes, as handles.handle_binding reads it)
+        memo[key] = name not in fn.all_params and name not in _queued_names(project, fn, path) \
+            and _judge(project, file, fn, name)
     return memo[key]
 
 

@@ -6,12 +6,12 @@ name like ``copy_stream`` or ``stream`` belongs to many classes, and one unrelat
 ``self.copy_stream`` hid every missing join of the others. This module resolves the searched name to its owner,
 the class whose field it is, and says which orderings can reach that owner's stream:
 
-* the owner's stream is *private* (:func:`private_stream`) when every assignment of the field in the owner (and
-  the bases the project declares for it) makes a stream of its own (``Stream(...)``, or that or None under a test)
-  and the class never hands it out (:func:`hands_out`: as an argument of a call other than a stream API —
-  ``torch.cuda.stream(s)``, ``wait_stream``, ``record_event``, ``record_stream`` —, in a return / yield, a display,
-  an assignment to anything but the field itself, by name in a string, ``getattr``). Only then can an ordering
-  elsewhere reach it solely through an object of the owner;
+* the owner's stream is *private* (:func:`private_stream`) when every assignment of the field in the owner (the
+  bases the project declares for it and its subclasses) makes a stream of its own (``Stream(...)``, or that or None
+  under a test) and none of these classes hands it out (:func:`hands_out`: as an argument of a call other than a
+  stream API — ``torch.cuda.stream(s)``, ``wait_stream``, ``record_event``, ``record_stream`` —, in a return /
+  yield, a display, an assignment to anything but the field itself, by name in a string, ``getattr``). Only then
+  can an ordering elsewhere reach it solely through an object of the owner;
 * an ordering's receiver (:func:`may_reach`) reaches the owner's object when it is ``self`` / ``cls`` in the owner,
   a base or a subclass (the bases the project declares), a parameter annotated with such a class or with no
   project class, a local or a field the code cannot type (precision first: an untyped receiver counts); it does
@@ -163,14 +163,20 @@ def _method_hands_out(method: FunctionInfo, name: str) -> bool:
     return False
 
 
-def _classes_of(project: Project, model: FileModel, cls: ClassInfo) -> list[tuple[FileModel, ClassInfo]]:
-    """``cls`` and the bases the project declares for it (by name)."""
+def _classes_of(project: Project, model: FileModel, cls: ClassInfo) -> list[tuple[FileModel, ClassInfo]] | None:
+    """``cls``, the bases the project declares for it (by name) and the project classes deriving from it (their
+    methods use ``self.<name>`` too: a subclass may hand it out or rebind it); None when the files naming the class
+    are too many to search for subclasses."""
     from streamlint.model.flow.guardedwork import _bases
+    from streamlint.model.flow.joinedreads import _subclasses_of
+    from streamlint.model.options import MAX_CALLER_FILES
 
+    if len(project.paths_containing((cls.name.encode(),))) > MAX_CALLER_FILES:
+        return None
     out = [(model, cls)]
     for base in _bases(project, cls.name):
         out += _class(project, base)
-    return out
+    return out + _subclasses_of(project, model, cls)
 
 
 def hands_out(project: Project, model: FileModel, cls: ClassInfo, name: str) -> bool:
@@ -179,8 +185,9 @@ def hands_out(project: Project, model: FileModel, cls: ClassInfo, name: str) -> 
     memo = derived(project, "joinowners_hands_out")
     key = (id(cls), name)
     if key not in memo:
-        found = False
-        for m, c in _classes_of(project, model, cls):
+        classes = _classes_of(project, model, cls)
+        found = classes is None  # (subclasses that cannot be searched may hand it out)
+        for m, c in classes or ():
             if re.search(rf"""['"]{re.escape(name)}['"]""", m.code(c.node)) \
                     or any(_method_hands_out(method, name) for method in c.methods.values()):
                 found = True
@@ -194,7 +201,7 @@ def private_stream(project: Project, model: FileModel, cls: ClassInfo | None, na
     """Is ``self.<name>`` a stream the class makes for itself and never hands out (module docstring)?"""
     if cls is None:
         return False
-    values = [a.value for _, c in _classes_of(project, model, cls) for m in c.methods.values() for a in m.assigns
+    values = [a.value for _, c in _classes_of(project, model, cls) or () for m in c.methods.values() for a in m.assigns
               if a.target == f"self.{name}"]
     return bool(values) and all(_fresh(v) for v in values) and not hands_out(project, model, cls, name)
 
@@ -292,6 +299,33 @@ def owner_class(project: Project, owner: str) -> tuple[FileModel, ClassInfo] | N
     """The one project class called ``owner`` (None when the name is ambiguous or unseen)."""
     found = _class(project, owner)
     return found[0] if len(found) == 1 else None
+
+
+def unrelated_receiver(project: Project, model: FileModel, site, cls: str) -> bool:
+    """Is the receiver of the method call ``site`` an object that cannot be of class ``cls``, a base or a subclass of
+    it: a parameter annotated only with unrelated project classes, or one every call binds to ``self`` of such a class
+    (:mod:`~streamlint.model.flow.receivers`); a local or a field of ``self`` every assignment of which constructs an
+    unrelated project class? ``self`` and anything the analysis cannot type keep the call (False): a class calling a
+    method it does not define may be a mixin of ``cls``."""
+    from streamlint.model.devobjects import param_annotation
+
+    recv, fn = site.receiver, site.function
+    if fn is None or not isinstance(site.node.func, cst.Attribute):
+        return False
+    if isinstance(recv, cst.Name) and recv.value not in ("self", "cls"):
+        if recv.value in fn.all_params and recv.value not in fn.name_assigns:
+            ann = param_annotation(fn, recv.value)
+            names = _annotation_names(ann) if ann is not None else None
+            if names is not None:
+                return _unrelated_classes(project, names, cls)
+            return _bound_unrelated(project, model, fn, recv.value, cls)
+        return recv.value not in fn.all_params \
+            and _constructs_unrelated(project, list(fn.name_assigns.get(recv.value, ())), cls)
+    if isinstance(recv, cst.Attribute) and isinstance(recv.value, cst.Name) and recv.value.value == "self" \
+            and fn.class_name is not None and (klass := model.classes.get(fn.class_name)) is not None:
+        values = [a.value for m in klass.methods.values() for a in m.assigns if a.target == f"self.{recv.attr.value}"]
+        return _constructs_unrelated(project, values, cls)
+    return False
 
 
 def _bound_unrelated(project: Project, model: FileModel, fn: FunctionInfo, param: str, owner: str) -> bool:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.flow.callers import callers_of, calls_after, orders_after
+from streamlint.model.apis import DEVICE_MODULE_SPELLINGS
 from streamlint.model.file import dotted
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.flow.selfjoins import caller_joins_after, joins_own_work
@@ -107,13 +108,23 @@ def stream_owner(project: Project, file, fn, stream: str) -> str | None:
 
 def stream_exposed(project: Project, name: str) -> bool:
     """Does any code of the project reach a field called ``name`` of an object other than ``self``
-    (``engine._copy_stream``, ``f()._copy_stream``)?"""
+    (``engine._copy_stream``, ``f()._copy_stream``)? A call of a function or method of that name is no read of the
+    field (``torch.cuda.stream(s)``, ``ctx.stream()``), nor is a device module's attribute (``torch.npu.stream``)."""
     memo = derived(project, "stream_field_exposed")
     if name not in memo:
-        pattern = re.compile(rf"(?:\b(?!self\b|cls\b)[A-Za-z_]\w*|[)\]])\.{re.escape(name)}\b")
-        memo[name] = any(pattern.search((project._bytes(path) or b"").decode("utf-8", "replace"))
+        pattern = re.compile(rf"(?:\b(?!self\b|cls\b)[A-Za-z_]\w*|[)\]])\.{re.escape(name)}\b(?!\s*\()")
+        memo[name] = any(_reads_field(pattern, (project._bytes(path) or b"").decode("utf-8", "replace"), name)
                          for path in project.paths_containing((f".{name}".encode(),)))
     return memo[name]
+
+
+_DEVICE_MODULES = tuple(f"{m}." for m in DEVICE_MODULE_SPELLINGS)
+
+
+def _reads_field(pattern: re.Pattern, text: str, name: str) -> bool:
+    """Does ``pattern`` (``<receiver>.<name>`` not called) match with a receiver that is no device module?"""
+    return any(not text[max(0, m.end() - len(name) - 24):m.end() - len(name)].endswith(_DEVICE_MODULES)
+               for m in pattern.finditer(text))
 
 
 def _own_fresh_stream(model, fn, node: cst.CSTNode | None, name: str, owner: str | None) -> bool:
@@ -218,13 +229,22 @@ def _orders_right_after(site) -> bool:
     return first is not None and orders_after(first[1])
 
 
+def _callers(project: Project, file, fn) -> list:
+    """The seen call sites of ``fn`` but those whose receiver cannot be an object of its class (another class's
+    method of the same name: :func:`~streamlint.model.flow.joinowners.unrelated_receiver`)."""
+    from streamlint.model.flow.joinowners import unrelated_receiver
+
+    return [(model, site) for model, site in callers_of(project, file, fn) or ()
+            if fn.class_name is None or not unrelated_receiver(project, model, site, fn.class_name)]
+
+
 def callers_view(project: Project, file, fn) -> str:
     """How the callers of ``fn`` take what it leaves on a side stream: ``"joined"`` (every call is followed
     right away by a wait / synchronisation), ``"unseen"`` (no call site the project shows: a callback, an
     entry point, a common name) or ``"caller"`` (callers that go on without an ordering)."""
     memo = derived(project, "leaves_callers")
     if id(fn) not in memo:
-        sites = callers_of(project, file, fn)
+        sites = _callers(project, file, fn)
         memo[id(fn)] = "unseen" if not sites else \
             "joined" if all(_orders_right_after(site) for _, site in sites) else "caller"
     return memo[id(fn)]
@@ -233,7 +253,7 @@ def callers_view(project: Project, file, fn) -> str:
 def unordered_caller(project: Project, file, fn) -> tuple | None:
     """(file, call node) of the first call of ``fn`` that its caller follows with no ordering: where the
     caller goes on to use what ``fn`` left in flight (the finding's related location)."""
-    for model, site in callers_of(project, file, fn) or ():
+    for model, site in _callers(project, file, fn):
         if not _orders_right_after(site):
             return model, site.node
     return None
@@ -291,22 +311,60 @@ def closure_container(fn, name: str) -> bool:
 
 
 def loop_joined(fn, lw) -> bool:
-    """Is the write ``lw`` inside a loop of ``fn`` whose body also synchronises the device or orders a stream
-    (``torch.cuda.synchronize()`` at the top of the next iteration, ``s.synchronize()``)? The next iteration joins it;
-    whether the last one leaves it in flight is a question of the loop's bounds the analysis cannot answer, so the
-    hand-over finding is low (it assumes the last iteration writes)."""
+    """Is the write ``lw`` inside a loop of ``fn`` whose body also orders its stream: synchronises the device
+    (``torch.cuda.synchronize()`` at the top of the next iteration), that stream (``s.synchronize()``, the current
+    stream waiting for it) or an event recorded on it? The next iteration joins it; whether the last one leaves it
+    in flight is a question of the loop's bounds the analysis cannot answer, so the hand-over finding is low (it
+    assumes the last iteration writes). An ordering of another stream or event joins nothing of it."""
     if lw is None or lw.node is None:
         return False
+    name = stream_name(lw.stream)
+    events = _events_on(fn, name) if name is not None else set()
     for loop in (n for n in local_nodes(fn.node) if isinstance(n, (cst.For, cst.While))):
-        if contains(loop.body, lw.node) and any(_device_join(n) for n in local_nodes(loop.body)):
+        if contains(loop.body, lw.node) and any(_joins_stream(n, name, events) for n in local_nodes(loop.body)):
             return True
     return False
 
 
-def _device_join(node: cst.CSTNode) -> bool:
-    """A ``synchronize()`` (device, stream or event), or a wait of the current stream (``current_stream().wait_*``)."""
+def _events_on(fn, name: str) -> set[str]:
+    """The events ``fn`` records on the stream called ``name``: ``e = s.record_event()``, ``e.record(s)``, ``e.record()``
+    in a scope entering it (as dotted texts: ``ev``, ``self.done``)."""
+    out: set[str] = set()
+    for n in local_nodes(fn.node):
+        if isinstance(n, cst.Assign) and isinstance(n.value, cst.Call) and isinstance(n.value.func, cst.Attribute) \
+                and n.value.func.attr.value == "record_event" and names_stream(n.value.func.value, name):
+            out.update(t for t in (dotted(t.target) for t in n.targets) if t is not None)
+        elif isinstance(n, cst.With) and any(isinstance(i.item, cst.Call) and any(
+                names_stream(a.value, name) for a in i.item.args) for i in n.items):
+            out.update(e for c in local_nodes(n.body) if (e := _recorded_event(c, None)) is not None)
+        elif (e := _recorded_event(n, name)) is not None:
+            out.add(e)
+    return out
+
+
+def _recorded_event(node: cst.CSTNode, name: str | None) -> str | None:
+    """``e.record(<stream called name>)`` (``name`` None: ``e.record()``, on the current stream) -> ``e``."""
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "record"):
+        return None
+    args = [a.value for a in node.args]
+    if (not args) if name is None else not (args and names_stream(args[0], name)):
+        return None
+    return dotted(node.func.value)
+
+
+def _joins_stream(node: cst.CSTNode, name: str | None, events: set[str]) -> bool:
+    """Does ``node`` order the stream called ``name`` before what follows: a device synchronisation, its
+    ``synchronize()``, the current stream waiting for it, or such an ordering of an event recorded on it?"""
     if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
         return False
     method, recv = node.func.attr.value, node.func.value
-    return method == "synchronize" or method in ("wait_stream", "wait_event") and isinstance(recv, cst.Call) \
-        and (dotted(recv.func) or "").endswith("current_stream")
+    args = [a.value for a in node.args]
+    if method == "synchronize":
+        return (dotted(recv) or "") in DEVICE_MODULE_SPELLINGS or name is not None and names_stream(recv, name) \
+            or dotted(recv) in events
+    current = isinstance(recv, cst.Call) and (dotted(recv.func) or "").endswith("current_stream")
+    if method == "wait_stream":
+        return current and name is not None and bool(args) and names_stream(args[0], name)
+    if method == "wait_event":
+        return current and bool(args) and dotted(args[0]) in events
+    return False

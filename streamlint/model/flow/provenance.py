@@ -49,6 +49,7 @@ from streamlint.model.flow.fieldfacts import (
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.uses import bind_arguments
+from streamlint.model.walk import descendants
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -231,17 +232,11 @@ def _targets(comp) -> set[str]:
     names: set[str] = set()
     node = comp.for_in
     while node is not None:
-        for sub in _walk(node.target):
+        for sub in descendants(node.target):
             if isinstance(sub, cst.Name):
                 names.add(sub.value)
         node = node.inner_for_in
     return names
-
-
-def _walk(node):
-    yield node
-    for child in node.children:
-        yield from _walk(child)
 
 
 def _element_step(project: Project, frame: _Frame, value, rest: tuple[str, ...]):

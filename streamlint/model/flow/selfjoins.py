@@ -35,7 +35,7 @@ from streamlint.model.file import FileModel, FunctionInfo, dotted
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.heldslots import stream_text
 from streamlint.model.streams import derived
-from streamlint.model.syntax import call_name, descendants, is_none, local_nodes, param_named, self_attribute
+from streamlint.model.syntax import call_name, descendants, is_none, local_nodes, self_attribute
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -161,25 +161,18 @@ def _joins_own_work(project: Project, file: FileModel, fn: FunctionInfo, stream:
     return convention > 0
 
 
-def _other_class_receiver(site, cls: str | None) -> bool:
-    """``store.unpark(p)`` where ``store`` is a parameter of the calling function annotated with another class
-    (``store: SlabStore``): a call of that class's method of the same name, not of ``cls``'s."""
-    func = site.node.func
-    if cls is None or site.function is None or not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
-        return False
-    param = param_named(site.function.node, func.value.value)
-    ann = param.annotation.annotation if param is not None and param.annotation is not None else None
-    name = (dotted(ann) or "").rsplit(".", 1)[-1] if isinstance(ann, (cst.Name, cst.Attribute)) else ""
-    return bool(name) and name != cls
-
-
 def caller_joins_after(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
     """Does every seen caller of ``fn`` (one at least) synchronise or wait after its call, in the calling function
-    (the synchronisation kept on the caller's path)? Too many callers to tell count as joining."""
+    (the synchronisation kept on the caller's path)? Too many callers to tell count as joining; a call whose receiver
+    cannot be an object of ``fn``'s class (:func:`~streamlint.model.flow.joinowners.unrelated_receiver`: another class's
+    method of the same name) is no caller."""
+    from streamlint.model.flow.joinowners import unrelated_receiver
+
     sites = list(callers_of(project, file, fn) or ())
     if len(sites) > _MAX_CALLERS:
         return True
-    sites = [(model, site) for model, site in sites if not _other_class_receiver(site, fn.class_name)]
+    sites = [(model, site) for model, site in sites
+             if fn.class_name is None or not unrelated_receiver(project, model, site, fn.class_name)]
     for model, site in sites:
         if site.function is None:
             return False

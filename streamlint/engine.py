@@ -524,7 +524,7 @@ class Engine:
             failure = self._meta("SL001", path, f"cannot read file: {exc.strerror or exc}", Span(1, 0, 1, 0))
             report.findings = self._finish(path, [failure], [])
             return report
-        if not self.needs_analysis(data, path):
+        if not self.needs_analysis(data):
             report.skipped = True
             # not parsed, but decoding is cheap: a binary or undecodable file is still reported
             if b"noqa" in data or b"streamlint:" in data or "SL001" in self.enabled_codes:
@@ -611,26 +611,16 @@ class Engine:
             raw.extend(ctx.findings)
         return raw
 
-    def needs_analysis(self, data: bytes, path: str | None = None) -> bool:
-        """The byte prefilter: does the file contain a marker of any enabled rule, or (``path`` given) call a project
-        wrapper of a stream API defined in another module (:mod:`~streamlint.model.wrappercalls`)?"""
+    def needs_analysis(self, data: bytes) -> bool:
+        """The byte prefilter: does the file contain a marker of any enabled rule?"""
         last = self._last_prefilter
-        if last is not None and last[0] is data and (path is None or last[1]):  # the parallel runner asked already
+        if last is not None and last[0] is data:  # the parallel runner asked already for these bytes
             return last[1]
         with _phase(self.profiler, "prefilter"):
-            result = self._marked(data)
-            if not result and path is not None:
-                from streamlint.model.wrappercalls import wrapper_callers
-
-                literals = self.markers + tuple(p.literal for p in self.marker_patterns)
-                declared = tuple(self.settings.stream_switch_wrappers) + tuple(self.settings.wait_wrappers)
-                result = os.path.abspath(path) in wrapper_callers(self.project, self._marked, literals, declared)
+            result = (not self.markers and not self.marker_patterns) or any(m in data for m in self.markers) \
+                or any(p.found(data) for p in self.marker_patterns)
         self._last_prefilter = (data, result)
         return result
-
-    def _marked(self, data: bytes) -> bool:
-        return (not self.markers and not self.marker_patterns) or any(m in data for m in self.markers) \
-            or any(p.found(data) for p in self.marker_patterns)
 
     def _meta(self, code: str, path: str, message: str, span: Span) -> Finding:
         rule = self.registry.rules.get(code)

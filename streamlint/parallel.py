@@ -202,7 +202,7 @@ def _bounded(engine: Engine, path: str | None = None, data: bytes | None = None)
     the file about to be analysed (``path``, its bytes ``data``) reaches and the engine does not hold
     (:func:`_large_reach`): their trees come on top of the kept ones while it is analysed."""
     budget = MODEL_BYTES_KEPT
-    if path is not None and data is not None and engine.needs_analysis(data, path):
+    if path is not None and data is not None and engine.needs_analysis(data):
         budget = max(0, budget - _large_reach(engine, path, data))
     if engine.parsed_bytes() > budget:
         # a release keeps the most often, then most recently used models up to the bound (Engine._keep_order;
@@ -381,7 +381,7 @@ def lint_files(
                 advance(1)
                 continue
         engine.project.remember_bytes(path, data)  # (kept up to projectscans.SCAN_BYTES_KEPT in all)
-        if engine.needs_analysis(data, path):
+        if engine.needs_analysis(data):
             contents[path] = data
             pending.append((path, data))
             continue

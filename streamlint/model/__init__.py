@@ -49,8 +49,6 @@ Layer 2 — the project
     ``projectscans`` which project files may contain a marker, compile, or call a name, without parsing them
                     (byte searches, module summaries: a mixin of ``Project``)
     ``wrappers``    is this project function a stream wrapper, and of which API?
-    ``wrappercalls`` which files spelling no marker call a project wrapper defined elsewhere (the engine's
-                    prefilter analyses them too)?
     ``captures``    does ``with obj:`` enter a graph capture through the class's own ``__enter__``
                     (``torch.cuda.graph`` inside: synchronising; ``capture_begin()``: deferred)?
     ``accelerators`` which device API does a method of an accelerator object reach

@@ -26,7 +26,7 @@ from streamlint.model.flow.handles import handle_binding
 from streamlint.model.flow.heldhandles import held_handle
 from streamlint.model.flow.hostnames import host_handle, host_object
 from streamlint.model.flow.handlestreams import handle_stream
-from streamlint.model.flow.wrapperforks import forks_on_entry, joins_on_exit, yields_caller_stream
+from streamlint.model.flow.wrapperforks import entry_event_waits, forks_on_entry, joins_on_exit, yields_caller_stream
 from streamlint.model.flow.values import (AnalysisBudgetExceeded, CVal, CtxVal, EVal, HVal, KVal, LOOP_UNROLL, MAX_PATHS,
                                           MAX_STEPS, NONE, SVal, ScopeRun, State, TVal, TupVal, FieldsVal)
 from streamlint.model.streams import declared_globals, MAIN, STREAM
@@ -609,6 +609,7 @@ class ControlFlow:
                 activation = stream_condition(self.project, self.cfile, self.cfn, stream_use.arg("stream"))
             forks = forks_on_entry(self.project, self.cfile, stream_use)  # the wrapper forks its stream first
             joins = joins_on_exit(self.project, self.cfile, stream_use)  # ... and joins it back on exit
+            events = entry_event_waits(self.project, self.cfile, stream_use)  # ... or waits an event of the object
 
             caller = yields_caller_stream(self.project, self.cfile, stream_use) and item.asname is not None \
                 and isinstance(item.asname.name, cst.Name)
@@ -617,6 +618,8 @@ class ControlFlow:
                     s.env[item.asname.name.value] = SVal(s.cur)
                 if forks:
                     self.wait_stream(s, key, s.cur)
+                for event in events:
+                    self.wait_event(s, key, self.event_key(s, None, cst.parse_expression(event)))
                 out = self.stream_scope(node, i, s, key)
                 for r in out if joins else ():
                     if not r.done:

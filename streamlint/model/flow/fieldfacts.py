@@ -45,8 +45,9 @@ def _referenced(project: Project, name: str, home: str | None = None) -> bool:
     ``home`` only an attribute (``.name``) or a quoted name can reach the method (a bare name there is another
     function's)."""
     paths = project.paths_containing((name.encode(),))
-    if not paths or len(paths) > MAX_CALLER_FILES:
-        return True
+    if not paths or len(paths) > 4 * MAX_CALLER_FILES:  # (byte searches only: a file is parsed only for a mention
+        return True  # that may be a reference, to tell a docstring's prose; a name that is part of longer words,
+        # `generate` of `generated_decode`, is in many files that never name the method)
     ref = re.compile(_REF.format(name=re.escape(name)).encode())
     for path in paths:
         data = project.file_bytes(path) or b""

@@ -6,15 +6,22 @@ scope for the flow (model/wrappers.py), which runs only the body. What the wrapp
 stream (``side.wait_stream(torch.npu.current_stream())``, possibly under ``if current != side:``, the test
 that skips only the wait on a stream already current), the with-body is ordered after everything the caller
 queued before the ``with``: :func:`forks_on_entry` says so, and the flow starts the scope with that wait.
+
+The prelude may instead make that stream wait on an event the object holds (``self.ready.wait(self.side)``,
+``self.side.wait_event(self.ready)``) that the wrapper does not record first: :func:`entry_event_waits` names
+those events in the caller's terms (the wrapper called on ``self`` or on a field ``self.node``), and the flow
+starts the scope with the same event wait the caller's own code would make there (``wait_event``: an event
+recorded outside the function covers the work queued before its entry, as where the wait is written inline).
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.apis import DEVICE_CONTEXTS, STREAM_SCOPE_ROLES, Role
-from streamlint.model.file import FileModel
+from streamlint.model.file import FileModel, dotted
 from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.streams import derived, is_current_stream
 from streamlint.model.syntax import lexical_index, local_nodes
@@ -43,18 +50,82 @@ def yields_caller_stream(project: Project, file: FileModel, use: ApiUse) -> bool
     return _summary(project, file, use)[2]
 
 
-def _summary(project: Project, file: FileModel, use: ApiUse) -> tuple[bool, bool, bool]:
+def entry_event_waits(project: Project, file: FileModel, use: ApiUse) -> tuple[str, ...]:
+    """The events (``self.<attr>`` of the wrapper, as ``<receiver>.<attr>`` in the caller: ``self.ready``,
+    ``self.node.ready``) the wrapper called by ``use`` makes its scope stream wait on before it switches; () when
+    none, or when the call's receiver is neither ``self`` nor a ``self.*`` field."""
     if not use.wrappers:
-        return False, False, False
+        return ()
+    site = file.call_site(use.node)
+    found = project.call_target(file, site) if site is not None else None
+    if found is None or not isinstance(use.node, cst.Call) or not isinstance(use.node.func, cst.Attribute):
+        return ()
+    receiver = dotted(use.node.func.value)
+    fn, model = found
+    if receiver is None or not _SELF.fullmatch(receiver) or fn.class_name is None or fn.params[:1] != ("self",):
+        return ()
+    return tuple(f"{receiver}.{attr[5:]}" for attr in _summary(project, file, use)[3])
+
+
+_SELF = re.compile(r"self(?:\.\w+)*")
+
+
+def _summary(project: Project, file: FileModel, use: ApiUse) -> tuple[bool, bool, bool, tuple[str, ...]]:
+    if not use.wrappers:
+        return False, False, False, ()
     site = file.call_site(use.node)
     found = project.call_target(file, site) if site is not None else None
     if found is None:
-        return False, False, False
+        return False, False, False, ()
     fn, model = found
     memo, key = derived(project, "wrapper_forks_on_entry"), (model.path, fn.qualname)  # (not id(): a re-parsed
     if key not in memo:  # module's new functions may reuse a dead one's id)
-        memo[key] = _forks(project, model, fn)
+        memo[key] = _forks(project, model, fn) + (_event_waits(project, model, fn),)
     return memo[key]
+
+
+def _event_waits(project: Project, file: FileModel, fn: FunctionInfo) -> tuple[str, ...]:
+    """The ``self.<attr>`` events the scope stream of the ``with`` holding the ``yield`` waits on before it, in the
+    wrapper's prelude (outside every ``with``, on every path to the switch: no guard the switch lacks), none of them
+    recorded in the wrapper before the wait."""
+    order = lexical_index(fn.node)
+    waits: list[tuple[str, str, object]] = []  # (stream text, event text, call site)
+    recorded: dict[str, int] = {}
+    for s in fn.calls:
+        func = s.node.func
+        if not isinstance(func, cst.Attribute) or s.scope is not None:
+            continue
+        if s.method == "record":
+            recorded.setdefault(file.code(func.value), order[id(s.node)][0])
+        elif s.method == "wait" and len(s.node.args) == 1 and s.node.args[0].keyword is None:
+            waits.append((file.code(s.node.args[0].value), file.code(func.value), s))
+        elif s.method == "wait_event" and len(s.node.args) == 1 and s.node.args[0].keyword is None:
+            waits.append((file.code(func.value), file.code(s.node.args[0].value), s))
+    waits = [w for w in waits if _SELF_FIELD.fullmatch(w[1])]
+    if not waits:
+        return ()
+    found: list[str] = []
+    for node in local_nodes(fn.node):
+        if not isinstance(node, cst.With) or not any(isinstance(n, cst.Yield) for n in local_nodes(node.body)):
+            continue
+        at = order[id(node)][0]
+        for item in node.items:
+            scope = file.scope_site(item)
+            for u in project.scope_use(file, scope).uses if scope is not None else ():
+                arg = u.arg("stream") if u.role is Role.NATIVE_STREAM_CONTEXT else None
+                if arg is None:
+                    continue
+                inner = file.call_site(u.node)
+                shared = [(id(g.test), g.negated) for g in inner.guards] if inner is not None else []
+                for stream, event, w in waits:
+                    at_wait = order[id(w.node)][0]
+                    if stream == file.code(arg) and at_wait < at and recorded.get(event, at) >= at_wait \
+                            and all((id(g.test), g.negated) in shared for g in w.guards) and event not in found:
+                        found.append(event)
+    return tuple(found)
+
+
+_SELF_FIELD = re.compile(r"self\.\w+")
 
 
 def _forks(project: Project, file: FileModel, fn: FunctionInfo) -> tuple[bool, bool, bool]:
@@ -133,4 +204,4 @@ def _identity_guard(file: FileModel, test: cst.BaseExpression, negated: bool, wa
     return sides == {file.code(wait.func.value), file.code(wait.args[0].value)}  # type: ignore[attr-defined]
 
 
-__all__ = ["forks_on_entry", "joins_on_exit", "yields_caller_stream"]
+__all__ = ["entry_event_waits", "forks_on_entry", "joins_on_exit", "yields_caller_stream"]

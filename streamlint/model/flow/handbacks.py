@@ -188,10 +188,12 @@ class HandBacks:
             return False
         from streamlint.model.flow.protocols import joined_keys, reached_outside
         base = family(key) or key  # (entries' keys are the producer's text: ``self.ready[slot]`` is no key here)
-        if any((family(k) or k) == base for k in joined_keys(self.file, self.fn)):  # type: ignore[attr-defined]
-            return False  # this consumer waits on the event (on some entry, on some path): a join it may make
         cls = self.file.classes.get(self.fn.class_name or "")  # type: ignore[attr-defined]
-        return cls is not None and not reached_outside(self.project, self.file, cls, found.group(1))  # type: ignore[attr-defined]
+        producer = self.protocol_sources.get(sid)  # type: ignore[attr-defined]
+        if cls is None or any((family(k) or k) == base for m in cls.methods.values() if m.node.name.value != producer
+                              for k in joined_keys(self.file, m)):  # type: ignore[attr-defined]
+            return False  # a method waits on the event (on some entry, on some path): this one, or a join step
+        return not reached_outside(self.project, self.file, cls, found.group(1))  # type: ignore[attr-defined]
 
     def handed_write(self, S, node) -> object:
         """The write of ``S`` a hand-back at ``node`` hands the caller (see the class)."""

@@ -88,7 +88,8 @@ class HandOuts(HostFields):
     def event_handed_over(self, st: State, lw: Access, returned: object, sid: int | None = None) -> bool:
         return any((not key.startswith("<") and not self.own_guard(key) or key in self.handed_events)
                    and snap.get(lw.stream, -1) >= lw.time and not self.bundled_elsewhere(key, sid)
-                   and not self.family_seeded(key, sid) for key, snap in st.events.items())
+                   and not self.family_seeded(key, sid) and not self.kept_guard(key, sid, lw)
+                   for key, snap in st.events.items())
 
     def _helper_return(self, S, node: cst.CSTNode) -> tuple[cst.With, cst.Return] | None:
         """(scope, return) of a method of this class, run inline here (its end deferred to its same-class

@@ -415,6 +415,7 @@ def seed(interp, st, pending: list[Pending]) -> None:
         S = interp.new_storage(st, "long", MAIN, p.field, Access(p.stream, t, p.node, {p.stream: t}))
         st.long[p.field] = S.sid
         interp.protocol_sources[S.sid] = p.producer.node.name.value
+        interp.__dict__.setdefault("protocol_seeds", {})[S.sid] = (t, p.events)  # (handbacks.HandBacks.kept_guard)
         st.last_op[p.stream] = max(st.last_op.get(p.stream, 0), t)
         for e in p.events:
             st.events[e] = {p.stream: t}

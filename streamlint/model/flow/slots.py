@@ -89,7 +89,12 @@ class Slots:
         if name is None or index is None:
             return
         key = f"{name}[{self.cfile.code(index)}]"
-        st.slots[key] = (v, self.stamp(), self._binders(st, index))
+        older = st.slots.get(key)
+        if older is not None and older[2] != self._binders(st, index):
+            older = older[:3]  # (only one older generation: what an earlier loop put in every slot)
+        else:
+            older = older[3] if older is not None and len(older) > 3 else None
+        st.slots[key] = (v, self.stamp(), self._binders(st, index)) + ((older,) if older is not None else ())
         st.slot_names = st.slot_names | {name}
         S = st.stores.get(v.sid) if isinstance(v, TVal) else None
         if S is not None and S.name is None:
@@ -113,6 +118,8 @@ class Slots:
         put = st.slots.get(key)
         if put is not None and self._fresh(st, put, index):
             return put[0]
+        if put is not None and len(put) > 3 and self._fresh(st, put[3], index):
+            return put[3][0]  # an earlier loop's element, not the one this loop put in a former iteration
         last = st.appended.get(name)
         names = _index_names(index)
         if last is not None and names and all(  # `for i ...: xs.append(y); ... xs[i]`: the loop's variable

@@ -12,7 +12,11 @@ Here such a wait is read as one on the element of the same collection recorded *
 previous block's record for the chain inside the loop (``i - 1`` in iteration ``i``), the last block's record
 after it -- the usual intent, and the reading that stays silent when the relation is unknown (a guess in the
 other direction would report a race that hangs on an index equality nobody can see). An index that resolves
-(a literal, a representative position) keeps its exact key: only unresolved indices take this reading."""
+(a literal, a representative position) keeps its exact key: only unresolved indices take this reading. The outer
+indices of the collection are not compared (``done[g]`` in one loop, ``done[I[*]]`` where another loop's variable
+walks an index collection, flow/indexsets.py): which device's list is meant is no more visible than which
+block, and the reading stays the silent one. A host ``synchronize()`` of such an element sees what that record
+covers (flow/syncops.py)."""
 
 from __future__ import annotations
 

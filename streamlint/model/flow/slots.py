@@ -18,6 +18,10 @@ what a read of the same text gives:
   its old value is not read back under the new index -- unless another ``for`` loop bound the variable
   since the value was put (``for i ...: outs[i] = f(i)`` then ``for i ...: g(outs[i])``, the two-loop
   micro-batch pipeline): there ``outs[i]`` is the same element, read back as the last value put;
+* a slot one loop filled for every index (``for d ...: w[d] = ...``) and a later loop rewrites element by element
+  (``for d ...: w[d] = (w[d], scale)``) holds both: in the later loop's next iteration the slot text names another
+  element, one the later loop has not written yet, so a read gives the earlier loop's value (one older generation
+  is kept); tuples stored so are unpacked item by item (``w, scale = w[d]`` in a third loop);
 * an element of a parameter annotated as a sequence of tensors (``List[torch.Tensor]``, ``Tuple[Tensor,
   Tensor]``) never written here is the caller's tensor, produced on its current stream before the call
   (an argument storage, like a tensor parameter: reported with medium confidence), one storage per

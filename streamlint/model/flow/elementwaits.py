@@ -8,10 +8,12 @@ but a computed index (``i - 1``, ``n_blocks[g] - 1``, another loop's variable) n
 to the recorded ones is not visible: its key matches no record, and the wait would be read as one on an event
 recorded before the function (covering nothing of its own work): a false race at every later consumer.
 
-Here such a wait is read as one on the element of the same collection recorded *last* on this path: the
-previous block's record for the chain inside the loop (``i - 1`` in iteration ``i``), the last block's record
-after it -- the usual intent, and the reading that stays silent when the relation is unknown (a guess in the
-other direction would report a race that hangs on an index equality nobody can see). An index that resolves
+Here such a wait is read as one on every element of the same collection recorded so far on this path (what
+they cover, joined): the previous block's record for the chain inside the loop (``i - 1`` in iteration ``i``),
+the last block's record after it -- the usual intent, and the reading that stays silent when the relation is
+unknown (a guess in the other direction would report a race that hangs on an index equality nobody can see).
+Work queued after the last record of the collection is still not covered: a record placed before the work it
+should mark (``done[i].record(s)`` ahead of the block's kernels) leaves the last block's work unordered. An index that resolves
 (a literal, a representative position) keeps its exact key: only unresolved indices take this reading. The outer
 indices of the collection are not compared (``done[g]`` in one loop, ``done[I[*]]`` where another loop's variable
 walks an index collection, flow/indexsets.py): which device's list is meant is no more visible than which
@@ -21,6 +23,8 @@ covers (flow/syncops.py)."""
 from __future__ import annotations
 
 import re
+
+from streamlint.model.flow.values import merge_clock
 
 _RESOLVED = re.compile(r"-?\d+|'[^']*'|\"[^\"]*\"")
 
@@ -69,20 +73,21 @@ def _shape(prefix: str) -> str:
 
 def sibling_record(events: dict[str, dict[str, int]], key: str) -> dict[str, int] | None:
     """What a wait on ``key`` (an element of a collection by an unresolved index, recorded nowhere on this
-    path) covers: the snapshot of the collection's element recorded last on this path, or None."""
+    path) covers: what the collection's elements recorded on this path cover, joined; None when none was."""
     if key in events:
         return None
     prefix = unresolved_element(key)
     if prefix is None:
         return None
-    shape, best, when = _shape(prefix), None, -1
+    shape, joined = _shape(prefix), None
     for other, snap in events.items():
         at = _last_subscript(other)
         if at is not None and snap and _shape(other[:at]) == shape:
-            t = max(snap.values())
-            if t > when:
-                best, when = snap, t
-    return best
+            if joined is None:
+                joined = dict(snap)
+            else:
+                merge_clock(joined, snap)
+    return joined
 
 
 __all__ = ["sibling_record", "unresolved_element"]

@@ -20,6 +20,7 @@ from streamlint.model.flow.asidejoins import aside_joins_only, waiters_read
 from streamlint.model.flow.calls import event_field_waited
 from streamlint.model.flow.counters import NVal
 from streamlint.model.flow.devicework import helper_site_work
+from streamlint.model.flow.elementwaits import sibling_record
 from streamlint.model.flow.escapes import field_made_outside, field_only_polled
 from streamlint.model.flow.protocols import holder_joins
 from streamlint.model.flow.results import EarlyRecord
@@ -377,7 +378,7 @@ class Orderings:
 
     def wait_event(self, st: State, stream: str, key: str) -> None:
         self.waited_events.add(key)
-        snap = st.events.get(key)
+        snap = st.events.get(key) or sibling_record(st.events, key)  # `done[g][i - 1]` (elementwaits.py)
         if snap is None and not key.startswith("<event@"):
             snap = {MAIN: 0}  # recorded before entry (by the caller, or a previous call): covers pre-entry work
             if st.replayed is not None:  # or recorded by a graph replayed here (a captured record: TE's

@@ -18,6 +18,10 @@ what a read of the same text gives:
   its old value is not read back under the new index -- unless another ``for`` loop bound the variable
   since the value was put (``for i ...: outs[i] = f(i)`` then ``for i ...: g(outs[i])``, the two-loop
   micro-batch pipeline): there ``outs[i]`` is the same element, read back as the last value put;
+* a slot one loop filled for every index (``for d ...: w[d] = ...``) and a later loop rewrites element by element
+  (``for d ...: w[d] = (w[d], scale)``) holds both: in the later loop's next iteration the slot text names another
+  element, one the later loop has not written yet, so a read gives the earlier loop's value (one older generation
+  is kept); tuples stored so are unpacked item by item (``w, scale = w[d]`` in a third loop);
 * an element of a parameter annotated as a sequence of tensors (``List[torch.Tensor]``, ``Tuple[Tensor,
   Tensor]``) never written here is the caller's tensor, produced on its current stream before the call
   (an argument storage, like a tensor parameter: reported with medium confidence), one storage per
@@ -89,7 +93,12 @@ class Slots:
         if name is None or index is None:
             return
         key = f"{name}[{self.cfile.code(index)}]"
-        st.slots[key] = (v, self.stamp(), self._binders(st, index))
+        older = st.slots.get(key)
+        if older is not None and older[2] != self._binders(st, index):
+            older = older[:3]  # (only one older generation: what an earlier loop put in every slot)
+        else:
+            older = older[3] if older is not None and len(older) > 3 else None
+        st.slots[key] = (v, self.stamp(), self._binders(st, index)) + ((older,) if older is not None else ())
         st.slot_names = st.slot_names | {name}
         S = st.stores.get(v.sid) if isinstance(v, TVal) else None
         if S is not None and S.name is None:
@@ -113,6 +122,8 @@ class Slots:
         put = st.slots.get(key)
         if put is not None and self._fresh(st, put, index):
             return put[0]
+        if put is not None and len(put) > 3 and self._fresh(st, put[3], index):
+            return put[3][0]  # an earlier loop's element, not the one this loop put in a former iteration
         last = st.appended.get(name)
         names = _index_names(index)
         if last is not None and names and all(  # `for i ...: xs.append(y); ... xs[i]`: the loop's variable

@@ -16,6 +16,7 @@ from streamlint.model.file import dotted
 from streamlint.model.filefacts import ClassInfo
 from streamlint.model.flow.effects import param_effects
 from streamlint.model.flow.heldaliases import other_bindings
+from streamlint.model.flow.elementwaits import sibling_record
 from streamlint.model.flow.values import EVal, RecordVal, State, SVal, TVal, merge_clock, ordered_before
 from streamlint.model.argkinds import argument_kind
 from streamlint.model.streams import EVENT, MAIN, STREAM, derived
@@ -103,7 +104,8 @@ class SyncMethods:
         if (not isinstance(recv, TVal) or name == "record") and kind != STREAM \
                 and name in ("record", "wait", "synchronize", "query"):  # a tensor has no record(): a mistyped event
             key = self.event_key(st, recv, e.func.value)
-            known = key in st.events or kind == EVENT
+            sibling = sibling_record(st.events, key)  # an element by an unresolved index (elementwaits.py)
+            known = key in st.events or kind == EVENT or sibling is not None
             stream = self.stream_key(st, self.ev(st, arg0), arg0) if arg0 is not None else st.cur
             if name == "record":
                 self.record(st, stream, key, site=e.func.value)  # tensors have no record(): this is an event
@@ -114,7 +116,7 @@ class SyncMethods:
                     self.wait_everything(st, stream)  # a collective's work handle, or an event recorded elsewhere
             elif known:  # synchronize() / query(): the host has seen the event complete (a query: where its
                 self.waited_events.add(key)  # result says so, flow/polls.py)
-                self.host_sees(st, e, name, dict(st.events.get(key, {MAIN: 0})), True)
+                self.host_sees(st, e, name, dict(st.events.get(key) or sibling or {MAIN: 0}), True)
             else:  # an event recorded elsewhere (e.g. a field inherited from a library class): as for a known one
                 self.host_sees(st, e, name, {s: self.clock for s in (*st.last_op, *st.vc, MAIN)}, True)
             return True, None

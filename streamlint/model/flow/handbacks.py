@@ -175,26 +175,6 @@ class HandBacks:
         return not any(_mentions(code_without_comments(self.file.code(m.node.body)), f)  # type: ignore[attr-defined]
                        for m in callers for f in fields)
 
-    def kept_guard(self, key: str, sid: int | None, lw) -> bool:
-        """An event a class protocol's producer recorded after the pending write ``lw`` it left in the field ``sid``
-        (seeded at this consumer's entry), kept on the object where nothing but the class can reach it: no code
-        outside the class names that event field, no method returns it or hands it on
-        (:func:`~streamlint.model.flow.protocols.reached_outside`), and no method of the class that does not read
-        the field waits on it (``protocols._expected``, which seeded the write). The caller handed the field has
-        then no handle on that work: the wait it needs was this consumer's to make, not the caller's."""
-        seeded = self.__dict__.get("protocol_seeds", {}).get(sid)
-        found = re.match(r"self\.(\w+)", key)
-        if seeded is None or found is None or lw is None or lw.time != seeded[0] or key not in seeded[1]:
-            return False
-        from streamlint.model.flow.protocols import joined_keys, reached_outside
-        base = family(key) or key  # (entries' keys are the producer's text: ``self.ready[slot]`` is no key here)
-        cls = self.file.classes.get(self.fn.class_name or "")  # type: ignore[attr-defined]
-        producer = self.protocol_sources.get(sid)  # type: ignore[attr-defined]
-        if cls is None or any((family(k) or k) == base for m in cls.methods.values() if m.node.name.value != producer
-                              for k in joined_keys(self.file, m)):  # type: ignore[attr-defined]
-            return False  # a method waits on the event (on some entry, on some path): this one, or a join step
-        return not reached_outside(self.project, self.file, cls, found.group(1))  # type: ignore[attr-defined]
-
     def handed_write(self, S, node) -> object:
         """The write of ``S`` a hand-back at ``node`` hands the caller (see the class)."""
         handed = handed_value(node)

@@ -11,10 +11,10 @@ from streamlint._lazy import cst
 from streamlint.model.attrstreams import foreign_stream
 from streamlint.model.flow.bodyinputs import bodies_read_caller_device, callers_cannot_fork
 from streamlint.model.flow.escapes import handed_value, tensor_boxes
-from streamlint.model.flow.fieldfamilies import callers_join
+from streamlint.model.flow.fieldfamilies import callers_join, family
 from streamlint.model.flow.hostfields import HostFields
 from streamlint.model.flow.leaves import callers_view, left_on_side_streams, loop_joined, unordered_caller
-from streamlint.model.flow.protocols import class_joins, holder_joins, sibling_consumer_waits
+from streamlint.model.flow.protocols import class_joins, holder_joins, joined_keys, reached_outside, sibling_consumer_waits
 from streamlint.model.flow.values import Access, CVal, EVal, KVal, State, Storage, TVal, TupVal, ordered_before
 from streamlint.model.streams import MAIN
 from streamlint.model.syntax import contains
@@ -90,6 +90,25 @@ class HandOuts(HostFields):
                    and snap.get(lw.stream, -1) >= lw.time and not self.bundled_elsewhere(key, sid)
                    and not self.family_seeded(key, sid) and not self.kept_guard(key, sid, lw)
                    for key, snap in st.events.items())
+
+    def kept_guard(self, key: str, sid: int | None, lw) -> bool:
+        """An event a class protocol's producer recorded after the pending write ``lw`` it left in the field ``sid``
+        (seeded at this consumer's entry), kept on the object where nothing but the class can reach it: no code
+        outside the class names that event field, no method returns it or hands it on
+        (:func:`~streamlint.model.flow.protocols.reached_outside`), and no method of the class that does not read
+        the field waits on it (``protocols._expected``, which seeded the write). The caller handed the field has
+        then no handle on that work: the wait it needs was this consumer's to make, not the caller's."""
+        seeded = self.__dict__.get("protocol_seeds", {}).get(sid)
+        found = re.match(r"self\.(\w+)", key)
+        if seeded is None or found is None or lw is None or lw.time != seeded[0] or key not in seeded[1]:
+            return False
+        base = family(key) or key  # (entries' keys are the producer's text: ``self.ready[slot]`` is no key here)
+        cls = self.file.classes.get(self.fn.class_name or "")  # type: ignore[attr-defined]
+        producer = self.protocol_sources.get(sid)  # type: ignore[attr-defined]
+        if cls is None or any((family(k) or k) == base for m in cls.methods.values() if m.node.name.value != producer
+                              for k in joined_keys(self.file, m)):  # type: ignore[attr-defined]
+            return False  # a method waits on the event (on some entry, on some path): this one, or a join step
+        return not reached_outside(self.project, self.file, cls, found.group(1))  # type: ignore[attr-defined]
 
     def _helper_return(self, S, node: cst.CSTNode) -> tuple[cst.With, cst.Return] | None:
         """(scope, return) of a method of this class, run inline here (its end deferred to its same-class

@@ -273,7 +273,9 @@ class MissingWaitAtJoin(Rule):
                 + module_mark_joins(ctx.project, ctx.file) \
                 + cleared_slots(ctx.project, ctx.file) + ticket_joins(ctx.project, ctx.file) \
                 + branch_joins(ctx.project, ctx.file):
-            if id(silent.function) not in dropping:  # (the dropped event is that join step's finding)
+            line = ctx.file.span(silent.node).start_line
+            if id(silent.function) not in dropping and not any(  # (the dropped event is that join step's finding;
+                    f.code == "SL201" and f.span.start_line == line for f in ctx.findings):  # the flow's is one too)
                 _report_silent_join(ctx, silent)
 
     VALID = [

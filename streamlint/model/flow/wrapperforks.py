@@ -105,10 +105,22 @@ def _event_waits(project: Project, file: FileModel, fn: FunctionInfo) -> tuple[s
     if not waits:
         return ()
     found: list[str] = []
+    for _, at, arg, shared in _yield_scopes(project, file, fn, order):
+        for stream, event, w in waits:
+            at_wait = order[id(w.node)][0]
+            if stream == arg and at_wait < at and recorded.get(event, at) >= at_wait \
+                    and all((id(g.test), g.negated) in shared for g in w.guards) and event not in found:
+                found.append(event)
+    return tuple(found)
+
+
+def _yield_scopes(project: Project, file: FileModel, fn: FunctionInfo, order) -> list[tuple]:
+    """(``with`` node, its lexical position, the stream's text, the switch's guards as (id(test), negated)) of
+    every native stream scope entered by a ``with`` of ``fn`` holding its ``yield``."""
+    out: list[tuple] = []
     for node in local_nodes(fn.node):
         if not isinstance(node, cst.With) or not any(isinstance(n, cst.Yield) for n in local_nodes(node.body)):
             continue
-        at = order[id(node)][0]
         for item in node.items:
             scope = file.scope_site(item)
             for u in project.scope_use(file, scope).uses if scope is not None else ():
@@ -117,12 +129,8 @@ def _event_waits(project: Project, file: FileModel, fn: FunctionInfo) -> tuple[s
                     continue
                 inner = file.call_site(u.node)
                 shared = [(id(g.test), g.negated) for g in inner.guards] if inner is not None else []
-                for stream, event, w in waits:
-                    at_wait = order[id(w.node)][0]
-                    if stream == file.code(arg) and at_wait < at and recorded.get(event, at) >= at_wait \
-                            and all((id(g.test), g.negated) in shared for g in w.guards) and event not in found:
-                        found.append(event)
-    return tuple(found)
+                out.append((node, order[id(node)][0], file.code(arg), shared))
+    return out
 
 
 _SELF_FIELD = re.compile(r"self\.\w+")
@@ -146,23 +154,10 @@ def _forks(project: Project, file: FileModel, fn: FunctionInfo) -> tuple[bool, b
     if not waits and not joins:
         return False, False, caller
     fork = join = False
-    for node in local_nodes(fn.node):
-        if not isinstance(node, cst.With) or not any(isinstance(n, cst.Yield) for n in local_nodes(node.body)):
-            continue
-        at = order[id(node)][0]
-        for item in node.items:
-            scope = file.scope_site(item)
-            for u in project.scope_use(file, scope).uses if scope is not None else ():
-                arg = u.arg("stream") if u.role is Role.NATIVE_STREAM_CONTEXT else None
-                if arg is None:
-                    continue
-                inner = file.call_site(u.node)
-                shared = [(id(g.test), g.negated) for g in inner.guards] if inner is not None else []
-                fork |= any(order[id(w.node)][0] < at and _guards_hold(file, w, shared)
-                            for w in waits.get(file.code(arg), ()))
-                join |= any(order[id(j.node)][0] > at and not _in(j.node, node)
-                            and all((id(g.test), g.negated) in shared for g in j.guards)
-                            for j in joins.get(file.code(arg), ()))
+    for node, at, arg, shared in _yield_scopes(project, file, fn, order):
+        fork |= any(order[id(w.node)][0] < at and _guards_hold(file, w, shared) for w in waits.get(arg, ()))
+        join |= any(order[id(j.node)][0] > at and not _in(j.node, node)
+                    and all((id(g.test), g.negated) in shared for g in j.guards) for j in joins.get(arg, ()))
     return fork, join, caller
 
 

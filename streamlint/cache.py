@@ -274,6 +274,8 @@ def _valid_entry(entry: Any) -> bool:
         return False
     if "w" in entry and not isinstance(entry["w"], str):
         return False
+    if "o" in entry and not isinstance(entry["o"], dict):
+        return False
     seen = entry.get("s")
     return seen is None or (isinstance(seen, list) and len(seen) == 2 and all(type(v) is int for v in seen))
 
@@ -319,19 +321,22 @@ class ResultCache:
         return None
 
     def lookup(self, path: str, digest: str, dep_digest: Callable[[str], str],
-               project_state: Callable[[], str]) -> list[Finding] | None:
+               project_state: Callable[[], str],
+               observed: Callable[[dict[str, Any]], bool] | None = None) -> list[Finding] | None:
         """The cached findings of ``path`` (content sha256 ``digest``) if still valid, else None (an entry
-        of the wrong shape or types included: a miss, never an error)."""
+        of the wrong shape or types included: a miss, never an error). With ``observed``, an entry that kept
+        the observations of its analysis (``streamlint/observed.py``) is valid when ``observed`` says they
+        still hold, whatever else changed; without it, or for an entry without them, when its dependencies'
+        contents and (after a project-wide read) the project's file stats are unchanged."""
         entry = self._entry(path)
         if entry is None or entry.get("h") != digest:
             self.misses += 1
             return None
         try:
-            for dep, dep_hash in entry.get("d", {}).items():
-                if dep_digest(dep) != dep_hash:
-                    self.misses += 1
-                    return None
-            if entry.get("w") is not None and entry["w"] != project_state():
+            unchanged = all(dep_digest(dep) == dep_hash for dep, dep_hash in entry.get("d", {}).items()) \
+                and (entry.get("w") is None or entry["w"] == project_state())
+            # (the contents and stats first: cheap, and when they hold the observations do too)
+            if not unchanged and (observed is None or "o" not in entry or not observed(entry["o"])):
                 self.misses += 1
                 return None
             findings = [decode_finding(f, path) for f in entry.get("f", ())]
@@ -356,7 +361,8 @@ class ResultCache:
         return None
 
     def store(self, path: str, digest: str, findings: list[Finding], deps: dict[str, str],
-              project_state: str | None = None, st: os.stat_result | None = None) -> None:
+              project_state: str | None = None, st: os.stat_result | None = None,
+              observations: dict[str, Any] | None = None) -> None:
         try:
             encoded = [encode_finding(f, path) for f in findings]
         except (AttributeError, TypeError, ValueError):
@@ -366,6 +372,8 @@ class ResultCache:
             entry["d"] = dict(sorted(deps.items()))
         if project_state is not None:
             entry["w"] = project_state
+        if observations is not None:
+            entry["o"] = observations
         _record_stat(entry, st)
         key = os.path.abspath(path)
         if self.entries.get(key) != entry:

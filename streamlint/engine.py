@@ -349,7 +349,10 @@ class Engine:
         """release_models without the collection (its locals, the old project among them, are gone once it
         returns); the bytes of source of the trees let go."""
         old = self.project
-        project = Project(self.root, self._load_model, scope=old.scope, options=old.options)
+        project = type(old)(self.root, self._load_model, scope=old.scope, options=old.options)
+        carry_to = getattr(old, "carry_to", None)  # (a recording project: its observations go on, reachcache.py)
+        if carry_to is not None:
+            carry_to(project)
         carried = old._paths.carried() if old._paths is not None else None
         if carried is not None:
             project._paths = PathIndex(project, carried)

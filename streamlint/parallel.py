@@ -22,9 +22,11 @@ import signal
 import stat
 import sys
 import time
-from dataclasses import dataclass, field
+from contextlib import nullcontext
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable
 
+from streamlint import observed
 from streamlint.cache import ResultCache, SummaryCache, project_digest, sha256
 from streamlint.model.wordindex import WordSearch
 from streamlint.wordcache import WordCache
@@ -68,6 +70,8 @@ class Result:
     deps: tuple[tuple[str, str | None], ...]
     project_wide: bool  # read project-wide facts (Project.note_wide_read)
     seconds: float = 0.0  # wall time of the file's analysis (slow files are named)
+    # what the analysis observed of the project (streamlint/observed.py; None: not recorded, a pool's worker)
+    observations: dict | None = None
 
 
 @dataclass
@@ -203,7 +207,9 @@ def _bounded(engine: Engine, path: str | None = None, data: bytes | None = None)
     (:func:`_large_reach`): their trees come on top of the kept ones while it is analysed."""
     budget = MODEL_BYTES_KEPT
     if path is not None and data is not None and engine.needs_analysis(data):
-        budget = max(0, budget - _large_reach(engine, path, data))
+        quiet = getattr(engine.project, "quiet", None)  # (sizes for the budget: no observation, observed.py)
+        with quiet() if quiet is not None else nullcontext():
+            budget = max(0, budget - _large_reach(engine, path, data))
     if engine.parsed_bytes() > budget:
         # a release keeps the most often, then most recently used models up to the bound (Engine._keep_order;
         # consecutive files of a package import the same modules, which a release of everything made the next file parse again, with the
@@ -308,6 +314,16 @@ def lint_files(
     advance = progress or (lambda n: None)
 
     seen_stats: dict[str, os.stat_result | None] = {}
+    # a serial run with the cache records what each analysis observes, kept with its result (observed.py)
+    recording = cache is not None and observed.start(engine)
+    checking: list = []
+
+    def still_observed(record: dict) -> bool:
+        if not checking:
+            checking.append(observed.checker(engine))
+        return observed.holds(record, checking[0])
+
+    check = still_observed if recording else None
 
     def stat_of(path: str) -> os.stat_result | None:
         key = os.path.abspath(path)
@@ -355,7 +371,7 @@ def lint_files(
         if cache is not None:
             with phase(profiler, "cache"):  # unchanged size and mtime: the recorded digest, no read
                 known = cache.known_digest(path, stat_of(path))
-                cached = None if known is None else cache.lookup(path, known, dep_digest, whole_project)
+                cached = None if known is None else cache.lookup(path, known, dep_digest, whole_project, check)
             if cached is not None:
                 digests[os.path.abspath(path)] = known
                 reports[path] = FileReport(path, cached)
@@ -372,7 +388,7 @@ def lint_files(
         if cache is not None:
             with phase(profiler, "cache"):
                 digest = digests[os.path.abspath(path)] = sha256(data)
-                cached = cache.lookup(path, digest, dep_digest, whole_project)
+                cached = cache.lookup(path, digest, dep_digest, whole_project, check)
                 if cached is not None:
                     cache.note_stat(path, stat_of(path))
             if cached is not None:
@@ -396,13 +412,18 @@ def lint_files(
 
     if cache is not None and pending:
         with phase(profiler, "reach"):  # what the compile sites reach, from the project cache when it holds
-            install_reach(engine, cache.directory, cache.key)
+            reach = install_reach(engine, cache.directory, cache.key)
+            if reach is not None:
+                observed.merge(engine.project, reach)  # (the facts the analyses are given come from its observations)
     results: list[Result] = []
     if jobs == 1 or len(pending) + len(light) < 2 or (len(pending) < max(SERIAL_BELOW, 2)
                                                       and len(light) < max(LIGHT_SERIAL_BELOW, 1)):
         for path, data in [*light, *pending]:
             _bounded(engine, path, data)
-            results.append(_result(engine, path, data))
+            res = _result(engine, path, data)
+            if recording and not res.skipped:  # (cumulative: what the files before it left in memos included)
+                res = replace(res, observations=observed.snapshot(engine.project))
+            results.append(res)
             advance(1)
     else:
         stats.jobs = min(jobs, max(len(pending), len(light)))
@@ -447,7 +468,8 @@ def lint_files(
             with phase(profiler, "cache"):
                 deps = {dep: digest if digest is not None else dep_digest(dep) for dep, digest in res.deps}
                 cache.store(res.path, digests[os.path.abspath(res.path)], list(res.findings), deps,
-                            whole_project() if res.project_wide else None, st=stat_of(res.path))
+                            whole_project() if res.project_wide else None, st=stat_of(res.path),
+                            observations=res.observations)
     if cache is not None:
         with phase(profiler, "cache"):
             cache.save()

@@ -27,12 +27,14 @@ A computation that read something not recorded (launch scripts for environment s
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import importlib
 import json
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from streamlint.finding import Location, Span
 from streamlint.model.paths import PathIndex, ReachFacts
@@ -61,12 +63,33 @@ class RecordingProject(Project):
     observes of the tree; the byte reads inside a recorded scan are covered by the scan's answer."""
 
     def start(self) -> None:
-        self.content: dict[str, str] = {}
+        self.content: dict[str, str] = {}  # path -> sha256 of the bytes read
+        self.code: dict[str, str] = {}  # path -> code_digest of a module parsed
         self.contains: dict[tuple[str, tuple[bytes, ...]], bool] = {}
         self.isfile: dict[str, tuple[str, bool]] = {}
         self.files: str | None = None
         self.scans: dict[str, list[Any]] = {}  # by kind and question: [kind, question, answer]
+        self.summary_seen: dict[str, str] = {}  # path -> digest of the module summary read (not its bytes)
+        self.env_read = False  # environment settings were searched (launch scripts: not recorded)
         self._quiet = 0
+
+    def carry_to(self, project: "RecordingProject") -> None:
+        """Give a project replacing this one (``Engine.release_models``) the observations made so far: what
+        the old one learnt and the new one inherits (summaries, byte-search memos) was observed here."""
+        project.content, project.contains, project.isfile = self.content, self.contains, self.isfile
+        project.code = self.code
+        project.files, project.scans, project.summary_seen = self.files, self.scans, self.summary_seen
+        project.env_read = self.env_read or self.searched_env()
+        project._quiet = 0
+
+    def searched_env(self) -> bool:
+        """Were environment settings searched (``environment.env_settings``: launch scripts and YAML, read
+        outside these observations)?"""
+        return self.env_read or bool(self._paths is not None and self._paths.derived.get("env_settings"))
+
+    def quiet(self) -> "contextlib.AbstractContextManager[None]":
+        """Reads that decide no answer (a memory budget's look at file sizes): not observations."""
+        return self._scan()
 
     @contextmanager
     def _scan(self) -> Iterator[None]:
@@ -77,6 +100,8 @@ class RecordingProject(Project):
             self._quiet -= 1
 
     def _answered(self, kind: str, question: list[Any], answer: Any) -> None:
+        if self._quiet:
+            return  # (a scan inside another: the outer one's answer covers what it read)
         self.scans.setdefault(json.dumps([kind, question]), [kind, question, answer])
 
     def _note_content(self, path: str) -> None:
@@ -85,7 +110,10 @@ class RecordingProject(Project):
                 self.content[path] = _digest(Project._bytes(self, path))
 
     def file(self, path: str):
-        self._note_content(os.path.abspath(path))
+        key = os.path.abspath(path)
+        if key not in self.code:
+            with self._scan():
+                self.code[key] = code_digest(Project._bytes(self, key))
         return super().file(path)
 
     def _bytes(self, path: str) -> bytes | None:
@@ -115,14 +143,21 @@ class RecordingProject(Project):
         self.isfile[init] = ("p", os.path.isfile(init))
         return super()._package_of(directory)
 
+    def summary(self, path: str):
+        with self._scan():
+            found = super().summary(path)
+        if not self._quiet:
+            self.summary_seen.setdefault(os.path.abspath(path), summary_digest(found))
+        return found
+
     def compiling_paths(self):
-        if self._compiling is None:
-            with self._scan():
-                found = super().compiling_paths()
+        with self._scan():
+            found = super().compiling_paths()
+        if not self._quiet:  # (every time: the answer may be a memo of an earlier question)
             self._answered("compiling", [], [path for path, _ in found])
-            for path, _ in found:  # their summaries are read (ModuleSummary.moded, .compiles_callers_args)
-                self._note_content(path)
-        return super().compiling_paths()
+            for path, summary in found:  # their summaries are read (ModuleSummary.moded, .compiles_callers_args)
+                self.summary_seen.setdefault(path, summary_digest(summary))
+        return found
 
     def paths_containing(self, markers: tuple[bytes, ...]) -> list[str]:
         with self._scan():
@@ -136,11 +171,57 @@ class RecordingProject(Project):
         self._answered("calling", [name, limit], found)
         return found
 
+    def ask(self, kind: str, question: "tuple[str | None, ...]", answer: "Callable[[], bool]") -> bool:
+        with self._scan():
+            found = answer()
+        self._answered(kind, list(question), found)
+        return found
+
     def renames(self, name: str) -> frozenset[bytes]:
         with self._scan():
             found = super().renames(name)
         self._answered("renames", [name], sorted(_markers(tuple(found))))
         return found
+
+
+def code_digest(data: bytes | None) -> str:
+    """The sha256 of a module's bytes less its trailing lines that are blank or a comment at column 0 (LibCST's
+    ``Module.footer``, which no question reads: a parse of either text gives the same statements at the same
+    positions, and the same nodes: a deeper comment belongs to the last block and is kept). A stripped line is
+    plain ASCII without a quote (it could close a string), a ``\\r`` or a backslash, is not one of the first two
+    lines (an encoding declaration), and the text kept does not end in a continuation; else it is kept."""
+    if data is None:
+        return ""
+    end = len(data)
+    floor = data.find(b"\n", data.find(b"\n") + 1) + 1  # (the start of the third line; 0: there is none)
+    while end > floor > 0:
+        start = data.rfind(b"\n", 0, end - 1) + 1
+        line = data[start:end].rstrip(b"\r\n")
+        if start < floor or not line.isascii() or any(c in line for c in (b"'", b'"', b"\r", b"\\")):
+            break
+        if line.strip() and not line.startswith(b"#"):
+            break
+        end = start
+    kept = data[:end].rstrip(b"\r\n")
+    return hashlib.sha256(data if kept.endswith(b"\\") else kept).hexdigest()
+
+
+def summary_digest(summary: Any) -> str:
+    """What a module summary says, as a digest (equal summaries, equal digests): what a reader of the summary
+    depends on, whatever else of the module's bytes changed (a comment, a function it does not describe)."""
+    if summary is None:
+        return ""
+    return hashlib.sha256(json.dumps(summary.to_json(), sort_keys=True).encode("utf-8")).hexdigest()
+
+
+# the questions of ``Project.ask``: kind -> the function answering it (module, name), called with the project and
+# the question's arguments; each a deterministic function of the project's bytes and file list
+ASKED = {
+    "stream-scoped": ("streamlint.model.flow.sidecalls", "stream_scoped"),
+    "referenced": ("streamlint.model.flow.fieldfacts", "referenced_scan"),
+    "rebound-outside": ("streamlint.model.flow.fieldfacts", "rebound_scan"),
+    "mutated": ("streamlint.model.flow.fieldfacts", "mutated_scan"),
+}
 
 
 def _well_formed(kind: Any, args: Any) -> bool:
@@ -156,7 +237,7 @@ def _well_formed(kind: Any, args: Any) -> bool:
             and (args[1] is None or isinstance(args[1], int))
     if kind == "renames":
         return len(args) == 1 and isinstance(args[0], str) and args[0].isidentifier()
-    return False
+    return kind in ASKED and all(a is None or isinstance(a, str) for a in args)
 
 
 def _answer(project: Project, kind: str, args: list[Any]) -> Any:
@@ -168,6 +249,9 @@ def _answer(project: Project, kind: str, args: list[Any]) -> Any:
         return project.paths_calling(args[0], args[1])
     if kind == "renames":
         return sorted(_markers(tuple(project.renames(args[0]))))
+    if kind in ASKED:
+        module, function = ASKED[kind]
+        return getattr(importlib.import_module(module), function)(project, *args)
     raise ValueError(kind)
 
 
@@ -188,6 +272,12 @@ def still_true(record: dict[str, Any], project: Project) -> bool:
                 return False
         for path, digest in record["content"].items():
             if path not in files or _digest(project.file_bytes(path)) != digest:
+                return False
+        for path, digest in record["code"].items():
+            if path not in files or code_digest(project.file_bytes(path)) != digest:
+                return False
+        for path, digest in record.get("summaries", {}).items():
+            if path not in files or not isinstance(digest, str) or summary_digest(project.summary(path)) != digest:
                 return False
         return all(_well_formed(kind, args) and _answer(project, kind, args) == expected
                    for kind, args, expected in record["scans"])
@@ -262,30 +352,37 @@ def _compute(engine: "Engine") -> dict[str, Any] | None:
     return {"format": FORMAT, "files": fresh.files,
             "isfile": {path: list(v) for path, v in fresh.isfile.items()},
             "contains": [[path, _markers(markers), found] for (path, markers), found in fresh.contains.items()],
-            "content": fresh.content, "scans": list(fresh.scans.values()), "reached": _encode(facts)}
+            "content": fresh.content, "code": fresh.code, "summaries": fresh.summary_seen, "scans": list(fresh.scans.values()),
+            "reached": _encode(facts)}
 
 
-def install(engine: "Engine", directory: Path, key: str) -> None:
+def install(engine: "Engine", directory: Path, key: str) -> dict[str, Any] | None:
     """Give the engine's project the stored reach facts when they still hold; else compute and store them.
-    Not for editor buffers (``Engine.set_override``) nor a project whose facts exist already."""
+    Not for editor buffers (``Engine.set_override``) nor a project whose facts exist already. Returns the
+    record installed (its observations: what the facts depend on), None when none was."""
     project = engine.project
     if engine._overrides or project._paths is not None:
-        return
+        return None
     cache = ReachCache(directory, key)
     record = cache.load()
-    if record is not None and still_true(record, project):
+    # (a recording project is given the record's observations as they are, observed.merge: the checks' reads
+    # are not observations of their own, or a module the computation parsed would count by all its bytes)
+    with project.quiet() if isinstance(project, RecordingProject) else contextlib.nullcontext():
+        holds = record is not None and still_true(record, project)
+    if record is not None and holds:
         try:
             project._paths = PathIndex(project, _decode(record["reached"]))
-            return
+            return record
         except (KeyError, TypeError, ValueError):
             pass
     try:
         record = _compute(engine)
     except Exception:  # noqa: BLE001 - the analysis computes them as before and reports what fails there
-        return
+        return None
     if record is not None:
         project._paths = PathIndex(project, _decode(record["reached"]))
         cache.save(record)
+    return record
 
 
-__all__ = ["RecordingProject", "ReachCache", "install", "still_true"]
+__all__ = ["RecordingProject", "ReachCache", "install", "still_true", "code_digest", "summary_digest"]

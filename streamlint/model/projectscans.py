@@ -110,6 +110,13 @@ class ProjectScans:
             self._keep_bytes(path, data)
         return data
 
+    def ask(self, kind: str, question: "tuple[str | None, ...]", answer: "Callable[[], bool]") -> bool:
+        """A project-wide question of a byte scan over many files (``kind``: which scan, one of
+        ``reachcache.ASKED``; ``question``: its arguments after the project), answered by ``answer()``; a recording
+        project (streamlint/reachcache.py) notes the answer instead of the bytes the scan read, and asks it again
+        the same way when a record is checked."""
+        return answer()
+
     def file_bytes(self, path: str) -> bytes | None:
         """A project file's content (read once per run; None: unreadable)."""
         return self._bytes(os.path.abspath(path))

@@ -38,6 +38,12 @@ _REF = r"(?<![\w]){name}\b(?!\s*\()"
 
 
 def _referenced(project: Project, name: str, home: str | None = None) -> bool:
+    """:func:`referenced_scan`, asked as a project-wide question (``Project.ask``: a cached result depends on its
+    answer, not on the bytes it read)."""
+    return project.ask("referenced", (name, home), lambda: referenced_scan(project, name, home))
+
+
+def referenced_scan(project: Project, name: str, home: str | None = None) -> bool:
     """Is the method's name mentioned in the project other than followed by ``(`` (a call or its ``def``): a
     callback handed by reference (``Thread(target=self._post)``, ``hooks.post = self._post``), a name in a
     table, a string (``getattr(self, "_post")``)? Any such mention may be an unseen caller. Byte level over the
@@ -95,6 +101,11 @@ def _docstring_spans(data: bytes) -> tuple[tuple[int, int], ...]:
 
 
 def _rebound_outside(project: Project, attr: str) -> bool:
+    """:func:`rebound_scan`, asked as a project-wide question (``Project.ask``)."""
+    return project.ask("rebound-outside", (attr,), lambda: rebound_scan(project, attr))
+
+
+def rebound_scan(project: Project, attr: str) -> bool:
     """Is ``<obj>.<attr>`` assigned somewhere in the project on a receiver other than ``self`` (``engine.stream
     = s``, ``self._codec.stream = s``)? Byte level over the files naming it; True when too many to read."""
     paths = project.paths_containing(tuple(f".{attr}{op}".encode() for op in (" =", "=", " +=")))
@@ -148,6 +159,11 @@ _MUTATE = rb"\.{attr}\s*(?:\.\s*(?:append|extend|insert|pop|remove|clear|update|
 
 
 def mutated(project: Project, attr: str) -> bool:
+    """:func:`mutated_scan`, asked as a project-wide question (``Project.ask``)."""
+    return project.ask("mutated", (attr,), lambda: mutated_scan(project, attr))
+
+
+def mutated_scan(project: Project, attr: str) -> bool:
     """Is a container held in the field ``attr`` changed in place anywhere in the project (``self.slots.append(s)``,
     ``x.slots[0] = s``, ``self.slots += [s]``), or copied into a name that may change it (``slots = self.slots``)?
     Its elements are then not the ones it was built with. Byte level; True when too many files to read."""

@@ -69,7 +69,14 @@ _CALLED = re.compile(rb"(\w+)\s*\(")
 def _called_in_stream_scope(project: Project, name: str) -> bool:
     """May ``name`` be called somewhere in the project inside a ``with`` whose item mentions a stream? A
     byte-level superset (no parsing): one pass over the files that mention streams, collecting the names
-    called on the lines indented under such a ``with``; memoised per project."""
+    called on the lines indented under such a ``with``; memoised per project. Asked as a project-wide
+    question (``Project.ask``): a result cached with its observations depends on this answer, not on the
+    bytes of every file that mentions a stream (streamlint/observed.py)."""
+    return project.ask("stream-scoped", (name,), lambda: stream_scoped(project, name))
+
+
+def stream_scoped(project: Project, name: str) -> bool:
+    """:func:`_called_in_stream_scope`'s answer, computed (or from the project's memo)."""
     memo = project.derived("side_scoped_names")
     if "names" not in memo:
         names: set[bytes] = set()

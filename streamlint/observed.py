@@ -1,0 +1,144 @@
+"""What a file's analysis observed of the project, kept with its cached result (issue 15).
+
+A cached result used to be valid while the sha256 of every module in the file's import closure was unchanged and,
+for an analysis that read project-wide facts (the file list, compile sites, byte searches), while no file of the
+project had changed size or time. So a comment appended to a module the file imports, or any edit anywhere in the
+tree, threw the result away and the file was analysed again (torch-npu's ``npu/_graph_tree.py``: ~1 s of CPU).
+
+Here the result is keyed by the facts the analysis reached instead. The engine's project is a
+:class:`~streamlint.reachcache.RecordingProject` for a serial run with the cache: it notes, from its creation on,
+every observation the analyses make of the tree (``reachcache.py`` lists them): the content of each module parsed
+or read, the *summary* of each module read only through its summary (so an edit the summary does not describe
+keeps it: a comment, a function body it does not reach), the answers of the project-wide scans (byte and word
+index searches, the modules that may compile, renames), the file list and the file-system tests of module
+resolution, and the observations of the reach facts it was given (``reachcache.install``). Those are stored with
+each result of the run (cumulative: a file's record holds the observations of the files analysed before it in the
+same run too, whose memos it may have used; never fewer than it depends on). A later run answers the same questions
+of a fresh project (byte searches, cached summaries, a hash per module read) and reuses the result when every
+answer is the same: the analysis, a deterministic function of them, would give the same findings.
+
+What is not observed makes the record unusable and the result falls back to the keys above (both are stored; the
+editor server still uses those): environment settings searched in launch scripts; a run with a worker pool (each
+worker has its own project).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import TYPE_CHECKING, Any
+
+from streamlint.model.project import Project
+from streamlint.reachcache import RecordingProject, _answer, _digest, _list_digest, _markers, _well_formed, \
+    code_digest, summary_digest
+
+if TYPE_CHECKING:
+    from streamlint.engine import Engine
+
+# the project memos that must be empty for a recording to cover everything its analyses use
+_MEMOS = ("_files", "_all_files", "_paths", "_marker_paths", "_renames", "_compiling", "_symbols", "_modules",
+          "_packages", "_wrappers", "_uses")
+_SHARED = ("reader", "words", "profiler", "summaries", "index_progress", "_scan_bytes", "_scan_kept",
+           "_summary_digests")
+
+
+def start(engine: "Engine") -> bool:
+    """Make the engine's project a recording one; False when it already answered questions (its memos would
+    hold what no observation covers) or holds editor buffers."""
+    project = engine.project
+    if isinstance(project, RecordingProject):
+        return True
+    if engine._overrides or any(getattr(project, name) for name in _MEMOS):
+        return False
+    recording = RecordingProject(project.root, project.loader, scope=project.scope, options=project.options)
+    recording.start()
+    for name in _SHARED:
+        setattr(recording, name, getattr(project, name))
+    engine.project = recording
+    return True
+
+
+def checker(engine: "Engine") -> Project:
+    """A fresh plain project to answer recorded questions (not the engine's: a recording would note them),
+    sharing the engine's reads, summaries and word index."""
+    project = engine.project
+    fresh = Project(project.root, project.loader, scope=project.scope, options=project.options)
+    for name in _SHARED:
+        setattr(fresh, name, getattr(project, name))
+    return fresh
+
+
+def merge(project: Project, record: dict[str, Any]) -> None:
+    """Add a reach record's observations (``reachcache.install``) to the project's: the facts it gave came
+    from them."""
+    if not isinstance(project, RecordingProject):
+        return
+    if isinstance(record.get("files"), str):
+        project.files = project.files or record["files"]
+    for path, value in record.get("isfile", {}).items():
+        project.isfile.setdefault(path, tuple(value))
+    for path, markers, found in record.get("contains", ()):
+        project.contains.setdefault((path, tuple(m.encode("latin-1") for m in markers)), found)
+    for path, digest in record.get("content", {}).items():
+        project.content.setdefault(path, digest)
+    for path, digest in record.get("code", {}).items():
+        project.code.setdefault(path, digest)
+    for path, digest in record.get("summaries", {}).items():
+        project.summary_seen.setdefault(path, digest)
+    for kind, question, answer in record.get("scans", ()):
+        project.scans.setdefault(json.dumps([kind, question]), [kind, question, answer])
+
+
+def _answer_digest(answer: Any) -> str:
+    return hashlib.sha256(json.dumps(answer, sort_keys=True).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def snapshot(project: Project) -> dict[str, Any] | None:
+    """The observations so far, as stored with a result (scan answers by digest); None when the project did
+    not record, or read something it does not record."""
+    if not isinstance(project, RecordingProject) or project.searched_env():
+        return None
+    # the file list always (a file's analysis may test for a module of its package outside any recorded
+    # question, dataswaps._swap_back; a new or removed module changes the list)
+    files = project.files or _list_digest(project.all_files())
+    project.files = files
+    return {"files": files,
+            "isfile": {path: list(v) for path, v in project.isfile.items()},
+            "contains": [[path, _markers(markers), found] for (path, markers), found in project.contains.items()],
+            "content": dict(project.content), "code": dict(project.code), "summaries": dict(project.summary_seen),
+            "scans": [[kind, question, _answer_digest(answer)] for kind, question, answer in project.scans.values()]}
+
+
+def holds(record: Any, project: Project) -> bool:
+    """Does ``project`` (a plain one: :func:`checker`) answer every observation of ``record`` as recorded?"""
+    try:  # (the record lives in the linted repository: any other shape is a miss)
+        if not isinstance(record, dict) or not isinstance(record["files"], str):
+            return False
+        if _list_digest(project.all_files()) != record["files"]:
+            return False
+        files = set(project.all_files())
+        for path, (kind, expected) in record["isfile"].items():
+            if (os.path.isfile(path) and (kind == "p" or project.in_project(path))) != expected:
+                return False
+        for path, markers, expected in record["contains"]:
+            if path not in files or not all(isinstance(m, str) for m in markers):
+                return False
+            if project.may_contain(path, tuple(m.encode("latin-1") for m in markers)) != expected:
+                return False
+        for path, digest in record["content"].items():
+            if path not in files or _digest(project.file_bytes(path)) != digest:
+                return False
+        for path, digest in record["code"].items():
+            if path not in files or code_digest(project.file_bytes(path)) != digest:
+                return False
+        for path, digest in record["summaries"].items():
+            if path not in files or summary_digest(project.summary(path)) != digest:
+                return False
+        return all(_well_formed(kind, args) and _answer_digest(_answer(project, kind, args)) == expected
+                   for kind, args, expected in record["scans"])
+    except Exception:  # noqa: BLE001
+        return False
+
+
+__all__ = ["checker", "holds", "merge", "snapshot", "start"]

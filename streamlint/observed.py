@@ -19,7 +19,7 @@ answer is the same: the analysis, a deterministic function of them, would give t
 
 What is not observed makes the record unusable and the result falls back to the keys above (both are stored; the
 editor server still uses those): environment settings searched in launch scripts; a run with a worker pool (each
-worker has its own project).
+worker has its own project); more than :data:`MAX_OBSERVATIONS` observations.
 """
 
 from __future__ import annotations
@@ -36,6 +36,9 @@ from streamlint.reachcache import RecordingProject, _answer, _digest, _list_dige
 if TYPE_CHECKING:
     from streamlint.engine import Engine
 
+# past this many observations (a long serial run: each record holds those of the files before it), a result is
+# stored with the old keys only (a record that large would cost more to keep and check than it saves)
+MAX_OBSERVATIONS = 2000
 # the project memos that must be empty for a recording to cover everything its analyses use
 _MEMOS = ("_files", "_all_files", "_paths", "_marker_paths", "_renames", "_compiling", "_symbols", "_modules",
           "_packages", "_wrappers", "_uses")
@@ -98,6 +101,10 @@ def snapshot(project: Project) -> dict[str, Any] | None:
     """The observations so far, as stored with a result (scan answers by digest); None when the project did
     not record, or read something it does not record."""
     if not isinstance(project, RecordingProject) or project.searched_env():
+        return None
+    size = len(project.isfile) + len(project.contains) + len(project.content) + len(project.code) \
+        + len(project.summary_seen) + len(project.scans)
+    if size > MAX_OBSERVATIONS:
         return None
     # the file list always (a file's analysis may test for a module of its package outside any recorded
     # question, dataswaps._swap_back; a new or removed module changes the list)

@@ -193,3 +193,39 @@ def test_code_digest_ignores_only_the_footer() -> None:
     cont = b"import os\nimport sys\nx = 1 + \\\n"
     assert code_digest(cont) != code_digest(cont + b"# c\n")
     assert code_digest(None) == ""
+
+
+def test_a_record_past_the_bound_is_not_kept(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from streamlint import observed
+
+    monkeypatch.setattr(observed, "MAX_OBSERVATIONS", 1)
+    _, _, cache = _run(project)
+    entry = cache.entries[str(project / "serve" / "layers" / "moe.py")]
+    assert "o" not in entry and "d" in entry  # (the old keys only)
+    _edit(project / "serve" / "utils.py", UTILS + "\n# tuned for the 910B\n")
+    _, stats, _ = _run(project)
+    assert stats.analysed == 1
+
+
+def test_a_recorded_scan_question_is_asked_again(project: Path) -> None:
+    """``Project.ask``: the record keeps the answer (not the bytes of every file the scan read); a change of the
+    answer anywhere in the tree is a miss, a change the answer does not see is none."""
+    from streamlint import observed
+    from streamlint.model.flow.sidecalls import _called_in_stream_scope
+
+    s = Settings(select=("ALL",), project_root=str(project))
+    engine = Engine(s, REGISTRY, project_root=str(project))
+    assert observed.start(engine)
+    assert not _called_in_stream_scope(engine.project, "pick_batch")
+    record = observed.snapshot(engine.project)
+    assert ["stream-scoped", ["pick_batch"]] in [scan[:2] for scan in record["scans"]]
+
+    def holds() -> bool:
+        return observed.holds(record, observed.checker(Engine(s, REGISTRY, project_root=str(project))))
+
+    assert holds()
+    _edit(project / "serve" / "scheduler.py", SCHEDULER + "\n\ndef drain(queue):\n    return len(queue)\n")
+    assert holds()  # (stream mentioned, no stream `with` calling it)
+    _edit(project / "serve" / "scheduler.py", SCHEDULER + "\n\ndef overlap(queue, side):\n"
+          "    with torch.npu.stream(side):\n        return pick_batch(queue, 8)\n")
+    assert not holds()

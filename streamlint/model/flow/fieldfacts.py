@@ -40,6 +40,7 @@ _REF = r"(?<![\w]){name}\b(?!\s*\()"
 def _referenced(project: Project, name: str, home: str | None = None) -> bool:
     """:func:`referenced_scan`, asked as a project-wide question (``Project.ask``: a cached result depends on its
     answer, not on the bytes it read)."""
+    home = os.path.abspath(home) if home is not None else None  # (a recorded question means one file from anywhere)
     return project.ask("referenced", (name, home), lambda: referenced_scan(project, name, home))
 
 

@@ -43,7 +43,7 @@ from streamlint.model.project import Project
 if TYPE_CHECKING:
     from streamlint.engine import Engine
 
-FORMAT = 1
+FORMAT = 2  # (2: the code of the modules parsed, the summaries read)
 
 
 def _digest(data: bytes | None) -> str:

@@ -18,7 +18,12 @@ the effective settings minus output-only fields. An entry of the file is valid w
   analysis could reach, i.e. the import closure of the file over the modules the project index had
   loaded, plus every ``Finding.depends_on``), and
 - for an analysis that read project-wide facts (``Project.note_wide_read``: the file list, compile
-  sites, environment settings), the stat digest of the project's files is unchanged.
+  sites, environment settings), the stat digest of the project's files is unchanged;
+
+or, when those fail, for an entry a serial run stored with the observations of its analysis (``"o"``,
+``streamlint/observed.py``: the code of the modules parsed, the summaries read, the answers of the
+project-wide scans, the file list), when a fresh project answers every observation the same way (the
+command line only; the editor server checks the keys above).
 
 Entries are JSON (a cache directory planted in a repository cannot run code) and are validated when
 read: an entry of the wrong shape is a miss, never an error. Writes are atomic (temporary file +

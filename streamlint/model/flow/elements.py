@@ -70,8 +70,9 @@ def _names(node: cst.CSTNode, name: str) -> bool:
     return isinstance(node, cst.Name) and node.value == name
 
 
-def _element_use(body: cst.CSTNode, name: str) -> str | None:
-    """STREAM / EVENT when the loop body uses ``name`` (the loop variable, or ``xs[name]``) as one."""
+def _element_use(body: cst.CSTNode, name: str, producing: bool = False) -> str | None:
+    """STREAM / EVENT when the loop body uses ``name`` (the loop variable, or ``xs[name]``) as one; ``producing``:
+    only as a stream that waits, runs work or records, or an event recorded (not a join of the element)."""
     def is_elem(e: cst.BaseExpression) -> bool:
         if isinstance(e, cst.Subscript) and len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index):
             return _names(e.slice[0].slice.value, name)
@@ -87,7 +88,7 @@ def _element_use(body: cst.CSTNode, name: str) -> str | None:
             if method in _STREAM_USES:
                 if receiver is not None and is_elem(receiver):
                     return STREAM
-                if args and is_elem(args[0]):
+                if args and is_elem(args[0]) and not producing:
                     return EVENT if method == "wait_event" else STREAM
             if method in _EVENT_USES and receiver is not None and is_elem(receiver):
                 return EVENT
@@ -519,15 +520,16 @@ def _parallel_parts(it: cst.BaseExpression, target: cst.BaseExpression, body: cs
     """``for i, net in enumerate(nets)`` over a collection that holds no streams or events, whose body uses
     ``streams[i]`` / ``events[i]`` (the enumeration index itself) as a stream or an event: the collections are
     walked in step (one expert / replica / species per stream, as an index loop ``for i in range(len(nets))``
-    whose body subscripts them), so the index takes the representative positions and ``net`` is the element of
-    the same position of ``nets``. None for anything else (a zip, a slice, ``streams[i - 1]``: collapsed)."""
+    whose body subscripts them), so the index takes the representative positions (``net`` stays unknown). Only a
+    loop producing on the elements (a stream scope, a fork, a record): one that only joins ``events[i]`` keeps the
+    collapsed reading. None for anything else (a zip, a slice, ``streams[i - 1]``: collapsed)."""
     if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "enumerate"
             and len(it.args) == 1 and it.args[0].keyword is None and not it.args[0].star):
         return None
     elts = _unpacked(target, 2)
-    if elts is None or not isinstance(elts[0], cst.Name) or _element_use(body, elts[0].value) is None:
-        return None
-    return [(elts[0], None, "index"), (elts[1], it.args[0].value, VALUE)]
+    if elts is None or not isinstance(elts[0], cst.Name) or _element_use(body, elts[0].value, True) is None:
+        return None  # (a loop that only waits on `events[i]` keeps the reading of flow/elementwaits.py)
+    return [(elts[0], None, "index"), (elts[1], None, None)]
 
 
 def _unpacked(target: cst.BaseExpression, n: int) -> list[cst.BaseExpression] | None:

@@ -249,6 +249,9 @@ class ControlFlow:
             keys = [self.ev(st, el.slice.value) for el in target.slice if isinstance(el.slice, cst.Index)]
             if len(target.slice) == len(keys) == 1 and isinstance(keys[0], CVal) and isinstance(keys[0].value, str):
                 base = self.keyed_entry(st, base, keys[0].value)  # `meta["zero"] = ...`: that entry only
+            elif isinstance(base, TVal) and (pos := self.round_part(st, target)) is not None:
+                base = self.new_tensor(st, base.sid, base.vid)  # `out[i] = ...` in a round of an element loop:
+                base.part = pos  # that element's own part (as a read of `out[i]`, exprs.subscript)
             tensor_value = isinstance(v, (TVal, TupVal)) or (isinstance(v, CVal) and isinstance(v.value, str)
                                                               and v.value.replace(".", "").isdigit()) \
                 or device_copy_call(value_node)  # (`pool[i] = host.to(self.device)`: a tensor, whatever `host` is)

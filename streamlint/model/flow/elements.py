@@ -30,7 +30,7 @@ from streamlint.model.streams import EVENT, EVENT_LIST, MAIN, STREAM, STREAM_LIS
 from streamlint.model.placement import host_target
 from streamlint.model.tensoruse import element_tensor_annotation, tensor_only_method
 from streamlint.model.syntax import call_name, int_literal, node_code, slice_drop
-from streamlint.model.walk import children
+from streamlint.model.walk import children, descendants
 
 FIRST, MIDDLE, LAST = "0", "1", "-1"
 VALUE = "value"  # a zipped collection that holds no streams or events
@@ -70,8 +70,9 @@ def _names(node: cst.CSTNode, name: str) -> bool:
     return isinstance(node, cst.Name) and node.value == name
 
 
-def _element_use(body: cst.CSTNode, name: str) -> str | None:
-    """STREAM / EVENT when the loop body uses ``name`` (the loop variable, or ``xs[name]``) as one."""
+def _element_use(body: cst.CSTNode, name: str, producing: bool = False) -> str | None:
+    """STREAM / EVENT when the loop body uses ``name`` (the loop variable, or ``xs[name]``) as one; ``producing``:
+    only as a stream that waits, runs work or records, or an event recorded (not a join of the element)."""
     def is_elem(e: cst.BaseExpression) -> bool:
         if isinstance(e, cst.Subscript) and len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index):
             return _names(e.slice[0].slice.value, name)
@@ -87,7 +88,7 @@ def _element_use(body: cst.CSTNode, name: str) -> str | None:
             if method in _STREAM_USES:
                 if receiver is not None and is_elem(receiver):
                     return STREAM
-                if args and is_elem(args[0]):
+                if args and is_elem(args[0]) and not producing:
                     return EVENT if method == "wait_event" else STREAM
             if method in _EVENT_USES and receiver is not None and is_elem(receiver):
                 return EVENT
@@ -138,6 +139,10 @@ class Elements:
             self.note_round_indexes(node, index, None, False)  # `if i > 0:` in a round (roundtests.py)
             return [[(target, IVal(p))] for p in index]
         parts = self._element_parts(st, it, target, node)
+        if parts is None and positions == ALL:
+            parts = _parallel_parts(it, target, node.body)
+            if parts is not None:
+                self.note_round_indexes(node, ALL, None, False)
         if parts is None:
             return None
         indexed = next((coll for _t, coll, k in parts if coll is not None and k not in (VALUE, "index")), None)
@@ -434,6 +439,17 @@ class Elements:
             stack.extend(children(n))
         return False
 
+    def round_part(self, st: State, target: cst.Subscript) -> str | None:
+        """The representative position whose own part of a tensor ``target`` writes in a round of an element loop:
+        ``out[i] = ...`` or ``out[idx[i]] = ...`` (an index the round's variable selects: the rows of one expert /
+        species / replica, which the loop's other elements do not write), None for any other subscript."""
+        if len(target.slice) != 1 or not isinstance(target.slice[0].slice, cst.Index):
+            return None
+        index = target.slice[0].slice.value
+        names = {n.value for n in [index, *descendants(index)] if isinstance(n, cst.Name)}
+        positions = {v.pos for n in names if isinstance(v := st.env.get(n), IVal)}
+        return positions.pop() if len(positions) == 1 else None
+
     def _fn_text(self) -> str:
         text = self._elem_texts.get(id(self.cfn))
         if text is None:
@@ -498,6 +514,22 @@ def tuple_fields(annotation: cst.BaseExpression) -> list[str] | None:
         return None
     out = [code(e.slice.value) for e in inner.slice if isinstance(e.slice, cst.Index)]
     return None if "..." in out else out
+
+
+def _parallel_parts(it: cst.BaseExpression, target: cst.BaseExpression, body: cst.CSTNode) -> list | None:
+    """``for i, net in enumerate(nets)`` over a collection that holds no streams or events, whose body uses
+    ``streams[i]`` / ``events[i]`` (the enumeration index itself) as a stream or an event: the collections are
+    walked in step (one expert / replica / species per stream, as an index loop ``for i in range(len(nets))``
+    whose body subscripts them), so the index takes the representative positions (``net`` stays unknown). Only a
+    loop producing on the elements (a stream scope, a fork, a record): one that only joins ``events[i]`` keeps the
+    collapsed reading. None for anything else (a zip, a slice, ``streams[i - 1]``: collapsed)."""
+    if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "enumerate"
+            and len(it.args) == 1 and it.args[0].keyword is None and not it.args[0].star):
+        return None
+    elts = _unpacked(target, 2)
+    if elts is None or not isinstance(elts[0], cst.Name) or _element_use(body, elts[0].value, True) is None:
+        return None  # (a loop that only waits on `events[i]` keeps the reading of flow/elementwaits.py)
+    return [(elts[0], None, "index"), (elts[1], None, None)]
 
 
 def _unpacked(target: cst.BaseExpression, n: int) -> list[cst.BaseExpression] | None:

@@ -21,9 +21,9 @@ from streamlint.model.flow.calls import kept_arguments, metadata_only, plain_con
 from streamlint.model.flow.enqueues import enqueue_only, kept_names
 from streamlint.model.flow.heldaliases import held_after_call
 from streamlint.model.flow.objeffects import method_effects, object_method
-from streamlint.model.flow.values import (CVal, EventRecordVal, FieldsVal, IVal, KVal, NONE, RecordVal, SVal, State,
+from streamlint.model.flow.values import (CVal, EVal, EventRecordVal, FieldsVal, IVal, KVal, NONE, RecordVal, SVal, State,
                                           TVal, TupVal, known_truth, record_value)
-from streamlint.model.streams import declared_globals, MAIN, current_stream_getter, installed_stream_getter
+from streamlint.model.streams import declared_globals, EVENT, MAIN, STREAM, current_stream_getter, installed_stream_getter
 from streamlint.model.flow.leaves import closure_container
 from streamlint.model.syntax import node_code, target_names
 from streamlint.model.waits import host_handshake, signaller_forks
@@ -264,6 +264,11 @@ class Expressions:
             if len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index):
                 return KVal(f"{base.key}[{self.render(st, e.slice[0].slice.value)}]", base.glob, base.opaque)
             return KVal(f"{base.key}[:]", base.glob, base.opaque)
+        if base is None and len(idx_vals) == 1 and isinstance(idx_vals[0], IVal) and isinstance(e.value, cst.Name):
+            # `ev = events[i]` in a round of an element loop over a local list of events: that element
+            key = self.render(st, e)
+            kind = self.kind_of(st, KVal(key))
+            return SVal(key) if kind == STREAM else EVal(key) if kind == EVENT else None
         return None
 
     def call_args(self, st: State, call: cst.Call,

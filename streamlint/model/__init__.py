@@ -78,6 +78,8 @@ Layer 2 — the project
     ``entries``     does every entry onto a side stream begin with a wait on the entering stream (the entry
                     discipline, per stream family: ``streams[0]`` and ``streams[1]`` are two, ``streams[i]``
                     may be either), and which functions enter it again behind one wait?
+    ``waithelpers`` which arguments of a call does the project function it calls make wait on every path
+                    (``order_after(waiter=s, producer=cur)``: an eager-only wrapper of ``s.wait_stream(cur)``)?
     ``heldslots``   which methods of a class use the tensors it keeps in a field (on which stream), and
                     which drop them, joined or not (SL301's class-level lifetimes); a hook closure a method defines
                     (`def release(...)` in ``__init__``) recording what it reads of a field is one of its recorders

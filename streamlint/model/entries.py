@@ -24,6 +24,7 @@ from streamlint.model.file import FileModel, dotted
 from streamlint.model.filefacts import FunctionInfo, ScopeSite
 from streamlint.model.streams import derived
 from streamlint.model.syntax import contains, is_none
+from streamlint.model.waithelpers import waited_arguments
 from streamlint.model.walk import children
 
 if TYPE_CHECKING:
@@ -105,7 +106,7 @@ def entry_discipline(project: Project, file: FileModel) -> dict[str, bool]:
     chained: dict[tuple[int, str], bool] = derived(project, "entry_chained")
     for site, keys in entries:
         use = next((u for u in project.scope_use(file, site).uses if u.role is Role.NATIVE_STREAM_CONTEXT), None)
-        ok = _begins_with_wait(file, site.with_node) or _waited_before(file, site, keys, entries,
+        ok = _begins_with_wait(file, site.with_node) or _waited_before(project, file, site, keys, entries,
                                                                        _existence_tests(project, file, site, use))
         own_class = by_class.setdefault(_class_of(site.function), {})
         for key in keys:
@@ -296,7 +297,8 @@ def _existence_tests(project: Project, file: FileModel, site: ScopeSite,
     return {(file.code(test[0]), not test[1])} if test is not None else set()
 
 
-def _waited_before(file: FileModel, site: ScopeSite, keys: set[str], entries: list[tuple[ScopeSite, set[str]]],
+def _waited_before(project: Project, file: FileModel, site: ScopeSite, keys: set[str],
+                   entries: list[tuple[ScopeSite, set[str]]],
                    enabling: set[tuple[str, bool]] = frozenset()) -> bool | str:
     """Whether a wait on the scope's stream comes first on the path to it: True when no other entry onto
     the stream lies between the wait and the scope; "chained" when some do (the scope's work is still
@@ -326,16 +328,16 @@ def _waited_before(file: FileModel, site: ScopeSite, keys: set[str], entries: li
               for s, k in entries if s.function is fn and s.with_node is not site.with_node
               and any(may_alias(a, b) for a in k for b in keys)]
     for call in fn.calls:
-        if call.function is not fn or not isinstance(call.node.func, cst.Attribute):
+        if call.function is not fn:
             continue
-        method = call.node.func.attr.value
+        method = call.node.func.attr.value if isinstance(call.node.func, cst.Attribute) else None
         if method in _WAIT_METHODS and call.receiver is not None:
-            waiter = call.receiver
+            waiters = [call.receiver]
         elif method == "wait" and call.node.args:
-            waiter = call.node.args[0].value
-        else:
-            continue
-        if not _stream_texts(file, fn, waiter) & keys \
+            waiters = [call.node.args[0].value]
+        else:  # a project helper that makes the stream it is handed wait (`order_after(waiter=s, ...)`)
+            waiters = waited_arguments(project, file, call)
+        if not any(_stream_texts(file, fn, waiter) & keys for waiter in waiters) \
                 or not all((file.code(g.test), g.negated) in guards for g in call.guards):
             continue
         span = file.span(call.node)

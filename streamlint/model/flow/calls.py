@@ -36,7 +36,7 @@ from streamlint.model.streams import (
     outside_stream_scopes,
 )
 from streamlint.model.syntax import contains, local_nodes, string_annotation, strip_not
-from streamlint.model.tensors import META_METHODS, return_kind, returns_host_values
+from streamlint.model.tensors import META_METHODS, param_kinds, return_kind, returns_host_values
 from streamlint.model.tensorvocab import ESCAPE_METHODS, META_ATTRS, VIEW_ATTRS, VIEW_METHODS
 from streamlint.model.flow.hostreads import async_host_copy_call
 from streamlint.model.flow.hosthelpers import note_guessed_helper, returns_host_memory
@@ -613,6 +613,8 @@ class Calls:
                 if (v is None and isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript))) or (
                         isinstance(v, TVal) and host_param(p)):  # `dtype: torch.dtype`: no tensor, whatever the caller's guess
                     v = KVal(self.render(st, expr) if v is None else name, opaque=v is not None)
+                elif v is None and isinstance(expr, cst.Call) and param_kinds(self.project, mod, fn).get(name) == STREAM:
+                    v = KVal(self.render(st, expr), opaque=True)  # `wait(m.side())`: as `m.side().wait_stream` here
                 env[name] = v
             elif p.default is not None:
                 d = p.default

@@ -29,6 +29,7 @@ from streamlint.model.syntax import node_code, target_names
 from streamlint.model.waits import host_handshake, signaller_forks
 from streamlint.model.uses import bind_arguments
 from streamlint.model.flow.hostreads import host_blocking_helper
+from streamlint.model.flow.hosthelpers import returns_host_memory
 from streamlint.model.flow.devicework import host_bookkeeping
 from streamlint.model.tensors import library_record, return_kind
 from streamlint.model.tensorvocab import META_ATTRS, NON_TENSOR_KWARGS, VIEW_ATTRS
@@ -402,8 +403,10 @@ class Expressions:
         if found is None and site is not None:  # `group, i = builder.register(...)`, builder a local instance
             found = self.project.instance_method(self.cfile, site)
             returns = found[0].node.returns if found is not None else None
-            if returns is not None and "Tensor" in node_code(returns.annotation):
-                found = None  # (`-> tuple[Tensor, Tensor]` is no host result)
+            if returns is not None and "Tensor" in node_code(returns.annotation) \
+                    and not returns_host_memory(self.project, found[1], found[0]):
+                found = None  # (`-> tuple[Tensor, Tensor]` is no host result; `-> Union[float, Tensor]` whose
+                # every return is a host value or a CPU tensor is: hosthelpers.py)
         if site is not None and (made := record_result(self, st, e, found)) is not None:
             return made  # a record of device data the callee makes (recordresults.py)
         if site is not None and (applied := self.object_effects(st, e)) is not None:

@@ -48,7 +48,7 @@ from streamlint.model.flow.devicecopies import device_copy_at
 from streamlint.model.flow.values import TVal
 from streamlint.model.devobjects import param_annotation
 from streamlint.model.uses import bind_arguments
-from streamlint.model.tensors import tensor_method
+from streamlint.model.tensors import return_kind, returns_host_values, tensor_method
 from streamlint.model.placement import copy_destination, host_factory, host_source, settled_host_value
 from streamlint.model.streams import derived
 from streamlint.model.syntax import local_nodes, target_names
@@ -90,7 +90,8 @@ def _host(project: Project, file: FileModel, fn: FunctionInfo, cls: ClassInfo | 
         return bool(values) and depth < _MAX_DEPTH and all(
             v2 is not v and _host(project, file, fn, cls, v2, depth + 1) for v2 in values)
     if isinstance(v, cst.Attribute) and isinstance(v.value, cst.Name) and v.value.value == "self":
-        return cls is not None and host_source(v, fn, cls, value=lambda e: _host_call(file, fn, e))
+        return cls is not None and host_source(v, fn, cls, value=lambda e: _host_call(file, fn, e)
+                                               or _host_scalar(project, file, e, depth))
     if isinstance(v, cst.Call) and depth < _MAX_DEPTH:
         found = called_function(project, file, v)
         found = found or _declared_field_method(project, file, cls, v.func)  # `self._slab.take(n)`
@@ -212,11 +213,29 @@ def _declared_field_method(project: Project, file: FileModel, cls: ClassInfo | N
     return None
 
 
+def _host_scalar(project: Project, file: FileModel, e: cst.BaseExpression, depth: int) -> bool:
+    """A field's value that is a host scalar, no tensor at all: a number / string literal, or the result of a project
+    helper declared to return one (``-> float``) or whose every ``return`` builds host values
+    (:func:`~streamlint.model.hostresults.returns_host_values`)."""
+    if isinstance(e, (cst.Integer, cst.Float, cst.SimpleString)):
+        return True
+    if not isinstance(e, cst.Call) or depth >= _MAX_DEPTH:
+        return False
+    found = called_function(project, file, e)
+    return found is not None and (return_kind(found[1], found[0]) == "other" or returns_host_values(found[0]))
+
+
 def _host_call(file: FileModel, fn: FunctionInfo, e: cst.BaseExpression) -> bool:
-    """A call giving settled host memory: :func:`~streamlint.model.placement.settled_host_value`, or a torch factory
-    with no device (or the host's) that builds no copy of a tensor handed to it."""
+    """A call giving settled host memory: :func:`~streamlint.model.placement.settled_host_value`, a torch factory
+    with no device (or the host's) that builds no copy of a tensor handed to it, or ``torch.tensor`` of a list /
+    tuple display or comprehension with no device: a new CPU tensor gathered from Python values (elements that
+    are tensors are read out one by one, the result is placed on the host all the same)."""
     if not isinstance(e, cst.Call):
         return False
+    if isinstance(e.func, (cst.Name, cst.Attribute)) and (file.resolve(e.func, fn) or "") == "torch.tensor" \
+            and e.args and e.args[0].keyword is None and not e.args[0].star \
+            and isinstance(e.args[0].value, (cst.List, cst.Tuple, cst.ListComp)):
+        return host_factory("torch.tensor", e)
     node = e
     while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
         if node.func.attr.value in _DATA_FACTORIES:

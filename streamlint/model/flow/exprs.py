@@ -29,7 +29,7 @@ from streamlint.model.syntax import node_code, target_names
 from streamlint.model.waits import host_handshake, signaller_forks
 from streamlint.model.uses import bind_arguments
 from streamlint.model.flow.hostreads import host_blocking_helper
-from streamlint.model.flow.hosthelpers import returns_host_memory
+from streamlint.model.flow.hosthelpers import host_state_class, returns_host_memory
 from streamlint.model.flow.devicework import host_bookkeeping
 from streamlint.model.tensors import library_record, return_kind
 from streamlint.model.tensorvocab import META_ATTRS, NON_TENSOR_KWARGS, VIEW_ATTRS
@@ -407,6 +407,11 @@ class Expressions:
                     and not returns_host_memory(self.project, found[1], found[0]):
                 found = None  # (`-> tuple[Tensor, Tensor]` is no host result; `-> Union[float, Tensor]` whose
                 # every return is a host value or a CPU tensor is: hosthelpers.py)
+        if found is None and site is not None and site.target is not None \
+                and (sym := self.project.symbol(site.target, self.cfile)) is not None \
+                and isinstance(sym[0], ClassInfo) and host_state_class(self.project, sym[1], sym[0]):
+            self.call_args(st, e)  # (its arguments are read: the object keeps none of them, host fields only)
+            return None
         if site is not None and (made := record_result(self, st, e, found)) is not None:
             return made  # a record of device data the callee makes (recordresults.py)
         if site is not None and (applied := self.object_effects(st, e)) is not None:

@@ -48,6 +48,8 @@ from streamlint.model.flow.devicecopies import device_copy_at
 from streamlint.model.flow.values import TVal
 from streamlint.model.devobjects import param_annotation
 from streamlint.model.uses import bind_arguments
+from streamlint.model.hostannotations import host_annotation
+from streamlint.model.hostresults import _host_value
 from streamlint.model.tensors import return_kind, returns_host_values, tensor_method
 from streamlint.model.placement import copy_destination, host_factory, host_source, settled_host_value
 from streamlint.model.streams import derived
@@ -272,3 +274,35 @@ def _binds(node: cst.CSTNode, name: str) -> bool:
 
 def _target_binds(target: cst.BaseExpression, name: str) -> bool:
     return name in target_names(target.value if isinstance(target, cst.StarredElement) else target)
+
+
+def host_state_class(project: Project, file: FileModel, cls: ClassInfo) -> bool:
+    """Does every field an instance of the project class ``cls`` holds come from host values only (a literal,
+    ``None``, a host-annotated parameter, a host scalar a project helper declares or builds: ``self._floor =
+    self._pick_floor(cutoff)``, ``-> float``)? Its construction (``ScoreCutoff(cutoff, table)``) then makes no
+    container of the arguments' tensors: nothing a stream produced is in it. Only a class of no base but
+    ``object`` / ``ABC`` (a base's fields are not looked at) and with at least one field."""
+    memo = derived(project, "host_state_class")
+    key = (file.path, cls.name)
+    if key not in memo:
+        memo[key] = False
+        bases = [dotted(a.value) for a in cls.node.bases]
+        values = [(m, a.value) for m in cls.methods.values() for a in m.assigns if a.target.startswith("self.")
+                  and a.target.count(".") == 1]
+        memo[key] = all(b in ("object", "ABC", "abc.ABC") for b in bases) and not cls.node.keywords \
+            and "__init__" in cls.methods and bool(values) \
+            and all(_host_field_value(project, file, m, v) for m, v in values)
+    return memo[key]
+
+
+def _host_field_value(project: Project, file: FileModel, fn: FunctionInfo, v: cst.BaseExpression,
+                      depth: int = 0) -> bool:
+    if isinstance(v, cst.Name) and v.value == "None":
+        return True
+    if isinstance(v, cst.IfExp) and depth < 3:
+        return _host_field_value(project, file, fn, v.body, depth + 1) \
+            and _host_field_value(project, file, fn, v.orelse, depth + 1)
+    if isinstance(v, cst.Name) and v.value in fn.all_params:  # `per_label: Optional[Dict[str, float]]`
+        ann = param_annotation(fn, v.value)
+        return ann is not None and host_annotation(ann, bare_class=False, scalars_only=True)
+    return _host_value(fn, v, file=file) or _host_scalar(project, file, v, 0)

@@ -113,6 +113,8 @@ def _receivers(project: Project, file: FileModel, fn: FunctionInfo, own: ClassIn
                 and _runs(project, m, c, name, fn)]
     func = site.node.func
     recv = func.value if isinstance(func, cst.Attribute) else None
+    if isinstance(recv, cst.Call) and dotted(recv.func) == "super":  # a base class's method of the caller's class
+        return [None] if any(c is own for c, _ in _chain(project, model, cls)[1:]) else []
     if isinstance(recv, cst.Attribute) and isinstance(recv.value, cst.Name) and recv.value.value == "self":
         held = _field_classes(project, model, cls, recv.attr.value)
         if held is not None and not any(_related(project, file, own, c, m) for c, m in held):
@@ -216,8 +218,10 @@ def _synced_call(project: Project, model: FileModel, caller: FunctionInfo, expr:
     if not isinstance(expr, cst.Call):
         return False
     found = _resolve(project, model, expr, receiver)
-    return found is not None and found[0] is not caller and synced_result(project, found[1], found[0], expr,
-                                                                          index=index)
+    # (an element of a whole synchronised result, or the element of the tuple each `return` builds)
+    return found is not None and found[0] is not caller and (
+        synced_result(project, found[1], found[0], expr)
+        or index is not None and synced_result(project, found[1], found[0], expr, index=index))
 
 
 def _bindings(fn: FunctionInfo, name: str) -> list[tuple[cst.BaseExpression, int | None]] | None:
@@ -300,13 +304,19 @@ def _synced_return(project: Project, file: FileModel, fn: FunctionInfo, ret: cst
         return found is not None and found[0] is not fn and synced_result(project, found[1], found[0], v, depth + 1)
     if not isinstance(v, cst.Name) or v.value in fn.all_params:
         return False
+    bound = _bindings(fn, v.value)
+    if bound and all(_synced_call(project, file, fn, value, index, None) for value, index in bound):
+        return True  # (`(logits,) = run_session(...)`: an element of a synchronised result)
     stream = _sync_before(project, file, fn, ret, call)
     if stream is None:
         return False
     if stream == "":
         return True  # a device-wide synchronize: every stream's work is done
-    scopes = [s.with_node for s in fn.scopes if scope_stream(project, file, s) == stream]
     bindings = [n for n in local_nodes(fn.node.body) if _binding_of(n, v.value)]
+    switched = [s.with_node for s in fn.scopes if scope_stream(project, file, s) is not None]
+    if stream == _CURRENT:  # the current stream's: bound outside every stream scope
+        return bool(bindings) and not any(contains(w.body, b) for w in switched for b in bindings)
+    scopes = [s.with_node for s in fn.scopes if scope_stream(project, file, s) == stream]
     return bool(bindings) and all(any(contains(w.body, b) for w in scopes) for b in bindings)
 
 
@@ -324,18 +334,28 @@ def _targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
     return [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
 
 
+_CURRENT = "<current>"
+
+
 def _sync_before(project: Project, file: FileModel, fn: FunctionInfo, ret: cst.Return,
                  call: cst.Call | None) -> str | None:
-    """The code of the stream the statement right before the top-level ``return`` synchronises (``""`` for the
-    whole device), or None."""
-    body = list(fn.node.body.body) if isinstance(fn.node.body, cst.IndentedBlock) else []
-    i = next((k for k, s in enumerate(body) if isinstance(s, cst.SimpleStatementLine)
-              and any(x is ret for x in s.body)), None)
+    """The code of the stream the statement right before ``ret`` in its block synchronises (``""`` for the whole
+    device, :data:`_CURRENT` for ``torch.cuda.current_stream(...).synchronize()``), or None. The statement may be
+    guarded by a flag the call sets (``if synchronize:``) or by a CUDA-device test (``if device.type ==
+    "cuda":``: the other path runs on the host)."""
+    block = next((b for b in local_nodes(fn.node.body) if isinstance(b, cst.IndentedBlock)
+                  and any(isinstance(x, cst.SimpleStatementLine) and any(y is ret for y in x.body) for x in b.body)),
+                 None)
+    if block is None and isinstance(fn.node.body, cst.IndentedBlock):
+        block = fn.node.body
+    body = list(block.body) if block is not None else []
+    i = next((k for k, x in enumerate(body) if isinstance(x, cst.SimpleStatementLine)
+              and any(y is ret for y in x.body)), None)
     if not i:
         return None
     stmt = body[i - 1]
     if isinstance(stmt, cst.If) and stmt.orelse is None and isinstance(stmt.body, cst.IndentedBlock) \
-            and len(stmt.body.body) == 1 and _true_flag(fn, stmt.test, call):
+            and len(stmt.body.body) == 1 and (_true_flag(fn, stmt.test, call) or _device_test(stmt.test)):
         stmt = stmt.body.body[0]
     if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)
             and isinstance(stmt.body[0].value, cst.Call)):
@@ -346,7 +366,21 @@ def _sync_before(project: Project, file: FileModel, fn: FunctionInfo, ret: cst.R
         return None
     if any(u.role is apis.Role.DEVICE_SYNCHRONIZE for u in project.api_uses(file, site)):
         return ""  # (`torch.cuda.synchronize(device)`: the device of the work, as far as the syntax tells)
-    return file.code(site.receiver) if site.receiver is not None and not sync.args else None
+    recv = site.receiver
+    if isinstance(recv, cst.Call) and not sync.args:
+        inner = file.call_site(recv)
+        if inner is not None and any(u.role is apis.Role.CURRENT_STREAM for u in project.api_uses(file, inner)):
+            return _CURRENT
+    return file.code(recv) if recv is not None and not sync.args else None
+
+
+def _device_test(test: cst.BaseExpression) -> bool:
+    """``device.type == "cuda"``: true exactly when the work went to a CUDA device (else no stream ran it)."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return False
+    comp = test.comparisons[0]
+    return (dotted(test.left) or "").endswith(".type") and isinstance(comp.operator, cst.Equal) \
+        and string_value(comp.comparator) in ("cuda", "npu", "xpu")
 
 
 def _true_flag(fn: FunctionInfo, test: cst.BaseExpression, call: cst.Call | None) -> bool:

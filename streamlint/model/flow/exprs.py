@@ -40,6 +40,9 @@ from streamlint.model.tensorvocab import META_ATTRS, NON_TENSOR_KWARGS, VIEW_ATT
 STREAM_ORDERING_METHODS = frozenset({"wait_stream", "wait_event", "record_event", "record_stream"})
 
 
+_RECORD_COPIES = frozenset({"dataclasses.replace"})  # a copy of a dataclass record: host bookkeeping, no kernel
+
+
 class Expressions:
     """Expression evaluation and call dispatch (mixin of :class:`~streamlint.model.flow.interp.Interp`; the
     calls it does not inline are evaluated by :class:`~streamlint.model.flow.outsidecalls.OutsideCalls`).
@@ -374,6 +377,11 @@ class Expressions:
         if uses:
             return self.api(st, e, uses[0])
         target = site.target if site is not None else None
+        if target in _RECORD_COPIES and e.args and e.args[0].keyword is None and not e.args[0].star:
+            # `dataclasses.replace(result, kind="simd")`: a new record holding the same references, built on the
+            # host: no kernel reads them
+            items = tuple(self.ev(st, arg.value) for arg in e.args)
+            return items[0] if not any(self.tensors(st, v) for v in items[1:]) else RecordVal(items)
         if site is not None and target is not None:
             sym = self.project.symbol(target, self.cfile)
             if (sym is not None and isinstance(sym[0], ClassInfo) and plain_container(sym[0])) \

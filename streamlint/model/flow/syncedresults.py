@@ -75,12 +75,17 @@ def synced_by_callers(project: Project, file: FileModel, fn: FunctionInfo, param
 
 def _sites(project: Project, file: FileModel, fn: FunctionInfo) -> list[tuple[FileModel, object, list]] | None:
     """(module, call site, receiver classes) of every call that may run ``fn``: its own call sites and the
-    ``self.<name>(...)`` calls of the methods of ``fn``'s base classes that ``fn`` overrides. The receivers of a call
+    ``self.<name>(...)`` calls of the methods of ``fn``'s base classes that ``fn`` overrides (None when its own call
+    sites cannot all be listed: :func:`~.callers.callers_of`'s limits). The receivers of a call
     on ``self`` are the classes (``fn``'s class and its project subclasses) that derive from the caller's class and
     whose ``<name>`` is ``fn``; ``[None]`` (resolved by the call's own target) for any other receiver. A call no such
     class can receive (a mixin's ``self.<name>(...)`` that ``fn``'s class does not mix in, a field declared to hold
     an unrelated project class) is no call of ``fn``. None when the subclasses cannot be listed."""
     own = file.classes.get(fn.class_name or "") if fn.class_name and fn.parent is None else None
+    name = fn.node.name.value
+    if name.startswith("__") or fn.parent is not None or len(project.paths_containing(
+            (f"{'.' if fn.class_name else ''}{name}(".encode(),))) > MAX_CALLER_FILES:
+        return None  # called in ways not seen (a dunder, a closure) or from too many files to look
     sites = [(model, site) for model, site in callers_of(project, file, fn) or ()]
     family: list | None = []
     if own is not None:

@@ -37,7 +37,10 @@ def _callers_of(project: Project, file: FileModel, fn: FunctionInfo) -> list[tup
         name = fn.class_name
     elif name.startswith("__") or fn.parent is not None:
         return None
-    marker = (f"{name}(".encode(),)
+    # a method runs only through an attribute (`self.name(`, `obj.name(`, `super().name(`): files that merely
+    # define a method of that name (`def name(`) are no candidates
+    method = not ctor and fn.class_name is not None
+    marker = (f"{'.' if method else ''}{name}(".encode(),)
     paths = project.paths_containing(marker)
     if len(paths) > MAX_CALLER_FILES:  # a common name (`forward`): too many files to parse; not followed
         return None

@@ -29,6 +29,7 @@ from streamlint.model.syntax import node_code, target_names
 from streamlint.model.waits import host_handshake, signaller_forks
 from streamlint.model.uses import bind_arguments
 from streamlint.model.flow.hostreads import host_blocking_helper
+from streamlint.model.flow.hosthelpers import host_state_class, returns_host_memory
 from streamlint.model.flow.devicework import host_bookkeeping
 from streamlint.model.tensors import library_record, return_kind
 from streamlint.model.tensorvocab import META_ATTRS, NON_TENSOR_KWARGS, VIEW_ATTRS
@@ -37,6 +38,9 @@ from streamlint.model.tensorvocab import META_ATTRS, NON_TENSOR_KWARGS, VIEW_ATT
 # Methods only streams, events and tensors have: on a receiver the model cannot resolve (a class attribute of
 # another class, ``Base.quant_stream``), still the ordering they name, never a project function.
 STREAM_ORDERING_METHODS = frozenset({"wait_stream", "wait_event", "record_event", "record_stream"})
+
+
+_RECORD_COPIES = frozenset({"dataclasses.replace"})  # a copy of a dataclass record: host bookkeeping, no kernel
 
 
 class Expressions:
@@ -378,6 +382,11 @@ class Expressions:
         if uses:
             return self.api(st, e, uses[0])
         target = site.target if site is not None else None
+        if target in _RECORD_COPIES and e.args and e.args[0].keyword is None and not e.args[0].star:
+            # `dataclasses.replace(result, kind="simd")`: a new record holding the same references, built on the
+            # host: no kernel reads them
+            items = tuple(self.ev(st, arg.value) for arg in e.args)
+            return items[0] if not any(self.tensors(st, v) for v in items[1:]) else RecordVal(items)
         if site is not None and target is not None:
             sym = self.project.symbol(target, self.cfile)
             if (sym is not None and isinstance(sym[0], ClassInfo) and plain_container(sym[0])) \
@@ -407,8 +416,15 @@ class Expressions:
         if found is None and site is not None:  # `group, i = builder.register(...)`, builder a local instance
             found = self.project.instance_method(self.cfile, site)
             returns = found[0].node.returns if found is not None else None
-            if returns is not None and "Tensor" in node_code(returns.annotation):
-                found = None  # (`-> tuple[Tensor, Tensor]` is no host result)
+            if returns is not None and "Tensor" in node_code(returns.annotation) \
+                    and not returns_host_memory(self.project, found[1], found[0]):
+                found = None  # (`-> tuple[Tensor, Tensor]` is no host result; `-> Union[float, Tensor]` whose
+                # every return is a host value or a CPU tensor is: hosthelpers.py)
+        if found is None and site is not None and site.target is not None \
+                and (sym := self.project.symbol(site.target, self.cfile)) is not None \
+                and isinstance(sym[0], ClassInfo) and host_state_class(self.project, sym[1], sym[0]):
+            self.call_args(st, e)  # (its arguments are read: the object keeps none of them, host fields only)
+            return None
         if site is not None and (made := record_result(self, st, e, found)) is not None:
             return made  # a record of device data the callee makes (recordresults.py)
         if site is not None and (applied := self.object_effects(st, e)) is not None:

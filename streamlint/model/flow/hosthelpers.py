@@ -48,7 +48,9 @@ from streamlint.model.flow.devicecopies import device_copy_at
 from streamlint.model.flow.values import TVal
 from streamlint.model.devobjects import param_annotation
 from streamlint.model.uses import bind_arguments
-from streamlint.model.tensors import tensor_method
+from streamlint.model.hostannotations import host_annotation
+from streamlint.model.hostresults import _host_value
+from streamlint.model.tensors import return_kind, returns_host_values, tensor_method
 from streamlint.model.placement import copy_destination, host_factory, host_source, settled_host_value
 from streamlint.model.streams import derived
 from streamlint.model.syntax import local_nodes, target_names
@@ -90,7 +92,8 @@ def _host(project: Project, file: FileModel, fn: FunctionInfo, cls: ClassInfo | 
         return bool(values) and depth < _MAX_DEPTH and all(
             v2 is not v and _host(project, file, fn, cls, v2, depth + 1) for v2 in values)
     if isinstance(v, cst.Attribute) and isinstance(v.value, cst.Name) and v.value.value == "self":
-        return cls is not None and host_source(v, fn, cls, value=lambda e: _host_call(file, fn, e))
+        return cls is not None and host_source(v, fn, cls, value=lambda e: _host_call(file, fn, e)
+                                               or _host_scalar(project, file, e, depth))
     if isinstance(v, cst.Call) and depth < _MAX_DEPTH:
         found = called_function(project, file, v)
         found = found or _declared_field_method(project, file, cls, v.func)  # `self._slab.take(n)`
@@ -212,11 +215,29 @@ def _declared_field_method(project: Project, file: FileModel, cls: ClassInfo | N
     return None
 
 
+def _host_scalar(project: Project, file: FileModel, e: cst.BaseExpression, depth: int) -> bool:
+    """A field's value that is a host scalar, no tensor at all: a number / string literal, or the result of a project
+    helper declared to return one (``-> float``) or whose every ``return`` builds host values
+    (:func:`~streamlint.model.hostresults.returns_host_values`)."""
+    if isinstance(e, (cst.Integer, cst.Float, cst.SimpleString)):
+        return True
+    if not isinstance(e, cst.Call) or depth >= _MAX_DEPTH:
+        return False
+    found = called_function(project, file, e)
+    return found is not None and (return_kind(found[1], found[0]) == "other" or returns_host_values(found[0]))
+
+
 def _host_call(file: FileModel, fn: FunctionInfo, e: cst.BaseExpression) -> bool:
-    """A call giving settled host memory: :func:`~streamlint.model.placement.settled_host_value`, or a torch factory
-    with no device (or the host's) that builds no copy of a tensor handed to it."""
+    """A call giving settled host memory: :func:`~streamlint.model.placement.settled_host_value`, a torch factory
+    with no device (or the host's) that builds no copy of a tensor handed to it, or ``torch.tensor`` of a list /
+    tuple display or comprehension with no device: a new CPU tensor gathered from Python values (elements that
+    are tensors are read out one by one, the result is placed on the host all the same)."""
     if not isinstance(e, cst.Call):
         return False
+    if isinstance(e.func, (cst.Name, cst.Attribute)) and (file.resolve(e.func, fn) or "") == "torch.tensor" \
+            and e.args and e.args[0].keyword is None and not e.args[0].star \
+            and isinstance(e.args[0].value, (cst.List, cst.Tuple, cst.ListComp)):
+        return host_factory("torch.tensor", e)
     node = e
     while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
         if node.func.attr.value in _DATA_FACTORIES:
@@ -253,3 +274,35 @@ def _binds(node: cst.CSTNode, name: str) -> bool:
 
 def _target_binds(target: cst.BaseExpression, name: str) -> bool:
     return name in target_names(target.value if isinstance(target, cst.StarredElement) else target)
+
+
+def host_state_class(project: Project, file: FileModel, cls: ClassInfo) -> bool:
+    """Does every field an instance of the project class ``cls`` holds come from host values only (a literal,
+    ``None``, a host-annotated parameter, a host scalar a project helper declares or builds: ``self._floor =
+    self._pick_floor(cutoff)``, ``-> float``)? Its construction (``ScoreCutoff(cutoff, table)``) then makes no
+    container of the arguments' tensors: nothing a stream produced is in it. Only a class of no base but
+    ``object`` / ``ABC`` (a base's fields are not looked at) and with at least one field."""
+    memo = derived(project, "host_state_class")
+    key = (file.path, cls.name)
+    if key not in memo:
+        memo[key] = False
+        bases = [dotted(a.value) for a in cls.node.bases]
+        values = [(m, a.value) for m in cls.methods.values() for a in m.assigns if a.target.startswith("self.")
+                  and a.target.count(".") == 1]
+        memo[key] = all(b in ("object", "ABC", "abc.ABC") for b in bases) and not cls.node.keywords \
+            and "__init__" in cls.methods and bool(values) \
+            and all(_host_field_value(project, file, m, v) for m, v in values)
+    return memo[key]
+
+
+def _host_field_value(project: Project, file: FileModel, fn: FunctionInfo, v: cst.BaseExpression,
+                      depth: int = 0) -> bool:
+    if isinstance(v, cst.Name) and v.value == "None":
+        return True
+    if isinstance(v, cst.IfExp) and depth < 3:
+        return _host_field_value(project, file, fn, v.body, depth + 1) \
+            and _host_field_value(project, file, fn, v.orelse, depth + 1)
+    if isinstance(v, cst.Name) and v.value in fn.all_params:  # `per_label: Optional[Dict[str, float]]`
+        ann = param_annotation(fn, v.value)
+        return ann is not None and host_annotation(ann, bare_class=False, scalars_only=True)
+    return _host_value(fn, v, file=file) or _host_scalar(project, file, v, 0)

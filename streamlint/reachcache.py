@@ -255,8 +255,9 @@ def _answer(project: Project, kind: str, args: list[Any]) -> Any:
     raise ValueError(kind)
 
 
-def still_true(record: dict[str, Any], project: Project) -> bool:
-    """Does ``project`` answer every recorded observation as recorded (so the facts are the same)?"""
+def still_true(record: dict[str, Any], project: Project, keep: Callable[[Any], Any] | None = None) -> bool:
+    """Does ``project`` answer every recorded observation as recorded (so the facts are the same)? ``keep``:
+    how the record keeps the scans' answers (as they are when None; ``observed`` keeps a digest)."""
     try:  # (every computation lists the project's files: a record without the list is of another shape)
         if not isinstance(record["files"], str) or _list_digest(project.all_files()) != record["files"]:
             return False
@@ -279,8 +280,9 @@ def still_true(record: dict[str, Any], project: Project) -> bool:
         for path, digest in record.get("summaries", {}).items():
             if path not in files or not isinstance(digest, str) or summary_digest(project.summary(path)) != digest:
                 return False
-        return all(_well_formed(kind, args) and _answer(project, kind, args) == expected
-                   for kind, args, expected in record["scans"])
+        return all(_well_formed(kind, args)
+                   and (_answer(project, kind, args) if keep is None else keep(_answer(project, kind, args)))
+                   == expected for kind, args, expected in record["scans"])
     except Exception:  # noqa: BLE001 - a record of another shape (or a planted one): a miss
         return False
 

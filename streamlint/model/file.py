@@ -82,7 +82,7 @@ class FileModel:
         for fn in self.functions.values():
             fn.decorators = tuple(self._resolve_decorator(d, fn.parent) for d in fn.node.decorators)
         for cls in self.classes.values():
-            cls.bases = tuple(self.resolve(a.value, None) or dotted(a.value) or "" for a in cls.node.bases)
+            cls.bases = tuple(self.resolve(b, None) or dotted(b) or "" for b in map(_generic_origin, cls.node.bases))
             for attr, (ctor, fn) in cls.raw_attr_types.items():
                 resolved = self.resolve(ctor, fn)
                 if resolved is not None:
@@ -558,3 +558,10 @@ def _assign_key(target: cst.BaseExpression) -> str | None:
             if key is not None:
                 return f"{base}[{key}]"
     return None
+
+
+def _generic_origin(arg: cst.Arg) -> cst.BaseExpression:
+    """A base class as written, less its type arguments: ``Base`` of ``class Yolo(Base[Tensor, Meta])`` (the class
+    derives from ``Base`` all the same)."""
+    return arg.value.value if isinstance(arg.value, cst.Subscript) else arg.value
+

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model import apis
-from streamlint.model.devobjects import object_classes
+from streamlint.model.devobjects import class_chain, object_classes
 from streamlint.model.file import FileModel, dotted, string_value
 from streamlint.model.filefacts import ClassInfo, FunctionInfo
 from streamlint.model.flow.callers import callers_of
@@ -128,26 +128,8 @@ def _receivers(project: Project, file: FileModel, fn: FunctionInfo, own: ClassIn
 
 
 def _chain(project: Project, model: FileModel, cls: ClassInfo) -> list[tuple[ClassInfo, FileModel]]:
-    """``cls`` and its project base classes, nearest first, generic bases included (``Base[T, U]``)."""
-    memo = derived(project, "synced_class_chain")
-    key = (model.path, cls.name)
-    if key not in memo:
-        out: list[tuple[ClassInfo, FileModel]] = []
-        stack, seen = [(cls, model)], set()
-        while stack and len(out) < 10:
-            c, m = stack.pop(0)
-            if id(c) in seen:
-                continue
-            seen.add(id(c))
-            out.append((c, m))
-            for arg in c.node.bases:
-                base = arg.value.value if isinstance(arg.value, cst.Subscript) else arg.value
-                qualname = m.resolve(base, None) if isinstance(base, (cst.Name, cst.Attribute)) else None
-                found = project.symbol(qualname, m) if qualname else None
-                if found is not None and isinstance(found[0], ClassInfo):
-                    stack.append(found)
-        memo[key] = out
-    return memo[key]
+    """``cls`` and its project base classes, nearest first (generic bases included: ``Base[T, U]``)."""
+    return class_chain(project, model, cls)
 
 
 def _subclasses(project: Project, file: FileModel, cls: ClassInfo) -> list[tuple[ClassInfo, FileModel]] | None:

@@ -140,3 +140,44 @@ class Holder:
     assert not returns_host_memory(project, model, fns["Cut.kept"])  # (`x` may be a device tensor it keeps)
     assert host_state_class(project, model, model.classes["Cut"])
     assert not host_state_class(project, model, model.classes["Holder"])  # holds whatever it is handed
+
+
+def test_a_grandchild_in_another_file_that_does_not_wait(tmp_path):
+    # serve.py: a base detector whose forward waits and a family model deriving from it; batched.py derives from
+    # the family model (naming it, never the base; no substring of it either) and overrides forward: the base's `decode` runs on its result
+    serve = _ENGINE[:_ENGINE.index("class Model:")] + '''
+class Detector:
+    def __init__(self, engine):
+        self.engine = engine
+        self.side = torch.cuda.Stream()
+        self.post = torch.cuda.Stream()
+
+    def step(self, x):
+        raw = self.forward(x)
+        return self.decode(raw)
+
+    def forward(self, x):
+        return run(self.engine, x, self.side)
+
+    def decode(self, raw):
+        with torch.cuda.stream(self.post):
+            return raw * 2
+
+
+class YoloFamily(Detector):
+    pass
+'''
+    (tmp_path / "serve.py").write_text(serve)
+    for wait, synced in (("wait=False", False), ("wait=True", True)):
+        (tmp_path / "batched.py").write_text(f'''
+from serve import YoloFamily, run
+
+
+class Batched(YoloFamily):
+    def forward(self, x):
+        return run(self.engine, x, self.side, {wait})
+''')
+        project = engine_for(tmp_path).project
+        model = project.file(str(tmp_path / "serve.py"))
+        fns = {fn.qualname: fn for fn in model.iter_functions()}
+        assert synced_by_callers(project, model, fns["Detector.decode"], "raw") is synced, wait

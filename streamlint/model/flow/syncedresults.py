@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model import apis
+from streamlint.model.accelerators import _subclasses as direct_subclasses
 from streamlint.model.devobjects import class_chain, object_classes
 from streamlint.model.file import FileModel, dotted, string_value
 from streamlint.model.filefacts import ClassInfo, FunctionInfo
@@ -132,18 +133,19 @@ def _chain(project: Project, model: FileModel, cls: ClassInfo) -> list[tuple[Cla
     return class_chain(project, model, cls)
 
 
-def _subclasses(project: Project, file: FileModel, cls: ClassInfo) -> list[tuple[ClassInfo, FileModel]] | None:
-    """The project classes deriving from ``cls`` (at any depth, through the files naming it); None when too many
-    files name it to look."""
-    paths = project.paths_containing((cls.name.encode(),))
-    if len(paths) > MAX_CALLER_FILES:
+def _subclasses(project: Project, file: FileModel, cls: ClassInfo,
+                _depth: int = 0) -> list[tuple[ClassInfo, FileModel]] | None:
+    """The project classes deriving from ``cls`` at any depth (each level's direct subclasses searched in the files
+    naming its class: a grandchild need not name ``cls``); None when too many files name one of them to look, or
+    the hierarchy is deeper than five levels (a subclass unseen could override the method)."""
+    if _depth > 5 or len(project.paths_containing((cls.name.encode(),))) > MAX_CALLER_FILES:
         return None
-    out = []
-    for path in paths:
-        model = project.file(path)
-        for c in (model.classes.values() if model is not None else ()):
-            if c is not cls and any(x is cls for x, _ in _chain(project, model, c)[1:]):
-                out.append((c, model))
+    out: list[tuple[ClassInfo, FileModel]] = []
+    for sub, model in direct_subclasses(project, file, cls):
+        deeper = _subclasses(project, model, sub, _depth + 1)
+        if deeper is None:
+            return None
+        out += [(sub, model), *deeper]
     return out
 
 

@@ -168,7 +168,7 @@ def test_tensor_typing_lives_in_one_module() -> None:
 # and the layers below, never one above.
 LAYERS = {
     1: {"apis", "file", "uses", "syntax", "walk", "positions", "options", "lifetimes", "summary", "bytescan",
-        "placement", "modpaths", "hostguards", "wordindex", "tensornames", "release", "compilecalls", "filefacts",
+        "placement", "modpaths", "hostguards", "hostpools", "wordindex", "tensornames", "release", "compilecalls", "filefacts",
         "hostannotations"},
     2: {"project", "projectscans", "paths", "compile", "wrappers", "queries", "streams", "entries", "accelerators", "captures", "stepstate",
         "attrstreams", "devobjects", "devfields", "heldslots", "eventguards", "hostobjects", "hostresults",

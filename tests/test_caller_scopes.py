@@ -121,3 +121,21 @@ def test_a_field_chosen_among_made_streams_is_never_none() -> None:
     found = {(Path(f.path).name, f.span.start_line, f.code): f.confidence.value for f in lint_paths(PROJECT, files)}
     for line in (97, 98, 112, 113):
         assert found[("drafting.py", line, "SL201")] == "medium", line
+
+
+SLOTS = FIXTURES / "projects" / "sl201_decode_slot_streams"
+
+
+def test_a_stream_handed_in_an_object_is_low_only_under_every_callers_scope() -> None:
+    """flow/callerscopes.param_caller_scopes: a race with ``slot.compute_stream`` (a decode slot handed in) is low
+    when every caller runs the method inside a scope on a stream it was handed (the scheduler's), medium when a
+    caller runs it inside a stream it made itself (the drafter's own field, named like the scheduler's) or outside
+    every scope (the warm-up)."""
+    files = [str(f) for f in discover([str(SLOTS)], SLOTS).files]
+    found = {(Path(f.path).name, f.span.start_line): f for f in lint_paths(SLOTS, files) if f.code == "SL201"}
+    for line in (34, 36):
+        finding = found[("runtime.py", line)]
+        assert finding.confidence.value == "low"
+        assert "inside its caller's scope on `self._compute_stream`" in (finding.hint or "")
+    for line in (40, 41, 45, 46):
+        assert found[("runtime.py", line)].confidence.value == "medium"

@@ -32,6 +32,9 @@ Layer 1 — one file, no knowledge of other files
                     ``bench/tensornames.py``): a method outside it shows its receiver is no tensor
     ``hostguards``  which parameters does a function's own guard make host tensors (``if src.device.type != "cpu":
                     raise``, ``assert src.is_cpu`` before any other use)?
+    ``hostpools``   which ``self.*`` containers are pools of host buffers (emptied containers filled only with host
+                    memory: ``self.free[shape].append(h)`` under ``if h.device.type == "cpu":``): what they hand out is
+                    host memory
     ``modpaths``    which file does a dotted module name lead to, seen from a file (``__init__.py`` chains,
                     checkouts, ``src/``, a namespace package's top folder named like the import)
     ``summary``     what may this module call (compile APIs, names), which class fields does it annotate,

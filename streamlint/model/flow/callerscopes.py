@@ -293,6 +293,49 @@ def caller_scopes(project: Project, file: FileModel, fn: FunctionInfo, key: str)
     return _sites(project, file, fn, key, 0, births, may_hold_none(project, file, cls, key))
 
 
+def param_caller_scopes(project: Project, file: FileModel, fn: FunctionInfo, key: str) -> tuple | None:
+    """:func:`caller_scopes` for a stream reached through a parameter of ``fn`` (``slot.compute_stream``, a decode
+    slot handed in): (file model, call node, the caller's scope text) when every project call of ``fn`` runs inside
+    a stream scope of its caller (through callers that call it outside every scope, as for a field) that is not
+    evidently another stream (one the caller made itself). The parameter's stream has no name in the caller's terms
+    here: a scope on a stream handed to the caller may be it (the slot built with the runtime's stream, the
+    scheduler handed that stream and entering it), so a race between the entry stream and ``key`` rests on a stream
+    identity the analysis cannot establish. None (the race keeps its confidence) when the parameter is rebound in
+    ``fn``, a caller may be unseen, a call is made outside every scope, or a caller's scope is on a stream it or its
+    object made (a constructor call inline, in a local, in a field only ever bound to new streams): that the handed
+    object holds that very stream is not seen."""
+    from streamlint.model.flow.handlestreams import rebound
+
+    root = re.match(r"[A-Za-z_]\w*", key)
+    if root is None or root.group(0) in ("self", "cls") or key[root.end():root.end() + 1] not in (".", "[") \
+            or root.group(0) not in fn.all_params or root.group(0) in rebound(fn):
+        return None
+    if fn.class_name is not None:
+        cls = file.classes.get(fn.class_name)
+        if cls is None or _default_field(project, file, cls):
+            return None  # (the object keeps the default stream in a field: the entry stream may stand for it)
+    return _sites(project, file, fn, None, 0, frozenset(), _none_only_scope(project, file, fn, key))
+    # (no births of the handed object's stream are known: a scope on a stream the caller's object made itself, or
+    # one made inline or in a local, is another one unless the handed object was built with it, which is not seen)
+
+
+def _none_only_scope(project: Project, file: FileModel, fn: FunctionInfo, key: str) -> bool:
+    """Does ``fn`` enter ``key`` through a wrapper that runs its block inline only where its stream is None
+    (``with stream_context(slot.compute_stream):``)? Then ``key`` may be None, and a caller's scope through such a
+    wrapper may be inline for the same reason (one object, None in both)."""
+    from streamlint.model.flow.ambient import _may_run_inline
+
+    for site in file.scopes:
+        if site.function is not fn:
+            continue
+        scope = next(iter(project.enclosing_scopes(file, site)), None)
+        use = next((u for u in scope.uses if u.role in apis.STREAM_SCOPE_ROLES), None) if scope is not None else None
+        expr = use.arg("stream") if use is not None else None
+        if expr is not None and node_code(expr) == key and _may_run_inline(project, use) == NONE_ONLY:
+            return True
+    return False
+
+
 def _rebound(project: Project, file: FileModel, cls, key: str) -> bool:
     """Is the field ``key`` seen to be rebound after construction: by a method of the class other than its
     construction, by a subclass, or on another receiver? (Unlike
@@ -312,9 +355,11 @@ def scoped_evidence(interp, a: str, b: str, field: str | None) -> tuple | None:
     from streamlint.model.streams import MAIN
 
     other = b if a == MAIN else a if b == MAIN else None
-    if other is None or not other.startswith("self."):
-        return None  # (a stream of the object or one it holds: `self._compute_stream`, `self.runtime.slots[i].stream`)
+    if other is None:
+        return None
     project, file = interp.project, interp.file
+    if not other.startswith("self."):  # (a stream of an object handed in: `slot.compute_stream`)
+        return None if field or interp.depth else param_caller_scopes(project, file, interp.fn, other)
     targets = (_writers(project, file, interp.fn, field) or None) if field else [interp.fn]
     if not targets:
         return None
@@ -334,4 +379,4 @@ def race_evidence(interp, a: str, b: str, field: str | None) -> tuple | None:
     return ambient_evidence(interp, a, b, field) or scoped_evidence(interp, a, b, field)
 
 
-__all__ = ["caller_scopes", "race_evidence", "scoped_evidence"]
+__all__ = ["caller_scopes", "param_caller_scopes", "race_evidence", "scoped_evidence"]

@@ -12,6 +12,7 @@ from streamlint.model.lifetimes import module_constant, module_container
 from streamlint.model.placement import host_container_field
 from streamlint.model.streams import derived
 from streamlint.model.hostattrs import host_attr, host_data_attr
+from streamlint.model.hostpools import host_pool_field, pool_key
 
 
 # Attributes of a stream / event object that are host integers (its raw handle for a native launch, its id,
@@ -42,6 +43,16 @@ class HostFields:
         # a field allocated on the constructor's device, read in a method run only on host-built objects
         return v.key.count(".") == 1 and "[" not in v.key and host_instance_field(
             self.project, frame_file, frame_file.classes.get(frame_fn.class_name or ""), frame_fn, v.key[5:])
+
+    def host_pool(self, v: KVal) -> bool:
+        """``self.<attr>`` (or a slot of it) is a pool of host buffers of the class
+        (:func:`~streamlint.model.hostpools.host_pool_field`): what is taken out of it is host memory."""
+        attr = pool_key(v.key)
+        if attr is None:
+            return False
+        frame_file, frame_fn = next(((f, fn) for f, fn in reversed(self.frames) if fn.class_name),
+                                    (self.file, self.fn))
+        return host_pool_field(frame_file, frame_file.classes.get(frame_fn.class_name or ""), attr)
 
     def _host_field(self, frame_file, frame_fn: FunctionInfo, key: str) -> bool:
         """:meth:`host_attribute` of a ``self.*`` key seen from a method of ``frame_fn``'s class."""

@@ -14,6 +14,7 @@ from streamlint.model.flow.places import module_receiver
 from streamlint.model.flow.rootranks import on_root_rank, root_expression
 from streamlint.model.flow.values import KVal, State, TVal, TupVal
 from streamlint.model.apis import COLLECTIVE_PARAMS, COLLECTIVES, HOST_VERDICTS
+from streamlint.model.hostpools import TAKES as POOL_TAKES
 from streamlint.model.placement import host_library
 from streamlint.model.tensors import (BLOCKING_HOST_READS, META_METHODS, device_like, host_factory, host_placed,
                                       host_target, non_blocking, tensor_method, torch_returns_tensor)
@@ -129,6 +130,9 @@ class OutsideCalls:
             return KVal(f"{recv.key}[{self.render(st, args[0].value)}]", recv.glob, recv.opaque)
         if isinstance(recv, KVal) and self.family_receiver(st, recv) and name in _QUEUE_TAKES and not args:
             return KVal(f"{recv.key}[0]", recv.glob, recv.opaque)  # `self._batches.popleft()`: an element
+        if isinstance(recv, KVal) and name in POOL_TAKES and self.host_pool(recv):
+            self.call_args(st, e)
+            return self.host_tensor(st)  # `self.free[shape].popleft()`: a buffer of a pool of host memory
         tensors = self.tensors(st, recv)
         if tensors and isinstance(recv, KVal) and (not tensor_method(name) or module_receiver(
                 self.project, self.cfile, self.cfn, e.func.value)):  # `self._torch.matmul(...)`: a module's

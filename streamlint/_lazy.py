@@ -12,18 +12,35 @@ from __future__ import annotations
 import importlib.util
 import sys
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 
-def lazy_module(name: str) -> ModuleType:
-    """``name`` from sys.modules when imported already, else a module that executes on first use."""
+class _Then:
+    """A loader running ``then(module)`` once the module executed (a lazy import's first use)."""
+
+    def __init__(self, loader, then: Callable[[ModuleType], object]) -> None:
+        self.loader, self.then = loader, then
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        self.loader.exec_module(module)
+        self.then(module)
+
+
+def lazy_module(name: str, then: Callable[[ModuleType], object] | None = None) -> ModuleType:
+    """``name`` from sys.modules when imported already, else a module that executes on first use;
+    ``then(module)`` runs once it executed (at once for a module imported already)."""
     found = sys.modules.get(name)
     if found is not None:
+        if then is not None and not pending(found):
+            then(found)
         return found
     spec = importlib.util.find_spec(name)
     if spec is None or spec.loader is None:
         raise ImportError(f"No module named {name!r}", name=name)
-    loader = importlib.util.LazyLoader(spec.loader)
+    loader = importlib.util.LazyLoader(spec.loader if then is None else _Then(spec.loader, then))
     spec.loader = loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
@@ -52,6 +69,8 @@ def pending(module: ModuleType) -> bool:
 if TYPE_CHECKING:
     import libcst as cst
 else:
-    cst = lazy_module("libcst")
+    from streamlint.nodechecks import install as _exact_node_checks
+
+    cst = lazy_module("libcst", _exact_node_checks)  # (node type tests without ABCMeta's: nodechecks.py)
 
 __all__ = ["cst", "lazy_module", "load", "pending"]

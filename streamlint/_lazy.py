@@ -4,7 +4,8 @@ Importing LibCST takes ~0.25 s (it builds a few hundred dataclasses), more than 
 streamlint imports. A run that parses nothing — every file skipped by the prefilter or answered by the
 cache — should not pay it. Modules write ``from streamlint._lazy import cst`` and use ``cst.X`` as
 usual; the real import happens at the first attribute access. Nothing may touch ``cst.X`` at module
-level (class bases, constant tuples): defer those to first use.
+level (class bases, constant tuples): defer those to first use. Once LibCST is loaded, its node classes take
+exact type tests (:mod:`streamlint.nodechecks`: the same answers without ABCMeta's per-test cost).
 """
 
 from __future__ import annotations

@@ -28,18 +28,17 @@ class ExactNodeMeta(abc.ABCMeta):
     __subclasscheck__ = type.__subclasscheck__  # type: ignore[assignment]
 
 
-def _plain(cls: type) -> bool:
-    """Is ``cls`` an ABC whose answers cannot differ from its MRO: no virtual subclass registered, no
-    ``__subclasshook__`` of its own or of a base below ``object``, and the same holds for its subclasses?"""
+def _plain(classes: list[type]) -> bool:
+    """Are ``classes`` ABCs whose answers cannot differ from their MRO: no virtual subclass registered, no
+    ``__subclasshook__`` of their own or of a base below ``object``, and the same for every subclass of theirs?
+    (Each class of the hierarchy checked once.)"""
     seen: set[int] = set()
-    todo = [cls]
+    todo = list(classes)
     while todo:
         c = todo.pop()
         if id(c) in seen:
             continue
         seen.add(id(c))
-        if not isinstance(c, abc.ABCMeta) and c is not cls:
-            continue  # (a plain class below an ABC: ABCMeta's recursion only asks issubclass of it)
         try:
             registry = abc._get_dump(c)[0]  # type: ignore[attr-defined]  (the C implementation of abc)
         except (AttributeError, TypeError):
@@ -56,7 +55,7 @@ def install(module: ModuleType) -> int:
     base = getattr(module, "CSTNode", None)
     classes = [v for v in vars(module).values()
                if isinstance(v, type) and type(v) is abc.ABCMeta and base is not None and base in v.__mro__]
-    if not classes or not all(_plain(c) for c in classes):
+    if not classes or not _plain(classes):
         return 0
     for c in classes:
         c.__class__ = ExactNodeMeta

@@ -72,6 +72,7 @@ class RecordingProject(Project):
         self.summary_seen: dict[str, str] = {}  # path -> digest of the module summary read (not its bytes)
         self.env_read = False  # environment settings were searched (launch scripts: not recorded)
         self._quiet = 0
+        self._files_digested: tuple[list[str], int] | None = None  # (the file list whose digest `files` is)
 
     def carry_to(self, project: "RecordingProject") -> None:
         """Give a project replacing this one (``Engine.release_models``) the observations made so far: what
@@ -129,7 +130,12 @@ class RecordingProject(Project):
 
     def all_files(self) -> list[str]:
         files = super().all_files()
-        self.files = _list_digest(files)
+        if self._files_digested is None or self._files_digested[0] is not files \
+                or self._files_digested[1] != len(files):  # (the same list again: its digest is known)
+            self._files_digested = (files, len(files))
+            self.files = _list_digest(files)
+        elif self.files is None:
+            self.files = _list_digest(files)
         return files
 
     def _module_path(self, module: str, root: str) -> str | None:

@@ -151,9 +151,33 @@ def _reflected_set(project: Project, attr: str) -> bool:
         return True
     if not paths:
         return False  # (no pattern compiled for nothing to search)
-    name = re.escape(attr).encode()
-    pat = re.compile(rb"(?:setattr|__dict__|vars\s*\()[^\n]*?[\"']" + name + rb"[\"']")
-    return any(pat.search(project.file_bytes(path) or b"") for path in paths)
+    return any(set_by_name(project.file_bytes(path) or b"", attr.encode()) for path in paths)
+
+
+_SPACE = frozenset(b" \t\n\r\f\v")
+
+
+def set_by_name(data: bytes, name: bytes) -> bool:
+    """Does ``data`` match ``(?:setattr|__dict__|vars\\s*\\()[^\\n]*?["']NAME["']`` (a quoted ``name`` after one of those
+    on its line)? Found from the quoted name's occurrences (few) instead of trying the pattern at every position of
+    the file (~1 ms per 100 KB module, asked per field): the same answer."""
+    at = data.find(name)
+    while at >= 0:
+        q, end = at - 1, at + len(name)
+        if q >= 0 and data[q] in b"\"'" and end < len(data) and data[end] in b"\"'":
+            line = data.rfind(b"\n", 0, q) + 1
+            if data.find(b"setattr", line, q) >= 0 or data.find(b"__dict__", line, q) >= 0:
+                return True
+            paren = data.find(b"(", line, q)
+            while paren >= 0:  # `vars\s*(`: the whitespace before the parenthesis may span lines
+                back = paren
+                while back > 0 and data[back - 1] in _SPACE:
+                    back -= 1
+                if data[max(back - 4, 0):back] == b"vars":
+                    return True
+                paren = data.find(b"(", paren + 1, q)
+        at = data.find(name, at + 1)
+    return False
 
 
 _MUTATE = rb"\.{attr}\s*(?:\.\s*(?:append|extend|insert|pop|remove|clear|update|setdefault|add|discard|sort|reverse|__setitem__)\s*\(|\[[^\]\n]*\]\s*(?:=(?!=)|[-+*/|&]=)|[-+*/|&]=)"

@@ -380,8 +380,11 @@ _BUSY = object()
 
 
 def _same(project: Project, file: FileModel, fn, cls, a: str, b: str, depth: int) -> bool:
-    la, lb = _leaf(project, file, fn, cls, a), _leaf(project, file, fn, cls, b)
-    if la is None or lb is None:
+    la = _leaf(project, file, fn, cls, a)
+    if la is None or la[0][0] == "unstable":  # (False whatever `b` leads to: its leaf, which may ask project-wide
+        return False  # scans for each field of a class (self_alias), is not needed)
+    lb = _leaf(project, file, fn, cls, b)
+    if lb is None:
         return False
     (ka, oa, ta), frame = la
     (kb, ob, tb), _ = lb

@@ -312,7 +312,9 @@ class Storages(HandOuts):
                                    host_handed=self.handed_host(S.sid, earlier.time), entry=entry_of(self, S, earlier, s),
                                    gates=gates,
                                    ambient=race_evidence(self, earlier.stream, s, step and S.name),
-                                   handed_wait=handed, batch_guard=guard, cause=(
+                                   handed_wait=handed, batch_guard=guard,
+                                   unproven=protocol is not None and S.sid in self.__dict__.get("protocol_unproven", ()),
+                                   cause=(
                                        st.know(s).get(earlier.stream, -1), earlier.time, self.clock))
 
     def caller_stream(self, a: str, b: str) -> str | None:

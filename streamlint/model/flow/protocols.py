@@ -351,8 +351,9 @@ def _expected(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInf
         evidence = True  # another consumer joins before its read
     if not (evidence or unjoined_hand_back(project, file, cls, fn, p, synchronizes_device)):
         # (or it hands the field back to its caller on a stream nobody joins: handbacks.py)
-        if p.family or not unproven_ok(cls, fn, p.producer):
-            return None
+        if p.family or not unproven_ok(cls, fn, p.producer) or joined_keys(file, fn) \
+                or join_helper_keys(project, file, fn) or synchronizes_device(project, file, fn):
+            return None  # (a reader joining something it is not matched to: an early record, a handle; unsure)
         evidence = False
     else:
         evidence = True

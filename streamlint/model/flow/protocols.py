@@ -47,7 +47,7 @@ from streamlint.model.flow.escapes import events_in
 from streamlint.model.flow.fieldfamilies import family, family_pending, unresolved_waits, waits_on
 from streamlint.model.flow.handbacks import records_on, unjoined_hand_back
 from streamlint.model.flow.joinhelpers import handed_to_join, join_helper_keys, join_helper_names
-from streamlint.model.flow.unproven import shared_stream_key, unproven_ok
+from streamlint.model.flow.unproven import order_seen, shared_stream_key, unproven_ok
 from streamlint.model.flow.values import Access, ordered_before
 from streamlint.model.streams import MAIN, derived
 from streamlint.model.syntax import call_name, local_nodes, normalized_code
@@ -71,7 +71,8 @@ class Pending:
     family: bool = False  # ``self.F`` holds it in an entry (``self.F[k] = t``: flow/fieldfamilies.py)
     early: tuple[str, ...] = ()  # event families the producer records on the stream only before the write
     handles: bool = False  # the producer records some event on that stream (a join handle: handbacks.py)
-    unproven: bool = False  # the class shows no join the reader is expected to make (LOW: flow/unproven.py)
+    unproven: str | None = None  # the class shows no join the reader is expected to make (flow/unproven.py): ""
+    # (LOW), or the method of the class seen calling the producer and then the reader (MEDIUM)
 
 
 _JOINS = ("wait_stream", "wait_event", "wait", "synchronize", "query")
@@ -288,7 +289,7 @@ def protocol_inputs(project: Project, file: FileModel, fn: FunctionInfo, mode: s
     inside = _run_inside_scopes(project, file, cls, fn)  # (nor a method the producers run in their scope)
     pending = [p for p in class_pending(project, file, cls, mode, runner) if p.producer is not fn
                and _mentions(file, fn, p.field) and p.producer not in inside]
-    out = [p if strength == "medium" else replace(p, unproven=True) for p in pending
+    out = [p if strength == "medium" else replace(p, unproven=order_seen(cls, p.producer, fn)) for p in pending
            if (strength := _expected(project, file, cls, fn, p))]
     # a container field's entries (fieldfamilies.py): a wait on any entry of the event family that covers the
     # writes is the join (on some path: `if ev is not None: ev.wait()`; keys are not compared across methods)
@@ -351,7 +352,7 @@ def _expected(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInf
         evidence = True  # another consumer joins before its read
     if not (evidence or unjoined_hand_back(project, file, cls, fn, p, synchronizes_device)):
         # (or it hands the field back to its caller on a stream nobody joins: handbacks.py)
-        if p.family or not unproven_ok(cls, fn, p.producer) or joined_keys(file, fn) \
+        if p.family or not unproven_ok(file, cls, fn, p.producer, p.stream) or joined_keys(file, fn) \
                 or join_helper_keys(project, file, fn) or synchronizes_device(project, file, fn):
             return None  # (a reader joining something it is not matched to: an early record, a handle; unsure)
         evidence = False
@@ -427,8 +428,8 @@ def seed(interp, st, pending: list[Pending]) -> None:
         S = interp.new_storage(st, "long", MAIN, p.field, Access(p.stream, t, p.node, {p.stream: t}))
         st.long[p.field] = S.sid
         interp.protocol_sources[S.sid] = p.producer.node.name.value
-        if p.unproven:
-            interp.__dict__.setdefault("protocol_unproven", set()).add(S.sid)
+        if p.unproven is not None:
+            interp.__dict__.setdefault("protocol_unproven", {})[S.sid] = p.unproven
         interp.__dict__.setdefault("protocol_seeds", {})[S.sid] = (t, p.events)  # (handbacks.HandBacks.kept_guard)
         st.last_op[p.stream] = max(st.last_op.get(p.stream, 0), t)
         for e in p.events:

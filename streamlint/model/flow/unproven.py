@@ -19,15 +19,20 @@ keeps that case, at LOW confidence (the order of the two calls, and any join bet
 A stream the producer reaches through a local bound once to a class attribute of a project class (``stream =
 SharedMLP.side``, the same object for every instance) is keyed by that attribute (:func:`shared_stream_key`),
 so a reader's ``wait_stream(SharedMLP.side)`` is its join; such a stream is shared with other code, which may
-join it, so a finding on it without the class's evidence is LOW too."""
+join it, so a finding on it without the class's evidence is LOW too.
+
+When the class itself proves the order (a method of it calls the producer and then the reader, the producer's
+call on every path to the reader's, and joins nothing: :func:`order_seen`), the finding is MEDIUM, naming that
+method."""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.filefacts import ClassInfo, FunctionInfo
-from streamlint.model.syntax import normalized_code
+from streamlint.model.syntax import dominates, normalized_code
 
 if TYPE_CHECKING:
     from streamlint.model.file import FileModel
@@ -59,12 +64,13 @@ def shared_stream_key(project: Project, file: FileModel, fn: FunctionInfo, key: 
     return text if sym is not None and isinstance(sym[0], ClassInfo) else None
 
 
-def unproven_ok(cls: ClassInfo, fn: FunctionInfo, producer: FunctionInfo) -> bool:
+def unproven_ok(file: FileModel, cls: ClassInfo, fn: FunctionInfo, producer: FunctionInfo, stream: str) -> bool:
     """May ``fn`` be reported as the reader of a hand-off the class gives no evidence for (LOW)? Not a
     property or a dunder (``__del__``, ``__repr__``: bookkeeping), nor a method the producer calls itself
-    (its read is part of the producer's run)."""
+    (its read is part of the producer's run), nor when the class hands its ``self.*`` stream to other code
+    (``args=(..., self.avg_stream)`` for a worker thread, ``helper(self.copy)``: who joins it is not seen)."""
     name = fn.node.name.value
-    if name.startswith("__"):
+    if name.startswith("__") or stream.startswith("self.") and _stream_handed(file, cls, stream[5:]):
         return False
     for d in fn.node.decorators:
         dec = d.decorator
@@ -73,3 +79,51 @@ def unproven_ok(cls: ClassInfo, fn: FunctionInfo, producer: FunctionInfo) -> boo
             return False
     return not any(s.method == name and isinstance(s.receiver, cst.Name) and s.receiver.value == "self"
                    for s in producer.calls)
+
+
+def _self_calls(fn: FunctionInfo, name: str) -> list:
+    return [s for s in fn.calls if s.method == name and isinstance(s.receiver, cst.Name) and s.receiver.value == "self"]
+
+
+def order_seen(cls: ClassInfo, producer: FunctionInfo, reader: FunctionInfo) -> str:
+    """The name of a method of ``cls`` (not the producer or the reader) calling ``self.<producer>(...)`` and, in a
+    later statement it reaches only through that call, ``self.<reader>(...)`` (``forward()`` running ``dispatch()``
+    then ``combine()``); "" when none does. (Called only when no method of the class joins the stream.)"""
+    for m in cls.methods.values():
+        if m is producer or m is reader:
+            continue
+        for a in _self_calls(m, producer.node.name.value):
+            for b in _self_calls(m, reader.node.name.value):
+                if a.node is not b.node and not any(n is a.node for n in _args(b.node)) \
+                        and dominates(m.node, a.node, b.node):
+                    return m.node.name.value
+    return ""
+
+
+def _args(call: cst.Call) -> list[cst.CSTNode]:
+    out: list[cst.CSTNode] = []
+    stack: list[cst.CSTNode] = [a.value for a in call.args]
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        if isinstance(n, cst.Call):
+            stack += [a.value for a in n.args]
+    return out
+
+
+def _stream_handed(file: FileModel, cls: ClassInfo, attr: str) -> bool:
+    """Does the class mention ``self.<attr>`` anywhere but as a stream scope's argument, the receiver or argument
+    of an ordering call (``wait_stream``, ``wait_event``, ``synchronize``, ``record`` / ``record_event`` /
+    ``record_stream``, ``query``), a store or a None test?"""
+    text = file.code(cls.node)
+    ref = rf"self\.{re.escape(attr)}\b"
+    allowed = re.compile(
+        rf"\.(?:stream|StreamContext|use_stream)\(\s*{ref}\s*\)"  # `torch.cuda.stream(self.s)`
+        rf"|{ref}\s*\.\s*(?:wait_stream|wait_event|synchronize|record_event|query)\("  # `self.s.wait_stream(...)`
+        rf"|\.(?:wait_stream|record|record_stream|wait_event)\(\s*{ref}\s*\)"  # `cur.wait_stream(self.s)`
+        rf"|{ref}\s*(?::[^=\n]*)?=(?!=)"  # a store
+        rf"|{ref}\s+is\b|\bif\s+(?:not\s+)?{ref}\s*:")  # a None test
+    covered: set[int] = set()
+    for m in allowed.finditer(text):
+        covered.update(m.start() + i.start() for i in re.finditer(ref, m.group(0)))
+    return any(m.start() not in covered for m in re.finditer(ref, text))

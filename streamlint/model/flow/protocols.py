@@ -71,6 +71,7 @@ class Pending:
     family: bool = False  # ``self.F`` holds it in an entry (``self.F[k] = t``: flow/fieldfamilies.py)
     early: tuple[str, ...] = ()  # event families the producer records on the stream only before the write
     handles: bool = False  # the producer records some event on that stream (a join handle: handbacks.py)
+    guessed: bool = False  # the write made a value of unknown type taken for device data (a call's result)
     unproven: str | None = None  # the class shows no join the reader is expected to make (flow/unproven.py): ""
     # (LOW), or the method of the class seen calling the producer and then the reader (MEDIUM)
 
@@ -180,7 +181,8 @@ def _producer_pending(project: Project, file: FileModel, fn: FunctionInfo, mode:
             if old and (old.stream != stream):
                 found[field] = None
                 continue
-            found[field] = Pending(field, stream, fn, lw.node, events, handles=records_on(interp, st, lw.stream))
+            found[field] = Pending(field, stream, fn, lw.node, events, handles=records_on(interp, st, lw.stream),
+                                   guessed=sid in interp.unknown_results or sid in interp.__dict__.get("helper_guesses", {}))
 
         def pending_write(S):
             lw = S.last_write
@@ -352,7 +354,7 @@ def _expected(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInf
         evidence = True  # another consumer joins before its read
     if not (evidence or unjoined_hand_back(project, file, cls, fn, p, synchronizes_device)):
         # (or it hands the field back to its caller on a stream nobody joins: handbacks.py)
-        if p.family or not unproven_ok(file, cls, fn, p.producer, p.stream) or joined_keys(file, fn) \
+        if p.family or p.guessed or not unproven_ok(file, cls, fn, p.producer, p.stream) or joined_keys(file, fn) \
                 or join_helper_keys(project, file, fn) or synchronizes_device(project, file, fn):
             return None  # (a reader joining something it is not matched to: an early record, a handle; unsure)
         evidence = False

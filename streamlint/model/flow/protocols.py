@@ -355,8 +355,10 @@ def _expected(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInf
     if not (evidence or unjoined_hand_back(project, file, cls, fn, p, synchronizes_device)):
         # (or it hands the field back to its caller on a stream nobody joins: handbacks.py)
         if p.family or p.guessed or not unproven_ok(file, cls, fn, p.producer, p.stream) or joined_keys(file, fn) \
-                or join_helper_keys(project, file, fn) or synchronizes_device(project, file, fn):
-            return None  # (a reader joining something it is not matched to: an early record, a handle; unsure)
+                or join_helper_keys(project, file, fn) or synchronizes_device(project, file, fn) \
+                or _own_scope(project, file, fn):
+            return None  # (a reader joining something it is not matched to: an early record, a handle; unsure;
+            # or one with stream scopes of its own, whose own races on the field are its findings)
         evidence = False
     else:
         evidence = True

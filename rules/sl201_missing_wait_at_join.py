@@ -725,6 +725,17 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
         confidence = Confidence.MEDIUM
         hint += (f"; `{race.caller_stream}` is a parameter: this assumes the caller passes a stream other "
                  "than its current one")
+    elif race.protocol is not None and race.unproven:
+        confidence = Confidence.MEDIUM
+        hint += (f"; it is written in `{race.protocol}()` of the same class, which leaves it on "
+                 f"{stream_label(race.src, main)} with no join, and `{race.unproven}()` runs `{race.protocol}()` "
+                 "before this method with no join in between")
+    elif race.protocol is not None and race.unproven is not None:
+        confidence = Confidence.LOW
+        hint += (f"; it is written in `{race.protocol}()` of the same class, which leaves it on "
+                 f"{stream_label(race.src, main)} with no join: this assumes `{race.protocol}()` ran before "
+                 "this method and that the caller does not join that stream in between (nothing in the class "
+                 "does)")
     elif race.protocol is not None:
         confidence = Confidence.MEDIUM
         hint += (f"; it is written in `{race.protocol}()` of the same class, which leaves it on "

@@ -124,6 +124,8 @@ Layer 3 — one function's flow
                     ``choices`` (``s = [a, b][i]``: one path per listed stream), ``polls``
                     (what a branch on ``query()`` / ``is_cuda`` tells), ``protocols`` / ``fieldfamilies`` (what
                     a class's methods leave for each other on a side stream in its fields and container fields;
+                    ``unproven``: such a hand-off whose reader lost the class's only join, low unless the class
+                    runs the producer then the reader itself;
                     ``joinhelpers``: a package helper that only joins the stream / event it is handed;
                     ``joinedreads``: an object whose results leave it only through a method that waits its
                     event first, so a drop of that event loses no join; ``droppedevents``: an event of the object

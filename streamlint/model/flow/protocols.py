@@ -36,7 +36,7 @@ returning the field on a stream nobody joins must join too (:mod:`.handbacks`). 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable
 
 from streamlint._lazy import cst
@@ -47,6 +47,7 @@ from streamlint.model.flow.escapes import events_in
 from streamlint.model.flow.fieldfamilies import family, family_pending, unresolved_waits, waits_on
 from streamlint.model.flow.handbacks import records_on, unjoined_hand_back
 from streamlint.model.flow.joinhelpers import handed_to_join, join_helper_keys, join_helper_names
+from streamlint.model.flow.unproven import order_seen, shared_stream_key, unproven_ok
 from streamlint.model.flow.values import Access, ordered_before
 from streamlint.model.streams import MAIN, derived
 from streamlint.model.syntax import call_name, local_nodes, normalized_code
@@ -70,6 +71,9 @@ class Pending:
     family: bool = False  # ``self.F`` holds it in an entry (``self.F[k] = t``: flow/fieldfamilies.py)
     early: tuple[str, ...] = ()  # event families the producer records on the stream only before the write
     handles: bool = False  # the producer records some event on that stream (a join handle: handbacks.py)
+    guessed: bool = False  # the write made a value of unknown type taken for device data (a call's result)
+    unproven: str | None = None  # the class shows no join the reader is expected to make (flow/unproven.py): ""
+    # (LOW), or the method of the class seen calling the producer and then the reader (MEDIUM)
 
 
 _JOINS = ("wait_stream", "wait_event", "wait", "synchronize", "query")
@@ -164,7 +168,8 @@ def _producer_pending(project: Project, file: FileModel, fn: FunctionInfo, mode:
             lw = S.last_write if S is not None and S.kind != "host" else None
             if lw is None or lw.stream == MAIN or lw.time == 0 or "." not in field:
                 continue
-            if ordered_before(lw, know) or not lw.stream.startswith("self.") or "[" in field \
+            stream = lw.stream if lw.stream.startswith("self.") else shared_stream_key(project, file, fn, lw.stream)
+            if ordered_before(lw, know) or stream is None or "[" in field \
                     or handed is not None and _handed_join(st, handed, sid, lw):
                 found[field] = None  # joined on this path (or not a stream of the object's, or handed back)
                 continue
@@ -173,10 +178,11 @@ def _producer_pending(project: Project, file: FileModel, fn: FunctionInfo, mode:
             old = found.get(field, 0)
             if old is None:
                 continue
-            if old and (old.stream != lw.stream):
+            if old and (old.stream != stream):
                 found[field] = None
                 continue
-            found[field] = Pending(field, lw.stream, fn, lw.node, events, handles=records_on(interp, st, lw.stream))
+            found[field] = Pending(field, stream, fn, lw.node, events, handles=records_on(interp, st, lw.stream),
+                                   guessed=sid in interp.unknown_results or sid in interp.__dict__.get("helper_guesses", {}))
 
         def pending_write(S):
             lw = S.last_write
@@ -285,7 +291,8 @@ def protocol_inputs(project: Project, file: FileModel, fn: FunctionInfo, mode: s
     inside = _run_inside_scopes(project, file, cls, fn)  # (nor a method the producers run in their scope)
     pending = [p for p in class_pending(project, file, cls, mode, runner) if p.producer is not fn
                and _mentions(file, fn, p.field) and p.producer not in inside]
-    out = [p for p in pending if _expected(project, file, cls, fn, p)]
+    out = [p if strength == "medium" else replace(p, unproven=order_seen(cls, p.producer, fn)) for p in pending
+           if (strength := _expected(project, file, cls, fn, p))]
     # a container field's entries (fieldfamilies.py): a wait on any entry of the event family that covers the
     # writes is the join (on some path: `if ev is not None: ev.wait()`; keys are not compared across methods)
     # a wait on an event family the producer records only *before* the write (``early``) would cover it had the
@@ -327,8 +334,10 @@ def family_consumer(project: Project, file: FileModel, fn: FunctionInfo, mode: s
     return any(p.family for p in protocol_inputs(project, file, fn, mode, runner))
 
 
-def _expected(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInfo, p: Pending) -> bool:
-    """Does the class's protocol expect ``fn`` to join ``p`` before reading it?"""
+def _expected(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInfo, p: Pending) -> str | None:
+    """Does the class's protocol expect ``fn`` to join ``p`` before reading it? ``"medium"``: the class says so
+    (an event recorded after the write, another reader joining first, an unjoined hand-back); ``"low"``: nothing
+    in the class joins it at all (flow/unproven.py); None: no (a join step, a stream or event reached outside)."""
     keys = {_norm(p.stream), *(_norm(e) for e in p.events), *p.early}
     evidence = bool(p.events) or bool(p.early) and waits_on(file, fn, p.early)
     for m in cls.methods.values():
@@ -341,14 +350,22 @@ def _expected(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInf
         if not joins & keys and not synchronizes_device(project, file, m):
             continue
         if not _mentions(file, m, p.field) or looped.get(p.field):
-            return False  # a join step that reads nothing: the caller orders the calls
+            return None  # a join step that reads nothing: the caller orders the calls
         evidence = True  # another consumer joins before its read
     if not (evidence or unjoined_hand_back(project, file, cls, fn, p, synchronizes_device)):
-        return False  # (or it hands the field back to its caller on a stream nobody joins: handbacks.py)
+        # (or it hands the field back to its caller on a stream nobody joins: handbacks.py)
+        if p.family or p.guessed or not unproven_ok(file, cls, fn, p.producer, p.stream) or joined_keys(file, fn) \
+                or join_helper_keys(project, file, fn) or synchronizes_device(project, file, fn) \
+                or _own_scope(project, file, fn):
+            return None  # (a reader joining something it is not matched to: an early record, a handle; unsure;
+            # or one with stream scopes of its own, whose own races on the field are its findings)
+        evidence = False
+    else:
+        evidence = True
     for key in keys:
         if key.startswith("self.") and key.count(".") == 1 and reached_outside(project, file, cls, key[5:]):
-            return False
-    return True
+            return None
+    return "medium" if evidence else "low"
 
 
 def _loop_joins(file: FileModel, fn: FunctionInfo, joins: set[str]) -> dict[str, bool]:
@@ -415,6 +432,8 @@ def seed(interp, st, pending: list[Pending]) -> None:
         S = interp.new_storage(st, "long", MAIN, p.field, Access(p.stream, t, p.node, {p.stream: t}))
         st.long[p.field] = S.sid
         interp.protocol_sources[S.sid] = p.producer.node.name.value
+        if p.unproven is not None:
+            interp.__dict__.setdefault("protocol_unproven", {})[S.sid] = p.unproven
         interp.__dict__.setdefault("protocol_seeds", {})[S.sid] = (t, p.events)  # (handbacks.HandBacks.kept_guard)
         st.last_op[p.stream] = max(st.last_op.get(p.stream, 0), t)
         for e in p.events:

@@ -62,6 +62,8 @@ class Race:
     batch_guard: tuple | None = None  # (name, producer statement, exclusive phases): the caller-given object two
     # different tests of which the producer and the use each rest on: the race needs both to hold
     # (flow/batchguards.py); whether the two tests name two phases of the batch, prefill and decode (flow/phaseguards.py)
+    unproven: str | None = None  # ``protocol``: the class shows no join the reader is expected to make
+    # (flow/unproven.py): "" (low), or the method of the class seen running the producer, then this one (medium)
 
 
 @dataclass(frozen=True)

@@ -290,8 +290,11 @@ class Storages(HandOuts):
         handed = handed_wait(self.fn, st, earlier.stream, s, earlier.time, S.kind == "arg" and earlier.time
                              <= self.entry_time and not body, escape)  # a stream the caller hands in orders it (low)
         protocol = self.protocol_sources.get(S.sid) if S.last_write is earlier else None
-        if protocol is not None and (kind != "read" or replay or callback_read(self, self.anchor)):
-            return  # a class protocol says who must join before a read, not what a later write may do
+        unproven = self.__dict__.get("protocol_unproven", {}).get(S.sid) if protocol else None
+        if protocol is not None and (kind != "read" or replay or callback_read(self, self.anchor)
+                                     or unproven is not None and (escape or body or held)):
+            return  # a class protocol says who must join before a read, not what a later write may do (nor, when
+            # the class shows no join, a hand-back: the caller may join before its own read: flow/unproven.py)
         step = self.step_sources.get(S.sid) if earlier.node is None and earlier.time == 0 else None
         if step is not None and (forked_elsewhere(self.file, self.fn, s) or set(st.know(s)) - {s}
                                  or steps_synced(self.project, self.file, self.fn, step)
@@ -312,7 +315,9 @@ class Storages(HandOuts):
                                    host_handed=self.handed_host(S.sid, earlier.time), entry=entry_of(self, S, earlier, s),
                                    gates=gates,
                                    ambient=race_evidence(self, earlier.stream, s, step and S.name),
-                                   handed_wait=handed, batch_guard=guard, cause=(
+                                   handed_wait=handed, batch_guard=guard,
+                                   unproven=unproven,
+                                   cause=(
                                        st.know(s).get(earlier.stream, -1), earlier.time, self.clock))
 
     def caller_stream(self, a: str, b: str) -> str | None:

@@ -13,6 +13,7 @@ from streamlint.model.flow.bodyinputs import bodies_read_caller_device, callers_
 from streamlint.model.flow.escapes import handed_value, tensor_boxes
 from streamlint.model.flow.fieldfamilies import callers_join, family
 from streamlint.model.flow.hostfields import HostFields
+from streamlint.model.flow.localevents import stays_local
 from streamlint.model.flow.leaves import callers_view, left_on_side_streams, loop_joined, unordered_caller
 from streamlint.model.flow.protocols import class_joins, holder_joins, joined_keys, reached_outside, sibling_consumer_waits
 from streamlint.model.flow.values import Access, CVal, EVal, KVal, State, Storage, TVal, TupVal, ordered_before
@@ -86,7 +87,11 @@ class HandOuts(HostFields):
             self.race(st, "read", S, caller, st.cur, "the with-body", body=True)
 
     def event_handed_over(self, st: State, lw: Access, returned: object, sid: int | None = None) -> bool:
-        return any((not key.startswith("<") and not self.own_guard(key) or key in self.handed_events)
+        """An event recorded after the pending write ``lw`` that the caller may wait on: kept on an object, in a
+        container, handed to a call or returned; not one that stays in a local of this function
+        (localevents.py: ``events[i].record(s)`` then the join loop over ``events``)."""
+        return any((not key.startswith("<") and not self.own_guard(key) and not (
+                    not self.depth and stays_local(self.fn, key)) or key in self.handed_events)
                    and snap.get(lw.stream, -1) >= lw.time and not self.bundled_elsewhere(key, sid)
                    and not self.family_seeded(key, sid) and not self.kept_guard(key, sid, lw)
                    for key, snap in st.events.items())

@@ -262,6 +262,7 @@ class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders
     def run(self) -> None:
         st = State()
         kinds = param_kinds(self.project, self.file, self.fn)
+        self.container_params = frozenset(n for n, k in kinds.items() if k == "container")  # (control.unpack)
         current = current_stream_params(self.project, self.file, self.fn,
                                         {name for name in self.fn.all_params if kinds.get(name) != "tensor"})
         forked = forked_stream_params(self.project, self.file, self.fn, {

@@ -42,7 +42,7 @@ from streamlint.model.flow.hostreads import async_host_copy_call
 from streamlint.model.flow.hosthelpers import note_guessed_helper, returns_host_memory
 from streamlint.model.flow.helperrecords import checking_import
 from streamlint.model.flow.metaonly import metadata_only  # noqa: F401 - (re-exported for exprs)
-from streamlint.model.recordreturns import declared_host
+from streamlint.model.flow.recordreturns import declared_host
 from streamlint.model.uses import bind_arguments
 from streamlint.model.walk import children
 

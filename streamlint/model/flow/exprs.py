@@ -29,7 +29,7 @@ from streamlint.model.syntax import node_code, target_names
 from streamlint.model.waits import host_handshake, signaller_forks
 from streamlint.model.uses import bind_arguments
 from streamlint.model.flow.hostreads import host_blocking_helper
-from streamlint.model.recordreturns import declared_host
+from streamlint.model.flow.recordreturns import declared_host
 from streamlint.model.flow.hosthelpers import host_state_class, returns_host_memory
 from streamlint.model.flow.devicework import host_bookkeeping
 from streamlint.model.tensors import library_record

@@ -13,7 +13,7 @@ from streamlint.model.flow.bodyinputs import bodies_read_caller_device, callers_
 from streamlint.model.flow.escapes import handed_value, tensor_boxes
 from streamlint.model.flow.fieldfamilies import callers_join, family
 from streamlint.model.flow.hostfields import HostFields
-from streamlint.model.flow.localevents import stays_local
+from streamlint.model.flow.localevents import hands_event_holder, stays_local
 from streamlint.model.flow.leaves import callers_view, left_on_side_streams, loop_joined, unordered_caller
 from streamlint.model.flow.protocols import class_joins, holder_joins, joined_keys, reached_outside, sibling_consumer_waits
 from streamlint.model.flow.values import Access, CVal, EVal, KVal, State, Storage, TVal, TupVal, ordered_before
@@ -33,7 +33,8 @@ class HandOuts(HostFields):
         that stream (a caller protocol). Long-lived tensors written here on a side stream leave the same way
         (:mod:`~streamlint.model.flow.leaves`: ``held``)."""
         if self.depth or self.cfg.mode not in ("eager", "cuda") or self.deferred_end and not self.seeded_hand_back(st, returned) or node is None \
-                or st.cur != MAIN or self._hands_over(returned, tensor_boxes(st, self.fn, node)):
+                or st.cur != MAIN or self._hands_over(returned, tensor_boxes(st, self.fn, node)) \
+                or hands_event_holder(self.fn, node):  # (`return outs, done`, `done` a local list of events)
             return  # (captured graphs join their outputs; a return inside a scope is a wrapper's)
         know = st.know(MAIN)
         candidates = [tv.sid for tv in self.tensors(st, returned)]

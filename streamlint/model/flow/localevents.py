@@ -25,7 +25,9 @@ from __future__ import annotations
 import re
 
 from streamlint._lazy import cst
+from streamlint.model.file import dotted
 from streamlint.model.filefacts import FunctionInfo
+from streamlint.model.flow.escapes import handed_value
 from streamlint.model.syntax import local_nodes, node_memo
 
 # methods that use an event (or order a stream on one) without handing it to anyone
@@ -42,10 +44,38 @@ def stays_local(fn: FunctionInfo, key: str) -> bool:
     root = found.group(1)
     if root in ("self", "cls") or root in fn.all_params or root not in fn.name_assigns and root not in fn.locals:
         return False
-    return root not in node_memo("handed_names", fn.node, _handed_names)
+    return root not in node_memo("handed_names", fn.node, _handed_names)[0]
 
 
-def _handed_names(node: cst.FunctionDef) -> frozenset[str]:
+def hands_event_holder(fn: FunctionInfo, node: cst.CSTNode | None) -> bool:
+    """Does the ``return`` / ``yield`` ``node`` hand back a local that holds events this function made
+    (``done.append(ev)`` after ``ev = torch.cuda.Event()``, then ``return outs, done``)? The caller gets the
+    handles to wait on, whatever the value the analysis keeps for the container."""
+    value = handed_value(node)
+    if value is None:
+        return False
+    flows = node_memo("handed_names", fn.node, _handed_names)[1]
+    made = {name for name, bound in fn.name_assigns.items() if any(_makes_event(b) for b in bound)}
+    seen, stack = set(), [n for n in _names(value) if n in flows or n in made]
+    while stack:
+        name = stack.pop()
+        if name in made:
+            return True
+        if name not in seen:
+            seen.add(name)
+            stack.extend(flows.get(name, ()))
+    return False
+
+
+def _makes_event(e: cst.BaseExpression) -> bool:
+    """``torch.cuda.Event()``, ``Event(enable_timing=False)``, ``stream.record_event()``."""
+    if not isinstance(e, cst.Call):
+        return False
+    name = dotted(e.func) or ""
+    return name.rsplit(".", 1)[-1] in ("Event", "record_event")
+
+
+def _handed_names(node: cst.FunctionDef) -> tuple[frozenset[str], dict[str, set[str]]]:
     """The names a function body hands on (see the module docstring), closed over local aliases: a name bound
     to (or put into) a local that is handed on is handed on (``done = ev; return done``, ``events.append(ev)``
     then ``return events``, ``rec.ready = ev`` then ``return rec``)."""
@@ -86,7 +116,7 @@ def _handed_names(node: cst.FunctionDef) -> frozenset[str]:
             if name in out and not held <= out:
                 out |= held
                 changed = True
-    return frozenset(out)
+    return frozenset(out), flows
 
 
 def _flat(t: cst.BaseExpression) -> list[cst.BaseExpression]:

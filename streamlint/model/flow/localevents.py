@@ -28,7 +28,7 @@ from streamlint._lazy import cst
 from streamlint.model.file import dotted
 from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.flow.escapes import handed_value
-from streamlint.model.syntax import local_nodes, node_memo
+from streamlint.model.syntax import ancestry, local_nodes, node_memo
 
 # methods that use an event (or order a stream on one) without handing it to anyone
 _ORDERING = frozenset({"record", "wait", "synchronize", "query", "wait_event", "record_event", "elapsed_time"})
@@ -139,3 +139,38 @@ def _names(e: cst.CSTNode) -> set[str]:
             out.add(n.value)
         stack.extend(n.children)
     return out
+
+
+def join_gated_by_result(fn: FunctionInfo, file, node: cst.CSTNode | None, stream: str) -> bool:
+    """The function does join ``stream`` (``stream.synchronize()``, ``current.wait_stream(stream)``), but under an
+    ``if`` whose test is computed from the value the ``return`` ``node`` hands back (``should_sync = not
+    all(done_event(r) is not None for r in results)``, then ``if should_sync: stream.synchronize()``): it
+    inspects what it hands back for the caller's own handles and skips the join only when every part carries
+    one. The path without the join is that hand-over, not a missing join."""
+    value = handed_value(node)
+    handed = _names(value) if value is not None else set()
+    if not handed:
+        return False
+    for site in fn.calls:
+        call = site.node
+        if site.method not in ("synchronize", "wait_stream", "wait_event") or not isinstance(call.func, cst.Attribute):
+            continue
+        if stream not in (file.code(call.func.value), *(file.code(a.value) for a in call.args)):
+            continue
+        for up in ancestry(fn.node, call) or ():
+            if isinstance(up, cst.If) and _derived_names(fn, up.test) & handed:
+                return True
+    return False
+
+
+def _derived_names(fn: FunctionInfo, test: cst.BaseExpression) -> set[str]:
+    """The names a test reads, closed over the local bindings it reads (``flag = not all(... for r in results)``)."""
+    seen, stack = set(), list(_names(test))
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for bound in fn.name_assigns.get(name, ()):
+            stack.extend(_names(bound))
+    return seen

@@ -44,7 +44,20 @@ def stays_local(fn: FunctionInfo, key: str) -> bool:
     root = found.group(1)
     if root in ("self", "cls") or root in fn.all_params or root not in fn.name_assigns and root not in fn.locals:
         return False
+    if not all(_fresh_events(b) for b in fn.name_assigns.get(root, ())):
+        return False  # (`ev = self._evs.setdefault(k, Event())`: an alias of an event another holder keeps)
     return root not in node_memo("handed_names", fn.node, _handed_names)[0]
+
+
+def _fresh_events(e: cst.BaseExpression) -> bool:
+    """A binding that makes new events (``Event()``, ``[Event() for _ in s]``, ``[None] * n``), no alias."""
+    if isinstance(e, (cst.ListComp, cst.GeneratorExp)):
+        return _fresh_events(e.elt)
+    if isinstance(e, (cst.List, cst.Tuple)):
+        return all(_fresh_events(el.value) for el in e.elements)
+    if isinstance(e, cst.BinaryOperation):
+        return _fresh_events(e.left) and isinstance(e.right, cst.Integer | cst.Name | cst.Call)
+    return _makes_event(e) or isinstance(e, cst.Name) and e.value == "None"
 
 
 def hands_event_holder(fn: FunctionInfo, node: cst.CSTNode | None) -> bool:

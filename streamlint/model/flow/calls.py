@@ -42,6 +42,7 @@ from streamlint.model.flow.hostreads import async_host_copy_call
 from streamlint.model.flow.hosthelpers import note_guessed_helper, returns_host_memory
 from streamlint.model.flow.helperrecords import checking_import
 from streamlint.model.flow.metaonly import metadata_only  # noqa: F401 - (re-exported for exprs)
+from streamlint.model.flow.recordreturns import declared_host
 from streamlint.model.uses import bind_arguments
 from streamlint.model.walk import children
 
@@ -657,7 +658,7 @@ class Calls:
             ret = SVal(self.render(st, e))
         elif declared == EVENT and not isinstance(ret, EVal):
             ret = EVal(self.render(st, e))
-        elif (declared == "other" or returns_host_values(fn)) and isinstance(ret, TVal):
+        elif (declared_host(self.project, mod, fn) or returns_host_values(fn)) and isinstance(ret, TVal):
             ret = None
         kept = {tv.sid for tv in self.tensors(st, ret)} if isinstance(ret, (TVal, TupVal)) else set()
         for sid, S in st.stores.items():

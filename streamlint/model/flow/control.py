@@ -326,6 +326,8 @@ class ControlFlow:
                 st.stores[clone.sid] = clone
                 out.append(self.new_tensor(st, clone.sid))
             return out
+        if isinstance(v, KVal) and not self.depth and v.key in self.__dict__.get("container_params", ()):
+            return [KVal(f"{v.key}[{i}]", v.glob) for i in range(n)]  # `a, b = outputs`: as `outputs[0]`
         return self.family_parts(st, v, n)  # (`t, ev = self.q.popleft()`: its tensor / event parts)
 
     # ---- control flow

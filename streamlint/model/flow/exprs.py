@@ -29,9 +29,10 @@ from streamlint.model.syntax import node_code, target_names
 from streamlint.model.waits import host_handshake, signaller_forks
 from streamlint.model.uses import bind_arguments
 from streamlint.model.flow.hostreads import host_blocking_helper
+from streamlint.model.flow.recordreturns import declared_host
 from streamlint.model.flow.hosthelpers import host_state_class, returns_host_memory
 from streamlint.model.flow.devicework import host_bookkeeping
-from streamlint.model.tensors import library_record, return_kind
+from streamlint.model.tensors import library_record
 from streamlint.model.tensorvocab import META_ATTRS, NON_TENSOR_KWARGS, VIEW_ATTRS
 
 
@@ -469,7 +470,7 @@ class Expressions:
             for arg in e.args:  # `self._num_bytes(t)`: a helper reading only what describes its tensors
                 self.ev(st, arg.value)
             return None
-        if found is not None and return_kind(found[1], found[0]) == "other":
+        if found is not None and declared_host(self.project, found[1], found[0]):  # (not `-> List[Detections]`)
             # `self.connector.store_kv(...) -> int`: a project function declaring a host result reads its
             # tensor arguments and gives no tensor
             if isinstance(e.func, cst.Attribute):

@@ -13,6 +13,7 @@ from streamlint.model.flow.bodyinputs import bodies_read_caller_device, callers_
 from streamlint.model.flow.escapes import handed_value, tensor_boxes
 from streamlint.model.flow.fieldfamilies import callers_join, family
 from streamlint.model.flow.hostfields import HostFields
+from streamlint.model.flow.localevents import hands_event_holder, join_gated_by_result, stays_local
 from streamlint.model.flow.leaves import callers_view, left_on_side_streams, loop_joined, unordered_caller
 from streamlint.model.flow.protocols import class_joins, holder_joins, joined_keys, reached_outside, sibling_consumer_waits
 from streamlint.model.flow.values import Access, CVal, EVal, KVal, State, Storage, TVal, TupVal, ordered_before
@@ -32,7 +33,8 @@ class HandOuts(HostFields):
         that stream (a caller protocol). Long-lived tensors written here on a side stream leave the same way
         (:mod:`~streamlint.model.flow.leaves`: ``held``)."""
         if self.depth or self.cfg.mode not in ("eager", "cuda") or self.deferred_end and not self.seeded_hand_back(st, returned) or node is None \
-                or st.cur != MAIN or self._hands_over(returned, tensor_boxes(st, self.fn, node)):
+                or st.cur != MAIN or self._hands_over(returned, tensor_boxes(st, self.fn, node)) \
+                or hands_event_holder(self.fn, node):  # (`return outs, done`, `done` a local list of events)
             return  # (captured graphs join their outputs; a return inside a scope is a wrapper's)
         know = st.know(MAIN)
         candidates = [tv.sid for tv in self.tensors(st, returned)]
@@ -49,8 +51,8 @@ class HandOuts(HostFields):
             if self.event_handed_over(st, lw, returned, sid) or sid not in held and self.joined_elsewhere(lw.stream, own=sid not in self.family_sids) \
                     or sid in self.family_sids and callers_join(self.project, self.file, self.fn, lw.stream) \
                     or isinstance(node, cst.Return) and sibling_consumer_waits(self.file, self.fn, node.value) \
-                    or self.caller_may_join(lw.stream):
-                continue
+                    or self.caller_may_join(lw.stream) or join_gated_by_result(self.fn, self.file, node, lw.stream):
+                continue  # (the last: `if should_sync: stream.synchronize()`, the flag computed from the results)
             inner = self._helper_return(S, node) if sid not in held else None
             if inner is not None:  # the root cause is the helper's hand-back: reported there, with its scope
                 node, lw = inner[1], Access(lw.stream, lw.time, inner[0], lw.snap, lw.label, lw.part)
@@ -86,7 +88,11 @@ class HandOuts(HostFields):
             self.race(st, "read", S, caller, st.cur, "the with-body", body=True)
 
     def event_handed_over(self, st: State, lw: Access, returned: object, sid: int | None = None) -> bool:
-        return any((not key.startswith("<") and not self.own_guard(key) or key in self.handed_events)
+        """An event recorded after the pending write ``lw`` that the caller may wait on: kept on an object, in a
+        container, handed to a call or returned; not one that stays in a local of this function
+        (localevents.py: ``events[i].record(s)`` then the join loop over ``events``)."""
+        return any((not key.startswith("<") and not self.own_guard(key) and not (
+                    not self.depth and stays_local(self.fn, key)) or key in self.handed_events)
                    and snap.get(lw.stream, -1) >= lw.time and not self.bundled_elsewhere(key, sid)
                    and not self.family_seeded(key, sid) and not self.kept_guard(key, sid, lw)
                    for key, snap in st.events.items())

@@ -262,6 +262,10 @@ class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders
     def run(self) -> None:
         st = State()
         kinds = param_kinds(self.project, self.file, self.fn)
+        self.container_params = frozenset(  # `outputs: Tuple[Tensor, Tensor]`: unpacked by parts (control.unpack)
+            p.name.value for p in (*self.fn.node.params.params, *self.fn.node.params.kwonly_params)
+            if kinds.get(p.name.value) == "container" and p.annotation is not None
+            and "Tensor" in self.file.code(p.annotation.annotation))
         current = current_stream_params(self.project, self.file, self.fn,
                                         {name for name in self.fn.all_params if kinds.get(name) != "tensor"})
         forked = forked_stream_params(self.project, self.file, self.fn, {

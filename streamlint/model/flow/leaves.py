@@ -189,6 +189,8 @@ def _joined_elsewhere(project: Project, name: str, forks: bool, owner: str | Non
                     walked = _element_names(other, name) if walked is None else walked
                     hits = [walked[func.value.value]] if func.value.value in walked else []
                 hits += [a for a in args if names_stream(a, name)]
+                if site.method == "record" and not args:  # `with torch.cuda.stream(s): ev.record()`
+                    hits += [a for a in [scope_stream(site.scope)] if a is not None and names_stream(a, name)]
                 if private is not None:  # (a local bound from the stream names it too: `s = self.copy_stream`)
                     hits += [v for n in ([func.value] if receiver and isinstance(func, cst.Attribute) else []) + args
                              if isinstance(n, cst.Name) for v in other.name_assigns.get(n.value, ())
@@ -198,6 +200,17 @@ def _joined_elsewhere(project: Project, name: str, forks: bool, owner: str | Non
                 elif any(not _own_fresh_stream(model, other, h, name, owner) for h in hits):
                     return True
     return False
+
+
+def scope_stream(scope) -> cst.BaseExpression | None:
+    """The stream the innermost stream context around a call makes current (``with torch.cuda.stream(s):``,
+    past ``with torch.cuda.device(d):`` items), as written; None when there is none or it is not spelled out."""
+    while scope is not None:
+        item = scope.item.item
+        if isinstance(item, cst.Call) and (dotted(item.func) or "").rsplit(".", 1)[-1] == "stream":
+            return item.args[0].value if item.args and item.args[0].keyword is None else None
+        scope = scope.parent
+    return None
 
 
 def _field_read_elsewhere(interp, field: str) -> bool:

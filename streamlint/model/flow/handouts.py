@@ -51,7 +51,7 @@ class HandOuts(HostFields):
                     or sid in self.family_sids and callers_join(self.project, self.file, self.fn, lw.stream) \
                     or isinstance(node, cst.Return) and sibling_consumer_waits(self.file, self.fn, node.value) \
                     or self.caller_may_join(lw.stream) \
-                    or record_joins(self.project, self.file, self.fn, node, lw.stream) \
+                    or record_joins(self.project, self.file, self.fn, node, lw.stream, self.label(st, sid)) \
                     or sibling_fence(self.project, self.file, self.fn, lw.stream):
                 continue  # (recordjoins.py: a work record whose method joins the stream; a sibling's fence of it)
             inner = self._helper_return(S, node) if sid not in held else None

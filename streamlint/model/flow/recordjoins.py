@@ -34,9 +34,19 @@ def _constructions(fn, value: cst.BaseExpression | None) -> list[cst.Call]:
     return []
 
 
-def record_joins(project, file, fn, node: cst.CSTNode | None, stream: str) -> bool:
+def _waits_field(cls: ClassInfo, field: str) -> bool:
+    """Does a method of ``cls`` call ``self.<field>.wait()`` / ``.synchronize()`` (the handle it was given)?"""
+    return any(site.method in ("wait", "synchronize") and isinstance(site.node.func, cst.Attribute)
+               and isinstance(site.node.func.value, cst.Attribute) and isinstance(site.node.func.value.value, cst.Name)
+               and site.node.func.value.value.value == "self" and site.node.func.value.attr.value == field
+               for m in cls.methods.values() for site in m.calls)
+
+
+def record_joins(project, file, fn, node: cst.CSTNode | None, stream: str, label: str | None = None) -> bool:
     """Does the hand-back ``node`` (a ``return``) give the caller a record of a project class built with the stream
-    ``stream`` (its text here) in a field some method of the class joins into the current stream?"""
+    ``stream`` (its text here) in a field some method of the class joins into the current stream, or built with the
+    handed-back value ``label`` itself in a field a method waits (``self.handle.wait()``: a collective's work handle
+    the record waits for the caller)?"""
     calls = _constructions(fn, handed_value(node))
     if not calls or not stream or stream.startswith("<"):
         return False
@@ -46,9 +56,11 @@ def record_joins(project, file, fn, node: cst.CSTNode | None, stream: str) -> bo
         if sym is None or not isinstance(sym[0], ClassInfo):
             return False
         cls, mod = sym
-        fields = [f for f, v in construction_fields(project, mod, cls, call).items()
-                  if file.code(v).replace('"', "'") == stream]
-        if not fields or not any(class_joins(project, mod, cls, f"self.{f}") for f in fields):
+        given = construction_fields(project, mod, cls, call).items()
+        fields = [f for f, v in given if file.code(v).replace('"', "'") == stream]
+        handles = [f for f, v in given if label is not None and file.code(v) == label]
+        if not fields or not (any(class_joins(project, mod, cls, f"self.{f}") for f in fields)
+                              or any(_waits_field(cls, f) for f in handles)):
             return False
     return True
 

@@ -192,6 +192,8 @@ def _read_fields(stmt: cst.CSTNode) -> list[str]:
         roots = [stmt.iter]
     elif isinstance(stmt, cst.Assign):
         roots = [stmt.value] + [el for t in stmt.targets if isinstance(t.target, cst.Subscript) for el in t.target.slice]
+        if _reference_move(stmt):  # `self.kept[k] = self.staged[k]`: the reference is stored, no kernel reads it
+            roots = roots[1:]
     elif isinstance(stmt, (cst.AugAssign, cst.AnnAssign)):
         roots = [stmt.value] if stmt.value is not None else []
     elif isinstance(stmt, (cst.Expr, cst.Return)):
@@ -217,6 +219,17 @@ def _read_fields(stmt: cst.CSTNode) -> list[str]:
                 if field is not None and field not in out:
                     out.append(field)
     return out
+
+
+def _reference_move(stmt: cst.Assign) -> bool:
+    """``self.kept[k] = self.staged[k]`` / ``self.last = self.slots[i]``: a field's contents (an element, as written)
+    stored as they are into another field of the object: the reference moves, no stream reads the memory. (Its
+    later readers read the other field: judged there.)"""
+    value = stmt.value
+    base = value.value if isinstance(value, cst.Subscript) else value
+    return isinstance(base, cst.Attribute) and self_attribute(base) is not None and all(
+        self_attribute(t.target.value if isinstance(t.target, cst.Subscript) else t.target) is not None
+        for t in stmt.targets)
 
 
 def _class_call_streams(project, file: FileModel, cls: ClassInfo) -> dict[str, tuple[str | None, list]]:

@@ -132,6 +132,21 @@ def settled_host_value(e: cst.BaseExpression) -> bool:
     return True
 
 
+def pinned_arm(e: cst.IfExp) -> cst.BaseExpression | None:
+    """The arm of ``x if x.is_pinned() else x.pin_memory()`` (``... if not x.is_pinned() else x``) taken when the
+    test finds ``x`` page-locked: ``x`` itself, then certainly host memory (only a host tensor is pinned). None when
+    the expression has no such shape."""
+    test, positive = e.test, True
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, positive = test.expression, False
+    if not (isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) and test.func.attr.value == "is_pinned"
+            and not test.args):
+        return None
+    arm = e.body if positive else e.orelse
+    name = dotted(test.func.value)
+    return arm if name is not None and dotted(arm) == name else None
+
+
 def device_like(expr: cst.BaseExpression) -> bool:
     """A ``.to(...)`` target that names a device (``"cuda"``, ``"npu:0"``, ``self.device``, ``device``)."""
     sv = string_value(expr)

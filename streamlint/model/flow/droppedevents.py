@@ -180,13 +180,15 @@ def _fresh_event(file: FileModel, fn: FunctionInfo, v: cst.BaseExpression) -> bo
 
 def _passed_on(file: FileModel, fn: FunctionInfo, event: str, local: bool = False) -> bool:
     """Does ``fn`` hand the event (``self.x``, or a local name) on: an argument of a call other than a
-    join or a record, bound to a name, stored elsewhere, returned?"""
+    join or a record (alone or in a tuple / list display: ``spans.append((self.start, end))``), bound to a name,
+    stored elsewhere, returned?"""
     text = file.code(fn.node.body)
     ref = rf"\b{re.escape(event)}" if local else rf"\bself\.{re.escape(event[5:])}"
     if re.search(rf"(?:return|yield)\b[^\n]*{ref}\b", text) \
             or re.search(rf"=\s*{ref}\b(?!\s*(?:is|==|!=|\.|\[))", text):
         return True
-    return any(m.group(1) not in _STREAM_CALLS for m in re.finditer(rf"(\w+)\([^()]*{ref}\b", text))
+    # (also inside a tuple / list display handed to the call: `spans.append((self.start, end))`)
+    return any(m.group(1) not in _STREAM_CALLS for m in re.finditer(rf"(\w+)\(\s*[(\[]?[^()]*{ref}\b", text))
 
 
 def _dropped_slots(project: Project, file: FileModel, cls: ClassInfo, m: FunctionInfo) -> list[DroppedEvent]:

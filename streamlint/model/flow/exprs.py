@@ -33,6 +33,7 @@ from streamlint.model.flow.recordreturns import declared_host
 from streamlint.model.flow.hosthelpers import host_state_class, returns_host_memory
 from streamlint.model.flow.devicework import host_bookkeeping
 from streamlint.model.tensors import library_record
+from streamlint.model.placement import pinned_arm
 from streamlint.model.tensorvocab import META_ATTRS, NON_TENSOR_KWARGS, VIEW_ATTRS
 
 
@@ -139,7 +140,13 @@ class Expressions:
             if known is False:
                 return self.ev(st, e.orelse)
             body = self.ev(st, e.body)
-            self.ev(st, e.orelse)
+            orelse = self.ev(st, e.orelse)
+            arm = pinned_arm(e)  # `x if x.is_pinned() else x.pin_memory()`: host memory on both arms
+            mine, other = (body, orelse) if arm is e.body else (orelse, body)
+            if arm is not None and (ts := self.tensors(st, other)) and all(self.is_host(st, tv) for tv in ts):
+                return mine if self.written_in_place(st, mine) else self.host_tensor(st)  # (`x` this run saw
+                # written in place keeps its state: a pending D2H into it; a value made by an op, pinned, was made on
+                # the host, and one handed in, pinned, is host memory)
             return body
         if kind in (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp):
             return self.comprehension(st, e)
@@ -154,6 +161,18 @@ class Expressions:
         if kind is cst.Await:
             return self.ev(st, e.expression)
         return None
+
+    def written_in_place(self, st: State, v: object) -> bool:
+        """Has an in-place access this run saw (``buf.copy_(dev, non_blocking=True)``, ``buf.add_(x)``) last written a
+        storage of ``v``, or is an asynchronous D2H copy into it known?"""
+        for tv in self.tensors(st, v):
+            S = st.stores.get(tv.sid)
+            node = S.last_write.node if S is not None and S.last_write is not None else None
+            node = node.value if isinstance(node, cst.Expr) else node  # (the statement of the access)
+            if S is not None and S.d2h is not None or isinstance(node, cst.Call) and isinstance(
+                    node.func, cst.Attribute) and node.func.attr.value.endswith("_"):
+                return True
+        return False
 
     def keyed_entry(self, st: State, base: object, key: str) -> object:
         """``meta["zero"]`` of a mapping held as a tensor or a place: that entry only, one place per constant key

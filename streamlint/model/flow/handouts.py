@@ -15,6 +15,7 @@ from streamlint.model.flow.fieldfamilies import callers_join, family
 from streamlint.model.flow.hostfields import HostFields
 from streamlint.model.flow.localevents import hands_event_holder, join_gated_by_result, stays_local
 from streamlint.model.flow.leaves import callers_view, left_on_side_streams, loop_joined, unordered_caller
+from streamlint.model.flow.recordjoins import record_joins, sibling_fence
 from streamlint.model.flow.protocols import class_joins, holder_joins, joined_keys, reached_outside, sibling_consumer_waits
 from streamlint.model.flow.values import Access, CVal, EVal, KVal, State, Storage, TVal, TupVal, ordered_before
 from streamlint.model.streams import MAIN
@@ -51,8 +52,11 @@ class HandOuts(HostFields):
             if self.event_handed_over(st, lw, returned, sid) or sid not in held and self.joined_elsewhere(lw.stream, own=sid not in self.family_sids) \
                     or sid in self.family_sids and callers_join(self.project, self.file, self.fn, lw.stream) \
                     or isinstance(node, cst.Return) and sibling_consumer_waits(self.file, self.fn, node.value) \
-                    or self.caller_may_join(lw.stream) or join_gated_by_result(self.fn, self.file, node, lw.stream):
-                continue  # (the last: `if should_sync: stream.synchronize()`, the flag computed from the results)
+                    or self.caller_may_join(lw.stream) or join_gated_by_result(self.fn, self.file, node, lw.stream) \
+                    or record_joins(self.project, self.file, self.fn, node, lw.stream, self.label(st, sid)) \
+                    or sibling_fence(self.project, self.file, self.fn, lw.stream):
+                continue  # (`if should_sync: stream.synchronize()`, the flag computed from the results; recordjoins.py:
+                # a work record whose method joins the stream; a sibling's fence of it)
             inner = self._helper_return(S, node) if sid not in held else None
             if inner is not None:  # the root cause is the helper's hand-back: reported there, with its scope
                 node, lw = inner[1], Access(lw.stream, lw.time, inner[0], lw.snap, lw.label, lw.part)

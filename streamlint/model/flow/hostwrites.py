@@ -39,7 +39,7 @@ from streamlint.model.devobjects import object_classes
 from streamlint.model.file import FileModel, dotted
 from streamlint.model.filefacts import ClassInfo, FunctionInfo
 from streamlint.model.flow.values import HOST, Access, State
-from streamlint.model.placement import host_factory, settled_host_value
+from streamlint.model.placement import host_container_field, host_factory, settled_host_value
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.streams import derived
 from streamlint.model.syntax import node_code
@@ -205,7 +205,10 @@ def host_record_field(project, file: FileModel, cls: ClassInfo, attr: str) -> bo
     if key not in memo:
         memo[key] = False
         fields = _dataclass_fields(cls)
-        if fields is None or attr not in fields or attr in cls.methods \
+        if fields is None:
+            memo[key] = _host_object_field(project, file, cls, attr)
+            return memo[key]
+        if attr not in fields or attr in cls.methods \
                 or any(a.target.endswith(f".{attr}") for a in file.assigns) \
                 or _reassigned_elsewhere(project, key[0], attr) or _copied_or_derived(project, file, cls, attr):
             return False
@@ -229,6 +232,36 @@ def host_record_field(project, file: FileModel, cls: ClassInfo, attr: str) -> bo
                 found.append(len(bound) == 1 and _host_local(project, model, site.function, bound[0]))
         memo[key] = bool(found) and all(found)
     return memo[key]
+
+
+def _false(e: cst.BaseExpression) -> bool:
+    return isinstance(e, cst.Name) and e.value == "False"
+
+
+def _maybe_async(call: cst.Call) -> bool:
+    """May this copy (``copy_``, ``to``, ...) run asynchronously? Not when it has at most one positional argument
+    and no keyword but a literal ``non_blocking=False``; ``dst.copy_(src, False)`` is blocking as well (issue 16,
+    "Blocking transfers synchronise")."""
+    positional = [a for a in call.args if a.keyword is None]
+    keywords = [a for a in call.args if a.keyword is not None]
+    if any(a.keyword.value != "non_blocking" or not _false(a.value) for a in keywords):
+        return True
+    extra = positional[1:]
+    return bool(extra) and not (call.func.attr.value == "copy_" and len(extra) == 1 and _false(extra[0].value))
+
+
+def _host_object_field(project, file: FileModel, cls: ClassInfo, attr: str) -> bool:
+    """``slot.host`` where ``slot`` is an instance of a plain project class (not a dataclass): the class itself
+    keeps host memory in the field (:func:`host_fields`: every ``self.host = ...`` a settled host value;
+    :func:`~streamlint.model.placement.host_container_field`: a dict of pinned buffers grown only with host
+    factories), no code of this file binds the field through another receiver (``slot.host = dev`` in a function),
+    no other file binds it at all (bytes, as :func:`host_fields`), and no project class derives from it."""
+    if attr in cls.methods or any(a.target.endswith(f".{attr}") and not a.target.startswith("self.")
+                                  for a in file.assigns) \
+            or _reassigned_elsewhere(project, os.path.realpath(file.path), attr) \
+            or _copied_or_derived(project, file, cls, attr):
+        return False
+    return host_container_field(file, cls, attr) or attr in host_fields(project, file, cls)
 
 
 class HostWrites:
@@ -308,8 +341,7 @@ class HostWrites:
     def _host_write(self, st: State, node: cst.CSTNode, reads: list, writes: list) -> tuple[int, ...]:
         """The storages an op writes on the host, or () when it is not certainly host work."""
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
-                and node.func.attr.value in _ASYNC_COPIES and (len([a for a in node.args if a.keyword is None]) > 1
-                                                               or any(a.keyword is not None for a in node.args)):
+                and node.func.attr.value in _ASYNC_COPIES and _maybe_async(node):
             return ()
         ws = [tv for v in writes for tv in self.tensors(st, self.place(st, v))]
         rs = [tv for v in reads for tv in self.tensors(st, v)]

@@ -293,7 +293,8 @@ def _class_streams(project: Project, file: FileModel, fn: FunctionInfo) -> list[
         if producer is fn or fn is not _join_step_for(cls, producer):
             continue
         name = stream_name(stream)
-        if name is None or stream_joined_elsewhere(project, name, forks=False, field_of=field_owner(file, fn, stream)) \
+        if name is None or stream_joined_elsewhere(project, name, forks=False, field_of=field_owner(file, fn, stream),
+                                                    scoped=True) \
                 or reached_outside(project, file, cls, name):
             continue
         return [SilentJoin(fn, _end(fn), "class-stream", stream, producer, work)]

@@ -143,7 +143,7 @@ def _own_fresh_stream(model, fn, node: cst.CSTNode | None, name: str, owner: str
 
 
 def stream_joined_elsewhere(project: Project, name: str, forks: bool = True, owner: str | None = None,
-                            field_of: str | None = None) -> bool:
+                            field_of: str | None = None, scoped: bool = False) -> bool:
     """Does any function of the project order a stream called ``name`` (waits for it, synchronizes it, records
     an event on it or queries it)? Then a protocol joins it after the call, whatever its shape: another method
     (``finish()``), a thread draining it, or ``fn`` itself on its next call (a rolling prefetch that joins the
@@ -153,15 +153,18 @@ def stream_joined_elsewhere(project: Project, name: str, forks: bool = True, own
     ``self.<name>`` the stream is; another class's ``self.<name>`` that it constructs itself does not count.
     ``field_of``: the class whose field ``self.<name>`` is: when that class makes the stream for itself and never
     hands it out, only orderings whose receiver can be its object count (:mod:`~streamlint.model.flow.joinowners`);
-    past the caller-file bound the answer stays the silent one."""
+    past the caller-file bound the answer stays the silent one. ``scoped``: an event recorded with no argument inside
+    the stream's context (``with torch.cuda.stream(s): ev.record()``, :func:`scope_stream`) counts as a record on it
+    (asked by the join steps, :mod:`~streamlint.model.flow.joinsteps`)."""
     memo = derived(project, "stream_joined_elsewhere")
-    key = (name, forks, owner, field_of)
+    key = (name, forks, owner, field_of, scoped)
     if key not in memo:
-        memo[key] = _joined_elsewhere(project, name, forks, owner, field_of)
+        memo[key] = _joined_elsewhere(project, name, forks, owner, field_of, scoped)
     return memo[key]
 
 
-def _joined_elsewhere(project: Project, name: str, forks: bool, owner: str | None, field_of: str | None) -> bool:
+def _joined_elsewhere(project: Project, name: str, forks: bool, owner: str | None, field_of: str | None,
+                      scoped: bool = False) -> bool:
     from streamlint.model.flow.joinowners import may_reach, owner_class, private_stream
 
     # bytes first: only files naming the stream and a join method are parsed
@@ -189,6 +192,8 @@ def _joined_elsewhere(project: Project, name: str, forks: bool, owner: str | Non
                     walked = _element_names(other, name) if walked is None else walked
                     hits = [walked[func.value.value]] if func.value.value in walked else []
                 hits += [a for a in args if names_stream(a, name)]
+                if scoped and site.method == "record" and not args:  # `with torch.cuda.stream(s): ev.record()`
+                    hits += [a for a in [scope_stream(site.scope)] if a is not None and names_stream(a, name)]
                 if private is not None:  # (a local bound from the stream names it too: `s = self.copy_stream`)
                     hits += [v for n in ([func.value] if receiver and isinstance(func, cst.Attribute) else []) + args
                              if isinstance(n, cst.Name) for v in other.name_assigns.get(n.value, ())
@@ -198,6 +203,17 @@ def _joined_elsewhere(project: Project, name: str, forks: bool, owner: str | Non
                 elif any(not _own_fresh_stream(model, other, h, name, owner) for h in hits):
                     return True
     return False
+
+
+def scope_stream(scope) -> cst.BaseExpression | None:
+    """The stream the innermost stream context around a call makes current (``with torch.cuda.stream(s):``,
+    past ``with torch.cuda.device(d):`` items), as written; None when there is none or it is not spelled out."""
+    while scope is not None:
+        item = scope.item.item
+        if isinstance(item, cst.Call) and (dotted(item.func) or "").rsplit(".", 1)[-1] == "stream":
+            return item.args[0].value if item.args and item.args[0].keyword is None else None
+        scope = scope.parent
+    return None
 
 
 def _field_read_elsewhere(interp, field: str) -> bool:

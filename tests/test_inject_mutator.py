@@ -740,3 +740,31 @@ def test_a_file_with_a_utf8_bom_gives_mutants_that_compile(tmp_path: Path) -> No
                  "--no-report", "--out", str(out), "--jobs", "1"]) == 0
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert rows and all(r["error"] == "" for r in rows)
+
+
+def test_show_finds_a_key_in_the_cached_trees_and_skips_unfetched_releases(tmp_path: Path, monkeypatch,
+                                                                             capsys) -> None:
+    """`--show KEY` looks the key up in the corpus cache's trees only: releases of the manifest that were never
+    fetched are skipped (it used to stop with "not in the cache and --offline was given")."""
+    from bench.inject.__main__ import _show
+
+    src = textwrap.dedent("""\
+        import torch
+
+        def step(x):
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                y = x * 2
+            torch.cuda.current_stream().wait_stream(side)
+            return y + 1
+        """)
+    tree = tmp_path / "trees" / "toypkg-1.0"
+    (tree / "toypkg").mkdir(parents=True)
+    (tree / "toypkg" / "mod.py").write_text(src)
+    key = next(s.key for s in sites(src, "toypkg/mod.py", tree_multistream=True) if s.kind == "delete-wait")
+    monkeypatch.setenv("STREAMLINT_REALCODE_CACHE", str(tmp_path))
+    assert _show([key, "toypkg/mod.py::nothing::delete-wait:x@1"], None) == 0
+    out = capsys.readouterr().out
+    assert f"===== {key} [" in out and "(toypkg 1.0)" in out and MARK in out  # the mutant's diff
+    assert "toypkg/mod.py::nothing::delete-wait:x@1: not found in the cached trees" in out

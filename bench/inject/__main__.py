@@ -120,6 +120,14 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _cached_trees(trees_dir: Path | None):
+    """The release trees present (the corpus cache's `trees/` when no directory is given): a release of the
+    manifest that was never fetched is skipped, not an error (`--show` looks a key up, it downloads nothing)."""
+    from bench.realcode.corpus import cache_dir
+    root = trees_dir if trees_dir is not None else cache_dir() / "trees"
+    return iter_trees(None, root) if root.is_dir() else iter(())
+
+
 def _show(keys: list[str], trees_dir: Path | None) -> int:
     """Print each mutant's edit as a unified diff (the key names the release file, function and edit)."""
     import difflib
@@ -127,7 +135,7 @@ def _show(keys: list[str], trees_dir: Path | None) -> int:
     for key in keys:
         rel = key.split("::", 1)[0]
         found = False
-        for tree in iter_trees(None, trees_dir, offline=True):
+        for tree in _cached_trees(trees_dir):
             path = tree.root / rel
             if not path.is_file():
                 continue

@@ -64,12 +64,12 @@ def record_annotation(project: Project, file: FileModel, fn: FunctionInfo | None
         target = file.resolve_dotted(name, fn) or name
         sym = project.symbol(target, file) if target.split(".", 1)[0] not in _TENSOR_MODULES else None
         if sym is None or not isinstance(sym[0], ClassInfo) or _tensor_subclass(project, sym[0], sym[1], 0) \
-                or _TENSOR_LIKE_METHODS & set(sym[0].methods) or _declares_tensors(sym[0]) or not _described(sym[0]):
+                or _TENSOR_LIKE_METHODS & set(sym[0].methods) or declares_tensors(sym[0]) or not _described(sym[0]):
             return False
     return bool(names)
 
 
-def _declares_tensors(cls: ClassInfo) -> bool:
+def declares_tensors(cls: ClassInfo) -> bool:
     """Does the class declare a field, or take a constructor argument, annotated with a tensor type (``tensors:
     dict[str, torch.Tensor]``, ``def __init__(self, hidden: Tensor)``)? Such a record carries device tensors the
     analysis follows through the parameter as one: it stays a tensor parameter."""

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.file import FileModel
 from streamlint.model.filefacts import FunctionInfo
+from streamlint.model.tensoruse import tensor_annotation
 from streamlint.model.flow.absentevents import AbsentEvents
 from streamlint.model.flow.ambient import entry_ambient
 from streamlint.model.flow.calls import Calls, current_stream_params
@@ -265,7 +266,7 @@ class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders
         self.container_params = frozenset(  # `outputs: Tuple[Tensor, Tensor]`: unpacked by parts (control.unpack)
             p.name.value for p in (*self.fn.node.params.params, *self.fn.node.params.kwonly_params)
             if kinds.get(p.name.value) == "container" and p.annotation is not None
-            and "Tensor" in self.file.code(p.annotation.annotation))
+            and tensor_annotation(p.annotation.annotation))  # (not `Dict[str, Tensor]`: unpacking gives keys)
         current = current_stream_params(self.project, self.file, self.fn,
                                         {name for name in self.fn.all_params if kinds.get(name) != "tensor"})
         forked = forked_stream_params(self.project, self.file, self.fn, {

@@ -15,7 +15,8 @@ Taking such a helper's result for a host value loses the device work it carries 
 ``decode(...)`` made under a post-process stream). :func:`declares_tensor_record` asks the project: the
 annotation names a class of the project (through the module's imports) one of whose fields is annotated with a
 tensor type (a class-level ``x: torch.Tensor`` / ``Optional[Tensor]`` / ``list[Tensor]``, or an ``__init__``
-parameter so annotated).
+parameter so annotated: :func:`~streamlint.model.hostobjects.declares_tensors`, the question the parameter
+kinds ask of a record annotation).
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.file import dotted
 from streamlint.model.filefacts import ClassInfo
+from streamlint.model.hostobjects import declares_tensors
 from streamlint.model.streams import derived
-from streamlint.model.syntax import node_code
 from streamlint.model.tensors import return_kind
 
 if TYPE_CHECKING:
@@ -70,17 +71,4 @@ def _class_names(ann: cst.BaseExpression) -> list[cst.BaseExpression]:
 def _tensor_class(project: Project, file: FileModel, fn: FunctionInfo, name: cst.BaseExpression) -> bool:
     qual = file.resolve(name, fn.parent)
     sym = project.symbol(qual, file) if qual is not None else None
-    if sym is None or not isinstance(sym[0], ClassInfo):
-        return False
-    cls = sym[0]
-    fields = [s.annotation.annotation for s in _class_body(cls) if isinstance(s, cst.AnnAssign)]
-    init = cls.methods.get("__init__")
-    if init is not None:
-        params = init.node.params
-        fields += [p.annotation.annotation for p in (*params.params, *params.kwonly_params) if p.annotation is not None]
-    return any("Tensor" in node_code(a) for a in fields)
-
-
-def _class_body(cls: ClassInfo) -> list[cst.BaseSmallStatement]:
-    body = cls.node.body.body if isinstance(cls.node.body, cst.IndentedBlock) else []
-    return [small for stmt in body if isinstance(stmt, cst.SimpleStatementLine) for small in stmt.body]
+    return sym is not None and isinstance(sym[0], ClassInfo) and declares_tensors(sym[0])

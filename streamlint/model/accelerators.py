@@ -157,7 +157,7 @@ def _own_method(project: Project, file: FileModel, fn: FunctionInfo | None, func
         return False
     level, seen = [(cls, file)], {(file.path, cls.name)}
     for _ in range(4):  # (bounded: a deep or cyclic hierarchy stops here)
-        level = [(sub, mod) for c, m in level for sub, mod in _subclasses(project, m, c)
+        level = [(sub, mod) for c, m in level for sub, mod in direct_subclasses(project, m, c)
                  if (mod.path, sub.name) not in seen and not seen.add((mod.path, sub.name))]
         if any(func.attr.value in sub.methods for sub, _ in level):
             return False
@@ -208,7 +208,7 @@ def _member_of(project: Project, file: FileModel, fn: FunctionInfo | None, recv:
     if sym is None or not isinstance(sym[0], ClassInfo):
         return set()
     found: list[set[ApiSpec]] = []
-    for cls, cmod in [sym, *_subclasses(project, sym[1], sym[0])]:
+    for cls, cmod in [sym, *direct_subclasses(project, sym[1], sym[0])]:
         member = cls.methods.get(recv.attr.value)
         if member is not None and member.returns:
             found += [_receiver_specs(project, cmod, member, r.value, method, depth + 1)
@@ -287,7 +287,7 @@ def _waits_as_stream(fn: FunctionInfo | None, text: str) -> bool:
         and dotted(site.node.func.value) == text for site in fn.calls)
 
 
-def _subclasses(project: Project, file: FileModel, base: ClassInfo) -> list[tuple[ClassInfo, FileModel]]:
+def direct_subclasses(project: Project, file: FileModel, base: ClassInfo) -> list[tuple[ClassInfo, FileModel]]:
     """The project classes deriving directly from ``base`` (searched in the files that name it)."""
     memo = project.derived("accelerator_subclasses")
     key = (file.path, base.name)
@@ -369,4 +369,4 @@ def _method_specs(project: Project, file: FileModel, cls: ClassInfo, method: str
     return out
 
 
-__all__ = ["METHODS", "accelerator_uses", "device_generic"]
+__all__ = ["METHODS", "accelerator_uses", "device_generic", "direct_subclasses"]

@@ -142,11 +142,11 @@ def plain_scope(project: Project, model: FileModel, site) -> tuple | None:
         if use.role is not apis.Role.NATIVE_STREAM_CONTEXT or use.node is not scope.site.item.item:
             return None
         expr = use.arg("stream")
-        return None if expr is None else (expr, _may_run_inline(project, use))
+        return None if expr is None else (expr, may_run_inline(project, use))
     return ()
 
 
-def _may_run_inline(project: Project, use) -> bool | str:
+def may_run_inline(project: Project, use) -> bool | str:
     """May the project wrappers a stream scope goes through run the block without entering the stream: a null
     arm (``nullcontext()``), an enabling flag, a guarded forwarding call, a ``yield`` outside the wrapper's
     stream scope? ``NONE_ONLY`` when the one wrapper does so only where its stream argument is None
@@ -431,4 +431,4 @@ def ambient_evidence(interp, a: str, b: str, field: str | None) -> tuple | None:
     return runs_under(interp.project, interp.file, interp.fn, other, field)
 
 
-__all__ = ["ambient_evidence", "ambient_stream", "entry_ambient", "field_alias", "runs_under", "steps_on"]
+__all__ = ["ambient_evidence", "ambient_stream", "entry_ambient", "field_alias", "may_run_inline", "runs_under", "steps_on"]

@@ -99,12 +99,12 @@ def _field_births(project: Project, model: FileModel, cls, field: str, element: 
     """The constructor calls every value of ``self.<field>`` of ``cls`` comes from (``element``: of each element
     of the list it holds), when it is only ever bound to fresh streams, in the class, never in a subclass or on
     another receiver, and the list is never changed in place; else None."""
-    from streamlint.model.accelerators import _subclasses
+    from streamlint.model.accelerators import direct_subclasses
     from streamlint.model.flow.fieldfacts import _assigns, _rebound_outside
 
     built = _assigns(cls, field) if cls is not None else None
     if not built or _rebound_outside(project, field[5:]) or any(
-            _assigns(sub, field) for sub, _ in _subclasses(project, model, cls)):
+            _assigns(sub, field) for sub, _ in direct_subclasses(project, model, cls)):
         return None
     found: frozenset = frozenset()
     for method, value in built:
@@ -323,7 +323,7 @@ def _none_only_scope(project: Project, file: FileModel, fn: FunctionInfo, key: s
     """Does ``fn`` enter ``key`` through a wrapper that runs its block inline only where its stream is None
     (``with stream_context(slot.compute_stream):``)? Then ``key`` may be None, and a caller's scope through such a
     wrapper may be inline for the same reason (one object, None in both)."""
-    from streamlint.model.flow.ambient import _may_run_inline
+    from streamlint.model.flow.ambient import may_run_inline
 
     for site in file.scopes:
         if site.function is not fn:
@@ -331,7 +331,7 @@ def _none_only_scope(project: Project, file: FileModel, fn: FunctionInfo, key: s
         scope = next(iter(project.enclosing_scopes(file, site)), None)
         use = next((u for u in scope.uses if u.role in apis.STREAM_SCOPE_ROLES), None) if scope is not None else None
         expr = use.arg("stream") if use is not None else None
-        if expr is not None and node_code(expr) == key and _may_run_inline(project, use) == NONE_ONLY:
+        if expr is not None and node_code(expr) == key and may_run_inline(project, use) == NONE_ONLY:
             return True
     return False
 
@@ -341,11 +341,11 @@ def _rebound(project: Project, file: FileModel, cls, key: str) -> bool:
     construction, by a subclass, or on another receiver? (Unlike
     :func:`~streamlint.model.flow.fieldfacts.stable_field`, a class that may set fields by name, ``self.__dict__``,
     is not such evidence: that leaves the identity unknown, not known to change.)"""
-    from streamlint.model.accelerators import _subclasses
+    from streamlint.model.accelerators import direct_subclasses
     from streamlint.model.flow.fieldfacts import _assigns, _construction, _rebound_outside
 
     return any(not _construction(project, file, cls, m) for m, _ in _assigns(cls, key)) \
-        or any(_assigns(sub, key) for sub, _ in _subclasses(project, file, cls)) or _rebound_outside(project, key[5:])
+        or any(_assigns(sub, key) for sub, _ in direct_subclasses(project, file, cls)) or _rebound_outside(project, key[5:])
 
 
 def scoped_evidence(interp, a: str, b: str, field: str | None) -> tuple | None:

@@ -80,7 +80,7 @@ def dropped_events(project: Project, file: FileModel, cls: ClassInfo) -> list[Dr
                 continue
             if not any(event in _norm(file.code(g.test)) for g in a.guards) or _records(file, m, event) is not None:
                 continue  # not a test-then-drop of a handle (a reset), or it records the event itself
-            if event in joined_keys(file, m) or synchronizes_device(project, file, m) or _passed_on(file, m, event):
+            if event in joined_keys(file, m) or synchronizes_device(project, file, m) or passed_on(file, m, event):
                 continue
             recorder = next(((r, node) for r in cls.methods.values() if r is not m
                              for node in [_records(file, r, event)] if node is not None), None)
@@ -120,7 +120,7 @@ def unheld_events(project: Project, file: FileModel) -> list[UnheldEvent]:
             continue  # a nested function: the enclosing code that calls it may join after the call
         text = None
         for name, values in fn.name_assigns.items():
-            if name in fn.all_params or not values or not all(_fresh_event(file, fn, v) for v in values):
+            if name in fn.all_params or not values or not all(fresh_event(file, fn, v) for v in values):
                 continue
             records = [site for site in fn.calls if site.method == "record" and isinstance(site.node.func, cst.Attribute)
                        and isinstance(site.node.func.value, cst.Name) and site.node.func.value.value == name]
@@ -169,7 +169,7 @@ def _names_in(node: cst.CSTNode) -> dict:
     return counts
 
 
-def _fresh_event(file: FileModel, fn: FunctionInfo, v: cst.BaseExpression) -> bool:
+def fresh_event(file: FileModel, fn: FunctionInfo, v: cst.BaseExpression) -> bool:
     """``torch.npu.Event()``, ``Event(enable_timing=False)`` (a device event of the API table, not a tracing
     class of that name), ``stream.record_event()``: a new event object."""
     if call_name(v) == "record_event":
@@ -178,7 +178,7 @@ def _fresh_event(file: FileModel, fn: FunctionInfo, v: cst.BaseExpression) -> bo
     return spec is not None and spec.role is apis.Role.EVENT_NEW
 
 
-def _passed_on(file: FileModel, fn: FunctionInfo, event: str, local: bool = False) -> bool:
+def passed_on(file: FileModel, fn: FunctionInfo, event: str, local: bool = False) -> bool:
     """Does ``fn`` hand the event (``self.x``, or a local name) on: an argument of a call other than a
     join or a record (alone or in a tuple / list display: ``spans.append((self.start, end))``), bound to a name,
     stored elsewhere, returned?"""
@@ -208,7 +208,7 @@ def _dropped_slots(project: Project, file: FileModel, cls: ClassInfo, m: Functio
             _norm(file.code(v)).startswith((container + ".get(", container + "[")) for v in values)]
         ev = next((n for n in names if any(re.search(rf"\b{n}\b", file.code(g.test)) for g in a.guards)), None)
         if ev is None or ev in joined_keys(file, m) or synchronizes_device(project, file, m) \
-                or _passed_on(file, m, ev, local=True):
+                or passed_on(file, m, ev, local=True):
             continue
         attr = container.split(".", 1)[1]
         recorder = next(((x.function, x.node) for x in file.assigns  # its methods', or code naming the class

@@ -225,11 +225,11 @@ def stable_field(project: Project, file: FileModel, cls: ClassInfo | None, field
     memo = project.derived("ambient_stable")
     key = (id(cls), field, anywhere)
     if key not in memo:
-        from streamlint.model.accelerators import _subclasses
+        from streamlint.model.accelerators import direct_subclasses
 
         own = _assigns(cls, field)
         memo[key] = (bool(own) and (anywhere or all(_construction(project, file, cls, m) for m, _ in own))
-                     and not any(_assigns(sub, field) for sub, _ in _subclasses(project, file, cls))
+                     and not any(_assigns(sub, field) for sub, _ in direct_subclasses(project, file, cls))
                      and not _rebound_outside(project, field[5:]) and not _self_by_name(file, cls))
     return memo[key]
 

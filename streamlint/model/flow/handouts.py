@@ -35,7 +35,7 @@ class HandOuts(HostFields):
         (:mod:`~streamlint.model.flow.leaves`: ``held``)."""
         if self.depth or self.cfg.mode not in ("eager", "cuda") or self.deferred_end and not self.seeded_hand_back(st, returned) or node is None \
                 or st.cur != MAIN or self._hands_over(returned, tensor_boxes(st, self.fn, node)) \
-                or hands_event_holder(self.fn, node):  # (`return outs, done`, `done` a local list of events)
+                or hands_event_holder(self.file, self.fn, node):  # (`return outs, done`, `done` a local list of events)
             return  # (captured graphs join their outputs; a return inside a scope is a wrapper's)
         know = st.know(MAIN)
         candidates = [tv.sid for tv in self.tensors(st, returned)]
@@ -96,7 +96,7 @@ class HandOuts(HostFields):
         container, handed to a call or returned; not one that stays in a local of this function
         (localevents.py: ``events[i].record(s)`` then the join loop over ``events``)."""
         return any((not key.startswith("<") and not self.own_guard(key) and not (
-                    not self.depth and stays_local(self.fn, key)) or key in self.handed_events)
+                    not self.depth and stays_local(self.file, self.fn, key)) or key in self.handed_events)
                    and snap.get(lw.stream, -1) >= lw.time and not self.bundled_elsewhere(key, sid)
                    and not self.family_seeded(key, sid) and not self.kept_guard(key, sid, lw)
                    for key, snap in st.events.items())

@@ -168,9 +168,9 @@ def _copied_or_derived(project, file: FileModel, cls: ClassInfo, attr: str) -> b
     """Can a record typed ``cls`` hold ``attr`` bound elsewhere than in a construction of ``cls`` itself: a project
     subclass (``class GpuLane(Lane)``, built with its own arguments), or a copy that rebinds the field by keyword
     (``dataclasses.replace(lane, shadow=...)``)? Unsure (too many files name the class) counts as yes."""
-    from streamlint.model.accelerators import _subclasses
+    from streamlint.model.accelerators import direct_subclasses
 
-    if len(project.paths_containing((cls.name.encode(),))) > MAX_CALLER_FILES or _subclasses(project, file, cls):
+    if len(project.paths_containing((cls.name.encode(),))) > MAX_CALLER_FILES or direct_subclasses(project, file, cls):
         return True
     return bool(set(project.paths_containing((b"replace(",))) & set(project.paths_containing((f"{attr}=".encode(),))))
 

@@ -135,12 +135,12 @@ def served_joined(project: Project, file: FileModel, cls: ClassInfo, event: str)
 def _subclasses_of(project: Project, file: FileModel, cls: ClassInfo, depth: int = 0) -> list:
     """(file, class) of the project classes deriving from ``cls`` (three levels): their methods read its fields
     as ``self.attr`` too."""
-    from streamlint.model.accelerators import _subclasses
+    from streamlint.model.accelerators import direct_subclasses
 
     if depth > 2:
         return []
     out = []
-    for sub, model in _subclasses(project, file, cls):
+    for sub, model in direct_subclasses(project, file, cls):
         out += [(model, sub), *_subclasses_of(project, model, sub, depth + 1)]
     return out
 

@@ -25,8 +25,9 @@ from __future__ import annotations
 import re
 
 from streamlint._lazy import cst
-from streamlint.model.file import dotted
+from streamlint.model.file import FileModel
 from streamlint.model.filefacts import FunctionInfo
+from streamlint.model.flow.droppedevents import fresh_event
 from streamlint.model.flow.escapes import handed_value
 from streamlint.model.syntax import ancestry, local_nodes, node_memo
 
@@ -36,7 +37,7 @@ _KEEPING = frozenset({"append", "appendleft", "extend", "insert"})  # into the r
 _ROOT = re.compile(r"([A-Za-z_]\w*)")
 
 
-def stays_local(fn: FunctionInfo, key: str) -> bool:
+def stays_local(file: FileModel, fn: FunctionInfo, key: str) -> bool:
     """Is the event ``key`` (``events[0]``, ``done``) rooted at a local name of ``fn`` that never leaves it?"""
     found = _ROOT.match(key)
     if found is None or found.end() < len(key) and key[found.end()] not in "[":
@@ -44,23 +45,23 @@ def stays_local(fn: FunctionInfo, key: str) -> bool:
     root = found.group(1)
     if root in ("self", "cls") or root in fn.all_params or root not in fn.name_assigns and root not in fn.locals:
         return False
-    if not all(_fresh_events(b) for b in fn.name_assigns.get(root, ())):
+    if not all(_fresh_events(file, fn, b) for b in fn.name_assigns.get(root, ())):
         return False  # (`ev = self._evs.setdefault(k, Event())`: an alias of an event another holder keeps)
     return root not in node_memo("handed_names", fn.node, _handed_names)[0]
 
 
-def _fresh_events(e: cst.BaseExpression) -> bool:
+def _fresh_events(file: FileModel, fn: FunctionInfo, e: cst.BaseExpression) -> bool:
     """A binding that makes new events (``Event()``, ``[Event() for _ in s]``, ``[None] * n``), no alias."""
     if isinstance(e, (cst.ListComp, cst.GeneratorExp)):
-        return _fresh_events(e.elt)
+        return _fresh_events(file, fn, e.elt)
     if isinstance(e, (cst.List, cst.Tuple)):
-        return all(_fresh_events(el.value) for el in e.elements)
+        return all(_fresh_events(file, fn, el.value) for el in e.elements)
     if isinstance(e, cst.BinaryOperation):
-        return _fresh_events(e.left) and isinstance(e.right, cst.Integer | cst.Name | cst.Call)
-    return _makes_event(e) or isinstance(e, cst.Name) and e.value == "None"
+        return _fresh_events(file, fn, e.left) and isinstance(e.right, cst.Integer | cst.Name | cst.Call)
+    return fresh_event(file, fn, e) or isinstance(e, cst.Name) and e.value == "None"
 
 
-def hands_event_holder(fn: FunctionInfo, node: cst.CSTNode | None) -> bool:
+def hands_event_holder(file: FileModel, fn: FunctionInfo, node: cst.CSTNode | None) -> bool:
     """Does the ``return`` / ``yield`` ``node`` hand back a local that holds events this function made
     (``done.append(ev)`` after ``ev = torch.cuda.Event()``, then ``return outs, done``)? The caller gets the
     handles to wait on, whatever the value the analysis keeps for the container."""
@@ -68,7 +69,7 @@ def hands_event_holder(fn: FunctionInfo, node: cst.CSTNode | None) -> bool:
     if value is None:
         return False
     flows = node_memo("handed_names", fn.node, _handed_names)[1]
-    made = {name for name, bound in fn.name_assigns.items() if any(_makes_event(b) for b in bound)}
+    made = {name for name, bound in fn.name_assigns.items() if any(fresh_event(file, fn, b) for b in bound)}
     seen, stack = set(), [n for n in _names(value) if n in flows or n in made]
     while stack:
         name = stack.pop()
@@ -78,14 +79,6 @@ def hands_event_holder(fn: FunctionInfo, node: cst.CSTNode | None) -> bool:
             seen.add(name)
             stack.extend(flows.get(name, ()))
     return False
-
-
-def _makes_event(e: cst.BaseExpression) -> bool:
-    """``torch.cuda.Event()``, ``Event(enable_timing=False)``, ``stream.record_event()``."""
-    if not isinstance(e, cst.Call):
-        return False
-    name = dotted(e.func) or ""
-    return name.rsplit(".", 1)[-1] in ("Event", "record_event")
 
 
 def _handed_names(node: cst.FunctionDef) -> tuple[frozenset[str], dict[str, set[str]]]:

@@ -520,7 +520,7 @@ def _unseen_construction(project: Project, file: FileModel, cls: ClassInfo) -> b
     """May the class be built where no ``C(...)`` shows it: named as a value (``runtime=C``, ``factories[k] = C``,
     ``partial(C, ...)``) rather than in a call, an annotation or an import; built by itself (``cls(...)``,
     ``type(self)(...)``); derived from by a project class (its ``super().__init__`` binds the parameters)?"""
-    from streamlint.model.accelerators import _subclasses
+    from streamlint.model.accelerators import direct_subclasses
 
     memo = project.derived("provenance_unseen_ctor")
     if id(cls) in memo:
@@ -530,7 +530,7 @@ def _unseen_construction(project: Project, file: FileModel, cls: ClassInfo) -> b
     # (a module whose text has no such spelling has none in its classes, their text a part of it at most less
     # indented: no generation of the class's code then)
     if (file.classes.get(name) is not cls or _SELF_BUILT.search(file.source.text)) \
-            and _SELF_BUILT.search(file.code(cls.node)) or _subclasses(project, file, cls):
+            and _SELF_BUILT.search(file.code(cls.node)) or direct_subclasses(project, file, cls):
         return True
     if any("dataclass" not in file.code(d.decorator) for d in cls.node.decorators):
         return True  # (a class decorator may register it in a table, wrap it, replace it)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from streamlint._lazy import cst
 from streamlint.model.filefacts import ClassInfo
-from streamlint.model.flow.droppedevents import _passed_on
+from streamlint.model.flow.droppedevents import passed_on
 from streamlint.model.flow.escapes import handed_value
 from streamlint.model.flow.protocols import class_joins
 from streamlint.model.handedevents import construction_fields
@@ -79,7 +79,7 @@ def _getter(fn, name: str, file) -> str | None:
 def sibling_fence(project, file, fn, stream: str) -> bool:
     """Does a sibling method of ``fn``'s class bind a local stream from the same ``self.*`` getter as ``stream``
     (a local of ``fn``), record an event on it (``ev.record(s)``, ``ev = s.record_event()``) and hand that event on
-    (an argument of a call, returned, stored: droppedevents._passed_on)?"""
+    (an argument of a call, returned, stored: droppedevents.passed_on)?"""
     cls = file.classes.get(fn.class_name or "") if fn is not None else None
     getter = _getter(fn, stream, file) if cls is not None else None
     if getter is None:
@@ -99,7 +99,7 @@ def sibling_fence(project, file, fn, stream: str) -> bool:
         events |= {n for n, vs in m.name_assigns.items() if vs and all(
             isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value == "record_event"
             and file.code(v.func.value) in locals_ for v in vs)}
-        if any(_passed_on(file, m, ev, local=True) for ev in events):
+        if any(passed_on(file, m, ev, local=True) for ev in events):
             return True
     return False
 

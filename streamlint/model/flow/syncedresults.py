@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model import apis
-from streamlint.model.accelerators import _subclasses as direct_subclasses
+from streamlint.model.accelerators import direct_subclasses
 from streamlint.model.devobjects import class_chain, object_classes
 from streamlint.model.file import FileModel, dotted, string_value
 from streamlint.model.filefacts import ClassInfo, FunctionInfo

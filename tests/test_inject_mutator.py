@@ -633,6 +633,29 @@ def test_results_name_writes_its_own_report_pair(tmp_path, monkeypatch) -> None:
     assert "`sample-heldout.jsonl`" in text and "| all | 1 | 0 | 0.00 | 1 | 1.00 |" in text
 
 
+def test_report_from_with_no_report_writes_nothing(tmp_path, monkeypatch, capsys) -> None:
+    """`--report-from RAW --no-report` prints the report and leaves RESULTS.md / undecided.tsv alone (it used to
+    rewrite them whatever the flag said)."""
+    import json
+
+    import bench.inject.__main__ as cli
+    from bench.inject.harness import to_json
+
+    m = Mutant("p", "1", "m.py", "f", "delete-wait", "wait_stream", 3, "CUDA", "defect", "r", "k",
+               expected=("SL201", "SL205"))
+    raw = tmp_path / "raw" / "results.jsonl"
+    raw.parent.mkdir()
+    raw.write_text(json.dumps(to_json(m)) + "\n", encoding="utf-8")
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    monkeypatch.setattr(cli, "HERE", reports)
+    assert cli.main(["--report-from", str(raw), "--no-report", "--trees-dir", str(tmp_path)]) == 0
+    assert list(reports.iterdir()) == []
+    assert "Recall over the defects" in capsys.readouterr().out
+    assert cli.main(["--report-from", str(raw), "--trees-dir", str(tmp_path)]) == 0
+    assert sorted(p.name for p in reports.iterdir()) == ["RESULTS.md", "undecided.tsv"]
+
+
 def _row(package: str, version: str, site) -> dict:
     return {"package": package, "version": version, "file": site.path, "qualname": site.qualname,
             "kind": site.kind, "line": site.line, "key": site.key}

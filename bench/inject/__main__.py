@@ -75,8 +75,10 @@ def main(argv: list[str] | None = None) -> int:
         changed = reclassify(mutants, lambda name, version: _root_of(name, version, args.trees_dir))
         print(f"{changed} verdicts changed by the scope-wrapper check")
         packages = sorted({f"{m.package} {m.version}" for m in mutants})
-        _write_reports(mutants, meta["meta"].get("command", command), meta["meta"].get("seconds", 0.0), packages,
-                       before=args.rerun, name=args.results)
+        text = _write_reports(mutants, meta["meta"].get("command", command), meta["meta"].get("seconds", 0.0),
+                              packages, write=not args.no_report, before=args.rerun, name=args.results)
+        if args.no_report:  # (nothing written: the report goes to the terminal)
+            print(text)
         return 0
 
     start = time.perf_counter()

@@ -217,7 +217,10 @@ class MissingRecordStream(Rule):
                 seen.add(id(issue.node))
                 use, alloc = stream_label(issue.use_stream, main), stream_label(issue.alloc, main)
                 if issue.kind == "noop-record":
-                    self._noop_record(ctx, issue, main, use, alloc, noop_taken(ctx.project, ctx.file, fn, issue))
+                    taken = noop_taken(ctx.project, ctx.file, fn, issue)
+                    if taken is None and issue.kept_by_record == "kept":
+                        continue  # a work record handed back holds it until its join (flow/recordkeeps.py)
+                    self._noop_record(ctx, issue, main, use, alloc, taken)
                     continue
                 if issue.kind == "handoff":  # (flow/consumers.py)
                     self._handoff(ctx, issue, main, use, alloc)
@@ -370,7 +373,7 @@ class MissingRecordStream(Rule):
             model, call = issue.entry[:2]
             related.append(Location(model.path, model.span(call), "called here (every call site of the project hands it so)"))
             hint += "; this assumes the callers shown (every call site in the project hands it so)"
-        confidence = Confidence.MEDIUM
+        confidence = Confidence.LOW if issue.kept_by_record == "unseen" and taken is None else Confidence.MEDIUM
         if taken is not None:  # the callers' own findings at their calls yield to this one: one defect, one finding
             # (never below medium: the record on the wrong stream is a defect of its own, whatever the callers)
             confidence = max(Confidence.MEDIUM, _taken_sites(ctx, taken[6], related, shown=0),

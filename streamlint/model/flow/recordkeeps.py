@@ -9,7 +9,8 @@ parameter (the caller's tensor) is the caller's to keep, as with no record (flow
 drops). The same holds one level up: ``return handle, buf, side`` unpacked by every seen caller
 (``h, b, s = self._launch(...)``) that hands ``b`` (or the argument it passed) and ``s`` back in such a record.
 
-Not kept: a caller that drops the result (``launch(x)`` as a statement) or binds it to nothing the analysis can follow;
+Not kept: a caller that drops the result (``launch(x)`` as a statement, a name bound to it and never read again) or
+binds it to nothing the analysis can follow;
 a record whose methods never join the stream. With no caller seen the record is the only evidence of the protocol:
 :func:`record_keeps` answers ``"unseen"`` (the finding is kept, low)."""
 
@@ -64,6 +65,29 @@ def _unpacked_by(caller, call: cst.Call) -> list[str | None] | None:
     return None
 
 
+def _dropped(caller, call: cst.Call) -> bool:
+    """Does ``caller`` drop the result of ``call``: a statement of its own (``launch(x)``), or bound to a name it
+    never reads again (``_ = launch(x)``, ``work = launch(x)`` with no ``work.wait()``, return, or hand-on)?"""
+    nodes = list(descendants(caller.node))
+    for n in nodes:
+        if isinstance(n, cst.Expr) and n.value is call:
+            return True
+        if isinstance(n, cst.Assign) and n.value is call and len(n.targets) == 1 \
+                and isinstance(n.targets[0].target, cst.Name):
+            name = n.targets[0].target.value
+            bound = sum(1 for m in nodes if isinstance(m, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For))
+                        and any(isinstance(t, cst.Name) and t.value == name for t in _targets(m)))
+            used = sum(1 for m in nodes if isinstance(m, cst.Name) and m.value == name)
+            return used <= bound
+    return False
+
+
+def _targets(node) -> list:
+    if isinstance(node, cst.Assign):
+        return [t.target for t in node.targets]
+    return [node.target]
+
+
 def record_keeps(project, file, fn, name: str, stream: str, param: bool, after: int) -> str | None:
     """Is tensor ``name`` (``param``: a parameter of ``fn``) kept alive until a join of ``stream`` (its text in
     ``fn``) by a work record handed back to the caller? ``"kept"``: by ``fn``'s own returns, or by every seen caller's
@@ -85,8 +109,8 @@ def record_keeps(project, file, fn, name: str, stream: str, param: bool, after: 
         caller = site.function
         if caller is None:
             return None
-        if direct:  # the record itself: the caller must keep it (bound, returned, handed on), not drop it
-            if any(isinstance(n, cst.Expr) and n.value is site.node for n in descendants(caller.node)):
+        if direct:  # the record itself: the caller must keep it (bound and used, returned, handed on), not drop it
+            if _dropped(caller, site.node):
                 return None
             continue
         names = _unpacked_by(caller, site.node)

@@ -79,7 +79,11 @@ class MissingRecordStream(Rule):
     tensor handed in, the caller's current stream) is a no-op: when the tensor is also used on another
     stream that is neither recorded nor joined back before the function returns, the record is reported
     (medium confidence), even for a tensor the caller owns and even when an event is handed out: the record
-    says the author relies on it.
+    says the author relies on it. Not when the function hands the tensor (or, for a parameter, its use) back in a
+    work record whose method joins the using stream (`return GatherWork(out=out, stream=side)`, `GatherWork.wait()`
+    making the current stream wait for `side`; or a tuple `return work, buf, side` every seen caller re-wraps so)
+    and no seen caller drops the record: the record holds the memory until the join, no record is needed at all. With
+    no caller seen, low.
 
     A helper runs on whatever stream its caller has current. When a caller runs it inside a stream scope on
     a side stream (`with torch.cuda.stream(s):`, a project context manager that switches streams, through

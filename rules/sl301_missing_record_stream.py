@@ -79,7 +79,11 @@ class MissingRecordStream(Rule):
     tensor handed in, the caller's current stream) is a no-op: when the tensor is also used on another
     stream that is neither recorded nor joined back before the function returns, the record is reported
     (medium confidence), even for a tensor the caller owns and even when an event is handed out: the record
-    says the author relies on it.
+    says the author relies on it. Not when the function hands the tensor (or, for a parameter, its use) back in a
+    work record whose method joins the using stream (`return GatherWork(out=out, stream=side)`, `GatherWork.wait()`
+    making the current stream wait for `side`; or a tuple `return work, buf, side` every seen caller re-wraps so)
+    and no seen caller drops the record: the record holds the memory until the join, no record is needed at all. With
+    no caller seen, low.
 
     A helper runs on whatever stream its caller has current. When a caller runs it inside a stream scope on
     a side stream (`with torch.cuda.stream(s):`, a project context manager that switches streams, through
@@ -217,7 +221,10 @@ class MissingRecordStream(Rule):
                 seen.add(id(issue.node))
                 use, alloc = stream_label(issue.use_stream, main), stream_label(issue.alloc, main)
                 if issue.kind == "noop-record":
-                    self._noop_record(ctx, issue, main, use, alloc, noop_taken(ctx.project, ctx.file, fn, issue))
+                    taken = noop_taken(ctx.project, ctx.file, fn, issue)
+                    if taken is None and issue.kept_by_record == "kept":
+                        continue  # a work record handed back holds it until its join (flow/recordkeeps.py)
+                    self._noop_record(ctx, issue, main, use, alloc, taken)
                     continue
                 if issue.kind == "handoff":  # (flow/consumers.py)
                     self._handoff(ctx, issue, main, use, alloc)
@@ -370,7 +377,7 @@ class MissingRecordStream(Rule):
             model, call = issue.entry[:2]
             related.append(Location(model.path, model.span(call), "called here (every call site of the project hands it so)"))
             hint += "; this assumes the callers shown (every call site in the project hands it so)"
-        confidence = Confidence.MEDIUM
+        confidence = Confidence.LOW if issue.kept_by_record == "unseen" and taken is None else Confidence.MEDIUM
         if taken is not None:  # the callers' own findings at their calls yield to this one: one defect, one finding
             # (never below medium: the record on the wrong stream is a defect of its own, whatever the callers)
             confidence = max(Confidence.MEDIUM, _taken_sites(ctx, taken[6], related, shown=0),

@@ -28,6 +28,7 @@ from streamlint.model.placement import BLOCKING_HOST_READS
 from streamlint.model.syntax import local_nodes, mentions_name
 from streamlint.model.flow.entryctx import entry_of
 from streamlint.model.flow.escapes import self_field
+from streamlint.model.flow.recordkeeps import record_keeps
 from streamlint.model.flow.results import Lifetime
 from streamlint.model.heldslots import held_fields, result_fields
 from streamlint.model.flow.sidecalls import side_entry
@@ -233,9 +234,11 @@ class Records:
                     and self.next_entry_waits(st, S.alloc, S.origin):
                 continue  # whoever drops it: the allocating stream's next work first waits on the current stream
             if late is not None and key not in self.lifetimes and not self.travels_with(st, sid, late):
+                kept = record_keeps(self.project, self.file, self.fn, S.name or label, late.stream, S.kind == "arg",
+                                    self.file.span(late.node).end_line) if S.name or label else None
                 self.lifetimes[key] = Lifetime(node, label, S.alloc, late.stream, "", late.node, False,
                                                self.cfg.mode, kind="noop-record",
-                                               entry=entry_of(self, S, late, S.alloc))
+                                               entry=entry_of(self, S, late, S.alloc), kept_by_record=kept)
 
 
 def _tensor_param(fn: FunctionInfo, name: str | None) -> bool:

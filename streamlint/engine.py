@@ -31,6 +31,7 @@ from streamlint.model.projectscans import JOIN_AFTER
 from streamlint.model.release import release
 from streamlint.model.bytescan import may_compile_bytes
 from streamlint.model.summary import MayCompile, ModuleSummary, SummaryParts, summarize
+from streamlint.model.walk import forget_children
 from streamlint.model.wordindex import Stamp, WordIndex, WordSearch, stamp_of, stamp_settled
 from streamlint.profile import Profiler, phase as _phase
 from streamlint.registry import Registry
@@ -610,6 +611,7 @@ class Engine:
         finally:
             store.trees.pop(own, None)
             store.made.pop(own, None)
+            forget_children()  # (what walk.children kept for this file's questions)
         tree = parsed.tree
         suppressions = parse_suppressions(model.source.text, tree)
         report.findings = self._finish(path, raw, suppressions)

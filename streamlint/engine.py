@@ -519,7 +519,8 @@ class Engine:
         # keeps its skeleton and summary, which is all its own report reads: parsed once in a run)
         if parsed.summary is None:
             if parsed.tree is not None and parsed.model is not None and parsed.source is not None \
-                    and parsed.source.encoding == "utf-8" and not parsed.source.bom:
+                    and parsed.source.encoding == "utf-8" and not parsed.source.bom \
+                    and not pieces.large(parsed.source.text):  # (a large module's summary is made in parts)
                 digest = self.content_digest(path)
                 if digest is not None:
                     self.project.summaries.learn(digest, parsed.source.data, parsed.tree)

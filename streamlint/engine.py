@@ -31,6 +31,7 @@ from streamlint.model.projectscans import JOIN_AFTER
 from streamlint.model.release import release
 from streamlint.model.bytescan import may_compile_bytes
 from streamlint.model.summary import MayCompile, ModuleSummary, SummaryParts, summarize
+from streamlint.model.walk import forget_children
 from streamlint.model.wordindex import Stamp, WordIndex, WordSearch, stamp_of, stamp_settled
 from streamlint.profile import Profiler, phase as _phase
 from streamlint.registry import Registry
@@ -95,16 +96,21 @@ def _lean_guard(text: str, data: bytes, profiler: Profiler | None) -> tuple[ast.
 
 def parse_source(path: str, data: bytes, module_name: str, is_package: bool,
                  profiler: Profiler | None = None, previous: ParsedFile | None = None,
-                 editable: bool = False) -> ParsedFile:
+                 editable: bool = False, guarded: bool = True) -> ParsedFile:
     """Decode and parse one file, turning every failure into a ParseFailure (never raising).
     ``previous``: the file's last parse (an editor buffer before its latest edit): the statements the edit
     left alone are taken from its tree (:func:`streamlint.reparse.splice`). ``editable``: an editor buffer,
-    whose next edit may be spliced into this parse (its statements' start lines are kept for that)."""
+    whose next edit may be spliced into this parse (its statements' start lines are kept for that). ``guarded``
+    False: the stdlib parser is known to accept ``data`` (a module summary of it says so) and its tree is not
+    wanted (a small module parsed for another file's question), so the ``ast`` guard is not run; if LibCST then
+    rejects the text, the file is parsed again with the guard (the failure it reports is the guarded one)."""
     if profiler is not None and _lazy.pending(cst):
         with _phase(profiler, "import-libcst"):  # start-up cost of the first parse, shown on its own
             _lazy.load(cst)
     with _phase(profiler, "parse"):
-        parsed = _parse_source(path, data, profiler, previous)
+        parsed = _parse_source(path, data, profiler, previous, guarded)
+        if parsed is None:  # (unguarded, LibCST rejected the text: as if never tried)
+            parsed = _parse_source(path, data, profiler, previous)
     if isinstance(parsed, ParsedFile):
         return parsed
     source, module, tree, summary = parsed
@@ -167,12 +173,19 @@ def _parse_unvalidated(text: str) -> "cst.Module":
             setattr(cst, name, kind)
 
 
-def _parse_source(path: str, data: bytes, profiler: Profiler | None = None, previous: ParsedFile | None = None) \
-        -> "ParsedFile | tuple[SourceFile, cst.Module, ast.Module | None, ModuleSummary | None]":
+def _parse_source(path: str, data: bytes, profiler: Profiler | None = None, previous: ParsedFile | None = None,
+                  guarded: bool = True) \
+        -> "ParsedFile | tuple[SourceFile, cst.Module, ast.Module | None, ModuleSummary | None] | None":
     try:
         source = SourceFile.from_bytes(path, data)
     except UndecodableSource as exc:
         return ParsedFile(None, None, None, ParseFailure(str(exc), exc.line, exc.col))
+    if not guarded and previous is None and source.encoding == "utf-8" and not source.bom \
+            and not pieces.large(source.text):
+        try:
+            return source, _parse_unvalidated(source.text), None, None
+        except (cst.ParserSyntaxError, RecursionError, MemoryError):
+            return None
     tree, summary = _lean_guard(source.text, source.data, profiler)
     ast_error: SyntaxError | None = None
     if tree is None:
@@ -453,9 +466,12 @@ class Engine:
         key = os.path.abspath(path)
         return None if key in self._overrides else self._read_stamps.get(key)
 
-    def parse(self, path: str, data: bytes | None = None) -> ParsedFile:
+    def parse(self, path: str, data: bytes | None = None, reached: bool = False) -> ParsedFile:
         """The parsed file; ``data``: the bytes the caller read (and hashed) — parsed instead of a second
-        read, which could fail or see another content than the one the result is recorded under."""
+        read, which could fail or see another content than the one the result is recorded under. ``reached``:
+        parsed for another file's question (``_load_model``, which drops the stdlib tree at once): without the
+        ``ast`` guard when a module summary of the same content says the stdlib parser accepts it (the summary
+        parsed it already, in this run or an earlier one: a module is not parsed twice by ``ast``)."""
         key = os.path.abspath(path)
         parsed = self._parsed.get(key)
         if parsed is not None and data is not None and (parsed.source is None or parsed.source.data != data):
@@ -468,12 +484,19 @@ class Engine:
                         data = self.read(path)
                 except OSError as exc:
                     parsed = ParsedFile(None, None, None, ParseFailure(f"cannot read file: {exc.strerror}"))
+            digest = None
             if parsed is None:
                 assert data is not None
+                editable = key in self._overrides
+                if reached and not editable and key not in self._previous:
+                    digest = hashlib.sha256(data).hexdigest()
+                    reached = self.project.summaries.parsed_before(digest)
                 parsed = parse_source(path, data, name, is_pkg, self.profiler, self._previous.pop(key, None),
-                                      editable=key in self._overrides)
+                                      editable=editable, guarded=not reached)
             self._parsed[key] = parsed
             self._digests.pop(key, None)
+            if digest is not None and parsed.source is not None:
+                self._digests[key] = digest
         return parsed
 
     def content_digest(self, path: str) -> str | None:
@@ -489,12 +512,18 @@ class Engine:
         return digest
 
     def _load_model(self, path: str, module_name: str, is_package: bool) -> FileModel | None:
-        parsed = self.parse(path)
+        parsed = self.parse(path, reached=True)
         # a module parsed for another file's question keeps its LibCST tree, not its stdlib one (a third of
         # what a parsed module holds): that one serves the suppressions and the position shortcut of the
         # file's own report, and _lint_file parses it again if the module is linted later (a large module
         # keeps its skeleton and summary, which is all its own report reads: parsed once in a run)
         if parsed.summary is None:
+            if parsed.tree is not None and parsed.model is not None and parsed.source is not None \
+                    and parsed.source.encoding == "utf-8" and not parsed.source.bom \
+                    and not pieces.large(parsed.source.text):  # (a large module's summary is made in parts)
+                digest = self.content_digest(path)
+                if digest is not None:
+                    self.project.summaries.learn(digest, parsed.source.data, parsed.tree)
             parsed.tree = None
         if parsed.model is not None:
             parsed.model.__dict__.pop("_ast_tree", None)
@@ -583,6 +612,7 @@ class Engine:
         finally:
             store.trees.pop(own, None)
             store.made.pop(own, None)
+            forget_children()  # (what walk.children kept for this file's questions)
         tree = parsed.tree
         suppressions = parse_suppressions(model.source.text, tree)
         report.findings = self._finish(path, raw, suppressions)

@@ -182,3 +182,29 @@ def test_a_path_through_a_rebound_field_resolves_no_other_field(tmp_path, monkey
     assert not {"self.main", "self.side", "self.copy"} & set(asked)
     # the fields themselves are still answered when asked
     assert provenance.same_stream(project, model, cls.methods["step"], "self.side", "self.side")
+
+
+# ---- walk.children answered again from what it kept (by node identity, bounded, forgotten per file)
+
+
+def test_kept_children_are_the_computed_ones_and_go_with_the_file(tmp_path, monkeypatch) -> None:
+    from streamlint.model import walk
+
+    walk.forget_children()
+    module = cst.parse_module(MODULE)
+    nodes = list(walk.descendants(module, in_order=True))
+    first = {id(n): walk.children(n) for n in nodes}
+    assert all(walk.children(n) is first[id(n)] for n in nodes)  # kept: the same answer, not recomputed
+    assert all(walk.children(n) == walk._children(n) for n in nodes)  # and what a fresh computation gives
+    monkeypatch.setattr(walk, "_CHILDREN_KEPT", 8)
+    walk.forget_children()
+    for n in nodes:
+        walk.children(n)
+        assert len(walk._CHILDREN) <= 8  # bounded: cleared when full
+    # nothing of a linted file's trees stays kept once its analysis is done
+    path = tmp_path / "prefetch.py"
+    path.write_text(MODULE, encoding="utf-8")
+    monkeypatch.undo()
+    engine = engine_for(tmp_path)
+    engine.lint_file(str(path))
+    assert not walk._CHILDREN

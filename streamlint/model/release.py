@@ -22,6 +22,7 @@ from typing import Iterable
 
 from streamlint.model.file import FileModel
 from streamlint.model.filefacts import FunctionInfo
+from streamlint.model.walk import forget_children
 
 
 class ReleasedError(RuntimeError):
@@ -57,6 +58,7 @@ def _empty(obj: object) -> None:
 def release(project: object | None, models: Iterable[FileModel]) -> None:
     """Empty ``project`` (replaced by a new one) and ``models`` (held by nothing live any more) with every
     function of theirs, so that reference counting frees them and their trees now, not at the next collection."""
+    forget_children()  # (walk.children's answers hold nodes)
     for model in models:
         if type(model) is not FileModel:
             continue  # (already released, or not a model)

@@ -430,6 +430,32 @@ class SummaryStore:
             self._new.append(digest)
         return found
 
+    def parsed_before(self, digest: str) -> bool:
+        """Did the stdlib parser accept this content when its summary was made (in this run, or in an earlier one
+        and kept in the project cache)? False when no summary of it is known: nothing is parsed to answer. The
+        engine's ``ast`` guard of a module parsed only for another file's question is skipped when this is true
+        (``Engine.parse``: the same content parses the same way). A summary found counts as used (the cache keeps
+        it when it prunes)."""
+        if self.source is not None:
+            source, self.source = self.source, None
+            self.merge(source())
+        found = self.entries.get(digest)
+        if found is None:
+            return False
+        self.used.add(digest)
+        return found.calls is not None
+
+    def learn(self, digest: str, data: bytes, tree: ast.Module) -> None:
+        """The summary of a content whose stdlib tree the engine parsed anyway (a module parsed for another file's
+        question), taken from that tree when none is known: saved with the run's, so that a later parse of the same
+        content skips the ``ast`` guard (``parsed_before``); counted as used (the cache keeps it when it prunes)."""
+        self.used.add(digest)
+        if digest not in self.entries:
+            self.entries[digest] = summarize(data, tree)
+            self.computed += 1
+            self.dirty = True
+            self._new.append(digest)
+
     def take_new(self) -> dict[str, ModuleSummary]:
         """The summaries computed since the last call (a pool worker sends them to the parent, which
         saves them with its own)."""

@@ -176,10 +176,34 @@ def _walk(node: cst.CSTNode, visitor: cst.CSTVisitor, keep: dict[type, bool], cl
         leave(visitor, node)
 
 
-def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+# children() answers by id(node), each with the node it was computed for (held, so its id is not reused while the
+# entry lives): the analyses walk the same statements again and again (on torch-npu's ``_graph_tree.py`` 73,120
+# calls for 11,583 nodes). Nodes are immutable, so an answer never goes stale; the entries go at the end of each
+# file's analysis and when the models are released (forget_children), and all at once past _CHILDREN_KEPT, so what
+# this keeps alive is bounded (~250 bytes an entry) and never a released tree.
+_CHILDREN: dict[int, tuple[object, tuple]] = {}
+_CHILDREN_KEPT = 32_768
+
+
+def forget_children() -> None:
+    _CHILDREN.clear()
+
+
+def children(node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
     """``node.children`` without its cost (LibCST computes that property by running a visitor that
     rebuilds the node) and without trivia (whitespace, comments, punctuation, operator tokens): the
     children in lexical order."""
+    known = _CHILDREN.get(id(node))
+    if known is not None:
+        return known[1]
+    answer = _children(node)
+    if len(_CHILDREN) >= _CHILDREN_KEPT:
+        _CHILDREN.clear()
+    _CHILDREN[id(node)] = (node, answer)
+    return answer
+
+
+def _children(node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
     found: list[cst.CSTNode] = []
     add = found.append
     keep = _SUBSTANTIVE
@@ -200,7 +224,7 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
                 wanted = _is_substantive(kind)
             if wanted:
                 add(value)
-    return found
+    return tuple(found)
 
 def descendants(node: cst.CSTNode, in_order: bool = False):
     """``node`` and every node under it (depth first, no trivia: :func:`children`); for "is there any"

@@ -139,10 +139,10 @@ class Elements:
             self.note_round_indexes(node, index, None, False)  # `if i > 0:` in a round (roundtests.py)
             return [[(target, IVal(p))] for p in index]
         parts = self._element_parts(st, it, target, node)
-        if parts is None and positions == ALL:
+        if parts is None:  # (also a slice of the enumeration: its indexes are still those of every collection)
             parts = _parallel_parts(it, target, node.body)
             if parts is not None:
-                self.note_round_indexes(node, ALL, None, False)
+                self.note_round_indexes(node, positions, None, bounds != (None, None))
         if parts is None:
             return None
         indexed = next((coll for _t, coll, k in parts if coll is not None and k not in (VALUE, "index")), None)

@@ -171,7 +171,7 @@ LAYERS = {
         "placement", "modpaths", "hostguards", "hostpools", "wordindex", "tensornames", "release", "compilecalls", "filefacts",
         "hostannotations"},
     2: {"project", "projectscans", "paths", "compile", "wrappers", "queries", "streams", "entries", "accelerators", "captures", "stepstate",
-        "attrstreams", "devobjects", "devfields", "heldslots", "eventguards", "hostobjects", "hostresults",
+        "attrstreams", "devobjects", "devfields", "heldhandles", "heldslots", "eventguards", "hostobjects", "hostresults",
         "freeing", "ctxfactories", "argkinds", "devicenames", "handedevents", "reaching", "modvalues",
         "streamjoins", "waithelpers"},
     3: {"tensors", "tensorvocab", "tensoruse", "dataflow", "flow", "breaks", "waits", "families", "scopes", "environment",

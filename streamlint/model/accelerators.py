@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 
-from streamlint.model import apis, devfields, devobjects
+from streamlint.model import apis, devfields, devobjects, heldhandles
 from streamlint.model.apis import ApiSpec, Role
 from streamlint.model.file import FileModel, dotted
 from streamlint.model.filefacts import CallSite, ClassInfo, FunctionInfo
@@ -54,6 +54,8 @@ def accelerator_uses(project: Project, file: FileModel, site: CallSite) -> tuple
     specs = _receiver_specs(project, file, site.function, func.value, method, 0, via)
     if not specs and devobjects.foreign_receiver(project, file, site.function, func.value, method):
         specs, via = {apis.SPECS[_generic(METHODS[method])]}, {"object"}  # an object of another package
+    if not specs and heldhandles.held_handle(project, file, site.function, func.value):
+        specs = {apis.SPECS[_generic(METHODS[method])]}  # a handle the project holds, seen by its device methods
     if not specs:
         return ()
     if via and method == "stream" and not _stream_argument(project, file, site):

@@ -139,10 +139,10 @@ class Elements:
             self.note_round_indexes(node, index, None, False)  # `if i > 0:` in a round (roundtests.py)
             return [[(target, IVal(p))] for p in index]
         parts = self._element_parts(st, it, target, node)
-        if parts is None and positions == ALL:
+        if parts is None:  # (also a slice of the enumeration: its indexes are still those of every collection)
             parts = _parallel_parts(it, target, node.body)
             if parts is not None:
-                self.note_round_indexes(node, ALL, None, False)
+                self.note_round_indexes(node, positions, None, bounds != (None, None))
         if parts is None:
             return None
         indexed = next((coll for _t, coll, k in parts if coll is not None and k not in (VALUE, "index")), None)
@@ -522,7 +522,8 @@ def _parallel_parts(it: cst.BaseExpression, target: cst.BaseExpression, body: cs
     walked in step (one expert / replica / species per stream, as an index loop ``for i in range(len(nets))``
     whose body subscripts them), so the index takes the representative positions (``net`` stays unknown). Only a
     loop producing on the elements (a stream scope, a fork, a record): one that only joins ``events[i]`` keeps the
-    collapsed reading. None for anything else (a zip, a slice, ``streams[i - 1]``: collapsed)."""
+    collapsed reading. None for anything else (a zip, ``streams[i - 1]``: collapsed); a slice of the enumeration
+    is the caller's (:meth:`Elements.element_rounds` keeps the slice's positions)."""
     if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "enumerate"
             and len(it.args) == 1 and it.args[0].keyword is None and not it.args[0].star):
         return None

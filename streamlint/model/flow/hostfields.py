@@ -5,8 +5,6 @@ is a fact of the class and the key, memoised per project."""
 
 from __future__ import annotations
 
-from streamlint._lazy import cst
-from streamlint.model.devobjects import object_classes
 from streamlint.model.filefacts import ClassInfo, FunctionInfo
 from streamlint.model.flow.hostinstances import host_instance_field
 from streamlint.model.flow.values import KVal
@@ -32,7 +30,7 @@ class HostFields:
         if v.glob and v.key.isidentifier():
             return module_constant(self.cfile, v.key) or module_container(self.cfile, v.key)
         if not v.key.startswith("self."):
-            return self._typed_host_field(v.key)
+            return False
         frame_file, frame_fn = next(((f, fn) for f, fn in reversed(self.frames) if fn.class_name),
                                     (self.file, self.fn))
         memo = derived(self.project, "host_attribute")  # (a fact of the class and the key: asked per access)
@@ -55,24 +53,6 @@ class HostFields:
         frame_file, frame_fn = next(((f, fn) for f, fn in reversed(self.frames) if fn.class_name),
                                     (self.file, self.fn))
         return host_pool_field(frame_file, frame_file.classes.get(frame_fn.class_name or ""), attr)
-
-    def _typed_host_field(self, key: str) -> bool:
-        """``slot.pinned[dtype]`` / ``slot.names`` of a parameter annotated with project classes (``slot: PageSlot``):
-        the field holds host memory in every one of them (a container of host buffers, a host value), asked of the
-        class as ``self.<field>`` is from its own methods."""
-        head = key.split("[", 1)[0]
-        parts = head.split(".")
-        if len(parts) != 2 or not all(p.isidentifier() for p in parts) or parts[0] not in self.cfn.all_params:
-            return False
-        memo = derived(self.project, "typed_host_field")
-        mkey = (id(self.cfile), id(self.cfn), key)
-        if mkey not in memo:
-            memo[mkey] = False  # (a recursive question answers no)
-            found = object_classes(self.project, self.cfile, self.cfn, cst.Name(parts[0]))
-            memo[mkey] = bool(found) and all(
-                host_container_field(f, cls, parts[1]) or bool(self._field_host(cls, f, parts[1], judge=(
-                    host_data_attr if "[" in key else host_attr))) for cls, f in found)
-        return memo[mkey]
 
     def _host_field(self, frame_file, frame_fn: FunctionInfo, key: str) -> bool:
         """:meth:`host_attribute` of a ``self.*`` key seen from a method of ``frame_fn``'s class."""

@@ -140,10 +140,7 @@ class OutsideCalls:
         if not tensors and name in OVERWRITE_METHODS and (recv is None or isinstance(recv, KVal) and recv.opaque) \
                 and isinstance(e.func.value, (cst.Name, cst.Subscript)):
             # `static_buf.copy_(x)` on a loop variable / element of an untyped collection: only a tensor has it
-            if self._typed_host_field(key := self.render(st, e.func.value)):
-                self.call_args(st, e)  # `slot.pinned[k].copy_(x)`, a host buffer of a `slot: PageSlot`: host work
-                return self.host_tensor(st)
-            tensors = [self.long_tensor(st, key)]
+            tensors = [self.long_tensor(st, self.render(st, e.func.value))]
         if not tensors and host_target(e, name):
             self.call_args(st, e)
             if name != "pin_memory" and non_blocking(e) and not isinstance(recv, KVal):

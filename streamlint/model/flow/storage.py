@@ -160,8 +160,7 @@ class Storages(HandOuts):
         ``p.grad.copy_(...)``, ``torch.add(a, b, out=buffers[i])``) is a tensor: from then on the place (the
         attribute / element chain it was reached by) is a long-lived storage like a ``self.*`` tensor, so a
         side-stream write of it orders (and races with) its later uses whatever object holds it."""
-        if isinstance(v, KVal) and v.opaque and not v.key.startswith("<") and self.kind_of(st, v) is None \
-                and not self._typed_host_field(v.key):  # (`slot.pinned[k]` of a `slot: PageSlot`: host memory)
+        if isinstance(v, KVal) and v.opaque and not v.key.startswith("<") and self.kind_of(st, v) is None:
             return self.long_tensor(st, v.key)
         return v
 

@@ -725,6 +725,13 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
         confidence = Confidence.MEDIUM
         hint += (f"; `{race.caller_stream}` is a parameter: this assumes the caller passes a stream other "
                  "than its current one")
+    elif race.release is not None:
+        releaser, field, mentioned = race.release
+        confidence = Confidence.MEDIUM if mentioned else Confidence.LOW
+        hint = (f"wait on `{field}` before line {use_line} (`{stream_expr(race.dst, main, None) or 'side'}.wait_stream("
+                f"{field})`): `{releaser}()` recorded this buffer on the stream that last used it and stored that stream "
+                f"in `{field}`; overwriting the buffer on {stream_label(race.dst, main)} first must wait for it"
+                + ("" if mentioned else "; this assumes the object was released by that method before this call"))
     elif race.protocol is not None and race.unproven:
         confidence = Confidence.MEDIUM
         hint += (f"; it is written in `{race.protocol}()` of the same class, which leaves it on "

@@ -330,7 +330,6 @@ class ControlFlow:
             return [KVal(f"{v.key}[{i}]", v.glob) for i in range(n)]  # `a, b = outputs`: as `outputs[0]`
         return self.family_parts(st, v, n)  # (`t, ev = self.q.popleft()`: its tensor / event parts)
 
-    # ---- control flow
     def decide(self, st: State, test: cst.BaseExpression) -> bool | None:
         parsed = mode_of_test(test)
         if parsed is not None:
@@ -434,6 +433,7 @@ class ControlFlow:
                     self.constrain(s, test, outcome)
             self.device_test(s, test, outcome)
             self.poll_test(s, test, outcome)  # `if ev.query():` the host saw it complete (flow/polls.py)
+            self.release_test(s, test, outcome)  # a release stream None: its buffers not in use (releasestreams.py)
             self.counter_test(s, test, outcome)
             self.note_bound(s, test, outcome)
             results.extend(runner(s))

@@ -164,6 +164,15 @@ def _reassigned_elsewhere(project, here: str, attr: str) -> bool:
         or bool(set(project.paths_containing(named)) & set(project.paths_containing((b"setattr(",))))
 
 
+def host_container_of(project, file: FileModel, cls: ClassInfo, attr: str) -> bool:
+    """``slot.pinned`` of a ``slot: PageSlot`` where the class keeps host buffers in the container field
+    (:func:`~streamlint.model.placement.host_container_field`: ``self.pinned[k] = torch.empty(..., device="cpu",
+    pin_memory=True)``), no code of the file outside the class stores the field (``lane.bufs = bufs``) and no other
+    file binds a field of that name (bytes only)."""
+    return host_container_field(file, cls, attr) and not _reassigned_elsewhere(project, os.path.realpath(file.path), attr) \
+        and not any(a.target.endswith(f".{attr}") and not a.target.startswith("self.") for a in file.assigns)
+
+
 def _copied_or_derived(project, file: FileModel, cls: ClassInfo, attr: str) -> bool:
     """Can a record typed ``cls`` hold ``attr`` bound elsewhere than in a construction of ``cls`` itself: a project
     subclass (``class GpuLane(Lane)``, built with its own arguments), or a copy that rebinds the field by keyword
@@ -372,8 +381,9 @@ class HostWrites:
         for file, fn in reversed(self.frames):
             if recv in fn.all_params or recv in fn.name_assigns:
                 classes = object_classes(self.project, file, fn, cst.Name(recv))
-                return bool(classes) and all(host_record_field(self.project, mod, cls, attr) for cls, mod in classes)
+                return bool(classes) and all(host_record_field(self.project, mod, cls, attr)
+                                             or host_container_of(self.project, mod, cls, attr) for cls, mod in classes)
         return False
 
 
-__all__ = ["HostWrites", "host_fields", "host_record_field"]
+__all__ = ["HostWrites", "host_container_of", "host_fields", "host_record_field"]

@@ -50,6 +50,7 @@ from streamlint.model.flow.handedearly import HandedEarly
 from streamlint.model.flow.elementevents import element_rooted
 from streamlint.model.flow.handbacks import HandBacks
 from streamlint.model.flow.protocols import protocol_inputs, seed
+from streamlint.model.flow.releasestreams import ReleaseTests, seed_releases
 from streamlint.model.flow.results import EarlyRecord, HostRead, Lifetime, Race, Unjoined, ViewEscape
 from streamlint.model.flow.slots import Slots
 from streamlint.model.flow.records import Records
@@ -110,7 +111,7 @@ def _last_simple(body: list) -> cst.CSTNode | None:
 
 class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders, ScopedNoneTests, GuardedWork, IndexSets, Membership, HostWrites, Consumers, PendingArgs, FieldDrops, Orderings, Records, Storages, Unsets, Expressions, OutsideCalls, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes,
              HostReads, HostSyncs, TransferSends, Counters, Promises, Slots, Replays, Rounds, RoundTests, NotNone, Finals,
-             HandedBack, Polls, FieldFamilies, HostGradients, ListReads, Choices, AbsentEvents):
+             HandedBack, Polls, FieldFamilies, HostGradients, ListReads, Choices, AbsentEvents, ReleaseTests):
     """Path-sensitive abstract interpretation of one function body in program order."""
 
     protocol_seed = True  # seed the fields other methods of the class leave on a side stream (protocols.py)
@@ -319,6 +320,7 @@ class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders
         if self.protocol_seed:
             seed(self, st, element_rooted(self.project, self.file, self.fn,
                                           protocol_inputs(self.project, self.file, self.fn, self.cfg.mode, run_producer)))
+            seed_releases(self, st)  # buffers another function released on the current stream (releasestreams.py)
         self.closure_entry(st)
         ambient = entry_ambient(self.project, self.file, self.fn)
         if ambient is not None:  # every caller runs this method under that stream of the object (flow/ambient.py)

@@ -64,6 +64,9 @@ class Race:
     # (flow/batchguards.py); whether the two tests name two phases of the batch, prefill and decode (flow/phaseguards.py)
     unproven: str | None = None  # ``protocol``: the class shows no join the reader is expected to make
     # (flow/unproven.py): "" (low), or the method of the class seen running the producer, then this one (medium)
+    release: tuple | None = None  # a write-after-read on a buffer another function released on the current stream
+    # and stored that stream on its object: (that function, the stream field, whether this one mentions it)
+    # (flow/releasestreams.py)
 
 
 @dataclass(frozen=True)

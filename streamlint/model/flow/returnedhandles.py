@@ -145,27 +145,19 @@ def _main_stream(project: Project, file: FileModel, fn: FunctionInfo, scope: cst
     return False
 
 
-def _handle_locals(file: FileModel, fn: FunctionInfo, producer: str) -> set[str]:
-    """The locals of ``fn`` every binding of which is ``self.<producer>(...)``, None, a conditional of those, or
-    another such local; at least one binding a call of the producer."""
-    names = set(fn.name_assigns)
-
-    def ok(value, pool) -> bool:
-        if isinstance(value, cst.IfExp):
-            return ok(value.body, pool) and ok(value.orelse, pool)
-        if isinstance(value, cst.Name):
-            return value.value == "None" or value.value in pool
-        return isinstance(value, cst.Call) and _norm(file.code(value.func)) == f"self.{producer}"
-
-    pool = set(names)
+def _handle_locals(file: FileModel, fn: FunctionInfo, sources: tuple) -> set[str]:
+    """The locals of ``fn`` every binding of which is a handle source (``self.<producer>(...)``, a forwarder's call,
+    a handle field: :mod:`.handlesources`), None, a conditional of those, or another such local; at least one binding
+    a handle source."""
+    from streamlint.model.flow.handlesources import is_source, not_none
+    calls, fields = sources
+    pool = set(fn.name_assigns)
     while True:
-        keep = {n for n in pool if all(ok(v, pool) for v in fn.name_assigns[n])}
+        keep = {n for n in pool if all(is_source(file, fn, v, calls, fields, pool) for v in fn.name_assigns[n])}
         if keep == pool:
             break
         pool = keep
-    made = f"self.{producer}("
-    return {n for n in pool if any(made in _norm(file.code(v)) or isinstance(v, cst.Name) and v.value in pool
-                                   for v in fn.name_assigns[n])}
+    return {n for n in pool if any(not_none(v) and is_source(file, fn, v, calls, fields) for v in fn.name_assigns[n])}
 
 
 def _other_bindings(fn: FunctionInfo, names: set[str]) -> bool:
@@ -256,7 +248,11 @@ def _unwaited_read(project, file, cls, method, producer, found) -> UnwaitedHandl
     from streamlint.model.flow.entryevents import names_event, within, held_stream_scopes
     from streamlint.model.flow.protocols import synchronizes_device
     tensors, field, stream, record, entry = found
-    names = _handle_locals(file, method, producer.node.name.value)
+    from streamlint.model.flow.handlesources import handle_sources
+    sources = handle_sources(project, file, cls, producer)
+    if method.node.name.value in sources[0]:
+        return None  # (a forwarder hands it on)
+    names = _handle_locals(file, method, sources)
     if not names or _other_bindings(method, names) or _handle_escapes(project, file, method, names, field, entry) \
             or any(names_event(file, method, n, field) for n in names) \
             or any(site.method in _JOINS for site in method.calls) or synchronizes_device(project, file, method) \

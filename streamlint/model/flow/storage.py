@@ -317,6 +317,8 @@ class Storages(HandOuts):
                                    ambient=race_evidence(self, earlier.stream, s, step and S.name),
                                    handed_wait=handed, batch_guard=guard,
                                    unproven=unproven,
+                                   release=self.__dict__.get("release_sources", {}).get(S.sid)
+                                   if kind == "write-after-read" else None,
                                    cause=(
                                        st.know(s).get(earlier.stream, -1), earlier.time, self.clock))
 

@@ -637,7 +637,7 @@ class Calls:
         self.frames.append((mod, fn))
         self.outer_envs.append(saved_env)  # the callers' names still hold their tensors while the helper runs
         try:
-            out = self.block(fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else [], [st])
+            out = self.block(fn.node.body.body, [st])  # (lines, or a one-line body's small statements)
         finally:
             self.outer_envs.pop()
             self.frames.pop()

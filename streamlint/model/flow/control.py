@@ -73,9 +73,9 @@ class ControlFlow:
         self.steps += 1
         if self.steps > MAX_STEPS:
             raise AnalysisBudgetExceeded
-        if isinstance(node, cst.SimpleStatementLine):
+        if isinstance(node, (cst.SimpleStatementLine, cst.BaseSmallStatement)):  # (alone: `if c: s.wait_stream(m)`)
             states = [st]
-            for small in node.body:
+            for small in node.body if isinstance(node, cst.SimpleStatementLine) else (node,):
                 nxt = []
                 for s in states:
                     if s.done or s.flow is not None:

@@ -335,7 +335,7 @@ class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders
             for name in deferred:
                 S = self.new_storage(st, "arg", MAIN, name, Access(MAIN, self.entry_time, None, {}))
                 st.env[name] = self.new_tensor(st, S.sid)
-        body = self.fn.node.body.body if isinstance(self.fn.node.body, cst.IndentedBlock) else []
+        body = self.fn.node.body.body  # (an IndentedBlock's lines, or a one-line body's small statements)
         last = _last_simple(body)
         for s in self.block(body, [st]):
             self.exits.append(s)

@@ -97,6 +97,13 @@ def _callee_write(project: Project, file: FileModel, builder: FunctionInfo, name
     return None
 
 
+def named_fields(project: Project, file: FileModel, cls: ClassInfo) -> frozenset[str]:
+    """``self.<field>`` for each field some construction of ``cls`` gives a local name (the candidates: a consumer
+    handing none of them back needs no builder run)."""
+    return frozenset(f"self.{f}" for _, builder, call, _ in constructions(project, file, cls) if builder is not None
+                     for f, v in construction_fields(project, file, cls, call).items() if isinstance(v, cst.Name))
+
+
 def built_writes(project: Project, file: FileModel, cls: ClassInfo, mode: str, runner: Runner
                  ) -> list[tuple[str, str, FunctionInfo, cst.CSTNode]]:
     """(``self.<field>``, ``self.<stream field>``, builder, the write) for each field of ``cls`` some returned
@@ -109,8 +116,9 @@ def built_writes(project: Project, file: FileModel, cls: ClassInfo, mode: str, r
     memo[key] = []
     found: dict[str, tuple | None] = {}
     for model, builder, call, _ in constructions(project, file, cls):
-        if builder is None or builder.class_name == cls.name or not _returned(builder, call):
-            continue
+        if builder is None or builder.class_name == cls.name or not _returned(builder, call) \
+                or not any(project.scope_use(model, sc).roles() & apis.STREAM_SCOPE_ROLES for sc in builder.scopes):
+            continue  # (a builder queuing nothing in a stream scope of its own leaves nothing: not run)
         given = construction_fields(project, file, cls, call)
         texts = {f: model.code(v).replace('"', "'") for f, v in given.items()}
         interp = runner(project, model, builder, mode)

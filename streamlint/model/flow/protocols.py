@@ -43,7 +43,7 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.file import FileModel
 from streamlint.model.filefacts import ClassInfo, FunctionInfo
-from streamlint.model.flow.builtrecords import built_writes
+from streamlint.model.flow.builtrecords import built_writes, named_fields
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.escapes import events_in
 from streamlint.model.flow.fieldfamilies import family, family_pending, unresolved_waits, waits_on
@@ -315,7 +315,9 @@ def _built_inputs(project: Project, file: FileModel, cls: ClassInfo, fn: Functio
     record has another join: a method of the class joining the stream field (a join step), the stream field
     reached outside the class, a caller of ``fn`` synchronising the device. Medium; low when the callers of ``fn``
     cannot be listed (the hand-back's reader is unseen)."""
-    out = []
+    out: list[Pending] = []
+    if not any(hands_back(file, fn, f) for f in named_fields(project, file, cls) - taken):
+        return out
     for field, stream, builder, node in built_writes(project, file, cls, mode, runner):
         if field in taken or not hands_back(file, fn, field) or reached_outside(project, file, cls, stream[5:]) \
                 or any(_norm(stream) in joined_keys(file, m) for m in cls.methods.values() if m is not fn):

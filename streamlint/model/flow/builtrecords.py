@@ -140,8 +140,9 @@ def built_writes(project: Project, file: FileModel, cls: ClassInfo, mode: str, r
                 for tv in interp.tensors(st, st.env[value.value]):
                     S = st.stores.get(tv.sid)
                     lw = S.last_write if S is not None and S.kind != "host" else None
-                    if lw is None or lw.stream == MAIN or lw.node is None or ordered_before(lw, know):
-                        continue
+                    if lw is None or lw.stream == MAIN or lw.node is None or ordered_before(lw, know) \
+                            or any(snap.get(lw.stream, -1) >= lw.time for snap in st.events.values()):
+                        continue  # (joined, or an event recorded after the write: a join handle, whoever waits it)
                     holders = [f for f, text in texts.items() if f != field and text == lw.stream]
                     entry = (f"self.{holders[0]}", builder, lw.node) if len(holders) == 1 else None
                     old = found.get(field, 0)

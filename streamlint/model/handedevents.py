@@ -39,15 +39,15 @@ def handed_at_construction(project: Project, file: FileModel, cls: ClassInfo | N
         return True
     if origin != "handed":
         return False
-    constructions = _constructions(project, file, cls)
-    if not constructions:
+    built = constructions(project, file, cls)
+    if not built:
         return True  # (built only outside the project: its caller's to record)
-    return any(_may_be_recorded(fn, given.get(attr)) for fn, given in constructions)
+    return any(_may_be_recorded(fn, given.get(attr)) for _, fn, _, given in built)
 
 
-def _constructions(project: Project, file: FileModel, cls: ClassInfo) -> list:
-    """Every construction of ``cls`` the project shows (``Cls(...)`` through its name): (enclosing function or
-    None, {field: expression given}) -- the arguments mapped to the fields by keyword or by position (the
+def constructions(project: Project, file: FileModel, cls: ClassInfo) -> list:
+    """Every construction of ``cls`` the project shows (``Cls(...)`` through its name): (its file model, the
+    enclosing function or None, the call, {field: expression given}) -- the arguments mapped to the fields by keyword or by position (the
     ``__init__`` parameters, else the dataclass / NamedTuple fields in order); a field a construction may give
     unseen (``*args`` / ``**kwargs``, a positional past the known order, no known order) is absent from it. A
     construction it does not see at all (``cls(...)``, ``_make``, ``dataclasses.replace``, an alias) gives
@@ -64,7 +64,7 @@ def _constructions(project: Project, file: FileModel, cls: ClassInfo) -> list:
                 found = project.symbol(site.target, model)
                 if found is None or found[0] is not cls:
                     continue
-                out.append((fn, _mapped(site.node, order)))
+                out.append((model, fn, site.node, _mapped(site.node, order)))
         memo[id(cls)] = out
     return memo[id(cls)]
 

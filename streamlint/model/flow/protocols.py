@@ -43,9 +43,11 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.file import FileModel
 from streamlint.model.filefacts import ClassInfo, FunctionInfo
+from streamlint.model.flow.builtrecords import built_writes, named_fields
+from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.escapes import events_in
 from streamlint.model.flow.fieldfamilies import family, family_pending, unresolved_waits, waits_on
-from streamlint.model.flow.handbacks import records_on, unjoined_hand_back
+from streamlint.model.flow.handbacks import hands_back, records_on, unjoined_hand_back
 from streamlint.model.flow.joinhelpers import handed_to_join, join_helper_keys, join_helper_names
 from streamlint.model.flow.unproven import order_seen, shared_stream_key, unproven_ok
 from streamlint.model.flow.values import Access, ordered_before
@@ -293,6 +295,7 @@ def protocol_inputs(project: Project, file: FileModel, fn: FunctionInfo, mode: s
                and _mentions(file, fn, p.field) and p.producer not in inside]
     out = [p if strength == "medium" else replace(p, unproven=order_seen(cls, p.producer, fn)) for p in pending
            if (strength := _expected(project, file, cls, fn, p))]
+    out += _built_inputs(project, file, cls, fn, mode, runner, {p.field for p in out})
     # a container field's entries (fieldfamilies.py): a wait on any entry of the event family that covers the
     # writes is the join (on some path: `if ev is not None: ev.wait()`; keys are not compared across methods)
     # a wait on an event family the producer records only *before* the write (``early``) would cover it had the
@@ -303,6 +306,27 @@ def protocol_inputs(project: Project, file: FileModel, fn: FunctionInfo, mode: s
         out = [p for p in out if not p.family]  # a wait on an event it cannot place, or a taken event handed to a
         # callee (`self._block_on(done)`, which may wait it): silence
     memo[key] = out
+    return out
+
+
+def _built_inputs(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInfo, mode: str, runner: Runner,
+                  taken: set[str]) -> list[Pending]:
+    """The writes the record's builders left pending (builtrecords.py) on fields ``fn`` hands back, unless the
+    record has another join: a method of the class joining the stream field (a join step), the stream field
+    reached outside the class, a caller of ``fn`` synchronising the device. Medium; low when the callers of ``fn``
+    cannot be listed (the hand-back's reader is unseen)."""
+    out: list[Pending] = []
+    if not any(hands_back(file, fn, f) for f in named_fields(project, file, cls) - taken):
+        return out
+    for field, stream, builder, node in built_writes(project, file, cls, mode, runner):
+        if field in taken or not hands_back(file, fn, field) or reached_outside(project, file, cls, stream[5:]) \
+                or any(_norm(stream) in joined_keys(file, m) for m in cls.methods.values() if m is not fn):
+            continue
+        callers = callers_of(project, file, fn)
+        if any(site.function is not None and synchronizes_device(project, model, site.function)
+               for model, site in callers or ()):
+            continue
+        out.append(Pending(field, stream, builder, node, (), unproven=None if callers else ""))
     return out
 
 

@@ -43,11 +43,11 @@ def recursive_call(interp, st, e: cst.Call, site) -> bool:
 
 
 def written_params(project, fn) -> frozenset[str]:
-    """The parameters a function writes in place in its own body (memoised): ``p.copy_(x)``, ``p[i].zero_()``,
-    ``p.data.add_(y)``, ``torch.mul(a, b, out=p)``."""
+    """The parameters (keyword-only ones too) a function writes in place in its own body (memoised):
+    ``p.copy_(x)``, ``p[i].zero_()``, ``p.data.add_(y)``, ``torch.mul(a, b, out=p)``."""
     memo = fn.__dict__.setdefault("_written_params", {})  # (its own body only: kept with the function)
     if None not in memo:
-        params, found = set(fn.params) - {"self", "cls"}, set()
+        params, found = (set(fn.params) | set(fn.kwonly)) - {"self", "cls"}, set()
         for node in local_nodes(fn.node.body) if params else ():
             if not isinstance(node, cst.Call):
                 continue

@@ -75,6 +75,7 @@ from streamlint.model.flow.entryctx import entry_context
 from streamlint.model.flow.results import EMPTY_FLOW, EarlyRecord, FunctionFlow, HostRead, Lifetime, Race, Unjoined, \
     ViewEscape
 from streamlint.model.flow.values import AnalysisBudgetExceeded, flow_config
+from streamlint.model.flow.threadstreams import thread_worker
 from streamlint.model.flow.xfer import send_method
 from streamlint.model.streams import MAIN, derived, stream_label
 from streamlint.model.syntax import contains, local_nodes
@@ -106,7 +107,8 @@ def _stream_work(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
                for u in project.api_uses(file, site)):
             return True
     return _host_synced_record(file, fn) or any(async_host_copy_call(site.node, site.method)
-                                                or send_method(project, file, site) for site in fn.calls)
+                                                or send_method(project, file, site) for site in fn.calls) \
+        or thread_worker(project, file, fn)
 
 
 def _host_synced_record(file: FileModel, fn: FunctionInfo) -> bool:
@@ -253,6 +255,13 @@ def _native_methods(fn: FunctionInfo) -> bool:
     return any(site.method in ("wait_stream", "wait_event", "record_event") for site in fn.calls)
 
 
+def _native_events(fn: FunctionInfo) -> bool:
+    """Does ``fn`` make a device event object and record it (``done = torch.get_device_module(dev).Event()``,
+    ``done.record()``)? Its early records are its native path's finding, as for :func:`_native_methods`."""
+    made = {site.method for site in fn.calls}
+    return "Event" in made and "record" in made
+
+
 def _race_keys(interp: Interp, runs: list[Interp], native: bool) -> set:
     """The races of one path's run; a hand-back to the caller (``Race.escape``) is looked for on the native
     paths only (``HandOuts.unjoined_escape``: captured graphs join their outputs), so on another path it counts
@@ -285,7 +294,8 @@ def _every_path_flow(project: Project, file: FileModel, fn: FunctionInfo, explic
     the races reported are its native path's run (with that path's tag)."""
     runs = []
     native = _native_methods(fn)
-    first = native_mode(file, fn) if native else None  # (after GE: the runs that find hand-backs come early)
+    first = native_mode(file, fn) if native or _native_events(fn) else None  # (after GE: the runs that find
+    # hand-backs come early)
     for mode in sorted(apis.EXECUTION_PATHS, key=lambda m: (m != "ge", m != first, m not in ("eager", "cuda"))):
         interp = Interp(project, file, fn, flow_config(mode, explicit_ge_joins, _entry(project, file, fn, mode)))
         try:
@@ -293,7 +303,7 @@ def _every_path_flow(project: Project, file: FileModel, fn: FunctionInfo, explic
         except (RecursionError, AnalysisBudgetExceeded):
             return EMPTY_FLOW
         runs.append(interp)
-        if (not native or len(runs) > 1) and not runs[0].view_escapes and not (
+        if (first is None or any(i.cfg.mode == first for i in runs)) and not runs[0].view_escapes and not (
                 set.intersection(*(_race_keys(i, runs, native) for i in runs))
                 or set.intersection(*(_lifetime_keys(i, runs) for i in runs))):
             # nothing found on every path so far: the other paths cannot add to it

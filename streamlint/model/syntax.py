@@ -411,6 +411,23 @@ def same_with(root: cst.CSTNode, a: cst.CSTNode, b: cst.CSTNode) -> bool:
     wb = next((n for n in reversed(pb or ()) if isinstance(n, cst.With)), None)
     return wa is not None and wa is wb
 
+def other_arms(root: cst.CSTNode, a: cst.CSTNode, b: cst.CSTNode) -> "cst.If | None":
+    """The ``if`` statement below ``root`` with ``a`` and ``b`` in different arms (``a`` in its body and ``b``
+    in an ``elif`` / ``else`` arm, or the other way round: no path runs both, and a statement before that ``if``
+    reaches both), or None."""
+    pa, pb = ancestry(root, a), ancestry(root, b)
+    if pa is None or pb is None:
+        return None
+    k = 0
+    while k < min(len(pa), len(pb)) and pa[k] is pb[k]:
+        k += 1
+    if k == 0 or k >= len(pa) or k >= len(pb) or not isinstance(pa[k - 1], cst.If):
+        return None
+    arms = [arm for arm in (pa[k - 1].body, pa[k - 1].orelse) if arm is not None]
+    inside = any(pa[k] is arm for arm in arms) and any(pb[k] is arm for arm in arms)
+    return pa[k - 1] if inside else None
+
+
 def string_annotation(annotation: cst.BaseExpression) -> cst.BaseExpression:
     """A forward reference (``handle: 'AsyncHandle'``, ``x: "pkg.mod.Cls"``, the form code uses for names
     imported under ``TYPE_CHECKING``) as the dotted name it spells; any other annotation unchanged. Built

@@ -111,6 +111,9 @@ class ApiCalls:
         if role is Role.NATIVE_STREAM_CONTEXT and (use.modes is None or self.cfg.mode in use.modes) \
                 and not (isinstance(use.arg("stream"), cst.Name) and use.arg("stream").value == "None"):
             return CtxVal(self.scope_stream(st, use))  # entered later by `with ctx:` (control.with_item)
+        if role is Role.SET_STREAM:
+            self.thread_stream_set(st, e, use)  # the thread's current stream from here on (threadstreams.py)
+            return None
         if role in (Role.NATIVE_STREAM_CONTEXT, Role.STREAM_SWITCH, Role.GRAPH_CAPTURE, Role.SET_STREAM,
                     Role.LIMIT_CORE_NUM, Role.SUPER_KERNEL, Role.OTHER_TORCHAIR_SCOPE, Role.NULL_CONTEXT,
                     Role.LIMIT_CORE_NUM_NPUGRAPH_EX):

@@ -363,6 +363,8 @@ class Expressions:
             self.held_element_read(st, e, method)
             self.shape_sync(st, e, method, site.target if site is not None else None)
             self.host_signal(st, e)
+            self.thread_signal(st, e, site)  # (after a `set_stream` to a side stream: threadstreams.py)
+            self.signal_handover(st, e)  # an event handed to another thread with tensors (handedearly.py)
             self.engine_send(st, e, site)
         if site is not None and self.collect is not None and not self.depth:
             note_call(self, st, e, site)  # a project callee: what this call hands it (entryctx.py)

@@ -31,7 +31,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
+from streamlint.model.apis import HOST_SIGNAL_METHODS
 from streamlint.model.flow.escapes import events_in
+from streamlint.model.flow.hostreads import data_names
 from streamlint.model.flow.results import EarlyRecord
 from streamlint.model.flow.values import KVal, TupVal
 from streamlint.model.streams import MAIN
@@ -129,6 +131,15 @@ def _waiter_pairs(file, cls) -> set[tuple[str, str]]:
     return pairs
 
 
+def _pending_after(st: State, sid: int, stream: str, time: int) -> bool:
+    """Is tensor ``sid`` the host result of a non-blocking device-to-host copy queued on ``stream`` after
+    ``time`` and not yet synchronised (hostreads: ``Storage.d2h``)? Only the host reads it, and the host orders
+    nothing by stream order: the event it is handed with is its promise, even on the current stream."""
+    S = st.stores.get(sid)
+    d2h = getattr(S, "d2h", None)
+    return d2h is not None and d2h.stream == stream and d2h.time > time and st.host.get(stream, -1) < d2h.time
+
+
 def _places(v: object, events: dict) -> set[str]:
     """The named places in ``v`` holding an event recorded on this path (``self.loaded[slot]``)."""
     if isinstance(v, KVal):
@@ -171,6 +182,24 @@ class HandedEarly:
     def escape(self, st: State, v: object, into: cst.BaseExpression | None = None) -> None:
         super().escape(st, v, into)  # type: ignore[misc]
         self.note_handover(st, v, into, node=getattr(self, "anchor", None))
+
+    def signal_handover(self, st: State, e: cst.Call) -> None:
+        """``self.results.put((done, ids_cpu, out))``: a message to another thread (the API table's
+        ``HOST_SIGNAL_METHODS``) handing an event along with tensors (the values of the names it hands, and of
+        their attributes, ``out.logprobs``) is a hand-over the receiver may act on at once: an early record on the
+        current stream is checked there (a worker loop that never returns has no function end to check at)."""
+        func = e.func
+        if self.depth or getattr(self, "anchor", None) is None or not isinstance(func, cst.Attribute) \
+                or func.attr.value not in HOST_SIGNAL_METHODS:  # type: ignore[attr-defined]
+            return
+        names = {n.value for arg in e.args for n in data_names(arg.value)}
+        items = [v for k, v in st.env.items() if k in names or k.split(".", 1)[0] in names and "." in k]
+        v = TupVal(tuple(items))
+        if not events_in(v):
+            return
+        self.note_handover(st, v, None, node=self.anchor)  # type: ignore[attr-defined]
+        for k, early in self.handed_early(st, current_only=True).items():
+            self.early_records.setdefault(k, early)  # type: ignore[attr-defined]
 
     def note_handover(self, st: State, v: object, into: cst.BaseExpression | None,
                       held: frozenset[int] = frozenset(), node: cst.CSTNode | None = None) -> None:
@@ -232,27 +261,33 @@ class HandedEarly:
         for k, early in found.items():  # a record the base reports keeps its finding and confidence
             self.early_records.setdefault(k, early)  # type: ignore[attr-defined]
 
-    def handed_early(self, st: State) -> dict:
+    def handed_early(self, st: State, current_only: bool = False) -> dict:
+        """The early records of this path (``current_only``: those on the current stream)."""
         know = st.know(MAIN)
         found: dict = {}
         for (key, stream, time), (node, label) in list(self.record_sites.items()):  # type: ignore[attr-defined]
-            if stream == MAIN or stream.startswith("<") or id(node) in self.early_records:  # type: ignore[attr-defined]
+            if stream.startswith("<") and stream != MAIN or id(node) in self.early_records \
+                    or current_only and stream != MAIN:  # type: ignore[attr-defined]
                 continue
             snap = st.events.get(key)
             if snap is None or snap.get(stream) != time:
                 continue  # not this path's record, or recorded again since (the later record wins)
             first = not any(t <= time for t, _ in self.work_sites.get(stream, ()))  # type: ignore[attr-defined]
             handed = sorted(self.handed_with(key, st, first))
-            if not first and not any(
+            if stream == MAIN:
+                handed = [sid for sid in handed if _pending_after(st, sid, stream, time)]
+            elif not first and not any(
                     (lw := getattr(st.stores.get(sid), "last_write", None)) is not None and lw.stream == stream
                     and lw.time <= time for sid in handed):
                 continue  # a release: only reads of what it leaves with came before it on that stream
             for sid in handed:
                 S = st.stores.get(sid)
                 lw = S.last_write if S is not None else None
+                if stream == MAIN:
+                    lw = S.d2h  # (the copy filling the host tensor: _pending_after)
                 if lw is None or lw.stream != stream or lw.time <= time:
                     continue
-                if st.host.get(stream, -1) >= lw.time or know.get(stream, -1) >= lw.time:
+                if st.host.get(stream, -1) >= lw.time or stream != MAIN and know.get(stream, -1) >= lw.time:
                     continue  # synchronised / joined by the current stream here
                 if any(k != key and s.get(stream, -1) >= lw.time and sid in self.handed_with(k, st, True)
                        for k, s in st.events.items()):
@@ -263,7 +298,7 @@ class HandedEarly:
                 if wrote and not wrote & self.__dict__.get("elems", {}).get(sid, set()):
                     continue  # `self.slots[1 - slot]` written, `self.slots[slot]` handed (or unknown): no claim
                 sites = [n for t, n in self.work_sites.get(stream, ()) if time < t <= lw.time]  # type: ignore[attr-defined]
-                work = sites[-1] if sites else None
+                work = sites[-1] if sites else lw.node if stream == MAIN else None
                 found[id(node)] = EarlyRecord(
                     node, label, stream, work, self.cfg.mode, self.caller_may_join(stream),  # type: ignore[attr-defined]
                     handed=S.name or "")

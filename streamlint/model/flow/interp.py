@@ -47,6 +47,7 @@ from streamlint.model.flow.outsidecalls import OutsideCalls
 from streamlint.model.flow.orderings import Orderings
 from streamlint.model.flow.handedback import HandedBack
 from streamlint.model.flow.handedearly import HandedEarly
+from streamlint.model.flow.threadstreams import ThreadStreams
 from streamlint.model.flow.elementevents import element_rooted
 from streamlint.model.flow.handbacks import HandBacks
 from streamlint.model.flow.protocols import protocol_inputs, seed
@@ -110,7 +111,7 @@ def _last_simple(body: list) -> cst.CSTNode | None:
 
 
 class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders, ScopedNoneTests, GuardedWork, IndexSets, Membership, HostWrites, Consumers, PendingArgs, FieldDrops, Orderings, Records, Storages, Unsets, Expressions, OutsideCalls, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes,
-             HostReads, HostSyncs, TransferSends, Counters, Promises, Slots, Replays, Rounds, RoundTests, NotNone, Finals,
+             HostReads, HostSyncs, ThreadStreams, TransferSends, Counters, Promises, Slots, Replays, Rounds, RoundTests, NotNone, Finals,
              HandedBack, Polls, FieldFamilies, HostGradients, ListReads, Choices, AbsentEvents, ReleaseTests):
     """Path-sensitive abstract interpretation of one function body in program order."""
 

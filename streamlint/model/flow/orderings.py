@@ -247,6 +247,8 @@ class Orderings:
         if guessed:  # resolved by the method's name only (every definition queues work): the certain work stays
             st.guessed[st.cur] = (self.sure_work(st, st.cur), t)
         st.work[st.cur] = t
+        if st.cur == MAIN:
+            self.note_thread_work(t)
         if st.cur != MAIN and self.anchor is not None:
             self.note_work(st.cur, t)
             if guessed and self.depth == 0:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from streamlint._lazy import cst
-from streamlint.model.syntax import dominates, same_with
+from streamlint.model.syntax import contains, dominates, other_arms, same_with
 
 
 @dataclass(frozen=True)
@@ -182,12 +182,21 @@ def _flavour(race: Race) -> tuple:
     return (race.src, race.dst, race.cause[0], race.task, race.body)
 
 
+def _one_join(root: cst.CSTNode, first: list, races: list) -> bool:
+    """Are two accesses of one missing wait in the different arms of one ``if`` whose producers all come
+    before it (the join was due before the ``if``: one wait there orders both arms' uses)?"""
+    branch = other_arms(root, first[0].node, races[0].node)
+    return branch is not None and all(r.producer is not None and not contains(branch, r.producer)
+                                      for r in (*first, *races))
+
+
 def one_per_cause(groups: dict, flows: dict) -> list[tuple[list, list]]:
     """One finding per missing wait: the races of one function on the same pair of streams, with nothing
     learnt by the accessing stream about the other in between (``Race.cause``), whose earlier accesses
     all precede the first one's use, are fixed by one wait before that first use when that use is on every
     path to theirs (:func:`~streamlint.model.syntax.dominates`: a use in one branch does not fold the other branch's,
-    unless both are in one ``with`` statement, which one wait before it orders: :func:`~streamlint.model.syntax.same_with`): they are its
+    unless both are in one ``with`` statement (:func:`~streamlint.model.syntax.same_with`) or in the two arms of
+    one ``if`` after their one producer (:func:`_one_join`), which one wait before it orders): they are its
     finding (the later uses as related locations), not findings of their own, whatever their kinds (a read and
     a write-after-write of one join) and the assumptions behind each (the rule gives the finding the
     confidence of its surest race). ``groups``: the races of one access
@@ -203,7 +212,8 @@ def one_per_cause(groups: dict, flows: dict) -> list[tuple[list, list]]:
         first = next((f for f in firsts.get(key, ()) if race.cause[2]
                       and max(r.cause[1] for r in races) <= f[0][0].cause[2]
                       and (dominates(fn.node, f[0][0].node, race.node)
-                           or same_with(fn.node, f[0][0].node, race.node))), None)
+                           or same_with(fn.node, f[0][0].node, race.node)
+                           or _one_join(fn.node, f[0], races))), None)
         if first is not None:
             first[1].extend(races)
             continue

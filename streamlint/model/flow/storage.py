@@ -196,6 +196,8 @@ class Storages(HandOuts):
             st.work[s] = t
             if s != MAIN and self.anchor is not None:
                 self.note_work(s, t)
+            elif s == MAIN:
+                self.note_thread_work(t, node)
         if not result:
             return None
         if host:

@@ -342,16 +342,23 @@ _BRANCHING = ("If", "For", "While", "Try", "TryStar", "Match", "IfExp", "Boolean
               "ClassDef", "ListComp", "SetComp", "DictComp", "GeneratorExp", "Else", "ExceptHandler", "Finally")
 
 
+def _split(root: cst.CSTNode, a: cst.CSTNode, b: cst.CSTNode) -> tuple[list, list, int]:
+    """The ancestries of ``a`` and ``b`` below ``root`` and the length of their common part (0 when either is not
+    found, or they share nothing)."""
+    pa, pb = ancestry(root, a), ancestry(root, b)
+    if pa is None or pb is None:
+        return [], [], 0
+    k = 0
+    while k < min(len(pa), len(pb)) and pa[k] is pb[k]:
+        k += 1
+    return pa, pb, k
+
+
 def dominates(root: cst.CSTNode, first: cst.CSTNode, later: cst.CSTNode) -> bool:
     """Is every path from ``root``'s entry to ``later`` through ``first`` (syntactically: ``first`` is reached
     unconditionally from the block that holds both, in a statement before ``later``'s, or in the same
     statement)? False when either is not found."""
-    pa, pb = ancestry(root, first), ancestry(root, later)
-    if pa is None or pb is None:
-        return False
-    k = 0
-    while k < min(len(pa), len(pb)) and pa[k] is pb[k]:
-        k += 1
+    pa, pb, k = _split(root, first, later)
     if k == 0:
         return False
     common = pa[k - 1]
@@ -415,12 +422,7 @@ def other_arms(root: cst.CSTNode, a: cst.CSTNode, b: cst.CSTNode) -> "cst.If | N
     """The ``if`` statement below ``root`` with ``a`` and ``b`` in different arms (``a`` in its body and ``b``
     in an ``elif`` / ``else`` arm, or the other way round: no path runs both, and a statement before that ``if``
     reaches both), or None."""
-    pa, pb = ancestry(root, a), ancestry(root, b)
-    if pa is None or pb is None:
-        return None
-    k = 0
-    while k < min(len(pa), len(pb)) and pa[k] is pb[k]:
-        k += 1
+    pa, pb, k = _split(root, a, b)
     if k == 0 or k >= len(pa) or k >= len(pb) or not isinstance(pa[k - 1], cst.If):
         return None
     arms = [arm for arm in (pa[k - 1].body, pa[k - 1].orelse) if arm is not None]

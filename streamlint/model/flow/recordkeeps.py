@@ -21,7 +21,7 @@ from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.escapes import handed_value
 from streamlint.model.flow.recordjoins import record_joins
 from streamlint.model.freeing import bound_arguments
-from streamlint.model.syntax import descendants
+from streamlint.model.waits import loads_after, result_discarded, statement_of
 
 
 def _fields(value: cst.BaseExpression | None, fn) -> set[str]:
@@ -58,34 +58,23 @@ def _position(file, value: cst.BaseExpression | None, name: str) -> int | None:
 def _unpacked_by(caller, call: cst.Call) -> list[str | None] | None:
     """The names ``h, b, s = call`` binds in ``caller`` (None for a non-name target), or None when the call's result
     is bound otherwise (dropped, returned, an argument...)."""
-    for node in descendants(caller.node):
-        if isinstance(node, cst.Assign) and node.value is call and len(node.targets) == 1 \
-                and isinstance(node.targets[0].target, (cst.Tuple, cst.List)):
-            return [e.value.value if isinstance(e.value, cst.Name) else None for e in node.targets[0].target.elements]
+    stmt = statement_of(caller, call)
+    if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 \
+            and isinstance(stmt.targets[0].target, (cst.Tuple, cst.List)):
+        return [e.value.value if isinstance(e.value, cst.Name) else None for e in stmt.targets[0].target.elements]
     return None
 
 
-def _dropped(caller, call: cst.Call) -> bool:
+def _dropped(model, caller, call: cst.Call) -> bool:
     """Does ``caller`` drop the result of ``call``: a statement of its own (``launch(x)``), or bound to a name it
-    never reads again (``_ = launch(x)``, ``work = launch(x)`` with no ``work.wait()``, return, or hand-on)?"""
-    nodes = list(descendants(caller.node))
-    for n in nodes:
-        if isinstance(n, cst.Expr) and n.value is call:
-            return True
-        if isinstance(n, cst.Assign) and n.value is call and len(n.targets) == 1 \
-                and isinstance(n.targets[0].target, cst.Name):
-            name = n.targets[0].target.value
-            bound = sum(1 for m in nodes if isinstance(m, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For))
-                        and any(isinstance(t, cst.Name) and t.value == name for t in _targets(m)))
-            used = sum(1 for m in nodes if isinstance(m, cst.Name) and m.value == name)
-            return used <= bound
+    never reads after the call (``_ = launch(x)``, ``work = launch(x)`` with no ``work.wait()``, return, or
+    hand-on: :func:`~streamlint.model.waits.loads_after`)?"""
+    if result_discarded(caller, call):
+        return True
+    stmt = statement_of(caller, call)
+    if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0].target, cst.Name):
+        return not loads_after(model, caller, stmt.targets[0].target.value, call)
     return False
-
-
-def _targets(node) -> list:
-    if isinstance(node, cst.Assign):
-        return [t.target for t in node.targets]
-    return [node.target]
 
 
 def record_keeps(project, file, fn, name: str, stream: str, param: bool, after: int) -> str | None:
@@ -110,7 +99,7 @@ def record_keeps(project, file, fn, name: str, stream: str, param: bool, after: 
         if caller is None:
             return None
         if direct:  # the record itself: the caller must keep it (bound and used, returned, handed on), not drop it
-            if _dropped(caller, site.node):
+            if _dropped(model, caller, site.node):
                 return None
             continue
         names = _unpacked_by(caller, site.node)

@@ -46,6 +46,25 @@ from streamlint.model.flow.values import EVal, State, TVal, TupVal
 from streamlint.model.streams import MAIN, derived
 
 
+def signal_call(call: cst.Call) -> bool:
+    """``q.put(x)``, ``done.set()``, ``cond.notify_all()``: a method the API table names a host completion signal
+    (``HOST_SIGNAL_METHODS``; ``set`` only with no argument, ``HOST_SIGNAL_BARE_METHODS``)."""
+    func = call.func
+    if not isinstance(func, cst.Attribute):
+        return False
+    name = func.attr.value
+    return name in HOST_SIGNAL_METHODS or name in HOST_SIGNAL_BARE_METHODS and not call.args
+
+
+def bare_message(st: State, call: cst.Call) -> bool:
+    """Is the signal ``call`` a promise with nothing to check it by: its receiver no tensor (``Tensor.put``) nor
+    event, and no event handed along with the message (the receiver would synchronise that)?"""
+    recv = call.func.value if isinstance(call.func, cst.Attribute) else None
+    if isinstance(recv, cst.Name) and isinstance(st.env.get(recv.value), (TVal, EVal)):
+        return False
+    return not any(isinstance(st.env.get(n.value), EVal) for arg in call.args for n in data_names(arg.value))
+
+
 class HostSyncs:
     """Completion signals of the host (mixin of the interpreter).
 
@@ -56,17 +75,9 @@ class HostSyncs:
         queued and nobody has joined is still running."""
         if self.cfg.mode not in ("eager", "cuda") or self.depth != 0 or self.anchor is None:
             return
-        func = e.func
-        if not isinstance(func, cst.Attribute):
+        if not signal_call(e) or not bare_message(st, e):
             return
-        name = func.attr.value
-        if name not in HOST_SIGNAL_METHODS and not (name in HOST_SIGNAL_BARE_METHODS and not e.args):
-            return
-        recv = func.value
-        if isinstance(recv, cst.Name) and isinstance(st.env.get(recv.value), (TVal, EVal)):
-            return  # a tensor's method (``Tensor.put``), an event
-        if any(isinstance(st.env.get(n.value), EVal) for arg in e.args for n in data_names(arg.value)):
-            return  # an event handed along with the message: the receiver synchronises it
+        recv, method = e.func.value, e.func.attr.value
         know = st.know(MAIN)
         named = {n.value for arg in e.args for n in data_names(arg.value)}
         for run in st.runs:
@@ -78,18 +89,18 @@ class HostSyncs:
             if any(snap.get(run.stream, -1) >= run.last for key, snap in st.events.items()
                    if key in self.handed_events):
                 continue  # an event recorded after the work, stored for its waiter
-            name = stream_name(run.stream)
+            sname = stream_name(run.stream)
             of = field_owner(self.file, self.fn, run.stream)
-            if name is not None and stream_joined_elsewhere(self.project, name, field_of=of) and not (
-                    not stream_joined_elsewhere(self.project, name, forks=False, field_of=of)
-                    and receivers_continue(self.project, signal_name(recv), name) is False):
+            if sname is not None and stream_joined_elsewhere(self.project, sname, field_of=of) and not (
+                    not stream_joined_elsewhere(self.project, sname, forks=False, field_of=of)
+                    and receivers_continue(self.project, signal_name(recv), sname) is False):
                 continue  # the receiver (or another method) synchronises that stream itself
-            box = container_name(run.stream) if name is None else None  # `self.streams[i]`: an element of a list
+            box = container_name(run.stream) if sname is None else None  # `self.streams[i]`: an element of a list
             if box is not None and stream_joined_elsewhere(self.project, box, forks=False):
                 continue  # a join of that list's elements (`for s in self.streams: s.synchronize()`), not a fork
             if id(self.anchor) not in self.host_reads:
                 self.host_reads[id(self.anchor)] = HostRead(self.anchor, self.cfile.code(recv), run.stream,
-                                                            run.node, f".{name}()", self.cfg.mode, "signal")
+                                                            run.node, f".{method}()", self.cfg.mode, "signal")
             return
 
     def named(self, st: State, v: object) -> object:

@@ -27,11 +27,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
-from streamlint.model.apis import HOST_SIGNAL_BARE_METHODS, HOST_SIGNAL_METHODS, Role
+from streamlint.model.apis import Role
 from streamlint.model.flow.devicework import callee_of, helper_site_work
-from streamlint.model.flow.hostreads import data_names
+from streamlint.model.flow.hostsync import bare_message, signal_call
 from streamlint.model.flow.results import HostRead
-from streamlint.model.flow.values import EVal, TVal
 from streamlint.model.streams import MAIN, derived
 
 if TYPE_CHECKING:
@@ -44,10 +43,7 @@ if TYPE_CHECKING:
 def _signal_site(site) -> bool:
     """``q.put(x)``, ``done.set()``, ``cond.notify_all()`` on a receiver that is not ``self`` itself."""
     func = site.node.func
-    if not isinstance(func, cst.Attribute) or isinstance(func.value, cst.Name) and func.value.value == "self":
-        return False
-    name = func.attr.value
-    return name in HOST_SIGNAL_METHODS or name in HOST_SIGNAL_BARE_METHODS and not site.node.args
+    return signal_call(site.node) and not (isinstance(func.value, cst.Name) and func.value.value == "self")
 
 
 def signals_host(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
@@ -123,19 +119,13 @@ class ThreadStreams:
         if max(st.host.get(MAIN, -1), st.host.get(key, -1)) >= last:
             return  # synchronised by the host after the work
         func = e.func
-        if not isinstance(func, cst.Attribute):
-            return
-        recv = func.value
-        if isinstance(recv, cst.Name) and isinstance(st.env.get(recv.value), (TVal, EVal)):
-            return  # a tensor's method, an event
-        name = func.attr.value
-        direct = name in HOST_SIGNAL_METHODS or name in HOST_SIGNAL_BARE_METHODS and not e.args
-        if not direct:
+        if not isinstance(func, cst.Attribute) or not bare_message(st, e):
+            return  # (a tensor's or an event's method; an event handed along: the receiver synchronises it)
+        recv, name = func.value, func.attr.value
+        if not signal_call(e):
             target = callee_of(self.project, self.cfile, self.cfn, site) if site is not None else None  # type: ignore[attr-defined]
             if target is None or not signals_host(self.project, target[1], target[0]):  # type: ignore[attr-defined]
                 return
-        if any(isinstance(st.env.get(n.value), EVal) for arg in e.args for n in data_names(arg.value)):
-            return  # an event handed along with the message: the receiver synchronises it
         if any(snap.get(MAIN, -1) >= last or snap.get(key, -1) >= last for k, snap in st.events.items()
                if k in self.handed_events):  # type: ignore[attr-defined]
             return  # an event recorded after the work, kept for its waiter

@@ -31,7 +31,6 @@ from streamlint.model.flow.recursion import written_params
 from streamlint.model.flow.values import ordered_before
 from streamlint.model.handedevents import construction_fields, constructions
 from streamlint.model.streams import MAIN, derived
-from streamlint.model.syntax import local_nodes
 from streamlint.model.uses import bind_arguments
 
 if TYPE_CHECKING:
@@ -43,9 +42,7 @@ Runner = Callable[["Project", "FileModel", FunctionInfo, str], Any]
 
 def _returned(builder: FunctionInfo, call: cst.Call) -> bool:
     """Is ``call`` what a ``return`` of ``builder`` hands back (itself, or the one binding of the name returned)?"""
-    for node in local_nodes(builder.node.body):
-        if not isinstance(node, cst.Return):
-            continue
+    for node in builder.returns:
         value = handed_value(node)
         if value is call:
             return True

@@ -29,7 +29,7 @@ from streamlint._lazy import cst
 from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.flow.values import Access
 from streamlint.model.streams import MAIN, derived
-from streamlint.model.syntax import call_name, local_nodes
+from streamlint.model.syntax import call_name, local_nodes, param_named
 
 if TYPE_CHECKING:
     from streamlint.model.file import FileModel
@@ -117,11 +117,11 @@ def _facts(file: FileModel) -> list[ReleaseFact]:
 
 
 def _annotation(fn: FunctionInfo, name: str) -> str | None:
-    for p in (*fn.node.params.params, *fn.node.params.kwonly_params, *fn.node.params.posonly_params):
-        if p.name.value == name and p.annotation is not None:
-            ann = p.annotation.annotation
-            return ann.value if isinstance(ann, cst.Name) else ann.attr.value if isinstance(ann, cst.Attribute) else ""
-    return None
+    """The class name parameter ``name`` is annotated with (``""`` for another annotation, None for none)."""
+    param = param_named(fn.node, name)
+    ann = param.annotation.annotation if param is not None and param.annotation is not None else None
+    return None if ann is None else ann.value if isinstance(ann, cst.Name) \
+        else ann.attr.value if isinstance(ann, cst.Attribute) else ""
 
 
 def writer_holders(file: FileModel, fn: FunctionInfo, fact: ReleaseFact) -> list[tuple[str, str]]:

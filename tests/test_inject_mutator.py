@@ -791,3 +791,47 @@ def test_show_finds_a_key_in_the_cached_trees_and_skips_unfetched_releases(tmp_p
     out = capsys.readouterr().out
     assert f"===== {key} [" in out and "(toypkg 1.0)" in out and MARK in out  # the mutant's diff
     assert "toypkg/mod.py::nothing::delete-wait:x@1: not found in the cached trees" in out
+
+
+def test_new_functions_keep_only_functions_other_releases_lack(tmp_path: Path) -> None:
+    """--new-functions: a site is dropped when its function (package-relative file + qualified name) exists in an
+    unselected release of the package (an sdist's release directory aside), in a named redistribution, or in a
+    selected release drawn earlier; a function only the new release has, or one moved to another file, stays."""
+    from bench.inject.harness import TreeRef
+    from bench.inject.newcode import NewFunctions, qualnames
+
+    assert qualnames(MOE) >= {"SharedExpertMoE.overlap", "SharedExpertMoE.join_all", "build_backend"}
+    old = tmp_path / "moe-1.0" / "moe-1.0" / "moe"  # an sdist: the release directory inside the tree
+    old.mkdir(parents=True)
+    # 1.0 has SharedExpertMoE without `overlap`; `decode` of ATTN lives in a redistribution under another name
+    (old / "layers.py").write_text(MOE.replace("def overlap(", "def overlap_old("))
+    fork = tmp_path / "fork-0.1" / "moe"
+    fork.mkdir(parents=True)
+    (fork / "attn.py").write_text(ATTN.replace("def swap(", "def swap_old("))
+    (fork / "layers.py").write_text("def unrelated():\n    pass\n")
+    new_sites = sites(MOE, "moe/layers.py", tree_is_npu=True, tree_multistream=True)
+    attn_sites = sites(ATTN, "moe/attn.py", tree_is_npu=True, tree_multistream=True)
+    moved = sites(MOE, "moe/moved.py", tree_is_npu=True, tree_multistream=True)
+    fresh = NewFunctions([("moe", "1.0", tmp_path / "moe-1.0")], [("fork", "0.1", tmp_path / "fork-0.1")])
+    tree = TreeRef("moe", "2.0", tmp_path / "moe-2.0")
+    reasons = {s.key: fresh.reason("moe", "2.0", s) for s in new_sites + attn_sites + moved}
+    assert {s.qualname for s in new_sites if reasons[s.key] is None} == {"SharedExpertMoE.overlap"}
+    assert all(reasons[s.key] == "in an unselected release of the package" for s in new_sites
+               if s.qualname != "SharedExpertMoE.overlap")
+    assert {s.qualname for s in attn_sites if reasons[s.key] is None} == {"Cache.swap"}
+    assert all(reasons[s.key] == "in a named release" for s in attn_sites if s.qualname != "Cache.swap")
+    # moved to another module: a method of a class the old release has is not new, a top-level function is
+    assert {reasons[s.key] for s in moved if "." in s.qualname and s.qualname != "SharedExpertMoE.overlap"} == \
+        {"in an unselected release of the package"}
+    top = [s for s in moved if "." not in s.qualname]
+    assert top and all(reasons[s.key] is None for s in top)
+    kept = fresh.filter(tree, new_sites)
+    assert {s.qualname for s in kept} == {"SharedExpertMoE.overlap"}
+    # a second selected release of the package shares `overlap` with the first one drawn: dropped there
+    (tmp_path / "moe-2.0" / "moe").mkdir(parents=True)
+    (tmp_path / "moe-2.0" / "moe" / "layers.py").write_text(MOE)
+    later = sites(MOE, "moe-2.1/moe/layers.py", tree_is_npu=True, tree_multistream=True)
+    assert fresh.filter(TreeRef("moe", "2.1", tmp_path / "moe-2.1"), later) == []
+    assert fresh.dropped["in an earlier selected release"] >= 1
+    # another package is never compared with moe's releases
+    assert all(fresh.reason("attn", "1.0", s) is None for s in new_sites)

@@ -49,6 +49,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="hold the sample out from earlier samples (their raw results): drop every site with the "
                          "same key, the same file + function + line, or the same site (package-relative file + "
                          "function + edit) in another release of the package")
+    ap.add_argument("--new-functions", nargs="*", metavar="NAME==VERSION",
+                    help="keep only sites in functions new to the corpus: drop a site whose function (package-"
+                         "relative file + qualified name) exists in a pinned release of the package not selected, "
+                         "in a release named here (a redistribution under another name), or in a selected release "
+                         "of the package drawn earlier in the run (see bench/inject/newcode.py)")
     ap.add_argument("--sample-only", action="store_true",
                     help="only sample and classify (no lint): the raw results carry the verdicts, no findings; "
                          "lint them later with --rerun")
@@ -88,6 +93,10 @@ def main(argv: list[str] | None = None) -> int:
     if wanted is not None and args.packages is None:
         args.packages = sorted({f"{name}=={version}" for name, version in wanted})
     exclude = Exclusion.from_files(args.exclude_sample) if args.exclude_sample else None
+    fresh = None
+    if args.new_functions is not None and wanted is None:
+        from bench.inject.newcode import NewFunctions
+        fresh = NewFunctions.from_manifest(args.packages, args.new_functions, log=lambda s: print(s, flush=True))
     mutants = []
     packages = []
     raw = args.out / "results.jsonl"
@@ -104,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
             packages.append(f"{tree.name} {tree.version}")
             done = run_package(tree, cap=args.cap, seed=args.seed, kinds=kinds, limit=left,
                                jobs=args.jobs, workdir=Path(work), log=lambda s: print(s, flush=True), keys=keys,
-                               exclude=exclude, lint=not args.sample_only)
+                               exclude=exclude, lint=not args.sample_only, fresh=fresh)
             for m in done:  # written as each release finishes: an interrupted run still has its results
                 fh.write(json.dumps(to_json(m)) + "\n")
             fh.flush()
@@ -112,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     seconds = time.perf_counter() - start
     if exclude is not None:
         print("excluded (sites of earlier samples): " + ", ".join(f"{n} {why}" for why, n in exclude.dropped.items()))
+    if fresh is not None:
+        print("excluded (functions not new): " + ", ".join(f"{n} {why}" for why, n in fresh.dropped.items()))
     if args.sample_only:
         print(f"{len(mutants)} mutants sampled in {seconds:.0f}s (not linted); raw results in {raw}")
         return 0

@@ -484,10 +484,11 @@ class Exclusion:
 def run_package(tree: TreeRef, *, cap: int, seed: int, kinds: set[str] | None, limit: int | None,
                 jobs: int, workdir: Path, log=print, keys: set[str] | None = None,
                 originals: dict[str, list[dict] | str] | None = None, exclude: Exclusion | None = None,
-                lint: bool = True) -> list[Mutant]:
+                lint: bool = True, fresh=None) -> list[Mutant]:
     """Sample (or, with `keys`, pick exactly those) mutants of one tree, lint each with its original and
     score it. `originals`, when given, receives the original files' findings (or an error string).
-    `exclude` drops the sites of earlier samples before sampling; `lint=False` only samples and classifies."""
+    `exclude` drops the sites of earlier samples before sampling, `fresh` (a `newcode.NewFunctions`) the sites
+    in functions other releases of the package have; `lint=False` only samples and classifies."""
     t0 = time.perf_counter()
     only = {k.split("::", 1)[0] for k in keys} if keys is not None else None
     all_sites = collect_sites(tree, kinds, only)
@@ -499,6 +500,10 @@ def run_package(tree: TreeRef, *, cap: int, seed: int, kinds: set[str] | None, l
         if exclude is not None:
             all_sites = exclude.filter(tree.name, tree.version, all_sites)
             log(f"{tree.name}-{tree.version}: {n_sites - len(all_sites)} sites of earlier samples excluded")
+        if fresh is not None:
+            n_sites = len(all_sites)
+            all_sites = fresh.filter(tree, all_sites)
+            log(f"{tree.name}-{tree.version}: {n_sites - len(all_sites)} sites in functions other releases have")
         chosen = sample(all_sites, min(cap, limit) if limit else cap, seed, tree.name)
     log(f"{tree.name}-{tree.version}: {len(all_sites)} sites, {len(chosen)} sampled "
         f"({time.perf_counter() - t0:.1f}s to parse)")

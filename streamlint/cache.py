@@ -77,8 +77,9 @@ def sha256(data: bytes) -> str:
 
 GITIGNORE = b"# Automatically created by streamlint.\n*\n"
 CACHE_DIR_ENV = "STREAMLINT_CACHE_DIR"
-_ENTRY_RE = re.compile(r"(?:results|summaries|reach)-[0-9a-f]{20}\.json|words-[0-9a-f]{20}\.bin")
-_TEMP_RE = re.compile(r"\.(?:(?:results|summaries|reach)-[0-9a-f]{20}\.json|words-[0-9a-f]{20}\.bin)\.[A-Za-z0-9_]+\.tmp")
+_ENTRY_RE = re.compile(r"(?:results|summaries|reach)-[0-9a-f]{20}\.json|words-[0-9a-f]{20}\.bin|tree-[0-9a-f]{64}\.bin")
+_TEMP_RE = re.compile(r"\.(?:(?:results|summaries|reach)-[0-9a-f]{20}\.json|words-[0-9a-f]{20}\.bin|tree-[0-9a-f]{64}\.bin)"
+                      r"\.[A-Za-z0-9_]+\.tmp")
 _VERSION_RE = re.compile(r"v[0-9]+")
 
 

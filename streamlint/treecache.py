@@ -3,7 +3,8 @@
 A module parsed only for another file's question (``Engine._load_model``: what a callee does, whether a
 name is a stream wrapper) is parsed again by every run that reaches it; the parse is most of what a warm
 or pre-commit run of a few files costs. Its tree is kept here, by the sha256 of the module's bytes, and a
-later run that reaches the same content rebuilds the tree from the entry (~3x faster than parsing).
+later run that reaches the same content rebuilds the tree from the entry (~4x faster than parsing: 0.12 s
+CPU against 0.47 s for 350 KB of torch-npu modules; 0.7 MB of entries).
 
 Safety: the cache directory may come from the linted repository, so an entry must never run code nor
 crash the run:
@@ -17,10 +18,12 @@ crash the run:
   so a planted, truncated, foreign or renamed entry is a miss;
 - the decoder rebuilds only LibCST node classes (by name, from LibCST's own namespace), checks each
   node's field count and each field's value against the kinds its annotation allows; anything else,
-  or any exception while decoding, is a miss (the module is parsed as before).
+  or any exception while decoding, is a miss (the module is parsed as before). (The subtrees shared in
+  an entry would let a forged one expand exponentially: the MAC is what keeps forged entries out.)
 
 A node is encoded as ``(class index, field...)`` in the class's dataclass field order; a sequence field
-as a list; ``MaybeSentinel.DEFAULT`` as ``...``; the whitespace leaves the parser shares
+as a list; ``MaybeSentinel.DEFAULT`` as ``...``; equal encoded subtrees as one object (:func:`encode`); the
+whitespace leaves the parser shares
 (``SimpleWhitespace``, ``Newline``: see ``engine._parse_unvalidated``) as an int into a leaf table, rebuilt
 once per value, so the rebuilt tree shares them as a parse does. Files: ``v<N>/tree-<sha256>.bin``; the
 entries are bounded in total size (:data:`MAX_BYTES`, oldest used first evicted; a hit refreshes the
@@ -129,12 +132,16 @@ def _fields(kind: type, memo: dict) -> tuple[str, ...]:
 
 
 def encode(module: "cst.Module") -> bytes | None:
-    """The tree as plain data (marshal), or None when it holds a value of a kind the format does not know."""
+    """The tree as plain data (marshal), or None when it holds a value of a kind the format does not know.
+    Equal encoded subtrees are one object (hash-consed: ``self``, ``x.y``, a comma with its spaces), which
+    marshal writes once and loads once (a third of the size, ~10x faster to load); the decoder builds a new
+    node at each place such a subtree is used, so no node is shared that a parse would not share."""
     classes: list[str] = []
     index: dict[type, int] = {}
     leaves: dict[tuple[type, str], int] = {}
     table: list[tuple[int, str]] = []
     names: dict = {}
+    made: dict[tuple, object] = {}  # an encoded value's key -> the one object for it
     shared = tuple(getattr(cst, name) for name in _SHARED)
     sentinel = cst.MaybeSentinel.DEFAULT
     node_type = cst.CSTNode
@@ -146,6 +153,15 @@ def encode(module: "cst.Module") -> bytes | None:
             classes.append(kind.__name__)
         return found
 
+    def one(value: object, key: tuple) -> object:
+        found = made.get(key)
+        if found is None:
+            found = made[key] = value
+        return found
+
+    def ref(value: object) -> object:  # (an encoded value in a key: a leaf's int tagged apart from a bool)
+        return (_NODE, id(value)) if type(value) is _NODE else (_LEAF, value)
+
     def enc(node: object) -> object:
         kind = type(node)
         if kind in shared:
@@ -156,20 +172,31 @@ def encode(module: "cst.Module") -> bytes | None:
                 table.append((number(kind), value))
             return at
         out: list[object] = [number(kind)]
+        key: list[object] = [out[0]]
         for name in _fields(kind, names):
             value = getattr(node, name)
             vt = type(value)
-            if vt is str or vt is bool or value is None:
+            if vt is str or value is None:
                 out.append(value)
+                key.append(value)
+            elif vt is bool:
+                out.append(value)
+                key.append((bool, value))
             elif value is sentinel:
                 out.append(...)
+                key.append(...)
             elif vt is tuple or vt is list:
-                out.append([enc(child) for child in value])
+                items = [enc(child) for child in value]
+                seq = one(items, (_SEQ, *map(ref, items)))
+                out.append(seq)
+                key.append((_SEQ, id(seq)))
             elif isinstance(value, node_type):
-                out.append(enc(value))
+                child = enc(value)
+                out.append(child)
+                key.append(ref(child))
             else:
                 raise TypeError(f"{kind.__name__}.{name}: {vt.__name__}")
-        return tuple(out)
+        return one(tuple(out), tuple(key))
 
     try:
         root = enc(module)
@@ -248,20 +275,55 @@ def decode(payload: bytes) -> "cst.Module | None":
         node.__post_init__ = validate
 
 
+_DECODERS: dict[type, object] = {}
+
+
+def _decoder(kind: type, kinds: tuple[frozenset[type], ...]) -> "typing.Callable[[tuple, list, list], object]":
+    """The decoder of one node class, ``(encoded, decoders, leaves) -> node``: checks the field count and
+    each field's kind, decodes the children, builds the node. Its code is generated once per class from the
+    class's dataclass fields (indices and kinds only: nothing of an entry is ever compiled)."""
+    found = _DECODERS.get(kind)
+    if found is not None:
+        return found  # type: ignore[return-value]
+    lines = ["def decode(t, D, L):", f" if len(t) != {len(kinds) + 1}: raise R"]
+    env: dict[str, object] = {"R": Refused, "C": kind, "S": cst.MaybeSentinel.DEFAULT}
+    for j, allowed in enumerate(kinds, 1):
+        a = f"a{j}"
+        env[f"K{j}"] = allowed
+        lines.append(f" {a} = t[{j}]")
+        if allowed <= {str, bool, type(None)}:
+            lines.append(f" if type({a}) not in K{j}: raise R")
+        elif allowed == {_NODE}:
+            lines.append(f" if type({a}) is not tuple: raise R")
+            lines.append(f" {a} = D[{a}[0]]({a}, D, L)")
+        elif allowed == {_SEQ}:
+            lines.append(f" if type({a}) is not list: raise R")
+            lines.append(f" {a} = tuple([D[c[0]](c, D, L) if type(c) is tuple else L[c] for c in {a}])")
+        else:
+            lines += [f" k = type({a})", f" if k not in K{j}: raise R",
+                      f" if k is tuple: {a} = D[{a}[0]]({a}, D, L)",
+                      f" elif k is int: {a} = L[{a}]",
+                      f" elif k is list: {a} = tuple([D[c[0]](c, D, L) if type(c) is tuple else L[c] for c in {a}])",
+                      f" elif {a} is ...: {a} = S"]
+    lines.append(f" return C({', '.join(f'a{j}' for j in range(1, len(kinds) + 1))})")
+    exec("\n".join(lines), env)  # noqa: S102 (our own template over LibCST's field list)
+    found = _DECODERS[kind] = env["decode"]
+    return found  # type: ignore[return-value]
+
+
 def _decode(payload: bytes) -> "cst.Module":
     value = marshal.loads(payload)
     if type(value) is not tuple or len(value) != 3 or type(value[0]) is not list or type(value[1]) is not list \
             or type(value[2]) is not tuple:
         raise Refused("not a tree entry")
     known = _node_classes()
-    classes, kinds, counts = [], [], []
+    classes, decoders = [], []
     for name in value[0]:
         if type(name) is not str or name not in known:
             raise Refused(f"not a LibCST node class: {name!r}")
         kind, field_kinds = known[name]
         classes.append(kind)
-        kinds.append(field_kinds)
-        counts.append(len(field_kinds) + 1)
+        decoders.append(_decoder(kind, field_kinds))
     leaves = []
     for entry in value[1]:
         if type(entry) is not tuple or len(entry) != 2 or type(entry[0]) is not int \
@@ -269,32 +331,8 @@ def _decode(payload: bytes) -> "cst.Module":
                 or classes[entry[0]].__name__ not in _SHARED:
             raise Refused("not a shared leaf")
         leaves.append(classes[entry[0]](entry[1]))
-    sentinel = cst.MaybeSentinel.DEFAULT
-
-    def dec(item: tuple) -> object:
-        at = item[0]
-        if len(item) != counts[at]:
-            raise Refused("field count")
-        allowed = kinds[at]
-        args = []
-        for j in range(1, len(item)):
-            v = item[j]
-            vt = type(v)
-            if vt not in allowed[j - 1]:
-                raise Refused("field kind")
-            if vt is tuple:
-                args.append(dec(v))
-            elif vt is int:
-                args.append(leaves[v])
-            elif vt is list:
-                args.append(tuple([dec(c) if type(c) is tuple else leaves[c] for c in v]))
-            elif v is ...:
-                args.append(sentinel)
-            else:
-                args.append(v)
-        return classes[at](*args)
-
-    module = dec(value[2])
+    root = value[2]
+    module = decoders[root[0]](root, decoders, leaves)
     if type(module) is not cst.Module:
         raise Refused("not a module")
     return module

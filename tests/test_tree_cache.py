@@ -42,8 +42,13 @@ def test_a_rebuilt_tree_equals_a_fresh_parse() -> None:
         assert rebuilt.deep_equals(fresh) and rebuilt.code == text, path
         # sequences are tuples as the parser makes them, and the whitespace leaves are shared per value as in a parse
         assert type(rebuilt.body) is tuple
-        spaces = [n for n in _nodes(rebuilt) if type(n).__name__ == "SimpleWhitespace" and n.value == " "]
+        nodes = _nodes(rebuilt)
+        spaces = [n for n in nodes if type(n).__name__ == "SimpleWhitespace" and n.value == " "]
         assert len({id(n) for n in spaces}) <= 1
+        # equal subtrees are one object in the entry, never in the tree (the analyses key facts by node identity)
+        own = [n for n in nodes if type(n).__name__ not in ("SimpleWhitespace", "Newline")]
+        assert len({id(n) for n in own}) == len(own) == len([n for n in _nodes(fresh)
+                                                              if type(n).__name__ not in ("SimpleWhitespace", "Newline")])
 
 
 def _nodes(module) -> list:

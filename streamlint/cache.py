@@ -6,6 +6,7 @@ Layout (``cache-dir``, default ``.streamlint_cache/`` in the project root)::
         CACHEDIR.TAG            # tells backup tools to skip the directory
         .gitignore              # "*": never committed
         v2/results-<key>.json   # one file per effective configuration (older formats are removed)
+        v2/tree-<sha256>.bin    # LibCST trees of reached modules by content (streamlint/treecache.py)
 
 ``<key>`` hashes the streamlint version, the code of streamlint and of every registered rule module
 (size and mtime: editing a rule invalidates), the layout of :class:`~streamlint.finding.Finding`, and

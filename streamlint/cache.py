@@ -6,6 +6,7 @@ Layout (``cache-dir``, default ``.streamlint_cache/`` in the project root)::
         CACHEDIR.TAG            # tells backup tools to skip the directory
         .gitignore              # "*": never committed
         v2/results-<key>.json   # one file per effective configuration (older formats are removed)
+        v2/tree-<sha256>.bin    # LibCST trees of reached modules by content (streamlint/treecache.py)
 
 ``<key>`` hashes the streamlint version, the code of streamlint and of every registered rule module
 (size and mtime: editing a rule invalidates), the layout of :class:`~streamlint.finding.Finding`, and
@@ -77,8 +78,9 @@ def sha256(data: bytes) -> str:
 
 GITIGNORE = b"# Automatically created by streamlint.\n*\n"
 CACHE_DIR_ENV = "STREAMLINT_CACHE_DIR"
-_ENTRY_RE = re.compile(r"(?:results|summaries|reach)-[0-9a-f]{20}\.json|words-[0-9a-f]{20}\.bin")
-_TEMP_RE = re.compile(r"\.(?:(?:results|summaries|reach)-[0-9a-f]{20}\.json|words-[0-9a-f]{20}\.bin)\.[A-Za-z0-9_]+\.tmp")
+_ENTRY_RE = re.compile(r"(?:results|summaries|reach)-[0-9a-f]{20}\.json|words-[0-9a-f]{20}\.bin|tree-[0-9a-f]{64}\.bin")
+_TEMP_RE = re.compile(r"\.(?:(?:results|summaries|reach)-[0-9a-f]{20}\.json|words-[0-9a-f]{20}\.bin|tree-[0-9a-f]{64}\.bin)"
+                      r"\.[A-Za-z0-9_]+\.tmp")
 _VERSION_RE = re.compile(r"v[0-9]+")
 
 

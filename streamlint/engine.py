@@ -38,6 +38,7 @@ from streamlint.registry import Registry
 from streamlint.rule import Rule, RuleContext
 from streamlint.source import SourceFile, UndecodableSource
 from streamlint.suppressions import SL_CODE, Suppression, parse_suppressions
+from streamlint.treecache import TreeCache
 
 META_CODES = {"SL000": "internal-error", "SL001": "syntax-error", "SL002": "unused-suppression",
               "SL003": "unknown-rule-code"}
@@ -96,21 +97,24 @@ def _lean_guard(text: str, data: bytes, profiler: Profiler | None) -> tuple[ast.
 
 def parse_source(path: str, data: bytes, module_name: str, is_package: bool,
                  profiler: Profiler | None = None, previous: ParsedFile | None = None,
-                 editable: bool = False, guarded: bool = True) -> ParsedFile:
+                 editable: bool = False, guarded: bool = True, trees: "Trees | None" = None) -> ParsedFile:
     """Decode and parse one file, turning every failure into a ParseFailure (never raising).
     ``previous``: the file's last parse (an editor buffer before its latest edit): the statements the edit
     left alone are taken from its tree (:func:`streamlint.reparse.splice`). ``editable``: an editor buffer,
     whose next edit may be spliced into this parse (its statements' start lines are kept for that). ``guarded``
     False: the stdlib parser is known to accept ``data`` (a module summary of it says so) and its tree is not
     wanted (a small module parsed for another file's question), so the ``ast`` guard is not run; if LibCST then
-    rejects the text, the file is parsed again with the guard (the failure it reports is the guarded one)."""
+    rejects the text, the file is parsed again with the guard (the failure it reports is the guarded one).
+    ``trees``: (the tree cache, the sha256 of ``data``) for a module reached by another file's question: its
+    LibCST tree is taken from the cache when the stdlib parser accepts the text (unguarded: known to), and
+    kept there when parsed (:mod:`streamlint.treecache`)."""
     if profiler is not None and _lazy.pending(cst):
         with _phase(profiler, "import-libcst"):  # start-up cost of the first parse, shown on its own
             _lazy.load(cst)
     with _phase(profiler, "parse"):
-        parsed = _parse_source(path, data, profiler, previous, guarded)
+        parsed = _parse_source(path, data, profiler, previous, guarded, trees)
         if parsed is None:  # (unguarded, LibCST rejected the text: as if never tried)
-            parsed = _parse_source(path, data, profiler, previous)
+            parsed = _parse_source(path, data, profiler, previous, trees=trees)
     if isinstance(parsed, ParsedFile):
         return parsed
     source, module, tree, summary = parsed
@@ -173,19 +177,43 @@ def _parse_unvalidated(text: str) -> "cst.Module":
             setattr(cst, name, kind)
 
 
+Trees = tuple[TreeCache, str]  # the tree cache and the sha256 of the bytes parsed
+
+
+def _cached_tree(trees: "Trees | None", profiler: Profiler | None) -> "cst.Module | None":
+    if trees is None:
+        return None
+    with _phase(profiler, "tree-cache"):
+        return trees[0].get(trees[1])
+
+
+def _keep_tree(trees: "Trees | None", module: "cst.Module", profiler: Profiler | None) -> None:
+    if trees is not None:
+        with _phase(profiler, "tree-cache"):
+            trees[0].put(trees[1], module)
+
+
 def _parse_source(path: str, data: bytes, profiler: Profiler | None = None, previous: ParsedFile | None = None,
-                  guarded: bool = True) \
+                  guarded: bool = True, trees: "Trees | None" = None) \
         -> "ParsedFile | tuple[SourceFile, cst.Module, ast.Module | None, ModuleSummary | None] | None":
     try:
         source = SourceFile.from_bytes(path, data)
     except UndecodableSource as exc:
         return ParsedFile(None, None, None, ParseFailure(str(exc), exc.line, exc.col))
+    if previous is not None or source.encoding != "utf-8" or source.bom or pieces.large(source.text):
+        trees = None
+    if not guarded and trees is not None:
+        module = _cached_tree(trees, profiler)
+        if module is not None:
+            return source, module, None, None
     if not guarded and previous is None and source.encoding == "utf-8" and not source.bom \
             and not pieces.large(source.text):
         try:
-            return source, _parse_unvalidated(source.text), None, None
+            module = _parse_unvalidated(source.text)
         except (cst.ParserSyntaxError, RecursionError, MemoryError):
             return None
+        _keep_tree(trees, module, profiler)
+        return source, module, None, None
     tree, summary = _lean_guard(source.text, source.data, profiler)
     ast_error: SyntaxError | None = None
     if tree is None:
@@ -211,6 +239,10 @@ def _parse_source(path: str, data: bytes, profiler: Profiler | None = None, prev
                             _parse_unvalidated)
         if module is not None:
             return source, module, tree, summary
+    if tree is not None and ast_error is None:  # (the stdlib parser accepts the text: the tree cache may answer)
+        module = _cached_tree(trees, profiler)
+        if module is not None:
+            return source, module, tree, summary
     try:
         module = None
         if tree is not None and pieces.large(source.text):  # a large module: its parse's peak
@@ -228,6 +260,8 @@ def _parse_source(path: str, data: bytes, profiler: Profiler | None = None, prev
                                                           exc.raw_column))
     except (RecursionError, MemoryError):
         return ParsedFile(source, None, None, ParseFailure("too deeply nested to analyse (recursion limit)"))
+    if tree is not None:
+        _keep_tree(trees, module, profiler)
     return source, module, tree, summary
 
 
@@ -272,6 +306,7 @@ class Engine:
         self._released = 0  # bytes of source of the trees let go since the last collection (release_models)
         self._heat: dict[str, float] = {}  # path -> how often the files of the last releases asked it (_keep_order)
         self._profiler: Profiler | None = None  # set by --profile
+        self.trees: TreeCache | None = None  # reached modules' LibCST trees by content (set with the project cache)
         scope = frozenset(os.path.abspath(p) for p in project_scope) if project_scope is not None else None
         self.project = Project(
             self.root,
@@ -488,11 +523,13 @@ class Engine:
             if parsed is None:
                 assert data is not None
                 editable = key in self._overrides
+                trees = None
                 if reached and not editable and key not in self._previous:
                     digest = hashlib.sha256(data).hexdigest()
                     reached = self.project.summaries.parsed_before(digest)
+                    trees = (self.trees, digest) if self.trees is not None else None
                 parsed = parse_source(path, data, name, is_pkg, self.profiler, self._previous.pop(key, None),
-                                      editable=editable, guarded=not reached)
+                                      editable=editable, guarded=not reached, trees=trees)
             self._parsed[key] = parsed
             self._digests.pop(key, None)
             if digest is not None and parsed.source is not None:

@@ -37,6 +37,7 @@ from streamlint.model.project import Project
 from streamlint.profile import ProfileData, Profiler, phase
 from streamlint.reachcache import install as install_reach
 from streamlint.registry import load_registry
+from streamlint.treecache import TreeCache
 
 if TYPE_CHECKING:
     import multiprocessing.context
@@ -353,6 +354,8 @@ def lint_files(
     summaries = SummaryCache(cache.directory) if cache is not None else None
     if summaries is not None and engine.project.summaries.source is None and not engine.project.summaries.entries:
         engine.project.summaries.source = summaries.load
+    if cache is not None and engine.trees is None:  # reached modules' LibCST trees by content (treecache.py)
+        engine.trees = TreeCache.open(cache.directory, engine.root)
     words = WordCache(cache.directory, engine.root) if cache is not None else None
     if words is not None and (engine.project.words is None or engine.project.words.after):
         engine.project.words = WordSearch(words.load, engine.word_stamp, engine.read_stamp)
@@ -475,6 +478,8 @@ def lint_files(
             cache.save()
             if summaries is not None:
                 summaries.save(engine.project.summaries)
+            if engine.trees is not None:
+                engine.trees.trim()
             if words is not None:
                 search = engine.project.words
                 if search is not None and search.index is None and results and not words.file.exists() \

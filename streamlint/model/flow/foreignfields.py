@@ -36,7 +36,7 @@ from streamlint.model.filefacts import ClassInfo
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.objeffects import field_class
 from streamlint.model.flow.quietwrites import quiet_write
-from streamlint.model.stepstate import _construction, step_writers
+from streamlint.model.stepstate import _CONSTRUCTION, _construction, _writes, step_writers
 from streamlint.model.streams import derived
 
 if TYPE_CHECKING:
@@ -105,18 +105,64 @@ def _source(project: Project, file: FileModel, cls: ClassInfo, attr: str, field:
     for held, model in classes:
         if held is cls:
             continue  # (the class's own fields: stepstate's question)
-        for path, where in step_writers(project, model, held).items():
+        writers = dict(step_writers(project, model, held))
+        for path, where in _called_in_step(project, model, held).items():
+            writers[path] = writers.get(path, []) + where
+        for path, where in writers.items():
             if not (path == field or path.startswith((field + ".", field + "["))
                     or field.startswith((path + ".", path + "["))):
                 continue
             for method, node in where:
                 if quiet_write(project, node):
                     continue
-                writer = held.methods.get(method)
-                stream = _writer_stream(project, model, writer) if writer is not None else "scoped"
+                writer = _method(project, model, held, method)
+                stream = _writer_stream(project, writer[1], writer[0]) if writer is not None else "scoped"
                 if stream == "scoped":
                     return None  # the writer runs under a stream scope somewhere: its writes are that stream's
                 return f"{FOREIGN}{held.name}.{method}" + (GUESSED if stream == "unseen" else "")
+    return None
+
+
+def _called_in_step(project: Project, file: FileModel, cls: ClassInfo) -> dict[str, list[tuple[str, cst.CSTNode]]]:
+    """Writes of the methods of ``cls`` (and its project bases, three levels) that construction-like names hide
+    from :func:`~streamlint.model.stepstate.step_writers` (``_create_output``, ``build_batch``) while every seen
+    call of them is made by step code (a method of any class not named for construction): they run each step."""
+    out: dict[str, list[tuple[str, cst.CSTNode]]] = {}
+    todo, seen = [(cls, file, 0)], set()
+    while todo:
+        c, f, depth = todo.pop(0)
+        if id(c) in seen:
+            continue
+        seen.add(id(c))
+        for name, method in c.methods.items():
+            if name.startswith("__") or not _CONSTRUCTION.match(name) or method.params[:1] != ("self",):
+                continue
+            sites = callers_of(project, f, method)
+            if not sites or any(site.function is None or site.function.node.name.value.startswith("__")
+                                or _CONSTRUCTION.match(site.function.node.name.value) for _m, site in sites):
+                continue
+            for path, node in _writes(f, method.node.body):
+                out.setdefault(path, []).append((name, node))
+        if depth < 3:
+            for b in c.bases:
+                sym = project.symbol(b, f)
+                if sym is not None and isinstance(sym[0], ClassInfo):
+                    todo.append((sym[0], sym[1], depth + 1))
+    return out
+
+
+def _method(project: Project, file: FileModel, cls: ClassInfo, name: str, depth: int = 0) -> tuple | None:
+    """(function, file) of the method ``name`` of ``cls`` or of its project bases (three levels)."""
+    if name in cls.methods:
+        return cls.methods[name], file
+    if depth >= 3:
+        return None
+    for b in cls.bases:
+        sym = project.symbol(b, file)
+        if sym is not None and isinstance(sym[0], ClassInfo):
+            found = _method(project, sym[1], sym[0], name, depth + 1)
+            if found is not None:
+                return found
     return None
 
 

@@ -784,7 +784,11 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
         confidence = Confidence.MEDIUM
         hint += (f"; `{race.name}` is the result of `{race.helper_guess}()`, whose code shows no device tensor it makes "
                  "(it hands back what code not seen here gives): this assumes it is device data made on the current stream")
-    if race.guessed and race.argument:  # (not a race with the function's own write: `kv.mul_(...)`)
+    if race.guessed and "." in race.guessed and race.argument:  # a declared tensor field of a caller-given object
+        confidence = Confidence.LOW
+        hint += (f"; `{race.guessed}` is a field its class declares a tensor: this assumes it holds device memory the "
+                 "caller produced on its current stream (not a host tensor)")
+    elif race.guessed and race.argument:  # (not a race with the function's own write: `kv.mul_(...)`)
         confidence = Confidence.MEDIUM if confidence in (None, Confidence.HIGH) else confidence
         hint += (f"; `{race.guessed}` is annotated with no tensor type: this assumes its use here (one only a torch tensor has) "
                  "means device memory")

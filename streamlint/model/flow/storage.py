@@ -21,6 +21,7 @@ from streamlint.model.flow.entryctx import entry_of
 from streamlint.model.flow.escapes import events_in, kept_handoff, self_field
 from streamlint.model.flow.handouts import HandOuts
 from streamlint.model.flow.hostargs import host_by_callers, worker_thread_only
+from streamlint.model.flow.paramfields import param_tensor_field
 from streamlint.model.flow.syncedresults import synced_by_callers
 from streamlint.model.flow.protocols import callback_read
 from streamlint.model.flow.results import Lifetime, Race, Unjoined, ViewEscape
@@ -122,6 +123,12 @@ class Storages(HandOuts):
             return [self.long_tensor(st, v.key, v.glob)]
         if isinstance(v, KVal) and v.opaque and v.key.split("[", 1)[0] in st.long:
             return [self.long_tensor(st, v.key)]  # a place a tensor op wrote earlier (:meth:`place`)
+        if isinstance(v, KVal) and v.opaque and not self.depth and not self.cfg.args_exempt \
+                and param_tensor_field(self.project, self.file, self.fn, v.key):  # `batch.ids`, `batch: Batch`
+            S = self.new_storage(st, "arg", MAIN, v.key, Access(MAIN, 0, None, {}))  # the caller's tensor
+            st.long[v.key] = S.sid  # (met again: the same storage)
+            self.guessed_args[S.sid] = v.key  # (a declared tensor field may hold host memory: low)
+            return [self.new_tensor(st, S.sid)]
         return []
 
     def placed_element(self, st: State, v: object) -> KVal | None:

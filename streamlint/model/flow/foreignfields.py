@@ -17,10 +17,10 @@ stream scopes excluded; a write :func:`~streamlint.model.flow.quietwrites.quiet_
 
 Silent (precision first): a holder bound to anything else (a value of unknown type, a rebinding in a step
 method: a new object whose fields nobody wrote yet), a field no method of the held class rewrites outside
-construction (a table loaded once), and a writer some call of which in the project runs under a stream
-scope (its writes are then that stream's, kept per stream, not the caller's current one) or which no seen
-call reaches while the class is also written in construction only (no caller seen: the writer's stream is
-a guess, :data:`GUESSED` marks it and the finding is low).
+construction (a table loaded once), and a writer some call of which in the project runs under a stream scope
+(its writes are then that stream's, state kept per stream, not the caller's current one). A writer no seen call
+reaches leaves its stream a guess: :data:`GUESSED` marks it and the finding is low. A method named like
+construction (``_create_output``) whose every seen call is made by step code is a writer too.
 """
 
 from __future__ import annotations

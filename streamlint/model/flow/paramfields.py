@@ -4,8 +4,9 @@ A parameter annotated as a tensor is the caller's data, produced on the caller's
 convention of eager code): a side stream reading it with no fork is SL201. A parameter annotated with a
 project class (a dataclass / record / plain class) whose body declares the field a tensor hands the caller's
 tensor just as well, one attribute further: ``def stage(self, batch: DecodeBatch)`` copying ``batch.ids`` on a
-copy stream reads what the caller's step put there. The field's storage is then an argument's (produced on
-the current stream before the call, ordered by a fork of the function or of every caller); the race is low:
+copy stream reads what the caller's step put there. The field's storage is then step data (produced on the
+current stream before the call, :data:`PARAM_FIELD` its step source; its lifetime is the caller's object's,
+so a hand-back of it is the caller's protocol, as for a ``self.*`` field); the race is low:
 a declared ``torch.Tensor`` field may hold host memory (sequence lengths kept on the CPU), which nothing here
 rules out.
 
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from streamlint.model.project import Project
 
 _KEY = re.compile(r"(\w+)\.(\w+)$")
+PARAM_FIELD = "field:"  # prefix of the step source of such a field (the storage's producer is the caller's step)
 
 
 def param_tensor_field(project: Project, file: FileModel, fn: FunctionInfo, key: str) -> bool:
@@ -66,4 +68,4 @@ def _declared_tensor(project: Project, cls: ClassInfo, file: FileModel, field: s
     return False
 
 
-__all__ = ["param_tensor_field"]
+__all__ = ["PARAM_FIELD", "param_tensor_field"]

@@ -12,8 +12,9 @@ rules out.
 
 Only a parameter of the analysed function (not a closure cell), read without being rebound, whose annotation
 names project classes only, each declaring the field (in its body or a project base's, three levels) with a
-tensor annotation (``torch.Tensor``, ``Optional[Tensor]``); a field of a field (``batch.meta.ids``) is not
-followed. The module answers the question; :mod:`~streamlint.model.flow.storage` makes the storage.
+tensor annotation (``torch.Tensor``, ``Optional[Tensor]``), and not a field every construction binds to host
+memory (:func:`~streamlint.model.flow.hostwrites.host_record_field`); a field of a field (``batch.meta.ids``) is
+not followed. The module answers the question; :mod:`~streamlint.model.flow.storage` makes the storage.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.devobjects import object_classes
 from streamlint.model.filefacts import ClassInfo
+from streamlint.model.flow.hostwrites import host_container_of, host_record_field
 from streamlint.model.streams import derived
 from streamlint.model.tensoruse import tensor_annotation
 
@@ -47,7 +49,9 @@ def param_tensor_field(project: Project, file: FileModel, fn: FunctionInfo, key:
     mkey = (id(fn), key)
     if mkey not in memo:
         classes = object_classes(project, file, fn, cst.Name(m.group(1)))
-        memo[mkey] = bool(classes) and all(_declared_tensor(project, c, f, m.group(2)) for c, f in classes)
+        memo[mkey] = bool(classes) and all(
+            _declared_tensor(project, c, f, m.group(2)) and not host_record_field(project, f, c, m.group(2))
+            and not host_container_of(project, f, c, m.group(2)) for c, f in classes)  # (not a pinned host field)
     return memo[mkey]
 
 

@@ -12,7 +12,7 @@ def _import_model() -> None:
     never loads them)."""
     global EarlyRecord, HostRead, Race, file_flows, path_tag, CURRENT, UnguardedRead, unguarded_reads, duck_calls, \
         UnwaitedEntry, unwaited_entries, UnwaitedElement, unwaited_elements, guessed_calls, silent_device_branches, \
-        silent_facade_syncs, HANDED, FOREIGN, GUESSED, PARAM_FIELD, \
+        silent_facade_syncs, HANDED, FOREIGN, GUESSED, \
         SilentJoin, silent_joins, taken_events, module_mark_joins, cleared_slots, DroppedEvent, UnheldEvent, \
         ticket_joins, branch_joins, dropped_events, unheld_events, \
         FunctionFlow, one_per_cause, device_module, function_at, MAIN, entry_stream_name, stream_expr, stream_label, \
@@ -31,7 +31,6 @@ def _import_model() -> None:
     from streamlint.model.flow.facades import silent_device_branches, silent_facade_syncs
     from streamlint.model.flow.handedfields import HANDED
     from streamlint.model.flow.foreignfields import FOREIGN, GUESSED
-    from streamlint.model.flow.paramfields import PARAM_FIELD
     from streamlint.model.flow.joinsteps import SilentJoin, silent_joins, taken_events
     from streamlint.model.flow.pendingmarks import cleared_slots, module_mark_joins
     from streamlint.model.flow.ticketjoins import branch_joins, ticket_joins
@@ -751,10 +750,6 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
                  f"{stream_label(race.src, main)} for a later reader: this assumes `{race.protocol}()` "
                  "ran before this method, as the class's protocol (an event recorded after the write, a "
                  "join in its other readers) implies")
-    elif race.step is not None and race.step.startswith(PARAM_FIELD):
-        confidence = Confidence.LOW
-        hint += (f"; `{race.name}` is a field its class declares a tensor, handed in by the caller: this assumes it "
-                 "holds device memory the caller produced on its current stream (not a host tensor)")
     elif race.step is not None and race.step.startswith(FOREIGN):
         writer = race.step[len(FOREIGN):].removesuffix(GUESSED)
         confidence = Confidence.LOW if race.step.endswith(GUESSED) else Confidence.MEDIUM

@@ -19,7 +19,10 @@ Silent (precision first): a holder bound to anything else (a value of unknown ty
 method: a new object whose fields nobody wrote yet), a field no method of the held class rewrites outside
 construction (a table loaded once), and a writer some call of which in the project runs under a stream scope
 (its writes are then that stream's, state kept per stream, not the caller's current one). A writer no seen call
-reaches leaves its stream a guess: :data:`GUESSED` marks it and the finding is low. A method named like
+reaches leaves its stream a guess: :data:`GUESSED` marks it and the finding is low. A field no binding of which in
+the held class is a device allocation (``device=`` given, ``.cuda()``), or which it keeps host memory in
+(:func:`~streamlint.model.flow.hostwrites.host_fields`: the CPU half of a CPU / GPU buffer pair), is none: its kind
+would be a guess. A method named like
 construction (``_create_output``) whose every seen call is made by step code is a writer too.
 """
 
@@ -34,8 +37,10 @@ from streamlint.model.devobjects import object_classes
 from streamlint.model.file import dotted
 from streamlint.model.filefacts import ClassInfo
 from streamlint.model.flow.callers import callers_of
+from streamlint.model.flow.hostwrites import host_fields
 from streamlint.model.flow.objeffects import field_class
 from streamlint.model.flow.quietwrites import quiet_write
+from streamlint.model.placement import host_value
 from streamlint.model.stepstate import _CONSTRUCTION, _construction, _writes, step_writers
 from streamlint.model.streams import derived
 
@@ -108,6 +113,10 @@ def _source(project: Project, file: FileModel, cls: ClassInfo, attr: str, field:
         writers = dict(step_writers(project, model, held))
         for path, where in _called_in_step(project, model, held).items():
             writers[path] = writers.get(path, []) + where
+        top = field[5:].split(".", 1)[0].split("[", 1)[0]
+        if _host_field(project, model, held, top) or not _device_bound(project, model, held, top):
+            continue  # host staging memory (the CPU half of a CPU-GPU buffer pair, a list of page ids), or memory
+            # no binding of which says it is on the device: its kind is a guess (precision first)
         for path, where in writers.items():
             if not (path == field or path.startswith((field + ".", field + "["))
                     or field.startswith((path + ".", path + "["))):
@@ -123,17 +132,57 @@ def _source(project: Project, file: FileModel, cls: ClassInfo, attr: str, field:
     return None
 
 
+def _chain(project: Project, file: FileModel, cls: ClassInfo) -> list[tuple[ClassInfo, FileModel]]:
+    """``cls`` and its project bases (three levels)."""
+    out, todo = [], [(cls, file, 0)]
+    while todo:
+        c, f, depth = todo.pop(0)
+        if any(c is o for o, _ in out):
+            continue
+        out.append((c, f))
+        if depth < 3:
+            for b in c.bases:
+                sym = project.symbol(b, f)
+                if sym is not None and isinstance(sym[0], ClassInfo):
+                    todo.append((sym[0], sym[1], depth + 1))
+    return out
+
+
+def _host_field(project: Project, file: FileModel, cls: ClassInfo, attr: str) -> bool:
+    """Does the class (or a project base) keep host memory in ``attr``
+    (:func:`~streamlint.model.flow.hostwrites.host_fields`, or every binding a host allocation)?"""
+    chain = _chain(project, file, cls)
+    if any(attr in host_fields(project, f, c) for c, f in chain):
+        return True
+    values = [a.value for c, _f in chain for m in c.methods.values() for a in m.assigns
+              if a.target == f"self.{attr}" and not (isinstance(a.value, cst.Name) and a.value.value == "None")]
+    return bool(values) and all(host_value(v) for v in values)  # `self.cpu = torch.zeros(n, device="cpu")`
+
+
+def _device_bound(project: Project, file: FileModel, cls: ClassInfo, attr: str) -> bool:
+    """Is some binding of ``self.<attr>`` in the class chain a device allocation: a factory given a ``device=`` that
+    is no host string, or a ``.cuda()`` / ``.npu()`` copy? (Else the field's kind is a guess: low.)"""
+    for c, _f in _chain(project, file, cls):
+        for method in c.methods.values():
+            for a in method.assigns:
+                if a.target != f"self.{attr}" or not isinstance(a.value, cst.Call):
+                    continue
+                func = a.value.func
+                if isinstance(func, cst.Attribute) and func.attr.value in ("cuda", "npu"):
+                    return True
+                for arg in a.value.args:
+                    if arg.keyword is not None and arg.keyword.value == "device" and not (
+                            isinstance(arg.value, cst.SimpleString) and "cpu" in arg.value.value):
+                        return True
+    return False
+
+
 def _called_in_step(project: Project, file: FileModel, cls: ClassInfo) -> dict[str, list[tuple[str, cst.CSTNode]]]:
     """Writes of the methods of ``cls`` (and its project bases, three levels) that construction-like names hide
     from :func:`~streamlint.model.stepstate.step_writers` (``_create_output``, ``build_batch``) while every seen
     call of them is made by step code (a method of any class not named for construction): they run each step."""
     out: dict[str, list[tuple[str, cst.CSTNode]]] = {}
-    todo, seen = [(cls, file, 0)], set()
-    while todo:
-        c, f, depth = todo.pop(0)
-        if id(c) in seen:
-            continue
-        seen.add(id(c))
+    for c, f in _chain(project, file, cls):
         for name, method in c.methods.items():
             if name.startswith("__") or not _CONSTRUCTION.match(name) or method.params[:1] != ("self",):
                 continue
@@ -143,27 +192,12 @@ def _called_in_step(project: Project, file: FileModel, cls: ClassInfo) -> dict[s
                 continue
             for path, node in _writes(f, method.node.body):
                 out.setdefault(path, []).append((name, node))
-        if depth < 3:
-            for b in c.bases:
-                sym = project.symbol(b, f)
-                if sym is not None and isinstance(sym[0], ClassInfo):
-                    todo.append((sym[0], sym[1], depth + 1))
     return out
 
 
-def _method(project: Project, file: FileModel, cls: ClassInfo, name: str, depth: int = 0) -> tuple | None:
+def _method(project: Project, file: FileModel, cls: ClassInfo, name: str) -> tuple | None:
     """(function, file) of the method ``name`` of ``cls`` or of its project bases (three levels)."""
-    if name in cls.methods:
-        return cls.methods[name], file
-    if depth >= 3:
-        return None
-    for b in cls.bases:
-        sym = project.symbol(b, file)
-        if sym is not None and isinstance(sym[0], ClassInfo):
-            found = _method(project, sym[1], sym[0], name, depth + 1)
-            if found is not None:
-                return found
-    return None
+    return next(((c.methods[name], f) for c, f in _chain(project, file, cls) if name in c.methods), None)
 
 
 def _writer_stream(project: Project, model: FileModel, writer: FunctionInfo) -> str:

@@ -21,7 +21,6 @@ from streamlint.model.flow.entryctx import entry_of
 from streamlint.model.flow.escapes import events_in, kept_handoff, self_field
 from streamlint.model.flow.handouts import HandOuts
 from streamlint.model.flow.hostargs import host_by_callers, worker_thread_only
-from streamlint.model.flow.paramfields import PARAM_FIELD, param_tensor_field
 from streamlint.model.flow.syncedresults import synced_by_callers
 from streamlint.model.flow.protocols import callback_read
 from streamlint.model.flow.results import Lifetime, Race, Unjoined, ViewEscape
@@ -123,12 +122,6 @@ class Storages(HandOuts):
             return [self.long_tensor(st, v.key, v.glob)]
         if isinstance(v, KVal) and v.opaque and v.key.split("[", 1)[0] in st.long:
             return [self.long_tensor(st, v.key)]  # a place a tensor op wrote earlier (:meth:`place`)
-        if isinstance(v, KVal) and v.opaque and not self.depth and not self.cfg.args_exempt \
-                and param_tensor_field(self.project, self.file, self.fn, v.key):  # `batch.ids`, `batch: Batch`
-            S = self.new_storage(st, "long", MAIN, v.key, Access(MAIN, 0, None, {}))  # the caller's step wrote it
-            st.long[v.key] = S.sid  # (met again: the same storage; its lifetime is the caller's object's)
-            self.step_sources[S.sid] = PARAM_FIELD + v.key  # (may hold host memory: low)
-            return [self.new_tensor(st, S.sid)]
         return []
 
     def placed_element(self, st: State, v: object) -> KVal | None:
@@ -305,12 +298,10 @@ class Storages(HandOuts):
             return  # a class protocol says who must join before a read, not what a later write may do (nor, when
             # the class shows no join, a hand-back: the caller may join before its own read: flow/unproven.py)
         step = self.step_sources.get(S.sid) if earlier.node is None and earlier.time == 0 else None
-        forked = forks_for_callers if step is not None and step.startswith(PARAM_FIELD) else forked_elsewhere
-        if step is not None and (forked(self.file, self.fn, s) or set(st.know(s)) - {s}
+        if step is not None and (forked_elsewhere(self.file, self.fn, s) or set(st.know(s)) - {s}
                                  or steps_synced(self.project, self.file, self.fn, step)
                                  or steps_on(self.project, self.file, self.fn, S.name, s, st.same)):
             return  # the class forks that stream in a step of its own, it waited here on a stream not named,
-            # (a caller's field: a fork step of the class its users run first, as for an argument),
             # every caller synchronises the device after the writer's step before it calls this (flow/callers.py),
             # or every writer runs on this very stream by its callers (flow/ambient.py)
         kept = self.races.get(key)

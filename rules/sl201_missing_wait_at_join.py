@@ -12,7 +12,7 @@ def _import_model() -> None:
     never loads them)."""
     global EarlyRecord, HostRead, Race, file_flows, path_tag, CURRENT, UnguardedRead, unguarded_reads, duck_calls, \
         UnwaitedEntry, unwaited_entries, UnwaitedElement, unwaited_elements, guessed_calls, silent_device_branches, \
-        silent_facade_syncs, HANDED, \
+        silent_facade_syncs, HANDED, FOREIGN, GUESSED, \
         SilentJoin, silent_joins, taken_events, module_mark_joins, cleared_slots, DroppedEvent, UnheldEvent, \
         ticket_joins, branch_joins, dropped_events, unheld_events, \
         FunctionFlow, one_per_cause, device_module, function_at, MAIN, entry_stream_name, stream_expr, stream_label, \
@@ -30,6 +30,7 @@ def _import_model() -> None:
     from streamlint.model.flow.objeffects import guessed_calls
     from streamlint.model.flow.facades import silent_device_branches, silent_facade_syncs
     from streamlint.model.flow.handedfields import HANDED
+    from streamlint.model.flow.foreignfields import FOREIGN, GUESSED
     from streamlint.model.flow.joinsteps import SilentJoin, silent_joins, taken_events
     from streamlint.model.flow.pendingmarks import cleared_slots, module_mark_joins
     from streamlint.model.flow.ticketjoins import branch_joins, ticket_joins
@@ -749,6 +750,13 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
                  f"{stream_label(race.src, main)} for a later reader: this assumes `{race.protocol}()` "
                  "ran before this method, as the class's protocol (an event recorded after the write, a "
                  "join in its other readers) implies")
+    elif race.step is not None and race.step.startswith(FOREIGN):
+        writer = race.step[len(FOREIGN):].removesuffix(GUESSED)
+        confidence = Confidence.LOW if race.step.endswith(GUESSED) else Confidence.MEDIUM
+        hint += (f"; `{race.name}` is not long-lived: `{writer}()` of the object holding it rewrites it every step "
+                 "(on its caller's current stream, this assumes"
+                 + (", though no call of it is seen" if race.step.endswith(GUESSED) else "")
+                 + "): order this stream after that write")
     elif race.step is not None and race.step.startswith(HANDED):
         confidence = Confidence.MEDIUM
         hint += (f"; `{race.name}` is not long-lived: the object holds the tensor its constructor was handed, "

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.flow.callers import callers_of
+from streamlint.model.flow.foreignfields import foreign_step_source
 from streamlint.model.flow.quietwrites import quiet_write
 from streamlint.model.placement import host_value
 from streamlint.model.stepstate import _CONSTRUCTION, forked_elsewhere, step_writer
@@ -50,9 +51,11 @@ HANDED = "handed:"  # prefix of a step source naming the constructing function, 
 
 def step_source(project: Project, file: FileModel, fn: FunctionInfo, key: str, mode: str) -> str | None:
     """What says the long-lived storage ``key`` of ``fn``'s class is step data: the method rewriting it every
-    step (:func:`~streamlint.model.stepstate.step_writer`), else ``HANDED + caller`` (:func:`handed_step_field`)."""
+    step (:func:`~streamlint.model.stepstate.step_writer`), else ``HANDED + caller`` (:func:`handed_step_field`),
+    else ``FOREIGN + Class.method`` for a field of a held object that object's class rewrites every step
+    (:func:`~streamlint.model.flow.foreignfields.foreign_step_source`)."""
     return step_writer(project, file, fn, key, mode, quiet=partial(quiet_write, project)) \
-        or handed_step_field(project, file, fn, key, mode)
+        or handed_step_field(project, file, fn, key, mode) or foreign_step_source(project, file, fn, key, mode)
 
 
 def handed_step_field(project: Project, file: FileModel, fn: FunctionInfo, key: str, mode: str) -> str | None:

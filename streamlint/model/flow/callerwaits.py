@@ -1,7 +1,7 @@
 """Caller protocols where the caller does the wait (issue 16): effect summaries of the call sites of a function
 that leaves side-stream work for its caller to join.
 
-Three shapes, each judged from the seen call sites (:func:`~streamlint.model.flow.callers.callers_of`):
+Two shapes, each judged from the seen call sites (:func:`~streamlint.model.flow.callers.callers_of`):
 
 * :func:`joined_before_calls` - a *mark* step: a method that clears a pending flag (``self._ready = False``) while
   every caller has already made its current stream wait for the stream the flag marks (``current_stream().
@@ -21,10 +21,6 @@ Three shapes, each judged from the seen call sites (:func:`~streamlint.model.flo
   the tuple does but a helper waits only on some paths (a type dispatch), or some call sites of that name do not
   unpack it (another class's method, maybe): positive evidence of the protocol, not proof. A caller that unpacks it
   and uses another part first, or never waits: None (the finding stays).
-
-* :func:`sync_gated_return` - a return reached with no join only when the caller passes a flag parameter that turns
-  the function's own synchronisation off (``def replay(self, sync=True): ... if sync: torch.cuda.synchronize();
-  return self.output``): the hand-back is unjoined only at the caller's request, which the analysis cannot see.
 """
 
 from __future__ import annotations
@@ -212,32 +208,4 @@ def _names(node: cst.CSTNode):
         stack.extend(n.children)
 
 
-# ---- a return unjoined only when the caller turns the function's own synchronisation off
-
-def sync_gated_return(project: Project, file: FileModel, fn: FunctionInfo, node: cst.CSTNode) -> str | None:
-    """The flag parameter (with a true default) whose ``if <flag>:`` before the return ``node``, in the return's
-    block, synchronises the device or a stream on every path of its body; None when there is none."""
-    body = list(fn.node.body.body) if isinstance(fn.node.body, cst.IndentedBlock) else []
-    chain = _chain(body, node, None)
-    if not chain:
-        return None
-    block, i, _ = chain[-1]
-    defaults = {p.name.value: p.default for p in (*fn.node.params.params, *fn.node.params.kwonly_params)}
-    scan = _StepScan(project, file, frozenset())
-    for stmt in reversed(block[:i]):
-        if not isinstance(stmt, cst.If) or stmt.orelse is not None or not isinstance(stmt.test, cst.Name):
-            continue
-        flag = stmt.test.value
-        default = defaults.get(flag)
-        if not (isinstance(default, cst.Name) and default.value == "True") or flag in fn.name_assigns:
-            continue
-        inner = list(stmt.body.body) if isinstance(stmt.body, cst.IndentedBlock) else []
-        if any(isinstance(s, cst.SimpleStatementLine) and any(
-                isinstance(e, cst.Expr) and isinstance(e.value, cst.Call) and (
-                    scan.syncs(e.value) or isinstance(e.value.func, cst.Attribute)
-                    and e.value.func.attr.value == "synchronize") for e in s.body) for s in inner):
-            return flag
-    return None
-
-
-__all__ = ["joined_before_calls", "returned_handle_waits", "sync_gated_return"]
+__all__ = ["joined_before_calls", "returned_handle_waits"]

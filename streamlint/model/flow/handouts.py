@@ -9,6 +9,7 @@ import re
 
 from streamlint._lazy import cst
 from streamlint.model.attrstreams import foreign_stream
+from streamlint.model.flow.flagjoins import skipped_join_flag
 from streamlint.model.flow.callerwaits import returned_handle_waits
 from streamlint.model.flow.bodyinputs import bodies_read_caller_device, callers_cannot_fork
 from streamlint.model.flow.escapes import handed_value, tensor_boxes
@@ -71,7 +72,8 @@ class HandOuts(HostFields):
                           escape=True,
                           held=("unseen" if loop_joined(self.fn, lw) else callers_view(self.project, self.file, self.fn))
                           if sid in held else "",
-                          caller=unordered_caller(self.project, self.file, self.fn) if sid in held else None)
+                          caller=unordered_caller(self.project, self.file, self.fn) if sid in held else None,
+                          flag=skipped_join_flag(self.fn.node, st, lw.stream))
             finally:
                 self.anchor = saved
 

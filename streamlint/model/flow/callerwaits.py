@@ -98,18 +98,21 @@ def _waits_on(call: cst.Call, name: str) -> bool:
     if not (method.startswith("wait") or method == "synchronize"):
         return False
     root = func.value
-    while isinstance(root, cst.Attribute):
+    while isinstance(root, (cst.Attribute, cst.Subscript)):
         root = root.value
     return isinstance(root, cst.Name) and root.value == name
 
 
-def _helper_waits(project: Project, model: FileModel, call: cst.Call, name: str) -> str | None:
+def _helper_waits(project: Project, model: FileModel, caller: FunctionInfo, call: cst.Call, name: str) -> str | None:
     """``"always"`` / ``"some"`` when ``call`` runs a project function that waits on the parameter ``name`` binds
     (on every path but its ``None`` exit / on some path), else None."""
     from streamlint.model.flow.duckmethods import distinctive, only_definition
+    from streamlint.model.flow.objeffects import object_method
 
     site = model.call_site(call)
     found = project.call_target(model, site) if site is not None else None
+    if found is None and (typed := object_method(project, model, caller, call.func)) is not None and typed.exact:
+        found = (typed.method, typed.module)  # (``self.fence.wait_ready(h)``, the field's class known)
     guessed = found is None and isinstance(call.func, cst.Attribute) and distinctive(call.func.attr.value)
     if guessed:  # (``self.store.wait_for_ready(h)`` on a receiver not typed: the project's only method of that name)
         only = only_definition(project, call.func.attr.value)
@@ -127,9 +130,15 @@ def _helper_waits(project: Project, model: FileModel, call: cst.Call, name: str)
     waits = [s for s in callee.calls if s.function is callee and _waits_on(s.node, param)]
     if not waits:
         return None
-    plain = [s for s in waits if not s.in_loop and all(
-        re.fullmatch(rf"{param}\s+is\s+not\s+None", callee_model.code(g.test)) and not g.negated for g in s.guards)]
+    plain = [s for s in waits if not s.in_loop and all(_none_exit(callee_model, g, param) for g in s.guards)]
     return "always" if plain and not guessed else "some"
+
+
+def _none_exit(model: FileModel, guard, param: str) -> bool:
+    """Is ``guard`` only the ``None`` exit of ``param`` (``if p is None: return`` before the wait, ``if p is not
+    None:`` around it)?"""
+    code = " ".join(model.code(guard.test).split())
+    return code == f"{param} is None" and guard.negated or code == f"{param} is not None" and not guard.negated
 
 
 def _returned_part(node: cst.CSTNode, name: str) -> int | None:
@@ -173,7 +182,7 @@ def _returned_handle_waits(project: Project, file: FileModel, fn: FunctionInfo, 
         for call, _ in calls_after(site):
             if not any(isinstance(n, cst.Name) and n.value in parts for n in _names(call)):
                 continue
-            verdict = "always" if _waits_on(call, handle.value) else _helper_waits(project, model, call, handle.value)
+            verdict = "always" if _waits_on(call, handle.value) else _helper_waits(project, model, caller, call, handle.value)
             break
         if verdict is None:
             return None  # (a caller unpacking it uses the rest first, or never waits: the finding stays)

@@ -27,6 +27,12 @@ def test_a_hand_back_only_the_callers_flag_leaves_unjoined_is_low(tmp_path):
     assert found[_line("joined on one branch only")] is Confidence.MEDIUM
 
 
+def test_a_field_drop_in_a_class_whose_users_join_its_stream_is_low(tmp_path):
+    found = {f.span.start_line: f.confidence for f in lint_text(FIXTURE.read_text(), tmp=tmp_path) if f.code == "SL301"}
+    assert found[_line("low: the trainer joins the comm stream before marking")] is Confidence.LOW
+    assert found[_line("medium: no caller joins the reduce stream")] is Confidence.MEDIUM
+
+
 STAGING = """
 import torch
 

@@ -12,6 +12,9 @@ Two shapes, each judged from the seen call sites (:func:`~streamlint.model.flow.
   synchronises that stream or the whole device. A caller that waits on another stream, or only on one branch, does
   not count; no seen caller: no (the clear's finding stays).
 
+  :func:`class_step_joined` names such a method of a class for a finding elsewhere in it that rests on the same
+  stream being joined by its users (SL301's field dropped unjoined: low, the protocol's join may precede the drop).
+
 * :func:`returned_handle_waits` - a hand-back of ``(views, ready)`` whose ``ready`` the caller is meant to wait on: each
   seen caller binds the returned tuple (``views, ready = buf.upload(...)``) and the first later call of its
   function naming any bound part hands ``ready`` to a wait: ``ready.wait()`` / ``ready.synchronize()`` /
@@ -83,6 +86,17 @@ def joined_before_calls(project: Project, file: FileModel, fn: FunctionInfo, han
             site.function is not None and site.function is not fn
             and _join_before(project, model, site.function, site.node, field) for model, site in sites)
     return memo[key]
+
+
+def class_step_joined(project: Project, file: FileModel, fn: FunctionInfo, stream: str) -> str | None:
+    """A method of ``fn``'s class whose every seen caller joins ``stream`` (a ``self.`` field) before the call
+    (:func:`joined_before_calls`): positive evidence that the class's users join that stream as a protocol (the
+    caller of its mark step), though not proof that a drop elsewhere in the class comes after that join."""
+    cls = file.classes.get(fn.class_name or "")
+    if cls is None or not stream.startswith("self.") or stream.count(".") != 1:
+        return None
+    return next((name for name, m in cls.methods.items()
+                 if m is not fn and joined_before_calls(project, file, m, stream)), None)
 
 
 # ---- a returned join handle the caller waits on
@@ -217,4 +231,4 @@ def _names(node: cst.CSTNode):
         stack.extend(n.children)
 
 
-__all__ = ["joined_before_calls", "returned_handle_waits"]
+__all__ = ["class_step_joined", "joined_before_calls", "returned_handle_waits"]

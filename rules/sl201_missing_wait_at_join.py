@@ -18,7 +18,8 @@ def _import_model() -> None:
         FunctionFlow, one_per_cause, device_module, function_at, MAIN, entry_stream_name, stream_expr, stream_label, \
         partial_joins, partial_param_joins, unwaited_slot_reads, UnwaitedHandle, unwaited_handles, chosen_stream, \
         rests_on_unseen_caller, chosen_by_caller, current_at_some_site, handed_elsewhere, unjoined_flag_clears, \
-        idle_stream_loops
+        idle_stream_loops, returned_handle_waits
+    from streamlint.model.flow.callerwaits import returned_handle_waits
     from streamlint.model.dataflow import EarlyRecord, HostRead, Race, file_flows, path_tag
     from streamlint.model.eventguards import CURRENT, UnguardedRead, unguarded_reads
     from streamlint.model.flow.callerstreams import current_at_some_site, handed_elsewhere
@@ -722,6 +723,14 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
     elif race.escape:
         confidence = Confidence.MEDIUM
         hint += "; it is handed back to the caller here: this assumes the caller uses it on its current stream"
+        if race.flag is not None:  # (flow/flagjoins.py: unjoined only at the caller's request)
+            confidence = Confidence.LOW
+            hint += (f"; the function joins before this return unless the caller's `{race.flag}` turns it off: "
+                     "this assumes a caller that does reads the result before its own join")
+        elif returned_handle_waits(ctx.project, ctx.file, fn, race.node, race.name) == "maybe":
+            confidence = Confidence.LOW
+            hint += (f"; every caller seen hands `{race.name}` to a helper that waits on it on some of its paths: "
+                     "this assumes a path where it does not")
     elif race.caller_stream is not None:
         confidence = Confidence.MEDIUM
         hint += (f"; `{race.caller_stream}` is a parameter: this assumes the caller passes a stream other "

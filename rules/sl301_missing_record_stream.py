@@ -15,10 +15,11 @@ _FREE_LABEL = {"unset": "attribute rebinding", "unset-shared": "attribute rebind
 def _import_model() -> None:
     """The model modules this rule uses, imported at its first check (a run that analyses no file
     never loads them)."""
-    global file_flows, path_tag, unrecorded_siblings, unrecorded_data_swaps, unrecorded_stored_siblings, broken_records, device_module, \
+    global class_step_joined, file_flows, path_tag, unrecorded_siblings, unrecorded_data_swaps, unrecorded_stored_siblings, broken_records, device_module, \
         function_at, MAIN, entry_stream_name, stream_expr, stream_label, lifetime_reported_at, taken_over, function_flow, \
         noop_taken
     from streamlint.model.dataflow import file_flows, function_flow, lifetime_reported_at, path_tag
+    from streamlint.model.flow.callerwaits import class_step_joined
     from streamlint.model.flow.callerfrees import noop_taken, taken_over
     from streamlint.model.handoffs import unrecorded_siblings, unrecorded_stored_siblings
     from streamlint.model.recorders import broken_records
@@ -479,7 +480,14 @@ class MissingRecordStream(Rule):
                 f"to {alloc}; once the field is rebound the block can be handed to new work there while {use} "
                 "still reads it; this assumes the drop may follow this call before the side stream is done")
         related = [Location(ctx.file.path, ctx.file.span(issue.free_node), "the field is dropped here, unjoined")]
-        ctx.report(issue.node, first, confidence=Confidence.MEDIUM, related=related, hint=hint)
+        confidence = Confidence.MEDIUM
+        fn = function_at(ctx.file, issue.node)
+        step = class_step_joined(ctx.project, ctx.file, fn, issue.use_stream) if fn is not None else None
+        if step is not None:  # (flow/callerwaits.py: the class's users join that stream before its mark step)
+            confidence = Confidence.LOW
+            hint += (f"; every caller of `{step}()` joins {use} before it calls it: this assumes the drop can come "
+                     "before that join")
+        ctx.report(issue.node, first, confidence=confidence, related=related, hint=hint)
 
     @staticmethod
     def _caller_side(ctx: RuleContext, issue) -> None:

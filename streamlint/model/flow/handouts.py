@@ -9,6 +9,8 @@ import re
 
 from streamlint._lazy import cst
 from streamlint.model.attrstreams import foreign_stream
+from streamlint.model.flow.flagjoins import skipped_join_flag
+from streamlint.model.flow.callerwaits import returned_handle_waits
 from streamlint.model.flow.bodyinputs import bodies_read_caller_device, callers_cannot_fork
 from streamlint.model.flow.escapes import handed_value, tensor_boxes
 from streamlint.model.flow.fieldfamilies import callers_join, family
@@ -54,7 +56,8 @@ class HandOuts(HostFields):
                     or isinstance(node, cst.Return) and sibling_consumer_waits(self.file, self.fn, node.value) \
                     or self.caller_may_join(lw.stream) or join_gated_by_result(self.fn, self.file, node, lw.stream) \
                     or record_joins(self.project, self.file, self.fn, node, lw.stream, self.label(st, sid)) \
-                    or sibling_fence(self.project, self.file, self.fn, lw.stream):
+                    or sibling_fence(self.project, self.file, self.fn, lw.stream) \
+                    or self._handle_waited(node, sid, st):
                 continue  # (`if should_sync: stream.synchronize()`, the flag computed from the results; recordjoins.py:
                 # a work record whose method joins the stream; a sibling's fence of it)
             inner = self._helper_return(S, node) if sid not in held else None
@@ -69,9 +72,16 @@ class HandOuts(HostFields):
                           escape=True,
                           held=("unseen" if loop_joined(self.fn, lw) else callers_view(self.project, self.file, self.fn))
                           if sid in held else "",
-                          caller=unordered_caller(self.project, self.file, self.fn) if sid in held else None)
+                          caller=unordered_caller(self.project, self.file, self.fn) if sid in held else None,
+                          flag=skipped_join_flag(self.fn.node, st, lw.stream))
             finally:
                 self.anchor = saved
+
+    def _handle_waited(self, node: cst.CSTNode, sid: int, st: State) -> bool:
+        """The pending tensor is the tuple part every seen caller waits on before it uses the rest (callerwaits.py:
+        ``views, ready = buf.upload(...)`` then ``store.wait_for(ready)``): the hand-back is the join handle."""
+        name = self.label(st, sid)
+        return name is not None and returned_handle_waits(self.project, self.file, self.fn, node, name) == "joined"
 
     def with_body(self, st: State) -> None:
         """A ``@contextmanager`` yielding inside a side-stream scope: the caller's with-body runs on that stream

@@ -258,6 +258,7 @@ def _is_record(call: cst.Call) -> bool:
 
 def unjoined_flag_clears(project: Project, file: FileModel) -> list[FlagClear]:
     """Every method of the file's classes that clears a pending flag and joins nothing (module docstring)."""
+    from streamlint.model.flow.callerwaits import joined_before_calls
     from streamlint.model.flow.deadevents import recorded_on_joined_stream
     from streamlint.model.flow.joinsteps import _callers_join, _join_step_for
     from streamlint.model.flow.pendingflags import flag_assigns, tests_field
@@ -293,7 +294,8 @@ def unjoined_flag_clears(project: Project, file: FileModel) -> list[FlagClear]:
             for m in drains:
                 clear = next(node for f, node in flag_assigns(m, "False") if f == field)
                 if _join_step_for(cls, producer) is m or _joins(project, file, cls, m, handle) \
-                        or _discards(m, producers, field) or _callers_join(project, file, m):
+                        or _discards(m, producers, field) or _callers_join(project, file, m) \
+                        or joined_before_calls(project, file, m, handle):
                     continue  # (the join step joinsteps names for the producer is judged there)
                 out.append(FlagClear(m, clear, f"self.{field}", producer, work, handle))
     memo[id(file)] = out

@@ -67,6 +67,8 @@ class Race:
     release: tuple | None = None  # a write-after-read on a buffer another function released on the current stream
     # and stored that stream on its object: (that function, the stream field, whether this one mentions it)
     # (flow/releasestreams.py)
+    flag: str | None = None  # a hand-back (``escape``) found only on paths where the caller's flag turned the
+    # function's own join off (``if sync: torch.cuda.synchronize()``: flow/flagjoins.skipped_join_flag)
 
 
 @dataclass(frozen=True)

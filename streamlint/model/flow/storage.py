@@ -272,7 +272,8 @@ class Storages(HandOuts):
         self.check_view_escape(st, tv)
 
     def race(self, st: State, kind: str, S: Storage, earlier: Access, s: str, label: str | None = None,
-             escape: bool = False, body: bool = False, replay: bool = False, held: str = "", caller: tuple | None = None) -> None:
+             escape: bool = False, body: bool = False, replay: bool = False, held: str = "", caller: tuple | None = None,
+             flag: str | None = None) -> None:
         outer = self.caller_context(S, earlier, s) if self.depth else None  # the caller's name for it
         if self.anchor is None or self.depth and outer is None or unseen_pair(self, earlier.stream, s):
             return
@@ -318,7 +319,7 @@ class Storages(HandOuts):
                                    gates=gates,
                                    ambient=race_evidence(self, earlier.stream, s, step and S.name),
                                    handed_wait=handed, batch_guard=guard,
-                                   unproven=unproven,
+                                   unproven=unproven, flag=flag if kept is None or kept.flag else None,
                                    release=self.__dict__.get("release_sources", {}).get(S.sid)
                                    if kind == "write-after-read" else None,
                                    cause=(

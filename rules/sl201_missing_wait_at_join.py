@@ -562,6 +562,10 @@ def _report_early(ctx: RuleContext, fn, early: EarlyRecord) -> None:
     if early.thread is not None:
         confidence = Confidence.MEDIUM
         hint += "; this assumes the thread waits while this work runs"
+    if early.optional is not None:
+        confidence = Confidence.MEDIUM
+        hint += (f"; that work runs only when `{early.optional}` (a parameter) is set, and the record runs either way: "
+                 f"this assumes the waiters of {event} rely on it for that work, not only for what came before")
     if early.release is not None:
         confidence = Confidence.MEDIUM
         hint += (f"; `{early.release}` recorded after that work is kept only with other values (a release of its "

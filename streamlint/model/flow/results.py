@@ -127,6 +127,7 @@ class EarlyRecord:
     handed: str | None = None  # the tensor the work writes, handed out with the event (flow/handedearly.py)
     release: str | None = None  # a later event covers the work only as a release of other values (releaseguards.py)
     thread: str | None = None  # the event's waiter, a method the class runs on a thread of its own (threadwaiters.py)
+    optional: str | None = None  # the parameter whose test alone runs the work after the record (optionalwork.py)
 
 
 @dataclass(frozen=True)

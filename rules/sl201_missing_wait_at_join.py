@@ -766,6 +766,10 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
         confidence = Confidence.MEDIUM
         hint += ("; the host waits for another thread in between (a threading handshake): this assumes "
                  "that thread does not order the streams before it signals")
+    if race.labelled is not None and confidence in (None, Confidence.HIGH):
+        confidence = Confidence.MEDIUM
+        hint += (f"; what it reads only reaches `{race.labelled}`, which the function reads only inside f-strings (a "
+                 "label, a log line): this assumes that text is meant to show the finished value")
     if race.entry is not None:
         confidence = Confidence.MEDIUM
         if race.entry[2] is not None:

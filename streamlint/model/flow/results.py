@@ -67,6 +67,8 @@ class Race:
     release: tuple | None = None  # a write-after-read on a buffer another function released on the current stream
     # and stored that stream on its object: (that function, the stream field, whether this one mentions it)
     # (flow/releasestreams.py)
+    labelled: str | None = None  # a read whose result, bound to this name, is read only inside f-strings (a label,
+    # a log line: flow/discardedreads.py)
 
 
 @dataclass(frozen=True)

@@ -766,6 +766,10 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
         confidence = Confidence.MEDIUM
         hint += ("; the host waits for another thread in between (a threading handshake): this assumes "
                  "that thread does not order the streams before it signals")
+    if race.sibling is not None and confidence in (None, Confidence.HIGH):
+        confidence = Confidence.MEDIUM
+        hint += (f"; `{race.sibling}`, kept on the same object, is waited in between, and this function does not record "
+                 "it: this assumes it was not recorded after the earlier use (where the object went meanwhile)")
     if race.labelled is not None and confidence in (None, Confidence.HIGH):
         confidence = Confidence.MEDIUM
         hint += (f"; what it reads only reaches `{race.labelled}`, which the function reads only inside f-strings (a "

@@ -69,6 +69,8 @@ class Race:
     # (flow/releasestreams.py)
     labelled: str | None = None  # a read whose result, bound to this name, is read only inside f-strings (a label,
     # a log line: flow/discardedreads.py)
+    sibling: str | None = None  # an event field of the tensor's own object, waited between the two accesses, which
+    # the function does not record (recorded where the object went in between: flow/siblingevents.py)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from streamlint.model.flow.batchguards import KEEP, inner_statement, race_guard
 from streamlint.model.flow.callers import steps_synced
 from streamlint.model.flow.chosenstreams import handed_wait
 from streamlint.model.flow.discardedreads import discarded_read, message_only
+from streamlint.model.flow.siblingevents import sibling_wait
 from streamlint.model.flow.entryctx import entry_of
 from streamlint.model.flow.escapes import events_in, kept_handoff, self_field
 from streamlint.model.flow.handouts import HandOuts
@@ -325,6 +326,7 @@ class Storages(HandOuts):
                                    release=self.__dict__.get("release_sources", {}).get(S.sid)
                                    if kind == "write-after-read" else None,
                                    labelled=message_only(self.fn.node, self.anchor) if kind == "read" else None,
+                                   sibling=sibling_wait(self.fn.node, self.anchor, earlier.node, name),
                                    cause=(
                                        st.know(s).get(earlier.stream, -1), earlier.time, self.clock))
 

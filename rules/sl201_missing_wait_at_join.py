@@ -766,6 +766,10 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
         confidence = Confidence.MEDIUM
         hint += ("; the host waits for another thread in between (a threading handshake): this assumes "
                  "that thread does not order the streams before it signals")
+    if race.element is not None and confidence in (None, Confidence.HIGH):
+        confidence = Confidence.MEDIUM
+        hint += (f"; {stream_label(race.dst, main)} waited, after that, on work of `{race.element}`, an element of the "
+                 f"same stream collection: this assumes it is not {stream_label(race.src, main)} itself")
     if race.sibling is not None and confidence in (None, Confidence.HIGH):
         confidence = Confidence.MEDIUM
         hint += (f"; `{race.sibling}`, kept on the same object, is waited in between, and this function does not record "

@@ -25,6 +25,7 @@ from streamlint.model.flow.escapes import field_made_outside, field_only_polled
 from streamlint.model.flow.protocols import holder_joins
 from streamlint.model.flow.results import EarlyRecord
 from streamlint.model.flow.optionalwork import optional_flag
+from streamlint.model.flow.elementaliases import created_at
 from streamlint.model.flow.releaseguards import release_only
 from streamlint.model.flow.threadwaiters import thread_waiter
 from streamlint.model.flow.waitertouch import work_meets_waiters
@@ -67,6 +68,8 @@ class Orderings:
         """A deterministic key for an unnamed stream / event created at ``node`` (never an id(), which
         would leak into messages and differ between runs)."""
         index = self._anonymous.setdefault(id(node), len(self._anonymous))
+        if kind == "stream":
+            created_at(self, f"<{kind}@{index}>", node)  # type: ignore[arg-type]
         return f"<{kind}@{index}>"
 
     # ---- rendering (keys for flags, events, streams)

@@ -71,6 +71,8 @@ class Race:
     # a log line: flow/discardedreads.py)
     sibling: str | None = None  # an event field of the tensor's own object, waited between the two accesses, which
     # the function does not record (recorded where the object went in between: flow/siblingevents.py)
+    element: str | None = None  # another element of the producer stream's collection, joined by this one after the
+    # producer: maybe the same stream (flow/elementaliases.py)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from streamlint.model.flow.callers import steps_synced
 from streamlint.model.flow.chosenstreams import handed_wait
 from streamlint.model.flow.discardedreads import discarded_read, message_only
 from streamlint.model.flow.siblingevents import sibling_wait
+from streamlint.model.flow.elementaliases import collection_wait
 from streamlint.model.flow.entryctx import entry_of
 from streamlint.model.flow.escapes import events_in, kept_handoff, self_field
 from streamlint.model.flow.handouts import HandOuts
@@ -327,6 +328,7 @@ class Storages(HandOuts):
                                    if kind == "write-after-read" else None,
                                    labelled=message_only(self.fn.node, self.anchor) if kind == "read" else None,
                                    sibling=sibling_wait(self.fn.node, self.anchor, earlier.node, name),
+                                   element=collection_wait(self, st.know(s), earlier.stream, earlier.time),
                                    cause=(
                                        st.know(s).get(earlier.stream, -1), earlier.time, self.clock))
 

@@ -766,6 +766,10 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
         confidence = Confidence.MEDIUM
         hint += ("; the host waits for another thread in between (a threading handshake): this assumes "
                  "that thread does not order the streams before it signals")
+    if race.unseen_method is not None and confidence in (None, Confidence.HIGH):
+        confidence = Confidence.MEDIUM
+        hint += (f"; `self.{race.unseen_method}()`, called in between, is defined by no class of the project (the class "
+                 "extends another package's class, or is patched onto one): this assumes it orders neither stream")
     if race.element is not None and confidence in (None, Confidence.HIGH):
         confidence = Confidence.MEDIUM
         hint += (f"; {stream_label(race.dst, main)} waited, after that, on work of `{race.element}`, an element of the "

@@ -17,17 +17,12 @@ same element before the producer, keeps the finding as it was.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from streamlint._lazy import cst
 from streamlint.model.entries import may_alias, stream_family
 from streamlint.model.syntax import ancestry, node_code
 
-if TYPE_CHECKING:
-    from streamlint.model.flow.interp import Interp
 
-
-def _family(interp: "Interp", key: str) -> tuple[str, str] | None:
+def _family(interp, key: str) -> tuple[str, str] | None:
     """The collection family of a stream key: its text's (``reduce[]``), or, for a stream created at an element
     store (``reduce[g] = torch.cuda.Stream()``), that element's; None for a stream of no collection."""
     if key.startswith("<"):
@@ -40,7 +35,7 @@ def _family(interp: "Interp", key: str) -> tuple[str, str] | None:
     return (stream_family(key), key) if "[" in key else None
 
 
-def collection_wait(interp: "Interp", know: dict[str, int], producer: str, time: int) -> str | None:
+def collection_wait(interp, know: dict[str, int], producer: str, time: int) -> str | None:
     """The element (its text) of ``producer``'s stream collection that the using stream (knowing ``know``)
     joined after ``time`` under another key, else None."""
     mine = _family(interp, producer)
@@ -53,6 +48,6 @@ def collection_wait(interp: "Interp", know: dict[str, int], producer: str, time:
     return None
 
 
-def created_at(interp: "Interp", key: str, node: cst.CSTNode) -> None:
+def created_at(interp, key: str, node: cst.CSTNode) -> None:
     """Remember where an unnamed stream was created (for :func:`_family`)."""
     interp.__dict__.setdefault("anonymous_nodes", {})[key] = node

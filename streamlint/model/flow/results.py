@@ -73,6 +73,8 @@ class Race:
     # the function does not record (recorded where the object went in between: flow/siblingevents.py)
     element: str | None = None  # another element of the producer stream's collection, joined by this one after the
     # producer: maybe the same stream (flow/elementaliases.py)
+    unseen_method: str | None = None  # a ``self`` method no project class defines, called between the two accesses
+    # (the class extends another package's class, or is patched onto one: flow/unseenmethods.py)
 
 
 @dataclass(frozen=True)

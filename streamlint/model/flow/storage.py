@@ -20,6 +20,7 @@ from streamlint.model.flow.chosenstreams import handed_wait
 from streamlint.model.flow.discardedreads import discarded_read, message_only
 from streamlint.model.flow.siblingevents import sibling_wait
 from streamlint.model.flow.elementaliases import collection_wait
+from streamlint.model.flow.unseenmethods import unseen_self_call
 from streamlint.model.flow.entryctx import entry_of
 from streamlint.model.flow.escapes import events_in, kept_handoff, self_field
 from streamlint.model.flow.handouts import HandOuts
@@ -329,6 +330,8 @@ class Storages(HandOuts):
                                    labelled=message_only(self.fn.node, self.anchor) if kind == "read" else None,
                                    sibling=sibling_wait(self.fn.node, self.anchor, earlier.node, name),
                                    element=collection_wait(self, st.know(s), earlier.stream, earlier.time),
+                                   unseen_method=unseen_self_call(self.project, self.file, self.fn, earlier.node,
+                                                                  self.anchor),
                                    cause=(
                                        st.know(s).get(earlier.stream, -1), earlier.time, self.clock))
 

@@ -101,7 +101,7 @@ def discarded_read(fn: cst.FunctionDef, stmt: cst.CSTNode) -> bool:
     names = _bound(stmt)
     if names is None or not _pure(stmt.value):  # type: ignore[attr-defined]
         return False
-    return all(name == "_" or not _loads(fn, name) for name in names)
+    return all(not _loads(fn, name) for name in names)
 
 
 def message_only(fn: cst.FunctionDef, stmt: cst.CSTNode) -> str | None:

@@ -4,10 +4,11 @@ its value reaches).
 A read on one stream of a tensor another stream is still producing yields garbage only for whoever uses the
 result. Two shapes of the statement holding the read tell the analysis how far that goes:
 
-* **discarded** (:func:`discarded_read`): the statement computes a fresh value from tensor operators and
-  ``torch.*`` functions (no ``out=``, no in-place ``*_`` call, no call of any other code, which may keep or
-  write something) and drops it: an expression statement, or an assignment to names the function never reads
-  (``_ = x * 2`` in a warm-up loop before a capture). Nothing it computed is ever used: the race has no effect,
+* **discarded** (:func:`discarded_read`): the statement computes a fresh value from tensor operators,
+  functions of ``torch`` / ``torch.nn.functional`` and methods of values it just computed (no ``out=``, no
+  in-place ``*_`` call, no ``save`` / ``load`` / ``set_*``, no ``torch.ops`` / ``torch.distributed`` or any other
+  code, which may keep or write something) and assigns it to names the function never reads (``_ = x * 2`` in a
+  warm-up loop before a capture). Nothing it computed is ever used: the race has no effect,
   and the flow records none (``Storage.race``). A result read later, an in-place op, a call of a project or
   library function (a module may update buffers), or a write keeps the race.
 * **message only** (:func:`message_only`): every name the statement binds is read only inside f-strings (a
@@ -18,10 +19,11 @@ result. Two shapes of the statement holding the read tell the analysis how far t
 from __future__ import annotations
 
 from streamlint._lazy import cst
-from streamlint.model.syntax import ancestry, local_nodes, target_names
+from streamlint.model.syntax import ancestry, local_nodes, node_code, target_names
 
 
 _FRESH = (cst.Call, cst.BinaryOperation, cst.UnaryOperation)  # a receiver that is a value just computed
+_PURE_MODULES = frozenset({"torch", "torch.nn.functional", "F"})  # functions computing a value from their arguments
 _EFFECTS = frozenset({"record_stream", "register_hook", "backward", "share_memory_", "pin_memory"})
 
 
@@ -33,24 +35,21 @@ def _pure(expr: cst.CSTNode) -> bool:
         if isinstance(n, (cst.Lambda, cst.FunctionDef, cst.ClassDef, cst.NamedExpr, cst.Await, cst.Yield)):
             return False
         if isinstance(n, cst.Call):
-            root, name = n.func, None
-            while isinstance(root, cst.Attribute):
-                name = name or root.attr.value
-                root = root.value
-            fresh = isinstance(n.func, cst.Attribute) and isinstance(n.func.value, _FRESH)  # (`(x @ w).relu()`)
-            if not (fresh or isinstance(root, cst.Name) and root.value == "torch") or name is None \
-                    or name.endswith("_") or name in _EFFECTS \
+            func = n.func
+            name = func.attr.value if isinstance(func, cst.Attribute) else None
+            fresh = isinstance(func, cst.Attribute) and isinstance(func.value, _FRESH)  # (`(x @ w).relu()`)
+            module = node_code(func.value) if isinstance(func, cst.Attribute) and not fresh else None
+            if not (fresh or module in _PURE_MODULES) or name is None or name.endswith("_") or name in _EFFECTS \
+                    or name.startswith(("save", "load", "set_", "manual_seed", "_")) \
                     or any(a.keyword is not None and a.keyword.value == "out" for a in n.args):
-                return False
+                return False  # (`torch.ops.*`, `torch.distributed.*`, `torch.save`: effects beyond the value)
     return True
 
 
 def _bound(stmt: cst.CSTNode) -> list[str] | None:
-    """The names a plain assignment binds (``_`` included), [] for an expression statement, None otherwise (an
-    attribute or subscript target stores the value somewhere)."""
-    if isinstance(stmt, cst.Expr):
-        return []
-    if not isinstance(stmt, cst.Assign):
+    """The names a plain assignment binds (``_`` included), None otherwise (an attribute or subscript target
+    stores the value somewhere; an expression statement is run for its effect)."""
+    if not isinstance(stmt, cst.Assign):  # (a call whose result is dropped, `torch.save(x, f)`, runs for its effect)
         return None
     names: list[str] = []
     for t in stmt.targets:

@@ -18,7 +18,7 @@ at medium confidence, saying it assumes that event was not recorded after the ea
 from __future__ import annotations
 
 from streamlint._lazy import cst
-from streamlint.model.syntax import ancestry, lexical_index, local_nodes, node_code
+from streamlint.model.syntax import ancestry, lexical_index, local_nodes, node_code, node_memo
 
 _WAITS = frozenset({"synchronize", "wait", "query"})
 
@@ -46,7 +46,7 @@ def sibling_wait(fn: cst.FunctionDef, anchor: cst.CSTNode, earlier: cst.CSTNode 
         bases.add(name.rsplit(".", 1)[0])
     if not bases:
         return None
-    index = lexical_index(fn)
+    index: dict = node_memo("lexical_index", fn, lexical_index)  # type: ignore[assignment]
     if id(anchor) not in index or id(earlier) not in index:
         return None
     at, before = index[id(anchor)][0], index[id(earlier)][1]

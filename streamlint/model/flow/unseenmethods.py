@@ -53,7 +53,7 @@ def _foreign_base(project: "Project", file: "FileModel", cls: ClassInfo) -> bool
         if id(c) in seen:
             continue
         seen.add(id(c))
-        for base in c.bases:
+        for base in (b.split("[", 1)[0] for b in c.bases):  # (`Generic[T]`: its name)
             if base.rsplit(".", 1)[-1] in ("object", "Generic", "Protocol", "ABC") \
                     or base.split(".", 1)[0] in ("torch", "nn") or base in ("Module", "Function"):
                 continue  # (torch's own classes order no stream behind a method of the subclass)

@@ -564,6 +564,10 @@ def _report_early(ctx: RuleContext, fn, early: EarlyRecord) -> None:
     if early.thread is not None:
         confidence = Confidence.MEDIUM
         hint += "; this assumes the thread waits while this work runs"
+    if early.optional is not None:
+        confidence = Confidence.MEDIUM
+        hint += (f"; that work runs only when `{early.optional}` (a parameter) is set, and the record runs either way: "
+                 f"this assumes the waiters of {event} rely on it for that work, not only for what came before")
     if early.release is not None:
         confidence = Confidence.MEDIUM
         hint += (f"; `{early.release}` recorded after that work is kept only with other values (a release of its "
@@ -779,6 +783,22 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
         confidence = Confidence.MEDIUM
         hint += ("; the host waits for another thread in between (a threading handshake): this assumes "
                  "that thread does not order the streams before it signals")
+    if race.unseen_method is not None and confidence in (None, Confidence.HIGH):
+        confidence = Confidence.MEDIUM
+        hint += (f"; `self.{race.unseen_method}()`, called in between, is defined by no class of the project (the class "
+                 "extends another package's class, or is patched onto one): this assumes it orders neither stream")
+    if race.element is not None and confidence in (None, Confidence.HIGH):
+        confidence = Confidence.MEDIUM
+        hint += (f"; {stream_label(race.dst, main)} waited, after that, on work of `{race.element}`, an element of the "
+                 f"same stream collection: this assumes it is not {stream_label(race.src, main)} itself")
+    if race.sibling is not None and confidence in (None, Confidence.HIGH):
+        confidence = Confidence.MEDIUM
+        hint += (f"; `{race.sibling}`, kept on the same object, is waited in between, and this function does not record "
+                 "it: this assumes it was not recorded after the earlier use (where the object went meanwhile)")
+    if race.labelled is not None and confidence in (None, Confidence.HIGH):
+        confidence = Confidence.MEDIUM
+        hint += (f"; what it reads only reaches `{race.labelled}`, which the function reads only inside f-strings (a "
+                 "label, a log line): this assumes that text is meant to show the finished value")
     if race.entry is not None:
         confidence = Confidence.MEDIUM
         if race.entry[2] is not None:

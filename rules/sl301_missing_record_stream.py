@@ -17,7 +17,8 @@ def _import_model() -> None:
     never loads them)."""
     global class_step_joined, file_flows, path_tag, unrecorded_siblings, unrecorded_data_swaps, unrecorded_stored_siblings, broken_records, device_module, \
         function_at, MAIN, entry_stream_name, stream_expr, stream_label, lifetime_reported_at, taken_over, function_flow, \
-        noop_taken
+        noop_taken, handed_callable
+    from streamlint.model.flow.handedcallables import handed_callable
     from streamlint.model.dataflow import file_flows, function_flow, lifetime_reported_at, path_tag
     from streamlint.model.flow.callerwaits import class_step_joined
     from streamlint.model.flow.callerfrees import noop_taken, taken_over
@@ -280,6 +281,10 @@ class MissingRecordStream(Rule):
                     confidence = Confidence.MEDIUM  # (flow/recordresults.py)
                     hint += ("; this assumes the call runs the only project method of its name, which hands back "
                              "this record")
+                if confidence is None and (callee := handed_callable(fn, issue.node, issue.name)) is not None:
+                    confidence = Confidence.MEDIUM  # (flow/handedcallables.py)
+                    hint += (f"; its use on {use} is a call of `{callee}`, code the caller hands in: this assumes that "
+                             "code reads it there and keeps no reference of its own until that work ends")
                 if issue.guess:
                     confidence = Confidence.LOW  # (flow/guessedresults.py)
                     hint += (f"; this assumes the value is a device tensor, which rests only on `{issue.guess}` (of "

@@ -73,9 +73,11 @@ def entry_verdicts(discipline: dict[str, bool], family: str) -> list[bool]:
 def entry_discipline(project: Project, file: FileModel) -> dict[str, bool]:
     """Stream family (:func:`stream_family` of the source text of a scope's stream, with a local alias
     also resolved to what it was assigned) -> whether *every* entry onto that stream in the file begins
-    with a wait: ``s.wait_stream(...)`` / ``s.wait_event(...)`` / ``event.wait(s)`` earlier in the same
-    function, on the path to the scope (no branch the scope is not in), with no other entry onto ``s``
-    in between; or a wait as the first statement inside the scope (``current_stream().wait_event(e)``,
+    with a wait: ``s.wait_stream(...)`` / ``s.wait_event(...)`` / ``event.wait(s)`` or a device-wide host
+    synchronisation (``torch.cuda.synchronize()``) earlier in the same function, on the path to the scope (no
+    branch the scope is not in), with no other entry onto ``s`` in between (a synchronisation counts for a
+    stream an object keeps, ``self.compute``; before a loop entering ``s`` it orders the first entry: "chained",
+    as one with entries in between); or a wait as the first statement inside the scope (``current_stream().wait_event(e)``,
     ``e.wait()``). Any other way of making the stream current (``set_stream(s)``) breaks it.
 
     When it holds, work queued on ``s`` after any point of the current stream's program is ordered after
@@ -331,6 +333,15 @@ def _waited_before(project: Project, file: FileModel, site: ScopeSite, keys: set
         if call.function is not fn:
             continue
         method = call.node.func.attr.value if isinstance(call.node.func, cst.Attribute) else None
+        if _device_sync(project, file, call) and all("." in k for k in keys):  # (the host waits for every stream:
+            # the entry comes after all; only a stream an object keeps: a local new stream's pool stream may be
+            # handed to any later `Stream()`, whose entries are not these)
+            span = file.span(call.node)
+            if (span.start_line, span.start_col) < here and all((file.code(g.test), g.negated) in guards
+                                                                  for g in call.guards):
+                found = found or ("chained" if any(not contains(loop, call.node) for loop in loops)
+                                  or any((span.start_line, span.start_col) < o < here for o in others) else True)
+            continue
         if method in _WAIT_METHODS and call.receiver is not None:
             waiters = [call.receiver]
         elif method == "wait" and call.node.args:
@@ -347,6 +358,12 @@ def _waited_before(project: Project, file: FileModel, site: ScopeSite, keys: set
                 return True
             found = "chained"
     return found
+
+
+def _device_sync(project: Project, file: FileModel, call) -> bool:
+    """A device-wide host synchronisation (``torch.cuda.synchronize(dev)``): when it returns, every stream has run
+    all it was given, so a stream entered after it starts after everything the entering stream queued before."""
+    return any(u.role is Role.DEVICE_SYNCHRONIZE for u in project.api_uses(file, call))
 
 
 def _enabling_tests(file: FileModel, fn: FunctionInfo, site: ScopeSite) -> set[tuple[str, bool]]:

@@ -24,6 +24,8 @@ from streamlint.model.flow.elementwaits import sibling_record
 from streamlint.model.flow.escapes import field_made_outside, field_only_polled
 from streamlint.model.flow.protocols import holder_joins
 from streamlint.model.flow.results import EarlyRecord
+from streamlint.model.flow.optionalwork import optional_flag
+from streamlint.model.flow.elementaliases import created_at
 from streamlint.model.flow.releaseguards import release_only
 from streamlint.model.flow.threadwaiters import thread_waiter
 from streamlint.model.flow.waitertouch import work_meets_waiters
@@ -66,6 +68,8 @@ class Orderings:
         """A deterministic key for an unnamed stream / event created at ``node`` (never an id(), which
         would leak into messages and differ between runs)."""
         index = self._anonymous.setdefault(id(node), len(self._anonymous))
+        if kind == "stream":
+            created_at(self, f"<{kind}@{index}>", node)  # type: ignore[arg-type]
         return f"<{kind}@{index}>"
 
     # ---- rendering (keys for flags, events, streams)
@@ -333,9 +337,11 @@ class Orderings:
         node, label = self.record_sites[(key, stream, time)]
         work, guessed = self.uncovered_work(st, stream, time)  # type: ignore[attr-defined]
         joins = self.caller_may_join(stream)  # type: ignore[attr-defined]
+        after = list({id(n): n for t, n in self.work_sites.get(stream, ()) if t > time}.values())  # type: ignore[attr-defined]
         return EarlyRecord(node, label, stream, work, self.cfg.mode, joins,
                            key in self.presumed_waits, self.aside_joins.get(key), guessed,
-                           release=self.release_covers.get(key), thread=self.thread_waiters.get(key))
+                           release=self.release_covers.get(key), thread=self.thread_waiters.get(key),
+                           optional=optional_flag(self.fn.node, node, after))
 
     def aside_work_read(self, stream: str, key: str, time: int) -> bool:
         """Whether the event's waiters may read what the work after its record (at ``time``) writes: the aside

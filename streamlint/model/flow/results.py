@@ -69,6 +69,14 @@ class Race:
     # (flow/releasestreams.py)
     flag: str | None = None  # a hand-back (``escape``) found only on paths where the caller's flag turned the
     # function's own join off (``if sync: torch.cuda.synchronize()``: flow/flagjoins.skipped_join_flag)
+    labelled: str | None = None  # a read whose result, bound to this name, is read only inside f-strings (a label,
+    # a log line: flow/discardedreads.py)
+    sibling: str | None = None  # an event field of the tensor's own object, waited between the two accesses, which
+    # the function does not record (recorded where the object went in between: flow/siblingevents.py)
+    element: str | None = None  # another element of the producer stream's collection, joined by this one after the
+    # producer: maybe the same stream (flow/elementaliases.py)
+    unseen_method: str | None = None  # a ``self`` method no project class defines, called between the two accesses
+    # (the class extends another package's class, or is patched onto one: flow/unseenmethods.py)
 
 
 @dataclass(frozen=True)
@@ -129,6 +137,7 @@ class EarlyRecord:
     handed: str | None = None  # the tensor the work writes, handed out with the event (flow/handedearly.py)
     release: str | None = None  # a later event covers the work only as a release of other values (releaseguards.py)
     thread: str | None = None  # the event's waiter, a method the class runs on a thread of its own (threadwaiters.py)
+    optional: str | None = None  # the parameter whose test alone runs the work after the record (optionalwork.py)
 
 
 @dataclass(frozen=True)

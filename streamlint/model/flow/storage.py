@@ -17,6 +17,10 @@ from streamlint.model.flow.callerscopes import race_evidence
 from streamlint.model.flow.batchguards import KEEP, inner_statement, race_guard
 from streamlint.model.flow.callers import steps_synced
 from streamlint.model.flow.chosenstreams import handed_wait
+from streamlint.model.flow.discardedreads import discarded_read, message_only
+from streamlint.model.flow.siblingevents import sibling_wait
+from streamlint.model.flow.elementaliases import collection_wait
+from streamlint.model.flow.unseenmethods import unseen_self_call
 from streamlint.model.flow.entryctx import entry_of
 from streamlint.model.flow.escapes import events_in, kept_handoff, self_field
 from streamlint.model.flow.handouts import HandOuts
@@ -277,6 +281,8 @@ class Storages(HandOuts):
         outer = self.caller_context(S, earlier, s) if self.depth else None  # the caller's name for it
         if self.anchor is None or self.depth and outer is None or unseen_pair(self, earlier.stream, s):
             return
+        if kind == "read" and not (escape or body or replay or held) and discarded_read(self.fn.node, self.anchor):
+            return  # a fresh value of tensor operators, dropped: nothing ever uses what the read saw
         gates = self.race_gates(S.sid, earlier.time)
         self.relied_on(st, earlier, s, gates)
         key = (id(self.anchor), (name := outer or label or S.name or "tensor"), kind)
@@ -322,6 +328,11 @@ class Storages(HandOuts):
                                    unproven=unproven, flag=flag if kept is None or kept.flag else None,
                                    release=self.__dict__.get("release_sources", {}).get(S.sid)
                                    if kind == "write-after-read" else None,
+                                   labelled=message_only(self.fn.node, self.anchor) if kind == "read" else None,
+                                   sibling=sibling_wait(self.fn.node, self.anchor, earlier.node, name),
+                                   element=collection_wait(self, st.know(s), earlier.stream, earlier.time),
+                                   unseen_method=unseen_self_call(self.project, self.file, self.fn, earlier.node,
+                                                                  self.anchor),
                                    cause=(
                                        st.know(s).get(earlier.stream, -1), earlier.time, self.clock))
 

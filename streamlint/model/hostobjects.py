@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.file import FileModel, dotted
 from streamlint.model.filefacts import ClassInfo, FunctionInfo
+from streamlint.model.tensornames import TENSOR_NAMES
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -46,6 +47,13 @@ def constructed_host_object(project: Project, file: FileModel, fn: FunctionInfo,
     if not isinstance(sym[0], ClassInfo):
         return False  # a project function spelt like a class: unknown result
     return not _tensor_subclass(project, sym[0], sym[1], depth)
+
+
+def foreign_method(attr: str) -> bool:
+    """Is ``attr`` a public method name no ``torch.Tensor`` (nor a tensor subclass model code handles as one) has
+    (``next_stream``, ``memcpy_async``, ``put_signal``)? Its receiver is a host object (a copy engine, a client, a
+    handle), not a tensor. Private and ``npu_*`` names (torch_npu's tensor methods) are no evidence either way."""
+    return not attr.startswith(("_", "npu")) and attr not in TENSOR_NAMES
 
 
 # methods only a tensor (or a class standing in for one) defines: a project class with one is tensor-like

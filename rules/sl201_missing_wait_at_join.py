@@ -701,8 +701,8 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
                 "`event.wait(stream)`, `event.reset(stream)`, kept with the handle): without it the replay "
                 "may run the task on stale or half-updated parameters; this assumes the kept handle is "
                 "updated before replays (the project calls `graph_task_update_begin`)")
-    elif race.body:
-        confidence = Confidence.MEDIUM
+    elif race.body:  # (no `with` of the context manager seen: the with-body's reads rest on unseen callers)
+        confidence = Confidence.LOW if race.held == "unseen" else Confidence.MEDIUM
         dev = device_module(ctx.project, ctx.file, fn, race.mode)
         hint = (f"fork before the yield: `{stream_expr(race.dst, main, dev) or 'side'}.wait_stream("
                 f"{stream_expr(race.src, main, dev) or 'current'})` before the stream scope (or wait "

@@ -780,6 +780,10 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
         confidence = Confidence.MEDIUM if confidence in (None, Confidence.HIGH) else confidence
         hint += (f"; `{race.guessed}` is annotated with no tensor type: this assumes its use here (one only a torch tensor has) "
                  "means device memory")
+    if race.foreign and race.argument:
+        confidence = Confidence.LOW
+        hint += (f"; `{race.foreign}` is used here only as the receiver of methods no tensor has: this assumes it is "
+                 "device memory (not a copy engine, a stream pool or another host object)")
     if race.batch_guard is not None and not race.batch_guard[2] and confidence in (None, Confidence.HIGH):
         confidence = Confidence.MEDIUM
         hint += (f"; the producer and this use each run under a different test of `{race.batch_guard[0]}`: this "

@@ -30,7 +30,7 @@ from streamlint.model.placement import (  # noqa: F401  (re-exported: the host-p
     BLOCKING_HOST_READS, HOST_COPY_METHODS, HOST_FACTORIES, device_like, host_factory, host_placed, host_target,
     non_blocking,
 )
-from streamlint.model.hostobjects import foreign_method, record_annotation
+from streamlint.model.hostobjects import record_annotation
 from streamlint.model.hostresults import _host_value, returns_host_values  # noqa: F401  (re-exported)
 from streamlint.model.file import FileModel, dotted, string_value
 from streamlint.model.hostannotations import host_annotation
@@ -216,9 +216,9 @@ def own_param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict
                 note(receiver.value, EVENT)
             elif method in project_methods and not tensor_method(method):
                 note(receiver.value, "other")  # `plan.wait_current_stream()`: an object of a project class
-            elif method not in _NON_TENSOR_RECEIVER_METHODS and not foreign_method(method) and not (
+            elif method not in _NON_TENSOR_RECEIVER_METHODS and not (
                     receiver.value in fielded and not tensor_method(method)):  # `config.use_eagle()`: an object
-                note(receiver.value, "tensor")  # (`engine.next_stream()`: no tensor has it, hostobjects.py)
+                note(receiver.value, "tensor")  # (only foreign methods: a guess, hostobjects.foreign_receivers)
         if roles & {Role.TAGGED_EVENT_RECORD, Role.TAGGED_EVENT_WAIT, Role.CURRENT_STREAM, Role.STREAM_NEW,
                     Role.EVENT_NEW, Role.DEVICE_SYNCHRONIZE}:
             continue

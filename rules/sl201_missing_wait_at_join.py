@@ -707,8 +707,8 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
                 "`event.wait(stream)`, `event.reset(stream)`, kept with the handle): without it the replay "
                 "may run the task on stale or half-updated parameters; this assumes the kept handle is "
                 "updated before replays (the project calls `graph_task_update_begin`)")
-    elif race.body:
-        confidence = Confidence.MEDIUM
+    elif race.body:  # (no `with` of the context manager seen: the with-body's reads rest on unseen callers)
+        confidence = Confidence.LOW if race.held == "unseen" else Confidence.MEDIUM
         dev = device_module(ctx.project, ctx.file, fn, race.mode)
         hint = (f"fork before the yield: `{stream_expr(race.dst, main, dev) or 'side'}.wait_stream("
                 f"{stream_expr(race.src, main, dev) or 'current'})` before the stream scope (or wait "
@@ -817,6 +817,10 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
         confidence = Confidence.MEDIUM if confidence in (None, Confidence.HIGH) else confidence
         hint += (f"; `{race.guessed}` is annotated with no tensor type: this assumes its use here (one only a torch tensor has) "
                  "means device memory")
+    if race.foreign and race.argument:
+        confidence = Confidence.LOW
+        hint += (f"; `{race.foreign}` is used here only as the receiver of methods no tensor has: this assumes it is "
+                 "device memory (not a copy engine, a stream pool or another host object)")
     if race.batch_guard is not None and not race.batch_guard[2] and confidence in (None, Confidence.HIGH):
         confidence = Confidence.MEDIUM
         hint += (f"; the producer and this use each run under a different test of `{race.batch_guard[0]}`: this "

@@ -22,6 +22,7 @@ Layer 1 — one file, no knowledge of other files
     ``file``        what does this file define, import, call, assign; which ``with`` is around a call?
     ``filefacts``   the records ``file`` fills (FunctionInfo, ClassInfo, CallSite, ScopeSite, AttrAssign, Guard)
     ``hostannotations`` does a parameter's or a return annotation declare a host value (no tensor)?
+    ``paramrefs``   is a stored value a local container of module parameters held by reference (no tensor write)?
     ``uses``        what does a call site bind (``bind_arguments``); ApiUse / ScopeUse values
     ``syntax``      node containment, local nodes, names bound by a target
     ``walk`` / ``positions``   traversal and source positions over LibCST

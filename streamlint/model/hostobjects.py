@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model.file import FileModel, dotted
 from streamlint.model.filefacts import ClassInfo, FunctionInfo
+from streamlint.model.syntax import local_nodes as _local
+from streamlint.model.tensornames import TENSOR_NAMES
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -46,6 +48,43 @@ def constructed_host_object(project: Project, file: FileModel, fn: FunctionInfo,
     if not isinstance(sym[0], ClassInfo):
         return False  # a project function spelt like a class: unknown result
     return not _tensor_subclass(project, sym[0], sym[1], depth)
+
+
+def foreign_method(attr: str) -> bool:
+    """Is ``attr`` a public method name no ``torch.Tensor`` (nor a tensor subclass model code handles as one) has
+    (``next_stream``, ``memcpy_async``, ``put_signal``)? Its receiver is a host object (a copy engine, a client, a
+    handle), not a tensor. Private and ``npu_*`` names (torch_npu's tensor methods) are no evidence either way."""
+    return not attr.startswith(("_", "npu")) and attr not in TENSOR_NAMES
+
+
+def foreign_receivers(fn: FunctionInfo) -> frozenset[str]:
+    """Unannotated parameters of ``fn`` whose only tensor evidence is being the receiver of methods no tensor has
+    (``engine.next_stream()``, ``scales.pad_to(n)``): every use of the name is such a call or a plain argument of
+    a call (handed on). Taking one for a tensor is a guess (a copy engine, a stream pool, a record object): a race
+    on it as the caller's argument is reported low."""
+    cached = fn.__dict__.get("_foreign_receivers")
+    if cached is not None:
+        return cached
+    params = {p.name.value for p in (*fn.node.params.params, *fn.node.params.kwonly_params)
+              if p.annotation is None and p.name.value not in ("self", "cls")}
+    foreign: set[str] = set()
+    other: set[str] = set()
+    ok: set[int] = set()  # ids of the Name nodes used as a foreign receiver or a plain argument
+    for node in _local(fn.node.body):
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in params:
+                if foreign_method(func.attr.value):
+                    foreign.add(func.value.value)
+                    ok.add(id(func.value))
+            for a in node.args:
+                if isinstance(a.value, cst.Name) and not a.star:
+                    ok.add(id(a.value))
+    for node in _local(fn.node.body):
+        if isinstance(node, cst.Name) and node.value in params and id(node) not in ok:
+            other.add(node.value)
+    cached = fn.__dict__["_foreign_receivers"] = frozenset(foreign - other)
+    return cached
 
 
 # methods only a tensor (or a class standing in for one) defines: a project class with one is tensor-like

@@ -8,6 +8,8 @@ project-call results (``flow/calls.py``)."""
 
 from __future__ import annotations
 
+from typing import Callable
+
 from streamlint._lazy import cst
 from streamlint.model.file import FileModel, dotted, string_value
 from streamlint.model.hostannotations import host_param
@@ -66,20 +68,24 @@ _HOST_SEQUENCE_BUILTINS = frozenset({"tuple", "list", "sorted", "set", "frozense
 _HOST_FILL_METHODS = frozenset({"append", "extend", "insert", "add"})
 
 
-def returns_host_values(fn: FunctionInfo) -> bool:
+def returns_host_values(fn: FunctionInfo, fields: Callable[[str], bool] | None = None) -> bool:
     """Does a helper with no return annotation hand back only host values on every ``return``? Ints, strings and
     bools, builtins of them (``int(...)``, ``any(...)``), tuples / lists of such, ``None`` (at least one return is
     something else), and locals bound to nothing else (a list filled by ``.append`` of host tuples, then
     ``tuple(plan)``), also the memo idiom ``plan = spec.get(key)`` ... ``plan = spec[key] = (...)``: a read of the
     very slot the helper itself fills with host values (a layout policy cached on a config dict). A layout or a
-    shape policy computed once is no tensor, so a caller's name bound to it is never produced on a stream."""
-    cached = fn.__dict__.get("_returns_host")
+    shape policy computed once is no tensor, so a caller's name bound to it is never produced on a stream.
+    ``fields`` (asked by the data flow, which knows the class): does ``self.<attr>`` hold a host value
+    (``hostattrs.host_attr``)? Device addresses are host ints too: ``x.data_ptr()`` and offsets added to it (a
+    copy-engine descriptor ``(dst_ptr + slot * nbytes, src_ptr, nbytes)``)."""
+    memo = "_returns_host" if fields is None else "_returns_host_fields"
+    cached = fn.__dict__.get(memo)
     if cached is None:
-        cached = fn.__dict__["_returns_host"] = _returns_host_values(fn)
+        cached = fn.__dict__[memo] = _returns_host_values(fn, fields)
     return cached
 
 
-def _returns_host_values(fn: FunctionInfo) -> bool:
+def _returns_host_values(fn: FunctionInfo, fields: Callable[[str], bool] | None = None) -> bool:
     if not fn.returns or fn.yields or fn.node.asynchronous is not None:
         return False
     bindings: dict[str, list[cst.BaseExpression | None]] = {}  # every binding of each local (None: opaque)
@@ -90,8 +96,10 @@ def _returns_host_values(fn: FunctionInfo) -> bool:
         if isinstance(target, cst.Name):
             bindings.setdefault(target.value, []).append(value)
         elif isinstance(target, (cst.Tuple, cst.List)):
-            for el in target.elements:
-                bind(el.value, None)
+            pairs = isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements) \
+                and not any(isinstance(el, cst.StarredElement) for el in (*target.elements, *value.elements))
+            for i, el in enumerate(target.elements):  # `n_kv, page = self.n_kv, self.page`: element by element
+                bind(el.value, value.elements[i].value if pairs else None)  # type: ignore[union-attr]
         elif isinstance(target, cst.StarredElement):
             bind(target.value, None)
         elif isinstance(target, cst.Subscript) and len(target.slice) == 1 \
@@ -107,8 +115,10 @@ def _returns_host_values(fn: FunctionInfo) -> bool:
         if isinstance(node, cst.Assign):
             for t in node.targets:
                 bind(t.target, node.value)
-        elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
-            bind(node.target, node.value if isinstance(node, cst.AnnAssign) else None)
+        elif isinstance(node, cst.AnnAssign):
+            bind(node.target, node.value)
+        elif isinstance(node, cst.AugAssign):  # `run += 1`: host when its other bindings and the operand are
+            bind(node.target, node.value if isinstance(node.target, cst.Name) else None)
         elif isinstance(node, (cst.For, cst.CompFor)):
             bind(node.target, None)
         elif isinstance(node, cst.WithItem) and node.asname is not None:
@@ -123,7 +133,7 @@ def _returns_host_values(fn: FunctionInfo) -> bool:
     params = set(fn.all_params)
 
     def host(v: cst.BaseExpression | None, depth: int, seen: frozenset) -> bool:
-        if v is None or depth > 6:
+        if v is None or depth > 12:
             return False
         if _host_value(fn, v) and not (isinstance(v, cst.Call) and (dotted(v.func) or "").rsplit(".", 1)[-1] in (
                 "list", "dict", "set", "OrderedDict", "defaultdict") and v.args):
@@ -139,6 +149,15 @@ def _returns_host_values(fn: FunctionInfo) -> bool:
         if isinstance(v, cst.Comparison) and all(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn))
                                                  for c in v.comparisons):
             return True
+        if isinstance(v, cst.Comparison) and all(host(x, depth + 1, seen) for x in (
+                v.left, *(c.comparator for c in v.comparisons))):
+            return True  # `len(plan) > 0`: a Python bool
+        if isinstance(v, cst.Attribute) and fields is not None and isinstance(v.value, cst.Name) \
+                and v.value.value == "self":
+            return fields(v.attr.value)  # `self.page_bytes` set from an `int` argument
+        if isinstance(v, cst.BinaryOperation) and isinstance(v.operator, (cst.Add, cst.Subtract)) \
+                and (address(v.left, depth + 1, seen) or address(v.right, depth + 1, seen)):
+            return True  # a device address plus an offset: a host int (no one adds a tensor to an address)
         if isinstance(v, (cst.BinaryOperation, cst.BooleanOperation)):
             return host(v.left, depth + 1, seen) and host(v.right, depth + 1, seen)
         if isinstance(v, cst.IfExp):
@@ -157,6 +176,21 @@ def _returns_host_values(fn: FunctionInfo) -> bool:
                 len(v.args) == 1 or host(v.args[1].value, depth + 1, seen))
         if isinstance(v, cst.Subscript) and len(v.slice) == 1 and isinstance(v.slice[0].slice, cst.Index):
             return _cached_slot(dotted(v.value), _code(v.slice[0].slice.value), depth, seen)
+        return False
+
+    def address(v: cst.BaseExpression, depth: int, seen: frozenset) -> bool:
+        """``x.data_ptr()``, an address plus an offset, a local bound only to addresses: a device address."""
+        if depth > 12:
+            return False
+        if isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value == "data_ptr" \
+                and not v.args:
+            return True
+        if isinstance(v, cst.BinaryOperation) and isinstance(v.operator, (cst.Add, cst.Subtract)):
+            return address(v.left, depth + 1, seen) or address(v.right, depth + 1, seen)
+        if isinstance(v, cst.IfExp):  # `base.data_ptr() if has_k else None`
+            return address(v.body, depth + 1, seen) and host(v.orelse, depth + 1, seen)
+        if isinstance(v, cst.Name) and v.value not in params and v.value not in seen and bindings.get(v.value):
+            return all(x is not None and address(x, depth + 1, seen | {v.value}) for x in bindings[v.value])
         return False
 
     def _cached_slot(base: str | None, key: str | None, depth: int, seen: frozenset) -> bool:

@@ -32,6 +32,7 @@ from streamlint.model.syntax import certain_calls, contains, dominates, local_no
 from streamlint.model.apis import COLLECTIVE_PARAMS, COLLECTIVES, Role, lookup
 from streamlint.model.file import FileModel, dotted
 from streamlint.model.filefacts import CallSite, ClassInfo, FunctionInfo
+from streamlint.model.paramrefs import parameter_reference
 from streamlint.model.placement import settled_host_value
 from streamlint.model.streams import derived, scope_stream_key
 from streamlint.model.walk import children
@@ -138,7 +139,8 @@ def _writes(file: FileModel, body: cst.CSTNode) -> list[tuple[str, cst.CSTNode]]
         elif isinstance(n, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
             targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
             for t in targets:
-                if isinstance(t, cst.Subscript) or isinstance(n, cst.AugAssign):
+                if (isinstance(t, cst.Subscript) or isinstance(n, cst.AugAssign)) and not (
+                        isinstance(n, cst.Assign) and parameter_reference(body, n.value)):  # (paramrefs.py)
                     add(t, n)  # `self.buf[i] = v`, `self.buf += v`
                 elif isinstance(t, cst.Attribute) and t.attr.value in ("data", "grad"):
                     add(t, n)  # `self.buf.data = v`: the field now holds other contents

@@ -267,13 +267,27 @@ def certain_calls(node: cst.CSTNode) -> list[cst.Call]:
     return out
 
 
+def literal_truth(test: cst.BaseExpression) -> bool | None:
+    """The truth of a test that is a literal (``True`` / ``False`` / ``None``, a number, a string, ``not`` of
+    one): the one arm ``if True:`` / ``if 0:`` always takes; None for any other test."""
+    negate = False
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, negate = test.expression, not negate
+    value: bool | None = None
+    if isinstance(test, cst.Name) and test.value in ("True", "False", "None"):
+        value = test.value == "True"
+    elif (number := int_literal(test)) is not None:
+        value = number != 0
+    elif isinstance(test, cst.Float):
+        value = float(test.value) != 0.0
+    elif isinstance(test, cst.SimpleString):
+        value = len(test.evaluated_value) > 0
+    return None if value is None else value != negate
+
+
 def forever(loop: cst.CSTNode) -> bool:
     """``while True:`` / ``while 1:``: a loop only a ``break``, a ``return`` or a ``raise`` leaves."""
-    if not isinstance(loop, cst.While):
-        return False
-    test = loop.test
-    return isinstance(test, cst.Name) and test.value == "True" \
-        or isinstance(test, cst.Integer) and int(test.value, 0) != 0
+    return isinstance(loop, cst.While) and literal_truth(loop.test) is True
 
 
 def endless(loop: cst.CSTNode) -> bool:

@@ -218,7 +218,7 @@ def own_param_kinds(project: Project, file: FileModel, fn: FunctionInfo) -> dict
                 note(receiver.value, "other")  # `plan.wait_current_stream()`: an object of a project class
             elif method not in _NON_TENSOR_RECEIVER_METHODS and not (
                     receiver.value in fielded and not tensor_method(method)):  # `config.use_eagle()`: an object
-                note(receiver.value, "tensor")
+                note(receiver.value, "tensor")  # (only foreign methods: a guess, hostobjects.foreign_receivers)
         if roles & {Role.TAGGED_EVENT_RECORD, Role.TAGGED_EVENT_WAIT, Role.CURRENT_STREAM, Role.STREAM_NEW,
                     Role.EVENT_NEW, Role.DEVICE_SYNCHRONIZE}:
             continue

@@ -54,6 +54,13 @@ def bodies_read_caller_device(project: Project, file: FileModel, fn: FunctionInf
     return memo[key]
 
 
+def bodies_unseen(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
+    """Is no ``with`` of context manager ``fn`` visible in the project (nor of a base method it overrides)? Then a
+    with-body's reads rest on callers nobody can see (a finding on them is at most low)."""
+    return not callers_of(project, file, fn) and not any(callers_of(project, model, base)
+                                                          for base, model in _overridden(project, file, fn))
+
+
 def _forwards_body(caller: FunctionInfo, body: cst.CSTNode) -> bool:
     """Does the body yield, in a ``@contextmanager`` caller that orders no stream itself? Then it runs the
     caller's own callers' with-bodies (``with inner(ctx): yield ctx``: context managers composed), and what those

@@ -36,7 +36,7 @@ from streamlint.model.streams import (
     outside_stream_scopes,
 )
 from streamlint.model.syntax import contains, local_nodes, string_annotation, strip_not
-from streamlint.model.tensors import META_METHODS, param_kinds, return_kind, returns_host_values
+from streamlint.model.tensors import META_METHODS, param_kinds, return_kind
 from streamlint.model.tensorvocab import ESCAPE_METHODS, META_ATTRS, VIEW_ATTRS, VIEW_METHODS
 from streamlint.model.flow.hostreads import async_host_copy_call
 from streamlint.model.flow.hosthelpers import note_guessed_helper, returns_host_memory
@@ -498,7 +498,7 @@ class Calls:
         heldresults.py) are no fresh allocation of the call."""
         if not isinstance(result, TVal):
             return result
-        if returns_host_values(fn):
+        if self.returns_host(fn, mod):
             return None  # every `return` builds host values (a layout policy of ints, a flag): no tensor
         if mod is not None and returns_host_memory(self.project, mod, fn):
             return self.host_tensor(st)  # a staged host buffer, a `torch.frombuffer` of file bytes (hosthelpers.py)
@@ -658,7 +658,7 @@ class Calls:
             ret = SVal(self.render(st, e))
         elif declared == EVENT and not isinstance(ret, EVal):
             ret = EVal(self.render(st, e))
-        elif (declared_host(self.project, mod, fn) or returns_host_values(fn)) and isinstance(ret, TVal):
+        elif (declared_host(self.project, mod, fn) or self.returns_host(fn, mod)) and isinstance(ret, TVal):
             ret = None
         kept = {tv.sid for tv in self.tensors(st, ret)} if isinstance(ret, (TVal, TupVal)) else set()
         for sid, S in st.stores.items():

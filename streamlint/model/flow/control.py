@@ -30,7 +30,7 @@ from streamlint.model.flow.wrapperforks import entry_event_waits, forks_on_entry
 from streamlint.model.flow.values import (AnalysisBudgetExceeded, CVal, CtxVal, EVal, HVal, KVal, LOOP_UNROLL, MAX_PATHS,
                                           MAX_STEPS, NONE, SVal, ScopeRun, State, TVal, TupVal, FieldsVal)
 from streamlint.model.streams import declared_globals, MAIN, STREAM
-from streamlint.model.syntax import contains, endless, strip_not, target_names, walked_names
+from streamlint.model.syntax import contains, endless, literal_truth, strip_not, target_names, walked_names
 from streamlint.model.tensoruse import tensor_places
 from streamlint.model.placement import HOST_META, device_copy_call
 from streamlint.model.wrappers import mode_of_test
@@ -331,8 +331,9 @@ class ControlFlow:
         return self.family_parts(st, v, n)  # (`t, ev = self.q.popleft()`: its tensor / event parts)
 
     def decide(self, st: State, test: cst.BaseExpression) -> bool | None:
-        parsed = mode_of_test(test)
-        if parsed is not None:
+        if (literal := literal_truth(test)) is not None:  # `if True:` / `if 0:` take one arm (syntax.literal_truth)
+            return literal
+        if (parsed := mode_of_test(test)) is not None:
             return (self.cfg.mode in parsed[1]) == parsed[2]
         if (first := self.first_round_test(st, test)) is not None:  # (before the bounds kept by the test's text)
             return first

@@ -11,7 +11,7 @@ from streamlint._lazy import cst
 from streamlint.model.attrstreams import foreign_stream
 from streamlint.model.flow.flagjoins import skipped_join_flag
 from streamlint.model.flow.callerwaits import returned_handle_waits
-from streamlint.model.flow.bodyinputs import bodies_read_caller_device, callers_cannot_fork
+from streamlint.model.flow.bodyinputs import bodies_read_caller_device, bodies_unseen, callers_cannot_fork
 from streamlint.model.flow.escapes import handed_value, tensor_boxes
 from streamlint.model.flow.fieldfamilies import callers_join, family
 from streamlint.model.flow.hostfields import HostFields
@@ -99,7 +99,8 @@ class HandOuts(HostFields):
         caller = Access(MAIN, 0, None, {})
         if not ordered_before(caller, st.know(st.cur)) and bodies_read_caller_device(self.project, self.file, self.fn):
             S = Storage(self.new_id(), "with-body", "arg", MAIN, caller)
-            self.race(st, "read", S, caller, st.cur, "the with-body", body=True)
+            self.race(st, "read", S, caller, st.cur, "the with-body", body=True,  # (no `with` of it seen: "unseen")
+                      held="unseen" if bodies_unseen(self.project, self.file, self.fn) else "")
 
     def event_handed_over(self, st: State, lw: Access, returned: object, sid: int | None = None) -> bool:
         """An event recorded after the pending write ``lw`` that the caller may wait on: kept on an object, in a

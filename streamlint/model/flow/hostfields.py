@@ -12,6 +12,7 @@ from streamlint.model.lifetimes import module_constant, module_container
 from streamlint.model.placement import host_container_field
 from streamlint.model.streams import derived
 from streamlint.model.hostattrs import host_attr, host_data_attr
+from streamlint.model.hostresults import returns_host_values
 from streamlint.model.hostpools import host_pool_field, pool_key
 
 
@@ -43,6 +44,14 @@ class HostFields:
         # a field allocated on the constructor's device, read in a method run only on host-built objects
         return v.key.count(".") == 1 and "[" not in v.key and host_instance_field(
             self.project, frame_file, frame_file.classes.get(frame_fn.class_name or ""), frame_fn, v.key[5:])
+
+    def returns_host(self, fn: FunctionInfo, mod) -> bool:
+        """Does the helper ``fn`` (of module ``mod``) hand back host values only
+        (:func:`~streamlint.model.hostresults.returns_host_values`), its class's host fields counted as such?"""
+        cls = mod.classes.get(fn.class_name or "") if mod is not None else None
+        if cls is None:
+            return returns_host_values(fn)
+        return returns_host_values(fn, lambda attr: bool(self._field_host(cls, mod, attr)))
 
     def host_pool(self, v: KVal) -> bool:
         """``self.<attr>`` (or a slot of it) is a pool of host buffers of the class

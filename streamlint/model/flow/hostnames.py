@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from streamlint._lazy import cst
 from streamlint.model.filefacts import FunctionInfo
+from streamlint.model.hostobjects import foreign_method
 from streamlint.model.streams import derived
 from streamlint.model.syntax import local_nodes
-from streamlint.model.tensornames import TENSOR_NAMES
 from streamlint.model.tensors import tensor_method, torch_returns_tensor
 from streamlint.model.tensorvocab import META_ATTRS
 
@@ -85,7 +85,7 @@ def _scan_methods(fn: FunctionInfo) -> frozenset[str]:
         if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and id(node) in calls:
             received.add(id(node.value))
             attr = node.attr.value
-            foreign = not (attr.startswith(("_", "npu")) or attr in TENSOR_NAMES or attr in _CONTAINER_METHODS)
+            foreign = foreign_method(attr) and attr not in _CONTAINER_METHODS
             receivers[node.value.value] = receivers.get(node.value.value, False) or foreign
     bindings: dict[str, int] = {}
     for node in nodes:

@@ -270,7 +270,56 @@ def _host_object_field(project, file: FileModel, cls: ClassInfo, attr: str) -> b
             or _reassigned_elsewhere(project, os.path.realpath(file.path), attr) \
             or _copied_or_derived(project, file, cls, attr):
         return False
-    return host_container_field(file, cls, attr) or attr in host_fields(project, file, cls)
+    return host_container_field(file, cls, attr) or attr in host_fields(project, file, cls) \
+        or _constructed_host(project, file, cls, attr)
+
+
+def _constructed_host(project, file: FileModel, cls: ClassInfo, attr: str) -> bool:
+    """``state.ring`` where the plain class binds ``self.ring`` only in ``__init__``, to its parameter ``ring``, and
+    every construction the project shows (``State(...)``, ``cls(...)`` in a classmethod of the class) binds that
+    parameter to host memory, or to a tuple / list of host buffers (``tuple(torch.empty(n, pin_memory=True) for _
+    in range(2))``): the field holds host memory, its elements too."""
+    init = cls.methods.get("__init__")
+    values = [a.value for m in cls.methods.values() for a in m.assigns if a.target == f"self.{attr}"]
+    params = [p for p in init.params if p != "self"] if init is not None else []
+    if init is None or len(values) != 1 or not isinstance(values[0], cst.Name) or values[0].value not in params \
+            or not any(a.value is values[0] for a in init.assigns):
+        return False
+    name, index = values[0].value, params.index(values[0].value)
+    paths = project.paths_containing((f"{cls.name}(".encode(),))
+    if len(paths) > MAX_CALLER_FILES:
+        return False
+    found = []
+    for path in dict.fromkeys([*paths, file.path]):  # (the class's own file: its `cls(...)` constructions)
+        model = project.file(path)
+        for site in model.calls if model is not None else ():
+            sym = project.symbol(site.target, model) if site.target is not None else None
+            own = model is file and isinstance(site.node.func, cst.Name) and site.node.func.value == "cls" \
+                and site.function is not None and site.function.class_name == cls.name
+            if not own and (sym is None or sym[0] is not cls):
+                continue
+            args = site.node.args
+            if any(a.star for a in args):
+                return False
+            bound = [a.value for a in args if a.keyword is not None and a.keyword.value == name]
+            positional = [a.value for a in args if a.keyword is None]
+            bound += positional[index:index + 1]
+            found.append(len(bound) == 1 and _host_buffers(project, model, site.function, bound[0]))
+    return bool(found) and all(found)
+
+
+def _host_buffers(project, file: FileModel, fn: FunctionInfo | None, v: cst.BaseExpression) -> bool:
+    """Host memory (:func:`_host_local`), or a tuple / list of it: a display, a comprehension or ``tuple(...)`` /
+    ``list(...)`` of a generator."""
+    if isinstance(v, cst.Call) and (dotted(v.func) or "") in ("tuple", "list") and len(v.args) == 1 \
+            and not v.args[0].star:
+        v = v.args[0].value
+    if isinstance(v, (cst.GeneratorExp, cst.ListComp)):
+        return _host_local(project, file, fn, v.elt)
+    if isinstance(v, (cst.Tuple, cst.List)):
+        return bool(v.elements) and all(not isinstance(el, cst.StarredElement)
+                                        and _host_local(project, file, fn, el.value) for el in v.elements)
+    return _host_local(project, file, fn, v)
 
 
 class HostWrites:

@@ -70,6 +70,7 @@ from streamlint.model.tensors import param_kinds, torch_returns_tensor
 from streamlint.model.tensorvocab import VIEW_METHODS
 from streamlint.model.tensoruse import tensor_annotation
 from streamlint.model.opaqueparams import guessed_params
+from streamlint.model.hostobjects import foreign_receivers
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -172,6 +173,7 @@ class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders
         self.unplaced_copies: set[int] = set()  # ... of a tensor of unknown placement (hostreads.py: medium)
         self.unknown_results: set[int] = set()  # storages of call results of unknown type (listreads.py: medium)
         self.guessed_args: dict[int, str] = {}  # storages of parameters typed by their use (opaqueparams.py)
+        self.foreign_args: dict[int, str] = {}  # ... typed only by methods no tensor has (hostobjects.foreign_receivers)
         self.unseen_call = False  # the op at hand is a call of code not seen (hostwrites.unseen_call_op)
         self.host_handed_now: frozenset[int] = frozenset()  # host-field storages that call is handed
         self.host_handed_reads: set[tuple[int, int]] = set()  # (storage, time) of such reads (Race.host_handed)
@@ -281,6 +283,7 @@ class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders
             name for name in self.fn.all_params if kinds.get(name) == EVENT})
         late = {p for names in (*forked.values(), *own.values()) for p in names}  # produced after the fork
         guessed = guessed_params(self.project, self.file, self.fn, (torch_returns_tensor, VIEW_METHODS))
+        foreign = foreign_receivers(self.fn)
         if self.fn.scopes and self.fn.all_params:
             self.entry_getters = callers_current_getters(self.project, self.file, self.fn)
         deferred: list[str] = []
@@ -314,6 +317,8 @@ class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders
                 S = self.new_storage(st, "arg", MAIN, name, Access(MAIN, 0, None, {}))
             if name in guessed:
                 self.guessed_args[S.sid] = name
+            if name in foreign:
+                self.foreign_args[S.sid] = name
             st.env[name] = self.new_tensor(st, S.sid)
         self.bind_star_args(st)
         if self.entry_seed:

@@ -225,9 +225,13 @@ def _event_handles(file: FileModel, fn: FunctionInfo) -> list[SilentJoin]:
             if not handled(node.body, node.target.value):
                 out.append(SilentJoin(fn, node, "event", node.target.value))
         elif isinstance(node, cst.Assign):
-            for name in (n for t in node.targets for n in _bound_names(t.target)):
+            names = [n for t in node.targets for n in _bound_names(t.target)]
+            # `_, next_ev = self.pending_events[i + 1]`: the part named for an event is the record's event, the
+            # other parts its other fields (a layer name, a step), no handle of their own
+            named = [n for n in names if _HANDLE_NAME.search(n) or _EVENT_NAME.search(n)]
+            for name in names:
                 if name not in fn.all_params and name not in strings and not _host_handle(file, fn, node.value) and (
-                        _HANDLE_NAME.search(name) or _EVENT_NAME.search(name) or _event_container(node.value)):
+                        name in named or _event_container(node.value) and not named):
                     bound.setdefault(name, node)
     for name, binding in bound.items():
         if handled(fn.node.body, name):

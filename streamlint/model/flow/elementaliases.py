@@ -11,11 +11,14 @@ unordered, although on the loop's turn where ``g == primary`` the wait covers it
 :func:`collection_wait` finds that case: at the use, the using stream knows, from a time after the producer, a
 stream of the same collection as the producer's (:func:`~streamlint.model.entries.may_alias` of their families,
 a created stream's family being the element its creation was stored to) under another key. The race stays, at
-medium confidence, saying it assumes the two elements differ. A wait on a stream of another collection, or on the
-same element before the producer, keeps the finding as it was.
+medium confidence, saying it assumes the two elements differ. A wait on a stream of another collection, on the
+same element before the producer, or on an element of another literal index (``s[2]`` or ``s[-1]`` after a producer on ``s[1]``)
+keeps the finding as it was.
 """
 
 from __future__ import annotations
+
+import re
 
 from streamlint._lazy import cst
 from streamlint.model.entries import may_alias, stream_family
@@ -35,6 +38,17 @@ def _family(interp, key: str) -> tuple[str, str] | None:
     return (stream_family(key), key) if "[" in key else None
 
 
+_LITERAL_INDEX = re.compile(r"\[(-?\d+)\]$")
+
+
+def _distinct(a: str, b: str) -> bool:
+    """Two element texts whose last indices are different integer literals (``s[1]``, ``s[2]``; ``s[1]`` and
+    ``s[-1]``, the element a join loop's last turn names): two elements the flow tells apart, not two names
+    for one element that the code's own index expressions (``reduce[g]``, ``reduce[primary]``) may be."""
+    ma, mb = _LITERAL_INDEX.search(a), _LITERAL_INDEX.search(b)
+    return bool(ma and mb) and a[:ma.start()] == b[:mb.start()] and ma.group(1) != mb.group(1)
+
+
 def collection_wait(interp, know: dict[str, int], producer: str, time: int) -> str | None:
     """The element (its text) of ``producer``'s stream collection that the using stream (knowing ``know``)
     joined after ``time`` under another key, else None."""
@@ -43,7 +57,7 @@ def collection_wait(interp, know: dict[str, int], producer: str, time: int) -> s
         return None
     for key, seen in know.items():
         if key != producer and seen >= time and (other := _family(interp, key)) is not None \
-                and other[1] != mine[1] and may_alias(mine[0], other[0]):
+                and other[1] != mine[1] and may_alias(mine[0], other[0]) and not _distinct(mine[1], other[1]):
             return other[1]
     return None
 

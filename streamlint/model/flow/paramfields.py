@@ -19,7 +19,8 @@ from streamlint.model.filefacts import ClassInfo
 from streamlint.model.flow.forks import caller_forks
 from streamlint.model.flow.helperrecords import _param_class, checking_import
 from streamlint.model.syntax import string_annotation
-from streamlint.model.streams import MAIN_STREAM, attr_kind
+from streamlint.model.attrstreams import attr_origin
+from streamlint.model.streams import MAIN_STREAM, STREAM, attr_kind
 
 if TYPE_CHECKING:
     from streamlint.model.file import FileModel
@@ -40,6 +41,16 @@ def field_is_current(project: Project, file: FileModel, fn: FunctionInfo, key: s
     split = _split(fn, key)
     found = _param_class(project, file, fn, split[0]) if split is not None else None
     return found is not None and attr_kind(project, found[1], found[0], split[1]) == MAIN_STREAM
+
+
+def field_is_side(project: Project, file: FileModel, fn: FunctionInfo, key: str) -> bool:
+    """Is stream key ``param.attr`` a side stream for sure: the parameter's annotated project class builds a stream
+    of its own there (``self.comm_stream = torch.cuda.Stream()``), not one handed to its constructor? Then the
+    stream is no choice of the caller's (only the fork before its use may be: :func:`forked_param_fields`)."""
+    split = _split(fn, key)
+    found = _param_class(project, file, fn, split[0]) if split is not None else None
+    return found is not None and attr_kind(project, found[1], found[0], split[1]) == STREAM \
+        and attr_origin(project, found[1], found[0], split[1]) == "own"
 
 
 def param_field_streams(file: FileModel, fn: FunctionInfo) -> set[str]:
@@ -99,4 +110,4 @@ def declared_method(project: Project, file: FileModel, fn: FunctionInfo,
     return None
 
 
-__all__ = ["declared_method", "field_is_current", "forked_param_fields", "param_field_streams"]
+__all__ = ["declared_method", "field_is_current", "field_is_side", "forked_param_fields", "param_field_streams"]

@@ -19,6 +19,7 @@ class ShardBuffer:
         self.copy_stream = torch.cuda.Stream()
         self.home_stream = torch.cuda.current_stream()
         self.given_stream = side
+        self.default_lane = torch.cuda.default_stream()
 
     def packed(self) -> torch.Tensor:
         out = []
@@ -51,6 +52,7 @@ def test_param_field_kinds_and_rebound_result(tmp_path: Path) -> None:
     assert not field_is_side(project, file, fn, "other.copy_stream")  # (no annotation)
     assert field_is_current(project, file, fn, "buf.home_stream")
     assert not field_is_current(project, file, fn, "buf.copy_stream")
+    assert not field_is_current(project, file, fn, "buf.default_lane")  # (maybe not the caller's current stream)
     assert computes_tensor(project, file, file.functions["ShardBuffer.packed"])
     assert not computes_tensor(project, file, file.functions["ShardBuffer.first"])  # (a field, not computed)
 

@@ -20,7 +20,7 @@ from streamlint.model.flow.forks import caller_forks
 from streamlint.model.flow.helperrecords import _param_class, checking_import
 from streamlint.model.syntax import string_annotation
 from streamlint.model.attrstreams import attr_origin
-from streamlint.model.streams import MAIN_STREAM, STREAM, attr_kind
+from streamlint.model.streams import MAIN_STREAM, STREAM, attr_kind, is_current_stream
 
 if TYPE_CHECKING:
     from streamlint.model.file import FileModel
@@ -40,7 +40,11 @@ def field_is_current(project: Project, file: FileModel, fn: FunctionInfo, key: s
     """Is stream key ``param.attr`` the current stream, as the parameter's annotated project class binds it?"""
     split = _split(fn, key)
     found = _param_class(project, file, fn, split[0]) if split is not None else None
-    return found is not None and attr_kind(project, found[1], found[0], split[1]) == MAIN_STREAM
+    if found is None or attr_kind(project, found[1], found[0], split[1]) != MAIN_STREAM:
+        return False
+    cls, mod = found  # (every binding a `current_stream()`: a default stream may be another one than the caller's)
+    bindings = [(m, a.value) for m in cls.methods.values() for a in m.assigns if a.target == f"self.{split[1]}"]
+    return bool(bindings) and all(is_current_stream(project, mod, m, v) for m, v in bindings)
 
 
 def field_is_side(project: Project, file: FileModel, fn: FunctionInfo, key: str) -> bool:

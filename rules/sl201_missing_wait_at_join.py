@@ -18,12 +18,13 @@ def _import_model() -> None:
         FunctionFlow, one_per_cause, device_module, function_at, MAIN, entry_stream_name, stream_expr, stream_label, \
         partial_joins, partial_param_joins, unwaited_slot_reads, UnwaitedHandle, unwaited_handles, chosen_stream, \
         rests_on_unseen_caller, chosen_by_caller, current_at_some_site, handed_elsewhere, unjoined_flag_clears, \
-        idle_stream_loops, returned_handle_waits
+        field_is_side, idle_stream_loops, returned_handle_waits
     from streamlint.model.flow.callerwaits import returned_handle_waits
     from streamlint.model.dataflow import EarlyRecord, HostRead, Race, file_flows, path_tag
     from streamlint.model.eventguards import CURRENT, UnguardedRead, unguarded_reads
     from streamlint.model.flow.callerstreams import current_at_some_site, handed_elsewhere
     from streamlint.model.flow.chosenstreams import chosen_by_caller, chosen_stream, rests_on_unseen_caller
+    from streamlint.model.flow.paramfields import field_is_side
     from streamlint.model.flow.duckmethods import duck_calls
     from streamlint.model.flow.elementevents import UnwaitedElement, unwaited_elements
     from streamlint.model.flow.entryevents import UnwaitedEntry, unwaited_entries
@@ -859,7 +860,8 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
         confidence = Confidence.LOW
         hint += (f"; `{race.handed_wait}`, a stream the caller hands in, waits on {stream_label(race.src, main)} "
                  "before the hand-back: this assumes that is not the caller's current stream")
-    elif chosen is not None and rests_on_unseen_caller(ctx.project, ctx.file, fn, chosen):
+    elif chosen is not None and rests_on_unseen_caller(ctx.project, ctx.file, fn, chosen) and not field_is_side(
+            ctx.project, ctx.file, fn, race.dst if race.src == MAIN else race.src):  # (its class builds it: paramfields)
         confidence = Confidence.LOW
         hint += (f"; its stream comes from `{chosen}`, which the caller chooses, and no call of "
                  f"`{fn.node.name.value}` is seen in the project: this assumes a caller passes a stream other than "

@@ -277,6 +277,9 @@ class MissingRecordStream(Rule):
                     confidence = Confidence.MEDIUM  # (the receiver's code is read, its later use of the event not)
                     hint += (f"; `{issue.kept_event}` is handed on with the results, but the receiver only keeps it: "
                              "nothing waits on it on the current stream before the free")
+                if issue.coarse and confidence is None:
+                    confidence = Confidence.MEDIUM  # (flow/coarse.py: one outcome of its ordering-free branches)
+                    hint += "; found on the function's coarse run (too many paths): some branches took one outcome"
                 if issue.assumed and confidence is None:
                     confidence = Confidence.MEDIUM  # (flow/recordresults.py)
                     hint += ("; this assumes the call runs the only project method of its name, which hands back "

@@ -157,7 +157,11 @@ Layer 3 — one function's flow
                     and whether the callee's stream may be None too;
                     ``handlestreams``: a stream wrapped from a handle the caller passes, the caller's stream as a
                     stream parameter is; ``chosenstreams``: a race whose other stream the caller chooses, in a
-                    function no seen code calls, rests wholly on that unseen caller -- low),
+                    function no seen code calls, rests wholly on that unseen caller -- low; ``paramfields``: a
+                    stream field of a parameter annotated with a project class -- the current stream when the
+                    class binds ``current_stream()`` there, a side stream for sure (no caller's choice) when it
+                    builds one, ordered at entry when every seen caller forks it -- and that class's methods called
+                    on the parameter),
                     ``fielddrops`` (a plain field's tensor read on a side stream, pending and unrecorded at the
                     return, which another method of the class rebinds or drops with no join first),
                     ``selfjoins`` (a class whose other methods each join the work they queue on its own stream:

@@ -55,6 +55,7 @@ split by concern in :mod:`streamlint.model.flow`.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
@@ -190,6 +191,10 @@ def function_flow(project: Project, file: FileModel, fn: FunctionInfo, *, explic
         races.update({k + (mode,): v for k, v in interp.races.items()})
         if not interp.coarse:  # (a free's cover, e.g. the next step's event wait, may lie on a skipped outcome)
             lifetimes.update({k + (mode,): v for k, v in interp.lifetimes.items()})
+        else:  # a plain free in the function itself, outside any loop: its cover is between use and free, on
+            # the paths the coarse run forks (every outcome mentioning an ordering): kept, medium (coarse.py)
+            lifetimes.update({k + (mode,): replace(v, coarse=True) for k, v in interp.lifetimes.items()
+                              if _straight_free(fn, v)})
         unjoined.update({k + (mode,): v for k, v in interp.unjoined.items()})
         views.update(interp.view_escapes)
         if mode != "ge":  # native events have no place in GE graphs (SL502)
@@ -199,6 +204,16 @@ def function_flow(project: Project, file: FileModel, fn: FunctionInfo, *, explic
                         tuple(views.values()), tuple(early.values()), tuple(host_reads.values()))
     cache[key] = flow
     return flow
+
+
+def _straight_free(fn: FunctionInfo, issue: Lifetime) -> bool:
+    """A lifetime of the coarse run that rests on no other step: a local freed at the return, by a ``del`` or a
+    rebinding, its use and free in no loop of the function (no next iteration's join to miss)."""
+    if issue.kind != "free" or issue.free not in ("function end", "del", "rebinding") or issue.escaped \
+            or issue.entry is not None or issue.flag or issue.guess:
+        return False
+    loops = [n for n in local_nodes(fn.node) if isinstance(n, (cst.For, cst.While))]
+    return not any(contains(loop, node) for loop in loops for node in (issue.node, issue.free_node) if node is not None)
 
 
 def _entry(project: Project, file: FileModel, fn: FunctionInfo, mode: str) -> bool:

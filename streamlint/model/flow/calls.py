@@ -41,6 +41,7 @@ from streamlint.model.tensorvocab import ESCAPE_METHODS, META_ATTRS, VIEW_ATTRS,
 from streamlint.model.flow.hostreads import async_host_copy_call
 from streamlint.model.flow.hosthelpers import note_guessed_helper, returns_host_memory
 from streamlint.model.flow.helperrecords import checking_import
+from streamlint.model.flow.paramfields import declared_method
 from streamlint.model.flow.metaonly import metadata_only  # noqa: F401 - (re-exported for exprs)
 from streamlint.model.flow.recordreturns import declared_host
 from streamlint.model.uses import bind_arguments
@@ -564,25 +565,12 @@ class Calls:
     def annotated_method(self, func: cst.BaseExpression) -> tuple[FunctionInfo, FileModel] | None:
         """``plan.record()`` where ``plan: SchedulePlan`` is a parameter annotated with a project class (or
         unannotated, calling a method only that class defines: flow/duckmethods.py)."""
-        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
-            return None
-        fn, file = self.cfn, self.cfile
-        for p in (*fn.node.params.posonly_params, *fn.node.params.params, *fn.node.params.kwonly_params):
-            if p.name.value != func.value.value or p.annotation is None:
-                continue
-            annotation = string_annotation(p.annotation.annotation)
-            qualname = file.resolve(annotation, fn.parent) if isinstance(annotation, (cst.Name, cst.Attribute)) \
-                else None
-            if qualname is None and dotted(annotation) is None:
-                continue
-            qualname = qualname or checking_import(file, dotted(annotation) or "")  # (`if TYPE_CHECKING:` only)
-            qualname = qualname or f"{file.module_name}.{dotted(annotation)}"
-            sym = self.project.symbol(qualname, file)
-            if sym is not None and isinstance(sym[0], ClassInfo):
-                method = sym[0].methods.get(func.attr.value)
-                if method is not None:
-                    return method, sym[1]
-        return duck_method(self.project, file, fn, func)  # (unannotated: a name only one project class defines)
+        return self.declared_method(func) or (duck_method(self.project, self.cfile, self.cfn, func)
+                                               if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
+                                               else None)
+
+    def declared_method(self, func: cst.BaseExpression) -> tuple[FunctionInfo, FileModel] | None:
+        return declared_method(self.project, self.cfile, self.cfn, func)  # (paramfields.py)
 
     def _bind_rest(self, st: State, e: cst.Call, fn: FunctionInfo, params: tuple[str, ...], env: dict) -> None:
         """An inlined helper's ``*args`` / ``**kwargs``: the call's extra arguments (an empty tuple when none)."""

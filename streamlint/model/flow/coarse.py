@@ -9,11 +9,15 @@ correlated. Every path it explores is a path of the full run, so each hazard it 
 would have reported; it only misses those of the outcomes it skipped. Its races, unjoined streams and early
 records are reported; its lifetimes (SL301) are not: whether a free is covered depends on the joins of
 every later path (the next step's event wait of an alternating-streams loop may sit in a skipped
-outcome), so precision first."""
+outcome), so precision first -- except a plain free of a local outside any loop (at the return, a ``del``, a
+rebinding): its cover lies between use and free, on paths the run forks, so it is reported at medium
+(``dataflow._straight_free``). A branch whose test is also the test of a branch mentioning an ordering forks too
+(:func:`ordering_test`): which outcome ran decides which ordering follows."""
 
 from __future__ import annotations
 
 from streamlint._lazy import cst
+from streamlint.model.syntax import local_nodes
 
 
 def ends_in(block: object, *kinds: type) -> bool:
@@ -37,4 +41,14 @@ def coarse_choice(todo: list) -> tuple:
     return todo[0]
 
 
-__all__ = ["coarse_choice"]
+def ordering_test(interp, test: cst.BaseExpression) -> bool:
+    """Is ``test`` (by its code) also the test of another ``if`` of the interpreted function whose outcomes mention
+    an ordering? An ordering-free branch on it still decides which ordering runs later (the paths
+    correlate on the test: ``if store.grouped is None:`` flattening one way or the other, then recording the
+    flattened buffers under the same test): the coarse run takes both of its outcomes."""
+    code, mentions = interp.cfile.code(test), interp.mentions_ordering
+    return any(isinstance(n, cst.If) and n.test is not test and interp.cfile.code(n.test) == code
+               and (mentions(n.body) or n.orelse is not None and mentions(n.orelse)) for n in local_nodes(interp.cfn.node))
+
+
+__all__ = ["coarse_choice", "ordering_test"]

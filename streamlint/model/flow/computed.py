@@ -56,8 +56,38 @@ def computes_tensor(project: Project, file: FileModel, fn: FunctionInfo) -> bool
     memo[key] = False  # (a recursive helper: not known)
     values = [r.value for r in fn.returns]
     memo[key] = bool(values) and not fn.yields and all(
-        v is not None and _computed(project, file, fn, v, 0) for v in values)
+        r.value is not None and (_computed(project, file, fn, r.value, 0) or _computed_last(project, file, fn, r))
+        for r in fn.returns)
     return memo[key]
+
+
+def _computed_last(project: Project, file: FileModel, fn: FunctionInfo, ret: cst.Return) -> bool:
+    """``flat = []; ...; flat = _flatten(flat); return flat``: a returned local whose binding just before the
+    ``return``, a plain assignment of the same block, is a computing call (its earlier bindings never reach it)."""
+    if not isinstance(ret.value, cst.Name) or ret.value.value in fn.all_params:
+        return False
+    prev = _previous_statement(fn.node.body, ret)
+    if not (isinstance(prev, cst.SimpleStatementLine) and len(prev.body) == 1 and isinstance(prev.body[0], cst.Assign)):
+        return False
+    assign = prev.body[0]
+    return len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name) \
+        and assign.targets[0].target.value == ret.value.value and _computed(project, file, fn, assign.value, 1)
+
+
+def _previous_statement(block: cst.BaseSuite, ret: cst.Return) -> cst.CSTNode | None:
+    """The statement right before the line holding ``ret`` in the block (nested blocks searched), else None."""
+    body = list(getattr(block, "body", ()))
+    for i, stmt in enumerate(body):
+        if isinstance(stmt, cst.SimpleStatementLine) and any(small is ret for small in stmt.body):
+            return body[i - 1] if i and stmt.body[0] is ret else None
+        for child in (getattr(stmt, "body", None), getattr(stmt, "orelse", None)):
+            while child is not None and not isinstance(child, cst.BaseSuite):
+                child = getattr(child, "body", None)
+            if isinstance(child, cst.BaseSuite):
+                found = _previous_statement(child, ret)
+                if found is not None:
+                    return found
+    return None
 
 
 def device_factory(file: FileModel, fn: FunctionInfo, call: cst.Call, cfile: FileModel,

@@ -14,7 +14,7 @@ from streamlint.model.captures import capture_kind
 from streamlint.model.ctxfactories import stream_condition
 from streamlint.model.file import string_value
 from streamlint.model.flow.calls import block_returns, node_mentions_ordering
-from streamlint.model.flow.coarse import branch_ends as _returns, coarse_choice
+from streamlint.model.flow.coarse import branch_ends as _returns, coarse_choice, ordering_test
 from streamlint.model.flow.counters import NVal
 from streamlint.model.flow.leaves import closure_container
 from streamlint.model.flow.promises import carried, record_fields
@@ -502,6 +502,7 @@ class ControlFlow:
         then.relevant = self.mentions_ordering(node.body)  # type: ignore[attr-defined]
         other.relevant = (node.orelse is not None and self.mentions_ordering(node.orelse)) or (  # type: ignore[attr-defined]
             node.orelse is None and block_returns(node.body) and any(self.mentions_ordering(r) for r in rest))
+        then.relevant = then.relevant or self.coarse and not other.relevant and ordering_test(self, node.test)  # type: ignore
         return self.branch(st, node.test, [(True, then), (False, other)])
 
     def loop(self, node, st: State) -> list[State]:

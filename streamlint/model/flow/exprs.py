@@ -435,6 +435,8 @@ class Expressions:
     def dispatch(self, st: State, e: cst.Call, method: str | None, target: str | None) -> object:
         site = self.cfile.call_site(e)
         found = self.project.call_target(self.cfile, site) if site is not None else None
+        if found is None and site is not None:  # `store.flat_grads()`, `store: GradStore` a parameter (calls.py)
+            found = self.declared_method(e.func)
         if found is None and site is not None:  # `group, i = builder.register(...)`, builder a local instance
             found = self.project.instance_method(self.cfile, site)
             returns = found[0].node.returns if found is not None else None

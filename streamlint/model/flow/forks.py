@@ -109,6 +109,10 @@ def _caller_forks(project: Project, file: FileModel, fn: FunctionInfo, code: str
         if code.startswith("self."):
             func = site.node.func
             there = f"{model.code(func.value)}{code[4:]}" if isinstance(func, cst.Attribute) else None
+        elif "." in code:  # a field of a parameter (paramfields.py): that field of the caller's argument
+            head, _, attr = code.partition(".")
+            expr = bound.get(head)
+            there = f"{model.code(expr)}.{attr}" if isinstance(expr, (cst.Name, cst.Attribute)) else None
         else:
             expr = bound.get(code)
             if _none_stream(fn, code, expr):
@@ -121,6 +125,12 @@ def _caller_forks(project: Project, file: FileModel, fn: FunctionInfo, code: str
     if sites:
         memo[key] = frozenset(late)
     return memo[key]
+
+
+def caller_forks(project: Project, file: FileModel, fn: FunctionInfo, code: str) -> frozenset[str] | None:
+    """Does every seen caller of ``fn`` fork the stream ``fn`` knows as ``code`` (a parameter, a field of one,
+    ``self.*``) before the call? The parameters some caller produces after the fork, or None."""
+    return _caller_forks(project, file, fn, code, 0)
 
 
 def _none_stream(fn: FunctionInfo, param: str, expr: cst.BaseExpression | None) -> bool:

@@ -14,6 +14,7 @@ from streamlint.model.flow.absentevents import AbsentEvents
 from streamlint.model.flow.ambient import entry_ambient
 from streamlint.model.flow.calls import Calls, current_stream_params
 from streamlint.model.flow.provenance import param_alias
+from streamlint.model.flow.paramfields import forked_param_fields
 from streamlint.model.flow.forks import callers_current_getters, forked_self_streams, forked_stream_params, \
     recorded_event_params
 from streamlint.model.flow.choices import Choices
@@ -279,6 +280,7 @@ class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders
         # date as produced late (deferred below): the fork does not order that stream at all
         forked = {k: names for k, names in forked.items() if not any(kinds.get(p) == "container" for p in names)}
         own = forked_self_streams(self.project, self.file, self.fn)
+        own.update(forked_param_fields(self.project, self.file, self.fn))  # `store.comm_stream` (paramfields.py)
         self.given_events |= recorded_event_params(self.project, self.file, self.fn, {
             name for name in self.fn.all_params if kinds.get(name) == EVENT})
         late = {p for names in (*forked.values(), *own.values()) for p in names}  # produced after the fork

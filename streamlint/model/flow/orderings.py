@@ -15,6 +15,7 @@ from streamlint.model.file import string_value
 from streamlint.model.syntax import local_nodes
 from streamlint.model.flow.provenance import held_alias
 from streamlint.model.flow.ambient import field_alias
+from streamlint.model.flow.paramfields import field_is_current
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.asidejoins import aside_joins_only, waiters_read
 from streamlint.model.flow.calls import event_field_waited
@@ -143,6 +144,8 @@ class Orderings:
                     or held_alias(self, v.key)
                 if alias is not None:
                     return alias
+            elif "." in v.key and "[" not in v.key and field_is_current(self.project, self.cfile, self.cfn, v.key):
+                return MAIN  # `store.comm_stream`, its class binding the current stream (paramfields.py)
             return v.key
         return self.render(st, e) if e is not None else UNKNOWN_STREAM
 

@@ -107,6 +107,7 @@ class Lifetime:
     assumed: bool = False  # a record a call resolved by its method name only handed back (recordresults.py): medium
     kept_event: str | None = None  # an event recorded after the use, handed to a project receiver that only keeps
     # it (waits on it nowhere: syncops.receiver_joins): no join of the current stream, as its code says (medium)
+    coarse: bool = False  # found by the coarse run (flow/coarse.py): one outcome of its ordering-free branches (medium)
     kept_by_record: str | None = None  # for "noop-record": the tensor is kept until its use stream's join by a work
     # record handed back ("kept": every seen caller keeps it; "unseen": no caller seen) (flow/recordkeeps.py)
 

@@ -35,7 +35,6 @@ from streamlint.model.tensoruse import tensor_places
 from streamlint.model.placement import HOST_META, device_copy_call
 from streamlint.model.wrappers import mode_of_test
 
-
 MAX_TUPLE_ITER = 8  # a loop over a literal tuple of at most this many elements runs once per element
 
 
@@ -499,10 +498,10 @@ class ControlFlow:
             return self.block(node.orelse.body.body, [s])
 
         then.node, other.node = node.body, node.orelse  # type: ignore[attr-defined]
-        then.relevant = self.mentions_ordering(node.body)  # type: ignore[attr-defined]
         other.relevant = (node.orelse is not None and self.mentions_ordering(node.orelse)) or (  # type: ignore[attr-defined]
             node.orelse is None and block_returns(node.body) and any(self.mentions_ordering(r) for r in rest))
-        then.relevant = then.relevant or self.coarse and not other.relevant and ordering_test(self, node.test)  # type: ignore
+        then.relevant = self.mentions_ordering(node.body) or (  # type: ignore[attr-defined]
+            self.coarse and not other.relevant and ordering_test(self, node.test))
         return self.branch(st, node.test, [(True, then), (False, other)])
 
     def loop(self, node, st: State) -> list[State]:

@@ -695,6 +695,23 @@ def _report_host_read(ctx: RuleContext, fn, read: HostRead) -> None:
     ctx.report(read.node, message, confidence=None if read.placed else Confidence.MEDIUM, related=related, hint=hint)
 
 
+def _unsure_between(race, main):
+    """What the flow saw between the two accesses that it cannot read, each as the assumption a medium finding
+    states (flow/unseenmethods.py, elementaliases.py, siblingevents.py, discardedreads.py)."""
+    if race.unseen_method is not None:
+        yield (f"; `self.{race.unseen_method}()`, called in between, is defined by no class of the project (the class "
+               "extends another package's class, or is patched onto one): this assumes it orders neither stream")
+    if race.element is not None:
+        yield (f"; {stream_label(race.dst, main)} waited, after that, on work of `{race.element}`, an element of the "
+               f"same stream collection: this assumes it is not {stream_label(race.src, main)} itself")
+    if race.sibling is not None:
+        yield (f"; `{race.sibling}`, kept on the same object, is waited in between, and this function does not record "
+               "it: this assumes it was not recorded after the earlier use (where the object went meanwhile)")
+    if race.labelled is not None:
+        yield (f"; what it reads only reaches `{race.labelled}`, which the function reads only inside f-strings (a "
+               "label, a log line): this assumes that text is meant to show the finished value")
+
+
 def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | None, use_line: int,
            producer_line: int | None) -> tuple[Confidence | None, str]:
     """How sure the finding of ``race`` is (None: the rule's own, high) and its hint: where the wait goes, and
@@ -784,22 +801,10 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
         confidence = Confidence.MEDIUM
         hint += ("; the host waits for another thread in between (a threading handshake): this assumes "
                  "that thread does not order the streams before it signals")
-    if race.unseen_method is not None and confidence in (None, Confidence.HIGH):
-        confidence = Confidence.MEDIUM
-        hint += (f"; `self.{race.unseen_method}()`, called in between, is defined by no class of the project (the class "
-                 "extends another package's class, or is patched onto one): this assumes it orders neither stream")
-    if race.element is not None and confidence in (None, Confidence.HIGH):
-        confidence = Confidence.MEDIUM
-        hint += (f"; {stream_label(race.dst, main)} waited, after that, on work of `{race.element}`, an element of the "
-                 f"same stream collection: this assumes it is not {stream_label(race.src, main)} itself")
-    if race.sibling is not None and confidence in (None, Confidence.HIGH):
-        confidence = Confidence.MEDIUM
-        hint += (f"; `{race.sibling}`, kept on the same object, is waited in between, and this function does not record "
-                 "it: this assumes it was not recorded after the earlier use (where the object went meanwhile)")
-    if race.labelled is not None and confidence in (None, Confidence.HIGH):
-        confidence = Confidence.MEDIUM
-        hint += (f"; what it reads only reaches `{race.labelled}`, which the function reads only inside f-strings (a "
-                 "label, a log line): this assumes that text is meant to show the finished value")
+    for assumption in _unsure_between(race, main):  # the first condition that makes a sure race unsure names itself
+        if confidence in (None, Confidence.HIGH):
+            confidence = Confidence.MEDIUM
+            hint += assumption
     if race.entry is not None:
         confidence = Confidence.MEDIUM
         if race.entry[2] is not None:

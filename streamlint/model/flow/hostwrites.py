@@ -43,6 +43,7 @@ from streamlint.model.placement import host_container_field, host_factory, settl
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.streams import derived
 from streamlint.model.syntax import node_code
+from streamlint.model.uses import bind_arguments
 
 _DEFAULT_DEVICE = (b"set_default_device", b"torch.device(", b"with device(", b", device(", b"(device(")
 _ASYNC_COPIES = frozenset({"copy_", "to", "cuda", "npu", "pin_memory"})
@@ -206,6 +207,12 @@ def _host_local(project, file: FileModel, fn: FunctionInfo | None, v: cst.BaseEx
     return bool(values) and all(settled_host_value(x) or _pinned_factory(project, file, fn, x) for x in values)
 
 
+def _bound_argument(call: cst.Call, params: list[str], name: str) -> cst.BaseExpression | None | bool:
+    """The argument ``call`` binds to the parameter ``name`` of ``params`` (:func:`~streamlint.model.uses.bind_arguments`);
+    False when a ``*args`` / ``**kwargs`` hides which."""
+    return False if any(a.star for a in call.args) else bind_arguments(tuple(params), call).get(name)
+
+
 def host_record_field(project, file: FileModel, cls: ClassInfo, attr: str) -> bool:
     """Does every construction of the dataclass ``cls`` the project shows bind ``attr`` to host memory (see the
     module docstring)?"""
@@ -231,14 +238,9 @@ def host_record_field(project, file: FileModel, cls: ClassInfo, attr: str) -> bo
                 sym = project.symbol(site.target, model) if site.target is not None else None
                 if sym is None or sym[0] is not cls:
                     continue
-                args = site.node.args
-                if any(a.star for a in args):
+                if (bound := _bound_argument(site.node, fields, attr)) is False:
                     return False
-                bound = [a.value for a in args if a.keyword is not None and a.keyword.value == attr]
-                positional = [a.value for a in args if a.keyword is None]
-                if fields.index(attr) < len(positional):
-                    bound.append(positional[fields.index(attr)])
-                found.append(len(bound) == 1 and _host_local(project, model, site.function, bound[0]))
+                found.append(bound is not None and _host_local(project, model, site.function, bound))
         memo[key] = bool(found) and all(found)
     return memo[key]
 
@@ -285,7 +287,7 @@ def _constructed_host(project, file: FileModel, cls: ClassInfo, attr: str) -> bo
     if init is None or len(values) != 1 or not isinstance(values[0], cst.Name) or values[0].value not in params \
             or not any(a.value is values[0] for a in init.assigns):
         return False
-    name, index = values[0].value, params.index(values[0].value)
+    name = values[0].value
     paths = project.paths_containing((f"{cls.name}(".encode(),))
     if len(paths) > MAX_CALLER_FILES:
         return False
@@ -298,13 +300,9 @@ def _constructed_host(project, file: FileModel, cls: ClassInfo, attr: str) -> bo
                 and site.function is not None and site.function.class_name == cls.name
             if not own and (sym is None or sym[0] is not cls):
                 continue
-            args = site.node.args
-            if any(a.star for a in args):
+            if (bound := _bound_argument(site.node, params, name)) is False:
                 return False
-            bound = [a.value for a in args if a.keyword is not None and a.keyword.value == name]
-            positional = [a.value for a in args if a.keyword is None]
-            bound += positional[index:index + 1]
-            found.append(len(bound) == 1 and _host_buffers(project, model, site.function, bound[0]))
+            found.append(bound is not None and _host_buffers(project, model, site.function, bound))
     return bool(found) and all(found)
 
 

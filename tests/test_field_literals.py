@@ -102,3 +102,19 @@ def test_every_choice_waiting_before_the_read_is_silent(tmp_path):
         '        if self.when == "second":\n            torch.cuda.current_stream().synchronize()\n'
         '        out = torch.empty_like(x)\n')
     assert [f for f in lint_text(fixed, tmp=tmp_path) if f.code == "SL201"] == []
+
+
+def test_a_method_of_the_object_not_run_here_forgets_the_fields_it_may_assign():
+    probe, st = _Probe(), State()
+    probe.note_literal(st, "self.when", CVal("first"))
+    probe.note_literal(st, "self.level", CVal(1))
+    probe.forget_literals(st, cst.parse_expression("helper.reset()"), None)  # not a method of the object
+    assert st.literals == {"self.when": "first", "self.level": 1}
+    method = cst.parse_module("def reset(self):\n    self.when = 'second'\n").body[0]
+
+    class _Fn:
+        node = method
+    probe.forget_literals(st, cst.parse_expression("self.reset()"), (_Fn(), None))
+    assert st.literals == {"self.level": 1}
+    probe.forget_literals(st, cst.parse_expression("self.unknown()"), None)  # unseen: any field may change
+    assert st.literals == {}

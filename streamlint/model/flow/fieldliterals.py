@@ -81,6 +81,12 @@ def _queues_host_copies(node: cst.CSTNode) -> bool:
     return False
 
 
+def _assigned(n: cst.CSTNode) -> list[cst.BaseExpression]:
+    if isinstance(n, cst.Assign):
+        return [t.target for t in n.targets]
+    return [n.target] if isinstance(n, (cst.AugAssign, cst.AnnAssign)) else []
+
+
 def steer_points(project, file, fn) -> list[cst.CSTNode]:
     """The assignments of a literal to a field ``fn`` tests against literals, in the methods of the object ``fn``
     calls (``self.plan(...)``) that also queue non-blocking device-to-host copies: one steered run each."""
@@ -120,6 +126,16 @@ class FieldLiterals:
             st.literals[key] = v.value
         else:
             st.literals.pop(key, None)
+
+    def forget_literals(self, st: State, e: cst.Call, found) -> None:
+        """``self.m(...)`` not run here (not inlined): the fields ``m`` assigns (every field when ``m`` is not
+        found) may hold another value after it."""
+        if not st.literals or not (isinstance(e.func, cst.Attribute) and _self_field(e.func) is not None):
+            return
+        fields = None if found is None else {f"self.{name}" for n in local_nodes(found[0].node)
+                                             for t in _assigned(n) if (name := _self_field(t)) is not None}
+        for key in [k for k in st.literals if fields is None or k in fields]:
+            del st.literals[key]
 
     def literal_test(self, st: State, test: cst.BaseExpression) -> bool | None:
         """``self.f == "x"`` / ``!=`` / ``in ("x", "y")`` / ``not in`` when this path assigned ``self.f`` a literal."""

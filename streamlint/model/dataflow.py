@@ -70,6 +70,7 @@ from streamlint.model.flow.callerfrees import register_flow
 from streamlint.model.flow.effects import calls_stream_work, inherited_modes
 from streamlint.model.flow.hostreads import async_host_copy_call
 from streamlint.model.flow.interp import Interp, run_producer
+from streamlint.model.flow.fieldliterals import steer_points
 from streamlint.model.flow.protocols import family_consumer, protocol_inputs
 from streamlint.model.flow.sidecalls import side_entry
 from streamlint.model.flow.entryctx import entry_context
@@ -200,10 +201,30 @@ def function_flow(project: Project, file: FileModel, fn: FunctionInfo, *, explic
         if mode != "ge":  # native events have no place in GE graphs (SL502)
             early.update(interp.early_records)
         host_reads.update(interp.host_reads)
+        if mode in ("eager", "cuda") and not interp.coarse:
+            host_reads.update(_steered_reads(project, file, fn, flow_config(mode, explicit_ge_joins, False), host_reads))
     flow = FunctionFlow(modes, tuple(races.values()), tuple(lifetimes.values()), tuple(unjoined.values()),
                         tuple(views.values()), tuple(early.values()), tuple(host_reads.values()))
     cache[key] = flow
     return flow
+
+
+def _steered_reads(project: Project, file: FileModel, fn: FunctionInfo, cfg, known: dict) -> dict:
+    """The host reads of pending device-to-host copies on the paths through each literal a method of the object
+    ``fn`` calls stores in a field ``fn`` tests (:mod:`~streamlint.model.flow.fieldliterals`): one run per
+    assignment, the inlined helper steered through it. Medium (``placed`` False): one path of the helper stands
+    for the configurations that choose that literal."""
+    found: dict = {}
+    for point in steer_points(project, file, fn):
+        interp = Interp(project, file, fn, cfg)
+        interp.steer = point
+        try:
+            interp.run()
+        except (RecursionError, AnalysisBudgetExceeded):
+            continue
+        found.update({k: replace(r, placed=False) for k, r in interp.host_reads.items()
+                      if k not in known and k not in found and r.kind == "copy"})
+    return found
 
 
 def _straight_free(fn: FunctionInfo, issue: Lifetime) -> bool:
@@ -372,7 +393,8 @@ def _native_host_reads(project: Project, file: FileModel, fn: FunctionInfo, expl
             interp.run()
         except (RecursionError, AnalysisBudgetExceeded):
             return ()
-    return tuple(interp.host_reads.values())
+    known = dict(interp.host_reads)
+    return tuple(known.values()) + tuple(_steered_reads(project, file, fn, interp.cfg, known).values())
 
 
 def file_flows(project: Project, file: FileModel, *, explicit_ge_joins: bool = False) \

@@ -14,7 +14,7 @@ from streamlint.model.captures import capture_kind
 from streamlint.model.ctxfactories import stream_condition
 from streamlint.model.file import string_value
 from streamlint.model.flow.calls import block_returns, node_mentions_ordering
-from streamlint.model.flow.coarse import branch_ends as _returns, coarse_choice, ordering_test
+from streamlint.model.flow.coarse import coarse_choice, ordering_test
 from streamlint.model.flow.counters import NVal
 from streamlint.model.flow.leaves import closure_container
 from streamlint.model.flow.promises import carried, record_fields
@@ -241,8 +241,7 @@ class ControlFlow:
             if st.assume:
                 for k in [k for k in st.assume if key in k]:
                     del st.assume[k]
-            if isinstance(v, CVal) and isinstance(v.value, bool) and key.startswith("self."):
-                st.assume[key] = v.value  # `self._pending = True`: a later `if self._pending:` on this path knows
+            self.note_literal(st, key, v)  # `self._pending = True`, `self.mode = "drop"`: later tests know (fieldliterals.py)
         elif isinstance(target, cst.Subscript):
             base = self.ev(st, target.value)
             keys = [self.ev(st, el.slice.value) for el in target.slice if isinstance(el.slice, cst.Index)]
@@ -344,6 +343,8 @@ class ControlFlow:
             return counted
         if (ordering := ordering_query(test)) is not None:
             return ordering
+        if (assigned := self.literal_test(st, test)) is not None:  # `self.sync_at == "early"` (fieldliterals.py)
+            return assigned
         key, positive = self.test_key(st, test)
         if key is not None and key in st.assume:
             return st.assume[key] == positive
@@ -429,7 +430,7 @@ class ControlFlow:
                     self.same_stream(s, a, b)  # one stream under two names (roundtests.py)
             if key is not None and (not self.single or key.startswith("self.") or "()" in key):
                 s.assume[key] = outcome == positive
-                if not self.single:
+                if not self.single or self.steer is not None:  # (a steered run's helper: fieldliterals.py)
                     self.constrain(s, test, outcome)
             self.device_test(s, test, outcome)
             self.poll_test(s, test, outcome)  # `if ev.query():` the host saw it complete (flow/polls.py)
@@ -467,19 +468,6 @@ class ControlFlow:
         else:  # `a or b` false: both false; `a and b` true: both true
             for k, p in literals:
                 st.assume.setdefault(k, p if value else not p)
-
-    def _preferred(self, todo):
-        if self.focus is not None and self.depth == 0:  # the one path through a given statement
-            for outcome, runner in todo:
-                if getattr(runner, "node", None) is not None and contains(runner.node, self.focus):
-                    return outcome, runner
-            for outcome, runner in todo:  # a branch that returns would end the path before it
-                if not _returns(runner):
-                    return outcome, runner
-        relevant = [(o, r) for o, r in todo if getattr(r, "relevant", False)]  # not a returning one of them (an
-        # inlined helper's early return would drop its work and result), nor one raising (its caller stops there)
-        return next((x for x in relevant if len(relevant) < 2 or not _returns(x[1])),
-                    (relevant or [x for x in todo if not _returns(x[1], raises=True)] or todo)[0])
 
     def if_(self, node: cst.If, st: State) -> list[State]:
         rest = self.rest

@@ -396,6 +396,7 @@ class Expressions:
                     key = self.memo_key(st, e, target[0])
                     return SVal(key) if key is not None else result
                 return result
+            self.forget_literals(st, e, getter)  # a method not run here may store another literal (fieldliterals.py)
             if recursive_call(self, st, e, site):  # (a helper inlined calling itself: recursion.py)
                 return None
             handed = self.handed_back(st, e, site)

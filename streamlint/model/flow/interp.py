@@ -53,6 +53,7 @@ from streamlint.model.flow.elementevents import element_rooted
 from streamlint.model.flow.handbacks import HandBacks
 from streamlint.model.flow.protocols import protocol_inputs, seed
 from streamlint.model.flow.releasestreams import ReleaseTests, seed_releases
+from streamlint.model.flow.fieldliterals import FieldLiterals
 from streamlint.model.flow.results import EarlyRecord, HostRead, Lifetime, Race, Unjoined, ViewEscape
 from streamlint.model.flow.slots import Slots
 from streamlint.model.flow.records import Records
@@ -114,7 +115,8 @@ def _last_simple(body: list) -> cst.CSTNode | None:
 
 class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders, ScopedNoneTests, GuardedWork, IndexSets, Membership, HostWrites, Consumers, PendingArgs, FieldDrops, Orderings, Records, Storages, Unsets, Expressions, OutsideCalls, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes,
              HostReads, HostSyncs, ThreadStreams, TransferSends, Counters, Promises, Slots, Replays, Rounds, RoundTests, NotNone, Finals,
-             HandedBack, Polls, FieldFamilies, HostGradients, ListReads, Choices, AbsentEvents, ReleaseTests):
+             HandedBack, Polls, FieldFamilies, HostGradients, ListReads, Choices, AbsentEvents, ReleaseTests,
+             FieldLiterals):
     """Path-sensitive abstract interpretation of one function body in program order."""
 
     protocol_seed = True  # seed the fields other methods of the class leave on a side stream (protocols.py)

@@ -228,6 +228,7 @@ class State:
         self.events: dict[str, dict[str, int]] = {}
         self.stack: list[str] = [MAIN]
         self.assume: dict[str, bool] = {}
+        self.literals: dict[str, object] = {}  # `self.f` -> the str / int literal this path assigned it (fieldliterals.py)
         self.clauses: list[tuple[tuple[str, bool], ...]] = []  # at least one literal of each holds
         self.same: dict[str, str] = {}  # stream key -> the key of the same stream (from `s1 == s2` tests)
         self.bounds: dict[str, tuple[int | None, int | None]] = {}  # loop bound text -> its interval (counters.py)
@@ -295,6 +296,7 @@ class State:
         s.events = {k: dict(v) for k, v in self.events.items()}
         s.stack = list(self.stack)
         s.assume = dict(self.assume)
+        s.literals = dict(self.literals)
         s.clauses = list(self.clauses)
         s.same = dict(self.same)
         s.bounds = dict(self.bounds)

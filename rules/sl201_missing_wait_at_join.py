@@ -18,8 +18,10 @@ def _import_model() -> None:
         FunctionFlow, one_per_cause, device_module, function_at, MAIN, entry_stream_name, stream_expr, stream_label, \
         partial_joins, partial_param_joins, unwaited_slot_reads, UnwaitedHandle, unwaited_handles, chosen_stream, \
         rests_on_unseen_caller, chosen_by_caller, current_at_some_site, handed_elsewhere, unjoined_flag_clears, \
-        field_is_side, idle_stream_loops, returned_handle_waits
+        field_is_side, idle_stream_loops, returned_handle_waits, worker_thread_only, synced_share
     from streamlint.model.flow.callerwaits import returned_handle_waits
+    from streamlint.model.flow.hostargs import worker_thread_only
+    from streamlint.model.flow.syncedresults import synced_share
     from streamlint.model.dataflow import EarlyRecord, HostRead, Race, file_flows, path_tag
     from streamlint.model.eventguards import CURRENT, UnguardedRead, unguarded_reads
     from streamlint.model.flow.callerstreams import current_at_some_site, handed_elsewhere
@@ -877,6 +879,20 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
         hint += (f"; the call at {passed[0].path.rsplit('/', 1)[-1]}:{passed[0].span(passed[1]).start_line} passes "
                  f"its current stream as `{race.caller_stream}`, and no call read passes another: this assumes a "
                  "caller not read does")
+    if race.argument and confidence is not Confidence.LOW:
+        synced, seen = synced_share(ctx.project, ctx.file, fn, race.name)
+        if seen >= 2 and 2 * synced >= seen:  # (flow/syncedresults.py: synchronised inputs are its contract)
+            confidence = Confidence.LOW
+            hint += (f"; {synced} of the {seen} calls of `{fn.node.name.value}` seen hand in a result their host "
+                     "synchronised: this assumes one of the others hands in a tensor its current stream still "
+                     "produces")
+    if race.kind == "alloc" and race.src == MAIN and confidence is not Confidence.LOW \
+            and worker_thread_only(ctx.project, ctx.file, fn):  # (flow/hostargs.py)
+        confidence = Confidence.LOW
+        hint += (f"; `{fn.node.name.value}` runs only on worker threads (handed to a thread, never called on the "
+                 "spawning thread's stream): a block this allocation may reuse is one other threads' work freed on "
+                 "that stream, an ordering (the host handshakes before the threads start) not followed here: this "
+                 "assumes such work is still running when the side stream first writes it")
     optional = next((k for k in (race.dst, race.src)
                      if uncorrelated_optional(ctx.project, ctx.file, fn, k)), None)
     if optional is not None and confidence in (None, Confidence.HIGH):

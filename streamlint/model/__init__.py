@@ -23,6 +23,7 @@ Layer 1 — one file, no knowledge of other files
     ``filefacts``   the records ``file`` fills (FunctionInfo, ClassInfo, CallSite, ScopeSite, AttrAssign, Guard)
     ``hostannotations`` does a parameter's or a return annotation declare a host value (no tensor)?
     ``paramrefs``   is a stored value a local container of module parameters held by reference (no tensor write)?
+    ``slotpools``   which tensor fields does a class touch only at caller-chosen slots (a leased byte arena)?
     ``uses``        what does a call site bind (``bind_arguments``); ApiUse / ScopeUse values
     ``syntax``      node containment, local nodes, names bound by a target
     ``walk`` / ``positions``   traversal and source positions over LibCST

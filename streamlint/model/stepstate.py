@@ -34,6 +34,7 @@ from streamlint.model.file import FileModel, dotted
 from streamlint.model.filefacts import CallSite, ClassInfo, FunctionInfo
 from streamlint.model.paramrefs import parameter_reference
 from streamlint.model.placement import settled_host_value
+from streamlint.model.slotpools import slot_pools
 from streamlint.model.streams import derived, scope_stream_key
 from streamlint.model.walk import children
 
@@ -312,7 +313,8 @@ def _class_writes(file: FileModel, cls: ClassInfo) -> dict[str, list[tuple[str, 
         for body in bodies:
             for path, node in _writes(file, body):
                 found.setdefault(path, []).append((name, node))
-    return found
+    pools = tuple(f"self.{f}[" for f in slot_pools(cls, construction))  # (writes at a slot its caller chose)
+    return {p: w for p, w in found.items() if not p.startswith(pools)} if pools else found
 
 
 def step_writers(project: Project, file: FileModel, cls: ClassInfo) -> dict[str, list[tuple[str, cst.CSTNode]]]:

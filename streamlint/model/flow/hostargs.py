@@ -127,9 +127,35 @@ def _handed_to_thread(project: Project, fn: FunctionInfo) -> bool:
                 if not _names_function(arg.value, name):
                     continue
                 refs += 1
-                if not (thread_slot(site.node, i) or _helper_threads(project, model, site, i)):
+                if not (thread_slot(site.node, i) or _helper_threads(project, model, site, i)
+                        or _partial_to_thread(site, i)):
                     return False
     return refs > 0
+
+
+def _partial_to_thread(site, i: int) -> bool:
+    """``worker = partial(fn, ...)`` (``functools.partial``, the callable its first argument) in a function that
+    hands ``worker`` to threads only (``Thread(target=worker)``, ``pool.submit(worker, ...)``): the bound callable
+    runs ``fn`` on those threads. Any other use of ``worker`` in the function (called directly, returned, stored)
+    keeps it unseen (no)."""
+    func, caller = site.node.func, site.function
+    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    if name != "partial" or i != 0 or site.node.args[0].keyword is not None or caller is None:
+        return False
+    bound = [n for n, values in caller.name_assigns.items() if any(v is site.node for v in values)]
+    if len(bound) != 1 or len(caller.name_assigns[bound[0]]) != 1:
+        return False
+    worker, handed, other = bound[0], 0, False
+    for inner in caller.calls:
+        for j, arg in enumerate(inner.node.args):
+            if isinstance(arg.value, cst.Name) and arg.value.value == worker:
+                if thread_slot(inner.node, j):
+                    handed += 1
+                else:
+                    other = True
+        if isinstance(inner.node.func, cst.Name) and inner.node.func.value == worker:
+            other = True
+    return handed > 0 and not other
 
 
 def _names_function(e: cst.BaseExpression, name: str) -> bool:

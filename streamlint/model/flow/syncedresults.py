@@ -74,6 +74,35 @@ def synced_by_callers(project: Project, file: FileModel, fn: FunctionInfo, param
     return memo[key]
 
 
+def synced_share(project: Project, file: FileModel, fn: FunctionInfo, param: str, _depth: int = 0) -> tuple[int, int]:
+    """(call sites binding ``param`` to a result the host synchronised, seen call sites) of ``fn``, for a finding
+    :func:`synced_by_callers` kept because not every caller is shown to: when most do, synchronised inputs are the
+    callee's contract and the finding rests on the callers not shown to keep it (``(0, 0)``: none listed). A caller
+    handing on a parameter of its own counts as its own callers (two levels)."""
+    memo = derived(project, "synced_share")
+    key = (id(fn), param)
+    if key not in memo:
+        memo[key] = (0, 0)  # (a recursive chain: none)
+        method = fn.class_name is not None and fn.params[:1] == ("self",)
+        params = (fn.params[1:] if method else fn.params) + fn.kwonly
+        synced = seen = 0
+        for model, site, receivers in _sites(project, file, fn) or []:
+            expr = bind_arguments(params, site.node, kwonly=fn.kwonly).get(param)
+            caller = site.function
+            if isinstance(expr, cst.Name) and caller is not None and expr.value in caller.all_params \
+                    and expr.value not in ("self", "cls") and _depth < 2 \
+                    and not any(_binding_of(n, expr.value) for n in local_nodes(caller.node.body)):
+                more, of = synced_share(project, model, caller, expr.value, _depth + 1)
+                if of:
+                    synced, seen = synced + more, seen + of
+                    continue
+            seen += 1
+            synced += expr is not None and caller is not None and all(
+                _synced_expr(project, model, caller, expr, cls, 0) for cls in receivers)
+        memo[key] = (synced, seen)
+    return memo[key]
+
+
 def _sites(project: Project, file: FileModel, fn: FunctionInfo) -> list[tuple[FileModel, object, list]] | None:
     """(module, call site, receiver classes) of every call that may run ``fn``: its own call sites and the
     ``self.<name>(...)`` calls of the methods of ``fn``'s base classes that ``fn`` overrides (None when its own call
@@ -409,4 +438,4 @@ def _host_test(test: cst.BaseExpression) -> bool:
         or isinstance(comp.operator, cst.Equal) and sv == "cpu"
 
 
-__all__ = ["synced_by_callers", "synced_result"]
+__all__ = ["synced_by_callers", "synced_result", "synced_share"]

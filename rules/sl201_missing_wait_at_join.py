@@ -854,7 +854,7 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
     if race.batch_guard is not None and race.batch_guard[2]:
         confidence = Confidence.LOW
         hint += (f"; the producer runs only in one phase of `{race.batch_guard[0]}` (prefill / decode) and this use "
-                 "only in the other: this assumes one batch can be in both (flow/phaseguards.py)")
+                 "only in the other: this assumes one batch can be in both (flow/phaseguards.py, flow/modesets.py)")
     if race.ambient is not None and not race.task and not race.body:
         confidence = Confidence.LOW
         other = stream_label(race.dst if race.src == MAIN else race.src, main)

@@ -37,6 +37,6 @@ def test_enum_members_and_presence_sets() -> None:
     assert _method_body(project, cls, fn, 0) == {"PREFILL", "MIXED", "VERIFY"}
     cls, fn = _enum_method(project, "is_decode_or_idle")
     assert _method_body(project, cls, fn, 0) == {"DECODE", "IDLE"}
-    assert _presence(project, "ring", 1) == {"StepMode": frozenset({"PREFILL", "MIXED", "VERIFY"})}
-    assert _presence(project, "draft_rows", 1) == {"StepMode": frozenset({"DECODE", "MIXED"})}
+    assert _presence(project, "ring", 1) == {"mode:StepMode": frozenset({"PREFILL", "MIXED", "VERIFY"})}
+    assert _presence(project, "draft_rows", 1) == {"mode:StepMode": frozenset({"DECODE", "MIXED"})}
     assert _presence(project, "pages", 1) == {}  # (a keyword of the step's construction: not read)

@@ -38,12 +38,18 @@ if TYPE_CHECKING:
     from streamlint.model.project import Project
 
 MAX_DEPTH = 2  # helpers and presence tests followed from one side's test
-Sets = dict[str, frozenset]  # enum class name -> the members allowed
+Sets = dict[str, frozenset]  # "path:enum class" (the mode's path below the object) -> the members allowed
 
 
 def _root(expr: cst.BaseExpression) -> str | None:
     text = dotted(expr)
     return text.split(".")[0] if text else None
+
+
+def _rest(expr: cst.BaseExpression) -> str:
+    """The path below the object's name (``batch.mode`` -> ``mode``): two attributes of one enum class are two
+    modes (a mode and the mode saved before a change), kept apart."""
+    return (dotted(expr) or "").partition(".")[2]
 
 
 def _member(expr: cst.BaseExpression) -> tuple[str, str] | None:
@@ -130,7 +136,7 @@ def _conj_sets(project: Project, model, conj: cst.BaseExpression, name: str, dep
             return {}
         found = _enum_method(project, conj.func.attr.value)
         members = _method_body(project, found[0], found[1], 0) if found is not None else None
-        return {found[0].node.name.value: members} if members is not None else {}
+        return {f"{_rest(conj.func.value)}:{found[0].node.name.value}": members} if members is not None else {}
     if isinstance(conj, cst.Comparison) and len(conj.comparisons) == 1:
         right = conj.comparisons[0].comparator
         if isinstance(conj.comparisons[0].operator, cst.IsNot) and isinstance(right, cst.Name) \
@@ -139,7 +145,7 @@ def _conj_sets(project: Project, model, conj: cst.BaseExpression, name: str, dep
             parts = left.split(".") if left else []
             return _presence(project, parts[1], depth + 1) if len(parts) == 2 and parts[0] == name else {}
         found = _compared(conj) if _root(conj.left) == name else None
-        return {found[0]: found[1]} if found is not None else {}
+        return {f"{_rest(conj.left)}:{found[0]}": found[1]} if found is not None else {}
     if isinstance(conj, cst.Call) and depth < MAX_DEPTH:
         return _helper_sets(project, model, conj, name, depth + 1)
     return {}

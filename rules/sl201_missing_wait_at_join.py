@@ -18,7 +18,9 @@ def _import_model() -> None:
         FunctionFlow, one_per_cause, device_module, function_at, MAIN, entry_stream_name, stream_expr, stream_label, \
         partial_joins, partial_param_joins, unwaited_slot_reads, UnwaitedHandle, unwaited_handles, chosen_stream, \
         rests_on_unseen_caller, chosen_by_caller, current_at_some_site, handed_elsewhere, unjoined_flag_clears, \
-        field_is_side, idle_stream_loops, returned_handle_waits, worker_thread_only, synced_share
+        field_is_side, idle_stream_loops, returned_handle_waits, worker_thread_only, synced_share, signal_reads, \
+        signals_of
+    from streamlint.model.flow.signalfolds import signal_reads, signals_of
     from streamlint.model.flow.callerwaits import returned_handle_waits
     from streamlint.model.flow.hostargs import worker_thread_only
     from streamlint.model.flow.syncedresults import synced_share
@@ -125,6 +127,7 @@ class MissingWaitAtJoin(Rule):
                 flows.setdefault(id(race.node), (fn, flow))
         reported: set[int] = set()
         named: dict[int, set[str]] = {}  # line -> the names the flow's findings there are about
+        signals = signal_reads(file_flows(ctx.project, ctx.file, explicit_ge_joins=explicit))
         for races, also in one_per_cause(groups, flows):
             race = races[0]
             if id(race.node) in reported:
@@ -152,6 +155,12 @@ class MissingWaitAtJoin(Rule):
             related = _related(ctx, head) + [
                 Location(ctx.file.path, ctx.file.span(r.node), f"`{r.name}` also used here, before any wait")
                 for r in also]
+            for signal in {id(s.node): s for r in (head, *also) for s in signals_of(r, signals)}.values():
+                reported.add(id(signal.node))  # (the thread's early signal of the same work: one defect)
+                related.append(Location(ctx.file.path, ctx.file.span(signal.node),
+                                        "the producing thread signals here while that work may still run"))
+                if _RANK[confidence] < _RANK[Confidence.MEDIUM]:
+                    confidence = Confidence.MEDIUM  # (as sure as the signal's own finding would be)
             # (the SL301 findings the same wait clears are this root cause's: folded into it by the engine)
             absorbs = [("SL301", i.node) for i in _cleared(ctx, head, flow, use_line)]
             ctx.report(head.node, message, confidence=confidence, related=related, hint=hint, absorbs=absorbs)
@@ -848,7 +857,7 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
     if race.batch_guard is not None and race.batch_guard[2]:
         confidence = Confidence.LOW
         hint += (f"; the producer runs only in one phase of `{race.batch_guard[0]}` (prefill / decode) and this use "
-                 "only in the other: this assumes one batch can be in both (flow/phaseguards.py)")
+                 "only in the other: this assumes one batch can be in both (flow/phaseguards.py, flow/modesets.py)")
     if race.ambient is not None and not race.task and not race.body:
         confidence = Confidence.LOW
         other = stream_label(race.dst if race.src == MAIN else race.src, main)

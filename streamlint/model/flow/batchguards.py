@@ -19,7 +19,8 @@ path that reaches them: the confidence stands. Races are kept one per use and na
 whose producer is under no such test, or is another statement (the test's other arm), replace a race recorded on a
 path whose producer was under one (the same race then exists whatever the batch says). When the two tests also name
 two different phases of the batch, one of them asking which phase it is in (a prefill-only gather, a decode-only
-reader), the race is low (:mod:`~streamlint.model.flow.phaseguards`).
+reader), the race is low (:mod:`~streamlint.model.flow.phaseguards`); so it is when the project's enum methods and
+the statements setting a tested part allow disjoint modes of the batch (:mod:`~streamlint.model.flow.modesets`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
+from streamlint.model.flow.modesets import exclusive_modes
 from streamlint.model.flow.phaseguards import exclusive_phases
 from streamlint.model.syntax import contains, local_nodes, node_code, node_memo, target_names
 
@@ -165,7 +167,9 @@ def batch_guard(interp, earlier: Access) -> tuple[str, bool] | None:
             if (owner is top or _same_object(earlier.node, owner, name)) and any(
                     name in names and code(t) != code(test) and not _implied(t, test) for t, names in reader):
                 site = producer if owner is top else earlier.node
-                return name, exclusive_phases(interp.project, (model, owner, producer), (interp.file, top, anchor), site)
+                sides = (model, owner, producer), (interp.file, top, anchor)
+                return name, exclusive_phases(interp.project, *sides, site) or exclusive_modes(
+                    interp.project, *sides, name, site)
     return None
 
 

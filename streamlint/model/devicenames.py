@@ -70,7 +70,15 @@ def function_at(file: FileModel, node: cst.CSTNode) -> FunctionInfo | None:
     span = file.span(node)
     best: FunctionInfo | None = None
     best_size = None
-    for fn in file.functions.values():
+    functions = file.functions.values()
+    where = file.region(node)
+    if where is not None and (span.start_line, span.start_col) != (span.end_line, span.end_col) \
+            and (where[1] is not None or type(file.module.body[where[0]]) is not cst.ClassDef):
+        # a node with text in a top-level statement (in a statement of a top-level class's body: not the class's
+        # block, whose text may be its only method's) lies in the text of no function of another: only the
+        # functions of its own need positions (the others' would cost a code generation of every method)
+        functions = [fn for fn in functions if file.region(fn.node, walk=False) == where]
+    for fn in functions:
         outer = file.span(fn.node)
         if (outer.start_line, outer.start_col) <= (span.start_line, span.start_col) \
                 and (span.end_line, span.end_col) <= (outer.end_line, outer.end_col):

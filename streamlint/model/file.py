@@ -125,6 +125,11 @@ class FileModel:
             return Span(1, 0, 1, 0)
         return Span(*pos)
 
+    def region(self, node: cst.CSTNode, walk: bool = True) -> tuple[int, int | None] | None:
+        """(top-level statement, statement of a top-level class's body or None) holding ``node``, from the position
+        table's walk (:meth:`PositionTable.region`; ``walk=False``: only if met already, :meth:`~PositionTable.located`)."""
+        return self._positions.region(node) if walk else self._positions.located(node)
+
     def lexical_index(self, root: cst.CSTNode) -> dict[int, tuple[int, int]]:
         """:func:`syntax.lexical_index` of a subtree of this module (a function), cached."""
         cache = self.__dict__.setdefault("_lexical", {})

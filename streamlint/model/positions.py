@@ -151,6 +151,18 @@ class PositionTable:
             found = owner.get(id(node))
         return found
 
+    def region(self, node: cst.CSTNode) -> tuple[int, int | None] | None:
+        """(index of the top-level statement holding ``node``, index of the statement of a top-level class's body
+        holding it or None), found by the walk of :meth:`_locate`; None when ``node`` is not in the module."""
+        index = self._locate(node)
+        return None if index is None else (index, self._member.get(id(node)))
+
+    def located(self, node: cst.CSTNode) -> tuple[int, int | None] | None:
+        """:meth:`region` of a node the walk has met already, without walking further (None: not met yet; after
+        :meth:`region` of a node, every node of its top-level statement and the statements before has been met)."""
+        index = self._owner.get(id(node))
+        return None if index is None else (index, self._member.get(id(node)))
+
     def _walk_into(self, stack: list[cst.CSTNode], index: int, member: dict[int, int] | None = None,
                    k: int = -1) -> None:
         from streamlint.model.syntax import memoised

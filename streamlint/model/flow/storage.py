@@ -25,6 +25,7 @@ from streamlint.model.flow.entryctx import entry_of
 from streamlint.model.flow.escapes import events_in, kept_handoff, self_field
 from streamlint.model.flow.handouts import HandOuts
 from streamlint.model.flow.hostargs import host_by_callers, worker_thread_only
+from streamlint.model.flow.queuehandoffs import queued_unordered
 from streamlint.model.flow.syncedresults import synced_by_callers
 from streamlint.model.flow.protocols import callback_read
 from streamlint.model.flow.results import Lifetime, Race, Unjoined, ViewEscape
@@ -291,9 +292,11 @@ class Storages(HandOuts):
         if S.kind == "arg" and earlier.time <= self.entry_time and S.name \
                 and (host_by_callers(self.project, self.file, self.fn, S.name, self.anchor)
                      or worker_thread_only(self.project, self.file, self.fn)
+                     and not queued_unordered(self.project, self.file, self.fn, S.name)
                      or synced_by_callers(self.project, self.file, self.fn, S.name)
                      or forks_for_callers(self.file, self.fn, s)):
-            return  # a host tensor handed in (no stream produced it), a caller on a worker thread, a result every
+            return  # a host tensor handed in (no stream produced it), a caller on a worker thread (not one taking it off
+            # a queue its object fills with no ordering: flow/queuehandoffs.py), a result every
             # caller's host synchronised (syncedresults.py), or a sibling method that forks the stream from the
             # current one for the object's users (stepstate.py)
         handed = handed_wait(self.fn, st, earlier.stream, s, earlier.time, S.kind == "arg" and earlier.time

@@ -323,6 +323,7 @@ class Storages(HandOuts):
                                    replay, earlier.time < self.handshake_time, self.caller_stream(earlier.stream, s),
                                    protocol, held, caller, step=step, inlined=self.inner if self.depth else None,
                                    unknown=S.sid in self.unknown_results, guessed=self.guessed_args.get(S.sid, ""),
+                                   dispatched=self.__dict__.get("dispatched_args", {}).get(S.sid, ""),
                                    foreign=self.__dict__.get("foreign_args", {}).get(S.sid, ""),
                                    helper_guess=self.__dict__.get("helper_guesses", {}).get(S.sid, ""),
                                    host_handed=self.handed_host(S.sid, earlier.time), entry=entry_of(self, S, earlier, s),

@@ -834,6 +834,10 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
         confidence = Confidence.MEDIUM if confidence in (None, Confidence.HIGH) else confidence
         hint += (f"; `{race.guessed}` is annotated with no tensor type: this assumes its use here (one only a torch tensor has) "
                  "means device memory")
+    if race.dispatched and race.argument:  # (flow/dispatchedargs.py)
+        confidence = Confidence.MEDIUM if confidence in (None, Confidence.HIGH) else confidence
+        hint += (f"; `{race.name}` is forwarded to a callable handed in with it: this assumes the callers hand device "
+                 "tensors made on their current stream (a call site shown hands one)")
     if race.foreign and race.argument:
         confidence = Confidence.LOW
         hint += (f"; `{race.foreign}` is used here only as the receiver of methods no tensor has: this assumes it is "

@@ -22,14 +22,19 @@ function. Syntax only.
 A branch says the same for the uses it holds (:func:`host_branch`): a tree walk moving what it finds back to the
 device (``if isinstance(x, torch.Tensor) and x.device.type == "cpu": ... x.to(dev, non_blocking=True)`` on a copy
 stream) reads ``x`` there only when it is a host tensor; a use outside that branch, or in its ``else``, is not
-covered, nor is a parameter the function rebinds."""
+covered, nor is a parameter the function rebinds.
+
+A branch outcome says it of the path that takes it (:func:`host_outcome`, for the interpreter's ``device_test``):
+``if kv.device.type != "cpu": side.wait_stream(...)`` skips the fork only for a host tensor, so a later read of
+``kv`` on ``side`` races no producer on the path around it (``kv.device != torch.cpu``, a device compared with
+the module, is always true: the path around it is never taken)."""
 
 from __future__ import annotations
 
 from streamlint._lazy import cst
 from streamlint.model.file import dotted, string_value
 from streamlint.model.filefacts import FunctionInfo
-from streamlint.model.syntax import ancestry, mentions_name
+from streamlint.model.syntax import ancestry, descendants, mentions_name
 
 
 def host_guarded(fn: FunctionInfo, param: str) -> bool:
@@ -53,6 +58,28 @@ def host_branch(fn: FunctionInfo, param: str, at: cst.CSTNode | None) -> bool:
     path = ancestry(fn.node, at) or []
     return any(isinstance(node, cst.If) and below is node.body and _host(node.test, param)
                for node, below in zip(path, path[1:]))
+
+
+def host_outcome(test: cst.BaseExpression, outcome: bool) -> str | None:
+    """The name a branch on ``test`` that took ``outcome`` proves a host tensor: ``x`` of ``x.device.type == "cpu"``
+    / ``x.is_cpu`` true, of ``x.device.type != "cpu"`` / ``x.device != torch.cpu`` false; None for anything else."""
+    for node in descendants(test):
+        name = dotted(node) if isinstance(node, cst.Attribute) else None
+        if name is None or not name.endswith((".device", ".device.type", ".is_cpu")):
+            continue
+        base = name.removesuffix(".type").rsplit(".", 1)[0]
+        if "." not in base and (_host(test, base) if outcome else _not_host_or_module(test, base)):
+            return base
+    return None
+
+
+def _not_host_or_module(test: cst.BaseExpression, param: str) -> bool:
+    """:func:`_not_host`, or ``p.device != torch.cpu`` (a device is never equal to the module: always true)."""
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
+            and isinstance(test.comparisons[0].operator, cst.NotEqual) and _names_device(test.left, param) \
+            and dotted(test.comparisons[0].comparator) == "torch.cpu":
+        return True
+    return _not_host(test, param)
 
 
 def _guard(stmt: cst.BaseStatement, param: str) -> bool:
@@ -113,4 +140,4 @@ def _names_cpu(e: cst.BaseExpression) -> bool:
         and string_value(e.args[0].value) == "cpu"
 
 
-__all__ = ["host_branch", "host_guarded", "host_test"]
+__all__ = ["host_branch", "host_guarded", "host_outcome", "host_test"]

@@ -72,6 +72,7 @@ from streamlint.model.tensors import param_kinds, torch_returns_tensor
 from streamlint.model.tensorvocab import VIEW_METHODS
 from streamlint.model.tensoruse import tensor_annotation
 from streamlint.model.opaqueparams import guessed_params
+from streamlint.model.flow.dispatchedargs import dispatched_level
 from streamlint.model.hostobjects import foreign_receivers
 
 if TYPE_CHECKING:
@@ -244,7 +245,8 @@ class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders
         """``*inputs``: the positional arguments a wrapper forwards (``self.module(*inputs)``) are, like an
         unannotated tensor parameter read by a call, the caller's tensors produced on its current stream;
         one argument storage stands for all of them. Not when annotated with a non-tensor type, nor, unannotated,
-        when they are forwarded to a callable parameter (a dispatcher); annotated ``*inputs: Tensor``, they are the
+        when they are forwarded to a callable parameter (a dispatcher) unless a seen caller hands a tensor among them
+        (flow/dispatchedargs.py: medium); annotated ``*inputs: Tensor``, they are the
         caller's tensors whatever callable reads them (``fn(*inputs)`` under a side-stream scope reads them there)."""
         star = self.fn.node.params.star_arg
         if not isinstance(star, cst.Param) or self.cfg.args_exempt:
@@ -252,12 +254,18 @@ class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders
         if star.annotation is not None and not tensor_annotation(star.annotation.annotation):
             return
         name = star.name.value
+        level = None
         if star.annotation is None and any(isinstance(site.node.func, cst.Name) and site.node.func.value in self.fn.all_params
                and any(a.star == "*" and isinstance(a.value, cst.Name) and a.value.value == name
                        for a in site.node.args) for site in self.fn.calls):
-            return  # `func(*args)` with `func` handed in: a generic dispatcher, the arguments are anything
+            level = dispatched_level(self.project, self.file, self.fn)
+            if level is None:
+                return  # `func(*args)` with `func` handed in: a generic dispatcher, the arguments are anything its
+                # seen callers hand (none a tensor; flow/dispatchedargs.py)
         S = self.new_storage(st, "arg", MAIN, star.name.value, Access(MAIN, 0, None, {}))
         st.env[star.name.value] = self.new_tensor(st, S.sid)
+        if level is not None:
+            self.__dict__.setdefault("dispatched_args", {})[S.sid] = level
 
     def tick(self) -> int:
         self.clock += 1

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from streamlint._lazy import cst
 from streamlint.model.flow.values import State, TVal, merge_clock
+from streamlint.model.hostguards import host_outcome
 from streamlint.model.streams import MAIN
 from streamlint.model.syntax import forever, local_nodes, node_memo
 from streamlint.model.walk import children
@@ -109,6 +110,9 @@ class Polls:
         if not outcome and isinstance(test, cst.Attribute) and test.attr.value in ("is_cuda", "is_npu") \
                 and isinstance(test.value, cst.Name) and isinstance(st.env.get(test.value.value), TVal):
             st.env[test.value.value] = self.host_tensor(st)
+        elif (name := host_outcome(test, outcome)) is not None and isinstance(st.env.get(name), TVal) \
+                and name not in self.cfn.name_assigns:  # (a name never rebound, as hostguards.host_branch asks)
+            st.env[name] = self.host_tensor(st)  # `if x.device.type != "cpu":` false (hostguards.host_outcome)
 
     def poll_exits(self, states: list[State], loop: cst.CSTNode) -> None:
         """The paths still in a ``while`` loop after the rounds the analysis runs leave it later: with its test

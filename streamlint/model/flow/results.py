@@ -54,6 +54,8 @@ class Race:
     guessed: str = ""  # the parameter (annotated ``Any`` / an opaque alias) whose storage this is, taken for device
     # memory from a use that shows a torch tensor only (opaqueparams.guessed_params); it weighs only when ``argument``
     # (the caller's production): a race with the function's own write (``kv.mul_``) rests on that write
+    dispatched: str = ""  # "medium": the storage is a `*args` forwarded to a handed callable, taken for the callers'
+    # tensors because a seen caller hands one (flow/dispatchedargs.py)
     foreign: str = ""  # the parameter whose storage this is, taken for a tensor only as the receiver of methods no
     # tensor has (hostobjects.foreign_receivers: a copy engine, a stream pool?); it weighs only when ``argument``
     host_handed: bool = False  # one of the two accesses is a call of code not seen handed a field that certainly

@@ -25,6 +25,7 @@ from streamlint.model.flow.entryctx import entry_of
 from streamlint.model.flow.escapes import events_in, kept_handoff, self_field
 from streamlint.model.flow.handouts import HandOuts
 from streamlint.model.flow.hostargs import host_by_callers, worker_thread_only
+from streamlint.model.flow.queuehandoffs import queued_unordered
 from streamlint.model.flow.syncedresults import synced_by_callers
 from streamlint.model.flow.protocols import callback_read
 from streamlint.model.flow.results import Lifetime, Race, Unjoined, ViewEscape
@@ -291,9 +292,11 @@ class Storages(HandOuts):
         if S.kind == "arg" and earlier.time <= self.entry_time and S.name \
                 and (host_by_callers(self.project, self.file, self.fn, S.name, self.anchor)
                      or worker_thread_only(self.project, self.file, self.fn)
+                     and not queued_unordered(self.project, self.file, self.fn, S.name)
                      or synced_by_callers(self.project, self.file, self.fn, S.name)
                      or forks_for_callers(self.file, self.fn, s)):
-            return  # a host tensor handed in (no stream produced it), a caller on a worker thread, a result every
+            return  # a host tensor handed in (no stream produced it), a caller on a worker thread (not one taking it off
+            # a queue its object fills with no ordering: flow/queuehandoffs.py), a result every
             # caller's host synchronised (syncedresults.py), or a sibling method that forks the stream from the
             # current one for the object's users (stepstate.py)
         handed = handed_wait(self.fn, st, earlier.stream, s, earlier.time, S.kind == "arg" and earlier.time
@@ -320,6 +323,7 @@ class Storages(HandOuts):
                                    replay, earlier.time < self.handshake_time, self.caller_stream(earlier.stream, s),
                                    protocol, held, caller, step=step, inlined=self.inner if self.depth else None,
                                    unknown=S.sid in self.unknown_results, guessed=self.guessed_args.get(S.sid, ""),
+                                   dispatched=self.__dict__.get("dispatched_args", {}).get(S.sid, ""),
                                    foreign=self.__dict__.get("foreign_args", {}).get(S.sid, ""),
                                    helper_guess=self.__dict__.get("helper_guesses", {}).get(S.sid, ""),
                                    host_handed=self.handed_host(S.sid, earlier.time), entry=entry_of(self, S, earlier, s),

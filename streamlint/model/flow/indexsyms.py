@@ -105,12 +105,11 @@ class IndexSyms:
         if sym is None and not self.depth and name in self.fn.all_params and name not in st.bound_at \
                 and st.env.get(name) == KVal(name, opaque=True):
             sym = (f"{name}@param", "o", 0)  # a parameter of the analysed function, never rebound
-        if sym is not None and not self.depth:
+        if sym is not None and not isinstance(sym, int) and not self.depth:
             for key, held in st.assume.items():  # `if k == 0:` on this path: k is 0 here
                 lhs, _, rhs = key.replace(" ", "").partition("==")
                 if held is True and name in (lhs, rhs) and int_literal_text(rhs if lhs == name else lhs) is not None:
-                    base = int_literal_text(rhs if lhs == name else lhs)
-                    return base + sym[2] if sym[1] == "o" else sym
+                    return int_literal_text(rhs if lhs == name else lhs)
         return sym
 
     def sym_part(self, st: State, e: cst.BaseExpression) -> str | None:

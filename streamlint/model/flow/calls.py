@@ -17,6 +17,7 @@ from streamlint.model.filefacts import ClassInfo, FunctionInfo
 from streamlint.model.flow.callers import callers_of, calls_after, orders_after
 from streamlint.model.flow.coarse import ends_in
 from streamlint.model.flow.duckmethods import duck_method
+from streamlint.model.flow.indexsyms import SYM
 from streamlint.model.flow.elementsets import element_origins
 from streamlint.model.flow.frames import frame_containers
 from streamlint.model.flow.effects import held_object, local_method
@@ -605,6 +606,7 @@ class Calls:
                 elif v is None and isinstance(expr, cst.Call) and param_kinds(self.project, mod, fn).get(name) == STREAM:
                     v = KVal(self.render(st, expr), opaque=True)  # `wait(m.side())`: as `m.side().wait_stream` here
                 env[name] = v
+                env.update({SYM + name: ix} if (ix := self.index_sym(st, expr)) is not None else {})  # indexsyms.py
             elif p.default is not None:
                 d = p.default
                 if isinstance(d, cst.Name) and d.value in ("True", "False", "None"):

@@ -227,7 +227,7 @@ class ControlFlow:
             if st.loose_uses:  # `p.grad = None`: the tensor the attribute held loses that owner
                 self.unset_place(st, target, value_node)
             self.escape(st, self.displayed(v, value_node), into=target)  # (a dict display: its values are kept)
-            key = self.render(st, target)
+            key = self.field_rebind(st, target, value_node)  # (rendered; an index symbol's rebinding: indexsyms.py)
             self.note_event_field(st, target, v, key)  # `req.ready = Event()`: travels with req (escapes.py)
             if key.startswith("self.") and key.count(".") == 1:
                 # read back in this call (`self.inputs = [...]; f(*self.inputs)`): the same tensors; the same

@@ -276,6 +276,8 @@ class Expressions:
                 view.part = self.index_part(st, e.slice[0].slice.value.value)
             elif len(idx_vals) == 1 and isinstance(idx_vals[0], CVal) and isinstance(idx_vals[0].value, str):
                 view.part = f"[{idx_vals[0].value!r}]"  # `meta["zero"]`: a mapping's entry, one place per key
+            if view.part is None and len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index):
+                view.part = self.sym_part(st, e.slice[0].slice.value)  # `ring[k & 1]` (indexsyms.py)
             return view
         if base is None and isinstance(e.value, cst.Name) and st.held.get(e.value.value) \
                 and closure_container(self.cfn, e.value.value):
@@ -286,8 +288,9 @@ class Expressions:
             return self.op(st, e, idx_vals)  # `kv[pages, offsets]`: advanced indexing by device tensors, a new tensor
         if isinstance(base, KVal):
             if len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index):
-                return KVal(f"{base.key}[{self.render(st, e.slice[0].slice.value)}]", base.glob, base.opaque)
-            return KVal(f"{base.key}[:]", base.glob, base.opaque)
+                return KVal(f"{base.key}[{self.render(st, e.slice[0].slice.value)}]", base.glob, base.opaque,
+                            part=base.part or self.sym_part(st, e.slice[0].slice.value))  # (indexsyms.py)
+            return KVal(f"{base.key}[:]", base.glob, base.opaque, part=base.part)
         if base is None and len(idx_vals) == 1 and isinstance(idx_vals[0], IVal) and isinstance(e.value, cst.Name):
             # `ev = events[i]` in a round of an element loop over a local list of events: that element
             key = self.render(st, e)

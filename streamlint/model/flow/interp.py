@@ -25,6 +25,7 @@ from streamlint.model.flow.argdrops import PendingArgs
 from streamlint.model.flow.fielddrops import FieldDrops
 from streamlint.model.flow.guardedwork import GuardedWork
 from streamlint.model.flow.indexsets import IndexSets
+from streamlint.model.flow.indexsyms import IndexSyms
 from streamlint.model.flow.membership import Membership
 from streamlint.model.flow.hostwrites import HostWrites
 from streamlint.model.flow.calleerecords import CalleeRecords
@@ -114,7 +115,7 @@ def _last_simple(body: list) -> cst.CSTNode | None:
     return node.body[-1] if node is not None and node.body else None
 
 
-class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders, ScopedNoneTests, GuardedWork, IndexSets, Membership, HostWrites, Consumers, PendingArgs, FieldDrops, Orderings, Records, Storages, Unsets, Expressions, OutsideCalls, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes,
+class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders, ScopedNoneTests, GuardedWork, IndexSets, IndexSyms, Membership, HostWrites, Consumers, PendingArgs, FieldDrops, Orderings, Records, Storages, Unsets, Expressions, OutsideCalls, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes,
              HostReads, HostSyncs, ThreadStreams, TransferSends, Counters, Promises, Slots, Replays, Rounds, RoundTests, NotNone, Finals,
              HandedBack, Polls, FieldFamilies, HostGradients, ListReads, Choices, AbsentEvents, ReleaseTests,
              FieldLiterals):

@@ -213,7 +213,9 @@ class OutsideCalls:
         if name in VIEW_METHODS:
             for arg in e.args:
                 self.ev(st, arg.value)
-            return self.new_tensor(st, tv.sid, tv.vid)
+            view = self.new_tensor(st, tv.sid, tv.vid)
+            view.part = tv.part  # a view of one element stays in it (`kv[k & 1].transpose(0, 1)`: indexsyms.py)
+            return view
         if name in MULTI_VIEW_METHODS:
             for arg in e.args:
                 self.ev(st, arg.value)

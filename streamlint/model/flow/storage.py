@@ -20,6 +20,7 @@ from streamlint.model.flow.chosenstreams import handed_wait
 from streamlint.model.flow.discardedreads import discarded_read, message_only
 from streamlint.model.flow.siblingevents import sibling_wait
 from streamlint.model.flow.elementaliases import collection_wait
+from streamlint.model.flow.indexsyms import parts_distinct
 from streamlint.model.flow.unseenmethods import unseen_self_call
 from streamlint.model.flow.entryctx import entry_of
 from streamlint.model.flow.escapes import events_in, kept_handoff, self_field
@@ -95,7 +96,7 @@ class Storages(HandOuts):
         S = st.stores.get(tv.sid)
         return S is not None and S.kind == "host"
 
-    def long_tensor(self, st: State, key: str, glob: bool = False) -> TVal:
+    def long_tensor(self, st: State, key: str, glob: bool = False, part: str | None = None) -> TVal:
         base_key = element_field_key(key)
         sid = st.long.get(base_key)
         if sid is None:  # (first met after a graph replay: maybe one of the graph's static outputs)
@@ -111,6 +112,7 @@ class Storages(HandOuts):
             tv.part = self.index_part(st, element.group(1)) if element.group(1).isidentifier() else element.group(1)
         elif (entry := _ENTRY.match(key)) is not None:  # `self.meta["zero"]`: one entry of a mapping (a tensor
             tv.part = f"[{entry.group(1)}]"  # takes no string key), another place than `self.meta["scale"]`
+        tv.part = tv.part or part  # (`self.kv[k + 1]`, `self.ring[self.active]`: flow/indexsyms.py)
         return tv
 
     # ---- tensor accesses
@@ -124,9 +126,9 @@ class Storages(HandOuts):
             return out
         if isinstance(v, KVal) and not v.opaque and self.kind_of(st, v) is None and not v.key.startswith("<") \
                 and not self.host_attribute(v):
-            return [self.long_tensor(st, v.key, v.glob)]
+            return [self.long_tensor(st, v.key, v.glob, v.part)]
         if isinstance(v, KVal) and v.opaque and v.key.split("[", 1)[0] in st.long:
-            return [self.long_tensor(st, v.key)]  # a place a tensor op wrote earlier (:meth:`place`)
+            return [self.long_tensor(st, v.key, part=v.part)]  # a place a tensor op wrote earlier (:meth:`place`)
         return []
 
     def placed_element(self, st: State, v: object) -> KVal | None:
@@ -241,7 +243,7 @@ class Storages(HandOuts):
 
         def conflicts(acc: Access) -> bool:
             return acc.stream != s and not ordered_before(acc, know) \
-                and (acc.part is None or part is None or acc.part == part)
+                and not parts_distinct(acc.part, part)
 
         # the last write, or the first unordered write of another element's part (`out[i]` per element)
         lw = next((w for w in (S.last_write, *S.parts) if w is not None and conflicts(w)), S.last_write)
@@ -265,13 +267,12 @@ class Storages(HandOuts):
                 if r is not None:
                     self.race(st, "write-after-read", S, r, s, self.label(st, tv.sid))
             prev = S.last_write
-            S.parts = [*S.parts, prev] if part is not None and prev is not None and prev.part is not None \
-                and prev.part != part else []
+            S.parts = [*S.parts, prev] if prev is not None and parts_distinct(prev.part, part) else []
             snap = dict(know)
             snap[s] = t
             S.last_write = Access(s, t, self.anchor, snap, part=part, inner=inner_statement(self))
             (self.helper_writes.add if self.depth else self.helper_writes.discard)(S.sid)
-            S.reads = [r for r in S.reads if part is not None and r.part is not None and r.part != part]
+            S.reads = [r for r in S.reads if parts_distinct(r.part, part)]
         if S.kind in ("local", "arg") and s != S.alloc:  # (an argument dies only by resize_(0))
             S.uses.append(Access(s, t, self.anchor, label=self.label(st, tv.sid)))
         self.check_view_escape(st, tv)
@@ -525,6 +526,7 @@ class Storages(HandOuts):
                 st.loose_uses.pop(name, None)  # a new object; `x = f(..., x)` may hand back what it was given
                 st.loose_rec.pop(name, None)
         self.forget_places(st, name)  # `p = next(it)`: the places of the old object are not the new one's
+        self.rebind_name_sym(st, name, node)  # (its index symbol: flow/indexsyms.py)
         old = st.env.get(name)
         if isinstance(old, TVal) and isinstance(node, cst.Call) and any(
                 isinstance(a.value, cst.Name) and a.value.value == name for a in node.args):

@@ -68,6 +68,7 @@ class KVal:
     glob: bool = False
     opaque: bool = False  # a parameter or getter result that is not evidently a tensor: never tracked as one
     test: str | None = None  # correlation key for `if x:` / `x is None` (a zero-argument getter's call)
+    part: str | None = field(default=None, compare=False)  # an element's part (`self.kv[k + 1]`: indexsyms.py)
 
 
 @dataclass(frozen=True)
@@ -250,6 +251,7 @@ class State:
         self.appended: dict[str, tuple] = {}
         self.slot_names: frozenset[str] = frozenset()
         self.bound_at: dict[str, tuple[int, int | None]] = {}  # (stamp, id of the binding `for` or None)
+        self.ixfields: dict[str, tuple] = {}  # `self.*` field -> its index symbol once rebound (indexsyms.py)
         self.done = False
         self.ret: object = None
         self.flow: str | None = None
@@ -310,7 +312,7 @@ class State:
         s.long = dict(self.long)
         s.held = dict(self.held)
         s.slots, s.appended, s.slot_names = dict(self.slots), dict(self.appended), self.slot_names
-        s.bound_at = dict(self.bound_at)
+        s.bound_at, s.ixfields = dict(self.bound_at), self.ixfields
         s.done, s.ret, s.flow = self.done, self.ret, self.flow
         s.loose_uses = {k: list(v) for k, v in self.loose_uses.items()}
         s.loose_rec, s.elem_of, s.kept_frees = dict(self.loose_rec), dict(self.elem_of), list(self.kept_frees)

@@ -29,7 +29,7 @@ from streamlint.model.file import string_value
 from streamlint.model.flow.coarse import branch_ends as _returns
 from streamlint.model.flow.hostreads import async_host_copy_call
 from streamlint.model.flow.values import CVal, State
-from streamlint.model.syntax import contains, local_nodes
+from streamlint.model.syntax import contains, local_nodes, self_attribute
 from streamlint.model.walk import children
 
 MAX_STEERS = 8  # extra runs of one function, one per literal assignment a callee makes
@@ -52,12 +52,6 @@ def _literals(e: cst.BaseExpression) -> tuple | None:
     return None if any(v is None for v in values) else values
 
 
-def _self_field(e: cst.BaseExpression) -> str | None:
-    if isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name) and e.value.value == "self":
-        return e.attr.value
-    return None
-
-
 def field_literal_tests(fn) -> frozenset[str]:
     """The ``self.*`` fields ``fn`` tests against a literal (``if self.mode == "drop":``)."""
     found = set()
@@ -65,7 +59,7 @@ def field_literal_tests(fn) -> frozenset[str]:
         if isinstance(n, cst.Comparison) and len(n.comparisons) == 1:
             comp = n.comparisons[0]
             for a, b in ((n.left, comp.comparator), (comp.comparator, n.left)):
-                if (name := _self_field(a)) is not None and (_literal(b) is not None or _literals(b) is not None):
+                if (name := self_attribute(a)) is not None and (_literal(b) is not None or _literals(b) is not None):
                     found.add(name)
     return frozenset(found)
 
@@ -96,13 +90,13 @@ def steer_points(project, file, fn) -> list[cst.CSTNode]:
     points: list[cst.CSTNode] = []
     for site in fn.calls:
         func = site.node.func
-        if not (isinstance(func, cst.Attribute) and _self_field(func) is not None):
+        if not (isinstance(func, cst.Attribute) and self_attribute(func) is not None):
             continue
         found = project.call_target(file, site)
         if found is None or found[0] is fn or not _queues_host_copies(found[0].node):
             continue
         for n in local_nodes(found[0].node):
-            if isinstance(n, cst.Assign) and len(n.targets) == 1 and _self_field(n.targets[0].target) in tested \
+            if isinstance(n, cst.Assign) and len(n.targets) == 1 and self_attribute(n.targets[0].target) in tested \
                     and _literal(n.value) is not None and n not in points:
                 points.append(n)
     return points[:MAX_STEERS]
@@ -130,10 +124,10 @@ class FieldLiterals:
     def forget_literals(self, st: State, e: cst.Call, found) -> None:
         """``self.m(...)`` not run here (not inlined): the fields ``m`` assigns (every field when ``m`` is not
         found) may hold another value after it."""
-        if not st.literals or not (isinstance(e.func, cst.Attribute) and _self_field(e.func) is not None):
+        if not st.literals or not (isinstance(e.func, cst.Attribute) and self_attribute(e.func) is not None):
             return
         fields = None if found is None else {f"self.{name}" for n in local_nodes(found[0].node)
-                                             for t in _assigned(n) if (name := _self_field(t)) is not None}
+                                             for t in _assigned(n) if (name := self_attribute(t)) is not None}
         for key in [k for k in st.literals if fields is None or k in fields]:
             del st.literals[key]
 

@@ -100,20 +100,19 @@ def _written_before(project: Project, model: FileModel, caller: FunctionInfo, si
 def replay_ordered(project: Project, file: FileModel, read: UnguardedRead) -> bool:
     """Is every project call of the reading method a captured one whose replays wait on the guard's event, or an
     eager one after the caller's own write of the field (module docstring)?"""
-    from streamlint.model.flow.callers import callers_of
+    from streamlint.model.flow.callers import self_call_sites
     from streamlint.model.flow.callerscopes import _unseen
 
     fn, guard = read.function, read.guard
     cls = file.classes.get(fn.class_name or "")
     if read.holder != "self" or cls is None or fn.params[:1] != ("self",) or _unseen(project, file, fn):
         return False
-    sites = callers_of(project, file, fn)
-    if not sites:
+    sites = self_call_sites(project, file, fn)
+    if sites is None:
         return False
     for model, site in sites:
         caller = site.function
-        if caller is None or caller is fn or model is not file or caller.class_name != fn.class_name \
-                or not (isinstance(site.receiver, cst.Name) and site.receiver.value == "self"):
+        if model is not file:
             return False
         graph = _captured_graph(project, model, site)
         if graph is None:

@@ -84,7 +84,7 @@ def _idle(orelse) -> bool:
 def _thread_stream(project: Project, model: FileModel, fn: FunctionInfo, at, depth: int) -> str | None:
     """The ``self.*`` stream ``fn`` runs on at the call ``at`` (None: at its end) when it is outside every stream
     scope there: set by ``fn`` itself, else by every caller of ``fn`` through ``self``; None when unknown."""
-    from streamlint.model.flow.callers import callers_of
+    from streamlint.model.flow.callers import self_call_sites
     from streamlint.model.flow.callerscopes import _unseen
 
     sets = _set_streams(project, model, fn)
@@ -93,25 +93,21 @@ def _thread_stream(project: Project, model: FileModel, fn: FunctionInfo, at, dep
         return last[-1] if last and len(last) == len(sets) else None
     if depth >= MAX_DEPTH or fn.class_name is None or _unseen(project, model, fn):
         return None
-    sites = callers_of(project, model, fn)
-    if not sites:
+    sites = self_call_sites(project, model, fn)  # (through another object: its fields are not this one's)
+    if sites is None:
         return None
     found = None
     for cmodel, site in sites:
-        caller = site.function
-        if caller is None or caller is fn or caller.class_name != fn.class_name \
-                or not (isinstance(site.receiver, cst.Name) and site.receiver.value == "self"):
-            return None  # (through another object: its fields are not this one's)
         text = _scope(project, cmodel, site)
         if text == "":
-            text = _thread_stream(project, cmodel, caller, site.node, depth + 1)
+            text = _thread_stream(project, cmodel, site.function, site.node, depth + 1)
         if text is None or found not in (None, text):
             return None
         found = text
     return found
 
 
-def _scope(project: Project, model: FileModel, site) -> tuple | None:
+def _scope(project: Project, model: FileModel, site) -> str | None:
     """The ``self.*`` stream of the innermost stream scope around ``site`` when its block runs on that stream
     wherever it is not None (a wrapper that may run it inline only where it is None); ``""`` outside every stream
     scope; None for any other scope. Beside :func:`~streamlint.model.flow.ambient.plain_scope`'s scopes, one opened

@@ -19,7 +19,7 @@ def _import_model() -> None:
         partial_joins, partial_param_joins, unwaited_slot_reads, UnwaitedHandle, unwaited_handles, chosen_stream, \
         rests_on_unseen_caller, chosen_by_caller, current_at_some_site, handed_elsewhere, unjoined_flag_clears, \
         field_is_side, idle_stream_loops, returned_handle_waits, worker_thread_only, synced_share, signal_reads, \
-        signals_of
+        signals_of, replay_ordered
     from streamlint.model.flow.signalfolds import signal_reads, signals_of
     from streamlint.model.flow.callerwaits import returned_handle_waits
     from streamlint.model.flow.hostargs import worker_thread_only
@@ -27,6 +27,7 @@ def _import_model() -> None:
     from streamlint.model.dataflow import EarlyRecord, HostRead, Race, file_flows, path_tag
     from streamlint.model.eventguards import CURRENT, UnguardedRead, unguarded_reads
     from streamlint.model.flow.callerstreams import current_at_some_site, handed_elsewhere
+    from streamlint.model.flow.capturedreads import replay_ordered
     from streamlint.model.flow.chosenstreams import chosen_by_caller, chosen_stream, rests_on_unseen_caller
     from streamlint.model.flow.paramfields import field_is_side
     from streamlint.model.flow.duckmethods import duck_calls
@@ -214,7 +215,8 @@ class MissingWaitAtJoin(Rule):
         lines = {ctx.file.span(race.node).start_line for flow in {id(f): f for _, f in flows.values()}.values()
                  for race in flow.races}
         for read in unguarded_reads(ctx.project, ctx.file):
-            if id(read.node) not in reported and ctx.file.span(read.node).start_line not in lines:
+            if id(read.node) not in reported and ctx.file.span(read.node).start_line not in lines \
+                    and not replay_ordered(ctx.project, ctx.file, read):  # (flow/capturedreads.py)
                 reported.add(id(read.node))
                 _report_unguarded(ctx, read)
         for slot in unwaited_slot_reads(ctx.project, ctx.file):  # (model/slotevents.py)

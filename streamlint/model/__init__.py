@@ -152,6 +152,11 @@ Layer 3 — one function's flow
                     ``callerstreams``: what the seen callers pass as a stream parameter (the current stream,
                     also one left to a wrapper's None default or to an options field its callers never set;
                     under a side-stream block of the caller, that block's stream) -- a race resting on it is low;
+                    ``capturedreads``: a reader of an event-guarded field run only inside graph captures whose
+                    replays wait on the event, or eagerly after its caller's own write of the field;
+                    ``retainedstreams``: a stream argument that names the stream its caller made current (a worker
+                    thread's ``set_stream``, in it or in the caller's own callers through ``self``; a scope entered
+                    through a method of the object);
                     ``callerscopes``: the stream scopes every caller enters around a call, and whether they may
                     be the callee's own stream -- a race resting on the two differing is then low;
                     ``inlinewrappers``: a scope wrapper that runs its block inline only where its stream is None,

@@ -102,7 +102,18 @@ def bound_by_partial(project: Project, fn: FunctionInfo) -> bool:
                 or project.paths_containing((f"partial(self.{name}".encode(),)))
 
 
-__all__ = ["bound_by_partial", "callers_of", "may_bind"]
+def self_call_sites(project: Project, file: FileModel, fn: FunctionInfo) -> list[tuple[FileModel, object]] | None:
+    """:func:`callers_of` when every call of the method ``fn`` is made by another method of its class through
+    ``self`` (so a ``self.*`` chain names the same object at the call and in ``fn``); else None."""
+    sites = callers_of(project, file, fn)
+    if not sites or fn.class_name is None or any(
+            site.function is None or site.function is fn or site.function.class_name != fn.class_name
+            or not (isinstance(site.receiver, cst.Name) and site.receiver.value == "self") for _m, site in sites):
+        return None
+    return sites
+
+
+__all__ = ["bound_by_partial", "callers_of", "may_bind", "self_call_sites"]
 
 
 def calls_after(site) -> Iterator[tuple[cst.Call, str]]:

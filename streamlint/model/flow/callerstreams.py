@@ -15,6 +15,7 @@ import re
 from streamlint._lazy import cst
 from streamlint.model.flow.callers import bound_by_partial, callers_of
 from streamlint.model.flow.entryctx import MAX_SITES, InCycle, collected, current_call
+from streamlint.model.flow.retainedstreams import names_current
 from streamlint.model.streams import MAIN, outside_stream_scopes
 from streamlint.model.syntax import contains, descendants, dominates, local_nodes, node_code, param_named
 from streamlint.model.uses import bind_arguments
@@ -330,7 +331,13 @@ def _caller_streams(project, file, fn, mode: str, param: str, depth: int,
                 verdict = (_CURRENT, (model, site.node))
         else:  # (collected even without stream work of its own: `launcher.launch(x, SIDE)` is read, not skipped)
             facts = (collected(project, model, caller, mode) or {}).get((id(site.node), id(fn)))
-            if facts is None:
+            how = names_current(project, model, caller, site, _bound(fn, site).get(param))
+            if how == "thread":  # (flow/retainedstreams.py: the stream a set_stream of the caller or of its own
+                verdict = (_CURRENT, (model, site.node))  # callers made current, which its collecting run does not see)
+            elif how == "scope":  # (the stream of the caller's scope around the call, entered through a helper)
+                verdict = _in_scope(project, model, caller, site, fn, mode) if facts is not None else \
+                    (_CURRENT, (model, site.node)) if _scope_made(project, model, caller, site, fn) else (_UNREAD, None)
+            elif facts is None:
                 verdict = (_UNREAD, None)
             elif (param, "stream-other") in facts:
                 verdict = (_OTHER, None)
@@ -393,6 +400,15 @@ def _made_in_scope(project, model, caller, site, fn) -> bool:
             return False  # (the last bind written before the call, to a call's result, on every path to it: not
             # rebound to a tensor made elsewhere, `if warm: buf = cache`)
     return True
+
+
+def _scope_made(project, model, caller, site, fn) -> bool:
+    """Were the call's tensor arguments made inside the caller's scope around it (:func:`_made_in_scope`), or does it
+    hand none (a plan record, a list of them: what the callee reads it makes there itself)?"""
+    from streamlint.model.tensors import param_kinds
+
+    kinds = param_kinds(project, model, fn)
+    return not any(kinds.get(p) == "tensor" for p in _bound(fn, site)) or _made_in_scope(project, model, caller, site, fn)
 
 
 def _targets(node) -> list:

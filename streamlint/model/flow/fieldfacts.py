@@ -249,12 +249,16 @@ def _construction(project: Project, file: FileModel, cls: ClassInfo, method: Fun
         and site.receiver.value == "self" for _model, site in sites)
 
 
+_INERT_BASES = frozenset({"object", "builtins.object", "abc.ABC", "typing.Generic", "typing.Protocol",
+                          "typing_extensions.Generic", "typing_extensions.Protocol"})
+
+
 def _unseen_base(project: Project, file: FileModel, cls: ClassInfo, name: str, depth: int = 0) -> bool:
     """May a base class call the method ``name`` unseen: a base outside the project (``nn.Module.__call__`` runs
     ``forward``), or a project base that names it (a template method calls the override)?"""
     for base in cls.bases:
-        if not base or base in ("object", "builtins.object"):
-            continue
+        if not base or base in _INERT_BASES:
+            continue  # (a marker base: it defines no method that calls the subclass's)
         found = project.symbol(base, file)
         if found is None or not isinstance(found[0], ClassInfo) or depth > MAX_DEPTH:
             return True

@@ -25,23 +25,39 @@ if TYPE_CHECKING:
 
 def guessed_result(interp, st: State, reads: list, result: TVal | None) -> TVal | None:
     """``result`` of a non-torch call over ``reads``: remember it as a guess when every tensor it was made from is a
-    long-lived place no access of this path made a tensor yet (no read, write or use of its storage before)."""
+    long-lived place no access of this path made a tensor yet (no read, write or use of its storage before), or the
+    result of such a guess (``ids = to_ids(key.hashes(self.hasher))``: a value made from a guess is one as well)."""
     if result is None:
         return None
-    places = [v for v in reads if isinstance(v, KVal) and interp.tensors(st, v)]
-    if not places or any(interp.tensors(st, v) for v in reads if not isinstance(v, KVal)):
-        return result
-    for v in places:
-        if _evident_tensor(interp, v.key):
-            return result  # (the class stores a tensor there, or the function uses it as one later)
-        for tv in interp.tensors(st, v):
-            S = st.stores.get(tv.sid)
-            if S is None or S.kind != "long" or len(S.uses) > 1 or len(S.reads) > 1 or S.parts:
-                return result  # (the call's own read is there already)
-            if S.last_write is not None and S.last_write.node is not None:
-                return result
-    interp.__dict__.setdefault("guessed_sids", {})[result.sid] = places[0].key
+    guessed = interp.__dict__.get("guessed_sids", {})
+    place = None
+    for v in reads:
+        tvs = interp.tensors(st, v)
+        if not tvs:
+            continue
+        inherited = [guessed.get(tv.sid) for tv in tvs]
+        if all(inherited):
+            place = place or inherited[0]
+            continue
+        if not isinstance(v, KVal) or not _unused_place(interp, st, v):
+            return result
+        place = place or v.key
+    if place is not None:
+        interp.__dict__.setdefault("guessed_sids", {})[result.sid] = place
     return result
+
+
+def _unused_place(interp, st: State, v: KVal) -> bool:
+    """Is ``v`` a long-lived place, not evidently a tensor, that no access of this path made a tensor yet?"""
+    if _evident_tensor(interp, v.key):
+        return False  # (the class stores a tensor there, or the function uses it as one later)
+    for tv in interp.tensors(st, v):
+        S = st.stores.get(tv.sid)
+        if S is None or S.kind != "long" or len(S.uses) > 1 or len(S.reads) > 1 or S.parts:
+            return False  # (the call's own read is there already)
+        if S.last_write is not None and S.last_write.node is not None:
+            return False
+    return True
 
 
 def _evident_tensor(interp, key: str) -> bool:

@@ -169,8 +169,8 @@ class OutsideCalls:
             if writes:
                 self.op(st, e, reads, writes, result=False)
                 return None
-            if any(self.tensors(st, v) for v in reads):
-                return self.unseen_call_op(st, e, reads)
+            if any(self.tensors(st, v) for v in reads):  # (a method of a value of unknown type: a guess too)
+                return guessed_result(self, st, reads, self.unseen_call_op(st, e, reads))
             return None
         tv = tensors[0]
         if name == "record_stream" and arg0 is not None:

@@ -138,6 +138,8 @@ def _text(lines: list[str], first: int, start: int, last: int, end: int) -> str:
 
 def lightened(text: str, tree: ast.Module) -> str | None:
     """``text`` with each display of :func:`displays` reduced to one number as described above (None: none)."""
+    if "\r" in text and re.search("\r(?!\n)", text):
+        return None  # (a lone carriage return: how the stdlib's tokenizer counts its lines is not asked here)
     lines = _LINE.findall(text)
     found = displays(tree, lines)
     if not found:

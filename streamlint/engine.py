@@ -16,7 +16,7 @@ from typing import Callable, Iterable
 
 import pathspec
 
-from streamlint import _lazy, pieces
+from streamlint import _lazy, numdisplays, pieces
 from streamlint._lazy import cst
 from streamlint.config import Settings
 from streamlint.finding import Confidence, Finding, Severity, Span, fold_root_causes
@@ -62,6 +62,7 @@ class ParsedFile:
     failure: ParseFailure | None = None
     starts: list[int] | None = None  # where each top-level statement's code begins (reparse.splice)
     summary: ModuleSummary | None = None  # the module summary, taken from the whole tree before it went
+    lightened: bool = False  # parsed with its large displays of numbers reduced (numdisplays): not to be linted
 
 
 def _lighten(text: str, data: bytes, tree: ast.Module | None) -> tuple[ast.Module | None, ModuleSummary | None]:
@@ -97,7 +98,8 @@ def _lean_guard(text: str, data: bytes, profiler: Profiler | None) -> tuple[ast.
 
 def parse_source(path: str, data: bytes, module_name: str, is_package: bool,
                  profiler: Profiler | None = None, previous: ParsedFile | None = None,
-                 editable: bool = False, guarded: bool = True, trees: "Trees | None" = None) -> ParsedFile:
+                 editable: bool = False, guarded: bool = True, trees: "Trees | None" = None,
+                 light: bool = False) -> ParsedFile:
     """Decode and parse one file, turning every failure into a ParseFailure (never raising).
     ``previous``: the file's last parse (an editor buffer before its latest edit): the statements the edit
     left alone are taken from its tree (:func:`streamlint.reparse.splice`). ``editable``: an editor buffer,
@@ -107,17 +109,18 @@ def parse_source(path: str, data: bytes, module_name: str, is_package: bool,
     rejects the text, the file is parsed again with the guard (the failure it reports is the guarded one).
     ``trees``: (the tree cache, the sha256 of ``data``) for a module reached by another file's question: its
     LibCST tree is taken from the cache when the stdlib parser accepts the text (unguarded: known to), and
-    kept there when parsed (:mod:`streamlint.treecache`)."""
+    kept there when parsed (:mod:`streamlint.treecache`). ``light``: a module reached by another file's question,
+    whose large displays of numbers may be parsed reduced (:mod:`streamlint.numdisplays`; ``lightened`` says so)."""
     if profiler is not None and _lazy.pending(cst):
         with _phase(profiler, "import-libcst"):  # start-up cost of the first parse, shown on its own
             _lazy.load(cst)
     with _phase(profiler, "parse"):
-        parsed = _parse_source(path, data, profiler, previous, guarded, trees)
+        parsed = _parse_source(path, data, profiler, previous, guarded, trees, light)
         if parsed is None:  # (unguarded, LibCST rejected the text: as if never tried)
-            parsed = _parse_source(path, data, profiler, previous, trees=trees)
+            parsed = _parse_source(path, data, profiler, previous, trees=trees, light=light)
     if isinstance(parsed, ParsedFile):
         return parsed
-    source, module, tree, summary = parsed
+    source, module, tree, summary, lightened = parsed
     starts = None
     if tree is not None and editable:
         from streamlint.model.positions import _statement_starts
@@ -132,7 +135,7 @@ def parse_source(path: str, data: bytes, module_name: str, is_package: bool,
         except Exception as exc:  # a model bug must not stop other files
             return ParsedFile(source, None, tree, ParseFailure(
                 f"building the semantic model crashed on this file: {type(exc).__name__}: {exc}", internal=True))
-    return ParsedFile(source, model, tree, starts=starts, summary=summary)
+    return ParsedFile(source, model, tree, starts=starts, summary=summary, lightened=lightened)
 
 
 def _no_validation(self: object) -> None:
@@ -194,27 +197,35 @@ def _keep_tree(trees: "Trees | None", module: "cst.Module", profiler: Profiler |
 
 
 def _parse_source(path: str, data: bytes, profiler: Profiler | None = None, previous: ParsedFile | None = None,
-                  guarded: bool = True, trees: "Trees | None" = None) \
-        -> "ParsedFile | tuple[SourceFile, cst.Module, ast.Module | None, ModuleSummary | None] | None":
+                  guarded: bool = True, trees: "Trees | None" = None, light: bool = False) \
+        -> "ParsedFile | tuple[SourceFile, cst.Module, ast.Module | None, ModuleSummary | None, bool] | None":
     try:
         source = SourceFile.from_bytes(path, data)
     except UndecodableSource as exc:
         return ParsedFile(None, None, None, ParseFailure(str(exc), exc.line, exc.col))
     if previous is not None or source.encoding != "utf-8" or source.bom or pieces.large(source.text):
         trees = None
+    text, own = source.text, None  # (text: what LibCST parses; own: the stdlib tree of source.text, if made)
+    if light and previous is None and numdisplays.may_hold(source.data):
+        with _phase(profiler, "guard-ast"):
+            own = _quiet_ast(source.text)
+            reduced = numdisplays.lightened(source.text, own) if own is not None else None
+        if reduced is not None:
+            text, trees = reduced, None  # (the tree cache keeps whole trees only)
     if not guarded and trees is not None:
         module = _cached_tree(trees, profiler)
         if module is not None:
-            return source, module, None, None
+            return source, module, None, None, False
     if not guarded and previous is None and source.encoding == "utf-8" and not source.bom \
             and not pieces.large(source.text):
         try:
-            module = _parse_unvalidated(source.text)
+            module = _parse_unvalidated(text)
         except (cst.ParserSyntaxError, RecursionError, MemoryError):
             return None
         _keep_tree(trees, module, profiler)
-        return source, module, None, None
-    tree, summary = _lean_guard(source.text, source.data, profiler)
+        return source, module, None, None, text is not source.text
+    tree, summary = _lighten(source.text, data, own) if own is not None \
+        else _lean_guard(source.text, source.data, profiler)
     ast_error: SyntaxError | None = None
     if tree is None:
         try:
@@ -238,17 +249,17 @@ def _parse_source(path: str, data: bytes, profiler: Profiler | None = None, prev
             module = splice(previous.source.text, previous.model.module, previous.starts, source.text,
                             _parse_unvalidated)
         if module is not None:
-            return source, module, tree, summary
+            return source, module, tree, summary, False
     if tree is not None and ast_error is None:  # (the stdlib parser accepts the text: the tree cache may answer)
         module = _cached_tree(trees, profiler)
         if module is not None:
-            return source, module, tree, summary
+            return source, module, tree, summary, False
     try:
         module = None
         if tree is not None and pieces.large(source.text):  # a large module: its parse's peak
-            module = pieces.parse_in_pieces(source.text, tree, _parse_unvalidated)  # memory is a piece's
+            module = pieces.parse_in_pieces(text, tree, _parse_unvalidated)  # memory is a piece's
         if module is None:
-            module = _parse_unvalidated(source.text)
+            module = _parse_unvalidated(text)
     except cst.ParserSyntaxError as exc:
         if ast_error is not None:
             return ParsedFile(source, None, None, ParseFailure(
@@ -262,7 +273,7 @@ def _parse_source(path: str, data: bytes, profiler: Profiler | None = None, prev
         return ParsedFile(source, None, None, ParseFailure("too deeply nested to analyse (recursion limit)"))
     if tree is not None:
         _keep_tree(trees, module, profiler)
-    return source, module, tree, summary
+    return source, module, tree, summary, text is not source.text
 
 
 @dataclass
@@ -511,6 +522,8 @@ class Engine:
         parsed = self._parsed.get(key)
         if parsed is not None and data is not None and (parsed.source is None or parsed.source.data != data):
             parsed = None  # parsed earlier (for another file's question) from other bytes
+        if parsed is not None and parsed.lightened and not reached:
+            parsed = None  # (not linted: the prefilter skips it; another question about the file itself)
         if parsed is None:
             name, is_pkg, _ = self.project.module_name(key)
             if data is None:
@@ -524,12 +537,14 @@ class Engine:
                 assert data is not None
                 editable = key in self._overrides
                 trees = None
+                light = False  # (large number displays reduced: a module this engine never lints, numdisplays)
                 if reached and not editable and key not in self._previous:
                     digest = hashlib.sha256(data).hexdigest()
                     reached = self.project.summaries.parsed_before(digest)
                     trees = (self.trees, digest) if self.trees is not None else None
+                    light = numdisplays.may_hold(data) and not self.needs_analysis(data)
                 parsed = parse_source(path, data, name, is_pkg, self.profiler, self._previous.pop(key, None),
-                                      editable=editable, guarded=not reached, trees=trees)
+                                      editable=editable, guarded=not reached, trees=trees, light=light)
             self._parsed[key] = parsed
             self._digests.pop(key, None)
             if digest is not None and parsed.source is not None:

@@ -69,7 +69,9 @@ from streamlint.model.flow.calls import wait_self_expr
 from streamlint.model.flow.callerfrees import register_flow
 from streamlint.model.flow.effects import calls_stream_work, inherited_modes
 from streamlint.model.flow.hostreads import async_host_copy_call
+from streamlint.model.flow.inflight import asked, finished, started
 from streamlint.model.flow.interp import Interp, run_producer
+from streamlint.model.flow.producerruns import take
 from streamlint.model.flow.fieldliterals import steer_points
 from streamlint.model.flow.protocols import family_consumer, protocol_inputs
 from streamlint.model.flow.sidecalls import side_entry
@@ -144,8 +146,20 @@ def function_flow(project: Project, file: FileModel, fn: FunctionInfo, *, explic
     cache = derived(project, "flows")
     key = (file.path, fn.qualname, id(fn), explicit_ge_joins)
     if key in cache:
+        asked(project, "flows", key)
         return cache[key]
     cache[key] = EMPTY_FLOW
+    started(project, "flows", key)
+    try:
+        flow = _flow(project, file, fn, explicit_ge_joins)
+    finally:
+        finished(project, "flows", key)
+    cache[key] = flow
+    return flow
+
+
+def _flow(project: Project, file: FileModel, fn: FunctionInfo, explicit_ge_joins: bool) -> FunctionFlow:
+    """:func:`function_flow` once its memo holds its placeholder."""
     own_work = _has_stream_work(project, file, fn)
     modes = function_modes(project, file, fn)
     side = side_entry(project, file, fn) if not modes else None
@@ -168,20 +182,11 @@ def function_flow(project: Project, file: FileModel, fn: FunctionInfo, *, explic
     early: dict = {}
     host_reads: dict = {}
     if not modes:
-        flow = _every_path_flow(project, file, fn, explicit_ge_joins)
-        cache[key] = flow
-        return flow
+        return _every_path_flow(project, file, fn, explicit_ge_joins)
     for mode in sorted(modes):
-        interp = Interp(project, file, fn, flow_config(mode, explicit_ge_joins, _entry(project, file, fn, mode)))
-        try:
-            interp.run()
-        except (RecursionError, AnalysisBudgetExceeded):  # too many paths: the coarse run (flow/coarse.py)
-            interp = Interp(project, file, fn, flow_config(mode, explicit_ge_joins, _entry(project, file, fn, mode)))
-            interp.coarse = True
-            try:
-                interp.run()
-            except (RecursionError, AnalysisBudgetExceeded):
-                interp = None
+        interp = take(project, file, fn, mode, run_producer)  # its producer's run, when that is its own run
+        if interp is None:
+            interp = _own_run(project, file, fn, mode, explicit_ge_joins)
         if interp is None:  # pathological code: report nothing rather than guess
             if mode != "ge":
                 found, looped = _single_path_early_records(
@@ -203,10 +208,23 @@ def function_flow(project: Project, file: FileModel, fn: FunctionInfo, *, explic
         host_reads.update(interp.host_reads)
         if mode in ("eager", "cuda") and not interp.coarse:
             host_reads.update(_steered_reads(project, file, fn, flow_config(mode, explicit_ge_joins, False), host_reads))
-    flow = FunctionFlow(modes, tuple(races.values()), tuple(lifetimes.values()), tuple(unjoined.values()),
+    return FunctionFlow(modes, tuple(races.values()), tuple(lifetimes.values()), tuple(unjoined.values()),
                         tuple(views.values()), tuple(early.values()), tuple(host_reads.values()))
-    cache[key] = flow
-    return flow
+
+
+def _own_run(project: Project, file: FileModel, fn: FunctionInfo, mode: str, explicit_ge_joins: bool) -> Interp | None:
+    """The run of ``fn`` in ``mode``; with too many paths the coarse run (flow/coarse.py); None when that fails too."""
+    interp = Interp(project, file, fn, flow_config(mode, explicit_ge_joins, _entry(project, file, fn, mode)))
+    try:
+        interp.run()
+    except (RecursionError, AnalysisBudgetExceeded):  # too many paths: the coarse run
+        interp = Interp(project, file, fn, flow_config(mode, explicit_ge_joins, _entry(project, file, fn, mode)))
+        interp.coarse = True
+        try:
+            interp.run()
+        except (RecursionError, AnalysisBudgetExceeded):
+            return None
+    return interp
 
 
 def _steered_reads(project: Project, file: FileModel, fn: FunctionInfo, cfg, known: dict) -> dict:

@@ -27,6 +27,7 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.filefacts import ClassInfo, FunctionInfo
 from streamlint.model.flow.escapes import handed_value
+from streamlint.model.flow.inflight import asked, finished, started
 from streamlint.model.flow.recursion import written_params
 from streamlint.model.flow.values import ordered_before
 from streamlint.model.handedevents import construction_fields, constructions
@@ -109,8 +110,18 @@ def built_writes(project: Project, file: FileModel, cls: ClassInfo, mode: str, r
     memo = derived(project, "built_writes")
     key = (id(cls), mode)
     if key in memo:
+        asked(project, "built_writes", key)
         return memo[key]
     memo[key] = []
+    started(project, "built_writes", key)
+    try:
+        return _built_writes(project, file, cls, mode, runner, memo, key)
+    finally:
+        finished(project, "built_writes", key)
+
+
+def _built_writes(project: Project, file: FileModel, cls: ClassInfo, mode: str, runner: Runner, memo: dict, key: tuple
+                  ) -> list[tuple[str, str, FunctionInfo, cst.CSTNode]]:
     found: dict[str, tuple | None] = {}
     for model, builder, call, _ in constructions(project, file, cls):
         if builder is None or builder.class_name == cls.name or not _returned(builder, call) \

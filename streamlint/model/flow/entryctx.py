@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.flow.callers import bound_by_partial, callers_of
+from streamlint.model.flow.inflight import asked, finished, note, started
 from streamlint.model.flow.settledargs import kept_to_itself, settled
 from streamlint.model.options import MAX_CALLER_FILES
 from streamlint.model.flow.values import CVal, EVal, KVal, SVal, TVal, ordered_before
@@ -264,8 +265,18 @@ def entry_context(project, file, fn, mode: str, plain: bool = False) -> tuple[fr
     memo = project.derived("entry_context")
     key = (id(fn), mode)
     if key in memo:
+        asked(project, "entry_context", key)
         return memo[key]
     memo[key] = None
+    started(project, "entry_context", key)
+    try:
+        return _agreed(project, file, fn, mode, memo, key)
+    finally:
+        finished(project, "entry_context", key)
+
+
+def _agreed(project, file, fn, mode: str, memo: dict, key: tuple) -> tuple[frozenset, object] | None:
+    """:func:`entry_context` once its memo holds its placeholder."""
     sites = callers_of(project, file, fn)
     if not sites or len(sites) > MAX_SITES:
         return None
@@ -280,6 +291,7 @@ def entry_context(project, file, fn, mode: str, plain: bool = False) -> tuple[fr
         try:
             facts = (collected(project, model, site.function, mode) or {}).get((id(site.node), id(fn)))
         except InCycle:  # asked while one of its callers is being collected: unknown now, asked again later
+            note(project)
             del memo[key]
             return None
         if facts is None:

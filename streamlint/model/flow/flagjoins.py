@@ -24,7 +24,7 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.file import dotted
 from streamlint.model.flow.devicework import HOST_CALLS, HOST_ROOTS
-from streamlint.model.syntax import local_nodes, node_code, param_named
+from streamlint.model.syntax import local_nodes, node_code, node_memo, param_named
 
 if TYPE_CHECKING:
     from streamlint.model.flow.results import Lifetime
@@ -39,13 +39,12 @@ def skipped_join_flag(fn: cst.FunctionDef, st: State, stream: str | None = None)
     (:func:`_stream_names`)."""
     if not st.assume:
         return None
-    params = _params(fn)
+    tests = node_memo("flag_ifs", fn, _flag_ifs)
+    if not tests:
+        return None
     names = _stream_names(fn, stream) if stream is not None and not stream.startswith("<") else None
-    for n, rest in _ifs(fn.body):
-        name, positive = _tested_name(n.test)
-        if name is None or (keys := _caller_supplied(fn, params, name)) is None:
-            continue
-        assumed = {_canonical(k): v for k, v in st.assume.items() if isinstance(v, bool)}
+    assumed = {_canonical(k): v for k, v in st.assume.items() if isinstance(v, bool)}
+    for n, rest, name, positive, keys in tests:
         value = next((assumed[k] for k in keys if k in assumed), None)
         if value is None:
             continue
@@ -58,6 +57,19 @@ def skipped_join_flag(fn: cst.FunctionDef, st: State, stream: str | None = None)
         if _joins(other, names, opt_in) or _leaves(taken) and any(_joins(r, names, opt_in) for r in rest):
             return name  # (`if not sync: return` before the join: the rest of the block is the other arm)
     return None
+
+
+def _flag_ifs(fn: cst.FunctionDef) -> tuple:
+    """Each ``if`` of the function testing a caller-supplied name (``if sync:``, ``if not blocking:``), with the
+    statements after it in its block, the name, whether the test is positive and the keys the name goes by
+    (syntax only: kept per function, asked at every path's report)."""
+    params = _params(fn)
+    out = []
+    for n, rest in _ifs(fn.body):
+        name, positive = _tested_name(n.test)
+        if name is not None and (keys := _caller_supplied(fn, params, name)) is not None:
+            out.append((n, rest, name, positive, keys))
+    return tuple(out)
 
 
 def _ifs(node: cst.CSTNode):

@@ -36,6 +36,8 @@ from streamlint.model.flow.counters import Counters
 from streamlint.model.flow.promises import Promises
 from streamlint.model.flow.elements import Elements
 from streamlint.model.flow.entryctx import register_runner, seed_entry
+from streamlint.model.flow.inflight import reads
+from streamlint.model.flow.producerruns import keep
 from streamlint.model.flow.escapes import EventEscapes
 from streamlint.model.flow.fieldfamilies import FieldFamilies
 from streamlint.model.flow.hostreads import HostReads
@@ -379,7 +381,11 @@ def run_producer(project: Project, file: FileModel, fn: FunctionInfo, mode: str)
     """Run a method on its own to read what it leaves on the object at its exits (a class protocol's
     producer, :mod:`~streamlint.model.flow.protocols`); None when the analysis gives up on it."""
     # (what it leaves on the object; not asked of its callers: no order dependence)
-    return _run_alone(Interp(project, file, fn, flow_config(mode, False, False)), protocol_seed=False)
+    before = reads(project)
+    interp = _run_alone(Interp(project, file, fn, flow_config(mode, False, False)), protocol_seed=False)
+    if interp is not None:  # (the method's own flow may take it: flow/producerruns.py)
+        keep(project, fn, mode, interp, reads(project) == before)
+    return interp
 
 
 def run_collector(project: Project, file: FileModel, fn: FunctionInfo, mode: str) -> Interp | None:

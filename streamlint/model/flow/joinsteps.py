@@ -47,6 +47,7 @@ from streamlint.model.file import FileModel, dotted
 from streamlint.model.filefacts import ClassInfo, FunctionInfo
 from streamlint.model.streams import EVENT, MAIN, STREAM, derived
 from streamlint.model.devobjects import param_annotation
+from streamlint.model.flow.inflight import asked, finished, started
 from streamlint.model.syntax import descendants, local_nodes, mentions_name, node_code
 from streamlint.model.waits import consumes_event
 
@@ -420,8 +421,18 @@ def _left_in_flight(project: Project, file: FileModel, cls: ClassInfo) -> list[t
     stream of the object that the current stream has not joined (on some exit path)."""
     memo = derived(project, "join_steps_in_flight")
     if id(cls) in memo:
+        asked(project, "join_steps_in_flight", id(cls))
         return memo[id(cls)]
     memo[id(cls)] = []
+    started(project, "join_steps_in_flight", id(cls))
+    try:
+        return _in_flight(project, file, cls, memo)
+    finally:
+        finished(project, "join_steps_in_flight", id(cls))
+
+
+def _in_flight(project: Project, file: FileModel, cls: ClassInfo, memo: dict
+               ) -> list[tuple[FunctionInfo, str, cst.CSTNode]]:
     from streamlint.model.flow.interp import run_producer
     from streamlint.model.paths import native_mode
 

@@ -48,6 +48,7 @@ from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.escapes import events_in
 from streamlint.model.flow.fieldfamilies import family, family_pending, unresolved_waits, waits_on
 from streamlint.model.flow.handbacks import hands_back, records_on, unjoined_hand_back
+from streamlint.model.flow.inflight import asked, finished, started
 from streamlint.model.flow.joinhelpers import handed_to_join, join_helper_keys, join_helper_names
 from streamlint.model.flow.unproven import order_seen, shared_stream_key, unproven_ok
 from streamlint.model.flow.values import Access, ordered_before
@@ -222,14 +223,17 @@ def class_pending(project: Project, file: FileModel, cls: ClassInfo, mode: str, 
     memo = derived(project, "class_pending")
     key = (id(cls), mode)
     if key in memo:
+        asked(project, "class_pending", key)
         return memo[key]
     memo[key] = []
+    started(project, "class_pending", key)
     out: list[Pending] = []
     for m in cls.methods.values():
         if m.params[:1] != ("self",) or not _scoped(project, file, cls, m):
             continue  # no side-stream scope of its own
         out += _producer_pending(project, file, m, mode, runner)
     memo[key] = out
+    finished(project, "class_pending", key)
     return out
 
 
@@ -288,8 +292,10 @@ def protocol_inputs(project: Project, file: FileModel, fn: FunctionInfo, mode: s
     memo = derived(project, "protocol_inputs")
     key = (id(fn), mode)
     if key in memo:
+        asked(project, "protocol_inputs", key)
         return memo[key]
     memo[key] = []
+    started(project, "protocol_inputs", key)
     inside = _run_inside_scopes(project, file, cls, fn)  # (nor a method the producers run in their scope)
     pending = [p for p in class_pending(project, file, cls, mode, runner) if p.producer is not fn
                and _mentions(file, fn, p.field) and p.producer not in inside]
@@ -306,6 +312,7 @@ def protocol_inputs(project: Project, file: FileModel, fn: FunctionInfo, mode: s
         out = [p for p in out if not p.family]  # a wait on an event it cannot place, or a taken event handed to a
         # callee (`self._block_on(done)`, which may wait it): silence
     memo[key] = out
+    finished(project, "protocol_inputs", key)
     return out
 
 

@@ -142,7 +142,11 @@ class SyncMethods:
                 device = [tv for v in values for tv in self.tensors(st, v) if not self.is_host(st, tv)
                           and not self._event_covers(st, tv, snaps)]  # (an event handed along: the receiver's)
                 if device:
-                    self.op(st, e, device, result=False)
+                    self.process_handoff = f"`{self.cfile.code(e.func)}()`"
+                    try:
+                        self.op(st, e, device, result=False)
+                    finally:
+                        self.process_handoff = ""
             for arg, v in zip(e.args, values):
                 if name == "append" and len(e.args) == 1:  # a side-stream call's result of unknown type (listreads.py)
                     v = self.unknown_element(st, e.func.value, arg.value, v)

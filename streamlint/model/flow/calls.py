@@ -640,7 +640,7 @@ class Calls:
             st.__dict__.update(result_state.__dict__)
         pending = self.mark_exit(st, fn, mod, ret)  # host tensors handed back still pending (hostreads.py)
         st.env, st.stack, st.done, st.ret, st.flow = saved_env, saved_stack, False, None, None
-        self.list_return = (id(e), returned_container(fn, st.held))  # `return outs` (frames.py; control.assign)
+        self.list_return = (id(e), returned_container(fn, st.held, st.stores))  # `return outs` (frames.py; control.assign)
         st.held = handed.leave(st.held)
         st.env.update(pending)
         self.anchor = saved_anchor

@@ -1069,6 +1069,11 @@ def _message(race: Race, names: list[str], main: str | None) -> str:
         elif race.argument:
             candidates = [f"argument{'s' if plural else ''} {listed} {be} used on {dst} with no wait on the caller's "
                           f"stream{tag}"]
+        elif race.process:
+            candidates = [f"{listed} {be} produced on {src} and handed to another process ({race.process}) with no "
+                          f"join{tag}",
+                          f"{listed} {be} handed to another process with no join after {'their' if plural else 'its'} "
+                          f"producer{tag}"]
         else:
             candidates = [f"{listed} {be} produced on {src} and used on {dst} with no wait{tag}",
                           f"{listed} {be} used on {dst} with no wait after {'their' if plural else 'its'} "

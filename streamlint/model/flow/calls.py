@@ -19,7 +19,7 @@ from streamlint.model.flow.coarse import ends_in
 from streamlint.model.flow.duckmethods import duck_method
 from streamlint.model.flow.indexsyms import SYM
 from streamlint.model.flow.elementsets import element_origins
-from streamlint.model.flow.frames import frame_containers
+from streamlint.model.flow.frames import frame_containers, returned_container
 from streamlint.model.flow.effects import held_object, local_method
 from streamlint.model.flow.heldaliases import held_method, held_receiver, reads_kept_on_host
 from streamlint.model.flow.heldresults import held_result
@@ -640,6 +640,7 @@ class Calls:
             st.__dict__.update(result_state.__dict__)
         pending = self.mark_exit(st, fn, mod, ret)  # host tensors handed back still pending (hostreads.py)
         st.env, st.stack, st.done, st.ret, st.flow = saved_env, saved_stack, False, None, None
+        self.list_return = (id(e), returned_container(fn, st.held, st.stores))  # `return outs` (frames.py; control.assign)
         st.held = handed.leave(st.held)
         st.env.update(pending)
         self.anchor = saved_anchor
@@ -650,7 +651,8 @@ class Calls:
             ret = EVal(self.render(st, e))
         elif (declared_host(self.project, mod, fn) or self.returns_host(fn, mod)) and isinstance(ret, TVal):
             ret = None
-        kept = {tv.sid for tv in self.tensors(st, ret)} if isinstance(ret, (TVal, TupVal)) else set()
+        kept = ({tv.sid for tv in self.tensors(st, ret)} if isinstance(ret, (TVal, TupVal)) else set()) \
+            | set(self.list_return[1])
         for sid, S in st.stores.items():
             if sid > first_id and S.kind == "local" and sid not in kept and not S.escaped \
                     and not self.referenced(st, sid):

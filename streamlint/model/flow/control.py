@@ -209,6 +209,8 @@ class ControlFlow:
                 v = KVal(rendered) if rendered.startswith("self.") else None
             v = self.unknown_handed(st, target.value, value_node, v)  # `out = fn(*inputs)` returned (listreads.py)
             self.bind(st, target.value, v, value_node)
+            if (got := self.__dict__.get("list_return")) and got[0] == id(value_node) and got[1]:
+                st.held[target.value] = got[1]  # the local list an inlined helper returned (frames.returned_container)
             self.note_not_none(st, target, v, value_node)  # `work = works_k + works_v`: never None (notnone.py)
             self.hold_dict(st, target.value, value_node)  # `staged = {"values": pinned}`: the dict holds them
             if isinstance(value_node, cst.Call) and any(a.keyword is not None for a in value_node.args):

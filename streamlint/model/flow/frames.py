@@ -92,3 +92,15 @@ def _keeps(name: str, value: cst.BaseExpression) -> bool:
                 and value.body.value == name) or (_none_test(value.test, True) == name
                                                   and isinstance(value.orelse, cst.Name) and value.orelse.value == name)
     return isinstance(value, cst.Name) and value.value == name
+
+
+def returned_container(fn, held: dict, stores: dict) -> tuple[int, ...]:
+    """The device storages an inlined helper hands back in the local container it returns (``return outs``, the
+    same name at every return): the caller's name bound to the call then holds them (``outs = self.gather(parts)``,
+    then ``torch.cat(outs)``: listreads.py), as the helper's own name did; ``held`` is the helper's frame at its end.
+    Not host memory a pending copy fills: the helper's hand-back of that is its own finding (hostreads.mark_exit)."""
+    names = {r.value.value if isinstance(r.value, cst.Name) else None for r in fn.returns}
+    if len(names) != 1 or None in names:
+        return ()
+    return tuple(sid for sid in held.get(next(iter(names)), ())
+                 if (S := stores.get(sid)) is not None and S.kind != "host" and S.d2h is None)

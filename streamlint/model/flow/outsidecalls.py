@@ -9,6 +9,7 @@ import re
 
 from streamlint._lazy import cst
 from streamlint.model.file import dotted
+from streamlint.model.flow.callablerefs import method_reference
 from streamlint.model.flow.guessedresults import guessed_result
 from streamlint.model.flow.places import module_receiver
 from streamlint.model.flow.rootranks import on_root_rank, root_expression
@@ -169,6 +170,8 @@ class OutsideCalls:
             if writes:
                 self.op(st, e, reads, writes, result=False)
                 return None
+            refs = {dotted(a.value) for a in e.args if method_reference(self.project, self.cfile, self.cfn, a.value)}
+            reads = [v for v in reads if not (isinstance(v, KVal) and v.key in refs)]  # callbacks (callablerefs.py)
             if any(self.tensors(st, v) for v in reads):  # (a method of a value of unknown type: a guess too)
                 return guessed_result(self, st, reads, self.unseen_call_op(st, e, reads))
             return None

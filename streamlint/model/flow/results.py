@@ -81,6 +81,8 @@ class Race:
     # producer: maybe the same stream (flow/elementaliases.py)
     unseen_method: str | None = None  # a ``self`` method no project class defines, called between the two accesses
     # (the class extends another package's class, or is patched onto one: flow/unseenmethods.py)
+    process: str = ""  # this read is a hand-off to another process (``self.outbox.put()``: the call), which waits
+    # only on the IPC event the put records on the current stream (flow/ipchandoffs.py)
 
 
 @dataclass(frozen=True)

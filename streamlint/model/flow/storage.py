@@ -328,6 +328,7 @@ class Storages(HandOuts):
                                    foreign=self.__dict__.get("foreign_args", {}).get(S.sid, ""),
                                    helper_guess=self.__dict__.get("helper_guesses", {}).get(S.sid, ""),
                                    host_handed=self.handed_host(S.sid, earlier.time), entry=entry_of(self, S, earlier, s),
+                                   process=self.__dict__.get("process_handoff", ""),
                                    gates=gates,
                                    ambient=race_evidence(self, earlier.stream, s, step and S.name),
                                    handed_wait=handed, batch_guard=guard,

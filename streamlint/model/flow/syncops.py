@@ -16,6 +16,7 @@ from streamlint.model.file import dotted
 from streamlint.model.filefacts import ClassInfo
 from streamlint.model.flow.effects import param_effects
 from streamlint.model.flow.heldaliases import other_bindings
+from streamlint.model.flow.ipchandoffs import PUTS, event_handle_call, handed_event_keys, process_queue
 from streamlint.model.flow.elementwaits import sibling_record
 from streamlint.model.flow.values import EVal, RecordVal, State, SVal, TVal, merge_clock, ordered_before
 from streamlint.model.argkinds import argument_kind
@@ -71,6 +72,8 @@ class SyncMethods:
     def sync_method(self, st: State, e: cst.Call, recv: object, name: str, kind: str | None,
                     arg0: cst.BaseExpression | None) -> tuple[bool, object]:
         """(handled, result) of a method call on a stream / event / graph / opaque value."""
+        if event_handle_call(e) and (isinstance(recv, EVal) or kind == EVENT):
+            return True, self.named(st, EVal(self.event_key(st, recv, e.func.value)))  # the event, for another process
         if name == "wait_stream" and arg0 is not None:
             waiter = self.stream_key(st, recv, e.func.value)
             waited = self.ev(st, arg0)
@@ -132,8 +135,19 @@ class SyncMethods:
             self.host_sees(st, e, name, {**st.vc.get(key, {}), key: self.clock}, False)  # (a query: flow/polls.py)
             return True, None
         if name in ESCAPE_METHODS and not isinstance(recv, TVal):
-            for arg in e.args:
-                v = self.ev(st, arg.value)
+            to_process = name in PUTS and process_queue(self.cfile, self.cfn, e.func.value)
+            values = [self.ev(st, arg.value) for arg in e.args]
+            if to_process:  # another process reads them after the IPC event recorded here (ipchandoffs.py)
+                snaps = [st.events[k] for k in handed_event_keys(values) if k in st.events]
+                device = [tv for v in values for tv in self.tensors(st, v) if not self.is_host(st, tv)
+                          and not self._event_covers(st, tv, snaps)]  # (an event handed along: the receiver's)
+                if device:
+                    self.process_handoff = f"`{self.cfile.code(e.func)}()`"
+                    try:
+                        self.op(st, e, device, result=False)
+                    finally:
+                        self.process_handoff = ""
+            for arg, v in zip(e.args, values):
                 if name == "append" and len(e.args) == 1:  # a side-stream call's result of unknown type (listreads.py)
                     v = self.unknown_element(st, e.func.value, arg.value, v)
                 self.escape(st, v, into=e.func.value)
@@ -161,6 +175,12 @@ class SyncMethods:
             if untracked:
                 return True, None
         return False, None
+
+    @staticmethod
+    def _event_covers(st: State, tv: TVal, snaps: list) -> bool:
+        """Is the last write of ``tv`` covered by one of the event snapshots ``snaps`` (recorded after it)?"""
+        lw = st.stores[tv.sid].last_write if tv.sid in st.stores else None
+        return lw is not None and any(snap.get(lw.stream, -1) >= lw.time for snap in snaps)
 
     def _resolved(self, e: cst.Call) -> bool:
         site = self.cfile.call_site(e)

@@ -48,6 +48,7 @@ from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.escapes import events_in
 from streamlint.model.flow.fieldfamilies import family, family_pending, unresolved_waits, waits_on
 from streamlint.model.flow.handbacks import hands_back, records_on, unjoined_hand_back
+from streamlint.model.flow.priorreaders import run_before_join
 from streamlint.model.flow.joinhelpers import handed_to_join, join_helper_keys, join_helper_names
 from streamlint.model.flow.unproven import order_seen, shared_stream_key, unproven_ok
 from streamlint.model.flow.values import Access, ordered_before
@@ -165,11 +166,13 @@ def _producer_pending(project: Project, file: FileModel, fn: FunctionInfo, mode:
         fields = {k: sid for k, sids in interp.field_writes.items()
                   for sid in [next((i for i in reversed(sids) if i in st.stores), None)] if sid is not None}
         fields.update({k: sid for k, sid in st.long.items() if k.startswith("self.") and k not in fields})
+        plain: set[str] = set()  # the fields whose own storage a side stream wrote on this path
         for field, sid in fields.items():
             S = st.stores.get(sid)
             lw = S.last_write if S is not None and S.kind != "host" else None
             if lw is None or lw.stream == MAIN or lw.time == 0 or "." not in field:
                 continue
+            plain.add(field)
             stream = lw.stream if lw.stream.startswith("self.") else shared_stream_key(project, file, fn, lw.stream)
             if ordered_before(lw, know) or stream is None or "[" in field \
                     or handed is not None and _handed_join(st, handed, sid, lw):
@@ -194,8 +197,8 @@ def _producer_pending(project: Project, file: FileModel, fn: FunctionInfo, mode:
                 or handed is not None and _handed_join(st, handed, S.sid, lw) else lw
         for field, entry in family_pending(interp, st, pending_write).items():
             old = found.get(field, 0)
-            if old is None or field in fields:
-                continue
+            if old is None or field in plain:  # (a field only read here, `self.F[k] = self.F[k].to(dev)`, is
+                continue  # a family all the same)
             if entry is None or old and (old.stream != entry[0].stream or not old.family):
                 found[field] = None
                 continue
@@ -292,7 +295,8 @@ def protocol_inputs(project: Project, file: FileModel, fn: FunctionInfo, mode: s
     memo[key] = []
     inside = _run_inside_scopes(project, file, cls, fn)  # (nor a method the producers run in their scope)
     pending = [p for p in class_pending(project, file, cls, mode, runner) if p.producer is not fn
-               and _mentions(file, fn, p.field) and p.producer not in inside]
+               and _mentions(file, fn, p.field) and p.producer not in inside
+               and not run_before_join(file, cls, fn, {_norm(p.stream), *(_norm(e) for e in p.events)})]
     out = [p if strength == "medium" else replace(p, unproven=order_seen(cls, p.producer, fn)) for p in pending
            if (strength := _expected(project, file, cls, fn, p))]
     out += _built_inputs(project, file, cls, fn, mode, runner, {p.field for p in out})

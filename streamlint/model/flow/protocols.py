@@ -419,6 +419,14 @@ def _loop_joins(file: FileModel, fn: FunctionInfo, joins: set[str]) -> dict[str,
     return out
 
 
+def handed_write(interp, S, kind: str) -> bool:
+    """A write over a protocol's pending field (not a container family) in a consumer that hands that field back to
+    its caller (``k_out = self.ring[k & 1]; k_out.copy_(new); return k_out``): the method is a step of the buffer's
+    data path, not housekeeping (a ``reset()`` zeroing it), so its write races the producer's still queued one."""
+    return kind == "write-after-write" and S.sid not in interp.family_sids and S.name is not None \
+        and hands_back(interp.file, interp.fn, S.name)
+
+
 def callback_read(interp, anchor) -> bool:
     """The protocol's read at ``anchor`` is only an argument of a callable the object holds (``self.release_fn(t)``,
     not a method of the class, not resolved in the project): what it does with the tensor (read it, drop a

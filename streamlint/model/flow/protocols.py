@@ -419,12 +419,34 @@ def _loop_joins(file: FileModel, fn: FunctionInfo, joins: set[str]) -> dict[str,
     return out
 
 
-def handed_write(interp, S, kind: str) -> bool:
-    """A write over a protocol's pending field (not a container family) in a consumer that hands that field back to
-    its caller (``k_out = self.ring[k & 1]; k_out.copy_(new); return k_out``): the method is a step of the buffer's
-    data path, not housekeeping (a ``reset()`` zeroing it), so its write races the producer's still queued one."""
-    return kind == "write-after-write" and S.sid not in interp.family_sids and S.name is not None \
-        and hands_back(interp.file, interp.fn, S.name)
+def handed_write(interp, S, kind: str, stream: str) -> bool:
+    """A write on the current stream over a protocol's pending field (not a container family) in a consumer that
+    returns that very storage to its caller (``k_out = self.ring[k & 1]; k_out.copy_(new); return k_out``): the
+    method is a step of the buffer's data path, not housekeeping (a ``reset()`` zeroing it), so its write races the
+    producer's still queued one."""
+    return kind == "write-after-write" and stream == MAIN and S.sid not in interp.family_sids \
+        and S.name is not None and _returns_storage(interp.file, interp.fn, S.name)
+
+
+def _returns_storage(file: FileModel, fn: FunctionInfo, field: str) -> bool:
+    """Does ``fn`` return ``field`` itself, an entry or slice of it, or a name some binding of which is one of
+    those (also as an item of a returned tuple)? Not a value computed from it (``self.buf[:n].max()``)."""
+    def place(expr) -> bool:
+        code = _norm(file.code(expr))
+        return code == field or code.startswith(field + "[") and code.endswith("]")
+
+    def named(expr) -> bool:
+        if place(expr):
+            return True
+        values = fn.name_assigns.get(expr.value, ()) if isinstance(expr, cst.Name) else ()
+        return expr.value not in fn.all_params and any(place(v) for v in values)
+
+    for ret in fn.returns:
+        value = ret.value
+        items = [el.value for el in value.elements] if isinstance(value, cst.Tuple) else [value] if value else []
+        if any(named(item) for item in items):
+            return True
+    return False
 
 
 def callback_read(interp, anchor) -> bool:

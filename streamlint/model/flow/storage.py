@@ -309,7 +309,7 @@ class Storages(HandOuts):
         protocol = self.protocol_sources.get(S.sid) \
             if S.last_write is earlier or seeded is not None and earlier.time == seeded[0] else None
         unproven = self.__dict__.get("protocol_unproven", {}).get(S.sid) if protocol else None
-        if protocol is not None and (kind != "read" and not handed_write(self, S, kind) or replay
+        if protocol is not None and (kind != "read" and not handed_write(self, S, kind, s) or replay
                                      or callback_read(self, self.anchor)
                                      or unproven is not None and (escape or body or held)):
             return  # a class protocol says who must join before a read, not what a later write may do (nor, when

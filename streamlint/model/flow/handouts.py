@@ -51,9 +51,7 @@ class HandOuts(HostFields):
             lw = self.handed_write(S, node) if S is not None and S.kind != "host" else None
             if lw is None or lw.stream == MAIN or lw.node is None or ordered_before(lw, know):
                 continue
-            if self.event_handed_over(st, lw, returned, sid) \
-                    or sid not in held and not self._protocol_expects(sid, lw) \
-                    and self.joined_elsewhere(lw.stream, own=sid not in self.family_sids) \
+            if self.event_handed_over(st, lw, returned, sid) or sid not in held and self.joined_elsewhere(lw.stream, own=sid not in self.family_sids) \
                     or sid in self.family_sids and callers_join(self.project, self.file, self.fn, lw.stream) \
                     or isinstance(node, cst.Return) and sibling_consumer_waits(self.file, self.fn, node.value) \
                     or self.caller_may_join(lw.stream) or join_gated_by_result(self.fn, self.file, node, lw.stream) \
@@ -78,14 +76,6 @@ class HandOuts(HostFields):
                           flag=skipped_join_flag(self.fn.node, st, lw.stream))
             finally:
                 self.anchor = saved
-
-    def _protocol_expects(self, sid: int, lw: Access) -> bool:
-        """The handed write is a class protocol's pending seed that the class expects this method to join (another
-        reader joins the stream before its read, an event is recorded after the write: protocols.py's MEDIUM): the
-        joins elsewhere are that protocol's evidence, not a join step the caller runs in between."""
-        seed = self.__dict__.get("protocol_seeds", {}).get(sid)  # type: ignore[attr-defined]
-        return seed is not None and seed[0] == lw.time and sid in self.protocol_sources \
-            and sid not in self.__dict__.get("protocol_unproven", {})  # type: ignore[attr-defined]
 
     def _handle_waited(self, node: cst.CSTNode, sid: int, st: State) -> bool:
         """The pending tensor is the tuple part every seen caller waits on before it uses the rest (callerwaits.py:

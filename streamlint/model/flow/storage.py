@@ -269,8 +269,8 @@ class Storages(HandOuts):
             prev = S.last_write
             # (a write of one element leaves an earlier write of the whole in force on the others: `ring[k & 1]`
             # filled here while a previous call's fill of the ring is still pending)
-            S.parts = [*S.parts, prev] if prev is not None and (parts_distinct(prev.part, part)
-                                                                or prev.part is None and part is not None) else []
+            S.parts = [*S.parts, prev] if prev is not None and (parts_distinct(prev.part, part) or prev.part is None
+                                                                and part is not None and prev.node is not None) else []
             snap = dict(know)
             snap[s] = t
             S.last_write = Access(s, t, self.anchor, snap, part=part, inner=inner_statement(self))

@@ -127,7 +127,8 @@ Layer 3 — one function's flow
                     (what a branch on ``query()`` / ``is_cuda`` tells), ``protocols`` / ``fieldfamilies`` (what
                     a class's methods leave for each other on a side stream in its fields and container fields;
                     ``unproven``: such a hand-off whose reader lost the class's only join, low unless the class
-                    runs the producer then the reader itself; ``releasestreams``: buffers an object was last used
+                    runs the producer then the reader itself; ``priorreaders``: a reader the class runs before its own
+                    join, not expected to join; ``releasestreams``: buffers an object was last used
                     on by the stream stored on it, which a side-stream overwrite must wait for;
                     ``handlesources``: getters and fields a returned handle travels through;
                     ``joinhelpers``: a package helper that only joins the stream / event it is handed;

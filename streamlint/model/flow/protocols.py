@@ -49,6 +49,7 @@ from streamlint.model.flow.escapes import events_in
 from streamlint.model.flow.fieldfamilies import family, family_pending, unresolved_waits, waits_on
 from streamlint.model.flow.handbacks import hands_back, records_on, unjoined_hand_back
 from streamlint.model.flow.inflight import asked, finished, started
+from streamlint.model.flow.priorreaders import run_before_join
 from streamlint.model.flow.joinhelpers import handed_to_join, join_helper_keys, join_helper_names
 from streamlint.model.flow.unproven import order_seen, shared_stream_key, unproven_ok
 from streamlint.model.flow.values import Access, ordered_before
@@ -166,11 +167,13 @@ def _producer_pending(project: Project, file: FileModel, fn: FunctionInfo, mode:
         fields = {k: sid for k, sids in interp.field_writes.items()
                   for sid in [next((i for i in reversed(sids) if i in st.stores), None)] if sid is not None}
         fields.update({k: sid for k, sid in st.long.items() if k.startswith("self.") and k not in fields})
+        plain: set[str] = set()  # the fields whose own storage a side stream wrote on this path
         for field, sid in fields.items():
             S = st.stores.get(sid)
             lw = S.last_write if S is not None and S.kind != "host" else None
             if lw is None or lw.stream == MAIN or lw.time == 0 or "." not in field:
                 continue
+            plain.add(field)
             stream = lw.stream if lw.stream.startswith("self.") else shared_stream_key(project, file, fn, lw.stream)
             if ordered_before(lw, know) or stream is None or "[" in field \
                     or handed is not None and _handed_join(st, handed, sid, lw):
@@ -195,8 +198,8 @@ def _producer_pending(project: Project, file: FileModel, fn: FunctionInfo, mode:
                 or handed is not None and _handed_join(st, handed, S.sid, lw) else lw
         for field, entry in family_pending(interp, st, pending_write).items():
             old = found.get(field, 0)
-            if old is None or field in fields:
-                continue
+            if old is None or field in plain:  # (a field only read here, `self.F[k] = self.F[k].to(dev)`, is
+                continue  # a family all the same)
             if entry is None or old and (old.stream != entry[0].stream or not old.family):
                 found[field] = None
                 continue
@@ -298,7 +301,8 @@ def protocol_inputs(project: Project, file: FileModel, fn: FunctionInfo, mode: s
     started(project, "protocol_inputs", key)
     inside = _run_inside_scopes(project, file, cls, fn)  # (nor a method the producers run in their scope)
     pending = [p for p in class_pending(project, file, cls, mode, runner) if p.producer is not fn
-               and _mentions(file, fn, p.field) and p.producer not in inside]
+               and _mentions(file, fn, p.field) and p.producer not in inside
+               and not run_before_join(file, cls, fn, {_norm(p.stream), *(_norm(e) for e in p.events)})]
     out = [p if strength == "medium" else replace(p, unproven=order_seen(cls, p.producer, fn)) for p in pending
            if (strength := _expected(project, file, cls, fn, p))]
     out += _built_inputs(project, file, cls, fn, mode, runner, {p.field for p in out})
@@ -420,6 +424,36 @@ def _loop_joins(file: FileModel, fn: FunctionInfo, joins: set[str]) -> dict[str,
         rest = [n.value for n in names if n.value not in joins and n.value != "_"]
         out[field] = out.get(field, True) and not any(re.search(rf"\b{re.escape(r)}\b", body) for r in rest)
     return out
+
+
+def handed_write(interp, S, kind: str, stream: str) -> bool:
+    """A write on the current stream over a protocol's pending field (not a container family) in a consumer that
+    returns that very storage to its caller (``k_out = self.ring[k & 1]; k_out.copy_(new); return k_out``): the
+    method is a step of the buffer's data path, not housekeeping (a ``reset()`` zeroing it), so its write races the
+    producer's still queued one."""
+    return kind == "write-after-write" and stream == MAIN and S.sid not in interp.family_sids \
+        and S.name is not None and _returns_storage(interp.file, interp.fn, S.name)
+
+
+def _returns_storage(file: FileModel, fn: FunctionInfo, field: str) -> bool:
+    """Does ``fn`` return ``field`` itself, an entry or slice of it, or a name some binding of which is one of
+    those (also as an item of a returned tuple)? Not a value computed from it (``self.buf[:n].max()``)."""
+    def place(expr) -> bool:
+        code = _norm(file.code(expr))
+        return code == field or code.startswith(field + "[") and code.endswith("]")
+
+    def named(expr) -> bool:
+        if place(expr):
+            return True
+        values = fn.name_assigns.get(expr.value, ()) if isinstance(expr, cst.Name) else ()
+        return expr.value not in fn.all_params and any(place(v) for v in values)
+
+    for ret in fn.returns:
+        value = ret.value
+        items = [el.value for el in value.elements] if isinstance(value, cst.Tuple) else [value] if value else []
+        if any(named(item) for item in items):
+            return True
+    return False
 
 
 def callback_read(interp, anchor) -> bool:

@@ -28,7 +28,7 @@ from streamlint.model.flow.handouts import HandOuts
 from streamlint.model.flow.hostargs import host_by_callers, worker_thread_only
 from streamlint.model.flow.queuehandoffs import queued_unordered
 from streamlint.model.flow.syncedresults import synced_by_callers
-from streamlint.model.flow.protocols import callback_read
+from streamlint.model.flow.protocols import callback_read, handed_write
 from streamlint.model.flow.results import Lifetime, Race, Unjoined, ViewEscape
 from streamlint.model.flow.values import (
     Access,
@@ -267,7 +267,10 @@ class Storages(HandOuts):
                 if r is not None:
                     self.race(st, "write-after-read", S, r, s, self.label(st, tv.sid))
             prev = S.last_write
-            S.parts = [*S.parts, prev] if prev is not None and parts_distinct(prev.part, part) else []
+            # (a write of one element leaves an earlier write of the whole in force on the others: `ring[k & 1]`
+            # filled here while a previous call's fill of the ring is still pending)
+            S.parts = [*S.parts, prev] if prev is not None and (parts_distinct(prev.part, part) or prev.part is None
+                                                                and part is not None and prev.node is not None) else []
             snap = dict(know)
             snap[s] = t
             S.last_write = Access(s, t, self.anchor, snap, part=part, inner=inner_statement(self))
@@ -302,9 +305,12 @@ class Storages(HandOuts):
             # current one for the object's users (stepstate.py)
         handed = handed_wait(self.fn, st, earlier.stream, s, earlier.time, S.kind == "arg" and earlier.time
                              <= self.entry_time and not body, escape)  # a stream the caller hands in orders it (low)
-        protocol = self.protocol_sources.get(S.sid) if S.last_write is earlier else None
+        seeded = self.__dict__.get("protocol_seeds", {}).get(S.sid)  # (the seed may be kept among the parts)
+        protocol = self.protocol_sources.get(S.sid) \
+            if S.last_write is earlier or seeded is not None and earlier.time == seeded[0] else None
         unproven = self.__dict__.get("protocol_unproven", {}).get(S.sid) if protocol else None
-        if protocol is not None and (kind != "read" or replay or callback_read(self, self.anchor)
+        if protocol is not None and (kind != "read" and not handed_write(self, S, kind, s) or replay
+                                     or callback_read(self, self.anchor)
                                      or unproven is not None and (escape or body or held)):
             return  # a class protocol says who must join before a read, not what a later write may do (nor, when
             # the class shows no join, a hand-back: the caller may join before its own read: flow/unproven.py)

@@ -13,8 +13,8 @@ _TORCHAIR_SCOPES = frozenset({Role.STREAM_SWITCH, Role.LIMIT_CORE_NUM, Role.SUPE
 def _import_model() -> None:
     """The model modules this rule uses, imported at its first check (a run that analyses no file
     never loads them)."""
-    global ALL_PATHS, TAGGED, family_uses, unsupported
-    from streamlint.model.families import ALL_PATHS, TAGGED, family_uses, unsupported
+    global ALL_PATHS, TAGGED, family_uses, judged_path, unsupported
+    from streamlint.model.families import ALL_PATHS, TAGGED, family_uses, judged_path, unsupported
 
 
 class ApiUnsupportedInMode(Rule):
@@ -91,11 +91,9 @@ class ApiUnsupportedInMode(Rule):
             calls = forwarding[id(fn)]
             if calls is not None and (0 in calls or id(site.node) in calls):
                 continue  # a call a forwarding helper makes for its callers: reported there, on their paths
-            path = project.execution_path(file, fn)
+            path = judged_path(project, file, site)  # (undecided: the path of the stream switch around the call)
             if not path.modes:
-                path = project.path_index.scope_path(file, site)  # a function switching with both families
-                if not path.modes:
-                    continue
+                continue
             reported: set[str] = set()
             for what, bad, why, remedy in _problems(ctx, site, path.modes):
                 if what in reported:

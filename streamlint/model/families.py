@@ -38,6 +38,7 @@ from streamlint.model.uses import bind_arguments
 from streamlint.model.wrappers import modes_under
 
 if TYPE_CHECKING:
+    from streamlint.model.paths import ExecutionPath
     from streamlint.model.project import Project
 
 GE = "TorchAir GE scope"
@@ -214,6 +215,26 @@ def supported_modes(use: FamilyUse) -> frozenset[str]:
     return use.modes - unsupported(use)[0]
 
 
+def judged_path(project: "Project", file: FileModel, site: CallSite) -> "ExecutionPath":
+    """The execution path a call's API uses are judged on (SL502): its function's, or, for a function whose path
+    is undecided, the one the innermost stream switch around the call selects (empty when neither is known)."""
+    path = project.execution_path(file, site.function)
+    return path if path.modes else project.path_index.scope_path(file, site)
+
+
+def mixing_modes(project: "Project", file: FileModel, use: FamilyUse) -> frozenset[str]:
+    """The paths on which ``use`` takes part in a mix of families seen from a caller of its function: where its API
+    is supported, and, when the API is unsupported on the path it is judged on there (SL502's finding, the one
+    root cause), only on that path's other modes (none when the path is that mode alone)."""
+    modes = supported_modes(use)
+    bad = unsupported(use)[0]
+    if bad:
+        judged = judged_path(project, file, use.site).modes
+        if judged & bad:
+            modes &= judged
+    return modes
+
+
 def _site_modes(project: "Project", file: FileModel, site: CallSite) -> frozenset[str]:
     """Paths a call can run on given its guards: mode comparisons (``exe_mode == "ge_graph"``), and
     flag tests that dispatch between families (``if self.torchair_graph_enabled:`` with the GE API in
@@ -254,5 +275,5 @@ def _api_name(qualname: str) -> str:
     return qualname if qualname.startswith(("torch.npu.", "torch.cuda.", "torch.xpu.")) else qualname.rsplit(".", 1)[-1]
 
 
-__all__ = ["ALL_PATHS", "GE", "NATIVE", "TAGGED", "FamilyUse", "family_uses", "native_method", "receiver_kind",
-           "run_time_flag", "supported_modes", "unsupported"]
+__all__ = ["ALL_PATHS", "GE", "NATIVE", "TAGGED", "FamilyUse", "family_uses", "judged_path", "mixing_modes",
+           "native_method", "receiver_kind", "run_time_flag", "supported_modes", "unsupported"]

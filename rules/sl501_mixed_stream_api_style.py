@@ -16,12 +16,9 @@ _MAX_DEPTH = 6
 def _import_model() -> None:
     """The model modules this rule uses, imported at its first check (a run that analyses no file
     never loads them)."""
-    global ALL_PATHS, GE, NATIVE, TAGGED, family_uses, mixing_modes, run_time_flag, supported_modes, _CONFLICTS
-    from streamlint.model.families import (ALL_PATHS, GE, NATIVE, TAGGED, family_uses, mixing_modes, run_time_flag,
-                                           supported_modes)
-    # Families that must not meet in one path. npu_stream_switch + tagged events is the documented
-    # reduce-overhead combination; GE scopes with tagged events is SL502's business (GE cannot convert them).
-    _CONFLICTS = {NATIVE: (TAGGED, GE), TAGGED: (NATIVE,), GE: (NATIVE,)}
+    global ALL_PATHS, family_uses, mixing_modes, run_time_flag, supported_modes, _CONFLICTS
+    from streamlint.model.families import ALL_PATHS, family_uses, mixing_modes, run_time_flag, supported_modes
+    from streamlint.model.families import CONFLICTS as _CONFLICTS  # (the families that must not meet in one path)
 
 
 @dataclass(frozen=True)

@@ -108,8 +108,8 @@ class ApiUnsupportedInMode(Rule):
                     hint += f"; {_origin(ctx, path)}"
                 related = list(path.evidence[:1])
                 for cfile, caller in folded_callers(project, file, use) if use is not None else ():
-                    related.append(Location(cfile.path, cfile.span(caller.node), "called here by code using another stream "
-                                            "API family: its mix with this call is this one cause"))
+                    related.append(Location(cfile.path, cfile.span(caller.node), "called here by code using another "
+                                            "stream API family: its mix with this call is this one cause"))
                 ctx.report(site.node, message, related=related, hint=hint)
             self._eager_scopes(ctx, site, fn, path)
 

@@ -220,7 +220,8 @@ CONFLICTS = {NATIVE: (TAGGED, GE), TAGGED: (NATIVE,), GE: (NATIVE,)}  # families
 # npu_stream_switch with tagged events is the documented reduce-overhead combination, GE with tagged events SL502's)
 
 
-def folded_callers(project: "Project", file: FileModel, use: FamilyUse, limit: int = 3) -> list[tuple[FileModel, CallSite]]:
+def folded_callers(project: "Project", file: FileModel, use: FamilyUse,
+                   limit: int = 3) -> list[tuple[FileModel, CallSite]]:
     """Calls of the function holding ``use`` (an API unsupported on its path: SL502's finding) made by functions that
     use a family it would mix with themselves (a native stream context around or beside the call): the mix there
     exists only through this call, one cause, reported once as the SL502 with these calls as related locations."""

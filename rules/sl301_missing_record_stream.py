@@ -285,7 +285,7 @@ class MissingRecordStream(Rule):
                     hint += ("; this assumes the call runs the only project method of its name, which hands back "
                              "this record")
                 if confidence is None and (callee := handed_callable(fn, issue.node, issue.name)) is not None:
-                    confidence = Confidence.MEDIUM  # (flow/handedcallables.py)
+                    confidence = Confidence.LOW  # (flow/handedcallables.py; no such finding was a bug on real code)
                     hint += (f"; its use on {use} is a call of `{callee}`, code the caller hands in: this assumes that "
                              "code reads it there and keeps no reference of its own until that work ends")
                 if issue.guess:

@@ -16,11 +16,9 @@ _MAX_DEPTH = 6
 def _import_model() -> None:
     """The model modules this rule uses, imported at its first check (a run that analyses no file
     never loads them)."""
-    global ALL_PATHS, GE, NATIVE, TAGGED, family_uses, run_time_flag, supported_modes, _CONFLICTS
-    from streamlint.model.families import ALL_PATHS, GE, NATIVE, TAGGED, family_uses, run_time_flag, supported_modes
-    # Families that must not meet in one path. npu_stream_switch + tagged events is the documented
-    # reduce-overhead combination; GE scopes with tagged events is SL502's business (GE cannot convert them).
-    _CONFLICTS = {NATIVE: (TAGGED, GE), TAGGED: (NATIVE,), GE: (NATIVE,)}
+    global ALL_PATHS, family_uses, mixing_modes, run_time_flag, supported_modes, _CONFLICTS
+    from streamlint.model.families import ALL_PATHS, family_uses, mixing_modes, run_time_flag, supported_modes
+    from streamlint.model.families import CONFLICTS as _CONFLICTS  # (the families that must not meet in one path)
 
 
 @dataclass(frozen=True)
@@ -52,7 +50,8 @@ class MixedStreamApiStyle(Rule):
 
     Not reported: `npu_stream_switch` with tagged events (the documented reduce-overhead combination);
     mode-dispatching code whose branches (`if exe_mode == "ge_graph": ... else: ...`) or wrappers use
-    one family each; wrappers that resolve to one family whatever their name.
+    one family each; wrappers that resolve to one family whatever their name; a caller that meets a family
+    only through a helper's API unsupported on the helper's path (SL502's finding there, the one root cause).
 
     ## Why is this bad?
     Each execution path has its own stream model: GE takes string-tagged scopes and orders data edges
@@ -192,8 +191,8 @@ def _summary(ctx: RuleContext, fn: FunctionInfo, file: FileModel, summaries: dic
     found: dict[str, frozenset[str]] = {}
     for site in fn.calls:
         uses = family_uses(ctx.project, file, site)
-        for use in uses:
-            found[use.group] = found.get(use.group, frozenset()) | supported_modes(use)
+        for use in uses:  # (an API unsupported where the callee runs is SL502's finding there, not the callers' mix)
+            found[use.group] = found.get(use.group, frozenset()) | mixing_modes(ctx.project, file, use)
         if uses or depth >= _MAX_DEPTH:
             continue
         guard = modes_under(site.guards) or ALL_PATHS

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from streamlint.finding import Confidence, Severity
+from streamlint.finding import Confidence, Location, Severity
 from streamlint.model.apis import Role
 from streamlint.model.filefacts import CallSite, FunctionInfo
 from streamlint.model.paths import ExecutionPath
@@ -13,8 +13,8 @@ _TORCHAIR_SCOPES = frozenset({Role.STREAM_SWITCH, Role.LIMIT_CORE_NUM, Role.SUPE
 def _import_model() -> None:
     """The model modules this rule uses, imported at its first check (a run that analyses no file
     never loads them)."""
-    global ALL_PATHS, TAGGED, family_uses, unsupported
-    from streamlint.model.families import ALL_PATHS, TAGGED, family_uses, unsupported
+    global ALL_PATHS, TAGGED, family_uses, folded_callers, judged_path, unsupported
+    from streamlint.model.families import ALL_PATHS, TAGGED, family_uses, folded_callers, judged_path, unsupported
 
 
 class ApiUnsupportedInMode(Rule):
@@ -91,13 +91,11 @@ class ApiUnsupportedInMode(Rule):
             calls = forwarding[id(fn)]
             if calls is not None and (0 in calls or id(site.node) in calls):
                 continue  # a call a forwarding helper makes for its callers: reported there, on their paths
-            path = project.execution_path(file, fn)
+            path = judged_path(project, file, site)  # (undecided: the path of the stream switch around the call)
             if not path.modes:
-                path = project.path_index.scope_path(file, site)  # a function switching with both families
-                if not path.modes:
-                    continue
+                continue
             reported: set[str] = set()
-            for what, bad, why, remedy in _problems(ctx, site, path.modes):
+            for what, bad, why, remedy, use in _problems(ctx, site, path.modes):
                 if what in reported:
                     continue
                 reported.add(what)
@@ -108,7 +106,11 @@ class ApiUnsupportedInMode(Rule):
                     message, hint = f"{what} is unsupported on this path [{where}]", f"{remedy} ({reason})"
                 if not path.evidence:  # else the related location shows the compile
                     hint += f"; {_origin(ctx, path)}"
-                ctx.report(site.node, message, related=path.evidence[:1], hint=hint)
+                related = list(path.evidence[:1])
+                for cfile, caller in folded_callers(project, file, use) if use is not None else ():
+                    related.append(Location(cfile.path, cfile.span(caller.node), "called here by code using another "
+                                            "stream API family: its mix with this call is this one cause"))
+                ctx.report(site.node, message, related=related, hint=hint)
             self._eager_scopes(ctx, site, fn, path)
 
     def _eager_scopes(self, ctx: RuleContext, site: CallSite, fn: FunctionInfo, path) -> None:
@@ -169,12 +171,13 @@ class ApiUnsupportedInMode(Rule):
 
 
 def _problems(ctx: RuleContext, site: CallSite, path_modes: frozenset[str]):
-    """(what, unsupported paths, why, what to do) for each family use of the call on a path without support."""
+    """(what, unsupported paths, why, what to do, the family use or None) for each API use of the call on a path
+    without support."""
     for use in family_uses(ctx.project, ctx.file, site):
         unsupported_on, why = unsupported(use)
         bad = path_modes & unsupported_on
         if bad:
-            yield use.describe(), bad, why, _remedy(ctx, site, use.role, use.group, use.what, bad)
+            yield use.describe(), bad, why, _remedy(ctx, site, use.role, use.group, use.what, bad), use
     guard = modes_under(site.guards) or ALL_PATHS
     for use in ctx.project.api_uses(ctx.file, site):
         if use.role not in (Role.LIMIT_CORE_NUM, Role.LIMIT_CORE_NUM_NPUGRAPH_EX):
@@ -185,10 +188,10 @@ def _problems(ctx: RuleContext, site: CallSite, path_modes: frozenset[str]):
         if use.role is Role.LIMIT_CORE_NUM and "npugraph_ex" in modes:
             yield ("`torchair.scope.limit_core_num`", {"npugraph_ex"},
                    "it is the GE scope; npugraph_ex has its own (stream-level)",
-                   f"replace {call} with `torch.npu.npugraph_ex.scope.limit_core_num(...)` (same arguments)")
+                   f"replace {call} with `torch.npu.npugraph_ex.scope.limit_core_num(...)` (same arguments)", None)
         elif use.role is Role.LIMIT_CORE_NUM_NPUGRAPH_EX and "ge" in modes:
             yield ("`npugraph_ex.scope.limit_core_num`", {"ge"}, "it is the npugraph_ex scope; GE has its own",
-                   f"replace {call} with `torchair.scope.limit_core_num(...)` (same arguments)")
+                   f"replace {call} with `torchair.scope.limit_core_num(...)` (same arguments)", None)
 
 
 def _call_text(ctx: RuleContext, site: CallSite, limit: int = 60) -> str:

@@ -33,11 +33,13 @@ from streamlint.model.streams import (
     kind_of_call,
     local_kind,
 )
+from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.calls import switch_condition
 from streamlint.model.uses import bind_arguments
 from streamlint.model.wrappers import modes_under
 
 if TYPE_CHECKING:
+    from streamlint.model.paths import ExecutionPath
     from streamlint.model.project import Project
 
 GE = "TorchAir GE scope"
@@ -214,6 +216,49 @@ def supported_modes(use: FamilyUse) -> frozenset[str]:
     return use.modes - unsupported(use)[0]
 
 
+CONFLICTS = {NATIVE: (TAGGED, GE), TAGGED: (NATIVE,), GE: (NATIVE,)}  # families that must not meet on one path (SL501;
+# npu_stream_switch with tagged events is the documented reduce-overhead combination, GE with tagged events SL502's)
+
+
+def folded_callers(project: "Project", file: FileModel, use: FamilyUse,
+                   limit: int = 3) -> list[tuple[FileModel, CallSite]]:
+    """Calls of the function holding ``use`` (an API unsupported on its path: SL502's finding) made by functions that
+    use a family it would mix with themselves (a native stream context around or beside the call): the mix there
+    exists only through this call, one cause, reported once as the SL502 with these calls as related locations."""
+    fn = use.site.function
+    if fn is None:
+        return []
+    found = []
+    for cfile, site in callers_of(project, file, fn) or ():
+        caller = site.function
+        if caller is not None and caller is not fn and any(
+                u.group in CONFLICTS[use.group] for s in caller.calls for u in family_uses(project, cfile, s)):
+            found.append((cfile, site))
+            if len(found) >= limit:
+                break
+    return found
+
+
+def judged_path(project: "Project", file: FileModel, site: CallSite) -> "ExecutionPath":
+    """The execution path a call's API uses are judged on (SL502): its function's, or, for a function whose path
+    is undecided, the one the innermost stream switch around the call selects (empty when neither is known)."""
+    path = project.execution_path(file, site.function)
+    return path if path.modes else project.path_index.scope_path(file, site)
+
+
+def mixing_modes(project: "Project", file: FileModel, use: FamilyUse) -> frozenset[str]:
+    """The paths on which ``use`` takes part in a mix of families seen from a caller of its function: where its API
+    is supported, and, when the API is unsupported on the path it is judged on there (SL502's finding, the one
+    root cause), only on that path's other modes (none when the path is that mode alone)."""
+    modes = supported_modes(use)
+    bad = unsupported(use)[0]
+    if bad:
+        judged = judged_path(project, file, use.site).modes
+        if judged & bad:
+            modes &= judged
+    return modes
+
+
 def _site_modes(project: "Project", file: FileModel, site: CallSite) -> frozenset[str]:
     """Paths a call can run on given its guards: mode comparisons (``exe_mode == "ge_graph"``), and
     flag tests that dispatch between families (``if self.torchair_graph_enabled:`` with the GE API in
@@ -254,5 +299,6 @@ def _api_name(qualname: str) -> str:
     return qualname if qualname.startswith(("torch.npu.", "torch.cuda.", "torch.xpu.")) else qualname.rsplit(".", 1)[-1]
 
 
-__all__ = ["ALL_PATHS", "GE", "NATIVE", "TAGGED", "FamilyUse", "family_uses", "native_method", "receiver_kind",
-           "run_time_flag", "supported_modes", "unsupported"]
+__all__ = ["ALL_PATHS", "CONFLICTS", "GE", "NATIVE", "TAGGED", "FamilyUse", "family_uses", "folded_callers",
+           "judged_path", "mixing_modes",
+           "native_method", "receiver_kind", "run_time_flag", "supported_modes", "unsupported"]

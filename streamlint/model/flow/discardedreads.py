@@ -12,7 +12,7 @@ result. Two shapes of the statement holding the read tell the analysis how far t
   and the flow records none (``Storage.race``). A result read later, an in-place op, a call of a project or
   library function (a module may update buffers), or a write keeps the race.
 * **message only** (:func:`message_only`): every name the statement binds is read only inside f-strings (a
-  profiler range label, a log line). The garbage can reach only that text: the race stays, at medium
+  profiler range label, a log line). The garbage can reach only that text: the race stays, at low
   confidence, since whether a wrong diagnostic matters is the author's intent, which the analysis cannot see.
 """
 

@@ -6,7 +6,7 @@ stream(comm): post_forward(out, stage)``): the code that runs is whatever each c
 Whether it reads the tensor asynchronously on that stream at all, and whether it keeps it alive until that work
 ends (a P2P send whose process group holds its tensors, a hook that stores it on a node), is that code's. When
 the only use of a freed tensor on the other stream is such a call, the lifetime finding (the free of that tensor
-before its allocating stream waits on the use) rests on the caller's choice: SL301 reports it at medium, naming
+before its allocating stream waits on the use) rests on the caller's choice: SL301 reports it at low, naming
 the callable.
 
 :func:`handed_callable` answers it for one use: the use statement is a call of a parameter of the function (not

@@ -9,7 +9,7 @@ did, so the event's waiters elsewhere cannot rely on it for the optional work ei
 plausibly marks the earlier result by design (the optional work's readers join otherwise), and the analysis,
 which does not follow what every waiter reads, cannot tell that from a record placed too early.
 
-:func:`optional_flag` names that parameter; the early-record finding stays, at medium confidence, saying what
+:func:`optional_flag` names that parameter; the early-record finding stays, at low confidence, saying what
 it assumes. A record under the same test as the work (both optional together), work on every path, or work
 under a test of anything but a parameter (a field, a local) is not this case: the finding keeps its confidence.
 """

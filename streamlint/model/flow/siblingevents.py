@@ -12,7 +12,7 @@ covered by it.
 ``wait_event(B.f)``, where the raced tensor is ``B.g`` (the same base object, a plain name, not ``self``, another field), the function records
 no ``B.f`` itself, and the wait lies between the two accesses (lexically after the earlier one and before the
 later one; for a race carried round a loop, before the later one inside the loop holding both). The race stays,
-at medium confidence, saying it assumes that event was not recorded after the earlier access.
+at low confidence, saying it assumes that event was not recorded after the earlier access.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ patched onto a class of another package, calls methods of ``self`` that no class
 (``self._decode_kernel(...)``): their code is the other package's, or the patched class's own. When such a call
 runs between the two accesses of a race, the ordering it lacks may well be in that code (the decode kernel records
 an event on the compute stream and makes the communication stream wait for it before it returns). The analysis
-cannot read it, so the race stays, at medium confidence, naming the call and what it assumes.
+cannot read it, so the race stays, at low confidence, naming the call and what it assumes.
 
 :func:`unseen_self_call` finds that call: a ``self.m(...)`` call of the function lexically between the earlier
 access's statement and the later one (not for a race carried round a loop), where ``m`` is no method of the class

@@ -77,6 +77,24 @@ def test_only_docstrings_hide_a_mention() -> None:
         assert found[("kvhooks.py", line, "SL201")].confidence.value == "low"
 
 
+def test_docstring_spans_from_a_held_tree_equal_a_parse() -> None:
+    """A file the run holds answers the docstring question from its tree (no second parse of a large module):
+    the same spans, as byte offsets, as the stdlib parse of its bytes, over every fixture module (non-ASCII
+    text, nested classes, one-line bodies, bytes and f-string first statements included)."""
+    from streamlint.model.flow.fieldfacts import _docstring_spans, _model_spans
+
+    project = engine_for(PROJECT).project
+    checked = 0
+    for path in sorted((FIXTURES).rglob("*.py")):
+        data = path.read_bytes()
+        model = project.file(str(path))
+        if model is None or model.module is None:
+            continue
+        assert sorted(_model_spans(model, data)) == sorted(_docstring_spans(data)), path
+        checked += 1
+    assert checked > 100
+
+
 def test_a_wrapper_inline_only_without_a_stream_is_a_scope_that_may_be_the_callee_stream() -> None:
     """``stream_scope(s)`` runs its block inline only where ``s`` is None: when the callee's stream may be None
     too (a field handed in), the two may be one object, None together, and the race is a guess (low). A wrapper

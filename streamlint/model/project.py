@@ -128,6 +128,11 @@ class Project(ProjectScans, ModulePaths):
         recent[path] = None
         return self._files[path]
 
+    def loaded(self, path: str) -> FileModel | None:
+        """The model of ``path`` if it is loaded already (never loads it: a byte-level scan may use a tree the run
+        holds anyway instead of parsing the file again)."""
+        return self._files.get(os.path.abspath(path))
+
     def add(self, model: FileModel) -> None:
         path = os.path.abspath(model.path)
         self._files[path] = model

@@ -75,8 +75,53 @@ def _in_docstring(project: Project, path: str, data: bytes, at: int) -> bool:
     not parse."""
     memo = project.derived("docstring_spans")
     if path not in memo:
-        memo[path] = _docstring_spans(data)
+        model = project.loaded(path)  # (a file the run holds: its tree, not a second parse of a large module)
+        memo[path] = _model_spans(model, data) if model is not None else _docstring_spans(data)
     return any(start <= at < end for start, end in memo[path])
+
+
+def _model_spans(model, data: bytes) -> tuple[tuple[int, int], ...]:
+    """:func:`_docstring_spans` from the file's LibCST tree: the first statement of the module, a class or a function
+    that is a plain string (no bytes, no f-string), as byte offsets of ``data``."""
+    lines = data.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+
+    def offset(line: int, col: int) -> int:
+        text = lines[line - 1].decode("utf-8", "replace") if 0 < line <= len(lines) else ""
+        return starts[min(line, len(starts)) - 1] + len(text[:col].encode("utf-8"))
+
+    def plain(e: cst.BaseExpression) -> bool:
+        if isinstance(e, cst.SimpleString):
+            return "b" not in e.prefix.lower()
+        return isinstance(e, cst.ConcatenatedString) and plain(e.left) and plain(e.right)
+
+    spans = []
+    stack: list[cst.CSTNode] = [model.module]
+    while stack:
+        node = stack.pop()
+        body = node.body if isinstance(node, cst.Module) else getattr(node.body, "body", ())
+        first = body[0] if body else None
+        if isinstance(first, cst.SimpleStatementLine):
+            first = first.body[0]
+        if isinstance(first, cst.Expr) and plain(first.value):
+            sp = model.span(first.value)
+            spans.append((offset(sp.start_line, sp.start_col), offset(sp.end_line, sp.end_col)))
+        stack.extend(n for n in _defs_below(node))
+    return tuple(spans)
+
+
+def _defs_below(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The classes and functions nested anywhere below ``node`` (not inside those: the walk takes them in turn)."""
+    out, todo = [], list(node.children)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, (cst.ClassDef, cst.FunctionDef)):
+            out.append(n)
+        else:
+            todo.extend(n.children)
+    return out
 
 
 def _docstring_spans(data: bytes) -> tuple[tuple[int, int], ...]:

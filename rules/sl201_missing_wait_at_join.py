@@ -709,20 +709,21 @@ def _report_host_read(ctx: RuleContext, fn, read: HostRead) -> None:
 
 
 def _unsure_between(race, main):
-    """What the flow saw between the two accesses that it cannot read, each as the assumption a low finding
-    states (flow/unseenmethods.py, elementaliases.py, siblingevents.py, discardedreads.py)."""
+    """What the flow saw between the two accesses that it cannot read, each as (the assumption the finding states,
+    whether it makes the finding low rather than medium) (flow/unseenmethods.py, elementaliases.py, siblingevents.py,
+    discardedreads.py)."""
     if race.unseen_method is not None:
         yield (f"; `self.{race.unseen_method}()`, called in between, is defined by no class of the project (the class "
-               "extends another package's class, or is patched onto one): this assumes it orders neither stream")
-    if race.element is not None:
+               "extends another package's class, or is patched onto one): this assumes it orders neither stream", True)
+    if race.element is not None:  # (medium: the corpus has a bug in this class as well, bench/quality-journal.md)
         yield (f"; {stream_label(race.dst, main)} waited, after that, on work of `{race.element}`, an element of the "
-               f"same stream collection: this assumes it is not {stream_label(race.src, main)} itself")
+               f"same stream collection: this assumes it is not {stream_label(race.src, main)} itself", False)
     if race.sibling is not None:
         yield (f"; `{race.sibling}`, kept on the same object, is waited in between, and this function does not record "
-               "it: this assumes it was not recorded after the earlier use (where the object went meanwhile)")
+               "it: this assumes it was not recorded after the earlier use (where the object went meanwhile)", True)
     if race.labelled is not None:
         yield (f"; what it reads only reaches `{race.labelled}`, which the function reads only inside f-strings (a "
-               "label, a log line): this assumes that text is meant to show the finished value")
+               "label, a log line): this assumes that text is meant to show the finished value", True)
 
 
 def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | None, use_line: int,
@@ -815,9 +816,9 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
         hint += ("; the host waits for another thread in between (a threading handshake): this assumes "
                  "that thread does not order the streams before it signals")
     unsure = False  # (low, whatever comes after: no such finding was a bug on real code, bench/quality-journal.md)
-    for assumption in _unsure_between(race, main):  # the first condition that makes a sure race unsure names itself
+    for assumption, low in _unsure_between(race, main):  # the first condition making a sure race unsure names itself
         if confidence in (None, Confidence.HIGH):
-            confidence, unsure = Confidence.LOW, True
+            confidence, unsure = (Confidence.LOW, True) if low else (Confidence.MEDIUM, False)
             hint += assumption
     if race.entry is not None:
         confidence = Confidence.MEDIUM

@@ -43,7 +43,7 @@ def test_a_wait_on_the_objects_own_event_field_makes_the_race_low() -> None:
     _check("sl201_sibling_event_fields.py", "SL201", "kept on the same object")
 
 
-def test_another_element_of_the_producers_stream_collection_makes_the_race_low() -> None:
+def test_another_element_of_the_producers_stream_collection_makes_the_race_medium() -> None:
     _check("sl201_stream_collection_elements.py", "SL201", "an element of the same stream collection")
 
 

@@ -15,5 +15,7 @@ def test_a_free_resting_on_a_chain_of_guesses_is_low_and_one_made_from_a_tensor_
     text = (ROOT / "kvserve" / "offload.py").read_text().splitlines()
     guess = next(i for i, t in enumerate(text, 1) if "-- low: a guess chain" in t)
     sure = next(i for i, t in enumerate(text, 1) if "-- made from a device tensor" in t)
+    made = next(i for i, t in enumerate(text, 1) if "-- made with torch by the server's own method" in t)
     assert found[guess].confidence.value == "low"
     assert found[sure].confidence.value == "high"
+    assert found[made].confidence.value == "high"  # (a project method's torch-made result: no guess)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.file import dotted
+from streamlint.model.flow.computed import called_function, computes_tensor
 from streamlint.model.flow.values import KVal, TVal
 from streamlint.model.syntax import local_nodes
 from streamlint.model.tensors import tensor_method
@@ -23,12 +24,19 @@ if TYPE_CHECKING:
     from streamlint.model.flow.values import State
 
 
-def guessed_result(interp, st: State, reads: list, result: TVal | None) -> TVal | None:
+def guessed_result(interp, st: State, reads: list, result: TVal | None, call: cst.Call | None = None) -> TVal | None:
     """``result`` of a non-torch call over ``reads``: remember it as a guess when every tensor it was made from is a
     long-lived place no access of this path made a tensor yet (no read, write or use of its storage before), or the
-    result of such a guess (``ids = to_ids(key.hashes(self.hasher))``: a value made from a guess is one as well)."""
+    result of such a guess (``ids = to_ids(key.hashes(self.hasher))``: a value made from a guess is one as well).
+    Never for a ``call`` of a project function whose every return is a tensor its body makes with torch (the output
+    of its kernels, :func:`~streamlint.model.flow.computed.computes_tensor`, or a local bound only to torch calls and
+    tensor methods of them: ``out = torch.empty(...)``, filled by ``out=`` kernels, then ``out.reshape(...)``):
+    ``o = self._forward_prefill(q, kv_cache, meta)`` is device data whatever its arguments are."""
     if result is None:
         return None
+    if call is not None and (found := called_function(interp.project, interp.cfile, call)) is not None \
+            and _torch_made(interp.project, found[1], found[0]):
+        return result
     guessed = interp.__dict__.get("guessed_sids", {})
     place = None
     for v in reads:
@@ -95,3 +103,31 @@ def _tensor_call(file, call: cst.Call) -> bool:
 def guess_of(interp, sid: int) -> str | None:
     """The place a storage's tensor-ness rests on, when it is such a guess."""
     return interp.__dict__.get("guessed_sids", {}).get(sid)
+
+
+def _torch_made(project, file, fn) -> bool:
+    """Does every ``return`` of ``fn`` hand back a tensor its body makes with torch (see :func:`guessed_result`)?"""
+    if computes_tensor(project, file, fn):
+        return True
+    values = [r.value for r in fn.returns]
+    return bool(values) and not fn.yields and all(
+        isinstance(v, cst.Name) and v.value not in fn.all_params and _torch_bound(file, fn, v.value, set())
+        for v in values)
+
+
+def _torch_bound(file, fn, name: str, seen: set[str]) -> bool:
+    """Is every binding of the local ``name`` a torch call, or a tensor method of one / of such a local?"""
+    if name in seen:
+        return True  # (`out = out.reshape(...)`: the same tensor)
+    seen.add(name)
+    bound = fn.name_assigns.get(name) or []
+    return bool(bound) and len(seen) <= 4 and all(_torch_expr(file, fn, b, seen) for b in bound)
+
+
+def _torch_expr(file, fn, e: cst.BaseExpression, seen: set[str]) -> bool:
+    while isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and tensor_method(e.func.attr.value):
+        e = e.func.value  # (`x.reshape(n, -1).contiguous()`: a view or op of x)
+    if isinstance(e, cst.Call) and isinstance(e.func, (cst.Name, cst.Attribute)):
+        target = file.resolve(e.func, fn)
+        return target is not None and target.split(".", 1)[0] in ("torch", "torch_npu")
+    return isinstance(e, cst.Name) and e.value not in fn.all_params and _torch_bound(file, fn, e.value, seen)

@@ -114,7 +114,7 @@ class OutsideCalls:
         if any(self.tensors(st, v) for v in reads) or is_torch:  # (a place of unknown type only: guessedresults.py)
             seen = is_torch or (target or "").split(".", 1)[0] in ("torch", "torch_npu")  # (`torch.save(buf, f)` reads it)
             return self.op(st, e, reads) if is_torch else guessed_result(
-                self, st, reads, self.op(st, e, reads) if seen else self.unseen_call_op(st, e, reads))
+                self, st, reads, self.op(st, e, reads) if seen else self.unseen_call_op(st, e, reads), e)
         return None
 
     def method(self, st: State, e: cst.Call, recv: object, name: str) -> object:
@@ -173,7 +173,7 @@ class OutsideCalls:
             refs = {dotted(a.value) for a in e.args if method_reference(self.project, self.cfile, self.cfn, a.value)}
             reads = [v for v in reads if not (isinstance(v, KVal) and v.key in refs)]  # callbacks (callablerefs.py)
             if any(self.tensors(st, v) for v in reads):  # (a method of a value of unknown type: a guess too)
-                return guessed_result(self, st, reads, self.unseen_call_op(st, e, reads))
+                return guessed_result(self, st, reads, self.unseen_call_op(st, e, reads), e)
             return None
         tv = tensors[0]
         if name == "record_stream" and arg0 is not None:

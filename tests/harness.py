@@ -33,6 +33,11 @@ def lint_paths(root: Path, files: list[str], scope: list[str] | None = None, **s
     return [f for path in files for f in engine.lint_file(path).findings]
 
 
+def lint_project(root: Path, **settings) -> list[Finding]:
+    """Every finding of a project fixture: each file discovery finds under ``root``, linted by one engine."""
+    return lint_paths(root, [str(f) for f in discover([str(root)], root).files], **settings)
+
+
 def lint_text(code: str, name: str = "example.py", tmp: Path | None = None, **settings) -> list[Finding]:
     import tempfile
 

@@ -3,15 +3,13 @@ of unknown type hands back for ids hashed with a host object of unknown type fre
 device memory (SL301 low); the same reservation for ids made from a device tensor keeps its confidence."""
 from __future__ import annotations
 
-from harness import FIXTURES, lint_paths
-from streamlint.discovery import discover
+from harness import FIXTURES, lint_project
 
 ROOT = FIXTURES / "projects" / "sl301_guessed_result_chain"
 
 
 def test_a_free_resting_on_a_chain_of_guesses_is_low_and_one_made_from_a_tensor_is_not() -> None:
-    files = [str(f) for f in discover([str(ROOT)], ROOT).files]
-    found = {f.span.start_line: f for f in lint_paths(ROOT, files) if f.code == "SL301"}
+    found = {f.span.start_line: f for f in lint_project(ROOT) if f.code == "SL301"}
     text = (ROOT / "kvserve" / "offload.py").read_text().splitlines()
     guess = next(i for i, t in enumerate(text, 1) if "-- low: a guess chain" in t)
     sure = next(i for i, t in enumerate(text, 1) if "-- made from a device tensor" in t)

@@ -6,16 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness import FIXTURES, engine_for, lint_paths
-from streamlint.discovery import discover
+from harness import FIXTURES, engine_for, lint_project
 
 PROJECT = FIXTURES / "projects" / "sl201_mode_enum_guards"
 INDEXER = PROJECT / "kvserve" / "indexer.py"
 
 
 def _found() -> dict[int, object]:
-    files = [str(f) for f in discover([str(PROJECT)], PROJECT).files]
-    return {f.span.start_line: f for f in lint_paths(PROJECT, files)
+    return {f.span.start_line: f for f in lint_project(PROJECT)
             if f.code == "SL201" and Path(f.path).name == "indexer.py"}
 
 

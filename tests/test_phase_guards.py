@@ -6,16 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness import FIXTURES, lint_paths
-from streamlint.discovery import discover
+from harness import FIXTURES, lint_project
 
 PROJECT = FIXTURES / "projects" / "sl201_phase_guarded_summaries"
 SUMMARIZER = PROJECT / "routecache" / "summarizer.py"
 
 
 def _found() -> dict[int, object]:
-    files = [str(f) for f in discover([str(PROJECT)], PROJECT).files]
-    return {f.span.start_line: f for f in lint_paths(PROJECT, files)
+    return {f.span.start_line: f for f in lint_project(PROJECT)
             if f.code == "SL201" and Path(f.path).name == "summarizer.py"}
 
 
@@ -46,8 +44,7 @@ def test_tests_that_let_one_step_take_both_branches_stay_medium() -> None:
     flag, the rows a mixed step carries, or a predicate that may return True before it asks the phase: the race
     stays medium; two tests of the step's phase naming two phases make it low (review of prec36b)."""
     path = PROJECT / "routecache" / "lookahead.py"
-    files = [str(f) for f in discover([str(PROJECT)], PROJECT).files]
-    found = {f.span.start_line: f.confidence.value for f in lint_paths(PROJECT, files)
+    found = {f.span.start_line: f.confidence.value for f in lint_project(PROJECT)
              if f.code == "SL201" and Path(f.path).name == "lookahead.py"}
     lines = path.read_text().splitlines()
     expected = {i: ("low" if "-- low:" in text else "medium") for i, text in enumerate(lines, 1)

@@ -4,15 +4,13 @@ through a method of its object; a launcher's race on that stream parameter is th
 stream it never made current (none entered, or another one set) keeps medium."""
 from __future__ import annotations
 
-from harness import FIXTURES, lint_paths
-from streamlint.discovery import discover
+from harness import FIXTURES, lint_project
 
 ROOT = FIXTURES / "projects" / "sl201_retained_worker_streams"
 
 
 def _launcher_findings() -> tuple[dict[int, object], list[str]]:
-    files = [str(f) for f in discover([str(ROOT)], ROOT).files]
-    found = {f.span.start_line: f for f in lint_paths(ROOT, files) if f.code == "SL201" and f.path.endswith("launcher.py")}
+    found = {f.span.start_line: f for f in lint_project(ROOT) if f.code == "SL201" and f.path.endswith("launcher.py")}
     return found, (ROOT / "vocoder" / "launcher.py").read_text().splitlines()
 
 

@@ -98,9 +98,9 @@ def _model_spans(model, data: bytes) -> tuple[tuple[int, int], ...]:
         return isinstance(e, cst.ConcatenatedString) and plain(e.left) and plain(e.right)
 
     spans = []
-    stack: list[cst.CSTNode] = [model.module]
-    while stack:
-        node = stack.pop()
+    for node in descendants(model.module):  # (the module, and every class and function at any depth)
+        if not isinstance(node, (cst.Module, cst.ClassDef, cst.FunctionDef)):
+            continue
         body = node.body if isinstance(node, cst.Module) else getattr(node.body, "body", ())
         first = body[0] if body else None
         if isinstance(first, cst.SimpleStatementLine):
@@ -108,20 +108,7 @@ def _model_spans(model, data: bytes) -> tuple[tuple[int, int], ...]:
         if isinstance(first, cst.Expr) and plain(first.value):
             sp = model.span(first.value)
             spans.append((offset(sp.start_line, sp.start_col), offset(sp.end_line, sp.end_col)))
-        stack.extend(n for n in _defs_below(node))
     return tuple(spans)
-
-
-def _defs_below(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """The classes and functions nested anywhere below ``node`` (not inside those: the walk takes them in turn)."""
-    out, todo = [], list(node.children)
-    while todo:
-        n = todo.pop()
-        if isinstance(n, (cst.ClassDef, cst.FunctionDef)):
-            out.append(n)
-        else:
-            todo.extend(n.children)
-    return out
 
 
 def _docstring_spans(data: bytes) -> tuple[tuple[int, int], ...]:

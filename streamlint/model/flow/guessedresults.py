@@ -127,7 +127,6 @@ def _torch_bound(file, fn, name: str, seen: set[str]) -> bool:
 def _torch_expr(file, fn, e: cst.BaseExpression, seen: set[str]) -> bool:
     while isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and tensor_method(e.func.attr.value):
         e = e.func.value  # (`x.reshape(n, -1).contiguous()`: a view or op of x)
-    if isinstance(e, cst.Call) and isinstance(e.func, (cst.Name, cst.Attribute)):
-        target = file.resolve(e.func, fn)
-        return target is not None and target.split(".", 1)[0] in ("torch", "torch_npu")
+    if isinstance(e, cst.Call):
+        return _tensor_call(file, e)
     return isinstance(e, cst.Name) and e.value not in fn.all_params and _torch_bound(file, fn, e.value, seen)

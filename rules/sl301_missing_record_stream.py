@@ -288,7 +288,11 @@ class MissingRecordStream(Rule):
                     confidence = Confidence.LOW  # (flow/handedcallables.py; no such finding was a bug on real code)
                     hint += (f"; its use on {use} is a call of `{callee}`, code the caller hands in: this assumes that "
                              "code reads it there and keeps no reference of its own until that work ends")
-                if issue.guess:
+                if issue.guess and issue.guess.endswith("()"):
+                    confidence = Confidence.LOW  # (flow/hosthelpers.py: a helper's guessed result)
+                    hint += (f"; this assumes the value is a device tensor, which rests only on what `{issue.guess}` "
+                             "hands back: its code makes no tensor, it passes on what code not seen here gives")
+                elif issue.guess:
                     confidence = Confidence.LOW  # (flow/guessedresults.py)
                     hint += (f"; this assumes the value is a device tensor, which rests only on `{issue.guess}` (of "
                              "unknown type) being one")

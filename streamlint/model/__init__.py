@@ -217,6 +217,8 @@ Layer 3 — one function's flow
                     ``to_accel(batch, dev, non_blocking=True)``: its result is a device value made at the call),
                     ``hosthelpers`` (a project helper handing back only settled host memory, a ``torch.frombuffer``
                     of file bytes or a slot of a pinned slab the class allocated: its result is a host tensor),
+                    ``unseenbuilds`` (what a helper builds only from what code not seen gives: a local list it
+                    fills in a loop over what a store hands out, a tuple of it and a count; its result is a guess),
                     ``recordresults`` (a project call handing back a record, or a list of records, of device data
                     it makes, ``pages = tier.promote(dev)`` building ``DevicePages(k.to(dev, non_blocking=True), ...)``:
                     one storage produced at the call, its fields and methods reads of it),

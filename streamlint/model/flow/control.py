@@ -24,6 +24,7 @@ from streamlint.model.flow.guards import known_none, null_context_choice, orderi
     stream_type_test
 from streamlint.model.flow.handles import handle_binding
 from streamlint.model.flow.heldhandles import held_handle
+from streamlint.model.flow.guessedresults import inherit_guess
 from streamlint.model.flow.hostnames import host_handle, host_object
 from streamlint.model.flow.handlestreams import handle_stream
 from streamlint.model.flow.wrapperforks import entry_event_waits, forks_on_entry, joins_on_exit, yields_caller_stream
@@ -324,6 +325,7 @@ class ControlFlow:
                 clone.sid = self.new_id()
                 clone.name = None
                 st.stores[clone.sid] = clone
+                inherit_guess(self, v.sid, clone.sid)  # (a part of a guessed result is one: guessedresults.py)
                 out.append(self.new_tensor(st, clone.sid))
             return out
         if isinstance(v, KVal) and not self.depth and v.key in self.__dict__.get("container_params", ()):

@@ -55,6 +55,16 @@ def guessed_result(interp, st: State, reads: list, result: TVal | None, call: cs
     return result
 
 
+def inherit_guess(interp, sid: int, part: int) -> None:
+    """``part`` is a storage made for one element of the storage ``sid`` (``chunks, size = self._lookup(...)``): a
+    part of a guess, or of a helper's guessed result (:func:`~streamlint.model.flow.hosthelpers.note_guessed_helper`),
+    is one as well."""
+    for field in ("guessed_sids", "helper_guesses"):
+        marks = interp.__dict__.get(field)
+        if marks and sid in marks:
+            marks[part] = marks[sid]
+
+
 def _unused_place(interp, st: State, v: KVal) -> bool:
     """Is ``v`` a long-lived place, not evidently a tensor, that no access of this path made a tensor yet?"""
     if _evident_tensor(interp, v.key):
@@ -101,8 +111,12 @@ def _tensor_call(file, call: cst.Call) -> bool:
 
 
 def guess_of(interp, sid: int) -> str | None:
-    """The place a storage's tensor-ness rests on, when it is such a guess."""
-    return interp.__dict__.get("guessed_sids", {}).get(sid)
+    """The place a storage's tensor-ness rests on, when it is such a guess; ``name()`` for the result of a project
+    helper that hands back only what code not seen gives (:func:`~streamlint.model.flow.hosthelpers.note_guessed_helper`:
+    its own code makes no tensor, so its death frees no block the analysis knows of either)."""
+    place = interp.__dict__.get("guessed_sids", {}).get(sid)
+    helper = interp.__dict__.get("helper_guesses", {}).get(sid)
+    return place if place is not None else f"{helper}()" if helper else None
 
 
 def _torch_made(project, file, fn) -> bool:

@@ -45,6 +45,7 @@ from streamlint.model.file import dotted
 from streamlint.model.filefacts import ClassInfo
 from streamlint.model.flow.computed import called_function, computes_tensor, device_factory
 from streamlint.model.flow.devicecopies import device_copy_at
+from streamlint.model.flow.unseenbuilds import UNSEEN, unseen_build
 from streamlint.model.flow.values import TVal
 from streamlint.model.devobjects import param_annotation
 from streamlint.model.uses import bind_arguments
@@ -119,29 +120,26 @@ def note_guessed_helper(interp, st, e: cst.Call, found: tuple | None, result: ob
 
 
 def opaque_returns(project: Project, file: FileModel, fn: FunctionInfo, _depth: int = 0) -> bool:
-    """Does every ``return`` of ``fn`` (``None`` aside, at least one other) hand back what code not seen gives: a
-    call of a method no tensor has on an object of unknown class (``self._reader.stage(path, n)``), of a function
-    outside the project and outside torch, a field read (``ref.source``, ``self._cached``), another such helper's
-    result, a local bound only to those? Not arithmetic, a tensor method, a torch op (a kernel on the current stream
-    the helper queues itself)."""
+    """Does every ``return`` of ``fn`` (``None`` and host values aside, at least one other) hand back what code not
+    seen gives: a call of a method no tensor has on an object of unknown class (``self._reader.stage(path, n)``), of a
+    function outside the project and outside torch, a field read (``ref.source``, ``self._cached``), another such
+    helper's result, or what the helper builds only from those and host values (a local bound only to them, a tuple, a
+    local list it fills with them in a loop over them: :func:`~streamlint.model.flow.unseenbuilds.unseen_build`)? Not
+    a parameter, a tensor method, a torch op (a kernel on the current stream the helper queues itself)."""
     memo = derived(project, "opaque_returns")
     if id(fn) not in memo:
         memo[id(fn)] = False  # (a recursive helper: not known)
         given = [r.value for r in fn.returns if r.value is not None
                  and not (isinstance(r.value, cst.Name) and r.value.value == "None")]
-        memo[id(fn)] = bool(given) and not fn.yields and all(_opaque(project, file, fn, v, _depth) for v in given)
+        kinds = [unseen_build(fn, v, lambda e: _opaque(project, file, fn, e, _depth)) for v in given]
+        memo[id(fn)] = bool(given) and not fn.yields and UNSEEN in kinds and None not in kinds
     return memo[id(fn)]
 
 
 def _opaque(project: Project, file: FileModel, fn: FunctionInfo, v: cst.BaseExpression, depth: int) -> bool:
-    if isinstance(v, cst.IfExp):
-        return _opaque(project, file, fn, v.body, depth) and _opaque(project, file, fn, v.orelse, depth)
+    """Is the call or field read ``v`` what code not seen gives?"""
     if isinstance(v, cst.Attribute):
         return dotted(v) is not None  # a field of an object (`ref.source`, `self._cached`)
-    if isinstance(v, cst.Name):
-        values = fn.name_assigns.get(v.value, [])
-        return v.value not in fn.all_params and not _bound_otherwise(fn, v.value) and bool(values) \
-            and depth < _MAX_DEPTH and all(x is not v and _opaque(project, file, fn, x, depth + 1) for x in values)
     if not isinstance(v, cst.Call):
         return False
     found = called_function(project, file, v)

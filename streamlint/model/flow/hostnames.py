@@ -59,9 +59,81 @@ def host_object(project, file, fn: FunctionInfo, name: str, value: cst.BaseExpre
 
 
 def host_handle(project, file, fn: FunctionInfo, name: str, value: cst.BaseExpression | None) -> bool:
-    """An opaque call's result whose methods no tensor has (:func:`host_method_names`): a host handle (asked
-    after the completion handles of ``flow/handles.py``, which have their own kind)."""
-    return name in host_method_names(project, fn) and value is not None and opaque_result(project, file, value)
+    """An opaque call's result whose methods no tensor has (:func:`host_method_names`), or the result of any call of
+    code not seen that holds a stream (:func:`stream_holder_names`): a host handle (asked after the completion handles
+    of ``flow/handles.py``, which have their own kind)."""
+    if value is None:
+        return False
+    if name in host_method_names(project, fn) and opaque_result(project, file, value):
+        return True
+    return name in stream_holder_names(fn) and unseen_result(project, file, value)
+
+
+# methods of a stream (a field used as their receiver is one), and calls taking a stream as their first argument
+_STREAM_METHODS = frozenset({"wait_event", "wait_stream", "synchronize", "record_event", "query"})
+_STREAM_TAKERS = frozenset({"stream", "wait_stream", "record_stream", "set_stream", "StreamContext"})
+
+
+def stream_holder_names(fn: FunctionInfo) -> frozenset[str]:
+    """Locals bound once and used only as the receiver of methods no tensor has (:func:`host_method_names`' uses)
+    and as the owner of a field the function uses as a stream (``comm.cuda_stream.wait_event(ev)``,
+    ``torch.cuda.stream(comm.cuda_stream)``, ``x.record_stream(engine.stream)``), at least once each: a
+    communicator, a copy engine, a transfer agent. No tensor holds a stream: such an object is no device data,
+    whatever package made it (a tensor-like object of another package, a ``KeyedJaggedTensor``, shows tensor methods
+    or attributes and no stream)."""
+    cached = fn.__dict__.get("_stream_holders")
+    if cached is None:
+        cached = fn.__dict__["_stream_holders"] = _scan_holders(fn)
+    return cached
+
+
+def unseen_result(project, file, value: cst.BaseExpression) -> bool:
+    """Is ``value`` a call of code the analysis does not see (no project function, no torch function returning a
+    tensor, no tensor method): ``group.get_communicator()``, ``make_engine(dev)``?"""
+    if not isinstance(value, cst.Call):
+        return False
+    if isinstance(value.func, cst.Attribute) and tensor_method(value.func.attr.value):
+        return False
+    site = file.call_site(value)
+    if site is None or torch_returns_tensor(site.target or "") or project.call_targets(file, site):
+        return False
+    return True
+
+
+def _scan_holders(fn: FunctionInfo) -> frozenset[str]:
+    nodes = list(local_nodes(fn.node))
+    calls = {id(n.func): n for n in nodes if isinstance(n, cst.Call)}
+    streams: set[int] = set()  # ids of `x.attr` nodes used as a stream
+    for call in calls.values():
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _STREAM_METHODS and isinstance(func.value, cst.Attribute):
+            streams.add(id(func.value))
+        last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        for i, a in enumerate(call.args):
+            if isinstance(a.value, cst.Attribute) and (
+                    (i == 0 and a.keyword is None and last in _STREAM_TAKERS)
+                    or (a.keyword is not None and a.keyword.value == "stream")):
+                streams.add(id(a.value))
+    holders: dict[str, bool] = {}  # name -> holds a stream field; every other use of it is in `other`
+    used: set[int] = set()
+    for node in nodes:
+        if not (isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name)):
+            continue
+        name, attr = node.value.value, node.attr.value
+        if id(node) in calls and foreign_method(attr) and attr not in _CONTAINER_METHODS:
+            used.add(id(node.value))
+            holders.setdefault(name, False)
+        elif id(node) in streams and attr not in _TENSOR_ATTRS:
+            used.add(id(node.value))
+            holders[name] = True
+    bindings: dict[str, int] = {}
+    for node in nodes:
+        if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Name):
+            bindings[node.target.value] = bindings.get(node.target.value, 0) + 1
+            used.add(id(node.target))
+    other = {n.value for n in nodes if isinstance(n, cst.Name) and n.value in holders and id(n) not in used}
+    return frozenset(n for n, held in holders.items()
+                     if held and n != "self" and n not in other and bindings.get(n, 0) == 1)
 
 
 def opaque_result(project, file, value: cst.BaseExpression) -> bool:
@@ -229,4 +301,4 @@ def _scan(fn: FunctionInfo) -> frozenset[str]:
 
 
 __all__ = ["host_count", "host_handle", "host_method_names", "host_object", "host_object_names", "host_scalar_names",
-           "opaque_result"]
+           "opaque_result", "stream_holder_names", "unseen_result"]

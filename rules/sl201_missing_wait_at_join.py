@@ -830,7 +830,12 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
         confidence = Confidence.MEDIUM if confidence in (None, Confidence.HIGH) else confidence
         hint += ("; it was made by a call whose result's type is not known (collected in a side-stream scope): "
                  "this assumes the call hands back device data made on that stream")
-    if race.helper_guess and not race.argument and confidence in (None, Confidence.HIGH):
+    if race.helper_guess and race.helper_built and not race.argument:
+        confidence = Confidence.LOW  # (flow/unseenbuilds.py)
+        hint += (f"; `{race.name}` is the result of `{race.helper_guess}()`, whose code makes no device tensor: it "
+                 "assembles what it hands back from what several calls of code not seen give (objects a store hands out "
+                 "for keys an index made); this assumes they are device data made on the current stream at this call")
+    elif race.helper_guess and not race.argument and confidence in (None, Confidence.HIGH):
         confidence = Confidence.MEDIUM
         hint += (f"; `{race.name}` is the result of `{race.helper_guess}()`, whose code shows no device tensor it makes "
                  "(it hands back what code not seen here gives): this assumes it is device data made on the current stream")

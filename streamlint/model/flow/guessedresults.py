@@ -63,6 +63,8 @@ def inherit_guess(interp, sid: int, part: int) -> None:
         marks = interp.__dict__.get(field)
         if marks and sid in marks:
             marks[part] = marks[sid]
+    if sid in interp.__dict__.get("built_guesses", ()):
+        interp.__dict__["built_guesses"].add(part)
 
 
 def _unused_place(interp, st: State, v: KVal) -> bool:

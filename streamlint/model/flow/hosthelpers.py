@@ -33,7 +33,9 @@ tensor on the current stream (it was handed a tensor) although the helper's code
 :mod:`~streamlint.model.flow.recordresults`' before this rule), and every ``return`` of it hands back what code not
 seen gives (:func:`opaque_returns`): ``return self._reader.stage(ref.path, n)``, ``return ref.source``. A helper
 computing on what it is handed (``return x * scale``, ``return x.float()``) queues that kernel itself: no guess. A race whose producer is that guess is at most medium (``Race.helper_guess``): an
-unknown source is no evidence of a device producer on the current stream.
+unknown source is no evidence of a device producer on the current stream. One the helper assembles from several
+hand-outs (a list it fills in a loop, a tuple: :func:`~streamlint.model.flow.unseenbuilds.built`) is low
+(``Race.helper_built``), and the free of any helper guess is a guess (SL301 low, ``guessedresults.guess_of``).
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from streamlint.model.file import dotted
 from streamlint.model.filefacts import ClassInfo
 from streamlint.model.flow.computed import called_function, computes_tensor, device_factory
 from streamlint.model.flow.devicecopies import device_copy_at
-from streamlint.model.flow.unseenbuilds import UNSEEN, unseen_build
+from streamlint.model.flow.unseenbuilds import UNSEEN, built, unseen_build
 from streamlint.model.flow.values import TVal
 from streamlint.model.devobjects import param_annotation
 from streamlint.model.uses import bind_arguments
@@ -116,6 +118,8 @@ def note_guessed_helper(interp, st, e: cst.Call, found: tuple | None, result: ob
             or device_factory(mod, fn, e, interp.cfile, interp.cfn) is not None or _forwards_handed_tensor(fn, e, st):
         return result
     interp.__dict__.setdefault("helper_guesses", {})[result.sid] = fn.node.name.value
+    if any(built(fn, r.value) for r in fn.returns if r.value is not None):
+        interp.__dict__.setdefault("built_guesses", set()).add(result.sid)  # (assembled from several hand-outs)
     return result
 
 

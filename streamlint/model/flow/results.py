@@ -51,6 +51,8 @@ class Race:
     # because it was collected in a side-stream scope (flow/listreads.py)
     helper_guess: str = ""  # the earlier access made the result of this project helper, taken for a new device tensor
     # of the current stream by the generic call rule only: its code shows none it makes (flow/hosthelpers.py)
+    helper_built: bool = False  # ... and the helper assembles that result (a list it fills, a tuple) from what
+    # several calls of code not seen hand out (flow/unseenbuilds.py)
     guessed: str = ""  # the parameter (annotated ``Any`` / an opaque alias) whose storage this is, taken for device
     # memory from a use that shows a torch tensor only (opaqueparams.guessed_params); it weighs only when ``argument``
     # (the caller's production): a race with the function's own write (``kv.mul_``) rests on that write

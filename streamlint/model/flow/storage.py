@@ -333,6 +333,7 @@ class Storages(HandOuts):
                                    dispatched=self.__dict__.get("dispatched_args", {}).get(S.sid, ""),
                                    foreign=self.__dict__.get("foreign_args", {}).get(S.sid, ""),
                                    helper_guess=self.__dict__.get("helper_guesses", {}).get(S.sid, ""),
+                                   helper_built=S.sid in self.__dict__.get("built_guesses", ()),
                                    host_handed=self.handed_host(S.sid, earlier.time), entry=entry_of(self, S, earlier, s),
                                    process=self.__dict__.get("process_handoff", ""),
                                    gates=gates,

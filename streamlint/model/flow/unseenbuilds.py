@@ -59,6 +59,18 @@ def unseen_build(fn, v: cst.BaseExpression, leaf: Callable[[cst.BaseExpression],
     return _Kinds(fn, leaf).kind(v, {}, 0)
 
 
+_DISPLAYS = (cst.Tuple, cst.List, cst.Dict, cst.Set, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
+def built(fn, v: cst.BaseExpression) -> bool:
+    """Is ``v`` (a ``return`` value of ``fn``) a value the helper assembles rather than one it passes on: a display
+    or a comprehension (``return found, total``), or a local it fills (``found = []``, ``found.append(...)``)?"""
+    if isinstance(v, _DISPLAYS):
+        return True
+    return isinstance(v, cst.Name) and v.value not in fn.all_params \
+        and any(isinstance(b, _DISPLAYS) for b in _bindings(fn).get(v.value, ()))
+
+
 class _Kinds:
     def __init__(self, fn, leaf) -> None:
         self.fn, self.leaf = fn, leaf
@@ -184,4 +196,4 @@ def _bindings(fn) -> dict[str, list[cst.BaseExpression | None]]:
     return found
 
 
-__all__ = ["HOST", "UNSEEN", "combine", "unseen_build"]
+__all__ = ["HOST", "UNSEEN", "built", "combine", "unseen_build"]

@@ -27,7 +27,7 @@ def test_blocks_handed_out_by_unseen_objects_are_a_guess():
     assert found[("SL301", share)].confidence == Confidence.LOW, found[("SL301", share)]
     assert "hands back: its code makes no tensor" in (found[("SL301", share)].hint or "")
     # the helper's own torch.cat, an unseen call handed the helper's tensor itself: device data, high
-    for name in ("`staged`", "`embedded`"):
+    for name in ("`staged`", "`embedded`", "`encoded`"):
         line = next(ln for code, ln in found if code == "SL201" and name in found[(code, ln)].message)
         assert found[("SL201", line)].confidence in (None, Confidence.HIGH), found[("SL201", line)]
         assert found[("SL301", line)].confidence in (None, Confidence.HIGH), found[("SL301", line)]
@@ -61,9 +61,9 @@ class Lookup:
 
     def sizes(self, ids):
         total = 0
-        for obj in self.store.fetch(ids):
+        for obj in self.store.fetch(self.wanted):
             total += obj.byte_size()
-        return (self.store.fetch(ids), total) if total else ([], 0)
+        return (self.store.fetch(self.wanted), total) if total else ([], 0)
 
     def empty(self, ids):
         return [], 0
@@ -81,12 +81,28 @@ class Lookup:
     def viewed(self, ids):
         return [obj.view(-1) for obj in self.store.fetch(ids)]
 
+    def experts(self, hidden):
+        outs = []
+        for expert in self.experts:
+            outs.append(expert.forward(hidden))  # computed on the caller's tensor by code not seen
+        return outs, len(outs)
+
+    def pair(self, hidden: torch.Tensor):
+        return self.attn.run(hidden), self.mlp.run(hidden)
+
+    def records(self, ids: torch.Tensor):
+        keys = []
+        for first, last, key in self.index.ranges(ids):  # each element unpacked: records, not a computed tensor
+            keys.append(key)
+        return self.store.take_many(keys), len(keys)
+
     def in_context(self, ids):
         with self.store.session() as s:
             s.fetch(ids)
         return s, 0
 ''', opaque_returns)
-    assert answers["pairs"] and answers["table"] and answers["sizes"]
+    assert answers["pairs"] and answers["table"] and answers["sizes"] and answers["records"]
+    assert not answers["experts"] and not answers["pair"]
     # only host values, the caller's tensor, a torch op, a tensor method, a `with` target: no guess
     assert not answers["empty"] and not answers["gathered"] and not answers["computed"]
     assert not answers["viewed"] and not answers["in_context"]

@@ -135,13 +135,15 @@ def opaque_returns(project: Project, file: FileModel, fn: FunctionInfo, _depth: 
         memo[id(fn)] = False  # (a recursive helper: not known)
         given = [r.value for r in fn.returns if r.value is not None
                  and not (isinstance(r.value, cst.Name) and r.value.value == "None")]
-        kinds = [unseen_build(fn, v, lambda e: _opaque(project, file, fn, e, _depth)) for v in given]
+        kinds = [unseen_build(fn, v, lambda e, handed=False: _opaque(project, file, fn, e, _depth, handed))
+                 for v in given]
         memo[id(fn)] = bool(given) and not fn.yields and UNSEEN in kinds and None not in kinds
     return memo[id(fn)]
 
 
-def _opaque(project: Project, file: FileModel, fn: FunctionInfo, v: cst.BaseExpression, depth: int) -> bool:
-    """Is the call or field read ``v`` what code not seen gives?"""
+def _opaque(project: Project, file: FileModel, fn: FunctionInfo, v: cst.BaseExpression, depth: int,
+            handed: bool = False) -> bool:
+    """Is the call or field read ``v`` what code not seen gives (``handed``: also when handed the helper's tensor)?"""
     if isinstance(v, cst.Attribute):
         return dotted(v) is not None  # a field of an object (`ref.source`, `self._cached`)
     if not isinstance(v, cst.Call):
@@ -155,9 +157,9 @@ def _opaque(project: Project, file: FileModel, fn: FunctionInfo, v: cst.BaseExpr
     if isinstance(v.func, cst.Attribute):  # a method of an object of unknown class, not one only a tensor has (nor
         # `self.down(x)`, unresolved on `self`: a submodule or a callable field, whose call computes)
         return not tensor_method(v.func.attr.value) and dotted(v.func.value) not in (None, "self") \
-            and not _hands_data(fn, v)
+            and (handed or not _hands_data(fn, v))
     return target is not None and target.split(".", 1)[0] != file.module_name.split(".", 1)[0] \
-        and not _hands_data(fn, v)
+        and (handed or not _hands_data(fn, v))
 
 
 def _hands_data(fn: FunctionInfo, call: cst.Call, handed: frozenset[str] = frozenset()) -> bool:

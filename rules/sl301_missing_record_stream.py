@@ -296,6 +296,10 @@ class MissingRecordStream(Rule):
                     confidence = Confidence.LOW  # (flow/guessedresults.py)
                     hint += (f"; this assumes the value is a device tensor, which rests only on `{issue.guess}` (of "
                              "unknown type) being one")
+                if issue.foreign_use and confidence is None:
+                    confidence = Confidence.LOW  # (flow/foreignuses.py)
+                    hint += (f"; its use here is only `{issue.name}.{issue.foreign_use}()`, a method no torch tensor has "
+                             "(a library's own): this assumes it queues work reading the tensor on that stream")
                 if issue.escaped:
                     confidence = Confidence.LOW
                     hint += "; this assumes the caller drops the escaped tensor"
@@ -716,7 +720,8 @@ def _taken_confidence(ctx: RuleContext, lifetime, model, caller) -> Confidence:
     """The confidence the caller's own finding for ``lifetime`` (a death at its call) would have had, which the
     called function's finding takes over (flow/callerfrees.py): high when the caller's analysis saw the free and no
     join on every path, lowered by the same evidence as in :meth:`MissingRecordStream.check`."""
-    if lifetime.guess or lifetime.escaped or _ambient_race(lifetime, function_flow(ctx.project, model, caller)):
+    if lifetime.guess or lifetime.foreign_use or lifetime.escaped \
+            or _ambient_race(lifetime, function_flow(ctx.project, model, caller)):
         return Confidence.LOW
     if lifetime.flag or lifetime.kept_event or lifetime.assumed:
         return Confidence.MEDIUM

@@ -1,6 +1,7 @@
-"""Values a helper builds only from what code not seen gives (flow/unseenbuilds.py, hosthelpers.opaque_returns) and
-objects holding a stream (flow/hostnames.stream_holder_names): the fixtures sl201_unseen_chunk_lookups and
-sl201_stream_holding_communicators, with the confidence of each finding."""
+"""Values a helper builds only from what code not seen gives (flow/unseenbuilds.py, hosthelpers.opaque_returns),
+objects holding a stream (flow/hostnames.stream_holder_names) and uses only through a library's own tensor methods
+(flow/foreignuses.py): the fixtures sl201_unseen_chunk_lookups and sl201_stream_holding_communicators, with the
+confidence of each finding."""
 
 from pathlib import Path
 
@@ -117,6 +118,10 @@ def test_communicators_holding_a_stream_are_no_tensors():
     assert "`grad` is produced" in found[("SL201", 31)].message, found[("SL201", 31)]  # not `comm`
     assert not [k for k in found if k[1] in (19, 42)], found
     assert ("SL201", 52) in found  # a bucket scaled in place is a tensor, whatever it holds
+    # a buffer reaching a communicator only through the library's own methods: its use's stream is a guess
+    handle = found[("SL301", 64)]
+    assert handle.confidence == Confidence.LOW and "`data.ensure_registered()`" in (handle.hint or ""), handle
+    assert found[("SL301", 77)].confidence in (None, Confidence.HIGH), found[("SL301", 77)]
 
 
 def test_stream_holders(tmp_path):

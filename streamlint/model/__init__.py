@@ -219,6 +219,8 @@ Layer 3 — one function's flow
                     of file bytes or a slot of a pinned slab the class allocated: its result is a host tensor),
                     ``unseenbuilds`` (what a helper builds only from what code not seen gives: a local list it
                     fills in a loop over what a store hands out, a tuple of it and a count; its result is a guess),
+                    ``foreignuses`` (a use reading a tensor only through a method no tensor has, a library's own
+                    ``x.ensure_registered()``: the stream of that use is a guess, SL301 low),
                     ``recordresults`` (a project call handing back a record, or a list of records, of device data
                     it makes, ``pages = tier.promote(dev)`` building ``DevicePages(k.to(dev, non_blocking=True), ...)``:
                     one storage produced at the call, its fields and methods reads of it),

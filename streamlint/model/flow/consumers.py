@@ -39,6 +39,7 @@ from streamlint.model.file import dotted
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.escapes import self_field
 from streamlint.model.flow.flagjoins import merge_flag, skipped_join_flag
+from streamlint.model.flow.foreignuses import foreign_only_use
 from streamlint.model.flow.guessedresults import guess_of
 from streamlint.model.flow.results import Lifetime
 from streamlint.model.heldslots import _INIT_METHODS, held_fields
@@ -120,6 +121,8 @@ class Consumers:
             self.lifetimes[key] = merge_flag(before, self.lifetimes[key], flag)
             if self.lifetimes[key] is not before and (place := guess_of(self, S.sid)) is not None:
                 self.lifetimes[key] = replace(self.lifetimes[key], guess=place)
+            if self.lifetimes[key] is not before and (method := foreign_only_use(u.node, u.label or S.name)):
+                self.lifetimes[key] = replace(self.lifetimes[key], foreign_use=method)  # (foreignuses.py)
             if self.lifetimes[key] is not before and S.sid in self.__dict__.get("assumed_records", ()):
                 self.lifetimes[key] = replace(self.lifetimes[key], assumed=True)  # (recordresults.py)
 

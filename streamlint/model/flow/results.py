@@ -110,6 +110,8 @@ class Lifetime:
     # the function (entryctx.py), shown at this call
     flag: str | None = None  # the caller's flag whose arm skipped a join the other arm makes (flagjoins.py)
     guess: str | None = None  # the place of unknown type the freed value's tensor-ness rests on (guessedresults.py)
+    foreign_use: str | None = None  # the use reads the tensor only through this method no tensor has (a library's
+    # patch handing it to its native runtime): its stream rests on code not seen (foreignuses.py)
     assumed: bool = False  # a record a call resolved by its method name only handed back (recordresults.py): medium
     kept_event: str | None = None  # an event recorded after the use, handed to a project receiver that only keeps
     # it (waits on it nowhere: syncops.receiver_joins): no join of the current stream, as its code says (medium)

@@ -77,7 +77,7 @@ _STREAM_TAKERS = frozenset({"stream", "wait_stream", "record_stream", "set_strea
 def stream_holder_names(fn: FunctionInfo) -> frozenset[str]:
     """Locals bound once and used only as the receiver of methods no tensor has (:func:`host_method_names`' uses)
     and as the owner of a field the function uses as a stream (``comm.cuda_stream.wait_event(ev)``,
-    ``torch.cuda.stream(comm.cuda_stream)``, ``x.record_stream(engine.stream)``), at least once each: a
+    ``torch.cuda.stream(comm.cuda_stream)``, ``x.record_stream(engine.stream)``), the latter at least once: a
     communicator, a copy engine, a transfer agent. No tensor holds a stream: such an object is no device data,
     whatever package made it (a tensor-like object of another package, a ``KeyedJaggedTensor``, shows tensor methods
     or attributes and no stream)."""

@@ -198,7 +198,9 @@ Layer 3 — one function's flow
                     made from it: a host object whose ``wait()`` is the join, unless its done-callback queues
                     stream work), ``heldhandles`` (a local handed to a project holder that waits it -- a
                     function or class whose parameter / field is used only as a handle -- is such a handle,
-                    whatever produced it), ``scopenone`` (a stream whose scope a path entered
+                    whatever produced it), ``gradplaces`` (``handle.flat_param.grad`` of an object of unknown type:
+                    a gradient, device data backward left on the current stream, an argument in effect),
+                    ``scopenone`` (a stream whose scope a path entered
                     is not None there), ``notnone`` (a name bound to ``a + b``, a display or a comprehension is
                     not None), ``absentevents`` (``if rec.ev is not None: s.wait_event(rec.ev)``: on the arm where a
                     record's event of unknown origin is None, no work is pending on the record; that arm is ordered

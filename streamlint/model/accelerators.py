@@ -54,7 +54,9 @@ def accelerator_uses(project: Project, file: FileModel, site: CallSite) -> tuple
     specs = _receiver_specs(project, file, site.function, func.value, method, 0, via)
     if not specs and devobjects.foreign_receiver(project, file, site.function, func.value, method):
         specs, via = {apis.SPECS[_generic(METHODS[method])]}, {"object"}  # an object of another package
-    if not specs and heldhandles.held_handle(project, file, site.function, func.value):
+    entered = site.node.args[0].value if method == "stream" and site.node.args and site.function is not None \
+        and any(scope.item.item is site.node for scope in site.function.scopes) else None  # `with handle.stream(s):`
+    if not specs and heldhandles.held_handle(project, file, site.function, func.value, entered):
         specs = {apis.SPECS[_generic(METHODS[method])]}  # a handle the project holds, seen by its device methods
     if not specs:
         return ()

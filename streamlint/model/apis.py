@@ -338,6 +338,12 @@ def lookup(qualname: str | None) -> ApiSpec | None:
 STREAM_METHODS = frozenset({"wait_stream", "wait_event", "record_event", "synchronize", "query"})
 EVENT_METHODS = frozenset({"record", "wait", "synchronize", "query"})
 TENSOR_LIFETIME_METHODS = frozenset({"record_stream"})
+# torch's own functions that are ``tensor.record_stream(stream)`` (FSDP records the gradients it reduces on a side
+# stream with dispatch turned off): (the tensor's position, the stream's position).
+RECORD_FUNCTIONS: dict[str, tuple[int, int]] = {
+    "torch.distributed.fsdp._common_utils._no_dispatch_record_stream": (0, 1),
+    "torch.distributed.utils._no_dispatch_record_stream": (0, 1),
+}
 
 # Device queries of an accelerator layer that are true on devices which order the data of their streams
 # themselves (DeepSpeed's ``get_accelerator().resolves_data_dependency()``: HPU / synchronized devices) or

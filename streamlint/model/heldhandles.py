@@ -13,14 +13,27 @@ class for a member of ``self``) calls a method only a device module has (``curre
 ``Stream()``, ``default_stream()``: :data:`~streamlint.model.devobjects.UNAMBIGUOUS`). Its other methods
 (``stream(s)``, ``Event()``, ``synchronize()``) are then the device-generic API of the same role. A media
 reader's ``reader.stream(i)`` or a pool's ``synchronize()`` with nothing unambiguous on the same receiver
-stays unknown."""
+stays unknown.
+
+A framework's hooks are module functions that share one state object: ``_lazy_init(state)`` makes the
+streams with ``state._device_handle.Stream()``, ``_reduce_grad(state, handle)`` only enters
+``state._device_handle.stream(state._all_reduce_stream)``. A chain rooted at a parameter is also a handle
+when another function of the same file calls a device-only method on the same chain rooted at a parameter
+of the same name and the same annotation (``state: _FSDPState`` in both): the same object reached the same
+way (:func:`_file_handles`). A different parameter name or annotation is another object.
+
+A handle is also known by the stream it enters: ``with state._device_handle.stream(state._post_backward_stream)``
+where the function records a tensor on that argument (``grad.record_stream(s)``, torch's
+``_no_dispatch_record_stream(grad, s)``: only a device stream keeps a block of the caching allocator) enters a
+device stream (:func:`_used_as_stream`). A media reader's ``with reader.stream(track)`` enters no such value,
+nor does a decoder lane that only ``wait_stream``s (another library's ordering method of the same name)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
-from streamlint.model import devfields, devobjects
+from streamlint.model import apis, devfields, devobjects
 from streamlint.model.file import FileModel
 from streamlint.model.filefacts import FunctionInfo
 
@@ -28,8 +41,11 @@ if TYPE_CHECKING:
     from streamlint.model.queries import ProjectQueries as Project
 
 
-def held_handle(project: Project, file: FileModel, fn: FunctionInfo | None, recv: cst.BaseExpression) -> bool:
-    """Is ``recv`` a device module the project holds without binding it (see the module docstring)?"""
+
+def held_handle(project: Project, file: FileModel, fn: FunctionInfo | None, recv: cst.BaseExpression,
+                entered: cst.BaseExpression | None = None) -> bool:
+    """Is ``recv`` a device module the project holds without binding it (see the module docstring)? ``entered``:
+    the argument of ``with recv.stream(entered):``, when the call is that ``with`` item."""
     if fn is None or not isinstance(recv, (cst.Name, cst.Attribute)):
         return False
     chain: list[str] = []
@@ -52,9 +68,56 @@ def held_handle(project: Project, file: FileModel, fn: FunctionInfo | None, recv
         if annotation is not None and devobjects.annotation_classes(project, file, owner.parent, annotation):
             return False  # a project class: what it binds decides (accelerators' own resolution)
         scope = [fn]
+        shape = (head.value, file.code(annotation) if annotation is not None else "", tuple(chain))
+        if shape in _file_handles(project, file):
+            return True  # a sibling function of the file calls a device-only method on the same chain
+    if entered is not None and _used_as_stream(file, fn, file.code(entered)):
+        return True
     text = file.code(recv)
     return any(isinstance(site.node.func, cst.Attribute) and site.node.func.attr.value in devobjects.UNAMBIGUOUS
                and file.code(site.node.func.value) == text for method in scope for site in method.calls)
+
+
+def _used_as_stream(file: FileModel, fn: FunctionInfo, text: str) -> bool:
+    """Does ``fn`` record a tensor on the value spelled ``text`` (``t.record_stream(text)``, torch's own
+    ``_no_dispatch_record_stream(t, text)``): the caching allocator's stream, a device stream? (``wait_stream``
+    alone does not say it: a decoder's lanes order their own work with one.)"""
+    for site in fn.calls:
+        func = site.node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "record_stream" and site.node.args \
+                and file.code(site.node.args[0].value) == text:
+            return True
+        where = apis.RECORD_FUNCTIONS.get(site.target or "")
+        if where is not None and len(site.node.args) > where[1] and file.code(site.node.args[where[1]].value) == text:
+            return True
+    return False
+
+
+def _file_handles(project: Project, file: FileModel) -> frozenset[tuple[str, str, tuple[str, ...]]]:
+    """The parameter-rooted chains of ``file`` on which some function calls a device-only method, each as
+    (parameter name, its annotation's text, the attribute chain, innermost first)."""
+    memo = project.derived("held_handle_chains")
+    if id(file) in memo:
+        return memo[id(file)]
+    found: set[tuple[str, str, tuple[str, ...]]] = set()
+    for site in file.calls:
+        func = site.node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in devobjects.UNAMBIGUOUS:
+            continue
+        chain: list[str] = []
+        head: cst.BaseExpression = func.value
+        while isinstance(head, cst.Attribute):
+            chain.append(head.attr.value)
+            head = head.value
+        if not isinstance(head, cst.Name) or head.value == "self":
+            continue
+        owner = devobjects.binder(site.function, head.value)
+        if owner is None or head.value not in owner.all_params or head.value in owner.name_assigns:
+            continue
+        annotation = devobjects.param_annotation(owner, head.value)
+        found.add((head.value, file.code(annotation) if annotation is not None else "", tuple(chain)))
+    memo[id(file)] = frozenset(found)
+    return memo[id(file)]
 
 
 __all__ = ["held_handle"]

@@ -43,7 +43,8 @@ class HandOuts(HostFields):
         candidates = [tv.sid for tv in self.tensors(st, returned)]
         holders = {n.value: st.held[n.value] for n in _names_in(node) if n.value in st.held}
         candidates += [sid for sids in holders.values() for sid in sids]
-        candidates += [sid for sid, S in st.stores.items() if S.kind == "arg"]
+        grads = self.__dict__.get("gradient_sids", ())  # (a gradient stays its parameter's: it leaves as long-lived
+        candidates += [sid for sid, S in st.stores.items() if S.kind == "arg" and sid not in grads]  # state, below)
         held = set(left_on_side_streams(self, st)) - set(candidates)  # long-lived tensors written here on a
         # side stream (leaves.py): their stream's joins are looked for project-wide there
         for sid in dict.fromkeys(candidates + sorted(held)):

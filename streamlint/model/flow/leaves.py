@@ -277,12 +277,14 @@ def unordered_caller(project: Project, file, fn) -> tuple | None:
 
 def left_on_side_streams(interp, st: State) -> list[int]:
     """The long-lived tensors this function's own statements last wrote on a side stream of its own that
-    nothing joins into the current stream before it returns (see the module docstring)."""
+    nothing joins into the current stream before it returns (see the module docstring); a parameter's gradient
+    (flow/gradplaces.py) is one."""
     know = st.know(MAIN)
     out: list[int] = []
     for sid, S in st.stores.items():
         lw = S.last_write
-        if S.kind != "long" or lw is None or lw.time == 0 or lw.node is None or lw.stream == MAIN \
+        if S.kind != "long" and sid not in interp.__dict__.get("gradient_sids", ()) \
+                or lw is None or lw.time == 0 or lw.node is None or lw.stream == MAIN \
                 or sid in interp.protocol_sources or ordered_before(lw, know):
             continue
         if lw.stream in interp.param_streams or sid in interp.helper_writes or not contains(interp.fn.node, lw.node):

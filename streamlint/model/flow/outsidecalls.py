@@ -14,7 +14,7 @@ from streamlint.model.flow.guessedresults import guessed_result
 from streamlint.model.flow.places import module_receiver
 from streamlint.model.flow.rootranks import on_root_rank, root_expression
 from streamlint.model.flow.values import KVal, State, TVal, TupVal
-from streamlint.model.apis import COLLECTIVE_PARAMS, COLLECTIVES, HOST_VERDICTS
+from streamlint.model.apis import COLLECTIVE_PARAMS, COLLECTIVES, HOST_VERDICTS, RECORD_FUNCTIONS
 from streamlint.model.hostpools import TAKES as POOL_TAKES
 from streamlint.model.placement import host_library
 from streamlint.model.tensors import (BLOCKING_HOST_READS, META_METHODS, device_like, host_factory, host_placed,
@@ -43,6 +43,11 @@ class OutsideCalls:
 
     def generic(self, st: State, e: cst.Call, target: str | None) -> object:
         last = target.rsplit(".", 1)[-1] if target else None
+        if target in RECORD_FUNCTIONS and len(e.args) > max(RECORD_FUNCTIONS[target]):
+            held, where = (e.args[i].value for i in RECORD_FUNCTIONS[target])  # `tensor.record_stream(stream)`
+            self.note_record(st, self.tensors(st, self.ev(st, held)), self.stream_key(st, self.ev(st, where), where),
+                             self.cfile.code(held))
+            return None
         if target and (target.startswith("torch.distributed.") or target.startswith("torch_npu.distributed.")) \
                 and last in COLLECTIVES:
             written, read = COLLECTIVES[last]

@@ -68,8 +68,9 @@ class Records:
                 self.lifetimes.pop(("side-entry", S.sid), None)
                 if stream not in (MAIN, st.cur) and not self.depth:
                     self.recorded_for.setdefault(stream, {})[S.sid] = tv
-            if stream == S.alloc and S.kind in ("arg", "local") and not self.depth and self.anchor is not None:
-                self.noop_records.setdefault(S.sid, (self.anchor, label))
+            if stream == S.alloc and S.kind in ("arg", "local") and not self.depth and self.anchor is not None \
+                    and S.sid not in self.__dict__.get("gradient_sids", ()):  # (a gradient stays its parameter's:
+                self.noop_records.setdefault(S.sid, (self.anchor, label))  # its free is a rebinding, judged there)
 
     def recorded_use(self, st: State, e: cst.Call, site) -> None:
         """A call of a callable handed in inside a scope of a side stream the function recorded argument tensors on

@@ -20,6 +20,7 @@ from streamlint.model.flow.chosenstreams import handed_wait
 from streamlint.model.flow.discardedreads import discarded_read, message_only
 from streamlint.model.flow.siblingevents import sibling_wait
 from streamlint.model.flow.elementaliases import collection_wait
+from streamlint.model.flow.gradplaces import gradient_place
 from streamlint.model.flow.indexsyms import parts_distinct
 from streamlint.model.flow.unseenmethods import unseen_self_call
 from streamlint.model.flow.entryctx import entry_of
@@ -129,6 +130,13 @@ class Storages(HandOuts):
             return [self.long_tensor(st, v.key, v.glob, v.part)]
         if isinstance(v, KVal) and v.opaque and v.key.split("[", 1)[0] in st.long:
             return [self.long_tensor(st, v.key, part=v.part)]  # a place a tensor op wrote earlier (:meth:`place`)
+        if isinstance(v, KVal) and v.opaque and (grad := gradient_place(base := element_field_key(v.key))) \
+                and self.kind_of(st, v) is None:
+            if grad not in st.long:  # `handle.flat_param.grad`: a gradient backward left on the current stream
+                st.long[grad] = self.new_storage(st, "arg", MAIN, grad, Access(MAIN, 0, None, {})).sid
+                self.__dict__.setdefault("gradient_sids", set()).add(st.long[grad])
+            st.long.setdefault(base, st.long[grad])  # (`.grad.data`: the same storage)
+            return [self.long_tensor(st, v.key, part=v.part)]  # (gradplaces.py)
         return []
 
     def placed_element(self, st: State, v: object) -> KVal | None:

@@ -18,7 +18,7 @@ from streamlint.model.flow.effects import param_effects
 from streamlint.model.flow.heldaliases import other_bindings
 from streamlint.model.flow.ipchandoffs import PUTS, event_handle_call, handed_event_keys, process_queue
 from streamlint.model.flow.elementwaits import sibling_record
-from streamlint.model.flow.values import EVal, RecordVal, State, SVal, TVal, merge_clock, ordered_before
+from streamlint.model.flow.values import EVal, KVal, RecordVal, State, SVal, TVal, merge_clock, ordered_before
 from streamlint.model.argkinds import argument_kind
 from streamlint.model.streams import EVENT, MAIN, STREAM, derived
 from streamlint.model.tensors import library_record
@@ -168,9 +168,10 @@ class SyncMethods:
         if name == "record_stream" and arg0 is not None and isinstance(e.func.value, (cst.Name, cst.Attribute)) \
                 and (holder := dotted(e.func.value)) is not None:
             untracked = not self.tensors(st, recv)
-            if untracked or isinstance(e.func.value, cst.Attribute):
+            if untracked or isinstance(e.func.value, cst.Attribute) or isinstance(recv, KVal) and recv.opaque:
                 # an element of a collection, an opaque result, an attribute place (`p.grad`: storage.unset_place;
-                # also once an in-place op made it a tracked tensor: the record holds when the attribute is rebound)
+                # also once an in-place op made it a tracked tensor: the record holds when the attribute is rebound;
+                # a name holding such a place, `saved = p.grad.data`: gradplaces.py tracks it, the rebinding too)
                 self.loose_record(st, holder, self.stream_key(st, self.ev(st, arg0), arg0))
             if untracked:
                 return True, None

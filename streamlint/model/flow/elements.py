@@ -92,6 +92,8 @@ def _element_use(body: cst.CSTNode, name: str, producing: bool = False) -> str |
                     return EVENT if method == "wait_event" else STREAM
             if method in _EVENT_USES and receiver is not None and is_elem(receiver):
                 return EVENT
+            if method == "record" and receiver is not None and args and is_elem(args[0]):
+                return STREAM  # `join.record(stream)`: an event recorded on the element
             if method in ("stream", "StreamContext") and args and is_elem(args[0]):
                 return STREAM
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
@@ -235,6 +237,11 @@ class Elements:
                 return None
             kinds = {kind_of_value(self.project, self.cfile, v) for v in values}
             kind = kinds.pop() if len(kinds) == 1 else None
+            if kind is None and all(isinstance(v, cst.Call) and self._run_kind(st, v) is None
+                                    and self.project.call_target(self.cfile, self.cfile.call_site(v)) is not None
+                                    for v in values if self.cfile.call_site(v) is not None) \
+                    and all(self.cfile.call_site(v) is not None for v in values):
+                return None  # `streams = _side_streams(n)`: a project helper's result says nothing (the loop body decides)
         else:
             return None
         return {STREAM_LIST: STREAM, EVENT_LIST: EVENT}.get(kind or "", False)

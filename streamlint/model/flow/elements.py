@@ -14,10 +14,14 @@ iterated over its real items, so its identity is exact.
 
 Only collections known to hold streams or events take part: their assignments say so
 (``[torch.cuda.Stream() for _ in range(n)]``), or none is visible (a parameter, an attribute set
-elsewhere) and the loop body uses the element as one (stream scope, ``wait_stream`` / ``wait_event`` /
-``record_event`` / ``e.record()``). Anything else (other slices, ``range(2, n)``, index arithmetic, a
+elsewhere, a local bound only to a project helper's result, ``lanes = _lanes(n)``) and the loop body uses the
+element as one (stream scope, ``wait_stream`` / ``wait_event`` / ``record_event`` / ``e.record()`` /
+``ev.record(s)``). Anything else (other slices, ``range(2, n)``, index arithmetic, a
 collection also indexed with a literal like ``streams[2]``) keeps the former collapsed reading: the
-loop variable has no identity, and every iteration means "some element"."""
+loop variable has no identity, and every iteration means "some element". Such an element picked by an index
+(``lanes[k - 1]``) knows what every representative element knows, and its work is ordered before a stream that
+knows every representative element after it (``values.collapsed_members``): a fork loop and a join loop over the
+whole collection order it, a join over ``lanes[1:]`` does not."""
 
 from __future__ import annotations
 

@@ -830,6 +830,11 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
         confidence = Confidence.MEDIUM if confidence in (None, Confidence.HIGH) else confidence
         hint += ("; it was made by a call whose result's type is not known (collected in a side-stream scope): "
                  "this assumes the call hands back device data made on that stream")
+    if race.opaque:  # (flow/nativewrites.py, flow/opaqueresults.py)
+        cap = Confidence.LOW if race.opaque == "low" else Confidence.MEDIUM
+        confidence = cap if confidence in (None, Confidence.HIGH) or cap is Confidence.LOW else confidence
+        hint += ("; the work on that stream is a call of code not seen here (its device work is read from its name "
+                 "and what it is handed): this assumes it writes device data there")
     if race.helper_guess and race.helper_built and not race.argument:
         confidence = Confidence.LOW  # (flow/unseenbuilds.py)
         hint += (f"; `{race.name}` is the result of `{race.helper_guess}()`, whose code makes no device tensor: it "

@@ -215,6 +215,11 @@ Layer 3 — one function's flow
                     name is its frame's own: an inlined helper's ``staged`` is not its caller's, nor another
                     helper's), ``listreads`` (``torch.stack(outs)`` / ``[o[0] for o in outs]`` read every device
                     tensor a local list was handed, each with the stream of its own fork-loop round),
+                    ``opaqueresults`` (the result of an opaque callable run in a side-stream scope, ``outs[k] =
+                    branch()``, a parameter or a loop element of one, that the function hands back: device data
+                    made on that stream, SL201 medium when the call is handed device data, low when nothing),
+                    ``nativewrites`` (a native communicator's collective in a side-stream scope,
+                    ``comm.allreduce_inplace(t.to_native())``: writes what it is handed, by its name; medium),
                     ``devicecopies`` (a project helper copying what it is handed to a device,
                     ``to_accel(batch, dev, non_blocking=True)``: its result is a device value made at the call),
                     ``hosthelpers`` (a project helper handing back only settled host memory, a ``torch.frombuffer``

@@ -209,6 +209,7 @@ class ControlFlow:
                 rendered = self.render(st, value_node)  # (`dt = pool.dtype`: host metadata, no place of a tensor)
                 v = KVal(rendered) if rendered.startswith("self.") else None
             v = self.unknown_handed(st, target.value, value_node, v)  # `out = fn(*inputs)` returned (listreads.py)
+            v = self.opaque_result(st, target.value, value_node, v)  # `out = thunk()` handed back (opaqueresults.py)
             self.bind(st, target.value, v, value_node)
             if (got := self.__dict__.get("list_return")) and got[0] == id(value_node) and got[1]:
                 st.held[target.value] = got[1]  # the local list an inlined helper returned (frames.returned_container)
@@ -256,6 +257,8 @@ class ControlFlow:
             tensor_value = isinstance(v, (TVal, TupVal)) or (isinstance(v, CVal) and isinstance(v.value, str)
                                                               and v.value.replace(".", "").isdigit()) \
                 or device_copy_call(value_node)  # (`pool[i] = host.to(self.device)`: a tensor, whatever `host` is)
+            if isinstance(target.value, cst.Name) and not isinstance(base, TVal):
+                v = self.opaque_result(st, target.value.value, value_node, v)  # `results[i] = thunk()` (opaqueresults.py)
             if isinstance(base, TVal) or (isinstance(base, KVal) and tensor_value and self.tensors(st, base)):
                 self.op(st, target, [v], [base], result=False, read_writes=False)
             else:

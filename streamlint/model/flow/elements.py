@@ -14,10 +14,14 @@ iterated over its real items, so its identity is exact.
 
 Only collections known to hold streams or events take part: their assignments say so
 (``[torch.cuda.Stream() for _ in range(n)]``), or none is visible (a parameter, an attribute set
-elsewhere) and the loop body uses the element as one (stream scope, ``wait_stream`` / ``wait_event`` /
-``record_event`` / ``e.record()``). Anything else (other slices, ``range(2, n)``, index arithmetic, a
+elsewhere, a local bound only to a project helper's result, ``lanes = _lanes(n)``) and the loop body uses the
+element as one (stream scope, ``wait_stream`` / ``wait_event`` / ``record_event`` / ``e.record()`` /
+``ev.record(s)``). Anything else (other slices, ``range(2, n)``, index arithmetic, a
 collection also indexed with a literal like ``streams[2]``) keeps the former collapsed reading: the
-loop variable has no identity, and every iteration means "some element"."""
+loop variable has no identity, and every iteration means "some element". Such an element picked by an index
+(``lanes[k - 1]``) knows what every representative element knows, and its work is ordered before a stream that
+knows every representative element after it (``values.collapsed_members``): a fork loop and a join loop over the
+whole collection order it, a join over ``lanes[1:]`` does not."""
 
 from __future__ import annotations
 
@@ -92,6 +96,8 @@ def _element_use(body: cst.CSTNode, name: str, producing: bool = False) -> str |
                     return EVENT if method == "wait_event" else STREAM
             if method in _EVENT_USES and receiver is not None and is_elem(receiver):
                 return EVENT
+            if method == "record" and receiver is not None and args and is_elem(args[0]):
+                return STREAM  # `join.record(stream)`: an event recorded on the element
             if method in ("stream", "StreamContext") and args and is_elem(args[0]):
                 return STREAM
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
@@ -235,6 +241,11 @@ class Elements:
                 return None
             kinds = {kind_of_value(self.project, self.cfile, v) for v in values}
             kind = kinds.pop() if len(kinds) == 1 else None
+            if kind is None and all(isinstance(v, cst.Call) and self._run_kind(st, v) is None
+                                    and self.project.call_target(self.cfile, self.cfile.call_site(v)) is not None
+                                    for v in values if self.cfile.call_site(v) is not None) \
+                    and all(self.cfile.call_site(v) is not None for v in values):
+                return None  # `streams = _side_streams(n)`: a project helper's result says nothing (the loop body decides)
         else:
             return None
         return {STREAM_LIST: STREAM, EVENT_LIST: EVENT}.get(kind or "", False)

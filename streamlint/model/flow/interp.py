@@ -43,6 +43,7 @@ from streamlint.model.flow.fieldfamilies import FieldFamilies
 from streamlint.model.flow.hostreads import HostReads
 from streamlint.model.flow.hostgrads import HostGradients
 from streamlint.model.flow.listreads import ListReads
+from streamlint.model.flow.opaqueresults import OpaqueResults
 from streamlint.model.flow.hostsync import HostSyncs
 from streamlint.model.flow.xfer import TransferSends
 from streamlint.model.flow.apicalls import ApiCalls
@@ -119,7 +120,7 @@ def _last_simple(body: list) -> cst.CSTNode | None:
 
 class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders, ScopedNoneTests, GuardedWork, IndexSets, IndexSyms, Membership, HostWrites, Consumers, PendingArgs, FieldDrops, Orderings, Records, Storages, Unsets, Expressions, OutsideCalls, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes,
              HostReads, HostSyncs, ThreadStreams, TransferSends, Counters, Promises, Slots, Replays, Rounds, RoundTests, NotNone, Finals,
-             HandedBack, Polls, FieldFamilies, HostGradients, ListReads, Choices, AbsentEvents, ReleaseTests,
+             HandedBack, Polls, FieldFamilies, HostGradients, ListReads, OpaqueResults, Choices, AbsentEvents, ReleaseTests,
              FieldLiterals):
     """Path-sensitive abstract interpretation of one function body in program order."""
 

@@ -11,6 +11,7 @@ from streamlint._lazy import cst
 from streamlint.model.file import dotted
 from streamlint.model.flow.callablerefs import method_reference
 from streamlint.model.flow.guessedresults import guessed_result
+from streamlint.model.flow.nativewrites import native_written
 from streamlint.model.flow.places import module_receiver
 from streamlint.model.flow.rootranks import on_root_rank, root_expression
 from streamlint.model.flow.values import KVal, State, TVal, TupVal
@@ -172,6 +173,8 @@ class OutsideCalls:
                 # `p.data.copy_(src)` on an unknown value: in-place tensor work queued here; on a place reached
                 # from a parameter (`bucket.data.div_(n)`) it makes that place a tensor (Storages.place)
                 writes = reads[:1] if module_receiver(self.project, self.cfile, self.cfn, e.func.value) else [recv]
+            if not writes and (native := native_written(self, st, e, name)) is not None:
+                reads, writes = reads + native[0], native[1]  # `comm.allreduce_inplace(t.to_native())` (nativewrites.py)
             if writes:
                 self.op(st, e, reads, writes, result=False)
                 return None

@@ -49,6 +49,9 @@ class Race:
     # producer stream that handed-in stream waited on: the caller's join, maybe (chosenstreams.handed_wait)
     unknown: bool = False  # the earlier access made a value of unknown type: a call's result taken as device data
     # because it was collected in a side-stream scope (flow/listreads.py)
+    # the earlier access is a call of code not seen whose device work is assumed (nativewrites.py: a native collective
+    # writing what it is handed, by its name; opaqueresults.py: an opaque callable's result): "medium" / "low"
+    opaque: str = ""
     helper_guess: str = ""  # the earlier access made the result of this project helper, taken for a new device tensor
     # of the current stream by the generic call rule only: its code shows none it makes (flow/hosthelpers.py)
     helper_built: bool = False  # ... and the helper assembles that result (a list it fills, a tuple) from what

@@ -150,6 +150,8 @@ class SyncMethods:
             for arg, v in zip(e.args, values):
                 if name == "append" and len(e.args) == 1:  # a side-stream call's result of unknown type (listreads.py)
                     v = self.unknown_element(st, e.func.value, arg.value, v)
+                    if isinstance(e.func.value, cst.Name):  # `outs.append(fn())`, `outs` handed back (opaqueresults.py)
+                        v = self.opaque_result(st, e.func.value.value, arg.value, v)
                 self.escape(st, v, into=e.func.value)
                 if name == "append" and len(e.args) == 1:
                     self.slot_append(st, e.func.value, v)  # `outs.append(y)` ... `outs[i]` (slots.py)

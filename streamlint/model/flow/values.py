@@ -10,7 +10,9 @@ inlining depth, loop unrolling) and the per-mode configuration live here too."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from streamlint._lazy import cst
 from streamlint.model.streams import MAIN
@@ -333,6 +335,10 @@ class State:
     def clock_of(self, stream: str) -> dict[str, int]:
         """A copy of ``stream``'s vector clock, with what every family it belongs to knows."""
         k = dict(self.vc.get(stream, {}))
+        members = collapsed_members(stream) if stream.endswith("]") else None
+        if members is not None and all(m in self.vc for m in members):  # what every element knows, "some" knows
+            shared = set.intersection(*(set(self.vc[m]) for m in members))
+            merge_clock(k, {s: min(self.vc[m][s] for m in members) for s in shared})
         for family, clock in self.families.items():
             if family_match(family, stream):
                 merge_clock(k, clock)
@@ -371,7 +377,27 @@ def merge_clock(into: dict[str, int], other: dict[str, int]) -> bool:
 
 
 def ordered_before(acc: Access, know: dict[str, int]) -> bool:
-    return acc.stream == HOST or know.get(acc.stream, -1) >= acc.time
+    if acc.stream == HOST or know.get(acc.stream, -1) >= acc.time:
+        return True
+    members = collapsed_members(acc.stream) if acc.stream.endswith("]") else None
+    return members is not None and all(know.get(m, -1) >= acc.time for m in members)
+
+
+_COLLAPSED = re.compile(r"^(?P<base>[\w.]+)\[(?P<index>[^\[\]]+)\]$")
+
+
+@lru_cache(maxsize=4096)
+def collapsed_members(stream: str) -> tuple[str, ...] | None:
+    """``streams[index - 1]``, an element of a stream collection picked by an index the analysis does not follow (the
+    collapsed reading of flow/elements.py: "some element"): the representative elements a loop over the collection
+    itself has (``streams[0]``, ``streams[1]``, ``streams[-1]``). Work on such an element is ordered before a stream
+    that knows every representative element up to it (a join loop over the whole collection after it); a join over
+    a slice (``streams[1:]``) leaves one out, and so the element. None for a literal index or another key."""
+    found = _COLLAPSED.match(stream)
+    if found is None or re.fullmatch(r"\s*-?\d+\s*", found.group("index")) or "*" in found.group("index"):
+        return None
+    base = found.group("base")
+    return (f"{base}[0]", f"{base}[1]", f"{base}[-1]")
 
 
 @dataclass(frozen=True)

@@ -179,3 +179,41 @@ def test_the_summary_binds_what_the_model_binds_and_lists_its_star_imports(path:
         assert {"os", "np", "sibling", "separator", "getcwd", "Fallback", "Cond", "Deep", "Rest", "Loop", "Handle",
                 "Comp", "Walrus", "Dumped", "Attr", "Inner", "method", "Default", "top", "atop"} <= summary.bound
         assert summary.stars == (".pkg.mod", ".fast", ".x")
+
+
+ELEMENTS = '''\
+import torch
+from . import builders
+from .blocks import Expert as E
+
+make, size = builders.MoeLayer, 4
+(head, (tail, last)), other = (builders.Head, (builders.Tail, E)), None
+alias = make
+
+
+class Router:
+    def route(self, x):
+        gate, spare = torch.nn.Linear, builders.Gate
+        return gate(x), spare(x), alias(x), head(x), tail(x), last(x), self.pick(x)
+'''
+
+
+@pytest.mark.parametrize("path", SAMPLES + [None], ids=lambda p: "elements" if p is None else p.name)
+def test_every_call_the_model_resolves_ends_in_a_leaf_the_summary_may_resolve(path: "Path | None") -> None:
+    """``handedevents.constructions`` skips, unparsed, a module whose summary says no call of it resolves to
+    ``…Name``: every call site's resolved target (``FileModel.resolve``, tuple element bindings included) must
+    end in a leaf ``ModuleSummary.may_resolve_call`` accepts."""
+    from streamlint._lazy import cst
+    from streamlint.model.file import FileModel
+    from streamlint.source import SourceFile
+
+    data = ELEMENTS.encode() if path is None else path.read_bytes()
+    source = SourceFile.from_bytes("m.py", data)
+    model = FileModel(source, cst.parse_module(source.text), "pkg.m", False)
+    summary = summarize(data)
+    sites = [*model.module_calls, *(site for fn in model.iter_functions() for site in fn.calls)]
+    leaves = {site.target.rsplit(".", 1)[-1] for site in sites if site.target}
+    assert {leaf for leaf in leaves if not summary.may_resolve_call(leaf)} == set()
+    if path is None:
+        assert {"MoeLayer", "Head", "Tail", "Expert", "Gate"} <= summary.element_calls
+        assert not summary.may_resolve_call("Router")

@@ -217,3 +217,35 @@ def test_every_call_the_model_resolves_ends_in_a_leaf_the_summary_may_resolve(pa
     if path is None:
         assert {"MoeLayer", "Head", "Tail", "Expert", "Gate"} <= summary.element_calls
         assert not summary.may_resolve_call("Router")
+
+
+def test_constructions_of_a_base_class_parse_only_modules_that_may_call_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``handedevents.constructions``: the bytes ``StepRecord(`` are in every ``class XStepRecord(StepRecord):``; the
+    modules whose summary says no call resolves to ``…StepRecord`` are not parsed, and the constructions found are
+    those of parsing every module that spells the bytes (a tuple-bound alias included)."""
+    from streamlint.model import handedevents
+
+    write(tmp_path, "train/records.py", "import torch\n\n\nclass StepRecord:\n    def __init__(self, done):\n"
+          "        self.done = done\n\n    def wait(self):\n        torch.npu.current_stream().wait_event(self.done)\n")
+    for i in range(8):
+        write(tmp_path, f"train/stage{i}.py", "from train.records import StepRecord\n\n\n"
+              f"class Stage{i}StepRecord(StepRecord):\n    pass\n")
+    write(tmp_path, "train/loop.py", "import torch\nfrom train import records\n\n\ndef step(stream):\n"
+          "    make, n = records.StepRecord, 1\n    ev = stream.record_event()\n    return make(done=ev), records.StepRecord(ev)\n")
+
+    def built(keep: bool):
+        with monkeypatch.context() as patch:
+            if not keep:
+                patch.setattr(Project, "may_resolve_call", lambda *args: True)
+            engine = engine_for(tmp_path)
+            model = engine.project.file(str(tmp_path / "train/records.py"))
+            found = handedevents.constructions(engine.project, model, model.classes["StepRecord"])
+            return ([(os.path.relpath(m.path, tmp_path), sorted(given)) for m, _, _, given in found],
+                    {os.path.relpath(p, tmp_path) for p in engine._parsed})
+
+    found, parsed = built(True)
+    every, parsed_every = built(False)
+    assert found == every == [("train/loop.py", ["done"])]  # (`make`: a local of the function, not followed)
+    assert parsed == {"train/records.py", "train/loop.py"}
+    assert {f"train/stage{i}.py" for i in range(8)} <= parsed_every

@@ -57,7 +57,10 @@ def constructions(project: Project, file: FileModel, cls: ClassInfo) -> list:
         memo[id(cls)] = []
         order = _positional_order(project, file, cls)
         out = []
-        for model in project.files_containing((f"{cls.name}(".encode(),)):
+        # (a module whose stdlib summary says no call of it resolves to ``…<name>`` is not parsed: the bytes
+        # ``Name(`` are in every ``class Sub(Name):`` statement and every ``XName(`` call)
+        for model in project.files_containing((f"{cls.name}(".encode(),),
+                                              keep=lambda path: project.may_resolve_call(path, cls.name)):
             for fn, site in _sites(model):
                 if site.target is None or site.target.rsplit(".", 1)[-1] != cls.name:
                     continue

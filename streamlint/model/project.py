@@ -42,6 +42,11 @@ _SYMBOL_STEPS = 256  # names one symbol() question may follow through re-exports
 Loader = Callable[[str, str, bool], "FileModel | None"]  # (path, module name, is_package)
 
 
+@dataclass(frozen=True)
+class _Context:
+    path: str  # (what module resolution reads of a FileModel: ModulePaths.module_path)
+
+
 @dataclass(eq=False)
 class Project(ProjectScans, ModulePaths):
     root: Path
@@ -173,7 +178,7 @@ class Project(ProjectScans, ModulePaths):
         # re-exports and star imports branch: a package that re-exports a submodule's class under the
         # submodule's own name (`from pkg.mod import mod` in pkg/__init__) made every cut of a longer name
         # follow again, exponentially in the depth; a name followed once in this question is not again
-        if key in self._symbol_seen or len(self._symbol_seen) > _SYMBOL_STEPS:
+        if not self._may_follow(key):
             return None
         self._symbol_seen.add(key)
         return self._symbol(qualname, context, _depth)
@@ -203,11 +208,72 @@ class Project(ProjectScans, ModulePaths):
             if rest[0] not in mod.names:
                 for star in getattr(mod, "star_imports", ()):
                     if star != modname and self._star_may_bind(star, rest, mod):
-                        found = self.symbol(".".join([star, *rest]), mod, _depth + 1)
+                        followed = ".".join([star, *rest])
+                        key = (followed, mod.path)
+                        if key not in self._symbols and not self._may_follow(key):
+                            continue  # (symbol() would answer None at once)
+                        if key not in self._symbols and self._star_finds_nothing(star, rest, mod.path, set()):
+                            self._follow_unparsed(star, rest, mod, _depth + 1)
+                            continue
+                        found = self.symbol(followed, mod, _depth + 1)
                         if found is not None:
                             return found
             return None
         return None
+
+    def _may_follow(self, key: tuple[str, str | None]) -> bool:
+        """Does :meth:`symbol` follow ``key`` in the current question (neither followed yet nor past the budget)?"""
+        return key not in self._symbol_seen and len(self._symbol_seen) <= _SYMBOL_STEPS
+
+    def _star_finds_nothing(self, module: str, rest: list[str], context: str, visiting: set[str]) -> bool:
+        """Is following ``rest`` into the star-imported ``module`` (from the file ``context``) certain to find
+        nothing, whatever the question's budget? Decided from bytes and stdlib summaries (``ast``, cached by
+        content), without parsing: no longer cut of the name is a module, the module is not loaded yet, its summary
+        binds no ``rest[0]`` outside function bodies (no definition, no import, no assignment of it), and the same
+        holds of every module it star-imports that :meth:`_star_may_bind` lets :meth:`_symbol` follow. Following it
+        would parse each of them with LibCST only to find that. A package re-exporting every model of a model zoo
+        (``from .models import *``, each model package ``from .modeling_x import *``, each modelling module spelling
+        ``AutoBackbone`` in a docstring) made one name inherited by a class (``AutoBackbone.from_config``) parse
+        ~270 modules, once per file that asked it (transformers). (The summary's parser accepting a text stands
+        for LibCST's building a model of it, as for the ``ast`` guard: ``Engine.parse``.)"""
+        for cut in range(len(rest) - 1, 0, -1):
+            if self.module_path(".".join([module, *rest[:cut]]), _Context(context)) is not None:
+                return False
+        path = self.module_path(module, _Context(context))
+        if path is None:
+            return False
+        path = os.path.abspath(path)
+        if path in self._files or path in visiting:
+            return path in visiting  # (loaded or failed to load: followed as before; a star cycle adds nothing)
+        summary = self.summary(path) if self._bytes(path) is not None else None
+        if summary is None or summary.calls is None or summary.may_bind(rest[0]):
+            return False
+        visiting.add(path)
+        name, is_package, _ = self.module_name(path)
+        inner = _Context(path)
+        return all(self._star_finds_nothing(star, rest, path, visiting)
+                   for star in summary.star_modules(name, is_package)
+                   if star != module and self._star_may_bind(star, rest, inner))
+
+    def _follow_unparsed(self, module: str, rest: list[str], context: "FileModel | _Context", depth: int) -> None:
+        """What ``self.symbol(module.rest, context, depth)`` notes while it follows a name :meth:`_star_finds_nothing`
+        says leads nowhere (the steps of the question's budget, in the same order), without parsing: the question's
+        later steps are the same as if it had followed it."""
+        key = (".".join([module, *rest]), context.path)
+        if key in self._symbols or not self._may_follow(key):
+            return
+        self._symbol_seen.add(key)
+        if depth > 8:
+            return
+        path = os.path.abspath(self.module_path(module, context) or "")
+        summary = self.summary(path)
+        if summary is None:
+            return
+        name, is_package, _ = self.module_name(path)
+        inner = _Context(path)
+        for star in summary.star_modules(name, is_package):
+            if star != module and self._star_may_bind(star, rest, inner):
+                self._follow_unparsed(star, rest, inner, depth + 1)
 
     def _star_may_bind(self, module: str, rest: list[str], context: FileModel) -> bool:
         """Could ``from module import *`` give ``rest[0]``? A byte test before the module is parsed: a module

@@ -79,13 +79,17 @@ class ProjectScans:
             self._blob = (files, joined)  # (None: over the limit, remembered until the file list changes)
         return self._blob if self._blob[1] is not None else None
 
-    def files_containing(self, markers: tuple[bytes, ...], report_progress: bool = False) -> Iterator[FileModel]:
+    def files_containing(self, markers: tuple[bytes, ...], report_progress: bool = False,
+                         keep: "Callable[[str], bool] | None" = None) -> Iterator[FileModel]:
         """The parsed project files whose bytes contain one of ``markers`` (a byte search first, so
         files that cannot matter are never parsed); unparsable files are skipped. With
-        ``report_progress``, :attr:`index_progress` hears of each file scanned (the project index scan)."""
+        ``report_progress``, :attr:`index_progress` hears of each file scanned (the project index scan).
+        ``keep``: a test of a path before its file is parsed (one it rejects is skipped)."""
         report = self.index_progress if report_progress else None
         if report is None:
             for path in self.paths_containing(markers):
+                if keep is not None and self.loaded(path) is None and not keep(path):
+                    continue
                 model = self.file(path)
                 if model is not None:
                     yield model
@@ -203,6 +207,12 @@ class ProjectScans:
             return data is None
         summary = self.summary(path)
         return summary is None or summary.may_call(name)
+
+    def may_resolve_call(self, path: str, leaf: str) -> bool:
+        """Could a call in the file resolve (``FileModel.resolve``) to a qualified name whose last part is ``leaf``?
+        From the module summary (``ast``, cached by content: ``ModuleSummary.may_resolve_call``) without parsing."""
+        summary = self.summary(path)
+        return summary is None or summary.may_resolve_call(leaf)
 
     def files_calling(self, name: str, limit: int | None = None) -> list[FileModel] | None:
         """The parsed project files of :meth:`paths_calling` (only those are parsed)."""

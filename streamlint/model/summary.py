@@ -35,7 +35,7 @@ from streamlint.model import apis
 from streamlint.model.bytescan import COMPILE_LEAVES, may_call_bytes, may_compile_bytes
 from streamlint.model.compilecalls import _may_call_compile, _walk, is_compile_api
 
-SUMMARY_FORMAT = 5  # bump when what a summary holds or how it is computed changes
+SUMMARY_FORMAT = 6  # bump when what a summary holds or how it is computed changes
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,15 @@ class ModuleSummary:
     # body, decorated or not, async or not): each one is a module function of the model (``FunctionInfo`` without
     # class or parent), whatever else the module defines under that name
     module_functions: frozenset[str] = frozenset()
+    # every name the module may bind outside function bodies (see :func:`_bound_outside_functions`): a superset of the
+    # names ``FileModel`` records for the module (``names``, its module functions and top-level classes)
+    bound: frozenset[str] = frozenset()
+    # the modules of its ``from m import *`` statements, in the order of the text, as written (``..m``: relative, see
+    # :meth:`star_modules`), wherever they are: ``FileModel.star_imports`` before the module's name is applied
+    stars: tuple[str, ...] = ()
+    # last parts a call may also resolve to through a name bound to one element of a tuple / list assignment
+    # (``make, b = build_a.Maker, 2``: ``FileModel`` binds ``make`` to ``build_a.Maker``), beyond ``calls``
+    element_calls: frozenset[str] = frozenset()
 
     def may_call(self, leaf: str) -> bool:
         return self.calls is None or leaf in self.calls
@@ -78,6 +87,34 @@ class ModuleSummary:
         before parsing a module whose bytes spell ``def name(``: one that does is not one class's method)?"""
         return self.calls is not None and name in self.module_functions
 
+    def may_resolve_call(self, leaf: str) -> bool:
+        """Could a call of the module resolve (``FileModel.resolve``) to a name whose last part is ``leaf``? (``calls``
+        with the names bound to tuple / list elements: ``handedevents.constructions`` asks before parsing a module
+        whose bytes spell ``Leaf(``, as every subclass statement of a base class does)"""
+        return self.calls is None or leaf in self.calls or leaf in self.element_calls
+
+    def may_bind(self, name: str) -> bool:
+        """May the model of the module bind ``name`` (an import, assignment, ``def`` or ``class`` outside function
+        bodies)? ``Project._star_binds_nothing`` asks before parsing a star-imported module that only spells the name
+        (in a docstring: ``from_pretrained`` examples)."""
+        return self.calls is None or name in self.bound
+
+    def star_modules(self, module_name: str, is_package: bool) -> list[str]:
+        """``FileModel.star_imports`` of the module under that name (``visit_ImportFrom``'s reading of a relative
+        import; a star import naming no module, ``from . import *`` at the top, is not one)."""
+        found = []
+        for written in self.stars:
+            level = len(written) - len(written.lstrip("."))
+            module = written[level:]
+            if level:
+                parts = module_name.split(".")
+                keep = len(parts) - level + (1 if is_package else 0)
+                base = ".".join(parts[: max(keep, 0)])
+                module = f"{base}.{module}" if module and base else (module or base)
+            if module:
+                found.append(module)
+        return found
+
     def may_compile(self, module_name: str, is_package: bool = False) -> bool:
         """May the module, under that name, hold a compile site?"""
         if self.compiles:
@@ -91,21 +128,25 @@ class ModuleSummary:
     def to_json(self) -> list:
         return [None if self.calls is None else sorted(self.calls), int(self.compiles), sorted(self.compile_names),
                 int(self.moded), int(self.compiles_callers_args), sorted(self.class_fields),
-                sorted(self.module_functions)]
+                sorted(self.module_functions), sorted(self.bound), list(self.stars),
+                sorted(self.element_calls)]
 
     @classmethod
     def from_json(cls, value: object) -> "ModuleSummary | None":
-        if not (isinstance(value, list) and len(value) == 7 and all(value[i] in (0, 1) for i in (1, 3, 4))):
+        if not (isinstance(value, list) and len(value) == 10 and all(value[i] in (0, 1) for i in (1, 3, 4))):
             return None
-        calls, names, fields, functions = value[0], value[2], value[5], value[6]
+        calls, names, fields, functions, bound, stars = value[0], value[2], value[5], value[6], value[7], value[8]
+        elements = value[9]
         flags = (bool(value[3]), bool(value[4]))
-        if not all(isinstance(v, list) and all(isinstance(n, str) for n in v) for v in (names, fields, functions)):
+        if not all(isinstance(v, list) and all(isinstance(n, str) for n in v)
+                   for v in (names, fields, functions, bound, stars, elements)):
             return None
+        rest = (frozenset(fields), frozenset(functions), frozenset(bound), tuple(stars), frozenset(elements))
         if calls is None:
-            return cls(None, bool(value[1]), frozenset(names), *flags, frozenset(fields), frozenset(functions))
+            return cls(None, bool(value[1]), frozenset(names), *flags, *rest)
         if not isinstance(calls, list) or not all(isinstance(c, str) for c in calls):
             return None
-        return cls(frozenset(calls), bool(value[1]), frozenset(names), *flags, frozenset(fields), frozenset(functions))
+        return cls(frozenset(calls), bool(value[1]), frozenset(names), *flags, *rest)
 
 
 def _leaf(expr: ast.expr | None) -> str | None:
@@ -138,7 +179,12 @@ def summarize(data: bytes, tree: ast.Module | None = None) -> ModuleSummary:
                 warnings.simplefilter("ignore")  # the linted code's own warnings (invalid escapes …)
                 tree = ast.parse(data)
         nodes = _walk(tree)  # one walk, shared by the questions below
-        calls = _called_names(nodes)
+        called: set[str] = set()
+        bindings: dict[str, set[str]] = {}
+        elements: dict[str, set[str]] = {}
+        _call_facts(nodes, called, bindings, elements)
+        calls = _closed(set(called), bindings)
+        element_calls = _element_calls(called, bindings, elements, calls)
         compiles, names = _may_call_compile(tree) if calls & COMPILE_LEAVES else (False, frozenset())
         bound = _aliases(nodes) if compiles or names else {}
         moded = (compiles or bool(names)) and _may_have_modes(nodes, bound)
@@ -146,7 +192,8 @@ def summarize(data: bytes, tree: ast.Module | None = None) -> ModuleSummary:
         fields = _class_fields(nodes)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ModuleSummary(None, True)
-    return ModuleSummary(calls, compiles, names, moded, from_callers, fields, _module_functions(tree))
+    return ModuleSummary(calls, compiles, names, moded, from_callers, fields, _module_functions(tree),
+                         _bound_outside_functions(tree), _star_imports(nodes), element_calls)
 
 
 def _class_fields(nodes: list[ast.AST]) -> frozenset[str]:
@@ -156,6 +203,63 @@ def _class_fields(nodes: list[ast.AST]) -> frozenset[str]:
 
 def _module_functions(tree: ast.Module) -> frozenset[str]:
     return frozenset(node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+
+_BINDING_PATTERNS = (ast.MatchAs, ast.MatchStar)
+
+
+def _bound_outside_functions(tree: ast.AST) -> frozenset[str]:
+    """Every name bound outside the bodies of functions: assignment, loop, ``with``, comprehension, walrus, ``except``
+    and pattern targets, imported names (``import a.b``: ``a``), ``def`` and ``class`` names (methods and nested
+    classes too), at any depth of statements and class bodies. A superset of what ``FileModel`` binds for the module
+    (its module-level ``names``: imports and assignments outside functions, class bodies included; its module
+    functions; its top-level classes): a name it binds is spelled at one of these places."""
+    found: set[str] = set()
+    stack = [tree]
+    while stack:
+        for child in ast.iter_child_nodes(stack.pop()):
+            kind = child.__class__
+            if kind is ast.Name:
+                if isinstance(child.ctx, ast.Store):
+                    found.add(child.id)
+                continue
+            if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+                found.add(child.name)  # (its decorators, defaults and annotations run outside its body)
+                stack.extend(child.decorator_list)
+                stack.append(child.args)
+                if child.returns is not None:
+                    stack.append(child.returns)
+                continue
+            if kind is ast.ClassDef:
+                found.add(child.name)
+            elif kind is ast.alias:
+                found.add((child.asname or child.name).partition(".")[0])
+            elif kind is ast.ExceptHandler and child.name:
+                found.add(child.name)
+            elif isinstance(child, _BINDING_PATTERNS) and child.name:
+                found.add(child.name)
+            elif kind is ast.MatchMapping and child.rest:
+                found.add(child.rest)
+            stack.append(child)
+    return frozenset(found)
+
+
+def _element_calls(called: set[str], bindings: dict[str, set[str]], elements: dict[str, set[str]],
+                   calls: frozenset[str]) -> frozenset[str]:
+    """What the calls may also resolve to through the names bound to tuple / list elements (see ``element_calls``)."""
+    if not elements:
+        return frozenset()
+    merged = {name: set(found) for name, found in bindings.items()}
+    for name, found in elements.items():
+        merged.setdefault(name, set()).update(found)
+    return _closed(set(called), merged) - calls
+
+
+def _star_imports(nodes: list[ast.AST]) -> tuple[str, ...]:
+    """The modules of the ``from m import *`` statements among ``nodes`` (anywhere), in the order of the text."""
+    found = [node for node in nodes if node.__class__ is ast.ImportFrom and node.names[0].name == "*"]
+    found.sort(key=lambda node: (node.lineno, node.col_offset))
+    return tuple("." * node.level + (node.module or "") for node in found)
 
 
 def _summarize_in_parts(data: bytes) -> ModuleSummary | None:
@@ -193,13 +297,18 @@ class SummaryParts:
         self.bindings: dict[str, set[str]] = {}
         self.fields: set[str] = set()
         self.functions: set[str] = set()
+        self.bound: set[str] = set()
+        self.stars: list[str] = []
+        self.elements: dict[str, set[str]] = {}
 
     def add(self, tree: ast.Module) -> None:
         """Take one part's facts; :class:`MayCompile` once a call names a compile leaf (the caller parses it whole)."""
         nodes = _walk(tree)
-        _call_facts(nodes, self.called, self.bindings)
+        _call_facts(nodes, self.called, self.bindings, self.elements)
         self.fields.update(_class_fields(nodes))
         self.functions.update(_module_functions(tree))  # (a part's body: top-level statements of the module)
+        self.bound.update(_bound_outside_functions(tree))
+        self.stars.extend(_star_imports(nodes))  # (the parts come in the order of the text)
         if self.called & COMPILE_LEAVES:
             raise MayCompile
 
@@ -207,7 +316,9 @@ class SummaryParts:
         calls = _closed(set(self.called), self.bindings)
         if calls & COMPILE_LEAVES:
             return None
-        return ModuleSummary(calls, False, frozenset(), False, False, frozenset(self.fields), frozenset(self.functions))
+        elements = _element_calls(self.called, self.bindings, self.elements, calls)
+        return ModuleSummary(calls, False, frozenset(), False, False, frozenset(self.fields), frozenset(self.functions),
+                             frozenset(self.bound), tuple(self.stars), elements)
 
 
 def _names_in(node: ast.AST | None) -> set[str]:
@@ -353,8 +464,10 @@ def _called_names(nodes: list[ast.AST]) -> frozenset[str]:
     return _closed(called, bindings)
 
 
-def _call_facts(nodes: list[ast.AST], called: set[str], bindings: dict[str, set[str]]) -> None:
-    """What :func:`_called_names` reads of each node (each node's own: the facts of a module's parts add up)."""
+def _call_facts(nodes: list[ast.AST], called: set[str], bindings: dict[str, set[str]],
+                elements: "dict[str, set[str]] | None" = None) -> None:
+    """What :func:`_called_names` reads of each node (each node's own: the facts of a module's parts add up);
+    ``elements``: the names bound to an element of a tuple / list assignment (``FileModel._assign_target``)."""
     interesting = _CALLED_KINDS
     for node in nodes:
         kind = node.__class__
@@ -370,6 +483,9 @@ def _call_facts(nodes: list[ast.AST], called: set[str], bindings: dict[str, set[
                     bindings.setdefault(alias.asname, set()).add(alias.name.rsplit(".", 1)[-1])
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
             source = _leaf(node.value)
+            if elements is not None and kind is ast.Assign:
+                for target in node.targets:
+                    _element_bindings(target, node.value, elements)
             if source is None:
                 continue
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -381,6 +497,22 @@ def _call_facts(nodes: list[ast.AST], called: set[str], bindings: dict[str, set[
             for target in _walk(node.target):
                 if isinstance(target, ast.Name):
                     bindings.setdefault(target.id, set()).update(sources)
+
+
+def _element_bindings(target: ast.expr, value: ast.expr, elements: dict[str, set[str]]) -> None:
+    """``FileModel._assign_target``'s element-wise binding of a tuple / list target to a tuple / list value of the
+    same length, neither starred: each name target to the last part of its element, nested ones too."""
+    if not isinstance(target, (ast.Tuple, ast.List)) or not isinstance(value, (ast.Tuple, ast.List)) \
+            or len(target.elts) != len(value.elts) \
+            or any(isinstance(el, ast.Starred) for el in (*target.elts, *value.elts)):
+        return
+    for el, item in zip(target.elts, value.elts):
+        if isinstance(el, ast.Name):
+            leaf = _leaf(item)
+            if leaf is not None:
+                elements.setdefault(el.id, set()).add(leaf)
+        else:
+            _element_bindings(el, item, elements)
 
 
 def _closed(called: set[str], bindings: dict[str, set[str]]) -> frozenset[str]:

@@ -48,11 +48,16 @@ from streamlint.model.tensorvocab import META_ATTRS, MULTI_VIEW_METHODS, VIEW_ME
 _NO_DATA_CALLS = frozenset({"isinstance", "len", "type", "id", "hasattr", "getattr", "callable", "issubclass"})
 
 
-def data_names(expr: cst.CSTNode):
+def data_names(expr: cst.CSTNode, fields: bool = False):
     """The names in ``expr`` whose tensor data the host evaluates: not the operands of ``is`` / ``is not``,
     of ``isinstance`` / ``len`` / ``type``, nor a tensor named only for its metadata (``x.shape``,
-    ``x.numel()``); nested functions and lambdas are not entered."""
+    ``x.numel()``); nested functions and lambdas are not entered. With ``fields``, an object's field read
+    for its data (``self.pinned[0]``) is yielded whole, as the ``self.<attr>`` attribute node."""
     if isinstance(expr, cst.Name):
+        yield expr
+        return
+    if fields and isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) \
+            and expr.value.value == "self" and expr.attr.value not in META_ATTRS | META_METHODS:
         yield expr
         return
     if isinstance(expr, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
@@ -67,7 +72,7 @@ def data_names(expr: cst.CSTNode):
                                                 for c in expr.comparisons):
         return
     for child in children(expr):
-        yield from data_names(child)
+        yield from data_names(child, fields)
 
 
 def async_host_copy_call(call: cst.CSTNode, method: str | None, copies: bool = True) -> bool:
@@ -187,11 +192,18 @@ class HostReads:
         names = [n.value for n in data_names(expr)] + [
             f"self.{n.attr.value}" for n in local_nodes(expr) if isinstance(n, cst.Attribute)
             and isinstance(n.value, cst.Name) and n.value.value == "self" and f"self.{n.attr.value}" in st.env]
+        # and the object's long-lived fields a copy of this call left pending (``self.pinned[:, :k].copy_(dev,
+        # non_blocking=True)``, then ``self.pinned[0].tolist()``: the field's one storage, ``long_tensor``)
+        names += [key for n in data_names(expr, fields=True) if isinstance(n, cst.Attribute)
+                  and (key := f"self.{n.attr.value}") not in st.env and key not in names
+                  and (sid := st.long.get(key)) is not None and st.stores[sid].d2h is not None]
         for name in names:
             v = st.env.get(name)
             # the tensors it is, and those a local container holds in its slots (``state["scale"] = host``)
             sids = [tv.sid for tv in (self._held(v) if not isinstance(v, KVal) else self.tensors(st, v))] \
                 + list(st.held.get(name, ()))  # (a field's buffer: ``pinned = self.staging``)
+            if v is None and name.startswith("self.") and (sid := st.long.get(name)) is not None:
+                sids.append(sid)
             for sid in sids:
                 S = st.stores.get(sid)
                 if S is not None and S.d2h is not None:
@@ -223,8 +235,15 @@ class HostReads:
         if node.func.attr.value in _NO_HOST_READ_METHODS:
             return False  # a view (``.numpy()`` shares the buffer), metadata, bookkeeping: the bytes are not read
         recv = node.func.value  # (a local, or a field of ``self`` this call holds: ``self.out_host.sum()``)
-        if isinstance(st.env.get(self.cfile.code(recv) if isinstance(recv, (cst.Name, cst.Attribute)) else ""), TVal):
+        while isinstance(recv, cst.Subscript):  # (an element or slice of one: ``pinned[0, :k].to(torch.int64)``)
+            recv = recv.value
+        code = self.cfile.code(recv) if isinstance(recv, (cst.Name, cst.Attribute)) else ""
+        if isinstance(st.env.get(code), TVal):
             return True
+        bound = st.env.get(code)
+        key = bound.key if isinstance(bound, KVal) else code if bound is None else ""
+        if key.startswith("self.") and (sid := st.long.get(key)) is not None and st.stores[sid].d2h is not None:
+            return True  # a long-lived field a D2H copy of this call fills (a pinned staging buffer; ``h = self.pinned``)
         site = self.cfile.call_site(node)
         target = (site.target or "") if site is not None else ""
         return target.startswith("torch.") and target not in _METADATA_FUNCTIONS

@@ -186,7 +186,8 @@ class Storages(HandOuts):
         ws = [tv for v in writes for tv in self.tensors(st, self.place(st, v))]
         if read_writes:
             rs += ws
-        if rs and not self.h2d and all(self.is_host(st, tv) for tv in rs + ws) and self.cpu_op(st, node):
+        if rs and not self.h2d and all(self.is_host(st, tv) or st.stores[tv.sid].d2h is not None for tv in rs + ws) \
+                and self.cpu_op(st, node):  # (a storage a D2H copy fills is host memory, a pinned field's too)
             self.host_compute(st, rs + ws)  # a CPU op: the host reads its operands now
         know = st.know(s)
         persist: dict[str, int] = {}

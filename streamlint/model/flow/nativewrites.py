@@ -11,7 +11,8 @@ side stream nothing joins before the return) never sees the collective fill the 
 :func:`native_written` answers, for a method of a value of unknown type (no tensor, no project method) called in a
 side-stream scope (not a method of ``self`` / ``cls``, not one the project defines, not a private ``_name``):
 which of the tensors it is handed (through such conversions, back to the tensor they start
-from) does it write? Only when its name says it is a collective (``allreduce``, ``all_gather``, ``broadcast``,
+from) does it write? (Not a function of an imported module, ``functools.reduce(operator.add, parts)``: the call's
+target resolves through the imports.) Only when its name says it is a collective (``allreduce``, ``all_gather``, ``broadcast``,
 ``reduce``, ``reduce_scatter``, ``alltoall(_v)``, ``gather``, ``scatter``, ``recv``, any of them ``_inplace``) or an
 in-place one (``*_inplace``): an ``_inplace`` call, or one handed a single tensor, writes every tensor it is handed;
 one handed several writes all but the first (the native convention: the send buffer first, the receive buffer
@@ -69,8 +70,9 @@ def native_written(interp, st: State, e: cst.Call, name: str) -> tuple[list, lis
             or not isinstance(e.func, cst.Attribute) or _root_name(e.func.value) in ("self", "cls"):
         return None  # (a method of the object itself, a private helper: project code, read where it is inlined)
     site = interp.cfile.call_site(e)
-    if site is not None and interp.project.call_target(interp.cfile, site) is not None:
-        return None  # (a project function: its own code says what it writes)
+    if site is not None and (site.target is not None or interp.project.call_target(interp.cfile, site) is not None):
+        return None  # (a project function: its own code says what it writes; a function of an imported module,
+        # ``functools.reduce(operator.add, parts)``: no method of a communicator object)
     handed = []
     for arg in e.args:
         if arg.keyword is not None or arg.star:

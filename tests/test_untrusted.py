@@ -721,8 +721,11 @@ def test_ctrl_c_exits_130_with_one_line(tmp_path: Path, jobs: str, files: int) -
         write(repo, f"m{i:03}.py", BAD)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.update(PYTHONPATH=str(plugins), STREAMLINT_PLUGINS="slow_rules")
+    # a program started from a terminal has Ctrl-C at its default disposition; a runner that starts the suite in the
+    # background (a non-interactive shell's `cmd &`) ignores SIGINT, and its children would inherit that
     proc = subprocess.Popen([sys.executable, "-m", "streamlint", "check", ".", "--no-cache", "-j", jobs], cwd=repo,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 180
         while not started.exists() and proc.poll() is None and time.monotonic() < deadline:

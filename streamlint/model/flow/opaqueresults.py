@@ -30,6 +30,7 @@ from streamlint.model.hostannotations import host_param
 from streamlint.model.streams import MAIN
 from streamlint.model.syntax import local_nodes, node_memo, target_names
 from streamlint.model.tensoruse import tensor_annotation
+from streamlint.model.walk import children
 
 
 def _handed_names(fn_node: cst.FunctionDef) -> frozenset[str]:
@@ -43,7 +44,7 @@ def _handed_names(fn_node: cst.FunctionDef) -> frozenset[str]:
             if isinstance(x, cst.Name):
                 out.add(x.value)
             elif not isinstance(x, (cst.Lambda, cst.Call)):
-                stack.extend(c for c in x.children if isinstance(c, cst.CSTNode))
+                stack.extend(children(x))  # (the shared walk: LibCST's .children rebuilds the node)
     return frozenset(out)
 
 

@@ -20,7 +20,8 @@ from streamlint.model.flow.duckmethods import duck_method
 from streamlint.model.flow.indexsyms import SYM
 from streamlint.model.flow.elementsets import element_origins
 from streamlint.model.flow.frames import frame_containers, returned_container
-from streamlint.model.flow.effects import held_object, inline_callee, local_method
+from streamlint.model.flow.effects import held_object
+from streamlint.model.flow.inlinecallees import inline_callee
 from streamlint.model.flow.heldaliases import held_method, held_receiver, reads_kept_on_host
 from streamlint.model.flow.heldresults import held_result
 from streamlint.model.flow.values import CVal, EVal, KVal, MAX_INLINE_DEPTH, NONE, State, SVal, TVal, TupVal

@@ -68,22 +68,6 @@ def local_method(project: Project, file: FileModel, fn: FunctionInfo,
     return method, sym[1]
 
 
-def inline_callee(project: Project, file: FileModel, fn: FunctionInfo, site) \
-        -> tuple[tuple[FunctionInfo, FileModel] | None, tuple[FunctionInfo, FileModel] | None]:
-    """What :meth:`~streamlint.model.flow.calls.Calls.inline_target` may run inline for the call at ``site``,
-    evaluated in the frame of ``fn``, before its depth, recursion, receiver and relevance tests: (the callee, the same
-    when only :func:`local_method` found it). flow/producerbound.py bounds the code of a run with it."""
-    from streamlint.model.flow.duckmethods import duck_method
-    from streamlint.model.flow.paramfields import declared_method
-
-    func = site.node.func
-    found = project.call_target(file, site) or declared_method(project, file, fn, func) \
-        or (duck_method(project, file, fn, func) if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
-            else None)
-    built = None if found is not None else local_method(project, file, fn, func)
-    return found or built, built
-
-
 def effect_call(fn: FunctionInfo, callee: FunctionInfo, func: cst.BaseExpression) -> bool:
     """Is this call one the interpreter runs inline (the receivers :meth:`Calls.inline_target` accepts)?
     A method through ``self`` or through an object ``self`` holds; a function called by name."""

@@ -26,7 +26,7 @@ layers of an Ascend model: ``forward`` switching to the shared experts' tag stre
 ``self.gate``; :func:`~.protocols.protocol_inputs` asks the class's producers for it in the eager mode).
 
 The code a run may execute: the method's own node (nested functions and lambdas included) and, transitively, every
-function :func:`~.effects.inline_callee` gives for a call in it (the resolvers :meth:`Calls.inline_target` inlines
+function :func:`~.inlinecallees.inline_callee` gives for a call in it (the resolvers :meth:`Calls.inline_target` inlines
 through, asked in the frame the call is evaluated in: the function holding it, or the innermost function around
 it), to the interpreter's inline depth. Past :data:`LIMIT` functions: "may" (when in doubt, anything).
 """
@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.apis import Role
-from streamlint.model.flow.effects import inline_callee
+from streamlint.model.flow.inlinecallees import inline_callee
 from streamlint.model.flow.values import MAX_INLINE_DEPTH
 from streamlint.model.streams import derived
 from streamlint.model.walk import children

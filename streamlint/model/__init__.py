@@ -122,13 +122,15 @@ Layer 3 — one function's flow
                     ``argdrops`` (tensor parameters left in use on a side stream that a caller drops; ``argkeeps``:
                     what a function does with an argument that keeps it alive or joins it),
                     ``exprs`` (evaluation; ``outsidecalls``: the calls it does not inline, a function outside the
-                    project or a method of a value), ``calls`` (inlining), ``control`` (branches, loops, scopes),
+                    project or a method of a value), ``calls`` (inlining; ``inlinecallees``: which function a call may run inline), ``control`` (branches, loops, scopes),
                     ``choices`` (``s = [a, b][i]``: one path per listed stream), ``polls``
                     (what a branch on ``query()`` / ``is_cuda`` tells), ``protocols`` / ``fieldfamilies`` (what
                     a class's methods leave for each other on a side stream in its fields and container fields;
                     ``unproven``: such a hand-off whose reader lost the class's only join, low unless the class
                     runs the producer then the reader itself; ``priorreaders``: a reader the class runs before its own
-                    join, not expected to join; ``releasestreams``: buffers an object was last used
+                    join, not expected to join; ``producerbound``: a producer whose run can make current no stream but
+                    the entry stream, the host or TorchAir tag streams (with what it inlines) leaves nothing pending,
+                    and is not run; ``releasestreams``: buffers an object was last used
                     on by the stream stored on it, which a side-stream overwrite must wait for;
                     ``handlesources``: getters and fields a returned handle travels through;
                     ``joinhelpers``: a package helper that only joins the stream / event it is handed;

@@ -20,7 +20,8 @@ from streamlint.model.flow.duckmethods import duck_method
 from streamlint.model.flow.indexsyms import SYM
 from streamlint.model.flow.elementsets import element_origins
 from streamlint.model.flow.frames import frame_containers, returned_container
-from streamlint.model.flow.effects import held_object, local_method
+from streamlint.model.flow.effects import held_object
+from streamlint.model.flow.inlinecallees import inline_callee
 from streamlint.model.flow.heldaliases import held_method, held_receiver, reads_kept_on_host
 from streamlint.model.flow.heldresults import held_result
 from streamlint.model.flow.values import CVal, EVal, KVal, MAX_INLINE_DEPTH, NONE, State, SVal, TVal, TupVal
@@ -543,9 +544,7 @@ class Calls:
         if self.depth >= MAX_INLINE_DEPTH:
             return None
         func = site.node.func
-        found = self.project.call_target(self.cfile, site) or self.annotated_method(func)
-        built = None if found is not None else local_method(self.project, self.cfile, self.cfn, func)
-        found = found or built
+        found, built = inline_callee(self.project, self.cfile, self.cfn, site)
         if found is None:
             return None
         fn, mod = found

@@ -50,6 +50,7 @@ from streamlint.model.flow.fieldfamilies import family, family_pending, unresolv
 from streamlint.model.flow.handbacks import hands_back, records_on, unjoined_hand_back
 from streamlint.model.flow.inflight import asked, finished, started
 from streamlint.model.flow.priorreaders import run_before_join
+from streamlint.model.flow.producerbound import may_leave_pending
 from streamlint.model.flow.joinhelpers import handed_to_join, join_helper_keys, join_helper_names
 from streamlint.model.flow.unproven import order_seen, shared_stream_key, unproven_ok
 from streamlint.model.flow.values import Access, ordered_before
@@ -234,6 +235,8 @@ def class_pending(project: Project, file: FileModel, cls: ClassInfo, mode: str, 
     for m in cls.methods.values():
         if m.params[:1] != ("self",) or not _scoped(project, file, cls, m):
             continue  # no side-stream scope of its own
+        if not may_leave_pending(project, file, m, mode):
+            continue  # its run writes only on the entry stream, the host or tag streams (producerbound.py)
         out += _producer_pending(project, file, m, mode, runner)
     memo[key] = out
     finished(project, "class_pending", key)

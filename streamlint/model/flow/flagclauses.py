@@ -51,7 +51,8 @@ class FlagClauses:
         post_reduce)``) gives ``not flag or factored or post_reduce``. ``factored = shared or prefill``: where it
         holds one of them does, where it does not, neither does (``flag or not shared``)."""
         flag, positive = self.test_key(st, target)  # type: ignore[attr-defined]
-        if flag is None:
+        single = self.single  # type: ignore[attr-defined]  # (an inlined helper's flags: its conjunctions only)
+        if flag is None or single and isinstance(value.operator, cst.Or):
             return
         if isinstance(value.operator, cst.Or):
             literals = [self.test_key(st, o) for o in _operands(value, cst.Or)]  # type: ignore[attr-defined]
@@ -61,15 +62,16 @@ class FlagClauses:
             st.clauses.extend(((flag, positive), (k, not p)) for k, p in literals)
         else:
             for operand in _operands(value, cst.And):
-                if isinstance(operand, cst.BooleanOperation) and isinstance(operand.operator, cst.Or):
+                if isinstance(operand, cst.BooleanOperation) and isinstance(operand.operator, cst.Or) and not single:
                     literals = [self.test_key(st, o) for o in _operands(operand, cst.Or)]  # type: ignore[attr-defined]
                     if all(k is not None and k != flag for k, _ in literals):
                         st.clauses.append(((flag, not positive), *literals))
-                    continue
+                        continue
                 key, sign = self.test_key(st, operand)  # type: ignore[attr-defined]
                 if key is not None and key != flag:
                     st.clauses.append(((flag, not positive), (key, sign)))
-        self.propagate(st)
+        if not single:
+            self.propagate(st)
 
     def propagate(self, st: State) -> None:
         """Settle every literal the path's clauses force given what it assumes (unit propagation); a literal

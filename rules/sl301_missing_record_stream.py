@@ -77,6 +77,11 @@ class MissingRecordStream(Rule):
     device tensor only because a call was handed a `self.*` place of unknown type (`batch = attach(batch,
     self.loader.graph)`: perhaps a sampler's host batch) is reported at low confidence when it is freed.
 
+    A free at the return of a block allocated on a stream the function makes for itself (`staging =
+    torch.cuda.Stream()`, used only in its scopes, waits and synchronizes: never stored, returned or handed to a call)
+    is reported at low confidence: nothing of the code allocates on that stream after the return, only torch's stream
+    pool handing the same stream to a later `Stream()` could take the block back.
+
     A record on the stream the tensor's memory already belongs to (the stream it was allocated on; for a
     tensor handed in, the caller's current stream) is a no-op: when the tensor is also used on another
     stream that is neither recorded nor joined back before the function returns, the record is reported
@@ -303,6 +308,10 @@ class MissingRecordStream(Rule):
                 if issue.escaped:
                     confidence = Confidence.LOW
                     hint += "; this assumes the caller drops the escaped tensor"
+                if issue.pooled:
+                    confidence = Confidence.LOW  # (flow/localstreams.py)
+                    hint += (f"; {alloc} is made here and dies with the call: this assumes a later `Stream()` is handed "
+                             "the same pool stream and allocates the block before that use ends")
                 related = []
                 ambient = _ambient_race(issue, flow)
                 if ambient is not None:  # SL201 on the same access is low for it (flow/ambient.py): so is this

@@ -238,7 +238,12 @@ Layer 3 — one function's flow
                     caller's flag, ``sync``, turned the function's join off: SL301 medium), ``batchguards`` (a
                     race whose producer and use each run under a different test of one caller-given object,
                     ``batch.gather_meta`` / ``batch.mode``: both must hold, SL201 medium), ``phaseguards`` (those
-                    two tests name two phases of the batch, prefill and decode: SL201 low), ``guessedresults`` (a
+                    two tests name two phases of the batch, prefill and decode: SL201 low), ``flagclauses`` (a plan decided once in boolean
+                    flags, ``staged = two_stream and (factored or post_reduce)``: the clauses each binding and each
+                    test taken give, and what they force on a path, so a fork under one flag meets its join under
+                    the flags it implies), ``localstreams`` (a stream
+                    the function makes for itself and lets die, used only to run and order work: a free of its block at
+                    the return is taken back only through torch's stream pool, SL301 low), ``guessedresults`` (a
                     call's result taken for a tensor only because a ``self.*`` place of unknown type was handed
                     to it: its free is SL301 low), ``interp`` (the
                     composition), ``results`` (what rules read)

@@ -27,7 +27,9 @@ covered, nor is a parameter the function rebinds.
 A branch outcome says it of the path that takes it (:func:`host_outcome`, for the interpreter's ``device_test``):
 ``if kv.device.type != "cpu": side.wait_stream(...)`` skips the fork only for a host tensor, so a later read of
 ``kv`` on ``side`` races no producer on the path around it (``kv.device != torch.cpu``, a device compared with
-the module, is always true: the path around it is never taken)."""
+the module, is always true: the path around it is never taken). The path's test is about what the name holds
+there, so it holds for a name the function binds elsewhere too (a view bound before the test, a page-locked copy
+``value = self._pin(value)`` bound under it: host memory as well), unlike the syntactic questions above."""
 
 from __future__ import annotations
 

@@ -102,7 +102,7 @@ class Consumers:
             joins = self.__dict__.setdefault("helper_joins", {})
             joins[key] = max(joins.get(key, -1), time)
 
-    def report_lifetime(self, st: State, S, u, how: str, node) -> None:
+    def report_lifetime(self, st: State, S, u, how: str, node, end: bool = False) -> None:
         """Not the caller's use of a tensor a project helper it inlines allocated on a side stream, joined into the
         current stream and handed back: the helper's own analysis reports that hand-over (its return), where the
         record belongs (one finding per cause)."""
@@ -115,7 +115,7 @@ class Consumers:
             return  # (the same helper made it and joined its stream: it hands it back, and reports that)
         key = (id(u.node), S.name)
         before = self.lifetimes.get(key)
-        super().report_lifetime(st, S, u, how, node)  # type: ignore[misc]
+        super().report_lifetime(st, S, u, how, node, end)  # type: ignore[misc]
         if self.lifetimes.get(key) is not None and not self.depth:  # a join a caller's flag skipped (flagjoins.py)
             flag = skipped_join_flag(self.fn.node, st, u.stream)
             self.lifetimes[key] = merge_flag(before, self.lifetimes[key], flag)

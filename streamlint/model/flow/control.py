@@ -219,8 +219,8 @@ class ControlFlow:
                 self.record_object(st, target.value, value_node)
             if v is not None and target.value in declared_globals(self.cfn):
                 st.globs[(self.cfile.module_name, target.value)] = v  # `global _S; _S = stream`: a module place
-            if v is None and isinstance(value_node, cst.BooleanOperation) and isinstance(value_node.operator, cst.And):
-                self.conjunction_flag(st, target, value_node)
+            if v is None and isinstance(value_node, cst.BooleanOperation):
+                self.conjunction_flag(st, target, value_node)  # (flagclauses.py)
         elif isinstance(target, (cst.Tuple, cst.List)):
             elements = [el.value for el in target.elements]
             items = self.unpack(st, v, len(elements))
@@ -288,25 +288,6 @@ class ControlFlow:
                     held[a.keyword.value] = KVal(self.render(st, a.value))
         if held:
             st.fields[name] = held
-
-    def conjunction_flag(self, st: State, target: cst.Name, value: cst.BooleanOperation) -> None:
-        """``overlap = enabled and run_lora and layer.shared_loras``: where the flag holds, so does each
-        operand (clauses ``not overlap or operand``), so a later ``if run_lora:`` is decided on the paths
-        that took ``if overlap:``."""
-        flag, positive = self.test_key(st, target)
-        if flag is None:
-            return
-        operands, stack = [], [value]
-        while stack:
-            e = stack.pop()
-            if isinstance(e, cst.BooleanOperation) and isinstance(e.operator, cst.And):
-                stack += [e.right, e.left]
-            else:
-                operands.append(e)
-        for operand in operands:
-            key, sign = self.test_key(st, operand)
-            if key is not None and key != flag:
-                st.clauses.append(((flag, not positive), (key, sign)))
 
     def unpack(self, st: State, v: object, n: int) -> list[object]:
         if isinstance(v, FieldsVal):
@@ -439,6 +420,7 @@ class ControlFlow:
                 s.assume[key] = outcome == positive
                 if not self.single or self.steer is not None:  # (a steered run's helper: fieldliterals.py)
                     self.constrain(s, test, outcome)
+                    self.propagate(s)  # what the flags' clauses force now (flagclauses.py)
             self.device_test(s, test, outcome)
             self.poll_test(s, test, outcome)  # `if ev.query():` the host saw it complete (flow/polls.py)
             self.release_test(s, test, outcome)  # a release stream None: its buffers not in use (releasestreams.py)

@@ -18,6 +18,7 @@ from streamlint.model.flow.paramfields import forked_param_fields
 from streamlint.model.flow.forks import callers_current_getters, forked_self_streams, forked_stream_params, \
     recorded_event_params
 from streamlint.model.flow.choices import Choices
+from streamlint.model.flow.flagclauses import FlagClauses
 from streamlint.model.flow.control import ControlFlow
 from streamlint.model.flow.closures import closure_scope
 from streamlint.model.flow.consumers import Consumers
@@ -121,7 +122,7 @@ def _last_simple(body: list) -> cst.CSTNode | None:
 class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders, ScopedNoneTests, GuardedWork, IndexSets, IndexSyms, Membership, HostWrites, Consumers, PendingArgs, FieldDrops, Orderings, Records, Storages, Unsets, Expressions, OutsideCalls, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes,
              HostReads, HostSyncs, ThreadStreams, TransferSends, Counters, Promises, Slots, Replays, Rounds, RoundTests, NotNone, Finals,
              HandedBack, Polls, FieldFamilies, HostGradients, ListReads, OpaqueResults, Choices, AbsentEvents, ReleaseTests,
-             FieldLiterals):
+             FieldLiterals, FlagClauses):
     """Path-sensitive abstract interpretation of one function body in program order."""
 
     protocol_seed = True  # seed the fields other methods of the class leave on a side stream (protocols.py)

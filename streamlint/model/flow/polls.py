@@ -110,9 +110,10 @@ class Polls:
         if not outcome and isinstance(test, cst.Attribute) and test.attr.value in ("is_cuda", "is_npu") \
                 and isinstance(test.value, cst.Name) and isinstance(st.env.get(test.value.value), TVal):
             st.env[test.value.value] = self.host_tensor(st)
-        elif (name := host_outcome(test, outcome)) is not None and isinstance(st.env.get(name), TVal) \
-                and name not in self.cfn.name_assigns:  # (a name never rebound, as hostguards.host_branch asks)
-            st.env[name] = self.host_tensor(st)  # `if x.device.type != "cpu":` false (hostguards.host_outcome)
+        elif (name := host_outcome(test, outcome)) is not None and isinstance(st.env.get(name), TVal):
+            # `if x.device.type != "cpu":` false (hostguards.host_outcome): what the name holds on this path, also
+            # for a name the function binds again later (`value = self._pin(value)` under the test: a host copy)
+            st.env[name] = self.host_tensor(st)
 
     def poll_exits(self, states: list[State], loop: cst.CSTNode) -> None:
         """The paths still in a ``while`` loop after the rounds the analysis runs leave it later: with its test

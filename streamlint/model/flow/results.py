@@ -121,6 +121,8 @@ class Lifetime:
     coarse: bool = False  # found by the coarse run (flow/coarse.py): one outcome of its ordering-free branches (medium)
     kept_by_record: str | None = None  # for "noop-record": the tensor is kept until its use stream's join by a work
     # record handed back ("kept": every seen caller keeps it; "unseen": no caller seen) (flow/recordkeeps.py)
+    pooled: bool = False  # freed at the function's end on a stream the function made for itself and lets die: only the
+    # stream pool handing that stream to a later ``Stream()`` can take the block back (flow/localstreams.py)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from streamlint.model.flow.unseenmethods import unseen_self_call
 from streamlint.model.flow.entryctx import entry_of
 from streamlint.model.flow.escapes import events_in, kept_handoff, self_field
 from streamlint.model.flow.handouts import HandOuts
+from streamlint.model.flow.localstreams import dies_at_return
 from streamlint.model.flow.hostargs import host_by_callers, worker_thread_only
 from streamlint.model.flow.queuehandoffs import queued_unordered
 from streamlint.model.flow.syncedresults import synced_by_callers
@@ -452,12 +453,14 @@ class Storages(HandOuts):
                 # current stream) still comes first
                 deferred.append(u)
                 continue
-            self.report_lifetime(st, S, u, how, node)
+            self.report_lifetime(st, S, u, how, node, end=True)
             return
         if deferred:
             st.pending.append((sid, tuple(deferred), how, node, bool(entry_covers)))
 
-    def report_lifetime(self, st: State, S: Storage, u: Access, how: str, node: cst.CSTNode | None) -> None:
+    def report_lifetime(self, st: State, S: Storage, u: Access, how: str, node: cst.CSTNode | None,
+                        end: bool = False) -> None:
+        """``end``: the block is settled at the function's end (no later allocation of the function takes it)."""
         key = (id(u.node), S.name)
         seen = self.lifetimes.get(key)
         if (seen is None or seen.escaped) and not unseen_pair(self, S.alloc, u.stream):
@@ -468,7 +471,8 @@ class Storages(HandOuts):
             if seen is not None and escaped:
                 return  # (a path that hands the join out does not hide another path's unjoined free)
             self.lifetimes[key] = Lifetime(u.node, u.label or S.name or "tensor", S.alloc, u.stream, how, node, escaped,
-                                           self.cfg.mode, kept_event=kept_handoff(st, u, how == "function end" and not escaped))
+                                           self.cfg.mode, kept_event=kept_handoff(st, u, how == "function end" and not escaped),
+                                           pooled=end and dies_at_return(self.file, self.fn, S))
 
     def check_pending(self, st: State, stream: str | None) -> None:
         """Frees with a use on another stream the allocating stream had not joined yet: the block returns to
@@ -486,7 +490,7 @@ class Storages(HandOuts):
             know = st.know(stream if stream is not None else MAIN if covers else S.alloc)
             late = next((u for u in uses if know.get(u.stream, -1) < u.time), None)
             if late is not None:
-                self.report_lifetime(st, S, late, how, node)
+                self.report_lifetime(st, S, late, how, node, end=stream is None)
         st.pending = keep
 
     def published_after(self, st: State, u: Access) -> bool:

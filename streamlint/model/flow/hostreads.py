@@ -125,6 +125,11 @@ class HostReads:
         an earlier copy's host result (a host tensor's copy to the host is a no-op)."""
         if not any(st.stores[tv.sid].kind in ("local", "pool") and st.stores[tv.sid].d2h is None
                    and not self.is_host(st, tv) for v in sources for tv in self.tensors(st, v) if tv.sid in st.stores):
+            if pinned and any(st.stores[tv.sid].kind in ("arg", "long") and st.stores[tv.sid].d2h is None
+                              and not self.is_host(st, tv) for v in sources for tv in self.tensors(st, v)
+                              if tv.sid in st.stores):
+                return self.unplaced_host_copy(st, out)  # (a parameter or a field of unknown placement copied
+                # into page-locked memory: asynchronous if it is device data, its host reads less sure)
             return out  # (a host tensor, such as an earlier copy's result, copied to the host again: a no-op)
         S = st.stores.get(out.sid)
         if S is not None and self.anchor is not None:
@@ -283,6 +288,8 @@ class HostReads:
                 continue  # a data-dependent-shape op after the copy waited for its stream
             if any(snap.get(copy.stream, -1) >= copy.time for snap in st.events.values()):
                 continue  # an event recorded after the copy: whoever holds it synchronises before reading
+            if sid not in sids and self.early_field_record(st, S.name or "", copy):
+                continue  # (fenced by an event field recorded before the copy: reported there, pendingfields.py)
             if id(node) in self.host_reads or any(r.copy is copy.node for r in self.host_reads.values()) \
                     or self._class_synchronises():
                 return  # (the copy's host read is reported already: one defect, one finding)
@@ -586,9 +593,13 @@ class HostReads:
         for key, snap in st.events.items():
             recorded = snap.get(stream, -1)
             site = self.record_sites.get((key, stream, recorded))
-            if site is None or recorded >= time or key not in self.waited_events or key in self.timing_events \
+            if recorded >= time or key not in self.waited_events or key in self.timing_events \
                     or st.host.get(stream, -1) < recorded:
                 continue  # not recorded here before the copy, or the host never synchronised it
+            if site is None:  # an event field an inlined helper recorded before its copy into a pinned field: that
+                # helper's run reports the early record (pendingfields.py), not this read
+                found = found or key.startswith("self.") and (key, stream, recorded) in self.inlined_records
+                continue
             node, label = site
             found = True
             if id(node) not in self.early_records:

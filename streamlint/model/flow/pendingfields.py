@@ -72,7 +72,8 @@ class PendingFields:
 
     def _host_waiter_reading(self, cls, event: str, field: str) -> str | None:
         """The other method of the class that synchronises ``event`` on the host (``synchronize()`` / ``query()``)
-        and later reads ``field`` on the host (a conversion, ``.tolist()``, ``.item()``, ``.numpy()``), if any."""
+        and later reads ``field`` on the host (a conversion, ``.tolist()``, ``.item()``, ``.numpy()``, a host consumer
+        of the API table such as ``torch.save``), if any."""
         for m in cls.methods.values():
             if m is self.fn:
                 continue
@@ -86,7 +87,8 @@ class PendingFields:
                     continue
                 if s.method in _HOST_READ_METHODS and isinstance(s.node.func, cst.Attribute):
                     read = [s.node.func.value]
-                elif isinstance(s.node.func, cst.Name) and s.node.func.value in _CONVERSIONS:
+                elif isinstance(s.node.func, cst.Name) and s.node.func.value in _CONVERSIONS \
+                        or s.target in HOST_CONSUMER_FUNCTIONS:  # (``torch.save(self.host, f)`` too)
                     read = [a.value for a in s.node.args]
                 else:
                     continue

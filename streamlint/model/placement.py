@@ -314,8 +314,8 @@ def device_evident(src: cst.BaseExpression, fn: FunctionInfo, cls: ClassInfo | N
     root = copy_destination(src)
     if not isinstance(root, (cst.Name, cst.Attribute)):
         return False
-    if host_source(root, fn, cls, value=device_value):
-        return True
+    if not (isinstance(root, cst.Name) and root.value in fn.all_params) and host_source(root, fn, cls, value=device_value):
+        return True  # (a parameter's own value is the caller's: its rebindings say nothing of it)
     text = dotted(root)
     return text is not None and any(
         not negated and isinstance(test, cst.Attribute) and test.attr.value in _DEVICE_TESTS

@@ -131,6 +131,7 @@ class HostReads:
                     and any(st.stores[tv.sid].kind in ("arg", "long") and st.stores[tv.sid].d2h is None
                             and not self.is_host(st, tv) for v in sources for tv in self.tensors(st, v)
                             if tv.sid in st.stores):
+                self.evident_copies.add(id(self.anchor))
                 return self.unplaced_host_copy(st, out)  # (a parameter or a field the code shows is device memory,
                 # `if t.is_cuda:` / `self.dev = torch.zeros(n, device=device)`, copied into page-locked memory)
             return out  # (a host tensor, such as an earlier copy's result, copied to the host again: a no-op)
@@ -560,6 +561,10 @@ class HostReads:
             return  # a synchronisation after the copy
         if self._early_for_host(st, copy) or self.anchor is None:
             return
+        if id(copy.node) in self.evident_copies and any(snap.get(copy.stream, -1) >= copy.time
+                                                        for snap in st.events.values()):
+            return  # (an assumed device source, and an event recorded after the copy: its holder's protocol decides
+            # when the host may read, Megatron's `d2h_event` synchronised at a configured point)
         if id(self.anchor) not in self.host_reads:
             self.host_reads[id(self.anchor)] = HostRead(self.anchor, name, copy.stream, copy.node, consumer,
                                                         self.cfg.mode, placed=self.placed_copy(st, copy))

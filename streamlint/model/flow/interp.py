@@ -176,6 +176,7 @@ class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders
         # (their statement is the call of this function that runs them: Orderings.note_work)
         self.early_records: dict[int, EarlyRecord] = {}
         self.inlined_records: set[tuple[str, str, int]] = set()  # records in inlined helpers (hostreads.py)
+        self.evident_copies: set[int] = set()  # copies of parameters / fields shown device memory (hostreads.py)
         self.counted_loops: list[cst.For] = []  # loops read step by step with their counter (counters.py)
         self.host_reads: dict[int, HostRead] = {}  # host reads of pending device-to-host copies (hostreads.py)
         self.dict_values: dict[int, object] = {}  # dict literal -> TupVal of its values (exprs.py)

@@ -180,7 +180,9 @@ Layer 3 — one function's flow
                     was handed; an event handed on with its holder object), ``helperrecords`` (a project helper or
                     storage tracker that records a tensor argument on stream arguments: the caller's record_stream),
                     ``handedearly`` (an event recorded
-                    before writes of the tensors it is handed out with), ``releaseguards`` (an event recorded after the
+                    before writes of the tensors it is handed out with), ``pendingfields`` (an event field recorded
+                    before a non-blocking copy into a pinned field, which another method synchronises on the host
+                    and then reads the field after: the record is early), ``releaseguards`` (an event recorded after the
                     work but kept only with other values, a release of its source, covers no write of that work
                     for the readers of a field event recorded before it), ``threadwaiters`` (a field event waited by a
                     method the class runs as a thread target: no join after the record orders that waiter),

@@ -361,8 +361,8 @@ def _every_path_flow(project: Project, file: FileModel, fn: FunctionInfo, explic
                 set.intersection(*(_race_keys(i, runs, native) for i in runs))
                 or set.intersection(*(_lifetime_keys(i, runs) for i in runs))):
             # nothing found on every path so far: the other paths cannot add to it
-            host_reads = _native_host_reads(project, file, fn, explicit_ge_joins, runs)
-            early = _native_early_records(runs, first)
+            host_reads, pinned_early = _native_host_reads(project, file, fn, explicit_ge_joins, runs)
+            early = _native_early_records(runs, first) + pinned_early
             return FunctionFlow(frozenset(), (), (), (), (), early, host_reads) if host_reads or early else EMPTY_FLOW
     common = set.intersection(*(_race_keys(i, runs, native) for i in runs))
     source = next((i for i in runs if native and i.cfg.mode == first), runs[0])  # (its path's tag)
@@ -374,8 +374,9 @@ def _every_path_flow(project: Project, file: FileModel, fn: FunctionInfo, explic
                        if x.kind == "handoff" and id(x.node) in common_l
                        and all(id(x.node) != id(y.node) for y in lifetimes))
     views = tuple(runs[0].view_escapes.values())
-    return FunctionFlow(frozenset(), races, lifetimes, (), views, _native_early_records(runs, first),
-                        _native_host_reads(project, file, fn, explicit_ge_joins, runs))
+    host_reads, pinned_early = _native_host_reads(project, file, fn, explicit_ge_joins, runs)
+    return FunctionFlow(frozenset(), races, lifetimes, (), views, _native_early_records(runs, first) + pinned_early,
+                        host_reads)
 
 
 def _native_early_records(runs: list, native: str | None) -> tuple:
@@ -398,11 +399,12 @@ def _replays_host_copy(project: Project, file: FileModel, fn: FunctionInfo, site
 
 
 def _native_host_reads(project: Project, file: FileModel, fn: FunctionInfo, explicit_ge_joins: bool,
-                       runs: list) -> tuple:
+                       runs: list) -> tuple[tuple, tuple]:
     """Unknown execution path: the host reads of pending copies are those of the native run (a copy to
-    host memory and its host read run eagerly), run here if the paths tried so far did not include it."""
+    host memory and its host read run eagerly), run here if the paths tried so far did not include it; second,
+    that run's early records of the events fencing pinned fields another method reads (flow/pendingfields.py)."""
     if not _queues_host_copy(project, file, fn) and not calls_stream_work(project, file, fn, _queues_host_copy):
-        return ()
+        return (), ()
     native = native_mode(file, fn)
     interp = next((i for i in runs if i.cfg.mode == native), None)
     if interp is None:
@@ -410,9 +412,10 @@ def _native_host_reads(project: Project, file: FileModel, fn: FunctionInfo, expl
         try:
             interp.run()
         except (RecursionError, AnalysisBudgetExceeded):
-            return ()
+            return (), ()
     known = dict(interp.host_reads)
-    return tuple(known.values()) + tuple(_steered_reads(project, file, fn, interp.cfg, known).values())
+    early = tuple(e for e in interp.early_records.values() if e.host_reader is not None)  # (a repeat: one finding)
+    return tuple(known.values()) + tuple(_steered_reads(project, file, fn, interp.cfg, known).values()), early
 
 
 def file_flows(project: Project, file: FileModel, *, explicit_ge_joins: bool = False) \

@@ -283,3 +283,40 @@ def device_copy_call(node: cst.CSTNode | None) -> bool:
     func = node.func if isinstance(node, cst.Call) else None
     return isinstance(func, cst.Attribute) and (func.attr.value in ("cuda", "npu") or func.attr.value == "to" and bool(
         node.args) and node.args[0].keyword is None and device_like(node.args[0].value))
+
+
+def device_value(e: cst.BaseExpression) -> bool:
+    """A call evidently giving device memory: ``x.cuda()`` / ``x.npu()`` / ``x.to("cuda")`` / ``x.to(device)`` as
+    the outermost move, or a torch factory with a device keyword naming a device (``torch.zeros(n,
+    device=device)``), or a view of one."""
+    while isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute):
+        method = e.func.attr.value
+        if method in ("cuda", "npu") or method == "to" and any(
+                (a.keyword is None or a.keyword.value == "device") and device_like(a.value) for a in e.args):
+            return True
+        if method in HOST_COPY_METHODS or _pin_keyword(e) or method in DEVICE_MOVES - {"to"} \
+                or method == "to" and host_target(e, method):
+            return False  # (a ``.to(dtype)`` keeps the placement)
+        if isinstance(e.func.value, cst.Name) and e.func.value.value == "torch":
+            break
+        e = e.func.value
+    return isinstance(e, cst.Call) and any(a.keyword is not None and a.keyword.value == "device"
+                                           and device_like(a.value) for a in e.args)
+
+
+_DEVICE_TESTS = frozenset({"is_cuda", "is_npu"})
+
+
+def device_evident(src: cst.BaseExpression, fn: FunctionInfo, cls: ClassInfo | None, guards: tuple = ()) -> bool:
+    """Is ``src`` (a copy's source, maybe a view of a name) evidently device memory: a local / ``self.<attr>`` every
+    assignment of which gives device memory (:func:`device_value`), or a name the copy is guarded by testing
+    (``if t.is_cuda:``, ``if t.is_npu and ...``)?"""
+    root = copy_destination(src)
+    if not isinstance(root, (cst.Name, cst.Attribute)):
+        return False
+    if not (isinstance(root, cst.Name) and root.value in fn.all_params) and host_source(root, fn, cls, value=device_value):
+        return True  # (a parameter's own value is the caller's: its rebindings say nothing of it)
+    text = dotted(root)
+    return text is not None and any(
+        not negated and isinstance(test, cst.Attribute) and test.attr.value in _DEVICE_TESTS
+        and dotted(test.value) == text for guard in guards for test, negated in guard.conditions())

@@ -35,7 +35,8 @@ from streamlint.model.flow.values import Access, CVal, EVal, KVal, State, TupVal
 from streamlint.model.walk import children
 from streamlint.model.file import dotted
 from streamlint.model.syntax import contains, local_nodes, mentions_name, target_names
-from streamlint.model.placement import DEVICE_MOVES, copy_destination, host_library, host_source, host_value, pinned_source
+from streamlint.model.placement import DEVICE_MOVES, copy_destination, device_evident, host_library, host_source, \
+    host_value, pinned_source
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.apis import Role
 from streamlint.model.captures import capture_kind
@@ -118,13 +119,21 @@ class HostReads:
             self.host_test(st, arg.value)
         return self.new_tensor(st, self.new_storage(st, "host", st.cur, None, None).sid)
 
-    def async_host_copy(self, st: State, out: TVal, sources: list, pinned: bool = False) -> TVal:
+    def async_host_copy(self, st: State, out: TVal, sources: list, pinned: bool = False,
+                        source: cst.BaseExpression | None = None) -> TVal:
         """``out`` (a host tensor) is filled by a copy just queued on the current stream (in an inlined helper
         too: the copy is then the caller's call of it, ``anchor``) from ``sources``. Only a source the device
         produced here makes ``out`` pending: not a parameter or an object's field of unknown placement, nor
         an earlier copy's host result (a host tensor's copy to the host is a no-op)."""
         if not any(st.stores[tv.sid].kind in ("local", "pool") and st.stores[tv.sid].d2h is None
                    and not self.is_host(st, tv) for v in sources for tv in self.tensors(st, v) if tv.sid in st.stores):
+            if pinned and source is not None and self._device_evident(source) \
+                    and any(st.stores[tv.sid].kind in ("arg", "long") and st.stores[tv.sid].d2h is None
+                            and not self.is_host(st, tv) for v in sources for tv in self.tensors(st, v)
+                            if tv.sid in st.stores):
+                self.evident_copies.add(id(self.anchor))
+                return self.unplaced_host_copy(st, out)  # (a parameter or a field the code shows is device memory,
+                # `if t.is_cuda:` / `self.dev = torch.zeros(n, device=device)`, copied into page-locked memory)
             return out  # (a host tensor, such as an earlier copy's result, copied to the host again: a no-op)
         S = st.stores.get(out.sid)
         if S is not None and self.anchor is not None:
@@ -134,6 +143,12 @@ class HostReads:
                 self.pinned_copies.add(id(self.anchor))
                 self.grad_slot(st, out)
         return out
+
+    def _device_evident(self, source: cst.BaseExpression) -> bool:
+        """Is a copy's source of unknown placement evidently device memory (``placement.device_evident``)?"""
+        cls = self.cfile.classes.get(self.cfn.class_name or "") if self.cfn.class_name else None
+        site = next((s for s in self.cfn.calls if any(n is source for n in local_nodes(s.node))), None)
+        return device_evident(source, self.cfn, cls, site.guards if site is not None else ())
 
     def maybe_synced(self, st: State, receiver: cst.BaseExpression | None = None, value: object = None) -> None:
         """The host reads a value of unknown placement as a Python value (``token_count.item()``, ``x.tolist()``;
@@ -283,6 +298,8 @@ class HostReads:
                 continue  # a data-dependent-shape op after the copy waited for its stream
             if any(snap.get(copy.stream, -1) >= copy.time for snap in st.events.values()):
                 continue  # an event recorded after the copy: whoever holds it synchronises before reading
+            if sid not in sids and self.early_field_record(st, S.name or "", copy):
+                continue  # (fenced by an event field recorded before the copy: reported there, pendingfields.py)
             if id(node) in self.host_reads or any(r.copy is copy.node for r in self.host_reads.values()) \
                     or self._class_synchronises():
                 return  # (the copy's host read is reported already: one defect, one finding)
@@ -544,6 +561,10 @@ class HostReads:
             return  # a synchronisation after the copy
         if self._early_for_host(st, copy) or self.anchor is None:
             return
+        if id(copy.node) in self.evident_copies and any(snap.get(copy.stream, -1) >= copy.time
+                                                        for snap in st.events.values()):
+            return  # (an assumed device source, and an event recorded after the copy: its holder's protocol decides
+            # when the host may read, Megatron's `d2h_event` synchronised at a configured point)
         if id(self.anchor) not in self.host_reads:
             self.host_reads[id(self.anchor)] = HostRead(self.anchor, name, copy.stream, copy.node, consumer,
                                                         self.cfg.mode, placed=self.placed_copy(st, copy))
@@ -586,9 +607,13 @@ class HostReads:
         for key, snap in st.events.items():
             recorded = snap.get(stream, -1)
             site = self.record_sites.get((key, stream, recorded))
-            if site is None or recorded >= time or key not in self.waited_events or key in self.timing_events \
+            if recorded >= time or key not in self.waited_events or key in self.timing_events \
                     or st.host.get(stream, -1) < recorded:
                 continue  # not recorded here before the copy, or the host never synchronised it
+            if site is None:  # an event field an inlined helper recorded before its copy into a pinned field: that
+                # helper's run reports the early record (pendingfields.py), not this read
+                found = found or key.startswith("self.") and (key, stream, recorded) in self.inlined_records
+                continue
             node, label = site
             found = True
             if id(node) not in self.early_records:

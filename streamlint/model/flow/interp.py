@@ -53,6 +53,7 @@ from streamlint.model.flow.outsidecalls import OutsideCalls
 from streamlint.model.flow.orderings import Orderings
 from streamlint.model.flow.handedback import HandedBack
 from streamlint.model.flow.handedearly import HandedEarly
+from streamlint.model.flow.pendingfields import PendingFields
 from streamlint.model.flow.threadstreams import ThreadStreams
 from streamlint.model.flow.elementevents import element_rooted
 from streamlint.model.flow.handbacks import HandBacks
@@ -122,7 +123,7 @@ def _last_simple(body: list) -> cst.CSTNode | None:
 class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders, ScopedNoneTests, GuardedWork, IndexSets, IndexSyms, Membership, HostWrites, Consumers, PendingArgs, FieldDrops, Orderings, Records, Storages, Unsets, Expressions, OutsideCalls, ApiCalls, SyncMethods, Calls, ControlFlow, Elements, EventEscapes,
              HostReads, HostSyncs, ThreadStreams, TransferSends, Counters, Promises, Slots, Replays, Rounds, RoundTests, NotNone, Finals,
              HandedBack, Polls, FieldFamilies, HostGradients, ListReads, OpaqueResults, Choices, AbsentEvents, ReleaseTests,
-             FieldLiterals, FlagClauses):
+             FieldLiterals, FlagClauses, PendingFields):
     """Path-sensitive abstract interpretation of one function body in program order."""
 
     protocol_seed = True  # seed the fields other methods of the class leave on a side stream (protocols.py)
@@ -175,6 +176,8 @@ class Interp(HandBacks, HandedEarly, CalleeRecords, HelperRecords, HandedHolders
         self.work_sites: dict[str, list[tuple[int, cst.CSTNode]]] = {}  # the same, with the work of inlined helpers
         # (their statement is the call of this function that runs them: Orderings.note_work)
         self.early_records: dict[int, EarlyRecord] = {}
+        self.inlined_records: set[tuple[str, str, int]] = set()  # records in inlined helpers (hostreads.py)
+        self.evident_copies: set[int] = set()  # copies of parameters / fields shown device memory (hostreads.py)
         self.counted_loops: list[cst.For] = []  # loops read step by step with their counter (counters.py)
         self.host_reads: dict[int, HostRead] = {}  # host reads of pending device-to-host copies (hostreads.py)
         self.dict_values: dict[int, object] = {}  # dict literal -> TupVal of its values (exprs.py)

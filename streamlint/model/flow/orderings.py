@@ -230,6 +230,8 @@ class Orderings:
             st.used_events.discard(key)
         if site is not None and self.depth == 0 and self.anchor is not None:
             self.record_sites[(key, stream, self.clock)] = (self.anchor, self.cfile.code(site))
+        elif site is not None and self.depth:  # (a record in an inlined helper: that helper's own run reports it)
+            self.inlined_records.add((key, stream, self.clock))
 
     # ---- event coverage: what work a recorded event stands for
     def dispatch_seeing_work(self, st: State, e: cst.Call, method: str | None, target: str | None, site) -> object:

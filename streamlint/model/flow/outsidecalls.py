@@ -197,7 +197,7 @@ class OutsideCalls:
                 if name != "pin_memory" and not non_blocking(e):
                     self.blocking_copy(st, st.cur)
                 elif name != "pin_memory":  # (PyTorch pins the result of an asynchronous copy to the host)
-                    return self.async_host_copy(st, self.host_tensor(st), [tv], pinned=True)
+                    return self.async_host_copy(st, self.host_tensor(st), [tv], pinned=True, source=e.func.value)
             return self.host_tensor(st)
         if name in ("cuda", "npu") or (name == "to" and arg0 is not None and device_like(arg0)):
             _, reads, _ = self.call_args(st, e)
@@ -245,7 +245,8 @@ class OutsideCalls:
                 self.blocking_copy(st, st.cur)  # a copy between host and device memory the host waits for
             elif name == "copy_" and (self.is_host(st, tv) or non_blocking(e) and self.pinned_place(e.func.value)) \
                     and any(not self.is_host(st, x) for v in reads for x in self.tensors(st, v)):
-                self.async_host_copy(st, tv, reads, pinned=self.pinned_place(e.func.value, pinned=True))
+                self.async_host_copy(st, tv, reads, pinned=self.pinned_place(e.func.value, pinned=True),
+                                     source=next((a.value for a in e.args if a.keyword is None), None))
                 # `pinned.copy_(dev, non_blocking=True)`: pending until a host sync
             return tv
         _, reads, writes = self.call_args(st, e)

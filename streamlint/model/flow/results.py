@@ -154,6 +154,8 @@ class EarlyRecord:
     release: str | None = None  # a later event covers the work only as a release of other values (releaseguards.py)
     thread: str | None = None  # the event's waiter, a method the class runs on a thread of its own (threadwaiters.py)
     optional: str | None = None  # the parameter whose test alone runs the work after the record (optionalwork.py)
+    host_reader: str | None = None  # the method that host-waits the event, then reads the pinned field the work fills
+    # (flow/pendingfields.py)
 
 
 @dataclass(frozen=True)

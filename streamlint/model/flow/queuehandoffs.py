@@ -136,7 +136,10 @@ def _unordered_put(cls, field: str, index: int | None) -> bool:
 
 _TAKES = frozenset({"get", "get_nowait", "popleft", "pop"})
 _HANDS = frozenset({"put", "put_nowait", "append", "appendleft"})
-_JOINS = ("wait", "sync", "query")  # a call naming one of these (``wait_event``, ``synchronize``, ``wait_for_copy``)
+_JOINS = ("wait", "sync", "query")
+# calls that only look at a host value (a request id, a count): no use of device data
+_HOST_CALLS = frozenset({"print", "len", "int", "str", "float", "bool", "isinstance", "format", "repr", "id", "hash",
+                         "debug", "info", "warning", "error", "exception", "log", "append", "add", "get", "pop"})  # a call naming one of these (``wait_event``, ``synchronize``, ``wait_for_copy``)
 
 
 @dataclass(frozen=True)
@@ -240,12 +243,14 @@ def _named(fn: FunctionInfo, name: str) -> int:
 
 def _first_use(fn: FunctionInfo, take: cst.CSTNode, data: list[str]) -> tuple[cst.Call, str] | None:
     """The first call after ``take`` (statement order, in the blocks holding it and their successors) handed a data
-    name, an attribute of one, or a local bound from one (``ids = batch.input_ids``), as an argument or receiver."""
+    name, an attribute of one, or a local bound from one (``ids = batch.input_ids``), as an argument or receiver;
+    not a call that only looks at a host value or files it away (``len(reqs)``, ``logger.info(rid)``,
+    ``self.pending.pop(rid)``)."""
     from streamlint.model.syntax import mentions_name
     names = set(data)
     for stmt in _after(fn, take):
         for node in descendants(stmt):
-            if isinstance(node, cst.Call):
+            if isinstance(node, cst.Call) and call_name(node) not in _HOST_CALLS:
                 parts = [a.value for a in node.args]
                 if isinstance(node.func, cst.Attribute):
                     parts.append(node.func.value)

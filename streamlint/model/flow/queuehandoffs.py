@@ -136,10 +136,10 @@ def _unordered_put(cls, field: str, index: int | None) -> bool:
 
 _TAKES = frozenset({"get", "get_nowait", "popleft", "pop"})
 _HANDS = frozenset({"put", "put_nowait", "append", "appendleft"})
-_JOINS = ("wait", "sync", "query")
-# calls that only look at a host value (a request id, a count): no use of device data
+_JOINS = ("wait", "sync", "query")  # a call naming one of these (``wait_event``, ``synchronize``, ``wait_for_copy``)
+# calls that only look at a host value (a request id, a count) or file it away: no use of device data
 _HOST_CALLS = frozenset({"print", "len", "int", "str", "float", "bool", "isinstance", "format", "repr", "id", "hash",
-                         "debug", "info", "warning", "error", "exception", "log", "append", "add", "get", "pop"})  # a call naming one of these (``wait_event``, ``synchronize``, ``wait_for_copy``)
+                         "debug", "info", "warning", "error", "exception", "log", "append", "add", "get", "pop"})
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ def _import_model() -> None:
         partial_joins, partial_param_joins, unwaited_slot_reads, UnwaitedHandle, unwaited_handles, chosen_stream, \
         rests_on_unseen_caller, chosen_by_caller, current_at_some_site, handed_elsewhere, unjoined_flag_clears, \
         field_is_side, idle_stream_loops, returned_handle_waits, worker_thread_only, synced_share, signal_reads, \
-        signals_of, replay_ordered
+        signals_of, replay_ordered, DroppedQueueEvent, dropped_queue_events
     from streamlint.model.flow.signalfolds import signal_reads, signals_of
     from streamlint.model.flow.callerwaits import returned_handle_waits
     from streamlint.model.flow.hostargs import worker_thread_only
@@ -48,6 +48,7 @@ def _import_model() -> None:
     from streamlint.model.waits import partial_joins
     from streamlint.model.paramjoins import partial_param_joins
     from streamlint.model.slotevents import unwaited_slot_reads
+    from streamlint.model.flow.queuehandoffs import DroppedQueueEvent, dropped_queue_events
     from streamlint.model.flow.lostjoins import idle_stream_loops, unjoined_flag_clears
 
 
@@ -259,6 +260,12 @@ class MissingWaitAtJoin(Rule):
             for drop in dropped_events(ctx.project, ctx.file, cls):
                 _report_dropped(ctx, drop)
                 dropping.add(id(drop.method))
+            for queued in dropped_queue_events(ctx.project, ctx.file, cls):
+                line = ctx.file.span(queued.use).start_line
+                if id(queued.use) not in reported and not any(
+                        f.code == "SL201" and f.span.start_line == line for f in ctx.findings):
+                    reported.add(id(queued.use))
+                    _report_queued_drop(ctx, queued)
             for entry in unwaited_entries(ctx.project, ctx.file, cls):
                 if id(entry.node) not in reported:
                     reported.add(id(entry.node))
@@ -380,6 +387,23 @@ def _report_dropped(ctx: RuleContext, drop: DroppedEvent) -> None:
                hint=(f"wait on it before dropping it (`current_stream().wait_event({drop.handle})` or "
                      f"`{drop.handle}.wait()`): it is the class's only handle on that work; this assumes the "
                      "caller reads what that work produced after this call"))
+
+
+def _report_queued_drop(ctx: RuleContext, queued: DroppedQueueEvent) -> None:
+    """The event queued with data taken off and dropped before the data's use (model:
+    ``queuehandoffs.dropped_queue_events``)."""
+    tag = path_tag(ctx.project, ctx.file, queued.taker)
+    putter = queued.putter.node.name.value
+    ctx.report(queued.use,
+               first_line(f"`{queued.data}` (taken off `{queued.field}`) is used with no wait on `{queued.event}`, the "
+                          f"event `{putter}()` recorded after its work and queued with it [{tag}]",
+                          f"`{queued.data}` is used with no wait on the event queued with it [{tag}]"),
+               confidence=Confidence.MEDIUM,
+               related=[Location(ctx.file.path, ctx.file.span(queued.take), "taken off the queue here"),
+                        Location(ctx.file.path, ctx.file.span(queued.record), f"recorded here, in `{putter}()`")],
+               hint=(f"wait on it after taking the item and before using the data (`{queued.event}.wait()`, or "
+                     f"`current_stream().wait_event({queued.event})`); this assumes the taker does not run on the "
+                     f"stream `{putter}()` recorded it on"))
 
 
 def _report_silent_branch(ctx: RuleContext, fn, node, test: str) -> None:

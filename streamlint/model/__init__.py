@@ -137,6 +137,8 @@ Layer 3 — one function's flow
                     ``joinedreads``: an object whose results leave it only through a method that waits its
                     event first, so a drop of that event loses no join; ``droppedevents``: an event of the object
                     tested and dropped with no wait, an event recorded and never named again;
+                    ``queuehandoffs``: an event a method queues with the data it covers (``self.q.put((b, ev))``)
+                    that the taker unpacks and never names again before using the data;
                     ``hookfields``: the calls of a method handed into a project record of hooks, made through
                     the record's field; ``receivers``: a call on a parameter every caller binds to another class
                     is no call of a method found by name;

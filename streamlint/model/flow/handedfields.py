@@ -81,7 +81,9 @@ def _handed(project: Project, file: FileModel, cls, field: str) -> str | None:
     from streamlint.model.tensors import param_kinds
 
     ctor = cls.methods.get("__init__")
-    if ctor is None or ctor.params[:1] != ("self",):
+    if ctor is None:
+        return _handed_record_field(project, file, cls, field)
+    if ctor.params[:1] != ("self",):
         return None
     params = set(ctor.all_params) - {"self"}
     handed = None
@@ -113,6 +115,50 @@ def _handed(project: Project, file: FileModel, cls, field: str) -> str | None:
             return None
         first = first or caller.node.name.value
     return HANDED + first if first else None
+
+
+def _handed_record_field(project: Project, file: FileModel, cls, field: str) -> str | None:
+    """The record form (a dataclass with no ``__init__`` of its own): ``field`` is declared with a tensor annotation,
+    no method of the class writes it, and every construction the project shows (``ModelOutput(out,
+    ready, out.sampled_ids)``, by position or keyword: :func:`~streamlint.model.handedevents.constructions`) is in
+    a step function (as above) giving it a step local or an attribute / element of one (``out.sampled_ids``,
+    ``outs[0].ids``), or None."""
+    from streamlint.model.handedevents import constructions
+    from streamlint.model.tensoruse import tensor_annotation
+
+    if not any(isinstance(d.decorator, (cst.Name, cst.Attribute, cst.Call)) and "dataclass" in _code(d.decorator)
+               for d in cls.node.decorators):
+        return None
+    declared = next((stmt.body[0].annotation.annotation for stmt in cls.node.body.body
+                     if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.AnnAssign)
+                     and isinstance(stmt.body[0].target, cst.Name) and stmt.body[0].target.value == field), None)
+    if declared is None or not tensor_annotation(declared):
+        return None
+    if any(a.target == f"self.{field}" or a.target.startswith((f"self.{field}.", f"self.{field}["))
+           for method in cls.methods.values() for a in method.assigns):
+        return None
+    built = constructions(project, file, cls)
+    if not built or len(built) > MAX_SITES:
+        return None
+    first = None
+    for _, caller, _, given in built:
+        if caller is None or _CONSTRUCTION.match(caller.node.name.value) or _BUILDERS.match(caller.node.name.value) \
+                or caller.class_name == cls.name or field not in given:
+            return None
+        value = given[field]
+        if isinstance(value, cst.Name) and value.value == "None":
+            continue
+        while isinstance(value, (cst.Attribute, cst.Subscript)):
+            value = value.value
+        if not isinstance(value, cst.Name) or not _step_local(caller, value.value):
+            return None
+        first = first or caller.node.name.value
+    return HANDED + first if first else None
+
+
+def _code(node: cst.CSTNode) -> str:
+    from streamlint.model.syntax import node_code
+    return node_code(node)
 
 
 def _step_local(caller: FunctionInfo, name: str) -> bool:

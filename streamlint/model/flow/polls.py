@@ -77,12 +77,25 @@ def break_polls(loop: cst.While) -> frozenset[int]:
     return frozenset.intersection(*found) if found else frozenset()
 
 
+def _operand_polls(test: cst.BaseExpression) -> list[cst.Call]:
+    """The ``query()`` calls a test decides on through ``not`` / ``and`` / ``or`` / a comparison, whether or not one
+    outcome of the whole test settles them (``if not blocking and not ev.query(): return``: falling through, the
+    query returned True only where it ran; :meth:`Polls.poll_test` keeps it open for a later test to decide)."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _operand_polls(test.expression)
+    if isinstance(test, cst.BooleanOperation):
+        return _operand_polls(test.left) + _operand_polls(test.right)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        return _operand_polls(test.left)
+    return [test] if is_poll(test) else []  # type: ignore[list-item]
+
+
 def _contexts(fn_node: cst.CSTNode) -> dict[int, str]:
     """id(query call) -> GATE (an ``if`` / ``while`` test decides on it) or DISCARD (a statement of its own)."""
     found: dict[int, str] = {}
     for node in local_nodes(fn_node):
         if isinstance(node, (cst.If, cst.While)):
-            for call in true_polls(node.test, True) + true_polls(node.test, False):
+            for call in true_polls(node.test, True) + true_polls(node.test, False) + _operand_polls(node.test):
                 found[id(call)] = GATE
         elif isinstance(node, cst.Expr) and is_poll(node.value):
             found[id(node.value)] = DISCARD

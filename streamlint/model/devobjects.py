@@ -137,6 +137,13 @@ def param_annotation(fn: FunctionInfo, name: str) -> cst.BaseExpression | None:
     return param.annotation.annotation if param is not None and param.annotation is not None else None
 
 
+def names_tensor_type(annotation: cst.BaseExpression) -> bool:
+    """Does an annotation's text name a tensor type (``Tensor``, ``torch.Tensor``, ``Optional[Tensor]``, also a
+    ``TensorDict``)? Deliberately looser than :func:`~streamlint.model.tensoruse.tensor_annotation`: used where a
+    parameter so annotated counts as device data handed in (flow/unseenbuilds.py, flow/hosthelpers.py)."""
+    return "Tensor" in cst.Module([]).code_for_node(annotation)
+
+
 def _variable_classes(project: Project, mod: FileModel, name: str) -> list[tuple[ClassInfo, FileModel]] | None:
     stmts = module_statements(mod, name)
     if not stmts:

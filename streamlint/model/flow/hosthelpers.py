@@ -49,7 +49,7 @@ from streamlint.model.flow.computed import called_function, computes_tensor, dev
 from streamlint.model.flow.devicecopies import device_copy_at
 from streamlint.model.flow.unseenbuilds import UNSEEN, built, unseen_build
 from streamlint.model.flow.values import TVal
-from streamlint.model.devobjects import param_annotation
+from streamlint.model.devobjects import names_tensor_type, param_annotation
 from streamlint.model.uses import bind_arguments
 from streamlint.model.hostannotations import host_annotation
 from streamlint.model.hostresults import _host_value
@@ -172,7 +172,7 @@ def _hands_data(fn: FunctionInfo, call: cst.Call, handed: frozenset[str] = froze
         if not isinstance(value, cst.Name) or value.value not in fn.all_params or value.value in ("self", "cls"):
             continue
         ann = param_annotation(fn, value.value)
-        if value.value in handed or ann is not None and "Tensor" in cst.Module([]).code_for_node(ann):
+        if value.value in handed or ann is not None and names_tensor_type(ann):
             return True
     return False
 

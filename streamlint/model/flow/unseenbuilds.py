@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Callable
 
 from streamlint._lazy import cst
-from streamlint.model.devobjects import param_annotation
+from streamlint.model.devobjects import names_tensor_type, param_annotation
 from streamlint.model.syntax import local_nodes, target_names
 
 HOST = "host"
@@ -85,7 +85,7 @@ def hands_parameter(fn, call: cst.Call) -> bool:
         v = arg.value
         if isinstance(v, cst.Name) and v.value in fn.all_params and v.value not in ("self", "cls"):
             ann = param_annotation(fn, v.value)
-            if ann is None or "Tensor" in cst.Module([]).code_for_node(ann):
+            if ann is None or names_tensor_type(ann):
                 return True
     return False
 

@@ -4,11 +4,10 @@ sure they are."""
 
 from pathlib import Path
 
-from harness import lint_text
+from harness import engine_for, lint_text, write
 
 from streamlint.finding import Confidence
 from streamlint.model.flow.localstreams import dies_with_function
-from streamlint._lazy import cst
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "rules" / "sl301_local_stream_dies.py"
 
@@ -28,11 +27,13 @@ def test_a_stream_that_dies_with_the_call_leaves_only_a_pool_guess(tmp_path):
     assert found[_line("the closure allocates on staging later")] is Confidence.HIGH
 
 
-def _fn(code: str) -> cst.FunctionDef:
-    return cst.parse_module(code).body[0]
+def test_only_running_and_ordering_work_keeps_a_stream_confined(tmp_path):
+    count = iter(range(100))
 
+    def _fn(code: str):
+        path = write(tmp_path, f"m{next(count)}.py", code)
+        return engine_for(tmp_path).project.file(str(path)).functions["f"]
 
-def test_only_running_and_ordering_work_keeps_a_stream_confined():
     body = ("def f(x, sink):\n"
             "    s = get_accelerator().Stream()\n"
             "    main = torch.cuda.current_stream()\n"
@@ -46,6 +47,7 @@ def test_only_running_and_ordering_work_keeps_a_stream_confined():
     assert dies_with_function(_fn(body), "s")
     assert not dies_with_function(_fn(body), "main")  # not a new stream
     for leak in ("    sink.append(s)\n", "    torch.cuda.set_stream(s)\n", "    return y, s\n",
-                 "    run = lambda: s.synchronize()\n", "    s = sink\n"):
+                 "    run = lambda: s.synchronize()\n", "    s = sink\n",
+                 "    sink.s = s = get_accelerator().Stream()\n"):
         assert not dies_with_function(_fn(body.replace("    return y\n", leak + "    return y\n")), "s"), leak
     assert dies_with_function(_fn(body.replace("    return y\n", "    sink.s = 1\n    return y\n")), "s")

@@ -41,6 +41,7 @@ from streamlint.model.flow.escapes import self_field
 from streamlint.model.flow.flagjoins import merge_flag, skipped_join_flag
 from streamlint.model.flow.foreignuses import foreign_only_use
 from streamlint.model.flow.guessedresults import guess_of
+from streamlint.model.flow.localstreams import fresh_local_stream
 from streamlint.model.flow.results import Lifetime
 from streamlint.model.heldslots import _INIT_METHODS, held_fields
 from streamlint.model.streams import MAIN, derived
@@ -175,7 +176,7 @@ class Consumers:
             if S.handed is None or S.kind != "local" or made is None or S.alloc.startswith(("tag", "<")):
                 continue
             node, dest, consumer = S.handed
-            if _fresh_stream(self.fn, S.alloc):
+            if fresh_local_stream(self.fn, S.alloc):
                 continue  # a stream this call makes for itself (`upload = torch.cuda.Stream()`): no later allocation
                 # of this code can take the block back from it
             if S.recorded - {S.alloc} or any(streams - {S.alloc} for streams in st.loose_rec.values()):
@@ -243,13 +244,6 @@ def field_dropped_unrecorded(project, file, class_name: str | None, field: str) 
     if held is None or held.recorders:
         return False
     return bool(held.releases) or _taken_out(file.classes.get(class_name or ""), field)
-
-
-def _fresh_stream(fn, stream: str) -> bool:
-    """Is ``stream`` a local of ``fn`` that every assignment binds to a new stream object (``torch.cuda.Stream()``)?"""
-    values = fn.name_assigns.get(stream, [])
-    return bool(values) and all(isinstance(v, cst.Call) and (dotted(v.func) or "").rsplit(".", 1)[-1] == "Stream"
-                                for v in values)
 
 
 def _destination(anchor: cst.CSTNode, into: cst.BaseExpression | None) -> str | None:

@@ -611,7 +611,7 @@ def _report_early(ctx: RuleContext, fn, early: EarlyRecord) -> None:
         hint += (f"; that work runs only when `{early.optional}` (a parameter) is set, and the record runs either way: "
                  f"this assumes the waiters of {event} rely on it for that work, not only for what came before")
     if early.host_reader is not None:
-        confidence = Confidence.MEDIUM
+        confidence = confidence or Confidence.MEDIUM  # (not above a condition already lowered to low)
         hint += (f"; `{early.host_reader}()` synchronises {event} on the host and then reads what that work copies into "
                  "page-locked memory: this assumes it runs after this call")
     related = [Location(ctx.file.path, ctx.file.span(early.work), "work the event does not cover")] \

@@ -34,6 +34,7 @@ names of an inlined helper's caller); anything else keeps the former opaque read
 from __future__ import annotations
 
 from streamlint._lazy import cst
+from streamlint.model.flow.elementaliases import guarded_put
 from streamlint.model.flow.values import Access, State, TVal
 from streamlint.model.streams import MAIN
 from streamlint.model.tensoruse import element_tensor_annotation
@@ -100,6 +101,7 @@ class Slots:
             older = older[3] if older is not None and len(older) > 3 else None
         st.slots[key] = (v, self.stamp(), self._binders(st, index)) + ((older,) if older is not None else ())
         st.slot_names = st.slot_names | {name}
+        guarded_put(self, key, index, target, v)  # (`if g == primary: cents[g] = centroids`: elementaliases.py)
         S = st.stores.get(v.sid) if isinstance(v, TVal) else None
         if S is not None and S.name is None:
             S.name = key  # (named after its slot in a finding)

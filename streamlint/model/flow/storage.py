@@ -19,7 +19,7 @@ from streamlint.model.flow.callers import steps_synced
 from streamlint.model.flow.chosenstreams import handed_wait
 from streamlint.model.flow.discardedreads import discarded_read, message_only
 from streamlint.model.flow.siblingevents import sibling_wait
-from streamlint.model.flow.elementaliases import collection_wait
+from streamlint.model.flow.elementaliases import collection_wait, same_turn
 from streamlint.model.flow.gradplaces import gradient_place
 from streamlint.model.flow.indexsyms import parts_distinct
 from streamlint.model.flow.unseenmethods import unseen_self_call
@@ -331,6 +331,10 @@ class Storages(HandOuts):
             return  # the class forks that stream in a step of its own, it waited here on a stream not named,
             # every caller synchronises the device after the writer's step before it calls this (flow/callers.py),
             # or every writer runs on this very stream by its callers (flow/ambient.py)
+        element = collection_wait(self, st.know(s), earlier.stream, earlier.time)
+        if element is not None and same_turn(self, S.sid, earlier.stream, element):
+            return  # the slot read holds the producer's tensor only where the joined element is the producer's
+            # (`if g == primary: cents[g] = centroids`, waited through `reduce[g]`: flow/elementaliases.py)
         kept = self.races.get(key)
         if kept is not None and kept.gates and not gates:
             kept = None  # (a hand-off the function may gate: a race no hand-off gates takes its place)
@@ -355,7 +359,7 @@ class Storages(HandOuts):
                                    if kind == "write-after-read" else None,
                                    labelled=message_only(self.fn.node, self.anchor) if kind == "read" else None,
                                    sibling=sibling_wait(self.fn.node, self.anchor, earlier.node, name),
-                                   element=collection_wait(self, st.know(s), earlier.stream, earlier.time),
+                                   element=element,
                                    unseen_method=unseen_self_call(self.project, self.file, self.fn, earlier.node,
                                                                   self.anchor),
                                    cause=(

@@ -7,7 +7,9 @@ when every project call of it is either
 - made inside a graph capture (``with torch.cuda.graph(self.graph):``): its kernels are recorded, not run; they run
   when the graph replays, and every replay of that graph in the class (``self.graph.replay()``) follows a wait on
   the guard's event (or a stream join, a synchronisation) in the same function, on every path to it, and nothing
-  outside the class replays a graph field of that name; or
+  outside the class replays a graph field of that name, but a function that builds the class's objects itself and
+  never runs the recorder (a warm-up replaying each fresh object's graph on the placeholders its capture wrote:
+  no recorder's work is queued there to wait for); or
 - made eagerly by a method that wrote the read field itself on its current stream before the call, on every path
   (a warm-up run on buffers the capture fills with placeholders): the read follows that write on one stream;
 
@@ -56,9 +58,21 @@ def _waits_before(model: FileModel, fn: FunctionInfo, event: str, node) -> bool:
                for site in fn.calls)
 
 
-def _replays_wait(project: Project, model: FileModel, cls, graph: str, event: str) -> bool:
+def _fresh_replays(fn: FunctionInfo, cls, recorder: str) -> bool:
+    """Does ``fn`` build objects of ``cls`` itself (``Slot(r, n)``) and never call the guard's recorder
+    (``.project()``) on anything? Then a graph it replays through another receiver is one of its fresh objects
+    (or one whose recorder ran before it, which it does not redo): the warm-up of a bank of captured inputs,
+    replaying each graph on the placeholders its capture wrote, queues no recorder's work to wait for."""
+    built = any(isinstance(site.node.func, (cst.Name, cst.Attribute)) and (dotted(site.node.func) or "")
+                .rsplit(".", 1)[-1] == cls.name for site in fn.calls)
+    return built and not any(site.method == recorder or (dotted(site.node.func) or "") == recorder
+                             for site in fn.calls)
+
+
+def _replays_wait(project: Project, model: FileModel, cls, graph: str, event: str, recorder: str) -> bool:
     """Is every replay of the graph field ``graph`` (``self.graph.replay()``) made in the class after a wait on
-    ``event``, with at least one such replay, and none through another receiver (``inputs.graph.replay()``)?"""
+    ``event``, with at least one such replay, and none through another receiver (``inputs.graph.replay()``) but in
+    a function replaying objects it built itself without running ``recorder`` (:func:`_fresh_replays`)?"""
     attr = graph.rsplit(".", 1)[1]
     seen = 0
     for fn in cls.methods.values():
@@ -77,7 +91,8 @@ def _replays_wait(project: Project, model: FileModel, cls, graph: str, event: st
         for fn in other.functions.values():
             if any(site.method == "replay" and isinstance(site.node.func, cst.Attribute)
                    and isinstance(site.node.func.value, cst.Attribute) and site.node.func.value.attr.value == attr
-                   and dotted(site.node.func.value) != f"self.{attr}" for site in fn.calls):
+                   and dotted(site.node.func.value) != f"self.{attr}" for site in fn.calls) \
+                    and not _fresh_replays(fn, cls, recorder):
                 return False  # (the graph of an object replayed through another receiver: maybe this class's)
     return True
 
@@ -117,7 +132,8 @@ def replay_ordered(project: Project, file: FileModel, read: UnguardedRead) -> bo
         graph = _captured_graph(project, model, site)
         if graph is None:
             return False
-        if graph and not _replays_wait(project, model, cls, graph, guard.event):
+        if graph and not _replays_wait(project, model, cls, graph, guard.event,
+                                                guard.recorder.node.name.value):
             return False
         if not graph and not _written_before(project, model, caller, site, guard.field):
             return False

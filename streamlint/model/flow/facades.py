@@ -13,6 +13,10 @@ A class is a device facade when at least ``_FORWARDED`` of its methods forward t
 forwards device queries and whose ``synchronize`` fences a profiling run is not one); its ``synchronize`` is silent when it is an interface stub of a
 class that forwards nothing (a CPU back-end, an abstract accelerator, a stand-in stream) — those do not
 qualify — or when its body calls anything at all.
+
+A host-wait helper that dispatches on the device back-end with one device's branch empty is reported at that
+branch, unless its callers use it only to fence a host clock (:func:`timing_fence`): callers whose reads of device
+results wait for the device themselves, one of which reads the clock right after the call.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from streamlint.model import apis
 from streamlint.model.file import FileModel, dotted
 from streamlint.model.filefacts import ClassInfo, FunctionInfo
 from streamlint.model.streams import derived
-from streamlint.model.syntax import call_name, local_nodes
+from streamlint.model.syntax import ancestry, call_name, local_nodes
 
 if TYPE_CHECKING:
     from streamlint.model.project import Project
@@ -113,10 +117,64 @@ def silent_device_branches(project: Project, file: FileModel) -> list[tuple[Func
             if sum(_one_sync(body) for _, body in chain) < 2:
                 continue
             for test, body in chain:
-                if _nothing(body) and _names_device(file, test):
+                if _nothing(body) and _names_device(file, test) and not timing_fence(project, file, fn):
                     out.append((fn, body.body[0], file.code(test)))
     memo[id(file)] = out
     return out
+
+
+# host clocks a benchmark reads right after its fence (``t = time.perf_counter() - t0``)
+_CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.process_time", "time.time_ns",
+                     "time.perf_counter_ns", "time.monotonic_ns", "timeit.default_timer", "perf_counter", "monotonic"})
+# what makes a host wait order data a caller reads: an asynchronous copy (its host memory is filled by the device
+# later), page-locked memory, streams and events (a host wait is the join of their work)
+_ASYNC_KEYWORDS = frozenset({"non_blocking", "pin_memory"})
+_ORDERING_CALLS = frozenset({"record", "wait_event", "wait_stream", "record_event", "record_stream", "query",
+                             "Stream", "stream", "Event", "pin_memory"})
+
+
+def timing_fence(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
+    """Is the host-wait helper ``fn`` only a fence for the host clock ([timing-only-sync])? Every project call
+    of it is seen (none handed by reference) and made by a function that makes no asynchronous copy, pins no
+    memory and names no stream or event (its host reads of device results — ``.tolist()``, ``.item()``, printing —
+    wait for the device themselves, so the helper orders none of them), and some call is followed at once by a
+    read of a host clock (``device_sync(device); t = time.perf_counter() - t0``): a silent device branch skews
+    that device's timings, it leaves no data unordered."""
+    from streamlint.model.flow.callers import callers_of
+    from streamlint.model.flow.fieldfacts import _referenced
+
+    sites = callers_of(project, file, fn)
+    if not sites or fn.class_name is not None or _referenced(project, fn.node.name.value, file.path):
+        return False
+    timed = False
+    for model, site in sites:
+        caller = site.function
+        if caller is None or caller is fn or _orders_data(caller):
+            return False
+        timed = timed or _clock_follows(model, caller, site.node)
+    return timed
+
+
+def _orders_data(fn: FunctionInfo) -> bool:
+    for site in fn.calls:
+        if site.method in _ORDERING_CALLS or (call_name(site.node) or "").rsplit(".", 1)[-1] in _ORDERING_CALLS:
+            return True
+        if any(a.keyword is not None and a.keyword.value in _ASYNC_KEYWORDS for a in site.node.args):
+            return True
+    return False
+
+
+def _clock_follows(model: FileModel, fn: FunctionInfo, call: cst.Call) -> bool:
+    """Is the statement right after the one holding ``call`` (in its block) a read of a host clock?"""
+    path = ancestry(fn.node, call) or []
+    for parent, child in zip(reversed(path[:-1]), reversed(path[1:])):
+        if isinstance(child, cst.SimpleStatementLine) and isinstance(parent, cst.IndentedBlock):
+            i = next((k for k, stmt in enumerate(parent.body) if stmt is child), None)
+            if i is None or i + 1 >= len(parent.body):
+                return False
+            return any(isinstance(n, cst.Call) and (dotted(n.func) or "") in _CLOCKS
+                       for n in local_nodes(parent.body[i + 1]))
+    return False
 
 
 def _statements(body: cst.BaseSuite) -> list:
@@ -146,4 +204,4 @@ def _device_stream_type(cls: ClassInfo) -> bool:
                and b.startswith(("torch.", "torch_npu.")) for b in cls.bases)
 
 
-__all__ = ["device_facade", "silent_device_branches", "silent_facade_syncs"]
+__all__ = ["device_facade", "silent_device_branches", "silent_facade_syncs", "timing_fence"]

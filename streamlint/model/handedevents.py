@@ -61,9 +61,7 @@ def constructions(project: Project, file: FileModel, cls: ClassInfo) -> list:
         # ``Name(`` are in every ``class Sub(Name):`` statement and every ``XName(`` call)
         for model in project.files_containing((f"{cls.name}(".encode(),),
                                               keep=lambda path: project.may_resolve_call(path, cls.name)):
-            for fn, site in _sites(model):
-                if site.target is None or site.target.rsplit(".", 1)[-1] != cls.name:
-                    continue
+            for fn, site in _sites_named(project, model, cls.name):
                 found = project.symbol(site.target, model)
                 if found is None or found[0] is not cls:
                     continue
@@ -78,6 +76,21 @@ def _sites(model: FileModel):
             yield fn, site
     for site in model.module_calls:
         yield None, site
+
+
+def _sites_named(project: Project, model: FileModel, name: str) -> list:
+    """The (enclosing function or None, call site) of :func:`_sites` whose target's last name is ``name``, in
+    :func:`_sites`'s order: from an index of the model's sites by that name, made once per model (each class of
+    a module asks it of its own module: ``class Name(`` holds the bytes ``Name(``)."""
+    memo = project.path_index.derived.setdefault("sites_by_name", {})
+    hit = memo.get(id(model))
+    if hit is None or hit[0] is not model:  # (the entry holds its model: no other can take its id meanwhile)
+        index: dict[str, list] = {}
+        for fn, site in _sites(model):
+            if site.target is not None:
+                index.setdefault(site.target.rsplit(".", 1)[-1], []).append((fn, site))
+        hit = memo[id(model)] = (model, index)
+    return hit[1].get(name, [])
 
 
 def _mapped(call: cst.Call, order: list[str] | None) -> dict:

@@ -381,13 +381,23 @@ class PathIndex:
 def native_mode(file: FileModel, fn: FunctionInfo) -> str:
     """The native path of device-generic code: ``cuda`` when its function (else its module) names
     ``torch.cuda`` and not ``torch.npu`` / ``torch_npu``, else torch_npu ``eager``."""
-    for sites in (fn.calls, file.calls):
-        targets = [site.target or "" for site in sites]
-        if any(t.startswith(("torch.npu.", "torch_npu.", "torchair.")) for t in targets):
-            return "eager"
-        if any(t.startswith(("torch.cuda.", "torch.xpu.")) for t in targets):
-            return "cuda"
-    return "eager"
+    own = _named_mode(fn.calls)
+    if own is not None:
+        return own
+    if "_native_mode" not in file.__dict__:  # (the module's answer, the same for each of its functions)
+        file.__dict__["_native_mode"] = _named_mode(file.calls) or "eager"
+    return file.__dict__["_native_mode"]
+
+
+def _named_mode(sites) -> str | None:
+    """``eager`` when a call names ``torch.npu`` / ``torch_npu`` / ``torchair``, else ``cuda`` when one names
+    ``torch.cuda`` / ``torch.xpu``, else None."""
+    targets = [site.target or "" for site in sites]
+    if any(t.startswith(("torch.npu.", "torch_npu.", "torchair.")) for t in targets):
+        return "eager"
+    if any(t.startswith(("torch.cuda.", "torch.xpu.")) for t in targets):
+        return "cuda"
+    return None
 
 
 __all__ = ["DEVICE_GENERIC", "ExecutionPath", "PathIndex", "apis"]

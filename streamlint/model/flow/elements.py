@@ -33,7 +33,7 @@ from streamlint.model.flow.values import Access, EVal, IVal, KVal, SVal, State, 
 from streamlint.model.streams import EVENT, EVENT_LIST, MAIN, STREAM, STREAM_LIST, attr_kind, derived, kind_of_value
 from streamlint.model.placement import host_target
 from streamlint.model.tensoruse import element_tensor_annotation, tensor_only_method
-from streamlint.model.syntax import call_name, int_literal, node_code, slice_drop
+from streamlint.model.syntax import call_name, int_literal, node_code, node_memo, slice_drop
 from streamlint.model.walk import children, descendants
 
 FIRST, MIDDLE, LAST = "0", "1", "-1"
@@ -106,6 +106,12 @@ def _element_use(body: cst.CSTNode, name: str, producing: bool = False) -> str |
     return None
 
 
+def element_use(body: cst.CSTNode, name: str, producing: bool = False) -> str | None:
+    """:func:`_element_use`, kept per loop body and question (asked at each round of the loop on each path:
+    :func:`~streamlint.model.syntax.node_memo`)."""
+    return node_memo(f"element_use:{name}:{producing}", body, lambda n: _element_use(n, name, producing))
+
+
 class Elements:
     """Representative elements of stream / event collections (mixin of the interpreter).
 
@@ -140,7 +146,7 @@ class Elements:
             index = _range_positions(it)
             if index is None or not isinstance(target, cst.Name) or positions != ALL:
                 return None
-            if _element_use(node.body, target.value) is None:
+            if element_use(node.body, target.value) is None:
                 return None
             self.note_round_indexes(node, index, None, False)  # `if i > 0:` in a round (roundtests.py)
             return [[(target, IVal(p))] for p in index]
@@ -215,7 +221,7 @@ class Elements:
             return None
         if declared is not None:
             return declared
-        return _element_use(node.body, name)
+        return element_use(node.body, name)
 
     def _declared_kind(self, st: State, coll: cst.BaseExpression, key: str) -> str | bool | None:
         """STREAM / EVENT when the collection's visible assignments build a list of them, False when
@@ -539,7 +545,8 @@ def _parallel_parts(it: cst.BaseExpression, target: cst.BaseExpression, body: cs
             and len(it.args) == 1 and it.args[0].keyword is None and not it.args[0].star):
         return None
     elts = _unpacked(target, 2)
-    if elts is None or not isinstance(elts[0], cst.Name) or _element_use(body, elts[0].value, True) is None:
+    if elts is None or not isinstance(elts[0], cst.Name) \
+            or element_use(body, elts[0].value, True) is None:
         return None  # (a loop that only waits on `events[i]` keeps the reading of flow/elementwaits.py)
     return [(elts[0], None, "index"), (elts[1], None, None)]
 

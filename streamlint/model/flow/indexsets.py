@@ -31,7 +31,7 @@ from __future__ import annotations
 from streamlint._lazy import cst
 from streamlint.model.flow.values import KVal, State, family_match, merge_clock
 from streamlint.model.streams import derived
-from streamlint.model.syntax import call_name, local_nodes, node_code
+from streamlint.model.syntax import call_name, local_nodes, node_code, node_memo
 from streamlint.model.walk import children
 
 WILD = "*"
@@ -140,6 +140,17 @@ def _leaves(node: cst.For) -> bool:
     return False
 
 
+def cover_candidates(node: cst.For) -> list[tuple[str, cst.BaseExpression, str]]:
+    """The loop's syntax as :meth:`IndexSets.covering_bindings` reads it: its :func:`covering_parts` whose body
+    picks a stream through the variable (:func:`_picks_stream`); none when a round may leave early
+    (:func:`_leaves`). A function of the node alone, asked at each round of the loop on each path: kept per
+    node (:func:`~streamlint.model.syntax.node_memo`)."""
+    if _leaves(node):
+        return []
+    return [(name, coll, how) for name, coll, how in covering_parts(node)
+            if _picks_stream(node.body, name, coll if how == "index" else None)]
+
+
 def _sequence_value(v: cst.BaseExpression, values: bool) -> bool:
     """A list / tuple display, a list comprehension or ``list(...)`` / ``tuple(...)`` / ``range`` / ``sorted``:
     iterating it gives its elements (never the keys of a mapping); with ``values`` (the loop walks
@@ -240,14 +251,13 @@ class IndexSets:
         """The loop variables of a loop covering an index collection that picks streams: name -> the value
         whose rendering makes ``xs[name]`` (``xs[I[name]]``) the family key."""
         found: dict[str, object] = {}
-        if _leaves(node):
+        candidates = node_memo("cover_candidates", node, cover_candidates)  # (each round, each path)
+        if not candidates:
             return found
         it = _unwrap(node.iter)
         values = isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) \
             and it.func.attr.value in ("values", "items")  # (a mapping's values: a dict will do)
-        for name, coll, how in covering_parts(node):
-            if not _picks_stream(node.body, name, coll if how == "index" else None):
-                continue
+        for name, coll, how in candidates:
             memo = derived(self.project, "fixed_index_collections")  # (each file walk once per loop and function)
             mkey = (self.cfile.path, self.cfn.qualname, self.cfile.code(coll), values)
             if mkey not in memo:

@@ -199,7 +199,8 @@ class Storage:
         self.copies = False  # a comprehension of device copies (``[b.to(d, non_blocking=True) for b in bs]``)
 
     def clone(self) -> Storage:
-        s = Storage(self.sid, self.name, self.kind, self.alloc, self.last_write)
+        s = Storage.__new__(Storage)  # (every slot is set below: no lists made by __init__ only to be replaced)
+        s.sid, s.name, s.kind, s.alloc, s.last_write = self.sid, self.name, self.kind, self.alloc, self.last_write
         s.origin, s.d2h, s.born, s.exit, s.handed = self.origin, self.d2h, self.born, self.exit, self.handed
         s.container, s.copies = self.container, self.copies
         s.reads, s.uses, s.recorded = list(self.reads), list(self.uses), set(self.recorded)

@@ -20,6 +20,10 @@ around the call, and what it is to the callee's ``self.<attr>`` stream ``key``:
   caller's object, an element of a list field of fresh streams ``self._lanes[i]``, and the callee's own field);
   a stream the caller made itself (a local, or inline in the ``with``); another field of the same object or an
   element of one; a held object's field built with another stream: a real second stream;
+- for a lease of a held object (``with self._session.lease(x):``, :mod:`~streamlint.model.heldscopes`), a scope
+  on ``self._session._stream``: ``same`` when it and the callee's stream provably denote one field of the caller
+  (:func:`~streamlint.model.flow.ambient.field_alias`), ``distinct`` when both are born of different stream
+  constructor calls (:func:`_held_births`);
 - ``unknown``: any other stream (another object's field with no construction seen, a parameter, a getter's
   result): may be ``key``.
 

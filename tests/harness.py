@@ -89,12 +89,16 @@ def compare(root: Path, files: list[Path], single: bool) -> list[str]:
     scope = [str(f) for f in files] if single else None
     findings = lint_paths(root, [str(f) for f in files], scope)
     problems = []
+    notes = {f: annotations(f) for f in files}
+    # (a project's codes are those mentioned in any of its files: fixtures/README.md)
+    everywhere = set().union(*(m for _, m in notes.values())) if not single else set()
     for f in files:
-        expected, mentioned = annotations(f)
+        expected, mentioned = notes[f]
+        mentioned = mentioned | everywhere
         actual = Counter((x.span.start_line, x.code) for x in findings
                          if os.path.abspath(x.path) == os.path.abspath(f)
                          and (x.code in mentioned or x.code == "SL000"))  # a rule crashing on a fixture: always wrong
-        rel = f.relative_to(FIXTURES)
+        rel = f.relative_to(FIXTURES) if f.is_relative_to(FIXTURES) else f.relative_to(root)
         for key in sorted(set(expected) | set(actual)):
             if expected[key] != actual[key]:
                 line, code = key

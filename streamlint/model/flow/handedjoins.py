@@ -18,7 +18,8 @@ and the root cause is in the helper (where :mod:`.joinsteps` reports it: ``strea
 :func:`handed_join_param` names that parameter. Evidence, all of it required (precision first):
 
 * the project shows at least one call site of the function (:func:`~streamlint.model.flow.callers.callers_of`;
-  none, or calls that cannot be listed: no evidence, silence);
+  none, or calls that cannot be listed: no evidence, silence), and each resolves to it (a call on a receiver the
+  project cannot type may reach a same-named method of another class);
 * at every call site the argument bound to the parameter is a local name of the calling function every binding
   of which is a new event (:func:`~streamlint.model.flow.droppedevents.fresh_event`: ``torch.cuda.Event()``,
   ``s.record_event()``) that the caller records (``ev.record(s)``, or made by ``record_event``);
@@ -88,8 +89,10 @@ def handed_join_param(project: Project, file: FileModel, fn: FunctionInfo) -> st
     found: str | None = None
     for model, site in sites:
         caller = getattr(site, "function", None)
-        if caller is None or caller is fn:
-            return None
+        target = project.call_target(model, site)
+        if caller is None or caller is fn or target is None or target[0] is not fn:
+            return None  # (a call on a receiver the project cannot type may run a same-named method of another
+            # class: a stand-in whose body only counts what it is handed)
         bound = _bound_params(fn, site.node)
         handed = [p for p in params if isinstance(arg := bound.get(p), cst.Name)
                   and _sole_handle(model, caller, arg.value, site.node)]

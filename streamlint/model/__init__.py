@@ -137,6 +137,8 @@ Layer 3 — one function's flow
                     on by the stream stored on it, which a side-stream overwrite must wait for;
                     ``handlesources``: getters and fields a returned handle travels through;
                     ``joinhelpers``: a package helper that only joins the stream / event it is handed;
+                    ``handedjoins``: a function every seen caller hands the only event it recorded after its
+                    work (a join step by its callers' evidence, whatever its name);
                     ``joinedreads``: an object whose results leave it only through a method that waits its
                     event first, so a drop of that event loses no join; ``droppedevents``: an event of the object
                     tested and dropped with no wait, an event recorded and never named again;

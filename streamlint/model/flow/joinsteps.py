@@ -9,7 +9,10 @@ cause, when the join step has lost its join, is in the join step, which is where
 
 A function is a join step when the first word of its name says so (``wait``, ``await``, ``sync``,
 ``synchronize``, ``finish``, ``join``: the naming convention join helpers follow, like ``record*stream*`` for
-recorders in :mod:`~streamlint.model.recorders`; not a dunder: ``__await__`` makes an awaitable). It is judged on evidence of what it was handed to join:
+recorders in :mod:`~streamlint.model.recorders`; not a dunder: ``__await__`` makes an awaitable), or when its
+callers show it (:mod:`~streamlint.model.flow.handedjoins`: every seen caller hands one parameter the only handle
+it keeps on work it queued, an event it made and recorded; such a step is judged on that parameter alone, as
+``stream-param``, and never on a stub). It is judged on evidence of what it was handed to join:
 
 Reported where the join belongs: at the function's last statement (before it returns), or at the loop /
 test taking the event.
@@ -47,6 +50,7 @@ from streamlint.model.file import FileModel, dotted
 from streamlint.model.filefacts import ClassInfo, FunctionInfo
 from streamlint.model.streams import EVENT, MAIN, STREAM, derived
 from streamlint.model.devobjects import param_annotation
+from streamlint.model.flow.handedjoins import handed_join_param
 from streamlint.model.flow.inflight import asked, finished, started
 from streamlint.model.syntax import descendants, local_nodes, mentions_name, node_code
 from streamlint.model.waits import consumes_event
@@ -147,9 +151,14 @@ def silent_joins(project: Project, file: FileModel) -> list[SilentJoin]:
     memo[id(file)] = []
     out: list[SilentJoin] = []
     for fn in file.iter_functions():
-        if not is_join_step(fn) or synchronizes_device(project, file, fn):
+        named = is_join_step(fn)
+        handed = None if named or _stub(fn) or fn.node.name.value.startswith("__") \
+            else handed_join_param(project, file, fn)
+        if not named and handed is None or synchronizes_device(project, file, fn):
             continue
-        if _stub(fn):  # an interface's join step: judged only on the class's own evidence (an orphan event)
+        if handed is not None:  # a join step by its callers' evidence (handedjoins.py): judged on that parameter
+            found = [] if handled(fn.node.body, handed) else [SilentJoin(fn, _end(fn), "stream-param", handed)]
+        elif _stub(fn):  # an interface's join step: judged only on the class's own evidence (an orphan event)
             found = _class_events(project, file, fn)
         else:
             found = _event_handles(file, fn) or _param_handles(project, file, fn) \

@@ -173,7 +173,7 @@ LAYERS = {
     2: {"project", "projectscans", "paths", "compile", "wrappers", "queries", "streams", "entries", "accelerators", "captures", "stepstate",
         "attrstreams", "devobjects", "devfields", "heldhandles", "heldslots", "eventguards", "hostobjects", "hostresults",
         "freeing", "ctxfactories", "heldscopes", "argkinds", "devicenames", "handedevents", "reaching", "modvalues",
-        "streamjoins", "waithelpers"},
+        "streamjoins", "waithelpers", "streamviews"},
     3: {"tensors", "tensorvocab", "tensoruse", "dataflow", "flow", "breaks", "waits", "families", "scopes", "environment",
         "recorders", "handoffs", "hostattrs", "dataswaps", "paramjoins", "slotevents", "calleekinds", "opaqueparams"},
 }

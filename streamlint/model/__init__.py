@@ -61,6 +61,8 @@ Layer 2 — the project
     ``ctxfactories`` which stream does ``with self.side_ctx():`` enter when the field holds a context factory
                     (``partial(torch.cuda.stream, s)``, a lambda, a method, ``... if c else nullcontext``), and
                     under which test does a stream that may be None exist (correlated guards)?
+    ``streamviews`` is a project function a conversion of the stream its caller passes into a torch stream
+                    (``as_torch_stream(stream, device)``): its result is the caller's stream, as a parameter is?
     ``heldscopes``  does ``with self._session.lease(x):`` keep the block on a stream: a ``@contextmanager``
                     method of a held object (a project class built into the field) whose body enters its own
                     ``self.<attr>`` stream around the ``yield``, the scope then on ``self._session.<attr>``?

@@ -119,6 +119,9 @@ def infer_wrapper(project: "ProjectQueries", fn: FunctionInfo, file: FileModel, 
                     mapping[api_param] = ParamSource(None, expr)
                 elif base is not None and base == receiver and isinstance(expr, cst.Attribute):
                     mapping[api_param] = ParamSource(None, None, expr)
+                elif (viewed := _viewed_param(project, file, fn, expr, receiver)) is not None:
+                    mapping[api_param] = ParamSource(viewed)  # `torch.cuda.stream(as_torch_stream(stream))`: the
+                    # caller's stream under another form (model/streamviews.py)
                 elif base is not None and fn.parent is not None and base not in fn.name_assigns \
                         and (base in fn.parent.all_params or base in fn.parent.name_assigns):
                     mapping[api_param] = ParamSource(None, expr)  # (life's shim) a closure over the enclosing
@@ -252,6 +255,21 @@ def _current_here(project: "ProjectQueries", file: FileModel, fn: FunctionInfo, 
     if _sets_stream(project, file, fn):
         return False
     return is_current_stream(project, file, fn, expr)
+
+
+def _viewed_param(project: "ProjectQueries", file: FileModel, fn: FunctionInfo, expr: cst.BaseExpression,
+                  receiver: str | None) -> str | None:
+    """The wrapper's parameter a scope's stream converts through a project stream view (``as_torch_stream(stream,
+    device)``), when the wrapper never rebinds it, else None."""
+    from streamlint.model.streamviews import viewed_argument
+
+    if not isinstance(expr, cst.Call):
+        return None
+    arg = viewed_argument(project, file, fn, expr)  # type: ignore[arg-type]
+    if not isinstance(arg, cst.Name) or arg.value not in fn.all_params or arg.value == receiver \
+            or arg.value in fn.name_assigns:
+        return None
+    return arg.value
 
 
 def _sets_stream(project: "ProjectQueries", file: FileModel, fn: FunctionInfo) -> bool:

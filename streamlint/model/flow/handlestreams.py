@@ -107,6 +107,38 @@ def handle_param(model: FileModel, fn: FunctionInfo, value) -> str | None:
     return _wrapped(model, fn, value)
 
 
+def _viewed(interp, fn: FunctionInfo, value) -> str | None:
+    """The parameter ``value`` converts through a project stream view (``as_torch_stream(stream, dev)``:
+    :mod:`~streamlint.model.streamviews`), when it still holds what the caller passed, else None."""
+    from streamlint.model.streamviews import viewed_argument
+
+    if not isinstance(value, cst.Call):
+        return None
+    arg = viewed_argument(interp.project, interp.cfile, fn, value)
+    return _param(fn, arg) if arg is not None else None
+
+
+def viewed_stream(interp, st, expr) -> str | None:
+    """The key of a stream expression that is a project stream view of a stream the function was handed: the
+    stream parameter's own key when the argument evaluates to a stream, else (in the function analysed itself) the
+    parameter, noted in ``interp.param_streams`` and judged as a stream parameter; None for anything else."""
+    from streamlint.model.streamviews import viewed_argument
+
+    if not isinstance(expr, cst.Call):
+        return None
+    arg = viewed_argument(interp.project, interp.cfile, interp.cfn, expr)
+    if arg is None:
+        return None
+    v = interp.ev(st, arg)
+    if isinstance(v, SVal):
+        return v.key
+    name = _param(interp.cfn, arg) if interp.cfn is interp.fn else None
+    if name is None:
+        return None
+    interp.param_streams.add(name)
+    return name
+
+
 def handle_stream(interp, st, name: str, value) -> SVal | None:
     """The interpreter's hook for ``name = value``: the stream value of a local that is the caller's stream
     wrapped from its handle (noted in ``interp.param_streams``, judged as a stream parameter), else None. Only
@@ -116,8 +148,8 @@ def handle_stream(interp, st, name: str, value) -> SVal | None:
     fn = interp.cfn
     if fn is not interp.fn or value is None or name in st.env or name in _rebound(fn, plain=False):
         return None
-    params = {handle_param(interp.cfile, fn, v) for v in fn.name_assigns.get(name, ())}
-    if len(params) != 1 or None in params or handle_param(interp.cfile, fn, value) is None:
+    params = {handle_param(interp.cfile, fn, v) or _viewed(interp, fn, v) for v in fn.name_assigns.get(name, ())}
+    if len(params) != 1 or None in params or (handle_param(interp.cfile, fn, value) or _viewed(interp, fn, value)) is None:
         return None
     interp.param_streams.add(name)
     return SVal(name)
@@ -129,4 +161,4 @@ def rebound(fn: FunctionInfo, *, plain: bool = True) -> frozenset[str]:
     return _rebound(fn, plain=plain)
 
 
-__all__ = ["handle_param", "handle_stream", "rebound"]
+__all__ = ["handle_param", "handle_stream", "rebound", "viewed_stream"]

@@ -20,6 +20,7 @@ from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.asidejoins import aside_joins_only, waiters_read
 from streamlint.model.flow.calls import event_field_waited
 from streamlint.model.flow.counters import NVal
+from streamlint.model.flow.handlestreams import viewed_stream
 from streamlint.model.flow.devicework import helper_site_work
 from streamlint.model.flow.elementwaits import sibling_record
 from streamlint.model.flow.escapes import field_made_outside, field_only_polled
@@ -130,6 +131,9 @@ class Orderings:
     def _stream_key(self, st: State, v: object, e: cst.BaseExpression | None) -> str:
         if isinstance(v, SVal):
             return v.key
+        viewed = viewed_stream(self, st, e)  # `as_torch_stream(stream)`: the stream the caller passed (handlestreams.py)
+        if viewed is not None:
+            return viewed
         if isinstance(v, KVal):
             if v.key.startswith("self.") and v.key.count(".") == 1 and "[" not in v.key:
                 frame_file, frame_fn = next(((f, fn) for f, fn in reversed(self.frames) if fn.class_name),

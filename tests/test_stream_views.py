@@ -1,0 +1,27 @@
+"""Project functions that convert the caller's stream into a torch stream (model/streamviews.py): their result is
+the caller's stream, judged as a stream parameter."""
+from __future__ import annotations
+
+from harness import FIXTURES, engine_for, lint_paths
+from streamlint.model.streamviews import view_param
+
+FIXTURE = FIXTURES / "rules" / "sl201_caller_stream_views.py"
+
+
+def test_view_param_recognises_conversions_only() -> None:
+    project = engine_for(FIXTURE.parent).project
+    model = project.file(str(FIXTURE))
+    found = {name: view_param(project, model, model.functions[name])
+             for name in ("as_torch_stream", "staging_stream", "launch_context", "rms_norm")}
+    # staging_stream may make a stream of its own; launch_context yields (a scope, not a conversion); rms_norm
+    # returns a tensor
+    assert found == {"as_torch_stream": "stream", "staging_stream": None, "launch_context": None, "rms_norm": None}
+
+
+def test_races_on_a_converted_caller_stream_are_low() -> None:
+    """Through a context-manager wrapper, a wrapper of it, an inline conversion and a converted local: every race
+    is with the stream the caller chose (low), none with an unknown stream of the library's (medium before)."""
+    findings = [f for f in lint_paths(FIXTURE.parent, [str(FIXTURE)]) if f.code == "SL201"]
+    assert findings
+    assert {f.confidence.value for f in findings} == {"low"}, [(f.span.start_line, f.confidence) for f in findings]
+    assert not any("<unknown stream>" in f.message for f in findings)

@@ -239,7 +239,8 @@ Layer 3 — one function's flow
                     one storage produced at the call, its fields and methods reads of it),
                     ``paramcontents`` (a loop over a parameter's contents, ``req.blocks[tier]``, narrowed by
                     ``isinstance(item, torch.Tensor)``: the caller's tensors), ``flagjoins`` (a free unjoined only where a
-                    caller's flag, ``sync``, turned the function's join off: SL301 medium), ``batchguards`` (a
+                    caller's flag, ``sync``, turned the function's join off: SL301 medium; ``flagvalues``: the literals every seen
+                    caller hands that flag, through forwarded ``**kwargs`` too -- a path none takes is no hazard), ``batchguards`` (a
                     race whose producer and use each run under a different test of one caller-given object,
                     ``batch.gather_meta`` / ``batch.mode``: both must hold, SL201 medium), ``phaseguards`` (those
                     two tests name two phases of the batch, prefill and decode: SL201 low), ``flagclauses`` (a plan decided once in boolean

@@ -38,7 +38,8 @@ from streamlint._lazy import cst
 from streamlint.model.file import dotted
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.escapes import self_field
-from streamlint.model.flow.flagjoins import merge_flag, skipped_join_flag
+from streamlint.model.flow.flagjoins import assumed_flag, merge_flag, skipped_join_flag
+from streamlint.model.flow.flagvalues import caller_flag_values
 from streamlint.model.flow.foreignuses import foreign_only_use
 from streamlint.model.flow.guessedresults import guess_of
 from streamlint.model.flow.localstreams import fresh_local_stream
@@ -51,6 +52,16 @@ if TYPE_CHECKING:
     from streamlint.model.flow.values import State
 
 
+
+
+def never_passed(interp, st: State, flag: str) -> bool:
+    """Does every seen caller hand the caller-supplied ``flag`` a literal other than this path's assumption
+    (``sync=True`` everywhere, the path taking ``if sync:``'s other arm)? :mod:`~streamlint.model.flow.flagvalues`."""
+    value = assumed_flag(interp.fn.node, st, flag)
+    if value is None:
+        return False
+    passed = caller_flag_values(interp.project, interp.file, interp.fn, flag)
+    return passed is not None and all(bool(v) != value for v in passed)
 
 
 class Consumers:
@@ -119,6 +130,12 @@ class Consumers:
         super().report_lifetime(st, S, u, how, node, end)  # type: ignore[misc]
         if self.lifetimes.get(key) is not None and not self.depth:  # a join a caller's flag skipped (flagjoins.py)
             flag = skipped_join_flag(self.fn.node, st, u.stream)
+            if flag and self.lifetimes[key] is not before and never_passed(self, st, flag):
+                if before is None:  # no seen caller hands the flag this path's value (flagvalues.py): no hazard
+                    del self.lifetimes[key]
+                else:
+                    self.lifetimes[key] = before
+                return
             self.lifetimes[key] = merge_flag(before, self.lifetimes[key], flag)
             if self.lifetimes[key] is not before and (place := guess_of(self, S.sid)) is not None:
                 self.lifetimes[key] = replace(self.lifetimes[key], guess=place)

@@ -35,8 +35,9 @@ _LITERALS = {"True": True, "False": False, "None": None}
 
 def caller_flag_values(project: Project, file: FileModel, fn: FunctionInfo, name: str) -> frozenset | None:
     """The literal values the project's callers hand ``fn``'s caller-supplied flag ``name`` (a parameter, or a local
-    bound once from ``kwargs["k"]`` / ``kwargs.get("k", d)`` of its ``**kwargs``); None when any is unknown or
-    no caller hands it one."""
+    bound once from ``kwargs["k"]`` / ``kwargs.get("k", d)`` of its ``**kwargs``), each as ``(value, test)``:
+    ``test`` when a call on the way is in a test module (``tests/``, ``test_*.py``: a unit test driving the API, not
+    the package's own protocol); None when any is unknown or no caller hands it one."""
     memo = project.derived("caller_flag_values")
     key = (id(fn.node), name)
     if key not in memo:
@@ -107,8 +108,18 @@ def _values(project: Project, file: FileModel, fn: FunctionInfo, form, depth: in
                 found = {default} if default is not _UNKNOWN else _UNKNOWN
         if found is _UNKNOWN:
             return _UNKNOWN
-        out |= found
+        test = test_module(project.relative(model.path))
+        out |= {(v[0], v[1] or test) if isinstance(v, tuple) else (v, test) for v in found}
     return out
+
+
+def test_module(path: str) -> bool:
+    """A module of a test suite (``path`` relative to the project root): under a ``tests`` / ``test`` directory, or
+    named ``test_*.py`` / ``*_test.py`` / ``conftest.py``."""
+    parts = path.replace("\\", "/").split("/")
+    base = parts[-1]
+    return base.startswith("test_") or base.endswith("_test.py") or base == "conftest.py" \
+        or any(p in ("tests", "test") for p in parts[:-1])
 
 
 def _evaluate(project, model, caller, expr: cst.BaseExpression, depth: int):

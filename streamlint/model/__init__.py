@@ -24,6 +24,9 @@ Layer 1 — one file, no knowledge of other files
     ``hostannotations`` does a parameter's or a return annotation declare a host value (no tensor)?
     ``paramrefs``   is a stored value a local container of module parameters held by reference (no tensor write)?
     ``slotpools``   which tensor fields does a class touch only at caller-chosen slots (a leased byte arena)?
+    ``stepchains``  which methods of a class enter a side stream unwaited only as later steps of a protocol whose
+                    first step waits (each requires, ``assert self.f is not None``, and consumes a field only its
+                    predecessor sets), and which steps leave the protocol open (``entries`` asks it)?
     ``uses``        what does a call site bind (``bind_arguments``); ApiUse / ScopeUse values
     ``syntax``      node containment, local nodes, names bound by a target
     ``walk`` / ``positions``   traversal and source positions over LibCST

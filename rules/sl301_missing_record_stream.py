@@ -275,9 +275,9 @@ class MissingRecordStream(Rule):
                     confidence = Confidence.MEDIUM  # (the function keeps it in a local / returns it too)
                     hint += "; this assumes no other owner outlives the rebinding"
                 if issue.flag and confidence is None:
-                    confidence = Confidence.MEDIUM  # (flow/flagjoins.py)
+                    confidence = Confidence.LOW if issue.flag_tests else Confidence.MEDIUM  # (flow/flagjoins.py)
                     hint += (f"; this assumes a caller passes `{issue.flag}` so that the join is skipped and joins "
-                             "too late itself")
+                             "too late itself" + (" (only the project's tests do)" if issue.flag_tests else ""))
                 if issue.kept_event and confidence is None:
                     confidence = Confidence.MEDIUM  # (the receiver's code is read, its later use of the event not)
                     hint += (f"; `{issue.kept_event}` is handed on with the results, but the receiver only keeps it: "

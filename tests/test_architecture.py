@@ -169,7 +169,7 @@ def test_tensor_typing_lives_in_one_module() -> None:
 LAYERS = {
     1: {"apis", "file", "uses", "syntax", "walk", "positions", "options", "lifetimes", "summary", "bytescan",
         "placement", "modpaths", "hostguards", "hostpools", "wordindex", "tensornames", "release", "compilecalls", "filefacts",
-        "hostannotations", "paramrefs", "slotpools"},
+        "hostannotations", "paramrefs", "slotpools", "stepchains"},
     2: {"project", "projectscans", "paths", "compile", "wrappers", "queries", "streams", "entries", "accelerators", "captures", "stepstate",
         "attrstreams", "devobjects", "devfields", "heldhandles", "heldslots", "eventguards", "hostobjects", "hostresults",
         "freeing", "ctxfactories", "heldscopes", "argkinds", "devicenames", "handedevents", "reaching", "modvalues",

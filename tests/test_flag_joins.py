@@ -63,3 +63,19 @@ def test_a_field_the_class_fills_on_the_device_is_no_guess(tmp_path):
     assert found[_line(name, "high: the class filled `self.features` on the device")] is Confidence.HIGH
     assert found[_line(name, "high: used as a tensor after the call")] is Confidence.HIGH
     assert found[_line(name, "is rebound next round")] is Confidence.HIGH
+
+
+def test_a_flag_every_seen_caller_sets_is_no_hazard_and_an_unknown_one_stays_medium(tmp_path):
+    """fixtures/projects/sl301_caller_flag_values: the loader's `sync` reaches it through the engine's `**kwargs`
+    as `True` from the adapter (a caller without the key raises first), so its flag-clear path is never taken; the
+    saver's callers pass `sync=is_first`, a value the analysis cannot evaluate: medium (flow/flagvalues.py); the
+    prefetch's package caller passes `True`, a test `False`: low."""
+    from harness import lint_project
+
+    root = FIXTURES.parent / "projects" / "sl301_caller_flag_values"
+    found = {(Path(f.path).name, f.span.start_line): f.confidence for f in lint_project(root) if f.code == "SL301"}
+    lines = (root / "kvconn" / "connector.py").read_text().splitlines()
+    saver = next(i for i, text in enumerate(lines, 1) if "gather_layer(" in text)
+    prefetch = next(i for i, text in enumerate(lines, 1) if "slot_mapping_full)  # expect: SL301" in text)
+    # (the prefetch's flag-clear path is taken only by a test module: low)
+    assert found == {("connector.py", saver): Confidence.MEDIUM, ("connector.py", prefetch): Confidence.LOW}

@@ -24,6 +24,9 @@ Layer 1 — one file, no knowledge of other files
     ``hostannotations`` does a parameter's or a return annotation declare a host value (no tensor)?
     ``paramrefs``   is a stored value a local container of module parameters held by reference (no tensor write)?
     ``slotpools``   which tensor fields does a class touch only at caller-chosen slots (a leased byte arena)?
+    ``stepchains``  which methods of a class enter a side stream unwaited only as later steps of a protocol whose
+                    first step waits (each requires, ``assert self.f is not None``, and consumes a field only its
+                    predecessor sets), and which steps leave the protocol open (``entries`` asks it)?
     ``uses``        what does a call site bind (``bind_arguments``); ApiUse / ScopeUse values
     ``syntax``      node containment, local nodes, names bound by a target
     ``walk`` / ``positions``   traversal and source positions over LibCST
@@ -246,7 +249,8 @@ Layer 3 — one function's flow
                     one storage produced at the call, its fields and methods reads of it),
                     ``paramcontents`` (a loop over a parameter's contents, ``req.blocks[tier]``, narrowed by
                     ``isinstance(item, torch.Tensor)``: the caller's tensors), ``flagjoins`` (a free unjoined only where a
-                    caller's flag, ``sync``, turned the function's join off: SL301 medium), ``batchguards`` (a
+                    caller's flag, ``sync``, turned the function's join off: SL301 medium; ``flagvalues``: the literals every seen
+                    caller hands that flag, through forwarded ``**kwargs`` too -- a path none takes is no hazard), ``batchguards`` (a
                     race whose producer and use each run under a different test of one caller-given object,
                     ``batch.gather_meta`` / ``batch.mode``: both must hold, SL201 medium), ``phaseguards`` (those
                     two tests name two phases of the batch, prefill and decode: SL201 low), ``flagclauses`` (a plan decided once in boolean

@@ -22,6 +22,7 @@ from streamlint.model.apis import Role
 from streamlint.model.ctxfactories import stream_condition
 from streamlint.model.file import FileModel, dotted
 from streamlint.model.filefacts import FunctionInfo, ScopeSite
+from streamlint.model.stepchains import protocol_steps
 from streamlint.model.streams import derived
 from streamlint.model.syntax import contains, is_none
 from streamlint.model.waithelpers import waited_arguments
@@ -106,16 +107,22 @@ def entry_discipline(project: Project, file: FileModel) -> dict[str, bool]:
     verdicts: dict[str, bool] = {}
     by_class: dict[str, dict[str, bool]] = {}  # the same, per class of the entering function ("" for none)
     chained: dict[tuple[int, str], bool] = derived(project, "entry_chained")
+    judged: list[tuple[ScopeSite, set[str], bool]] = []
     for site, keys in entries:
         use = next((u for u in project.scope_use(file, site).uses if u.role is Role.NATIVE_STREAM_CONTEXT), None)
         ok = _begins_with_wait(file, site.with_node) or _waited_before(project, file, site, keys, entries,
                                                                        _existence_tests(project, file, site, use))
+        judged.append((site, keys, bool(ok)))
+        if ok == "chained" and site.function is not None:
+            for key in keys:
+                chained[(id(site.function.node), key)] = True
+    steps = _protocol_steps(project, file, judged)
+    for site, keys, ok in judged:
         own_class = by_class.setdefault(_class_of(site.function), {})
         for key in keys:
-            verdicts[key] = verdicts.get(key, True) and bool(ok)
-            own_class[key] = own_class.get(key, True) and bool(ok)
-            if ok == "chained" and site.function is not None:
-                chained[(id(site.function.node), key)] = True
+            ok_here = ok or site.function is not None and (id(site.function.node), key) in steps
+            verdicts[key] = verdicts.get(key, True) and ok_here
+            own_class[key] = own_class.get(key, True) and ok_here
     for call in file.calls:
         if call.method == "set_stream" or (call.target or "").endswith(".set_stream"):
             for arg in call.node.args[:1]:
@@ -125,6 +132,40 @@ def entry_discipline(project: Project, file: FileModel) -> dict[str, bool]:
     cache[id(file)] = verdicts
     derived(project, "entry_discipline_by_class")[id(file)] = by_class
     return verdicts
+
+
+def _protocol_steps(project: Project, file: FileModel, judged: list[tuple[ScopeSite, set[str], bool]]) -> set:
+    """(function node id, stream key) of the unwaited entries that are later steps of a protocol of their class
+    begun by a waiting step (:func:`~streamlint.model.stepchains.protocol_steps`); the steps such a protocol leaves
+    open are kept for :func:`protocol_open` (``self.*`` streams only)."""
+    per: dict[tuple[str, str], dict[str, tuple[list, bool]]] = {}
+    for site, keys, ok in judged:
+        fn = site.function
+        if fn is None or not fn.class_name:
+            continue
+        for key in keys:
+            if key.startswith("self."):
+                withs, waited = per.setdefault((fn.class_name, key), {}).get(fn.node.name.value, ([], True))
+                per[(fn.class_name, key)][fn.node.name.value] = ([*withs, site.with_node], waited and ok)
+    out: set[tuple[int, str]] = set()
+    open_steps: dict[tuple[int, str], bool] = derived(project, "entry_open_steps")
+    for (cls_name, key), methods in per.items():
+        cls = file.classes.get(cls_name)
+        if cls is None or all(waited for _w, waited in methods.values()):
+            continue
+        chained, still_open = protocol_steps(cls, methods)
+        out |= {(id(cls.methods[m].node), key) for m in chained}
+        open_steps.update({(id(cls.methods[m].node), key): True for m in still_open})
+    return out
+
+
+def protocol_open(project: Project, file: FileModel, fn: FunctionInfo | None, family: str) -> bool:
+    """Whether ``fn`` is a step of a protocol on stream ``family`` that a later step, entering with no wait of its
+    own, follows (:mod:`~streamlint.model.stepchains`): a block dropped in it may go to that step's allocation."""
+    if fn is None:
+        return False
+    entry_discipline(project, file)
+    return any(node == id(fn.node) and may_alias(key, family) for node, key in derived(project, "entry_open_steps"))
 
 
 def _class_of(fn: FunctionInfo | None) -> str:
@@ -411,6 +452,7 @@ def _loops_around(root: cst.CSTNode, node: cst.CSTNode) -> list[cst.CSTNode]:
 
 
 __all__ = [
+    "protocol_open",
     "entry_chained",
     "entry_discipline",
     "entry_verdicts",

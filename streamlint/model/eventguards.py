@@ -114,18 +114,24 @@ def _in_unknown_stream_scope(file: FileModel, fn: FunctionInfo, index, at) -> bo
     return False
 
 
-def _writes(node: cst.CSTNode, holder: str) -> set[str]:
-    """The fields of ``holder`` a statement writes with device work (see the module doc)."""
+def _writes(node: cst.CSTNode, holder: str, cls: ClassInfo | None = None) -> set[str]:
+    """The fields of ``holder`` a statement writes with device work (see the module doc). With ``cls`` (the
+    holder's class when ``holder`` is ``self``), a method of the class named like a collective
+    (``self.__avg_scatter_grads(self.params_in_bucket)``) writes its first argument only when its own body writes
+    that parameter (:func:`_param_written`): its code is seen, its name is no evidence."""
     out: set[str] = set()
     for n in local_nodes(node):
         if isinstance(n, cst.Call):
             func = n.func
+            own = None
             if isinstance(func, cst.Attribute):
                 name = func.attr.value
                 hf = _holder_attr(func.value)
                 if hf and hf[0] == holder and name.endswith("_") and not name.startswith("_") \
                         and name != "record_stream_":
                     out.add(hf[1])
+                if cls is not None and isinstance(func.value, cst.Name) and func.value.value == "self":
+                    own = cls.methods.get(name)
             else:
                 name = func.value if isinstance(func, cst.Name) else ""
             for i, a in enumerate(n.args):
@@ -133,7 +139,8 @@ def _writes(node: cst.CSTNode, holder: str) -> set[str]:
                 if not hf or hf[0] != holder:
                     continue
                 if a.keyword is not None and a.keyword.value in _OUT_KEYWORDS \
-                        or a.keyword is None and i == 0 and any(k in name for k in _OUTPUT_CALLS):
+                        or a.keyword is None and i == 0 and any(k in name for k in _OUTPUT_CALLS) \
+                        and (own is None or _param_written(own, 0)):
                     out.add(hf[1])
         elif isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
             targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
@@ -148,12 +155,40 @@ def _writes(node: cst.CSTNode, holder: str) -> set[str]:
     return out
 
 
+def _param_written(fn: FunctionInfo, index: int) -> bool:
+    """Does the method's body write its ``index``-th parameter after ``self`` with device work (an in-place op on
+    it, a store into it, it as a collective's output or an ``out=``)?"""
+    params = fn.params[1:] if fn.params[:1] in (("self",), ("cls",)) else fn.params
+    if index >= len(params):
+        return False
+    name = params[index]
+    for n in local_nodes(fn.node.body):
+        if isinstance(n, cst.Call):
+            func = n.func
+            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == name \
+                    and func.attr.value.endswith("_") and not func.attr.value.startswith("_"):
+                return True
+            callee = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) \
+                else ""
+            for i, a in enumerate(n.args):
+                if isinstance(a.value, cst.Name) and a.value.value == name and (
+                        a.keyword is not None and a.keyword.value in _OUT_KEYWORDS
+                        or a.keyword is None and i == 0 and any(k in callee for k in _OUTPUT_CALLS)):
+                    return True
+        elif isinstance(n, (cst.Assign, cst.AugAssign)):
+            targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+            if any(isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and t.value.value == name
+                   for t in targets):
+                return True
+    return False
+
+
 def _method_writes(project: Project, file: FileModel, cls: ClassInfo, name: str, depth: int = 0) -> set[str]:
     """The ``self.F`` a method of the class writes with device work (and the methods it calls on self)."""
     m = cls.methods.get(name)
     if m is None or depth > 2 or m.params[:1] != ("self",):
         return set()
-    out = _writes(m.node.body, "self")
+    out = _writes(m.node.body, "self", cls)
     for site in m.calls:
         recv = site.receiver
         if isinstance(recv, cst.Name) and recv.value == "self" and site.method and site.method != name:
@@ -284,7 +319,7 @@ def event_guards(project: Project, file: FileModel) -> dict[str, list[Guard]]:
                 if i is None or i[1] >= at[0] or not isinstance(n, cst.SimpleStatementLine) \
                         or any(r and r[0] < i[0] <= r[1] for r in ranges):
                     continue
-                fields |= _writes(n, holder)
+                fields |= _writes(n, holder, cls if holder == "self" else None)
                 for m in local_nodes(n):
                     if isinstance(m, cst.Call) and isinstance(m.func, cst.Attribute) \
                             and isinstance(m.func.value, cst.Name) and m.func.value.value == holder:

@@ -38,7 +38,8 @@ from streamlint._lazy import cst
 from streamlint.model.file import dotted
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.escapes import self_field
-from streamlint.model.flow.flagjoins import merge_flag, skipped_join_flag
+from streamlint.model.flow.flagjoins import assumed_flag, merge_flag, skipped_join_flag
+from streamlint.model.flow.flagvalues import caller_flag_values
 from streamlint.model.flow.foreignuses import foreign_only_use
 from streamlint.model.flow.guessedresults import guess_of
 from streamlint.model.flow.localstreams import fresh_local_stream
@@ -51,6 +52,23 @@ if TYPE_CHECKING:
     from streamlint.model.flow.values import State
 
 
+
+
+def flag_taken(interp, st: State, flag: str) -> str | None:
+    """Who hands the caller-supplied ``flag`` the value this path assumed (the path taking the arm of ``if sync:`` that
+    skips the join): "never" when every seen caller hands it another literal (``sync=True`` everywhere), "tests" when
+    only callers in test modules do, None when some package caller does or a value is unknown
+    (:mod:`~streamlint.model.flow.flagvalues`)."""
+    value = assumed_flag(interp.fn.node, st, flag)
+    if value is None:
+        return None
+    passed = caller_flag_values(interp.project, interp.file, interp.fn, flag)
+    if passed is None:
+        return None
+    taking = [test for v, test in passed if bool(v) == value]
+    if not taking:
+        return "never"
+    return "tests" if all(taking) and any(not test for _v, test in passed) else None
 
 
 class Consumers:
@@ -119,7 +137,16 @@ class Consumers:
         super().report_lifetime(st, S, u, how, node, end)  # type: ignore[misc]
         if self.lifetimes.get(key) is not None and not self.depth:  # a join a caller's flag skipped (flagjoins.py)
             flag = skipped_join_flag(self.fn.node, st, u.stream)
+            taken = flag_taken(self, st, flag) if flag and self.lifetimes[key] is not before else None
+            if taken == "never":
+                if before is None:  # no seen caller hands the flag this path's value (flagvalues.py): no hazard
+                    del self.lifetimes[key]
+                else:
+                    self.lifetimes[key] = before
+                return
             self.lifetimes[key] = merge_flag(before, self.lifetimes[key], flag)
+            if taken == "tests" and self.lifetimes[key] is not before and self.lifetimes[key].flag:
+                self.lifetimes[key] = replace(self.lifetimes[key], flag_tests=True)
             if self.lifetimes[key] is not before and (place := guess_of(self, S.sid)) is not None:
                 self.lifetimes[key] = replace(self.lifetimes[key], guess=place)
             if self.lifetimes[key] is not before and (method := foreign_only_use(u.node, u.label or S.name)):

@@ -59,6 +59,15 @@ def skipped_join_flag(fn: cst.FunctionDef, st: State, stream: str | None = None)
     return None
 
 
+def assumed_flag(fn: cst.FunctionDef, st: State, name: str) -> bool | None:
+    """The value this path assumed for the caller-supplied flag ``name`` (:func:`skipped_join_flag`'s), if any."""
+    assumed = {_canonical(k): v for k, v in st.assume.items() if isinstance(v, bool)}
+    for _n, _rest, flag, _positive, keys in node_memo("flag_ifs", fn, _flag_ifs):
+        if flag == name:
+            return next((assumed[k] for k in keys if k in assumed), None)
+    return None
+
+
 def _flag_ifs(fn: cst.FunctionDef) -> tuple:
     """Each ``if`` of the function testing a caller-supplied name (``if sync:``, ``if not blocking:``), with the
     statements after it in its block, the name, whether the test is positive and the keys the name goes by

@@ -50,6 +50,7 @@ from streamlint.model.entries import (
     discipline_for,
     entry_chained,
     entry_verdicts,
+    protocol_open,
     scope_entry_keys,
     stream_family,
     stream_text_keys,
@@ -194,6 +195,8 @@ class Orderings:
             return True  # a sibling method forks the stream from the current one for the object's users
         family = stream_family(stream)
         pairs = {id(f): (f, fn) for f, fn in ((self.file, self.fn), (self.cfile, self.cfn))}.values()
+        if any(protocol_open(self.project, f, fn, family) for f, fn in pairs):
+            return False  # a step of a protocol the next step enters with no wait of its own (model/stepchains.py)
         verdicts = [v for f, fn in pairs for v in entry_verdicts(discipline_for(self.project, f, fn, family), family)]
         if origin is not None:
             file, node = origin

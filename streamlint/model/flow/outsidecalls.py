@@ -17,7 +17,7 @@ from streamlint.model.flow.rootranks import on_root_rank, root_expression
 from streamlint.model.flow.values import KVal, State, TVal, TupVal
 from streamlint.model.apis import COLLECTIVE_PARAMS, COLLECTIVES, HOST_VERDICTS, RECORD_FUNCTIONS
 from streamlint.model.hostpools import TAKES as POOL_TAKES
-from streamlint.model.placement import host_library
+from streamlint.model.placement import copy_destination, host_library
 from streamlint.model.tensors import (BLOCKING_HOST_READS, META_METHODS, device_like, host_factory, host_placed,
                                       host_target, non_blocking, tensor_method, torch_returns_tensor)
 from streamlint.model.tensorvocab import (COPY_METHODS, EMPTY_FACTORIES, HOST_VALUE_METHODS, LIKE_FACTORIES,
@@ -123,6 +123,12 @@ class OutsideCalls:
                 self, st, reads, self.op(st, e, reads) if seen else self.unseen_call_op(st, e, reads), e)
         return None
 
+    def _host_place(self, e: cst.BaseExpression) -> bool:
+        """Is ``e`` (a copy's source or destination: ``self.ptrs``, ``host[:n]``) a local or ``self.*`` field every
+        binding of which gives host memory (:meth:`~streamlint.model.flow.hostreads.HostReads.evidently_host`)? A
+        copy without ``non_blocking=True`` between it and device memory returns only once the current stream ran it."""
+        return self.evidently_host(copy_destination(e), None)  # type: ignore[attr-defined]
+
     def method(self, st: State, e: cst.Call, recv: object, name: str) -> object:
         args = [a for a in e.args if a.keyword is None]
         kind = self.kind_of(st, recv)
@@ -206,7 +212,7 @@ class OutsideCalls:
                 result = self.op(st, e, [tv] + reads)
             finally:
                 self.h2d = False
-            if self.is_host(st, tv) and not non_blocking(e):
+            if (self.is_host(st, tv) or self._host_place(e.func.value)) and not non_blocking(e):
                 self.blocking_copy(st, st.cur)  # an H2D copy the host waits for
             return result
         if name in HOST_VALUE_METHODS:
@@ -240,9 +246,12 @@ class OutsideCalls:
             _, reads, writes = self.call_args(st, e)
             overwrite = name in OVERWRITE_METHODS
             self.op(st, e, reads, [tv] + writes, result=False, read_writes=not overwrite)
-            if name == "copy_" and not non_blocking(e) and any(self.is_host(st, x) for v in [tv] + reads
-                                                                  for x in self.tensors(st, v)):
-                self.blocking_copy(st, st.cur)  # a copy between host and device memory the host waits for
+            if name == "copy_" and not non_blocking(e) and (
+                    any(self.is_host(st, x) for v in [tv] + reads for x in self.tensors(st, v))
+                    or any(self._host_place(a.value) for a in e.args[:1] if a.keyword is None)
+                    and not self._host_place(e.func.value)):
+                self.blocking_copy(st, st.cur)  # a copy between host and device memory the host waits for (a
+                # source field every binding of which is host memory too: `self.ptrs = torch.empty(n, device="cpu")`)
             elif name == "copy_" and (self.is_host(st, tv) or non_blocking(e) and self.pinned_place(e.func.value)) \
                     and any(not self.is_host(st, x) for v in reads for x in self.tensors(st, v)):
                 self.async_host_copy(st, tv, reads, pinned=self.pinned_place(e.func.value, pinned=True),

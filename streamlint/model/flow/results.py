@@ -112,6 +112,7 @@ class Lifetime:
     entry: tuple | None = None  # (file model, call node): the allocating stream is what every caller hands
     # the function (entryctx.py), shown at this call
     flag: str | None = None  # the caller's flag whose arm skipped a join the other arm makes (flagjoins.py)
+    flag_tests: bool = False  # only callers in test modules hand the flag that arm's value (flagvalues.py): low
     guess: str | None = None  # the place of unknown type the freed value's tensor-ness rests on (guessedresults.py)
     foreign_use: str | None = None  # the use reads the tensor only through this method no tensor has (a library's
     # patch handing it to its native runtime): its stream rests on code not seen (foreignuses.py)

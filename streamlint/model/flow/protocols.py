@@ -310,6 +310,7 @@ def protocol_inputs(project: Project, file: FileModel, fn: FunctionInfo, mode: s
                and not run_before_join(file, cls, fn, {_norm(p.stream), *(_norm(e) for e in p.events)})]
     out = [p if strength == "medium" else replace(p, unproven=order_seen(cls, p.producer, fn)) for p in pending
            if (strength := _expected(project, file, cls, fn, p))]
+    out += _holder_inputs(project, file, fn, mode, runner)  # (objects its fields hold: `self.pager: Pager`)
     out += _built_inputs(project, file, cls, fn, mode, runner, {p.field for p in out})
     # a container field's entries (fieldfamilies.py): a wait on any entry of the event family that covers the
     # writes is the join (on some path: `if ev is not None: ev.wait()`; keys are not compared across methods)
@@ -341,11 +342,11 @@ def _holder_inputs(project: Project, file: FileModel, fn: FunctionInfo, mode: st
     out: list[Pending] = []
     joined = {re.sub(r"\[[^\]]*\]", "[]", k) for k in joined_keys(file, fn)}  # (entries: keys not compared)
     for name, cls, cmod in typed_holders(project, file, fn):
-        called = {m for site in fn.calls if isinstance(site.receiver, cst.Name) and site.receiver.value == name
+        called = {m for site in fn.calls if site.receiver is not None and _norm(file.code(site.receiver)) == name
                   and (m := cls.methods.get(site.method or "")) is not None}
         joining = {m for m in called if joined_keys(cmod, m) or join_helper_keys(project, cmod, m)
                    or synchronizes_device(project, cmod, m)}  # (`pager.wait_uploaded(receipt)`: a join step)
-        values = fn.name_assigns.get(name, []) if name not in fn.all_params else []
+        values = fn.name_assigns.get(name, []) if name not in fn.all_params and "." not in name else []
         spelled = _norm(file.code(values[0])) if len(values) == 1 else name  # (`sched: S = ctx.sched`: the
         # interpreter keys its fields by what the local holds)
         for p in class_pending(project, cmod, cls, mode, runner):

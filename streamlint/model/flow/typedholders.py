@@ -54,7 +54,8 @@ def own_self(fn: FunctionInfo) -> bool:
 
 
 def typed_holders(project: Project, file: FileModel, fn: FunctionInfo) -> list[tuple[str, ClassInfo, FileModel]]:
-    """The names of ``fn`` an annotation types to a project class other than ``fn``'s own (parameters first)."""
+    """The names of ``fn`` an annotation types to a project class other than ``fn``'s own (parameters first),
+    then the ``self.<attr>`` fields of its own class it mentions that an annotation types so (:func:`field_class`)."""
     names = [n for n in (*fn.all_params, *sorted(_annotated_locals(fn))) if not (n == "self" and own_self(fn))]
     out: list[tuple[str, ClassInfo, FileModel]] = []
     for name in dict.fromkeys(names):
@@ -62,7 +63,38 @@ def typed_holders(project: Project, file: FileModel, fn: FunctionInfo) -> list[t
         if found is not None and not (fn.class_name is not None and found[0].name == fn.class_name
                                       and found[1] is file):
             out.append((name, *found))
+    cls = file.classes.get(fn.class_name or "") if own_self(fn) else None
+    if cls is not None:
+        attrs = {n.value.attr.value for n in local_nodes(fn.node.body) if isinstance(n, cst.Attribute)
+                 and isinstance(n.value, cst.Attribute) and isinstance(n.value.value, cst.Name)
+                 and n.value.value.value == "self"}  # (`self.pager.slots`: a member of a held object)
+        for attr in sorted(attrs):
+            found = field_class(project, file, cls, attr)
+            if found is not None and found[0] is not cls:
+                out.append((f"self.{attr}", *found))
     return out if len(out) <= MAX_HOLDERS else []
+
+
+def field_class(project: Project, file: FileModel, cls: ClassInfo, attr: str) -> tuple[ClassInfo, FileModel] | None:
+    """The one project class the field ``attr`` of ``cls`` holds by its annotations (a class-body ``attr: T``, a
+    ``self.attr: T = ...`` in a method), when every other assignment of it in the class is a plain name or
+    attribute (a constructor argument kept, not an object of something else built there)."""
+    from streamlint.model.syntax import class_field_annotation
+
+    annotations = [a for a in (class_field_annotation(cls.node, attr),) if a is not None]
+    for m in cls.methods.values():
+        for node in local_nodes(m.node.body):
+            if isinstance(node, cst.AnnAssign) and isinstance(node.target, cst.Attribute) \
+                    and isinstance(node.target.value, cst.Name) and node.target.value.value == "self" \
+                    and node.target.attr.value == attr:
+                annotations.append(node.annotation.annotation)
+        if any(a.target == f"self.{attr}" and not isinstance(a.value, (cst.Name, cst.Attribute)) and not (
+                isinstance(a.node, cst.AnnAssign)) for a in m.assigns):
+            return None
+    classes = [annotation_class(project, file, None, a) for a in annotations]
+    if not classes or any(c is None for c in classes) or len({(id(c[0]), c[1].path) for c in classes}) != 1:
+        return None
+    return classes[0]
 
 
 def declared_method(project: Project, file: FileModel, fn: FunctionInfo,
@@ -216,5 +248,5 @@ def _named_plainly(project: Project, file: FileModel, fn: FunctionInfo, func: cs
     return found is not None and func.attr.value in found[0].methods
 
 
-__all__ = ["annotation_class", "checking_import", "declared_calls", "declared_class", "declared_method", "own_self",
-           "typed_holders"]
+__all__ = ["annotation_class", "checking_import", "declared_calls", "declared_class", "declared_method", "field_class",
+           "own_self", "typed_holders"]

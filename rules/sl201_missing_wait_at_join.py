@@ -11,6 +11,7 @@ def _import_model() -> None:
     """The model modules this rule uses, imported at its first check (a run that analyses no file
     never loads them)."""
     global EarlyRecord, HostRead, Race, file_flows, path_tag, CURRENT, UnguardedRead, unguarded_reads, duck_calls, \
+        declared_calls, \
         UnwaitedEntry, unwaited_entries, UnwaitedElement, unwaited_elements, guessed_calls, silent_device_branches, \
         silent_facade_syncs, HANDED, FOREIGN, GUESSED, \
         SilentJoin, silent_joins, taken_events, module_mark_joins, cleared_slots, DroppedEvent, UnheldEvent, \
@@ -31,6 +32,7 @@ def _import_model() -> None:
     from streamlint.model.flow.chosenstreams import chosen_by_caller, chosen_stream, rests_on_unseen_caller
     from streamlint.model.flow.paramfields import field_is_side
     from streamlint.model.flow.duckmethods import duck_calls
+    from streamlint.model.flow.typedholders import declared_calls
     from streamlint.model.flow.elementevents import UnwaitedElement, unwaited_elements
     from streamlint.model.flow.entryevents import UnwaitedEntry, unwaited_entries
     from streamlint.model.flow.returnedhandles import UnwaitedHandle, unwaited_handles
@@ -808,18 +810,18 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
                 + ("" if mentioned else "; this assumes the object was released by that method before this call"))
     elif race.protocol is not None and race.unproven:
         confidence = Confidence.MEDIUM
-        hint += (f"; it is written in `{race.protocol}()` of the same class, which leaves it on "
+        hint += (f"; it is written in `{race.protocol}()` of {_owner(race)}, which leaves it on "
                  f"{stream_label(race.src, main)} with no join, and `{race.unproven}()` runs `{race.protocol}()` "
                  "before this method with no join in between")
     elif race.protocol is not None and race.unproven is not None:
         confidence = Confidence.LOW
-        hint += (f"; it is written in `{race.protocol}()` of the same class, which leaves it on "
+        hint += (f"; it is written in `{race.protocol}()` of {_owner(race)}, which leaves it on "
                  f"{stream_label(race.src, main)} with no join: this assumes `{race.protocol}()` ran before "
                  "this method and that the caller does not join that stream in between (nothing in the class "
                  "does)")
     elif race.protocol is not None:
         confidence = Confidence.MEDIUM
-        hint += (f"; it is written in `{race.protocol}()` of the same class, which leaves it on "
+        hint += (f"; it is written in `{race.protocol}()` of {_owner(race)}, which leaves it on "
                  f"{stream_label(race.src, main)} for a later reader: this assumes `{race.protocol}()` "
                  "ran before this method, as the class's protocol (an event recorded after the write, a "
                  "join in its other readers) implies")
@@ -959,6 +961,11 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
         confidence = confidence if confidence is Confidence.LOW else Confidence.MEDIUM
         hint += (f"; this assumes `{duck}()` is the project's only method of that name (its receiver has "
                  "no annotation)")
+    declared = declared_calls(ctx.project, ctx.file, fn) if confidence in (None, Confidence.HIGH) else None
+    if declared is not None:
+        confidence = Confidence.MEDIUM
+        hint += (f"; this assumes `{declared[0]}` is the `{declared[2]}` its annotation states when "
+                 f"`{declared[0]}.{declared[1]}()` runs (no binding of it is seen here)")
     hint += _also_clears(ctx, race, flow, use_line, main)
     return (Confidence.LOW if unsure else confidence), hint
 
@@ -1148,6 +1155,13 @@ def _hint(race: Race, main: str | None, producer_line: int | None, use_line: int
     if src_obj is None or dst_obj is None:
         return f"wait on {dst} for an event recorded on {src} {where}"
     return f"add `{dst_obj}.wait_stream({src_obj})` {where} (or wait on an event recorded on {src} there)"
+
+
+def _owner(race: Race) -> str:
+    """Whose method the protocol's producer is: the reader's class, or the class of an object it holds by an
+    annotated name (``sched.prefetch``: flow/typedholders.py)."""
+    holder = race.protocol.rpartition(".")[0] if race.protocol else ""
+    return f"`{holder}`'s class" if holder else "the same class"
 
 
 def _related(ctx: RuleContext, race: Race) -> list[Location]:

@@ -182,7 +182,10 @@ Layer 3 — one function's flow
                     stream field of a parameter annotated with a project class -- the current stream when the
                     class binds ``current_stream()`` there, a side stream for sure (no caller's choice) when it
                     builds one, ordered at entry when every seen caller forks it -- and that class's methods called
-                    on the parameter),
+                    on the parameter), ``typedholders`` (the project class a name holds by the annotation the code
+                    states: a parameter's -- ``Optional[...]`` / ``X | None`` / string forms, the ``self``-like
+                    parameter of an ``autograd.Function`` staticmethod --, an annotated local, an annotated field;
+                    a function holding such an object reads that class's protocol through it, medium),
                     ``fielddrops`` (a plain field's tensor read on a side stream, pending and unrecorded at the
                     return, which another method of the class rebinds or drops with no join first),
                     ``selfjoins`` (a class whose other methods each join the work they queue on its own stream:

@@ -175,6 +175,21 @@ DEVICE_MODULE_GETTERS = frozenset({
     "torch.distributed.device_mesh._get_device_handle",  # what FSDP2 / DeviceMesh use: `handle.stream(s)`
 })
 
+# Fields of torch's own classes that hold the device module of the device they run on (FSDP's device handle:
+# ``state._device_handle.stream(s)``, ``group.device_handle.Event()``); a parameter annotated with one of these
+# classes reaches it by that field (model/heldhandles.py). (class, field)
+DEVICE_HANDLE_FIELDS = frozenset({
+    ("torch.distributed.fsdp._common_utils._FSDPState", "_device_handle"),
+    ("torch.distributed.fsdp.FullyShardedDataParallel", "_device_handle"),
+    ("torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel", "_device_handle"),
+    ("torch.distributed.fsdp._fully_shard._fsdp_state.FSDPState", "_device_handle"),
+    ("torch.distributed.fsdp._fully_shard._fsdp_param_group.FSDPParamGroup", "device_handle"),
+    ("torch.distributed.fsdp._fully_shard._fsdp_param_group.FSDPCommContext", "device_handle"),
+    ("torch.distributed._composable.fsdp._fsdp_state.FSDPState", "_device_handle"),
+    ("torch.distributed._composable.fsdp._fsdp_param_group.FSDPParamGroup", "device_handle"),
+    ("torch.distributed._composable.fsdp._fsdp_param_group.FSDPCommContext", "device_handle"),
+})
+
 # Graph breaks (domain.md §3.1/§3.2) that are plain calls of a qualified name.
 GRAPH_BREAK_CALLS: dict[str, str] = {
     "print": "print()",

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 from streamlint._lazy import cst
 from streamlint.model import apis, devfields, devobjects
 from streamlint.model.file import FileModel
+from streamlint.model.file import dotted as dotted_name
 from streamlint.model.filefacts import FunctionInfo
 
 if TYPE_CHECKING:
@@ -65,6 +66,8 @@ def held_handle(project: Project, file: FileModel, fn: FunctionInfo | None, recv
         if owner is None or head.value not in owner.all_params or head.value in owner.name_assigns:
             return False
         annotation = devobjects.param_annotation(owner, head.value)
+        if annotation is not None and len(chain) == 1 and _torch_field(file, owner, annotation, chain[0]):
+            return True  # `state: _FSDPState` reaching `state._device_handle`: torch's own device handle
         if annotation is not None and devobjects.annotation_classes(project, file, owner.parent, annotation):
             return False  # a project class: what it binds decides (accelerators' own resolution)
         scope = [fn]
@@ -76,6 +79,19 @@ def held_handle(project: Project, file: FileModel, fn: FunctionInfo | None, recv
     text = file.code(recv)
     return any(isinstance(site.node.func, cst.Attribute) and site.node.func.attr.value in devobjects.UNAMBIGUOUS
                and file.code(site.node.func.value) == text for method in scope for site in method.calls)
+
+
+def _torch_field(file: FileModel, fn: FunctionInfo, annotation: cst.BaseExpression, attr: str) -> bool:
+    """Is ``attr`` of an object of the annotated class a field torch's own class holds its device module in
+    (:data:`~streamlint.model.apis.DEVICE_HANDLE_FIELDS`)? ``Optional[...]`` and a string form included."""
+    from streamlint.model.syntax import string_annotation
+
+    ann = string_annotation(annotation)
+    if isinstance(ann, cst.Subscript) and (dotted_name(ann.value) or "").rsplit(".", 1)[-1] == "Optional" \
+            and len(ann.slice) == 1 and isinstance(ann.slice[0].slice, cst.Index):
+        ann = string_annotation(ann.slice[0].slice.value)
+    qualname = file.resolve(ann, fn.parent) if isinstance(ann, (cst.Name, cst.Attribute)) else None
+    return qualname is not None and (qualname, attr) in apis.DEVICE_HANDLE_FIELDS
 
 
 def _used_as_stream(file: FileModel, fn: FunctionInfo, text: str) -> bool:

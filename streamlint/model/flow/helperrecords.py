@@ -36,8 +36,9 @@ from streamlint._lazy import cst
 from streamlint.model.file import FileModel, dotted
 from streamlint.model.filefacts import ClassInfo, FunctionInfo
 from streamlint.model.streams import derived
-from streamlint.model.syntax import descendants, local_nodes, node_code, string_annotation
+from streamlint.model.syntax import descendants, local_nodes, node_code
 from streamlint.model.uses import bind_arguments
+from streamlint.model.flow.typedholders import checking_import, declared_class  # noqa: F401 (checking_import: re-exported)
 
 if TYPE_CHECKING:
     from streamlint.model.flow.values import State
@@ -278,42 +279,9 @@ def _receiver_class(project: Project, file: FileModel, fn: FunctionInfo,
 
 
 def _param_class(project: Project, file: FileModel, fn: FunctionInfo, name: str) -> tuple[ClassInfo, FileModel] | None:
-    for p in (*fn.node.params.posonly_params, *fn.node.params.params, *fn.node.params.kwonly_params):
-        if p.name.value != name or p.annotation is None:
-            continue
-        annotation = string_annotation(p.annotation.annotation)
-        if not isinstance(annotation, (cst.Name, cst.Attribute)):
-            return None
-        qualname = file.resolve(annotation, fn.parent) or checking_import(file, dotted(annotation) or "") \
-            or f"{file.module_name}.{dotted(annotation)}"
-        sym = project.symbol(qualname, file)
-        return sym if sym is not None and isinstance(sym[0], ClassInfo) else None
-    return None
-
-
-def checking_import(file: FileModel, name: str) -> str | None:
-    """``X`` imported under a module-level ``if TYPE_CHECKING:`` (``from .worker import Worker``) whose
-    run-time binding in the ``else`` arm is a placeholder (a string alias): the annotation's class."""
-    for stmt in file.module.body:
-        if not (isinstance(stmt, cst.If) and (dotted(stmt.test) or "").rsplit(".", 1)[-1] == "TYPE_CHECKING"):
-            continue
-        for line in stmt.body.body:
-            for small in line.body if isinstance(line, cst.SimpleStatementLine) else ():
-                if not isinstance(small, cst.ImportFrom) or isinstance(small.names, cst.ImportStar):
-                    continue
-                module = dotted(small.module) if small.module is not None else ""
-                level = len(small.relative)
-                if level:
-                    parts = file.module_name.split(".")
-                    keep = len(parts) - level + (1 if file.is_package else 0)
-                    base = ".".join(parts[:max(keep, 0)])
-                    module = f"{base}.{module}" if module and base else (module or base)
-                for alias in small.names:
-                    local = alias.asname.name.value if alias.asname is not None \
-                        and isinstance(alias.asname.name, cst.Name) else dotted(alias.name)
-                    if local == name and module:
-                        return f"{module}.{dotted(alias.name)}"
-    return None
+    """The project class the parameter ``name`` is annotated with (``Optional[...]``, a forward reference:
+    :func:`~.typedholders.declared_class`)."""
+    return declared_class(project, file, fn, name) if name in fn.all_params else None
 
 
 def helper_records(project: Project, file: FileModel, fn: FunctionInfo | None,

@@ -15,10 +15,9 @@ from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
 from streamlint.model.file import dotted
-from streamlint.model.filefacts import ClassInfo
 from streamlint.model.flow.forks import caller_forks
-from streamlint.model.flow.helperrecords import _param_class, checking_import
-from streamlint.model.syntax import string_annotation
+from streamlint.model.flow.helperrecords import _param_class
+from streamlint.model.flow.typedholders import declared_method
 from streamlint.model.attrstreams import attr_origin
 from streamlint.model.streams import MAIN_STREAM, STREAM, attr_kind, is_current_stream
 
@@ -88,30 +87,6 @@ def forked_param_fields(project: Project, file: FileModel, fn: FunctionInfo) -> 
         if late is not None:
             result[code] = late
     return result
-
-
-def declared_method(project: Project, file: FileModel, fn: FunctionInfo,
-                    func: cst.BaseExpression) -> tuple[FunctionInfo, FileModel] | None:
-    """``store.flat_grads()`` where ``store: GradStore`` is a parameter of ``fn`` annotated with a project class:
-    the method of that class (exact, no guess by name), else None."""
-    if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
-        return None
-    for p in (*fn.node.params.posonly_params, *fn.node.params.params, *fn.node.params.kwonly_params):
-        if p.name.value != func.value.value or p.annotation is None:
-            continue
-        annotation = string_annotation(p.annotation.annotation)
-        qualname = file.resolve(annotation, fn.parent) if isinstance(annotation, (cst.Name, cst.Attribute)) \
-            else None
-        if qualname is None and dotted(annotation) is None:
-            continue
-        qualname = qualname or checking_import(file, dotted(annotation) or "")  # (`if TYPE_CHECKING:` only)
-        qualname = qualname or f"{file.module_name}.{dotted(annotation)}"
-        sym = project.symbol(qualname, file)
-        if sym is not None and isinstance(sym[0], ClassInfo):
-            method = sym[0].methods.get(func.attr.value)
-            if method is not None:
-                return method, sym[1]
-    return None
 
 
 __all__ = ["declared_method", "field_is_current", "field_is_side", "forked_param_fields", "param_field_streams"]

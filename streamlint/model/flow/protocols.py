@@ -78,6 +78,7 @@ class Pending:
     handles: bool = False  # the producer records some event on that stream (a join handle: handbacks.py)
     guessed: bool = False  # the write made a value of unknown type taken for device data (a call's result)
     unproven: str | None = None  # the class shows no join the reader is expected to make (flow/unproven.py): ""
+    holder: str = ""  # the name the consumer holds the object by, when it is no method of its class (typedholders.py)
     # (LOW), or the method of the class seen calling the producer and then the reader (MEDIUM)
 
 
@@ -292,9 +293,10 @@ def protocol_inputs(project: Project, file: FileModel, fn: FunctionInfo, mode: s
     """The producers' pending writes ``fn`` reads while the class's protocol expects it to join them.
     ``runner`` runs the interpreter on a producer method with no seeding of its own (None: it gave up)."""
     cls = file.classes.get(fn.class_name or "")
-    if cls is None or cls.methods.get(fn.node.name.value) is not fn or fn.params[:1] != ("self",) \
-            or fn.node.name.value == "__init__" or mode not in ("eager", "cuda"):
+    if fn.node.name.value == "__init__" or mode not in ("eager", "cuda"):
         return []
+    if cls is None or cls.methods.get(fn.node.name.value) is not fn or fn.params[:1] != ("self",):
+        return _holder_inputs(project, file, fn, mode, runner)
     memo = derived(project, "protocol_inputs")
     key = (id(fn), mode)
     if key in memo:
@@ -308,6 +310,7 @@ def protocol_inputs(project: Project, file: FileModel, fn: FunctionInfo, mode: s
                and not run_before_join(file, cls, fn, {_norm(p.stream), *(_norm(e) for e in p.events)})]
     out = [p if strength == "medium" else replace(p, unproven=order_seen(cls, p.producer, fn)) for p in pending
            if (strength := _expected(project, file, cls, fn, p))]
+    out += _holder_inputs(project, file, fn, mode, runner)  # (objects its fields hold: `self.pager: Pager`)
     out += _built_inputs(project, file, cls, fn, mode, runner, {p.field for p in out})
     # a container field's entries (fieldfamilies.py): a wait on any entry of the event family that covers the
     # writes is the join (on some path: `if ev is not None: ev.wait()`; keys are not compared across methods)
@@ -321,6 +324,56 @@ def protocol_inputs(project: Project, file: FileModel, fn: FunctionInfo, mode: s
     memo[key] = out
     finished(project, "protocol_inputs", key)
     return out
+
+
+def _holder_inputs(project: Project, file: FileModel, fn: FunctionInfo, mode: str, runner: Runner) -> list[Pending]:
+    """The protocol inputs of a function holding an object of a project class by an annotated name (a parameter,
+    the ``self`` of an ``autograd.Function`` staticmethod, an annotated local: :mod:`.typedholders`), read as a
+    consumer of that class: its producers' pending writes ``fn`` reads through the name, when the class's protocol
+    gives evidence of the join (never the unproven, low reading: the type is the code's claim, not a binding)."""
+    from streamlint.model.flow.typedholders import typed_holders
+
+    memo = derived(project, "holder_inputs")
+    key = (id(fn), mode)
+    held = memo.get(key)
+    if held is not None and held[0] is fn:
+        return held[1]
+    memo[key] = (fn, [])
+    out: list[Pending] = []
+    joined = {re.sub(r"\[[^\]]*\]", "[]", k) for k in joined_keys(file, fn)}  # (entries: keys not compared)
+    for name, cls, cmod in typed_holders(project, file, fn):
+        called = {m for site in fn.calls if site.receiver is not None and _norm(file.code(site.receiver)) == name
+                  and (m := cls.methods.get(site.method or "")) is not None}
+        joining = {m for m in called if joined_keys(cmod, m) or join_helper_keys(project, cmod, m)
+                   or synchronizes_device(project, cmod, m)}  # (`pager.wait_uploaded(receipt)`: a join step)
+        values = fn.name_assigns.get(name, []) if name not in fn.all_params and "." not in name else []
+        spelled = _norm(file.code(values[0])) if len(values) == 1 else name  # (`sched: S = ctx.sched`: the
+        # interpreter keys its fields by what the local holds)
+        for p in class_pending(project, cmod, cls, mode, runner):
+            q = _renamed(p, name)
+            if {re.sub(r"\[[^\]]*\]", "[]", _norm(k)) for k in (q.stream, *q.events, *q.early)} & joined:
+                continue  # it joins the stream or an entry of the event (which entry: not compared)
+            if joining - {p.producer}:
+                continue  # it runs a join step of the object: what that joins is the object's own business
+            if p.producer is fn or not _mentions(file, fn, q.field) or p.guessed \
+                    or _expected(project, cmod, cls, fn, p) != "medium":
+                continue
+            if p.family and (waits_on(file, fn, (*q.events, *q.early))
+                             or unresolved_waits(file, fn, {*q.events, *q.early})
+                             or _family_event_handed_on(project, file, fn, {*q.events, *q.early})):
+                continue
+            q = _renamed(p, spelled, name)
+            out.append(q if cmod is file else replace(q, node=None))  # (a write of another module: no line here)
+    memo[key] = (fn, out)
+    return out
+
+
+def _renamed(p: Pending, name: str, holder: str = "") -> Pending:
+    """``p`` as a function holding the object by ``name`` spells it (``self.buf`` -> ``sched.buf``)."""
+    def ren(key: str) -> str:
+        return f"{name}.{key[5:]}" if key.startswith("self.") else key
+    return replace(p, field=ren(p.field), stream=ren(p.stream), events=tuple(map(ren, p.events)),
+                   early=tuple(map(ren, p.early)), holder=holder or name)
 
 
 def _built_inputs(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInfo, mode: str, runner: Runner,
@@ -499,7 +552,8 @@ def seed(interp, st, pending: list[Pending]) -> None:
         t = interp.tick()
         S = interp.new_storage(st, "long", MAIN, p.field, Access(p.stream, t, p.node, {p.stream: t}))
         st.long[p.field] = S.sid
-        interp.protocol_sources[S.sid] = p.producer.node.name.value
+        interp.protocol_sources[S.sid] = f"{p.holder}.{p.producer.node.name.value}" if p.holder \
+            else p.producer.node.name.value
         if p.unproven is not None:
             interp.__dict__.setdefault("protocol_unproven", {})[S.sid] = p.unproven
         interp.__dict__.setdefault("protocol_seeds", {})[S.sid] = (t, p.events)  # (handbacks.HandBacks.kept_guard)

@@ -924,12 +924,14 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
         confidence = Confidence.LOW
         hint += (f"; `{race.handed_wait}`, a stream the caller hands in, waits on {stream_label(race.src, main)} "
                  "before the hand-back: this assumes that is not the caller's current stream")
-    elif chosen is not None and rests_on_unseen_caller(ctx.project, ctx.file, fn, chosen) and not field_is_side(
-            ctx.project, ctx.file, fn, race.dst if race.src == MAIN else race.src):  # (its class builds it: paramfields)
+    elif chosen is not None and rests_on_unseen_caller(ctx.project, ctx.file, fn, chosen, race.mode) \
+            and not field_is_side(ctx.project, ctx.file, fn, race.dst if race.src == MAIN else race.src):
+        # (its class builds it: paramfields)
         confidence = Confidence.LOW
-        hint += (f"; its stream comes from `{chosen}`, which the caller chooses, and no call of "
-                 f"`{fn.node.name.value}` is seen in the project: this assumes a caller passes a stream other than "
-                 "its current one without ordering it first")
+        hint += (f"; its stream comes from `{chosen}`, which the caller chooses, and no call in the project chooses "
+                 f"it (no call of `{fn.node.name.value}` is seen, or every seen one hands on a stream its own unseen "
+                 "callers choose): this assumes a caller passes a stream other than its current one without "
+                 "ordering it first")
     elif race.caller_stream is not None and (
             passed := current_at_some_site(ctx.project, ctx.file, fn, race.mode, race.caller_stream)) is not None:
         confidence = Confidence.LOW  # (flow/entryctx.py: a seen caller passes its current stream, none another)
@@ -1073,7 +1075,7 @@ def _report_dropped_path(ctx: RuleContext, fn, read: HostRead, main: str | None,
             "this assumes the function's caller acts on the work being done")
     confidence = Confidence.MEDIUM
     chosen = chosen_by_caller(fn, read.stream)
-    if chosen is not None and rests_on_unseen_caller(ctx.project, ctx.file, fn, chosen):
+    if chosen is not None and rests_on_unseen_caller(ctx.project, ctx.file, fn, chosen, read.mode):
         confidence = Confidence.LOW  # (the caller that chose the stream may join it: none is seen)
         hint += (f"; the work runs on a stream that comes from `{chosen}`, which the caller chooses, and no call of "
                  f"`{fn.node.name.value}` is seen in the project: this assumes that caller does not join it")

@@ -29,7 +29,7 @@ def test_a_race_on_an_unseen_callers_stream_is_low() -> None:
         # closure's enclosing function's parameter
         finding = found[(line, "SL201")]
         assert finding.confidence.value == "low", line
-        assert "which the caller chooses, and no call of" in (finding.hint or "")
+        assert "which the caller chooses, and no call in the project chooses it" in (finding.hint or "")
     for line in (40, 52, 63, 74, 96):  # a caller is seen; the function's own stream; a nested worker its parent
         # calls; a parameter the function rebinds to a stream of its own; a closure on its parent's own stream
         assert found[(line, "SL201")].confidence.value == "medium", line

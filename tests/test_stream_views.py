@@ -25,3 +25,17 @@ def test_races_on_a_converted_caller_stream_are_low() -> None:
     assert findings
     assert {f.confidence.value for f in findings} == {"low"}, [(f.span.start_line, f.confidence) for f in findings]
     assert not any("<unknown stream>" in f.message for f in findings)
+
+
+CHAIN = FIXTURES / "rules" / "sl201_launch_stream_chain.py"
+
+
+def test_a_launch_stream_handed_down_from_an_unseen_public_api_is_low() -> None:
+    """flow/chosenstreams.rests_on_unseen_caller with the execution path: every seen call of the helper hands on its
+    own caller's stream, up to a public API no call of which is seen (low, SL301 too); a helper the package calls with
+    a stream of its own keeps medium / high."""
+    found = {(f.span.start_line, f.code): f.confidence.value for f in lint_paths(CHAIN.parent, [str(CHAIN)])}
+    assert found[(13, "SL201")] == found[(14, "SL201")] == "low"
+    assert (14, "SL301") not in found or found[(14, "SL301")] == "low"
+    assert found[(25, "SL201")] == found[(26, "SL201")] == "medium"
+    assert found[(26, "SL301")] == "high"

@@ -88,14 +88,23 @@ def callers_unseen(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
     return found
 
 
-def rests_on_unseen_caller(project: Project, file: FileModel, fn: FunctionInfo, chosen: str) -> bool:
+def rests_on_unseen_caller(project: Project, file: FileModel, fn: FunctionInfo, chosen: str,
+                           mode: str | None = None) -> bool:
     """Does the choice of the parameter ``chosen`` rest wholly on unseen callers: no call of ``fn`` is seen, nor
     of the function whose parameter ``chosen`` is (a closure's enclosing function: ``offload(acts,
-    torch.cuda.Stream())`` seen in the project shows the stream its ``tree_map`` closure uses)?"""
-    if not callers_unseen(project, file, fn):
-        return False
+    torch.cuda.Stream())`` seen in the project shows the stream its ``tree_map`` closure uses)? With the execution
+    path ``mode``, also when every seen call hands on a stream parameter of its own, up a chain of callers that
+    ends in functions no call of which is seen (a kernel library's public APIs handing their launch stream to
+    the helper that converts it: :func:`~streamlint.model.flow.callerstreams.caller_streams` is "unseen")."""
     scope = param_owner(fn, chosen)
-    return scope is None or scope is fn or callers_unseen(project, file, scope)
+    if callers_unseen(project, file, fn) and (scope is None or scope is fn or callers_unseen(project, file, scope)):
+        return True
+    if mode is None or scope is None:
+        return False
+    from streamlint.model.flow.callerstreams import caller_streams
+
+    root = _ROOT.match(chosen)
+    return root is not None and caller_streams(project, file, scope, mode, root.group(0))[0] == "unseen"
 
 
 def param_owner(fn: FunctionInfo, stream: str) -> FunctionInfo | None:

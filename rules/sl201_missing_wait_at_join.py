@@ -18,7 +18,7 @@ def _import_model() -> None:
         ticket_joins, branch_joins, dropped_events, unheld_events, \
         FunctionFlow, one_per_cause, device_module, function_at, MAIN, entry_stream_name, stream_expr, stream_label, \
         partial_joins, partial_param_joins, unwaited_slot_reads, UnwaitedHandle, unwaited_handles, chosen_stream, \
-        rests_on_unseen_caller, chosen_by_caller, current_at_some_site, handed_elsewhere, unjoined_flag_clears, \
+        chosen_upstream, chosen_by_caller, current_at_some_site, handed_elsewhere, unjoined_flag_clears, \
         field_is_side, idle_stream_loops, returned_handle_waits, worker_thread_only, synced_share, signal_reads, \
         signals_of, replay_ordered, DroppedQueueEvent, dropped_queue_events
     from streamlint.model.flow.signalfolds import signal_reads, signals_of
@@ -27,9 +27,9 @@ def _import_model() -> None:
     from streamlint.model.flow.syncedresults import synced_share
     from streamlint.model.dataflow import EarlyRecord, HostRead, Race, file_flows, path_tag
     from streamlint.model.eventguards import CURRENT, UnguardedRead, unguarded_reads
-    from streamlint.model.flow.callerstreams import current_at_some_site, handed_elsewhere
+    from streamlint.model.flow.callerstreams import chosen_upstream, current_at_some_site, handed_elsewhere
     from streamlint.model.flow.capturedreads import replay_ordered
-    from streamlint.model.flow.chosenstreams import chosen_by_caller, chosen_stream, rests_on_unseen_caller
+    from streamlint.model.flow.chosenstreams import chosen_by_caller, chosen_stream
     from streamlint.model.flow.paramfields import field_is_side
     from streamlint.model.flow.duckmethods import duck_calls
     from streamlint.model.flow.typedholders import declared_calls
@@ -924,7 +924,7 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
         confidence = Confidence.LOW
         hint += (f"; `{race.handed_wait}`, a stream the caller hands in, waits on {stream_label(race.src, main)} "
                  "before the hand-back: this assumes that is not the caller's current stream")
-    elif chosen is not None and rests_on_unseen_caller(ctx.project, ctx.file, fn, chosen, race.mode) \
+    elif chosen is not None and chosen_upstream(ctx.project, ctx.file, fn, chosen, race.mode) \
             and not field_is_side(ctx.project, ctx.file, fn, race.dst if race.src == MAIN else race.src):
         # (its class builds it: paramfields)
         confidence = Confidence.LOW
@@ -1075,7 +1075,7 @@ def _report_dropped_path(ctx: RuleContext, fn, read: HostRead, main: str | None,
             "this assumes the function's caller acts on the work being done")
     confidence = Confidence.MEDIUM
     chosen = chosen_by_caller(fn, read.stream)
-    if chosen is not None and rests_on_unseen_caller(ctx.project, ctx.file, fn, chosen, read.mode):
+    if chosen is not None and chosen_upstream(ctx.project, ctx.file, fn, chosen, read.mode):
         confidence = Confidence.LOW  # (the caller that chose the stream may join it: none is seen)
         hint += (f"; the work runs on a stream that comes from `{chosen}`, which the caller chooses, and no call of "
                  f"`{fn.node.name.value}` is seen in the project: this assumes that caller does not join it")

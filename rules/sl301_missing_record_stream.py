@@ -17,9 +17,10 @@ def _import_model() -> None:
     never loads them)."""
     global class_step_joined, file_flows, path_tag, unrecorded_siblings, unrecorded_data_swaps, unrecorded_stored_siblings, broken_records, device_module, \
         function_at, MAIN, entry_stream_name, stream_expr, stream_label, lifetime_reported_at, taken_over, function_flow, \
-        noop_taken, handed_callable, chosen_by_caller, rests_on_unseen_caller
+        noop_taken, handed_callable, chosen_by_caller, chosen_upstream, orders_chosen
     from streamlint.model.flow.handedcallables import handed_callable
-    from streamlint.model.flow.chosenstreams import chosen_by_caller, rests_on_unseen_caller
+    from streamlint.model.flow.chosenstreams import chosen_by_caller, orders_chosen
+    from streamlint.model.flow.callerstreams import chosen_upstream
     from streamlint.model.dataflow import file_flows, function_flow, lifetime_reported_at, path_tag
     from streamlint.model.flow.callerwaits import class_step_joined
     from streamlint.model.flow.callerfrees import noop_taken, taken_over
@@ -35,7 +36,8 @@ def _chosen_other(fn, issue) -> str | None:
     using) is the entry stream and the other is reached from a parameter (``stream``, ``args.stream``), else None."""
     if MAIN not in (issue.alloc, issue.use_stream) or issue.alloc == issue.use_stream:
         return None
-    return chosen_by_caller(fn, issue.use_stream if issue.alloc == MAIN else issue.alloc)
+    chosen = chosen_by_caller(fn, issue.use_stream if issue.alloc == MAIN else issue.alloc)
+    return None if chosen is None or orders_chosen(fn, chosen) else chosen  # (a fork of it: a side stream here)
 
 
 class MissingRecordStream(Rule):
@@ -323,7 +325,7 @@ class MissingRecordStream(Rule):
                              "the same pool stream and allocates the block before that use ends")
                 chosen = _chosen_other(fn, issue)
                 if chosen is not None and confidence is not Confidence.LOW \
-                        and rests_on_unseen_caller(ctx.project, ctx.file, fn, chosen, issue.mode):
+                        and chosen_upstream(ctx.project, ctx.file, fn, chosen, issue.mode):
                     confidence = Confidence.LOW  # (flow/chosenstreams.py, as SL201 judges the same pair of streams)
                     hint += (f"; the other stream comes from `{chosen}`, which the caller chooses, and no call in the "
                              "project chooses it: this assumes a caller passes a stream other than its current one")

@@ -324,7 +324,7 @@ def gate(x, w):
     return z
 
 
-def scale_on(stream, x, w):  # the stream is the unseen caller's choice: the race is low
+def scale_on(stream, x, w):  # the stream is the unseen caller's choice: the race and the lifetime are low
     y = torch.matmul(x, w)
     with torch.cuda.stream(stream):
         z = y * 2
@@ -354,7 +354,7 @@ def test_min_confidence_hides_less_sure_findings_only(root: Path) -> None:
 def test_min_confidence_default_says_what_it_hides(root: Path) -> None:
     write(root, "moe.py", UNSURE)
     said = CliRunner().invoke(main, ["check", "--no-cache", str(root / "moe.py")])
-    assert "1 less sure finding hidden by min-confidence" in said.stderr, said.stderr
+    assert "2 less sure findings hidden by min-confidence" in said.stderr, said.stderr
     quiet = CliRunner().invoke(main, ["check", "--no-cache", "-q", str(root / "moe.py")])
     shown = CliRunner().invoke(main, ["check", "--no-cache", "--min-confidence", "low", str(root / "moe.py")])
     assert "hidden by min-confidence" not in quiet.stderr + shown.stderr

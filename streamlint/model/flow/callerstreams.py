@@ -439,4 +439,20 @@ def _omits(fn, site, param: str) -> bool:
     return param not in _bound(fn, site) and not any(a.star for a in site.node.args)
 
 
-__all__ = ["caller_streams", "current_at_some_site", "handed_elsewhere", "passed_another"]
+def chosen_upstream(project, file, fn, chosen: str, mode: str) -> bool:
+    """Does the choice of the parameter ``chosen`` rest wholly on callers not seen
+    (:func:`~streamlint.model.flow.chosenstreams.rests_on_unseen_caller`), also when every seen call hands on a
+    stream parameter of its own, up a chain of callers that ends in functions no call of which is seen (a kernel
+    library's public APIs handing their launch stream down to the helper that queues the work: ``caller_streams``
+    is "unseen")?"""
+    from streamlint.model.flow.chosenstreams import _ROOT, param_owner, rests_on_unseen_caller
+
+    if rests_on_unseen_caller(project, file, fn, chosen):
+        return True
+    scope = param_owner(fn, chosen)
+    root = _ROOT.match(chosen)
+    return scope is not None and root is not None and caller_streams(project, file, scope, mode, root.group(0))[0] \
+        == _UNSEEN
+
+
+__all__ = ["caller_streams", "chosen_upstream", "current_at_some_site", "handed_elsewhere", "passed_another"]

@@ -88,23 +88,32 @@ def callers_unseen(project: Project, file: FileModel, fn: FunctionInfo) -> bool:
     return found
 
 
-def rests_on_unseen_caller(project: Project, file: FileModel, fn: FunctionInfo, chosen: str,
-                           mode: str | None = None) -> bool:
+def rests_on_unseen_caller(project: Project, file: FileModel, fn: FunctionInfo, chosen: str) -> bool:
     """Does the choice of the parameter ``chosen`` rest wholly on unseen callers: no call of ``fn`` is seen, nor
     of the function whose parameter ``chosen`` is (a closure's enclosing function: ``offload(acts,
     torch.cuda.Stream())`` seen in the project shows the stream its ``tree_map`` closure uses)? With the execution
-    path ``mode``, also when every seen call hands on a stream parameter of its own, up a chain of callers that
-    ends in functions no call of which is seen (a kernel library's public APIs handing their launch stream to
-    the helper that converts it: :func:`~streamlint.model.flow.callerstreams.caller_streams` is "unseen")."""
-    scope = param_owner(fn, chosen)
-    if callers_unseen(project, file, fn) and (scope is None or scope is fn or callers_unseen(project, file, scope)):
-        return True
-    if mode is None or scope is None:
+    path, :func:`~streamlint.model.flow.callerstreams.chosen_upstream` asks the seen callers too."""
+    if not callers_unseen(project, file, fn):
         return False
-    from streamlint.model.flow.callerstreams import caller_streams
+    scope = param_owner(fn, chosen)
+    return scope is None or scope is fn or callers_unseen(project, file, scope)
 
-    root = _ROOT.match(chosen)
-    return root is not None and caller_streams(project, file, scope, mode, root.group(0))[0] == "unseen"
+
+_JOINS = frozenset({"wait_stream", "wait_event", "record_event", "synchronize"})
+
+
+def orders_chosen(fn: FunctionInfo, chosen: str) -> bool:
+    """Does ``fn`` itself order the stream parameter ``chosen`` against another stream (``side.wait_stream(
+    current_stream())``, ``current_stream().wait_stream(side)``, ``side.wait_event(ev)``)? Then it treats that
+    stream as a side stream of its own work, whatever the caller passes: a lifetime across the two is not a
+    question of the caller's choice."""
+    for site in fn.calls:
+        if site.method not in _JOINS:
+            continue
+        nodes = [site.node.func, *(a.value for a in site.node.args)]
+        if any(isinstance(n, cst.Name) and n.value == chosen for x in nodes for n in (x, *descendants(x))):
+            return True
+    return False
 
 
 def param_owner(fn: FunctionInfo, stream: str) -> FunctionInfo | None:
@@ -157,4 +166,5 @@ def handed_wait(fn: FunctionInfo, st, src: str, dst: str, at: int, argument: boo
     return None
 
 
-__all__ = ["callers_unseen", "chosen_by_caller", "chosen_stream", "handed_wait", "param_owner", "rests_on_unseen_caller"]
+__all__ = ["callers_unseen", "chosen_by_caller", "chosen_stream", "handed_wait", "orders_chosen", "param_owner",
+           "rests_on_unseen_caller"]

@@ -172,7 +172,7 @@ LAYERS = {
         "hostannotations", "paramrefs", "slotpools", "stepchains"},
     2: {"project", "projectscans", "paths", "compile", "wrappers", "queries", "streams", "entries", "accelerators", "captures", "stepstate",
         "attrstreams", "devobjects", "devfields", "heldhandles", "heldslots", "eventguards", "hostobjects", "hostresults",
-        "freeing", "ctxfactories", "heldscopes", "argkinds", "devicenames", "handedevents", "reaching", "modvalues",
+        "freeing", "ctxfactories", "argkinds", "devicenames", "handedevents", "reaching", "modvalues",
         "streamjoins", "waithelpers", "streamviews"},
     3: {"tensors", "tensorvocab", "tensoruse", "dataflow", "flow", "breaks", "waits", "families", "scopes", "environment",
         "recorders", "handoffs", "hostattrs", "dataswaps", "paramjoins", "slotevents", "calleekinds", "opaqueparams"},

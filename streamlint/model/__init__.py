@@ -66,9 +66,6 @@ Layer 2 — the project
                     under which test does a stream that may be None exist (correlated guards)?
     ``streamviews`` is a project function a conversion of the stream its caller passes into a torch stream
                     (``as_torch_stream(stream, device)``): its result is the caller's stream, as a parameter is?
-    ``heldscopes``  does ``with self._session.lease(x):`` keep the block on a stream: a ``@contextmanager``
-                    method of a held object (a project class built into the field) whose body enters its own
-                    ``self.<attr>`` stream around the ``yield``, the scope then on ``self._session.<attr>``?
     ``argkinds``    is what a join is handed certainly a stream or an event (``cur.wait_event(side_stream)``
                     raises: reported once at the join, the later uses judged by the join meant)?
     ``devobjects``  which objects stand for the device module without a getter (a module-level

@@ -21,7 +21,6 @@ from streamlint.model.ctxfactories import factory_uses, guarded_method_uses
 from streamlint.model.apis import Role
 from streamlint.model.file import FileModel, dotted
 from streamlint.model.filefacts import CallSite, ClassInfo, FunctionInfo, ScopeSite
-from streamlint.model.heldscopes import held_scope, held_target
 from streamlint.model.modpaths import ModulePaths
 from streamlint.model.modvalues import module_target
 from streamlint.model.options import ModelOptions
@@ -361,8 +360,6 @@ class Project(ProjectScans, ModulePaths):
 
     def wrapper_uses(self, file: FileModel, site: CallSite) -> tuple[ApiUse, ...]:
         target = self.function(site.target, file) if site.target else local_def(file, site.function, site.node.func)
-        held = target is None and site.target is not None and held_target(self, file, site) or None
-        target = target or held  # (``with self._session.lease(x):``, a context-manager method of a held object)
         if target is not None and target[0].node.name.value in ("forward", "__call__") \
                 and not (site.target or "").endswith(("." + target[0].node.name.value)):
             target = None  # `Model(...)` constructs a module; it does not run its forward
@@ -382,8 +379,6 @@ class Project(ProjectScans, ModulePaths):
         defaults = _param_defaults(fn)
         uses: list[ApiUse] = []
         for variant in spec.variants:
-            if held is not None and not held_scope(variant.spec.role):
-                continue  # (of a held object's method, only the scope it keeps the caller's block in)
             if variant.mode_param is not None:
                 value = wrapper_bind.get(variant.mode_param) or defaults.get(variant.mode_param)
                 literal = _literal_mode(value)

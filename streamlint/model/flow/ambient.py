@@ -47,7 +47,6 @@ from streamlint._lazy import cst
 from streamlint.model import apis
 from streamlint.model.file import FileModel, dotted
 from streamlint.model.filefacts import ClassInfo, FunctionInfo
-from streamlint.model.heldscopes import scope_stream
 from streamlint.model.flow.callers import callers_of
 from streamlint.model.flow.fieldfacts import (  # noqa: F401  (stable_field: part of this module's answers)
     MAX_SITES, _assigns, _deferred, _rebound_outside, _referenced, _unseen_base, stable_field)
@@ -130,8 +129,7 @@ def _field_alias(project: Project, file: FileModel, cls: ClassInfo, chain: str) 
 
 def plain_scope(project: Project, model: FileModel, site) -> tuple | None:
     """The innermost stream scope around a call site: ``()`` outside every stream scope, ``(stream expression,
-    inline)`` for a scope on one stream (``with torch.cuda.stream(e):``, or a project wrapper of it, or a
-    context-manager method of a held object that keeps the block on its stream, ``self.<f>.<attr>``), ``inline``
+    inline)`` for a scope on one stream (``with torch.cuda.stream(e):``, or a project wrapper of it), ``inline``
     when a wrapper may run the block on the current stream instead (``if stream is None: yield``); None for any
     other (a graph capture, a scope choosing among streams). Shared with
     :mod:`~streamlint.model.flow.callerscopes`."""
@@ -143,7 +141,7 @@ def plain_scope(project: Project, model: FileModel, site) -> tuple | None:
             continue  # (another context manager: a timer, no_grad, a lock)
         if use.role is not apis.Role.NATIVE_STREAM_CONTEXT or use.node is not scope.site.item.item:
             return None
-        expr = use.arg("stream") or scope_stream(use)  # (a held object's lease: model/heldscopes.py)
+        expr = use.arg("stream")
         return None if expr is None else (expr, may_run_inline(project, use))
     return ()
 

@@ -20,10 +20,6 @@ around the call, and what it is to the callee's ``self.<attr>`` stream ``key``:
   caller's object, an element of a list field of fresh streams ``self._lanes[i]``, and the callee's own field);
   a stream the caller made itself (a local, or inline in the ``with``); another field of the same object or an
   element of one; a held object's field built with another stream: a real second stream;
-- for a lease of a held object (``with self._session.lease(x):``, :mod:`~streamlint.model.heldscopes`), a scope
-  on ``self._session._stream``: ``same`` when it and the callee's stream provably denote one field of the caller
-  (:func:`~streamlint.model.flow.ambient.field_alias`), ``distinct`` when both are born of different stream
-  constructor calls (:func:`_held_births`);
 - ``unknown``: any other stream (another object's field with no construction seen, a parameter, a getter's
   result): may be ``key``.
 
@@ -62,7 +58,6 @@ if TYPE_CHECKING:
 
 MAX_DEPTH = 3  # callers of callers followed for a call made outside every stream scope
 _FIELD = re.compile(r"self\.\w+")
-_HELD = re.compile(r"self\.\w+\.\w+")
 _BUSY = object()
 
 
@@ -157,44 +152,9 @@ def _births(project: Project, model: FileModel, caller: FunctionInfo, expr) -> f
         return found
     element = isinstance(expr, cst.Subscript)
     text = dotted(expr.value if element else expr)
-    if text is None or caller.class_name is None:
-        return None
-    if not element and _HELD.fullmatch(text):
-        return _held_births(project, model, caller, text)
-    if not _FIELD.fullmatch(text):
+    if text is None or not _FIELD.fullmatch(text) or caller.class_name is None:
         return None
     return _field_births(project, model, model.classes.get(caller.class_name), text, element)
-
-
-def _held_births(project: Project, model: FileModel, caller: FunctionInfo, text: str) -> frozenset | None:
-    """The stream constructor calls a held object's kept stream ``self.<f>.<attr>`` comes from: every assignment
-    of ``self.<f>`` in the caller's class constructs a project class keeping an ``__init__`` parameter as
-    ``self.<attr>`` (:func:`~streamlint.model.flow.ambient._kept_params`), bound to a stream constructor call or to
-    a field of the caller's object only ever bound to them; None otherwise."""
-    from streamlint.model.flow.ambient import _held_class, _kept_params
-    from streamlint.model.flow.fieldfacts import _assigns, _rebound_outside
-    from streamlint.model.uses import bind_arguments
-
-    cls = model.classes.get(caller.class_name or "")
-    _, obj, attr = text.split(".")
-    built = _assigns(cls, f"self.{obj}") if cls is not None else None
-    if not built or _rebound_outside(project, attr):
-        return None
-    found: frozenset = frozenset()
-    for method, value in built:
-        held = _held_class(project, model, value)
-        p = _kept_params(held).get(attr) if held is not None else None
-        ctor = held.methods.get("__init__") if held is not None else None
-        if p is None or ctor is None:
-            return None
-        arg = bind_arguments(ctor.params[1:] + ctor.kwonly, value, kwonly=ctor.kwonly).get(p)
-        made = _made(model, method, arg, False) if arg is not None else None
-        if made is None and arg is not None and _FIELD.fullmatch(dotted(arg) or ""):
-            made = _field_births(project, model, cls, dotted(arg), False)
-        if made is None:
-            return None
-        found |= made
-    return found
 
 
 def _current(project: Project, model: FileModel, caller: FunctionInfo, expr) -> bool:
@@ -224,30 +184,11 @@ def _relation(project: Project, model: FileModel, caller: FunctionInfo, key: str
         return "distinct"  # (two fields of one object, or an element of another field: two streams, as
         # flow/ambient.py takes them)
     if not _FIELD.fullmatch(text):
-        return _held_relation(project, model, caller, key, text, made)
+        return "unknown"
     alias = field_alias(project, model, model.classes.get(caller.class_name or ""), key)
     if alias is None:
         return "unknown"
     return "same" if alias == text else "distinct"
-
-
-def _held_relation(project: Project, model: FileModel, caller: FunctionInfo, key: str, text: str,
-                   made: frozenset | None) -> str:
-    """What a scope on a held object's stream ``text`` (``self._session._stream``, a lease of a held object:
-    :mod:`~streamlint.model.heldscopes`) is to the callee's stream ``key`` in the caller's terms: ``same`` when
-    both provably denote one field of the caller's object (:func:`~streamlint.model.flow.ambient.field_alias`),
-    ``distinct`` when both come only from stream constructor calls, different ones (:func:`_births`), else
-    ``unknown``."""
-    cls = model.classes.get(caller.class_name or "")
-    mine = text if _FIELD.fullmatch(text) else field_alias(project, model, cls, text)
-    theirs = key if _FIELD.fullmatch(key) else field_alias(project, model, cls, key)
-    if mine is not None and mine == theirs:
-        return "same"
-    other = _births(project, model, caller, cst.parse_expression(key)) if _HELD.fullmatch(key) or _FIELD.fullmatch(
-        key) else None
-    if made is not None and other is not None and not made & other:
-        return "distinct"
-    return "unknown"
 
 
 def _in_caller(caller: FunctionInfo, receiver, key: str | None) -> str | None:

@@ -57,10 +57,9 @@ def module_statements(mod: FileModel, name: str) -> list[cst.CSTNode]:
     return out
 
 
-def annotation_classes(project: Project, file: FileModel, fn: FunctionInfo | None,
-                       annotation: cst.BaseExpression) -> list[tuple[ClassInfo, FileModel]] | None:
-    """The project classes an annotation names (``Platform | _LazyPlatform``, ``Optional[Platform]``,
-    ``"Platform"``); None when some alternative (other than ``None``) is not a project class."""
+def annotation_alternatives(annotation: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+    """The alternatives an annotation names other than ``None`` (``A | B``, ``Optional[A]``, ``Union[A, B]``, and
+    the string forms of any of them, ``"A"``, ``Optional["A"]``); None when a string is not an expression."""
     parts: list[cst.BaseExpression] = []
     stack: list[cst.BaseExpression] = [annotation]
     while stack:
@@ -74,12 +73,20 @@ def annotation_classes(project: Project, file: FileModel, fn: FunctionInfo | Non
                 stack.append(cst.parse_expression(node.evaluated_value))
             except Exception:  # noqa: BLE001 - not an expression: not a class
                 return None
-        else:
+        elif not (isinstance(node, cst.Name) and node.value == "None"):
             parts.append(node)
+    return parts
+
+
+def annotation_classes(project: Project, file: FileModel, fn: FunctionInfo | None,
+                       annotation: cst.BaseExpression) -> list[tuple[ClassInfo, FileModel]] | None:
+    """The project classes an annotation names (``Platform | _LazyPlatform``, ``Optional[Platform]``,
+    ``"Platform"``); None when some alternative (other than ``None``) is not a project class."""
+    parts = annotation_alternatives(annotation)
+    if parts is None:
+        return None
     out: list[tuple[ClassInfo, FileModel]] = []
     for part in parts:
-        if isinstance(part, cst.Name) and part.value == "None":
-            continue
         qualname = file.resolve(part, fn) if isinstance(part, (cst.Name, cst.Attribute)) else None
         found = project.symbol(qualname, file) if qualname else None
         if found is None or not isinstance(found[0], ClassInfo):
@@ -349,5 +356,5 @@ def _imported_modules(file: FileModel) -> frozenset[str]:
     return cached
 
 
-__all__ = ["GENERIC", "UNAMBIGUOUS", "annotation_classes", "binder", "param_annotation", "class_chain", "forwards_device", "foreign_receiver",
+__all__ = ["GENERIC", "UNAMBIGUOUS", "annotation_alternatives", "annotation_classes", "binder", "param_annotation", "class_chain", "forwards_device", "foreign_receiver",
            "module_statements", "object_classes"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from streamlint._lazy import cst
-from streamlint.model.devobjects import annotation_classes
+from streamlint.model.devobjects import annotation_alternatives, annotation_classes
 from streamlint.model.file import dotted
 from streamlint.model.filefacts import ClassInfo
 from streamlint.model.streams import derived
@@ -189,23 +189,10 @@ def annotation_class(project: Project, file: FileModel, fn: FunctionInfo | None,
 
 
 def _optional_inner(annotation: cst.BaseExpression) -> cst.BaseExpression | None:
-    """The one non-``None`` alternative of an annotation (itself when it is no union)."""
-    if isinstance(annotation, cst.SimpleString):
-        try:
-            annotation = cst.parse_expression(annotation.evaluated_value)
-        except Exception:  # noqa: BLE001 - not an expression: no class
-            return None
-    parts: list[cst.BaseExpression] = []
-    stack = [annotation]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
-            stack += [node.left, node.right]
-        elif isinstance(node, cst.Subscript) and (dotted(node.value) or "").rsplit(".", 1)[-1] in ("Optional", "Union"):
-            stack += [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
-        elif not (isinstance(node, cst.Name) and node.value == "None"):
-            parts.append(node)
-    return parts[0] if len(parts) == 1 else None
+    """The one non-``None`` alternative of an annotation (itself when it is no union):
+    :func:`~streamlint.model.devobjects.annotation_alternatives`."""
+    parts = annotation_alternatives(annotation)
+    return parts[0] if parts is not None and len(parts) == 1 else None
 
 
 def _annotated_locals(fn: FunctionInfo) -> dict[str, list[cst.AnnAssign]]:

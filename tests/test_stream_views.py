@@ -39,3 +39,20 @@ def test_a_launch_stream_handed_down_from_an_unseen_public_api_is_low() -> None:
     assert (14, "SL301") not in found or found[(14, "SL301")] == "low"
     assert found[(25, "SL201")] == found[(26, "SL201")] == "medium"
     assert found[(26, "SL301")] == "high"
+
+
+INTEROP = FIXTURES / "projects" / "sl201_launch_stream_interop"
+
+
+def test_stream_views_across_modules() -> None:
+    """The conversion and the launch scope in one module, a wrapper of the scope in a second, the ops in a third:
+    the ops' races are with the caller's stream (low); a stream the package pools itself is its own (not low)."""
+    from pathlib import Path
+
+    from streamlint.discovery import discover
+
+    files = [str(f) for f in discover([str(INTEROP)], INTEROP).files]
+    found = {(Path(f.path).name, f.span.start_line): f.confidence.value
+             for f in lint_paths(INTEROP, files) if f.code == "SL201"}
+    assert found[("norm.py", 11)] == found[("norm.py", 19)] == found[("norm.py", 20)] == "low"
+    assert found[("norm.py", 26)] == "medium" and found[("norm.py", 27)] == "high"

@@ -735,7 +735,8 @@ def _report_host_read(ctx: RuleContext, fn, read: HostRead) -> None:
     hint = (f"a non-blocking copy to host memory returns before the data arrives: call {sync} (or synchronize an "
             f"event recorded after the copy) before the host reads `{read.name}`")
     related = _copy_related(ctx, read, "non-blocking copy queued here")
-    ctx.report(read.node, message, confidence=None if read.placed else Confidence.MEDIUM, related=related, hint=hint)
+    confidence = Confidence.LOW if read.hedged else None if read.placed else Confidence.MEDIUM
+    ctx.report(read.node, message, confidence=confidence, related=related, hint=hint)
 
 
 def _unsure_between(race, main):
@@ -1036,8 +1037,8 @@ def _report_pending_exit(ctx: RuleContext, read: HostRead, main: str | None, str
     hint = (f"call {sync} before it leaves the function, or record an event after the copy and hand it over for "
             "the reader to synchronise")
     related = _copy_related(ctx, read, "non-blocking copy queued here")
-    ctx.report(read.node, message, confidence=Confidence.HIGH if reader and read.placed else Confidence.MEDIUM,
-               related=related, hint=hint)
+    confidence = Confidence.LOW if read.hedged else Confidence.HIGH if reader and read.placed else Confidence.MEDIUM
+    ctx.report(read.node, message, confidence=confidence, related=related, hint=hint)
 
 
 def _report_engine_send(ctx: RuleContext, read: HostRead, main: str | None, stream: str) -> None:

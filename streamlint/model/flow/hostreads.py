@@ -186,6 +186,13 @@ class HostReads:
         placement on its stream since (:meth:`maybe_synced`)?"""
         return id(copy.node) not in self.unplaced_copies and st.maybe_syncs.get(copy.stream, -1) < copy.time
 
+    def hedged_copy(self, st: State, copy: Access) -> bool:
+        """Is the copy's source of unknown placement, and has the host since read (``.item()``) or copied to the host
+        (``.cpu()``, ``.to("cpu")`` without ``non_blocking``) a value of unknown placement on its stream
+        (:meth:`maybe_synced`)? The code takes both for device data (it copies the first asynchronously); if it is
+        right, the blocking call waited for the copy too: a report rests on two guesses against the code's own."""
+        return id(copy.node) in self.unplaced_copies and st.maybe_syncs.get(copy.stream, -1) >= copy.time
+
     def unplaced_host_copy(self, st: State, out: TVal) -> TVal:
         """``p.to("cpu", non_blocking=True)`` of a value the flow does not place (a module's parameter, an element
         of a collection handed in): only a device tensor copies asynchronously (a host one is returned as it is),
@@ -316,7 +323,8 @@ class HostReads:
             how = "returned" if sid in sids else "a field"
             self.host_reads[id(node)] = HostRead(node, name, copy.stream, copy.node,
                                                  f"{how}:{reader}" if reader else how, self.cfg.mode, "exit",
-                                                 placed=self.placed_copy(st, copy))
+                                                 placed=self.placed_copy(st, copy),
+                                                 hedged=self.hedged_copy(st, copy))
             return
 
     def _class_synchronises(self) -> bool:
@@ -567,10 +575,12 @@ class HostReads:
             # when the host may read, Megatron's `d2h_event` synchronised at a configured point)
         if id(self.anchor) not in self.host_reads:
             self.host_reads[id(self.anchor)] = HostRead(self.anchor, name, copy.stream, copy.node, consumer,
-                                                        self.cfg.mode, placed=self.placed_copy(st, copy))
+                                                        self.cfg.mode, placed=self.placed_copy(st, copy),
+                                                        hedged=self.hedged_copy(st, copy))
         if exit is not None and id(exit) not in self.host_reads:  # the helper that handed it back unsynchronised
             self.host_reads[id(exit)] = HostRead(exit, name, copy.stream, self.anchor, consumer, self.cfg.mode,
-                                                 "returned", placed=self.placed_copy(st, copy))
+                                                 "returned", placed=self.placed_copy(st, copy),
+                                                 hedged=self.hedged_copy(st, copy))
 
     def mark_exit(self, st: State, fn, mod, ret: object) -> dict:
         """An inlined helper of this module hands back host tensors its copies still fill, with no host

@@ -159,6 +159,8 @@ class OutsideCalls:
             if name != "pin_memory" and non_blocking(e) and not isinstance(recv, KVal):
                 self.op(st, e, [], result=False)  # an asynchronous D2H copy of an unknown tensor: work queued here
                 return self.unplaced_host_copy(st, self.host_tensor(st))
+            if name != "pin_memory" and not non_blocking(e):
+                self.maybe_synced(st, e.func.value, recv)  # `counts.sum().cpu()`: if device data, the host waited
             return self.host_tensor(st)  # `batch.cpu()`, `buf.pin_memory()`: host memory whatever the receiver
         if not tensors and isinstance(recv, KVal) and recv.opaque and name in COPY_METHODS:
             _, reads, _ = self.call_args(st, e)

@@ -178,6 +178,10 @@ class HostRead:
     # False: the copy's source is of unknown placement (only a device tensor copies asynchronously), or the host
     # read a value of unknown placement on the copy's stream after it (``n.item()``: a wait, if it is device data)
     placed: bool = True
+    # True: the copy's source is of unknown placement AND the host read or copied to the host a value of unknown
+    # placement on the copy's stream after it (``n.sum().cpu()``): the code treats both as device data, and if they
+    # are, the host waited for the copy (reported low)
+    hedged: bool = False
 
 
 @dataclass(frozen=True)

@@ -352,6 +352,15 @@ def lookup(qualname: str | None) -> ApiSpec | None:
 # Methods on stream / event / tensor objects (receiver typed by the model).
 STREAM_METHODS = frozenset({"wait_stream", "wait_event", "record_event", "synchronize", "query"})
 EVENT_METHODS = frozenset({"record", "wait", "synchronize", "query"})
+
+
+def event_record_shape(call) -> bool:
+    """Can ``x.record(...)`` be an event's record (``Event.record(stream=None)``: at most one argument, the
+    stream)? ``tracker.record(cost, budget)``, ``recorder.record(name=..., value=...)`` are a metrics object's."""
+    args = list(call.args)
+    if any(a.star for a in args) or len(args) > 1:
+        return False
+    return all(a.keyword is None or a.keyword.value == "stream" for a in args)
 TENSOR_LIFETIME_METHODS = frozenset({"record_stream"})
 # torch's own functions that are ``tensor.record_stream(stream)`` (FSDP records the gradients it reduces on a side
 # stream with dispatch turned off): (the tensor's position, the stream's position).

@@ -253,7 +253,8 @@ def _settled_elsewhere(project: Project, file: FileModel, cls: ClassInfo, handle
 
 
 def _is_record(call: cst.Call) -> bool:
-    return isinstance(call.func, cst.Attribute) and call.func.attr.value in ("record", "record_event")
+    return isinstance(call.func, cst.Attribute) and (call.func.attr.value == "record_event" or
+                                                     call.func.attr.value == "record" and apis.event_record_shape(call))
 
 
 def unjoined_flag_clears(project: Project, file: FileModel) -> list[FlagClear]:

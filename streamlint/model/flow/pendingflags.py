@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 from streamlint._lazy import cst
+from streamlint.model.apis import event_record_shape
 from streamlint.model.syntax import local_nodes, node_code, self_attribute
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ def recorded_fields(cls: ClassInfo, skip: Callable[[FunctionInfo], bool] | None 
             continue
         for site in m.calls:
             node, target = site.node, None
-            if site.method == "record" and isinstance(node.func, cst.Attribute):
+            if site.method == "record" and isinstance(node.func, cst.Attribute) and event_record_shape(node):
                 target = node.func.value
             elif site.method == "record_event" and node.args:
                 target = node.args[0].value

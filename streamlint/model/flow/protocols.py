@@ -52,7 +52,7 @@ from streamlint.model.flow.inflight import asked, finished, started
 from streamlint.model.flow.priorreaders import run_before_join
 from streamlint.model.flow.producerbound import may_leave_pending
 from streamlint.model.flow.joinhelpers import handed_to_join, join_helper_keys, join_helper_names
-from streamlint.model.flow.unproven import order_seen, shared_stream_key, unproven_ok
+from streamlint.model.flow.unproven import next_call_order, order_seen, shared_stream_key, unproven_ok
 from streamlint.model.flow.values import Access, ordered_before
 from streamlint.model.streams import MAIN, derived
 from streamlint.model.syntax import call_name, local_nodes, normalized_code
@@ -115,6 +115,17 @@ def synchronizes_device(project: Project, file: FileModel, fn: FunctionInfo) -> 
 def _mentions(file: FileModel, fn: FunctionInfo, field: str) -> bool:
     from streamlint.model.flow.joinowners import code_without_comments  # (a comment naming it is no mention)
     return re.search(rf"{re.escape(field)}\b(?!\s*=[^=])", code_without_comments(file.code(fn.node.body))) is not None
+
+
+def _mentioned_outside_scopes(project: Project, file: FileModel, fn: FunctionInfo, field: str) -> bool:
+    """Does ``fn`` name ``field`` (not as a store) outside its own side-stream scopes? Its entry-stream use of
+    what it leaves on the side stream: a method naming the field only inside its scope runs on that stream."""
+    from streamlint.model.flow.joinowners import code_without_comments
+    text = code_without_comments(file.code(fn.node.body))
+    for site in fn.scopes:
+        if project.scope_use(file, site).roles() & apis.STREAM_SCOPE_ROLES:
+            text = text.replace(code_without_comments(file.code(site.with_node)), "")
+    return re.search(rf"{re.escape(field)}\b(?!\s*=[^=])", text) is not None
 
 
 def reached_outside(project: Project, file: FileModel, cls: ClassInfo, attr: str) -> bool:
@@ -305,11 +316,17 @@ def protocol_inputs(project: Project, file: FileModel, fn: FunctionInfo, mode: s
     memo[key] = []
     started(project, "protocol_inputs", key)
     inside = _run_inside_scopes(project, file, cls, fn)  # (nor a method the producers run in their scope)
-    pending = [p for p in class_pending(project, file, cls, mode, runner) if p.producer is not fn
+    produced = class_pending(project, file, cls, mode, runner)
+    own = {(q.field, q.stream) for q in produced if q.producer is fn}  # what fn leaves pending at its exits: its
+    # next call reads it (as the reader of another producer it runs, or of its own scope's write: next_call_order)
+    others = {(q.field, q.stream) for q in produced if q.producer is not fn}
+    pending = [p for p in produced if (p.producer is not fn or (p.field, p.stream) not in others
+                                       and _mentioned_outside_scopes(project, file, fn, p.field))
                and _mentions(file, fn, p.field) and p.producer not in inside
                and not run_before_join(file, cls, fn, {_norm(p.stream), *(_norm(e) for e in p.events)})]
-    out = [p if strength == "medium" else replace(p, unproven=order_seen(cls, p.producer, fn)) for p in pending
-           if (strength := _expected(project, file, cls, fn, p))]
+    out = [p if strength == "medium" else replace(p, unproven=order_seen(cls, p.producer, fn)
+                                                  or next_call_order(p.producer, fn, (p.field, p.stream) in own))
+           for p in pending if (strength := _expected(project, file, cls, fn, p))]
     out += _holder_inputs(project, file, fn, mode, runner)  # (objects its fields hold: `self.pager: Pager`)
     out += _built_inputs(project, file, cls, fn, mode, runner, {p.field for p in out})
     # a container field's entries (fieldfamilies.py): a wait on any entry of the event family that covers the
@@ -447,7 +464,7 @@ def _expected(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInf
         # (or it hands the field back to its caller on a stream nobody joins: handbacks.py)
         if p.family or p.guessed or not unproven_ok(file, cls, fn, p.producer, p.stream) or joined_keys(file, fn) \
                 or join_helper_keys(project, file, fn) or synchronizes_device(project, file, fn) \
-                or _own_scope(project, file, fn):
+                or _own_scope(project, file, fn) and p.producer is not fn:
             return None  # (a reader joining something it is not matched to: an early record, a handle; unsure;
             # or one with stream scopes of its own, whose own races on the field are its findings)
         evidence = False
@@ -501,8 +518,9 @@ def _returns_storage(file: FileModel, fn: FunctionInfo, field: str) -> bool:
     def named(expr) -> bool:
         if place(expr):
             return True
-        values = fn.name_assigns.get(expr.value, ()) if isinstance(expr, cst.Name) else ()
-        return expr.value not in fn.all_params and any(place(v) for v in values)
+        if not isinstance(expr, cst.Name):
+            return False  # (a call's result, `scores.softmax(-1)`: computed from it)
+        return expr.value not in fn.all_params and any(place(v) for v in fn.name_assigns.get(expr.value, ()))
 
     for ret in fn.returns:
         value = ret.value

@@ -117,17 +117,6 @@ def _mentions(file: FileModel, fn: FunctionInfo, field: str) -> bool:
     return re.search(rf"{re.escape(field)}\b(?!\s*=[^=])", code_without_comments(file.code(fn.node.body))) is not None
 
 
-def _mentioned_outside_scopes(project: Project, file: FileModel, fn: FunctionInfo, field: str) -> bool:
-    """Does ``fn`` name ``field`` (not as a store) outside its own side-stream scopes? Its entry-stream use of
-    what it leaves on the side stream: a method naming the field only inside its scope runs on that stream."""
-    from streamlint.model.flow.joinowners import code_without_comments
-    text = code_without_comments(file.code(fn.node.body))
-    for site in fn.scopes:
-        if project.scope_use(file, site).roles() & apis.STREAM_SCOPE_ROLES:
-            text = text.replace(code_without_comments(file.code(site.with_node)), "")
-    return re.search(rf"{re.escape(field)}\b(?!\s*=[^=])", text) is not None
-
-
 def reached_outside(project: Project, file: FileModel, cls: ClassInfo, attr: str) -> bool:
     """Does code outside ``self`` reach the attribute ``attr`` (``obj.attr``, ``h.attr[i]``), anywhere in the
     project, or does a method of the class return it or pass it on?"""
@@ -318,10 +307,8 @@ def protocol_inputs(project: Project, file: FileModel, fn: FunctionInfo, mode: s
     inside = _run_inside_scopes(project, file, cls, fn)  # (nor a method the producers run in their scope)
     produced = class_pending(project, file, cls, mode, runner)
     own = {(q.field, q.stream) for q in produced if q.producer is fn}  # what fn leaves pending at its exits: its
-    # next call reads it (as the reader of another producer it runs, or of its own scope's write: next_call_order)
-    others = {(q.field, q.stream) for q in produced if q.producer is not fn}
-    pending = [p for p in produced if (p.producer is not fn or (p.field, p.stream) not in others
-                                       and _mentioned_outside_scopes(project, file, fn, p.field))
+    # next call reads it (as the reader of another producer of the class it runs itself: next_call_order)
+    pending = [p for p in produced if p.producer is not fn
                and _mentions(file, fn, p.field) and p.producer not in inside
                and not run_before_join(file, cls, fn, {_norm(p.stream), *(_norm(e) for e in p.events)})]
     out = [p if strength == "medium" else replace(p, unproven=order_seen(cls, p.producer, fn)
@@ -464,7 +451,7 @@ def _expected(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInf
         # (or it hands the field back to its caller on a stream nobody joins: handbacks.py)
         if p.family or p.guessed or not unproven_ok(file, cls, fn, p.producer, p.stream) or joined_keys(file, fn) \
                 or join_helper_keys(project, file, fn) or synchronizes_device(project, file, fn) \
-                or _own_scope(project, file, fn) and p.producer is not fn:
+                or _own_scope(project, file, fn):
             return None  # (a reader joining something it is not matched to: an early record, a handle; unsure;
             # or one with stream scopes of its own, whose own races on the field are its findings)
         evidence = False

@@ -107,9 +107,7 @@ def next_call_order(producer: FunctionInfo, reader: FunctionInfo, leaves: bool) 
     """The reader's own name when it calls ``self.<producer>(...)`` and ``leaves`` (the class's summary of what the
     reader leaves pending at its exits holds the producer's write of the same field on the same stream): the
     reader's next call runs after that producer run with no join in between; "" otherwise."""
-    if producer is reader:
-        return reader.node.name.value  # (its own scope's write, left pending at its exit)
-    if not leaves or not _self_calls(reader, producer.node.name.value):
+    if not leaves or producer is reader or not _self_calls(reader, producer.node.name.value):
         return ""
     return reader.node.name.value
 

@@ -809,6 +809,12 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
                 f"{field})`): `{releaser}()` recorded this buffer on the stream that last used it and stored that stream "
                 f"in `{field}`; overwriting the buffer on {stream_label(race.dst, main)} first must wait for it"
                 + ("" if mentioned else "; this assumes the object was released by that method before this call"))
+    elif race.protocol is not None and race.unproven and race.unproven == fn.node.name.value:
+        confidence = Confidence.MEDIUM  # (flow/unproven.next_call_order: the method leaves it pending itself)
+        hint += (f"; it is written in `{race.protocol}()` of {_owner(race)}, which this method runs itself on "
+                 f"{stream_label(race.src, main)}, leaving it there with no join at its exit: each call "
+                 "reads what the call before it left queued (this assumes the caller does not join that stream "
+                 "between the calls)")
     elif race.protocol is not None and race.unproven:
         confidence = Confidence.MEDIUM
         hint += (f"; it is written in `{race.protocol}()` of {_owner(race)}, which leaves it on "

@@ -132,7 +132,8 @@ Layer 3 — one function's flow
                     (what a branch on ``query()`` / ``is_cuda`` tells), ``protocols`` / ``fieldfamilies`` (what
                     a class's methods leave for each other on a side stream in its fields and container fields;
                     ``unproven``: such a hand-off whose reader lost the class's only join, low unless the class
-                    runs the producer then the reader itself; ``priorreaders``: a reader the class runs before its own
+                    runs the producer then the reader itself, or the reader leaves the write pending at its own
+                    exit (its next call reads it: ``next_call_order``); ``priorreaders``: a reader the class runs before its own
                     join, not expected to join; ``producerbound``: a producer whose run can make current no stream but
                     the entry stream, the host or TorchAir tag streams (with what it inlines) leaves nothing pending,
                     and is not run; ``releasestreams``: buffers an object was last used

@@ -52,7 +52,7 @@ from streamlint.model.flow.inflight import asked, finished, started
 from streamlint.model.flow.priorreaders import run_before_join
 from streamlint.model.flow.producerbound import may_leave_pending
 from streamlint.model.flow.joinhelpers import handed_to_join, join_helper_keys, join_helper_names
-from streamlint.model.flow.unproven import order_seen, shared_stream_key, unproven_ok
+from streamlint.model.flow.unproven import next_call_order, order_seen, shared_stream_key, unproven_ok
 from streamlint.model.flow.values import Access, ordered_before
 from streamlint.model.streams import MAIN, derived
 from streamlint.model.syntax import call_name, local_nodes, normalized_code
@@ -305,11 +305,15 @@ def protocol_inputs(project: Project, file: FileModel, fn: FunctionInfo, mode: s
     memo[key] = []
     started(project, "protocol_inputs", key)
     inside = _run_inside_scopes(project, file, cls, fn)  # (nor a method the producers run in their scope)
-    pending = [p for p in class_pending(project, file, cls, mode, runner) if p.producer is not fn
+    produced = class_pending(project, file, cls, mode, runner)
+    own = {(q.field, q.stream) for q in produced if q.producer is fn}  # what fn leaves pending at its exits: its
+    # next call reads it (as the reader of another producer of the class it runs itself: next_call_order)
+    pending = [p for p in produced if p.producer is not fn
                and _mentions(file, fn, p.field) and p.producer not in inside
                and not run_before_join(file, cls, fn, {_norm(p.stream), *(_norm(e) for e in p.events)})]
-    out = [p if strength == "medium" else replace(p, unproven=order_seen(cls, p.producer, fn)) for p in pending
-           if (strength := _expected(project, file, cls, fn, p))]
+    out = [p if strength == "medium" else replace(p, unproven=order_seen(cls, p.producer, fn)
+                                                  or next_call_order(p.producer, fn, (p.field, p.stream) in own))
+           for p in pending if (strength := _expected(project, file, cls, fn, p))]
     out += _holder_inputs(project, file, fn, mode, runner)  # (objects its fields hold: `self.pager: Pager`)
     out += _built_inputs(project, file, cls, fn, mode, runner, {p.field for p in out})
     # a container field's entries (fieldfamilies.py): a wait on any entry of the event family that covers the
@@ -501,8 +505,9 @@ def _returns_storage(file: FileModel, fn: FunctionInfo, field: str) -> bool:
     def named(expr) -> bool:
         if place(expr):
             return True
-        values = fn.name_assigns.get(expr.value, ()) if isinstance(expr, cst.Name) else ()
-        return expr.value not in fn.all_params and any(place(v) for v in values)
+        if not isinstance(expr, cst.Name):
+            return False  # (a call's result, `scores.softmax(-1)`: computed from it)
+        return expr.value not in fn.all_params and any(place(v) for v in fn.name_assigns.get(expr.value, ()))
 
     for ret in fn.returns:
         value = ret.value

@@ -23,7 +23,10 @@ join it, so a finding on it without the class's evidence is LOW too.
 
 When the class itself proves the order (a method of it calls the producer and then the reader, the producer's
 call on every path to the reader's, and joins nothing: :func:`order_seen`), the finding is MEDIUM, naming that
-method."""
+method. So it is when the reader itself runs the producer and leaves its write pending at its own exit (a double-
+buffered prefetch: ``update(i)`` reads ``self._dev[i & 1]`` and then runs ``self._prefetch(i + 1)``, which copies
+into the other slot on ``self._stream``): every call after the first reads what the call before it left queued, with
+no join in between unless the caller makes one, and the caller cannot reach the stream (:func:`next_call_order`)."""
 
 from __future__ import annotations
 
@@ -98,6 +101,15 @@ def order_seen(cls: ClassInfo, producer: FunctionInfo, reader: FunctionInfo) -> 
                         and dominates(m.node, a.node, b.node):
                     return m.node.name.value
     return ""
+
+
+def next_call_order(producer: FunctionInfo, reader: FunctionInfo, leaves: bool) -> str:
+    """The reader's own name when it calls ``self.<producer>(...)`` and ``leaves`` (the class's summary of what the
+    reader leaves pending at its exits holds the producer's write of the same field on the same stream): the
+    reader's next call runs after that producer run with no join in between; "" otherwise."""
+    if not leaves or producer is reader or not _self_calls(reader, producer.node.name.value):
+        return ""
+    return reader.node.name.value
 
 
 def _args(call: cst.Call) -> list[cst.CSTNode]:

@@ -11,6 +11,7 @@ neither produced nor read by a stream."""
 from __future__ import annotations
 
 from streamlint._lazy import cst
+from streamlint.model.file import dotted
 from streamlint.model.filefacts import FunctionInfo
 from streamlint.model.hostobjects import foreign_method
 from streamlint.model.streams import derived
@@ -169,9 +170,14 @@ def _scan_methods(fn: FunctionInfo) -> frozenset[str]:
                      if foreign and n != "self" and n not in other and bindings.get(n, 0) <= 1)
 
 
+# functions of Python ints only (a launch grid's sizes): ``triton.cdiv(n, BLOCK)``, ``triton.next_power_of_2(n)``
+HOST_INT_FUNCTIONS = frozenset({"triton.cdiv", "triton.next_power_of_2", "math.ceil", "math.floor", "math.log2",
+                                "math.prod", "math.gcd", "math.lcm", "math.isqrt"})
+
+
 def host_scalar_names(project, fn: FunctionInfo) -> frozenset[str]:
     """Locals the function uses as Python ints: a bound of a slice (``slots[n:]``, ``xs[: n - pad]``) or an
-    argument of ``range(...)``, and never as a tensor (no tensor method or attribute of them). A 0-d tensor
+    argument of ``range(...)`` or of a function of ints (:data:`HOST_INT_FUNCTIONS`), and never as a tensor (no tensor method or attribute of them). A 0-d tensor
     would work there too, but only through a blocking host read; what an unresolved callee hands back and the
     function indexes with is a count (a token count from a connector of another package), not device data."""
     memo = derived(project, "host_scalar_names")
@@ -213,9 +219,14 @@ def _string_literals(e: cst.BaseExpression) -> bool:
 
 def host_count(project, file, fn: FunctionInfo, name: str, value: cst.BaseExpression) -> bool:
     """``name = value`` binds a count: ``value`` calls nothing the analysis knows (no torch API, no tensor method,
-    no project function: a method of an object of another package, ``self.connector.start_load(...)``) and the
-    function uses ``name`` as a Python int (:func:`host_scalar_names`)."""
-    if not isinstance(value, cst.Call) or name not in host_scalar_names(project, fn):
+    no project function: a method of an object of another package, ``self.connector.start_load(...)``) or is
+    integer arithmetic of names never used as tensors (``real_tokens * k``), and the function uses ``name`` as a
+    Python int (:func:`host_scalar_names`)."""
+    if name not in host_scalar_names(project, fn):
+        return False
+    if isinstance(value, cst.BinaryOperation):  # `n_slots = real_tokens * k`, `x.size(0) * cfg["top_k"]`
+        return _int_arithmetic(value, _tensor_names(fn))
+    if not isinstance(value, cst.Call):
         return False
     site = file.call_site(value)
     if site is None or (site.target or "").startswith(("torch.", "torch_npu.")):
@@ -237,6 +248,31 @@ def _arith_names(e: cst.BaseExpression, depth: int = 0) -> set[str]:
     return set()
 
 
+_SIZE_METHODS = frozenset({"size", "numel", "dim", "nelement", "element_size"})
+
+
+def _int_arithmetic(e: cst.BaseExpression, tensors: set[str], depth: int = 0) -> bool:
+    """Is ``e`` integer arithmetic whose every leaf is a number, a size (``x.size(0)``, ``x.shape[1]``,
+    ``len(xs)``), or a name / an entry of a name (``cfg["top_k"]``) the function never uses as a tensor?"""
+    if isinstance(e, cst.Integer):
+        return True
+    if isinstance(e, cst.Name):
+        return e.value not in tensors
+    if isinstance(e, cst.Subscript):
+        owner = _owner(e)
+        if isinstance(e.value, cst.Attribute) and e.value.attr.value == "shape":
+            return True
+        return owner is not None and owner not in tensors and owner != "self"
+    if isinstance(e, cst.Call):
+        func = e.func
+        return (isinstance(func, cst.Attribute) and func.attr.value in _SIZE_METHODS) or (
+            isinstance(func, cst.Name) and func.value == "len")
+    if depth < 4 and isinstance(e, cst.BinaryOperation) and isinstance(
+            e.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)):
+        return _int_arithmetic(e.left, tensors, depth + 1) and _int_arithmetic(e.right, tensors, depth + 1)
+    return False
+
+
 def _scan_scalars(fn: FunctionInfo) -> frozenset[str]:
     ints: set[str] = set()
     for node in local_nodes(fn.node):
@@ -244,7 +280,8 @@ def _scan_scalars(fn: FunctionInfo) -> frozenset[str]:
             for bound in (node.lower, node.upper, node.step):
                 if bound is not None:
                     ints |= _arith_names(bound)
-        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "range":
+        elif isinstance(node, cst.Call) and (isinstance(node.func, cst.Name) and node.func.value == "range"
+                                             or (dotted(node.func) or "") in HOST_INT_FUNCTIONS):
             for a in node.args:
                 ints |= _arith_names(a.value)
     return frozenset(ints - _tensor_names(fn)) if ints else frozenset()

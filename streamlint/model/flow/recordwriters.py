@@ -111,14 +111,29 @@ def handed_record(project: Project, file: FileModel, fn: FunctionInfo, name: str
         args = [a for a in site.node.args if _names(file, a.value, name, events)]
         if not args:
             continue
-        target = project.call_target(file, site)
-        if target is None:
+        targets = [project.call_target(file, site)]
+        if targets[0] is None:
+            targets = _instance_methods(project, file, fn, site)
+        if not targets:
             return True
-        callee_fn, callee_file = target
-        joins = {re.sub(r"^\w+\.", "", k) for k in joined_keys(callee_file, callee_fn)}
-        if joins & attrs or any(k in attrs for k in joins):
-            return True
+        for callee_fn, callee_file in targets:
+            if {re.sub(r"^\w+\.", "", k) for k in joined_keys(callee_file, callee_fn)} & attrs:
+                return True
     return False
+
+
+def _instance_methods(project: Project, file: FileModel, fn: FunctionInfo, site) -> list:
+    """``_RUNTIME.consume(rec)`` on a module-level instance of a project class (``_RUNTIME = Runtime()``): that
+    class's method (devobjects.object_classes), else nothing."""
+    from streamlint.model.devobjects import object_classes
+    from streamlint.model.flow.typedholders import _class_method
+
+    func = site.node.func
+    if not isinstance(func, cst.Attribute) or not isinstance(func.value, (cst.Name, cst.Attribute)):
+        return []
+    classes = object_classes(project, file, fn, func.value) or []
+    found = [_class_method(project, cls, mod, func.attr.value) for cls, mod in classes]
+    return found if found and all(f is not None for f in found) else []
 
 
 def _names(file: FileModel, expr: cst.BaseExpression, name: str, events: tuple[str, ...]) -> bool:

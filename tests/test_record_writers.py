@@ -74,7 +74,10 @@ def test_record_fields_written_outside_with_an_event(tmp_path: Path) -> None:
     path = write(tmp_path, "rt.py", RUNTIME)
     project = engine_for(tmp_path).project
     file = project.file(str(path))
-    writes = record_writes(project, file, file.classes["Chunk"], "cuda", run_producer)
+    from streamlint.model.flow.protocols import _producer_pending
+
+    writes = record_writes(project, file, file.classes["Chunk"], "cuda",
+                           lambda fn, prefix: _producer_pending(project, file, fn, "cuda", run_producer, prefix))
     # stage() keeps an event recorded after the copy on the record; stage_no_event() keeps none: not a protocol
     assert [(p.field, p.events, p.producer.node.name.value) for p in writes] == \
         [("self.dev", ("self.ready",), "stage")]

@@ -359,9 +359,13 @@ def _holder_inputs(project: Project, file: FileModel, fn: FunctionInfo, mode: st
         values = fn.name_assigns.get(name, []) if name not in fn.all_params and "." not in name else []
         spelled = _norm(file.code(values[0])) if len(values) == 1 else name  # (`sched: S = ctx.sched`: the
         # interpreter keys its fields by what the local holds)
-        for p in (*class_pending(project, cmod, cls, mode, runner), *record_writes(project, cmod, cls, mode, runner)):
+        for p in (*class_pending(project, cmod, cls, mode, runner), *record_writes(
+                project, cmod, cls, mode, lambda m, prefix, cmod=cmod: _producer_pending(
+                    project, cmod, m, mode, runner, prefix) if _own_scope(project, cmod, m)
+                and may_leave_pending(project, cmod, m, mode) else [])):
             q = _renamed(p, name)
-            if p.outside and (handed_record(project, file, fn, name, q.events) or not _mentions(file, fn, q.field)):
+            if p.outside and (handed_record(project, file, fn, name, q.events, joined_keys, _STREAM_CALLS)
+                              or not _mentions(file, fn, q.field)):
                 continue  # (the record handed to a callee that may wait its event, or whose wait is not seen)
             if {re.sub(r"\[[^\]]*\]", "[]", _norm(k)) for k in (q.stream, *q.events, *q.early)} & joined:
                 continue  # it joins the stream or an entry of the event (which entry: not compared)

@@ -24,7 +24,7 @@ its writers live; a writer elsewhere is not seen: no finding)."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from streamlint._lazy import cst
 from streamlint.model.streams import derived
@@ -33,44 +33,40 @@ from streamlint.model.syntax import local_nodes, normalized_code
 if TYPE_CHECKING:
     from streamlint.model.file import FileModel
     from streamlint.model.filefacts import ClassInfo, FunctionInfo
-    from streamlint.model.flow.protocols import Pending
     from streamlint.model.project import Project
 
 MAX_WRITERS = 8  # writers of one record class (past that: a framework's shared record, not one protocol)
 
 
 def record_writes(project: Project, file: FileModel, cls: ClassInfo, mode: str,
-                  runner: Callable[..., Any]) -> list[Pending]:
+                  producer: Callable[[FunctionInfo, str], list]) -> list:
     """The fields of ``cls`` (``file``'s class) functions of ``file`` outside the class leave written on a side
-    stream through a name typed to ``cls``, with an event stored on the record after the write."""
+    stream through a name typed to ``cls``, with an event stored on the record after the write. ``producer(fn,
+    prefix)``: what ``fn`` leaves pending on the fields of the name ``prefix`` spells (``protocols``' producer
+    run), none when it opens no side-stream scope of its own."""
     memo = derived(project, "record_writes")
     key = (id(cls), mode)
     held = memo.get(key)
     if held is not None and held[0] is cls:
         return held[1]
     memo[key] = (cls, [])
-    out = _record_writes(project, file, cls, mode, runner)
+    out = _record_writes(project, file, cls, mode, producer)
     memo[key] = (cls, out)
     return out
 
 
 def _record_writes(project: Project, file: FileModel, cls: ClassInfo, mode: str,
-                   runner: Callable[..., Any]) -> list[Pending]:
+                   producer: Callable[[FunctionInfo, str], list]) -> list:
     from dataclasses import replace
-
-    from streamlint.model.flow.producerbound import may_leave_pending
-    from streamlint.model.flow.protocols import _own_scope, _producer_pending
 
     writers = [(fn, name) for fn in file.functions.values() if cls.methods.get(fn.node.name.value) is not fn
                and fn.scopes and (name := _holder(project, file, fn, cls)) is not None]
     if len(writers) > MAX_WRITERS:
         return []
-    out: list[Pending] = []
+    out: list = []
     for fn, name in writers:
-        if not _own_scope(project, file, fn) or not may_leave_pending(project, file, fn, mode):
-            continue
         prefix = f"{name}."
-        for p in _producer_pending(project, file, fn, mode, runner, prefix=prefix):
+        for p in producer(fn, prefix):
             if not p.events or p.guessed:
                 continue  # no event kept on the record: how the consumer is meant to join it is not said
             ren = lambda k: f"self.{k[len(prefix):]}" if k.startswith(prefix) else k  # noqa: E731
@@ -97,16 +93,15 @@ def _holder(project: Project, file: FileModel, fn: FunctionInfo, cls: ClassInfo)
     return next(iter(names)) if len(names) == 1 else None
 
 
-def handed_record(project: Project, file: FileModel, fn: FunctionInfo, name: str, events: tuple[str, ...]) -> bool:
+def handed_record(project: Project, file: FileModel, fn: FunctionInfo, name: str, events: tuple[str, ...],
+                  joined_keys: Callable[[FileModel, FunctionInfo], set[str]], stream_calls: frozenset[str]) -> bool:
     """Does ``fn`` hand the record ``name`` (or one of its ``events``) to a callee that may wait the event: a
     call the project cannot resolve, or a project function whose body waits the event's field of its parameter
     (``self._settle(rec)``, ``def _settle(self, r): r.ready.wait()``)? Methods called on the record itself and
     the stream calls (``wait_event(rec.ready)``: the consumer's own join) are not hand-offs."""
-    from streamlint.model.flow.protocols import _STREAM_CALLS, joined_keys
-
     attrs = {e.split(".", 1)[1] for e in events if "." in e}
     for site in fn.calls:
-        if site.method in _STREAM_CALLS:
+        if site.method in stream_calls:
             continue
         args = [a for a in site.node.args if _names(file, a.value, name, events)]
         if not args:

@@ -1170,6 +1170,8 @@ def _owner(race: Race) -> str:
     """Whose method the protocol's producer is: the reader's class, or the class of an object it holds by an
     annotated name (``sched.prefetch``: flow/typedholders.py)."""
     holder = race.protocol.rpartition(".")[0] if race.protocol else ""
+    if holder[:1].isupper():  # (a record's field another class's method wrote: flow/recordwriters.py)
+        return f"class `{holder}`, which stores it on the record"
     return f"`{holder}`'s class" if holder else "the same class"
 
 

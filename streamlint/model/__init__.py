@@ -184,6 +184,12 @@ Layer 3 — one function's flow
                     states: a parameter's -- ``Optional[...]`` / ``X | None`` / string forms, the ``self``-like
                     parameter of an ``autograd.Function`` staticmethod --, an annotated local, an annotated field;
                     a function holding such an object reads that class's protocol through it, medium),
+                    ``elementtypes`` (the project class a loop variable holds by the annotation of the container
+                    it walks: ``for c in reversed(self.pending.get(k, ()))`` over ``dict[K, list[Chunk]]``),
+                    ``recordwriters`` (a record class's fields a function outside the class leaves written on a
+                    side stream through such a name, with an event stored on the record after the write: read as
+                    the record's protocol by a holder of the record, medium, unless it hands the record to a
+                    callee that may wait the event),
                     ``fielddrops`` (a plain field's tensor read on a side stream, pending and unrecorded at the
                     return, which another method of the class rebinds or drops with no join first),
                     ``selfjoins`` (a class whose other methods each join the work they queue on its own stream:

@@ -240,8 +240,11 @@ class ControlFlow:
                     st.env[key] = v
                 else:
                     st.env.pop(key, None)
-            if key.startswith("self."):  # what the object holds at the exits (a class protocol's producer)
+            if key.startswith("self.") or key.count(".") == 1 and isinstance(target.value, cst.Name):
+                # what the object holds at the exits (a class protocol's producer; a record's: recordwriters.py)
                 self.field_writes.setdefault(key, []).extend(tv.sid for tv in self.tensors(st, v))
+                if isinstance(v, EVal):  # `cand.ready = ev`: the event the record holds (recordwriters.py)
+                    self.__dict__.setdefault("field_events", {})[key] = v.key
             if st.assume:
                 for k in [k for k in st.assume if key in k]:
                     del st.assume[k]
@@ -524,8 +527,8 @@ class ControlFlow:
                     handed.update(self.covering_bindings(s, node))  # every index picking streams (indexsets.py)
                     for name in target_names(node.target):
                         self.bind(s, name, handed[name] if name in handed else self.copies_value(s, node, name)
-                                  or (self.placed_element(s, items) if isinstance(node.target, cst.Name) else None),
-                                  node)
+                                  or (self.placed_element(s, items) if isinstance(node.target, cst.Name) else None)
+                                  or self.typed_element(node, name), node)
                         if walked:
                             s.elem_of[name] = walked
                     self.hold_elements(s, node.iter, node.target)  # a local list of pending host copies
@@ -561,6 +564,14 @@ class ControlFlow:
         for s in states + finished:
             s.fanout = entry_fanout
         return (states + finished)[:MAX_PATHS]
+
+    def typed_element(self, node: cst.For, name: str) -> KVal | None:
+        """``for cand in self.pending.get(k, ())`` over a container annotated with a project class's elements: the
+        record, whose fields are places as a parameter's are (elementtypes.py)."""
+        from streamlint.model.flow.elementtypes import element_class
+        if not isinstance(node.target, cst.Name) or element_class(self.project, self.cfile, self.cfn, name) is None:
+            return None
+        return KVal(name)
 
     def with_item(self, node: cst.With, i: int, st: State) -> list[State]:
         if i == len(node.items):

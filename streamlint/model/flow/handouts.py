@@ -121,6 +121,9 @@ class HandOuts(HostFields):
         the field waits on it (``protocols._expected``, which seeded the write). The caller handed the field has
         then no handle on that work: the wait it needs was this consumer's to make, not the caller's."""
         seeded = self.__dict__.get("protocol_seeds", {}).get(sid)
+        if sid in self.__dict__.get("outside_seeds", ()) and seeded is not None and lw is not None \
+                and lw.time == seeded[0] and key in seeded[1]:
+            return True  # a record's event, the record handed to nobody (recordwriters.handed_record): no handle
         found = re.match(r"self\.(\w+)", key)
         if seeded is None or found is None or lw is None or lw.time != seeded[0] or key not in seeded[1]:
             return False

@@ -79,6 +79,7 @@ class Pending:
     guessed: bool = False  # the write made a value of unknown type taken for device data (a call's result)
     unproven: str | None = None  # the class shows no join the reader is expected to make (flow/unproven.py): ""
     holder: str = ""  # the name the consumer holds the object by, when it is no method of its class (typedholders.py)
+    outside: bool = False  # written by a function outside the class through a name typed to it (recordwriters.py)
     # (LOW), or the method of the class seen calling the producer and then the reader (MEDIUM)
 
 
@@ -156,9 +157,12 @@ def reached_outside(project: Project, file: FileModel, cls: ClassInfo, attr: str
     return found
 
 
-def _producer_pending(project: Project, file: FileModel, fn: FunctionInfo, mode: str, runner: Runner) -> list[Pending]:
+def _producer_pending(project: Project, file: FileModel, fn: FunctionInfo, mode: str, runner: Runner,
+                      prefix: str = "self.") -> list[Pending]:
     """Run ``fn`` and keep the ``self.*`` fields it leaves on a side stream, unjoined on every exit path that
-    writes them there."""
+    writes them there (``prefix``: the fields of another object ``fn`` holds, ``cand.``, on any stream of
+    ``fn``'s: :mod:`.recordwriters`)."""
+    own = prefix == "self."
     interp = runner(project, file, fn, mode)
     if interp is None:
         return []
@@ -168,7 +172,8 @@ def _producer_pending(project: Project, file: FileModel, fn: FunctionInfo, mode:
         handed = _handed_back(interp, st) if st in interp.returned else None
         fields = {k: sid for k, sids in interp.field_writes.items()
                   for sid in [next((i for i in reversed(sids) if i in st.stores), None)] if sid is not None}
-        fields.update({k: sid for k, sid in st.long.items() if k.startswith("self.") and k not in fields})
+        fields = {k: sid for k, sid in fields.items() if k.startswith(prefix)}
+        fields.update({k: sid for k, sid in st.long.items() if k.startswith(prefix) and k not in fields})
         plain: set[str] = set()  # the fields whose own storage a side stream wrote on this path
         for field, sid in fields.items():
             S = st.stores.get(sid)
@@ -176,13 +181,16 @@ def _producer_pending(project: Project, file: FileModel, fn: FunctionInfo, mode:
             if lw is None or lw.stream == MAIN or lw.time == 0 or "." not in field:
                 continue
             plain.add(field)
-            stream = lw.stream if lw.stream.startswith("self.") else shared_stream_key(project, file, fn, lw.stream)
+            stream = lw.stream if lw.stream.startswith("self.") or not own \
+                else shared_stream_key(project, file, fn, lw.stream)
             if ordered_before(lw, know) or stream is None or "[" in field \
                     or handed is not None and _handed_join(st, handed, sid, lw):
                 found[field] = None  # joined on this path (or not a stream of the object's, or handed back)
                 continue
             events = tuple(sorted(k for k, snap in st.events.items()
-                                  if k.startswith("self.") and snap.get(lw.stream, -1) >= lw.time))
+                                  if k.startswith(prefix) and snap.get(lw.stream, -1) >= lw.time)) if own \
+                else tuple(sorted(k for k, e in interp.__dict__.get("field_events", {}).items() if k.startswith(prefix)
+                                  and st.events.get(e, {}).get(lw.stream, -1) >= lw.time))
             old = found.get(field, 0)
             if old is None:
                 continue
@@ -190,6 +198,7 @@ def _producer_pending(project: Project, file: FileModel, fn: FunctionInfo, mode:
                 found[field] = None
                 continue
             found[field] = Pending(field, stream, fn, lw.node, events, handles=records_on(interp, st, lw.stream),
+                                   outside=not own,
                                    guessed=sid in interp.unknown_results or sid in interp.__dict__.get("helper_guesses", {}))
 
         def pending_write(S):
@@ -198,7 +207,7 @@ def _producer_pending(project: Project, file: FileModel, fn: FunctionInfo, mode:
                 return ()  # not written on a side stream on this path
             return None if ordered_before(lw, know) or not lw.stream.startswith("self.") \
                 or handed is not None and _handed_join(st, handed, S.sid, lw) else lw
-        for field, entry in family_pending(interp, st, pending_write).items():
+        for field, entry in family_pending(interp, st, pending_write).items() if own else ():
             old = found.get(field, 0)
             if old is None or field in plain:  # (a field only read here, `self.F[k] = self.F[k].to(dev)`, is
                 continue  # a family all the same)
@@ -335,6 +344,7 @@ def _holder_inputs(project: Project, file: FileModel, fn: FunctionInfo, mode: st
     the ``self`` of an ``autograd.Function`` staticmethod, an annotated local: :mod:`.typedholders`), read as a
     consumer of that class: its producers' pending writes ``fn`` reads through the name, when the class's protocol
     gives evidence of the join (never the unproven, low reading: the type is the code's claim, not a binding)."""
+    from streamlint.model.flow.recordwriters import handed_record, record_writes
     from streamlint.model.flow.typedholders import typed_holders
 
     memo = derived(project, "holder_inputs")
@@ -353,8 +363,14 @@ def _holder_inputs(project: Project, file: FileModel, fn: FunctionInfo, mode: st
         values = fn.name_assigns.get(name, []) if name not in fn.all_params and "." not in name else []
         spelled = _norm(file.code(values[0])) if len(values) == 1 else name  # (`sched: S = ctx.sched`: the
         # interpreter keys its fields by what the local holds)
-        for p in class_pending(project, cmod, cls, mode, runner):
+        for p in (*class_pending(project, cmod, cls, mode, runner), *record_writes(
+                project, cmod, cls, mode, lambda m, prefix, cmod=cmod: _producer_pending(
+                    project, cmod, m, mode, runner, prefix) if _own_scope(project, cmod, m)
+                and may_leave_pending(project, cmod, m, mode) else [])):
             q = _renamed(p, name)
+            if p.outside and (handed_record(project, file, fn, name, q.events, joined_keys, _STREAM_CALLS)
+                              or not _mentions(file, fn, q.field)):
+                continue  # (the record handed to a callee that may wait its event, or whose wait is not seen)
             if {re.sub(r"\[[^\]]*\]", "[]", _norm(k)) for k in (q.stream, *q.events, *q.early)} & joined:
                 continue  # it joins the stream or an entry of the event (which entry: not compared)
             if joining - {p.producer}:
@@ -457,7 +473,7 @@ def _expected(project: Project, file: FileModel, cls: ClassInfo, fn: FunctionInf
         evidence = False
     else:
         evidence = True
-    for key in keys:
+    for key in keys if not p.outside else ():  # (a record's fields are reached outside: that is how it is used)
         if key.startswith("self.") and key.count(".") == 1 and reached_outside(project, file, cls, key[5:]):
             return None
     return "medium" if evidence else "low"
@@ -557,11 +573,13 @@ def seed(interp, st, pending: list[Pending]) -> None:
         t = interp.tick()
         S = interp.new_storage(st, "long", MAIN, p.field, Access(p.stream, t, p.node, {p.stream: t}))
         st.long[p.field] = S.sid
-        interp.protocol_sources[S.sid] = f"{p.holder}.{p.producer.node.name.value}" if p.holder \
-            else p.producer.node.name.value
+        interp.protocol_sources[S.sid] = p.producer.qualname if p.outside \
+            else f"{p.holder}.{p.producer.node.name.value}" if p.holder else p.producer.node.name.value
         if p.unproven is not None:
             interp.__dict__.setdefault("protocol_unproven", {})[S.sid] = p.unproven
         interp.__dict__.setdefault("protocol_seeds", {})[S.sid] = (t, p.events)  # (handbacks.HandBacks.kept_guard)
+        if p.outside:  # a record's field another function wrote (recordwriters.py)
+            interp.__dict__.setdefault("outside_seeds", set()).add(S.sid)
         st.last_op[p.stream] = max(st.last_op.get(p.stream, 0), t)
         for e in p.events:
             st.events[e] = {p.stream: t}

@@ -304,9 +304,10 @@ def _caller_streams(project, file, fn, mode: str, param: str, depth: int,
             continue  # (a recursive call handing on the same stream: its callers' choice, asked here)
         onward = _defaulted_through(fn, site, caller, param) if caller is not None and through is None else None
         outside = caller is not None and outside_stream_scopes(project, model, site)
-        if defaulted and caller is not None and _omits(fn, site, param):
+        if (defaulted or _none_default(fn, param)) and caller is not None and _omits(fn, site, param):
             # (the parameter left None: the function's current stream; under a stream scope of the caller that is
-            # the scope's stream, not the one its arguments were made on: unknown)
+            # the scope's stream, not the one its arguments were made on: unknown. Also the function's own
+            # None-defaulted launch stream, `stream: Optional[CUstream] = None`, left out by a seen call)
             verdict = (_CURRENT, (model, site.node)) if outside else _in_scope(project, model, caller, site, fn, mode)
         elif caller is None or caller is fn:
             verdict = (_UNREAD, None)
@@ -347,11 +348,39 @@ def _caller_streams(project, file, fn, mode: str, param: str, depth: int,
                 continue  # (ordered after its current stream: no race on this path, no evidence either)
             else:
                 verdict = (_UNREAD, None)  # (a stream the analysis could not name: unknown)
+            if verdict[0] == _UNREAD and outside and _fresh_argument(project, model, caller, _bound(fn, site).get(param)):
+                verdict = (_OTHER, None)  # (`launch(x, torch.cuda.Stream())`, `launch(x, self.side)` made in
+                # `__init__`: a second stream of the caller's own, whatever its collecting run reached)
         if verdict[0] == _OTHER:
             return verdict
         if _RANK[verdict[0]] > _RANK[worst[0]]:
             worst = verdict
     return worst
+
+
+def _fresh_argument(project, model, caller, expr) -> bool:
+    """Is ``expr``, read from the call's text, a stream the caller makes itself and does not order after its
+    current stream: a construction (``torch.cuda.Stream()``), a local every binding of which is one, or a field of
+    the caller's own object that its class only ever sets to a new stream (``self.side_stream``, made in
+    ``__init__``)? Not one the caller orders anywhere (``side.wait_stream(torch.cuda.current_stream())``: a fork,
+    ordered after its current stream; the collecting run judges that one)."""
+    from streamlint.model.flow.leaves import fresh_stream_field
+    from streamlint.model.streamjoins import new_stream
+
+    if expr is None:
+        return False
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        made = caller.class_name is not None and fresh_stream_field(model.classes.get(caller.class_name),
+                                                                    expr.attr.value)
+    else:
+        made = new_stream(project, model, caller, expr)
+    if not made:
+        return False
+    text = node_code(expr)
+    return isinstance(expr, cst.Call) or not any(
+        isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in ("wait_stream",
+                                                                                                "wait_event")
+        and node_code(n.func.value) == text for n in local_nodes(caller.node))
 
 
 def _in_scope(project, model, caller, site, fn, mode: str) -> tuple[str, tuple | None]:
@@ -455,4 +484,24 @@ def chosen_upstream(project, file, fn, chosen: str, mode: str) -> bool:
         == _UNSEEN
 
 
-__all__ = ["caller_streams", "chosen_upstream", "current_at_some_site", "handed_elsewhere", "passed_another"]
+def unread_choice(project, file, fn, chosen: str, mode: str) -> str | None:
+    """What the seen callers of the function whose stream parameter ``chosen`` is (``fn``, or a function enclosing
+    the closure ``fn``) pass as it, when that leaves the race between it and the entry stream resting only on calls
+    the analysis does not read: ``"unread"`` (a seen call it cannot read: a kernel library's launch stream handed
+    down from APIs whose callers hand it a stream of unknown origin), ``"current"`` (the calls read pass their
+    current stream), each when no call read passes another stream (``launch(x, torch.cuda.Stream())``: ``other``)
+    and the function does not order that stream itself (``stream.wait_stream(current_stream())``, a join onto it:
+    it treats it as a side stream of its own work). None otherwise (``other``, ``unseen``: asked by
+    :func:`chosen_upstream`)."""
+    from streamlint.model.flow.chosenstreams import _ROOT, orders_chosen, param_owner
+
+    scope = param_owner(fn, chosen)
+    root = _ROOT.match(chosen)
+    if scope is None or root is None or orders_chosen(scope, root.group(0)) \
+            or scope is not fn and orders_chosen(fn, root.group(0)):
+        return None
+    status = caller_streams(project, file, scope, mode, root.group(0))[0]
+    return status if status in (_UNREAD, _CURRENT) else None
+
+
+__all__ = ["caller_streams", "chosen_upstream", "unread_choice", "current_at_some_site", "handed_elsewhere", "passed_another"]

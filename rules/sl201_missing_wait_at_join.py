@@ -940,7 +940,8 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
                  f"its current stream as `{race.caller_stream}`, and no call read passes another: this assumes a "
                  "caller not read does")
     elif chosen is not None and confidence is not Confidence.LOW \
-            and unread_choice(ctx.project, ctx.file, fn, chosen, race.mode) == "unread" \
+            and unread_choice(ctx.project, ctx.file, fn, chosen, race.mode, race.caller_stream or (
+                race.dst if race.src == MAIN else race.src)) == "unread" \
             and not field_is_side(ctx.project, ctx.file, fn, race.dst if race.src == MAIN else race.src):
         confidence = Confidence.LOW  # (flow/callerstreams.py: no call read passes another stream)
         hint += (f"; its stream comes from `{chosen}`, which the caller chooses, and no call of "

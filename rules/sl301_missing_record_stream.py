@@ -330,7 +330,8 @@ class MissingRecordStream(Rule):
                     hint += (f"; the other stream comes from `{chosen}`, which the caller chooses, and no call in the "
                              "project chooses it: this assumes a caller passes a stream other than its current one")
                 elif chosen is not None and confidence is not Confidence.LOW \
-                        and unread_choice(ctx.project, ctx.file, fn, chosen, issue.mode) is not None:
+                        and unread_choice(ctx.project, ctx.file, fn, chosen, issue.mode, issue.use_stream
+                                          if issue.alloc == MAIN else issue.alloc) is not None:
                     confidence = Confidence.LOW  # (flow/callerstreams.py: no call read passes another stream)
                     hint += (f"; the other stream comes from `{chosen}`, which the caller chooses, and no call of "
                              f"`{fn.node.name.value}` the analysis reads passes a stream other than its current one: "

@@ -223,8 +223,10 @@ def _none_default(fn, name: str) -> bool:
     return own is not None and isinstance(own.default, cst.Name) and own.default.value == "None"
 
 
-_OTHER, _UNREAD, _UNSEEN, _CURRENT = "other", "unread", "unseen", "current"
-_RANK = {_UNSEEN: 0, _CURRENT: 1, _UNREAD: 2, _OTHER: 3}
+_OTHER, _UNREAD, _UNSEEN, _CURRENT, _SIDE = "other", "unread", "unseen", "current", "side"
+_RANK = {_UNSEEN: 0, _CURRENT: 1, _UNREAD: 2, _SIDE: 3, _OTHER: 4}
+# ("side": a call not read either, but one that shows a second stream in play: it runs inside a side-stream block of
+# its caller, or hands a stream field of an options record its callers may set; not lowered by unread_choice)
 
 
 def current_at_some_site(project, file, fn, mode: str, param: str) -> tuple | None:
@@ -327,8 +329,10 @@ def _caller_streams(project, file, fn, mode: str, param: str, depth: int,
         elif onward is None and through is None and (field := _field_defaulted(project, model, fn, site, caller, param)):
             # (`args.stream or current_stream()`: the stream whoever built `args` chose, else its current one:
             # current when every seen caller leaves that field out, or none is seen, as a wrapper's own parameter)
-            verdict = _fields_left_out(project, model, caller, *field) if outside else (_UNREAD, None)
-            if verdict[0] == _UNSEEN:
+            verdict = _fields_left_out(project, model, caller, *field) if outside else (_SIDE, None)
+            if verdict[0] == _UNREAD:
+                verdict = (_SIDE, None)  # (an options record whose stream field a caller may set)
+            elif verdict[0] == _UNSEEN:
                 verdict = (_CURRENT, (model, site.node))
         else:  # (collected even without stream work of its own: `launcher.launch(x, SIDE)` is read, not skipped)
             facts = (collected(project, model, caller, mode) or {}).get((id(site.node), id(fn)))
@@ -337,7 +341,7 @@ def _caller_streams(project, file, fn, mode: str, param: str, depth: int,
                 verdict = (_CURRENT, (model, site.node))  # callers made current, which its collecting run does not see)
             elif how == "scope":  # (the stream of the caller's scope around the call, entered through a helper)
                 verdict = _in_scope(project, model, caller, site, fn, mode) if facts is not None else \
-                    (_CURRENT, (model, site.node)) if _scope_made(project, model, caller, site, fn) else (_UNREAD, None)
+                    (_CURRENT, (model, site.node)) if _scope_made(project, model, caller, site, fn) else (_SIDE, None)
             elif facts is None:
                 verdict = (_UNREAD, None)
             elif (param, "stream-other") in facts:
@@ -360,20 +364,35 @@ def _caller_streams(project, file, fn, mode: str, param: str, depth: int,
 
 def _fresh_argument(project, model, caller, expr) -> bool:
     """Is ``expr``, read from the call's text, a stream the caller makes itself and does not order after its
-    current stream: a construction (``torch.cuda.Stream()``), a local every binding of which is one, or a field of
-    the caller's own object that its class only ever sets to a new stream (``self.side_stream``, made in
-    ``__init__``)? Not one the caller orders anywhere (``side.wait_stream(torch.cuda.current_stream())``: a fork,
-    ordered after its current stream; the collecting run judges that one)."""
+    current stream: a construction (``torch.cuda.Stream()``), a local (or one of a function enclosing the caller's
+    closure) every binding of which is one, a field of the caller's own object that its class only ever sets to a new
+    stream (``self.side_stream``, made in ``__init__``), the field of a local record the caller builds with one
+    (``opts = Opts(stream=torch.cuda.Stream())``), also behind a current-stream fallback (``opts.stream or
+    current_stream()``)? Not one the caller orders anywhere (``side.wait_stream(torch.cuda.current_stream())``: a
+    fork, ordered after its current stream; the collecting run judges that one)."""
     from streamlint.model.flow.leaves import fresh_stream_field
     from streamlint.model.streamjoins import new_stream
 
+    if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.Or) and current_call(expr.right):
+        expr = expr.left
+    elif isinstance(expr, cst.IfExp) and (current_call(expr.body) or current_call(expr.orelse)):
+        expr = expr.orelse if current_call(expr.body) else expr.body
     if expr is None:
         return False
     if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
         made = caller.class_name is not None and fresh_stream_field(model.classes.get(caller.class_name),
                                                                     expr.attr.value)
+    elif isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
+        bound = caller.name_assigns.get(expr.value.value, [])
+        made = len(bound) == 1 and isinstance(bound[0], cst.Call) and any(
+            a.keyword is not None and a.keyword.value == expr.attr.value and new_stream(project, model, caller, a.value)
+            for a in bound[0].args)
     else:
-        made = new_stream(project, model, caller, expr)
+        scope = caller
+        while isinstance(expr, cst.Name) and scope.parent is not None and expr.value not in scope.name_assigns \
+                and expr.value not in scope.all_params:
+            scope = scope.parent  # (a closure's free name: bound by a function enclosing it)
+        made = new_stream(project, model, scope, expr)
     if not made:
         return False
     text = node_code(expr)
@@ -392,7 +411,7 @@ def _in_scope(project, model, caller, site, fn, mode: str) -> tuple[str, tuple |
     (no ``s.wait_stream(current_stream())`` first) is another stream's (``other``: the race is real on that path)."""
     facts = (collected(project, model, caller, mode) or {}).get((id(site.node), id(fn)))
     if facts is None:  # (the caller's run did not resolve the call: `group: Any; group.send(buf)`): from the text
-        return (_CURRENT, (model, site.node)) if _made_in_scope(project, model, caller, site, fn) else (_UNREAD, None)
+        return (_CURRENT, (model, site.node)) if _made_in_scope(project, model, caller, site, fn) else (_SIDE, None)
     if any(f[1] == "tensor" and f[2] != MAIN for f in facts):  # (a write the scope's stream has not joined; one
         # allocated before the scope but ordered onto it, `side.wait_stream(current_stream())`, is no race)
         return (_OTHER, None)
@@ -484,9 +503,9 @@ def chosen_upstream(project, file, fn, chosen: str, mode: str) -> bool:
         == _UNSEEN
 
 
-def unread_choice(project, file, fn, chosen: str, mode: str) -> str | None:
-    """What the seen callers of the function whose stream parameter ``chosen`` is (``fn``, or a function enclosing
-    the closure ``fn``) pass as it, when that leaves the race between it and the entry stream resting only on calls
+def unread_choice(project, file, fn, chosen: str, mode: str, key: str) -> str | None:
+    """What the seen callers (at least one call site found) of the function whose stream parameter ``chosen`` is
+    (``fn``, or a function enclosing the closure ``fn``) pass as it, when that leaves the race between it and the entry stream resting only on calls
     the analysis does not read: ``"unread"`` (a seen call it cannot read: a kernel library's launch stream handed
     down from APIs whose callers hand it a stream of unknown origin), ``"current"`` (the calls read pass their
     current stream), each when no call read passes another stream (``launch(x, torch.cuda.Stream())``: ``other``)
@@ -497,9 +516,11 @@ def unread_choice(project, file, fn, chosen: str, mode: str) -> str | None:
 
     scope = param_owner(fn, chosen)
     root = _ROOT.match(chosen)
+    if _ROOT.fullmatch(key) is None:  # (the race's stream ``key`` is the parameter itself: not a field of an object
+        return None  # handed in, `slot.compute_stream`, whose holder's origin says nothing of the stream)
     if scope is None or root is None or orders_chosen(scope, root.group(0)) \
-            or scope is not fn and orders_chosen(fn, root.group(0)):
-        return None
+            or scope is not fn and orders_chosen(fn, root.group(0)) or not callers_of(project, file, scope):
+        return None  # (no call site found: a nested worker its parent calls, a public API: asked elsewhere)
     status = caller_streams(project, file, scope, mode, root.group(0))[0]
     return status if status in (_UNREAD, _CURRENT) else None
 

@@ -504,8 +504,8 @@ def chosen_upstream(project, file, fn, chosen: str, mode: str) -> bool:
 
 
 def unread_choice(project, file, fn, chosen: str, mode: str, key: str) -> str | None:
-    """What the seen callers (at least one call site found) of the function whose stream parameter ``chosen`` is
-    (``fn``, or a function enclosing the closure ``fn``) pass as it, when that leaves the race between it and the entry stream resting only on calls
+    """What the seen callers of the function whose stream parameter ``chosen`` is (``fn``, or a function enclosing
+    the closure ``fn``) pass as it (callers unknown, a name too common to follow, count as not read), when that leaves the race between it and the entry stream resting only on calls
     the analysis does not read: ``"unread"`` (a seen call it cannot read: a kernel library's launch stream handed
     down from APIs whose callers hand it a stream of unknown origin), ``"current"`` (the calls read pass their
     current stream), each when no call read passes another stream (``launch(x, torch.cuda.Stream())``: ``other``)
@@ -519,8 +519,11 @@ def unread_choice(project, file, fn, chosen: str, mode: str, key: str) -> str | 
     if _ROOT.fullmatch(key) is None:  # (the race's stream ``key`` is the parameter itself: not a field of an object
         return None  # handed in, `slot.compute_stream`, whose holder's origin says nothing of the stream)
     if scope is None or root is None or orders_chosen(scope, root.group(0)) \
-            or scope is not fn and orders_chosen(fn, root.group(0)) or not callers_of(project, file, scope):
-        return None  # (no call site found: a nested worker its parent calls, a public API: asked elsewhere)
+            or scope is not fn and orders_chosen(fn, root.group(0)) \
+            or (scope.parent is not None or scope.node.name.value.startswith("__")
+                or scope.node.name.value == "forward") and not callers_of(project, file, scope):
+        return None  # (no site found for a nested worker its parent calls, or a forward / dunder run by syntax
+        # (`module(x)`): calls the project shows, not read here; a name too common to follow is unknown: unread)
     status = caller_streams(project, file, scope, mode, root.group(0))[0]
     return status if status in (_UNREAD, _CURRENT) else None
 

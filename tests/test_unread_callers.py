@@ -44,3 +44,10 @@ def test_across_modules_a_package_copy_stream_keeps_the_helper_medium() -> None:
     found = {(Path(f.path).name, f.span.start_line, f.code): f.confidence.value for f in lint_project(PROJECT)}
     assert found[("attention.py", 8, "SL201")] == found[("attention.py", 10, "SL201")] == "low"
     assert found[("attention.py", 17, "SL201")] == "medium" and found[("attention.py", 17, "SL301")] == "high"
+
+
+def test_a_helper_recording_its_inputs_for_the_stream_keeps_medium() -> None:
+    """`frame.record_stream(stream)` in the helper itself: its own code expects a second stream (the inference
+    preprocessing bug of the corpus has this shape), so an unread caller does not lower the race."""
+    found = _found(UNREAD.parent, [str(UNREAD)])
+    assert found[(UNREAD.name, 90, "SL201")] == "medium"

@@ -524,8 +524,18 @@ def unread_choice(project, file, fn, chosen: str, mode: str, key: str) -> str | 
                 or scope.node.name.value == "forward") and not callers_of(project, file, scope):
         return None  # (no site found for a nested worker its parent calls, or a forward / dunder run by syntax
         # (`module(x)`): calls the project shows, not read here; a name too common to follow is unknown: unread)
+    if _records_for(fn, root.group(0)) or scope is not fn and _records_for(scope, root.group(0)):
+        return None  # (`item.record_stream(stream)` on its own input: it expects that stream to be another one)
     status = caller_streams(project, file, scope, mode, root.group(0))[0]
     return status if status in (_UNREAD, _CURRENT) else None
+
+
+def _records_for(fn, name: str) -> bool:
+    """Does ``fn`` itself record a tensor for the stream parameter ``name`` (``item.record_stream(stream)``)? Then
+    its own code says that stream may not be the one its inputs were made on: a second stream it expects."""
+    return any(site.method == "record_stream" and len(site.node.args) == 1
+               and isinstance(site.node.args[0].value, cst.Name) and site.node.args[0].value.value == name
+               for site in fn.calls)
 
 
 __all__ = ["caller_streams", "chosen_upstream", "unread_choice", "current_at_some_site", "handed_elsewhere", "passed_another"]

@@ -19,7 +19,7 @@ def _import_model() -> None:
         FunctionFlow, one_per_cause, device_module, function_at, MAIN, entry_stream_name, stream_expr, stream_label, \
         partial_joins, partial_param_joins, unwaited_slot_reads, UnwaitedHandle, unwaited_handles, chosen_stream, \
         chosen_upstream, chosen_by_caller, current_at_some_site, handed_elsewhere, unjoined_flag_clears, \
-        field_is_side, idle_stream_loops, returned_handle_waits, worker_thread_only, synced_share, signal_reads, \
+        unread_choice, field_is_side, idle_stream_loops, returned_handle_waits, worker_thread_only, synced_share, signal_reads, \
         signals_of, replay_ordered, DroppedQueueEvent, dropped_queue_events
     from streamlint.model.flow.signalfolds import signal_reads, signals_of
     from streamlint.model.flow.callerwaits import returned_handle_waits
@@ -27,7 +27,8 @@ def _import_model() -> None:
     from streamlint.model.flow.syncedresults import synced_share
     from streamlint.model.dataflow import EarlyRecord, HostRead, Race, file_flows, path_tag
     from streamlint.model.eventguards import CURRENT, UnguardedRead, unguarded_reads
-    from streamlint.model.flow.callerstreams import chosen_upstream, current_at_some_site, handed_elsewhere
+    from streamlint.model.flow.callerstreams import chosen_upstream, current_at_some_site, handed_elsewhere, \
+        unread_choice
     from streamlint.model.flow.capturedreads import replay_ordered
     from streamlint.model.flow.chosenstreams import chosen_by_caller, chosen_stream
     from streamlint.model.flow.paramfields import field_is_side
@@ -945,6 +946,14 @@ def _judge(ctx: RuleContext, race: Race, fn, flow: FunctionFlow, main: str | Non
         hint += (f"; the call at {passed[0].path.rsplit('/', 1)[-1]}:{passed[0].span(passed[1]).start_line} passes "
                  f"its current stream as `{race.caller_stream}`, and no call read passes another: this assumes a "
                  "caller not read does")
+    elif chosen is not None and confidence is not Confidence.LOW \
+            and unread_choice(ctx.project, ctx.file, fn, chosen, race.mode, race.caller_stream or (
+                race.dst if race.src == MAIN else race.src)) == "unread" \
+            and not field_is_side(ctx.project, ctx.file, fn, race.dst if race.src == MAIN else race.src):
+        confidence = Confidence.LOW  # (flow/callerstreams.py: no call read passes another stream)
+        hint += (f"; its stream comes from `{chosen}`, which the caller chooses, and no call of "
+                 f"`{fn.node.name.value}` the analysis reads passes a stream other than its current one: this "
+                 "assumes a caller not read does")
     if race.argument and confidence is not Confidence.LOW:
         synced, seen = synced_share(ctx.project, ctx.file, fn, race.name)
         if seen >= 2 and 2 * synced >= seen:  # (flow/syncedresults.py: synchronised inputs are its contract)

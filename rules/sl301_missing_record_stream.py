@@ -17,10 +17,10 @@ def _import_model() -> None:
     never loads them)."""
     global class_step_joined, file_flows, path_tag, unrecorded_siblings, unrecorded_data_swaps, unrecorded_stored_siblings, broken_records, device_module, \
         function_at, MAIN, entry_stream_name, stream_expr, stream_label, lifetime_reported_at, taken_over, function_flow, \
-        noop_taken, handed_callable, chosen_by_caller, chosen_upstream, orders_chosen
+        noop_taken, handed_callable, chosen_by_caller, chosen_upstream, orders_chosen, unread_choice
     from streamlint.model.flow.handedcallables import handed_callable
     from streamlint.model.flow.chosenstreams import chosen_by_caller, orders_chosen
-    from streamlint.model.flow.callerstreams import chosen_upstream
+    from streamlint.model.flow.callerstreams import chosen_upstream, unread_choice
     from streamlint.model.dataflow import file_flows, function_flow, lifetime_reported_at, path_tag
     from streamlint.model.flow.callerwaits import class_step_joined
     from streamlint.model.flow.callerfrees import noop_taken, taken_over
@@ -329,6 +329,13 @@ class MissingRecordStream(Rule):
                     confidence = Confidence.LOW  # (flow/chosenstreams.py, as SL201 judges the same pair of streams)
                     hint += (f"; the other stream comes from `{chosen}`, which the caller chooses, and no call in the "
                              "project chooses it: this assumes a caller passes a stream other than its current one")
+                elif chosen is not None and confidence is not Confidence.LOW \
+                        and unread_choice(ctx.project, ctx.file, fn, chosen, issue.mode, issue.use_stream
+                                          if issue.alloc == MAIN else issue.alloc) is not None:
+                    confidence = Confidence.LOW  # (flow/callerstreams.py: no call read passes another stream)
+                    hint += (f"; the other stream comes from `{chosen}`, which the caller chooses, and no call of "
+                             f"`{fn.node.name.value}` the analysis reads passes a stream other than its current one: "
+                             "this assumes a caller not read does")
                 related = []
                 ambient = _ambient_race(issue, flow)
                 if ambient is not None:  # SL201 on the same access is low for it (flow/ambient.py): so is this

@@ -40,12 +40,12 @@ if TYPE_CHECKING:
     from streamlint.model.project import Project
 
 
-def _new_stream(project: "Project", file: FileModel, fn: FunctionInfo, value: cst.BaseExpression,
+def new_stream(project: "Project", file: FileModel, fn: FunctionInfo, value: cst.BaseExpression,
                 _depth: int = 0) -> bool:
     """Is ``value`` a stream construction, or a local of ``fn`` every binding of which is one (also through
     ``a if c else b`` with both arms constructions)?"""
     if isinstance(value, cst.IfExp):
-        return _new_stream(project, file, fn, value.body, _depth) and _new_stream(project, file, fn, value.orelse,
+        return new_stream(project, file, fn, value.body, _depth) and new_stream(project, file, fn, value.orelse,
                                                                                   _depth)
     if isinstance(value, cst.Call):
         func = value.func
@@ -54,7 +54,7 @@ def _new_stream(project: "Project", file: FileModel, fn: FunctionInfo, value: cs
         return last == "Stream" and _stream_class(project, file, fn, func)
     if isinstance(value, cst.Name) and _depth < 2:
         bound = fn.name_assigns.get(value.value)
-        return bool(bound) and all(_new_stream(project, file, fn, v, _depth + 1) for v in bound)
+        return bool(bound) and all(new_stream(project, file, fn, v, _depth + 1) for v in bound)
     return False
 
 
@@ -99,7 +99,7 @@ def _stores(project: "Project", file: FileModel, fn: FunctionInfo, name: str) ->
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and _holder(node.func.value) == name:
             method = node.func.attr.value
             if method in ("append", "insert", "setdefault") and node.args:
-                yield node, _new_stream(project, file, fn, node.args[-1].value)
+                yield node, new_stream(project, file, fn, node.args[-1].value)
             elif method in ("extend", "update", "__setitem__"):
                 yield node, False
         elif isinstance(node, cst.AugAssign) and _holder(node.target) == name:
@@ -108,14 +108,14 @@ def _stores(project: "Project", file: FileModel, fn: FunctionInfo, name: str) ->
             for t in node.targets:
                 target = t.target
                 if isinstance(target, cst.Subscript) and _holder(target) == name:
-                    yield node, _new_stream(project, file, fn, node.value)
+                    yield node, new_stream(project, file, fn, node.value)
                 elif isinstance(target, cst.Attribute) and target.attr.value == name:
                     value = node.value
                     if isinstance(value, cst.Name) and value.value == "None" or isinstance(
                             value, (cst.List, cst.Tuple, cst.Dict)) and not value.elements:
                         continue
                     element = _element(value)
-                    yield node, element is not None and _new_stream(project, file, fn, element)
+                    yield node, element is not None and new_stream(project, file, fn, element)
 
 
 def stream_container_store(project: "Project", file: FileModel, fn: FunctionInfo, name: str,
@@ -172,7 +172,7 @@ def stream_field_store(project: "Project", file: FileModel, attr: str) -> tuple[
             if fn.class_name is None:
                 continue
             for assign in fn.assigns:
-                if assign.target == target and _new_stream(project, model, fn, assign.value):
+                if assign.target == target and new_stream(project, model, fn, assign.value):
                     return model, assign.node
     return None
 

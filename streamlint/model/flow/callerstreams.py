@@ -223,8 +223,10 @@ def _none_default(fn, name: str) -> bool:
     return own is not None and isinstance(own.default, cst.Name) and own.default.value == "None"
 
 
-_OTHER, _UNREAD, _UNSEEN, _CURRENT = "other", "unread", "unseen", "current"
-_RANK = {_UNSEEN: 0, _CURRENT: 1, _UNREAD: 2, _OTHER: 3}
+_OTHER, _UNREAD, _UNSEEN, _CURRENT, _SIDE = "other", "unread", "unseen", "current", "side"
+_RANK = {_UNSEEN: 0, _CURRENT: 1, _UNREAD: 2, _SIDE: 3, _OTHER: 4}
+# ("side": a call not read either, but one that shows a second stream in play: it runs inside a side-stream block of
+# its caller, or hands a stream field of an options record its callers may set; not lowered by unread_choice)
 
 
 def current_at_some_site(project, file, fn, mode: str, param: str) -> tuple | None:
@@ -304,9 +306,10 @@ def _caller_streams(project, file, fn, mode: str, param: str, depth: int,
             continue  # (a recursive call handing on the same stream: its callers' choice, asked here)
         onward = _defaulted_through(fn, site, caller, param) if caller is not None and through is None else None
         outside = caller is not None and outside_stream_scopes(project, model, site)
-        if defaulted and caller is not None and _omits(fn, site, param):
+        if (defaulted or _none_default(fn, param)) and caller is not None and _omits(fn, site, param):
             # (the parameter left None: the function's current stream; under a stream scope of the caller that is
-            # the scope's stream, not the one its arguments were made on: unknown)
+            # the scope's stream, not the one its arguments were made on: unknown. Also the function's own
+            # None-defaulted launch stream, `stream: Optional[CUstream] = None`, left out by a seen call)
             verdict = (_CURRENT, (model, site.node)) if outside else _in_scope(project, model, caller, site, fn, mode)
         elif caller is None or caller is fn:
             verdict = (_UNREAD, None)
@@ -326,8 +329,10 @@ def _caller_streams(project, file, fn, mode: str, param: str, depth: int,
         elif onward is None and through is None and (field := _field_defaulted(project, model, fn, site, caller, param)):
             # (`args.stream or current_stream()`: the stream whoever built `args` chose, else its current one:
             # current when every seen caller leaves that field out, or none is seen, as a wrapper's own parameter)
-            verdict = _fields_left_out(project, model, caller, *field) if outside else (_UNREAD, None)
-            if verdict[0] == _UNSEEN:
+            verdict = _fields_left_out(project, model, caller, *field) if outside else (_SIDE, None)
+            if verdict[0] == _UNREAD:
+                verdict = (_SIDE, None)  # (an options record whose stream field a caller may set)
+            elif verdict[0] == _UNSEEN:
                 verdict = (_CURRENT, (model, site.node))
         else:  # (collected even without stream work of its own: `launcher.launch(x, SIDE)` is read, not skipped)
             facts = (collected(project, model, caller, mode) or {}).get((id(site.node), id(fn)))
@@ -336,7 +341,7 @@ def _caller_streams(project, file, fn, mode: str, param: str, depth: int,
                 verdict = (_CURRENT, (model, site.node))  # callers made current, which its collecting run does not see)
             elif how == "scope":  # (the stream of the caller's scope around the call, entered through a helper)
                 verdict = _in_scope(project, model, caller, site, fn, mode) if facts is not None else \
-                    (_CURRENT, (model, site.node)) if _scope_made(project, model, caller, site, fn) else (_UNREAD, None)
+                    (_CURRENT, (model, site.node)) if _scope_made(project, model, caller, site, fn) else (_SIDE, None)
             elif facts is None:
                 verdict = (_UNREAD, None)
             elif (param, "stream-other") in facts:
@@ -347,11 +352,54 @@ def _caller_streams(project, file, fn, mode: str, param: str, depth: int,
                 continue  # (ordered after its current stream: no race on this path, no evidence either)
             else:
                 verdict = (_UNREAD, None)  # (a stream the analysis could not name: unknown)
+            if verdict[0] == _UNREAD and outside and _fresh_argument(project, model, caller, _bound(fn, site).get(param)):
+                verdict = (_OTHER, None)  # (`launch(x, torch.cuda.Stream())`, `launch(x, self.side)` made in
+                # `__init__`: a second stream of the caller's own, whatever its collecting run reached)
         if verdict[0] == _OTHER:
             return verdict
         if _RANK[verdict[0]] > _RANK[worst[0]]:
             worst = verdict
     return worst
+
+
+def _fresh_argument(project, model, caller, expr) -> bool:
+    """Is ``expr``, read from the call's text, a stream the caller makes itself and does not order after its
+    current stream: a construction (``torch.cuda.Stream()``), a local (or one of a function enclosing the caller's
+    closure) every binding of which is one, a field of the caller's own object that its class only ever sets to a new
+    stream (``self.side_stream``, made in ``__init__``), the field of a local record the caller builds with one
+    (``opts = Opts(stream=torch.cuda.Stream())``), also behind a current-stream fallback (``opts.stream or
+    current_stream()``)? Not one the caller orders anywhere (``side.wait_stream(torch.cuda.current_stream())``: a
+    fork, ordered after its current stream; the collecting run judges that one)."""
+    from streamlint.model.flow.leaves import fresh_stream_field
+    from streamlint.model.streamjoins import new_stream
+
+    if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.Or) and current_call(expr.right):
+        expr = expr.left
+    elif isinstance(expr, cst.IfExp) and (current_call(expr.body) or current_call(expr.orelse)):
+        expr = expr.orelse if current_call(expr.body) else expr.body
+    if expr is None:
+        return False
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        made = caller.class_name is not None and fresh_stream_field(model.classes.get(caller.class_name),
+                                                                    expr.attr.value)
+    elif isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
+        bound = caller.name_assigns.get(expr.value.value, [])
+        made = len(bound) == 1 and isinstance(bound[0], cst.Call) and any(
+            a.keyword is not None and a.keyword.value == expr.attr.value and new_stream(project, model, caller, a.value)
+            for a in bound[0].args)
+    else:
+        scope = caller
+        while isinstance(expr, cst.Name) and scope.parent is not None and expr.value not in scope.name_assigns \
+                and expr.value not in scope.all_params:
+            scope = scope.parent  # (a closure's free name: bound by a function enclosing it)
+        made = new_stream(project, model, scope, expr)
+    if not made:
+        return False
+    text = node_code(expr)
+    return isinstance(expr, cst.Call) or not any(
+        isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in ("wait_stream",
+                                                                                                "wait_event")
+        and node_code(n.func.value) == text for n in local_nodes(caller.node))
 
 
 def _in_scope(project, model, caller, site, fn, mode: str) -> tuple[str, tuple | None]:
@@ -363,7 +411,7 @@ def _in_scope(project, model, caller, site, fn, mode: str) -> tuple[str, tuple |
     (no ``s.wait_stream(current_stream())`` first) is another stream's (``other``: the race is real on that path)."""
     facts = (collected(project, model, caller, mode) or {}).get((id(site.node), id(fn)))
     if facts is None:  # (the caller's run did not resolve the call: `group: Any; group.send(buf)`): from the text
-        return (_CURRENT, (model, site.node)) if _made_in_scope(project, model, caller, site, fn) else (_UNREAD, None)
+        return (_CURRENT, (model, site.node)) if _made_in_scope(project, model, caller, site, fn) else (_SIDE, None)
     if any(f[1] == "tensor" and f[2] != MAIN for f in facts):  # (a write the scope's stream has not joined; one
         # allocated before the scope but ordered onto it, `side.wait_stream(current_stream())`, is no race)
         return (_OTHER, None)
@@ -455,4 +503,39 @@ def chosen_upstream(project, file, fn, chosen: str, mode: str) -> bool:
         == _UNSEEN
 
 
-__all__ = ["caller_streams", "chosen_upstream", "current_at_some_site", "handed_elsewhere", "passed_another"]
+def unread_choice(project, file, fn, chosen: str, mode: str, key: str) -> str | None:
+    """What the seen callers of the function whose stream parameter ``chosen`` is (``fn``, or a function enclosing
+    the closure ``fn``) pass as it (callers unknown, a name too common to follow, count as not read), when that leaves the race between it and the entry stream resting only on calls
+    the analysis does not read: ``"unread"`` (a seen call it cannot read: a kernel library's launch stream handed
+    down from APIs whose callers hand it a stream of unknown origin), ``"current"`` (the calls read pass their
+    current stream), each when no call read passes another stream (``launch(x, torch.cuda.Stream())``: ``other``)
+    and the function does not order that stream itself (``stream.wait_stream(current_stream())``, a join onto it:
+    it treats it as a side stream of its own work). None otherwise (``other``, ``unseen``: asked by
+    :func:`chosen_upstream`)."""
+    from streamlint.model.flow.chosenstreams import _ROOT, orders_chosen, param_owner
+
+    scope = param_owner(fn, chosen)
+    root = _ROOT.match(chosen)
+    if _ROOT.fullmatch(key) is None:  # (the race's stream ``key`` is the parameter itself: not a field of an object
+        return None  # handed in, `slot.compute_stream`, whose holder's origin says nothing of the stream)
+    if scope is None or root is None or orders_chosen(scope, root.group(0)) \
+            or scope is not fn and orders_chosen(fn, root.group(0)) \
+            or (scope.parent is not None or scope.node.name.value.startswith("__")
+                or scope.node.name.value == "forward") and not callers_of(project, file, scope):
+        return None  # (no site found for a nested worker its parent calls, or a forward / dunder run by syntax
+        # (`module(x)`): calls the project shows, not read here; a name too common to follow is unknown: unread)
+    if _records_for(fn, root.group(0)) or scope is not fn and _records_for(scope, root.group(0)):
+        return None  # (`item.record_stream(stream)` on its own input: it expects that stream to be another one)
+    status = caller_streams(project, file, scope, mode, root.group(0))[0]
+    return status if status in (_UNREAD, _CURRENT) else None
+
+
+def _records_for(fn, name: str) -> bool:
+    """Does ``fn`` itself record a tensor for the stream parameter ``name`` (``item.record_stream(stream)``)? Then
+    its own code says that stream may not be the one its inputs were made on: a second stream it expects."""
+    return any(site.method == "record_stream" and len(site.node.args) == 1
+               and isinstance(site.node.args[0].value, cst.Name) and site.node.args[0].value.value == name
+               for site in fn.calls)
+
+
+__all__ = ["caller_streams", "chosen_upstream", "unread_choice", "current_at_some_site", "handed_elsewhere", "passed_another"]

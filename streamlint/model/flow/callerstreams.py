@@ -524,6 +524,9 @@ def unread_choice(project, file, fn, chosen: str, mode: str, key: str) -> str | 
                 or scope.node.name.value == "forward") and not callers_of(project, file, scope):
         return None  # (no site found for a nested worker its parent calls, or a forward / dunder run by syntax
         # (`module(x)`): calls the project shows, not read here; a name too common to follow is unknown: unread)
+    if bound_by_partial(project, scope):
+        return None  # (called through `functools.partial(fn, ...)` too: calls the project shows, `run(stream)` with a
+        # stream of the caller's making, that this reading does not map onto the parameters)
     if _records_for(fn, root.group(0)) or scope is not fn and _records_for(scope, root.group(0)):
         return None  # (`item.record_stream(stream)` on its own input: it expects that stream to be another one)
     status = caller_streams(project, file, scope, mode, root.group(0))[0]

@@ -21,7 +21,7 @@ from streamlint._lazy import cst
 from streamlint.model.devobjects import annotation_alternatives
 from streamlint.model.file import dotted
 from streamlint.model.streams import derived
-from streamlint.model.syntax import class_field_annotation, local_nodes, string_annotation
+from streamlint.model.syntax import local_nodes, string_annotation
 
 if TYPE_CHECKING:
     from streamlint.model.file import FileModel
@@ -120,11 +120,9 @@ def _holds(file: FileModel, fn: FunctionInfo, expr: cst.BaseExpression, depth: i
 
 def _field_annotation(cls: ClassInfo, attr: str) -> cst.BaseExpression | None:
     """The one annotation of the field ``attr`` of ``cls`` (class body, or ``self.attr: T = ...`` in a method)."""
-    found = [a for a in (class_field_annotation(cls.node, attr),) if a is not None]
-    for m in cls.methods.values():
-        found += [n.annotation.annotation for n in local_nodes(m.node.body) if isinstance(n, cst.AnnAssign)
-                  and isinstance(n.target, cst.Attribute) and isinstance(n.target.value, cst.Name)
-                  and n.target.value.value == "self" and n.target.attr.value == attr]
+    from streamlint.model.flow.typedholders import field_annotations
+
+    found = field_annotations(cls, attr)
     return found[0] if len(found) == 1 else None
 
 

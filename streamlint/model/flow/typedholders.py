@@ -79,15 +79,8 @@ def field_class(project: Project, file: FileModel, cls: ClassInfo, attr: str) ->
     """The one project class the field ``attr`` of ``cls`` holds by its annotations (a class-body ``attr: T``, a
     ``self.attr: T = ...`` in a method), when every other assignment of it in the class is a plain name or
     attribute (a constructor argument kept, not an object of something else built there)."""
-    from streamlint.model.syntax import class_field_annotation
-
-    annotations = [a for a in (class_field_annotation(cls.node, attr),) if a is not None]
+    annotations = field_annotations(cls, attr)
     for m in cls.methods.values():
-        for node in local_nodes(m.node.body):
-            if isinstance(node, cst.AnnAssign) and isinstance(node.target, cst.Attribute) \
-                    and isinstance(node.target.value, cst.Name) and node.target.value.value == "self" \
-                    and node.target.attr.value == attr:
-                annotations.append(node.annotation.annotation)
         if any(a.target == f"self.{attr}" and not isinstance(a.value, (cst.Name, cst.Attribute)) and not (
                 isinstance(a.node, cst.AnnAssign)) for a in m.assigns):
             return None
@@ -95,6 +88,19 @@ def field_class(project: Project, file: FileModel, cls: ClassInfo, attr: str) ->
     if not classes or any(c is None for c in classes) or len({(id(c[0]), c[1].path) for c in classes}) != 1:
         return None
     return classes[0]
+
+
+def field_annotations(cls: ClassInfo, attr: str) -> list[cst.BaseExpression]:
+    """Every annotation the class states for its field ``attr``: the class body's ``attr: T`` and each
+    ``self.attr: T = ...`` of its methods, in that order."""
+    from streamlint.model.syntax import class_field_annotation
+
+    found = [a for a in (class_field_annotation(cls.node, attr),) if a is not None]
+    for m in cls.methods.values():
+        found += [n.annotation.annotation for n in local_nodes(m.node.body) if isinstance(n, cst.AnnAssign)
+                  and isinstance(n.target, cst.Attribute) and isinstance(n.target.value, cst.Name)
+                  and n.target.value.value == "self" and n.target.attr.value == attr]
+    return found
 
 
 def declared_method(project: Project, file: FileModel, fn: FunctionInfo,
@@ -235,5 +241,5 @@ def _named_plainly(project: Project, file: FileModel, fn: FunctionInfo, func: cs
     return found is not None and func.attr.value in found[0].methods
 
 
-__all__ = ["annotation_class", "checking_import", "declared_calls", "declared_class", "declared_method", "field_class",
-           "own_self", "typed_holders"]
+__all__ = ["annotation_class", "checking_import", "declared_calls", "declared_class", "declared_method",
+           "field_annotations", "field_class", "own_self", "typed_holders"]
